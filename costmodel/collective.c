@@ -1,0 +1,75 @@
+/*
+ * collective.c — the collective table and the alpha-beta engine (see collective.h).
+ *
+ * Bandwidth of a group: inside one node, the NVLink per-GPU bandwidth times the achieved NCCL
+ * efficiency. A group that spans nodes runs NCCL's rings (or trees, same bandwidth term) across
+ * the network: every ring crosses each node boundary once and NCCL gives each ring its own NIC,
+ * so with k members of the group on a node the group moves k NICs' worth of bandwidth per node:
+ * busbw = k * (NICs * NIC bandwidth / GPUs per node) * efficiency, capped by NVLink. With one
+ * member per node this is the per-GPU network bandwidth of DESIGN.md.
+ */
+#include "collective.h"
+
+#include <string.h>
+
+static double factor_all_reduce(int n) { return 2.0 * (n - 1) / n; }
+static double factor_ring(int n) { return (double)(n - 1) / n; }
+static double factor_one(int n) { (void)n; return 1.0; }
+static int steps_all_reduce(int n) { return 2 * (n - 1); }
+static int steps_ring(int n) { return n - 1; }
+static int steps_one(int n) { (void)n; return 1; }
+
+static const collective_desc table[COLL_COUNT] = {
+    {COLL_ALL_REDUCE, "all_reduce", factor_all_reduce, steps_all_reduce},
+    {COLL_ALL_GATHER, "all_gather", factor_ring, steps_ring},
+    {COLL_REDUCE_SCATTER, "reduce_scatter", factor_ring, steps_ring},
+    {COLL_ALL_TO_ALL, "all_to_all", factor_ring, steps_ring},
+    {COLL_SEND_RECV, "send_recv", factor_one, steps_one},
+};
+
+const collective_desc *collective_get(collective_op op)
+{
+    return (op >= 0 && op < COLL_COUNT) ? &table[op] : NULL;
+}
+
+const collective_desc *collective_find(const char *name)
+{
+    for (int i = 0; i < COLL_COUNT; i++)
+        if (strcmp(table[i].name, name) == 0) return &table[i];
+    return NULL;
+}
+
+double collective_busbw_bytes_per_s(const system_spec *sys, layout_group g)
+{
+    double intra = sys->intra_bandwidth_bytes_per_s * sys->intra_busbw_efficiency;
+    if (!g.spans_nodes) return intra;
+    double inter = g.members_per_node * system_inter_bandwidth_per_gpu(sys) *
+                   sys->inter_busbw_efficiency;
+    return inter < intra ? inter : intra;
+}
+
+double collective_latency_s(const system_spec *sys, layout_group g)
+{
+    return g.spans_nodes ? sys->inter_latency_s : sys->intra_latency_s;
+}
+
+double collective_time_s(const system_spec *sys, collective_op op, double bytes, layout_group g)
+{
+    if (g.size <= 1 || bytes <= 0) return 0;
+    const collective_desc *d = &table[op];
+    double alpha = collective_latency_s(sys, g) * d->latency_steps(g.size);
+    if (g.spans_nodes && (op == COLL_SEND_RECV || op == COLL_ALL_TO_ALL)) {
+        /* Not rings: a point-to-point message crosses the network on one GPU's NIC share, and
+         * in an all-to-all each rank sends the (n - k)/n of its buffer bound for other nodes
+         * through its own NIC share while the rest moves over NVLink at the same time. */
+        double net = system_inter_bandwidth_per_gpu(sys) * sys->inter_busbw_efficiency;
+        if (net <= 0) return 1e30;
+        double off_node = op == COLL_SEND_RECV
+                              ? 1.0
+                              : (double)(g.size - g.members_per_node) / g.size;
+        return alpha + bytes * off_node / net;
+    }
+    double bw = collective_busbw_bytes_per_s(sys, g);
+    if (bw <= 0) return 1e30; /* no network: the layout cannot span nodes on this system */
+    return alpha + bytes * d->bus_factor(g.size) / bw;
+}

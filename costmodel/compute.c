@@ -1,0 +1,33 @@
+/* compute.c — kernel-time models; see compute.h for the sources. */
+#include "compute.h"
+
+double compute_gemm_s(const system_spec *sys, double m, double n, double k)
+{
+    if (m <= 0 || n <= 0 || k <= 0) return 0;
+    double flops = 2.0 * m * n * k;
+    double bytes = 2.0 * (m * k + k * n + m * n); /* bf16 operands and result */
+    double t_math = flops / (sys->peak_bf16_flops * sys->gemm_efficiency_max);
+    double t_mem = bytes / (sys->hbm_bandwidth_bytes_per_s * sys->hbm_efficiency);
+    return (t_math > t_mem ? t_math : t_mem) + sys->gemm_overhead_s;
+}
+
+double compute_gemm_fwd_bwd_s(const system_spec *sys, double m, double n, double k)
+{
+    return compute_gemm_s(sys, m, n, k) + compute_gemm_s(sys, m, k, n) +
+           compute_gemm_s(sys, k, n, m);
+}
+
+double compute_flash_forward_s(const system_spec *sys, double flops)
+{
+    return flops / (sys->peak_bf16_flops * sys->attention_efficiency);
+}
+
+double compute_flash_backward_s(const system_spec *sys, double flops)
+{
+    return 2.5 * flops / (sys->peak_bf16_flops * sys->attention_efficiency);
+}
+
+double compute_stream_s(const system_spec *sys, double bytes)
+{
+    return bytes / (sys->hbm_bandwidth_bytes_per_s * sys->hbm_efficiency);
+}

@@ -1,0 +1,27 @@
+/*
+ * compute.h — time of the GPU kernels a layer runs: GEMMs (a roofline with an achieved-
+ * efficiency ceiling and a fixed per-kernel cost), fused attention, and memory-bound
+ * elementwise kernels.
+ *
+ * Roofline: Williams, Waterman, Patterson, "Roofline: an insightful visual performance model",
+ * CACM 2009 — time = max(FLOPs / compute rate, bytes / memory rate). The achieved rates are the
+ * system's gemm_efficiency_max x peak and hbm_efficiency x HBM bandwidth (data/systems/README.md
+ * gives their measured sources); plan calibrate (issue 4) refits them.
+ */
+#ifndef PLAN_COMPUTE_H
+#define PLAN_COMPUTE_H
+
+#include "system.h"
+
+/* One bf16 GEMM C[m,n] = A[m,k] B[k,n]. */
+double compute_gemm_s(const system_spec *sys, double m, double n, double k);
+/* Forward + backward (dgrad and wgrad: two GEMMs of the same FLOPs) of one GEMM. */
+double compute_gemm_fwd_bwd_s(const system_spec *sys, double m, double n, double k);
+/* Fused (flash) attention: forward of `flops` and backward of 2.5x (FlashAttention-2, Dao
+ * 2023, Sec. 3: the backward recomputes the scores; its benchmark counts 2.5x). */
+double compute_flash_forward_s(const system_spec *sys, double flops);
+double compute_flash_backward_s(const system_spec *sys, double flops);
+/* A memory-bound kernel moving `bytes` through HBM. */
+double compute_stream_s(const system_spec *sys, double bytes);
+
+#endif

@@ -1,0 +1,389 @@
+/*
+ * estimate.c — step time and the composed estimate for one layout.
+ *
+ * Per micro-batch, each layer type (dense, MoE) costs its forward, backward and recomputed
+ * GEMMs, attention and elementwise kernels (compute.c), plus the communication that sits on the
+ * critical path: TP/SP collectives (exposed: Megatron runs them in the compute stream unless
+ * TP-comm overlap is configured, which this model does not assume), EP all-to-alls (exposed),
+ * CP ring exchange (hidden behind attention where it fits, as Megatron/TE overlap it), Ulysses
+ * all-to-alls (exposed), FSDP gathers and reduce-scatters (prefetched one unit ahead: only the
+ * part longer than the unit's compute shows), PP send/recv. A pipeline runs m micro-batches
+ * through its slowest stage and pays the 1F1B fill/drain bubble (p-1)/v of a micro-batch
+ * (Narayanan et al. 2021, Sec. 2.2: bubble fraction (p-1)/(v m)). Data-parallel gradient
+ * reduction overlaps the last micro-batch's backward when the framework overlaps it
+ * (Megatron --overlap-grad-reduce: bucketed, the last bucket stays exposed).
+ */
+#include "estimate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "collective.h"
+#include "compute.h"
+#include "flops.h"
+#include "memory.h"
+
+typedef struct {
+    double fwd_s, bwd_s, recompute_s; /* compute */
+    double tp_s;                      /* exposed TP/SP communication, fwd + bwd + recompute */
+    double cp_s;                      /* exposed CP communication */
+    double ep_s;                      /* exposed EP all-to-all */
+    double gather_s;                  /* FSDP all-gather of this layer (one gather) */
+    double reduce_s;                  /* FSDP reduce-scatter of this layer's gradients */
+} layer_time;
+
+static double gemm_fb(const system_spec *sys, double m, double n, double k)
+{
+    return compute_gemm_fwd_bwd_s(sys, m, n, k);
+}
+
+static layer_time layer_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
+                             const layout *l, int moe)
+{
+    layer_time r;
+    memset(&r, 0, sizeof r);
+    double tokens = (double)l->mbs * t->seq_len / l->cp; /* per GPU, after SP all-gather */
+    double tp = l->tp, h = m->hidden, a = m->heads;
+    double seq_div = l->sp ? tp : 1.0;                   /* elementwise work sharded by SP */
+    bool swiglu = m->activation == MODEL_ACT_SWIGLU;
+    double fwd_gemm = 0, fb_gemm = 0;
+
+#define GEMM(mm, nn, kk)                                                                       \
+    do {                                                                                       \
+        fwd_gemm += compute_gemm_s(sys, (mm), (nn), (kk));                                     \
+        fb_gemm += gemm_fb(sys, (mm), (nn), (kk));                                             \
+    } while (0)
+
+    /* Attention projections (Megatron: column-parallel QKV, row-parallel output). */
+    double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
+    double vd = m->mla ? m->v_head_dim : m->head_dim;
+    if (m->mla) {
+        if (m->q_lora_rank > 0) {
+            GEMM(tokens, m->q_lora_rank, h);
+            GEMM(tokens, a * qk / tp, m->q_lora_rank);
+        } else {
+            GEMM(tokens, a * qk / tp, h);
+        }
+        GEMM(tokens, m->kv_lora_rank + m->qk_rope_dim, h);
+        GEMM(tokens, a * (m->qk_nope_dim + vd) / tp, m->kv_lora_rank);
+        GEMM(tokens, h, a * vd / tp);
+    } else {
+        GEMM(tokens, (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp, h);
+        GEMM(tokens, h, model_q_dim(m) / tp);
+    }
+    /* MLP */
+    double elem_sharded = 0; /* elementwise bytes per token, already per GPU */
+    double gate = swiglu ? 2.0 : 1.0;
+    double act_bytes = swiglu ? 6.0 : 4.0; /* SwiGLU reads 2f writes f; GeLU reads f writes f */
+    if (!moe) {
+        GEMM(tokens, gate * m->ffn / tp, h);
+        GEMM(tokens, h, m->ffn / tp);
+        elem_sharded += act_bytes * m->ffn / tp;
+    } else {
+        double etp = layout_etp(l);
+        GEMM(l->sp ? tokens / tp : tokens, m->experts, h); /* router */
+        /* Routed experts: per GPU E/ep experts, each seeing tokens*k*ep*etp/(E*tp) rows. */
+        int local = m->experts / l->ep;
+        double rows = tokens * m->top_k * l->ep * etp / ((double)m->experts * tp);
+        for (int e = 0; e < local && e < 1; e++) { /* identical experts: cost one, scale */
+            double f1 = compute_gemm_s(sys, rows, gate * m->expert_ffn / etp, h) +
+                        compute_gemm_s(sys, rows, h, m->expert_ffn / etp);
+            double b1 = gemm_fb(sys, rows, gate * m->expert_ffn / etp, h) +
+                        gemm_fb(sys, rows, h, m->expert_ffn / etp);
+            fwd_gemm += local * f1;
+            fb_gemm += local * b1;
+        }
+        if (m->shared_experts) {
+            double w = (double)m->shared_experts * m->shared_ffn;
+            GEMM(tokens, gate * w / tp, h);
+            GEMM(tokens, h, w / tp);
+            elem_sharded += act_bytes * w / tp;
+        }
+        double copies = m->top_k / tp; /* routed copies per token, per GPU */
+        elem_sharded += copies * (act_bytes * m->expert_ffn + 8.0 * h); /* act + permutes */
+    }
+#undef GEMM
+    /* Rotary embeddings read and write q and k (absent with learned positions). */
+    if (!m->learned_positions) elem_sharded += 4.0 * (a * qk + (m->mla ? a : m->kv_heads) * qk) / tp;
+    /* Norms (read h, write h: 4h bytes each, two per layer) and two residual adds (read 2h,
+     * write h: 6h), plus the 1-byte dropout masks when dropout is on. */
+    double elem_repl = 20.0 * h + (m->dropout ? 2.0 * h : 0);
+    double elem_fwd = tokens * (elem_repl / seq_div + elem_sharded);
+
+    /* Attention core. */
+    double attn_fwd, attn_bwd;
+    if (t->attention == ATTENTION_FLASH) {
+        double f = flops_attention_core_forward(m, tokens, t->seq_len, t->causal) / tp;
+        attn_fwd = compute_flash_forward_s(sys, f);
+        attn_bwd = compute_flash_backward_s(sys, f);
+    } else {
+        /* Megatron 2021-22: batched GEMMs over the full s x s scores, fused scale-mask-softmax,
+         * dropout; bytes per score: fwd 4 (+5 with dropout), bwd 6 (+5). */
+        double rows = tokens * a / tp;
+        attn_fwd = compute_gemm_s(sys, rows, t->seq_len, qk) + compute_gemm_s(sys, rows, vd, t->seq_len);
+        attn_bwd = 2.0 * attn_fwd;
+        double scores = rows * t->seq_len;
+        attn_fwd += compute_stream_s(sys, scores * (m->dropout ? 9.0 : 4.0));
+        attn_bwd += compute_stream_s(sys, scores * (m->dropout ? 11.0 : 6.0));
+    }
+
+    r.fwd_s = fwd_gemm + attn_fwd + compute_stream_s(sys, elem_fwd);
+    r.bwd_s = (fb_gemm - fwd_gemm) + attn_bwd + compute_stream_s(sys, 2.0 * elem_fwd);
+
+    /* TP / SP: two all-reduces (or all-gather + reduce-scatter pairs) forward, two backward,
+     * of the full activation (Korthikanti Sec. 4.2.2: same volume with and without SP). */
+    double act = tokens * h * 2.0;
+    layout_group gtp = layout_tp_group(sys, l);
+    double tp_one = l->sp ? collective_time_s(sys, COLL_ALL_GATHER, act, gtp) +
+                                collective_time_s(sys, COLL_REDUCE_SCATTER, act, gtp)
+                          : collective_time_s(sys, COLL_ALL_REDUCE, act, gtp);
+    double tp_fwd = 2.0 * tp_one, tp_bwd = 2.0 * tp_one;
+
+    /* EP: dispatch and combine all-to-alls of k copies of this GPU's tokens. */
+    double ep_fwd = 0;
+    if (moe && l->ep > 1) {
+        double bytes = tokens / tp * m->top_k * h * 2.0;
+        ep_fwd = 2.0 * collective_time_s(sys, COLL_ALL_TO_ALL, bytes, layout_ep_group(sys, l));
+    }
+    double ep_bwd = ep_fwd;
+
+    /* CP */
+    double cp_fwd = 0, cp_bwd = 0;
+    if (l->cp > 1) {
+        layout_group gcp = layout_cp_group(sys, l);
+        double kvh = m->mla ? a : m->kv_heads;
+        if (l->framework == FRAMEWORK_MEGATRON) {
+            /* Ring attention (Megatron/TE): cp-1 K/V chunk exchanges forward, K/V and dK/dV
+             * backward, overlapped with the attention blocks. */
+            double chunk = tokens * kvh * (qk + vd) * 2.0 / tp;
+            double ring = (l->cp - 1) * collective_time_s(sys, COLL_SEND_RECV, chunk, gcp);
+            cp_fwd = fmax(0, ring - attn_fwd);
+            cp_bwd = fmax(0, 2.0 * ring - attn_bwd);
+        } else {
+            /* Ulysses (DeepSpeed-Ulysses, Jacobs et al. 2023): all-to-all of q, k, v before
+             * attention and of the output after; the same backward. Not overlapped. */
+            double bytes = tokens * 2.0 * (a * qk + kvh * qk + kvh * vd + a * vd);
+            cp_fwd = collective_time_s(sys, COLL_ALL_TO_ALL, bytes, gcp);
+            cp_bwd = cp_fwd;
+        }
+    }
+
+    /* Recompute */
+    if (l->recompute == RECOMPUTE_FULL) {
+        r.recompute_s = r.fwd_s;
+        tp_bwd += tp_fwd;
+        ep_bwd += ep_fwd;
+        cp_bwd += cp_fwd;
+    } else if (l->recompute == RECOMPUTE_SELECTIVE) {
+        r.recompute_s = attn_fwd;
+    }
+    r.tp_s = tp_fwd + tp_bwd;
+    r.ep_s = ep_fwd + ep_bwd;
+    r.cp_s = cp_fwd + cp_bwd;
+
+    /* FSDP traffic of this layer (exposure decided per stage). */
+    if (l->sharding == SHARDING_FSDP) {
+        double p = memory_layer_params(m, l, moe);
+        layout_group g = layout_shard_place(sys, l);
+        double red = l->framework == FRAMEWORK_FSDP2 ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
+        r.gather_s = collective_time_s(sys, COLL_ALL_GATHER, 2.0 * p, g);
+        r.reduce_s = collective_time_s(sys, COLL_REDUCE_SCATTER, red * p, g);
+        if (l->offload) {
+            /* FSDP2 CPUOffloadPolicy: the fp32 shard crosses PCIe before each gather, the
+             * gradient shard after each reduce-scatter. */
+            double shard = 4.0 * p / layout_shard_group(l);
+            r.gather_s += shard / sys->pcie_bandwidth_bytes_per_s;
+            r.reduce_s += shard / sys->pcie_bandwidth_bytes_per_s;
+        }
+    }
+    return r;
+}
+
+typedef struct {
+    double compute_s, tp_s, cp_s, ep_s, pp_s, fsdp_s;
+    double fwd_s, bwd_s; /* compute only, for overlap of DP traffic */
+} stage_time;
+
+static stage_time stage_cost(const model_spec *m, const system_spec *sys,
+                             const training_spec *t, const layout *l, int stage,
+                             const layer_time *dense, const layer_time *moe)
+{
+    stage_time s;
+    memset(&s, 0, sizeof s);
+    int n = layout_stage_layers(m, l, stage);
+    /* MoE layers on this stage */
+    int start = 0;
+    for (int i = 0; i < stage; i++) start += layout_stage_layers(m, l, i);
+    int n_moe = 0;
+    if (model_is_moe(m)) {
+        int first = m->dense_first > start ? m->dense_first : start;
+        n_moe = start + n > first ? start + n - first : 0;
+    }
+    int n_dense = n - n_moe;
+    const layer_time *kinds[2] = {dense, moe};
+    int counts[2] = {n_dense, n_moe};
+    for (int k = 0; k < 2; k++) {
+        const layer_time *x = kinds[k];
+        int c = counts[k];
+        if (!c) continue;
+        s.fwd_s += c * x->fwd_s;
+        s.bwd_s += c * (x->bwd_s + x->recompute_s);
+        s.tp_s += c * x->tp_s;
+        s.cp_s += c * x->cp_s;
+        s.ep_s += c * x->ep_s;
+        if (l->sharding == SHARDING_FSDP) {
+            /* One unit prefetched ahead: a layer's gather hides behind the previous layer's
+             * compute; the reduce-scatter behind the next layer's backward. */
+            double ag_bwd = l->reshard_after_forward ? x->gather_s : 0;
+            s.fsdp_s += c * (fmax(0, x->gather_s - x->fwd_s) +
+                             fmax(0, ag_bwd + x->reduce_s - (x->bwd_s + x->recompute_s)));
+        }
+    }
+    if (l->sharding == SHARDING_FSDP && n > 0) {
+        const layer_time *first = n_dense ? dense : moe;
+        s.fsdp_s += first->gather_s + first->reduce_s; /* nothing to hide the first/last */
+    }
+    double tokens = (double)l->mbs * t->seq_len / l->cp;
+    if (stage == l->pp - 1) {
+        /* Output layer GEMM and the cross-entropy over V/tp logits (~20 bytes per logit
+         * through HBM: bf16 logits, fp32 softmax forward and backward). */
+        double v = (double)m->vocab / l->tp;
+        s.fwd_s += compute_gemm_s(sys, tokens, v, m->hidden) + compute_stream_s(sys, 10.0 * tokens * v);
+        s.bwd_s += compute_gemm_fwd_bwd_s(sys, tokens, v, m->hidden) -
+                   compute_gemm_s(sys, tokens, v, m->hidden) + compute_stream_s(sys, 10.0 * tokens * v);
+    }
+    if (l->pp > 1) {
+        /* Send activations forward and gradients backward once per micro-batch per virtual
+         * stage; each TP rank sends its 1/tp slice (SP, or Megatron's scatter-gather). */
+        double bytes = tokens * m->hidden * 2.0 / l->tp;
+        layout_group gpp = layout_pp_group(sys, l);
+        s.pp_s = 2.0 * l->vpp * collective_time_s(sys, COLL_SEND_RECV, bytes, gpp);
+    }
+    s.compute_s = s.fwd_s + s.bwd_s;
+    return s;
+}
+
+static double stage_total(const stage_time *s)
+{
+    return s->compute_s + s->tp_s + s->cp_s + s->ep_s + s->pp_s + s->fsdp_s;
+}
+
+cm_status estimate_layout(const model_spec *m, const system_spec *sys, const training_spec *t,
+                          const layout *l, estimate *out, char *err, size_t errlen)
+{
+    cm_status st = training_check(t, err, errlen);
+    if (st != CM_OK) return st;
+    st = layout_check(m, sys, t, l, 0, err, errlen);
+    if (st != CM_OK) return st;
+
+    memset(out, 0, sizeof *out);
+    snprintf(out->model_name, sizeof out->model_name, "%s", m->name);
+    out->params_total = model_params_total(m);
+    out->params_active = model_params_active(m);
+    out->layout = *l;
+    out->training = *t;
+    out->gpus = layout_gpus(l);
+    int micro = layout_microbatches(l, t);
+    out->microbatches = micro;
+
+    /* Memory */
+    out->memory = memory_peak(m, sys, t, l);
+
+    /* Time per micro-batch of the candidate stages. */
+    layer_time dense = layer_cost(m, sys, t, l, 0);
+    layer_time moe = model_is_moe(m) ? layer_cost(m, sys, t, l, 1) : dense;
+    int cands[3] = {0, l->pp > 1 ? 1 : 0, l->pp - 1};
+    stage_time worst = stage_cost(m, sys, t, l, 0, &dense, &moe);
+    for (int i = 1; i < 3; i++) {
+        if (cands[i] == 0) continue;
+        stage_time s = stage_cost(m, sys, t, l, cands[i], &dense, &moe);
+        if (stage_total(&s) > stage_total(&worst)) worst = s;
+    }
+    double t_mb = stage_total(&worst);
+
+    /* Data-parallel gradient (and parameter) synchronisation of the first stage, which is the
+     * last to finish its backward. */
+    double dp_s = 0;
+    if (l->sharding != SHARDING_FSDP) {
+        double pd, pe;
+        memory_stage_params(m, l, 0, &pd, &pe);
+        double gbytes = t->grad_reduce_bf16 ? 2.0 : 4.0;
+        layout_group gdp = layout_dp_group(sys, l);
+        layout_group gedp = layout_group_place(sys, layout_expert_dp(l), l->ep * layout_etp(l));
+        double grad, gather = 0;
+        if (l->sharding == SHARDING_DDP) {
+            grad = collective_time_s(sys, COLL_ALL_REDUCE, gbytes * pd, gdp) +
+                   collective_time_s(sys, COLL_ALL_REDUCE, gbytes * pe, gedp);
+        } else {
+            grad = collective_time_s(sys, COLL_REDUCE_SCATTER, gbytes * pd, gdp) +
+                   collective_time_s(sys, COLL_REDUCE_SCATTER, gbytes * pe, gedp);
+            gather = collective_time_s(sys, COLL_ALL_GATHER, 2.0 * pd, gdp) +
+                     collective_time_s(sys, COLL_ALL_GATHER, 2.0 * pe, gedp);
+        }
+        int n0 = layout_stage_layers(m, l, 0);
+        double buckets = n0 > 0 ? n0 : 1;
+        dp_s += t->overlap_grad_reduce ? fmax(0, grad - worst.bwd_s) + grad / buckets : grad;
+        dp_s += t->overlap_param_gather ? fmax(0, gather - worst.fwd_s) + gather / buckets
+                                        : gather;
+    }
+
+    /* Optimizer step: Adam streams ~30 bytes per local parameter (fp32 grad read, fp32 master
+     * read+write, m and v read+write, bf16 param write). */
+    double pd, pe;
+    memory_stage_params(m, l, 0, &pd, &pe);
+    double local = pd + pe;
+    if (l->sharding != SHARDING_DDP) {
+        double ne = layout_expert_dp(l);
+        if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
+        local = pd / layout_shard_group(l) + pe / ne;
+    }
+    double opt_s = l->offload ? local / sys->host_adam_params_per_s
+                              : compute_stream_s(sys, 30.0 * local);
+
+    time_breakdown *tm = &out->time;
+    tm->microbatch_s = t_mb;
+    tm->compute_s = micro * worst.compute_s;
+    tm->tp_s = micro * worst.tp_s;
+    tm->cp_s = micro * worst.cp_s;
+    tm->ep_s = micro * worst.ep_s;
+    tm->pp_s = micro * worst.pp_s;
+    tm->dp_s = micro * worst.fsdp_s + dp_s;
+    tm->comm_exposed_s = tm->tp_s + tm->cp_s + tm->ep_s + tm->pp_s + tm->dp_s;
+    tm->bubble_s = l->pp > 1 ? (double)(l->pp - 1) / l->vpp * t_mb : 0;
+    tm->optimizer_s = opt_s;
+    tm->step_s = tm->compute_s + tm->comm_exposed_s + tm->bubble_s + tm->optimizer_s;
+
+    out->model_flops_per_step = flops_model_per_step(m, t);
+    out->hardware_flops_per_step = flops_hardware_per_step(m, t, l);
+    double tokens = (double)t->global_batch * t->seq_len;
+    out->tokens_per_s = tokens / tm->step_s;
+    double peak = sys->peak_bf16_flops * out->gpus;
+    out->mfu = out->model_flops_per_step / (tm->step_s * peak);
+    out->hfu = out->hardware_flops_per_step / (tm->step_s * peak);
+
+    /* Feasibility */
+    out->feasible = true;
+    const memory_breakdown *mb = &out->memory;
+    if (mb->total_bytes > mb->capacity_bytes) {
+        out->feasible = false;
+        snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
+                 "out of memory on pipeline stage %d: needs %.1f GiB of %.1f GiB (%.1f GiB over)",
+                 mb->stage, mb->total_bytes / 1073741824.0, mb->capacity_bytes / 1073741824.0,
+                 (mb->total_bytes - mb->capacity_bytes) / 1073741824.0);
+    } else if (tm->step_s > 1e20) {
+        out->feasible = false;
+        snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
+                 "a communication group spans nodes but system '%s' has no inter-node network",
+                 sys->name);
+    } else if (l->offload) {
+        double host_need = sys->gpus_per_node * 16.0 * local;
+        if (host_need > sys->host_memory_bytes) {
+            out->feasible = false;
+            snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
+                     "CPU offload needs %.0f GiB of host memory per node, the node has %.0f GiB",
+                     host_need / 1073741824.0, sys->host_memory_bytes / 1073741824.0);
+        }
+    }
+    return CM_OK;
+}

@@ -1,0 +1,50 @@
+/*
+ * estimate.h — the prediction for one layout: per-GPU memory of the fullest pipeline stage and
+ * the step-time breakdown, with FLOPs, MFU/HFU, tokens/s and feasibility.
+ *
+ * estimate_layout() is the one entry point the planner, bench, report and backend call. It is
+ * closed-form (no per-micro-batch loop), so the planner can evaluate millions of layouts.
+ */
+#ifndef PLAN_ESTIMATE_H
+#define PLAN_ESTIMATE_H
+
+#include <stdbool.h>
+
+#include "layout.h"
+#include "model.h"
+#include "system.h"
+#include "memory.h"
+
+typedef struct {
+    double step_s;
+    double compute_s;          /* GEMMs, attention, elementwise, recompute, on the slowest stage */
+    double comm_exposed_s;     /* communication not hidden behind compute, all dimensions */
+    double bubble_s;           /* pipeline fill and drain */
+    double optimizer_s;        /* the optimizer step (and offload transfers) */
+    double tp_s, cp_s, ep_s, pp_s, dp_s; /* exposed communication by dimension */
+    double microbatch_s;       /* slowest stage, one micro-batch forward + backward */
+} time_breakdown;
+
+typedef struct {
+    char model_name[64];
+    double params_total, params_active;
+    layout layout;
+    training_spec training;
+    int gpus;
+    int microbatches;
+    memory_breakdown memory;
+    time_breakdown time;
+    double model_flops_per_step;
+    double hardware_flops_per_step;
+    double tokens_per_s;       /* whole job */
+    double mfu, hfu;           /* fractions of the dense bf16 peak */
+    bool feasible;
+    char infeasible_reason[256];
+} estimate;
+
+/* Check the layout (err names the broken rule) and fill out. A layout that is valid but does
+ * not fit in memory is returned with feasible = false and the reason, status CM_OK. */
+cm_status estimate_layout(const model_spec *m, const system_spec *sys, const training_spec *t,
+                          const layout *l, estimate *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,105 @@
+/*
+ * flops.c — FLOP counts (see flops.h for the sources).
+ *
+ * The generic count takes every weight matrix a token multiplies by (2 FLOPs per parameter
+ * per token) plus the attention core. For a GPT layer with h = a*d and f = 4h this gives
+ * 24 b s h^2 + 4 b s^2 h forward, i.e. Narayanan's 72 B s h^2 (1 + s/6h) for fwd+bwd; the
+ * tests check that identity.
+ */
+#include "flops.h"
+
+double flops_attention_matrix_params(const model_spec *m)
+{
+    double h = m->hidden, a = m->heads;
+    if (m->mla) {
+        double qk = m->qk_nope_dim + m->qk_rope_dim;
+        double q = m->q_lora_rank > 0 ? h * m->q_lora_rank + (double)m->q_lora_rank * a * qk
+                                      : h * a * qk;
+        double kv = h * (m->kv_lora_rank + m->qk_rope_dim) +
+                    (double)m->kv_lora_rank * a * (m->qk_nope_dim + m->v_head_dim);
+        return q + kv + a * m->v_head_dim * h;
+    }
+    double qd = model_q_dim(m), kvd = model_kv_dim(m);
+    return h * qd + 2.0 * h * kvd + qd * h;
+}
+
+static double mlp_matrix(const model_spec *m, double width)
+{
+    return (m->activation == MODEL_ACT_SWIGLU ? 3.0 : 2.0) * m->hidden * width;
+}
+
+double flops_mlp_matrix_params(const model_spec *m, int moe_layer)
+{
+    if (!moe_layer) return mlp_matrix(m, m->ffn);
+    return m->top_k * mlp_matrix(m, m->expert_ffn) +
+           m->shared_experts * mlp_matrix(m, m->shared_ffn) + (double)m->hidden * m->experts;
+}
+
+double flops_attention_core_forward(const model_spec *m, double tokens, double seq, bool causal)
+{
+    double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
+    double v = m->mla ? m->v_head_dim : m->head_dim;
+    double f = 2.0 * tokens * seq * m->heads * (qk + v);
+    return causal ? 0.5 * f : f;
+}
+
+double flops_layer_forward(const model_spec *m, int moe_layer, double tokens, double seq,
+                           bool causal)
+{
+    return 2.0 * tokens * (flops_attention_matrix_params(m) + flops_mlp_matrix_params(m, moe_layer)) +
+           flops_attention_core_forward(m, tokens, seq, causal);
+}
+
+double flops_logits_forward(const model_spec *m, double tokens)
+{
+    return 2.0 * tokens * m->hidden * (double)m->vocab;
+}
+
+static double forward_all_layers(const model_spec *m, double tokens, double seq, bool causal)
+{
+    int moe = model_moe_layers(m), dense = m->layers - moe;
+    return dense * flops_layer_forward(m, 0, tokens, seq, causal) +
+           moe * flops_layer_forward(m, 1, tokens, seq, causal);
+}
+
+double flops_model_per_step(const model_spec *m, const training_spec *t)
+{
+    double tokens = (double)t->global_batch * t->seq_len;
+    return 3.0 * (forward_all_layers(m, tokens, t->seq_len, t->causal) +
+                  flops_logits_forward(m, tokens));
+}
+
+double flops_hardware_per_step(const model_spec *m, const training_spec *t, const layout *l)
+{
+    double tokens = (double)t->global_batch * t->seq_len;
+    double hw = flops_model_per_step(m, t);
+    /* Unfused attention computes the masked half too. */
+    bool core_causal = t->causal && t->attention == ATTENTION_FLASH;
+    if (!core_causal && t->causal)
+        hw += 3.0 * m->layers * (flops_attention_core_forward(m, tokens, t->seq_len, false) -
+                                 flops_attention_core_forward(m, tokens, t->seq_len, true));
+    if (l->recompute == RECOMPUTE_FULL) {
+        double frac = 1.0;
+        if (l->recompute_layers > 0) {
+            int per_stage = layout_max_stage_layers(m, l);
+            frac = l->recompute_layers >= per_stage ? 1.0 : (double)l->recompute_layers / per_stage;
+        }
+        hw += frac * forward_all_layers(m, tokens, t->seq_len, core_causal);
+    } else if (l->recompute == RECOMPUTE_SELECTIVE) {
+        hw += m->layers * flops_attention_core_forward(m, tokens, t->seq_len, core_causal);
+    }
+    return hw;
+}
+
+double flops_narayanan_eq3(double batch, double seq, double layers, double hidden, double vocab)
+{
+    return 96.0 * batch * seq * layers * hidden * hidden *
+           (1.0 + seq / (6.0 * hidden) + vocab / (16.0 * layers * hidden));
+}
+
+double flops_korthikanti_model(double batch, double seq, double layers, double hidden,
+                               double vocab)
+{
+    return 72.0 * batch * layers * seq * hidden * hidden *
+           (1.0 + seq / (6.0 * hidden) + vocab / (12.0 * hidden * layers));
+}

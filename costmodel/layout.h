@@ -1,0 +1,99 @@
+/*
+ * layout.h — the training spec (sequence, batch, precision) and the layout (how the work is
+ * split: TP x PP x DP x CP, EP carved out of the data-parallel ranks, sharding, recompute,
+ * framework), the framework rules of DESIGN.md, and the placement of rank groups on nodes.
+ */
+#ifndef PLAN_LAYOUT_H
+#define PLAN_LAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "model.h"
+#include "status.h"
+#include "system.h"
+
+typedef enum { FRAMEWORK_FSDP2 = 0, FRAMEWORK_MEGATRON = 1 } layout_framework;
+typedef enum { SHARDING_DDP = 0, SHARDING_DISTOPT = 1, SHARDING_FSDP = 2 } layout_sharding;
+typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE = 1, RECOMPUTE_FULL = 2 } layout_recompute;
+typedef enum { ATTENTION_FLASH = 0, ATTENTION_UNFUSED = 1 } training_attention;
+
+typedef struct {
+    int seq_len;               /* tokens per sequence */
+    int global_batch;          /* sequences per optimizer step */
+    training_attention attention; /* flash (fused, s^2 never stored) or unfused (2021 Megatron) */
+    bool overlap_grad_reduce;  /* Megatron --overlap-grad-reduce / FSDP backward prefetch */
+    bool overlap_param_gather; /* Megatron --overlap-param-gather */
+    bool grad_reduce_bf16;     /* reduce gradients in bf16 (--grad-reduce-in-bf16) */
+    bool causal;               /* causal mask: flash attention skips the masked half */
+} training_spec;
+
+typedef struct {
+    layout_framework framework;
+    int tp, pp, dp, cp;
+    int ep;                    /* expert parallel, carved out of dp*cp (Megatron) */
+    int etp;                   /* expert tensor parallel; 0 = same as tp */
+    int vpp;                   /* virtual pipeline stages per rank (interleaved 1F1B) */
+    int mbs;                   /* micro-batch size in sequences */
+    bool sp;                   /* Megatron sequence parallel (with tp > 1) */
+    layout_sharding sharding;
+    bool reshard_after_forward;/* FSDP: free gathered params after forward (ZeRO-3) */
+    int shard_size;            /* HSDP shard group size; 0 = the whole dp*cp group */
+    layout_recompute recompute;
+    int recompute_layers;      /* full recompute: layers per stage recomputed; 0 = all */
+    bool offload;              /* FSDP2 CPU offload of params, grads and optimizer */
+} layout;
+
+/* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */
+training_spec training_default(void);
+/* A layout of all ones under the given framework, with the framework's default sharding. */
+layout layout_default(layout_framework fw);
+
+const char *layout_framework_name(layout_framework f);
+const char *layout_sharding_name(layout_sharding s);
+const char *layout_recompute_name(layout_recompute r);
+int layout_parse_framework(const char *s, layout_framework *out);
+int layout_parse_sharding(const char *s, layout_sharding *out);
+int layout_parse_recompute(const char *s, layout_recompute *out);
+
+int layout_gpus(const layout *l);
+int layout_etp(const layout *l);
+/* Micro-batches per optimizer step on each pipeline (gradient accumulation steps). */
+int layout_microbatches(const layout *l, const training_spec *t);
+/* Ranks that shard the optimizer / FSDP state: dp*cp, or the HSDP shard size. */
+int layout_shard_group(const layout *l);
+/* Data-parallel size of the expert weights: dp*cp*tp / (ep*etp). */
+int layout_expert_dp(const layout *l);
+
+/* Layers on pipeline stage s; uneven remainders go to the middle stages, not the first. */
+int layout_stage_layers(const model_spec *m, const layout *l, int stage);
+int layout_max_stage_layers(const model_spec *m, const layout *l);
+
+/*
+ * Check divisibility and the framework rules (DESIGN.md "Framework rules"). On failure err names
+ * the rule and the fix. gpus is the job's GPU count (0: not checked).
+ */
+cm_status layout_check(const model_spec *m, const system_spec *sys, const training_spec *t,
+                       const layout *l, int gpus, char *err, size_t errlen);
+cm_status training_check(const training_spec *t, char *err, size_t errlen);
+
+/*
+ * Placement in Megatron's rank order (tp innermost, then cp, dp, pp; EP inside dp): a group of
+ * `size` ranks whose neighbours are `stride` ranks apart. members_per_node is how many of them
+ * share a node (1 when the group is spread one per node).
+ */
+typedef struct {
+    int size;
+    int members_per_node;
+    bool spans_nodes;
+} layout_group;
+
+layout_group layout_group_place(const system_spec *sys, int size, int stride);
+layout_group layout_tp_group(const system_spec *sys, const layout *l);
+layout_group layout_cp_group(const system_spec *sys, const layout *l);
+layout_group layout_dp_group(const system_spec *sys, const layout *l); /* dp*cp, gradients */
+layout_group layout_ep_group(const system_spec *sys, const layout *l);
+layout_group layout_pp_group(const system_spec *sys, const layout *l);
+layout_group layout_shard_place(const system_spec *sys, const layout *l);
+
+#endif

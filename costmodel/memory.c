@@ -1,0 +1,242 @@
+/*
+ * memory.c — per-GPU memory of a layout (sources in memory.h).
+ *
+ * Activation bytes per token of one layer, split as Korthikanti et al. 2022 (Table 2) split
+ * GPT's 34 s b h: the part every TP rank keeps whole unless sequence parallelism shards it
+ * (norm inputs 2h+2h, QKV and FC1 inputs 2h+2h, two 1-byte dropout masks) = 10h for GPT, and
+ * the part TP shards (Q, K, V, context 8h; MLP intermediates 16h for f = 4h) = 24h; plus
+ * 5as per token for the unfused softmax/dropout, which selective recompute and flash
+ * attention do not store. The tests check the GPT identity 34sbh + 5as^2b.
+ */
+#include "memory.h"
+
+#include <string.h>
+
+/* Bytes per token kept whole on each TP rank (sharded by tp only under SP). */
+static double replicated_bytes_per_token(const model_spec *m, int moe_layer)
+{
+    double h = m->hidden;
+    double b = 8.0 * h;                  /* LN1 in, QKV in, LN2 in, FC1 (or router) in */
+    if (m->dropout) b += 2.0 * h;        /* attention-out and MLP-out dropout masks, 1 byte */
+    if (m->mla) b += 4.0 * m->q_lora_rank + 4.0 * m->kv_lora_rank; /* latent norms' in/out */
+    if (moe_layer) b += 4.0 * m->experts; /* fp32 router logits */
+    return b;
+}
+
+static double mlp_intermediate_bytes(const model_spec *m, double width)
+{
+    /* SwiGLU keeps gate and up outputs (2+2 bytes) and the product (2); GeLU its input and
+     * output (2+2). */
+    return (m->activation == MODEL_ACT_SWIGLU ? 6.0 : 4.0) * width;
+}
+
+double memory_layer_activation_bytes(const model_spec *m, const training_spec *t,
+                                     const layout *l, int moe_layer)
+{
+    double tokens = (double)l->mbs * t->seq_len / l->cp; /* per GPU */
+    double tp = l->tp, h = m->hidden, a = m->heads;
+    double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
+    double v = m->mla ? m->v_head_dim : m->head_dim;
+    double kv_heads = m->mla ? m->heads : m->kv_heads;
+
+    /* Sharded by TP: Q, K, V and the attention output (context). */
+    double attn = 2.0 * (a * qk + kv_heads * qk + kv_heads * v + a * v);
+    if (t->attention == ATTENTION_FLASH) {
+        attn += 4.0 * a; /* fp32 log-sum-exp per head */
+    } else if (l->recompute != RECOMPUTE_SELECTIVE) {
+        /* softmax output (2), dropout mask (1) and dropout output (2) per score; without
+         * dropout only the softmax output. Scores per token: a * s. */
+        attn += (m->dropout ? 5.0 : 2.0) * a * t->seq_len;
+    }
+    double sharded = attn;
+    double moe_bytes = 0;
+    if (!moe_layer) {
+        sharded += mlp_intermediate_bytes(m, m->ffn);
+    } else {
+        sharded += m->shared_experts * mlp_intermediate_bytes(m, m->shared_ffn);
+        /* Routed copies: top_k per token, spread evenly over the GPUs of the stage. Each copy
+         * keeps its permuted input (2h, whole on each expert-TP rank), the expert's
+         * intermediates (split by etp) and its output for the combine (2h). */
+        double etp = layout_etp(l);
+        moe_bytes = tokens * m->top_k *
+                    (2.0 * h * etp + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h) / tp;
+    }
+    double repl = replicated_bytes_per_token(m, moe_layer);
+    return tokens * (repl / (l->sp ? tp : 1.0) + sharded / tp) + moe_bytes;
+}
+
+double memory_layer_checkpoint_bytes(const model_spec *m, const training_spec *t,
+                                     const layout *l)
+{
+    double tokens = (double)l->mbs * t->seq_len / l->cp;
+    return tokens * 2.0 * m->hidden / (l->sp ? l->tp : 1.0);
+}
+
+double memory_logits_bytes(const model_spec *m, const training_spec *t, const layout *l)
+{
+    double tokens = (double)l->mbs * t->seq_len / l->cp;
+    /* Megatron's vocab-parallel cross entropy keeps fp32 logits (Korthikanti Sec. 4.3: 4sbv/t).
+     * Hugging Face models under FSDP2 keep the bf16 logits, their fp32 upcast and the fp32
+     * log-softmax (transformers ForCausalLMLoss: logits.float(), then cross_entropy). */
+    double bytes_per = l->framework == FRAMEWORK_FSDP2 ? 10.0 : 4.0;
+    return tokens * bytes_per * (double)m->vocab / l->tp;
+}
+
+static int stage_start(const model_spec *m, const layout *l, int s)
+{
+    int base = m->layers / l->pp, rem = m->layers % l->pp;
+    int extra = s >= 1 ? (s - 1 < rem ? s - 1 : rem) : 0;
+    return s * base + extra;
+}
+
+static int stage_moe_layers(const model_spec *m, const layout *l, int s)
+{
+    if (!model_is_moe(m)) return 0;
+    int start = stage_start(m, l, s), n = layout_stage_layers(m, l, s);
+    int first_moe = m->dense_first > start ? m->dense_first : start;
+    int end = start + n;
+    return end > first_moe ? end - first_moe : 0;
+}
+
+double memory_layer_params(const model_spec *m, const layout *l, int moe_layer)
+{
+    double p = model_attention_params(m) / l->tp + model_norm_params(m);
+    if (!moe_layer) return p + model_dense_mlp_params(m) / l->tp;
+    return p + (double)(m->experts / l->ep) * model_expert_params(m) / layout_etp(l) +
+           model_router_params(m) + model_shared_expert_params(m) / l->tp;
+}
+
+void memory_stage_params(const model_spec *m, const layout *l, int stage, double *dense_params,
+                         double *expert_params)
+{
+    int n = layout_stage_layers(m, l, stage), moe = stage_moe_layers(m, l, stage);
+    double dense = n * (model_attention_params(m) / l->tp + model_norm_params(m)) +
+                   (n - moe) * model_dense_mlp_params(m) / l->tp +
+                   moe * (model_router_params(m) + model_shared_expert_params(m) / l->tp);
+    double expert = moe * (double)(m->experts / l->ep) * model_expert_params(m) / layout_etp(l);
+    if (stage == 0) dense += model_embedding_params(m) / l->tp;
+    if (stage == l->pp - 1) {
+        double vh = (double)m->vocab * m->hidden;
+        dense += model_output_params(m) - (m->tied_embeddings ? 0 : vh) +
+                 /* untied head, or Megatron's copy of the tied embedding on the last stage */
+                 ((!m->tied_embeddings || l->pp > 1) ? vh / l->tp : 0);
+    }
+    *dense_params = dense;
+    *expert_params = expert;
+}
+
+double memory_in_flight(const layout *l, int microbatches, int stage)
+{
+    int held = l->pp - stage;
+    if (held > microbatches) held = microbatches;
+    if (held < 1) held = 1;
+    double f = held;
+    if (stage == 0 && l->vpp > 1 && l->pp > 1)
+        f *= 1.0 + (double)(l->pp - 1) / ((double)l->pp * l->vpp);
+    return f;
+}
+
+memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
+                              const training_spec *t, const layout *l, int stage)
+{
+    memory_breakdown r;
+    memset(&r, 0, sizeof r);
+    r.stage = stage;
+    r.capacity_bytes = sys->hbm_bytes;
+
+    double pd, pe;
+    memory_stage_params(m, l, stage, &pd, &pe);
+    double params = pd + pe;
+    double nd = layout_shard_group(l);
+    double ne = layout_expert_dp(l);
+    if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
+    double sharded = pd / nd + pe / ne; /* this GPU's shard of the stage's parameters */
+    double grad_bytes = t->grad_reduce_bf16 ? 2.0 : 4.0;
+    int n_layers = layout_stage_layers(m, l, stage);
+    int moe_layers = stage_moe_layers(m, l, stage);
+    double layer_params = memory_layer_params(m, l, moe_layers > 0);
+
+    switch (l->sharding) {
+    case SHARDING_DDP: /* Megatron DDP: bf16 params, fp32 main grads, fp32 master + Adam */
+        r.weights_bytes = 2.0 * params;
+        r.gradients_bytes = grad_bytes * params;
+        r.optimizer_bytes = 12.0 * params;
+        break;
+    case SHARDING_DISTOPT: /* Megatron distributed optimizer: 6 + 12/d bytes per parameter */
+        r.weights_bytes = 2.0 * params;
+        r.gradients_bytes = grad_bytes * params;
+        r.optimizer_bytes = 12.0 * sharded;
+        break;
+    case SHARDING_FSDP:
+        if (l->framework == FRAMEWORK_FSDP2) {
+            /* torch FSDP2 + MixedPrecisionPolicy(bf16 params, fp32 reduce): fp32 sharded
+             * params and grads, Adam m and v; gathered bf16 layers in flight. */
+            r.weights_bytes = 4.0 * sharded;
+            r.gradients_bytes = 4.0 * sharded;
+            r.optimizer_bytes = 8.0 * sharded;
+            /* Root unit (embedding, final norm, head) stays gathered through the step. */
+            double root = (stage == 0 ? model_embedding_params(m) : 0) +
+                          model_output_params(m);
+            r.comm_buffer_bytes = 2.0 * root + 2.0 * 2.0 * layer_params + /* cur + prefetch */
+                                  2.0 * (2.0 + 4.0) * layer_params;       /* bf16 + fp32 grads */
+        } else {
+            /* Megatron-FSDP optim_grads_params: bf16 params, main grads, fp32 master + Adam,
+             * all sharded; two gathered units and two unsharded gradient buckets in flight. */
+            r.weights_bytes = 2.0 * sharded;
+            r.gradients_bytes = grad_bytes * sharded;
+            r.optimizer_bytes = 12.0 * sharded;
+            r.comm_buffer_bytes = 2.0 * 2.0 * layer_params + 2.0 * grad_bytes * layer_params;
+        }
+        if (!l->reshard_after_forward)
+            r.comm_buffer_bytes += 2.0 * params; /* every unit stays gathered until backward */
+        if (l->offload) r.weights_bytes = r.gradients_bytes = r.optimizer_bytes = 0;
+        break;
+    }
+
+    /* Activations of all in-flight micro-batches. */
+    int micro = layout_microbatches(l, t);
+    if (micro < 1) micro = 1;
+    double act_dense = memory_layer_activation_bytes(m, t, l, 0);
+    double act_moe = moe_layers ? memory_layer_activation_bytes(m, t, l, 1) : 0;
+    double act_full = (n_layers - moe_layers) * act_dense + moe_layers * act_moe;
+    double act_layer_max = moe_layers ? act_moe : act_dense;
+    double per_micro;
+    double working = 0;
+    if (l->recompute == RECOMPUTE_FULL) {
+        int rec = l->recompute_layers > 0 && l->recompute_layers < n_layers ? l->recompute_layers
+                                                                            : n_layers;
+        double ckpt = memory_layer_checkpoint_bytes(m, t, l);
+        per_micro = rec * ckpt + (n_layers - rec) * act_layer_max;
+        if (rec == n_layers && n_layers > 0) per_micro = rec * ckpt;
+        working = act_layer_max; /* the layer being recomputed and back-propagated */
+    } else {
+        per_micro = act_full;
+    }
+    r.activations_bytes = memory_in_flight(l, micro, stage) * per_micro + working;
+    if (stage == l->pp - 1) {
+        r.logits_bytes = memory_logits_bytes(m, t, l);
+        r.activations_bytes += r.logits_bytes;
+    }
+
+    r.framework_bytes = sys->framework_reserved_bytes;
+    r.other_bytes = r.comm_buffer_bytes + r.framework_bytes;
+    r.total_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
+                    r.activations_bytes + r.other_bytes;
+    return r;
+}
+
+memory_breakdown memory_peak(const model_spec *m, const system_spec *sys,
+                             const training_spec *t, const layout *l)
+{
+    /* Candidates: the first stage (most in flight, embedding), the first stage given an extra
+     * layer, and the last (head, logits). Later middle stages hold fewer micro-batches. */
+    memory_breakdown best = memory_stage(m, sys, t, l, 0);
+    int cands[2] = {1, l->pp - 1};
+    for (int i = 0; i < 2; i++) {
+        int s = cands[i];
+        if (s <= 0 || s >= l->pp || (i == 1 && s == 1 && l->pp == 2 && cands[0] == 1)) continue;
+        memory_breakdown r = memory_stage(m, sys, t, l, s);
+        if (r.total_bytes > best.total_bytes) best = r;
+    }
+    return best;
+}

@@ -1,0 +1,61 @@
+/*
+ * memory.h — per-GPU memory of a layout: parameters, gradients and optimizer states under DDP,
+ * the distributed optimizer (ZeRO-1), FSDP (ZeRO-3, Megatron-FSDP or torch FSDP2) and HSDP;
+ * activations per layer and per pipeline stage; logits; framework overhead.
+ *
+ * Sources: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+ * Models", Table 2 and Sec. 4 (activations, pipeline in-flight micro-batches); Rajbhandari et
+ * al. 2020, "ZeRO", Sec. 5 (2+2+12 bytes/param, sharded by N); Megatron-LM distributed
+ * optimizer docs (docs/source/api-guide/dist_optimizer.md: 6 + 12/d bytes/param with fp32
+ * gradients); PyTorch FSDP2 fully_shard docs (sharded fp32 parameters, bf16 all-gather under
+ * MixedPrecisionPolicy).
+ */
+#ifndef PLAN_MEMORY_H
+#define PLAN_MEMORY_H
+
+#include "layout.h"
+#include "model.h"
+#include "system.h"
+
+typedef struct {
+    double weights_bytes;      /* parameters resident on the GPU (bf16; fp32 master under FSDP2) */
+    double gradients_bytes;
+    double optimizer_bytes;    /* fp32 master copy (Megatron) and Adam moments */
+    double activations_bytes;  /* stored for backward, all in-flight micro-batches, incl. logits */
+    double logits_bytes;       /* part of activations_bytes: the output layer's logits */
+    double comm_buffer_bytes;  /* gathered FSDP units and gradient buckets in flight */
+    double framework_bytes;    /* CUDA context, workspaces, NCCL, allocator slack */
+    double other_bytes;        /* comm_buffer_bytes + framework_bytes */
+    double total_bytes;
+    double capacity_bytes;
+    int stage;                 /* the pipeline stage these figures are for (the fullest) */
+} memory_breakdown;
+/* Activation bytes one layer stores for backward, per micro-batch, on one GPU, without
+ * recompute or with selective recompute (Korthikanti Table 2, generalised to GQA, SwiGLU, MoE,
+ * MLA and flash attention). */
+double memory_layer_activation_bytes(const model_spec *m, const training_spec *t,
+                                     const layout *l, int moe_layer);
+/* Bytes a fully recomputed layer keeps: its input (2sbh, sharded by tp under SP). */
+double memory_layer_checkpoint_bytes(const model_spec *m, const training_spec *t,
+                                     const layout *l);
+/* Logits of one micro-batch on the last stage (Korthikanti Sec. 4.3: 4sbv/t, fp32). */
+double memory_logits_bytes(const model_spec *m, const training_spec *t, const layout *l);
+
+/* Parameters held by one GPU on stage s before data-parallel sharding: non-expert (sharded
+ * over dp*cp) and expert (sharded over the expert data-parallel group). */
+void memory_stage_params(const model_spec *m, const layout *l, int stage, double *dense_params,
+                         double *expert_params);
+/* Parameters of one transformer layer held by one GPU (tp/ep split), for FSDP gathers. */
+double memory_layer_params(const model_spec *m, const layout *l, int moe_layer);
+
+/* Micro-batches whose activations stage s holds at peak (1F1B; interleaved adds
+ * (p-1)/(p v) on the first stage). */
+double memory_in_flight(const layout *l, int microbatches, int stage);
+
+/* Memory of stage s, and of the fullest stage. */
+memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
+                              const training_spec *t, const layout *l, int stage);
+memory_breakdown memory_peak(const model_spec *m, const system_spec *sys,
+                             const training_spec *t, const layout *l);
+
+#endif

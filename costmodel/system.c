@@ -1,0 +1,194 @@
+/*
+ * system.c — reads GPU/cluster presets and calibration overlays (data/systems/README.md).
+ *
+ * One table maps each JSON field ("gpu.peak_bf16_flops") to its struct member, so the preset
+ * reader, the overlay reader and the checks share one list. A preset must give every required
+ * field; an overlay may give any subset.
+ */
+#include "system.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *section;
+    const char *key;
+    size_t offset;
+    bool is_int;
+    bool required;
+    double min, max; /* sane range; outside it the file is rejected */
+} system_field;
+
+#define F(sec, key, member, req, lo, hi) {sec, key, offsetof(system_spec, member), false, req, lo, hi}
+#define I(sec, key, member, req, lo, hi) {sec, key, offsetof(system_spec, member), true, req, lo, hi}
+
+static const system_field fields[] = {
+    F("gpu", "peak_bf16_flops", peak_bf16_flops, true, 1e12, 1e17),
+    F("gpu", "peak_fp8_flops", peak_fp8_flops, false, 0, 1e17),
+    F("gpu", "hbm_bytes", hbm_bytes, true, 1e9, 1e13),
+    F("gpu", "hbm_bandwidth_bytes_per_s", hbm_bandwidth_bytes_per_s, true, 1e10, 1e14),
+    F("gpu", "gemm_efficiency_max", gemm_efficiency_max, true, 0.05, 1.0),
+    F("gpu", "gemm_overhead_s", gemm_overhead_s, true, 0, 1e-3),
+    F("gpu", "hbm_efficiency", hbm_efficiency, true, 0.05, 1.0),
+    F("gpu", "attention_efficiency", attention_efficiency, true, 0.05, 1.0),
+    I("node", "gpus_per_node", gpus_per_node, true, 1, 1024),
+    F("node", "intra_bandwidth_bytes_per_s", intra_bandwidth_bytes_per_s, true, 1e9, 1e14),
+    F("node", "intra_latency_s", intra_latency_s, true, 0, 1e-2),
+    F("node", "intra_busbw_efficiency", intra_busbw_efficiency, true, 0.05, 1.0),
+    I("network", "nics_per_node", nics_per_node, true, 0, 1024),
+    F("network", "nic_bandwidth_bytes_per_s", nic_bandwidth_bytes_per_s, true, 0, 1e14),
+    F("network", "latency_s", inter_latency_s, true, 0, 1e-1),
+    F("network", "busbw_efficiency", inter_busbw_efficiency, true, 0, 1.0),
+    F("host", "pcie_bandwidth_bytes_per_s", pcie_bandwidth_bytes_per_s, true, 1e9, 1e13),
+    F("host", "memory_bytes", host_memory_bytes, true, 1e9, 1e15),
+    F("host", "adam_params_per_s", host_adam_params_per_s, true, 1e6, 1e13),
+    F("framework", "reserved_bytes", framework_reserved_bytes, true, 0, 1e11),
+};
+#define NFIELDS (sizeof fields / sizeof fields[0])
+
+static cm_status apply(const json_t *root, const char *path, system_spec *sys, bool overlay,
+                       char *err, size_t errlen)
+{
+    for (size_t i = 0; i < NFIELDS; i++) {
+        const system_field *f = &fields[i];
+        const json_t *sec = json_object_get(root, f->section);
+        const json_t *v = sec && json_is_object(sec) ? json_object_get(sec, f->key) : NULL;
+        if (!v) {
+            if (f->required && !overlay)
+                return cm_fail(err, errlen, CM_EPARSE,
+                               "system file '%s' lacks \"%s\".\"%s\": add it (schema in "
+                               "data/systems/README.md)",
+                               path, f->section, f->key);
+            continue;
+        }
+        if (!json_is_number(v))
+            return cm_fail(err, errlen, CM_EPARSE,
+                           "system file '%s': \"%s\".\"%s\" must be a number: fix it", path,
+                           f->section, f->key);
+        double x = json_number_value(v);
+        if (!(x >= f->min && x <= f->max) || (f->is_int && x != floor(x)))
+            return cm_fail(err, errlen, CM_EPARSE,
+                           "system file '%s': \"%s\".\"%s\" = %g is outside the sane range "
+                           "[%g, %g]: check units (bytes, seconds, FLOP/s)",
+                           path, f->section, f->key, x, f->min, f->max);
+        char *base = (char *)sys + f->offset;
+        if (f->is_int)
+            *(int *)base = (int)x;
+        else
+            *(double *)base = x;
+    }
+    if (sys->nics_per_node > 0 && sys->nic_bandwidth_bytes_per_s <= 0)
+        return cm_fail(err, errlen, CM_EPARSE,
+                       "system file '%s': nics_per_node > 0 needs nic_bandwidth_bytes_per_s > 0",
+                       path);
+    return CM_OK;
+}
+
+static json_t *load_object(const char *path, char *err, size_t errlen, cm_status *st)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root) {
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            *st = cm_fail(err, errlen, CM_EIO, "cannot read system file '%s': no such file",
+                          path);
+            return NULL;
+        }
+        fclose(f);
+        *st = cm_fail(err, errlen, CM_EPARSE,
+                      "system file '%s' is not valid JSON (line %d: %s): fix the file", path,
+                      jerr.line, jerr.text);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        json_decref(root);
+        *st = cm_fail(err, errlen, CM_EPARSE, "system file '%s' must hold a JSON object", path);
+        return NULL;
+    }
+    *st = CM_OK;
+    return root;
+}
+
+cm_status system_load_json(const char *path, const char *name, system_spec *sys, char *err,
+                           size_t errlen)
+{
+    memset(sys, 0, sizeof *sys);
+    cm_status st;
+    json_t *root = load_object(path, err, errlen, &st);
+    if (!root) return st;
+    const json_t *v = json_object_get(root, "name");
+    snprintf(sys->name, sizeof sys->name, "%s",
+             name ? name : (json_is_string(v) ? json_string_value(v) : path));
+    v = json_object_get(root, "description");
+    if (json_is_string(v)) snprintf(sys->description, sizeof sys->description, "%s",
+                                    json_string_value(v));
+    const json_t *gpu = json_object_get(root, "gpu");
+    v = gpu ? json_object_get(gpu, "name") : NULL;
+    snprintf(sys->gpu_name, sizeof sys->gpu_name, "%s", json_is_string(v) ? json_string_value(v)
+                                                                          : "GPU");
+    st = apply(root, path, sys, false, err, errlen);
+    json_decref(root);
+    return st;
+}
+
+cm_status system_overlay_json(const char *path, system_spec *sys, char *err, size_t errlen)
+{
+    cm_status st;
+    json_t *root = load_object(path, err, errlen, &st);
+    if (!root) return st;
+    st = apply(root, path, sys, true, err, errlen);
+    json_decref(root);
+    return st;
+}
+
+void system_list_presets(const char *data_dir, char *buf, size_t buflen)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/systems", data_dir);
+    buf[0] = '\0';
+    DIR *d = opendir(dir);
+    if (!d) return;
+    size_t used = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && strcmp(e->d_name + len - 5, ".json") == 0 && used + len < buflen)
+            used += (size_t)snprintf(buf + used, buflen - used, "%s%.*s", used ? ", " : "",
+                                     (int)(len - 5), e->d_name);
+    }
+    closedir(d);
+}
+
+cm_status system_load(const char *name_or_path, const char *data_dir, system_spec *sys,
+                      char *err, size_t errlen)
+{
+    if (!name_or_path || !*name_or_path)
+        return cm_fail(err, errlen, CM_EINVAL, "no system given: use --system with a preset "
+                                               "(e.g. h100) or a path to a system JSON");
+    if (strchr(name_or_path, '/') || strstr(name_or_path, ".json"))
+        return system_load_json(name_or_path, NULL, sys, err, errlen);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/systems/%s.json", data_dir, name_or_path);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        char list[1024];
+        system_list_presets(data_dir, list, sizeof list);
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "unknown system '%s': use one of the presets (%s) or a path to a system "
+                       "JSON",
+                       name_or_path, list[0] ? list : "none found: set PLAN_DATA_DIR");
+    }
+    fclose(f);
+    return system_load_json(path, name_or_path, sys, err, errlen);
+}
+
+double system_inter_bandwidth_per_gpu(const system_spec *sys)
+{
+    if (sys->nics_per_node <= 0) return 0;
+    return sys->nics_per_node * sys->nic_bandwidth_bytes_per_s / sys->gpus_per_node;
+}

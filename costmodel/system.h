@@ -1,0 +1,66 @@
+/*
+ * system.h — the system spec: one GPU type, how GPUs are joined inside a node, and the network
+ * between nodes, with the achieved-efficiency terms that turn peak figures into times.
+ *
+ * Presets live in data/systems/ (one JSON file each) (schema and sources in data/systems/README.md). A
+ * calibration profile (issue 4) has the same shape and overlays a preset field by field; it
+ * never edits the preset.
+ */
+#ifndef PLAN_SYSTEM_H
+#define PLAN_SYSTEM_H
+
+#include <stddef.h>
+
+#include "status.h"
+
+typedef struct {
+    char name[64];
+    char description[256];
+    char gpu_name[64];
+
+    /* GPU */
+    double peak_bf16_flops;            /* dense, per GPU, FLOP/s */
+    double peak_fp8_flops;
+    double hbm_bytes;                  /* capacity per GPU */
+    double hbm_bandwidth_bytes_per_s;
+    double gemm_efficiency_max;        /* achieved/peak on large bf16 GEMMs */
+    double gemm_overhead_s;            /* fixed cost per GEMM kernel */
+    double hbm_efficiency;             /* achieved/peak HBM bandwidth of streaming kernels */
+    double attention_efficiency;       /* achieved/peak of fused (flash) attention, fwd+bwd */
+
+    /* node */
+    int gpus_per_node;
+    double intra_bandwidth_bytes_per_s; /* NVLink, per GPU, per direction */
+    double intra_latency_s;
+    double intra_busbw_efficiency;
+
+    /* network */
+    int nics_per_node;
+    double nic_bandwidth_bytes_per_s;   /* per NIC, per direction */
+    double inter_latency_s;
+    double inter_busbw_efficiency;
+
+    /* host (CPU offload) */
+    double pcie_bandwidth_bytes_per_s;  /* per GPU, per direction */
+    double host_memory_bytes;           /* per node */
+    double host_adam_params_per_s;      /* CPU Adam throughput per GPU's share of the host */
+
+    /* per-GPU memory the framework takes outside the model's tensors: CUDA context, cuBLAS
+     * workspaces, NCCL buffers, allocator fragmentation. */
+    double framework_reserved_bytes;
+} system_spec;
+
+cm_status system_load_json(const char *path, const char *name, system_spec *sys, char *err,
+                           size_t errlen);
+/* A preset name under data_dir/systems/ or a path to a JSON file. */
+cm_status system_load(const char *name_or_path, const char *data_dir, system_spec *sys,
+                      char *err, size_t errlen);
+/* Overlay a calibration profile (same schema, any subset of fields) on sys. */
+cm_status system_overlay_json(const char *path, system_spec *sys, char *err, size_t errlen);
+
+/* Network bandwidth available to one GPU when its group leaves the node. */
+double system_inter_bandwidth_per_gpu(const system_spec *sys);
+
+void system_list_presets(const char *data_dir, char *buf, size_t buflen);
+
+#endif

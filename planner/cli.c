@@ -1,0 +1,186 @@
+/*
+ * cli.c — shared option parsing (getopt_long) and spec loading for the subcommands.
+ * Every malformed value is one line on stderr naming the flag and the accepted range.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef PLAN_DATA_DIR_DEFAULT
+#define PLAN_DATA_DIR_DEFAULT "data"
+#endif
+
+const char *cli_data_dir(void)
+{
+    const char *d = getenv("PLAN_DATA_DIR");
+    return (d && *d) ? d : PLAN_DATA_DIR_DEFAULT;
+}
+
+int cli_error(const char *msg)
+{
+    fprintf(stderr, "plan: error: %s\n", msg);
+    return CLI_EXIT_USAGE;
+}
+
+static int parse_int(const char *flag, const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "plan: error: --%s needs an integer between %ld and %ld, got '%s'\n",
+                flag, lo, hi, s);
+        return CLI_EXIT_USAGE;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+enum {
+    OPT_SEQ = 1000, OPT_GBS, OPT_TOP, OPT_FORMAT, OPT_TP, OPT_PP, OPT_DP, OPT_CP, OPT_EP,
+    OPT_ETP, OPT_VPP, OPT_MBS, OPT_SP, OPT_NO_SP, OPT_SHARDING, OPT_RECOMPUTE,
+    OPT_RECOMPUTE_LAYERS, OPT_FRAMEWORK, OPT_NO_RESHARD, OPT_SHARD_SIZE, OPT_OFFLOAD,
+    OPT_ATTENTION, OPT_NO_OVERLAP, OPT_GRAD_BF16, OPT_CALIBRATION,
+};
+
+static const struct option long_opts[] = {
+    {"model", required_argument, NULL, 'm'},
+    {"gpus", required_argument, NULL, 'g'},
+    {"system", required_argument, NULL, 's'},
+    {"calibration", required_argument, NULL, OPT_CALIBRATION},
+    {"seq", required_argument, NULL, OPT_SEQ},
+    {"gbs", required_argument, NULL, OPT_GBS},
+    {"top", required_argument, NULL, OPT_TOP},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"framework", required_argument, NULL, OPT_FRAMEWORK},
+    {"tp", required_argument, NULL, OPT_TP},
+    {"pp", required_argument, NULL, OPT_PP},
+    {"dp", required_argument, NULL, OPT_DP},
+    {"cp", required_argument, NULL, OPT_CP},
+    {"ep", required_argument, NULL, OPT_EP},
+    {"etp", required_argument, NULL, OPT_ETP},
+    {"vpp", required_argument, NULL, OPT_VPP},
+    {"mbs", required_argument, NULL, OPT_MBS},
+    {"sp", no_argument, NULL, OPT_SP},
+    {"no-sp", no_argument, NULL, OPT_NO_SP},
+    {"sharding", required_argument, NULL, OPT_SHARDING},
+    {"recompute", required_argument, NULL, OPT_RECOMPUTE},
+    {"recompute-layers", required_argument, NULL, OPT_RECOMPUTE_LAYERS},
+    {"no-reshard-after-forward", no_argument, NULL, OPT_NO_RESHARD},
+    {"shard-size", required_argument, NULL, OPT_SHARD_SIZE},
+    {"offload", no_argument, NULL, OPT_OFFLOAD},
+    {"attention", required_argument, NULL, OPT_ATTENTION},
+    {"no-overlap", no_argument, NULL, OPT_NO_OVERLAP},
+    {"grad-reduce-bf16", no_argument, NULL, OPT_GRAD_BF16},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+int cli_parse(int argc, char **argv, cli_options *o, bool *help)
+{
+    memset(o, 0, sizeof *o);
+    o->model = "30b";
+    o->system = "h100";
+    o->top = 10;
+    o->training = training_default();
+    o->layout = layout_default(FRAMEWORK_MEGATRON);
+    *help = false;
+    const long BIG = 1L << 20;
+    optind = 1;
+    opterr = 0;
+    int c, rc = 0;
+    while ((c = getopt_long(argc, argv, ":m:g:s:h", long_opts, NULL)) != -1) {
+        layout *l = &o->layout;
+        switch (c) {
+        case 'm': o->model = optarg; break;
+        case 's': o->system = optarg; break;
+        case OPT_CALIBRATION: o->calibration = optarg; break;
+        case 'g': rc = parse_int("gpus", optarg, 1, 10000000, &o->gpus); break;
+        case OPT_SEQ: rc = parse_int("seq", optarg, 1, 16 * 1024 * 1024, &o->training.seq_len); break;
+        case OPT_GBS: rc = parse_int("gbs", optarg, 1, 100000000, &o->training.global_batch); break;
+        case OPT_TOP: rc = parse_int("top", optarg, 1, 256, &o->top); break;
+        case OPT_TP: rc = parse_int("tp", optarg, 1, BIG, &l->tp); break;
+        case OPT_PP: rc = parse_int("pp", optarg, 1, BIG, &l->pp); break;
+        case OPT_DP: rc = parse_int("dp", optarg, 1, 10000000, &l->dp); o->dp_given = true; break;
+        case OPT_CP: rc = parse_int("cp", optarg, 1, BIG, &l->cp); break;
+        case OPT_EP: rc = parse_int("ep", optarg, 1, BIG, &l->ep); break;
+        case OPT_ETP: rc = parse_int("etp", optarg, 1, BIG, &l->etp); break;
+        case OPT_VPP: rc = parse_int("vpp", optarg, 1, BIG, &l->vpp); break;
+        case OPT_MBS: rc = parse_int("mbs", optarg, 1, BIG, &l->mbs); break;
+        case OPT_RECOMPUTE_LAYERS:
+            rc = parse_int("recompute-layers", optarg, 0, BIG, &l->recompute_layers);
+            break;
+        case OPT_SHARD_SIZE: rc = parse_int("shard-size", optarg, 1, 10000000, &l->shard_size); break;
+        case OPT_SP: l->sp = true; o->sp_given = true; break;
+        case OPT_NO_SP: l->sp = false; o->sp_given = true; break;
+        case OPT_NO_RESHARD: l->reshard_after_forward = false; break;
+        case OPT_OFFLOAD: l->offload = true; break;
+        case OPT_NO_OVERLAP:
+            o->training.overlap_grad_reduce = o->training.overlap_param_gather = false;
+            break;
+        case OPT_GRAD_BF16: o->training.grad_reduce_bf16 = true; break;
+        case OPT_FORMAT:
+            if (!strcmp(optarg, "json")) o->format = FORMAT_JSON;
+            else if (!strcmp(optarg, "human")) o->format = FORMAT_HUMAN;
+            else rc = cli_error("--format must be human or json");
+            break;
+        case OPT_FRAMEWORK:
+            if (!layout_parse_framework(optarg, &l->framework))
+                rc = cli_error("--framework must be fsdp2 or megatron");
+            o->framework_given = true;
+            break;
+        case OPT_SHARDING:
+            if (!layout_parse_sharding(optarg, &l->sharding))
+                rc = cli_error("--sharding must be ddp, distopt or fsdp");
+            o->sharding_given = true;
+            break;
+        case OPT_RECOMPUTE:
+            if (!layout_parse_recompute(optarg, &l->recompute))
+                rc = cli_error("--recompute must be none, selective or full");
+            break;
+        case OPT_ATTENTION:
+            if (!strcmp(optarg, "flash")) o->training.attention = ATTENTION_FLASH;
+            else if (!strcmp(optarg, "unfused")) o->training.attention = ATTENTION_UNFUSED;
+            else rc = cli_error("--attention must be flash or unfused");
+            break;
+        case 'h': *help = true; break;
+        case ':': {
+            char msg[160];
+            snprintf(msg, sizeof msg, "option '%s' needs a value", argv[optind - 1]);
+            rc = cli_error(msg);
+            break;
+        }
+        default: {
+            char msg[200];
+            snprintf(msg, sizeof msg, "unknown option '%s': see plan --help",
+                     argv[optind - 1]);
+            rc = cli_error(msg);
+            break;
+        }
+        }
+        if (rc) return rc;
+    }
+    if (optind < argc) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "unexpected argument '%s': options start with -- (see plan "
+                                  "--help)", argv[optind]);
+        return cli_error(msg);
+    }
+    return 0;
+}
+
+int cli_load_specs(const cli_options *o, model_spec *m, system_spec *sys)
+{
+    char err[CM_ERRLEN];
+    const char *dir = cli_data_dir();
+    if (model_load(o->model, dir, m, err, sizeof err) != CM_OK) return cli_error(err);
+    if (system_load(o->system, dir, sys, err, sizeof err) != CM_OK) return cli_error(err);
+    if (o->calibration && system_overlay_json(o->calibration, sys, err, sizeof err) != CM_OK)
+        return cli_error(err);
+    return 0;
+}

@@ -1,0 +1,47 @@
+/*
+ * cli.h — the options every subcommand shares (model, system, training, layout flags, format)
+ * parsed with getopt_long, and loading the specs they name. Each subcommand is
+ * cmd_<verb>(argc, argv) in the dispatch table of main.c, git-builtin style.
+ */
+#ifndef PLAN_CLI_H
+#define PLAN_CLI_H
+
+#include <stdbool.h>
+
+#include "layout.h"
+#include "model.h"
+#include "system.h"
+
+typedef enum { FORMAT_HUMAN = 0, FORMAT_JSON = 1 } cli_format;
+
+typedef struct {
+    const char *model;
+    const char *system;
+    const char *calibration;
+    int gpus;                 /* 0: not given */
+    int top;
+    cli_format format;
+    bool framework_given;
+    training_spec training;
+    layout layout;
+    bool dp_given;
+    bool sharding_given;
+    bool sp_given;
+} cli_options;
+
+/* Exit status for bad input (issue 2: "exit status 2"). */
+#define CLI_EXIT_USAGE 2
+
+/* Parse argv (after the subcommand name). Returns 0 on success, or prints one line to stderr
+ * and returns CLI_EXIT_USAGE. Sets *help when --help was asked. */
+int cli_parse(int argc, char **argv, cli_options *o, bool *help);
+
+const char *cli_data_dir(void);
+
+/* Load model and system named in o; prints the error line and returns CLI_EXIT_USAGE. */
+int cli_load_specs(const cli_options *o, model_spec *m, system_spec *sys);
+
+/* Print "plan: error: <msg>" on stderr and return CLI_EXIT_USAGE. */
+int cli_error(const char *msg);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * cmd_search.c — `plan --model 30b --gpus 64`: search every layout of both frameworks and
+ * print the recommendation, the FSDP2-vs-Megatron verdict, the top-N table and the why.
+ */
+#include <stdio.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "output.h"
+#include "search.h"
+
+static void usage(void)
+{
+    printf("usage: plan [search] --model NAME|config.json --gpus N [options]\n"
+           "  --system NAME|FILE   GPU system preset (default h100) or a system JSON\n"
+           "  --calibration FILE   overlay a calibration profile on the system\n"
+           "  --seq N              sequence length (default 4096)\n"
+           "  --gbs N              global batch in sequences (default 1024)\n"
+           "  --top N              rows in the ranked table (default 10)\n"
+           "  --framework F        search only fsdp2 or megatron\n"
+           "  --attention flash|unfused, --no-overlap, --grad-reduce-bf16\n"
+           "  --format human|json\n"
+           "other commands: plan estimate --help\n");
+}
+
+int cmd_search(int argc, char **argv)
+{
+    cli_options o;
+    bool help;
+    int rc = cli_parse(argc, argv, &o, &help);
+    if (rc) return rc;
+    if (help) {
+        usage();
+        return 0;
+    }
+    if (o.gpus == 0) return cli_error("no GPU count: give --gpus N (e.g. --gpus 64)");
+    model_spec m;
+    system_spec sys;
+    if ((rc = cli_load_specs(&o, &m, &sys))) return rc;
+    search_options so = {.gpus = o.gpus, .keep = o.top < 32 ? 32 : o.top};
+    so.frameworks[FRAMEWORK_FSDP2] = !o.framework_given || o.layout.framework == FRAMEWORK_FSDP2;
+    so.frameworks[FRAMEWORK_MEGATRON] =
+        !o.framework_given || o.layout.framework == FRAMEWORK_MEGATRON;
+    search_result *r = search_result_new();
+    if (!r) return cli_error("out of memory");
+    char err[CM_ERRLEN];
+    if (search_run(&m, &sys, &o.training, &so, r, err, sizeof err) != CM_OK) {
+        search_result_free(r);
+        return cli_error(err);
+    }
+    if (o.format == FORMAT_JSON) {
+        json_t *j = output_plan_json(r, o.top, &m, &sys);
+        json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        fputc('\n', stdout);
+        json_decref(j);
+    } else {
+        output_plan_human(stdout, r, o.top, &m, &sys, &o.training);
+    }
+    /* No feasible layout is an answer, not an error; a script can read it from the JSON. */
+    search_result_free(r);
+    return 0;
+}

@@ -1,0 +1,8 @@
+/* commands.h — the subcommands of `plan`, one file each, dispatched from main.c. */
+#ifndef PLAN_COMMANDS_H
+#define PLAN_COMMANDS_H
+
+int cmd_search(int argc, char **argv);   /* plan [search] --model M --gpus N */
+int cmd_estimate(int argc, char **argv); /* plan estimate --tp .. --pp .. */
+
+#endif

@@ -1,0 +1,124 @@
+/*
+ * explain.c — the "why" under a recommendation. Each line is a counterfactual the cost model
+ * actually evaluated: the recommended layout with one knob turned (TP, PP, recompute,
+ * sharding, micro-batch) and what that costs in time or memory, plus where the step's time
+ * goes. Nothing here is canned: a line appears only with the numbers behind it.
+ */
+#include "explain.h"
+
+#include <string.h>
+
+#define GIB 1073741824.0
+
+typedef struct {
+    const model_spec *m;
+    const system_spec *sys;
+    const training_spec *t;
+    const estimate *best;
+    FILE *f;
+} ex;
+
+static void describe(ex *x, const char *what, layout l)
+{
+    estimate e;
+    char err[CM_ERRLEN];
+    if (estimate_layout(x->m, x->sys, x->t, &l, &e, err, sizeof err) != CM_OK) return;
+    if (!e.feasible) {
+        fprintf(x->f, "- %s: does not fit (%.1f GiB per GPU, %.1f GiB over).\n", what,
+                e.memory.total_bytes / GIB,
+                (e.memory.total_bytes - e.memory.capacity_bytes) / GIB);
+        return;
+    }
+    double ratio = e.time.step_s / x->best->time.step_s;
+    double dmem = (e.memory.total_bytes - x->best->memory.total_bytes) / GIB;
+    fprintf(x->f, "- %s: %.2f s/step (%+.1f%%), %+.1f GiB per GPU.\n", what, e.time.step_s,
+            100 * (ratio - 1), dmem);
+}
+
+void explain_plan(FILE *f, const search_result *r, const model_spec *m, const system_spec *sys,
+                  const training_spec *t)
+{
+    if (r->count == 0) return;
+    const estimate *b = &r->ranked[0];
+    ex x = {m, sys, t, b, f};
+    const layout *l = &b->layout;
+    const time_breakdown *tm = &b->time;
+    char what[160];
+
+    /* Where the time goes. */
+    fprintf(f, "- Compute is %.0f%% of the step; exposed communication %.0f%%, pipeline bubble "
+               "%.0f%%, optimizer %.0f%%.\n",
+            100 * tm->compute_s / tm->step_s, 100 * tm->comm_exposed_s / tm->step_s,
+            100 * tm->bubble_s / tm->step_s, 100 * tm->optimizer_s / tm->step_s);
+
+    /* Counterfactuals on the recommended layout. */
+    if (l->framework == FRAMEWORK_MEGATRON) {
+        if (l->tp > 1 && l->tp % 2 == 0) {
+            layout v = *l;
+            v.tp /= 2;
+            v.dp *= 2;
+            if (v.tp == 1) v.sp = false;
+            snprintf(what, sizeof what, "TP %d instead of %d (DP %d)", v.tp, l->tp, v.dp);
+            describe(&x, what, v);
+        }
+        if (l->dp % 2 == 0 && l->tp * 2 <= sys->gpus_per_node) {
+            layout v = *l;
+            v.tp *= 2;
+            v.dp /= 2;
+            v.sp = true;
+            snprintf(what, sizeof what, "TP %d instead of %d (DP %d)", v.tp, l->tp, v.dp);
+            describe(&x, what, v);
+        }
+        if (l->pp > 1 && l->pp % 2 == 0) {
+            layout v = *l;
+            v.pp /= 2;
+            v.dp *= 2;
+            v.vpp = 1;
+            snprintf(what, sizeof what, "PP %d instead of %d (DP %d)", v.pp, l->pp, v.dp);
+            describe(&x, what, v);
+        }
+        if (l->sharding != SHARDING_DISTOPT) {
+            layout v = *l;
+            v.sharding = SHARDING_DISTOPT;
+            describe(&x, "distributed optimizer instead", v);
+        } else {
+            layout v = *l;
+            v.sharding = SHARDING_DDP;
+            describe(&x, "plain DDP (unsharded optimizer) instead", v);
+        }
+    } else {
+        if (l->cp > 1) {
+            layout v = *l;
+            v.dp *= v.cp;
+            v.cp = 1;
+            describe(&x, "without Ulysses sequence parallelism", v);
+        }
+        layout v = *l;
+        v.reshard_after_forward = !v.reshard_after_forward;
+        describe(&x, v.reshard_after_forward ? "with reshard_after_forward"
+                                             : "without reshard_after_forward (ZeRO-2-like)",
+                 v);
+    }
+    if (l->recompute != RECOMPUTE_NONE) {
+        layout v = *l;
+        v.recompute = l->recompute == RECOMPUTE_FULL && l->framework == FRAMEWORK_MEGATRON
+                          ? RECOMPUTE_SELECTIVE
+                          : RECOMPUTE_NONE;
+        snprintf(what, sizeof what, "recompute %s instead of %s",
+                 layout_recompute_name(v.recompute), layout_recompute_name(l->recompute));
+        describe(&x, what, v);
+    }
+    {
+        layout v = *l;
+        v.mbs *= 2;
+        snprintf(what, sizeof what, "micro-batch %d instead of %d", v.mbs, l->mbs);
+        if (t->global_batch % (v.dp * v.mbs) == 0) describe(&x, what, v);
+    }
+    const memory_breakdown *mb = &b->memory;
+    fprintf(f, "- Memory: activations %.0f%%, weights+gradients+optimizer %.0f%% of the %.1f GiB "
+               "used; %.1f GiB headroom.\n",
+            100 * mb->activations_bytes / mb->total_bytes,
+            100 * (mb->weights_bytes + mb->gradients_bytes + mb->optimizer_bytes) /
+                mb->total_bytes,
+            mb->total_bytes / GIB, (mb->capacity_bytes - mb->total_bytes) / GIB);
+}

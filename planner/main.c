@@ -1,0 +1,54 @@
+/*
+ * main.c — `plan`: the dispatch table of subcommands (git-builtin style). With no subcommand,
+ * or when the first argument is an option, `plan` searches (cmd_search).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+
+#ifndef PLAN_VERSION
+#define PLAN_VERSION "unknown"
+#endif
+
+typedef struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *help;
+} command;
+
+static const command commands[] = {
+    {"search", cmd_search, "rank every layout for a model and GPU count (the default)"},
+    {"estimate", cmd_estimate, "memory and step time of one given layout"},
+};
+
+static void usage(void)
+{
+    printf("plan %s — parallelism planner for large-model training\n\n"
+           "usage: plan --model 30b --gpus 64 [options]     recommend a layout\n"
+           "       plan <command> [options]\n\ncommands:\n",
+           PLAN_VERSION);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        printf("  %-10s %s\n", commands[i].name, commands[i].help);
+    printf("\nplan <command> --help shows a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))) {
+        printf("plan %s\n", PLAN_VERSION);
+        return 0;
+    }
+    if (argc >= 2 && (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
+                      !strcmp(argv[1], "-h"))) {
+        usage();
+        return 0;
+    }
+    if (argc < 2 || argv[1][0] == '-') return cmd_search(argc, argv);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    char msg[200];
+    snprintf(msg, sizeof msg, "unknown command '%s': run plan --help for the list", argv[1]);
+    return cli_error(msg);
+}

@@ -1,0 +1,219 @@
+/*
+ * output.c — human and JSON renderings of estimates and plans (see output.h).
+ */
+#include "output.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "explain.h"
+
+#define GIB 1073741824.0
+
+json_t *output_estimate_json(const estimate *e, const model_spec *m, const system_spec *sys)
+{
+    const layout *l = &e->layout;
+    const training_spec *t = &e->training;
+    const memory_breakdown *mb = &e->memory;
+    const time_breakdown *tm = &e->time;
+    json_t *o = json_object();
+    json_object_set_new(o, "model", json_pack("{s:s, s:s, s:f, s:f}", "name", m->name, "display",
+                                              m->display, "params_total", e->params_total,
+                                              "params_active", e->params_active));
+    json_object_set_new(o, "system", json_pack("{s:s, s:s, s:i}", "name", sys->name, "gpu",
+                                               sys->gpu_name, "gpus_per_node",
+                                               sys->gpus_per_node));
+    json_object_set_new(o, "gpus", json_integer(e->gpus));
+    json_t *lay = json_pack(
+        "{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:s, s:s}", "framework",
+        layout_framework_name(l->framework), "tp", l->tp, "pp", l->pp, "dp", l->dp, "cp", l->cp,
+        "ep", l->ep, "etp", layout_etp(l), "vpp", l->vpp, "mbs", l->mbs, "gbs", t->global_batch,
+        "seq", t->seq_len, "sp", l->sp, "sharding", layout_sharding_name(l->sharding),
+        "recompute", layout_recompute_name(l->recompute));
+    json_object_set_new(lay, "recompute_layers", json_integer(l->recompute_layers));
+    json_object_set_new(lay, "reshard_after_forward", json_boolean(l->reshard_after_forward));
+    json_object_set_new(lay, "shard_size", json_integer(layout_shard_group(l)));
+    json_object_set_new(lay, "offload", json_boolean(l->offload));
+    json_object_set_new(lay, "microbatches", json_integer(e->microbatches));
+    json_object_set_new(o, "layout", lay);
+    json_object_set_new(
+        o, "memory",
+        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i}", "weights_bytes",
+                  mb->weights_bytes, "gradients_bytes", mb->gradients_bytes, "optimizer_bytes",
+                  mb->optimizer_bytes, "activations_bytes", mb->activations_bytes,
+                  "logits_bytes", mb->logits_bytes, "comm_buffer_bytes", mb->comm_buffer_bytes,
+                  "framework_bytes", mb->framework_bytes, "other_bytes", mb->other_bytes,
+                  "total_bytes", mb->total_bytes, "capacity_bytes", mb->capacity_bytes, "stage",
+                  mb->stage));
+    json_object_set_new(
+        o, "time",
+        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "step_s",
+                  tm->step_s, "compute_s", tm->compute_s, "comm_exposed_s", tm->comm_exposed_s,
+                  "bubble_s", tm->bubble_s, "optimizer_s", tm->optimizer_s, "tp_s", tm->tp_s,
+                  "cp_s", tm->cp_s, "ep_s", tm->ep_s, "pp_s", tm->pp_s, "dp_s", tm->dp_s,
+                  "microbatch_s", tm->microbatch_s));
+    json_object_set_new(o, "model_flops_per_step", json_real(e->model_flops_per_step));
+    json_object_set_new(o, "hardware_flops_per_step", json_real(e->hardware_flops_per_step));
+    json_object_set_new(o, "tokens_per_s", json_real(e->tokens_per_s));
+    json_object_set_new(o, "mfu", json_real(e->mfu));
+    json_object_set_new(o, "hfu", json_real(e->hfu));
+    json_object_set_new(o, "feasible", json_boolean(e->feasible));
+    json_object_set_new(o, "infeasible_reason",
+                        e->feasible ? json_null() : json_string(e->infeasible_reason));
+    return o;
+}
+
+json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
+                         const system_spec *sys)
+{
+    json_t *o = json_object();
+    json_t *plans = json_array();
+    for (int i = 0; i < r->count && i < top; i++)
+        json_array_append_new(plans, output_estimate_json(&r->ranked[i], m, sys));
+    json_object_set_new(o, "plans", plans);
+    json_t *best = json_object();
+    for (int f = 0; f < 2; f++)
+        json_object_set_new(best, layout_framework_name((layout_framework)f),
+                            r->has_best[f] ? output_estimate_json(&r->best[f], m, sys)
+                                           : json_null());
+    json_object_set_new(o, "best_by_framework", best);
+    json_object_set_new(o, "search",
+                        json_pack("{s:I, s:I, s:f}", "evaluated", (json_int_t)r->evaluated,
+                                  "feasible", (json_int_t)r->feasible, "seconds", r->seconds));
+    return o;
+}
+
+void output_layout_line(const estimate *e, char *buf, size_t len)
+{
+    const layout *l = &e->layout;
+    char extra[96] = "";
+    if (l->framework == FRAMEWORK_FSDP2) {
+        snprintf(extra, sizeof extra, "%s%s%s",
+                 l->shard_size ? " · HSDP" : "", l->reshard_after_forward ? "" : " · no-reshard",
+                 l->offload ? " · offload" : "");
+        snprintf(buf, len, "fsdp2  DP %d · Ulysses SP %d | micro-batch %d · recompute %s%s",
+                 l->dp, l->cp, l->mbs, layout_recompute_name(l->recompute), extra);
+        return;
+    }
+    if (l->ep > 1) snprintf(extra, sizeof extra, " · EP %d (ETP %d)", l->ep, layout_etp(l));
+    snprintf(buf, len,
+             "megatron  TP %d · PP %d · DP %d · CP %d%s · VPP %d | micro-batch %d · SP %s · %s · "
+             "recompute %s",
+             l->tp, l->pp, l->dp, l->cp, extra, l->vpp, l->mbs, l->sp ? "on" : "off",
+             l->sharding == SHARDING_FSDP      ? "megatron-fsdp"
+             : l->sharding == SHARDING_DISTOPT ? "distributed optimizer"
+                                               : "ddp",
+             layout_recompute_name(l->recompute));
+}
+
+static void human_numbers(FILE *f, const estimate *e)
+{
+    const memory_breakdown *mb = &e->memory;
+    const time_breakdown *tm = &e->time;
+    fprintf(f, "  step time    %.2f s   tokens/s %.0f (%.0f per GPU)   MFU %.1f%%   HFU %.1f%%\n",
+            tm->step_s, e->tokens_per_s, e->tokens_per_s / e->gpus, 100 * e->mfu, 100 * e->hfu);
+    fprintf(f, "  memory/GPU   %.1f GiB of %.1f GiB (%s %.1f GiB), pipeline stage %d\n",
+            mb->total_bytes / GIB, mb->capacity_bytes / GIB,
+            mb->total_bytes <= mb->capacity_bytes ? "headroom" : "OVER by",
+            fabs(mb->capacity_bytes - mb->total_bytes) / GIB, mb->stage);
+    fprintf(f,
+            "               weights %.1f · gradients %.1f · optimizer %.1f · activations %.1f "
+            "(logits %.1f) · other %.1f GiB\n",
+            mb->weights_bytes / GIB, mb->gradients_bytes / GIB, mb->optimizer_bytes / GIB,
+            mb->activations_bytes / GIB, mb->logits_bytes / GIB, mb->other_bytes / GIB);
+    fprintf(f, "  time/step    compute %.2f s · exposed comm %.2f s", tm->compute_s,
+            tm->comm_exposed_s);
+    const char *names[5] = {"TP", "CP", "EP", "PP", "DP"};
+    double vals[5] = {tm->tp_s, tm->cp_s, tm->ep_s, tm->pp_s, tm->dp_s};
+    int any = 0;
+    for (int i = 0; i < 5; i++)
+        if (vals[i] > 0.0005 * tm->step_s) {
+            fprintf(f, "%s%s %.2f", any ? ", " : " (", names[i], vals[i]);
+            any = 1;
+        }
+    fprintf(f, "%s · bubble %.2f s · optimizer %.3f s\n", any ? ")" : "", tm->bubble_s,
+            tm->optimizer_s);
+    fprintf(f, "  micro-batches per step %d (gradient accumulation)\n", e->microbatches);
+}
+
+void output_estimate_human(FILE *f, const estimate *e, const model_spec *m,
+                           const system_spec *sys)
+{
+    char line[256];
+    output_layout_line(e, line, sizeof line);
+    fprintf(f, "%s (%.2f B params, %.2f B active) on %d x %s, seq %d, global batch %d\n",
+            m->display, e->params_total / 1e9, e->params_active / 1e9, e->gpus, sys->gpu_name,
+            e->training.seq_len, e->training.global_batch);
+    fprintf(f, "%s\n", line);
+    human_numbers(f, e);
+    if (!e->feasible) fprintf(f, "  INFEASIBLE: %s\n", e->infeasible_reason);
+}
+
+static void table_row(FILE *f, int rank, const estimate *e)
+{
+    const layout *l = &e->layout;
+    fprintf(f, "%3d  %-8s %3d %3d %5d %3d %3d %3d %4d  %-3s %-8s %-9s %9.2f %10.0f %5.1f%% %7.1f\n",
+            rank, layout_framework_name(l->framework), l->tp, l->pp, l->dp, l->cp, l->ep,
+            l->vpp, l->mbs, l->sp ? "on" : "off",
+            l->framework == FRAMEWORK_FSDP2 && l->shard_size ? "hsdp"
+                                                              : layout_sharding_name(l->sharding),
+            layout_recompute_name(l->recompute), e->time.step_s, e->tokens_per_s, 100 * e->mfu,
+            e->memory.total_bytes / GIB);
+}
+
+void output_plan_human(FILE *f, const search_result *r, int top, const model_spec *m,
+                       const system_spec *sys, const training_spec *t)
+{
+    fprintf(f, "%s (%.2f B params, %.2f B active) on %d x %s (%d per node), seq %d, global "
+               "batch %d sequences\n\n",
+            m->display, model_params_total(m) / 1e9, model_params_active(m) / 1e9,
+            r->count ? r->ranked[0].gpus : 0, sys->gpu_name, sys->gpus_per_node, t->seq_len,
+            t->global_batch);
+    if (r->count == 0) {
+        fprintf(f, "No layout fits.\n");
+        for (int fw = 0; fw < 2; fw++)
+            if (r->has_closest[fw]) {
+                char line[256];
+                output_layout_line(&r->closest[fw], line, sizeof line);
+                fprintf(f, "  closest %s layout: %s\n    %s\n",
+                        layout_framework_name((layout_framework)fw), line,
+                        r->closest[fw].infeasible_reason);
+            }
+        fprintf(f, "Try more GPUs, a shorter --seq, or a smaller model.\n");
+        return;
+    }
+    const estimate *best = &r->ranked[0];
+    char line[256];
+    output_layout_line(best, line, sizeof line);
+    fprintf(f, "Recommended: %s\n", line);
+    human_numbers(f, best);
+
+    int other = best->layout.framework == FRAMEWORK_MEGATRON ? FRAMEWORK_FSDP2
+                                                             : FRAMEWORK_MEGATRON;
+    fprintf(f, "\nFSDP2 vs Megatron: ");
+    if (r->has_best[other]) {
+        output_layout_line(&r->best[other], line, sizeof line);
+        fprintf(f, "best %s plan takes %.2f s/step (%s)\n  -> %s is %.2fx faster here\n",
+                layout_framework_name((layout_framework)other), r->best[other].time.step_s,
+                line, layout_framework_name(best->layout.framework),
+                r->best[other].time.step_s / best->time.step_s);
+    } else if (r->has_closest[other]) {
+        fprintf(f, "no %s layout fits (closest: %s)\n",
+                layout_framework_name((layout_framework)other),
+                r->closest[other].infeasible_reason);
+    } else {
+        fprintf(f, "%s was not searched or has no valid layout for this GPU count\n",
+                layout_framework_name((layout_framework)other));
+    }
+
+    fprintf(f, "\nTop %d of %ld feasible layouts:\n", top < r->count ? top : r->count,
+            r->feasible);
+    fprintf(f, "  #  framework tp  pp    dp  cp  ep vpp  mbs  sp  sharding recompute  step_s   "
+               "tokens/s    MFU mem_GiB\n");
+    for (int i = 0; i < r->count && i < top; i++) table_row(f, i + 1, &r->ranked[i]);
+
+    fprintf(f, "\nWhy:\n");
+    explain_plan(f, r, m, sys, t);
+    fprintf(f, "\nSearched %ld layouts (%ld feasible) in %.3f s.\n", r->evaluated, r->feasible,
+            r->seconds);
+}

@@ -1,0 +1,28 @@
+/*
+ * output.h — what the user reads: the human report of a plan or an estimate, and the JSON whose
+ * keys are a public interface (issue 2: add keys freely, rename none).
+ */
+#ifndef PLAN_OUTPUT_H
+#define PLAN_OUTPUT_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "estimate.h"
+#include "search.h"
+
+/* One estimate as the public JSON object (caller owns the reference). */
+json_t *output_estimate_json(const estimate *e, const model_spec *m, const system_spec *sys);
+/* {"plans": [...], "search": {...}} */
+json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
+                         const system_spec *sys);
+
+/* One-line layout description: "megatron TP 8 · PP 4 · DP 2 ..." */
+void output_layout_line(const estimate *e, char *buf, size_t len);
+
+void output_estimate_human(FILE *f, const estimate *e, const model_spec *m,
+                           const system_spec *sys);
+void output_plan_human(FILE *f, const search_result *r, int top, const model_spec *m,
+                       const system_spec *sys, const training_spec *t);
+
+#endif

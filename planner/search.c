@@ -1,0 +1,197 @@
+/*
+ * search.c — exhaustive layout search (see search.h).
+ *
+ * Enumeration order: framework, tp, pp, cp (dp follows from the GPU count), ep and expert-tp,
+ * vpp, micro-batch, sequence parallel, sharding, recompute (and for FSDP2: HSDP shard group,
+ * reshard-after-forward, offload). Cheap divisibility checks come before the cost model; the
+ * framework rules themselves are layout_check()'s, so the planner can never recommend a layout
+ * that `plan estimate` would reject.
+ */
+#include "search.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+search_result *search_result_new(void) { return calloc(1, sizeof(search_result)); }
+void search_result_free(search_result *r) { free(r); }
+
+bool search_better(const estimate *a, const estimate *b)
+{
+    double ta = a->time.step_s, tb = b->time.step_s;
+    if (fabs(ta - tb) > 1e-9 * fmax(ta, tb)) return ta < tb;
+    return a->memory.total_bytes < b->memory.total_bytes;
+}
+
+static int divisors(long n, int *out, int max)
+{
+    int c = 0;
+    for (long d = 1; d <= n && c < max; d++)
+        if (n % d == 0) out[c++] = (int)d;
+    return c;
+}
+
+typedef struct {
+    const model_spec *m;
+    const system_spec *sys;
+    const training_spec *t;
+    const search_options *opt;
+    search_result *r;
+    estimate scratch;
+} ctx;
+
+static void consider(ctx *c, const layout *l)
+{
+    estimate *e = &c->scratch;
+    if (estimate_layout(c->m, c->sys, c->t, l, e, NULL, 0) != CM_OK) return;
+    search_result *r = c->r;
+    r->evaluated++;
+    int fw = l->framework;
+    if (!e->feasible) {
+        double over = e->memory.total_bytes - e->memory.capacity_bytes;
+        if (!r->has_closest[fw] ||
+            over < r->closest[fw].memory.total_bytes - r->closest[fw].memory.capacity_bytes) {
+            r->closest[fw] = *e;
+            r->has_closest[fw] = true;
+        }
+        return;
+    }
+    r->feasible++;
+    if (!r->has_best[fw] || search_better(e, &r->best[fw])) {
+        r->best[fw] = *e;
+        r->has_best[fw] = true;
+    }
+    int keep = c->opt->keep;
+    if (r->count == keep && !search_better(e, &r->ranked[keep - 1])) return;
+    int i = r->count < keep ? r->count++ : keep - 1;
+    while (i > 0 && search_better(e, &r->ranked[i - 1])) {
+        r->ranked[i] = r->ranked[i - 1];
+        i--;
+    }
+    r->ranked[i] = *e;
+}
+
+static void search_megatron(ctx *c)
+{
+    const model_spec *m = c->m;
+    const training_spec *t = c->t;
+    int gpus = c->opt->gpus;
+    int tps[64], pps[64], cps[64], eps[64], vps[64];
+    int ntp = divisors(gpus, tps, 64);
+    static const int mbs_list[] = {1, 2, 4, 8, 16};
+    for (int a = 0; a < ntp; a++) {
+        int tp = tps[a];
+        if (m->heads % tp || m->kv_heads % tp) continue;
+        int npp = divisors(gpus / tp, pps, 64);
+        for (int b = 0; b < npp; b++) {
+            int pp = pps[b];
+            if (pp > m->layers) break;
+            int ncp = divisors(gpus / (tp * pp), cps, 64);
+            for (int cc = 0; cc < ncp; cc++) {
+                int cp = cps[cc];
+                if (cp > 1 && t->seq_len % (2 * cp)) continue;
+                int dp = gpus / (tp * pp * cp);
+                if (t->global_batch % dp) continue;
+                int nep = model_is_moe(m) ? divisors(m->experts, eps, 64) : 1;
+                if (!model_is_moe(m)) eps[0] = 1;
+                int nvp = 1;
+                vps[0] = 1;
+                if (pp > 1 && m->layers % pp == 0) {
+                    int per = m->layers / pp;
+                    for (int v = 2; v <= per && nvp < 64; v++)
+                        if (per % v == 0) vps[nvp++] = v;
+                }
+                for (int d = 0; d < nep; d++) {
+                    int ep = eps[d];
+                    for (int etp_i = 0; etp_i < (tp > 1 && ep > 1 ? 2 : 1); etp_i++) {
+                        int etp = etp_i ? 1 : tp;
+                        if ((dp * cp * tp) % (ep * etp)) continue;
+                        for (int v = 0; v < nvp; v++) {
+                            for (size_t mb = 0; mb < sizeof mbs_list / sizeof *mbs_list; mb++) {
+                                int mbs = mbs_list[mb];
+                                if (t->global_batch % (dp * mbs)) break;
+                                if (vps[v] > 1 && (t->global_batch / (dp * mbs)) % pp) continue;
+                                for (int sp = (tp > 1 ? 1 : 0); sp >= 0; sp--) {
+                                    if (!sp && tp > 1 && model_is_moe(m)) continue;
+                                    for (int sh = 0; sh < 3; sh++) {
+                                        if (sh == SHARDING_FSDP && pp > 1) continue;
+                                        for (int rc = 0; rc < 3; rc++) {
+                                            layout l = layout_default(FRAMEWORK_MEGATRON);
+                                            l.tp = tp; l.pp = pp; l.dp = dp; l.cp = cp;
+                                            l.ep = ep; l.etp = etp == tp ? 0 : etp;
+                                            l.vpp = vps[v]; l.mbs = mbs; l.sp = sp;
+                                            l.sharding = (layout_sharding)sh;
+                                            l.recompute = (layout_recompute)rc;
+                                            consider(c, &l);
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void search_fsdp2(ctx *c)
+{
+    const model_spec *m = c->m;
+    const training_spec *t = c->t;
+    const system_spec *sys = c->sys;
+    int gpus = c->opt->gpus;
+    int cps[64];
+    int ncp = divisors(gpus, cps, 64);
+    static const int mbs_list[] = {1, 2, 4, 8, 16};
+    for (int a = 0; a < ncp; a++) {
+        int cp = cps[a];
+        if (m->heads % cp || m->kv_heads % cp) continue;
+        if (cp > 1 && t->seq_len % (2 * cp)) continue;
+        int dp = gpus / cp;
+        if (t->global_batch % dp) continue;
+        int shard_opts[2] = {0, sys->gpus_per_node};
+        int nshard = (sys->gpus_per_node < dp * cp && (dp * cp) % sys->gpus_per_node == 0) ? 2 : 1;
+        for (size_t mb = 0; mb < sizeof mbs_list / sizeof *mbs_list; mb++) {
+            int mbs = mbs_list[mb];
+            if (t->global_batch % (dp * mbs)) break;
+            for (int s = 0; s < nshard; s++)
+                for (int rs = 1; rs >= 0; rs--)
+                    for (int rc = 0; rc < 2; rc++)
+                        for (int off = 0; off < (rc == 0 ? 2 : 1); off++) {
+                            layout l = layout_default(FRAMEWORK_FSDP2);
+                            l.dp = dp; l.cp = cp; l.mbs = mbs;
+                            l.shard_size = shard_opts[s];
+                            l.reshard_after_forward = rs;
+                            l.recompute = rc ? RECOMPUTE_FULL : RECOMPUTE_NONE;
+                            l.offload = off;
+                            consider(c, &l);
+                        }
+        }
+    }
+}
+
+cm_status search_run(const model_spec *m, const system_spec *sys, const training_spec *t,
+                     const search_options *opt, search_result *result, char *err,
+                     size_t errlen)
+{
+    if (opt->gpus < 1 || opt->gpus > 10000000)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "GPU count %d is out of range: give --gpus between 1 and 10000000",
+                       opt->gpus);
+    if (opt->keep < 1 || opt->keep > SEARCH_KEEP_MAX)
+        return cm_fail(err, errlen, CM_EINVAL, "--top must be between 1 and %d",
+                       SEARCH_KEEP_MAX);
+    cm_status st = training_check(t, err, errlen);
+    if (st != CM_OK) return st;
+    memset(result, 0, sizeof *result);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ctx c = {.m = m, .sys = sys, .t = t, .opt = opt, .r = result};
+    if (opt->frameworks[FRAMEWORK_MEGATRON]) search_megatron(&c);
+    if (opt->frameworks[FRAMEWORK_FSDP2]) search_fsdp2(&c);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    result->seconds = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+    return CM_OK;
+}

@@ -1,0 +1,191 @@
+/*
+ * golden.c — published runs against the cost model (see golden.h and
+ * ../shared/data/README.md for the columns and FLOP definitions).
+ *
+ * Each row becomes a GPT-style model (LayerNorm, GeLU, learned positions, biases, dropout, as
+ * Megatron-LM trained them in 2021-22), the a100-80g system, and the row's layout. Those runs
+ * used Megatron's unfused attention (fused scale-mask-softmax, s^2 scores stored) and did not
+ * overlap the data-parallel gradient all-reduce (SC'21 local DDP; Korthikanti Sec. 6.3 says so
+ * for the 530B run), so overlap is off. Where the source says "interleaved" without the chunk
+ * count, the smallest interleaving Megatron allows for the row (v = 2 when the layers and
+ * micro-batches divide) is used; README of the row says "chunks not stated".
+ */
+#include "golden.h"
+
+#include "flops.h"
+
+#include <csv.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXCOLS 80
+#define MAXROWS 64
+
+typedef struct {
+    char *cells[MAXROWS + 1][MAXCOLS];
+    int ncols[MAXROWS + 1];
+    int row, col;
+} table;
+
+static void on_field(void *s, size_t len, void *data)
+{
+    table *t = data;
+    if (t->row > MAXROWS || t->col >= MAXCOLS) return;
+    char *c = malloc(len + 1);
+    memcpy(c, s, len);
+    c[len] = '\0';
+    t->cells[t->row][t->col++] = c;
+}
+
+static void on_row(int ch, void *data)
+{
+    (void)ch;
+    table *t = data;
+    if (t->row <= MAXROWS) t->ncols[t->row] = t->col;
+    t->row++;
+    t->col = 0;
+}
+
+static int col_index(const table *t, const char *name)
+{
+    for (int i = 0; i < t->ncols[0]; i++)
+        if (!strcmp(t->cells[0][i], name)) return i;
+    return -1;
+}
+
+static const char *cell(const table *t, int r, const char *name)
+{
+    int i = col_index(t, name);
+    return (i >= 0 && i < t->ncols[r]) ? t->cells[r][i] : "";
+}
+
+/* First number in a cell ("51200 padded", "1 (no ...)"); 0 if none. */
+static double num(const char *s)
+{
+    while (*s && !isdigit((unsigned char)*s)) s++;
+    return *s ? atof(s) : 0;
+}
+
+static bool has(const char *s, const char *sub) { return strstr(s, sub) != NULL; }
+
+int golden_run(const char *csv_path, const char *data_dir, golden_row *rows, int max, char *err,
+               size_t errlen)
+{
+    FILE *f = fopen(csv_path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot read %s", csv_path);
+        return -1;
+    }
+    table *t = calloc(1, sizeof *t);
+    struct csv_parser p;
+    csv_init(&p, CSV_APPEND_NULL);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        if (csv_parse(&p, buf, n, on_field, on_row, t) != n) {
+            snprintf(err, errlen, "%s: %s", csv_path, csv_strerror(csv_error(&p)));
+            fclose(f);
+            csv_free(&p);
+            free(t);
+            return -1;
+        }
+    csv_fini(&p, on_field, on_row, t);
+    csv_free(&p);
+    fclose(f);
+
+    system_spec sys;
+    if (system_load("a100-80g", data_dir, &sys, err, errlen) != CM_OK) {
+        free(t);
+        return -1;
+    }
+    int out = 0;
+    for (int r = 1; r < t->row && r <= MAXROWS && out < max; r++) {
+        golden_row *g = &rows[out];
+        memset(g, 0, sizeof *g);
+        snprintf(g->run_id, sizeof g->run_id, "%s", cell(t, r, "run_id"));
+        model_spec m;
+        memset(&m, 0, sizeof m);
+        snprintf(m.name, sizeof m.name, "%.63s", g->run_id);
+        snprintf(m.display, sizeof m.display, "%s", cell(t, r, "model"));
+        m.layers = (int)num(cell(t, r, "num_layers"));
+        m.hidden = (int)num(cell(t, r, "hidden_size"));
+        m.heads = (int)num(cell(t, r, "num_attention_heads"));
+        m.kv_heads = (int)num(cell(t, r, "num_kv_heads"));
+        m.head_dim = (int)num(cell(t, r, "head_dim"));
+        m.ffn = (long)num(cell(t, r, "ffn_hidden_size"));
+        m.vocab = (long)num(cell(t, r, "vocab_size"));
+        training_spec tr = training_default();
+        tr.seq_len = (int)num(cell(t, r, "seq_len"));
+        tr.global_batch = (int)num(cell(t, r, "global_batch_seqs"));
+        tr.attention = ATTENTION_UNFUSED;
+        tr.overlap_grad_reduce = tr.overlap_param_gather = false;
+        m.max_positions = tr.seq_len;
+        m.tied_embeddings = true;
+        m.learned_positions = true;
+        m.activation = MODEL_ACT_GELU;
+        m.norm = MODEL_NORM_LAYER;
+        m.qkv_bias = m.out_bias = true;
+        m.dropout = true;
+        if (model_validate(&m, err, errlen) != CM_OK) continue;
+
+        layout l = layout_default(FRAMEWORK_MEGATRON);
+        l.tp = (int)num(cell(t, r, "tp"));
+        l.pp = (int)num(cell(t, r, "pp"));
+        l.dp = (int)num(cell(t, r, "dp"));
+        l.cp = 1;
+        l.mbs = (int)num(cell(t, r, "micro_batch_size"));
+        l.sp = has(cell(t, r, "sequence_parallel"), "yes");
+        const char *sh = cell(t, r, "sharding");
+        l.sharding = has(sh, "ZeRO-3") ? SHARDING_FSDP : SHARDING_DDP;
+        const char *rc = cell(t, r, "activation_recompute");
+        l.recompute = has(rc, "selective") ? RECOMPUTE_SELECTIVE
+                      : has(rc, "full")    ? RECOMPUTE_FULL
+                                           : RECOMPUTE_NONE;
+        const char *vp = cell(t, r, "vp");
+        l.vpp = (int)num(vp);
+        if (l.vpp < 1) l.vpp = 1;
+        if (has(vp, "interleaved") && l.pp > 1) {
+            int micro = tr.global_batch / (l.dp * l.mbs);
+            l.vpp = (m.layers % (l.pp * 2) == 0 && micro % l.pp == 0) ? 2 : 1;
+        }
+        if (l.pp == 1) l.vpp = 1;
+
+        if (estimate_layout(&m, &sys, &tr, &l, &g->est, err, errlen) != CM_OK) {
+            fprintf(stderr, "golden: %s: %s\n", g->run_id, err);
+            continue;
+        }
+        double step = g->est.time.step_s;
+        double gpus = g->est.gpus;
+        const char *def = cell(t, r, "tflops_definition");
+        double tflops = num(cell(t, r, "tflops_per_gpu_reported"));
+        double mfu = num(cell(t, r, "mfu_pct_reported"));
+        double step_rep = num(cell(t, r, "step_time_s"));
+        const char *derived = cell(t, r, "derived_fields");
+        if (tflops > 0 && (has(def, "eq.(3)") || has(def, "eq.3") || has(def, "recompute"))) {
+            snprintf(g->metric, sizeof g->metric, "tflops");
+            g->reported = tflops;
+            g->predicted = flops_narayanan_eq3(tr.global_batch, tr.seq_len, m.layers, m.hidden,
+                                               m.vocab) / (step * gpus) / 1e12;
+        } else if (mfu > 0) {
+            snprintf(g->metric, sizeof g->metric, "mfu");
+            g->reported = mfu / 100.0;
+            g->predicted = flops_korthikanti_model(tr.global_batch, tr.seq_len, m.layers,
+                                                   m.hidden, m.vocab) /
+                           (step * gpus * sys.peak_bf16_flops);
+        } else if (step_rep > 0 && !has(derived, "step_time_s")) {
+            snprintf(g->metric, sizeof g->metric, "step_s");
+            g->reported = step_rep;
+            g->predicted = step;
+        } else {
+            continue;
+        }
+        g->error = (g->predicted - g->reported) / g->reported;
+        out++;
+    }
+    for (int r = 0; r < t->row && r <= MAXROWS; r++)
+        for (int c = 0; c < t->ncols[r]; c++) free(t->cells[r][c]);
+    free(t);
+    return out;
+}
