@@ -139,12 +139,13 @@ int golden_run(const char *csv_path, const char *data_dir, golden_row *rows, int
         l.sp = has(cell(t, r, "sequence_parallel"), "yes");
         const char *sh = cell(t, r, "sharding");
         l.sharding = has(sh, "ZeRO-3") ? SHARDING_FSDP : SHARDING_DDP;
+        g->zero3 = l.sharding == SHARDING_FSDP;
         const char *rc = cell(t, r, "activation_recompute");
         l.recompute = has(rc, "selective") ? RECOMPUTE_SELECTIVE
                       : has(rc, "full")    ? RECOMPUTE_FULL
                                            : RECOMPUTE_NONE;
         const char *vp = cell(t, r, "vp");
-        l.vpp = (int)num(vp);
+        l.vpp = isdigit((unsigned char)vp[0]) ? atoi(vp) : 1; /* "not stated ..." -> 1 */
         if (l.vpp < 1) l.vpp = 1;
         if (has(vp, "interleaved") && l.pp > 1) {
             int micro = tr.global_batch / (l.dp * l.mbs);

@@ -11,6 +11,7 @@
 typedef struct {
     char run_id[96];
     char metric[16];       /* what the source reported and we compare: "tflops", "mfu", "step_s" */
+    bool zero3;            /* DeepSpeed ZeRO-3 rows: reported, but outside the tolerance */
     double reported;
     double predicted;
     double error;          /* (predicted - reported) / reported */

@@ -1,0 +1,221 @@
+/*
+ * test_cli.c — end-to-end tests of the `plan` executable: the public JSON keys, the search's
+ * contract (tp*pp*dp*cp = GPUs, best first), and bad input (one line on stderr, exit 2).
+ * The binary's path comes from PLAN_EXE (set by meson).
+ */
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+typedef struct {
+    int status;
+    char out[1 << 20];
+    char err[8192];
+} run_result;
+
+static run_result R;
+
+/* Run `plan <args>` through the shell, capturing stdout and stderr separately. */
+static void run(const char *args)
+{
+    char errpath[] = "/tmp/plan_cli_err_XXXXXX";
+    int fd = mkstemp(errpath);
+    assert_true(fd >= 0);
+    close(fd);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s'", getenv("PLAN_EXE"), args, errpath);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(R.out, 1, sizeof R.out - 1, p);
+    R.out[n] = '\0';
+    int st = pclose(p);
+    R.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    FILE *e = fopen(errpath, "r");
+    n = e ? fread(R.err, 1, sizeof R.err - 1, e) : 0;
+    R.err[n] = '\0';
+    if (e) fclose(e);
+    unlink(errpath);
+}
+
+static json_t *run_json(const char *args)
+{
+    run(args);
+    if (R.status != 0) fail_msg("plan %s exited %d: %s", args, R.status, R.err);
+    json_error_t je;
+    json_t *j = json_loads(R.out, 0, &je);
+    if (!j) fail_msg("plan %s: output is not JSON (%s)", args, je.text);
+    return j;
+}
+
+static void has_keys(json_t *o, const char *section, const char *const *keys)
+{
+    json_t *s = section ? json_object_get(o, section) : o;
+    assert_non_null(s);
+    for (; *keys; keys++)
+        if (!json_object_get(s, *keys)) fail_msg("missing key %s.%s", section ? section : "", *keys);
+}
+
+static void check_estimate_object(json_t *e)
+{
+    has_keys(e, "model", (const char *const[]){"name", "params_total", "params_active", NULL});
+    has_keys(e, "layout",
+             (const char *const[]){"framework", "tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs",
+                                   "seq", "sp", "sharding", "recompute", NULL});
+    has_keys(e, "memory",
+             (const char *const[]){"weights_bytes", "gradients_bytes", "optimizer_bytes",
+                                   "activations_bytes", "other_bytes", "total_bytes",
+                                   "capacity_bytes", NULL});
+    has_keys(e, "time",
+             (const char *const[]){"step_s", "compute_s", "comm_exposed_s", "bubble_s", NULL});
+    has_keys(e, NULL,
+             (const char *const[]){"model_flops_per_step", "hardware_flops_per_step",
+                                   "tokens_per_s", "mfu", "hfu", "feasible", "infeasible_reason",
+                                   NULL});
+    json_t *mem = json_object_get(e, "memory");
+    double parts = 0;
+    const char *const p[] = {"weights_bytes", "gradients_bytes", "optimizer_bytes",
+                             "activations_bytes", "other_bytes", NULL};
+    for (const char *const *k = p; *k; k++) parts += json_number_value(json_object_get(mem, *k));
+    double total = json_number_value(json_object_get(mem, "total_bytes"));
+    assert_true(parts > 0 && total > 0 && (parts - total) / total < 1e-9 &&
+                (total - parts) / total < 1e-9);
+    double mfu = json_number_value(json_object_get(e, "mfu"));
+    assert_true(mfu > 0 && mfu < 1);
+}
+
+static void test_estimate_json(void **state)
+{
+    (void)state;
+    json_t *j = run_json("estimate --model 8b --gpus 8 --tp 2 --pp 2 --format json");
+    check_estimate_object(j);
+    json_t *l = json_object_get(j, "layout");
+    assert_int_equal(json_integer_value(json_object_get(l, "dp")), 2);
+    assert_true(json_is_true(json_object_get(l, "sp")));
+    assert_string_equal(json_string_value(json_object_get(l, "sharding")), "distopt");
+    /* Llama-3.1-8B's exact count comes through */
+    assert_true(json_number_value(json_object_get(json_object_get(j, "model"), "params_total")) ==
+                8030261248.0);
+    /* tokens/s = gbs * seq / step */
+    double step = json_number_value(json_object_get(json_object_get(j, "time"), "step_s"));
+    double tps = json_number_value(json_object_get(j, "tokens_per_s"));
+    assert_true(fabs(tps * step - 1024.0 * 4096) < 1e-3);
+    json_decref(j);
+}
+
+static void test_search_json(void **state)
+{
+    (void)state;
+    json_t *j = run_json("--model 30b --gpus 64 --format json --top 5");
+    json_t *plans = json_object_get(j, "plans");
+    assert_true(json_array_size(plans) == 5);
+    double prev = 0;
+    for (size_t i = 0; i < json_array_size(plans); i++) {
+        json_t *p = json_array_get(plans, i);
+        check_estimate_object(p);
+        json_t *l = json_object_get(p, "layout");
+        long g = json_integer_value(json_object_get(l, "tp")) *
+                 json_integer_value(json_object_get(l, "pp")) *
+                 json_integer_value(json_object_get(l, "dp")) *
+                 json_integer_value(json_object_get(l, "cp"));
+        assert_int_equal(g, 64);
+        assert_true(json_is_true(json_object_get(p, "feasible")));
+        double step = json_number_value(json_object_get(json_object_get(p, "time"), "step_s"));
+        assert_true(step >= prev); /* best first */
+        prev = step;
+    }
+    json_t *s = json_object_get(j, "search");
+    has_keys(s, NULL, (const char *const[]){"evaluated", "feasible", "seconds", NULL});
+    assert_true(json_integer_value(json_object_get(s, "evaluated")) >=
+                json_integer_value(json_object_get(s, "feasible")));
+    json_decref(j);
+}
+
+static void test_search_human(void **state)
+{
+    (void)state;
+    run("--model 30b --gpus 64");
+    assert_int_equal(R.status, 0);
+    assert_non_null(strstr(R.out, "Recommended:"));
+    assert_non_null(strstr(R.out, "FSDP2 vs Megatron"));
+    assert_non_null(strstr(R.out, "Why:"));
+}
+
+static void test_infeasible_estimate(void **state)
+{
+    (void)state;
+    /* 405B on one GPU: valid layout, does not fit; says which stage and by how much */
+    json_t *j = run_json("estimate --model 405b --gpus 1 --format json");
+    assert_true(json_is_false(json_object_get(j, "feasible")));
+    const char *why = json_string_value(json_object_get(j, "infeasible_reason"));
+    assert_non_null(why);
+    assert_non_null(strstr(why, "GiB over"));
+    json_decref(j);
+}
+
+/* Each bad input: exit 2, exactly one line on stderr, nothing on stdout. */
+static void bad(const char *args, const char *needle)
+{
+    run(args);
+    if (R.status != 2) fail_msg("plan %s: exit %d, wanted 2 (stderr: %s)", args, R.status, R.err);
+    size_t lines = 0;
+    for (const char *c = R.err; *c; c++) lines += *c == '\n';
+    if (lines != 1) fail_msg("plan %s: %zu lines on stderr: %s", args, lines, R.err);
+    if (!strstr(R.err, needle)) fail_msg("plan %s: stderr lacks '%s': %s", args, needle, R.err);
+    assert_string_equal(R.out, "");
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    bad("--model nosuch --gpus 8", "unknown model 'nosuch'");
+    bad("--model 8b --gpus 8 --system nosuch", "unknown system 'nosuch'");
+    bad("--model 8b --gpus 0", "--gpus needs an integer");
+    bad("--model 8b --gpus -4", "--gpus needs an integer");
+    bad("--model 8b --gpus 12x", "--gpus needs an integer");
+    bad("--model 8b --gpus 99999999999", "--gpus needs an integer");
+    bad("--model 8b", "no GPU count");
+    bad("--model 8b --gpus 8 --seq 0", "--seq needs an integer");
+    bad("--model 8b --gpus 8 --frobnicate", "unknown option");
+    bad("--model 8b --gpus 8 --format xml", "--format must be");
+    bad("estimate --model 8b --gpus 6 --tp 3", "must divide the attention heads");
+    bad("estimate --model 8b --gpus 12 --tp 8", "not divisible by tp*pp*cp");
+    bad("estimate --model 8b --gpus 8 --tp 2 --dp 2", "does not equal --gpus 8");
+    bad("estimate --model 8b --gpus 8 --framework fsdp2 --pp 2", "no TP/PP/EP");
+    bad("estimate --model 8b --gpus 8 --ep 2", "needs an MoE model");
+    bad("estimate --model 8b --gpus 8 --recompute sometimes", "--recompute must be");
+    bad("estimate --model 8b --gpus 8 --gbs 1000 --mbs 3", "not divisible by dp*mbs");
+    bad("estimate --model /nonexistent.json --gpus 8", "cannot read model config");
+    bad("frobnicate", "unknown command");
+    /* malformed JSON model and system files */
+    FILE *f = fopen("/tmp/plan_cli_bad.json", "w");
+    fputs("{ \"num_hidden_layers\": 4,", f);
+    fclose(f);
+    bad("--model /tmp/plan_cli_bad.json --gpus 8", "not valid JSON");
+    bad("--model 8b --gpus 8 --system /tmp/plan_cli_bad.json", "not valid JSON");
+    f = fopen("/tmp/plan_cli_bad.json", "w");
+    fputs("{\"gpu\": {\"peak_bf16_flops\": 1e15}}", f);
+    fclose(f);
+    bad("--model 8b --gpus 8 --system /tmp/plan_cli_bad.json", "lacks");
+    unlink("/tmp/plan_cli_bad.json");
+}
+
+int main(void)
+{
+    if (!getenv("PLAN_EXE")) return 77;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_estimate_json),     cmocka_unit_test(test_search_json),
+        cmocka_unit_test(test_search_human),      cmocka_unit_test(test_infeasible_estimate),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
