@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian packages plan builds and tests with (the only install step; see README).
+# Installs the Debian packages plan builds and tests with, then configures the Meson build
+# directory `build/` (once). The README's two commands start with this script.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 pkgs=(build-essential pkg-config meson ninja-build
       libjansson-dev libcmocka-dev libcsv-dev libgsl-dev libyaml-dev libcairo2-dev)
 missing=()
@@ -10,6 +12,12 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  echo "setup: installing ${missing[*]}" >&2
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ ! -f build/build.ninja ]; then
+  rm -rf build
+  meson setup build >/dev/null
+  echo "setup: configured build/ ($(grep -c '^build ' build/build.ninja) build edges)" >&2
 fi
