@@ -63,7 +63,7 @@ int cmd_estimate(int argc, char **argv)
         return cli_error(err);
     if (o.format == FORMAT_JSON) {
         json_t *j = output_estimate_json(&e, &m, &sys);
-        json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
         fputc('\n', stdout);
         json_decref(j);
     } else {

@@ -50,7 +50,7 @@ int cmd_search(int argc, char **argv)
     }
     if (o.format == FORMAT_JSON) {
         json_t *j = output_plan_json(r, o.top, &m, &sys);
-        json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
         fputc('\n', stdout);
         json_decref(j);
     } else {

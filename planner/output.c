@@ -17,9 +17,11 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
     const memory_breakdown *mb = &e->memory;
     const time_breakdown *tm = &e->time;
     json_t *o = json_object();
-    json_object_set_new(o, "model", json_pack("{s:s, s:s, s:f, s:f}", "name", m->name, "display",
-                                              m->display, "params_total", e->params_total,
-                                              "params_active", e->params_active));
+    /* Parameter counts are exact integers (checked against the published counts). */
+    json_object_set_new(o, "model", json_pack("{s:s, s:s, s:I, s:I}", "name", m->name, "display",
+                                              m->display, "params_total",
+                                              (json_int_t)e->params_total, "params_active",
+                                              (json_int_t)e->params_active));
     json_object_set_new(o, "system", json_pack("{s:s, s:s, s:i}", "name", sys->name, "gpu",
                                                sys->gpu_name, "gpus_per_node",
                                                sys->gpus_per_node));
@@ -152,13 +154,16 @@ void output_estimate_human(FILE *f, const estimate *e, const model_spec *m,
 static void table_row(FILE *f, int rank, const estimate *e)
 {
     const layout *l = &e->layout;
-    fprintf(f, "%3d  %-8s %3d %3d %5d %3d %3d %3d %4d  %-3s %-8s %-9s %9.2f %10.0f %5.1f%% %7.1f\n",
+    char sharding[24];
+    if (l->sharding == SHARDING_FSDP)
+        snprintf(sharding, sizeof sharding, "%s%s%s", l->shard_size ? "hsdp" : "fsdp",
+                 l->reshard_after_forward ? "" : "-nr", l->offload ? "+off" : "");
+    else
+        snprintf(sharding, sizeof sharding, "%s", layout_sharding_name(l->sharding));
+    fprintf(f, "%3d  %-8s %3d %3d %5d %3d %3d %3d %4d  %-3s %-9s %-9s %8.2f %10.0f %5.1f%% %7.1f\n",
             rank, layout_framework_name(l->framework), l->tp, l->pp, l->dp, l->cp, l->ep,
-            l->vpp, l->mbs, l->sp ? "on" : "off",
-            l->framework == FRAMEWORK_FSDP2 && l->shard_size ? "hsdp"
-                                                              : layout_sharding_name(l->sharding),
-            layout_recompute_name(l->recompute), e->time.step_s, e->tokens_per_s, 100 * e->mfu,
-            e->memory.total_bytes / GIB);
+            l->vpp, l->mbs, l->sp ? "on" : "off", sharding, layout_recompute_name(l->recompute),
+            e->time.step_s, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / GIB);
 }
 
 void output_plan_human(FILE *f, const search_result *r, int top, const model_spec *m,
@@ -208,8 +213,10 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
 
     fprintf(f, "\nTop %d of %ld feasible layouts:\n", top < r->count ? top : r->count,
             r->feasible);
-    fprintf(f, "  #  framework tp  pp    dp  cp  ep vpp  mbs  sp  sharding recompute  step_s   "
+    fprintf(f, "  #  framework tp  pp    dp  cp  ep vpp  mbs  sp  sharding  recompute  step_s   "
                "tokens/s    MFU mem_GiB\n");
+    fprintf(f, "     (sharding: hsdp = FSDP within %d-GPU groups, -nr = no reshard after forward, "
+               "+off = CPU offload)\n", sys->gpus_per_node);
     for (int i = 0; i < r->count && i < top; i++) table_row(f, i + 1, &r->ranked[i]);
 
     fprintf(f, "\nWhy:\n");
