@@ -75,7 +75,18 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
     /* MLP */
     double elem_sharded = 0; /* elementwise bytes per token, already per GPU */
     double gate = swiglu ? 2.0 : 1.0;
-    double act_bytes = swiglu ? 6.0 : 4.0; /* SwiGLU reads 2f writes f; GeLU reads f writes f */
+    /* Elementwise kernels differ by framework. Megatron runs Transformer Engine's fused
+     * kernels: RMSNorm/LayerNorm one pass (read h, write h: 4h bytes), fused RoPE (read and
+     * write q, k: 4 bytes per element), fused SwiGLU (read 2f, write f: 6f). The FSDP2 path
+     * trains Hugging Face modeling code in eager mode (transformers' modeling_llama.py):
+     * LlamaRMSNorm upcasts to fp32, squares, means, scales, downcasts and multiplies by the
+     * weight (reads/writes 2+4, 4+4, 4, 4+4, 4+2, 2+2 bytes per element: 36h); RoPE is
+     * q*cos + rotate_half(q)*sin (slice + cat, two multiplies, an add: ~18 bytes per element);
+     * SwiGLU is act_fn(gate) * up as two kernels (10f). GeLU (GPT) is one fused pass in both. */
+    bool eager = l->framework == FRAMEWORK_FSDP2;
+    double act_bytes = swiglu ? (eager ? 10.0 : 6.0) : 4.0;
+    double norm_bytes = (eager && m->norm == MODEL_NORM_RMS) ? 36.0 : 4.0;
+    double rope_bytes = eager ? 18.0 : 4.0;
     if (!moe) {
         GEMM(tokens, gate * m->ffn / tp, h);
         GEMM(tokens, h, m->ffn / tp);
@@ -105,10 +116,11 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
     }
 #undef GEMM
     /* Rotary embeddings read and write q and k (absent with learned positions). */
-    if (!m->learned_positions) elem_sharded += 4.0 * (a * qk + (m->mla ? a : m->kv_heads) * qk) / tp;
-    /* Norms (read h, write h: 4h bytes each, two per layer) and two residual adds (read 2h,
-     * write h: 6h), plus the 1-byte dropout masks when dropout is on. */
-    double elem_repl = 20.0 * h + (m->dropout ? 2.0 * h : 0);
+    if (!m->learned_positions)
+        elem_sharded += rope_bytes * (a * qk + (m->mla ? a : m->kv_heads) * qk) / tp;
+    /* Two norms (norm_bytes each) and two residual adds (read 2h, write h: 6h), plus the
+     * 1-byte dropout masks when dropout is on. */
+    double elem_repl = 2.0 * norm_bytes * h + 12.0 * h + (m->dropout ? 2.0 * h : 0);
     double elem_fwd = tokens * (elem_repl / seq_div + elem_sharded);
 
     /* Attention core. */

@@ -48,6 +48,16 @@ int cmd_search(int argc, char **argv)
         search_result_free(r);
         return cli_error(err);
     }
+    if (r->evaluated == 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "no valid layout of %d GPUs for %s: the global batch (%d sequences) must be "
+                 "divisible by the data-parallel size and the heads (%d) by TP; try a --gbs "
+                 "that is a multiple of %d, or another GPU count",
+                 o.gpus, m.name, o.training.global_batch, m.heads, o.gpus);
+        search_result_free(r);
+        return cli_error(msg);
+    }
     if (o.format == FORMAT_JSON) {
         json_t *j = output_plan_json(r, o.top, &m, &sys);
         json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12));

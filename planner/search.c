@@ -17,11 +17,19 @@
 search_result *search_result_new(void) { return calloc(1, sizeof(search_result)); }
 void search_result_free(search_result *r) { free(r); }
 
+static long parallel_degree(const layout *l)
+{
+    return (long)l->tp * l->pp * l->cp * l->ep * l->vpp;
+}
+
 bool search_better(const estimate *a, const estimate *b)
 {
     double ta = a->time.step_s, tb = b->time.step_s;
     if (fabs(ta - tb) > 1e-9 * fmax(ta, tb)) return ta < tb;
-    return a->memory.total_bytes < b->memory.total_bytes;
+    double ma = a->memory.total_bytes, mb = b->memory.total_bytes;
+    if (fabs(ma - mb) > 1e-9 * fmax(ma, mb)) return ma < mb;
+    /* Equal time and memory: the simpler layout (fewer model-parallel splits) is easier to run. */
+    return parallel_degree(&a->layout) < parallel_degree(&b->layout);
 }
 
 static int divisors(long n, int *out, int max)
