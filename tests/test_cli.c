@@ -196,7 +196,7 @@ static void test_bad_input(void **state)
     bad("estimate --model 8b --gpus 8 --gbs 1000 --mbs 3", "not divisible by dp*mbs");
     bad("estimate --model /nonexistent.json --gpus 8", "cannot read model config");
     bad("frobnicate", "unknown command");
-    bad("--model 8b --gpus 7", "no valid layout of 7 GPUs");
+    bad("--model 8b --gpus 37", "no valid layout of 37 GPUs");
     /* malformed JSON model and system files */
     FILE *f = fopen("/tmp/plan_cli_bad.json", "w");
     fputs("{ \"num_hidden_layers\": 4,", f);
