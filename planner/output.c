@@ -79,6 +79,14 @@ json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
                             r->has_best[f] ? output_estimate_json(&r->best[f], m, sys)
                                            : json_null());
     json_object_set_new(o, "best_by_framework", best);
+    /* When a framework has no feasible layout: the one closest to fitting, with its reason. */
+    json_t *closest = json_object();
+    for (int f = 0; f < 2; f++)
+        json_object_set_new(closest, layout_framework_name((layout_framework)f),
+                            !r->has_best[f] && r->has_closest[f]
+                                ? output_estimate_json(&r->closest[f], m, sys)
+                                : json_null());
+    json_object_set_new(o, "closest_by_framework", closest);
     json_object_set_new(o, "search",
                         json_pack("{s:I, s:I, s:f}", "evaluated", (json_int_t)r->evaluated,
                                   "feasible", (json_int_t)r->feasible, "seconds", r->seconds));
@@ -172,7 +180,7 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
     fprintf(f, "%s (%.2f B params, %.2f B active) on %d x %s (%d per node), seq %d, global "
                "batch %d sequences\n\n",
             m->display, model_params_total(m) / 1e9, model_params_active(m) / 1e9,
-            r->count ? r->ranked[0].gpus : 0, sys->gpu_name, sys->gpus_per_node, t->seq_len,
+            r->gpus, sys->gpu_name, sys->gpus_per_node, t->seq_len,
             t->global_batch);
     if (r->count == 0) {
         fprintf(f, "No layout fits.\n");

@@ -194,6 +194,7 @@ cm_status search_run(const model_spec *m, const system_spec *sys, const training
     cm_status st = training_check(t, err, errlen);
     if (st != CM_OK) return st;
     memset(result, 0, sizeof *result);
+    result->gpus = opt->gpus;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     ctx c = {.m = m, .sys = sys, .t = t, .opt = opt, .r = result};

@@ -16,6 +16,7 @@ typedef struct {
 } search_options;
 
 typedef struct {
+    int gpus;                   /* the GPU count searched */
     long evaluated;             /* layouts passed through the cost model */
     long feasible;
     double seconds;
