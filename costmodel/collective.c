@@ -57,7 +57,10 @@ double collective_time_s(const system_spec *sys, collective_op op, double bytes,
 {
     if (g.size <= 1 || bytes <= 0) return 0;
     const collective_desc *d = &table[op];
-    double alpha = collective_latency_s(sys, g) * d->latency_steps(g.size);
+    /* alpha: a fixed cost per call plus one latency per ring step. The per-call cost is what
+     * NCCL pays at any size beyond the per-step hops (measured on h200-x4: all-reduce of 1-64
+     * MiB takes ~25 us more than bytes / asymptotic busbw; data/systems/README.md). */
+    double alpha = sys->call_latency_s + collective_latency_s(sys, g) * d->latency_steps(g.size);
     if (g.spans_nodes && (op == COLL_SEND_RECV || op == COLL_ALL_TO_ALL)) {
         /* Not rings: a point-to-point message crosses the network on one GPU's NIC share, and
          * in an all-to-all each rank sends the (n - k)/n of its buffer bound for other nodes

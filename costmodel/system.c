@@ -39,6 +39,7 @@ static const system_field fields[] = {
     F("node", "intra_bandwidth_bytes_per_s", intra_bandwidth_bytes_per_s, true, 1e9, 1e14),
     F("node", "intra_latency_s", intra_latency_s, true, 0, 1e-2),
     F("node", "intra_busbw_efficiency", intra_busbw_efficiency, true, 0.05, 1.0),
+    F("node", "call_latency_s", call_latency_s, false, 0, 1e-2),
     I("network", "nics_per_node", nics_per_node, true, 0, 1024),
     F("network", "nic_bandwidth_bytes_per_s", nic_bandwidth_bytes_per_s, true, 0, 1e14),
     F("network", "latency_s", inter_latency_s, true, 0, 1e-1),

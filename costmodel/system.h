@@ -33,6 +33,7 @@ typedef struct {
     double intra_bandwidth_bytes_per_s; /* NVLink, per GPU, per direction */
     double intra_latency_s;
     double intra_busbw_efficiency;
+    double call_latency_s;              /* fixed cost of one NCCL call (launch, protocol set-up) */
 
     /* network */
     int nics_per_node;

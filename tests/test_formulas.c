@@ -189,6 +189,10 @@ static void test_collective_times(void **state)
     /* a point-to-point message across nodes: 5 us + 1e8 / 25e9 = 0.004005 s */
     layout_group pp = layout_group_place(&s, 2, 8);
     assert_true(REL(collective_time_s(&s, COLL_SEND_RECV, 1e8, pp), 0.004005) < 1e-12);
+    /* the per-call cost is paid once per collective, whatever the size */
+    system_spec s2 = s;
+    s2.call_latency_s = 18e-6;
+    assert_true(REL(collective_time_s(&s2, COLL_ALL_REDUCE, 1e9, in), 0.017514 + 18e-6) < 1e-12);
     /* a group of one costs nothing */
     assert_true(collective_time_s(&s, COLL_ALL_REDUCE, 1e9, layout_group_place(&s, 1, 1)) == 0);
 }
