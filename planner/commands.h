@@ -4,5 +4,6 @@
 
 int cmd_search(int argc, char **argv);   /* plan [search] --model M --gpus N */
 int cmd_estimate(int argc, char **argv); /* plan estimate --tp .. --pp .. */
+int cmd_bench(int argc, char **argv);    /* plan bench --models .. --gpus .. -o x.csv */
 
 #endif

@@ -21,6 +21,7 @@ typedef struct {
 static const command commands[] = {
     {"search", cmd_search, "rank every layout for a model and GPU count (the default)"},
     {"estimate", cmd_estimate, "memory and step time of one given layout"},
+    {"bench", cmd_bench, "sweeps that write CSV rows; --compare two result files; --preset guide"},
 };
 
 static void usage(void)

@@ -66,6 +66,11 @@ static void consider(ctx *c, const layout *l)
         return;
     }
     r->feasible++;
+    int sh = l->sharding;
+    if (!r->has_best_sharding[fw][sh] || search_better(e, &r->best_sharding[fw][sh])) {
+        r->best_sharding[fw][sh] = *e;
+        r->has_best_sharding[fw][sh] = true;
+    }
     if (!r->has_best[fw] || search_better(e, &r->best[fw])) {
         r->best[fw] = *e;
         r->has_best[fw] = true;

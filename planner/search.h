@@ -24,6 +24,8 @@ typedef struct {
     estimate ranked[SEARCH_KEEP_MAX];
     bool has_best[2];           /* best feasible plan of each framework */
     estimate best[2];
+    bool has_best_sharding[2][3]; /* best feasible plan per framework and sharding */
+    estimate best_sharding[2][3];
     bool has_closest[2];        /* when nothing fits: the plan closest to fitting */
     estimate closest[2];
 } search_result;

@@ -210,13 +210,77 @@ static void test_bad_input(void **state)
     unlink("/tmp/plan_cli_bad.json");
 }
 
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int n = 0, c;
+    while ((c = fgetc(f)) != EOF) n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+/* plan bench: header, one row per framework x sharding that fits, --compare, bad files. */
+static void test_bench_csv(void **state)
+{
+    (void)state;
+    const char *a = "/tmp/plan_bench_a.csv", *b = "/tmp/plan_bench_b.csv";
+    run("bench --models 3b,8b --gpus 8 --frameworks megatron -o /tmp/plan_bench_a.csv");
+    assert_int_equal(R.status, 0);
+    /* 2 models x 1 GPU count x (ddp, distopt, fsdp) = 6 rows + header */
+    assert_int_equal(count_lines(a), 7);
+    FILE *f = fopen(a, "r");
+    char header[1024];
+    assert_non_null(fgets(header, sizeof header, f));
+    fclose(f);
+    assert_string_equal(header,
+                        "\"model\",\"params\",\"framework\",\"sharding\",\"tp\",\"pp\",\"dp\","
+                        "\"cp\",\"ep\",\"vpp\",\"mbs\",\"gbs\",\"seq\",\"recompute\",\"gpus\","
+                        "\"system\",\"step_s\",\"tokens_per_s\",\"mfu\",\"memory_gib\","
+                        "\"feasible\",\"measured_step_s\",\"measured_memory_gib\","
+                        "\"error_pct\",\"plan_version\"\n");
+    run("bench --compare /tmp/plan_bench_a.csv /tmp/plan_bench_a.csv");
+    assert_int_equal(R.status, 0);
+    assert_non_null(strstr(R.out, "0 changed, 6 unchanged, 0 added, 0 removed"));
+    /* B: the same file with one step time changed by +10% */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "awk -F, 'NR==2{split($17,q,\"\\\"\"); $17=\"\\\"\" q[2]*1.1 \"\\\"\"} {print}' "
+             "OFS=, %s > %s", a, b);
+    assert_int_equal(system(cmd), 0);
+    run("bench --compare /tmp/plan_bench_a.csv /tmp/plan_bench_b.csv");
+    assert_int_equal(R.status, 0);
+    assert_non_null(strstr(R.out, "1 changed, 5 unchanged"));
+    assert_non_null(strstr(R.out, "+10.0%"));
+    /* malformed inputs */
+    f = fopen(b, "w");
+    fputs("not,a,results,file\n1,2,3,4\n", f);
+    fclose(f);
+    bad("bench --compare /tmp/plan_bench_a.csv /tmp/plan_bench_b.csv", "lacks the column");
+    f = fopen(b, "w");
+    fputs(header, f);
+    fputs("\"3b\",\"x\"\n", f);
+    fclose(f);
+    bad("bench --compare /tmp/plan_bench_a.csv /tmp/plan_bench_b.csv", "is not a number");
+    f = fopen(b, "w");
+    fputs(header, f);
+    fputs("\"3b,\"unterminated\n", f);
+    fclose(f);
+    bad("bench --compare /tmp/plan_bench_a.csv /tmp/plan_bench_b.csv", "not valid CSV");
+    bad("bench --compare /tmp/plan_bench_a.csv /nonexistent.csv", "cannot read results file");
+    bad("bench --models 3b", "needs both models and GPU counts");
+    bad("bench --models 3b --gpus 8 --frameworks jax", "--frameworks takes");
+    unlink(a);
+    unlink(b);
+}
+
 int main(void)
 {
     if (!getenv("PLAN_EXE")) return 77;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_estimate_json),     cmocka_unit_test(test_search_json),
         cmocka_unit_test(test_search_human),      cmocka_unit_test(test_infeasible_estimate),
-        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_bench_csv),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

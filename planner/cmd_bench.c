@@ -1,0 +1,465 @@
+/*
+ * cmd_bench.c — `plan bench`: sweeps of models x GPU counts x systems x frameworks/sharding
+ * that write one CSV row per (model, framework, layout, system) — the best layout of each
+ * framework and sharding — plus `--compare A.csv B.csv` and `--preset guide`.
+ *
+ * Rows are flushed as they are written and SIGINT stops the sweep after the current row, so an
+ * interrupted sweep keeps every row it finished. Progress goes to stderr.
+ */
+#include <csv.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_csv.h"
+#include "cli.h"
+#include "commands.h"
+#include "search.h"
+
+#ifndef PLAN_VERSION
+#define PLAN_VERSION "unknown"
+#endif
+
+#define MAXLIST 64
+
+static volatile sig_atomic_t interrupted = 0;
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+typedef struct {
+    char *items[MAXLIST];
+    int n;
+} list;
+
+/* Split "a,b,c" into list (strings point into a strdup'd copy kept for the run). */
+static int split(const char *flag, const char *s, list *out)
+{
+    char *copy = strdup(s);
+    out->n = 0;
+    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
+        if (out->n == MAXLIST) {
+            fprintf(stderr, "plan: error: --%s takes at most %d values\n", flag, MAXLIST);
+            return CLI_EXIT_USAGE;
+        }
+        out->items[out->n++] = tok;
+    }
+    if (out->n == 0) {
+        fprintf(stderr, "plan: error: --%s needs a comma-separated list\n", flag);
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int parse_gpus(const list *l, int *gpus)
+{
+    for (int i = 0; i < l->n; i++) {
+        char *end;
+        long v = strtol(l->items[i], &end, 10);
+        if (*end || v < 1 || v > 10000000) {
+            fprintf(stderr, "plan: error: --gpus needs integers between 1 and 10000000, got "
+                            "'%s'\n",
+                    l->items[i]);
+            return CLI_EXIT_USAGE;
+        }
+        gpus[i] = (int)v;
+    }
+    return 0;
+}
+
+/* ---- the sweep ---- */
+
+typedef struct {
+    list models, systems, frameworks;
+    int gpus[MAXLIST];
+    int ngpus;
+    training_spec training;
+} sweep;
+
+static int run_sweep(const sweep *sw, FILE *out)
+{
+    const char *dir = cli_data_dir();
+    char err[CM_ERRLEN];
+    search_result *r = search_result_new();
+    long total = (long)sw->systems.n * sw->models.n * sw->ngpus, done = 0, rows = 0;
+    bench_csv_write_header(out);
+    for (int s = 0; s < sw->systems.n && !interrupted; s++) {
+        system_spec sys;
+        if (system_load(sw->systems.items[s], dir, &sys, err, sizeof err) != CM_OK) {
+            search_result_free(r);
+            return cli_error(err);
+        }
+        for (int mi = 0; mi < sw->models.n && !interrupted; mi++) {
+            model_spec m;
+            if (model_load(sw->models.items[mi], dir, &m, err, sizeof err) != CM_OK) {
+                search_result_free(r);
+                return cli_error(err);
+            }
+            for (int g = 0; g < sw->ngpus && !interrupted; g++) {
+                search_options o = {.gpus = sw->gpus[g], .keep = 1};
+                for (int f = 0; f < sw->frameworks.n; f++) {
+                    layout_framework fw;
+                    layout_parse_framework(sw->frameworks.items[f], &fw);
+                    o.frameworks[fw] = true;
+                }
+                if (search_run(&m, &sys, &sw->training, &o, r, err, sizeof err) != CM_OK) {
+                    search_result_free(r);
+                    return cli_error(err);
+                }
+                done++;
+                fprintf(stderr, "[%ld/%ld] %s on %d x %s: %ld layouts, %ld fit\n", done, total,
+                        m.name, o.gpus, sys.name, r->evaluated, r->feasible);
+                for (int fw = 0; fw < 2; fw++) {
+                    if (!o.frameworks[fw]) continue;
+                    bool any = false;
+                    for (int sh = 0; sh < 3; sh++) {
+                        if (!r->has_best_sharding[fw][sh]) continue;
+                        bench_row row;
+                        bench_row_from_estimate(&row, &r->best_sharding[fw][sh], sys.name,
+                                                PLAN_VERSION);
+                        bench_csv_write_row(out, &row);
+                        rows++;
+                        any = true;
+                    }
+                    if (!any && r->has_closest[fw]) { /* say it does not fit, with the closest */
+                        bench_row row;
+                        bench_row_from_estimate(&row, &r->closest[fw], sys.name, PLAN_VERSION);
+                        bench_csv_write_row(out, &row);
+                        rows++;
+                    }
+                }
+            }
+        }
+    }
+    search_result_free(r);
+    if (interrupted) {
+        fprintf(stderr, "plan bench: interrupted; the %ld rows written so far are complete\n",
+                rows);
+        return 130;
+    }
+    fprintf(stderr, "plan bench: %ld rows\n", rows);
+    return 0;
+}
+
+/* A sweep file: {"models": [...], "gpus": [...], "systems": [...], "frameworks": [...],
+ * "seq": N, "gbs": N}; every key optional. */
+static int load_sweep_file(const char *path, sweep *sw)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    char msg[512];
+    if (!root || !json_is_object(root)) {
+        snprintf(msg, sizeof msg, "sweep file '%s' is not a JSON object (%s): see plan bench --help",
+                 path, root ? "not an object" : je.text);
+        json_decref(root);
+        return cli_error(msg);
+    }
+    const char *keys[3] = {"models", "systems", "frameworks"};
+    list *lists[3] = {&sw->models, &sw->systems, &sw->frameworks};
+    for (int k = 0; k < 3; k++) {
+        json_t *a = json_object_get(root, keys[k]);
+        if (!a) continue;
+        if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > MAXLIST) {
+            snprintf(msg, sizeof msg, "sweep file '%s': \"%s\" must be a list of 1 to %d names",
+                     path, keys[k], MAXLIST);
+            json_decref(root);
+            return cli_error(msg);
+        }
+        lists[k]->n = 0;
+        for (size_t i = 0; i < json_array_size(a); i++) {
+            json_t *v = json_array_get(a, i);
+            if (!json_is_string(v)) {
+                snprintf(msg, sizeof msg, "sweep file '%s': \"%s\" holds a non-string", path,
+                         keys[k]);
+                json_decref(root);
+                return cli_error(msg);
+            }
+            lists[k]->items[lists[k]->n++] = strdup(json_string_value(v));
+        }
+    }
+    json_t *g = json_object_get(root, "gpus");
+    if (g) {
+        if (!json_is_array(g) || json_array_size(g) == 0 || json_array_size(g) > MAXLIST) {
+            json_decref(root);
+            return cli_error("sweep file: \"gpus\" must be a list of GPU counts");
+        }
+        sw->ngpus = 0;
+        for (size_t i = 0; i < json_array_size(g); i++) {
+            json_t *v = json_array_get(g, i);
+            if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+                json_integer_value(v) > 10000000) {
+                json_decref(root);
+                return cli_error("sweep file: \"gpus\" must hold integers between 1 and 10000000");
+            }
+            sw->gpus[sw->ngpus++] = (int)json_integer_value(v);
+        }
+    }
+    json_t *seq = json_object_get(root, "seq"), *gbs = json_object_get(root, "gbs");
+    if (seq) sw->training.seq_len = json_is_integer(seq) ? (int)json_integer_value(seq) : -1;
+    if (gbs) sw->training.global_batch = json_is_integer(gbs) ? (int)json_integer_value(gbs) : -1;
+    json_decref(root);
+    return 0;
+}
+
+/* ---- --compare ---- */
+
+static void layout_key(const bench_row *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s %dx%s %s/%s tp%d pp%d dp%d cp%d ep%d v%d mbs%d %s", r->model, r->gpus,
+             r->system, r->framework, r->sharding, r->tp, r->pp, r->dp, r->cp, r->ep, r->vpp,
+             r->mbs, r->recompute);
+}
+
+static int compare(const char *a_path, const char *b_path)
+{
+    char err[CM_ERRLEN];
+    bench_row *a, *b;
+    int na = bench_csv_read(a_path, &a, err, sizeof err);
+    if (na < 0) return cli_error(err);
+    int nb = bench_csv_read(b_path, &b, err, sizeof err);
+    if (nb < 0) {
+        free(a);
+        return cli_error(err);
+    }
+    char key[256];
+    int changed = 0, same = 0, added = 0, removed = 0;
+    printf("Comparing %s (A, %d rows) with %s (B, %d rows), joined on the layout\n\n", a_path,
+           na, b_path, nb);
+    printf("%-70s %9s %9s %8s %9s %9s\n", "layout", "A step_s", "B step_s", "change", "A GiB",
+           "B GiB");
+    bool *matched = calloc(na > 0 ? na : 1, sizeof *matched);
+    for (int j = 0; j < nb; j++) {
+        int i;
+        for (i = 0; i < na && !bench_row_same_layout(&a[i], &b[j]); i++) {}
+        if (i == na) /* same model, system, GPUs, framework and sharding: the best moved */
+            for (i = 0; i < na && (matched[i] || !bench_row_same_config(&a[i], &b[j])); i++) {}
+        layout_key(&b[j], key, sizeof key);
+        if (i == na) {
+            printf("%-70s %9s %9.3f %8s %9s %9.1f  added\n", key, "-", b[j].step_s, "", "-",
+                   b[j].memory_gib);
+            added++;
+            continue;
+        }
+        matched[i] = true;
+        bool relaid = !bench_row_same_layout(&a[i], &b[j]);
+        double d = (b[j].step_s - a[i].step_s) / a[i].step_s;
+        bool moved = relaid || fabs(d) > 1e-4 || fabs(b[j].memory_gib - a[i].memory_gib) > 0.05 ||
+                     a[i].feasible != b[j].feasible;
+        if (!moved) {
+            same++;
+            continue;
+        }
+        changed++;
+        printf("%-70s %9.3f %9.3f %+7.1f%% %9.1f %9.1f%s\n", key, a[i].step_s, b[j].step_s,
+               100 * d, a[i].memory_gib, b[j].memory_gib,
+               a[i].feasible != b[j].feasible ? (b[j].feasible ? "  now fits" : "  no longer fits")
+                                              : "");
+        if (relaid) {
+            layout_key(&a[i], key, sizeof key);
+            printf("  (best layout changed; it was %s)\n", key);
+        }
+    }
+    for (int i = 0; i < na; i++) {
+        if (matched[i]) continue;
+        layout_key(&a[i], key, sizeof key);
+        printf("%-70s %9.3f %9s %8s %9.1f %9s  removed\n", key, a[i].step_s, "-", "",
+               a[i].memory_gib, "-");
+        removed++;
+    }
+    free(matched);
+    printf("\n%d changed, %d unchanged, %d added, %d removed\n", changed, same, added, removed);
+    free(a);
+    free(b);
+    return 0;
+}
+
+/* ---- --preset guide ---- */
+
+static void csv_cell(FILE *f, const char *s, bool last)
+{
+    csv_fwrite(f, s, strlen(s));
+    fputc(last ? '\n' : ',', f);
+}
+
+static int guide(FILE *out, const training_spec *t)
+{
+    /* The FSDP2-vs-Megatron guide's table: dense 3B, 7B, 30B on 8-32 H100 under both
+     * frameworks; Mixtral-8x7B and DeepSeek-V3 with Megatron (FSDP2 has no expert
+     * parallelism; its best plan is shown where one fits). */
+    static const struct { const char *model; int gpus[3]; } cases[] = {
+        {"3b", {8, 16, 32}}, {"7b", {8, 16, 32}}, {"30b", {8, 16, 32}},
+        {"mixtral-8x7b", {16, 32, 64}}, {"deepseek-v3", {256, 512, 1024}},
+    };
+    const char *dir = cli_data_dir();
+    char err[CM_ERRLEN];
+    system_spec sys;
+    if (system_load("h100", dir, &sys, err, sizeof err) != CM_OK) return cli_error(err);
+    search_result *r = search_result_new();
+    const char *hdr[] = {"Model", "Strategy", "GPUs", "Time/Step (s)",
+                         "Throughput relative to FSDP2", "Layout", "Memory (GiB)", NULL};
+    for (int i = 0; hdr[i]; i++) csv_cell(out, hdr[i], !hdr[i + 1]);
+    printf("%-14s %-9s %5s %12s %12s  %s\n", "Model", "Strategy", "GPUs", "Time/Step", "vs FSDP2",
+           "layout");
+    for (size_t c = 0; c < sizeof cases / sizeof *cases && !interrupted; c++) {
+        model_spec m;
+        if (model_load(cases[c].model, dir, &m, err, sizeof err) != CM_OK) {
+            search_result_free(r);
+            return cli_error(err);
+        }
+        for (int g = 0; g < 3 && !interrupted; g++) {
+            search_options o = {.gpus = cases[c].gpus[g], .keep = 1, .frameworks = {true, true}};
+            if (search_run(&m, &sys, t, &o, r, err, sizeof err) != CM_OK) {
+                search_result_free(r);
+                return cli_error(err);
+            }
+            fprintf(stderr, "guide: %s on %d GPUs\n", m.name, o.gpus);
+            for (int fw = 0; fw < 2; fw++) {
+                const char *strategy = fw == FRAMEWORK_FSDP2 ? "FSDP2" : "Megatron";
+                char gpus[16], step[32] = "does not fit", rel[32] = "n/a", lay[128] = "",
+                                mem[32] = "";
+                snprintf(gpus, sizeof gpus, "%d", o.gpus);
+                if (r->has_best[fw]) {
+                    const estimate *e = &r->best[fw];
+                    const layout *l = &e->layout;
+                    snprintf(step, sizeof step, "%.2f", e->time.step_s);
+                    if (r->has_best[FRAMEWORK_FSDP2])
+                        snprintf(rel, sizeof rel, "%.2f",
+                                 r->best[FRAMEWORK_FSDP2].time.step_s / e->time.step_s);
+                    snprintf(lay, sizeof lay, "tp%d pp%d dp%d cp%d ep%d vpp%d mbs%d %s %s",
+                             l->tp, l->pp, l->dp, l->cp, l->ep, l->vpp, l->mbs,
+                             layout_sharding_name(l->sharding),
+                             layout_recompute_name(l->recompute));
+                    snprintf(mem, sizeof mem, "%.1f", e->memory.total_bytes / 1073741824.0);
+                }
+                const char *cells[] = {m.display, strategy, gpus, step, rel, lay, mem};
+                for (int i = 0; i < 7; i++) csv_cell(out, cells[i], i == 6);
+                printf("%-14s %-9s %5s %12s %12s  %s\n", m.display, strategy, gpus, step, rel, lay);
+            }
+        }
+    }
+    fflush(out);
+    search_result_free(r);
+    return interrupted ? 130 : 0;
+}
+
+static void usage(void)
+{
+    printf("usage: plan bench --models 3b,7b,30b --gpus 8,32,64 [--systems h100,h200]\n"
+           "                  [--frameworks fsdp2,megatron] [--seq N] [--gbs N] [-o results.csv]\n"
+           "       plan bench --sweep sweep.json [-o results.csv]\n"
+           "       plan bench --compare A.csv B.csv\n"
+           "       plan bench --preset guide [-o guide.csv]\n"
+           "One CSV row per (model, framework, sharding, system, GPU count): the best layout of\n"
+           "each; predicted columns always, measured ones with --measure (needs the CUDA\n"
+           "backend). A sweep file is JSON with any of: models, gpus, systems, frameworks, seq,\n"
+           "gbs.\n");
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"models", required_argument, NULL, 'm'}, {"model", required_argument, NULL, 'm'},
+        {"gpus", required_argument, NULL, 'g'},   {"systems", required_argument, NULL, 's'},
+        {"system", required_argument, NULL, 's'}, {"frameworks", required_argument, NULL, 'f'},
+        {"seq", required_argument, NULL, 'q'},    {"gbs", required_argument, NULL, 'b'},
+        {"sweep", required_argument, NULL, 'w'},  {"compare", no_argument, NULL, 'c'},
+        {"preset", required_argument, NULL, 'p'}, {"measure", no_argument, NULL, 'M'},
+        {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    sweep sw;
+    memset(&sw, 0, sizeof sw);
+    sw.training = training_default();
+    split("systems", "h100", &sw.systems);
+    split("frameworks", "fsdp2,megatron", &sw.frameworks);
+    const char *out_path = NULL, *sweep_path = NULL, *preset = NULL;
+    bool do_compare = false, have_models = false, have_gpus = false, measure = false;
+    list gl;
+    int c, rc = 0;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': rc = split("models", optarg, &sw.models); have_models = true; break;
+        case 'g':
+            rc = split("gpus", optarg, &gl);
+            if (!rc) rc = parse_gpus(&gl, sw.gpus);
+            sw.ngpus = gl.n;
+            have_gpus = true;
+            break;
+        case 's': rc = split("systems", optarg, &sw.systems); break;
+        case 'f':
+            rc = split("frameworks", optarg, &sw.frameworks);
+            for (int i = 0; !rc && i < sw.frameworks.n; i++) {
+                layout_framework fw;
+                if (!layout_parse_framework(sw.frameworks.items[i], &fw))
+                    rc = cli_error("--frameworks takes fsdp2 and/or megatron");
+            }
+            break;
+        case 'q': sw.training.seq_len = atoi(optarg); if (sw.training.seq_len <= 0) rc = cli_error("--seq needs a positive integer"); break;
+        case 'b': sw.training.global_batch = atoi(optarg); if (sw.training.global_batch <= 0) rc = cli_error("--gbs needs a positive integer"); break;
+        case 'w': sweep_path = optarg; break;
+        case 'c': do_compare = true; break;
+        case 'p': preset = optarg; break;
+        case 'M': measure = true; break;
+        case 'o': out_path = optarg; break;
+        case 'h': usage(); return 0;
+        case ':': rc = cli_error("an option of plan bench needs a value (see plan bench --help)"); break;
+        default: {
+            char msg[200];
+            snprintf(msg, sizeof msg, "unknown option '%s' for plan bench: see plan bench --help",
+                     argv[optind - 1]);
+            rc = cli_error(msg);
+        }
+        }
+        if (rc) return rc;
+    }
+    if (do_compare) {
+        if (argc - optind != 2)
+            return cli_error("--compare needs two results files: plan bench --compare A.csv B.csv");
+        return compare(argv[optind], argv[optind + 1]);
+    }
+    if (optind < argc) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "unexpected argument '%s' for plan bench", argv[optind]);
+        return cli_error(msg);
+    }
+    if (measure)
+        return cli_error("--measure needs the CUDA backend (plan measure); this build has none: "
+                         "rebuild on a machine with CUDA, cuBLAS and NCCL");
+    if (sweep_path && (rc = load_sweep_file(sweep_path, &sw))) return rc;
+    char err[CM_ERRLEN];
+    if (training_check(&sw.training, err, sizeof err) != CM_OK) return cli_error(err);
+
+    FILE *out = stdout;
+    if (out_path && !(out = fopen(out_path, "w"))) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "cannot write '%s': check the directory exists", out_path);
+        return cli_error(msg);
+    }
+    signal(SIGINT, on_sigint);
+    if (preset) {
+        if (strcmp(preset, "guide")) {
+            if (out != stdout) fclose(out);
+            return cli_error("unknown --preset: the only preset is 'guide'");
+        }
+        rc = guide(out, &sw.training);
+    } else {
+        if (!sw.models.n || !sw.ngpus) {
+            if (out != stdout) fclose(out);
+            return cli_error(have_models || have_gpus || sweep_path
+                                 ? "a sweep needs both models and GPU counts (--models, --gpus)"
+                                 : "nothing to run: give --models and --gpus, --sweep FILE, "
+                                   "--compare A B or --preset guide");
+        }
+        rc = run_sweep(&sw, out);
+    }
+    if (out != stdout) fclose(out);
+    return rc;
+}
