@@ -207,7 +207,6 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
                                                                             : n_layers;
         double ckpt = memory_layer_checkpoint_bytes(m, t, l);
         per_micro = rec * ckpt + (n_layers - rec) * act_layer_max;
-        if (rec == n_layers && n_layers > 0) per_micro = rec * ckpt;
         working = act_layer_max; /* the layer being recomputed and back-propagated */
     } else {
         per_micro = act_full;
@@ -231,11 +230,10 @@ memory_breakdown memory_peak(const model_spec *m, const system_spec *sys,
     /* Candidates: the first stage (most in flight, embedding), the first stage given an extra
      * layer, and the last (head, logits). Later middle stages hold fewer micro-batches. */
     memory_breakdown best = memory_stage(m, sys, t, l, 0);
-    int cands[2] = {1, l->pp - 1};
+    int later[2] = {1, l->pp - 1}; /* the second stage and the last */
     for (int i = 0; i < 2; i++) {
-        int s = cands[i];
-        if (s <= 0 || s >= l->pp || (i == 1 && s == 1 && l->pp == 2 && cands[0] == 1)) continue;
-        memory_breakdown r = memory_stage(m, sys, t, l, s);
+        if (later[i] < 1 || (i == 1 && later[1] == later[0])) continue;
+        memory_breakdown r = memory_stage(m, sys, t, l, later[i]);
         if (r.total_bytes > best.total_bytes) best = r;
     }
     return best;
