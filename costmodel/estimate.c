@@ -365,6 +365,17 @@ cm_status estimate_layout(const model_spec *m, const system_spec *sys, const tra
     tm->bubble_s = l->pp > 1 ? (double)(l->pp - 1) / l->vpp * t_mb : 0;
     tm->optimizer_s = opt_s;
     tm->step_s = tm->compute_s + tm->comm_exposed_s + tm->bubble_s + tm->optimizer_s;
+    /* Uncertainty (issue 4): the fitted GEMM efficiency's relative sd scales compute (and the
+     * bubble, made of compute), the collectives' mean relative busbw sd scales exposed
+     * communication; independent terms add in quadrature. */
+    double rel_gemm = sys->gemm_efficiency_sd > 0 ? sys->gemm_efficiency_sd / sys->gemm_efficiency_max
+                                                  : 0;
+    double rel_comm = 0;
+    for (int i = 0; i < sys->n_collective_fits; i++)
+        rel_comm += sys->collective_fits[i].busbw_sd / sys->collective_fits[i].busbw_bytes_per_s /
+                    sys->n_collective_fits;
+    double a = (tm->compute_s + tm->bubble_s) * rel_gemm, b = tm->comm_exposed_s * rel_comm;
+    tm->step_sd_s = sqrt(a * a + b * b);
 
     out->model_flops_per_step = flops_model_per_step(m, t);
     out->hardware_flops_per_step = flops_hardware_per_step(m, t, l);

@@ -23,6 +23,7 @@ typedef struct {
     double optimizer_s;        /* the optimizer step (and offload transfers) */
     double tp_s, cp_s, ep_s, pp_s, dp_s; /* exposed communication by dimension */
     double microbatch_s;       /* slowest stage, one micro-batch forward + backward */
+    double step_sd_s;          /* 1-sigma band from the calibration fits' covariance (0 if none) */
 } time_breakdown;
 
 typedef struct {

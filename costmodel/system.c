@@ -7,6 +7,8 @@
  */
 #include "system.h"
 
+#include "collective.h"
+
 #include <dirent.h>
 #include <jansson.h>
 #include <math.h>
@@ -51,6 +53,78 @@ static const system_field fields[] = {
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
+/* "calibration": {"gemm_efficiency_sd": x, "collectives": [{"op", "group_size", "span",
+ * "alpha_s", "busbw_bytes_per_s", "alpha_sd", "busbw_sd", "rms_rel_residual", "points"}]}.
+ * Fits replace earlier fits of the same op, group size and span. */
+static cm_status apply_calibration(const json_t *cal, const char *path, system_spec *sys,
+                                   char *err, size_t errlen)
+{
+    if (!json_is_object(cal))
+        return cm_fail(err, errlen, CM_EPARSE,
+                       "profile '%s': \"calibration\" must be an object (see "
+                       "data/systems/README.md)",
+                       path);
+    const json_t *sd = json_object_get(cal, "gemm_efficiency_sd");
+    if (sd) {
+        if (!json_is_number(sd) || json_number_value(sd) < 0 || json_number_value(sd) > 1)
+            return cm_fail(err, errlen, CM_EPARSE,
+                           "profile '%s': calibration.gemm_efficiency_sd must be in [0, 1]", path);
+        sys->gemm_efficiency_sd = json_number_value(sd);
+    }
+    const json_t *arr = json_object_get(cal, "collectives");
+    if (!arr) return CM_OK;
+    if (!json_is_array(arr))
+        return cm_fail(err, errlen, CM_EPARSE,
+                       "profile '%s': calibration.collectives must be a list", path);
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        const json_t *e = json_array_get(arr, i);
+        const char *opname = json_string_value(json_object_get(e, "op"));
+        const collective_desc *d = opname ? collective_find(opname) : NULL;
+        const char *span = json_string_value(json_object_get(e, "span"));
+        const json_t *n = json_object_get(e, "group_size");
+        const json_t *a = json_object_get(e, "alpha_s");
+        const json_t *bw = json_object_get(e, "busbw_bytes_per_s");
+        if (!d)
+            return cm_fail(err, errlen, CM_EPARSE,
+                           "profile '%s': calibration.collectives[%zu] has no known \"op\" "
+                           "(all_reduce, all_gather, reduce_scatter, all_to_all, send_recv)",
+                           path, i);
+        if (!json_is_integer(n) || json_integer_value(n) < 2 || json_integer_value(n) > 1000000 ||
+            !span || (strcmp(span, "intra") && strcmp(span, "inter")) || !json_is_number(a) ||
+            json_number_value(a) < 0 || json_number_value(a) > 1 || !json_is_number(bw) ||
+            json_number_value(bw) <= 1e6 || json_number_value(bw) > 1e14)
+            return cm_fail(err, errlen, CM_EPARSE,
+                           "profile '%s': calibration.collectives[%zu] needs group_size >= 2, "
+                           "span intra|inter, alpha_s in [0, 1] s and busbw_bytes_per_s in "
+                           "(1e6, 1e14]",
+                           path, i);
+        system_collective_fit f = {
+            .op = d->op,
+            .group_size = (int)json_integer_value(n),
+            .spans_nodes = !strcmp(span, "inter"),
+            .alpha_s = json_number_value(a),
+            .alpha_sd = json_number_value(json_object_get(e, "alpha_sd")),
+            .busbw_bytes_per_s = json_number_value(bw),
+            .busbw_sd = json_number_value(json_object_get(e, "busbw_sd")),
+            .rms_rel_residual = json_number_value(json_object_get(e, "rms_rel_residual")),
+            .points = (int)json_integer_value(json_object_get(e, "points")),
+        };
+        int k;
+        for (k = 0; k < sys->n_collective_fits; k++) {
+            system_collective_fit *o = &sys->collective_fits[k];
+            if (o->op == f.op && o->group_size == f.group_size && o->spans_nodes == f.spans_nodes)
+                break;
+        }
+        if (k == SYSTEM_MAX_COLLECTIVE_FITS)
+            return cm_fail(err, errlen, CM_EPARSE,
+                           "profile '%s': more than %d collective fits", path,
+                           SYSTEM_MAX_COLLECTIVE_FITS);
+        sys->collective_fits[k] = f;
+        if (k == sys->n_collective_fits) sys->n_collective_fits++;
+    }
+    return CM_OK;
+}
+
 static cm_status apply(const json_t *root, const char *path, system_spec *sys, bool overlay,
                        char *err, size_t errlen)
 {
@@ -81,6 +155,11 @@ static cm_status apply(const json_t *root, const char *path, system_spec *sys, b
             *(int *)base = (int)x;
         else
             *(double *)base = x;
+    }
+    const json_t *cal = json_object_get(root, "calibration");
+    if (cal) {
+        cm_status st = apply_calibration(cal, path, sys, err, errlen);
+        if (st != CM_OK) return st;
     }
     if (sys->nics_per_node > 0 && sys->nic_bandwidth_bytes_per_s <= 0)
         return cm_fail(err, errlen, CM_EPARSE,
@@ -192,4 +271,34 @@ double system_inter_bandwidth_per_gpu(const system_spec *sys)
 {
     if (sys->nics_per_node <= 0) return 0;
     return sys->nics_per_node * sys->nic_bandwidth_bytes_per_s / sys->gpus_per_node;
+}
+
+cm_status system_write_profile(const char *path, const system_spec *sys, const void *extra_json,
+                               char *err, size_t errlen)
+{
+    json_t *root = json_object();
+    if (extra_json) json_object_update(root, (json_t *)extra_json);
+    json_object_set_new(root, "gpu", json_pack("{s:f, s:f}", "gemm_efficiency_max",
+                                               sys->gemm_efficiency_max, "gemm_overhead_s",
+                                               sys->gemm_overhead_s));
+    json_t *list = json_array();
+    for (int i = 0; i < sys->n_collective_fits; i++) {
+        const system_collective_fit *f = &sys->collective_fits[i];
+        json_array_append_new(
+            list, json_pack("{s:s, s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:i}", "op",
+                            collective_get((collective_op)f->op)->name, "group_size",
+                            f->group_size, "span", f->spans_nodes ? "inter" : "intra", "alpha_s",
+                            f->alpha_s, "alpha_sd", f->alpha_sd, "busbw_bytes_per_s",
+                            f->busbw_bytes_per_s, "busbw_sd", f->busbw_sd, "rms_rel_residual",
+                            f->rms_rel_residual, "points", f->points));
+    }
+    json_object_set_new(root, "calibration",
+                        json_pack("{s:f, s:o}", "gemm_efficiency_sd", sys->gemm_efficiency_sd,
+                                  "collectives", list));
+    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    json_decref(root);
+    if (rc != 0)
+        return cm_fail(err, errlen, CM_EIO, "cannot write profile '%s': check the directory",
+                       path);
+    return CM_OK;
 }

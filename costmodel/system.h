@@ -13,6 +13,20 @@
 
 #include "status.h"
 
+/* One fitted collective (issue 4): t = alpha + bytes * bus_factor / busbw for this operation,
+ * group size and span, with the fit's standard deviations. op is a collective_op. */
+typedef struct {
+    int op;
+    int group_size;
+    int spans_nodes;
+    double alpha_s, alpha_sd;
+    double busbw_bytes_per_s, busbw_sd;
+    double rms_rel_residual;
+    int points;
+} system_collective_fit;
+
+#define SYSTEM_MAX_COLLECTIVE_FITS 64
+
 typedef struct {
     char name[64];
     char description[256];
@@ -49,6 +63,11 @@ typedef struct {
     /* per-GPU memory the framework takes outside the model's tensors: CUDA context, cuBLAS
      * workspaces, NCCL buffers, allocator fragmentation. */
     double framework_reserved_bytes;
+
+    /* Calibration (a profile overlaid with --calibration or a profile file as --system). */
+    double gemm_efficiency_sd;          /* standard deviation of the fitted efficiency */
+    int n_collective_fits;
+    system_collective_fit collective_fits[SYSTEM_MAX_COLLECTIVE_FITS];
 } system_spec;
 
 cm_status system_load_json(const char *path, const char *name, system_spec *sys, char *err,
@@ -58,6 +77,11 @@ cm_status system_load(const char *name_or_path, const char *data_dir, system_spe
                       char *err, size_t errlen);
 /* Overlay a calibration profile (same schema, any subset of fields) on sys. */
 cm_status system_overlay_json(const char *path, system_spec *sys, char *err, size_t errlen);
+
+/* Write sys's calibration (GEMM terms and collective fits) as an overlay profile. Extra is
+ * merged in at the top level (date, commands, base system); may be NULL. */
+cm_status system_write_profile(const char *path, const system_spec *sys, const void *extra_json,
+                               char *err, size_t errlen);
 
 /* Network bandwidth available to one GPU when its group leaves the node. */
 double system_inter_bandwidth_per_gpu(const system_spec *sys);

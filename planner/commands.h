@@ -4,6 +4,9 @@
 
 int cmd_search(int argc, char **argv);   /* plan [search] --model M --gpus N */
 int cmd_estimate(int argc, char **argv); /* plan estimate --tp .. --pp .. */
+int cmd_calibrate(int argc, char **argv); /* plan calibrate [--ops ..] (backend/) */
+int cmd_measure(int argc, char **argv);   /* plan measure [estimate flags] (backend/) */
 int cmd_bench(int argc, char **argv);    /* plan bench --models .. --gpus .. -o x.csv */
+int cmd_fit(int argc, char **argv);      /* plan fit calibrate.csv -o profile.json */
 
 #endif

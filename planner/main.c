@@ -22,6 +22,9 @@ static const command commands[] = {
     {"search", cmd_search, "rank every layout for a model and GPU count (the default)"},
     {"estimate", cmd_estimate, "memory and step time of one given layout"},
     {"bench", cmd_bench, "sweeps that write CSV rows; --compare two result files; --preset guide"},
+    {"fit", cmd_fit, "fit a calibration profile (GEMM, collectives) from a plan calibrate CSV"},
+    {"calibrate", cmd_calibrate, "measure GEMMs and NCCL collectives on the local GPUs (CSV)"},
+    {"measure", cmd_measure, "run one layout's training step on the local GPUs vs its estimate"},
 };
 
 static void usage(void)

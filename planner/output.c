@@ -49,8 +49,8 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
                   mb->stage));
     json_object_set_new(
         o, "time",
-        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "step_s",
-                  tm->step_s, "compute_s", tm->compute_s, "comm_exposed_s", tm->comm_exposed_s,
+        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "step_s",
+                  tm->step_s, "step_sd_s", tm->step_sd_s, "compute_s", tm->compute_s, "comm_exposed_s", tm->comm_exposed_s,
                   "bubble_s", tm->bubble_s, "optimizer_s", tm->optimizer_s, "tp_s", tm->tp_s,
                   "cp_s", tm->cp_s, "ep_s", tm->ep_s, "pp_s", tm->pp_s, "dp_s", tm->dp_s,
                   "microbatch_s", tm->microbatch_s));
@@ -120,8 +120,10 @@ static void human_numbers(FILE *f, const estimate *e)
 {
     const memory_breakdown *mb = &e->memory;
     const time_breakdown *tm = &e->time;
-    fprintf(f, "  step time    %.2f s   tokens/s %.0f (%.0f per GPU)   MFU %.1f%%   HFU %.1f%%\n",
-            tm->step_s, e->tokens_per_s, e->tokens_per_s / e->gpus, 100 * e->mfu, 100 * e->hfu);
+    char band[48] = "";
+    if (tm->step_sd_s > 0) snprintf(band, sizeof band, " ± %.2f", tm->step_sd_s);
+    fprintf(f, "  step time    %.2f%s s   tokens/s %.0f (%.0f per GPU)   MFU %.1f%%   HFU %.1f%%\n",
+            tm->step_s, band, e->tokens_per_s, e->tokens_per_s / e->gpus, 100 * e->mfu, 100 * e->hfu);
     fprintf(f, "  memory/GPU   %.1f GiB of %.1f GiB (%s %.1f GiB), pipeline stage %d\n",
             mb->total_bytes / GIB, mb->capacity_bytes / GIB,
             mb->total_bytes <= mb->capacity_bytes ? "headroom" : "OVER by",

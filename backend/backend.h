@@ -1,0 +1,104 @@
+/*
+ * backend.h — libbackend: runs work on the local GPUs with cuBLAS and NCCL and measures it in
+ * the cost model's units (seconds, bytes/s, FLOP/s).
+ *
+ * One process drives every local GPU from one thread: each GPU has a compute stream, a
+ * communication stream and a cuBLAS handle; NCCL communicators are made per group with
+ * ncclCommInitAll over the group's devices, placed in Megatron's rank order. Every CUDA, cuBLAS
+ * and NCCL return is checked; an error names the call (and, in bk_measure, the plan).
+ * NCCL_NVLS_ENABLE is set to 0 before NCCL starts when the environment leaves it unset: NVLink
+ * multicast must stay off on the machines this runs on.
+ *
+ * Method (the device notes' METHOD.md): warm-up first, CUDA events around back-to-back
+ * launches, the median of repeats, random never-zero data, and a correctness check: GEMM
+ * against a naive fp32 reference on small shapes, collectives against the exact expected
+ * values of an integer pattern.
+ */
+#ifndef PLAN_BACKEND_H
+#define PLAN_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "collective.h"
+#include "status.h"
+#include "work.h"
+
+typedef struct bk_ctx bk_ctx;
+
+/* Number of usable CUDA devices; 0 when there is no driver or no GPU (never an error). */
+int bk_device_count(void);
+
+/* Open ngpus devices (0: all). */
+cm_status bk_open(bk_ctx **out, int ngpus, char *err, size_t errlen);
+void bk_close(bk_ctx *ctx);
+int bk_ngpus(const bk_ctx *ctx);
+const char *bk_device_name(const bk_ctx *ctx);
+double bk_device_memory_bytes(const bk_ctx *ctx);
+
+typedef struct {
+    int warmup;      /* untimed launches first */
+    int repeats;     /* timed repeats; the median is reported */
+    double min_repeat_s; /* each repeat runs enough back-to-back launches to last this long */
+} bk_timing;
+
+bk_timing bk_timing_default(void);
+
+typedef struct {
+    double time_s;   /* median time of one GEMM */
+    double spread;   /* (max - min) / median over the repeats */
+    double flops_per_s;
+} bk_gemm_result;
+
+/* Time one bf16 GEMM (fp32 accumulate) of the given form on device dev. Operands rotate among
+ * enough copies to exceed the L2 cache. */
+cm_status bk_gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n, long k,
+                       int batch, const bk_timing *tm, bk_gemm_result *out, char *err,
+                       size_t errlen);
+
+/* Relative Frobenius error ||C - ref|| / ||ref|| of cuBLAS against a naive fp32 reference. */
+cm_status bk_gemm_check(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n, long k,
+                        int batch, double *rel_err, char *err, size_t errlen);
+
+typedef struct {
+    double bytes;           /* the size run: `bytes` rounded down to whole per-rank chunks */
+    double time_s;          /* median time of one collective (slowest rank) */
+    double spread;
+    double algbw_bytes_per_s;  /* bytes / time */
+    double busbw_bytes_per_s;  /* algbw * bus_factor(n) (collective.h) */
+    unsigned long long wrong;  /* elements that differ from the expected result */
+} bk_coll_result;
+
+/* Time one collective of nccl-tests size `bytes` (bf16) over devices 0..group-1, then check the
+ * result. */
+cm_status bk_coll_time(bk_ctx *ctx, collective_op op, int group, size_t bytes,
+                       const bk_timing *tm, bk_coll_result *out, char *err, size_t errlen);
+
+/* A measured plan step. */
+typedef struct {
+    int gpus_used;
+    int dp_measured;           /* data-parallel ranks actually run (<= planned dp) */
+    bool whole;                /* the whole layout ran (else a slice: see work_local_dp) */
+    double step_s;             /* median of the timed steps (slowest GPU) */
+    double step_spread;
+    double component_s[WC_COUNT]; /* isolated item times x their counts per step */
+    double compute_s;          /* gemm + attention + elementwise */
+    double exposed_comm_s;     /* step - compute - optimizer - framework copies, >= 0 */
+    double peak_used_bytes;    /* max over GPUs of total - free (cudaMemGetInfo) at the end */
+    double baseline_used_bytes;/* after context, cuBLAS and NCCL set-up, before the plan's pools */
+    double pool_bytes;         /* what the plan's pools took (weights, grads, optimizer, ...) */
+    double extra_bytes;        /* scratch beyond the plan's own tensors (named in the report) */
+    /* Each item's measured time, same order as the work lists. */
+    double layer_fwd_s[WORK_MAX_ITEMS], layer_bwd_s[WORK_MAX_ITEMS];
+    double head_fwd_s[WORK_MAX_ITEMS], head_bwd_s[WORK_MAX_ITEMS];
+    double gather_s, reduce_s; /* one layer unit's DP collectives, isolated */
+    double optimizer_s;
+} bk_measure_result;
+
+/* Allocate what the plan holds on each GPU and execute `steps` timed training steps of w (after
+ * a warm-up step), then time each distinct item alone. A plan that does not fit fails with
+ * CM_ENOMEM and err naming the plan and the shortfall. `plan_name` is used in messages. */
+cm_status bk_measure(bk_ctx *ctx, const work_plan *w, const char *plan_name, int steps,
+                     const bk_timing *tm, bk_measure_result *out, char *err, size_t errlen);
+
+#endif

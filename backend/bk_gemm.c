@@ -1,0 +1,265 @@
+/*
+ * bk_gemm.c — bf16 GEMMs through cuBLAS (cublasGemmStridedBatchedEx, bf16 operands and result,
+ * fp32 accumulation: CUBLAS_COMPUTE_32F), their timing and their check.
+ *
+ * Launches go through cuBLASLt (cublasLtMatmul), autotuned once per shape and GPU: the first
+ * launch of a shape times each of the heuristic's candidates (cublasLtMatmulAlgoGetHeuristic,
+ * up to BK_LT_CANDIDATES, 32 MiB workspace) on the real operands and keeps the fastest, cached.
+ * On H200 cublasGemmEx's default algorithm ran 8192^3 at 0.94x torch.matmul and the heuristic's
+ * first choice at 0.91x (bench/BACKEND.md). cublasGemmStridedBatchedEx is the fallback when the
+ * heuristic offers nothing.
+ *
+ * Row-major forms (work.h) map onto column-major cuBLAS by computing C^T: a row-major [r,c]
+ * matrix is a column-major c x r one, so C[m,n] = op(A) op(B) becomes C^T = op(B)^T op(A)^T
+ * with M = n, N = m. That is what PyTorch's Linear does, so the shapes run the same kernels.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bk_internal.h"
+#include "kernels.h"
+
+#define BK_LT_CANDIDATES 16
+
+/* Time each candidate on the operands (one warm-up, then 5 launches) and keep the fastest. */
+static cm_status lt_autotune(bk_ctx *ctx, int i, bk_lt_plan *p,
+                             const cublasLtMatmulHeuristicResult_t *res, int found, const void *A,
+                             const void *B, void *C, char *err, size_t errlen)
+{
+    const float one = 1.0f, zero = 0.0f;
+    cudaStream_t s = ctx->compute[i];
+    cudaEvent_t e0, e1;
+    CUDA_TRY(cudaEventCreate(&e0));
+    CUDA_TRY(cudaEventCreate(&e1));
+    float best = INFINITY;
+    p->algo = res[0].algo;
+    for (int q = 0; q < found; q++) {
+        if (res[q].state != CUBLAS_STATUS_SUCCESS) continue;
+        if (cublasLtMatmul(ctx->lt[i], p->op, &one, B, p->a, A, p->b, &zero, C, p->c, C, p->c,
+                           &res[q].algo, ctx->blas_ws[i], BK_BLAS_WORKSPACE_BYTES,
+                           s) != CUBLAS_STATUS_SUCCESS)
+            continue;
+        CUDA_TRY(cudaEventRecord(e0, s));
+        for (int r = 0; r < 5; r++)
+            CUBLAS_TRY(cublasLtMatmul(ctx->lt[i], p->op, &one, B, p->a, A, p->b, &zero, C, p->c,
+                                      C, p->c, &res[q].algo, ctx->blas_ws[i],
+                                      BK_BLAS_WORKSPACE_BYTES, s));
+        CUDA_TRY(cudaEventRecord(e1, s));
+        CUDA_TRY(cudaEventSynchronize(e1));
+        float ms;
+        CUDA_TRY(cudaEventElapsedTime(&ms, e0, e1));
+        if (ms < best) {
+            best = ms;
+            p->algo = res[q].algo;
+        }
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return CM_OK;
+}
+
+static cm_status lt_plan_get(bk_ctx *ctx, int i, work_gemm_form form, long m, long n, long k,
+                             int batch, cublasOperation_t ta, cublasOperation_t tb, int lda,
+                             int ldb, const void *A, const void *B, void *C, bk_lt_plan **out,
+                             char *err, size_t errlen)
+{
+    *out = NULL;
+    for (int j = 0; j < ctx->lt_count[i]; j++) {
+        bk_lt_plan *p = &ctx->lt_plan[i][j];
+        if (p->form == (int)form && p->m == m && p->n == n && p->k == k && p->batch == batch) {
+            *out = p->ok ? p : NULL;
+            return CM_OK;
+        }
+    }
+    if (ctx->lt_count[i] >= BK_LT_CACHE) return CM_OK; /* full: use the fallback */
+    bk_lt_plan *p = &ctx->lt_plan[i][ctx->lt_count[i]];
+    memset(p, 0, sizeof *p);
+    CUBLAS_TRY(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    /* column-major operands of C^T[n,m] = op(first)[n,k] op(second)[k,m] */
+    uint64_t ar = ta == CUBLAS_OP_N ? (uint64_t)n : (uint64_t)k, ac = ta == CUBLAS_OP_N ? k : n;
+    uint64_t br = tb == CUBLAS_OP_N ? (uint64_t)k : (uint64_t)m, bc = tb == CUBLAS_OP_N ? m : k;
+    CUBLAS_TRY(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16BF, ar, ac, lda));
+    CUBLAS_TRY(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16BF, br, bc, ldb));
+    CUBLAS_TRY(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_16BF, n, m, n));
+    if (batch > 1) {
+        int32_t bcount = batch;
+        int64_t sa = (int64_t)n * k, sb = (int64_t)m * k, sc = (int64_t)m * n;
+        cublasLtMatrixLayout_t lay[3] = {p->a, p->b, p->c};
+        int64_t strides[3] = {sa, sb, sc};
+        for (int q = 0; q < 3; q++) {
+            CUBLAS_TRY(cublasLtMatrixLayoutSetAttribute(lay[q], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                        &bcount, sizeof bcount));
+            CUBLAS_TRY(cublasLtMatrixLayoutSetAttribute(
+                lay[q], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[q],
+                sizeof strides[q]));
+        }
+    }
+    cublasLtMatmulPreference_t pref;
+    CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&pref));
+    size_t ws = BK_BLAS_WORKSPACE_BYTES;
+    CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &ws, sizeof ws));
+    cublasLtMatmulHeuristicResult_t res[BK_LT_CANDIDATES];
+    int found = 0;
+    cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(ctx->lt[i], p->op, p->a, p->b, p->c, p->c,
+                                                       pref, BK_LT_CANDIDATES, res, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    p->form = (int)form;
+    p->m = m;
+    p->n = n;
+    p->k = k;
+    p->batch = batch;
+    ctx->lt_count[i]++;
+    if (hs != CUBLAS_STATUS_SUCCESS || found < 1) return CM_OK; /* remembered: fallback */
+    BK_TRY(lt_autotune(ctx, i, p, res, found, A, B, C, err, errlen));
+    p->ok = 1;
+    *out = p;
+    return CM_OK;
+}
+
+cm_status bk_gemm_launch(bk_ctx *ctx, int i, work_gemm_form form, long m, long n, long k,
+                         int batch, const void *A, const void *B, void *C, char *err,
+                         size_t errlen)
+{
+    const float one = 1.0f, zero = 0.0f;
+    cublasOperation_t ta, tb;
+    int lda, ldb; /* of the first (B) and second (A) operand in cuBLAS order */
+    switch (form) {
+    case GEMM_FWD: ta = CUBLAS_OP_T; tb = CUBLAS_OP_N; lda = (int)k; ldb = (int)k; break;
+    case GEMM_DGRAD: ta = CUBLAS_OP_N; tb = CUBLAS_OP_N; lda = (int)n; ldb = (int)k; break;
+    case GEMM_WGRAD: ta = CUBLAS_OP_N; tb = CUBLAS_OP_T; lda = (int)n; ldb = (int)m; break;
+    default: return cm_fail(err, errlen, CM_EINVAL, "unknown GEMM form %d", (int)form);
+    }
+    long long sa = (long long)n * k, sb = (long long)m * k, sc = (long long)m * n;
+    bk_lt_plan *p;
+    BK_TRY(lt_plan_get(ctx, i, form, m, n, k, batch, ta, tb, lda, ldb, A, B, C, &p, err,
+                       errlen));
+    if (p) {
+        CUBLAS_TRY(cublasLtMatmul(ctx->lt[i], p->op, &one, B, p->a, A, p->b, &zero, C, p->c, C,
+                                  p->c, &p->algo, ctx->blas_ws[i], BK_BLAS_WORKSPACE_BYTES,
+                                  ctx->compute[i]));
+        return CM_OK;
+    }
+    CUBLAS_TRY(cublasGemmStridedBatchedEx(ctx->blas[i], ta, tb, (int)n, (int)m, (int)k, &one, B,
+                                          CUDA_R_16BF, lda, sa, A, CUDA_R_16BF, ldb, sb, &zero, C,
+                                          CUDA_R_16BF, (int)n, sc, batch, CUBLAS_COMPUTE_32F,
+                                          CUBLAS_GEMM_DEFAULT));
+    return CM_OK;
+}
+
+static size_t elems(long a, long b, int batch) { return (size_t)a * (size_t)b * (size_t)batch; }
+
+cm_status bk_gemm_check(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n, long k,
+                        int batch, double *rel_err, char *err, size_t errlen)
+{
+    CUDA_TRY(cudaSetDevice(ctx->dev[dev]));
+    size_t na = elems(m, k, batch), nb = elems(n, k, batch), nc = elems(m, n, batch);
+    void *A = NULL, *B = NULL, *C = NULL;
+    float *R = NULL, *Cf = NULL;
+    CUDA_TRY(cudaMalloc(&A, 2 * na));
+    CUDA_TRY(cudaMalloc(&B, 2 * nb));
+    CUDA_TRY(cudaMalloc(&C, 2 * nc));
+    CUDA_TRY(cudaMalloc((void **)&R, 4 * nc));
+    CUDA_TRY(cudaMalloc((void **)&Cf, 4 * nc));
+    cudaStream_t s = ctx->compute[dev];
+    static uint32_t seed = 1234;
+    CUDA_TRY(bkk_fill_bf16(A, na, seed++, -1.0f, 1.0f, s));
+    CUDA_TRY(bkk_fill_bf16(B, nb, seed++, -1.0f, 1.0f, s));
+    CUDA_TRY(bkk_fill_bf16(C, nc, seed++, 100.0f, 200.0f, s)); /* poison: every element must be written */
+    BK_TRY(bk_gemm_launch(ctx, dev, form, m, n, k, batch, A, B, C, err, errlen));
+    CUDA_TRY(bkk_ref_gemm((int)form, (int)m, (int)n, (int)k, batch, A, B, R, s));
+    CUDA_TRY(bkk_bf16_to_f32(C, Cf, nc, s));
+    CUDA_TRY(cudaStreamSynchronize(s));
+    float *hc = malloc(4 * nc), *hr = malloc(4 * nc);
+    if (!hc || !hr) {
+        free(hc);
+        free(hr);
+        return cm_fail(err, errlen, CM_ENOMEM, "out of host memory");
+    }
+    CUDA_TRY(cudaMemcpy(hc, Cf, 4 * nc, cudaMemcpyDeviceToHost));
+    CUDA_TRY(cudaMemcpy(hr, R, 4 * nc, cudaMemcpyDeviceToHost));
+    double num = 0, den = 0;
+    for (size_t i = 0; i < nc; i++) {
+        double d = (double)hc[i] - hr[i];
+        num += d * d;
+        den += (double)hr[i] * hr[i];
+    }
+    free(hc);
+    free(hr);
+    *rel_err = den > 0 ? sqrt(num / den) : INFINITY;
+    if (isnan(*rel_err)) *rel_err = INFINITY;
+    cudaFree(A);
+    cudaFree(B);
+    cudaFree(C);
+    cudaFree(R);
+    cudaFree(Cf);
+    return CM_OK;
+}
+
+cm_status bk_gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n, long k,
+                       int batch, const bk_timing *tm, bk_gemm_result *out, char *err,
+                       size_t errlen)
+{
+    CUDA_TRY(cudaSetDevice(ctx->dev[dev]));
+    size_t na = elems(m, k, batch), nb = elems(n, k, batch), nc = elems(m, n, batch);
+    size_t set = 2 * (na + nb + nc);
+    /* Rotate among copies covering 256 MiB, several times an H100/H200 L2 (50-60 MB). */
+    int nsets = (int)((256u << 20) / set) + 1;
+    if (nsets > 8) nsets = 8;
+    char *buf = NULL;
+    CUDA_TRY(cudaMalloc((void **)&buf, set * nsets));
+    cudaStream_t s = ctx->compute[dev];
+    CUDA_TRY(bkk_fill_bf16(buf, set * nsets / 2, 777u + (uint32_t)m, -1.0f, 1.0f, s));
+    cudaEvent_t e0, e1;
+    CUDA_TRY(cudaEventCreate(&e0));
+    CUDA_TRY(cudaEventCreate(&e1));
+#define LAUNCH(j)                                                                              \
+    do {                                                                                       \
+        char *base_ = buf + (size_t)((j) % nsets) * set;                                       \
+        cm_status st_ = bk_gemm_launch(ctx, dev, form, m, n, k, batch, base_,                  \
+                                       base_ + 2 * na, base_ + 2 * (na + nb), err, errlen);    \
+        if (st_ != CM_OK) {                                                                    \
+            cudaFree(buf);                                                                     \
+            return st_;                                                                        \
+        }                                                                                      \
+    } while (0)
+    for (int j = 0; j < tm->warmup; j++) LAUNCH(j);
+    /* How many launches make a repeat last min_repeat_s. */
+    CUDA_TRY(cudaEventRecord(e0, s));
+    for (int j = 0; j < 3; j++) LAUNCH(j);
+    CUDA_TRY(cudaEventRecord(e1, s));
+    CUDA_TRY(cudaEventSynchronize(e1));
+    float ms;
+    CUDA_TRY(cudaEventElapsedTime(&ms, e0, e1));
+    double one = ms * 1e-3 / 3;
+    int iters = one > 0 ? (int)ceil(tm->min_repeat_s / one) : 100;
+    if (iters < 1) iters = 1;
+    if (iters > 200) iters = 200;
+    double t[64];
+    int reps = tm->repeats > 64 ? 64 : (tm->repeats < 1 ? 1 : tm->repeats);
+    for (int r = 0; r < reps; r++) {
+        CUDA_TRY(cudaEventRecord(e0, s));
+        for (int j = 0; j < iters; j++) LAUNCH(j + r);
+        CUDA_TRY(cudaEventRecord(e1, s));
+        CUDA_TRY(cudaEventSynchronize(e1));
+        CUDA_TRY(cudaEventElapsedTime(&ms, e0, e1));
+        t[r] = ms * 1e-3 / iters;
+    }
+#undef LAUNCH
+    double lo = t[0], hi = t[0];
+    for (int r = 1; r < reps; r++) {
+        if (t[r] < lo) lo = t[r];
+        if (t[r] > hi) hi = t[r];
+    }
+    out->time_s = bk_median(t, reps);
+    out->spread = out->time_s > 0 ? (hi - lo) / out->time_s : 0;
+    out->flops_per_s = 2.0 * m * n * k * batch / out->time_s;
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    CUDA_TRY(cudaFree(buf));
+    return CM_OK;
+}

@@ -1,0 +1,95 @@
+/*
+ * bk_internal.h — what the backend's files share: the context, and the checking macros that
+ * turn every failed CUDA, cuBLAS or NCCL call into an error message naming the call.
+ */
+#ifndef PLAN_BK_INTERNAL_H
+#define PLAN_BK_INTERNAL_H
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "backend.h"
+
+#define BK_MAX_GPUS 16
+#define BK_LT_CACHE 96
+
+/* A cuBLASLt plan for one GEMM shape: descriptors and the heuristic's first algorithm. */
+typedef struct {
+    int form, batch;
+    long m, n, k;
+    int ok;                    /* 0: the heuristic offered nothing, use the fallback */
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t a, b, c;
+    cublasLtMatmulAlgo_t algo;
+} bk_lt_plan;
+
+struct bk_ctx {
+    int ngpus;
+    int dev[BK_MAX_GPUS];
+    int sms;
+    char name[256];
+    double mem_bytes;
+    cudaStream_t compute[BK_MAX_GPUS];
+    cudaStream_t comm[BK_MAX_GPUS];
+    cublasHandle_t blas[BK_MAX_GPUS];
+    void *blas_ws[BK_MAX_GPUS];
+    cublasLtHandle_t lt[BK_MAX_GPUS];
+    bk_lt_plan lt_plan[BK_MAX_GPUS][BK_LT_CACHE];
+    int lt_count[BK_MAX_GPUS];
+    /* Cached communicators over devices 0..g-1 (calibrate), index g. */
+    ncclComm_t prefix[BK_MAX_GPUS + 1][BK_MAX_GPUS];
+    bool prefix_ok[BK_MAX_GPUS + 1];
+};
+
+#define BK_BLAS_WORKSPACE_BYTES (32u << 20)
+
+const char *bk_cublas_error(cublasStatus_t s);
+
+#define CUDA_TRY(call)                                                                         \
+    do {                                                                                       \
+        cudaError_t e_ = (cudaError_t)(call);                                                  \
+        if (e_ != cudaSuccess)                                                                 \
+            return cm_fail(err, errlen, CM_EIO, "%s failed: %s (%s:%d)", #call,                \
+                           cudaGetErrorString(e_), __FILE__, __LINE__);                        \
+    } while (0)
+
+#define CUBLAS_TRY(call)                                                                       \
+    do {                                                                                       \
+        cublasStatus_t s_ = (call);                                                            \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                       \
+            return cm_fail(err, errlen, CM_EIO, "%s failed: %s (%s:%d)", #call,                \
+                           bk_cublas_error(s_), __FILE__, __LINE__);                           \
+    } while (0)
+
+#define NCCL_TRY(call)                                                                         \
+    do {                                                                                       \
+        ncclResult_t r_ = (call);                                                              \
+        if (r_ != ncclSuccess)                                                                 \
+            return cm_fail(err, errlen, CM_EIO, "%s failed: %s (%s:%d)", #call,                \
+                           ncclGetErrorString(r_), __FILE__, __LINE__);                        \
+    } while (0)
+
+#define BK_TRY(call)                                                                           \
+    do {                                                                                       \
+        cm_status st_ = (call);                                                                \
+        if (st_ != CM_OK) return st_;                                                          \
+    } while (0)
+
+/* One GEMM of the given form on ctx->blas[i] (already bound to its compute stream). */
+cm_status bk_gemm_launch(bk_ctx *ctx, int i, work_gemm_form form, long m, long n, long k,
+                         int batch, const void *A, const void *B, void *C, char *err,
+                         size_t errlen);
+
+/* Launch one collective on each of `g` comms (one group call); comms[i] is rank i and uses
+ * send[i], recv[i] and streams[i]. `bytes` is nccl-tests' size (collective.h). send_recv is a
+ * ring: rank i sends to i+1 and receives from i-1, as nccl-tests' sendrecv does. */
+cm_status bk_coll_launch(collective_op op, int g, ncclComm_t *comms, cudaStream_t *streams,
+                         void *const *send, void *const *recv, size_t bytes, bool fp32,
+                         char *err, size_t errlen);
+
+/* Median of n doubles (sorts in place). */
+double bk_median(double *v, int n);
+
+#endif

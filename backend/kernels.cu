@@ -1,0 +1,227 @@
+/*
+ * kernels.cu — the few CUDA kernels the backend needs besides cuBLAS and NCCL: random fill
+ * (never zero: zeros run faster than real data and hide unwritten outputs, METHOD.md), the
+ * collective test pattern and its checker, a memory-bound copy standing in for elementwise work,
+ * a fused Adam update, and a naive fp32 reference GEMM for checking cuBLAS on small shapes.
+ *
+ * Exposed to the C side as extern "C" functions that return the cudaError_t of the launch.
+ */
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+static __device__ __forceinline__ uint32_t hash32(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return (uint32_t)x;
+}
+
+static unsigned grid_for(size_t n, unsigned block)
+{
+    size_t g = (n + block - 1) / block;
+    if (g > 65535u * 8u) g = 65535u * 8u; /* grid-stride loops cover the rest */
+    if (g == 0) g = 1;
+    return (unsigned)g;
+}
+
+/* Uniform in [lo, hi] excluding a small band around zero (|x| >= 1/64 of the range). */
+__global__ void fill_bf16_kernel(__nv_bfloat16 *p, size_t n, uint32_t seed, float lo, float hi)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = hash32(((uint64_t)seed << 40) ^ i);
+        float u = (h >> 8) * (1.0f / 16777216.0f);
+        float x = lo + (hi - lo) * u;
+        float eps = (hi - lo) / 64.0f;
+        if (fabsf(x) < eps) x = x < 0 ? -eps : eps;
+        p[i] = __float2bfloat16(x);
+    }
+}
+
+extern "C" int bkk_fill_bf16(void *p, size_t n, uint32_t seed, float lo, float hi, void *stream)
+{
+    fill_bf16_kernel<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(
+        (__nv_bfloat16 *)p, n, seed, lo, hi);
+    return (int)cudaGetLastError();
+}
+
+/* Collective test pattern: small integers 1..4 so that sums over up to 64 ranks are exact in
+ * bf16 (integers up to 256 are). */
+static __device__ __forceinline__ float pattern(int rank, size_t i)
+{
+    return (float)(1 + (hash32(((uint64_t)(rank + 1) << 44) ^ i) >> 7) % 4);
+}
+
+__global__ void pattern_kernel(__nv_bfloat16 *p, size_t n, size_t offset, int rank)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] = __float2bfloat16(pattern(rank, offset + i));
+}
+
+extern "C" int bkk_fill_pattern_bf16(void *p, size_t n, size_t offset, int rank, void *stream)
+{
+    pattern_kernel<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>((__nv_bfloat16 *)p, n,
+                                                                        offset, rank);
+    return (int)cudaGetLastError();
+}
+
+/* Expected output element i of rank `rank` in a group of g, for op (BKK_OP_*), with cnt the
+ * per-rank chunk in elements. The send buffers hold pattern(r, i) at index i. */
+static __device__ float expected(int op, int rank, int g, size_t cnt, size_t i)
+{
+    switch (op) {
+    case BKK_OP_ALL_REDUCE: {
+        float s = 0;
+        for (int r = 0; r < g; r++) s += pattern(r, i);
+        return s;
+    }
+    case BKK_OP_ALL_GATHER: return pattern((int)(i / cnt), i % cnt);
+    case BKK_OP_REDUCE_SCATTER: {
+        float s = 0;
+        for (int r = 0; r < g; r++) s += pattern(r, (size_t)rank * cnt + i);
+        return s;
+    }
+    case BKK_OP_ALL_TO_ALL: return pattern((int)(i / cnt), (size_t)rank * cnt + i % cnt);
+    case BKK_OP_SEND_RECV: return pattern((rank + g - 1) % g, i);
+    }
+    return -1;
+}
+
+__global__ void check_kernel(const __nv_bfloat16 *p, size_t n, int op, int rank, int g, size_t cnt,
+                             unsigned long long *bad)
+{
+    unsigned long long local = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        if (__bfloat162float(p[i]) != expected(op, rank, g, cnt, i)) local++;
+    if (local) atomicAdd(bad, local);
+}
+
+extern "C" int bkk_check(const void *p, size_t n, int op, int rank, int g, size_t cnt,
+                         unsigned long long *dev_bad, void *stream)
+{
+    check_kernel<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(
+        (const __nv_bfloat16 *)p, n, op, rank, g, cnt, dev_bad);
+    return (int)cudaGetLastError();
+}
+
+/* Elementwise stand-in: read n bytes, write n bytes, 16 bytes per thread per access. */
+__global__ void copy_kernel(uint4 *dst, const uint4 *src, size_t n16)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n16;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint4 v = src[i];
+        v.x ^= 0x00010001u; /* touch the data: a copy the compiler cannot elide or forward */
+        dst[i] = v;
+    }
+}
+
+extern "C" int bkk_stream_copy(void *dst, const void *src, size_t bytes, int sms, void *stream)
+{
+    size_t n16 = bytes / 16;
+    if (n16 == 0) return 0;
+    unsigned grid = (unsigned)(sms > 0 ? sms * 8 : 1024);
+    size_t need = (n16 + 255) / 256;
+    if (need < grid) grid = (unsigned)need;
+    copy_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>((uint4 *)dst, (const uint4 *)src, n16);
+    return (int)cudaGetLastError();
+}
+
+/* Fused Adam(W): p, g, m, v fp32 (read 16 B, write 12 B per parameter), optional bf16 model copy
+ * (2 B): the ~30 bytes per parameter the cost model streams. The states start as random bits
+ * of a bf16 fill, so v may be negative: |v| keeps the update finite without changing the bytes. */
+__global__ void adam_kernel(float *p, const float *g, float *m, float *v, __nv_bfloat16 *out,
+                            size_t n, float lr, float b1, float b2, float eps, float wd)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float gi = g[i];
+        float mi = b1 * m[i] + (1.0f - b1) * gi;
+        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+        float pi = p[i];
+        pi -= lr * (mi / (sqrtf(fabsf(vi)) + eps) + wd * pi);
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = pi;
+        if (out) out[i] = __float2bfloat16(pi);
+    }
+}
+
+extern "C" int bkk_adam(float *p, const float *g, float *m, float *v, void *bf16_out, size_t n,
+                        int sms, void *stream)
+{
+    if (n == 0) return 0;
+    unsigned grid = (unsigned)(sms > 0 ? sms * 8 : 1024);
+    size_t need = (n + 255) / 256;
+    if (need < grid) grid = (unsigned)need;
+    adam_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(p, g, m, v, (__nv_bfloat16 *)bf16_out, n,
+                                                        1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f);
+    return (int)cudaGetLastError();
+}
+
+/* Naive reference of the three GEMM forms (row-major, see work.h), fp32 accumulate and
+ * output, one thread per output element. For small check shapes only. */
+__global__ void ref_gemm_kernel(int form, int m, int n, int k, int batch,
+                                const __nv_bfloat16 *A, const __nv_bfloat16 *B, float *C)
+{
+    size_t total = (size_t)m * n * batch;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < total;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        int b = (int)(idx / ((size_t)m * n));
+        int i = (int)((idx / n) % m), j = (int)(idx % n);
+        const __nv_bfloat16 *a = A + (size_t)b * m * k, *bb = B + (size_t)b * n * k;
+        float s = 0;
+        for (int q = 0; q < k; q++) {
+            float x, y;
+            if (form == 0) { x = __bfloat162float(a[(size_t)i * k + q]); y = __bfloat162float(bb[(size_t)j * k + q]); }
+            else if (form == 1) { x = __bfloat162float(a[(size_t)i * k + q]); y = __bfloat162float(bb[(size_t)q * n + j]); }
+            else { x = __bfloat162float(a[(size_t)q * m + i]); y = __bfloat162float(bb[(size_t)q * n + j]); }
+            s += x * y;
+        }
+        C[idx] = s;
+    }
+}
+
+extern "C" int bkk_ref_gemm(int form, int m, int n, int k, int batch, const void *A, const void *B,
+                            float *C, void *stream)
+{
+    size_t total = (size_t)m * n * batch;
+    ref_gemm_kernel<<<grid_for(total, 128), 128, 0, (cudaStream_t)stream>>>(
+        form, m, n, k, batch, (const __nv_bfloat16 *)A, (const __nv_bfloat16 *)B, C);
+    return (int)cudaGetLastError();
+}
+
+__global__ void bf16_to_f32_kernel(const __nv_bfloat16 *in, float *out, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = __bfloat162float(in[i]);
+}
+
+__global__ void f32_to_bf16_kernel(const float *in, __nv_bfloat16 *out, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = __float2bfloat16(in[i]);
+}
+
+extern "C" int bkk_f32_to_bf16(const float *in, void *out, size_t n, void *stream)
+{
+    f32_to_bf16_kernel<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(
+        in, (__nv_bfloat16 *)out, n);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int bkk_bf16_to_f32(const void *in, float *out, size_t n, void *stream)
+{
+    bf16_to_f32_kernel<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(
+        (const __nv_bfloat16 *)in, out, n);
+    return (int)cudaGetLastError();
+}

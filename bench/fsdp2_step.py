@@ -1,0 +1,218 @@
+"""A real PyTorch FSDP2 training step of a Llama-style model, to set beside `plan measure` of the
+same layout (issue 3's benchmark): step time and peak GPU memory.
+
+Model: Llama-3.1-8B's shapes (32 layers, hidden 4096, FFN 14336, 32 heads, 8 KV heads, head dim
+128, vocab 128256, untied embeddings, RMSNorm, SwiGLU, RoPE), written out here in eager PyTorch
+the way Hugging Face's modeling_llama.py computes it (fp32 RMSNorm, rotate_half RoPE, SDPA with
+a causal mask), so the script needs nothing beyond torch. Parameters: 8,030,261,248.
+
+Layout: torch FSDP2 (fully_shard on every decoder layer and on the root), MixedPrecisionPolicy
+(bf16 params, fp32 gradient reduction), reshard_after_forward=True, no activation checkpointing,
+AdamW (fused) over the fp32 shards; micro-batch 1 sequence of --seq tokens per GPU, one
+micro-batch per step (gbs = GPUs).
+
+Usage: NCCL_NVLS_ENABLE=0 torchrun --nproc_per_node 4 bench/fsdp2_step.py [--seq 4096]
+       [--layers 32] [--steps 5]
+Compare: plan measure --model 8b --system h200-x4 --framework fsdp2 --gpus 4 --gbs 4
+"""
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+p = argparse.ArgumentParser()
+p.add_argument("--seq", type=int, default=4096)
+p.add_argument("--layers", type=int, default=32)
+p.add_argument("--steps", type=int, default=5)
+p.add_argument("--warmup", type=int, default=3)
+p.add_argument("--profile", type=int, default=1, help="profile one more step: GPU time by kind")
+args = p.parse_args()
+
+H, FFN, HEADS, KV, HD, V = 4096, 14336, 32, 8, 128, 128256
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, h, eps=1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(h))
+        self.eps = eps
+
+    def forward(self, x):
+        dt = x.dtype
+        x = x.to(torch.float32)
+        var = x.pow(2).mean(-1, keepdim=True)
+        x = x * torch.rsqrt(var + self.eps)
+        return self.weight * x.to(dt)
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rope(seq, device, dtype, theta=500000.0):
+    inv = 1.0 / (theta ** (torch.arange(0, HD, 2, device=device, dtype=torch.float32) / HD))
+    t = torch.arange(seq, device=device, dtype=torch.float32)
+    f = torch.outer(t, inv)
+    emb = torch.cat((f, f), dim=-1)
+    return emb.cos().to(dtype)[None, None], emb.sin().to(dtype)[None, None]
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.input_layernorm = RMSNorm(H)
+        self.q_proj = nn.Linear(H, HEADS * HD, bias=False)
+        self.k_proj = nn.Linear(H, KV * HD, bias=False)
+        self.v_proj = nn.Linear(H, KV * HD, bias=False)
+        self.o_proj = nn.Linear(HEADS * HD, H, bias=False)
+        self.post_attention_layernorm = RMSNorm(H)
+        self.gate_proj = nn.Linear(H, FFN, bias=False)
+        self.up_proj = nn.Linear(H, FFN, bias=False)
+        self.down_proj = nn.Linear(FFN, H, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, s, _ = x.shape
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(b, s, HEADS, HD).transpose(1, 2)
+        k = self.k_proj(h).view(b, s, KV, HD).transpose(1, 2)
+        v = self.v_proj(h).view(b, s, KV, HD).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        x = x + self.o_proj(a.transpose(1, 2).reshape(b, s, HEADS * HD))
+        h = self.post_attention_layernorm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+class Llama(nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(V, H)
+        self.layers = nn.ModuleList(Block() for _ in range(layers))
+        self.norm = RMSNorm(H)
+        self.lm_head = nn.Linear(H, V, bias=False)
+
+    def forward(self, ids):
+        x = self.embed_tokens(ids)
+        cos, sin = rope(ids.shape[1], x.device, x.dtype)
+        for layer in self.layers:
+            x = layer(x, cos, sin)
+        return self.lm_head(self.norm(x))
+
+
+def profile_step(step, rank):
+    """GPU kernel time of one step by kind (rank 0), to set beside plan measure's components."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            step()
+            torch.cuda.synchronize()
+        if rank != 0:
+            return
+        kinds = {}
+        for e in prof.key_averages():
+            t = getattr(e, "self_device_time_total", None)
+            if t is None:
+                t = getattr(e, "self_cuda_time_total", 0)
+            n = e.key.lower()
+            if "nccl" in n:
+                k = "nccl (overlapped or not)"
+            elif any(s in n for s in ("flash", "fmha", "sdpa", "attention", "cudnn")):
+                k = "attention"
+            elif any(s in n for s in ("gemm", "nvjet", "cutlass", "sm90_xmma", "cublas")):
+                k = "gemm"
+            elif "adam" in n:
+                k = "optimizer"
+            else:
+                k = "elementwise/copies/other"
+            kinds[k] = kinds.get(k, 0) + t / 1e6
+        for k, t in sorted(kinds.items(), key=lambda kv: -kv[1]):
+            print(f"fsdp2_step: profile rank 0 {k:26s} {t:.4f} s")
+        top = sorted(prof.key_averages(), key=lambda e: -getattr(e, "self_device_time_total", 0))
+        for e in top[:12]:
+            print(f"fsdp2_step:   {getattr(e, 'self_device_time_total', 0)/1e3:9.2f} ms  {e.key[:90]}")
+    except Exception as exc:  # profiling is an aid, never a failure
+        if rank == 0:
+            print(f"fsdp2_step: profile failed: {exc}")
+
+
+def main():
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local)
+    dev = torch.device("cuda", local)
+    dist.init_process_group("nccl", device_id=dev)
+    torch.manual_seed(0)
+    with torch.device("meta"):
+        model = Llama(args.layers)
+    nparams = sum(p.numel() for p in model.parameters())
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for layer in model.layers:
+        fully_shard(layer, mp_policy=mp, reshard_after_forward=True)
+    fully_shard(model, mp_policy=mp, reshard_after_forward=True)
+    model.to_empty(device=dev)
+    with torch.no_grad():
+        for name, prm in model.named_parameters():
+            shard = prm.to_local() if hasattr(prm, "to_local") else prm
+            if "norm" in name:
+                shard.fill_(1.0)
+            else:
+                shard.normal_(0.0, 0.02)
+    try:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    except Exception:  # older torch without fused DTensor support
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+    g = torch.Generator(device=dev).manual_seed(1234 + rank)
+    ids = torch.randint(0, V, (1, args.seq + 1), device=dev, generator=g)
+    inp, lab = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
+
+    def step():
+        logits = model(inp)
+        loss = F.cross_entropy(logits.float().view(-1, V), lab.view(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+
+    times = []
+    torch.cuda.reset_peak_memory_stats()
+    for i in range(args.warmup + args.steps):
+        dist.barrier()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        loss = step()
+        torch.cuda.synchronize()
+        t = torch.tensor([time.perf_counter() - t0], device=dev)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        if i >= args.warmup:
+            times.append(t.item())
+    if args.profile:
+        profile_step(step, rank)
+    free, total = torch.cuda.mem_get_info()
+    mem = torch.tensor([torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved(),
+                        total - free], device=dev, dtype=torch.float64)
+    dist.all_reduce(mem, op=dist.ReduceOp.MAX)
+    if rank == 0:
+        med = statistics.median(times)
+        print(f"fsdp2_step: torch {torch.__version__}, {world} x {torch.cuda.get_device_name(dev)}, "
+              f"params {nparams:,}, seq {args.seq}, mbs 1, layers {args.layers}")
+        print(f"fsdp2_step: step times {', '.join(f'{x:.4f}' for x in times)} s; median {med:.4f} s "
+              f"(spread {(max(times)-min(times))/med*100:.1f}%), loss {loss.item():.3f}")
+        print(f"fsdp2_step: tokens/s/GPU {args.seq/med:.0f}, MFU "
+              f"{6*nparams*args.seq/med/989.4e12*100:.1f}% (6N only, no attention)")
+        gib = 1 << 30
+        print(f"fsdp2_step: peak allocated {mem[0].item()/gib:.2f} GiB, peak reserved "
+              f"{mem[1].item()/gib:.2f} GiB, device used (total - free) {mem[2].item()/gib:.2f} GiB")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+/*
+ * fit.c — GSL least-squares fits of the GEMM roofline and of alpha-beta collectives
+ * (see fit.h). Residuals are relative, so a 10 us kernel and a 10 ms kernel weigh the same.
+ */
+#include "fit.h"
+
+#include <gsl/gsl_blas.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_matrix.h>
+#include <gsl/gsl_multifit.h>
+#include <gsl/gsl_multifit_nlinear.h>
+#include <gsl/gsl_vector.h>
+#include <math.h>
+#include <string.h>
+
+#include "compute.h"
+
+typedef struct {
+    const system_spec *sys;
+    const fit_gemm_obs *obs;
+} gemm_data;
+
+/* x = (efficiency, overhead in microseconds): scaled so both are O(1) for the solver. */
+static int gemm_residuals(const gsl_vector *x, void *data, gsl_vector *f)
+{
+    const gemm_data *d = data;
+    system_spec s = *d->sys;
+    s.gemm_efficiency_max = gsl_vector_get(x, 0);
+    s.gemm_overhead_s = gsl_vector_get(x, 1) * 1e-6;
+    if (s.gemm_efficiency_max <= 1e-3) s.gemm_efficiency_max = 1e-3;
+    for (size_t i = 0; i < f->size; i++) {
+        const fit_gemm_obs *o = &d->obs[i];
+        double t = compute_gemm_s(&s, o->m, o->n, o->k);
+        gsl_vector_set(f, i, (t - o->time_s) / o->time_s);
+    }
+    return GSL_SUCCESS;
+}
+
+cm_status fit_gemm(const system_spec *sys, const fit_gemm_obs *obs, int n, fit_gemm_result *out,
+                   char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 3)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "a GEMM fit needs at least 3 measured shapes, got %d: run plan calibrate "
+                       "with --ops gemm",
+                       n);
+    for (int i = 0; i < n; i++)
+        if (!(obs[i].time_s > 0) || obs[i].m <= 0 || obs[i].n <= 0 || obs[i].k <= 0)
+            return cm_fail(err, errlen, CM_EINVAL,
+                           "GEMM measurement %d has a non-positive shape or time", i + 1);
+    gsl_set_error_handler_off();
+    gemm_data d = {sys, obs};
+    gsl_multifit_nlinear_fdf fdf = {.f = gemm_residuals, .df = NULL, .fvv = NULL, .n = (size_t)n,
+                                    .p = 2, .params = &d};
+    gsl_multifit_nlinear_parameters params = gsl_multifit_nlinear_default_parameters();
+    gsl_multifit_nlinear_workspace *w =
+        gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &params, (size_t)n, 2);
+    double x0[2] = {sys->gemm_efficiency_max > 0 ? sys->gemm_efficiency_max : 0.7,
+                    sys->gemm_overhead_s * 1e6 + 1.0};
+    gsl_vector_view xv = gsl_vector_view_array(x0, 2);
+    gsl_multifit_nlinear_init(&xv.vector, &fdf, w);
+    int info;
+    int status = gsl_multifit_nlinear_driver(200, 1e-10, 1e-10, 0.0, NULL, NULL, &info, w);
+    if (status != GSL_SUCCESS && status != GSL_EMAXITER) {
+        gsl_multifit_nlinear_free(w);
+        return cm_fail(err, errlen, CM_EINVAL, "the GEMM fit did not converge (%s)",
+                       gsl_strerror(status));
+    }
+    gsl_vector *x = gsl_multifit_nlinear_position(w);
+    gsl_vector *f = gsl_multifit_nlinear_residual(w);
+    gsl_matrix *J = gsl_multifit_nlinear_jac(w);
+    gsl_matrix *cov = gsl_matrix_alloc(2, 2);
+    gsl_multifit_nlinear_covar(J, 0.0, cov);
+    double chisq;
+    gsl_blas_ddot(f, f, &chisq);
+    double dof = n > 2 ? n - 2 : 1;
+    double scale = chisq / dof; /* residual variance: covariance of relative residuals */
+    out->efficiency = gsl_vector_get(x, 0);
+    out->overhead_s = gsl_vector_get(x, 1) * 1e-6;
+    out->efficiency_sd = sqrt(scale * gsl_matrix_get(cov, 0, 0));
+    out->overhead_sd = sqrt(scale * gsl_matrix_get(cov, 1, 1)) * 1e-6;
+    out->rms_rel_residual = sqrt(chisq / n);
+    out->points = n;
+    gsl_matrix_free(cov);
+    gsl_multifit_nlinear_free(w);
+    if (!(out->efficiency > 0.01 && out->efficiency <= 1.0))
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "the GEMM fit gave an efficiency of %.3f of peak: check the system's "
+                       "peak_bf16_flops and the measurements",
+                       out->efficiency);
+    if (out->overhead_s < 0) out->overhead_s = 0;
+    return CM_OK;
+}
+
+cm_status fit_collective(collective_op op, int group_size, bool spans_nodes,
+                         const fit_collective_obs *obs, int n, system_collective_fit *out,
+                         char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const collective_desc *d = collective_get(op);
+    if (!d || group_size < 2)
+        return cm_fail(err, errlen, CM_EINVAL, "collective fit needs a known op and group >= 2");
+    int distinct = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(obs[i].time_s > 0) || !(obs[i].bytes > 0))
+            return cm_fail(err, errlen, CM_EINVAL,
+                           "%s measurement %d has a non-positive size or time", d->name, i + 1);
+        bool seen = false;
+        for (int j = 0; j < i; j++) seen |= obs[j].bytes == obs[i].bytes;
+        distinct += !seen;
+    }
+    if (distinct < 3)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "%s over %d GPUs: a fit needs at least 3 message sizes, got %d", d->name,
+                       group_size, distinct);
+    gsl_set_error_handler_off();
+    double factor = d->bus_factor(group_size);
+    gsl_matrix *X = gsl_matrix_alloc(n, 2);
+    gsl_vector *y = gsl_vector_alloc(n), *w = gsl_vector_alloc(n), *c = gsl_vector_alloc(2);
+    gsl_matrix *cov = gsl_matrix_alloc(2, 2);
+    for (int i = 0; i < n; i++) {
+        gsl_matrix_set(X, i, 0, 1.0);
+        gsl_matrix_set(X, i, 1, obs[i].bytes * factor * 1e-9); /* GB, for conditioning */
+        gsl_vector_set(y, i, obs[i].time_s);
+        gsl_vector_set(w, i, 1.0 / (obs[i].time_s * obs[i].time_s));
+    }
+    gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc(n, 2);
+    double chisq;
+    int status = gsl_multifit_wlinear(X, w, y, c, cov, &chisq, ws);
+    gsl_multifit_linear_free(ws);
+    double alpha = gsl_vector_get(c, 0), beta = gsl_vector_get(c, 1) * 1e-9; /* s per byte */
+    double dof = n > 2 ? n - 2 : 1;
+    /* gsl_multifit_wlinear's covariance assumes the weights are exact variances; rescale by the
+     * observed residual variance (chisq / dof), as for the nonlinear fit. */
+    double scale = chisq / dof;
+    double alpha_sd = sqrt(scale * gsl_matrix_get(cov, 0, 0));
+    double beta_sd = sqrt(scale * gsl_matrix_get(cov, 1, 1)) * 1e-9;
+    gsl_matrix_free(X);
+    gsl_vector_free(y);
+    gsl_vector_free(w);
+    gsl_vector_free(c);
+    gsl_matrix_free(cov);
+    if (status != GSL_SUCCESS || !(beta > 0))
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "%s over %d GPUs: time does not grow with size (slope %.3g s/B): check "
+                       "the measurements",
+                       d->name, group_size, beta);
+    out->op = op;
+    out->group_size = group_size;
+    out->spans_nodes = spans_nodes;
+    out->alpha_s = alpha > 0 ? alpha : 0;
+    out->alpha_sd = alpha_sd;
+    out->busbw_bytes_per_s = 1.0 / beta;
+    out->busbw_sd = beta_sd / (beta * beta); /* delta method: d(1/b) = db / b^2 */
+    out->rms_rel_residual = sqrt(chisq / n);
+    out->points = n;
+    return CM_OK;
+}
+
+void fit_apply_gemm(system_spec *sys, const fit_gemm_result *g)
+{
+    sys->gemm_efficiency_max = g->efficiency;
+    sys->gemm_overhead_s = g->overhead_s;
+    sys->gemm_efficiency_sd = g->efficiency_sd;
+}
+
+cm_status fit_apply_collective(system_spec *sys, const system_collective_fit *f, char *err,
+                               size_t errlen)
+{
+    int k;
+    for (k = 0; k < sys->n_collective_fits; k++) {
+        const system_collective_fit *o = &sys->collective_fits[k];
+        if (o->op == f->op && o->group_size == f->group_size && o->spans_nodes == f->spans_nodes)
+            break;
+    }
+    if (k == SYSTEM_MAX_COLLECTIVE_FITS)
+        return cm_fail(err, errlen, CM_EINVAL, "more than %d collective fits",
+                       SYSTEM_MAX_COLLECTIVE_FITS);
+    sys->collective_fits[k] = *f;
+    if (k == sys->n_collective_fits) sys->n_collective_fits++;
+    return CM_OK;
+}

@@ -1,0 +1,47 @@
+/*
+ * fit.h — turns measurements into calibration terms (issue 4), with GSL:
+ *  - GEMMs: the roofline of compute.c, t = max(2mnk / (peak e), bytes / (HBM h)) + o, fitted for
+ *    the achieved efficiency e and the fixed cost o by nonlinear least squares on relative
+ *    residuals (gsl_multifit_nlinear, trust region), covariance from the Jacobian;
+ *  - collectives: per operation, group size and span, t = alpha + bytes * bus_factor / busbw,
+ *    a weighted linear fit (gsl_multifit_wlinear, weights 1/t^2 = relative residuals), alpha and
+ *    1/busbw with their covariance.
+ * Callers own all memory; nothing here prints.
+ */
+#ifndef PLAN_FIT_H
+#define PLAN_FIT_H
+
+#include "collective.h"
+#include "system.h"
+
+typedef struct {
+    double m, n, k;
+    double time_s;
+} fit_gemm_obs;
+
+typedef struct {
+    double efficiency, efficiency_sd;
+    double overhead_s, overhead_sd;
+    double rms_rel_residual;
+    int points;
+} fit_gemm_result;
+
+cm_status fit_gemm(const system_spec *sys, const fit_gemm_obs *obs, int n, fit_gemm_result *out,
+                   char *err, size_t errlen);
+
+typedef struct {
+    double bytes;
+    double time_s;
+} fit_collective_obs;
+
+/* Fit one operation on one group (size, span) from its sizes; needs >= 3 distinct sizes. */
+cm_status fit_collective(collective_op op, int group_size, bool spans_nodes,
+                         const fit_collective_obs *obs, int n, system_collective_fit *out,
+                         char *err, size_t errlen);
+
+/* Apply fits to a system: GEMM efficiency/overhead (and its sd) and collective fits. */
+void fit_apply_gemm(system_spec *sys, const fit_gemm_result *g);
+cm_status fit_apply_collective(system_spec *sys, const system_collective_fit *f, char *err,
+                               size_t errlen);
+
+#endif

@@ -1,0 +1,262 @@
+/*
+ * cmd_calibrate.c — `plan calibrate`: microbenchmarks of the local GPUs at the shapes the plans
+ * use (bf16 cuBLAS GEMMs; NCCL all-reduce, all-gather, reduce-scatter, all-to-all, send/recv over
+ * every group size from 2 to the local GPU count, 1 KiB to --max-bytes). One CSV row per
+ * measurement (schema: backend/calib.h), a short table on stdout, progress on stderr.
+ *
+ * Everything up to the first GPU call (options, the sweep, --list) works in a build without the
+ * CUDA backend, so it is tested on any machine.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib.h"
+#include "cli.h"
+#include "commands.h"
+#include "model.h"
+#ifdef PLAN_HAVE_BACKEND
+#include "backend.h"
+#endif
+
+#define MAX_SHAPES 40
+#define MAX_SIZES 32
+
+static void usage(void)
+{
+    printf("usage: plan calibrate [options]\n"
+           "  --ops LIST        gemm,all_reduce,all_gather,reduce_scatter,all_to_all,send_recv\n"
+           "                    (or all, collectives; default all)\n"
+           "  --max-bytes N     largest collective message, with K/M/G suffix (default 1G)\n"
+           "  --gpus N          use the first N local GPUs (default all)\n"
+           "  --model M         model whose GEMM shapes are measured (default 8b)\n"
+           "  --tokens N        GEMM rows: tokens per micro-batch (default 4096)\n"
+           "  --repeats N       timed repeats per measurement; the median is kept (default 7)\n"
+           "  -o, --output FILE CSV output (default plan-calibrate.csv; - for stdout)\n"
+           "  --list            print the measurements that would run, and stop\n"
+           "Needs NVIDIA GPUs (the CUDA backend); exit status 3 when none is found.\n");
+}
+
+static int parse_bytes(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v <= 0) return -1;
+    double mul = 1;
+    if (*end == 'K' || *end == 'k') mul = 1024.0, end++;
+    else if (*end == 'M' || *end == 'm') mul = 1048576.0, end++;
+    else if (*end == 'G' || *end == 'g') mul = 1073741824.0, end++;
+    if (*end == 'i' || *end == 'B') end++;
+    if (*end == 'B') end++;
+    if (*end) return -1;
+    v *= mul;
+    if (v < 1024 || v > 16.0 * 1073741824.0) return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int parse_pos(const char *flag, const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "plan: error: --%s needs an integer between %d and %d, got '%s'\n", flag,
+                lo, hi, s);
+        return CLI_EXIT_USAGE;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+    enum { O_OPS = 1000, O_MAX, O_GPUS, O_MODEL, O_TOKENS, O_REPEATS, O_LIST };
+    static const struct option opts[] = {
+        {"ops", required_argument, NULL, O_OPS},
+        {"max-bytes", required_argument, NULL, O_MAX},
+        {"gpus", required_argument, NULL, O_GPUS},
+        {"model", required_argument, NULL, O_MODEL},
+        {"tokens", required_argument, NULL, O_TOKENS},
+        {"repeats", required_argument, NULL, O_REPEATS},
+        {"output", required_argument, NULL, 'o'},
+        {"list", no_argument, NULL, O_LIST},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    unsigned mask = CALIB_ALL;
+    size_t max_bytes = 1u << 30;
+    int gpus = 0, tokens = 4096, repeats = 7, list = 0, rc = 0;
+    const char *model = "8b", *outpath = "plan-calibrate.csv";
+    char err[CM_ERRLEN];
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_OPS:
+            if (calib_parse_ops(optarg, &mask, err, sizeof err) != CM_OK) return cli_error(err);
+            break;
+        case O_MAX:
+            if (parse_bytes(optarg, &max_bytes))
+                return cli_error("--max-bytes needs a size from 1K to 16G (e.g. 1G, 64M, 4096)");
+            break;
+        case O_GPUS: rc = parse_pos("gpus", optarg, 1, 1024, &gpus); break;
+        case O_MODEL: model = optarg; break;
+        case O_TOKENS: rc = parse_pos("tokens", optarg, 1, 1 << 24, &tokens); break;
+        case O_REPEATS: rc = parse_pos("repeats", optarg, 1, 64, &repeats); break;
+        case 'o': outpath = optarg; break;
+        case O_LIST: list = 1; break;
+        case 'h': usage(); return 0;
+        case ':': {
+            char msg[160];
+            snprintf(msg, sizeof msg, "option '%s' needs a value", argv[optind - 1]);
+            return cli_error(msg);
+        }
+        default: {
+            char msg[200];
+            snprintf(msg, sizeof msg, "unknown option '%s': see plan calibrate --help",
+                     argv[optind - 1]);
+            return cli_error(msg);
+        }
+        }
+        if (rc) return rc;
+    }
+    if (optind < argc) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "unexpected argument '%s' (see plan calibrate --help)",
+                 argv[optind]);
+        return cli_error(msg);
+    }
+    model_spec m;
+    if (model_load(model, cli_data_dir(), &m, err, sizeof err) != CM_OK) return cli_error(err);
+    calib_shape shapes[MAX_SHAPES];
+    int nshapes = (mask & CALIB_GEMM) ? calib_gemm_shapes(&m, tokens, shapes, MAX_SHAPES) : 0;
+    size_t sizes[MAX_SIZES];
+    int nsizes = calib_sizes(max_bytes, sizes, MAX_SIZES);
+
+    if (list) {
+        for (int i = 0; i < nshapes; i++)
+            printf("gemm %-16s m=%ld n=%ld k=%ld\n", shapes[i].name, shapes[i].m, shapes[i].n,
+                   shapes[i].k);
+        for (int op = 0; op < COLL_COUNT; op++) {
+            if (!(mask & CALIB_COLL(op))) continue;
+            printf("%s group sizes 2..%s, %d sizes %zu..%zu bytes\n", collective_get(op)->name,
+                   gpus ? "--gpus" : "local GPUs", nsizes, sizes[0], sizes[nsizes - 1]);
+        }
+        return 0;
+    }
+#ifndef PLAN_HAVE_BACKEND
+    (void)repeats;
+    (void)outpath;
+    return cli_error("this plan was built without the CUDA backend (nvcc, cuBLAS and NCCL were "
+                     "not found at meson setup): see backend/README.md");
+#else
+    if (bk_device_count() == 0) {
+        fprintf(stderr, "plan: error: no CUDA GPU found: plan calibrate measures the local GPUs\n");
+        return 3;
+    }
+    bk_ctx *ctx;
+    if (bk_open(&ctx, gpus, err, sizeof err) != CM_OK) {
+        fprintf(stderr, "plan: error: %s\n", err);
+        return 1;
+    }
+    FILE *out = strcmp(outpath, "-") ? fopen(outpath, "w") : stdout;
+    if (!out) {
+        fprintf(stderr, "plan: error: cannot write %s: %s\n", outpath, strerror(errno));
+        bk_close(ctx);
+        return 1;
+    }
+    FILE *human = out == stdout ? stderr : stdout;
+    bk_timing tm = bk_timing_default();
+    tm.repeats = repeats;
+    calib_csv_header(out);
+    fprintf(stderr, "calibrate: %s, NCCL_NVLS_ENABLE=%s\n", bk_device_name(ctx),
+            getenv("NCCL_NVLS_ENABLE"));
+    int status = 0;
+    if (nshapes) {
+        double rel[3];
+        for (int f = 0; f < 3; f++) {
+            if (bk_gemm_check(ctx, 0, (work_gemm_form)f, 320, 192, 256, 2, &rel[f], err,
+                              sizeof err) != CM_OK) {
+                fprintf(stderr, "plan: error: %s\n", err);
+                status = 1;
+                goto end;
+            }
+        }
+        double worst = rel[0] > rel[1] ? rel[0] : rel[1];
+        if (rel[2] > worst) worst = rel[2];
+        fprintf(human, "GEMM check vs fp32 reference (320x192x256, batch 2): rel. error fwd %.2e "
+                       "dgrad %.2e wgrad %.2e %s\n",
+                rel[0], rel[1], rel[2], worst < 1e-2 ? "ok" : "FAILED");
+        if (!(worst < 1e-2)) status = 1;
+        fprintf(human, "\n%-16s %6s %6s %6s %10s %8s\n", "gemm (bf16)", "m", "n", "k", "time ms",
+                "TFLOP/s");
+        for (int i = 0; i < nshapes; i++) {
+            const calib_shape *s = &shapes[i];
+            fprintf(stderr, "calibrate: gemm %s\n", s->name);
+            bk_gemm_result g;
+            if (bk_gemm_time(ctx, 0, GEMM_FWD, s->m, s->n, s->k, 1, &tm, &g, err, sizeof err) !=
+                CM_OK) {
+                fprintf(stderr, "plan: error: %s\n", err);
+                status = 1;
+                goto end;
+            }
+            calib_row r = {.op = "gemm", .dtype = "bf16", .name = s->name, .m = s->m, .n = s->n,
+                           .k = s->k, .bytes = 2.0 * (s->m * s->k + s->n * s->k + s->m * s->n),
+                           .group_size = 1, .span = "intra", .time_s = g.time_s,
+                           .tflops = g.flops_per_s / 1e12, .check_error = worst,
+                           .spread = g.spread};
+            calib_csv_row(out, &r);
+            fprintf(human, "%-16s %6ld %6ld %6ld %10.4f %8.1f\n", s->name, s->m, s->n, s->k,
+                    g.time_s * 1e3, g.flops_per_s / 1e12);
+        }
+    }
+    int ng = bk_ngpus(ctx);
+    if ((mask & ~CALIB_GEMM) && ng < 2)
+        fprintf(human, "collectives: skipped, %d GPU here (they need 2 or more)\n", ng);
+    if ((mask & ~CALIB_GEMM) && ng >= 2)
+        fprintf(human, "\n%-15s %5s %12s %12s %12s %12s %6s\n", "collective", "ranks",
+                "1KiB us", "max bytes", "time ms", "busbw GB/s", "check");
+    for (int g = 2; g <= ng; g++)
+        for (int op = 0; op < COLL_COUNT; op++) {
+            if (!(mask & CALIB_COLL(op))) continue;
+            double small_us = 0;
+            bk_coll_result last = {0};
+            unsigned long long wrong = 0;
+            for (int si = 0; si < nsizes; si++) {
+                fprintf(stderr, "calibrate: %s n=%d %zu bytes\n", collective_get(op)->name, g,
+                        sizes[si]);
+                bk_coll_result cr;
+                if (bk_coll_time(ctx, op, g, sizes[si], &tm, &cr, err, sizeof err) != CM_OK) {
+                    fprintf(stderr, "plan: error: %s\n", err);
+                    status = 1;
+                    goto end;
+                }
+                calib_row r = {.op = collective_get(op)->name, .dtype = "bf16", .name = "",
+                               .bytes = cr.bytes, .group_size = g, .span = "intra",
+                               .time_s = cr.time_s, .algbw_bytes_per_s = cr.algbw_bytes_per_s,
+                               .busbw_bytes_per_s = cr.busbw_bytes_per_s,
+                               .check_error = (double)cr.wrong, .spread = cr.spread};
+                calib_csv_row(out, &r);
+                if (si == 0) small_us = cr.time_s * 1e6;
+                last = cr;
+                wrong += cr.wrong;
+                if (cr.wrong) status = 1;
+            }
+            fprintf(human, "%-15s %5d %12.1f %12.0f %12.4f %12.1f %6s\n", collective_get(op)->name,
+                    g, small_us, last.bytes, last.time_s * 1e3, last.busbw_bytes_per_s / 1e9,
+                    wrong ? "WRONG" : "ok");
+        }
+end:
+    if (out != stdout) fclose(out);
+    else fflush(out);
+    bk_close(ctx);
+    if (status) fprintf(stderr, "plan: error: calibration failed or found wrong results (see above)\n");
+    else if (out != stdout) fprintf(stderr, "calibrate: wrote %s\n", outpath);
+    return status;
+#endif
+}

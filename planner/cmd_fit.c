@@ -1,0 +1,251 @@
+/*
+ * cmd_fit.c — `plan fit CALIB.csv [--system BASE] -o profile.json`: fits the GEMM roofline and
+ * every measured collective (op x group size x span) of a `plan calibrate` CSV with GSL
+ * (costmodel/fit.c) and writes a calibration profile that overlays BASE (`--calibration
+ * profile.json`, or `--system profile.json` after `plan fit --full`).
+ */
+#include <csv.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "fit.h"
+
+#define MAXCOLS 32
+
+typedef struct {
+    char *names[MAXCOLS];
+    int ncols;
+    char *cells[MAXCOLS];
+    int n;
+    int line;
+    /* collected observations */
+    fit_gemm_obs *gemm;
+    int ngemm, capgemm;
+    struct coll {
+        int op, group, inter;
+        fit_collective_obs *obs;
+        int n, cap;
+    } colls[64];
+    int ncolls;
+    char err[CM_ERRLEN];
+    bool failed;
+} reader;
+
+static int col(const reader *r, const char *name)
+{
+    for (int i = 0; i < r->ncols; i++)
+        if (!strcmp(r->names[i], name)) return i;
+    return -1;
+}
+
+static void on_field(void *s, size_t len, void *data)
+{
+    reader *r = data;
+    if (r->n >= MAXCOLS) return;
+    char *c = malloc(len + 1);
+    memcpy(c, s, len);
+    c[len] = '\0';
+    r->cells[r->n++] = c;
+}
+
+static void on_row(int ch, void *data)
+{
+    (void)ch;
+    reader *r = data;
+    r->line++;
+    if (r->failed) goto done;
+    if (r->ncols == 0) {
+        for (int i = 0; i < r->n; i++) r->names[i] = strdup(r->cells[i]);
+        r->ncols = r->n;
+        const char *need[] = {"op", "m", "n", "k", "bytes", "group_size", "span", "time_s", NULL};
+        for (int i = 0; need[i]; i++)
+            if (col(r, need[i]) < 0) {
+                snprintf(r->err, sizeof r->err,
+                         "line 1 lacks the column '%s': is this a plan calibrate CSV?", need[i]);
+                r->failed = true;
+            }
+        goto done;
+    }
+    if (r->n < r->ncols) goto done;
+    const char *op = r->cells[col(r, "op")];
+    double t = atof(r->cells[col(r, "time_s")]);
+    if (!(t > 0)) {
+        snprintf(r->err, sizeof r->err, "line %d: time_s '%s' is not a positive number", r->line,
+                 r->cells[col(r, "time_s")]);
+        r->failed = true;
+        goto done;
+    }
+    if (!strcmp(op, "gemm")) {
+        if (r->ngemm == r->capgemm) {
+            r->capgemm = r->capgemm ? 2 * r->capgemm : 32;
+            r->gemm = realloc(r->gemm, r->capgemm * sizeof *r->gemm);
+        }
+        r->gemm[r->ngemm++] = (fit_gemm_obs){atof(r->cells[col(r, "m")]),
+                                             atof(r->cells[col(r, "n")]),
+                                             atof(r->cells[col(r, "k")]), t};
+        goto done;
+    }
+    const collective_desc *d = collective_find(op);
+    if (!d) {
+        snprintf(r->err, sizeof r->err, "line %d: unknown op '%s'", r->line, op);
+        r->failed = true;
+        goto done;
+    }
+    int group = atoi(r->cells[col(r, "group_size")]);
+    int inter = !strcmp(r->cells[col(r, "span")], "inter");
+    int k;
+    for (k = 0; k < r->ncolls; k++)
+        if (r->colls[k].op == (int)d->op && r->colls[k].group == group &&
+            r->colls[k].inter == inter)
+            break;
+    if (k == r->ncolls) {
+        if (k == 64) goto done;
+        r->colls[k] = (struct coll){.op = d->op, .group = group, .inter = inter};
+        r->ncolls++;
+    }
+    struct coll *c = &r->colls[k];
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 32;
+        c->obs = realloc(c->obs, c->cap * sizeof *c->obs);
+    }
+    c->obs[c->n++] = (fit_collective_obs){atof(r->cells[col(r, "bytes")]), t};
+done:
+    for (int i = 0; i < r->n; i++) free(r->cells[i]);
+    r->n = 0;
+}
+
+static void reader_free(reader *r)
+{
+    for (int i = 0; i < r->ncols; i++) free(r->names[i]);
+    for (int i = 0; i < r->n; i++) free(r->cells[i]);
+    for (int i = 0; i < r->ncolls; i++) free(r->colls[i].obs);
+    free(r->gemm);
+}
+
+static void usage(void)
+{
+    printf("usage: plan fit CALIBRATE.csv [--system BASE] [--collectives-only] -o PROFILE.json\n"
+           "Fits the GEMM roofline (efficiency, fixed cost) and each collective (latency,\n"
+           "bus bandwidth per op, group size and span) of a plan calibrate CSV, prints the fits\n"
+           "with their uncertainty, and writes a profile to use as --calibration PROFILE.json.\n");
+}
+
+int cmd_fit(int argc, char **argv)
+{
+    static const struct option opts[] = {{"system", required_argument, NULL, 's'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"collectives-only", no_argument, NULL, 'C'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *base = "h100", *out = NULL;
+    bool collectives_only = false;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': base = optarg; break;
+        case 'o': out = optarg; break;
+        case 'C': collectives_only = true; break;
+        case 'h': usage(); return 0;
+        default: return cli_error("plan fit: unknown option or missing value (see plan fit --help)");
+        }
+    }
+    if (argc - optind != 1) return cli_error("plan fit needs one calibrate CSV: plan fit FILE.csv -o profile.json");
+    if (!out) return cli_error("plan fit needs -o PROFILE.json");
+    const char *csv_path = argv[optind];
+    system_spec sys;
+    char err[CM_ERRLEN];
+    if (system_load(base, cli_data_dir(), &sys, err, sizeof err) != CM_OK) return cli_error(err);
+
+    FILE *f = fopen(csv_path, "rb");
+    if (!f) {
+        snprintf(err, sizeof err, "cannot read calibrate CSV '%s': no such file", csv_path);
+        return cli_error(err);
+    }
+    reader r;
+    memset(&r, 0, sizeof r);
+    struct csv_parser p;
+    csv_init(&p, CSV_APPEND_NULL | CSV_STRICT);
+    char buf[65536];
+    size_t n;
+    bool bad_csv = false;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        if (csv_parse(&p, buf, n, on_field, on_row, &r) != n) {
+            bad_csv = true;
+            break;
+        }
+    if (!bad_csv && csv_fini(&p, on_field, on_row, &r) != 0) bad_csv = true;
+    fclose(f);
+    if (bad_csv) {
+        snprintf(err, sizeof err, "'%s' is not valid CSV near line %d: %s", csv_path, r.line + 1,
+                 csv_strerror(csv_error(&p)));
+        csv_free(&p);
+        reader_free(&r);
+        return cli_error(err);
+    }
+    csv_free(&p);
+    if (r.failed || r.ncols == 0) {
+        char msg[CM_ERRLEN + 256];
+        snprintf(msg, sizeof msg, "%.200s: %s", csv_path, r.ncols ? r.err : "empty file");
+        reader_free(&r);
+        return cli_error(msg);
+    }
+
+    printf("Fits of %s over the %s preset\n\n", csv_path, sys.name);
+    if (r.ngemm > 0) {
+        fit_gemm_result g;
+        if (fit_gemm(&sys, r.gemm, r.ngemm, &g, err, sizeof err) != CM_OK) {
+            reader_free(&r);
+            return cli_error(err);
+        }
+        printf("GEMM (%d shapes): efficiency %.3f +- %.3f of peak (preset %.3f), fixed cost "
+               "%.2f +- %.2f us, rms relative residual %.1f%%\n",
+               g.points, g.efficiency, g.efficiency_sd, sys.gemm_efficiency_max,
+               g.overhead_s * 1e6, g.overhead_sd * 1e6, 100 * g.rms_rel_residual);
+        if (collectives_only)
+            printf("  (not applied: --collectives-only keeps the preset's GEMM terms)\n");
+        else
+            fit_apply_gemm(&sys, &g);
+    }
+    printf("\n%-15s %5s %6s %12s %18s %9s %6s\n", "collective", "gpus", "span", "alpha_us",
+           "busbw_GB/s", "rms_res", "points");
+    for (int i = 0; i < r.ncolls; i++) {
+        struct coll *cl = &r.colls[i];
+        system_collective_fit fit;
+        if (fit_collective((collective_op)cl->op, cl->group, cl->inter, cl->obs, cl->n, &fit,
+                           err, sizeof err) != CM_OK) {
+            fprintf(stderr, "plan fit: skipped: %s\n", err);
+            continue;
+        }
+        printf("%-15s %5d %6s %6.1f +- %-4.1f %8.1f +- %-6.1f %8.1f%% %6d\n",
+               collective_get((collective_op)cl->op)->name, cl->group,
+               cl->inter ? "inter" : "intra", fit.alpha_s * 1e6, fit.alpha_sd * 1e6,
+               fit.busbw_bytes_per_s / 1e9, fit.busbw_sd / 1e9, 100 * fit.rms_rel_residual,
+               fit.points);
+        if (fit_apply_collective(&sys, &fit, err, sizeof err) != CM_OK) break;
+    }
+    reader_free(&r);
+
+    char date[32];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "plan fit %s --system %s%s -o %s", csv_path, base,
+             collectives_only ? " --collectives-only" : "", out);
+    json_t *extra = json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", out, "description",
+                              "calibration profile fitted by plan fit", "calibration_of", base,
+                              "date", date, "command", cmd);
+    cm_status st = system_write_profile(out, &sys, extra, err, sizeof err);
+    json_decref(extra);
+    if (st != CM_OK) return cli_error(err);
+    printf("\nwrote %s (use it as --calibration %s on top of --system %s)\n", out, out, base);
+    return 0;
+}

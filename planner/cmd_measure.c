@@ -1,0 +1,318 @@
+/*
+ * cmd_measure.c — `plan measure`: run one plan's training step on the local GPUs (backend/
+ * bk_measure.c) and set the measured step time, per-component times and peak memory beside
+ * estimate_layout()'s prediction, with the error of each.
+ *
+ * Takes `plan estimate`'s flags (cli_parse) plus its own: --steps N, --local-gpus N, --dry-run
+ * (print the step's work, work.h, without a GPU). A plan larger than the local GPUs is measured
+ * as the slice that fits (one stage, the tp*cp group, as many dp ranks as fit) and the report
+ * says which parts stay predicted.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "estimate.h"
+#include "output.h"
+#include "work.h"
+#ifdef PLAN_HAVE_BACKEND
+#include "backend.h"
+#endif
+
+#define GIB 1073741824.0
+
+static void usage(void)
+{
+    printf("usage: plan measure --model M [--gpus N] [layout flags of plan estimate] [options]\n"
+           "  --steps N         timed training steps after one warm-up (default 3)\n"
+           "  --local-gpus N    use the first N local GPUs (default all)\n"
+           "  --dry-run         print the step's work (GEMMs, collectives, ...) and stop\n"
+           "  --format human|json\n"
+           "Layout flags: see plan estimate --help. The step runs gbs/(dp*mbs) micro-batches:\n"
+           "pass --gbs to choose how many (e.g. --gbs 4 with dp 4 and mbs 1: one).\n"
+           "Exit status: 0 measured, 2 bad input, 3 no GPU, 4 out of memory, 1 other errors.\n");
+}
+
+/* Pull measure's own options out of argv (the rest goes to cli_parse). */
+static int take_own(int *argc, char **argv, int *steps, int *local, bool *dry)
+{
+    int j = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *a = argv[i];
+        int *dst = NULL;
+        const char *name = NULL;
+        if (!strcmp(a, "--dry-run")) {
+            *dry = true;
+            continue;
+        }
+        if (!strncmp(a, "--steps", 7) && (a[7] == '\0' || a[7] == '=')) dst = steps, name = "steps";
+        if (!strncmp(a, "--local-gpus", 12) && (a[12] == '\0' || a[12] == '='))
+            dst = local, name = "local-gpus";
+        if (dst) {
+            const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : (i + 1 < *argc ? argv[++i] : NULL);
+            char *end;
+            long x = v ? strtol(v, &end, 10) : 0;
+            if (!v || *v == '\0' || *end || x < 1 || x > 1024) {
+                fprintf(stderr, "plan: error: --%s needs an integer between 1 and 1024, got '%s'\n",
+                        name, v ? v : "");
+                return CLI_EXIT_USAGE;
+            }
+            *dst = (int)x;
+            continue;
+        }
+        argv[j++] = argv[i];
+    }
+    *argc = j;
+    return 0;
+}
+
+static double rel_err(double measured, double predicted)
+{
+    return predicted != 0 ? (measured - predicted) / predicted : 0;
+}
+
+#ifdef PLAN_HAVE_BACKEND
+static void row(FILE *f, const char *name, double pred, double meas, const char *unit, double div)
+{
+    if (pred > 0)
+        fprintf(f, "  %-26s %11.4f %11.4f %+9.1f%%\n", name, pred / div, meas / div,
+                100 * rel_err(meas, pred));
+    else
+        fprintf(f, "  %-26s %11.4f %11.4f %10s\n", name, pred / div, meas / div, "");
+    (void)unit;
+}
+
+static json_t *items_json(const work_list *l, const double *meas, double reps, const char *phase)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < l->n; i++) {
+        const work_item *it = &l->item[i];
+        json_t *o = json_pack("{s:s, s:s, s:s, s:f, s:f, s:f}", "phase", phase, "name", it->name,
+                              "component", work_component_name(it->component), "predicted_s",
+                              it->pred_s, "measured_s", meas[i], "per_step", reps);
+        if (it->kind == WORK_GEMM) {
+            json_object_set_new(o, "m", json_real(it->m));
+            json_object_set_new(o, "n", json_real(it->n));
+            json_object_set_new(o, "k", json_real(it->k));
+            json_object_set_new(o, "batch", json_integer(it->batch));
+            json_object_set_new(o, "tflops", json_real(it->flops / meas[i] / 1e12));
+        } else {
+            json_object_set_new(o, "bytes", json_real(it->bytes));
+        }
+        if (it->kind == WORK_COLL)
+            json_object_set_new(o, "collective", json_string(collective_get(it->op)->name));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static void items_human(FILE *f, const work_list *l, const double *meas, const char *phase)
+{
+    for (int i = 0; i < l->n; i++) {
+        const work_item *it = &l->item[i];
+        fprintf(f, "  %-4s %-22s %10.3f %10.3f %+8.1f%%", phase, it->name, it->pred_s * 1e3,
+                meas[i] * 1e3, 100 * rel_err(meas[i], it->pred_s));
+        if (it->kind == WORK_GEMM) fprintf(f, "  %7.1f TFLOP/s", it->flops / meas[i] / 1e12);
+        fputc('\n', f);
+    }
+}
+#endif
+
+int cmd_measure(int argc, char **argv)
+{
+    int steps = 3, local = 0;
+    bool dry = false, help = false;
+    int rc = take_own(&argc, argv, &steps, &local, &dry);
+    if (rc) return rc;
+    cli_options o;
+    rc = cli_parse(argc, argv, &o, &help);
+    if (rc) return rc;
+    if (help) {
+        usage();
+        return 0;
+    }
+    /* The same defaults as plan estimate (cmd_estimate.c). */
+    layout l = o.layout;
+    if (!o.sharding_given)
+        l.sharding = l.framework == FRAMEWORK_FSDP2 ? SHARDING_FSDP : SHARDING_DISTOPT;
+    if (!o.sp_given) l.sp = l.framework == FRAMEWORK_MEGATRON && l.tp > 1;
+    long mp = (long)l.tp * l.pp * l.cp;
+    if (!o.dp_given) {
+        if (o.gpus && o.gpus % mp) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "--gpus %d is not divisible by tp*pp*cp = %ld: change the sizes",
+                     o.gpus, mp);
+            return cli_error(msg);
+        }
+        l.dp = o.gpus ? (int)(o.gpus / mp) : 1;
+    }
+    model_spec m;
+    system_spec sys;
+    if ((rc = cli_load_specs(&o, &m, &sys))) return rc;
+    char err[CM_ERRLEN];
+    if (layout_check(&m, &sys, &o.training, &l, o.gpus, err, sizeof err) != CM_OK)
+        return cli_error(err);
+    static work_plan w;
+    if (work_plan_build(&m, &sys, &o.training, &l, &w, err, sizeof err) != CM_OK)
+        return cli_error(err);
+    char name[256];
+    output_layout_line(&w.est, name, sizeof name);
+    if (dry) {
+        if (o.format == FORMAT_JSON) {
+            json_t *j = json_object();
+            json_object_set_new(j, "plan", output_estimate_json(&w.est, &m, &sys));
+            json_t *pc = json_object();
+            for (int c = 0; c < WC_COUNT; c++)
+                json_object_set_new(pc, work_component_name(c), json_real(w.pred_component_s[c]));
+            json_object_set_new(j, "predicted_components_s", pc);
+            json_object_set_new(j, "layers", json_integer(w.layers));
+            json_object_set_new(j, "microbatches", json_integer(w.microbatches));
+            json_object_set_new(j, "items_per_layer",
+                                json_integer(w.layer_fwd.n + w.layer_bwd.n));
+            json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+            fputc('\n', stdout);
+            json_decref(j);
+        } else {
+            printf("%s: %s\n", m.display, name);
+            work_plan_print(&w, stdout);
+        }
+        return 0;
+    }
+#ifndef PLAN_HAVE_BACKEND
+    (void)steps;
+    (void)local;
+    return cli_error("this plan was built without the CUDA backend (nvcc, cuBLAS and NCCL were "
+                     "not found at meson setup): see backend/README.md; --dry-run works here");
+#else
+    if (bk_device_count() == 0) {
+        fprintf(stderr, "plan: error: no CUDA GPU found: plan measure runs the plan on local "
+                        "GPUs (--dry-run prints the work without one)\n");
+        return 3;
+    }
+    bk_ctx *ctx;
+    if (bk_open(&ctx, local, err, sizeof err) != CM_OK) {
+        fprintf(stderr, "plan: error: %s\n", err);
+        return 1;
+    }
+    fprintf(stderr, "measure: %s on %s (NCCL_NVLS_ENABLE=%s)\n", name, bk_device_name(ctx),
+            getenv("NCCL_NVLS_ENABLE"));
+    static bk_measure_result r;
+    bk_timing tm = bk_timing_default();
+    tm.repeats = 5;
+    tm.warmup = 2;
+    cm_status st = bk_measure(ctx, &w, name, steps, &tm, &r, err, sizeof err);
+    char dev[256];
+    snprintf(dev, sizeof dev, "%s", bk_device_name(ctx));
+    bk_close(ctx);
+    if (st != CM_OK) {
+        fprintf(stderr, "plan: error: %s\n", err);
+        return st == CM_ENOMEM ? 4 : (st == CM_EINVAL ? CLI_EXIT_USAGE : 1);
+    }
+    const time_breakdown *pt = &w.est.time;
+    double pred_compute = w.pred_component_s[WC_GEMM] + w.pred_component_s[WC_ATTENTION] +
+                          w.pred_component_s[WC_ELEMENTWISE];
+    /* What the slice leaves predicted. */
+    char slice[512];
+    if (r.whole)
+        snprintf(slice, sizeof slice, "the whole layout ran (%d GPUs)", r.gpus_used);
+    else
+        snprintf(slice, sizeof slice,
+                 "a slice ran: %d of %d GPUs (pipeline stage 0 of %d, tp %d x cp %d, %d of %d "
+                 "data-parallel ranks; DP collectives at the planned message sizes over %d "
+                 "ranks); still predicted: %s%s",
+                 r.gpus_used, w.est.gpus, l.pp, l.tp, l.cp, r.dp_measured, l.dp,
+                 r.dp_measured * l.cp, l.pp > 1 ? "pipeline bubble and PP send/recv, " : "",
+                 "bandwidth of the full-size DP groups");
+    /* The step the estimate predicts for this stage, without the pipeline terms we do not run. */
+    double pred_step = pt->step_s - pt->bubble_s - pt->pp_s;
+    double pred_mem = w.est.memory.total_bytes;
+    if (o.format == FORMAT_JSON) {
+        json_t *j = json_object();
+        json_object_set_new(j, "plan", output_estimate_json(&w.est, &m, &sys));
+        json_object_set_new(j, "device", json_string(dev));
+        json_object_set_new(j, "whole", json_boolean(r.whole));
+        json_object_set_new(j, "measured_part", json_string(slice));
+        json_object_set_new(j, "gpus_used", json_integer(r.gpus_used));
+        json_t *pr = json_pack("{s:f, s:f, s:f, s:f, s:f}", "step_s", pred_step, "compute_s",
+                               pt->compute_s, "comm_exposed_s", pt->comm_exposed_s - pt->pp_s,
+                               "optimizer_s", pt->optimizer_s, "memory_bytes", pred_mem);
+        json_t *me = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "step_s", r.step_s,
+                               "step_spread", r.step_spread, "compute_s", r.compute_s,
+                               "comm_exposed_s", r.exposed_comm_s, "optimizer_s", r.optimizer_s,
+                               "peak_memory_bytes", r.peak_used_bytes, "baseline_memory_bytes",
+                               r.baseline_used_bytes, "pool_bytes", r.pool_bytes, "extra_bytes",
+                               r.extra_bytes);
+        json_t *pc = json_object(), *mc = json_object(), *er = json_object();
+        for (int c = 0; c < WC_COUNT; c++) {
+            json_object_set_new(pc, work_component_name(c), json_real(w.pred_component_s[c]));
+            json_object_set_new(mc, work_component_name(c), json_real(r.component_s[c]));
+        }
+        json_object_set_new(pr, "components_s", pc);
+        json_object_set_new(me, "components_s", mc);
+        json_object_set_new(er, "step", json_real(rel_err(r.step_s, pred_step)));
+        json_object_set_new(er, "compute", json_real(rel_err(r.compute_s, pt->compute_s)));
+        json_object_set_new(er, "optimizer", json_real(rel_err(r.optimizer_s, pt->optimizer_s)));
+        json_object_set_new(er, "memory", json_real(rel_err(r.peak_used_bytes, pred_mem)));
+        json_object_set_new(j, "predicted", pr);
+        json_object_set_new(j, "measured", me);
+        json_object_set_new(j, "error", er);
+        json_t *items = json_array();
+        double micro = w.microbatches, L = w.layers;
+        json_t *parts[4] = {
+            items_json(&w.layer_fwd, r.layer_fwd_s, micro * L, "fwd"),
+            items_json(&w.layer_bwd, r.layer_bwd_s, micro * L, "bwd"),
+            items_json(&w.head_fwd, r.head_fwd_s, micro, "head_fwd"),
+            items_json(&w.head_bwd, r.head_bwd_s, micro, "head_bwd"),
+        };
+        for (int i = 0; i < 4; i++) {
+            json_array_extend(items, parts[i]);
+            json_decref(parts[i]);
+        }
+        json_object_set_new(j, "items", items);
+        json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        fputc('\n', stdout);
+        json_decref(j);
+        return 0;
+    }
+    FILE *f = stdout;
+    printf("%s on %s\n%s\n%s\n", m.display, dev, name, slice);
+    printf("\n  %-26s %11s %11s %10s\n", "per step (s)", "predicted", "measured", "error");
+    row(f, "step time", pred_step, r.step_s, "s", 1);
+    row(f, "compute", pt->compute_s, r.compute_s, "s", 1);
+    row(f, "  gemm", w.pred_component_s[WC_GEMM], r.component_s[WC_GEMM], "s", 1);
+    row(f, "  attention (*)", w.pred_component_s[WC_ATTENTION], r.component_s[WC_ATTENTION], "s",
+        1);
+    row(f, "  elementwise", w.pred_component_s[WC_ELEMENTWISE], r.component_s[WC_ELEMENTWISE],
+        "s", 1);
+    row(f, "exposed communication", pt->comm_exposed_s - pt->pp_s, r.exposed_comm_s, "s", 1);
+    row(f, "  tp collectives (raw)", w.pred_component_s[WC_TP], r.component_s[WC_TP], "s", 1);
+    row(f, "  cp exchange (raw)", w.pred_component_s[WC_CP], r.component_s[WC_CP], "s", 1);
+    row(f, "  dp/fsdp traffic (raw)", w.pred_component_s[WC_DP], r.component_s[WC_DP], "s", 1);
+    row(f, "optimizer", pt->optimizer_s, r.optimizer_s, "s", 1);
+    if (r.component_s[WC_FRAMEWORK] > 0)
+        row(f, "fsdp2 copies (not modelled)", 0, r.component_s[WC_FRAMEWORK], "s", 1);
+    printf("  %-26s %11s %11s\n", "", "", "");
+    row(f, "peak memory per GPU (GiB)", pred_mem, r.peak_used_bytes, "GiB", GIB);
+    printf("  (measured memory: %.2f GiB context+cuBLAS+NCCL, %.2f GiB plan pools, of which "
+           "%.2f GiB scratch beyond the plan)\n",
+           r.baseline_used_bytes / GIB, r.pool_bytes / GIB, r.extra_bytes / GIB);
+    printf("  step spread %.1f%% over %d steps; compute = isolated item times x counts "
+           "(%.4f s predicted by the items); exposed comm = step - compute - optimizer - copies\n",
+           100 * r.step_spread, steps, pred_compute);
+    printf("  (*) attention runs as cuBLAS batched GEMMs (causal half), predicted as flash "
+           "attention\n");
+    printf("\n  %-4s %-22s %10s %10s %9s   per item, ms\n", "", "item", "predicted", "measured",
+           "error");
+    items_human(f, &w.layer_fwd, r.layer_fwd_s, "fwd");
+    items_human(f, &w.layer_bwd, r.layer_bwd_s, "bwd");
+    items_human(f, &w.head_fwd, r.head_fwd_s, "head");
+    items_human(f, &w.head_bwd, r.head_bwd_s, "head");
+    if (r.gather_s > 0 || r.reduce_s > 0)
+        printf("  unit dp.gather %.3f ms, dp.reduce %.3f ms (isolated, per layer)\n",
+               r.gather_s * 1e3, r.reduce_s * 1e3);
+    return 0;
+#endif
+}

@@ -1,0 +1,139 @@
+/*
+ * test_backend_cli.c — `plan calibrate` and `plan measure` on the command line, without a GPU:
+ * bad input is one line on stderr and exit status 2; --list and --dry-run print the sweep and
+ * the step's work; with no GPU (or no CUDA backend) the commands stop with a clear message.
+ */
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static struct {
+    int status;
+    char out[1 << 18];
+    char err[8192];
+} R;
+
+static void run(const char *args)
+{
+    char errpath[] = "/tmp/plan_bk_err_XXXXXX";
+    int fd = mkstemp(errpath);
+    assert_true(fd >= 0);
+    close(fd);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s'", getenv("PLAN_EXE"), args, errpath);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(R.out, 1, sizeof R.out - 1, p);
+    R.out[n] = '\0';
+    int st = pclose(p);
+    R.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    FILE *e = fopen(errpath, "r");
+    n = e ? fread(R.err, 1, sizeof R.err - 1, e) : 0;
+    R.err[n] = '\0';
+    if (e) fclose(e);
+    unlink(errpath);
+}
+
+static void expect_usage_error(const char *args, const char *needle)
+{
+    run(args);
+    if (R.status != 2) fail_msg("plan %s: exit %d, want 2 (stderr: %s)", args, R.status, R.err);
+    if (!strstr(R.err, needle)) fail_msg("plan %s: stderr lacks '%s': %s", args, needle, R.err);
+    if (strncmp(R.err, "plan: error: ", 13)) fail_msg("plan %s: stderr: %s", args, R.err);
+    /* one line */
+    char *nl = strchr(R.err, '\n');
+    assert_true(nl && nl[1] == '\0');
+}
+
+static void test_calibrate_bad_input(void **state)
+{
+    (void)state;
+    expect_usage_error("calibrate --bogus", "unknown option '--bogus'");
+    expect_usage_error("calibrate --ops gemm,broadcast", "unknown operation 'broadcast'");
+    expect_usage_error("calibrate --max-bytes 12", "--max-bytes");
+    expect_usage_error("calibrate --max-bytes lots", "--max-bytes");
+    expect_usage_error("calibrate --gpus 0", "--gpus");
+    expect_usage_error("calibrate --repeats", "needs a value");
+    expect_usage_error("calibrate extra", "unexpected argument 'extra'");
+    expect_usage_error("calibrate --list --model nosuchmodel", "nosuchmodel");
+}
+
+static void test_calibrate_list(void **state)
+{
+    (void)state;
+    run("calibrate --list --ops all_reduce,gemm --max-bytes 1M");
+    assert_int_equal(R.status, 0);
+    assert_non_null(strstr(R.out, "gemm qkv.tp1"));
+    assert_non_null(strstr(R.out, "gemm square8192"));
+    assert_non_null(strstr(R.out, "all_reduce group sizes 2.."));
+    assert_non_null(strstr(R.out, "1024..1048576 bytes"));
+    assert_null(strstr(R.out, "all_gather"));
+    run("calibrate --help");
+    assert_int_equal(R.status, 0);
+    assert_non_null(strstr(R.out, "--max-bytes"));
+}
+
+static void test_measure_bad_input(void **state)
+{
+    (void)state;
+    expect_usage_error("measure --model 8b --tp 3 --dry-run", "tp");
+    expect_usage_error("measure --model 8b --steps 0", "--steps");
+    expect_usage_error("measure --model 8b --local-gpus x", "--local-gpus");
+    expect_usage_error("measure --model 8b --bogus", "unknown option");
+    expect_usage_error("measure --model mixtral-8x7b --gpus 8 --dry-run", "MoE");
+}
+
+static void test_measure_dry_run(void **state)
+{
+    (void)state;
+    run("measure --model 8b --system h200-x4 --framework fsdp2 --gpus 4 --gbs 4 --dry-run");
+    if (R.status) fail_msg("exit %d: %s", R.status, R.err);
+    assert_non_null(strstr(R.out, "32 layers x 1 micro-batches"));
+    assert_non_null(strstr(R.out, "mlp_up.wgrad"));
+    assert_non_null(strstr(R.out, "dp.gather"));
+    assert_non_null(strstr(R.out, "reduce_scatter"));
+    run("measure --model 8b --system h200-x4 --framework fsdp2 --gpus 4 --gbs 4 --dry-run "
+        "--format json");
+    if (R.status) fail_msg("exit %d: %s", R.status, R.err);
+    json_error_t je;
+    json_t *j = json_loads(R.out, 0, &je);
+    assert_non_null(j);
+    json_t *pc = json_object_get(j, "predicted_components_s");
+    assert_true(json_number_value(json_object_get(pc, "gemm")) > 0.1);
+    assert_true(json_number_value(json_object_get(pc, "dp_comm")) > 0);
+    assert_int_equal(json_integer_value(json_object_get(j, "layers")), 32);
+    assert_non_null(json_object_get(j, "plan"));
+    json_decref(j);
+}
+
+static void test_measure_without_gpu(void **state)
+{
+    (void)state;
+    /* On a machine without GPUs (CI): exit 3 with the reason, or 2 when built without CUDA. */
+    if (!access("/dev/nvidiactl", F_OK)) skip();
+    run("measure --model 1b --gpus 1 --gbs 1 --seq 512");
+    if (R.status != 3 && R.status != 2) fail_msg("exit %d: %s", R.status, R.err);
+    assert_true(strstr(R.err, "no CUDA GPU") || strstr(R.err, "without the CUDA backend"));
+    run("calibrate --ops gemm");
+    assert_true(R.status == 3 || R.status == 2);
+}
+
+int main(void)
+{
+    if (!getenv("PLAN_EXE")) return 77;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_calibrate_bad_input), cmocka_unit_test(test_calibrate_list),
+        cmocka_unit_test(test_measure_bad_input),   cmocka_unit_test(test_measure_dry_run),
+        cmocka_unit_test(test_measure_without_gpu),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
