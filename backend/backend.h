@@ -40,6 +40,7 @@ typedef struct {
     int warmup;      /* untimed launches first */
     int repeats;     /* timed repeats; the median is reported */
     double min_repeat_s; /* each repeat runs enough back-to-back launches to last this long */
+    double warmup_s;     /* GEMMs: keep warming up this long (power/clock steady state), 0: none */
 } bk_timing;
 
 bk_timing bk_timing_default(void);

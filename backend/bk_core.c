@@ -38,7 +38,7 @@ double bk_median(double *v, int n)
 
 bk_timing bk_timing_default(void)
 {
-    bk_timing t = {.warmup = 3, .repeats = 7, .min_repeat_s = 2e-3};
+    bk_timing t = {.warmup = 3, .repeats = 7, .min_repeat_s = 2e-3, .warmup_s = 0};
     return t;
 }
 

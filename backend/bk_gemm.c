@@ -239,6 +239,8 @@ cm_status bk_gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n
     int iters = one > 0 ? (int)ceil(tm->min_repeat_s / one) : 100;
     if (iters < 1) iters = 1;
     if (iters > 200) iters = 200;
+    if (tm->warmup_s > 0 && one > 0)
+        for (int j = 0; j < (int)(tm->warmup_s / one); j++) LAUNCH(j);
     double t[64];
     int reps = tm->repeats > 64 ? 64 : (tm->repeats < 1 ? 1 : tm->repeats);
     for (int r = 0; r < reps; r++) {

@@ -263,9 +263,11 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
     if (!m->learned_positions) elem_sharded += rope_bytes * (a * d + m->kv_heads * d) / tp;
     double elem_repl = 2.0 * norm_bytes * h + 12.0 * h + (m->dropout ? 2.0 * h : 0);
     double elem_fwd = tokens * (elem_repl / seq_div + elem_sharded);
-    stream(F, WC_ELEMENTWISE, "elementwise", elem_fwd, compute_stream_s(sys, elem_fwd));
-    stream(B, WC_ELEMENTWISE, "elementwise.bwd", 2.0 * elem_fwd,
-           compute_stream_s(sys, 2.0 * elem_fwd));
+    /* Eager kernels run at the system's eager elementwise rate (estimate.c). */
+    double elem_bw = sys->hbm_bandwidth_bytes_per_s *
+                     (eager ? sys->eager_elementwise_efficiency : sys->hbm_efficiency);
+    stream(F, WC_ELEMENTWISE, "elementwise", elem_fwd, elem_fwd / elem_bw);
+    stream(B, WC_ELEMENTWISE, "elementwise.bwd", 2.0 * elem_fwd, 2.0 * elem_fwd / elem_bw);
     /* The backward's TP collectives: the same two per direction. */
     TP_ENTER(B);
     TP_LEAVE(B);
@@ -361,6 +363,13 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
         w->pred_component_s[WC_DP] +=
             w->layers * reduces * collective_time_s(sys, w->reduce_op, w->reduce_bytes, g);
     }
+    /* FSDP2's copy-in/copy-out kernels (estimate.c prices them on the compute stream; bk_measure
+     * runs them itself, so they are not work items): 4p forward, 4p (resharded) + 6p backward. */
+    if (l->framework == FRAMEWORK_FSDP2 && l->sharding == SHARDING_FSDP)
+        w->pred_component_s[WC_ELEMENTWISE] +=
+            micro * w->layers *
+            (compute_stream_s(sys, 4.0 * p) +
+             compute_stream_s(sys, (l->reshard_after_forward ? 4.0 : 0.0) * p + 6.0 * p));
     w->pred_component_s[WC_OPTIMIZER] = w->est.time.optimizer_s;
     return CM_OK;
 }

@@ -37,13 +37,20 @@ if has calibrate; then
   echo "exit $?" >>"$log"; tail -3 "$OUT/calibrate.err" >>"$log"
 fi
 if has gemm; then
-  # interleaved, so that both see the same power and clock state
+  # 8192^3 bf16, interleaved rounds so that both see the same power and clock state: cold
+  # (3 warm-up launches) and after 1 s of back-to-back launches (sustained, power-capped).
   for i in 1 2; do
-    say "plan calibrate --ops gemm (round $i)"
-    timeout 60 "$PLAN" calibrate --ops gemm -o "$OUT/gemm$i.csv" 2>/dev/null | grep -E "square8192|mlp_up.tp1 |qkv.tp1 " >>"$log"
-    say "torch.matmul (round $i)"
-    timeout 60 python3 bench/torch_gemm.py >>"$log" 2>&1
+    for w in 0 1000; do
+      say "plan calibrate --shape 8192x8192x8192 --warmup-ms $w (round $i)"
+      timeout 60 "$PLAN" calibrate --ops gemm --shape 8192x8192x8192 --warmup-ms $w -o "$OUT/gemm.csv" 2>/dev/null | grep "^8192x" >>"$log"
+      say "torch.matmul --only square8192 --warmup-s $((w / 1000)) (round $i)"
+      timeout 60 python3 bench/torch_gemm.py --only square8192 --warmup-s $((w / 1000)) 2>&1 | grep "^torch.matmul" >>"$log"
+    done
   done
+  say "plan calibrate --ops gemm (all shapes)"
+  timeout 60 "$PLAN" calibrate --ops gemm -o "$OUT/gemm_shapes.csv" 2>/dev/null | grep -E "^(qkv|mlp_up).tp1 " >>"$log"
+  say "torch.matmul (shapes)"
+  timeout 60 python3 bench/torch_gemm.py 2>&1 | grep -E "mlp_up|qkv" >>"$log"
 fi
 if has measure; then
   say "plan measure 8b fsdp2 4 GPUs"

@@ -12,6 +12,9 @@ import torch
 p = argparse.ArgumentParser()
 p.add_argument("--repeats", type=int, default=7)
 p.add_argument("--min-repeat-s", type=float, default=2e-3)
+p.add_argument("--only", default=None, help="run only this shape name (e.g. square8192)")
+p.add_argument("--warmup-s", type=float, default=0.0,
+               help="run the GEMM back to back this long before timing (plan calibrate --warmup-ms)")
 args = p.parse_args()
 
 shapes = [("square8192", 8192, 8192, 8192), ("mlp_up.tp1", 4096, 28672, 4096),
@@ -19,6 +22,8 @@ shapes = [("square8192", 8192, 8192, 8192), ("mlp_up.tp1", 4096, 28672, 4096),
 dev = torch.device("cuda", 0)
 print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
 for name, m, n, k in shapes:
+    if args.only and name != args.only:
+        continue
     # y = x W^T as a Linear runs it (the forward form of backend/work.h)
     def rnd(*s):
         t = torch.empty(*s, device=dev, dtype=torch.bfloat16).uniform_(-1, 1)
@@ -35,6 +40,8 @@ for name, m, n, k in shapes:
     torch.cuda.synchronize()
     one = e0.elapsed_time(e1) / 3e3
     iters = max(1, min(200, int(args.min_repeat_s / one + 0.999)))
+    for _ in range(int(args.warmup_s / one)):
+        torch.matmul(x, w.t(), out=out)
     times = []
     for _ in range(args.repeats):
         e0.record()

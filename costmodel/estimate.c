@@ -14,6 +14,7 @@
  * (Megatron --overlap-grad-reduce: bucketed, the last bucket stays exposed).
  */
 #include "estimate.h"
+#include "estimate_costs.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ typedef struct {
     double ep_s;                      /* exposed EP all-to-all */
     double gather_s;                  /* FSDP all-gather of this layer (one gather) */
     double reduce_s;                  /* FSDP reduce-scatter of this layer's gradients */
+    double fwd_comm_s, bwd_comm_s;    /* tp_s + cp_s + ep_s split by pass (for the simulator) */
 } layer_time;
 
 static double gemm_fb(const system_spec *sys, double m, double n, double k)
@@ -140,8 +142,24 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
         attn_bwd += compute_stream_s(sys, scores * (m->dropout ? 11.0 : 6.0));
     }
 
-    r.fwd_s = fwd_gemm + attn_fwd + compute_stream_s(sys, elem_fwd);
-    r.bwd_s = (fb_gemm - fwd_gemm) + attn_bwd + compute_stream_s(sys, 2.0 * elem_fwd);
+    /* Eager PyTorch elementwise kernels (strided, broadcasting, fp32 upcasts) move their bytes
+     * at a lower rate than fused kernels: the system's measured eager_elementwise_efficiency. */
+    double elem_bw = sys->hbm_bandwidth_bytes_per_s *
+                     (eager ? sys->eager_elementwise_efficiency : sys->hbm_efficiency);
+    double elem_fwd_s = elem_fwd / elem_bw;
+    /* FSDP2's own copies, on the compute stream (torch.distributed.fsdp _fsdp_collectives.py):
+     * all-gather copy-out of the gathered bf16 parameters into the unsharded tensors (read and
+     * write 2 bytes each: 4p) in forward and again in backward when resharded, and the
+     * reduce-scatter copy-in of the bf16 gradients cast to the fp32 reduce dtype (chunk_cat:
+     * read 2, write 4: 6p). */
+    double fsdp_copy_fwd = 0, fsdp_copy_bwd = 0;
+    if (l->framework == FRAMEWORK_FSDP2 && l->sharding == SHARDING_FSDP) {
+        double p = memory_layer_params(m, l, moe);
+        fsdp_copy_fwd = compute_stream_s(sys, 4.0 * p);
+        fsdp_copy_bwd = compute_stream_s(sys, (l->reshard_after_forward ? 4.0 : 0.0) * p + 6.0 * p);
+    }
+    r.fwd_s = fwd_gemm + attn_fwd + elem_fwd_s + fsdp_copy_fwd;
+    r.bwd_s = (fb_gemm - fwd_gemm) + attn_bwd + 2.0 * elem_fwd_s + fsdp_copy_bwd;
 
     /* TP / SP: two all-reduces (or all-gather + reduce-scatter pairs) forward, two backward,
      * of the full activation (Korthikanti Sec. 4.2.2: same volume with and without SP). */
@@ -193,6 +211,8 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
     r.tp_s = tp_fwd + tp_bwd;
     r.ep_s = ep_fwd + ep_bwd;
     r.cp_s = cp_fwd + cp_bwd;
+    r.fwd_comm_s = tp_fwd + cp_fwd + ep_fwd;
+    r.bwd_comm_s = tp_bwd + cp_bwd + ep_bwd;
 
     /* FSDP traffic of this layer (exposure decided per stage). */
     if (l->sharding == SHARDING_FSDP) {
@@ -210,6 +230,28 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
         }
     }
     return r;
+}
+
+/* Output layer GEMM and the cross-entropy over V/tp logits (~20 bytes per logit through HBM:
+ * bf16 logits, fp32 softmax forward and backward), on the last stage, per micro-batch. */
+static void head_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
+                      const layout *l, double *fwd_s, double *bwd_s)
+{
+    double tokens = (double)l->mbs * t->seq_len / l->cp;
+    double v = (double)m->vocab / l->tp;
+    *fwd_s = compute_gemm_s(sys, tokens, v, m->hidden) + compute_stream_s(sys, 10.0 * tokens * v);
+    *bwd_s = compute_gemm_fwd_bwd_s(sys, tokens, v, m->hidden) -
+             compute_gemm_s(sys, tokens, v, m->hidden) + compute_stream_s(sys, 10.0 * tokens * v);
+}
+
+/* One send of a micro-batch's activations (or their gradients) to the adjacent stage; each TP
+ * rank sends its 1/tp slice (SP, or Megatron's scatter-gather). */
+static double p2p_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
+                       const layout *l)
+{
+    double tokens = (double)l->mbs * t->seq_len / l->cp;
+    double bytes = tokens * m->hidden * 2.0 / l->tp;
+    return collective_time_s(sys, COLL_SEND_RECV, bytes, layout_pp_group(sys, l));
 }
 
 typedef struct {
@@ -256,22 +298,13 @@ static stage_time stage_cost(const model_spec *m, const system_spec *sys,
         const layer_time *first = n_dense ? dense : moe;
         s.fsdp_s += first->gather_s + first->reduce_s; /* nothing to hide the first/last */
     }
-    double tokens = (double)l->mbs * t->seq_len / l->cp;
     if (stage == l->pp - 1) {
-        /* Output layer GEMM and the cross-entropy over V/tp logits (~20 bytes per logit
-         * through HBM: bf16 logits, fp32 softmax forward and backward). */
-        double v = (double)m->vocab / l->tp;
-        s.fwd_s += compute_gemm_s(sys, tokens, v, m->hidden) + compute_stream_s(sys, 10.0 * tokens * v);
-        s.bwd_s += compute_gemm_fwd_bwd_s(sys, tokens, v, m->hidden) -
-                   compute_gemm_s(sys, tokens, v, m->hidden) + compute_stream_s(sys, 10.0 * tokens * v);
+        double hf, hb;
+        head_cost(m, sys, t, l, &hf, &hb);
+        s.fwd_s += hf;
+        s.bwd_s += hb;
     }
-    if (l->pp > 1) {
-        /* Send activations forward and gradients backward once per micro-batch per virtual
-         * stage; each TP rank sends its 1/tp slice (SP, or Megatron's scatter-gather). */
-        double bytes = tokens * m->hidden * 2.0 / l->tp;
-        layout_group gpp = layout_pp_group(sys, l);
-        s.pp_s = 2.0 * l->vpp * collective_time_s(sys, COLL_SEND_RECV, bytes, gpp);
-    }
+    if (l->pp > 1) s.pp_s = 2.0 * l->vpp * p2p_cost(m, sys, t, l);
     s.compute_s = s.fwd_s + s.bwd_s;
     return s;
 }
@@ -279,6 +312,57 @@ static stage_time stage_cost(const model_spec *m, const system_spec *sys,
 static double stage_total(const stage_time *s)
 {
     return s->compute_s + s->tp_s + s->cp_s + s->ep_s + s->pp_s + s->fsdp_s;
+}
+
+/* Data-parallel synchronisation of dense_params (over dp*cp) and expert_params (over the expert
+ * data-parallel group) gradients: DDP all-reduces them; the distributed optimizer reduce-
+ * scatters them and all-gathers the updated bf16 parameters (*gather_s). FSDP's traffic is per
+ * layer (layer_cost), so it has none here. */
+double estimate_dp_sync_s(const system_spec *sys, const training_spec *t, const layout *l,
+                          double dense_params, double expert_params, double *gather_s)
+{
+    double pd = dense_params, pe = expert_params;
+    *gather_s = 0;
+    if (l->sharding == SHARDING_FSDP) return 0;
+    double gbytes = t->grad_reduce_bf16 ? 2.0 : 4.0;
+    layout_group gdp = layout_dp_group(sys, l);
+    layout_group gedp = layout_group_place(sys, layout_expert_dp(l), l->ep * layout_etp(l));
+    double grad;
+    if (l->sharding == SHARDING_DDP) {
+        grad = collective_time_s(sys, COLL_ALL_REDUCE, gbytes * pd, gdp) +
+               collective_time_s(sys, COLL_ALL_REDUCE, gbytes * pe, gedp);
+    } else {
+        grad = collective_time_s(sys, COLL_REDUCE_SCATTER, gbytes * pd, gdp) +
+               collective_time_s(sys, COLL_REDUCE_SCATTER, gbytes * pe, gedp);
+        *gather_s = collective_time_s(sys, COLL_ALL_GATHER, 2.0 * pd, gdp) +
+                    collective_time_s(sys, COLL_ALL_GATHER, 2.0 * pe, gedp);
+    }
+    return grad;
+}
+
+/* Optimizer step of stage `stage`: Adam streams ~30 bytes per local parameter (fp32 grad read,
+ * fp32 master read+write, m and v read+write, bf16 param write). *local_params: the parameters
+ * this GPU updates. */
+static double optimizer_cost(const model_spec *m, const system_spec *sys, const layout *l,
+                             int stage, double *local_params)
+{
+    double pd, pe;
+    memory_stage_params(m, l, stage, &pd, &pe);
+    double local = pd + pe;
+    if (l->sharding != SHARDING_DDP) {
+        double ne = layout_expert_dp(l);
+        if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
+        local = pd / layout_shard_group(l) + pe / ne;
+    }
+    *local_params = local;
+    return l->offload ? local / sys->host_adam_params_per_s : compute_stream_s(sys, 30.0 * local);
+}
+
+double estimate_optimizer_s(const model_spec *m, const system_spec *sys, const layout *l,
+                            int stage)
+{
+    double local;
+    return optimizer_cost(m, sys, l, stage, &local);
 }
 
 cm_status estimate_layout(const model_spec *m, const system_spec *sys, const training_spec *t,
@@ -320,19 +404,8 @@ cm_status estimate_layout(const model_spec *m, const system_spec *sys, const tra
     if (l->sharding != SHARDING_FSDP) {
         double pd, pe;
         memory_stage_params(m, l, 0, &pd, &pe);
-        double gbytes = t->grad_reduce_bf16 ? 2.0 : 4.0;
-        layout_group gdp = layout_dp_group(sys, l);
-        layout_group gedp = layout_group_place(sys, layout_expert_dp(l), l->ep * layout_etp(l));
-        double grad, gather = 0;
-        if (l->sharding == SHARDING_DDP) {
-            grad = collective_time_s(sys, COLL_ALL_REDUCE, gbytes * pd, gdp) +
-                   collective_time_s(sys, COLL_ALL_REDUCE, gbytes * pe, gedp);
-        } else {
-            grad = collective_time_s(sys, COLL_REDUCE_SCATTER, gbytes * pd, gdp) +
-                   collective_time_s(sys, COLL_REDUCE_SCATTER, gbytes * pe, gedp);
-            gather = collective_time_s(sys, COLL_ALL_GATHER, 2.0 * pd, gdp) +
-                     collective_time_s(sys, COLL_ALL_GATHER, 2.0 * pe, gedp);
-        }
+        double gather;
+        double grad = estimate_dp_sync_s(sys, t, l, pd, pe, &gather);
         int n0 = layout_stage_layers(m, l, 0);
         double buckets = n0 > 0 ? n0 : 1;
         dp_s += t->overlap_grad_reduce ? fmax(0, grad - worst.bwd_s) + grad / buckets : grad;
@@ -340,18 +413,8 @@ cm_status estimate_layout(const model_spec *m, const system_spec *sys, const tra
                                         : gather;
     }
 
-    /* Optimizer step: Adam streams ~30 bytes per local parameter (fp32 grad read, fp32 master
-     * read+write, m and v read+write, bf16 param write). */
-    double pd, pe;
-    memory_stage_params(m, l, 0, &pd, &pe);
-    double local = pd + pe;
-    if (l->sharding != SHARDING_DDP) {
-        double ne = layout_expert_dp(l);
-        if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
-        local = pd / layout_shard_group(l) + pe / ne;
-    }
-    double opt_s = l->offload ? local / sys->host_adam_params_per_s
-                              : compute_stream_s(sys, 30.0 * local);
+    double local;
+    double opt_s = optimizer_cost(m, sys, l, 0, &local);
 
     time_breakdown *tm = &out->time;
     tm->microbatch_s = t_mb;
@@ -407,6 +470,85 @@ cm_status estimate_layout(const model_spec *m, const system_spec *sys, const tra
                      "CPU offload needs %.0f GiB of host memory per node, the node has %.0f GiB",
                      host_need / 1073741824.0, sys->host_memory_bytes / 1073741824.0);
         }
+    }
+    return CM_OK;
+}
+
+static estimate_layer_costs export_layer(const model_spec *m, const layout *l,
+                                         const layer_time *x, int moe)
+{
+    estimate_layer_costs c;
+    c.fwd_s = x->fwd_s;
+    c.bwd_s = x->bwd_s;
+    c.recompute_s = x->recompute_s;
+    c.fwd_comm_s = x->fwd_comm_s;
+    c.bwd_comm_s = x->bwd_comm_s;
+    c.tp_s = x->tp_s;
+    c.cp_s = x->cp_s;
+    c.ep_s = x->ep_s;
+    c.gather_s = x->gather_s;
+    c.reduce_s = x->reduce_s;
+    memory_layer_params_split(m, l, moe, &c.dense_params, &c.expert_params);
+    return c;
+}
+
+cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
+                               const training_spec *t, const layout *l, estimate_costs *costs,
+                               estimate_stage *stages, char *err, size_t errlen)
+{
+    cm_status st = training_check(t, err, errlen);
+    if (st != CM_OK) return st;
+    st = layout_check(m, sys, t, l, 0, err, errlen);
+    if (st != CM_OK) return st;
+
+    memset(costs, 0, sizeof *costs);
+    costs->pp = l->pp;
+    costs->vpp = l->vpp;
+    costs->microbatches = layout_microbatches(l, t);
+    costs->layers = m->layers;
+    layer_time dense = layer_cost(m, sys, t, l, 0);
+    layer_time moe = model_is_moe(m) ? layer_cost(m, sys, t, l, 1) : dense;
+    costs->dense = export_layer(m, l, &dense, 0);
+    costs->moe = model_is_moe(m) ? export_layer(m, l, &moe, 1) : costs->dense;
+    costs->first_moe_layer = model_is_moe(m) ? m->dense_first : m->layers;
+    head_cost(m, sys, t, l, &costs->head_fwd_s, &costs->head_bwd_s);
+    costs->p2p_s = l->pp > 1 ? p2p_cost(m, sys, t, l) : 0;
+
+    /* The closed form's choice of the slowest stage (estimate_layout). */
+    int cands[3] = {0, l->pp > 1 ? 1 : 0, l->pp - 1};
+    stage_time worst = stage_cost(m, sys, t, l, 0, &dense, &moe);
+    for (int i = 1; i < 3; i++) {
+        if (cands[i] == 0) continue;
+        stage_time s = stage_cost(m, sys, t, l, cands[i], &dense, &moe);
+        if (stage_total(&s) > stage_total(&worst)) {
+            worst = s;
+            costs->worst_stage = cands[i];
+        }
+    }
+    if (!stages) return CM_OK;
+
+    int first = 0;
+    for (int s = 0; s < l->pp; s++) {
+        estimate_stage *e = &stages[s];
+        stage_time x = stage_cost(m, sys, t, l, s, &dense, &moe);
+        memset(e, 0, sizeof *e);
+        e->layers = layout_stage_layers(m, l, s);
+        e->first_layer = first;
+        int moe_from = costs->first_moe_layer > first ? costs->first_moe_layer : first;
+        e->moe_layers = first + e->layers > moe_from ? first + e->layers - moe_from : 0;
+        first += e->layers;
+        e->fwd_s = x.fwd_s;
+        e->bwd_s = x.bwd_s;
+        e->tp_s = x.tp_s;
+        e->cp_s = x.cp_s;
+        e->ep_s = x.ep_s;
+        e->fsdp_s = x.fsdp_s;
+        e->pp_s = x.pp_s;
+        e->total_s = stage_total(&x);
+        memory_stage_params(m, l, s, &e->dense_params, &e->expert_params);
+        e->grad_sync_s =
+            estimate_dp_sync_s(sys, t, l, e->dense_params, e->expert_params, &e->param_sync_s);
+        e->optimizer_s = estimate_optimizer_s(m, sys, l, s);
     }
     return CM_OK;
 }

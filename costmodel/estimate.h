@@ -26,6 +26,19 @@ typedef struct {
     double step_sd_s;          /* 1-sigma band from the calibration fits' covariance (0 if none) */
 } time_breakdown;
 
+/* The step simulator's figures for the same layout (costmodel/sim.h), when it ran. They add
+ * up: step_s = compute_busy_s + bubble_s + grad_sync_s + optimizer_s + param_gather_s. */
+typedef struct {
+    double step_s;
+    double compute_busy_s; /* the busiest stage's compute stream: forward and backward (with the
+                              exposed TP/CP/EP and FSDP waits inside them) and blocking sends */
+    double bubble_s;       /* that stage's idle time until the last backward ends anywhere */
+    double grad_sync_s;    /* gradient reduction still running after the last backward */
+    double optimizer_s;    /* the slowest stage's optimizer step */
+    double param_gather_s; /* parameter all-gather after the optimizer, where not overlapped */
+    int critical_stage;    /* the busiest stage */
+} time_simulated;
+
 typedef struct {
     char model_name[64];
     double params_total, params_active;
@@ -41,6 +54,8 @@ typedef struct {
     double mfu, hfu;           /* fractions of the dense bf16 peak */
     bool feasible;
     char infeasible_reason[256];
+    bool simulated;            /* time_sim is filled (sim_estimate); estimate_layout leaves false */
+    time_simulated time_sim;
 } estimate;
 
 /* Check the layout (err names the broken rule) and fill out. A layout that is valid but does

@@ -7,6 +7,8 @@
  */
 #include "layout.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -126,133 +128,205 @@ cm_status training_check(const training_spec *t, char *err, size_t errlen)
     return CM_OK;
 }
 
+/*
+ * The rules, in the order layout_check() has always tested them. One engine serves both entry
+ * points: layout_check() stops at the first failure (same message, same status as before),
+ * layout_check_all() records every failure so `plan check` can list them all at once. A rule
+ * that makes later arithmetic meaningless (non-positive or absurd sizes) stops both.
+ */
+typedef struct {
+    bool all;                 /* record every failure (layout_check_all) */
+    layout_violation *out;
+    int max, n;
+    cm_status first;
+    char *err;
+    size_t errlen;
+} rule_sink;
+
+/* Records one failure; returns true when the caller should stop checking. */
+static bool rule_fail(rule_sink *s, cm_status code, const char *rule, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static bool rule_fail(rule_sink *s, cm_status code, const char *rule, const char *fmt, ...)
+{
+    char msg[CM_ERRLEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (s->n == 0) {
+        s->first = code;
+        if (s->err && s->errlen) snprintf(s->err, s->errlen, "%s", msg);
+    }
+    if (s->out && s->n < s->max) {
+        layout_violation *v = &s->out[s->n];
+        v->rule = rule;
+        v->code = code;
+        snprintf(v->message, sizeof v->message, "%s", msg);
+    }
+    s->n++;
+    return !s->all;
+}
+
+#define FAIL(code, rule, ...)                                                                   \
+    do {                                                                                        \
+        if (rule_fail(s, code, rule, __VA_ARGS__)) return;                                      \
+    } while (0)
+#define FATAL(code, rule, ...)                                                                  \
+    do {                                                                                        \
+        rule_fail(s, code, rule, __VA_ARGS__);                                                  \
+        return;                                                                                 \
+    } while (0)
+
+static void check_rules(const model_spec *m, const training_spec *t, const layout *l, int gpus,
+                        rule_sink *s)
+{
+    const int big = 1 << 20;
+    if (l->tp < 1 || l->pp < 1 || l->dp < 1 || l->cp < 1 || l->ep < 1 || l->vpp < 1 ||
+        l->mbs < 1 || l->etp < 0 || l->shard_size < 0 || l->recompute_layers < 0)
+        FATAL(CM_EINVAL, "sizes",
+              "layout sizes must be positive integers (tp %d, pp %d, dp %d, cp %d, ep "
+              "%d, vpp %d, mbs %d): fix the flag",
+              l->tp, l->pp, l->dp, l->cp, l->ep, l->vpp, l->mbs);
+    if (l->tp > big || l->pp > big || l->dp > big || l->cp > big || l->ep > big ||
+        l->vpp > big || l->mbs > big || l->etp > big || l->shard_size > big ||
+        l->recompute_layers > big)
+        FATAL(CM_EINVAL, "sizes", "layout sizes above %d are absurd: fix the flag", big);
+    /* Each size is at most 2^20, but their products overflow an int: bound the GPU count first
+     * so every product below is exact. */
+    long span = (long)l->tp * l->pp * l->dp * l->cp;
+    if (span > 10000000)
+        FATAL(CM_EINVAL, "sizes",
+              "tp*pp*dp*cp = %ld GPUs is absurd (more than 10000000): fix the sizes", span);
+    if (gpus > 0 && span != gpus)
+        FAIL(CM_EINVAL, "gpu-count",
+             "tp*pp*dp*cp = %d*%d*%d*%d = %ld does not equal --gpus %d: choose sizes "
+             "whose product is the GPU count",
+             l->tp, l->pp, l->dp, l->cp, span, gpus);
+    if (m->heads % l->tp || m->kv_heads % l->tp)
+        FAIL(CM_ERULE, "tp-divides-heads",
+             "tensor parallel size %d must divide the attention heads (%d) and KV "
+             "groups (%d): pick a tp that divides both",
+             l->tp, m->heads, m->kv_heads);
+    if (l->pp > m->layers)
+        FAIL(CM_ERULE, "pp-fits-layers", "pipeline size %d exceeds the %d layers: use pp <= %d",
+             l->pp, m->layers, m->layers);
+    if (l->vpp > 1) {
+        if (l->pp < 2)
+            FAIL(CM_ERULE, "vpp-needs-pp",
+                 "virtual pipeline stages (vpp %d) need pp >= 2: set --vpp 1 or raise "
+                 "--pp",
+                 l->vpp);
+        if (m->layers % ((long)l->pp * l->vpp))
+            FAIL(CM_ERULE, "vpp-divides-layers",
+                 "the interleaved schedule needs layers (%d) divisible by pp*vpp = %ld "
+                 "(Megatron-LM arguments.py): change --vpp or --pp",
+                 m->layers, (long)l->pp * l->vpp);
+    }
+    long dp_mbs = (long)l->dp * l->mbs;
+    bool batch_divides = t->global_batch % dp_mbs == 0;
+    if (!batch_divides)
+        FAIL(CM_EINVAL, "batch-divisible",
+             "global batch %d is not divisible by dp*mbs = %d*%d: change --gbs, --dp "
+             "or --mbs",
+             t->global_batch, l->dp, l->mbs);
+    long micro = t->global_batch / dp_mbs;
+    if (batch_divides && l->vpp > 1 && micro % l->pp)
+        FAIL(CM_ERULE, "vpp-microbatches",
+             "the interleaved schedule needs the micro-batch count (%ld) divisible by "
+             "pp (%d) (Megatron-LM schedules.py): change --gbs or --mbs",
+             micro, l->pp);
+    if (l->sp && l->tp == 1)
+        FAIL(CM_ERULE, "sp-needs-tp",
+             "sequence parallel shards activations across the TP group and needs tp > "
+             "1: drop --sp or raise --tp");
+    if (l->cp > 1 && t->seq_len % (2L * l->cp))
+        FAIL(CM_ERULE, "cp-divides-seq",
+             "context parallel %d needs the sequence length (%d) divisible by 2*cp "
+             "(load-balanced causal split): change --seq or --cp",
+             l->cp, t->seq_len);
+    if (l->ep > 1 && !model_is_moe(m))
+        FAIL(CM_ERULE, "ep-needs-moe",
+             "expert parallel size %d needs an MoE model; '%s' is dense: use --ep 1", l->ep,
+             m->name);
+    if (model_is_moe(m) && l->tp > 1 && !l->sp && l->framework == FRAMEWORK_MEGATRON)
+        FAIL(CM_ERULE, "moe-tp-needs-sp",
+             "Megatron requires sequence parallel when an MoE model uses tensor "
+             "parallelism (arguments.py): add --sp");
+    if (model_is_moe(m) && m->experts % l->ep)
+        FAIL(CM_ERULE, "ep-divides-experts",
+             "expert parallel size %d must divide the %d experts: pick a divisor", l->ep,
+             m->experts);
+    long ep_etp = (long)l->ep * layout_etp(l);
+    if (((long)l->dp * l->cp * l->tp) % ep_etp)
+        FAIL(CM_ERULE, "ep-within-dp",
+             "ep*etp = %d*%d must divide tp*cp*dp = %d (in Megatron the expert-"
+             "parallel group is carved out of the data-parallel ranks): lower --ep",
+             l->ep, layout_etp(l), l->dp * l->cp * l->tp);
+    if (l->shard_size > 0) {
+        if (l->sharding == SHARDING_DDP)
+            FAIL(CM_ERULE, "hsdp-needs-sharding",
+                 "a shard group (HSDP) needs --sharding distopt or fsdp, not ddp");
+        if ((l->dp * l->cp) % l->shard_size)
+            FAIL(CM_ERULE, "hsdp-divides-dp",
+                 "HSDP shard size %d must divide dp*cp = %d: pick a divisor", l->shard_size,
+                 l->dp * l->cp);
+    }
+    if (l->offload && (l->pp != 1 || l->recompute != RECOMPUTE_NONE))
+        FAIL(CM_ERULE, "offload-pp1-no-recompute",
+             "CPU offload is valid only with pipeline size 1 and no activation "
+             "recompute: set --pp 1 and --recompute none, or drop --offload");
+    if (l->offload && l->sharding != SHARDING_FSDP)
+        FAIL(CM_ERULE, "offload-needs-fsdp",
+             "CPU offload moves FSDP shards to the host: use --sharding fsdp");
+    if (l->framework == FRAMEWORK_FSDP2) {
+        if (l->tp != 1 || l->pp != 1 || l->ep != 1 || l->vpp != 1)
+            FAIL(CM_ERULE, "fsdp2-no-model-parallel",
+                 "the FSDP2 trainer path has no TP/PP/EP (tp %d, pp %d, ep %d): use "
+                 "--framework megatron for model parallelism, or set them to 1",
+                 l->tp, l->pp, l->ep);
+        if (l->sp)
+            FAIL(CM_ERULE, "fsdp2-sp-is-ulysses",
+                 "FSDP2's sequence parallelism is Ulysses, given as --cp; Megatron "
+                 "--sp does not apply: drop --sp");
+        if (l->sharding != SHARDING_FSDP)
+            FAIL(CM_ERULE, "fsdp2-shards-with-fsdp",
+                 "the FSDP2 trainer path shards with FSDP: use --sharding fsdp");
+        if (l->recompute == RECOMPUTE_SELECTIVE)
+            FAIL(CM_ERULE, "fsdp2-recompute-full",
+                 "FSDP2 gradient checkpointing recomputes whole layers: use "
+                 "--recompute full or none");
+        if (l->cp > 1 && (m->heads % l->cp || m->kv_heads % l->cp))
+            FAIL(CM_ERULE, "ulysses-divides-heads",
+                 "Ulysses sequence parallel %d must divide the heads (%d) and KV "
+                 "groups (%d): pick a divisor",
+                 l->cp, m->heads, m->kv_heads);
+    } else if (l->sharding == SHARDING_FSDP && l->pp > 1) {
+        FAIL(CM_ERULE, "megatron-fsdp-no-pp",
+             "Megatron-FSDP (--use-megatron-fsdp) does not combine with pipeline "
+             "parallelism: use --pp 1, or --sharding distopt with pp");
+    }
+}
+
+#undef FAIL
+#undef FATAL
+
 cm_status layout_check(const model_spec *m, const system_spec *sys, const training_spec *t,
                        const layout *l, int gpus, char *err, size_t errlen)
 {
     (void)sys;
-    const int big = 1 << 20;
-    if (l->tp < 1 || l->pp < 1 || l->dp < 1 || l->cp < 1 || l->ep < 1 || l->vpp < 1 ||
-        l->mbs < 1 || l->etp < 0 || l->shard_size < 0 || l->recompute_layers < 0)
-        return cm_fail(err, errlen, CM_EINVAL,
-                       "layout sizes must be positive integers (tp %d, pp %d, dp %d, cp %d, ep "
-                       "%d, vpp %d, mbs %d): fix the flag",
-                       l->tp, l->pp, l->dp, l->cp, l->ep, l->vpp, l->mbs);
-    if (l->tp > big || l->pp > big || l->dp > big || l->cp > big || l->ep > big ||
-        l->vpp > big || l->mbs > big)
-        return cm_fail(err, errlen, CM_EINVAL, "layout sizes above %d are absurd: fix the flag",
-                       big);
-    if (gpus > 0 && layout_gpus(l) != gpus)
-        return cm_fail(err, errlen, CM_EINVAL,
-                       "tp*pp*dp*cp = %d*%d*%d*%d = %d does not equal --gpus %d: choose sizes "
-                       "whose product is the GPU count",
-                       l->tp, l->pp, l->dp, l->cp, layout_gpus(l), gpus);
-    if (m->heads % l->tp || m->kv_heads % l->tp)
-        return cm_fail(err, errlen, CM_ERULE,
-                       "tensor parallel size %d must divide the attention heads (%d) and KV "
-                       "groups (%d): pick a tp that divides both",
-                       l->tp, m->heads, m->kv_heads);
-    if (l->pp > m->layers)
-        return cm_fail(err, errlen, CM_ERULE,
-                       "pipeline size %d exceeds the %d layers: use pp <= %d", l->pp, m->layers,
-                       m->layers);
-    if (l->vpp > 1) {
-        if (l->pp < 2)
-            return cm_fail(err, errlen, CM_ERULE,
-                           "virtual pipeline stages (vpp %d) need pp >= 2: set --vpp 1 or raise "
-                           "--pp",
-                           l->vpp);
-        if (m->layers % (l->pp * l->vpp))
-            return cm_fail(err, errlen, CM_ERULE,
-                           "the interleaved schedule needs layers (%d) divisible by pp*vpp = %d "
-                           "(Megatron-LM arguments.py): change --vpp or --pp",
-                           m->layers, l->pp * l->vpp);
-    }
-    if (t->global_batch % (l->dp * l->mbs))
-        return cm_fail(err, errlen, CM_EINVAL,
-                       "global batch %d is not divisible by dp*mbs = %d*%d: change --gbs, --dp "
-                       "or --mbs",
-                       t->global_batch, l->dp, l->mbs);
-    int micro = layout_microbatches(l, t);
-    if (l->vpp > 1 && micro % l->pp)
-        return cm_fail(err, errlen, CM_ERULE,
-                       "the interleaved schedule needs the micro-batch count (%d) divisible by "
-                       "pp (%d) (Megatron-LM schedules.py): change --gbs or --mbs",
-                       micro, l->pp);
-    if (l->sp && l->tp == 1)
-        return cm_fail(err, errlen, CM_ERULE,
-                       "sequence parallel shards activations across the TP group and needs tp > "
-                       "1: drop --sp or raise --tp");
-    if (l->cp > 1 && t->seq_len % (2 * l->cp))
-        return cm_fail(err, errlen, CM_ERULE,
-                       "context parallel %d needs the sequence length (%d) divisible by 2*cp "
-                       "(load-balanced causal split): change --seq or --cp",
-                       l->cp, t->seq_len);
-    if (l->ep > 1 && !model_is_moe(m))
-        return cm_fail(err, errlen, CM_ERULE,
-                       "expert parallel size %d needs an MoE model; '%s' is dense: use --ep 1",
-                       l->ep, m->name);
-    if (model_is_moe(m) && l->tp > 1 && !l->sp && l->framework == FRAMEWORK_MEGATRON)
-        return cm_fail(err, errlen, CM_ERULE,
-                       "Megatron requires sequence parallel when an MoE model uses tensor "
-                       "parallelism (arguments.py): add --sp");
-    if (model_is_moe(m) && m->experts % l->ep)
-        return cm_fail(err, errlen, CM_ERULE,
-                       "expert parallel size %d must divide the %d experts: pick a divisor",
-                       l->ep, m->experts);
-    if ((l->dp * l->cp * l->tp) % (l->ep * layout_etp(l)))
-        return cm_fail(err, errlen, CM_ERULE,
-                       "ep*etp = %d*%d must divide tp*cp*dp = %d (in Megatron the expert-"
-                       "parallel group is carved out of the data-parallel ranks): lower --ep",
-                       l->ep, layout_etp(l), l->dp * l->cp * l->tp);
-    if (l->shard_size > 0) {
-        if (l->sharding == SHARDING_DDP)
-            return cm_fail(err, errlen, CM_ERULE,
-                           "a shard group (HSDP) needs --sharding distopt or fsdp, not ddp");
-        if ((l->dp * l->cp) % l->shard_size)
-            return cm_fail(err, errlen, CM_ERULE,
-                           "HSDP shard size %d must divide dp*cp = %d: pick a divisor",
-                           l->shard_size, l->dp * l->cp);
-    }
-    if (l->offload) {
-        if (l->pp != 1 || l->recompute != RECOMPUTE_NONE)
-            return cm_fail(err, errlen, CM_ERULE,
-                           "CPU offload is valid only with pipeline size 1 and no activation "
-                           "recompute: set --pp 1 and --recompute none, or drop --offload");
-        if (l->sharding != SHARDING_FSDP)
-            return cm_fail(err, errlen, CM_ERULE,
-                           "CPU offload moves FSDP shards to the host: use --sharding fsdp");
-    }
-    if (l->framework == FRAMEWORK_FSDP2) {
-        if (l->tp != 1 || l->pp != 1 || l->ep != 1 || l->vpp != 1)
-            return cm_fail(err, errlen, CM_ERULE,
-                           "the FSDP2 trainer path has no TP/PP/EP (tp %d, pp %d, ep %d): use "
-                           "--framework megatron for model parallelism, or set them to 1",
-                           l->tp, l->pp, l->ep);
-        if (l->sp)
-            return cm_fail(err, errlen, CM_ERULE,
-                           "FSDP2's sequence parallelism is Ulysses, given as --cp; Megatron "
-                           "--sp does not apply: drop --sp");
-        if (l->sharding != SHARDING_FSDP)
-            return cm_fail(err, errlen, CM_ERULE,
-                           "the FSDP2 trainer path shards with FSDP: use --sharding fsdp");
-        if (l->recompute == RECOMPUTE_SELECTIVE)
-            return cm_fail(err, errlen, CM_ERULE,
-                           "FSDP2 gradient checkpointing recomputes whole layers: use "
-                           "--recompute full or none");
-        if (l->cp > 1 && (m->heads % l->cp || m->kv_heads % l->cp))
-            return cm_fail(err, errlen, CM_ERULE,
-                           "Ulysses sequence parallel %d must divide the heads (%d) and KV "
-                           "groups (%d): pick a divisor",
-                           l->cp, m->heads, m->kv_heads);
-    } else {
-        if (l->sharding == SHARDING_FSDP && l->pp > 1)
-            return cm_fail(err, errlen, CM_ERULE,
-                           "Megatron-FSDP (--use-megatron-fsdp) does not combine with pipeline "
-                           "parallelism: use --pp 1, or --sharding distopt with pp");
-        if (l->sharding != SHARDING_FSDP && l->offload)
-            return cm_fail(err, errlen, CM_ERULE, "offload needs --sharding fsdp");
-    }
-    return CM_OK;
+    rule_sink s = {.all = false, .err = err, .errlen = errlen, .first = CM_OK};
+    check_rules(m, t, l, gpus, &s);
+    return s.n ? s.first : CM_OK;
+}
+
+int layout_check_all(const model_spec *m, const system_spec *sys, const training_spec *t,
+                     const layout *l, int gpus, layout_violation *out, int max)
+{
+    (void)sys;
+    rule_sink s = {.all = true, .out = out, .max = max < 0 ? 0 : max, .first = CM_OK};
+    check_rules(m, t, l, gpus, &s);
+    return s.n;
 }
 
 /* ---- placement ---- */

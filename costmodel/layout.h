@@ -77,6 +77,23 @@ cm_status layout_check(const model_spec *m, const system_spec *sys, const traini
                        const layout *l, int gpus, char *err, size_t errlen);
 cm_status training_check(const training_spec *t, char *err, size_t errlen);
 
+/* One broken rule: a short stable name ("tp-divides-heads"), the status layout_check() would
+ * return for it, and the message (what is wrong and how to fix it). */
+typedef struct {
+    const char *rule;
+    cm_status code;
+    char message[CM_ERRLEN];
+} layout_violation;
+
+/*
+ * The same rules as layout_check(), each tested on its own, so a user sees every problem at
+ * once (`plan check`). Writes up to max violations into out, in layout_check()'s order, and
+ * returns how many rules are broken (0: the layout is valid; may exceed max). Non-positive or
+ * absurd sizes are reported alone: the other rules cannot be evaluated on them.
+ */
+int layout_check_all(const model_spec *m, const system_spec *sys, const training_spec *t,
+                     const layout *l, int gpus, layout_violation *out, int max);
+
 /*
  * Placement in Megatron's rank order (tp innermost, then cp, dp, pp; EP inside dp): a group of
  * `size` ranks whose neighbours are `stride` ranks apart. members_per_node is how many of them

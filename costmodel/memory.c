@@ -106,6 +106,22 @@ double memory_layer_params(const model_spec *m, const layout *l, int moe_layer)
            model_router_params(m) + model_shared_expert_params(m) / l->tp;
 }
 
+void memory_layer_params_split(const model_spec *m, const layout *l, int moe_layer,
+                               double *dense_params, double *expert_params)
+{
+    /* The per-layer terms of memory_stage_params(), one layer at a time. */
+    double dense = model_attention_params(m) / l->tp + model_norm_params(m);
+    double expert = 0;
+    if (!moe_layer) {
+        dense += model_dense_mlp_params(m) / l->tp;
+    } else {
+        dense += model_router_params(m) + model_shared_expert_params(m) / l->tp;
+        expert = (double)(m->experts / l->ep) * model_expert_params(m) / layout_etp(l);
+    }
+    *dense_params = dense;
+    *expert_params = expert;
+}
+
 void memory_stage_params(const model_spec *m, const layout *l, int stage, double *dense_params,
                          double *expert_params)
 {

@@ -45,6 +45,9 @@ double memory_logits_bytes(const model_spec *m, const training_spec *t, const la
  * over dp*cp) and expert (sharded over the expert data-parallel group). */
 void memory_stage_params(const model_spec *m, const layout *l, int stage, double *dense_params,
                          double *expert_params);
+/* The same split for one transformer layer (moe_layer: with an MoE MLP). */
+void memory_layer_params_split(const model_spec *m, const layout *l, int moe_layer,
+                               double *dense_params, double *expert_params);
 /* Parameters of one transformer layer held by one GPU (tp/ep split), for FSDP gathers. */
 double memory_layer_params(const model_spec *m, const layout *l, int moe_layer);
 

@@ -107,6 +107,11 @@ static void stem_of(const char *path, char *out, size_t outlen)
     if (dot && strcmp(dot, ".json") == 0) *dot = '\0';
 }
 
+/* Fills spec from a parsed config.json; label names the source in messages (path or "<string>"),
+ * root is the caller's (not released here). */
+static cm_status model_from_json(const json_t *root, const char *path, const char *name,
+                                 model_spec *spec, char *err, size_t errlen);
+
 cm_status model_load_json(const char *path, const char *name, model_spec *spec, char *err,
                           size_t errlen)
 {
@@ -125,12 +130,33 @@ cm_status model_load_json(const char *path, const char *name, model_spec *spec, 
                        "model config '%s' is not valid JSON (line %d: %s): fix the file", path,
                        jerr.line, jerr.text);
     }
-    if (!json_is_object(root)) {
-        json_decref(root);
+    cm_status st = model_from_json(root, path, name, spec, err, errlen);
+    json_decref(root);
+    return st;
+}
+
+cm_status model_load_json_string(const char *text, size_t len, const char *name,
+                                 model_spec *spec, char *err, size_t errlen)
+{
+    memset(spec, 0, sizeof *spec);
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    if (!root)
+        return cm_fail(err, errlen, CM_EPARSE,
+                       "model config is not valid JSON (line %d: %s): fix the text", jerr.line,
+                       jerr.text);
+    cm_status st = model_from_json(root, "<string>", name ? name : "model", spec, err, errlen);
+    json_decref(root);
+    return st;
+}
+
+static cm_status model_from_json(const json_t *root, const char *path, const char *name,
+                                 model_spec *spec, char *err, size_t errlen)
+{
+    if (!json_is_object(root))
         return cm_fail(err, errlen, CM_EPARSE,
                        "model config '%s' must be a JSON object like a Hugging Face config.json",
                        path);
-    }
     /* Composite configs (e.g. multimodal) keep the language model under text_config. */
     const json_t *cfg = root;
     if (get(root, "text_config") && json_is_object(get(root, "text_config")) &&
@@ -248,6 +274,8 @@ cm_status model_load_json(const char *path, const char *name, model_spec *spec, 
     if (plan && json_is_object(plan)) {
         const char *disp = get_str(plan, "display");
         if (disp) snprintf(spec->display, sizeof spec->display, "%s", disp);
+        const char *repo = get_str(plan, "hf_repo");
+        if (repo) snprintf(spec->hf_repo, sizeof spec->hf_repo, "%s", repo);
         double x;
         if (get_num(plan, &x, KEYS("published_params_total"))) spec->published_params_total = x;
         if (get_num(plan, &x, KEYS("published_params_active"))) spec->published_params_active = x;
@@ -258,10 +286,8 @@ cm_status model_load_json(const char *path, const char *name, model_spec *spec, 
         if (g && json_is_boolean(g))
             spec->activation = json_is_true(g) ? MODEL_ACT_SWIGLU : MODEL_ACT_GELU;
     }
-    json_decref(root);
     return model_validate(spec, err, errlen);
 fail:
-    json_decref(root);
     return st;
 }
 
@@ -290,6 +316,21 @@ cm_status model_validate(const model_spec *m, char *err, size_t errlen)
         return cm_fail(err, errlen, CM_EINVAL,
                        "model '%s': MLA needs kv_lora_rank, qk_nope/rope_head_dim and v_head_dim",
                        m->name);
+    /* Widths are multiplied together in int (heads * head_dim, ...): keep every one far below
+     * where a product could overflow, and far above any real model (tests/fuzz/ found the
+     * overflow with 100000 heads of width 100000). */
+    const long wide = 1L << 16;
+    if (m->heads > wide || m->head_dim <= 0 || m->head_dim > wide || m->v_head_dim > wide ||
+        m->qk_rope_dim > wide || m->qk_nope_dim > wide || m->q_lora_rank > (1 << 20) ||
+        m->kv_lora_rank > (1 << 20) || m->ffn > (1L << 30) || m->expert_ffn > (1L << 30) ||
+        m->shared_ffn > (1L << 30) || m->experts > wide || m->shared_experts > wide ||
+        m->max_positions > (1 << 28) || m->qk_rope_dim < 0 || m->qk_nope_dim < 0 ||
+        m->q_lora_rank < 0 || m->kv_lora_rank < 0 || m->v_head_dim < 0 || m->experts < 0 ||
+        m->shared_experts < 0 || m->max_positions < 0 || m->dense_first < 0)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "model '%s': sizes are absurd (heads %d, head_dim %d, ffn %ld, experts "
+                       "%d, max positions %d): check the config",
+                       m->name, m->heads, m->head_dim, m->ffn, m->experts, m->max_positions);
     return CM_OK;
 }
 

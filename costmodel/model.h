@@ -20,6 +20,7 @@ typedef enum { MODEL_NORM_RMS = 0, MODEL_NORM_LAYER = 1 } model_norm;
 typedef struct {
     char name[64];        /* preset name or file stem: "8b" */
     char display[128];    /* human name: "Llama-3.1-8B" */
+    char hf_repo[128];    /* Hugging Face repository of a preset ("meta-llama/Llama-3.1-8B"), or "" */
 
     int layers;
     int hidden;
@@ -65,6 +66,11 @@ typedef struct {
 /* Read a config.json (path) into spec. name is the preset name or NULL (file stem used). */
 cm_status model_load_json(const char *path, const char *name, model_spec *spec, char *err,
                           size_t errlen);
+
+/* The same from the text of a config.json in memory (len bytes, need not end in NUL); name is
+ * the spec's name (NULL: "model"). */
+cm_status model_load_json_string(const char *text, size_t len, const char *name,
+                                 model_spec *spec, char *err, size_t errlen);
 
 /*
  * Resolve what the user typed: a preset name ("30b") under data_dir/models/, or a path to a

@@ -40,6 +40,7 @@ typedef struct {
     double gemm_efficiency_max;        /* achieved/peak on large bf16 GEMMs */
     double gemm_overhead_s;            /* fixed cost per GEMM kernel */
     double hbm_efficiency;             /* achieved/peak HBM bandwidth of streaming kernels */
+    double eager_elementwise_efficiency; /* the same for eager PyTorch elementwise (FSDP2 path) */
     double attention_efficiency;       /* achieved/peak of fused (flash) attention, fwd+bwd */
 
     /* node */

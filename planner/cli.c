@@ -45,7 +45,8 @@ enum {
     OPT_SEQ = 1000, OPT_GBS, OPT_TOP, OPT_FORMAT, OPT_TP, OPT_PP, OPT_DP, OPT_CP, OPT_EP,
     OPT_ETP, OPT_VPP, OPT_MBS, OPT_SP, OPT_NO_SP, OPT_SHARDING, OPT_RECOMPUTE,
     OPT_RECOMPUTE_LAYERS, OPT_FRAMEWORK, OPT_NO_RESHARD, OPT_SHARD_SIZE, OPT_OFFLOAD,
-    OPT_ATTENTION, OPT_NO_OVERLAP, OPT_GRAD_BF16, OPT_CALIBRATION,
+    OPT_ATTENTION, OPT_NO_OVERLAP, OPT_GRAD_BF16, OPT_CALIBRATION, OPT_EMIT,
+    OPT_SIMULATE, OPT_NO_SIMULATE, OPT_TRACE,
 };
 
 static const struct option long_opts[] = {
@@ -53,6 +54,10 @@ static const struct option long_opts[] = {
     {"gpus", required_argument, NULL, 'g'},
     {"system", required_argument, NULL, 's'},
     {"calibration", required_argument, NULL, OPT_CALIBRATION},
+    {"emit", required_argument, NULL, OPT_EMIT},
+    {"simulate", no_argument, NULL, OPT_SIMULATE},
+    {"no-simulate", no_argument, NULL, OPT_NO_SIMULATE},
+    {"trace", required_argument, NULL, OPT_TRACE},
     {"seq", required_argument, NULL, OPT_SEQ},
     {"gbs", required_argument, NULL, OPT_GBS},
     {"top", required_argument, NULL, OPT_TOP},
@@ -91,7 +96,10 @@ int cli_parse(int argc, char **argv, cli_options *o, bool *help)
     o->layout = layout_default(FRAMEWORK_MEGATRON);
     *help = false;
     const long BIG = 1L << 20;
-    optind = 1;
+    /* 0, not 1: glibc then re-initialises getopt completely. With 1 it keeps its pointer into
+     * the previous call's argv (mid "-hq" style clusters), which a second cli_parse() in one
+     * process read after that argv was gone (found by tests/fuzz/fuzz_cli). */
+    optind = 0;
     opterr = 0;
     int c, rc = 0;
     while ((c = getopt_long(argc, argv, ":m:g:s:h", long_opts, NULL)) != -1) {
@@ -100,6 +108,13 @@ int cli_parse(int argc, char **argv, cli_options *o, bool *help)
         case 'm': o->model = optarg; break;
         case 's': o->system = optarg; break;
         case OPT_CALIBRATION: o->calibration = optarg; break;
+        case OPT_SIMULATE: o->simulate = true; break;
+        case OPT_NO_SIMULATE: o->no_simulate = true; break;
+        case OPT_TRACE: o->trace = optarg; break;
+        case OPT_EMIT:
+            if (!emit_parse_format(optarg, &o->emit))
+                rc = cli_error("--emit must be yaml, megatron-args, bridge or json");
+            break;
         case 'g': rc = parse_int("gpus", optarg, 1, 10000000, &o->gpus); break;
         case OPT_SEQ: rc = parse_int("seq", optarg, 1, 16 * 1024 * 1024, &o->training.seq_len); break;
         case OPT_GBS: rc = parse_int("gbs", optarg, 1, 100000000, &o->training.global_batch); break;
@@ -171,6 +186,31 @@ int cli_parse(int argc, char **argv, cli_options *o, bool *help)
                                   "--help)", argv[optind]);
         return cli_error(msg);
     }
+    return 0;
+}
+
+int cli_layout(const cli_options *o, layout *out)
+{
+    layout l = o->layout;
+    if (!o->sharding_given)
+        l.sharding = l.framework == FRAMEWORK_FSDP2 ? SHARDING_FSDP : SHARDING_DISTOPT;
+    if (!o->sp_given) l.sp = l.framework == FRAMEWORK_MEGATRON && l.tp > 1;
+    long mp = (long)l.tp * l.pp * l.cp;
+    if (!o->dp_given) {
+        if (o->gpus) {
+            if (o->gpus % mp) {
+                char msg[200];
+                snprintf(msg, sizeof msg,
+                         "--gpus %d is not divisible by tp*pp*cp = %ld: change the sizes",
+                         o->gpus, mp);
+                return cli_error(msg);
+            }
+            l.dp = (int)(o->gpus / mp);
+        } else {
+            l.dp = 1;
+        }
+    }
+    *out = l;
     return 0;
 }
 

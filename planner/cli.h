@@ -11,6 +11,7 @@
 #include "layout.h"
 #include "model.h"
 #include "system.h"
+#include "emit.h"
 
 typedef enum { FORMAT_HUMAN = 0, FORMAT_JSON = 1 } cli_format;
 
@@ -27,6 +28,10 @@ typedef struct {
     bool dp_given;
     bool sharding_given;
     bool sp_given;
+    emit_format emit;         /* --emit: print this config instead of the report */
+    bool simulate;            /* --simulate: also run the step simulator (plan estimate) */
+    bool no_simulate;         /* --no-simulate: search ranks by the closed form only */
+    const char *trace;        /* --trace FILE: write the simulated step as a Chrome trace */
 } cli_options;
 
 /* Exit status for bad input (issue 2: "exit status 2"). */
@@ -37,6 +42,10 @@ typedef struct {
 int cli_parse(int argc, char **argv, cli_options *o, bool *help);
 
 const char *cli_data_dir(void);
+
+/* The layout the flags describe, with the defaults `plan estimate` documents (sharding and SP
+ * by framework, dp = gpus / (tp*pp*cp)). Prints the error line and returns CLI_EXIT_USAGE. */
+int cli_layout(const cli_options *o, layout *l);
 
 /* Load model and system named in o; prints the error line and returns CLI_EXIT_USAGE. */
 int cli_load_specs(const cli_options *o, model_spec *m, system_spec *sys);

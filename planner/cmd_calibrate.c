@@ -34,6 +34,9 @@ static void usage(void)
            "  --model M         model whose GEMM shapes are measured (default 8b)\n"
            "  --tokens N        GEMM rows: tokens per micro-batch (default 4096)\n"
            "  --repeats N       timed repeats per measurement; the median is kept (default 7)\n"
+           "  --shape MxNxK     time this GEMM (y[M,N] = x[M,K] W[N,K]^T) instead of the model's\n"
+           "                    shapes; repeatable\n"
+           "  --warmup-ms N     run each GEMM back to back this long before timing (default 0)\n"
            "  -o, --output FILE CSV output (default plan-calibrate.csv; - for stdout)\n"
            "  --list            print the measurements that would run, and stop\n"
            "Needs NVIDIA GPUs (the CUDA backend); exit status 3 when none is found.\n");
@@ -74,7 +77,7 @@ static int parse_pos(const char *flag, const char *s, int lo, int hi, int *out)
 
 int cmd_calibrate(int argc, char **argv)
 {
-    enum { O_OPS = 1000, O_MAX, O_GPUS, O_MODEL, O_TOKENS, O_REPEATS, O_LIST };
+    enum { O_OPS = 1000, O_MAX, O_GPUS, O_MODEL, O_TOKENS, O_REPEATS, O_LIST, O_SHAPE, O_WARM };
     static const struct option opts[] = {
         {"ops", required_argument, NULL, O_OPS},
         {"max-bytes", required_argument, NULL, O_MAX},
@@ -84,12 +87,16 @@ int cmd_calibrate(int argc, char **argv)
         {"repeats", required_argument, NULL, O_REPEATS},
         {"output", required_argument, NULL, 'o'},
         {"list", no_argument, NULL, O_LIST},
+        {"shape", required_argument, NULL, O_SHAPE},
+        {"warmup-ms", required_argument, NULL, O_WARM},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     unsigned mask = CALIB_ALL;
     size_t max_bytes = 1u << 30;
-    int gpus = 0, tokens = 4096, repeats = 7, list = 0, rc = 0;
+    int gpus = 0, tokens = 4096, repeats = 7, list = 0, rc = 0, warm_ms = 0;
+    calib_shape user[MAX_SHAPES];
+    int nuser = 0;
     const char *model = "8b", *outpath = "plan-calibrate.csv";
     char err[CM_ERRLEN];
     optind = 1;
@@ -110,6 +117,21 @@ int cmd_calibrate(int argc, char **argv)
         case O_REPEATS: rc = parse_pos("repeats", optarg, 1, 64, &repeats); break;
         case 'o': outpath = optarg; break;
         case O_LIST: list = 1; break;
+        case O_WARM: rc = parse_pos("warmup-ms", optarg, 0, 60000, &warm_ms); break;
+        case O_SHAPE: {
+            long a, b, k;
+            char tail;
+            if (nuser >= MAX_SHAPES ||
+                sscanf(optarg, "%ldx%ldx%ld%c", &a, &b, &k, &tail) != 3 || a < 1 || b < 1 ||
+                k < 1 || a > 1000000 || b > 1000000 || k > 1000000)
+                return cli_error("--shape needs MxNxK with positive sizes, e.g. 8192x8192x8192");
+            snprintf(user[nuser].name, sizeof user[nuser].name, "%ldx%ldx%ld", a, b, k);
+            user[nuser].m = a;
+            user[nuser].n = b;
+            user[nuser].k = k;
+            nuser++;
+            break;
+        }
         case 'h': usage(); return 0;
         case ':': {
             char msg[160];
@@ -135,6 +157,10 @@ int cmd_calibrate(int argc, char **argv)
     if (model_load(model, cli_data_dir(), &m, err, sizeof err) != CM_OK) return cli_error(err);
     calib_shape shapes[MAX_SHAPES];
     int nshapes = (mask & CALIB_GEMM) ? calib_gemm_shapes(&m, tokens, shapes, MAX_SHAPES) : 0;
+    if (nuser && (mask & CALIB_GEMM)) {
+        memcpy(shapes, user, sizeof(calib_shape) * nuser);
+        nshapes = nuser;
+    }
     size_t sizes[MAX_SIZES];
     int nsizes = calib_sizes(max_bytes, sizes, MAX_SIZES);
 
@@ -152,6 +178,7 @@ int cmd_calibrate(int argc, char **argv)
 #ifndef PLAN_HAVE_BACKEND
     (void)repeats;
     (void)outpath;
+    (void)warm_ms;
     return cli_error("this plan was built without the CUDA backend (nvcc, cuBLAS and NCCL were "
                      "not found at meson setup): see backend/README.md");
 #else
@@ -173,6 +200,7 @@ int cmd_calibrate(int argc, char **argv)
     FILE *human = out == stdout ? stderr : stdout;
     bk_timing tm = bk_timing_default();
     tm.repeats = repeats;
+    tm.warmup_s = warm_ms * 1e-3;
     calib_csv_header(out);
     fprintf(stderr, "calibrate: %s, NCCL_NVLS_ENABLE=%s\n", bk_device_name(ctx),
             getenv("NCCL_NVLS_ENABLE"));

@@ -2,11 +2,13 @@
  * cmd_estimate.c — `plan estimate`: evaluate one given layout (memory, time, feasibility).
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "estimate.h"
 #include "output.h"
+#include "sim.h"
 
 static void usage(void)
 {
@@ -20,6 +22,9 @@ static void usage(void)
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"
            "  --attention flash|unfused --no-overlap --grad-reduce-bf16\n"
            "  --format human|json\n"
+           "  --simulate           also simulate the step (time_simulated); --trace FILE writes it\n"
+           "                       as a Chrome/Perfetto trace (see plan simulate)\n"
+           "  --emit yaml|megatron-args|bridge|json   print this layout's config instead\n"
            "dp defaults to gpus/(tp*pp*cp) when --gpus is given.\n");
 }
 
@@ -33,25 +38,8 @@ int cmd_estimate(int argc, char **argv)
         usage();
         return 0;
     }
-    layout l = o.layout;
-    if (!o.sharding_given)
-        l.sharding = l.framework == FRAMEWORK_FSDP2 ? SHARDING_FSDP : SHARDING_DISTOPT;
-    if (!o.sp_given) l.sp = l.framework == FRAMEWORK_MEGATRON && l.tp > 1;
-    long mp = (long)l.tp * l.pp * l.cp;
-    if (!o.dp_given) {
-        if (o.gpus) {
-            if (o.gpus % mp) {
-                char msg[200];
-                snprintf(msg, sizeof msg,
-                         "--gpus %d is not divisible by tp*pp*cp = %ld: change the sizes",
-                         o.gpus, mp);
-                return cli_error(msg);
-            }
-            l.dp = (int)(o.gpus / mp);
-        } else {
-            l.dp = 1;
-        }
-    }
+    layout l;
+    if ((rc = cli_layout(&o, &l))) return rc;
     model_spec m;
     system_spec sys;
     if ((rc = cli_load_specs(&o, &m, &sys))) return rc;
@@ -61,6 +49,29 @@ int cmd_estimate(int argc, char **argv)
     estimate e;
     if (estimate_layout(&m, &sys, &o.training, &l, &e, err, sizeof err) != CM_OK)
         return cli_error(err);
+    if (o.simulate || o.trace) {
+        /* Both figures: the closed form's and the step simulator's (time_simulated). */
+        sim_workspace *w = sim_alloc();
+        sim_options so = {.serialize = false, .trace = o.trace != NULL};
+        if (!w) return cli_error("out of memory");
+        cm_status st = sim_estimate(w, &m, &sys, &o.training, &l, &so, &e, err, sizeof err);
+        if (st == CM_OK && o.trace) st = output_write_trace(w, o.trace, err, sizeof err);
+        sim_free(w);
+        if (st != CM_OK) return cli_error(err);
+    }
+    if (o.emit != EMIT_NONE) {
+        char *text = NULL;
+        emit_context ctx = {.model_ref = o.model};
+        if (emit_render(o.emit, &e, &m, &sys, &ctx, &text, err, sizeof err) != CM_OK)
+            return cli_error(err);
+        fputs(text, stdout);
+        free(text);
+        /* The config is written either way (the user asked for this layout); say so when it
+         * will not fit, on stderr so a redirected config stays clean. */
+        if (!e.feasible)
+            fprintf(stderr, "plan: warning: this layout does not fit: %s\n", e.infeasible_reason);
+        return 0;
+    }
     if (o.format == FORMAT_JSON) {
         json_t *j = output_estimate_json(&e, &m, &sys);
         json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12));

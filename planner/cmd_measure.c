@@ -69,12 +69,12 @@ static int take_own(int *argc, char **argv, int *steps, int *local, bool *dry)
     return 0;
 }
 
+#ifdef PLAN_HAVE_BACKEND
 static double rel_err(double measured, double predicted)
 {
     return predicted != 0 ? (measured - predicted) / predicted : 0;
 }
 
-#ifdef PLAN_HAVE_BACKEND
 static void row(FILE *f, const char *name, double pred, double meas, const char *unit, double div)
 {
     if (pred > 0)

@@ -3,6 +3,7 @@
  * print the recommendation, the FSDP2-vs-Megatron verdict, the top-N table and the why.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -20,6 +21,9 @@ static void usage(void)
            "  --framework F        search only fsdp2 or megatron\n"
            "  --attention flash|unfused, --no-overlap, --grad-reduce-bf16\n"
            "  --format human|json\n"
+           "  --no-simulate        rank by the closed form only (default: the best plans are\n"
+           "                       re-ranked by the step simulator, see plan simulate)\n"
+           "  --emit yaml|megatron-args|bridge|json   print the recommended plan's config instead\n"
            "other commands: plan estimate --help\n");
 }
 
@@ -38,6 +42,8 @@ int cmd_search(int argc, char **argv)
     system_spec sys;
     if ((rc = cli_load_specs(&o, &m, &sys))) return rc;
     search_options so = {.gpus = o.gpus, .keep = o.top < 32 ? 32 : o.top};
+    /* The kept plans (at least SEARCH_SIMULATE_DEFAULT) are re-ranked by the step simulator. */
+    so.simulate = o.no_simulate ? 0 : so.keep;
     so.frameworks[FRAMEWORK_FSDP2] = !o.framework_given || o.layout.framework == FRAMEWORK_FSDP2;
     so.frameworks[FRAMEWORK_MEGATRON] =
         !o.framework_given || o.layout.framework == FRAMEWORK_MEGATRON;
@@ -57,6 +63,27 @@ int cmd_search(int argc, char **argv)
                  o.gpus, m.name, o.training.global_batch, m.heads, o.gpus);
         search_result_free(r);
         return cli_error(msg);
+    }
+    if (o.emit != EMIT_NONE) {
+        /* The config of the recommended plan, alone on stdout so it can go to a file. */
+        if (r->count == 0) {
+            char msg[300];
+            snprintf(msg, sizeof msg,
+                     "no layout of %s fits on %d x %s: nothing to emit; try more GPUs, a "
+                     "shorter --seq, or plan without --emit to see the closest layouts",
+                     m.name, o.gpus, sys.gpu_name);
+            search_result_free(r);
+            cli_error(msg);
+            return 1;
+        }
+        char *text = NULL;
+        emit_context ctx = {.model_ref = o.model};
+        cm_status st = emit_render(o.emit, &r->ranked[0], &m, &sys, &ctx, &text, err, sizeof err);
+        search_result_free(r);
+        if (st != CM_OK) return cli_error(err);
+        fputs(text, stdout);
+        free(text);
+        return 0;
     }
     if (o.format == FORMAT_JSON) {
         json_t *j = output_plan_json(r, o.top, &m, &sys);

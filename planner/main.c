@@ -21,8 +21,11 @@ typedef struct {
 static const command commands[] = {
     {"search", cmd_search, "rank every layout for a model and GPU count (the default)"},
     {"estimate", cmd_estimate, "memory and step time of one given layout"},
+    {"simulate", cmd_simulate, "event-driven simulation of one layout's step; --trace step.json"},
+    {"check", cmd_check, "check a trainer YAML against the framework rules; estimate it"},
     {"bench", cmd_bench, "sweeps that write CSV rows; --compare two result files; --preset guide"},
     {"fit", cmd_fit, "fit a calibration profile (GEMM, collectives) from a plan calibrate CSV"},
+    {"report", cmd_report, "the FSDP2-vs-Megatron decision guide (HTML or Markdown, charts)"},
     {"calibrate", cmd_calibrate, "measure GEMMs and NCCL collectives on the local GPUs (CSV)"},
     {"measure", cmd_measure, "run one layout's training step on the local GPUs vs its estimate"},
 };

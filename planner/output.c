@@ -7,8 +7,34 @@
 #include <string.h>
 
 #include "explain.h"
+#include "sim.h"
 
 #define GIB 1073741824.0
+
+cm_status output_write_trace(const struct sim_workspace *w, const char *path, char *err,
+                             size_t errlen)
+{
+    json_t *trace = sim_trace_json(w);
+    if (!trace)
+        return cm_fail(err, errlen, CM_ENOMEM, "no trace was recorded (out of memory?)");
+    int rc = json_dump_file(trace, path, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    json_decref(trace);
+    if (rc != 0)
+        return cm_fail(err, errlen, CM_EIO, "cannot write the trace to '%s': check the path",
+                       path);
+    return CM_OK;
+}
+
+json_t *output_time_simulated_json(const estimate *e)
+{
+    if (!e->simulated) return json_null();
+    const time_simulated *x = &e->time_sim;
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:f}", "step_s", x->step_s,
+                     "compute_busy_s", x->compute_busy_s, "bubble_s", x->bubble_s,
+                     "grad_sync_s", x->grad_sync_s, "optimizer_s", x->optimizer_s,
+                     "param_gather_s", x->param_gather_s, "critical_stage", x->critical_stage,
+                     "closed_form_step_s", e->time.step_s);
+}
 
 json_t *output_estimate_json(const estimate *e, const model_spec *m, const system_spec *sys)
 {
@@ -54,6 +80,9 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
                   "bubble_s", tm->bubble_s, "optimizer_s", tm->optimizer_s, "tp_s", tm->tp_s,
                   "cp_s", tm->cp_s, "ep_s", tm->ep_s, "pp_s", tm->pp_s, "dp_s", tm->dp_s,
                   "microbatch_s", tm->microbatch_s));
+    /* The step simulator's figures (plan estimate --simulate, plan simulate, and the plans the
+     * search re-ranked); null where it did not run. */
+    json_object_set_new(o, "time_simulated", output_time_simulated_json(e));
     json_object_set_new(o, "model_flops_per_step", json_real(e->model_flops_per_step));
     json_object_set_new(o, "hardware_flops_per_step", json_real(e->hardware_flops_per_step));
     json_object_set_new(o, "tokens_per_s", json_real(e->tokens_per_s));
@@ -88,8 +117,9 @@ json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
                                 : json_null());
     json_object_set_new(o, "closest_by_framework", closest);
     json_object_set_new(o, "search",
-                        json_pack("{s:I, s:I, s:f}", "evaluated", (json_int_t)r->evaluated,
-                                  "feasible", (json_int_t)r->feasible, "seconds", r->seconds));
+                        json_pack("{s:I, s:I, s:f, s:i}", "evaluated", (json_int_t)r->evaluated,
+                                  "feasible", (json_int_t)r->feasible, "seconds", r->seconds,
+                                  "simulated", r->simulated));
     return o;
 }
 
@@ -145,6 +175,16 @@ static void human_numbers(FILE *f, const estimate *e)
         }
     fprintf(f, "%s · bubble %.2f s · optimizer %.3f s\n", any ? ")" : "", tm->bubble_s,
             tm->optimizer_s);
+    if (e->simulated) {
+        const time_simulated *x = &e->time_sim;
+        fprintf(f,
+                "  simulated    %.2f s/step (%+.1f%% vs closed form): busiest stage %d busy "
+                "%.2f s · bubble %.2f s · grad sync %.2f s · optimizer %.3f s · param gather "
+                "%.2f s\n",
+                x->step_s, 100 * (x->step_s / tm->step_s - 1), x->critical_stage,
+                x->compute_busy_s, x->bubble_s, x->grad_sync_s, x->optimizer_s,
+                x->param_gather_s);
+    }
     fprintf(f, "  micro-batches per step %d (gradient accumulation)\n", e->microbatches);
 }
 
@@ -170,10 +210,13 @@ static void table_row(FILE *f, int rank, const estimate *e)
                  l->reshard_after_forward ? "" : "-nr", l->offload ? "+off" : "");
     else
         snprintf(sharding, sizeof sharding, "%s", layout_sharding_name(l->sharding));
-    fprintf(f, "%3d  %-8s %3d %3d %5d %3d %3d %3d %4d  %-3s %-9s %-9s %8.2f %10.0f %5.1f%% %7.1f\n",
+    char sim[24] = "-";
+    if (e->simulated) snprintf(sim, sizeof sim, "%.2f", e->time_sim.step_s);
+    fprintf(f, "%3d  %-8s %3d %3d %5d %3d %3d %3d %4d  %-3s %-9s %-9s %8.2f %8s %10.0f %5.1f%% "
+               "%7.1f\n",
             rank, layout_framework_name(l->framework), l->tp, l->pp, l->dp, l->cp, l->ep,
             l->vpp, l->mbs, l->sp ? "on" : "off", sharding, layout_recompute_name(l->recompute),
-            e->time.step_s, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / GIB);
+            e->time.step_s, sim, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / GIB);
 }
 
 void output_plan_human(FILE *f, const search_result *r, int top, const model_spec *m,
@@ -207,11 +250,15 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
                                                              : FRAMEWORK_MEGATRON;
     fprintf(f, "\nFSDP2 vs Megatron: ");
     if (r->has_best[other]) {
-        output_layout_line(&r->best[other], line, sizeof line);
-        fprintf(f, "best %s plan takes %.2f s/step (%s)\n  -> %s is %.2fx faster here\n",
-                layout_framework_name((layout_framework)other), r->best[other].time.step_s,
-                line, layout_framework_name(best->layout.framework),
-                r->best[other].time.step_s / best->time.step_s);
+        /* Compare like with like: simulated figures when the search re-ranked both. */
+        const estimate *o = &r->best[other];
+        bool sim = o->simulated && best->simulated;
+        double to = sim ? o->time_sim.step_s : o->time.step_s;
+        double tb = sim ? best->time_sim.step_s : best->time.step_s;
+        output_layout_line(o, line, sizeof line);
+        fprintf(f, "best %s plan takes %.2f s/step%s (%s)\n  -> %s is %.2fx faster here\n",
+                layout_framework_name((layout_framework)other), to, sim ? " simulated" : "",
+                line, layout_framework_name(best->layout.framework), to / tb);
     } else if (r->has_closest[other]) {
         fprintf(f, "no %s layout fits (closest: %s)\n",
                 layout_framework_name((layout_framework)other),
@@ -223,14 +270,19 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
 
     fprintf(f, "\nTop %d of %ld feasible layouts:\n", top < r->count ? top : r->count,
             r->feasible);
-    fprintf(f, "  #  framework tp  pp    dp  cp  ep vpp  mbs  sp  sharding  recompute  step_s   "
-               "tokens/s    MFU mem_GiB\n");
+    fprintf(f, "  #  framework tp  pp    dp  cp  ep vpp  mbs  sp  sharding  recompute  step_s    "
+               "sim_s   tokens/s    MFU mem_GiB\n");
     fprintf(f, "     (sharding: hsdp = FSDP within %d-GPU groups, -nr = no reshard after forward, "
                "+off = CPU offload)\n", sys->gpus_per_node);
     for (int i = 0; i < r->count && i < top; i++) table_row(f, i + 1, &r->ranked[i]);
 
     fprintf(f, "\nWhy:\n");
     explain_plan(f, r, m, sys, t);
-    fprintf(f, "\nSearched %ld layouts (%ld feasible) in %.3f s.\n", r->evaluated, r->feasible,
+    fprintf(f, "\nSearched %ld layouts (%ld feasible) in %.3f s", r->evaluated, r->feasible,
             r->seconds);
+    if (r->simulated > 0)
+        fprintf(f, "; the top %d re-ranked by the step simulator (sim_s; --no-simulate: closed "
+                   "form only)",
+                r->simulated);
+    fprintf(f, ".\n");
 }

@@ -11,6 +11,13 @@
 #include "estimate.h"
 #include "search.h"
 
+/* Write the simulator's last run (recorded with trace on) to path as a Chrome/Perfetto trace.
+ * Returns CM_OK or fills err. */
+struct sim_workspace;
+cm_status output_write_trace(const struct sim_workspace *w, const char *path, char *err,
+                             size_t errlen);
+/* The "time_simulated" object of an estimate (null when the simulator did not run). */
+json_t *output_time_simulated_json(const estimate *e);
 /* One estimate as the public JSON object (caller owns the reference). */
 json_t *output_estimate_json(const estimate *e, const model_spec *m, const system_spec *sys);
 /* {"plans": [...], "search": {...}} */

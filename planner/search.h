@@ -13,7 +13,18 @@ typedef struct {
     int gpus;
     int keep;                   /* how many ranked plans to keep (>= the --top asked for) */
     bool frameworks[2];         /* which frameworks to search (index = layout_framework) */
+    /* Optional: called with every layout the cost model evaluated, feasible or not, so a caller
+     * can collect its own statistics from one search instead of running several (plan report:
+     * best plan without expert parallelism, smallest fit per sharding and recompute). */
+    void (*visit)(const estimate *e, void *arg);
+    void *visit_arg;
+    /* Re-rank the best `simulate` plans (0: off) by the step simulator (costmodel/sim.h): they
+     * are simulated, with each framework's best, and reordered by simulated step time. */
+    int simulate;
 } search_options;
+
+/* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */
+#define SEARCH_SIMULATE_DEFAULT 32
 
 typedef struct {
     int gpus;                   /* the GPU count searched */
@@ -21,6 +32,7 @@ typedef struct {
     long feasible;
     double seconds;
     int count;                  /* ranked plans kept, best first */
+    int simulated;              /* how many of them (the first) the simulator re-ranked */
     estimate ranked[SEARCH_KEEP_MAX];
     bool has_best[2];           /* best feasible plan of each framework */
     estimate best[2];
@@ -37,6 +49,9 @@ bool search_better(const estimate *a, const estimate *b);
 cm_status search_run(const model_spec *m, const system_spec *sys, const training_spec *t,
                      const search_options *opt, search_result *result, char *err,
                      size_t errlen);
+/* The re-ranking search_run does with opt->simulate = k, for a result already searched. */
+cm_status search_rerank(const model_spec *m, const system_spec *sys, const training_spec *t,
+                        search_result *r, int k, char *err, size_t errlen);
 search_result *search_result_new(void);
 void search_result_free(search_result *r);
 

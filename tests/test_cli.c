@@ -129,11 +129,15 @@ static void test_search_json(void **state)
                  json_integer_value(json_object_get(l, "cp"));
         assert_int_equal(g, 64);
         assert_true(json_is_true(json_object_get(p, "feasible")));
-        double step = json_number_value(json_object_get(json_object_get(p, "time"), "step_s"));
-        assert_true(step >= prev); /* best first */
+        /* best first: by the simulator's step time where it re-ranked (issue 8) */
+        json_t *sim = json_object_get(p, "time_simulated");
+        assert_true(json_is_object(sim));
+        double step = json_number_value(json_object_get(sim, "step_s"));
+        assert_true(step >= prev);
         prev = step;
     }
     json_t *s = json_object_get(j, "search");
+    assert_true(json_integer_value(json_object_get(s, "simulated")) >= 32);
     has_keys(s, NULL, (const char *const[]){"evaluated", "feasible", "seconds", NULL});
     assert_true(json_integer_value(json_object_get(s, "evaluated")) >=
                 json_integer_value(json_object_get(s, "feasible")));
@@ -274,6 +278,71 @@ static void test_bench_csv(void **state)
     unlink(b);
 }
 
+/* The step simulator (issue 8): plan simulate --trace, estimate --simulate, --no-simulate. */
+static void test_simulate(void **state)
+{
+    (void)state;
+    const char *path = "/tmp/plan_cli_trace.json";
+    unlink(path);
+    run("simulate --model 8b --gpus 16 --tp 2 --pp 4 --trace /tmp/plan_cli_trace.json");
+    if (R.status != 0) fail_msg("plan simulate exited %d: %s", R.status, R.err);
+    assert_non_null(strstr(R.out, "simulated"));
+    assert_non_null(strstr(R.out, "closed form"));
+    json_error_t je;
+    json_t *t = json_load_file(path, 0, &je);
+    if (!t) fail_msg("trace is not JSON: %s", je.text);
+    json_t *events = json_object_get(t, "traceEvents");
+    assert_true(json_is_array(events) && json_array_size(events) > 100);
+    int pids[4] = {0};
+    size_t i;
+    json_t *ev;
+    json_array_foreach(events, i, ev) {
+        if (strcmp(json_string_value(json_object_get(ev, "ph")), "X")) continue;
+        assert_non_null(json_object_get(ev, "ts"));
+        assert_non_null(json_object_get(ev, "dur"));
+        assert_non_null(json_object_get(ev, "tid"));
+        assert_non_null(json_string_value(json_object_get(ev, "name")));
+        int pid = (int)json_integer_value(json_object_get(ev, "pid"));
+        assert_true(pid >= 0 && pid < 4);
+        pids[pid]++;
+    }
+    for (int p = 0; p < 4; p++) assert_true(pids[p] > 0); /* a process per stage */
+    json_decref(t);
+    unlink(path);
+
+    json_t *j = run_json("simulate --model 8b --gpus 16 --tp 2 --pp 4 --vpp 2 --format json");
+    check_estimate_object(j);
+    assert_true(json_array_size(json_object_get(j, "stages")) == 4);
+    json_decref(j);
+
+    /* estimate --simulate: both figures; without it time_simulated is null */
+    j = run_json("estimate --model 8b --gpus 8 --tp 2 --pp 2 --simulate --format json");
+    json_t *sim = json_object_get(j, "time_simulated");
+    assert_true(json_is_object(sim));
+    double closed = json_number_value(json_object_get(json_object_get(j, "time"), "step_s"));
+    double simulated = json_number_value(json_object_get(sim, "step_s"));
+    assert_true(simulated > 0.8 * closed && simulated < 1.2 * closed);
+    json_decref(j);
+    run("estimate --model 8b --gpus 8 --tp 2 --pp 2 --simulate");
+    assert_int_equal(R.status, 0);
+    assert_non_null(strstr(R.out, "simulated"));
+    j = run_json("estimate --model 8b --gpus 8 --tp 2 --pp 2 --format json");
+    assert_true(json_is_null(json_object_get(j, "time_simulated")));
+    json_decref(j);
+
+    /* --no-simulate: closed-form order, nothing simulated */
+    j = run_json("--model 30b --gpus 64 --format json --top 5 --no-simulate");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "search"), "simulated")),
+                     0);
+    assert_true(json_is_null(json_object_get(json_array_get(json_object_get(j, "plans"), 0),
+                                             "time_simulated")));
+    json_decref(j);
+
+    bad("simulate --model 8b --gpus 6 --tp 3", "must divide the attention heads");
+    bad("simulate --model 8b --gpus 8 --pp 2 --trace /nonexistent/dir/t.json",
+        "cannot write the trace");
+}
+
 int main(void)
 {
     if (!getenv("PLAN_EXE")) return 77;
@@ -281,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_estimate_json),     cmocka_unit_test(test_search_json),
         cmocka_unit_test(test_search_human),      cmocka_unit_test(test_infeasible_estimate),
         cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_bench_csv),
+        cmocka_unit_test(test_simulate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

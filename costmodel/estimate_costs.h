@@ -1,0 +1,75 @@
+/*
+ * estimate_costs.h — the pieces estimate_layout() composes, for callers that compose them
+ * differently: the step simulator (sim.c) lays them on per-stage timelines instead of adding
+ * them up in closed form.
+ *
+ * Every figure comes from the same functions the closed form uses (layer_cost, stage_cost and
+ * the data-parallel and optimizer terms of estimate.c), so the two never disagree about what a
+ * layer, a send or a collective costs, only about how the pieces overlap. estimate_layout()'s
+ * results do not depend on anything here.
+ */
+#ifndef PLAN_ESTIMATE_COSTS_H
+#define PLAN_ESTIMATE_COSTS_H
+
+#include "estimate.h"
+
+/* One transformer layer, one micro-batch, one GPU. */
+typedef struct {
+    double fwd_s;         /* forward compute: GEMMs, attention core, elementwise */
+    double bwd_s;         /* backward compute */
+    double recompute_s;   /* forward work recomputed in the backward (selective or full) */
+    double fwd_comm_s;    /* exposed TP/SP, CP and EP communication of the forward */
+    double bwd_comm_s;    /* the same in the backward (with the recomputed forward's) */
+    double tp_s, cp_s, ep_s; /* the exposed communication by dimension, forward + backward */
+    double gather_s;      /* FSDP all-gather of the layer's parameters (0 without FSDP) */
+    double reduce_s;      /* FSDP reduce-scatter of its gradients (0 without FSDP) */
+    double dense_params;  /* its parameters on this GPU reduced over the dp*cp group */
+    double expert_params; /* those reduced over the expert data-parallel group */
+} estimate_layer_costs;
+
+/* One pipeline stage (all of its virtual chunks), per micro-batch unless said otherwise. */
+typedef struct {
+    int layers;           /* transformer layers on the stage */
+    int first_layer;      /* global index of its first layer (vpp 1; see estimate_costs) */
+    int moe_layers;       /* layers among them with an MoE MLP */
+    double fwd_s, bwd_s;  /* compute; bwd_s includes recompute; the last stage has the head */
+    double tp_s, cp_s, ep_s; /* exposed communication */
+    double fsdp_s;        /* exposed FSDP traffic under the closed form's one-unit prefetch */
+    double pp_s;          /* p2p the closed form charges: 2 * vpp sends */
+    double total_s;       /* the closed form's per-micro-batch time of this stage */
+    double dense_params, expert_params; /* parameters on one GPU (memory_stage_params) */
+    double grad_sync_s;   /* DP gradient reduction of all of them, one collective per group */
+    double param_sync_s;  /* distributed optimizer: all-gather of the updated parameters */
+    double optimizer_s;   /* optimizer step on this stage */
+} estimate_stage;
+
+typedef struct {
+    int pp, vpp, microbatches;
+    int layers;               /* transformer layers in the model */
+    estimate_layer_costs dense; /* a layer with a dense MLP */
+    estimate_layer_costs moe;   /* a layer with an MoE MLP (== dense for dense models) */
+    int first_moe_layer;      /* layers at or after this index are MoE (== layers if none) */
+    double head_fwd_s, head_bwd_s; /* output layer and loss, on the last stage */
+    double p2p_s;             /* one send of a micro-batch's activations or gradients */
+    int worst_stage;          /* the stage the closed form times every stage as */
+} estimate_costs;
+
+/*
+ * Fill costs, and stages[0 .. l->pp-1] when stages is non-NULL (the caller owns it). Checks
+ * the layout like estimate_layout(); err names the broken rule.
+ */
+cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
+                               const training_spec *t, const layout *l, estimate_costs *costs,
+                               estimate_stage *stages, char *err, size_t errlen);
+
+/* DP gradient reduction of dense_params + expert_params parameters' gradients (DDP all-reduce,
+ * distributed-optimizer reduce-scatter) and, in *gather_s, the distributed optimizer's all-gather
+ * of the updated parameters. 0 under FSDP, whose traffic is per layer. */
+double estimate_dp_sync_s(const system_spec *sys, const training_spec *t, const layout *l,
+                          double dense_params, double expert_params, double *gather_s);
+
+/* Optimizer step of pipeline stage `stage`. */
+double estimate_optimizer_s(const model_spec *m, const system_spec *sys, const layout *l,
+                            int stage);
+
+#endif

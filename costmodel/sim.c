@@ -1,0 +1,773 @@
+/*
+ * sim.c — the event-driven step simulator (see sim.h).
+ *
+ * Model. A pipeline stage is one GPU of the pipeline (all GPUs of a stage run the same
+ * timeline). It owns four FIFO resources ("streams"): compute, the send of activations to the
+ * next stage, the send of gradients to the previous stage, and the stream that carries
+ * data-parallel and FSDP collectives. Each stage runs a fixed list of forward/backward chunks in
+ * the order its schedule gives (schedule()); a chunk starts when the compute stream is free and
+ * its input has arrived. An event is "stage s can run its next chunk" (its input arrived); a
+ * chunk's completion raises the event for the neighbouring stage that waits on its output, and
+ * for its own next chunk. Inside a chunk the layers are walked one by one only where something
+ * happens between them (FSDP gathers and reduce-scatters, gradient buckets becoming ready,
+ * parameter gathers awaited); elsewhere the chunk's summed duration is used, which keeps a
+ * 16-stage, 128-micro-batch step well under a millisecond (bench/sim_speed.c).
+ *
+ * Durations are the closed form's (estimate_costs.h): a layer's forward and backward already
+ * include its exposed TP/SP, CP and EP communication, which Megatron runs on the compute stream
+ * (no TP-comm overlap is assumed, as in estimate.c).
+ */
+#include "sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimate_costs.h"
+
+/* Streams of a stage: the trace's thread ids. */
+enum { TID_COMPUTE = 0, TID_SEND_FWD = 1, TID_SEND_BWD = 2, TID_COLL = 3, TID_COUNT = 4 };
+
+/* What a trace event was; its name is made when the trace is written. */
+enum {
+    EV_FWD, EV_BWD, EV_SEND_FWD, EV_SEND_BWD, EV_AG_LAYER, EV_RS_LAYER, EV_RS_BUCKET,
+    EV_AR_BUCKET, EV_AG_BUCKET, EV_RS_GRADS, EV_AR_GRADS, EV_AG_PARAMS, EV_OPTIMIZER,
+};
+
+typedef struct {
+    double start_s, end_s;
+    int stage, index, microbatch, chunk;
+    unsigned char tid, kind;
+} trace_event;
+
+typedef struct {
+    int microbatch;
+    short chunk;
+    short pass;
+} sched_op;
+
+typedef struct {
+    double compute_free, send_free[2], coll_free;
+    double busy;
+    int next, nops;
+    bool queued;
+    unsigned tids_used;
+} stage_state;
+
+struct sim_workspace {
+    /* the input sim_build makes */
+    sim_input in;
+    sim_layer *layer;
+    int *vstage_layers;
+    sim_bucket *bucket;
+    double *grad_sync, *param_sync, *optimizer;
+    estimate_stage *stage_costs;
+    int layer_cap, vs_cap, bucket_cap, grad_cap, param_cap, opt_cap, costs_cap;
+    /* run state */
+    const sim_input *run_in;
+    sched_op *sched;
+    sim_op *ops;
+    double *arr_f, *arr_b;       /* [vstage * m + mb]: input there; < 0 not yet */
+    int *vfirst;                 /* first layer of each virtual stage */
+    double *vfwd, *vbwd;         /* summed chunk durations (with the head on the last) */
+    double *param_ready;         /* [layer]: its parameters are gathered (first forward) */
+    int *bucket_at;              /* [layer]: the bucket made ready by this layer's backward */
+    int *bucket_num;             /* [bucket]: its number within its stage (trace names) */
+    int *stage_count;            /* [pp] scratch */
+    stage_state *st;
+    sim_stage_stats *stats;
+    int *queue;                  /* [pp] ring of stages whose next chunk can run */
+    int sched_cap, ops_cap, arrf_cap, arrb_cap, vfirst_cap, vfwd_cap, vbwd_cap, pr_cap, ba_cap,
+        bn_cap, sc_cap, st_cap, stats_cap, queue_cap;
+    int per_stage, nops, pp;
+    /* trace */
+    bool tracing, traced;
+    trace_event *ev;
+    int nev, ev_cap;
+    bool ev_failed;
+};
+
+/* Grow *p to hold n elements of size sz; false when out of memory. */
+static bool reserve(void *pp, int *cap, int n, size_t sz)
+{
+    void **p = (void **)pp;
+    if (n <= *cap && *p) return true;
+    int c = *cap > 0 ? *cap : 16;
+    while (c < n) c *= 2;
+    void *q = realloc(*p, (size_t)c * sz);
+    if (!q) return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+sim_workspace *sim_alloc(void) { return calloc(1, sizeof(sim_workspace)); }
+
+void sim_free(sim_workspace *w)
+{
+    if (!w) return;
+    free(w->layer);
+    free(w->vstage_layers);
+    free(w->bucket);
+    free(w->grad_sync);
+    free(w->param_sync);
+    free(w->optimizer);
+    free(w->stage_costs);
+    free(w->sched);
+    free(w->ops);
+    free(w->arr_f);
+    free(w->arr_b);
+    free(w->vfirst);
+    free(w->vfwd);
+    free(w->vbwd);
+    free(w->param_ready);
+    free(w->bucket_at);
+    free(w->bucket_num);
+    free(w->stage_count);
+    free(w->st);
+    free(w->stats);
+    free(w->queue);
+    free(w->ev);
+    free(w);
+}
+
+const sim_input *sim_input_of(const sim_workspace *w) { return &w->in; }
+int sim_op_count(const sim_workspace *w) { return w->nops; }
+const sim_op *sim_ops(const sim_workspace *w) { return w->ops; }
+const sim_stage_stats *sim_stages(const sim_workspace *w) { return w->stats; }
+int sim_trace_events(const sim_workspace *w) { return w->traced ? w->nev : 0; }
+
+/* ---- building the input from the cost model ---- */
+
+cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sys,
+                    const training_spec *t, const layout *l, char *err, size_t errlen)
+{
+    /* estimate_stage_costs checks the layout before it touches stages[], so grow the per-stage
+     * arrays only for a sane pp and let it report a bad one. */
+    int pp_need = l->pp >= 1 && l->pp <= (1 << 20) ? l->pp : 1;
+    if (!reserve(&w->stage_costs, &w->costs_cap, pp_need, sizeof *w->stage_costs) ||
+        !reserve(&w->grad_sync, &w->grad_cap, pp_need, sizeof *w->grad_sync) ||
+        !reserve(&w->param_sync, &w->param_cap, pp_need, sizeof *w->param_sync) ||
+        !reserve(&w->optimizer, &w->opt_cap, pp_need, sizeof *w->optimizer))
+        return cm_fail(err, errlen, CM_ENOMEM, "out of memory building the simulation");
+    estimate_costs c;
+    cm_status st = estimate_stage_costs(m, sys, t, l, &c, w->stage_costs, err, errlen);
+    if (st != CM_OK) return st;
+
+    int pp = l->pp, v = l->vpp, nv = pp * v, L = m->layers;
+    if (!reserve(&w->layer, &w->layer_cap, L, sizeof *w->layer) ||
+        !reserve(&w->vstage_layers, &w->vs_cap, nv, sizeof *w->vstage_layers))
+        return cm_fail(err, errlen, CM_ENOMEM, "out of memory building the simulation");
+    bool fsdp = l->sharding == SHARDING_FSDP;
+    for (int i = 0; i < L; i++) {
+        const estimate_layer_costs *x = i >= c.first_moe_layer ? &c.moe : &c.dense;
+        sim_layer *y = &w->layer[i];
+        y->fwd_s = x->fwd_s + x->fwd_comm_s;
+        y->bwd_s = x->bwd_s + x->recompute_s + x->bwd_comm_s;
+        y->gather_s = fsdp ? x->gather_s : 0;
+        y->reduce_s = fsdp ? x->reduce_s : 0;
+    }
+    /* Virtual stage k = chunk * pp + stage holds the k-th slice of the layers (Megatron's
+     * interleaved assignment, megatron/core/transformer/transformer_block.py); layout_check
+     * makes the slices equal when vpp > 1. */
+    for (int k = 0; k < nv; k++)
+        w->vstage_layers[k] = v == 1 ? w->stage_costs[k].layers : L / nv;
+    for (int s = 0; s < pp; s++) {
+        w->grad_sync[s] = w->stage_costs[s].grad_sync_s;
+        w->param_sync[s] = w->stage_costs[s].param_sync_s;
+        w->optimizer[s] = w->stage_costs[s].optimizer_s;
+    }
+
+    /*
+     * Gradient buckets (Megatron DistributedDataParallel): parameters are packed in reverse
+     * order, the order backward produces their gradients, into buckets of at least
+     * max(40M, 1M x dp) parameters (megatron/training/training.py, ddp bucket_size default:
+     * "larger DP sizes need larger buckets" to stay bandwidth-bound); a bucket is reduced as
+     * soon as every gradient in it is ready in the last micro-batch. We close buckets at layer
+     * boundaries. The embedding (first stage) joins the bucket of its lowest layers, the output
+     * layer (last stage) the bucket of its highest. Without overlap Megatron uses one bucket
+     * (bucket_size = None); sim_run then uses the stage's grad_sync_s instead.
+     */
+    int nb = 0;
+    bool dp_buckets = !fsdp && (t->overlap_grad_reduce ||
+                                (t->overlap_param_gather && l->sharding == SHARDING_DISTOPT));
+    if (dp_buckets) {
+        if (!reserve(&w->bucket, &w->bucket_cap, L + nv, sizeof *w->bucket))
+            return cm_fail(err, errlen, CM_ENOMEM, "out of memory building the simulation");
+        double bucket_params = fmax(40e6, 1e6 * l->dp * l->cp);
+        for (int s = 0; s < pp; s++) {
+            const estimate_stage *es = &w->stage_costs[s];
+            /* Stage extras: embedding and/or output layer (what the layers do not account). */
+            double xd = es->dense_params, xe = es->expert_params;
+            for (int ch = 0; ch < v; ch++) {
+                int k = ch * pp + s, lo = 0;
+                for (int j = 0; j < k; j++) lo += w->vstage_layers[j];
+                for (int i = lo; i < lo + w->vstage_layers[k]; i++) {
+                    const estimate_layer_costs *x =
+                        i >= c.first_moe_layer ? &c.moe : &c.dense;
+                    xd -= x->dense_params;
+                    xe -= x->expert_params;
+                }
+            }
+            xd = fmax(0, xd);
+            xe = fmax(0, xe);
+            int stage_first_bucket = nb, lowest = -1, highest = -1;
+            for (int ch = v - 1; ch >= 0; ch--) {
+                int k = ch * pp + s, lo = 0;
+                for (int j = 0; j < k; j++) lo += w->vstage_layers[j];
+                int hi = lo + w->vstage_layers[k] - 1;
+                double pd = 0, pe = 0;
+                int top = hi;
+                for (int i = hi; i >= lo; i--) {
+                    const estimate_layer_costs *x =
+                        i >= c.first_moe_layer ? &c.moe : &c.dense;
+                    pd += x->dense_params;
+                    pe += x->expert_params;
+                    if (pd + pe >= bucket_params || i == lo) {
+                        sim_bucket *b = &w->bucket[nb];
+                        b->vstage = k;
+                        b->first_layer = i;
+                        b->last_layer = top;
+                        b->reduce_s = pd; /* parameter counts for now; times below */
+                        b->gather_s = pe;
+                        if (ch == v - 1 && top == hi) highest = nb;
+                        if (ch == 0 && i == lo) lowest = nb;
+                        nb++;
+                        pd = pe = 0;
+                        top = i - 1;
+                    }
+                }
+            }
+            int home = (s == pp - 1 && pp > 1) ? highest : lowest;
+            if (home >= 0) {
+                w->bucket[home].reduce_s += xd;
+                w->bucket[home].gather_s += xe;
+            }
+            for (int b = stage_first_bucket; b < nb; b++) {
+                double pd = w->bucket[b].reduce_s, pe = w->bucket[b].gather_s;
+                w->bucket[b].reduce_s = estimate_dp_sync_s(sys, t, l, pd, pe,
+                                                           &w->bucket[b].gather_s);
+            }
+        }
+    }
+
+    sim_input *in = &w->in;
+    memset(in, 0, sizeof *in);
+    in->pp = pp;
+    in->vpp = v;
+    in->microbatches = c.microbatches;
+    in->layers = L;
+    in->layer = w->layer;
+    in->vstage_layers = w->vstage_layers;
+    in->head_fwd_s = c.head_fwd_s;
+    in->head_bwd_s = c.head_bwd_s;
+    in->p2p_s = c.p2p_s;
+    /* Megatron-LM overlaps p2p with compute only in the interleaved schedule: overlap_p2p_comm
+     * defaults on (arguments.py --no-overlap-p2p-communication) and is turned off for the
+     * non-interleaved one, whose send_forward_recv_backward waits for its transfers. */
+    in->p2p_overlap = v > 1;
+    in->fsdp = fsdp;
+    in->fsdp_reshard = l->reshard_after_forward;
+    in->grad_overlap = !fsdp && t->overlap_grad_reduce;
+    in->param_gather_overlap = l->sharding == SHARDING_DISTOPT && t->overlap_param_gather;
+    in->buckets = nb;
+    in->bucket = w->bucket;
+    in->grad_sync_s = w->grad_sync;
+    in->param_sync_s = w->param_sync;
+    in->optimizer_s = w->optimizer;
+    return CM_OK;
+}
+
+/* ---- schedules ---- */
+
+/*
+ * The order stage s runs its chunks in. Non-interleaved 1F1B (Narayanan et al. 2021, Sec.
+ * 2.2.1, PipeDream-Flush; Megatron-LM schedules.py forward_backward_pipelining_without_
+ * interleaving): p - s - 1 warm-up forwards, then one forward and one backward alternately,
+ * then the remaining backwards (cool-down). Interleaved 1F1B (Narayanan et al. 2021, Sec.
+ * 2.2.2; schedules.py forward_backward_pipelining_with_interleaving): v chunks per stage;
+ * forwards go through groups of p micro-batches chunk by chunk, backwards the same with the
+ * chunks reversed (get_model_chunk_id); warm-up (p - s - 1) * 2 + (v - 1) * p forwards, or all
+ * of them when m == p. Returns the number of chunks.
+ */
+static int schedule(int p, int v, int m, int s, sched_op *out)
+{
+    int n = 0;
+    if (v == 1) {
+        int warm = p - s - 1 < m ? p - s - 1 : m;
+        for (int i = 0; i < warm; i++) out[n++] = (sched_op){i, 0, SIM_FORWARD};
+        for (int i = 0; i < m - warm; i++) {
+            out[n++] = (sched_op){warm + i, 0, SIM_FORWARD};
+            out[n++] = (sched_op){i, 0, SIM_BACKWARD};
+        }
+        for (int i = m - warm; i < m; i++) out[n++] = (sched_op){i, 0, SIM_BACKWARD};
+        return n;
+    }
+    int total = m * v, group = p * v;
+    int warm = (p - s - 1) * 2 + (v - 1) * p;
+    if (m == p || warm > total) warm = total;
+    int rest = total - warm;
+#define MB(k) (((k) / group) * p + (k) % p)
+#define CHUNK(k) (((k) % group) / p)
+    for (int k = 0; k < warm; k++) out[n++] = (sched_op){MB(k), (short)CHUNK(k), SIM_FORWARD};
+    for (int k = 0; k < rest; k++) {
+        int f = warm + k;
+        out[n++] = (sched_op){MB(f), (short)CHUNK(f), SIM_FORWARD};
+        out[n++] = (sched_op){MB(k), (short)(v - 1 - CHUNK(k)), SIM_BACKWARD};
+    }
+    for (int k = rest; k < total; k++)
+        out[n++] = (sched_op){MB(k), (short)(v - 1 - CHUNK(k)), SIM_BACKWARD};
+#undef MB
+#undef CHUNK
+    return n;
+}
+
+/* ---- running ---- */
+
+static void record(sim_workspace *w, int stage, int tid, int kind, double a, double b,
+                   int index, int mb, int chunk)
+{
+    if (!w->tracing || w->ev_failed) return;
+    if (!reserve(&w->ev, &w->ev_cap, w->nev + 1, sizeof *w->ev)) {
+        w->ev_failed = true;
+        return;
+    }
+    w->ev[w->nev++] = (trace_event){a, b, stage, index, mb, chunk, (unsigned char)tid,
+                                    (unsigned char)kind};
+    w->st[stage].tids_used |= 1u << tid;
+}
+
+/* Enqueue a collective on stage s's collective stream: FIFO, starts at issue or when the
+ * previous one ends. Returns its end. */
+static double collective(sim_workspace *w, int s, double issue, double dur, int kind,
+                         int index, int mb)
+{
+    stage_state *st = &w->st[s];
+    double start = fmax(st->coll_free, issue), end = start + dur;
+    st->coll_free = end;
+    if (dur > 0) record(w, s, TID_COLL, kind, start, end, index, mb, -1);
+    return end;
+}
+
+/* When stage s's next chunk's input is there (< 0: not yet). */
+static double input_ready(const sim_workspace *w, int s)
+{
+    const stage_state *st = &w->st[s];
+    const sched_op *op = &w->sched[(size_t)s * w->per_stage + st->next];
+    const sim_input *in = w->run_in;
+    int k = op->chunk * in->pp + s, m = in->microbatches;
+    if (op->pass == SIM_FORWARD) return k == 0 ? 0.0 : w->arr_f[(size_t)k * m + op->microbatch];
+    return w->arr_b[(size_t)k * m + op->microbatch];
+}
+
+/* Queue stage s if its next chunk can run (its input has arrived). */
+static void try_queue(sim_workspace *w, int *tail, int s)
+{
+    stage_state *st = &w->st[s];
+    if (st->queued || st->next >= st->nops) return;
+    if (input_ready(w, s) < 0) return;
+    st->queued = true;
+    w->queue[*tail % w->pp] = s;
+    (*tail)++;
+}
+
+/* Run stage s's next chunk, whose input arrived at `ready`. */
+static void run_chunk(sim_workspace *w, const sim_options *o, int s, double ready)
+{
+    const sim_input *in = w->run_in;
+    stage_state *st = &w->st[s];
+    const sched_op *op = &w->sched[(size_t)s * w->per_stage + st->next];
+    int p = in->pp, m = in->microbatches, nv = p * in->vpp;
+    int k = op->chunk * p + s, mb = op->microbatch;
+    int lo = w->vfirst[k], hi = lo + in->vstage_layers[k] - 1;
+    bool last_vs = k == nv - 1;
+    bool fwd = op->pass == SIM_FORWARD;
+    bool ser = o->serialize;
+    double t0 = fmax(st->compute_free, ready), t = t0;
+
+    bool buckets = !ser && in->grad_overlap && in->buckets > 0 && !fwd && mb == m - 1;
+    bool params = !ser && in->param_gather_overlap && in->buckets > 0 && fwd && mb == 0;
+    const sim_layer *L = in->layer;
+    if (!in->fsdp && !buckets && !params) {
+        t = t0 + (fwd ? w->vfwd[k] : w->vbwd[k]);
+    } else if (fwd) {
+        /* FSDP forward: the first layer's gather is issued when the chunk starts; each next
+         * layer's is issued as the current layer starts computing (FSDP2's one-unit forward
+         * prefetch, torch.distributed.fsdp fully_shard docs; Megatron-FSDP likewise), so it
+         * hides behind that layer. Without overlap each gather waits for the compute before
+         * it. */
+        double ag_end = in->fsdp && hi >= lo
+                            ? collective(w, s, t0, L[lo].gather_s, EV_AG_LAYER, lo, mb)
+                            : 0;
+        for (int j = lo; j <= hi; j++) {
+            double start = fmax(t, ag_end);
+            if (params) start = fmax(start, w->param_ready[j]);
+            double end = start + L[j].fwd_s;
+            if (in->fsdp && j < hi)
+                ag_end = collective(w, s, ser ? end : start, L[j + 1].gather_s, EV_AG_LAYER,
+                                    j + 1, mb);
+            t = end;
+        }
+        if (last_vs) t += in->head_fwd_s;
+    } else {
+        /* Backward: the head's first, then the layers from the top down. Resharded FSDP
+         * parameters are gathered again, one layer ahead; each layer's gradients are
+         * reduce-scattered when its backward ends (FSDP2 post-backward hook), overlapping the
+         * next layer's backward. In the last micro-batch a data-parallel bucket is reduced as
+         * soon as its lowest layer's backward ends (Megatron overlap_grad_reduce,
+         * megatron/core/distributed/param_and_grad_buffer.py register_grad_ready). */
+        if (last_vs) t += in->head_bwd_s;
+        bool ag = in->fsdp && in->fsdp_reshard;
+        double ag_end = ag && hi >= lo
+                            ? collective(w, s, ser ? t : t0, L[hi].gather_s, EV_AG_LAYER, hi, mb)
+                            : 0;
+        for (int j = hi; j >= lo; j--) {
+            double start = fmax(t, ag_end);
+            if (ag && j > lo && !ser)
+                ag_end = collective(w, s, start, L[j - 1].gather_s, EV_AG_LAYER, j - 1, mb);
+            double end = start + L[j].bwd_s;
+            t = end;
+            if (in->fsdp) {
+                double rs = collective(w, s, end, L[j].reduce_s, EV_RS_LAYER, j, mb);
+                if (ser) t = rs;
+            }
+            if (ag && j > lo && ser)
+                ag_end = collective(w, s, t, L[j - 1].gather_s, EV_AG_LAYER, j - 1, mb);
+            if (buckets && w->bucket_at[j] >= 0) {
+                const sim_bucket *b = &in->bucket[w->bucket_at[j]];
+                collective(w, s, end, b->reduce_s, b->gather_s > 0 ? EV_RS_BUCKET : EV_AR_BUCKET,
+                           w->bucket_num[w->bucket_at[j]], -1);
+            }
+        }
+    }
+
+    size_t idx = (size_t)s * w->per_stage + st->next;
+    w->ops[idx] = (sim_op){s, op->chunk, k, mb, (sim_pass)op->pass, ready, t0, t};
+    record(w, s, TID_COMPUTE, fwd ? EV_FWD : EV_BWD, t0, t, -1, mb, in->vpp > 1 ? op->chunk : -1);
+    st->busy += t - t0;
+
+    /* Send the output on: activations to virtual stage k + 1, gradients to k - 1. The last
+     * virtual stage's backward needs only its own forward (the loss is computed there). */
+    int dest = fwd ? k + 1 : k - 1;
+    if (fwd && last_vs) {
+        w->arr_b[(size_t)k * m + mb] = t;
+    } else if (dest >= 0 && dest < nv) {
+        int dir = fwd ? 0 : 1;
+        double start = fmax(st->send_free[dir], t), end = start + in->p2p_s;
+        st->send_free[dir] = end;
+        (fwd ? w->arr_f : w->arr_b)[(size_t)dest * m + mb] = end;
+        record(w, s, fwd ? TID_SEND_FWD : TID_SEND_BWD, fwd ? EV_SEND_FWD : EV_SEND_BWD, start,
+               end, -1, mb, in->vpp > 1 ? op->chunk : -1);
+        if (ser || !in->p2p_overlap) {
+            st->busy += end - t;
+            t = end;
+        }
+    }
+    st->compute_free = t;
+    st->next++;
+}
+
+static cm_status check_input(const sim_input *in, char *err, size_t errlen)
+{
+    if (in->pp < 1 || in->vpp < 1 || in->microbatches < 1 || in->layers < 0)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "simulation needs pp, vpp and micro-batches >= 1 (got %d, %d, %d)",
+                       in->pp, in->vpp, in->microbatches);
+    if ((long)in->pp * in->vpp * in->microbatches > 50000000L)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "simulation of %d stages x %d chunks x %d micro-batches is too large",
+                       in->pp, in->vpp, in->microbatches);
+    if (in->vpp > 1 && (in->pp < 2 || in->microbatches % in->pp))
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "the interleaved schedule needs pp >= 2 and micro-batches (%d) divisible "
+                       "by pp (%d)",
+                       in->microbatches, in->pp);
+    if (!in->vstage_layers || !in->optimizer_s || !in->grad_sync_s || !in->param_sync_s ||
+        (in->layers > 0 && !in->layer) || (in->buckets > 0 && !in->bucket))
+        return cm_fail(err, errlen, CM_EINVAL, "simulation input lacks an array");
+    long sum = 0;
+    for (int k = 0; k < in->pp * in->vpp; k++) {
+        if (in->vstage_layers[k] < 0)
+            return cm_fail(err, errlen, CM_EINVAL, "virtual stage %d has %d layers", k,
+                           in->vstage_layers[k]);
+        sum += in->vstage_layers[k];
+    }
+    if (sum != in->layers)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "virtual stages hold %ld layers but the input has %d", sum, in->layers);
+    return CM_OK;
+}
+
+cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
+                  time_simulated *out, char *err, size_t errlen)
+{
+    static const sim_options defaults = {false, false};
+    if (!o) o = &defaults;
+    cm_status status = check_input(in, err, errlen);
+    if (status != CM_OK) return status;
+    int p = in->pp, v = in->vpp, m = in->microbatches, nv = p * v;
+    int per_stage = 2 * v * m;
+    size_t nops = (size_t)p * per_stage;
+    if (!reserve(&w->sched, &w->sched_cap, (int)nops, sizeof *w->sched) ||
+        !reserve(&w->ops, &w->ops_cap, (int)nops, sizeof *w->ops) ||
+        !reserve(&w->arr_f, &w->arrf_cap, nv * m, sizeof *w->arr_f) ||
+        !reserve(&w->arr_b, &w->arrb_cap, nv * m, sizeof *w->arr_b) ||
+        !reserve(&w->vfirst, &w->vfirst_cap, nv, sizeof *w->vfirst) ||
+        !reserve(&w->vfwd, &w->vfwd_cap, nv, sizeof *w->vfwd) ||
+        !reserve(&w->vbwd, &w->vbwd_cap, nv, sizeof *w->vbwd) ||
+        !reserve(&w->param_ready, &w->pr_cap, in->layers + 1, sizeof *w->param_ready) ||
+        !reserve(&w->bucket_at, &w->ba_cap, in->layers + 1, sizeof *w->bucket_at) ||
+        !reserve(&w->bucket_num, &w->bn_cap, in->buckets + 1, sizeof *w->bucket_num) ||
+        !reserve(&w->stage_count, &w->sc_cap, p, sizeof *w->stage_count) ||
+        !reserve(&w->st, &w->st_cap, p, sizeof *w->st) ||
+        !reserve(&w->stats, &w->stats_cap, p, sizeof *w->stats) ||
+        !reserve(&w->queue, &w->queue_cap, p, sizeof *w->queue))
+        return cm_fail(err, errlen, CM_ENOMEM, "out of memory in the simulation");
+
+    w->run_in = in;
+    w->pp = p;
+    w->per_stage = per_stage;
+    w->nops = (int)nops;
+    w->tracing = o->trace;
+    w->traced = o->trace;
+    w->nev = 0;
+    w->ev_failed = false;
+    memset(w->st, 0, (size_t)p * sizeof *w->st);
+    for (int i = 0; i < nv * m; i++) w->arr_f[i] = w->arr_b[i] = -1;
+
+    /* Chunk sums, first layers, bucket triggers. */
+    int first = 0;
+    for (int k = 0; k < nv; k++) {
+        w->vfirst[k] = first;
+        double f = 0, b = 0;
+        for (int j = first; j < first + in->vstage_layers[k]; j++) {
+            f += in->layer[j].fwd_s;
+            b += in->layer[j].bwd_s;
+        }
+        if (k == nv - 1) {
+            f += in->head_fwd_s;
+            b += in->head_bwd_s;
+        }
+        w->vfwd[k] = f;
+        w->vbwd[k] = b;
+        first += in->vstage_layers[k];
+    }
+    for (int j = 0; j < in->layers; j++) {
+        w->bucket_at[j] = -1;
+        w->param_ready[j] = 0;
+    }
+    for (int b = 0; b < in->buckets; b++) {
+        const sim_bucket *x = &in->bucket[b];
+        if (x->vstage < 0 || x->vstage >= nv || x->first_layer < w->vfirst[x->vstage] ||
+            x->last_layer < x->first_layer ||
+            x->last_layer >= w->vfirst[x->vstage] + in->vstage_layers[x->vstage])
+            return cm_fail(err, errlen, CM_EINVAL,
+                           "bucket %d (layers %d..%d) is not inside virtual stage %d", b,
+                           x->first_layer, x->last_layer, x->vstage);
+        w->bucket_at[x->first_layer] = b;
+    }
+    for (int s = 0; s < p; s++) w->stage_count[s] = 0;
+    for (int b = 0; b < in->buckets; b++) w->bucket_num[b] = w->stage_count[in->bucket[b].vstage % p]++;
+
+    for (int s = 0; s < p; s++) {
+        w->st[s].nops = schedule(p, v, m, s, &w->sched[(size_t)s * per_stage]);
+        /* Megatron overlap_param_gather: the updated parameters are all-gathered bucket by
+         * bucket in forward order, and the first forward of each bucket's layers waits for
+         * its gather (param_and_grad_buffer.py, forward pre-hook). The one step simulated
+         * starts with them. */
+        if (!o->serialize && in->param_gather_overlap && in->buckets > 0) {
+            for (int ch = 0; ch < v; ch++) {
+                int k = ch * p + s;
+                for (int j = w->vfirst[k]; j < w->vfirst[k] + in->vstage_layers[k]; j++) {
+                    int b = w->bucket_at[j];
+                    if (b < 0) continue;
+                    const sim_bucket *x = &in->bucket[b];
+                    double end =
+                        collective(w, s, 0, x->gather_s, EV_AG_BUCKET, w->bucket_num[b], -1);
+                    for (int i = x->first_layer; i <= x->last_layer; i++) w->param_ready[i] = end;
+                }
+            }
+        }
+    }
+
+    /* The event loop. An event is "stage s can run its next chunk": its input arrived. Each
+     * stage's streams are FIFO and used by that stage alone, so a chunk's times depend only on
+     * its own stage's earlier chunks and on its input's arrival; events are therefore handled
+     * in the order they arise (a FIFO of stages, at most one entry each) rather than sorted by
+     * time, with the same result and no priority queue: a 64-stage, 256-micro-batch step takes
+     * about a millisecond. */
+    int head = 0, tail = 0;
+    for (int s = 0; s < p; s++) try_queue(w, &tail, s);
+    while (head < tail) {
+        int s = w->queue[head % p];
+        head++;
+        stage_state *st = &w->st[s];
+        st->queued = false;
+        const sched_op *op = &w->sched[(size_t)s * per_stage + st->next];
+        int k = op->chunk * p + s;
+        bool fwd = op->pass == SIM_FORWARD;
+        run_chunk(w, o, s, input_ready(w, s));
+        try_queue(w, &tail, s);
+        /* the stage whose input this chunk produced */
+        int dest = fwd ? k + 1 : k - 1;
+        if (dest >= 0 && dest < nv) try_queue(w, &tail, dest % p);
+    }
+    for (int s = 0; s < p; s++)
+        if (w->st[s].next < w->st[s].nops)
+            return cm_fail(err, errlen, CM_EINVAL,
+                           "the schedule deadlocked on stage %d at chunk %d of %d (a bug in "
+                           "the simulator's schedule)",
+                           s, w->st[s].next, w->st[s].nops);
+
+    /* Gradients, then the optimizer. Every stage starts its optimizer step together: Megatron
+     * clips by the global gradient norm, all-reduced over the model-parallel group including
+     * the pipeline (megatron/core/optimizer/clip_grads.py get_grad_norm_fp32), so no stage
+     * steps before all have reduced their gradients. */
+    double t_opt = 0;
+    for (int s = 0; s < p; s++) {
+        stage_state *st = &w->st[s];
+        sim_stage_stats *x = &w->stats[s];
+        x->busy_s = st->busy;
+        x->compute_end_s = st->compute_free;
+        bool bucketed = !o->serialize && in->grad_overlap && in->buckets > 0;
+        double g = fmax(st->compute_free, st->coll_free);
+        if (!bucketed && in->grad_sync_s[s] > 0)
+            g = collective(w, s, st->compute_free, in->grad_sync_s[s],
+                           in->param_sync_s[s] > 0 ? EV_RS_GRADS : EV_AR_GRADS, -1, -1);
+        x->grads_ready_s = g;
+        t_opt = fmax(t_opt, g);
+    }
+    double step = 0, pipeline = 0, busy = 0, opt = 0;
+    int critical = 0;
+    for (int s = 0; s < p; s++) {
+        sim_stage_stats *x = &w->stats[s];
+        double end = t_opt + in->optimizer_s[s];
+        record(w, s, TID_COMPUTE, EV_OPTIMIZER, t_opt, end, -1, -1, -1);
+        bool gathered = !o->serialize && in->param_gather_overlap && in->buckets > 0;
+        if (!gathered && in->param_sync_s[s] > 0) {
+            w->st[s].coll_free = end;
+            end = collective(w, s, end, in->param_sync_s[s], EV_AG_PARAMS, -1, -1);
+        }
+        x->end_s = end;
+        step = fmax(step, end);
+        pipeline = fmax(pipeline, x->compute_end_s);
+        opt = fmax(opt, in->optimizer_s[s]);
+        if (x->busy_s > busy) {
+            busy = x->busy_s;
+            critical = s;
+        }
+    }
+    memset(out, 0, sizeof *out);
+    out->step_s = step;
+    out->compute_busy_s = busy;
+    out->bubble_s = pipeline - busy;
+    out->grad_sync_s = t_opt - pipeline;
+    out->optimizer_s = opt;
+    out->param_gather_s = fmax(0, step - t_opt - opt); /* 0, not -1e-16, when none */
+    out->critical_stage = critical;
+    if (w->ev_failed) w->traced = false;
+    return CM_OK;
+}
+
+cm_status sim_estimate(sim_workspace *w, const model_spec *m, const system_spec *sys,
+                       const training_spec *t, const layout *l, const sim_options *o,
+                       estimate *e, char *err, size_t errlen)
+{
+    cm_status st = sim_build(w, m, sys, t, l, err, errlen);
+    if (st != CM_OK) return st;
+    time_simulated r;
+    st = sim_run(w, &w->in, o, &r, err, errlen);
+    if (st != CM_OK) return st;
+    if (!isfinite(r.step_s))
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "the simulated step is not finite: a communication group spans nodes but "
+                       "system '%s' has no inter-node network",
+                       sys->name);
+    e->time_sim = r;
+    e->simulated = true;
+    return CM_OK;
+}
+
+/* ---- trace ---- */
+
+static const char *const tid_names[TID_COUNT] = {
+    "compute", "send activations (p2p)", "send gradients (p2p)", "data-parallel / FSDP collectives"};
+
+static void event_name(const sim_workspace *w, const trace_event *e, char *buf, size_t len)
+{
+    char chunk[24] = "";
+    if (e->chunk >= 0) snprintf(chunk, sizeof chunk, " (chunk %d)", e->chunk);
+    switch (e->kind) {
+    case EV_FWD: snprintf(buf, len, "F%d%s", e->microbatch, chunk); break;
+    case EV_BWD: snprintf(buf, len, "B%d%s", e->microbatch, chunk); break;
+    case EV_SEND_FWD: snprintf(buf, len, "send F%d%s", e->microbatch, chunk); break;
+    case EV_SEND_BWD: snprintf(buf, len, "send B%d%s", e->microbatch, chunk); break;
+    case EV_AG_LAYER: snprintf(buf, len, "AG layer %d", e->index); break;
+    case EV_RS_LAYER: snprintf(buf, len, "RS layer %d", e->index); break;
+    case EV_RS_BUCKET: snprintf(buf, len, "RS bucket %d", e->index); break;
+    case EV_AR_BUCKET: snprintf(buf, len, "AR bucket %d", e->index); break;
+    case EV_AG_BUCKET: snprintf(buf, len, "AG bucket %d", e->index); break;
+    case EV_RS_GRADS: snprintf(buf, len, "RS gradients"); break;
+    case EV_AR_GRADS: snprintf(buf, len, "AR gradients"); break;
+    case EV_AG_PARAMS: snprintf(buf, len, "AG parameters"); break;
+    default: snprintf(buf, len, "optimizer"); break;
+    }
+    (void)w;
+}
+
+static json_t *meta(const char *what, int pid, int tid, const char *key, json_t *value)
+{
+    json_t *o = json_pack("{s:s, s:s, s:i}", "name", what, "ph", "M", "pid", pid);
+    if (!o) return NULL;
+    if (tid >= 0) json_object_set_new(o, "tid", json_integer(tid));
+    json_object_set_new(o, "args", json_pack("{s:o}", key, value));
+    return o;
+}
+
+json_t *sim_trace_json(const sim_workspace *w)
+{
+    if (!w->traced) return NULL;
+    json_t *events = json_array();
+    if (!events) return NULL;
+    for (int s = 0; s < w->pp; s++) {
+        char name[48];
+        snprintf(name, sizeof name, "stage %d", s);
+        json_array_append_new(events, meta("process_name", s, -1, "name", json_string(name)));
+        json_array_append_new(events,
+                              meta("process_sort_index", s, -1, "sort_index", json_integer(s)));
+        for (int tid = 0; tid < TID_COUNT; tid++) {
+            if (!(w->st[s].tids_used & (1u << tid))) continue;
+            json_array_append_new(events, meta("thread_name", s, tid, "name",
+                                               json_string(tid_names[tid])));
+            json_array_append_new(
+                events, meta("thread_sort_index", s, tid, "sort_index", json_integer(tid)));
+        }
+    }
+    for (int i = 0; i < w->nev; i++) {
+        const trace_event *e = &w->ev[i];
+        if (!isfinite(e->start_s) || !isfinite(e->end_s)) continue;
+        char name[64];
+        event_name(w, e, name, sizeof name);
+        json_t *x = json_pack("{s:s, s:s, s:f, s:f, s:i, s:i}", "name", name, "ph", "X", "ts",
+                              e->start_s * 1e6, "dur", (e->end_s - e->start_s) * 1e6, "pid",
+                              e->stage, "tid", (int)e->tid);
+        if (!x) {
+            json_decref(events);
+            return NULL;
+        }
+        json_t *args = json_object();
+        if (e->microbatch >= 0) json_object_set_new(args, "microbatch", json_integer(e->microbatch));
+        if (e->chunk >= 0) json_object_set_new(args, "chunk", json_integer(e->chunk));
+        if (e->index >= 0)
+            json_object_set_new(args, e->kind == EV_AG_LAYER || e->kind == EV_RS_LAYER ? "layer"
+                                                                                       : "bucket",
+                                json_integer(e->index));
+        json_object_set_new(x, "args", args);
+        json_array_append_new(events, x);
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "traceEvents", events);
+    json_object_set_new(o, "displayTimeUnit", json_string("ms"));
+    return o;
+}

@@ -1,0 +1,122 @@
+/*
+ * sim.h — an event-driven simulation of one training step, for ranking the last few layouts
+ * more exactly than the closed form (estimate.h) can.
+ *
+ * Each pipeline stage has a compute stream and three communication streams (activations sent
+ * forward, gradients sent backward, and the data-parallel / FSDP collectives). Forward and
+ * backward chunks run in the order of Megatron-LM's 1F1B or interleaved 1F1B schedule; a chunk
+ * starts when its stream is free and its input has arrived from the neighbouring stage; FSDP
+ * gathers run one layer ahead of the compute that needs them; gradient buckets are reduced as
+ * the last micro-batch's backward fills them; the optimizer runs when every stage's gradients
+ * are reduced. The durations come from the closed form's own per-layer and per-stage costs
+ * (estimate_costs.h), so the simulator and the closed form differ only in how pieces overlap.
+ *
+ * Usage, GSL-style: a workspace holds every buffer, so repeated runs do not allocate:
+ *   sim_workspace *w = sim_alloc();
+ *   sim_estimate(w, m, sys, t, l, &opts, &est, err, sizeof err);   (or sim_build + sim_run)
+ *   json_t *trace = sim_trace_json(w);                              (with opts.trace)
+ *   sim_free(w);
+ */
+#ifndef PLAN_SIM_H
+#define PLAN_SIM_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "estimate.h"
+
+/* One transformer layer, one micro-batch. */
+typedef struct {
+    double fwd_s;    /* forward on the compute stream, exposed TP/SP, CP and EP included */
+    double bwd_s;    /* backward, recompute and its exposed communication included */
+    double gather_s; /* FSDP all-gather of its parameters (before forward; again before
+                        backward when resharded after forward) */
+    double reduce_s; /* FSDP reduce-scatter of its gradients, after its backward */
+} sim_layer;
+
+/* A data-parallel gradient bucket: layers first..last of one virtual stage. */
+typedef struct {
+    int vstage;      /* virtual stage k = chunk * pp + stage */
+    int first_layer; /* global layer indices; ready when first_layer's backward of the last */
+    int last_layer;  /* micro-batch ends (backward runs last_layer down to first_layer) */
+    double reduce_s; /* gradient all-reduce (DDP) or reduce-scatter (distributed optimizer) */
+    double gather_s; /* all-gather of its updated parameters (distributed optimizer; else 0) */
+} sim_bucket;
+
+/* What to simulate. Arrays are the caller's; sim_build fills one from the cost model. */
+typedef struct {
+    int pp, vpp, microbatches;
+    int layers;
+    const sim_layer *layer;          /* [layers], model order */
+    const int *vstage_layers;        /* [pp * vpp]: layers of virtual stage k, in model order */
+    double head_fwd_s, head_bwd_s;   /* output layer and loss, after the last virtual stage */
+    double p2p_s;                    /* one send of activations (or gradients) to a neighbour */
+    bool p2p_overlap;                /* sends on their own streams; else they block compute */
+    bool fsdp;                       /* per-layer FSDP gathers and reduce-scatters */
+    bool fsdp_reshard;               /* gather again before backward (reshard after forward) */
+    bool grad_overlap;               /* reduce buckets during the last backward */
+    bool param_gather_overlap;       /* gather buckets at the start, under the first forward */
+    int buckets;
+    const sim_bucket *bucket;        /* [buckets], used by the two overlaps */
+    const double *grad_sync_s;       /* [pp] whole-stage gradient reduction, no overlap */
+    const double *param_sync_s;      /* [pp] whole-stage parameter all-gather, no overlap */
+    const double *optimizer_s;       /* [pp] */
+} sim_input;
+
+typedef struct {
+    bool serialize; /* no overlap anywhere: sends, gathers and reductions block the compute
+                       stream (the closed form's picture with every overlap off) */
+    bool trace;     /* record events for sim_trace_json */
+} sim_options;
+
+typedef enum { SIM_FORWARD = 0, SIM_BACKWARD = 1 } sim_pass;
+
+/* One forward or backward chunk as it ran on a stage's compute stream. */
+typedef struct {
+    int stage, chunk, vstage, microbatch;
+    sim_pass pass;
+    double ready_s; /* its input (activations or gradients) was there */
+    double start_s, end_s;
+} sim_op;
+
+typedef struct {
+    double busy_s;        /* compute stream busy (ops and blocking sends) */
+    double compute_end_s; /* its last forward/backward (and blocking send) ends */
+    double grads_ready_s; /* its gradients are reduced */
+    double end_s;         /* its step ends (optimizer, parameter gather) */
+} sim_stage_stats;
+
+typedef struct sim_workspace sim_workspace;
+
+sim_workspace *sim_alloc(void);
+void sim_free(sim_workspace *w);
+
+/* Fill the workspace's own input from the cost model (estimate_stage_costs); sim_input_of
+ * returns it, to run or to inspect. */
+cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sys,
+                    const training_spec *t, const layout *l, char *err, size_t errlen);
+const sim_input *sim_input_of(const sim_workspace *w);
+
+/* Simulate one step of in (any input, e.g. sim_input_of(w)). */
+cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
+                  time_simulated *out, char *err, size_t errlen);
+
+/* sim_build + sim_run for a layout, into e->time_sim (e->simulated set on success). e is an
+ * estimate_layout() result for the same layout, or any estimate to annotate. */
+cm_status sim_estimate(sim_workspace *w, const model_spec *m, const system_spec *sys,
+                       const training_spec *t, const layout *l, const sim_options *o,
+                       estimate *e, char *err, size_t errlen);
+
+/* The last run's forward/backward chunks (schedule order per stage, stage after stage) and
+ * per-stage figures. */
+int sim_op_count(const sim_workspace *w);
+const sim_op *sim_ops(const sim_workspace *w);
+const sim_stage_stats *sim_stages(const sim_workspace *w); /* [pp] */
+
+/* The last run (with o->trace) as a Chrome / Perfetto trace: {"traceEvents": [...]}, one
+ * process per stage, one thread per stream, complete ("X") events in microseconds. NULL when
+ * no trace was recorded or on allocation failure. The caller owns the reference. */
+json_t *sim_trace_json(const sim_workspace *w);
+int sim_trace_events(const sim_workspace *w);
+
+#endif

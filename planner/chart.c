@@ -1,0 +1,474 @@
+/*
+ * chart.c — stacked-bar and line charts with cairo (see chart.h).
+ *
+ * One drawing routine serves both outputs: an SVG surface written to memory through
+ * cairo_svg_surface_create_for_stream (inlined into the HTML report) and an image surface
+ * written as PNG (beside a Markdown report). Text uses cairo's toy font API with the generic
+ * "sans-serif" family, so whatever fontconfig resolves it to is used; no font file is bundled.
+ *
+ * Without cairo (PLAN_HAVE_CAIRO undefined) only the data helpers are built and rendering
+ * returns an error that says how to enable charts.
+ */
+#include "chart.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void chart_init(chart *c, chart_kind kind, const char *title, const char *x_label,
+                const char *y_label)
+{
+    memset(c, 0, sizeof *c);
+    c->kind = kind;
+    snprintf(c->title, sizeof c->title, "%s", title ? title : "");
+    snprintf(c->x_label, sizeof c->x_label, "%s", x_label ? x_label : "");
+    snprintf(c->y_label, sizeof c->y_label, "%s", y_label ? y_label : "");
+    for (int s = 0; s < CHART_MAX_SERIES; s++)
+        for (int i = 0; i < CHART_MAX_POINTS; i++) c->y[s][i] = NAN;
+    c->ref_y = NAN;
+}
+
+int chart_add_series(chart *c, const char *name)
+{
+    if (c->nseries == CHART_MAX_SERIES) return -1;
+    snprintf(c->series[c->nseries], sizeof c->series[0], "%s", name);
+    return c->nseries++;
+}
+
+int chart_add_point(chart *c, const char *label, double x)
+{
+    if (c->npoints == CHART_MAX_POINTS) return -1;
+    snprintf(c->labels[c->npoints], sizeof c->labels[0], "%s", label ? label : "");
+    c->x[c->npoints] = x;
+    return c->npoints++;
+}
+
+#ifndef PLAN_HAVE_CAIRO
+
+bool chart_available(void) { return false; }
+
+void chart_cleanup(void) {}
+
+cm_status chart_svg(const chart *c, const char *id_prefix, char **svg, size_t *len, char *err,
+                    size_t errlen)
+{
+    (void)c;
+    (void)id_prefix;
+    *svg = NULL;
+    if (len) *len = 0;
+    return cm_fail(err, errlen, CM_EINVAL,
+                   "this build of plan has no cairo, so no charts: install libcairo2-dev and "
+                   "reconfigure (meson setup --reconfigure -Dcharts=enabled)");
+}
+
+cm_status chart_png(const chart *c, const char *path, char *err, size_t errlen)
+{
+    (void)c;
+    (void)path;
+    return cm_fail(err, errlen, CM_EINVAL,
+                   "this build of plan has no cairo, so no charts: install libcairo2-dev and "
+                   "reconfigure (meson setup --reconfigure -Dcharts=enabled)");
+}
+
+#else
+
+#include <cairo-svg.h>
+#include <cairo.h>
+
+bool chart_available(void) { return true; }
+
+#ifdef PLAN_HAVE_FONTCONFIG
+#include <fontconfig/fontconfig.h>
+#endif
+
+void chart_cleanup(void)
+{
+    cairo_debug_reset_static_data();
+#ifdef PLAN_HAVE_FONTCONFIG
+    FcFini(); /* fontconfig's own configuration, which cairo loaded for the text */
+#endif
+}
+
+enum { W = 760, H = 380, LEFT = 76, RIGHT = 190, TOP = 44, BOTTOM = 64 };
+
+/* Colour-blind-safe palette (Okabe-Ito), in series order. */
+static const double palette[CHART_MAX_SERIES][3] = {
+    {0.000, 0.447, 0.698}, {0.902, 0.624, 0.000}, {0.000, 0.620, 0.451},
+    {0.800, 0.475, 0.655}, {0.337, 0.706, 0.914}, {0.835, 0.369, 0.000},
+    {0.941, 0.894, 0.259}, {0.400, 0.400, 0.400},
+};
+
+/* A "nice" tick step (1, 2 or 5 times a power of ten) giving about n ticks over range. */
+static double nice_step(double range, int n)
+{
+    if (!(range > 0)) return 1;
+    double raw = range / n, p = pow(10, floor(log10(raw))), f = raw / p;
+    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
+}
+
+static void fmt_value(double v, char *buf, size_t len)
+{
+    double a = fabs(v);
+    if (a >= 1e6) snprintf(buf, len, "%.3gM", v / 1e6);
+    else if (a >= 1e4) snprintf(buf, len, "%.3gk", v / 1e3);
+    else snprintf(buf, len, "%.4g", v);
+}
+
+static void text_at(cairo_t *cr, double x, double y, const char *s, double align)
+{
+    cairo_text_extents_t ext;
+    cairo_text_extents(cr, s, &ext);
+    cairo_move_to(cr, x - align * (ext.width + ext.x_bearing), y);
+    cairo_show_text(cr, s);
+}
+
+static void set_font(cairo_t *cr, double size, bool bold)
+{
+    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL,
+                           bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr, size);
+}
+
+static void draw_y_axis(cairo_t *cr, const chart *c, double ymax, double step)
+{
+    double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
+    set_font(cr, 10, false);
+    for (double v = 0; v <= ymax * (1 + 1e-9); v += step) {
+        double y = TOP + ph - v / ymax * ph;
+        cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
+        cairo_set_line_width(cr, 0.6);
+        cairo_move_to(cr, LEFT, y);
+        cairo_line_to(cr, LEFT + pw, y);
+        cairo_stroke(cr);
+        char buf[32];
+        fmt_value(v, buf, sizeof buf);
+        cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+        text_at(cr, LEFT - 6, y + 3.5, buf, 1.0);
+    }
+    cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+    cairo_set_line_width(cr, 1);
+    cairo_move_to(cr, LEFT, TOP);
+    cairo_line_to(cr, LEFT, TOP + ph);
+    cairo_line_to(cr, LEFT + pw, TOP + ph);
+    cairo_stroke(cr);
+    /* y label, rotated */
+    set_font(cr, 11, false);
+    cairo_save(cr);
+    cairo_translate(cr, 16, TOP + ph / 2);
+    cairo_rotate(cr, -M_PI / 2);
+    text_at(cr, 0, 0, c->y_label, 0.5);
+    cairo_restore(cr);
+}
+
+static void draw_ref_line(cairo_t *cr, const chart *c, double ymax)
+{
+    if (isnan(c->ref_y) || ymax <= 0) return;
+    double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
+    double y = TOP + ph - c->ref_y / ymax * ph;
+    double dash[] = {6, 4};
+    cairo_set_source_rgb(cr, 0.8, 0.1, 0.1);
+    cairo_set_line_width(cr, 1.4);
+    cairo_set_dash(cr, dash, 2, 0);
+    cairo_move_to(cr, LEFT, y);
+    cairo_line_to(cr, LEFT + pw, y);
+    cairo_stroke(cr);
+    cairo_set_dash(cr, NULL, 0, 0); /* its label is in the legend */
+}
+
+static void draw_legend(cairo_t *cr, const chart *c)
+{
+    set_font(cr, 10.5, false);
+    double x = W - RIGHT + 14, y = TOP + 6;
+    /* Stacked bars list their components top-down in the order they are stacked, last on top. */
+    for (int k = 0; k < c->nseries; k++) {
+        int s = c->kind == CHART_STACKED_BARS ? c->nseries - 1 - k : k;
+        const double *col = palette[s % CHART_MAX_SERIES];
+        cairo_set_source_rgb(cr, col[0], col[1], col[2]);
+        if (c->kind == CHART_LINES) {
+            cairo_set_line_width(cr, 2.2);
+            cairo_move_to(cr, x, y + 5);
+            cairo_line_to(cr, x + 16, y + 5);
+            cairo_stroke(cr);
+            cairo_arc(cr, x + 8, y + 5, 3, 0, 2 * M_PI);
+            cairo_fill(cr);
+        } else {
+            cairo_rectangle(cr, x, y, 14, 10);
+            cairo_fill(cr);
+        }
+        cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
+        text_at(cr, x + 22, y + 9, c->series[s], 0);
+        y += 18;
+    }
+    if (!isnan(c->ref_y) && c->ref_label[0]) {
+        double dash[] = {5, 3};
+        cairo_set_source_rgb(cr, 0.8, 0.1, 0.1);
+        cairo_set_line_width(cr, 1.4);
+        cairo_set_dash(cr, dash, 2, 0);
+        cairo_move_to(cr, x, y + 5);
+        cairo_line_to(cr, x + 16, y + 5);
+        cairo_stroke(cr);
+        cairo_set_dash(cr, NULL, 0, 0);
+        cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
+        text_at(cr, x + 22, y + 9, c->ref_label, 0);
+    }
+}
+
+static void hatch(cairo_t *cr, double x, double y, double w, double h)
+{
+    cairo_save(cr);
+    cairo_rectangle(cr, x, y, w, h);
+    cairo_clip(cr);
+    cairo_set_source_rgba(cr, 1, 1, 1, 0.55);
+    cairo_set_line_width(cr, 2);
+    for (double d = -h; d < w; d += 7) {
+        cairo_move_to(cr, x + d, y + h);
+        cairo_line_to(cr, x + d + h, y);
+    }
+    cairo_stroke(cr);
+    cairo_restore(cr);
+}
+
+static void draw_bars(cairo_t *cr, const chart *c)
+{
+    double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
+    double ymax = 0;
+    for (int i = 0; i < c->npoints; i++) {
+        double sum = 0;
+        for (int s = 0; s < c->nseries; s++)
+            if (!isnan(c->y[s][i]) && c->y[s][i] > 0) sum += c->y[s][i];
+        if (sum > ymax) ymax = sum;
+    }
+    if (!isnan(c->ref_y) && c->ref_y > ymax) ymax = c->ref_y;
+    double step = nice_step(ymax > 0 ? ymax : 1, 5);
+    ymax = ymax > 0 ? ceil(ymax * 1.04 / step) * step : step;
+    draw_y_axis(cr, c, ymax, step);
+    int n = c->npoints > 0 ? c->npoints : 1;
+    double slot = pw / n, bw = slot * 0.62;
+    if (bw > 46) bw = 46;
+    for (int i = 0; i < c->npoints; i++) {
+        double x = LEFT + slot * i + (slot - bw) / 2, base = TOP + ph;
+        bool any = false;
+        for (int s = 0; s < c->nseries; s++) {
+            double v = c->y[s][i];
+            if (isnan(v) || v <= 0) continue;
+            any = true;
+            double h = v / ymax * ph;
+            const double *col = palette[s % CHART_MAX_SERIES];
+            cairo_set_source_rgb(cr, col[0], col[1], col[2]);
+            cairo_rectangle(cr, x, base - h, bw, h);
+            cairo_fill(cr);
+            if (c->hatched[i]) hatch(cr, x, base - h, bw, h);
+            base -= h;
+        }
+        set_font(cr, 9.5, false);
+        cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+        if (!any) {
+            cairo_save(cr);
+            cairo_translate(cr, x + bw / 2 + 3, TOP + ph - 6);
+            cairo_rotate(cr, -M_PI / 2);
+            text_at(cr, 0, 0, "no plan", 0);
+            cairo_restore(cr);
+        }
+        /* the label, up to two lines */
+        char lab[sizeof c->labels[0]];
+        snprintf(lab, sizeof lab, "%s", c->labels[i]);
+        char *nl = strchr(lab, '\n');
+        if (nl) *nl = '\0';
+        text_at(cr, x + bw / 2, TOP + ph + 14, lab, 0.5);
+        if (nl) text_at(cr, x + bw / 2, TOP + ph + 26, nl + 1, 0.5);
+    }
+    draw_ref_line(cr, c, ymax);
+    set_font(cr, 11, false);
+    cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+    text_at(cr, LEFT + pw / 2, H - 10, c->x_label, 0.5);
+}
+
+static void draw_lines(cairo_t *cr, const chart *c)
+{
+    double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
+    double ymax = 0, xmin = INFINITY, xmax = -INFINITY;
+    for (int i = 0; i < c->npoints; i++) {
+        double x = c->log_x ? log2(c->x[i]) : c->x[i];
+        if (!isfinite(x)) continue;
+        if (x < xmin) xmin = x;
+        if (x > xmax) xmax = x;
+        for (int s = 0; s < c->nseries; s++)
+            if (!isnan(c->y[s][i]) && c->y[s][i] > ymax) ymax = c->y[s][i];
+    }
+    if (!isnan(c->ref_y) && c->ref_y > ymax) ymax = c->ref_y;
+    double step = nice_step(ymax > 0 ? ymax : 1, 5);
+    ymax = ymax > 0 ? ceil(ymax * 1.04 / step) * step : step;
+    draw_y_axis(cr, c, ymax, step);
+    if (!(xmax > xmin)) {
+        xmin = isfinite(xmin) ? xmin - 1 : 0;
+        xmax = xmin + 2;
+    }
+    double pad = (xmax - xmin) * 0.05;
+    xmin -= pad;
+    xmax += pad;
+#define XPOS(v) (LEFT + ((c->log_x ? log2(v) : (v)) - xmin) / (xmax - xmin) * pw)
+#define YPOS(v) (TOP + ph - (v) / ymax * ph)
+    /* x ticks at the points themselves (GPU counts, model sizes) */
+    set_font(cr, 9.5, false);
+    cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+    double last_x = -1e9;
+    for (int i = 0; i < c->npoints; i++) {
+        double px = XPOS(c->x[i]);
+        if (px - last_x < 26) continue; /* keep labels from overlapping */
+        last_x = px;
+        cairo_move_to(cr, px, TOP + ph);
+        cairo_line_to(cr, px, TOP + ph + 4);
+        cairo_stroke(cr);
+        text_at(cr, px, TOP + ph + 15, c->labels[i], 0.5);
+    }
+    draw_ref_line(cr, c, ymax);
+    for (int s = 0; s < c->nseries; s++) {
+        const double *col = palette[s % CHART_MAX_SERIES];
+        cairo_set_source_rgb(cr, col[0], col[1], col[2]);
+        cairo_set_line_width(cr, 2.2);
+        bool down = false;
+        for (int i = 0; i < c->npoints; i++) {
+            double v = c->y[s][i];
+            if (isnan(v)) {
+                down = false;
+                continue;
+            }
+            if (down) cairo_line_to(cr, XPOS(c->x[i]), YPOS(v));
+            else cairo_move_to(cr, XPOS(c->x[i]), YPOS(v));
+            down = true;
+        }
+        cairo_stroke(cr);
+        for (int i = 0; i < c->npoints; i++) {
+            double v = c->y[s][i];
+            if (isnan(v)) continue;
+            cairo_arc(cr, XPOS(c->x[i]), YPOS(v), 3.2, 0, 2 * M_PI);
+            cairo_fill(cr);
+        }
+    }
+#undef XPOS
+#undef YPOS
+    set_font(cr, 11, false);
+    cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+    text_at(cr, LEFT + pw / 2, H - 10, c->x_label, 0.5);
+}
+
+static void draw(cairo_t *cr, const chart *c)
+{
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    set_font(cr, 13, true);
+    cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+    text_at(cr, LEFT, 24, c->title, 0);
+    if (c->kind == CHART_STACKED_BARS) draw_bars(cr, c);
+    else draw_lines(cr, c);
+    draw_legend(cr, c);
+}
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    bool failed;
+} membuf;
+
+static cairo_status_t mem_write(void *closure, const unsigned char *data, unsigned int length)
+{
+    membuf *m = closure;
+    if (m->len + length + 1 > m->cap) {
+        size_t cap = m->cap ? m->cap : 16384;
+        while (cap < m->len + length + 1) cap *= 2;
+        char *nb = realloc(m->buf, cap);
+        if (!nb) {
+            m->failed = true;
+            return CAIRO_STATUS_WRITE_ERROR;
+        }
+        m->buf = nb;
+        m->cap = cap;
+    }
+    memcpy(m->buf + m->len, data, length);
+    m->len += length;
+    m->buf[m->len] = '\0';
+    return CAIRO_STATUS_SUCCESS;
+}
+
+/* Copy src to a new string, dropping the XML declaration and prefixing every id and every
+ * reference to one (id="x", href="#x", url(#x)) with prefix: cairo names its glyphs, clips and
+ * surfaces glyph0-1, clip1, surface5 in every file, and ids must be unique in one HTML page. */
+static char *prefix_ids(const char *src, const char *prefix)
+{
+    if (!strncmp(src, "<?xml", 5)) {
+        const char *e = strstr(src, "?>");
+        if (e) src = e + 2;
+        while (*src == '\n' || *src == '\r') src++;
+    }
+    static const char *const pats[] = {"id=\"", "href=\"#", "url(#"};
+    size_t plen = strlen(prefix), n = 0;
+    for (const char *p = src; *p; p++)
+        for (int k = 0; k < 3; k++)
+            if (!strncmp(p, pats[k], strlen(pats[k]))) n++;
+    char *out = malloc(strlen(src) + n * plen + 1), *o = out;
+    if (!out) return NULL;
+    for (const char *p = src; *p;) {
+        int hit = -1;
+        for (int k = 0; k < 3 && hit < 0; k++)
+            if (!strncmp(p, pats[k], strlen(pats[k]))) hit = k;
+        if (hit < 0) {
+            *o++ = *p++;
+            continue;
+        }
+        size_t l = strlen(pats[hit]);
+        memcpy(o, p, l);
+        o += l;
+        p += l;
+        memcpy(o, prefix, plen);
+        o += plen;
+    }
+    *o = '\0';
+    return out;
+}
+
+cm_status chart_svg(const chart *c, const char *id_prefix, char **svg, size_t *len, char *err,
+                    size_t errlen)
+{
+    *svg = NULL;
+    membuf m = {0};
+    cairo_surface_t *s = cairo_svg_surface_create_for_stream(mem_write, &m, W, H);
+    cairo_t *cr = cairo_create(s);
+    draw(cr, c);
+    cairo_status_t st = cairo_status(cr);
+    cairo_destroy(cr);
+    cairo_surface_finish(s);
+    if (st == CAIRO_STATUS_SUCCESS) st = cairo_surface_status(s);
+    cairo_surface_destroy(s);
+    if (st != CAIRO_STATUS_SUCCESS || m.failed || !m.buf) {
+        free(m.buf);
+        return cm_fail(err, errlen, CM_ENOMEM, "drawing the chart '%s' failed: %s", c->title,
+                       m.failed ? "out of memory" : cairo_status_to_string(st));
+    }
+    char *out = prefix_ids(m.buf, id_prefix ? id_prefix : "");
+    free(m.buf);
+    if (!out) return cm_fail(err, errlen, CM_ENOMEM, "out of memory rendering a chart");
+    *svg = out;
+    if (len) *len = strlen(out);
+    return CM_OK;
+}
+
+cm_status chart_png(const chart *c, const char *path, char *err, size_t errlen)
+{
+    const double scale = 1.5; /* crisper on high-density screens */
+    cairo_surface_t *s =
+        cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)(W * scale), (int)(H * scale));
+    cairo_t *cr = cairo_create(s);
+    cairo_scale(cr, scale, scale);
+    draw(cr, c);
+    cairo_status_t st = cairo_status(cr);
+    cairo_destroy(cr);
+    if (st == CAIRO_STATUS_SUCCESS) st = cairo_surface_write_to_png(s, path);
+    cairo_surface_destroy(s);
+    if (st != CAIRO_STATUS_SUCCESS)
+        return cm_fail(err, errlen, CM_EIO, "cannot write the chart '%s': %s (check the "
+                       "directory exists and is writable)", path, cairo_status_to_string(st));
+    return CM_OK;
+}
+
+#endif

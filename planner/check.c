@@ -1,0 +1,728 @@
+/*
+ * check.c — the trainer-YAML reader and the all-rules check behind `plan check` (see check.h).
+ *
+ * The YAML is loaded with libyaml's document API (aliases stay references, so a hostile file
+ * cannot expand) and only the keys the layout depends on are looked up; everything else in a
+ * real trainer config (data, generator, algorithm ...) is ignored. Scalars are typed the way
+ * PyYAML / OmegaConf read them (YAML 1.1 booleans, plain "null"/"~"), and a quoted number is an
+ * error: the trainer would get a string.
+ *
+ * Every knob a file sets is honoured, including ones the chosen strategy does not use (a
+ * megatron_config pipeline size under strategy fsdp2, cpu_offload under megatron): the user
+ * wrote them, so a combination the framework cannot run is reported, not dropped.
+ */
+#include "check.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+/* ---- report ---- */
+
+static void violation(check_report *rep, cm_status code, const char *rule, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void violation(check_report *rep, cm_status code, const char *rule, const char *fmt, ...)
+{
+    if (rep->nviolations < CHECK_MAX_VIOLATIONS) {
+        layout_violation *v = &rep->violations[rep->nviolations];
+        v->rule = rule;
+        v->code = code;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(v->message, sizeof v->message, fmt, ap);
+        va_end(ap);
+    }
+    rep->nviolations++;
+}
+
+static void note(check_report *rep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void note(check_report *rep, const char *fmt, ...)
+{
+    if (rep->nnotes >= CHECK_MAX_NOTES) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rep->notes[rep->nnotes++], CM_ERRLEN, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- typed lookups in a libyaml document ---- */
+
+typedef struct {
+    yaml_document_t *doc;
+    char *err;
+    size_t errlen;
+} reader;
+
+static cm_status bad(reader *r, const yaml_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static cm_status bad(reader *r, const yaml_node_t *n, const char *fmt, ...)
+{
+    char msg[CM_ERRLEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (n)
+        return cm_fail(r->err, r->errlen, CM_EPARSE, "%lu:%lu: %s",
+                       (unsigned long)n->start_mark.line + 1,
+                       (unsigned long)n->start_mark.column + 1, msg);
+    return cm_fail(r->err, r->errlen, CM_EPARSE, "%s", msg);
+}
+
+static const char *scalar_text(const yaml_node_t *n)
+{
+    return (const char *)n->data.scalar.value;
+}
+
+static bool is_plain(const yaml_node_t *n)
+{
+    return n->type == YAML_SCALAR_NODE && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+}
+
+static bool is_null(const yaml_node_t *n)
+{
+    if (!is_plain(n)) return false;
+    const char *s = scalar_text(n);
+    return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
+           !strcmp(s, "NULL");
+}
+
+/* A short printable rendering of a scalar for messages (control bytes become '?'). */
+static void shown(const yaml_node_t *n, char *out, size_t len)
+{
+    if (n->type != YAML_SCALAR_NODE) {
+        snprintf(out, len, "%s", n->type == YAML_MAPPING_NODE ? "a mapping" : "a list");
+        return;
+    }
+    const char *s = scalar_text(n);
+    size_t i = 0;
+    out[i++] = '\'';
+    for (; *s && i + 5 < len; s++) out[i++] = (*s >= 32 && *s < 127) ? *s : '?';
+    if (*s) {
+        out[i++] = '.';
+        out[i++] = '.';
+    }
+    out[i++] = '\'';
+    out[i] = '\0';
+}
+
+/* Child `key` of mapping node m (the last one when a key repeats, as PyYAML does); NULL if
+ * absent. */
+static const yaml_node_t *child(reader *r, const yaml_node_t *m, const char *key)
+{
+    if (!m || m->type != YAML_MAPPING_NODE) return NULL;
+    const yaml_node_t *found = NULL;
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        const yaml_node_t *k = yaml_document_get_node(r->doc, p->key);
+        if (k && k->type == YAML_SCALAR_NODE && !strcmp(scalar_text(k), key))
+            found = yaml_document_get_node(r->doc, p->value);
+    }
+    return found;
+}
+
+/* A section: absent or null is NULL with CM_OK; anything but a mapping is malformed. */
+static cm_status section(reader *r, const yaml_node_t *m, const char *key, const char *path,
+                         const yaml_node_t **out)
+{
+    const yaml_node_t *n = child(r, m, key);
+    *out = NULL;
+    if (!n || is_null(n)) return CM_OK;
+    if (n->type != YAML_MAPPING_NODE) {
+        char v[64];
+        shown(n, v, sizeof v);
+        return bad(r, n, "%s must be a mapping of settings, got %s: fix the indentation", path, v);
+    }
+    *out = n;
+    return CM_OK;
+}
+
+/* Integer in [lo, hi]. *set says whether it was given (absent or null leaves *out alone). */
+static cm_status get_int(reader *r, const yaml_node_t *m, const char *key, const char *path,
+                         long lo, long hi, int *out, bool *set)
+{
+    const yaml_node_t *n = child(r, m, key);
+    if (set) *set = false;
+    if (!n || is_null(n)) return CM_OK;
+    char v[64];
+    shown(n, v, sizeof v);
+    if (!is_plain(n))
+        return bad(r, n, "%s must be an integer, got %s%s: write a plain number", path, v,
+                   n->type == YAML_SCALAR_NODE ? " (quoted: the trainer would read a string)"
+                                               : "");
+    const char *s = scalar_text(n);
+    char *end;
+    errno = 0;
+    long x = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0')
+        return bad(r, n, "%s must be an integer, got %s: fix the value", path, v);
+    if (x < lo || x > hi)
+        return bad(r, n, "%s must be between %ld and %ld, got %ld: fix the value", path, lo, hi,
+                   x);
+    *out = (int)x;
+    if (set) *set = true;
+    return CM_OK;
+}
+
+/* YAML 1.1 booleans, as PyYAML reads them. */
+static cm_status get_bool(reader *r, const yaml_node_t *m, const char *key, const char *path,
+                          bool *out, bool *set)
+{
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
+    static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
+    const yaml_node_t *n = child(r, m, key);
+    if (set) *set = false;
+    if (!n || is_null(n)) return CM_OK;
+    if (is_plain(n)) {
+        for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+            if (!strcmp(scalar_text(n), yes[i])) {
+                *out = true;
+                if (set) *set = true;
+                return CM_OK;
+            }
+            if (!strcmp(scalar_text(n), no[i])) {
+                *out = false;
+                if (set) *set = true;
+                return CM_OK;
+            }
+        }
+    }
+    char v[64];
+    shown(n, v, sizeof v);
+    return bad(r, n, "%s must be true or false, got %s: fix the value", path, v);
+}
+
+/* A string (any scalar style); NULL when absent or null. */
+static cm_status get_str(reader *r, const yaml_node_t *m, const char *key, const char *path,
+                         const char **out)
+{
+    const yaml_node_t *n = child(r, m, key);
+    *out = NULL;
+    if (!n || is_null(n)) return CM_OK;
+    if (n->type != YAML_SCALAR_NODE)
+        return bad(r, n, "%s must be a string, got %s: fix the value", path,
+                   n->type == YAML_MAPPING_NODE ? "a mapping" : "a list");
+    *out = scalar_text(n);
+    return CM_OK;
+}
+
+#define TRY(x)                                                                                  \
+    do {                                                                                        \
+        cm_status st_ = (x);                                                                    \
+        if (st_ != CM_OK) return st_;                                                           \
+    } while (0)
+
+static const long BIG = 1L << 20;
+
+/* ---- the schema ---- */
+
+static cm_status read_megatron_recompute(reader *r, const yaml_node_t *mc, check_config *cfg,
+                                         bool gc, bool gc_set, check_report *rep)
+{
+    /* SkyRL keeps these under megatron_config.transformer_config_kwargs; accept both places. */
+    const yaml_node_t *tk = NULL;
+    TRY(section(r, mc, "transformer_config_kwargs",
+                "trainer.policy.megatron_config.transformer_config_kwargs", &tk));
+    const yaml_node_t *src = mc;
+    if (!child(r, mc, "recompute_granularity") && tk && child(r, tk, "recompute_granularity"))
+        src = tk;
+    const char *prefix = src == tk ? "trainer.policy.megatron_config.transformer_config_kwargs"
+                                   : "trainer.policy.megatron_config";
+    char path[160];
+    const char *gran = NULL, *method = NULL;
+    snprintf(path, sizeof path, "%s.recompute_granularity", prefix);
+    TRY(get_str(r, src, "recompute_granularity", path, &gran));
+    layout *l = &cfg->layout;
+    if (!gran || !strcasecmp(gran, "none")) {
+        l->recompute = RECOMPUTE_NONE;
+        if (gc_set && gc) {
+            l->recompute = RECOMPUTE_FULL;
+            note(rep, "gradient_checkpointing is true and recompute_granularity is unset: read "
+                      "as full recompute of every layer");
+        }
+        return CM_OK;
+    }
+    if (!strcasecmp(gran, "selective")) {
+        l->recompute = RECOMPUTE_SELECTIVE;
+    } else if (!strcasecmp(gran, "full")) {
+        l->recompute = RECOMPUTE_FULL;
+    } else {
+        return bad(r, child(r, src, "recompute_granularity"),
+                   "%s must be selective, full or null, got '%.40s': fix the value", path, gran);
+    }
+    if (gc_set && !gc)
+        note(rep, "gradient_checkpointing is false but recompute_granularity is %s: Megatron "
+                  "follows recompute_granularity",
+             gran);
+    snprintf(path, sizeof path, "%s.recompute_method", prefix);
+    TRY(get_str(r, src, "recompute_method", path, &method));
+    int nl = 0;
+    bool nl_set = false;
+    char nlpath[160];
+    snprintf(nlpath, sizeof nlpath, "%s.recompute_num_layers", prefix);
+    TRY(get_int(r, src, "recompute_num_layers", nlpath, 1, BIG, &nl, &nl_set));
+    if (l->recompute == RECOMPUTE_SELECTIVE) return CM_OK;
+    if (!method) {
+        note(rep, "recompute_granularity is full with no recompute_method: read as uniform "
+                  "(every layer recomputed)");
+        l->recompute_layers = 0;
+    } else if (!strcasecmp(method, "uniform")) {
+        l->recompute_layers = 0; /* uniform recomputes every layer, num_layers at a time */
+    } else if (!strcasecmp(method, "block")) {
+        if (!nl_set)
+            return bad(r, child(r, src, "recompute_method"),
+                       "recompute_method block needs %s (layers recomputed per pipeline "
+                       "stage): add it",
+                       nlpath);
+        l->recompute_layers = nl;
+    } else {
+        return bad(r, child(r, src, "recompute_method"),
+                   "%s must be uniform or block, got '%.40s': fix the value", path, method);
+    }
+    return CM_OK;
+}
+
+static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *cfg, bool megatron,
+                               bool gc, bool gc_set, check_report *rep)
+{
+    layout *l = &cfg->layout;
+    const char *P = "trainer.policy.megatron_config";
+    char path[160];
+#define MPATH(k) (snprintf(path, sizeof path, "%s.%s", P, k), path)
+    bool set;
+    TRY(get_int(r, mc, "tensor_model_parallel_size", MPATH("tensor_model_parallel_size"), 1, BIG,
+                &l->tp, NULL));
+    TRY(get_int(r, mc, "pipeline_model_parallel_size", MPATH("pipeline_model_parallel_size"), 1,
+                BIG, &l->pp, NULL));
+    TRY(get_int(r, mc, "virtual_pipeline_model_parallel_size",
+                MPATH("virtual_pipeline_model_parallel_size"), 1, BIG, &l->vpp, NULL));
+    TRY(get_int(r, mc, "expert_model_parallel_size", MPATH("expert_model_parallel_size"), 1, BIG,
+                &l->ep, NULL));
+    TRY(get_bool(r, mc, "sequence_parallel", MPATH("sequence_parallel"), &l->sp, NULL));
+    if (!megatron) {
+        /* Under fsdp2 only the model-parallel sizes matter: they break a rule when above 1. */
+        int cp = 1;
+        TRY(get_int(r, mc, "context_parallel_size", MPATH("context_parallel_size"), 1, BIG, &cp,
+                    NULL));
+        if (cp > 1)
+            note(rep, "megatron_config.context_parallel_size %d is not used by strategy fsdp2; "
+                      "its sequence split is sequence_parallel_size (Ulysses)",
+                 cp);
+        return CM_OK;
+    }
+    TRY(get_int(r, mc, "context_parallel_size", MPATH("context_parallel_size"), 1, BIG, &l->cp,
+                NULL));
+    TRY(get_int(r, mc, "expert_tensor_parallel_size", MPATH("expert_tensor_parallel_size"), 1, BIG,
+                &l->etp, NULL));
+    TRY(read_megatron_recompute(r, mc, cfg, gc, gc_set, rep));
+
+    bool distopt = false, distopt_set, mfsdp = false, torch_fsdp2 = false, flag;
+    TRY(get_bool(r, mc, "use_distributed_optimizer", MPATH("use_distributed_optimizer"), &distopt,
+                 &distopt_set));
+    TRY(get_bool(r, mc, "use_megatron_fsdp", MPATH("use_megatron_fsdp"), &mfsdp, NULL));
+    TRY(get_bool(r, mc, "use_torch_fsdp2", MPATH("use_torch_fsdp2"), &torch_fsdp2, NULL));
+    const char *strategy = NULL, *ckpt = NULL;
+    TRY(get_str(r, mc, "data_parallel_sharding_strategy",
+                MPATH("data_parallel_sharding_strategy"), &strategy));
+    TRY(get_str(r, mc, "ckpt_format", MPATH("ckpt_format"), &ckpt));
+    if (mfsdp) {
+        l->sharding = SHARDING_FSDP;
+        if (distopt_set && !distopt)
+            violation(rep, CM_ERULE, "megatron-fsdp-required-flags",
+                      "Megatron-FSDP needs the distributed optimizer (--use-distributed-"
+                      "optimizer): set use_distributed_optimizer: true");
+        if (strategy && strcmp(strategy, "optim_grads_params"))
+            violation(rep, CM_ERULE, "megatron-fsdp-required-flags",
+                      "Megatron-FSDP is planned with --data-parallel-sharding-strategy "
+                      "optim_grads_params, got '%.40s': set data_parallel_sharding_strategy: "
+                      "optim_grads_params",
+                      strategy);
+        if (ckpt && strcmp(ckpt, "fsdp_dtensor"))
+            violation(rep, CM_ERULE, "megatron-fsdp-checkpoint-format",
+                      "Megatron-FSDP works with no checkpoint format but fsdp_dtensor, got "
+                      "'%.40s': set ckpt_format: fsdp_dtensor",
+                      ckpt);
+        flag = false;
+        TRY(get_bool(r, mc, "gradient_accumulation_fusion", MPATH("gradient_accumulation_fusion"),
+                     &flag, &set));
+        if (set && flag)
+            violation(rep, CM_ERULE, "megatron-fsdp-required-flags",
+                      "Megatron-FSDP needs gradient_accumulation_fusion off "
+                      "(--no-gradient-accumulation-fusion): set it to false");
+        flag = false;
+        TRY(get_bool(r, mc, "use_tp_pp_dp_mapping", MPATH("use_tp_pp_dp_mapping"), &flag, &set));
+        if (set && flag)
+            violation(rep, CM_ERULE, "megatron-fsdp-no-tp-pp-dp-mapping",
+                      "Megatron-FSDP is not compatible with use_tp_pp_dp_mapping: set it to "
+                      "false");
+        if (torch_fsdp2)
+            violation(rep, CM_ERULE, "megatron-fsdp-vs-torch-fsdp2",
+                      "Megatron-FSDP and torch FSDP2 are mutually exclusive: set one of "
+                      "use_megatron_fsdp and use_torch_fsdp2 to false");
+    } else if (torch_fsdp2) {
+        l->sharding = SHARDING_FSDP; /* ZeRO-3 through torch FSDP2 inside Megatron */
+        if (l->pp > 1)
+            violation(rep, CM_ERULE, "megatron-torch-fsdp2-no-pp",
+                      "torch FSDP2 under Megatron does not work with pipeline parallelism "
+                      "(pipeline_model_parallel_size %d): use pp 1, or use_torch_fsdp2: false "
+                      "with the distributed optimizer",
+                      l->pp);
+        note(rep, "use_torch_fsdp2 is estimated as FSDP (ZeRO-3) sharding under Megatron");
+    } else {
+        l->sharding = distopt ? SHARDING_DISTOPT : SHARDING_DDP;
+    }
+    TRY(get_int(r, mc, "num_distributed_optimizer_instances",
+                MPATH("num_distributed_optimizer_instances"), 1, BIG, &cfg->dopt_instances,
+                NULL));
+
+    const yaml_node_t *ddp = NULL;
+    TRY(section(r, mc, "ddp_config", MPATH("ddp_config"), &ddp));
+    if (ddp) {
+        training_spec *t = &cfg->training;
+        bool fp32 = true, fp32_set;
+        TRY(get_bool(r, ddp, "overlap_grad_reduce", MPATH("ddp_config.overlap_grad_reduce"),
+                     &t->overlap_grad_reduce, NULL));
+        TRY(get_bool(r, ddp, "overlap_param_gather", MPATH("ddp_config.overlap_param_gather"),
+                     &t->overlap_param_gather, NULL));
+        TRY(get_bool(r, ddp, "grad_reduce_in_fp32", MPATH("ddp_config.grad_reduce_in_fp32"),
+                     &fp32, &fp32_set));
+        if (fp32_set) t->grad_reduce_bf16 = !fp32;
+        bool avg = false, avg_set;
+        TRY(get_bool(r, ddp, "average_in_collective", MPATH("ddp_config.average_in_collective"),
+                     &avg, &avg_set));
+        if (mfsdp && avg_set && avg)
+            violation(rep, CM_ERULE, "megatron-fsdp-required-flags",
+                      "Megatron-FSDP runs with average_in_collective off (it sets "
+                      "average_in_collective=False): set ddp_config.average_in_collective: "
+                      "false");
+    }
+#undef MPATH
+    return CM_OK;
+}
+
+static cm_status read_trainer(reader *r, const yaml_node_t *root, check_config *cfg,
+                              check_report *rep)
+{
+    const yaml_node_t *tr, *placement, *policy, *model, *fsdp, *mc;
+    const yaml_node_t *tn = child(r, root, "trainer");
+    if (!tn || is_null(tn))
+        return bad(r, NULL, "no trainer: section: a trainer config has trainer.strategy, "
+                            "trainer.placement and trainer.policy (plan --emit yaml writes one)");
+    TRY(section(r, root, "trainer", "trainer", &tr));
+    TRY(section(r, tr, "placement", "trainer.placement", &placement));
+    TRY(section(r, tr, "policy", "trainer.policy", &policy));
+    TRY(section(r, policy, "model", "trainer.policy.model", &model));
+    TRY(section(r, policy, "fsdp_config", "trainer.policy.fsdp_config", &fsdp));
+    TRY(section(r, policy, "megatron_config", "trainer.policy.megatron_config", &mc));
+
+    const char *strategy = NULL;
+    TRY(get_str(r, tr, "strategy", "trainer.strategy", &strategy));
+    bool megatron;
+    if (!strategy) {
+        megatron = mc != NULL;
+        note(rep, "no trainer.strategy: read as %s (%s)", megatron ? "megatron" : "fsdp2",
+             megatron ? "a megatron_config is present" : "no megatron_config");
+    } else if (!strcasecmp(strategy, "megatron")) {
+        megatron = true;
+    } else if (!strcasecmp(strategy, "fsdp2") || !strcasecmp(strategy, "fsdp")) {
+        megatron = false;
+    } else {
+        return bad(r, child(r, tr, "strategy"),
+                   "trainer.strategy must be fsdp2 or megatron, got '%.40s': fix the value",
+                   strategy);
+    }
+    cfg->layout = layout_default(megatron ? FRAMEWORK_MEGATRON : FRAMEWORK_FSDP2);
+    cfg->layout.dp = 0; /* from the GPU count, in check_layout() */
+    layout *l = &cfg->layout;
+    training_spec *t = &cfg->training;
+
+    /* placement: SkyRL's policy_num_nodes / policy_num_gpus_per_node are read too */
+    int nodes = 0, gpn = 0, gpus = 0;
+    TRY(get_int(r, placement, "num_gpus", "trainer.placement.num_gpus", 1, 10000000, &gpus, NULL));
+    TRY(get_int(r, placement, "policy_num_nodes", "trainer.placement.policy_num_nodes", 1,
+                1000000, &nodes, NULL));
+    TRY(get_int(r, placement, "num_nodes", "trainer.placement.num_nodes", 1, 1000000, &nodes,
+                NULL));
+    TRY(get_int(r, placement, "policy_num_gpus_per_node",
+                "trainer.placement.policy_num_gpus_per_node", 1, 4096, &gpn, NULL));
+    TRY(get_int(r, placement, "gpus_per_node", "trainer.placement.gpus_per_node", 1, 4096, &gpn,
+                NULL));
+    cfg->num_nodes = nodes;
+    cfg->gpus_per_node = gpn;
+    if (gpus == 0 && nodes > 0 && gpn > 0) {
+        if ((long)nodes * gpn > 10000000)
+            return bad(r, placement, "trainer.placement asks for %ld GPUs: fix num_nodes or "
+                                     "gpus_per_node",
+                       (long)nodes * gpn);
+        gpus = nodes * gpn;
+    } else if (gpus > 0 && nodes > 0 && gpn > 0 &&
+               !((long)(nodes - 1) * gpn < gpus && gpus <= (long)nodes * gpn)) {
+        violation(rep, CM_EINVAL, "placement",
+                  "trainer.placement has num_nodes %d x gpus_per_node %d for num_gpus %d: "
+                  "make them agree (num_gpus fills the nodes, the last one possibly partly)",
+                  nodes, gpn, gpus);
+    }
+    cfg->num_gpus = gpus;
+
+    const char *path = NULL;
+    TRY(get_str(r, model, "path", "trainer.policy.model.path", &path));
+    if (path) snprintf(cfg->model, sizeof cfg->model, "%s", path);
+
+    bool gc = false, gc_set;
+    TRY(get_bool(r, tr, "gradient_checkpointing", "trainer.gradient_checkpointing", &gc, &gc_set));
+
+    /* fsdp_config: honoured under both strategies (offload under megatron is a violation). */
+    TRY(get_bool(r, fsdp, "cpu_offload", "trainer.policy.fsdp_config.cpu_offload", &l->offload,
+                 NULL));
+    TRY(get_bool(r, fsdp, "reshard_after_forward",
+                 "trainer.policy.fsdp_config.reshard_after_forward", &l->reshard_after_forward,
+                 NULL));
+    int fsdp_size = -1;
+    TRY(get_int(r, fsdp, "fsdp_size", "trainer.policy.fsdp_config.fsdp_size", -1, BIG, &fsdp_size,
+                NULL));
+    if (fsdp_size == 0)
+        return bad(r, child(r, fsdp, "fsdp_size"),
+                   "trainer.policy.fsdp_config.fsdp_size must be -1 (shard over every rank) or "
+                   "a positive shard group size, got 0: fix the value");
+    int ulysses = 1;
+    TRY(get_int(r, policy, "sequence_parallel_size", "trainer.policy.sequence_parallel_size", 1,
+                BIG, &ulysses, NULL));
+
+    if (megatron) {
+        if (mc) TRY(read_megatron(r, mc, cfg, true, gc, gc_set, rep));
+        else if (gc_set && gc) l->recompute = RECOMPUTE_FULL;
+        if (ulysses > 1)
+            violation(rep, CM_ERULE, "megatron-no-ulysses",
+                      "sequence_parallel_size %d is the FSDP2 path's Ulysses split; Megatron "
+                      "splits the sequence with context parallel: set sequence_parallel_size: 1 "
+                      "and megatron_config.context_parallel_size: %d",
+                      ulysses, ulysses);
+        if (fsdp_size > 0)
+            note(rep, "fsdp_config.fsdp_size applies to strategy fsdp2; under megatron the shard "
+                      "group is megatron_config.num_distributed_optimizer_instances");
+    } else {
+        if (mc) TRY(read_megatron(r, mc, cfg, false, gc, gc_set, rep));
+        l->cp = ulysses;
+        l->recompute = gc ? RECOMPUTE_FULL : RECOMPUTE_NONE;
+        l->shard_size = fsdp_size > 0 ? fsdp_size : 0;
+    }
+
+    TRY(get_int(r, tr, "micro_train_batch_size_per_gpu", "trainer.micro_train_batch_size_per_gpu",
+                1, BIG, &l->mbs, NULL));
+    TRY(get_int(r, tr, "train_batch_size", "trainer.train_batch_size", 1, 100000000,
+                &t->global_batch, NULL));
+    TRY(get_int(r, tr, "max_seq_len", "trainer.max_seq_len", 1, 16 * 1024 * 1024, &t->seq_len,
+                NULL));
+    bool flash = true, flash_set;
+    TRY(get_bool(r, tr, "flash_attn", "trainer.flash_attn", &flash, &flash_set));
+    if (flash_set) t->attention = flash ? ATTENTION_FLASH : ATTENTION_UNFUSED;
+    return CM_OK;
+}
+
+cm_status check_read_yaml(const char *text, size_t len, check_config *cfg, check_report *rep,
+                          char *err, size_t errlen)
+{
+    memset(cfg, 0, sizeof *cfg);
+    memset(rep, 0, sizeof *rep);
+    cfg->training = training_default();
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser))
+        return cm_fail(err, errlen, CM_ENOMEM, "out of memory in the YAML parser");
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        cm_status st = cm_fail(err, errlen, CM_EPARSE,
+                               "%lu:%lu: not valid YAML (%s%s%s): fix the syntax",
+                               (unsigned long)parser.problem_mark.line + 1,
+                               (unsigned long)parser.problem_mark.column + 1,
+                               parser.problem ? parser.problem : "unknown problem",
+                               parser.context ? " " : "", parser.context ? parser.context : "");
+        yaml_parser_delete(&parser);
+        return st;
+    }
+    reader r = {.doc = &doc, .err = err, .errlen = errlen};
+    const yaml_node_t *root = yaml_document_get_root_node(&doc);
+    cm_status st;
+    if (!root)
+        st = cm_fail(err, errlen, CM_EPARSE,
+                     "the file is empty: give a trainer config (plan --emit yaml writes one)");
+    else if (root->type != YAML_MAPPING_NODE)
+        st = bad(&r, root, "the document must be a mapping with a trainer: section, got %s",
+                 root->type == YAML_SCALAR_NODE ? "a single value" : "a list");
+    else
+        st = read_trainer(&r, root, cfg, rep);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    return st;
+}
+
+/* ---- model ---- */
+
+static bool is_file(const char *p)
+{
+    struct stat s;
+    return stat(p, &s) == 0 && S_ISREG(s.st_mode);
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat s;
+    return stat(p, &s) == 0 && S_ISDIR(s.st_mode);
+}
+
+cm_status check_load_model(const char *ref, const char *data_dir, model_spec *m, char *name_out,
+                           size_t name_len, char *err, size_t errlen)
+{
+    if (!ref || !*ref)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "the config names no model: add trainer.policy.model.path or give "
+                       "--model");
+    snprintf(name_out, name_len, "%s", ref);
+    if (is_file(ref)) return model_load_json(ref, NULL, m, err, errlen);
+    char path[1024];
+    if (is_dir(ref)) { /* a Hugging Face checkpoint directory */
+        snprintf(path, sizeof path, "%s/config.json", ref);
+        if (is_file(path)) {
+            snprintf(name_out, name_len, "%s", path);
+            return model_load_json(path, NULL, m, err, errlen);
+        }
+    }
+    if (!strchr(ref, '/')) {
+        snprintf(path, sizeof path, "%s/models/%s.json", data_dir, ref);
+        if (is_file(path)) return model_load_json(path, ref, m, err, errlen);
+    }
+    /* A Hugging Face repository id: the preset whose hf_repo it is. */
+    char list[2048];
+    model_list_presets(data_dir, list, sizeof list);
+    char *save = NULL;
+    for (char *name = strtok_r(list, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
+        snprintf(path, sizeof path, "%s/models/%s.json", data_dir, name);
+        char e2[CM_ERRLEN];
+        if (model_load_json(path, name, m, e2, sizeof e2) == CM_OK && m->hf_repo[0] &&
+            !strcasecmp(m->hf_repo, ref)) {
+            snprintf(name_out, name_len, "%s", name);
+            return CM_OK;
+        }
+    }
+    model_list_presets(data_dir, list, sizeof list);
+    return cm_fail(err, errlen, CM_EINVAL,
+                   "model '%.200s' is not a local config.json, a preset (%s) or the Hugging Face "
+                   "repository of one: give --model with a preset or a config.json",
+                   ref, list[0] ? list : "none found: set PLAN_DATA_DIR");
+}
+
+/* ---- the whole check ---- */
+
+int check_layout(const model_spec *m, const system_spec *sys, check_config *cfg, int gpus,
+                 check_report *rep, char *err, size_t errlen)
+{
+    layout *l = &cfg->layout;
+    if (gpus > 0 && cfg->num_gpus > 0 && gpus != cfg->num_gpus)
+        note(rep, "--gpus %d overrides trainer.placement.num_gpus %d", gpus, cfg->num_gpus);
+    if (gpus <= 0) gpus = cfg->num_gpus;
+    if (gpus <= 0) {
+        cm_fail(err, errlen, CM_EINVAL,
+                "no GPU count: add trainer.placement.num_gpus (or num_nodes and gpus_per_node) "
+                "or give --gpus N");
+        return 0;
+    }
+    if (cfg->gpus_per_node > sys->gpus_per_node)
+        violation(rep, CM_EINVAL, "placement-fits-node",
+                  "trainer.placement.gpus_per_node %d, but a %s node has %d GPUs: lower "
+                  "gpus_per_node or give the right --system",
+                  cfg->gpus_per_node, sys->name, sys->gpus_per_node);
+    else if (cfg->gpus_per_node > 0 && cfg->gpus_per_node < sys->gpus_per_node &&
+             gpus > cfg->gpus_per_node)
+        note(rep, "placement uses %d of the %d GPUs per node; the estimate places ranks on full "
+                  "nodes",
+             cfg->gpus_per_node, sys->gpus_per_node);
+
+    long mp = (long)l->tp * l->pp * l->cp;
+    int check_gpus = gpus;
+    if (mp > gpus || gpus % mp) {
+        violation(rep, CM_EINVAL, "gpu-count",
+                  "%d GPUs are not divisible by tp*pp*cp = %d*%d*%d = %ld (dp = GPUs / "
+                  "(tp*pp*cp)): change the parallel sizes or the GPU count",
+                  gpus, l->tp, l->pp, l->cp, mp);
+        l->dp = 1;
+        check_gpus = 0; /* reported here; do not report it again below */
+    } else {
+        l->dp = (int)(gpus / mp);
+    }
+    if (cfg->dopt_instances > 0) {
+        if (l->sharding == SHARDING_DDP) {
+            violation(rep, CM_ERULE, "hsdp-needs-sharding",
+                      "num_distributed_optimizer_instances %d needs the distributed optimizer "
+                      "or Megatron-FSDP: set use_distributed_optimizer: true or drop it",
+                      cfg->dopt_instances);
+        } else if ((l->dp * l->cp) % cfg->dopt_instances) {
+            violation(rep, CM_ERULE, "hsdp-divides-dp",
+                      "num_distributed_optimizer_instances %d must divide dp*cp = %d: pick a "
+                      "divisor",
+                      cfg->dopt_instances, l->dp * l->cp);
+        } else {
+            l->shard_size = l->dp * l->cp / cfg->dopt_instances;
+        }
+    }
+    layout_violation v[CHECK_MAX_VIOLATIONS];
+    int n = layout_check_all(m, sys, &cfg->training, l, check_gpus, v, CHECK_MAX_VIOLATIONS);
+    for (int i = 0; i < n && i < CHECK_MAX_VIOLATIONS; i++)
+        if (rep->nviolations + i < CHECK_MAX_VIOLATIONS)
+            rep->violations[rep->nviolations + i] = v[i];
+    rep->nviolations += n;
+    return gpus;
+}
+
+const char *check_yaml_fix(const char *rule)
+{
+    static const struct {
+        const char *rule, *fix;
+    } fixes[] = {
+        {"sizes", "the parallel sizes in trainer.policy.megatron_config and "
+                  "sequence_parallel_size"},
+        {"gpu-count", "trainer.placement.num_gpus, or the parallel sizes (tp*pp*cp must divide "
+                      "it)"},
+        {"tp-divides-heads", "trainer.policy.megatron_config.tensor_model_parallel_size"},
+        {"pp-fits-layers", "trainer.policy.megatron_config.pipeline_model_parallel_size"},
+        {"vpp-needs-pp", "megatron_config.virtual_pipeline_model_parallel_size: null, or "
+                         "pipeline_model_parallel_size >= 2"},
+        {"vpp-divides-layers", "megatron_config.virtual_pipeline_model_parallel_size or "
+                               "pipeline_model_parallel_size"},
+        {"batch-divisible", "trainer.train_batch_size or trainer.micro_train_batch_size_per_gpu"},
+        {"vpp-microbatches", "trainer.train_batch_size or trainer.micro_train_batch_size_per_gpu"},
+        {"sp-needs-tp", "megatron_config.sequence_parallel: false, or tensor_model_parallel_size "
+                        "> 1"},
+        {"cp-divides-seq", "trainer.max_seq_len, or context_parallel_size (megatron) / "
+                           "sequence_parallel_size (fsdp2)"},
+        {"ep-needs-moe", "megatron_config.expert_model_parallel_size: 1"},
+        {"moe-tp-needs-sp", "megatron_config.sequence_parallel: true"},
+        {"ep-divides-experts", "megatron_config.expert_model_parallel_size"},
+        {"ep-within-dp", "megatron_config.expert_model_parallel_size or "
+                         "expert_tensor_parallel_size"},
+        {"hsdp-needs-sharding", "fsdp_config.fsdp_size: -1, or megatron_config."
+                                "use_distributed_optimizer: true"},
+        {"hsdp-divides-dp", "fsdp_config.fsdp_size (fsdp2) or megatron_config."
+                            "num_distributed_optimizer_instances"},
+        {"offload-pp1-no-recompute", "fsdp_config.cpu_offload: false, or pipeline size 1 with "
+                                     "gradient_checkpointing: false"},
+        {"offload-needs-fsdp", "fsdp_config.cpu_offload: false (offload is an FSDP2 feature)"},
+        {"fsdp2-no-model-parallel", "trainer.strategy: megatron, or the megatron_config tensor/"
+                                    "pipeline/expert sizes at 1"},
+        {"fsdp2-sp-is-ulysses", "megatron_config.sequence_parallel: false (FSDP2 splits the "
+                                "sequence with sequence_parallel_size)"},
+        {"ulysses-divides-heads", "trainer.policy.sequence_parallel_size"},
+        {"megatron-fsdp-no-pp", "megatron_config.use_megatron_fsdp: false (keep "
+                                "use_distributed_optimizer: true), or "
+                                "pipeline_model_parallel_size: 1"},
+    };
+    for (size_t i = 0; rule && i < sizeof fixes / sizeof *fixes; i++)
+        if (!strcmp(rule, fixes[i].rule)) return fixes[i].fix;
+    return NULL;
+}

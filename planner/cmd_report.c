@@ -1,0 +1,218 @@
+/*
+ * cmd_report.c — `plan report`: writes the FSDP2-vs-Megatron decision guide for a system and a
+ * list of models and GPU counts, as one self-contained HTML file or as Markdown with PNG charts
+ * beside it (planner/report.h does the work; this file parses, loads and reports).
+ *
+ * Bad input (an unknown model or system, a bad GPU count, an output path that cannot be written,
+ * an unknown extension) is one line on stderr and exit status 2, before any search runs.
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_csv.h"
+#include "chart.h"
+#include "cli.h"
+#include "commands.h"
+#include "report.h"
+
+static void usage(void)
+{
+    printf("usage: plan report -o guide.html|guide.md [--system h100] [--calibration FILE]\n"
+           "                   [--models 3b,7b,30b,mixtral-8x7b,deepseek-v3] [--gpus 8,32,64]\n"
+           "                   [--bench results.csv] [--seq N] [--gbs N] [--format html|md]\n"
+           "Writes the FSDP2-vs-Megatron decision guide for the system: thresholds (model size\n"
+           "at which Megatron overtakes FSDP2, when MoE needs EP, where memory forces sharding,\n"
+           "recompute or offload), the frameworks compared, performance per model and GPU count\n"
+           "with charts, the feature matrix, the recommended YAML per model, migration notes and\n"
+           "troubleshooting. HTML is one self-contained file (inline SVG charts); Markdown writes\n"
+           "its charts as PNG files beside it (<stem>-<chart>.png). --bench adds the measured\n"
+           "step times of a plan bench CSV; --calibration overlays measured terms on the system.\n");
+}
+
+/* Split a comma-separated list in place (items point into s). */
+static int split(char *s, char **items, int max, const char *flag)
+{
+    int n = 0;
+    for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+        if (n == max) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "--%s takes at most %d values", flag, max);
+            return -cli_error(msg);
+        }
+        items[n++] = tok;
+    }
+    if (!n) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "--%s needs a comma-separated list", flag);
+        return -cli_error(msg);
+    }
+    return n;
+}
+
+/* Can path be created or overwritten? Checked before the searches so a typo fails at once. */
+static int check_writable(const char *path)
+{
+    char dir[PATH_MAX], msg[PATH_MAX + 128];
+    const char *slash = strrchr(path, '/');
+    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else snprintf(dir, sizeof dir, ".");
+    if (!dir[0]) snprintf(dir, sizeof dir, "/");
+    if (access(path, F_OK) == 0 ? access(path, W_OK) != 0 : access(dir, W_OK | X_OK) != 0) {
+        snprintf(msg, sizeof msg, "cannot write '%s': check the directory exists and is "
+                                  "writable",
+                 path);
+        return cli_error(msg);
+    }
+    return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+    enum { O_CAL = 1000, O_BENCH, O_SEQ, O_GBS, O_FORMAT };
+    static const struct option opts[] = {
+        {"system", required_argument, NULL, 's'},   {"calibration", required_argument, NULL, O_CAL},
+        {"models", required_argument, NULL, 'm'},   {"model", required_argument, NULL, 'm'},
+        {"gpus", required_argument, NULL, 'g'},     {"bench", required_argument, NULL, O_BENCH},
+        {"seq", required_argument, NULL, O_SEQ},    {"gbs", required_argument, NULL, O_GBS},
+        {"format", required_argument, NULL, O_FORMAT}, {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+    };
+    const char *system = "h100", *calibration = NULL, *bench_path = NULL, *out = NULL;
+    const char *format = NULL;
+    char models_arg[4096] = "3b,7b,30b,mixtral-8x7b,deepseek-v3", gpus_arg[1024] = "8,32,64";
+    training_spec t = training_default();
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":s:m:g:o:h", opts, NULL)) != -1) {
+        char *end;
+        long v;
+        switch (c) {
+        case 's': system = optarg; break;
+        case O_CAL: calibration = optarg; break;
+        case 'm': snprintf(models_arg, sizeof models_arg, "%s", optarg); break;
+        case 'g': snprintf(gpus_arg, sizeof gpus_arg, "%s", optarg); break;
+        case O_BENCH: bench_path = optarg; break;
+        case 'o': out = optarg; break;
+        case O_FORMAT: format = optarg; break;
+        case O_SEQ:
+        case O_GBS:
+            v = strtol(optarg, &end, 10);
+            if (*end || end == optarg || v < 1 || v > 100000000)
+                return cli_error(c == O_SEQ ? "--seq needs a positive integer"
+                                            : "--gbs needs a positive integer");
+            if (c == O_SEQ) t.seq_len = (int)v;
+            else t.global_batch = (int)v;
+            break;
+        case 'h': usage(); return 0;
+        case ':': {
+            char msg[160];
+            snprintf(msg, sizeof msg, "option '%s' needs a value (see plan report --help)",
+                     argv[optind - 1]);
+            return cli_error(msg);
+        }
+        default: {
+            char msg[200];
+            snprintf(msg, sizeof msg, "unknown option '%s' for plan report: see plan report "
+                                      "--help",
+                     argv[optind - 1]);
+            return cli_error(msg);
+        }
+        }
+    }
+    if (optind < argc) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "unexpected argument '%s' for plan report (the output file "
+                                  "is -o FILE)",
+                 argv[optind]);
+        return cli_error(msg);
+    }
+    if (!out) return cli_error("plan report needs an output file: -o guide.html or -o guide.md");
+    int fmt = report_format_from_path(out);
+    if (format) {
+        if (!strcmp(format, "html")) fmt = REPORT_HTML;
+        else if (!strcmp(format, "md") || !strcmp(format, "markdown")) fmt = REPORT_MARKDOWN;
+        else return cli_error("--format must be html or md");
+    }
+    if (fmt < 0)
+        return cli_error("cannot tell the format from the output name: end it in .html or .md, "
+                         "or give --format html|md");
+    char err[CM_ERRLEN];
+    if (training_check(&t, err, sizeof err) != CM_OK) return cli_error(err);
+
+    /* GPU counts */
+    char *items[REPORT_MAX_MODELS > REPORT_MAX_GPUS ? REPORT_MAX_MODELS : REPORT_MAX_GPUS];
+    int gpus[REPORT_MAX_GPUS];
+    int ng = split(gpus_arg, items, REPORT_MAX_GPUS, "gpus");
+    if (ng < 0) return -ng;
+    for (int i = 0; i < ng; i++) {
+        char *end;
+        long v = strtol(items[i], &end, 10);
+        if (*end || end == items[i] || v < 1 || v > 10000000) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "--gpus needs integers between 1 and 10000000, got '%s'",
+                     items[i]);
+            return cli_error(msg);
+        }
+        gpus[i] = (int)v;
+    }
+
+    /* system (+ calibration) and models */
+    const char *dir = cli_data_dir();
+    system_spec sys;
+    if (system_load(system, dir, &sys, err, sizeof err) != CM_OK) return cli_error(err);
+    if (calibration && system_overlay_json(calibration, &sys, err, sizeof err) != CM_OK)
+        return cli_error(err);
+    model_spec *models = calloc(REPORT_MAX_MODELS, sizeof *models);
+    if (!models) return cli_error("out of memory");
+    int nm = split(models_arg, items, REPORT_MAX_MODELS, "models");
+    if (nm < 0) {
+        free(models);
+        return -nm;
+    }
+    for (int i = 0; i < nm; i++)
+        if (model_load(items[i], dir, &models[i], err, sizeof err) != CM_OK) {
+            free(models);
+            return cli_error(err);
+        }
+
+    bench_row *rows = NULL;
+    int nrows = 0;
+    if (bench_path && (nrows = bench_csv_read(bench_path, &rows, err, sizeof err)) < 0) {
+        free(models);
+        return cli_error(err);
+    }
+    int rc = check_writable(out);
+    if (rc) {
+        free(models);
+        free(rows);
+        return rc;
+    }
+
+    report_options o = {.sys = &sys, .system_name = system, .calibration_path = calibration,
+                        .training = t, .models = models, .nmodels = nm, .gpus = gpus,
+                        .ngpus = ng, .bench = rows, .nbench = nrows, .bench_path = bench_path};
+    report *r = NULL;
+    cm_status st = report_build(&o, &r, err, sizeof err);
+    free(models);
+    free(rows);
+    if (st != CM_OK) return cli_error(err);
+    st = report_write(r, (report_format)fmt, out, err, sizeof err);
+    report_stats s = report_get_stats(r);
+    report_free(r);
+    chart_cleanup();
+    if (st != CM_OK) return cli_error(err);
+    if (fmt == REPORT_MARKDOWN && s.images)
+        printf("plan report: wrote %s and %d PNG charts beside it (%ld searches, %ld layouts, "
+               "%.1f s)\n",
+               out, s.images, s.searches, s.layouts, s.seconds);
+    else
+        printf("plan report: wrote %s (%d charts%s; %ld searches, %ld layouts, %.1f s)\n", out,
+               s.charts, s.charts_available ? "" : ", none: built without cairo", s.searches,
+               s.layouts, s.seconds);
+    return 0;
+}
