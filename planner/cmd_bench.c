@@ -38,10 +38,24 @@ typedef struct {
     int n;
 } list;
 
-/* Split "a,b,c" into list (strings point into a strdup'd copy kept for the run). */
+/* Strings the lists point into live until exit; freed there so leak checkers stay quiet. */
+static char *owned[2 * MAXLIST + 8];
+static int nowned;
+static void free_owned(void)
+{
+    while (nowned > 0) free(owned[--nowned]);
+}
+static char *own(char *p)
+{
+    if (nowned == 0) atexit(free_owned);
+    if (nowned < (int)(sizeof owned / sizeof *owned)) owned[nowned++] = p;
+    return p;
+}
+
+/* Split "a,b,c" into list (strings point into a copy kept for the run). */
 static int split(const char *flag, const char *s, list *out)
 {
-    char *copy = strdup(s);
+    char *copy = own(strdup(s));
     out->n = 0;
     for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
         if (out->n == MAXLIST) {
@@ -180,7 +194,7 @@ static int load_sweep_file(const char *path, sweep *sw)
                 json_decref(root);
                 return cli_error(msg);
             }
-            lists[k]->items[lists[k]->n++] = strdup(json_string_value(v));
+            lists[k]->items[lists[k]->n++] = own(strdup(json_string_value(v)));
         }
     }
     json_t *g = json_object_get(root, "gpus");

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "output.h"
 #include "search.h"
+#include "sim.h"
 
 static void usage(void)
 {
@@ -23,6 +24,7 @@ static void usage(void)
            "  --format human|json\n"
            "  --no-simulate        rank by the closed form only (default: the best plans are\n"
            "                       re-ranked by the step simulator, see plan simulate)\n"
+           "  --trace FILE         write the recommended plan's simulated step (Chrome trace)\n"
            "  --emit yaml|megatron-args|bridge|json   print the recommended plan's config instead\n"
            "other commands: plan estimate --help\n");
 }
@@ -84,6 +86,21 @@ int cmd_search(int argc, char **argv)
         fputs(text, stdout);
         free(text);
         return 0;
+    }
+    if (o.trace && r->count > 0) {
+        /* --trace: the recommended plan's simulated step (as plan simulate --trace writes it) */
+        sim_workspace *w = sim_alloc();
+        sim_options sim = {.serialize = false, .trace = true};
+        estimate e = r->ranked[0];
+        cm_status st = w ? sim_estimate(w, &m, &sys, &o.training, &e.layout, &sim, &e, err,
+                                        sizeof err)
+                         : cm_fail(err, sizeof err, CM_ENOMEM, "out of memory");
+        if (st == CM_OK) st = output_write_trace(w, o.trace, err, sizeof err);
+        sim_free(w);
+        if (st != CM_OK) {
+            search_result_free(r);
+            return cli_error(err);
+        }
     }
     if (o.format == FORMAT_JSON) {
         json_t *j = output_plan_json(r, o.top, &m, &sys);

@@ -6,12 +6,14 @@
  * a search visitor collects, in the same pass, which memory classes fit (DDP / distributed
  * optimizer / FSDP, with and without recompute, offload), the best Megatron plan without expert
  * parallelism, and which features the search exercised. A second sweep over a Llama-3-shaped
- * dense family (1B to 405B) at the user's GPU counts finds where Megatron overtakes FSDP2.
+ * dense family (1.5B to 406B) at the user's GPU counts finds where Megatron overtakes FSDP2 and
+ * how far each memory rung (DDP ... offload) reaches by model size.
  *
  * Write: seven sections rendered through a small document layer (doc_*) that emits either HTML
  * (one file, charts as inline SVG) or Markdown (charts as PNG files beside it). Prose is fixed;
  * every number in it comes from the estimates above. Text that is not ours (rule messages, file
- * names) goes through plain() so it cannot be read as markup.
+ * names) goes through plain() so it cannot be read as markup. Section 5 renders each plan with
+ * emit.h (the same YAML and flags as `plan --emit`).
  */
 #include "report.h"
 
@@ -24,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "chart.h"
 #include "emit.h"
@@ -1645,6 +1646,12 @@ static void charts_for_model(doc *d, const report *r, int mi)
     chart_add_series(&c, "FSDP2");
     chart_add_series(&c, "Megatron");
     int lo = r->gpus[0], hi = r->gpus[r->ngpus - 1];
+    if (r->ngpus == 1) /* one GPU count is no curve: start from the smallest that fits */
+        for (int i = 0; i < mr->npts; i++)
+            if (best_of(&mr->pts[i])) {
+                if (mr->pts[i].gpus < lo) lo = mr->pts[i].gpus;
+                break;
+            }
     bool any = false;
     for (int i = 0; i < mr->npts; i++) {
         const point *p = &mr->pts[i];
@@ -1671,7 +1678,7 @@ static void charts_for_model(doc *d, const report *r, int mi)
     snprintf(cap, sizeof cap,
              "Tokens per second of each framework's best plan%s; a missing point means no "
              "layout of that framework fits there.",
-             any ? " at your GPU counts and the powers of two between them"
+             any ? " at your GPU counts and the powers of two between (or below) them"
                  : lo ? " where the model fits (none of your GPU counts fits)"
                       : " (the model fits nowhere up to the sweep's end)");
     doc_chart(d, &c, name, cap);
@@ -1776,7 +1783,8 @@ static void section_features(doc *d, const report *r)
         for (int fw = 0; fw < 2; fw++) {
             layout l = feat_probe(f, (layout_framework)fw);
             char err[CM_ERRLEN], esc[2 * CM_ERRLEN];
-            cm_status st = layout_check(&r->probe, &r->sys, &r->t, &l, 64, err, sizeof err);
+            training_spec t = training_default(); /* the probes need gbs divisible by 64 */
+            cm_status st = layout_check(&r->probe, &r->sys, &t, &l, 64, err, sizeof err);
             if (st == CM_OK) {
                 long n = r->feat_count[fw][f];
                 if (n) snprintf(cells[fw], sizeof cells[fw], "**yes** (searched: %ld layouts)", n);
