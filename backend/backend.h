@@ -22,6 +22,7 @@
 
 #include "collective.h"
 #include "status.h"
+#include "trace.h"
 #include "work.h"
 
 typedef struct bk_ctx bk_ctx;
@@ -75,10 +76,13 @@ typedef struct {
 cm_status bk_coll_time(bk_ctx *ctx, collective_op op, int group, size_t bytes,
                        const bk_timing *tm, bk_coll_result *out, char *err, size_t errlen);
 
+#define BK_MEASURE_MAX_STAGES 16
+
 /* A measured plan step. */
 typedef struct {
     int gpus_used;
     int dp_measured;           /* data-parallel ranks actually run (<= planned dp) */
+    int stages_run;            /* pipeline stages run: pp, or 1 (stage 0 alone) */
     bool whole;                /* the whole layout ran (else a slice: see work_local_dp) */
     double step_s;             /* median of the timed steps (slowest GPU) */
     double step_spread;
@@ -92,8 +96,24 @@ typedef struct {
     /* Each item's measured time, same order as the work lists. */
     double layer_fwd_s[WORK_MAX_ITEMS], layer_bwd_s[WORK_MAX_ITEMS];
     double head_fwd_s[WORK_MAX_ITEMS], head_bwd_s[WORK_MAX_ITEMS];
+    double moe_fwd_s[WORK_MAX_ITEMS], moe_bwd_s[WORK_MAX_ITEMS];
     double gather_s, reduce_s; /* one layer unit's DP collectives, isolated */
     double optimizer_s;
+    /* Pipeline, from one instrumented step after the timed ones (events around every chunk on
+     * each stage's first GPU). busy: the stage's chunks; pp wait: its compute stream blocked on
+     * sends (non-interleaved 1F1B); bubble: the rest of the pipeline phase (step start to the
+     * end of the last chunk of any stage). */
+    double instrumented_step_s;
+    double pipeline_s;         /* the pipeline phase */
+    int critical_stage;        /* the busiest stage */
+    double bubble_s;           /* the critical stage's bubble (0 without a pipeline) */
+    double pp_exposed_s;       /* the critical stage's time blocked on sends */
+    double stage_busy_s[BK_MEASURE_MAX_STAGES], stage_bubble_s[BK_MEASURE_MAX_STAGES];
+    double stage_pp_wait_s[BK_MEASURE_MAX_STAGES];
+    double p2p_s;              /* one activation transfer between adjacent stages, isolated */
+    int pp_slots;              /* receive buffers per direction */
+    int pp_checked;            /* transfers whose received bytes were compared with the sent */
+    unsigned long long pp_wrong_bytes; /* bytes that differ (0: every transfer exact) */
 } bk_measure_result;
 
 /* Allocate what the plan holds on each GPU and execute `steps` timed training steps of w (after
@@ -101,5 +121,19 @@ typedef struct {
  * CM_ENOMEM and err naming the plan and the shortfall. `plan_name` is used in messages. */
 cm_status bk_measure(bk_ctx *ctx, const work_plan *w, const char *plan_name, int steps,
                      const bk_timing *tm, bk_measure_result *out, char *err, size_t errlen);
+
+/* The same, and with trace != NULL (trace_init'ed by the caller, who frees it) the instrumented
+ * step as trace spans: every chunk, work item, pipeline send, data-parallel collective and the
+ * optimizer of each stage's first GPU, from that GPU's step start (trace.h). */
+cm_status bk_measure_traced(bk_ctx *ctx, const work_plan *w, const char *plan_name, int steps,
+                            const bk_timing *tm, trace_list *trace, bk_measure_result *out,
+                            char *err, size_t errlen);
+
+/* plan measure's pipeline and MoE rows (measured beside predicted: EP all-to-alls, PP
+ * send/recv, time blocked on sends, bubble, per-stage busy/bubble, the transfer check) as text
+ * into buf (returns the length it needed), and as a JSON object (caller owns it). */
+size_t bk_measure_extra_text(const work_plan *w, const bk_measure_result *r, char *buf,
+                             size_t len);
+json_t *bk_measure_extra_json(const work_plan *w, const bk_measure_result *r);
 
 #endif

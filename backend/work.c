@@ -6,17 +6,19 @@
 #include "work.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compute.h"
+#include "estimate_costs.h"
 #include "flops.h"
 #include "memory.h"
 
 static const char *component_names[WC_COUNT] = {
-    "gemm", "attention", "elementwise", "tp_comm", "cp_comm", "dp_comm", "optimizer",
-    "framework_copies",
+    "gemm",    "attention", "elementwise", "tp_comm",         "cp_comm", "ep_comm",
+    "pp_comm", "dp_comm",   "optimizer",   "framework_copies",
 };
-static const char *group_names[GROUP_COUNT] = {"tp", "cp", "dp"};
+static const char *group_names[GROUP_COUNT] = {"tp", "cp", "dp", "ep", "edp"};
 
 const char *work_component_name(work_component c)
 {
@@ -102,6 +104,11 @@ int work_rank(const layout *l, int tp_idx, int cp_idx, int dp_idx)
     return tp_idx + l->tp * (cp_idx + l->cp * dp_idx);
 }
 
+int work_local_pp(const layout *l, int local_gpus)
+{
+    return (long)l->tp * l->cp * l->pp <= local_gpus ? l->pp : 1;
+}
+
 int work_local_dp(const layout *l, int local_gpus, bool *whole, char *err, size_t errlen)
 {
     int mp = l->tp * l->cp;
@@ -113,34 +120,190 @@ int work_local_dp(const layout *l, int local_gpus, bool *whole, char *err, size_
                 mp, local_gpus, local_gpus);
         return 0;
     }
-    int dp = local_gpus / mp;
+    int pp = work_local_pp(l, local_gpus);
+    int dp = local_gpus / (mp * pp);
     if (dp >= l->dp) dp = l->dp;
-    *whole = dp == l->dp && l->pp == 1;
+    *whole = dp == l->dp && pp == l->pp;
     return dp;
 }
 
-cm_status work_plan_build(const model_spec *m, const system_spec *sys, const training_spec *t,
-                          const layout *l, work_plan *w, char *err, size_t errlen)
+/* ---- pipeline schedule -------------------------------------------------------------------- */
+
+int work_pp_schedule(int p, int v, int m, int s, work_pp_op *out)
 {
-    memset(w, 0, sizeof *w);
-    if (model_is_moe(m) || m->mla)
-        return cm_fail(err, errlen, CM_EINVAL,
-                       "plan measure executes dense models with ordinary (GQA) attention; '%s' "
-                       "has %s: not measured yet, use plan estimate",
-                       m->name, m->mla ? "MLA attention" : "MoE layers");
-    cm_status st = estimate_layout(m, sys, t, l, &w->est, err, errlen);
-    if (st != CM_OK) return st;
+    /* The same orders as sim.c's schedule() (Narayanan et al. 2021 Sec. 2.2; Megatron-LM
+     * schedules.py): tests/test_backend_work.c checks them against the simulator's ops. */
+    int n = 0;
+    if (v == 1) {
+        int warm = p - s - 1 < m ? p - s - 1 : m;
+        for (int i = 0; i < warm; i++) out[n++] = (work_pp_op){i, 0, false};
+        for (int i = 0; i < m - warm; i++) {
+            out[n++] = (work_pp_op){warm + i, 0, false};
+            out[n++] = (work_pp_op){i, 0, true};
+        }
+        for (int i = m - warm; i < m; i++) out[n++] = (work_pp_op){i, 0, true};
+        return n;
+    }
+    int total = m * v, group = p * v;
+    int warm = (p - s - 1) * 2 + (v - 1) * p;
+    if (m == p || warm > total) warm = total;
+    int rest = total - warm;
+#define MB(k) (((k) / group) * p + (k) % p)
+#define CHUNK(k) (((k) % group) / p)
+    for (int k = 0; k < warm; k++) out[n++] = (work_pp_op){MB(k), CHUNK(k), false};
+    for (int k = 0; k < rest; k++) {
+        int f = warm + k;
+        out[n++] = (work_pp_op){MB(f), CHUNK(f), false};
+        out[n++] = (work_pp_op){MB(k), v - 1 - CHUNK(k), true};
+    }
+    for (int k = rest; k < total; k++) out[n++] = (work_pp_op){MB(k), v - 1 - CHUNK(k), true};
+#undef MB
+#undef CHUNK
+    return n;
+}
 
-    w->layout = *l;
-    w->training = *t;
-    w->stage = 0;
-    w->layers = layout_stage_layers(m, l, 0);
-    w->microbatches = layout_microbatches(l, t);
-    if (w->microbatches < 1) w->microbatches = 1;
-    w->has_head = l->pp == 1;
+work_pp_link work_pp_links(int p, int v, int s, const work_pp_op *op)
+{
+    work_pp_link k = {-1, -1, op->backward ? 1 : 0};
+    if (!op->backward) {
+        /* activations arrive from the previous stage, or (next chunk) wrap from the last */
+        if (s > 0) k.from_stage = s - 1;
+        else if (op->chunk > 0) k.from_stage = p - 1;
+        if (s < p - 1) k.to_stage = s + 1;
+        else if (op->chunk < v - 1) k.to_stage = 0;
+    } else {
+        /* gradients arrive from the next stage, or (the chunk after) wrap from the first */
+        if (s < p - 1) k.from_stage = s + 1;
+        else if (op->chunk < v - 1) k.from_stage = 0;
+        if (s > 0) k.to_stage = s - 1;
+        else if (op->chunk > 0) k.to_stage = p - 1;
+    }
+    if (p == 1) k.from_stage = k.to_stage = -1;
+    return k;
+}
 
-    double tokens = (double)l->mbs * t->seq_len / l->cp;
-    w->tokens = tokens;
+int work_pp_issue_order(int p, int v, int m, int nslots, work_pp_issue *out)
+{
+    int per = 2 * m * v, total = per * p;
+    if (p < 1 || v < 1 || m < 1 || nslots < 1) return -1;
+    work_pp_op *ops = malloc(sizeof *ops * (size_t)total);
+    int *next = calloc((size_t)p, sizeof *next);
+    /* per (receiver stage, direction): transfers issued, transfers consumed, and the FIFO of
+     * their (microbatch, chunk) */
+    int *made = calloc((size_t)p * 2, sizeof *made), *used = calloc((size_t)p * 2, sizeof *used);
+    work_pp_op *fifo = malloc(sizeof *fifo * (size_t)total * 2);
+    int n = 0, rc = 0;
+    if (!ops || !next || !made || !used || !fifo) {
+        rc = -1;
+        goto out;
+    }
+    for (int s = 0; s < p; s++) work_pp_schedule(p, v, m, s, ops + (size_t)s * per);
+    while (n < total) {
+        bool progress = false;
+        for (int s = 0; s < p; s++) {
+            while (next[s] < per) {
+                const work_pp_op *op = &ops[(size_t)s * per + next[s]];
+                work_pp_link k = work_pp_links(p, v, s, op);
+                if (k.from_stage >= 0) {
+                    int q = s * 2 + k.dir;
+                    if (used[q] >= made[q]) break; /* its input is not issued yet */
+                }
+                if (k.to_stage >= 0) {
+                    int q = k.to_stage * 2 + k.dir;
+                    if (made[q] - used[q] >= nslots) break; /* no free receive slot */
+                }
+                /* issue */
+                if (k.from_stage >= 0) {
+                    int q = s * 2 + k.dir;
+                    /* FIFO check: the j-th transfer into (s, dir) is this op's input, the
+                     * same micro-batch from chunk c (forward wrapped to stage 0: c-1; backward
+                     * wrapped to the last stage: c+1) */
+                    const work_pp_op *src = &fifo[(size_t)q * per + used[q]];
+                    int want_chunk = op->chunk;
+                    if (!op->backward && s == 0) want_chunk = op->chunk - 1;
+                    if (op->backward && s == p - 1) want_chunk = op->chunk + 1;
+                    if (src->microbatch != op->microbatch || src->chunk != want_chunk) {
+                        rc = -2;
+                        goto out;
+                    }
+                    used[q]++;
+                }
+                if (k.to_stage >= 0) {
+                    int q = k.to_stage * 2 + k.dir;
+                    if (made[q] >= per) {
+                        rc = -2;
+                        goto out;
+                    }
+                    fifo[(size_t)q * per + made[q]] = *op;
+                    made[q]++;
+                }
+                out[n++] = (work_pp_issue){s, next[s]};
+                next[s]++;
+                progress = true;
+            }
+        }
+        if (!progress) {
+            rc = -1;
+            goto out;
+        }
+    }
+    rc = n;
+out:
+    free(ops);
+    free(next);
+    free(made);
+    free(used);
+    free(fifo);
+    return rc;
+}
+
+int work_pp_slots(int p, int v, int m)
+{
+    int total = 2 * m * v * p;
+    work_pp_issue *o = malloc(sizeof *o * (size_t)(total > 0 ? total : 1));
+    if (!o) return m * v;
+    int k = 1;
+    for (; k < m * v; k++)
+        if (work_pp_issue_order(p, v, m, k, o) == total) break;
+    free(o);
+    return k;
+}
+
+int work_chunk_first_layer(const work_plan *w, int s, int c)
+{
+    if (w->vpp > 1) return (c * w->pp + s) * w->chunk_layers;
+    int first = 0;
+    for (int i = 0; i < s; i++) first += w->stage_layers[i];
+    return first;
+}
+
+int work_chunk_layer_count(const work_plan *w, int s, int c)
+{
+    (void)c;
+    return w->vpp > 1 ? w->chunk_layers : w->stage_layers[s];
+}
+
+/* ---- one layer's work ---------------------------------------------------------------------- */
+
+typedef struct {
+    const model_spec *m;
+    const system_spec *sys;
+    const training_spec *t;
+    const layout *l;
+    double tokens;
+    layout_group gtp, gcp, gep;
+} layer_ctx;
+
+/* The forward items of one layer into F, backward (with recompute) into B: estimate.c's
+ * layer_cost() item by item. */
+static cm_status build_layer(const layer_ctx *c, bool moe, work_plan *w, work_list *F,
+                             work_list *B, char *err, size_t errlen)
+{
+    const model_spec *m = c->m;
+    const system_spec *sys = c->sys;
+    const training_spec *t = c->t;
+    const layout *l = c->l;
+    double tokens = c->tokens;
     double tp = l->tp, h = m->hidden, a = m->heads, d = m->head_dim;
     double seq_div = l->sp ? tp : 1.0;
     bool swiglu = m->activation == MODEL_ACT_SWIGLU;
@@ -152,21 +315,12 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
     double norm_bytes = (eager && m->norm == MODEL_NORM_RMS) ? 36.0 : 4.0;
     double rope_bytes = eager ? 18.0 : 4.0;
 
-    w->group_size[GROUP_TP] = l->tp;
-    w->group_size[GROUP_CP] = l->cp;
-    w->group_size[GROUP_DP] = l->dp * l->cp;
-    w->group_place[GROUP_TP] = layout_tp_group(sys, l);
-    w->group_place[GROUP_CP] = layout_cp_group(sys, l);
-    w->group_place[GROUP_DP] =
-        l->sharding == SHARDING_FSDP ? layout_shard_place(sys, l) : layout_dp_group(sys, l);
-
-    work_list *F = &w->layer_fwd, *B = &w->layer_bwd;
     work_list recompute; /* the forward again, for full recompute */
     memset(&recompute, 0, sizeof recompute);
 
     /* TP/SP collectives of the full activation (estimate.c: tp_one twice per direction). */
     double act = tokens * h * 2.0;
-    layout_group gtp = w->group_place[GROUP_TP];
+    layout_group gtp = c->gtp;
     bool tpc = l->tp > 1;
 #define TP_ENTER(list)                                                                         \
     do {                                                                                       \
@@ -194,7 +348,7 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
      * all-to-alls of q, k, v and the output (same backward). */
     double kvh = m->kv_heads;
     if (l->cp > 1) {
-        layout_group gcp = w->group_place[GROUP_CP];
+        layout_group gcp = c->gcp;
         if (l->framework == FRAMEWORK_MEGATRON) {
             double chunk = tokens * kvh * (d + d) * 2.0 / tp;
             for (int i = 0; i < l->cp - 1; i++) {
@@ -254,12 +408,60 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
     linear(sys, F, B, "attn_out", tokens, h, qdim);
     TP_LEAVE(F);
     TP_ENTER(F);
-    linear(sys, F, B, "mlp_up", tokens, gate * m->ffn / tp, h);
-    linear(sys, F, B, "mlp_down", tokens, h, (double)m->ffn / tp);
+    double elem_sharded = 0; /* elementwise bytes per token, per GPU (estimate.c) */
+    if (!moe) {
+        linear(sys, F, B, "mlp_up", tokens, gate * m->ffn / tp, h);
+        linear(sys, F, B, "mlp_down", tokens, h, (double)m->ffn / tp);
+        elem_sharded += act_bytes * m->ffn / tp;
+    } else {
+        /* MoE block (estimate.c layer_cost, Megatron's MoELayer): the router over this rank's
+         * tokens (its SP shard), the dispatch all-to-all of top_k copies of the tokens over the
+         * EP group, E/ep local experts as one grouped GEMM each for up and down at the cost
+         * model's rows per expert (a balanced router), the combine all-to-all, then the shared
+         * experts over every token. */
+        double etp = layout_etp(l);
+        linear(sys, F, B, "router", l->sp ? tokens / tp : tokens, m->experts, h);
+        double a2a = tokens / tp * m->top_k * h * 2.0;
+        double pa = collective_time_s(sys, COLL_ALL_TO_ALL, a2a, c->gep);
+        if (l->ep > 1) coll(F, WC_EP, "ep.dispatch", COLL_ALL_TO_ALL, a2a, GROUP_EP, pa);
+        int local = m->experts / l->ep;
+        double rows = tokens * m->top_k * l->ep * etp / ((double)m->experts * tp);
+        w->local_experts = local;
+        w->expert_rows = rows;
+        double up = gate * m->expert_ffn / etp, down_in = m->expert_ffn / etp;
+        /* grouped GEMMs: batch = local experts, one weight each */
+        char nm[32];
+        gemm(F, WC_GEMM, "experts_up", GEMM_FWD, rows, up, h, local, true,
+             local * compute_gemm_s(sys, rows, up, h));
+        snprintf(nm, sizeof nm, "experts_up.dgrad");
+        gemm(B, WC_GEMM, nm, GEMM_DGRAD, rows, h, up, local, true,
+             local * compute_gemm_s(sys, rows, h, up));
+        snprintf(nm, sizeof nm, "experts_up.wgrad");
+        gemm(B, WC_GEMM, nm, GEMM_WGRAD, up, h, rows, local, false,
+             local * compute_gemm_s(sys, h, up, rows));
+        gemm(F, WC_GEMM, "experts_down", GEMM_FWD, rows, h, down_in, local, true,
+             local * compute_gemm_s(sys, rows, h, down_in));
+        gemm(B, WC_GEMM, "experts_down.dgrad", GEMM_DGRAD, rows, down_in, h, local, true,
+             local * compute_gemm_s(sys, rows, down_in, h));
+        gemm(B, WC_GEMM, "experts_down.wgrad", GEMM_WGRAD, h, down_in, rows, local, false,
+             local * compute_gemm_s(sys, down_in, h, rows));
+        if (l->ep > 1) {
+            coll(F, WC_EP, "ep.combine", COLL_ALL_TO_ALL, a2a, GROUP_EP, pa);
+            coll(B, WC_EP, "ep.combine.bwd", COLL_ALL_TO_ALL, a2a, GROUP_EP, pa);
+            coll(B, WC_EP, "ep.dispatch.bwd", COLL_ALL_TO_ALL, a2a, GROUP_EP, pa);
+        }
+        if (m->shared_experts) {
+            double sw = (double)m->shared_experts * m->shared_ffn;
+            linear(sys, F, B, "shared_up", tokens, gate * sw / tp, h);
+            linear(sys, F, B, "shared_down", tokens, h, sw / tp);
+            elem_sharded += act_bytes * sw / tp;
+        }
+        double copies = m->top_k / tp; /* routed copies per token, per GPU */
+        elem_sharded += copies * (act_bytes * m->expert_ffn + 8.0 * h); /* act + permutes */
+    }
     TP_LEAVE(F);
 
     /* Elementwise bytes (estimate.c): activation, rotary, norms, residuals, dropout masks. */
-    double elem_sharded = act_bytes * m->ffn / tp;
     if (!m->learned_positions) elem_sharded += rope_bytes * (a * d + m->kv_heads * d) / tp;
     double elem_repl = 2.0 * norm_bytes * h + 12.0 * h + (m->dropout ? 2.0 * h : 0);
     double elem_fwd = tokens * (elem_repl / seq_div + elem_sharded);
@@ -283,6 +485,8 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
     } else if (l->recompute == RECOMPUTE_SELECTIVE) {
         recompute = attn_f;
     }
+    if (F->n >= WORK_MAX_ITEMS || B->n >= WORK_MAX_ITEMS)
+        return cm_fail(err, errlen, CM_EINVAL, "internal: too many work items per layer");
     if (recompute.n) {
         if (recompute.n + B->n > WORK_MAX_ITEMS)
             return cm_fail(err, errlen, CM_EINVAL, "internal: too many work items per layer");
@@ -290,15 +494,95 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
         for (int i = 0; i < recompute.n; i++) {
             B->item[i] = recompute.item[i];
             char nm[32];
-            snprintf(nm, sizeof nm, "re.%s", recompute.item[i].name);
+            snprintf(nm, sizeof nm, "re.%.28s", recompute.item[i].name);
             snprintf(B->item[i].name, sizeof B->item[i].name, "%s", nm);
         }
         B->n += recompute.n;
     }
+    return CM_OK;
+}
 
-    /* Output layer and loss on the last stage (estimate.c stage_cost). */
-    if (w->has_head) {
-        double v = (double)m->vocab / l->tp;
+/* Adam's parameters on stage s: its shard (estimate.c optimizer_cost), everything under DDP. */
+static double stage_optimizer_params(const model_spec *m, const layout *l, int s)
+{
+    double pd, pe;
+    memory_stage_params(m, l, s, &pd, &pe);
+    if (l->sharding == SHARDING_DDP) return pd + pe;
+    double ne = layout_expert_dp(l);
+    if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
+    return pd / layout_shard_group(l) + pe / ne;
+}
+
+cm_status work_plan_build(const model_spec *m, const system_spec *sys, const training_spec *t,
+                          const layout *l, work_plan *w, char *err, size_t errlen)
+{
+    memset(w, 0, sizeof *w);
+    if (m->mla)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "plan measure executes ordinary (GQA) attention; '%s' has MLA attention: "
+                       "not measured yet, use plan estimate",
+                       m->name);
+    if (model_is_moe(m) && layout_etp(l) != l->tp)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "plan measure runs the experts with the attention's tensor parallelism: "
+                       "expert tensor parallel %d differs from tp %d; drop --etp (or use plan "
+                       "estimate)",
+                       layout_etp(l), l->tp);
+    if (l->pp > WORK_MAX_STAGES)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "pipeline size %d: plan measure handles up to %d stages", l->pp,
+                       WORK_MAX_STAGES);
+    cm_status st = estimate_layout(m, sys, t, l, &w->est, err, errlen);
+    if (st != CM_OK) return st;
+    estimate_costs costs;
+    st = estimate_stage_costs(m, sys, t, l, &costs, NULL, err, errlen);
+    if (st != CM_OK) return st;
+
+    w->layout = *l;
+    w->training = *t;
+    w->pp = l->pp;
+    w->vpp = l->vpp;
+    for (int s = 0; s < l->pp; s++) w->stage_layers[s] = layout_stage_layers(m, l, s);
+    w->chunk_layers = l->vpp > 1 ? m->layers / (l->pp * l->vpp) : 0;
+    /* The stage the per-component figures are for: the estimate's slowest. */
+    w->stage = costs.worst_stage;
+    w->layers = w->stage_layers[w->stage];
+    w->moe = model_is_moe(m);
+    w->first_moe_layer = w->moe ? m->dense_first : m->layers;
+    for (int c = 0; c < (l->vpp > 1 ? l->vpp : 1); c++) {
+        int f = work_chunk_first_layer(w, w->stage, c), n = work_chunk_layer_count(w, w->stage, c);
+        for (int i = f; i < f + n; i++) w->moe_layers += i >= w->first_moe_layer;
+    }
+    w->microbatches = layout_microbatches(l, t);
+    if (w->microbatches < 1) w->microbatches = 1;
+    w->has_head = w->stage == l->pp - 1;
+
+    double tokens = (double)l->mbs * t->seq_len / l->cp;
+    w->tokens = tokens;
+
+    w->group_size[GROUP_TP] = l->tp;
+    w->group_size[GROUP_CP] = l->cp;
+    w->group_size[GROUP_DP] = l->dp * l->cp;
+    w->group_size[GROUP_EP] = l->ep;
+    w->group_size[GROUP_EDP] = layout_expert_dp(l);
+    w->group_place[GROUP_TP] = layout_tp_group(sys, l);
+    w->group_place[GROUP_CP] = layout_cp_group(sys, l);
+    w->group_place[GROUP_DP] =
+        l->sharding == SHARDING_FSDP ? layout_shard_place(sys, l) : layout_dp_group(sys, l);
+    w->group_place[GROUP_EP] = layout_ep_group(sys, l);
+    w->group_place[GROUP_EDP] =
+        layout_group_place(sys, layout_expert_dp(l), l->ep * layout_etp(l));
+
+    layer_ctx lc = {m, sys, t, l, tokens, w->group_place[GROUP_TP], w->group_place[GROUP_CP],
+                    w->group_place[GROUP_EP]};
+    st = build_layer(&lc, false, w, &w->layer_fwd, &w->layer_bwd, err, errlen);
+    if (st == CM_OK && w->moe) st = build_layer(&lc, true, w, &w->moe_fwd, &w->moe_bwd, err, errlen);
+    if (st != CM_OK) return st;
+
+    /* Output layer and loss on the last stage (estimate.c stage_cost); always built, since the
+     * whole pipeline runs when it fits. */
+    {
+        double v = (double)m->vocab / l->tp, h = m->hidden;
         linear(sys, &w->head_fwd, &w->head_bwd, "lm_head", tokens, v, h);
         stream(&w->head_fwd, WC_ELEMENTWISE, "loss", 10.0 * tokens * v,
                compute_stream_s(sys, 10.0 * tokens * v));
@@ -306,10 +590,24 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
                compute_stream_s(sys, 10.0 * tokens * v));
     }
 
+    /* Pipeline transfers (estimate.c p2p_cost): each TP rank sends its 1/tp slice. */
+    w->p2p_bytes = tokens * m->hidden * 2.0 / l->tp;
+    w->p2p_pred_s = l->pp > 1 ? costs.p2p_s : 0;
+
     /* Data-parallel traffic per layer unit. */
     w->layer_params = memory_layer_params(m, l, 0);
-    w->root_params = model_embedding_params(m) + model_output_params(m);
-    if (!w->has_head) w->root_params = model_embedding_params(m);
+    if (w->moe) {
+        w->moe_layer_params = memory_layer_params(m, l, 1);
+        memory_layer_params_split(m, l, 1, &w->moe_dense_params, &w->moe_expert_params);
+    }
+    for (int s = 0; s < l->pp; s++) {
+        double r = 0;
+        if (s == 0) r += model_embedding_params(m);
+        if (s == l->pp - 1) r += model_output_params(m);
+        w->stage_root_params[s] = r;
+        w->stage_optimizer_params[s] = stage_optimizer_params(m, l, s);
+    }
+    w->root_params = w->stage_root_params[w->stage];
     int dpg = l->sharding == SHARDING_FSDP ? layout_shard_group(l) : l->dp * l->cp;
     w->group_size[GROUP_DP] = dpg;
     double p = w->layer_params;
@@ -336,32 +634,49 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
             w->gather_each_micro = false;
         }
     }
-    w->dp_active = dpg > 1;
+    w->dp_active = dpg > 1 || (w->moe && !w->fsdp && layout_expert_dp(l) > 1);
 
-    /* Optimizer shard (estimate.c). */
-    double pd, pe;
-    memory_stage_params(m, l, 0, &pd, &pe);
-    double local = pd + pe;
-    if (l->sharding != SHARDING_DDP) local = pd / layout_shard_group(l);
-    w->optimizer_params = local;
+    /* Optimizer shard of the reported stage (estimate.c). */
+    w->optimizer_params = w->stage_optimizer_params[w->stage];
     w->optimizer_bf16_copy = l->framework == FRAMEWORK_MEGATRON;
 
-    /* Raw predicted sums per step, by component. */
+    /* Raw predicted sums per step on the reported stage, by component. */
     double micro = w->microbatches;
-    const work_list *lists[4] = {&w->layer_fwd, &w->layer_bwd, &w->head_fwd, &w->head_bwd};
-    double reps[4] = {micro * w->layers, micro * w->layers, micro, micro};
-    for (int j = 0; j < 4; j++)
+    int nd = w->layers - w->moe_layers, nm = w->moe_layers;
+    const work_list *lists[6] = {&w->layer_fwd, &w->layer_bwd, &w->moe_fwd,
+                                 &w->moe_bwd,   &w->head_fwd,  &w->head_bwd};
+    double reps[6] = {micro * nd, micro * nd, micro * nm, micro * nm,
+                      w->has_head ? micro : 0, w->has_head ? micro : 0};
+    for (int j = 0; j < 6; j++)
         for (int i = 0; i < lists[j]->n; i++)
             w->pred_component_s[lists[j]->item[i].component] += reps[j] * lists[j]->item[i].pred_s;
     if (w->dp_active) {
         layout_group g = w->group_place[GROUP_DP];
         double gathers = w->gather_each_micro ? micro * (w->gather_in_bwd ? 2 : 1) : 1;
         double reduces = w->reduce_each_micro ? micro : 1;
-        if (w->gather_bytes > 0)
-            w->pred_component_s[WC_DP] +=
-                w->layers * gathers * collective_time_s(sys, w->gather_op, w->gather_bytes, g);
-        w->pred_component_s[WC_DP] +=
-            w->layers * reduces * collective_time_s(sys, w->reduce_op, w->reduce_bytes, g);
+        double rb = w->reduce_fp32 ? 4.0 : 2.0;
+        for (int kind = 0; kind < 2; kind++) {
+            int n = kind ? nm : nd;
+            if (!n) continue;
+            /* FSDP units hold the whole layer; Megatron reduces the dense part over dp*cp and
+             * the experts over the expert-dp group (estimate_dp_sync_s) */
+            double pdn = kind ? (w->fsdp ? w->moe_layer_params : w->moe_dense_params) : p;
+            double pex = kind && !w->fsdp ? w->moe_expert_params : 0;
+            layout_group ge = w->group_place[GROUP_EDP];
+            if (w->gather_bytes > 0 && dpg > 1)
+                w->pred_component_s[WC_DP] +=
+                    n * gathers * collective_time_s(sys, w->gather_op, 2.0 * pdn, g);
+            if (dpg > 1)
+                w->pred_component_s[WC_DP] +=
+                    n * reduces * collective_time_s(sys, w->reduce_op, rb * pdn, g);
+            if (pex > 0 && ge.size > 1) {
+                if (w->gather_bytes > 0)
+                    w->pred_component_s[WC_DP] +=
+                        n * gathers * collective_time_s(sys, w->gather_op, 2.0 * pex, ge);
+                w->pred_component_s[WC_DP] +=
+                    n * reduces * collective_time_s(sys, w->reduce_op, rb * pex, ge);
+            }
+        }
     }
     /* FSDP2's copy-in/copy-out kernels (estimate.c prices them on the compute stream; bk_measure
      * runs them itself, so they are not work items): 4p forward, 4p (resharded) + 6p backward. */
@@ -370,6 +685,7 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
             micro * w->layers *
             (compute_stream_s(sys, 4.0 * p) +
              compute_stream_s(sys, (l->reshard_after_forward ? 4.0 : 0.0) * p + 6.0 * p));
+    w->pred_component_s[WC_PP] = w->est.time.pp_s;
     w->pred_component_s[WC_OPTIMIZER] = w->est.time.optimizer_s;
     return CM_OK;
 }
@@ -401,15 +717,37 @@ void work_plan_print(const work_plan *w, void *file)
 {
     FILE *f = file;
     const layout *l = &w->layout;
+    int nd = w->layers - w->moe_layers;
     fprintf(f, "work of one step on pipeline stage %d: %d layers x %d micro-batches, %.0f tokens "
                "per GPU per micro-batch\n",
             w->stage, w->layers, w->microbatches, w->tokens);
-    fprintf(f, "groups: tp %d, cp %d, dp %d (%s)\n", l->tp, l->cp, w->group_size[GROUP_DP],
+    if (w->moe) fprintf(f, "MoE layers on that stage: %d\n", w->moe_layers);
+    fprintf(f, "groups: tp %d, cp %d, dp %d (%s)", l->tp, l->cp, w->group_size[GROUP_DP],
             layout_sharding_name(l->sharding));
-    print_list(f, "fwd", &w->layer_fwd, (double)w->layers * w->microbatches);
-    print_list(f, "bwd", &w->layer_bwd, (double)w->layers * w->microbatches);
-    print_list(f, "fwd", &w->head_fwd, w->microbatches);
-    print_list(f, "bwd", &w->head_bwd, w->microbatches);
+    if (w->moe) fprintf(f, ", ep %d, expert dp %d", l->ep, w->group_size[GROUP_EDP]);
+    fprintf(f, "\n");
+    if (w->pp > 1) {
+        fprintf(f, "pipeline: %d stages (layers", w->pp);
+        for (int s = 0; s < w->pp; s++) fprintf(f, "%s%d", s ? " " : " ", w->stage_layers[s]);
+        fprintf(f, "), %s, send/recv of %.4g bytes per micro-batch and direction, pred %.3f ms; "
+                   "predicted bubble %.4f s\n",
+                w->vpp > 1 ? "interleaved 1F1B" : "1F1B", w->p2p_bytes, w->p2p_pred_s * 1e3,
+                w->est.time.bubble_s);
+    }
+    if (nd) {
+        print_list(f, "fwd", &w->layer_fwd, (double)nd * w->microbatches);
+        print_list(f, "bwd", &w->layer_bwd, (double)nd * w->microbatches);
+    }
+    if (w->moe_layers) {
+        fprintf(f, "  MoE layers: %d local experts x %.0f rows each\n", w->local_experts,
+                w->expert_rows);
+        print_list(f, "fwd", &w->moe_fwd, (double)w->moe_layers * w->microbatches);
+        print_list(f, "bwd", &w->moe_bwd, (double)w->moe_layers * w->microbatches);
+    }
+    if (w->has_head) {
+        print_list(f, "fwd", &w->head_fwd, w->microbatches);
+        print_list(f, "bwd", &w->head_bwd, w->microbatches);
+    }
     if (w->dp_active) {
         if (w->gather_bytes > 0)
             fprintf(f, "  unit  %-22s %-14s dp        %-12.4g per layer%s%s\n", "dp.gather",

@@ -2,7 +2,11 @@
  * work.h — the translation of a layout into the GPU work of one training step: per layer the
  * forward and backward GEMMs at the TP-sharded shapes, the attention core, the elementwise
  * bytes, the TP/SP and CP collectives, the per-layer data-parallel gathers and reductions
- * (FSDP units, Megatron buckets), the output layer and the optimizer's parameter count.
+ * (FSDP units, Megatron buckets), the output layer and the optimizer's parameter count; for
+ * MoE layers the router, the expert-parallel dispatch and combine all-to-alls, the grouped
+ * expert GEMMs at the cost model's rows per expert and the shared experts; for pipelines the
+ * stage split, the 1F1B (or interleaved 1F1B) order of each stage and the activation transfers
+ * between stages, with the order one host thread issues them in.
  *
  * Pure C on top of the cost model (no CUDA header), so that the translation is unit-tested on
  * machines without a GPU and `plan measure --dry-run` can print it. Every item carries the
@@ -41,14 +45,18 @@ typedef enum {
     WC_ELEMENTWISE,   /* norms, residuals, activations, rotary, loss */
     WC_TP,            /* TP/SP collectives (exposed: in the compute stream) */
     WC_CP,            /* CP exchange */
+    WC_EP,            /* MoE dispatch / combine all-to-alls (exposed: in the compute stream) */
+    WC_PP,            /* pipeline send/recv of activations and their gradients */
     WC_DP,            /* FSDP gathers / reductions, DP gradient sync (comm stream) */
     WC_OPTIMIZER,
     WC_FRAMEWORK,     /* framework copies the cost model does not price (FSDP2 copy-in/out) */
     WC_COUNT
 } work_component;
 
-/* Process groups, placed in Megatron's order (tp innermost, then cp, dp, pp). */
-typedef enum { GROUP_TP = 0, GROUP_CP, GROUP_DP, GROUP_COUNT } work_group;
+/* Process groups, placed in Megatron's order (tp innermost, then cp, dp, pp); the expert groups
+ * are carved out of a stage's tp*cp*dp ranks with etp innermost, then ep, then expert-dp
+ * (megatron/core/parallel_state.py). Pipeline transfers have their own communicators. */
+typedef enum { GROUP_TP = 0, GROUP_CP, GROUP_DP, GROUP_EP, GROUP_EDP, GROUP_COUNT } work_group;
 
 /* GEMM operand forms, as a framework's Linear runs them (row-major names; every form costs
  * 2mnk FLOPs):
@@ -77,6 +85,7 @@ typedef struct {
 } work_item;
 
 #define WORK_MAX_ITEMS 64
+#define WORK_MAX_STAGES 64
 
 typedef struct {
     work_item item[WORK_MAX_ITEMS];
@@ -87,15 +96,38 @@ typedef struct {
     /* Identity */
     layout layout;
     training_spec training;
-    int stage;                 /* the pipeline stage measured (the first) */
-    int layers;                /* transformer layers on that stage */
+    int stage;                 /* the stage the per-component figures are for: the estimate's
+                                  slowest (0 without a pipeline) */
+    int layers;                /* transformer layers on that stage (dense + MoE) */
+    int moe_layers;            /* of which MoE layers */
     int microbatches;          /* per step, on that stage */
     double tokens;             /* per GPU per micro-batch (mbs * seq / cp) */
 
-    /* One layer's work; the head (output GEMM + loss) when the stage is the last. */
-    work_list layer_fwd, layer_bwd; /* bwd includes the recomputed forward */
-    work_list head_fwd, head_bwd;
+    /* One layer's work; the head (output GEMM + loss) runs on the last stage. */
+    work_list layer_fwd, layer_bwd; /* dense layers; bwd includes the recomputed forward */
+    work_list head_fwd, head_bwd;   /* always built; has_head: `stage` is the last stage */
     bool has_head;
+
+    /* MoE layers (model_is_moe): router, EP dispatch/combine, grouped experts, shared experts.
+     * Layers first_moe_layer.. are MoE (DeepSeek's dense-first layers stay dense). */
+    bool moe;
+    int first_moe_layer;       /* global index; == model layers for dense models */
+    work_list moe_fwd, moe_bwd;
+    int local_experts;         /* experts / ep on each GPU */
+    double expert_rows;        /* rows per local expert per micro-batch: tokens*k*ep*etp/(E*tp) */
+    double moe_layer_params;   /* one MoE layer's parameters on this GPU (after tp and ep) */
+    double moe_dense_params;   /* of which attention, norms, router, shared experts */
+    double moe_expert_params;  /* of which routed experts (reduced over the expert-dp group) */
+
+    /* Pipeline: stage s holds stage_layers[s] layers (layout_stage_layers); interleaved (vpp >
+     * 1) stage s holds virtual stages k = c*pp + s, each chunk_layers layers. */
+    int pp, vpp;
+    int stage_layers[WORK_MAX_STAGES];
+    int chunk_layers;          /* vpp > 1: layers per virtual stage; else 0 */
+    double p2p_bytes;          /* one transfer of a micro-batch's activations (per GPU) */
+    double p2p_pred_s;         /* its predicted time (collective.h send_recv over the pp group) */
+    double stage_optimizer_params[WORK_MAX_STAGES]; /* Adam's parameters on each stage */
+    double stage_root_params[WORK_MAX_STAGES];      /* embedding / output layer on each stage */
 
     /* Data-parallel traffic per layer unit, on its own stream. */
     bool dp_active;            /* group > 1 and some traffic */
@@ -125,8 +157,9 @@ typedef struct {
 } work_plan;
 
 /*
- * Build the work of one step of layout l. Supports dense models with ordinary (GQA) attention;
- * MoE and MLA are rejected with an error saying so. The estimate is computed too (est).
+ * Build the work of one step of layout l. Supports dense and MoE models with ordinary (GQA)
+ * attention, any pipeline (pp <= WORK_MAX_STAGES, vpp >= 1); MLA and an expert tensor-parallel
+ * size other than tp are rejected with an error saying so. The estimate is computed too (est).
  */
 cm_status work_plan_build(const model_spec *m, const system_spec *sys, const training_spec *t,
                           const layout *l, work_plan *out, char *err, size_t errlen);
@@ -136,8 +169,61 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
  * fit, with err saying so. *whole is set when the layout fits completely. */
 int work_local_dp(const layout *l, int local_gpus, bool *whole, char *err, size_t errlen);
 
+/* Pipeline stages run on the local GPUs: pp when tp*cp*pp GPUs are there (the whole pipeline,
+ * with as many dp ranks as fit), else 1 (stage 0 alone, the slice of work_local_dp). */
+int work_local_pp(const layout *l, int local_gpus);
+
 /* Megatron rank order: the global rank of (tp_idx, cp_idx, dp_idx) within pipeline stage 0. */
 int work_rank(const layout *l, int tp_idx, int cp_idx, int dp_idx);
+
+/* ---- pipeline schedule ------------------------------------------------------------------ */
+
+/* One forward or backward of a micro-batch through one chunk (virtual stage) of a stage. */
+typedef struct {
+    int microbatch;
+    int chunk;
+    bool backward;
+} work_pp_op;
+
+/*
+ * The order stage s (of p) runs its 2*m*v ops in: Megatron-LM's 1F1B (v == 1: p-s-1 warm-up
+ * forwards, one forward one backward alternately, then the cool-down backwards) or interleaved
+ * 1F1B (v > 1), the same orders as the step simulator (costmodel/sim.c). out holds 2*m*v.
+ * Returns the number of ops.
+ */
+int work_pp_schedule(int p, int v, int m, int s, work_pp_op *out);
+
+/* Where an op's input comes from and its output goes: stage (-1: none), and the transfer's
+ * direction (0: activations forward, 1: gradients backward). */
+typedef struct {
+    int from_stage, to_stage;
+    int dir;
+} work_pp_link;
+
+work_pp_link work_pp_links(int p, int v, int s, const work_pp_op *op);
+
+/* One entry of the host's issue order: stage, and the index of the op in its schedule. */
+typedef struct {
+    int stage, index;
+} work_pp_issue;
+
+/*
+ * The order one host thread issues every stage's ops in, when every GPU's work goes onto its own
+ * streams and cross-stage dependencies are CUDA events: an op is issued once its input transfer
+ * has been issued (the event exists) and its output has a free receive slot (the receiver has
+ * issued the op that read the slot's previous content; each receiver keeps `nslots` buffers per
+ * direction). Transfers into a stage arrive in the order that stage consumes them (checked).
+ * out holds 2*m*v*p entries. Returns how many were written: all of them, or -1 when the
+ * schedule cannot proceed with nslots buffers, -2 when a transfer would be consumed out of order.
+ */
+int work_pp_issue_order(int p, int v, int m, int nslots, work_pp_issue *out);
+
+/* The fewest receive slots with which work_pp_issue_order completes (at most m*v). */
+int work_pp_slots(int p, int v, int m);
+
+/* First global layer and layer count of chunk c of stage s. */
+int work_chunk_first_layer(const work_plan *w, int s, int c);
+int work_chunk_layer_count(const work_plan *w, int s, int c);
 
 const char *work_component_name(work_component c);
 const char *work_group_name(work_group g);

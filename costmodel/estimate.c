@@ -257,6 +257,8 @@ static double p2p_cost(const model_spec *m, const system_spec *sys, const traini
 typedef struct {
     double compute_s, tp_s, cp_s, ep_s, pp_s, fsdp_s;
     double fwd_s, bwd_s; /* compute only, for overlap of DP traffic */
+    double fsdp_raw_s;   /* all FSDP traffic, hidden or not (the step terms' overlap) */
+    int layers;          /* transformer layers on the stage */
 } stage_time;
 
 static stage_time stage_cost(const model_spec *m, const system_spec *sys,
@@ -292,12 +294,15 @@ static stage_time stage_cost(const model_spec *m, const system_spec *sys,
             double ag_bwd = l->reshard_after_forward ? x->gather_s : 0;
             s.fsdp_s += c * (fmax(0, x->gather_s - x->fwd_s) +
                              fmax(0, ag_bwd + x->reduce_s - (x->bwd_s + x->recompute_s)));
+            s.fsdp_raw_s += c * (x->gather_s + ag_bwd + x->reduce_s);
         }
     }
     if (l->sharding == SHARDING_FSDP && n > 0) {
         const layer_time *first = n_dense ? dense : moe;
         s.fsdp_s += first->gather_s + first->reduce_s; /* nothing to hide the first/last */
+        s.fsdp_raw_s += first->gather_s + first->reduce_s;
     }
+    s.layers = n;
     if (stage == l->pp - 1) {
         double hf, hb;
         head_cost(m, sys, t, l, &hf, &hb);
@@ -365,6 +370,45 @@ double estimate_optimizer_s(const model_spec *m, const system_spec *sys, const l
     return optimizer_cost(m, sys, l, stage, &local);
 }
 
+/*
+ * Step-level corrections (issue 4): the terms of system.h's system_step, fitted by `plan
+ * measure --refine` (costmodel/refine.c) to training steps measured by the backend
+ * (backend/bk_measure.c), and applied here and nowhere else. Each has a physical meaning:
+ *   compute  x compute_scale [x fsdp2_compute_scale under torch FSDP2]
+ *            + layers x micro-batches x layer_overhead_s
+ *   bubble   x the same scale (it is made of compute)
+ *   TP/CP/EP/PP exposed communication  x comm_scale
+ *   DP/FSDP  + (1 - overlap_efficiency) x the traffic the model hides behind compute
+ * layer_mbs = layers on the timed stage x micro-batches; hidden_dp_s = modelled-hidden DP/FSDP
+ * traffic per step. The prediction's variance from the fit is g' C g with g = d step / d terms
+ * at the fitted values (the delta method; exact but for the product of the two scales).
+ */
+static double apply_step_terms(const system_step *st, const layout *l, double layer_mbs,
+                               double hidden_dp_s, time_breakdown *tm)
+{
+    const double *v = st->value;
+    bool fsdp2 = l->framework == FRAMEWORK_FSDP2;
+    double fs = fsdp2 ? v[STEP_FSDP2_COMPUTE_SCALE] : 1, cs = v[STEP_COMPUTE_SCALE] * fs;
+    double g[STEP_NTERMS];
+    g[STEP_COMPUTE_SCALE] = (tm->compute_s + tm->bubble_s) * fs;
+    g[STEP_COMM_SCALE] = tm->tp_s + tm->cp_s + tm->ep_s + tm->pp_s;
+    g[STEP_OVERLAP_EFFICIENCY] = -hidden_dp_s;
+    g[STEP_LAYER_OVERHEAD] = layer_mbs;
+    g[STEP_FSDP2_COMPUTE_SCALE] = fsdp2 ? (tm->compute_s + tm->bubble_s) * v[STEP_COMPUTE_SCALE] : 0;
+    tm->compute_s = cs * tm->compute_s + layer_mbs * v[STEP_LAYER_OVERHEAD];
+    tm->bubble_s *= cs;
+    tm->tp_s *= v[STEP_COMM_SCALE];
+    tm->cp_s *= v[STEP_COMM_SCALE];
+    tm->ep_s *= v[STEP_COMM_SCALE];
+    tm->pp_s *= v[STEP_COMM_SCALE];
+    tm->dp_s += (1 - v[STEP_OVERLAP_EFFICIENCY]) * hidden_dp_s;
+    tm->comm_exposed_s = tm->tp_s + tm->cp_s + tm->ep_s + tm->pp_s + tm->dp_s;
+    double var = 0;
+    for (int i = 0; i < STEP_NTERMS; i++)
+        for (int j = 0; j < STEP_NTERMS; j++) var += g[i] * st->cov[i][j] * g[j];
+    return var > 0 ? var : 0;
+}
+
 cm_status estimate_layout(const model_spec *m, const system_spec *sys, const training_spec *t,
                           const layout *l, estimate *out, char *err, size_t errlen)
 {
@@ -400,12 +444,13 @@ cm_status estimate_layout(const model_spec *m, const system_spec *sys, const tra
 
     /* Data-parallel gradient (and parameter) synchronisation of the first stage, which is the
      * last to finish its backward. */
-    double dp_s = 0;
+    double dp_s = 0, dp_raw = 0;
     if (l->sharding != SHARDING_FSDP) {
         double pd, pe;
         memory_stage_params(m, l, 0, &pd, &pe);
         double gather;
         double grad = estimate_dp_sync_s(sys, t, l, pd, pe, &gather);
+        dp_raw = grad + gather;
         int n0 = layout_stage_layers(m, l, 0);
         double buckets = n0 > 0 ? n0 : 1;
         dp_s += t->overlap_grad_reduce ? fmax(0, grad - worst.bwd_s) + grad / buckets : grad;
@@ -427,10 +472,17 @@ cm_status estimate_layout(const model_spec *m, const system_spec *sys, const tra
     tm->comm_exposed_s = tm->tp_s + tm->cp_s + tm->ep_s + tm->pp_s + tm->dp_s;
     tm->bubble_s = l->pp > 1 ? (double)(l->pp - 1) / l->vpp * t_mb : 0;
     tm->optimizer_s = opt_s;
+    double step_var = 0; /* the step terms' share of the band */
+    if (sys->step.active) {
+        double hidden = l->sharding == SHARDING_FSDP ? micro * (worst.fsdp_raw_s - worst.fsdp_s)
+                                                     : dp_raw - dp_s;
+        step_var = apply_step_terms(&sys->step, l, micro * worst.layers, fmax(0, hidden), tm);
+    }
     tm->step_s = tm->compute_s + tm->comm_exposed_s + tm->bubble_s + tm->optimizer_s;
     /* Uncertainty (issue 4): the fitted GEMM efficiency's relative sd scales compute (and the
      * bubble, made of compute), the collectives' mean relative busbw sd scales exposed
-     * communication; independent terms add in quadrature. */
+     * communication; with step terms, their covariance (g' C g) and the measured steps'
+     * relative scatter about the fit add too; independent terms add in quadrature. */
     double rel_gemm = sys->gemm_efficiency_sd > 0 ? sys->gemm_efficiency_sd / sys->gemm_efficiency_max
                                                   : 0;
     double rel_comm = 0;
@@ -438,7 +490,12 @@ cm_status estimate_layout(const model_spec *m, const system_spec *sys, const tra
         rel_comm += sys->collective_fits[i].busbw_sd / sys->collective_fits[i].busbw_bytes_per_s /
                     sys->n_collective_fits;
     double a = (tm->compute_s + tm->bubble_s) * rel_gemm, b = tm->comm_exposed_s * rel_comm;
-    tm->step_sd_s = sqrt(a * a + b * b);
+    if (sys->step.active) {
+        double scatter = sys->step.rms_rel_residual * tm->step_s;
+        tm->step_sd_s = sqrt(a * a + b * b + step_var + scatter * scatter);
+    } else {
+        tm->step_sd_s = sqrt(a * a + b * b);
+    }
 
     out->model_flops_per_step = flops_model_per_step(m, t);
     out->hardware_flops_per_step = flops_hardware_per_step(m, t, l);

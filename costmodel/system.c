@@ -51,6 +51,15 @@ static const system_field fields[] = {
     F("host", "memory_bytes", host_memory_bytes, true, 1e9, 1e15),
     F("host", "adam_params_per_s", host_adam_params_per_s, true, 1e6, 1e13),
     F("framework", "reserved_bytes", framework_reserved_bytes, true, 0, 1e11),
+    /* Step-level corrections (issue 4; fitted by plan measure --refine, costmodel/refine.h),
+     * optional everywhere, in system_step_term order; their ranges are the physical ones. */
+    F("step", "compute_scale", step.value[STEP_COMPUTE_SCALE], false, 0.1, 10),
+    F("step", "comm_scale", step.value[STEP_COMM_SCALE], false, 0.1, 10),
+    F("step", "overlap_efficiency", step.value[STEP_OVERLAP_EFFICIENCY], false, 0, 1),
+    F("step", "layer_overhead_s", step.value[STEP_LAYER_OVERHEAD], false, 0, 0.1),
+    F("step", "fsdp2_compute_scale", step.value[STEP_FSDP2_COMPUTE_SCALE], false, 0.1, 10),
+    F("step", "rms_rel_residual", step.rms_rel_residual, false, 0, 10),
+    I("step", "plans", step.plans, false, 0, 1000000),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
@@ -126,9 +135,129 @@ static cm_status apply_calibration(const json_t *cal, const char *path, system_s
     return CM_OK;
 }
 
+static const char *const step_names[STEP_NTERMS] = {
+    "compute_scale", "comm_scale", "overlap_efficiency", "layer_overhead_s",
+    "fsdp2_compute_scale",
+};
+static const double step_defaults[STEP_NTERMS] = {1, 1, 1, 0, 1};
+
+const char *system_step_name(system_step_term t)
+{
+    return t >= 0 && t < STEP_NTERMS ? step_names[t] : "?";
+}
+
+double system_step_default(system_step_term t)
+{
+    return t >= 0 && t < STEP_NTERMS ? step_defaults[t] : 0;
+}
+
+void system_step_range(system_step_term t, double *lo, double *hi)
+{
+    *lo = 0;
+    *hi = 0;
+    for (size_t i = 0; i < NFIELDS; i++)
+        if (!strcmp(fields[i].section, "step") && t >= 0 && t < STEP_NTERMS &&
+            !strcmp(fields[i].key, step_names[t])) {
+            *lo = fields[i].min;
+            *hi = fields[i].max;
+        }
+}
+
+void system_step_reset(system_step *s)
+{
+    memset(s, 0, sizeof *s);
+    s->active = true;
+    for (int t = 0; t < STEP_NTERMS; t++) s->value[t] = step_defaults[t];
+}
+
+/* "step": {"compute_scale": .., ..., "covariance": {"terms": [names], "matrix": [[..]]}}. Called
+ * before the field table is applied: a "step" section replaces any earlier one as a whole (the
+ * terms are fitted jointly, so values from two fits do not mix); terms it omits are at their
+ * defaults. Unknown keys are rejected, so a misspelt term cannot be silently ignored. */
+static cm_status apply_step(const json_t *st, const char *path, system_spec *sys, char *err,
+                            size_t errlen)
+{
+    if (!json_is_object(st))
+        return cm_fail(err, errlen, CM_EPARSE,
+                       "profile '%s': \"step\" must be an object of step terms (see "
+                       "data/systems/README.md)",
+                       path);
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)st, key, v) {
+        bool known = !strcmp(key, "covariance") || !strcmp(key, "rms_rel_residual") ||
+                     !strcmp(key, "plans");
+        for (int t = 0; t < STEP_NTERMS; t++) known |= !strcmp(key, step_names[t]);
+        if (!known)
+            return cm_fail(err, errlen, CM_EPARSE,
+                           "profile '%s': unknown step term \"%s\": the terms are compute_scale, "
+                           "comm_scale, overlap_efficiency, layer_overhead_s, "
+                           "fsdp2_compute_scale (with covariance, rms_rel_residual, plans)",
+                           path, key);
+    }
+    system_step_reset(&sys->step);
+    const json_t *cov = json_object_get(st, "covariance");
+    if (!cov) return CM_OK;
+    const json_t *names = json_object_get(cov, "terms"), *mat = json_object_get(cov, "matrix");
+    size_t n = json_array_size(names);
+    if (!json_is_object(cov) || !json_is_array(names) || !json_is_array(mat) || n == 0 ||
+        n > STEP_NTERMS || json_array_size(mat) != n)
+        return cm_fail(err, errlen, CM_EPARSE,
+                       "profile '%s': step.covariance must be {\"terms\": [names], \"matrix\": "
+                       "[[...]]} with one row and column per named term",
+                       path);
+    int idx[STEP_NTERMS];
+    for (size_t i = 0; i < n; i++) {
+        const char *name = json_string_value(json_array_get(names, i));
+        idx[i] = -1;
+        for (int t = 0; name && t < STEP_NTERMS; t++)
+            if (!strcmp(name, step_names[t])) idx[i] = t;
+        for (size_t j = 0; j < i && idx[i] >= 0; j++)
+            if (idx[j] == idx[i]) idx[i] = -1;
+        if (idx[i] < 0)
+            return cm_fail(err, errlen, CM_EPARSE,
+                           "profile '%s': step.covariance.terms[%zu] is not a step term or is "
+                           "named twice",
+                           path, i);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *row = json_array_get(mat, i);
+        if (!json_is_array(row) || json_array_size(row) != n)
+            return cm_fail(err, errlen, CM_EPARSE,
+                           "profile '%s': step.covariance.matrix row %zu must hold %zu numbers",
+                           path, i, n);
+        for (size_t j = 0; j < n; j++) {
+            const json_t *c = json_array_get(row, j);
+            if (!json_is_number(c) || !isfinite(json_number_value(c)))
+                return cm_fail(err, errlen, CM_EPARSE,
+                               "profile '%s': step.covariance.matrix[%zu][%zu] is not a number",
+                               path, i, j);
+            sys->step.cov[idx[i]][idx[j]] = json_number_value(c);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            double a = sys->step.cov[idx[i]][idx[j]], b = sys->step.cov[idx[j]][idx[i]];
+            double di = sys->step.cov[idx[i]][idx[i]], dj = sys->step.cov[idx[j]][idx[j]];
+            if (di < 0 || fabs(a - b) > 1e-9 * (fabs(a) + fabs(b)) + 1e-300 ||
+                fabs(a) > sqrt(di * dj) * (1 + 1e-6) + 1e-300)
+                return cm_fail(err, errlen, CM_EPARSE,
+                               "profile '%s': step.covariance.matrix is not a covariance "
+                               "(symmetric, non-negative variances, |correlation| <= 1): refit "
+                               "with plan measure --refine",
+                               path);
+        }
+    return CM_OK;
+}
+
 static cm_status apply(const json_t *root, const char *path, system_spec *sys, bool overlay,
                        char *err, size_t errlen)
 {
+    const json_t *step = json_object_get(root, "step");
+    if (step) {
+        cm_status st = apply_step(step, path, sys, err, errlen);
+        if (st != CM_OK) return st;
+    }
     for (size_t i = 0; i < NFIELDS; i++) {
         const system_field *f = &fields[i];
         const json_t *sec = json_object_get(root, f->section);
@@ -296,6 +425,22 @@ cm_status system_write_profile(const char *path, const system_spec *sys, const v
     json_object_set_new(root, "calibration",
                         json_pack("{s:f, s:o}", "gemm_efficiency_sd", sys->gemm_efficiency_sd,
                                   "collectives", list));
+    if (sys->step.active) {
+        json_t *st = json_object(), *names = json_array(), *mat = json_array();
+        for (int t = 0; t < STEP_NTERMS; t++) {
+            json_object_set_new(st, step_names[t], json_real(sys->step.value[t]));
+            json_array_append_new(names, json_string(step_names[t]));
+            json_t *row = json_array();
+            for (int u = 0; u < STEP_NTERMS; u++)
+                json_array_append_new(row, json_real(sys->step.cov[t][u]));
+            json_array_append_new(mat, row);
+        }
+        json_object_set_new(st, "covariance", json_pack("{s:o, s:o}", "terms", names, "matrix",
+                                                        mat));
+        json_object_set_new(st, "rms_rel_residual", json_real(sys->step.rms_rel_residual));
+        json_object_set_new(st, "plans", json_integer(sys->step.plans));
+        json_object_set_new(root, "step", st);
+    }
     int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     json_decref(root);
     if (rc != 0)

@@ -9,6 +9,7 @@
 #ifndef PLAN_SYSTEM_H
 #define PLAN_SYSTEM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "status.h"
@@ -26,6 +27,33 @@ typedef struct {
 } system_collective_fit;
 
 #define SYSTEM_MAX_COLLECTIVE_FITS 64
+
+/* Step-level corrections (issue 4): what a measured training step shows and the
+ * microbenchmarks of the other calibration terms cannot (`plan measure --refine` fits them,
+ * costmodel/refine.h). Applied in one place, estimate_layout() in estimate.c. A profile's
+ * optional "step" section sets them; without one (every preset) active is false and no
+ * prediction changes. Order = the JSON names of system_step_name(). */
+typedef enum {
+    STEP_COMPUTE_SCALE = 0,    /* x the modelled compute (GEMM, attention, elementwise, bubble):
+                                  in-step compute rate against the modelled one (default 1) */
+    STEP_COMM_SCALE,           /* x the exposed TP/CP/EP/PP communication (default 1) */
+    STEP_OVERLAP_EFFICIENCY,   /* fraction of the DP/FSDP traffic the model hides behind compute
+                                  that really hides (default 1; 0: none hides) */
+    STEP_LAYER_OVERHEAD,       /* seconds per layer per micro-batch, any framework: launches,
+                                  host work, synchronisation (default 0) */
+    STEP_FSDP2_COMPUTE_SCALE,  /* x the compute of torch FSDP2 plans on top of compute_scale: its
+                                  eager kernels and copy-in/out against their modelled rate
+                                  (default 1) */
+    STEP_NTERMS
+} system_step_term;
+
+typedef struct {
+    bool active;                              /* a "step" section was read (or fitted) */
+    double value[STEP_NTERMS];
+    double cov[STEP_NTERMS][STEP_NTERMS];     /* covariance of the fitted values (0: none) */
+    double rms_rel_residual;                  /* scatter of measured steps about the fit */
+    int plans;                                /* measured plans the fit used */
+} system_step;
 
 typedef struct {
     char name[64];
@@ -69,6 +97,8 @@ typedef struct {
     double gemm_efficiency_sd;          /* standard deviation of the fitted efficiency */
     int n_collective_fits;
     system_collective_fit collective_fits[SYSTEM_MAX_COLLECTIVE_FITS];
+    system_step step;                   /* step-level corrections (inactive unless a profile has
+                                           a "step" section) */
 } system_spec;
 
 cm_status system_load_json(const char *path, const char *name, system_spec *sys, char *err,
@@ -79,10 +109,18 @@ cm_status system_load(const char *name_or_path, const char *data_dir, system_spe
 /* Overlay a calibration profile (same schema, any subset of fields) on sys. */
 cm_status system_overlay_json(const char *path, system_spec *sys, char *err, size_t errlen);
 
-/* Write sys's calibration (GEMM terms and collective fits) as an overlay profile. Extra is
- * merged in at the top level (date, commands, base system); may be NULL. */
+/* Write sys's calibration (GEMM terms, collective fits, step terms when active) as an overlay
+ * profile. Extra is merged in at the top level (date, commands, base system); may be NULL. */
 cm_status system_write_profile(const char *path, const system_spec *sys, const void *extra_json,
                                char *err, size_t errlen);
+
+/* The step terms: JSON name ("compute_scale"), default and the physical range a profile (and a
+ * fit) must keep to. */
+const char *system_step_name(system_step_term t);
+double system_step_default(system_step_term t);
+void system_step_range(system_step_term t, double *lo, double *hi);
+/* Active step terms at their defaults, no covariance. */
+void system_step_reset(system_step *s);
 
 /* Network bandwidth available to one GPU when its group leaves the node. */
 double system_inter_bandwidth_per_gpu(const system_spec *sys);

@@ -18,6 +18,7 @@
 #include "bench_csv.h"
 #include "cli.h"
 #include "commands.h"
+#include "measure_local.h"
 #include "search.h"
 
 #ifndef PLAN_VERSION
@@ -89,6 +90,48 @@ static int parse_gpus(const list *l, int *gpus)
 
 /* ---- the sweep ---- */
 
+/* --measure (issue 5): run the row's layout on the local GPUs (measure_local.h, the engine of
+ * plan measure) and fill its measured columns; error_pct = (measured - predicted) / predicted,
+ * as plan measure reports it. A row that cannot run whole here (more GPUs than this machine has,
+ * does not fit in memory, a layout the backend does not run) keeps them empty, said on stderr. */
+static void measure_row(measure_local *ml, int steps, const model_spec *m, const system_spec *sys,
+                        const training_spec *t, const estimate *e, bench_row *row)
+{
+    const layout *l = &e->layout;
+    char name[160], err[CM_ERRLEN];
+    snprintf(name, sizeof name, "%s %s/%s tp%d pp%d dp%d cp%d mbs%d on %d GPUs", m->name,
+             layout_framework_name(l->framework), layout_sharding_name(l->sharding), l->tp,
+             l->pp, l->dp, l->cp, l->mbs, e->gpus);
+    int local = measure_local_gpus(ml);
+    if (!e->feasible) {
+        fprintf(stderr, "bench: not measured: %s: predicted not to fit (%s)\n", name,
+                e->infeasible_reason);
+        return;
+    }
+    if (e->gpus > local) {
+        fprintf(stderr, "bench: not measured: %s: needs %d GPUs, this machine has %d\n", name,
+                e->gpus, local);
+        return;
+    }
+    if (!measure_local_runs_whole(m, sys, t, l, local, err, sizeof err)) {
+        fprintf(stderr, "bench: not measured: %s: %s\n", name, err);
+        return;
+    }
+    measure_local_result r;
+    fprintf(stderr, "bench: measuring %s\n", name);
+    if (measure_local_run(ml, m, sys, t, l, steps, &r, err, sizeof err) != CM_OK || !r.whole) {
+        fprintf(stderr, "bench: not measured: %s: %s\n", name,
+                r.whole ? err : "only a slice of it ran");
+        return;
+    }
+    row->measured_step_s = r.step_s;
+    row->measured_memory_gib = r.peak_memory_bytes / 1073741824.0;
+    row->error_pct = 100 * (r.step_s - row->step_s) / row->step_s;
+    fprintf(stderr, "bench:   measured %.4f s (predicted %.4f s, %+.1f%%), %.2f GiB (predicted "
+                    "%.2f)\n",
+            r.step_s, row->step_s, row->error_pct, row->measured_memory_gib, row->memory_gib);
+}
+
 typedef struct {
     list models, systems, frameworks;
     int gpus[MAXLIST];
@@ -96,7 +139,7 @@ typedef struct {
     training_spec training;
 } sweep;
 
-static int run_sweep(const sweep *sw, FILE *out)
+static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
 {
     const char *dir = cli_data_dir();
     char err[CM_ERRLEN];
@@ -137,6 +180,9 @@ static int run_sweep(const sweep *sw, FILE *out)
                         bench_row row;
                         bench_row_from_estimate(&row, &r->best_sharding[fw][sh], sys.name,
                                                 PLAN_VERSION);
+                        if (ml)
+                            measure_row(ml, 3, &m, &sys, &sw->training,
+                                        &r->best_sharding[fw][sh], &row);
                         bench_csv_write_row(out, &row);
                         rows++;
                         any = true;
@@ -365,14 +411,17 @@ static int guide(FILE *out, const training_spec *t)
 static void usage(void)
 {
     printf("usage: plan bench --models 3b,7b,30b --gpus 8,32,64 [--systems h100,h200]\n"
-           "                  [--frameworks fsdp2,megatron] [--seq N] [--gbs N] [-o results.csv]\n"
+           "                  [--frameworks fsdp2,megatron] [--seq N] [--gbs N] [--measure]\n"
+           "                  [-o results.csv]\n"
            "       plan bench --sweep sweep.json [-o results.csv]\n"
            "       plan bench --compare A.csv B.csv\n"
            "       plan bench --preset guide [-o guide.csv]\n"
            "One CSV row per (model, framework, sharding, system, GPU count): the best layout of\n"
            "each; predicted columns always, measured ones with --measure (needs the CUDA\n"
-           "backend). A sweep file is JSON with any of: models, gpus, systems, frameworks, seq,\n"
-           "gbs.\n");
+           "backend): rows whose layout runs whole on the local GPUs are run (warm-up + 3\n"
+           "steps each, so use a small --gbs, e.g. 8), the others keep the measured columns\n"
+           "empty and say why on stderr. A sweep file is JSON with any of: models, gpus,\n"
+           "systems, frameworks, seq, gbs.\n");
 }
 
 int cmd_bench(int argc, char **argv)
@@ -444,15 +493,30 @@ int cmd_bench(int argc, char **argv)
         snprintf(msg, sizeof msg, "unexpected argument '%s' for plan bench", argv[optind]);
         return cli_error(msg);
     }
-    if (measure)
-        return cli_error("--measure needs the CUDA backend (plan measure); this build has none: "
-                         "rebuild on a machine with CUDA, cuBLAS and NCCL");
     if (sweep_path && (rc = load_sweep_file(sweep_path, &sw))) return rc;
+    measure_local *ml = NULL;
+    if (measure && (preset || !sw.models.n || !sw.ngpus))
+        return cli_error("--measure measures the rows of a sweep: give --models and --gpus (or "
+                         "--sweep FILE), with a small --gbs");
     char err[CM_ERRLEN];
     if (training_check(&sw.training, err, sizeof err) != CM_OK) return cli_error(err);
 
+    if (measure) {
+        char merr[CM_ERRLEN];
+        int mrc = measure_local_open(&ml, 0, merr, sizeof merr);
+        if (mrc == MEASURE_LOCAL_NO_BACKEND)
+            return cli_error("--measure needs the CUDA backend (plan measure); this build has "
+                             "none: rebuild on a machine with CUDA, cuBLAS and NCCL");
+        if (mrc) {
+            fprintf(stderr, "plan: error: --measure: %s\n", merr);
+            return mrc;
+        }
+        fprintf(stderr, "bench: measuring rows that fit on the %d local GPUs (%s)\n",
+                measure_local_gpus(ml), measure_local_device(ml));
+    }
     FILE *out = stdout;
     if (out_path && !(out = fopen(out_path, "w"))) {
+        measure_local_close(ml);
         char msg[300];
         snprintf(msg, sizeof msg, "cannot write '%s': check the directory exists", out_path);
         return cli_error(msg);
@@ -472,8 +536,9 @@ int cmd_bench(int argc, char **argv)
                                  : "nothing to run: give --models and --gpus, --sweep FILE, "
                                    "--compare A B or --preset guide");
         }
-        rc = run_sweep(&sw, out);
+        rc = run_sweep(&sw, out, ml);
     }
+    measure_local_close(ml);
     if (out != stdout) fclose(out);
     return rc;
 }

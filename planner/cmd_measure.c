@@ -30,6 +30,7 @@ static void usage(void)
            "  --steps N         timed training steps after one warm-up (default 3)\n"
            "  --local-gpus N    use the first N local GPUs (default all)\n"
            "  --dry-run         print the step's work (GEMMs, collectives, ...) and stop\n"
+           "  --refine          measure the best k plans and fit the step terms (--refine --help)\n"
            "  --format human|json\n"
            "Layout flags: see plan estimate --help. The step runs gbs/(dp*mbs) micro-batches:\n"
            "pass --gbs to choose how many (e.g. --gbs 4 with dp 4 and mbs 1: one).\n"
@@ -123,6 +124,8 @@ static void items_human(FILE *f, const work_list *l, const double *meas, const c
 
 int cmd_measure(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* --refine: many plans and a fit (cmd_measure_refine.c) */
+        if (!strcmp(argv[i], "--refine")) return cmd_measure_refine(argc, argv);
     int steps = 3, local = 0;
     bool dry = false, help = false;
     int rc = take_own(&argc, argv, &steps, &local, &dry);
@@ -203,7 +206,12 @@ int cmd_measure(int argc, char **argv)
     bk_timing tm = bk_timing_default();
     tm.repeats = 5;
     tm.warmup = 2;
-    cm_status st = bk_measure(ctx, &w, name, steps, &tm, &r, err, sizeof err);
+    static trace_list tr; /* --trace: the measured step, in plan simulate's trace format */
+    trace_init(&tr, l.pp);
+    cm_status st = bk_measure_traced(ctx, &w, name, steps, &tm, o.trace ? &tr : NULL, &r, err,
+                                     sizeof err);
+    if (st == CM_OK && o.trace) st = trace_write(&tr, o.trace, err, sizeof err);
+    trace_free(&tr);
     char dev[256];
     snprintf(dev, sizeof dev, "%s", bk_device_name(ctx));
     bk_close(ctx);
@@ -220,14 +228,17 @@ int cmd_measure(int argc, char **argv)
         snprintf(slice, sizeof slice, "the whole layout ran (%d GPUs)", r.gpus_used);
     else
         snprintf(slice, sizeof slice,
-                 "a slice ran: %d of %d GPUs (pipeline stage 0 of %d, tp %d x cp %d, %d of %d "
+                 "a slice ran: %d of %d GPUs (%s %d of %d, tp %d x cp %d, %d of %d "
                  "data-parallel ranks; DP collectives at the planned message sizes over %d "
                  "ranks); still predicted: %s%s",
-                 r.gpus_used, w.est.gpus, l.pp, l.tp, l.cp, r.dp_measured, l.dp,
-                 r.dp_measured * l.cp, l.pp > 1 ? "pipeline bubble and PP send/recv, " : "",
+                 r.gpus_used, w.est.gpus, r.stages_run > 1 ? "pipeline stages:" : "pipeline stage",
+                 r.stages_run > 1 ? r.stages_run : 0, l.pp, l.tp, l.cp, r.dp_measured, l.dp,
+                 r.dp_measured * l.cp,
+                 r.stages_run < l.pp ? "pipeline bubble and PP send/recv, " : "",
                  "bandwidth of the full-size DP groups");
-    /* The step the estimate predicts for this stage, without the pipeline terms we do not run. */
-    double pred_step = pt->step_s - pt->bubble_s - pt->pp_s;
+    /* The step the estimate predicts for what ran: without the pipeline terms when one stage
+     * ran alone. */
+    double pred_step = r.stages_run == l.pp ? pt->step_s : pt->step_s - pt->bubble_s - pt->pp_s;
     double pred_mem = w.est.memory.total_bytes;
     if (o.format == FORMAT_JSON) {
         json_t *j = json_object();
@@ -261,13 +272,16 @@ int cmd_measure(int argc, char **argv)
         json_object_set_new(j, "error", er);
         json_t *items = json_array();
         double micro = w.microbatches, L = w.layers;
-        json_t *parts[4] = {
+        json_object_set_new(j, "pipeline", bk_measure_extra_json(&w, &r));
+        json_t *parts[6] = {
             items_json(&w.layer_fwd, r.layer_fwd_s, micro * L, "fwd"),
             items_json(&w.layer_bwd, r.layer_bwd_s, micro * L, "bwd"),
             items_json(&w.head_fwd, r.head_fwd_s, micro, "head_fwd"),
             items_json(&w.head_bwd, r.head_bwd_s, micro, "head_bwd"),
+            items_json(&w.moe_fwd, r.moe_fwd_s, micro * w.moe_layers, "moe_fwd"),
+            items_json(&w.moe_bwd, r.moe_bwd_s, micro * w.moe_layers, "moe_bwd"),
         };
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 6; i++) {
             json_array_extend(items, parts[i]);
             json_decref(parts[i]);
         }
@@ -292,6 +306,9 @@ int cmd_measure(int argc, char **argv)
     row(f, "  cp exchange (raw)", w.pred_component_s[WC_CP], r.component_s[WC_CP], "s", 1);
     row(f, "  dp/fsdp traffic (raw)", w.pred_component_s[WC_DP], r.component_s[WC_DP], "s", 1);
     row(f, "optimizer", pt->optimizer_s, r.optimizer_s, "s", 1);
+    static char extra[8192]; /* EP, PP, bubble rows (bk_measure_extra_text) */
+    bk_measure_extra_text(&w, &r, extra, sizeof extra);
+    fputs(extra, f);
     if (r.component_s[WC_FRAMEWORK] > 0)
         row(f, "fsdp2 copies (not modelled)", 0, r.component_s[WC_FRAMEWORK], "s", 1);
     printf("  %-26s %11s %11s\n", "", "", "");
@@ -310,6 +327,8 @@ int cmd_measure(int argc, char **argv)
     items_human(f, &w.layer_bwd, r.layer_bwd_s, "bwd");
     items_human(f, &w.head_fwd, r.head_fwd_s, "head");
     items_human(f, &w.head_bwd, r.head_bwd_s, "head");
+    items_human(f, &w.moe_fwd, r.moe_fwd_s, "mfwd");
+    items_human(f, &w.moe_bwd, r.moe_bwd_s, "mbwd");
     if (r.gather_s > 0 || r.reduce_s > 0)
         printf("  unit dp.gather %.3f ms, dp.reduce %.3f ms (isolated, per layer)\n",
                r.gather_s * 1e3, r.reduce_s * 1e3);

@@ -89,7 +89,7 @@ static void test_measure_bad_input(void **state)
     expect_usage_error("measure --model 8b --steps 0", "--steps");
     expect_usage_error("measure --model 8b --local-gpus x", "--local-gpus");
     expect_usage_error("measure --model 8b --bogus", "unknown option");
-    expect_usage_error("measure --model mixtral-8x7b --gpus 8 --dry-run", "MoE");
+    expect_usage_error("measure --model deepseek-v3 --gpus 8 --dry-run", "MLA");
 }
 
 static void test_measure_dry_run(void **state)
@@ -113,6 +113,14 @@ static void test_measure_dry_run(void **state)
     assert_int_equal(json_integer_value(json_object_get(j, "layers")), 32);
     assert_non_null(json_object_get(j, "plan"));
     json_decref(j);
+    /* MoE with expert parallelism, and a pipeline */
+    run("measure --model mixtral-8x7b --system h200-x4 --gpus 4 --ep 4 --gbs 4 --dry-run");
+    if (R.status) fail_msg("exit %d: %s", R.status, R.err);
+    assert_non_null(strstr(R.out, "ep.dispatch"));
+    assert_non_null(strstr(R.out, "experts_up"));
+    run("measure --model 8b --system h200-x4 --gpus 4 --pp 2 --tp 2 --gbs 8 --dry-run");
+    if (R.status) fail_msg("exit %d: %s", R.status, R.err);
+    assert_non_null(strstr(R.out, "pipeline: 2 stages"));
 }
 
 static void test_measure_without_gpu(void **state)

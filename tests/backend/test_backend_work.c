@@ -14,11 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <csv.h>
 
 #include "calib.h"
+#include "sim.h"
+#include "trace.h"
 #include "work.h"
 
 static const char *data_dir(void)
@@ -175,11 +178,17 @@ static void test_rejects_and_slices(void **state)
 {
     (void)state;
     char err[CM_ERRLEN];
-    load("mixtral-8x7b", "h200-x4");
+    load("deepseek-v3", "h200-x4");
     training_spec t = training_default();
     layout l = megatron(1, 8, false);
     assert_int_not_equal(work_plan_build(&M, &S, &t, &l, &W, err, sizeof err), CM_OK);
-    assert_non_null(strstr(err, "MoE"));
+    assert_non_null(strstr(err, "MLA"));
+    load("mixtral-8x7b", "h200-x4");
+    l = megatron(2, 4, true);
+    l.ep = 2;
+    l.etp = 1;
+    assert_int_not_equal(work_plan_build(&M, &S, &t, &l, &W, err, sizeof err), CM_OK);
+    assert_non_null(strstr(err, "expert tensor parallel"));
 
     bool whole;
     layout big = megatron(8, 1, true);
@@ -192,14 +201,385 @@ static void test_rejects_and_slices(void **state)
     assert_int_equal(work_local_dp(&fits, 4, &whole, err, sizeof err), 2);
     assert_true(whole);
     fits.pp = 2;
+    /* tp 2 x pp 2 fits 4 GPUs: both stages run, one of the two dp ranks */
+    assert_int_equal(work_local_dp(&fits, 4, &whole, err, sizeof err), 1);
+    assert_int_equal(work_local_pp(&fits, 4), 2);
+    assert_false(whole);
+    fits.dp = 1;
     work_local_dp(&fits, 4, &whole, err, sizeof err);
-    assert_false(whole); /* one pipeline stage is measured */
+    assert_true(whole);
+    fits.pp = 4; /* 8 GPUs: stage 0 alone */
+    assert_int_equal(work_local_pp(&fits, 4), 1);
+    assert_int_equal(work_local_dp(&fits, 4, &whole, err, sizeof err), 1);
+    assert_false(whole);
     /* Megatron order: tp innermost, then cp, then dp */
     layout o = megatron(2, 2, true);
     o.cp = 2;
     assert_int_equal(work_rank(&o, 1, 0, 0), 1);
     assert_int_equal(work_rank(&o, 0, 1, 0), 2);
     assert_int_equal(work_rank(&o, 0, 0, 1), 4);
+}
+
+
+/* Pipeline stage split: layout_stage_layers per stage, the slowest stage reported, the items
+ * of that stage summing to the estimate's compute, TP and PP terms. */
+static void test_pp_stages(void **state)
+{
+    (void)state;
+    load("8b", "h200-x4");
+    training_spec t = training_default();
+    t.global_batch = 16;
+    layout l = megatron(2, 1, true);
+    l.pp = 2;
+    build(&l, &t);
+    assert_int_equal(W.pp, 2);
+    assert_int_equal(W.stage_layers[0], 16);
+    assert_int_equal(W.stage_layers[1], 16);
+    assert_int_equal(W.stage, 1); /* the last stage has the output layer: the slowest */
+    assert_true(W.has_head);
+    assert_int_equal(W.microbatches, 16);
+    near(items_compute(&W), W.est.time.compute_s, 1e-9);
+    near(W.pred_component_s[WC_TP], W.est.time.tp_s, 1e-9);
+    near(W.pred_component_s[WC_PP], W.est.time.pp_s, 1e-12);
+    near(W.p2p_bytes, 4096.0 * 4096 * 2 / 2, 1e-12); /* each TP rank sends its 1/tp slice */
+    near(W.est.time.pp_s, 16 * 2 * W.p2p_pred_s, 1e-12);
+    assert_int_equal(work_chunk_first_layer(&W, 1, 0), 16);
+    /* uneven: 32 layers over 3 stages: the extra layers go to stages 1 and 2 */
+    l = megatron(1, 1, false);
+    l.pp = 3;
+    t.global_batch = 6;
+    build(&l, &t);
+    assert_int_equal(W.stage_layers[0], 10);
+    assert_int_equal(W.stage_layers[1], 11);
+    assert_int_equal(W.stage_layers[2], 11);
+    assert_int_equal(work_chunk_first_layer(&W, 2, 0), 21);
+    assert_int_equal(work_chunk_layer_count(&W, 1, 0), 11);
+    near(items_compute(&W), W.est.time.compute_s, 1e-9);
+    /* interleaved: 32 layers, pp 2 x vpp 4: virtual stage k = c*pp + s holds 4 layers */
+    l = megatron(1, 2, false);
+    l.pp = 2;
+    l.vpp = 4;
+    t.global_batch = 8;
+    build(&l, &t);
+    assert_int_equal(W.chunk_layers, 4);
+    assert_int_equal(work_chunk_first_layer(&W, 1, 2), (2 * 2 + 1) * 4);
+    assert_int_equal(work_chunk_layer_count(&W, 0, 3), 4);
+    near(W.est.time.pp_s, W.microbatches * 2 * 4 * W.p2p_pred_s, 1e-12);
+}
+
+/* 1F1B order: the same as the step simulator's, per stage; warm-up p-s-1 forwards. */
+static void test_pp_schedule(void **state)
+{
+    (void)state;
+    work_pp_op o[256];
+    int n = work_pp_schedule(4, 1, 8, 0, o);
+    assert_int_equal(n, 16);
+    /* stage 0 of 4: F0 F1 F2 (warm-up), F3 B0 F4 B1 ... F7 B4, B5 B6 B7 */
+    for (int i = 0; i < 3; i++) assert_true(!o[i].backward && o[i].microbatch == i);
+    assert_true(!o[3].backward && o[3].microbatch == 3 && o[4].backward && o[4].microbatch == 0);
+    assert_true(o[13].backward && o[13].microbatch == 5 && o[15].microbatch == 7);
+    n = work_pp_schedule(4, 1, 8, 3, o); /* the last stage: no warm-up */
+    assert_true(!o[0].backward && o[1].backward && o[1].microbatch == 0);
+
+    int cases[][3] = {{2, 1, 8}, {4, 1, 8}, {4, 1, 2}, {3, 1, 5}, {2, 2, 4}, {4, 2, 8}, {2, 4, 6},
+                      {1, 1, 4}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int p = cases[c][0], v = cases[c][1], m = cases[c][2];
+        load("8b", "h200-x4");
+        training_spec t = training_default();
+        t.global_batch = m;
+        layout l = megatron(1, 1, false);
+        l.pp = p;
+        l.vpp = v;
+        sim_workspace *ws = sim_alloc();
+        char err[CM_ERRLEN];
+        estimate e;
+        if (estimate_layout(&M, &S, &t, &l, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
+        sim_options so = {.serialize = false, .trace = false};
+        if (sim_estimate(ws, &M, &S, &t, &l, &so, &e, err, sizeof err) != CM_OK)
+            fail_msg("%s", err);
+        const sim_op *ops = sim_ops(ws);
+        int k = 0;
+        for (int s = 0; s < p; s++) {
+            n = work_pp_schedule(p, v, m, s, o);
+            assert_int_equal(n, 2 * m * v);
+            for (int i = 0; i < n; i++, k++) {
+                if (ops[k].stage != s || ops[k].microbatch != o[i].microbatch ||
+                    ops[k].chunk != o[i].chunk ||
+                    (ops[k].pass == SIM_BACKWARD) != o[i].backward)
+                    fail_msg("p%d v%d m%d stage %d op %d: sim mb %d chunk %d %s, work mb %d "
+                             "chunk %d %s",
+                             p, v, m, s, i, ops[k].microbatch, ops[k].chunk,
+                             ops[k].pass ? "B" : "F", o[i].microbatch, o[i].chunk,
+                             o[i].backward ? "B" : "F");
+            }
+        }
+        assert_int_equal(k, sim_op_count(ws));
+        sim_free(ws);
+    }
+}
+
+/* The host's issue order: every op once, each stage's in schedule order, an op's input issued
+ * before it, transfers consumed in the order they were sent, and no deadlock with the slots
+ * work_pp_slots picks (and a deadlock with fewer, where fewer cannot work). */
+static void test_pp_issue_order(void **state)
+{
+    (void)state;
+    int cases[][3] = {{2, 1, 8}, {4, 1, 8}, {4, 1, 2}, {3, 1, 5}, {2, 2, 4},
+                      {4, 2, 8}, {2, 4, 6}, {1, 1, 4}, {4, 1, 64}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int p = cases[c][0], v = cases[c][1], m = cases[c][2];
+        int per = 2 * m * v, total = per * p;
+        int slots = work_pp_slots(p, v, m);
+        assert_true(slots >= 1 && slots <= m * v);
+        work_pp_issue *o = malloc(sizeof *o * (size_t)total);
+        work_pp_op *sched = malloc(sizeof *sched * (size_t)total);
+        if (slots > 1) assert_int_equal(work_pp_issue_order(p, v, m, slots - 1, o), -1);
+        assert_int_equal(work_pp_issue_order(p, v, m, slots, o), total);
+        for (int s = 0; s < p; s++) work_pp_schedule(p, v, m, s, sched + s * per);
+        int next[8] = {0};
+        /* sent[(stage * 2 + dir) * per + mb * v + chunk]: that transfer was issued */
+        char *sent = calloc((size_t)p * 2 * per, 1);
+        for (int i = 0; i < total; i++) {
+            int s = o[i].stage;
+            assert_int_equal(o[i].index, next[s]);
+            next[s]++;
+            const work_pp_op *op = &sched[s * per + o[i].index];
+            work_pp_link k = work_pp_links(p, v, s, op);
+            if (k.from_stage >= 0) {
+                int ch = op->chunk + (k.dir == 0 ? (s == 0 ? -1 : 0) : (s == p - 1 ? 1 : 0));
+                if (!sent[(s * 2 + k.dir) * per + op->microbatch * v + ch])
+                    fail_msg("p%d v%d m%d: stage %d op %d issued before its input", p, v, m, s,
+                             o[i].index);
+            }
+            if (k.to_stage >= 0)
+                sent[(k.to_stage * 2 + k.dir) * per + op->microbatch * v + op->chunk] = 1;
+        }
+        for (int s = 0; s < p; s++) assert_int_equal(next[s], per);
+        /* 1F1B needs no more buffers than micro-batches in flight */
+        if (v == 1) assert_true(slots <= p);
+        free(sent);
+        free(o);
+        free(sched);
+    }
+    /* links: forward to the next stage, backward to the previous; interleaved wraps */
+    work_pp_op f = {3, 0, false}, b = {3, 1, true};
+    work_pp_link k = work_pp_links(4, 2, 3, &f);
+    assert_true(k.from_stage == 2 && k.to_stage == 0 && k.dir == 0);
+    k = work_pp_links(4, 2, 0, &b);
+    assert_true(k.from_stage == 1 && k.to_stage == 3 && k.dir == 1);
+    k = work_pp_links(4, 1, 3, &f);
+    assert_true(k.from_stage == 2 && k.to_stage == -1);
+}
+
+/* MoE: router, EP all-to-alls, grouped expert GEMMs at the cost model's rows per expert
+ * (tokens*top_k*ep*etp/(experts*tp)), shared experts; sums equal the estimate. */
+static void test_moe_work(void **state)
+{
+    (void)state;
+    load("mixtral-8x7b", "h200-x4");
+    training_spec t = training_default();
+    t.global_batch = 8;
+    layout l = megatron(1, 4, false);
+    l.ep = 4;
+    build(&l, &t);
+    assert_true(W.moe);
+    assert_int_equal(W.moe_layers, 32);
+    assert_int_equal(W.local_experts, 2);
+    near(W.expert_rows, 4096.0 * 2 * 4 / 8, 1e-12); /* 4096 */
+    const work_item *up = NULL, *disp = NULL, *router = NULL;
+    for (int i = 0; i < W.moe_fwd.n; i++) {
+        const work_item *it = &W.moe_fwd.item[i];
+        if (!strcmp(it->name, "experts_up")) up = it;
+        if (!strcmp(it->name, "ep.dispatch")) disp = it;
+        if (!strcmp(it->name, "router")) router = it;
+    }
+    assert_non_null(up);
+    assert_non_null(disp);
+    assert_non_null(router);
+    assert_true(up->m == 4096 && up->n == 2 * 14336 && up->k == 4096 && up->batch == 2);
+    assert_true(up->weight_operand);
+    assert_true(router->n == 8 && router->k == 4096);
+    assert_int_equal(disp->group, GROUP_EP);
+    near(disp->bytes, 4096.0 * 2 * 4096 * 2, 1e-12); /* top_k copies of the tokens, bf16 */
+    near(items_compute(&W), W.est.time.compute_s, 1e-9);
+    near(W.pred_component_s[WC_EP], W.est.time.ep_s, 1e-9);
+    assert_int_equal(W.group_size[GROUP_EDP], 1); /* ep 4 of dp 4: experts not replicated */
+
+    /* TP 2 x EP 2 (etp = tp): rows = 4096*2*2*2/(8*2) = 2048; SP shards the router's tokens */
+    l = megatron(2, 2, true);
+    l.ep = 2;
+    build(&l, &t);
+    near(W.expert_rows, 2048, 1e-12);
+    assert_int_equal(W.local_experts, 4);
+    for (int i = 0; i < W.moe_fwd.n; i++)
+        if (!strcmp(W.moe_fwd.item[i].name, "router")) assert_true(W.moe_fwd.item[i].m == 2048);
+    near(items_compute(&W), W.est.time.compute_s, 1e-9);
+    near(W.pred_component_s[WC_EP], W.est.time.ep_s, 1e-9);
+    near(W.pred_component_s[WC_TP], W.est.time.tp_s, 1e-9);
+
+    /* Qwen3-30B-A3B: 128 experts, top 8, EP 4: rows = 4096*8*4/128 = 1024 */
+    load("qwen3-30b-a3b", "h200-x4");
+    l = megatron(1, 4, false);
+    l.ep = 4;
+    l.recompute = RECOMPUTE_FULL;
+    build(&l, &t);
+    near(W.expert_rows, 1024, 1e-12);
+    assert_int_equal(W.local_experts, 32);
+    near(items_compute(&W), W.est.time.compute_s, 1e-9);
+    near(W.pred_component_s[WC_EP], W.est.time.ep_s, 1e-9); /* recompute repeats them */
+
+    /* DeepSeek-style dense-first layers stay dense: a config with dense_first 1 */
+    load("mixtral-8x7b", "h200-x4");
+    M.dense_first = 1;
+    l = megatron(1, 4, false);
+    l.ep = 2;
+    build(&l, &t);
+    assert_int_equal(W.moe_layers, 31);
+    assert_int_equal(W.first_moe_layer, 1);
+    near(items_compute(&W), W.est.time.compute_s, 1e-9);
+}
+
+/* The measured-step trace writer: valid trace-event JSON from a synthetic timing list, with the
+ * step simulator's process and thread naming (a simulated trace of the same layout is the
+ * reference). */
+static void test_trace_writer(void **state)
+{
+    (void)state;
+    trace_list t;
+    trace_init(&t, 2);
+    t.gpu[0] = 0;
+    t.gpu[1] = 2;
+    trace_span spans[] = {
+        {0, TRACE_TID_COMPUTE, 0.000, 0.010, "F0", 0, -1, -1},
+        {0, TRACE_TID_COMPUTE, 0.001, 0.002, "qkv", 0, -1, 3},
+        {0, TRACE_TID_SEND_FWD, 0.010, 0.011, "send F0", 0, -1, -1},
+        {1, TRACE_TID_COMPUTE, 0.011, 0.021, "F0", 0, -1, -1},
+        {1, TRACE_TID_SEND_BWD, 0.041, 0.042, "send B0", 0, -1, -1},
+        {1, TRACE_TID_COLL, 0.050, 0.060, "RS layer 17", -1, -1, 17},
+        {1, TRACE_TID_COMPUTE, 0.060, 0.061, "optimizer", -1, -1, -1},
+        {1, TRACE_TID_COMPUTE, NAN, 0.061, "dropped", -1, -1, -1},  /* not finite: left out */
+        {1, TRACE_TID_COMPUTE, 0.070, 0.069, "dropped", -1, -1, -1}, /* negative: left out */
+    };
+    for (size_t i = 0; i < sizeof spans / sizeof spans[0]; i++)
+        assert_int_equal(trace_add(&t, &spans[i]), CM_OK);
+    json_t *j = trace_json(&t);
+    assert_non_null(j);
+    /* through text and back: what Perfetto reads */
+    char *text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    assert_non_null(text);
+    json_error_t je;
+    j = json_loads(text, 0, &je);
+    free(text);
+    assert_non_null(j);
+    json_t *ev = json_object_get(j, "traceEvents");
+    assert_true(json_is_array(ev));
+    assert_string_equal(json_string_value(json_object_get(j, "displayTimeUnit")), "ms");
+    int x = 0, procs = 0;
+    const char *thread_name[2][4] = {{0}};
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        json_t *e = json_array_get(ev, i);
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        assert_non_null(ph);
+        assert_non_null(json_string_value(json_object_get(e, "name")));
+        assert_true(json_is_integer(json_object_get(e, "pid")));
+        int pid = (int)json_integer_value(json_object_get(e, "pid"));
+        assert_true(pid == 0 || pid == 1);
+        if (!strcmp(ph, "X")) {
+            x++;
+            assert_true(json_is_integer(json_object_get(e, "tid")));
+            assert_true(json_is_number(json_object_get(e, "ts")));
+            assert_true(json_number_value(json_object_get(e, "dur")) >= 0);
+            assert_true(json_is_object(json_object_get(e, "args")));
+            assert_string_not_equal(json_string_value(json_object_get(e, "name")), "dropped");
+        } else {
+            assert_string_equal(ph, "M");
+            const char *what = json_string_value(json_object_get(e, "name"));
+            json_t *args = json_object_get(e, "args");
+            if (!strcmp(what, "process_name")) {
+                char want[16];
+                snprintf(want, sizeof want, "stage %d", pid);
+                assert_string_equal(json_string_value(json_object_get(args, "name")), want);
+                procs++;
+            }
+            if (!strcmp(what, "thread_name")) {
+                int tid = (int)json_integer_value(json_object_get(e, "tid"));
+                thread_name[pid][tid] = json_string_value(json_object_get(args, "name"));
+            }
+        }
+    }
+    assert_int_equal(x, 7);
+    assert_int_equal(procs, 2);
+    /* F0 starts at 0 us and lasts 10 ms; the item nested in it carries its layer */
+    json_t *f0 = NULL, *qkv = NULL;
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        json_t *e = json_array_get(ev, i);
+        const char *nm = json_string_value(json_object_get(e, "name"));
+        if (!strcmp(nm, "F0") && json_integer_value(json_object_get(e, "pid")) == 0) f0 = e;
+        if (!strcmp(nm, "qkv")) qkv = e;
+    }
+    assert_non_null(f0);
+    assert_non_null(qkv);
+    near(json_number_value(json_object_get(f0, "dur")), 10000, 1e-9);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(qkv, "args"), "layer")),
+                     3);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(f0, "args"), "microbatch")), 0);
+
+    /* The simulator's trace of a 2-stage pipeline names the same threads the same way. */
+    load("8b", "h200-x4");
+    training_spec tr = training_default();
+    tr.global_batch = 4;
+    layout l = megatron(1, 2, false);
+    l.pp = 2;
+    l.sharding = SHARDING_DDP;
+    sim_workspace *ws = sim_alloc();
+    char err[CM_ERRLEN];
+    estimate e;
+    if (estimate_layout(&M, &S, &tr, &l, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    sim_options so = {.serialize = false, .trace = true};
+    if (sim_estimate(ws, &M, &S, &tr, &l, &so, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    json_t *sj = sim_trace_json(ws);
+    assert_non_null(sj);
+    json_t *sev = json_object_get(sj, "traceEvents");
+    int matched = 0;
+    for (size_t i = 0; i < json_array_size(sev); i++) {
+        json_t *se = json_array_get(sev, i);
+        const char *what = json_string_value(json_object_get(se, "name"));
+        if (strcmp(json_string_value(json_object_get(se, "ph")), "M")) continue;
+        int pid = (int)json_integer_value(json_object_get(se, "pid"));
+        json_t *args = json_object_get(se, "args");
+        if (!strcmp(what, "process_name")) {
+            char want[16];
+            snprintf(want, sizeof want, "stage %d", pid);
+            assert_string_equal(json_string_value(json_object_get(args, "name")), want);
+        }
+        if (!strcmp(what, "thread_name")) {
+            int tid = (int)json_integer_value(json_object_get(se, "tid"));
+            if (thread_name[pid][tid]) {
+                assert_string_equal(thread_name[pid][tid],
+                                    json_string_value(json_object_get(args, "name")));
+                matched++;
+            }
+        }
+    }
+    assert_true(matched >= 3); /* compute, send activations, send gradients at least */
+    json_decref(sj);
+    sim_free(ws);
+    json_decref(j);
+    /* written to a file */
+    char path[] = "/tmp/plan-trace-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(trace_write(&t, path, err, sizeof err), CM_OK);
+    j = json_load_file(path, 0, &je);
+    assert_non_null(j);
+    json_decref(j);
+    unlink(path);
+    assert_int_not_equal(trace_write(&t, "/nonexistent-dir/x.json", err, sizeof err), CM_OK);
+    trace_free(&t);
 }
 
 static void test_calib_ops(void **state)
@@ -303,7 +683,9 @@ int main(void)
         cmocka_unit_test(test_sums_match_estimate), cmocka_unit_test(test_shapes_8b),
         cmocka_unit_test(test_dp_traffic),          cmocka_unit_test(test_rejects_and_slices),
         cmocka_unit_test(test_calib_ops),           cmocka_unit_test(test_calib_sweep),
-        cmocka_unit_test(test_csv_schema),
+        cmocka_unit_test(test_csv_schema),          cmocka_unit_test(test_pp_stages),
+        cmocka_unit_test(test_pp_schedule),         cmocka_unit_test(test_pp_issue_order),
+        cmocka_unit_test(test_moe_work),            cmocka_unit_test(test_trace_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,130 @@
+/*
+ * measure_local.c — see measure_local.h. A thin layer over libbackend (bk_open, work_plan_build,
+ * bk_measure) so that commands measuring many plans share one way of doing it; the timing
+ * settings are plan measure's (cmd_measure.c).
+ */
+#include "measure_local.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output.h"
+#include "work.h"
+#ifdef PLAN_HAVE_BACKEND
+#include "backend.h"
+#endif
+
+struct measure_local {
+#ifdef PLAN_HAVE_BACKEND
+    bk_ctx *ctx;
+#endif
+    int gpus;
+    char device[256];
+};
+
+int measure_local_open(measure_local **out, int ngpus, char *err, size_t errlen)
+{
+    *out = NULL;
+#ifndef PLAN_HAVE_BACKEND
+    (void)ngpus;
+    cm_fail(err, errlen, CM_EINVAL,
+            "this plan was built without the CUDA backend (nvcc, cuBLAS and NCCL were not found "
+            "at meson setup), so it cannot measure: see backend/README.md");
+    return MEASURE_LOCAL_NO_BACKEND;
+#else
+    if (bk_device_count() == 0) {
+        cm_fail(err, errlen, CM_EINVAL,
+                "no CUDA GPU found: measuring runs the plans on local GPUs");
+        return MEASURE_LOCAL_NO_GPU;
+    }
+    measure_local *ml = calloc(1, sizeof *ml);
+    if (!ml) {
+        cm_fail(err, errlen, CM_ENOMEM, "out of host memory");
+        return MEASURE_LOCAL_FAILED;
+    }
+    if (bk_open(&ml->ctx, ngpus, err, errlen) != CM_OK) {
+        free(ml);
+        return MEASURE_LOCAL_FAILED;
+    }
+    ml->gpus = bk_ngpus(ml->ctx);
+    snprintf(ml->device, sizeof ml->device, "%s", bk_device_name(ml->ctx));
+    *out = ml;
+    return 0;
+#endif
+}
+
+void measure_local_close(measure_local *ml)
+{
+    if (!ml) return;
+#ifdef PLAN_HAVE_BACKEND
+    bk_close(ml->ctx);
+#endif
+    free(ml);
+}
+
+int measure_local_gpus(const measure_local *ml) { return ml ? ml->gpus : 0; }
+const char *measure_local_device(const measure_local *ml) { return ml ? ml->device : ""; }
+
+bool measure_local_runs_whole(const model_spec *m, const system_spec *sys,
+                              const training_spec *t, const layout *l, int local_gpus,
+                              char *err, size_t errlen)
+{
+    if (l->offload) {
+        cm_fail(err, errlen, CM_EINVAL, "CPU offload is not measured by the backend");
+        return false;
+    }
+    work_plan *w = malloc(sizeof *w);
+    if (!w) return false;
+    cm_status st = work_plan_build(m, sys, t, l, w, err, errlen);
+    free(w);
+    if (st != CM_OK) return false;
+    bool whole;
+    if (work_local_dp(l, local_gpus, &whole, err, errlen) == 0) return false;
+    if (!whole)
+        cm_fail(err, errlen, CM_EINVAL,
+                "the backend would run only a slice of it on %d GPUs (pipeline stage 0 or part "
+                "of the data-parallel ranks)",
+                local_gpus);
+    return whole;
+}
+
+cm_status measure_local_run(measure_local *ml, const model_spec *m, const system_spec *sys,
+                            const training_spec *t, const layout *l, int steps,
+                            measure_local_result *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+#ifndef PLAN_HAVE_BACKEND
+    (void)ml, (void)m, (void)sys, (void)t, (void)l, (void)steps;
+    return cm_fail(err, errlen, CM_EINVAL, "this plan was built without the CUDA backend");
+#else
+    work_plan *w = malloc(sizeof *w);
+    bk_measure_result *r = malloc(sizeof *r);
+    cm_status st = w && r ? CM_OK : cm_fail(err, errlen, CM_ENOMEM, "out of host memory");
+    if (st == CM_OK) st = work_plan_build(m, sys, t, l, w, err, errlen);
+    if (st == CM_OK) {
+        char name[256];
+        output_layout_line(&w->est, name, sizeof name);
+        bk_timing tm = bk_timing_default();
+        tm.repeats = 5; /* as plan measure (cmd_measure.c) */
+        tm.warmup = 2;
+        st = bk_measure(ml->ctx, w, name, steps, &tm, r, err, errlen);
+    }
+    if (st == CM_OK) {
+        out->whole = r->whole;
+        out->gpus_used = r->gpus_used;
+        out->step_s = r->step_s;
+        out->step_spread = r->step_spread;
+        out->peak_memory_bytes = r->peak_used_bytes;
+        out->compute_s = r->compute_s;
+        out->exposed_comm_s = r->exposed_comm_s;
+        out->optimizer_s = r->optimizer_s;
+        out->framework_s = r->component_s[WC_FRAMEWORK];
+        out->predicted_step_s = w->est.time.step_s;
+        out->predicted_memory_bytes = w->est.memory.total_bytes;
+    }
+    free(w);
+    free(r);
+    return st;
+#endif
+}
