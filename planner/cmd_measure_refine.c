@@ -837,6 +837,22 @@ int cmd_measure_refine(int argc, char **argv)
                "best), after #%d (%+.1f%%); best measured #%d (%.4f s)\n",
                chosen_before + 1, 100 * gap_before, chosen_after + 1, 100 * gap_after, best + 1,
                rows[best].obs.measured_step_s);
+        const char *what[2] = {"predicted-after", "measured"};
+        for (int w = 0; w < 2; w++) { /* the re-ranked order, and the true one */
+            bool used[REFINE_MAX_PLANS] = {false};
+            printf("  order by %-16s", what[w]);
+            for (int k = 0; k < n; k++) {
+                int pick = -1;
+                for (int i = 0; i < n; i++) {
+                    double v = w ? rows[i].obs.measured_step_s : rows[i].after;
+                    double pv = pick < 0 ? 0 : w ? rows[pick].obs.measured_step_s : rows[pick].after;
+                    if (!used[i] && (pick < 0 || v < pv)) pick = i;
+                }
+                used[pick] = true;
+                printf(" #%d", pick + 1);
+            }
+            printf("\n");
+        }
         if (searched) {
             char a[128], b[128];
             short_name(&sb->ranked[0].layout, b, sizeof b);

@@ -44,8 +44,11 @@ int cmd_search(int argc, char **argv)
     system_spec sys;
     if ((rc = cli_load_specs(&o, &m, &sys))) return rc;
     search_options so = {.gpus = o.gpus, .keep = o.top < 32 ? 32 : o.top};
-    /* The kept plans (at least SEARCH_SIMULATE_DEFAULT) are re-ranked by the step simulator. */
-    so.simulate = o.no_simulate ? 0 : so.keep;
+    /* The kept plans (at least SEARCH_SIMULATE_DEFAULT) are re-ranked by the step simulator —
+     * except under a refined profile: its step terms were fitted to the closed form against
+     * measured steps (plan measure --refine), so the refined closed form is the calibrated
+     * figure and ranks on its own. */
+    so.simulate = (o.no_simulate || sys.step.active) ? 0 : so.keep;
     so.frameworks[FRAMEWORK_FSDP2] = !o.framework_given || o.layout.framework == FRAMEWORK_FSDP2;
     so.frameworks[FRAMEWORK_MEGATRON] =
         !o.framework_given || o.layout.framework == FRAMEWORK_MEGATRON;
