@@ -17,35 +17,11 @@
 
 #include <cmocka.h>
 
-typedef struct {
-    int status;
-    char out[1 << 20];
-    char err[8192];
-} run_result;
+#include "plan_run.h"
 
-static run_result R;
+static plan_run_result R;
 
-/* Run `plan <args>` through the shell, capturing stdout and stderr separately. */
-static void run(const char *args)
-{
-    char errpath[] = "/tmp/plan_cli_err_XXXXXX";
-    int fd = mkstemp(errpath);
-    assert_true(fd >= 0);
-    close(fd);
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s'", getenv("PLAN_EXE"), args, errpath);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(R.out, 1, sizeof R.out - 1, p);
-    R.out[n] = '\0';
-    int st = pclose(p);
-    R.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    FILE *e = fopen(errpath, "r");
-    n = e ? fread(R.err, 1, sizeof R.err - 1, e) : 0;
-    R.err[n] = '\0';
-    if (e) fclose(e);
-    unlink(errpath);
-}
+static void run(const char *args) { assert_int_equal(plan_run(&R, args), 0); }
 
 static json_t *run_json(const char *args)
 {

@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "plan_run.h"
+
 #include "check.h"
 #include "emit.h"
 #include "estimate.h"
@@ -513,34 +515,9 @@ static void test_megatron_args(void **state)
 
 /* ---- the CLI ---- */
 
-typedef struct {
-    int status;
-    char out[1 << 16];
-    char err[4096];
-} run_result;
+static plan_run_result R;
 
-static run_result R;
-
-static void run(const char *args)
-{
-    char errpath[] = "/tmp/plan_emit_err_XXXXXX";
-    int fd = mkstemp(errpath);
-    assert_true(fd >= 0);
-    close(fd);
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s'", getenv("PLAN_EXE"), args, errpath);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(R.out, 1, sizeof R.out - 1, p);
-    R.out[n] = '\0';
-    int st = pclose(p);
-    R.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    FILE *e = fopen(errpath, "r");
-    n = e ? fread(R.err, 1, sizeof R.err - 1, e) : 0;
-    R.err[n] = '\0';
-    if (e) fclose(e);
-    unlink(errpath);
-}
+static void run(const char *args) { assert_int_equal(plan_run(&R, args), 0); }
 
 static int lines(const char *s)
 {

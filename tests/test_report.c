@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "plan_run.h"
+
 /* The small case: one dense and one MoE model on 8 and 16 GPUs. */
 #define SMALL "report --system h100 --models 3b,mixtral-8x7b --gpus 8,16"
 /* Charts of the small case: the size-ratio chart plus memory, step time and throughput per
@@ -32,32 +34,10 @@ static const char *const sections[] = {
     "megatron-to-fsdp2", "troubleshooting", "headroom", "nccl-timeouts", "nan", NULL,
 };
 
-typedef struct {
-    int status;
-    char out[1 << 16];
-    char err[8192];
-} run_result;
-
-static run_result R;
+static plan_run_result R;
 static char tmpdir[256];
 
-static void run(const char *args)
-{
-    char errpath[512];
-    snprintf(errpath, sizeof errpath, "%s/stderr", tmpdir);
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s'", getenv("PLAN_EXE"), args, errpath);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(R.out, 1, sizeof R.out - 1, p);
-    R.out[n] = '\0';
-    int st = pclose(p);
-    R.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    FILE *e = fopen(errpath, "r");
-    n = e ? fread(R.err, 1, sizeof R.err - 1, e) : 0;
-    R.err[n] = '\0';
-    if (e) fclose(e);
-}
+static void run(const char *args) { assert_int_equal(plan_run(&R, args), 0); }
 
 static char *slurp(const char *path, size_t *len)
 {

@@ -16,32 +16,11 @@
 
 #include <cmocka.h>
 
-static struct {
-    int status;
-    char out[1 << 18];
-    char err[8192];
-} R;
+#include "plan_run.h"
 
-static void run(const char *args)
-{
-    char errpath[] = "/tmp/plan_bk_err_XXXXXX";
-    int fd = mkstemp(errpath);
-    assert_true(fd >= 0);
-    close(fd);
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s'", getenv("PLAN_EXE"), args, errpath);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(R.out, 1, sizeof R.out - 1, p);
-    R.out[n] = '\0';
-    int st = pclose(p);
-    R.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    FILE *e = fopen(errpath, "r");
-    n = e ? fread(R.err, 1, sizeof R.err - 1, e) : 0;
-    R.err[n] = '\0';
-    if (e) fclose(e);
-    unlink(errpath);
-}
+static plan_run_result R;
+
+static void run(const char *args) { assert_int_equal(plan_run(&R, args), 0); }
 
 static void expect_usage_error(const char *args, const char *needle)
 {
