@@ -380,8 +380,34 @@ cm_status system_load(const char *name_or_path, const char *data_dir, system_spe
     if (!name_or_path || !*name_or_path)
         return cm_fail(err, errlen, CM_EINVAL, "no system given: use --system with a preset "
                                                "(e.g. h100) or a path to a system JSON");
-    if (strchr(name_or_path, '/') || strstr(name_or_path, ".json"))
-        return system_load_json(name_or_path, NULL, sys, err, errlen);
+    if (strchr(name_or_path, '/') || strstr(name_or_path, ".json")) {
+        /* A calibration profile names the preset it overlays ("calibration_of", written by
+         * plan fit and plan measure --refine): --system PROFILE loads that preset, then the
+         * profile on top, so a profile works wherever a system does. */
+        cm_status st;
+        json_t *root = load_object(name_or_path, err, errlen, &st);
+        if (!root) return st;
+        const json_t *base = json_object_get(root, "calibration_of");
+        char base_name[64] = "";
+        if (json_is_string(base))
+            snprintf(base_name, sizeof base_name, "%s", json_string_value(base));
+        json_decref(root);
+        if (!base_name[0]) return system_load_json(name_or_path, NULL, sys, err, errlen);
+        if (strchr(base_name, '/') || !strcmp(base_name, name_or_path))
+            return cm_fail(err, errlen, CM_EPARSE,
+                           "profile '%s': \"calibration_of\" must name a preset under "
+                           "data/systems/ (e.g. h200-x4)",
+                           name_or_path);
+        st = system_load(base_name, data_dir, sys, err, errlen);
+        if (st != CM_OK) return st;
+        st = system_overlay_json(name_or_path, sys, err, errlen);
+        if (st == CM_OK) {
+            const char *stem = strrchr(name_or_path, '/');
+            snprintf(sys->name, sizeof sys->name, "%.30s+%.30s", base_name,
+                     stem ? stem + 1 : name_or_path);
+        }
+        return st;
+    }
     char path[1024];
     snprintf(path, sizeof path, "%s/systems/%s.json", data_dir, name_or_path);
     FILE *f = fopen(path, "r");

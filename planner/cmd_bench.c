@@ -134,6 +134,7 @@ static void measure_row(measure_local *ml, int steps, const model_spec *m, const
 
 typedef struct {
     list models, systems, frameworks;
+    const char *calibration;   /* profile overlaid on every system of the sweep */
     int gpus[MAXLIST];
     int ngpus;
     training_spec training;
@@ -145,10 +146,29 @@ static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
     char err[CM_ERRLEN];
     search_result *r = search_result_new();
     long total = (long)sw->systems.n * sw->models.n * sw->ngpus, done = 0, rows = 0;
+    /* Every name must resolve before the file gets its header: bad input writes nothing. */
+    for (int s = 0; s < sw->systems.n; s++) {
+        system_spec sys;
+        if (system_load(sw->systems.items[s], dir, &sys, err, sizeof err) != CM_OK ||
+            (sw->calibration &&
+             system_overlay_json(sw->calibration, &sys, err, sizeof err) != CM_OK)) {
+            search_result_free(r);
+            return cli_error(err);
+        }
+    }
+    for (int mi = 0; mi < sw->models.n; mi++) {
+        model_spec m;
+        if (model_load(sw->models.items[mi], dir, &m, err, sizeof err) != CM_OK) {
+            search_result_free(r);
+            return cli_error(err);
+        }
+    }
     bench_csv_write_header(out);
     for (int s = 0; s < sw->systems.n && !interrupted; s++) {
         system_spec sys;
-        if (system_load(sw->systems.items[s], dir, &sys, err, sizeof err) != CM_OK) {
+        if (system_load(sw->systems.items[s], dir, &sys, err, sizeof err) != CM_OK ||
+            (sw->calibration &&
+             system_overlay_json(sw->calibration, &sys, err, sizeof err) != CM_OK)) {
             search_result_free(r);
             return cli_error(err);
         }
@@ -434,6 +454,7 @@ int cmd_bench(int argc, char **argv)
         {"sweep", required_argument, NULL, 'w'},  {"compare", no_argument, NULL, 'c'},
         {"preset", required_argument, NULL, 'p'}, {"measure", no_argument, NULL, 'M'},
         {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
+        {"calibration", required_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
     sweep sw;
@@ -472,6 +493,7 @@ int cmd_bench(int argc, char **argv)
         case 'p': preset = optarg; break;
         case 'M': measure = true; break;
         case 'o': out_path = optarg; break;
+        case 'C': sw.calibration = optarg; break;
         case 'h': usage(); return 0;
         case ':': rc = cli_error("an option of plan bench needs a value (see plan bench --help)"); break;
         default: {

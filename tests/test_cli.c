@@ -249,6 +249,7 @@ static void test_bench_csv(void **state)
     bad("bench --compare /tmp/plan_bench_a.csv /tmp/plan_bench_b.csv", "not valid CSV");
     bad("bench --compare /tmp/plan_bench_a.csv /nonexistent.csv", "cannot read results file");
     bad("bench --models 3b", "needs both models and GPU counts");
+    bad("bench --models nosuch --gpus 8", "unknown model 'nosuch'"); /* and no header on stdout */
     bad("bench --models 3b --gpus 8 --frameworks jax", "--frameworks takes");
     unlink(a);
     unlink(b);

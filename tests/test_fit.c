@@ -158,6 +158,29 @@ static void test_bad_profiles(void **state)
     unlink(p);
 }
 
+/* --system PROFILE: a profile naming the preset it overlays loads as that preset plus the
+ * profile (data/systems/calibration/ holds the measured H200 one). */
+static void test_profile_as_system(void **state)
+{
+    (void)state;
+    const char *dir = getenv("PLAN_DATA_DIR");
+    if (!dir) skip();
+    char path[1024], err[CM_ERRLEN];
+    snprintf(path, sizeof path, "%s/systems/calibration/h200-x4-2026-11-21.json", dir);
+    system_spec base, prof;
+    assert_int_equal(system_load("h200-x4", dir, &base, err, sizeof err), CM_OK);
+    assert_int_equal(system_load(path, dir, &prof, err, sizeof err), CM_OK);
+    assert_true(prof.peak_bf16_flops == base.peak_bf16_flops); /* from the preset */
+    assert_int_equal(base.n_collective_fits, 0);
+    assert_true(prof.n_collective_fits >= 10);                 /* from the profile */
+    assert_non_null(strstr(prof.name, "h200-x4+"));
+    const char *p = "/tmp/plan_bad_base.json";
+    write_text(p, "{\"calibration_of\": \"nosuch\"}");
+    assert_int_equal(system_load(p, dir, &prof, err, sizeof err), CM_EINVAL);
+    assert_non_null(strstr(err, "unknown system 'nosuch'"));
+    unlink(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -165,6 +188,7 @@ int main(void)
         cmocka_unit_test(test_collective_fit_recovers),
         cmocka_unit_test(test_profile_round_trip),
         cmocka_unit_test(test_bad_profiles),
+        cmocka_unit_test(test_profile_as_system),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
