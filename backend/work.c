@@ -131,35 +131,7 @@ int work_local_dp(const layout *l, int local_gpus, bool *whole, char *err, size_
 
 int work_pp_schedule(int p, int v, int m, int s, work_pp_op *out)
 {
-    /* The same orders as sim.c's schedule() (Narayanan et al. 2021 Sec. 2.2; Megatron-LM
-     * schedules.py): tests/test_backend_work.c checks them against the simulator's ops. */
-    int n = 0;
-    if (v == 1) {
-        int warm = p - s - 1 < m ? p - s - 1 : m;
-        for (int i = 0; i < warm; i++) out[n++] = (work_pp_op){i, 0, false};
-        for (int i = 0; i < m - warm; i++) {
-            out[n++] = (work_pp_op){warm + i, 0, false};
-            out[n++] = (work_pp_op){i, 0, true};
-        }
-        for (int i = m - warm; i < m; i++) out[n++] = (work_pp_op){i, 0, true};
-        return n;
-    }
-    int total = m * v, group = p * v;
-    int warm = (p - s - 1) * 2 + (v - 1) * p;
-    if (m == p || warm > total) warm = total;
-    int rest = total - warm;
-#define MB(k) (((k) / group) * p + (k) % p)
-#define CHUNK(k) (((k) % group) / p)
-    for (int k = 0; k < warm; k++) out[n++] = (work_pp_op){MB(k), CHUNK(k), false};
-    for (int k = 0; k < rest; k++) {
-        int f = warm + k;
-        out[n++] = (work_pp_op){MB(f), CHUNK(f), false};
-        out[n++] = (work_pp_op){MB(k), v - 1 - CHUNK(k), true};
-    }
-    for (int k = rest; k < total; k++) out[n++] = (work_pp_op){MB(k), v - 1 - CHUNK(k), true};
-#undef MB
-#undef CHUNK
-    return n;
+    return schedule_pipeline(p, v, m, s, out); /* the simulator's order (schedule.h) */
 }
 
 work_pp_link work_pp_links(int p, int v, int s, const work_pp_op *op)

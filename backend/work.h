@@ -27,6 +27,7 @@
 
 #include "collective.h"
 #include "estimate.h"
+#include "schedule.h"
 #include "layout.h"
 #include "model.h"
 #include "status.h"
@@ -179,11 +180,7 @@ int work_rank(const layout *l, int tp_idx, int cp_idx, int dp_idx);
 /* ---- pipeline schedule ------------------------------------------------------------------ */
 
 /* One forward or backward of a micro-batch through one chunk (virtual stage) of a stage. */
-typedef struct {
-    int microbatch;
-    int chunk;
-    bool backward;
-} work_pp_op;
+typedef schedule_op work_pp_op;
 
 /*
  * The order stage s (of p) runs its 2*m*v ops in: Megatron-LM's 1F1B (v == 1: p-s-1 warm-up

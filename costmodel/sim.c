@@ -18,6 +18,7 @@
  * (no TP-comm overlap is assumed, as in estimate.c).
  */
 #include "sim.h"
+#include "schedule.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -41,11 +42,7 @@ typedef struct {
     unsigned char tid, kind;
 } trace_event;
 
-typedef struct {
-    int microbatch;
-    short chunk;
-    short pass;
-} sched_op;
+typedef schedule_op sched_op;
 
 typedef struct {
     double compute_free, send_free[2], coll_free;
@@ -281,46 +278,10 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
 
 /* ---- schedules ---- */
 
-/*
- * The order stage s runs its chunks in. Non-interleaved 1F1B (Narayanan et al. 2021, Sec.
- * 2.2.1, PipeDream-Flush; Megatron-LM schedules.py forward_backward_pipelining_without_
- * interleaving): p - s - 1 warm-up forwards, then one forward and one backward alternately,
- * then the remaining backwards (cool-down). Interleaved 1F1B (Narayanan et al. 2021, Sec.
- * 2.2.2; schedules.py forward_backward_pipelining_with_interleaving): v chunks per stage;
- * forwards go through groups of p micro-batches chunk by chunk, backwards the same with the
- * chunks reversed (get_model_chunk_id); warm-up (p - s - 1) * 2 + (v - 1) * p forwards, or all
- * of them when m == p. Returns the number of chunks.
- */
+/* The order stage s runs its chunks in: Megatron-LM's 1F1B / interleaved 1F1B (schedule.h). */
 static int schedule(int p, int v, int m, int s, sched_op *out)
 {
-    int n = 0;
-    if (v == 1) {
-        int warm = p - s - 1 < m ? p - s - 1 : m;
-        for (int i = 0; i < warm; i++) out[n++] = (sched_op){i, 0, SIM_FORWARD};
-        for (int i = 0; i < m - warm; i++) {
-            out[n++] = (sched_op){warm + i, 0, SIM_FORWARD};
-            out[n++] = (sched_op){i, 0, SIM_BACKWARD};
-        }
-        for (int i = m - warm; i < m; i++) out[n++] = (sched_op){i, 0, SIM_BACKWARD};
-        return n;
-    }
-    int total = m * v, group = p * v;
-    int warm = (p - s - 1) * 2 + (v - 1) * p;
-    if (m == p || warm > total) warm = total;
-    int rest = total - warm;
-#define MB(k) (((k) / group) * p + (k) % p)
-#define CHUNK(k) (((k) % group) / p)
-    for (int k = 0; k < warm; k++) out[n++] = (sched_op){MB(k), (short)CHUNK(k), SIM_FORWARD};
-    for (int k = 0; k < rest; k++) {
-        int f = warm + k;
-        out[n++] = (sched_op){MB(f), (short)CHUNK(f), SIM_FORWARD};
-        out[n++] = (sched_op){MB(k), (short)(v - 1 - CHUNK(k)), SIM_BACKWARD};
-    }
-    for (int k = rest; k < total; k++)
-        out[n++] = (sched_op){MB(k), (short)(v - 1 - CHUNK(k)), SIM_BACKWARD};
-#undef MB
-#undef CHUNK
-    return n;
+    return schedule_pipeline(p, v, m, s, out);
 }
 
 /* ---- running ---- */
@@ -357,7 +318,7 @@ static double input_ready(const sim_workspace *w, int s)
     const sched_op *op = &w->sched[(size_t)s * w->per_stage + st->next];
     const sim_input *in = w->run_in;
     int k = op->chunk * in->pp + s, m = in->microbatches;
-    if (op->pass == SIM_FORWARD) return k == 0 ? 0.0 : w->arr_f[(size_t)k * m + op->microbatch];
+    if (!op->backward) return k == 0 ? 0.0 : w->arr_f[(size_t)k * m + op->microbatch];
     return w->arr_b[(size_t)k * m + op->microbatch];
 }
 
@@ -382,7 +343,7 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
     int k = op->chunk * p + s, mb = op->microbatch;
     int lo = w->vfirst[k], hi = lo + in->vstage_layers[k] - 1;
     bool last_vs = k == nv - 1;
-    bool fwd = op->pass == SIM_FORWARD;
+    bool fwd = !op->backward;
     bool ser = o->serialize;
     double t0 = fmax(st->compute_free, ready), t = t0;
 
@@ -443,7 +404,7 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
     }
 
     size_t idx = (size_t)s * w->per_stage + st->next;
-    w->ops[idx] = (sim_op){s, op->chunk, k, mb, (sim_pass)op->pass, ready, t0, t};
+    w->ops[idx] = (sim_op){s, op->chunk, k, mb, op->backward ? SIM_BACKWARD : SIM_FORWARD, ready, t0, t};
     record(w, s, TID_COMPUTE, fwd ? EV_FWD : EV_BWD, t0, t, -1, mb, in->vpp > 1 ? op->chunk : -1);
     st->busy += t - t0;
 
@@ -606,7 +567,7 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
         st->queued = false;
         const sched_op *op = &w->sched[(size_t)s * per_stage + st->next];
         int k = op->chunk * p + s;
-        bool fwd = op->pass == SIM_FORWARD;
+        bool fwd = !op->backward;
         run_chunk(w, o, s, input_ready(w, s));
         try_queue(w, &tail, s);
         /* the stage whose input this chunk produced */
