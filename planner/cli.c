@@ -224,3 +224,15 @@ int cli_load_specs(const cli_options *o, model_spec *m, system_spec *sys)
         return cli_error(err);
     return 0;
 }
+
+int cli_estimate(const cli_options *o, model_spec *m, system_spec *sys, layout *l, estimate *e)
+{
+    int rc;
+    if ((rc = cli_layout(o, l))) return rc;
+    if ((rc = cli_load_specs(o, m, sys))) return rc;
+    char err[CM_ERRLEN];
+    if (layout_check(m, sys, &o->training, l, o->gpus, err, sizeof err) != CM_OK ||
+        estimate_layout(m, sys, &o->training, l, e, err, sizeof err) != CM_OK)
+        return cli_error(err);
+    return 0;
+}

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 
+#include "estimate.h"
 #include "layout.h"
 #include "model.h"
 #include "system.h"
@@ -49,6 +50,11 @@ int cli_layout(const cli_options *o, layout *l);
 
 /* Load model and system named in o; prints the error line and returns CLI_EXIT_USAGE. */
 int cli_load_specs(const cli_options *o, model_spec *m, system_spec *sys);
+
+/* The layout of o's flags, its specs, the framework-rule check and the estimate: what
+ * `plan estimate` and `plan simulate` start from. Prints the error line and returns
+ * CLI_EXIT_USAGE on bad input. */
+int cli_estimate(const cli_options *o, model_spec *m, system_spec *sys, layout *l, estimate *e);
 
 /* Print "plan: error: <msg>" on stderr and return CLI_EXIT_USAGE. */
 int cli_error(const char *msg);

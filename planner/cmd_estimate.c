@@ -39,16 +39,11 @@ int cmd_estimate(int argc, char **argv)
         return 0;
     }
     layout l;
-    if ((rc = cli_layout(&o, &l))) return rc;
     model_spec m;
     system_spec sys;
-    if ((rc = cli_load_specs(&o, &m, &sys))) return rc;
-    char err[CM_ERRLEN];
-    if (layout_check(&m, &sys, &o.training, &l, o.gpus, err, sizeof err) != CM_OK)
-        return cli_error(err);
     estimate e;
-    if (estimate_layout(&m, &sys, &o.training, &l, &e, err, sizeof err) != CM_OK)
-        return cli_error(err);
+    if ((rc = cli_estimate(&o, &m, &sys, &l, &e))) return rc;
+    char err[CM_ERRLEN];
     if (o.simulate || o.trace) {
         /* Both figures: the closed form's and the step simulator's (time_simulated). */
         sim_workspace *w = sim_alloc();
