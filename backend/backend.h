@@ -3,8 +3,11 @@
  * the cost model's units (seconds, bytes/s, FLOP/s).
  *
  * One process drives every local GPU from one thread: each GPU has a compute stream, a
- * communication stream and a cuBLAS handle; NCCL communicators are made per group with
- * ncclCommInitAll over the group's devices, placed in Megatron's rank order. Every CUDA, cuBLAS
+ * communication stream and a cuBLAS handle; NCCL communicators are made per group
+ * (bk_comm_group: ncclCommInitRank for each member in one group call), placed in Megatron's rank
+ * order. Launched by mpirun or srun, several processes (on one or several nodes) each drive their
+ * share of the GPUs the same way: every process walks the same work in the same order and
+ * launches only its own GPUs' part; MPI bootstraps NCCL and reduces the timings (bk_world.h). Every CUDA, cuBLAS
  * and NCCL return is checked; an error names the call (and, in bk_measure, the plan).
  * NCCL_NVLS_ENABLE is set to 0 before NCCL starts when the environment leaves it unset: NVLink
  * multicast must stay off on the machines this runs on.
@@ -20,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "bk_world.h"
 #include "collective.h"
 #include "status.h"
 #include "trace.h"
@@ -30,10 +34,16 @@ typedef struct bk_ctx bk_ctx;
 /* Number of usable CUDA devices; 0 when there is no driver or no GPU (never an error). */
 int bk_device_count(void);
 
-/* Open ngpus devices (0: all). */
+/* Open ngpus devices (0: all) for this process. Launched by mpirun or srun (and built with MPI),
+ * every process opens ngpus GPUs of its node (0: the node's GPUs shared evenly among its
+ * processes) and the run's GPUs are all processes' GPUs in process order (bk_world.h). Under MPI a
+ * failure here leaves the other processes waiting: end the run with bk_world_abort. */
 cm_status bk_open(bk_ctx **out, int ngpus, char *err, size_t errlen);
 void bk_close(bk_ctx *ctx);
-int bk_ngpus(const bk_ctx *ctx);
+int bk_ngpus(const bk_ctx *ctx); /* GPUs of the run, all processes */
+bool bk_is_root(const bk_ctx *ctx); /* process 0: the one that prints and writes files */
+int bk_processes(const bk_ctx *ctx);
+int bk_process(const bk_ctx *ctx);
 const char *bk_device_name(const bk_ctx *ctx);
 double bk_device_memory_bytes(const bk_ctx *ctx);
 

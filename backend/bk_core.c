@@ -56,6 +56,9 @@ int bk_ngpus(const bk_ctx *ctx) { return ctx->ngpus; }
 const char *bk_device_name(const bk_ctx *ctx) { return ctx->name; }
 double bk_device_memory_bytes(const bk_ctx *ctx) { return ctx->mem_bytes; }
 
+/* Which GPUs this process drives: all local ones (or the first ngpus) alone; under MPI,
+ * ngpus each (0: this node's GPUs shared evenly among its processes), the process's share of
+ * its node's devices, and global indices in process order. */
 static cm_status open_devices(bk_ctx *c, int ngpus, char *err, size_t errlen)
 {
     int n = bk_device_count();
@@ -63,28 +66,66 @@ static cm_status open_devices(bk_ctx *c, int ngpus, char *err, size_t errlen)
         return cm_fail(err, errlen, CM_EIO,
                        "no CUDA GPU found (cudaGetDeviceCount): run plan calibrate/measure on a "
                        "machine with NVIDIA GPUs and their driver");
-    if (ngpus <= 0 || ngpus > n) ngpus = n;
-    if (ngpus > BK_MAX_GPUS) ngpus = BK_MAX_GPUS;
-    c->ngpus = ngpus;
-    for (int i = 0; i < ngpus; i++) {
-        c->dev[i] = i;
+    BK_TRY(bk_world_init(&c->world, err, errlen));
+    const bk_world *W = &c->world;
+    int per = ngpus;
+    if (W->procs == 1) {
+        if (per <= 0 || per > n) per = n;
+    } else if (per <= 0) {
+        per = n / W->node_procs;
+        if (per < 1)
+            return cm_fail(err, errlen, CM_EINVAL,
+                           "%d processes on a node with %d GPUs: start at most one process per "
+                           "GPU (mpirun -np / --map-by, srun --ntasks-per-node)",
+                           W->node_procs, n);
+    }
+    if ((W->node_proc + 1) * per > n)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "process %d of %d wants GPUs %d..%d of its node, which has %d: lower "
+                       "--local-gpus / --gpus or start fewer processes per node",
+                       W->proc, W->procs, W->node_proc * per, (W->node_proc + 1) * per - 1, n);
+    /* Every process drives the same number of GPUs (global index = process * per + i). */
+    double lo = per, hi = per;
+    bk_world_min(&lo, 1);
+    bk_world_max(&hi, 1);
+    if (lo != hi)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "the processes drive different numbers of GPUs (%g to %g): give every "
+                       "node the same GPU count per process", lo, hi);
+    if (per * W->procs > BK_MAX_GPUS)
+        return cm_fail(err, errlen, CM_EINVAL, "%d GPUs in the run: the backend drives at most %d",
+                       per * W->procs, BK_MAX_GPUS);
+    c->ngpus = per * W->procs;
+    c->own_lo = W->proc * per;
+    c->own_hi = c->own_lo + per;
+    for (int d = c->own_lo; d < c->own_hi; d++) {
+        int i = W->node_proc * per + (d - c->own_lo); /* this node's CUDA device */
+        c->dev[d] = i;
         CUDA_TRY(cudaSetDevice(i));
         struct cudaDeviceProp p;
         CUDA_TRY(cudaGetDeviceProperties(&p, i));
-        if (i == 0) {
-            snprintf(c->name, sizeof c->name, "%d x %.160s (sm_%d%d, %d SMs)", ngpus, p.name, p.major,
-                     p.minor, p.multiProcessorCount);
+        if (d == c->own_lo) {
+            if (W->procs > 1)
+                snprintf(c->name, sizeof c->name,
+                         "%d x %.160s (sm_%d%d, %d SMs), %d processes on %d node%s", c->ngpus,
+                         p.name, p.major, p.minor, p.multiProcessorCount, W->procs, W->nodes,
+                         W->nodes > 1 ? "s" : "");
+            else
+                snprintf(c->name, sizeof c->name, "%d x %.160s (sm_%d%d, %d SMs)", c->ngpus,
+                         p.name, p.major, p.minor, p.multiProcessorCount);
             c->sms = p.multiProcessorCount;
             c->mem_bytes = (double)p.totalGlobalMem;
         }
-        CUDA_TRY(cudaStreamCreateWithFlags(&c->compute[i], cudaStreamNonBlocking));
-        CUDA_TRY(cudaStreamCreateWithFlags(&c->comm[i], cudaStreamNonBlocking));
-        CUBLAS_TRY(cublasCreate(&c->blas[i]));
-        CUBLAS_TRY(cublasSetStream(c->blas[i], c->compute[i]));
-        CUDA_TRY(cudaMalloc(&c->blas_ws[i], BK_BLAS_WORKSPACE_BYTES));
-        CUBLAS_TRY(cublasSetWorkspace(c->blas[i], c->blas_ws[i], BK_BLAS_WORKSPACE_BYTES));
-        CUBLAS_TRY(cublasLtCreate(&c->lt[i]));
+        CUDA_TRY(cudaStreamCreateWithFlags(&c->compute[d], cudaStreamNonBlocking));
+        CUDA_TRY(cudaStreamCreateWithFlags(&c->comm[d], cudaStreamNonBlocking));
+        CUBLAS_TRY(cublasCreate(&c->blas[d]));
+        CUBLAS_TRY(cublasSetStream(c->blas[d], c->compute[d]));
+        CUDA_TRY(cudaMalloc(&c->blas_ws[d], BK_BLAS_WORKSPACE_BYTES));
+        CUBLAS_TRY(cublasSetWorkspace(c->blas[d], c->blas_ws[d], BK_BLAS_WORKSPACE_BYTES));
+        CUBLAS_TRY(cublasLtCreate(&c->lt[d]));
     }
+    /* The run's device name is process 0's. */
+    bk_world_bcast(c->name, sizeof c->name, 0);
     return CM_OK;
 }
 
@@ -108,23 +149,57 @@ void bk_close(bk_ctx *c)
     if (!c) return;
     for (int g = 0; g <= BK_MAX_GPUS; g++)
         if (c->prefix_ok[g])
-            for (int i = 0; i < g; i++) ncclCommDestroy(c->prefix[g][i]);
-    for (int i = 0; i < c->ngpus; i++) {
-        cudaSetDevice(c->dev[i]);
-        for (int j = 0; j < c->lt_count[i]; j++) {
-            bk_lt_plan *p = &c->lt_plan[i][j];
+            for (int i = 0; i < g; i++)
+                if (c->prefix[g][i]) ncclCommDestroy(c->prefix[g][i]);
+    for (int d = c->own_lo; d < c->own_hi; d++) {
+        cudaSetDevice(c->dev[d]);
+        for (int j = 0; j < c->lt_count[d]; j++) {
+            bk_lt_plan *p = &c->lt_plan[d][j];
             cublasLtMatrixLayoutDestroy(p->a);
             cublasLtMatrixLayoutDestroy(p->b);
             cublasLtMatrixLayoutDestroy(p->c);
             cublasLtMatmulDescDestroy(p->op);
         }
-        if (c->lt[i]) cublasLtDestroy(c->lt[i]);
-        if (c->blas[i]) cublasDestroy(c->blas[i]);
-        if (c->blas_ws[i]) cudaFree(c->blas_ws[i]);
-        if (c->compute[i]) cudaStreamDestroy(c->compute[i]);
-        if (c->comm[i]) cudaStreamDestroy(c->comm[i]);
+        if (c->lt[d]) cublasLtDestroy(c->lt[d]);
+        if (c->blas[d]) cublasDestroy(c->blas[d]);
+        if (c->blas_ws[d]) cudaFree(c->blas_ws[d]);
+        if (c->compute[d]) cudaStreamDestroy(c->compute[d]);
+        if (c->comm[d]) cudaStreamDestroy(c->comm[d]);
     }
     free(c);
+}
+
+bool bk_is_root(const bk_ctx *ctx) { return ctx->world.proc == 0; }
+int bk_processes(const bk_ctx *ctx) { return ctx->world.procs; }
+int bk_process(const bk_ctx *ctx) { return ctx->world.proc; }
+
+cm_status bk_comm_group(bk_ctx *c, int n, const int *devs, ncclComm_t *comms, char *err,
+                        size_t errlen)
+{
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (c->world.proc == 0) NCCL_TRY(ncclGetUniqueId(&id));
+    bk_world_bcast(&id, sizeof id, 0);
+    bool any = false;
+    for (int r = 0; r < n; r++) {
+        comms[r] = NULL;
+        any = any || bk_owns(c, devs[r]);
+    }
+    if (!any) return CM_OK;
+    NCCL_TRY(ncclGroupStart());
+    for (int r = 0; r < n; r++) {
+        if (!bk_owns(c, devs[r])) continue;
+        cudaError_t e = cudaSetDevice(c->dev[devs[r]]);
+        ncclResult_t nr = e == cudaSuccess ? ncclCommInitRank(&comms[r], n, id, r) : ncclSuccess;
+        if (e != cudaSuccess || nr != ncclSuccess) {
+            ncclGroupEnd();
+            return cm_fail(err, errlen, CM_EIO, "%s failed: %s",
+                           e != cudaSuccess ? "cudaSetDevice" : "ncclCommInitRank",
+                           e != cudaSuccess ? cudaGetErrorString(e) : ncclGetErrorString(nr));
+        }
+    }
+    NCCL_TRY(ncclGroupEnd());
+    return CM_OK;
 }
 
 cm_status bk_coll_launch(collective_op op, int g, ncclComm_t *comms, cudaStream_t *streams,
@@ -137,6 +212,7 @@ cm_status bk_coll_launch(collective_op op, int g, ncclComm_t *comms, cudaStream_
     size_t chunk = count / g;     /* elements per rank */
     NCCL_TRY(ncclGroupStart());
     for (int i = 0; i < g; i++) {
+        if (!comms[i]) continue; /* another process's rank */
         switch (op) {
         case COLL_ALL_REDUCE:
             NCCL_TRY(ncclAllReduce(send[i], recv[i], count, dt, ncclSum, comms[i], streams[i]));

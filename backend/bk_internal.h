@@ -11,8 +11,11 @@
 #include <nccl.h>
 
 #include "backend.h"
+#include "bk_world.h"
 
-#define BK_MAX_GPUS 16
+/* GPUs of a run, over all its processes; arrays indexed by a GPU's index in the run (its "global"
+ * index: process p drives [p * per_proc, (p + 1) * per_proc)) have this size. */
+#define BK_MAX_GPUS 64
 #define BK_LT_CACHE 96
 
 /* A cuBLASLt plan for one GEMM shape: descriptors and the heuristic's first algorithm. */
@@ -26,8 +29,10 @@ typedef struct {
 } bk_lt_plan;
 
 struct bk_ctx {
-    int ngpus;
-    int dev[BK_MAX_GPUS];
+    int ngpus;                 /* GPUs of the run, all processes */
+    int own_lo, own_hi;        /* the global indices this process drives */
+    bk_world world;
+    int dev[BK_MAX_GPUS];      /* global index -> this node's CUDA device (owned ones only) */
     int sms;
     char name[256];
     double mem_bytes;
@@ -82,8 +87,18 @@ cm_status bk_gemm_launch(bk_ctx *ctx, int i, work_gemm_form form, long m, long n
                          int batch, const void *A, const void *B, void *C, char *err,
                          size_t errlen);
 
+/* Communicators for one group of n GPUs given by their global indices devs[0..n-1] (rank r is
+ * devs[r]): comms[r] for the GPUs this process drives, NULL for the others. Every process calls
+ * it for every group in the same order: process 0 makes the NCCL unique id and MPI broadcasts it;
+ * the owned ranks join with ncclCommInitRank in one group call (NCCL's documented pattern for
+ * one thread driving several GPUs, and for MPI programs). */
+cm_status bk_comm_group(bk_ctx *c, int n, const int *devs, ncclComm_t *comms, char *err,
+                        size_t errlen);
+
+static inline bool bk_owns(const bk_ctx *c, int d) { return d >= c->own_lo && d < c->own_hi; }
+
 /* Launch one collective on each of `g` comms (one group call); comms[i] is rank i and uses
- * send[i], recv[i] and streams[i]. `bytes` is nccl-tests' size (collective.h). send_recv is a
+ * send[i], recv[i] and streams[i]; a NULL comms[i] is a rank another process launches. `bytes` is nccl-tests' size (collective.h). send_recv is a
  * ring: rank i sends to i+1 and receives from i-1, as nccl-tests' sendrecv does. */
 cm_status bk_coll_launch(collective_op op, int g, ncclComm_t *comms, cudaStream_t *streams,
                          void *const *send, void *const *recv, size_t bytes, bool fp32,

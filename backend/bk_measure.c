@@ -88,7 +88,8 @@ typedef struct {
 typedef struct {
     bk_ctx *c;
     const work_plan *w;
-    int nd;                    /* devices used */
+    int nd;                    /* devices used (global indices 0..nd-1) */
+    int olo, ohi;              /* the used devices this process drives: [olo, ohi) */
     int S, P;                  /* devices per stage, stages run */
     int dlo, dhi;              /* the devices launches go to now: one stage, or all */
     group_set grp[GROUP_COUNT];
@@ -194,8 +195,7 @@ static cm_status make_groups(M *x, const layout *l, int dpl, char *err, size_t e
         group_set *g = &x->grp[G];
         if (g->size < 2) continue;
         for (int k = 0; k < g->n; k++) {
-            for (int r = 0; r < g->size; r++) devs[r] = x->c->dev[g->dev[k][r]];
-            NCCL_TRY(ncclCommInitAll(g->comm[k], g->size, devs));
+            BK_TRY(bk_comm_group(x->c, g->size, g->dev[k], g->comm[k], err, errlen));
         }
     }
     /* Pipeline: per column (the same tp, cp, dp index in every stage) one communicator over
@@ -203,8 +203,8 @@ static cm_status make_groups(M *x, const layout *l, int dpl, char *err, size_t e
     if (x->P > 1) {
         for (int dir = 0; dir < 2; dir++)
             for (int col = 0; col < S; col++) {
-                for (int s = 0; s < x->P; s++) devs[s] = x->c->dev[s * S + col];
-                NCCL_TRY(ncclCommInitAll(x->ppc[dir][col], x->P, devs));
+                for (int s = 0; s < x->P; s++) devs[s] = s * S + col;
+                BK_TRY(bk_comm_group(x->c, x->P, devs, x->ppc[dir][col], err, errlen));
             }
         x->ppc_made = true;
     }
@@ -255,7 +255,11 @@ static cm_status group_coll(M *x, work_group G, collective_op op, size_t bytes, 
     return CM_OK;
 }
 
-#define EACH_DEV for (int d = x->dlo; d < x->dhi; d++)
+/* The devices launches go to now that this process drives. */
+#define EACH_DEV                                                                               \
+    for (int d = x->dlo > x->olo ? x->dlo : x->olo; d < (x->dhi < x->ohi ? x->dhi : x->ohi); d++)
+/* Every used device this process drives. */
+#define OWNED for (int d = x->olo; d < x->ohi; d++)
 #define DEV(call)                                                                              \
     EACH_DEV                                                                                   \
     {                                                                                          \
@@ -280,6 +284,8 @@ static void set_all(M *x)
 /* Record a pooled event on stream st of device d; *idx is its index in the pool. */
 static cm_status mark(M *x, int d, cudaStream_t st, int *idx, char *err, size_t errlen)
 {
+    *idx = -1;
+    if (!bk_owns(x->c, d)) return CM_OK; /* another process's GPU */
     ev_pool *p = &x->pool[d];
     if (p->n == p->cap) {
         int cap = p->cap ? 2 * p->cap : 1024;
@@ -393,7 +399,7 @@ static cm_status exec_item(M *x, const work_item *it, item_ctx ic, char *err, si
         }
     } else {
         void *s[BK_MAX_GPUS], *r[BK_MAX_GPUS];
-        for (int d = 0; d < x->nd; d++) {
+        OWNED {
             s[d] = x->act[d] + x->x_off;
             r[d] = x->act[d] + x->y_off;
         }
@@ -707,9 +713,11 @@ static cm_status p2p_launch(M *x, int dir, int from, int to, int slot, cudaStrea
     NCCL_TRY(ncclGroupStart());
     for (int col = 0; col < x->S; col++) {
         int sd = from * x->S + col, rd = to * x->S + col;
-        ncclResult_t r1 = ncclSend(send_buf(x, dir, sd), count, ncclBfloat16, to,
-                                   x->ppc[dir][col][from], ss[sd]);
-        ncclResult_t r2 = r1 == ncclSuccess
+        /* Each side is launched by the process that drives its GPU. */
+        ncclResult_t r1 = bk_owns(x->c, sd) ? ncclSend(send_buf(x, dir, sd), count, ncclBfloat16,
+                                                       to, x->ppc[dir][col][from], ss[sd])
+                                            : ncclSuccess;
+        ncclResult_t r2 = r1 == ncclSuccess && bk_owns(x->c, rd)
                               ? ncclRecv(recv_buf(x, dir, rd, slot), count, ncclBfloat16, from,
                                          x->ppc[dir][col][to], rs[rd])
                               : r1;
@@ -777,9 +785,9 @@ static cm_status issue_op(M *x, int s, const work_pp_op *op, char *err, size_t e
         x->made[r][k.dir]++;
         if (w->vpp == 1) { /* Megatron's non-interleaved sends block the compute stream */
             DEV(cudaStreamWaitEvent(c->compute[d], x->ev_sent[k.dir][d], 0));
-            if (opmark >= 0) {
+            int td = trace_dev(x, s);
+            if (opmark >= 0 && bk_owns(c, td)) {
                 int iw;
-                int td = trace_dev(x, s);
                 BK_TRY(mark(x, td, c->compute[td], &iw, err, errlen));
                 x->marks[opmark].wait = iw;
             }
@@ -844,10 +852,13 @@ static cm_status step(M *x, char *err, size_t errlen)
     return CM_OK;
 }
 
+/* Every device idle, and (several processes) every process here before any goes on, so that
+ * the next timed launches start together. */
 static cm_status sync_all(M *x, char *err, size_t errlen)
 {
     set_all(x);
     DEV(cudaDeviceSynchronize());
+    bk_world_barrier();
     return CM_OK;
 }
 
@@ -864,6 +875,7 @@ static cm_status elapsed(M *x, double *s, char *err, size_t errlen)
         CUDA_TRY(cudaEventElapsedTime(&ms, x->e0[d], x->e1[d]));
         if (ms * 1e-3 > worst) worst = ms * 1e-3;
     }
+    bk_world_max(&worst, 1); /* the slowest GPU of any process */
     *s = worst;
     return CM_OK;
 }
@@ -908,6 +920,10 @@ static cm_status read_spans(M *x, bk_measure_result *out, trace_list *trace, cha
                 return cm_fail(err, errlen, CM_ENOMEM, "out of host memory (trace)");
         }
     }
+    /* Each stage's figures come from the process driving its first GPU. */
+    bk_world_sum(busy, x->P);
+    bk_world_sum(wait, x->P);
+    bk_world_max(end, x->P);
     /* The pipeline phase ends when the last stage's last chunk (and send) ends; a stage's
      * bubble is the part of that phase its compute stream spends neither in a chunk nor
      * blocked on a send: (p-1)/v chunks' worth under 1F1B, the estimate's bubble term. */
@@ -939,27 +955,49 @@ static cm_status pp_check(M *x, bk_measure_result *out, char *err, size_t errlen
         return cm_fail(err, errlen, CM_ENOMEM, "out of host memory (pipeline check)");
     }
     cm_status st = CM_OK;
+    int per = x->c->own_hi - x->c->own_lo; /* GPUs per process: global index / per = process */
     for (int r = 0; r < x->P && st == CM_OK; r++)
         for (int dir = 0; dir < 2 && st == CM_OK; dir++) {
             int from = dir == 0 ? (r > 0 ? r - 1 : x->P - 1) : (r < x->P - 1 ? r + 1 : 0);
             int slots = x->made[r][dir] < x->nslots ? x->made[r][dir] : x->nslots;
             for (int slot = 0; slot < slots && st == CM_OK; slot++)
                 for (int col = 0; col < x->S; col++) {
-                    cudaError_t e1 = cudaMemcpy(a, send_buf(x, dir, from * x->S + col), x->p2p_sz,
-                                                cudaMemcpyDeviceToHost);
-                    cudaError_t e2 = cudaMemcpy(b, recv_buf(x, dir, r * x->S + col, slot),
-                                                x->p2p_sz, cudaMemcpyDeviceToHost);
+                    /* The sender's buffer goes to the receiver's process when they differ. */
+                    int sd = from * x->S + col, rd = r * x->S + col;
+                    int sp = sd / per, rp = rd / per;
+                    cudaError_t e1 = cudaSuccess, e2 = cudaSuccess;
+                    if (bk_owns(x->c, sd)) {
+                        e1 = cudaSetDevice(x->c->dev[sd]);
+                        if (e1 == cudaSuccess)
+                            e1 = cudaMemcpy(a, send_buf(x, dir, sd), x->p2p_sz,
+                                            cudaMemcpyDeviceToHost);
+                        if (e1 == cudaSuccess && sp != rp) bk_world_send(a, x->p2p_sz, rp);
+                    }
+                    if (bk_owns(x->c, rd)) {
+                        if (sp != rp) bk_world_recv(a, x->p2p_sz, sp);
+                        e2 = cudaSetDevice(x->c->dev[rd]);
+                        if (e2 == cudaSuccess)
+                            e2 = cudaMemcpy(b, recv_buf(x, dir, rd, slot), x->p2p_sz,
+                                            cudaMemcpyDeviceToHost);
+                    }
                     if (e1 != cudaSuccess || e2 != cudaSuccess) {
                         st = cm_fail(err, errlen, CM_EIO, "cudaMemcpy (pipeline check) failed: %s",
                                      cudaGetErrorString(e1 != cudaSuccess ? e1 : e2));
                         break;
                     }
+                    if (!bk_owns(x->c, rd)) continue;
                     for (size_t i = 0; i < x->p2p_sz; i++) out->pp_wrong_bytes += a[i] != b[i];
                     out->pp_checked++;
                 }
         }
     free(a);
     free(b);
+    if (st == CM_OK) {
+        double v[2] = {(double)out->pp_wrong_bytes, (double)out->pp_checked};
+        bk_world_sum(v, 2);
+        out->pp_wrong_bytes = (unsigned long long)v[0];
+        out->pp_checked = (int)v[1];
+    }
     return st;
 }
 
@@ -1083,6 +1121,8 @@ cm_status bk_measure_traced(bk_ctx *c, const work_plan *w, const char *plan_name
     x->S = S;
     x->P = P;
     x->nd = S * P;
+    x->olo = c->own_lo < x->nd ? c->own_lo : x->nd;
+    x->ohi = c->own_hi < x->nd ? c->own_hi : x->nd;
     set_all(x);
     out->gpus_used = x->nd;
     out->dp_measured = dpl;
@@ -1139,13 +1179,15 @@ cm_status bk_measure_traced(bk_ctx *c, const work_plan *w, const char *plan_name
 
     /* Baseline: context, cuBLAS workspace, NCCL communicators. */
     double base = 0, freemin = INFINITY;
-    for (int d = 0; d < x->nd; d++) {
+    OWNED {
         size_t fr, tot;
         CUDA_TRY(cudaSetDevice(c->dev[d]));
         CUDA_TRY(cudaMemGetInfo(&fr, &tot));
         if ((double)(tot - fr) > base) base = (double)(tot - fr);
         if ((double)fr < freemin) freemin = (double)fr;
     }
+    bk_world_max(&base, 1);
+    bk_world_min(&freemin, 1); /* every process decides the fit on the same figures */
     out->baseline_used_bytes = base;
 
     /* Pool sizes: the plan's own figures, grown where an operand needs more. */
@@ -1231,7 +1273,7 @@ cm_status bk_measure_traced(bk_ctx *c, const work_plan *w, const char *plan_name
                      (pools - freemin) / GiB);
         goto done;
     }
-    for (int d = 0; d < x->nd; d++) {
+    OWNED {
         CUDA_TRY(cudaSetDevice(c->dev[d]));
         char **dst[4] = {&x->state[d], &x->act[d], &x->commbuf[d], &x->ppbuf[d]};
         size_t sz[4] = {x->state_bytes, x->act_bytes, x->comm_bytes, x->pp_bytes};
@@ -1249,7 +1291,7 @@ cm_status bk_measure_traced(bk_ctx *c, const work_plan *w, const char *plan_name
                              "with %.2f GiB free (%s); the plan's pools need %.2f GiB per GPU",
                              plan_name, sz[i] / GiB, what[i], d, fr / GiB, cudaGetErrorString(e),
                              pools / GiB);
-                goto done;
+                goto allocated;
             }
             /* Random, never-zero bf16 data everywhere; optimizer states positive. Each GPU's
              * pipeline send buffers differ (the receive check tells senders apart). */
@@ -1281,6 +1323,20 @@ cm_status bk_measure_traced(bk_ctx *c, const work_plan *w, const char *plan_name
             }
     }
 
+allocated:
+    /* Every process goes on only if every process has its memory. */
+    {
+        double failed = st != CM_OK;
+        bk_world_max(&failed, 1);
+        if (failed > 0) {
+            if (st == CM_OK)
+                st = cm_fail(err, errlen, CM_ENOMEM,
+                             "plan %s does not fit: another process of the run could not "
+                             "allocate its GPUs' pools (its message says how much was short)",
+                             plan_name);
+            goto done;
+        }
+    }
     /* Steps: one warm-up, then the timed ones. */
     if (steps < 1) steps = 1;
     if (steps > 64) steps = 64;
@@ -1303,17 +1359,18 @@ cm_status bk_measure_traced(bk_ctx *c, const work_plan *w, const char *plan_name
         out->step_spread = out->step_s > 0 ? (hi - lo) / out->step_s : 0;
     }
     /* Peak memory: the pools stay allocated and NCCL has made its buffers by now. */
-    for (int d = 0; d < x->nd; d++) {
+    OWNED {
         size_t fr, tot;
         CUDA_TRY(cudaSetDevice(c->dev[d]));
         CUDA_TRY(cudaMemGetInfo(&fr, &tot));
         if ((double)(tot - fr) > out->peak_used_bytes) out->peak_used_bytes = (double)(tot - fr);
     }
+    bk_world_max(&out->peak_used_bytes, 1);
 
     /* One instrumented step: spans of every chunk, send and collective (and item, for a
      * trace) on each stage's first GPU; the pipeline's receive buffers poisoned first. */
     if (P > 1)
-        for (int d = 0; d < x->nd; d++) {
+        OWNED {
             CUDA_TRY(cudaSetDevice(c->dev[d]));
             CUDA_TRY(bkk_fill_bf16(x->ppbuf[d] + 2 * x->p2p_slot,
                                    (size_t)2 * x->nslots * x->p2p_slot / 2, 999u + (uint32_t)d,
@@ -1388,7 +1445,7 @@ done:
         snprintf(msg, sizeof msg, "%s", err);
         cm_fail(err, errlen, st, "plan %s: %s", plan_name, msg);
     }
-    for (int d = 0; d < x->nd; d++) {
+    OWNED {
         cudaSetDevice(c->dev[d]);
         cudaDeviceSynchronize();
         if (x->state[d]) cudaFree(x->state[d]);

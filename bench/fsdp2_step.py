@@ -33,6 +33,8 @@ p.add_argument("--layers", type=int, default=32)
 p.add_argument("--steps", type=int, default=5)
 p.add_argument("--warmup", type=int, default=3)
 p.add_argument("--profile", type=int, default=1, help="profile one more step: GPU time by kind")
+p.add_argument("--kernels", default="", help="with --profile: write every kernel of the profiled "
+               "step (calls, total ms, name) to this file, rank 0")
 args = p.parse_args()
 
 H, FFN, HEADS, KV, HD, V = 4096, 14336, 32, 8, 128, 128256
@@ -134,6 +136,14 @@ def profile_step(step, rank):
             else:
                 k = "elementwise/copies/other"
             kinds[k] = kinds.get(k, 0) + t / 1e6
+        if args.kernels:
+            with open(args.kernels, "w") as f:
+                f.write("calls\ttotal_ms\tname\n")
+                for e in sorted(prof.key_averages(),
+                                key=lambda e: -getattr(e, "self_device_time_total", 0)):
+                    t = getattr(e, "self_device_time_total", 0)
+                    if t > 0:
+                        f.write(f"{e.count}\t{t/1e3:.3f}\t{e.key}\n")
         for k, t in sorted(kinds.items(), key=lambda kv: -kv[1]):
             print(f"fsdp2_step: profile rank 0 {k:26s} {t:.4f} s")
         top = sorted(prof.key_averages(), key=lambda e: -getattr(e, "self_device_time_total", 0))

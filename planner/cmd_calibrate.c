@@ -189,29 +189,35 @@ int cmd_calibrate(int argc, char **argv)
     bk_ctx *ctx;
     if (bk_open(&ctx, gpus, err, sizeof err) != CM_OK) {
         fprintf(stderr, "plan: error: %s\n", err);
-        return 1;
+        bk_world_abort(1); /* under MPI the other processes would wait for this one */
     }
-    FILE *out = strcmp(outpath, "-") ? fopen(outpath, "w") : stdout;
+    /* Several processes (mpirun / srun): collectives span all of them; GEMMs run on process
+     * 0's first GPU; process 0 writes the CSV and the table. */
+    bool root = bk_is_root(ctx);
+    FILE *out = !root ? fopen("/dev/null", "w") : strcmp(outpath, "-") ? fopen(outpath, "w") : stdout;
     if (!out) {
         fprintf(stderr, "plan: error: cannot write %s: %s\n", outpath, strerror(errno));
         bk_close(ctx);
         return 1;
     }
-    FILE *human = out == stdout ? stderr : stdout;
+    FILE *human = !root ? out : out == stdout ? stderr : stdout;
+    FILE *progress = root ? stderr : out;
     bk_timing tm = bk_timing_default();
     tm.repeats = repeats;
     tm.warmup_s = warm_ms * 1e-3;
     calib_csv_header(out);
-    fprintf(stderr, "calibrate: %s, NCCL_NVLS_ENABLE=%s\n", bk_device_name(ctx),
+    fprintf(progress, "calibrate: %s, NCCL_NVLS_ENABLE=%s\n", bk_device_name(ctx),
             getenv("NCCL_NVLS_ENABLE"));
     int status = 0;
-    if (nshapes) {
+    bool hard = false; /* a failed call (not a wrong result): other processes may be waiting */
+    if (nshapes && root) {
         double rel[3];
         for (int f = 0; f < 3; f++) {
             if (bk_gemm_check(ctx, 0, (work_gemm_form)f, 320, 192, 256, 2, &rel[f], err,
                               sizeof err) != CM_OK) {
                 fprintf(stderr, "plan: error: %s\n", err);
                 status = 1;
+                hard = true;
                 goto end;
             }
         }
@@ -225,12 +231,13 @@ int cmd_calibrate(int argc, char **argv)
                 "TFLOP/s");
         for (int i = 0; i < nshapes; i++) {
             const calib_shape *s = &shapes[i];
-            fprintf(stderr, "calibrate: gemm %s\n", s->name);
+            fprintf(progress, "calibrate: gemm %s\n", s->name);
             bk_gemm_result g;
             if (bk_gemm_time(ctx, 0, GEMM_FWD, s->m, s->n, s->k, 1, &tm, &g, err, sizeof err) !=
                 CM_OK) {
                 fprintf(stderr, "plan: error: %s\n", err);
                 status = 1;
+                hard = true;
                 goto end;
             }
             calib_row r = {.op = "gemm", .dtype = "bf16", .name = s->name, .m = s->m, .n = s->n,
@@ -256,12 +263,13 @@ int cmd_calibrate(int argc, char **argv)
             bk_coll_result last = {0};
             unsigned long long wrong = 0;
             for (int si = 0; si < nsizes; si++) {
-                fprintf(stderr, "calibrate: %s n=%d %zu bytes\n", collective_get(op)->name, g,
+                fprintf(progress, "calibrate: %s n=%d %zu bytes\n", collective_get(op)->name, g,
                         sizes[si]);
                 bk_coll_result cr;
                 if (bk_coll_time(ctx, op, g, sizes[si], &tm, &cr, err, sizeof err) != CM_OK) {
                     fprintf(stderr, "plan: error: %s\n", err);
                     status = 1;
+                    hard = true;
                     goto end;
                 }
                 calib_row r = {.op = collective_get(op)->name, .dtype = "bf16", .name = "",
@@ -283,6 +291,9 @@ end:
     if (out != stdout) fclose(out);
     else fflush(out);
     bk_close(ctx);
+    if (hard) bk_world_abort(status);
+    bk_world_finalize();
+    if (!root) return status;
     if (status) fprintf(stderr, "plan: error: calibration failed or found wrong results (see above)\n");
     else if (out != stdout) fprintf(stderr, "calibrate: wrote %s\n", outpath);
     return status;

@@ -28,12 +28,14 @@ static void usage(void)
 {
     printf("usage: plan measure --model M [--gpus N] [layout flags of plan estimate] [options]\n"
            "  --steps N         timed training steps after one warm-up (default 3)\n"
-           "  --local-gpus N    use the first N local GPUs (default all)\n"
+           "  --local-gpus N    use the first N local GPUs (default all); under mpirun/srun the\n"
+           "                    GPUs each process drives (default: the node's GPUs / its processes)\n"
            "  --dry-run         print the step's work (GEMMs, collectives, ...) and stop\n"
            "  --refine          measure the best k plans and fit the step terms (--refine --help)\n"
            "  --format human|json\n"
            "Layout flags: see plan estimate --help. The step runs gbs/(dp*mbs) micro-batches:\n"
            "pass --gbs to choose how many (e.g. --gbs 4 with dp 4 and mbs 1: one).\n"
+           "Several processes: mpirun -np N plan measure ... (or srun); process 0 prints.\n"
            "Exit status: 0 measured, 2 bad input, 3 no GPU, 4 out of memory, 1 other errors.\n");
 }
 
@@ -198,10 +200,23 @@ int cmd_measure(int argc, char **argv)
     bk_ctx *ctx;
     if (bk_open(&ctx, local, err, sizeof err) != CM_OK) {
         fprintf(stderr, "plan: error: %s\n", err);
-        return 1;
+        bk_world_abort(1); /* under MPI the other processes would wait for this one */
     }
-    fprintf(stderr, "measure: %s on %s (NCCL_NVLS_ENABLE=%s)\n", name, bk_device_name(ctx),
-            getenv("NCCL_NVLS_ENABLE"));
+    /* Several processes (mpirun / srun): each runs its GPUs' share of the same step; process 0
+     * prints the report. */
+    bool root = bk_is_root(ctx);
+    int procs = bk_processes(ctx), proc = bk_process(ctx);
+    if (o.trace && procs > 1) {
+        if (root)
+            fprintf(stderr, "plan: error: --trace needs the whole step in one process: run plan "
+                            "measure without mpirun/srun on one node\n");
+        bk_close(ctx);
+        bk_world_finalize();
+        return CLI_EXIT_USAGE;
+    }
+    if (root)
+        fprintf(stderr, "measure: %s on %s (NCCL_NVLS_ENABLE=%s)\n", name, bk_device_name(ctx),
+                getenv("NCCL_NVLS_ENABLE"));
     static bk_measure_result r;
     bk_timing tm = bk_timing_default();
     tm.repeats = 5;
@@ -216,9 +231,17 @@ int cmd_measure(int argc, char **argv)
     snprintf(dev, sizeof dev, "%s", bk_device_name(ctx));
     bk_close(ctx);
     if (st != CM_OK) {
-        fprintf(stderr, "plan: error: %s\n", err);
-        return st == CM_ENOMEM ? 4 : (st == CM_EINVAL ? CLI_EXIT_USAGE : 1);
+        if (procs > 1) fprintf(stderr, "plan: error: process %d of %d: %s\n", proc, procs, err);
+        else fprintf(stderr, "plan: error: %s\n", err);
+        int code = st == CM_ENOMEM ? 4 : (st == CM_EINVAL ? CLI_EXIT_USAGE : 1);
+        /* Out of memory and bad plans are agreed by every process; anything else may leave
+         * the others waiting inside NCCL. */
+        if (st == CM_ENOMEM || st == CM_EINVAL) bk_world_finalize();
+        else bk_world_abort(code);
+        return code;
     }
+    bk_world_finalize();
+    if (!root) return 0;
     const time_breakdown *pt = &w.est.time;
     double pred_compute = w.pred_component_s[WC_GEMM] + w.pred_component_s[WC_ATTENTION] +
                           w.pred_component_s[WC_ELEMENTWISE];

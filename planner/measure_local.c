@@ -45,6 +45,23 @@ int measure_local_open(measure_local **out, int ngpus, char *err, size_t errlen)
     }
     if (bk_open(&ml->ctx, ngpus, err, errlen) != CM_OK) {
         free(ml);
+        if (bk_world_launched()) { /* under MPI the other processes would wait for this one */
+            fprintf(stderr, "plan: error: %s\n", err);
+            bk_world_abort(1);
+        }
+        return MEASURE_LOCAL_FAILED;
+    }
+    if (bk_processes(ml->ctx) > 1) {
+        /* Many plans, a fit and a CSV per run: one process, which drives all local GPUs. */
+        bool root = bk_is_root(ml->ctx);
+        bk_close(ml->ctx);
+        free(ml);
+        bk_world_finalize();
+        if (!root) exit(0);
+        cm_fail(err, errlen, CM_EINVAL,
+                "measuring many plans (plan measure --refine, plan bench --measure) runs in one "
+                "process that drives all local GPUs: start it without mpirun/srun; plan measure "
+                "and plan calibrate run under mpirun/srun");
         return MEASURE_LOCAL_FAILED;
     }
     ml->gpus = bk_ngpus(ml->ctx);

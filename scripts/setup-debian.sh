@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=(build-essential pkg-config meson ninja-build
-      libjansson-dev libcmocka-dev libcsv-dev libgsl-dev libyaml-dev libcairo2-dev)
+      libjansson-dev libcmocka-dev libcsv-dev libgsl-dev libyaml-dev libcairo2-dev
+      libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
