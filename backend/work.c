@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "compute.h"
+#include "elementwise.h"
 #include "estimate_costs.h"
 #include "flops.h"
 #include "memory.h"
@@ -39,7 +40,7 @@ double work_list_pred_s(const work_list *w)
 
 static work_item *push(work_list *w, work_kind kind, work_component c, const char *name)
 {
-    if (w->n >= WORK_MAX_ITEMS) return NULL; /* cannot happen for dense layers (< 40 items) */
+    if (w->n >= WORK_MAX_ITEMS) return NULL; /* build_layer reports the overflow */
     work_item *it = &w->item[w->n++];
     memset(it, 0, sizeof *it);
     it->kind = kind;
@@ -86,6 +87,16 @@ static void stream(work_list *w, work_component c, const char *name, double byte
     if (!it) return;
     it->bytes = bytes;
     it->pred_s = pred_s;
+}
+
+/* Each launch of n elementwise kernels as its own stream item, so that the backend launches as
+ * many kernels of the same bytes as the framework does. */
+static void elementwise_items(const system_spec *sys, const elementwise_list *e,
+                              const elementwise_kernel *k, int n, work_list *w)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < k[i].count; j++)
+            stream(w, WC_ELEMENTWISE, k[i].name, k[i].bytes, elementwise_kernel_s(sys, e, &k[i]));
 }
 
 static void coll(work_list *w, work_component c, const char *name, collective_op op, double bytes,
@@ -277,15 +288,7 @@ static cm_status build_layer(const layer_ctx *c, bool moe, work_plan *w, work_li
     const layout *l = c->l;
     double tokens = c->tokens;
     double tp = l->tp, h = m->hidden, a = m->heads, d = m->head_dim;
-    double seq_div = l->sp ? tp : 1.0;
-    bool swiglu = m->activation == MODEL_ACT_SWIGLU;
-    double gate = swiglu ? 2.0 : 1.0;
-    /* Elementwise bytes per element as estimate.c prices them: Transformer Engine's fused
-     * kernels under Megatron, Hugging Face eager kernels under FSDP2. */
-    bool eager = l->framework == FRAMEWORK_FSDP2;
-    double act_bytes = swiglu ? (eager ? 10.0 : 6.0) : 4.0;
-    double norm_bytes = (eager && m->norm == MODEL_NORM_RMS) ? 36.0 : 4.0;
-    double rope_bytes = eager ? 18.0 : 4.0;
+    double gate = m->activation == MODEL_ACT_SWIGLU ? 2.0 : 1.0;
 
     work_list recompute; /* the forward again, for full recompute */
     memset(&recompute, 0, sizeof recompute);
@@ -380,11 +383,9 @@ static cm_status build_layer(const layer_ctx *c, bool moe, work_plan *w, work_li
     linear(sys, F, B, "attn_out", tokens, h, qdim);
     TP_LEAVE(F);
     TP_ENTER(F);
-    double elem_sharded = 0; /* elementwise bytes per token, per GPU (estimate.c) */
     if (!moe) {
         linear(sys, F, B, "mlp_up", tokens, gate * m->ffn / tp, h);
         linear(sys, F, B, "mlp_down", tokens, h, (double)m->ffn / tp);
-        elem_sharded += act_bytes * m->ffn / tp;
     } else {
         /* MoE block (estimate.c layer_cost, Megatron's MoELayer): the router over this rank's
          * tokens (its SP shard), the dispatch all-to-all of top_k copies of the tokens over the
@@ -426,22 +427,16 @@ static cm_status build_layer(const layer_ctx *c, bool moe, work_plan *w, work_li
             double sw = (double)m->shared_experts * m->shared_ffn;
             linear(sys, F, B, "shared_up", tokens, gate * sw / tp, h);
             linear(sys, F, B, "shared_down", tokens, h, sw / tp);
-            elem_sharded += act_bytes * sw / tp;
         }
-        double copies = m->top_k / tp; /* routed copies per token, per GPU */
-        elem_sharded += copies * (act_bytes * m->expert_ffn + 8.0 * h); /* act + permutes */
     }
     TP_LEAVE(F);
 
-    /* Elementwise bytes (estimate.c): activation, rotary, norms, residuals, dropout masks. */
-    if (!m->learned_positions) elem_sharded += rope_bytes * (a * d + m->kv_heads * d) / tp;
-    double elem_repl = 2.0 * norm_bytes * h + 12.0 * h + (m->dropout ? 2.0 * h : 0);
-    double elem_fwd = tokens * (elem_repl / seq_div + elem_sharded);
-    /* Eager kernels run at the system's eager elementwise rate (estimate.c). */
-    double elem_bw = sys->hbm_bandwidth_bytes_per_s *
-                     (eager ? sys->eager_elementwise_efficiency : sys->hbm_efficiency);
-    stream(F, WC_ELEMENTWISE, "elementwise", elem_fwd, elem_fwd / elem_bw);
-    stream(B, WC_ELEMENTWISE, "elementwise.bwd", 2.0 * elem_fwd, 2.0 * elem_fwd / elem_bw);
+    /* Elementwise kernels (elementwise.c, as estimate.c prices them): every launch of Hugging
+     * Face's eager kernels under FSDP2, Transformer Engine's fused lump under Megatron. */
+    elementwise_list el;
+    elementwise_layer(m, l, tokens, moe, &el);
+    elementwise_items(sys, &el, el.fwd, el.n_fwd, F);
+    elementwise_items(sys, &el, el.bwd, el.n_bwd, B);
     /* The backward's TP collectives: the same two per direction. */
     TP_ENTER(B);
     TP_LEAVE(B);
@@ -556,10 +551,10 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
     {
         double v = (double)m->vocab / l->tp, h = m->hidden;
         linear(sys, &w->head_fwd, &w->head_bwd, "lm_head", tokens, v, h);
-        stream(&w->head_fwd, WC_ELEMENTWISE, "loss", 10.0 * tokens * v,
-               compute_stream_s(sys, 10.0 * tokens * v));
-        stream(&w->head_bwd, WC_ELEMENTWISE, "loss.bwd", 10.0 * tokens * v,
-               compute_stream_s(sys, 10.0 * tokens * v));
+        elementwise_list el;
+        elementwise_head(m, l, tokens, &el);
+        elementwise_items(sys, &el, el.fwd, el.n_fwd, &w->head_fwd);
+        elementwise_items(sys, &el, el.bwd, el.n_bwd, &w->head_bwd);
     }
 
     /* Pipeline transfers (estimate.c p2p_cost): each TP rank sends its 1/tp slice. */
@@ -666,6 +661,13 @@ static void print_list(FILE *f, const char *phase, const work_list *w, double re
 {
     for (int i = 0; i < w->n; i++) {
         const work_item *it = &w->item[i];
+        /* identical launches in a row (an eager kernel run twice per layer): one line */
+        int same = 1;
+        while (it->kind == WORK_STREAM && i + same < w->n &&
+               w->item[i + same].kind == WORK_STREAM && w->item[i + same].bytes == it->bytes &&
+               !strcmp(w->item[i + same].name, it->name))
+            same++;
+        i += same - 1;
         fprintf(f, "  %-5s %-22s ", phase, it->name);
         switch (it->kind) {
         case WORK_GEMM:
@@ -681,7 +683,7 @@ static void print_list(FILE *f, const char *phase, const work_list *w, double re
                     work_group_name(it->group), it->bytes, "");
             break;
         }
-        fprintf(f, "  pred %8.3f ms  x%.0f\n", it->pred_s * 1e3, reps);
+        fprintf(f, "  pred %8.3f ms  x%.0f\n", it->pred_s * 1e3, reps * same);
     }
 }
 

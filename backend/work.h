@@ -85,7 +85,7 @@ typedef struct {
     double pred_s;             /* the cost model's time for this item */
 } work_item;
 
-#define WORK_MAX_ITEMS 64
+#define WORK_MAX_ITEMS 192 /* FSDP2: one item per eager kernel launch (~60 backward + recompute) */
 #define WORK_MAX_STAGES 64
 
 typedef struct {

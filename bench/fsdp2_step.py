@@ -206,6 +206,16 @@ def main():
             times.append(t.item())
     if args.profile:
         profile_step(step, rank)
+    st = torch.cuda.memory_stats()
+    if rank == 0:  # where the caching allocator's reserve over the tensors' peak goes
+        gib = 1 << 30
+        print("fsdp2_step: allocator peaks (GiB): "
+              + ", ".join(f"{k} {st.get(k, 0)/gib:.2f}" for k in (
+                  "allocated_bytes.all.peak", "active_bytes.all.peak",
+                  "inactive_split_bytes.all.peak", "reserved_bytes.all.peak",
+                  "reserved_bytes.large_pool.peak", "reserved_bytes.small_pool.peak"))
+              + f"; segments peak {st.get('segment.all.peak', 0)}, "
+              f"cudaMalloc retries {st.get('num_alloc_retries', 0)}")
     free, total = torch.cuda.mem_get_info()
     mem = torch.tensor([torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved(),
                         total - free], device=dev, dtype=torch.float64)

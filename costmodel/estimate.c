@@ -2,13 +2,14 @@
  * estimate.c — step time and the composed estimate for one layout.
  *
  * Per micro-batch, each layer type (dense, MoE) costs its forward, backward and recomputed
- * GEMMs, attention and elementwise kernels (compute.c), plus the communication that sits on the
- * critical path: TP/SP collectives (exposed: Megatron runs them in the compute stream unless
- * TP-comm overlap is configured, which this model does not assume), EP all-to-alls (exposed),
- * CP ring exchange (hidden behind attention where it fits, as Megatron/TE overlap it), Ulysses
- * all-to-alls (exposed), FSDP gathers and reduce-scatters (prefetched one unit ahead: only the
- * part longer than the unit's compute shows), PP send/recv. A pipeline runs m micro-batches
- * through its slowest stage and pays the 1F1B fill/drain bubble (p-1)/v of a micro-batch
+ * GEMMs and attention (compute.c) and elementwise kernels (elementwise.c), plus the
+ * communication that sits on the critical path: TP/SP collectives (exposed: Megatron runs them
+ * in the compute stream unless TP-comm overlap is configured, which this model does not
+ * assume), EP all-to-alls (exposed), CP ring exchange (hidden behind attention where it fits,
+ * as Megatron/TE overlap it), Ulysses all-to-alls (exposed), FSDP gathers and reduce-scatters
+ * (prefetched one unit ahead: only the part longer than the unit's compute shows), PP
+ * send/recv. A pipeline runs m micro-batches through its slowest stage and pays the 1F1B
+ * fill/drain bubble (p-1)/v of a micro-batch
  * (Narayanan et al. 2021, Sec. 2.2: bubble fraction (p-1)/(v m)). Data-parallel gradient
  * reduction overlaps the last micro-batch's backward when the framework overlaps it
  * (Megatron --overlap-grad-reduce: bucketed, the last bucket stays exposed).
@@ -22,6 +23,7 @@
 
 #include "collective.h"
 #include "compute.h"
+#include "elementwise.h"
 #include "flops.h"
 #include "memory.h"
 
@@ -47,7 +49,6 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
     memset(&r, 0, sizeof r);
     double tokens = (double)l->mbs * t->seq_len / l->cp; /* per GPU, after SP all-gather */
     double tp = l->tp, h = m->hidden, a = m->heads;
-    double seq_div = l->sp ? tp : 1.0;                   /* elementwise work sharded by SP */
     bool swiglu = m->activation == MODEL_ACT_SWIGLU;
     double fwd_gemm = 0, fb_gemm = 0;
 
@@ -75,24 +76,10 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
         GEMM(tokens, h, model_q_dim(m) / tp);
     }
     /* MLP */
-    double elem_sharded = 0; /* elementwise bytes per token, already per GPU */
     double gate = swiglu ? 2.0 : 1.0;
-    /* Elementwise kernels differ by framework. Megatron runs Transformer Engine's fused
-     * kernels: RMSNorm/LayerNorm one pass (read h, write h: 4h bytes), fused RoPE (read and
-     * write q, k: 4 bytes per element), fused SwiGLU (read 2f, write f: 6f). The FSDP2 path
-     * trains Hugging Face modeling code in eager mode (transformers' modeling_llama.py):
-     * LlamaRMSNorm upcasts to fp32, squares, means, scales, downcasts and multiplies by the
-     * weight (reads/writes 2+4, 4+4, 4, 4+4, 4+2, 2+2 bytes per element: 36h); RoPE is
-     * q*cos + rotate_half(q)*sin (slice + cat, two multiplies, an add: ~18 bytes per element);
-     * SwiGLU is act_fn(gate) * up as two kernels (10f). GeLU (GPT) is one fused pass in both. */
-    bool eager = l->framework == FRAMEWORK_FSDP2;
-    double act_bytes = swiglu ? (eager ? 10.0 : 6.0) : 4.0;
-    double norm_bytes = (eager && m->norm == MODEL_NORM_RMS) ? 36.0 : 4.0;
-    double rope_bytes = eager ? 18.0 : 4.0;
     if (!moe) {
         GEMM(tokens, gate * m->ffn / tp, h);
         GEMM(tokens, h, m->ffn / tp);
-        elem_sharded += act_bytes * m->ffn / tp;
     } else {
         double etp = layout_etp(l);
         GEMM(l->sp ? tokens / tp : tokens, m->experts, h); /* router */
@@ -111,19 +98,9 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
             double w = (double)m->shared_experts * m->shared_ffn;
             GEMM(tokens, gate * w / tp, h);
             GEMM(tokens, h, w / tp);
-            elem_sharded += act_bytes * w / tp;
         }
-        double copies = m->top_k / tp; /* routed copies per token, per GPU */
-        elem_sharded += copies * (act_bytes * m->expert_ffn + 8.0 * h); /* act + permutes */
     }
 #undef GEMM
-    /* Rotary embeddings read and write q and k (absent with learned positions). */
-    if (!m->learned_positions)
-        elem_sharded += rope_bytes * (a * qk + (m->mla ? a : m->kv_heads) * qk) / tp;
-    /* Two norms (norm_bytes each) and two residual adds (read 2h, write h: 6h), plus the
-     * 1-byte dropout masks when dropout is on. */
-    double elem_repl = 2.0 * norm_bytes * h + 12.0 * h + (m->dropout ? 2.0 * h : 0);
-    double elem_fwd = tokens * (elem_repl / seq_div + elem_sharded);
 
     /* Attention core. */
     double attn_fwd, attn_bwd;
@@ -142,11 +119,13 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
         attn_bwd += compute_stream_s(sys, scores * (m->dropout ? 11.0 : 6.0));
     }
 
-    /* Eager PyTorch elementwise kernels (strided, broadcasting, fp32 upcasts) move their bytes
-     * at a lower rate than fused kernels: the system's measured eager_elementwise_efficiency. */
-    double elem_bw = sys->hbm_bandwidth_bytes_per_s *
-                     (eager ? sys->eager_elementwise_efficiency : sys->hbm_efficiency);
-    double elem_fwd_s = elem_fwd / elem_bw;
+    /* Norms, RoPE, activation, residual adds and the backward's gradient accumulation: Hugging
+     * Face eager kernels under FSDP2, Transformer Engine's fused ones under Megatron
+     * (elementwise.c, the same list backend/work.c runs). */
+    elementwise_list el;
+    elementwise_layer(m, l, tokens, moe, &el);
+    double elem_fwd_s = elementwise_pass_s(sys, &el, el.fwd, el.n_fwd);
+    double elem_bwd_s = elementwise_pass_s(sys, &el, el.bwd, el.n_bwd);
     /* FSDP2's own copies, on the compute stream (torch.distributed.fsdp _fsdp_collectives.py):
      * all-gather copy-out of the gathered bf16 parameters into the unsharded tensors (read and
      * write 2 bytes each: 4p) in forward and again in backward when resharded, and the
@@ -159,7 +138,7 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
         fsdp_copy_bwd = compute_stream_s(sys, (l->reshard_after_forward ? 4.0 : 0.0) * p + 6.0 * p);
     }
     r.fwd_s = fwd_gemm + attn_fwd + elem_fwd_s + fsdp_copy_fwd;
-    r.bwd_s = (fb_gemm - fwd_gemm) + attn_bwd + 2.0 * elem_fwd_s + fsdp_copy_bwd;
+    r.bwd_s = (fb_gemm - fwd_gemm) + attn_bwd + elem_bwd_s + fsdp_copy_bwd;
 
     /* TP / SP: two all-reduces (or all-gather + reduce-scatter pairs) forward, two backward,
      * of the full activation (Korthikanti Sec. 4.2.2: same volume with and without SP). */
@@ -232,16 +211,20 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
     return r;
 }
 
-/* Output layer GEMM and the cross-entropy over V/tp logits (~20 bytes per logit through HBM:
- * bf16 logits, fp32 softmax forward and backward), on the last stage, per micro-batch. */
+/* Output layer GEMM and the loss head's elementwise kernels (elementwise.c: final norm,
+ * logits.float() and cross-entropy over V/tp logits), on the last stage, per micro-batch. */
 static void head_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
                       const layout *l, double *fwd_s, double *bwd_s)
 {
     double tokens = (double)l->mbs * t->seq_len / l->cp;
     double v = (double)m->vocab / l->tp;
-    *fwd_s = compute_gemm_s(sys, tokens, v, m->hidden) + compute_stream_s(sys, 10.0 * tokens * v);
+    elementwise_list el;
+    elementwise_head(m, l, tokens, &el);
+    *fwd_s = compute_gemm_s(sys, tokens, v, m->hidden) +
+             elementwise_pass_s(sys, &el, el.fwd, el.n_fwd);
     *bwd_s = compute_gemm_fwd_bwd_s(sys, tokens, v, m->hidden) -
-             compute_gemm_s(sys, tokens, v, m->hidden) + compute_stream_s(sys, 10.0 * tokens * v);
+             compute_gemm_s(sys, tokens, v, m->hidden) +
+             elementwise_pass_s(sys, &el, el.bwd, el.n_bwd);
 }
 
 /* One send of a micro-batch's activations (or their gradients) to the adjacent stage; each TP

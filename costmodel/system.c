@@ -38,6 +38,7 @@ static const system_field fields[] = {
     F("gpu", "hbm_efficiency", hbm_efficiency, true, 0.05, 1.0),
     F("gpu", "attention_efficiency", attention_efficiency, true, 0.05, 1.0),
     F("gpu", "eager_elementwise_efficiency", eager_elementwise_efficiency, true, 0.02, 1.0),
+    F("gpu", "eager_kernel_gap_s", eager_kernel_gap_s, false, 0, 1e-4),
     I("node", "gpus_per_node", gpus_per_node, true, 1, 1024),
     F("node", "intra_bandwidth_bytes_per_s", intra_bandwidth_bytes_per_s, true, 1e9, 1e14),
     F("node", "intra_latency_s", intra_latency_s, true, 0, 1e-2),

@@ -69,6 +69,7 @@ typedef struct {
     double gemm_overhead_s;            /* fixed cost per GEMM kernel */
     double hbm_efficiency;             /* achieved/peak HBM bandwidth of streaming kernels */
     double eager_elementwise_efficiency; /* the same for eager PyTorch elementwise (FSDP2 path) */
+    double eager_kernel_gap_s;         /* idle time between back-to-back eager kernels (optional) */
     double attention_efficiency;       /* achieved/peak of fused (flash) attention, fwd+bwd */
 
     /* node */

@@ -1,0 +1,248 @@
+/*
+ * elementwise.c — the memory-bound kernels of a decoder layer and of the loss head (see
+ * elementwise.h). Bytes are per launch, bf16 = 2 and fp32 = 4 bytes per element, read plus
+ * written; tensors of one value per token ([T, 1]: RMSNorm's variance, its rsqrt and their
+ * gradients) and broadcast [seq, head_dim] tables (RoPE cos/sin) are left out. T below is the
+ * tokens a kernel runs over, h the hidden size, q/kv the widths of q and of k, f the FFN width.
+ *
+ * The eager list, op by op (transformers modeling_llama.py; PyTorch tools/autograd/
+ * derivatives.yaml entries _to_copy, pow.Tensor_Scalar, mean.dim, rsqrt, mul.Tensor, neg,
+ * slice.Tensor, cat, view, silu, _log_softmax, nll_loss_forward, and FunctionsManual.cpp):
+ *   LlamaRMSNorm forward: x.to(fp32) 6, pow(2) 8, mean(-1) 4, var + eps and rsqrt [T,1],
+ *     x * rsqrt 8, .to(bf16) 6, weight * x 4: 36 bytes per element.
+ *   Its backward: mul.Tensor -> grad * weight 4 and grad * x 6 summed to [h] 2 (the engine's
+ *     sum_to for the broadcast weight); _to_copy_backward -> bf16 to fp32 6; mul -> grad * rstd 8
+ *     and grad * x 12 summed to [T,1] 4; rsqrt: -0.5 * grad * result.pow(3) on [T,1];
+ *     mean_backward: grad.expand(...) / h materialised 4; pow_backward: grad * (2 *
+ *     self.pow(1)): pow(1) is a copy (Pow.cpp pow_Tensor_Scalar_out) 8, 2 * x 8, grad * 12;
+ *     the two fp32 gradients of x accumulate 12; _to_copy_backward -> fp32 to bf16 6: 92 bytes.
+ *   RoPE q * cos + rotate_half(q) * sin, per element of q (or k): q * cos 4, neg(x2) 2 (half
+ *     the width), cat 4, * sin 4, add 6 = 20. Backward: grad * sin and grad * cos 4 each, cat
+ *     backward is views, neg 2, slice_backward_wrapper (FunctionsManual.cpp) -> zeros of the
+ *     full width 2 and a copy into the half 2, for each of x1 and x2; the three gradients of q
+ *     accumulate with two adds of 6; view backward is grad.reshape(), a copy 4 since the
+ *     accumulated gradient is contiguous in [b, heads, s, d] (slice_backward's zeros) = 34.
+ *   SwiGLU act_fn(gate) * up: silu 4f, mul 6f; backward grad * up and grad * silu 6f each,
+ *     silu_backward 6f.
+ *   Residual adds 6h each; backward: add passes the gradient through, but every tensor read
+ *   twice gets its two gradients summed (autograd InputBuffer): the residual stream twice, the
+ *   attention input twice (separate q, k, v projections), the MLP input once (gate, up).
+ * The attention core (SDPA; its transpose/reshape is a view when the output keeps q's layout)
+ * and the GEMMs are priced elsewhere. Not derived, the former simple counts kept: LayerNorm (one
+ * fused native kernel, 4h, backward 8h), GeLU (4f, backward 8f), dropout masks (2h, backward
+ * 4h), the MoE token permutes (8h per routed copy, backward 16h); MoE experts are priced as one
+ * SwiGLU over all routed rows (HF loops over experts: the same bytes in more launches).
+ */
+#include "elementwise.h"
+
+#include <string.h>
+
+#include "compute.h"
+
+typedef struct {
+    elementwise_kernel *k;
+    int *n;
+} pass;
+
+static void add(pass p, const char *name, double bytes, int count)
+{
+    if (*p.n >= ELEMENTWISE_MAX || count <= 0 || bytes <= 0) return;
+    p.k[*p.n] = (elementwise_kernel){name, bytes, count};
+    (*p.n)++;
+}
+
+/* LlamaRMSNorm over t rows of width w, `count` times (header comment: 36 and 92 bytes); qk:
+ * Qwen3's per-head q/k norms, named apart. */
+static void rms_norm(pass f, pass b, double t, double w, int count, bool qk)
+{
+    static const char *const names[2][19] = {
+        {"rmsnorm.to_fp32", "rmsnorm.pow", "rmsnorm.mean", "rmsnorm.mul_rstd",
+         "rmsnorm.to_bf16", "rmsnorm.mul_weight", "rmsnorm.bwd.mul_weight", "rmsnorm.bwd.mul_x",
+         "rmsnorm.bwd.sum_weight", "rmsnorm.bwd.to_fp32", "rmsnorm.bwd.mul_rstd",
+         "rmsnorm.bwd.mul_x_fp32", "rmsnorm.bwd.sum_rstd", "rmsnorm.bwd.mean",
+         "rmsnorm.bwd.pow1_copy", "rmsnorm.bwd.mul_2", "rmsnorm.bwd.mul_grad",
+         "rmsnorm.bwd.add_fp32", "rmsnorm.bwd.to_bf16"},
+        {"qknorm.to_fp32", "qknorm.pow", "qknorm.mean", "qknorm.mul_rstd", "qknorm.to_bf16",
+         "qknorm.mul_weight", "qknorm.bwd.mul_weight", "qknorm.bwd.mul_x",
+         "qknorm.bwd.sum_weight", "qknorm.bwd.to_fp32", "qknorm.bwd.mul_rstd",
+         "qknorm.bwd.mul_x_fp32", "qknorm.bwd.sum_rstd", "qknorm.bwd.mean",
+         "qknorm.bwd.pow1_copy", "qknorm.bwd.mul_2", "qknorm.bwd.mul_grad",
+         "qknorm.bwd.add_fp32", "qknorm.bwd.to_bf16"},
+    };
+    /* bytes per element: 6 forward kernels, then 13 backward ones */
+    static const double per[19] = {6, 8, 4, 8, 6, 4, 4, 6, 2, 6, 8, 12, 4, 4, 8, 8, 12, 12, 6};
+    for (int i = 0; i < 19; i++) add(i < 6 ? f : b, names[qk][i], per[i] * t * w, count);
+}
+
+/* q * cos + rotate_half(q) * sin over t rows of width w (header comment: 20 and 34 bytes). */
+static void rope(pass f, pass b, double t, double w, bool is_q)
+{
+    double e = t * w;
+#define N(s) (is_q ? "rope.q." s : "rope.k." s)
+    add(f, N("mul"), 4 * e, 2);
+    add(f, N("neg"), 2 * e, 1);
+    add(f, N("cat"), 4 * e, 1);
+    add(f, N("add"), 6 * e, 1);
+    add(b, N("bwd.mul"), 4 * e, 2);
+    add(b, N("bwd.neg"), 2 * e, 1);
+    add(b, N("bwd.zeros"), 2 * e, 2);
+    add(b, N("bwd.slice_copy"), 2 * e, 2);
+    add(b, N("bwd.add"), 6 * e, 2);
+    add(b, N("bwd.view_copy"), 4 * e, 1);
+#undef N
+}
+
+/* The MLP activation over t rows of FFN width w: SwiGLU derived, GeLU the simple count. */
+static void activation(const model_spec *m, pass f, pass b, double t, double w, const char *fn,
+                       const char *fm, const char *bm, const char *bs)
+{
+    double e = t * w;
+    if (m->activation == MODEL_ACT_SWIGLU) {
+        add(f, fn, 4 * e, 1);
+        add(f, fm, 6 * e, 1);
+        add(b, bm, 6 * e, 2);
+        add(b, bs, 6 * e, 1);
+    } else {
+        add(f, fn, 4 * e, 1);
+        add(b, bs, 8 * e, 1);
+    }
+}
+
+/* Transformer Engine's fused kernels under Megatron: RMSNorm/LayerNorm one pass (read and
+ * write h: 4h), fused RoPE (read and write q, k: 4 bytes per element), fused SwiGLU (read 2f,
+ * write f: 6f), GeLU 4f; backward twice the forward. One lump each way. */
+static void fused_layer(const model_spec *m, const layout *l, double tokens, bool moe,
+                        elementwise_list *out)
+{
+    double tp = l->tp, h = m->hidden, a = m->heads;
+    double seq_div = l->sp ? tp : 1.0;
+    double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
+    double act_bytes = m->activation == MODEL_ACT_SWIGLU ? 6.0 : 4.0;
+    double sharded = 0; /* bytes per token, already per GPU */
+    if (!moe) {
+        sharded += act_bytes * m->ffn / tp;
+    } else {
+        double w = (double)m->shared_experts * m->shared_ffn;
+        if (m->shared_experts) sharded += act_bytes * w / tp;
+        double copies = m->top_k / tp; /* routed copies per token, per GPU */
+        sharded += copies * (act_bytes * m->expert_ffn + 8.0 * h); /* act + permutes */
+    }
+    if (!m->learned_positions) sharded += 4.0 * (a * qk + (m->mla ? a : m->kv_heads) * qk) / tp;
+    /* two norms, two residual adds (read 2h, write h: 6h), 1-byte dropout masks */
+    double repl = 2.0 * 4.0 * h + 12.0 * h + (m->dropout ? 2.0 * h : 0);
+    double fwd = tokens * (repl / seq_div + sharded);
+    out->fwd[out->n_fwd++] = (elementwise_kernel){"elementwise", fwd, 1};
+    out->bwd[out->n_bwd++] = (elementwise_kernel){"elementwise.bwd", 2.0 * fwd, 1};
+}
+
+void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool moe,
+                       elementwise_list *out)
+{
+    memset(out, 0, sizeof *out);
+    if (l->framework != FRAMEWORK_FSDP2) {
+        fused_layer(m, l, tokens, moe, out);
+        return;
+    }
+    out->eager = true;
+    pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
+    double tp = l->tp, h = m->hidden, a = m->heads;
+    double tr = l->sp ? tokens / tp : tokens; /* rows of the replicated (non-TP) kernels */
+    double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
+    double qw = a * qk / tp, kw = (m->mla ? a : m->kv_heads) * qk / tp;
+    bool gated = m->activation == MODEL_ACT_SWIGLU;
+
+    /* Norms (input_layernorm, post_attention_layernorm; Qwen3's per-head q/k norms). */
+    if (m->norm == MODEL_NORM_RMS) {
+        rms_norm(f, b, tr, h, 2, false);
+        if (m->qk_norm) rms_norm(f, b, tokens, (qw + kw) / 2.0, 2, true); /* q and k: mean width */
+    } else {
+        add(f, "layernorm", 4 * tr * h, 2);
+        add(b, "layernorm.bwd", 8 * tr * h, 2);
+    }
+    if (!m->learned_positions) {
+        rope(f, b, tokens, qw, true);
+        rope(f, b, tokens, kw, false);
+    }
+    add(f, "residual.add", 6 * tr * h, 2);
+    /* Gradient accumulation of the tensors read twice (header comment). */
+    add(b, "grad.add", 6 * tr * h, 2 + (m->mla ? 1 : 2) + (gated ? 1 : 0));
+    if (m->dropout) {
+        add(f, "dropout", 2 * tr * h, 1);
+        add(b, "dropout.bwd", 4 * tr * h, 1);
+    }
+    if (!moe) {
+        activation(m, f, b, tokens, m->ffn / tp, "mlp.act", "mlp.mul", "mlp.bwd.mul",
+                   "mlp.bwd.act");
+    } else {
+        if (m->shared_experts)
+            activation(m, f, b, tokens, (double)m->shared_experts * m->shared_ffn / tp,
+                       "shared.act", "shared.mul", "shared.bwd.mul", "shared.bwd.act");
+        double rows = tokens * m->top_k / tp; /* routed copies of this GPU's tokens */
+        activation(m, f, b, rows, (double)m->expert_ffn, "experts.act", "experts.mul",
+                   "experts.bwd.mul", "experts.bwd.act");
+        add(f, "moe.permute", 8 * rows * h, 1);
+        add(b, "moe.permute.bwd", 16 * rows * h, 1);
+    }
+}
+
+void elementwise_head(const model_spec *m, const layout *l, double tokens, elementwise_list *out)
+{
+    memset(out, 0, sizeof *out);
+    double v = (double)m->vocab / l->tp;
+    if (l->framework != FRAMEWORK_FSDP2) {
+        /* ~20 bytes per logit through HBM: bf16 logits, fp32 softmax forward and backward */
+        out->fwd[out->n_fwd++] = (elementwise_kernel){"loss", 10.0 * tokens * v, 1};
+        out->bwd[out->n_bwd++] = (elementwise_kernel){"loss.bwd", 10.0 * tokens * v, 1};
+        return;
+    }
+    out->eager = true;
+    pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
+    double tr = l->sp ? tokens / l->tp : tokens;
+    if (m->norm == MODEL_NORM_RMS) {
+        rms_norm(f, b, tr, m->hidden, 1, false);
+    } else {
+        add(f, "layernorm", 4 * tr * m->hidden, 1);
+        add(b, "layernorm.bwd", 8 * tr * m->hidden, 1);
+    }
+    /* F.cross_entropy(logits.float()): log_softmax + nll_loss. Forward: the bf16-to-fp32 copy 6,
+     * cunn_SoftMaxForward reads and writes fp32 8 (nll_loss reads one logit per token).
+     * Backward: nll_loss_backward fills fp32 zeros 4 (and scatters one value per token),
+     * _log_softmax_backward_data reads grad and output, writes 12, _to_copy_backward back to
+     * bf16 6. */
+    double e = tokens * v;
+    add(f, "loss.to_fp32", 6 * e, 1);
+    add(f, "loss.log_softmax", 8 * e, 1);
+    add(b, "loss.bwd.zeros", 4 * e, 1);
+    add(b, "loss.bwd.log_softmax", 12 * e, 1);
+    add(b, "loss.bwd.to_bf16", 6 * e, 1);
+}
+
+double elementwise_bytes(const elementwise_kernel *k, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) s += k[i].count * k[i].bytes;
+    return s;
+}
+
+int elementwise_launches(const elementwise_kernel *k, int n)
+{
+    int s = 0;
+    for (int i = 0; i < n; i++) s += k[i].count;
+    return s;
+}
+
+double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
+                            const elementwise_kernel *k)
+{
+    if (!e->eager) return compute_stream_s(sys, k->bytes);
+    return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->eager_elementwise_efficiency) +
+           sys->eager_kernel_gap_s;
+}
+
+double elementwise_pass_s(const system_spec *sys, const elementwise_list *e,
+                          const elementwise_kernel *k, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) s += k[i].count * elementwise_kernel_s(sys, e, &k[i]);
+    return s;
+}
