@@ -314,18 +314,37 @@ static cm_status build_layer(const layer_ctx *c, bool moe, work_plan *w, work_li
     } while (0)
 
     /* Attention block: QKV (column parallel), core, output projection (row parallel). */
-    double qkv_out = (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp;
-    double qdim = model_q_dim(m) / tp;
+    /* Query/key and value head widths: head_dim for GQA; MLA's qk_nope + qk_rope and v_head_dim. */
+    double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : d;
+    double vd = m->mla ? m->v_head_dim : d;
+    double qdim = (m->mla ? a * vd : model_q_dim(m)) / tp; /* the output projection's input */
     TP_ENTER(F);
-    linear(sys, F, B, "qkv", tokens, qkv_out, h);
+    if (m->mla) {
+        /* Multi-head latent attention (DeepSeek-V2 paper, arXiv 2405.04434, Sec. 2.1.2-2.1.3),
+         * as estimate.c layer_cost prices it and Megatron's MLASelfAttention splits it: the
+         * down-projections (queries, when compressed, and the joint KV latent plus the shared
+         * RoPE key) are replicated on every TP rank; the up-projections are column parallel;
+         * the output projection row parallel. */
+        if (m->q_lora_rank > 0) {
+            linear(sys, F, B, "q_down", tokens, m->q_lora_rank, h);
+            linear(sys, F, B, "q_up", tokens, a * qk / tp, m->q_lora_rank);
+        } else {
+            linear(sys, F, B, "q", tokens, a * qk / tp, h);
+        }
+        linear(sys, F, B, "kv_down", tokens, m->kv_lora_rank + m->qk_rope_dim, h);
+        linear(sys, F, B, "kv_up", tokens, a * (m->qk_nope_dim + vd) / tp, m->kv_lora_rank);
+    } else {
+        double qkv_out = (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp;
+        linear(sys, F, B, "qkv", tokens, qkv_out, h);
+    }
 
     /* CP exchange (estimate.c): Megatron ring of cp-1 K/V chunks (2x backward), or Ulysses
      * all-to-alls of q, k, v and the output (same backward). */
-    double kvh = m->kv_heads;
+    double kvh = m->mla ? a : m->kv_heads; /* MLA: every head has its own key and value */
     if (l->cp > 1) {
         layout_group gcp = c->gcp;
         if (l->framework == FRAMEWORK_MEGATRON) {
-            double chunk = tokens * kvh * (d + d) * 2.0 / tp;
+            double chunk = tokens * kvh * (qk + vd) * 2.0 / tp;
             for (int i = 0; i < l->cp - 1; i++) {
                 double p = collective_time_s(sys, COLL_SEND_RECV, chunk, gcp);
                 coll(F, WC_CP, "cp.ring_kv", COLL_SEND_RECV, chunk, GROUP_CP, p);
@@ -333,7 +352,7 @@ static cm_status build_layer(const layer_ctx *c, bool moe, work_plan *w, work_li
                 coll(B, WC_CP, "cp.ring_dkv", COLL_SEND_RECV, chunk, GROUP_CP, p);
             }
         } else {
-            double bytes = tokens * 2.0 * (a * d + kvh * d + kvh * d + a * d);
+            double bytes = tokens * 2.0 * (a * qk + kvh * qk + kvh * vd + a * vd);
             double p = collective_time_s(sys, COLL_ALL_TO_ALL, bytes, gcp);
             coll(F, WC_CP, "cp.ulysses_a2a", COLL_ALL_TO_ALL, bytes, GROUP_CP, p);
             coll(B, WC_CP, "cp.ulysses_a2a", COLL_ALL_TO_ALL, bytes, GROUP_CP, p);
@@ -351,30 +370,30 @@ static cm_status build_layer(const layer_ctx *c, bool moe, work_plan *w, work_li
         double pf = compute_flash_forward_s(sys, f) / 2.0;
         double pb = compute_flash_backward_s(sys, f) / 5.0;
         double sk = t->causal ? t->seq_len / 2.0 : t->seq_len; /* keys computed per query */
-        gemm(&attn_f, WC_ATTENTION, "attn.qk", GEMM_FWD, sq, sk, d, batch, false, pf);
-        gemm(&attn_f, WC_ATTENTION, "attn.pv", GEMM_DGRAD, sq, d, sk, batch, false, pf);
+        gemm(&attn_f, WC_ATTENTION, "attn.qk", GEMM_FWD, sq, sk, qk, batch, false, pf);
+        gemm(&attn_f, WC_ATTENTION, "attn.pv", GEMM_DGRAD, sq, vd, sk, batch, false, pf);
         /* FlashAttention-2 backward: recompute scores, then dV, dP, dQ, dK (2.5x forward). */
-        gemm(B, WC_ATTENTION, "attn.bwd.qk", GEMM_FWD, sq, sk, d, batch, false, pb);
-        gemm(B, WC_ATTENTION, "attn.bwd.dv", GEMM_WGRAD, sk, d, sq, batch, false, pb);
-        gemm(B, WC_ATTENTION, "attn.bwd.dp", GEMM_FWD, sq, sk, d, batch, false, pb);
-        gemm(B, WC_ATTENTION, "attn.bwd.dq", GEMM_DGRAD, sq, d, sk, batch, false, pb);
-        gemm(B, WC_ATTENTION, "attn.bwd.dk", GEMM_WGRAD, sk, d, sq, batch, false, pb);
+        gemm(B, WC_ATTENTION, "attn.bwd.qk", GEMM_FWD, sq, sk, qk, batch, false, pb);
+        gemm(B, WC_ATTENTION, "attn.bwd.dv", GEMM_WGRAD, sk, vd, sq, batch, false, pb);
+        gemm(B, WC_ATTENTION, "attn.bwd.dp", GEMM_FWD, sq, sk, vd, batch, false, pb);
+        gemm(B, WC_ATTENTION, "attn.bwd.dq", GEMM_DGRAD, sq, qk, sk, batch, false, pb);
+        gemm(B, WC_ATTENTION, "attn.bwd.dk", GEMM_WGRAD, sk, qk, sq, batch, false, pb);
     } else {
         /* Unfused (Megatron 2021-22): full s x s scores, softmax bytes per score fwd 4 (+5
          * dropout), bwd 6 (+5). Predictions as estimate.c's unfused branch. */
         double rows = tokens * a / tp;
         double sk = t->seq_len;
-        double pqk = compute_gemm_s(sys, rows, t->seq_len, d);
-        double ppv = compute_gemm_s(sys, rows, d, t->seq_len);
+        double pqk = compute_gemm_s(sys, rows, t->seq_len, qk);
+        double ppv = compute_gemm_s(sys, rows, vd, t->seq_len);
         double scores = rows * t->seq_len;
-        gemm(&attn_f, WC_ATTENTION, "attn.qk", GEMM_FWD, sq, sk, d, batch, false, pqk);
-        gemm(&attn_f, WC_ATTENTION, "attn.pv", GEMM_DGRAD, sq, d, sk, batch, false, ppv);
+        gemm(&attn_f, WC_ATTENTION, "attn.qk", GEMM_FWD, sq, sk, qk, batch, false, pqk);
+        gemm(&attn_f, WC_ATTENTION, "attn.pv", GEMM_DGRAD, sq, vd, sk, batch, false, ppv);
         stream(&attn_f, WC_ATTENTION, "attn.softmax", scores * (m->dropout ? 9.0 : 4.0),
                compute_stream_s(sys, scores * (m->dropout ? 9.0 : 4.0)));
-        gemm(B, WC_ATTENTION, "attn.bwd.dv", GEMM_WGRAD, sk, d, sq, batch, false, ppv);
-        gemm(B, WC_ATTENTION, "attn.bwd.dp", GEMM_FWD, sq, sk, d, batch, false, pqk);
-        gemm(B, WC_ATTENTION, "attn.bwd.dq", GEMM_DGRAD, sq, d, sk, batch, false, ppv);
-        gemm(B, WC_ATTENTION, "attn.bwd.dk", GEMM_WGRAD, sk, d, sq, batch, false, pqk);
+        gemm(B, WC_ATTENTION, "attn.bwd.dv", GEMM_WGRAD, sk, vd, sq, batch, false, ppv);
+        gemm(B, WC_ATTENTION, "attn.bwd.dp", GEMM_FWD, sq, sk, vd, batch, false, pqk);
+        gemm(B, WC_ATTENTION, "attn.bwd.dq", GEMM_DGRAD, sq, qk, sk, batch, false, ppv);
+        gemm(B, WC_ATTENTION, "attn.bwd.dk", GEMM_WGRAD, sk, qk, sq, batch, false, pqk);
         stream(B, WC_ATTENTION, "attn.softmax_bwd", scores * (m->dropout ? 11.0 : 6.0),
                compute_stream_s(sys, scores * (m->dropout ? 11.0 : 6.0)));
     }
@@ -484,11 +503,6 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
                           const layout *l, work_plan *w, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
-    if (m->mla)
-        return cm_fail(err, errlen, CM_EINVAL,
-                       "plan measure executes ordinary (GQA) attention; '%s' has MLA attention: "
-                       "not measured yet, use plan estimate",
-                       m->name);
     if (model_is_moe(m) && layout_etp(l) != l->tp)
         return cm_fail(err, errlen, CM_EINVAL,
                        "plan measure runs the experts with the attention's tensor parallelism: "

@@ -26,7 +26,7 @@ static const char *data_dir(void)
 
 static const char *const presets[] = {"1b", "3b", "7b", "8b", "13b", "30b", "70b", "175b",
                                       "405b", "mixtral-8x7b", "mixtral-8x22b", "qwen3-30b-a3b",
-                                      "deepseek-v3", "qwen2.5-7b", NULL};
+                                      "deepseek-v3", "qwen2.5-7b", "deepseek-v2-lite", NULL};
 
 static void check_count(const char *name, const char *what, double computed, double published,
                         double precision)

@@ -68,12 +68,17 @@ static void test_measure_bad_input(void **state)
     expect_usage_error("measure --model 8b --steps 0", "--steps");
     expect_usage_error("measure --model 8b --local-gpus x", "--local-gpus");
     expect_usage_error("measure --model 8b --bogus", "unknown option");
-    expect_usage_error("measure --model deepseek-v3 --gpus 8 --dry-run", "MLA");
 }
 
 static void test_measure_dry_run(void **state)
 {
     (void)state;
+    /* MLA + MoE: DeepSeek-V2-Lite's latent KV projection and 192-wide attention core. */
+    run("measure --model deepseek-v2-lite --system h200-x4 --gpus 4 --ep 4 --gbs 8 --dry-run");
+    if (R.status) fail_msg("exit %d: %s", R.status, R.err);
+    assert_non_null(strstr(R.out, "kv_up"));
+    assert_non_null(strstr(R.out, "k=512"));
+    assert_non_null(strstr(R.out, "16 local experts"));
     run("measure --model 8b --system h200-x4 --framework fsdp2 --gpus 4 --gbs 4 --dry-run");
     if (R.status) fail_msg("exit %d: %s", R.status, R.err);
     assert_non_null(strstr(R.out, "32 layers x 1 micro-batches"));
