@@ -68,6 +68,14 @@ cm_status bk_gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n
                        int batch, const bk_timing *tm, bk_gemm_result *out, char *err,
                        size_t errlen);
 
+/* Run one eager kernel of access pattern a (elementwise.h) on device dev, the way plan measure
+ * runs it (kernels.cu), over host operands: in_a, in_b and out hold ew_operand_elems(a, k)
+ * elements of esize[k] bytes each (bf16 as raw 16-bit values, fp32 as float; NULL where absent).
+ * out comes in as the output buffer's initial content (elements the kernel does not write keep
+ * it) and returns the result. */
+cm_status bk_ew_run(bk_ctx *ctx, int dev, const ew_access *a, const void *in_a, const void *in_b,
+                    void *out, char *err, size_t errlen);
+
 /* Relative Frobenius error ||C - ref|| / ||ref|| of cuBLAS against a naive fp32 reference. */
 cm_status bk_gemm_check(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n, long k,
                         int batch, double *rel_err, char *err, size_t errlen);
@@ -97,8 +105,10 @@ typedef struct {
     double step_s;             /* median of the timed steps (slowest GPU) */
     double step_spread;
     double component_s[WC_COUNT]; /* isolated item times x their counts per step */
-    double compute_s;          /* gemm + attention + elementwise */
-    double exposed_comm_s;     /* step - compute - optimizer - framework copies, >= 0 */
+    double compute_s;          /* gemm + attention + elementwise + compute-stream copies */
+    double copies_compute_s;   /* of component_s[WC_FRAMEWORK], FSDP2's compute-stream copies
+                                  (copy-out, reduce-scatter copy-in) */
+    double exposed_comm_s;     /* step - compute - optimizer - bubble, >= 0 */
     double peak_used_bytes;    /* max over GPUs of total - free (cudaMemGetInfo) at the end */
     double baseline_used_bytes;/* after context, cuBLAS and NCCL set-up, before the plan's pools */
     double pool_bytes;         /* what the plan's pools took (weights, grads, optimizer, ...) */

@@ -34,12 +34,19 @@
  *    DDP all-reduces the buckets the same way. MoE layers reduce their expert weights over the
  *    expert-data-parallel group, the rest over dp*cp.
  *  - the optimizer: a fused Adam kernel over this GPU's shard (fp32 param, grad, m, v).
- *  - under torch FSDP2, the copies its all-gather and reduce-scatter paths make (torch/distributed/
- *    fsdp/_fully_shard/_fsdp_collectives.py): all-gather copy-in (the fp32 shard cast to bf16 into
- *    the all-gather buffer, communication stream), copy-out (the gathered bf16 unit into the
- *    unsharded parameters, compute stream), reduce-scatter copy-in (bf16 gradients cast to the
- *    fp32 reduce buffer, communication stream). The cost model does not price them; they are
- *    reported as their own component (WC_FRAMEWORK) with no prediction.
+ *  - elementwise work as the kernel PyTorch runs for it (the item's access pattern, elementwise.h;
+ *    kernels.cu): vectorized, cast, per-element-offset (broadcast, strided), cat, reductions and
+ *    softmax kernels over operands in the activation pool, so that the step runs at the framework's
+ *    kernel efficiency, not at an ideal copy's.
+ *  - under torch FSDP2, the copies its all-gather and reduce-scatter paths make (fsdp_copies.h, the
+ *    list the estimate prices; torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py), with
+ *    PyTorch's kernels for them: per all-gather the copy-in (the fp32 shard cast into a flat bf16
+ *    buffer, then into this rank's slot of the all-gather buffer: two foreach copies, on the
+ *    communication stream ahead of the gather) and the copy-out (split_with_sizes_copy of the
+ *    gathered unit, compute stream); per reduce-scatter the copy-in (chunk_cat of the bf16
+ *    gradients into the fp32 buffer, compute stream). The root unit too: FSDP2 gathers it at each
+ *    forward (and, resharded, again before the output layer's backward) and chunk_cats its
+ *    gradients before reducing them. Reported as their own component (WC_FRAMEWORK).
  * Not run (stated by `plan measure`): the embedding lookup, HSDP's replicate all-reduce, and a
  * pipeline whose tp*cp*pp GPUs are more than this machine has (then stage 0 alone runs).
  *
@@ -56,6 +63,7 @@
 #include <string.h>
 
 #include "bk_internal.h"
+#include "fsdp_copies.h"
 #include "kernels.h"
 
 #define GiB 1073741824.0
@@ -105,8 +113,11 @@ typedef struct {
     size_t ecnt;               /* MoE, not FSDP: expert elements per expert-dp rank */
     size_t red_esz;            /* bytes per element of the gradient reduction */
     bool fsdp2_copies;         /* run FSDP2's copy-in / copy-out kernels */
+    size_t cin_off, cin_sz;    /* FSDP2 copy-in's flat bf16 buffer (offset in commbuf) */
+    size_t y_ws;               /* offset of elementwise kernels' scratch in the y region */
     cudaEvent_t ev_used[BK_MAX_GPUS][2], ev_gath[BK_MAX_GPUS][2], ev_rdone[BK_MAX_GPUS][2];
     cudaEvent_t ev_bw[BK_MAX_GPUS], ev_join[BK_MAX_GPUS], ev_root[BK_MAX_GPUS];
+    cudaEvent_t ev_rfree[BK_MAX_GPUS]; /* FSDP2: the compute stream is done with the root unit */
     cudaEvent_t e0[BK_MAX_GPUS], e1[BK_MAX_GPUS];
     /* pipeline */
     ncclComm_t ppc[2][BK_MAX_GPUS][BK_MAX_GPUS]; /* [direction][column][stage] */
@@ -349,6 +360,25 @@ static size_t gemm_a_bytes(const work_item *it) { return (size_t)(2.0 * it->m * 
 static size_t gemm_b_bytes(const work_item *it) { return (size_t)(2.0 * it->n * it->k * it->batch); }
 static size_t gemm_c_bytes(const work_item *it) { return (size_t)(2.0 * it->m * it->n * it->batch); }
 
+/* kernels.cu's copy of an access pattern (elementwise.h). */
+static bkk_ew ew_of(const ew_access *a)
+{
+    bkk_ew e;
+    e.pattern = (int)a->pattern;
+    for (int k = 0; k < 3; k++) {
+        e.esize[k] = a->esize[k];
+        e.n[k] = a->n[k];
+        for (int i = 0; i < 3; i++) e.stride[k][i] = a->stride[k][i];
+    }
+    return e;
+}
+
+/* Bytes operand k of an access spans. */
+static size_t ew_bytes(const ew_access *a, int k)
+{
+    return (size_t)ew_operand_elems(a, k) * (size_t)a->esize[k];
+}
+
 typedef struct {
     int layer;   /* which layer's weights and gradient slices (index within the stage) */
     int buf;     /* FSDP unit buffer (layer % 2) */
@@ -390,12 +420,14 @@ static cm_status exec_item(M *x, const work_item *it, item_ctx ic, char *err, si
                                   it->batch, A, B, C, err, errlen));
         }
     } else if (it->kind == WORK_STREAM) {
-        size_t half = (size_t)(it->bytes / 2);
+        /* the kernel PyTorch runs for it: a from x, b from z, the output (and any scratch) in y */
+        bkk_ew e = ew_of(&it->access);
         EACH_DEV
         {
             CUDA_TRY(cudaSetDevice(x->c->dev[d]));
-            CUDA_TRY(bkk_stream_copy(x->act[d] + x->y_off, x->act[d] + x->x_off, half, x->c->sms,
-                                     x->c->compute[d]));
+            char *y = x->act[d] + x->y_off;
+            CUDA_TRY(bkk_ew_launch(&e, y, x->act[d] + x->x_off, x->act[d] + x->z_off,
+                                   y + x->y_ws, x->c->sms, x->c->compute[d]));
         }
     } else {
         void *s[BK_MAX_GPUS], *r[BK_MAX_GPUS];
@@ -508,21 +540,110 @@ static size_t root_cnt(const M *x, int s)
     return (size_t)ceil(x->w->stage_root_params[s] / (double)g);
 }
 
-/* The FSDP root unit (embedding + output layer) of the current stage: one gather per step, its
- * gradients reduced in chunks of a unit buffer after the backward. Non-FSDP: the root's
- * gradients in place. */
+/* ---- FSDP2's copies (fsdp_copies.h: the list the estimate prices, run with PyTorch's kernels
+ * for them) ------------------------------------------------------------------------------------ */
+
+/* The copies of a unit of cnt elements per rank. */
+static void unit_copies(const M *x, size_t cnt, fsdp_copies *fc)
+{
+    int g = x->grp[GROUP_DP].size > 1 ? x->grp[GROUP_DP].size : 1;
+    fsdp_copies_unit((double)cnt * g, g, fc);
+}
+
+/* All-gather copy-in of a unit of cnt elements per rank: the fp32 shard (carved at src_slot)
+ * cast into the flat bf16 buffer, then copied into this rank's slot of the all-gather buffer at
+ * dst_off, which the gather then runs in place over (the two foreach copies). */
+static cm_status copy_in(M *x, size_t cnt, size_t src_slot, size_t dst_off, cudaStream_t *streams,
+                         char *err, size_t errlen)
+{
+    fsdp_copies fc;
+    unit_copies(x, cnt, &fc);
+    bkk_ew ci = ew_of(&fc.cast_in.access), si = ew_of(&fc.slot_in.access);
+    EACH_DEV
+    {
+        CUDA_TRY(cudaSetDevice(x->c->dev[d]));
+        const char *shard = carve(x->state[d], x->w_bytes, 4 * cnt, src_slot);
+        char *flat = x->commbuf[d] + x->cin_off;
+        char *slot = x->commbuf[d] + dst_off + (size_t)x->grp[GROUP_DP].rank_of[d] * 2 * cnt;
+        CUDA_TRY(bkk_ew_launch(&ci, flat, shard, NULL, NULL, x->c->sms, streams[d]));
+        CUDA_TRY(bkk_ew_launch(&si, slot, flat, NULL, NULL, x->c->sms, streams[d]));
+    }
+    return CM_OK;
+}
+
+/* Layer unit j's (kind: dense 0, MoE 1) all-gather copy-in. */
+static cm_status fsdp2_copy_in(M *x, int j, int kind, cudaStream_t *streams, char *err,
+                               size_t errlen)
+{
+    size_t n = x->unit_cnt[kind];
+    return copy_in(x, n, (size_t)j * 4 * n, x->gbuf_off[j % 2], streams, err, errlen);
+}
+
+/* Copy-out: the gathered unit into the unsharded parameters (split_with_sizes_copy); a layer
+ * unit's from gbuf[j % 2] into its unsharded buffer, the current stage's root unit from the root
+ * buffer into the activation pool's y region (sized for it). */
+static cm_status fsdp2_copy_out(M *x, int j, int kind, bool root, cudaStream_t *streams,
+                                char *err, size_t errlen)
+{
+    size_t n = root ? root_cnt(x, stage_of(x, x->dlo)) : x->unit_cnt[kind];
+    fsdp_copies fc;
+    unit_copies(x, n, &fc);
+    bkk_ew co = ew_of(&fc.copy_out.access);
+    EACH_DEV
+    {
+        CUDA_TRY(cudaSetDevice(x->c->dev[d]));
+        const char *src = x->commbuf[d] + (root ? x->root_off : x->gbuf_off[j % 2]);
+        char *dst = root ? x->act[d] + x->y_off : x->commbuf[d] + x->ggrad_off[j % 2];
+        CUDA_TRY(bkk_ew_launch(&co, dst, src, NULL, NULL, x->c->sms, streams[d]));
+    }
+    return CM_OK;
+}
+
+/* Reduce-scatter copy-in of layer unit j (chunk_cat): its bf16 gradients cast into the fp32
+ * reduce buffer rbuf[j % 2]. */
+static cm_status fsdp2_rs_copy_in(M *x, int j, int kind, cudaStream_t *streams, char *err,
+                                  size_t errlen)
+{
+    fsdp_copies fc;
+    unit_copies(x, x->unit_cnt[kind], &fc);
+    bkk_ew rc = ew_of(&fc.rs_cast.access);
+    EACH_DEV
+    {
+        CUDA_TRY(cudaSetDevice(x->c->dev[d]));
+        CUDA_TRY(bkk_ew_launch(&rc, x->commbuf[d] + x->rbuf_off[j % 2],
+                               x->commbuf[d] + x->ggrad_off[j % 2], NULL, NULL, x->c->sms,
+                               streams[d]));
+    }
+    return CM_OK;
+}
+
+/* The FSDP root unit (embedding + output layer) of the current stage: gathered once per step
+ * (under FSDP2 at each forward and again before the output layer's backward, with its copy-in
+ * first: the gather then runs in place over this rank's slot), its gradients reduced in chunks
+ * of a unit buffer after the backward. Non-FSDP: the root's gradients in place. */
 static cm_status root_gather(M *x, cudaStream_t *streams, char *err, size_t errlen)
 {
     void *s[BK_MAX_GPUS], *r[BK_MAX_GPUS];
     size_t g = (size_t)x->grp[GROUP_DP].size;
     size_t rc = root_cnt(x, stage_of(x, x->dlo));
+    if (x->fsdp2_copies) BK_TRY(copy_in(x, rc, 0, x->root_off, streams, err, errlen));
     EACH_DEV
     {
-        s[d] = carve(x->state[d], x->w_bytes, rc * 2, 0);
         r[d] = x->commbuf[d] + x->root_off;
+        s[d] = x->fsdp2_copies ? (char *)r[d] + (size_t)x->grp[GROUP_DP].rank_of[d] * rc * 2
+                               : carve(x->state[d], x->w_bytes, rc * 2, 0);
     }
     return group_coll(x, GROUP_DP, COLL_ALL_GATHER, rc * g * 2, false, streams, s, r, err,
                       errlen);
+}
+
+/* The chunks of the root's gradients root_reduce reduces: unit-buffer sized. */
+static int root_pieces(const M *x, int s)
+{
+    size_t g = (size_t)x->grp[GROUP_DP].size;
+    double total = root_cnt(x, s) * (double)g * x->red_esz;
+    size_t chunk = x->unit_cnt[0] * g * x->red_esz;
+    return chunk ? (int)ceil(total / chunk) : 0;
 }
 
 static cm_status root_reduce(M *x, cudaStream_t *streams, char *err, size_t errlen)
@@ -541,6 +662,14 @@ static cm_status root_reduce(M *x, cudaStream_t *streams, char *err, size_t errl
     for (int i = 0; i < pieces; i++) {
         void *s[BK_MAX_GPUS], *r[BK_MAX_GPUS];
         size_t shard = chunk / g;
+        if (x->fsdp2_copies) {
+            /* FSDP2: the piece's chunk_cat on the compute stream once the previous reduction
+             * out of the buffer is done, the reduction after it */
+            DEV(cudaStreamWaitEvent(x->c->compute[d], x->ev_rdone[d][0], 0));
+            BK_TRY(fsdp2_rs_copy_in(x, 0, 0, x->c->compute, err, errlen));
+            DEV(cudaEventRecord(x->ev_bw[d], x->c->compute[d]));
+            DEV(cudaStreamWaitEvent(streams[d], x->ev_bw[d], 0));
+        }
         EACH_DEV
         {
             int rank = x->grp[GROUP_DP].rank_of[d];
@@ -555,6 +684,7 @@ static cm_status root_reduce(M *x, cudaStream_t *streams, char *err, size_t errl
         }
         BK_TRY(group_coll(x, GROUP_DP, w->reduce_op, chunk, x->red_esz == 4, streams, s, r, err,
                           errlen));
+        if (x->fsdp2_copies) DEV(cudaEventRecord(x->ev_rdone[d][0], streams[d]));
     }
     return CM_OK;
 }
@@ -574,49 +704,36 @@ static cm_status adam(M *x, char *err, size_t errlen)
     return CM_OK;
 }
 
-/* FSDP2 all-gather copy-in: this rank's fp32 shard cast to bf16 into its chunk of the
- * all-gather buffer (which the gather then runs in place over). */
-static cm_status fsdp2_copy_in(M *x, int j, cudaStream_t *streams, char *err, size_t errlen)
-{
-    size_t n = x->unit_cnt[0];
-    DEV(bkk_f32_to_bf16((const float *)carve(x->state[d], x->w_bytes, 4 * n, (size_t)j * 4 * n),
-                        x->commbuf[d] + x->gbuf_off[j % 2] +
-                            (size_t)x->grp[GROUP_DP].rank_of[d] * 2 * n,
-                        n, streams[d]));
-    return CM_OK;
-}
-
-/* FSDP2 copy-out: the gathered unit into the unsharded parameters (read 2p, write 2p). */
-static cm_status fsdp2_copy_out(M *x, int l, cudaStream_t *streams, char *err, size_t errlen)
-{
-    size_t bytes = (size_t)(2.0 * x->w->layer_params) & ~(size_t)15;
-    DEV(bkk_stream_copy(x->commbuf[d] + x->ggrad_off[l % 2], x->commbuf[d] + x->gbuf_off[l % 2],
-                        bytes, x->c->sms, streams[d]));
-    return CM_OK;
-}
-
-/* FSDP2 reduce-scatter copy-in: bf16 gradients cast into the fp32 reduce buffer. */
-static cm_status fsdp2_rs_copy_in(M *x, int l, cudaStream_t *streams, char *err, size_t errlen)
-{
-    size_t n = (size_t)x->w->layer_params;
-    DEV(bkk_bf16_to_f32(x->commbuf[d] + x->ggrad_off[l % 2],
-                        (float *)(x->commbuf[d] + x->rbuf_off[l % 2]), n, streams[d]));
-    return CM_OK;
-}
-
 static cm_status issue_gather(M *x, int s, int j, int gl, char *err, size_t errlen)
 {
     bk_ctx *c = x->c;
     int i0;
     if (x->w->fsdp) DEV(cudaStreamWaitEvent(c->comm[d], x->ev_used[d][j % 2], 0));
     BK_TRY(span_begin(x, s, c->comm, &i0, err, errlen));
-    if (x->fsdp2_copies) BK_TRY(fsdp2_copy_in(x, j, c->comm, err, errlen));
+    if (x->fsdp2_copies) BK_TRY(fsdp2_copy_in(x, j, layer_moe(x, gl), c->comm, err, errlen));
     BK_TRY(dp_gather(x, j, layer_moe(x, gl), c->comm, err, errlen));
     char nm[40];
     snprintf(nm, sizeof nm, "AG layer %d", gl);
     BK_TRY(span_end(x, s, c->comm, i0, TRACE_TID_COLL, nm, -1, -1, gl, false, err, errlen));
     DEV(cudaEventRecord(x->ev_gath[d][j % 2], c->comm[d]));
     return CM_OK;
+}
+
+/* FSDP2's unshard of stage s's root unit: once the compute stream is done with the root buffer,
+ * the gather (with its copy-in) on the communication stream, the compute stream waiting for it
+ * (nothing to hide it behind), then the copy-out. */
+static cm_status root_unshard(M *x, int s, char *err, size_t errlen)
+{
+    bk_ctx *c = x->c;
+    int i0;
+    DEV(cudaEventRecord(x->ev_rfree[d], c->compute[d]));
+    DEV(cudaStreamWaitEvent(c->comm[d], x->ev_rfree[d], 0));
+    BK_TRY(span_begin(x, s, c->comm, &i0, err, errlen));
+    BK_TRY(root_gather(x, c->comm, err, errlen));
+    BK_TRY(span_end(x, s, c->comm, i0, TRACE_TID_COLL, "AG root", -1, -1, -1, false, err, errlen));
+    DEV(cudaEventRecord(x->ev_root[d], c->comm[d]));
+    DEV(cudaStreamWaitEvent(c->compute[d], x->ev_root[d], 0));
+    return fsdp2_copy_out(x, 0, 0, true, c->compute, err, errlen);
 }
 
 /* ---- one chunk of one stage --------------------------------------------------------------- */
@@ -639,12 +756,15 @@ static cm_status run_chunk(M *x, int s, const work_pp_op *op, char *err, size_t 
         bool G = dp && w->gather_bytes > 0 && (w->gather_each_micro || mb == 0);
         DEV(cudaEventRecord(x->ev_used[d][0], c->compute[d]));
         DEV(cudaEventRecord(x->ev_used[d][1], c->compute[d]));
+        bool RU = dp && x->fsdp2_copies && op->chunk == 0 && root_cnt(x, s) > 0;
+        if (RU) BK_TRY(root_unshard(x, s, err, errlen)); /* FSDP2: at every forward */
         if (G) BK_TRY(issue_gather(x, s, local0, first, err, errlen));
         for (int i = 0; i < L; i++) {
             int j = local0 + i, gl = first + i;
             if (G && i + 1 < L) BK_TRY(issue_gather(x, s, j + 1, gl + 1, err, errlen));
             if (G) DEV(cudaStreamWaitEvent(c->compute[d], x->ev_gath[d][j % 2], 0));
-            if (G && x->fsdp2_copies) BK_TRY(fsdp2_copy_out(x, j, c->compute, err, errlen));
+            if (G && x->fsdp2_copies)
+                BK_TRY(fsdp2_copy_out(x, j, layer_moe(x, gl), false, c->compute, err, errlen));
             item_ctx ic = {.layer = j, .buf = j % 2, .head = false};
             BK_TRY(exec_list(x, s, layer_moe(x, gl) ? &w->moe_fwd : &w->layer_fwd, ic, gl, mb, ch,
                              err, errlen));
@@ -653,6 +773,10 @@ static cm_status run_chunk(M *x, int s, const work_pp_op *op, char *err, size_t 
         if (head) BK_TRY(exec_list(x, s, &w->head_fwd, hc, -1, mb, ch, err, errlen));
         return CM_OK;
     }
+    /* FSDP2 resharded the root after forward: gathered again for the output layer's backward
+     * (on the first stage of a pipeline, for the embedding's, after the layers) */
+    bool RB = dp && x->fsdp2_copies && w->gather_in_bwd && root_cnt(x, s) > 0;
+    if (head && RB) BK_TRY(root_unshard(x, s, err, errlen));
     if (head) BK_TRY(exec_list(x, s, &w->head_bwd, hc, -1, mb, ch, err, errlen));
     bool GB = dp && w->fsdp && w->gather_in_bwd;
     bool R = dp && (w->reduce_each_micro || mb == micro - 1);
@@ -663,7 +787,8 @@ static cm_status run_chunk(M *x, int s, const work_pp_op *op, char *err, size_t 
         int j = local0 + i, gl = first + i;
         if (GB && i - 1 >= 0) BK_TRY(issue_gather(x, s, j - 1, gl - 1, err, errlen));
         if (GB) DEV(cudaStreamWaitEvent(c->compute[d], x->ev_gath[d][j % 2], 0));
-        if (GB && x->fsdp2_copies) BK_TRY(fsdp2_copy_out(x, j, c->compute, err, errlen));
+        if (GB && x->fsdp2_copies)
+            BK_TRY(fsdp2_copy_out(x, j, layer_moe(x, gl), false, c->compute, err, errlen));
         if (R && w->fsdp) DEV(cudaStreamWaitEvent(c->compute[d], x->ev_rdone[d][j % 2], 0));
         item_ctx ic = {.layer = j, .buf = j % 2, .head = false};
         BK_TRY(exec_list(x, s, layer_moe(x, gl) ? &w->moe_bwd : &w->layer_bwd, ic, gl, mb, ch, err,
@@ -671,10 +796,13 @@ static cm_status run_chunk(M *x, int s, const work_pp_op *op, char *err, size_t 
         DEV(cudaEventRecord(x->ev_used[d][j % 2], c->compute[d]));
         if (R) {
             int i0;
+            /* FSDP2's chunk_cat runs on the compute stream, before the reduce-scatter stream
+             * waits for it (foreach_reduce) */
+            if (x->fsdp2_copies)
+                BK_TRY(fsdp2_rs_copy_in(x, j, layer_moe(x, gl), c->compute, err, errlen));
             DEV(cudaEventRecord(x->ev_bw[d], c->compute[d]));
             DEV(cudaStreamWaitEvent(c->comm[d], x->ev_bw[d], 0));
             BK_TRY(span_begin(x, s, c->comm, &i0, err, errlen));
-            if (x->fsdp2_copies) BK_TRY(fsdp2_rs_copy_in(x, j, c->comm, err, errlen));
             BK_TRY(dp_reduce(x, j, layer_moe(x, gl), c->comm, err, errlen));
             char nm[40];
             snprintf(nm, sizeof nm, "%s layer %d", w->reduce_op == COLL_ALL_REDUCE ? "AR" : "RS",
@@ -683,6 +811,7 @@ static cm_status run_chunk(M *x, int s, const work_pp_op *op, char *err, size_t 
             DEV(cudaEventRecord(x->ev_rdone[d][j % 2], c->comm[d]));
         }
     }
+    if (RB && !head && s == 0 && op->chunk == 0) BK_TRY(root_unshard(x, s, err, errlen));
     if (R && op->chunk == 0 && root_cnt(x, s) > 0) {
         int i0;
         DEV(cudaEventRecord(x->ev_bw[d], c->compute[d]));
@@ -813,7 +942,7 @@ static cm_status step(M *x, char *err, size_t errlen)
         for (int dir = 0; dir < 2; dir++) DEV(cudaStreamWaitEvent(x->ps[dir][d], x->e0[d], 0));
     memset(x->made, 0, sizeof x->made);
     memset(x->used, 0, sizeof x->used);
-    if (dp && w->fsdp) {
+    if (dp && w->fsdp && !x->fsdp2_copies) { /* FSDP2: root_unshard at each forward */
         for (int s = 0; s < x->P; s++) {
             int i0;
             set_stage(x, s);
@@ -1004,7 +1133,7 @@ static cm_status pp_check(M *x, bk_measure_result *out, char *err, size_t errlen
 /* ---- isolated timing of one launch ------------------------------------------------------ */
 
 typedef enum {
-    ISO_ITEM, ISO_GATHER, ISO_REDUCE, ISO_ADAM, ISO_COPY_GATHER, ISO_COPY_REDUCE, ISO_P2P
+    ISO_ITEM, ISO_GATHER, ISO_REDUCE, ISO_ADAM, ISO_COPY_IN, ISO_COPY_OUT, ISO_COPY_REDUCE, ISO_P2P
 } iso_kind;
 
 static cm_status iso_launch(M *x, iso_kind k, const work_item *it, bool head, int kind, char *err,
@@ -1017,10 +1146,14 @@ static cm_status iso_launch(M *x, iso_kind k, const work_item *it, bool head, in
     case ISO_GATHER: return dp_gather(x, 0, kind, x->c->compute, err, errlen);
     case ISO_REDUCE: return dp_reduce(x, 0, kind, x->c->compute, err, errlen);
     case ISO_ADAM: return adam(x, err, errlen);
-    case ISO_COPY_GATHER:
-        BK_TRY(fsdp2_copy_in(x, 0, x->c->compute, err, errlen));
-        return fsdp2_copy_out(x, 0, x->c->compute, err, errlen);
-    case ISO_COPY_REDUCE: return fsdp2_rs_copy_in(x, 0, x->c->compute, err, errlen);
+    /* FSDP2's copies of a layer unit (kind 0 dense, 1 MoE) or of stage 0's root unit (kind 2;
+     * its reduce-scatter copy-in: one unit-sized piece) */
+    case ISO_COPY_IN:
+        if (kind == 2)
+            return copy_in(x, root_cnt(x, 0), 0, x->root_off, x->c->compute, err, errlen);
+        return fsdp2_copy_in(x, 0, kind, x->c->compute, err, errlen);
+    case ISO_COPY_OUT: return fsdp2_copy_out(x, 0, kind % 2, kind == 2, x->c->compute, err, errlen);
+    case ISO_COPY_REDUCE: return fsdp2_rs_copy_in(x, 0, kind % 2, x->c->compute, err, errlen);
     case ISO_P2P: return p2p_launch(x, 0, 0, 1, 0, x->c->compute, x->c->compute, err, errlen);
     }
     return CM_OK;
@@ -1062,7 +1195,7 @@ static void size_regions(M *x)
     const work_plan *w = x->w;
     const work_list *lists[6] = {&w->layer_fwd, &w->layer_bwd, &w->head_fwd,
                                  &w->head_bwd,  &w->moe_fwd,   &w->moe_bwd};
-    size_t xa = 0, yc = 0, zb = 0;
+    size_t xa = 0, yc = 0, zb = 0, wsmax = 0;
     for (int j = 0; j < 6; j++)
         for (int i = 0; i < lists[j]->n; i++) {
             const work_item *it = &lists[j]->item[i];
@@ -1071,8 +1204,13 @@ static void size_regions(M *x)
                 a = gemm_a_bytes(it);
                 b = it->weight_operand ? 0 : gemm_b_bytes(it);
                 cc = is_weight_grad(it) ? 0 : gemm_c_bytes(it);
-            } else if (it->kind == WORK_STREAM) {
-                a = cc = (size_t)(it->bytes / 2);
+            } else if (it->kind == WORK_STREAM) { /* a in x, b in z, output and scratch in y */
+                bkk_ew e = ew_of(&it->access);
+                a = ew_bytes(&it->access, 1);
+                b = ew_bytes(&it->access, 2);
+                cc = ew_bytes(&it->access, 0);
+                size_t ws = bkk_ew_workspace_bytes(&e, x->c->sms);
+                if (ws > wsmax) wsmax = ws;
             } else {
                 a = cc = (size_t)it->bytes;
             }
@@ -1080,10 +1218,17 @@ static void size_regions(M *x)
             if (b > zb) zb = b;
             if (cc > yc) yc = cc;
         }
+    /* FSDP2's copy-out of the root unit lands in y */
+    if (x->fsdp2_copies)
+        for (int s = 0; s < x->P; s++) {
+            size_t rb = root_cnt(x, s) * (size_t)x->grp[GROUP_DP].size * 2;
+            if (rb > yc) yc = rb;
+        }
     x->x_off = 0;
     x->x_sz = ALIGN(xa + 256);
     x->y_off = x->x_sz;
-    x->y_sz = ALIGN(yc + 256);
+    x->y_ws = ALIGN(yc + 256);
+    x->y_sz = ALIGN(x->y_ws + wsmax);
     x->z_off = x->y_off + x->y_sz;
     x->z_sz = ALIGN(zb + 256);
 }
@@ -1192,6 +1337,8 @@ cm_status bk_measure_traced(bk_ctx *c, const work_plan *w, const char *plan_name
 
     /* Pool sizes: the plan's own figures, grown where an operand needs more. */
     const memory_breakdown *mb = &w->est.memory;
+    x->fsdp2_copies = w->fsdp && w->dp_active && l->framework == FRAMEWORK_FSDP2 &&
+                      x->grp[GROUP_DP].size > 1;
     size_regions(x);
     size_t g = (size_t)(x->grp[GROUP_DP].size > 1 ? x->grp[GROUP_DP].size : 1);
     size_t ge = (size_t)(x->grp[GROUP_EDP].size > 1 ? x->grp[GROUP_EDP].size : 1);
@@ -1244,10 +1391,13 @@ cm_status bk_measure_traced(bk_ctx *c, const work_plan *w, const char *plan_name
             x->rbuf_off[i] = o;
             o += x->rbuf_sz;
         }
+        if (x->fsdp2_copies) { /* the copy-in's flat bf16 buffer */
+            x->cin_off = o;
+            x->cin_sz = ALIGN((ucnt > rcnt ? ucnt : rcnt) * 2);
+            o += x->cin_sz;
+        }
         comm_need = o;
     }
-    x->fsdp2_copies = w->fsdp && w->dp_active && l->framework == FRAMEWORK_FSDP2 &&
-                      x->grp[GROUP_DP].size > 1;
     size_t comm_plan = ALIGN((size_t)mb->comm_buffer_bytes);
     x->comm_bytes = comm_plan > comm_need ? comm_plan : comm_need;
     /* Pipeline buffers: a send buffer and nslots receive buffers per direction. */
@@ -1306,6 +1456,7 @@ cm_status bk_measure_traced(bk_ctx *c, const work_plan *w, const char *plan_name
         CUDA_TRY(cudaEventCreateWithFlags(&x->ev_bw[d], cudaEventDisableTiming));
         CUDA_TRY(cudaEventCreateWithFlags(&x->ev_join[d], cudaEventDisableTiming));
         CUDA_TRY(cudaEventCreateWithFlags(&x->ev_root[d], cudaEventDisableTiming));
+        CUDA_TRY(cudaEventCreateWithFlags(&x->ev_rfree[d], cudaEventDisableTiming));
         CUDA_TRY(cudaEventCreateWithFlags(&x->ev_done[d], cudaEventDisableTiming));
         CUDA_TRY(cudaEventCreate(&x->e0[d]));
         CUDA_TRY(cudaEventCreate(&x->e1[d]));
@@ -1420,10 +1571,21 @@ allocated:
             }
         }
         if (x->fsdp2_copies) {
-            double cg, cr;
-            BK_TRY(iso_time(x, ISO_COPY_GATHER, NULL, false, 0, tm, &cg, err, errlen));
-            BK_TRY(iso_time(x, ISO_COPY_REDUCE, NULL, false, 0, tm, &cr, err, errlen));
-            out->component_s[WC_FRAMEWORK] = w->layers * (gathers * cg + reduces * cr);
+            /* per layer unit and stage 0's root unit: copy-in and copy-out per gather, the
+             * reduce-scatter copy-in per reduction (the root's in unit-sized pieces); the
+             * copy-outs and reduce-scatter copy-ins are compute-stream time */
+            double units[3] = {nd, nm, root_cnt(x, 0) > 0 ? 1 : 0};
+            double pieces[3] = {1, 1, root_pieces(x, 0)};
+            for (int kind = 0; kind < 3; kind++) {
+                if (units[kind] == 0) continue;
+                double ci, co, cr;
+                BK_TRY(iso_time(x, ISO_COPY_IN, NULL, false, kind, tm, &ci, err, errlen));
+                BK_TRY(iso_time(x, ISO_COPY_OUT, NULL, false, kind, tm, &co, err, errlen));
+                BK_TRY(iso_time(x, ISO_COPY_REDUCE, NULL, false, kind, tm, &cr, err, errlen));
+                double cmp = units[kind] * (gathers * co + reduces * pieces[kind] * cr);
+                out->copies_compute_s += cmp;
+                out->component_s[WC_FRAMEWORK] += cmp + units[kind] * gathers * ci;
+            }
         }
     }
     if (P > 1) {
@@ -1434,10 +1596,12 @@ allocated:
     BK_TRY(iso_time(x, ISO_ADAM, NULL, false, 0, tm, &out->optimizer_s, err, errlen));
     out->component_s[WC_OPTIMIZER] = out->optimizer_s;
     out->compute_s = out->component_s[WC_GEMM] + out->component_s[WC_ATTENTION] +
-                     out->component_s[WC_ELEMENTWISE];
+                     out->component_s[WC_ELEMENTWISE] + out->copies_compute_s;
     if (P == 1) out->bubble_s = out->pp_exposed_s = 0;
-    out->exposed_comm_s = fmax(0, out->step_s - out->compute_s - out->optimizer_s -
-                                      out->component_s[WC_FRAMEWORK] - out->bubble_s);
+    /* FSDP2's copy-ins run ahead of the gathers, on the communication stream: what shows of
+     * them is exposed communication, as the estimate counts it */
+    out->exposed_comm_s =
+        fmax(0, out->step_s - out->compute_s - out->optimizer_s - out->bubble_s);
 
 done:
     if (st != CM_OK && err && strncmp(err, "plan ", 5) != 0) {
@@ -1460,6 +1624,7 @@ done:
         if (x->ev_bw[d]) cudaEventDestroy(x->ev_bw[d]);
         if (x->ev_join[d]) cudaEventDestroy(x->ev_join[d]);
         if (x->ev_root[d]) cudaEventDestroy(x->ev_root[d]);
+        if (x->ev_rfree[d]) cudaEventDestroy(x->ev_rfree[d]);
         if (x->ev_done[d]) cudaEventDestroy(x->ev_done[d]);
         if (x->e0[d]) cudaEventDestroy(x->e0[d]);
         if (x->e1[d]) cudaEventDestroy(x->e1[d]);

@@ -20,13 +20,35 @@ int bkk_fill_bf16(void *p, size_t n, uint32_t seed, float lo, float hi, void *st
 int bkk_fill_pattern_bf16(void *p, size_t n, size_t offset, int rank, void *stream);
 int bkk_check(const void *p, size_t n, int op, int rank, int g, size_t cnt,
               unsigned long long *dev_bad, void *stream);
-int bkk_stream_copy(void *dst, const void *src, size_t bytes, int sms, void *stream);
 int bkk_adam(float *p, const float *g, float *m, float *v, void *bf16_out, size_t n, int sms,
              void *stream);
 int bkk_ref_gemm(int form, int m, int n, int k, int batch, const void *A, const void *B, float *C,
                  void *stream);
 int bkk_bf16_to_f32(const void *in, float *out, size_t n, void *stream);
-int bkk_f32_to_bf16(const float *in, void *out, size_t n, void *stream);
+
+/* An eager PyTorch kernel (costmodel/elementwise.h's ew_access, field for field; the patterns in
+ * ew_pattern's order), run the way PyTorch's kernel of that pattern runs. Operands: out, a, b
+ * (bf16 for element size 2, fp32 for 4). Binary kernels compute a * b, unary ones a (with the
+ * cast), output-only ones write zeros; reductions sum; softmax is log_softmax and its backward
+ * (a = gradient, b = output); the FSDP2 copies copy (with the cast). */
+enum {
+    BKK_EW_VECTORIZED = 0, BKK_EW_UNROLLED, BKK_EW_OFFSETS, BKK_EW_CAT, BKK_EW_REDUCE_ROW,
+    BKK_EW_REDUCE_COL, BKK_EW_SOFTMAX_FWD, BKK_EW_SOFTMAX_BWD, BKK_EW_FOREACH_COPY,
+    BKK_EW_SPLIT_COPY, BKK_EW_CHUNK_CAT, BKK_EW_COUNT
+};
+
+typedef struct {
+    int pattern;
+    int esize[3];
+    long long n[3];
+    long long stride[3][3];
+} bkk_ew;
+
+/* Device scratch a launch needs (column reductions: staging and semaphores), bytes. */
+size_t bkk_ew_workspace_bytes(const bkk_ew *e, int sms);
+/* ws: bkk_ew_workspace_bytes of device memory (NULL when 0). */
+int bkk_ew_launch(const bkk_ew *e, void *out, const void *a, const void *b, void *ws, int sms,
+                  void *stream);
 
 #ifdef __cplusplus
 }

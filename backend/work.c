@@ -13,6 +13,7 @@
 #include "elementwise.h"
 #include "estimate_costs.h"
 #include "flops.h"
+#include "fsdp_copies.h"
 #include "memory.h"
 
 static const char *component_names[WC_COUNT] = {
@@ -81,22 +82,36 @@ static void linear(const system_spec *sys, work_list *fwd, work_list *bwd, const
          compute_gemm_s(sys, in, out, tokens));
 }
 
-static void stream(work_list *w, work_component c, const char *name, double bytes, double pred_s)
+static void stream_access(work_list *w, work_component c, const char *name, double bytes,
+                          const ew_access *a, double pred_s)
 {
     work_item *it = push(w, WORK_STREAM, c, name);
     if (!it) return;
     it->bytes = bytes;
+    it->access = *a;
     it->pred_s = pred_s;
 }
 
-/* Each launch of n elementwise kernels as its own stream item, so that the backend launches as
- * many kernels of the same bytes as the framework does. */
+/* A memory-bound kernel of `bytes` with no derived pattern: a vectorized bf16 kernel reading
+ * half of them and writing half. */
+static void stream(work_list *w, work_component c, const char *name, double bytes, double pred_s)
+{
+    long n = (long)(bytes / 4);
+    ew_access a = {.pattern = EW_VECTORIZED, .esize = {2, 2, 0}, .n = {1, 1, n > 0 ? n : 1}};
+    a.stride[0][2] = a.stride[1][2] = 1;
+    stream_access(w, c, name, bytes, &a, pred_s);
+}
+
+/* Each launch of n elementwise kernels as its own stream item, with the kernel's access pattern
+ * (elementwise.h), so that the backend launches as many kernels of the same kind and bytes as
+ * the framework does. */
 static void elementwise_items(const system_spec *sys, const elementwise_list *e,
                               const elementwise_kernel *k, int n, work_list *w)
 {
     for (int i = 0; i < n; i++)
         for (int j = 0; j < k[i].count; j++)
-            stream(w, WC_ELEMENTWISE, k[i].name, k[i].bytes, elementwise_kernel_s(sys, e, &k[i]));
+            stream_access(w, WC_ELEMENTWISE, k[i].name, k[i].bytes, &k[i].access,
+                          elementwise_kernel_s(sys, e, &k[i]));
 }
 
 static void coll(work_list *w, work_component c, const char *name, collective_op op, double bytes,
@@ -659,13 +674,26 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
             }
         }
     }
-    /* FSDP2's copy-in/copy-out kernels (estimate.c prices them on the compute stream; bk_measure
-     * runs them itself, so they are not work items): 4p forward, 4p (resharded) + 6p backward. */
-    if (l->framework == FRAMEWORK_FSDP2 && l->sharding == SHARDING_FSDP)
-        w->pred_component_s[WC_ELEMENTWISE] +=
-            micro * w->layers *
-            (compute_stream_s(sys, 4.0 * p) +
-             compute_stream_s(sys, (l->reshard_after_forward ? 4.0 : 0.0) * p + 6.0 * p));
+    /* FSDP2's copies (fsdp_copies.h; bk_measure runs them around the unit collectives, so they
+     * are not work items): per layer unit and the stage's root unit, a copy-in and a copy-out
+     * per all-gather, a reduce-scatter copy-in per reduction. The copy-outs and the
+     * reduce-scatter copy-ins are compute-stream time in the estimate. */
+    if (fsdp_copies_apply(l)) {
+        int g = layout_shard_group(l);
+        double gathers = micro * fsdp_gathers_per_microbatch(l);
+        for (int kind = 0; kind < 3; kind++) {
+            double units = kind == 0 ? nd : (kind == 1 ? nm : 1);
+            double up = kind == 0 ? p : (kind == 1 ? w->moe_layer_params
+                                                   : fsdp_root_params(m, l, w->stage) / l->tp);
+            if (units <= 0 || up <= 0) continue;
+            fsdp_copies fc;
+            fsdp_copies_unit(up, g, &fc);
+            double cmp = units * (gathers * fsdp_copy_out_s(sys, &fc) +
+                                  micro * fsdp_rs_copy_in_s(sys, &fc));
+            w->pred_copies_compute_s += cmp;
+            w->pred_component_s[WC_FRAMEWORK] += cmp + units * gathers * fsdp_copy_in_s(sys, &fc);
+        }
+    }
     w->pred_component_s[WC_PP] = w->est.time.pp_s;
     w->pred_component_s[WC_OPTIMIZER] = w->est.time.optimizer_s;
     return CM_OK;
@@ -689,8 +717,7 @@ static void print_list(FILE *f, const char *phase, const work_list *w, double re
                     it->batch);
             break;
         case WORK_STREAM:
-            fprintf(f, "stream %-41.3g", it->bytes);
-            if (0) fprintf(f, " ");
+            fprintf(f, "stream %-13s %-27.3g", ew_pattern_name(it->access.pattern), it->bytes);
             break;
         case WORK_COLL:
             fprintf(f, "%-14s %-9s %-12.4g %-9s", collective_get(it->op)->name,
@@ -746,6 +773,15 @@ void work_plan_print(const work_plan *w, void *file)
                 collective_get(w->reduce_op)->name, w->reduce_bytes,
                 w->reduce_each_micro ? ", every micro-batch" : ", last micro-batch",
                 w->reduce_fp32 ? "fp32" : "bf16");
+    }
+    if (fsdp_copies_apply(l)) {
+        fsdp_copies fc;
+        fsdp_copies_unit(w->layer_params, layout_shard_group(l), &fc);
+        fprintf(f, "  unit  %-22s copy-in %.4g + %.4g bytes (%d launches each), copy-out %.4g, "
+                   "reduce-scatter copy-in %.4g bytes per layer (fsdp_copies.h)\n",
+                "fsdp2.copies", fc.cast_in.bytes * fc.cast_in.count,
+                fc.slot_in.bytes * fc.slot_in.count, fc.cast_in.count, fc.copy_out.bytes,
+                fc.rs_cast.bytes);
     }
     fprintf(f, "  step  %-22s adam over %.4g parameters%s\n", "optimizer", w->optimizer_params,
             w->optimizer_bf16_copy ? " (+ bf16 model copy)" : "");

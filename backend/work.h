@@ -26,6 +26,7 @@
 #include <stddef.h>
 
 #include "collective.h"
+#include "elementwise.h"
 #include "estimate.h"
 #include "schedule.h"
 #include "layout.h"
@@ -35,7 +36,8 @@
 
 typedef enum {
     WORK_GEMM = 0,   /* C[m,n] = A[m,k] B[k,n] in bf16, fp32 accumulate; `batch` copies */
-    WORK_STREAM,     /* memory-bound kernel moving `bytes` (half read, half written) */
+    WORK_STREAM,     /* memory-bound eager/fused kernel of `bytes`, run with the access
+                        pattern PyTorch's kernel for it has (`access`, elementwise.h) */
     WORK_COLL,       /* NCCL collective of nccl-tests size `bytes` over group `group` */
 } work_kind;
 
@@ -50,7 +52,8 @@ typedef enum {
     WC_PP,            /* pipeline send/recv of activations and their gradients */
     WC_DP,            /* FSDP gathers / reductions, DP gradient sync (comm stream) */
     WC_OPTIMIZER,
-    WC_FRAMEWORK,     /* framework copies the cost model does not price (FSDP2 copy-in/out) */
+    WC_FRAMEWORK,     /* FSDP2's copies around its collectives (fsdp_copies.h): copy-in,
+                         copy-out, reduce-scatter copy-in, of the layer units and the root */
     WC_COUNT
 } work_component;
 
@@ -78,6 +81,7 @@ typedef struct {
     bool weight_operand;       /* B is a layer weight (FSDP: read from the gathered unit) */
     /* STREAM / COLL */
     double bytes;
+    ew_access access;          /* STREAM: the kernel's pattern and operands (elementwise.h) */
     collective_op op;
     work_group group;
     bool fp32;                 /* collective in fp32 (gradient reductions) */
@@ -155,6 +159,9 @@ typedef struct {
     /* Predictions */
     estimate est;
     double pred_component_s[WC_COUNT]; /* raw (not overlap-adjusted) item sums per step */
+    double pred_copies_compute_s;      /* of pred_component_s[WC_FRAMEWORK], the compute
+                                          stream's (copy-out, reduce-scatter copy-in), which the
+                                          estimate's compute time holds */
 } work_plan;
 
 /*

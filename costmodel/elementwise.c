@@ -32,6 +32,17 @@
  * fused native kernel, 4h, backward 8h), GeLU (4f, backward 8f), dropout masks (2h, backward
  * 4h), the MoE token permutes (8h per routed copy, backward 16h); MoE experts are priced as one
  * SwiGLU over all routed rows (HF loops over experts: the same bytes in more launches).
+ *
+ * Each entry carries the kernel PyTorch runs for it (ew_access, elementwise.h), from the op's
+ * operands: contiguous same-dtype ops are vectorized (silu, the SwiGLU and residual products
+ * and sums, pow, the fp32 products of the norm backward, fills, x.pow(1)'s Memcpy, fp32->bf16
+ * casts); bf16->fp32 casts take the unrolled LoadWithCast path; a broadcast operand (the norm
+ * weight [h], rstd [T, 1], RoPE's cos/sin [s, d] over heads, mean_backward's expand) or a
+ * strided one (rotate_half's slices, q in q_proj's [b, s, heads, d] layout beside [b, heads, s,
+ * d] tensors, slice_backward's copies, view backward's reshape) the per-element offset path;
+ * torch.cat CatArrayBatchedCopy; mean/sum over h and sum_to [h] reductions; log_softmax and its
+ * backward the softmax kernels. The simple counts (LayerNorm, GeLU, dropout, MoE permutes) and
+ * Megatron's fused lumps run as vectorized kernels reading half the bytes and writing half.
  */
 #include "elementwise.h"
 
@@ -44,16 +55,125 @@ typedef struct {
     int *n;
 } pass;
 
-static void add(pass p, const char *name, double bytes, int count)
+static void add(pass p, const char *name, double bytes, int count, ew_access a)
 {
     if (*p.n >= ELEMENTWISE_MAX || count <= 0 || bytes <= 0) return;
-    p.k[*p.n] = (elementwise_kernel){name, bytes, count};
+    p.k[*p.n] = (elementwise_kernel){name, bytes, count, a};
     (*p.n)++;
 }
 
-/* LlamaRMSNorm over t rows of width w, `count` times (header comment: 36 and 92 bytes); qk:
- * Qwen3's per-head q/k norms, named apart. */
-static void rms_norm(pass f, pass b, double t, double w, int count, bool qk)
+/* ---- access patterns (elementwise.h); element sizes: bf16 2, fp32 4 ------------------------ */
+
+static long L(double x) { return x < 1 ? 1 : (long)(x + 0.5); }
+
+/* Contiguous operands over `elems` elements; eb/ea 0: fewer inputs. */
+static ew_access contig(ew_pattern p, int eo, int ea, int eb, double elems)
+{
+    ew_access a = {.pattern = p, .esize = {eo, ea, eb}, .n = {1, 1, L(elems)}};
+    for (int k = 0; k < 3; k++)
+        if (a.esize[k]) a.stride[k][2] = 1;
+    return a;
+}
+
+static ew_access vec(int eo, int ea, int eb, double elems)
+{
+    return contig(EW_VECTORIZED, eo, ea, eb, elems);
+}
+
+/* A simple count of `bytes`: a bf16 kernel reading half of them and writing half. */
+static ew_access lump(double bytes) { return vec(2, 2, 0, bytes / 4); }
+
+/* [rows, w] (.) b, b broadcast: a [w] row over every row (col = false: norm weight), or a
+ * [rows, 1] column over every column (col = true: rstd). */
+static ew_access bcast(int e, double rows, double w, bool col)
+{
+    ew_access a = {.pattern = EW_OFFSETS, .esize = {e, e, e}, .n = {1, L(rows), L(w)}};
+    for (int k = 0; k < 2; k++) a.stride[k][1] = L(w), a.stride[k][2] = 1;
+    if (col) a.stride[2][1] = 1;
+    else a.stride[2][2] = 1;
+    return a;
+}
+
+/* Unary [rows, 1] expanded to [rows, w] (mean_backward: grad.expand() / h). */
+static ew_access expand(int e, double rows, double w)
+{
+    ew_access a = {.pattern = EW_OFFSETS, .esize = {e, e, 0}, .n = {1, L(rows), L(w)}};
+    a.stride[0][1] = L(w), a.stride[0][2] = 1;
+    a.stride[1][1] = 1;
+    return a;
+}
+
+/* A reduction of [rows, w] over w (row) or over rows (col). */
+static ew_access reduce(ew_pattern p, int eo, int ea, double rows, double w)
+{
+    ew_access a = {.pattern = p, .esize = {eo, ea, 0}, .n = {1, L(rows), L(w)}};
+    a.stride[1][1] = L(w), a.stride[1][2] = 1;
+    if (p == EW_REDUCE_ROW) a.stride[0][1] = 1;
+    else a.stride[0][2] = 1;
+    return a;
+}
+
+/* RoPE's shapes over t tokens, hd heads of d (bf16). q (and k) keep q_proj's [b, s, heads, d]
+ * layout, a view [b, heads, s, d]; cos/sin are [s, d] tables broadcast over heads (the batch
+ * folded into the rows). */
+typedef enum {
+    ROPE_MUL,       /* q * cos (and rot * sin, grad * cos, grad * sin): cos over heads */
+    ROPE_NEG,       /* -x2: the second half of q's last dim (row stride d) */
+    ROPE_CAT,       /* cat((-x2, x1), -1): logical [heads, s, d/2] inputs, -x2 in neg's layout
+                       [s, heads, d/2], x1 a slice of q; output contiguous [heads, s, d] */
+    ROPE_ADD_MIXED, /* q*cos (q's layout) + rot*sin ([heads, s, d]): the output follows the first */
+    ROPE_SLICE,     /* slice_backward: a half-width gradient into the zeros' half (row stride d) */
+    ROPE_VIEW,      /* view backward's reshape: [heads, s, d] contiguous into q_proj's layout */
+} rope_op;
+
+static ew_access rope_access(rope_op op, double t, double hd, double d)
+{
+    long T = L(t), H = L(hd), D = L(d), D2 = L(d / 2);
+    ew_access a = {.pattern = EW_OFFSETS, .esize = {2, 2, 0}};
+    switch (op) {
+    case ROPE_MUL:
+        a.esize[2] = 2;
+        a.n[0] = T, a.n[1] = H, a.n[2] = D;
+        for (int k = 0; k < 2; k++) a.stride[k][0] = H * D, a.stride[k][1] = D, a.stride[k][2] = 1;
+        a.stride[2][0] = D, a.stride[2][2] = 1;
+        break;
+    case ROPE_NEG:
+        a.n[0] = 1, a.n[1] = T * H, a.n[2] = D2;
+        a.stride[0][1] = D2, a.stride[0][2] = 1;
+        a.stride[1][1] = D, a.stride[1][2] = 1;
+        break;
+    case ROPE_CAT:
+        a.pattern = EW_CAT;
+        a.esize[2] = 2;
+        a.n[0] = H, a.n[1] = T, a.n[2] = D2;
+        a.stride[0][0] = T * D, a.stride[0][1] = D, a.stride[0][2] = 1;
+        a.stride[1][0] = D2, a.stride[1][1] = H * D2, a.stride[1][2] = 1;
+        a.stride[2][0] = D, a.stride[2][1] = H * D, a.stride[2][2] = 1;
+        break;
+    case ROPE_ADD_MIXED:
+        a.esize[2] = 2;
+        a.n[0] = T, a.n[1] = H, a.n[2] = D;
+        for (int k = 0; k < 2; k++) a.stride[k][0] = H * D, a.stride[k][1] = D, a.stride[k][2] = 1;
+        a.stride[2][0] = D, a.stride[2][1] = T * D, a.stride[2][2] = 1;
+        break;
+    case ROPE_SLICE:
+        a.n[0] = 1, a.n[1] = T * H, a.n[2] = D2;
+        a.stride[0][1] = D, a.stride[0][2] = 1;
+        a.stride[1][1] = D2, a.stride[1][2] = 1;
+        break;
+    case ROPE_VIEW:
+        a.n[0] = T, a.n[1] = H, a.n[2] = D;
+        a.stride[0][0] = H * D, a.stride[0][1] = D, a.stride[0][2] = 1;
+        a.stride[1][0] = D, a.stride[1][1] = T * D, a.stride[1][2] = 1;
+        break;
+    }
+    return a;
+}
+
+/* LlamaRMSNorm over t rows of width w, normalised over nw (h; Qwen3's q/k norms: head_dim),
+ * `count` times (header comment: 36 and 92 bytes); qk: Qwen3's per-head q/k norms, named
+ * apart. */
+static void rms_norm(pass f, pass b, double t, double w, double nw, int count, bool qk)
 {
     static const char *const names[2][19] = {
         {"rmsnorm.to_fp32", "rmsnorm.pow", "rmsnorm.mean", "rmsnorm.mul_rstd",
@@ -71,24 +191,41 @@ static void rms_norm(pass f, pass b, double t, double w, int count, bool qk)
     };
     /* bytes per element: 6 forward kernels, then 13 backward ones */
     static const double per[19] = {6, 8, 4, 8, 6, 4, 4, 6, 2, 6, 8, 12, 4, 4, 8, 8, 12, 12, 6};
-    for (int i = 0; i < 19; i++) add(i < 6 ? f : b, names[qk][i], per[i] * t * w, count);
+    double e = t * w, r = e / nw;
+    /* the kernel of each (bf16 2, fp32 4): x.to(fp32) casts; pow contiguous; mean over h;
+     * x * rstd broadcasts [T,1]; .to(bf16) vectorized; weight * x broadcasts [h]; backward:
+     * grad * weight broadcast, grad * x contiguous, sum_to [h] over rows, cast, grad * rstd
+     * broadcast, grad * x fp32, sum_to [T,1] over h, expand / h, pow(1)'s Memcpy, 2 * x,
+     * grad * (2x), the fp32 add, the cast back */
+    const ew_access acc[19] = {
+        contig(EW_UNROLLED, 4, 2, 0, e), vec(4, 4, 0, e), reduce(EW_REDUCE_ROW, 4, 4, r, nw),
+        bcast(4, r, nw, true), vec(2, 4, 0, e), bcast(2, r, nw, false),
+        bcast(2, r, nw, false), vec(2, 2, 2, e), reduce(EW_REDUCE_COL, 2, 2, r, nw),
+        contig(EW_UNROLLED, 4, 2, 0, e), bcast(4, r, nw, true), vec(4, 4, 4, e),
+        reduce(EW_REDUCE_ROW, 4, 4, r, nw), expand(4, r, nw), vec(4, 4, 0, e), vec(4, 4, 0, e),
+        vec(4, 4, 4, e), vec(4, 4, 4, e), vec(2, 4, 0, e),
+    };
+    for (int i = 0; i < 19; i++) add(i < 6 ? f : b, names[qk][i], per[i] * e, count, acc[i]);
 }
 
-/* q * cos + rotate_half(q) * sin over t rows of width w (header comment: 20 and 34 bytes). */
-static void rope(pass f, pass b, double t, double w, bool is_q)
+/* q * cos + rotate_half(q) * sin over t rows of width w, heads of d (header comment: 20 and 34
+ * bytes). Of the backward's two gradient sums one adds contiguous [heads, s, d] tensors
+ * (vectorized), the other q*cos's gradient in q's layout to them (mixed layouts). */
+static void rope(pass f, pass b, double t, double w, double d, bool is_q)
 {
-    double e = t * w;
+    double e = t * w, hd = w / d;
 #define N(s) (is_q ? "rope.q." s : "rope.k." s)
-    add(f, N("mul"), 4 * e, 2);
-    add(f, N("neg"), 2 * e, 1);
-    add(f, N("cat"), 4 * e, 1);
-    add(f, N("add"), 6 * e, 1);
-    add(b, N("bwd.mul"), 4 * e, 2);
-    add(b, N("bwd.neg"), 2 * e, 1);
-    add(b, N("bwd.zeros"), 2 * e, 2);
-    add(b, N("bwd.slice_copy"), 2 * e, 2);
-    add(b, N("bwd.add"), 6 * e, 2);
-    add(b, N("bwd.view_copy"), 4 * e, 1);
+    add(f, N("mul"), 4 * e, 2, rope_access(ROPE_MUL, t, hd, d));
+    add(f, N("neg"), 2 * e, 1, rope_access(ROPE_NEG, t, hd, d));
+    add(f, N("cat"), 4 * e, 1, rope_access(ROPE_CAT, t, hd, d));
+    add(f, N("add"), 6 * e, 1, rope_access(ROPE_ADD_MIXED, t, hd, d));
+    add(b, N("bwd.mul"), 4 * e, 2, rope_access(ROPE_MUL, t, hd, d));
+    add(b, N("bwd.neg"), 2 * e, 1, rope_access(ROPE_NEG, t, hd, d));
+    add(b, N("bwd.zeros"), 2 * e, 2, vec(2, 0, 0, e));
+    add(b, N("bwd.slice_copy"), 2 * e, 2, rope_access(ROPE_SLICE, t, hd, d));
+    add(b, N("bwd.add"), 6 * e, 1, vec(2, 2, 2, e));
+    add(b, N("bwd.add_mixed"), 6 * e, 1, rope_access(ROPE_ADD_MIXED, t, hd, d));
+    add(b, N("bwd.view_copy"), 4 * e, 1, rope_access(ROPE_VIEW, t, hd, d));
 #undef N
 }
 
@@ -98,13 +235,13 @@ static void activation(const model_spec *m, pass f, pass b, double t, double w, 
 {
     double e = t * w;
     if (m->activation == MODEL_ACT_SWIGLU) {
-        add(f, fn, 4 * e, 1);
-        add(f, fm, 6 * e, 1);
-        add(b, bm, 6 * e, 2);
-        add(b, bs, 6 * e, 1);
+        add(f, fn, 4 * e, 1, vec(2, 2, 0, e));
+        add(f, fm, 6 * e, 1, vec(2, 2, 2, e));
+        add(b, bm, 6 * e, 2, vec(2, 2, 2, e));
+        add(b, bs, 6 * e, 1, vec(2, 2, 2, e));
     } else {
-        add(f, fn, 4 * e, 1);
-        add(b, bs, 8 * e, 1);
+        add(f, fn, 4 * e, 1, vec(2, 2, 0, e));
+        add(b, bs, 8 * e, 1, lump(8 * e));
     }
 }
 
@@ -131,8 +268,8 @@ static void fused_layer(const model_spec *m, const layout *l, double tokens, boo
     /* two norms, two residual adds (read 2h, write h: 6h), 1-byte dropout masks */
     double repl = 2.0 * 4.0 * h + 12.0 * h + (m->dropout ? 2.0 * h : 0);
     double fwd = tokens * (repl / seq_div + sharded);
-    out->fwd[out->n_fwd++] = (elementwise_kernel){"elementwise", fwd, 1};
-    out->bwd[out->n_bwd++] = (elementwise_kernel){"elementwise.bwd", 2.0 * fwd, 1};
+    out->fwd[out->n_fwd++] = (elementwise_kernel){"elementwise", fwd, 1, lump(fwd)};
+    out->bwd[out->n_bwd++] = (elementwise_kernel){"elementwise.bwd", 2.0 * fwd, 1, lump(2.0 * fwd)};
 }
 
 void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool moe,
@@ -153,22 +290,23 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
 
     /* Norms (input_layernorm, post_attention_layernorm; Qwen3's per-head q/k norms). */
     if (m->norm == MODEL_NORM_RMS) {
-        rms_norm(f, b, tr, h, 2, false);
-        if (m->qk_norm) rms_norm(f, b, tokens, (qw + kw) / 2.0, 2, true); /* q and k: mean width */
+        rms_norm(f, b, tr, h, h, 2, false);
+        if (m->qk_norm) /* q and k: mean width */
+            rms_norm(f, b, tokens, (qw + kw) / 2.0, qk, 2, true);
     } else {
-        add(f, "layernorm", 4 * tr * h, 2);
-        add(b, "layernorm.bwd", 8 * tr * h, 2);
+        add(f, "layernorm", 4 * tr * h, 2, lump(4 * tr * h));
+        add(b, "layernorm.bwd", 8 * tr * h, 2, lump(8 * tr * h));
     }
     if (!m->learned_positions) {
-        rope(f, b, tokens, qw, true);
-        rope(f, b, tokens, kw, false);
+        rope(f, b, tokens, qw, qk, true);
+        rope(f, b, tokens, kw, qk, false);
     }
-    add(f, "residual.add", 6 * tr * h, 2);
+    add(f, "residual.add", 6 * tr * h, 2, vec(2, 2, 2, tr * h));
     /* Gradient accumulation of the tensors read twice (header comment). */
-    add(b, "grad.add", 6 * tr * h, 2 + (m->mla ? 1 : 2) + (gated ? 1 : 0));
+    add(b, "grad.add", 6 * tr * h, 2 + (m->mla ? 1 : 2) + (gated ? 1 : 0), vec(2, 2, 2, tr * h));
     if (m->dropout) {
-        add(f, "dropout", 2 * tr * h, 1);
-        add(b, "dropout.bwd", 4 * tr * h, 1);
+        add(f, "dropout", 2 * tr * h, 1, lump(2 * tr * h));
+        add(b, "dropout.bwd", 4 * tr * h, 1, lump(4 * tr * h));
     }
     if (!moe) {
         activation(m, f, b, tokens, m->ffn / tp, "mlp.act", "mlp.mul", "mlp.bwd.mul",
@@ -180,8 +318,8 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
         double rows = tokens * m->top_k / tp; /* routed copies of this GPU's tokens */
         activation(m, f, b, rows, (double)m->expert_ffn, "experts.act", "experts.mul",
                    "experts.bwd.mul", "experts.bwd.act");
-        add(f, "moe.permute", 8 * rows * h, 1);
-        add(b, "moe.permute.bwd", 16 * rows * h, 1);
+        add(f, "moe.permute", 8 * rows * h, 1, lump(8 * rows * h));
+        add(b, "moe.permute.bwd", 16 * rows * h, 1, lump(16 * rows * h));
     }
 }
 
@@ -191,18 +329,19 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
     double v = (double)m->vocab / l->tp;
     if (l->framework != FRAMEWORK_FSDP2) {
         /* ~20 bytes per logit through HBM: bf16 logits, fp32 softmax forward and backward */
-        out->fwd[out->n_fwd++] = (elementwise_kernel){"loss", 10.0 * tokens * v, 1};
-        out->bwd[out->n_bwd++] = (elementwise_kernel){"loss.bwd", 10.0 * tokens * v, 1};
+        double lb = 10.0 * tokens * v;
+        out->fwd[out->n_fwd++] = (elementwise_kernel){"loss", lb, 1, lump(lb)};
+        out->bwd[out->n_bwd++] = (elementwise_kernel){"loss.bwd", lb, 1, lump(lb)};
         return;
     }
     out->eager = true;
     pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
     double tr = l->sp ? tokens / l->tp : tokens;
     if (m->norm == MODEL_NORM_RMS) {
-        rms_norm(f, b, tr, m->hidden, 1, false);
+        rms_norm(f, b, tr, m->hidden, m->hidden, 1, false);
     } else {
-        add(f, "layernorm", 4 * tr * m->hidden, 1);
-        add(b, "layernorm.bwd", 8 * tr * m->hidden, 1);
+        add(f, "layernorm", 4 * tr * m->hidden, 1, lump(4 * tr * m->hidden));
+        add(b, "layernorm.bwd", 8 * tr * m->hidden, 1, lump(8 * tr * m->hidden));
     }
     /* F.cross_entropy(logits.float()): log_softmax + nll_loss. Forward: the bf16-to-fp32 copy 6,
      * cunn_SoftMaxForward reads and writes fp32 8 (nll_loss reads one logit per token).
@@ -210,11 +349,15 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
      * _log_softmax_backward_data reads grad and output, writes 12, _to_copy_backward back to
      * bf16 6. */
     double e = tokens * v;
-    add(f, "loss.to_fp32", 6 * e, 1);
-    add(f, "loss.log_softmax", 8 * e, 1);
-    add(b, "loss.bwd.zeros", 4 * e, 1);
-    add(b, "loss.bwd.log_softmax", 12 * e, 1);
-    add(b, "loss.bwd.to_bf16", 6 * e, 1);
+    add(f, "loss.to_fp32", 6 * e, 1, contig(EW_UNROLLED, 4, 2, 0, e));
+    add(f, "loss.log_softmax", 8 * e, 1, reduce(EW_SOFTMAX_FWD, 4, 4, tokens, v));
+    add(b, "loss.bwd.zeros", 4 * e, 1, vec(4, 0, 0, e));
+    ew_access sb = reduce(EW_SOFTMAX_BWD, 4, 4, tokens, v); /* grad and output, contiguous */
+    sb.esize[2] = 4;
+    sb.stride[0][1] = sb.stride[2][1] = sb.stride[1][1];
+    sb.stride[0][2] = sb.stride[2][2] = 1;
+    add(b, "loss.bwd.log_softmax", 12 * e, 1, sb);
+    add(b, "loss.bwd.to_bf16", 6 * e, 1, vec(2, 4, 0, e));
 }
 
 double elementwise_bytes(const elementwise_kernel *k, int n)
@@ -231,12 +374,53 @@ int elementwise_launches(const elementwise_kernel *k, int n)
     return s;
 }
 
+double elementwise_eager_kernel_s(const system_spec *sys, const elementwise_kernel *k)
+{
+    return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->eager_elementwise_efficiency) +
+           sys->eager_kernel_gap_s;
+}
+
 double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
                             const elementwise_kernel *k)
 {
     if (!e->eager) return compute_stream_s(sys, k->bytes);
-    return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->eager_elementwise_efficiency) +
-           sys->eager_kernel_gap_s;
+    return elementwise_eager_kernel_s(sys, k);
+}
+
+long ew_operand_elems(const ew_access *a, int k)
+{
+    if (k < 0 || k > 2 || !a->esize[k]) return 0;
+    switch (a->pattern) {
+    case EW_REDUCE_ROW:
+        return k == 0 ? a->n[1] : a->n[1] * a->n[2];
+    case EW_REDUCE_COL:
+        return k == 0 ? a->n[2] : a->n[1] * a->n[2];
+    case EW_SOFTMAX_FWD:
+    case EW_SOFTMAX_BWD:
+    case EW_SPLIT_COPY:
+    case EW_CHUNK_CAT:
+        return a->n[1] * a->n[2];
+    case EW_FOREACH_COPY:
+        return a->n[0] * a->n[1] * a->n[2];
+    default:
+        break;
+    }
+    long span = 1;
+    for (int i = 0; i < 3; i++) span += (a->n[i] - 1) * a->stride[k][i];
+    if (a->pattern == EW_CAT && k == 0) span += a->n[2] * a->stride[0][2]; /* the second input */
+    return span;
+}
+
+double ew_elements(const ew_access *a) { return (double)a->n[0] * a->n[1] * a->n[2]; }
+
+const char *ew_pattern_name(ew_pattern p)
+{
+    static const char *const names[EW_PATTERN_COUNT] = {
+        "vectorized", "unrolled_cast", "offsets",     "cat",          "reduce_row",
+        "reduce_col", "softmax_fwd",   "softmax_bwd", "foreach_copy", "split_copy",
+        "chunk_cat",
+    };
+    return p >= 0 && p < EW_PATTERN_COUNT ? names[p] : "?";
 }
 
 double elementwise_pass_s(const system_spec *sys, const elementwise_list *e,

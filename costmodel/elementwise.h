@@ -20,10 +20,63 @@
 #include "model.h"
 #include "system.h"
 
+/*
+ * The kernel PyTorch launches for an op, which decides how close to HBM bandwidth it runs
+ * (aten/src/ATen/native/cuda: CUDALoops.cuh gpu_kernel_impl / gpu_kernel_impl_nocast,
+ * Reduce.cuh, SoftMax.cu, Shape.cu, TensorShape.cu, MultiTensorApply.cuh). It follows from the
+ * op: TensorIterator takes the vectorized path only when every operand is contiguous and no
+ * operand needs a cast the kernel does not do itself; a broadcast operand (stride 0), a strided
+ * one (a slice, a transposed layout) or mixed layouts send it to elementwise_kernel with an
+ * offset computation per element and operand; a cast of contiguous operands to
+ * unrolled_elementwise_kernel with LoadWithCast. bench/BACKEND.md checks each entry's pattern
+ * against the kernel names of a profiled FSDP2 step.
+ */
+typedef enum {
+    EW_VECTORIZED = 0, /* vectorized_elementwise_kernel (also fills, Memcpy DtoD, fp32->bf16
+                          bfloat16_copy_kernel): contiguous, 16-byte loads and stores */
+    EW_UNROLLED,       /* unrolled_elementwise_kernel, LoadWithCast/StoreWithCast: contiguous
+                          with a cast (bf16->fp32 direct_copy); scalar loads through a runtime
+                          dtype switch, 128 threads x 4 elements */
+    EW_OFFSETS,        /* elementwise_kernel<128, 4> (<128, 2> for 4-byte results): a broadcast
+                          or strided operand; per element, index -> offset of every operand
+                          (OffsetCalculator, IntDivider), scalar loads and stores */
+    EW_CAT,            /* CatArrayBatchedCopy: torch.cat of (strided) inputs, per-element
+                          index -> offset of input and output, 2-byte scalar copies */
+    EW_REDUCE_ROW,     /* reduce_kernel over the contiguous last dimension, [rows, w] -> [rows]
+                          (mean(-1), sum to [T, 1]): a warp per row, 16-byte loads */
+    EW_REDUCE_COL,     /* reduce_kernel over rows, [rows, w] -> [w] (sum_to a [h] weight):
+                          threads over columns, blocks split the rows and combine through a
+                          global staging buffer and semaphores (memset per launch) */
+    EW_SOFTMAX_FWD,    /* cunn_SoftMaxForward (log_softmax): a block per row, three passes
+                          over it (max, sum of exp, write) */
+    EW_SOFTMAX_BWD,    /* cunn_SoftMaxBackward: a block per row, sum of grad, then write */
+    EW_FOREACH_COPY,   /* multi_tensor_apply_kernel Copy (torch._foreach_copy_): 65536-element
+                          chunks, a 512-thread block per chunk, <= 320 blocks per launch */
+    EW_SPLIT_COPY,     /* split_with_sizes_copy_out_contiguous_no_cast_kernel: 16-byte copies
+                          of [world, chunk] rows, 128-thread blocks */
+    EW_CHUNK_CAT,      /* chunk_cat_cuda_kernel<float, BFloat16>: a scalar bf16 -> fp32 cast
+                          per element, 128-thread blocks, a grid row per rank's chunk */
+    EW_PATTERN_COUNT
+} ew_pattern;
+
+/* A kernel's operands: output, input a, input b. Elementwise patterns iterate n[0] x n[1] x
+ * n[2] (outermost first) and read operand k at sum_i idx[i] * stride[k][i] elements (stride 0:
+ * broadcast); EW_CAT: n is each input's logical shape, stride[1] and stride[2] the two inputs',
+ * stride[0] the output's, the second input placed n[2] * stride[0][2] further; reductions and
+ * softmax: [n[1], n[2]] contiguous rows; FSDP2's copies: n[1] ranks' chunks of n[2] elements
+ * (EW_FOREACH_COPY: n[2] elements in all). */
+typedef struct {
+    ew_pattern pattern;
+    int esize[3];      /* bytes per element of output, a, b; 0: no such operand */
+    long n[3];
+    long stride[3][3]; /* [operand][dim], elements */
+} ew_access;
+
 typedef struct {
     const char *name; /* static: "rmsnorm.to_fp32" (at most 27 characters) */
     double bytes;     /* HBM bytes one launch reads plus writes */
     int count;        /* identical launches per layer (or per head) and pass */
+    ew_access access; /* the kernel PyTorch runs for it (backend/kernels.cu runs the same) */
 } elementwise_kernel;
 
 #define ELEMENTWISE_MAX 64
@@ -54,6 +107,17 @@ int elementwise_launches(const elementwise_kernel *k, int n);
  * gap between back-to-back eager kernels (eager_kernel_gap_s; both in data/systems). */
 double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
                             const elementwise_kernel *k);
+
+/* The same for one launch of an eager PyTorch kernel (FSDP2's copies: fsdp_copies.h). */
+double elementwise_eager_kernel_s(const system_spec *sys, const elementwise_kernel *k);
+
+/* Elements one operand spans (the highest offset it touches, plus one); 0 when absent. */
+long ew_operand_elems(const ew_access *a, int operand);
+
+/* Elements of the iteration (n[0] n[1] n[2]). */
+double ew_elements(const ew_access *a);
+
+const char *ew_pattern_name(ew_pattern p);
 
 /* Time of n kernels, every launch of each. */
 double elementwise_pass_s(const system_spec *sys, const elementwise_list *e,

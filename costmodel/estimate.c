@@ -25,6 +25,7 @@
 #include "compute.h"
 #include "elementwise.h"
 #include "flops.h"
+#include "fsdp_copies.h"
 #include "memory.h"
 
 typedef struct {
@@ -32,7 +33,8 @@ typedef struct {
     double tp_s;                      /* exposed TP/SP communication, fwd + bwd + recompute */
     double cp_s;                      /* exposed CP communication */
     double ep_s;                      /* exposed EP all-to-all */
-    double gather_s;                  /* FSDP all-gather of this layer (one gather) */
+    double gather_s;                  /* FSDP all-gather of this layer (one gather), with
+                                         FSDP2's copy-in ahead of it (fsdp_copies.h) */
     double reduce_s;                  /* FSDP reduce-scatter of this layer's gradients */
     double fwd_comm_s, bwd_comm_s;    /* tp_s + cp_s + ep_s split by pass (for the simulator) */
 } layer_time;
@@ -126,16 +128,19 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
     elementwise_layer(m, l, tokens, moe, &el);
     double elem_fwd_s = elementwise_pass_s(sys, &el, el.fwd, el.n_fwd);
     double elem_bwd_s = elementwise_pass_s(sys, &el, el.bwd, el.n_bwd);
-    /* FSDP2's own copies, on the compute stream (torch.distributed.fsdp _fsdp_collectives.py):
-     * all-gather copy-out of the gathered bf16 parameters into the unsharded tensors (read and
-     * write 2 bytes each: 4p) in forward and again in backward when resharded, and the
-     * reduce-scatter copy-in of the bf16 gradients cast to the fp32 reduce dtype (chunk_cat:
-     * read 2, write 4: 6p). */
-    double fsdp_copy_fwd = 0, fsdp_copy_bwd = 0;
-    if (l->framework == FRAMEWORK_FSDP2 && l->sharding == SHARDING_FSDP) {
-        double p = memory_layer_params(m, l, moe);
-        fsdp_copy_fwd = compute_stream_s(sys, 4.0 * p);
-        fsdp_copy_bwd = compute_stream_s(sys, (l->reshard_after_forward ? 4.0 : 0.0) * p + 6.0 * p);
+    /* FSDP2's own copies (fsdp_copies.h, from _fsdp_collectives.py), eager kernels: on the
+     * compute stream the all-gather copy-out (split_with_sizes_copy) of each gather, in forward
+     * and again in backward when resharded, and the reduce-scatter copy-in (chunk_cat) of the
+     * backward; the all-gather copy-in (two foreach copies) on its own stream ahead of the
+     * gather, so it joins the gather's time below. */
+    double fsdp_copy_fwd = 0, fsdp_copy_bwd = 0, fsdp_copy_in = 0;
+    if (fsdp_copies_apply(l)) {
+        fsdp_copies fc;
+        fsdp_copies_unit(memory_layer_params(m, l, moe), layout_shard_group(l), &fc);
+        fsdp_copy_fwd = fsdp_copy_out_s(sys, &fc);
+        fsdp_copy_bwd = (l->reshard_after_forward ? fsdp_copy_out_s(sys, &fc) : 0) +
+                        fsdp_rs_copy_in_s(sys, &fc);
+        fsdp_copy_in = fsdp_copy_in_s(sys, &fc);
     }
     r.fwd_s = fwd_gemm + attn_fwd + elem_fwd_s + fsdp_copy_fwd;
     r.bwd_s = (fb_gemm - fwd_gemm) + attn_bwd + elem_bwd_s + fsdp_copy_bwd;
@@ -198,7 +203,7 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
         double p = memory_layer_params(m, l, moe);
         layout_group g = layout_shard_place(sys, l);
         double red = l->framework == FRAMEWORK_FSDP2 ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
-        r.gather_s = collective_time_s(sys, COLL_ALL_GATHER, 2.0 * p, g);
+        r.gather_s = collective_time_s(sys, COLL_ALL_GATHER, 2.0 * p, g) + fsdp_copy_in;
         r.reduce_s = collective_time_s(sys, COLL_REDUCE_SCATTER, red * p, g);
         if (l->offload) {
             /* FSDP2 CPUOffloadPolicy: the fp32 shard crosses PCIe before each gather, the
@@ -211,8 +216,28 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
     return r;
 }
 
+/* FSDP2's copies of stage s's root unit (fsdp_copies.h: embedding on the first stage, final
+ * norm and output layer on the last), per micro-batch: the compute stream's copy-out of each
+ * gather (forward, and backward when resharded) and the reduce-scatter copy-in, and the copy-in
+ * ahead of each gather. Nothing runs beside the root's gathers (the forward's first op, the
+ * backward's first), so its copy-in is exposed. Zeros without FSDP2. */
+static void root_copies_cost(const model_spec *m, const system_spec *sys, const layout *l,
+                             int stage, double *fwd_s, double *bwd_s, double *copy_in_s)
+{
+    *fwd_s = *bwd_s = *copy_in_s = 0;
+    double p = fsdp_root_params(m, l, stage) / l->tp;
+    if (!fsdp_copies_apply(l) || p <= 0) return;
+    fsdp_copies fc;
+    fsdp_copies_unit(p, layout_shard_group(l), &fc);
+    *fwd_s = fsdp_copy_out_s(sys, &fc);
+    *bwd_s = (l->reshard_after_forward ? fsdp_copy_out_s(sys, &fc) : 0) +
+             fsdp_rs_copy_in_s(sys, &fc);
+    *copy_in_s = fsdp_gathers_per_microbatch(l) * fsdp_copy_in_s(sys, &fc);
+}
+
 /* Output layer GEMM and the loss head's elementwise kernels (elementwise.c: final norm,
- * logits.float() and cross-entropy over V/tp logits), on the last stage, per micro-batch. */
+ * logits.float() and cross-entropy over V/tp logits), on the last stage, per micro-batch; under
+ * FSDP2 with the compute-stream copies of the last stage's root unit (root_copies_cost). */
 static void head_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
                       const layout *l, double *fwd_s, double *bwd_s)
 {
@@ -220,11 +245,13 @@ static void head_cost(const model_spec *m, const system_spec *sys, const trainin
     double v = (double)m->vocab / l->tp;
     elementwise_list el;
     elementwise_head(m, l, tokens, &el);
+    double rf, rb, rin;
+    root_copies_cost(m, sys, l, l->pp - 1, &rf, &rb, &rin);
     *fwd_s = compute_gemm_s(sys, tokens, v, m->hidden) +
-             elementwise_pass_s(sys, &el, el.fwd, el.n_fwd);
+             elementwise_pass_s(sys, &el, el.fwd, el.n_fwd) + rf;
     *bwd_s = compute_gemm_fwd_bwd_s(sys, tokens, v, m->hidden) -
              compute_gemm_s(sys, tokens, v, m->hidden) +
-             elementwise_pass_s(sys, &el, el.bwd, el.n_bwd);
+             elementwise_pass_s(sys, &el, el.bwd, el.n_bwd) + rb;
 }
 
 /* One send of a micro-batch's activations (or their gradients) to the adjacent stage; each TP
@@ -291,6 +318,35 @@ static stage_time stage_cost(const model_spec *m, const system_spec *sys,
         head_cost(m, sys, t, l, &hf, &hb);
         s.fwd_s += hf;
         s.bwd_s += hb;
+    }
+    /* FSDP2's root unit copies: the last stage's compute-stream ones are in head_cost; the
+     * first stage's (the embedding, with a pipeline) here; every root copy-in exposed. */
+    {
+        double rf, rb, rin;
+        root_copies_cost(m, sys, l, stage, &rf, &rb, &rin);
+        if (stage == 0 && l->pp > 1) {
+            s.fwd_s += rf;
+            s.bwd_s += rb;
+        }
+        s.fsdp_s += rin;
+        s.fsdp_raw_s += rin;
+    }
+    /* The root unit's own traffic (embedding on the first stage, final norm and output layer on
+     * the last): torch FSDP2's fully_shard(model) and Megatron-FSDP shard them like a layer. Its
+     * gather is the forward's first operation and, resharded, the backward's first; its
+     * reduce-scatter the backward's last: nothing runs beside them, so all of it is exposed
+     * (the same reasoning as the first layer's gather above). */
+    if (l->sharding == SHARDING_FSDP) {
+        double pr = fsdp_root_params(m, l, stage) / l->tp;
+        if (pr > 0) {
+            layout_group g = layout_shard_place(sys, l);
+            double red = l->framework == FRAMEWORK_FSDP2 ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
+            double root = fsdp_gathers_per_microbatch(l) *
+                              collective_time_s(sys, COLL_ALL_GATHER, 2.0 * pr, g) +
+                          collective_time_s(sys, COLL_REDUCE_SCATTER, red * pr, g);
+            s.fsdp_s += root;
+            s.fsdp_raw_s += root;
+        }
     }
     if (l->pp > 1) s.pp_s = 2.0 * l->vpp * p2p_cost(m, sys, t, l);
     s.compute_s = s.fwd_s + s.bwd_s;

@@ -105,6 +105,8 @@ static json_t *items_json(const work_list *l, const double *meas, double reps, c
         } else {
             json_object_set_new(o, "bytes", json_real(it->bytes));
         }
+        if (it->kind == WORK_STREAM)
+            json_object_set_new(o, "pattern", json_string(ew_pattern_name(it->access.pattern)));
         if (it->kind == WORK_COLL)
             json_object_set_new(o, "collective", json_string(collective_get(it->op)->name));
         json_array_append_new(a, o);
@@ -119,6 +121,9 @@ static void items_human(FILE *f, const work_list *l, const double *meas, const c
         fprintf(f, "  %-4s %-22s %10.3f %10.3f %+8.1f%%", phase, it->name, it->pred_s * 1e3,
                 meas[i] * 1e3, 100 * rel_err(meas[i], it->pred_s));
         if (it->kind == WORK_GEMM) fprintf(f, "  %7.1f TFLOP/s", it->flops / meas[i] / 1e12);
+        if (it->kind == WORK_STREAM)
+            fprintf(f, "  %7.0f GB/s %s", it->bytes / meas[i] / 1e9,
+                    ew_pattern_name(it->access.pattern));
         fputc('\n', f);
     }
 }
@@ -286,6 +291,8 @@ int cmd_measure(int argc, char **argv)
         }
         json_object_set_new(pr, "components_s", pc);
         json_object_set_new(me, "components_s", mc);
+        json_object_set_new(pr, "copies_compute_s", json_real(w.pred_copies_compute_s));
+        json_object_set_new(me, "copies_compute_s", json_real(r.copies_compute_s));
         json_object_set_new(er, "step", json_real(rel_err(r.step_s, pred_step)));
         json_object_set_new(er, "compute", json_real(rel_err(r.compute_s, pt->compute_s)));
         json_object_set_new(er, "optimizer", json_real(rel_err(r.optimizer_s, pt->optimizer_s)));
@@ -332,15 +339,19 @@ int cmd_measure(int argc, char **argv)
     static char extra[8192]; /* EP, PP, bubble rows (bk_measure_extra_text) */
     bk_measure_extra_text(&w, &r, extra, sizeof extra);
     fputs(extra, f);
-    if (r.component_s[WC_FRAMEWORK] > 0)
-        row(f, "fsdp2 copies (not modelled)", 0, r.component_s[WC_FRAMEWORK], "s", 1);
+    if (r.component_s[WC_FRAMEWORK] > 0 || w.pred_component_s[WC_FRAMEWORK] > 0) {
+        row(f, "fsdp2 copies (raw)", w.pred_component_s[WC_FRAMEWORK],
+            r.component_s[WC_FRAMEWORK], "s", 1);
+        row(f, "  of which compute stream", w.pred_copies_compute_s, r.copies_compute_s, "s", 1);
+    }
     printf("  %-26s %11s %11s\n", "", "", "");
     row(f, "peak memory per GPU (GiB)", pred_mem, r.peak_used_bytes, "GiB", GIB);
     printf("  (measured memory: %.2f GiB context+cuBLAS+NCCL, %.2f GiB plan pools, of which "
            "%.2f GiB scratch beyond the plan)\n",
            r.baseline_used_bytes / GIB, r.pool_bytes / GIB, r.extra_bytes / GIB);
     printf("  step spread %.1f%% over %d steps; compute = isolated item times x counts "
-           "(%.4f s predicted by the items); exposed comm = step - compute - optimizer - copies\n",
+           "(%.4f s predicted by the items) + FSDP2's compute-stream copies; exposed comm = "
+           "step - compute - optimizer\n",
            100 * r.step_spread, steps, pred_compute);
     printf("  (*) attention runs as cuBLAS batched GEMMs (causal half), predicted as flash "
            "attention\n");

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "elementwise.h"
+#include "fsdp_copies.h"
 
 #define T 4096.0
 
@@ -169,12 +170,138 @@ static void test_megatron_fused(void **state)
     assert_true(fabs(elementwise_kernel_s(&s, &e, &e.fwd[0]) - 10 * T * 128256 / 4.32e12) < 1e-15);
 }
 
+/* The unique bytes an access moves: the iteration's elements times the element sizes of the
+ * operands that are not broadcast (a zero stride over a dimension of more than one element);
+ * a reduction's output and a cat's two inputs' output halves as the header comment counts them. */
+static double derived_bytes(const ew_access *a)
+{
+    double e = ew_elements(a), b = 0;
+    for (int k = 0; k < 3; k++) {
+        if (!a->esize[k]) continue;
+        if (k == 0 && (a->pattern == EW_REDUCE_ROW || a->pattern == EW_REDUCE_COL)) continue;
+        bool bcast = false;
+        if (a->pattern == EW_OFFSETS || a->pattern == EW_VECTORIZED || a->pattern == EW_UNROLLED)
+            for (int i = 0; i < 3; i++)
+                if (a->n[i] > 1 && a->stride[k][i] == 0) bcast = true;
+        if (!bcast) b += a->esize[k] * (k == 0 && a->pattern == EW_CAT ? 2 : 1);
+    }
+    return e * b;
+}
+
+static const elementwise_kernel *find(const elementwise_list *e, const char *name)
+{
+    for (int i = 0; i < e->n_fwd; i++)
+        if (!strcmp(e->fwd[i].name, name)) return &e->fwd[i];
+    for (int i = 0; i < e->n_bwd; i++)
+        if (!strcmp(e->bwd[i].name, name)) return &e->bwd[i];
+    fail_msg("no kernel %s", name);
+    return NULL;
+}
+
+/* Every kernel's access pattern moves the bytes the list prices, and the pattern is the
+ * kernel PyTorch runs for the op (the profiled kernel names, bench/BACKEND.md): weight * x
+ * broadcasts [h] over the T rows (elementwise_kernel<128, 4>), x * rstd [T, 1] over h
+ * (<128, 2>, fp32), x.to(fp32) casts (unrolled, LoadWithCast), mean(-1) reduces rows, sum_to
+ * [h] reduces columns, cat is CatArrayBatchedCopy, RoPE's cos is [s, d] over 32 heads, the
+ * SwiGLU product is vectorized, log_softmax is cunn_SoftMaxForward. */
+static void test_access_patterns(void **state)
+{
+    (void)state;
+    model_spec m = llama8b();
+    layout l = one_gpu(FRAMEWORK_FSDP2);
+    elementwise_list lay, head;
+    elementwise_layer(&m, &l, T, false, &lay);
+    elementwise_head(&m, &l, T, &head);
+    const elementwise_list *lists[2] = {&lay, &head};
+    for (int j = 0; j < 2; j++) {
+        for (int i = 0; i < lists[j]->n_fwd; i++)
+            if (derived_bytes(&lists[j]->fwd[i].access) != lists[j]->fwd[i].bytes)
+                fail_msg("%s: access moves %.0f bytes, priced %.0f", lists[j]->fwd[i].name,
+                         derived_bytes(&lists[j]->fwd[i].access), lists[j]->fwd[i].bytes);
+        for (int i = 0; i < lists[j]->n_bwd; i++)
+            if (derived_bytes(&lists[j]->bwd[i].access) != lists[j]->bwd[i].bytes)
+                fail_msg("%s: access moves %.0f bytes, priced %.0f", lists[j]->bwd[i].name,
+                         derived_bytes(&lists[j]->bwd[i].access), lists[j]->bwd[i].bytes);
+    }
+    const ew_access *a = &find(&lay, "rmsnorm.mul_weight")->access;
+    assert_int_equal(a->pattern, EW_OFFSETS);
+    assert_true(a->n[1] == 4096 && a->n[2] == 4096 && a->stride[2][1] == 0 && a->stride[2][2] == 1);
+    a = &find(&lay, "rmsnorm.mul_rstd")->access;
+    assert_int_equal(a->pattern, EW_OFFSETS);
+    assert_true(a->esize[0] == 4 && a->stride[2][1] == 1 && a->stride[2][2] == 0);
+    assert_int_equal(find(&lay, "rmsnorm.to_fp32")->access.pattern, EW_UNROLLED);
+    assert_int_equal(find(&lay, "rmsnorm.to_bf16")->access.pattern, EW_VECTORIZED);
+    assert_int_equal(find(&lay, "rmsnorm.mean")->access.pattern, EW_REDUCE_ROW);
+    assert_int_equal(find(&lay, "rmsnorm.bwd.sum_weight")->access.pattern, EW_REDUCE_COL);
+    assert_int_equal(find(&lay, "rope.q.cat")->access.pattern, EW_CAT);
+    assert_int_equal(find(&lay, "rope.q.bwd.add")->access.pattern, EW_VECTORIZED);
+    assert_int_equal(find(&lay, "rope.q.bwd.add_mixed")->access.pattern, EW_OFFSETS);
+    a = &find(&lay, "rope.q.mul")->access; /* [s, heads, d] = 4096 x 32 x 128, cos over heads */
+    assert_true(a->n[0] == 4096 && a->n[1] == 32 && a->n[2] == 128);
+    assert_true(a->stride[2][0] == 128 && a->stride[2][1] == 0 && a->stride[1][0] == 4096);
+    assert_int_equal(find(&lay, "mlp.mul")->access.pattern, EW_VECTORIZED);
+    assert_int_equal(find(&head, "loss.log_softmax")->access.pattern, EW_SOFTMAX_FWD);
+    assert_int_equal(find(&head, "loss.bwd.log_softmax")->access.pattern, EW_SOFTMAX_BWD);
+    /* operand spans: the q slice -x2 reads spans 4096 x 32 rows of 128 */
+    a = &find(&lay, "rope.q.neg")->access;
+    assert_int_equal(ew_operand_elems(a, 1), 1 + (4096L * 32 - 1) * 128 + 63);
+    assert_int_equal(ew_operand_elems(a, 0), 4096L * 32 * 64);
+}
+
+/* FSDP2's copies of one Llama-3.1-8B layer unit over 4 ranks: p = 218,112,000 parameters, n =
+ * 54,528,000 per rank = 833 chunks of 65536 -> 3 foreach launches; copy-in 6n = 327,168,000 and
+ * 4n = 218,112,000 bytes, copy-out 4 x 4n = 872,448,000, reduce-scatter copy-in 6 x 4n =
+ * 1,308,672,000. The root unit (2 x 525,336,576 + 4096 = 1,050,677,248 parameters): n =
+ * 262,669,312 = 4009 chunks -> 13 launches. A step (32 layers and the root, each gathered twice,
+ * reduced once) = the profile's 218 + 218 foreach, 66 copy-out and 33 chunk_cat launches and
+ * 24.09 + 16.06 + 64.24 + 48.18 = 152.57 GB: 0.06313 s at the eager rate. */
+static void test_fsdp2_copies(void **state)
+{
+    (void)state;
+    fsdp_copies c;
+    fsdp_copies_unit(218112000.0, 4, &c);
+    assert_int_equal(c.cast_in.count, 3);
+    assert_int_equal(c.slot_in.count, 3);
+    assert_true(c.cast_in.bytes * 3 == 327168000.0 && c.slot_in.bytes * 3 == 218112000.0);
+    assert_true(c.copy_out.bytes == 872448000.0 && c.copy_out.count == 1);
+    assert_true(c.rs_cast.bytes == 1308672000.0 && c.rs_cast.count == 1);
+    assert_int_equal(c.cast_in.access.pattern, EW_FOREACH_COPY);
+    assert_true(c.cast_in.access.esize[0] == 2 && c.cast_in.access.esize[1] == 4);
+    assert_int_equal(c.copy_out.access.pattern, EW_SPLIT_COPY);
+    assert_true(c.copy_out.access.n[1] == 4 && c.copy_out.access.n[2] == 54528000);
+    assert_int_equal(c.rs_cast.access.pattern, EW_CHUNK_CAT);
+    assert_true(c.rs_cast.access.esize[0] == 4 && c.rs_cast.access.esize[1] == 2);
+    fsdp_copies r;
+    fsdp_copies_unit(1050677248.0, 4, &r);
+    assert_int_equal(r.cast_in.count, 13);
+    double gathers = 2;
+    double in = gathers * (32 * 6 * 54528000.0 + 6 * 262669312.0);
+    double slot = gathers * (32 * 4 * 54528000.0 + 4 * 262669312.0);
+    double out = gathers * 4 * 4 * (32 * 54528000.0 + 262669312.0);
+    double rs = 6 * (32 * 218112000.0 + 1050677248.0);
+    assert_true(in == 24090783744.0 && slot == 16060522496.0);
+    assert_true(out == 64242089984.0 && rs == 48181567488.0);
+    system_spec s;
+    memset(&s, 0, sizeof s);
+    s.hbm_bandwidth_bytes_per_s = 4.8e12;
+    s.eager_elementwise_efficiency = 0.51;
+    s.eager_kernel_gap_s = 1.5e-6;
+    double t = 32 * (gathers * (fsdp_copy_in_s(&s, &c) + fsdp_copy_out_s(&s, &c)) +
+                     fsdp_rs_copy_in_s(&s, &c)) +
+               gathers * (fsdp_copy_in_s(&s, &r) + fsdp_copy_out_s(&s, &r)) +
+               fsdp_rs_copy_in_s(&s, &r);
+    double want = (in + slot + out + rs) / 2.448e12 + (218 + 218 + 66 + 33) * 1.5e-6;
+    assert_true(fabs(t - want) < 1e-12);
+    assert_true(fabs(want - 0.0631289) < 1e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rmsnorm_bytes),   cmocka_unit_test(test_llama8b_layer),
         cmocka_unit_test(test_sharding_halves), cmocka_unit_test(test_loss_head),
-        cmocka_unit_test(test_megatron_fused),
+        cmocka_unit_test(test_megatron_fused),  cmocka_unit_test(test_access_patterns),
+        cmocka_unit_test(test_fsdp2_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

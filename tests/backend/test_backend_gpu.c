@@ -5,17 +5,23 @@
  * positive and stable; plan steps run (FSDP and Megatron TP+DP paths) and a plan that cannot fit
  * fails with an out-of-memory report naming it; pipelines (1F1B, TP x PP, interleaved) run with
  * every received activation and gradient equal to what was sent, a measured bubble and a trace;
- * an MoE model runs with expert parallelism over every GPU.
+ * an MoE model runs with expert parallelism over every GPU; every eager kernel of a small Llama
+ * layer's elementwise list, of the loss head's and of FSDP2's copies computes what a CPU
+ * reference of the same op computes (broadcast and strided operands, casts, cat, reductions,
+ * softmax, foreach / split / chunk_cat copies).
  *
  * Plain C with no test framework, so the binary runs on GPU machines that lack cmocka. Exits 77
  * (skipped) where no GPU is found.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
+#include "elementwise.h"
+#include "fsdp_copies.h"
 
 static int failures;
 
@@ -156,6 +162,203 @@ static void pipeline_case(bk_ctx *c, const char *model, layout l, int gbs, int s
            w.pred_component_s[WC_EP], spans);
 }
 
+/* ---- eager kernels against a CPU reference ---------------------------------------------- */
+
+static uint16_t f2bf(float f) /* round to nearest even, as __float2bfloat16 */
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static float bf2f(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static float get(const void *p, int es, long i)
+{
+    return es == 2 ? bf2f(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+static void put(void *p, int es, long i, float v)
+{
+    if (es == 2) ((uint16_t *)p)[i] = f2bf(v);
+    else ((float *)p)[i] = v;
+}
+
+/* The kernels' semantics (kernels.h): binary a * b, unary a, output-only 0 (with the casts);
+ * cat copies; reductions sum; log_softmax and its backward; the copies copy. */
+static void ew_reference(const ew_access *a, const void *A, const void *B, void *O)
+{
+    int eo = a->esize[0], ea = a->esize[1], eb = a->esize[2];
+    int nin = (ea ? 1 : 0) + (eb ? 1 : 0);
+    long n0 = a->n[0], n1 = a->n[1], n2 = a->n[2];
+    switch (a->pattern) {
+    case EW_VECTORIZED:
+    case EW_UNROLLED:
+    case EW_OFFSETS:
+        for (long i0 = 0; i0 < n0; i0++)
+            for (long i1 = 0; i1 < n1; i1++)
+                for (long i2 = 0; i2 < n2; i2++) {
+                    long off[3];
+                    for (int k = 0; k < 3; k++)
+                        off[k] = i0 * a->stride[k][0] + i1 * a->stride[k][1] + i2 * a->stride[k][2];
+                    float x = ea ? get(A, ea, off[1]) : 0.0f, y = eb ? get(B, eb, off[2]) : 0.0f;
+                    put(O, eo, off[0], nin == 2 ? x * y : (nin == 1 ? x : 0.0f));
+                }
+        break;
+    case EW_CAT:
+        for (int k = 0; k < 2; k++)
+            for (long i0 = 0; i0 < n0; i0++)
+                for (long i1 = 0; i1 < n1; i1++)
+                    for (long i2 = 0; i2 < n2; i2++) {
+                        long oo = i0 * a->stride[0][0] + i1 * a->stride[0][1] +
+                                  (i2 + k * n2) * a->stride[0][2];
+                        long io = i0 * a->stride[1 + k][0] + i1 * a->stride[1 + k][1] +
+                                  i2 * a->stride[1 + k][2];
+                        put(O, eo, oo, get(k ? B : A, eo, io));
+                    }
+        break;
+    case EW_REDUCE_ROW:
+        for (long r = 0; r < n1; r++) {
+            double s = 0;
+            for (long j = 0; j < n2; j++) s += get(A, ea, r * n2 + j);
+            put(O, eo, r, (float)s);
+        }
+        break;
+    case EW_REDUCE_COL:
+        for (long c = 0; c < n2; c++) {
+            double s = 0;
+            for (long r = 0; r < n1; r++) s += get(A, ea, r * n2 + c);
+            put(O, eo, c, (float)s);
+        }
+        break;
+    case EW_SOFTMAX_FWD:
+        for (long r = 0; r < n1; r++) {
+            double mx = -INFINITY, se = 0;
+            for (long j = 0; j < n2; j++) mx = fmax(mx, get(A, ea, r * n2 + j));
+            for (long j = 0; j < n2; j++) se += exp(get(A, ea, r * n2 + j) - mx);
+            for (long j = 0; j < n2; j++)
+                put(O, eo, r * n2 + j, (float)(get(A, ea, r * n2 + j) - mx - log(se)));
+        }
+        break;
+    case EW_SOFTMAX_BWD:
+        for (long r = 0; r < n1; r++) {
+            double s = 0;
+            for (long j = 0; j < n2; j++) s += get(A, ea, r * n2 + j);
+            for (long j = 0; j < n2; j++)
+                put(O, eo, r * n2 + j,
+                    (float)(get(A, ea, r * n2 + j) - exp(get(B, eb, r * n2 + j)) * s));
+        }
+        break;
+    case EW_FOREACH_COPY:
+    case EW_SPLIT_COPY:
+    case EW_CHUNK_CAT:
+        for (long i = 0; i < n0 * n1 * n2; i++) put(O, eo, i, get(A, ea, i));
+        break;
+    default:
+        break;
+    }
+}
+
+/* Run kernel k on the GPU and on the CPU over the same random operands; exact for copies and
+ * elementwise ops (the same float product, the same rounding), within a few bf16 / fp32 ulps for
+ * sums taken in another order. */
+static void ew_case(bk_ctx *c, const char *name, const ew_access *a)
+{
+    static uint32_t seed = 12345;
+    size_t bytes[3];
+    void *buf[3];
+    for (int k = 0; k < 3; k++) {
+        bytes[k] = (size_t)ew_operand_elems(a, k) * (size_t)a->esize[k];
+        buf[k] = bytes[k] ? malloc(bytes[k]) : NULL;
+    }
+    void *ref = bytes[0] ? malloc(bytes[0]) : NULL;
+    if (!bytes[0] || !ref) {
+        CHECK(0, "%s: no output", name);
+        goto out;
+    }
+    for (int k = 1; k < 3; k++) /* inputs uniform in [-1, 1] */
+        for (long i = 0; i < ew_operand_elems(a, k); i++) {
+            seed = seed * 1664525u + 1013904223u;
+            put(buf[k], a->esize[k], i, (float)(seed >> 8) / 8388608.0f - 1.0f);
+        }
+    memset(buf[0], 0xff, bytes[0]); /* NaN: what the kernel leaves must be what the CPU leaves */
+    memset(ref, 0xff, bytes[0]);
+    char err[CM_ERRLEN];
+    if (bk_ew_run(c, 0, a, buf[1], buf[2], buf[0], err, sizeof err) != CM_OK) {
+        CHECK(0, "%s: %s", name, err);
+        goto out;
+    }
+    ew_reference(a, buf[1], buf[2], ref);
+    bool exact = a->pattern != EW_REDUCE_ROW && a->pattern != EW_REDUCE_COL &&
+                 a->pattern != EW_SOFTMAX_FWD && a->pattern != EW_SOFTMAX_BWD;
+    long n = ew_operand_elems(a, 0), bad = 0, first = -1;
+    int es = a->esize[0];
+    for (long i = 0; i < n; i++) {
+        if (!memcmp((char *)buf[0] + i * es, (char *)ref + i * es, (size_t)es)) continue;
+        float g = get(buf[0], es, i), r = get(ref, es, i);
+        double tol = es == 2 ? 1.6e-2 * fabs(r) + 1e-3 : 1e-4 * fabs(r) + 1e-4;
+        if (exact || !(fabs(g - r) <= tol)) {
+            if (first < 0) first = i;
+            bad++;
+        }
+    }
+    CHECK(bad == 0, "%s (%s): %ld of %ld elements differ, first at %ld: %g vs %g", name,
+          ew_pattern_name(a->pattern), bad, n, first, first >= 0 ? get(buf[0], es, first) : 0.0,
+          first >= 0 ? get(ref, es, first) : 0.0);
+out:
+    for (int k = 0; k < 3; k++) free(buf[k]);
+    free(ref);
+}
+
+/* Every kernel of a small Llama layer (hidden 64, 4 heads of 16, 2 KV heads, FFN 96, 24
+ * tokens), its loss head (vocab 200), FSDP2's copies of a 4 x 70001-parameter unit over 4 ranks
+ * (odd sizes: vector tails, unaligned chunks), and a column reduction over 1000 rows (the
+ * staging path). */
+static void eager_kernels(bk_ctx *c)
+{
+    model_spec m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "tiny");
+    m.layers = 2;
+    m.hidden = 64;
+    m.heads = 4;
+    m.kv_heads = 2;
+    m.head_dim = 16;
+    m.ffn = 96;
+    m.vocab = 200;
+    m.activation = MODEL_ACT_SWIGLU;
+    m.norm = MODEL_NORM_RMS;
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    l.sharding = SHARDING_FSDP;
+    static elementwise_list el;
+    int before = failures, ran = 0;
+    for (int head = 0; head < 2; head++) {
+        if (head) elementwise_head(&m, &l, 24, &el);
+        else elementwise_layer(&m, &l, 24, false, &el);
+        for (int i = 0; i < el.n_fwd; i++, ran++) ew_case(c, el.fwd[i].name, &el.fwd[i].access);
+        for (int i = 0; i < el.n_bwd; i++, ran++) ew_case(c, el.bwd[i].name, &el.bwd[i].access);
+    }
+    fsdp_copies fc;
+    fsdp_copies_unit(4.0 * 70001, 4, &fc);
+    const elementwise_kernel *ks[4] = {&fc.cast_in, &fc.slot_in, &fc.copy_out, &fc.rs_cast};
+    for (int i = 0; i < 4; i++, ran++) ew_case(c, ks[i]->name, &ks[i]->access);
+    ew_access col = {.pattern = EW_REDUCE_COL, .esize = {2, 2, 0}, .n = {1, 1000, 256}};
+    col.stride[1][1] = 256, col.stride[1][2] = 1, col.stride[0][2] = 1;
+    ew_case(c, "sum over 1000 rows", &col);
+    ran++;
+    if (failures == before)
+        printf("ok   eager kernels: %d of a layer, the loss head and FSDP2's copies match the "
+               "CPU\n", ran);
+}
+
 int main(void)
 {
     int n = bk_device_count();
@@ -210,6 +413,8 @@ int main(void)
                     printf("ok   %-14s n=%d 64 MiB: %.1f us, busbw %.1f GB/s, exact\n",
                            collective_get(op)->name, g, r.time_s * 1e6, r.busbw_bytes_per_s / 1e9);
             }
+    /* Eager kernels: each access pattern's kernel computes the op's values. */
+    eager_kernels(c);
     /* Plan steps: FSDP2 over every GPU; Megatron TP2 + distributed optimizer; DDP; a plan that
      * cannot fit. A 1B model at short sequence keeps this quick. */
     layout l = layout_default(FRAMEWORK_FSDP2);

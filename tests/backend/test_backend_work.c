@@ -20,6 +20,8 @@
 #include <csv.h>
 
 #include "calib.h"
+#include "elementwise.h"
+#include "fsdp_copies.h"
 #include "sim.h"
 #include "trace.h"
 #include "work.h"
@@ -48,10 +50,12 @@ static void build(const layout *l, const training_spec *t)
     if (work_plan_build(&M, &S, t, l, &W, err, sizeof err) != CM_OK) fail_msg("%s", err);
 }
 
+/* The items' compute, with FSDP2's compute-stream copies (copy-out, reduce-scatter copy-in),
+ * which bk_measure runs around the collectives rather than as items. */
 static double items_compute(const work_plan *w)
 {
     return w->pred_component_s[WC_GEMM] + w->pred_component_s[WC_ATTENTION] +
-           w->pred_component_s[WC_ELEMENTWISE];
+           w->pred_component_s[WC_ELEMENTWISE] + w->pred_copies_compute_s;
 }
 
 static void near(double a, double b, double rel)
@@ -172,6 +176,50 @@ static void test_dp_traffic(void **state)
     assert_int_equal(W.gather_op, COLL_ALL_GATHER);
     assert_false(W.gather_each_micro);
     assert_true(W.optimizer_bf16_copy);
+}
+
+/* Every elementwise item of an FSDP2 plan carries its list entry's kernel (pattern, operands,
+ * bytes), as many times as the list launches it, so the backend runs what the estimate prices;
+ * and FSDP2's copies are predicted from fsdp_copies.h: for Llama-3.1-8B on 4 GPUs (one
+ * micro-batch, 32 layers and the root unit, each gathered twice) 152,574,963,712 bytes in 535
+ * launches at the eager rate (test_elementwise.c test_fsdp2_copies), of which the copy-outs and
+ * chunk_cats (112,423,657,472 bytes, 99 launches) are compute-stream time. */
+static void test_fsdp2_items_and_copies(void **state)
+{
+    (void)state;
+    load("8b", "h200-x4");
+    training_spec t = training_default();
+    t.global_batch = 4;
+    layout l = fsdp2(4);
+    build(&l, &t);
+    elementwise_list el;
+    elementwise_layer(&M, &l, W.tokens, false, &el);
+    const work_list *lists[2] = {&W.layer_fwd, &W.layer_bwd};
+    const elementwise_kernel *ks[2] = {el.fwd, el.bwd};
+    int ns[2] = {el.n_fwd, el.n_bwd};
+    for (int p = 0; p < 2; p++)
+        for (int i = 0; i < ns[p]; i++) {
+            const elementwise_kernel *k = &ks[p][i];
+            int found = 0;
+            for (int j = 0; j < lists[p]->n; j++) {
+                const work_item *it = &lists[p]->item[j];
+                if (it->kind != WORK_STREAM || strcmp(it->name, k->name)) continue;
+                found++;
+                if (memcmp(&it->access, &k->access, sizeof it->access) || it->bytes != k->bytes)
+                    fail_msg("%s: item's kernel differs from the list's", k->name);
+                assert_int_equal(it->component, WC_ELEMENTWISE);
+            }
+            if (found != k->count) fail_msg("%s: %d items, %d launches", k->name, found, k->count);
+        }
+    double rate = S.hbm_bandwidth_bytes_per_s * S.eager_elementwise_efficiency;
+    near(W.pred_component_s[WC_FRAMEWORK], 152574963712.0 / rate + 535 * S.eager_kernel_gap_s,
+         1e-12);
+    near(W.pred_copies_compute_s, 112423657472.0 / rate + 99 * S.eager_kernel_gap_s, 1e-12);
+    assert_true(fsdp_copies_apply(&l));
+    /* Megatron runs none */
+    layout mg = megatron(2, 2, true);
+    build(&mg, &t);
+    assert_true(W.pred_component_s[WC_FRAMEWORK] == 0 && W.pred_copies_compute_s == 0);
 }
 
 static void test_rejects_and_slices(void **state)
@@ -718,7 +766,7 @@ int main(void)
         cmocka_unit_test(test_csv_schema),          cmocka_unit_test(test_pp_stages),
         cmocka_unit_test(test_pp_schedule),         cmocka_unit_test(test_pp_issue_order),
         cmocka_unit_test(test_moe_work),            cmocka_unit_test(test_trace_writer),
-        cmocka_unit_test(test_mla_work),
+        cmocka_unit_test(test_mla_work),            cmocka_unit_test(test_fsdp2_items_and_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,69 @@
+/*
+ * fsdp_copies.c — FSDP2's copies around each unit's collectives (see fsdp_copies.h for the
+ * sources). Bytes: bf16 2, fp32 4, read plus written; n = ceil(p / g) elements per rank, g n the
+ * padded unsharded unit (FSDP2 pads dim 0 to a multiple of g, _get_dim0_padded_size).
+ */
+#include "fsdp_copies.h"
+
+#include <math.h>
+#include <string.h>
+
+bool fsdp_copies_apply(const layout *l)
+{
+    return l->framework == FRAMEWORK_FSDP2 && l->sharding == SHARDING_FSDP;
+}
+
+static ew_access shape(ew_pattern p, int eo, int ea, double rows, double n)
+{
+    ew_access a = {.pattern = p, .esize = {eo, ea, 0}, .n = {1, (long)rows, (long)n}};
+    for (int k = 0; k < 2; k++) a.stride[k][1] = (long)n, a.stride[k][2] = 1;
+    return a;
+}
+
+void fsdp_copies_unit(double params, int shard_group, fsdp_copies *out)
+{
+    memset(out, 0, sizeof *out);
+    double g = shard_group > 0 ? shard_group : 1;
+    double n = ceil(params / g);
+    if (n <= 0) return;
+    /* multi_tensor_apply: a block per 65536-element chunk, a launch per 320 blocks */
+    int launches = (int)ceil(ceil(n / FSDP_FOREACH_CHUNK) / FSDP_FOREACH_MAX_BLOCKS);
+    out->cast_in = (elementwise_kernel){"fsdp.copy_in.cast", 6.0 * n / launches, launches,
+                                        shape(EW_FOREACH_COPY, 2, 4, 1, n)};
+    out->slot_in = (elementwise_kernel){"fsdp.copy_in.slot", 4.0 * n / launches, launches,
+                                        shape(EW_FOREACH_COPY, 2, 2, 1, n)};
+    out->copy_out = (elementwise_kernel){"fsdp.copy_out", 4.0 * g * n, 1,
+                                         shape(EW_SPLIT_COPY, 2, 2, g, n)};
+    out->rs_cast = (elementwise_kernel){"fsdp.rs_copy_in", 6.0 * g * n, 1,
+                                        shape(EW_CHUNK_CAT, 4, 2, g, n)};
+}
+
+static double all_launches_s(const system_spec *sys, const elementwise_kernel *k)
+{
+    return k->count > 0 ? k->count * elementwise_eager_kernel_s(sys, k) : 0;
+}
+
+double fsdp_copy_in_s(const system_spec *sys, const fsdp_copies *c)
+{
+    return all_launches_s(sys, &c->cast_in) + all_launches_s(sys, &c->slot_in);
+}
+
+double fsdp_copy_out_s(const system_spec *sys, const fsdp_copies *c)
+{
+    return all_launches_s(sys, &c->copy_out);
+}
+
+double fsdp_rs_copy_in_s(const system_spec *sys, const fsdp_copies *c)
+{
+    return all_launches_s(sys, &c->rs_cast);
+}
+
+int fsdp_gathers_per_microbatch(const layout *l) { return l->reshard_after_forward ? 2 : 1; }
+
+double fsdp_root_params(const model_spec *m, const layout *l, int stage)
+{
+    double r = 0;
+    if (stage == 0) r += model_embedding_params(m);
+    if (stage == l->pp - 1) r += model_output_params(m);
+    return r;
+}

@@ -1,0 +1,78 @@
+/*
+ * fsdp_copies.h — the copies torch FSDP2 makes around each FSDP unit's collectives, per GPU:
+ * the one list the estimate (estimate.c) and the backend (backend/work.c, bk_measure.c) price
+ * and run.
+ *
+ * From torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py (bf16 params, fp32 reduce,
+ * MixedPrecisionPolicy), for a unit of p parameters on this GPU sharded over g ranks
+ * (n = ceil(p / g) elements per rank):
+ *  - all-gather copy-in, on the all-gather copy-in stream (foreach_all_gather):
+ *    _get_param_all_gather_inputs' torch._foreach_copy_ casts the fp32 shards into a flat bf16
+ *    buffer (multi_tensor_apply CopyFunctor<BFloat16, float>: read 4n, write 2n), then
+ *    all_gather_copy_in's torch._foreach_copy_ copies them into this rank's slot of the
+ *    all-gather output (UnaryOpFunctor Copy<BFloat16, BFloat16>: read 2n, write 2n). Both in
+ *    launches of at most 320 chunks of 65536 elements (MultiTensorApply.cuh kChunkSize,
+ *    depth_to_max_blocks), ceil(ceil(n / 65536) / 320) each;
+ *  - all-gather copy-out, on the compute stream (foreach_all_gather_copy_out ->
+ *    split_with_sizes_copy): the gathered [g, n] bf16 buffer into the unsharded parameters,
+ *    one split_with_sizes_copy_out_contiguous_no_cast_kernel (read 2gn, write 2gn);
+ *  - reduce-scatter copy-in, on the compute stream (foreach_reduce ->
+ *    foreach_reduce_scatter_copy_in -> chunk_cat, before reduce_scatter_stream.wait_stream):
+ *    the bf16 unsharded gradients cast into the fp32 [g, n] reduce-scatter input, one
+ *    chunk_cat_cuda_kernel<float, BFloat16> (read 2gn, write 4gn).
+ * Every all-gather has a copy-in and a copy-out; every reduce-scatter a copy-in. A unit is
+ * gathered in each forward and, when resharded after forward, again in its backward, and
+ * reduced once per backward. The root unit (embedding, final norm, output layer) likewise:
+ * fully_shard(root, reshard_after_forward=True) reshards it after forward too (torch 2.11
+ * keeps the root unsharded only when reshard_after_forward is left to auto, _fsdp_state.py
+ * _lazy_init), as bench/fsdp2_step.py does: its profile has 66 all-gathers for 33 units.
+ *
+ * They are eager PyTorch kernels, priced like the model's own (elementwise_eager_kernel_s:
+ * eager_elementwise_efficiency plus eager_kernel_gap_s per launch). The copy-out and the
+ * reduce-scatter copy-in run on the compute stream and are compute time; the copy-in runs on its
+ * own stream ahead of the all-gather, which waits for it (all_gather_stream.wait_stream), so it
+ * is part of the gather's time and hides behind compute where the gather does. It still moves
+ * HBM bytes beside the compute kernels; that contention is not modelled apart: the measured
+ * eager efficiency (0.51) was taken in the concurrent step, the same kernels alone reach 0.59.
+ */
+#ifndef PLAN_FSDP_COPIES_H
+#define PLAN_FSDP_COPIES_H
+
+#include <stdbool.h>
+
+#include "elementwise.h"
+#include "layout.h"
+#include "model.h"
+#include "system.h"
+
+typedef struct {
+    elementwise_kernel cast_in;  /* fsdp.copy_in.cast: fp32 shard -> flat bf16 (foreach) */
+    elementwise_kernel slot_in;  /* fsdp.copy_in.slot: bf16 -> all-gather input slot (foreach) */
+    elementwise_kernel copy_out; /* fsdp.copy_out: split_with_sizes_copy of the gathered unit */
+    elementwise_kernel rs_cast;  /* fsdp.rs_copy_in: chunk_cat bf16 grads -> fp32 [g, n] */
+} fsdp_copies;
+
+/* multi_tensor_apply's limits (aten/src/ATen/native/cuda/MultiTensorApply.cuh). */
+#define FSDP_FOREACH_CHUNK 65536
+#define FSDP_FOREACH_MAX_BLOCKS 320
+
+/* Whether layout l runs FSDP2's copies (torch FSDP2 with FSDP sharding). */
+bool fsdp_copies_apply(const layout *l);
+
+/* The copies of one unit of `params` parameters on this GPU over a shard group of g ranks. */
+void fsdp_copies_unit(double params, int shard_group, fsdp_copies *out);
+
+/* Per all-gather: copy-in (copy-in stream, ahead of the gather) and copy-out (compute stream);
+ * per reduce-scatter: its copy-in (compute stream). */
+double fsdp_copy_in_s(const system_spec *sys, const fsdp_copies *c);
+double fsdp_copy_out_s(const system_spec *sys, const fsdp_copies *c);
+double fsdp_rs_copy_in_s(const system_spec *sys, const fsdp_copies *c);
+
+/* All-gathers of a unit per micro-batch: the forward's, and the backward's when resharded. */
+int fsdp_gathers_per_microbatch(const layout *l);
+
+/* Parameters of the root unit on pipeline stage s (embedding on the first, final norm and
+ * output layer on the last). */
+double fsdp_root_params(const model_spec *m, const layout *l, int stage);
+
+#endif
