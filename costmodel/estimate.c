@@ -264,6 +264,25 @@ static double p2p_cost(const model_spec *m, const system_spec *sys, const traini
     return collective_time_s(sys, COLL_SEND_RECV, bytes, layout_pp_group(sys, l));
 }
 
+/* The FSDP root unit of stage s (embedding on the first stage, final norm and output layer on
+ * the last): torch FSDP2's fully_shard(model) and Megatron-FSDP shard them like a layer. One
+ * all-gather of it and one reduce-scatter of its gradients, per micro-batch; zeros without
+ * FSDP. Its gather is the forward's first operation and, resharded, the backward's first; its
+ * reduce-scatter the backward's last: nothing runs beside them, so they are exposed (the same
+ * reasoning as the first layer's gather in stage_cost; the simulator places them there). */
+static void root_traffic(const model_spec *m, const system_spec *sys, const training_spec *t,
+                         const layout *l, int stage, double *gather_s, double *reduce_s)
+{
+    *gather_s = *reduce_s = 0;
+    if (l->sharding != SHARDING_FSDP) return;
+    double pr = fsdp_root_params(m, l, stage) / l->tp;
+    if (pr <= 0) return;
+    layout_group g = layout_shard_place(sys, l);
+    double red = l->framework == FRAMEWORK_FSDP2 ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
+    *gather_s = collective_time_s(sys, COLL_ALL_GATHER, 2.0 * pr, g);
+    *reduce_s = collective_time_s(sys, COLL_REDUCE_SCATTER, red * pr, g);
+}
+
 typedef struct {
     double compute_s, tp_s, cp_s, ep_s, pp_s, fsdp_s;
     double fwd_s, bwd_s; /* compute only, for overlap of DP traffic */
@@ -331,22 +350,13 @@ static stage_time stage_cost(const model_spec *m, const system_spec *sys,
         s.fsdp_s += rin;
         s.fsdp_raw_s += rin;
     }
-    /* The root unit's own traffic (embedding on the first stage, final norm and output layer on
-     * the last): torch FSDP2's fully_shard(model) and Megatron-FSDP shard them like a layer. Its
-     * gather is the forward's first operation and, resharded, the backward's first; its
-     * reduce-scatter the backward's last: nothing runs beside them, so all of it is exposed
-     * (the same reasoning as the first layer's gather above). */
-    if (l->sharding == SHARDING_FSDP) {
-        double pr = fsdp_root_params(m, l, stage) / l->tp;
-        if (pr > 0) {
-            layout_group g = layout_shard_place(sys, l);
-            double red = l->framework == FRAMEWORK_FSDP2 ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
-            double root = fsdp_gathers_per_microbatch(l) *
-                              collective_time_s(sys, COLL_ALL_GATHER, 2.0 * pr, g) +
-                          collective_time_s(sys, COLL_REDUCE_SCATTER, red * pr, g);
-            s.fsdp_s += root;
-            s.fsdp_raw_s += root;
-        }
+    /* The root unit's own traffic, all exposed (root_traffic). */
+    {
+        double rg, rr;
+        root_traffic(m, sys, t, l, stage, &rg, &rr);
+        double root = fsdp_gathers_per_microbatch(l) * rg + rr;
+        s.fsdp_s += root;
+        s.fsdp_raw_s += root;
     }
     if (l->pp > 1) s.pp_s = 2.0 * l->vpp * p2p_cost(m, sys, t, l);
     s.compute_s = s.fwd_s + s.bwd_s;
@@ -608,6 +618,9 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
     costs->moe = model_is_moe(m) ? export_layer(m, l, &moe, 1) : costs->dense;
     costs->first_moe_layer = model_is_moe(m) ? m->dense_first : m->layers;
     head_cost(m, sys, t, l, &costs->head_fwd_s, &costs->head_bwd_s);
+    root_traffic(m, sys, t, l, 0, &costs->root_gather_s[0], &costs->root_reduce_s[0]);
+    if (l->pp > 1)
+        root_traffic(m, sys, t, l, l->pp - 1, &costs->root_gather_s[1], &costs->root_reduce_s[1]);
     costs->p2p_s = l->pp > 1 ? p2p_cost(m, sys, t, l) : 0;
 
     /* The closed form's choice of the slowest stage (estimate_layout). */

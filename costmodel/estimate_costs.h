@@ -50,6 +50,9 @@ typedef struct {
     estimate_layer_costs moe;   /* a layer with an MoE MLP (== dense for dense models) */
     int first_moe_layer;      /* layers at or after this index are MoE (== layers if none) */
     double head_fwd_s, head_bwd_s; /* output layer and loss, on the last stage */
+    /* FSDP root unit of the first and of the last stage (with one stage: one unit, [0]): one
+     * all-gather, and one reduce-scatter, per micro-batch; exposed (estimate.c root_traffic). */
+    double root_gather_s[2], root_reduce_s[2];
     double p2p_s;             /* one send of a micro-batch's activations or gradients */
     int worst_stage;          /* the stage the closed form times every stage as */
 } estimate_costs;

@@ -259,6 +259,10 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
     in->vstage_layers = w->vstage_layers;
     in->head_fwd_s = c.head_fwd_s;
     in->head_bwd_s = c.head_bwd_s;
+    for (int i = 0; i < 2; i++) {
+        in->root_gather_s[i] = c.root_gather_s[i];
+        in->root_reduce_s[i] = c.root_reduce_s[i];
+    }
     in->p2p_s = c.p2p_s;
     /* Megatron-LM overlaps p2p with compute only in the interleaved schedule: overlap_p2p_comm
      * defaults on (arguments.py --no-overlap-p2p-communication) and is turned off for the
@@ -345,7 +349,18 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
     bool last_vs = k == nv - 1;
     bool fwd = !op->backward;
     bool ser = o->serialize;
-    double t0 = fmax(st->compute_free, ready), t = t0;
+    double c0 = fmax(st->compute_free, ready), t0 = c0, t = t0;
+    /* The FSDP root unit of the first / last virtual stage: nothing runs beside its gather (the
+     * chunk waits for it) or its reduce-scatter (the step waits for it): estimate.c
+     * root_traffic, the same exposed terms. */
+    double root_pre = 0, root_post = 0;
+    for (int r = 0; r < 2; r++) {
+        if (!(r == 0 ? k == 0 : k == nv - 1 && nv > 1)) continue;
+        if (fwd || in->fsdp_reshard) root_pre += in->root_gather_s[r];
+        if (!fwd) root_post += in->root_reduce_s[r];
+    }
+    t0 += root_pre;
+    t = t0;
 
     bool buckets = !ser && in->grad_overlap && in->buckets > 0 && !fwd && mb == m - 1;
     bool params = !ser && in->param_gather_overlap && in->buckets > 0 && fwd && mb == 0;
@@ -403,10 +418,12 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
         }
     }
 
+    t += root_post;
     size_t idx = (size_t)s * w->per_stage + st->next;
-    w->ops[idx] = (sim_op){s, op->chunk, k, mb, op->backward ? SIM_BACKWARD : SIM_FORWARD, ready, t0, t};
-    record(w, s, TID_COMPUTE, fwd ? EV_FWD : EV_BWD, t0, t, -1, mb, in->vpp > 1 ? op->chunk : -1);
-    st->busy += t - t0;
+    /* The chunk holds the compute stream from c0, its root unit's exposed traffic included. */
+    w->ops[idx] = (sim_op){s, op->chunk, k, mb, op->backward ? SIM_BACKWARD : SIM_FORWARD, ready, c0, t};
+    record(w, s, TID_COMPUTE, fwd ? EV_FWD : EV_BWD, c0, t, -1, mb, in->vpp > 1 ? op->chunk : -1);
+    st->busy += t - c0;
 
     /* Send the output on: activations to virtual stage k + 1, gradients to k - 1. The last
      * virtual stage's backward needs only its own forward (the loss is computed there). */

@@ -50,6 +50,10 @@ typedef struct {
     const sim_layer *layer;          /* [layers], model order */
     const int *vstage_layers;        /* [pp * vpp]: layers of virtual stage k, in model order */
     double head_fwd_s, head_bwd_s;   /* output layer and loss, after the last virtual stage */
+    /* FSDP root unit (embedding on the first stage; final norm and output layer on the last;
+     * one unit with one stage): [0] first stage, [1] last. Gathered before the first (last)
+     * virtual stage's forward and, resharded, before its backward; reduce-scattered after. */
+    double root_gather_s[2], root_reduce_s[2];
     double p2p_s;                    /* one send of activations (or gradients) to a neighbour */
     bool p2p_overlap;                /* sends on their own streams; else they block compute */
     bool fsdp;                       /* per-layer FSDP gathers and reduce-scatters */

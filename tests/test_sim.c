@@ -162,6 +162,8 @@ static void test_one_stage_sum_of_parts(void **state)
         char err[CM_ERRLEN];
         assert_int_equal(estimate_stage_costs(&m, &s, &t, &l, &c, &st, err, sizeof err), CM_OK);
         double per_mb = c.head_fwd_s + c.head_bwd_s;
+        for (int r = 0; r < 2; r++) /* the FSDP root unit: gathered like a layer, exposed */
+            per_mb += c.root_gather_s[r] * (l.reshard_after_forward ? 2 : 1) + c.root_reduce_s[r];
         for (int j = 0; j < m.layers; j++) {
             const estimate_layer_costs *x = j >= c.first_moe_layer ? &c.moe : &c.dense;
             per_mb += x->fwd_s + x->fwd_comm_s + x->bwd_s + x->recompute_s + x->bwd_comm_s;
