@@ -15,7 +15,10 @@
 
 static bk_world world = {.mpi = false, .procs = 1, .proc = 0, .node_procs = 1, .node_proc = 0,
                          .nodes = 1};
-static bool started, finalized;
+static bool started;
+#ifdef PLAN_HAVE_MPI
+static bool finalized;
+#endif
 
 bool bk_world_has_mpi(void)
 {
