@@ -11,9 +11,10 @@
  *    growth is reported as extra_bytes; so are the pipeline's send/receive buffers.
  *  - each stage's forward and backward chunks in its 1F1B (or interleaved 1F1B) order
  *    (work_pp_schedule): a forward runs the chunk's layers' forward items of work.h on the
- *    compute stream (cuBLAS GEMMs, attention as batched GEMMs, elementwise work as a copy of
- *    the modelled bytes, TP/SP/CP collectives and MoE dispatch/combine all-to-alls, exposed in
- *    the compute stream), the output layer and loss after the last stage's last chunk; a
+ *    compute stream (cuBLAS GEMMs, attention as batched GEMMs, elementwise work as the kernels
+ *    PyTorch runs for it, TP/SP collectives, Ulysses all-to-alls and MoE dispatch/combine
+ *    all-to-alls, exposed in the compute stream; Megatron's ring-attention K/V exchanges on a
+ *    ring stream beside the attention core, as Transformer Engine runs them), the output layer and loss after the last stage's last chunk; a
  *    backward the reverse. Without a pipeline this is micro-batch after micro-batch.
  *  - pipeline transfers: after a chunk, its activations (or input gradients) go to the next
  *    (previous) stage with a grouped ncclSend/ncclRecv on a per-direction p2p stream of each
@@ -134,6 +135,15 @@ typedef struct {
     int made[BK_MAX_GPUS][2], used[BK_MAX_GPUS][2]; /* transfers into stage s, per direction */
     /* instrumentation */
     bool inst, inst_items;
+    /* Megatron's ring attention (context parallel): Transformer Engine exchanges the next K/V
+     * chunk on its own stream while the current attention block computes
+     * (transformer_engine/pytorch/attention: AttnFuncWithCPAndKVP2P, send/recv on a separate
+     * stream, waited before the block that needs it); the backend runs the layer's ring
+     * exchanges on cps beside the attention core and joins before the next item. */
+    bool cp_overlap;
+    size_t cp_off, cp_sz;      /* the ring's send and receive buffers (offset in act) */
+    cudaStream_t cps[BK_MAX_GPUS];
+    cudaEvent_t ev_cp0[BK_MAX_GPUS], ev_cp1[BK_MAX_GPUS];
     ev_pool pool[BK_MAX_GPUS];
     span_mark *marks;
     int nmarks, capmarks;
@@ -441,17 +451,64 @@ static cm_status exec_item(M *x, const work_item *it, item_ctx ic, char *err, si
     return CM_OK;
 }
 
-/* A list on the current stage; with item tracing, one span per item on stage s. */
+static bool ring_item(const M *x, const work_item *it)
+{
+    return x->cp_overlap && it->kind == WORK_COLL && it->component == WC_CP &&
+           it->op == COLL_SEND_RECV;
+}
+
+/* One ring exchange on the ring streams, from and into the ring's own buffers (the attention
+ * core computing beside it uses x, y and z). */
+static cm_status ring_launch(M *x, const work_item *it, char *err, size_t errlen)
+{
+    void *sb[BK_MAX_GPUS], *rb[BK_MAX_GPUS];
+    size_t half = x->cp_sz / 2;
+    OWNED {
+        sb[d] = x->act[d] + x->cp_off;
+        rb[d] = x->act[d] + x->cp_off + half;
+    }
+    return group_coll(x, it->group, it->op, (size_t)it->bytes, it->fp32, x->cps, sb, rb, err,
+                      errlen);
+}
+
+/* A list on the current stage; with item tracing, one span per item on stage s. Megatron's
+ * ring exchanges (ring_item) go to the ring streams, forked from the compute stream at the
+ * first and joined back before the first item that is neither an exchange nor attention. */
 static cm_status exec_list(M *x, int s, const work_list *l, item_ctx ic, int gl, int mb,
                            int chunk, char *err, size_t errlen)
 {
+    bool ring_open = false;
     for (int i = 0; i < l->n; i++) {
+        const work_item *it = &l->item[i];
+        if (ring_item(x, it)) {
+            if (!ring_open) {
+                DEV(cudaEventRecord(x->ev_cp0[d], x->c->compute[d]));
+                DEV(cudaStreamWaitEvent(x->cps[d], x->ev_cp0[d], 0));
+                ring_open = true;
+            }
+            int j0 = -1;
+            if (x->inst_items) BK_TRY(span_begin(x, s, x->cps, &j0, err, errlen));
+            BK_TRY(ring_launch(x, it, err, errlen));
+            if (x->inst_items)
+                BK_TRY(span_end(x, s, x->cps, j0, TRACE_TID_COLL, it->name, mb, chunk, gl, false,
+                                err, errlen));
+            continue;
+        }
+        if (ring_open && it->component != WC_ATTENTION) {
+            DEV(cudaEventRecord(x->ev_cp1[d], x->cps[d]));
+            DEV(cudaStreamWaitEvent(x->c->compute[d], x->ev_cp1[d], 0));
+            ring_open = false;
+        }
         int i0 = -1;
         if (x->inst_items) BK_TRY(span_begin(x, s, x->c->compute, &i0, err, errlen));
-        BK_TRY(exec_item(x, &l->item[i], ic, err, errlen));
+        BK_TRY(exec_item(x, it, ic, err, errlen));
         if (x->inst_items)
-            BK_TRY(span_end(x, s, x->c->compute, i0, TRACE_TID_COMPUTE, l->item[i].name, mb,
-                            chunk, gl, false, err, errlen));
+            BK_TRY(span_end(x, s, x->c->compute, i0, TRACE_TID_COMPUTE, it->name, mb, chunk, gl,
+                            false, err, errlen));
+    }
+    if (ring_open) {
+        DEV(cudaEventRecord(x->ev_cp1[d], x->cps[d]));
+        DEV(cudaStreamWaitEvent(x->c->compute[d], x->ev_cp1[d], 0));
     }
     return CM_OK;
 }
@@ -1231,6 +1288,14 @@ static void size_regions(M *x)
     x->y_sz = ALIGN(x->y_ws + wsmax);
     x->z_off = x->y_off + x->y_sz;
     x->z_sz = ALIGN(zb + 256);
+    /* the ring's send and receive buffers, apart from the attention core's operands */
+    size_t ring = 0;
+    for (int j = 0; j < 6; j++)
+        for (int i = 0; i < lists[j]->n; i++)
+            if (ring_item(x, &lists[j]->item[i]) && (size_t)lists[j]->item[i].bytes > ring)
+                ring = (size_t)lists[j]->item[i].bytes;
+    x->cp_off = x->z_off + x->z_sz;
+    x->cp_sz = ring ? 2 * ALIGN(ring + 256) : 0;
 }
 
 cm_status bk_measure(bk_ctx *c, const work_plan *w, const char *plan_name, int steps,
@@ -1339,6 +1404,7 @@ cm_status bk_measure_traced(bk_ctx *c, const work_plan *w, const char *plan_name
     const memory_breakdown *mb = &w->est.memory;
     x->fsdp2_copies = w->fsdp && w->dp_active && l->framework == FRAMEWORK_FSDP2 &&
                       x->grp[GROUP_DP].size > 1;
+    x->cp_overlap = l->cp > 1 && l->framework == FRAMEWORK_MEGATRON;
     size_regions(x);
     size_t g = (size_t)(x->grp[GROUP_DP].size > 1 ? x->grp[GROUP_DP].size : 1);
     size_t ge = (size_t)(x->grp[GROUP_EDP].size > 1 ? x->grp[GROUP_EDP].size : 1);
@@ -1367,7 +1433,7 @@ cm_status bk_measure_traced(bk_ctx *c, const work_plan *w, const char *plan_name
     if (x->g_bytes < gmin) x->g_bytes = gmin;
     x->state_bytes = x->w_bytes + x->g_bytes + ALIGN((size_t)mb->optimizer_bytes);
     if (x->state_bytes < state_need) x->state_bytes = state_need;
-    size_t act_need = x->z_off + x->z_sz;
+    size_t act_need = x->cp_off + x->cp_sz;
     size_t act_plan = ALIGN((size_t)mb->activations_bytes);
     x->act_bytes = act_plan > act_need ? act_plan : act_need;
     size_t comm_need = 0;
@@ -1454,6 +1520,11 @@ cm_status bk_measure_traced(bk_ctx *c, const work_plan *w, const char *plan_name
             CUDA_TRY(cudaEventCreateWithFlags(&x->ev_rdone[d][i], cudaEventDisableTiming));
         }
         CUDA_TRY(cudaEventCreateWithFlags(&x->ev_bw[d], cudaEventDisableTiming));
+        if (x->cp_overlap) {
+            CUDA_TRY(cudaStreamCreateWithFlags(&x->cps[d], cudaStreamNonBlocking));
+            CUDA_TRY(cudaEventCreateWithFlags(&x->ev_cp0[d], cudaEventDisableTiming));
+            CUDA_TRY(cudaEventCreateWithFlags(&x->ev_cp1[d], cudaEventDisableTiming));
+        }
         CUDA_TRY(cudaEventCreateWithFlags(&x->ev_join[d], cudaEventDisableTiming));
         CUDA_TRY(cudaEventCreateWithFlags(&x->ev_root[d], cudaEventDisableTiming));
         CUDA_TRY(cudaEventCreateWithFlags(&x->ev_rfree[d], cudaEventDisableTiming));
@@ -1622,6 +1693,9 @@ done:
             if (x->ev_rdone[d][i]) cudaEventDestroy(x->ev_rdone[d][i]);
         }
         if (x->ev_bw[d]) cudaEventDestroy(x->ev_bw[d]);
+        if (x->cps[d]) cudaStreamDestroy(x->cps[d]);
+        if (x->ev_cp0[d]) cudaEventDestroy(x->ev_cp0[d]);
+        if (x->ev_cp1[d]) cudaEventDestroy(x->ev_cp1[d]);
         if (x->ev_join[d]) cudaEventDestroy(x->ev_join[d]);
         if (x->ev_root[d]) cudaEventDestroy(x->ev_root[d]);
         if (x->ev_rfree[d]) cudaEventDestroy(x->ev_rfree[d]);
