@@ -1,8 +1,8 @@
 """The eager PyTorch kernels of Llama decoder layers on one GPU: which op launches which kernel,
 with the shapes, and the launch gap between back-to-back kernels (bench/BACKEND.md, "Eager
-elementwise kernels"). The model code is bench/fsdp2_step.py's (Hugging Face modeling_llama.py in
-eager PyTorch), bf16 parameters as FSDP2's MixedPrecisionPolicy unshards them, no FSDP: one
-forward, F.cross_entropy(logits.float()) and backward of --layers layers + final norm + lm_head.
+elementwise kernels"). The model is bench/hf_llama.py, as bench/fsdp2_step.py trains it
+(Hugging Face modeling_llama.py in eager PyTorch), bf16 parameters as FSDP2's
+MixedPrecisionPolicy unshards them, no FSDP: one forward, F.cross_entropy(logits.float()) and backward of --layers layers + final norm + lm_head.
 
 Usage: python3 bench/eager_kernels.py [--seq 4096] [--layers 2] [--out DIR]
 Writes DIR/eager_kernels.tsv (calls, total ms, kernel), DIR/eager_ops.tsv (op, input shapes,
@@ -15,7 +15,6 @@ import statistics
 import time
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 p = argparse.ArgumentParser()
@@ -25,80 +24,16 @@ p.add_argument("--steps", type=int, default=10)
 p.add_argument("--out", default=".")
 args = p.parse_args()
 
-H, FFN, HEADS, KV, HD, V = 4096, 14336, 32, 8, 128, 128256
-
-
-class RMSNorm(nn.Module):  # bench/fsdp2_step.py
-    def __init__(self, h, eps=1e-5):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(h))
-        self.eps = eps
-
-    def forward(self, x):
-        dt = x.dtype
-        x = x.to(torch.float32)
-        var = x.pow(2).mean(-1, keepdim=True)
-        x = x * torch.rsqrt(var + self.eps)
-        return self.weight * x.to(dt)
-
-
-def rotate_half(x):
-    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
-    return torch.cat((-x2, x1), dim=-1)
-
-
-class Block(nn.Module):  # bench/fsdp2_step.py
-    def __init__(self):
-        super().__init__()
-        self.input_layernorm = RMSNorm(H)
-        self.q_proj = nn.Linear(H, HEADS * HD, bias=False)
-        self.k_proj = nn.Linear(H, KV * HD, bias=False)
-        self.v_proj = nn.Linear(H, KV * HD, bias=False)
-        self.o_proj = nn.Linear(HEADS * HD, H, bias=False)
-        self.post_attention_layernorm = RMSNorm(H)
-        self.gate_proj = nn.Linear(H, FFN, bias=False)
-        self.up_proj = nn.Linear(H, FFN, bias=False)
-        self.down_proj = nn.Linear(FFN, H, bias=False)
-
-    def forward(self, x, cos, sin):
-        b, s, _ = x.shape
-        h = self.input_layernorm(x)
-        q = self.q_proj(h).view(b, s, HEADS, HD).transpose(1, 2)
-        k = self.k_proj(h).view(b, s, KV, HD).transpose(1, 2)
-        v = self.v_proj(h).view(b, s, KV, HD).transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-        x = x + self.o_proj(a.transpose(1, 2).reshape(b, s, HEADS * HD))
-        h = self.post_attention_layernorm(x)
-        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
-
-
-class Model(nn.Module):
-    def __init__(self, layers):
-        super().__init__()
-        self.embed_tokens = nn.Embedding(V, H)
-        self.layers = nn.ModuleList(Block() for _ in range(layers))
-        self.norm = RMSNorm(H)
-        self.lm_head = nn.Linear(H, V, bias=False)
-
-    def forward(self, ids, cos, sin):
-        x = self.embed_tokens(ids)
-        for layer in self.layers:
-            x = layer(x, cos, sin)
-        return self.lm_head(self.norm(x))
+from hf_llama import V, Llama, rope  # noqa: E402 (bench/fsdp2_step.py's model, bench/hf_llama.py)
 
 
 def main():
     dev = torch.device("cuda")
     torch.manual_seed(0)
-    model = Model(args.layers).to(dev, torch.bfloat16)
+    model = Llama(args.layers).to(dev, torch.bfloat16)
     for prm in model.parameters():
         prm.data.normal_(0.0, 0.02)
-    inv = 1.0 / (500000.0 ** (torch.arange(0, HD, 2, device=dev, dtype=torch.float32) / HD))
-    f = torch.outer(torch.arange(args.seq, device=dev, dtype=torch.float32), inv)
-    emb = torch.cat((f, f), dim=-1)
-    cos, sin = emb.cos().to(torch.bfloat16)[None, None], emb.sin().to(torch.bfloat16)[None, None]
+    cos, sin = rope(args.seq, dev, torch.bfloat16)
     ids = torch.randint(0, V, (1, args.seq + 1), device=dev)
     inp, lab = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
 
