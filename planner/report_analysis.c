@@ -1,0 +1,610 @@
+/*
+ * report_analysis.c — the searches of `plan report` and the numbers its sections quote (see
+ * report_analysis.h).
+ *
+ * Build: one search per model x GPU count, over the union of the user's GPU counts and a
+ * power-of-two sweep (for "the smallest GPU count at which it fits" and the throughput curves);
+ * a search visitor collects, in the same pass, which memory classes fit (DDP / distributed
+ * optimizer / FSDP, with and without recompute, offload), the best Megatron plan without expert
+ * parallelism, and which features the search exercised. A second sweep over a Llama-3-shaped
+ * dense family (1.5B to 406B) at the user's GPU counts finds where Megatron overtakes FSDP2 and
+ * how far each memory rung (DDP ... offload) reaches by model size.
+ */
+#include "report_analysis.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "chart.h"
+#include "search.h"
+
+#define SWEEP_MAX 32
+#define SWEEP_CAP 4096 /* the GPU-count sweep stops here when a class never fits */
+
+/* Memory classes, from least to most intrusive (the "memory ladder" of section 1.4). Megatron
+ * classes may use TP/PP/CP/EP to split the model; FSDP2 ones only data and Ulysses parallelism. */
+enum {
+    CLS_MEG_DDP, CLS_MEG_DDP_RC, CLS_MEG_DISTOPT, CLS_MEG_DISTOPT_RC, CLS_MEG_FSDP,
+    CLS_MEG_FSDP_RC, CLS_FSDP2, CLS_FSDP2_RC, CLS_FSDP2_OFFLOAD, NCLS
+};
+_Static_assert(NCLS == REPORT_NCLASSES, "REPORT_NCLASSES counts the memory classes");
+const char *const report_class_name[REPORT_NCLASSES] = {
+    "Megatron, DDP (nothing sharded), no recompute",
+    "Megatron, DDP, with recompute",
+    "Megatron, distributed optimizer (ZeRO-1), no recompute",
+    "Megatron, distributed optimizer, with recompute",
+    "Megatron-FSDP (ZeRO-3), no recompute",
+    "Megatron-FSDP, with recompute",
+    "FSDP2 (ZeRO-3), no recompute",
+    "FSDP2, full recompute",
+    "FSDP2, CPU offload",
+};
+/* Ladder level of each class: 0 DDP, 1 distributed optimizer, 2 full sharding, 3 + recompute,
+ * 4 + CPU offload. */
+static const int cls_level[NCLS] = {0, 3, 1, 3, 2, 3, 2, 3, 4};
+const char *const report_level_name[REPORT_NLEVELS] = {
+    "DDP (no sharding)", "distributed optimizer", "full sharding (FSDP)",
+    "sharding + activation recompute", "CPU offload"};
+
+static int class_of(const layout *l)
+{
+    bool rc = l->recompute != RECOMPUTE_NONE;
+    if (l->framework == FRAMEWORK_FSDP2)
+        return l->offload ? CLS_FSDP2_OFFLOAD : rc ? CLS_FSDP2_RC : CLS_FSDP2;
+    int base = l->sharding == SHARDING_DDP       ? CLS_MEG_DDP
+               : l->sharding == SHARDING_DISTOPT ? CLS_MEG_DISTOPT
+                                                 : CLS_MEG_FSDP;
+    return base + (rc ? 1 : 0);
+}
+
+/* Features of section 4: a probe layout each, and a predicate that says whether an evaluated
+ * layout uses the feature (to report whether the search exercised it). */
+enum {
+    F_TP, F_SP, F_PP, F_VPP, F_CP, F_EP, F_ETP, F_DDP, F_DISTOPT, F_FSDP, F_HSDP, F_NORESHARD,
+    F_SELECTIVE, F_FULL, F_OFFLOAD, F_FSDP_PP, F_OFFLOAD_RC, NFEAT
+};
+_Static_assert(NFEAT == REPORT_NFEATURES, "REPORT_NFEATURES counts the features");
+const char *const report_feature_name[REPORT_NFEATURES] = {
+    "Tensor parallel (TP 2)",
+    "Megatron sequence parallel (SP, with TP 2)",
+    "Pipeline parallel (PP 2)",
+    "Interleaved pipeline (PP 2, VPP 2)",
+    "Context parallel (CP 2; FSDP2: Ulysses)",
+    "Expert parallel (EP 2)",
+    "Expert tensor parallel (ETP 1 under TP 2)",
+    "DDP (nothing sharded)",
+    "Distributed optimizer (ZeRO-1)",
+    "Full sharding (ZeRO-3: FSDP2 / Megatron-FSDP)",
+    "HSDP (shard within 8 GPUs, replicate across)",
+    "Keep gathered parameters after forward (ZeRO-2-like)",
+    "Selective recompute",
+    "Full recompute",
+    "CPU offload",
+    "Full sharding together with PP",
+    "CPU offload together with recompute",
+};
+
+static bool feat_uses(int f, const layout *l)
+{
+    switch (f) {
+    case F_TP: return l->tp > 1;
+    case F_SP: return l->sp;
+    case F_PP: return l->pp > 1;
+    case F_VPP: return l->vpp > 1;
+    case F_CP: return l->cp > 1;
+    case F_EP: return l->ep > 1;
+    case F_ETP: return l->etp > 0 && l->etp != l->tp;
+    case F_DDP: return l->sharding == SHARDING_DDP;
+    case F_DISTOPT: return l->sharding == SHARDING_DISTOPT;
+    case F_FSDP: return l->sharding == SHARDING_FSDP;
+    case F_HSDP: return l->shard_size > 0;
+    case F_NORESHARD: return l->sharding == SHARDING_FSDP && !l->reshard_after_forward;
+    case F_SELECTIVE: return l->recompute == RECOMPUTE_SELECTIVE;
+    case F_FULL: return l->recompute == RECOMPUTE_FULL;
+    case F_OFFLOAD: return l->offload;
+    case F_FSDP_PP: return l->sharding == SHARDING_FSDP && l->pp > 1;
+    case F_OFFLOAD_RC: return l->offload && l->recompute != RECOMPUTE_NONE;
+    }
+    return false;
+}
+
+/* The probe layout for feature f under framework fw on 64 GPUs. */
+static layout feat_probe(int f, layout_framework fw)
+{
+    layout l = layout_default(fw);
+    l.dp = 64;
+    bool meg = fw == FRAMEWORK_MEGATRON;
+    switch (f) {
+    case F_TP: l.tp = 2; l.dp = 32; l.sp = meg; break; /* MoE under Megatron needs SP with TP */
+    case F_SP: l.tp = 2; l.dp = 32; l.sp = true; break;
+    case F_PP: l.pp = 2; l.dp = 32; break;
+    case F_VPP: l.pp = 2; l.vpp = 2; l.dp = 32; break;
+    case F_CP: l.cp = 2; l.dp = 32; break;
+    case F_EP: l.ep = 2; break;
+    case F_ETP: l.tp = 2; l.dp = 32; l.sp = meg; l.ep = 2; l.etp = 1; break;
+    case F_DDP: l.sharding = SHARDING_DDP; break;
+    case F_DISTOPT: l.sharding = SHARDING_DISTOPT; break;
+    case F_FSDP: l.sharding = SHARDING_FSDP; break;
+    case F_HSDP: l.sharding = SHARDING_FSDP; l.shard_size = 8; break;
+    case F_NORESHARD: l.sharding = SHARDING_FSDP; l.reshard_after_forward = false; break;
+    case F_SELECTIVE: l.recompute = RECOMPUTE_SELECTIVE; break;
+    case F_FULL: l.recompute = RECOMPUTE_FULL; break;
+    case F_OFFLOAD: l.sharding = SHARDING_FSDP; l.offload = true; break;
+    case F_FSDP_PP: l.sharding = SHARDING_FSDP; l.pp = 2; l.dp = 32; break;
+    case F_OFFLOAD_RC:
+        l.sharding = SHARDING_FSDP; l.offload = true; l.recompute = RECOMPUTE_FULL; break;
+    }
+    return l;
+}
+
+cm_status report_feature_check(const report *r, int f, layout_framework fw, char *err,
+                               size_t errlen)
+{
+    layout l = feat_probe(f, fw);
+    training_spec t = training_default(); /* the probes need gbs divisible by 64 */
+    return layout_check(&r->probe, &r->sys, &t, &l, 64, err, errlen);
+}
+
+typedef struct {
+    report *r;
+    report_point *p;
+} visit_ctx;
+
+static void visit(const estimate *e, void *arg)
+{
+    visit_ctx *v = arg;
+    const layout *l = &e->layout;
+    int fw = l->framework;
+    for (int f = 0; f < NFEAT; f++)
+        if (feat_uses(f, l)) v->r->feat_count[fw][f]++;
+    report_point *p = v->p;
+    bool noep = fw == FRAMEWORK_MEGATRON && l->ep == 1;
+    if (!e->feasible) {
+        if (noep) {
+            double over = e->memory.total_bytes - e->memory.capacity_bytes;
+            if (!p->has_noep_closest ||
+                over < p->noep_closest.memory.total_bytes - p->noep_closest.memory.capacity_bytes) {
+                p->noep_closest = *e;
+                p->has_noep_closest = true;
+            }
+        }
+        return;
+    }
+    p->fits[class_of(l)] = true;
+    if (noep && (!p->has_noep || search_better(e, &p->noep))) {
+        p->noep = *e;
+        p->has_noep = true;
+    }
+}
+
+static cm_status search_point(report *r, const model_spec *m, report_point *p, search_result *sr,
+                              char *err, size_t errlen)
+{
+    visit_ctx v = {r, p};
+    search_options o = {.gpus = p->gpus, .keep = 1, .frameworks = {true, true},
+                        .visit = visit, .visit_arg = &v};
+    cm_status st = search_run(m, &r->sys, &r->t, &o, sr, err, errlen);
+    if (st != CM_OK) return st;
+    r->stats.searches++;
+    r->stats.layouts += sr->evaluated;
+    p->evaluated = sr->evaluated;
+    p->feasible = sr->feasible;
+    for (int fw = 0; fw < 2; fw++) {
+        p->has_best[fw] = sr->has_best[fw];
+        if (sr->has_best[fw]) p->best[fw] = sr->best[fw];
+        p->has_closest[fw] = sr->has_closest[fw];
+        if (sr->has_closest[fw]) p->closest[fw] = sr->closest[fw];
+    }
+    return CM_OK;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Search the model at the user's GPU counts and at powers of two from 1: up to the largest
+ * count asked, and beyond it while some memory class has not fitted yet (up to the cap). */
+static cm_status build_model(report *r, report_model_result *mr, search_result *sr, char *err,
+                             size_t errlen)
+{
+    int maxg = 0;
+    for (int i = 0; i < r->ngpus; i++)
+        if (r->gpus[i] > maxg) maxg = r->gpus[i];
+    int cap = maxg > SWEEP_CAP ? maxg : SWEEP_CAP;
+    int counts[SWEEP_MAX + REPORT_MAX_GPUS], n = 0;
+    for (long g = 1; g <= cap && n < SWEEP_MAX; g *= 2) counts[n++] = (int)g;
+    for (int i = 0; i < r->ngpus; i++) {
+        bool dup = false;
+        for (int k = 0; k < n; k++) dup |= counts[k] == r->gpus[i];
+        if (!dup) counts[n++] = r->gpus[i];
+    }
+    qsort(counts, n, sizeof *counts, cmp_int);
+    mr->pts = calloc(n, sizeof *mr->pts);
+    if (!mr->pts) return cm_fail(err, errlen, CM_ENOMEM, "out of memory");
+    mr->npts = 0;
+    mr->cap = 0;
+    for (int k = 0; k < NCLS; k++) mr->min_gpus[k] = 0;
+    for (int i = 0; i < n; i++) {
+        bool all = true;
+        for (int k = 0; k < NCLS; k++) all &= mr->min_gpus[k] > 0;
+        if (all && counts[i] > maxg) break;
+        report_point *p = &mr->pts[mr->npts];
+        p->gpus = counts[i];
+        cm_status st = search_point(r, &mr->m, p, sr, err, errlen);
+        if (st != CM_OK) return st;
+        mr->npts++;
+        mr->cap = counts[i];
+        for (int k = 0; k < NCLS; k++)
+            if (p->fits[k] && !mr->min_gpus[k]) mr->min_gpus[k] = p->gpus;
+    }
+    return CM_OK;
+}
+
+const report_point *report_find_point(const report_model_result *mr, int gpus)
+{
+    for (int i = 0; i < mr->npts; i++)
+        if (mr->pts[i].gpus == gpus) return &mr->pts[i];
+    return NULL;
+}
+
+const estimate *report_best_of(const report_point *p)
+{
+    if (!p) return NULL;
+    if (p->has_best[0] && p->has_best[1])
+        return search_better(&p->best[1], &p->best[0]) ? &p->best[1] : &p->best[0];
+    if (p->has_best[0]) return &p->best[0];
+    if (p->has_best[1]) return &p->best[1];
+    return NULL;
+}
+
+const estimate *report_primary_plan(const report *r, const report_model_result *mr)
+{
+    for (int i = r->ngpus - 1; i >= 0; i--) {
+        const estimate *e = report_best_of(report_find_point(mr, r->gpus[i]));
+        if (e) return e;
+    }
+    for (int i = 0; i < mr->npts; i++) {
+        const estimate *e = report_best_of(&mr->pts[i]);
+        if (e) return e;
+    }
+    return NULL;
+}
+
+/* Llama-3-shaped dense models (head dim 128, 8 KV groups, SwiGLU, untied embeddings,
+ * vocabulary 128256), 1.5B to 406B: the 8B/70B/405B rows are the Llama-3.1 shapes, the others
+ * interpolate (layers and width grow together, FFN about 3.5x hidden). */
+static const struct { int layers, hidden, heads; long ffn; } dense_family[REPORT_NSIZES] = {
+    {16, 2048, 16, 8192},    {28, 3072, 24, 8192},    {32, 4096, 32, 14336},
+    {40, 5120, 40, 17920},   {48, 6144, 48, 20480},   {60, 7168, 56, 24576},
+    {80, 8192, 64, 28672},   {96, 10240, 80, 32768},  {96, 12288, 96, 40960},
+    {112, 14336, 112, 49152}, {126, 16384, 128, 53248},
+};
+
+static void dense_model(model_spec *m, int i)
+{
+    memset(m, 0, sizeof *m);
+    m->layers = dense_family[i].layers;
+    m->hidden = dense_family[i].hidden;
+    m->heads = dense_family[i].heads;
+    m->kv_heads = 8;
+    m->head_dim = m->hidden / m->heads;
+    m->ffn = dense_family[i].ffn;
+    m->vocab = 128256;
+    m->max_positions = 131072;
+    m->activation = MODEL_ACT_SWIGLU;
+    m->norm = MODEL_NORM_RMS;
+    double p = model_params_total(m);
+    snprintf(m->name, sizeof m->name, "dense-%.0fb", p / 1e9);
+    snprintf(m->display, sizeof m->display, "dense %.1fB (Llama-3 shape)", p / 1e9);
+}
+
+/* An MoE model for the feature probes (Mixtral-8x7B's shape), so EP is probed whatever the
+ * user's models are. */
+static void probe_model(model_spec *m)
+{
+    dense_model(m, 2);
+    m->vocab = 32000;
+    m->experts = 8;
+    m->top_k = 2;
+    m->expert_ffn = m->ffn;
+    snprintf(m->name, sizeof m->name, "probe-moe");
+    snprintf(m->display, sizeof m->display, "probe MoE (8 experts, top 2)");
+}
+
+typedef struct {
+    report_size_point *sp;
+    int g;
+} size_visit_ctx;
+
+static void size_visit(const estimate *e, void *arg)
+{
+    size_visit_ctx *v = arg;
+    if (!e->feasible) return;
+    int lev = cls_level[class_of(&e->layout)];
+    v->sp->fit_level[v->g][lev] = true;
+    if (e->layout.tp == 1 && e->layout.pp == 1) v->sp->fit_level_dp[v->g][lev] = true;
+}
+
+static cm_status build_sizes(report *r, search_result *sr, char *err, size_t errlen)
+{
+    for (int i = 0; i < REPORT_NSIZES; i++) {
+        model_spec m;
+        dense_model(&m, i);
+        cm_status st = model_validate(&m, err, errlen);
+        if (st != CM_OK) return st;
+        report_size_point *sp = &r->sizes[i];
+        sp->params = model_params_total(&m);
+        sp->layers = m.layers;
+        sp->hidden = m.hidden;
+        for (int g = 0; g < r->ngpus; g++) {
+            size_visit_ctx v = {sp, g};
+            search_options o = {.gpus = r->gpus[g], .keep = 1, .frameworks = {true, true},
+                                .visit = size_visit, .visit_arg = &v};
+            st = search_run(&m, &r->sys, &r->t, &o, sr, err, errlen);
+            if (st != CM_OK) return st;
+            r->stats.searches++;
+            r->stats.layouts += sr->evaluated;
+            for (int fw = 0; fw < 2; fw++) {
+                sp->has[g][fw] = sr->has_best[fw];
+                sp->step[g][fw] = sr->has_best[fw] ? sr->best[fw].time.step_s : NAN;
+            }
+            sp->fsdp2_offload[g] =
+                sr->has_best[FRAMEWORK_FSDP2] && sr->best[FRAMEWORK_FSDP2].layout.offload;
+        }
+    }
+    return CM_OK;
+}
+
+cm_status report_build(const report_options *o, report **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!o->sys || o->nmodels < 1 || o->nmodels > REPORT_MAX_MODELS || o->ngpus < 1 ||
+        o->ngpus > REPORT_MAX_GPUS)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "a report needs 1 to %d models and 1 to %d GPU counts",
+                       REPORT_MAX_MODELS, REPORT_MAX_GPUS);
+    cm_status st = training_check(&o->training, err, errlen);
+    if (st != CM_OK) return st;
+    for (int i = 0; i < o->ngpus; i++)
+        if (o->gpus[i] < 1 || o->gpus[i] > 10000000)
+            return cm_fail(err, errlen, CM_EINVAL,
+                           "GPU count %d is out of range: give --gpus between 1 and 10000000",
+                           o->gpus[i]);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    report *r = calloc(1, sizeof *r);
+    search_result *sr = search_result_new();
+    if (!r || !sr) {
+        free(r);
+        search_result_free(sr);
+        return cm_fail(err, errlen, CM_ENOMEM, "out of memory");
+    }
+    r->sys = *o->sys;
+    snprintf(r->system_name, sizeof r->system_name, "%s",
+             o->system_name ? o->system_name : o->sys->name);
+    snprintf(r->calibration, sizeof r->calibration, "%s",
+             o->calibration_path ? o->calibration_path : "");
+    snprintf(r->bench_path, sizeof r->bench_path, "%s", o->bench_path ? o->bench_path : "");
+    r->t = o->training;
+    r->ngpus = o->ngpus;
+    memcpy(r->gpus, o->gpus, o->ngpus * sizeof *o->gpus);
+    qsort(r->gpus, r->ngpus, sizeof *r->gpus, cmp_int);
+    /* drop duplicate GPU counts */
+    int ng = 0;
+    for (int i = 0; i < r->ngpus; i++)
+        if (!ng || r->gpus[ng - 1] != r->gpus[i]) r->gpus[ng++] = r->gpus[i];
+    r->ngpus = ng;
+    if (o->nbench > 0 && o->bench) {
+        r->bench = malloc(o->nbench * sizeof *r->bench);
+        if (!r->bench) {
+            report_free(r);
+            search_result_free(sr);
+            return cm_fail(err, errlen, CM_ENOMEM, "out of memory");
+        }
+        memcpy(r->bench, o->bench, o->nbench * sizeof *r->bench);
+        r->nbench = o->nbench;
+        for (int i = 0; i < r->nbench; i++)
+            if (!isnan(r->bench[i].measured_step_s)) r->any_measured = true;
+    }
+    probe_model(&r->probe);
+    r->nmodels = 0;
+    for (int i = 0; i < o->nmodels && st == CM_OK; i++) {
+        bool dup = false; /* the same model twice would repeat sections and anchors */
+        for (int k = 0; k < r->nmodels; k++) dup |= !strcmp(r->models[k].m.name, o->models[i].name);
+        if (dup) continue;
+        report_model_result *mr = &r->models[r->nmodels++];
+        mr->m = o->models[i];
+        st = build_model(r, mr, sr, err, errlen);
+    }
+    if (st == CM_OK) st = build_sizes(r, sr, err, errlen);
+    search_result_free(sr);
+    if (st != CM_OK) {
+        report_free(r);
+        return st;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    r->stats.seconds = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+    r->stats.charts_available = chart_available();
+    *out = r;
+    return CM_OK;
+}
+
+void report_free(report *r)
+{
+    if (!r) return;
+    for (int i = 0; i < r->nmodels; i++) free(r->models[i].pts);
+    free(r->bench);
+    free(r);
+}
+
+double report_headroom_gib(const estimate *e)
+{
+    return (e->memory.capacity_bytes - e->memory.total_bytes) / REPORT_GIB;
+}
+
+double report_over_gib(const estimate *e) { return -report_headroom_gib(e); }
+
+const bench_row *report_measured_for(const report *r, const estimate *e, bool *same_layout)
+{
+    if (!r->any_measured) return NULL;
+    bench_row me;
+    bench_row_from_estimate(&me, e, r->sys.name, PLAN_VERSION);
+    for (int i = 0; i < r->nbench; i++)
+        if (!isnan(r->bench[i].measured_step_s) && bench_row_same_layout(&r->bench[i], &me)) {
+            *same_layout = true;
+            return &r->bench[i];
+        }
+    for (int i = 0; i < r->nbench; i++) {
+        const bench_row *b = &r->bench[i];
+        if (!isnan(b->measured_step_s) && !strcmp(b->model, me.model) &&
+            !strcmp(b->system, me.system) && b->gpus == me.gpus &&
+            !strcmp(b->framework, me.framework)) {
+            *same_layout = false;
+            return b;
+        }
+    }
+    return NULL;
+}
+
+report_size_summary report_summarize_sizes(const report *r, int g)
+{
+    report_size_summary s = {0};
+    s.rmin = INFINITY;
+    s.rmax = -INFINITY;
+    double prev_r = NAN, prev_p = NAN;
+    for (int i = 0; i < REPORT_NSIZES; i++) {
+        const report_size_point *sp = &r->sizes[i];
+        if (sp->has[g][FRAMEWORK_FSDP2]) s.fsdp2_last_fit = sp->params;
+        if (sp->has[g][FRAMEWORK_MEGATRON]) s.meg_last_fit = sp->params;
+        if (!sp->has[g][0] || !sp->has[g][1]) continue;
+        double ratio = sp->step[g][FRAMEWORK_FSDP2] / sp->step[g][FRAMEWORK_MEGATRON];
+        s.both++;
+        if (ratio < s.rmin) s.rmin = ratio;
+        if (ratio > s.rmax) s.rmax = ratio;
+        if (!isnan(prev_r) && (prev_r - 1) * (ratio - 1) < 0) {
+            s.ncross++;
+            if (ratio > 1) { /* interpolate on log(params) */
+                double f = (1 - prev_r) / (ratio - prev_r);
+                s.cross_params = exp(log(prev_p) + f * (log(sp->params) - log(prev_p)));
+            } else {
+                s.cross_params = 0; /* FSDP2 ahead again above this point */
+            }
+        }
+        prev_r = ratio;
+        prev_p = sp->params;
+    }
+    return s;
+}
+
+double report_largest_fit(const report *r, int g, int lev, bool dp_only)
+{
+    double best = 0;
+    for (int i = 0; i < REPORT_NSIZES; i++)
+        for (int l = 0; l <= lev; l++) {
+            bool fits = dp_only ? r->sizes[i].fit_level_dp[g][l] : r->sizes[i].fit_level[g][l];
+            if (fits && r->sizes[i].params > best) best = r->sizes[i].params;
+        }
+    return best;
+}
+
+int report_fit_level(const report_point *p, bool *meg, bool *fsdp2)
+{
+    *meg = *fsdp2 = false;
+    for (int lev = 0; lev < REPORT_NLEVELS; lev++) {
+        bool any = false;
+        for (int k = 0; k < NCLS; k++)
+            if (cls_level[k] == lev && p->fits[k]) {
+                any = true;
+                if (k >= CLS_FSDP2) *fsdp2 = true;
+                else *meg = true;
+            }
+        if (any) return lev;
+    }
+    return REPORT_NLEVELS;
+}
+
+int report_knob_variants(const estimate *b, const model_spec *m, const system_spec *sys,
+                         report_knob *out, int max)
+{
+    int n = 0;
+    const layout *l = &b->layout;
+    layout v[8];
+    const char *names[8];
+    int k = 0;
+    if (l->framework == FRAMEWORK_MEGATRON && l->recompute != RECOMPUTE_SELECTIVE) {
+        v[k] = *l;
+        v[k].recompute = RECOMPUTE_SELECTIVE;
+        names[k++] = "recompute selective";
+    }
+    if (l->recompute != RECOMPUTE_FULL) {
+        v[k] = *l;
+        v[k].recompute = RECOMPUTE_FULL;
+        v[k].recompute_layers = 0;
+        v[k].offload = false;
+        names[k++] = "recompute full";
+    }
+    if (l->framework == FRAMEWORK_MEGATRON && l->tp > 1 && !l->sp) {
+        v[k] = *l;
+        v[k].sp = true;
+        names[k++] = "sequence parallel on";
+    }
+    if (l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_DDP) {
+        v[k] = *l;
+        v[k].sharding = SHARDING_DISTOPT;
+        names[k++] = "DDP → distributed optimizer";
+    }
+    if (l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_DISTOPT) {
+        v[k] = *l;
+        v[k].sharding = SHARDING_FSDP;
+        names[k++] = "distributed optimizer → Megatron-FSDP";
+    }
+    if (l->mbs > 1) {
+        v[k] = *l;
+        v[k].mbs = l->mbs / 2;
+        names[k++] = "micro-batch halved";
+    }
+    if (l->framework == FRAMEWORK_FSDP2 && !l->offload) {
+        v[k] = *l;
+        v[k].offload = true;
+        v[k].recompute = RECOMPUTE_NONE;
+        names[k++] = l->recompute != RECOMPUTE_NONE ? "CPU offload (instead of recompute)"
+                                                    : "CPU offload";
+    }
+    if (l->framework == FRAMEWORK_FSDP2 && !l->reshard_after_forward) {
+        v[k] = *l;
+        v[k].reshard_after_forward = true;
+        names[k++] = "reshard after forward";
+    }
+    for (int i = 0; i < k && n < max; i++) {
+        report_knob *o = &out[n++];
+        snprintf(o->name, sizeof o->name, "%s", names[i]);
+        o->valid = estimate_layout(m, sys, &b->training, &v[i], &o->e, o->why, sizeof o->why) ==
+                   CM_OK;
+    }
+    return n;
+}
+
+int report_best_knob(const estimate *b, const report_knob *k, int n)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        if (!k[i].valid || !k[i].e.feasible) continue;
+        double freed = (b->memory.total_bytes - k[i].e.memory.total_bytes) / REPORT_GIB;
+        if (freed < 1) continue;
+        if (best < 0 || k[i].e.time.step_s < k[best].e.time.step_s) best = i;
+    }
+    return best;
+}
+
+bool report_grad_reduce_variant(const report *r, const model_spec *m, const estimate *e,
+                                estimate *out)
+{
+    training_spec t = e->training;
+    t.grad_reduce_bf16 = !t.grad_reduce_bf16;
+    return estimate_layout(m, &r->sys, &t, &e->layout, out, NULL, 0) == CM_OK;
+}

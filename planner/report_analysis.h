@@ -1,0 +1,156 @@
+/*
+ * report_analysis.h — what `plan report` computes, before any of it is written: the searches
+ * (one per model x GPU count, a GPU-count sweep per model, a dense model-size sweep), what they
+ * found (struct report), and the small analyses the sections ask of it (which plan to
+ * recommend, where a memory rung stops fitting, which knob frees memory, ...).
+ *
+ * Internal to libreport: report_build() and report_free() (report.h) live in
+ * report_analysis.c; the section files (report_sections.h) only read a built report.
+ */
+#ifndef PLAN_REPORT_ANALYSIS_H
+#define PLAN_REPORT_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "bench_csv.h"
+#include "estimate.h"
+#include "layout.h"
+#include "model.h"
+#include "report.h"
+#include "status.h"
+#include "system.h"
+
+#ifndef PLAN_VERSION
+#define PLAN_VERSION "unknown"
+#endif
+
+#define REPORT_GIB 1073741824.0
+
+/* Memory classes (DDP / distributed optimizer / FSDP, with and without recompute, offload),
+ * named by report_class_name; and the five rungs of the memory ladder they fall on: 0 DDP,
+ * 1 distributed optimizer, 2 full sharding, 3 + recompute, 4 + CPU offload. */
+#define REPORT_NCLASSES 9
+#define REPORT_NLEVELS 5
+extern const char *const report_class_name[REPORT_NCLASSES];
+extern const char *const report_level_name[REPORT_NLEVELS];
+
+/* Features of the feature-support matrix, named by report_feature_name. */
+#define REPORT_NFEATURES 17
+extern const char *const report_feature_name[REPORT_NFEATURES];
+
+/* One model at one GPU count: each framework's best plan (or the closest when none fits), the
+ * best Megatron plan without expert parallelism, and which memory classes fit. */
+typedef struct {
+    int gpus;
+    long evaluated, feasible;
+    bool has_best[2];
+    estimate best[2];
+    bool has_closest[2];
+    estimate closest[2];
+    bool has_noep;            /* best feasible Megatron plan with ep == 1 */
+    estimate noep;
+    bool has_noep_closest;    /* when no ep == 1 Megatron plan fits: the closest */
+    estimate noep_closest;
+    bool fits[REPORT_NCLASSES];
+} report_point;
+
+typedef struct {
+    model_spec m;
+    int npts;
+    report_point *pts;        /* ascending GPU counts */
+    int min_gpus[REPORT_NCLASSES]; /* 0: never fits up to cap */
+    int cap;                  /* the largest GPU count searched */
+} report_model_result;
+
+/* One member of the dense family swept for the Megatron-vs-FSDP2 threshold. */
+typedef struct {
+    double params;
+    int layers, hidden;       /* its shape */
+    bool has[REPORT_MAX_GPUS][2];
+    double step[REPORT_MAX_GPUS][2];
+    bool fsdp2_offload[REPORT_MAX_GPUS]; /* FSDP2's best plan needs CPU offload */
+    bool fit_level[REPORT_MAX_GPUS][REPORT_NLEVELS];    /* some layout of that memory rung fits */
+    bool fit_level_dp[REPORT_MAX_GPUS][REPORT_NLEVELS]; /* ... without TP or PP (DP only) */
+} report_size_point;
+
+#define REPORT_NSIZES 11
+
+struct report {
+    system_spec sys;
+    char system_name[64];
+    char calibration[512];
+    char bench_path[512];
+    training_spec t;
+    int nmodels;
+    report_model_result models[REPORT_MAX_MODELS];
+    int ngpus;
+    int gpus[REPORT_MAX_GPUS];  /* ascending, no duplicates */
+    bench_row *bench;
+    int nbench;
+    bool any_measured;
+    report_size_point sizes[REPORT_NSIZES];
+    model_spec probe;         /* an MoE model for the feature probes */
+    long feat_count[2][REPORT_NFEATURES]; /* layouts with each feature the searches evaluated */
+    report_stats stats;
+};
+
+/* The point of a model at a GPU count, or NULL when that count was not searched. */
+const report_point *report_find_point(const report_model_result *mr, int gpus);
+/* The faster of the two frameworks' best plans, or NULL when nothing fits (or p is NULL). */
+const estimate *report_best_of(const report_point *p);
+/* The plan recommended for a model: the best at the largest of the user's GPU counts where one
+ * fits; when none does, at the smallest swept count where one fits; NULL when none fits. */
+const estimate *report_primary_plan(const report *r, const report_model_result *mr);
+
+/* The size sweep at the g-th GPU count, summarized. */
+typedef struct {
+    int both;                  /* sizes where both frameworks fit */
+    double rmin, rmax;         /* Megatron speed / FSDP2 speed over those */
+    double cross_params;       /* the last upward crossing of 1 (Megatron ahead above it);
+                                  0: none */
+    int ncross;
+    double fsdp2_last_fit;     /* largest size FSDP2 fits (0: none) */
+    double meg_last_fit;
+} report_size_summary;
+
+report_size_summary report_summarize_sizes(const report *r, int g);
+/* The largest swept dense size that fits on the g-th GPU count using memory rungs up to lev
+ * (0 when none does); dp_only: without TP or PP. */
+double report_largest_fit(const report *r, int g, int lev, bool dp_only);
+/* The least intrusive ladder level that fits at point p (REPORT_NLEVELS: none), and which
+ * frameworks offer it there. */
+int report_fit_level(const report_point *p, bool *meg, bool *fsdp2);
+
+double report_headroom_gib(const estimate *e);  /* capacity minus predicted peak */
+double report_over_gib(const estimate *e);      /* predicted peak minus capacity */
+
+/* A measured bench row for this estimate: same layout first (*same_layout true), else the same
+ * model, system, GPU count and framework (another layout); NULL when none. */
+const bench_row *report_measured_for(const report *r, const estimate *e, bool *same_layout);
+
+/* Feature f's probe layout under framework fw (on 64 GPUs, the probe MoE model) through the
+ * planner's rule check; err says which rule refuses it. */
+cm_status report_feature_check(const report *r, int f, layout_framework fw, char *err,
+                               size_t errlen);
+
+/* A plan with one memory knob turned. */
+typedef struct {
+    char name[96];
+    bool valid;
+    char why[CM_ERRLEN];   /* the rule, when not valid */
+    estimate e;
+} report_knob;
+
+/* The plan b with each applicable memory knob turned alone; returns how many were filled. */
+int report_knob_variants(const estimate *b, const model_spec *m, const system_spec *sys,
+                         report_knob *out, int max);
+/* The knob that frees at least 1 GiB for the least extra step time; -1 if none. */
+int report_best_knob(const estimate *b, const report_knob *k, int n);
+
+/* Plan e of model m with gradient reduction in bf16 toggled; false when it cannot be
+ * estimated. */
+bool report_grad_reduce_variant(const report *r, const model_spec *m, const estimate *e,
+                                estimate *out);
+
+#endif

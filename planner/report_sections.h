@@ -1,0 +1,28 @@
+/*
+ * report_sections.h — the seven sections of `plan report`, one file each (report_sec_*.c).
+ * Each writes its headings, prose, tables and charts through the document writer from a built
+ * report; the numbers come from report_analysis.h, their wording from report_text.h. Prose is
+ * fixed; text that is not ours (rule messages, file names) goes through doc_plain().
+ */
+#ifndef PLAN_REPORT_SECTIONS_H
+#define PLAN_REPORT_SECTIONS_H
+
+#include "doc_writer.h"
+#include "report_analysis.h"
+
+/* 1. The decision tree and its thresholds (model size, expert parallelism, memory). */
+void report_section_decision(doc *d, const report *r);
+/* 2. FSDP2 and Megatron compared. */
+void report_section_compare(doc *d, const report *r);
+/* 3. Performance per model and GPU count, with the charts. */
+void report_section_performance(doc *d, const report *r);
+/* 4. The feature-support matrix, checked against the rule code. */
+void report_section_features(doc *d, const report *r);
+/* 5. The recommended configuration per model, as YAML (and Megatron-LM flags). */
+void report_section_config(doc *d, const report *r);
+/* 6. Migration notes, both ways. */
+void report_section_migration(doc *d, const report *r);
+/* 7. Troubleshooting: headroom and memory knobs, NCCL timeouts, gradient NaN. */
+void report_section_troubleshooting(doc *d, const report *r);
+
+#endif

@@ -1,0 +1,49 @@
+/*
+ * report_text.c — numbers, layouts and lists as `plan report` writes them (see report_text.h).
+ */
+#include "report_text.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "layout.h"
+
+const char *report_fw_title(int fw) { return fw == FRAMEWORK_FSDP2 ? "FSDP2" : "Megatron"; }
+
+void report_fmt_params(double p, char *buf, size_t n)
+{
+    if (p >= 1e9) snprintf(buf, n, "%.*fB", p >= 1e11 ? 0 : 1, p / 1e9);
+    else snprintf(buf, n, "%.0fM", p / 1e6);
+}
+
+void report_fmt_layout(const estimate *e, char *buf, size_t n)
+{
+    const layout *l = &e->layout;
+    if (l->framework == FRAMEWORK_FSDP2) {
+        char shard[32] = "";
+        if (l->shard_size) snprintf(shard, sizeof shard, " (HSDP %d)", l->shard_size);
+        snprintf(buf, n, "DP %d · Ulysses %d · mbs %d · FSDP%s%s · recompute %s%s", l->dp,
+                 l->cp, l->mbs, shard, l->reshard_after_forward ? "" : " no-reshard",
+                 layout_recompute_name(l->recompute), l->offload ? " · CPU offload" : "");
+        return;
+    }
+    char ep[32] = "", vpp[32] = "";
+    if (l->ep > 1)
+        snprintf(ep, sizeof ep, " · EP %d%s", l->ep, layout_etp(l) != l->tp ? " (ETP 1)" : "");
+    if (l->vpp > 1) snprintf(vpp, sizeof vpp, " · VPP %d", l->vpp);
+    snprintf(buf, n, "TP %d · PP %d · DP %d · CP %d%s%s · mbs %d%s · %s · recompute %s", l->tp,
+             l->pp, l->dp, l->cp, ep, vpp, l->mbs, l->sp ? " · SP" : "",
+             l->sharding == SHARDING_FSDP      ? "Megatron-FSDP"
+             : l->sharding == SHARDING_DISTOPT ? "distopt"
+                                               : "DDP",
+             layout_recompute_name(l->recompute));
+}
+
+void report_fmt_gpu_list(const int *g, int n, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        size_t o = strlen(buf);
+        snprintf(buf + o, len - o, "%s%d", i == 0 ? "" : i == n - 1 ? " and " : ", ", g[i]);
+    }
+}
