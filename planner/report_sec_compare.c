@@ -7,8 +7,6 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "report_text.h"
-
 void report_section_compare(doc *d, const report *r)
 {
     doc_h(d, 2, "compare", "2. FSDP2 and Megatron compared");

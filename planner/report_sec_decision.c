@@ -7,7 +7,6 @@
 #include "report_sections.h"
 
 #include <ctype.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
