@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
 
 search_result *search_result_new(void) { return calloc(1, sizeof(search_result)); }
 void search_result_free(search_result *r) { free(r); }
@@ -42,50 +45,215 @@ static int divisors(long n, int *out, int max)
     return c;
 }
 
+/*
+ * The search runs in two passes: enumerate every candidate layout into a list (cheap: no cost
+ * model), then evaluate the list on all cores. Each worker keeps its own partial result, with
+ * the candidate's position in the list as a tie-break, and the partial results are merged in
+ * that order, so the ranking is the one a single thread walking the list would produce.
+ */
+typedef struct {
+    layout *v;
+    size_t n, cap;
+    bool oom;
+} layout_list;
+
+typedef struct {
+    const model_spec *m;
+    const training_spec *t;
+    const search_options *opt;
+    const system_spec *sys;
+    layout_list *list;
+} ctx;
+
+static void emit(ctx *c, const layout *l)
+{
+    layout_list *L = c->list;
+    if (L->oom) return;
+    if (L->n == L->cap) {
+        size_t cap = L->cap ? 2 * L->cap : 4096;
+        layout *v = realloc(L->v, cap * sizeof *v);
+        if (!v) {
+            L->oom = true;
+            return;
+        }
+        L->v = v;
+        L->cap = cap;
+    }
+    L->v[L->n++] = *l;
+}
+
+/* One worker's partial result; seq_* hold each kept estimate's position in the list. */
 typedef struct {
     const model_spec *m;
     const system_spec *sys;
     const training_spec *t;
     const search_options *opt;
+    const layout_list *list;
+    atomic_size_t *next_chunk;
     search_result *r;
+    long ranked_seq[SEARCH_KEEP_MAX];
+    long best_seq[2], best_sharding_seq[2][3], closest_seq[2];
     estimate scratch;
-} ctx;
+} worker;
 
-static void consider(ctx *c, const layout *l)
+/* Does (a, sa) come before (b, sb): better, or equal and earlier in the list? */
+static bool before(const estimate *a, long sa, const estimate *b, long sb)
 {
-    estimate *e = &c->scratch;
-    if (estimate_layout(c->m, c->sys, c->t, l, e, NULL, 0) != CM_OK) return;
-    search_result *r = c->r;
-    r->evaluated++;
-    if (c->opt->visit) c->opt->visit(e, c->opt->visit_arg);
-    int fw = l->framework;
-    if (!e->feasible) {
-        double over = e->memory.total_bytes - e->memory.capacity_bytes;
-        if (!r->has_closest[fw] ||
-            over < r->closest[fw].memory.total_bytes - r->closest[fw].memory.capacity_bytes) {
-            r->closest[fw] = *e;
-            r->has_closest[fw] = true;
-        }
-        return;
+    if (search_better(a, b)) return true;
+    if (search_better(b, a)) return false;
+    return sa < sb;
+}
+
+static double over_capacity(const estimate *e)
+{
+    return e->memory.total_bytes - e->memory.capacity_bytes;
+}
+
+/* The partial result's "closest to fitting" slot: an infeasible estimate at list position seq. */
+static void fold_closest(search_result *r, long *closest_seq, const estimate *e, long seq)
+{
+    int fw = e->layout.framework;
+    double over = over_capacity(e);
+    if (!r->has_closest[fw] || over < over_capacity(&r->closest[fw]) ||
+        (over == over_capacity(&r->closest[fw]) && seq < closest_seq[fw])) {
+        r->closest[fw] = *e;
+        r->has_closest[fw] = true;
+        closest_seq[fw] = seq;
     }
-    r->feasible++;
-    int sh = l->sharding;
-    if (!r->has_best_sharding[fw][sh] || search_better(e, &r->best_sharding[fw][sh])) {
+}
+
+/* The best-per-framework and best-per-sharding slots, for a feasible estimate. */
+static void fold_best(search_result *r, long *best_seq, long (*best_sh_seq)[3],
+                      const estimate *e, long seq)
+{
+    int fw = e->layout.framework, sh = e->layout.sharding;
+    if (!r->has_best_sharding[fw][sh] ||
+        before(e, seq, &r->best_sharding[fw][sh], best_sh_seq[fw][sh])) {
         r->best_sharding[fw][sh] = *e;
         r->has_best_sharding[fw][sh] = true;
+        best_sh_seq[fw][sh] = seq;
     }
-    if (!r->has_best[fw] || search_better(e, &r->best[fw])) {
+    if (!r->has_best[fw] || before(e, seq, &r->best[fw], best_seq[fw])) {
         r->best[fw] = *e;
         r->has_best[fw] = true;
+        best_seq[fw] = seq;
     }
-    int keep = c->opt->keep;
-    if (r->count == keep && !search_better(e, &r->ranked[keep - 1])) return;
+}
+
+/* The ranked list (the best `keep`, in order), for a feasible estimate. */
+static void fold_ranked(search_result *r, long *ranked_seq, int keep, const estimate *e,
+                        long seq)
+{
+    if (r->count == keep && !before(e, seq, &r->ranked[keep - 1], ranked_seq[keep - 1])) return;
     int i = r->count < keep ? r->count++ : keep - 1;
-    while (i > 0 && search_better(e, &r->ranked[i - 1])) {
+    while (i > 0 && before(e, seq, &r->ranked[i - 1], ranked_seq[i - 1])) {
         r->ranked[i] = r->ranked[i - 1];
+        ranked_seq[i] = ranked_seq[i - 1];
         i--;
     }
     r->ranked[i] = *e;
+    ranked_seq[i] = seq;
+}
+
+static void consider(worker *w, long seq)
+{
+    estimate *e = &w->scratch;
+    const layout *l = &w->list->v[seq];
+    if (estimate_layout(w->m, w->sys, w->t, l, e, NULL, 0) != CM_OK) return;
+    search_result *r = w->r;
+    r->evaluated++;
+    if (w->opt->visit) w->opt->visit(e, w->opt->visit_arg);
+    if (!e->feasible) {
+        fold_closest(r, w->closest_seq, e, seq);
+        return;
+    }
+    r->feasible++;
+    fold_best(r, w->best_seq, w->best_sharding_seq, e, seq);
+    fold_ranked(r, w->ranked_seq, w->opt->keep, e, seq);
+}
+
+enum { CHUNK_LAYOUTS = 256 };
+
+static void *worker_run(void *arg)
+{
+    worker *w = arg;
+    size_t n = w->list->n;
+    for (;;) {
+        size_t c = atomic_fetch_add(w->next_chunk, 1);
+        size_t lo = c * CHUNK_LAYOUTS;
+        if (lo >= n) break;
+        size_t hi = lo + CHUNK_LAYOUTS < n ? lo + CHUNK_LAYOUTS : n;
+        for (size_t i = lo; i < hi; i++) consider(w, (long)i);
+    }
+    return NULL;
+}
+
+/* How many threads evaluate the list: PLAN_THREADS, else the cores online (at most 16). */
+static int search_threads(size_t layouts)
+{
+    if (layouts < 4 * CHUNK_LAYOUTS) return 1;
+    const char *env = getenv("PLAN_THREADS");
+    long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    if (n > 16) n = 16;
+    return (int)n;
+}
+
+/* Evaluates the list into r: on several threads unless a visit callback wants one order. */
+static cm_status evaluate_list(const model_spec *m, const system_spec *sys,
+                               const training_spec *t, const search_options *opt,
+                               const layout_list *list, search_result *r, char *err,
+                               size_t errlen)
+{
+    int nthreads = opt->visit ? 1 : search_threads(list->n);
+    worker *w = calloc((size_t)nthreads, sizeof *w);
+    search_result *parts = nthreads > 1 ? calloc((size_t)nthreads, sizeof *parts) : NULL;
+    if (!w || (nthreads > 1 && !parts)) {
+        free(w);
+        free(parts);
+        return cm_fail(err, errlen, CM_ENOMEM, "out of memory for the search's workers");
+    }
+    atomic_size_t next = 0;
+    for (int k = 0; k < nthreads; k++) {
+        w[k] = (worker){.m = m, .sys = sys, .t = t, .opt = opt, .list = list,
+                        .next_chunk = &next, .r = nthreads > 1 ? &parts[k] : r};
+    }
+    if (nthreads == 1) {
+        worker_run(&w[0]);
+        free(w);
+        return CM_OK;
+    }
+    pthread_t *tid = calloc((size_t)nthreads, sizeof *tid);
+    int started = 0;
+    if (tid)
+        for (int k = 1; k < nthreads; k++) {
+            if (pthread_create(&tid[k], NULL, worker_run, &w[k]) != 0) break;
+            started = k;
+        }
+    worker_run(&w[0]); /* this thread works too; chunks left by a failed start are taken here */
+    for (int k = 1; k <= started; k++) pthread_join(tid[k], NULL);
+    free(tid);
+    /* Merge: every kept estimate of every part, folded with its list position. */
+    long ranked_seq[SEARCH_KEEP_MAX], best_seq[2] = {0}, best_sh_seq[2][3] = {{0}},
+         closest_seq[2] = {0};
+    for (int k = 0; k < nthreads; k++) {
+        search_result *p = &parts[k];
+        worker *pk = &w[k];
+        r->evaluated += p->evaluated;
+        r->feasible += p->feasible;
+        for (int fw = 0; fw < 2; fw++) {
+            if (p->has_closest[fw]) fold_closest(r, closest_seq, &p->closest[fw], pk->closest_seq[fw]);
+            for (int sh = 0; sh < 3; sh++)
+                if (p->has_best_sharding[fw][sh])
+                    fold_best(r, best_seq, best_sh_seq, &p->best_sharding[fw][sh],
+                              pk->best_sharding_seq[fw][sh]);
+        }
+        for (int i = 0; i < p->count; i++)
+            fold_ranked(r, ranked_seq, opt->keep, &p->ranked[i], pk->ranked_seq[i]);
+    }
+    free(parts);
+    free(w);
+    return CM_OK;
 }
 
 static void search_megatron(ctx *c)
@@ -139,7 +307,7 @@ static void search_megatron(ctx *c)
                                             l.vpp = vps[v]; l.mbs = mbs; l.sp = sp;
                                             l.sharding = (layout_sharding)sh;
                                             l.recompute = (layout_recompute)rc;
-                                            consider(c, &l);
+                                            emit(c, &l);
                                         }
                                     }
                                 }
@@ -182,7 +350,7 @@ static void search_fsdp2(ctx *c)
                             l.reshard_after_forward = rs;
                             l.recompute = rc ? RECOMPUTE_FULL : RECOMPUTE_NONE;
                             l.offload = off;
-                            consider(c, &l);
+                            emit(c, &l);
                         }
         }
     }
@@ -302,9 +470,17 @@ cm_status search_run(const model_spec *m, const system_spec *sys, const training
     result->gpus = opt->gpus;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    ctx c = {.m = m, .sys = sys, .t = t, .opt = opt, .r = result};
+    layout_list list = {0};
+    ctx c = {.m = m, .sys = sys, .t = t, .opt = opt, .list = &list};
     if (opt->frameworks[FRAMEWORK_MEGATRON]) search_megatron(&c);
     if (opt->frameworks[FRAMEWORK_FSDP2]) search_fsdp2(&c);
+    if (list.oom) {
+        free(list.v);
+        return cm_fail(err, errlen, CM_ENOMEM, "out of memory listing the layouts to search");
+    }
+    st = evaluate_list(m, sys, t, opt, &list, result, err, errlen);
+    free(list.v);
+    if (st != CM_OK) return st;
     if (opt->simulate > 0 && result->count > 0) {
         st = search_rerank(m, sys, t, result, opt->simulate, err, errlen);
         if (st != CM_OK) return st;
