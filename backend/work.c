@@ -9,10 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compute.h"
 #include "elementwise.h"
 #include "estimate_costs.h"
-#include "flops.h"
 #include "fsdp_copies.h"
 #include "layer_recipe.h"
 #include "memory.h"
