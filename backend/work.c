@@ -1,7 +1,8 @@
 /*
- * work.c — layout to GPU work (see work.h). Mirrors estimate.c's layer_cost()/stage_cost() for
- * dense models item by item: whenever estimate.c changes what a layer does, this file changes
- * with it, and tests/test_backend_work.c fails until it does (the sums must agree).
+ * work.c — layout to GPU work (see work.h). A layer's and the head's items are the cost model's
+ * layer recipe (costmodel/layer_recipe.h) turned into work items one for one, with the recipe's
+ * predicted time each: what a layer does is written there once, for the estimate, the
+ * simulator and this file (tests/test_recipe.c checks the three agree).
  */
 #include "work.h"
 

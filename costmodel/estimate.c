@@ -1,8 +1,9 @@
 /*
  * estimate.c — step time and the composed estimate for one layout.
  *
- * Per micro-batch, each layer type (dense, MoE) costs its forward, backward and recomputed
- * GEMMs and attention (compute.c) and elementwise kernels (elementwise.c), plus the
+ * Per micro-batch, each layer type (dense, MoE) costs its recipe (layer_recipe.h, the list
+ * the simulator and the backend use too): forward, backward and recomputed GEMMs and
+ * attention (compute.c) and elementwise kernels (elementwise.c), plus the
  * communication that sits on the critical path: TP/SP collectives (exposed: Megatron runs them
  * in the compute stream unless TP-comm overlap is configured, which this model does not
  * assume), EP all-to-alls (exposed), CP ring exchange (hidden behind attention where it fits,
