@@ -1,7 +1,8 @@
 /*
- * work.c — layout to GPU work (see work.h). Mirrors estimate.c's layer_cost()/stage_cost() for
- * dense models item by item: whenever estimate.c changes what a layer does, this file changes
- * with it, and tests/test_backend_work.c fails until it does (the sums must agree).
+ * work.c — layout to GPU work (see work.h). A layer's and the head's items are the cost model's
+ * layer recipe (costmodel/layer_recipe.h) turned into work items one for one, with the recipe's
+ * predicted time each: what a layer does is written there once, for the estimate, the
+ * simulator and this file (tests/test_recipe.c checks the three agree).
  */
 #include "work.h"
 
@@ -9,11 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compute.h"
 #include "elementwise.h"
 #include "estimate_costs.h"
-#include "flops.h"
 #include "fsdp_copies.h"
+#include "layer_recipe.h"
 #include "memory.h"
 
 static const char *component_names[WC_COUNT] = {
@@ -39,90 +39,78 @@ double work_list_pred_s(const work_list *w)
     return s;
 }
 
-static work_item *push(work_list *w, work_kind kind, work_component c, const char *name)
+/* The backend's component (report row) of a recipe op. */
+static work_component component_of(recipe_kind k)
 {
-    if (w->n >= WORK_MAX_ITEMS) return NULL; /* build_layer reports the overflow */
-    work_item *it = &w->item[w->n++];
+    switch (k) {
+    case RECIPE_GEMM: return WC_GEMM;
+    case RECIPE_ATTENTION: return WC_ATTENTION;
+    case RECIPE_ELEMENTWISE: return WC_ELEMENTWISE;
+    case RECIPE_TP: return WC_TP;
+    case RECIPE_CP: return WC_CP;
+    case RECIPE_EP: return WC_EP;
+    case RECIPE_FSDP_GATHER:
+    case RECIPE_FSDP_REDUCE: return WC_DP;
+    case RECIPE_FSDP_COPY:
+    case RECIPE_KINDS: break;
+    }
+    return WC_FRAMEWORK;
+}
+
+/* A recipe item as a work item: the same shape, bytes and predicted time. */
+static void work_item_of(const recipe *r, const recipe_item *s, work_item *it)
+{
+    static const work_kind kinds[] = {[RECIPE_ITEM_GEMM] = WORK_GEMM,
+                                      [RECIPE_ITEM_STREAM] = WORK_STREAM,
+                                      [RECIPE_ITEM_COLL] = WORK_COLL};
+    static const work_gemm_form forms[] = {[RECIPE_FORM_FWD] = GEMM_FWD,
+                                           [RECIPE_FORM_DGRAD] = GEMM_DGRAD,
+                                           [RECIPE_FORM_WGRAD] = GEMM_WGRAD};
+    static const work_group groups[] = {[RECIPE_GROUP_TP] = GROUP_TP,
+                                        [RECIPE_GROUP_CP] = GROUP_CP,
+                                        [RECIPE_GROUP_EP] = GROUP_EP};
     memset(it, 0, sizeof *it);
-    it->kind = kind;
-    it->component = c;
-    it->batch = 1;
-    snprintf(it->name, sizeof it->name, "%s", name);
-    return it;
+    it->kind = kinds[s->kind];
+    it->component = component_of(r->op[s->op].kind);
+    snprintf(it->name, sizeof it->name, "%s", s->name);
+    it->batch = s->batch;
+    if (s->kind == RECIPE_ITEM_GEMM) {
+        it->form = forms[s->form];
+        it->m = s->m;
+        it->n = s->n;
+        it->k = s->k;
+        it->weight_operand = s->weight_operand;
+        it->flops = 2.0 * s->m * s->n * s->k * s->batch;
+    } else if (s->kind == RECIPE_ITEM_STREAM) {
+        it->bytes = s->bytes;
+        it->access = s->access;
+    } else {
+        it->op = s->coll;
+        it->bytes = s->bytes;
+        it->group = groups[s->group];
+    }
+    it->pred_s = s->pred_s;
 }
 
-static void gemm(work_list *w, work_component c, const char *name, work_gemm_form form, double m,
-                 double n, double k, int batch, bool weight, double pred_s)
+/* The recipe's items into the forward list F and the backward list B (the recomputed forward
+ * first, then the backward), in the recipe's order. */
+static cm_status lists_of(const recipe *r, const recipe_items *items, work_list *F, work_list *B,
+                          char *err, size_t errlen)
 {
-    work_item *it = push(w, WORK_GEMM, c, name);
-    if (!it) return;
-    it->form = form;
-    it->m = m;
-    it->n = n;
-    it->k = k;
-    it->batch = batch;
-    it->weight_operand = weight;
-    it->flops = 2.0 * m * n * k * batch;
-    it->pred_s = pred_s;
-}
-
-/* A Linear layer's forward into fwd, its dgrad and wgrad into bwd, with the cost model's
- * compute_gemm_s of the same shapes compute_gemm_fwd_bwd_s adds up. */
-static void linear(const system_spec *sys, work_list *fwd, work_list *bwd, const char *name,
-                   double tokens, double out, double in)
-{
-    char nm[32];
-    gemm(fwd, WC_GEMM, name, GEMM_FWD, tokens, out, in, 1, true,
-         compute_gemm_s(sys, tokens, out, in));
-    snprintf(nm, sizeof nm, "%s.dgrad", name);
-    gemm(bwd, WC_GEMM, nm, GEMM_DGRAD, tokens, in, out, 1, true,
-         compute_gemm_s(sys, tokens, in, out));
-    snprintf(nm, sizeof nm, "%s.wgrad", name);
-    gemm(bwd, WC_GEMM, nm, GEMM_WGRAD, out, in, tokens, 1, false,
-         compute_gemm_s(sys, in, out, tokens));
-}
-
-static void stream_access(work_list *w, work_component c, const char *name, double bytes,
-                          const ew_access *a, double pred_s)
-{
-    work_item *it = push(w, WORK_STREAM, c, name);
-    if (!it) return;
-    it->bytes = bytes;
-    it->access = *a;
-    it->pred_s = pred_s;
-}
-
-/* A memory-bound kernel of `bytes` with no derived pattern: a vectorized bf16 kernel reading
- * half of them and writing half. */
-static void stream(work_list *w, work_component c, const char *name, double bytes, double pred_s)
-{
-    long n = (long)(bytes / 4);
-    ew_access a = {.pattern = EW_VECTORIZED, .esize = {2, 2, 0}, .n = {1, 1, n > 0 ? n : 1}};
-    a.stride[0][2] = a.stride[1][2] = 1;
-    stream_access(w, c, name, bytes, &a, pred_s);
-}
-
-/* Each launch of n elementwise kernels as its own stream item, with the kernel's access pattern
- * (elementwise.h), so that the backend launches as many kernels of the same kind and bytes as
- * the framework does. */
-static void elementwise_items(const system_spec *sys, const elementwise_list *e,
-                              const elementwise_kernel *k, int n, work_list *w)
-{
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < k[i].count; j++)
-            stream_access(w, WC_ELEMENTWISE, k[i].name, k[i].bytes, &k[i].access,
-                          elementwise_kernel_s(sys, e, &k[i]));
-}
-
-static void coll(work_list *w, work_component c, const char *name, collective_op op, double bytes,
-                 work_group g, double pred_s)
-{
-    work_item *it = push(w, WORK_COLL, c, name);
-    if (!it) return;
-    it->op = op;
-    it->bytes = bytes;
-    it->group = g;
-    it->pred_s = pred_s;
+    int n[RECIPE_PHASES] = {0};
+    for (int i = 0; i < items->n; i++) n[items->item[i].phase]++;
+    if (items->overflow || n[RECIPE_FWD] >= WORK_MAX_ITEMS || n[RECIPE_BWD] >= WORK_MAX_ITEMS ||
+        n[RECIPE_RECOMPUTE] + n[RECIPE_BWD] > WORK_MAX_ITEMS)
+        return cm_fail(err, errlen, CM_EINVAL, "internal: too many work items per layer");
+    static const recipe_phase order[3] = {RECIPE_FWD, RECIPE_RECOMPUTE, RECIPE_BWD};
+    F->n = B->n = 0;
+    for (int o = 0; o < 3; o++) {
+        work_list *w = order[o] == RECIPE_FWD ? F : B;
+        for (int i = 0; i < items->n; i++)
+            if (items->item[i].phase == order[o])
+                work_item_of(r, &items->item[i], &w->item[w->n++]);
+    }
+    return CM_OK;
 }
 
 int work_rank(const layout *l, int tp_idx, int cp_idx, int dp_idx)
@@ -281,228 +269,6 @@ int work_chunk_layer_count(const work_plan *w, int s, int c)
     return w->vpp > 1 ? w->chunk_layers : w->stage_layers[s];
 }
 
-/* ---- one layer's work ---------------------------------------------------------------------- */
-
-typedef struct {
-    const model_spec *m;
-    const system_spec *sys;
-    const training_spec *t;
-    const layout *l;
-    double tokens;
-    layout_group gtp, gcp, gep;
-} layer_ctx;
-
-/* The forward items of one layer into F, backward (with recompute) into B: estimate.c's
- * layer_cost() item by item. */
-static cm_status build_layer(const layer_ctx *c, bool moe, work_plan *w, work_list *F,
-                             work_list *B, char *err, size_t errlen)
-{
-    const model_spec *m = c->m;
-    const system_spec *sys = c->sys;
-    const training_spec *t = c->t;
-    const layout *l = c->l;
-    double tokens = c->tokens;
-    double tp = l->tp, h = m->hidden, a = m->heads, d = m->head_dim;
-    double gate = m->activation == MODEL_ACT_SWIGLU ? 2.0 : 1.0;
-
-    work_list recompute; /* the forward again, for full recompute */
-    memset(&recompute, 0, sizeof recompute);
-
-    /* TP/SP collectives of the full activation (estimate.c: tp_one twice per direction). */
-    double act = tokens * h * 2.0;
-    layout_group gtp = c->gtp;
-    bool tpc = l->tp > 1;
-#define TP_ENTER(list)                                                                         \
-    do {                                                                                       \
-        if (tpc && l->sp)                                                                      \
-            coll(list, WC_TP, "tp.sp_gather", COLL_ALL_GATHER, act, GROUP_TP,                  \
-                 collective_time_s(sys, COLL_ALL_GATHER, act, gtp));                           \
-    } while (0)
-#define TP_LEAVE(list)                                                                         \
-    do {                                                                                       \
-        if (tpc && l->sp)                                                                      \
-            coll(list, WC_TP, "tp.sp_reduce_scatter", COLL_REDUCE_SCATTER, act, GROUP_TP,      \
-                 collective_time_s(sys, COLL_REDUCE_SCATTER, act, gtp));                       \
-        else if (tpc)                                                                          \
-            coll(list, WC_TP, "tp.all_reduce", COLL_ALL_REDUCE, act, GROUP_TP,                 \
-                 collective_time_s(sys, COLL_ALL_REDUCE, act, gtp));                           \
-    } while (0)
-
-    /* Attention block: QKV (column parallel), core, output projection (row parallel). */
-    /* Query/key and value head widths: head_dim for GQA; MLA's qk_nope + qk_rope and v_head_dim. */
-    double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : d;
-    double vd = m->mla ? m->v_head_dim : d;
-    double qdim = (m->mla ? a * vd : model_q_dim(m)) / tp; /* the output projection's input */
-    TP_ENTER(F);
-    if (m->mla) {
-        /* Multi-head latent attention (DeepSeek-V2 paper, arXiv 2405.04434, Sec. 2.1.2-2.1.3),
-         * as estimate.c layer_cost prices it and Megatron's MLASelfAttention splits it: the
-         * down-projections (queries, when compressed, and the joint KV latent plus the shared
-         * RoPE key) are replicated on every TP rank; the up-projections are column parallel;
-         * the output projection row parallel. */
-        if (m->q_lora_rank > 0) {
-            linear(sys, F, B, "q_down", tokens, m->q_lora_rank, h);
-            linear(sys, F, B, "q_up", tokens, a * qk / tp, m->q_lora_rank);
-        } else {
-            linear(sys, F, B, "q", tokens, a * qk / tp, h);
-        }
-        linear(sys, F, B, "kv_down", tokens, m->kv_lora_rank + m->qk_rope_dim, h);
-        linear(sys, F, B, "kv_up", tokens, a * (m->qk_nope_dim + vd) / tp, m->kv_lora_rank);
-    } else {
-        double qkv_out = (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp;
-        linear(sys, F, B, "qkv", tokens, qkv_out, h);
-    }
-
-    /* CP exchange (estimate.c): Megatron ring of cp-1 K/V chunks (2x backward), or Ulysses
-     * all-to-alls of q, k, v and the output (same backward). */
-    double kvh = m->mla ? a : m->kv_heads; /* MLA: every head has its own key and value */
-    if (l->cp > 1) {
-        layout_group gcp = c->gcp;
-        if (l->framework == FRAMEWORK_MEGATRON) {
-            double chunk = tokens * kvh * (qk + vd) * 2.0 / tp;
-            for (int i = 0; i < l->cp - 1; i++) {
-                double p = collective_time_s(sys, COLL_SEND_RECV, chunk, gcp);
-                coll(F, WC_CP, "cp.ring_kv", COLL_SEND_RECV, chunk, GROUP_CP, p);
-                coll(B, WC_CP, "cp.ring_kv", COLL_SEND_RECV, chunk, GROUP_CP, p);
-                coll(B, WC_CP, "cp.ring_dkv", COLL_SEND_RECV, chunk, GROUP_CP, p);
-            }
-        } else {
-            double bytes = tokens * 2.0 * (a * qk + kvh * qk + kvh * vd + a * vd);
-            double p = collective_time_s(sys, COLL_ALL_TO_ALL, bytes, gcp);
-            coll(F, WC_CP, "cp.ulysses_a2a", COLL_ALL_TO_ALL, bytes, GROUP_CP, p);
-            coll(B, WC_CP, "cp.ulysses_a2a", COLL_ALL_TO_ALL, bytes, GROUP_CP, p);
-        }
-    }
-
-    /* Attention core per sequence: queries of this rank (seq/cp) against the keys they see;
-     * heads/tp per rank, mbs sequences: batch = mbs*heads/tp. */
-    int batch = (int)(l->mbs * (a / tp));
-    double sq = (double)t->seq_len / l->cp;
-    work_list attn_f;
-    memset(&attn_f, 0, sizeof attn_f);
-    if (t->attention == ATTENTION_FLASH) {
-        double f = flops_attention_core_forward(m, tokens, t->seq_len, t->causal) / tp;
-        double pf = compute_flash_forward_s(sys, f) / 2.0;
-        double pb = compute_flash_backward_s(sys, f) / 5.0;
-        double sk = t->causal ? t->seq_len / 2.0 : t->seq_len; /* keys computed per query */
-        gemm(&attn_f, WC_ATTENTION, "attn.qk", GEMM_FWD, sq, sk, qk, batch, false, pf);
-        gemm(&attn_f, WC_ATTENTION, "attn.pv", GEMM_DGRAD, sq, vd, sk, batch, false, pf);
-        /* FlashAttention-2 backward: recompute scores, then dV, dP, dQ, dK (2.5x forward). */
-        gemm(B, WC_ATTENTION, "attn.bwd.qk", GEMM_FWD, sq, sk, qk, batch, false, pb);
-        gemm(B, WC_ATTENTION, "attn.bwd.dv", GEMM_WGRAD, sk, vd, sq, batch, false, pb);
-        gemm(B, WC_ATTENTION, "attn.bwd.dp", GEMM_FWD, sq, sk, vd, batch, false, pb);
-        gemm(B, WC_ATTENTION, "attn.bwd.dq", GEMM_DGRAD, sq, qk, sk, batch, false, pb);
-        gemm(B, WC_ATTENTION, "attn.bwd.dk", GEMM_WGRAD, sk, qk, sq, batch, false, pb);
-    } else {
-        /* Unfused (Megatron 2021-22): full s x s scores, softmax bytes per score fwd 4 (+5
-         * dropout), bwd 6 (+5). Predictions as estimate.c's unfused branch. */
-        double rows = tokens * a / tp;
-        double sk = t->seq_len;
-        double pqk = compute_gemm_s(sys, rows, t->seq_len, qk);
-        double ppv = compute_gemm_s(sys, rows, vd, t->seq_len);
-        double scores = rows * t->seq_len;
-        gemm(&attn_f, WC_ATTENTION, "attn.qk", GEMM_FWD, sq, sk, qk, batch, false, pqk);
-        gemm(&attn_f, WC_ATTENTION, "attn.pv", GEMM_DGRAD, sq, vd, sk, batch, false, ppv);
-        stream(&attn_f, WC_ATTENTION, "attn.softmax", scores * (m->dropout ? 9.0 : 4.0),
-               compute_stream_s(sys, scores * (m->dropout ? 9.0 : 4.0)));
-        gemm(B, WC_ATTENTION, "attn.bwd.dv", GEMM_WGRAD, sk, vd, sq, batch, false, ppv);
-        gemm(B, WC_ATTENTION, "attn.bwd.dp", GEMM_FWD, sq, sk, vd, batch, false, pqk);
-        gemm(B, WC_ATTENTION, "attn.bwd.dq", GEMM_DGRAD, sq, qk, sk, batch, false, ppv);
-        gemm(B, WC_ATTENTION, "attn.bwd.dk", GEMM_WGRAD, sk, qk, sq, batch, false, pqk);
-        stream(B, WC_ATTENTION, "attn.softmax_bwd", scores * (m->dropout ? 11.0 : 6.0),
-               compute_stream_s(sys, scores * (m->dropout ? 11.0 : 6.0)));
-    }
-    for (int i = 0; i < attn_f.n && F->n < WORK_MAX_ITEMS; i++) F->item[F->n++] = attn_f.item[i];
-
-    linear(sys, F, B, "attn_out", tokens, h, qdim);
-    TP_LEAVE(F);
-    TP_ENTER(F);
-    if (!moe) {
-        linear(sys, F, B, "mlp_up", tokens, gate * m->ffn / tp, h);
-        linear(sys, F, B, "mlp_down", tokens, h, (double)m->ffn / tp);
-    } else {
-        /* MoE block (estimate.c layer_cost, Megatron's MoELayer): the router over this rank's
-         * tokens (its SP shard), the dispatch all-to-all of top_k copies of the tokens over the
-         * EP group, E/ep local experts as one grouped GEMM each for up and down at the cost
-         * model's rows per expert (a balanced router), the combine all-to-all, then the shared
-         * experts over every token. */
-        double etp = layout_etp(l);
-        linear(sys, F, B, "router", l->sp ? tokens / tp : tokens, m->experts, h);
-        double a2a = tokens / tp * m->top_k * h * 2.0;
-        double pa = collective_time_s(sys, COLL_ALL_TO_ALL, a2a, c->gep);
-        if (l->ep > 1) coll(F, WC_EP, "ep.dispatch", COLL_ALL_TO_ALL, a2a, GROUP_EP, pa);
-        int local = m->experts / l->ep;
-        double rows = tokens * m->top_k * l->ep * etp / ((double)m->experts * tp);
-        w->local_experts = local;
-        w->expert_rows = rows;
-        double up = gate * m->expert_ffn / etp, down_in = m->expert_ffn / etp;
-        /* grouped GEMMs: batch = local experts, one weight each */
-        char nm[32];
-        gemm(F, WC_GEMM, "experts_up", GEMM_FWD, rows, up, h, local, true,
-             local * compute_gemm_s(sys, rows, up, h));
-        snprintf(nm, sizeof nm, "experts_up.dgrad");
-        gemm(B, WC_GEMM, nm, GEMM_DGRAD, rows, h, up, local, true,
-             local * compute_gemm_s(sys, rows, h, up));
-        snprintf(nm, sizeof nm, "experts_up.wgrad");
-        gemm(B, WC_GEMM, nm, GEMM_WGRAD, up, h, rows, local, false,
-             local * compute_gemm_s(sys, h, up, rows));
-        gemm(F, WC_GEMM, "experts_down", GEMM_FWD, rows, h, down_in, local, true,
-             local * compute_gemm_s(sys, rows, h, down_in));
-        gemm(B, WC_GEMM, "experts_down.dgrad", GEMM_DGRAD, rows, down_in, h, local, true,
-             local * compute_gemm_s(sys, rows, down_in, h));
-        gemm(B, WC_GEMM, "experts_down.wgrad", GEMM_WGRAD, h, down_in, rows, local, false,
-             local * compute_gemm_s(sys, down_in, h, rows));
-        if (l->ep > 1) {
-            coll(F, WC_EP, "ep.combine", COLL_ALL_TO_ALL, a2a, GROUP_EP, pa);
-            coll(B, WC_EP, "ep.combine.bwd", COLL_ALL_TO_ALL, a2a, GROUP_EP, pa);
-            coll(B, WC_EP, "ep.dispatch.bwd", COLL_ALL_TO_ALL, a2a, GROUP_EP, pa);
-        }
-        if (m->shared_experts) {
-            double sw = (double)m->shared_experts * m->shared_ffn;
-            linear(sys, F, B, "shared_up", tokens, gate * sw / tp, h);
-            linear(sys, F, B, "shared_down", tokens, h, sw / tp);
-        }
-    }
-    TP_LEAVE(F);
-
-    /* Elementwise kernels (elementwise.c, as estimate.c prices them): every launch of Hugging
-     * Face's eager kernels under FSDP2, Transformer Engine's fused lump under Megatron. */
-    elementwise_list el;
-    elementwise_layer(m, l, tokens, moe, &el);
-    elementwise_items(sys, &el, el.fwd, el.n_fwd, F);
-    elementwise_items(sys, &el, el.bwd, el.n_bwd, B);
-    /* The backward's TP collectives: the same two per direction. */
-    TP_ENTER(B);
-    TP_LEAVE(B);
-    TP_ENTER(B);
-    TP_LEAVE(B);
-#undef TP_ENTER
-#undef TP_LEAVE
-
-    /* Recompute: full repeats the forward (its collectives too) before the backward;
-     * selective repeats the attention core. */
-    if (l->recompute == RECOMPUTE_FULL) {
-        recompute = *F;
-    } else if (l->recompute == RECOMPUTE_SELECTIVE) {
-        recompute = attn_f;
-    }
-    if (F->n >= WORK_MAX_ITEMS || B->n >= WORK_MAX_ITEMS)
-        return cm_fail(err, errlen, CM_EINVAL, "internal: too many work items per layer");
-    if (recompute.n) {
-        if (recompute.n + B->n > WORK_MAX_ITEMS)
-            return cm_fail(err, errlen, CM_EINVAL, "internal: too many work items per layer");
-        memmove(&B->item[recompute.n], &B->item[0], sizeof(work_item) * B->n);
-        for (int i = 0; i < recompute.n; i++) {
-            B->item[i] = recompute.item[i];
-            char nm[32];
-            snprintf(nm, sizeof nm, "re.%.28s", recompute.item[i].name);
-            snprintf(B->item[i].name, sizeof B->item[i].name, "%s", nm);
-        }
-        B->n += recompute.n;
-    }
-    return CM_OK;
-}
-
 /* Adam's parameters on stage s: its shard (estimate.c optimizer_cost), everything under DDP. */
 static double stage_optimizer_params(const model_spec *m, const layout *l, int s)
 {
@@ -569,22 +335,27 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
     w->group_place[GROUP_EDP] =
         layout_group_place(sys, layout_expert_dp(l), l->ep * layout_etp(l));
 
-    layer_ctx lc = {m, sys, t, l, tokens, w->group_place[GROUP_TP], w->group_place[GROUP_CP],
-                    w->group_place[GROUP_EP]};
-    st = build_layer(&lc, false, w, &w->layer_fwd, &w->layer_bwd, err, errlen);
-    if (st == CM_OK && w->moe) st = build_layer(&lc, true, w, &w->moe_fwd, &w->moe_bwd, err, errlen);
-    if (st != CM_OK) return st;
-
-    /* Output layer and loss on the last stage (estimate.c stage_cost); always built, since the
-     * whole pipeline runs when it fits. */
-    {
-        double v = (double)m->vocab / l->tp, h = m->hidden;
-        linear(sys, &w->head_fwd, &w->head_bwd, "lm_head", tokens, v, h);
-        elementwise_list el;
-        elementwise_head(m, l, tokens, &el);
-        elementwise_items(sys, &el, el.fwd, el.n_fwd, &w->head_fwd);
-        elementwise_items(sys, &el, el.bwd, el.n_bwd, &w->head_bwd);
+    /* One dense layer, one MoE layer and the head: the cost model's recipe (layer_recipe.h),
+     * item by item. */
+    recipe_items *items = malloc(sizeof *items);
+    if (!items) return cm_fail(err, errlen, CM_ENOMEM, "out of memory building the work");
+    recipe r;
+    recipe_layer(m, sys, t, l, false, &r, items);
+    st = lists_of(&r, items, &w->layer_fwd, &w->layer_bwd, err, errlen);
+    if (st == CM_OK && w->moe) {
+        recipe_layer(m, sys, t, l, true, &r, items);
+        w->local_experts = r.local_experts;
+        w->expert_rows = r.expert_rows;
+        st = lists_of(&r, items, &w->moe_fwd, &w->moe_bwd, err, errlen);
     }
+    /* Output layer and loss on the last stage; always built, since the whole pipeline runs
+     * when it fits. */
+    if (st == CM_OK) {
+        recipe_head(m, sys, t, l, &r, items);
+        st = lists_of(&r, items, &w->head_fwd, &w->head_bwd, err, errlen);
+    }
+    free(items);
+    if (st != CM_OK) return st;
 
     /* Pipeline transfers (estimate.c p2p_cost): each TP rank sends its 1/tp slice. */
     w->p2p_bytes = tokens * m->hidden * 2.0 / l->tp;

@@ -9,9 +9,9 @@
  * between stages, with the order one host thread issues them in.
  *
  * Pure C on top of the cost model (no CUDA header), so that the translation is unit-tested on
- * machines without a GPU and `plan measure --dry-run` can print it. Every item carries the
- * cost model's own prediction for it (compute.h, collective.h), computed with the same
- * formulas estimate.c's layer_cost() and stage_cost() use: the items' predictions summed over
+ * machines without a GPU and `plan measure --dry-run` can print it. A layer's items are the
+ * cost model's layer recipe (layer_recipe.h), the list estimate.c prices, each with the
+ * recipe's prediction for it (compute.h, collective.h): the items' predictions summed over
  * layers and micro-batches equal estimate_layout()'s compute time (tests/test_backend_work.c
  * checks this), so a measured item can be set beside its predicted value one for one.
  *

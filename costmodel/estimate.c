@@ -1,8 +1,9 @@
 /*
  * estimate.c — step time and the composed estimate for one layout.
  *
- * Per micro-batch, each layer type (dense, MoE) costs its forward, backward and recomputed
- * GEMMs and attention (compute.c) and elementwise kernels (elementwise.c), plus the
+ * Per micro-batch, each layer type (dense, MoE) costs its recipe (layer_recipe.h, the list
+ * the simulator and the backend use too): forward, backward and recomputed GEMMs and
+ * attention (compute.c) and elementwise kernels (elementwise.c), plus the
  * communication that sits on the critical path: TP/SP collectives (exposed: Megatron runs them
  * in the compute stream unless TP-comm overlap is configured, which this model does not
  * assume), EP all-to-alls (exposed), CP ring exchange (hidden behind attention where it fits,
@@ -26,194 +27,20 @@
 #include "elementwise.h"
 #include "flops.h"
 #include "fsdp_copies.h"
+#include "layer_recipe.h"
 #include "memory.h"
 
-typedef struct {
-    double fwd_s, bwd_s, recompute_s; /* compute */
-    double tp_s;                      /* exposed TP/SP communication, fwd + bwd + recompute */
-    double cp_s;                      /* exposed CP communication */
-    double ep_s;                      /* exposed EP all-to-all */
-    double gather_s;                  /* FSDP all-gather of this layer (one gather), with
-                                         FSDP2's copy-in ahead of it (fsdp_copies.h) */
-    double reduce_s;                  /* FSDP reduce-scatter of this layer's gradients */
-    double fwd_comm_s, bwd_comm_s;    /* tp_s + cp_s + ep_s split by pass (for the simulator) */
-} layer_time;
-
-static double gemm_fb(const system_spec *sys, double m, double n, double k)
-{
-    return compute_gemm_fwd_bwd_s(sys, m, n, k);
-}
+/* One layer's per-micro-batch times: its recipe (layer_recipe.h) priced. */
+typedef recipe_time layer_time;
 
 static layer_time layer_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
                              const layout *l, int moe)
 {
-    layer_time r;
-    memset(&r, 0, sizeof r);
-    double tokens = (double)l->mbs * t->seq_len / l->cp; /* per GPU, after SP all-gather */
-    double tp = l->tp, h = m->hidden, a = m->heads;
-    bool swiglu = m->activation == MODEL_ACT_SWIGLU;
-    double fwd_gemm = 0, fb_gemm = 0;
-
-#define GEMM(mm, nn, kk)                                                                       \
-    do {                                                                                       \
-        fwd_gemm += compute_gemm_s(sys, (mm), (nn), (kk));                                     \
-        fb_gemm += gemm_fb(sys, (mm), (nn), (kk));                                             \
-    } while (0)
-
-    /* Attention projections (Megatron: column-parallel QKV, row-parallel output). */
-    double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
-    double vd = m->mla ? m->v_head_dim : m->head_dim;
-    if (m->mla) {
-        if (m->q_lora_rank > 0) {
-            GEMM(tokens, m->q_lora_rank, h);
-            GEMM(tokens, a * qk / tp, m->q_lora_rank);
-        } else {
-            GEMM(tokens, a * qk / tp, h);
-        }
-        GEMM(tokens, m->kv_lora_rank + m->qk_rope_dim, h);
-        GEMM(tokens, a * (m->qk_nope_dim + vd) / tp, m->kv_lora_rank);
-        GEMM(tokens, h, a * vd / tp);
-    } else {
-        GEMM(tokens, (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp, h);
-        GEMM(tokens, h, model_q_dim(m) / tp);
-    }
-    /* MLP */
-    double gate = swiglu ? 2.0 : 1.0;
-    if (!moe) {
-        GEMM(tokens, gate * m->ffn / tp, h);
-        GEMM(tokens, h, m->ffn / tp);
-    } else {
-        double etp = layout_etp(l);
-        GEMM(l->sp ? tokens / tp : tokens, m->experts, h); /* router */
-        /* Routed experts: per GPU E/ep experts, each seeing tokens*k*ep*etp/(E*tp) rows. */
-        int local = m->experts / l->ep;
-        double rows = tokens * m->top_k * l->ep * etp / ((double)m->experts * tp);
-        for (int e = 0; e < local && e < 1; e++) { /* identical experts: cost one, scale */
-            double f1 = compute_gemm_s(sys, rows, gate * m->expert_ffn / etp, h) +
-                        compute_gemm_s(sys, rows, h, m->expert_ffn / etp);
-            double b1 = gemm_fb(sys, rows, gate * m->expert_ffn / etp, h) +
-                        gemm_fb(sys, rows, h, m->expert_ffn / etp);
-            fwd_gemm += local * f1;
-            fb_gemm += local * b1;
-        }
-        if (m->shared_experts) {
-            double w = (double)m->shared_experts * m->shared_ffn;
-            GEMM(tokens, gate * w / tp, h);
-            GEMM(tokens, h, w / tp);
-        }
-    }
-#undef GEMM
-
-    /* Attention core. */
-    double attn_fwd, attn_bwd;
-    if (t->attention == ATTENTION_FLASH) {
-        double f = flops_attention_core_forward(m, tokens, t->seq_len, t->causal) / tp;
-        attn_fwd = compute_flash_forward_s(sys, f);
-        attn_bwd = compute_flash_backward_s(sys, f);
-    } else {
-        /* Megatron 2021-22: batched GEMMs over the full s x s scores, fused scale-mask-softmax,
-         * dropout; bytes per score: fwd 4 (+5 with dropout), bwd 6 (+5). */
-        double rows = tokens * a / tp;
-        attn_fwd = compute_gemm_s(sys, rows, t->seq_len, qk) + compute_gemm_s(sys, rows, vd, t->seq_len);
-        attn_bwd = 2.0 * attn_fwd;
-        double scores = rows * t->seq_len;
-        attn_fwd += compute_stream_s(sys, scores * (m->dropout ? 9.0 : 4.0));
-        attn_bwd += compute_stream_s(sys, scores * (m->dropout ? 11.0 : 6.0));
-    }
-
-    /* Norms, RoPE, activation, residual adds and the backward's gradient accumulation: Hugging
-     * Face eager kernels under FSDP2, Transformer Engine's fused ones under Megatron
-     * (elementwise.c, the same list backend/work.c runs). */
-    elementwise_list el;
-    elementwise_layer(m, l, tokens, moe, &el);
-    double elem_fwd_s = elementwise_pass_s(sys, &el, el.fwd, el.n_fwd);
-    double elem_bwd_s = elementwise_pass_s(sys, &el, el.bwd, el.n_bwd);
-    /* FSDP2's own copies (fsdp_copies.h, from _fsdp_collectives.py), eager kernels: on the
-     * compute stream the all-gather copy-out (split_with_sizes_copy) of each gather, in forward
-     * and again in backward when resharded, and the reduce-scatter copy-in (chunk_cat) of the
-     * backward; the all-gather copy-in (two foreach copies) on its own stream ahead of the
-     * gather, so it joins the gather's time below. */
-    double fsdp_copy_fwd = 0, fsdp_copy_bwd = 0, fsdp_copy_in = 0;
-    if (fsdp_copies_apply(l)) {
-        fsdp_copies fc;
-        fsdp_copies_unit(memory_layer_params(m, l, moe), layout_shard_group(l), &fc);
-        fsdp_copy_fwd = fsdp_copy_out_s(sys, &fc);
-        fsdp_copy_bwd = (l->reshard_after_forward ? fsdp_copy_out_s(sys, &fc) : 0) +
-                        fsdp_rs_copy_in_s(sys, &fc);
-        fsdp_copy_in = fsdp_copy_in_s(sys, &fc);
-    }
-    r.fwd_s = fwd_gemm + attn_fwd + elem_fwd_s + fsdp_copy_fwd;
-    r.bwd_s = (fb_gemm - fwd_gemm) + attn_bwd + elem_bwd_s + fsdp_copy_bwd;
-
-    /* TP / SP: two all-reduces (or all-gather + reduce-scatter pairs) forward, two backward,
-     * of the full activation (Korthikanti Sec. 4.2.2: same volume with and without SP). */
-    double act = tokens * h * 2.0;
-    layout_group gtp = layout_tp_group(sys, l);
-    double tp_one = l->sp ? collective_time_s(sys, COLL_ALL_GATHER, act, gtp) +
-                                collective_time_s(sys, COLL_REDUCE_SCATTER, act, gtp)
-                          : collective_time_s(sys, COLL_ALL_REDUCE, act, gtp);
-    double tp_fwd = 2.0 * tp_one, tp_bwd = 2.0 * tp_one;
-
-    /* EP: dispatch and combine all-to-alls of k copies of this GPU's tokens. */
-    double ep_fwd = 0;
-    if (moe && l->ep > 1) {
-        double bytes = tokens / tp * m->top_k * h * 2.0;
-        ep_fwd = 2.0 * collective_time_s(sys, COLL_ALL_TO_ALL, bytes, layout_ep_group(sys, l));
-    }
-    double ep_bwd = ep_fwd;
-
-    /* CP */
-    double cp_fwd = 0, cp_bwd = 0;
-    if (l->cp > 1) {
-        layout_group gcp = layout_cp_group(sys, l);
-        double kvh = m->mla ? a : m->kv_heads;
-        if (l->framework == FRAMEWORK_MEGATRON) {
-            /* Ring attention (Megatron/TE): cp-1 K/V chunk exchanges forward, K/V and dK/dV
-             * backward, overlapped with the attention blocks. */
-            double chunk = tokens * kvh * (qk + vd) * 2.0 / tp;
-            double ring = (l->cp - 1) * collective_time_s(sys, COLL_SEND_RECV, chunk, gcp);
-            cp_fwd = fmax(0, ring - attn_fwd);
-            cp_bwd = fmax(0, 2.0 * ring - attn_bwd);
-        } else {
-            /* Ulysses (DeepSpeed-Ulysses, Jacobs et al. 2023): all-to-all of q, k, v before
-             * attention and of the output after; the same backward. Not overlapped. */
-            double bytes = tokens * 2.0 * (a * qk + kvh * qk + kvh * vd + a * vd);
-            cp_fwd = collective_time_s(sys, COLL_ALL_TO_ALL, bytes, gcp);
-            cp_bwd = cp_fwd;
-        }
-    }
-
-    /* Recompute */
-    if (l->recompute == RECOMPUTE_FULL) {
-        r.recompute_s = r.fwd_s;
-        tp_bwd += tp_fwd;
-        ep_bwd += ep_fwd;
-        cp_bwd += cp_fwd;
-    } else if (l->recompute == RECOMPUTE_SELECTIVE) {
-        r.recompute_s = attn_fwd;
-    }
-    r.tp_s = tp_fwd + tp_bwd;
-    r.ep_s = ep_fwd + ep_bwd;
-    r.cp_s = cp_fwd + cp_bwd;
-    r.fwd_comm_s = tp_fwd + cp_fwd + ep_fwd;
-    r.bwd_comm_s = tp_bwd + cp_bwd + ep_bwd;
-
-    /* FSDP traffic of this layer (exposure decided per stage). */
-    if (l->sharding == SHARDING_FSDP) {
-        double p = memory_layer_params(m, l, moe);
-        layout_group g = layout_shard_place(sys, l);
-        double red = l->framework == FRAMEWORK_FSDP2 ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
-        r.gather_s = collective_time_s(sys, COLL_ALL_GATHER, 2.0 * p, g) + fsdp_copy_in;
-        r.reduce_s = collective_time_s(sys, COLL_REDUCE_SCATTER, red * p, g);
-        if (l->offload) {
-            /* FSDP2 CPUOffloadPolicy: the fp32 shard crosses PCIe before each gather, the
-             * gradient shard after each reduce-scatter. */
-            double shard = 4.0 * p / layout_shard_group(l);
-            r.gather_s += shard / sys->pcie_bandwidth_bytes_per_s;
-            r.reduce_s += shard / sys->pcie_bandwidth_bytes_per_s;
-        }
-    }
-    return r;
+    recipe r;
+    recipe_layer(m, sys, t, l, moe, &r, NULL);
+    layer_time x;
+    recipe_price(&r, &x);
+    return x;
 }
 
 /* FSDP2's copies of stage s's root unit (fsdp_copies.h: embedding on the first stage, final
@@ -235,23 +62,18 @@ static void root_copies_cost(const model_spec *m, const system_spec *sys, const 
     *copy_in_s = fsdp_gathers_per_microbatch(l) * fsdp_copy_in_s(sys, &fc);
 }
 
-/* Output layer GEMM and the loss head's elementwise kernels (elementwise.c: final norm,
- * logits.float() and cross-entropy over V/tp logits), on the last stage, per micro-batch; under
- * FSDP2 with the compute-stream copies of the last stage's root unit (root_copies_cost). */
+/* Output layer GEMM and the loss head's elementwise kernels on the last stage, per micro-batch,
+ * under FSDP2 with the compute-stream copies of the last stage's root unit: the head's recipe
+ * (layer_recipe.h recipe_head) priced. */
 static void head_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
                       const layout *l, double *fwd_s, double *bwd_s)
 {
-    double tokens = (double)l->mbs * t->seq_len / l->cp;
-    double v = (double)m->vocab / l->tp;
-    elementwise_list el;
-    elementwise_head(m, l, tokens, &el);
-    double rf, rb, rin;
-    root_copies_cost(m, sys, l, l->pp - 1, &rf, &rb, &rin);
-    *fwd_s = compute_gemm_s(sys, tokens, v, m->hidden) +
-             elementwise_pass_s(sys, &el, el.fwd, el.n_fwd) + rf;
-    *bwd_s = compute_gemm_fwd_bwd_s(sys, tokens, v, m->hidden) -
-             compute_gemm_s(sys, tokens, v, m->hidden) +
-             elementwise_pass_s(sys, &el, el.bwd, el.n_bwd) + rb;
+    recipe r;
+    recipe_head(m, sys, t, l, &r, NULL);
+    recipe_time x;
+    recipe_price(&r, &x);
+    *fwd_s = x.fwd_s;
+    *bwd_s = x.bwd_s;
 }
 
 /* One send of a micro-batch's activations (or their gradients) to the adjacent stage; each TP

@@ -3,10 +3,10 @@
  * differently: the step simulator (sim.c) lays them on per-stage timelines instead of adding
  * them up in closed form.
  *
- * Every figure comes from the same functions the closed form uses (layer_cost, stage_cost and
- * the data-parallel and optimizer terms of estimate.c), so the two never disagree about what a
- * layer, a send or a collective costs, only about how the pieces overlap. estimate_layout()'s
- * results do not depend on anything here.
+ * Every figure comes from the same functions the closed form uses (the priced layer recipe of
+ * layer_recipe.h, stage_cost and the data-parallel and optimizer terms of estimate.c), so the
+ * two never disagree about what a layer, a send or a collective costs, only about how the
+ * pieces overlap. estimate_layout()'s results do not depend on anything here.
  */
 #ifndef PLAN_ESTIMATE_COSTS_H
 #define PLAN_ESTIMATE_COSTS_H

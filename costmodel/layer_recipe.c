@@ -1,0 +1,619 @@
+/*
+ * layer_recipe.c — the operations of one layer and of the loss head, and their closed-form
+ * price (see layer_recipe.h). The formulas and their sources are the ones estimate.c has always
+ * used: Megatron's column/row-parallel projections, Korthikanti et al. 2022 Sec. 4.2.2 for the
+ * TP/SP collectives (two per direction, same volume with and without SP), Megatron/TE ring
+ * attention and DeepSpeed-Ulysses for CP, Megatron's MoELayer for the router, dispatch, grouped
+ * experts and shared experts, the DeepSeek-V2 paper (arXiv 2405.04434, Sec. 2.1.2-2.1.3) for
+ * MLA, compute.h for kernels, elementwise.h and fsdp_copies.h for the memory-bound kernels.
+ *
+ * The order ops are added in is the order the estimate sums each kind in, and the order items
+ * are added in is the order the backend issues them in per phase: keep both when editing.
+ */
+#include "layer_recipe.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "compute.h"
+#include "flops.h"
+#include "fsdp_copies.h"
+#include "memory.h"
+
+static const char *kind_names[RECIPE_KINDS] = {
+    "gemm", "attention", "elementwise", "fsdp_copy", "tp", "cp", "ep", "fsdp_gather",
+    "fsdp_reduce",
+};
+
+const char *recipe_kind_name(recipe_kind k)
+{
+    return (k >= 0 && k < RECIPE_KINDS) ? kind_names[k] : "?";
+}
+
+typedef struct {
+    const system_spec *sys;
+    recipe *r;
+    recipe_items *items; /* NULL: ops only (the estimate) */
+} builder;
+
+/* A new op; its index, or -1 when the (generously sized) table is full. */
+static int op_add(builder *b, const char *name, recipe_kind kind, recipe_phase phase,
+                  recipe_stream stream, recipe_overlap overlap, double fwd_s, double bwd_s)
+{
+    recipe *r = b->r;
+    if (r->n_ops >= RECIPE_MAX_OPS) return -1;
+    recipe_op *o = &r->op[r->n_ops];
+    o->name = name;
+    o->kind = kind;
+    o->phase = phase;
+    o->stream = stream;
+    o->overlap = overlap;
+    o->recompute = false;
+    o->fwd_s = fwd_s;
+    o->bwd_s = bwd_s;
+    o->fwd_bwd_s = 0;
+    return r->n_ops++;
+}
+
+static recipe_item *item_add(builder *b, int op, recipe_phase phase, recipe_item_kind kind,
+                             const char *name)
+{
+    recipe_items *w = b->items;
+    if (!w || op < 0) return NULL;
+    if (w->n >= RECIPE_MAX_ITEMS) {
+        w->overflow = true;
+        return NULL;
+    }
+    recipe_item *it = &w->item[w->n++];
+    memset(it, 0, sizeof *it);
+    it->phase = phase;
+    it->op = op;
+    it->kind = kind;
+    it->batch = 1;
+    snprintf(it->name, sizeof it->name, "%s", name);
+    return it;
+}
+
+static void gemm_item(builder *b, int op, recipe_phase phase, const char *name,
+                      recipe_gemm_form form, double m, double n, double k, int batch, bool weight,
+                      double pred_s)
+{
+    recipe_item *it = item_add(b, op, phase, RECIPE_ITEM_GEMM, name);
+    if (!it) return;
+    it->form = form;
+    it->m = m;
+    it->n = n;
+    it->k = k;
+    it->batch = batch;
+    it->weight_operand = weight;
+    it->pred_s = pred_s;
+}
+
+static void stream_item(builder *b, int op, recipe_phase phase, const char *name, double bytes,
+                        const ew_access *a, double pred_s)
+{
+    recipe_item *it = item_add(b, op, phase, RECIPE_ITEM_STREAM, name);
+    if (!it) return;
+    it->bytes = bytes;
+    it->access = *a;
+    it->pred_s = pred_s;
+}
+
+/* A memory-bound kernel of `bytes` with no derived pattern: a vectorized bf16 kernel reading
+ * half of them and writing half. */
+static void lump_item(builder *b, int op, recipe_phase phase, const char *name, double bytes,
+                      double pred_s)
+{
+    long n = (long)(bytes / 4);
+    ew_access a = {.pattern = EW_VECTORIZED, .esize = {2, 2, 0}, .n = {1, 1, n > 0 ? n : 1}};
+    a.stride[0][2] = a.stride[1][2] = 1;
+    stream_item(b, op, phase, name, bytes, &a, pred_s);
+}
+
+static void coll_item(builder *b, int op, recipe_phase phase, const char *name, collective_op c,
+                      double bytes, recipe_group g, double pred_s)
+{
+    recipe_item *it = item_add(b, op, phase, RECIPE_ITEM_COLL, name);
+    if (!it) return;
+    it->coll = c;
+    it->bytes = bytes;
+    it->group = g;
+    it->pred_s = pred_s;
+}
+
+/* A Linear of `tokens` rows, out x in weight: forward, and dgrad + wgrad in the backward, each
+ * a compute_gemm_s of the shapes compute_gemm_fwd_bwd_s adds up. */
+static void linear(builder *b, const char *name, double tokens, double out, double in)
+{
+    const system_spec *sys = b->sys;
+    int op = op_add(b, name, RECIPE_GEMM, RECIPE_FWD, RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE,
+                    0, 0);
+    if (op < 0) return;
+    recipe_op *o = &b->r->op[op];
+    o->fwd_s = compute_gemm_s(sys, tokens, out, in);
+    o->fwd_bwd_s = compute_gemm_fwd_bwd_s(sys, tokens, out, in);
+    o->bwd_s = o->fwd_bwd_s - o->fwd_s;
+    if (!b->items) return;
+    char nm[32];
+    gemm_item(b, op, RECIPE_FWD, name, RECIPE_FORM_FWD, tokens, out, in, 1, true, o->fwd_s);
+    snprintf(nm, sizeof nm, "%s.dgrad", name);
+    gemm_item(b, op, RECIPE_BWD, nm, RECIPE_FORM_DGRAD, tokens, in, out, 1, true,
+              compute_gemm_s(sys, tokens, in, out));
+    snprintf(nm, sizeof nm, "%s.wgrad", name);
+    gemm_item(b, op, RECIPE_BWD, nm, RECIPE_FORM_WGRAD, out, in, tokens, 1, false,
+              compute_gemm_s(sys, in, out, tokens));
+}
+
+/* Each kernel of an elementwise pass as an op, and each of its launches as an item, so that the
+ * backend launches as many kernels of the same kind and bytes as the framework does. */
+static void elementwise_ops(builder *b, const elementwise_list *e, const elementwise_kernel *k,
+                            int n, recipe_phase phase)
+{
+    for (int i = 0; i < n; i++) {
+        double one = elementwise_kernel_s(b->sys, e, &k[i]);
+        double all = k[i].count * one;
+        int op = op_add(b, k[i].name, RECIPE_ELEMENTWISE, phase, RECIPE_STREAM_COMPUTE,
+                        RECIPE_OVERLAP_NONE, phase == RECIPE_FWD ? all : 0,
+                        phase == RECIPE_BWD ? all : 0);
+        if (!b->items) continue;
+        for (int j = 0; j < k[i].count; j++)
+            stream_item(b, op, phase, k[i].name, k[i].bytes, &k[i].access, one);
+    }
+}
+
+/* FSDP2's compute-stream copies of a unit of p parameters (fsdp_copies.h): the all-gather
+ * copy-out of each gather (forward, and backward when resharded) and the reduce-scatter copy-in
+ * of the backward. bk_measure runs them around the unit collectives: no items. */
+static void fsdp_compute_copies(builder *b, const layout *l, const fsdp_copies *fc)
+{
+    double out = fsdp_copy_out_s(b->sys, fc);
+    op_add(b, "fsdp.copy_out", RECIPE_FSDP_COPY, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+           RECIPE_OVERLAP_NONE, out, l->reshard_after_forward ? out : 0);
+    op_add(b, "fsdp.rs_copy_in", RECIPE_FSDP_COPY, RECIPE_BWD, RECIPE_STREAM_COMPUTE,
+           RECIPE_OVERLAP_NONE, 0, fsdp_rs_copy_in_s(b->sys, fc));
+}
+
+/* The TP/SP collectives entering (SP all-gather) and leaving (SP reduce-scatter, or the
+ * all-reduce without SP) a tensor-parallel block. */
+typedef struct {
+    builder *b;
+    const layout *l;
+    double act_bytes;
+    layout_group g;
+    double one_s; /* enter + leave of one block, one pass */
+} tp_ctx;
+
+static void tp_enter(const tp_ctx *c, int op, recipe_phase phase)
+{
+    if (c->l->tp > 1 && c->l->sp)
+        coll_item(c->b, op, phase, "tp.sp_gather", COLL_ALL_GATHER, c->act_bytes,
+                  RECIPE_GROUP_TP,
+                  collective_time_s(c->b->sys, COLL_ALL_GATHER, c->act_bytes, c->g));
+}
+
+static void tp_leave(const tp_ctx *c, int op, recipe_phase phase)
+{
+    if (c->l->tp > 1 && c->l->sp)
+        coll_item(c->b, op, phase, "tp.sp_reduce_scatter", COLL_REDUCE_SCATTER, c->act_bytes,
+                  RECIPE_GROUP_TP,
+                  collective_time_s(c->b->sys, COLL_REDUCE_SCATTER, c->act_bytes, c->g));
+    else if (c->l->tp > 1)
+        coll_item(c->b, op, phase, "tp.all_reduce", COLL_ALL_REDUCE, c->act_bytes,
+                  RECIPE_GROUP_TP,
+                  collective_time_s(c->b->sys, COLL_ALL_REDUCE, c->act_bytes, c->g));
+}
+
+/* One block's TP op: enter + leave forward, the same backward (-1 without TP). */
+static int tp_op(const tp_ctx *c, const char *name)
+{
+    if (c->l->tp <= 1) return -1;
+    return op_add(c->b, name, RECIPE_TP, RECIPE_FWD, RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE,
+                  c->one_s, c->one_s);
+}
+
+void recipe_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
+                  const layout *l, bool moe, recipe *r, recipe_items *items)
+{
+    builder bd = {sys, r, items}, *b = &bd;
+    r->n_ops = 0;
+    r->local_experts = 0;
+    r->expert_rows = 0;
+    if (items) {
+        items->n = 0;
+        items->overflow = false;
+    }
+    double tokens = (double)l->mbs * t->seq_len / l->cp; /* per GPU, after SP all-gather */
+    r->tokens = tokens;
+    double tp = l->tp, h = m->hidden, a = m->heads;
+    double gate = m->activation == MODEL_ACT_SWIGLU ? 2.0 : 1.0;
+    /* Query/key and value head widths: head_dim for GQA; MLA's qk_nope + qk_rope, v_head_dim. */
+    double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
+    double vd = m->mla ? m->v_head_dim : m->head_dim;
+    tp_ctx tc = {b, l, tokens * h * 2.0, layout_tp_group(sys, l), 0};
+    if (l->tp > 1)
+        tc.one_s = l->sp ? collective_time_s(sys, COLL_ALL_GATHER, tc.act_bytes, tc.g) +
+                               collective_time_s(sys, COLL_REDUCE_SCATTER, tc.act_bytes, tc.g)
+                         : collective_time_s(sys, COLL_ALL_REDUCE, tc.act_bytes, tc.g);
+
+    /* ---- attention block: QKV (column parallel), core, output projection (row parallel) */
+    int tp_attn = tp_op(&tc, "tp.attention");
+    tp_enter(&tc, tp_attn, RECIPE_FWD);
+    if (m->mla) {
+        /* Multi-head latent attention, as Megatron's MLASelfAttention splits it: the
+         * down-projections (queries, when compressed, and the joint KV latent plus the shared
+         * RoPE key) replicated on every TP rank, the up-projections column parallel. */
+        if (m->q_lora_rank > 0) {
+            linear(b, "q_down", tokens, m->q_lora_rank, h);
+            linear(b, "q_up", tokens, a * qk / tp, m->q_lora_rank);
+        } else {
+            linear(b, "q", tokens, a * qk / tp, h);
+        }
+        linear(b, "kv_down", tokens, m->kv_lora_rank + m->qk_rope_dim, h);
+        linear(b, "kv_up", tokens, a * (m->qk_nope_dim + vd) / tp, m->kv_lora_rank);
+    } else {
+        linear(b, "qkv", tokens, (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp, h);
+    }
+
+    /* Attention core. Flash: compute.h's model, split over the batched GEMMs the backend runs
+     * in its place (QK^T and PV forward; FlashAttention-2's backward recomputes the scores, then
+     * dV, dP, dQ, dK). Unfused (Megatron 2021-22): batched GEMMs over the full s x s scores,
+     * fused scale-mask-softmax, dropout; bytes per score fwd 4 (+5 with dropout), bwd 6 (+5). */
+    double attn_fwd, attn_bwd;
+    double rows_a = tokens * a / tp;
+    double pqk = 0, ppv = 0, sm_f = 0, sm_b = 0;
+    if (t->attention == ATTENTION_FLASH) {
+        double f = flops_attention_core_forward(m, tokens, t->seq_len, t->causal) / tp;
+        attn_fwd = compute_flash_forward_s(sys, f);
+        attn_bwd = compute_flash_backward_s(sys, f);
+    } else {
+        pqk = compute_gemm_s(sys, rows_a, t->seq_len, qk);
+        ppv = compute_gemm_s(sys, rows_a, vd, t->seq_len);
+        attn_fwd = pqk + ppv;
+        attn_bwd = 2.0 * attn_fwd;
+        double scores = rows_a * t->seq_len;
+        sm_f = scores * (m->dropout ? 9.0 : 4.0);
+        sm_b = scores * (m->dropout ? 11.0 : 6.0);
+        attn_fwd += compute_stream_s(sys, sm_f);
+        attn_bwd += compute_stream_s(sys, sm_b);
+    }
+
+    /* CP exchange (its items come before the core's in each pass). */
+    if (l->cp > 1) {
+        layout_group gcp = layout_cp_group(sys, l);
+        double kvh = m->mla ? a : m->kv_heads; /* MLA: every head has its own key and value */
+        if (l->framework == FRAMEWORK_MEGATRON) {
+            /* Ring attention (Megatron/TE): cp-1 K/V chunk exchanges forward, K/V and dK/dV
+             * backward, on their own stream beside the attention blocks. */
+            double chunk = tokens * kvh * (qk + vd) * 2.0 / tp;
+            double p = collective_time_s(sys, COLL_SEND_RECV, chunk, gcp);
+            double ring = (l->cp - 1) * p;
+            int op = op_add(b, "cp.ring", RECIPE_CP, RECIPE_FWD, RECIPE_STREAM_COMM,
+                            RECIPE_OVERLAP_ATTENTION, ring, 2.0 * ring);
+            for (int i = 0; items && i < l->cp - 1; i++) {
+                coll_item(b, op, RECIPE_FWD, "cp.ring_kv", COLL_SEND_RECV, chunk, RECIPE_GROUP_CP,
+                          p);
+                coll_item(b, op, RECIPE_BWD, "cp.ring_kv", COLL_SEND_RECV, chunk, RECIPE_GROUP_CP,
+                          p);
+                coll_item(b, op, RECIPE_BWD, "cp.ring_dkv", COLL_SEND_RECV, chunk,
+                          RECIPE_GROUP_CP, p);
+            }
+        } else {
+            /* Ulysses (DeepSpeed-Ulysses, Jacobs et al. 2023): all-to-all of q, k, v before
+             * attention and of the output after; the same backward. Not overlapped. */
+            double bytes = tokens * 2.0 * (a * qk + kvh * qk + kvh * vd + a * vd);
+            double p = collective_time_s(sys, COLL_ALL_TO_ALL, bytes, gcp);
+            int op = op_add(b, "cp.ulysses_a2a", RECIPE_CP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+                            RECIPE_OVERLAP_NONE, p, p);
+            coll_item(b, op, RECIPE_FWD, "cp.ulysses_a2a", COLL_ALL_TO_ALL, bytes,
+                      RECIPE_GROUP_CP, p);
+            coll_item(b, op, RECIPE_BWD, "cp.ulysses_a2a", COLL_ALL_TO_ALL, bytes,
+                      RECIPE_GROUP_CP, p);
+        }
+    }
+
+    int attn = op_add(b, "attn.core", RECIPE_ATTENTION, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+                      RECIPE_OVERLAP_NONE, attn_fwd, attn_bwd);
+    if (items) {
+        /* per sequence: this rank's queries (seq/cp) against the keys they see; heads/tp per
+         * rank, mbs sequences: batch = mbs*heads/tp */
+        int batch = (int)(l->mbs * (a / tp));
+        double sq = (double)t->seq_len / l->cp;
+        if (t->attention == ATTENTION_FLASH) {
+            double pf = attn_fwd / 2.0, pb = attn_bwd / 5.0;
+            double sk = t->causal ? t->seq_len / 2.0 : t->seq_len; /* keys per query */
+            gemm_item(b, attn, RECIPE_FWD, "attn.qk", RECIPE_FORM_FWD, sq, sk, qk, batch, false,
+                      pf);
+            gemm_item(b, attn, RECIPE_FWD, "attn.pv", RECIPE_FORM_DGRAD, sq, vd, sk, batch,
+                      false, pf);
+            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.qk", RECIPE_FORM_FWD, sq, sk, qk, batch,
+                      false, pb);
+            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dv", RECIPE_FORM_WGRAD, sk, vd, sq, batch,
+                      false, pb);
+            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dp", RECIPE_FORM_FWD, sq, sk, vd, batch,
+                      false, pb);
+            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dq", RECIPE_FORM_DGRAD, sq, qk, sk, batch,
+                      false, pb);
+            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dk", RECIPE_FORM_WGRAD, sk, qk, sq, batch,
+                      false, pb);
+        } else {
+            double sk = t->seq_len;
+            gemm_item(b, attn, RECIPE_FWD, "attn.qk", RECIPE_FORM_FWD, sq, sk, qk, batch, false,
+                      pqk);
+            gemm_item(b, attn, RECIPE_FWD, "attn.pv", RECIPE_FORM_DGRAD, sq, vd, sk, batch,
+                      false, ppv);
+            lump_item(b, attn, RECIPE_FWD, "attn.softmax", sm_f, compute_stream_s(sys, sm_f));
+            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dv", RECIPE_FORM_WGRAD, sk, vd, sq, batch,
+                      false, ppv);
+            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dp", RECIPE_FORM_FWD, sq, sk, vd, batch,
+                      false, pqk);
+            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dq", RECIPE_FORM_DGRAD, sq, qk, sk, batch,
+                      false, ppv);
+            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dk", RECIPE_FORM_WGRAD, sk, qk, sq, batch,
+                      false, pqk);
+            lump_item(b, attn, RECIPE_BWD, "attn.softmax_bwd", sm_b, compute_stream_s(sys, sm_b));
+        }
+    }
+
+    linear(b, "attn_out", tokens, h, (m->mla ? a * vd : model_q_dim(m)) / tp);
+    tp_leave(&tc, tp_attn, RECIPE_FWD);
+
+    /* ---- MLP block */
+    int tp_mlp = tp_op(&tc, "tp.mlp");
+    tp_enter(&tc, tp_mlp, RECIPE_FWD);
+    if (!moe) {
+        linear(b, "mlp_up", tokens, gate * m->ffn / tp, h);
+        linear(b, "mlp_down", tokens, h, (double)m->ffn / tp);
+    } else {
+        /* MoE block (Megatron's MoELayer): the router over this rank's tokens (its SP shard),
+         * the dispatch all-to-all of top_k copies of the tokens over the EP group, E/ep local
+         * experts as one grouped GEMM each for up and down at rows per expert of a balanced
+         * router, the combine all-to-all, then the shared experts over every token. */
+        double etp = layout_etp(l);
+        linear(b, "router", l->sp ? tokens / tp : tokens, m->experts, h);
+        double a2a = tokens / tp * m->top_k * h * 2.0;
+        int dispatch = -1, combine = -1;
+        double pa = 0;
+        if (l->ep > 1) {
+            pa = collective_time_s(sys, COLL_ALL_TO_ALL, a2a, layout_ep_group(sys, l));
+            dispatch = op_add(b, "ep.dispatch", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+                              RECIPE_OVERLAP_NONE, pa, pa);
+            coll_item(b, dispatch, RECIPE_FWD, "ep.dispatch", COLL_ALL_TO_ALL, a2a,
+                      RECIPE_GROUP_EP, pa);
+        }
+        int local = m->experts / l->ep;
+        double rows = tokens * m->top_k * l->ep * etp / ((double)m->experts * tp);
+        r->local_experts = local;
+        r->expert_rows = rows;
+        double up = gate * m->expert_ffn / etp, down_in = m->expert_ffn / etp;
+        /* identical experts: one expert's up and down priced together, times local */
+        double f1 = compute_gemm_s(sys, rows, up, h) + compute_gemm_s(sys, rows, h, down_in);
+        double b1 = compute_gemm_fwd_bwd_s(sys, rows, up, h) +
+                    compute_gemm_fwd_bwd_s(sys, rows, h, down_in);
+        int ex = op_add(b, "experts", RECIPE_GEMM, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+                        RECIPE_OVERLAP_NONE, local * f1, 0);
+        if (ex >= 0) {
+            r->op[ex].fwd_bwd_s = local * b1;
+            r->op[ex].bwd_s = r->op[ex].fwd_bwd_s - r->op[ex].fwd_s;
+        }
+        if (items) {
+            /* grouped GEMMs: batch = local experts, one weight each */
+            gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
+                      local * compute_gemm_s(sys, rows, up, h));
+            gemm_item(b, ex, RECIPE_BWD, "experts_up.dgrad", RECIPE_FORM_DGRAD, rows, h, up,
+                      local, true, local * compute_gemm_s(sys, rows, h, up));
+            gemm_item(b, ex, RECIPE_BWD, "experts_up.wgrad", RECIPE_FORM_WGRAD, up, h, rows,
+                      local, false, local * compute_gemm_s(sys, h, up, rows));
+            gemm_item(b, ex, RECIPE_FWD, "experts_down", RECIPE_FORM_FWD, rows, h, down_in,
+                      local, true, local * compute_gemm_s(sys, rows, h, down_in));
+            gemm_item(b, ex, RECIPE_BWD, "experts_down.dgrad", RECIPE_FORM_DGRAD, rows, down_in,
+                      h, local, true, local * compute_gemm_s(sys, rows, down_in, h));
+            gemm_item(b, ex, RECIPE_BWD, "experts_down.wgrad", RECIPE_FORM_WGRAD, h, down_in,
+                      rows, local, false, local * compute_gemm_s(sys, down_in, h, rows));
+        }
+        if (l->ep > 1) {
+            combine = op_add(b, "ep.combine", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+                             RECIPE_OVERLAP_NONE, pa, pa);
+            coll_item(b, combine, RECIPE_FWD, "ep.combine", COLL_ALL_TO_ALL, a2a,
+                      RECIPE_GROUP_EP, pa);
+            coll_item(b, combine, RECIPE_BWD, "ep.combine.bwd", COLL_ALL_TO_ALL, a2a,
+                      RECIPE_GROUP_EP, pa);
+            coll_item(b, dispatch, RECIPE_BWD, "ep.dispatch.bwd", COLL_ALL_TO_ALL, a2a,
+                      RECIPE_GROUP_EP, pa);
+        }
+        if (m->shared_experts) {
+            double sw = (double)m->shared_experts * m->shared_ffn;
+            linear(b, "shared_up", tokens, gate * sw / tp, h);
+            linear(b, "shared_down", tokens, h, sw / tp);
+        }
+    }
+    tp_leave(&tc, tp_mlp, RECIPE_FWD);
+
+    /* ---- norms, RoPE, activation, residual adds, the backward's gradient accumulation: Hugging
+     * Face eager kernels under FSDP2, Transformer Engine's fused ones under Megatron */
+    {
+        elementwise_list el;
+        elementwise_layer(m, l, tokens, moe, &el);
+        elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+        elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+    }
+    /* the backward's TP collectives: the same two per block */
+    tp_enter(&tc, tp_attn, RECIPE_BWD);
+    tp_leave(&tc, tp_attn, RECIPE_BWD);
+    tp_enter(&tc, tp_mlp, RECIPE_BWD);
+    tp_leave(&tc, tp_mlp, RECIPE_BWD);
+
+    /* ---- FSDP: the unit's copies on the compute stream, its gather (FSDP2's copy-in on its
+     * own stream ahead of it joins it) and reduce-scatter on the communication stream */
+    if (l->sharding == SHARDING_FSDP) {
+        double p = memory_layer_params(m, l, moe);
+        double copy_in = 0;
+        if (fsdp_copies_apply(l)) {
+            fsdp_copies fc;
+            fsdp_copies_unit(p, layout_shard_group(l), &fc);
+            fsdp_compute_copies(b, l, &fc);
+            copy_in = fsdp_copy_in_s(sys, &fc);
+        }
+        layout_group g = layout_shard_place(sys, l);
+        double red = l->framework == FRAMEWORK_FSDP2 ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
+        op_add(b, "fsdp.all_gather", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
+               RECIPE_OVERLAP_LAYER, collective_time_s(sys, COLL_ALL_GATHER, 2.0 * p, g), 0);
+        if (fsdp_copies_apply(l))
+            op_add(b, "fsdp.copy_in", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
+                   RECIPE_OVERLAP_LAYER, copy_in, 0);
+        double up = 0;
+        if (l->offload) {
+            /* FSDP2 CPUOffloadPolicy: the fp32 shard crosses PCIe before each gather, the
+             * gradient shard after each reduce-scatter. */
+            double shard = 4.0 * p / layout_shard_group(l);
+            up = shard / sys->pcie_bandwidth_bytes_per_s;
+            op_add(b, "fsdp.offload_upload", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
+                   RECIPE_OVERLAP_LAYER, up, 0);
+        }
+        op_add(b, "fsdp.reduce_scatter", RECIPE_FSDP_REDUCE, RECIPE_BWD, RECIPE_STREAM_COMM,
+               RECIPE_OVERLAP_LAYER, 0, collective_time_s(sys, COLL_REDUCE_SCATTER, red * p, g));
+        if (l->offload)
+            op_add(b, "fsdp.offload_download", RECIPE_FSDP_REDUCE, RECIPE_BWD,
+                   RECIPE_STREAM_COMM, RECIPE_OVERLAP_LAYER, 0, up);
+    }
+
+    /* ---- recompute: full repeats every forward op (its collectives too) before the backward,
+     * selective the attention core */
+    for (int i = 0; i < r->n_ops; i++) {
+        recipe_op *o = &r->op[i];
+        if (l->recompute == RECOMPUTE_FULL)
+            o->recompute = o->phase == RECIPE_FWD && o->kind != RECIPE_FSDP_GATHER &&
+                           o->kind != RECIPE_FSDP_REDUCE;
+        else if (l->recompute == RECOMPUTE_SELECTIVE)
+            o->recompute = o->kind == RECIPE_ATTENTION;
+    }
+    if (items) {
+        int n = items->n;
+        for (int i = 0; i < n; i++) {
+            const recipe_item *src = &items->item[i];
+            if (src->phase != RECIPE_FWD || src->op < 0 || !r->op[src->op].recompute) continue;
+            if (items->n >= RECIPE_MAX_ITEMS) {
+                items->overflow = true;
+                break;
+            }
+            recipe_item *it = &items->item[items->n++];
+            *it = *src;
+            it->phase = RECIPE_RECOMPUTE;
+            char nm[32];
+            snprintf(nm, sizeof nm, "re.%.28s", src->name);
+            snprintf(it->name, sizeof it->name, "%s", nm);
+        }
+    }
+}
+
+void recipe_head(const model_spec *m, const system_spec *sys, const training_spec *t,
+                 const layout *l, recipe *r, recipe_items *items)
+{
+    builder bd = {sys, r, items}, *b = &bd;
+    r->n_ops = 0;
+    r->local_experts = 0;
+    r->expert_rows = 0;
+    if (items) {
+        items->n = 0;
+        items->overflow = false;
+    }
+    double tokens = (double)l->mbs * t->seq_len / l->cp;
+    r->tokens = tokens;
+    linear(b, "lm_head", tokens, (double)m->vocab / l->tp, m->hidden);
+    /* final norm, logits.float() and cross-entropy over V/tp logits (elementwise.c) */
+    elementwise_list el;
+    elementwise_head(m, l, tokens, &el);
+    elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+    elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+    /* FSDP2: the compute-stream copies of the last stage's root unit (final norm, output
+     * layer); its copy-in and traffic are the stage's (estimate.c root_traffic) */
+    double p = fsdp_root_params(m, l, l->pp - 1) / l->tp;
+    if (fsdp_copies_apply(l) && p > 0) {
+        fsdp_copies fc;
+        fsdp_copies_unit(p, layout_shard_group(l), &fc);
+        fsdp_compute_copies(b, l, &fc);
+    }
+}
+
+/* Sums of one pass: the closed form's terms. */
+typedef struct {
+    double gemm, gemm_fb; /* GEMM forward; forward + backward (compute_gemm_fwd_bwd_s) */
+    double attn, elem, copy;
+    double tp, ep, cp, cp_ring; /* cp_ring: the exchange that hides behind the attention core */
+} pass_sums;
+
+/* The sum a TP, EP or CP op's time joins. */
+static double *comm_sum(pass_sums *s, const recipe_op *o)
+{
+    if (o->kind == RECIPE_TP) return &s->tp;
+    if (o->kind == RECIPE_EP) return &s->ep;
+    return o->overlap == RECIPE_OVERLAP_ATTENTION ? &s->cp_ring : &s->cp;
+}
+
+void recipe_price(const recipe *r, recipe_time *out)
+{
+    pass_sums f, b, re;
+    memset(&f, 0, sizeof f);
+    memset(&b, 0, sizeof b);
+    memset(&re, 0, sizeof re);
+    double gather = 0, reduce = 0;
+    for (int i = 0; i < r->n_ops; i++) {
+        const recipe_op *o = &r->op[i];
+        switch (o->kind) {
+        case RECIPE_GEMM:
+            f.gemm += o->fwd_s;
+            f.gemm_fb += o->fwd_bwd_s;
+            if (o->recompute) re.gemm += o->fwd_s;
+            break;
+        case RECIPE_ATTENTION:
+            f.attn += o->fwd_s;
+            b.attn += o->bwd_s;
+            if (o->recompute) re.attn += o->fwd_s;
+            break;
+        case RECIPE_ELEMENTWISE:
+            if (o->phase == RECIPE_FWD) {
+                f.elem += o->fwd_s;
+                if (o->recompute) re.elem += o->fwd_s;
+            } else {
+                b.elem += o->bwd_s;
+            }
+            break;
+        case RECIPE_FSDP_COPY:
+            f.copy += o->fwd_s;
+            b.copy += o->bwd_s;
+            if (o->recompute) re.copy += o->fwd_s;
+            break;
+        case RECIPE_TP:
+        case RECIPE_EP:
+        case RECIPE_CP:
+            *comm_sum(&f, o) += o->fwd_s;
+            *comm_sum(&b, o) += o->bwd_s;
+            if (o->recompute) *comm_sum(&re, o) += o->fwd_s;
+            break;
+        case RECIPE_FSDP_GATHER:
+            gather += o->fwd_s;
+            break;
+        case RECIPE_FSDP_REDUCE:
+            reduce += o->bwd_s;
+            break;
+        case RECIPE_KINDS:
+            break;
+        }
+    }
+    /* the ring exchange shows only where it outlasts the pass's attention core */
+    double cp_fwd = f.cp + fmax(0, f.cp_ring - f.attn);
+    double cp_bwd = b.cp + fmax(0, b.cp_ring - b.attn);
+    double cp_re = re.cp + fmax(0, re.cp_ring - re.attn);
+    out->fwd_s = f.gemm + f.attn + f.elem + f.copy;
+    out->bwd_s = (f.gemm_fb - f.gemm) + b.attn + b.elem + b.copy;
+    out->recompute_s = re.gemm + re.attn + re.elem + re.copy;
+    double tp_bwd = b.tp + re.tp, ep_bwd = b.ep + re.ep;
+    cp_bwd += cp_re;
+    out->tp_s = f.tp + tp_bwd;
+    out->ep_s = f.ep + ep_bwd;
+    out->cp_s = cp_fwd + cp_bwd;
+    out->fwd_comm_s = f.tp + cp_fwd + f.ep;
+    out->bwd_comm_s = tp_bwd + cp_bwd + ep_bwd;
+    out->gather_s = gather;
+    out->reduce_s = reduce;
+}

@@ -1,0 +1,149 @@
+/*
+ * layer_recipe.h — the one list of the operations of a transformer layer (and of the loss head)
+ * for a layout, per GPU and micro-batch: every GEMM with its shape per phase, the attention
+ * core, every elementwise kernel of the implementation (elementwise.c), every TP/SP, CP and EP
+ * collective, FSDP's unit transfers and FSDP2's copies (fsdp_copies.c), the MoE router,
+ * dispatch, grouped experts and shared experts, MLA's projections where the model has them;
+ * each with the stream it runs on and what hides it.
+ *
+ * The estimate prices it (estimate.c: layer_cost and head_cost are recipe_layer/recipe_head +
+ * recipe_price), the simulator takes its per-layer durations from that price
+ * (estimate_stage_costs), and the backend runs it (backend/work.c turns each item into a work
+ * item with the item's predicted time). Adding an operation is a change here only.
+ *
+ * Two levels:
+ *  - ops (recipe_op): what the estimate adds up. Each op carries its forward and backward time
+ *    as the closed form composes them (a Linear's compute_gemm_fwd_bwd_s; the attention core's
+ *    flash model; the grouped experts' up and down GEMMs as one term), so that recipe_price
+ *    reproduces estimate_layout()'s sums bit for bit;
+ *  - items (recipe_item, only when asked for): the kernels and collectives each op launches, in
+ *    the order the backend issues them per phase (forward; recomputed forward; backward), with
+ *    their shapes and the cost model's time of each. An item's time is its share of its op's
+ *    (the attention core's flash time is split evenly over the batched GEMMs the backend runs
+ *    in its place), so items and ops agree up to rounding.
+ */
+#ifndef PLAN_LAYER_RECIPE_H
+#define PLAN_LAYER_RECIPE_H
+
+#include <stdbool.h>
+
+#include "collective.h"
+#include "elementwise.h"
+#include "layout.h"
+#include "model.h"
+#include "system.h"
+
+/* Which of the estimate's sums an op's time joins. */
+typedef enum {
+    RECIPE_GEMM = 0,     /* a Linear (or the routed experts' grouped Linears): fwd, dgrad, wgrad */
+    RECIPE_ATTENTION,    /* the attention core (flash, or unfused batched GEMMs and softmax) */
+    RECIPE_ELEMENTWISE,  /* one memory-bound kernel of elementwise.c, all its launches */
+    RECIPE_FSDP_COPY,    /* FSDP2's compute-stream copies: all-gather copy-out, RS copy-in */
+    RECIPE_TP,           /* TP/SP collectives of one block (attention or MLP): enter + leave */
+    RECIPE_CP,           /* CP exchange (Megatron ring, or Ulysses all-to-all) */
+    RECIPE_EP,           /* MoE dispatch or combine all-to-all */
+    RECIPE_FSDP_GATHER,  /* FSDP unit all-gather, FSDP2's copy-in ahead of it, offload upload */
+    RECIPE_FSDP_REDUCE,  /* FSDP unit reduce-scatter, offload download */
+    RECIPE_KINDS
+} recipe_kind;
+
+typedef enum {
+    RECIPE_STREAM_COMPUTE = 0, /* in order with the compute kernels (TP/EP collectives too:
+                                  Megatron runs them in the compute stream, no TP-comm overlap) */
+    RECIPE_STREAM_COMM,        /* on a communication stream beside the compute stream */
+} recipe_stream;
+
+typedef enum {
+    RECIPE_OVERLAP_NONE = 0,  /* nothing hides it: on the critical path */
+    RECIPE_OVERLAP_ATTENTION, /* hidden behind the same pass's attention core (CP ring) */
+    RECIPE_OVERLAP_LAYER,     /* prefetched behind the neighbouring layer's compute (FSDP: the
+                                 gather behind the previous layer, the reduce behind the next
+                                 layer's backward; estimate.c stage_cost) */
+} recipe_overlap;
+
+/* An op's phase: RECIPE_FWD for a forward operation (its backward counterpart, if any, priced
+ * in bwd_s); RECIPE_BWD for a backward-only one. Items carry RECIPE_RECOMPUTE too. */
+typedef enum { RECIPE_FWD = 0, RECIPE_BWD, RECIPE_RECOMPUTE, RECIPE_PHASES } recipe_phase;
+
+typedef struct {
+    const char *name;      /* static string */
+    recipe_kind kind;
+    recipe_phase phase;
+    recipe_stream stream;
+    recipe_overlap overlap;
+    bool recompute;        /* its forward runs again before the backward (full: every forward
+                              op but the FSDP transfers; selective: the attention core) */
+    double fwd_s;          /* forward time (FSDP gather: one gather) */
+    double bwd_s;          /* backward time (GEMM: dgrad + wgrad) */
+    double fwd_bwd_s;      /* GEMM only: forward + backward as compute_gemm_fwd_bwd_s sums them
+                              (the closed form subtracts the forward after summing) */
+} recipe_op;
+
+/* Items: what the backend launches. Forms and groups as backend/work.h's. */
+typedef enum { RECIPE_ITEM_GEMM = 0, RECIPE_ITEM_STREAM, RECIPE_ITEM_COLL } recipe_item_kind;
+typedef enum { RECIPE_FORM_FWD = 0, RECIPE_FORM_DGRAD, RECIPE_FORM_WGRAD } recipe_gemm_form;
+typedef enum { RECIPE_GROUP_TP = 0, RECIPE_GROUP_CP, RECIPE_GROUP_EP } recipe_group;
+
+typedef struct {
+    char name[32];
+    recipe_phase phase;
+    int op;                /* index of its op in recipe.op */
+    recipe_item_kind kind;
+    /* GEMM: C[m,n] in `form` (work.h), batch copies; weight: B is a layer weight */
+    recipe_gemm_form form;
+    double m, n, k;
+    int batch;
+    bool weight_operand;
+    /* STREAM / COLL */
+    double bytes;
+    ew_access access;
+    collective_op coll;
+    recipe_group group;
+    double pred_s;         /* the cost model's time of this one launch */
+} recipe_item;
+
+#define RECIPE_MAX_OPS (2 * ELEMENTWISE_MAX + 32)
+#define RECIPE_MAX_ITEMS 512
+
+typedef struct {
+    int n;
+    bool overflow;         /* more than RECIPE_MAX_ITEMS: the list is cut */
+    recipe_item item[RECIPE_MAX_ITEMS];
+} recipe_items;
+
+typedef struct {
+    int n_ops;
+    double tokens;         /* per GPU (mbs * seq / cp) */
+    int local_experts;     /* MoE layer: experts / ep on this GPU */
+    double expert_rows;    /* rows per local expert: tokens*k*ep*etp/(E*tp) */
+    recipe_op op[RECIPE_MAX_OPS];
+} recipe;
+
+/* One layer's priced sums: the closed form's per-layer figures (estimate_costs.h). */
+typedef struct {
+    double fwd_s, bwd_s, recompute_s; /* compute */
+    double tp_s;                      /* exposed TP/SP communication, fwd + bwd + recompute */
+    double cp_s;                      /* exposed CP communication */
+    double ep_s;                      /* exposed EP all-to-all */
+    double gather_s;                  /* FSDP all-gather of the unit (one gather), with
+                                         FSDP2's copy-in ahead of it */
+    double reduce_s;                  /* FSDP reduce-scatter of its gradients */
+    double fwd_comm_s, bwd_comm_s;    /* tp_s + cp_s + ep_s split by pass */
+} recipe_time;
+
+/* The ops (and, when items is non-NULL, the items) of one decoder layer; moe: its MLP is the
+ * MoE block. Allocates nothing; writes only the entries it fills. */
+void recipe_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
+                  const layout *l, bool moe, recipe *r, recipe_items *items);
+
+/* The loss head of the last stage: output layer GEMM, elementwise_head's kernels and, under
+ * FSDP2, the compute-stream copies of the last stage's root unit. */
+void recipe_head(const model_spec *m, const system_spec *sys, const training_spec *t,
+                 const layout *l, recipe *r, recipe_items *items);
+
+/* The closed form's sums of r's ops (estimate.c's composition, in its order). */
+void recipe_price(const recipe *r, recipe_time *out);
+
+const char *recipe_kind_name(recipe_kind k);
+
+#endif

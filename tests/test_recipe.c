@@ -1,0 +1,232 @@
+/*
+ * test_recipe.c — the layer recipe (costmodel/layer_recipe.h) is the one list the estimate, the
+ * simulator and the backend see.
+ *
+ * For several layouts (FSDP2 dense, Megatron TP+PP+SP, CP ring and Ulysses with recompute,
+ * unfused attention, Mixtral with EP, DeepSeek-V2-Lite with MLA, shared experts, dense-first
+ * layers and EP):
+ *  - the backend's work items of a dense layer, an MoE layer and the head (backend/work.c) are
+ *    the recipe's items, one for one: names, count, order and predicted times;
+ *  - every op's items add up to the op's priced forward and backward times;
+ *  - the priced recipe is exactly the estimate's per-layer and head costs (estimate_stage_costs)
+ *    and the simulator's per-layer inputs (sim_build).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "estimate_costs.h"
+#include "layer_recipe.h"
+#include "sim.h"
+#include "work.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PLAN_DATA_DIR");
+    return d ? d : "data";
+}
+
+static model_spec M;
+static system_spec S;
+static work_plan W;
+static recipe_items I;
+
+static void load(const char *model, const char *sys)
+{
+    char err[CM_ERRLEN];
+    if (model_load(model, data_dir(), &M, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load(sys, data_dir(), &S, err, sizeof err) != CM_OK) fail_msg("%s", err);
+}
+
+static void near(double a, double b, const char *what)
+{
+    if (!(fabs(a - b) <= 1e-9 * fabs(b) + 1e-18)) fail_msg("%s: %.15g != %.15g", what, a, b);
+}
+
+/* The backend's lists are the recipe's items: forward; recomputed forward, then backward. */
+static void same_items(const recipe_items *items, const work_list *F, const work_list *B,
+                       const char *what)
+{
+    static const recipe_phase order[3] = {RECIPE_FWD, RECIPE_RECOMPUTE, RECIPE_BWD};
+    int nf = 0, nb = 0;
+    assert_false(items->overflow);
+    for (int o = 0; o < 3; o++)
+        for (int i = 0; i < items->n; i++) {
+            const recipe_item *it = &items->item[i];
+            if (it->phase != order[o]) continue;
+            const work_list *w = order[o] == RECIPE_FWD ? F : B;
+            int *k = order[o] == RECIPE_FWD ? &nf : &nb;
+            if (*k >= w->n) fail_msg("%s: backend has fewer items than the recipe", what);
+            const work_item *x = &w->item[(*k)++];
+            if (strcmp(x->name, it->name))
+                fail_msg("%s: item %d is '%s' in the backend, '%s' in the recipe", what, *k - 1,
+                         x->name, it->name);
+            assert_true(x->pred_s == it->pred_s);
+        }
+    if (nf != F->n || nb != B->n)
+        fail_msg("%s: backend %d+%d items, recipe %d+%d", what, F->n, B->n, nf, nb);
+}
+
+/* Each op's items add up to its priced times (FSDP transfers and copies have none). */
+static void items_add_up(const recipe *r, const recipe_items *items, const char *what)
+{
+    for (int j = 0; j < r->n_ops; j++) {
+        const recipe_op *o = &r->op[j];
+        double f = 0, b = 0, re = 0;
+        int n = 0;
+        for (int i = 0; i < items->n; i++) {
+            const recipe_item *it = &items->item[i];
+            if (it->op != j) continue;
+            n++;
+            if (it->phase == RECIPE_FWD) f += it->pred_s;
+            else if (it->phase == RECIPE_BWD) b += it->pred_s;
+            else re += it->pred_s;
+        }
+        if (o->kind >= RECIPE_FSDP_GATHER || o->kind == RECIPE_FSDP_COPY) {
+            assert_int_equal(n, 0);
+            continue;
+        }
+        char nm[96];
+        snprintf(nm, sizeof nm, "%s op %s fwd", what, o->name);
+        near(f, o->fwd_s, nm);
+        snprintf(nm, sizeof nm, "%s op %s bwd", what, o->name);
+        near(b, o->bwd_s, nm);
+        snprintf(nm, sizeof nm, "%s op %s recompute", what, o->name);
+        near(re, o->recompute ? o->fwd_s : 0, nm);
+        assert_true(n > 0 || (o->fwd_s == 0 && o->bwd_s == 0));
+    }
+}
+
+static void same_costs(const recipe_time *x, const estimate_layer_costs *c)
+{
+    assert_true(x->fwd_s == c->fwd_s && x->bwd_s == c->bwd_s && x->recompute_s == c->recompute_s);
+    assert_true(x->tp_s == c->tp_s && x->cp_s == c->cp_s && x->ep_s == c->ep_s);
+    assert_true(x->fwd_comm_s == c->fwd_comm_s && x->bwd_comm_s == c->bwd_comm_s);
+    assert_true(x->gather_s == c->gather_s && x->reduce_s == c->reduce_s);
+}
+
+static void check(const layout *l, const training_spec *t, const char *what)
+{
+    char err[CM_ERRLEN];
+    if (work_plan_build(&M, &S, t, l, &W, err, sizeof err) != CM_OK)
+        fail_msg("%s: %s", what, err);
+    estimate_costs c;
+    assert_int_equal(estimate_stage_costs(&M, &S, t, l, &c, NULL, err, sizeof err), CM_OK);
+    sim_workspace *ws = sim_alloc();
+    assert_non_null(ws);
+    assert_int_equal(sim_build(ws, &M, &S, t, l, err, sizeof err), CM_OK);
+    const sim_input *in = sim_input_of(ws);
+    bool fsdp = l->sharding == SHARDING_FSDP;
+
+    recipe r;
+    recipe_time x;
+    for (int moe = 0; moe < (model_is_moe(&M) ? 2 : 1); moe++) {
+        recipe_layer(&M, &S, t, l, moe, &r, &I);
+        same_items(&I, moe ? &W.moe_fwd : &W.layer_fwd, moe ? &W.moe_bwd : &W.layer_bwd, what);
+        items_add_up(&r, &I, what);
+        recipe_price(&r, &x);
+        same_costs(&x, moe ? &c.moe : &c.dense);
+        /* the ops alone (the estimate's path) price the same */
+        recipe r2;
+        recipe_time x2;
+        recipe_layer(&M, &S, t, l, moe, &r2, NULL);
+        recipe_price(&r2, &x2);
+        assert_memory_equal(&x, &x2, sizeof x);
+        /* the simulator's layers of this kind */
+        int i = moe ? M.layers - 1 : 0;
+        if (moe == 0 && c.first_moe_layer == 0) continue; /* no dense layer */
+        assert_true(in->layer[i].fwd_s == x.fwd_s + x.fwd_comm_s);
+        assert_true(in->layer[i].bwd_s == x.bwd_s + x.recompute_s + x.bwd_comm_s);
+        assert_true(in->layer[i].gather_s == (fsdp ? x.gather_s : 0));
+        assert_true(in->layer[i].reduce_s == (fsdp ? x.reduce_s : 0));
+        if (moe) assert_int_equal(W.local_experts, r.local_experts);
+    }
+    recipe_head(&M, &S, t, l, &r, &I);
+    same_items(&I, &W.head_fwd, &W.head_bwd, what);
+    items_add_up(&r, &I, what);
+    recipe_price(&r, &x);
+    assert_true(x.fwd_s == c.head_fwd_s && x.bwd_s == c.head_bwd_s);
+    assert_true(in->head_fwd_s == c.head_fwd_s && in->head_bwd_s == c.head_bwd_s);
+    sim_free(ws);
+}
+
+static layout fsdp2(int dp)
+{
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    l.sharding = SHARDING_FSDP;
+    l.dp = dp;
+    return l;
+}
+
+static layout megatron(int tp, int pp, int dp, bool sp)
+{
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.sharding = SHARDING_DISTOPT;
+    l.tp = tp;
+    l.pp = pp;
+    l.dp = dp;
+    l.sp = sp;
+    return l;
+}
+
+static void test_dense(void **state)
+{
+    (void)state;
+    load("8b", "h100");
+    training_spec t = training_default();
+    t.global_batch = 16;
+    layout l = fsdp2(8);
+    check(&l, &t, "8b fsdp2");
+    l.recompute = RECOMPUTE_FULL;
+    l.reshard_after_forward = false;
+    check(&l, &t, "8b fsdp2 full recompute, no reshard");
+    l = fsdp2(4), l.cp = 2, l.recompute = RECOMPUTE_FULL;
+    check(&l, &t, "8b fsdp2 cp2 (Ulysses) full recompute");
+    l = megatron(2, 2, 2, true);
+    check(&l, &t, "8b megatron tp2 pp2 sp");
+    l = megatron(2, 1, 2, false), l.cp = 2, l.recompute = RECOMPUTE_SELECTIVE;
+    check(&l, &t, "8b megatron tp2 cp2 selective");
+    training_spec tu = t;
+    tu.attention = ATTENTION_UNFUSED;
+    check(&l, &tu, "8b megatron tp2 cp2 selective unfused");
+    l = megatron(2, 1, 4, true), l.sharding = SHARDING_FSDP, l.recompute = RECOMPUTE_FULL;
+    check(&l, &t, "8b megatron-fsdp tp2 full recompute");
+}
+
+static void test_moe(void **state)
+{
+    (void)state;
+    training_spec t = training_default();
+    t.global_batch = 16;
+    load("mixtral-8x7b", "h100");
+    layout l = megatron(2, 2, 2, true);
+    l.ep = 2;
+    check(&l, &t, "mixtral tp2 pp2 ep2");
+    l.recompute = RECOMPUTE_FULL;
+    check(&l, &t, "mixtral tp2 pp2 ep2 full recompute");
+    load("deepseek-v2-lite", "h100");
+    assert_true(M.mla && M.shared_experts > 0 && M.dense_first > 0);
+    l = megatron(1, 1, 8, false);
+    l.ep = 4;
+    check(&l, &t, "deepseek-v2-lite ep4");
+    l = megatron(2, 1, 4, true), l.ep = 2, l.cp = 2, l.recompute = RECOMPUTE_FULL;
+    check(&l, &t, "deepseek-v2-lite tp2 cp2 ep2 full recompute");
+    l = fsdp2(8);
+    check(&l, &t, "deepseek-v2-lite fsdp2");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dense),
+        cmocka_unit_test(test_moe),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
