@@ -189,8 +189,9 @@ cm_status system_from_json(const json_t *root, const char *path, const char *nam
     return apply_fields(root, path, sys, false, err, errlen);
 }
 
-cm_status system_load_json(const char *path, const char *name, system_spec *sys, char *err,
-                           size_t errlen)
+/* A preset file: system_read_json + system_from_json. */
+static cm_status load_json(const char *path, const char *name, system_spec *sys, char *err,
+                          size_t errlen)
 {
     cm_status st;
     json_t *root = system_read_json(path, &st, err, errlen);
@@ -242,11 +243,11 @@ cm_status system_load(const char *name_or_path, const char *data_dir, system_spe
         return cm_fail(err, errlen, CM_EINVAL, "no system given: use --system with a preset "
                                                "(e.g. h100) or a path to a system JSON");
     if (strchr(name_or_path, '/') || strstr(name_or_path, ".json"))
-        return system_load_json(name_or_path, NULL, sys, err, errlen);
+        return load_json(name_or_path, NULL, sys, err, errlen);
     char path[1024];
     cm_status st = system_preset_path(name_or_path, data_dir, path, sizeof path, err, errlen);
     if (st != CM_OK) return st;
-    return system_load_json(path, name_or_path, sys, err, errlen);
+    return load_json(path, name_or_path, sys, err, errlen);
 }
 
 double system_inter_bandwidth_per_gpu(const system_spec *sys)

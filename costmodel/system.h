@@ -123,9 +123,6 @@ cm_status system_field_number(const struct json_t *v, const char *path, const ch
                               const char *key, double lo, double hi, bool is_int, double *x,
                               char *err, size_t errlen);
 
-/* A preset file: system_read_json + system_from_json. */
-cm_status system_load_json(const char *path, const char *name, system_spec *sys, char *err,
-                           size_t errlen);
 /* The file of a preset name: data_dir/systems/NAME.json, or CM_EINVAL listing the presets. */
 cm_status system_preset_path(const char *name, const char *data_dir, char *path, size_t pathlen,
                              char *err, size_t errlen);
