@@ -53,23 +53,12 @@ double collective_latency_s(const system_spec *sys, layout_group g)
     return g.spans_nodes ? sys->inter_latency_s : sys->intra_latency_s;
 }
 
-/* A measured fit for exactly this operation, group size and span, if the profile has one. */
-static const system_collective_fit *find_fit(const system_spec *sys, collective_op op,
-                                             layout_group g)
-{
-    for (int i = 0; i < sys->n_collective_fits; i++) {
-        const system_collective_fit *f = &sys->collective_fits[i];
-        if (f->op == (int)op && f->group_size == g.size && f->spans_nodes == g.spans_nodes)
-            return f;
-    }
-    return NULL;
-}
-
 double collective_time_s(const system_spec *sys, collective_op op, double bytes, layout_group g)
 {
     if (g.size <= 1 || bytes <= 0) return 0;
     const collective_desc *d = &table[op];
-    const system_collective_fit *fit = find_fit(sys, op, g);
+    /* A measured fit for exactly this operation, group size and span, if the profile has one. */
+    const system_collective_fit *fit = system_collective_fit_find(sys, op, g.size, g.spans_nodes);
     if (fit) return fit->alpha_s + bytes * d->bus_factor(g.size) / fit->busbw_bytes_per_s;
     /* alpha: a fixed cost per call plus one latency per ring step. The per-call cost is what
      * NCCL pays at any size beyond the per-step hops (measured on h200-x4: all-reduce of 1-64

@@ -168,16 +168,8 @@ void fit_apply_gemm(system_spec *sys, const fit_gemm_result *g)
 cm_status fit_apply_collective(system_spec *sys, const system_collective_fit *f, char *err,
                                size_t errlen)
 {
-    int k;
-    for (k = 0; k < sys->n_collective_fits; k++) {
-        const system_collective_fit *o = &sys->collective_fits[k];
-        if (o->op == f->op && o->group_size == f->group_size && o->spans_nodes == f->spans_nodes)
-            break;
-    }
-    if (k == SYSTEM_MAX_COLLECTIVE_FITS)
+    if (!system_collective_fit_put(sys, f))
         return cm_fail(err, errlen, CM_EINVAL, "more than %d collective fits",
                        SYSTEM_MAX_COLLECTIVE_FITS);
-    sys->collective_fits[k] = *f;
-    if (k == sys->n_collective_fits) sys->n_collective_fits++;
     return CM_OK;
 }

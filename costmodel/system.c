@@ -1,13 +1,12 @@
 /*
- * system.c — reads GPU/cluster presets and calibration overlays (data/systems/README.md).
+ * system.c — reads GPU/cluster presets (data/systems/README.md), the step terms' names, defaults
+ * and ranges, and the calibration's table of collective fits.
  *
  * One table maps each JSON field ("gpu.peak_bf16_flops") to its struct member, so the preset
- * reader, the overlay reader and the checks share one list. A preset must give every required
- * field; an overlay may give any subset.
+ * reader and the overlay reader of costmodel/profile.c share one list. A preset must give every
+ * required field; an overlay may give any subset.
  */
 #include "system.h"
-
-#include "collective.h"
 
 #include <dirent.h>
 #include <jansson.h>
@@ -52,213 +51,66 @@ static const system_field fields[] = {
     F("host", "memory_bytes", host_memory_bytes, true, 1e9, 1e15),
     F("host", "adam_params_per_s", host_adam_params_per_s, true, 1e6, 1e13),
     F("framework", "reserved_bytes", framework_reserved_bytes, true, 0, 1e11),
-    /* Step-level corrections (issue 4; fitted by plan measure --refine, costmodel/refine.h),
-     * optional everywhere, in system_step_term order; their ranges are the physical ones. */
-    F("step", "compute_scale", step.value[STEP_COMPUTE_SCALE], false, 0.1, 10),
-    F("step", "comm_scale", step.value[STEP_COMM_SCALE], false, 0.1, 10),
-    F("step", "overlap_efficiency", step.value[STEP_OVERLAP_EFFICIENCY], false, 0, 1),
-    F("step", "layer_overhead_s", step.value[STEP_LAYER_OVERHEAD], false, 0, 0.1),
-    F("step", "fsdp2_compute_scale", step.value[STEP_FSDP2_COMPUTE_SCALE], false, 0.1, 10),
-    F("step", "rms_rel_residual", step.rms_rel_residual, false, 0, 10),
-    I("step", "plans", step.plans, false, 0, 1000000),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
-/* "calibration": {"gemm_efficiency_sd": x, "collectives": [{"op", "group_size", "span",
- * "alpha_s", "busbw_bytes_per_s", "alpha_sd", "busbw_sd", "rms_rel_residual", "points"}]}.
- * Fits replace earlier fits of the same op, group size and span. */
-static cm_status apply_calibration(const json_t *cal, const char *path, system_spec *sys,
-                                   char *err, size_t errlen)
-{
-    if (!json_is_object(cal))
-        return cm_fail(err, errlen, CM_EPARSE,
-                       "profile '%s': \"calibration\" must be an object (see "
-                       "data/systems/README.md)",
-                       path);
-    const json_t *sd = json_object_get(cal, "gemm_efficiency_sd");
-    if (sd) {
-        if (!json_is_number(sd) || json_number_value(sd) < 0 || json_number_value(sd) > 1)
-            return cm_fail(err, errlen, CM_EPARSE,
-                           "profile '%s': calibration.gemm_efficiency_sd must be in [0, 1]", path);
-        sys->gemm_efficiency_sd = json_number_value(sd);
-    }
-    const json_t *arr = json_object_get(cal, "collectives");
-    if (!arr) return CM_OK;
-    if (!json_is_array(arr))
-        return cm_fail(err, errlen, CM_EPARSE,
-                       "profile '%s': calibration.collectives must be a list", path);
-    for (size_t i = 0; i < json_array_size(arr); i++) {
-        const json_t *e = json_array_get(arr, i);
-        const char *opname = json_string_value(json_object_get(e, "op"));
-        const collective_desc *d = opname ? collective_find(opname) : NULL;
-        const char *span = json_string_value(json_object_get(e, "span"));
-        const json_t *n = json_object_get(e, "group_size");
-        const json_t *a = json_object_get(e, "alpha_s");
-        const json_t *bw = json_object_get(e, "busbw_bytes_per_s");
-        if (!d)
-            return cm_fail(err, errlen, CM_EPARSE,
-                           "profile '%s': calibration.collectives[%zu] has no known \"op\" "
-                           "(all_reduce, all_gather, reduce_scatter, all_to_all, send_recv)",
-                           path, i);
-        if (!json_is_integer(n) || json_integer_value(n) < 2 || json_integer_value(n) > 1000000 ||
-            !span || (strcmp(span, "intra") && strcmp(span, "inter")) || !json_is_number(a) ||
-            json_number_value(a) < 0 || json_number_value(a) > 1 || !json_is_number(bw) ||
-            json_number_value(bw) <= 1e6 || json_number_value(bw) > 1e14)
-            return cm_fail(err, errlen, CM_EPARSE,
-                           "profile '%s': calibration.collectives[%zu] needs group_size >= 2, "
-                           "span intra|inter, alpha_s in [0, 1] s and busbw_bytes_per_s in "
-                           "(1e6, 1e14]",
-                           path, i);
-        system_collective_fit f = {
-            .op = d->op,
-            .group_size = (int)json_integer_value(n),
-            .spans_nodes = !strcmp(span, "inter"),
-            .alpha_s = json_number_value(a),
-            .alpha_sd = json_number_value(json_object_get(e, "alpha_sd")),
-            .busbw_bytes_per_s = json_number_value(bw),
-            .busbw_sd = json_number_value(json_object_get(e, "busbw_sd")),
-            .rms_rel_residual = json_number_value(json_object_get(e, "rms_rel_residual")),
-            .points = (int)json_integer_value(json_object_get(e, "points")),
-        };
-        int k;
-        for (k = 0; k < sys->n_collective_fits; k++) {
-            system_collective_fit *o = &sys->collective_fits[k];
-            if (o->op == f.op && o->group_size == f.group_size && o->spans_nodes == f.spans_nodes)
-                break;
-        }
-        if (k == SYSTEM_MAX_COLLECTIVE_FITS)
-            return cm_fail(err, errlen, CM_EPARSE,
-                           "profile '%s': more than %d collective fits", path,
-                           SYSTEM_MAX_COLLECTIVE_FITS);
-        sys->collective_fits[k] = f;
-        if (k == sys->n_collective_fits) sys->n_collective_fits++;
-    }
-    return CM_OK;
-}
-
-static const char *const step_names[STEP_NTERMS] = {
-    "compute_scale", "comm_scale", "overlap_efficiency", "layer_overhead_s",
-    "fsdp2_compute_scale",
+/* The step terms (issue 4; fitted by plan measure --refine, costmodel/refine.h), in
+ * system_step_term order: JSON name, default, and the physical range a profile (and a fit)
+ * must keep to. costmodel/profile.c reads and writes them. */
+static const struct {
+    const char *name;
+    double value, min, max;
+} step_terms[STEP_NTERMS] = {
+    {"compute_scale", 1, 0.1, 10},
+    {"comm_scale", 1, 0.1, 10},
+    {"overlap_efficiency", 1, 0, 1},
+    {"layer_overhead_s", 0, 0, 0.1},
+    {"fsdp2_compute_scale", 1, 0.1, 10},
 };
-static const double step_defaults[STEP_NTERMS] = {1, 1, 1, 0, 1};
 
 const char *system_step_name(system_step_term t)
 {
-    return t >= 0 && t < STEP_NTERMS ? step_names[t] : "?";
+    return t >= 0 && t < STEP_NTERMS ? step_terms[t].name : "?";
 }
 
 double system_step_default(system_step_term t)
 {
-    return t >= 0 && t < STEP_NTERMS ? step_defaults[t] : 0;
+    return t >= 0 && t < STEP_NTERMS ? step_terms[t].value : 0;
 }
 
 void system_step_range(system_step_term t, double *lo, double *hi)
 {
-    *lo = 0;
-    *hi = 0;
-    for (size_t i = 0; i < NFIELDS; i++)
-        if (!strcmp(fields[i].section, "step") && t >= 0 && t < STEP_NTERMS &&
-            !strcmp(fields[i].key, step_names[t])) {
-            *lo = fields[i].min;
-            *hi = fields[i].max;
-        }
+    *lo = t >= 0 && t < STEP_NTERMS ? step_terms[t].min : 0;
+    *hi = t >= 0 && t < STEP_NTERMS ? step_terms[t].max : 0;
 }
 
 void system_step_reset(system_step *s)
 {
     memset(s, 0, sizeof *s);
     s->active = true;
-    for (int t = 0; t < STEP_NTERMS; t++) s->value[t] = step_defaults[t];
+    for (int t = 0; t < STEP_NTERMS; t++) s->value[t] = step_terms[t].value;
 }
 
-/* "step": {"compute_scale": .., ..., "covariance": {"terms": [names], "matrix": [[..]]}}. Called
- * before the field table is applied: a "step" section replaces any earlier one as a whole (the
- * terms are fitted jointly, so values from two fits do not mix); terms it omits are at their
- * defaults. Unknown keys are rejected, so a misspelt term cannot be silently ignored. */
-static cm_status apply_step(const json_t *st, const char *path, system_spec *sys, char *err,
-                            size_t errlen)
+cm_status system_field_number(const json_t *v, const char *path, const char *section,
+                              const char *key, double lo, double hi, bool is_int, double *x,
+                              char *err, size_t errlen)
 {
-    if (!json_is_object(st))
+    if (!json_is_number(v))
         return cm_fail(err, errlen, CM_EPARSE,
-                       "profile '%s': \"step\" must be an object of step terms (see "
-                       "data/systems/README.md)",
-                       path);
-    const char *key;
-    const json_t *v;
-    json_object_foreach((json_t *)st, key, v) {
-        bool known = !strcmp(key, "covariance") || !strcmp(key, "rms_rel_residual") ||
-                     !strcmp(key, "plans");
-        for (int t = 0; t < STEP_NTERMS; t++) known |= !strcmp(key, step_names[t]);
-        if (!known)
-            return cm_fail(err, errlen, CM_EPARSE,
-                           "profile '%s': unknown step term \"%s\": the terms are compute_scale, "
-                           "comm_scale, overlap_efficiency, layer_overhead_s, "
-                           "fsdp2_compute_scale (with covariance, rms_rel_residual, plans)",
-                           path, key);
-    }
-    system_step_reset(&sys->step);
-    const json_t *cov = json_object_get(st, "covariance");
-    if (!cov) return CM_OK;
-    const json_t *names = json_object_get(cov, "terms"), *mat = json_object_get(cov, "matrix");
-    size_t n = json_array_size(names);
-    if (!json_is_object(cov) || !json_is_array(names) || !json_is_array(mat) || n == 0 ||
-        n > STEP_NTERMS || json_array_size(mat) != n)
+                       "system file '%s': \"%s\".\"%s\" must be a number: fix it", path, section,
+                       key);
+    *x = json_number_value(v);
+    if (!(*x >= lo && *x <= hi) || (is_int && *x != floor(*x)))
         return cm_fail(err, errlen, CM_EPARSE,
-                       "profile '%s': step.covariance must be {\"terms\": [names], \"matrix\": "
-                       "[[...]]} with one row and column per named term",
-                       path);
-    int idx[STEP_NTERMS];
-    for (size_t i = 0; i < n; i++) {
-        const char *name = json_string_value(json_array_get(names, i));
-        idx[i] = -1;
-        for (int t = 0; name && t < STEP_NTERMS; t++)
-            if (!strcmp(name, step_names[t])) idx[i] = t;
-        for (size_t j = 0; j < i && idx[i] >= 0; j++)
-            if (idx[j] == idx[i]) idx[i] = -1;
-        if (idx[i] < 0)
-            return cm_fail(err, errlen, CM_EPARSE,
-                           "profile '%s': step.covariance.terms[%zu] is not a step term or is "
-                           "named twice",
-                           path, i);
-    }
-    for (size_t i = 0; i < n; i++) {
-        const json_t *row = json_array_get(mat, i);
-        if (!json_is_array(row) || json_array_size(row) != n)
-            return cm_fail(err, errlen, CM_EPARSE,
-                           "profile '%s': step.covariance.matrix row %zu must hold %zu numbers",
-                           path, i, n);
-        for (size_t j = 0; j < n; j++) {
-            const json_t *c = json_array_get(row, j);
-            if (!json_is_number(c) || !isfinite(json_number_value(c)))
-                return cm_fail(err, errlen, CM_EPARSE,
-                               "profile '%s': step.covariance.matrix[%zu][%zu] is not a number",
-                               path, i, j);
-            sys->step.cov[idx[i]][idx[j]] = json_number_value(c);
-        }
-    }
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < n; j++) {
-            double a = sys->step.cov[idx[i]][idx[j]], b = sys->step.cov[idx[j]][idx[i]];
-            double di = sys->step.cov[idx[i]][idx[i]], dj = sys->step.cov[idx[j]][idx[j]];
-            if (di < 0 || fabs(a - b) > 1e-9 * (fabs(a) + fabs(b)) + 1e-300 ||
-                fabs(a) > sqrt(di * dj) * (1 + 1e-6) + 1e-300)
-                return cm_fail(err, errlen, CM_EPARSE,
-                               "profile '%s': step.covariance.matrix is not a covariance "
-                               "(symmetric, non-negative variances, |correlation| <= 1): refit "
-                               "with plan measure --refine",
-                               path);
-        }
+                       "system file '%s': \"%s\".\"%s\" = %g is outside the sane range "
+                       "[%g, %g]: check units (bytes, seconds, FLOP/s)",
+                       path, section, key, *x, lo, hi);
     return CM_OK;
 }
 
-static cm_status apply(const json_t *root, const char *path, system_spec *sys, bool overlay,
-                       char *err, size_t errlen)
+static cm_status apply_fields(const json_t *root, const char *path, system_spec *sys,
+                              bool overlay, char *err, size_t errlen)
 {
-    const json_t *step = json_object_get(root, "step");
-    if (step) {
-        cm_status st = apply_step(step, path, sys, err, errlen);
-        if (st != CM_OK) return st;
-    }
     for (size_t i = 0; i < NFIELDS; i++) {
         const system_field *f = &fields[i];
         const json_t *sec = json_object_get(root, f->section);
@@ -271,26 +123,15 @@ static cm_status apply(const json_t *root, const char *path, system_spec *sys, b
                                path, f->section, f->key);
             continue;
         }
-        if (!json_is_number(v))
-            return cm_fail(err, errlen, CM_EPARSE,
-                           "system file '%s': \"%s\".\"%s\" must be a number: fix it", path,
-                           f->section, f->key);
-        double x = json_number_value(v);
-        if (!(x >= f->min && x <= f->max) || (f->is_int && x != floor(x)))
-            return cm_fail(err, errlen, CM_EPARSE,
-                           "system file '%s': \"%s\".\"%s\" = %g is outside the sane range "
-                           "[%g, %g]: check units (bytes, seconds, FLOP/s)",
-                           path, f->section, f->key, x, f->min, f->max);
+        double x;
+        cm_status st = system_field_number(v, path, f->section, f->key, f->min, f->max,
+                                           f->is_int, &x, err, errlen);
+        if (st != CM_OK) return st;
         char *base = (char *)sys + f->offset;
         if (f->is_int)
             *(int *)base = (int)x;
         else
             *(double *)base = x;
-    }
-    const json_t *cal = json_object_get(root, "calibration");
-    if (cal) {
-        cm_status st = apply_calibration(cal, path, sys, err, errlen);
-        if (st != CM_OK) return st;
     }
     if (sys->nics_per_node > 0 && sys->nic_bandwidth_bytes_per_s <= 0)
         return cm_fail(err, errlen, CM_EPARSE,
@@ -299,7 +140,13 @@ static cm_status apply(const json_t *root, const char *path, system_spec *sys, b
     return CM_OK;
 }
 
-static json_t *load_object(const char *path, char *err, size_t errlen, cm_status *st)
+cm_status system_overlay_fields(const json_t *root, const char *path, system_spec *sys,
+                                char *err, size_t errlen)
+{
+    return apply_fields(root, path, sys, true, err, errlen);
+}
+
+json_t *system_read_json(const char *path, cm_status *st, char *err, size_t errlen)
 {
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
@@ -325,13 +172,10 @@ static json_t *load_object(const char *path, char *err, size_t errlen, cm_status
     return root;
 }
 
-cm_status system_load_json(const char *path, const char *name, system_spec *sys, char *err,
-                           size_t errlen)
+cm_status system_from_json(const json_t *root, const char *path, const char *name,
+                           system_spec *sys, char *err, size_t errlen)
 {
     memset(sys, 0, sizeof *sys);
-    cm_status st;
-    json_t *root = load_object(path, err, errlen, &st);
-    if (!root) return st;
     const json_t *v = json_object_get(root, "name");
     snprintf(sys->name, sizeof sys->name, "%s",
              name ? name : (json_is_string(v) ? json_string_value(v) : path));
@@ -342,17 +186,17 @@ cm_status system_load_json(const char *path, const char *name, system_spec *sys,
     v = gpu ? json_object_get(gpu, "name") : NULL;
     snprintf(sys->gpu_name, sizeof sys->gpu_name, "%s", json_is_string(v) ? json_string_value(v)
                                                                           : "GPU");
-    st = apply(root, path, sys, false, err, errlen);
-    json_decref(root);
-    return st;
+    return apply_fields(root, path, sys, false, err, errlen);
 }
 
-cm_status system_overlay_json(const char *path, system_spec *sys, char *err, size_t errlen)
+/* A preset file: system_read_json + system_from_json. */
+static cm_status load_json(const char *path, const char *name, system_spec *sys, char *err,
+                          size_t errlen)
 {
     cm_status st;
-    json_t *root = load_object(path, err, errlen, &st);
+    json_t *root = system_read_json(path, &st, err, errlen);
     if (!root) return st;
-    st = apply(root, path, sys, true, err, errlen);
+    st = system_from_json(root, path, name, sys, err, errlen);
     json_decref(root);
     return st;
 }
@@ -375,42 +219,10 @@ void system_list_presets(const char *data_dir, char *buf, size_t buflen)
     closedir(d);
 }
 
-cm_status system_load(const char *name_or_path, const char *data_dir, system_spec *sys,
-                      char *err, size_t errlen)
+cm_status system_preset_path(const char *name, const char *data_dir, char *path, size_t pathlen,
+                             char *err, size_t errlen)
 {
-    if (!name_or_path || !*name_or_path)
-        return cm_fail(err, errlen, CM_EINVAL, "no system given: use --system with a preset "
-                                               "(e.g. h100) or a path to a system JSON");
-    if (strchr(name_or_path, '/') || strstr(name_or_path, ".json")) {
-        /* A calibration profile names the preset it overlays ("calibration_of", written by
-         * plan fit and plan measure --refine): --system PROFILE loads that preset, then the
-         * profile on top, so a profile works wherever a system does. */
-        cm_status st;
-        json_t *root = load_object(name_or_path, err, errlen, &st);
-        if (!root) return st;
-        const json_t *base = json_object_get(root, "calibration_of");
-        char base_name[64] = "";
-        if (json_is_string(base))
-            snprintf(base_name, sizeof base_name, "%s", json_string_value(base));
-        json_decref(root);
-        if (!base_name[0]) return system_load_json(name_or_path, NULL, sys, err, errlen);
-        if (strchr(base_name, '/') || !strcmp(base_name, name_or_path))
-            return cm_fail(err, errlen, CM_EPARSE,
-                           "profile '%s': \"calibration_of\" must name a preset under "
-                           "data/systems/ (e.g. h200-x4)",
-                           name_or_path);
-        st = system_load(base_name, data_dir, sys, err, errlen);
-        if (st != CM_OK) return st;
-        st = system_overlay_json(name_or_path, sys, err, errlen);
-        if (st == CM_OK) {
-            const char *stem = strrchr(name_or_path, '/');
-            snprintf(sys->name, sizeof sys->name, "%.30s+%.30s", base_name,
-                     stem ? stem + 1 : name_or_path);
-        }
-        return st;
-    }
-    char path[1024];
-    snprintf(path, sizeof path, "%s/systems/%s.json", data_dir, name_or_path);
+    snprintf(path, pathlen, "%s/systems/%s.json", data_dir, name);
     FILE *f = fopen(path, "r");
     if (!f) {
         char list[1024];
@@ -418,10 +230,24 @@ cm_status system_load(const char *name_or_path, const char *data_dir, system_spe
         return cm_fail(err, errlen, CM_EINVAL,
                        "unknown system '%s': use one of the presets (%s) or a path to a system "
                        "JSON",
-                       name_or_path, list[0] ? list : "none found: set PLAN_DATA_DIR");
+                       name, list[0] ? list : "none found: set PLAN_DATA_DIR");
     }
     fclose(f);
-    return system_load_json(path, name_or_path, sys, err, errlen);
+    return CM_OK;
+}
+
+cm_status system_load(const char *name_or_path, const char *data_dir, system_spec *sys,
+                      char *err, size_t errlen)
+{
+    if (!name_or_path || !*name_or_path)
+        return cm_fail(err, errlen, CM_EINVAL, "no system given: use --system with a preset "
+                                               "(e.g. h100) or a path to a system JSON");
+    if (strchr(name_or_path, '/') || strstr(name_or_path, ".json"))
+        return load_json(name_or_path, NULL, sys, err, errlen);
+    char path[1024];
+    cm_status st = system_preset_path(name_or_path, data_dir, path, sizeof path, err, errlen);
+    if (st != CM_OK) return st;
+    return load_json(path, name_or_path, sys, err, errlen);
 }
 
 double system_inter_bandwidth_per_gpu(const system_spec *sys)
@@ -430,48 +256,24 @@ double system_inter_bandwidth_per_gpu(const system_spec *sys)
     return sys->nics_per_node * sys->nic_bandwidth_bytes_per_s / sys->gpus_per_node;
 }
 
-cm_status system_write_profile(const char *path, const system_spec *sys, const void *extra_json,
-                               char *err, size_t errlen)
+const system_collective_fit *system_collective_fit_find(const system_spec *sys, int op,
+                                                        int group_size, bool spans_nodes)
 {
-    json_t *root = json_object();
-    if (extra_json) json_object_update(root, (json_t *)extra_json);
-    json_object_set_new(root, "gpu", json_pack("{s:f, s:f}", "gemm_efficiency_max",
-                                               sys->gemm_efficiency_max, "gemm_overhead_s",
-                                               sys->gemm_overhead_s));
-    json_t *list = json_array();
     for (int i = 0; i < sys->n_collective_fits; i++) {
         const system_collective_fit *f = &sys->collective_fits[i];
-        json_array_append_new(
-            list, json_pack("{s:s, s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:i}", "op",
-                            collective_get((collective_op)f->op)->name, "group_size",
-                            f->group_size, "span", f->spans_nodes ? "inter" : "intra", "alpha_s",
-                            f->alpha_s, "alpha_sd", f->alpha_sd, "busbw_bytes_per_s",
-                            f->busbw_bytes_per_s, "busbw_sd", f->busbw_sd, "rms_rel_residual",
-                            f->rms_rel_residual, "points", f->points));
+        if (f->op == op && f->group_size == group_size && !f->spans_nodes == !spans_nodes)
+            return f;
     }
-    json_object_set_new(root, "calibration",
-                        json_pack("{s:f, s:o}", "gemm_efficiency_sd", sys->gemm_efficiency_sd,
-                                  "collectives", list));
-    if (sys->step.active) {
-        json_t *st = json_object(), *names = json_array(), *mat = json_array();
-        for (int t = 0; t < STEP_NTERMS; t++) {
-            json_object_set_new(st, step_names[t], json_real(sys->step.value[t]));
-            json_array_append_new(names, json_string(step_names[t]));
-            json_t *row = json_array();
-            for (int u = 0; u < STEP_NTERMS; u++)
-                json_array_append_new(row, json_real(sys->step.cov[t][u]));
-            json_array_append_new(mat, row);
-        }
-        json_object_set_new(st, "covariance", json_pack("{s:o, s:o}", "terms", names, "matrix",
-                                                        mat));
-        json_object_set_new(st, "rms_rel_residual", json_real(sys->step.rms_rel_residual));
-        json_object_set_new(st, "plans", json_integer(sys->step.plans));
-        json_object_set_new(root, "step", st);
-    }
-    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    json_decref(root);
-    if (rc != 0)
-        return cm_fail(err, errlen, CM_EIO, "cannot write profile '%s': check the directory",
-                       path);
-    return CM_OK;
+    return NULL;
+}
+
+bool system_collective_fit_put(system_spec *sys, const system_collective_fit *f)
+{
+    const system_collective_fit *old =
+        system_collective_fit_find(sys, f->op, f->group_size, f->spans_nodes);
+    int k = old ? (int)(old - sys->collective_fits) : sys->n_collective_fits;
+    if (k == SYSTEM_MAX_COLLECTIVE_FITS) return false;
+    sys->collective_fits[k] = *f;
+    if (k == sys->n_collective_fits) sys->n_collective_fits++;
+    return true;
 }

@@ -2,9 +2,11 @@
  * system.h — the system spec: one GPU type, how GPUs are joined inside a node, and the network
  * between nodes, with the achieved-efficiency terms that turn peak figures into times.
  *
- * Presets live in data/systems/ (one JSON file each) (schema and sources in data/systems/README.md). A
- * calibration profile (issue 4) has the same shape and overlays a preset field by field; it
- * never edits the preset.
+ * Presets live in data/systems/, one JSON file each (schema and sources in
+ * data/systems/README.md); this module reads their fields. A calibration profile (issue 4) has the same shape, overlays
+ * a preset field by field and never edits it; reading and writing profiles, with their
+ * "calibration" and "step" sections and "calibration_of", is costmodel/profile.h, which uses
+ * the field reader here.
  */
 #ifndef PLAN_SYSTEM_H
 #define PLAN_SYSTEM_H
@@ -102,18 +104,40 @@ typedef struct {
                                            a "step" section) */
 } system_spec;
 
-cm_status system_load_json(const char *path, const char *name, system_spec *sys, char *err,
-                           size_t errlen);
-/* A preset name under data_dir/systems/ or a path to a JSON file. */
+struct json_t;
+
+/* Fill sys from the JSON object of a system file at path: from zero with every required field
+ * (name: the system's name, NULL for the file's "name" or its path). Reads the scalar fields
+ * only; the sections only a profile has are costmodel/profile.h's. */
+cm_status system_from_json(const struct json_t *root, const char *path, const char *name,
+                           system_spec *sys, char *err, size_t errlen);
+/* Overlay the scalar fields root gives (any subset) on sys. */
+cm_status system_overlay_fields(const struct json_t *root, const char *path, system_spec *sys,
+                                char *err, size_t errlen);
+/* The JSON object in the system or profile file at path (the caller json_decref's it), or NULL
+ * with *st and err saying why. */
+struct json_t *system_read_json(const char *path, cm_status *st, char *err, size_t errlen);
+/* A number v of a system file ("section"."key"), checked against [lo, hi] (and to be whole when
+ * is_int), into *x. */
+cm_status system_field_number(const struct json_t *v, const char *path, const char *section,
+                              const char *key, double lo, double hi, bool is_int, double *x,
+                              char *err, size_t errlen);
+
+/* The file of a preset name: data_dir/systems/NAME.json, or CM_EINVAL listing the presets. */
+cm_status system_preset_path(const char *name, const char *data_dir, char *path, size_t pathlen,
+                             char *err, size_t errlen);
+/* A preset name under data_dir/systems/ or a path to a full system JSON, fields only. A name or
+ * path the user gives, which may be a calibration profile, goes through profile_load_system. */
 cm_status system_load(const char *name_or_path, const char *data_dir, system_spec *sys,
                       char *err, size_t errlen);
-/* Overlay a calibration profile (same schema, any subset of fields) on sys. */
-cm_status system_overlay_json(const char *path, system_spec *sys, char *err, size_t errlen);
 
-/* Write sys's calibration (GEMM terms, collective fits, step terms when active) as an overlay
- * profile. Extra is merged in at the top level (date, commands, base system); may be NULL. */
-cm_status system_write_profile(const char *path, const system_spec *sys, const void *extra_json,
-                               char *err, size_t errlen);
+/* The calibration's fit for this collective operation (a collective_op), group size and span,
+ * or NULL: the one place that looks a fit up. */
+const system_collective_fit *system_collective_fit_find(const system_spec *sys, int op,
+                                                        int group_size, bool spans_nodes);
+/* Put f into the calibration, replacing the fit of the same operation, group size and span;
+ * false when the table (SYSTEM_MAX_COLLECTIVE_FITS) is full. */
+bool system_collective_fit_put(system_spec *sys, const system_collective_fit *f);
 
 /* The step terms: JSON name ("compute_scale"), default and the physical range a profile (and a
  * fit) must keep to. */

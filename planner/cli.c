@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile.h"
+
 #ifndef PLAN_DATA_DIR_DEFAULT
 #define PLAN_DATA_DIR_DEFAULT "data"
 #endif
@@ -219,8 +221,8 @@ int cli_load_specs(const cli_options *o, model_spec *m, system_spec *sys)
     char err[CM_ERRLEN];
     const char *dir = cli_data_dir();
     if (model_load(o->model, dir, m, err, sizeof err) != CM_OK) return cli_error(err);
-    if (system_load(o->system, dir, sys, err, sizeof err) != CM_OK) return cli_error(err);
-    if (o->calibration && system_overlay_json(o->calibration, sys, err, sizeof err) != CM_OK)
+    if (profile_load_system(o->system, dir, sys, err, sizeof err) != CM_OK) return cli_error(err);
+    if (o->calibration && profile_overlay(o->calibration, sys, err, sizeof err) != CM_OK)
         return cli_error(err);
     return 0;
 }

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "measure_local.h"
+#include "profile.h"
 #include "search.h"
 
 #ifndef PLAN_VERSION
@@ -149,9 +150,9 @@ static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
     /* Every name must resolve before the file gets its header: bad input writes nothing. */
     for (int s = 0; s < sw->systems.n; s++) {
         system_spec sys;
-        if (system_load(sw->systems.items[s], dir, &sys, err, sizeof err) != CM_OK ||
+        if (profile_load_system(sw->systems.items[s], dir, &sys, err, sizeof err) != CM_OK ||
             (sw->calibration &&
-             system_overlay_json(sw->calibration, &sys, err, sizeof err) != CM_OK)) {
+             profile_overlay(sw->calibration, &sys, err, sizeof err) != CM_OK)) {
             search_result_free(r);
             return cli_error(err);
         }
@@ -166,9 +167,9 @@ static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
     bench_csv_write_header(out);
     for (int s = 0; s < sw->systems.n && !interrupted; s++) {
         system_spec sys;
-        if (system_load(sw->systems.items[s], dir, &sys, err, sizeof err) != CM_OK ||
+        if (profile_load_system(sw->systems.items[s], dir, &sys, err, sizeof err) != CM_OK ||
             (sw->calibration &&
-             system_overlay_json(sw->calibration, &sys, err, sizeof err) != CM_OK)) {
+             profile_overlay(sw->calibration, &sys, err, sizeof err) != CM_OK)) {
             search_result_free(r);
             return cli_error(err);
         }

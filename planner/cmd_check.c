@@ -16,6 +16,7 @@
 #include "emit.h"
 #include "estimate.h"
 #include "output.h"
+#include "profile.h"
 
 #define CHECK_MAX_FILE (16L * 1024 * 1024)
 
@@ -175,8 +176,8 @@ int cmd_check(int argc, char **argv)
                                 sizeof err) != CM_OK) {
         return cli_error(err);
     }
-    if (system_load(o.system, dir, &sys, err, sizeof err) != CM_OK) return cli_error(err);
-    if (o.calibration && system_overlay_json(o.calibration, &sys, err, sizeof err) != CM_OK)
+    if (profile_load_system(o.system, dir, &sys, err, sizeof err) != CM_OK) return cli_error(err);
+    if (o.calibration && profile_overlay(o.calibration, &sys, err, sizeof err) != CM_OK)
         return cli_error(err);
 
     int gpus = check_layout(&m, &sys, &cfg, o.gpus, &rep, err, sizeof err);

@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "fit.h"
+#include "profile.h"
 
 #define MAXCOLS 32
 
@@ -163,7 +164,8 @@ int cmd_fit(int argc, char **argv)
     const char *csv_path = argv[optind];
     system_spec sys;
     char err[CM_ERRLEN];
-    if (system_load(base, cli_data_dir(), &sys, err, sizeof err) != CM_OK) return cli_error(err);
+    if (profile_load_system(base, cli_data_dir(), &sys, err, sizeof err) != CM_OK)
+        return cli_error(err);
 
     FILE *f = fopen(csv_path, "rb");
     if (!f) {
@@ -243,7 +245,7 @@ int cmd_fit(int argc, char **argv)
     json_t *extra = json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", out, "description",
                               "calibration profile fitted by plan fit", "calibration_of", base,
                               "date", date, "command", cmd);
-    cm_status st = system_write_profile(out, &sys, extra, err, sizeof err);
+    cm_status st = profile_write(out, &sys, extra, err, sizeof err);
     json_decref(extra);
     if (st != CM_OK) return cli_error(err);
     printf("\nwrote %s (use it as --calibration %s on top of --system %s)\n", out, out, base);

@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "measure_local.h"
+#include "profile.h"
 #include "refine.h"
 #include "search.h"
 
@@ -707,7 +708,7 @@ int cmd_measure_refine(int argc, char **argv)
             "{s:s, s:s, s:s, s:s, s:s, s:O}", "name", ro.out, "description",
             "calibration profile with step-level terms fitted by plan measure --refine",
             "calibration_of", co.system, "date", date, "command", command, "refine", record);
-        cm_status st = system_write_profile(ro.out, &refined, extra, err, sizeof err);
+        cm_status st = profile_write(ro.out, &refined, extra, err, sizeof err);
         json_decref(extra);
         if (st != CM_OK) {
             json_decref(record);

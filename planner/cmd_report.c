@@ -17,6 +17,7 @@
 #include "chart.h"
 #include "cli.h"
 #include "commands.h"
+#include "profile.h"
 #include "report.h"
 
 static void usage(void)
@@ -164,8 +165,8 @@ int cmd_report(int argc, char **argv)
     /* system (+ calibration) and models */
     const char *dir = cli_data_dir();
     system_spec sys;
-    if (system_load(system, dir, &sys, err, sizeof err) != CM_OK) return cli_error(err);
-    if (calibration && system_overlay_json(calibration, &sys, err, sizeof err) != CM_OK)
+    if (profile_load_system(system, dir, &sys, err, sizeof err) != CM_OK) return cli_error(err);
+    if (calibration && profile_overlay(calibration, &sys, err, sizeof err) != CM_OK)
         return cli_error(err);
     model_spec *models = calloc(REPORT_MAX_MODELS, sizeof *models);
     if (!models) return cli_error("out of memory");

@@ -320,6 +320,71 @@ static void test_simulate(void **state)
         "cannot write the trace");
 }
 
+/* A profile in dir naming base as the system it overlays, with a collective fit. */
+static void write_profile(const char *dir, const char *name, const char *base)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "{\"calibration_of\": \"%s\", \"calibration\": {\"collectives\": [{\"op\": "
+            "\"all_reduce\", \"group_size\": 4, \"span\": \"intra\", \"alpha_s\": 2e-5, "
+            "\"busbw_bytes_per_s\": 3e11}]}}\n",
+            base);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* --system PROFILE whose "calibration_of" names another profile file (relative to the working
+ * directory, so the test runs in a temporary one): a chain down to a preset loads; a profile
+ * naming itself, two naming each other and a chain deeper than 8 profiles are one line and
+ * exit 2 (they used to recurse until the stack overflowed). */
+static void test_profile_chains(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/plan_cli_profiles_XXXXXX", cwd[1024];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(chdir(dir), 0);
+
+    write_profile(dir, "outer.json", "inner.json");
+    write_profile(dir, "inner.json", "h200-x4");
+    json_t *j = run_json("--system outer.json --model 8b --gpus 4 --format json");
+    assert_non_null(strstr(R.out, "\"inner.json+outer.json\"")); /* the system's name */
+    json_decref(j);
+
+    write_profile(dir, "a.json", "b.json");
+    write_profile(dir, "b.json", "a.json");
+    bad("--system a.json --model 8b --gpus 4",
+        "calibration_of cycle: a.json -> b.json -> a.json; fix the calibration_of field");
+    bad("estimate --system b.json --model 8b --gpus 4 --tp 2",
+        "calibration_of cycle: b.json -> a.json -> b.json");
+
+    /* given by its full path, naming itself by its bare name: the same file */
+    write_profile(dir, "self.json", "self.json");
+    char args[1200], want[1200];
+    snprintf(args, sizeof args, "--system %s/self.json --model 8b --gpus 4", dir);
+    snprintf(want, sizeof want, "calibration_of cycle: %s/self.json -> self.json;", dir);
+    bad(args, want);
+
+    char name[32], base[32];
+    for (int i = 0; i < 12; i++) {
+        snprintf(name, sizeof name, "p%d.json", i);
+        snprintf(base, sizeof base, "p%d.json", i + 1);
+        write_profile(dir, name, i == 11 ? "h200-x4" : base);
+    }
+    bad("--system p0.json --model 8b --gpus 4", "calibration_of chain deeper than 8 profiles");
+
+    const char *made[] = {"outer.json", "inner.json", "a.json", "b.json", "self.json"};
+    for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) unlink(made[i]);
+    for (int i = 0; i < 12; i++) {
+        snprintf(name, sizeof name, "p%d.json", i);
+        unlink(name);
+    }
+    assert_int_equal(chdir(cwd), 0);
+    rmdir(dir);
+}
+
 int main(void)
 {
     if (!getenv("PLAN_EXE")) return 77;
@@ -327,7 +392,7 @@ int main(void)
         cmocka_unit_test(test_estimate_json),     cmocka_unit_test(test_search_json),
         cmocka_unit_test(test_search_human),      cmocka_unit_test(test_infeasible_estimate),
         cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_bench_csv),
-        cmocka_unit_test(test_simulate),
+        cmocka_unit_test(test_simulate),          cmocka_unit_test(test_profile_chains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

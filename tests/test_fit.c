@@ -18,6 +18,7 @@
 
 #include "compute.h"
 #include "fit.h"
+#include "profile.h"
 
 static system_spec base(void)
 {
@@ -108,12 +109,12 @@ static void test_profile_round_trip(void **state)
     char path[] = "/tmp/plan_profile_XXXXXX";
     int fd = mkstemp(path);
     close(fd);
-    assert_int_equal(system_write_profile(path, &s, NULL, err, sizeof err), CM_OK);
+    assert_int_equal(profile_write(path, &s, NULL, err, sizeof err), CM_OK);
     system_spec r = base();
     r.gpus_per_node = 4;
     r.intra_bandwidth_bytes_per_s = 450e9;
     r.intra_busbw_efficiency = 0.8;
-    assert_int_equal(system_overlay_json(path, &r, err, sizeof err), CM_OK);
+    assert_int_equal(profile_overlay(path, &r, err, sizeof err), CM_OK);
     assert_true(r.gemm_efficiency_max == 0.71 && r.gemm_overhead_s == 5e-6);
     assert_true(r.gemm_efficiency_sd == 0.004);
     assert_int_equal(r.n_collective_fits, 1);
@@ -141,19 +142,19 @@ static void test_bad_profiles(void **state)
     const char *p = "/tmp/plan_bad_profile.json";
     write_text(p, "{\"calibration\": {\"collectives\": [{\"op\": \"all_shuffle\", \"group_size\": 4, "
                   "\"span\": \"intra\", \"alpha_s\": 1e-5, \"busbw_bytes_per_s\": 3e11}]}}");
-    assert_int_equal(system_overlay_json(p, &s, err, sizeof err), CM_EPARSE);
+    assert_int_equal(profile_overlay(p, &s, err, sizeof err), CM_EPARSE);
     assert_non_null(strstr(err, "no known \"op\""));
     write_text(p, "{\"calibration\": {\"collectives\": [{\"op\": \"all_reduce\", \"group_size\": 4, "
                   "\"span\": \"intra\", \"alpha_s\": 1e-5, \"busbw_bytes_per_s\": -3}]}}");
-    assert_int_equal(system_overlay_json(p, &s, err, sizeof err), CM_EPARSE);
+    assert_int_equal(profile_overlay(p, &s, err, sizeof err), CM_EPARSE);
     assert_non_null(strstr(err, "busbw_bytes_per_s"));
     write_text(p, "{\"gpu\": {\"gemm_efficiency_max\": 7}}");
-    assert_int_equal(system_overlay_json(p, &s, err, sizeof err), CM_EPARSE);
+    assert_int_equal(profile_overlay(p, &s, err, sizeof err), CM_EPARSE);
     assert_non_null(strstr(err, "sane range"));
     write_text(p, "{\"calibration\": [1, 2]}");
-    assert_int_equal(system_overlay_json(p, &s, err, sizeof err), CM_EPARSE);
+    assert_int_equal(profile_overlay(p, &s, err, sizeof err), CM_EPARSE);
     write_text(p, "{ not json");
-    assert_int_equal(system_overlay_json(p, &s, err, sizeof err), CM_EPARSE);
+    assert_int_equal(profile_overlay(p, &s, err, sizeof err), CM_EPARSE);
     assert_non_null(strstr(err, "not valid JSON"));
     unlink(p);
 }
@@ -169,14 +170,14 @@ static void test_profile_as_system(void **state)
     snprintf(path, sizeof path, "%s/systems/calibration/h200-x4-2026-11-21.json", dir);
     system_spec base, prof;
     assert_int_equal(system_load("h200-x4", dir, &base, err, sizeof err), CM_OK);
-    assert_int_equal(system_load(path, dir, &prof, err, sizeof err), CM_OK);
+    assert_int_equal(profile_load_system(path, dir, &prof, err, sizeof err), CM_OK);
     assert_true(prof.peak_bf16_flops == base.peak_bf16_flops); /* from the preset */
     assert_int_equal(base.n_collective_fits, 0);
     assert_true(prof.n_collective_fits >= 10);                 /* from the profile */
     assert_non_null(strstr(prof.name, "h200-x4+"));
     const char *p = "/tmp/plan_bad_base.json";
     write_text(p, "{\"calibration_of\": \"nosuch\"}");
-    assert_int_equal(system_load(p, dir, &prof, err, sizeof err), CM_EINVAL);
+    assert_int_equal(profile_load_system(p, dir, &prof, err, sizeof err), CM_EINVAL);
     assert_non_null(strstr(err, "unknown system 'nosuch'"));
     unlink(p);
 }

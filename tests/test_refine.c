@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "profile.h"
 #include "refine.h"
 
 static model_spec M;
@@ -242,7 +243,7 @@ static void test_holdout_excludes_plan(void **state)
     assert_true(refine_median_abs(e, 3) == 0.02);
 }
 
-/* A refined profile written with system_write_profile and overlaid on the preset gives the same
+/* A refined profile written with profile_write and overlaid on the preset gives the same
  * terms, covariance and predictions (to the 10 digits written). */
 static void test_profile_round_trip(void **state)
 {
@@ -259,10 +260,10 @@ static void test_profile_round_trip(void **state)
     int fd = mkstemp(path);
     close(fd);
     json_t *extra = json_pack("{s:s}", "date", "2026-01-01");
-    assert_int_equal(system_write_profile(path, &fitted, extra, err, sizeof err), CM_OK);
+    assert_int_equal(profile_write(path, &fitted, extra, err, sizeof err), CM_OK);
     json_decref(extra);
     system_spec back = S;
-    assert_int_equal(system_overlay_json(path, &back, err, sizeof err), CM_OK);
+    assert_int_equal(profile_overlay(path, &back, err, sizeof err), CM_OK);
     assert_true(back.step.active);
     assert_int_equal(back.step.plans, n);
     for (int k = 0; k < STEP_NTERMS; k++) {
@@ -315,7 +316,7 @@ static void expect_bad(const char *text, const char *needle)
     write_text(p, text);
     system_spec s = S;
     char err[CM_ERRLEN];
-    assert_int_equal(system_overlay_json(p, &s, err, sizeof err), CM_EPARSE);
+    assert_int_equal(profile_overlay(p, &s, err, sizeof err), CM_EPARSE);
     if (!strstr(err, needle)) fail_msg("profile %s: error '%s' lacks '%s'", text, err, needle);
     unlink(p);
 }
@@ -344,7 +345,7 @@ static void test_bad_step_profiles(void **state)
                   "[\"compute_scale\"], \"matrix\": [[0.0001]]}}}");
     system_spec s = S;
     char err[CM_ERRLEN];
-    assert_int_equal(system_overlay_json(p, &s, err, sizeof err), CM_OK);
+    assert_int_equal(profile_overlay(p, &s, err, sizeof err), CM_OK);
     assert_true(s.step.active && s.step.value[STEP_COMPUTE_SCALE] == 1.1);
     assert_true(s.step.value[STEP_OVERLAP_EFFICIENCY] == 1 && s.step.cov[0][0] == 0.0001);
     unlink(p);
@@ -418,7 +419,7 @@ static void test_cli_from_file(void **state)
     /* the profile overlays the preset */
     system_spec s = S;
     char e2[CM_ERRLEN];
-    assert_int_equal(system_overlay_json(prof, &s, e2, sizeof e2), CM_OK);
+    assert_int_equal(profile_overlay(prof, &s, e2, sizeof e2), CM_OK);
     assert_true(s.step.active && fabs(s.step.value[0] - TRUTH[0]) < 0.02);
     /* the human table, and a fixed holdout */
     snprintf(args, sizeof args,
