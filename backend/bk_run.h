@@ -156,9 +156,9 @@ typedef enum {
 } iso_kind;
 
 /* One launch of it: item it (head: of the output layer), a layer unit's gather or reduction
- * (unit 0 dense, 1 MoE), the optimizer, FSDP2's copies of a unit (2: stage 0's root unit), one
- * pipeline transfer. */
-cm_status bk_step_alone(bk_run *x, iso_kind k, const work_item *it, bool head, int unit,
+ * (kind 0 dense, 1 MoE), the optimizer, FSDP2's copies of a unit (kind 2: stage 0's root unit),
+ * one pipeline transfer. */
+cm_status bk_step_alone(bk_run *x, iso_kind k, const work_item *it, bool head, int kind,
                         char *err, size_t errlen);
 
 /* ---- bk_instrument.c: instrumentation -------------------------------------------------------- */
