@@ -24,24 +24,6 @@ const char *bk_cublas_error(cublasStatus_t s)
     }
 }
 
-double bk_median(double *v, int n)
-{
-    for (int i = 1; i < n; i++) /* insertion sort: n is a handful of repeats */
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    if (n <= 0) return 0;
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-bk_timing bk_timing_default(void)
-{
-    bk_timing t = {.warmup = 3, .repeats = 7, .min_repeat_s = 2e-3, .warmup_s = 0};
-    return t;
-}
-
 int bk_device_count(void)
 {
     int n = 0;

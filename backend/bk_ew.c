@@ -1,15 +1,14 @@
 /*
- * bk_ew.c — one eager kernel (kernels.cu, the pattern of an elementwise.h access) on host
- * operands, for checking its results against a reference (tests/backend/test_backend_gpu.c).
+ * bk_ew.c — kernels.cu's copy of an elementwise.h access (what plan measure launches for an
+ * eager kernel), and one such kernel on host operands, for checking its results against a
+ * reference (tests/backend/test_backend_gpu.c).
  */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "bk_internal.h"
-#include "kernels.h"
 
-cm_status bk_ew_run(bk_ctx *ctx, int dev, const ew_access *a, const void *in_a, const void *in_b,
-                    void *out, char *err, size_t errlen)
+bkk_ew bk_ew_kernel(const ew_access *a)
 {
     bkk_ew e;
     e.pattern = (int)a->pattern;
@@ -18,6 +17,13 @@ cm_status bk_ew_run(bk_ctx *ctx, int dev, const ew_access *a, const void *in_a, 
         e.n[k] = a->n[k];
         for (int i = 0; i < 3; i++) e.stride[k][i] = a->stride[k][i];
     }
+    return e;
+}
+
+cm_status bk_ew_run(bk_ctx *ctx, int dev, const ew_access *a, const void *in_a, const void *in_b,
+                    void *out, char *err, size_t errlen)
+{
+    bkk_ew e = bk_ew_kernel(a);
     size_t bytes[3];
     for (int k = 0; k < 3; k++) bytes[k] = (size_t)ew_operand_elems(a, k) * (size_t)a->esize[k];
     size_t wsb = bkk_ew_workspace_bytes(&e, ctx->sms);

@@ -9,6 +9,8 @@
  * first choice at 0.91x (bench/BACKEND.md). cublasGemmStridedBatchedEx is the fallback when the
  * heuristic offers nothing.
  *
+ * Timing: the backend's timing engine (bk_timing.h).
+ *
  * Row-major forms (work.h) map onto column-major cuBLAS by computing C^T: a row-major [r,c]
  * matrix is a column-major c x r one, so C[m,n] = op(A) op(B) becomes C^T = op(B)^T op(A)^T
  * with M = n, N = m. That is what PyTorch's Linear does, so the shapes run the same kernels.
@@ -18,10 +20,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bk_internal.h"
+#include "bk_timing.h"
 #include "kernels.h"
 
 #define BK_LT_CANDIDATES 16
+
+/* One launch of a candidate algorithm. */
+typedef struct {
+    bk_ctx *ctx;
+    int i;
+    const bk_lt_plan *p;
+    const cublasLtMatmulAlgo_t *algo;
+    const void *A, *B;
+    void *C;
+} lt_launch_arg;
+
+static cm_status lt_launch_one(void *arg, int index, char *err, size_t errlen)
+{
+    (void)index;
+    const float one = 1.0f, zero = 0.0f;
+    const lt_launch_arg *a = arg;
+    const bk_lt_plan *p = a->p;
+    CUBLAS_TRY(cublasLtMatmul(a->ctx->lt[a->i], p->op, &one, a->B, p->a, a->A, p->b, &zero, a->C,
+                              p->c, a->C, p->c, a->algo, a->ctx->blas_ws[a->i],
+                              BK_BLAS_WORKSPACE_BYTES, a->ctx->compute[a->i]));
+    return CM_OK;
+}
 
 /* Time each candidate on the operands (one warm-up, then 5 launches) and keep the fastest. */
 static cm_status lt_autotune(bk_ctx *ctx, int i, bk_lt_plan *p,
@@ -30,33 +54,32 @@ static cm_status lt_autotune(bk_ctx *ctx, int i, bk_lt_plan *p,
 {
     const float one = 1.0f, zero = 0.0f;
     cudaStream_t s = ctx->compute[i];
-    cudaEvent_t e0, e1;
-    CUDA_TRY(cudaEventCreate(&e0));
-    CUDA_TRY(cudaEventCreate(&e1));
-    float best = INFINITY;
+    cudaEvent_t e0[BK_MAX_GPUS], e1[BK_MAX_GPUS];
+    CUDA_TRY(cudaEventCreate(&e0[i]));
+    CUDA_TRY(cudaEventCreate(&e1[i]));
+    double best = INFINITY;
     p->algo = res[0].algo;
+    lt_launch_arg la = {.ctx = ctx, .i = i, .p = p, .A = A, .B = B, .C = C};
+    bk_timed t = {.launch = lt_launch_one, .arg = &la, .dev_lo = i, .dev_hi = i + 1,
+                  .streams = ctx->compute, .start = e0, .stop = e1, .sync = BK_SYNC_NONE,
+                  .launches_per_repeat = 5, .repeats = 1};
     for (int q = 0; q < found; q++) {
         if (res[q].state != CUBLAS_STATUS_SUCCESS) continue;
+        /* the warm-up launch: a candidate that fails it is skipped */
         if (cublasLtMatmul(ctx->lt[i], p->op, &one, B, p->a, A, p->b, &zero, C, p->c, C, p->c,
                            &res[q].algo, ctx->blas_ws[i], BK_BLAS_WORKSPACE_BYTES,
                            s) != CUBLAS_STATUS_SUCCESS)
             continue;
-        CUDA_TRY(cudaEventRecord(e0, s));
-        for (int r = 0; r < 5; r++)
-            CUBLAS_TRY(cublasLtMatmul(ctx->lt[i], p->op, &one, B, p->a, A, p->b, &zero, C, p->c,
-                                      C, p->c, &res[q].algo, ctx->blas_ws[i],
-                                      BK_BLAS_WORKSPACE_BYTES, s));
-        CUDA_TRY(cudaEventRecord(e1, s));
-        CUDA_TRY(cudaEventSynchronize(e1));
-        float ms;
-        CUDA_TRY(cudaEventElapsedTime(&ms, e0, e1));
-        if (ms < best) {
-            best = ms;
+        la.algo = &res[q].algo;
+        bk_timed_result r;
+        BK_TRY(bk_time(ctx, &t, &r, err, errlen));
+        if (r.time_s < best) {
+            best = r.time_s;
             p->algo = res[q].algo;
         }
     }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+    cudaEventDestroy(e0[i]);
+    cudaEventDestroy(e1[i]);
     return CM_OK;
 }
 
@@ -200,6 +223,50 @@ cm_status bk_gemm_check(bk_ctx *ctx, int dev, work_gemm_form form, long m, long 
     return CM_OK;
 }
 
+/* One GEMM of a timed shape: operand copy `index % nsets` of buf. */
+typedef struct {
+    bk_ctx *ctx;
+    int dev, batch, nsets;
+    work_gemm_form form;
+    long m, n, k;
+    char *buf;
+    size_t set, na, nb;
+} gemm_launch_arg;
+
+static cm_status gemm_launch_one(void *arg, int index, char *err, size_t errlen)
+{
+    const gemm_launch_arg *g = arg;
+    char *base = g->buf + (size_t)(index % g->nsets) * g->set;
+    return bk_gemm_launch(g->ctx, g->dev, g->form, g->m, g->n, g->k, g->batch, base,
+                          base + 2 * g->na, base + 2 * (g->na + g->nb), err, errlen);
+}
+
+/* Time the GEMM over the operand copies in ga->buf: warm-up; 3 launches size the repeats to
+ * min_repeat_s (1..200 launches); warm-up lasting warmup_s; the repeats, each launch on the next
+ * copy. The events are the caller's to destroy. */
+static cm_status gemm_time_copies(gemm_launch_arg *ga, const bk_timing *tm, cudaEvent_t *e0,
+                                  cudaEvent_t *e1, bk_gemm_result *out, char *err, size_t errlen)
+{
+    bk_ctx *ctx = ga->ctx;
+    int dev = ga->dev;
+    CUDA_TRY(bkk_fill_bf16(ga->buf, ga->set * ga->nsets / 2, 777u + (uint32_t)ga->m, -1.0f, 1.0f,
+                           ctx->compute[dev]));
+    CUDA_TRY(cudaEventCreate(&e0[dev]));
+    CUDA_TRY(cudaEventCreate(&e1[dev]));
+    bk_timed t = {.launch = gemm_launch_one, .arg = ga, .dev_lo = dev, .dev_hi = dev + 1,
+                  .streams = ctx->compute, .start = e0, .stop = e1, .sync = BK_SYNC_NONE,
+                  .across_processes = false, .warmup = tm->warmup, .probe_launches = 3,
+                  .launches_per_repeat = 0, .min_launches = 1, .max_launches = 200,
+                  .unsized_launches = 100, .min_repeat_s = tm->min_repeat_s,
+                  .warmup_s = tm->warmup_s, .repeats = tm->repeats};
+    bk_timed_result r;
+    BK_TRY(bk_time(ctx, &t, &r, err, errlen));
+    out->time_s = r.time_s;
+    out->spread = r.spread;
+    out->flops_per_s = 2.0 * ga->m * ga->n * ga->k * ga->batch / out->time_s;
+    return CM_OK;
+}
+
 cm_status bk_gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n, long k,
                        int batch, const bk_timing *tm, bk_gemm_result *out, char *err,
                        size_t errlen)
@@ -212,56 +279,16 @@ cm_status bk_gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n
     if (nsets > 8) nsets = 8;
     char *buf = NULL;
     CUDA_TRY(cudaMalloc((void **)&buf, set * nsets));
-    cudaStream_t s = ctx->compute[dev];
-    CUDA_TRY(bkk_fill_bf16(buf, set * nsets / 2, 777u + (uint32_t)m, -1.0f, 1.0f, s));
-    cudaEvent_t e0, e1;
-    CUDA_TRY(cudaEventCreate(&e0));
-    CUDA_TRY(cudaEventCreate(&e1));
-#define LAUNCH(j)                                                                              \
-    do {                                                                                       \
-        char *base_ = buf + (size_t)((j) % nsets) * set;                                       \
-        cm_status st_ = bk_gemm_launch(ctx, dev, form, m, n, k, batch, base_,                  \
-                                       base_ + 2 * na, base_ + 2 * (na + nb), err, errlen);    \
-        if (st_ != CM_OK) {                                                                    \
-            cudaFree(buf);                                                                     \
-            return st_;                                                                        \
-        }                                                                                      \
-    } while (0)
-    for (int j = 0; j < tm->warmup; j++) LAUNCH(j);
-    /* How many launches make a repeat last min_repeat_s. */
-    CUDA_TRY(cudaEventRecord(e0, s));
-    for (int j = 0; j < 3; j++) LAUNCH(j);
-    CUDA_TRY(cudaEventRecord(e1, s));
-    CUDA_TRY(cudaEventSynchronize(e1));
-    float ms;
-    CUDA_TRY(cudaEventElapsedTime(&ms, e0, e1));
-    double one = ms * 1e-3 / 3;
-    int iters = one > 0 ? (int)ceil(tm->min_repeat_s / one) : 100;
-    if (iters < 1) iters = 1;
-    if (iters > 200) iters = 200;
-    if (tm->warmup_s > 0 && one > 0)
-        for (int j = 0; j < (int)(tm->warmup_s / one); j++) LAUNCH(j);
-    double t[64];
-    int reps = tm->repeats > 64 ? 64 : (tm->repeats < 1 ? 1 : tm->repeats);
-    for (int r = 0; r < reps; r++) {
-        CUDA_TRY(cudaEventRecord(e0, s));
-        for (int j = 0; j < iters; j++) LAUNCH(j + r);
-        CUDA_TRY(cudaEventRecord(e1, s));
-        CUDA_TRY(cudaEventSynchronize(e1));
-        CUDA_TRY(cudaEventElapsedTime(&ms, e0, e1));
-        t[r] = ms * 1e-3 / iters;
+    gemm_launch_arg ga = {.ctx = ctx, .dev = dev, .batch = batch, .nsets = nsets, .form = form,
+                          .m = m, .n = n, .k = k, .buf = buf, .set = set, .na = na, .nb = nb};
+    cudaEvent_t e0[BK_MAX_GPUS] = {0}, e1[BK_MAX_GPUS] = {0};
+    cm_status st = gemm_time_copies(&ga, tm, e0, e1, out, err, errlen);
+    if (e0[dev]) cudaEventDestroy(e0[dev]);
+    if (e1[dev]) cudaEventDestroy(e1[dev]);
+    if (st != CM_OK) {
+        cudaFree(buf);
+        return st;
     }
-#undef LAUNCH
-    double lo = t[0], hi = t[0];
-    for (int r = 1; r < reps; r++) {
-        if (t[r] < lo) lo = t[r];
-        if (t[r] > hi) hi = t[r];
-    }
-    out->time_s = bk_median(t, reps);
-    out->spread = out->time_s > 0 ? (hi - lo) / out->time_s : 0;
-    out->flops_per_s = 2.0 * m * n * k * batch / out->time_s;
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
     CUDA_TRY(cudaFree(buf));
     return CM_OK;
 }

@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "bk_world.h"
+#include "kernels.h"
 
 /* GPUs of a run, over all its processes; arrays indexed by a GPU's index in the run (its "global"
  * index: process p drives [p * per_proc, (p + 1) * per_proc)) have this size. */
@@ -104,7 +105,7 @@ cm_status bk_coll_launch(collective_op op, int g, ncclComm_t *comms, cudaStream_
                          void *const *send, void *const *recv, size_t bytes, bool fp32,
                          char *err, size_t errlen);
 
-/* Median of n doubles (sorts in place). */
-double bk_median(double *v, int n);
+/* kernels.cu's copy of an access pattern (elementwise.h). */
+bkk_ew bk_ew_kernel(const ew_access *a);
 
 #endif

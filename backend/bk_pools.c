@@ -1,0 +1,179 @@
+/*
+ * bk_pools.c — the sizes and offsets of a measured plan step's buffer pools (bk_pools.h): the
+ * estimate's memory breakdown, grown where an operand of the step needs more. Plain C.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "bk_pools.h"
+
+#define ALIGN(x) (((x) + 255) & ~(size_t)255)
+
+bool bk_item_weight_grad(const work_item *it)
+{
+    return it->kind == WORK_GEMM && it->form == GEMM_WGRAD && it->component == WC_GEMM;
+}
+
+size_t bk_gemm_a_bytes(const work_item *it) { return (size_t)(2.0 * it->m * it->k * it->batch); }
+size_t bk_gemm_b_bytes(const work_item *it) { return (size_t)(2.0 * it->n * it->k * it->batch); }
+size_t bk_gemm_c_bytes(const work_item *it) { return (size_t)(2.0 * it->m * it->n * it->batch); }
+
+bool bk_ring_exchange(const work_item *it)
+{
+    return it->kind == WORK_COLL && it->component == WC_CP && it->op == COLL_SEND_RECV;
+}
+
+size_t bk_pools_root_count(const work_plan *w, int dp_group, int s)
+{
+    size_t g = (size_t)(dp_group > 1 ? dp_group : 1);
+    return (size_t)ceil(w->stage_root_params[s] / (double)g);
+}
+
+int bk_pools_root_pieces(const work_plan *w, const bk_pools *p, int dp_group, int s)
+{
+    size_t g = (size_t)dp_group;
+    double total = bk_pools_root_count(w, dp_group, s) * (double)g * p->red_esz;
+    size_t chunk = p->unit_cnt[0] * g * p->red_esz;
+    return chunk ? (int)ceil(total / chunk) : 0;
+}
+
+/* Bytes operand k of an access spans. */
+static size_t ew_bytes(const ew_access *a, int k)
+{
+    return (size_t)ew_operand_elems(a, k) * (size_t)a->esize[k];
+}
+
+/* The activation pool's regions: x, y and z as large as the largest operand of any item. */
+static void size_regions(const work_plan *w, const bk_pool_shape *sh, bk_pools *p)
+{
+    const work_list *lists[6] = {&w->layer_fwd, &w->layer_bwd, &w->head_fwd,
+                                 &w->head_bwd,  &w->moe_fwd,   &w->moe_bwd};
+    size_t xa = 0, yc = 0, zb = 0;
+    for (int j = 0; j < 6; j++)
+        for (int i = 0; i < lists[j]->n; i++) {
+            const work_item *it = &lists[j]->item[i];
+            size_t a = 0, b = 0, cc = 0;
+            if (it->kind == WORK_GEMM) {
+                a = bk_gemm_a_bytes(it);
+                b = it->weight_operand ? 0 : bk_gemm_b_bytes(it);
+                cc = bk_item_weight_grad(it) ? 0 : bk_gemm_c_bytes(it);
+            } else if (it->kind == WORK_STREAM) { /* a in x, b in z, output and scratch in y */
+                a = ew_bytes(&it->access, 1);
+                b = ew_bytes(&it->access, 2);
+                cc = ew_bytes(&it->access, 0);
+            } else {
+                a = cc = (size_t)it->bytes;
+            }
+            if (a > xa) xa = a;
+            if (b > zb) zb = b;
+            if (cc > yc) yc = cc;
+        }
+    /* FSDP2's copy-out of the root unit lands in y */
+    if (sh->fsdp2_copies)
+        for (int s = 0; s < sh->stages; s++) {
+            size_t rb = bk_pools_root_count(w, sh->dp_group, s) * (size_t)sh->dp_group * 2;
+            if (rb > yc) yc = rb;
+        }
+    p->x_off = 0;
+    p->x_sz = ALIGN(xa + 256);
+    p->y_off = p->x_sz;
+    p->y_ws = ALIGN(yc + 256);
+    p->y_sz = ALIGN(p->y_ws + sh->ew_scratch_bytes);
+    p->z_off = p->y_off + p->y_sz;
+    p->z_sz = ALIGN(zb + 256);
+    /* the ring's send and receive buffers, apart from the attention core's operands */
+    size_t ring = 0;
+    if (sh->cp_overlap)
+        for (int j = 0; j < 6; j++)
+            for (int i = 0; i < lists[j]->n; i++)
+                if (bk_ring_exchange(&lists[j]->item[i]) && (size_t)lists[j]->item[i].bytes > ring)
+                    ring = (size_t)lists[j]->item[i].bytes;
+    p->cp_off = p->z_off + p->z_sz;
+    p->cp_sz = ring ? 2 * ALIGN(ring + 256) : 0;
+}
+
+/* The FSDP communication buffers, one after the other; returns the bytes they need. */
+static size_t size_comm(const work_plan *w, const bk_pool_shape *sh, size_t ucnt, size_t rcnt,
+                        size_t g, bk_pools *p)
+{
+    double lp = w->layer_params;
+    double lp_max = w->moe && w->moe_layer_params > lp ? w->moe_layer_params : lp;
+    p->root_off = 0;
+    p->root_sz = ALIGN(rcnt * g * 2);
+    p->gbuf_sz = ALIGN(ucnt * g * 2);
+    p->ggrad_sz = ALIGN((size_t)(2.0 * lp_max) + 256);
+    p->rbuf_sz = ALIGN(ucnt * g * p->red_esz);
+    size_t o = p->root_sz;
+    for (int i = 0; i < 2; i++) {
+        p->gbuf_off[i] = o;
+        o += p->gbuf_sz;
+    }
+    for (int i = 0; i < 2; i++) {
+        p->ggrad_off[i] = o;
+        o += p->ggrad_sz;
+    }
+    for (int i = 0; i < 2; i++) {
+        p->rbuf_off[i] = o;
+        o += p->rbuf_sz;
+    }
+    if (sh->fsdp2_copies) { /* the copy-in's flat bf16 buffer */
+        p->cin_off = o;
+        p->cin_sz = ALIGN((ucnt > rcnt ? ucnt : rcnt) * 2);
+        o += p->cin_sz;
+    }
+    return o;
+}
+
+void bk_pools_size(const work_plan *w, const bk_pool_shape *sh, bk_pools *p)
+{
+    memset(p, 0, sizeof *p);
+    const memory_breakdown *mb = &w->est.memory;
+    size_t g = (size_t)(sh->dp_group > 1 ? sh->dp_group : 1);
+    size_t ge = (size_t)(sh->edp_group > 1 ? sh->edp_group : 1);
+    double lp = w->layer_params;
+    size_regions(w, sh, p);
+    p->red_esz = w->reduce_fp32 ? 4 : 2;
+    p->unit_cnt[0] = (size_t)ceil(lp / g);
+    p->unit_cnt[1] = p->unit_cnt[0];
+    if (w->moe) {
+        p->unit_cnt[1] = (size_t)ceil((w->fsdp ? w->moe_layer_params : w->moe_dense_params) / g);
+        if (!w->fsdp) p->ecnt = (size_t)ceil(w->moe_expert_params / ge);
+    }
+    size_t ucnt = p->unit_cnt[0] > p->unit_cnt[1] ? p->unit_cnt[0] : p->unit_cnt[1];
+    size_t rcnt = 0;
+    double opt_max = 0;
+    for (int s = 0; s < sh->stages; s++) {
+        size_t rc = bk_pools_root_count(w, sh->dp_group, s);
+        if (rc > rcnt) rcnt = rc;
+        if (w->stage_optimizer_params[s] > opt_max) opt_max = w->stage_optimizer_params[s];
+    }
+    /* state: the plan's weights and gradients, grown to one gathered unit (and its experts);
+     * the whole grown to Adam's param, grad, m and v in fp32 over the largest shard */
+    p->w_bytes = ALIGN((size_t)mb->weights_bytes);
+    p->g_bytes = ALIGN((size_t)mb->gradients_bytes);
+    size_t state_plan = p->w_bytes + p->g_bytes + ALIGN((size_t)mb->optimizer_bytes);
+    size_t state_need = ALIGN((size_t)(16.0 * opt_max));
+    size_t wmin = ALIGN(ucnt * g * 2 + p->ecnt * ge * 2),
+           gmin = ALIGN((ucnt * g + p->ecnt * ge) * p->red_esz);
+    if (p->w_bytes < wmin) p->w_bytes = wmin;
+    if (p->g_bytes < gmin) p->g_bytes = gmin;
+    p->state_bytes = p->w_bytes + p->g_bytes + ALIGN((size_t)mb->optimizer_bytes);
+    if (p->state_bytes < state_need) p->state_bytes = state_need;
+    /* activations */
+    size_t act_need = p->cp_off + p->cp_sz;
+    size_t act_plan = ALIGN((size_t)mb->activations_bytes);
+    p->act_bytes = act_plan > act_need ? act_plan : act_need;
+    /* communication buffers */
+    size_t comm_need = w->fsdp && w->dp_active ? size_comm(w, sh, ucnt, rcnt, g, p) : 0;
+    size_t comm_plan = ALIGN((size_t)mb->comm_buffer_bytes);
+    p->comm_bytes = comm_plan > comm_need ? comm_plan : comm_need;
+    /* pipeline: a send buffer and pp_slots receive buffers per direction */
+    if (sh->stages > 1) {
+        p->p2p_sz = ((size_t)w->p2p_bytes) & ~(size_t)1;
+        p->p2p_slot = ALIGN(p->p2p_sz);
+        p->pp_bytes = (size_t)(2 + 2 * sh->pp_slots) * p->p2p_slot;
+    }
+    p->plan_bytes = (double)state_plan + act_plan + comm_plan;
+    p->total_bytes = (double)p->state_bytes + p->act_bytes + p->comm_bytes + p->pp_bytes;
+    p->extra_bytes = p->total_bytes - p->plan_bytes;
+}

@@ -1,0 +1,747 @@
+/*
+ * bk_step.c — issuing one training step of a plan onto the GPUs' streams (bk_run.h): what runs,
+ * on which stream, after which event. Nothing here waits for a GPU: one host thread enqueues
+ * every GPU's work (in Megatron rank order: tp innermost, then cp, dp, and pp outermost, so
+ * stage s owns devices s*S .. s*S+S-1), and bk_measure.c times it with the timing engine.
+ *
+ * What runs, per GPU:
+ *  - operands carved out of the pools (bk_pools.h): activations in the activation pool's x, y
+ *    and z regions, weights and gradients in the state pool (FSDP: the gathered unit buffers and
+ *    unsharded gradient buffers of the communication pool).
+ *  - each stage's forward and backward chunks in its 1F1B (or interleaved 1F1B) order
+ *    (work_pp_schedule): a forward runs the chunk's layers' forward items of work.h on the
+ *    compute stream (cuBLAS GEMMs, attention as batched GEMMs, elementwise work as the kernels
+ *    PyTorch runs for it, TP/SP collectives, Ulysses all-to-alls and MoE dispatch/combine
+ *    all-to-alls, exposed in the compute stream; Megatron's ring-attention K/V exchanges on a
+ *    ring stream beside the attention core, as Transformer Engine runs them), the output layer
+ *    and loss after the last stage's last chunk; a backward the reverse. Without a pipeline
+ *    this is micro-batch after micro-batch.
+ *  - pipeline transfers: after a chunk, its activations (or input gradients) go to the next
+ *    (previous) stage with a grouped ncclSend/ncclRecv on a per-direction p2p stream of each
+ *    GPU; the receiver's compute stream waits on an event recorded after the receive, and the
+ *    receive waits until the receiver has consumed the slot's previous content. Every GPU's
+ *    work is issued onto its own streams in schedule order and cross-stage dependencies are
+ *    events: the host never blocks inside the schedule. The host's issue order across stages is
+ *    work_pp_issue_order's (an op goes out once its input transfer has). Under the
+ *    non-interleaved schedule a sender's compute stream waits for its send to finish, as
+ *    Megatron's blocking send_forward / send_backward do; interleaved sends overlap compute
+ *    (Megatron's overlap_p2p_comm). The bubble is therefore measured, not assumed.
+ *  - data-parallel traffic on the communication stream, overlapped as the frameworks overlap
+ *    it: FSDP gathers the next unit while the current one computes (prefetch one ahead, two
+ *    unit buffers), gathers again in backward when reshard_after_forward, and reduce-scatters
+ *    each unit's gradients as soon as its backward is done (two gradient buffers); Megatron's
+ *    distributed optimizer gathers parameters per bucket ahead of the first micro-batch's
+ *    forward and reduces gradients per bucket (= layer) in the last micro-batch's backward;
+ *    DDP all-reduces the buckets the same way. MoE layers reduce their expert weights over the
+ *    expert-data-parallel group, the rest over dp*cp.
+ *  - the optimizer: a fused Adam kernel over this GPU's shard (fp32 param, grad, m, v).
+ *  - elementwise work as the kernel PyTorch runs for it (the item's access pattern, elementwise.h;
+ *    kernels.cu): vectorized, cast, per-element-offset (broadcast, strided), cat, reductions and
+ *    softmax kernels over operands in the activation pool, so that the step runs at the framework's
+ *    kernel efficiency, not at an ideal copy's.
+ *  - under torch FSDP2, the copies its all-gather and reduce-scatter paths make (fsdp_copies.h, the
+ *    list the estimate prices; torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py), with
+ *    PyTorch's kernels for them: per all-gather the copy-in (the fp32 shard cast into a flat bf16
+ *    buffer, then into this rank's slot of the all-gather buffer: two foreach copies, on the
+ *    communication stream ahead of the gather) and the copy-out (split_with_sizes_copy of the
+ *    gathered unit, compute stream); per reduce-scatter the copy-in (chunk_cat of the bf16
+ *    gradients into the fp32 buffer, compute stream). The root unit too: FSDP2 gathers it at each
+ *    forward (and, resharded, again before the output layer's backward) and chunk_cats its
+ *    gradients before reducing them. Reported as their own component (WC_FRAMEWORK).
+ * Spans of the instrumented step (bk_instrument.c) are marked around chunks, sends, collectives
+ * and (for a trace) items as they are issued.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bk_run.h"
+#include "fsdp_copies.h"
+
+/* A pointer to `need` bytes inside [base, base+size), placed by `slot` (wraps around). */
+static char *carve(char *base, size_t size, size_t need, size_t slot)
+{
+    if (need > size) return base; /* sizes are checked when the pools are sized */
+    size_t room = size - need;
+    size_t off = room ? (slot % (room + 1)) & ~(size_t)255 : 0;
+    return base + off;
+}
+
+/* One collective over every instance of group G whose devices are in [dlo, dhi), on the given
+ * streams (per device), with send/recv arrays indexed by device. */
+static cm_status group_coll(bk_run *x, work_group G, collective_op op, size_t bytes, bool fp32,
+                            cudaStream_t *streams, void **send, void **recv, char *err,
+                            size_t errlen)
+{
+    group_set *g = &x->grp[G];
+    if (g->size < 2 || bytes == 0) return CM_OK;
+    NCCL_TRY(ncclGroupStart());
+    for (int k = 0; k < g->n; k++) {
+        if (g->dev[k][0] < x->dlo || g->dev[k][0] >= x->dhi) continue;
+        cudaStream_t s[BK_MAX_GPUS];
+        void *sb[BK_MAX_GPUS], *rb[BK_MAX_GPUS];
+        for (int r = 0; r < g->size; r++) {
+            int d = g->dev[k][r];
+            s[r] = streams[d];
+            sb[r] = send[d];
+            rb[r] = recv[d];
+        }
+        cm_status st = bk_coll_launch(op, g->size, g->comm[k], s, sb, rb, bytes, fp32, err, errlen);
+        if (st != CM_OK) {
+            ncclGroupEnd();
+            return st;
+        }
+    }
+    NCCL_TRY(ncclGroupEnd());
+    return CM_OK;
+}
+
+/* ---- one item on the current devices --------------------------------------------------- */
+
+typedef struct {
+    int layer;   /* which layer's weights and gradient slices (index within the stage) */
+    int buf;     /* FSDP unit buffer (layer % 2) */
+    bool head;   /* the output layer: weights of the root unit */
+} item_ctx;
+
+static cm_status exec_item(bk_run *x, const work_item *it, item_ctx ic, char *err, size_t errlen)
+{
+    const work_plan *w = x->w;
+    double p = w->layer_params;
+    if (it->kind == WORK_GEMM) {
+        EACH_DEV
+        {
+            CUDA_TRY(cudaSetDevice(x->c->dev[d]));
+            char *A = x->act[d] + x->pools.x_off, *B, *C;
+            if (it->weight_operand) {
+                size_t nb = bk_gemm_b_bytes(it);
+                if (w->fsdp && w->dp_active)
+                    B = ic.head ? x->commbuf[d] + x->pools.root_off
+                                : x->commbuf[d] + x->pools.gbuf_off[ic.buf];
+                else
+                    B = carve(x->state[d], x->pools.w_bytes, nb,
+                              ic.head ? (size_t)(w->layers * 2.0 * p) : (size_t)(ic.layer * 2.0 * p));
+            } else {
+                B = x->act[d] + x->pools.z_off;
+            }
+            if (bk_item_weight_grad(it)) {
+                size_t nc = bk_gemm_c_bytes(it);
+                if (w->fsdp && w->dp_active && !ic.head)
+                    C = x->commbuf[d] + x->pools.ggrad_off[ic.buf];
+                else
+                    C = carve(x->state[d] + x->pools.w_bytes, x->pools.g_bytes, nc,
+                              ic.head ? (size_t)(w->layers * x->pools.red_esz * p)
+                                      : (size_t)(ic.layer * x->pools.red_esz * p));
+            } else {
+                C = x->act[d] + x->pools.y_off;
+            }
+            BK_TRY(bk_gemm_launch(x->c, d, it->form, (long)it->m, (long)it->n, (long)it->k,
+                                  it->batch, A, B, C, err, errlen));
+        }
+    } else if (it->kind == WORK_STREAM) {
+        /* the kernel PyTorch runs for it: a from x, b from z, the output (and any scratch) in y */
+        bkk_ew e = bk_ew_kernel(&it->access);
+        EACH_DEV
+        {
+            CUDA_TRY(cudaSetDevice(x->c->dev[d]));
+            char *y = x->act[d] + x->pools.y_off;
+            CUDA_TRY(bkk_ew_launch(&e, y, x->act[d] + x->pools.x_off, x->act[d] + x->pools.z_off,
+                                   y + x->pools.y_ws, x->c->sms, x->c->compute[d]));
+        }
+    } else {
+        void *s[BK_MAX_GPUS], *r[BK_MAX_GPUS];
+        OWNED {
+            s[d] = x->act[d] + x->pools.x_off;
+            r[d] = x->act[d] + x->pools.y_off;
+        }
+        BK_TRY(group_coll(x, it->group, it->op, (size_t)it->bytes, it->fp32, x->c->compute, s, r,
+                          err, errlen));
+    }
+    return CM_OK;
+}
+
+/* One ring exchange on the ring streams, from and into the ring's own buffers (the attention
+ * core computing beside it uses x, y and z). */
+static cm_status ring_launch(bk_run *x, const work_item *it, char *err, size_t errlen)
+{
+    void *sb[BK_MAX_GPUS], *rb[BK_MAX_GPUS];
+    size_t half = x->pools.cp_sz / 2;
+    OWNED {
+        sb[d] = x->act[d] + x->pools.cp_off;
+        rb[d] = x->act[d] + x->pools.cp_off + half;
+    }
+    return group_coll(x, it->group, it->op, (size_t)it->bytes, it->fp32, x->cps, sb, rb, err,
+                      errlen);
+}
+
+/* A list on the current stage; with item tracing, one span per item on stage s. Megatron's
+ * ring exchanges (ring_item) go to the ring streams, forked from the compute stream at the
+ * first and joined back before the first item that is neither an exchange nor attention. */
+static cm_status exec_list(bk_run *x, int s, const work_list *l, item_ctx ic, int gl, int mb,
+                           int chunk, char *err, size_t errlen)
+{
+    bool ring_open = false;
+    for (int i = 0; i < l->n; i++) {
+        const work_item *it = &l->item[i];
+        if (ring_item(x, it)) {
+            if (!ring_open) {
+                DEV(cudaEventRecord(x->ev_cp0[d], x->c->compute[d]));
+                DEV(cudaStreamWaitEvent(x->cps[d], x->ev_cp0[d], 0));
+                ring_open = true;
+            }
+            int j0 = -1;
+            if (x->inst_items) BK_TRY(bk_span_begin(x, s, x->cps, &j0, err, errlen));
+            BK_TRY(ring_launch(x, it, err, errlen));
+            if (x->inst_items)
+                BK_TRY(bk_span_end(x, s, x->cps, j0, TRACE_TID_COLL, it->name, mb, chunk, gl, false,
+                                   err, errlen));
+            continue;
+        }
+        if (ring_open && it->component != WC_ATTENTION) {
+            DEV(cudaEventRecord(x->ev_cp1[d], x->cps[d]));
+            DEV(cudaStreamWaitEvent(x->c->compute[d], x->ev_cp1[d], 0));
+            ring_open = false;
+        }
+        int i0 = -1;
+        if (x->inst_items) BK_TRY(bk_span_begin(x, s, x->c->compute, &i0, err, errlen));
+        BK_TRY(exec_item(x, it, ic, err, errlen));
+        if (x->inst_items)
+            BK_TRY(bk_span_end(x, s, x->c->compute, i0, TRACE_TID_COMPUTE, it->name, mb, chunk, gl,
+                               false, err, errlen));
+    }
+    if (ring_open) {
+        DEV(cudaEventRecord(x->ev_cp1[d], x->cps[d]));
+        DEV(cudaStreamWaitEvent(x->c->compute[d], x->ev_cp1[d], 0));
+    }
+    return CM_OK;
+}
+
+/* ---- data-parallel unit traffic ----------------------------------------------------------- */
+
+static bool layer_moe(const bk_run *x, int gl) { return x->w->moe && gl >= x->w->first_moe_layer; }
+
+/* Gather layer j's (index within the stage) parameters on stream set `streams`. */
+static cm_status dp_gather(bk_run *x, int j, int kind, cudaStream_t *streams, char *err,
+                           size_t errlen)
+{
+    const work_plan *w = x->w;
+    void *s[BK_MAX_GPUS], *r[BK_MAX_GPUS];
+    size_t g = (size_t)x->grp[GROUP_DP].size;
+    size_t cnt = x->pools.unit_cnt[kind], shard = cnt * 2;
+    EACH_DEV
+    {
+        int rank = x->grp[GROUP_DP].rank_of[d];
+        if (w->fsdp) {
+            r[d] = x->commbuf[d] + x->pools.gbuf_off[j % 2];
+            /* FSDP2 gathers in place over the chunk its copy-in wrote */
+            s[d] = x->fsdp2_copies ? (char *)r[d] + rank * shard
+                                   : carve(x->state[d], x->pools.w_bytes, shard, (size_t)j * shard);
+        } else { /* in place in the bf16 model weights */
+            r[d] = carve(x->state[d], x->pools.w_bytes, shard * g, (size_t)j * shard * g);
+            s[d] = (char *)r[d] + rank * shard;
+        }
+    }
+    BK_TRY(group_coll(x, GROUP_DP, w->gather_op, cnt * g * 2, false, streams, s, r, err, errlen));
+    size_t ge = (size_t)x->grp[GROUP_EDP].size;
+    if (kind && !w->fsdp && x->pools.ecnt && ge > 1) { /* expert weights over expert-dp */
+        size_t es = x->pools.ecnt * 2;
+        EACH_DEV
+        {
+            r[d] = carve(x->state[d], x->pools.w_bytes, es * ge, (size_t)j * es * ge + shard * g);
+            s[d] = (char *)r[d] + x->grp[GROUP_EDP].rank_of[d] * es;
+        }
+        BK_TRY(group_coll(x, GROUP_EDP, w->gather_op, x->pools.ecnt * ge * 2, false, streams, s,
+                          r, err, errlen));
+    }
+    return CM_OK;
+}
+
+static cm_status dp_reduce(bk_run *x, int j, int kind, cudaStream_t *streams, char *err,
+                           size_t errlen)
+{
+    const work_plan *w = x->w;
+    void *s[BK_MAX_GPUS], *r[BK_MAX_GPUS];
+    size_t g = (size_t)x->grp[GROUP_DP].size;
+    size_t cnt = x->pools.unit_cnt[kind], shard = cnt * x->pools.red_esz;
+    EACH_DEV
+    {
+        int rank = x->grp[GROUP_DP].rank_of[d];
+        char *grads = x->state[d] + x->pools.w_bytes;
+        if (w->fsdp) {
+            s[d] = x->commbuf[d] + x->pools.rbuf_off[j % 2];
+            r[d] = carve(grads, x->pools.g_bytes, shard, (size_t)j * shard);
+        } else { /* in place in the gradient buffer */
+            s[d] = carve(grads, x->pools.g_bytes, shard * g, (size_t)j * shard * g);
+            r[d] = w->reduce_op == COLL_ALL_REDUCE ? s[d] : (char *)s[d] + rank * shard;
+        }
+    }
+    BK_TRY(group_coll(x, GROUP_DP, w->reduce_op, shard * g, x->pools.red_esz == 4, streams, s, r,
+                      err, errlen));
+    size_t ge = (size_t)x->grp[GROUP_EDP].size;
+    if (kind && !w->fsdp && x->pools.ecnt && ge > 1) {
+        size_t es = x->pools.ecnt * x->pools.red_esz;
+        EACH_DEV
+        {
+            char *grads = x->state[d] + x->pools.w_bytes;
+            s[d] = carve(grads, x->pools.g_bytes, es * ge, (size_t)j * es * ge + shard * g);
+            r[d] = w->reduce_op == COLL_ALL_REDUCE
+                       ? s[d]
+                       : (char *)s[d] + x->grp[GROUP_EDP].rank_of[d] * es;
+        }
+        BK_TRY(group_coll(x, GROUP_EDP, w->reduce_op, es * ge, x->pools.red_esz == 4, streams, s, r,
+                          err, errlen));
+    }
+    return CM_OK;
+}
+
+/* ---- FSDP2's copies (fsdp_copies.h: the list the estimate prices, run with PyTorch's kernels
+ * for them) ------------------------------------------------------------------------------------ */
+
+/* The copies of a unit of cnt elements per rank. */
+static void unit_copies(const bk_run *x, size_t cnt, fsdp_copies *fc)
+{
+    int g = x->grp[GROUP_DP].size > 1 ? x->grp[GROUP_DP].size : 1;
+    fsdp_copies_unit((double)cnt * g, g, fc);
+}
+
+/* All-gather copy-in of a unit of cnt elements per rank: the fp32 shard (carved at src_slot)
+ * cast into the flat bf16 buffer, then copied into this rank's slot of the all-gather buffer at
+ * dst_off, which the gather then runs in place over (the two foreach copies). */
+static cm_status copy_in(bk_run *x, size_t cnt, size_t src_slot, size_t dst_off,
+                         cudaStream_t *streams, char *err, size_t errlen)
+{
+    fsdp_copies fc;
+    unit_copies(x, cnt, &fc);
+    bkk_ew ci = bk_ew_kernel(&fc.cast_in.access), si = bk_ew_kernel(&fc.slot_in.access);
+    EACH_DEV
+    {
+        CUDA_TRY(cudaSetDevice(x->c->dev[d]));
+        const char *shard = carve(x->state[d], x->pools.w_bytes, 4 * cnt, src_slot);
+        char *flat = x->commbuf[d] + x->pools.cin_off;
+        char *slot = x->commbuf[d] + dst_off + (size_t)x->grp[GROUP_DP].rank_of[d] * 2 * cnt;
+        CUDA_TRY(bkk_ew_launch(&ci, flat, shard, NULL, NULL, x->c->sms, streams[d]));
+        CUDA_TRY(bkk_ew_launch(&si, slot, flat, NULL, NULL, x->c->sms, streams[d]));
+    }
+    return CM_OK;
+}
+
+/* Layer unit j's (kind: dense 0, MoE 1) all-gather copy-in. */
+static cm_status fsdp2_copy_in(bk_run *x, int j, int kind, cudaStream_t *streams, char *err,
+                               size_t errlen)
+{
+    size_t n = x->pools.unit_cnt[kind];
+    return copy_in(x, n, (size_t)j * 4 * n, x->pools.gbuf_off[j % 2], streams, err, errlen);
+}
+
+/* Copy-out: the gathered unit into the unsharded parameters (split_with_sizes_copy); a layer
+ * unit's from gbuf[j % 2] into its unsharded buffer, the current stage's root unit from the root
+ * buffer into the activation pool's y region (sized for it). */
+static cm_status fsdp2_copy_out(bk_run *x, int j, int kind, bool root, cudaStream_t *streams,
+                                char *err, size_t errlen)
+{
+    size_t n = root ? root_cnt(x, stage_of(x, x->dlo)) : x->pools.unit_cnt[kind];
+    fsdp_copies fc;
+    unit_copies(x, n, &fc);
+    bkk_ew co = bk_ew_kernel(&fc.copy_out.access);
+    EACH_DEV
+    {
+        CUDA_TRY(cudaSetDevice(x->c->dev[d]));
+        const char *src = x->commbuf[d] + (root ? x->pools.root_off : x->pools.gbuf_off[j % 2]);
+        char *dst = root ? x->act[d] + x->pools.y_off : x->commbuf[d] + x->pools.ggrad_off[j % 2];
+        CUDA_TRY(bkk_ew_launch(&co, dst, src, NULL, NULL, x->c->sms, streams[d]));
+    }
+    return CM_OK;
+}
+
+/* Reduce-scatter copy-in of layer unit j (chunk_cat): its bf16 gradients cast into the fp32
+ * reduce buffer rbuf[j % 2]. */
+static cm_status fsdp2_rs_copy_in(bk_run *x, int j, int kind, cudaStream_t *streams, char *err,
+                                  size_t errlen)
+{
+    fsdp_copies fc;
+    unit_copies(x, x->pools.unit_cnt[kind], &fc);
+    bkk_ew rc = bk_ew_kernel(&fc.rs_cast.access);
+    EACH_DEV
+    {
+        CUDA_TRY(cudaSetDevice(x->c->dev[d]));
+        CUDA_TRY(bkk_ew_launch(&rc, x->commbuf[d] + x->pools.rbuf_off[j % 2],
+                               x->commbuf[d] + x->pools.ggrad_off[j % 2], NULL, NULL, x->c->sms,
+                               streams[d]));
+    }
+    return CM_OK;
+}
+
+/* The FSDP root unit (embedding + output layer) of the current stage: gathered once per step
+ * (under FSDP2 at each forward and again before the output layer's backward, with its copy-in
+ * first: the gather then runs in place over this rank's slot), its gradients reduced in chunks
+ * of a unit buffer after the backward. Non-FSDP: the root's gradients in place. */
+static cm_status root_gather(bk_run *x, cudaStream_t *streams, char *err, size_t errlen)
+{
+    void *s[BK_MAX_GPUS], *r[BK_MAX_GPUS];
+    size_t g = (size_t)x->grp[GROUP_DP].size;
+    size_t rc = root_cnt(x, stage_of(x, x->dlo));
+    if (x->fsdp2_copies) BK_TRY(copy_in(x, rc, 0, x->pools.root_off, streams, err, errlen));
+    EACH_DEV
+    {
+        r[d] = x->commbuf[d] + x->pools.root_off;
+        s[d] = x->fsdp2_copies ? (char *)r[d] + (size_t)x->grp[GROUP_DP].rank_of[d] * rc * 2
+                               : carve(x->state[d], x->pools.w_bytes, rc * 2, 0);
+    }
+    return group_coll(x, GROUP_DP, COLL_ALL_GATHER, rc * g * 2, false, streams, s, r, err,
+                      errlen);
+}
+
+static cm_status root_reduce(bk_run *x, cudaStream_t *streams, char *err, size_t errlen)
+{
+    const work_plan *w = x->w;
+    size_t g = (size_t)x->grp[GROUP_DP].size;
+    double total = root_cnt(x, stage_of(x, x->dlo)) * (double)g * x->pools.red_esz;
+    size_t chunk = x->pools.unit_cnt[0] * g * x->pools.red_esz;
+    if (!w->fsdp) {
+        /* whole per-rank chunks, in-place offsets exact */
+        size_t unit = g * x->pools.red_esz * 256;
+        chunk = (size_t)fmin((double)x->pools.g_bytes, total);
+        chunk -= chunk % unit;
+    }
+    if (chunk == 0) return CM_OK;
+    int pieces = (int)ceil(total / chunk);
+    for (int i = 0; i < pieces; i++) {
+        void *s[BK_MAX_GPUS], *r[BK_MAX_GPUS];
+        size_t shard = chunk / g;
+        if (x->fsdp2_copies) {
+            /* FSDP2: the piece's chunk_cat on the compute stream once the previous reduction
+             * out of the buffer is done, the reduction after it */
+            DEV(cudaStreamWaitEvent(x->c->compute[d], x->ev_rdone[d][0], 0));
+            BK_TRY(fsdp2_rs_copy_in(x, 0, 0, x->c->compute, err, errlen));
+            DEV(cudaEventRecord(x->ev_bw[d], x->c->compute[d]));
+            DEV(cudaStreamWaitEvent(streams[d], x->ev_bw[d], 0));
+        }
+        EACH_DEV
+        {
+            int rank = x->grp[GROUP_DP].rank_of[d];
+            char *grads = x->state[d] + x->pools.w_bytes;
+            if (w->fsdp) {
+                s[d] = x->commbuf[d] + x->pools.rbuf_off[0];
+                r[d] = carve(grads, x->pools.g_bytes, shard, (size_t)i * shard);
+            } else {
+                s[d] = carve(grads, x->pools.g_bytes, chunk, 0);
+                r[d] = w->reduce_op == COLL_ALL_REDUCE ? s[d] : (char *)s[d] + rank * shard;
+            }
+        }
+        BK_TRY(group_coll(x, GROUP_DP, w->reduce_op, chunk, x->pools.red_esz == 4, streams, s, r,
+                          err, errlen));
+        if (x->fsdp2_copies) DEV(cudaEventRecord(x->ev_rdone[d][0], streams[d]));
+    }
+    return CM_OK;
+}
+
+static cm_status adam(bk_run *x, char *err, size_t errlen)
+{
+    EACH_DEV
+    {
+        size_t n = (size_t)x->w->stage_optimizer_params[stage_of(x, d)];
+        if (x->P == 1) n = (size_t)x->w->stage_optimizer_params[0];
+        CUDA_TRY(cudaSetDevice(x->c->dev[d]));
+        float *base = (float *)x->state[d];
+        void *copy = x->w->optimizer_bf16_copy && x->pools.act_bytes >= 2 * n ? x->act[d] : NULL;
+        CUDA_TRY(bkk_adam(base, base + n, base + 2 * n, base + 3 * n, copy, n, x->c->sms,
+                          x->c->compute[d]));
+    }
+    return CM_OK;
+}
+
+static cm_status issue_gather(bk_run *x, int s, int j, int gl, char *err, size_t errlen)
+{
+    bk_ctx *c = x->c;
+    int i0;
+    if (x->w->fsdp) DEV(cudaStreamWaitEvent(c->comm[d], x->ev_used[d][j % 2], 0));
+    BK_TRY(bk_span_begin(x, s, c->comm, &i0, err, errlen));
+    if (x->fsdp2_copies) BK_TRY(fsdp2_copy_in(x, j, layer_moe(x, gl), c->comm, err, errlen));
+    BK_TRY(dp_gather(x, j, layer_moe(x, gl), c->comm, err, errlen));
+    char nm[40];
+    snprintf(nm, sizeof nm, "AG layer %d", gl);
+    BK_TRY(bk_span_end(x, s, c->comm, i0, TRACE_TID_COLL, nm, -1, -1, gl, false, err, errlen));
+    DEV(cudaEventRecord(x->ev_gath[d][j % 2], c->comm[d]));
+    return CM_OK;
+}
+
+/* FSDP2's unshard of stage s's root unit: once the compute stream is done with the root buffer,
+ * the gather (with its copy-in) on the communication stream, the compute stream waiting for it
+ * (nothing to hide it behind), then the copy-out. */
+static cm_status root_unshard(bk_run *x, int s, char *err, size_t errlen)
+{
+    bk_ctx *c = x->c;
+    int i0;
+    DEV(cudaEventRecord(x->ev_rfree[d], c->compute[d]));
+    DEV(cudaStreamWaitEvent(c->comm[d], x->ev_rfree[d], 0));
+    BK_TRY(bk_span_begin(x, s, c->comm, &i0, err, errlen));
+    BK_TRY(root_gather(x, c->comm, err, errlen));
+    BK_TRY(bk_span_end(x, s, c->comm, i0, TRACE_TID_COLL, "AG root", -1, -1, -1, false, err,
+                       errlen));
+    DEV(cudaEventRecord(x->ev_root[d], c->comm[d]));
+    DEV(cudaStreamWaitEvent(c->compute[d], x->ev_root[d], 0));
+    return fsdp2_copy_out(x, 0, 0, true, c->compute, err, errlen);
+}
+
+/* ---- one chunk of one stage --------------------------------------------------------------- */
+
+/* The layers of chunk op->chunk of stage s, forward or backward, for one micro-batch, with the
+ * output layer on the last stage's last chunk and the data-parallel traffic around them. */
+static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, size_t errlen)
+{
+    bk_ctx *c = x->c;
+    const work_plan *w = x->w;
+    int first = work_chunk_first_layer(w, s, op->chunk);
+    int L = work_chunk_layer_count(w, s, op->chunk);
+    int local0 = w->vpp > 1 ? op->chunk * w->chunk_layers : 0;
+    bool head = s == w->pp - 1 && op->chunk == w->vpp - 1;
+    bool dp = w->dp_active && x->grp[GROUP_DP].size > 1;
+    int mb = op->microbatch, micro = w->microbatches;
+    int ch = w->vpp > 1 ? op->chunk : -1;
+    item_ctx hc = {.layer = w->stage_layers[s], .buf = 0, .head = true};
+    if (!op->backward) {
+        bool G = dp && w->gather_bytes > 0 && (w->gather_each_micro || mb == 0);
+        DEV(cudaEventRecord(x->ev_used[d][0], c->compute[d]));
+        DEV(cudaEventRecord(x->ev_used[d][1], c->compute[d]));
+        bool RU = dp && x->fsdp2_copies && op->chunk == 0 && root_cnt(x, s) > 0;
+        if (RU) BK_TRY(root_unshard(x, s, err, errlen)); /* FSDP2: at every forward */
+        if (G) BK_TRY(issue_gather(x, s, local0, first, err, errlen));
+        for (int i = 0; i < L; i++) {
+            int j = local0 + i, gl = first + i;
+            if (G && i + 1 < L) BK_TRY(issue_gather(x, s, j + 1, gl + 1, err, errlen));
+            if (G) DEV(cudaStreamWaitEvent(c->compute[d], x->ev_gath[d][j % 2], 0));
+            if (G && x->fsdp2_copies)
+                BK_TRY(fsdp2_copy_out(x, j, layer_moe(x, gl), false, c->compute, err, errlen));
+            item_ctx ic = {.layer = j, .buf = j % 2, .head = false};
+            BK_TRY(exec_list(x, s, layer_moe(x, gl) ? &w->moe_fwd : &w->layer_fwd, ic, gl, mb, ch,
+                             err, errlen));
+            DEV(cudaEventRecord(x->ev_used[d][j % 2], c->compute[d]));
+        }
+        if (head) BK_TRY(exec_list(x, s, &w->head_fwd, hc, -1, mb, ch, err, errlen));
+        return CM_OK;
+    }
+    /* FSDP2 resharded the root after forward: gathered again for the output layer's backward
+     * (on the first stage of a pipeline, for the embedding's, after the layers) */
+    bool RB = dp && x->fsdp2_copies && w->gather_in_bwd && root_cnt(x, s) > 0;
+    if (head && RB) BK_TRY(root_unshard(x, s, err, errlen));
+    if (head) BK_TRY(exec_list(x, s, &w->head_bwd, hc, -1, mb, ch, err, errlen));
+    bool GB = dp && w->fsdp && w->gather_in_bwd;
+    bool R = dp && (w->reduce_each_micro || mb == micro - 1);
+    DEV(cudaEventRecord(x->ev_used[d][0], c->compute[d]));
+    DEV(cudaEventRecord(x->ev_used[d][1], c->compute[d]));
+    if (GB) BK_TRY(issue_gather(x, s, local0 + L - 1, first + L - 1, err, errlen));
+    for (int i = L - 1; i >= 0; i--) {
+        int j = local0 + i, gl = first + i;
+        if (GB && i - 1 >= 0) BK_TRY(issue_gather(x, s, j - 1, gl - 1, err, errlen));
+        if (GB) DEV(cudaStreamWaitEvent(c->compute[d], x->ev_gath[d][j % 2], 0));
+        if (GB && x->fsdp2_copies)
+            BK_TRY(fsdp2_copy_out(x, j, layer_moe(x, gl), false, c->compute, err, errlen));
+        if (R && w->fsdp) DEV(cudaStreamWaitEvent(c->compute[d], x->ev_rdone[d][j % 2], 0));
+        item_ctx ic = {.layer = j, .buf = j % 2, .head = false};
+        BK_TRY(exec_list(x, s, layer_moe(x, gl) ? &w->moe_bwd : &w->layer_bwd, ic, gl, mb, ch, err,
+                         errlen));
+        DEV(cudaEventRecord(x->ev_used[d][j % 2], c->compute[d]));
+        if (R) {
+            int i0;
+            /* FSDP2's chunk_cat runs on the compute stream, before the reduce-scatter stream
+             * waits for it (foreach_reduce) */
+            if (x->fsdp2_copies)
+                BK_TRY(fsdp2_rs_copy_in(x, j, layer_moe(x, gl), c->compute, err, errlen));
+            DEV(cudaEventRecord(x->ev_bw[d], c->compute[d]));
+            DEV(cudaStreamWaitEvent(c->comm[d], x->ev_bw[d], 0));
+            BK_TRY(bk_span_begin(x, s, c->comm, &i0, err, errlen));
+            BK_TRY(dp_reduce(x, j, layer_moe(x, gl), c->comm, err, errlen));
+            char nm[40];
+            snprintf(nm, sizeof nm, "%s layer %d", w->reduce_op == COLL_ALL_REDUCE ? "AR" : "RS",
+                     gl);
+            BK_TRY(bk_span_end(x, s, c->comm, i0, TRACE_TID_COLL, nm, -1, -1, gl, false, err,
+                               errlen));
+            DEV(cudaEventRecord(x->ev_rdone[d][j % 2], c->comm[d]));
+        }
+    }
+    if (RB && !head && s == 0 && op->chunk == 0) BK_TRY(root_unshard(x, s, err, errlen));
+    if (R && op->chunk == 0 && root_cnt(x, s) > 0) {
+        int i0;
+        DEV(cudaEventRecord(x->ev_bw[d], c->compute[d]));
+        DEV(cudaStreamWaitEvent(c->comm[d], x->ev_bw[d], 0));
+        BK_TRY(bk_span_begin(x, s, c->comm, &i0, err, errlen));
+        BK_TRY(root_reduce(x, c->comm, err, errlen));
+        BK_TRY(bk_span_end(x, s, c->comm, i0, TRACE_TID_COLL,
+                           w->reduce_op == COLL_ALL_REDUCE ? "AR root" : "RS root", -1, -1, -1,
+                           false, err, errlen));
+    }
+    return CM_OK;
+}
+
+/* ---- pipeline transfers ------------------------------------------------------------------- */
+
+/* One grouped send/recv of p2p_sz bytes per column from stage `from` to stage `to`: sends on
+ * the senders' streams ss, receives into slot on the receivers' streams rs. */
+static cm_status p2p_launch(bk_run *x, int dir, int from, int to, int slot, cudaStream_t *ss,
+                            cudaStream_t *rs, char *err, size_t errlen)
+{
+    size_t count = x->pools.p2p_sz / 2;
+    NCCL_TRY(ncclGroupStart());
+    for (int col = 0; col < x->S; col++) {
+        int sd = from * x->S + col, rd = to * x->S + col;
+        /* Each side is launched by the process that drives its GPU. */
+        ncclResult_t r1 = bk_owns(x->c, sd) ? ncclSend(send_buf(x, dir, sd), count, ncclBfloat16,
+                                                       to, x->ppc[dir][col][from], ss[sd])
+                                            : ncclSuccess;
+        ncclResult_t r2 = r1 == ncclSuccess && bk_owns(x->c, rd)
+                              ? ncclRecv(recv_buf(x, dir, rd, slot), count, ncclBfloat16, from,
+                                         x->ppc[dir][col][to], rs[rd])
+                              : r1;
+        if (r1 != ncclSuccess || r2 != ncclSuccess) {
+            ncclGroupEnd();
+            return cm_fail(err, errlen, CM_EIO, "%s failed: %s (%s:%d)",
+                           r1 != ncclSuccess ? "ncclSend (pipeline)" : "ncclRecv (pipeline)",
+                           ncclGetErrorString(r1 != ncclSuccess ? r1 : r2), __FILE__, __LINE__);
+        }
+    }
+    NCCL_TRY(ncclGroupEnd());
+    return CM_OK;
+}
+
+/* Issue op k of stage s: wait for its input, run it, send its output. */
+static cm_status issue_op(bk_run *x, int s, const work_pp_op *op, char *err, size_t errlen)
+{
+    bk_ctx *c = x->c;
+    const work_plan *w = x->w;
+    work_pp_link k = work_pp_links(x->P, w->vpp, s, op);
+    int in_slot = -1;
+    set_stage(x, s);
+    if (k.from_stage >= 0) {
+        in_slot = x->used[s][k.dir] % x->nslots;
+        DEV(cudaStreamWaitEvent(c->compute[d], x->ev_recv[k.dir][d][in_slot], 0));
+    }
+    int i0;
+    BK_TRY(bk_span_begin(x, s, c->compute, &i0, err, errlen));
+    BK_TRY(run_chunk(x, s, op, err, errlen));
+    char nm[40];
+    if (w->vpp > 1)
+        snprintf(nm, sizeof nm, "%c%d (chunk %d)", op->backward ? 'B' : 'F', op->microbatch,
+                 op->chunk);
+    else
+        snprintf(nm, sizeof nm, "%c%d", op->backward ? 'B' : 'F', op->microbatch);
+    BK_TRY(bk_span_end(x, s, c->compute, i0, TRACE_TID_COMPUTE, nm, op->microbatch,
+                       w->vpp > 1 ? op->chunk : -1, -1, true, err, errlen));
+    int opmark = x->inst ? x->nmarks - 1 : -1;
+    if (k.from_stage >= 0) {
+        DEV(cudaEventRecord(x->ev_cons[k.dir][d][in_slot], c->compute[d]));
+        x->used[s][k.dir]++;
+    }
+    if (k.to_stage >= 0) {
+        int r = k.to_stage, slot = x->made[r][k.dir] % x->nslots;
+        cudaStream_t *ps = x->ps[k.dir];
+        DEV(cudaEventRecord(x->ev_done[d], c->compute[d]));
+        DEV(cudaStreamWaitEvent(ps[d], x->ev_done[d], 0));
+        set_stage(x, r); /* the receive waits until the slot's previous content was consumed */
+        DEV(cudaStreamWaitEvent(ps[d], x->ev_cons[k.dir][d][slot], 0));
+        set_stage(x, s);
+        int j0;
+        BK_TRY(bk_span_begin(x, s, ps, &j0, err, errlen));
+        BK_TRY(p2p_launch(x, k.dir, s, r, slot, ps, ps, err, errlen));
+        snprintf(nm, sizeof nm, "send %c%d", op->backward ? 'B' : 'F', op->microbatch);
+        if (w->vpp > 1) {
+            size_t n = strlen(nm);
+            snprintf(nm + n, sizeof nm - n, " (chunk %d)", op->chunk);
+        }
+        BK_TRY(bk_span_end(x, s, ps, j0, k.dir ? TRACE_TID_SEND_BWD : TRACE_TID_SEND_FWD, nm,
+                           op->microbatch, w->vpp > 1 ? op->chunk : -1, -1, false, err, errlen));
+        DEV(cudaEventRecord(x->ev_sent[k.dir][d], ps[d]));
+        set_stage(x, r);
+        DEV(cudaEventRecord(x->ev_recv[k.dir][d][slot], ps[d]));
+        set_stage(x, s);
+        x->made[r][k.dir]++;
+        if (w->vpp == 1) { /* Megatron's non-interleaved sends block the compute stream */
+            DEV(cudaStreamWaitEvent(c->compute[d], x->ev_sent[k.dir][d], 0));
+            int td = trace_dev(x, s);
+            if (opmark >= 0 && bk_owns(c, td)) {
+                int iw;
+                BK_TRY(bk_mark(x, td, c->compute[td], &iw, err, errlen));
+                x->marks[opmark].wait = iw;
+            }
+        }
+    }
+    return CM_OK;
+}
+
+/* ---- one step -------------------------------------------------------------------------------- */
+
+cm_status bk_step_issue(bk_run *x, char *err, size_t errlen)
+{
+    bk_ctx *c = x->c;
+    const work_plan *w = x->w;
+    bool dp = w->dp_active && x->grp[GROUP_DP].size > 1;
+    set_all(x);
+    /* The communication and p2p streams start with the step (e0, on the compute streams). */
+    DEV(cudaStreamWaitEvent(c->comm[d], x->e0[d], 0));
+    DEV(cudaEventRecord(x->ev_rdone[d][0], c->comm[d]));
+    DEV(cudaEventRecord(x->ev_rdone[d][1], c->comm[d]));
+    if (x->P > 1)
+        for (int dir = 0; dir < 2; dir++) DEV(cudaStreamWaitEvent(x->ps[dir][d], x->e0[d], 0));
+    memset(x->made, 0, sizeof x->made);
+    memset(x->used, 0, sizeof x->used);
+    if (dp && w->fsdp && !x->fsdp2_copies) { /* FSDP2: root_unshard at each forward */
+        for (int s = 0; s < x->P; s++) {
+            int i0;
+            set_stage(x, s);
+            BK_TRY(bk_span_begin(x, s, c->comm, &i0, err, errlen));
+            BK_TRY(root_gather(x, c->comm, err, errlen));
+            BK_TRY(bk_span_end(x, s, c->comm, i0, TRACE_TID_COLL, "AG root", -1, -1, -1, false, err,
+                               errlen));
+        }
+        set_all(x);
+        DEV(cudaEventRecord(x->ev_root[d], c->comm[d]));
+        DEV(cudaStreamWaitEvent(c->compute[d], x->ev_root[d], 0));
+    }
+    for (int i = 0; i < x->norder; i++) {
+        int s = x->order[i].stage;
+        BK_TRY(issue_op(x, s, &x->sched[(size_t)s * x->per + x->order[i].index], err, errlen));
+    }
+    /* Join the communication and p2p streams, then the optimizer. */
+    set_all(x);
+    DEV(cudaEventRecord(x->ev_join[d], c->comm[d]));
+    DEV(cudaStreamWaitEvent(c->compute[d], x->ev_join[d], 0));
+    if (x->P > 1)
+        for (int dir = 0; dir < 2; dir++) {
+            DEV(cudaEventRecord(x->ev_pjoin[dir][d], x->ps[dir][d]));
+            DEV(cudaStreamWaitEvent(c->compute[d], x->ev_pjoin[dir][d], 0));
+        }
+    for (int s = 0; s < x->P; s++) {
+        int i0;
+        set_stage(x, s);
+        BK_TRY(bk_span_begin(x, s, c->compute, &i0, err, errlen));
+        BK_TRY(adam(x, err, errlen));
+        BK_TRY(bk_span_end(x, s, c->compute, i0, TRACE_TID_COMPUTE, "optimizer", -1, -1, -1, false,
+                           err, errlen));
+    }
+    set_all(x);
+    return CM_OK;
+}
+
+/* ---- one launch alone ------------------------------------------------------------------ */
+
+cm_status bk_step_alone(bk_run *x, iso_kind k, const work_item *it, bool head, int kind,
+                        char *err, size_t errlen)
+{
+    item_ctx ic = {.layer = 0, .buf = 0, .head = head};
+    set_all(x);
+    switch (k) {
+    case ISO_ITEM: return exec_item(x, it, ic, err, errlen);
+    case ISO_GATHER: return dp_gather(x, 0, kind, x->c->compute, err, errlen);
+    case ISO_REDUCE: return dp_reduce(x, 0, kind, x->c->compute, err, errlen);
+    case ISO_ADAM: return adam(x, err, errlen);
+    /* FSDP2's copies of a layer unit (kind 0 dense, 1 MoE) or of stage 0's root unit (kind 2;
+     * its reduce-scatter copy-in: one unit-sized piece) */
+    case ISO_COPY_IN:
+        if (kind == 2)
+            return copy_in(x, root_cnt(x, 0), 0, x->pools.root_off, x->c->compute, err, errlen);
+        return fsdp2_copy_in(x, 0, kind, x->c->compute, err, errlen);
+    case ISO_COPY_OUT: return fsdp2_copy_out(x, 0, kind % 2, kind == 2, x->c->compute, err, errlen);
+    case ISO_COPY_REDUCE: return fsdp2_rs_copy_in(x, 0, kind % 2, x->c->compute, err, errlen);
+    case ISO_P2P: return p2p_launch(x, 0, 0, 1, 0, x->c->compute, x->c->compute, err, errlen);
+    }
+    return CM_OK;
+}

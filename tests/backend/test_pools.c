@@ -1,0 +1,247 @@
+/*
+ * test_pools.c — the buffer pools of a measured plan step (backend/bk_pools.c), without a GPU,
+ * on hand-made plans whose every size can be checked by hand (the arithmetic is in the
+ * comments; ALIGN rounds up to 256 bytes).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bk_pools.h"
+
+static work_plan W;
+
+static void add(work_list *l, work_item it) { l->item[l->n++] = it; }
+
+static work_item gemm(work_gemm_form form, double m, double n, double k, int batch,
+                      bool weight_operand)
+{
+    work_item it = {.kind = WORK_GEMM, .component = WC_GEMM, .form = form, .m = m, .n = n,
+                    .k = k, .batch = batch, .weight_operand = weight_operand};
+    return it;
+}
+
+static work_item coll(work_component c, collective_op op, double bytes)
+{
+    work_item it = {.kind = WORK_COLL, .component = c, .op = op, .bytes = bytes};
+    return it;
+}
+
+/* One data-parallel stage of 4 ranks, gradients in bf16, no FSDP: the state pool grows to
+ * Adam's four fp32 arrays, the activation regions to the largest operands. */
+static void test_ddp(void **state)
+{
+    (void)state;
+    memset(&W, 0, sizeof W);
+    W.est.memory.weights_bytes = 1000;     /* ALIGN: 1024 */
+    W.est.memory.gradients_bytes = 2000;   /* 2048 */
+    W.est.memory.optimizer_bytes = 3000;   /* 3072 */
+    W.est.memory.activations_bytes = 100;  /* 256 */
+    W.layer_params = 100;                  /* 25 per rank of 4 */
+    W.stage_optimizer_params[0] = 500;     /* Adam: 16 * 500 = 8000 bytes, ALIGN 8192 */
+    /* x: A 2*64*16 = 2048; y: C 2*64*32 = 4096; the weight B is in the state pool */
+    add(&W.layer_fwd, gemm(GEMM_FWD, 64, 32, 16, 1, true));
+    /* an all-reduce of 3000 bytes: sends from x, receives into y */
+    add(&W.layer_fwd, coll(WC_TP, COLL_ALL_REDUCE, 3000));
+    /* a row reduction of 8 rows of 4096: a and b 2 * 32768 = 65536 bytes each, out 8 fp32 */
+    work_item ew = {.kind = WORK_STREAM, .component = WC_ELEMENTWISE};
+    ew.access.pattern = EW_REDUCE_ROW;
+    ew.access.esize[0] = 4;
+    ew.access.esize[1] = 2;
+    ew.access.esize[2] = 2;
+    ew.access.n[0] = 1;
+    ew.access.n[1] = 8;
+    ew.access.n[2] = 4096;
+    add(&W.layer_bwd, ew);
+
+    bk_pool_shape sh = {.stages = 1, .dp_group = 4, .edp_group = 1, .pp_slots = 1,
+                        .ew_scratch_bytes = 512};
+    bk_pools p;
+    bk_pools_size(&W, &sh, &p);
+    assert_int_equal(p.red_esz, 2);
+    assert_int_equal(p.unit_cnt[0], 25);
+    assert_int_equal(p.unit_cnt[1], 25);
+    assert_int_equal(p.ecnt, 0);
+    /* x: ALIGN(65536 + 256) = 65792 */
+    assert_int_equal(p.x_off, 0);
+    assert_int_equal(p.x_sz, 65792);
+    /* y: output ALIGN(4096 + 256) = 4352, then the scratch: ALIGN(4352 + 512) = 4864 */
+    assert_int_equal(p.y_off, 65792);
+    assert_int_equal(p.y_ws, 4352);
+    assert_int_equal(p.y_sz, 4864);
+    /* z: ALIGN(65536 + 256) = 65792 */
+    assert_int_equal(p.z_off, 65792 + 4864);
+    assert_int_equal(p.z_sz, 65792);
+    assert_int_equal(p.cp_off, 136448);
+    assert_int_equal(p.cp_sz, 0);
+    /* activations: the regions (136448) beat the estimate's 256 */
+    assert_int_equal(p.act_bytes, 136448);
+    /* state: weights 1024 >= one gathered unit ALIGN(25*4*2) = 256, gradients 2048 >=
+     * ALIGN(100*2) = 256; 1024 + 2048 + 3072 = 6144 < Adam's 8192 */
+    assert_int_equal(p.w_bytes, 1024);
+    assert_int_equal(p.g_bytes, 2048);
+    assert_int_equal(p.state_bytes, 8192);
+    assert_int_equal(p.comm_bytes, 0);
+    assert_int_equal(p.pp_bytes, 0);
+    assert_int_equal(p.p2p_sz, 0);
+    /* the estimate's 6144 + 256 + 0; the pools 8192 + 136448 */
+    assert_true(p.plan_bytes == 6400);
+    assert_true(p.total_bytes == 144640);
+    assert_true(p.extra_bytes == 144640 - 6400);
+}
+
+/* FSDP2 over 2 ranks, 2 pipeline stages, gradients reduced in fp32: the communication pool's
+ * buffers one after the other, the root unit's copy-out in y, the pipeline's buffers. */
+static void test_fsdp2_pipeline(void **state)
+{
+    (void)state;
+    memset(&W, 0, sizeof W);
+    W.fsdp = true;
+    W.dp_active = true;
+    W.reduce_fp32 = true;
+    W.est.memory.weights_bytes = 4096;
+    W.est.memory.gradients_bytes = 4096;
+    W.est.memory.optimizer_bytes = 8192;
+    W.est.memory.activations_bytes = 65536;
+    W.est.memory.comm_buffer_bytes = 1000;    /* ALIGN: 1024 */
+    W.layer_params = 1000;                    /* 500 per rank */
+    W.stage_root_params[0] = 3000;            /* 1500 per rank */
+    W.stage_root_params[1] = 5000;            /* 2500 per rank */
+    W.stage_optimizer_params[0] = 1000;
+    W.stage_optimizer_params[1] = 2000;       /* Adam: 16 * 2000 = 32000 = 125 * 256 */
+    W.p2p_bytes = 1001;                       /* whole bf16 elements: 1000 */
+    /* a weight gradient: A 2*10*30*2 = 1200 in x, B 2*20*30*2 = 2400 in z, C in the grads */
+    add(&W.layer_bwd, gemm(GEMM_WGRAD, 10, 20, 30, 2, false));
+
+    bk_pool_shape sh = {.stages = 2, .dp_group = 2, .edp_group = 1, .pp_slots = 1,
+                        .fsdp2_copies = true, .ew_scratch_bytes = 1000};
+    bk_pools p;
+    bk_pools_size(&W, &sh, &p);
+    assert_int_equal(p.red_esz, 4);
+    assert_int_equal(p.unit_cnt[0], 500);
+    assert_int_equal(bk_pools_root_count(&W, 2, 0), 1500);
+    assert_int_equal(bk_pools_root_count(&W, 2, 1), 2500);
+    assert_int_equal(bk_pools_root_count(&W, 1, 1), 5000);
+    /* x: ALIGN(1200 + 256) = 1536 */
+    assert_int_equal(p.x_sz, 1536);
+    /* y: the root's copy-out, 2500 * 2 ranks * 2 bytes = 10000: ALIGN(10256) = 10496, then
+     * the scratch: ALIGN(10496 + 1000) = 11520 */
+    assert_int_equal(p.y_off, 1536);
+    assert_int_equal(p.y_ws, 10496);
+    assert_int_equal(p.y_sz, 11520);
+    /* z: ALIGN(2400 + 256) = 2816 */
+    assert_int_equal(p.z_off, 1536 + 11520);
+    assert_int_equal(p.z_sz, 2816);
+    assert_int_equal(p.act_bytes, 65536);
+    /* state: 4096 + 4096 + 8192 = 16384 < Adam's 32000 */
+    assert_int_equal(p.w_bytes, 4096);
+    assert_int_equal(p.g_bytes, 4096);
+    assert_int_equal(p.state_bytes, 32000);
+    /* communication: root ALIGN(2500*2*2) = 10240; gathered units ALIGN(500*2*2) = 2048;
+     * unsharded gradients ALIGN(2*1000 + 256) = 2304; reductions ALIGN(500*2*4) = 4096;
+     * copy-in ALIGN(2500 * 2) = 5120 */
+    assert_int_equal(p.root_off, 0);
+    assert_int_equal(p.root_sz, 10240);
+    assert_int_equal(p.gbuf_sz, 2048);
+    assert_int_equal(p.gbuf_off[0], 10240);
+    assert_int_equal(p.gbuf_off[1], 12288);
+    assert_int_equal(p.ggrad_sz, 2304);
+    assert_int_equal(p.ggrad_off[0], 14336);
+    assert_int_equal(p.ggrad_off[1], 16640);
+    assert_int_equal(p.rbuf_sz, 4096);
+    assert_int_equal(p.rbuf_off[0], 18944);
+    assert_int_equal(p.rbuf_off[1], 23040);
+    assert_int_equal(p.cin_off, 27136);
+    assert_int_equal(p.cin_sz, 5120);
+    assert_int_equal(p.comm_bytes, 32256);
+    /* pipeline: a send buffer and one receive slot per direction of ALIGN(1000) = 1024 */
+    assert_int_equal(p.p2p_sz, 1000);
+    assert_int_equal(p.p2p_slot, 1024);
+    assert_int_equal(p.pp_bytes, 4 * 1024);
+    /* the estimate's 16384 + 65536 + 1024; the pools 32000 + 65536 + 32256 + 4096 */
+    assert_true(p.plan_bytes == 82944);
+    assert_true(p.total_bytes == 133888);
+    assert_true(p.extra_bytes == 133888 - 82944);
+    /* the root's fp32 gradients in unit-buffer pieces of 500 * 2 * 4 = 4000 bytes: stage 0
+     * 1500 * 2 * 4 = 12000 (3), stage 1 20000 (5) */
+    assert_int_equal(bk_pools_root_pieces(&W, &p, 2, 0), 3);
+    assert_int_equal(bk_pools_root_pieces(&W, &p, 2, 1), 5);
+}
+
+/* An MoE layer under the distributed optimizer (not FSDP): expert weights over an expert-dp
+ * group of 3; Megatron's ring attention with its own send and receive buffers. */
+static void test_moe_ring(void **state)
+{
+    (void)state;
+    memset(&W, 0, sizeof W);
+    W.moe = true;
+    W.est.memory.weights_bytes = 100;   /* ALIGN: 256 */
+    W.est.memory.gradients_bytes = 100; /* 256 */
+    W.layer_params = 100;               /* dense unit: 50 per rank of 2 */
+    W.moe_dense_params = 60;            /* MoE unit: 30 per rank */
+    W.moe_expert_params = 90;           /* experts: 30 per expert-dp rank of 3 */
+    /* the ring's exchange: 1000 bytes, from x into y when run in the compute stream */
+    work_item ring = coll(WC_CP, COLL_SEND_RECV, 1000);
+    add(&W.layer_fwd, ring);
+    assert_true(bk_ring_exchange(&ring));
+    work_item ag = coll(WC_CP, COLL_ALL_GATHER, 1000);
+    assert_false(bk_ring_exchange(&ag));
+
+    bk_pool_shape sh = {.stages = 1, .dp_group = 2, .edp_group = 3, .pp_slots = 1,
+                        .cp_overlap = true};
+    bk_pools p;
+    bk_pools_size(&W, &sh, &p);
+    assert_int_equal(p.unit_cnt[0], 50);
+    assert_int_equal(p.unit_cnt[1], 30);
+    assert_int_equal(p.ecnt, 30);
+    /* weights: a gathered unit and its experts, ALIGN(50*2*2 + 30*3*2 = 380) = 512; gradients
+     * ALIGN((50*2 + 30*3) * 2 = 380) = 512 */
+    assert_int_equal(p.w_bytes, 512);
+    assert_int_equal(p.g_bytes, 512);
+    assert_int_equal(p.state_bytes, 1024);
+    /* x, y: ALIGN(1256) = 1280; z: 256; the ring: 2 * 1280 */
+    assert_int_equal(p.x_sz, 1280);
+    assert_int_equal(p.y_sz, 1280);
+    assert_int_equal(p.z_off, 2560);
+    assert_int_equal(p.z_sz, 256);
+    assert_int_equal(p.cp_off, 2816);
+    assert_int_equal(p.cp_sz, 2560);
+    assert_int_equal(p.act_bytes, 5376);
+    assert_int_equal(p.comm_bytes, 0);
+    /* the estimate's 256 + 256 + 0 + 0 + 0; the pools 1024 + 5376 */
+    assert_true(p.plan_bytes == 512);
+    assert_true(p.total_bytes == 6400);
+    /* without the overlap the exchange runs in the compute stream: no buffers of its own */
+    sh.cp_overlap = false;
+    bk_pools_size(&W, &sh, &p);
+    assert_int_equal(p.cp_sz, 0);
+    assert_int_equal(p.act_bytes, 2816);
+}
+
+/* Operand sizes of GEMM items (bf16, batched). */
+static void test_gemm_bytes(void **state)
+{
+    (void)state;
+    work_item it = gemm(GEMM_WGRAD, 3, 5, 7, 2, false);
+    assert_int_equal(bk_gemm_a_bytes(&it), 2 * 3 * 7 * 2);
+    assert_int_equal(bk_gemm_b_bytes(&it), 2 * 5 * 7 * 2);
+    assert_int_equal(bk_gemm_c_bytes(&it), 2 * 3 * 5 * 2);
+    assert_true(bk_item_weight_grad(&it));
+    it.component = WC_ATTENTION; /* attention's dK / dV are WGRAD forms but not weights */
+    assert_false(bk_item_weight_grad(&it));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ddp),
+        cmocka_unit_test(test_fsdp2_pipeline),
+        cmocka_unit_test(test_moe_ring),
+        cmocka_unit_test(test_gemm_bytes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
