@@ -280,26 +280,46 @@ static double apply_step_terms(const system_step *st, const layout *l, double la
     return var > 0 ? var : 0;
 }
 
-cm_status estimate_layout(const model_spec *m, const system_spec *sys, const training_spec *t,
-                          const layout *l, estimate *out, char *err, size_t errlen)
-{
-    cm_status st = training_check(t, err, errlen);
-    if (st != CM_OK) return st;
-    st = layout_check(m, sys, t, l, 0, err, errlen);
-    if (st != CM_OK) return st;
+static void estimate_time_part(const model_spec *m, const system_spec *sys,
+                               const training_spec *t, const layout *l, estimate *out);
 
+/* The memory half of an estimate: identity, memory, and whether it fits at all. */
+static void estimate_memory_part(const model_spec *m, const system_spec *sys,
+                                 const training_spec *t, const layout *l, estimate *out)
+{
     memset(out, 0, sizeof *out);
-    snprintf(out->model_name, sizeof out->model_name, "%s", m->name);
+    size_t n = strnlen(m->name, sizeof out->model_name - 1);
+    memcpy(out->model_name, m->name, n);
     out->params_total = model_params_total(m);
     out->params_active = model_params_active(m);
     out->layout = *l;
     out->training = *t;
     out->gpus = layout_gpus(l);
-    int micro = layout_microbatches(l, t);
-    out->microbatches = micro;
-
-    /* Memory */
+    out->microbatches = layout_microbatches(l, t);
     out->memory = memory_peak(m, sys, t, l);
+}
+
+cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
+                                 const training_spec *t, const layout *l, estimate *out,
+                                 bool *timed)
+{
+    *timed = false;
+    if (layout_check(m, sys, t, l, 0, NULL, 0) != CM_OK) return CM_EINVAL;
+    estimate_memory_part(m, sys, t, l, out);
+    if (out->memory.total_bytes > out->memory.capacity_bytes) {
+        out->feasible = false; /* estimate_layout's first reason; its text is left unformatted */
+        return CM_OK;
+    }
+    *timed = true;
+    estimate_time_part(m, sys, t, l, out);
+    return CM_OK;
+}
+
+/* The time half (out already holds estimate_memory_part's fields) and the feasibility. */
+static void estimate_time_part(const model_spec *m, const system_spec *sys,
+                               const training_spec *t, const layout *l, estimate *out)
+{
+    int micro = out->microbatches;
 
     /* Time per micro-batch of the candidate stages. */
     layer_time dense = layer_cost(m, sys, t, l, 0);
@@ -399,6 +419,17 @@ cm_status estimate_layout(const model_spec *m, const system_spec *sys, const tra
                      host_need / 1073741824.0, sys->host_memory_bytes / 1073741824.0);
         }
     }
+}
+
+cm_status estimate_layout(const model_spec *m, const system_spec *sys, const training_spec *t,
+                          const layout *l, estimate *out, char *err, size_t errlen)
+{
+    cm_status st = training_check(t, err, errlen);
+    if (st != CM_OK) return st;
+    st = layout_check(m, sys, t, l, 0, err, errlen);
+    if (st != CM_OK) return st;
+    estimate_memory_part(m, sys, t, l, out);
+    estimate_time_part(m, sys, t, l, out);
     return CM_OK;
 }
 

@@ -63,4 +63,12 @@ typedef struct {
 cm_status estimate_layout(const model_spec *m, const system_spec *sys, const training_spec *t,
                           const layout *l, estimate *out, char *err, size_t errlen);
 
+/* The search's cheaper form: a layout whose memory already exceeds the GPU is not timed
+ * (*timed false; out holds identity and memory, feasible false, no reason text, zero time):
+ * call estimate_layout for it when it is shown. Otherwise the same as estimate_layout (*timed
+ * true). The caller has checked the training spec (training_check) once. */
+cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
+                                 const training_spec *t, const layout *l, estimate *out,
+                                 bool *timed);
+
 #endif

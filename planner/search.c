@@ -159,7 +159,14 @@ static void consider(worker *w, long seq)
 {
     estimate *e = &w->scratch;
     const layout *l = &w->list->v[seq];
-    if (estimate_layout(w->m, w->sys, w->t, l, e, NULL, 0) != CM_OK) return;
+    if (w->opt->visit) { /* the caller sees every estimate whole */
+        if (estimate_layout(w->m, w->sys, w->t, l, e, NULL, 0) != CM_OK) return;
+    } else {
+        /* A layout that does not fit in memory is not timed: it can only be "closest to
+         * fitting", which needs its memory alone (search_run times the one kept). */
+        bool timed;
+        if (estimate_layout_search(w->m, w->sys, w->t, l, e, &timed) != CM_OK) return;
+    }
     search_result *r = w->r;
     r->evaluated++;
     if (w->opt->visit) w->opt->visit(e, w->opt->visit_arg);
@@ -481,6 +488,12 @@ cm_status search_run(const model_spec *m, const system_spec *sys, const training
     st = evaluate_list(m, sys, t, opt, &list, result, err, errlen);
     free(list.v);
     if (st != CM_OK) return st;
+    for (int fw = 0; fw < 2; fw++) /* the closest plans whole (the search skipped their time) */
+        if (result->has_closest[fw]) {
+            layout l = result->closest[fw].layout;
+            st = estimate_layout(m, sys, t, &l, &result->closest[fw], err, errlen);
+            if (st != CM_OK) return st;
+        }
     if (opt->simulate > 0 && result->count > 0) {
         st = search_rerank(m, sys, t, result, opt->simulate, err, errlen);
         if (st != CM_OK) return st;
