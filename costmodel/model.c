@@ -2,9 +2,15 @@
  * model.c — reads a Hugging Face config.json into a model_spec and counts parameters.
  *
  * Key names follow the transformers configuration classes (LlamaConfig, MistralConfig,
- * MixtralConfig, Qwen2/Qwen3(Moe)Config, DeepseekV3Config, GPT2Config). Parameter accounting is
- * tensor by tensor, as the checkpoints store them (data/models/PARAMS.md lists the rules), so the
- * totals equal the safetensors totals the model cards publish.
+ * MixtralConfig, Qwen2/Qwen3(Moe)Config, DeepseekV3Config, Glm4MoeConfig, GptOssConfig,
+ * Gemma2Config, Gemma3TextConfig, Phi3Config, GPT2Config). Parameter accounting is tensor by
+ * tensor, as the checkpoints store them (data/models/PARAMS.md lists the rules), so the totals
+ * equal the safetensors totals the model cards publish.
+ *
+ * Every value is checked on the JSON value itself (type, integer, range) before it is stored,
+ * so a 2^32 + 4096 hidden size is an error rather than 4096, a string is reported as a string,
+ * and a non-positive size names its key; the file is checked before it is read (directory,
+ * FIFO, size).
  */
 #include "model.h"
 

@@ -308,7 +308,7 @@ static void test_kimi_k2(void **state)
  * layers, 96 heads of 128, 8 KV heads, 160 experts top-8 + 1 shared, QK-norm, 1 MTP layer).
  * Mechanisms implemented: q, k, v biases without o bias (Glm4MoeAttention), QK-norm
  * (use_qk_norm), the router's e_score_correction_bias, dense-first layers, the MTP layer kept
- * out. Main model 352.80B; with the MTP layer 356.79B; the Hub's "358B" (safetensors) is the
+ * out. Main model 352.80B; with the MTP layer 356.79B (+3.99B); the Hub's "358B" (safetensors) is the
  * main model + MTP layer + the MTP's stored copies of embedding and head (2 x V x h), which we
  * reproduce. The report's 355B matches neither: a documented gap of -2.2B. Active: 32.86B
  * without the input embedding (33.63B with it); "32B" is within a billion only by truncation,
