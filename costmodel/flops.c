@@ -4,7 +4,9 @@
  * The generic count takes every weight matrix a token multiplies by (2 FLOPs per parameter
  * per token) plus the attention core. For a GPT layer with h = a*d and f = 4h this gives
  * 24 b s h^2 + 4 b s^2 h forward, i.e. Narayanan's 72 B s h^2 (1 + s/6h) for fwd+bwd; the
- * tests check that identity.
+ * tests check that identity. Sliding-window layers (Mistral-7B-v0.1, Gemma 2/3, gpt-oss, Phi-3)
+ * attend to at most `sliding_window` keys per query: their attention core is counted over the
+ * window (flops_attention_core_forward_layer).
  */
 #include "flops.h"
 
@@ -35,12 +37,35 @@ double flops_mlp_matrix_params(const model_spec *m, int moe_layer)
            m->shared_experts * mlp_matrix(m, m->shared_ffn) + (double)m->hidden * m->experts;
 }
 
-double flops_attention_core_forward(const model_spec *m, double tokens, double seq, bool causal)
+double flops_attention_core_forward_layer(const model_spec *m, int layer, double tokens,
+                                          double seq, bool causal)
 {
     double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
     double v = m->mla ? m->v_head_dim : m->head_dim;
     double f = 2.0 * tokens * seq * m->heads * (qk + v);
-    return causal ? 0.5 * f : f;
+    if (!causal) return f;
+    if (model_layer_is_sliding(m, layer) && m->sliding_window < seq) {
+        /* Sliding-window attention (Beltagy et al. 2020, "Longformer"; Mistral-7B, Jiang et al.
+         * 2023, Sec. 2): query i sees keys max(0, i-w+1)..i, so over a sequence of s the
+         * scores number w*s - w^2/2 instead of s^2/2 (the same continuous count as the causal
+         * halving), i.e. each query attends to w - w^2/(2s) keys on average. Flash attention
+         * (window_size) skips the blocks outside the window. */
+        double w = m->sliding_window;
+        return f * (w - w * w / (2.0 * seq)) / seq;
+    }
+    return 0.5 * f;
+}
+
+double flops_attention_core_forward(const model_spec *m, double tokens, double seq, bool causal)
+{
+    /* Without sliding-window layers every layer costs the same (the presets: results unchanged
+     * to the last bit). */
+    if (!causal || model_sliding_layers(m) == 0)
+        return flops_attention_core_forward_layer(m, 0, tokens, seq, causal);
+    double sum = 0;
+    for (int i = 0; i < m->layers; i++)
+        sum += flops_attention_core_forward_layer(m, i, tokens, seq, causal);
+    return sum / m->layers;
 }
 
 double flops_layer_forward(const model_spec *m, int moe_layer, double tokens, double seq,
@@ -58,6 +83,8 @@ double flops_logits_forward(const model_spec *m, double tokens)
 static double forward_all_layers(const model_spec *m, double tokens, double seq, bool causal)
 {
     int moe = model_moe_layers(m), dense = m->layers - moe;
+    /* flops_layer_forward's attention core is the mean over the layers (sliding windows), so
+     * layers x it is the model's sum. */
     return dense * flops_layer_forward(m, 0, tokens, seq, causal) +
            moe * flops_layer_forward(m, 1, tokens, seq, causal);
 }

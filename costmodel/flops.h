@@ -19,11 +19,17 @@
 double flops_attention_matrix_params(const model_spec *m);
 double flops_mlp_matrix_params(const model_spec *m, int moe_layer);
 
-/* Forward FLOPs of the attention core (scores + over-values) for `tokens` tokens in
- * sequences of length seq; causal halves it. */
+/* Forward FLOPs of the attention core (scores + over-values) of layer `layer` for `tokens`
+ * tokens in sequences of length seq; causal halves it, and a sliding-window layer counts only
+ * the keys inside its window (causal only: without the mask's skipping the whole s x s
+ * matrix is computed). */
+double flops_attention_core_forward_layer(const model_spec *m, int layer, double tokens,
+                                          double seq, bool causal);
+/* The same averaged over the model's layers (equal to any layer's when none has a sliding
+ * window), so layers x this is the model's attention core. */
 double flops_attention_core_forward(const model_spec *m, double tokens, double seq, bool causal);
 
-/* Forward FLOPs of one layer (GEMMs + attention core) for `tokens` tokens. */
+/* Forward FLOPs of one layer (GEMMs + the layers' mean attention core) for `tokens` tokens. */
 double flops_layer_forward(const model_spec *m, int moe_layer, double tokens, double seq,
                            bool causal);
 /* Forward FLOPs of the output layer (logits) for `tokens` tokens. */

@@ -2,18 +2,30 @@
  * model.c — reads a Hugging Face config.json into a model_spec and counts parameters.
  *
  * Key names follow the transformers configuration classes (LlamaConfig, MistralConfig,
- * MixtralConfig, Qwen2/Qwen3(Moe)Config, DeepseekV3Config, GPT2Config). Parameter accounting is
- * tensor by tensor, as the checkpoints store them (data/models/PARAMS.md lists the rules), so the
- * totals equal the safetensors totals the model cards publish.
+ * MixtralConfig, Qwen2/Qwen3(Moe)Config, DeepseekV3Config, Glm4MoeConfig, GptOssConfig,
+ * Gemma2Config, Gemma3TextConfig, Phi3Config, GPT2Config). Parameter accounting is tensor by
+ * tensor, as the checkpoints store them (data/models/PARAMS.md lists the rules), so the totals
+ * equal the safetensors totals the model cards publish.
+ *
+ * Every value is checked on the JSON value itself (type, integer, range) before it is stored,
+ * so a 2^32 + 4096 hidden size is an error rather than 4096, a string is reported as a string,
+ * and a non-positive size names its key; the file is checked before it is read (directory,
+ * FIFO, size).
  */
 #include "model.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- JSON helpers: a key may be absent or null (HF writes null for "not used"). ---- */
 
@@ -23,60 +35,167 @@ static const json_t *get(const json_t *o, const char *key)
     return (v && !json_is_null(v)) ? v : NULL;
 }
 
-/* First present key among a NULL-terminated list, as a number. */
-static bool get_num(const json_t *o, double *out, const char *const *keys)
+/* First present key among a NULL-terminated list; *used gets its name. */
+static const json_t *first_of(const json_t *o, const char *const *keys, const char **used)
 {
     for (; *keys; keys++) {
         const json_t *v = get(o, *keys);
-        if (v && json_is_number(v)) {
-            *out = json_number_value(v);
-            return true;
+        if (v) {
+            if (used) *used = *keys;
+            return v;
         }
+    }
+    return NULL;
+}
+
+/* First present key among a NULL-terminated list, as a number (our own _plan block). */
+static bool get_num(const json_t *o, double *out, const char *const *keys)
+{
+    const json_t *v = first_of(o, keys, NULL);
+    if (v && json_is_number(v)) {
+        *out = json_number_value(v);
+        return true;
     }
     return false;
 }
 
-static bool get_bool(const json_t *o, const char *key, bool dflt)
+static const char *json_kind(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_STRING: return "a string";
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    default: return "a number";
+    }
+}
+
+#define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* Where a value came from, for messages. */
+typedef struct {
+    const char *path;
+    char *err;
+    size_t errlen;
+} src;
+
+/*
+ * Integer field from the first present key of keys. Absent: a required field fails naming the
+ * key, an optional one takes dflt. Present, the value must be a JSON number with an integer
+ * value in [min, max]; the range is checked on the JSON value itself (a 64-bit integer or a
+ * double), before anything is narrowed to int, so 2^32 + 4096 is an error, not 4096.
+ */
+static cm_status read_int(const json_t *o, const char *const *keys, const char *what,
+                          bool required, long dflt, long min, long max, long *out, const src *s)
+{
+    const char *key = keys[0];
+    const json_t *v = first_of(o, keys, &key);
+    if (!v) {
+        if (required)
+            return cm_fail(s->err, s->errlen, CM_EPARSE,
+                           "%s: no %s (expected key \"%s\"): add it to the config.json", s->path,
+                           what, keys[0]);
+        *out = dflt;
+        return CM_OK;
+    }
+    if (!json_is_number(v))
+        return cm_fail(s->err, s->errlen, CM_EPARSE,
+                       "%s: %s is %s, expected an integer (the %s): write it as a plain number",
+                       s->path, key, json_kind(v), what);
+    char shown[32];
+    bool too_small, too_large;
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        snprintf(shown, sizeof shown, "%" JSON_INTEGER_FORMAT, x);
+        too_small = x < min;
+        too_large = x > max;
+        if (!too_small && !too_large) *out = (long)x;
+    } else {
+        double x = json_real_value(v);
+        snprintf(shown, sizeof shown, "%.17g", x);
+        if (!isfinite(x) || x != floor(x))
+            return cm_fail(s->err, s->errlen, CM_EPARSE,
+                           "%s: %s must be an integer, got %s: fix \"%s\"", s->path, what, shown,
+                           key);
+        too_small = x < (double)min;
+        too_large = x > (double)max;
+        if (!too_small && !too_large) *out = (long)x;
+    }
+    if (too_small)
+        return cm_fail(s->err, s->errlen, CM_EPARSE,
+                       "%s: %s must be %s, got %s: fix \"%s\"", s->path, what,
+                       min > 0 ? "a positive integer" : "zero or a positive integer", shown, key);
+    if (too_large)
+        return cm_fail(s->err, s->errlen, CM_EPARSE,
+                       "%s: %s %s is too large (at most %ld): fix \"%s\"", s->path, what, shown,
+                       max, key);
+    return CM_OK;
+}
+
+/* Optional real field: absent -> dflt; present it must be a finite number in [min, max]. */
+static cm_status read_real(const json_t *o, const char *const *keys, const char *what,
+                           double dflt, double min, double max, double *out, const src *s)
+{
+    const char *key = keys[0];
+    const json_t *v = first_of(o, keys, &key);
+    if (!v) {
+        *out = dflt;
+        return CM_OK;
+    }
+    if (!json_is_number(v))
+        return cm_fail(s->err, s->errlen, CM_EPARSE,
+                       "%s: %s is %s, expected a number (the %s): write it as a plain number",
+                       s->path, key, json_kind(v), what);
+    double x = json_number_value(v);
+    if (!isfinite(x) || x < min || x > max)
+        return cm_fail(s->err, s->errlen, CM_EPARSE,
+                       "%s: %s must be between %g and %g, got %g: fix \"%s\"", s->path, what, min,
+                       max, x, key);
+    *out = x;
+    return CM_OK;
+}
+
+/* Optional boolean (0/1 accepted, as some converters write them). */
+static cm_status read_bool(const json_t *o, const char *key, bool dflt, bool *out, const src *s)
 {
     const json_t *v = get(o, key);
-    if (!v) return dflt;
-    if (json_is_boolean(v)) return json_is_true(v);
-    if (json_is_number(v)) return json_number_value(v) != 0;
-    return dflt;
+    if (!v) {
+        *out = dflt;
+        return CM_OK;
+    }
+    if (json_is_boolean(v)) {
+        *out = json_is_true(v);
+        return CM_OK;
+    }
+    if (json_is_number(v)) {
+        *out = json_number_value(v) != 0;
+        return CM_OK;
+    }
+    return cm_fail(s->err, s->errlen, CM_EPARSE,
+                   "%s: %s is %s, expected true or false: write it without quotes", s->path, key,
+                   json_kind(v));
+}
+
+/* Optional string; present it must be a string. */
+static cm_status read_str(const json_t *o, const char *const *keys, const char **out,
+                          const src *s)
+{
+    const char *key = keys[0];
+    const json_t *v = first_of(o, keys, &key);
+    *out = NULL;
+    if (!v) return CM_OK;
+    if (!json_is_string(v))
+        return cm_fail(s->err, s->errlen, CM_EPARSE, "%s: %s is %s, expected a string", s->path,
+                       key, json_kind(v));
+    *out = json_string_value(v);
+    return CM_OK;
 }
 
 static const char *get_str(const json_t *o, const char *key)
 {
     const json_t *v = get(o, key);
     return (v && json_is_string(v)) ? json_string_value(v) : NULL;
-}
-
-static bool is_integer(double x) { return x == floor(x) && fabs(x) < 1e15; }
-
-#define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
-
-/* Integer field: required ones fail with a message naming the keys tried. */
-static cm_status need_int(const json_t *o, const char *const *keys, const char *what, long *out,
-                          const char *path, char *err, size_t errlen)
-{
-    double v;
-    if (!get_num(o, &v, keys))
-        return cm_fail(err, errlen, CM_EPARSE,
-                       "%s: no %s (expected key \"%s\"): add it to the config.json", path, what,
-                       keys[0]);
-    if (!is_integer(v) || v <= 0)
-        return cm_fail(err, errlen, CM_EPARSE,
-                       "%s: %s must be a positive integer, got %g: fix \"%s\"", path, what, v,
-                       keys[0]);
-    *out = (long)v;
-    return CM_OK;
-}
-
-static long opt_int(const json_t *o, const char *const *keys, long dflt)
-{
-    double v;
-    if (get_num(o, &v, keys) && is_integer(v) && v >= 0) return (long)v;
-    return dflt;
 }
 
 static bool dropout_positive(const json_t *o, const char *const *keys)
@@ -87,14 +206,24 @@ static bool dropout_positive(const json_t *o, const char *const *keys)
     return false;
 }
 
-/* Architectures whose MLP is the plain two-matrix one; everything else here is gated (SwiGLU). */
+static bool type_is(const char *model_type, const char *t)
+{
+    return model_type && strcasecmp(model_type, t) == 0;
+}
+
+static bool type_starts(const char *model_type, const char *prefix)
+{
+    return model_type && strncasecmp(model_type, prefix, strlen(prefix)) == 0;
+}
+
+/* Architectures whose MLP is the plain two-matrix one; everything else here is gated (SwiGLU,
+ * or GeGLU for Gemma: the same three matrices). */
 static bool plain_mlp_type(const char *model_type)
 {
     static const char *const plain[] = {"gpt2", "gpt_neox", "gptj", "gpt_bigcode", "opt",
                                         "bloom", "falcon", "phi", "megatron-gpt", NULL};
-    if (!model_type) return false;
     for (const char *const *p = plain; *p; p++)
-        if (strcasecmp(model_type, *p) == 0) return true;
+        if (type_is(model_type, *p)) return true;
     return false;
 }
 
@@ -107,30 +236,179 @@ static void stem_of(const char *path, char *out, size_t outlen)
     if (dot && strcmp(dot, ".json") == 0) *dot = '\0';
 }
 
+/*
+ * Per-model defaults: keys real config.json files leave out because the transformers
+ * configuration class defaults them. Gemma-3's multimodal checkpoints (gemma-3-4b/12b/27b-it)
+ * write only a few keys in text_config; the rest come from Gemma3TextConfig's __init__
+ * (vocab_size 262208, 8 heads, 4 KV heads, head_dim 256, sliding_window 4096 with pattern 6,
+ * rope_theta 1e6, local base 1e4, rms_norm_eps 1e-6). Gemma2Config likewise. Applied only where
+ * the key is absent (an explicit null stays null); each applied key is listed in spec->assumed.
+ */
+static const struct {
+    const char *model_type;
+    const char *key;
+    double value;
+} type_defaults[] = {
+    {"gemma3_text", "vocab_size", 262208},
+    {"gemma3_text", "num_attention_heads", 8},
+    {"gemma3_text", "num_key_value_heads", 4},
+    {"gemma3_text", "head_dim", 256},
+    {"gemma3_text", "sliding_window", 4096},
+    {"gemma3_text", "sliding_window_pattern", 6},
+    {"gemma3_text", "rope_theta", 1000000},
+    {"gemma3_text", "rope_local_base_freq", 10000},
+    {"gemma3_text", "rms_norm_eps", 1e-6},
+    {"gemma3_text", "max_position_embeddings", 131072},
+    {"gemma2", "vocab_size", 256000},
+    {"gemma2", "num_attention_heads", 8},
+    {"gemma2", "num_key_value_heads", 4},
+    {"gemma2", "head_dim", 256},
+    {"gemma2", "sliding_window", 4096},
+    {"gemma2", "final_logit_softcapping", 30},
+    {"gemma2", "attn_logit_softcapping", 50},
+    {"gemma2", "rope_theta", 10000},
+    {"gemma2", "rms_norm_eps", 1e-6},
+};
+
+/* A copy of cfg with the model type's defaults filled in (caller releases it). */
+static json_t *with_type_defaults(const json_t *cfg, const char *model_type, model_spec *spec)
+{
+    json_t *copy = json_deep_copy(cfg);
+    if (!copy) return NULL;
+    size_t used = strlen(spec->assumed);
+    for (size_t i = 0; i < sizeof type_defaults / sizeof type_defaults[0]; i++) {
+        if (!type_is(model_type, type_defaults[i].model_type) ||
+            json_object_get(copy, type_defaults[i].key))
+            continue;
+        double x = type_defaults[i].value;
+        json_t *v = x == floor(x) && fabs(x) < 1e15 ? json_integer((json_int_t)x) : json_real(x);
+        json_object_set_new(copy, type_defaults[i].key, v);
+        if (used + 1 < sizeof spec->assumed)
+            used += (size_t)snprintf(spec->assumed + used, sizeof spec->assumed - used,
+                                     "%s%s=%g", used ? ", " : "", type_defaults[i].key, x);
+    }
+    return copy;
+}
+
 /* Fills spec from a parsed config.json; label names the source in messages (path or "<string>"),
  * root is the caller's (not released here). */
 static cm_status model_from_json(const json_t *root, const char *path, const char *name,
                                  model_spec *spec, char *err, size_t errlen);
 
+/*
+ * Reads a whole config.json into memory, refusing what is not one: a directory, a FIFO or
+ * device (opened non-blocking, so a FIFO without a writer does not hang us), a file over
+ * MODEL_CONFIG_MAX_BYTES; open errors are reported by their cause (no such file, permission
+ * denied). *text is malloc'ed.
+ */
+static cm_status read_config_file(const char *path, char **text, size_t *len, char *err,
+                                  size_t errlen)
+{
+    *text = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        const char *why = e == ENOENT   ? "no such file"
+                          : e == EACCES ? "permission denied"
+                                        : strerror(e);
+        return cm_fail(err, errlen, CM_EIO,
+                       "cannot read model config '%s': %s; give a preset name or the path to a "
+                       "config.json",
+                       path, why);
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return cm_fail(err, errlen, CM_EIO, "cannot read model config '%s': %s", path,
+                       strerror(e));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return cm_fail(err, errlen, CM_EIO,
+                       "model config '%s' is a directory: give the config.json inside it "
+                       "('%s/config.json')",
+                       path, path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return cm_fail(err, errlen, CM_EIO,
+                       "model config '%s' is not a regular file (a FIFO, socket or device): "
+                       "give the path of a config.json file",
+                       path);
+    }
+    if (st.st_size > MODEL_CONFIG_MAX_BYTES) {
+        close(fd);
+        return cm_fail(err, errlen, CM_EIO,
+                       "model config '%s' is %lld bytes, over the limit of %ld bytes for a "
+                       "config.json: give the model's config.json, not its weights",
+                       path, (long long)st.st_size, (long)MODEL_CONFIG_MAX_BYTES);
+    }
+    /* The file may grow while we read: read at most one byte past the cap. */
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        close(fd);
+        return cm_fail(err, errlen, CM_ENOMEM, "out of memory reading '%s'", path);
+    }
+    for (;;) {
+        if (n == cap) {
+            if (cap > (size_t)MODEL_CONFIG_MAX_BYTES) {
+                free(buf);
+                close(fd);
+                return cm_fail(err, errlen, CM_EIO,
+                               "model config '%s' is over the limit of %ld bytes for a "
+                               "config.json",
+                               path, (long)MODEL_CONFIG_MAX_BYTES);
+            }
+            size_t ncap = cap * 2 > (size_t)MODEL_CONFIG_MAX_BYTES + 1
+                              ? (size_t)MODEL_CONFIG_MAX_BYTES + 1
+                              : cap * 2;
+            char *nb = realloc(buf, ncap + 1);
+            if (!nb) {
+                free(buf);
+                close(fd);
+                return cm_fail(err, errlen, CM_ENOMEM, "out of memory reading '%s'", path);
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return cm_fail(err, errlen, CM_EIO, "cannot read model config '%s': %s", path,
+                           strerror(e));
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = '\0';
+    *text = buf;
+    *len = n;
+    return CM_OK;
+}
+
 cm_status model_load_json(const char *path, const char *name, model_spec *spec, char *err,
                           size_t errlen)
 {
     memset(spec, 0, sizeof *spec);
+    char *text;
+    size_t len;
+    cm_status st = read_config_file(path, &text, &len, err, errlen);
+    if (st != CM_OK) return st;
     json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
-    if (!root) {
-        FILE *f = fopen(path, "r");
-        if (!f)
-            return cm_fail(err, errlen, CM_EIO,
-                           "cannot read model config '%s': no such file or not readable; give a "
-                           "preset name or the path to a config.json",
-                           path);
-        fclose(f);
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    free(text);
+    if (!root)
         return cm_fail(err, errlen, CM_EPARSE,
                        "model config '%s' is not valid JSON (line %d: %s): fix the file", path,
                        jerr.line, jerr.text);
-    }
-    cm_status st = model_from_json(root, path, name, spec, err, errlen);
+    st = model_from_json(root, path, name, spec, err, errlen);
     json_decref(root);
     return st;
 }
@@ -150,6 +428,97 @@ cm_status model_load_json_string(const char *text, size_t len, const char *name,
     return st;
 }
 
+/*
+ * Which layers attend through a sliding window. In order of authority:
+ *  - layer_types (transformers >= 4.53 writes it: gpt-oss, newer Gemma/Qwen/Mistral configs):
+ *    "sliding_attention" / "full_attention" per layer; stored as its shortest period (<= 64);
+ *  - Gemma 2: every other layer from layer 0 (Gemma2DecoderLayer: is_sliding = not layer % 2);
+ *  - Gemma 3: sliding_window_pattern p, layer i global when (i + 1) % p == 0 (5 local : 1 global);
+ *  - Qwen2/2.5/3: only with use_sliding_window, from layer max_window_layers on;
+ *  - otherwise (Mistral-7B-v0.1, Phi-3) every layer, when sliding_window is set.
+ * use_sliding_window false (Qwen) switches it off whatever sliding_window says.
+ */
+static cm_status parse_sliding(const json_t *cfg, const char *model_type, model_spec *spec,
+                               const src *s)
+{
+    long w;
+    cm_status st;
+    const json_t *sw = get(cfg, "sliding_window");
+    if (sw && json_is_boolean(sw)) sw = NULL; /* some converters write false for "none" */
+    if (!sw) return CM_OK;
+    if ((st = read_int(cfg, KEYS("sliding_window"), "sliding window", false, 0, 0, INT_MAX, &w,
+                       s)) != CM_OK)
+        return st;
+    bool use = true;
+    if ((st = read_bool(cfg, "use_sliding_window", true, &use, s)) != CM_OK) return st;
+    if (!use || w == 0) return CM_OK;
+    spec->sliding_window = (int)w;
+    spec->sliding_period = 1;
+    spec->sliding_mask = 1;
+    spec->sliding_first_layer = 0;
+
+    const json_t *types = get(cfg, "layer_types");
+    if (types) {
+        if (!json_is_array(types) || json_array_size(types) != (size_t)spec->layers)
+            return cm_fail(s->err, s->errlen, CM_EPARSE,
+                           "%s: layer_types must be an array of %d strings (one per layer)",
+                           s->path, spec->layers);
+        int n = spec->layers;
+        for (int p = 1; p <= 64; p++) {
+            bool periodic = true;
+            uint64_t mask = 0;
+            for (int i = 0; i < n && periodic; i++) {
+                const char *t = json_string_value(json_array_get(types, (size_t)i));
+                if (!t)
+                    return cm_fail(s->err, s->errlen, CM_EPARSE,
+                                   "%s: layer_types[%d] is not a string", s->path, i);
+                bool sliding;
+                if (strcmp(t, "sliding_attention") == 0)
+                    sliding = true;
+                else if (strcmp(t, "full_attention") == 0)
+                    sliding = false;
+                else
+                    return cm_fail(s->err, s->errlen, CM_EPARSE,
+                                   "%s: layer_types[%d] is \"%s\": only sliding_attention and "
+                                   "full_attention layers are modelled",
+                                   s->path, i, t);
+                bool bit = (mask >> (i % p)) & 1;
+                if (i < p)
+                    mask |= (uint64_t)sliding << i;
+                else if (bit != sliding)
+                    periodic = false;
+            }
+            if (periodic) {
+                spec->sliding_period = p;
+                spec->sliding_mask = mask;
+                return CM_OK;
+            }
+        }
+        return cm_fail(s->err, s->errlen, CM_EPARSE,
+                       "%s: layer_types does not repeat with a period of at most 64 layers: "
+                       "such a layer pattern is not modelled",
+                       s->path);
+    }
+    if (type_is(model_type, "gemma2")) {
+        spec->sliding_period = 2;
+        spec->sliding_mask = 1;
+    } else if (type_starts(model_type, "gemma3")) {
+        long p;
+        if ((st = read_int(cfg, KEYS("sliding_window_pattern"), "sliding window pattern", false,
+                           6, 1, 64, &p, s)) != CM_OK)
+            return st;
+        spec->sliding_period = (int)p;
+        spec->sliding_mask = ((uint64_t)1 << (p - 1)) - 1; /* all but the period's last */
+    } else if (type_starts(model_type, "qwen")) {
+        long first;
+        if ((st = read_int(cfg, KEYS("max_window_layers"), "max_window_layers", false, 0, 0,
+                           INT_MAX, &first, s)) != CM_OK)
+            return st;
+        spec->sliding_first_layer = (int)(first > spec->layers ? spec->layers : first);
+    }
+    return CM_OK;
+}
+
 static cm_status model_from_json(const json_t *root, const char *path, const char *name,
                                  model_spec *spec, char *err, size_t errlen)
 {
@@ -157,117 +526,276 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
         return cm_fail(err, errlen, CM_EPARSE,
                        "model config '%s' must be a JSON object like a Hugging Face config.json",
                        path);
-    /* Composite configs (e.g. multimodal) keep the language model under text_config. */
+    src s = {path, err, errlen};
+    cm_status st = CM_OK;
+    /* Composite configs (multimodal: Gemma 3, Llama 4, Qwen2.5-VL, ...) keep the language model
+     * under text_config; the vision (and audio) towers are not planned, and the spec says so. */
     const json_t *cfg = root;
-    if (get(root, "text_config") && json_is_object(get(root, "text_config")) &&
-        !get(root, "hidden_size"))
-        cfg = get(root, "text_config");
-
-    cm_status st;
-    long v;
+    const json_t *text_cfg = get(root, "text_config");
+    if (text_cfg && json_is_object(text_cfg) && !get(root, "hidden_size")) {
+        cfg = text_cfg;
+        static const char *const towers[] = {"vision_config", "audio_config", "speech_config",
+                                             NULL};
+        size_t used = 0;
+        for (const char *const *t = towers; *t; t++)
+            if (get(root, *t) && used + 1 < sizeof spec->ignored_parts)
+                used += (size_t)snprintf(spec->ignored_parts + used,
+                                         sizeof spec->ignored_parts - used, "%s%s",
+                                         used ? ", " : "", *t);
+        spec->vision_tower_ignored = get(root, "vision_config") != NULL;
+    }
     const char *model_type = get_str(cfg, "model_type");
+    /* A text_config without its own model_type inherits the outer one's text variant. */
+    json_t *owned = with_type_defaults(cfg, model_type, spec);
+    if (!owned) return cm_fail(err, errlen, CM_ENOMEM, "out of memory reading '%s'", path);
+    cfg = owned;
 
+    long v;
     if (name)
         snprintf(spec->name, sizeof spec->name, "%s", name);
     else
         stem_of(path, spec->name, sizeof spec->name);
     snprintf(spec->display, sizeof spec->display, "%s", spec->name);
 
-#define NEED(field, keys, what)                                                                 \
+#define INT_FIELD(field, keys, what, required, dflt, min, max)                                  \
     do {                                                                                        \
-        if ((st = need_int(cfg, keys, what, &v, path, err, errlen)) != CM_OK) goto fail;        \
+        if ((st = read_int(cfg, keys, what, required, dflt, min, max, &v, &s)) != CM_OK)        \
+            goto done;                                                                          \
         spec->field = v;                                                                        \
     } while (0)
+#define REAL_FIELD(field, keys, what, dflt, min, max)                                           \
+    do {                                                                                        \
+        if ((st = read_real(cfg, keys, what, dflt, min, max, &spec->field, &s)) != CM_OK)       \
+            goto done;                                                                          \
+    } while (0)
+#define BOOL_FIELD(field, key, dflt)                                                            \
+    do {                                                                                        \
+        if ((st = read_bool(cfg, key, dflt, &spec->field, &s)) != CM_OK) goto done;             \
+    } while (0)
 
-    NEED(layers, KEYS("num_hidden_layers", "n_layer", "num_layers"), "layer count");
-    NEED(hidden, KEYS("hidden_size", "n_embd", "d_model"), "hidden size");
-    NEED(heads, KEYS("num_attention_heads", "n_head"), "attention head count");
-    NEED(vocab, KEYS("vocab_size", "padded_vocab_size"), "vocabulary size");
-#undef NEED
-    spec->kv_heads = (int)opt_int(cfg, KEYS("num_key_value_heads", "num_query_groups"),
-                                  spec->heads);
-    spec->head_dim = (int)opt_int(cfg, KEYS("head_dim", "kv_channels"), 0);
+    INT_FIELD(layers, KEYS("num_hidden_layers", "n_layer", "num_layers"), "layer count", true, 0,
+              1, INT_MAX);
+    INT_FIELD(hidden, KEYS("hidden_size", "n_embd", "d_model"), "hidden size", true, 0, 1,
+              INT_MAX);
+    INT_FIELD(heads, KEYS("num_attention_heads", "n_head"), "attention head count", true, 0, 1,
+              INT_MAX);
+    INT_FIELD(vocab, KEYS("vocab_size", "padded_vocab_size"), "vocabulary size", true, 0, 1,
+              INT_MAX);
+    INT_FIELD(kv_heads, KEYS("num_key_value_heads", "num_query_groups"), "KV head count", false,
+              spec->heads, 1, INT_MAX);
+    INT_FIELD(head_dim, KEYS("head_dim", "kv_channels"), "head dimension", false, 0, 1, INT_MAX);
     if (spec->head_dim == 0) {
         if (spec->hidden % spec->heads) {
             st = cm_fail(err, errlen, CM_EPARSE,
                          "%s: hidden_size %d is not divisible by num_attention_heads %d and no "
                          "head_dim is given: add \"head_dim\"",
                          path, spec->hidden, spec->heads);
-            goto fail;
+            goto done;
         }
         spec->head_dim = spec->hidden / spec->heads;
     }
-    spec->ffn = opt_int(cfg, KEYS("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"),
-                        4L * spec->hidden);
-    spec->max_positions = (int)opt_int(cfg, KEYS("max_position_embeddings", "n_positions",
-                                                 "n_ctx", "seq_length"), 0);
+    INT_FIELD(ffn, KEYS("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"),
+              "MLP intermediate size", false, 4L * spec->hidden, 1, INT_MAX);
+    INT_FIELD(max_positions,
+              KEYS("max_position_embeddings", "n_positions", "n_ctx", "seq_length"),
+              "maximum sequence length", false, 0, 1, INT_MAX);
     /* transformers' PretrainedConfig defaults tie_word_embeddings to true. */
-    spec->tied_embeddings = get_bool(cfg, "tie_word_embeddings", true);
+    BOOL_FIELD(tied_embeddings, "tie_word_embeddings", true);
 
-    const char *act = get_str(cfg, "hidden_act");
-    if (!act) act = get_str(cfg, "activation_function");
-    if (!act) act = get_str(cfg, "hidden_activation");
+    const char *act;
+    if ((st = read_str(cfg, KEYS("hidden_act", "activation_function", "hidden_activation"),
+                       &act, &s)) != CM_OK)
+        goto done;
     bool plain = plain_mlp_type(model_type);
     spec->activation = plain ? MODEL_ACT_GELU : MODEL_ACT_SWIGLU;
-    (void)act;
 
-    bool gpt_style = model_type && (strcasecmp(model_type, "gpt2") == 0 ||
-                                    strcasecmp(model_type, "megatron-gpt") == 0);
+    bool gpt_style = type_is(model_type, "gpt2") || type_is(model_type, "megatron-gpt");
     spec->norm = (get(cfg, "rms_norm_eps") && !gpt_style) ? MODEL_NORM_RMS : MODEL_NORM_LAYER;
     if (!get(cfg, "rms_norm_eps") && !get(cfg, "layer_norm_epsilon") && !get(cfg, "layer_norm_eps"))
         spec->norm = gpt_style || plain ? MODEL_NORM_LAYER : MODEL_NORM_RMS;
+    REAL_FIELD(norm_eps, KEYS("rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps"),
+               "norm epsilon", 0, 0, 1);
+    spec->sandwich_norm = type_is(model_type, "gemma2") || type_starts(model_type, "gemma3");
     spec->learned_positions = gpt_style || get_str(cfg, "position_embedding_type") != NULL;
     if (spec->learned_positions && spec->max_positions == 0) {
         st = cm_fail(err, errlen, CM_EPARSE,
                      "%s: learned position embeddings need n_positions: add it", path);
-        goto fail;
+        goto done;
     }
-    bool attn_bias = get_bool(cfg, "attention_bias", false);
-    bool qwen2 = model_type && strncasecmp(model_type, "qwen2", 5) == 0;
-    spec->qkv_bias = gpt_style || qwen2 || attn_bias || get_bool(cfg, "qkv_bias", false);
-    spec->out_bias = gpt_style || attn_bias || get_bool(cfg, "mlp_bias", false);
-    spec->qk_norm = model_type && strncasecmp(model_type, "qwen3", 5) == 0;
+
+    /* Biases. attention_bias means q, k, v and o biases in Llama/gpt-oss, q, k, v only in
+     * GLM-4.5 (Glm4MoeAttention: o_proj has no bias); Qwen2 always has q, k, v biases. */
+    bool attn_bias, qkv_bias_key, glm = type_starts(model_type, "glm4");
+    if ((st = read_bool(cfg, "attention_bias", false, &attn_bias, &s)) != CM_OK ||
+        (st = read_bool(cfg, "qkv_bias", false, &qkv_bias_key, &s)) != CM_OK)
+        goto done;
+    BOOL_FIELD(mlp_bias, "mlp_bias", false);
+    spec->qkv_bias = gpt_style || type_starts(model_type, "qwen2") || attn_bias || qkv_bias_key;
+    spec->out_bias = gpt_style;
+    spec->attn_out_bias = attn_bias && !glm;
+    bool use_qk_norm;
+    if ((st = read_bool(cfg, "use_qk_norm", false, &use_qk_norm, &s)) != CM_OK) goto done;
+    spec->qk_norm = type_starts(model_type, "qwen3") || type_starts(model_type, "gemma3") ||
+                    use_qk_norm;
     spec->dropout = dropout_positive(cfg, KEYS("resid_pdrop", "attn_pdrop", "hidden_dropout",
                                                "attention_dropout", "hidden_dropout_prob"));
 
+    /* Positions: RoPE base and scaling, partial rotary. */
+    REAL_FIELD(rope_theta, KEYS("rope_theta", "rotary_emb_base"), "RoPE base", 0, 1e-9, 1e300);
+    REAL_FIELD(rope_local_theta, KEYS("rope_local_base_freq"), "local RoPE base", 0, 1e-9, 1e300);
+    REAL_FIELD(rotary_fraction, KEYS("partial_rotary_factor", "rotary_pct"), "rotary fraction",
+               1, 1e-9, 1);
+    const json_t *scaling = get(cfg, "rope_scaling");
+    if (scaling) {
+        if (!json_is_object(scaling)) {
+            st = cm_fail(err, errlen, CM_EPARSE, "%s: rope_scaling is %s, expected an object",
+                         path, json_kind(scaling));
+            goto done;
+        }
+        const char *type;
+        if ((st = read_str(scaling, KEYS("rope_type", "type"), &type, &s)) != CM_OK) goto done;
+        snprintf(spec->rope_scaling_type, sizeof spec->rope_scaling_type, "%s", type ? type : "");
+        if ((st = read_real(scaling, KEYS("factor"), "rope_scaling factor", 0, 1e-9, 1e9,
+                            &spec->rope_scaling_factor, &s)) != CM_OK ||
+            (st = read_int(scaling, KEYS("original_max_position_embeddings"),
+                           "rope_scaling original length", false, 0, 1, INT_MAX, &v, &s)) !=
+                CM_OK)
+            goto done;
+        spec->rope_original_max_positions = (int)v;
+    }
+    REAL_FIELD(final_logit_softcap, KEYS("final_logit_softcapping"), "final logit soft-cap", 0,
+               0, 1e9);
+    REAL_FIELD(attn_logit_softcap, KEYS("attn_logit_softcapping"), "attention logit soft-cap", 0,
+               0, 1e9);
+    if ((st = parse_sliding(cfg, model_type, spec, &s)) != CM_OK) goto done;
+    spec->attention_sinks = type_is(model_type, "gpt_oss");
+
     /* MoE */
-    spec->experts = (int)opt_int(cfg, KEYS("num_local_experts", "n_routed_experts",
-                                           "num_experts", "moe_num_experts"), 0);
+    INT_FIELD(experts, KEYS("num_local_experts", "n_routed_experts", "num_experts",
+                            "moe_num_experts"),
+              "expert count", false, 0, 0, INT_MAX);
+    spec->moe_layer_freq = 1;
+    spec->routed_scaling_factor = 1;
     if (spec->experts > 0) {
-        spec->top_k = (int)opt_int(cfg, KEYS("num_experts_per_tok", "moe_topk", "moe_router_topk"),
-                                   0);
+        INT_FIELD(top_k, KEYS("num_experts_per_tok", "experts_per_token", "moe_topk",
+                              "moe_router_topk"),
+                  "experts per token", false, 0, 0, INT_MAX);
         if (spec->top_k <= 0 || spec->top_k > spec->experts) {
             st = cm_fail(err, errlen, CM_EPARSE,
                          "%s: MoE model needs num_experts_per_tok between 1 and %d: fix it", path,
                          spec->experts);
-            goto fail;
+            goto done;
         }
-        /* Mixtral keeps the expert width in intermediate_size. */
-        spec->expert_ffn = opt_int(cfg, KEYS("moe_intermediate_size", "moe_ffn_hidden_size"),
-                                   spec->ffn);
-        spec->shared_experts = (int)opt_int(cfg, KEYS("n_shared_experts", "num_shared_experts"), 0);
+        /* Mixtral and gpt-oss keep the expert width in intermediate_size. */
+        INT_FIELD(expert_ffn, KEYS("moe_intermediate_size", "moe_ffn_hidden_size"),
+                  "expert intermediate size", false, spec->ffn, 1, INT_MAX);
+        INT_FIELD(shared_experts, KEYS("n_shared_experts", "num_shared_experts"),
+                  "shared expert count", false, 0, 0, INT_MAX);
         spec->shared_ffn = spec->expert_ffn;
-        long shared_width = opt_int(cfg, KEYS("shared_expert_intermediate_size"), 0);
+        long shared_width;
+        if ((st = read_int(cfg, KEYS("shared_expert_intermediate_size"),
+                           "shared expert intermediate size", false, 0, 0, INT_MAX,
+                           &shared_width, &s)) != CM_OK)
+            goto done;
         if (shared_width > 0) { /* Qwen2-MoE: one shared expert of that width */
             spec->shared_experts = 1;
             spec->shared_ffn = shared_width;
         }
-        spec->dense_first = (int)opt_int(cfg, KEYS("first_k_dense_replace"), 0);
+        INT_FIELD(dense_first, KEYS("first_k_dense_replace"), "first_k_dense_replace", false, 0,
+                  0, INT_MAX);
+        /* Qwen-MoE mlp_only_layers: a leading run [0..k-1] is the same as k dense-first
+         * layers; any other set is not modelled. */
+        const json_t *only = get(cfg, "mlp_only_layers");
+        if (only) {
+            size_t n = json_is_array(only) ? json_array_size(only) : 0;
+            bool prefix = json_is_array(only);
+            for (size_t i = 0; prefix && i < n; i++) {
+                const json_t *x = json_array_get(only, i);
+                prefix = json_is_integer(x) && json_integer_value(x) == (json_int_t)i;
+            }
+            if (!prefix) {
+                st = cm_fail(err, errlen, CM_EPARSE,
+                             "%s: mlp_only_layers must be empty or the first layers "
+                             "[0, 1, ..., k-1]: other dense-layer sets are not modelled",
+                             path);
+                goto done;
+            }
+            if ((long)n > spec->dense_first) spec->dense_first = (int)n;
+        }
         if (spec->dense_first > spec->layers) spec->dense_first = spec->layers;
-        const char *topk_method = get_str(cfg, "topk_method");
-        spec->router_bias = topk_method && strcmp(topk_method, "noaux_tc") == 0;
+        /* DeepSeek moe_layer_freq: layer i is MoE iff i >= k and i % freq == 0; Qwen
+         * decoder_sparse_step: iff (i + 1) % step == 0. */
+        long freq = 1;
+        const char *freq_key = NULL;
+        if (first_of(cfg, KEYS("moe_layer_freq"), NULL) &&
+            !json_is_array(get(cfg, "moe_layer_freq")))
+            freq_key = "moe_layer_freq";
+        else if (first_of(cfg, KEYS("decoder_sparse_step"), NULL))
+            freq_key = "decoder_sparse_step";
+        if (freq_key &&
+            (st = read_int(cfg, (const char *const[]){freq_key, NULL}, freq_key, false, 1, 1,
+                           INT_MAX, &freq, &s)) != CM_OK)
+            goto done;
+        spec->moe_layer_freq = (int)freq;
+        spec->moe_layer_phase = freq_key && strcmp(freq_key, "decoder_sparse_step") == 0 ? 1 : 0;
+
+        const char *topk_method, *scoring;
+        if ((st = read_str(cfg, KEYS("topk_method"), &topk_method, &s)) != CM_OK ||
+            (st = read_str(cfg, KEYS("scoring_func"), &scoring, &s)) != CM_OK)
+            goto done;
+        /* GLM-4.5 (Glm4MoeTopkRouter) always has the correction bias and sigmoid scores. */
+        spec->router_bias = (topk_method && strcmp(topk_method, "noaux_tc") == 0) || glm;
+        spec->router_linear_bias = type_is(model_type, "gpt_oss");
+        spec->expert_bias = type_is(model_type, "gpt_oss");
+        if (scoring && strcmp(scoring, "sigmoid") == 0)
+            spec->router_scoring = MODEL_ROUTER_SIGMOID;
+        else if (scoring && strcmp(scoring, "softmax") != 0) {
+            st = cm_fail(err, errlen, CM_EPARSE,
+                         "%s: scoring_func \"%s\" is not modelled (softmax or sigmoid)", path,
+                         scoring);
+            goto done;
+        } else if (!scoring && glm)
+            spec->router_scoring = MODEL_ROUTER_SIGMOID;
+        INT_FIELD(router_groups, KEYS("n_group"), "n_group", false, 0, 0, INT_MAX);
+        INT_FIELD(router_topk_groups, KEYS("topk_group"), "topk_group", false, 0, 0, INT_MAX);
+        REAL_FIELD(routed_scaling_factor, KEYS("routed_scaling_factor"), "routed scaling factor",
+                   1, 0, 1e6);
+        REAL_FIELD(router_aux_loss_coef, KEYS("router_aux_loss_coef", "aux_loss_alpha"),
+                   "router auxiliary loss coefficient", 0, 0, 1e6);
+        /* Mixtral and gpt-oss renormalise the top-k weights by construction (softmax over the
+         * selected logits); transformers' Qwen/DeepSeek classes default the key to false. */
+        BOOL_FIELD(norm_topk_prob, "norm_topk_prob",
+                   type_is(model_type, "mixtral") || type_is(model_type, "gpt_oss"));
     }
+    INT_FIELD(mtp_layers, KEYS("num_nextn_predict_layers"), "MTP layer count", false, 0, 0,
+              INT_MAX);
 
     /* MLA */
     if (get(cfg, "kv_lora_rank")) {
         spec->mla = true;
-        spec->q_lora_rank = (int)opt_int(cfg, KEYS("q_lora_rank"), 0);
-        spec->kv_lora_rank = (int)opt_int(cfg, KEYS("kv_lora_rank"), 0);
-        spec->qk_rope_dim = (int)opt_int(cfg, KEYS("qk_rope_head_dim"), 0);
-        spec->qk_nope_dim = (int)opt_int(cfg, KEYS("qk_nope_head_dim"), 0);
-        spec->v_head_dim = (int)opt_int(cfg, KEYS("v_head_dim"), spec->head_dim);
+        INT_FIELD(q_lora_rank, KEYS("q_lora_rank"), "q_lora_rank", false, 0, 0, INT_MAX);
+        INT_FIELD(kv_lora_rank, KEYS("kv_lora_rank"), "kv_lora_rank", false, 0, 0, INT_MAX);
+        INT_FIELD(qk_rope_dim, KEYS("qk_rope_head_dim"), "qk_rope_head_dim", false, 0, 0,
+                  INT_MAX);
+        INT_FIELD(qk_nope_dim, KEYS("qk_nope_head_dim"), "qk_nope_head_dim", false, 0, 0,
+                  INT_MAX);
+        INT_FIELD(v_head_dim, KEYS("v_head_dim"), "v_head_dim", false, spec->head_dim, 0,
+                  INT_MAX);
+        if ((long)spec->qk_nope_dim + spec->qk_rope_dim > INT_MAX) {
+            st = cm_fail(err, errlen, CM_EPARSE, "%s: qk head dims are too large", path);
+            goto done;
+        }
         spec->head_dim = spec->qk_nope_dim + spec->qk_rope_dim;
     }
+#undef INT_FIELD
+#undef REAL_FIELD
+#undef BOOL_FIELD
+
+    /* Model cards of DeepSeek-V2/V3, Kimi-K2 (DeepSeek-V3 architecture) and gpt-oss count the
+     * active parameters without the input embedding (a table lookup, not compute). */
+    spec->published_active_excludes_embedding =
+        type_starts(model_type, "deepseek_v") || type_is(model_type, "kimi_k2") ||
+        type_is(model_type, "gpt_oss");
 
     /* Our own block: published counts and overrides. */
     const json_t *plan = get(root, "_plan");
@@ -280,14 +808,16 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
         if (get_num(plan, &x, KEYS("published_params_total"))) spec->published_params_total = x;
         if (get_num(plan, &x, KEYS("published_params_active"))) spec->published_params_active = x;
         if (get_num(plan, &x, KEYS("published_precision"))) spec->published_precision = x;
-        spec->published_active_excludes_embedding =
-            !get_bool(plan, "published_active_includes_input_embedding", true);
+        const json_t *inc = get(plan, "published_active_includes_input_embedding");
+        if (inc && json_is_boolean(inc))
+            spec->published_active_excludes_embedding = !json_is_true(inc);
         const json_t *g = get(plan, "gated_mlp");
         if (g && json_is_boolean(g))
             spec->activation = json_is_true(g) ? MODEL_ACT_SWIGLU : MODEL_ACT_GELU;
     }
-    return model_validate(spec, err, errlen);
-fail:
+    st = model_validate(spec, err, errlen);
+done:
+    json_decref(owned);
     return st;
 }
 
@@ -393,9 +923,35 @@ cm_status model_load(const char *name_or_path, const char *data_dir, model_spec 
 
 bool model_is_moe(const model_spec *m) { return m->experts > 0; }
 
+bool model_layer_is_moe(const model_spec *m, int i)
+{
+    if (!model_is_moe(m) || i < m->dense_first || i >= m->layers) return false;
+    int freq = m->moe_layer_freq > 0 ? m->moe_layer_freq : 1;
+    return ((long)i + m->moe_layer_phase) % freq == 0;
+}
+
 int model_moe_layers(const model_spec *m)
 {
-    return model_is_moe(m) ? m->layers - m->dense_first : 0;
+    if (!model_is_moe(m)) return 0;
+    if (m->moe_layer_freq <= 1) return m->layers - m->dense_first;
+    int n = 0;
+    for (int i = m->dense_first; i < m->layers; i++) n += model_layer_is_moe(m, i);
+    return n;
+}
+
+bool model_layer_is_sliding(const model_spec *m, int i)
+{
+    if (m->sliding_window <= 0 || i < m->sliding_first_layer || i >= m->layers) return false;
+    int period = m->sliding_period > 0 ? m->sliding_period : 1;
+    return (m->sliding_mask >> (i % period)) & 1;
+}
+
+int model_sliding_layers(const model_spec *m)
+{
+    if (m->sliding_window <= 0) return 0;
+    int n = 0;
+    for (int i = 0; i < m->layers; i++) n += model_layer_is_sliding(m, i);
+    return n;
 }
 
 int model_q_dim(const model_spec *m) { return m->heads * m->head_dim; }
@@ -423,14 +979,18 @@ double model_attention_params(const model_spec *m)
     double qd = model_q_dim(m), kvd = model_kv_dim(m);
     double p = h * qd + 2.0 * h * kvd + qd * h;
     if (m->qkv_bias) p += qd + 2.0 * kvd;
-    if (m->out_bias) p += h;
+    if (m->out_bias || m->attn_out_bias) p += h;
     if (m->qk_norm) p += 2.0 * m->head_dim;
+    if (m->attention_sinks) p += a; /* gpt-oss self_attn.sinks: one logit per head */
     return p;
 }
 
 double model_norm_params(const model_spec *m)
 {
-    return (m->norm == MODEL_NORM_LAYER ? 4.0 : 2.0) * m->hidden;
+    /* Gemma 2/3 also normalise the outputs of attention and MLP (post_attention_layernorm,
+     * pre_feedforward_layernorm, post_feedforward_layernorm besides input_layernorm). */
+    double norms = m->sandwich_norm ? 4.0 : 2.0;
+    return (m->norm == MODEL_NORM_LAYER ? 2.0 : 1.0) * norms * m->hidden;
 }
 
 static double mlp_params(const model_spec *m, double width, bool bias)
@@ -440,8 +1000,15 @@ static double mlp_params(const model_spec *m, double width, bool bias)
     return 2.0 * h * width + (bias ? width + h : 0);
 }
 
-double model_dense_mlp_params(const model_spec *m) { return mlp_params(m, m->ffn, m->out_bias); }
-double model_expert_params(const model_spec *m) { return mlp_params(m, m->expert_ffn, false); }
+double model_dense_mlp_params(const model_spec *m)
+{
+    return mlp_params(m, m->ffn, m->out_bias || m->mlp_bias);
+}
+/* gpt-oss experts: gate_up_proj_bias (2f) and down_proj_bias (h) per expert. */
+double model_expert_params(const model_spec *m)
+{
+    return mlp_params(m, m->expert_ffn, m->expert_bias);
+}
 
 double model_shared_expert_params(const model_spec *m)
 {
@@ -453,8 +1020,9 @@ double model_shared_expert_params(const model_spec *m)
 
 double model_router_params(const model_spec *m)
 {
-    return model_is_moe(m) ? (double)m->hidden * m->experts + (m->router_bias ? m->experts : 0)
-                           : 0;
+    if (!model_is_moe(m)) return 0;
+    return (double)m->hidden * m->experts + (m->router_bias ? m->experts : 0) +
+           (m->router_linear_bias ? m->experts : 0);
 }
 
 double model_embedding_params(const model_spec *m)
@@ -470,14 +1038,19 @@ double model_output_params(const model_spec *m)
     return final_norm + (m->tied_embeddings ? 0 : (double)m->vocab * m->hidden);
 }
 
+static double moe_block_params(const model_spec *m, int experts_counted)
+{
+    return experts_counted * model_expert_params(m) + model_shared_expert_params(m) +
+           model_router_params(m);
+}
+
 static double count(const model_spec *m, int experts_counted)
 {
     int moe = model_moe_layers(m), dense = m->layers - moe;
     double per_layer = model_attention_params(m) + model_norm_params(m);
     double p = model_embedding_params(m) + model_output_params(m) + m->layers * per_layer;
     p += dense * model_dense_mlp_params(m);
-    p += moe * (experts_counted * model_expert_params(m) + model_shared_expert_params(m) +
-                model_router_params(m));
+    p += moe * moe_block_params(m, experts_counted);
     return p;
 }
 
@@ -485,4 +1058,21 @@ double model_params_total(const model_spec *m) { return count(m, m->experts); }
 double model_params_active(const model_spec *m)
 {
     return model_is_moe(m) ? count(m, m->top_k) : count(m, 0);
+}
+
+double model_params_active_published(const model_spec *m)
+{
+    double active = model_params_active(m);
+    if (m->published_active_excludes_embedding) active -= (double)m->vocab * m->hidden;
+    return active;
+}
+
+double model_mtp_params(const model_spec *m)
+{
+    if (m->mtp_layers <= 0) return 0;
+    double h = m->hidden;
+    double layer = model_attention_params(m) + model_norm_params(m) +
+                   (model_layer_is_moe(m, m->layers - 1) ? moe_block_params(m, m->experts)
+                                                         : model_dense_mlp_params(m));
+    return m->mtp_layers * (layer + 2.0 * h * h + 3.0 * h);
 }

@@ -1,7 +1,8 @@
 /*
  * model.h — the model spec: the architecture of a transformer, read from a Hugging Face
- * config.json (Llama, Qwen, Mistral, Mixtral, DeepSeek-V3 keys, and GPT-2-style n_layer/n_embd/
- * n_head), and the parameter counts derived from it.
+ * config.json (Llama, Qwen2/2.5/3 dense and MoE, Mistral, Mixtral, DeepSeek-V2/V3, Kimi-K2,
+ * GLM-4.5, gpt-oss, Gemma 2/3, Phi-3/4 keys, and GPT-2-style n_layer/n_embd/n_head; multimodal
+ * checkpoints through their nested text_config), and the parameter counts derived from it.
  *
  * Everything downstream (FLOPs, memory, communication) is expressed through the per-layer
  * matrix shapes this module exposes, so a user's own config.json works the same as a preset.
@@ -11,11 +12,17 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "status.h"
 
 typedef enum { MODEL_ACT_SWIGLU = 0, MODEL_ACT_GELU = 1 } model_activation;
 typedef enum { MODEL_NORM_RMS = 0, MODEL_NORM_LAYER = 1 } model_norm;
+/* How the MoE router turns logits into expert weights (DeepSeek-V3 / GLM-4.5: sigmoid). */
+typedef enum { MODEL_ROUTER_SOFTMAX = 0, MODEL_ROUTER_SIGMOID = 1 } model_router_scoring;
+
+/* Largest config.json the reader accepts (real ones are a few KiB). */
+#define MODEL_CONFIG_MAX_BYTES (4L << 20)
 
 typedef struct {
     char name[64];        /* preset name or file stem: "8b" */
@@ -34,10 +41,34 @@ typedef struct {
     bool learned_positions; /* GPT-2/3 style absolute position table */
     model_activation activation;
     model_norm norm;
-    bool qkv_bias;        /* biases on q,k,v (GPT, Qwen2) */
-    bool out_bias;        /* biases on the attention output and MLP matrices (GPT) */
-    bool qk_norm;         /* per-head RMSNorm on q and k (Qwen3) */
+    bool qkv_bias;        /* biases on q,k,v (GPT, Qwen2, attention_bias) */
+    bool out_bias;        /* biases on the attention output and MLP matrices (GPT; Megatron's
+                           * add_bias_linear) */
+    bool attn_out_bias;   /* bias on the attention output only (attention_bias: Llama, gpt-oss) */
+    bool mlp_bias;        /* biases on the dense MLP matrices only (Llama's mlp_bias) */
+    bool qk_norm;         /* per-head RMSNorm on q and k (Qwen3, Gemma 3, GLM-4.5 use_qk_norm) */
+    bool sandwich_norm;   /* four norms per layer: pre and post attention and MLP (Gemma 2/3) */
     bool dropout;         /* dropout active in training (GPT-style configs); stores masks */
+
+    /* Positions and norms (0 where the config does not say). */
+    double rope_theta;           /* RoPE base */
+    double rope_local_theta;     /* RoPE base of sliding-window layers (Gemma 3), else 0 */
+    char rope_scaling_type[16];  /* "llama3", "yarn", "linear", "dynamic", ... or "" */
+    double rope_scaling_factor;  /* 0 without scaling */
+    int rope_original_max_positions; /* rope_scaling.original_max_position_embeddings or 0 */
+    double rotary_fraction;      /* fraction of the head dim rotated (partial_rotary_factor), 1 */
+    double norm_eps;             /* rms_norm_eps / layer_norm_eps */
+
+    /* Sliding-window attention: layer i attends to the last sliding_window tokens when
+     * model_layer_is_sliding(m, i) (the pattern repeats every sliding_period layers from
+     * sliding_first_layer; bit j of sliding_mask marks position j of the period). */
+    int sliding_window;          /* 0: every layer attends to the whole causal prefix */
+    int sliding_period;
+    uint64_t sliding_mask;
+    int sliding_first_layer;     /* Qwen2 max_window_layers */
+    bool attention_sinks;        /* learned per-head sink logits (gpt-oss): heads params/layer */
+    double final_logit_softcap;  /* Gemma 2 final_logit_softcapping, 0 = none */
+    double attn_logit_softcap;   /* Gemma 2 attn_logit_softcapping, 0 = none */
 
     /* MoE (experts == 0: dense) */
     int experts;
@@ -46,7 +77,23 @@ typedef struct {
     int shared_experts;
     long shared_ffn;      /* intermediate size of one shared expert */
     int dense_first;      /* first k layers are dense MLP (DeepSeek first_k_dense_replace) */
-    bool router_bias;     /* DeepSeek-V3 e_score_correction_bias */
+    int moe_layer_freq;   /* layer i >= dense_first is MoE when (i + moe_layer_phase) % freq == 0 */
+    int moe_layer_phase;  /* 0: DeepSeek moe_layer_freq; 1: Qwen decoder_sparse_step */
+    bool router_bias;     /* DeepSeek-V3 / GLM-4.5 e_score_correction_bias (E per MoE layer) */
+    bool router_linear_bias; /* bias of the router linear (gpt-oss; E per MoE layer) */
+    bool expert_bias;     /* biases on every expert's matrices (gpt-oss) */
+    model_router_scoring router_scoring;
+    int router_groups;    /* n_group (DeepSeek-V3 node-limited routing), 0 = none */
+    int router_topk_groups; /* topk_group */
+    double routed_scaling_factor; /* 1 when absent */
+    bool norm_topk_prob;  /* top-k weights renormalised to sum 1 */
+    double router_aux_loss_coef; /* load-balancing loss coefficient, 0 when absent */
+    int mtp_layers;       /* num_nextn_predict_layers (DeepSeek-V3, GLM-4.5): not in the counts */
+
+    /* Multimodal checkpoints: the language model of text_config is planned. */
+    bool vision_tower_ignored; /* a vision_config was present and is not planned */
+    char ignored_parts[64];    /* the ignored sub-configs, e.g. "vision_config" */
+    char assumed[192];         /* keys absent from the file and set to the model type's default */
 
     /* MLA (DeepSeek-V2/V3); mla == false: ordinary (G)QA */
     bool mla;
@@ -60,7 +107,8 @@ typedef struct {
     double published_params_total;
     double published_params_active;
     double published_precision;
-    bool published_active_excludes_embedding; /* DeepSeek counts active without the input table */
+    bool published_active_excludes_embedding; /* DeepSeek, Kimi-K2, gpt-oss count active without
+                                                * the input table (also the model type's default) */
 } model_spec;
 
 /* Read a config.json (path) into spec. name is the preset name or NULL (file stem used). */
@@ -83,8 +131,13 @@ cm_status model_load(const char *name_or_path, const char *data_dir, model_spec 
 cm_status model_validate(const model_spec *spec, char *err, size_t errlen);
 
 bool model_is_moe(const model_spec *m);
+/* Whether layer i (0-based) has an MoE block. */
+bool model_layer_is_moe(const model_spec *m, int i);
 /* Number of layers whose MLP is an MoE block. */
 int model_moe_layers(const model_spec *m);
+/* Whether layer i attends through a sliding window, and how many layers do. */
+bool model_layer_is_sliding(const model_spec *m, int i);
+int model_sliding_layers(const model_spec *m);
 
 /* Per-layer parameter counts (whole layer, unsharded). */
 double model_attention_params(const model_spec *m);   /* projections + biases + qk/mla norms */
@@ -99,6 +152,14 @@ double model_output_params(const model_spec *m);      /* final norm + untied lm_
 double model_params_total(const model_spec *m);
 /* Parameters touched per token: routed experts counted top_k times, not `experts` times. */
 double model_params_active(const model_spec *m);
+/* Active parameters as the model card counts them: without the input embedding for the models
+ * whose publishers count so (published_active_excludes_embedding). */
+double model_params_active_published(const model_spec *m);
+/* Unique parameters of the multi-token-prediction modules (excluded from the totals above, as
+ * the model cards exclude them): per module one decoder layer of the last layer's kind, the
+ * projection eh_proj (2h x h) and three RMSNorms (enorm, hnorm, shared_head.norm); the copies
+ * of embedding and output head a checkpoint may store for them are not counted. */
+double model_mtp_params(const model_spec *m);
 
 /* Width of the attention output (heads * v_head_dim) and of q (heads * qk dim). */
 int model_q_dim(const model_spec *m);

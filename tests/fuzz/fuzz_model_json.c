@@ -20,7 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     volatile double sink = model_params_total(&m) + model_params_active(&m) +
                            model_attention_params(&m) + model_embedding_params(&m) +
                            model_output_params(&m) + model_q_dim(&m) + model_kv_dim(&m) +
-                           model_attn_out_dim(&m) + model_moe_layers(&m);
+                           model_attn_out_dim(&m) + model_moe_layers(&m) +
+                           model_mtp_params(&m) + model_params_active_published(&m) +
+                           model_sliding_layers(&m);
     (void)sink;
     return 0;
 }
