@@ -11,6 +11,11 @@
  */
 #include "chart.h"
 
+#include <errno.h>
+#include <stdio.h>
+
+#include "whole_file.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -453,6 +458,12 @@ cm_status chart_svg(const chart *c, const char *id_prefix, char **svg, size_t *l
     return CM_OK;
 }
 
+static cairo_status_t png_write(void *closure, const unsigned char *data, unsigned int length)
+{
+    return fwrite(data, 1, length, (FILE *)closure) == length ? CAIRO_STATUS_SUCCESS
+                                                               : CAIRO_STATUS_WRITE_ERROR;
+}
+
 cm_status chart_png(const chart *c, const char *path, char *err, size_t errlen)
 {
     const double scale = 1.5; /* crisper on high-density screens */
@@ -463,12 +474,26 @@ cm_status chart_png(const chart *c, const char *path, char *err, size_t errlen)
     draw(cr, c);
     cairo_status_t st = cairo_status(cr);
     cairo_destroy(cr);
-    if (st == CAIRO_STATUS_SUCCESS) st = cairo_surface_write_to_png(s, path);
+    if (st != CAIRO_STATUS_SUCCESS) {
+        cairo_surface_destroy(s);
+        return cm_fail(err, errlen, CM_ENOMEM, "drawing the chart '%s' failed: %s", path,
+                       cairo_status_to_string(st));
+    }
+    /* Written whole (whole_file.h): a full disk leaves no half PNG behind. */
+    whole_file w;
+    cm_status ws = whole_file_open(&w, path, err, errlen);
+    if (ws != CM_OK) {
+        cairo_surface_destroy(s);
+        return ws;
+    }
+    st = cairo_surface_write_to_png_stream(s, png_write, w.f);
     cairo_surface_destroy(s);
-    if (st != CAIRO_STATUS_SUCCESS)
-        return cm_fail(err, errlen, CM_EIO, "cannot write the chart '%s': %s (check the "
-                       "directory exists and is writable)", path, cairo_status_to_string(st));
-    return CM_OK;
+    if (st != CAIRO_STATUS_SUCCESS) {
+        int e = errno;
+        whole_file_abort(&w);
+        return whole_file_fail(path, st == CAIRO_STATUS_WRITE_ERROR ? e : 0, err, errlen);
+    }
+    return whole_file_commit(&w, err, errlen);
 }
 
 #endif

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "measure_local.h"
+#include "whole_file.h"
 #include "profile.h"
 #include "search.h"
 
@@ -537,23 +538,27 @@ int cmd_bench(int argc, char **argv)
         fprintf(stderr, "bench: measuring rows that fit on the %d local GPUs (%s)\n",
                 measure_local_gpus(ml), measure_local_device(ml));
     }
-    FILE *out = stdout;
-    if (out_path && !(out = fopen(out_path, "w"))) {
+    /* Written whole (whole_file.h): the rows go to a temporary file that replaces -o only when
+     * the sweep ends (or is interrupted after a complete row); bad arguments, a failed sweep or
+     * a full disk leave an existing results file as it was. */
+    whole_file wf;
+    if (whole_file_open(&wf, out_path ? out_path : "-", err, sizeof err) != CM_OK) {
         measure_local_close(ml);
-        char msg[300];
-        snprintf(msg, sizeof msg, "cannot write '%s': check the directory exists", out_path);
-        return cli_error(msg);
+        return cli_error(err);
     }
+    FILE *out = wf.f;
     signal(SIGINT, on_sigint);
     if (preset) {
         if (strcmp(preset, "guide")) {
-            if (out != stdout) fclose(out);
+            whole_file_abort(&wf);
+            measure_local_close(ml);
             return cli_error("unknown --preset: the only preset is 'guide'");
         }
         rc = guide(out, &sw.training);
     } else {
         if (!sw.models.n || !sw.ngpus) {
-            if (out != stdout) fclose(out);
+            whole_file_abort(&wf);
+            measure_local_close(ml);
             return cli_error(have_models || have_gpus || sweep_path
                                  ? "a sweep needs both models and GPU counts (--models, --gpus)"
                                  : "nothing to run: give --models and --gpus, --sweep FILE, "
@@ -562,6 +567,10 @@ int cmd_bench(int argc, char **argv)
         rc = run_sweep(&sw, out, ml);
     }
     measure_local_close(ml);
-    if (out != stdout) fclose(out);
+    if (rc != 0 && rc != 130) { /* 130: interrupted, the rows written are complete */
+        whole_file_abort(&wf);
+        return rc;
+    }
+    if (whole_file_commit(&wf, err, sizeof err) != CM_OK) return cli_error(err);
     return rc;
 }

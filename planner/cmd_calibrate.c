@@ -15,6 +15,7 @@
 
 #include "calib.h"
 #include "cli.h"
+#include "whole_file.h"
 #include "commands.h"
 #include "model.h"
 #ifdef PLAN_HAVE_BACKEND
@@ -194,12 +195,15 @@ int cmd_calibrate(int argc, char **argv)
     /* Several processes (mpirun / srun): collectives span all of them; GEMMs run on process
      * 0's first GPU; process 0 writes the CSV and the table. */
     bool root = bk_is_root(ctx);
-    FILE *out = !root ? fopen("/dev/null", "w") : strcmp(outpath, "-") ? fopen(outpath, "w") : stdout;
-    if (!out) {
-        fprintf(stderr, "plan: error: cannot write %s: %s\n", outpath, strerror(errno));
+    /* The CSV is written whole (whole_file.h): a failed run or a full disk leaves no half file
+     * and any earlier calibration under the same name as it was. */
+    whole_file wf;
+    if (whole_file_open(&wf, root ? outpath : "/dev/null", err, sizeof err) != CM_OK) {
+        fprintf(stderr, "plan: error: %s\n", err);
         bk_close(ctx);
         return 1;
     }
+    FILE *out = wf.f;
     FILE *human = !root ? out : out == stdout ? stderr : stdout;
     FILE *progress = root ? stderr : out;
     bk_timing tm = bk_timing_default();
@@ -288,14 +292,18 @@ int cmd_calibrate(int argc, char **argv)
                     wrong ? "WRONG" : "ok");
         }
 end:
-    if (out != stdout) fclose(out);
-    else fflush(out);
+    if (hard) {
+        whole_file_abort(&wf);
+    } else if (whole_file_commit(&wf, err, sizeof err) != CM_OK) {
+        fprintf(stderr, "plan: error: %s\n", err);
+        status = 1;
+    }
     bk_close(ctx);
     if (hard) bk_world_abort(status);
     bk_world_finalize();
     if (!root) return status;
     if (status) fprintf(stderr, "plan: error: calibration failed or found wrong results (see above)\n");
-    else if (out != stdout) fprintf(stderr, "calibrate: wrote %s\n", outpath);
+    else if (strcmp(outpath, "-")) fprintf(stderr, "calibrate: wrote %s\n", outpath);
     return status;
 #endif
 }

@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "whole_file.h"
 
 #ifndef PLAN_VERSION
 #define PLAN_VERSION "unknown"
@@ -96,6 +97,18 @@ static int exec_gpu(char **argv)
 #endif
 }
 
+/* A command's exit status, unless what it printed did not reach standard output (a full disk,
+ * /dev/full, a closed pipe): then one line and a failure, never a silent success. */
+static int checked_stdout(int rc)
+{
+    char err[CM_ERRLEN];
+    if (whole_file_check_stdout(err, sizeof err) != CM_OK) {
+        fprintf(stderr, "plan: error: %s\n", err);
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))) {
@@ -107,11 +120,11 @@ int main(int argc, char **argv)
         usage();
         return 0;
     }
-    if (argc < 2 || argv[1][0] == '-') return cmd_search(argc, argv);
+    if (argc < 2 || argv[1][0] == '-') return checked_stdout(cmd_search(argc, argv));
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) {
             if (needs_gpu(&commands[i], argc - 1, argv + 1) && exec_gpu(argv)) return 1;
-            return commands[i].fn(argc - 1, argv + 1);
+            return checked_stdout(commands[i].fn(argc - 1, argv + 1));
         }
     char msg[200];
     snprintf(msg, sizeof msg, "unknown command '%s': run plan --help for the list", argv[1]);

@@ -6,6 +6,7 @@
  * doc_writer.c turns blocks into HTML or Markdown and quotes text for either.
  */
 #include "report.h"
+#include "whole_file.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -95,23 +96,21 @@ static void write_body(doc *d, const report *r)
 
 cm_status report_write(report *r, report_format fmt, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return cm_fail(err, errlen, CM_EIO, "cannot write '%s': %s (check the directory exists "
-                       "and is writable)", path, strerror(errno));
+    whole_file w; /* written whole: a failed write leaves any old guide as it was */
+    cm_status st = whole_file_open(&w, path, err, errlen);
+    if (st != CM_OK) return st;
     doc d;
-    doc_init(&d, f, fmt == REPORT_MARKDOWN ? DOC_MARKDOWN : DOC_HTML, path);
+    doc_init(&d, w.f, fmt == REPORT_MARKDOWN ? DOC_MARKDOWN : DOC_HTML, path);
     char title[160];
     snprintf(title, sizeof title, "FSDP2 or Megatron on %s: a decision guide", r->sys.gpu_name);
     doc_begin(&d, title, css);
     write_body(&d, r);
     doc_end(&d);
-    bool werr = ferror(f);
-    if (fclose(f) != 0) werr = true;
     r->stats.charts = d.charts;
     r->stats.images = d.images;
-    if (werr)
-        return cm_fail(err, errlen, CM_EIO, "writing '%s' failed (disk full?)", path);
-    if (d.st != CM_OK) return cm_fail(err, errlen, d.st, "%s", d.err);
-    return CM_OK;
+    if (d.st != CM_OK) {
+        whole_file_abort(&w);
+        return cm_fail(err, errlen, d.st, "%s", d.err);
+    }
+    return whole_file_commit(&w, err, errlen);
 }

@@ -1,0 +1,177 @@
+/*
+ * test_outputs.c — outputs are written whole or not at all (DESIGN.md, Conventions; issue 18,
+ * "Data loss"): whole_file.h through the library, and the commands that write files or
+ * standard output, against a full disk (/dev/full), bad arguments and an existing file.
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "plan_run.h"
+#include "whole_file.h"
+
+static plan_run_result res;
+
+/* A fresh directory for one test. */
+static void make_dir(char *dir, size_t n)
+{
+    snprintf(dir, n, "/tmp/plan_outputs_XXXXXX");
+    assert_non_null(mkdtemp(dir));
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void read_text(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t k = fread(buf, 1, n - 1, f);
+    buf[k] = '\0';
+    fclose(f);
+}
+
+/* How many entries the directory holds (a leftover temporary file shows here). */
+static int entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+static void remove_dir(const char *dir)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_commit_replaces_abort_keeps(void **state)
+{
+    (void)state;
+    char dir[64], path[128], buf[256], err[CM_ERRLEN];
+    make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    write_text(path, "old\n");
+    whole_file w;
+    assert_int_equal(whole_file_open(&w, path, err, sizeof err), CM_OK);
+    fputs("new\n", w.f);
+    read_text(path, buf, sizeof buf); /* not replaced until commit */
+    assert_string_equal(buf, "old\n");
+    whole_file_abort(&w);
+    read_text(path, buf, sizeof buf);
+    assert_string_equal(buf, "old\n");
+    assert_int_equal(entries(dir), 1); /* no temporary file left */
+    assert_int_equal(whole_file_open(&w, path, err, sizeof err), CM_OK);
+    fputs("new\n", w.f);
+    assert_int_equal(whole_file_commit(&w, err, sizeof err), CM_OK);
+    read_text(path, buf, sizeof buf);
+    assert_string_equal(buf, "new\n");
+    assert_int_equal(entries(dir), 1);
+    remove_dir(dir);
+}
+
+static void test_bad_targets(void **state)
+{
+    (void)state;
+    char dir[64], err[CM_ERRLEN];
+    make_dir(dir, sizeof dir);
+    whole_file w;
+    assert_int_not_equal(whole_file_open(&w, dir, err, sizeof err), CM_OK);
+    assert_non_null(strstr(err, "is a directory"));
+    char missing[128];
+    snprintf(missing, sizeof missing, "%s/no/such/dir/x.csv", dir);
+    assert_int_not_equal(whole_file_open(&w, missing, err, sizeof err), CM_OK);
+    assert_non_null(strstr(err, "No such file or directory"));
+    /* A device is written in place, and a full one fails at commit, saying so. */
+    assert_int_equal(whole_file_open(&w, "/dev/full", err, sizeof err), CM_OK);
+    for (int i = 0; i < 10000; i++) fputs("0123456789", w.f);
+    assert_int_not_equal(whole_file_commit(&w, err, sizeof err), CM_OK);
+    assert_non_null(strstr(err, "disk full"));
+    assert_non_null(strstr(err, "/dev/full"));
+    remove_dir(dir);
+}
+
+static void test_stdout_full(void **state)
+{
+    (void)state;
+    assert_int_equal(plan_run(&res, "--model 8b --gpus 8 >/dev/full"), 0);
+    assert_int_not_equal(res.status, 0);
+    assert_non_null(strstr(res.err, "standard output"));
+    assert_non_null(strstr(res.err, "disk full"));
+    assert_int_equal(plan_run(&res, "estimate --model 8b --gpus 8 --format json >/dev/full"), 0);
+    assert_int_not_equal(res.status, 0);
+    assert_non_null(strstr(res.err, "disk full"));
+}
+
+static void test_bench_keeps_existing_results(void **state)
+{
+    (void)state;
+    char dir[64], path[128], args[512], buf[4096];
+    make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    write_text(path, "precious rows\n");
+    /* bad arguments after -o: the file is checked and kept */
+    snprintf(args, sizeof args, "bench -o '%s' --preset nonesuch", path);
+    assert_int_equal(plan_run(&res, args), 0);
+    assert_int_not_equal(res.status, 0);
+    read_text(path, buf, sizeof buf);
+    assert_string_equal(buf, "precious rows\n");
+    snprintf(args, sizeof args, "bench -o '%s'", path);
+    assert_int_equal(plan_run(&res, args), 0);
+    assert_int_not_equal(res.status, 0);
+    read_text(path, buf, sizeof buf);
+    assert_string_equal(buf, "precious rows\n");
+    assert_int_equal(entries(dir), 1);
+    /* a good sweep replaces it whole */
+    snprintf(args, sizeof args, "bench --models 8b --gpus 8 --frameworks fsdp2 -o '%s'", path);
+    assert_int_equal(plan_run(&res, args), 0);
+    assert_int_equal(res.status, 0);
+    read_text(path, buf, sizeof buf);
+    assert_true(strncmp(buf, "model,", 6) == 0 || strstr(buf, "model") == buf + 1);
+    assert_null(strstr(buf, "precious"));
+    assert_int_equal(entries(dir), 1);
+    /* a full disk: non-zero, named */
+    assert_int_equal(plan_run(&res, "bench --models 8b --gpus 8 -o /dev/full"), 0);
+    assert_int_not_equal(res.status, 0);
+    assert_non_null(strstr(res.err, "disk full"));
+    remove_dir(dir);
+}
+
+static void test_report_full_disk(void **state)
+{
+    (void)state;
+    assert_int_equal(plan_run(&res, "report --models 3b --gpus 8 --format md -o /dev/full"), 0);
+    assert_int_not_equal(res.status, 0);
+    assert_non_null(strstr(res.err, "disk full"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_commit_replaces_abort_keeps),
+        cmocka_unit_test(test_bad_targets),
+        cmocka_unit_test(test_stdout_full),
+        cmocka_unit_test(test_bench_keeps_existing_results),
+        cmocka_unit_test(test_report_full_disk),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
