@@ -28,6 +28,7 @@ static const command commands[] = {
     {"report", cmd_report, "the FSDP2-vs-Megatron decision guide (HTML or Markdown, charts)"},
     {"calibrate", cmd_calibrate, "measure GEMMs and NCCL collectives on the local GPUs (CSV)"},
     {"measure", cmd_measure, "run one layout's training step on the local GPUs vs its estimate"},
+    {"refine", cmd_refine, "measure the best plans on the local GPUs and refit the step terms"},
 };
 
 static void usage(void)
