@@ -211,7 +211,6 @@ cm_status whole_file_json(const json_t *j, const char *path, size_t flags, char 
         whole_file_abort(&w);
         return whole_file_fail(path, e, err, errlen);
     }
-    if (!(flags & JSON_COMPACT) || w.is_stdout) fputc('\n', w.f);
     return whole_file_commit(&w, err, errlen);
 }
 

@@ -38,7 +38,7 @@ cm_status whole_file_commit(whole_file *w, char *err, size_t errlen);
  * failed to open or was already committed. */
 void whole_file_abort(whole_file *w);
 
-/* Writes a JSON document whole (jansson's json_dumpf with flags). */
+/* Writes a JSON document whole (jansson's json_dumpf with flags; bytes as json_dump_file). */
 cm_status whole_file_json(const json_t *j, const char *path, size_t flags, char *err,
                           size_t errlen);
 

@@ -8,32 +8,143 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
-static const char *const columns[] = {
-    "model", "params", "framework", "sharding", "tp", "pp", "dp", "cp", "ep", "vpp", "mbs",
-    "gbs", "seq", "recompute", "gpus", "system", "step_s", "tokens_per_s", "mfu", "memory_gib",
-    "feasible", "measured_step_s", "measured_memory_gib", "error_pct", "plan_version", NULL,
+#include "layout_codec.h"
+
+/* ---- the columns ---- */
+
+typedef enum { COL_TEXT, COL_INT, COL_REAL, COL_YESNO } col_kind;
+
+typedef struct {
+    const char *name;
+    col_kind kind;
+    size_t offset, size; /* of the bench_row member */
+    const char *fmt;     /* COL_INT, COL_REAL: how the number is written */
+} column;
+
+#define TEXT(n, m) {n, COL_TEXT, offsetof(bench_row, m), sizeof ((bench_row *)0)->m, NULL}
+#define INT(n, m) {n, COL_INT, offsetof(bench_row, m), sizeof(int), "%.0f"}
+#define REAL(n, m, f) {n, COL_REAL, offsetof(bench_row, m), sizeof(double), f}
+
+/* Before and after the layout's columns. */
+static const column head[] = {TEXT("model", model), REAL("params", params, "%.0f")};
+static const column tail[] = {
+    INT("gpus", gpus),
+    TEXT("system", system),
+    REAL("step_s", step_s, "%.6g"),
+    REAL("tokens_per_s", tokens_per_s, "%.6g"),
+    REAL("mfu", mfu, "%.4f"),
+    REAL("memory_gib", memory_gib, "%.3f"),
+    {"feasible", COL_YESNO, offsetof(bench_row, feasible), sizeof(bool), NULL},
+    REAL("measured_step_s", measured_step_s, "%.6g"),
+    REAL("measured_memory_gib", measured_memory_gib, "%.3f"),
+    REAL("error_pct", error_pct, "%.2f"),
+    TEXT("plan_version", version),
 };
-enum { NCOLS = 25 };
+
+/* Where a bench_row keeps each layout field the codec makes a column (layout_codec.h). */
+static bool layout_column(const layout_field *f, column *c)
+{
+    static const struct {
+        layout_field_id id;
+        column col;
+    } members[] = {
+        {LAYOUT_F_FRAMEWORK, TEXT(NULL, framework)}, {LAYOUT_F_SHARDING, TEXT(NULL, sharding)},
+        {LAYOUT_F_TP, INT(NULL, tp)},   {LAYOUT_F_PP, INT(NULL, pp)},
+        {LAYOUT_F_DP, INT(NULL, dp)},   {LAYOUT_F_CP, INT(NULL, cp)},
+        {LAYOUT_F_EP, INT(NULL, ep)},   {LAYOUT_F_VPP, INT(NULL, vpp)},
+        {LAYOUT_F_MBS, INT(NULL, mbs)}, {LAYOUT_F_GBS, INT(NULL, gbs)},
+        {LAYOUT_F_SEQ, INT(NULL, seq)}, {LAYOUT_F_RECOMPUTE, TEXT(NULL, recompute)},
+    };
+    for (size_t i = 0; i < sizeof members / sizeof *members; i++)
+        if (members[i].id == f->id) {
+            *c = members[i].col;
+            c->name = f->key;
+            return true;
+        }
+    return false;
+}
+
+#undef TEXT
+#undef INT
+#undef REAL
+
+enum { NCOLS_MAX = 64 };
+static column columns[NCOLS_MAX];
+static int ncols;
+static int layout_first, layout_count; /* the layout's columns: columns[layout_first ...] */
+
+/* The schema: head, the layout codec's CSV fields in their order, tail. */
+static void init_columns(void)
+{
+    if (ncols) return;
+    int n = 0;
+    for (size_t i = 0; i < sizeof head / sizeof *head; i++) columns[n++] = head[i];
+    const layout_field *lf[LAYOUT_CSV_MAX];
+    int nl = layout_csv_fields(lf);
+    layout_first = n;
+    for (int i = 0; i < nl; i++)
+        if (layout_column(lf[i], &columns[n])) n++;
+    layout_count = n - layout_first;
+    for (size_t i = 0; i < sizeof tail / sizeof *tail; i++) columns[n++] = tail[i];
+    ncols = n;
+}
+
+static void *member(bench_row *r, const column *c) { return (char *)r + c->offset; }
+static const void *cmember(const bench_row *r, const column *c)
+{
+    return (const char *)r + c->offset;
+}
+
+static bool parse_num(const char *s, double *out)
+{
+    if (!*s) {
+        *out = NAN;
+        return true;
+    }
+    char *end;
+    errno = 0;
+    *out = strtod(s, &end);
+    return !errno && *end == '\0';
+}
+
+/* Set a row's cell from its text (as read from a file); false when a number is not one. */
+static bool set_cell(bench_row *r, const column *c, const char *s)
+{
+    double v;
+    switch (c->kind) {
+    case COL_TEXT: snprintf(member(r, c), c->size, "%s", s); return true;
+    case COL_YESNO: *(bool *)member(r, c) = !strcmp(s, "yes"); return true;
+    case COL_INT:
+        if (!parse_num(s, &v)) return false;
+        *(int *)member(r, c) = (int)v;
+        return true;
+    default:
+        if (!parse_num(s, &v)) return false;
+        *(double *)member(r, c) = v;
+        return true;
+    }
+}
 
 void bench_row_from_estimate(bench_row *r, const estimate *e, const char *system_name,
                              const char *version)
 {
+    init_columns();
     memset(r, 0, sizeof *r);
-    const layout *l = &e->layout;
     snprintf(r->model, sizeof r->model, "%s", e->model_name);
     r->params = e->params_total;
-    snprintf(r->framework, sizeof r->framework, "%s", layout_framework_name(l->framework));
-    if (l->sharding == SHARDING_FSDP && l->shard_size > 0)
-        snprintf(r->sharding, sizeof r->sharding, "hsdp");
-    else
-        snprintf(r->sharding, sizeof r->sharding, "%s", layout_sharding_name(l->sharding));
-    r->tp = l->tp; r->pp = l->pp; r->dp = l->dp; r->cp = l->cp; r->ep = l->ep;
-    r->vpp = l->vpp; r->mbs = l->mbs;
-    r->gbs = e->training.global_batch;
-    r->seq = e->training.seq_len;
-    snprintf(r->recompute, sizeof r->recompute, "%s", layout_recompute_name(l->recompute));
+    /* the layout's cells as the codec writes them, stored as a file's would be */
+    const layout_field *lf[LAYOUT_CSV_MAX];
+    int nl = layout_csv_fields(lf);
+    for (int i = 0; i < nl; i++) {
+        column c;
+        char text[64];
+        if (!layout_column(lf[i], &c)) continue;
+        layout_field_text(lf[i], &e->layout, &e->training, LAYOUT_TEXT_CSV, text, sizeof text);
+        set_cell(r, &c, text);
+    }
     r->gpus = e->gpus;
     snprintf(r->system, sizeof r->system, "%s", system_name);
     r->step_s = e->time.step_s;
@@ -60,30 +171,24 @@ static void num(FILE *f, double v, const char *fmt, bool last)
 
 void bench_csv_write_header(FILE *f)
 {
-    for (int i = 0; columns[i]; i++) field(f, columns[i], columns[i + 1] == NULL);
+    init_columns();
+    for (int i = 0; i < ncols; i++) field(f, columns[i].name, i == ncols - 1);
     fflush(f);
 }
 
 void bench_csv_write_row(FILE *f, const bench_row *r)
 {
-    field(f, r->model, false);
-    num(f, r->params, "%.0f", false);
-    field(f, r->framework, false);
-    field(f, r->sharding, false);
-    int ints[] = {r->tp, r->pp, r->dp, r->cp, r->ep, r->vpp, r->mbs, r->gbs, r->seq};
-    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) num(f, ints[i], "%.0f", false);
-    field(f, r->recompute, false);
-    num(f, r->gpus, "%.0f", false);
-    field(f, r->system, false);
-    num(f, r->step_s, "%.6g", false);
-    num(f, r->tokens_per_s, "%.6g", false);
-    num(f, r->mfu, "%.4f", false);
-    num(f, r->memory_gib, "%.3f", false);
-    field(f, r->feasible ? "yes" : "no", false);
-    num(f, r->measured_step_s, "%.6g", false);
-    num(f, r->measured_memory_gib, "%.3f", false);
-    num(f, r->error_pct, "%.2f", false);
-    field(f, r->version, true);
+    init_columns();
+    for (int i = 0; i < ncols; i++) {
+        const column *c = &columns[i];
+        bool last = i == ncols - 1;
+        switch (c->kind) {
+        case COL_TEXT: field(f, cmember(r, c), last); break;
+        case COL_YESNO: field(f, *(const bool *)cmember(r, c) ? "yes" : "no", last); break;
+        case COL_INT: num(f, *(const int *)cmember(r, c), c->fmt, last); break;
+        default: num(f, *(const double *)cmember(r, c), c->fmt, last);
+        }
+    }
     fflush(f); /* rows already written survive an interrupted sweep */
 }
 
@@ -92,7 +197,7 @@ void bench_csv_write_row(FILE *f, const bench_row *r)
 typedef struct {
     char **cells;   /* current row */
     int ncells, cap;
-    int map[NCOLS]; /* column index in file for each schema column */
+    int map[NCOLS_MAX]; /* column index in file for each schema column */
     bool have_header;
     bench_row *rows;
     int nrows, rowcap;
@@ -115,18 +220,6 @@ static void on_field(void *s, size_t len, void *data)
     r->cells[r->ncells++] = c;
 }
 
-static bool parse_num(const char *s, double *out)
-{
-    if (!*s) {
-        *out = NAN;
-        return true;
-    }
-    char *end;
-    errno = 0;
-    *out = strtod(s, &end);
-    return !errno && *end == '\0';
-}
-
 static void on_row(int ch, void *data)
 {
     (void)ch;
@@ -134,14 +227,14 @@ static void on_row(int ch, void *data)
     r->line++;
     if (r->failed) goto done;
     if (!r->have_header) {
-        for (int c = 0; c < NCOLS; c++) {
+        for (int c = 0; c < ncols; c++) {
             r->map[c] = -1;
             for (int i = 0; i < r->ncells; i++)
-                if (!strcmp(r->cells[i], columns[c])) r->map[c] = i;
+                if (!strcmp(r->cells[i], columns[c].name)) r->map[c] = i;
             if (r->map[c] < 0) {
                 snprintf(r->err, r->errlen,
                          "line 1 lacks the column '%s': is this a plan bench results file?",
-                         columns[c]);
+                         columns[c].name);
                 r->failed = true;
                 goto done;
             }
@@ -156,33 +249,16 @@ static void on_row(int ch, void *data)
     }
     bench_row *b = &r->rows[r->nrows];
     memset(b, 0, sizeof *b);
-    double v[NCOLS];
-    for (int c = 0; c < NCOLS; c++) {
+    for (int c = 0; c < ncols; c++) {
         int i = r->map[c];
         const char *s = i < r->ncells ? r->cells[i] : "";
-        switch (c) {
-        case 0: snprintf(b->model, sizeof b->model, "%s", s); break;
-        case 2: snprintf(b->framework, sizeof b->framework, "%s", s); break;
-        case 3: snprintf(b->sharding, sizeof b->sharding, "%s", s); break;
-        case 13: snprintf(b->recompute, sizeof b->recompute, "%s", s); break;
-        case 15: snprintf(b->system, sizeof b->system, "%s", s); break;
-        case 20: b->feasible = !strcmp(s, "yes"); break;
-        case 24: snprintf(b->version, sizeof b->version, "%s", s); break;
-        default:
-            if (!parse_num(s, &v[c])) {
-                snprintf(r->err, r->errlen, "line %d, column '%s': '%s' is not a number",
-                         r->line, columns[c], s);
-                r->failed = true;
-                goto done;
-            }
+        if (!set_cell(b, &columns[c], s)) {
+            snprintf(r->err, r->errlen, "line %d, column '%s': '%s' is not a number", r->line,
+                     columns[c].name, s);
+            r->failed = true;
+            goto done;
         }
     }
-    b->params = v[1];
-    b->tp = (int)v[4]; b->pp = (int)v[5]; b->dp = (int)v[6]; b->cp = (int)v[7];
-    b->ep = (int)v[8]; b->vpp = (int)v[9]; b->mbs = (int)v[10]; b->gbs = (int)v[11];
-    b->seq = (int)v[12]; b->gpus = (int)v[14];
-    b->step_s = v[16]; b->tokens_per_s = v[17]; b->mfu = v[18]; b->memory_gib = v[19];
-    b->measured_step_s = v[21]; b->measured_memory_gib = v[22]; b->error_pct = v[23];
     r->nrows++;
 done:
     for (int i = 0; i < r->ncells; i++) free(r->cells[i]);
@@ -196,6 +272,7 @@ int bench_csv_read(const char *path, bench_row **rows, char *err, size_t errlen)
         snprintf(err, errlen, "cannot read results file '%s': no such file", path);
         return -1;
     }
+    init_columns();
     reader r = {.err = err, .errlen = errlen};
     struct csv_parser p;
     csv_init(&p, CSV_APPEND_NULL | CSV_STRICT);
@@ -236,14 +313,25 @@ int bench_csv_read(const char *path, bench_row **rows, char *err, size_t errlen)
     return r.nrows;
 }
 
+/* Two cells of a column equal (texts, or numbers; NaN equals nothing, as before). */
+static bool same_cell(const bench_row *a, const bench_row *b, const column *c)
+{
+    switch (c->kind) {
+    case COL_TEXT: return !strcmp(cmember(a, c), cmember(b, c));
+    case COL_YESNO: return *(const bool *)cmember(a, c) == *(const bool *)cmember(b, c);
+    case COL_INT: return *(const int *)cmember(a, c) == *(const int *)cmember(b, c);
+    default: return *(const double *)cmember(a, c) == *(const double *)cmember(b, c);
+    }
+}
+
 bool bench_row_same_layout(const bench_row *a, const bench_row *b)
 {
-    return !strcmp(a->model, b->model) && !strcmp(a->system, b->system) &&
-           a->gpus == b->gpus && !strcmp(a->framework, b->framework) &&
-           !strcmp(a->sharding, b->sharding) && a->tp == b->tp && a->pp == b->pp &&
-           a->dp == b->dp && a->cp == b->cp && a->ep == b->ep && a->vpp == b->vpp &&
-           a->mbs == b->mbs && a->gbs == b->gbs && a->seq == b->seq &&
-           !strcmp(a->recompute, b->recompute);
+    init_columns();
+    if (strcmp(a->model, b->model) || strcmp(a->system, b->system) || a->gpus != b->gpus)
+        return false;
+    for (int i = layout_first; i < layout_first + layout_count; i++)
+        if (!same_cell(a, b, &columns[i])) return false;
+    return true;
 }
 
 bool bench_row_same_config(const bench_row *a, const bench_row *b)

@@ -22,6 +22,8 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "layout_codec.h"
+
 /* ---- report ---- */
 
 static void violation(check_report *rep, cm_status code, const char *rule, const char *fmt, ...)
@@ -223,6 +225,13 @@ static const long BIG = 1L << 20;
 
 /* ---- the schema ---- */
 
+/* The keys and paths of the layout's fields (layout_codec.h: the ones --emit yaml writes), in
+ * the megatron_config / trainer sections, and where strategy fsdp2 keeps them. */
+#define YKEY(id) layout_yaml_key(id, FRAMEWORK_MEGATRON)
+#define YPATH(id) layout_yaml_path(id, FRAMEWORK_MEGATRON)
+#define FSDP2_KEY(id) layout_yaml_key(id, FRAMEWORK_FSDP2)
+#define FSDP2_PATH(id) layout_yaml_path(id, FRAMEWORK_FSDP2)
+
 static cm_status read_megatron_recompute(reader *r, const yaml_node_t *mc, check_config *cfg,
                                          bool gc, bool gc_set, check_report *rep)
 {
@@ -231,14 +240,16 @@ static cm_status read_megatron_recompute(reader *r, const yaml_node_t *mc, check
     TRY(section(r, mc, "transformer_config_kwargs",
                 "trainer.policy.megatron_config.transformer_config_kwargs", &tk));
     const yaml_node_t *src = mc;
-    if (!child(r, mc, "recompute_granularity") && tk && child(r, tk, "recompute_granularity"))
+    const char *granularity = YKEY(LAYOUT_F_RECOMPUTE);
+    const char *num_layers = YKEY(LAYOUT_F_RECOMPUTE_LAYERS);
+    if (!child(r, mc, granularity) && tk && child(r, tk, granularity))
         src = tk;
     const char *prefix = src == tk ? "trainer.policy.megatron_config.transformer_config_kwargs"
                                    : "trainer.policy.megatron_config";
     char path[160];
     const char *gran = NULL, *method = NULL;
-    snprintf(path, sizeof path, "%s.recompute_granularity", prefix);
-    TRY(get_str(r, src, "recompute_granularity", path, &gran));
+    snprintf(path, sizeof path, "%s.%s", prefix, granularity);
+    TRY(get_str(r, src, granularity, path, &gran));
     layout *l = &cfg->layout;
     if (!gran || !strcasecmp(gran, "none")) {
         l->recompute = RECOMPUTE_NONE;
@@ -254,7 +265,7 @@ static cm_status read_megatron_recompute(reader *r, const yaml_node_t *mc, check
     } else if (!strcasecmp(gran, "full")) {
         l->recompute = RECOMPUTE_FULL;
     } else {
-        return bad(r, child(r, src, "recompute_granularity"),
+        return bad(r, child(r, src, granularity),
                    "%s must be selective, full or null, got '%.40s': fix the value", path, gran);
     }
     if (gc_set && !gc)
@@ -266,8 +277,8 @@ static cm_status read_megatron_recompute(reader *r, const yaml_node_t *mc, check
     int nl = 0;
     bool nl_set = false;
     char nlpath[160];
-    snprintf(nlpath, sizeof nlpath, "%s.recompute_num_layers", prefix);
-    TRY(get_int(r, src, "recompute_num_layers", nlpath, 1, BIG, &nl, &nl_set));
+    snprintf(nlpath, sizeof nlpath, "%s.%s", prefix, num_layers);
+    TRY(get_int(r, src, num_layers, nlpath, 1, BIG, &nl, &nl_set));
     if (l->recompute == RECOMPUTE_SELECTIVE) return CM_OK;
     if (!method) {
         note(rep, "recompute_granularity is full with no recompute_method: read as uniform "
@@ -297,34 +308,27 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
     char path[160];
 #define MPATH(k) (snprintf(path, sizeof path, "%s.%s", P, k), path)
     bool set;
-    TRY(get_int(r, mc, "tensor_model_parallel_size", MPATH("tensor_model_parallel_size"), 1, BIG,
-                &l->tp, NULL));
-    TRY(get_int(r, mc, "pipeline_model_parallel_size", MPATH("pipeline_model_parallel_size"), 1,
-                BIG, &l->pp, NULL));
-    TRY(get_int(r, mc, "virtual_pipeline_model_parallel_size",
-                MPATH("virtual_pipeline_model_parallel_size"), 1, BIG, &l->vpp, NULL));
-    TRY(get_int(r, mc, "expert_model_parallel_size", MPATH("expert_model_parallel_size"), 1, BIG,
-                &l->ep, NULL));
-    TRY(get_bool(r, mc, "sequence_parallel", MPATH("sequence_parallel"), &l->sp, NULL));
+    TRY(get_int(r, mc, YKEY(LAYOUT_F_TP), YPATH(LAYOUT_F_TP), 1, BIG, &l->tp, NULL));
+    TRY(get_int(r, mc, YKEY(LAYOUT_F_PP), YPATH(LAYOUT_F_PP), 1, BIG, &l->pp, NULL));
+    TRY(get_int(r, mc, YKEY(LAYOUT_F_VPP), YPATH(LAYOUT_F_VPP), 1, BIG, &l->vpp, NULL));
+    TRY(get_int(r, mc, YKEY(LAYOUT_F_EP), YPATH(LAYOUT_F_EP), 1, BIG, &l->ep, NULL));
+    TRY(get_bool(r, mc, YKEY(LAYOUT_F_SP), YPATH(LAYOUT_F_SP), &l->sp, NULL));
     if (!megatron) {
         /* Under fsdp2 only the model-parallel sizes matter: they break a rule when above 1. */
         int cp = 1;
-        TRY(get_int(r, mc, "context_parallel_size", MPATH("context_parallel_size"), 1, BIG, &cp,
-                    NULL));
+        TRY(get_int(r, mc, YKEY(LAYOUT_F_CP), YPATH(LAYOUT_F_CP), 1, BIG, &cp, NULL));
         if (cp > 1)
             note(rep, "megatron_config.context_parallel_size %d is not used by strategy fsdp2; "
                       "its sequence split is sequence_parallel_size (Ulysses)",
                  cp);
         return CM_OK;
     }
-    TRY(get_int(r, mc, "context_parallel_size", MPATH("context_parallel_size"), 1, BIG, &l->cp,
-                NULL));
-    TRY(get_int(r, mc, "expert_tensor_parallel_size", MPATH("expert_tensor_parallel_size"), 1, BIG,
-                &l->etp, NULL));
+    TRY(get_int(r, mc, YKEY(LAYOUT_F_CP), YPATH(LAYOUT_F_CP), 1, BIG, &l->cp, NULL));
+    TRY(get_int(r, mc, YKEY(LAYOUT_F_ETP), YPATH(LAYOUT_F_ETP), 1, BIG, &l->etp, NULL));
     TRY(read_megatron_recompute(r, mc, cfg, gc, gc_set, rep));
 
     bool distopt = false, distopt_set, mfsdp = false, torch_fsdp2 = false, flag;
-    TRY(get_bool(r, mc, "use_distributed_optimizer", MPATH("use_distributed_optimizer"), &distopt,
+    TRY(get_bool(r, mc, YKEY(LAYOUT_F_SHARDING), YPATH(LAYOUT_F_SHARDING), &distopt,
                  &distopt_set));
     TRY(get_bool(r, mc, "use_megatron_fsdp", MPATH("use_megatron_fsdp"), &mfsdp, NULL));
     TRY(get_bool(r, mc, "use_torch_fsdp2", MPATH("use_torch_fsdp2"), &torch_fsdp2, NULL));
@@ -378,9 +382,8 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
     } else {
         l->sharding = distopt ? SHARDING_DISTOPT : SHARDING_DDP;
     }
-    TRY(get_int(r, mc, "num_distributed_optimizer_instances",
-                MPATH("num_distributed_optimizer_instances"), 1, BIG, &cfg->dopt_instances,
-                NULL));
+    TRY(get_int(r, mc, YKEY(LAYOUT_F_SHARD_SIZE), YPATH(LAYOUT_F_SHARD_SIZE), 1, BIG,
+                &cfg->dopt_instances, NULL));
 
     const yaml_node_t *ddp = NULL;
     TRY(section(r, mc, "ddp_config", MPATH("ddp_config"), &ddp));
@@ -423,7 +426,7 @@ static cm_status read_trainer(reader *r, const yaml_node_t *root, check_config *
     TRY(section(r, policy, "megatron_config", "trainer.policy.megatron_config", &mc));
 
     const char *strategy = NULL;
-    TRY(get_str(r, tr, "strategy", "trainer.strategy", &strategy));
+    TRY(get_str(r, tr, YKEY(LAYOUT_F_FRAMEWORK), YPATH(LAYOUT_F_FRAMEWORK), &strategy));
     bool megatron;
     if (!strategy) {
         megatron = mc != NULL;
@@ -476,24 +479,23 @@ static cm_status read_trainer(reader *r, const yaml_node_t *root, check_config *
     if (path) snprintf(cfg->model, sizeof cfg->model, "%s", path);
 
     bool gc = false, gc_set;
-    TRY(get_bool(r, tr, "gradient_checkpointing", "trainer.gradient_checkpointing", &gc, &gc_set));
+    TRY(get_bool(r, tr, FSDP2_KEY(LAYOUT_F_RECOMPUTE), FSDP2_PATH(LAYOUT_F_RECOMPUTE), &gc,
+                 &gc_set));
 
     /* fsdp_config: honoured under both strategies (offload under megatron is a violation). */
-    TRY(get_bool(r, fsdp, "cpu_offload", "trainer.policy.fsdp_config.cpu_offload", &l->offload,
-                 NULL));
-    TRY(get_bool(r, fsdp, "reshard_after_forward",
-                 "trainer.policy.fsdp_config.reshard_after_forward", &l->reshard_after_forward,
-                 NULL));
+    TRY(get_bool(r, fsdp, YKEY(LAYOUT_F_OFFLOAD), YPATH(LAYOUT_F_OFFLOAD), &l->offload, NULL));
+    TRY(get_bool(r, fsdp, YKEY(LAYOUT_F_RESHARD_AFTER_FORWARD),
+                 YPATH(LAYOUT_F_RESHARD_AFTER_FORWARD), &l->reshard_after_forward, NULL));
     int fsdp_size = -1;
-    TRY(get_int(r, fsdp, "fsdp_size", "trainer.policy.fsdp_config.fsdp_size", -1, BIG, &fsdp_size,
-                NULL));
+    TRY(get_int(r, fsdp, FSDP2_KEY(LAYOUT_F_SHARD_SIZE), FSDP2_PATH(LAYOUT_F_SHARD_SIZE), -1, BIG,
+                &fsdp_size, NULL));
     if (fsdp_size == 0)
         return bad(r, child(r, fsdp, "fsdp_size"),
                    "trainer.policy.fsdp_config.fsdp_size must be -1 (shard over every rank) or "
                    "a positive shard group size, got 0: fix the value");
     int ulysses = 1;
-    TRY(get_int(r, policy, "sequence_parallel_size", "trainer.policy.sequence_parallel_size", 1,
-                BIG, &ulysses, NULL));
+    TRY(get_int(r, policy, FSDP2_KEY(LAYOUT_F_CP), FSDP2_PATH(LAYOUT_F_CP), 1, BIG, &ulysses,
+                NULL));
 
     if (megatron) {
         if (mc) TRY(read_megatron(r, mc, cfg, true, gc, gc_set, rep));
@@ -514,12 +516,11 @@ static cm_status read_trainer(reader *r, const yaml_node_t *root, check_config *
         l->shard_size = fsdp_size > 0 ? fsdp_size : 0;
     }
 
-    TRY(get_int(r, tr, "micro_train_batch_size_per_gpu", "trainer.micro_train_batch_size_per_gpu",
-                1, BIG, &l->mbs, NULL));
-    TRY(get_int(r, tr, "train_batch_size", "trainer.train_batch_size", 1, 100000000,
-                &t->global_batch, NULL));
-    TRY(get_int(r, tr, "max_seq_len", "trainer.max_seq_len", 1, 16 * 1024 * 1024, &t->seq_len,
+    TRY(get_int(r, tr, YKEY(LAYOUT_F_MBS), YPATH(LAYOUT_F_MBS), 1, BIG, &l->mbs, NULL));
+    TRY(get_int(r, tr, YKEY(LAYOUT_F_GBS), YPATH(LAYOUT_F_GBS), 1, 100000000, &t->global_batch,
                 NULL));
+    TRY(get_int(r, tr, YKEY(LAYOUT_F_SEQ), YPATH(LAYOUT_F_SEQ), 1, 16 * 1024 * 1024,
+                &t->seq_len, NULL));
     bool flash = true, flash_set;
     TRY(get_bool(r, tr, "flash_attn", "trainer.flash_attn", &flash, &flash_set));
     if (flash_set) t->attention = flash ? ATTENTION_FLASH : ATTENTION_UNFUSED;

@@ -88,8 +88,33 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* Is c one of the command's own options? */
+static bool is_own(const cli_own_options *own, int c)
+{
+    if (!own || c <= 0) return false;
+    for (const struct option *p = own->opts; p && p->name; p++)
+        if (p->val == c) return true;
+    return c < 128 && own->short_opts && strchr(own->short_opts, c) && c != ':';
+}
+
 int cli_parse(int argc, char **argv, cli_options *o, bool *help)
 {
+    return cli_parse_own(argc, argv, NULL, o, help);
+}
+
+int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options *o, bool *help)
+{
+    /* the shared rows, then the command's own */
+    enum { MAX_OPTS = 96 };
+    struct option all[MAX_OPTS];
+    int n = 0;
+    for (const struct option *p = long_opts; p->name; p++) all[n++] = *p;
+    for (const struct option *p = own ? own->opts : NULL; p && p->name && n < MAX_OPTS - 1; p++)
+        all[n++] = *p;
+    all[n] = (struct option){NULL, 0, NULL, 0};
+    char shorts[64];
+    snprintf(shorts, sizeof shorts, ":m:g:s:h%s", own && own->short_opts ? own->short_opts : "");
+
     memset(o, 0, sizeof *o);
     o->model = "30b";
     o->system = "h100";
@@ -104,8 +129,15 @@ int cli_parse(int argc, char **argv, cli_options *o, bool *help)
     optind = 0;
     opterr = 0;
     int c, rc = 0;
-    while ((c = getopt_long(argc, argv, ":m:g:s:h", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, shorts, all, NULL)) != -1) {
         layout *l = &o->layout;
+        if (is_own(own, c) || (c == ':' && is_own(own, optopt))) {
+            /* value: "" for an option without one, NULL when a needed one is missing */
+            rc = own->take(c == ':' ? optopt : c, c == ':' ? NULL : optarg ? optarg : "",
+                           own->arg);
+            if (rc) return rc;
+            continue;
+        }
         switch (c) {
         case 'm': o->model = optarg; break;
         case 's': o->system = optarg; break;

@@ -37,10 +37,29 @@ typedef struct {
 
 /* Exit status for bad input (issue 2: "exit status 2"). */
 #define CLI_EXIT_USAGE 2
+/* Exit status of the measuring commands when the machine has no CUDA GPU. */
+#define CLI_EXIT_NO_GPU 3
 
 /* Parse argv (after the subcommand name). Returns 0 on success, or prints one line to stderr
  * and returns CLI_EXIT_USAGE. Sets *help when --help was asked. */
 int cli_parse(int argc, char **argv, cli_options *o, bool *help);
+
+/* A command's own options beside the shared ones: their getopt_long rows (val from
+ * CLI_OWN_OPT up, or a short option letter), the short letters ("o:"), and the function that
+ * takes each one: value "" for an option that takes none, NULL when the option needs one and
+ * was given none. It returns 0, or
+ * prints one line (cli_error) and returns CLI_EXIT_USAGE. */
+#define CLI_OWN_OPT 2000
+struct option;
+typedef struct {
+    const struct option *opts; /* ends with a zero row */
+    const char *short_opts;
+    int (*take)(int opt, const char *value, void *arg);
+    void *arg;
+} cli_own_options;
+
+/* cli_parse() with a command's own options too. */
+int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options *o, bool *help);
 
 const char *cli_data_dir(void);
 

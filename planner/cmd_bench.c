@@ -18,10 +18,14 @@
 #include "bench_csv.h"
 #include "cli.h"
 #include "commands.h"
+#include "layout_codec.h"
 #include "measure_local.h"
 #include "whole_file.h"
 #include "profile.h"
 #include "search.h"
+#ifdef PLAN_HAVE_BACKEND
+#include "backend.h"
+#endif
 
 #ifndef PLAN_VERSION
 #define PLAN_VERSION "unknown"
@@ -100,10 +104,9 @@ static void measure_row(measure_local *ml, int steps, const model_spec *m, const
                         const training_spec *t, const estimate *e, bench_row *row)
 {
     const layout *l = &e->layout;
-    char name[160], err[CM_ERRLEN];
-    snprintf(name, sizeof name, "%s %s/%s tp%d pp%d dp%d cp%d mbs%d on %d GPUs", m->name,
-             layout_framework_name(l->framework), layout_sharding_name(l->sharding), l->tp,
-             l->pp, l->dp, l->cp, l->mbs, e->gpus);
+    char name[300], lname[128], err[CM_ERRLEN];
+    layout_short_name(l, lname, sizeof lname);
+    snprintf(name, sizeof name, "%s %s on %d GPUs", m->name, lname, e->gpus);
     int local = measure_local_gpus(ml);
     if (!e->feasible) {
         fprintf(stderr, "bench: not measured: %s: predicted not to fit (%s)\n", name,
@@ -413,8 +416,9 @@ static int guide(FILE *out, const training_spec *t)
                     if (r->has_best[FRAMEWORK_FSDP2])
                         snprintf(rel, sizeof rel, "%.2f",
                                  r->best[FRAMEWORK_FSDP2].time.step_s / e->time.step_s);
-                    snprintf(lay, sizeof lay, "tp%d pp%d dp%d cp%d ep%d vpp%d mbs%d %s %s",
-                             l->tp, l->pp, l->dp, l->cp, l->ep, l->vpp, l->mbs,
+                    char sizes[96];
+                    layout_short_sizes(l, true, sizes, sizeof sizes);
+                    snprintf(lay, sizeof lay, "%s %s %s", sizes,
                              layout_sharding_name(l->sharding),
                              layout_recompute_name(l->recompute));
                     snprintf(mem, sizeof mem, "%.1f", e->memory.total_bytes / 1073741824.0);
@@ -527,13 +531,17 @@ int cmd_bench(int argc, char **argv)
 
     if (measure) {
         char merr[CM_ERRLEN];
-        int mrc = measure_local_open(&ml, 0, merr, sizeof merr);
-        if (mrc == MEASURE_LOCAL_NO_BACKEND)
-            return cli_error("--measure needs the CUDA backend (plan measure); this build has "
-                             "none: rebuild on a machine with CUDA, cuBLAS and NCCL");
-        if (mrc) {
+        measure_local_failure why;
+        if (measure_local_open(&ml, 0, &why, merr, sizeof merr) != CM_OK) {
+            if (why == MEASURE_LOCAL_NO_BACKEND)
+                return cli_error("--measure needs the CUDA backend (plan measure); this build "
+                                 "has none: rebuild on a machine with CUDA, cuBLAS and NCCL");
+            if (why == MEASURE_LOCAL_NOT_FIRST) return 0;
             fprintf(stderr, "plan: error: --measure: %s\n", merr);
-            return mrc;
+#ifdef PLAN_HAVE_BACKEND
+            if (why == MEASURE_LOCAL_FAILED_WORLD) bk_world_abort(1);
+#endif
+            return why == MEASURE_LOCAL_NO_GPU ? CLI_EXIT_NO_GPU : 1;
         }
         fprintf(stderr, "bench: measuring rows that fit on the %d local GPUs (%s)\n",
                 measure_local_gpus(ml), measure_local_device(ml));

@@ -31,7 +31,7 @@ static void usage(void)
            "  --local-gpus N    use the first N local GPUs (default all); under mpirun/srun the\n"
            "                    GPUs each process drives (default: the node's GPUs / its processes)\n"
            "  --dry-run         print the step's work (GEMMs, collectives, ...) and stop\n"
-           "  --refine          measure the best k plans and fit the step terms (--refine --help)\n"
+           "  --refine          plan refine: measure the best k plans and fit the step terms\n"
            "  --format human|json\n"
            "Layout flags: see plan estimate --help. The step runs gbs/(dp*mbs) micro-batches:\n"
            "pass --gbs to choose how many (e.g. --gbs 4 with dp 4 and mbs 1: one).\n"
@@ -131,8 +131,8 @@ static void items_human(FILE *f, const work_list *l, const double *meas, const c
 
 int cmd_measure(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) /* --refine: many plans and a fit (cmd_measure_refine.c) */
-        if (!strcmp(argv[i], "--refine")) return cmd_measure_refine(argc, argv);
+    for (int i = 1; i < argc; i++) /* plan measure --refine: another name of plan refine */
+        if (!strcmp(argv[i], "--refine")) return cmd_refine(argc, argv);
     int steps = 3, local = 0;
     bool dry = false, help = false;
     int rc = take_own(&argc, argv, &steps, &local, &dry);

@@ -7,7 +7,7 @@ int cmd_estimate(int argc, char **argv); /* plan estimate --tp .. --pp .. */
 int cmd_simulate(int argc, char **argv); /* plan simulate [estimate flags] --trace step.json */
 int cmd_calibrate(int argc, char **argv); /* plan calibrate [--ops ..] (backend/) */
 int cmd_measure(int argc, char **argv);   /* plan measure [estimate flags] (backend/) */
-int cmd_measure_refine(int argc, char **argv); /* plan measure --refine (issue 4) */
+int cmd_refine(int argc, char **argv);    /* plan refine (= plan measure --refine, issue 4) */
 int cmd_bench(int argc, char **argv);    /* plan bench --models .. --gpus .. -o x.csv */
 int cmd_fit(int argc, char **argv);      /* plan fit calibrate.csv -o profile.json */
 int cmd_check(int argc, char **argv);    /* plan check FILE.yaml [--gpus N] */

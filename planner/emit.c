@@ -20,6 +20,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "layout_codec.h"
 #include "output.h"
 
 #define GIB 1073741824.0
@@ -199,6 +200,11 @@ static void y_map_end(ywriter *w)
     y_emit(w, &ev);
 }
 
+/* The key a layout field is written under (layout_codec.h: the paths plan check reads): in the
+ * megatron_config / trainer sections, and where strategy fsdp2 keeps it. */
+#define YKEY(id) layout_yaml_key(id, FRAMEWORK_MEGATRON)
+#define FSDP2_KEY(id) layout_yaml_key(id, FRAMEWORK_FSDP2)
+
 static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const system_spec *sys,
                       const emit_context *ctx)
 {
@@ -208,7 +214,7 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
 
     y_map_start(w, NULL);
     y_map_start(w, "trainer");
-    y_str(w, "strategy", megatron ? "megatron" : "fsdp2");
+    y_str(w, YKEY(LAYOUT_F_FRAMEWORK), megatron ? "megatron" : "fsdp2");
 
     y_map_start(w, "placement");
     y_int(w, "num_nodes", nodes_of(e->gpus, sys));
@@ -226,46 +232,48 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
     /* FSDP2 settings; under megatron they stay at their defaults (cpu_offload is honoured by
      * plan check either way, and is a rule violation there). */
     y_map_start(w, "fsdp_config");
-    y_bool(w, "cpu_offload", l->offload);
-    y_bool(w, "reshard_after_forward", l->reshard_after_forward);
-    y_int(w, "fsdp_size", !megatron && l->shard_size > 0 ? l->shard_size : -1);
+    y_bool(w, YKEY(LAYOUT_F_OFFLOAD), l->offload);
+    y_bool(w, YKEY(LAYOUT_F_RESHARD_AFTER_FORWARD), l->reshard_after_forward);
+    y_int(w, FSDP2_KEY(LAYOUT_F_SHARD_SIZE), !megatron && l->shard_size > 0 ? l->shard_size : -1);
     y_map_end(w);
     /* Ulysses degree of the FSDP2 path; Megatron splits the sequence with context parallel. */
-    y_int(w, "sequence_parallel_size", megatron ? 1 : l->cp);
+    y_int(w, FSDP2_KEY(LAYOUT_F_CP), megatron ? 1 : l->cp);
     if (megatron) {
         y_map_start(w, "megatron_config");
-        y_int(w, "tensor_model_parallel_size", l->tp);
-        y_int(w, "pipeline_model_parallel_size", l->pp);
-        if (l->vpp > 1) y_int(w, "virtual_pipeline_model_parallel_size", l->vpp);
-        else y_null(w, "virtual_pipeline_model_parallel_size");
-        y_int(w, "context_parallel_size", l->cp);
-        y_int(w, "expert_model_parallel_size", l->ep);
-        if (l->etp > 0) y_int(w, "expert_tensor_parallel_size", l->etp);
-        else y_null(w, "expert_tensor_parallel_size"); /* null: same as TP (Megatron default) */
-        y_bool(w, "sequence_parallel", l->sp);
+        y_int(w, YKEY(LAYOUT_F_TP), l->tp);
+        y_int(w, YKEY(LAYOUT_F_PP), l->pp);
+        if (l->vpp > 1) y_int(w, YKEY(LAYOUT_F_VPP), l->vpp);
+        else y_null(w, YKEY(LAYOUT_F_VPP));
+        y_int(w, YKEY(LAYOUT_F_CP), l->cp);
+        y_int(w, YKEY(LAYOUT_F_EP), l->ep);
+        if (l->etp > 0) y_int(w, YKEY(LAYOUT_F_ETP), l->etp);
+        else y_null(w, YKEY(LAYOUT_F_ETP)); /* null: same as TP (Megatron default) */
+        y_bool(w, YKEY(LAYOUT_F_SP), l->sp);
+        const char *granularity = YKEY(LAYOUT_F_RECOMPUTE);
+        const char *num_layers = YKEY(LAYOUT_F_RECOMPUTE_LAYERS);
         if (l->recompute == RECOMPUTE_NONE) {
-            y_null(w, "recompute_granularity");
+            y_null(w, granularity);
             y_null(w, "recompute_method");
-            y_null(w, "recompute_num_layers");
+            y_null(w, num_layers);
         } else if (l->recompute == RECOMPUTE_SELECTIVE) {
-            y_str(w, "recompute_granularity", "selective");
+            y_str(w, granularity, "selective");
             y_null(w, "recompute_method");
-            y_null(w, "recompute_num_layers");
+            y_null(w, num_layers);
         } else {
-            y_str(w, "recompute_granularity", "full");
+            y_str(w, granularity, "full");
             /* uniform with 1: every layer checkpointed; block N: the first N of each stage */
             y_str(w, "recompute_method", l->recompute_layers > 0 ? "block" : "uniform");
-            y_int(w, "recompute_num_layers", l->recompute_layers > 0 ? l->recompute_layers : 1);
+            y_int(w, num_layers, l->recompute_layers > 0 ? l->recompute_layers : 1);
         }
         bool fsdp = l->sharding == SHARDING_FSDP;
-        y_bool(w, "use_distributed_optimizer", l->sharding != SHARDING_DDP);
+        y_bool(w, YKEY(LAYOUT_F_SHARDING), l->sharding != SHARDING_DDP);
         y_bool(w, "use_megatron_fsdp", fsdp);
         if (fsdp) {
             y_str(w, "data_parallel_sharding_strategy", "optim_grads_params");
             y_str(w, "ckpt_format", "fsdp_dtensor");
         }
         if (l->shard_size > 0 && l->sharding != SHARDING_DDP)
-            y_int(w, "num_distributed_optimizer_instances", l->dp * l->cp / l->shard_size);
+            y_int(w, YKEY(LAYOUT_F_SHARD_SIZE), l->dp * l->cp / l->shard_size);
         y_map_start(w, "ddp_config");
         y_bool(w, "overlap_grad_reduce", t->overlap_grad_reduce);
         y_bool(w, "overlap_param_gather", t->overlap_param_gather);
@@ -276,10 +284,10 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
     }
     y_map_end(w); /* policy */
 
-    y_bool(w, "gradient_checkpointing", l->recompute != RECOMPUTE_NONE);
-    y_int(w, "micro_train_batch_size_per_gpu", l->mbs);
-    y_int(w, "train_batch_size", t->global_batch);
-    y_int(w, "max_seq_len", t->seq_len);
+    y_bool(w, FSDP2_KEY(LAYOUT_F_RECOMPUTE), l->recompute != RECOMPUTE_NONE);
+    y_int(w, YKEY(LAYOUT_F_MBS), l->mbs);
+    y_int(w, YKEY(LAYOUT_F_GBS), t->global_batch);
+    y_int(w, YKEY(LAYOUT_F_SEQ), t->seq_len);
     y_bool(w, "flash_attn", t->attention == ATTENTION_FLASH);
     y_bool(w, "bf16", true);
     y_map_end(w); /* trainer */

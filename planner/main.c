@@ -44,6 +44,8 @@ static const command commands[] = {
      "always"},
     {"measure", cmd_measure, "run one layout's training step on the local GPUs vs its estimate",
      "always"},
+    {"refine", cmd_refine, "measure the best plans on the local GPUs and refit the step terms",
+     "always"},
 };
 
 static void usage(void)

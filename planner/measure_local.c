@@ -23,33 +23,31 @@ struct measure_local {
     char device[256];
 };
 
-int measure_local_open(measure_local **out, int ngpus, char *err, size_t errlen)
+cm_status measure_local_open(measure_local **out, int ngpus, measure_local_failure *why,
+                             char *err, size_t errlen)
 {
     *out = NULL;
+    *why = MEASURE_LOCAL_FAILED;
 #ifndef PLAN_HAVE_BACKEND
     (void)ngpus;
-    cm_fail(err, errlen, CM_EINVAL,
-            "this plan was built without the CUDA backend (nvcc, cuBLAS and NCCL were not found "
-            "at meson setup), so it cannot measure: see backend/README.md");
-    return MEASURE_LOCAL_NO_BACKEND;
+    *why = MEASURE_LOCAL_NO_BACKEND;
+    return cm_fail(err, errlen, CM_EINVAL,
+                   "this plan was built without the CUDA backend (nvcc, cuBLAS and NCCL were not "
+                   "found at meson setup), so it cannot measure: see backend/README.md");
 #else
     if (bk_device_count() == 0) {
-        cm_fail(err, errlen, CM_EINVAL,
-                "no CUDA GPU found: measuring runs the plans on local GPUs");
-        return MEASURE_LOCAL_NO_GPU;
+        *why = MEASURE_LOCAL_NO_GPU;
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "no CUDA GPU found: measuring runs the plans on local GPUs");
     }
     measure_local *ml = calloc(1, sizeof *ml);
-    if (!ml) {
-        cm_fail(err, errlen, CM_ENOMEM, "out of host memory");
-        return MEASURE_LOCAL_FAILED;
-    }
-    if (bk_open(&ml->ctx, ngpus, err, errlen) != CM_OK) {
+    if (!ml) return cm_fail(err, errlen, CM_ENOMEM, "out of host memory");
+    cm_status st = bk_open(&ml->ctx, ngpus, err, errlen);
+    if (st != CM_OK) {
         free(ml);
-        if (bk_world_launched()) { /* under MPI the other processes would wait for this one */
-            fprintf(stderr, "plan: error: %s\n", err);
-            bk_world_abort(1);
-        }
-        return MEASURE_LOCAL_FAILED;
+        /* under MPI the other processes would wait for this one */
+        if (bk_world_launched()) *why = MEASURE_LOCAL_FAILED_WORLD;
+        return st;
     }
     if (bk_processes(ml->ctx) > 1) {
         /* Many plans, a fit and a CSV per run: one process, which drives all local GPUs. */
@@ -57,17 +55,21 @@ int measure_local_open(measure_local **out, int ngpus, char *err, size_t errlen)
         bk_close(ml->ctx);
         free(ml);
         bk_world_finalize();
-        if (!root) exit(0);
-        cm_fail(err, errlen, CM_EINVAL,
-                "measuring many plans (plan measure --refine, plan bench --measure) runs in one "
-                "process that drives all local GPUs: start it without mpirun/srun; plan measure "
-                "and plan calibrate run under mpirun/srun");
-        return MEASURE_LOCAL_FAILED;
+        if (!root) {
+            *why = MEASURE_LOCAL_NOT_FIRST;
+            if (errlen) err[0] = '\0';
+            return CM_EINVAL;
+        }
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "measuring many plans (plan refine, plan bench --measure) runs in one "
+                       "process that drives all local GPUs: start it without mpirun/srun; plan "
+                       "measure and plan calibrate run under mpirun/srun");
     }
     ml->gpus = bk_ngpus(ml->ctx);
     snprintf(ml->device, sizeof ml->device, "%s", bk_device_name(ml->ctx));
     *out = ml;
-    return 0;
+    *why = MEASURE_LOCAL_OPENED;
+    return CM_OK;
 #endif
 }
 

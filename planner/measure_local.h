@@ -5,7 +5,8 @@
  * each plan makes and frees its own memory and communicators.
  *
  * Compiles without the CUDA backend: measure_local_open() then fails saying the build has none.
- * Nothing here prints.
+ * Nothing here prints or exits: every failure is a cm_status and a message, and the command that
+ * called says it and chooses its exit status.
  */
 #ifndef PLAN_MEASURE_LOCAL_H
 #define PLAN_MEASURE_LOCAL_H
@@ -28,13 +29,22 @@ typedef struct {
     double predicted_memory_bytes;
 } measure_local_result;
 
-/* Exit statuses measure_local_open() returns, with err filled: the CLI's conventions. */
-#define MEASURE_LOCAL_NO_BACKEND 2 /* built without CUDA/cuBLAS/NCCL */
-#define MEASURE_LOCAL_NO_GPU 3
-#define MEASURE_LOCAL_FAILED 1
+/* Why measure_local_open() failed, for the caller's exit status and what it must do next. */
+typedef enum {
+    MEASURE_LOCAL_OPENED = 0,
+    MEASURE_LOCAL_NO_BACKEND,   /* built without CUDA/cuBLAS/NCCL */
+    MEASURE_LOCAL_NO_GPU,       /* no CUDA GPU on this machine */
+    MEASURE_LOCAL_FAILED,       /* the GPUs could not be opened (err says why) */
+    MEASURE_LOCAL_FAILED_WORLD, /* as FAILED, started by mpirun/srun: the caller must end every
+                                   process (bk_world_abort), or the others wait for this one */
+    MEASURE_LOCAL_NOT_FIRST,    /* started by mpirun/srun, and not its first process: the first
+                                   one reports; this one ends quietly (exit status 0) */
+} measure_local_failure;
 
-/* Open the first ngpus local GPUs (0: all). Returns 0, or one of the statuses above. */
-int measure_local_open(measure_local **out, int ngpus, char *err, size_t errlen);
+/* Open the first ngpus local GPUs (0: all). On failure *why says which of the above (err the
+ * message, empty for MEASURE_LOCAL_NOT_FIRST). */
+cm_status measure_local_open(measure_local **out, int ngpus, measure_local_failure *why,
+                             char *err, size_t errlen);
 void measure_local_close(measure_local *ml);
 int measure_local_gpus(const measure_local *ml);
 const char *measure_local_device(const measure_local *ml);

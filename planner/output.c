@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "explain.h"
+#include "layout_codec.h"
 #include "sim.h"
 
 #define GIB 1073741824.0
@@ -52,16 +53,8 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
                                                sys->gpu_name, "gpus_per_node",
                                                sys->gpus_per_node));
     json_object_set_new(o, "gpus", json_integer(e->gpus));
-    json_t *lay = json_pack(
-        "{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:s, s:s}", "framework",
-        layout_framework_name(l->framework), "tp", l->tp, "pp", l->pp, "dp", l->dp, "cp", l->cp,
-        "ep", l->ep, "etp", layout_etp(l), "vpp", l->vpp, "mbs", l->mbs, "gbs", t->global_batch,
-        "seq", t->seq_len, "sp", l->sp, "sharding", layout_sharding_name(l->sharding),
-        "recompute", layout_recompute_name(l->recompute));
-    json_object_set_new(lay, "recompute_layers", json_integer(l->recompute_layers));
-    json_object_set_new(lay, "reshard_after_forward", json_boolean(l->reshard_after_forward));
-    json_object_set_new(lay, "shard_size", json_integer(layout_shard_group(l)));
-    json_object_set_new(lay, "offload", json_boolean(l->offload));
+    /* the layout's fields (layout_codec.h), with the training shape in its place */
+    json_t *lay = layout_json_set(json_object(), l, t);
     json_object_set_new(lay, "microbatches", json_integer(e->microbatches));
     json_object_set_new(o, "layout", lay);
     json_object_set_new(

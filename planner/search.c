@@ -9,6 +9,7 @@
  */
 #include "search.h"
 
+#include "layout_codec.h"
 #include "sim.h"
 
 #include <math.h>
@@ -374,13 +375,7 @@ static bool simulated_better(const estimate *a, const estimate *b)
 
 static bool same_layout(const estimate *a, const estimate *b)
 {
-    const layout *x = &a->layout, *y = &b->layout;
-    return x->framework == y->framework && x->tp == y->tp && x->pp == y->pp && x->dp == y->dp &&
-           x->cp == y->cp && x->ep == y->ep && x->etp == y->etp && x->vpp == y->vpp &&
-           x->mbs == y->mbs && x->sp == y->sp && x->sharding == y->sharding &&
-           x->reshard_after_forward == y->reshard_after_forward &&
-           x->shard_size == y->shard_size && x->recompute == y->recompute &&
-           x->recompute_layers == y->recompute_layers && x->offload == y->offload;
+    return layout_equal(&a->layout, &b->layout);
 }
 
 /*

@@ -428,6 +428,16 @@ static void test_cli_from_file(void **state)
     if (st != 0) fail_msg("plan %s: exit %d: %s", args, st, err);
     assert_non_null(strstr(out, "held-out"));
     assert_non_null(strstr(out, "compute_scale"));
+    /* plan refine is the same command, a row of plan --help */
+    static char out2[1 << 17];
+    snprintf(args, sizeof args,
+             "refine --from %s --model 8b --system h200-x4 --gbs 16 --holdout 2", in);
+    st = run(args, out2, sizeof out2, err, sizeof err);
+    if (st != 0) fail_msg("plan %s: exit %d: %s", args, st, err);
+    assert_string_equal(out, out2);
+    st = run("--help", out2, sizeof out2, err, sizeof err);
+    assert_int_equal(st, 0);
+    assert_non_null(strstr(out2, "\n  refine "));
     /* bad input: one line, exit 2 */
     const char *bad[][2] = {
         {"measure --refine --from /nonexistent.json --model 8b --gbs 16", "cannot read"},

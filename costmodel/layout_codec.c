@@ -1,0 +1,327 @@
+/*
+ * layout_codec.c — the field table of a layout and the codecs it drives (see layout_codec.h).
+ *
+ * Adding a knob to the layout is one row here: JSON, CSV, the short name, equality and the
+ * trainer-YAML path follow from it.
+ */
+#include "layout_codec.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MCFG "trainer.policy.megatron_config."
+#define FSDPCFG "trainer.policy.fsdp_config."
+
+#define L(id, key, kind, member, res, tok, always, csv, yaml, yaml_fsdp2)                          \
+    {id, key, kind, false, offsetof(layout, member), res, tok, always, csv, yaml, yaml_fsdp2}
+#define T(id, key, member, csv, yaml)                                                              \
+    {id, key, LAYOUT_KIND_INT, true, offsetof(training_spec, member), NULL, NULL, false, csv,     \
+     yaml, NULL}
+
+const layout_field layout_fields[LAYOUT_NFIELDS] = {
+    L(LAYOUT_F_FRAMEWORK, "framework", LAYOUT_KIND_FRAMEWORK, framework, NULL, NULL, false, 1,
+      "trainer.strategy", NULL),
+    L(LAYOUT_F_TP, "tp", LAYOUT_KIND_INT, tp, NULL, "tp", true, 3,
+      MCFG "tensor_model_parallel_size", NULL),
+    L(LAYOUT_F_PP, "pp", LAYOUT_KIND_INT, pp, NULL, "pp", true, 4,
+      MCFG "pipeline_model_parallel_size", NULL),
+    /* dp follows from the GPU count (trainer.placement) and the other sizes */
+    L(LAYOUT_F_DP, "dp", LAYOUT_KIND_INT, dp, NULL, "dp", true, 5, NULL, NULL),
+    L(LAYOUT_F_CP, "cp", LAYOUT_KIND_INT, cp, NULL, "cp", true, 6,
+      MCFG "context_parallel_size", "trainer.policy.sequence_parallel_size"),
+    L(LAYOUT_F_EP, "ep", LAYOUT_KIND_INT, ep, NULL, "ep", false, 7,
+      MCFG "expert_model_parallel_size", NULL),
+    L(LAYOUT_F_ETP, "etp", LAYOUT_KIND_INT, etp, layout_etp, "etp", false, 0,
+      MCFG "expert_tensor_parallel_size", NULL),
+    L(LAYOUT_F_VPP, "vpp", LAYOUT_KIND_INT, vpp, NULL, "vpp", false, 8,
+      MCFG "virtual_pipeline_model_parallel_size", NULL),
+    L(LAYOUT_F_MBS, "mbs", LAYOUT_KIND_INT, mbs, NULL, "mbs", true, 9,
+      "trainer.micro_train_batch_size_per_gpu", NULL),
+    T(LAYOUT_F_GBS, "gbs", global_batch, 10, "trainer.train_batch_size"),
+    T(LAYOUT_F_SEQ, "seq", seq_len, 11, "trainer.max_seq_len"),
+    L(LAYOUT_F_SP, "sp", LAYOUT_KIND_BOOL, sp, NULL, NULL, false, 0,
+      MCFG "sequence_parallel", NULL),
+    /* Megatron: use_distributed_optimizer (ZeRO-1) and use_megatron_fsdp (ZeRO-3) together */
+    L(LAYOUT_F_SHARDING, "sharding", LAYOUT_KIND_SHARDING, sharding, NULL, NULL, false, 2,
+      MCFG "use_distributed_optimizer", NULL),
+    L(LAYOUT_F_RECOMPUTE, "recompute", LAYOUT_KIND_RECOMPUTE, recompute, NULL, NULL, false, 12,
+      MCFG "recompute_granularity", "trainer.gradient_checkpointing"),
+    L(LAYOUT_F_RECOMPUTE_LAYERS, "recompute_layers", LAYOUT_KIND_INT, recompute_layers, NULL,
+      NULL, false, 0, MCFG "recompute_num_layers", NULL),
+    L(LAYOUT_F_RESHARD_AFTER_FORWARD, "reshard_after_forward", LAYOUT_KIND_BOOL,
+      reshard_after_forward, NULL, NULL, false, 0, FSDPCFG "reshard_after_forward", NULL),
+    /* Megatron names the number of shard groups, FSDP2 the size of one */
+    L(LAYOUT_F_SHARD_SIZE, "shard_size", LAYOUT_KIND_INT, shard_size, layout_shard_group, NULL,
+      false, 0, MCFG "num_distributed_optimizer_instances", FSDPCFG "fsdp_size"),
+    L(LAYOUT_F_OFFLOAD, "offload", LAYOUT_KIND_BOOL, offload, NULL, NULL, false, 0,
+      FSDPCFG "cpu_offload", NULL),
+};
+
+#undef L
+#undef T
+
+const layout_field *layout_field_get(layout_field_id id)
+{
+    return id >= 0 && id < LAYOUT_NFIELDS ? &layout_fields[id] : NULL;
+}
+
+int layout_csv_fields(const layout_field *out[LAYOUT_CSV_MAX])
+{
+    int n = 0;
+    for (int order = 1; order <= LAYOUT_NFIELDS; order++)
+        for (int i = 0; i < LAYOUT_NFIELDS; i++)
+            if (layout_fields[i].csv_order == order) out[n++] = &layout_fields[i];
+    return n;
+}
+
+/* Where the field lives: in l, or in t for the training rows (NULL when t is NULL). */
+static const void *field_ptr(const layout_field *f, const layout *l, const training_spec *t)
+{
+    if (f->training) return t ? (const char *)t + f->offset : NULL;
+    return (const char *)l + f->offset;
+}
+
+static int stored_value(const layout_field *f, const void *p)
+{
+    if (!p) return 0;
+    if (f->kind == LAYOUT_KIND_BOOL) return *(const bool *)p;
+    switch (f->kind) {
+    case LAYOUT_KIND_FRAMEWORK: return (int)*(const layout_framework *)p;
+    case LAYOUT_KIND_SHARDING: return (int)*(const layout_sharding *)p;
+    case LAYOUT_KIND_RECOMPUTE: return (int)*(const layout_recompute *)p;
+    default: return *(const int *)p;
+    }
+}
+
+static void store_value(const layout_field *f, void *p, int v)
+{
+    switch (f->kind) {
+    case LAYOUT_KIND_BOOL: *(bool *)p = v != 0; break;
+    case LAYOUT_KIND_FRAMEWORK: *(layout_framework *)p = (layout_framework)v; break;
+    case LAYOUT_KIND_SHARDING: *(layout_sharding *)p = (layout_sharding)v; break;
+    case LAYOUT_KIND_RECOMPUTE: *(layout_recompute *)p = (layout_recompute)v; break;
+    default: *(int *)p = v;
+    }
+}
+
+int layout_field_value(const layout_field *f, const layout *l, const training_spec *t)
+{
+    if (f->resolved) return f->resolved(l);
+    return stored_value(f, field_ptr(f, l, t));
+}
+
+static const char *enum_name(const layout_field *f, int v)
+{
+    switch (f->kind) {
+    case LAYOUT_KIND_FRAMEWORK: return layout_framework_name((layout_framework)v);
+    case LAYOUT_KIND_SHARDING: return layout_sharding_name((layout_sharding)v);
+    case LAYOUT_KIND_RECOMPUTE: return layout_recompute_name((layout_recompute)v);
+    default: return NULL;
+    }
+}
+
+void layout_field_text(const layout_field *f, const layout *l, const training_spec *t,
+                       layout_text_style style, char *buf, size_t len)
+{
+    int v = layout_field_value(f, l, t);
+    if (style == LAYOUT_TEXT_CSV && f->id == LAYOUT_F_SHARDING && l->sharding == SHARDING_FSDP &&
+        l->shard_size > 0) {
+        snprintf(buf, len, "hsdp");
+        return;
+    }
+    if (f->kind == LAYOUT_KIND_BOOL)
+        snprintf(buf, len, "%s", v ? "true" : "false");
+    else if (f->kind == LAYOUT_KIND_INT)
+        snprintf(buf, len, "%d", v);
+    else
+        snprintf(buf, len, "%s", enum_name(f, v));
+}
+
+/* ---- JSON ---- */
+
+json_t *layout_json_set(json_t *obj, const layout *l, const training_spec *t)
+{
+    if (!obj) return NULL;
+    for (int i = 0; i < LAYOUT_NFIELDS; i++) {
+        const layout_field *f = &layout_fields[i];
+        if (f->training && !t) continue;
+        int v = layout_field_value(f, l, t);
+        json_t *j = f->kind == LAYOUT_KIND_INT    ? json_integer(v)
+                    : f->kind == LAYOUT_KIND_BOOL ? json_boolean(v)
+                                                  : json_string(enum_name(f, v));
+        if (json_object_set_new(obj, f->key, j)) return NULL;
+    }
+    return obj;
+}
+
+json_t *layout_to_json(const layout *l)
+{
+    json_t *o = json_object();
+    if (!layout_json_set(o, l, NULL)) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int parse_enum(const layout_field *f, const char *s, int *out)
+{
+    int ok = 0;
+    switch (f->kind) {
+    case LAYOUT_KIND_FRAMEWORK: {
+        layout_framework v;
+        if ((ok = layout_parse_framework(s, &v))) *out = (int)v;
+        break;
+    }
+    case LAYOUT_KIND_SHARDING: {
+        layout_sharding v;
+        if ((ok = layout_parse_sharding(s, &v))) *out = (int)v;
+        break;
+    }
+    case LAYOUT_KIND_RECOMPUTE: {
+        layout_recompute v;
+        if ((ok = layout_parse_recompute(s, &v))) *out = (int)v;
+        break;
+    }
+    default: break;
+    }
+    return ok;
+}
+
+cm_status layout_from_json(const json_t *j, const char *where, layout *l, training_spec *t,
+                           char *err, size_t errlen)
+{
+    const layout_field *ff = &layout_fields[LAYOUT_F_FRAMEWORK];
+    const char *fw = json_string_value(json_object_get(j, ff->key));
+    int fv;
+    if (!json_is_object(j) || !fw || !parse_enum(ff, fw, &fv))
+        return cm_fail(err, errlen, CM_EPARSE, "%s needs \"framework\": fsdp2 or megatron",
+                       where);
+    layout out = layout_default((layout_framework)fv);
+    training_spec tout;
+    if (t) tout = *t;
+    for (int i = 0; i < LAYOUT_NFIELDS; i++) {
+        const layout_field *f = &layout_fields[i];
+        if (f->id == LAYOUT_F_FRAMEWORK || (f->training && !t)) continue;
+        const json_t *v = json_object_get(j, f->key);
+        if (!v) continue;
+        void *p = f->training ? (void *)((char *)&tout + f->offset)
+                              : (void *)((char *)&out + f->offset);
+        int x = 0;
+        switch (f->kind) {
+        case LAYOUT_KIND_INT:
+            if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                json_integer_value(v) > 1 << 24)
+                return cm_fail(err, errlen, CM_EPARSE, "%s.%s must be a non-negative integer",
+                               where, f->key);
+            x = (int)json_integer_value(v);
+            break;
+        case LAYOUT_KIND_BOOL:
+            if (!json_is_boolean(v))
+                return cm_fail(err, errlen, CM_EPARSE, "%s.%s must be true or false", where,
+                               f->key);
+            x = json_is_true(v);
+            break;
+        default:
+            if (!json_is_string(v) || !parse_enum(f, json_string_value(v), &x))
+                return cm_fail(err, errlen, CM_EPARSE,
+                               "%s: sharding must be ddp, distopt or fsdp and recompute none, "
+                               "selective or full",
+                               where);
+        }
+        store_value(f, p, x);
+    }
+    /* Canonical form: a resolved value equal to the default is stored as the default (0). */
+    for (int i = 0; i < LAYOUT_NFIELDS; i++) {
+        const layout_field *f = &layout_fields[i];
+        if (!f->resolved) continue;
+        void *p = (char *)&out + f->offset;
+        int given = stored_value(f, p);
+        store_value(f, p, 0);
+        if (f->resolved(&out) != given) store_value(f, p, given);
+    }
+    *l = out;
+    if (t) *t = tout;
+    return CM_OK;
+}
+
+/* ---- names and equality ---- */
+
+/* printf at buf + used, clipped to len; returns the new length used. */
+static size_t append(char *buf, size_t len, size_t used, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static size_t append(char *buf, size_t len, size_t used, const char *fmt, ...)
+{
+    if (used >= len) return used;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + used, len - used, fmt, ap);
+    va_end(ap);
+    return n < 0 ? used : used + (size_t)n;
+}
+
+/* Is the field shown in the short name at this value? */
+static bool shown_in_name(const layout_field *f, const layout *l, bool all)
+{
+    if (!f->name_token) return false;
+    if (f->id == LAYOUT_F_ETP) return !all && l->ep > 1 && layout_etp(l) != l->tp;
+    return all || f->name_always || layout_field_value(f, l, NULL) > 1;
+}
+
+void layout_short_sizes(const layout *l, bool all, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len) buf[0] = '\0';
+    for (int i = 0; i < LAYOUT_NFIELDS; i++) {
+        const layout_field *f = &layout_fields[i];
+        if (!shown_in_name(f, l, all)) continue;
+        used = append(buf, len, used, "%s%s%d", used ? " " : "", f->name_token,
+                      layout_field_value(f, l, NULL));
+    }
+}
+
+void layout_short_name(const layout *l, char *buf, size_t len)
+{
+    char sizes[160];
+    layout_short_sizes(l, false, sizes, sizeof sizes);
+    if (len) buf[0] = '\0';
+    size_t used = append(buf, len, 0, "%s %s %s", layout_framework_name(l->framework), sizes,
+                         layout_sharding_name(l->sharding));
+    if (l->sharding == SHARDING_FSDP && !l->reshard_after_forward)
+        used = append(buf, len, used, "-nr");
+    if (l->shard_size > 0) used = append(buf, len, used, " hsdp%d", l->shard_size);
+    if (l->offload) used = append(buf, len, used, "+off");
+    if (l->recompute != RECOMPUTE_NONE)
+        used = append(buf, len, used, " rc-%s", layout_recompute_name(l->recompute));
+    if (l->recompute_layers > 0) append(buf, len, used, "%d", l->recompute_layers);
+}
+
+bool layout_equal(const layout *a, const layout *b)
+{
+    for (int i = 0; i < LAYOUT_NFIELDS; i++) {
+        const layout_field *f = &layout_fields[i];
+        if (f->training) continue;
+        if (layout_field_value(f, a, NULL) != layout_field_value(f, b, NULL)) return false;
+    }
+    return true;
+}
+
+/* ---- trainer YAML ---- */
+
+const char *layout_yaml_path(layout_field_id id, layout_framework strategy)
+{
+    const layout_field *f = layout_field_get(id);
+    if (!f) return NULL;
+    if (strategy == FRAMEWORK_FSDP2 && f->yaml_fsdp2) return f->yaml_fsdp2;
+    return f->yaml;
+}
+
+const char *layout_yaml_key(layout_field_id id, layout_framework strategy)
+{
+    const char *p = layout_yaml_path(id, strategy);
+    if (!p) return NULL;
+    const char *dot = strrchr(p, '.');
+    return dot ? dot + 1 : p;
+}
