@@ -3,6 +3,7 @@
  * follows sim.c's sim_trace_json() exactly, so the two files differ only in their numbers.
  */
 #include "trace.h"
+#include "whole_file.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -124,10 +125,10 @@ cm_status trace_write(const trace_list *t, const char *path, char *err, size_t e
 {
     json_t *j = trace_json(t);
     if (!j) return cm_fail(err, errlen, CM_ENOMEM, "out of memory writing the trace");
-    int rc = json_dump_file(j, path, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    /* written whole: a failed write leaves no partial file (whole_file.h) */
+    char why[CM_ERRLEN];
+    cm_status st = whole_file_json(j, path, JSON_COMPACT | JSON_REAL_PRECISION(15), why, sizeof why);
     json_decref(j);
-    if (rc != 0)
-        return cm_fail(err, errlen, CM_EIO, "cannot write the trace to '%s': check the path",
-                       path);
+    if (st != CM_OK) return cm_fail(err, errlen, st, "cannot write the trace: %s", why);
     return CM_OK;
 }

@@ -10,6 +10,7 @@
  * onto the system.
  */
 #include "profile.h"
+#include "whole_file.h"
 
 #include "collective.h"
 
@@ -374,10 +375,10 @@ cm_status profile_write(const char *path, const system_spec *sys, const void *ex
         json_object_set_new(st, "plans", json_integer(sys->step.plans));
         json_object_set_new(root, "step", st);
     }
-    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    /* written whole: a failed write leaves no partial file (whole_file.h) */
+    char why[CM_ERRLEN];
+    cm_status st = whole_file_json(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10), why, sizeof why);
     json_decref(root);
-    if (rc != 0)
-        return cm_fail(err, errlen, CM_EIO, "cannot write profile '%s': check the directory",
-                       path);
+    if (st != CM_OK) return cm_fail(err, errlen, st, "cannot write profile: %s", why);
     return CM_OK;
 }

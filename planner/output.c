@@ -2,6 +2,7 @@
  * output.c — human and JSON renderings of estimates and plans (see output.h).
  */
 #include "output.h"
+#include "whole_file.h"
 
 #include <math.h>
 #include <string.h>
@@ -18,11 +19,11 @@ cm_status output_write_trace(const struct sim_workspace *w, const char *path, ch
     json_t *trace = sim_trace_json(w);
     if (!trace)
         return cm_fail(err, errlen, CM_ENOMEM, "no trace was recorded (out of memory?)");
-    int rc = json_dump_file(trace, path, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    /* written whole: a failed write leaves no partial file (whole_file.h) */
+    char why[CM_ERRLEN];
+    cm_status st = whole_file_json(trace, path, JSON_COMPACT | JSON_REAL_PRECISION(15), why, sizeof why);
     json_decref(trace);
-    if (rc != 0)
-        return cm_fail(err, errlen, CM_EIO, "cannot write the trace to '%s': check the path",
-                       path);
+    if (st != CM_OK) return cm_fail(err, errlen, st, "cannot write the trace: %s", why);
     return CM_OK;
 }
 
