@@ -153,12 +153,14 @@ static cm_status apply_fields(const json_t *root, const char *path, system_spec 
         return cm_fail(err, errlen, CM_EPARSE,
                        "system file '%s': nics_per_node > 0 needs nic_bandwidth_bytes_per_s > 0",
                        path);
-    if (sys->scaleup_domain_gpus > 0 && sys->gpus_per_node > 0 &&
-        sys->scaleup_domain_gpus % sys->gpus_per_node)
+    /* A domain is whole hosts (NVL72: 18 hosts of 4) or whole bridged groups inside a host
+     * (H100 NVL: pairs in an 8-GPU server); anything else has no regular placement. */
+    int dom = sys->scaleup_domain_gpus, host = sys->gpus_per_node;
+    if (dom > 0 && host > 0 && dom % host && host % dom)
         return cm_fail(err, errlen, CM_EPARSE,
-                       "system file '%s': node.scaleup_domain_gpus %d is not a multiple of "
-                       "node.gpus_per_node %d: an NVLink domain holds whole hosts",
-                       path, sys->scaleup_domain_gpus, sys->gpus_per_node);
+                       "system file '%s': node.scaleup_domain_gpus %d neither holds whole hosts "
+                       "of node.gpus_per_node %d nor divides one: fix either",
+                       path, dom, host);
     if (sys->nvls_enabled && sys->nvls_busbw_bytes_per_s <= 0)
         return cm_fail(err, errlen, CM_EPARSE,
                        "system file '%s': node.nvls is on but the system has no "
