@@ -7,6 +7,20 @@
  * so with k members of the group on a node the group moves k NICs' worth of bandwidth per node:
  * busbw = k * (NICs * NIC bandwidth / GPUs per node) * efficiency, capped by NVLink. With one
  * member per node this is the per-GPU network bandwidth of DESIGN.md.
+ *
+ * "Node" here is the scale-up (NVLink) domain (layout.h): on NVL72 a group of 8 that crosses
+ * two 4-GPU hosts of one rack is an NVLink group; only a group that leaves the 72-GPU domain
+ * pays the network, through each member's own NIC share (rail-optimised scale-out: local rank
+ * i of every host sits on rail i, so a ring's cross-domain hop is one switch hop).
+ *
+ * Two variants of the in-domain bandwidth:
+ *  - NVLink SHARP (NVLS, node.nvls_busbw_bytes_per_s, off unless node.nvls or --nvls): NVSwitch
+ *    reduces in the fabric, so an all-reduce moves each byte once in and once out and reaches
+ *    a busbw above the per-GPU link rate (~480 GB/s on 8x H100, data/systems/README.md). Only
+ *    all-reduce uses it; all-gather and reduce-scatter keep the ring figure.
+ *  - a point-to-point mesh (node.fabric "mesh", AMD xGMI): each GPU has domain-1 links, one to
+ *    every peer, and a group of n uses only its n-1 (RCCL README: with fewer than 8 MI300X "one
+ *    can only achieve a fraction of the potential bandwidth"), so busbw x (n-1)/(domain-1).
  */
 #include "collective.h"
 
@@ -42,6 +56,9 @@ const collective_desc *collective_find(const char *name)
 double collective_busbw_bytes_per_s(const system_spec *sys, layout_group g)
 {
     double intra = sys->intra_bandwidth_bytes_per_s * sys->intra_busbw_efficiency;
+    int domain = system_domain_gpus(sys);
+    if (sys->scaleup_mesh && domain > 1 && g.members_per_node < domain)
+        intra *= (double)(g.members_per_node - 1) / (domain - 1);
     if (!g.spans_nodes) return intra;
     double inter = g.members_per_node * system_inter_bandwidth_per_gpu(sys) *
                    sys->inter_busbw_efficiency;
@@ -76,6 +93,9 @@ double collective_time_s(const system_spec *sys, collective_op op, double bytes,
         return alpha + bytes * off_node / net;
     }
     double bw = collective_busbw_bytes_per_s(sys, g);
+    if (op == COLL_ALL_REDUCE && !g.spans_nodes && sys->nvls_enabled &&
+        sys->nvls_busbw_bytes_per_s > bw)
+        bw = sys->nvls_busbw_bytes_per_s;
     if (bw <= 0) return 1e30; /* no network: the layout cannot span nodes on this system */
     return alpha + bytes * d->bus_factor(g.size) / bw;
 }

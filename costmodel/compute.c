@@ -6,7 +6,9 @@ double compute_gemm_s(const system_spec *sys, double m, double n, double k)
     if (m <= 0 || n <= 0 || k <= 0) return 0;
     double flops = 2.0 * m * n * k;
     double bytes = 2.0 * (m * k + k * n + m * n); /* bf16 operands and result */
-    double t_math = flops / (sys->peak_bf16_flops * sys->gemm_efficiency_max);
+    /* A power cap below the TDP lowers the sustained clock (system_gemm_power_scale). */
+    double t_math = flops / (sys->peak_bf16_flops * sys->gemm_efficiency_max *
+                             system_gemm_power_scale(sys));
     double t_mem = bytes / (sys->hbm_bandwidth_bytes_per_s * sys->hbm_efficiency);
     return (t_math > t_mem ? t_math : t_mem) + sys->gemm_overhead_s;
 }

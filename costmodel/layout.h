@@ -96,8 +96,10 @@ int layout_check_all(const model_spec *m, const system_spec *sys, const training
 
 /*
  * Placement in Megatron's rank order (tp innermost, then cp, dp, pp; EP inside dp): a group of
- * `size` ranks whose neighbours are `stride` ranks apart. members_per_node is how many of them
- * share a node (1 when the group is spread one per node).
+ * `size` ranks whose neighbours are `stride` ranks apart. Here a "node" is the scale-up
+ * (NVLink) domain, system_domain_gpus(): the host on 8-GPU presets, the rack on NVL72.
+ * members_per_node is how many of the group share a domain (1 when spread one per domain);
+ * spans_nodes: the group leaves its domain and talks over the scale-out network.
  */
 typedef struct {
     int size;
@@ -112,5 +114,9 @@ layout_group layout_dp_group(const system_spec *sys, const layout *l); /* dp*cp,
 layout_group layout_ep_group(const system_spec *sys, const layout *l);
 layout_group layout_pp_group(const system_spec *sys, const layout *l);
 layout_group layout_shard_place(const system_spec *sys, const layout *l);
+/* Sentences on how l's TP, CP and EP groups sit on the NVLink domains (crossing hosts inside
+ * a rack-scale domain; inside only when each domain runs whole groups; spanning domains) into
+ * buf ("" when there is nothing to say). Returns how many of them leave the domain. */
+int layout_domain_notes(const system_spec *sys, const layout *l, char *buf, size_t len);
 
 #endif

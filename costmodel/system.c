@@ -20,16 +20,21 @@ typedef struct {
     const char *key;
     size_t offset;
     bool is_int;
+    bool is_bool;  /* a bool member: JSON true/false or 0/1 */
     bool required;
     double min, max; /* sane range; outside it the file is rejected */
 } system_field;
 
-#define F(sec, key, member, req, lo, hi) {sec, key, offsetof(system_spec, member), false, req, lo, hi}
-#define I(sec, key, member, req, lo, hi) {sec, key, offsetof(system_spec, member), true, req, lo, hi}
+#define F(sec, key, member, req, lo, hi)                                                         \
+    {sec, key, offsetof(system_spec, member), false, false, req, lo, hi}
+#define I(sec, key, member, req, lo, hi)                                                         \
+    {sec, key, offsetof(system_spec, member), true, false, req, lo, hi}
+#define B(sec, key, member) {sec, key, offsetof(system_spec, member), true, true, false, 0, 1}
 
 static const system_field fields[] = {
     F("gpu", "peak_bf16_flops", peak_bf16_flops, true, 1e12, 1e17),
     F("gpu", "peak_fp8_flops", peak_fp8_flops, false, 0, 1e17),
+    F("gpu", "peak_fp4_flops", peak_fp4_flops, false, 0, 1e17),
     F("gpu", "hbm_bytes", hbm_bytes, true, 1e9, 1e13),
     F("gpu", "hbm_bandwidth_bytes_per_s", hbm_bandwidth_bytes_per_s, true, 1e10, 1e14),
     F("gpu", "gemm_efficiency_max", gemm_efficiency_max, true, 0.05, 1.0),
@@ -38,11 +43,16 @@ static const system_field fields[] = {
     F("gpu", "attention_efficiency", attention_efficiency, true, 0.05, 1.0),
     F("gpu", "eager_elementwise_efficiency", eager_elementwise_efficiency, true, 0.02, 1.0),
     F("gpu", "eager_kernel_gap_s", eager_kernel_gap_s, false, 0, 1e-4),
+    F("gpu", "tdp_w", tdp_w, false, 0, 1e4),
+    F("gpu", "power_limit_w", power_limit_w, false, 0, 1e4),
     I("node", "gpus_per_node", gpus_per_node, true, 1, 1024),
     F("node", "intra_bandwidth_bytes_per_s", intra_bandwidth_bytes_per_s, true, 1e9, 1e14),
     F("node", "intra_latency_s", intra_latency_s, true, 0, 1e-2),
     F("node", "intra_busbw_efficiency", intra_busbw_efficiency, true, 0.05, 1.0),
     F("node", "call_latency_s", call_latency_s, false, 0, 1e-2),
+    I("node", "scaleup_domain_gpus", scaleup_domain_gpus, false, 0, 65536),
+    F("node", "nvls_busbw_bytes_per_s", nvls_busbw_bytes_per_s, false, 0, 1e14),
+    B("node", "nvls", nvls_enabled),
     I("network", "nics_per_node", nics_per_node, true, 0, 1024),
     F("network", "nic_bandwidth_bytes_per_s", nic_bandwidth_bytes_per_s, true, 0, 1e14),
     F("network", "latency_s", inter_latency_s, true, 0, 1e-1),
@@ -124,11 +134,17 @@ static cm_status apply_fields(const json_t *root, const char *path, system_spec 
             continue;
         }
         double x;
-        cm_status st = system_field_number(v, path, f->section, f->key, f->min, f->max,
-                                           f->is_int, &x, err, errlen);
-        if (st != CM_OK) return st;
+        if (f->is_bool && json_is_boolean(v)) {
+            x = json_is_true(v);
+        } else {
+            cm_status st = system_field_number(v, path, f->section, f->key, f->min, f->max,
+                                               f->is_int, &x, err, errlen);
+            if (st != CM_OK) return st;
+        }
         char *base = (char *)sys + f->offset;
-        if (f->is_int)
+        if (f->is_bool)
+            *(bool *)base = x != 0;
+        else if (f->is_int)
             *(int *)base = (int)x;
         else
             *(double *)base = x;
@@ -136,6 +152,19 @@ static cm_status apply_fields(const json_t *root, const char *path, system_spec 
     if (sys->nics_per_node > 0 && sys->nic_bandwidth_bytes_per_s <= 0)
         return cm_fail(err, errlen, CM_EPARSE,
                        "system file '%s': nics_per_node > 0 needs nic_bandwidth_bytes_per_s > 0",
+                       path);
+    /* A domain is whole hosts (NVL72: 18 hosts of 4) or whole bridged groups inside a host
+     * (H100 NVL: pairs in an 8-GPU server); anything else has no regular placement. */
+    int dom = sys->scaleup_domain_gpus, host = sys->gpus_per_node;
+    if (dom > 0 && host > 0 && dom % host && host % dom)
+        return cm_fail(err, errlen, CM_EPARSE,
+                       "system file '%s': node.scaleup_domain_gpus %d neither holds whole hosts "
+                       "of node.gpus_per_node %d nor divides one: fix either",
+                       path, dom, host);
+    if (sys->nvls_enabled && sys->nvls_busbw_bytes_per_s <= 0)
+        return cm_fail(err, errlen, CM_EPARSE,
+                       "system file '%s': node.nvls is on but the system has no "
+                       "node.nvls_busbw_bytes_per_s (no NVLink SHARP): turn it off",
                        path);
     return CM_OK;
 }
@@ -186,6 +215,15 @@ cm_status system_from_json(const json_t *root, const char *path, const char *nam
     v = gpu ? json_object_get(gpu, "name") : NULL;
     snprintf(sys->gpu_name, sizeof sys->gpu_name, "%s", json_is_string(v) ? json_string_value(v)
                                                                           : "GPU");
+    const json_t *node = json_object_get(root, "node");
+    v = node ? json_object_get(node, "fabric") : NULL;
+    if (v && (!json_is_string(v) || (strcmp(json_string_value(v), "switch") &&
+                                     strcmp(json_string_value(v), "mesh"))))
+        return cm_fail(err, errlen, CM_EPARSE,
+                       "system file '%s': \"node\".\"fabric\" must be \"switch\" (NVSwitch) or "
+                       "\"mesh\" (point-to-point links, AMD xGMI)",
+                       path);
+    sys->scaleup_mesh = v && !strcmp(json_string_value(v), "mesh");
     return apply_fields(root, path, sys, false, err, errlen);
 }
 
@@ -254,6 +292,18 @@ double system_inter_bandwidth_per_gpu(const system_spec *sys)
 {
     if (sys->nics_per_node <= 0) return 0;
     return sys->nics_per_node * sys->nic_bandwidth_bytes_per_s / sys->gpus_per_node;
+}
+
+int system_domain_gpus(const system_spec *sys)
+{
+    return sys->scaleup_domain_gpus > 0 ? sys->scaleup_domain_gpus : sys->gpus_per_node;
+}
+
+double system_gemm_power_scale(const system_spec *sys)
+{
+    if (sys->tdp_w <= 0 || sys->power_limit_w <= 0 || sys->power_limit_w >= sys->tdp_w)
+        return 1;
+    return cbrt(sys->power_limit_w / sys->tdp_w);
 }
 
 const system_collective_fit *system_collective_fit_find(const system_spec *sys, int op,

@@ -65,6 +65,7 @@ typedef struct {
     /* GPU */
     double peak_bf16_flops;            /* dense, per GPU, FLOP/s */
     double peak_fp8_flops;
+    double peak_fp4_flops;             /* dense FP4 (NVFP4/MXFP4), 0 where unsupported */
     double hbm_bytes;                  /* capacity per GPU */
     double hbm_bandwidth_bytes_per_s;
     double gemm_efficiency_max;        /* achieved/peak on large bf16 GEMMs */
@@ -73,9 +74,23 @@ typedef struct {
     double eager_elementwise_efficiency; /* the same for eager PyTorch elementwise (FSDP2 path) */
     double eager_kernel_gap_s;         /* idle time between back-to-back eager kernels (optional) */
     double attention_efficiency;       /* achieved/peak of fused (flash) attention, fwd+bwd */
+    double tdp_w;                      /* board power the efficiency figures hold at (0: not
+                                          given) */
+    double power_limit_w;              /* power cap in use (0: the TDP); scales the sustained
+                                          GEMM rate, system_gemm_power_scale() */
 
-    /* node */
+    /* node (the host) and the scale-up (NVLink) domain, which may span hosts (NVL72: 4 GPUs
+     * per host, 72 per domain) */
     int gpus_per_node;
+    int scaleup_domain_gpus;            /* GPUs of one NVLink domain; 0 = gpus_per_node, see
+                                           system_domain_gpus() */
+    bool scaleup_mesh;                  /* node.fabric "mesh": GPUs joined point to point
+                                           (AMD xGMI), a group of n uses n-1 of the domain-1
+                                           links; else a switch (NVSwitch) */
+    double nvls_busbw_bytes_per_s;      /* NVLink SHARP all-reduce busbw inside the domain; 0 =
+                                           the system has no NVLS */
+    bool nvls_enabled;                  /* node.nvls 1 or --nvls: price all-reduce inside the
+                                           domain with NVLS (off by default) */
     double intra_bandwidth_bytes_per_s; /* NVLink, per GPU, per direction */
     double intra_latency_s;
     double intra_busbw_efficiency;
@@ -147,8 +162,15 @@ void system_step_range(system_step_term t, double *lo, double *hi);
 /* Active step terms at their defaults, no covariance. */
 void system_step_reset(system_step *s);
 
-/* Network bandwidth available to one GPU when its group leaves the node. */
+/* Network bandwidth available to one GPU when its group leaves the NVLink domain. */
 double system_inter_bandwidth_per_gpu(const system_spec *sys);
+/* GPUs of one scale-up (NVLink) domain: node.scaleup_domain_gpus, or gpus_per_node when the
+ * preset gives none (every host-sized preset), so those place groups exactly as before. */
+int system_domain_gpus(const system_spec *sys);
+/* Factor on the sustained GEMM rate under gpu.power_limit_w below gpu.tdp_w: (limit/tdp)^(1/3),
+ * an assumption (dynamic power ~ f V^2 with V ~ f, so clock ~ power^(1/3); no vendor gives the
+ * relation; data/systems/README.md "Power limit"). 1 without a limit or TDP. */
+double system_gemm_power_scale(const system_spec *sys);
 
 void system_list_presets(const char *data_dir, char *buf, size_t buflen);
 

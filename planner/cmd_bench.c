@@ -372,7 +372,7 @@ static void csv_cell(FILE *f, const char *s, bool last)
     fputc(last ? '\n' : ',', f);
 }
 
-static int guide(FILE *out, const training_spec *t)
+static int guide(FILE *out, const training_spec *t, const char *system)
 {
     /* The FSDP2-vs-Megatron guide's table: dense 3B, 7B, 30B on 8-32 H100 under both
      * frameworks; Mixtral-8x7B and DeepSeek-V3 with Megatron (FSDP2 has no expert
@@ -384,7 +384,9 @@ static int guide(FILE *out, const training_spec *t)
     const char *dir = cli_data_dir();
     char err[CM_ERRLEN];
     system_spec sys;
-    if (system_load("h100", dir, &sys, err, sizeof err) != CM_OK) return cli_error(err);
+    /* --system picks the cluster (h100 by default, as the guide): any preset, e.g.
+     * gb200-nvl72, or a calibration profile. */
+    if (profile_load_system(system, dir, &sys, err, sizeof err) != CM_OK) return cli_error(err);
     search_result *r = search_result_new();
     const char *hdr[] = {"Model", "Strategy", "GPUs", "Time/Step (s)",
                          "Throughput relative to FSDP2", "Layout", "Memory (GiB)", NULL};
@@ -441,7 +443,7 @@ static void usage(void)
            "                  [-o results.csv]\n"
            "       plan bench --sweep sweep.json [-o results.csv]\n"
            "       plan bench --compare A.csv B.csv\n"
-           "       plan bench --preset guide [-o guide.csv]\n"
+           "       plan bench --preset guide [--system h100] [-o guide.csv]\n"
            "One CSV row per (model, framework, sharding, system, GPU count): the best layout of\n"
            "each; predicted columns always, measured ones with --measure (needs the CUDA\n"
            "backend): rows whose layout runs whole on the local GPUs are run (warm-up + 3\n"
@@ -562,7 +564,7 @@ int cmd_bench(int argc, char **argv)
             measure_local_close(ml);
             return cli_error("unknown --preset: the only preset is 'guide'");
         }
-        rc = guide(out, &sw.training);
+        rc = guide(out, &sw.training, sw.systems.n ? sw.systems.items[0] : "h100");
     } else {
         if (!sw.models.n || !sw.ngpus) {
             whole_file_abort(&wf);

@@ -3,6 +3,9 @@
  * every measured collective (op x group size x span) of a `plan calibrate` CSV with GSL
  * (costmodel/fit.c) and writes a calibration profile that overlays BASE (`--calibration
  * profile.json`, or `--system profile.json` after `plan fit --full`).
+ * In place of the CSV it takes nccl-tests output (text log or -J JSON, costmodel/nccl_tests.h):
+ * its collectives are fitted the same way, so a cluster measured with nccl-tests alone gets a
+ * profile.
  */
 #include <csv.h>
 #include <getopt.h>
@@ -16,6 +19,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "fit.h"
+#include "nccl_tests.h"
 #include "profile.h"
 
 #define MAXCOLS 32
@@ -130,12 +134,51 @@ static void reader_free(reader *r)
     free(r->gemm);
 }
 
+/* The runs of an nccl-tests file as the reader's collectives (same op, group and span merge).
+ * The span is the system's: does the run leave its NVLink domain (nccl_tests.h). */
+static cm_status read_nccl_tests(reader *r, const char *path, const system_spec *sys, char *err,
+                                 size_t errlen)
+{
+    nccl_tests_file nf;
+    cm_status st = nccl_tests_read(path, &nf, err, errlen);
+    if (st != CM_OK) return st;
+    for (int i = 0; i < nf.nruns && st == CM_OK; i++) {
+        const nccl_tests_run *run = &nf.runs[i];
+        int inter = nccl_tests_spans_domains(run, sys);
+        int k;
+        for (k = 0; k < r->ncolls; k++)
+            if (r->colls[k].op == (int)run->op && r->colls[k].group == run->ranks &&
+                r->colls[k].inter == inter)
+                break;
+        if (k == 64) break;
+        if (k == r->ncolls)
+            r->colls[r->ncolls++] = (struct coll){.op = run->op, .group = run->ranks, .inter = inter};
+        struct coll *c = &r->colls[k];
+        fit_collective_obs *o = realloc(c->obs, (size_t)(c->n + run->n) * sizeof *o);
+        if (!o) {
+            st = cm_fail(err, errlen, CM_ENOMEM, "out of memory reading '%s'", path);
+            break;
+        }
+        memcpy(o + c->n, run->obs, (size_t)run->n * sizeof *o);
+        c->obs = o;
+        c->n += run->n;
+        c->cap = c->n;
+    }
+    if (st == CM_OK)
+        printf("nccl-tests output %s: %d test(s) read, %d of other operations skipped\n", path,
+               nf.nruns, nf.skipped_runs);
+    nccl_tests_free(&nf);
+    return st;
+}
+
 static void usage(void)
 {
     printf("usage: plan fit CALIBRATE.csv [--system BASE] [--collectives-only] -o PROFILE.json\n"
            "Fits the GEMM roofline (efficiency, fixed cost) and each collective (latency,\n"
            "bus bandwidth per op, group size and span) of a plan calibrate CSV, prints the fits\n"
-           "with their uncertainty, and writes a profile to use as --calibration PROFILE.json.\n");
+           "with their uncertainty, and writes a profile to use as --calibration PROFILE.json.\n"
+           "In place of the CSV, FILE may be nccl-tests output (the text log, or the -J JSON):\n"
+           "its all_reduce, all_gather, reduce_scatter, alltoall and sendrecv tests are fitted.\n");
 }
 
 int cmd_fit(int argc, char **argv)
@@ -167,13 +210,20 @@ int cmd_fit(int argc, char **argv)
     if (profile_load_system(base, cli_data_dir(), &sys, err, sizeof err) != CM_OK)
         return cli_error(err);
 
+    reader r;
+    memset(&r, 0, sizeof r);
+    if (nccl_tests_detect(csv_path)) {
+        if (read_nccl_tests(&r, csv_path, &sys, err, sizeof err) != CM_OK) {
+            reader_free(&r);
+            return cli_error(err);
+        }
+        goto fit;
+    }
     FILE *f = fopen(csv_path, "rb");
     if (!f) {
         snprintf(err, sizeof err, "cannot read calibrate CSV '%s': no such file", csv_path);
         return cli_error(err);
     }
-    reader r;
-    memset(&r, 0, sizeof r);
     struct csv_parser p;
     csv_init(&p, CSV_APPEND_NULL | CSV_STRICT);
     char buf[65536];
@@ -201,6 +251,7 @@ int cmd_fit(int argc, char **argv)
         return cli_error(msg);
     }
 
+fit:
     printf("Fits of %s over the %s preset\n\n", csv_path, sys.name);
     if (r.ngemm > 0) {
         fit_gemm_result g;

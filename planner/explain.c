@@ -51,6 +51,14 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
             100 * tm->compute_s / tm->step_s, 100 * tm->comm_exposed_s / tm->step_s,
             100 * tm->bubble_s / tm->step_s, 100 * tm->optimizer_s / tm->step_s);
 
+    /* Where the model-parallel groups sit, on systems whose NVLink domain is larger than a
+     * host (NVL72), where that is not obvious. */
+    if (system_domain_gpus(sys) != sys->gpus_per_node) {
+        char notes[1024];
+        layout_domain_notes(sys, l, notes, sizeof notes);
+        if (notes[0]) fprintf(f, "- Placement: %s\n", notes);
+    }
+
     /* Counterfactuals on the recommended layout. */
     if (l->framework == FRAMEWORK_MEGATRON) {
         if (l->tp > 1 && l->tp % 2 == 0) {
@@ -61,7 +69,7 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
             snprintf(what, sizeof what, "TP %d instead of %d (DP %d)", v.tp, l->tp, v.dp);
             describe(&x, what, v);
         }
-        if (l->dp % 2 == 0 && l->tp * 2 <= sys->gpus_per_node) {
+        if (l->dp % 2 == 0 && l->tp * 2 <= system_domain_gpus(sys)) {
             layout v = *l;
             v.tp *= 2;
             v.dp /= 2;
