@@ -153,6 +153,30 @@ typedef struct {
     report_point *p;
 } visit_ctx;
 
+static int cmp_int(const void *a, const void *b);
+
+static void progress(const report *r)
+{
+    if (r->progress) r->progress(r->stats.searches, r->progress_total, r->progress_arg);
+}
+
+/* The GPU counts a model is searched at: powers of two from 1 (up to the largest count asked,
+ * or the cap) and the user's counts, ascending. Returns how many. */
+static int sweep_counts(const report *r, int *counts)
+{
+    int maxg = r->gpus[r->ngpus - 1];
+    int cap = maxg > SWEEP_CAP ? maxg : SWEEP_CAP;
+    int n = 0;
+    for (long g = 1; g <= cap && n < SWEEP_MAX; g *= 2) counts[n++] = (int)g;
+    for (int i = 0; i < r->ngpus; i++) {
+        bool dup = false;
+        for (int k = 0; k < n; k++) dup |= counts[k] == r->gpus[i];
+        if (!dup) counts[n++] = r->gpus[i];
+    }
+    qsort(counts, n, sizeof *counts, cmp_int);
+    return n;
+}
+
 static void visit(const estimate *e, void *arg)
 {
     visit_ctx *v = arg;
@@ -184,13 +208,19 @@ static cm_status search_point(report *r, const model_spec *m, report_point *p, s
                               char *err, size_t errlen)
 {
     visit_ctx v = {r, p};
-    search_options o = {.gpus = p->gpus, .keep = 1, .frameworks = {true, true},
-                        .visit = visit, .visit_arg = &v};
+    /* The options `plan --model M --gpus N` searches with (cmd_search.c), so the report
+     * recommends what plan recommends: the best plans re-ranked by the step simulator, except
+     * under a refined profile, whose closed form is the calibrated figure. */
+    search_options o = {.gpus = p->gpus, .keep = SEARCH_SIMULATE_DEFAULT,
+                        .frameworks = {true, true}, .visit = visit, .visit_arg = &v,
+                        .simulate = r->sys.step.active ? 0 : SEARCH_SIMULATE_DEFAULT};
     cm_status st = search_run(m, &r->sys, &r->t, &o, sr, err, errlen);
     if (st != CM_OK) return st;
     r->stats.searches++;
     r->stats.layouts += sr->evaluated;
+    progress(r);
     p->evaluated = sr->evaluated;
+    p->rec_fw = sr->count > 0 ? (int)sr->ranked[0].layout.framework : -1;
     p->feasible = sr->feasible;
     for (int fw = 0; fw < 2; fw++) {
         p->has_best[fw] = sr->has_best[fw];
@@ -212,18 +242,9 @@ static int cmp_int(const void *a, const void *b)
 static cm_status build_model(report *r, report_model_result *mr, search_result *sr, char *err,
                              size_t errlen)
 {
-    int maxg = 0;
-    for (int i = 0; i < r->ngpus; i++)
-        if (r->gpus[i] > maxg) maxg = r->gpus[i];
-    int cap = maxg > SWEEP_CAP ? maxg : SWEEP_CAP;
-    int counts[SWEEP_MAX + REPORT_MAX_GPUS], n = 0;
-    for (long g = 1; g <= cap && n < SWEEP_MAX; g *= 2) counts[n++] = (int)g;
-    for (int i = 0; i < r->ngpus; i++) {
-        bool dup = false;
-        for (int k = 0; k < n; k++) dup |= counts[k] == r->gpus[i];
-        if (!dup) counts[n++] = r->gpus[i];
-    }
-    qsort(counts, n, sizeof *counts, cmp_int);
+    int maxg = r->gpus[r->ngpus - 1];
+    int counts[SWEEP_MAX + REPORT_MAX_GPUS];
+    int n = sweep_counts(r, counts);
     mr->pts = calloc(n, sizeof *mr->pts);
     if (!mr->pts) return cm_fail(err, errlen, CM_ENOMEM, "out of memory");
     mr->npts = 0;
@@ -232,7 +253,11 @@ static cm_status build_model(report *r, report_model_result *mr, search_result *
     for (int i = 0; i < n; i++) {
         bool all = true;
         for (int k = 0; k < NCLS; k++) all &= mr->min_gpus[k] > 0;
-        if (all && counts[i] > maxg) break;
+        if (all && counts[i] > maxg) {
+            r->progress_total -= n - i; /* the sweep ends here */
+            progress(r);
+            break;
+        }
         report_point *p = &mr->pts[mr->npts];
         p->gpus = counts[i];
         cm_status st = search_point(r, &mr->m, p, sr, err, errlen);
@@ -254,13 +279,17 @@ const report_point *report_find_point(const report_model_result *mr, int gpus)
 
 const estimate *report_best_of(const report_point *p)
 {
-    if (!p) return NULL;
-    if (p->has_best[0] && p->has_best[1])
-        return search_better(&p->best[1], &p->best[0]) ? &p->best[1] : &p->best[0];
-    if (p->has_best[0]) return &p->best[0];
-    if (p->has_best[1]) return &p->best[1];
-    return NULL;
+    if (!p || p->rec_fw < 0 || !p->has_best[p->rec_fw]) return NULL;
+    return &p->best[p->rec_fw];
 }
+
+double report_speedup(const estimate *a, const estimate *b)
+{
+    bool sim = a->simulated && b->simulated;
+    return (sim ? b->time_sim.step_s : b->time.step_s) / (sim ? a->time_sim.step_s : a->time.step_s);
+}
+
+double report_tokens_per_gpu(const estimate *e) { return e->tokens_per_s / e->gpus; }
 
 const estimate *report_primary_plan(const report *r, const report_model_result *mr)
 {
@@ -349,6 +378,7 @@ static cm_status build_sizes(report *r, search_result *sr, char *err, size_t err
             if (st != CM_OK) return st;
             r->stats.searches++;
             r->stats.layouts += sr->evaluated;
+            progress(r);
             for (int fw = 0; fw < 2; fw++) {
                 sp->has[g][fw] = sr->has_best[fw];
                 sp->step[g][fw] = sr->has_best[fw] ? sr->best[fw].time.step_s : NAN;
@@ -412,6 +442,17 @@ cm_status report_build(const report_options *o, report **out, char *err, size_t 
             if (!isnan(r->bench[i].measured_step_s)) r->any_measured = true;
     }
     probe_model(&r->probe);
+    r->progress = o->progress;
+    r->progress_arg = o->progress_arg;
+    {   /* the searches planned: each model's sweep, then the size sweep */
+        int counts[SWEEP_MAX + REPORT_MAX_GPUS], nmodels = 0;
+        for (int i = 0; i < o->nmodels; i++) {
+            bool dup = false;
+            for (int k = 0; k < i; k++) dup |= !strcmp(o->models[k].name, o->models[i].name);
+            nmodels += !dup;
+        }
+        r->progress_total = (long)nmodels * sweep_counts(r, counts) + REPORT_NSIZES * r->ngpus;
+    }
     r->nmodels = 0;
     for (int i = 0; i < o->nmodels && st == CM_OK; i++) {
         bool dup = false; /* the same model twice would repeat sections and anchors */

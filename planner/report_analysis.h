@@ -44,6 +44,8 @@ extern const char *const report_feature_name[REPORT_NFEATURES];
 typedef struct {
     int gpus;
     long evaluated, feasible;
+    int rec_fw;               /* framework of the plan `plan` recommends here (ranked first
+                                 after the same simulator re-ranking); -1: nothing fits */
     bool has_best[2];
     estimate best[2];
     bool has_closest[2];
@@ -93,12 +95,21 @@ struct report {
     model_spec probe;         /* an MoE model for the feature probes */
     long feat_count[2][REPORT_NFEATURES]; /* layouts with each feature the searches evaluated */
     report_stats stats;
+    void (*progress)(long done, long total, void *arg); /* report_options' */
+    void *progress_arg;
+    long progress_total;      /* searches the build will run (shrinks when a sweep ends early) */
 };
 
 /* The point of a model at a GPU count, or NULL when that count was not searched. */
 const report_point *report_find_point(const report_model_result *mr, int gpus);
-/* The faster of the two frameworks' best plans, or NULL when nothing fits (or p is NULL). */
+/* The plan `plan --model M --gpus N` recommends at this point (the same search, re-ranked by
+ * the step simulator as `plan` does), or NULL when nothing fits (or p is NULL). */
 const estimate *report_best_of(const report_point *p);
+/* How many times faster a is than b (b's step time / a's): simulated step times when both were
+ * simulated, as `plan` compares the frameworks, else the closed form. */
+double report_speedup(const estimate *a, const estimate *b);
+/* Tokens per second per GPU of plan e. */
+double report_tokens_per_gpu(const estimate *e);
 /* The plan recommended for a model: the best at the largest of the user's GPU counts where one
  * fits; when none does, at the smallest swept count where one fits; NULL when none fits. */
 const estimate *report_primary_plan(const report *r, const report_model_result *mr);

@@ -156,7 +156,10 @@ static void chart_ratio(doc *d, const report *r)
                 c.y[s][i] = sp->step[g][FRAMEWORK_FSDP2] / sp->step[g][FRAMEWORK_MEGATRON];
         }
     }
-    doc_chart(d, &c, "size-ratio",
+    char takeaway[1024];
+    size_sentence(r, r->ngpus - 1, takeaway, sizeof takeaway);
+    takeaway[0] = (char)toupper((unsigned char)takeaway[0]);
+    doc_chart(d, &c, "size-ratio", takeaway,
               "Above the dashed line Megatron is faster. A gap means one framework does not "
               "fit at that size (see the table).");
 }
