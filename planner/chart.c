@@ -176,9 +176,11 @@ static y_axis make_axis(const chart *c)
         a.hi = pow(10, ceil(log10(hi)));
         return a;
     }
-    double hi = !isnan(c->y_max) && c->y_max > 0 ? c->y_max : dhi;
+    bool fixed = !isnan(c->y_max) && c->y_max > 0;
+    double hi = fixed ? c->y_max : dhi;
     a.step = nice_step(hi > 0 ? hi : 1, 5);
-    a.hi = hi > 0 ? ceil(hi * 1.04 / a.step) * a.step : a.step;
+    /* from the data: a little room above the tallest value; fixed: the tick at or above it */
+    a.hi = hi > 0 ? ceil(hi * (fixed ? 1 - 1e-9 : 1.04) / a.step) * a.step : a.step;
     return a;
 }
 

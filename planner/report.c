@@ -62,6 +62,8 @@ static void write_body(doc *d, const report *r)
     report_fmt_gpu_list(r->gpus, r->ngpus, gl, sizeof gl);
     doc_h(d, 1, "top", "FSDP2 or Megatron on %s: a decision guide", r->sys.gpu_name);
     doc_plain(esc, sizeof esc, r->sys.description);
+    size_t el = strlen(esc);
+    while (el > 0 && (esc[el - 1] == '.' || esc[el - 1] == ' ')) esc[--el] = '\0';
     doc_p(d, "Which framework and layout to train each model with on **%s** (%s), at %s GPUs, "
              "sequence %d, global batch %d sequences, bf16 with Adam: the answer per model "
              "first, then the detail.",

@@ -62,11 +62,7 @@ static int class_of(const layout *l)
 
 /* Features of section 4: a probe layout each, and a predicate that says whether an evaluated
  * layout uses the feature (to report whether the search exercised it). */
-enum {
-    F_TP, F_SP, F_PP, F_VPP, F_CP, F_EP, F_ETP, F_DDP, F_DISTOPT, F_FSDP, F_HSDP, F_NORESHARD,
-    F_SELECTIVE, F_FULL, F_OFFLOAD, F_FSDP_PP, F_OFFLOAD_RC, NFEAT
-};
-_Static_assert(NFEAT == REPORT_NFEATURES, "REPORT_NFEATURES counts the features");
+_Static_assert(REPORT_F_OFFLOAD_RC + 1 == REPORT_NFEATURES, "REPORT_NFEATURES counts the features");
 const char *const report_feature_name[REPORT_NFEATURES] = {
     "Tensor parallel (TP 2)",
     "Megatron sequence parallel (SP, with TP 2)",
@@ -90,23 +86,23 @@ const char *const report_feature_name[REPORT_NFEATURES] = {
 static bool feat_uses(int f, const layout *l)
 {
     switch (f) {
-    case F_TP: return l->tp > 1;
-    case F_SP: return l->sp;
-    case F_PP: return l->pp > 1;
-    case F_VPP: return l->vpp > 1;
-    case F_CP: return l->cp > 1;
-    case F_EP: return l->ep > 1;
-    case F_ETP: return l->etp > 0 && l->etp != l->tp;
-    case F_DDP: return l->sharding == SHARDING_DDP;
-    case F_DISTOPT: return l->sharding == SHARDING_DISTOPT;
-    case F_FSDP: return l->sharding == SHARDING_FSDP;
-    case F_HSDP: return l->shard_size > 0;
-    case F_NORESHARD: return l->sharding == SHARDING_FSDP && !l->reshard_after_forward;
-    case F_SELECTIVE: return l->recompute == RECOMPUTE_SELECTIVE;
-    case F_FULL: return l->recompute == RECOMPUTE_FULL;
-    case F_OFFLOAD: return l->offload;
-    case F_FSDP_PP: return l->sharding == SHARDING_FSDP && l->pp > 1;
-    case F_OFFLOAD_RC: return l->offload && l->recompute != RECOMPUTE_NONE;
+    case REPORT_F_TP: return l->tp > 1;
+    case REPORT_F_SP: return l->sp;
+    case REPORT_F_PP: return l->pp > 1;
+    case REPORT_F_VPP: return l->vpp > 1;
+    case REPORT_F_CP: return l->cp > 1;
+    case REPORT_F_EP: return l->ep > 1;
+    case REPORT_F_ETP: return l->etp > 0 && l->etp != l->tp;
+    case REPORT_F_DDP: return l->sharding == SHARDING_DDP;
+    case REPORT_F_DISTOPT: return l->sharding == SHARDING_DISTOPT;
+    case REPORT_F_FSDP: return l->sharding == SHARDING_FSDP;
+    case REPORT_F_HSDP: return l->shard_size > 0;
+    case REPORT_F_NORESHARD: return l->sharding == SHARDING_FSDP && !l->reshard_after_forward;
+    case REPORT_F_SELECTIVE: return l->recompute == RECOMPUTE_SELECTIVE;
+    case REPORT_F_FULL: return l->recompute == RECOMPUTE_FULL;
+    case REPORT_F_OFFLOAD: return l->offload;
+    case REPORT_F_FSDP_PP: return l->sharding == SHARDING_FSDP && l->pp > 1;
+    case REPORT_F_OFFLOAD_RC: return l->offload && l->recompute != RECOMPUTE_NONE;
     }
     return false;
 }
@@ -118,23 +114,23 @@ static layout feat_probe(int f, layout_framework fw)
     l.dp = 64;
     bool meg = fw == FRAMEWORK_MEGATRON;
     switch (f) {
-    case F_TP: l.tp = 2; l.dp = 32; l.sp = meg; break; /* MoE under Megatron needs SP with TP */
-    case F_SP: l.tp = 2; l.dp = 32; l.sp = true; break;
-    case F_PP: l.pp = 2; l.dp = 32; break;
-    case F_VPP: l.pp = 2; l.vpp = 2; l.dp = 32; break;
-    case F_CP: l.cp = 2; l.dp = 32; break;
-    case F_EP: l.ep = 2; break;
-    case F_ETP: l.tp = 2; l.dp = 32; l.sp = meg; l.ep = 2; l.etp = 1; break;
-    case F_DDP: l.sharding = SHARDING_DDP; break;
-    case F_DISTOPT: l.sharding = SHARDING_DISTOPT; break;
-    case F_FSDP: l.sharding = SHARDING_FSDP; break;
-    case F_HSDP: l.sharding = SHARDING_FSDP; l.shard_size = 8; break;
-    case F_NORESHARD: l.sharding = SHARDING_FSDP; l.reshard_after_forward = false; break;
-    case F_SELECTIVE: l.recompute = RECOMPUTE_SELECTIVE; break;
-    case F_FULL: l.recompute = RECOMPUTE_FULL; break;
-    case F_OFFLOAD: l.sharding = SHARDING_FSDP; l.offload = true; break;
-    case F_FSDP_PP: l.sharding = SHARDING_FSDP; l.pp = 2; l.dp = 32; break;
-    case F_OFFLOAD_RC:
+    case REPORT_F_TP: l.tp = 2; l.dp = 32; l.sp = meg; break; /* MoE under Megatron needs SP with TP */
+    case REPORT_F_SP: l.tp = 2; l.dp = 32; l.sp = true; break;
+    case REPORT_F_PP: l.pp = 2; l.dp = 32; break;
+    case REPORT_F_VPP: l.pp = 2; l.vpp = 2; l.dp = 32; break;
+    case REPORT_F_CP: l.cp = 2; l.dp = 32; break;
+    case REPORT_F_EP: l.ep = 2; break;
+    case REPORT_F_ETP: l.tp = 2; l.dp = 32; l.sp = meg; l.ep = 2; l.etp = 1; break;
+    case REPORT_F_DDP: l.sharding = SHARDING_DDP; break;
+    case REPORT_F_DISTOPT: l.sharding = SHARDING_DISTOPT; break;
+    case REPORT_F_FSDP: l.sharding = SHARDING_FSDP; break;
+    case REPORT_F_HSDP: l.sharding = SHARDING_FSDP; l.shard_size = 8; break;
+    case REPORT_F_NORESHARD: l.sharding = SHARDING_FSDP; l.reshard_after_forward = false; break;
+    case REPORT_F_SELECTIVE: l.recompute = RECOMPUTE_SELECTIVE; break;
+    case REPORT_F_FULL: l.recompute = RECOMPUTE_FULL; break;
+    case REPORT_F_OFFLOAD: l.sharding = SHARDING_FSDP; l.offload = true; break;
+    case REPORT_F_FSDP_PP: l.sharding = SHARDING_FSDP; l.pp = 2; l.dp = 32; break;
+    case REPORT_F_OFFLOAD_RC:
         l.sharding = SHARDING_FSDP; l.offload = true; l.recompute = RECOMPUTE_FULL; break;
     }
     return l;
@@ -182,7 +178,7 @@ static void visit(const estimate *e, void *arg)
     visit_ctx *v = arg;
     const layout *l = &e->layout;
     int fw = l->framework;
-    for (int f = 0; f < NFEAT; f++)
+    for (int f = 0; f < REPORT_NFEATURES; f++)
         if (feat_uses(f, l)) v->r->feat_count[fw][f]++;
     report_point *p = v->p;
     bool noep = fw == FRAMEWORK_MEGATRON && l->ep == 1;
@@ -648,4 +644,24 @@ bool report_grad_reduce_variant(const report *r, const model_spec *m, const esti
     training_spec t = e->training;
     t.grad_reduce_bf16 = !t.grad_reduce_bf16;
     return estimate_layout(m, &r->sys, &t, &e->layout, out, NULL, 0) == CM_OK;
+}
+
+void report_feature_support(const report *r, int f, bool ok[2], char *words, size_t n,
+                            char *refusal, size_t rn)
+{
+    char err[2][CM_ERRLEN];
+    for (int fw = 0; fw < 2; fw++)
+        ok[fw] = report_feature_check(r, f, (layout_framework)fw, err[fw], sizeof err[fw]) ==
+                 CM_OK;
+    snprintf(words, n, "%s", ok[0] && ok[1] ? "FSDP2 and Megatron"
+                             : ok[1]        ? "Megatron only"
+                             : ok[0]        ? "FSDP2 only"
+                                            : "neither framework");
+    if (rn) refusal[0] = '\0';
+    if (!ok[0] && !ok[1] && !strcmp(err[0], err[1]))
+        snprintf(refusal, rn, "both: %s", err[0]);
+    else if (!ok[0] && !ok[1])
+        snprintf(refusal, rn, "FSDP2: %s; Megatron: %s", err[0], err[1]);
+    else if (!ok[0] || !ok[1])
+        snprintf(refusal, rn, "%s: %s", ok[0] ? "Megatron" : "FSDP2", err[ok[0] ? 1 : 0]);
 }

@@ -35,7 +35,13 @@
 extern const char *const report_class_name[REPORT_NCLASSES];
 extern const char *const report_level_name[REPORT_NLEVELS];
 
-/* Features of the feature-support matrix, named by report_feature_name. */
+/* Features of the feature-support matrix, named by report_feature_name; each has a probe layout
+ * that report_feature_check passes through the planner's rule check. */
+enum {
+    REPORT_F_TP, REPORT_F_SP, REPORT_F_PP, REPORT_F_VPP, REPORT_F_CP, REPORT_F_EP, REPORT_F_ETP,
+    REPORT_F_DDP, REPORT_F_DISTOPT, REPORT_F_FSDP, REPORT_F_HSDP, REPORT_F_NORESHARD,
+    REPORT_F_SELECTIVE, REPORT_F_FULL, REPORT_F_OFFLOAD, REPORT_F_FSDP_PP, REPORT_F_OFFLOAD_RC
+};
 #define REPORT_NFEATURES 17
 extern const char *const report_feature_name[REPORT_NFEATURES];
 
@@ -144,6 +150,14 @@ const bench_row *report_measured_for(const report *r, const estimate *e, bool *s
  * planner's rule check; err says which rule refuses it. */
 cm_status report_feature_check(const report *r, int f, layout_framework fw, char *err,
                                size_t errlen);
+
+/* Which frameworks the rule check accepts feature f under, from its probes: ok[fw], and in words
+ * ("FSDP2 and Megatron", "Megatron only", "FSDP2 only", "neither framework"); refusal gets the
+ * refusing rule's message after the framework it refuses ("FSDP2: ...", "both: ...", or both
+ * messages), empty when both accept. The
+ * guide's statements about what a framework can do are made from this, never restated. */
+void report_feature_support(const report *r, int f, bool ok[2], char *words, size_t n,
+                            char *refusal, size_t rn);
 
 /* A plan with one memory knob turned. */
 typedef struct {

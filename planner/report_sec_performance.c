@@ -268,27 +268,36 @@ static void line_charts(const report *r, const report_model_result *mr, model_ch
         if (both == 0)
             snprintf(t, tn, "Only %s fits at the GPU counts shown",
                      report_fw_title(first->layout.framework));
-        else if (meg_ahead == both)
-            snprintf(t, tn, "Megatron gives more tokens/s per GPU at every GPU count where both "
-                            "fit (%.2f-%.2fx FSDP2)",
-                     rmin, rmax);
-        else if (meg_ahead == 0)
-            snprintf(t, tn, "FSDP2 gives more tokens/s per GPU at every GPU count where both "
-                            "fit (Megatron %.2f-%.2fx)",
-                     rmin, rmax);
-        else
+        else if (meg_ahead == both || meg_ahead == 0) {
+            char range[48];
+            if (rmax - rmin < 0.005) snprintf(range, sizeof range, "%.2fx", rmin);
+            else snprintf(range, sizeof range, "%.2f-%.2fx", rmin, rmax);
+            snprintf(t, tn, "%s gives more tokens/s per GPU at every GPU count where both fit "
+                            "(Megatron at %s FSDP2's)",
+                     meg_ahead ? "Megatron" : "FSDP2", range);
+        } else
             snprintf(t, tn, "Megatron leads at %d of %d GPU counts where both fit "
                             "(Megatron/FSDP2 %.2f-%.2fx)",
                      meg_ahead, both, rmin, rmax);
         if (last != first) {
             char a[32], b[32];
+            double f = report_tokens_per_gpu(last) / report_tokens_per_gpu(first);
             report_fmt_count(report_tokens_per_gpu(first), a, sizeof a);
             report_fmt_count(report_tokens_per_gpu(last), b, sizeof b);
             size_t o = strlen(t);
-            snprintf(t + o, tn - o, "; per GPU, the best plan goes from %s at %d GPUs to %s at "
-                                    "%d (%.0f%% kept)",
-                     a, first->gpus, b, last->gpus,
-                     100 * report_tokens_per_gpu(last) / report_tokens_per_gpu(first));
+            if (f > 1.02)
+                snprintf(t + o, tn - o, "; the recommended plan's per-GPU rate rises %.2fx from "
+                                        "%d to %d GPUs (%s to %s: more GPUs free memory for a "
+                                        "faster layout)",
+                         f, first->gpus, last->gpus, a, b);
+            else if (f >= 0.98)
+                snprintf(t + o, tn - o, "; the recommended plan keeps about %s tokens/s per GPU "
+                                        "from %d to %d GPUs (linear scaling)",
+                         a, first->gpus, last->gpus);
+            else
+                snprintf(t + o, tn - o, "; the recommended plan keeps %.0f%% of its per-GPU rate "
+                                        "from %d to %d GPUs (%s to %s)",
+                         100 * f, first->gpus, last->gpus, a, b);
         }
     }
     t = mc->takeaway[CH_MFU];

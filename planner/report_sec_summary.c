@@ -100,9 +100,9 @@ static void model_box(doc *d, const report *r, const report_model_result *mr)
     doc_p(d, "%s tokens/s per GPU · MFU %.1f%% · %.2f s per step of %d sequences. `plan --model "
              "%s --gpus %d` recommends the same plan: `%s`.",
           tok, 100 * e->mfu, e->time.step_s, e->training.global_batch, name, e->gpus, esc);
-    doc_note(d, "**FP8: not modelled yet.** The cost model prices bf16 only, so this guide gives "
-                "no FP8 number; this line will state FP8's speed-up and memory for this plan "
-                "once it does.");
+    doc_note(d, "**FP8: not modelled yet.** This line will give FP8's speed-up and memory for "
+                "this plan once the cost model prices FP8; today every number is bf16.");
+    if (r->ngpus > 1 || !own) doc_p(d, "%s", own ? "Your other GPU counts:" : "Your GPU counts:");
     for (int g = 0; g < r->ngpus; g++)
         if (r->gpus[g] != e->gpus) other_count(d, r, mr, r->gpus[g]);
     char sid[96];
