@@ -32,6 +32,31 @@ void chart_init(chart *c, chart_kind kind, const char *title, const char *x_labe
     for (int s = 0; s < CHART_MAX_SERIES; s++)
         for (int i = 0; i < CHART_MAX_POINTS; i++) c->y[s][i] = NAN;
     c->ref_y = NAN;
+    c->y_min = c->y_max = NAN;
+}
+
+void chart_data_range(const chart *c, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = 0;
+    for (int i = 0; i < c->npoints; i++) {
+        if (c->kind == CHART_STACKED_BARS) {
+            double sum = 0;
+            for (int s = 0; s < c->nseries; s++)
+                if (!isnan(c->y[s][i]) && c->y[s][i] > 0) sum += c->y[s][i];
+            if (sum > *hi) *hi = sum;
+            if (sum > 0 && sum < *lo) *lo = sum;
+            continue;
+        }
+        for (int s = 0; s < c->nseries; s++) {
+            double v = c->y[s][i];
+            if (isnan(v) || v <= 0) continue;
+            if (v > *hi) *hi = v;
+            if (v < *lo) *lo = v;
+        }
+    }
+    if (!isnan(c->ref_y) && c->ref_y > *hi) *hi = c->ref_y;
+    if (!isfinite(*lo)) *lo = *hi;
 }
 
 int chart_add_series(chart *c, const char *name)
@@ -135,21 +160,70 @@ static void set_font(cairo_t *cr, double size, bool bold)
     cairo_set_font_size(cr, size);
 }
 
-static void draw_y_axis(cairo_t *cr, const chart *c, double ymax, double step)
+/* The y axis: linear from lo (0) to hi with a tick every step, or log10 from lo to hi with
+ * ticks at 1, 2 and 5 times the powers of ten. */
+typedef struct {
+    double lo, hi, step;
+    bool log;
+} y_axis;
+
+static y_axis make_axis(const chart *c)
+{
+    double dlo, dhi;
+    chart_data_range(c, &dlo, &dhi);
+    y_axis a = {0, 0, 1, c->kind == CHART_LINES && c->log_y};
+    if (a.log) {
+        double lo = !isnan(c->y_min) && c->y_min > 0 ? c->y_min : dlo;
+        double hi = !isnan(c->y_max) && c->y_max > 0 ? c->y_max : dhi;
+        if (!(lo > 0)) lo = 1;
+        if (!(hi > lo)) hi = lo * 10;
+        a.lo = pow(10, floor(log10(lo)));
+        a.hi = pow(10, ceil(log10(hi)));
+        return a;
+    }
+    bool fixed = !isnan(c->y_max) && c->y_max > 0;
+    double hi = fixed ? c->y_max : dhi;
+    a.step = nice_step(hi > 0 ? hi : 1, 5);
+    /* from the data: a little room above the tallest value; fixed: the tick at or above it */
+    a.hi = hi > 0 ? ceil(hi * (fixed ? 1 - 1e-9 : 1.04) / a.step) * a.step : a.step;
+    return a;
+}
+
+static double ypos(const y_axis *a, double v)
+{
+    double ph = H - TOP - BOTTOM, f;
+    if (a->log) f = v > 0 ? (log10(v) - log10(a->lo)) / (log10(a->hi) - log10(a->lo)) : -1;
+    else f = v / a->hi;
+    if (f < -0.02) f = -0.02; /* a value under the axis (or 0 on a log axis) sits on it */
+    return TOP + ph - f * ph;
+}
+
+static void y_tick(cairo_t *cr, const y_axis *a, double v)
+{
+    double pw = W - LEFT - RIGHT, y = ypos(a, v);
+    cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
+    cairo_set_line_width(cr, 0.6);
+    cairo_move_to(cr, LEFT, y);
+    cairo_line_to(cr, LEFT + pw, y);
+    cairo_stroke(cr);
+    char buf[32];
+    fmt_value(v, buf, sizeof buf);
+    cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+    text_at(cr, LEFT - 6, y + 3.5, buf, 1.0);
+}
+
+static void draw_y_axis(cairo_t *cr, const chart *c, const y_axis *a)
 {
     double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
     set_font(cr, 10, false);
-    for (double v = 0; v <= ymax * (1 + 1e-9); v += step) {
-        double y = TOP + ph - v / ymax * ph;
-        cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
-        cairo_set_line_width(cr, 0.6);
-        cairo_move_to(cr, LEFT, y);
-        cairo_line_to(cr, LEFT + pw, y);
-        cairo_stroke(cr);
-        char buf[32];
-        fmt_value(v, buf, sizeof buf);
-        cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-        text_at(cr, LEFT - 6, y + 3.5, buf, 1.0);
+    if (a->log) {
+        for (double dec = a->lo; dec < a->hi * 1.0001; dec *= 10)
+            for (int k = 0; k < 3; k++) {
+                double v = dec * (k == 0 ? 1 : k == 1 ? 2 : 5);
+                if (v <= a->hi * 1.0001) y_tick(cr, a, v);
+            }
+    } else {
+        for (double v = 0; v <= a->hi * (1 + 1e-9); v += a->step) y_tick(cr, a, v);
     }
     cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
     cairo_set_line_width(cr, 1);
@@ -166,11 +240,11 @@ static void draw_y_axis(cairo_t *cr, const chart *c, double ymax, double step)
     cairo_restore(cr);
 }
 
-static void draw_ref_line(cairo_t *cr, const chart *c, double ymax)
+static void draw_ref_line(cairo_t *cr, const chart *c, const y_axis *a)
 {
-    if (isnan(c->ref_y) || ymax <= 0) return;
-    double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
-    double y = TOP + ph - c->ref_y / ymax * ph;
+    if (isnan(c->ref_y)) return;
+    double pw = W - LEFT - RIGHT;
+    double y = ypos(a, c->ref_y);
     double dash[] = {6, 4};
     cairo_set_source_rgb(cr, 0.8, 0.1, 0.1);
     cairo_set_line_width(cr, 1.4);
@@ -237,17 +311,9 @@ static void hatch(cairo_t *cr, double x, double y, double w, double h)
 static void draw_bars(cairo_t *cr, const chart *c)
 {
     double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
-    double ymax = 0;
-    for (int i = 0; i < c->npoints; i++) {
-        double sum = 0;
-        for (int s = 0; s < c->nseries; s++)
-            if (!isnan(c->y[s][i]) && c->y[s][i] > 0) sum += c->y[s][i];
-        if (sum > ymax) ymax = sum;
-    }
-    if (!isnan(c->ref_y) && c->ref_y > ymax) ymax = c->ref_y;
-    double step = nice_step(ymax > 0 ? ymax : 1, 5);
-    ymax = ymax > 0 ? ceil(ymax * 1.04 / step) * step : step;
-    draw_y_axis(cr, c, ymax, step);
+    y_axis ax = make_axis(c);
+    double ymax = ax.hi;
+    draw_y_axis(cr, c, &ax);
     int n = c->npoints > 0 ? c->npoints : 1;
     double slot = pw / n, bw = slot * 0.62;
     if (bw > 46) bw = 46;
@@ -268,6 +334,7 @@ static void draw_bars(cairo_t *cr, const chart *c)
         }
         set_font(cr, 9.5, false);
         cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+        if (c->annot[i][0] && any) text_at(cr, x + bw / 2, base - 4, c->annot[i], 0.5);
         if (!any) {
             cairo_save(cr);
             cairo_translate(cr, x + bw / 2 + 3, TOP + ph - 6);
@@ -283,7 +350,7 @@ static void draw_bars(cairo_t *cr, const chart *c)
         text_at(cr, x + bw / 2, TOP + ph + 14, lab, 0.5);
         if (nl) text_at(cr, x + bw / 2, TOP + ph + 26, nl + 1, 0.5);
     }
-    draw_ref_line(cr, c, ymax);
+    draw_ref_line(cr, c, &ax);
     set_font(cr, 11, false);
     cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
     text_at(cr, LEFT + pw / 2, H - 10, c->x_label, 0.5);
@@ -292,19 +359,15 @@ static void draw_bars(cairo_t *cr, const chart *c)
 static void draw_lines(cairo_t *cr, const chart *c)
 {
     double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
-    double ymax = 0, xmin = INFINITY, xmax = -INFINITY;
+    double xmin = INFINITY, xmax = -INFINITY;
     for (int i = 0; i < c->npoints; i++) {
         double x = c->log_x ? log2(c->x[i]) : c->x[i];
         if (!isfinite(x)) continue;
         if (x < xmin) xmin = x;
         if (x > xmax) xmax = x;
-        for (int s = 0; s < c->nseries; s++)
-            if (!isnan(c->y[s][i]) && c->y[s][i] > ymax) ymax = c->y[s][i];
     }
-    if (!isnan(c->ref_y) && c->ref_y > ymax) ymax = c->ref_y;
-    double step = nice_step(ymax > 0 ? ymax : 1, 5);
-    ymax = ymax > 0 ? ceil(ymax * 1.04 / step) * step : step;
-    draw_y_axis(cr, c, ymax, step);
+    y_axis ax = make_axis(c);
+    draw_y_axis(cr, c, &ax);
     if (!(xmax > xmin)) {
         xmin = isfinite(xmin) ? xmin - 1 : 0;
         xmax = xmin + 2;
@@ -313,7 +376,7 @@ static void draw_lines(cairo_t *cr, const chart *c)
     xmin -= pad;
     xmax += pad;
 #define XPOS(v) (LEFT + ((c->log_x ? log2(v) : (v)) - xmin) / (xmax - xmin) * pw)
-#define YPOS(v) (TOP + ph - (v) / ymax * ph)
+#define YPOS(v) ypos(&ax, (v))
     /* x ticks at the points themselves (GPU counts, model sizes) */
     set_font(cr, 9.5, false);
     cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
@@ -327,7 +390,7 @@ static void draw_lines(cairo_t *cr, const chart *c)
         cairo_stroke(cr);
         text_at(cr, px, TOP + ph + 15, c->labels[i], 0.5);
     }
-    draw_ref_line(cr, c, ymax);
+    draw_ref_line(cr, c, &ax);
     for (int s = 0; s < c->nseries; s++) {
         const double *col = palette[s % CHART_MAX_SERIES];
         cairo_set_source_rgb(cr, col[0], col[1], col[2]);

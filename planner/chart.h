@@ -2,7 +2,8 @@
  * chart.h — the few charts `plan report` draws, with cairo: stacked bars (memory and step-time
  * breakdowns per plan) and lines (throughput against GPU count, speed ratio against model size).
  *
- * A chart is plain data (labels, series, values); chart_svg() renders it to an SVG string for
+ * A chart is plain data (labels, series, values, an optional fixed y range so several charts
+ * share one scale, and per-bar notes); chart_svg() renders it to an SVG string for
  * inlining into one self-contained HTML file, chart_png() to a PNG file for Markdown. When the
  * build has no cairo (meson feature `charts`), chart_available() is false and both return
  * CM_EINVAL with a message saying how to get charts; the report then says so in the text.
@@ -33,9 +34,18 @@ typedef struct {
     double x[CHART_MAX_POINTS];                    /* lines: x values */
     double y[CHART_MAX_SERIES][CHART_MAX_POINTS];  /* NaN: missing (a gap in a line) */
     bool log_x;                                    /* lines: x axis in log2 */
+    bool log_y;                                    /* lines: y axis in log10 (ratios read as
+                                                      equal heights at any scale) */
+    double y_min, y_max;                           /* y axis range; NaN: from the data (set
+                                                      both on several charts for one scale) */
+    char annot[CHART_MAX_POINTS][24];              /* bars: a note above each bar */
     double ref_y;                                  /* horizontal reference line; NaN: none */
     char ref_label[64];
 } chart;
+
+/* The y range chart_svg would draw for c from its data alone (before y_min/y_max apply): the
+ * callers take the widest over several charts to give them one scale. */
+void chart_data_range(const chart *c, double *lo, double *hi);
 
 /* A chart with every value NaN and no reference line. */
 void chart_init(chart *c, chart_kind kind, const char *title, const char *x_label,

@@ -8,9 +8,11 @@
  */
 #include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench_csv.h"
@@ -20,18 +22,54 @@
 #include "profile.h"
 #include "report.h"
 
+/* The defaults give a first-time user a useful guide from `plan report -o guide.html` alone:
+ * the models people ask about (Llama 3.1 8B and 70B, a small and a large MoE) at one node, a
+ * typical multi-node job and a large one. */
+#define DEFAULT_MODELS "8b,70b,mixtral-8x7b,deepseek-v3"
+#define DEFAULT_GPUS "8,64,256"
+
 static void usage(void)
 {
     printf("usage: plan report -o guide.html|guide.md [--system h100] [--calibration FILE]\n"
-           "                   [--models 3b,7b,30b,mixtral-8x7b,deepseek-v3] [--gpus 8,32,64]\n"
+           "                   [--models " DEFAULT_MODELS "] [--gpus " DEFAULT_GPUS "]\n"
            "                   [--bench results.csv] [--seq N] [--gbs N] [--format html|md]\n"
-           "Writes the FSDP2-vs-Megatron decision guide for the system: thresholds (model size\n"
+           "Writes the FSDP2-vs-Megatron decision guide for the system: the answer per model first\n"
+           "(the plan `plan --model M --gpus N` recommends, how much faster than the other\n"
+           "framework, the memory headroom), then thresholds (model size\n"
            "at which Megatron overtakes FSDP2, when MoE needs EP, where memory forces sharding,\n"
            "recompute or offload), the frameworks compared, performance per model and GPU count\n"
            "with charts, the feature matrix, the recommended YAML per model, migration notes and\n"
            "troubleshooting. HTML is one self-contained file (inline SVG charts); Markdown writes\n"
            "its charts as PNG files beside it (<stem>-<chart>.png). --bench adds the measured\n"
-           "step times of a plan bench CSV; --calibration overlays measured terms on the system.\n");
+           "step times of a plan bench CSV; --calibration overlays measured terms on the system.\n"
+           "Runs that take over a second show their progress on stderr (searches done / total).\n");
+}
+
+/* Progress on stderr once the build has run for a second: one line rewritten in place on a
+ * terminal, else a line at most every two seconds (logs stay short). */
+typedef struct {
+    struct timespec t0;
+    double last_s;
+    bool tty, shown;
+} progress_state;
+
+static double since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) + 1e-9 * (t.tv_nsec - t0->tv_nsec);
+}
+
+static void show_progress(long done, long total, void *arg)
+{
+    progress_state *ps = arg;
+    double s = since(&ps->t0);
+    if (s < 1 || s - ps->last_s < (ps->tty ? 0.1 : 2)) return;
+    ps->last_s = s;
+    ps->shown = true;
+    fprintf(stderr, "%splan report: %ld/%ld searches, %.0f s%s", ps->tty ? "\r" : "", done, total,
+            s, ps->tty ? "" : "\n");
+    fflush(stderr);
 }
 
 /* Split a comma-separated list in place (items point into s). */
@@ -84,7 +122,7 @@ int cmd_report(int argc, char **argv)
     };
     const char *system = "h100", *calibration = NULL, *bench_path = NULL, *out = NULL;
     const char *format = NULL;
-    char models_arg[4096] = "3b,7b,30b,mixtral-8x7b,deepseek-v3", gpus_arg[1024] = "8,32,64";
+    char models_arg[4096] = DEFAULT_MODELS, gpus_arg[1024] = DEFAULT_GPUS;
     training_spec t = training_default();
     int c;
     optind = 1;
@@ -197,8 +235,13 @@ int cmd_report(int argc, char **argv)
     report_options o = {.sys = &sys, .system_name = system, .calibration_path = calibration,
                         .training = t, .models = models, .nmodels = nm, .gpus = gpus,
                         .ngpus = ng, .bench = rows, .nbench = nrows, .bench_path = bench_path};
+    progress_state ps = {.tty = isatty(STDERR_FILENO)};
+    clock_gettime(CLOCK_MONOTONIC, &ps.t0);
+    o.progress = show_progress;
+    o.progress_arg = &ps;
     report *r = NULL;
     cm_status st = report_build(&o, &r, err, sizeof err);
+    if (ps.shown && ps.tty) fputs("\n", stderr);
     free(models);
     free(rows);
     if (st != CM_OK) return cli_error(err);

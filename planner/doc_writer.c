@@ -221,6 +221,24 @@ void doc_p(doc *d, const char *fmt, ...)
     free(s);
 }
 
+void doc_note(doc *d, const char *fmt, ...)
+{
+    doc_list_end(d);
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = vfmt(fmt, ap);
+    va_end(ap);
+    if (!s) return;
+    if (d->fmt == DOC_HTML) {
+        fputs("<p class=\"note\">", d->f);
+        html_inline(d->f, s);
+        fputs("</p>\n", d->f);
+    } else {
+        fprintf(d->f, "> %s\n\n", s);
+    }
+    free(s);
+}
+
 void doc_li(doc *d, int depth, const char *fmt, ...)
 {
     if (depth > DOC_MAX_LIST_DEPTH - 1) depth = DOC_MAX_LIST_DEPTH - 1;
@@ -348,11 +366,46 @@ void doc_details(doc *d, const char *summary, const char *lang, const char *text
     }
 }
 
-void doc_chart(doc *d, const chart *c, const char *name, const char *caption)
+void doc_box_begin(doc *d, const char *id, const char *title)
+{
+    doc_list_end(d);
+    char sid[128];
+    doc_safe_id(sid, sizeof sid, id);
+    if (d->fmt == DOC_HTML) {
+        fprintf(d->f, "<section class=\"box\" id=\"%s\">\n<h3>", sid);
+        html_inline(d->f, title);
+        fputs("</h3>\n", d->f);
+    } else {
+        fprintf(d->f, "### <a id=\"%s\"></a>%s\n\n", sid, title);
+    }
+}
+
+void doc_box_end(doc *d)
+{
+    doc_list_end(d);
+    fputs(d->fmt == DOC_HTML ? "</section>\n" : "---\n\n", d->f);
+}
+
+/* The takeaway line above a chart. */
+static void chart_takeaway(doc *d, const char *takeaway)
+{
+    if (!takeaway || !takeaway[0]) return;
+    if (d->fmt == DOC_HTML) {
+        fputs("<p class=\"takeaway\">", d->f);
+        html_inline(d->f, takeaway);
+        fputs("</p>\n", d->f);
+    } else {
+        fprintf(d->f, "**Takeaway:** %s\n\n", takeaway);
+    }
+}
+
+void doc_chart(doc *d, const chart *c, const char *name, const char *takeaway,
+               const char *caption)
 {
     doc_list_end(d);
     char msg[CM_ERRLEN];
     if (!chart_available()) {
+        chart_takeaway(d, takeaway);
         doc_p(d, "*(Chart \"%s\" not drawn: this build of plan has no cairo; install "
                  "libcairo2-dev and reconfigure with `-Dcharts=enabled`.)*",
               c->title);
@@ -370,7 +423,9 @@ void doc_chart(doc *d, const chart *c, const char *name, const char *caption)
             }
             return;
         }
-        fprintf(d->f, "<figure id=\"chart-%s\">\n%s\n<figcaption>", sname, svg);
+        fprintf(d->f, "<figure id=\"chart-%s\">\n", sname);
+        chart_takeaway(d, takeaway);
+        fprintf(d->f, "%s\n<figcaption>", svg);
         html_inline(d->f, caption);
         fputs("</figcaption>\n</figure>\n", d->f);
         free(svg);
@@ -388,6 +443,7 @@ void doc_chart(doc *d, const chart *c, const char *name, const char *caption)
             return;
         }
         d->images++;
+        chart_takeaway(d, takeaway);
         fprintf(d->f, "![%s](%s)\n\n*%s*\n\n", c->title, file, caption);
     }
     d->charts++;

@@ -60,6 +60,9 @@ void doc_end(doc *d);
 void doc_h(doc *d, int level, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void doc_p(doc *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A paragraph set apart as a note (HTML: <p class="note">, drawn dashed: a placeholder or an
+ * aside; Markdown: a block quote). */
+void doc_note(doc *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A list item at nesting depth (0 = top level); the list ends at the next non-list block. */
 void doc_li(doc *d, int depth, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void doc_list_end(doc *d);
@@ -75,8 +78,15 @@ void doc_code(doc *d, const char *lang, const char *text);
 /* A code block folded under a summary line in HTML (a paragraph and block in Markdown). */
 void doc_details(doc *d, const char *summary, const char *lang, const char *text);
 /* A chart: inline SVG in HTML, a PNG beside the Markdown file. name is unique per document.
- * Without cairo, a paragraph saying the chart was not drawn. */
-void doc_chart(doc *d, const chart *c, const char *name, const char *caption);
+ * takeaway (our text; NULL: none) is the one line a reader should take from it, written above
+ * the chart; caption (our text) says how to read it. Without cairo, a paragraph saying the
+ * chart was not drawn, and the takeaway still. */
+void doc_chart(doc *d, const chart *c, const char *name, const char *takeaway,
+               const char *caption);
+/* A framed box (HTML: <section class="box" id=...> with its title as a heading of level 3;
+ * Markdown: the heading, then the box's blocks, then a rule). Boxes do not nest. */
+void doc_box_begin(doc *d, const char *id, const char *title);
+void doc_box_end(doc *d);
 /* A numbered table of contents linking to the headings with the n ids. */
 void doc_toc(doc *d, int n, const char *const *ids, const char *const *titles);
 

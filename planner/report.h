@@ -37,6 +37,11 @@ typedef struct {
     const bench_row *bench;         /* rows of a bench CSV (measured columns used), or NULL */
     int nbench;
     const char *bench_path;
+    /* Optional: called after every search with how many are done and how many the build will
+     * run in all (the total shrinks when a GPU-count sweep ends early), so a caller can show
+     * progress; the library itself never prints. */
+    void (*progress)(long done, long total, void *arg);
+    void *progress_arg;
 } report_options;
 
 typedef struct {

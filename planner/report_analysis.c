@@ -62,11 +62,7 @@ static int class_of(const layout *l)
 
 /* Features of section 4: a probe layout each, and a predicate that says whether an evaluated
  * layout uses the feature (to report whether the search exercised it). */
-enum {
-    F_TP, F_SP, F_PP, F_VPP, F_CP, F_EP, F_ETP, F_DDP, F_DISTOPT, F_FSDP, F_HSDP, F_NORESHARD,
-    F_SELECTIVE, F_FULL, F_OFFLOAD, F_FSDP_PP, F_OFFLOAD_RC, NFEAT
-};
-_Static_assert(NFEAT == REPORT_NFEATURES, "REPORT_NFEATURES counts the features");
+_Static_assert(REPORT_F_OFFLOAD_RC + 1 == REPORT_NFEATURES, "REPORT_NFEATURES counts the features");
 const char *const report_feature_name[REPORT_NFEATURES] = {
     "Tensor parallel (TP 2)",
     "Megatron sequence parallel (SP, with TP 2)",
@@ -90,23 +86,23 @@ const char *const report_feature_name[REPORT_NFEATURES] = {
 static bool feat_uses(int f, const layout *l)
 {
     switch (f) {
-    case F_TP: return l->tp > 1;
-    case F_SP: return l->sp;
-    case F_PP: return l->pp > 1;
-    case F_VPP: return l->vpp > 1;
-    case F_CP: return l->cp > 1;
-    case F_EP: return l->ep > 1;
-    case F_ETP: return l->etp > 0 && l->etp != l->tp;
-    case F_DDP: return l->sharding == SHARDING_DDP;
-    case F_DISTOPT: return l->sharding == SHARDING_DISTOPT;
-    case F_FSDP: return l->sharding == SHARDING_FSDP;
-    case F_HSDP: return l->shard_size > 0;
-    case F_NORESHARD: return l->sharding == SHARDING_FSDP && !l->reshard_after_forward;
-    case F_SELECTIVE: return l->recompute == RECOMPUTE_SELECTIVE;
-    case F_FULL: return l->recompute == RECOMPUTE_FULL;
-    case F_OFFLOAD: return l->offload;
-    case F_FSDP_PP: return l->sharding == SHARDING_FSDP && l->pp > 1;
-    case F_OFFLOAD_RC: return l->offload && l->recompute != RECOMPUTE_NONE;
+    case REPORT_F_TP: return l->tp > 1;
+    case REPORT_F_SP: return l->sp;
+    case REPORT_F_PP: return l->pp > 1;
+    case REPORT_F_VPP: return l->vpp > 1;
+    case REPORT_F_CP: return l->cp > 1;
+    case REPORT_F_EP: return l->ep > 1;
+    case REPORT_F_ETP: return l->etp > 0 && l->etp != l->tp;
+    case REPORT_F_DDP: return l->sharding == SHARDING_DDP;
+    case REPORT_F_DISTOPT: return l->sharding == SHARDING_DISTOPT;
+    case REPORT_F_FSDP: return l->sharding == SHARDING_FSDP;
+    case REPORT_F_HSDP: return l->shard_size > 0;
+    case REPORT_F_NORESHARD: return l->sharding == SHARDING_FSDP && !l->reshard_after_forward;
+    case REPORT_F_SELECTIVE: return l->recompute == RECOMPUTE_SELECTIVE;
+    case REPORT_F_FULL: return l->recompute == RECOMPUTE_FULL;
+    case REPORT_F_OFFLOAD: return l->offload;
+    case REPORT_F_FSDP_PP: return l->sharding == SHARDING_FSDP && l->pp > 1;
+    case REPORT_F_OFFLOAD_RC: return l->offload && l->recompute != RECOMPUTE_NONE;
     }
     return false;
 }
@@ -118,23 +114,23 @@ static layout feat_probe(int f, layout_framework fw)
     l.dp = 64;
     bool meg = fw == FRAMEWORK_MEGATRON;
     switch (f) {
-    case F_TP: l.tp = 2; l.dp = 32; l.sp = meg; break; /* MoE under Megatron needs SP with TP */
-    case F_SP: l.tp = 2; l.dp = 32; l.sp = true; break;
-    case F_PP: l.pp = 2; l.dp = 32; break;
-    case F_VPP: l.pp = 2; l.vpp = 2; l.dp = 32; break;
-    case F_CP: l.cp = 2; l.dp = 32; break;
-    case F_EP: l.ep = 2; break;
-    case F_ETP: l.tp = 2; l.dp = 32; l.sp = meg; l.ep = 2; l.etp = 1; break;
-    case F_DDP: l.sharding = SHARDING_DDP; break;
-    case F_DISTOPT: l.sharding = SHARDING_DISTOPT; break;
-    case F_FSDP: l.sharding = SHARDING_FSDP; break;
-    case F_HSDP: l.sharding = SHARDING_FSDP; l.shard_size = 8; break;
-    case F_NORESHARD: l.sharding = SHARDING_FSDP; l.reshard_after_forward = false; break;
-    case F_SELECTIVE: l.recompute = RECOMPUTE_SELECTIVE; break;
-    case F_FULL: l.recompute = RECOMPUTE_FULL; break;
-    case F_OFFLOAD: l.sharding = SHARDING_FSDP; l.offload = true; break;
-    case F_FSDP_PP: l.sharding = SHARDING_FSDP; l.pp = 2; l.dp = 32; break;
-    case F_OFFLOAD_RC:
+    case REPORT_F_TP: l.tp = 2; l.dp = 32; l.sp = meg; break; /* MoE under Megatron needs SP with TP */
+    case REPORT_F_SP: l.tp = 2; l.dp = 32; l.sp = true; break;
+    case REPORT_F_PP: l.pp = 2; l.dp = 32; break;
+    case REPORT_F_VPP: l.pp = 2; l.vpp = 2; l.dp = 32; break;
+    case REPORT_F_CP: l.cp = 2; l.dp = 32; break;
+    case REPORT_F_EP: l.ep = 2; break;
+    case REPORT_F_ETP: l.tp = 2; l.dp = 32; l.sp = meg; l.ep = 2; l.etp = 1; break;
+    case REPORT_F_DDP: l.sharding = SHARDING_DDP; break;
+    case REPORT_F_DISTOPT: l.sharding = SHARDING_DISTOPT; break;
+    case REPORT_F_FSDP: l.sharding = SHARDING_FSDP; break;
+    case REPORT_F_HSDP: l.sharding = SHARDING_FSDP; l.shard_size = 8; break;
+    case REPORT_F_NORESHARD: l.sharding = SHARDING_FSDP; l.reshard_after_forward = false; break;
+    case REPORT_F_SELECTIVE: l.recompute = RECOMPUTE_SELECTIVE; break;
+    case REPORT_F_FULL: l.recompute = RECOMPUTE_FULL; break;
+    case REPORT_F_OFFLOAD: l.sharding = SHARDING_FSDP; l.offload = true; break;
+    case REPORT_F_FSDP_PP: l.sharding = SHARDING_FSDP; l.pp = 2; l.dp = 32; break;
+    case REPORT_F_OFFLOAD_RC:
         l.sharding = SHARDING_FSDP; l.offload = true; l.recompute = RECOMPUTE_FULL; break;
     }
     return l;
@@ -153,12 +149,36 @@ typedef struct {
     report_point *p;
 } visit_ctx;
 
+static int cmp_int(const void *a, const void *b);
+
+static void progress(const report *r)
+{
+    if (r->progress) r->progress(r->stats.searches, r->progress_total, r->progress_arg);
+}
+
+/* The GPU counts a model is searched at: powers of two from 1 (up to the largest count asked,
+ * or the cap) and the user's counts, ascending. Returns how many. */
+static int sweep_counts(const report *r, int *counts)
+{
+    int maxg = r->gpus[r->ngpus - 1];
+    int cap = maxg > SWEEP_CAP ? maxg : SWEEP_CAP;
+    int n = 0;
+    for (long g = 1; g <= cap && n < SWEEP_MAX; g *= 2) counts[n++] = (int)g;
+    for (int i = 0; i < r->ngpus; i++) {
+        bool dup = false;
+        for (int k = 0; k < n; k++) dup |= counts[k] == r->gpus[i];
+        if (!dup) counts[n++] = r->gpus[i];
+    }
+    qsort(counts, n, sizeof *counts, cmp_int);
+    return n;
+}
+
 static void visit(const estimate *e, void *arg)
 {
     visit_ctx *v = arg;
     const layout *l = &e->layout;
     int fw = l->framework;
-    for (int f = 0; f < NFEAT; f++)
+    for (int f = 0; f < REPORT_NFEATURES; f++)
         if (feat_uses(f, l)) v->r->feat_count[fw][f]++;
     report_point *p = v->p;
     bool noep = fw == FRAMEWORK_MEGATRON && l->ep == 1;
@@ -184,13 +204,19 @@ static cm_status search_point(report *r, const model_spec *m, report_point *p, s
                               char *err, size_t errlen)
 {
     visit_ctx v = {r, p};
-    search_options o = {.gpus = p->gpus, .keep = 1, .frameworks = {true, true},
-                        .visit = visit, .visit_arg = &v};
+    /* The options `plan --model M --gpus N` searches with (cmd_search.c), so the report
+     * recommends what plan recommends: the best plans re-ranked by the step simulator, except
+     * under a refined profile, whose closed form is the calibrated figure. */
+    search_options o = {.gpus = p->gpus, .keep = SEARCH_SIMULATE_DEFAULT,
+                        .frameworks = {true, true}, .visit = visit, .visit_arg = &v,
+                        .simulate = r->sys.step.active ? 0 : SEARCH_SIMULATE_DEFAULT};
     cm_status st = search_run(m, &r->sys, &r->t, &o, sr, err, errlen);
     if (st != CM_OK) return st;
     r->stats.searches++;
     r->stats.layouts += sr->evaluated;
+    progress(r);
     p->evaluated = sr->evaluated;
+    p->rec_fw = sr->count > 0 ? (int)sr->ranked[0].layout.framework : -1;
     p->feasible = sr->feasible;
     for (int fw = 0; fw < 2; fw++) {
         p->has_best[fw] = sr->has_best[fw];
@@ -212,18 +238,9 @@ static int cmp_int(const void *a, const void *b)
 static cm_status build_model(report *r, report_model_result *mr, search_result *sr, char *err,
                              size_t errlen)
 {
-    int maxg = 0;
-    for (int i = 0; i < r->ngpus; i++)
-        if (r->gpus[i] > maxg) maxg = r->gpus[i];
-    int cap = maxg > SWEEP_CAP ? maxg : SWEEP_CAP;
-    int counts[SWEEP_MAX + REPORT_MAX_GPUS], n = 0;
-    for (long g = 1; g <= cap && n < SWEEP_MAX; g *= 2) counts[n++] = (int)g;
-    for (int i = 0; i < r->ngpus; i++) {
-        bool dup = false;
-        for (int k = 0; k < n; k++) dup |= counts[k] == r->gpus[i];
-        if (!dup) counts[n++] = r->gpus[i];
-    }
-    qsort(counts, n, sizeof *counts, cmp_int);
+    int maxg = r->gpus[r->ngpus - 1];
+    int counts[SWEEP_MAX + REPORT_MAX_GPUS];
+    int n = sweep_counts(r, counts);
     mr->pts = calloc(n, sizeof *mr->pts);
     if (!mr->pts) return cm_fail(err, errlen, CM_ENOMEM, "out of memory");
     mr->npts = 0;
@@ -232,7 +249,11 @@ static cm_status build_model(report *r, report_model_result *mr, search_result *
     for (int i = 0; i < n; i++) {
         bool all = true;
         for (int k = 0; k < NCLS; k++) all &= mr->min_gpus[k] > 0;
-        if (all && counts[i] > maxg) break;
+        if (all && counts[i] > maxg) {
+            r->progress_total -= n - i; /* the sweep ends here */
+            progress(r);
+            break;
+        }
         report_point *p = &mr->pts[mr->npts];
         p->gpus = counts[i];
         cm_status st = search_point(r, &mr->m, p, sr, err, errlen);
@@ -254,13 +275,17 @@ const report_point *report_find_point(const report_model_result *mr, int gpus)
 
 const estimate *report_best_of(const report_point *p)
 {
-    if (!p) return NULL;
-    if (p->has_best[0] && p->has_best[1])
-        return search_better(&p->best[1], &p->best[0]) ? &p->best[1] : &p->best[0];
-    if (p->has_best[0]) return &p->best[0];
-    if (p->has_best[1]) return &p->best[1];
-    return NULL;
+    if (!p || p->rec_fw < 0 || !p->has_best[p->rec_fw]) return NULL;
+    return &p->best[p->rec_fw];
 }
+
+double report_speedup(const estimate *a, const estimate *b)
+{
+    bool sim = a->simulated && b->simulated;
+    return (sim ? b->time_sim.step_s : b->time.step_s) / (sim ? a->time_sim.step_s : a->time.step_s);
+}
+
+double report_tokens_per_gpu(const estimate *e) { return e->tokens_per_s / e->gpus; }
 
 const estimate *report_primary_plan(const report *r, const report_model_result *mr)
 {
@@ -349,6 +374,7 @@ static cm_status build_sizes(report *r, search_result *sr, char *err, size_t err
             if (st != CM_OK) return st;
             r->stats.searches++;
             r->stats.layouts += sr->evaluated;
+            progress(r);
             for (int fw = 0; fw < 2; fw++) {
                 sp->has[g][fw] = sr->has_best[fw];
                 sp->step[g][fw] = sr->has_best[fw] ? sr->best[fw].time.step_s : NAN;
@@ -412,6 +438,17 @@ cm_status report_build(const report_options *o, report **out, char *err, size_t 
             if (!isnan(r->bench[i].measured_step_s)) r->any_measured = true;
     }
     probe_model(&r->probe);
+    r->progress = o->progress;
+    r->progress_arg = o->progress_arg;
+    {   /* the searches planned: each model's sweep, then the size sweep */
+        int counts[SWEEP_MAX + REPORT_MAX_GPUS], nmodels = 0;
+        for (int i = 0; i < o->nmodels; i++) {
+            bool dup = false;
+            for (int k = 0; k < i; k++) dup |= !strcmp(o->models[k].name, o->models[i].name);
+            nmodels += !dup;
+        }
+        r->progress_total = (long)nmodels * sweep_counts(r, counts) + REPORT_NSIZES * r->ngpus;
+    }
     r->nmodels = 0;
     for (int i = 0; i < o->nmodels && st == CM_OK; i++) {
         bool dup = false; /* the same model twice would repeat sections and anchors */
@@ -607,4 +644,24 @@ bool report_grad_reduce_variant(const report *r, const model_spec *m, const esti
     training_spec t = e->training;
     t.grad_reduce_bf16 = !t.grad_reduce_bf16;
     return estimate_layout(m, &r->sys, &t, &e->layout, out, NULL, 0) == CM_OK;
+}
+
+void report_feature_support(const report *r, int f, bool ok[2], char *words, size_t n,
+                            char *refusal, size_t rn)
+{
+    char err[2][CM_ERRLEN];
+    for (int fw = 0; fw < 2; fw++)
+        ok[fw] = report_feature_check(r, f, (layout_framework)fw, err[fw], sizeof err[fw]) ==
+                 CM_OK;
+    snprintf(words, n, "%s", ok[0] && ok[1] ? "FSDP2 and Megatron"
+                             : ok[1]        ? "Megatron only"
+                             : ok[0]        ? "FSDP2 only"
+                                            : "neither framework");
+    if (rn) refusal[0] = '\0';
+    if (!ok[0] && !ok[1] && !strcmp(err[0], err[1]))
+        snprintf(refusal, rn, "both: %s", err[0]);
+    else if (!ok[0] && !ok[1])
+        snprintf(refusal, rn, "FSDP2: %s; Megatron: %s", err[0], err[1]);
+    else if (!ok[0] || !ok[1])
+        snprintf(refusal, rn, "%s: %s", ok[0] ? "Megatron" : "FSDP2", err[ok[0] ? 1 : 0]);
 }

@@ -35,7 +35,13 @@
 extern const char *const report_class_name[REPORT_NCLASSES];
 extern const char *const report_level_name[REPORT_NLEVELS];
 
-/* Features of the feature-support matrix, named by report_feature_name. */
+/* Features of the feature-support matrix, named by report_feature_name; each has a probe layout
+ * that report_feature_check passes through the planner's rule check. */
+enum {
+    REPORT_F_TP, REPORT_F_SP, REPORT_F_PP, REPORT_F_VPP, REPORT_F_CP, REPORT_F_EP, REPORT_F_ETP,
+    REPORT_F_DDP, REPORT_F_DISTOPT, REPORT_F_FSDP, REPORT_F_HSDP, REPORT_F_NORESHARD,
+    REPORT_F_SELECTIVE, REPORT_F_FULL, REPORT_F_OFFLOAD, REPORT_F_FSDP_PP, REPORT_F_OFFLOAD_RC
+};
 #define REPORT_NFEATURES 17
 extern const char *const report_feature_name[REPORT_NFEATURES];
 
@@ -44,6 +50,8 @@ extern const char *const report_feature_name[REPORT_NFEATURES];
 typedef struct {
     int gpus;
     long evaluated, feasible;
+    int rec_fw;               /* framework of the plan `plan` recommends here (ranked first
+                                 after the same simulator re-ranking); -1: nothing fits */
     bool has_best[2];
     estimate best[2];
     bool has_closest[2];
@@ -93,12 +101,21 @@ struct report {
     model_spec probe;         /* an MoE model for the feature probes */
     long feat_count[2][REPORT_NFEATURES]; /* layouts with each feature the searches evaluated */
     report_stats stats;
+    void (*progress)(long done, long total, void *arg); /* report_options' */
+    void *progress_arg;
+    long progress_total;      /* searches the build will run (shrinks when a sweep ends early) */
 };
 
 /* The point of a model at a GPU count, or NULL when that count was not searched. */
 const report_point *report_find_point(const report_model_result *mr, int gpus);
-/* The faster of the two frameworks' best plans, or NULL when nothing fits (or p is NULL). */
+/* The plan `plan --model M --gpus N` recommends at this point (the same search, re-ranked by
+ * the step simulator as `plan` does), or NULL when nothing fits (or p is NULL). */
 const estimate *report_best_of(const report_point *p);
+/* How many times faster a is than b (b's step time / a's): simulated step times when both were
+ * simulated, as `plan` compares the frameworks, else the closed form. */
+double report_speedup(const estimate *a, const estimate *b);
+/* Tokens per second per GPU of plan e. */
+double report_tokens_per_gpu(const estimate *e);
 /* The plan recommended for a model: the best at the largest of the user's GPU counts where one
  * fits; when none does, at the smallest swept count where one fits; NULL when none fits. */
 const estimate *report_primary_plan(const report *r, const report_model_result *mr);
@@ -133,6 +150,14 @@ const bench_row *report_measured_for(const report *r, const estimate *e, bool *s
  * planner's rule check; err says which rule refuses it. */
 cm_status report_feature_check(const report *r, int f, layout_framework fw, char *err,
                                size_t errlen);
+
+/* Which frameworks the rule check accepts feature f under, from its probes: ok[fw], and in words
+ * ("FSDP2 and Megatron", "Megatron only", "FSDP2 only", "neither framework"); refusal gets the
+ * refusing rule's message after the framework it refuses ("FSDP2: ...", "both: ...", or both
+ * messages), empty when both accept. The
+ * guide's statements about what a framework can do are made from this, never restated. */
+void report_feature_support(const report *r, int f, bool ok[2], char *words, size_t n,
+                            char *refusal, size_t rn);
 
 /* A plan with one memory knob turned. */
 typedef struct {

@@ -51,6 +51,26 @@ static void ladder_sentence(const report *r, int g, char *buf, size_t n)
     }
 }
 
+/* A rung of the memory ladder with who offers it, from the rule check's probes: "label (FSDP2
+ * and Megatron; together with PP: Megatron only — "<rule>")". f2 < 0: no second probe. */
+static void rule_rung(const report *r, char *buf, size_t n, const char *label, int f,
+                      int f2, const char *f2_label)
+{
+    bool ok[2];
+    char who[96], why[2 * CM_ERRLEN + 16], esc[4 * CM_ERRLEN + 32];
+    report_feature_support(r, f, ok, who, sizeof who, why, sizeof why);
+    snprintf(buf, n, "%s (%s", label, who);
+    if (f2 >= 0) {
+        report_feature_support(r, f2, ok, who, sizeof who, why, sizeof why);
+        doc_plain(esc, sizeof esc, why);
+        size_t o = strlen(buf);
+        snprintf(buf + o, n - o, "; %s: %s%s%s", f2_label, who, why[0] ? ", refused for " : "",
+                 esc);
+    }
+    size_t o = strlen(buf);
+    snprintf(buf + o, n - o, ")");
+}
+
 /* One sentence: where Megatron overtakes FSDP2 on gpus GPUs. */
 static void size_sentence(const report *r, int g, char *buf, size_t n)
 {
@@ -156,7 +176,10 @@ static void chart_ratio(doc *d, const report *r)
                 c.y[s][i] = sp->step[g][FRAMEWORK_FSDP2] / sp->step[g][FRAMEWORK_MEGATRON];
         }
     }
-    doc_chart(d, &c, "size-ratio",
+    char takeaway[1024];
+    size_sentence(r, r->ngpus - 1, takeaway, sizeof takeaway);
+    takeaway[0] = (char)toupper((unsigned char)takeaway[0]);
+    doc_chart(d, &c, "size-ratio", takeaway,
               "Above the dashed line Megatron is faster. A gap means one framework does not "
               "fit at that size (see the table).");
 }
@@ -174,8 +197,15 @@ void report_section_decision(doc *d, const report *r)
     /* the tree */
     bool any_moe = false;
     for (int i = 0; i < r->nmodels; i++) any_moe |= model_is_moe(&r->models[i].m);
+    /* What each framework can do is asked of the planner's rule check (report_feature_support
+     * on the probe layouts of section 4), never restated: fixing a rule fixes these lines. */
+    bool ok[2];
+    char who[96], why[2 * CM_ERRLEN + 16], esc[4 * CM_ERRLEN + 32];
     doc_li(d, 0, "**Is the model a mixture of experts?**");
-    doc_li(d, 1, "**Yes** → Megatron with expert parallelism (the FSDP2 trainer path has no EP).");
+    report_feature_support(r, REPORT_F_EP, ok, who, sizeof who, why, sizeof why);
+    doc_plain(esc, sizeof esc, why);
+    doc_li(d, 1, "**Yes** → expert parallelism: %s%s%s%s.", who, why[0] ? " (refused for " : "",
+           esc, why[0] ? ")" : "");
     if (!any_moe)
         doc_li(d, 2, "No MoE model in `--models`: add one (e.g. `mixtral-8x7b`) to compute "
                      "when EP pays here.");
@@ -196,13 +226,20 @@ void report_section_decision(doc *d, const report *r)
                  "(Hugging Face model code, no checkpoint conversion); where Megatron leads, "
                  "the gap is the price of staying on FSDP2.");
     doc_li(d, 0, "**Then memory: take the first rung that fits at your GPU count** (smallest "
-                 "GPU counts in 1.4):");
-    static const char *const rung[REPORT_NLEVELS] = {
-        "DDP: nothing sharded (Megatron may still split the model with TP/PP/EP)",
-        "distributed optimizer (ZeRO-1): shards the fp32 master weights and Adam moments",
-        "full sharding: Megatron-FSDP or FSDP2 (ZeRO-3), parameters and gradients too",
-        "activation recompute (selective first under Megatron, full under FSDP2)",
-        "CPU offload (FSDP2 only; pipeline size 1, no recompute)"};
+                 "GPU counts in 1.4; who offers each rung is the planner's rule check, section "
+                 "4):");
+    char rung[REPORT_NLEVELS][6 * CM_ERRLEN];
+    rule_rung(r, rung[0], sizeof rung[0], "DDP: nothing sharded", REPORT_F_DDP, -1, NULL);
+    rule_rung(r, rung[1], sizeof rung[1],
+              "distributed optimizer (ZeRO-1): shards the fp32 master weights and Adam moments",
+              REPORT_F_DISTOPT, -1, NULL);
+    rule_rung(r, rung[2], sizeof rung[2],
+              "full sharding (ZeRO-3): parameters and gradients too", REPORT_F_FSDP,
+              REPORT_F_FSDP_PP, "together with PP");
+    rule_rung(r, rung[3], sizeof rung[3], "activation recompute, full", REPORT_F_FULL,
+              REPORT_F_SELECTIVE, "selective");
+    rule_rung(r, rung[4], sizeof rung[4], "CPU offload", REPORT_F_OFFLOAD, REPORT_F_OFFLOAD_RC,
+              "together with recompute");
     for (int lev = 0; lev < REPORT_NLEVELS; lev++) {
         /* which models first fit at exactly this rung, at which of the user's GPU counts */
         char who[2048] = "";

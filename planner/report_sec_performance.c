@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "chart.h"
@@ -38,120 +39,310 @@ static int chart_counts(const report *r, const report_model_result *mr, int *out
     return n;
 }
 
-static void charts_for_model(doc *d, const report *r, int mi)
-{
-    const report_model_result *mr = &r->models[mi];
-    int counts[REPORT_MAX_GPUS];
-    bool own;
-    int ncounts = chart_counts(r, mr, counts, &own);
-    bool short_labels = 2 * ncounts > 8;
-    char title[160], name[96], lab[40];
-    const char *where = own ? "" : " (none of your GPU counts fits: the smallest that do)";
+/* A model's four charts and their takeaways, built before any is drawn so that the section can
+ * give each kind one scale across models. */
+enum { CH_MEMORY, CH_STEP, CH_TOKENS, CH_MFU, NCH };
 
-    /* memory breakdown per plan */
-    chart c;
-    snprintf(title, sizeof title, "%s: memory per GPU of the best plans", mr->m.display);
-    chart_init(&c, CHART_STACKED_BARS, title, "framework and GPU count", "GiB per GPU");
+typedef struct {
+    chart c[NCH];
+    char takeaway[NCH][384];
+    char caption[NCH][512];
+} model_charts;
+
+static void bar_label(char *lab, size_t n, bool short_labels, int fw, int gpus)
+{
+    if (short_labels) snprintf(lab, n, "%c %d", fw ? 'M' : 'F', gpus);
+    else snprintf(lab, n, "%s\n%d GPUs", report_fw_title(fw), gpus);
+}
+
+/* Memory per GPU of each framework's best plan (the closest when none fits) against HBM, each
+ * bar marked with its headroom or overrun. */
+static void memory_chart(const report *r, const report_model_result *mr, const int *counts,
+                         int ncounts, const char *where, model_charts *mc)
+{
+    chart *c = &mc->c[CH_MEMORY];
+    char title[160], lab[40];
+    bool short_labels = 2 * ncounts > 8;
+    snprintf(title, sizeof title, "%s: memory per GPU against capacity", mr->m.display);
+    chart_init(c, CHART_STACKED_BARS, title, "framework and GPU count", "GiB per GPU");
     const char *mem_series[] = {"weights", "gradients", "optimizer", "activations", "other"};
-    for (int s = 0; s < 5; s++) chart_add_series(&c, mem_series[s]);
-    c.ref_y = r->sys.hbm_bytes / REPORT_GIB;
-    snprintf(c.ref_label, sizeof c.ref_label, "HBM %.0f GiB", c.ref_y);
+    for (int s = 0; s < 5; s++) chart_add_series(c, mem_series[s]);
+    c->ref_y = r->sys.hbm_bytes / REPORT_GIB;
+    snprintf(c->ref_label, sizeof c->ref_label, "HBM %.0f GiB", c->ref_y);
     bool any_hatched = false;
+    const estimate *tight = NULL, *worst = NULL; /* least headroom that fits; most over */
+    int nfit = 0, nover = 0;
     for (int g = 0; g < ncounts; g++) {
         const report_point *p = report_find_point(mr, counts[g]);
         for (int fw = 0; fw < 2; fw++) {
-            if (short_labels) snprintf(lab, sizeof lab, "%c %d", fw ? 'M' : 'F', counts[g]);
-            else snprintf(lab, sizeof lab, "%s\n%d GPUs", report_fw_title(fw), counts[g]);
-            int i = chart_add_point(&c, lab, counts[g]);
+            bar_label(lab, sizeof lab, short_labels, fw, counts[g]);
+            int i = chart_add_point(c, lab, counts[g]);
             bool fits;
             const estimate *e = p ? plan_or_closest(p, fw, &fits) : NULL;
             if (!e || i < 0) continue;
             const memory_breakdown *m = &e->memory;
             double v[5] = {m->weights_bytes, m->gradients_bytes, m->optimizer_bytes,
                            m->activations_bytes, m->other_bytes};
-            for (int s = 0; s < 5; s++) c.y[s][i] = v[s] / REPORT_GIB;
-            c.hatched[i] = !fits;
+            for (int s = 0; s < 5; s++) c->y[s][i] = v[s] / REPORT_GIB;
+            c->hatched[i] = !fits;
             any_hatched |= !fits;
+            if (fits) {
+                snprintf(c->annot[i], sizeof c->annot[i], "%.1f free", report_headroom_gib(e));
+                nfit++;
+                if (!tight || report_headroom_gib(e) < report_headroom_gib(tight)) tight = e;
+            } else {
+                snprintf(c->annot[i], sizeof c->annot[i], "%.1f over", report_over_gib(e));
+                nover++;
+                if (!worst || report_over_gib(e) > report_over_gib(worst)) worst = e;
+            }
         }
     }
-    snprintf(name, sizeof name, "%s-memory", mr->m.name);
-    char cap[512];
-    snprintf(cap, sizeof cap, "Per-GPU memory of the fullest pipeline stage of each "
-                              "framework's best plan%s%s%s.",
+    char *t = mc->takeaway[CH_MEMORY];
+    size_t tn = sizeof mc->takeaway[CH_MEMORY];
+    if (tight)
+        snprintf(t, tn, "%s: the tightest plan that fits is %s on %d GPUs, %.1f of %.0f GiB "
+                        "(%.1f GiB to spare)",
+                 nover ? "Not every plan fits" : "Every best plan fits",
+                 report_fw_title(tight->layout.framework), tight->gpus,
+                 tight->memory.total_bytes / REPORT_GIB, c->ref_y, report_headroom_gib(tight));
+    else
+        snprintf(t, tn, "Nothing shown fits");
+    if (worst) {
+        size_t o = strlen(t);
+        snprintf(t + o, tn - o, "; %d layout%s over capacity, worst %s on %d GPUs by %.1f GiB",
+                 nover, nover > 1 ? "s" : "", report_fw_title(worst->layout.framework),
+                 worst->gpus, report_over_gib(worst));
+    }
+    snprintf(mc->caption[CH_MEMORY], sizeof mc->caption[0],
+             "Per-GPU memory of the fullest pipeline stage of each framework's best plan%s, "
+             "against the HBM capacity (dashed); the number above each bar is the headroom "
+             "(\"free\") or the overrun (\"over\")%s%s. Same scale for every model.",
              where,
-             any_hatched ? "; hatched bars are the closest layout when none fits (over the "
-                           "dashed line)" : "",
+             any_hatched ? "; hatched bars are the closest layout when none fits" : "",
              short_labels ? "; F = FSDP2, M = Megatron" : "");
-    doc_chart(d, &c, name, cap);
+}
 
-    /* step-time breakdown */
-    snprintf(title, sizeof title, "%s: step time of the best plans", mr->m.display);
-    chart_init(&c, CHART_STACKED_BARS, title, "framework and GPU count", "seconds per step");
+/* Where each best plan's step goes, as a share of the step, with the step time above the bar. */
+static void step_chart(const report_model_result *mr, const int *counts, int ncounts,
+                       const char *where, model_charts *mc)
+{
+    chart *c = &mc->c[CH_STEP];
+    char title[160], lab[40];
+    bool short_labels = 2 * ncounts > 8;
+    snprintf(title, sizeof title, "%s: where the step goes", mr->m.display);
+    chart_init(c, CHART_STACKED_BARS, title, "framework and GPU count", "% of the step time");
     const char *time_series[] = {"compute", "exposed comm", "pipeline bubble", "optimizer"};
-    for (int s = 0; s < 4; s++) chart_add_series(&c, time_series[s]);
+    for (int s = 0; s < 4; s++) chart_add_series(c, time_series[s]);
+    c->y_max = 100;
+    double cmin = 101, cmax = -1, worst_share = 0;
+    int worst_s = -1;
+    const estimate *worst = NULL;
     for (int g = 0; g < ncounts; g++) {
         const report_point *p = report_find_point(mr, counts[g]);
         for (int fw = 0; fw < 2; fw++) {
-            if (short_labels) snprintf(lab, sizeof lab, "%c %d", fw ? 'M' : 'F', counts[g]);
-            else snprintf(lab, sizeof lab, "%s\n%d GPUs", report_fw_title(fw), counts[g]);
-            int i = chart_add_point(&c, lab, counts[g]);
+            bar_label(lab, sizeof lab, short_labels, fw, counts[g]);
+            int i = chart_add_point(c, lab, counts[g]);
             if (!p || i < 0 || !p->has_best[fw]) continue;
             const time_breakdown *t = &p->best[fw].time;
             double v[4] = {t->compute_s, t->comm_exposed_s, t->bubble_s, t->optimizer_s};
-            for (int s = 0; s < 4; s++) c.y[s][i] = v[s];
+            double sum = v[0] + v[1] + v[2] + v[3];
+            if (!(sum > 0)) continue;
+            for (int s = 0; s < 4; s++) c->y[s][i] = 100 * v[s] / sum;
+            snprintf(c->annot[i], sizeof c->annot[i], "%.2f s", t->step_s);
+            if (c->y[0][i] < cmin) cmin = c->y[0][i];
+            if (c->y[0][i] > cmax) cmax = c->y[0][i];
+            for (int s = 1; s < 4; s++)
+                if (c->y[s][i] > worst_share) {
+                    worst_share = c->y[s][i];
+                    worst_s = s;
+                    worst = &p->best[fw];
+                }
         }
     }
-    snprintf(name, sizeof name, "%s-steptime", mr->m.name);
-    snprintf(cap, sizeof cap,
-             "Where each best plan's step goes%s: compute, communication not hidden behind "
-             "compute, pipeline fill and drain, and the optimizer step. \"no plan\": nothing "
-             "fits.",
+    char *t = mc->takeaway[CH_STEP];
+    size_t tn = sizeof mc->takeaway[CH_STEP];
+    if (cmax < 0)
+        snprintf(t, tn, "No plan fits, so no step to break down");
+    else if (worst && worst_share >= 1)
+        snprintf(t, tn, "Compute is %.0f-%.0f%% of the step; the largest overhead is %s, %.0f%% "
+                        "of %s's step on %d GPUs",
+                 cmin, cmax, time_series[worst_s], worst_share,
+                 report_fw_title(worst->layout.framework), worst->gpus);
+    else
+        snprintf(t, tn, "Compute is %.0f-%.0f%% of the step: no overhead reaches 1%%", cmin,
+                 cmax);
+    snprintf(mc->caption[CH_STEP], sizeof mc->caption[0],
+             "Each best plan's step%s as shares of its step time (the number above the bar): "
+             "compute, communication not hidden behind compute, pipeline fill and drain, and "
+             "the optimizer step. \"no plan\": nothing fits.",
              where);
-    doc_chart(d, &c, name, cap);
+}
 
-    /* throughput against GPU count */
-    snprintf(title, sizeof title, "%s: throughput against GPU count", mr->m.display);
-    chart_init(&c, CHART_LINES, title, "GPUs (log scale)", "tokens per second (whole job)");
-    c.log_x = true;
-    chart_add_series(&c, "FSDP2");
-    chart_add_series(&c, "Megatron");
-    int lo = r->gpus[0], hi = r->gpus[r->ngpus - 1];
+/* The GPU counts of a model's line charts: the user's range, with the powers of two between
+ * (or, for one count, from the smallest that fits), else wherever it fits. *lo = 0: nowhere. */
+static void line_range(const report *r, const report_model_result *mr, int *lo, int *hi,
+                       bool *any)
+{
+    *lo = r->gpus[0];
+    *hi = r->gpus[r->ngpus - 1];
     if (r->ngpus == 1) /* one GPU count is no curve: start from the smallest that fits */
         for (int i = 0; i < mr->npts; i++)
             if (report_best_of(&mr->pts[i])) {
-                if (mr->pts[i].gpus < lo) lo = mr->pts[i].gpus;
+                if (mr->pts[i].gpus < *lo) *lo = mr->pts[i].gpus;
                 break;
             }
-    bool any = false;
+    *any = false;
     for (int i = 0; i < mr->npts; i++) {
         const report_point *p = &mr->pts[i];
-        if (p->gpus >= lo && p->gpus <= hi && report_best_of(p)) any = true;
+        if (p->gpus >= *lo && p->gpus <= *hi && report_best_of(p)) *any = true;
     }
-    if (!any) { /* nothing fits at the user's counts: show where it does */
-        lo = hi = 0;
+    if (!*any) { /* nothing fits at the user's counts: show where it does */
+        *lo = *hi = 0;
         for (int i = 0; i < mr->npts; i++)
             if (report_best_of(&mr->pts[i])) {
-                if (!lo) lo = mr->pts[i].gpus;
-                hi = mr->pts[i].gpus;
+                if (!*lo) *lo = mr->pts[i].gpus;
+                *hi = mr->pts[i].gpus;
             }
     }
+}
+
+/* Tokens/s per GPU and MFU of each framework's best plan against GPU count. */
+static void line_charts(const report *r, const report_model_result *mr, model_charts *mc)
+{
+    int lo, hi;
+    bool any;
+    line_range(r, mr, &lo, &hi, &any);
+    char title[160], lab[40];
+    chart *ct = &mc->c[CH_TOKENS], *cm = &mc->c[CH_MFU];
+    snprintf(title, sizeof title, "%s: tokens/s per GPU against GPU count", mr->m.display);
+    chart_init(ct, CHART_LINES, title, "GPUs (log scale)", "tokens/s per GPU (log scale)");
+    ct->log_x = ct->log_y = true;
+    snprintf(title, sizeof title, "%s: MFU against GPU count", mr->m.display);
+    chart_init(cm, CHART_LINES, title, "GPUs (log scale)", "MFU (% of dense bf16 peak)");
+    cm->log_x = true;
+    for (int fw = 0; fw < 2; fw++) {
+        chart_add_series(ct, report_fw_title(fw));
+        chart_add_series(cm, report_fw_title(fw));
+    }
+    int both = 0, meg_ahead = 0, nshown = 0;
+    double rmin = INFINITY, rmax = 0, best_mfu[2] = {0, 0};
+    int best_mfu_gpus[2] = {0, 0};
+    const estimate *first = NULL, *last = NULL; /* the recommended plan at the ends */
     for (int i = 0; i < mr->npts && lo; i++) {
         const report_point *p = &mr->pts[i];
         if (p->gpus < lo || p->gpus > hi) continue;
         snprintf(lab, sizeof lab, "%d", p->gpus);
-        int k = chart_add_point(&c, lab, p->gpus);
+        int k = chart_add_point(ct, lab, p->gpus);
+        chart_add_point(cm, lab, p->gpus);
         if (k < 0) break;
-        for (int fw = 0; fw < 2; fw++)
-            if (p->has_best[fw]) c.y[fw][k] = p->best[fw].tokens_per_s;
+        nshown++;
+        for (int fw = 0; fw < 2; fw++) {
+            if (!p->has_best[fw]) continue;
+            const estimate *e = &p->best[fw];
+            ct->y[fw][k] = report_tokens_per_gpu(e);
+            cm->y[fw][k] = 100 * e->mfu;
+            if (100 * e->mfu > best_mfu[fw]) {
+                best_mfu[fw] = 100 * e->mfu;
+                best_mfu_gpus[fw] = p->gpus;
+            }
+        }
+        if (p->has_best[0] && p->has_best[1]) {
+            double ratio = report_tokens_per_gpu(&p->best[FRAMEWORK_MEGATRON]) /
+                           report_tokens_per_gpu(&p->best[FRAMEWORK_FSDP2]);
+            both++;
+            meg_ahead += ratio > 1;
+            if (ratio < rmin) rmin = ratio;
+            if (ratio > rmax) rmax = ratio;
+        }
+        const estimate *b = report_best_of(p);
+        if (b) {
+            if (!first) first = b;
+            last = b;
+        }
     }
-    snprintf(name, sizeof name, "%s-throughput", mr->m.name);
-    snprintf(cap, sizeof cap,
-             "Tokens per second of each framework's best plan%s; a missing point means no "
-             "layout of that framework fits there.",
-             any ? " at your GPU counts and the powers of two between (or below) them"
-                 : lo ? " where the model fits (none of your GPU counts fits)"
-                      : " (the model fits nowhere up to the sweep's end)");
-    doc_chart(d, &c, name, cap);
+    char *t = mc->takeaway[CH_TOKENS];
+    size_t tn = sizeof mc->takeaway[CH_TOKENS];
+    if (!first) {
+        snprintf(t, tn, "No plan fits at any GPU count shown");
+    } else {
+        if (both == 0)
+            snprintf(t, tn, "Only %s fits at the GPU counts shown",
+                     report_fw_title(first->layout.framework));
+        else if (meg_ahead == both || meg_ahead == 0) {
+            char range[48];
+            if (rmax - rmin < 0.005) snprintf(range, sizeof range, "%.2fx", rmin);
+            else snprintf(range, sizeof range, "%.2f-%.2fx", rmin, rmax);
+            snprintf(t, tn, "%s gives more tokens/s per GPU at every GPU count where both fit "
+                            "(Megatron at %s FSDP2's)",
+                     meg_ahead ? "Megatron" : "FSDP2", range);
+        } else
+            snprintf(t, tn, "Megatron leads at %d of %d GPU counts where both fit "
+                            "(Megatron/FSDP2 %.2f-%.2fx)",
+                     meg_ahead, both, rmin, rmax);
+        if (last != first) {
+            char a[32], b[32];
+            double f = report_tokens_per_gpu(last) / report_tokens_per_gpu(first);
+            report_fmt_count(report_tokens_per_gpu(first), a, sizeof a);
+            report_fmt_count(report_tokens_per_gpu(last), b, sizeof b);
+            size_t o = strlen(t);
+            if (f > 1.02)
+                snprintf(t + o, tn - o, "; the recommended plan's per-GPU rate rises %.2fx from "
+                                        "%d to %d GPUs (%s to %s: more GPUs free memory for a "
+                                        "faster layout)",
+                         f, first->gpus, last->gpus, a, b);
+            else if (f >= 0.98)
+                snprintf(t + o, tn - o, "; the recommended plan keeps about %s tokens/s per GPU "
+                                        "from %d to %d GPUs (linear scaling)",
+                         a, first->gpus, last->gpus);
+            else
+                snprintf(t + o, tn - o, "; the recommended plan keeps %.0f%% of its per-GPU rate "
+                                        "from %d to %d GPUs (%s to %s)",
+                         100 * f, first->gpus, last->gpus, a, b);
+        }
+    }
+    t = mc->takeaway[CH_MFU];
+    if (!first) {
+        snprintf(t, tn, "No plan fits at any GPU count shown");
+    } else {
+        int hi_fw = best_mfu[FRAMEWORK_MEGATRON] >= best_mfu[FRAMEWORK_FSDP2] ? FRAMEWORK_MEGATRON
+                                                                              : FRAMEWORK_FSDP2;
+        int lo_fw = 1 - hi_fw;
+        snprintf(t, tn, "MFU peaks at %.1f%% (%s, %d GPUs)", best_mfu[hi_fw],
+                 report_fw_title(hi_fw), best_mfu_gpus[hi_fw]);
+        size_t o = strlen(t);
+        if (best_mfu[lo_fw] > 0)
+            snprintf(t + o, tn - o, "; %s's best is %.1f%% (%d GPUs)", report_fw_title(lo_fw),
+                     best_mfu[lo_fw], best_mfu_gpus[lo_fw]);
+        else
+            snprintf(t + o, tn - o, "; %s fits nowhere shown", report_fw_title(lo_fw));
+    }
+    const char *span = any ? " at your GPU counts and the powers of two between (or below) them"
+                       : lo ? " where the model fits (none of your GPU counts fits)"
+                            : " (the model fits nowhere up to the sweep's end)";
+    snprintf(mc->caption[CH_TOKENS], sizeof mc->caption[0],
+             "Tokens per second per GPU of each framework's best plan%s (the job's tokens/s "
+             "divided by its GPUs); a flat line scales perfectly, a missing point means no layout "
+             "of that framework fits there. Log scale, the same for every model: equal gaps are "
+             "equal ratios.",
+             span);
+    snprintf(mc->caption[CH_MFU], sizeof mc->caption[0],
+             "Model FLOPs utilization of each framework's best plan%s: the share of the GPUs' "
+             "dense bf16 peak spent on the model's own FLOPs (recompute excluded). Same scale "
+             "for every model.",
+             span);
+    (void)nshown;
+}
+
+static void build_charts(const report *r, int mi, model_charts *mc)
+{
+    const report_model_result *mr = &r->models[mi];
+    int counts[REPORT_MAX_GPUS];
+    bool own;
+    int ncounts = chart_counts(r, mr, counts, &own);
+    const char *where = own ? "" : " (none of your GPU counts fits: the smallest that do)";
+    memory_chart(r, mr, counts, ncounts, where, mc);
+    step_chart(mr, counts, ncounts, where, mc);
+    line_charts(r, mr, mc);
 }
 
 void report_section_performance(doc *d, const report *r)
@@ -165,9 +356,9 @@ void report_section_performance(doc *d, const report *r)
                             "marked)" : "");
     bool meas = r->any_measured;
     const char *hdr[] = {"Model", "Strategy", "GPUs", "Time/Step (s)",
-                         "Throughput relative to FSDP2", "tokens/s", "MFU", "Memory (GiB)",
-                         "Layout", "Measured (s)", "Measured relative to FSDP2"};
-    const char *align = meas ? "llrrrrrrlrr" : "llrrrrrrl";
+                         "Throughput relative to FSDP2", "tokens/s", "tokens/s per GPU", "MFU",
+                         "Memory (GiB)", "Layout", "Measured (s)", "Measured relative to FSDP2"};
+    const char *align = meas ? "llrrrrrrrlrr" : "llrrrrrrrl";
     doc_table(d, align, hdr);
     for (int i = 0; i < r->nmodels; i++) {
         const report_model_result *mr = &r->models[i];
@@ -182,8 +373,8 @@ void report_section_performance(doc *d, const report *r)
                 if (b) meas_s[fw] = b->measured_step_s;
             }
             for (int fw = 0; fw < 2; fw++) {
-                char c[11][192];
-                for (int k = 0; k < 11; k++) c[k][0] = '\0';
+                char c[12][192];
+                for (int k = 0; k < 12; k++) c[k][0] = '\0';
                 snprintf(c[0], sizeof c[0], "%s", mr->m.display);
                 snprintf(c[1], sizeof c[1], "%s", report_fw_title(fw));
                 snprintf(c[2], sizeof c[2], "%d", p->gpus);
@@ -196,32 +387,61 @@ void report_section_performance(doc *d, const report *r)
                     else
                         snprintf(c[4], sizeof c[4], "n/a (FSDP2 does not fit)");
                     snprintf(c[5], sizeof c[5], "%.0f", e->tokens_per_s);
-                    snprintf(c[6], sizeof c[6], "%.1f%%", 100 * e->mfu);
-                    snprintf(c[7], sizeof c[7], "%.1f", e->memory.total_bytes / REPORT_GIB);
-                    report_fmt_layout(e, c[8], sizeof c[8]);
+                    report_fmt_count(report_tokens_per_gpu(e), c[6], sizeof c[6]);
+                    snprintf(c[7], sizeof c[7], "%.1f%%", 100 * e->mfu);
+                    snprintf(c[8], sizeof c[8], "%.1f", e->memory.total_bytes / REPORT_GIB);
+                    report_fmt_layout(e, c[9], sizeof c[9]);
                     bool same = false;
                     const bench_row *b = report_measured_for(r, e, &same);
                     if (b) {
-                        snprintf(c[9], sizeof c[9], "%.2f%s", b->measured_step_s,
+                        snprintf(c[10], sizeof c[10], "%.2f%s", b->measured_step_s,
                                  same ? "" : " (other layout)");
                         if (!isnan(meas_s[0]))
-                            snprintf(c[10], sizeof c[10], "%.2f", meas_s[0] / b->measured_step_s);
+                            snprintf(c[11], sizeof c[11], "%.2f", meas_s[0] / b->measured_step_s);
                     }
                 } else {
                     snprintf(c[3], sizeof c[3], "does not fit");
                     snprintf(c[4], sizeof c[4], "n/a");
                     if (p->has_closest[fw])
-                        snprintf(c[7], sizeof c[7], "%.1f (%.1f over)",
+                        snprintf(c[8], sizeof c[8], "%.1f (%.1f over)",
                                  p->closest[fw].memory.total_bytes / REPORT_GIB,
                                  report_over_gib(&p->closest[fw]));
                 }
-                const char *row[11];
-                for (int k = 0; k < 11; k++) row[k] = c[k];
+                const char *row[12];
+                for (int k = 0; k < 12; k++) row[k] = c[k];
                 doc_row(d, row);
             }
         }
     }
     doc_table_end(d);
+    model_charts *mc = calloc(r->nmodels, sizeof *mc);
+    if (!mc) {
+        doc_p(d, "*(Charts not drawn: out of memory.)*");
+        return;
+    }
+    /* one scale per kind of chart across models: memory and MFU linear from 0, tokens/s per GPU
+     * on one log range (the step chart is in percent already) */
+    double mem_hi = 0, mfu_hi = 0, tok_lo = INFINITY, tok_hi = 0;
+    for (int i = 0; i < r->nmodels; i++) {
+        build_charts(r, i, &mc[i]);
+        double lo, hi;
+        chart_data_range(&mc[i].c[CH_MEMORY], &lo, &hi);
+        if (hi > mem_hi) mem_hi = hi;
+        chart_data_range(&mc[i].c[CH_MFU], &lo, &hi);
+        if (hi > mfu_hi) mfu_hi = hi;
+        chart_data_range(&mc[i].c[CH_TOKENS], &lo, &hi);
+        if (hi > tok_hi) tok_hi = hi;
+        if (hi > 0 && lo < tok_lo) tok_lo = lo;
+    }
+    for (int i = 0; i < r->nmodels; i++) {
+        mc[i].c[CH_MEMORY].y_max = mem_hi;
+        mc[i].c[CH_MFU].y_max = mfu_hi;
+        if (tok_hi > 0) {
+            mc[i].c[CH_TOKENS].y_min = tok_lo;
+            mc[i].c[CH_TOKENS].y_max = tok_hi;
+        }
+    }
+    static const char *const kind_name[NCH] = {"memory", "steptime", "throughput", "mfu"};
     for (int i = 0; i < r->nmodels; i++) {
         const report_model_result *mr = &r->models[i];
         char pbuf[16], abuf[16];
@@ -231,7 +451,12 @@ void report_section_performance(doc *d, const report *r)
         snprintf(id, sizeof id, "model-%s", mr->m.name);
         doc_h(d, 3, id, "3.%d %s (%s parameters%s%s)", i + 1, mr->m.display, pbuf,
               model_is_moe(&mr->m) ? ", active " : "", model_is_moe(&mr->m) ? abuf : "");
-        charts_for_model(d, r, i);
+        for (int k = 0; k < NCH; k++) {
+            char name[96];
+            snprintf(name, sizeof name, "%s-%s", mr->m.name, kind_name[k]);
+            doc_chart(d, &mc[i].c[k], name, mc[i].takeaway[k], mc[i].caption[k]);
+        }
     }
+    free(mc);
 }
 

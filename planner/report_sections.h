@@ -1,5 +1,5 @@
 /*
- * report_sections.h — the seven sections of `plan report`, one file each (report_sec_*.c).
+ * report_sections.h — the answer boxes and the seven sections of `plan report`, one file each (report_sec_*.c).
  * Each writes its headings, prose, tables and charts through the document writer from a built
  * report; the numbers come from report_analysis.h, their wording from report_text.h. Prose is
  * fixed; text that is not ours (rule messages, file names) goes through doc_plain().
@@ -10,6 +10,8 @@
 #include "doc_writer.h"
 #include "report_analysis.h"
 
+/* The answer first: a box per model with the recommended plan on the user's GPUs. */
+void report_section_summary(doc *d, const report *r);
 /* 1. The decision tree and its thresholds (model size, expert parallelism, memory). */
 void report_section_decision(doc *d, const report *r);
 /* 2. FSDP2 and Megatron compared. */

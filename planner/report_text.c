@@ -39,6 +39,46 @@ void report_fmt_layout(const estimate *e, char *buf, size_t n)
              layout_recompute_name(l->recompute));
 }
 
+void report_fmt_layout_short(const estimate *e, char *buf, size_t n)
+{
+    const layout *l = &e->layout;
+    char rc[32] = "";
+    if (l->recompute != RECOMPUTE_NONE)
+        snprintf(rc, sizeof rc, " · recompute %s", layout_recompute_name(l->recompute));
+    if (l->framework == FRAMEWORK_FSDP2) {
+        char ul[24] = "", hs[24] = "";
+        if (l->cp > 1) snprintf(ul, sizeof ul, " · Ulysses %d", l->cp);
+        if (l->shard_size) snprintf(hs, sizeof hs, " · HSDP %d", l->shard_size);
+        snprintf(buf, n, "FSDP2 DP %d%s%s%s%s", l->dp, ul, hs, rc,
+                 l->offload ? " · CPU offload" : "");
+        return;
+    }
+    char dims[128] = "";
+    const struct { const char *name; int v; } d[] = {
+        {"TP", l->tp}, {"PP", l->pp}, {"DP", l->dp}, {"CP", l->cp}, {"EP", l->ep}, {"VPP", l->vpp}};
+    for (size_t i = 0; i < sizeof d / sizeof *d; i++) {
+        if (d[i].v <= 1 && strcmp(d[i].name, "DP")) continue;
+        size_t o = strlen(dims);
+        snprintf(dims + o, sizeof dims - o, " %s%s %d", o ? "· " : "", d[i].name, d[i].v);
+    }
+    snprintf(buf, n, "Megatron%s%s%s", dims,
+             l->sharding == SHARDING_FSDP ? " · Megatron-FSDP"
+             : l->sharding == SHARDING_DDP ? " · DDP" : "",
+             rc);
+}
+
+void report_fmt_count(double v, char *buf, size_t n)
+{
+    char digits[32];
+    snprintf(digits, sizeof digits, "%.0f", v);
+    size_t len = strlen(digits), o = 0;
+    for (size_t i = 0; i < len && o + 2 < n; i++) {
+        if (i > 0 && digits[i - 1] != '-' && (len - i) % 3 == 0) buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+}
+
 void report_fmt_gpu_list(const int *g, int n, char *buf, size_t len)
 {
     buf[0] = '\0';

@@ -17,6 +17,12 @@ void report_fmt_params(double p, char *buf, size_t n);
 /* Compact layout: "TP 2 · PP 1 · DP 4 · CP 1 · mbs 1 · SP · distopt · recompute none" (FSDP2:
  * "DP 8 · Ulysses 1 · mbs 1 · FSDP · recompute none"). */
 void report_fmt_layout(const estimate *e, char *buf, size_t n);
+/* The layout in a few words, only what differs from the defaults: "Megatron TP 2 · DP 32",
+ * "Megatron TP 1 · PP 32 · DP 4 · CP 2 · EP 8 · Megatron-FSDP", "FSDP2 DP 8 · Ulysses 2 · CPU
+ * offload"; recompute is named when on. */
+void report_fmt_layout_short(const estimate *e, char *buf, size_t n);
+/* "12,497": a count with thousands separators. */
+void report_fmt_count(double v, char *buf, size_t n);
 /* "8, 16 and 32" */
 void report_fmt_gpu_list(const int *g, int n, char *buf, size_t len);
 

@@ -1,8 +1,11 @@
 /*
  * test_report.c — end-to-end tests of `plan report`: the HTML report of a small case holds every
  * section and every chart and is self-contained; the Markdown variant writes its PNG charts
- * beside it; bad input exits 2 with one line. With the argument "render" it instead renders the
- * HTML in headless Chromium and checks it loads (exit 77, skipped, when Chromium is absent).
+ * beside it; bad input exits 2 with one line; the answer comes first and names the plan
+ * `plan --model M --gpus N` recommends, with its per-GPU throughput. With the argument "render"
+ * it instead renders the HTML in headless Chromium, as a reader would see it: the page loads
+ * with nothing fetched, the answer box is on the first screen, and every chart shows (exit 77,
+ * skipped, when Chromium is absent).
  *
  * PLAN_EXE is the binary; PLAN_CHARTS is 1 when the build has cairo (set by meson).
  */
@@ -12,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,9 +28,11 @@
 
 /* The small case: one dense and one MoE model on 8 and 16 GPUs. */
 #define SMALL "report --system h100 --models 3b,mixtral-8x7b --gpus 8,16"
-/* Charts of the small case: the size-ratio chart plus memory, step time and throughput per
- * model. */
-#define SMALL_CHARTS (1 + 3 * 2)
+/* Charts of the small case: the size-ratio chart plus, per model, memory, step-time breakdown,
+ * tokens/s per GPU and MFU (issue 23 added the MFU chart: 1 + 3 * 2 before). */
+#define SMALL_CHARTS (1 + 4 * 2)
+/* The GPU count the small case's answer boxes lead with: the largest of --gpus. */
+#define SMALL_TOP_GPUS 16
 
 static const char *const sections[] = {
     "decision", "threshold-size", "threshold-ep", "threshold-memory", "compare",
@@ -141,6 +147,126 @@ static void test_html(void **state)
     free(html);
 }
 
+/* The text of the first match of "<tag ...>" .. "</tag>" from p, or NULL. */
+static char *element(const char *p, const char *open, const char *close)
+{
+    const char *a = strstr(p, open);
+    if (!a) return NULL;
+    const char *b = strstr(a, close);
+    if (!b) return NULL;
+    size_t n = b - a + strlen(close);
+    char *s = malloc(n + 1);
+    memcpy(s, a, n);
+    s[n] = '\0';
+    return s;
+}
+
+/* n with thousands separators, as the report writes counts: 12497 -> "12,497". */
+static void with_commas(long n, char *buf, size_t len)
+{
+    char d[32];
+    snprintf(d, sizeof d, "%ld", n);
+    size_t l = strlen(d), o = 0;
+    for (size_t i = 0; i < l && o + 2 < len; i++) {
+        if (i && (l - i) % 3 == 0) buf[o++] = ',';
+        buf[o++] = d[i];
+    }
+    buf[o] = '\0';
+}
+
+/* What `plan --model m --gpus g` prints: its "Recommended: " layout line and the per-GPU
+ * tokens/s of "tokens/s N (M per GPU)". */
+static void plan_recommends(const char *m, int g, char *line, size_t n, long *per_gpu,
+                            double *tokens_per_s)
+{
+    char args[256];
+    snprintf(args, sizeof args, "--model %s --gpus %d", m, g);
+    run(args);
+    if (R.status != 0) fail_msg("plan %s exited %d: %s", args, R.status, R.err);
+    const char *rec = strstr(R.out, "Recommended: ");
+    assert_non_null(rec);
+    rec += strlen("Recommended: ");
+    const char *eol = strchr(rec, '\n');
+    snprintf(line, n, "%.*s", (int)(eol - rec), rec);
+    const char *tok = strstr(rec, "tokens/s ");
+    assert_non_null(tok);
+    assert_int_equal(sscanf(tok, "tokens/s %lf (%ld per GPU)", tokens_per_s, per_gpu), 2);
+}
+
+/* The answer comes first: a box per model, before the table of contents and the detail, that
+ * names the plan `plan --model M --gpus N` recommends on the largest GPU count, with its per-GPU
+ * throughput (the job's tokens/s / GPUs) and the FP8 placeholder. */
+static void test_answer_first(void **state)
+{
+    (void)state;
+    char *html = write_html("answer.html");
+    const char *first_box = strstr(html, "<section class=\"box\"");
+    assert_non_null(first_box);
+    static const char first_id[] = "<section class=\"box\" id=\"answer-3b\"";
+    assert_true(!strncmp(first_box, first_id, strlen(first_id)));
+    const char *nav = strstr(html, "<nav"), *detail = strstr(html, "id=\"decision\"");
+    assert_non_null(nav);
+    assert_non_null(detail);
+    assert_true(first_box < nav && nav < detail);
+    assert_non_null(strstr(html, "href=\"#answer\"")); /* the contents list the answer too */
+    /* before the first box: the title and one paragraph of context, no section */
+    assert_int_equal(count(first_box, "<section class=\"box\""), 2); /* one per model */
+    static const char *const models[] = {"3b", "mixtral-8x7b"};
+    const char *from = html;
+    for (int i = 0; i < 2; i++) {
+        char open[96], line[512], want[640];
+        snprintf(open, sizeof open, "<section class=\"box\" id=\"answer-%s\"", models[i]);
+        char *box = element(from, open, "</section>");
+        if (!box) fail_msg("no answer box for %s", models[i]);
+        long per_gpu;
+        double tps;
+        plan_recommends(models[i], SMALL_TOP_GPUS, line, sizeof line, &per_gpu, &tps);
+        /* plan's layout line, quoted as plan prints it (HTML has no character to escape in it) */
+        snprintf(want, sizeof want, "<code>%s</code>", line);
+        if (!strstr(box, want)) fail_msg("the %s box does not name plan's layout %s:\n%s",
+                                          models[i], line, box);
+        snprintf(want, sizeof want, "On your <strong>%d ", SMALL_TOP_GPUS);
+        assert_non_null(strstr(box, want));
+        char commas[32];
+        with_commas(per_gpu, commas, sizeof commas);
+        snprintf(want, sizeof want, "%s tokens/s per GPU", commas);
+        if (!strstr(box, want)) fail_msg("the %s box lacks '%s' (plan: %.0f tokens/s on %d GPUs)",
+                                          models[i], want, tps, SMALL_TOP_GPUS);
+        assert_true(labs(per_gpu - lround(tps / SMALL_TOP_GPUS)) <= 1);
+        assert_non_null(strstr(box, "the best "));     /* compared with the other framework */
+        assert_non_null(strstr(box, "GiB headroom"));
+        assert_non_null(strstr(box, "class=\"note\"><strong>FP8: not modelled yet."));
+        from = strstr(from, open) + 1;
+        free(box);
+    }
+    /* the per-GPU column of the performance table is tokens/s / GPUs too */
+    assert_non_null(strstr(html, "tokens/s per GPU</th>"));
+    free(html);
+}
+
+/* Self-contained: every URL in the page is a link a reader may follow (<a href>) or an XML
+ * namespace name; nothing is fetched (no script, style sheet, image or font from elsewhere). */
+static void test_self_contained(void **state)
+{
+    (void)state;
+    char *html = write_html("self.html");
+    int links = 0;
+    for (const char *p = strstr(html, "http"); p; p = strstr(p + 1, "http")) {
+        if (strncmp(p, "http://", 7) && strncmp(p, "https://", 8)) continue;
+        const char *q = p;
+        while (q > html && q[-1] != ' ' && q[-1] != '<') q--;
+        bool link = !strncmp(q, "href=\"", 6) && q - 3 >= html && !strncmp(q - 3, "<a ", 3);
+        bool ns = !strncmp(q, "xmlns", 5);
+        if (!link && !ns) fail_msg("external URL outside a link: %.80s", q);
+        links += link;
+    }
+    assert_true(links > 0); /* the migration notes cite their sources */
+    assert_null(strstr(html, "url(http"));
+    assert_null(strstr(html, "@import"));
+    assert_null(strstr(html, "<img"));
+    free(html);
+}
+
 static void test_markdown(void **state)
 {
     (void)state;
@@ -225,17 +351,177 @@ static void test_bad_input(void **state)
     assert_int_equal(access(path, F_OK), -1);
 }
 
-/* `test_report render`: load the HTML in headless Chromium. */
-static int render(void)
+/* `test_report render`: the HTML in headless Chromium, as a reader sees it. */
+
+static const char *chromium_path(void)
 {
     const char *cands[] = {getenv("PLAN_CHROMIUM"), "/usr/bin/chromium",
                            "/usr/bin/chromium-browser", NULL};
-    const char *chromium = NULL;
     for (int i = 0; i < 3; i++)
-        if (cands[i] && *cands[i] && access(cands[i], X_OK) == 0) {
-            chromium = cands[i];
-            break;
+        if (cands[i] && *cands[i] && access(cands[i], X_OK) == 0) return cands[i];
+    return NULL;
+}
+
+#define CHROMIUM_FLAGS                                                                          \
+    "--headless --no-sandbox --disable-gpu --hide-scrollbars --disable-background-networking " \
+    "--disable-component-update --disable-sync --no-first-run --force-device-scale-factor=1 "
+
+/* Screenshot of file://html at w x h into png; 0 when chromium wrote it. */
+static int shoot(const char *chromium, const char *html, const char *png, int w, int h)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "timeout 120 '%s' " CHROMIUM_FLAGS "--user-data-dir='%s/profile' "
+             "--window-size=%d,%d --screenshot='%s' 'file://%s' >/dev/null 2>>'%s/shots.err'",
+             chromium, tmpdir, w, h, png, html, tmpdir);
+    int st = system(cmd);
+    struct stat sb;
+    return st == 0 && stat(png, &sb) == 0 && sb.st_size > 0 ? 0 : -1;
+}
+
+typedef struct {
+    int w, h;
+    long pixels_like;   /* pixels within 6 of the colour asked for */
+    long dark;          /* pixels darker than mid grey (text, axes) */
+    long size_bytes;
+} shot_stats;
+
+#ifdef PLAN_TEST_CAIRO
+#include <cairo.h>
+/* Read png and count the pixels close to rgb and the dark ones. */
+static int shot_read(const char *png, int rgb, shot_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    struct stat sb;
+    if (stat(png, &sb) != 0) return -1;
+    s->size_bytes = sb.st_size;
+    cairo_surface_t *img = cairo_image_surface_create_from_png(png);
+    if (cairo_surface_status(img) != CAIRO_STATUS_SUCCESS) {
+        cairo_surface_destroy(img);
+        return -1;
+    }
+    cairo_surface_flush(img);
+    s->w = cairo_image_surface_get_width(img);
+    s->h = cairo_image_surface_get_height(img);
+    int stride = cairo_image_surface_get_stride(img);
+    const unsigned char *data = cairo_image_surface_get_data(img);
+    int wr = (rgb >> 16) & 255, wg = (rgb >> 8) & 255, wb = rgb & 255;
+    for (int y = 0; y < s->h; y++)
+        for (int x = 0; x < s->w; x++) {
+            uint32_t px = *(const uint32_t *)(data + y * stride + 4 * x);
+            int r = (px >> 16) & 255, g = (px >> 8) & 255, b = px & 255;
+            if (abs(r - wr) <= 6 && abs(g - wg) <= 6 && abs(b - wb) <= 6) s->pixels_like++;
+            if (r + g + b < 3 * 128) s->dark++;
         }
+    cairo_surface_destroy(img);
+    return 0;
+}
+#else
+static int shot_read(const char *png, int rgb, shot_stats *s)
+{
+    (void)rgb;
+    memset(s, 0, sizeof *s);
+    struct stat sb;
+    if (stat(png, &sb) != 0) return -1;
+    s->size_bytes = sb.st_size;
+    s->w = s->h = -1; /* not decoded: no cairo in this build */
+    return 0;
+}
+#endif
+
+/* Where screenshots are kept: PLAN_SCREENSHOT_DIR when set (to look at them), else tmpdir. */
+static const char *shot_dir(void)
+{
+    const char *d = getenv("PLAN_SCREENSHOT_DIR");
+    return d && *d ? d : tmpdir;
+}
+
+#define BOX_RGB 0xf1f7fd   /* .box background in report.c's style sheet */
+#define SERIES0_RGB 0x0072b2 /* chart.c's first series colour (Okabe-Ito blue) */
+
+/* The top of the page as a reader first sees it (1200 x 900): the answer box is there. */
+static int check_top(const char *chromium, const char *html)
+{
+    char png[600];
+    snprintf(png, sizeof png, "%s/top.png", shot_dir());
+    if (shoot(chromium, html, png, 1200, 900)) {
+        printf("chromium wrote no screenshot of the top of the page\n");
+        return 1;
+    }
+    shot_stats s;
+    if (shot_read(png, BOX_RGB, &s)) {
+        printf("cannot read %s\n", png);
+        return 1;
+    }
+    printf("top of the page: %s, %d x %d, %ld bytes, %ld answer-box pixels\n", png, s.w, s.h,
+           s.size_bytes, s.pixels_like);
+#ifdef PLAN_TEST_CAIRO
+    if (s.w != 1200 || s.h != 900) return printf("unexpected screenshot size\n"), 1;
+    /* the answer box fills a good part of the first screen, and there is text on it */
+    if (s.pixels_like < 1200L * 900 / 10) return printf("no answer box on the first screen\n"), 1;
+    if (s.dark < 2000) return printf("no text on the first screen\n"), 1;
+#endif
+    return 0;
+}
+
+/* Each chart alone in a page with the report's head (style sheet): it shows, with its
+ * takeaway line, and its first series is drawn. */
+static int check_charts(const char *chromium, const char *html_text)
+{
+    const char *body = strstr(html_text, "<body>");
+    if (!body) return printf("no <body>\n"), 1;
+    int n = 0, rc = 0;
+    for (const char *f = strstr(html_text, "<figure id=\"chart-"); f;
+         f = strstr(f + 1, "<figure id=\"chart-")) {
+        const char *e = strstr(f, "</figure>");
+        if (!e) return printf("unterminated figure\n"), 1;
+        char name[128];
+        const char *q = f + strlen("<figure id=\"chart-");
+        snprintf(name, sizeof name, "%.*s", (int)(strchr(q, '"') - q), q);
+        char page[600], png[600];
+        snprintf(page, sizeof page, "%s/chart-%s.html", tmpdir, name);
+        snprintf(png, sizeof png, "%s/chart-%s.png", shot_dir(), name);
+        FILE *out = fopen(page, "w");
+        if (!out) return 1;
+        fwrite(html_text, 1, body + strlen("<body>") - html_text, out);
+        fwrite(f, 1, e + strlen("</figure>") - f, out);
+        fputs("</body></html>\n", out);
+        fclose(out);
+        if (!strstr(f, "<p class=\"takeaway\">") || strstr(f, "<p class=\"takeaway\">") > e) {
+            printf("chart %s has no takeaway line\n", name);
+            rc = 1;
+        }
+        if (shoot(chromium, page, png, 900, 560)) {
+            printf("chromium wrote no screenshot of chart %s\n", name);
+            rc = 1;
+            continue;
+        }
+        shot_stats s;
+        if (shot_read(png, SERIES0_RGB, &s)) {
+            printf("cannot read %s\n", png);
+            rc = 1;
+            continue;
+        }
+        printf("chart %s: %s, %d x %d, %ld bytes, %ld pixels of its first series\n", name, png,
+               s.w, s.h, s.size_bytes, s.pixels_like);
+#ifdef PLAN_TEST_CAIRO
+        if (s.pixels_like < 40 || s.dark < 500) {
+            printf("chart %s does not show (series or text missing)\n", name);
+            rc = 1;
+        }
+#endif
+        n++;
+    }
+    if (charts_built() && n != SMALL_CHARTS) {
+        printf("%d charts shot, expected %d\n", n, SMALL_CHARTS);
+        rc = 1;
+    }
+    return rc;
+}
+
+static int render(void)
+{
+    const char *chromium = chromium_path();
     if (!chromium) {
         printf("chromium not installed: skipped\n");
         return 77;
@@ -284,6 +570,11 @@ static int render(void)
         printf("chromium rendered %zu bytes of DOM, %d charts\n", n, count(dom, "<svg"));
     }
     free(err);
+    if (rc == 0) {
+        char *html = slurp(path, NULL);
+        rc = !html || check_top(chromium, path) || check_charts(chromium, html);
+        free(html);
+    }
     teardown(NULL);
     return rc;
 }
@@ -295,6 +586,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_html),
         cmocka_unit_test(test_markdown),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_answer_first),
+        cmocka_unit_test(test_self_contained),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,119 @@
+/*
+ * report_sec_summary.c — the answer at the top of `plan report`: one box per model saying which
+ * framework and layout to run on the user's GPUs, how much faster it is than the other
+ * framework's best plan, and whether it fits with how much headroom, then one line per other
+ * GPU count. The recommended plan is the one `plan --model M --gpus N` prints (the same search,
+ * re-ranked by the step simulator, see report_best_of), and the box quotes plan's own layout
+ * line so a reader can check it. FP8 is not modelled yet: its line is a marked placeholder.
+ */
+#include "report_sections.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "output.h"
+#include "report_text.h"
+
+/* "1.50x the best FSDP2 plan", or why the other framework has none. */
+static void versus(const report_point *p, const estimate *e, char *buf, size_t n)
+{
+    int other = e->layout.framework == FRAMEWORK_MEGATRON ? FRAMEWORK_FSDP2 : FRAMEWORK_MEGATRON;
+    if (p->has_best[other]) {
+        snprintf(buf, n, "**%.2fx** the best %s plan", report_speedup(e, &p->best[other]),
+                 report_fw_title(other));
+    } else if (p->has_closest[other]) {
+        snprintf(buf, n, "the only framework that fits (the closest %s layout needs %.1f GiB per "
+                         "GPU, %.1f over)",
+                 report_fw_title(other), p->closest[other].memory.total_bytes / REPORT_GIB,
+                 report_over_gib(&p->closest[other]));
+    } else {
+        snprintf(buf, n, "the only framework with a valid layout here");
+    }
+}
+
+/* One line for a GPU count other than the headline's. */
+static void other_count(doc *d, const report *r, const report_model_result *mr, int gpus)
+{
+    const report_point *p = report_find_point(mr, gpus);
+    if (!p) return;
+    const estimate *e = report_best_of(p);
+    char lay[160], vs[256], tok[32];
+    if (!e) {
+        double over = -1;
+        for (int fw = 0; fw < 2; fw++)
+            if (p->has_closest[fw] && (over < 0 || report_over_gib(&p->closest[fw]) < over))
+                over = report_over_gib(&p->closest[fw]);
+        if (over >= 0)
+            doc_li(d, 0, "%d GPUs: does not fit (the closest layout is %.1f GiB over per GPU).",
+                   gpus, over);
+        else
+            doc_li(d, 0, "%d GPUs: no valid layout.", gpus);
+        return;
+    }
+    report_fmt_layout_short(e, lay, sizeof lay);
+    versus(p, e, vs, sizeof vs);
+    report_fmt_count(report_tokens_per_gpu(e), tok, sizeof tok);
+    (void)r;
+    doc_li(d, 0, "%d GPUs: %s, %s; %s tokens/s per GPU, MFU %.1f%%; %.1f GiB headroom.", gpus,
+           lay, vs, tok, 100 * e->mfu, report_headroom_gib(e));
+}
+
+static void model_box(doc *d, const report *r, const report_model_result *mr)
+{
+    char id[96], title[256], pbuf[16], abuf[16];
+    report_fmt_params(model_params_total(&mr->m), pbuf, sizeof pbuf);
+    report_fmt_params(model_params_active(&mr->m), abuf, sizeof abuf);
+    snprintf(id, sizeof id, "answer-%s", mr->m.name);
+    snprintf(title, sizeof title, "%s (%s parameters%s%s)", mr->m.display, pbuf,
+             model_is_moe(&mr->m) ? ", active " : "", model_is_moe(&mr->m) ? abuf : "");
+    doc_box_begin(d, id, title);
+    const estimate *e = report_primary_plan(r, mr);
+    char gl[256], lay[160], vs[256], tok[32], line[320], esc[700];
+    report_fmt_gpu_list(r->gpus, r->ngpus, gl, sizeof gl);
+    if (!e) {
+        doc_p(d, "**Does not fit** on your %s %s GPUs, nor on any power of two up to %d: no "
+                 "framework has a layout whose memory fits. Shorten the sequence or pick a "
+                 "larger GPU.",
+              gl, r->sys.gpu_name, mr->cap);
+        doc_box_end(d);
+        return;
+    }
+    bool own = false;
+    for (int g = 0; g < r->ngpus; g++) own |= r->gpus[g] == e->gpus;
+    const report_point *p = report_find_point(mr, e->gpus);
+    report_fmt_layout_short(e, lay, sizeof lay);
+    versus(p, e, vs, sizeof vs);
+    if (own)
+        doc_p(d, "On your **%d %s**: **%s**, %s; fits with **%.1f GiB headroom** (%.1f of "
+                 "%.1f GiB per GPU).",
+              e->gpus, r->sys.gpu_name, lay, vs, report_headroom_gib(e),
+              e->memory.total_bytes / REPORT_GIB, e->memory.capacity_bytes / REPORT_GIB);
+    else
+        doc_p(d, "**Does not fit on your %s GPUs.** The smallest GPU count that fits (powers "
+                 "of two): **%d %s** with **%s**, %s; %.1f GiB headroom.",
+              gl, e->gpus, r->sys.gpu_name, lay, vs, report_headroom_gib(e));
+    report_fmt_count(report_tokens_per_gpu(e), tok, sizeof tok);
+    output_layout_line(e, line, sizeof line);
+    doc_code_safe(esc, sizeof esc, line);
+    char name[160];
+    doc_code_safe(name, sizeof name, mr->m.name);
+    doc_p(d, "%s tokens/s per GPU · MFU %.1f%% · %.2f s per step of %d sequences. `plan --model "
+             "%s --gpus %d` recommends the same plan: `%s`.",
+          tok, 100 * e->mfu, e->time.step_s, e->training.global_batch, name, e->gpus, esc);
+    doc_note(d, "**FP8: not modelled yet.** This line will give FP8's speed-up and memory for "
+                "this plan once the cost model prices FP8; today every number is bf16.");
+    if (r->ngpus > 1 || !own) doc_p(d, "%s", own ? "Your other GPU counts:" : "Your GPU counts:");
+    for (int g = 0; g < r->ngpus; g++)
+        if (r->gpus[g] != e->gpus) other_count(d, r, mr, r->gpus[g]);
+    char sid[96];
+    doc_safe_id(sid, sizeof sid, mr->m.name);
+    doc_p(d, "Detail: [performance and charts](#model-%s) · [configuration](#config-%s).", sid,
+          sid);
+    doc_box_end(d);
+}
+
+void report_section_summary(doc *d, const report *r)
+{
+    doc_h(d, 2, "answer", "The answer");
+    for (int i = 0; i < r->nmodels; i++) model_box(d, r, &r->models[i]);
+}
