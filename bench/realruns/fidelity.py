@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Predicted vs measured, for every real run in bench/realruns/results/*.jsonl (issue 14's table).
+
+For each run line (bench/realruns/realrun.py wrote it on a GPU machine) this runs the C planner's
+`plan estimate` for the same model and layout: the run's config.json (cut to the run's layer count
+when the run was cut), the system preset of the run's GPU (h100 / h200), --framework fsdp2, --gpus
+equal to the run's world size, --seq, --mbs and --gbs = mbs x world size (one micro-batch per
+step), --recompute full when the run checkpointed every layer, JSON output. It prints one row per
+run and the medians and maxima of the errors, with the sign convention of the project:
+error = (predicted - measured) / measured.
+
+  measured step    median of the run's timed steps (wall time between CUDA syncs)
+  measured memory  peak allocated + the bytes the process holds outside the allocator at the end
+                   (CUDA context, NCCL, loaded kernels, library workspaces): what issue 14 defines
+                   memory.total_bytes to be; peak reserved + the same is shown in --format json
+  feasible         measured: the run did not go out of memory; predicted: plan's "feasible"
+
+A run the planner cannot express yet is listed as not expressible, with why (today: the native
+PyTorch implementation and torch.compile, until `plan estimate` has --impl / --compile; the
+script looks for those flags in `plan estimate --help` and passes them once they exist, and
+--optimizer-impl likewise). Standard library only; no torch. Nothing here fits or corrects
+anything: it reports.
+
+Usage: python3 bench/realruns/fidelity.py [results.jsonl ...] [--plan build/planner/plan]
+           [--format table|json] [--simulate]
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+GIB = float(1 << 30)
+
+ap = argparse.ArgumentParser()
+ap.add_argument("results", nargs="*", help="default: bench/realruns/results/*.jsonl")
+ap.add_argument("--plan", default=os.path.join(ROOT, "build", "planner", "plan"))
+ap.add_argument("--format", choices=("table", "json"), default="table")
+ap.add_argument("--simulate", action="store_true", help="also show the step simulator's figure")
+args = ap.parse_args()
+
+
+def run_plan(argv):
+    """Runs plan; if the binary is missing (the build is being redone) waits and retries."""
+    for attempt in range(6):
+        if os.path.exists(args.plan):
+            r = subprocess.run([args.plan] + argv, capture_output=True, text=True,
+                               env=dict(os.environ, PLAN_DATA_DIR=os.path.join(ROOT, "data")))
+            return r
+        if attempt < 5:
+            print("fidelity: %s not there (being rebuilt?); waiting 60 s" % args.plan, file=sys.stderr)
+            time.sleep(60)
+    sys.exit("fidelity: no planner binary at %s" % args.plan)
+
+
+HELP = run_plan(["estimate", "--help"])
+HELP = HELP.stdout + HELP.stderr
+HAS = {f: (f in HELP) for f in ("--impl", "--compile", "--optimizer-impl")}
+
+SYSTEMS = (("H200", "h200"), ("H100", "h100"))
+
+
+def system_of(gpu):
+    for key, name in SYSTEMS:
+        if key in (gpu or ""):
+            return name
+    return None
+
+
+def layout_args(rec, cfgfile, system):
+    w = rec.get("world_size", 1)
+    a = ["estimate", "--model", cfgfile, "--system", system, "--framework", "fsdp2",
+         "--gpus", str(w), "--seq", str(rec["seq"]), "--mbs", str(rec["mbs"]),
+         "--gbs", str(rec["mbs"] * w), "--recompute", "full" if rec.get("grad_ckpt") else "none",
+         "--format", "json"]
+    if HAS["--impl"]:
+        a += ["--impl", rec.get("impl", "hf")]
+    if HAS["--compile"] and rec.get("compile"):
+        a += ["--compile"]
+    if HAS["--optimizer-impl"]:
+        oi = rec.get("optimizer_impl", "default")
+        a += ["--optimizer-impl", {"default": "foreach"}.get(oi, {"forloop": "for-loop"}.get(oi, oi))]
+    if args.simulate:
+        a += ["--simulate"]
+    return a
+
+
+def not_expressible(rec):
+    why = []
+    if rec.get("impl", "hf") != "hf" and not HAS["--impl"]:
+        why.append("plan has no --impl (prices Hugging Face eager kernels only)")
+    if rec.get("compile") and not HAS["--compile"]:
+        why.append("plan has no --compile")
+    if not system_of(rec.get("gpu")):
+        why.append("no system preset for GPU %r" % rec.get("gpu"))
+    return "; ".join(why)
+
+
+def config_for(rec, tmp):
+    path = os.path.join(ROOT, rec["config"])
+    with open(path) as f:
+        cfg = json.load(f)
+    name = rec["model"]
+    if rec.get("layers") and rec["layers"] != cfg["num_hidden_layers"]:
+        cfg["num_hidden_layers"] = rec["layers"]
+        if "max_window_layers" in cfg:
+            cfg["max_window_layers"] = min(cfg["max_window_layers"], rec["layers"])
+        name += "-L%d" % rec["layers"]
+    out = os.path.join(tmp, name + ".json")
+    with open(out, "w") as f:
+        json.dump(cfg, f)
+    return out
+
+
+def err(p, m):
+    return None if p is None or m in (None, 0) else (p - m) / m
+
+
+def main():
+    files = args.results or sorted(glob.glob(os.path.join(HERE, "results", "*.jsonl")))
+    recs = []
+    for fn in files:
+        with open(fn) as f:
+            for ln in f:
+                if ln.strip():
+                    r = json.loads(ln)
+                    r["_file"] = os.path.basename(fn)
+                    recs.append(r)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in recs:
+            row = {"run": r.get("label"), "file": r["_file"], "gpu": system_of(r.get("gpu")),
+                   "impl": r.get("impl", "hf") + ("+compile" if r.get("compile") else ""),
+                   "model": r.get("model"), "layers": r.get("layers"), "seq": r.get("seq"),
+                   "mbs": r.get("mbs"), "ckpt": r.get("grad_ckpt"), "oom": r.get("oom", False)}
+            if "error" in r:
+                row["status"] = "failed run: " + r["error"][:120]
+                rows.append(row)
+                continue
+            row["meas_step_s"] = r.get("step_s_median")
+            row["meas_mem_bytes"] = r.get("measured_peak_bytes")
+            row["meas_mem_reserved_bytes"] = r.get("measured_peak_reserved_bytes")
+            if r.get("oom"):  # what was held when it failed: a lower bound of what it needed
+                row["meas_mem_at_oom_bytes"] = r.get("peak_allocated_bytes", 0) + r.get(
+                    "nonalloc_end_bytes", 0)
+            why = not_expressible(r)
+            if why:
+                row["status"] = "not expressible: " + why
+                rows.append(row)
+                continue
+            res = run_plan(layout_args(r, config_for(r, tmp), row["gpu"]))
+            if res.returncode not in (0, 1) or not res.stdout.strip().startswith("{"):
+                row["status"] = "plan refused: " + (res.stderr or res.stdout).strip()[:160]
+                rows.append(row)
+                continue
+            j = json.loads(res.stdout)
+            row["status"] = "ok"
+            row["pred_step_s"] = j["time"]["step_s"]
+            if j.get("time_simulated"):
+                row["pred_step_sim_s"] = j["time_simulated"].get("step_s")
+            row["pred_mem_bytes"] = j["memory"]["total_bytes"]
+            row["pred_reserved_bytes"] = j["memory"].get("reserved_bytes")
+            row["pred_feasible"] = bool(j["feasible"])
+            row["infeasible_reason"] = j.get("infeasible_reason")
+            row["feasible_agree"] = row["pred_feasible"] == (not r.get("oom"))
+            if not r.get("oom"):
+                row["step_err"] = err(row["pred_step_s"], row["meas_step_s"])
+                row["mem_err"] = err(row["pred_mem_bytes"], row["meas_mem_bytes"])
+            rows.append(row)
+    if args.format == "json":
+        print(json.dumps(rows, indent=1))
+        return
+    pct = lambda x: "" if x is None else "%+.1f%%" % (100 * x)  # noqa: E731
+    gib = lambda x: "" if x is None else "%.1f" % (x / GIB)  # noqa: E731
+    hdr = "%-27s %-4s %-14s %8s %8s %8s %7s %7s %8s %4s %4s %s" % (
+        "run", "gpu", "impl", "meas_s", "pred_s", "err", "mem_GiB", "pred", "err", "fits", "pred",
+        "agree")
+    print(hdr)
+    print("-" * len(hdr))
+    for w in rows:
+        if w["status"] != "ok":
+            print("%-27s %-4s %-14s %8s %8s %8s %7s  %s" % (
+                w["run"], w["gpu"] or "?", w["impl"],
+                "" if w.get("meas_step_s") is None else "%.4f" % w["meas_step_s"], "", "",
+                gib(w.get("meas_mem_bytes") or w.get("meas_mem_at_oom_bytes")), w["status"]))
+            continue
+        mm = w.get("meas_mem_bytes")
+        mtxt = gib(mm) if mm else ">" + gib(w.get("meas_mem_at_oom_bytes"))
+        print("%-27s %-4s %-14s %8s %8.4f %8s %7s %7s %8s %4s %4s %s" % (
+            w["run"], w["gpu"], w["impl"],
+            "OOM" if w["oom"] else "%.4f" % w["meas_step_s"], w["pred_step_s"],
+            pct(w.get("step_err")), mtxt, gib(w["pred_mem_bytes"]), pct(w.get("mem_err")),
+            "no" if w["oom"] else "yes", "yes" if w["pred_feasible"] else "no",
+            "yes" if w["feasible_agree"] else "NO"))
+    ok = [w for w in rows if w["status"] == "ok"]
+    fit = [w for w in ok if w.get("step_err") is not None]
+    print()
+    print("runs %d: compared %d (%d ran, %d out of memory), not expressible %d, failed %d" % (
+        len(rows), len(ok), len(fit), len(ok) - len(fit),
+        sum(1 for w in rows if w["status"].startswith("not expressible")),
+        sum(1 for w in rows if w["status"].startswith(("failed", "plan refused")))))
+
+    def summary(name, xs, med_target, max_target):
+        if not xs:
+            return
+        a = [abs(x) for x in xs]
+        print("%-7s median |err| %5.1f%% (target %d%%)  max |err| %5.1f%% (target %d%%)  "
+              "median signed %+5.1f%%  within 5%%: %d of %d" % (
+                  name, 100 * statistics.median(a), med_target, 100 * max(a), max_target,
+                  100 * statistics.median(xs), sum(1 for x in a if x <= 0.05), len(a)))
+
+    for gpu in sorted(set(w["gpu"] for w in fit)) + [None]:
+        sub = [w for w in fit if gpu is None or w["gpu"] == gpu]
+        if gpu is not None and len(set(w["gpu"] for w in fit)) < 2:
+            continue
+        print("-- %s (%d runs that ran)" % (gpu or "all", len(sub)))
+        summary("step", [w["step_err"] for w in sub], 5, 12)
+        summary("memory", [w["mem_err"] for w in sub], 5, 10)
+    bad = [w["run"] for w in ok if not w["feasible_agree"]]
+    print("feasibility agrees on %d of %d runs%s" % (len(ok) - len(bad), len(ok),
+                                                     (": wrong on " + ", ".join(bad)) if bad else ""))
+
+
+if __name__ == "__main__":
+    main()

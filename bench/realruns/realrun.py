@@ -1,0 +1,326 @@
+"""One real training run on one GPU under torch FSDP2, measured, written as one JSON line.
+
+Issue 14's ground truth: what a user's training step really costs (time and memory), to set beside
+`plan estimate` of the same model and layout (bench/realruns/fidelity.py does that).
+
+Two implementations of the model, both from a Hugging Face config.json (bench/realruns/configs/):
+  --impl hf      transformers' AutoModelForCausalLM.from_config(attn_implementation="sdpa"), fp32
+                 parameters, loss from model(input_ids, labels=...) (Hugging Face's own loss:
+                 bf16 logits upcast to fp32), gradient checkpointing through
+                 model.gradient_checkpointing_enable(use_reentrant=False), AdamW as torch builds it
+                 by default (foreach on CUDA): the guide's FSDP2 trainer path.
+  --impl native  bench/realruns/native_llama.py, torchtitan's Llama written out (nn.RMSNorm,
+                 complex RoPE, SDPA, SwiGLU), loss F.cross_entropy(logits.float()), activation
+                 checkpointing with checkpoint_wrapper (non-reentrant) per block, optional
+                 per-block torch.compile (fullgraph, before fully_shard, as torchtitan orders it),
+                 fused AdamW (torchtitan's default).
+Both: fully_shard on every decoder layer and on the root, MixedPrecisionPolicy(param_dtype=bf16,
+reduce_dtype=fp32), reshard_after_forward=True, gradient clipping at norm 1.0 (both trainers'
+default), one micro-batch per step of --mbs sequences of --seq random tokens.
+
+Timing: the wall time of each whole step (forward, backward, clip, optimizer step, zero_grad)
+between torch.cuda.synchronize() calls, after --warmup steps (the first of which allocates the
+optimizer states and, under --compile, compiles). Memory: torch.cuda peak allocated and peak
+reserved over the warm-up and timed steps (model set-up excluded: empty_cache and reset before the
+first step); the CUDA context (device used minus reserved after CUDA init, before any model), the
+same after NCCL's communicator exists, and the non-allocator bytes at the end (device used minus
+reserved after the last step: context + NCCL + lazily loaded kernels + library workspaces).
+A run that goes out of memory writes "oom": true, the phase, the peak before the failure and the
+allocator's message.
+
+World size 1 is a one-rank NCCL process group started here (or by torchrun when it sets RANK).
+Usage: NCCL_NVLS_ENABLE=0 python3 bench/realruns/realrun.py --config llama-3.2-1b --seq 4096
+           --mbs 2 [--ckpt] [--impl native [--compile]] [--layers N] --out results.jsonl
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+p = argparse.ArgumentParser()
+p.add_argument("--config", required=True, help="name in bench/realruns/configs or a path")
+p.add_argument("--impl", choices=("hf", "native"), default="hf")
+p.add_argument("--seq", type=int, default=4096)
+p.add_argument("--mbs", type=int, default=1)
+p.add_argument("--layers", type=int, default=0, help="cut the model to N decoder layers")
+p.add_argument("--ckpt", action="store_true", help="activation (gradient) checkpointing, every layer")
+p.add_argument("--compile", action="store_true", help="native only: torch.compile each block")
+p.add_argument("--optimizer", choices=("default", "foreach", "fused", "forloop"), default="",
+               help="AdamW implementation (hf default: torch's default; native: fused)")
+p.add_argument("--clip", type=float, default=1.0, help="gradient clipping norm (0: none)")
+p.add_argument("--warmup", type=int, default=3)
+p.add_argument("--steps", type=int, default=6)
+p.add_argument("--label", default="")
+p.add_argument("--out", default="", help="append the JSON line to this file")
+args = p.parse_args()
+
+cfg_path = args.config
+if not os.path.exists(cfg_path):
+    cfg_path = os.path.join(HERE, "configs", args.config + ".json")
+with open(cfg_path) as f:
+    CFG = json.load(f)
+if not args.optimizer:
+    args.optimizer = "fused" if args.impl == "native" else "default"
+
+rec = {
+    "label": args.label,
+    "impl": args.impl,
+    "model": os.path.splitext(os.path.basename(cfg_path))[0],
+    "config": os.path.relpath(cfg_path, os.path.join(HERE, "..", "..")),
+    "model_type": CFG.get("model_type"),
+    "layers": args.layers or CFG["num_hidden_layers"],
+    "layers_full": CFG["num_hidden_layers"],
+    "framework": "fsdp2",
+    "world_size": int(os.environ.get("WORLD_SIZE", "1")),
+    "seq": args.seq,
+    "mbs": args.mbs,
+    "grad_ckpt": bool(args.ckpt),
+    "compile": bool(args.compile),
+    "optimizer": "AdamW",
+    "optimizer_impl": args.optimizer,
+    "grad_clip": args.clip or None,
+    "mixed_precision": "fp32 params, param_dtype bf16, reduce_dtype fp32",
+    "reshard_after_forward": True,
+    "attention": "sdpa",
+    "command": "python3 " + " ".join(shlex.quote(a) for a in sys.argv),
+    "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    "env": {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "PYTORCH_CUDA_ALLOC_CONF",
+                                              "CUDA_DEVICE_MAX_CONNECTIONS")},
+    "oom": False,
+}
+T0 = time.perf_counter()
+
+
+def emit():
+    rec["wall_s"] = round(time.perf_counter() - T0, 2)
+    line = json.dumps(rec, sort_keys=True)
+    print("REALRUN " + line, flush=True)
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write(line + "\n")
+
+
+for k, v in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29517"), ("RANK", "0"),
+             ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0")):
+    os.environ.setdefault(k, v)
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # noqa: E402
+
+
+def versions():
+    v = {"torch": torch.__version__, "cuda": torch.version.cuda,
+         "cudnn": torch.backends.cudnn.version(), "python": sys.version.split()[0]}
+    try:
+        v["nccl"] = ".".join(str(x) for x in torch.cuda.nccl.version())
+    except Exception:
+        pass
+    try:
+        v["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                     capture_output=True, text=True, timeout=20).stdout.strip()
+    except Exception:
+        pass
+    if args.impl == "hf":
+        import transformers
+        v["transformers"] = transformers.__version__
+    return v
+
+
+def used(dev):
+    free, total = torch.cuda.mem_get_info(dev)
+    return total - free, total
+
+
+def build_hf(dev):
+    from transformers import AutoConfig, AutoModelForCausalLM
+    d = {k: v for k, v in CFG.items() if not k.startswith("_")
+         and k not in ("torch_dtype", "dtype", "transformers_version")}
+    if args.layers:
+        d["num_hidden_layers"] = args.layers
+        for k in ("max_window_layers",):
+            if k in d:
+                d[k] = min(d[k], args.layers)
+    d["use_cache"] = False
+    cfg = AutoConfig.for_model(d.pop("model_type"), **d)
+    with torch.device(dev):
+        try:
+            model = AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa", dtype=torch.float32)
+        except TypeError:
+            model = AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa",
+                                                     torch_dtype=torch.float32)
+    if any(p.dtype != torch.float32 for p in model.parameters()):
+        model = model.float()
+    if any(p.device.type != "cuda" for p in model.parameters()):
+        model = model.to(dev)
+    rec["attn_implementation"] = getattr(model.config, "_attn_implementation", None)
+    ei = getattr(model.config, "_experts_implementation", None)
+    if ei is not None:
+        rec["experts_implementation"] = str(ei)
+    model.train()
+    if args.ckpt:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    layers = None
+    for name, mod in model.named_modules():
+        if name.endswith("layers") and isinstance(mod, torch.nn.ModuleList):
+            layers = list(mod)
+            break
+    return model, layers
+
+
+def build_native(dev):
+    sys.path.insert(0, HERE)
+    from native_llama import Args, Transformer
+    a = Args(CFG, args.layers or None)
+    with torch.device(dev):
+        model = Transformer(a, args.seq)
+    with torch.no_grad():  # torchtitan-like init: N(0, 0.02) weights, ones for the norms
+        for n, prm in model.named_parameters():
+            if "norm" in n:
+                prm.fill_(1.0)
+            else:
+                prm.normal_(0.0, 0.02)
+    blocks = list(model.layers.keys())
+    for k in blocks:
+        blk = model.layers[k]
+        if args.ckpt:
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+            blk = checkpoint_wrapper(blk, preserve_rng_state=False)
+        if args.compile:  # torchtitan's apply_compile: wrap each block, FSDP's hooks stay outside
+            blk = torch.compile(blk, fullgraph=True)
+        model.layers.register_module(k, blk)
+    return model, [model.layers[k] for k in blocks]
+
+
+def make_opt(model):
+    kw = {"lr": 1e-5}
+    if args.optimizer == "fused":
+        kw["fused"] = True
+    elif args.optimizer == "foreach":
+        kw["foreach"] = True
+    elif args.optimizer == "forloop":
+        kw["foreach"] = False
+    return torch.optim.AdamW(model.parameters(), **kw)
+
+
+def is_oom(e):
+    return isinstance(e, torch.OutOfMemoryError) or "out of memory" in str(e).lower()
+
+
+def main():
+    local = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local)
+    dev = torch.device("cuda", local)
+    torch.zeros(1, device=dev)
+    torch.cuda.synchronize()
+    rec["gpu"] = torch.cuda.get_device_name(dev)
+    rec["versions"] = versions()
+    u, total = used(dev)
+    rec["device_total_bytes"] = total
+    rec["cuda_context_bytes"] = u - torch.cuda.memory_reserved(dev)
+    dist.init_process_group("nccl", device_id=dev)
+    t = torch.ones(1, device=dev)
+    dist.all_reduce(t)
+    torch.cuda.synchronize()
+    u, _ = used(dev)
+    rec["context_after_nccl_bytes"] = u - torch.cuda.memory_reserved(dev)
+    phase = "build"
+    try:
+        t_build = time.perf_counter()
+        model, layers = build_hf(dev) if args.impl == "hf" else build_native(dev)
+        rec["params"] = sum(p.numel() for p in model.parameters())
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        for layer in layers:
+            fully_shard(layer, mp_policy=mp, reshard_after_forward=True)
+        fully_shard(model, mp_policy=mp, reshard_after_forward=True)
+        opt = make_opt(model)
+        V = CFG["vocab_size"]
+        g = torch.Generator(device=dev).manual_seed(1234)
+        ids = torch.randint(0, V, (args.mbs, args.seq + 1), device=dev, generator=g)
+        inp, lab = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
+        torch.cuda.synchronize()
+        rec["setup_s"] = round(time.perf_counter() - t_build, 2)
+
+        def step():
+            if args.impl == "hf":
+                loss = model(input_ids=inp, labels=inp).loss
+            else:
+                logits = model(inp)
+                loss = F.cross_entropy(logits.flatten(0, 1).float(), lab.flatten(0, 1))
+            loss.backward()
+            if args.clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            return loss.detach()
+
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(dev)
+        times, losses = [], []
+        for i in range(args.warmup + args.steps):
+            phase = "warmup step %d" % i if i < args.warmup else "timed step %d" % (i - args.warmup)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            loss = step()
+            torch.cuda.synchronize()
+            dt = time.perf_counter() - t0
+            losses.append(loss)
+            if i < args.warmup:
+                rec.setdefault("warmup_times_s", []).append(round(dt, 5))
+            else:
+                times.append(dt)
+        phase = "done"
+        rec["warmup"], rec["steps"] = args.warmup, args.steps
+        rec["step_times_s"] = [round(x, 5) for x in times]
+        med = statistics.median(times)
+        rec["step_s_median"], rec["step_s_min"], rec["step_s_max"] = med, min(times), max(times)
+        rec["tokens_per_s"] = args.mbs * args.seq / med
+        rec["loss_first"], rec["loss_last"] = float(losses[0]), float(losses[-1])
+    except Exception as e:  # an OOM is a result; anything else is recorded and fails the run
+        if not is_oom(e):
+            import traceback
+            traceback.print_exc()
+            rec["error"] = "%s: %s" % (type(e).__name__, str(e)[:1500])
+            rec["error_phase"] = phase
+        else:
+            rec["oom"] = True
+            rec["oom_phase"] = phase
+            msg = str(e)
+            rec["oom_message"] = msg[:800]
+            m = re.search(r"Tried to allocate ([\d.]+) (GiB|MiB|KiB)", msg)
+            if m:
+                rec["oom_tried_bytes"] = int(float(m.group(1)) * {"GiB": 1 << 30, "MiB": 1 << 20,
+                                                                  "KiB": 1 << 10}[m.group(2)])
+    st = torch.cuda.memory_stats(dev)
+    rec["peak_allocated_bytes"] = st.get("allocated_bytes.all.peak", 0)
+    rec["peak_reserved_bytes"] = st.get("reserved_bytes.all.peak", 0)
+    rec["peak_active_bytes"] = st.get("active_bytes.all.peak", 0)
+    rec["alloc_retries"] = st.get("num_alloc_retries", 0)
+    rec["allocator_ooms"] = st.get("num_ooms", 0)
+    u, _ = used(dev)
+    rec["device_used_end_bytes"] = u
+    rec["nonalloc_end_bytes"] = u - torch.cuda.memory_reserved(dev)
+    if not rec["oom"] and "error" not in rec:
+        # peak of what the process holds: tensors at their peak + everything outside the allocator
+        rec["measured_peak_bytes"] = rec["peak_allocated_bytes"] + rec["nonalloc_end_bytes"]
+        rec["measured_peak_reserved_bytes"] = rec["peak_reserved_bytes"] + rec["nonalloc_end_bytes"]
+    emit()
+    try:
+        dist.destroy_process_group()
+    except Exception:
+        pass
+    return 1 if "error" in rec else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
