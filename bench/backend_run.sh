@@ -11,7 +11,7 @@
 # Parts: test calibrate measure gemm coll fsdp2 megatron.
 set -uo pipefail
 OUT=${OUT:-backend-run-out}
-BIN=${BIN:-build/planner}
+BIN=${BIN:-build/cli}
 PARTS=" ${PARTS:-test calibrate measure gemm coll fsdp2 megatron} "
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

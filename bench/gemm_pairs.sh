@@ -4,7 +4,7 @@
 # hotter GPU), cold (3 warm-up launches) and sustained (1 s of back-to-back launches first).
 # One GPU. Usage: BIN=.carry/fin ROUNDS=6 bash bench/gemm_pairs.sh   (prints one line per run)
 set -uo pipefail
-BIN=${BIN:-build/planner}
+BIN=${BIN:-build/cli}
 ROUNDS=${ROUNDS:-6}
 export NCCL_NVLS_ENABLE=0 PLAN_DATA_DIR=$PWD/data
 if ldd "$BIN/plan" | grep -q "not found"; then

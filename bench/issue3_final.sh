@@ -8,7 +8,7 @@
 #   BIN=.carry/fin bash bench/issue3_final.sh
 set -uo pipefail
 OUT=${OUT:-issue3-out}
-BIN=${BIN:-build/planner}
+BIN=${BIN:-build/cli}
 W=$(mktemp -d)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PLAN_DATA_DIR=$PWD/data OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

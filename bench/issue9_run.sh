@@ -5,7 +5,7 @@
 # bench/pp_ep_run.sh). Usage on the GPU machine: BIN=.carry/i9 bash bench/issue9_run.sh
 set -uo pipefail
 OUT=${OUT:-issue9-out}
-BIN=${BIN:-build/planner}
+BIN=${BIN:-build/cli}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 PLAN_DATA_DIR=$PWD/data
 PLAN=$BIN/plan

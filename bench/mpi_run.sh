@@ -9,7 +9,7 @@
 #   BIN=.carry/mpi bash bench/mpi_run.sh
 set -uo pipefail
 OUT=${OUT:-mpi-run-out}
-BIN=${BIN:-build/planner}
+BIN=${BIN:-build/cli}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PLAN_DATA_DIR=$PWD/data OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

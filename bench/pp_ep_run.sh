@@ -12,7 +12,7 @@
 # Parts (run in this order): pp2dp2 ep4 tp2pp2 test vpp2.
 set -uo pipefail
 OUT=${OUT:-pp-ep-run-out}
-BIN=${BIN:-build/planner}
+BIN=${BIN:-build/cli}
 PARTS=" ${PARTS:-test pp2dp2 tp2pp2 ep4 vpp2} "
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 PLAN_DATA_DIR=$PWD/data

@@ -9,7 +9,7 @@
 # Knobs: REFINE_GBS (16), K (6), BENCH_GBS (8), REFINE_TIMEOUT (210 s), BENCH_TIMEOUT (100 s).
 set -uo pipefail
 OUT=${OUT:-refine-run-out}
-BIN=${BIN:-build/planner}
+BIN=${BIN:-build/cli}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 PLAN_DATA_DIR=$PWD/data
 PLAN=$BIN/plan

@@ -21,7 +21,7 @@ script looks for those flags in `plan estimate --help` and passes them once they
 --optimizer-impl likewise). Standard library only; no torch. Nothing here fits or corrects
 anything: it reports.
 
-Usage: python3 bench/realruns/fidelity.py [results.jsonl ...] [--plan build/planner/plan]
+Usage: python3 bench/realruns/fidelity.py [results.jsonl ...] [--plan build/cli/plan]
            [--format table|json] [--simulate]
 """
 import argparse

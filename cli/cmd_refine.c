@@ -1,6 +1,6 @@
 /*
  * cmd_refine.c — `plan refine` (issue 4; also `plan measure --refine`): measure the plans that
- * fit the local GPUs (which ones: planner/refine_plans.h; measured with planner/measure_local.h),
+ * fit the local GPUs (which ones: planner/refine_plans.h; measured with cli/measure_local.h),
  * fit the step-level terms the microbenchmarks cannot see (costmodel/refine.h) and show
  * predicted-before, predicted-after, held-out and measured step times side by side; write the
  * refined profile.
