@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "bk_run.h"
+#include "units.h"
 
 /* ---- communicators --------------------------------------------------------------------------- */
 
@@ -452,7 +453,6 @@ cm_status bk_measure_traced(bk_ctx *c, const work_plan *w, const char *plan_name
 
 /* ---- the pipeline and MoE figures for plan measure's report ---------------------------------- */
 
-static double rel(double meas, double pred) { return pred != 0 ? (meas - pred) / pred : 0; }
 
 size_t bk_measure_extra_text(const work_plan *w, const bk_measure_result *r, char *buf,
                              size_t len)
@@ -467,20 +467,22 @@ size_t bk_measure_extra_text(const work_plan *w, const bk_measure_result *r, cha
     if (len) buf[0] = '\0';
     if (w->moe && w->layout.ep > 1)
         PUT("  %-26s %11.4f %11.4f %+9.1f%%\n", "  ep all-to-all (raw)", w->pred_component_s[WC_EP],
-            r->component_s[WC_EP], 100 * rel(r->component_s[WC_EP], w->pred_component_s[WC_EP]));
+            r->component_s[WC_EP],
+            100 * units_rel_error(w->pred_component_s[WC_EP], r->component_s[WC_EP]));
     if (r->stages_run > 1) {
         PUT("  %-26s %11.4f %11.4f %+9.1f%%\n", "  pp send/recv (raw)", w->pred_component_s[WC_PP],
-            r->component_s[WC_PP], 100 * rel(r->component_s[WC_PP], w->pred_component_s[WC_PP]));
+            r->component_s[WC_PP],
+            100 * units_rel_error(w->pred_component_s[WC_PP], r->component_s[WC_PP]));
         PUT("  %-26s %11.4f %11.4f %+9.1f%%\n", "  pp blocked on sends", pt->pp_s,
-            r->pp_exposed_s, 100 * rel(r->pp_exposed_s, pt->pp_s));
+            r->pp_exposed_s, 100 * units_rel_error(pt->pp_s, r->pp_exposed_s));
         PUT("  %-26s %11.4f %11.4f %+9.1f%%\n", "pipeline bubble", pt->bubble_s, r->bubble_s,
-            100 * rel(r->bubble_s, pt->bubble_s));
+            100 * units_rel_error(pt->bubble_s, r->bubble_s));
         /* the busiest stage's chunks as they ran in the schedule, against the estimate's
          * compute plus the communication it leaves in the compute stream */
         double busy_pred = pt->compute_s + pt->tp_s + pt->cp_s + pt->ep_s;
         int cs = r->critical_stage;
         PUT("  %-26s %11.4f %11.4f %+9.1f%%\n", "busiest stage in schedule", busy_pred,
-            r->stage_busy_s[cs], 100 * rel(r->stage_busy_s[cs], busy_pred));
+            r->stage_busy_s[cs], 100 * units_rel_error(busy_pred, r->stage_busy_s[cs]));
         PUT("  pipeline (%s, %d stages, %d micro-batches; instrumented step %.4f s, pipeline "
             "phase %.4f s): busiest stage %d;",
             w->vpp > 1 ? "interleaved 1F1B" : "1F1B", r->stages_run, w->microbatches,

@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "layout_codec.h"
 #include "measure_local.h"
+#include "units.h"
 #include "whole_file.h"
 #include "profile.h"
 #include "search.h"
@@ -97,8 +98,8 @@ static int parse_gpus(const list *l, int *gpus)
 /* ---- the sweep ---- */
 
 /* --measure (issue 5): run the row's layout on the local GPUs (measure_local.h, the engine of
- * plan measure) and fill its measured columns; error_pct = (measured - predicted) / predicted,
- * as plan measure reports it. A row that cannot run whole here (more GPUs than this machine has,
+ * plan measure) and fill its measured columns; error_pct = (predicted - measured) / measured
+ * (units.h), as plan measure reports it. A row that cannot run whole here (more GPUs than this machine has,
  * does not fit in memory, a layout the backend does not run) keeps them empty, said on stderr. */
 static void measure_row(measure_local *ml, int steps, const model_spec *m, const system_spec *sys,
                         const training_spec *t, const estimate *e, bench_row *row)
@@ -130,8 +131,8 @@ static void measure_row(measure_local *ml, int steps, const model_spec *m, const
         return;
     }
     row->measured_step_s = r.step_s;
-    row->measured_memory_gib = r.peak_memory_bytes / 1073741824.0;
-    row->error_pct = 100 * (r.step_s - row->step_s) / row->step_s;
+    row->measured_memory_gib = r.peak_memory_bytes / UNITS_GIB_BYTES;
+    row->error_pct = 100 * units_rel_error(row->step_s, r.step_s);
     fprintf(stderr, "bench:   measured %.4f s (predicted %.4f s, %+.1f%%), %.2f GiB (predicted "
                     "%.2f)\n",
             r.step_s, row->step_s, row->error_pct, row->measured_memory_gib, row->memory_gib);
@@ -423,7 +424,7 @@ static int guide(FILE *out, const training_spec *t, const char *system)
                     snprintf(lay, sizeof lay, "%s %s %s", sizes,
                              layout_sharding_name(l->sharding),
                              layout_recompute_name(l->recompute));
-                    snprintf(mem, sizeof mem, "%.1f", e->memory.total_bytes / 1073741824.0);
+                    snprintf(mem, sizeof mem, "%.1f", e->memory.total_bytes / UNITS_GIB_BYTES);
                 }
                 const char *cells[] = {m.display, strategy, gpus, step, rel, lay, mem};
                 for (int i = 0; i < 7; i++) csv_cell(out, cells[i], i == 6);

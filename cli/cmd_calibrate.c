@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "calib.h"
+#include "units.h"
 #include "cli.h"
 #include "whole_file.h"
 #include "commands.h"
@@ -52,12 +53,12 @@ static int parse_bytes(const char *s, size_t *out)
     double mul = 1;
     if (*end == 'K' || *end == 'k') mul = 1024.0, end++;
     else if (*end == 'M' || *end == 'm') mul = 1048576.0, end++;
-    else if (*end == 'G' || *end == 'g') mul = 1073741824.0, end++;
+    else if (*end == 'G' || *end == 'g') mul = UNITS_GIB_BYTES, end++;
     if (*end == 'i' || *end == 'B') end++;
     if (*end == 'B') end++;
     if (*end) return -1;
     v *= mul;
-    if (v < 1024 || v > 16.0 * 1073741824.0) return -1;
+    if (v < 1024 || v > 16.0 * UNITS_GIB_BYTES) return -1;
     *out = (size_t)v;
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "units.h"
 #include "cli.h"
 #include "commands.h"
 #include "emit.h"
@@ -233,6 +234,6 @@ int cmd_check(int argc, char **argv)
         return 1;
     }
     printf("\nOK: every framework rule holds and it fits (%.1f of %.1f GiB per GPU).\n",
-           e.memory.total_bytes / 1073741824.0, e.memory.capacity_bytes / 1073741824.0);
+           e.memory.total_bytes / UNITS_GIB_BYTES, e.memory.capacity_bytes / UNITS_GIB_BYTES);
     return 0;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "units.h"
 #include "commands.h"
 #include "estimate.h"
 #include "output.h"
@@ -22,7 +23,6 @@
 #include "backend.h"
 #endif
 
-#define GIB 1073741824.0
 
 static void usage(void)
 {
@@ -73,16 +73,12 @@ static int take_own(int *argc, char **argv, int *steps, int *local, bool *dry)
 }
 
 #ifdef PLAN_HAVE_BACKEND
-static double rel_err(double measured, double predicted)
-{
-    return predicted != 0 ? (measured - predicted) / predicted : 0;
-}
 
 static void row(FILE *f, const char *name, double pred, double meas, const char *unit, double div)
 {
     if (pred > 0)
         fprintf(f, "  %-26s %11.4f %11.4f %+9.1f%%\n", name, pred / div, meas / div,
-                100 * rel_err(meas, pred));
+                100 * units_rel_error(pred, meas));
     else
         fprintf(f, "  %-26s %11.4f %11.4f %10s\n", name, pred / div, meas / div, "");
     (void)unit;
@@ -119,7 +115,7 @@ static void items_human(FILE *f, const work_list *l, const double *meas, const c
     for (int i = 0; i < l->n; i++) {
         const work_item *it = &l->item[i];
         fprintf(f, "  %-4s %-22s %10.3f %10.3f %+8.1f%%", phase, it->name, it->pred_s * 1e3,
-                meas[i] * 1e3, 100 * rel_err(meas[i], it->pred_s));
+                meas[i] * 1e3, 100 * units_rel_error(it->pred_s, meas[i]));
         if (it->kind == WORK_GEMM) fprintf(f, "  %7.1f TFLOP/s", it->flops / meas[i] / 1e12);
         if (it->kind == WORK_STREAM)
             fprintf(f, "  %7.0f GB/s %s", it->bytes / meas[i] / 1e9,
@@ -293,10 +289,10 @@ int cmd_measure(int argc, char **argv)
         json_object_set_new(me, "components_s", mc);
         json_object_set_new(pr, "copies_compute_s", json_real(w.pred_copies_compute_s));
         json_object_set_new(me, "copies_compute_s", json_real(r.copies_compute_s));
-        json_object_set_new(er, "step", json_real(rel_err(r.step_s, pred_step)));
-        json_object_set_new(er, "compute", json_real(rel_err(r.compute_s, pt->compute_s)));
-        json_object_set_new(er, "optimizer", json_real(rel_err(r.optimizer_s, pt->optimizer_s)));
-        json_object_set_new(er, "memory", json_real(rel_err(r.peak_used_bytes, pred_mem)));
+        json_object_set_new(er, "step", json_real(units_rel_error(pred_step, r.step_s)));
+        json_object_set_new(er, "compute", json_real(units_rel_error(pt->compute_s, r.compute_s)));
+        json_object_set_new(er, "optimizer", json_real(units_rel_error(pt->optimizer_s, r.optimizer_s)));
+        json_object_set_new(er, "memory", json_real(units_rel_error(pred_mem, r.peak_used_bytes)));
         json_object_set_new(j, "predicted", pr);
         json_object_set_new(j, "measured", me);
         json_object_set_new(j, "error", er);
@@ -345,10 +341,10 @@ int cmd_measure(int argc, char **argv)
         row(f, "  of which compute stream", w.pred_copies_compute_s, r.copies_compute_s, "s", 1);
     }
     printf("  %-26s %11s %11s\n", "", "", "");
-    row(f, "peak memory per GPU (GiB)", pred_mem, r.peak_used_bytes, "GiB", GIB);
+    row(f, "peak memory per GPU (GiB)", pred_mem, r.peak_used_bytes, "GiB", UNITS_GIB_BYTES);
     printf("  (measured memory: %.2f GiB context+cuBLAS+NCCL, %.2f GiB plan pools, of which "
            "%.2f GiB scratch beyond the plan)\n",
-           r.baseline_used_bytes / GIB, r.pool_bytes / GIB, r.extra_bytes / GIB);
+           r.baseline_used_bytes / UNITS_GIB_BYTES, r.pool_bytes / UNITS_GIB_BYTES, r.extra_bytes / UNITS_GIB_BYTES);
     printf("  step spread %.1f%% over %d steps; compute = isolated item times x counts "
            "(%.4f s predicted by the items) + FSDP2's compute-stream copies; exposed comm = "
            "step - compute - optimizer\n",

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "units.h"
 #include "commands.h"
 #include "layout_codec.h"
 #include "measure_local.h"
@@ -31,7 +32,6 @@
 #include "backend.h"
 #endif
 
-#define GIB 1073741824.0
 
 typedef struct {
     int k;
@@ -266,7 +266,7 @@ static int measure_plans(const refine_opts *ro, const cli_options *co, const mod
             estimate e;
             estimate_layout(m, sys, &co->training, &order[i].layout, &e, NULL, 0);
             printf("  %2d  %-40s search rank %3d  predicted %.4f s  %.1f GiB\n", i + 1, name,
-                   order[i].rank, e.time.step_s, e.memory.total_bytes / GIB);
+                   order[i].rank, e.time.step_s, e.memory.total_bytes / UNITS_GIB_BYTES);
         }
         refine_pick_free(&pick);
         return -1;
@@ -294,7 +294,7 @@ static int measure_plans(const refine_opts *ro, const cli_options *co, const mod
         row->mem_meas = r.peak_memory_bytes;
         row->rank = order[i].rank;
         fprintf(stderr, "refine:   measured %.4f s (predicted %.4f s), peak %.2f GiB\n", r.step_s,
-                r.predicted_step_s, r.peak_memory_bytes / GIB);
+                r.predicted_step_s, r.peak_memory_bytes / UNITS_GIB_BYTES);
         if (ro->record) {
             row->mem_pred = r.predicted_memory_bytes;
             if (refine_plans_write_record(ro->record, &run, rows, *n, err, sizeof err) != CM_OK)
@@ -314,7 +314,6 @@ static int measure_plans(const refine_opts *ro, const cli_options *co, const mod
 
 /* ---- output ---- */
 
-static double rel(double pred, double meas) { return (pred - meas) / meas; }
 
 static void pct(FILE *f, double x)
 {
@@ -421,9 +420,9 @@ int cmd_refine(int argc, char **argv)
         r->held = hp[i];
         r->held_sd = hsd[i];
         double meas = r->obs.measured_step_s;
-        eb[i] = rel(r->before, meas);
-        ea[i] = r->in_fit ? rel(r->after, meas) : NAN;
-        eh[i] = rel(r->held, meas);
+        eb[i] = units_rel_error(r->before, meas);
+        ea[i] = r->in_fit ? units_rel_error(r->after, meas) : NAN;
+        eh[i] = units_rel_error(r->held, meas);
         if (r->before < rows[chosen_before].before) chosen_before = i;
         if (r->after < rows[chosen_after].after) chosen_after = i;
         if (meas < rows[best].obs.measured_step_s) best = i;
@@ -564,7 +563,7 @@ int cmd_refine(int argc, char **argv)
             printf("  %-2d %-38s %9.4f %9.4f", i + 1, name, r->obs.measured_step_s, r->before);
             pct(stdout, eb[i]);
             printf(" %9.4f", r->after);
-            pct(stdout, rel(r->after, r->obs.measured_step_s));
+            pct(stdout, units_rel_error(r->after, r->obs.measured_step_s));
             if (isfinite(r->held))
                 printf(" %9.4f", r->held);
             else

@@ -16,6 +16,7 @@
  * (Megatron --overlap-grad-reduce: bucketed, the last bucket stays exposed).
  */
 #include "estimate.h"
+#include "units.h"
 #include "estimate_costs.h"
 
 #include <math.h>
@@ -403,8 +404,8 @@ static void estimate_time_part(const model_spec *m, const system_spec *sys,
         out->feasible = false;
         snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
                  "out of memory on pipeline stage %d: needs %.1f GiB of %.1f GiB (%.1f GiB over)",
-                 mb->stage, mb->total_bytes / 1073741824.0, mb->capacity_bytes / 1073741824.0,
-                 (mb->total_bytes - mb->capacity_bytes) / 1073741824.0);
+                 mb->stage, mb->total_bytes / UNITS_GIB_BYTES, mb->capacity_bytes / UNITS_GIB_BYTES,
+                 (mb->total_bytes - mb->capacity_bytes) / UNITS_GIB_BYTES);
     } else if (tm->step_s > 1e20) {
         out->feasible = false;
         snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
@@ -416,7 +417,7 @@ static void estimate_time_part(const model_spec *m, const system_spec *sys,
             out->feasible = false;
             snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
                      "CPU offload needs %.0f GiB of host memory per node, the node has %.0f GiB",
-                     host_need / 1073741824.0, sys->host_memory_bytes / 1073741824.0);
+                     host_need / UNITS_GIB_BYTES, sys->host_memory_bytes / UNITS_GIB_BYTES);
         }
     }
 }

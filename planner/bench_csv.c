@@ -3,6 +3,7 @@
  * needs it; csv_parse reads it back). See bench_csv.h.
  */
 #include "bench_csv.h"
+#include "units.h"
 
 #include <csv.h>
 #include <errno.h>
@@ -150,7 +151,7 @@ void bench_row_from_estimate(bench_row *r, const estimate *e, const char *system
     r->step_s = e->time.step_s;
     r->tokens_per_s = e->tokens_per_s;
     r->mfu = e->mfu;
-    r->memory_gib = e->memory.total_bytes / 1073741824.0;
+    r->memory_gib = e->memory.total_bytes / UNITS_GIB_BYTES;
     r->feasible = e->feasible;
     r->measured_step_s = r->measured_memory_gib = r->error_pct = NAN;
     snprintf(r->version, sizeof r->version, "%s", version);

@@ -13,6 +13,7 @@
  * trainer.policy.megatron_config, micro_train_batch_size_per_gpu, train_batch_size).
  */
 #include "emit.h"
+#include "units.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,7 +24,6 @@
 #include "layout_codec.h"
 #include "output.h"
 
-#define GIB 1073741824.0
 
 int emit_parse_format(const char *s, emit_format *out)
 {
@@ -86,8 +86,8 @@ static void header(FILE *f, const char *c, const estimate *e, const model_spec *
     fprintf(f, "%s %s\n", c, line);
     fprintf(f, "%s predicted: %.2f s/step, %.0f tokens/s, MFU %.1f%%, %.1f of %.1f GiB per GPU "
                "(pipeline stage %d)\n",
-            c, e->time.step_s, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / GIB,
-            e->memory.capacity_bytes / GIB, e->memory.stage);
+            c, e->time.step_s, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / UNITS_GIB_BYTES,
+            e->memory.capacity_bytes / UNITS_GIB_BYTES, e->memory.stage);
     if (!e->feasible) fprintf(f, "%s WARNING: does not fit: %s\n", c, e->infeasible_reason);
 }
 

@@ -5,10 +5,10 @@
  * goes. Nothing here is canned: a line appears only with the numbers behind it.
  */
 #include "explain.h"
+#include "units.h"
 
 #include <string.h>
 
-#define GIB 1073741824.0
 
 typedef struct {
     const model_spec *m;
@@ -25,12 +25,12 @@ static void describe(ex *x, const char *what, layout l)
     if (estimate_layout(x->m, x->sys, x->t, &l, &e, err, sizeof err) != CM_OK) return;
     if (!e.feasible) {
         fprintf(x->f, "- %s: does not fit (%.1f GiB per GPU, %.1f GiB over).\n", what,
-                e.memory.total_bytes / GIB,
-                (e.memory.total_bytes - e.memory.capacity_bytes) / GIB);
+                e.memory.total_bytes / UNITS_GIB_BYTES,
+                (e.memory.total_bytes - e.memory.capacity_bytes) / UNITS_GIB_BYTES);
         return;
     }
     double ratio = e.time.step_s / x->best->time.step_s;
-    double dmem = (e.memory.total_bytes - x->best->memory.total_bytes) / GIB;
+    double dmem = (e.memory.total_bytes - x->best->memory.total_bytes) / UNITS_GIB_BYTES;
     fprintf(x->f, "- %s: %.2f s/step (%+.1f%%), %+.1f GiB per GPU.\n", what, e.time.step_s,
             100 * (ratio - 1), dmem);
 }
@@ -128,5 +128,5 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
             100 * mb->activations_bytes / mb->total_bytes,
             100 * (mb->weights_bytes + mb->gradients_bytes + mb->optimizer_bytes) /
                 mb->total_bytes,
-            mb->total_bytes / GIB, (mb->capacity_bytes - mb->total_bytes) / GIB);
+            mb->total_bytes / UNITS_GIB_BYTES, (mb->capacity_bytes - mb->total_bytes) / UNITS_GIB_BYTES);
 }

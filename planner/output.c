@@ -2,6 +2,7 @@
  * output.c — human and JSON renderings of estimates and plans (see output.h).
  */
 #include "output.h"
+#include "units.h"
 #include "whole_file.h"
 
 #include <math.h>
@@ -11,7 +12,6 @@
 #include "layout_codec.h"
 #include "sim.h"
 
-#define GIB 1073741824.0
 
 cm_status output_write_trace(const struct sim_workspace *w, const char *path, char *err,
                              size_t errlen)
@@ -149,14 +149,14 @@ static void human_numbers(FILE *f, const estimate *e)
     fprintf(f, "  step time    %.2f%s s   tokens/s %.0f (%.0f per GPU)   MFU %.1f%%   HFU %.1f%%\n",
             tm->step_s, band, e->tokens_per_s, e->tokens_per_s / e->gpus, 100 * e->mfu, 100 * e->hfu);
     fprintf(f, "  memory/GPU   %.1f GiB of %.1f GiB (%s %.1f GiB), pipeline stage %d\n",
-            mb->total_bytes / GIB, mb->capacity_bytes / GIB,
+            mb->total_bytes / UNITS_GIB_BYTES, mb->capacity_bytes / UNITS_GIB_BYTES,
             mb->total_bytes <= mb->capacity_bytes ? "headroom" : "OVER by",
-            fabs(mb->capacity_bytes - mb->total_bytes) / GIB, mb->stage);
+            fabs(mb->capacity_bytes - mb->total_bytes) / UNITS_GIB_BYTES, mb->stage);
     fprintf(f,
             "               weights %.1f · gradients %.1f · optimizer %.1f · activations %.1f "
             "(logits %.1f) · other %.1f GiB\n",
-            mb->weights_bytes / GIB, mb->gradients_bytes / GIB, mb->optimizer_bytes / GIB,
-            mb->activations_bytes / GIB, mb->logits_bytes / GIB, mb->other_bytes / GIB);
+            mb->weights_bytes / UNITS_GIB_BYTES, mb->gradients_bytes / UNITS_GIB_BYTES, mb->optimizer_bytes / UNITS_GIB_BYTES,
+            mb->activations_bytes / UNITS_GIB_BYTES, mb->logits_bytes / UNITS_GIB_BYTES, mb->other_bytes / UNITS_GIB_BYTES);
     fprintf(f, "  time/step    compute %.2f s · exposed comm %.2f s", tm->compute_s,
             tm->comm_exposed_s);
     const char *names[5] = {"TP", "CP", "EP", "PP", "DP"};
@@ -210,7 +210,7 @@ static void table_row(FILE *f, int rank, const estimate *e)
                "%7.1f\n",
             rank, layout_framework_name(l->framework), l->tp, l->pp, l->dp, l->cp, l->ep,
             l->vpp, l->mbs, l->sp ? "on" : "off", sharding, layout_recompute_name(l->recompute),
-            e->time.step_s, sim, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / GIB);
+            e->time.step_s, sim, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / UNITS_GIB_BYTES);
 }
 
 void output_plan_human(FILE *f, const search_result *r, int top, const model_spec *m,

@@ -481,7 +481,7 @@ void report_free(report *r)
 
 double report_headroom_gib(const estimate *e)
 {
-    return (e->memory.capacity_bytes - e->memory.total_bytes) / REPORT_GIB;
+    return (e->memory.capacity_bytes - e->memory.total_bytes) / UNITS_GIB_BYTES;
 }
 
 double report_over_gib(const estimate *e) { return -report_headroom_gib(e); }
@@ -631,7 +631,7 @@ int report_best_knob(const estimate *b, const report_knob *k, int n)
     int best = -1;
     for (int i = 0; i < n; i++) {
         if (!k[i].valid || !k[i].e.feasible) continue;
-        double freed = (b->memory.total_bytes - k[i].e.memory.total_bytes) / REPORT_GIB;
+        double freed = (b->memory.total_bytes - k[i].e.memory.total_bytes) / UNITS_GIB_BYTES;
         if (freed < 1) continue;
         if (best < 0 || k[i].e.time.step_s < k[best].e.time.step_s) best = i;
     }

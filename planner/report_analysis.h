@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "bench_csv.h"
+#include "units.h"
 #include "estimate.h"
 #include "layout.h"
 #include "model.h"
@@ -25,7 +26,6 @@
 #define PLAN_VERSION "unknown"
 #endif
 
-#define REPORT_GIB 1073741824.0
 
 /* Memory classes (DDP / distributed optimizer / FSDP, with and without recompute, offload),
  * named by report_class_name; and the five rungs of the memory ladder they fall on: 0 DDP,

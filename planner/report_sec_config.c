@@ -32,8 +32,8 @@ void report_section_config(doc *d, const report *r)
         doc_p(d, "**%s on %d GPUs** (%s): %.2f s/step, %.0f tokens/s, MFU %.1f%%, %.1f of %.1f "
                  "GiB per GPU (%.1f GiB headroom).",
               report_fw_title(e->layout.framework), e->gpus, lay, e->time.step_s, e->tokens_per_s,
-              100 * e->mfu, e->memory.total_bytes / REPORT_GIB,
-              e->memory.capacity_bytes / REPORT_GIB, report_headroom_gib(e));
+              100 * e->mfu, e->memory.total_bytes / UNITS_GIB_BYTES,
+              e->memory.capacity_bytes / UNITS_GIB_BYTES, report_headroom_gib(e));
         emit_context ctx = {.model_ref = mr->m.name};
         char *text = NULL, msg[CM_ERRLEN], esc[2 * CM_ERRLEN];
         if (emit_yaml(e, &mr->m, &r->sys, &ctx, &text, msg, sizeof msg) == CM_OK) {

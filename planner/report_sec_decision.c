@@ -143,7 +143,7 @@ static bool ep_sentence(const report_model_result *mr, const report_point *p, ch
         snprintf(buf, n, "%s on %d GPUs: **EP is needed to fit**: without it the closest plan "
                          "needs %.1f GiB per GPU (%.1f GiB over); with EP %d it runs at %.2f "
                          "s/step",
-                 mr->m.display, p->gpus, p->noep_closest.memory.total_bytes / REPORT_GIB,
+                 mr->m.display, p->gpus, p->noep_closest.memory.total_bytes / UNITS_GIB_BYTES,
                  report_over_gib(&p->noep_closest), b->layout.ep, b->time.step_s);
     } else {
         snprintf(buf, n, "%s on %d GPUs: EP %d, %.2f s/step (no EP 1 layout is valid here)",

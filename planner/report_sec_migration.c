@@ -37,8 +37,8 @@ void report_section_migration(doc *d, const report *r)
         report_fmt_layout(m, lay1, sizeof lay1);
         doc_li(d, 0, "%s on %d GPUs: FSDP2 (%s) %.2f s/step, %.1f GiB → Megatron (%s) %.2f "
                      "s/step, %.1f GiB: **%.2fx** %s.",
-               mr->m.display, p->gpus, lay0, f->time.step_s, f->memory.total_bytes / REPORT_GIB,
-               lay1, m->time.step_s, m->memory.total_bytes / REPORT_GIB,
+               mr->m.display, p->gpus, lay0, f->time.step_s, f->memory.total_bytes / UNITS_GIB_BYTES,
+               lay1, m->time.step_s, m->memory.total_bytes / UNITS_GIB_BYTES,
                f->time.step_s / m->time.step_s,
                f->time.step_s > m->time.step_s ? "faster on Megatron" : "(Megatron is slower)");
     }

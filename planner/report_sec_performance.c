@@ -67,7 +67,7 @@ static void memory_chart(const report *r, const report_model_result *mr, const i
     chart_init(c, CHART_STACKED_BARS, title, "framework and GPU count", "GiB per GPU");
     const char *mem_series[] = {"weights", "gradients", "optimizer", "activations", "other"};
     for (int s = 0; s < 5; s++) chart_add_series(c, mem_series[s]);
-    c->ref_y = r->sys.hbm_bytes / REPORT_GIB;
+    c->ref_y = r->sys.hbm_bytes / UNITS_GIB_BYTES;
     snprintf(c->ref_label, sizeof c->ref_label, "HBM %.0f GiB", c->ref_y);
     bool any_hatched = false;
     const estimate *tight = NULL, *worst = NULL; /* least headroom that fits; most over */
@@ -83,7 +83,7 @@ static void memory_chart(const report *r, const report_model_result *mr, const i
             const memory_breakdown *m = &e->memory;
             double v[5] = {m->weights_bytes, m->gradients_bytes, m->optimizer_bytes,
                            m->activations_bytes, m->other_bytes};
-            for (int s = 0; s < 5; s++) c->y[s][i] = v[s] / REPORT_GIB;
+            for (int s = 0; s < 5; s++) c->y[s][i] = v[s] / UNITS_GIB_BYTES;
             c->hatched[i] = !fits;
             any_hatched |= !fits;
             if (fits) {
@@ -104,7 +104,7 @@ static void memory_chart(const report *r, const report_model_result *mr, const i
                         "(%.1f GiB to spare)",
                  nover ? "Not every plan fits" : "Every best plan fits",
                  report_fw_title(tight->layout.framework), tight->gpus,
-                 tight->memory.total_bytes / REPORT_GIB, c->ref_y, report_headroom_gib(tight));
+                 tight->memory.total_bytes / UNITS_GIB_BYTES, c->ref_y, report_headroom_gib(tight));
     else
         snprintf(t, tn, "Nothing shown fits");
     if (worst) {
@@ -389,7 +389,7 @@ void report_section_performance(doc *d, const report *r)
                     snprintf(c[5], sizeof c[5], "%.0f", e->tokens_per_s);
                     report_fmt_count(report_tokens_per_gpu(e), c[6], sizeof c[6]);
                     snprintf(c[7], sizeof c[7], "%.1f%%", 100 * e->mfu);
-                    snprintf(c[8], sizeof c[8], "%.1f", e->memory.total_bytes / REPORT_GIB);
+                    snprintf(c[8], sizeof c[8], "%.1f", e->memory.total_bytes / UNITS_GIB_BYTES);
                     report_fmt_layout(e, c[9], sizeof c[9]);
                     bool same = false;
                     const bench_row *b = report_measured_for(r, e, &same);
@@ -404,7 +404,7 @@ void report_section_performance(doc *d, const report *r)
                     snprintf(c[4], sizeof c[4], "n/a");
                     if (p->has_closest[fw])
                         snprintf(c[8], sizeof c[8], "%.1f (%.1f over)",
-                                 p->closest[fw].memory.total_bytes / REPORT_GIB,
+                                 p->closest[fw].memory.total_bytes / UNITS_GIB_BYTES,
                                  report_over_gib(&p->closest[fw]));
                 }
                 const char *row[12];

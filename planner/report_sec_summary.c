@@ -24,7 +24,7 @@ static void versus(const report_point *p, const estimate *e, char *buf, size_t n
     } else if (p->has_closest[other]) {
         snprintf(buf, n, "the only framework that fits (the closest %s layout needs %.1f GiB per "
                          "GPU, %.1f over)",
-                 report_fw_title(other), p->closest[other].memory.total_bytes / REPORT_GIB,
+                 report_fw_title(other), p->closest[other].memory.total_bytes / UNITS_GIB_BYTES,
                  report_over_gib(&p->closest[other]));
     } else {
         snprintf(buf, n, "the only framework with a valid layout here");
@@ -87,7 +87,7 @@ static void model_box(doc *d, const report *r, const report_model_result *mr)
         doc_p(d, "On your **%d %s**: **%s**, %s; fits with **%.1f GiB headroom** (%.1f of "
                  "%.1f GiB per GPU).",
               e->gpus, r->sys.gpu_name, lay, vs, report_headroom_gib(e),
-              e->memory.total_bytes / REPORT_GIB, e->memory.capacity_bytes / REPORT_GIB);
+              e->memory.total_bytes / UNITS_GIB_BYTES, e->memory.capacity_bytes / UNITS_GIB_BYTES);
     else
         doc_p(d, "**Does not fit on your %s GPUs.** The smallest GPU count that fits (powers "
                  "of two): **%d %s** with **%s**, %s; %.1f GiB headroom.",

@@ -39,11 +39,11 @@ void report_section_troubleshooting(doc *d, const report *r)
             snprintf(c[1], sizeof c[1], "%d", e->gpus);
             report_fmt_layout(e, lay, sizeof lay);
             snprintf(c[2], sizeof c[2], "%s %s", report_fw_title(e->layout.framework), lay);
-            snprintf(c[3], sizeof c[3], "%.1f", e->memory.total_bytes / REPORT_GIB);
+            snprintf(c[3], sizeof c[3], "%.1f", e->memory.total_bytes / UNITS_GIB_BYTES);
             snprintf(c[4], sizeof c[4], "%.1f", report_headroom_gib(e));
             if (b >= 0)
                 snprintf(c[5], sizeof c[5], "%s: frees %.1f GiB, %+.1f%% step time", k[b].name,
-                         (e->memory.total_bytes - k[b].e.memory.total_bytes) / REPORT_GIB,
+                         (e->memory.total_bytes - k[b].e.memory.total_bytes) / UNITS_GIB_BYTES,
                          100 * (k[b].e.time.step_s / e->time.step_s - 1));
             else
                 snprintf(c[5], sizeof c[5], "none frees 1 GiB or more");
@@ -62,7 +62,7 @@ void report_section_troubleshooting(doc *d, const report *r)
         doc_p(d, "**%s**, recommended plan on %d GPUs (%s %s): %.1f GiB used, %.1f GiB "
                  "headroom. Each knob turned alone:",
               mr->m.display, e->gpus, report_fw_title(e->layout.framework), lay,
-              e->memory.total_bytes / REPORT_GIB, report_headroom_gib(e));
+              e->memory.total_bytes / UNITS_GIB_BYTES, report_headroom_gib(e));
         report_knob k[8];
         int n = report_knob_variants(e, &mr->m, &r->sys, k, 8);
         const char *kh[] = {"Knob", "Memory (GiB)", "Frees (GiB)", "Step (s)", "Step change"};
@@ -77,10 +77,10 @@ void report_section_troubleshooting(doc *d, const report *r)
                 snprintf(c[1], sizeof c[1], "-");
                 c[2][0] = c[3][0] = c[4][0] = '\0';
             } else {
-                snprintf(c[1], sizeof c[1], "%.1f%s", k[j].e.memory.total_bytes / REPORT_GIB,
+                snprintf(c[1], sizeof c[1], "%.1f%s", k[j].e.memory.total_bytes / UNITS_GIB_BYTES,
                          k[j].e.feasible ? "" : " (does not fit)");
                 snprintf(c[2], sizeof c[2], "%+.1f",
-                         (e->memory.total_bytes - k[j].e.memory.total_bytes) / REPORT_GIB);
+                         (e->memory.total_bytes - k[j].e.memory.total_bytes) / UNITS_GIB_BYTES);
                 snprintf(c[3], sizeof c[3], "%.2f", k[j].e.time.step_s);
                 snprintf(c[4], sizeof c[4], "%+.1f%%",
                          100 * (k[j].e.time.step_s / e->time.step_s - 1));
@@ -89,7 +89,7 @@ void report_section_troubleshooting(doc *d, const report *r)
             doc_row(d, row);
             if (k[j].valid && e->layout.recompute == RECOMPUTE_NONE &&
                 k[j].e.layout.recompute == RECOMPUTE_SELECTIVE &&
-                fabs(k[j].e.memory.total_bytes - e->memory.total_bytes) < 0.05 * REPORT_GIB)
+                fabs(k[j].e.memory.total_bytes - e->memory.total_bytes) < 0.05 * UNITS_GIB_BYTES)
                 selective_nothing = true;
         }
         doc_table_end(d);
@@ -168,7 +168,7 @@ void report_section_troubleshooting(doc *d, const report *r)
                      "(%+.1f%%), %+.1f GiB.",
                r->models[i].m.display, e->layout.dp * e->layout.cp, e->time.step_s,
                v.time.step_s, 100 * (v.time.step_s / e->time.step_s - 1),
-               (v.memory.total_bytes - e->memory.total_bytes) / REPORT_GIB);
+               (v.memory.total_bytes - e->memory.total_bytes) / UNITS_GIB_BYTES);
     }
     doc_list_end(d);
 }
