@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "output.h"
+#include "precision.h"
 #include "search.h"
 #include "sim.h"
 
@@ -21,6 +22,10 @@ static void usage(void)
            "  --top N              rows in the ranked table (default 10)\n"
            "  --framework F        search only fsdp2 or megatron\n"
            "  --attention flash|unfused, --no-overlap, --grad-reduce-bf16\n"
+           "  --precision bf16|fp8|mxfp8|nvfp4|any   Linear GEMMs' format (default bf16; any:\n"
+           "                       search bf16 and every low-precision format the GPU supports)\n"
+           "  --fp8-recipe delayed|tensorwise|blockwise   fp8 scaling (default: megatron\n"
+           "                       delayed, fsdp2 tensorwise)\n"
            "  --format human|json\n"
            "  --no-simulate        rank by the closed form only (default: the best plans are\n"
            "                       re-ranked by the step simulator, see plan simulate)\n"
@@ -52,6 +57,24 @@ int cmd_search(int argc, char **argv)
     so.frameworks[FRAMEWORK_FSDP2] = !o.framework_given || o.layout.framework == FRAMEWORK_FSDP2;
     so.frameworks[FRAMEWORK_MEGATRON] =
         !o.framework_given || o.layout.framework == FRAMEWORK_MEGATRON;
+    /* Precision: bf16 alone unless asked; --precision any adds every low-precision format
+     * the system supports (the search skips what a framework cannot run). */
+    so.fp8_recipe = o.layout.fp8_recipe;
+    if (o.precision_any)
+        so.precisions = (1u << PRECISION_BF16) | (1u << PRECISION_FP8) |
+                        (1u << PRECISION_MXFP8) | (1u << PRECISION_NVFP4);
+    else if (o.precision_given)
+        so.precisions = 1u << o.layout.precision;
+    if (o.precision_given) { /* one format: some searched framework must run it */
+        char perr[CM_ERRLEN] = "";
+        bool runs = false;
+        for (int fw = 0; fw < 2 && !runs; fw++) {
+            layout probe = o.layout;
+            probe.framework = (layout_framework)fw;
+            runs = so.frameworks[fw] && precision_check(&sys, &probe, perr, sizeof perr) == CM_OK;
+        }
+        if (!runs) return cli_error(perr);
+    }
     search_result *r = search_result_new();
     if (!r) return cli_error("out of memory");
     char err[CM_ERRLEN];
