@@ -167,7 +167,8 @@ cm_status precision_check(const system_spec *sys, const layout *l, char *err, si
         return cm_fail(err, errlen, CM_EINVAL,
                        "precision %s needs block-scaled (microscaling) tensor cores, i.e. "
                        "Blackwell (b200, b300, gb200-nvl72, gb300-nvl72): system '%s' has no "
-                       "peak_fp4_flops; use --precision fp8 --fp8-recipe blockwise on Hopper",
+                       "peak_fp4_flops; use --precision fp8 (--fp8-recipe blockwise for block "
+                       "scales) on this GPU",
                        precision_name(l->precision), sys->name);
     if (l->framework == FRAMEWORK_FSDP2 && l->precision == PRECISION_FP8 &&
         precision_fp8_recipe(l) == FP8_RECIPE_DELAYED)

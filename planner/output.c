@@ -2,6 +2,7 @@
  * output.c — human and JSON renderings of estimates and plans (see output.h).
  */
 #include "output.h"
+#include "precision.h"
 #include "whole_file.h"
 
 #include <math.h>
@@ -117,6 +118,14 @@ json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
     return o;
 }
 
+/* " · fp8-delayed" after a low-precision layout's line (nothing for bf16). */
+static void output_precision_suffix(const layout *l, char *buf, size_t len)
+{
+    size_t used = strlen(buf);
+    if (precision_is_low(l) && used < len)
+        snprintf(buf + used, len - used, " · %s", precision_label(l));
+}
+
 void output_layout_line(const estimate *e, char *buf, size_t len)
 {
     const layout *l = &e->layout;
@@ -127,6 +136,7 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
                  l->offload ? " · offload" : "");
         snprintf(buf, len, "fsdp2  DP %d · Ulysses SP %d | micro-batch %d · recompute %s%s",
                  l->dp, l->cp, l->mbs, layout_recompute_name(l->recompute), extra);
+        output_precision_suffix(l, buf, len);
         return;
     }
     if (l->ep > 1) snprintf(extra, sizeof extra, " · EP %d (ETP %d)", l->ep, layout_etp(l));
@@ -138,6 +148,7 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
              : l->sharding == SHARDING_DISTOPT ? "distributed optimizer"
                                                : "ddp",
              layout_recompute_name(l->recompute));
+    output_precision_suffix(l, buf, len);
 }
 
 static void human_numbers(FILE *f, const estimate *e)
