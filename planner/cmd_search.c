@@ -34,6 +34,34 @@ static void usage(void)
            "other commands: plan estimate --help\n");
 }
 
+/* What the recommended plan's low precision buys: the same layout in bf16, both by the closed
+ * form (step time and peak memory per GPU). */
+static void precision_note(const search_result *r, const model_spec *m, const system_spec *sys,
+                           const training_spec *t)
+{
+    if (r->count == 0) return;
+    const estimate *best = &r->ranked[0];
+    if (!precision_is_low(&best->layout)) {
+        printf("\nPrecision: bf16 %s.\n", sys->peak_fp8_flops > 0
+                                               ? "ranks first (low-precision layouts were "
+                                                 "searched too)"
+                                               : "(this GPU has no FP8 tensor cores)");
+        return;
+    }
+    layout b = best->layout;
+    b.precision = PRECISION_BF16;
+    b.fp8_recipe = FP8_RECIPE_DEFAULT;
+    estimate e;
+    if (estimate_layout(m, sys, t, &b, &e, NULL, 0) != CM_OK) return;
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    printf("\nPrecision: %s. The same layout in bf16: %.2f s/step (%s: %.2f s, %.2fx faster), "
+           "%.1f GiB per GPU (%s: %.1f GiB)%s. MFU is against the bf16 peak.\n",
+           precision_label(&best->layout), e.time.step_s, precision_label(&best->layout),
+           best->time.step_s, e.time.step_s / best->time.step_s, e.memory.total_bytes / gib,
+           precision_label(&best->layout), best->memory.total_bytes / gib,
+           e.feasible ? "" : ", and it does not fit");
+}
+
 int cmd_search(int argc, char **argv)
 {
     cli_options o;
@@ -135,6 +163,7 @@ int cmd_search(int argc, char **argv)
         json_decref(j);
     } else {
         output_plan_human(stdout, r, o.top, &m, &sys, &o.training);
+        if (o.precision_any || o.precision_given) precision_note(r, &m, &sys, &o.training);
     }
     /* No feasible layout is an answer, not an error; a script can read it from the JSON. */
     search_result_free(r);
