@@ -159,6 +159,13 @@ static void human_numbers(FILE *f, const estimate *e)
     if (tm->step_sd_s > 0) snprintf(band, sizeof band, " ± %.2f", tm->step_sd_s);
     fprintf(f, "  step time    %.2f%s s   tokens/s %.0f (%.0f per GPU)   MFU %.1f%%   HFU %.1f%%\n",
             tm->step_s, band, e->tokens_per_s, e->tokens_per_s / e->gpus, 100 * e->mfu, 100 * e->hfu);
+    if (precision_is_low(&e->layout) && tm->step_s > 0) {
+        /* MFU stays against the bf16 peak; the model FLOP rate per GPU beside it */
+        double rate = e->model_flops_per_step / (tm->step_s * e->gpus);
+        fprintf(f, "  precision    %s: model %.0f TFLOP/s per GPU (MFU above is against the bf16 "
+                   "peak)\n",
+                precision_label(&e->layout), rate / 1e12);
+    }
     fprintf(f, "  memory/GPU   %.1f GiB of %.1f GiB (%s %.1f GiB), pipeline stage %d\n",
             mb->total_bytes / GIB, mb->capacity_bytes / GIB,
             mb->total_bytes <= mb->capacity_bytes ? "headroom" : "OVER by",
