@@ -23,7 +23,10 @@
  *    common/transpose/cast_transpose.cu): X 2+1+1 = 4 forward; W 4 forward; dY 4 backward.
  *    The weight cast is charged every micro-batch (TE can reuse it across micro-batches when the
  *    trainer passes is_first_microbatch: an upper bound).
- *  - tensorwise (torchao Float8Linear, dynamic scaling, torch.compile'd): an amax reduction
+ *  - tensorwise under Megatron (TE Float8CurrentScaling): an amax pass (2) before TE's fused
+ *    cast-transpose (4): X 6, W 6 forward, dY 6 backward; the rest as delayed scaling (FP8
+ *    weight copies, FP8 saved inputs) without the amax history.
+ *  - tensorwise under FSDP2 (torchao Float8Linear, dynamic scaling, torch.compile'd): an amax reduction
  *    (read 2) before each cast (read 2, write 1), because the scale needs the whole tensor's
  *    amax first; the backward casts the saved bf16 input and weight again in the other layout:
  *    X 5 + 5, W 5 + 5, dY 2 + 3 + 3 (one amax, two layouts). torchao saves the bf16 input.
@@ -58,17 +61,19 @@
 #define RATIO_BLOCKWISE 0.8265
 
 static const precision_rules rules_table[] = {
-    {PRECISION_BF16, FP8_RECIPE_DEFAULT, "bf16", 1.0, 2.0, 0, 0, 0, 0, 0, 2.0, 0, 2.0, 0},
-    {PRECISION_FP8, FP8_RECIPE_DELAYED, "fp8-delayed", RATIO_PER_TENSOR, 1.0, 4.0, 0, 4.0, 0,
-     4.0, 1.0, 2.0, 2.0, 3.0 * 1024 * 4},
-    {PRECISION_FP8, FP8_RECIPE_TENSORWISE, "fp8-tensorwise", RATIO_PER_TENSOR, 1.0, 5.0, 5.0,
+    {PRECISION_BF16, FP8_RECIPE_DEFAULT, -1, "bf16", 1.0, 2.0, 0, 0, 0, 0, 0, 2.0, 0, 2.0, 0},
+    {PRECISION_FP8, FP8_RECIPE_DELAYED, -1, "fp8-delayed", RATIO_PER_TENSOR, 1.0, 4.0, 0, 4.0,
+     0, 4.0, 1.0, 2.0, 2.0, 3.0 * 1024 * 4},
+    {PRECISION_FP8, FP8_RECIPE_TENSORWISE, FRAMEWORK_MEGATRON, "fp8-tensorwise",
+     RATIO_PER_TENSOR, 1.0, 6.0, 0, 6.0, 0, 6.0, 1.0, 2.0, 2.0, 0},
+    {PRECISION_FP8, FP8_RECIPE_TENSORWISE, -1, "fp8-tensorwise", RATIO_PER_TENSOR, 1.0, 5.0, 5.0,
      5.0, 5.0, 8.0, 2.0, 0, 1.0, 0},
-    {PRECISION_FP8, FP8_RECIPE_BLOCKWISE, "fp8-blockwise", RATIO_BLOCKWISE, 1.0 + 4.0 / 128,
+    {PRECISION_FP8, FP8_RECIPE_BLOCKWISE, -1, "fp8-blockwise", RATIO_BLOCKWISE, 1.0 + 4.0 / 128,
      3.0, 2.0, 3.0, 2.0, 6.0, 1.0 + 4.0 / 128, 2.0, 2.0, 0},
-    {PRECISION_MXFP8, FP8_RECIPE_DEFAULT, "mxfp8", RATIO_PER_TENSOR, 1.0 + 1.0 / 32,
+    {PRECISION_MXFP8, FP8_RECIPE_DEFAULT, -1, "mxfp8", RATIO_PER_TENSOR, 1.0 + 1.0 / 32,
      4.0 + 2.0 / 32, 0, 4.0 + 2.0 / 32, 0, 4.0 + 2.0 / 32, 1.0 + 1.0 / 32, 2.0 + 2.0 / 32, 2.0,
      0},
-    {PRECISION_NVFP4, FP8_RECIPE_DEFAULT, "nvfp4", RATIO_PER_TENSOR, 0.5 + 1.0 / 16,
+    {PRECISION_NVFP4, FP8_RECIPE_DEFAULT, -1, "nvfp4", RATIO_PER_TENSOR, 0.5 + 1.0 / 16,
      5.0 + 2.0 / 16, 0, 5.0 + 2.0 / 16, 0, 5.0 + 2.0 / 16, 0.5 + 1.0 / 16, 1.0 + 2.0 / 16, 2.0,
      0},
 };
@@ -126,8 +131,10 @@ void precision_rules_of(const layout *l, precision_rules *out)
 {
     layout_fp8_recipe rec = l->precision == PRECISION_FP8 ? precision_fp8_recipe(l)
                                                           : FP8_RECIPE_DEFAULT;
+    /* the first row of this precision and recipe for l's framework (or for any) */
     for (size_t i = 0; i < sizeof rules_table / sizeof *rules_table; i++)
-        if (rules_table[i].precision == l->precision && rules_table[i].recipe == rec) {
+        if (rules_table[i].precision == l->precision && rules_table[i].recipe == rec &&
+            (rules_table[i].framework < 0 || rules_table[i].framework == (int)l->framework)) {
             *out = rules_table[i];
             return;
         }

@@ -33,6 +33,8 @@
 typedef struct {
     layout_precision precision;
     layout_fp8_recipe recipe;      /* resolved (never FP8_RECIPE_DEFAULT for fp8) */
+    int framework;                 /* the framework whose implementation this row describes
+                                      (layout_framework), -1: any */
     const char *name;              /* "fp8-delayed", "mxfp8", ... */
     /* GEMM: achieved fraction of the low-precision peak over the bf16 GEMM's achieved fraction
      * of the bf16 peak at the same shapes (bench/fp8_gemm.py, bench/results/fp8_h100). */
