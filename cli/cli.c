@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "precision.h"
 #include "profile.h"
 
 #ifndef PLAN_DATA_DIR_DEFAULT
@@ -48,7 +49,7 @@ enum {
     OPT_ETP, OPT_VPP, OPT_MBS, OPT_SP, OPT_NO_SP, OPT_SHARDING, OPT_RECOMPUTE,
     OPT_RECOMPUTE_LAYERS, OPT_FRAMEWORK, OPT_NO_RESHARD, OPT_SHARD_SIZE, OPT_OFFLOAD,
     OPT_ATTENTION, OPT_NO_OVERLAP, OPT_GRAD_BF16, OPT_CALIBRATION, OPT_EMIT,
-    OPT_SIMULATE, OPT_NO_SIMULATE, OPT_TRACE,
+    OPT_SIMULATE, OPT_NO_SIMULATE, OPT_TRACE, OPT_PRECISION, OPT_FP8_RECIPE,
 };
 
 static const struct option long_opts[] = {
@@ -84,6 +85,8 @@ static const struct option long_opts[] = {
     {"attention", required_argument, NULL, OPT_ATTENTION},
     {"no-overlap", no_argument, NULL, OPT_NO_OVERLAP},
     {"grad-reduce-bf16", no_argument, NULL, OPT_GRAD_BF16},
+    {"precision", required_argument, NULL, OPT_PRECISION},
+    {"fp8-recipe", required_argument, NULL, OPT_FP8_RECIPE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -173,6 +176,22 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             o->training.overlap_grad_reduce = o->training.overlap_param_gather = false;
             break;
         case OPT_GRAD_BF16: o->training.grad_reduce_bf16 = true; break;
+        case OPT_PRECISION:
+            if (!strcmp(optarg, "any")) {
+                o->precision_any = true;
+                o->precision_given = false;
+                l->precision = PRECISION_BF16;
+            } else if (precision_parse(optarg, &l->precision)) {
+                o->precision_given = true;
+                o->precision_any = false;
+            } else {
+                rc = cli_error("--precision must be bf16, fp8, mxfp8, nvfp4 or any");
+            }
+            break;
+        case OPT_FP8_RECIPE:
+            if (!precision_parse_fp8_recipe(optarg, &l->fp8_recipe))
+                rc = cli_error("--fp8-recipe must be delayed, tensorwise or blockwise");
+            break;
         case OPT_FORMAT:
             if (!strcmp(optarg, "json")) o->format = FORMAT_JSON;
             else if (!strcmp(optarg, "human")) o->format = FORMAT_HUMAN;

@@ -33,6 +33,9 @@ typedef struct {
     bool simulate;            /* --simulate: also run the step simulator (plan estimate) */
     bool no_simulate;         /* --no-simulate: search ranks by the closed form only */
     const char *trace;        /* --trace FILE: write the simulated step as a Chrome trace */
+    bool precision_any;       /* --precision any: the search tries every format the GPU and
+                                 framework support (layout.precision holds bf16 meanwhile) */
+    bool precision_given;     /* --precision named one format: the search uses it alone */
 } cli_options;
 
 /* Exit status for bad input (issue 2: "exit status 2"). */

@@ -21,6 +21,7 @@ static void usage(void)
            "  --recompute none|selective|full --recompute-layers N\n"
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"
            "  --attention flash|unfused --no-overlap --grad-reduce-bf16\n"
+           "  --precision bf16|fp8|mxfp8|nvfp4 --fp8-recipe delayed|tensorwise|blockwise\n"
            "  --format human|json\n"
            "  --simulate           also simulate the step (time_simulated); --trace FILE writes it\n"
            "                       as a Chrome/Perfetto trace (see plan simulate)\n"

@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "estimate.h"
 #include "output.h"
+#include "precision.h"
 #include "work.h"
 #ifdef PLAN_HAVE_BACKEND
 #include "backend.h"
@@ -161,6 +162,10 @@ int cmd_measure(int argc, char **argv)
     char err[CM_ERRLEN];
     if (layout_check(&m, &sys, &o.training, &l, o.gpus, err, sizeof err) != CM_OK)
         return cli_error(err);
+    if (precision_is_low(&l) && !dry)
+        return cli_error("the backend runs its GEMMs in bf16 (FP8 through cuBLASLt is not built "
+                         "yet): measure with --precision bf16, or use --dry-run to see the "
+                         "low-precision work list");
     static work_plan w;
     if (work_plan_build(&m, &sys, &o.training, &l, &w, err, sizeof err) != CM_OK)
         return cli_error(err);

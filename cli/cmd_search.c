@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "output.h"
+#include "precision.h"
 #include "search.h"
 #include "sim.h"
 
@@ -21,12 +22,44 @@ static void usage(void)
            "  --top N              rows in the ranked table (default 10)\n"
            "  --framework F        search only fsdp2 or megatron\n"
            "  --attention flash|unfused, --no-overlap, --grad-reduce-bf16\n"
+           "  --precision bf16|fp8|mxfp8|nvfp4|any   Linear GEMMs' format (default bf16; any:\n"
+           "                       search bf16 and every low-precision format the GPU supports)\n"
+           "  --fp8-recipe delayed|tensorwise|blockwise   fp8 scaling (default: megatron\n"
+           "                       delayed, fsdp2 tensorwise)\n"
            "  --format human|json\n"
            "  --no-simulate        rank by the closed form only (default: the best plans are\n"
            "                       re-ranked by the step simulator, see plan simulate)\n"
            "  --trace FILE         write the recommended plan's simulated step (Chrome trace)\n"
            "  --emit yaml|megatron-args|bridge|json   print the recommended plan's config instead\n"
            "other commands: plan estimate --help\n");
+}
+
+/* What the recommended plan's low precision buys: the same layout in bf16, both by the closed
+ * form (step time and peak memory per GPU). */
+static void precision_note(const search_result *r, const model_spec *m, const system_spec *sys,
+                           const training_spec *t)
+{
+    if (r->count == 0) return;
+    const estimate *best = &r->ranked[0];
+    if (!precision_is_low(&best->layout)) {
+        printf("\nPrecision: bf16 %s.\n", sys->peak_fp8_flops > 0
+                                               ? "ranks first (low-precision layouts were "
+                                                 "searched too)"
+                                               : "(this GPU has no FP8 tensor cores)");
+        return;
+    }
+    layout b = best->layout;
+    b.precision = PRECISION_BF16;
+    b.fp8_recipe = FP8_RECIPE_DEFAULT;
+    estimate e;
+    if (estimate_layout(m, sys, t, &b, &e, NULL, 0) != CM_OK) return;
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    printf("\nPrecision: %s. The same layout in bf16: %.2f s/step (%s: %.2f s, %.2fx faster), "
+           "%.1f GiB per GPU (%s: %.1f GiB)%s. MFU is against the bf16 peak.\n",
+           precision_label(&best->layout), e.time.step_s, precision_label(&best->layout),
+           best->time.step_s, e.time.step_s / best->time.step_s, e.memory.total_bytes / gib,
+           precision_label(&best->layout), best->memory.total_bytes / gib,
+           e.feasible ? "" : ", and it does not fit");
 }
 
 int cmd_search(int argc, char **argv)
@@ -52,6 +85,24 @@ int cmd_search(int argc, char **argv)
     so.frameworks[FRAMEWORK_FSDP2] = !o.framework_given || o.layout.framework == FRAMEWORK_FSDP2;
     so.frameworks[FRAMEWORK_MEGATRON] =
         !o.framework_given || o.layout.framework == FRAMEWORK_MEGATRON;
+    /* Precision: bf16 alone unless asked; --precision any adds every low-precision format
+     * the system supports (the search skips what a framework cannot run). */
+    so.fp8_recipe = o.layout.fp8_recipe;
+    if (o.precision_any)
+        so.precisions = (1u << PRECISION_BF16) | (1u << PRECISION_FP8) |
+                        (1u << PRECISION_MXFP8) | (1u << PRECISION_NVFP4);
+    else if (o.precision_given)
+        so.precisions = 1u << o.layout.precision;
+    if (o.precision_given) { /* one format: some searched framework must run it */
+        char perr[CM_ERRLEN] = "";
+        bool runs = false;
+        for (int fw = 0; fw < 2 && !runs; fw++) {
+            layout probe = o.layout;
+            probe.framework = (layout_framework)fw;
+            runs = so.frameworks[fw] && precision_check(&sys, &probe, perr, sizeof perr) == CM_OK;
+        }
+        if (!runs) return cli_error(perr);
+    }
     search_result *r = search_result_new();
     if (!r) return cli_error("out of memory");
     char err[CM_ERRLEN];
@@ -112,6 +163,7 @@ int cmd_search(int argc, char **argv)
         json_decref(j);
     } else {
         output_plan_human(stdout, r, o.top, &m, &sys, &o.training);
+        if (o.precision_any || o.precision_given) precision_note(r, &m, &sys, &o.training);
     }
     /* No feasible layout is an answer, not an error; a script can read it from the JSON. */
     search_result_free(r);

@@ -15,6 +15,11 @@
 
 /* One bf16 GEMM C[m,n] = A[m,k] B[k,n]. */
 double compute_gemm_s(const system_spec *sys, double m, double n, double k);
+/* One low-precision GEMM (FP8 / MXFP8 / NVFP4 inputs, bf16 output): the same roofline against
+ * peak_flops (the format's dense peak) at gemm_efficiency_max x efficiency_ratio (the measured
+ * low-precision over bf16 fraction of peak, precision.c), operands of operand_bytes each. */
+double compute_gemm_lp_s(const system_spec *sys, double peak_flops, double efficiency_ratio,
+                         double operand_bytes, double m, double n, double k);
 /* Forward + backward (dgrad and wgrad: two GEMMs of the same FLOPs) of one GEMM. */
 double compute_gemm_fwd_bwd_s(const system_spec *sys, double m, double n, double k);
 /* Fused (flash) attention: forward of `flops` and backward of 2.5x (FlashAttention-2, Dao

@@ -20,6 +20,7 @@
 #include "flops.h"
 #include "fsdp_copies.h"
 #include "memory.h"
+#include "precision.h"
 
 static const char *kind_names[RECIPE_KINDS] = {
     "gemm", "attention", "elementwise", "fsdp_copy", "tp", "cp", "ep", "fsdp_gather",
@@ -35,7 +36,38 @@ typedef struct {
     const system_spec *sys;
     recipe *r;
     recipe_items *items; /* NULL: ops only (the estimate) */
+    /* low precision (precision.h): the Linears' GEMMs in the layout's format, with their
+     * quantize kernels; keep_bf16 while adding a Linear the recipes keep in bf16 (router) */
+    bool lp;
+    bool keep_bf16;
+    double lp_peak_flops;
+    precision_rules pr;
+    double quant_fwd_bytes, quant_bwd_bytes; /* the layer's quantize kernels (quantize_ops) */
 } builder;
+
+static void builder_precision(builder *b, const layout *l)
+{
+    b->lp = precision_is_low(l);
+    b->keep_bf16 = false;
+    b->lp_peak_flops = precision_peak_flops(b->sys, l);
+    b->quant_fwd_bytes = b->quant_bwd_bytes = 0;
+    precision_rules_of(l, &b->pr);
+}
+
+/* One GEMM of a Linear in the builder's precision (bf16: compute_gemm_s, unchanged). */
+static double gemm_s(const builder *b, double m, double n, double k)
+{
+    if (!b->lp || b->keep_bf16) return compute_gemm_s(b->sys, m, n, k);
+    return compute_gemm_lp_s(b->sys, b->lp_peak_flops, b->pr.gemm_efficiency_ratio,
+                             b->pr.operand_bytes, m, n, k);
+}
+
+/* Forward + dgrad + wgrad, as compute_gemm_fwd_bwd_s composes them. */
+static double gemm_fwd_bwd_s(const builder *b, double m, double n, double k)
+{
+    if (!b->lp || b->keep_bf16) return compute_gemm_fwd_bwd_s(b->sys, m, n, k);
+    return gemm_s(b, m, n, k) + gemm_s(b, m, k, n) + gemm_s(b, k, n, m);
+}
 
 /* A new op; its index, or -1 when the (generously sized) table is full. */
 static int op_add(builder *b, const char *name, recipe_kind kind, recipe_phase phase,
@@ -122,27 +154,54 @@ static void coll_item(builder *b, int op, recipe_phase phase, const char *name, 
     it->pred_s = pred_s;
 }
 
+/* The quantize / amax / transpose kernels of `copies` low-precision Linears of `tokens` rows and
+ * an out x in weight (precision.c gives the bytes per element of each recipe): forward (input
+ * and weight) and backward (the other layouts and the output gradient), gathered per layer. */
+static void quantize_ops(builder *b, double tokens, double out, double in, double copies)
+{
+    if (!b->lp || b->keep_bf16) return;
+    const precision_rules *p = &b->pr;
+    double x = tokens * in, w = out * in, dy = tokens * out;
+    b->quant_fwd_bytes += copies * (p->x_fwd_bytes * x + p->w_fwd_bytes * w);
+    b->quant_bwd_bytes += copies * (p->x_bwd_bytes * x + p->w_bwd_bytes * w + p->dy_bwd_bytes * dy);
+}
+
+/* The layer's quantize kernels as two elementwise ops, forward and backward. */
+static void quantize_flush(builder *b)
+{
+    if (!b->lp) return;
+    double fwd = b->quant_fwd_bytes, bwd = b->quant_bwd_bytes;
+    double tf = compute_stream_s(b->sys, fwd), tb = compute_stream_s(b->sys, bwd);
+    int of = op_add(b, "lp.quantize", RECIPE_ELEMENTWISE, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+                    RECIPE_OVERLAP_NONE, tf, 0);
+    lump_item(b, of, RECIPE_FWD, "lp.quantize", fwd, tf);
+    int ob = op_add(b, "lp.quantize_bwd", RECIPE_ELEMENTWISE, RECIPE_BWD, RECIPE_STREAM_COMPUTE,
+                    RECIPE_OVERLAP_NONE, 0, tb);
+    lump_item(b, ob, RECIPE_BWD, "lp.quantize_bwd", bwd, tb);
+}
+
 /* A Linear of `tokens` rows, out x in weight: forward, and dgrad + wgrad in the backward, each
  * a compute_gemm_s of the shapes compute_gemm_fwd_bwd_s adds up. */
 static void linear(builder *b, const char *name, double tokens, double out, double in)
 {
-    const system_spec *sys = b->sys;
     int op = op_add(b, name, RECIPE_GEMM, RECIPE_FWD, RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE,
                     0, 0);
     if (op < 0) return;
     recipe_op *o = &b->r->op[op];
-    o->fwd_s = compute_gemm_s(sys, tokens, out, in);
-    o->fwd_bwd_s = compute_gemm_fwd_bwd_s(sys, tokens, out, in);
+    o->fwd_s = gemm_s(b, tokens, out, in);
+    o->fwd_bwd_s = gemm_fwd_bwd_s(b, tokens, out, in);
     o->bwd_s = o->fwd_bwd_s - o->fwd_s;
-    if (!b->items) return;
-    char nm[32];
-    gemm_item(b, op, RECIPE_FWD, name, RECIPE_FORM_FWD, tokens, out, in, 1, true, o->fwd_s);
-    snprintf(nm, sizeof nm, "%s.dgrad", name);
-    gemm_item(b, op, RECIPE_BWD, nm, RECIPE_FORM_DGRAD, tokens, in, out, 1, true,
-              compute_gemm_s(sys, tokens, in, out));
-    snprintf(nm, sizeof nm, "%s.wgrad", name);
-    gemm_item(b, op, RECIPE_BWD, nm, RECIPE_FORM_WGRAD, out, in, tokens, 1, false,
-              compute_gemm_s(sys, in, out, tokens));
+    if (b->items) {
+        char nm[32];
+        gemm_item(b, op, RECIPE_FWD, name, RECIPE_FORM_FWD, tokens, out, in, 1, true, o->fwd_s);
+        snprintf(nm, sizeof nm, "%s.dgrad", name);
+        gemm_item(b, op, RECIPE_BWD, nm, RECIPE_FORM_DGRAD, tokens, in, out, 1, true,
+                  gemm_s(b, tokens, in, out));
+        snprintf(nm, sizeof nm, "%s.wgrad", name);
+        gemm_item(b, op, RECIPE_BWD, nm, RECIPE_FORM_WGRAD, out, in, tokens, 1, false,
+                  gemm_s(b, in, out, tokens));
+    }
+    quantize_ops(b, tokens, out, in, 1);
 }
 
 /* Each kernel of an elementwise pass as an op, and each of its launches as an item, so that the
@@ -215,7 +274,8 @@ static int tp_op(const tp_ctx *c, const char *name)
 void recipe_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
                   const layout *l, bool moe, recipe *r, recipe_items *items)
 {
-    builder bd = {sys, r, items}, *b = &bd;
+    builder bd = {.sys = sys, .r = r, .items = items}, *b = &bd;
+    builder_precision(b, l);
     r->n_ops = 0;
     r->local_experts = 0;
     r->expert_rows = 0;
@@ -370,7 +430,9 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
          * experts as one grouped GEMM each for up and down at rows per expert of a balanced
          * router, the combine all-to-all, then the shared experts over every token. */
         double etp = layout_etp(l);
+        b->keep_bf16 = true; /* the MoE gate stays bf16 (DeepSeek-V3 Sec. 3.3.1) */
         linear(b, "router", l->sp ? tokens / tp : tokens, m->experts, h);
+        b->keep_bf16 = false;
         double a2a = tokens / tp * m->top_k * h * 2.0;
         int dispatch = -1, combine = -1;
         double pa = 0;
@@ -387,9 +449,8 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         r->expert_rows = rows;
         double up = gate * m->expert_ffn / etp, down_in = m->expert_ffn / etp;
         /* identical experts: one expert's up and down priced together, times local */
-        double f1 = compute_gemm_s(sys, rows, up, h) + compute_gemm_s(sys, rows, h, down_in);
-        double b1 = compute_gemm_fwd_bwd_s(sys, rows, up, h) +
-                    compute_gemm_fwd_bwd_s(sys, rows, h, down_in);
+        double f1 = gemm_s(b, rows, up, h) + gemm_s(b, rows, h, down_in);
+        double b1 = gemm_fwd_bwd_s(b, rows, up, h) + gemm_fwd_bwd_s(b, rows, h, down_in);
         int ex = op_add(b, "experts", RECIPE_GEMM, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                         RECIPE_OVERLAP_NONE, local * f1, 0);
         if (ex >= 0) {
@@ -399,18 +460,20 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         if (items) {
             /* grouped GEMMs: batch = local experts, one weight each */
             gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
-                      local * compute_gemm_s(sys, rows, up, h));
+                      local * gemm_s(b, rows, up, h));
             gemm_item(b, ex, RECIPE_BWD, "experts_up.dgrad", RECIPE_FORM_DGRAD, rows, h, up,
-                      local, true, local * compute_gemm_s(sys, rows, h, up));
+                      local, true, local * gemm_s(b, rows, h, up));
             gemm_item(b, ex, RECIPE_BWD, "experts_up.wgrad", RECIPE_FORM_WGRAD, up, h, rows,
-                      local, false, local * compute_gemm_s(sys, h, up, rows));
+                      local, false, local * gemm_s(b, h, up, rows));
             gemm_item(b, ex, RECIPE_FWD, "experts_down", RECIPE_FORM_FWD, rows, h, down_in,
-                      local, true, local * compute_gemm_s(sys, rows, h, down_in));
+                      local, true, local * gemm_s(b, rows, h, down_in));
             gemm_item(b, ex, RECIPE_BWD, "experts_down.dgrad", RECIPE_FORM_DGRAD, rows, down_in,
-                      h, local, true, local * compute_gemm_s(sys, rows, down_in, h));
+                      h, local, true, local * gemm_s(b, rows, down_in, h));
             gemm_item(b, ex, RECIPE_BWD, "experts_down.wgrad", RECIPE_FORM_WGRAD, h, down_in,
-                      rows, local, false, local * compute_gemm_s(sys, down_in, h, rows));
+                      rows, local, false, local * gemm_s(b, down_in, h, rows));
         }
+        quantize_ops(b, rows, up, h, local);
+        quantize_ops(b, rows, h, down_in, local);
         if (l->ep > 1) {
             combine = op_add(b, "ep.combine", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                              RECIPE_OVERLAP_NONE, pa, pa);
@@ -437,6 +500,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
         elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
     }
+    quantize_flush(b);
     /* the backward's TP collectives: the same two per block */
     tp_enter(&tc, tp_attn, RECIPE_BWD);
     tp_leave(&tc, tp_attn, RECIPE_BWD);
@@ -456,8 +520,14 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         }
         layout_group g = layout_shard_place(sys, l);
         double red = l->framework == FRAMEWORK_FSDP2 ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
+        /* bf16 parameters; torchao's float8 all-gather sends the Linears' weights in FP8 */
+        double gathered = 2.0 * p;
+        if (b->lp && l->framework == FRAMEWORK_FSDP2 && b->pr.gather_bytes < 2.0) {
+            double other = model_norm_params(m) + (moe ? model_router_params(m) : 0);
+            gathered = 2.0 * other + b->pr.gather_bytes * (p - other);
+        }
         op_add(b, "fsdp.all_gather", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
-               RECIPE_OVERLAP_LAYER, collective_time_s(sys, COLL_ALL_GATHER, 2.0 * p, g), 0);
+               RECIPE_OVERLAP_LAYER, collective_time_s(sys, COLL_ALL_GATHER, gathered, g), 0);
         if (fsdp_copies_apply(l))
             op_add(b, "fsdp.copy_in", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
                    RECIPE_OVERLAP_LAYER, copy_in, 0);
@@ -509,7 +579,8 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
 void recipe_head(const model_spec *m, const system_spec *sys, const training_spec *t,
                  const layout *l, recipe *r, recipe_items *items)
 {
-    builder bd = {sys, r, items}, *b = &bd;
+    builder bd = {.sys = sys, .r = r, .items = items}, *b = &bd;
+    builder_precision(b, l);
     r->n_ops = 0;
     r->local_experts = 0;
     r->expert_rows = 0;
@@ -519,7 +590,9 @@ void recipe_head(const model_spec *m, const system_spec *sys, const training_spe
     }
     double tokens = (double)l->mbs * t->seq_len / l->cp;
     r->tokens = tokens;
+    b->keep_bf16 = true; /* the output layer stays bf16 under every recipe (precision.h) */
     linear(b, "lm_head", tokens, (double)m->vocab / l->tp, m->hidden);
+    b->keep_bf16 = false;
     /* final norm, logits.float() and cross-entropy over V/tp logits (elementwise.c) */
     elementwise_list el;
     elementwise_head(m, l, tokens, &el);

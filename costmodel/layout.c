@@ -6,6 +6,7 @@
  * megatron/core/parallel_state.py. Each failure names the rule and the fix.
  */
 #include "layout.h"
+#include "precision.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -311,21 +312,29 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
 #undef FAIL
 #undef FATAL
 
+/* The precision rule (precision.h): the format must be one the GPU and framework train in. */
+static void check_precision(const system_spec *sys, const layout *l, rule_sink *s)
+{
+    char msg[CM_ERRLEN];
+    if ((s->all || s->n == 0) && sys && precision_check(sys, l, msg, sizeof msg) != CM_OK)
+        rule_fail(s, CM_ERULE, "precision-supported", "%s", msg);
+}
+
 cm_status layout_check(const model_spec *m, const system_spec *sys, const training_spec *t,
                        const layout *l, int gpus, char *err, size_t errlen)
 {
-    (void)sys;
     rule_sink s = {.all = false, .err = err, .errlen = errlen, .first = CM_OK};
     check_rules(m, t, l, gpus, &s);
+    check_precision(sys, l, &s);
     return s.n ? s.first : CM_OK;
 }
 
 int layout_check_all(const model_spec *m, const system_spec *sys, const training_spec *t,
                      const layout *l, int gpus, layout_violation *out, int max)
 {
-    (void)sys;
     rule_sink s = {.all = true, .out = out, .max = max < 0 ? 0 : max, .first = CM_OK};
     check_rules(m, t, l, gpus, &s);
+    check_precision(sys, l, &s);
     return s.n;
 }
 

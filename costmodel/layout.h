@@ -17,6 +17,14 @@ typedef enum { FRAMEWORK_FSDP2 = 0, FRAMEWORK_MEGATRON = 1 } layout_framework;
 typedef enum { SHARDING_DDP = 0, SHARDING_DISTOPT = 1, SHARDING_FSDP = 2 } layout_sharding;
 typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE = 1, RECOMPUTE_FULL = 2 } layout_recompute;
 typedef enum { ATTENTION_FLASH = 0, ATTENTION_UNFUSED = 1 } training_attention;
+/* Number format of the decoder layers' Linear GEMMs (costmodel/precision.h holds the rules). */
+typedef enum {
+    PRECISION_BF16 = 0, PRECISION_FP8, PRECISION_MXFP8, PRECISION_NVFP4, PRECISION_COUNT
+} layout_precision;
+/* FP8 scaling recipe; 0 = the framework's default (Megatron/TE: delayed; torchao: tensorwise). */
+typedef enum {
+    FP8_RECIPE_DEFAULT = 0, FP8_RECIPE_DELAYED, FP8_RECIPE_TENSORWISE, FP8_RECIPE_BLOCKWISE
+} layout_fp8_recipe;
 
 typedef struct {
     int seq_len;               /* tokens per sequence */
@@ -42,6 +50,8 @@ typedef struct {
     layout_recompute recompute;
     int recompute_layers;      /* full recompute: layers per stage recomputed; 0 = all */
     bool offload;              /* FSDP2 CPU offload of params, grads and optimizer */
+    layout_precision precision;/* Linear GEMMs' format; bf16 (0) unless asked (precision.h) */
+    layout_fp8_recipe fp8_recipe; /* fp8 only; 0: the framework's default */
 } layout;
 
 /* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */

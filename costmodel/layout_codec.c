@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "precision.h"
+
 #define MCFG "trainer.policy.megatron_config."
 #define FSDPCFG "trainer.policy.fsdp_config."
 
@@ -56,6 +58,12 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
       false, 0, MCFG "num_distributed_optimizer_instances", FSDPCFG "fsdp_size"),
     L(LAYOUT_F_OFFLOAD, "offload", LAYOUT_KIND_BOOL, offload, NULL, NULL, false, 0,
       FSDPCFG "cpu_offload", NULL),
+    /* emit.c writes the frameworks' FP8 settings (--fp8-format/--fp8-recipe, torchtitan's
+     * float8 section): no single trainer-YAML key holds them */
+    L(LAYOUT_F_PRECISION, "precision", LAYOUT_KIND_PRECISION, precision, NULL, NULL, false, 0,
+      NULL, NULL),
+    L(LAYOUT_F_FP8_RECIPE, "fp8_recipe", LAYOUT_KIND_FP8_RECIPE, fp8_recipe,
+      precision_fp8_recipe_resolved, NULL, false, 0, NULL, NULL),
 };
 
 #undef L
@@ -90,6 +98,8 @@ static int stored_value(const layout_field *f, const void *p)
     case LAYOUT_KIND_FRAMEWORK: return (int)*(const layout_framework *)p;
     case LAYOUT_KIND_SHARDING: return (int)*(const layout_sharding *)p;
     case LAYOUT_KIND_RECOMPUTE: return (int)*(const layout_recompute *)p;
+    case LAYOUT_KIND_PRECISION: return (int)*(const layout_precision *)p;
+    case LAYOUT_KIND_FP8_RECIPE: return (int)*(const layout_fp8_recipe *)p;
     default: return *(const int *)p;
     }
 }
@@ -101,6 +111,8 @@ static void store_value(const layout_field *f, void *p, int v)
     case LAYOUT_KIND_FRAMEWORK: *(layout_framework *)p = (layout_framework)v; break;
     case LAYOUT_KIND_SHARDING: *(layout_sharding *)p = (layout_sharding)v; break;
     case LAYOUT_KIND_RECOMPUTE: *(layout_recompute *)p = (layout_recompute)v; break;
+    case LAYOUT_KIND_PRECISION: *(layout_precision *)p = (layout_precision)v; break;
+    case LAYOUT_KIND_FP8_RECIPE: *(layout_fp8_recipe *)p = (layout_fp8_recipe)v; break;
     default: *(int *)p = v;
     }
 }
@@ -117,6 +129,8 @@ static const char *enum_name(const layout_field *f, int v)
     case LAYOUT_KIND_FRAMEWORK: return layout_framework_name((layout_framework)v);
     case LAYOUT_KIND_SHARDING: return layout_sharding_name((layout_sharding)v);
     case LAYOUT_KIND_RECOMPUTE: return layout_recompute_name((layout_recompute)v);
+    case LAYOUT_KIND_PRECISION: return precision_name((layout_precision)v);
+    case LAYOUT_KIND_FP8_RECIPE: return precision_fp8_recipe_name((layout_fp8_recipe)v);
     default: return NULL;
     }
 }
@@ -140,12 +154,22 @@ void layout_field_text(const layout_field *f, const layout *l, const training_sp
 
 /* ---- JSON ---- */
 
+/* The precision keys are left out for bf16 (and the recipe for all but fp8), so the JSON of a
+ * bf16 plan is what it was before precision became a dimension; absent reads as bf16. */
+static bool omitted_in_json(const layout_field *f, const layout *l)
+{
+    if (f->id == LAYOUT_F_PRECISION) return l->precision == PRECISION_BF16;
+    if (f->id == LAYOUT_F_FP8_RECIPE) return l->precision != PRECISION_FP8;
+    return false;
+}
+
 json_t *layout_json_set(json_t *obj, const layout *l, const training_spec *t)
 {
     if (!obj) return NULL;
     for (int i = 0; i < LAYOUT_NFIELDS; i++) {
         const layout_field *f = &layout_fields[i];
         if (f->training && !t) continue;
+        if (omitted_in_json(f, l)) continue;
         int v = layout_field_value(f, l, t);
         json_t *j = f->kind == LAYOUT_KIND_INT    ? json_integer(v)
                     : f->kind == LAYOUT_KIND_BOOL ? json_boolean(v)
@@ -182,6 +206,16 @@ static int parse_enum(const layout_field *f, const char *s, int *out)
     case LAYOUT_KIND_RECOMPUTE: {
         layout_recompute v;
         if ((ok = layout_parse_recompute(s, &v))) *out = (int)v;
+        break;
+    }
+    case LAYOUT_KIND_PRECISION: {
+        layout_precision v;
+        if ((ok = precision_parse(s, &v))) *out = (int)v;
+        break;
+    }
+    case LAYOUT_KIND_FP8_RECIPE: {
+        layout_fp8_recipe v;
+        if ((ok = precision_parse_fp8_recipe(s, &v))) *out = (int)v;
         break;
     }
     default: break;
@@ -226,8 +260,9 @@ cm_status layout_from_json(const json_t *j, const char *where, layout *l, traini
         default:
             if (!json_is_string(v) || !parse_enum(f, json_string_value(v), &x))
                 return cm_fail(err, errlen, CM_EPARSE,
-                               "%s: sharding must be ddp, distopt or fsdp and recompute none, "
-                               "selective or full",
+                               "%s: sharding must be ddp, distopt or fsdp, recompute none, "
+                               "selective or full, precision bf16, fp8, mxfp8 or nvfp4 and "
+                               "fp8_recipe delayed, tensorwise or blockwise",
                                where);
         }
         store_value(f, p, x);
@@ -295,7 +330,8 @@ void layout_short_name(const layout *l, char *buf, size_t len)
     if (l->offload) used = append(buf, len, used, "+off");
     if (l->recompute != RECOMPUTE_NONE)
         used = append(buf, len, used, " rc-%s", layout_recompute_name(l->recompute));
-    if (l->recompute_layers > 0) append(buf, len, used, "%d", l->recompute_layers);
+    if (l->recompute_layers > 0) used = append(buf, len, used, "%d", l->recompute_layers);
+    if (l->precision != PRECISION_BF16) append(buf, len, used, " %s", precision_label(l));
 }
 
 bool layout_equal(const layout *a, const layout *b)

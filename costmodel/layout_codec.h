@@ -43,6 +43,8 @@ typedef enum {
     LAYOUT_F_RESHARD_AFTER_FORWARD,
     LAYOUT_F_SHARD_SIZE,
     LAYOUT_F_OFFLOAD,
+    LAYOUT_F_PRECISION,  /* written only when not bf16 (outputs of bf16 plans stay as they were) */
+    LAYOUT_F_FP8_RECIPE, /* written only with precision fp8 */
     LAYOUT_NFIELDS
 } layout_field_id;
 
@@ -52,6 +54,8 @@ typedef enum {
     LAYOUT_KIND_FRAMEWORK,
     LAYOUT_KIND_SHARDING,
     LAYOUT_KIND_RECOMPUTE,
+    LAYOUT_KIND_PRECISION,
+    LAYOUT_KIND_FP8_RECIPE,
 } layout_field_kind;
 
 typedef struct {

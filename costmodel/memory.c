@@ -12,6 +12,8 @@
 
 #include <string.h>
 
+#include "precision.h"
+
 /* Bytes per token kept whole on each TP rank (sharded by tp only under SP). */
 static double replicated_bytes_per_token(const model_spec *m, int moe_layer)
 {
@@ -62,6 +64,22 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
                     (2.0 * h * etp + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h) / tp;
     }
     double repl = replicated_bytes_per_token(m, moe_layer);
+    /* Low precision (precision.h): where the recipe saves a Linear's input quantized (TE,
+     * DeepSeek-V3), the QKV and FC1 inputs (norm outputs) and the FC2 input (the activation's
+     * product) take saved_input_bytes instead of 2, and the output projection keeps its own
+     * quantized copy of the attention output beside the one flash attention saves. MoE expert
+     * inputs are left in bf16 here. */
+    precision_rules pr;
+    precision_rules_of(l, &pr);
+    if (pr.saved_input_bytes < 2.0) {
+        double s = pr.saved_input_bytes;
+        if (!m->mla) repl -= (2.0 - s) * h;   /* QKV input */
+        if (!moe_layer) {
+            repl -= (2.0 - s) * h;            /* FC1 input */
+            sharded -= (2.0 - s) * m->ffn;    /* FC2 input */
+        }
+        sharded += s * a * v;                 /* attention output, quantized for the projection */
+    }
     return tokens * (repl / (l->sp ? tp : 1.0) + sharded / tp) + moe_bytes;
 }
 
@@ -152,6 +170,47 @@ double memory_in_flight(const layout *l, int microbatches, int stage)
     return f;
 }
 
+/* Linear (GEMM) parameters of one layer on one GPU: the layer's parameters less its norms and
+ * the MoE router (which stay bf16, precision.h). */
+static double layer_linear_params(const model_spec *m, const layout *l, int moe_layer)
+{
+    return memory_layer_params(m, l, moe_layer) - model_norm_params(m) -
+           (moe_layer ? model_router_params(m) : 0);
+}
+
+/* Low-precision Linears (GEMM weights) of one layer: the amax history is per GEMM. */
+static double layer_linears(const model_spec *m, const layout *l, int moe_layer)
+{
+    double attn = m->mla ? (m->q_lora_rank > 0 ? 5.0 : 4.0) : 2.0;
+    if (!moe_layer) return attn + 2.0;
+    return attn + 2.0 * (m->experts / l->ep) + (m->shared_experts ? 2.0 : 0);
+}
+
+/* What l's precision adds to the stage's memory (precision.h): the low-precision weight copies
+ * Transformer Engine keeps beside the bf16 weights (all the stage's layers; under FSDP the two
+ * gathered units in flight), the amax history of delayed scaling, and torchao's FP8 all-gather,
+ * which gathers the Linear weights of FSDP2's units in one byte instead of two. */
+static void precision_memory(const model_spec *m, const layout *l, int n_layers,
+                             int moe_layers, memory_breakdown *r)
+{
+    if (!precision_is_low(l)) return;
+    precision_rules pr;
+    precision_rules_of(l, &pr);
+    double lin_dense = layer_linear_params(m, l, 0);
+    double lin_moe = moe_layers ? layer_linear_params(m, l, 1) : 0;
+    double lin_stage = (n_layers - moe_layers) * lin_dense + moe_layers * lin_moe;
+    double lin_unit = moe_layers ? lin_moe : lin_dense;
+    if (l->sharding == SHARDING_FSDP)
+        r->comm_buffer_bytes += pr.weight_copy_bytes * 2.0 * lin_unit;
+    else
+        r->weights_bytes += pr.weight_copy_bytes * lin_stage;
+    r->weights_bytes += pr.amax_history_bytes *
+                        ((n_layers - moe_layers) * layer_linears(m, l, 0) +
+                         moe_layers * layer_linears(m, l, 1));
+    if (l->sharding == SHARDING_FSDP && l->framework == FRAMEWORK_FSDP2 && pr.gather_bytes < 2.0)
+        r->comm_buffer_bytes -= (2.0 - pr.gather_bytes) * 2.0 * lin_unit; /* cur + prefetch */
+}
+
 memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
                               const training_spec *t, const layout *l, int stage)
 {
@@ -232,6 +291,8 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
         r.logits_bytes = memory_logits_bytes(m, t, l);
         r.activations_bytes += r.logits_bytes;
     }
+
+    precision_memory(m, l, n_layers, moe_layers, &r);
 
     r.framework_bytes = sys->framework_reserved_bytes;
     r.other_bytes = r.comm_buffer_bytes + r.framework_bytes;

@@ -15,6 +15,8 @@
 #include "emit.h"
 #include "units.h"
 
+#include "precision.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,6 +207,27 @@ static void y_map_end(ywriter *w)
 #define YKEY(id) layout_yaml_key(id, FRAMEWORK_MEGATRON)
 #define FSDP2_KEY(id) layout_yaml_key(id, FRAMEWORK_FSDP2)
 
+/* The low-precision section (only for a low-precision plan, so bf16 YAML is unchanged): the
+ * format and recipe; under fsdp2, torchao's float8 converter settings as torchtitan names them
+ * (docs/float8.md: recipe_name, enable_fsdp_float8_all_gather, precompute_float8_dynamic_scale_
+ * for_fsdp, filter_fqns with the output layer kept in bf16). */
+static void low_precision_yaml(ywriter *w, const layout *l)
+{
+    y_map_start(w, "low_precision");
+    y_str(w, "precision", precision_name(l->precision));
+    if (l->precision == PRECISION_FP8)
+        y_str(w, "fp8_recipe", precision_fp8_recipe_name(precision_fp8_recipe(l)));
+    if (l->framework == FRAMEWORK_FSDP2) {
+        bool tensorwise = l->precision == PRECISION_FP8 &&
+                          precision_fp8_recipe(l) == FP8_RECIPE_TENSORWISE;
+        y_str(w, "converter", l->precision == PRECISION_FP8 ? "torchao.float8" : "torchao.mx");
+        y_bool(w, "enable_fsdp_float8_all_gather", tensorwise);
+        y_bool(w, "precompute_float8_dynamic_scale_for_fsdp", tensorwise);
+        y_str(w, "filter_fqns", "output");
+    }
+    y_map_end(w);
+}
+
 static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const system_spec *sys,
                       const emit_context *ctx)
 {
@@ -290,6 +313,7 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
     y_int(w, YKEY(LAYOUT_F_SEQ), t->seq_len);
     y_bool(w, "flash_attn", t->attention == ATTENTION_FLASH);
     y_bool(w, "bf16", true);
+    if (precision_is_low(l)) low_precision_yaml(w, l);
     y_map_end(w); /* trainer */
     y_map_end(w);
 }
@@ -371,6 +395,52 @@ static void fl_add(flag_list *fl, const char *flag, const char *fmt, ...)
 static bool megatron_fsdp(const layout *l)
 {
     return l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_FSDP;
+}
+
+/* Megatron-LM's low-precision flags for l's precision (precision.h): FP8 "hybrid" (e4m3
+ * forward, e5m2 gradients) with the recipe; MXFP8 in e4m3; NVFP4 through --fp4-format. No
+ * --fp8-param-gather and no --first-last-layers-bf16: the prediction keeps bf16 parameters
+ * beside TE's FP8 weight copies and runs every decoder layer in low precision. */
+static void precision_flags(flag_list *fl, const layout *l)
+{
+    switch (l->precision) {
+    case PRECISION_FP8: {
+        layout_fp8_recipe r = precision_fp8_recipe(l);
+        fl_add(fl, "--fp8-format", "hybrid");
+        fl_add(fl, "--fp8-recipe", "%s", precision_fp8_recipe_name(r));
+        if (r == FP8_RECIPE_DELAYED) {
+            fl_add(fl, "--fp8-amax-history-len", "1024");
+            fl_add(fl, "--fp8-amax-compute-algo", "max");
+        }
+        break;
+    }
+    case PRECISION_MXFP8:
+        fl_add(fl, "--fp8-format", "e4m3");
+        fl_add(fl, "--fp8-recipe", "mxfp8");
+        break;
+    case PRECISION_NVFP4:
+        fl_add(fl, "--fp4-format", "e2m1");
+        fl_add(fl, "--fp4-recipe", "nvfp4");
+        break;
+    default: break;
+    }
+}
+
+/* Megatron Bridge's mixed-precision recipe for l (megatron/bridge/training/mixed_precision.py),
+ * NULL for bf16 (the recipe configs default to bf16_mixed). */
+static const char *bridge_precision_recipe(const layout *l)
+{
+    switch (l->precision) {
+    case PRECISION_FP8:
+        switch (precision_fp8_recipe(l)) {
+        case FP8_RECIPE_TENSORWISE: return "bf16_with_fp8_current_scaling_mixed";
+        case FP8_RECIPE_BLOCKWISE: return "bf16_with_fp8_subchannel_scaling_mixed";
+        default: return "bf16_with_fp8_delayed_scaling_mixed";
+        }
+    case PRECISION_MXFP8: return "bf16_with_mxfp8_mixed";
+    case PRECISION_NVFP4: return "bf16_with_nvfp4_mixed";
+    default: return NULL;
+    }
 }
 
 static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m)
@@ -498,6 +568,7 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
     fl_add(fl, "--seq-length", "%d", t->seq_len);
     fl_add(fl, "--attention-backend", t->attention == ATTENTION_FLASH ? "flash" : "unfused");
     fl_add(fl, "--bf16", NULL);
+    precision_flags(fl, l);
     fl_add(fl, "--clip-grad", "1.0");
 }
 
@@ -584,6 +655,16 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     fprintf(f, "cfg.train.global_batch_size = %d\n", t->global_batch);
     fprintf(f, "cfg.optimizer.bf16 = True\n");
     fprintf(f, "cfg.optimizer.clip_grad = 1.0\n");
+    const char *mp = bridge_precision_recipe(l);
+    if (mp) {
+        /* The recipe, then what the prediction assumed where the recipe differs: bf16
+         * parameters beside TE's low-precision copies, every decoder layer low precision. */
+        fprintf(f, "from megatron.bridge.training.mixed_precision import "
+                   "get_mixed_precision_config\n");
+        fprintf(f, "cfg.mixed_precision = get_mixed_precision_config(\"%s\")\n", mp);
+        fprintf(f, "cfg.mixed_precision.fp8_param_gather = False\n");
+        fprintf(f, "cfg.mixed_precision.first_last_layers_bf16 = False\n");
+    }
     bool distopt = l->sharding != SHARDING_DDP;
     fprintf(f, "cfg.optimizer.use_distributed_optimizer = %s\n", distopt ? "True" : "False");
     fprintf(f, "cfg.ddp.use_distributed_optimizer = %s\n", distopt ? "True" : "False");

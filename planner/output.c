@@ -3,6 +3,8 @@
  */
 #include "output.h"
 #include "units.h"
+
+#include "precision.h"
 #include "whole_file.h"
 
 #include <math.h>
@@ -117,6 +119,14 @@ json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
     return o;
 }
 
+/* " · fp8-delayed" after a low-precision layout's line (nothing for bf16). */
+static void output_precision_suffix(const layout *l, char *buf, size_t len)
+{
+    size_t used = strlen(buf);
+    if (precision_is_low(l) && used < len)
+        snprintf(buf + used, len - used, " · %s", precision_label(l));
+}
+
 void output_layout_line(const estimate *e, char *buf, size_t len)
 {
     const layout *l = &e->layout;
@@ -127,6 +137,7 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
                  l->offload ? " · offload" : "");
         snprintf(buf, len, "fsdp2  DP %d · Ulysses SP %d | micro-batch %d · recompute %s%s",
                  l->dp, l->cp, l->mbs, layout_recompute_name(l->recompute), extra);
+        output_precision_suffix(l, buf, len);
         return;
     }
     if (l->ep > 1) snprintf(extra, sizeof extra, " · EP %d (ETP %d)", l->ep, layout_etp(l));
@@ -138,6 +149,7 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
              : l->sharding == SHARDING_DISTOPT ? "distributed optimizer"
                                                : "ddp",
              layout_recompute_name(l->recompute));
+    output_precision_suffix(l, buf, len);
 }
 
 static void human_numbers(FILE *f, const estimate *e)
@@ -148,6 +160,13 @@ static void human_numbers(FILE *f, const estimate *e)
     if (tm->step_sd_s > 0) snprintf(band, sizeof band, " ± %.2f", tm->step_sd_s);
     fprintf(f, "  step time    %.2f%s s   tokens/s %.0f (%.0f per GPU)   MFU %.1f%%   HFU %.1f%%\n",
             tm->step_s, band, e->tokens_per_s, e->tokens_per_s / e->gpus, 100 * e->mfu, 100 * e->hfu);
+    if (precision_is_low(&e->layout) && tm->step_s > 0) {
+        /* MFU stays against the bf16 peak; the model FLOP rate per GPU beside it */
+        double rate = e->model_flops_per_step / (tm->step_s * e->gpus);
+        fprintf(f, "  precision    %s: model %.0f TFLOP/s per GPU (MFU above is against the bf16 "
+                   "peak)\n",
+                precision_label(&e->layout), rate / 1e12);
+    }
     fprintf(f, "  memory/GPU   %.1f GiB of %.1f GiB (%s %.1f GiB), pipeline stage %d\n",
             mb->total_bytes / UNITS_GIB_BYTES, mb->capacity_bytes / UNITS_GIB_BYTES,
             mb->total_bytes <= mb->capacity_bytes ? "headroom" : "OVER by",

@@ -7,6 +7,7 @@
  * framework rules themselves are layout_check()'s, so the planner can never recommend a layout
  * that `plan estimate` would reject.
  */
+#include "precision.h"
 #include "search.h"
 
 #include "layout_codec.h"
@@ -66,7 +67,23 @@ typedef struct {
     layout_list *list;
 } ctx;
 
+static void emit_one(ctx *c, const layout *l);
+
+/* Each layout once per precision searched (search_options.precisions). */
 static void emit(ctx *c, const layout *l)
+{
+    unsigned mask = c->opt->precisions ? c->opt->precisions : 1u << PRECISION_BF16;
+    for (int p = 0; p < PRECISION_COUNT; p++) {
+        if (!(mask & (1u << p))) continue;
+        layout lp = *l;
+        lp.precision = (layout_precision)p;
+        lp.fp8_recipe = p == PRECISION_FP8 ? c->opt->fp8_recipe : FP8_RECIPE_DEFAULT;
+        if (p != PRECISION_BF16 && precision_check(c->sys, &lp, NULL, 0) != CM_OK) continue;
+        emit_one(c, &lp);
+    }
+}
+
+static void emit_one(ctx *c, const layout *l)
 {
     layout_list *L = c->list;
     if (L->oom) return;

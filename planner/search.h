@@ -21,6 +21,12 @@ typedef struct {
     /* Re-rank the best `simulate` plans (0: off) by the step simulator (costmodel/sim.h): they
      * are simulated, with each framework's best, and reordered by simulated step time. */
     int simulate;
+    /* Precisions to search (issue 16), as a mask of 1 << layout_precision; 0: bf16 alone (the
+     * default: a search without --precision is what it was). Formats the system or framework
+     * cannot train in (precision_check) are skipped. fp8_recipe: the recipe of fp8 layouts (0:
+     * the framework's default). */
+    unsigned precisions;
+    layout_fp8_recipe fp8_recipe;
 } search_options;
 
 /* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */

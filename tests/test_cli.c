@@ -190,6 +190,35 @@ static void test_bad_input(void **state)
     unlink("/tmp/plan_cli_bad.json");
 }
 
+/* --precision / --fp8-recipe (issue 16): rules, JSON keys only for low precision, the emitted
+ * flags, and the search's note on what the format buys. */
+static void test_precision(void **state)
+{
+    (void)state;
+    bad("estimate --model 8b --gpus 8 --precision fp16", "--precision must be");
+    bad("estimate --model 8b --gpus 8 --precision fp8 --fp8-recipe hourly", "--fp8-recipe must be");
+    bad("estimate --model 8b --gpus 8 --precision nvfp4", "Blackwell");
+    bad("estimate --model 8b --gpus 8 --framework fsdp2 --precision fp8 --fp8-recipe delayed",
+        "removed delayed scaling");
+    bad("--model 8b --gpus 8 --system a100-80g --precision fp8", "no peak_fp8_flops");
+    json_t *j = run_json("estimate --model 8b --gpus 8 --format json");
+    assert_null(json_object_get(json_object_get(j, "layout"), "precision"));
+    json_decref(j);
+    j = run_json("estimate --model 8b --gpus 8 --precision fp8 --format json");
+    json_t *l = json_object_get(j, "layout");
+    assert_string_equal(json_string_value(json_object_get(l, "precision")), "fp8");
+    assert_string_equal(json_string_value(json_object_get(l, "fp8_recipe")), "delayed");
+    json_decref(j);
+    run("estimate --model 8b --gpus 8 --tp 2 --precision fp8 --emit megatron-args");
+    assert_non_null(strstr(R.out, "--fp8-format hybrid"));
+    assert_non_null(strstr(R.out, "--fp8-recipe delayed"));
+    run("estimate --model 8b --gpus 8 --system b200 --precision nvfp4 --emit bridge");
+    assert_non_null(strstr(R.out, "bf16_with_nvfp4_mixed"));
+    run("--model 8b --gpus 8 --precision any --top 3");
+    assert_int_equal(R.status, 0);
+    assert_non_null(strstr(R.out, "Precision: fp8-"));
+}
+
 static int count_lines(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -393,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_search_human),      cmocka_unit_test(test_infeasible_estimate),
         cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_bench_csv),
         cmocka_unit_test(test_simulate),          cmocka_unit_test(test_profile_chains),
+        cmocka_unit_test(test_precision),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

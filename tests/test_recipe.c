@@ -222,11 +222,34 @@ static void test_moe(void **state)
     check(&l, &t, "deepseek-v2-lite fsdp2");
 }
 
+/* Low precision (issue 16): the quantize ops and low-precision GEMM times are in the one list
+ * too, so the backend's items, the estimate and the simulator still agree. */
+static void test_low_precision(void **state)
+{
+    (void)state;
+    training_spec t = training_default();
+    t.global_batch = 16;
+    load("8b", "h100");
+    layout l = megatron(2, 2, 2, true);
+    l.precision = PRECISION_FP8;
+    check(&l, &t, "8b megatron tp2 pp2 sp fp8 delayed");
+    l = fsdp2(8), l.precision = PRECISION_FP8, l.recompute = RECOMPUTE_FULL;
+    check(&l, &t, "8b fsdp2 fp8 tensorwise full recompute");
+    load("mixtral-8x7b", "h100");
+    l = megatron(2, 2, 2, true), l.ep = 2, l.precision = PRECISION_FP8;
+    l.fp8_recipe = FP8_RECIPE_BLOCKWISE;
+    check(&l, &t, "mixtral tp2 pp2 ep2 fp8 blockwise");
+    load("deepseek-v2-lite", "b200");
+    l = megatron(1, 1, 8, false), l.ep = 4, l.precision = PRECISION_NVFP4;
+    check(&l, &t, "deepseek-v2-lite ep4 nvfp4");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_moe),
+        cmocka_unit_test(test_low_precision),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,197 @@
+/*
+ * precision.c — the rules of each low-precision recipe (see precision.h for what runs in low
+ * precision and the sources of that choice).
+ *
+ * GEMM rate. Measured on one H100 SXM (bench/fp8_gemm.py, bench/results/fp8_h100/, torch
+ * 2.11 + CUDA 13.0 cuBLASLt through torch._scaled_mm, e4m3 inputs, bf16 output) at the
+ * per-GPU GEMM shapes of Llama-3 8B and 70B at TP 1-8: the FP8 GEMM over the bf16 GEMM of the
+ * same shape, median over the shapes of at least 1 TFLOP, as CUDA-graph replays. The ratio of
+ * achieved fractions of peak (ratio = speedup / (peak_fp8 / peak_bf16) = speedup / 2 on H100)
+ * carries the bf16 calibration (sustained clocks under the power cap) over to the FP8 GEMM.
+ * Per-tensor scales (tensorwise, and TE's delayed scaling: the same cuBLASLt kernel with a
+ * scalar scale each) are applied in the epilogue; DeepSeek-style 1x128 x 128x128 block scales
+ * are applied in the main loop on Hopper (promotion through CUDA cores, DeepSeek-V3 report Sec.
+ * 3.3.2), hence the lower ratio. MXFP8 and NVFP4 cannot be measured here (no Blackwell): their
+ * block scales are applied inside the tensor core (PTX ISA, tcgen05.mma block scaling,
+ * .kind::mxf8f6f4 / .kind::mxf4nvf4), so they take the per-tensor ratio; an assumption, stated.
+ *
+ * Quantize kernels (bytes per element moved through HBM; read bf16 = 2, write e4m3 = 1, e2m1 =
+ * 0.5, scales per block). Hopper FP8 GEMMs take both operands K-major (cuBLASLt FP8 "TN" only),
+ * so dgrad needs W^T and wgrad needs X^T and dY^T in FP8.
+ *  - delayed (Transformer Engine DelayedScaling): fused cast-transpose writing both layouts,
+ *    the amax taken inside the same kernel and the scale from the amax history (TE
+ *    common/transpose/cast_transpose.cu): X 2+1+1 = 4 forward; W 4 forward; dY 4 backward.
+ *    The weight cast is charged every micro-batch (TE can reuse it across micro-batches when the
+ *    trainer passes is_first_microbatch: an upper bound).
+ *  - tensorwise under Megatron (TE Float8CurrentScaling): an amax pass (2) before TE's fused
+ *    cast-transpose (4): X 6, W 6 forward, dY 6 backward; the rest as delayed scaling (FP8
+ *    weight copies, FP8 saved inputs) without the amax history.
+ *  - tensorwise under FSDP2 (torchao Float8Linear, dynamic scaling, torch.compile'd): an amax reduction
+ *    (read 2) before each cast (read 2, write 1), because the scale needs the whole tensor's
+ *    amax first; the backward casts the saved bf16 input and weight again in the other layout:
+ *    X 5 + 5, W 5 + 5, dY 2 + 3 + 3 (one amax, two layouts). torchao saves the bf16 input.
+ *  - blockwise (DeepSeek-V3: 1x128 tiles for activations and gradients, 128x128 blocks for
+ *    weights): the block amax is in the quantize kernel (no global pass): X 3 forward (cached in
+ *    FP8, as the report says) and 2 backward (FP8 -> transposed re-quantized FP8); W 3 + 2
+ *    (128x128 blocks survive a transpose); dY 3 + 3 (1x128 and 128x1).
+ *  - mxfp8 (TE MXFP8BlockScaling): 1x32 blocks, e8m0 scales, rowwise and columnwise copies
+ *    from one read: 2 + 1 + 1 + 2/32 per tensor.
+ *  - nvfp4 (TE NVFP4BlockScaling, arXiv 2509.25149): a global amax pass (2) for the per-tensor
+ *    fp32 scale, then 1x16 blocks with e4m3 scales in both layouts: 2 + 0.5 + 0.5 + 2/16.
+ *
+ * Memory. TE keeps the bf16 parameters and, per Linear, the cached low-precision weight and
+ * its transpose (fp8: 1 + 1 bytes per parameter; MXFP8 rowwise + columnwise 2 + 2/32; NVFP4
+ * 2 x (0.5 + 1/16)), and saves the Linear inputs already quantized for the backward (1 byte;
+ * NVFP4 0.5 + 1/16). Delayed scaling keeps an fp32 amax history of 1024 steps (TE's default,
+ * which the emitted --fp8-amax-history-len sets) for each Linear's input, weight and output
+ * gradient: 3 x 1024 x 4 bytes. torchao tensorwise keeps no extra weight copy and saves the
+ * bf16 input; under FSDP2 it all-gathers the Linear weights in FP8 (torchtitan
+ * float8.enable_fsdp_float8_all_gather, emitted): 1 byte per parameter on the wire and in the
+ * gathered unit.
+ */
+#include "precision.h"
+
+#include <string.h>
+
+/* Measured ratios (see above; bench/results/fp8_h100/fp8_gemm_graph_h100.tsv, the 20 shapes of
+ * at least 1 TFLOP, CUDA-graph replays; bf16 ran at a median 689 TFLOP/s = 0.70 of peak there,
+ * the preset's sustained gemm_efficiency_max). Tensorwise: median speedup 1.827 (1.741-1.896),
+ * / 2. Blockwise: 1.653 (1.571-1.727) / 2. Rowwise (not a recipe here): 1.677 / 2. */
+#define RATIO_PER_TENSOR 0.9135
+#define RATIO_BLOCKWISE 0.8265
+
+static const precision_rules rules_table[] = {
+    {PRECISION_BF16, FP8_RECIPE_DEFAULT, -1, "bf16", 1.0, 2.0, 0, 0, 0, 0, 0, 2.0, 0, 2.0, 0},
+    {PRECISION_FP8, FP8_RECIPE_DELAYED, -1, "fp8-delayed", RATIO_PER_TENSOR, 1.0, 4.0, 0, 4.0,
+     0, 4.0, 1.0, 2.0, 2.0, 3.0 * 1024 * 4},
+    {PRECISION_FP8, FP8_RECIPE_TENSORWISE, FRAMEWORK_MEGATRON, "fp8-tensorwise",
+     RATIO_PER_TENSOR, 1.0, 6.0, 0, 6.0, 0, 6.0, 1.0, 2.0, 2.0, 0},
+    {PRECISION_FP8, FP8_RECIPE_TENSORWISE, -1, "fp8-tensorwise", RATIO_PER_TENSOR, 1.0, 5.0, 5.0,
+     5.0, 5.0, 8.0, 2.0, 0, 1.0, 0},
+    {PRECISION_FP8, FP8_RECIPE_BLOCKWISE, -1, "fp8-blockwise", RATIO_BLOCKWISE, 1.0 + 4.0 / 128,
+     3.0, 2.0, 3.0, 2.0, 6.0, 1.0 + 4.0 / 128, 2.0, 2.0, 0},
+    {PRECISION_MXFP8, FP8_RECIPE_DEFAULT, -1, "mxfp8", RATIO_PER_TENSOR, 1.0 + 1.0 / 32,
+     4.0 + 2.0 / 32, 0, 4.0 + 2.0 / 32, 0, 4.0 + 2.0 / 32, 1.0 + 1.0 / 32, 2.0 + 2.0 / 32, 2.0,
+     0},
+    {PRECISION_NVFP4, FP8_RECIPE_DEFAULT, -1, "nvfp4", RATIO_PER_TENSOR, 0.5 + 1.0 / 16,
+     5.0 + 2.0 / 16, 0, 5.0 + 2.0 / 16, 0, 5.0 + 2.0 / 16, 0.5 + 1.0 / 16, 1.0 + 2.0 / 16, 2.0,
+     0},
+};
+
+static const char *precision_names[PRECISION_COUNT] = {"bf16", "fp8", "mxfp8", "nvfp4"};
+static const char *recipe_names[] = {"default", "delayed", "tensorwise", "blockwise"};
+
+const char *precision_name(layout_precision p)
+{
+    return p >= 0 && p < PRECISION_COUNT ? precision_names[p] : "?";
+}
+
+int precision_parse(const char *s, layout_precision *out)
+{
+    for (int i = 0; i < PRECISION_COUNT; i++)
+        if (!strcmp(s, precision_names[i])) {
+            *out = (layout_precision)i;
+            return 1;
+        }
+    return 0;
+}
+
+const char *precision_fp8_recipe_name(layout_fp8_recipe r)
+{
+    return r >= FP8_RECIPE_DEFAULT && r <= FP8_RECIPE_BLOCKWISE ? recipe_names[r] : "?";
+}
+
+int precision_parse_fp8_recipe(const char *s, layout_fp8_recipe *out)
+{
+    for (int i = FP8_RECIPE_DELAYED; i <= FP8_RECIPE_BLOCKWISE; i++)
+        if (!strcmp(s, recipe_names[i])) {
+            *out = (layout_fp8_recipe)i;
+            return 1;
+        }
+    return 0;
+}
+
+layout_fp8_recipe precision_fp8_recipe(const layout *l)
+{
+    if (l->fp8_recipe != FP8_RECIPE_DEFAULT) return l->fp8_recipe;
+    return l->framework == FRAMEWORK_MEGATRON ? FP8_RECIPE_DELAYED : FP8_RECIPE_TENSORWISE;
+}
+
+int precision_fp8_recipe_resolved(const layout *l)
+{
+    return (int)precision_fp8_recipe(l);
+}
+
+bool precision_is_low(const layout *l)
+{
+    return l->precision != PRECISION_BF16;
+}
+
+void precision_rules_of(const layout *l, precision_rules *out)
+{
+    layout_fp8_recipe rec = l->precision == PRECISION_FP8 ? precision_fp8_recipe(l)
+                                                          : FP8_RECIPE_DEFAULT;
+    /* the first row of this precision and recipe for l's framework (or for any) */
+    for (size_t i = 0; i < sizeof rules_table / sizeof *rules_table; i++)
+        if (rules_table[i].precision == l->precision && rules_table[i].recipe == rec &&
+            (rules_table[i].framework < 0 || rules_table[i].framework == (int)l->framework)) {
+            *out = rules_table[i];
+            return;
+        }
+    *out = rules_table[0];
+}
+
+double precision_peak_flops(const system_spec *sys, const layout *l)
+{
+    switch (l->precision) {
+    case PRECISION_FP8:
+    case PRECISION_MXFP8: return sys->peak_fp8_flops;
+    case PRECISION_NVFP4: return sys->peak_fp4_flops;
+    default: return sys->peak_bf16_flops;
+    }
+}
+
+cm_status precision_check(const system_spec *sys, const layout *l, char *err, size_t errlen)
+{
+    if (l->precision == PRECISION_BF16) {
+        if (l->fp8_recipe != FP8_RECIPE_DEFAULT)
+            return cm_fail(err, errlen, CM_EINVAL,
+                           "--fp8-recipe needs --precision fp8: add it or drop the recipe");
+        return CM_OK;
+    }
+    if (l->precision != PRECISION_FP8 && l->fp8_recipe != FP8_RECIPE_DEFAULT)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "--fp8-recipe applies to --precision fp8 only (%s has its own block "
+                       "scaling): drop it",
+                       precision_name(l->precision));
+    if (l->precision == PRECISION_FP8 && sys->peak_fp8_flops <= 0)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "precision fp8 needs FP8 tensor cores (Hopper, Ada, Blackwell, MI300): "
+                       "system '%s' has no peak_fp8_flops; use --precision bf16",
+                       sys->name);
+    if ((l->precision == PRECISION_MXFP8 || l->precision == PRECISION_NVFP4) &&
+        sys->peak_fp4_flops <= 0)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "precision %s needs block-scaled (microscaling) tensor cores, i.e. "
+                       "Blackwell (b200, b300, gb200-nvl72, gb300-nvl72): system '%s' has no "
+                       "peak_fp4_flops; use --precision fp8 (--fp8-recipe blockwise for block "
+                       "scales) on this GPU",
+                       precision_name(l->precision), sys->name);
+    if (l->framework == FRAMEWORK_FSDP2 && l->precision == PRECISION_FP8 &&
+        precision_fp8_recipe(l) == FP8_RECIPE_DELAYED)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "fsdp2 trains FP8 through torchao, which removed delayed scaling: use "
+                       "--fp8-recipe tensorwise (or blockwise), or --framework megatron");
+    if (l->framework == FRAMEWORK_FSDP2 && l->precision == PRECISION_NVFP4)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "NVFP4 training is Transformer Engine's (NVFP4BlockScaling): use "
+                       "--framework megatron, or --precision mxfp8 with fsdp2");
+    return CM_OK;
+}
+
+const char *precision_label(const layout *l)
+{
+    precision_rules r;
+    precision_rules_of(l, &r);
+    return r.name;
+}

@@ -1,0 +1,287 @@
+/*
+ * test_precision.c — low precision as a layout dimension (issue 16, costmodel/precision.h):
+ * each recipe's GEMM rate, quantize kernels and memory against hand-worked numbers, the rules
+ * (which GPU and framework runs which format), and the layout codec's precision fields.
+ *
+ * Hand numbers use Llama-3.1-8B (h 4096, 32 heads of 128, 8 KV groups, SwiGLU ffn 14336, 32
+ * layers) at seq 4096, mbs 1, tp 1: per layer the Linears are qkv 6144x4096, attn_out 4096x4096,
+ * mlp_up 28672x4096, mlp_down 4096x14336, i.e. sum(in) = 26624, sum(out) = 43008 and
+ * sum(out*in) = 218,103,808 parameters; and a toy GPU with round numbers.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "compute.h"
+#include "layer_recipe.h"
+#include "layout_codec.h"
+#include "memory.h"
+#include "precision.h"
+
+#define REL(a, b) (fabs((a) - (b)) / fabs(b))
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PLAN_DATA_DIR");
+    return d ? d : "data";
+}
+
+static model_spec load_model(const char *name)
+{
+    model_spec m;
+    char err[CM_ERRLEN];
+    if (model_load(name, data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    return m;
+}
+
+static system_spec load_system(const char *name)
+{
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (system_load(name, data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    return s;
+}
+
+/* Round numbers: bf16 1 PFLOP/s, fp8 2 PFLOP/s, GEMMs at 0.5, HBM 2 TB/s at 1.0, no overhead. */
+static system_spec toy(void)
+{
+    system_spec s = load_system("h100");
+    s.peak_bf16_flops = 1e15;
+    s.peak_fp8_flops = 2e15;
+    s.peak_fp4_flops = 4e15;
+    s.gemm_efficiency_max = 0.5;
+    s.gemm_overhead_s = 0;
+    s.hbm_bandwidth_bytes_per_s = 2e12;
+    s.hbm_efficiency = 1.0;
+    s.tdp_w = s.power_limit_w = 0; /* no power cap */
+    return s;
+}
+
+static layout megatron_fp8(layout_fp8_recipe r)
+{
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.dp = 8;
+    l.precision = PRECISION_FP8;
+    l.fp8_recipe = r;
+    return l;
+}
+
+static double op_time(const recipe *r, const char *name, bool bwd)
+{
+    for (int i = 0; i < r->n_ops; i++)
+        if (!strcmp(r->op[i].name, name)) return bwd ? r->op[i].bwd_s : r->op[i].fwd_s;
+    fail_msg("no op %s", name);
+    return 0;
+}
+
+static bool has_op(const recipe *r, const char *name)
+{
+    for (int i = 0; i < r->n_ops; i++)
+        if (!strcmp(r->op[i].name, name)) return true;
+    return false;
+}
+
+/* 8192^3 FP8 GEMM, tensorwise: 2*8192^3 = 1,099,511,627,776 FLOPs at 2e15 x 0.5 x 0.9135
+ * (precision.c, measured on H100) = 1.20362e-3 s; bf16 at 1e15 x 0.5 = 2.19902e-3 s. NVFP4 at
+ * 4e15: half the FP8 time. The memory term (8192^2 x (1 + 1 + 2) bytes / 2e12 = 1.3e-4 s)
+ * stays below. */
+static void test_gemm_rates(void **state)
+{
+    (void)state;
+    system_spec s = toy();
+    layout l = megatron_fp8(FP8_RECIPE_TENSORWISE);
+    precision_rules pr;
+    precision_rules_of(&l, &pr);
+    assert_true(REL(pr.gemm_efficiency_ratio, 0.9135) < 1e-12);
+    double n = 8192;
+    double fp8 = compute_gemm_lp_s(&s, precision_peak_flops(&s, &l), pr.gemm_efficiency_ratio,
+                                   pr.operand_bytes, n, n, n);
+    assert_true(REL(fp8, 1099511627776.0 / 9.135e14) < 1e-12);
+    assert_true(REL(compute_gemm_s(&s, n, n, n), 1099511627776.0 / 5e14) < 1e-12);
+    l.precision = PRECISION_NVFP4;
+    l.fp8_recipe = FP8_RECIPE_DEFAULT;
+    precision_rules_of(&l, &pr);
+    double fp4 = compute_gemm_lp_s(&s, precision_peak_flops(&s, &l), pr.gemm_efficiency_ratio,
+                                   pr.operand_bytes, n, n, n);
+    assert_true(REL(fp4, fp8 / 2) < 1e-12);
+    /* blockwise on Hopper: the main-loop scales cost 0.8265 / 0.9135 of the rate */
+    l = megatron_fp8(FP8_RECIPE_BLOCKWISE);
+    precision_rules_of(&l, &pr);
+    double blk = compute_gemm_lp_s(&s, precision_peak_flops(&s, &l), pr.gemm_efficiency_ratio,
+                                   pr.operand_bytes, n, n, n);
+    assert_true(REL(blk, 1099511627776.0 / 8.265e14) < 1e-12);
+}
+
+/* Quantize kernels of one 8B layer, delayed scaling (TE cast-transpose, 4 bytes per element of
+ * X, W forward and dY backward), T = 4096 tokens:
+ *   forward  4 T sum(in) + 4 sum(out*in) = 4*4096*26624 + 4*218103808 = 1,308,622,848 bytes
+ *   backward 4 T sum(out) = 4*4096*43008 = 704,643,072 bytes
+ * at 2e12 B/s: 6.54311424e-4 s and 3.52321536e-4 s. Tensorwise under FSDP2 (torchao: amax
+ * pass + cast, the backward casts again): forward 5 T sum(in) + 5 sum(out*in) = 1,635,778,560;
+ * backward 5 T sum(in) + 5 sum(out*in) + 8 T sum(out) = 1,635,778,560 + 1,409,286,144. Under
+ * Megatron (TE current scaling: amax pass + cast-transpose, 6 bytes): forward
+ * 6 T sum(in) + 6 sum(out*in) = 1,962,934,272; backward 6 T sum(out) = 1,056,964,608. */
+static void test_quantize_kernels(void **state)
+{
+    (void)state;
+    model_spec m = load_model("8b");
+    system_spec s = toy();
+    training_spec t = training_default();
+    recipe r;
+    layout l = megatron_fp8(FP8_RECIPE_DELAYED);
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    assert_true(REL(op_time(&r, "lp.quantize", false), 1308622848.0 / 2e12) < 1e-12);
+    assert_true(REL(op_time(&r, "lp.quantize_bwd", true), 704643072.0 / 2e12) < 1e-12);
+    l = megatron_fp8(FP8_RECIPE_TENSORWISE);
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    assert_true(REL(op_time(&r, "lp.quantize", false), 1962934272.0 / 2e12) < 1e-12);
+    assert_true(REL(op_time(&r, "lp.quantize_bwd", true), 1056964608.0 / 2e12) < 1e-12);
+    l = layout_default(FRAMEWORK_FSDP2);
+    l.dp = 8;
+    l.precision = PRECISION_FP8;
+    l.fp8_recipe = FP8_RECIPE_TENSORWISE;
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    assert_true(REL(op_time(&r, "lp.quantize", false), 1635778560.0 / 2e12) < 1e-12);
+    assert_true(REL(op_time(&r, "lp.quantize_bwd", true), (1635778560.0 + 1409286144.0) / 2e12) <
+                1e-12);
+    /* bf16: no quantize ops, and the output layer stays bf16 under fp8 */
+    layout b = layout_default(FRAMEWORK_MEGATRON);
+    recipe_layer(&m, &s, &t, &b, false, &r, NULL);
+    assert_false(has_op(&r, "lp.quantize"));
+    recipe head_bf16, head_fp8;
+    recipe_head(&m, &s, &t, &b, &head_bf16, NULL);
+    recipe_head(&m, &s, &t, &l, &head_fp8, NULL);
+    assert_true(op_time(&head_bf16, "lm_head", false) == op_time(&head_fp8, "lm_head", false));
+}
+
+/* Memory of 8B on one stage (tp 1, pp 1, distributed optimizer), delayed scaling: TE keeps the
+ * FP8 weight and its transpose beside the bf16 weight, 2 bytes per Linear parameter,
+ * 32 x 218,103,808 x 2 = 13,958,643,712 bytes, plus the amax history 3 x 1024 x 4 bytes for
+ * each of 4 Linears in 32 layers = 1,572,864 bytes. Activations per layer: the QKV and FC1
+ * inputs (h each) and the FC2 input (ffn) saved at 1 byte instead of 2, the projection's own
+ * FP8 copy of the attention output (32 x 128) added: T x (-4096 - 4096 - 14336 + 4096) =
+ * 4096 x -18432 = -75,497,472 bytes. */
+static void test_memory_delayed(void **state)
+{
+    (void)state;
+    model_spec m = load_model("8b");
+    system_spec s = load_system("h100");
+    training_spec t = training_default();
+    layout b = layout_default(FRAMEWORK_MEGATRON);
+    b.dp = 8;
+    layout l = megatron_fp8(FP8_RECIPE_DELAYED);
+    memory_breakdown mb = memory_stage(&m, &s, &t, &b, 0);
+    memory_breakdown ml = memory_stage(&m, &s, &t, &l, 0);
+    assert_true(REL(ml.weights_bytes - mb.weights_bytes, 13958643712.0 + 1572864.0) < 1e-12);
+    assert_true(ml.optimizer_bytes == mb.optimizer_bytes);
+    assert_true(ml.gradients_bytes == mb.gradients_bytes);
+    double act_b = memory_layer_activation_bytes(&m, &t, &b, 0);
+    double act_l = memory_layer_activation_bytes(&m, &t, &l, 0);
+    assert_true(REL(act_l - act_b, -75497472.0) < 1e-12);
+}
+
+/* FSDP2 with torchao tensorwise: the bf16 input is saved (no activation change), no weight
+ * copy, and the Linear weights are all-gathered in FP8: the two gathered units in flight
+ * (current + prefetch) hold 1 byte less per Linear parameter, 2 x 218,103,808 bytes. */
+static void test_memory_fsdp2_float8_all_gather(void **state)
+{
+    (void)state;
+    model_spec m = load_model("8b");
+    system_spec s = load_system("h100");
+    training_spec t = training_default();
+    layout b = layout_default(FRAMEWORK_FSDP2);
+    b.dp = 8;
+    layout l = b;
+    l.precision = PRECISION_FP8; /* default recipe under fsdp2: tensorwise */
+    assert_int_equal(precision_fp8_recipe(&l), FP8_RECIPE_TENSORWISE);
+    memory_breakdown mb = memory_stage(&m, &s, &t, &b, 0);
+    memory_breakdown ml = memory_stage(&m, &s, &t, &l, 0);
+    assert_true(REL(ml.comm_buffer_bytes - mb.comm_buffer_bytes, -436207616.0) < 1e-12);
+    assert_true(ml.weights_bytes == mb.weights_bytes);
+    assert_true(memory_layer_activation_bytes(&m, &t, &l, 0) ==
+                memory_layer_activation_bytes(&m, &t, &b, 0));
+}
+
+/* Which GPU and framework runs which format. */
+static void test_rules(void **state)
+{
+    (void)state;
+    char err[CM_ERRLEN];
+    system_spec h100 = load_system("h100"), b200 = load_system("b200");
+    system_spec a100 = load_system("a100-80g");
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    assert_int_equal(precision_check(&a100, &l, err, sizeof err), CM_OK);
+    l.precision = PRECISION_FP8;
+    assert_int_equal(precision_check(&h100, &l, err, sizeof err), CM_OK);
+    assert_int_not_equal(precision_check(&a100, &l, err, sizeof err), CM_OK);
+    l.precision = PRECISION_NVFP4;
+    assert_int_not_equal(precision_check(&h100, &l, err, sizeof err), CM_OK);
+    assert_non_null(strstr(err, "Blackwell"));
+    assert_int_equal(precision_check(&b200, &l, err, sizeof err), CM_OK);
+    l.precision = PRECISION_MXFP8;
+    assert_int_equal(precision_check(&b200, &l, err, sizeof err), CM_OK);
+    l.fp8_recipe = FP8_RECIPE_BLOCKWISE; /* a recipe only fp8 takes */
+    assert_int_not_equal(precision_check(&b200, &l, err, sizeof err), CM_OK);
+    layout f = layout_default(FRAMEWORK_FSDP2);
+    f.precision = PRECISION_FP8;
+    f.fp8_recipe = FP8_RECIPE_DELAYED; /* torchao has no delayed scaling */
+    assert_int_not_equal(precision_check(&h100, &f, err, sizeof err), CM_OK);
+    f.precision = PRECISION_NVFP4;
+    f.fp8_recipe = FP8_RECIPE_DEFAULT;
+    assert_int_not_equal(precision_check(&b200, &f, err, sizeof err), CM_OK);
+    /* the recipe the frameworks default to */
+    layout d = megatron_fp8(FP8_RECIPE_DEFAULT);
+    assert_int_equal(precision_fp8_recipe(&d), FP8_RECIPE_DELAYED);
+    assert_string_equal(precision_label(&d), "fp8-delayed");
+}
+
+/* The codec: bf16 layouts write no precision keys (their JSON is what it was); fp8 layouts
+ * write both and read back equal; the short name carries the format. */
+static void test_codec(void **state)
+{
+    (void)state;
+    layout b = layout_default(FRAMEWORK_MEGATRON);
+    json_t *j = layout_to_json(&b);
+    assert_null(json_object_get(j, "precision"));
+    assert_null(json_object_get(j, "fp8_recipe"));
+    json_decref(j);
+    layout l = megatron_fp8(FP8_RECIPE_BLOCKWISE);
+    j = layout_to_json(&l);
+    assert_string_equal(json_string_value(json_object_get(j, "precision")), "fp8");
+    assert_string_equal(json_string_value(json_object_get(j, "fp8_recipe")), "blockwise");
+    layout back;
+    char err[CM_ERRLEN];
+    assert_int_equal(layout_from_json(j, "layout", &back, NULL, err, sizeof err), CM_OK);
+    assert_true(layout_equal(&back, &l));
+    assert_false(layout_equal(&back, &b));
+    json_decref(j);
+    char name[200];
+    layout_short_name(&l, name, sizeof name);
+    assert_non_null(strstr(name, " fp8-blockwise"));
+    l.fp8_recipe = FP8_RECIPE_DEFAULT;
+    j = layout_to_json(&l); /* the resolved recipe is written */
+    assert_string_equal(json_string_value(json_object_get(j, "fp8_recipe")), "delayed");
+    assert_int_equal(layout_from_json(j, "layout", &back, NULL, err, sizeof err), CM_OK);
+    assert_int_equal(back.fp8_recipe, FP8_RECIPE_DEFAULT); /* canonical: the default */
+    json_decref(j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm_rates),
+        cmocka_unit_test(test_quantize_kernels),
+        cmocka_unit_test(test_memory_delayed),
+        cmocka_unit_test(test_memory_fsdp2_float8_all_gather),
+        cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_codec),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
