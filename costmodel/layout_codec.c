@@ -56,6 +56,11 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
       false, 0, MCFG "num_distributed_optimizer_instances", FSDPCFG "fsdp_size"),
     L(LAYOUT_F_OFFLOAD, "offload", LAYOUT_KIND_BOOL, offload, NULL, NULL, false, 0,
       FSDPCFG "cpu_offload", NULL),
+    /* issue 14: the implementation (impl.h); written resolved, no trainer-YAML key */
+    L(LAYOUT_F_IMPL, "impl", LAYOUT_KIND_IMPL, impl, layout_impl_of, NULL, false, 0, NULL, NULL),
+    L(LAYOUT_F_COMPILE, "compile", LAYOUT_KIND_BOOL, compile, NULL, NULL, false, 0, NULL, NULL),
+    L(LAYOUT_F_OPTIMIZER_IMPL, "optimizer_impl", LAYOUT_KIND_OPTIMIZER_IMPL, optimizer_impl,
+      layout_optimizer_impl_of, NULL, false, 0, NULL, NULL),
 };
 
 #undef L
@@ -90,6 +95,8 @@ static int stored_value(const layout_field *f, const void *p)
     case LAYOUT_KIND_FRAMEWORK: return (int)*(const layout_framework *)p;
     case LAYOUT_KIND_SHARDING: return (int)*(const layout_sharding *)p;
     case LAYOUT_KIND_RECOMPUTE: return (int)*(const layout_recompute *)p;
+    case LAYOUT_KIND_IMPL: return (int)*(const layout_impl *)p;
+    case LAYOUT_KIND_OPTIMIZER_IMPL: return (int)*(const layout_optimizer_impl *)p;
     default: return *(const int *)p;
     }
 }
@@ -101,6 +108,8 @@ static void store_value(const layout_field *f, void *p, int v)
     case LAYOUT_KIND_FRAMEWORK: *(layout_framework *)p = (layout_framework)v; break;
     case LAYOUT_KIND_SHARDING: *(layout_sharding *)p = (layout_sharding)v; break;
     case LAYOUT_KIND_RECOMPUTE: *(layout_recompute *)p = (layout_recompute)v; break;
+    case LAYOUT_KIND_IMPL: *(layout_impl *)p = (layout_impl)v; break;
+    case LAYOUT_KIND_OPTIMIZER_IMPL: *(layout_optimizer_impl *)p = (layout_optimizer_impl)v; break;
     default: *(int *)p = v;
     }
 }
@@ -117,6 +126,8 @@ static const char *enum_name(const layout_field *f, int v)
     case LAYOUT_KIND_FRAMEWORK: return layout_framework_name((layout_framework)v);
     case LAYOUT_KIND_SHARDING: return layout_sharding_name((layout_sharding)v);
     case LAYOUT_KIND_RECOMPUTE: return layout_recompute_name((layout_recompute)v);
+    case LAYOUT_KIND_IMPL: return impl_name((layout_impl)v);
+    case LAYOUT_KIND_OPTIMIZER_IMPL: return optimizer_impl_name((layout_optimizer_impl)v);
     default: return NULL;
     }
 }
@@ -184,6 +195,16 @@ static int parse_enum(const layout_field *f, const char *s, int *out)
         if ((ok = layout_parse_recompute(s, &v))) *out = (int)v;
         break;
     }
+    case LAYOUT_KIND_IMPL: {
+        layout_impl v;
+        if ((ok = impl_parse(s, &v))) *out = (int)v;
+        break;
+    }
+    case LAYOUT_KIND_OPTIMIZER_IMPL: {
+        layout_optimizer_impl v;
+        if ((ok = optimizer_impl_parse(s, &v))) *out = (int)v;
+        break;
+    }
     default: break;
     }
     return ok;
@@ -226,8 +247,9 @@ cm_status layout_from_json(const json_t *j, const char *where, layout *l, traini
         default:
             if (!json_is_string(v) || !parse_enum(f, json_string_value(v), &x))
                 return cm_fail(err, errlen, CM_EPARSE,
-                               "%s: sharding must be ddp, distopt or fsdp and recompute none, "
-                               "selective or full",
+                               "%s: sharding must be ddp, distopt or fsdp, recompute none, "
+                               "selective or full, impl hf, native or te and optimizer_impl "
+                               "fused, foreach or for-loop",
                                where);
         }
         store_value(f, p, x);

@@ -43,6 +43,9 @@ typedef enum {
     LAYOUT_F_RESHARD_AFTER_FORWARD,
     LAYOUT_F_SHARD_SIZE,
     LAYOUT_F_OFFLOAD,
+    LAYOUT_F_IMPL,
+    LAYOUT_F_COMPILE,
+    LAYOUT_F_OPTIMIZER_IMPL,
     LAYOUT_NFIELDS
 } layout_field_id;
 
@@ -52,6 +55,8 @@ typedef enum {
     LAYOUT_KIND_FRAMEWORK,
     LAYOUT_KIND_SHARDING,
     LAYOUT_KIND_RECOMPUTE,
+    LAYOUT_KIND_IMPL,
+    LAYOUT_KIND_OPTIMIZER_IMPL,
 } layout_field_kind;
 
 typedef struct {

@@ -48,7 +48,7 @@ enum {
     OPT_ETP, OPT_VPP, OPT_MBS, OPT_SP, OPT_NO_SP, OPT_SHARDING, OPT_RECOMPUTE,
     OPT_RECOMPUTE_LAYERS, OPT_FRAMEWORK, OPT_NO_RESHARD, OPT_SHARD_SIZE, OPT_OFFLOAD,
     OPT_ATTENTION, OPT_NO_OVERLAP, OPT_GRAD_BF16, OPT_CALIBRATION, OPT_EMIT,
-    OPT_SIMULATE, OPT_NO_SIMULATE, OPT_TRACE,
+    OPT_SIMULATE, OPT_NO_SIMULATE, OPT_TRACE, OPT_IMPL, OPT_COMPILE, OPT_OPTIMIZER_IMPL,
 };
 
 static const struct option long_opts[] = {
@@ -84,6 +84,9 @@ static const struct option long_opts[] = {
     {"attention", required_argument, NULL, OPT_ATTENTION},
     {"no-overlap", no_argument, NULL, OPT_NO_OVERLAP},
     {"grad-reduce-bf16", no_argument, NULL, OPT_GRAD_BF16},
+    {"impl", required_argument, NULL, OPT_IMPL},
+    {"compile", no_argument, NULL, OPT_COMPILE},
+    {"optimizer-impl", required_argument, NULL, OPT_OPTIMIZER_IMPL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -173,6 +176,16 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             o->training.overlap_grad_reduce = o->training.overlap_param_gather = false;
             break;
         case OPT_GRAD_BF16: o->training.grad_reduce_bf16 = true; break;
+        case OPT_IMPL:
+            if (!impl_parse(optarg, &l->impl) || l->impl == IMPL_DEFAULT)
+                rc = cli_error("--impl must be hf, native or te");
+            break;
+        case OPT_COMPILE: l->compile = true; break;
+        case OPT_OPTIMIZER_IMPL:
+            if (!optimizer_impl_parse(optarg, &l->optimizer_impl) ||
+                l->optimizer_impl == OPTIMIZER_IMPL_DEFAULT)
+                rc = cli_error("--optimizer-impl must be fused, foreach or for-loop");
+            break;
         case OPT_FORMAT:
             if (!strcmp(optarg, "json")) o->format = FORMAT_JSON;
             else if (!strcmp(optarg, "human")) o->format = FORMAT_HUMAN;
