@@ -77,6 +77,8 @@ typedef struct {
     double bwd_s;          /* backward time (GEMM: dgrad + wgrad) */
     double fwd_bwd_s;      /* GEMM only: forward + backward as compute_gemm_fwd_bwd_s sums them
                               (the closed form subtracts the forward after summing) */
+    int launches;          /* kernels one pass of it launches (elementwise: its count; else 1;
+                              host_dispatch.c counts GEMM and attention backward launches) */
 } recipe_op;
 
 /* Items: what the backend launches. Forms and groups as backend/work.h's. */
