@@ -19,6 +19,7 @@
 
 #include "layer_recipe.h"
 #include "layout.h"
+#include "model.h"
 #include "system.h"
 
 /* Kernels one micro-batch of r's ops launches in the forward, the backward and the recomputed
@@ -32,9 +33,11 @@ void host_dispatch_launches(const recipe *r, const layout *l, double *fwd, doubl
 /* Whether the host floor applies to l on sys (eager FSDP2 and a measured host time). */
 bool host_dispatch_applies(const system_spec *sys, const layout *l);
 
-/* Raises x's forward and backward (+ recompute) compute to the host's issue time where that is
- * longer. No-op where host_dispatch_applies() is false. */
-void host_dispatch_floor(const system_spec *sys, const layout *l, const recipe *r,
-                         recipe_time *x);
+/* Raises x's forward and backward (+ recompute) compute to the paced time (host_dispatch.c:
+ * each launch at least the host's time) where that is longer. layer: r is a decoder layer (an
+ * FSDP unit of its own; moe: its MLP is the MoE block), else the loss head. No-op where
+ * host_dispatch_applies() is false. */
+void host_dispatch_floor(const system_spec *sys, const model_spec *m, const layout *l,
+                         const recipe *r, bool layer, bool moe, recipe_time *x);
 
 #endif
