@@ -321,6 +321,7 @@ static void fused_layer(const model_spec *m, const layout *l, double tokens, boo
 static void list_reset(elementwise_list *out)
 {
     out->eager = false;
+    out->alone = false;
     out->n_fwd = out->n_bwd = 0;
 }
 
@@ -336,6 +337,7 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
         return;
     }
     out->eager = true;
+    out->alone = layout_gpus(l) == 1;
     pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
     double tp = l->tp, h = m->hidden, a = m->heads;
     bool native = layout_impl_of(l) == IMPL_NATIVE;
@@ -398,6 +400,7 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
         return;
     }
     out->eager = true;
+    out->alone = layout_gpus(l) == 1;
     pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
     double tr = l->sp ? tokens / l->tp : tokens;
     if (m->norm == MODEL_NORM_RMS && layout_impl_of(l) == IMPL_NATIVE) {
@@ -449,6 +452,9 @@ double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
                             const elementwise_kernel *k)
 {
     if (!e->eager) return compute_stream_s(sys, k->bytes);
+    if (e->alone && sys->eager_elementwise_efficiency_alone > 0)
+        return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->eager_elementwise_efficiency_alone) +
+               sys->eager_kernel_gap_s;
     return elementwise_eager_kernel_s(sys, k);
 }
 

@@ -43,6 +43,8 @@ static const system_field fields[] = {
     F("gpu", "attention_efficiency", attention_efficiency, true, 0.05, 1.0),
     F("gpu", "eager_elementwise_efficiency", eager_elementwise_efficiency, true, 0.02, 1.0),
     F("gpu", "eager_kernel_gap_s", eager_kernel_gap_s, false, 0, 1e-4),
+    F("gpu", "eager_elementwise_efficiency_alone", eager_elementwise_efficiency_alone, false,
+      0, 1.0),
     F("gpu", "tdp_w", tdp_w, false, 0, 1e4),
     F("gpu", "power_limit_w", power_limit_w, false, 0, 1e4),
     I("node", "gpus_per_node", gpus_per_node, true, 1, 1024),

@@ -73,6 +73,8 @@ typedef struct {
     double hbm_efficiency;             /* achieved/peak HBM bandwidth of streaming kernels */
     double eager_elementwise_efficiency; /* the same for eager PyTorch elementwise (FSDP2 path) */
     double eager_kernel_gap_s;         /* idle time between back-to-back eager kernels (optional) */
+    double eager_elementwise_efficiency_alone; /* the same with nothing beside them (one GPU:
+                                           no NCCL or FSDP2 copy kernels); 0: not measured */
     double attention_efficiency;       /* achieved/peak of fused (flash) attention, fwd+bwd */
     double tdp_w;                      /* board power the efficiency figures hold at (0: not
                                           given) */
