@@ -2,18 +2,22 @@
  * host_dispatch.c — the host's issue time of an eager step as a floor under the GPU time (see
  * host_dispatch.h for the mechanism and where the constant comes from).
  *
- * The host issues a pass's launches one after another while the GPU drains its queue: the pass
- * takes at least the GPU's time and at least the host's (launches x host time per launch);
- * with a queue that never runs dry, the larger of the two (the host runs ahead during long
- * GEMMs and the short kernels after them catch up). That is the floor priced here. (The
- * opposite bound, every launch at least the host's time, sum of max(kernel, host), was tried
- * on bench/realruns and over-predicts every GPU-bound run by 10-25%: the queue does hide the
- * host there.) Launches the op list does not price on the GPU (the per-tensor copies of
+ * The host issues a pass's launches one after another, each taking it host.eager_launch_s,
+ * while the GPU drains its queue: a kernel starts when the host has issued it and the GPU has
+ * finished the one before. A layer's launches go through that queue in execution order (norm,
+ * q/k/v, RoPE, attention, o_proj, residual, norm, gate/up, activation, down, residual; the
+ * backward in reverse, a recompute's forward first), so the host runs ahead during long GEMMs
+ * and the short kernels after them catch up only as far as that lead goes. Two layers are run
+ * and the second one's increment taken (the steady state of a deep stack). Its bounds, both
+ * tried on bench/realruns: max(GPU, host) (a queue that never runs dry) under-predicts the
+ * small runs by 15-26%; every launch at least the host's time over-predicts every GPU-bound run
+ * by 10-25%. Launches the op list does not price on the GPU (the per-tensor copies of
  * FSDP2's all-gather copy-out, the separate Linear modules of a merged GEMM op, the attention
  * output's .contiguous()) count on the host side.
  */
 #include "host_dispatch.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /* Parameter tensors of one decoder layer as the model code holds them (each a copy-out after
@@ -77,46 +81,174 @@ bool host_dispatch_applies(const system_spec *sys, const layout *l)
 }
 
 
+/* ---- the issue queue of one pass, in execution order ---------------------------------------- */
+
+typedef struct {
+    double host, gpu; /* when the host has issued its last launch; when the GPU finishes */
+    double c;
+} queue;
+
+/* n identical launches of g seconds each: the last ends at the latest of the GPU's own work
+ * after what was queued, the first launch's issue plus all of them, and the last launch's
+ * issue plus its own time. */
+static void q_push(queue *q, double n, double g)
+{
+    if (n <= 0) return;
+    double end = q->gpu + n * g;
+    double a = q->host + q->c + n * g, b = q->host + n * q->c + g;
+    if (a > end) end = a;
+    if (b > end) end = b;
+    q->gpu = end;
+    q->host += n * q->c;
+}
+
+static bool starts(const char *name, const char *prefix)
+{
+    return strncmp(name, prefix, strlen(prefix)) == 0;
+}
+
+/* The slot of the forward an op's launches run in (execution order of a Llama-style decoder
+ * layer: norm, q/k/v, q/k norms and RoPE, attention, o_proj, residual, norm, gate/up,
+ * activation, down, residual); -1: not a compute-stream kernel of the layer. Norms and residual
+ * adds are split evenly over their two places. */
+enum { S_NORM1, S_QKV, S_ROPE, S_ATTN, S_OUT, S_RES1, S_NORM2, S_UP, S_ACT, S_DOWN, S_RES2, S_N };
+
+static int slot_gemm(const char *n)
+{
+    if (!strcmp(n, "attn_out")) return S_OUT;
+    if (!strcmp(n, "mlp_up") || !strcmp(n, "router") || !strcmp(n, "experts") ||
+        !strcmp(n, "shared_up"))
+        return S_UP;
+    if (!strcmp(n, "mlp_down") || !strcmp(n, "shared_down")) return S_DOWN;
+    return S_QKV; /* qkv, q, q_down, q_up, kv_down, kv_up */
+}
+
+static int slot_elementwise(const char *n, bool *split)
+{
+    *split = false;
+    if (starts(n, "rmsnorm.") || starts(n, "rms_norm.") || starts(n, "layernorm")) {
+        *split = true;
+        return S_NORM1;
+    }
+    if (starts(n, "residual.") || starts(n, "dropout") || starts(n, "grad.add")) {
+        *split = true;
+        return S_RES1;
+    }
+    if (starts(n, "qknorm.") || starts(n, "rope") || starts(n, "repeat_kv")) return S_ROPE;
+    return S_ACT; /* mlp., experts., shared., moe. */
+}
+
+/* Launches (n) and GPU time per launch (g) of op o in the forward (bwd false) or backward. */
+static void op_launches(const recipe_op *o, const model_spec *m, bool bwd, double *n, double *g)
+{
+    *n = 0, *g = 0;
+    double t = 0;
+    switch (o->kind) {
+    case RECIPE_GEMM: {
+        double k = modules_of(o, m);
+        *n = bwd ? 2 * k : k;
+        t = bwd ? o->fwd_bwd_s - o->fwd_s : o->fwd_s;
+        break;
+    }
+    case RECIPE_ATTENTION:
+        *n = bwd ? 4 : 1;
+        t = bwd ? o->bwd_s : o->fwd_s;
+        break;
+    case RECIPE_ELEMENTWISE:
+        if ((o->phase == RECIPE_BWD) != bwd) return;
+        *n = o->launches;
+        t = bwd ? o->bwd_s : o->fwd_s;
+        break;
+    default:
+        return;
+    }
+    *g = *n > 0 ? t / *n : 0;
+}
+
+/* One pass of one layer through the queue: the forward slots in order, or the backward in the
+ * reverse order; only_recompute: the ops a recompute re-runs. */
+static void run_pass(queue *q, const recipe *r, const model_spec *m, bool bwd, bool only_recompute)
+{
+    for (int step = 0; step < S_N; step++) {
+        int s = bwd ? S_N - 1 - step : step;
+        for (int i = 0; i < r->n_ops; i++) {
+            const recipe_op *o = &r->op[i];
+            if (only_recompute && !o->recompute) continue;
+            double n, g;
+            op_launches(o, m, bwd, &n, &g);
+            if (n <= 0) continue;
+            int slot;
+            bool split = false;
+            if (o->kind == RECIPE_GEMM) slot = slot_gemm(o->name);
+            else if (o->kind == RECIPE_ATTENTION) slot = S_ATTN;
+            else slot = slot_elementwise(o->name, &split);
+            if (split && (s == slot || s == slot + (slot == S_NORM1 ? S_NORM2 - S_NORM1
+                                                                    : S_RES2 - S_RES1))) {
+                double half = n / 2; /* whole launches: the first place takes the odd one */
+                double here = s == slot ? n - (double)(long)half : (double)(long)half;
+                q_push(q, here, g);
+            } else if (!split && s == slot) {
+                q_push(q, n, g);
+                if (o->kind == RECIPE_ATTENTION) q_push(q, 1, 0); /* the output's copy */
+            }
+        }
+    }
+}
+
+/* FSDP2's launches of one unit per pass: copy-in, the collective and a copy-out per tensor for
+ * a gather; the reduce-scatter's copy-in and collective; with the GPU time of the compute-stream
+ * copies (the recipe's fsdp.copy_out / fsdp.rs_copy_in ops). */
+static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layout *l, bool bwd,
+                     bool moe)
+{
+    if (l->sharding != SHARDING_FSDP) return;
+    double out_s = 0, rs_s = 0;
+    for (int i = 0; i < r->n_ops; i++) {
+        if (r->op[i].kind != RECIPE_FSDP_COPY) continue;
+        if (!strcmp(r->op[i].name, "fsdp.copy_out")) out_s = bwd ? r->op[i].bwd_s : r->op[i].fwd_s;
+        else if (bwd) rs_s += r->op[i].bwd_s;
+    }
+    double tensors = layer_tensors(m, moe);
+    if (!bwd || l->reshard_after_forward) {
+        q_push(q, 2, 0);
+        q_push(q, tensors, out_s / tensors);
+    }
+    if (bwd) q_push(q, 2, rs_s / 2);
+}
+
 void host_dispatch_floor(const system_spec *sys, const model_spec *m, const layout *l,
                          const recipe *r, bool layer, bool moe, recipe_time *x)
 {
     if (!host_dispatch_applies(sys, l)) return;
     double c = sys->host_eager_launch_s;
-    double f = 0, b = 0, re = 0; /* host-side launches */
-    for (int i = 0; i < r->n_ops; i++) {
-        const recipe_op *o = &r->op[i];
-        double lf = 0, lb = 0;
-        switch (o->kind) {
-        case RECIPE_GEMM: {
-            double k = modules_of(o, m);
-            lf = k, lb = 2 * k;
-            break;
-        }
-        case RECIPE_ATTENTION: /* + the output's .contiguous() copy, and its backward */
-            lf = 2, lb = 5;
-            break;
-        case RECIPE_ELEMENTWISE:
-            if (o->phase == RECIPE_FWD) lf = o->launches;
-            else lb = o->launches;
-            break;
-        case RECIPE_FSDP_COPY:
-            lf = o->fwd_s > 0, lb = o->bwd_s > 0;
-            break;
-        default: /* collectives: counted with the FSDP unit below */
-            break;
-        }
-        f += lf * c;
-        b += lb * c;
-        if (o->recompute) re += lf * c;
+    if (!layer) { /* the loss head: a few long kernels; the plain floor */
+        double lf, lb, lr;
+        host_dispatch_launches(r, l, &lf, &lb, &lr);
+        if (lf * c > x->fwd_s) x->fwd_s = lf * c;
+        double gpu_b = x->bwd_s + x->recompute_s, host_b = (lb + lr) * c;
+        if (host_b > gpu_b) x->bwd_s += host_b - gpu_b;
+        return;
     }
-    if (layer && l->sharding == SHARDING_FSDP) {
-        /* FSDP2 per unit: copy-in, the all-gather and one copy-out per tensor for each gather;
-         * the reduce-scatter's copy-in and the collective */
-        double gather = (2 + layer_tensors(m, moe)) * c;
-        f += gather;
-        b += (l->reshard_after_forward ? gather : 0) + 2 * c;
+    /* Two layers chained, so the host's lead carries over from the first; the second layer's
+     * increment is the steady state of a deep stack. */
+    queue q = {0, 0, c};
+    double f_end[2], b_end[2];
+    for (int k = 0; k < 2; k++) {
+        run_fsdp(&q, r, m, l, false, moe);
+        run_pass(&q, r, m, false, false);
+        f_end[k] = q.gpu;
     }
+    double f = f_end[1] - f_end[0];
+    queue qb = {0, 0, c};
+    bool any_re = x->recompute_s > 0;
+    for (int k = 0; k < 2; k++) {
+        run_fsdp(&qb, r, m, l, true, moe);
+        if (any_re) run_pass(&qb, r, m, false, true);
+        run_pass(&qb, r, m, true, false);
+        b_end[k] = qb.gpu;
+    }
+    double b = b_end[1] - b_end[0];
     if (f > x->fwd_s) x->fwd_s = f;
-    double gpu_b = x->bwd_s + x->recompute_s, host_b = b + re;
-    if (host_b > gpu_b) x->bwd_s += host_b - gpu_b;
+    double gpu_b = x->bwd_s + x->recompute_s;
+    if (b > gpu_b) x->bwd_s += b - gpu_b;
 }
