@@ -16,6 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ap = argparse.ArgumentParser()
 ap.add_argument("--out", default="")
 ap.add_argument("--runs", default="smollm2-360m:2048:8,llama-3.2-1b:4096:1,llama-3.2-1b:4096:4")
+ap.add_argument("--top", type=int, default=0, help="also list the N kernels with most time")
 args = ap.parse_args()
 for k, v in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29520"), ("RANK", "0"),
              ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0"), ("NCCL_NVLS_ENABLE", "0")):
@@ -112,7 +113,14 @@ for spec in args.runs.split(","):
     if cur_e is not None:
         busy += cur_e - cur_s
     span = (iv[-1][1] - iv[0][0]) * 1e-6 if iv else 0
+    top = {}
+    for e in ev:
+        k = e.name[:100]
+        t, n = top.get(k, (0.0, 0))
+        top[k] = (t + e.device_time * 1e-6, n + 1)
     r = {"model": name, "seq": seq, "mbs": mbs, "step_s_median": sorted(ts)[1],
+         "top_kernels": [[k, round(t, 6), n] for k, (t, n) in
+                         sorted(top.items(), key=lambda kv: -kv[1][0])[:args.top]],
          "kernels": len(ev), "kernel_s_by_class": by, "busy_s_non_nccl": busy * 1e-6,
          "span_s": span}
     print(json.dumps(r), flush=True)
