@@ -27,7 +27,6 @@
 #include "elementwise.h"
 #include "flops.h"
 #include "fsdp_copies.h"
-#include "host_dispatch.h"
 #include "layer_recipe.h"
 #include "memory.h"
 
@@ -41,7 +40,6 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
     recipe_layer(m, sys, t, l, moe, &r, NULL);
     layer_time x;
     recipe_price(&r, &x);
-    host_dispatch_floor(sys, m, l, &r, true, moe, &x);
     return x;
 }
 
@@ -74,7 +72,6 @@ static void head_cost(const model_spec *m, const system_spec *sys, const trainin
     recipe_head(m, sys, t, l, &r, NULL);
     recipe_time x;
     recipe_price(&r, &x);
-    host_dispatch_floor(sys, m, l, &r, false, false, &x);
     *fwd_s = x.fwd_s;
     *bwd_s = x.bwd_s;
 }

@@ -216,39 +216,34 @@ static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layou
     if (bwd) q_push(q, 2, rs_s / 2);
 }
 
-void host_dispatch_floor(const system_spec *sys, const model_spec *m, const layout *l,
-                         const recipe *r, bool layer, bool moe, recipe_time *x)
+void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layout *l, recipe *r,
+                        bool layer, bool moe)
 {
+    r->host_fwd_s = r->host_bwd_s = 0;
     if (!host_dispatch_applies(sys, l)) return;
     double c = sys->host_eager_launch_s;
     if (!layer) { /* the loss head: a few long kernels; the plain floor */
         double lf, lb, lr;
         host_dispatch_launches(r, l, &lf, &lb, &lr);
-        if (lf * c > x->fwd_s) x->fwd_s = lf * c;
-        double gpu_b = x->bwd_s + x->recompute_s, host_b = (lb + lr) * c;
-        if (host_b > gpu_b) x->bwd_s += host_b - gpu_b;
+        r->host_fwd_s = lf * c;
+        r->host_bwd_s = (lb + lr) * c;
         return;
     }
     /* Two layers chained, so the host's lead carries over from the first; the second layer's
      * increment is the steady state of a deep stack. */
-    queue q = {0, 0, c};
+    bool any_re = false;
+    for (int i = 0; i < r->n_ops; i++) any_re |= r->op[i].recompute;
+    queue q = {0, 0, c}, qb = {0, 0, c};
     double f_end[2], b_end[2];
     for (int k = 0; k < 2; k++) {
         run_fsdp(&q, r, m, l, false, moe);
         run_pass(&q, r, m, false, false);
         f_end[k] = q.gpu;
-    }
-    double f = f_end[1] - f_end[0];
-    queue qb = {0, 0, c};
-    bool any_re = x->recompute_s > 0;
-    for (int k = 0; k < 2; k++) {
         run_fsdp(&qb, r, m, l, true, moe);
         if (any_re) run_pass(&qb, r, m, false, true);
         run_pass(&qb, r, m, true, false);
         b_end[k] = qb.gpu;
     }
-    double b = b_end[1] - b_end[0];
-    if (f > x->fwd_s) x->fwd_s = f;
-    double gpu_b = x->bwd_s + x->recompute_s;
-    if (b > gpu_b) x->bwd_s += b - gpu_b;
+    r->host_fwd_s = f_end[1] - f_end[0];
+    r->host_bwd_s = b_end[1] - b_end[0];
 }

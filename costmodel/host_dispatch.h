@@ -33,11 +33,12 @@ void host_dispatch_launches(const recipe *r, const layout *l, double *fwd, doubl
 /* Whether the host floor applies to l on sys (eager FSDP2 and a measured host time). */
 bool host_dispatch_applies(const system_spec *sys, const layout *l);
 
-/* Raises x's forward and backward (+ recompute) compute to the paced time (host_dispatch.c:
- * each launch at least the host's time) where that is longer. layer: r is a decoder layer (an
- * FSDP unit of its own; moe: its MLP is the MoE block), else the loss head. No-op where
- * host_dispatch_applies() is false. */
-void host_dispatch_floor(const system_spec *sys, const model_spec *m, const layout *l,
-                         const recipe *r, bool layer, bool moe, recipe_time *x);
+/* Sets r->host_fwd_s and r->host_bwd_s: the forward and the backward (with the recompute's
+ * forward) of r's ops paced by the host's issue queue (host_dispatch.c); recipe_price() takes
+ * them as a floor under the compute. layer: r is a decoder layer (an FSDP unit of its own;
+ * moe: its MLP is the MoE block), else the loss head. Zeros where host_dispatch_applies() is
+ * false. Called by recipe_layer() and recipe_head() once r's ops are complete. */
+void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layout *l, recipe *r,
+                        bool layer, bool moe);
 
 #endif

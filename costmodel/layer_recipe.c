@@ -19,6 +19,7 @@
 #include "compute.h"
 #include "flops.h"
 #include "fsdp_copies.h"
+#include "host_dispatch.h"
 #include "memory.h"
 
 static const char *kind_names[RECIPE_KINDS] = {
@@ -515,6 +516,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             snprintf(it->name, sizeof it->name, "%s", nm);
         }
     }
+    host_dispatch_pace(sys, m, l, r, true, moe);
 }
 
 void recipe_head(const model_spec *m, const system_spec *sys, const training_spec *t,
@@ -544,6 +546,7 @@ void recipe_head(const model_spec *m, const system_spec *sys, const training_spe
         fsdp_copies_unit(p, layout_shard_group(l), &fc);
         fsdp_compute_copies(b, l, &fc);
     }
+    host_dispatch_pace(sys, m, l, r, false, false);
 }
 
 /* Sums of one pass: the closed form's terms. */
@@ -627,4 +630,8 @@ void recipe_price(const recipe *r, recipe_time *out)
     out->bwd_comm_s = tp_bwd + cp_bwd + ep_bwd;
     out->gather_s = gather;
     out->reduce_s = reduce;
+    /* the host's issue queue as a floor under the compute (host_dispatch.h) */
+    if (r->host_fwd_s > out->fwd_s) out->fwd_s = r->host_fwd_s;
+    double gpu_b = out->bwd_s + out->recompute_s;
+    if (r->host_bwd_s > gpu_b) out->bwd_s += r->host_bwd_s - gpu_b;
 }
