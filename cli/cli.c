@@ -50,6 +50,7 @@ enum {
     OPT_RECOMPUTE_LAYERS, OPT_FRAMEWORK, OPT_NO_RESHARD, OPT_SHARD_SIZE, OPT_OFFLOAD,
     OPT_ATTENTION, OPT_NO_OVERLAP, OPT_GRAD_BF16, OPT_CALIBRATION, OPT_EMIT,
     OPT_SIMULATE, OPT_NO_SIMULATE, OPT_TRACE, OPT_PRECISION, OPT_FP8_RECIPE,
+    OPT_IMPL, OPT_COMPILE, OPT_OPTIMIZER_IMPL,
 };
 
 static const struct option long_opts[] = {
@@ -87,6 +88,9 @@ static const struct option long_opts[] = {
     {"grad-reduce-bf16", no_argument, NULL, OPT_GRAD_BF16},
     {"precision", required_argument, NULL, OPT_PRECISION},
     {"fp8-recipe", required_argument, NULL, OPT_FP8_RECIPE},
+    {"impl", required_argument, NULL, OPT_IMPL},
+    {"compile", no_argument, NULL, OPT_COMPILE},
+    {"optimizer-impl", required_argument, NULL, OPT_OPTIMIZER_IMPL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -191,6 +195,16 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_FP8_RECIPE:
             if (!precision_parse_fp8_recipe(optarg, &l->fp8_recipe))
                 rc = cli_error("--fp8-recipe must be delayed, tensorwise or blockwise");
+            break;
+        case OPT_IMPL:
+            if (!impl_parse(optarg, &l->impl) || l->impl == IMPL_DEFAULT)
+                rc = cli_error("--impl must be hf, native or te");
+            break;
+        case OPT_COMPILE: l->compile = true; break;
+        case OPT_OPTIMIZER_IMPL:
+            if (!optimizer_impl_parse(optarg, &l->optimizer_impl) ||
+                l->optimizer_impl == OPTIMIZER_IMPL_DEFAULT)
+                rc = cli_error("--optimizer-impl must be fused, foreach or for-loop");
             break;
         case OPT_FORMAT:
             if (!strcmp(optarg, "json")) o->format = FORMAT_JSON;

@@ -22,6 +22,11 @@ static void usage(void)
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"
            "  --attention flash|unfused --no-overlap --grad-reduce-bf16\n"
            "  --precision bf16|fp8|mxfp8|nvfp4 --fp8-recipe delayed|tensorwise|blockwise\n"
+
+           "  --impl hf|native|te   layer code (fsdp2 default hf, megatron default te)\n"
+           "  --compile             torch.compile per block (fuses eager elementwise ops)\n"
+           "  --optimizer-impl fused|foreach|for-loop   AdamW path (fsdp2 default foreach:\n"
+           "                       torch's default on CUDA; megatron default fused)\n"
            "  --format human|json\n"
            "  --simulate           also simulate the step (time_simulated); --trace FILE writes it\n"
            "                       as a Chrome/Perfetto trace (see plan simulate)\n"

@@ -245,6 +245,50 @@ static void activation(const model_spec *m, pass f, pass b, double t, double w, 
     }
 }
 
+/* The PyTorch-native model (impl native: torchtitan's llama3 as bench/realruns/native_llama.py
+ * writes it), op by op where it differs from Hugging Face's:
+ *   nn.RMSNorm -> F.rms_norm, one fused CUDA kernel in torch 2.11 (aten _fused_rms_norm: reads
+ *     x and the weight, writes y in bf16: 4 bytes per element; the fp32 rstd [T,1] is left out);
+ *     its backward one kernel reading grad and x and writing dx (6) and the weight's gradient
+ *     reduced over the rows (a [h] sum of grad * x_hat, 4: bf16 reads of grad and x again).
+ *   RoPE through complex numbers (apply_rotary_emb): xq.float() 6, view_as_complex * freqs_cis
+ *     (complex64 [s, d/2] broadcast over heads) reads and writes fp32 8, .type_as(xq) 6: 20
+ *     bytes per element of q or k, three kernels; backward the same three (the conjugate
+ *     product between the casts).
+ *   repeat_kv: k and v expanded to every query head and copied (reshape of an expand) before
+ *     SDPA: per element of the repeated tensor read 2 / (heads/kv_heads), write 2; backward a
+ *     sum over the repeats (a reduction reading 2 per repeated element, writing the kv width).
+ * SwiGLU, residual adds and gradient sums are the same ops as Hugging Face's. */
+static void native_rms_norm(pass f, pass b, double t, double w, int count)
+{
+    double e = t * w;
+    add(f, "rms_norm.fused", 4 * e, count, vec(2, 2, 0, e));
+    add(b, "rms_norm.bwd.fused", 6 * e, count, vec(2, 2, 2, e));
+    add(b, "rms_norm.bwd.weight", 4 * e, count, reduce(EW_REDUCE_COL, 2, 2, t, w));
+}
+
+static void native_rope(pass f, pass b, double t, double w, bool is_q)
+{
+    double e = t * w;
+#define N(s) (is_q ? "rope_complex.q." s : "rope_complex.k." s)
+    add(f, N("to_fp32"), 6 * e, 1, contig(EW_UNROLLED, 4, 2, 0, e));
+    add(f, N("mul"), 8 * e, 1, bcast(4, t, w, false));
+    add(f, N("to_bf16"), 6 * e, 1, vec(2, 4, 0, e));
+    add(b, N("bwd.to_fp32"), 6 * e, 1, contig(EW_UNROLLED, 4, 2, 0, e));
+    add(b, N("bwd.mul"), 8 * e, 1, bcast(4, t, w, false));
+    add(b, N("bwd.to_bf16"), 6 * e, 1, vec(2, 4, 0, e));
+#undef N
+}
+
+static void native_repeat_kv(pass f, pass b, double t, double qw, double kw)
+{
+    if (qw <= kw) return;
+    double e = t * qw; /* elements of the repeated k (and v) */
+    double r = 2.0 + 2.0 * kw / qw;
+    add(f, "repeat_kv.copy", r * e, 2, vec(2, 2, 0, e));
+    add(b, "repeat_kv.bwd.sum", r * e, 2, reduce(EW_REDUCE_ROW, 2, 2, t * kw, qw / kw));
+}
+
 /* Transformer Engine's fused kernels under Megatron: RMSNorm/LayerNorm one pass (read and
  * write h: 4h), fused RoPE (read and write q, k: 4 bytes per element), fused SwiGLU (read 2f,
  * write f: 6f), GeLU 4f; backward twice the forward. One lump each way. */
@@ -277,6 +321,7 @@ static void fused_layer(const model_spec *m, const layout *l, double tokens, boo
 static void list_reset(elementwise_list *out)
 {
     out->eager = false;
+    out->alone = false;
     out->n_fwd = out->n_bwd = 0;
 }
 
@@ -284,20 +329,28 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
                        elementwise_list *out)
 {
     list_reset(out);
-    if (l->framework != FRAMEWORK_FSDP2) {
+    /* torch.compile'd blocks (issue 14): Inductor fuses each block's pointwise ops and
+     * reductions into a few generated kernels that read each input once and write each output
+     * once, the traffic of the fused lumps Transformer Engine runs (same list, same pricing) */
+    if (l->framework != FRAMEWORK_FSDP2 || l->compile) {
         fused_layer(m, l, tokens, moe, out);
         return;
     }
     out->eager = true;
+    out->alone = layout_gpus(l) == 1;
     pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
     double tp = l->tp, h = m->hidden, a = m->heads;
+    bool native = layout_impl_of(l) == IMPL_NATIVE;
     double tr = l->sp ? tokens / tp : tokens; /* rows of the replicated (non-TP) kernels */
     double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
     double qw = a * qk / tp, kw = (m->mla ? a : m->kv_heads) * qk / tp;
     bool gated = m->activation == MODEL_ACT_SWIGLU;
 
     /* Norms (input_layernorm, post_attention_layernorm; Qwen3's per-head q/k norms). */
-    if (m->norm == MODEL_NORM_RMS) {
+    if (m->norm == MODEL_NORM_RMS && native) {
+        native_rms_norm(f, b, tr, h, 2);
+        if (m->qk_norm) native_rms_norm(f, b, tokens, (qw + kw) / 2.0, 2);
+    } else if (m->norm == MODEL_NORM_RMS) {
         rms_norm(f, b, tr, h, h, 2, false);
         if (m->qk_norm) /* q and k: mean width */
             rms_norm(f, b, tokens, (qw + kw) / 2.0, qk, 2, true);
@@ -305,7 +358,11 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
         add(f, "layernorm", 4 * tr * h, 2, lump(4 * tr * h));
         add(b, "layernorm.bwd", 8 * tr * h, 2, lump(8 * tr * h));
     }
-    if (!m->learned_positions) {
+    if (!m->learned_positions && native) {
+        native_rope(f, b, tokens, qw, true);
+        native_rope(f, b, tokens, kw, false);
+        native_repeat_kv(f, b, tokens, qw, kw);
+    } else if (!m->learned_positions) {
         rope(f, b, tokens, qw, qk, true);
         rope(f, b, tokens, kw, qk, false);
     }
@@ -343,9 +400,12 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
         return;
     }
     out->eager = true;
+    out->alone = layout_gpus(l) == 1;
     pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
     double tr = l->sp ? tokens / l->tp : tokens;
-    if (m->norm == MODEL_NORM_RMS) {
+    if (m->norm == MODEL_NORM_RMS && layout_impl_of(l) == IMPL_NATIVE) {
+        native_rms_norm(f, b, tr, m->hidden, 1);
+    } else if (m->norm == MODEL_NORM_RMS) {
         rms_norm(f, b, tr, m->hidden, m->hidden, 1, false);
     } else {
         add(f, "layernorm", 4 * tr * m->hidden, 1, lump(4 * tr * m->hidden));
@@ -392,6 +452,9 @@ double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
                             const elementwise_kernel *k)
 {
     if (!e->eager) return compute_stream_s(sys, k->bytes);
+    if (e->alone && sys->eager_elementwise_efficiency_alone > 0)
+        return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->eager_elementwise_efficiency_alone) +
+               sys->eager_kernel_gap_s;
     return elementwise_eager_kernel_s(sys, k);
 }
 

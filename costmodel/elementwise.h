@@ -84,6 +84,8 @@ typedef struct {
 typedef struct {
     bool eager; /* eager PyTorch kernels, priced at eager_elementwise_efficiency; false: fused
                    Transformer Engine kernels at hbm_efficiency */
+    bool alone; /* one GPU (issue 14): no NCCL or FSDP2 copy kernels run beside them; priced
+                   at eager_elementwise_efficiency_alone where the system gives it */
     int n_fwd, n_bwd;
     elementwise_kernel fwd[ELEMENTWISE_MAX], bwd[ELEMENTWISE_MAX];
 } elementwise_list;

@@ -217,9 +217,10 @@ double estimate_dp_sync_s(const system_spec *sys, const training_spec *t, const 
     return grad;
 }
 
-/* Optimizer step of stage `stage`: Adam streams ~30 bytes per local parameter (fp32 grad read,
- * fp32 master read+write, m and v read+write, bf16 param write). *local_params: the parameters
- * this GPU updates. */
+/* Optimizer step of stage `stage`: Megatron's fused Adam streams ~30 bytes per local parameter
+ * (fp32 grad read, fp32 master read+write, m and v read+write, bf16 param write); torch's AdamW
+ * under FSDP2 the bytes of its implementation (impl.h: fused 28, foreach and for-loop 80) plus
+ * clip_grad_norm_'s 12 (impl.h). *local_params: the parameters this GPU updates. */
 static double optimizer_cost(const model_spec *m, const system_spec *sys, const layout *l,
                              int stage, double *local_params)
 {
@@ -232,7 +233,11 @@ static double optimizer_cost(const model_spec *m, const system_spec *sys, const 
         local = pd / layout_shard_group(l) + pe / ne;
     }
     *local_params = local;
-    return l->offload ? local / sys->host_adam_params_per_s : compute_stream_s(sys, 30.0 * local);
+    if (l->offload) return local / sys->host_adam_params_per_s;
+    double per_param = 30.0;
+    if (l->framework == FRAMEWORK_FSDP2)
+        per_param = optimizer_impl_bytes_per_param(layout_optimizer_impl_of(l)) + 12.0;
+    return compute_stream_s(sys, per_param * local);
 }
 
 double estimate_optimizer_s(const model_spec *m, const system_spec *sys, const layout *l,

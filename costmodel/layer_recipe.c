@@ -19,6 +19,7 @@
 #include "compute.h"
 #include "flops.h"
 #include "fsdp_copies.h"
+#include "host_dispatch.h"
 #include "memory.h"
 #include "precision.h"
 
@@ -85,6 +86,7 @@ static int op_add(builder *b, const char *name, recipe_kind kind, recipe_phase p
     o->fwd_s = fwd_s;
     o->bwd_s = bwd_s;
     o->fwd_bwd_s = 0;
+    o->launches = 1;
     return r->n_ops++;
 }
 
@@ -215,6 +217,7 @@ static void elementwise_ops(builder *b, const elementwise_list *e, const element
         int op = op_add(b, k[i].name, RECIPE_ELEMENTWISE, phase, RECIPE_STREAM_COMPUTE,
                         RECIPE_OVERLAP_NONE, phase == RECIPE_FWD ? all : 0,
                         phase == RECIPE_BWD ? all : 0);
+        if (op >= 0) b->r->op[op].launches = k[i].count;
         if (!b->items) continue;
         for (int j = 0; j < k[i].count; j++)
             stream_item(b, op, phase, k[i].name, k[i].bytes, &k[i].access, one);
@@ -322,8 +325,17 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     double attn_fwd, attn_bwd;
     double rows_a = tokens * a / tp;
     double pqk = 0, ppv = 0, sm_f = 0, sm_b = 0;
+    /* Hugging Face transformers builds an explicit boolean mask when a sliding window is
+     * shorter than the sequence (masking_utils.sdpa_mask: is_causal can only stand for the
+     * plain causal mask); SDPA then runs cuDNN's flash kernel with the mask (the kernel names
+     * in bench/realruns/results/launch-h100.json), which computes every block of the s x s
+     * scores: the non-causal work. Measured there at Phi-3-mini's shape: 1.8x (s 2048) and
+     * 2.9x (s 4096) the is_causal time, forward + backward. */
+    bool explicit_mask = layout_impl_of(l) == IMPL_HF && m->sliding_window > 0 &&
+                         m->sliding_window < t->seq_len;
+    bool causal = t->causal && !explicit_mask;
     if (t->attention == ATTENTION_FLASH) {
-        double f = flops_attention_core_forward(m, tokens, t->seq_len, t->causal) / tp;
+        double f = flops_attention_core_forward(m, tokens, t->seq_len, causal) / tp;
         attn_fwd = compute_flash_forward_s(sys, f);
         attn_bwd = compute_flash_backward_s(sys, f);
     } else {
@@ -381,7 +393,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         double sq = (double)t->seq_len / l->cp;
         if (t->attention == ATTENTION_FLASH) {
             double pf = attn_fwd / 2.0, pb = attn_bwd / 5.0;
-            double sk = t->causal ? t->seq_len / 2.0 : t->seq_len; /* keys per query */
+            double sk = causal ? t->seq_len / 2.0 : t->seq_len; /* keys per query */
             gemm_item(b, attn, RECIPE_FWD, "attn.qk", RECIPE_FORM_FWD, sq, sk, qk, batch, false,
                       pf);
             gemm_item(b, attn, RECIPE_FWD, "attn.pv", RECIPE_FORM_DGRAD, sq, vd, sk, batch,
@@ -574,6 +586,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             snprintf(it->name, sizeof it->name, "%s", nm);
         }
     }
+    host_dispatch_pace(sys, m, l, r, true, moe);
 }
 
 void recipe_head(const model_spec *m, const system_spec *sys, const training_spec *t,
@@ -606,6 +619,7 @@ void recipe_head(const model_spec *m, const system_spec *sys, const training_spe
         fsdp_copies_unit(p, layout_shard_group(l), &fc);
         fsdp_compute_copies(b, l, &fc);
     }
+    host_dispatch_pace(sys, m, l, r, false, false);
 }
 
 /* Sums of one pass: the closed form's terms. */
@@ -689,4 +703,8 @@ void recipe_price(const recipe *r, recipe_time *out)
     out->bwd_comm_s = tp_bwd + cp_bwd + ep_bwd;
     out->gather_s = gather;
     out->reduce_s = reduce;
+    /* the host's issue queue as a floor under the compute (host_dispatch.h) */
+    if (r->host_fwd_s > out->fwd_s) out->fwd_s = r->host_fwd_s;
+    double gpu_b = out->bwd_s + out->recompute_s;
+    if (r->host_bwd_s > gpu_b) out->bwd_s += r->host_bwd_s - gpu_b;
 }

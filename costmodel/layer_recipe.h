@@ -77,6 +77,8 @@ typedef struct {
     double bwd_s;          /* backward time (GEMM: dgrad + wgrad) */
     double fwd_bwd_s;      /* GEMM only: forward + backward as compute_gemm_fwd_bwd_s sums them
                               (the closed form subtracts the forward after summing) */
+    int launches;          /* kernels one pass of it launches (elementwise: its count; else 1;
+                              host_dispatch.c counts GEMM and attention backward launches) */
 } recipe_op;
 
 /* Items: what the backend launches. Forms and groups as backend/work.h's. */
@@ -116,6 +118,8 @@ typedef struct {
     double tokens;         /* per GPU (mbs * seq / cp) */
     int local_experts;     /* MoE layer: experts / ep on this GPU */
     double expert_rows;    /* rows per local expert: tokens*k*ep*etp/(E*tp) */
+    double host_fwd_s;     /* eager FSDP2: the forward and backward (+ recompute) as the host's */
+    double host_bwd_s;     /* issue queue paces them (host_dispatch.h); 0: no floor */
     recipe_op op[RECIPE_MAX_OPS];
 } recipe;
 
@@ -141,7 +145,8 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
 void recipe_head(const model_spec *m, const system_spec *sys, const training_spec *t,
                  const layout *l, recipe *r, recipe_items *items);
 
-/* The closed form's sums of r's ops (estimate.c's composition, in its order). */
+/* The closed form's sums of r's ops (estimate.c's composition, in its order), with the host's
+ * issue time as a floor under the compute (r->host_fwd_s, r->host_bwd_s). */
 void recipe_price(const recipe *r, recipe_time *out);
 
 const char *recipe_kind_name(recipe_kind k);

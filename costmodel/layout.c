@@ -85,6 +85,18 @@ int layout_parse_recompute(const char *s, layout_recompute *out)
 int layout_gpus(const layout *l) { return l->tp * l->pp * l->dp * l->cp; }
 int layout_etp(const layout *l) { return l->etp > 0 ? l->etp : l->tp; }
 
+int layout_impl_of(const layout *l)
+{
+    if (l->impl != IMPL_DEFAULT) return l->impl;
+    return l->framework == FRAMEWORK_FSDP2 ? IMPL_HF : IMPL_TE;
+}
+
+int layout_optimizer_impl_of(const layout *l)
+{
+    if (l->optimizer_impl != OPTIMIZER_IMPL_DEFAULT) return l->optimizer_impl;
+    return l->framework == FRAMEWORK_FSDP2 ? OPTIMIZER_IMPL_FOREACH : OPTIMIZER_IMPL_FUSED;
+}
+
 int layout_microbatches(const layout *l, const training_spec *t)
 {
     return t->global_batch / (l->dp * l->mbs);

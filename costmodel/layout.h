@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "impl.h"
 #include "model.h"
 #include "status.h"
 #include "system.h"
@@ -52,6 +53,10 @@ typedef struct {
     bool offload;              /* FSDP2 CPU offload of params, grads and optimizer */
     layout_precision precision;/* Linear GEMMs' format; bf16 (0) unless asked (precision.h) */
     layout_fp8_recipe fp8_recipe; /* fp8 only; 0: the framework's default */
+
+    layout_impl impl;          /* the layer code (impl.h); 0: the framework's default */
+    bool compile;              /* torch.compile per block (fuses the eager elementwise ops) */
+    layout_optimizer_impl optimizer_impl; /* AdamW path (impl.h); 0: the framework's default */
 } layout;
 
 /* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */
@@ -68,6 +73,10 @@ int layout_parse_recompute(const char *s, layout_recompute *out);
 
 int layout_gpus(const layout *l);
 int layout_etp(const layout *l);
+/* The implementation and optimizer path l runs (impl.h): the stored one, or the framework's
+ * default for 0 (FSDP2: hf, foreach; Megatron: te, fused). */
+int layout_impl_of(const layout *l);
+int layout_optimizer_impl_of(const layout *l);
 /* Micro-batches per optimizer step on each pipeline (gradient accumulation steps). */
 int layout_microbatches(const layout *l, const training_spec *t);
 /* Ranks that shard the optimizer / FSDP state: dp*cp, or the HSDP shard size. */

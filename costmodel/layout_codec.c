@@ -64,6 +64,11 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
       NULL, NULL),
     L(LAYOUT_F_FP8_RECIPE, "fp8_recipe", LAYOUT_KIND_FP8_RECIPE, fp8_recipe,
       precision_fp8_recipe_resolved, NULL, false, 0, NULL, NULL),
+    /* issue 14: the implementation (impl.h); written resolved, no trainer-YAML key */
+    L(LAYOUT_F_IMPL, "impl", LAYOUT_KIND_IMPL, impl, layout_impl_of, NULL, false, 0, NULL, NULL),
+    L(LAYOUT_F_COMPILE, "compile", LAYOUT_KIND_BOOL, compile, NULL, NULL, false, 0, NULL, NULL),
+    L(LAYOUT_F_OPTIMIZER_IMPL, "optimizer_impl", LAYOUT_KIND_OPTIMIZER_IMPL, optimizer_impl,
+      layout_optimizer_impl_of, NULL, false, 0, NULL, NULL),
 };
 
 #undef L
@@ -100,6 +105,8 @@ static int stored_value(const layout_field *f, const void *p)
     case LAYOUT_KIND_RECOMPUTE: return (int)*(const layout_recompute *)p;
     case LAYOUT_KIND_PRECISION: return (int)*(const layout_precision *)p;
     case LAYOUT_KIND_FP8_RECIPE: return (int)*(const layout_fp8_recipe *)p;
+    case LAYOUT_KIND_IMPL: return (int)*(const layout_impl *)p;
+    case LAYOUT_KIND_OPTIMIZER_IMPL: return (int)*(const layout_optimizer_impl *)p;
     default: return *(const int *)p;
     }
 }
@@ -113,6 +120,8 @@ static void store_value(const layout_field *f, void *p, int v)
     case LAYOUT_KIND_RECOMPUTE: *(layout_recompute *)p = (layout_recompute)v; break;
     case LAYOUT_KIND_PRECISION: *(layout_precision *)p = (layout_precision)v; break;
     case LAYOUT_KIND_FP8_RECIPE: *(layout_fp8_recipe *)p = (layout_fp8_recipe)v; break;
+    case LAYOUT_KIND_IMPL: *(layout_impl *)p = (layout_impl)v; break;
+    case LAYOUT_KIND_OPTIMIZER_IMPL: *(layout_optimizer_impl *)p = (layout_optimizer_impl)v; break;
     default: *(int *)p = v;
     }
 }
@@ -131,6 +140,8 @@ static const char *enum_name(const layout_field *f, int v)
     case LAYOUT_KIND_RECOMPUTE: return layout_recompute_name((layout_recompute)v);
     case LAYOUT_KIND_PRECISION: return precision_name((layout_precision)v);
     case LAYOUT_KIND_FP8_RECIPE: return precision_fp8_recipe_name((layout_fp8_recipe)v);
+    case LAYOUT_KIND_IMPL: return impl_name((layout_impl)v);
+    case LAYOUT_KIND_OPTIMIZER_IMPL: return optimizer_impl_name((layout_optimizer_impl)v);
     default: return NULL;
     }
 }
@@ -218,6 +229,16 @@ static int parse_enum(const layout_field *f, const char *s, int *out)
         if ((ok = precision_parse_fp8_recipe(s, &v))) *out = (int)v;
         break;
     }
+    case LAYOUT_KIND_IMPL: {
+        layout_impl v;
+        if ((ok = impl_parse(s, &v))) *out = (int)v;
+        break;
+    }
+    case LAYOUT_KIND_OPTIMIZER_IMPL: {
+        layout_optimizer_impl v;
+        if ((ok = optimizer_impl_parse(s, &v))) *out = (int)v;
+        break;
+    }
     default: break;
     }
     return ok;
@@ -261,8 +282,9 @@ cm_status layout_from_json(const json_t *j, const char *where, layout *l, traini
             if (!json_is_string(v) || !parse_enum(f, json_string_value(v), &x))
                 return cm_fail(err, errlen, CM_EPARSE,
                                "%s: sharding must be ddp, distopt or fsdp, recompute none, "
-                               "selective or full, precision bf16, fp8, mxfp8 or nvfp4 and "
-                               "fp8_recipe delayed, tensorwise or blockwise",
+                               "selective or full, precision bf16, fp8, mxfp8 or nvfp4, "
+                               "fp8_recipe delayed, tensorwise or blockwise, impl hf, native or "
+                               "te and optimizer_impl fused, foreach or for-loop",
                                where);
         }
         store_value(f, p, x);

@@ -45,6 +45,9 @@ typedef enum {
     LAYOUT_F_OFFLOAD,
     LAYOUT_F_PRECISION,  /* written only when not bf16 (outputs of bf16 plans stay as they were) */
     LAYOUT_F_FP8_RECIPE, /* written only with precision fp8 */
+    LAYOUT_F_IMPL,
+    LAYOUT_F_COMPILE,
+    LAYOUT_F_OPTIMIZER_IMPL,
     LAYOUT_NFIELDS
 } layout_field_id;
 
@@ -56,6 +59,8 @@ typedef enum {
     LAYOUT_KIND_RECOMPUTE,
     LAYOUT_KIND_PRECISION,
     LAYOUT_KIND_FP8_RECIPE,
+    LAYOUT_KIND_IMPL,
+    LAYOUT_KIND_OPTIMIZER_IMPL,
 } layout_field_kind;
 
 typedef struct {

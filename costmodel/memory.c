@@ -80,6 +80,24 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
         }
         sharded += s * a * v;                 /* attention output, quantized for the projection */
     }
+    if (l->framework == FRAMEWORK_FSDP2 && !l->compile) {
+        /* issue 14: what eager PyTorch code saves beyond Korthikanti's list.
+         * Both: the attention output is transposed to [b, s, heads, d] and made contiguous
+         * before o_proj, which saves that copy while SDPA keeps its own output: 2 a v more.
+         * Hugging Face: LlamaRMSNorm saves its fp32 upcast of the input (pow and x * rstd) and
+         * the bf16 normalized tensor weight * (.) multiplies, where a fused norm keeps only the
+         * bf16 input: 4h more per norm (two per layer); Qwen3's q/k norms the same 6 bytes per
+         * element of q and k (fp32 4 + bf16 2).
+         * Native (torchtitan): repeat_kv copies k and v to every query head before SDPA, which
+         * saves the repeated tensors: 4 (a - kv) d more. */
+        sharded += 2.0 * a * v;
+        if (layout_impl_of(l) == IMPL_HF) {
+            if (m->norm == MODEL_NORM_RMS) repl += 2.0 * 4.0 * h;
+            if (m->qk_norm) sharded += 6.0 * (a + kv_heads) * qk;
+        } else if (layout_impl_of(l) == IMPL_NATIVE && kv_heads < a) {
+            sharded += 4.0 * (a - kv_heads) * qk;
+        }
+    }
     return tokens * (repl / (l->sp ? tp : 1.0) + sharded / tp) + moe_bytes;
 }
 
@@ -97,6 +115,15 @@ double memory_logits_bytes(const model_spec *m, const training_spec *t, const la
      * Hugging Face models under FSDP2 keep the bf16 logits, their fp32 upcast and the fp32
      * log-softmax (transformers ForCausalLMLoss: logits.float(), then cross_entropy). */
     double bytes_per = l->framework == FRAMEWORK_FSDP2 ? 10.0 : 4.0;
+    /* issue 14: the peak of torch's cross entropy on fp32 logits is in its backward:
+     * log_softmax keeps its fp32 output (4), nll_loss_backward fills the fp32 gradient (4) and
+     * _log_softmax_backward_data writes the fp32 gradient of the logits (4): 12 bytes per logit
+     * at once (the bf16 logits and their fp32 copy are gone by then: Hugging Face's
+     * ForCausalLMLoss drops them with the output object). The native trainer
+     * (bench/realruns/realrun.py, torchtitan's loss) keeps its bf16 logits in a local through
+     * the backward: 2 more. Seen in bench/realruns: Qwen2.5-1.5B seq 4096 mbs 8 ran out of
+     * memory asking for one more fp32 logits buffer (18.5 GiB = 32768 x 151936 x 4 B). */
+    if (l->framework == FRAMEWORK_FSDP2) bytes_per = layout_impl_of(l) == IMPL_NATIVE ? 14.0 : 12.0;
     return tokens * bytes_per * (double)m->vocab / l->tp;
 }
 
@@ -295,9 +322,35 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
     precision_memory(m, l, n_layers, moe_layers, &r);
 
     r.framework_bytes = sys->framework_reserved_bytes;
+    if (l->framework == FRAMEWORK_FSDP2 && sys->cuda_context_bytes > 0) {
+        /* issue 14: measured piece by piece (system.h); one communicator for the FSDP group,
+         * a second for HSDP's replica group */
+        int comms = l->shard_size > 0 && l->shard_size < layout_gpus(l) ? 2 : 1;
+        r.framework_bytes = sys->cuda_context_bytes + comms * sys->nccl_communicator_bytes +
+                            sys->library_workspace_bytes;
+    }
     r.other_bytes = r.comm_buffer_bytes + r.framework_bytes;
     r.total_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
                     r.activations_bytes + r.other_bytes;
+    if (l->framework == FRAMEWORK_FSDP2 && !l->offload) {
+        /* issue 14: torch's optimizer.zero_grad() sets the gradients to None (the default since
+         * torch 2.0), so the step starts without them and the activations (with the loss's
+         * buffers) peak at the start of the backward, before the first gradient exists; the
+         * gradients then grow as the activations are freed, and peak with the optimizer step
+         * below. Bench/realruns: Llama-3.2-3B seq 16k with checkpointing peaks at 64.5 GiB,
+         * 7 GiB below params + grads + states + logits buffers. With gradient accumulation
+         * the later micro-batches run with the gradients held. */
+        if (micro <= 1) r.total_bytes -= r.gradients_bytes;
+        /* The optimizer step runs after the backward has freed the activations and the gathered
+         * units: sharded params, grads and states, plus what the step itself allocates
+         * (foreach: 4 bytes per parameter, impl.h; measured in bench/realruns: Llama-3.2-3B
+         * peaks at 59.91 GiB = 20 bytes x 3.21e9 params with foreach, lower with fused). */
+        r.optimizer_temp_bytes =
+            optimizer_impl_temp_bytes_per_param(layout_optimizer_impl_of(l)) * sharded;
+        r.optimizer_step_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
+                                 r.optimizer_temp_bytes + r.framework_bytes;
+        if (r.optimizer_step_bytes > r.total_bytes) r.total_bytes = r.optimizer_step_bytes;
+    }
     return r;
 }
 

@@ -26,7 +26,11 @@ typedef struct {
     double comm_buffer_bytes;  /* gathered FSDP units and gradient buckets in flight */
     double framework_bytes;    /* CUDA context, workspaces, NCCL, allocator slack */
     double other_bytes;        /* comm_buffer_bytes + framework_bytes */
-    double total_bytes;
+    double optimizer_temp_bytes; /* what the optimizer step allocates while it runs (torch's
+                                    foreach AdamW: the sqrt list, impl.h) */
+    double optimizer_step_bytes; /* held during the optimizer step: weights, gradients, states,
+                                    optimizer_temp_bytes, framework (activations are freed) */
+    double total_bytes;        /* the larger of the training peak and optimizer_step_bytes */
     double capacity_bytes;
     int stage;                 /* the pipeline stage these figures are for (the fullest) */
 } memory_breakdown;

@@ -43,6 +43,8 @@ static const system_field fields[] = {
     F("gpu", "attention_efficiency", attention_efficiency, true, 0.05, 1.0),
     F("gpu", "eager_elementwise_efficiency", eager_elementwise_efficiency, true, 0.02, 1.0),
     F("gpu", "eager_kernel_gap_s", eager_kernel_gap_s, false, 0, 1e-4),
+    F("gpu", "eager_elementwise_efficiency_alone", eager_elementwise_efficiency_alone, false,
+      0, 1.0),
     F("gpu", "tdp_w", tdp_w, false, 0, 1e4),
     F("gpu", "power_limit_w", power_limit_w, false, 0, 1e4),
     I("node", "gpus_per_node", gpus_per_node, true, 1, 1024),
@@ -60,7 +62,11 @@ static const system_field fields[] = {
     F("host", "pcie_bandwidth_bytes_per_s", pcie_bandwidth_bytes_per_s, true, 1e9, 1e13),
     F("host", "memory_bytes", host_memory_bytes, true, 1e9, 1e15),
     F("host", "adam_params_per_s", host_adam_params_per_s, true, 1e6, 1e13),
+    F("host", "eager_launch_s", host_eager_launch_s, false, 0, 1e-2),
     F("framework", "reserved_bytes", framework_reserved_bytes, true, 0, 1e11),
+    F("framework", "cuda_context_bytes", cuda_context_bytes, false, 0, 1e11),
+    F("framework", "nccl_communicator_bytes", nccl_communicator_bytes, false, 0, 1e11),
+    F("framework", "library_workspace_bytes", library_workspace_bytes, false, 0, 1e11),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 

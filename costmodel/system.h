@@ -73,6 +73,8 @@ typedef struct {
     double hbm_efficiency;             /* achieved/peak HBM bandwidth of streaming kernels */
     double eager_elementwise_efficiency; /* the same for eager PyTorch elementwise (FSDP2 path) */
     double eager_kernel_gap_s;         /* idle time between back-to-back eager kernels (optional) */
+    double eager_elementwise_efficiency_alone; /* the same with nothing beside them (one GPU:
+                                           no NCCL or FSDP2 copy kernels); 0: not measured */
     double attention_efficiency;       /* achieved/peak of fused (flash) attention, fwd+bwd */
     double tdp_w;                      /* board power the efficiency figures hold at (0: not
                                           given) */
@@ -106,10 +108,18 @@ typedef struct {
     double pcie_bandwidth_bytes_per_s;  /* per GPU, per direction */
     double host_memory_bytes;           /* per node */
     double host_adam_params_per_s;      /* CPU Adam throughput per GPU's share of the host */
+    double host_eager_launch_s;         /* host time per kernel of an eager PyTorch step
+                                           (host_dispatch.h); 0: not measured, no floor */
 
     /* per-GPU memory the framework takes outside the model's tensors: CUDA context, cuBLAS
      * workspaces, NCCL buffers, allocator fragmentation. */
     double framework_reserved_bytes;
+    /* The same measured piece by piece for a torch FSDP2 process (issue 14; 0: not measured,
+     * framework_reserved_bytes stands): the CUDA context, each NCCL communicator, and the
+     * library workspaces and kernels loaded by the first steps (cuBLAS, cuDNN). */
+    double cuda_context_bytes;
+    double nccl_communicator_bytes;
+    double library_workspace_bytes;
 
     /* Calibration (a profile overlaid with --calibration or a profile file as --system). */
     double gemm_efficiency_sd;          /* standard deviation of the fitted efficiency */

@@ -69,6 +69,11 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
                   "framework_bytes", mb->framework_bytes, "other_bytes", mb->other_bytes,
                   "total_bytes", mb->total_bytes, "capacity_bytes", mb->capacity_bytes, "stage",
                   mb->stage));
+    if (l->framework == FRAMEWORK_FSDP2) { /* issue 14: the optimizer step's own peak */
+        json_t *mj = json_object_get(o, "memory");
+        json_object_set_new(mj, "optimizer_temp_bytes", json_real(mb->optimizer_temp_bytes));
+        json_object_set_new(mj, "optimizer_step_bytes", json_real(mb->optimizer_step_bytes));
+    }
     json_object_set_new(
         o, "time",
         json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "step_s",

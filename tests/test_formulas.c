@@ -13,6 +13,7 @@
 
 #include "collective.h"
 #include "estimate.h"
+#include "estimate_costs.h"
 #include "flops.h"
 #include "memory.h"
 
@@ -269,6 +270,33 @@ static void test_layout_rules(void **state)
     assert_non_null(strstr(err, "carved out of the data-parallel ranks"));
 }
 
+/* issue 14: torch FSDP2 + AdamW. The optimizer step holds params, grads, m and v (16 bytes per
+ * parameter) plus foreach's sqrt list (4); fused allocates nothing more. Its time streams the
+ * implementation's bytes (foreach 80 + clip 12, fused 28 + 12: impl.h). */
+static void test_fsdp2_optimizer_impls(void **state)
+{
+    (void)state;
+    model_spec m = gpt(24, 2048, 16, 51200, 2048);
+    system_spec sys = toy_system();
+    training_spec t = training_default();
+    t.seq_len = 2048;
+    t.global_batch = 1;
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    double p = model_params_total(&m);
+    memory_breakdown fe = memory_stage(&m, &sys, &t, &l, 0);
+    assert_true(REL(fe.optimizer_temp_bytes, 4 * p) < 1e-12);
+    assert_true(REL(fe.optimizer_step_bytes - fe.framework_bytes, 20 * p) < 1e-12);
+    assert_true(fe.total_bytes >= fe.optimizer_step_bytes);
+    l.optimizer_impl = OPTIMIZER_IMPL_FUSED;
+    memory_breakdown fu = memory_stage(&m, &sys, &t, &l, 0);
+    assert_true(fu.optimizer_temp_bytes == 0);
+    assert_true(REL(fu.optimizer_step_bytes - fu.framework_bytes, 16 * p) < 1e-12);
+    double s_fused = estimate_optimizer_s(&m, &sys, &l, 0);
+    l.optimizer_impl = OPTIMIZER_IMPL_FOREACH;
+    double s_foreach = estimate_optimizer_s(&m, &sys, &l, 0);
+    assert_true(REL(s_foreach / s_fused, 92.0 / 40.0) < 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -280,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_placement),
         cmocka_unit_test(test_pipeline_bubble),
         cmocka_unit_test(test_layout_rules),
+        cmocka_unit_test(test_fsdp2_optimizer_impls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

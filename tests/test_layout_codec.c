@@ -327,13 +327,50 @@ static void test_yaml_paths_shared(void **state)
                         "tensor_model_parallel_size");
 }
 
+/* issue 14: impl, compile and optimizer_impl are written resolved (the framework's defaults:
+ * fsdp2 -> hf + foreach, megatron -> te + fused), read back to the canonical 0, and given
+ * values survive the round trip. */
+static void test_impl_fields(void **state)
+{
+    (void)state;
+    char err[CM_ERRLEN];
+    layout f = layout_default(FRAMEWORK_FSDP2), m = layout_default(FRAMEWORK_MEGATRON);
+    json_t *j = layout_to_json(&f);
+    assert_string_equal(json_string_value(json_object_get(j, "impl")), "hf");
+    assert_string_equal(json_string_value(json_object_get(j, "optimizer_impl")), "foreach");
+    assert_true(json_is_false(json_object_get(j, "compile")));
+    layout back;
+    assert_int_equal(layout_from_json(j, "layout", &back, NULL, err, sizeof err), CM_OK);
+    assert_int_equal(back.impl, IMPL_DEFAULT);
+    assert_int_equal(back.optimizer_impl, OPTIMIZER_IMPL_DEFAULT);
+    json_decref(j);
+    j = layout_to_json(&m);
+    assert_string_equal(json_string_value(json_object_get(j, "impl")), "te");
+    assert_string_equal(json_string_value(json_object_get(j, "optimizer_impl")), "fused");
+    json_decref(j);
+    f.impl = IMPL_NATIVE;
+    f.compile = true;
+    f.optimizer_impl = OPTIMIZER_IMPL_FOR_LOOP;
+    j = layout_to_json(&f);
+    assert_string_equal(json_string_value(json_object_get(j, "optimizer_impl")), "for-loop");
+    assert_int_equal(layout_from_json(j, "layout", &back, NULL, err, sizeof err), CM_OK);
+    assert_true(layout_equal(&f, &back));
+    assert_int_equal(back.impl, IMPL_NATIVE);
+    assert_true(back.compile);
+    assert_int_equal(back.optimizer_impl, OPTIMIZER_IMPL_FOR_LOOP);
+    json_object_set_new(j, "impl", json_string("jax"));
+    assert_int_equal(layout_from_json(j, "layout", &back, NULL, err, sizeof err), CM_EPARSE);
+    json_decref(j);
+    assert_false(layout_equal(&f, &m));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_round_trip),  cmocka_unit_test(test_json_old_raw_zeros),
         cmocka_unit_test(test_json_bad_input),   cmocka_unit_test(test_short_name),
         cmocka_unit_test(test_equal),            cmocka_unit_test(test_csv_columns),
-        cmocka_unit_test(test_yaml_paths_shared),
+        cmocka_unit_test(test_yaml_paths_shared), cmocka_unit_test(test_impl_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,10 +15,10 @@ error = (predicted - measured) / measured.
                    memory.total_bytes to be; peak reserved + the same is shown in --format json
   feasible         measured: the run did not go out of memory; predicted: plan's "feasible"
 
-A run the planner cannot express yet is listed as not expressible, with why (today: the native
-PyTorch implementation and torch.compile, until `plan estimate` has --impl / --compile; the
-script looks for those flags in `plan estimate --help` and passes them once they exist, and
---optimizer-impl likewise). Standard library only; no torch. Nothing here fits or corrects
+A run the planner cannot express is listed as not expressible, with why (a planner without
+--impl / --compile cannot express the native PyTorch implementation and torch.compile; the
+script looks for those flags, and --optimizer-impl, in `plan estimate --help` and passes the
+run's implementation, compile flag and AdamW path once they exist). Standard library only; no torch. Nothing here fits or corrects
 anything: it reports.
 
 Usage: python3 bench/realruns/fidelity.py [results.jsonl ...] [--plan build/cli/plan]

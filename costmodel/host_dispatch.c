@@ -1,0 +1,249 @@
+/*
+ * host_dispatch.c — the host's issue time of an eager step as a floor under the GPU time (see
+ * host_dispatch.h for the mechanism and where the constant comes from).
+ *
+ * The host issues a pass's launches one after another, each taking it host.eager_launch_s,
+ * while the GPU drains its queue: a kernel starts when the host has issued it and the GPU has
+ * finished the one before. A layer's launches go through that queue in execution order (norm,
+ * q/k/v, RoPE, attention, o_proj, residual, norm, gate/up, activation, down, residual; the
+ * backward in reverse, a recompute's forward first), so the host runs ahead during long GEMMs
+ * and the short kernels after them catch up only as far as that lead goes. Two layers are run
+ * and the second one's increment taken (the steady state of a deep stack). Its bounds, both
+ * tried on bench/realruns: max(GPU, host) (a queue that never runs dry) under-predicts the
+ * small runs by 15-26%; every launch at least the host's time over-predicts every GPU-bound run
+ * by 10-25%. Launches the op list does not price on the GPU (the per-tensor copies of
+ * FSDP2's all-gather copy-out, the separate Linear modules of a merged GEMM op, the attention
+ * output's .contiguous()) count on the host side.
+ */
+#include "host_dispatch.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+/* Parameter tensors of one decoder layer as the model code holds them (each a copy-out after
+ * every all-gather at world size 1: split_with_sizes_copy per tensor; bench/realruns/results/
+ * kernels-h100.json shows 21 device-to-device copies per Llama layer): q, k, v, o, two norms,
+ * Qwen3's q/k norms, the MLP's gate, up, down (the MoE block: router and the experts' two 3D
+ * tensors, transformers 5). */
+static double layer_tensors(const model_spec *m, bool moe)
+{
+    double n = 4 + 2 + (m->qk_norm ? 2 : 0);
+    if (moe) n += 1 + 2 + (m->shared_experts ? 3 : 0);
+    else n += m->activation == MODEL_ACT_SWIGLU ? 3 : 2;
+    return n;
+}
+
+/* Linear modules behind one GEMM op of the recipe (the recipe merges q, k, v into "qkv" and
+ * gate, up into "mlp_up"; Hugging Face and the native model run them as separate modules). */
+static double modules_of(const recipe_op *o, const model_spec *m)
+{
+    if (!strcmp(o->name, "qkv")) return 3;
+    if ((!strcmp(o->name, "mlp_up") || !strcmp(o->name, "shared_up")) &&
+        m->activation == MODEL_ACT_SWIGLU)
+        return 2;
+    return 1;
+}
+
+void host_dispatch_launches(const recipe *r, const layout *l, double *fwd, double *bwd,
+                            double *recompute)
+{
+    double f = 0, b = 0, re = 0;
+    for (int i = 0; i < r->n_ops; i++) {
+        const recipe_op *o = &r->op[i];
+        double of = 0, ob = 0;
+        switch (o->kind) {
+        case RECIPE_GEMM: of = 1, ob = 2; break;
+        case RECIPE_ATTENTION: of = 1, ob = 4; break;
+        case RECIPE_ELEMENTWISE:
+            if (o->phase == RECIPE_FWD) of = o->launches;
+            else ob = o->launches;
+            break;
+        case RECIPE_FSDP_GATHER:
+            of = 1, ob = l->reshard_after_forward ? 1 : 0;
+            break;
+        case RECIPE_FSDP_REDUCE: ob = 1; break;
+        default:
+            of = o->fwd_s > 0 ? 1 : 0, ob = o->bwd_s > 0 ? 1 : 0;
+            break;
+        }
+        f += of;
+        b += ob;
+        if (o->recompute) re += of;
+    }
+    *fwd = f;
+    *bwd = b;
+    *recompute = re;
+}
+
+bool host_dispatch_applies(const system_spec *sys, const layout *l)
+{
+    return l->framework == FRAMEWORK_FSDP2 && !l->compile && sys->host_eager_launch_s > 0;
+}
+
+
+/* ---- the issue queue of one pass, in execution order ---------------------------------------- */
+
+typedef struct {
+    double host, gpu; /* when the host has issued its last launch; when the GPU finishes */
+    double c;
+} queue;
+
+/* n identical launches of g seconds each: the last ends at the latest of the GPU's own work
+ * after what was queued, the first launch's issue plus all of them, and the last launch's
+ * issue plus its own time. */
+static void q_push(queue *q, double n, double g)
+{
+    if (n <= 0) return;
+    double end = q->gpu + n * g;
+    double a = q->host + q->c + n * g, b = q->host + n * q->c + g;
+    if (a > end) end = a;
+    if (b > end) end = b;
+    q->gpu = end;
+    q->host += n * q->c;
+}
+
+static bool starts(const char *name, const char *prefix)
+{
+    return strncmp(name, prefix, strlen(prefix)) == 0;
+}
+
+/* The slot of the forward an op's launches run in (execution order of a Llama-style decoder
+ * layer: norm, q/k/v, q/k norms and RoPE, attention, o_proj, residual, norm, gate/up,
+ * activation, down, residual); -1: not a compute-stream kernel of the layer. Norms and residual
+ * adds are split evenly over their two places. */
+enum { S_NORM1, S_QKV, S_ROPE, S_ATTN, S_OUT, S_RES1, S_NORM2, S_UP, S_ACT, S_DOWN, S_RES2, S_N };
+
+static int slot_gemm(const char *n)
+{
+    if (!strcmp(n, "attn_out")) return S_OUT;
+    if (!strcmp(n, "mlp_up") || !strcmp(n, "router") || !strcmp(n, "experts") ||
+        !strcmp(n, "shared_up"))
+        return S_UP;
+    if (!strcmp(n, "mlp_down") || !strcmp(n, "shared_down")) return S_DOWN;
+    return S_QKV; /* qkv, q, q_down, q_up, kv_down, kv_up */
+}
+
+static int slot_elementwise(const char *n, bool *split)
+{
+    *split = false;
+    if (starts(n, "rmsnorm.") || starts(n, "rms_norm.") || starts(n, "layernorm")) {
+        *split = true;
+        return S_NORM1;
+    }
+    if (starts(n, "residual.") || starts(n, "dropout") || starts(n, "grad.add")) {
+        *split = true;
+        return S_RES1;
+    }
+    if (starts(n, "qknorm.") || starts(n, "rope") || starts(n, "repeat_kv")) return S_ROPE;
+    return S_ACT; /* mlp., experts., shared., moe. */
+}
+
+/* Launches (n) and GPU time per launch (g) of op o in the forward (bwd false) or backward. */
+static void op_launches(const recipe_op *o, const model_spec *m, bool bwd, double *n, double *g)
+{
+    *n = 0, *g = 0;
+    double t = 0;
+    switch (o->kind) {
+    case RECIPE_GEMM: {
+        double k = modules_of(o, m);
+        *n = bwd ? 2 * k : k;
+        t = bwd ? o->fwd_bwd_s - o->fwd_s : o->fwd_s;
+        break;
+    }
+    case RECIPE_ATTENTION:
+        *n = bwd ? 4 : 1;
+        t = bwd ? o->bwd_s : o->fwd_s;
+        break;
+    case RECIPE_ELEMENTWISE:
+        if ((o->phase == RECIPE_BWD) != bwd) return;
+        *n = o->launches;
+        t = bwd ? o->bwd_s : o->fwd_s;
+        break;
+    default:
+        return;
+    }
+    *g = *n > 0 ? t / *n : 0;
+}
+
+/* One pass of one layer through the queue: the forward slots in order, or the backward in the
+ * reverse order; only_recompute: the ops a recompute re-runs. */
+static void run_pass(queue *q, const recipe *r, const model_spec *m, bool bwd, bool only_recompute)
+{
+    for (int step = 0; step < S_N; step++) {
+        int s = bwd ? S_N - 1 - step : step;
+        for (int i = 0; i < r->n_ops; i++) {
+            const recipe_op *o = &r->op[i];
+            if (only_recompute && !o->recompute) continue;
+            double n, g;
+            op_launches(o, m, bwd, &n, &g);
+            if (n <= 0) continue;
+            int slot;
+            bool split = false;
+            if (o->kind == RECIPE_GEMM) slot = slot_gemm(o->name);
+            else if (o->kind == RECIPE_ATTENTION) slot = S_ATTN;
+            else slot = slot_elementwise(o->name, &split);
+            if (split && (s == slot || s == slot + (slot == S_NORM1 ? S_NORM2 - S_NORM1
+                                                                    : S_RES2 - S_RES1))) {
+                double half = n / 2; /* whole launches: the first place takes the odd one */
+                double here = s == slot ? n - (double)(long)half : (double)(long)half;
+                q_push(q, here, g);
+            } else if (!split && s == slot) {
+                q_push(q, n, g);
+                if (o->kind == RECIPE_ATTENTION) q_push(q, 1, 0); /* the output's copy */
+            }
+        }
+    }
+}
+
+/* FSDP2's launches of one unit per pass: copy-in, the collective and a copy-out per tensor for
+ * a gather; the reduce-scatter's copy-in and collective; with the GPU time of the compute-stream
+ * copies (the recipe's fsdp.copy_out / fsdp.rs_copy_in ops). */
+static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layout *l, bool bwd,
+                     bool moe)
+{
+    if (l->sharding != SHARDING_FSDP) return;
+    double out_s = 0, rs_s = 0;
+    for (int i = 0; i < r->n_ops; i++) {
+        if (r->op[i].kind != RECIPE_FSDP_COPY) continue;
+        if (!strcmp(r->op[i].name, "fsdp.copy_out")) out_s = bwd ? r->op[i].bwd_s : r->op[i].fwd_s;
+        else if (bwd) rs_s += r->op[i].bwd_s;
+    }
+    double tensors = layer_tensors(m, moe);
+    if (!bwd || l->reshard_after_forward) {
+        q_push(q, 2, 0);
+        q_push(q, tensors, out_s / tensors);
+    }
+    if (bwd) q_push(q, 2, rs_s / 2);
+}
+
+void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layout *l, recipe *r,
+                        bool layer, bool moe)
+{
+    r->host_fwd_s = r->host_bwd_s = 0;
+    if (!host_dispatch_applies(sys, l)) return;
+    double c = sys->host_eager_launch_s;
+    if (!layer) { /* the loss head: a few long kernels; the plain floor */
+        double lf, lb, lr;
+        host_dispatch_launches(r, l, &lf, &lb, &lr);
+        r->host_fwd_s = lf * c;
+        r->host_bwd_s = (lb + lr) * c;
+        return;
+    }
+    /* Two layers chained, so the host's lead carries over from the first; the second layer's
+     * increment is the steady state of a deep stack. */
+    bool any_re = false;
+    for (int i = 0; i < r->n_ops; i++) any_re |= r->op[i].recompute;
+    queue q = {0, 0, c}, qb = {0, 0, c};
+    double f_end[2], b_end[2];
+    for (int k = 0; k < 2; k++) {
+        run_fsdp(&q, r, m, l, false, moe);
+        run_pass(&q, r, m, false, false);
+        f_end[k] = q.gpu;
+        run_fsdp(&qb, r, m, l, true, moe);
+        if (any_re) run_pass(&qb, r, m, false, true);
+        run_pass(&qb, r, m, true, false);
+        b_end[k] = qb.gpu;
+    }
+    r->host_fwd_s = f_end[1] - f_end[0];
+    r->host_bwd_s = b_end[1] - b_end[0];
+}

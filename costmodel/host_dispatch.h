@@ -1,0 +1,44 @@
+/*
+ * host_dispatch.h — the host (CPU) side of an eager PyTorch step (issue 14): every kernel of an
+ * eager model is issued by Python and the dispatcher (module call, autograd recording, the
+ * operator's dispatch, FSDP2's hooks), and the GPU cannot run a kernel before the host has
+ * issued it. When a pass's kernels are short (small models, few tokens) the host, not the GPU,
+ * sets the pace: a pass takes max(GPU time, launches x host time per launch).
+ *
+ * The host time per launch is the system's host.eager_launch_s: measured as the forward +
+ * backward time of a real Hugging Face FSDP2 step at a shape where the GPU work is negligible,
+ * divided by the CUDA kernels it launched (bench/realruns/launch_overhead.py). It applies to
+ * the eager FSDP2 implementations (hf, native); torch.compile'd blocks issue a few fused
+ * kernels per block from generated code and are left out, and so is Megatron (TE's fused
+ * kernels, large per-kernel work).
+ */
+#ifndef PLAN_HOST_DISPATCH_H
+#define PLAN_HOST_DISPATCH_H
+
+#include <stdbool.h>
+
+#include "layer_recipe.h"
+#include "layout.h"
+#include "model.h"
+#include "system.h"
+
+/* Kernels one micro-batch of r's ops launches in the forward, the backward and the recomputed
+ * forward: a Linear 1 forward and 2 backward (dgrad, wgrad); the attention core 1 forward and
+ * 4 backward (cuDNN's flash backward: memset, dot(dO, O), the backward kernel, dQ to bf16: the
+ * kernel list in bench/realruns/results/launch-h100.json); an elementwise op its count; FSDP
+ * copies and collectives one each per pass they run in. */
+void host_dispatch_launches(const recipe *r, const layout *l, double *fwd, double *bwd,
+                            double *recompute);
+
+/* Whether the host floor applies to l on sys (eager FSDP2 and a measured host time). */
+bool host_dispatch_applies(const system_spec *sys, const layout *l);
+
+/* Sets r->host_fwd_s and r->host_bwd_s: the forward and the backward (with the recompute's
+ * forward) of r's ops paced by the host's issue queue (host_dispatch.c); recipe_price() takes
+ * them as a floor under the compute. layer: r is a decoder layer (an FSDP unit of its own;
+ * moe: its MLP is the MoE block), else the loss head. Zeros where host_dispatch_applies() is
+ * false. Called by recipe_layer() and recipe_head() once r's ops are complete. */
+void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layout *l, recipe *r,
+                        bool layer, bool moe);
+
+#endif
