@@ -24,6 +24,7 @@
  */
 #include "collective.h"
 
+#include <math.h>
 #include <string.h>
 
 static double factor_all_reduce(int n) { return 2.0 * (n - 1) / n; }
@@ -70,6 +71,26 @@ double collective_latency_s(const system_spec *sys, layout_group g)
     return g.spans_nodes ? sys->inter_latency_s : sys->intra_latency_s;
 }
 
+/*
+ * NCCL's double binary tree for an all-reduce that spans nodes (Jeaugey, "Massively Scale Your
+ * Deep Learning Training with NCCL 2.4", NVIDIA blog 2019: trees keep full bandwidth with a
+ * latency logarithmic in the node count; NCCL picks, per call, the algorithm its tuning model
+ * predicts fastest). The terms are NCCL's own model (src/graph/tuning.cc, ncclTopoTuneModel):
+ * latency base + 2 ((ranks per node - 1) intra hops + log2(nodes) network hops); bandwidth 0.92
+ * of the ring's bus bandwidth ("busBw*.92") at an algorithm bandwidth of half of it ("ratio =
+ * .5": every byte goes up and down the tree). The ring's latency grows with the rank count,
+ * 2(n-1) hops, so from a few hundred ranks on the tree wins every latency-bound message (a
+ * Megatron bucket at thousands of ranks), while the ring keeps large ones.
+ */
+static double all_reduce_tree_s(const system_spec *sys, double bytes, layout_group g, double bw)
+{
+    int per_node = g.members_per_node > 0 ? g.members_per_node : 1;
+    double nodes = (double)g.size / per_node;
+    double hops = 2.0 * ((per_node - 1) * sys->intra_latency_s +
+                         ceil(log2(nodes > 1 ? nodes : 1)) * sys->inter_latency_s);
+    return sys->call_latency_s + hops + bytes * 2.0 / (0.92 * bw);
+}
+
 double collective_time_s(const system_spec *sys, collective_op op, double bytes, layout_group g)
 {
     if (g.size <= 1 || bytes <= 0) return 0;
@@ -97,5 +118,7 @@ double collective_time_s(const system_spec *sys, collective_op op, double bytes,
         sys->nvls_busbw_bytes_per_s > bw)
         bw = sys->nvls_busbw_bytes_per_s;
     if (bw <= 0) return 1e30; /* no network: the layout cannot span nodes on this system */
-    return alpha + bytes * d->bus_factor(g.size) / bw;
+    double ring = alpha + bytes * d->bus_factor(g.size) / bw;
+    if (op == COLL_ALL_REDUCE && g.spans_nodes) return fmin(ring, all_reduce_tree_s(sys, bytes, g, bw));
+    return ring;
 }

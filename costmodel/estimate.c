@@ -29,6 +29,7 @@
 #include "fsdp_copies.h"
 #include "layer_recipe.h"
 #include "memory.h"
+#include "overlap.h"
 
 /* One layer's per-micro-batch times: its recipe (layer_recipe.h) priced. */
 typedef recipe_time layer_time;
@@ -342,11 +343,17 @@ static void estimate_time_part(const model_spec *m, const system_spec *sys,
         double gather;
         double grad = estimate_dp_sync_s(sys, t, l, pd, pe, &gather);
         dp_raw = grad + gather;
-        int n0 = layout_stage_layers(m, l, 0);
-        double buckets = n0 > 0 ? n0 : 1;
-        dp_s += t->overlap_grad_reduce ? fmax(0, grad - worst.bwd_s) + grad / buckets : grad;
-        dp_s += t->overlap_param_gather ? fmax(0, gather - worst.fwd_s) + gather / buckets
-                                        : gather;
+        /* Megatron's DDP buckets (overlap.h): with --overlap-grad-reduce each bucket's
+         * collective starts as it fills during the last micro-batch's backward, and pays its
+         * own latency; without it the buffer is one bucket reduced after the backward. The
+         * parameter all-gather uses the same buckets, hidden behind the first forward with
+         * --overlap-param-gather. */
+        int nb = overlap_dp_buckets(l, pd + pe);
+        double bgather = gather, bgrad = grad;
+        if (nb > 1) bgrad = estimate_dp_sync_s(sys, t, l, pd / nb, pe / nb, &bgather);
+        dp_s += l->overlap_grad_reduce ? overlap_dp_exposed_s(bgrad, nb, worst.bwd_s) : grad;
+        dp_s += l->overlap_param_gather ? overlap_dp_exposed_s(bgather, nb, worst.fwd_s)
+                                        : nb * bgather;
     }
 
     double local;

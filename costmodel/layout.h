@@ -22,8 +22,6 @@ typedef struct {
     int seq_len;               /* tokens per sequence */
     int global_batch;          /* sequences per optimizer step */
     training_attention attention; /* flash (fused, s^2 never stored) or unfused (2021 Megatron) */
-    bool overlap_grad_reduce;  /* Megatron --overlap-grad-reduce / FSDP backward prefetch */
-    bool overlap_param_gather; /* Megatron --overlap-param-gather */
     bool grad_reduce_bf16;     /* reduce gradients in bf16 (--grad-reduce-in-bf16) */
     bool causal;               /* causal mask: flash attention skips the masked half */
 } training_spec;
@@ -42,6 +40,11 @@ typedef struct {
     layout_recompute recompute;
     int recompute_layers;      /* full recompute: layers per stage recomputed; 0 = all */
     bool offload;              /* FSDP2 CPU offload of params, grads and optimizer */
+    /* Megatron overlap knobs (layout, since the search chooses them; off by default as in
+     * Megatron-LM's arguments.py, all three store_true). Issue 15; costmodel/tp_overlap.h. */
+    bool tp_comm_overlap;      /* --tp-comm-overlap: TE userbuffer AG/RS overlapped with GEMMs */
+    bool overlap_grad_reduce;  /* --overlap-grad-reduce: bucketed DDP reduce during backward */
+    bool overlap_param_gather; /* --overlap-param-gather: bucketed param AG during forward */
 } layout;
 
 /* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */

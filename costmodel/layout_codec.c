@@ -56,6 +56,14 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
       false, 0, MCFG "num_distributed_optimizer_instances", FSDPCFG "fsdp_size"),
     L(LAYOUT_F_OFFLOAD, "offload", LAYOUT_KIND_BOOL, offload, NULL, NULL, false, 0,
       FSDPCFG "cpu_offload", NULL),
+    /* Megatron overlap knobs (issue 15): trainer YAML holds them under ddp_config (emit.c) */
+    L(LAYOUT_F_TP_COMM_OVERLAP, "tp_comm_overlap", LAYOUT_KIND_BOOL, tp_comm_overlap, NULL,
+      NULL, false, 0, MCFG "tp_comm_overlap", NULL),
+    L(LAYOUT_F_OVERLAP_GRAD_REDUCE, "overlap_grad_reduce", LAYOUT_KIND_BOOL,
+      overlap_grad_reduce, NULL, NULL, false, 0, MCFG "ddp_config.overlap_grad_reduce", NULL),
+    L(LAYOUT_F_OVERLAP_PARAM_GATHER, "overlap_param_gather", LAYOUT_KIND_BOOL,
+      overlap_param_gather, NULL, NULL, false, 0, MCFG "ddp_config.overlap_param_gather",
+      NULL),
 };
 
 #undef L

@@ -187,8 +187,8 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
      * (bucket_size = None); sim_run then uses the stage's grad_sync_s instead.
      */
     int nb = 0;
-    bool dp_buckets = !fsdp && (t->overlap_grad_reduce ||
-                                (t->overlap_param_gather && l->sharding == SHARDING_DISTOPT));
+    bool dp_buckets = !fsdp && (l->overlap_grad_reduce ||
+                                (l->overlap_param_gather && l->sharding == SHARDING_DISTOPT));
     if (dp_buckets) {
         if (!reserve(&w->bucket, &w->bucket_cap, L + nv, sizeof *w->bucket))
             return cm_fail(err, errlen, CM_ENOMEM, "out of memory building the simulation");
@@ -270,8 +270,8 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
     in->p2p_overlap = v > 1;
     in->fsdp = fsdp;
     in->fsdp_reshard = l->reshard_after_forward;
-    in->grad_overlap = !fsdp && t->overlap_grad_reduce;
-    in->param_gather_overlap = l->sharding == SHARDING_DISTOPT && t->overlap_param_gather;
+    in->grad_overlap = !fsdp && l->overlap_grad_reduce;
+    in->param_gather_overlap = l->sharding == SHARDING_DISTOPT && l->overlap_param_gather;
     in->buckets = nb;
     in->bucket = w->bucket;
     in->grad_sync_s = w->grad_sync;

@@ -74,6 +74,7 @@ typedef struct {
     double eager_elementwise_efficiency; /* the same for eager PyTorch elementwise (FSDP2 path) */
     double eager_kernel_gap_s;         /* idle time between back-to-back eager kernels (optional) */
     double attention_efficiency;       /* achieved/peak of fused (flash) attention, fwd+bwd */
+    int sm_count;                      /* streaming multiprocessors (0: not given; overlap.c) */
     double tdp_w;                      /* board power the efficiency figures hold at (0: not
                                           given) */
     double power_limit_w;              /* power cap in use (0: the TDP); scales the sustained

@@ -264,6 +264,26 @@ static cm_status evaluate_list(const model_spec *m, const system_spec *sys,
     return CM_OK;
 }
 
+/*
+ * Megatron's data-parallel overlap knobs (issue 15), searched where they change anything:
+ * with more than one data-parallel rank, DDP tries off and --overlap-grad-reduce, the
+ * distributed optimizer also --overlap-param-gather (which Megatron allows only with the
+ * former); Megatron-FSDP runs with both on, as its documentation recommends (the FSDP model
+ * prefetches regardless). plan --no-overlap keeps them off.
+ */
+static int overlap_variants(const ctx *c, int sharding, int dp_cp)
+{
+    if (c->opt->no_overlap || sharding == SHARDING_FSDP || dp_cp == 1) return 1;
+    return sharding == SHARDING_DDP ? 2 : 3;
+}
+
+static void set_dp_overlap(const ctx *c, layout *l, int sharding, int dp_cp, int variant)
+{
+    bool fsdp_on = sharding == SHARDING_FSDP && dp_cp > 1 && !c->opt->no_overlap;
+    l->overlap_grad_reduce = variant >= 1 || fsdp_on;
+    l->overlap_param_gather = variant >= 2 || fsdp_on;
+}
+
 static void search_megatron(ctx *c)
 {
     const model_spec *m = c->m;
@@ -308,6 +328,8 @@ static void search_megatron(ctx *c)
                                     if (!sp && tp > 1 && model_is_moe(m)) continue;
                                     for (int sh = 0; sh < 3; sh++) {
                                         if (sh == SHARDING_FSDP && pp > 1) continue;
+                                        int nov = overlap_variants(c, sh, dp * cp);
+                                        int nto = tp > 1 && sp && !c->opt->no_overlap ? 2 : 1;
                                         for (int rc = 0; rc < 3; rc++) {
                                             layout l = layout_default(FRAMEWORK_MEGATRON);
                                             l.tp = tp; l.pp = pp; l.dp = dp; l.cp = cp;
@@ -315,7 +337,13 @@ static void search_megatron(ctx *c)
                                             l.vpp = vps[v]; l.mbs = mbs; l.sp = sp;
                                             l.sharding = (layout_sharding)sh;
                                             l.recompute = (layout_recompute)rc;
-                                            emit(c, &l);
+                                            for (int to = 0; to < nto; to++) {
+                                                l.tp_comm_overlap = to;
+                                                for (int ov = 0; ov < nov; ov++) {
+                                                    set_dp_overlap(c, &l, sh, dp * cp, ov);
+                                                    emit(c, &l);
+                                                }
+                                            }
                                         }
                                     }
                                 }

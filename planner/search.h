@@ -21,6 +21,9 @@ typedef struct {
     /* Re-rank the best `simulate` plans (0: off) by the step simulator (costmodel/sim.h): they
      * are simulated, with each framework's best, and reordered by simulated step time. */
     int simulate;
+    /* Keep the Megatron overlap knobs (tp_comm_overlap, overlap_grad_reduce,
+     * overlap_param_gather) off instead of searching them (plan --no-overlap). */
+    bool no_overlap;
 } search_options;
 
 /* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */
