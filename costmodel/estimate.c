@@ -283,6 +283,11 @@ static double apply_step_terms(const system_step *st, const layout *l, double la
 
 static void estimate_time_part(const model_spec *m, const system_spec *sys,
                                const training_spec *t, const layout *l, estimate *out);
+static stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
+                                       const training_spec *t, const layout *l);
+static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
+                                   const training_spec *t, const layout *l,
+                                   const stage_time *worst_stage, estimate *out);
 
 /* The memory half of an estimate: identity, memory, and whether it fits at all. */
 static void estimate_memory_part(const model_spec *m, const system_spec *sys,
@@ -316,13 +321,51 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     return CM_OK;
 }
 
-/* The time half (out already holds estimate_memory_part's fields) and the feasibility. */
-static void estimate_time_part(const model_spec *m, const system_spec *sys,
-                               const training_spec *t, const layout *l, estimate *out)
+cm_status estimate_layout_search_overlap_variants(const model_spec *m,
+                                                  const system_spec *sys,
+                                                  const training_spec *t, const layout *ls,
+                                                  int n, estimate *outs, bool *timed)
 {
-    int micro = out->microbatches;
+    *timed = false;
+    if (n < 1) return CM_EINVAL;
+    if (layout_check(m, sys, t, &ls[0], 0, NULL, 0) != CM_OK) return CM_EINVAL;
+    /* the others differ in the overlap knobs only: their rules (layout.c) are all left */
+    for (int i = 1; i < n; i++) {
+        if (ls[i].overlap_param_gather &&
+            (ls[i].sharding == SHARDING_DDP || !ls[i].overlap_grad_reduce))
+            return CM_EINVAL;
+        if (ls[i].tp_comm_overlap && (ls[i].framework != FRAMEWORK_MEGATRON || ls[i].tp == 1 ||
+                                      !ls[i].sp))
+            return CM_EINVAL;
+    }
+    estimate_memory_part(m, sys, t, &ls[0], &outs[0]);
+    for (int i = 1; i < n; i++) {
+        outs[i] = outs[0];
+        outs[i].layout = ls[i];
+    }
+    if (outs[0].memory.total_bytes > outs[0].memory.capacity_bytes) {
+        for (int i = 0; i < n; i++) outs[i].feasible = false;
+        return CM_OK;
+    }
+    *timed = true;
+    /* the stages' micro-batch times depend on tp_comm_overlap alone among the knobs */
+    stage_time worst[2];
+    bool have[2] = {false, false};
+    for (int i = 0; i < n; i++) {
+        int k = ls[i].tp_comm_overlap;
+        if (!have[k]) {
+            worst[k] = estimate_worst_stage(m, sys, t, &ls[i]);
+            have[k] = true;
+        }
+        estimate_time_assemble(m, sys, t, &ls[i], &worst[k], &outs[i]);
+    }
+    return CM_OK;
+}
 
-    /* Time per micro-batch of the candidate stages. */
+/* The slowest of the candidate stages, per micro-batch. */
+static stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
+                                       const training_spec *t, const layout *l)
+{
     layer_time dense = layer_cost(m, sys, t, l, 0);
     layer_time moe = model_is_moe(m) ? layer_cost(m, sys, t, l, 1) : dense;
     int cands[3] = {0, l->pp > 1 ? 1 : 0, l->pp - 1};
@@ -332,6 +375,25 @@ static void estimate_time_part(const model_spec *m, const system_spec *sys,
         stage_time s = stage_cost(m, sys, t, l, cands[i], &dense, &moe);
         if (stage_total(&s) > stage_total(&worst)) worst = s;
     }
+    return worst;
+}
+
+/* The time half (out already holds estimate_memory_part's fields) and the feasibility. */
+static void estimate_time_part(const model_spec *m, const system_spec *sys,
+                               const training_spec *t, const layout *l, estimate *out)
+{
+    stage_time worst = estimate_worst_stage(m, sys, t, l);
+    estimate_time_assemble(m, sys, t, l, &worst, out);
+}
+
+/* The step from the worst stage's micro-batch: data-parallel sync, optimizer, bubble, the
+ * uncertainty band, throughput and feasibility. */
+static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
+                                   const training_spec *t, const layout *l,
+                                   const stage_time *worst_stage, estimate *out)
+{
+    int micro = out->microbatches;
+    stage_time worst = *worst_stage;
     double t_mb = stage_total(&worst);
 
     /* Data-parallel gradient (and parameter) synchronisation of the first stage, which is the

@@ -303,7 +303,11 @@ void layout_short_name(const layout *l, char *buf, size_t len)
     if (l->offload) used = append(buf, len, used, "+off");
     if (l->recompute != RECOMPUTE_NONE)
         used = append(buf, len, used, " rc-%s", layout_recompute_name(l->recompute));
-    if (l->recompute_layers > 0) append(buf, len, used, "%d", l->recompute_layers);
+    if (l->recompute_layers > 0) used = append(buf, len, used, "%d", l->recompute_layers);
+    /* Megatron's overlap knobs (issue 15): tp-comm, grad-reduce, param-gather */
+    if (l->tp_comm_overlap || l->overlap_grad_reduce || l->overlap_param_gather)
+        append(buf, len, used, " ov-%s%s%s", l->tp_comm_overlap ? "t" : "",
+               l->overlap_grad_reduce ? "g" : "", l->overlap_param_gather ? "p" : "");
 }
 
 bool layout_equal(const layout *a, const layout *b)
