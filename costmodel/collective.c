@@ -82,6 +82,10 @@ double collective_latency_s(const system_spec *sys, layout_group g)
  * 2(n-1) hops, so from a few hundred ranks on the tree wins every latency-bound message (a
  * Megatron bucket at thousands of ranks), while the ring keeps large ones.
  */
+/* (PAT, below: NCCL 2.23's all-gather / reduce-scatter for one GPU per node, Jeaugey 2025,
+ * "PAT: a new algorithm for all-gather and reduce-scatter operations at scale", arXiv
+ * 2506.20252: a logarithmic number of network transfers where the ring's linear latency is
+ * poor "for small sizes and/or at scale"; the same bytes cross each NIC as in the ring.) */
 static double all_reduce_tree_s(const system_spec *sys, double bytes, layout_group g, double bw)
 {
     int per_node = g.members_per_node > 0 ? g.members_per_node : 1;
@@ -119,6 +123,12 @@ double collective_time_s(const system_spec *sys, collective_op op, double bytes,
         bw = sys->nvls_busbw_bytes_per_s;
     if (bw <= 0) return 1e30; /* no network: the layout cannot span nodes on this system */
     double ring = alpha + bytes * d->bus_factor(g.size) / bw;
-    if (op == COLL_ALL_REDUCE && g.spans_nodes) return fmin(ring, all_reduce_tree_s(sys, bytes, g, bw));
+    if (op == COLL_ALL_REDUCE && g.spans_nodes)
+        return fmin(ring, all_reduce_tree_s(sys, bytes, g, bw));
+    if ((op == COLL_ALL_GATHER || op == COLL_REDUCE_SCATTER) && g.spans_nodes &&
+        g.members_per_node == 1)
+        return fmin(ring, sys->call_latency_s +
+                              ceil(log2((double)g.size)) * collective_latency_s(sys, g) +
+                              bytes * d->bus_factor(g.size) / bw);
     return ring;
 }
