@@ -169,7 +169,8 @@ static void fold_ranked(search_result *r, long *ranked_seq, int keep, const esti
  * --no-overlap keeps them off. Writes the variants into out; returns how many (1: the layout
  * alone).
  */
-static int overlap_variants(const search_options *opt, const layout *l, layout out[6])
+static int overlap_variants(const search_options *opt, const system_spec *sys, const layout *l,
+                            layout out[6])
 {
     out[0] = *l;
     if (opt->no_overlap || l->framework != FRAMEWORK_MEGATRON) return 1;
@@ -182,7 +183,9 @@ static int overlap_variants(const search_options *opt, const layout *l, layout o
             out[n++].overlap_param_gather = true;
         }
     }
-    if (l->tp > 1 && l->sp)
+    /* userbuffers reach the peers of one NVLink domain only (layer_recipe.c): a TP group
+     * that leaves it gains nothing, so the variant would only duplicate the layout */
+    if (l->tp > 1 && l->sp && !layout_tp_group(sys, l).spans_nodes)
         for (int i = 0, dp_n = n; i < dp_n; i++) {
             out[n] = out[i];
             out[n++].tp_comm_overlap = true;
@@ -197,7 +200,7 @@ static void consider(worker *w, long seq)
     estimate *e = &w->scratch;
     const layout *base = &w->list->v[seq];
     layout ls[6];
-    int nv = overlap_variants(w->opt, base, ls);
+    int nv = overlap_variants(w->opt, w->sys, base, ls);
     if (w->opt->visit) { /* the caller sees every estimate whole */
         for (int i = 0; i < nv; i++)
             if (estimate_layout(w->m, w->sys, w->t, &ls[i], e, NULL, 0) == CM_OK)
