@@ -8,7 +8,10 @@
  *    fc2_fprop; bulk: qkv_dgrad, qkv_wgrad, fc1_dgrad, fc1_wgrad) and their defaults (num_sm 16
  *    and num_splits 4 for pipeline/bulk, 1 SM and tp splits with copy engines for
  *    ring_exchange). Megatron-LM megatron/training/initialize.py _initialize_tp_communicators
- *    calls it with those defaults unless --tp-comm-overlap-cfg is given.
+ *    calls it with those defaults unless --tp-comm-overlap-cfg is given. Tuned configs give the
+ *    SM-based methods fewer or more SMs per GEMM (Megatron Bridge
+ *    src/megatron/bridge/training/comm_overlap.py, e.g. 70B TP4 on H100: bulk 2-24, pipeline
+ *    16-24), which the model does not follow: it prices what --tp-comm-overlap alone runs.
  *  - Megatron-LM megatron/core/distributed/distributed_data_parallel.py (bucket_size default
  *    max(40000000, 1000000 * dp_group.size()); None, one bucket, without overlap_grad_reduce),
  *    distributed_data_parallel_config.py, param_and_grad_buffer.py (a bucket's collective is

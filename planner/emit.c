@@ -571,6 +571,12 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
         fprintf(f, "cfg.model.expert_tensor_parallel_size = %d\n", layout_etp(l));
     }
     fprintf(f, "cfg.model.sequence_parallel = %s\n", l->sp ? "True" : "False");
+    /* Megatron Bridge's CommOverlapConfig.setup() (training/comm_overlap.py) rewrites these from
+     * cfg.comm_overlap where a recipe sets one (and turns the DP overlaps on with the
+     * distributed optimizer at dp > 1): say so, so the overrides below are carried there */
+    fprintf(f, "# where the recipe sets cfg.comm_overlap (CommOverlapConfig), its setup() overrides "
+               "tp_comm_overlap, overlap_grad_reduce and overlap_param_gather: give it the values "
+               "below\n");
     if (l->tp_comm_overlap) fprintf(f, "cfg.model.tp_comm_overlap = True\n");
     if (l->recompute == RECOMPUTE_NONE) {
         fprintf(f, "cfg.model.recompute_granularity = None\n");
