@@ -106,6 +106,17 @@ double collective_time_s(const system_spec *sys, collective_op op, double bytes,
      * NCCL pays at any size beyond the per-step hops (measured on h200-x4: all-reduce of 1-64
      * MiB takes ~25 us more than bytes / asymptotic busbw; data/systems/README.md). */
     double alpha = sys->call_latency_s + collective_latency_s(sys, g) * d->latency_steps(g.size);
+    if (g.spans_nodes && (op == COLL_ALL_GATHER || op == COLL_REDUCE_SCATTER) &&
+        g.members_per_node > 1) {
+        /* A ring of n ranks on n/k nodes crosses the network only at the node boundaries:
+         * NCCL's own latency model (src/graph/tuning.cc) charges nNodes - 1 of the n - 1 steps
+         * of an all-gather / reduce-scatter at the network hop and the rest at the NVLink hop.
+         * (The all-reduce keeps every step at the network hop here; across nodes its tree, below,
+         * takes over where latency matters.) */
+        int nodes = (g.size + g.members_per_node - 1) / g.members_per_node;
+        alpha = sys->call_latency_s + (g.size - nodes) * sys->intra_latency_s +
+                (nodes - 1) * sys->inter_latency_s;
+    }
     if (g.spans_nodes && (op == COLL_SEND_RECV || op == COLL_ALL_TO_ALL)) {
         /* Not rings: a point-to-point message crosses the network on one GPU's NIC share, and
          * in an all-to-all each rank sends the (n - k)/n of its buffer bound for other nodes

@@ -106,6 +106,14 @@ static void test_collectives_at_scale(void **state)
     assert_true(REL(collective_time_s(&s, COLL_ALL_REDUCE, big, g), ring_big) < 1e-12);
     double pat = s.call_latency_s + 10 * s.inter_latency_s + bytes * 1023.0 / 1024 / bw;
     assert_true(REL(collective_time_s(&s, COLL_REDUCE_SCATTER, bytes, g), pat) < 1e-12);
+    /* 1024 ranks, 8 per node (128 nodes): of the ring's 1023 steps, 127 cross the network and
+     * 896 stay on NVLink (NCCL tuning.cc) */
+    layout_group full = layout_group_place(&s, 1024, 1);
+    assert_int_equal(full.members_per_node, 8);
+    double bw8 = collective_busbw_bytes_per_s(&s, full);
+    double ring8 = s.call_latency_s + 896 * s.intra_latency_s + 127 * s.inter_latency_s +
+                   bytes * 1023.0 / 1024 / bw8;
+    assert_true(REL(collective_time_s(&s, COLL_ALL_GATHER, bytes, full), ring8) < 1e-12);
 }
 
 /* Megatron's rules (arguments.py) and the knobs in the layout's JSON and the emitted flags. */
