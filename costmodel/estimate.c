@@ -338,25 +338,26 @@ cm_status estimate_layout_search_overlap_variants(const model_spec *m,
                                       !ls[i].sp))
             return CM_EINVAL;
     }
-    estimate_memory_part(m, sys, t, &ls[0], &outs[0]);
-    for (int i = 1; i < n; i++) {
-        outs[i] = outs[0];
-        outs[i].layout = ls[i];
-    }
-    if (outs[0].memory.total_bytes > outs[0].memory.capacity_bytes) {
-        for (int i = 0; i < n; i++) outs[i].feasible = false;
-        return CM_OK;
-    }
-    *timed = true;
-    /* the stages' micro-batch times depend on tp_comm_overlap alone among the knobs */
+    /* memory and the stages' micro-batch times depend on tp_comm_overlap alone among the
+     * knobs (its userbuffers, its exposed TP time): once per value */
+    int first[2] = {-1, -1};
     stage_time worst[2];
-    bool have[2] = {false, false};
     for (int i = 0; i < n; i++) {
         int k = ls[i].tp_comm_overlap;
-        if (!have[k]) {
-            worst[k] = estimate_worst_stage(m, sys, t, &ls[i]);
-            have[k] = true;
+        if (first[k] < 0) {
+            estimate_memory_part(m, sys, t, &ls[i], &outs[i]);
+            first[k] = i;
+            if (outs[i].memory.total_bytes <= outs[i].memory.capacity_bytes)
+                worst[k] = estimate_worst_stage(m, sys, t, &ls[i]);
+        } else {
+            outs[i] = outs[first[k]];
+            outs[i].layout = ls[i];
         }
+        if (outs[i].memory.total_bytes > outs[i].memory.capacity_bytes) {
+            outs[i].feasible = false; /* as estimate_layout_search leaves it: untimed */
+            continue;
+        }
+        *timed = true;
         estimate_time_assemble(m, sys, t, &ls[i], &worst[k], &outs[i]);
     }
     return CM_OK;

@@ -9,6 +9,7 @@
  * attention do not store. The tests check the GPT identity 34sbh + 5as^2b.
  */
 #include "memory.h"
+#include "overlap.h"
 
 #include <string.h>
 
@@ -233,6 +234,7 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
         r.activations_bytes += r.logits_bytes;
     }
 
+    r.comm_buffer_bytes += overlap_tp_userbuffer_bytes(m, t, l); /* --tp-comm-overlap */
     r.framework_bytes = sys->framework_reserved_bytes;
     r.other_bytes = r.comm_buffer_bytes + r.framework_bytes;
     r.total_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +

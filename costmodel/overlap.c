@@ -53,6 +53,13 @@ double overlap_tp_bulk_s(double gemm_s, double slowdown, double comm_s)
     return comm_s + (gemm_s - comm_s / slowdown) - gemm_s;
 }
 
+double overlap_tp_userbuffer_bytes(const model_spec *m, const training_spec *t, const layout *l)
+{
+    if (!l->tp_comm_overlap || l->tp < 2) return 0;
+    double rows = (double)t->seq_len * l->mbs / l->cp;
+    return OVERLAP_TP_USERBUFFERS * rows * m->hidden * 2.0;
+}
+
 double overlap_dp_bucket_params(const layout *l)
 {
     return fmax(40e6, 1e6 * l->dp * l->cp);

@@ -9,11 +9,15 @@
 #define PLAN_OVERLAP_H
 
 #include "layout.h"
+#include "model.h"
 #include "system.h"
 
 /* SMs a TE userbuffer "pipeline" or "bulk" overlap gives its communication kernels (TE
  * initialize_ub default num_sm 16; ring_exchange uses copy engines and 1 SM). */
 #define OVERLAP_TP_COMM_SMS 16
+/* GEMMs TE pairs with a TP collective per layer, one userbuffer each (base.py methods table:
+ * qkv/fc1 fprop, dgrad and wgrad, proj/fc2 fprop and dgrad). */
+#define OVERLAP_TP_USERBUFFERS 10
 /* Chunks of TE's "pipeline" method (default num_splits 4); ring_exchange splits into tp. */
 #define OVERLAP_TP_PIPELINE_SPLITS 4
 
@@ -38,6 +42,11 @@ double overlap_tp_sm_slowdown(const system_spec *sys);
 double overlap_tp_ring_exchange_s(double gemm_s, double chunked_s, double comm_s, int splits);
 double overlap_tp_pipeline_s(double gemm_s, double chunked_s, double comm_s, int splits);
 double overlap_tp_bulk_s(double gemm_s, double slowdown, double comm_s);
+
+/* The userbuffers --tp-comm-overlap registers once per GPU (0 without it): TE's initialize_ub
+ * adds one buffer per overlapped GEMM (the 10 of its method table) of the shape Megatron gives
+ * it, the full sequence (seq x mbs / cp) x hidden, in bf16. */
+double overlap_tp_userbuffer_bytes(const model_spec *m, const training_spec *t, const layout *l);
 
 /* Megatron DDP's bucket size in parameters: max(40M, 1M x dp) (distributed_data_parallel.py:
  * "larger DP sizes need larger buckets to ensure collectives do not become latency-bound");

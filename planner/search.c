@@ -162,12 +162,12 @@ static void fold_ranked(search_result *r, long *ranked_seq, int keep, const esti
  * sequence parallel, --tp-comm-overlap off and on; a DDP or distributed-optimizer layout of
  * more than one data-parallel rank without DP overlap, with --overlap-grad-reduce, and
  * (distributed optimizer; Megatron allows it only with the former) with
- * --overlap-param-gather too. They change no memory (the model holds no userbuffer or bucket
- * memory of its own), so estimate_layout_search_overlap_variants prices the layout's memory
- * once and each variant's time, and only the fastest variant goes on: the others have the same
- * memory and more time, so they could only rank right under it as near-duplicates. plan
- * --no-overlap keeps them off. Writes the variants into out; returns how many (1: the layout
- * alone).
+ * --overlap-param-gather too. estimate_layout_search_overlap_variants prices memory and the
+ * layer costs once per tp_comm_overlap value (its userbuffers cost memory; the DP knobs cost
+ * none in this model) and each variant's step, and only the fastest variant that fits goes on:
+ * the ranking orders by step time first, so the others could only rank right under it as
+ * near-duplicates. plan --no-overlap keeps them off. Writes the variants into out; returns how
+ * many (1: the layout alone).
  */
 static int overlap_variants(const search_options *opt, const system_spec *sys, const layout *l,
                             layout out[6])
@@ -218,7 +218,7 @@ static void consider(worker *w, long seq)
     if (estimate_layout_search_overlap_variants(w->m, w->sys, w->t, ls, nv, w->variant,
                                                 &timed) != CM_OK)
         return;
-    int best = 0;
+    int best = 0; /* the knobs off: the least memory, so feasible if any variant is */
     for (int i = 1; i < nv; i++)
         if (w->variant[i].feasible && search_better(&w->variant[i], &w->variant[best])) best = i;
     w->r->evaluated += nv - 1;
