@@ -62,7 +62,7 @@ double overlap_tp_userbuffer_bytes(const model_spec *m, const training_spec *t, 
 
 double overlap_dp_bucket_params(const layout *l)
 {
-    return fmax(40e6, 1e6 * l->dp * l->cp);
+    return fmax(40e6, 1e6 * l->dp); /* dp_group: without context parallel */
 }
 
 int overlap_dp_buckets(const layout *l, double params)

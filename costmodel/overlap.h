@@ -48,7 +48,9 @@ double overlap_tp_bulk_s(double gemm_s, double slowdown, double comm_s);
  * it, the full sequence (seq x mbs / cp) x hidden, in bf16. */
 double overlap_tp_userbuffer_bytes(const model_spec *m, const training_spec *t, const layout *l);
 
-/* Megatron DDP's bucket size in parameters: max(40M, 1M x dp) (distributed_data_parallel.py:
+/* Megatron DDP's bucket size in parameters: max(40M, 1M x dp), dp the data-parallel group
+ * without CP (process_groups_config.py setup_process_groups_for_ddp: 'dp_group' is
+ * get_data_parallel_group(with_context_parallel=False)) (distributed_data_parallel.py:
  * "larger DP sizes need larger buckets to ensure collectives do not become latency-bound");
  * without --overlap-grad-reduce the whole buffer is one bucket. */
 double overlap_dp_bucket_params(const layout *l);
