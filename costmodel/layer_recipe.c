@@ -238,6 +238,8 @@ static tp_exposed tp_overlapped_block(const system_spec *sys, const layout *l, d
     double comm = act_bytes * (tp - 1) / tp / bw + (tp - 1) * sys->intra_latency_s;
     double slow = overlap_tp_sm_slowdown(sys);
     int ps = OVERLAP_TP_PIPELINE_SPLITS;
+    /* the pipelined reduce-scatter runs one ring per chunk: each pays the tp-1 hops */
+    double comm_ps = act_bytes * (tp - 1) / tp / bw + ps * (tp - 1) * sys->intra_latency_s;
     /* forward: first GEMM with ring-exchange all-gather, last with pipelined reduce-scatter */
     double f1 = compute_gemm_s(sys, tokens, n1, in);
     double f1c = tp * compute_gemm_s(sys, tokens / tp, n1, in);
@@ -250,7 +252,7 @@ static tp_exposed tp_overlapped_block(const system_spec *sys, const layout *l, d
     double w1 = compute_gemm_s(sys, in, n1, tokens);
     tp_exposed e;
     e.fwd_s = overlap_tp_ring_exchange_s(f1, f1c, comm, tp) +
-              overlap_tp_pipeline_s(f2, f2c, comm, ps);
+              overlap_tp_pipeline_s(f2, f2c, comm_ps, ps);
     e.bwd_s = overlap_tp_ring_exchange_s(d2, d2c, comm, tp) + overlap_tp_bulk_s(w1, slow, comm);
     return e;
 }
