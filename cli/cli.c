@@ -51,6 +51,7 @@ enum {
     OPT_ATTENTION, OPT_NO_OVERLAP, OPT_GRAD_BF16, OPT_CALIBRATION, OPT_EMIT,
     OPT_SIMULATE, OPT_NO_SIMULATE, OPT_TRACE, OPT_PRECISION, OPT_FP8_RECIPE,
     OPT_IMPL, OPT_COMPILE, OPT_OPTIMIZER_IMPL,
+    OPT_TP_COMM_OVERLAP, OPT_OVERLAP_GRAD_REDUCE, OPT_OVERLAP_PARAM_GATHER,
 };
 
 static const struct option long_opts[] = {
@@ -85,6 +86,9 @@ static const struct option long_opts[] = {
     {"offload", no_argument, NULL, OPT_OFFLOAD},
     {"attention", required_argument, NULL, OPT_ATTENTION},
     {"no-overlap", no_argument, NULL, OPT_NO_OVERLAP},
+    {"tp-comm-overlap", no_argument, NULL, OPT_TP_COMM_OVERLAP},
+    {"overlap-grad-reduce", no_argument, NULL, OPT_OVERLAP_GRAD_REDUCE},
+    {"overlap-param-gather", no_argument, NULL, OPT_OVERLAP_PARAM_GATHER},
     {"grad-reduce-bf16", no_argument, NULL, OPT_GRAD_BF16},
     {"precision", required_argument, NULL, OPT_PRECISION},
     {"fp8-recipe", required_argument, NULL, OPT_FP8_RECIPE},
@@ -177,8 +181,13 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_NO_RESHARD: l->reshard_after_forward = false; break;
         case OPT_OFFLOAD: l->offload = true; break;
         case OPT_NO_OVERLAP:
-            o->training.overlap_grad_reduce = o->training.overlap_param_gather = false;
+            /* the layout's overlap knobs off, and the search keeps them off */
+            l->tp_comm_overlap = l->overlap_grad_reduce = l->overlap_param_gather = false;
+            o->no_overlap = true;
             break;
+        case OPT_TP_COMM_OVERLAP: l->tp_comm_overlap = true; break;
+        case OPT_OVERLAP_GRAD_REDUCE: l->overlap_grad_reduce = true; break;
+        case OPT_OVERLAP_PARAM_GATHER: l->overlap_param_gather = true; break;
         case OPT_GRAD_BF16: o->training.grad_reduce_bf16 = true; break;
         case OPT_PRECISION:
             if (!strcmp(optarg, "any")) {

@@ -66,9 +66,10 @@ static bool layout_flags_given(const cli_options *o)
            l->recompute_layers != d.recompute_layers || l->offload != d.offload ||
            l->shard_size != d.shard_size || l->reshard_after_forward != d.reshard_after_forward ||
            u->seq_len != t.seq_len || u->global_batch != t.global_batch ||
-           u->attention != t.attention || u->overlap_grad_reduce != t.overlap_grad_reduce ||
-           u->overlap_param_gather != t.overlap_param_gather ||
-           u->grad_reduce_bf16 != t.grad_reduce_bf16;
+           l->tp_comm_overlap != d.tp_comm_overlap ||
+           l->overlap_grad_reduce != d.overlap_grad_reduce ||
+           l->overlap_param_gather != d.overlap_param_gather ||
+           u->attention != t.attention || u->grad_reduce_bf16 != t.grad_reduce_bf16;
 }
 
 static char *read_all(const char *path, size_t *len, char *err, size_t errlen)

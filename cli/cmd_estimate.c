@@ -20,7 +20,8 @@ static void usage(void)
            "  --no-reshard-after-forward --shard-size N (HSDP) --offload\n"
            "  --recompute none|selective|full --recompute-layers N\n"
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"
-           "  --attention flash|unfused --no-overlap --grad-reduce-bf16\n"
+           "  --attention flash|unfused --no-overlap --tp-comm-overlap\n"
+           "  --overlap-grad-reduce --overlap-param-gather --grad-reduce-bf16\n"
            "  --precision bf16|fp8|mxfp8|nvfp4 --fp8-recipe delayed|tensorwise|blockwise\n"
 
            "  --impl hf|native|te   layer code (fsdp2 default hf, megatron default te)\n"

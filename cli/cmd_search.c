@@ -21,7 +21,8 @@ static void usage(void)
            "  --gbs N              global batch in sequences (default 1024)\n"
            "  --top N              rows in the ranked table (default 10)\n"
            "  --framework F        search only fsdp2 or megatron\n"
-           "  --attention flash|unfused, --no-overlap, --grad-reduce-bf16\n"
+           "  --attention flash|unfused, --no-overlap (overlap knobs off, not\n"
+           "  searched), --grad-reduce-bf16\n"
            "  --precision bf16|fp8|mxfp8|nvfp4|any   Linear GEMMs' format (default bf16; any:\n"
            "                       search bf16 and every low-precision format the GPU supports)\n"
            "  --fp8-recipe delayed|tensorwise|blockwise   fp8 scaling (default: megatron\n"
@@ -76,7 +77,8 @@ int cmd_search(int argc, char **argv)
     model_spec m;
     system_spec sys;
     if ((rc = cli_load_specs(&o, &m, &sys))) return rc;
-    search_options so = {.gpus = o.gpus, .keep = o.top < 32 ? 32 : o.top};
+    search_options so = {.gpus = o.gpus, .keep = o.top < 32 ? 32 : o.top,
+                         .no_overlap = o.no_overlap};
     /* The kept plans (at least SEARCH_SIMULATE_DEFAULT) are re-ranked by the step simulator —
      * except under a refined profile: its step terms were fitted to the closed form against
      * measured steps (plan measure --refine), so the refined closed form is the calibrated

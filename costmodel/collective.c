@@ -24,6 +24,7 @@
  */
 #include "collective.h"
 
+#include <math.h>
 #include <string.h>
 
 static double factor_all_reduce(int n) { return 2.0 * (n - 1) / n; }
@@ -70,6 +71,30 @@ double collective_latency_s(const system_spec *sys, layout_group g)
     return g.spans_nodes ? sys->inter_latency_s : sys->intra_latency_s;
 }
 
+/*
+ * NCCL's double binary tree for an all-reduce that spans nodes (Jeaugey, "Massively Scale Your
+ * Deep Learning Training with NCCL 2.4", NVIDIA blog 2019: trees keep full bandwidth with a
+ * latency logarithmic in the node count; NCCL picks, per call, the algorithm its tuning model
+ * predicts fastest). The terms are NCCL's own model (src/graph/tuning.cc, ncclTopoTuneModel):
+ * latency base + 2 ((ranks per node - 1) intra hops + log2(nodes) network hops); bandwidth 0.92
+ * of the ring's bus bandwidth ("busBw*.92") at an algorithm bandwidth of half of it ("ratio =
+ * .5": every byte goes up and down the tree). The ring's latency grows with the rank count,
+ * 2(n-1) hops, so from a few hundred ranks on the tree wins every latency-bound message (a
+ * Megatron bucket at thousands of ranks), while the ring keeps large ones.
+ */
+/* (PAT, below: NCCL 2.23's all-gather / reduce-scatter for one GPU per node, Jeaugey 2025,
+ * "PAT: a new algorithm for all-gather and reduce-scatter operations at scale", arXiv
+ * 2506.20252: a logarithmic number of network transfers where the ring's linear latency is
+ * poor "for small sizes and/or at scale"; the same bytes cross each NIC as in the ring.) */
+static double all_reduce_tree_s(const system_spec *sys, double bytes, layout_group g, double bw)
+{
+    int per_node = g.members_per_node > 0 ? g.members_per_node : 1;
+    double nodes = (double)g.size / per_node;
+    double hops = 2.0 * ((per_node - 1) * sys->intra_latency_s +
+                         ceil(log2(nodes > 1 ? nodes : 1)) * sys->inter_latency_s);
+    return sys->call_latency_s + hops + bytes * 2.0 / (0.92 * bw);
+}
+
 double collective_time_s(const system_spec *sys, collective_op op, double bytes, layout_group g)
 {
     if (g.size <= 1 || bytes <= 0) return 0;
@@ -81,6 +106,17 @@ double collective_time_s(const system_spec *sys, collective_op op, double bytes,
      * NCCL pays at any size beyond the per-step hops (measured on h200-x4: all-reduce of 1-64
      * MiB takes ~25 us more than bytes / asymptotic busbw; data/systems/README.md). */
     double alpha = sys->call_latency_s + collective_latency_s(sys, g) * d->latency_steps(g.size);
+    if (g.spans_nodes && (op == COLL_ALL_GATHER || op == COLL_REDUCE_SCATTER) &&
+        g.members_per_node > 1) {
+        /* A ring of n ranks on n/k nodes crosses the network only at the node boundaries:
+         * NCCL's own latency model (src/graph/tuning.cc) charges nNodes - 1 of the n - 1 steps
+         * of an all-gather / reduce-scatter at the network hop and the rest at the NVLink hop.
+         * (The all-reduce keeps every step at the network hop here; across nodes its tree, below,
+         * takes over where latency matters.) */
+        int nodes = (g.size + g.members_per_node - 1) / g.members_per_node;
+        alpha = sys->call_latency_s + (g.size - nodes) * sys->intra_latency_s +
+                (nodes - 1) * sys->inter_latency_s;
+    }
     if (g.spans_nodes && (op == COLL_SEND_RECV || op == COLL_ALL_TO_ALL)) {
         /* Not rings: a point-to-point message crosses the network on one GPU's NIC share, and
          * in an all-to-all each rank sends the (n - k)/n of its buffer bound for other nodes
@@ -97,5 +133,13 @@ double collective_time_s(const system_spec *sys, collective_op op, double bytes,
         sys->nvls_busbw_bytes_per_s > bw)
         bw = sys->nvls_busbw_bytes_per_s;
     if (bw <= 0) return 1e30; /* no network: the layout cannot span nodes on this system */
-    return alpha + bytes * d->bus_factor(g.size) / bw;
+    double ring = alpha + bytes * d->bus_factor(g.size) / bw;
+    if (op == COLL_ALL_REDUCE && g.spans_nodes)
+        return fmin(ring, all_reduce_tree_s(sys, bytes, g, bw));
+    if ((op == COLL_ALL_GATHER || op == COLL_REDUCE_SCATTER) && g.spans_nodes &&
+        g.members_per_node == 1)
+        return fmin(ring, sys->call_latency_s +
+                              ceil(log2((double)g.size)) * collective_latency_s(sys, g) +
+                              bytes * d->bus_factor(g.size) / bw);
+    return ring;
 }

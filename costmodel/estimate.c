@@ -30,6 +30,7 @@
 #include "fsdp_copies.h"
 #include "layer_recipe.h"
 #include "memory.h"
+#include "overlap.h"
 
 /* One layer's per-micro-batch times: its recipe (layer_recipe.h) priced. */
 typedef recipe_time layer_time;
@@ -288,6 +289,11 @@ static double apply_step_terms(const system_step *st, const layout *l, double la
 
 static void estimate_time_part(const model_spec *m, const system_spec *sys,
                                const training_spec *t, const layout *l, estimate *out);
+static stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
+                                       const training_spec *t, const layout *l);
+static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
+                                   const training_spec *t, const layout *l,
+                                   const stage_time *worst_stage, estimate *out);
 
 /* The memory half of an estimate: identity, memory, and whether it fits at all. */
 static void estimate_memory_part(const model_spec *m, const system_spec *sys,
@@ -321,13 +327,52 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     return CM_OK;
 }
 
-/* The time half (out already holds estimate_memory_part's fields) and the feasibility. */
-static void estimate_time_part(const model_spec *m, const system_spec *sys,
-                               const training_spec *t, const layout *l, estimate *out)
+cm_status estimate_layout_search_overlap_variants(const model_spec *m,
+                                                  const system_spec *sys,
+                                                  const training_spec *t, const layout *ls,
+                                                  int n, estimate *outs, bool *timed)
 {
-    int micro = out->microbatches;
+    *timed = false;
+    if (n < 1) return CM_EINVAL;
+    if (layout_check(m, sys, t, &ls[0], 0, NULL, 0) != CM_OK) return CM_EINVAL;
+    /* the others differ in the overlap knobs only: their rules (layout.c) are all left */
+    for (int i = 1; i < n; i++) {
+        if (ls[i].overlap_param_gather &&
+            (ls[i].sharding == SHARDING_DDP || !ls[i].overlap_grad_reduce))
+            return CM_EINVAL;
+        if (ls[i].tp_comm_overlap && (ls[i].framework != FRAMEWORK_MEGATRON || ls[i].tp == 1 ||
+                                      !ls[i].sp))
+            return CM_EINVAL;
+    }
+    /* memory and the stages' micro-batch times depend on tp_comm_overlap alone among the
+     * knobs (its userbuffers, its exposed TP time): once per value */
+    int first[2] = {-1, -1};
+    stage_time worst[2];
+    for (int i = 0; i < n; i++) {
+        int k = ls[i].tp_comm_overlap;
+        if (first[k] < 0) {
+            estimate_memory_part(m, sys, t, &ls[i], &outs[i]);
+            first[k] = i;
+            if (outs[i].memory.total_bytes <= outs[i].memory.capacity_bytes)
+                worst[k] = estimate_worst_stage(m, sys, t, &ls[i]);
+        } else {
+            outs[i] = outs[first[k]];
+            outs[i].layout = ls[i];
+        }
+        if (outs[i].memory.total_bytes > outs[i].memory.capacity_bytes) {
+            outs[i].feasible = false; /* as estimate_layout_search leaves it: untimed */
+            continue;
+        }
+        *timed = true;
+        estimate_time_assemble(m, sys, t, &ls[i], &worst[k], &outs[i]);
+    }
+    return CM_OK;
+}
 
-    /* Time per micro-batch of the candidate stages. */
+/* The slowest of the candidate stages, per micro-batch. */
+static stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
+                                       const training_spec *t, const layout *l)
+{
     layer_time dense = layer_cost(m, sys, t, l, 0);
     layer_time moe = model_is_moe(m) ? layer_cost(m, sys, t, l, 1) : dense;
     int cands[3] = {0, l->pp > 1 ? 1 : 0, l->pp - 1};
@@ -337,6 +382,25 @@ static void estimate_time_part(const model_spec *m, const system_spec *sys,
         stage_time s = stage_cost(m, sys, t, l, cands[i], &dense, &moe);
         if (stage_total(&s) > stage_total(&worst)) worst = s;
     }
+    return worst;
+}
+
+/* The time half (out already holds estimate_memory_part's fields) and the feasibility. */
+static void estimate_time_part(const model_spec *m, const system_spec *sys,
+                               const training_spec *t, const layout *l, estimate *out)
+{
+    stage_time worst = estimate_worst_stage(m, sys, t, l);
+    estimate_time_assemble(m, sys, t, l, &worst, out);
+}
+
+/* The step from the worst stage's micro-batch: data-parallel sync, optimizer, bubble, the
+ * uncertainty band, throughput and feasibility. */
+static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
+                                   const training_spec *t, const layout *l,
+                                   const stage_time *worst_stage, estimate *out)
+{
+    int micro = out->microbatches;
+    stage_time worst = *worst_stage;
     double t_mb = stage_total(&worst);
 
     /* Data-parallel gradient (and parameter) synchronisation of the first stage, which is the
@@ -348,11 +412,17 @@ static void estimate_time_part(const model_spec *m, const system_spec *sys,
         double gather;
         double grad = estimate_dp_sync_s(sys, t, l, pd, pe, &gather);
         dp_raw = grad + gather;
-        int n0 = layout_stage_layers(m, l, 0);
-        double buckets = n0 > 0 ? n0 : 1;
-        dp_s += t->overlap_grad_reduce ? fmax(0, grad - worst.bwd_s) + grad / buckets : grad;
-        dp_s += t->overlap_param_gather ? fmax(0, gather - worst.fwd_s) + gather / buckets
-                                        : gather;
+        /* Megatron's DDP buckets (overlap.h): with --overlap-grad-reduce each bucket's
+         * collective starts as it fills during the last micro-batch's backward, and pays its
+         * own latency; without it the buffer is one bucket reduced after the backward. The
+         * parameter all-gather uses the same buckets, hidden behind the first forward with
+         * --overlap-param-gather. */
+        int nb = overlap_dp_buckets(l, pd + pe);
+        double bgather = gather, bgrad = grad;
+        if (nb > 1) bgrad = estimate_dp_sync_s(sys, t, l, pd / nb, pe / nb, &bgather);
+        dp_s += l->overlap_grad_reduce ? overlap_dp_exposed_s(bgrad, nb, worst.bwd_s) : grad;
+        dp_s += l->overlap_param_gather ? overlap_dp_exposed_s(bgather, nb, worst.fwd_s)
+                                        : nb * bgather;
     }
 
     double local;

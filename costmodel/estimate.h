@@ -70,5 +70,14 @@ cm_status estimate_layout(const model_spec *m, const system_spec *sys, const tra
 cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
                                  const training_spec *t, const layout *l, estimate *out,
                                  bool *timed);
+/* estimate_layout_search for n layouts that differ only in Megatron's overlap knobs
+ * (tp_comm_overlap, overlap_grad_reduce, overlap_param_gather; ls[0] is checked whole, the
+ * others for the knobs' rules): memory once, the stages' micro-batch times once per
+ * tp_comm_overlap value, the data-parallel sync and the step for each (the search's knob
+ * variants, planner/search.c). */
+cm_status estimate_layout_search_overlap_variants(const model_spec *m,
+                                                  const system_spec *sys,
+                                                  const training_spec *t, const layout *ls,
+                                                  int n, estimate *outs, bool *timed);
 
 #endif

@@ -22,6 +22,7 @@
 #include "host_dispatch.h"
 #include "memory.h"
 #include "precision.h"
+#include "overlap.h"
 
 static const char *kind_names[RECIPE_KINDS] = {
     "gemm", "attention", "elementwise", "fsdp_copy", "tp", "cp", "ep", "fsdp_gather",
@@ -274,6 +275,58 @@ static int tp_op(const tp_ctx *c, const char *name)
                   c->one_s, c->one_s);
 }
 
+/*
+ * Megatron --tp-comm-overlap (Transformer Engine userbuffers, overlap.h): the exposed time of
+ * one tensor-parallel block whose entering all-gather and leaving reduce-scatter hide behind
+ * its Linears, as TE's default methods pair them. Forward: the all-gather of the input by ring
+ * exchange inside the first GEMM (qkv_fprop / fc1_fprop, tp chunks), the reduce-scatter
+ * pipelined after the last (proj_fprop / fc2_fprop, 4 chunks, 16 SMs). Backward: the output
+ * gradient's all-gather by ring exchange inside the last GEMM's dgrad (proj_dgrad /
+ * fc2_dgrad), the reduce-scatter of the first GEMM's input gradient in bulk beside its wgrad
+ * (qkv_wgrad / fc1_wgrad, 16 SMs). The transfers are userbuffer copies over NVLink (copy
+ * engines or SM kernels, no NCCL call): bytes (tp-1)/tp at the group's bus bandwidth plus one
+ * hop latency per step. first: tokens x in -> n1; last: tokens x k2 -> out (hidden).
+ */
+typedef struct {
+    double fwd_s, bwd_s;
+} tp_exposed;
+
+static tp_exposed tp_overlapped_block(const system_spec *sys, const layout *l, double tokens,
+                                      double act_bytes, layout_group g, double in, double n1,
+                                      double k2, double out)
+{
+    int tp = l->tp;
+    double bw = collective_busbw_bytes_per_s(sys, g);
+    double comm = act_bytes * (tp - 1) / tp / bw + (tp - 1) * sys->intra_latency_s;
+    double slow = overlap_tp_sm_slowdown(sys);
+    int ps = OVERLAP_TP_PIPELINE_SPLITS;
+    /* the pipelined reduce-scatter runs one ring per chunk: each pays the tp-1 hops */
+    double comm_ps = act_bytes * (tp - 1) / tp / bw + ps * (tp - 1) * sys->intra_latency_s;
+    /* forward: first GEMM with ring-exchange all-gather, last with pipelined reduce-scatter */
+    double f1 = compute_gemm_s(sys, tokens, n1, in);
+    double f1c = tp * compute_gemm_s(sys, tokens / tp, n1, in);
+    double f2 = compute_gemm_s(sys, tokens, out, k2);
+    double f2c = ps * compute_gemm_s(sys, tokens / ps, out, k2) * slow;
+    /* backward: the last GEMM's dgrad (tokens x out -> k2) with the ring exchange, the first
+     * GEMM's wgrad beside the bulk reduce-scatter of its dgrad output */
+    double d2 = compute_gemm_s(sys, tokens, k2, out);
+    double d2c = tp * compute_gemm_s(sys, tokens / tp, k2, out);
+    double w1 = compute_gemm_s(sys, in, n1, tokens);
+    tp_exposed e;
+    e.fwd_s = overlap_tp_ring_exchange_s(f1, f1c, comm, tp) +
+              overlap_tp_pipeline_s(f2, f2c, comm_ps, ps);
+    e.bwd_s = overlap_tp_ring_exchange_s(d2, d2c, comm, tp) + overlap_tp_bulk_s(w1, slow, comm);
+    return e;
+}
+
+/* Does l's TP overlap apply to the blocks of this layer (Megatron, tp > 1 with SP, the TP
+ * group inside one NVLink domain, where userbuffers reach every peer)? */
+static bool tp_overlap_applies(const layout *l, layout_group g)
+{
+    return l->tp_comm_overlap && l->framework == FRAMEWORK_MEGATRON && l->tp > 1 && l->sp &&
+           !g.spans_nodes;
+}
+
 void recipe_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
                   const layout *l, bool moe, recipe *r, recipe_items *items)
 {
@@ -429,6 +482,15 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
 
     linear(b, "attn_out", tokens, h, (m->mla ? a * vd : model_q_dim(m)) / tp);
     tp_leave(&tc, tp_attn, RECIPE_FWD);
+    /* TE's userbuffer overlap of the attention block (not MLA's: its down-projections are
+     * replicated Linears outside TE's pairs) */
+    if (tp_attn >= 0 && !m->mla && tp_overlap_applies(l, tc.g)) {
+        tp_exposed e = tp_overlapped_block(sys, l, tokens, tc.act_bytes, tc.g, h,
+                                           (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp,
+                                           model_q_dim(m) / tp, h);
+        r->op[tp_attn].fwd_s = e.fwd_s;
+        r->op[tp_attn].bwd_s = e.bwd_s;
+    }
 
     /* ---- MLP block */
     int tp_mlp = tp_op(&tc, "tp.mlp");
@@ -503,6 +565,14 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         }
     }
     tp_leave(&tc, tp_mlp, RECIPE_FWD);
+    /* the dense MLP's fc1/fc2 pairs (an MoE block's tokens reach the experts through the
+     * dispatcher's own collectives) */
+    if (tp_mlp >= 0 && !moe && tp_overlap_applies(l, tc.g)) {
+        tp_exposed e = tp_overlapped_block(sys, l, tokens, tc.act_bytes, tc.g, h,
+                                           gate * m->ffn / tp, (double)m->ffn / tp, h);
+        r->op[tp_mlp].fwd_s = e.fwd_s;
+        r->op[tp_mlp].bwd_s = e.bwd_s;
+    }
 
     /* ---- norms, RoPE, activation, residual adds, the backward's gradient accumulation: Hugging
      * Face eager kernels under FSDP2, Transformer Engine's fused ones under Megatron */

@@ -49,7 +49,9 @@ typedef enum {
 
 typedef enum {
     RECIPE_STREAM_COMPUTE = 0, /* in order with the compute kernels (TP/EP collectives too:
-                                  Megatron runs them in the compute stream, no TP-comm overlap) */
+                                  Megatron runs them in the compute stream; with
+                                  --tp-comm-overlap the TP op's time is what TE's userbuffer
+                                  overlap leaves exposed, layer_recipe.c) */
     RECIPE_STREAM_COMM,        /* on a communication stream beside the compute stream */
 } recipe_stream;
 

@@ -19,8 +19,6 @@ training_spec training_default(void)
         .seq_len = 4096,
         .global_batch = 1024,
         .attention = ATTENTION_FLASH,
-        .overlap_grad_reduce = true,
-        .overlap_param_gather = true,
         .grad_reduce_bf16 = false,
         .causal = true,
     };
@@ -38,6 +36,9 @@ layout layout_default(layout_framework fw)
         .recompute = RECOMPUTE_NONE,
         .recompute_layers = 0,
         .offload = false,
+        .tp_comm_overlap = false,
+        .overlap_grad_reduce = false,
+        .overlap_param_gather = false,
     };
 }
 
@@ -319,6 +320,21 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
              "Megatron-FSDP (--use-megatron-fsdp) does not combine with pipeline "
              "parallelism: use --pp 1, or --sharding distopt with pp");
     }
+    /* Megatron-LM arguments.py validate_args: tp_comm_overlap asserts sequence_parallel (which
+     * it turns off at tp 1); overlap_param_gather asserts the distributed optimizer (or
+     * Megatron-FSDP) and overlap_grad_reduce. */
+    if (l->tp_comm_overlap && (l->framework != FRAMEWORK_MEGATRON || l->tp == 1 || !l->sp))
+        FAIL(CM_ERULE, "tp-comm-overlap-needs-sp",
+             "--tp-comm-overlap (Transformer Engine userbuffers) needs Megatron with tp > 1 and "
+             "sequence parallel (arguments.py): add --sp and --tp > 1, or drop it");
+    if (l->overlap_param_gather && l->sharding == SHARDING_DDP)
+        FAIL(CM_ERULE, "param-gather-needs-distopt",
+             "--overlap-param-gather is only supported with the distributed optimizer or "
+             "Megatron-FSDP (arguments.py): use --sharding distopt, or drop it");
+    if (l->overlap_param_gather && !l->overlap_grad_reduce)
+        FAIL(CM_ERULE, "param-gather-needs-grad-reduce",
+             "Megatron requires --overlap-grad-reduce with --overlap-param-gather "
+             "(arguments.py): add --overlap-grad-reduce");
 }
 
 #undef FAIL

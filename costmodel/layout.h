@@ -31,8 +31,6 @@ typedef struct {
     int seq_len;               /* tokens per sequence */
     int global_batch;          /* sequences per optimizer step */
     training_attention attention; /* flash (fused, s^2 never stored) or unfused (2021 Megatron) */
-    bool overlap_grad_reduce;  /* Megatron --overlap-grad-reduce / FSDP backward prefetch */
-    bool overlap_param_gather; /* Megatron --overlap-param-gather */
     bool grad_reduce_bf16;     /* reduce gradients in bf16 (--grad-reduce-in-bf16) */
     bool causal;               /* causal mask: flash attention skips the masked half */
 } training_spec;
@@ -57,6 +55,11 @@ typedef struct {
     layout_impl impl;          /* the layer code (impl.h); 0: the framework's default */
     bool compile;              /* torch.compile per block (fuses the eager elementwise ops) */
     layout_optimizer_impl optimizer_impl; /* AdamW path (impl.h); 0: the framework's default */
+    /* Megatron overlap knobs (layout, since the search chooses them; off by default as in
+     * Megatron-LM's arguments.py, all three store_true). Issue 15; costmodel/tp_overlap.h. */
+    bool tp_comm_overlap;      /* --tp-comm-overlap: TE userbuffer AG/RS overlapped with GEMMs */
+    bool overlap_grad_reduce;  /* --overlap-grad-reduce: bucketed DDP reduce during backward */
+    bool overlap_param_gather; /* --overlap-param-gather: bucketed param AG during forward */
 } layout;
 
 /* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */

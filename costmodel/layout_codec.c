@@ -69,6 +69,14 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
     L(LAYOUT_F_COMPILE, "compile", LAYOUT_KIND_BOOL, compile, NULL, NULL, false, 0, NULL, NULL),
     L(LAYOUT_F_OPTIMIZER_IMPL, "optimizer_impl", LAYOUT_KIND_OPTIMIZER_IMPL, optimizer_impl,
       layout_optimizer_impl_of, NULL, false, 0, NULL, NULL),
+    /* Megatron overlap knobs (issue 15): trainer YAML holds them under ddp_config (emit.c) */
+    L(LAYOUT_F_TP_COMM_OVERLAP, "tp_comm_overlap", LAYOUT_KIND_BOOL, tp_comm_overlap, NULL,
+      NULL, false, 0, MCFG "tp_comm_overlap", NULL),
+    L(LAYOUT_F_OVERLAP_GRAD_REDUCE, "overlap_grad_reduce", LAYOUT_KIND_BOOL,
+      overlap_grad_reduce, NULL, NULL, false, 0, MCFG "ddp_config.overlap_grad_reduce", NULL),
+    L(LAYOUT_F_OVERLAP_PARAM_GATHER, "overlap_param_gather", LAYOUT_KIND_BOOL,
+      overlap_param_gather, NULL, NULL, false, 0, MCFG "ddp_config.overlap_param_gather",
+      NULL),
 };
 
 #undef L
@@ -354,6 +362,10 @@ void layout_short_name(const layout *l, char *buf, size_t len)
         used = append(buf, len, used, " rc-%s", layout_recompute_name(l->recompute));
     if (l->recompute_layers > 0) used = append(buf, len, used, "%d", l->recompute_layers);
     if (l->precision != PRECISION_BF16) append(buf, len, used, " %s", precision_label(l));
+    /* Megatron's overlap knobs (issue 15): tp-comm, grad-reduce, param-gather */
+    if (l->tp_comm_overlap || l->overlap_grad_reduce || l->overlap_param_gather)
+        append(buf, len, used, " ov-%s%s%s", l->tp_comm_overlap ? "t" : "",
+               l->overlap_grad_reduce ? "g" : "", l->overlap_param_gather ? "p" : "");
 }
 
 bool layout_equal(const layout *a, const layout *b)

@@ -9,6 +9,7 @@
  * attention do not store. The tests check the GPT identity 34sbh + 5as^2b.
  */
 #include "memory.h"
+#include "overlap.h"
 
 #include <string.h>
 
@@ -321,6 +322,7 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
 
     precision_memory(m, l, n_layers, moe_layers, &r);
 
+    r.comm_buffer_bytes += overlap_tp_userbuffer_bytes(m, t, l); /* --tp-comm-overlap */
     r.framework_bytes = sys->framework_reserved_bytes;
     if (l->framework == FRAMEWORK_FSDP2 && sys->cuda_context_bytes > 0) {
         /* issue 14: measured piece by piece (system.h); one communicator for the FSDP group,

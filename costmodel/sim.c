@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "estimate_costs.h"
+#include "overlap.h"
 
 /* Streams of a stage: the trace's thread ids. */
 enum { TID_COMPUTE = 0, TID_SEND_FWD = 1, TID_SEND_BWD = 2, TID_COLL = 3, TID_COUNT = 4 };
@@ -179,7 +180,8 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
     /*
      * Gradient buckets (Megatron DistributedDataParallel): parameters are packed in reverse
      * order, the order backward produces their gradients, into buckets of at least
-     * max(40M, 1M x dp) parameters (megatron/training/training.py, ddp bucket_size default:
+     * max(40M, 1M x dp) parameters (overlap_dp_bucket_params; Megatron-Core
+     * distributed_data_parallel.py, ddp bucket_size default:
      * "larger DP sizes need larger buckets" to stay bandwidth-bound); a bucket is reduced as
      * soon as every gradient in it is ready in the last micro-batch. We close buckets at layer
      * boundaries. The embedding (first stage) joins the bucket of its lowest layers, the output
@@ -187,12 +189,12 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
      * (bucket_size = None); sim_run then uses the stage's grad_sync_s instead.
      */
     int nb = 0;
-    bool dp_buckets = !fsdp && (t->overlap_grad_reduce ||
-                                (t->overlap_param_gather && l->sharding == SHARDING_DISTOPT));
+    bool dp_buckets = !fsdp && (l->overlap_grad_reduce ||
+                                (l->overlap_param_gather && l->sharding == SHARDING_DISTOPT));
     if (dp_buckets) {
         if (!reserve(&w->bucket, &w->bucket_cap, L + nv, sizeof *w->bucket))
             return cm_fail(err, errlen, CM_ENOMEM, "out of memory building the simulation");
-        double bucket_params = fmax(40e6, 1e6 * l->dp * l->cp);
+        double bucket_params = overlap_dp_bucket_params(l);
         for (int s = 0; s < pp; s++) {
             const estimate_stage *es = &w->stage_costs[s];
             /* Stage extras: embedding and/or output layer (what the layers do not account). */
@@ -270,8 +272,8 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
     in->p2p_overlap = v > 1;
     in->fsdp = fsdp;
     in->fsdp_reshard = l->reshard_after_forward;
-    in->grad_overlap = !fsdp && t->overlap_grad_reduce;
-    in->param_gather_overlap = l->sharding == SHARDING_DISTOPT && t->overlap_param_gather;
+    in->grad_overlap = !fsdp && l->overlap_grad_reduce;
+    in->param_gather_overlap = l->sharding == SHARDING_DISTOPT && l->overlap_param_gather;
     in->buckets = nb;
     in->bucket = w->bucket;
     in->grad_sync_s = w->grad_sync;

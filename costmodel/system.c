@@ -47,6 +47,7 @@ static const system_field fields[] = {
       0, 1.0),
     F("gpu", "tdp_w", tdp_w, false, 0, 1e4),
     F("gpu", "power_limit_w", power_limit_w, false, 0, 1e4),
+    I("gpu", "sm_count", sm_count, false, 1, 1000),
     I("node", "gpus_per_node", gpus_per_node, true, 1, 1024),
     F("node", "intra_bandwidth_bytes_per_s", intra_bandwidth_bytes_per_s, true, 1e9, 1e14),
     F("node", "intra_latency_s", intra_latency_s, true, 0, 1e-2),

@@ -76,6 +76,7 @@ typedef struct {
     double eager_elementwise_efficiency_alone; /* the same with nothing beside them (one GPU:
                                            no NCCL or FSDP2 copy kernels); 0: not measured */
     double attention_efficiency;       /* achieved/peak of fused (flash) attention, fwd+bwd */
+    int sm_count;                      /* streaming multiprocessors (0: not given; overlap.c) */
     double tdp_w;                      /* board power the efficiency figures hold at (0: not
                                           given) */
     double power_limit_w;              /* power cap in use (0: the TDP); scales the sustained

@@ -313,6 +313,8 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
     TRY(get_int(r, mc, YKEY(LAYOUT_F_VPP), YPATH(LAYOUT_F_VPP), 1, BIG, &l->vpp, NULL));
     TRY(get_int(r, mc, YKEY(LAYOUT_F_EP), YPATH(LAYOUT_F_EP), 1, BIG, &l->ep, NULL));
     TRY(get_bool(r, mc, YKEY(LAYOUT_F_SP), YPATH(LAYOUT_F_SP), &l->sp, NULL));
+    TRY(get_bool(r, mc, YKEY(LAYOUT_F_TP_COMM_OVERLAP), YPATH(LAYOUT_F_TP_COMM_OVERLAP),
+                 &l->tp_comm_overlap, NULL));
     if (!megatron) {
         /* Under fsdp2 only the model-parallel sizes matter: they break a rule when above 1. */
         int cp = 1;
@@ -390,10 +392,10 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
     if (ddp) {
         training_spec *t = &cfg->training;
         bool fp32 = true, fp32_set;
-        TRY(get_bool(r, ddp, "overlap_grad_reduce", MPATH("ddp_config.overlap_grad_reduce"),
-                     &t->overlap_grad_reduce, NULL));
-        TRY(get_bool(r, ddp, "overlap_param_gather", MPATH("ddp_config.overlap_param_gather"),
-                     &t->overlap_param_gather, NULL));
+        TRY(get_bool(r, ddp, YKEY(LAYOUT_F_OVERLAP_GRAD_REDUCE),
+                     YPATH(LAYOUT_F_OVERLAP_GRAD_REDUCE), &l->overlap_grad_reduce, NULL));
+        TRY(get_bool(r, ddp, YKEY(LAYOUT_F_OVERLAP_PARAM_GATHER),
+                     YPATH(LAYOUT_F_OVERLAP_PARAM_GATHER), &l->overlap_param_gather, NULL));
         TRY(get_bool(r, ddp, "grad_reduce_in_fp32", MPATH("ddp_config.grad_reduce_in_fp32"),
                      &fp32, &fp32_set));
         if (fp32_set) t->grad_reduce_bf16 = !fp32;

@@ -272,6 +272,7 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
         if (l->etp > 0) y_int(w, YKEY(LAYOUT_F_ETP), l->etp);
         else y_null(w, YKEY(LAYOUT_F_ETP)); /* null: same as TP (Megatron default) */
         y_bool(w, YKEY(LAYOUT_F_SP), l->sp);
+        y_bool(w, YKEY(LAYOUT_F_TP_COMM_OVERLAP), l->tp_comm_overlap);
         const char *granularity = YKEY(LAYOUT_F_RECOMPUTE);
         const char *num_layers = YKEY(LAYOUT_F_RECOMPUTE_LAYERS);
         if (l->recompute == RECOMPUTE_NONE) {
@@ -298,8 +299,8 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
         if (l->shard_size > 0 && l->sharding != SHARDING_DDP)
             y_int(w, YKEY(LAYOUT_F_SHARD_SIZE), l->dp * l->cp / l->shard_size);
         y_map_start(w, "ddp_config");
-        y_bool(w, "overlap_grad_reduce", t->overlap_grad_reduce);
-        y_bool(w, "overlap_param_gather", t->overlap_param_gather);
+        y_bool(w, YKEY(LAYOUT_F_OVERLAP_GRAD_REDUCE), l->overlap_grad_reduce);
+        y_bool(w, YKEY(LAYOUT_F_OVERLAP_PARAM_GATHER), l->overlap_param_gather);
         y_bool(w, "grad_reduce_in_fp32", !t->grad_reduce_bf16);
         if (fsdp) y_bool(w, "average_in_collective", false);
         y_map_end(w);
@@ -523,6 +524,8 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
         fl_add(fl, "--expert-tensor-parallel-size", "%d", layout_etp(l));
     }
     if (l->sp) fl_add(fl, "--sequence-parallel", NULL);
+    /* TE userbuffers with TE's default per-GEMM methods (no --tp-comm-overlap-cfg) */
+    if (l->tp_comm_overlap) fl_add(fl, "--tp-comm-overlap", NULL);
 
     /* data-parallel sharding */
     if (megatron_fsdp(l)) {
@@ -544,8 +547,8 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
     }
     if (l->shard_size > 0 && l->sharding != SHARDING_DDP)
         fl_add(fl, "--num-distributed-optimizer-instances", "%d", l->dp * l->cp / l->shard_size);
-    if (t->overlap_grad_reduce && l->dp * l->cp > 1) fl_add(fl, "--overlap-grad-reduce", NULL);
-    if (t->overlap_param_gather && l->sharding != SHARDING_DDP && l->dp * l->cp > 1)
+    if (l->overlap_grad_reduce && l->dp * l->cp > 1) fl_add(fl, "--overlap-grad-reduce", NULL);
+    if (l->overlap_param_gather && l->sharding != SHARDING_DDP && l->dp * l->cp > 1)
         fl_add(fl, "--overlap-param-gather", NULL);
 
     /* recompute */
@@ -639,6 +642,13 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
         fprintf(f, "cfg.model.expert_tensor_parallel_size = %d\n", layout_etp(l));
     }
     fprintf(f, "cfg.model.sequence_parallel = %s\n", l->sp ? "True" : "False");
+    /* Megatron Bridge's CommOverlapConfig.setup() (training/comm_overlap.py) rewrites these from
+     * cfg.comm_overlap where a recipe sets one (and turns the DP overlaps on with the
+     * distributed optimizer at dp > 1): say so, so the overrides below are carried there */
+    fprintf(f, "# where the recipe sets cfg.comm_overlap (CommOverlapConfig), its setup() overrides "
+               "tp_comm_overlap, overlap_grad_reduce and overlap_param_gather: give it the values "
+               "below\n");
+    if (l->tp_comm_overlap) fprintf(f, "cfg.model.tp_comm_overlap = True\n");
     if (l->recompute == RECOMPUTE_NONE) {
         fprintf(f, "cfg.model.recompute_granularity = None\n");
     } else if (l->recompute == RECOMPUTE_SELECTIVE) {
@@ -671,9 +681,9 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     if (l->shard_size > 0 && distopt)
         fprintf(f, "cfg.ddp.num_distributed_optimizer_instances = %d\n",
                 l->dp * l->cp / l->shard_size);
-    fprintf(f, "cfg.ddp.overlap_grad_reduce = %s\n", t->overlap_grad_reduce ? "True" : "False");
+    fprintf(f, "cfg.ddp.overlap_grad_reduce = %s\n", l->overlap_grad_reduce ? "True" : "False");
     fprintf(f, "cfg.ddp.overlap_param_gather = %s\n",
-            t->overlap_param_gather && distopt ? "True" : "False");
+            l->overlap_param_gather && distopt ? "True" : "False");
     if (megatron_fsdp(l)) {
         fprintf(f, "# Megatron-FSDP, required:\n");
         fprintf(f, "cfg.dist.use_megatron_fsdp = True\n");

@@ -20,6 +20,10 @@ typedef struct {
 
 static void describe(ex *x, const char *what, layout l)
 {
+    /* a turned knob can leave an overlap knob without what Megatron requires for it
+     * (layout.c): drop it, as the search would have */
+    if (l.tp == 1 || !l.sp) l.tp_comm_overlap = false;
+    if (l.sharding == SHARDING_DDP) l.overlap_param_gather = false;
     estimate e;
     char err[CM_ERRLEN];
     if (estimate_layout(x->m, x->sys, x->t, &l, &e, err, sizeof err) != CM_OK) return;
@@ -84,6 +88,16 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
             v.vpp = 1;
             snprintf(what, sizeof what, "PP %d instead of %d (DP %d)", v.pp, l->pp, v.dp);
             describe(&x, what, v);
+        }
+        if (l->tp_comm_overlap) {
+            layout v = *l;
+            v.tp_comm_overlap = false;
+            describe(&x, "without --tp-comm-overlap", v);
+        }
+        if (l->overlap_grad_reduce && l->sharding != SHARDING_FSDP) {
+            layout v = *l;
+            v.overlap_grad_reduce = v.overlap_param_gather = false;
+            describe(&x, "without --overlap-grad-reduce / --overlap-param-gather", v);
         }
         if (l->sharding != SHARDING_DISTOPT) {
             layout v = *l;

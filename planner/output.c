@@ -155,6 +155,12 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
                                                : "ddp",
              layout_recompute_name(l->recompute));
     output_precision_suffix(l, buf, len);
+    /* the overlap knobs that are on (issue 15), as Megatron's flags name them */
+    size_t used = strlen(buf);
+    if (l->tp_comm_overlap || l->overlap_grad_reduce || l->overlap_param_gather)
+        snprintf(buf + used, len > used ? len - used : 0, " · overlap%s%s%s",
+                 l->tp_comm_overlap ? " tp-comm" : "", l->overlap_grad_reduce ? " grad-reduce" : "",
+                 l->overlap_param_gather ? " param-gather" : "");
 }
 
 static void human_numbers(FILE *f, const estimate *e)

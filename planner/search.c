@@ -112,6 +112,7 @@ typedef struct {
     long ranked_seq[SEARCH_KEEP_MAX];
     long best_seq[2], best_sharding_seq[2][3], closest_seq[2];
     estimate scratch;
+    estimate variant[6]; /* consider(): the overlap-knob variants of one layout */
 } worker;
 
 /* Does (a, sa) come before (b, sb): better, or equal and earlier in the list? */
@@ -173,18 +174,76 @@ static void fold_ranked(search_result *r, long *ranked_seq, int keep, const esti
     ranked_seq[i] = seq;
 }
 
+/*
+ * Megatron's overlap knobs (issue 15), searched where they change anything: with tp > 1 and
+ * sequence parallel, --tp-comm-overlap off and on; a DDP or distributed-optimizer layout of
+ * more than one data-parallel rank without DP overlap, with --overlap-grad-reduce, and
+ * (distributed optimizer; Megatron allows it only with the former) with
+ * --overlap-param-gather too. estimate_layout_search_overlap_variants prices memory and the
+ * layer costs once per tp_comm_overlap value (its userbuffers cost memory; the DP knobs cost
+ * none in this model) and each variant's step, and only the fastest variant that fits goes on:
+ * the ranking orders by step time first, so the others could only rank right under it as
+ * near-duplicates. plan --no-overlap keeps them off. Writes the variants into out; returns how
+ * many (1: the layout alone).
+ */
+static int overlap_variants(const search_options *opt, const system_spec *sys, const layout *l,
+                            layout out[6])
+{
+    out[0] = *l;
+    if (opt->no_overlap || l->framework != FRAMEWORK_MEGATRON) return 1;
+    int n = 1;
+    if (l->sharding != SHARDING_FSDP && l->dp * l->cp > 1) {
+        out[n] = *l;
+        out[n++].overlap_grad_reduce = true;
+        if (l->sharding == SHARDING_DISTOPT) {
+            out[n] = out[n - 1];
+            out[n++].overlap_param_gather = true;
+        }
+    }
+    /* userbuffers reach the peers of one NVLink domain only (layer_recipe.c): a TP group
+     * that leaves it gains nothing, so the variant would only duplicate the layout */
+    if (l->tp > 1 && l->sp && !layout_tp_group(sys, l).spans_nodes)
+        for (int i = 0, dp_n = n; i < dp_n; i++) {
+            out[n] = out[i];
+            out[n++].tp_comm_overlap = true;
+        }
+    return n;
+}
+
+static void consider_estimate(worker *w, const estimate *e, long seq);
+
 static void consider(worker *w, long seq)
 {
     estimate *e = &w->scratch;
-    const layout *l = &w->list->v[seq];
+    const layout *base = &w->list->v[seq];
+    layout ls[6];
+    int nv = overlap_variants(w->opt, w->sys, base, ls);
     if (w->opt->visit) { /* the caller sees every estimate whole */
-        if (estimate_layout(w->m, w->sys, w->t, l, e, NULL, 0) != CM_OK) return;
-    } else {
-        /* A layout that does not fit in memory is not timed: it can only be "closest to
-         * fitting", which needs its memory alone (search_run times the one kept). */
-        bool timed;
-        if (estimate_layout_search(w->m, w->sys, w->t, l, e, &timed) != CM_OK) return;
+        for (int i = 0; i < nv; i++)
+            if (estimate_layout(w->m, w->sys, w->t, &ls[i], e, NULL, 0) == CM_OK)
+                consider_estimate(w, e, seq);
+        return;
     }
+    /* A layout that does not fit in memory is not timed: it can only be "closest to
+     * fitting", which needs its memory alone (search_run times the one kept). */
+    bool timed;
+    if (nv == 1) {
+        if (estimate_layout_search(w->m, w->sys, w->t, base, e, &timed) != CM_OK) return;
+        consider_estimate(w, e, seq);
+        return;
+    }
+    if (estimate_layout_search_overlap_variants(w->m, w->sys, w->t, ls, nv, w->variant,
+                                                &timed) != CM_OK)
+        return;
+    int best = 0; /* the knobs off: the least memory, so feasible if any variant is */
+    for (int i = 1; i < nv; i++)
+        if (w->variant[i].feasible && search_better(&w->variant[i], &w->variant[best])) best = i;
+    w->r->evaluated += nv - 1;
+    consider_estimate(w, &w->variant[best], seq);
+}
+
+static void consider_estimate(worker *w, const estimate *e, long seq)
+{
     search_result *r = w->r;
     r->evaluated++;
     if (w->opt->visit) w->opt->visit(e, w->opt->visit_arg);
@@ -325,6 +384,13 @@ static void search_megatron(ctx *c)
                                     if (!sp && tp > 1 && model_is_moe(m)) continue;
                                     for (int sh = 0; sh < 3; sh++) {
                                         if (sh == SHARDING_FSDP && pp > 1) continue;
+                                        /* Megatron-FSDP: with both DP overlaps, as its
+                                         * documentation recommends (the FSDP model
+                                         * prefetches regardless); DDP and the distributed
+                                         * optimizer: off here, and TP overlap off:
+                                         * consider() tries them on */
+                                        bool fsdp_ov = sh == SHARDING_FSDP && dp * cp > 1 &&
+                                                       !c->opt->no_overlap;
                                         for (int rc = 0; rc < 3; rc++) {
                                             layout l = layout_default(FRAMEWORK_MEGATRON);
                                             l.tp = tp; l.pp = pp; l.dp = dp; l.cp = cp;
@@ -332,6 +398,8 @@ static void search_megatron(ctx *c)
                                             l.vpp = vps[v]; l.mbs = mbs; l.sp = sp;
                                             l.sharding = (layout_sharding)sh;
                                             l.recompute = (layout_recompute)rc;
+                                            l.overlap_grad_reduce = fsdp_ov;
+                                            l.overlap_param_gather = fsdp_ov;
                                             emit(c, &l);
                                         }
                                     }

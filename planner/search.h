@@ -27,6 +27,9 @@ typedef struct {
      * the framework's default). */
     unsigned precisions;
     layout_fp8_recipe fp8_recipe;
+    /* Keep the Megatron overlap knobs (tp_comm_overlap, overlap_grad_reduce,
+     * overlap_param_gather) off instead of searching them (plan --no-overlap). */
+    bool no_overlap;
 } search_options;
 
 /* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */

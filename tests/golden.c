@@ -120,7 +120,6 @@ int golden_run(const char *csv_path, const char *data_dir, golden_row *rows, int
         tr.seq_len = (int)num(cell(t, r, "seq_len"));
         tr.global_batch = (int)num(cell(t, r, "global_batch_seqs"));
         tr.attention = ATTENTION_UNFUSED;
-        tr.overlap_grad_reduce = tr.overlap_param_gather = false;
         m.max_positions = tr.seq_len;
         m.tied_embeddings = true;
         m.learned_positions = true;
@@ -137,6 +136,7 @@ int golden_run(const char *csv_path, const char *data_dir, golden_row *rows, int
         l.cp = 1;
         l.mbs = (int)num(cell(t, r, "micro_batch_size"));
         l.sp = has(cell(t, r, "sequence_parallel"), "yes");
+        l.overlap_grad_reduce = l.overlap_param_gather = l.tp_comm_overlap = false;
         const char *sh = cell(t, r, "sharding");
         l.sharding = has(sh, "ZeRO-3") ? SHARDING_FSDP : SHARDING_DDP;
         g->zero3 = l.sharding == SHARDING_FSDP;

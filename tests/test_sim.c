@@ -144,8 +144,8 @@ static void test_one_stage_sum_of_parts(void **state)
         system_spec s;
         load(cases[i].model, "h100", &m, &s);
         training_spec t = training_default();
-        t.overlap_grad_reduce = t.overlap_param_gather = false;
         layout l = layout_default(cases[i].fw);
+        l.overlap_grad_reduce = l.overlap_param_gather = false;
         l.sharding = cases[i].sh;
         l.tp = cases[i].tp;
         l.dp = cases[i].dp;
@@ -395,6 +395,7 @@ static void test_trace_json(void **state)
     l.pp = 4;
     l.dp = 4;
     l.sp = true;
+    l.overlap_grad_reduce = l.overlap_param_gather = true; /* layout knobs since issue 15 */
     check_trace("70b", l, 4, "RS bucket"); /* distributed optimizer, overlapped buckets */
     l.vpp = 2;
     check_trace("70b", l, 4, "AG bucket");
