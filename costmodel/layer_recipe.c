@@ -20,6 +20,7 @@
 #include "flops.h"
 #include "fsdp_copies.h"
 #include "memory.h"
+#include "moe_dispatch.h"
 
 static const char *kind_names[RECIPE_KINDS] = {
     "gemm", "attention", "elementwise", "fsdp_copy", "tp", "cp", "ep", "fsdp_gather",
@@ -366,23 +367,28 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         linear(b, "mlp_down", tokens, h, (double)m->ffn / tp);
     } else {
         /* MoE block (Megatron's MoELayer): the router over this rank's tokens (its SP shard),
-         * the dispatch all-to-all of top_k copies of the tokens over the EP group, E/ep local
-         * experts as one grouped GEMM each for up and down at rows per expert of a balanced
-         * router, the combine all-to-all, then the shared experts over every token. */
+         * the dispatch of top_k copies of the tokens over the EP group, E/ep local experts as
+         * one grouped GEMM each for up and down at the busiest rank's rows per expert, the
+         * combine, then the shared experts over every token. Each expert GEMM is a roofline
+         * with its own weight read and kernel cost: bench/results/moe_grouped_gemm_h100.tsv
+         * (torch._grouped_mm at Qwen3-30B-A3B, Mixtral and DeepSeek-V3 shapes, 16-4096 rows
+         * per expert) agrees with it, bench/README.md "MoE expert GEMMs". */
         double etp = layout_etp(l);
         linear(b, "router", l->sp ? tokens / tp : tokens, m->experts, h);
-        double a2a = tokens / tp * m->top_k * h * 2.0;
+        /* dispatch and combine under l's dispatcher (moe_dispatch.h); the busiest EP rank's
+         * load factor scales its receive volume and its expert rows: it sets the pace */
+        moe_dispatch_cost dc;
+        moe_dispatch_price(m, sys, t, l, tokens, &dc);
+        double load = moe_load_factor(t);
         int dispatch = -1, combine = -1;
-        double pa = 0;
         if (l->ep > 1) {
-            pa = collective_time_s(sys, COLL_ALL_TO_ALL, a2a, layout_ep_group(sys, l));
             dispatch = op_add(b, "ep.dispatch", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                              RECIPE_OVERLAP_NONE, pa, pa);
-            coll_item(b, dispatch, RECIPE_FWD, "ep.dispatch", COLL_ALL_TO_ALL, a2a,
-                      RECIPE_GROUP_EP, pa);
+                              RECIPE_OVERLAP_NONE, dc.dispatch_s, dc.dispatch_s);
+            coll_item(b, dispatch, RECIPE_FWD, "ep.dispatch", dc.dispatch_op, dc.dispatch_bytes,
+                      RECIPE_GROUP_EP, dc.dispatch_s);
         }
         int local = m->experts / l->ep;
-        double rows = tokens * m->top_k * l->ep * etp / ((double)m->experts * tp);
+        double rows = tokens * m->top_k * l->ep * etp / ((double)m->experts * tp) * load;
         r->local_experts = local;
         r->expert_rows = rows;
         double up = gate * m->expert_ffn / etp, down_in = m->expert_ffn / etp;
@@ -413,13 +419,15 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         }
         if (l->ep > 1) {
             combine = op_add(b, "ep.combine", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                             RECIPE_OVERLAP_NONE, pa, pa);
-            coll_item(b, combine, RECIPE_FWD, "ep.combine", COLL_ALL_TO_ALL, a2a,
-                      RECIPE_GROUP_EP, pa);
-            coll_item(b, combine, RECIPE_BWD, "ep.combine.bwd", COLL_ALL_TO_ALL, a2a,
-                      RECIPE_GROUP_EP, pa);
-            coll_item(b, dispatch, RECIPE_BWD, "ep.dispatch.bwd", COLL_ALL_TO_ALL, a2a,
-                      RECIPE_GROUP_EP, pa);
+                             RECIPE_OVERLAP_NONE, dc.combine_s, dc.combine_s);
+            coll_item(b, combine, RECIPE_FWD, "ep.combine", dc.combine_op, dc.combine_bytes,
+                      RECIPE_GROUP_EP, dc.combine_s);
+            /* the backward reverses each: the combine's gradient is dispatched, the
+             * dispatch's combined */
+            coll_item(b, combine, RECIPE_BWD, "ep.combine.bwd", dc.dispatch_op,
+                      dc.dispatch_bytes, RECIPE_GROUP_EP, dc.combine_s);
+            coll_item(b, dispatch, RECIPE_BWD, "ep.dispatch.bwd", dc.combine_op,
+                      dc.combine_bytes, RECIPE_GROUP_EP, dc.dispatch_s);
         }
         if (m->shared_experts) {
             double sw = (double)m->shared_experts * m->shared_ffn;

@@ -22,6 +22,8 @@ training_spec training_default(void)
         .overlap_param_gather = true,
         .grad_reduce_bf16 = false,
         .causal = true,
+        .moe_imbalance = 1.0,
+        .moe_capacity_factor = 0,
     };
 }
 
@@ -37,12 +39,14 @@ layout layout_default(layout_framework fw)
         .recompute = RECOMPUTE_NONE,
         .recompute_layers = 0,
         .offload = false,
+        .moe_dispatcher = MOE_DISPATCH_ALLTOALL,
     };
 }
 
 static const char *const framework_names[] = {"fsdp2", "megatron"};
 static const char *const sharding_names[] = {"ddp", "distopt", "fsdp"};
 static const char *const recompute_names[] = {"none", "selective", "full"};
+static const char *const moe_dispatcher_names[] = {"alltoall", "allgather", "deepep", "hybridep"};
 
 const char *layout_framework_name(layout_framework f) { return framework_names[f]; }
 const char *layout_sharding_name(layout_sharding s) { return sharding_names[s]; }
@@ -78,6 +82,18 @@ int layout_parse_recompute(const char *s, layout_recompute *out)
 {
     int i = parse(s, recompute_names, 3);
     if (i >= 0) *out = (layout_recompute)i;
+    return i >= 0;
+}
+
+const char *layout_moe_dispatcher_name(layout_moe_dispatcher d)
+{
+    return d >= 0 && d <= MOE_DISPATCH_HYBRIDEP ? moe_dispatcher_names[d] : "?";
+}
+
+int layout_parse_moe_dispatcher(const char *s, layout_moe_dispatcher *out)
+{
+    int i = parse(s, moe_dispatcher_names, 4);
+    if (i >= 0) *out = (layout_moe_dispatcher)i;
     return i >= 0;
 }
 

@@ -17,6 +17,14 @@ typedef enum { FRAMEWORK_FSDP2 = 0, FRAMEWORK_MEGATRON = 1 } layout_framework;
 typedef enum { SHARDING_DDP = 0, SHARDING_DISTOPT = 1, SHARDING_FSDP = 2 } layout_sharding;
 typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE = 1, RECOMPUTE_FULL = 2 } layout_recompute;
 typedef enum { ATTENTION_FLASH = 0, ATTENTION_UNFUSED = 1 } training_attention;
+/* How MoE tokens reach their experts (costmodel/moe_dispatch.h): Megatron-Core's alltoall and
+ * allgather token dispatchers, its flex dispatcher with the DeepEP or HybridEP backend. */
+typedef enum {
+    MOE_DISPATCH_ALLTOALL = 0,
+    MOE_DISPATCH_ALLGATHER = 1,
+    MOE_DISPATCH_DEEPEP = 2,
+    MOE_DISPATCH_HYBRIDEP = 3,
+} layout_moe_dispatcher;
 
 typedef struct {
     int seq_len;               /* tokens per sequence */
@@ -26,6 +34,9 @@ typedef struct {
     bool overlap_param_gather; /* Megatron --overlap-param-gather */
     bool grad_reduce_bf16;     /* reduce gradients in bf16 (--grad-reduce-in-bf16) */
     bool causal;               /* causal mask: flash attention skips the masked half */
+    double moe_imbalance;      /* busiest expert rank's routed tokens / the mean (>= 1; 0 reads
+                                  as 1: force-balanced, moe_dispatch.h) */
+    double moe_capacity_factor;/* expert capacity / mean tokens per expert; 0 = dropless */
 } training_spec;
 
 typedef struct {
@@ -42,6 +53,7 @@ typedef struct {
     layout_recompute recompute;
     int recompute_layers;      /* full recompute: layers per stage recomputed; 0 = all */
     bool offload;              /* FSDP2 CPU offload of params, grads and optimizer */
+    layout_moe_dispatcher moe_dispatcher; /* MoE token dispatcher (EP > 1) */
 } layout;
 
 /* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */
@@ -55,6 +67,8 @@ const char *layout_recompute_name(layout_recompute r);
 int layout_parse_framework(const char *s, layout_framework *out);
 int layout_parse_sharding(const char *s, layout_sharding *out);
 int layout_parse_recompute(const char *s, layout_recompute *out);
+const char *layout_moe_dispatcher_name(layout_moe_dispatcher d);
+int layout_parse_moe_dispatcher(const char *s, layout_moe_dispatcher *out);
 
 int layout_gpus(const layout *l);
 int layout_etp(const layout *l);

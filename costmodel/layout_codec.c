@@ -56,6 +56,10 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
       false, 0, MCFG "num_distributed_optimizer_instances", FSDPCFG "fsdp_size"),
     L(LAYOUT_F_OFFLOAD, "offload", LAYOUT_KIND_BOOL, offload, NULL, NULL, false, 0,
       FSDPCFG "cpu_offload", NULL),
+    /* not a trainer-YAML key: Megatron splits it into --moe-token-dispatcher-type and
+     * --moe-flex-dispatcher-backend (emit.c) */
+    L(LAYOUT_F_MOE_DISPATCHER, "moe_dispatcher", LAYOUT_KIND_MOE_DISPATCHER, moe_dispatcher,
+      NULL, NULL, false, 0, NULL, NULL),
 };
 
 #undef L
@@ -90,6 +94,7 @@ static int stored_value(const layout_field *f, const void *p)
     case LAYOUT_KIND_FRAMEWORK: return (int)*(const layout_framework *)p;
     case LAYOUT_KIND_SHARDING: return (int)*(const layout_sharding *)p;
     case LAYOUT_KIND_RECOMPUTE: return (int)*(const layout_recompute *)p;
+    case LAYOUT_KIND_MOE_DISPATCHER: return (int)*(const layout_moe_dispatcher *)p;
     default: return *(const int *)p;
     }
 }
@@ -101,6 +106,9 @@ static void store_value(const layout_field *f, void *p, int v)
     case LAYOUT_KIND_FRAMEWORK: *(layout_framework *)p = (layout_framework)v; break;
     case LAYOUT_KIND_SHARDING: *(layout_sharding *)p = (layout_sharding)v; break;
     case LAYOUT_KIND_RECOMPUTE: *(layout_recompute *)p = (layout_recompute)v; break;
+    case LAYOUT_KIND_MOE_DISPATCHER:
+        *(layout_moe_dispatcher *)p = (layout_moe_dispatcher)v;
+        break;
     default: *(int *)p = v;
     }
 }
@@ -117,6 +125,8 @@ static const char *enum_name(const layout_field *f, int v)
     case LAYOUT_KIND_FRAMEWORK: return layout_framework_name((layout_framework)v);
     case LAYOUT_KIND_SHARDING: return layout_sharding_name((layout_sharding)v);
     case LAYOUT_KIND_RECOMPUTE: return layout_recompute_name((layout_recompute)v);
+    case LAYOUT_KIND_MOE_DISPATCHER:
+        return layout_moe_dispatcher_name((layout_moe_dispatcher)v);
     default: return NULL;
     }
 }
@@ -184,6 +194,11 @@ static int parse_enum(const layout_field *f, const char *s, int *out)
         if ((ok = layout_parse_recompute(s, &v))) *out = (int)v;
         break;
     }
+    case LAYOUT_KIND_MOE_DISPATCHER: {
+        layout_moe_dispatcher v;
+        if ((ok = layout_parse_moe_dispatcher(s, &v))) *out = (int)v;
+        break;
+    }
     default: break;
     }
     return ok;
@@ -226,8 +241,9 @@ cm_status layout_from_json(const json_t *j, const char *where, layout *l, traini
         default:
             if (!json_is_string(v) || !parse_enum(f, json_string_value(v), &x))
                 return cm_fail(err, errlen, CM_EPARSE,
-                               "%s: sharding must be ddp, distopt or fsdp and recompute none, "
-                               "selective or full",
+                               "%s: sharding must be ddp, distopt or fsdp, recompute none, "
+                               "selective or full, and moe_dispatcher alltoall, allgather, "
+                               "deepep or hybridep",
                                where);
         }
         store_value(f, p, x);

@@ -43,6 +43,7 @@ typedef enum {
     LAYOUT_F_RESHARD_AFTER_FORWARD,
     LAYOUT_F_SHARD_SIZE,
     LAYOUT_F_OFFLOAD,
+    LAYOUT_F_MOE_DISPATCHER,
     LAYOUT_NFIELDS
 } layout_field_id;
 
@@ -52,6 +53,7 @@ typedef enum {
     LAYOUT_KIND_FRAMEWORK,
     LAYOUT_KIND_SHARDING,
     LAYOUT_KIND_RECOMPUTE,
+    LAYOUT_KIND_MOE_DISPATCHER,
 } layout_field_kind;
 
 typedef struct {

@@ -9,6 +9,7 @@
  * attention do not store. The tests check the GPT identity 34sbh + 5as^2b.
  */
 #include "memory.h"
+#include "moe_dispatch.h"
 
 #include <string.h>
 
@@ -58,8 +59,10 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * keeps its permuted input (2h, whole on each expert-TP rank), the expert's
          * intermediates (split by etp) and its output for the combine (2h). */
         double etp = layout_etp(l);
+        /* the busiest EP rank holds its load factor times the mean (moe_dispatch.h) */
         moe_bytes = tokens * m->top_k *
-                    (2.0 * h * etp + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h) / tp;
+                    (2.0 * h * etp + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h) / tp *
+                    moe_load_factor(t);
     }
     double repl = replicated_bytes_per_token(m, moe_layer);
     return tokens * (repl / (l->sp ? tp : 1.0) + sharded / tp) + moe_bytes;

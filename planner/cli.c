@@ -43,12 +43,27 @@ static int parse_int(const char *flag, const char *s, long lo, long hi, int *out
     return 0;
 }
 
+static int parse_double(const char *flag, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end != '\0' || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "plan: error: --%s needs a number between %g and %g, got '%s'\n", flag,
+                lo, hi, s);
+        return CLI_EXIT_USAGE;
+    }
+    *out = v;
+    return 0;
+}
+
 enum {
     OPT_SEQ = 1000, OPT_GBS, OPT_TOP, OPT_FORMAT, OPT_TP, OPT_PP, OPT_DP, OPT_CP, OPT_EP,
     OPT_ETP, OPT_VPP, OPT_MBS, OPT_SP, OPT_NO_SP, OPT_SHARDING, OPT_RECOMPUTE,
     OPT_RECOMPUTE_LAYERS, OPT_FRAMEWORK, OPT_NO_RESHARD, OPT_SHARD_SIZE, OPT_OFFLOAD,
     OPT_ATTENTION, OPT_NO_OVERLAP, OPT_GRAD_BF16, OPT_CALIBRATION, OPT_EMIT,
-    OPT_SIMULATE, OPT_NO_SIMULATE, OPT_TRACE,
+    OPT_SIMULATE, OPT_NO_SIMULATE, OPT_TRACE, OPT_MOE_DISPATCHER, OPT_MOE_IMBALANCE,
+    OPT_MOE_CAPACITY,
 };
 
 static const struct option long_opts[] = {
@@ -84,6 +99,9 @@ static const struct option long_opts[] = {
     {"attention", required_argument, NULL, OPT_ATTENTION},
     {"no-overlap", no_argument, NULL, OPT_NO_OVERLAP},
     {"grad-reduce-bf16", no_argument, NULL, OPT_GRAD_BF16},
+    {"moe-dispatcher", required_argument, NULL, OPT_MOE_DISPATCHER},
+    {"moe-imbalance", required_argument, NULL, OPT_MOE_IMBALANCE},
+    {"moe-capacity-factor", required_argument, NULL, OPT_MOE_CAPACITY},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -173,6 +191,18 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             o->training.overlap_grad_reduce = o->training.overlap_param_gather = false;
             break;
         case OPT_GRAD_BF16: o->training.grad_reduce_bf16 = true; break;
+        case OPT_MOE_DISPATCHER:
+            if (!layout_parse_moe_dispatcher(optarg, &l->moe_dispatcher))
+                rc = cli_error("--moe-dispatcher must be alltoall, allgather, deepep or hybridep");
+            break;
+        case OPT_MOE_IMBALANCE:
+            rc = parse_double("moe-imbalance", optarg, 1.0, 1000.0, &o->training.moe_imbalance);
+            break;
+        case OPT_MOE_CAPACITY:
+            /* 0: dropless; else the expert capacity over the mean tokens per expert */
+            rc = parse_double("moe-capacity-factor", optarg, 0, 1000.0,
+                              &o->training.moe_capacity_factor);
+            break;
         case OPT_FORMAT:
             if (!strcmp(optarg, "json")) o->format = FORMAT_JSON;
             else if (!strcmp(optarg, "human")) o->format = FORMAT_HUMAN;

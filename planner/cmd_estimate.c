@@ -21,6 +21,8 @@ static void usage(void)
            "  --recompute none|selective|full --recompute-layers N\n"
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"
            "  --attention flash|unfused --no-overlap --grad-reduce-bf16\n"
+           "  --moe-dispatcher alltoall|allgather|deepep|hybridep --moe-imbalance R (busiest\n"
+           "  expert rank / mean, default 1) --moe-capacity-factor C (0: dropless, default)\n"
            "  --format human|json\n"
            "  --simulate           also simulate the step (time_simulated); --trace FILE writes it\n"
            "                       as a Chrome/Perfetto trace (see plan simulate)\n"

@@ -21,6 +21,9 @@ static void usage(void)
            "  --top N              rows in the ranked table (default 10)\n"
            "  --framework F        search only fsdp2 or megatron\n"
            "  --attention flash|unfused, --no-overlap, --grad-reduce-bf16\n"
+           "  --moe-dispatcher alltoall|allgather|deepep|hybridep (default alltoall)\n"
+           "  --moe-imbalance R    busiest expert rank's tokens / mean (default 1: balanced)\n"
+           "  --moe-capacity-factor C   drop tokens above C x mean per expert (0: dropless)\n"
            "  --format human|json\n"
            "  --no-simulate        rank by the closed form only (default: the best plans are\n"
            "                       re-ranked by the step simulator, see plan simulate)\n"
@@ -43,7 +46,8 @@ int cmd_search(int argc, char **argv)
     model_spec m;
     system_spec sys;
     if ((rc = cli_load_specs(&o, &m, &sys))) return rc;
-    search_options so = {.gpus = o.gpus, .keep = o.top < 32 ? 32 : o.top};
+    search_options so = {.gpus = o.gpus, .keep = o.top < 32 ? 32 : o.top,
+                         .moe_dispatcher = o.layout.moe_dispatcher};
     /* The kept plans (at least SEARCH_SIMULATE_DEFAULT) are re-ranked by the step simulator —
      * except under a refined profile: its step terms were fitted to the closed form against
      * measured steps (plan measure --refine), so the refined closed form is the calibrated

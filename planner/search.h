@@ -21,6 +21,9 @@ typedef struct {
     /* Re-rank the best `simulate` plans (0: off) by the step simulator (costmodel/sim.h): they
      * are simulated, with each framework's best, and reordered by simulated step time. */
     int simulate;
+    /* The MoE token dispatcher the Megatron layouts with EP use (--moe-dispatcher); the search
+     * does not choose it: its figures depend on the network the user names. */
+    layout_moe_dispatcher moe_dispatcher;
 } search_options;
 
 /* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */
