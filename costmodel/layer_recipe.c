@@ -213,6 +213,15 @@ static int tp_op(const tp_ctx *c, const char *name)
                   c->one_s, c->one_s);
 }
 
+/* `local` experts' GEMMs of one shape, in `kernels` launches (1: one grouped kernel; local: a
+ * GEMM per expert, compute_gemm_s each). */
+static double moe_experts_s(const system_spec *sys, int local, int kernels, double m, double n,
+                            double k)
+{
+    if (kernels == 1) return compute_grouped_gemm_s(sys, local, m, n, k);
+    return local * compute_gemm_s(sys, m, n, k);
+}
+
 void recipe_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
                   const layout *l, bool moe, recipe *r, recipe_items *items)
 {
@@ -374,7 +383,23 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
          * (torch._grouped_mm at Qwen3-30B-A3B, Mixtral and DeepSeek-V3 shapes, 16-4096 rows
          * per expert) agrees with it, bench/README.md "MoE expert GEMMs". */
         double etp = layout_etp(l);
-        linear(b, "router", l->sp ? tokens / tp : tokens, m->experts, h);
+        double router_rows = l->sp ? tokens / tp : tokens;
+        linear(b, "router", router_rows, m->experts, h);
+        if (l->framework == FRAMEWORK_MEGATRON) {
+            /* score function and top-k over the fp32 logits (Megatron --moe-router-dtype fp32,
+             * --moe-router-fusion: one fused kernel): read the logits (4E), write the scores
+             * (4E) and the routing map (1E) per token; the backward reads the scores' gradient
+             * and the scores and writes the logits' gradient (12E). Memory-bound. */
+            double e = m->experts, fb = router_rows * e * 9.0, bb = router_rows * e * 12.0;
+            int rf = op_add(b, "router.topk", RECIPE_ELEMENTWISE, RECIPE_FWD,
+                            RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE, compute_stream_s(sys, fb),
+                            0);
+            lump_item(b, rf, RECIPE_FWD, "router.topk", fb, compute_stream_s(sys, fb));
+            int rb = op_add(b, "router.topk.bwd", RECIPE_ELEMENTWISE, RECIPE_BWD,
+                            RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE, 0,
+                            compute_stream_s(sys, bb));
+            lump_item(b, rb, RECIPE_BWD, "router.topk.bwd", bb, compute_stream_s(sys, bb));
+        }
         /* dispatch and combine under l's dispatcher (moe_dispatch.h); the busiest EP rank's
          * load factor scales its receive volume and its expert rows: it sets the pace */
         moe_dispatch_cost dc;
@@ -392,30 +417,41 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         r->local_experts = local;
         r->expert_rows = rows;
         double up = gate * m->expert_ffn / etp, down_in = m->expert_ffn / etp;
-        /* identical experts: one expert's up and down priced together, times local */
-        double f1 = compute_gemm_s(sys, rows, up, h) + compute_gemm_s(sys, rows, h, down_in);
-        double b1 = compute_gemm_fwd_bwd_s(sys, rows, up, h) +
-                    compute_gemm_fwd_bwd_s(sys, rows, h, down_in);
+        /* Megatron runs the local experts as grouped GEMMs (--moe-grouped-gemm): one kernel's
+         * fixed cost for all of them; other frameworks one GEMM per expert, each with its own */
+        int kernels = l->framework == FRAMEWORK_MEGATRON ? 1 : local;
+        double f1, b1;
+        if (kernels == 1) {
+            f1 = compute_grouped_gemm_s(sys, local, rows, up, h) +
+                 compute_grouped_gemm_s(sys, local, rows, h, down_in);
+            b1 = compute_grouped_gemm_fwd_bwd_s(sys, local, rows, up, h) +
+                 compute_grouped_gemm_fwd_bwd_s(sys, local, rows, h, down_in);
+        } else {
+            /* identical experts: one expert's up and down priced together, times local */
+            f1 = local * (compute_gemm_s(sys, rows, up, h) + compute_gemm_s(sys, rows, h, down_in));
+            b1 = local * (compute_gemm_fwd_bwd_s(sys, rows, up, h) +
+                          compute_gemm_fwd_bwd_s(sys, rows, h, down_in));
+        }
         int ex = op_add(b, "experts", RECIPE_GEMM, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                        RECIPE_OVERLAP_NONE, local * f1, 0);
+                        RECIPE_OVERLAP_NONE, f1, 0);
         if (ex >= 0) {
-            r->op[ex].fwd_bwd_s = local * b1;
+            r->op[ex].fwd_bwd_s = b1;
             r->op[ex].bwd_s = r->op[ex].fwd_bwd_s - r->op[ex].fwd_s;
         }
         if (items) {
             /* grouped GEMMs: batch = local experts, one weight each */
             gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
-                      local * compute_gemm_s(sys, rows, up, h));
+                      moe_experts_s(sys, local, kernels, rows, up, h));
             gemm_item(b, ex, RECIPE_BWD, "experts_up.dgrad", RECIPE_FORM_DGRAD, rows, h, up,
-                      local, true, local * compute_gemm_s(sys, rows, h, up));
+                      local, true, moe_experts_s(sys, local, kernels, rows, h, up));
             gemm_item(b, ex, RECIPE_BWD, "experts_up.wgrad", RECIPE_FORM_WGRAD, up, h, rows,
-                      local, false, local * compute_gemm_s(sys, h, up, rows));
+                      local, false, moe_experts_s(sys, local, kernels, h, up, rows));
             gemm_item(b, ex, RECIPE_FWD, "experts_down", RECIPE_FORM_FWD, rows, h, down_in,
-                      local, true, local * compute_gemm_s(sys, rows, h, down_in));
+                      local, true, moe_experts_s(sys, local, kernels, rows, h, down_in));
             gemm_item(b, ex, RECIPE_BWD, "experts_down.dgrad", RECIPE_FORM_DGRAD, rows, down_in,
-                      h, local, true, local * compute_gemm_s(sys, rows, down_in, h));
+                      h, local, true, moe_experts_s(sys, local, kernels, rows, down_in, h));
             gemm_item(b, ex, RECIPE_BWD, "experts_down.wgrad", RECIPE_FORM_WGRAD, h, down_in,
-                      rows, local, false, local * compute_gemm_s(sys, down_in, h, rows));
+                      rows, local, false, moe_experts_s(sys, local, kernels, down_in, h, rows));
         }
         if (l->ep > 1) {
             combine = op_add(b, "ep.combine", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
