@@ -405,10 +405,13 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         moe_dispatch_cost dc;
         moe_dispatch_price(m, sys, t, l, tokens, &dc);
         double load = moe_load_factor(t);
+        recipe_overlap ep_overlap = t->moe_ep_overlap && l->framework == FRAMEWORK_MEGATRON
+                                        ? RECIPE_OVERLAP_MICROBATCH
+                                        : RECIPE_OVERLAP_NONE;
         int dispatch = -1, combine = -1;
         if (l->ep > 1) {
             dispatch = op_add(b, "ep.dispatch", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                              RECIPE_OVERLAP_NONE, dc.dispatch_s, dc.dispatch_s);
+                              ep_overlap, dc.dispatch_s, dc.dispatch_s);
             coll_item(b, dispatch, RECIPE_FWD, "ep.dispatch", dc.dispatch_op, dc.dispatch_bytes,
                       RECIPE_GROUP_EP, dc.dispatch_s);
         }
@@ -455,7 +458,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         }
         if (l->ep > 1) {
             combine = op_add(b, "ep.combine", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                             RECIPE_OVERLAP_NONE, dc.combine_s, dc.combine_s);
+                             ep_overlap, dc.combine_s, dc.combine_s);
             coll_item(b, combine, RECIPE_FWD, "ep.combine", dc.combine_op, dc.combine_bytes,
                       RECIPE_GROUP_EP, dc.combine_s);
             /* the backward reverses each: the combine's gradient is dispatched, the
@@ -584,13 +587,14 @@ typedef struct {
     double gemm, gemm_fb; /* GEMM forward; forward + backward (compute_gemm_fwd_bwd_s) */
     double attn, elem, copy;
     double tp, ep, cp, cp_ring; /* cp_ring: the exchange that hides behind the attention core */
+    double ep_mb; /* EP hidden behind the paired micro-batch (RECIPE_OVERLAP_MICROBATCH) */
 } pass_sums;
 
 /* The sum a TP, EP or CP op's time joins. */
 static double *comm_sum(pass_sums *s, const recipe_op *o)
 {
     if (o->kind == RECIPE_TP) return &s->tp;
-    if (o->kind == RECIPE_EP) return &s->ep;
+    if (o->kind == RECIPE_EP) return o->overlap == RECIPE_OVERLAP_MICROBATCH ? &s->ep_mb : &s->ep;
     return o->overlap == RECIPE_OVERLAP_ATTENTION ? &s->cp_ring : &s->cp;
 }
 
@@ -651,12 +655,15 @@ void recipe_price(const recipe *r, recipe_time *out)
     out->fwd_s = f.gemm + f.attn + f.elem + f.copy;
     out->bwd_s = (f.gemm_fb - f.gemm) + b.attn + b.elem + b.copy;
     out->recompute_s = re.gemm + re.attn + re.elem + re.copy;
-    double tp_bwd = b.tp + re.tp, ep_bwd = b.ep + re.ep;
+    /* EP paired across micro-batches: the forward's exchange shows only where it outlasts the
+     * other micro-batch's backward compute, the backward's where it outlasts the forward's */
+    double ep_fwd = f.ep + fmax(0, f.ep_mb - (out->bwd_s + out->recompute_s));
+    double tp_bwd = b.tp + re.tp, ep_bwd = b.ep + re.ep + fmax(0, b.ep_mb + re.ep_mb - out->fwd_s);
     cp_bwd += cp_re;
     out->tp_s = f.tp + tp_bwd;
-    out->ep_s = f.ep + ep_bwd;
+    out->ep_s = ep_fwd + ep_bwd;
     out->cp_s = cp_fwd + cp_bwd;
-    out->fwd_comm_s = f.tp + cp_fwd + f.ep;
+    out->fwd_comm_s = f.tp + cp_fwd + ep_fwd;
     out->bwd_comm_s = tp_bwd + cp_bwd + ep_bwd;
     out->gather_s = gather;
     out->reduce_s = reduce;

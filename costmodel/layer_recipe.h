@@ -59,6 +59,11 @@ typedef enum {
     RECIPE_OVERLAP_LAYER,     /* prefetched behind the neighbouring layer's compute (FSDP: the
                                  gather behind the previous layer, the reduce behind the next
                                  layer's backward; estimate.c stage_cost) */
+    RECIPE_OVERLAP_MICROBATCH,/* hidden behind the paired micro-batch's opposite pass (Megatron
+                                 --overlap-moe-expert-parallel-comm, combined 1F1B: micro-batch
+                                 i+1's forward runs beside micro-batch i's backward, layer by
+                                 layer): a forward op behind the backward's compute, a backward
+                                 or recompute op behind the forward's */
 } recipe_overlap;
 
 /* An op's phase: RECIPE_FWD for a forward operation (its backward counterpart, if any, priced

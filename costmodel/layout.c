@@ -279,6 +279,13 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
              "ep*etp = %d*%d must divide tp*cp*dp = %d (in Megatron the expert-"
              "parallel group is carved out of the data-parallel ranks): lower --ep",
              l->ep, layout_etp(l), l->dp * l->cp * l->tp);
+    /* Megatron's combined 1F1B runs only with PP 1 or the interleaved schedule
+     * (megatron/core/pipeline_parallel/combined_1f1b.py; MoE README "EP A2A overlap") */
+    if (t && t->moe_ep_overlap && l->framework == FRAMEWORK_MEGATRON && l->pp > 1 && l->vpp < 2)
+        FAIL(CM_ERULE, "moe-ep-overlap-needs-vpp",
+             "--moe-ep-overlap (Megatron --overlap-moe-expert-parallel-comm) pairs micro-batches "
+             "in the combined 1F1B schedule, which runs with pp 1 or virtual pipeline stages: "
+             "add --vpp or drop --moe-ep-overlap");
     if (l->shard_size > 0) {
         if (l->sharding == SHARDING_DDP)
             FAIL(CM_ERULE, "hsdp-needs-sharding",

@@ -37,6 +37,8 @@ typedef struct {
     double moe_imbalance;      /* busiest expert rank's routed tokens / the mean (>= 1; 0 reads
                                   as 1: force-balanced, moe_dispatch.h) */
     double moe_capacity_factor;/* expert capacity / mean tokens per expert; 0 = dropless */
+    bool moe_ep_overlap;       /* Megatron --overlap-moe-expert-parallel-comm (+ delay wgrad):
+                                  dispatch/combine hidden behind the paired micro-batch */
 } training_spec;
 
 typedef struct {

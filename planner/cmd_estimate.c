@@ -23,6 +23,7 @@ static void usage(void)
            "  --attention flash|unfused --no-overlap --grad-reduce-bf16\n"
            "  --moe-dispatcher alltoall|allgather|deepep|hybridep --moe-imbalance R (busiest\n"
            "  expert rank / mean, default 1) --moe-capacity-factor C (0: dropless, default)\n"
+           "  --moe-ep-overlap (Megatron --overlap-moe-expert-parallel-comm, pp 1 or vpp)\n"
            "  --format human|json\n"
            "  --simulate           also simulate the step (time_simulated); --trace FILE writes it\n"
            "                       as a Chrome/Perfetto trace (see plan simulate)\n"

@@ -447,6 +447,10 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
         }
         if (t->moe_capacity_factor > 0)
             fl_add(fl, "--moe-expert-capacity-factor", "%g", t->moe_capacity_factor);
+        if (t->moe_ep_overlap) {
+            fl_add(fl, "--overlap-moe-expert-parallel-comm", NULL);
+            fl_add(fl, "--delay-wgrad-compute", NULL);
+        }
     }
 
     /* parallelism */
@@ -588,6 +592,10 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
                     layout_moe_dispatcher_name(l->moe_dispatcher));
         if (t->moe_capacity_factor > 0)
             fprintf(f, "cfg.model.moe_expert_capacity_factor = %g\n", t->moe_capacity_factor);
+        if (t->moe_ep_overlap) {
+            fprintf(f, "cfg.model.overlap_moe_expert_parallel_comm = True\n");
+            fprintf(f, "cfg.model.delay_wgrad_compute = True\n");
+        }
     }
     fprintf(f, "cfg.model.sequence_parallel = %s\n", l->sp ? "True" : "False");
     if (l->recompute == RECOMPUTE_NONE) {
