@@ -229,6 +229,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     r->n_ops = 0;
     r->local_experts = 0;
     r->expert_rows = 0;
+    r->shared_fwd_s = r->shared_bwd_s = 0;
     if (items) {
         items->n = 0;
         items->overflow = false;
@@ -405,9 +406,12 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         moe_dispatch_cost dc;
         moe_dispatch_price(m, sys, t, l, tokens, &dc);
         double load = moe_load_factor(t);
-        recipe_overlap ep_overlap = t->moe_ep_overlap && l->framework == FRAMEWORK_MEGATRON
-                                        ? RECIPE_OVERLAP_MICROBATCH
-                                        : RECIPE_OVERLAP_NONE;
+        recipe_overlap ep_overlap = RECIPE_OVERLAP_NONE;
+        if (l->framework == FRAMEWORK_MEGATRON && t->moe_ep_overlap)
+            ep_overlap = RECIPE_OVERLAP_MICROBATCH;
+        else if (l->framework == FRAMEWORK_MEGATRON && t->moe_shared_overlap &&
+                 m->shared_experts > 0)
+            ep_overlap = RECIPE_OVERLAP_SHARED;
         int dispatch = -1, combine = -1;
         if (l->ep > 1) {
             dispatch = op_add(b, "ep.dispatch", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
@@ -470,8 +474,13 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         }
         if (m->shared_experts) {
             double sw = (double)m->shared_experts * m->shared_ffn;
+            int su = b->r->n_ops;
             linear(b, "shared_up", tokens, gate * sw / tp, h);
             linear(b, "shared_down", tokens, h, sw / tp);
+            for (int i = su; i < b->r->n_ops; i++) {
+                r->shared_fwd_s += r->op[i].fwd_s;
+                r->shared_bwd_s += r->op[i].bwd_s;
+            }
         }
     }
     tp_leave(&tc, tp_mlp, RECIPE_FWD);
@@ -560,6 +569,7 @@ void recipe_head(const model_spec *m, const system_spec *sys, const training_spe
     r->n_ops = 0;
     r->local_experts = 0;
     r->expert_rows = 0;
+    r->shared_fwd_s = r->shared_bwd_s = 0;
     if (items) {
         items->n = 0;
         items->overflow = false;
@@ -588,13 +598,17 @@ typedef struct {
     double attn, elem, copy;
     double tp, ep, cp, cp_ring; /* cp_ring: the exchange that hides behind the attention core */
     double ep_mb; /* EP hidden behind the paired micro-batch (RECIPE_OVERLAP_MICROBATCH) */
+    double ep_sh; /* EP hidden behind the shared experts (RECIPE_OVERLAP_SHARED) */
 } pass_sums;
 
 /* The sum a TP, EP or CP op's time joins. */
 static double *comm_sum(pass_sums *s, const recipe_op *o)
 {
     if (o->kind == RECIPE_TP) return &s->tp;
-    if (o->kind == RECIPE_EP) return o->overlap == RECIPE_OVERLAP_MICROBATCH ? &s->ep_mb : &s->ep;
+    if (o->kind == RECIPE_EP)
+        return o->overlap == RECIPE_OVERLAP_MICROBATCH ? &s->ep_mb
+               : o->overlap == RECIPE_OVERLAP_SHARED   ? &s->ep_sh
+                                                       : &s->ep;
     return o->overlap == RECIPE_OVERLAP_ATTENTION ? &s->cp_ring : &s->cp;
 }
 
@@ -659,6 +673,10 @@ void recipe_price(const recipe *r, recipe_time *out)
      * other micro-batch's backward compute, the backward's where it outlasts the forward's */
     double ep_fwd = f.ep + fmax(0, f.ep_mb - (out->bwd_s + out->recompute_s));
     double tp_bwd = b.tp + re.tp, ep_bwd = b.ep + re.ep + fmax(0, b.ep_mb + re.ep_mb - out->fwd_s);
+    /* EP beside the shared experts: what outlasts them in the same pass (the recompute pass
+     * runs the shared experts' forward again) */
+    ep_fwd += fmax(0, f.ep_sh - r->shared_fwd_s);
+    ep_bwd += fmax(0, b.ep_sh - r->shared_bwd_s) + fmax(0, re.ep_sh - r->shared_fwd_s);
     cp_bwd += cp_re;
     out->tp_s = f.tp + tp_bwd;
     out->ep_s = ep_fwd + ep_bwd;

@@ -64,6 +64,9 @@ typedef enum {
                                  i+1's forward runs beside micro-batch i's backward, layer by
                                  layer): a forward op behind the backward's compute, a backward
                                  or recompute op behind the forward's */
+    RECIPE_OVERLAP_SHARED,    /* hidden behind the same pass's shared-expert MLP (Megatron
+                                 --moe-shared-expert-overlap: the shared experts run on another
+                                 stream beside the dispatcher's exchange) */
 } recipe_overlap;
 
 /* An op's phase: RECIPE_FWD for a forward operation (its backward counterpart, if any, priced
@@ -121,6 +124,8 @@ typedef struct {
     double tokens;         /* per GPU (mbs * seq / cp) */
     int local_experts;     /* MoE layer: experts / ep on this GPU */
     double expert_rows;    /* rows per local expert: tokens*k*ep*etp/(E*tp) */
+    double shared_fwd_s, shared_bwd_s; /* MoE layer: the shared experts' GEMMs, the compute
+                                          RECIPE_OVERLAP_SHARED hides behind */
     recipe_op op[RECIPE_MAX_OPS];
 } recipe;
 

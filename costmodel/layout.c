@@ -286,6 +286,12 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
              "--moe-ep-overlap (Megatron --overlap-moe-expert-parallel-comm) pairs micro-batches "
              "in the combined 1F1B schedule, which runs with pp 1 or virtual pipeline stages: "
              "add --vpp or drop --moe-ep-overlap");
+    /* Megatron-Core MoE README, "Shared Experts": the overlap needs the alltoall dispatcher */
+    if (t && t->moe_shared_overlap && l->framework == FRAMEWORK_MEGATRON &&
+        l->moe_dispatcher != MOE_DISPATCH_ALLTOALL)
+        FAIL(CM_ERULE, "moe-shared-overlap-needs-alltoall",
+             "--moe-shared-expert-overlap runs beside the alltoall dispatcher only (Megatron-Core "
+             "MoE README): use --moe-dispatcher alltoall or drop the overlap");
     if (l->shard_size > 0) {
         if (l->sharding == SHARDING_DDP)
             FAIL(CM_ERULE, "hsdp-needs-sharding",

@@ -39,6 +39,8 @@ typedef struct {
     double moe_capacity_factor;/* expert capacity / mean tokens per expert; 0 = dropless */
     bool moe_ep_overlap;       /* Megatron --overlap-moe-expert-parallel-comm (+ delay wgrad):
                                   dispatch/combine hidden behind the paired micro-batch */
+    bool moe_shared_overlap;   /* Megatron --moe-shared-expert-overlap: dispatch/combine
+                                  hidden behind the shared experts of the same pass */
 } training_spec;
 
 typedef struct {

@@ -63,7 +63,7 @@ enum {
     OPT_RECOMPUTE_LAYERS, OPT_FRAMEWORK, OPT_NO_RESHARD, OPT_SHARD_SIZE, OPT_OFFLOAD,
     OPT_ATTENTION, OPT_NO_OVERLAP, OPT_GRAD_BF16, OPT_CALIBRATION, OPT_EMIT,
     OPT_SIMULATE, OPT_NO_SIMULATE, OPT_TRACE, OPT_MOE_DISPATCHER, OPT_MOE_IMBALANCE,
-    OPT_MOE_CAPACITY, OPT_MOE_EP_OVERLAP,
+    OPT_MOE_CAPACITY, OPT_MOE_EP_OVERLAP, OPT_MOE_SHARED_OVERLAP,
 };
 
 static const struct option long_opts[] = {
@@ -103,6 +103,7 @@ static const struct option long_opts[] = {
     {"moe-imbalance", required_argument, NULL, OPT_MOE_IMBALANCE},
     {"moe-capacity-factor", required_argument, NULL, OPT_MOE_CAPACITY},
     {"moe-ep-overlap", no_argument, NULL, OPT_MOE_EP_OVERLAP},
+    {"moe-shared-expert-overlap", no_argument, NULL, OPT_MOE_SHARED_OVERLAP},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -200,6 +201,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             rc = parse_double("moe-imbalance", optarg, 1.0, 1000.0, &o->training.moe_imbalance);
             break;
         case OPT_MOE_EP_OVERLAP: o->training.moe_ep_overlap = true; break;
+        case OPT_MOE_SHARED_OVERLAP: o->training.moe_shared_overlap = true; break;
         case OPT_MOE_CAPACITY:
             /* 0: dropless; else the expert capacity over the mean tokens per expert */
             rc = parse_double("moe-capacity-factor", optarg, 0, 1000.0,

@@ -24,6 +24,7 @@ static void usage(void)
            "  --moe-dispatcher alltoall|allgather|deepep|hybridep --moe-imbalance R (busiest\n"
            "  expert rank / mean, default 1) --moe-capacity-factor C (0: dropless, default)\n"
            "  --moe-ep-overlap (Megatron --overlap-moe-expert-parallel-comm, pp 1 or vpp)\n"
+           "  --moe-shared-expert-overlap (shared experts beside the alltoall exchange)\n"
            "  --format human|json\n"
            "  --simulate           also simulate the step (time_simulated); --trace FILE writes it\n"
            "                       as a Chrome/Perfetto trace (see plan simulate)\n"

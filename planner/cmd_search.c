@@ -26,6 +26,7 @@ static void usage(void)
            "  --moe-capacity-factor C   drop tokens above C x mean per expert (0: dropless)\n"
            "  --moe-ep-overlap     hide dispatch/combine behind the paired micro-batch\n"
            "                       (Megatron --overlap-moe-expert-parallel-comm; pp 1 or vpp)\n"
+           "  --moe-shared-expert-overlap   shared experts beside the alltoall exchange\n"
            "  --format human|json\n"
            "  --no-simulate        rank by the closed form only (default: the best plans are\n"
            "                       re-ranked by the step simulator, see plan simulate)\n"

@@ -451,6 +451,8 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
             fl_add(fl, "--overlap-moe-expert-parallel-comm", NULL);
             fl_add(fl, "--delay-wgrad-compute", NULL);
         }
+        if (t->moe_shared_overlap && m->shared_experts > 0)
+            fl_add(fl, "--moe-shared-expert-overlap", NULL);
     }
 
     /* parallelism */
@@ -596,6 +598,8 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
             fprintf(f, "cfg.model.overlap_moe_expert_parallel_comm = True\n");
             fprintf(f, "cfg.model.delay_wgrad_compute = True\n");
         }
+        if (t->moe_shared_overlap && m->shared_experts > 0)
+            fprintf(f, "cfg.model.moe_shared_expert_overlap = True\n");
     }
     fprintf(f, "cfg.model.sequence_parallel = %s\n", l->sp ? "True" : "False");
     if (l->recompute == RECOMPUTE_NONE) {

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "compute.h"
+#include "layer_recipe.h"
 #include "moe_dispatch.h"
 
 #define REL(a, b) (fabs((a) - (b)) / fabs(b))
@@ -159,6 +160,43 @@ static void test_grouped_gemm(void **state)
     assert_true(compute_grouped_gemm_s(&s, 0, 16, 2048, 1536) == 0);
 }
 
+/* A recipe of one GEMM (forward 10 s, backward 20 s) and one EP exchange of x s each way. */
+static recipe one_gemm_one_ep(double x, recipe_overlap ov)
+{
+    recipe r;
+    memset(&r, 0, sizeof r);
+    r.n_ops = 2;
+    r.op[0] = (recipe_op){.name = "gemm", .kind = RECIPE_GEMM, .phase = RECIPE_FWD,
+                          .fwd_s = 10, .bwd_s = 20, .fwd_bwd_s = 30};
+    r.op[1] = (recipe_op){.name = "ep", .kind = RECIPE_EP, .phase = RECIPE_FWD,
+                          .overlap = ov, .fwd_s = x, .bwd_s = x};
+    return r;
+}
+
+/* Overlap: the paired micro-batch hides a forward exchange behind the backward's compute (20)
+ * and a backward one behind the forward's (10); the shared experts hide it behind their own
+ * time in the same pass. */
+static void test_ep_overlap_price(void **state)
+{
+    (void)state;
+    recipe_time x;
+    recipe r = one_gemm_one_ep(4, RECIPE_OVERLAP_NONE);
+    recipe_price(&r, &x);
+    assert_true(x.ep_s == 8 && x.fwd_comm_s == 4 && x.bwd_comm_s == 4);
+    r = one_gemm_one_ep(4, RECIPE_OVERLAP_MICROBATCH);
+    recipe_price(&r, &x);
+    assert_true(x.ep_s == 0 && x.fwd_comm_s == 0 && x.bwd_comm_s == 0);
+    r = one_gemm_one_ep(25, RECIPE_OVERLAP_MICROBATCH);
+    recipe_price(&r, &x);
+    assert_true(x.fwd_comm_s == 5 && x.bwd_comm_s == 15 && x.ep_s == 20);
+    r = one_gemm_one_ep(4, RECIPE_OVERLAP_SHARED);
+    r.shared_fwd_s = 3;
+    r.shared_bwd_s = 6;
+    recipe_price(&r, &x);
+    assert_true(x.fwd_comm_s == 1 && x.bwd_comm_s == 0 && x.ep_s == 1);
+    assert_true(x.fwd_s == 10 && x.bwd_s == 20); /* compute unchanged */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +204,7 @@ int main(void)
         cmocka_unit_test(test_nodes_per_token),
         cmocka_unit_test(test_dispatchers),
         cmocka_unit_test(test_grouped_gemm),
+        cmocka_unit_test(test_ep_overlap_price),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -230,6 +230,13 @@ static void test_moe(void **state)
     check(&l, &ti, "deepseek-v2-lite tp2 ep4 imbalance 1.4");
     ti.moe_capacity_factor = 1.25;
     check(&l, &ti, "deepseek-v2-lite tp2 ep4 imbalance 1.4 capacity 1.25");
+    training_spec to = t;
+    to.moe_shared_overlap = true;
+    l.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+    check(&l, &to, "deepseek-v2-lite tp2 ep4 shared-expert overlap");
+    to.moe_shared_overlap = false;
+    to.moe_ep_overlap = true;
+    check(&l, &to, "deepseek-v2-lite tp2 ep4 ep overlap");
 }
 
 int main(void)
