@@ -91,7 +91,9 @@ void moe_dispatch_price(const model_spec *m, const system_spec *sys, const train
     switch (l->moe_dispatcher) {
     case MOE_DISPATCH_ALLGATHER: {
         /* every token's hidden state gathered over the ETP x EP group (etp innermost, then ep:
-         * contiguous ranks), the reduce-scatter back; no dependence on routing */
+         * contiguous ranks), the reduce-scatter back; no dependence on routing. The recipe's
+         * items name the EP group (the backend has no ETP x EP group): with etp > 1 the backend
+         * runs the same bytes over ep ranks only. */
         int n = l->ep * layout_etp(l);
         layout_group g = layout_group_place(sys, n, 1);
         double bytes = own * h * 2.0 * n; /* the gathered output */
