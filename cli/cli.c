@@ -44,6 +44,20 @@ static int parse_int(const char *flag, const char *s, long lo, long hi, int *out
     return 0;
 }
 
+static int parse_double(const char *flag, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end != '\0' || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "plan: error: --%s needs a number between %g and %g, got '%s'\n", flag,
+                lo, hi, s);
+        return CLI_EXIT_USAGE;
+    }
+    *out = v;
+    return 0;
+}
+
 enum {
     OPT_SEQ = 1000, OPT_GBS, OPT_TOP, OPT_FORMAT, OPT_TP, OPT_PP, OPT_DP, OPT_CP, OPT_EP,
     OPT_ETP, OPT_VPP, OPT_MBS, OPT_SP, OPT_NO_SP, OPT_SHARDING, OPT_RECOMPUTE,
@@ -52,6 +66,8 @@ enum {
     OPT_SIMULATE, OPT_NO_SIMULATE, OPT_TRACE, OPT_PRECISION, OPT_FP8_RECIPE,
     OPT_IMPL, OPT_COMPILE, OPT_OPTIMIZER_IMPL,
     OPT_TP_COMM_OVERLAP, OPT_OVERLAP_GRAD_REDUCE, OPT_OVERLAP_PARAM_GATHER,
+    OPT_MOE_DISPATCHER, OPT_MOE_IMBALANCE, OPT_MOE_CAPACITY, OPT_MOE_EP_OVERLAP,
+    OPT_MOE_SHARED_OVERLAP,
 };
 
 static const struct option long_opts[] = {
@@ -95,6 +111,11 @@ static const struct option long_opts[] = {
     {"impl", required_argument, NULL, OPT_IMPL},
     {"compile", no_argument, NULL, OPT_COMPILE},
     {"optimizer-impl", required_argument, NULL, OPT_OPTIMIZER_IMPL},
+    {"moe-dispatcher", required_argument, NULL, OPT_MOE_DISPATCHER},
+    {"moe-imbalance", required_argument, NULL, OPT_MOE_IMBALANCE},
+    {"moe-capacity-factor", required_argument, NULL, OPT_MOE_CAPACITY},
+    {"moe-ep-overlap", no_argument, NULL, OPT_MOE_EP_OVERLAP},
+    {"moe-shared-expert-overlap", no_argument, NULL, OPT_MOE_SHARED_OVERLAP},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -214,6 +235,20 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             if (!optimizer_impl_parse(optarg, &l->optimizer_impl) ||
                 l->optimizer_impl == OPTIMIZER_IMPL_DEFAULT)
                 rc = cli_error("--optimizer-impl must be fused, foreach or for-loop");
+            break;
+        case OPT_MOE_DISPATCHER:
+            if (!layout_parse_moe_dispatcher(optarg, &l->moe_dispatcher))
+                rc = cli_error("--moe-dispatcher must be alltoall, allgather, deepep or hybridep");
+            break;
+        case OPT_MOE_IMBALANCE:
+            rc = parse_double("moe-imbalance", optarg, 1.0, 1000.0, &o->training.moe_imbalance);
+            break;
+        case OPT_MOE_EP_OVERLAP: o->training.moe_ep_overlap = true; break;
+        case OPT_MOE_SHARED_OVERLAP: o->training.moe_shared_overlap = true; break;
+        case OPT_MOE_CAPACITY:
+            /* 0: dropless; else the expert capacity over the mean tokens per expert */
+            rc = parse_double("moe-capacity-factor", optarg, 0, 1000.0,
+                              &o->training.moe_capacity_factor);
             break;
         case OPT_FORMAT:
             if (!strcmp(optarg, "json")) o->format = FORMAT_JSON;

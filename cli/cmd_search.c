@@ -27,6 +27,12 @@ static void usage(void)
            "                       search bf16 and every low-precision format the GPU supports)\n"
            "  --fp8-recipe delayed|tensorwise|blockwise   fp8 scaling (default: megatron\n"
            "                       delayed, fsdp2 tensorwise)\n"
+           "  --moe-dispatcher alltoall|allgather|deepep|hybridep (default alltoall)\n"
+           "  --moe-imbalance R    busiest expert rank's tokens / mean (default 1: balanced)\n"
+           "  --moe-capacity-factor C   drop tokens above C x mean per expert (0: dropless)\n"
+           "  --moe-ep-overlap     hide dispatch/combine behind the paired micro-batch\n"
+           "                       (Megatron --overlap-moe-expert-parallel-comm; pp 1 or vpp)\n"
+           "  --moe-shared-expert-overlap   shared experts beside the alltoall exchange\n"
            "  --format human|json\n"
            "  --no-simulate        rank by the closed form only (default: the best plans are\n"
            "                       re-ranked by the step simulator, see plan simulate)\n"
@@ -78,7 +84,8 @@ int cmd_search(int argc, char **argv)
     system_spec sys;
     if ((rc = cli_load_specs(&o, &m, &sys))) return rc;
     search_options so = {.gpus = o.gpus, .keep = o.top < 32 ? 32 : o.top,
-                         .no_overlap = o.no_overlap};
+                         .no_overlap = o.no_overlap,
+                         .moe_dispatcher = o.layout.moe_dispatcher};
     /* The kept plans (at least SEARCH_SIMULATE_DEFAULT) are re-ranked by the step simulator —
      * except under a refined profile: its step terms were fitted to the closed form against
      * measured steps (plan measure --refine), so the refined closed form is the calibrated

@@ -31,6 +31,21 @@ double compute_gemm_fwd_bwd_s(const system_spec *sys, double m, double n, double
            compute_gemm_s(sys, k, n, m);
 }
 
+double compute_grouped_gemm_s(const system_spec *sys, int groups, double m, double n, double k)
+{
+    double one = compute_gemm_s(sys, m, n, k);
+    if (groups < 1 || one <= 0) return 0;
+    return groups * (one - sys->gemm_overhead_s) + sys->gemm_overhead_s;
+}
+
+double compute_grouped_gemm_fwd_bwd_s(const system_spec *sys, int groups, double m, double n,
+                                      double k)
+{
+    return compute_grouped_gemm_s(sys, groups, m, n, k) +
+           compute_grouped_gemm_s(sys, groups, m, k, n) +
+           compute_grouped_gemm_s(sys, groups, k, n, m);
+}
+
 double compute_flash_forward_s(const system_spec *sys, double flops)
 {
     return flops / (sys->peak_bf16_flops * sys->attention_efficiency);

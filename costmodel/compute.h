@@ -22,6 +22,13 @@ double compute_gemm_lp_s(const system_spec *sys, double peak_flops, double effic
                          double operand_bytes, double m, double n, double k);
 /* Forward + backward (dgrad and wgrad: two GEMMs of the same FLOPs) of one GEMM. */
 double compute_gemm_fwd_bwd_s(const system_spec *sys, double m, double n, double k);
+/* `groups` GEMMs of one shape in one grouped kernel (Megatron --moe-grouped-gemm, torch
+ * _grouped_mm): each group's roofline, one kernel's fixed cost. Measured on H100 at MoE expert
+ * shapes: bench/results/moe_grouped_gemm_h100.tsv, bench/README.md "MoE expert GEMMs". */
+double compute_grouped_gemm_s(const system_spec *sys, int groups, double m, double n, double k);
+/* Forward + backward of the same (dgrad and wgrad each one grouped kernel). */
+double compute_grouped_gemm_fwd_bwd_s(const system_spec *sys, int groups, double m, double n,
+                                      double k);
 /* Fused (flash) attention: forward of `flops` and backward of 2.5x (FlashAttention-2, Dao
  * 2023, Sec. 3: the backward recomputes the scores; its benchmark counts 2.5x). */
 double compute_flash_forward_s(const system_spec *sys, double flops);

@@ -23,6 +23,7 @@
 #include "memory.h"
 #include "precision.h"
 #include "overlap.h"
+#include "moe_dispatch.h"
 
 static const char *kind_names[RECIPE_KINDS] = {
     "gemm", "attention", "elementwise", "fsdp_copy", "tp", "cp", "ep", "fsdp_gather",
@@ -327,6 +328,26 @@ static bool tp_overlap_applies(const layout *l, layout_group g)
            !g.spans_nodes;
 }
 
+/* `local` experts' GEMMs of one shape in `kernels` launches: one grouped kernel pays the fixed
+ * launch cost once (compute_grouped_gemm_s's rule), a GEMM per expert pays it each time; the
+ * format (bf16 or low precision) as gemm_s. */
+static double moe_experts_s(const builder *b, int local, int kernels, double m, double n,
+                            double k)
+{
+    double one = gemm_s(b, m, n, k);
+    if (kernels != 1) return local * one;
+    if (local < 1 || one <= 0) return 0;
+    return local * (one - b->sys->gemm_overhead_s) + b->sys->gemm_overhead_s;
+}
+
+/* Forward + dgrad + wgrad of moe_experts_s, as compute_gemm_fwd_bwd_s composes them. */
+static double moe_experts_fwd_bwd_s(const builder *b, int local, int kernels, double m, double n,
+                                    double k)
+{
+    return moe_experts_s(b, local, kernels, m, n, k) + moe_experts_s(b, local, kernels, m, k, n) +
+           moe_experts_s(b, local, kernels, k, n, m);
+}
+
 void recipe_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
                   const layout *l, bool moe, recipe *r, recipe_items *items)
 {
@@ -335,6 +356,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     r->n_ops = 0;
     r->local_experts = 0;
     r->expert_rows = 0;
+    r->shared_fwd_s = r->shared_bwd_s = 0;
     if (items) {
         items->n = 0;
         items->overflow = false;
@@ -500,68 +522,106 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         linear(b, "mlp_down", tokens, h, (double)m->ffn / tp);
     } else {
         /* MoE block (Megatron's MoELayer): the router over this rank's tokens (its SP shard),
-         * the dispatch all-to-all of top_k copies of the tokens over the EP group, E/ep local
-         * experts as one grouped GEMM each for up and down at rows per expert of a balanced
-         * router, the combine all-to-all, then the shared experts over every token. */
+         * the dispatch of top_k copies of the tokens over the EP group, E/ep local experts as
+         * one grouped GEMM each for up and down at the busiest rank's rows per expert, the
+         * combine, then the shared experts over every token. Each expert GEMM is a roofline
+         * with its own weight read and kernel cost: bench/results/moe_grouped_gemm_h100.tsv
+         * (torch._grouped_mm at Qwen3-30B-A3B, Mixtral and DeepSeek-V3 shapes, 16-4096 rows
+         * per expert) agrees with it, bench/README.md "MoE expert GEMMs". */
         double etp = layout_etp(l);
+        double router_rows = l->sp ? tokens / tp : tokens;
         b->keep_bf16 = true; /* the MoE gate stays bf16 (DeepSeek-V3 Sec. 3.3.1) */
-        linear(b, "router", l->sp ? tokens / tp : tokens, m->experts, h);
+        linear(b, "router", router_rows, m->experts, h);
         b->keep_bf16 = false;
-        double a2a = tokens / tp * m->top_k * h * 2.0;
+        if (l->framework == FRAMEWORK_MEGATRON) {
+            /* score function and top-k over the fp32 logits (Megatron --moe-router-dtype fp32,
+             * --moe-router-fusion: one fused kernel): read the logits (4E), write the scores
+             * (4E) and the routing map (1E) per token; the backward reads the scores' gradient
+             * and the scores and writes the logits' gradient (12E). Memory-bound. */
+            double e = m->experts, fb = router_rows * e * 9.0, bb = router_rows * e * 12.0;
+            int rf = op_add(b, "router.topk", RECIPE_ELEMENTWISE, RECIPE_FWD,
+                            RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE, compute_stream_s(sys, fb),
+                            0);
+            lump_item(b, rf, RECIPE_FWD, "router.topk", fb, compute_stream_s(sys, fb));
+            int rb = op_add(b, "router.topk.bwd", RECIPE_ELEMENTWISE, RECIPE_BWD,
+                            RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE, 0,
+                            compute_stream_s(sys, bb));
+            lump_item(b, rb, RECIPE_BWD, "router.topk.bwd", bb, compute_stream_s(sys, bb));
+        }
+        /* dispatch and combine under l's dispatcher (moe_dispatch.h); the busiest EP rank's
+         * load factor scales its receive volume and its expert rows: it sets the pace */
+        moe_dispatch_cost dc;
+        moe_dispatch_price(m, sys, t, l, tokens, &dc);
+        double load = moe_load_factor(t);
+        recipe_overlap ep_overlap = RECIPE_OVERLAP_NONE;
+        if (l->framework == FRAMEWORK_MEGATRON && t->moe_ep_overlap)
+            ep_overlap = RECIPE_OVERLAP_MICROBATCH;
+        else if (l->framework == FRAMEWORK_MEGATRON && t->moe_shared_overlap &&
+                 m->shared_experts > 0)
+            ep_overlap = RECIPE_OVERLAP_SHARED;
         int dispatch = -1, combine = -1;
-        double pa = 0;
         if (l->ep > 1) {
-            pa = collective_time_s(sys, COLL_ALL_TO_ALL, a2a, layout_ep_group(sys, l));
             dispatch = op_add(b, "ep.dispatch", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                              RECIPE_OVERLAP_NONE, pa, pa);
-            coll_item(b, dispatch, RECIPE_FWD, "ep.dispatch", COLL_ALL_TO_ALL, a2a,
-                      RECIPE_GROUP_EP, pa);
+                              ep_overlap, dc.dispatch_s, dc.dispatch_s);
+            coll_item(b, dispatch, RECIPE_FWD, "ep.dispatch", dc.dispatch_op, dc.dispatch_bytes,
+                      RECIPE_GROUP_EP, dc.dispatch_s);
         }
         int local = m->experts / l->ep;
-        double rows = tokens * m->top_k * l->ep * etp / ((double)m->experts * tp);
+        double rows = tokens * m->top_k * l->ep * etp / ((double)m->experts * tp) * load;
         r->local_experts = local;
         r->expert_rows = rows;
         double up = gate * m->expert_ffn / etp, down_in = m->expert_ffn / etp;
-        /* identical experts: one expert's up and down priced together, times local */
-        double f1 = gemm_s(b, rows, up, h) + gemm_s(b, rows, h, down_in);
-        double b1 = gemm_fwd_bwd_s(b, rows, up, h) + gemm_fwd_bwd_s(b, rows, h, down_in);
+        /* Megatron runs the local experts as grouped GEMMs (--moe-grouped-gemm): one kernel's
+         * fixed cost for all of them; other frameworks one GEMM per expert, each with its own */
+        int kernels = l->framework == FRAMEWORK_MEGATRON ? 1 : local;
+        double f1 = moe_experts_s(b, local, kernels, rows, up, h) +
+                    moe_experts_s(b, local, kernels, rows, h, down_in);
+        double b1 = moe_experts_fwd_bwd_s(b, local, kernels, rows, up, h) +
+                    moe_experts_fwd_bwd_s(b, local, kernels, rows, h, down_in);
         int ex = op_add(b, "experts", RECIPE_GEMM, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                        RECIPE_OVERLAP_NONE, local * f1, 0);
+                        RECIPE_OVERLAP_NONE, f1, 0);
         if (ex >= 0) {
-            r->op[ex].fwd_bwd_s = local * b1;
+            r->op[ex].fwd_bwd_s = b1;
             r->op[ex].bwd_s = r->op[ex].fwd_bwd_s - r->op[ex].fwd_s;
         }
         if (items) {
             /* grouped GEMMs: batch = local experts, one weight each */
             gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
-                      local * gemm_s(b, rows, up, h));
+                      moe_experts_s(b, local, kernels, rows, up, h));
             gemm_item(b, ex, RECIPE_BWD, "experts_up.dgrad", RECIPE_FORM_DGRAD, rows, h, up,
-                      local, true, local * gemm_s(b, rows, h, up));
+                      local, true, moe_experts_s(b, local, kernels, rows, h, up));
             gemm_item(b, ex, RECIPE_BWD, "experts_up.wgrad", RECIPE_FORM_WGRAD, up, h, rows,
-                      local, false, local * gemm_s(b, h, up, rows));
+                      local, false, moe_experts_s(b, local, kernels, h, up, rows));
             gemm_item(b, ex, RECIPE_FWD, "experts_down", RECIPE_FORM_FWD, rows, h, down_in,
-                      local, true, local * gemm_s(b, rows, h, down_in));
+                      local, true, moe_experts_s(b, local, kernels, rows, h, down_in));
             gemm_item(b, ex, RECIPE_BWD, "experts_down.dgrad", RECIPE_FORM_DGRAD, rows, down_in,
-                      h, local, true, local * gemm_s(b, rows, down_in, h));
+                      h, local, true, moe_experts_s(b, local, kernels, rows, down_in, h));
             gemm_item(b, ex, RECIPE_BWD, "experts_down.wgrad", RECIPE_FORM_WGRAD, h, down_in,
-                      rows, local, false, local * gemm_s(b, down_in, h, rows));
+                      rows, local, false, moe_experts_s(b, local, kernels, down_in, h, rows));
         }
         quantize_ops(b, rows, up, h, local);
         quantize_ops(b, rows, h, down_in, local);
         if (l->ep > 1) {
             combine = op_add(b, "ep.combine", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                             RECIPE_OVERLAP_NONE, pa, pa);
-            coll_item(b, combine, RECIPE_FWD, "ep.combine", COLL_ALL_TO_ALL, a2a,
-                      RECIPE_GROUP_EP, pa);
-            coll_item(b, combine, RECIPE_BWD, "ep.combine.bwd", COLL_ALL_TO_ALL, a2a,
-                      RECIPE_GROUP_EP, pa);
-            coll_item(b, dispatch, RECIPE_BWD, "ep.dispatch.bwd", COLL_ALL_TO_ALL, a2a,
-                      RECIPE_GROUP_EP, pa);
+                             ep_overlap, dc.combine_s, dc.combine_s);
+            coll_item(b, combine, RECIPE_FWD, "ep.combine", dc.combine_op, dc.combine_bytes,
+                      RECIPE_GROUP_EP, dc.combine_s);
+            /* the backward reverses each: the combine's gradient is dispatched, the
+             * dispatch's combined */
+            coll_item(b, combine, RECIPE_BWD, "ep.combine.bwd", dc.dispatch_op,
+                      dc.dispatch_bytes, RECIPE_GROUP_EP, dc.combine_s);
+            coll_item(b, dispatch, RECIPE_BWD, "ep.dispatch.bwd", dc.combine_op,
+                      dc.combine_bytes, RECIPE_GROUP_EP, dc.dispatch_s);
         }
         if (m->shared_experts) {
             double sw = (double)m->shared_experts * m->shared_ffn;
+            int su = b->r->n_ops;
             linear(b, "shared_up", tokens, gate * sw / tp, h);
             linear(b, "shared_down", tokens, h, sw / tp);
+            for (int i = su; i < b->r->n_ops; i++) {
+                r->shared_fwd_s += r->op[i].fwd_s;
+                r->shared_bwd_s += r->op[i].bwd_s;
+            }
         }
     }
     tp_leave(&tc, tp_mlp, RECIPE_FWD);
@@ -667,6 +727,7 @@ void recipe_head(const model_spec *m, const system_spec *sys, const training_spe
     r->n_ops = 0;
     r->local_experts = 0;
     r->expert_rows = 0;
+    r->shared_fwd_s = r->shared_bwd_s = 0;
     if (items) {
         items->n = 0;
         items->overflow = false;
@@ -697,13 +758,18 @@ typedef struct {
     double gemm, gemm_fb; /* GEMM forward; forward + backward (compute_gemm_fwd_bwd_s) */
     double attn, elem, copy;
     double tp, ep, cp, cp_ring; /* cp_ring: the exchange that hides behind the attention core */
+    double ep_mb; /* EP hidden behind the paired micro-batch (RECIPE_OVERLAP_MICROBATCH) */
+    double ep_sh; /* EP hidden behind the shared experts (RECIPE_OVERLAP_SHARED) */
 } pass_sums;
 
 /* The sum a TP, EP or CP op's time joins. */
 static double *comm_sum(pass_sums *s, const recipe_op *o)
 {
     if (o->kind == RECIPE_TP) return &s->tp;
-    if (o->kind == RECIPE_EP) return &s->ep;
+    if (o->kind == RECIPE_EP)
+        return o->overlap == RECIPE_OVERLAP_MICROBATCH ? &s->ep_mb
+               : o->overlap == RECIPE_OVERLAP_SHARED   ? &s->ep_sh
+                                                       : &s->ep;
     return o->overlap == RECIPE_OVERLAP_ATTENTION ? &s->cp_ring : &s->cp;
 }
 
@@ -764,12 +830,19 @@ void recipe_price(const recipe *r, recipe_time *out)
     out->fwd_s = f.gemm + f.attn + f.elem + f.copy;
     out->bwd_s = (f.gemm_fb - f.gemm) + b.attn + b.elem + b.copy;
     out->recompute_s = re.gemm + re.attn + re.elem + re.copy;
-    double tp_bwd = b.tp + re.tp, ep_bwd = b.ep + re.ep;
+    /* EP paired across micro-batches: the forward's exchange shows only where it outlasts the
+     * other micro-batch's backward compute, the backward's where it outlasts the forward's */
+    double ep_fwd = f.ep + fmax(0, f.ep_mb - (out->bwd_s + out->recompute_s));
+    double tp_bwd = b.tp + re.tp, ep_bwd = b.ep + re.ep + fmax(0, b.ep_mb + re.ep_mb - out->fwd_s);
+    /* EP beside the shared experts: what outlasts them in the same pass (the recompute pass
+     * runs the shared experts' forward again) */
+    ep_fwd += fmax(0, f.ep_sh - r->shared_fwd_s);
+    ep_bwd += fmax(0, b.ep_sh - r->shared_bwd_s) + fmax(0, re.ep_sh - r->shared_fwd_s);
     cp_bwd += cp_re;
     out->tp_s = f.tp + tp_bwd;
-    out->ep_s = f.ep + ep_bwd;
+    out->ep_s = ep_fwd + ep_bwd;
     out->cp_s = cp_fwd + cp_bwd;
-    out->fwd_comm_s = f.tp + cp_fwd + f.ep;
+    out->fwd_comm_s = f.tp + cp_fwd + ep_fwd;
     out->bwd_comm_s = tp_bwd + cp_bwd + ep_bwd;
     out->gather_s = gather;
     out->reduce_s = reduce;

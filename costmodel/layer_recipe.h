@@ -61,6 +61,14 @@ typedef enum {
     RECIPE_OVERLAP_LAYER,     /* prefetched behind the neighbouring layer's compute (FSDP: the
                                  gather behind the previous layer, the reduce behind the next
                                  layer's backward; estimate.c stage_cost) */
+    RECIPE_OVERLAP_MICROBATCH,/* hidden behind the paired micro-batch's opposite pass (Megatron
+                                 --overlap-moe-expert-parallel-comm, combined 1F1B: micro-batch
+                                 i+1's forward runs beside micro-batch i's backward, layer by
+                                 layer): a forward op behind the backward's compute, a backward
+                                 or recompute op behind the forward's */
+    RECIPE_OVERLAP_SHARED,    /* hidden behind the same pass's shared-expert MLP (Megatron
+                                 --moe-shared-expert-overlap: the shared experts run on another
+                                 stream beside the dispatcher's exchange) */
 } recipe_overlap;
 
 /* An op's phase: RECIPE_FWD for a forward operation (its backward counterpart, if any, priced
@@ -122,6 +130,8 @@ typedef struct {
     double expert_rows;    /* rows per local expert: tokens*k*ep*etp/(E*tp) */
     double host_fwd_s;     /* eager FSDP2: the forward and backward (+ recompute) as the host's */
     double host_bwd_s;     /* issue queue paces them (host_dispatch.h); 0: no floor */
+    double shared_fwd_s, shared_bwd_s; /* MoE layer: the shared experts' GEMMs, the compute
+                                          RECIPE_OVERLAP_SHARED hides behind */
     recipe_op op[RECIPE_MAX_OPS];
 } recipe;
 

@@ -21,6 +21,8 @@ training_spec training_default(void)
         .attention = ATTENTION_FLASH,
         .grad_reduce_bf16 = false,
         .causal = true,
+        .moe_imbalance = 1.0,
+        .moe_capacity_factor = 0,
     };
 }
 
@@ -39,12 +41,14 @@ layout layout_default(layout_framework fw)
         .tp_comm_overlap = false,
         .overlap_grad_reduce = false,
         .overlap_param_gather = false,
+        .moe_dispatcher = MOE_DISPATCH_ALLTOALL,
     };
 }
 
 static const char *const framework_names[] = {"fsdp2", "megatron"};
 static const char *const sharding_names[] = {"ddp", "distopt", "fsdp"};
 static const char *const recompute_names[] = {"none", "selective", "full"};
+static const char *const moe_dispatcher_names[] = {"alltoall", "allgather", "deepep", "hybridep"};
 
 const char *layout_framework_name(layout_framework f) { return framework_names[f]; }
 const char *layout_sharding_name(layout_sharding s) { return sharding_names[s]; }
@@ -80,6 +84,18 @@ int layout_parse_recompute(const char *s, layout_recompute *out)
 {
     int i = parse(s, recompute_names, 3);
     if (i >= 0) *out = (layout_recompute)i;
+    return i >= 0;
+}
+
+const char *layout_moe_dispatcher_name(layout_moe_dispatcher d)
+{
+    return d >= 0 && d <= MOE_DISPATCH_HYBRIDEP ? moe_dispatcher_names[d] : "?";
+}
+
+int layout_parse_moe_dispatcher(const char *s, layout_moe_dispatcher *out)
+{
+    int i = parse(s, moe_dispatcher_names, 4);
+    if (i >= 0) *out = (layout_moe_dispatcher)i;
     return i >= 0;
 }
 
@@ -277,6 +293,19 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
              "ep*etp = %d*%d must divide tp*cp*dp = %d (in Megatron the expert-"
              "parallel group is carved out of the data-parallel ranks): lower --ep",
              l->ep, layout_etp(l), l->dp * l->cp * l->tp);
+    /* Megatron's combined 1F1B runs only with PP 1 or the interleaved schedule
+     * (megatron/core/pipeline_parallel/combined_1f1b.py; MoE README "EP A2A overlap") */
+    if (t && t->moe_ep_overlap && l->framework == FRAMEWORK_MEGATRON && l->pp > 1 && l->vpp < 2)
+        FAIL(CM_ERULE, "moe-ep-overlap-needs-vpp",
+             "--moe-ep-overlap (Megatron --overlap-moe-expert-parallel-comm) pairs micro-batches "
+             "in the combined 1F1B schedule, which runs with pp 1 or virtual pipeline stages: "
+             "add --vpp or drop --moe-ep-overlap");
+    /* Megatron-Core MoE README, "Shared Experts": the overlap needs the alltoall dispatcher */
+    if (t && t->moe_shared_overlap && l->framework == FRAMEWORK_MEGATRON &&
+        l->moe_dispatcher != MOE_DISPATCH_ALLTOALL)
+        FAIL(CM_ERULE, "moe-shared-overlap-needs-alltoall",
+             "--moe-shared-expert-overlap runs beside the alltoall dispatcher only (Megatron-Core "
+             "MoE README): use --moe-dispatcher alltoall or drop the overlap");
     if (l->shard_size > 0) {
         if (l->sharding == SHARDING_DDP)
             FAIL(CM_ERULE, "hsdp-needs-sharding",

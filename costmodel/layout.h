@@ -26,6 +26,14 @@ typedef enum {
 typedef enum {
     FP8_RECIPE_DEFAULT = 0, FP8_RECIPE_DELAYED, FP8_RECIPE_TENSORWISE, FP8_RECIPE_BLOCKWISE
 } layout_fp8_recipe;
+/* How MoE tokens reach their experts (costmodel/moe_dispatch.h): Megatron-Core's alltoall and
+ * allgather token dispatchers, its flex dispatcher with the DeepEP or HybridEP backend. */
+typedef enum {
+    MOE_DISPATCH_ALLTOALL = 0,
+    MOE_DISPATCH_ALLGATHER = 1,
+    MOE_DISPATCH_DEEPEP = 2,
+    MOE_DISPATCH_HYBRIDEP = 3,
+} layout_moe_dispatcher;
 
 typedef struct {
     int seq_len;               /* tokens per sequence */
@@ -33,6 +41,13 @@ typedef struct {
     training_attention attention; /* flash (fused, s^2 never stored) or unfused (2021 Megatron) */
     bool grad_reduce_bf16;     /* reduce gradients in bf16 (--grad-reduce-in-bf16) */
     bool causal;               /* causal mask: flash attention skips the masked half */
+    double moe_imbalance;      /* busiest expert rank's routed tokens / the mean (>= 1; 0 reads
+                                  as 1: force-balanced, moe_dispatch.h) */
+    double moe_capacity_factor;/* expert capacity / mean tokens per expert; 0 = dropless */
+    bool moe_ep_overlap;       /* Megatron --overlap-moe-expert-parallel-comm (+ delay wgrad):
+                                  dispatch/combine hidden behind the paired micro-batch */
+    bool moe_shared_overlap;   /* Megatron --moe-shared-expert-overlap: dispatch/combine
+                                  hidden behind the shared experts of the same pass */
 } training_spec;
 
 typedef struct {
@@ -60,6 +75,7 @@ typedef struct {
     bool tp_comm_overlap;      /* --tp-comm-overlap: TE userbuffer AG/RS overlapped with GEMMs */
     bool overlap_grad_reduce;  /* --overlap-grad-reduce: bucketed DDP reduce during backward */
     bool overlap_param_gather; /* --overlap-param-gather: bucketed param AG during forward */
+    layout_moe_dispatcher moe_dispatcher; /* MoE token dispatcher (EP > 1) */
 } layout;
 
 /* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */
@@ -73,6 +89,8 @@ const char *layout_recompute_name(layout_recompute r);
 int layout_parse_framework(const char *s, layout_framework *out);
 int layout_parse_sharding(const char *s, layout_sharding *out);
 int layout_parse_recompute(const char *s, layout_recompute *out);
+const char *layout_moe_dispatcher_name(layout_moe_dispatcher d);
+int layout_parse_moe_dispatcher(const char *s, layout_moe_dispatcher *out);
 
 int layout_gpus(const layout *l);
 int layout_etp(const layout *l);

@@ -77,6 +77,10 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
     L(LAYOUT_F_OVERLAP_PARAM_GATHER, "overlap_param_gather", LAYOUT_KIND_BOOL,
       overlap_param_gather, NULL, NULL, false, 0, MCFG "ddp_config.overlap_param_gather",
       NULL),
+    /* not a trainer-YAML key: Megatron splits it into --moe-token-dispatcher-type and
+     * --moe-flex-dispatcher-backend (emit.c) */
+    L(LAYOUT_F_MOE_DISPATCHER, "moe_dispatcher", LAYOUT_KIND_MOE_DISPATCHER, moe_dispatcher,
+      NULL, NULL, false, 0, NULL, NULL),
 };
 
 #undef L
@@ -115,6 +119,7 @@ static int stored_value(const layout_field *f, const void *p)
     case LAYOUT_KIND_FP8_RECIPE: return (int)*(const layout_fp8_recipe *)p;
     case LAYOUT_KIND_IMPL: return (int)*(const layout_impl *)p;
     case LAYOUT_KIND_OPTIMIZER_IMPL: return (int)*(const layout_optimizer_impl *)p;
+    case LAYOUT_KIND_MOE_DISPATCHER: return (int)*(const layout_moe_dispatcher *)p;
     default: return *(const int *)p;
     }
 }
@@ -130,6 +135,9 @@ static void store_value(const layout_field *f, void *p, int v)
     case LAYOUT_KIND_FP8_RECIPE: *(layout_fp8_recipe *)p = (layout_fp8_recipe)v; break;
     case LAYOUT_KIND_IMPL: *(layout_impl *)p = (layout_impl)v; break;
     case LAYOUT_KIND_OPTIMIZER_IMPL: *(layout_optimizer_impl *)p = (layout_optimizer_impl)v; break;
+    case LAYOUT_KIND_MOE_DISPATCHER:
+        *(layout_moe_dispatcher *)p = (layout_moe_dispatcher)v;
+        break;
     default: *(int *)p = v;
     }
 }
@@ -150,6 +158,8 @@ static const char *enum_name(const layout_field *f, int v)
     case LAYOUT_KIND_FP8_RECIPE: return precision_fp8_recipe_name((layout_fp8_recipe)v);
     case LAYOUT_KIND_IMPL: return impl_name((layout_impl)v);
     case LAYOUT_KIND_OPTIMIZER_IMPL: return optimizer_impl_name((layout_optimizer_impl)v);
+    case LAYOUT_KIND_MOE_DISPATCHER:
+        return layout_moe_dispatcher_name((layout_moe_dispatcher)v);
     default: return NULL;
     }
 }
@@ -247,6 +257,11 @@ static int parse_enum(const layout_field *f, const char *s, int *out)
         if ((ok = optimizer_impl_parse(s, &v))) *out = (int)v;
         break;
     }
+    case LAYOUT_KIND_MOE_DISPATCHER: {
+        layout_moe_dispatcher v;
+        if ((ok = layout_parse_moe_dispatcher(s, &v))) *out = (int)v;
+        break;
+    }
     default: break;
     }
     return ok;
@@ -292,7 +307,8 @@ cm_status layout_from_json(const json_t *j, const char *where, layout *l, traini
                                "%s: sharding must be ddp, distopt or fsdp, recompute none, "
                                "selective or full, precision bf16, fp8, mxfp8 or nvfp4, "
                                "fp8_recipe delayed, tensorwise or blockwise, impl hf, native or "
-                               "te and optimizer_impl fused, foreach or for-loop",
+                               "te, optimizer_impl fused, foreach or for-loop and moe_dispatcher "
+                               "alltoall, allgather, deepep or hybridep",
                                where);
         }
         store_value(f, p, x);

@@ -51,6 +51,7 @@ typedef enum {
     LAYOUT_F_TP_COMM_OVERLAP,
     LAYOUT_F_OVERLAP_GRAD_REDUCE,
     LAYOUT_F_OVERLAP_PARAM_GATHER,
+    LAYOUT_F_MOE_DISPATCHER,
     LAYOUT_NFIELDS
 } layout_field_id;
 
@@ -64,6 +65,7 @@ typedef enum {
     LAYOUT_KIND_FP8_RECIPE,
     LAYOUT_KIND_IMPL,
     LAYOUT_KIND_OPTIMIZER_IMPL,
+    LAYOUT_KIND_MOE_DISPATCHER,
 } layout_field_kind;
 
 typedef struct {

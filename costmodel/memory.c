@@ -10,6 +10,7 @@
  */
 #include "memory.h"
 #include "overlap.h"
+#include "moe_dispatch.h"
 
 #include <string.h>
 
@@ -61,8 +62,10 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * keeps its permuted input (2h, whole on each expert-TP rank), the expert's
          * intermediates (split by etp) and its output for the combine (2h). */
         double etp = layout_etp(l);
+        /* the busiest EP rank holds its load factor times the mean (moe_dispatch.h) */
         moe_bytes = tokens * m->top_k *
-                    (2.0 * h * etp + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h) / tp;
+                    (2.0 * h * etp + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h) / tp *
+                    moe_load_factor(t);
     }
     double repl = replicated_bytes_per_token(m, moe_layer);
     /* Low precision (precision.h): where the recipe saves a Linear's input quantized (TE,

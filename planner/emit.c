@@ -505,7 +505,25 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
             fl_add(fl, "--moe-router-enable-expert-bias", NULL);
         }
         fl_add(fl, "--moe-grouped-gemm", NULL);
-        fl_add(fl, "--moe-token-dispatcher-type", "alltoall");
+        /* Megatron-Core: alltoall and allgather dispatchers by name; DeepEP and HybridEP are
+         * the backends of the flex dispatcher */
+        if (l->moe_dispatcher == MOE_DISPATCH_DEEPEP ||
+            l->moe_dispatcher == MOE_DISPATCH_HYBRIDEP) {
+            fl_add(fl, "--moe-token-dispatcher-type", "flex");
+            fl_add(fl, "--moe-flex-dispatcher-backend", "%s",
+                   layout_moe_dispatcher_name(l->moe_dispatcher));
+        } else {
+            fl_add(fl, "--moe-token-dispatcher-type", "%s",
+                   layout_moe_dispatcher_name(l->moe_dispatcher));
+        }
+        if (t->moe_capacity_factor > 0)
+            fl_add(fl, "--moe-expert-capacity-factor", "%g", t->moe_capacity_factor);
+        if (t->moe_ep_overlap) {
+            fl_add(fl, "--overlap-moe-expert-parallel-comm", NULL);
+            fl_add(fl, "--delay-wgrad-compute", NULL);
+        }
+        if (t->moe_shared_overlap && m->shared_experts > 0)
+            fl_add(fl, "--moe-shared-expert-overlap", NULL);
     }
 
     /* parallelism */
@@ -640,6 +658,22 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     if (model_is_moe(m)) {
         fprintf(f, "cfg.model.expert_model_parallel_size = %d\n", l->ep);
         fprintf(f, "cfg.model.expert_tensor_parallel_size = %d\n", layout_etp(l));
+        bool flex = l->moe_dispatcher == MOE_DISPATCH_DEEPEP ||
+                    l->moe_dispatcher == MOE_DISPATCH_HYBRIDEP;
+        if (l->moe_dispatcher != MOE_DISPATCH_ALLTOALL)
+            fprintf(f, "cfg.model.moe_token_dispatcher_type = \"%s\"\n",
+                    flex ? "flex" : layout_moe_dispatcher_name(l->moe_dispatcher));
+        if (flex)
+            fprintf(f, "cfg.model.moe_flex_dispatcher_backend = \"%s\"\n",
+                    layout_moe_dispatcher_name(l->moe_dispatcher));
+        if (t->moe_capacity_factor > 0)
+            fprintf(f, "cfg.model.moe_expert_capacity_factor = %g\n", t->moe_capacity_factor);
+        if (t->moe_ep_overlap) {
+            fprintf(f, "cfg.model.overlap_moe_expert_parallel_comm = True\n");
+            fprintf(f, "cfg.model.delay_wgrad_compute = True\n");
+        }
+        if (t->moe_shared_overlap && m->shared_experts > 0)
+            fprintf(f, "cfg.model.moe_shared_expert_overlap = True\n");
     }
     fprintf(f, "cfg.model.sequence_parallel = %s\n", l->sp ? "True" : "False");
     /* Megatron Bridge's CommOverlapConfig.setup() (training/comm_overlap.py) rewrites these from

@@ -395,6 +395,7 @@ static void search_megatron(ctx *c)
                                             layout l = layout_default(FRAMEWORK_MEGATRON);
                                             l.tp = tp; l.pp = pp; l.dp = dp; l.cp = cp;
                                             l.ep = ep; l.etp = etp == tp ? 0 : etp;
+                                            l.moe_dispatcher = c->opt->moe_dispatcher;
                                             l.vpp = vps[v]; l.mbs = mbs; l.sp = sp;
                                             l.sharding = (layout_sharding)sh;
                                             l.recompute = (layout_recompute)rc;

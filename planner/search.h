@@ -30,6 +30,9 @@ typedef struct {
     /* Keep the Megatron overlap knobs (tp_comm_overlap, overlap_grad_reduce,
      * overlap_param_gather) off instead of searching them (plan --no-overlap). */
     bool no_overlap;
+    /* The MoE token dispatcher the Megatron layouts with EP use (--moe-dispatcher); the search
+     * does not choose it: its figures depend on the network the user names. */
+    layout_moe_dispatcher moe_dispatcher;
 } search_options;
 
 /* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */

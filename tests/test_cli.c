@@ -165,6 +165,14 @@ static void test_bad_input(void **state)
     bad("--model 8b --gpus 99999999999", "--gpus needs an integer");
     bad("--model 8b", "no GPU count");
     bad("--model 8b --gpus 8 --seq 0", "--seq needs an integer");
+    /* issue 20: the MoE knobs */
+    bad("--model mixtral-8x7b --gpus 8 --moe-dispatcher nccl",
+        "--moe-dispatcher must be alltoall, allgather, deepep or hybridep");
+    bad("--model mixtral-8x7b --gpus 8 --moe-imbalance 0.5", "--moe-imbalance needs a number");
+    bad("--model mixtral-8x7b --gpus 8 --moe-capacity-factor x",
+        "--moe-capacity-factor needs a number");
+    bad("estimate --model mixtral-8x7b --gpus 64 --pp 4 --ep 8 --moe-ep-overlap",
+        "moe-ep-overlap");
     bad("--model 8b --gpus 8 --frobnicate", "unknown option");
     bad("--model 8b --gpus 8 --format xml", "--format must be");
     bad("estimate --model 8b --gpus 6 --tp 3", "must divide the attention heads");

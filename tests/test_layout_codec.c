@@ -62,7 +62,7 @@ static void assert_identical(const layout *a, const layout *b)
 #define SAME(f) assert_int_equal((long)a->f, (long)b->f);
     SAME(framework) SAME(tp) SAME(pp) SAME(dp) SAME(cp) SAME(ep) SAME(etp) SAME(vpp) SAME(mbs)
     SAME(sp) SAME(sharding) SAME(reshard_after_forward) SAME(shard_size) SAME(recompute)
-    SAME(recompute_layers) SAME(offload)
+    SAME(recompute_layers) SAME(offload) SAME(moe_dispatcher)
 #undef SAME
 }
 
@@ -150,6 +150,8 @@ static void test_json_bad_input(void **state)
         {"{\"framework\": \"fsdp2\", \"offload\": 1}", "plans[0].layout.offload must be true"},
         {"{\"framework\": \"fsdp2\", \"sharding\": \"zero2\"}", "sharding must be ddp"},
         {"{\"framework\": \"fsdp2\", \"recompute\": 2}", "recompute none, selective or full"},
+        {"{\"framework\": \"megatron\", \"moe_dispatcher\": \"nccl\"}",
+         "moe_dispatcher alltoall, allgather, deepep or hybridep"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         json_error_t je;
@@ -162,6 +164,30 @@ static void test_json_bad_input(void **state)
             fail_msg("%s: status %d, '%s' (want '%s')", bad[i][0], st, err, bad[i][1]);
         json_decref(j);
     }
+}
+
+/* issue 20: the MoE dispatcher is written by name and read back; the default is alltoall. */
+static void test_json_moe_dispatcher(void **state)
+{
+    (void)state;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    assert_int_equal(l.moe_dispatcher, MOE_DISPATCH_ALLTOALL);
+    l.tp = 2; l.dp = 16; l.ep = 4; l.sp = true;
+    for (int d = MOE_DISPATCH_ALLTOALL; d <= MOE_DISPATCH_HYBRIDEP; d++) {
+        l.moe_dispatcher = (layout_moe_dispatcher)d;
+        json_t *j = layout_to_json(&l);
+        assert_string_equal(json_string_value(json_object_get(j, "moe_dispatcher")),
+                            layout_moe_dispatcher_name(l.moe_dispatcher));
+        layout back;
+        char err[CM_ERRLEN];
+        assert_int_equal(layout_from_json(j, "layout", &back, NULL, err, sizeof err), CM_OK);
+        assert_identical(&l, &back);
+        assert_true(layout_equal(&l, &back));
+        json_decref(j);
+    }
+    layout other = l;
+    other.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+    assert_false(layout_equal(&l, &other));
 }
 
 static void test_short_name(void **state)
@@ -368,7 +394,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_round_trip),  cmocka_unit_test(test_json_old_raw_zeros),
-        cmocka_unit_test(test_json_bad_input),   cmocka_unit_test(test_short_name),
+        cmocka_unit_test(test_json_bad_input),   cmocka_unit_test(test_json_moe_dispatcher),   cmocka_unit_test(test_short_name),
         cmocka_unit_test(test_equal),            cmocka_unit_test(test_csv_columns),
         cmocka_unit_test(test_yaml_paths_shared), cmocka_unit_test(test_impl_fields),
     };

@@ -220,6 +220,23 @@ static void test_moe(void **state)
     check(&l, &t, "deepseek-v2-lite tp2 cp2 ep2 full recompute");
     l = fsdp2(8);
     check(&l, &t, "deepseek-v2-lite fsdp2");
+    /* issue 20: every dispatcher, and an imbalanced router with and without dropping */
+    for (int d = MOE_DISPATCH_ALLTOALL; d <= MOE_DISPATCH_HYBRIDEP; d++) {
+        l = megatron(2, 1, 4, true), l.ep = 4, l.moe_dispatcher = (layout_moe_dispatcher)d;
+        check(&l, &t, layout_moe_dispatcher_name(l.moe_dispatcher));
+    }
+    training_spec ti = t;
+    ti.moe_imbalance = 1.4;
+    check(&l, &ti, "deepseek-v2-lite tp2 ep4 imbalance 1.4");
+    ti.moe_capacity_factor = 1.25;
+    check(&l, &ti, "deepseek-v2-lite tp2 ep4 imbalance 1.4 capacity 1.25");
+    training_spec to = t;
+    to.moe_shared_overlap = true;
+    l.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+    check(&l, &to, "deepseek-v2-lite tp2 ep4 shared-expert overlap");
+    to.moe_shared_overlap = false;
+    to.moe_ep_overlap = true;
+    check(&l, &to, "deepseek-v2-lite tp2 ep4 ep overlap");
 }
 
 /* Low precision (issue 16): the quantize ops and low-precision GEMM times are in the one list

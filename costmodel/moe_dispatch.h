@@ -1,0 +1,56 @@
+/*
+ * moe_dispatch.h — how MoE tokens reach their experts and come back, per token dispatcher, and
+ * how uneven routing loads the busiest expert rank.
+ *
+ * Dispatchers (Megatron-Core megatron/core/transformer/moe/token_dispatcher.py and its MoE
+ * README; DeepEP README and docs/legacy.md):
+ *   alltoall  NCCL all-to-all of the top_k routed copies over the EP group, dispatch and combine.
+ *   allgather all-gather of every token's hidden state over the ETP x EP group, each rank keeps
+ *             the copies routed to its experts; the combine is the matching reduce-scatter.
+ *             The volume does not depend on top_k or on the routing.
+ *   deepep    DeepEP's normal (training) kernels: within the NVLink domain a direct exchange of
+ *             the routed copies; across domains one RDMA copy per token and destination node
+ *             (node-limited routing: DeepSeek-V3's topk_group caps the nodes), forwarded over
+ *             NVLink to the ranks there. RDMA and NVLink phases are pipelined, so a pass takes
+ *             the longer of the two. Runs on SMs it holds (Megatron --moe-deepep-num-sms, 20).
+ *   hybridep  NVIDIA's HybridEP backend of the same flex dispatcher: the same two-phase
+ *             pattern on fewer SMs (Megatron --moe-hybridep-num-sms, 16).
+ * The backward of each runs the reverse exchange of the same volume.
+ *
+ * Imbalance: `moe_imbalance` is the busiest expert rank's routed tokens over the mean; the EP
+ * ranks meet at the combine, so the slowest sets the pace: its expert GEMM rows and its
+ * receive volume are the mean's times the load factor. With a capacity factor (token dropping)
+ * the rank keeps at most capacity_factor x mean; dropless keeps all.
+ */
+#ifndef PLAN_MOE_DISPATCH_H
+#define PLAN_MOE_DISPATCH_H
+
+#include "collective.h"
+#include "layout.h"
+#include "model.h"
+#include "system.h"
+
+typedef struct {
+    double dispatch_s, combine_s;          /* one forward pass of each (the backward: the same) */
+    collective_op dispatch_op, combine_op; /* the NCCL collective the backend runs in its place */
+    double dispatch_bytes, combine_bytes;  /* in collective.h's size convention */
+    double rdma_bytes;                     /* deepep/hybridep: bytes per rank over the network */
+    double nvlink_bytes;                   /* deepep/hybridep: bytes per rank over NVLink */
+    int sms;                               /* SMs its kernels hold (0: NCCL's own channels) */
+} moe_dispatch_cost;
+
+/* Busiest EP rank's routed rows over the mean: moe_imbalance (0 reads as 1), capped at the
+ * capacity factor when tokens are dropped. */
+double moe_load_factor(const training_spec *t);
+
+/* Nodes (NVLink domains) one token's routed copies reach on average when the EP group spans
+ * `nodes` of them: the expected distinct nodes among top_k experts (or, with node-limited
+ * routing, topk_group expert groups) drawn without replacement. */
+double moe_nodes_per_token(const model_spec *m, int nodes);
+
+/* The dispatch and combine of one MoE layer for `tokens` tokens per GPU (after any SP
+ * all-gather) under l's dispatcher; zero cost without EP. */
+void moe_dispatch_price(const model_spec *m, const system_spec *sys, const training_spec *t,
+                        const layout *l, double tokens, moe_dispatch_cost *out);
+
+#endif

@@ -1,0 +1,210 @@
+/*
+ * test_moe_dispatch.c — the MoE dispatch patterns, load factor and grouped GEMM price
+ * (costmodel/moe_dispatch.h, compute.h) against hand-worked numbers on a toy system.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "compute.h"
+#include "layer_recipe.h"
+#include "moe_dispatch.h"
+
+#define REL(a, b) (fabs((a) - (b)) / fabs(b))
+
+/* Round numbers: 8 GPUs a node, NVLink 100 GB/s, 8 NICs of 25 GB/s a node. */
+static system_spec toy_system(void)
+{
+    system_spec s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.name, sizeof s.name, "toy");
+    s.peak_bf16_flops = 1e15;
+    s.hbm_bytes = 80e9;
+    s.hbm_bandwidth_bytes_per_s = 2e12;
+    s.gemm_efficiency_max = 0.5;
+    s.gemm_overhead_s = 2e-6;
+    s.hbm_efficiency = 1.0;
+    s.attention_efficiency = 0.5;
+    s.gpus_per_node = 8;
+    s.intra_bandwidth_bytes_per_s = 100e9;
+    s.intra_latency_s = 1e-6;
+    s.intra_busbw_efficiency = 1.0;
+    s.nics_per_node = 8;
+    s.nic_bandwidth_bytes_per_s = 25e9;
+    s.inter_latency_s = 5e-6;
+    s.inter_busbw_efficiency = 1.0;
+    return s;
+}
+
+/* An MoE shape: h 1000, 64 experts top-4, or 8 groups with topk_group 2. */
+static model_spec moe_model(bool node_limited)
+{
+    model_spec m;
+    memset(&m, 0, sizeof m);
+    m.hidden = 1000;
+    m.experts = 64;
+    m.top_k = 4;
+    if (node_limited) {
+        m.router_groups = 8;
+        m.router_topk_groups = 2;
+    }
+    return m;
+}
+
+static void test_load_factor(void **state)
+{
+    (void)state;
+    training_spec t = training_default();
+    assert_true(moe_load_factor(&t) == 1.0); /* default: force-balanced */
+    t.moe_imbalance = 0;
+    assert_true(moe_load_factor(&t) == 1.0); /* unset reads as balanced */
+    t.moe_imbalance = 1.5;
+    assert_true(moe_load_factor(&t) == 1.5); /* dropless: the busiest keeps all */
+    t.moe_capacity_factor = 1.2;
+    assert_true(moe_load_factor(&t) == 1.2); /* dropped above the capacity */
+    t.moe_capacity_factor = 2.0;
+    assert_true(moe_load_factor(&t) == 1.5);
+}
+
+/* Expected distinct nodes: nodes x (1 - C(units - units/nodes, picks) / C(units, picks)). */
+static void test_nodes_per_token(void **state)
+{
+    (void)state;
+    model_spec free = moe_model(false), lim = moe_model(true);
+    assert_true(moe_nodes_per_token(&free, 1) == 1.0);
+    /* 8 groups on 8 nodes, 2 groups picked: exactly 2 nodes (DeepSeek-V3's M-node bound) */
+    assert_true(REL(moe_nodes_per_token(&lim, 8), 2.0) < 1e-12);
+    /* 2 nodes of 4 groups: P(a node gets none) = C(4,2)/C(8,2) = 6/28 -> 2 x 22/28 */
+    assert_true(REL(moe_nodes_per_token(&lim, 2), 2.0 * 22.0 / 28.0) < 1e-12);
+    /* no node limit, 64 experts on 2 nodes, top-4: none = (32*31*30*29)/(64*63*62*61) */
+    double none = (32.0 * 31 * 30 * 29) / (64.0 * 63 * 62 * 61);
+    assert_true(REL(moe_nodes_per_token(&free, 2), 2.0 * (1 - none)) < 1e-12);
+}
+
+static void test_dispatchers(void **state)
+{
+    (void)state;
+    system_spec s = toy_system();
+    model_spec m = moe_model(false);
+    training_spec t = training_default();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.dp = 8;
+    double tokens = 4096;
+    moe_dispatch_cost c;
+
+    /* no EP: nothing moves */
+    moe_dispatch_price(&m, &s, &t, &l, tokens, &c);
+    assert_true(c.dispatch_s == 0 && c.combine_s == 0);
+
+    /* alltoall: the routed copies, 4096 x 4 x 1000 x 2 bytes, over the EP group */
+    l.ep = 8;
+    moe_dispatch_price(&m, &s, &t, &l, tokens, &c);
+    double copies = 4096.0 * 4 * 1000 * 2;
+    assert_true(c.dispatch_op == COLL_ALL_TO_ALL && c.dispatch_bytes == copies);
+    assert_true(c.dispatch_s == collective_time_s(&s, COLL_ALL_TO_ALL, copies,
+                                                  layout_ep_group(&s, &l)));
+    /* the busiest rank at 1.5x the mean receives 1.5x and the exchange ends with it */
+    t.moe_imbalance = 1.5;
+    moe_dispatch_price(&m, &s, &t, &l, tokens, &c);
+    assert_true(REL(c.dispatch_bytes, 1.5 * copies) < 1e-12);
+    t.moe_imbalance = 1.0;
+
+    /* allgather: every token's hidden state gathered over ETP x EP = 8, reduce-scatter back */
+    l.moe_dispatcher = MOE_DISPATCH_ALLGATHER;
+    moe_dispatch_price(&m, &s, &t, &l, tokens, &c);
+    assert_true(c.dispatch_op == COLL_ALL_GATHER && c.combine_op == COLL_REDUCE_SCATTER);
+    assert_true(c.dispatch_bytes == 4096.0 * 1000 * 2 * 8);
+
+    /* deepep inside one node: 7/8 of the copies over NVLink at 153/160 of 100 GB/s, + 1 us */
+    l.moe_dispatcher = MOE_DISPATCH_DEEPEP;
+    moe_dispatch_price(&m, &s, &t, &l, tokens, &c);
+    double nv = copies * 7 / 8;
+    assert_true(REL(c.dispatch_s, 1e-6 + nv / (100e9 * 153 / 160)) < 1e-12);
+    assert_int_equal(c.sms, 20);
+    assert_true(c.rdma_bytes == 0);
+
+    /* deepep over 4 nodes (ep 32): RDMA once per remote destination node, 25 GB/s per GPU;
+     * NVLink 7/8 of the copies; the longer phase + the network latency */
+    l.dp = 32;
+    l.ep = 32;
+    moe_dispatch_price(&m, &s, &t, &l, tokens, &c);
+    double nodes = moe_nodes_per_token(&m, 4);
+    double rdma = 4096.0 * 1000 * 2 * nodes * 3 / 4;
+    assert_true(REL(c.rdma_bytes, rdma) < 1e-12);
+    double t_rdma = rdma / 25e9, t_nv = nv / (100e9 * 153 / 160);
+    assert_true(REL(c.dispatch_s, 5e-6 + fmax(t_rdma, t_nv)) < 1e-12);
+    /* hybridep: the same pattern on 16 SMs */
+    l.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+    moe_dispatch_cost h;
+    moe_dispatch_price(&m, &s, &t, &l, tokens, &h);
+    assert_true(h.dispatch_s == c.dispatch_s);
+    assert_int_equal(h.sms, 16);
+}
+
+/* One grouped kernel: each group's roofline, one fixed cost (2 us here). */
+static void test_grouped_gemm(void **state)
+{
+    (void)state;
+    system_spec s = toy_system();
+    /* 16 x 2048 x 1536: math 2*16*2048*1536 / 5e14 = 0.2013 us; bytes 2*(16*1536 + 1536*2048
+     * + 16*2048) = 6.406 MB / 2e12 = 3.203 us: memory-bound */
+    double one = 2.0 * (16.0 * 1536 + 1536.0 * 2048 + 16.0 * 2048) / 2e12;
+    assert_true(REL(compute_gemm_s(&s, 16, 2048, 1536), one + 2e-6) < 1e-12);
+    assert_true(REL(compute_grouped_gemm_s(&s, 8, 16, 2048, 1536), 8 * one + 2e-6) < 1e-12);
+    assert_true(compute_grouped_gemm_s(&s, 0, 16, 2048, 1536) == 0);
+}
+
+/* A recipe of one GEMM (forward 10 s, backward 20 s) and one EP exchange of x s each way. */
+static recipe one_gemm_one_ep(double x, recipe_overlap ov)
+{
+    recipe r;
+    memset(&r, 0, sizeof r);
+    r.n_ops = 2;
+    r.op[0] = (recipe_op){.name = "gemm", .kind = RECIPE_GEMM, .phase = RECIPE_FWD,
+                          .fwd_s = 10, .bwd_s = 20, .fwd_bwd_s = 30};
+    r.op[1] = (recipe_op){.name = "ep", .kind = RECIPE_EP, .phase = RECIPE_FWD,
+                          .overlap = ov, .fwd_s = x, .bwd_s = x};
+    return r;
+}
+
+/* Overlap: the paired micro-batch hides a forward exchange behind the backward's compute (20)
+ * and a backward one behind the forward's (10); the shared experts hide it behind their own
+ * time in the same pass. */
+static void test_ep_overlap_price(void **state)
+{
+    (void)state;
+    recipe_time x;
+    recipe r = one_gemm_one_ep(4, RECIPE_OVERLAP_NONE);
+    recipe_price(&r, &x);
+    assert_true(x.ep_s == 8 && x.fwd_comm_s == 4 && x.bwd_comm_s == 4);
+    r = one_gemm_one_ep(4, RECIPE_OVERLAP_MICROBATCH);
+    recipe_price(&r, &x);
+    assert_true(x.ep_s == 0 && x.fwd_comm_s == 0 && x.bwd_comm_s == 0);
+    r = one_gemm_one_ep(25, RECIPE_OVERLAP_MICROBATCH);
+    recipe_price(&r, &x);
+    assert_true(x.fwd_comm_s == 5 && x.bwd_comm_s == 15 && x.ep_s == 20);
+    r = one_gemm_one_ep(4, RECIPE_OVERLAP_SHARED);
+    r.shared_fwd_s = 3;
+    r.shared_bwd_s = 6;
+    recipe_price(&r, &x);
+    assert_true(x.fwd_comm_s == 1 && x.bwd_comm_s == 0 && x.ep_s == 1);
+    assert_true(x.fwd_s == 10 && x.bwd_s == 20); /* compute unchanged */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_load_factor),
+        cmocka_unit_test(test_nodes_per_token),
+        cmocka_unit_test(test_dispatchers),
+        cmocka_unit_test(test_grouped_gemm),
+        cmocka_unit_test(test_ep_overlap_price),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
