@@ -719,9 +719,6 @@ const char *check_yaml_fix(const char *rule)
         {"fsdp2-sp-is-ulysses", "megatron_config.sequence_parallel: false (FSDP2 splits the "
                                 "sequence with sequence_parallel_size)"},
         {"ulysses-divides-heads", "trainer.policy.sequence_parallel_size"},
-        {"megatron-fsdp-no-pp", "megatron_config.use_megatron_fsdp: false (keep "
-                                "use_distributed_optimizer: true), or "
-                                "pipeline_model_parallel_size: 1"},
     };
     for (size_t i = 0; rule && i < sizeof fixes / sizeof *fixes; i++)
         if (!strcmp(rule, fixes[i].rule)) return fixes[i].fix;

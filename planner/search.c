@@ -307,7 +307,6 @@ static void search_megatron(ctx *c)
                                 for (int sp = (tp > 1 ? 1 : 0); sp >= 0; sp--) {
                                     if (!sp && tp > 1 && model_is_moe(m)) continue;
                                     for (int sh = 0; sh < 3; sh++) {
-                                        if (sh == SHARDING_FSDP && pp > 1) continue;
                                         for (int rc = 0; rc < 3; rc++) {
                                             layout l = layout_default(FRAMEWORK_MEGATRON);
                                             l.tp = tp; l.pp = pp; l.dp = dp; l.cp = cp;
