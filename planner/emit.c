@@ -989,6 +989,30 @@ static json_t *json_string_lossy(const char *s)
     return j ? j : json_null();
 }
 
+cm_status emit_megatron_argv(const estimate *e, const model_spec *m, json_t **args,
+                             json_t **placeholders, json_t **unsupported, char *err,
+                             size_t errlen)
+{
+    cm_status st = need_megatron(e, "Megatron-LM flags", err, errlen);
+    if (st != CM_OK) return st;
+    flag_list *fl;
+    if ((st = build_flags(e, m, &fl, err, errlen)) != CM_OK) return st;
+    /* argv tokens, no shell quoting; the placeholders are listed apart as well */
+    *args = json_array();
+    if (placeholders) *placeholders = json_array();
+    if (unsupported) *unsupported = json_array();
+    for (int i = 0; i < fl->n; i++) {
+        json_array_append_new(*args, json_string_lossy(fl->f[i].flag));
+        if (fl->f[i].value[0]) json_array_append_new(*args, json_string_lossy(fl->f[i].value));
+        if (fl->f[i].placeholder && placeholders)
+            json_array_append_new(*placeholders, json_string_lossy(fl->f[i].flag));
+    }
+    for (int i = 0; unsupported && i < fl->nunsupported; i++)
+        json_array_append_new(*unsupported, json_string_lossy(fl->unsupported[i]));
+    free(fl);
+    return CM_OK;
+}
+
 json_t *emit_json(const estimate *e, const model_spec *m, const system_spec *sys,
                   const emit_context *ctx)
 {
@@ -1005,20 +1029,9 @@ json_t *emit_json(const estimate *e, const model_spec *m, const system_spec *sys
                             : json_null());
     free(text);
     text = NULL;
-    flag_list *fl = NULL;
+    json_t *args = NULL, *placeholders = NULL, *unsupported = NULL;
     if (e->layout.framework == FRAMEWORK_MEGATRON &&
-        build_flags(e, m, &fl, err, sizeof err) == CM_OK) {
-        /* argv tokens, no shell quoting; the placeholders are listed apart as well */
-        json_t *args = json_array(), *placeholders = json_array(), *unsupported = json_array();
-        for (int i = 0; i < fl->n; i++) {
-            json_array_append_new(args, json_string_lossy(fl->f[i].flag));
-            if (fl->f[i].value[0]) json_array_append_new(args, json_string_lossy(fl->f[i].value));
-            if (fl->f[i].placeholder)
-                json_array_append_new(placeholders, json_string_lossy(fl->f[i].flag));
-        }
-        for (int i = 0; i < fl->nunsupported; i++)
-            json_array_append_new(unsupported, json_string_lossy(fl->unsupported[i]));
-        free(fl);
+        emit_megatron_argv(e, m, &args, &placeholders, &unsupported, err, sizeof err) == CM_OK) {
         json_object_set_new(em, "megatron_args", args);
         json_object_set_new(em, "megatron_placeholder_flags", placeholders);
         json_object_set_new(em, "megatron_unsupported", unsupported);

@@ -57,6 +57,13 @@ json_t *emit_json(const estimate *e, const model_spec *m, const system_spec *sys
  * it is not 1), 0 = either. */
 int emit_megatron_max_connections(const layout *l, const system_spec *sys);
 
+/* The Megatron-LM argv tokens of a Megatron plan (no shell quoting: "megatron_args" of
+ * emit_json), the flags among them that are placeholders, and the architecture they cannot
+ * state (either of the last two may be NULL). */
+cm_status emit_megatron_argv(const estimate *e, const model_spec *m, json_t **args,
+                             json_t **placeholders, json_t **unsupported, char *err,
+                             size_t errlen);
+
 /* The Megatron-Bridge recipe function named for m, or NULL when Bridge has none for it. */
 const char *emit_bridge_recipe(const model_spec *m);
 
