@@ -561,7 +561,10 @@ static void architecture_flags(flag_list *fl, const model_spec *m, const trainin
         } else if (rs[0] && strcmp(rs, "default")) {
             fl_unsupported(fl, "RoPE scaling \"%s\" (factor %g)", rs, m->rope_scaling_factor);
         } else if (m->mla) {
-            fl_add(fl, "--rope-type", "rope"); /* MLA defaults to yarn */
+            /* MLA defaults to yarn; its fused RoPE works with yarn only (TransformerConfig
+             * raises otherwise: transformer_config.py:3345, Megatron-LM d98e8a6) */
+            fl_add(fl, "--rope-type", "rope");
+            fl_add(fl, "--no-rope-fusion", NULL);
         }
     }
 
