@@ -627,6 +627,22 @@ int check_layout(const model_spec *m, const system_spec *sys, check_config *cfg,
     layout *l = &cfg->layout;
     if (gpus > 0 && cfg->num_gpus > 0 && gpus != cfg->num_gpus)
         note(rep, "--gpus %d overrides trainer.placement.num_gpus %d", gpus, cfg->num_gpus);
+    if (gpus <= 0 && cfg->num_gpus <= 0) {
+        /* SkyRL's PlacementConfig defaults (skyrl/train/config/config.py, SkyRL a956457):
+         * policy_num_nodes 1, policy_num_gpus_per_node 1 */
+        if (cfg->num_nodes <= 0) {
+            cfg->num_nodes = 1;
+            note(rep, "trainer.placement.policy_num_nodes is absent: 1 node assumed (SkyRL's "
+                      "default)");
+        }
+        if (cfg->gpus_per_node <= 0) {
+            cfg->gpus_per_node = 1;
+            note(rep, "trainer.placement.policy_num_gpus_per_node is absent: 1 GPU per node "
+                      "assumed (SkyRL's default); give it, or --gpus N");
+        }
+        if ((long)cfg->num_nodes * cfg->gpus_per_node <= 10000000)
+            cfg->num_gpus = cfg->num_nodes * cfg->gpus_per_node;
+    }
     if (gpus <= 0) gpus = cfg->num_gpus;
     if (gpus <= 0) {
         cm_fail(err, errlen, CM_EINVAL,

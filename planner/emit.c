@@ -253,10 +253,12 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
     y_map_start(w, "trainer");
     y_str(w, YKEY(LAYOUT_F_FRAMEWORK), megatron ? "megatron" : "fsdp2");
 
+    /* SkyRL's placement keys (PlacementConfig): nodes x GPUs per node = the plan's GPUs */
+    int nodes = nodes_of(e->gpus, sys);
+    while (e->gpus % nodes) nodes++;
     y_map_start(w, "placement");
-    y_int(w, "num_nodes", nodes_of(e->gpus, sys));
-    y_int(w, "gpus_per_node", gpus_per_node_of(e->gpus, sys));
-    y_int(w, "num_gpus", e->gpus);
+    y_int(w, "policy_num_nodes", nodes);
+    y_int(w, "policy_num_gpus_per_node", e->gpus / nodes);
     y_map_end(w);
 
     y_map_start(w, "policy");

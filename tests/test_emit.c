@@ -356,8 +356,12 @@ static void test_malformed_one_line(void **state)
     assert_int_equal(check_read_yaml(y, strlen(y), &cfg, &rep, err, sizeof err), CM_OK);
     model_spec m = load_model("8b");
     system_spec s = load_system("h100");
-    assert_int_equal(check_layout(&m, &s, &cfg, 0, &rep, err, sizeof err), 0);
-    assert_non_null(strstr(err, "--gpus"));
+    /* issue 17: no GPU count anywhere takes SkyRL's defaults (one node of one GPU) and says
+     * so (it was an error naming --gpus) */
+    assert_int_equal(check_layout(&m, &s, &cfg, 0, &rep, err, sizeof err), 1);
+    bool said = false;
+    for (int i = 0; i < rep.nnotes; i++) said |= strstr(rep.notes[i], "--gpus N") != NULL;
+    assert_true(said);
 }
 
 /* A real trainer config carries far more than the layout: unknown keys are ignored, SkyRL's
