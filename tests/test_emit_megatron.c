@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,6 +66,40 @@ static int presets(char names[][64], int max)
     for (char *tok = strtok(list, ", "); tok && n < max; tok = strtok(NULL, ", "))
         snprintf(names[n++], 64, "%s", tok);
     return n;
+}
+
+/* The real Hugging Face config.json files under tests/data/hf (PLAN_HF_DIR), as paths. */
+static int hf_configs(char paths[][512], int max)
+{
+    const char *dir = getenv("PLAN_HF_DIR");
+    if (!dir || !*dir) dir = "tests/data/hf";
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < max) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && !strcmp(e->d_name + len - 5, ".json"))
+            snprintf(paths[n++], 512, "%s/%.400s", dir, e->d_name);
+    }
+    closedir(d);
+    /* sorted, so the cases read the same everywhere */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && strcmp(paths[j - 1], paths[j]) > 0; j--) {
+            char t[512];
+            memcpy(t, paths[j], 512);
+            memcpy(paths[j], paths[j - 1], 512);
+            memcpy(paths[j - 1], t, 512);
+        }
+    return n;
+}
+
+static model_spec load_config(const char *path)
+{
+    model_spec m;
+    char err[CM_ERRLEN];
+    if (model_load_json(path, NULL, &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    return m;
 }
 
 /* ---- Megatron's reading of the pipeline flags (independent of emit.c) ---- */
@@ -234,7 +269,25 @@ static void test_split_every_pipeline_size(void **state)
             check_split(&e, &m, "pp sweep");
         }
     }
-    print_message("  %d pipeline splits of %d presets match the costed ones\n", split_checks, n);
+    static char paths[64][512];
+    int nh = hf_configs(paths, 64);
+    for (int i = 0; i < nh; i++) {
+        model_spec m = load_config(paths[i]);
+        for (int pp = 1; pp <= m.layers && pp <= 256; pp++) {
+            layout l = layout_default(FRAMEWORK_MEGATRON);
+            l.pp = pp;
+            estimate e;
+            char err[CM_ERRLEN];
+            training_spec tt = t;
+            tt.global_batch = pp * 8;
+            if (estimate_layout(&m, &sys, &tt, &l, &e, err, sizeof err) != CM_OK)
+                fail_msg("%s pp %d: %s", paths[i], pp, err);
+            check_split(&e, &m, "pp sweep");
+        }
+    }
+    print_message("  %d pipeline splits of %d presets and %d Hugging Face configs match the costed "
+                  "ones\n",
+                  split_checks, n, nh);
 }
 
 static void test_split_every_plan(void **state)
@@ -602,6 +655,28 @@ static json_t *emit_megatron_cases(const char *dir)
                          layout_sharding_name((layout_sharding)sh));
                 json_array_append_new(cases, mlm_case(b, &m, &sys, name));
             }
+        }
+    }
+    /* the real Hugging Face configs (sliding windows, sinks, yarn, partial rotary, biases,
+     * router groups, MTP): the best Megatron plan at the smallest power-of-two GPU count that
+     * fits, else the closest at 2048 GPUs */
+    static char paths[64][512];
+    int nh = hf_configs(paths, 64);
+    for (int i = 0; i < nh; i++) {
+        model_spec m = load_config(paths[i]);
+        for (int gpus = 8; gpus <= 2048; gpus *= 2) {
+            search_options so = {.gpus = gpus, .keep = 8, .frameworks = {false, true}};
+            char err[CM_ERRLEN], name[600];
+            if (search_run(&m, &sys, &t, &so, r, err, sizeof err) != CM_OK) fail_msg("%s", err);
+            const estimate *pick = r->count > 0 ? &r->ranked[0]
+                                   : gpus == 2048 && r->has_closest[FRAMEWORK_MEGATRON]
+                                       ? &r->closest[FRAMEWORK_MEGATRON]
+                                       : NULL;
+            if (!pick) continue;
+            const char *base = strrchr(paths[i], '/');
+            snprintf(name, sizeof name, "hf:%.100s/%d", base ? base + 1 : paths[i], gpus);
+            json_array_append_new(cases, mlm_case(pick, &m, &sys, name));
+            break;
         }
     }
     search_result_free(r);
