@@ -290,6 +290,9 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
         y_bool(w, YKEY(LAYOUT_F_SP), l->sp);
         const char *granularity = YKEY(LAYOUT_F_RECOMPUTE);
         const char *num_layers = YKEY(LAYOUT_F_RECOMPUTE_LAYERS);
+        /* SkyRL passes recompute to Megatron's TransformerConfig through
+         * megatron_config.transformer_config_kwargs (skyrl/train/config/config.py) */
+        y_map_start(w, "transformer_config_kwargs");
         if (l->recompute == RECOMPUTE_NONE) {
             y_null(w, granularity);
             y_null(w, "recompute_method");
@@ -304,6 +307,7 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
             y_str(w, "recompute_method", l->recompute_layers > 0 ? "block" : "uniform");
             y_int(w, num_layers, l->recompute_layers > 0 ? l->recompute_layers : 1);
         }
+        y_map_end(w);
         bool fsdp = l->sharding == SHARDING_FSDP;
         y_bool(w, YKEY(LAYOUT_F_SHARDING), l->sharding != SHARDING_DDP);
         y_bool(w, "use_megatron_fsdp", fsdp);
