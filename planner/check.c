@@ -410,6 +410,75 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
     return CM_OK;
 }
 
+/*
+ * SkyRL's RL batch (skyrl/train/config/config.py, SkyRL a956457): trainer.train_batch_size
+ * counts prompts, generator.n_samples_per_prompt responses are sampled for each, and every
+ * trainer.policy_mini_batch_size prompts make one optimizer step; the sequence is the prompt
+ * (trainer.max_prompt_length) plus the generation (generator.sampling_params.
+ * max_generate_length) unless trainer.algorithm.max_seq_len says it. Applied when the config is
+ * an RL one (a generator: section or policy_mini_batch_size); each value taken from SkyRL's
+ * defaults is named in a note. The plan's own YAML (neither key) keeps train_batch_size as the
+ * sequences of one optimizer step.
+ */
+static cm_status read_rl_batch(reader *r, const yaml_node_t *root, const yaml_node_t *tr,
+                               training_spec *t, bool gbs_set, bool seq_set, check_report *rep)
+{
+    const yaml_node_t *gen = NULL, *sampling = NULL, *algo = NULL;
+    TRY(section(r, root, "generator", "generator", &gen));
+    int mini = 256, samples = 5, prompt = 512, generate = 1024, algo_seq = 0;
+    bool mini_set, samples_set = false, prompt_set, generate_set = false, algo_seq_set = false;
+    TRY(get_int(r, tr, "policy_mini_batch_size", "trainer.policy_mini_batch_size", 1, 100000000,
+                &mini, &mini_set));
+    if (!gen && !mini_set) return CM_OK;
+    if (gen) {
+        TRY(get_int(r, gen, "n_samples_per_prompt", "generator.n_samples_per_prompt", 1, 1000000,
+                    &samples, &samples_set));
+        TRY(section(r, gen, "sampling_params", "generator.sampling_params", &sampling));
+        if (sampling)
+            TRY(get_int(r, sampling, "max_generate_length",
+                        "generator.sampling_params.max_generate_length", 1, 16 * 1024 * 1024,
+                        &generate, &generate_set));
+    }
+    TRY(get_int(r, tr, "max_prompt_length", "trainer.max_prompt_length", 1, 16 * 1024 * 1024,
+                &prompt, &prompt_set));
+    TRY(section(r, tr, "algorithm", "trainer.algorithm", &algo));
+    if (algo)
+        TRY(get_int(r, algo, "max_seq_len", "trainer.algorithm.max_seq_len", 1, 16 * 1024 * 1024,
+                    &algo_seq, &algo_seq_set));
+
+    int prompts = gbs_set ? t->global_batch : 1024;
+    if (!gbs_set) note(rep, "trainer.train_batch_size is absent: 1024 prompts assumed (SkyRL's default)");
+    if (!mini_set)
+        note(rep, "trainer.policy_mini_batch_size is absent: 256 prompts assumed (SkyRL's default)");
+    if (!samples_set)
+        note(rep, "generator.n_samples_per_prompt is absent: 5 assumed (SkyRL's default)");
+    int per_step = mini < prompts ? mini : prompts;
+    long seqs = (long)per_step * samples;
+    if (seqs > 100000000)
+        return bad(r, tr, "policy_mini_batch_size x n_samples_per_prompt = %ld sequences per "
+                          "optimizer step is absurd: fix the values",
+                   seqs);
+    t->global_batch = (int)seqs;
+    note(rep, "RL batch: %d prompts x %d samples = %ld sequences per optimizer step (the global "
+              "batch estimated); train_batch_size %d prompts make %d optimizer steps per training "
+              "step",
+         per_step, samples, seqs, prompts, (prompts + per_step - 1) / per_step);
+    if (seq_set) return CM_OK;
+    if (algo_seq_set) {
+        t->seq_len = algo_seq;
+        return CM_OK;
+    }
+    if (!prompt_set)
+        note(rep, "trainer.max_prompt_length is absent: 512 assumed (SkyRL's default)");
+    if (!generate_set)
+        note(rep, "generator.sampling_params.max_generate_length is absent: 1024 assumed "
+                  "(SkyRL's default)");
+    t->seq_len = prompt + generate;
+    note(rep, "sequence length %d = max_prompt_length %d + max_generate_length %d", t->seq_len,
+         prompt, generate);
+    return CM_OK;
+}
+
 static cm_status read_trainer(reader *r, const yaml_node_t *root, check_config *cfg,
                               check_report *rep)
 {
@@ -517,10 +586,12 @@ static cm_status read_trainer(reader *r, const yaml_node_t *root, check_config *
     }
 
     TRY(get_int(r, tr, YKEY(LAYOUT_F_MBS), YPATH(LAYOUT_F_MBS), 1, BIG, &l->mbs, NULL));
+    bool gbs_set, seq_set;
     TRY(get_int(r, tr, YKEY(LAYOUT_F_GBS), YPATH(LAYOUT_F_GBS), 1, 100000000, &t->global_batch,
-                NULL));
+                &gbs_set));
     TRY(get_int(r, tr, YKEY(LAYOUT_F_SEQ), YPATH(LAYOUT_F_SEQ), 1, 16 * 1024 * 1024,
-                &t->seq_len, NULL));
+                &t->seq_len, &seq_set));
+    TRY(read_rl_batch(r, root, tr, t, gbs_set, seq_set, rep));
     bool flash = true, flash_set;
     TRY(get_bool(r, tr, "flash_attn", "trainer.flash_attn", &flash, &flash_set));
     if (flash_set) t->attention = flash ? ATTENTION_FLASH : ATTENTION_UNFUSED;

@@ -602,6 +602,57 @@ static void test_hostile_strings(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* ---- SkyRL's RL batch and defaults in plan check ---- */
+
+static bool has_note(const check_report *rep, const char *needle)
+{
+    for (int i = 0; i < rep->nnotes; i++)
+        if (strstr(rep->notes[i], needle)) return true;
+    return false;
+}
+
+static void test_skyrl_rl_batch(void **state)
+{
+    (void)state;
+    check_config cfg;
+    check_report rep;
+    char err[CM_ERRLEN];
+    /* prompts x samples per optimizer step; prompt + generation = sequence */
+    const char *y = "trainer:\n  strategy: megatron\n"
+                    "  placement: {policy_num_nodes: 2, policy_num_gpus_per_node: 8}\n"
+                    "  train_batch_size: 512\n  policy_mini_batch_size: 128\n"
+                    "  max_prompt_length: 1024\n"
+                    "generator:\n  n_samples_per_prompt: 8\n"
+                    "  sampling_params: {max_generate_length: 3072}\n";
+    assert_int_equal(check_read_yaml(y, strlen(y), &cfg, &rep, err, sizeof err), CM_OK);
+    assert_int_equal(cfg.training.global_batch, 128 * 8);
+    assert_int_equal(cfg.training.seq_len, 1024 + 3072);
+    assert_true(has_note(&rep, "4 optimizer steps per training step"));
+    assert_false(has_note(&rep, "SkyRL's default"));
+    /* SkyRL's defaults where keys are absent, each named */
+    y = "trainer:\n  strategy: megatron\n  train_batch_size: 64\ngenerator: {}\n";
+    assert_int_equal(check_read_yaml(y, strlen(y), &cfg, &rep, err, sizeof err), CM_OK);
+    assert_int_equal(cfg.training.global_batch, 64 * 5); /* mini 256 > 64 prompts */
+    assert_int_equal(cfg.training.seq_len, 512 + 1024);
+    assert_true(has_note(&rep, "n_samples_per_prompt is absent: 5 assumed"));
+    assert_true(has_note(&rep, "policy_mini_batch_size is absent"));
+    assert_true(has_note(&rep, "max_prompt_length is absent"));
+    assert_true(has_note(&rep, "max_generate_length is absent"));
+    /* algorithm.max_seq_len wins over prompt + generation */
+    y = "trainer:\n  policy_mini_batch_size: 32\n  algorithm: {max_seq_len: 8192}\n"
+        "generator: {n_samples_per_prompt: 4}\n";
+    assert_int_equal(check_read_yaml(y, strlen(y), &cfg, &rep, err, sizeof err), CM_OK);
+    assert_int_equal(cfg.training.global_batch, 32 * 4);
+    assert_int_equal(cfg.training.seq_len, 8192);
+    /* placement: one node assumed when only GPUs per node are given */
+    y = "trainer:\n  strategy: fsdp2\n  placement: {policy_num_gpus_per_node: 8}\n";
+    assert_int_equal(check_read_yaml(y, strlen(y), &cfg, &rep, err, sizeof err), CM_OK);
+    model_spec m = load_model("8b");
+    system_spec s = load_system("h100");
+    assert_int_equal(check_layout(&m, &s, &cfg, 0, &rep, err, sizeof err), 8);
+    assert_true(has_note(&rep, "1 node assumed"));
+}
+
 /* ---- Megatron-LM's parser and validate_args (PLAN_MEGATRON_LM=/path/to/Megatron-LM) ---- */
 
 /* One case for bench/megatron_validate.py: argv, environment, world size, the costed split. */
@@ -724,6 +775,7 @@ int main(void)
         cmocka_unit_test(test_megatron_fsdp_with_pp),
         cmocka_unit_test(test_max_connections),
         cmocka_unit_test(test_hostile_strings),
+        cmocka_unit_test(test_skyrl_rl_batch),
         cmocka_unit_test(test_megatron_lm_validate),
         cmocka_unit_test(test_write_megatron_cases),
     };
