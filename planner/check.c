@@ -310,9 +310,22 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
     bool set;
     TRY(get_int(r, mc, YKEY(LAYOUT_F_TP), YPATH(LAYOUT_F_TP), 1, BIG, &l->tp, NULL));
     TRY(get_int(r, mc, YKEY(LAYOUT_F_PP), YPATH(LAYOUT_F_PP), 1, BIG, &l->pp, NULL));
-    TRY(get_int(r, mc, YKEY(LAYOUT_F_VPP), YPATH(LAYOUT_F_VPP), 1, BIG, &l->vpp, NULL));
+    /* SkyRL keeps TransformerConfig fields under transformer_config_kwargs and
+     * OptimizerConfig's under optimizer_config_kwargs: read either place */
+    const yaml_node_t *tk = NULL, *ok = NULL;
+    TRY(section(r, mc, "transformer_config_kwargs", MPATH("transformer_config_kwargs"), &tk));
+    TRY(section(r, mc, "optimizer_config_kwargs", MPATH("optimizer_config_kwargs"), &ok));
+    const yaml_node_t *vsrc = !child(r, mc, YKEY(LAYOUT_F_VPP)) && tk ? tk : mc;
+    const yaml_node_t *ssrc = !child(r, mc, YKEY(LAYOUT_F_SP)) && tk ? tk : mc;
+    TRY(get_int(r, vsrc, YKEY(LAYOUT_F_VPP),
+                vsrc == tk ? MPATH("transformer_config_kwargs.virtual_pipeline_model_parallel_size")
+                           : YPATH(LAYOUT_F_VPP),
+                1, BIG, &l->vpp, NULL));
     TRY(get_int(r, mc, YKEY(LAYOUT_F_EP), YPATH(LAYOUT_F_EP), 1, BIG, &l->ep, NULL));
-    TRY(get_bool(r, mc, YKEY(LAYOUT_F_SP), YPATH(LAYOUT_F_SP), &l->sp, NULL));
+    TRY(get_bool(r, ssrc, YKEY(LAYOUT_F_SP),
+                 ssrc == tk ? MPATH("transformer_config_kwargs.sequence_parallel")
+                            : YPATH(LAYOUT_F_SP),
+                 &l->sp, NULL));
     if (!megatron) {
         /* Under fsdp2 only the model-parallel sizes matter: they break a rule when above 1. */
         int cp = 1;
@@ -328,8 +341,11 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
     TRY(read_megatron_recompute(r, mc, cfg, gc, gc_set, rep));
 
     bool distopt = false, distopt_set, mfsdp = false, torch_fsdp2 = false, flag;
-    TRY(get_bool(r, mc, YKEY(LAYOUT_F_SHARDING), YPATH(LAYOUT_F_SHARDING), &distopt,
-                 &distopt_set));
+    const yaml_node_t *osrc = !child(r, mc, YKEY(LAYOUT_F_SHARDING)) && ok ? ok : mc;
+    TRY(get_bool(r, osrc, YKEY(LAYOUT_F_SHARDING),
+                 osrc == ok ? MPATH("optimizer_config_kwargs.use_distributed_optimizer")
+                            : YPATH(LAYOUT_F_SHARDING),
+                 &distopt, &distopt_set));
     TRY(get_bool(r, mc, "use_megatron_fsdp", MPATH("use_megatron_fsdp"), &mfsdp, NULL));
     TRY(get_bool(r, mc, "use_torch_fsdp2", MPATH("use_torch_fsdp2"), &torch_fsdp2, NULL));
     const char *strategy = NULL, *ckpt = NULL;
@@ -591,6 +607,13 @@ static cm_status read_trainer(reader *r, const yaml_node_t *root, check_config *
                 &gbs_set));
     TRY(get_int(r, tr, YKEY(LAYOUT_F_SEQ), YPATH(LAYOUT_F_SEQ), 1, 16 * 1024 * 1024,
                 &t->seq_len, &seq_set));
+    if (!seq_set) { /* SkyRL's place: trainer.algorithm.max_seq_len */
+        const yaml_node_t *algo = NULL;
+        TRY(section(r, tr, "algorithm", "trainer.algorithm", &algo));
+        if (algo)
+            TRY(get_int(r, algo, YKEY(LAYOUT_F_SEQ), "trainer.algorithm.max_seq_len", 1,
+                        16 * 1024 * 1024, &t->seq_len, &seq_set));
+    }
     TRY(read_rl_batch(r, root, tr, t, gbs_set, seq_set, rep));
     bool flash = true, flash_set;
     TRY(get_bool(r, tr, "flash_attn", "trainer.flash_attn", &flash, &flash_set));

@@ -281,18 +281,20 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
         y_map_start(w, "megatron_config");
         y_int(w, YKEY(LAYOUT_F_TP), l->tp);
         y_int(w, YKEY(LAYOUT_F_PP), l->pp);
-        if (l->vpp > 1) y_int(w, YKEY(LAYOUT_F_VPP), l->vpp);
-        else y_null(w, YKEY(LAYOUT_F_VPP));
         y_int(w, YKEY(LAYOUT_F_CP), l->cp);
         y_int(w, YKEY(LAYOUT_F_EP), l->ep);
         if (l->etp > 0) y_int(w, YKEY(LAYOUT_F_ETP), l->etp);
         else y_null(w, YKEY(LAYOUT_F_ETP)); /* null: same as TP (Megatron default) */
-        y_bool(w, YKEY(LAYOUT_F_SP), l->sp);
         const char *granularity = YKEY(LAYOUT_F_RECOMPUTE);
         const char *num_layers = YKEY(LAYOUT_F_RECOMPUTE_LAYERS);
-        /* SkyRL passes recompute to Megatron's TransformerConfig through
-         * megatron_config.transformer_config_kwargs (skyrl/train/config/config.py) */
+        /* SkyRL's MegatronConfig (skyrl/train/config/config.py, SkyRL a956457) rejects keys
+         * it lacks; TransformerConfig fields (sequence parallel, virtual pipeline, recompute)
+         * go through transformer_config_kwargs, OptimizerConfig's through
+         * optimizer_config_kwargs */
         y_map_start(w, "transformer_config_kwargs");
+        y_bool(w, YKEY(LAYOUT_F_SP), l->sp);
+        if (l->vpp > 1) y_int(w, YKEY(LAYOUT_F_VPP), l->vpp);
+        else y_null(w, YKEY(LAYOUT_F_VPP));
         if (l->recompute == RECOMPUTE_NONE) {
             y_null(w, granularity);
             y_null(w, "recompute_method");
@@ -309,9 +311,12 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
         }
         y_map_end(w);
         bool fsdp = l->sharding == SHARDING_FSDP;
+        y_map_start(w, "optimizer_config_kwargs");
         y_bool(w, YKEY(LAYOUT_F_SHARDING), l->sharding != SHARDING_DDP);
-        y_bool(w, "use_megatron_fsdp", fsdp);
+        y_map_end(w);
+        /* not in SkyRL's schema (yaml_skyrl_gaps() names them in the header) */
         if (fsdp) {
+            y_bool(w, "use_megatron_fsdp", true);
             y_str(w, "data_parallel_sharding_strategy", "optim_grads_params");
             y_str(w, "ckpt_format", "fsdp_dtensor");
         }
@@ -320,7 +325,7 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
         y_map_start(w, "ddp_config");
         y_bool(w, "overlap_grad_reduce", t->overlap_grad_reduce);
         y_bool(w, "overlap_param_gather", t->overlap_param_gather);
-        y_bool(w, "grad_reduce_in_fp32", !t->grad_reduce_bf16);
+        if (t->grad_reduce_bf16) y_bool(w, "grad_reduce_in_fp32", false); /* fp32: default */
         if (fsdp) y_bool(w, "average_in_collective", false);
         y_map_end(w);
         y_map_end(w);
@@ -330,11 +335,32 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
     y_bool(w, FSDP2_KEY(LAYOUT_F_RECOMPUTE), l->recompute != RECOMPUTE_NONE);
     y_int(w, YKEY(LAYOUT_F_MBS), l->mbs);
     y_int(w, YKEY(LAYOUT_F_GBS), t->global_batch);
+    y_map_start(w, "algorithm"); /* SkyRL's trainer.algorithm.max_seq_len */
     y_int(w, YKEY(LAYOUT_F_SEQ), t->seq_len);
+    y_map_end(w);
     y_bool(w, "flash_attn", t->attention == ATTENTION_FLASH);
     y_bool(w, "bf16", true);
     y_map_end(w); /* trainer */
     y_map_end(w);
+}
+
+/* The keys of this plan's YAML that SkyRL's config schema lacks (it rejects unknown keys): said
+ * in the header, so the user knows the plan needs Megatron-LM directly (--emit megatron-args). */
+static void yaml_skyrl_gaps(FILE *f, const estimate *e)
+{
+    const layout *l = &e->layout;
+    if (l->framework != FRAMEWORK_MEGATRON) return;
+    char keys[256] = "";
+    if (l->sharding == SHARDING_FSDP)
+        strcat(keys, " use_megatron_fsdp, data_parallel_sharding_strategy, ckpt_format,");
+    if (l->shard_size > 0 && l->sharding != SHARDING_DDP)
+        strcat(keys, " num_distributed_optimizer_instances,");
+    if (e->training.grad_reduce_bf16) strcat(keys, " ddp_config.grad_reduce_in_fp32,");
+    if (!keys[0]) return;
+    keys[strlen(keys) - 1] = '\0';
+    fprintf(f, "# NOT IN SkyRL's schema (SkyRL rejects them; plan check reads them): "
+               "megatron_config.{%s }\n# run such a plan with Megatron-LM: --emit megatron-args\n",
+            keys + 1);
 }
 
 cm_status emit_yaml(const estimate *e, const model_spec *m, const system_spec *sys,
@@ -345,6 +371,7 @@ cm_status emit_yaml(const estimate *e, const model_spec *m, const system_spec *s
     FILE *f = open_memstream(&buf, &len);
     if (!f) return cm_fail(err, errlen, CM_ENOMEM, "out of memory while writing the YAML");
     header(f, "#", e, m, sys);
+    yaml_skyrl_gaps(f, e);
     fputs("# check or edit it, then: plan check FILE.yaml --system ", f);
     comment_text(f, sys->name);
     fputc('\n', f);
