@@ -4,6 +4,9 @@ keys: build_nested_dataclass -> validate_dict_keys_against_dataclass, skyrl/trai
 config.py). Reads the dataclass fields statically (ast), so neither SkyRL nor torch is needed.
 
 Usage: python3 bench/skyrl_keys_check.py SKYRL_CONFIG_PY FILE.yaml [...]
+       python3 bench/skyrl_keys_check.py SKYRL_CONFIG_PY --dump-paths > tests/data/skyrl_keys.txt
+         (every key path of trainer: and generator:, one a line; a path ending in .* is a dict
+         whose keys are free; tests/test_emit_megatron.c checks the emitted YAML against it)
 Prints each key SkyRL lacks; exit 1 when any. Dict-typed fields (transformer_config_kwargs, ...)
 are open: their keys are not checked.
 """
@@ -57,8 +60,27 @@ def walk(classes, cls, data, prefix, bad):
             walk(classes, sub, value, prefix + key + ".", bad)
 
 
+def dump_paths(classes, cls, prefix, out, depth=0):
+    for key, ann in all_fields(classes, cls).items():
+        path = prefix + key
+        sub = nested_class(classes, ann)
+        if sub and depth < 8:
+            out.append(path)
+            dump_paths(classes, sub, path + ".", out, depth + 1)
+        elif "dict" in ann.lower():
+            out.append(path)
+            out.append(path + ".*")
+        else:
+            out.append(path)
+
+
 def main():
     classes = dataclass_fields(sys.argv[1])
+    if sys.argv[2:] == ["--dump-paths"]:
+        out = []
+        dump_paths(classes, "SkyRLTrainConfig", "", out)
+        print("\n".join(p for p in out if p.split(".")[0] in ("trainer", "generator")))
+        return
     bad = []
     for f in sys.argv[2:]:
         walk(classes, "SkyRLTrainConfig", yaml.safe_load(open(f)) or {}, f + ": ", bad)

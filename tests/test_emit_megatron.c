@@ -13,6 +13,9 @@
  *   _plan.hf_repo: the shell text, run by bash with torchrun stubbed, passes exactly the JSON's
  *   argv and runs nothing; the Bridge Python parses and names the repository verbatim; the YAML
  *   reads back the same path; the JSON is valid; every comment stays a comment.
+ * - The trainer YAML: every key is one of SkyRL's (tests/data/skyrl_keys.txt, from SkyRL's
+ *   dataclasses) or named in the header as not SkyRL's; plan check reads SkyRL's RL batch
+ *   (prompts x samples per mini-batch), sequence (prompt + generation) and placement defaults.
  * - Megatron-LM itself (PLAN_MEGATRON_LM=/path/to/Megatron-LM, skipped otherwise): every
  *   preset's recommended Megatron plan through parse_args + validate_args with its environment,
  *   by bench/megatron_validate.py.
@@ -29,6 +32,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <yaml.h>
 
 #include "check.h"
 #include "emit.h"
@@ -653,6 +657,102 @@ static void test_skyrl_rl_batch(void **state)
     assert_true(has_note(&rep, "1 node assumed"));
 }
 
+/* ---- the trainer YAML has SkyRL's keys ---- */
+
+static char skyrl_paths[600][128];
+static int nskyrl;
+
+static void load_skyrl_paths(void)
+{
+    const char *dir = getenv("PLAN_HF_DIR"); /* tests/data/hf: the list sits beside it */
+    char path[600];
+    snprintf(path, sizeof path, "%s/../skyrl_keys.txt", dir && *dir ? dir : "tests/data/hf");
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("%s: cannot read it", path);
+    char line[256];
+    nskyrl = 0;
+    while (fgets(line, sizeof line, f) && nskyrl < 600) {
+        line[strcspn(line, "\n")] = '\0';
+        if (line[0] && line[0] != '#') snprintf(skyrl_paths[nskyrl++], 128, "%.127s", line);
+    }
+    fclose(f);
+    assert_true(nskyrl > 100);
+}
+
+static bool skyrl_has(const char *path)
+{
+    for (int i = 0; i < nskyrl; i++) {
+        const char *p = skyrl_paths[i];
+        size_t n = strlen(p);
+        if (!strcmp(p, path)) return true;
+        /* "a.b.*": any key below a.b */
+        if (n > 2 && !strcmp(p + n - 2, ".*") && !strncmp(path, p, n - 1)) return true;
+    }
+    return false;
+}
+
+/* Every key path of the mapping node; those SkyRL lacks must be named in the header. */
+static void walk_yaml(yaml_document_t *doc, yaml_node_t *node, const char *prefix,
+                      const char *header, int *checked)
+{
+    if (!node || node->type != YAML_MAPPING_NODE) return;
+    for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
+         p++) {
+        yaml_node_t *k = yaml_document_get_node(doc, p->key);
+        char path[256];
+        snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "",
+                 (const char *)k->data.scalar.value);
+        (*checked)++;
+        if (!skyrl_has(path)) {
+            const char *leaf = strrchr(path, '.');
+            leaf = leaf ? leaf + 1 : path;
+            if (!strstr(header, "NOT IN SkyRL's schema") || !strstr(header, leaf))
+                fail_msg("%s is not a SkyRL key and the header does not say so", path);
+        }
+        walk_yaml(doc, yaml_document_get_node(doc, p->value), path, header, checked);
+    }
+}
+
+static void test_yaml_has_skyrl_keys(void **state)
+{
+    (void)state;
+    load_skyrl_paths();
+    system_spec sys = load_system("h100");
+    training_spec t = training_default();
+    char names[64][64];
+    int n = presets(names, 64), files = 0, checked = 0;
+    search_result *r = search_result_new();
+    for (int i = 0; i < n; i++) {
+        model_spec m = load_model(names[i]);
+        search_options so = {.gpus = 64, .keep = 8, .frameworks = {true, true}};
+        char err[CM_ERRLEN];
+        if (search_run(&m, &sys, &t, &so, r, err, sizeof err) != CM_OK) fail_msg("%s", err);
+        const estimate *plans[8];
+        int np = 0;
+        for (int fw = 0; fw < 2; fw++)
+            for (int sh = 0; sh < 3; sh++)
+                if (r->has_best_sharding[fw][sh]) plans[np++] = &r->best_sharding[fw][sh];
+        for (int k = 0; k < np; k++) {
+            char *text = NULL;
+            emit_context ctx = {.model_ref = names[i]};
+            assert_int_equal(emit_yaml(plans[k], &m, &sys, &ctx, &text, err, sizeof err), CM_OK);
+            yaml_parser_t parser;
+            yaml_document_t doc;
+            assert_true(yaml_parser_initialize(&parser));
+            yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
+            assert_true(yaml_parser_load(&parser, &doc));
+            walk_yaml(&doc, yaml_document_get_root_node(&doc), "", text, &checked);
+            yaml_document_delete(&doc);
+            yaml_parser_delete(&parser);
+            free(text);
+            files++;
+        }
+    }
+    search_result_free(r);
+    print_message("  %d trainer YAMLs, %d keys: SkyRL's, or named as not SkyRL's\n", files,
+                  checked);
+}
+
 /* ---- Megatron-LM's parser and validate_args (PLAN_MEGATRON_LM=/path/to/Megatron-LM) ---- */
 
 /* One case for bench/megatron_validate.py: argv, environment, world size, the costed split. */
@@ -776,6 +876,7 @@ int main(void)
         cmocka_unit_test(test_max_connections),
         cmocka_unit_test(test_hostile_strings),
         cmocka_unit_test(test_skyrl_rl_batch),
+        cmocka_unit_test(test_yaml_has_skyrl_keys),
         cmocka_unit_test(test_megatron_lm_validate),
         cmocka_unit_test(test_write_megatron_cases),
     };
