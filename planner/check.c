@@ -318,13 +318,10 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
     const yaml_node_t *vsrc = !child(r, mc, YKEY(LAYOUT_F_VPP)) && tk ? tk : mc;
     const yaml_node_t *ssrc = !child(r, mc, YKEY(LAYOUT_F_SP)) && tk ? tk : mc;
     TRY(get_int(r, vsrc, YKEY(LAYOUT_F_VPP),
-                vsrc == tk ? MPATH("transformer_config_kwargs.virtual_pipeline_model_parallel_size")
-                           : YPATH(LAYOUT_F_VPP),
-                1, BIG, &l->vpp, NULL));
+                vsrc == tk ? YPATH(LAYOUT_F_VPP) : MPATH(YKEY(LAYOUT_F_VPP)), 1, BIG, &l->vpp,
+                NULL));
     TRY(get_int(r, mc, YKEY(LAYOUT_F_EP), YPATH(LAYOUT_F_EP), 1, BIG, &l->ep, NULL));
-    TRY(get_bool(r, ssrc, YKEY(LAYOUT_F_SP),
-                 ssrc == tk ? MPATH("transformer_config_kwargs.sequence_parallel")
-                            : YPATH(LAYOUT_F_SP),
+    TRY(get_bool(r, ssrc, YKEY(LAYOUT_F_SP), ssrc == tk ? YPATH(LAYOUT_F_SP) : MPATH(YKEY(LAYOUT_F_SP)),
                  &l->sp, NULL));
     if (!megatron) {
         /* Under fsdp2 only the model-parallel sizes matter: they break a rule when above 1. */
@@ -343,9 +340,8 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
     bool distopt = false, distopt_set, mfsdp = false, torch_fsdp2 = false, flag;
     const yaml_node_t *osrc = !child(r, mc, YKEY(LAYOUT_F_SHARDING)) && ok ? ok : mc;
     TRY(get_bool(r, osrc, YKEY(LAYOUT_F_SHARDING),
-                 osrc == ok ? MPATH("optimizer_config_kwargs.use_distributed_optimizer")
-                            : YPATH(LAYOUT_F_SHARDING),
-                 &distopt, &distopt_set));
+                 osrc == ok ? YPATH(LAYOUT_F_SHARDING) : MPATH(YKEY(LAYOUT_F_SHARDING)), &distopt,
+                 &distopt_set));
     TRY(get_bool(r, mc, "use_megatron_fsdp", MPATH("use_megatron_fsdp"), &mfsdp, NULL));
     TRY(get_bool(r, mc, "use_torch_fsdp2", MPATH("use_torch_fsdp2"), &torch_fsdp2, NULL));
     const char *strategy = NULL, *ckpt = NULL;
@@ -605,14 +601,14 @@ static cm_status read_trainer(reader *r, const yaml_node_t *root, check_config *
     bool gbs_set, seq_set;
     TRY(get_int(r, tr, YKEY(LAYOUT_F_GBS), YPATH(LAYOUT_F_GBS), 1, 100000000, &t->global_batch,
                 &gbs_set));
-    TRY(get_int(r, tr, YKEY(LAYOUT_F_SEQ), YPATH(LAYOUT_F_SEQ), 1, 16 * 1024 * 1024,
+    TRY(get_int(r, tr, YKEY(LAYOUT_F_SEQ), "trainer.max_seq_len", 1, 16 * 1024 * 1024,
                 &t->seq_len, &seq_set));
     if (!seq_set) { /* SkyRL's place: trainer.algorithm.max_seq_len */
         const yaml_node_t *algo = NULL;
         TRY(section(r, tr, "algorithm", "trainer.algorithm", &algo));
         if (algo)
-            TRY(get_int(r, algo, YKEY(LAYOUT_F_SEQ), "trainer.algorithm.max_seq_len", 1,
-                        16 * 1024 * 1024, &t->seq_len, &seq_set));
+            TRY(get_int(r, algo, YKEY(LAYOUT_F_SEQ), YPATH(LAYOUT_F_SEQ), 1, 16 * 1024 * 1024,
+                        &t->seq_len, &seq_set));
     }
     TRY(read_rl_batch(r, root, tr, t, gbs_set, seq_set, rep));
     bool flash = true, flash_set;
@@ -802,18 +798,21 @@ const char *check_yaml_fix(const char *rule)
                       "it)"},
         {"tp-divides-heads", "trainer.policy.megatron_config.tensor_model_parallel_size"},
         {"pp-fits-layers", "trainer.policy.megatron_config.pipeline_model_parallel_size"},
-        {"vpp-needs-pp", "megatron_config.virtual_pipeline_model_parallel_size: null, or "
+        {"vpp-needs-pp", "megatron_config.transformer_config_kwargs.virtual_pipeline_model_parallel_size: "
+                         "null, or "
                          "pipeline_model_parallel_size >= 2"},
-        {"vpp-divides-layers", "megatron_config.virtual_pipeline_model_parallel_size or "
+        {"vpp-divides-layers", "megatron_config.transformer_config_kwargs."
+                               "virtual_pipeline_model_parallel_size or "
                                "pipeline_model_parallel_size"},
         {"batch-divisible", "trainer.train_batch_size or trainer.micro_train_batch_size_per_gpu"},
         {"vpp-microbatches", "trainer.train_batch_size or trainer.micro_train_batch_size_per_gpu"},
-        {"sp-needs-tp", "megatron_config.sequence_parallel: false, or tensor_model_parallel_size "
+        {"sp-needs-tp", "megatron_config.transformer_config_kwargs.sequence_parallel: false, or "
+                        "tensor_model_parallel_size "
                         "> 1"},
-        {"cp-divides-seq", "trainer.max_seq_len, or context_parallel_size (megatron) / "
+        {"cp-divides-seq", "trainer.algorithm.max_seq_len, or context_parallel_size (megatron) / "
                            "sequence_parallel_size (fsdp2)"},
         {"ep-needs-moe", "megatron_config.expert_model_parallel_size: 1"},
-        {"moe-tp-needs-sp", "megatron_config.sequence_parallel: true"},
+        {"moe-tp-needs-sp", "megatron_config.transformer_config_kwargs.sequence_parallel: true"},
         {"ep-divides-experts", "megatron_config.expert_model_parallel_size"},
         {"ep-within-dp", "megatron_config.expert_model_parallel_size or "
                          "expert_tensor_parallel_size"},
