@@ -321,8 +321,8 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
                 vsrc == tk ? YPATH(LAYOUT_F_VPP) : MPATH(YKEY(LAYOUT_F_VPP)), 1, BIG, &l->vpp,
                 NULL));
     TRY(get_int(r, mc, YKEY(LAYOUT_F_EP), YPATH(LAYOUT_F_EP), 1, BIG, &l->ep, NULL));
-    TRY(get_bool(r, ssrc, YKEY(LAYOUT_F_SP), ssrc == tk ? YPATH(LAYOUT_F_SP) : MPATH(YKEY(LAYOUT_F_SP)),
-                 &l->sp, NULL));
+    TRY(get_bool(r, ssrc, YKEY(LAYOUT_F_SP),
+                 ssrc == tk ? YPATH(LAYOUT_F_SP) : MPATH(YKEY(LAYOUT_F_SP)), &l->sp, NULL));
     if (!megatron) {
         /* Under fsdp2 only the model-parallel sizes matter: they break a rule when above 1. */
         int cp = 1;
@@ -459,9 +459,11 @@ static cm_status read_rl_batch(reader *r, const yaml_node_t *root, const yaml_no
                     &algo_seq, &algo_seq_set));
 
     int prompts = gbs_set ? t->global_batch : 1024;
-    if (!gbs_set) note(rep, "trainer.train_batch_size is absent: 1024 prompts assumed (SkyRL's default)");
+    if (!gbs_set)
+        note(rep, "trainer.train_batch_size is absent: 1024 prompts assumed (SkyRL's default)");
     if (!mini_set)
-        note(rep, "trainer.policy_mini_batch_size is absent: 256 prompts assumed (SkyRL's default)");
+        note(rep, "trainer.policy_mini_batch_size is absent: 256 prompts assumed (SkyRL's "
+                  "default)");
     if (!samples_set)
         note(rep, "generator.n_samples_per_prompt is absent: 5 assumed (SkyRL's default)");
     int per_step = mini < prompts ? mini : prompts;
@@ -798,8 +800,8 @@ const char *check_yaml_fix(const char *rule)
                       "it)"},
         {"tp-divides-heads", "trainer.policy.megatron_config.tensor_model_parallel_size"},
         {"pp-fits-layers", "trainer.policy.megatron_config.pipeline_model_parallel_size"},
-        {"vpp-needs-pp", "megatron_config.transformer_config_kwargs.virtual_pipeline_model_parallel_size: "
-                         "null, or "
+        {"vpp-needs-pp", "megatron_config.transformer_config_kwargs."
+                         "virtual_pipeline_model_parallel_size: null, or "
                          "pipeline_model_parallel_size >= 2"},
         {"vpp-divides-layers", "megatron_config.transformer_config_kwargs."
                                "virtual_pipeline_model_parallel_size or "

@@ -39,7 +39,8 @@ int cmd_estimate(int argc, char **argv)
         usage();
         return 0;
     }
-    if (!o.model_given) return cli_error("no model: give --model NAME|config.json (e.g. --model 8b)");
+    if (!o.model_given)
+        return cli_error("no model: give --model NAME|config.json (e.g. --model 8b)");
     layout l;
     model_spec m;
     system_spec sys;

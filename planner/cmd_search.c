@@ -40,7 +40,8 @@ int cmd_search(int argc, char **argv)
         usage();
         return 0;
     }
-    if (!o.model_given) return cli_error("no model: give --model NAME|config.json (e.g. --model 8b)");
+    if (!o.model_given)
+        return cli_error("no model: give --model NAME|config.json (e.g. --model 8b)");
     if (o.gpus == 0) return cli_error("no GPU count: give --gpus N (e.g. --gpus 64)");
     model_spec m;
     system_spec sys;

@@ -456,7 +456,8 @@ static void fl_add(flag_list *fl, const char *flag, const char *fmt, ...)
     }
 }
 
-static void fl_unsupported(flag_list *fl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fl_unsupported(flag_list *fl, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 static void fl_unsupported(flag_list *fl, const char *fmt, ...)
 {
@@ -625,7 +626,8 @@ static void architecture_flags(flag_list *fl, const model_spec *m, const trainin
      * both MLP matrices, experts); add_qkv_bias on qkv alone */
     bool mlp_biased = m->mlp_bias || m->expert_bias;
     if (m->out_bias || (m->attn_out_bias && mlp_biased)) {
-        if (!m->qkv_bias) fl_unsupported(fl, "biases on the output and MLP matrices without a qkv bias");
+        if (!m->qkv_bias)
+            fl_unsupported(fl, "biases on the output and MLP matrices without a qkv bias");
     } else {
         fl_add(fl, "--disable-bias-linear", NULL);
         if (m->qkv_bias) fl_add(fl, "--add-qkv-bias", NULL);
@@ -846,8 +848,8 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
         fprintf(f, "# --mtp-num-layers %d: the model's multi-token-prediction modules (on the "
                    "last stage) are not in the prediction.\n",
                 m->mtp_layers);
-    fprintf(f, "# PLACEHOLDERS, not from the plan: the flags from --train-iters on (training length,"
-               " learning-rate\n# schedule, --mock-data: replace with --data-path PREFIX "
+    fprintf(f, "# PLACEHOLDERS, not from the plan: the flags from --train-iters on (training "
+               "length, learning-rate\n# schedule, --mock-data: replace with --data-path PREFIX "
                "--split 99,1,0 for real data).\n");
     int mc = emit_megatron_max_connections(&e->layout, sys);
     if (mc > 0) fprintf(f, "export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
@@ -872,10 +874,11 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
 
 /* ---- Megatron Bridge ----
  *
- * Recipe names: Megatron-Bridge commit 067f987, src/megatron/bridge/recipes/FAMILY/h100/MODEL.py (every
- * one is re-exported by megatron.bridge.recipes). A model without a recipe of its own gets the
- * Llama 3.1 8B recipe for the training loop with its model provider replaced by the checkpoint's
- * own (AutoBridge.to_megatron_provider). */
+ * Recipe names: Megatron-Bridge commit 067f987,
+ * src/megatron/bridge/recipes/FAMILY/h100/MODEL.py (every one is re-exported by
+ * megatron.bridge.recipes). A model without a recipe of its own gets the Llama 3.1 8B recipe
+ * for the training loop with its model provider replaced by the checkpoint's own
+ * (AutoBridge.to_megatron_provider). */
 
 static const struct {
     const char *hf_repo;

@@ -175,7 +175,8 @@ static int megatron_stages(json_t *args, int *out, int max, char *why, size_t wh
     if (lay) {
         int mtp, emb, loss;
         int n = parse_layout(lay, out, max, &mtp, &emb, &loss);
-        if (n != pp) return snprintf(why, whylen, "layout '%s' has %d stages, pp %d", lay, n, pp), -1;
+        if (n != pp)
+            return snprintf(why, whylen, "layout '%s' has %d stages, pp %d", lay, n, pp), -1;
         if (emb != 1 || loss != 1)
             return snprintf(why, whylen, "layout '%s': E first once, L once", lay), -1;
         if (mtp != (mtp_s ? atoi(mtp_s) : 0))
@@ -183,7 +184,9 @@ static int megatron_stages(json_t *args, int *out, int max, char *why, size_t wh
                             mtp_s ? mtp_s : "none"), -1;
         int sum = 0;
         for (int s = 0; s < n; s++) sum += out[s];
-        if (sum != layers) return snprintf(why, whylen, "layout '%s' holds %d of %d layers", lay, sum, layers), -1;
+        if (sum != layers)
+            return snprintf(why, whylen, "layout '%s' holds %d of %d layers", lay, sum, layers),
+                   -1;
         return n;
     }
     if (first || last) {
@@ -199,7 +202,9 @@ static int megatron_stages(json_t *args, int *out, int max, char *why, size_t wh
         return pp;
     }
     if (layers % pp)
-        return snprintf(why, whylen, "%d layers not divisible by pp %d and no split given", layers, pp), -1;
+        return snprintf(why, whylen, "%d layers not divisible by pp %d and no split given",
+                        layers, pp),
+               -1;
     for (int s = 0; s < pp; s++) out[s] = layers / pp;
     return pp;
 }
