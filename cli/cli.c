@@ -171,7 +171,10 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             continue;
         }
         switch (c) {
-        case 'm': o->model = optarg; break;
+        case 'm':
+            o->model = optarg;
+            o->model_given = true;
+            break;
         case 's': o->system = optarg; break;
         case OPT_CALIBRATION: o->calibration = optarg; break;
         case OPT_SIMULATE: o->simulate = true; break;

@@ -18,6 +18,7 @@ typedef enum { FORMAT_HUMAN = 0, FORMAT_JSON = 1 } cli_format;
 
 typedef struct {
     const char *model;
+    bool model_given;         /* --model was given (plan and plan estimate require it) */
     const char *system;
     const char *calibration;
     int gpus;                 /* 0: not given */

@@ -36,7 +36,8 @@ static void usage(void)
            "  --simulate           also simulate the step (time_simulated); --trace FILE writes it\n"
            "                       as a Chrome/Perfetto trace (see plan simulate)\n"
            "  --emit yaml|megatron-args|bridge|json   print this layout's config instead\n"
-           "dp defaults to gpus/(tp*pp*cp) when --gpus is given.\n");
+           "dp defaults to gpus/(tp*pp*cp) when --gpus is given.\n"
+           "exit status: 0 the layout fits, 1 it does not fit, 2 an error.\n");
 }
 
 int cmd_estimate(int argc, char **argv)
@@ -49,6 +50,8 @@ int cmd_estimate(int argc, char **argv)
         usage();
         return 0;
     }
+    if (!o.model_given)
+        return cli_error("no model: give --model NAME|config.json (e.g. --model 8b)");
     layout l;
     model_spec m;
     system_spec sys;
@@ -73,18 +76,23 @@ int cmd_estimate(int argc, char **argv)
         fputs(text, stdout);
         free(text);
         /* The config is written either way (the user asked for this layout); say so when it
-         * will not fit, on stderr so a redirected config stays clean. */
-        if (!e.feasible)
+         * will not fit, on stderr so a redirected config stays clean, and exit 1 as plan check
+         * does. */
+        if (!e.feasible) {
             fprintf(stderr, "plan: warning: this layout does not fit: %s\n", e.infeasible_reason);
+            return 1;
+        }
         return 0;
     }
     if (o.format == FORMAT_JSON) {
         json_t *j = output_estimate_json(&e, &m, &sys);
+        json_object_set_new(j, "fits", json_boolean(e.feasible));
         json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
         fputc('\n', stdout);
         json_decref(j);
     } else {
         output_estimate_human(stdout, &e, &m, &sys);
     }
-    return 0;
+    /* exit 1 when the layout does not fit, as plan check (0 fits, 1 does not, 2 error) */
+    return e.feasible ? 0 : 1;
 }

@@ -38,6 +38,7 @@ static void usage(void)
            "                       re-ranked by the step simulator, see plan simulate)\n"
            "  --trace FILE         write the recommended plan's simulated step (Chrome trace)\n"
            "  --emit yaml|megatron-args|bridge|json   print the recommended plan's config instead\n"
+           "exit status: 0 a layout fits, 1 none fits, 2 an error.\n"
            "other commands: plan estimate --help\n");
 }
 
@@ -79,6 +80,8 @@ int cmd_search(int argc, char **argv)
         usage();
         return 0;
     }
+    if (!o.model_given)
+        return cli_error("no model: give --model NAME|config.json (e.g. --model 8b)");
     if (o.gpus == 0) return cli_error("no GPU count: give --gpus N (e.g. --gpus 64)");
     model_spec m;
     system_spec sys;
@@ -174,7 +177,9 @@ int cmd_search(int argc, char **argv)
         output_plan_human(stdout, r, o.top, &m, &sys, &o.training);
         if (o.precision_any || o.precision_given) precision_note(r, &m, &sys, &o.training);
     }
-    /* No feasible layout is an answer, not an error; a script can read it from the JSON. */
+    /* No feasible layout: the table of the closest layouts is the answer, and the exit status
+     * is 1 (the JSON's "fits" is false), as for plan estimate and plan check. */
+    int fits = r->feasible > 0 && r->count > 0;
     search_result_free(r);
-    return 0;
+    return fits ? 0 : 1;
 }

@@ -344,10 +344,6 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
                  "Ulysses sequence parallel %d must divide the heads (%d) and KV "
                  "groups (%d): pick a divisor",
                  l->cp, m->heads, m->kv_heads);
-    } else if (l->sharding == SHARDING_FSDP && l->pp > 1) {
-        FAIL(CM_ERULE, "megatron-fsdp-no-pp",
-             "Megatron-FSDP (--use-megatron-fsdp) does not combine with pipeline "
-             "parallelism: use --pp 1, or --sharding distopt with pp");
     }
     /* Megatron-LM arguments.py validate_args: tp_comm_overlap asserts sequence_parallel (which
      * it turns off at tp 1); overlap_param_gather asserts the distributed optimizer (or
@@ -364,6 +360,11 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         FAIL(CM_ERULE, "param-gather-needs-grad-reduce",
              "Megatron requires --overlap-grad-reduce with --overlap-param-gather "
              "(arguments.py): add --overlap-grad-reduce");
+    /* Megatron-FSDP combines with pipeline parallelism: Megatron-LM's validate_args (commit
+     * d98e8a6, megatron/training/arguments.py:1031-1033) asserts pipeline size 1 only for
+     * --use-torch-fsdp2; its --use-megatron-fsdp block (lines 1118-1191) has no such rule. The
+     * planner's Megatron layouts never use torch FSDP2, so no rule here; plan check enforces
+     * megatron-torch-fsdp2-no-pp for configs that ask for it (check.c). */
 }
 
 #undef FAIL

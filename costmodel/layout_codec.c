@@ -14,6 +14,10 @@
 
 #define MCFG "trainer.policy.megatron_config."
 #define FSDPCFG "trainer.policy.fsdp_config."
+/* SkyRL (skyrl/train/config/config.py, a956457) rejects unknown keys: TransformerConfig fields go
+ * under megatron_config.transformer_config_kwargs, OptimizerConfig's under
+ * optimizer_config_kwargs, the sequence length is trainer.algorithm.max_seq_len; plan check also
+ * reads the old places (megatron_config.X, trainer.max_seq_len) */
 
 #define L(id, key, kind, member, res, tok, always, csv, yaml, yaml_fsdp2)                          \
     {id, key, kind, false, offsetof(layout, member), res, tok, always, csv, yaml, yaml_fsdp2}
@@ -37,20 +41,20 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
     L(LAYOUT_F_ETP, "etp", LAYOUT_KIND_INT, etp, layout_etp, "etp", false, 0,
       MCFG "expert_tensor_parallel_size", NULL),
     L(LAYOUT_F_VPP, "vpp", LAYOUT_KIND_INT, vpp, NULL, "vpp", false, 8,
-      MCFG "virtual_pipeline_model_parallel_size", NULL),
+      MCFG "transformer_config_kwargs.virtual_pipeline_model_parallel_size", NULL),
     L(LAYOUT_F_MBS, "mbs", LAYOUT_KIND_INT, mbs, NULL, "mbs", true, 9,
       "trainer.micro_train_batch_size_per_gpu", NULL),
     T(LAYOUT_F_GBS, "gbs", global_batch, 10, "trainer.train_batch_size"),
-    T(LAYOUT_F_SEQ, "seq", seq_len, 11, "trainer.max_seq_len"),
+    T(LAYOUT_F_SEQ, "seq", seq_len, 11, "trainer.algorithm.max_seq_len"),
     L(LAYOUT_F_SP, "sp", LAYOUT_KIND_BOOL, sp, NULL, NULL, false, 0,
-      MCFG "sequence_parallel", NULL),
+      MCFG "transformer_config_kwargs.sequence_parallel", NULL),
     /* Megatron: use_distributed_optimizer (ZeRO-1) and use_megatron_fsdp (ZeRO-3) together */
     L(LAYOUT_F_SHARDING, "sharding", LAYOUT_KIND_SHARDING, sharding, NULL, NULL, false, 2,
-      MCFG "use_distributed_optimizer", NULL),
+      MCFG "optimizer_config_kwargs.use_distributed_optimizer", NULL),
     L(LAYOUT_F_RECOMPUTE, "recompute", LAYOUT_KIND_RECOMPUTE, recompute, NULL, NULL, false, 12,
-      MCFG "recompute_granularity", "trainer.gradient_checkpointing"),
+      MCFG "transformer_config_kwargs.recompute_granularity", "trainer.gradient_checkpointing"),
     L(LAYOUT_F_RECOMPUTE_LAYERS, "recompute_layers", LAYOUT_KIND_INT, recompute_layers, NULL,
-      NULL, false, 0, MCFG "recompute_num_layers", NULL),
+      NULL, false, 0, MCFG "transformer_config_kwargs.recompute_num_layers", NULL),
     L(LAYOUT_F_RESHARD_AFTER_FORWARD, "reshard_after_forward", LAYOUT_KIND_BOOL,
       reshard_after_forward, NULL, NULL, false, 0, FSDPCFG "reshard_after_forward", NULL),
     /* Megatron names the number of shard groups, FSDP2 the size of one */
@@ -71,7 +75,7 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
       layout_optimizer_impl_of, NULL, false, 0, NULL, NULL),
     /* Megatron overlap knobs (issue 15): trainer YAML holds them under ddp_config (emit.c) */
     L(LAYOUT_F_TP_COMM_OVERLAP, "tp_comm_overlap", LAYOUT_KIND_BOOL, tp_comm_overlap, NULL,
-      NULL, false, 0, MCFG "tp_comm_overlap", NULL),
+      NULL, false, 0, MCFG "transformer_config_kwargs.tp_comm_overlap", NULL),
     L(LAYOUT_F_OVERLAP_GRAD_REDUCE, "overlap_grad_reduce", LAYOUT_KIND_BOOL,
       overlap_grad_reduce, NULL, NULL, false, 0, MCFG "ddp_config.overlap_grad_reduce", NULL),
     L(LAYOUT_F_OVERLAP_PARAM_GATHER, "overlap_param_gather", LAYOUT_KIND_BOOL,

@@ -310,10 +310,23 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
     bool set;
     TRY(get_int(r, mc, YKEY(LAYOUT_F_TP), YPATH(LAYOUT_F_TP), 1, BIG, &l->tp, NULL));
     TRY(get_int(r, mc, YKEY(LAYOUT_F_PP), YPATH(LAYOUT_F_PP), 1, BIG, &l->pp, NULL));
-    TRY(get_int(r, mc, YKEY(LAYOUT_F_VPP), YPATH(LAYOUT_F_VPP), 1, BIG, &l->vpp, NULL));
+    /* SkyRL keeps TransformerConfig fields under transformer_config_kwargs and
+     * OptimizerConfig's under optimizer_config_kwargs: read either place */
+    const yaml_node_t *tk = NULL, *ok = NULL;
+    TRY(section(r, mc, "transformer_config_kwargs", MPATH("transformer_config_kwargs"), &tk));
+    TRY(section(r, mc, "optimizer_config_kwargs", MPATH("optimizer_config_kwargs"), &ok));
+    const yaml_node_t *vsrc = !child(r, mc, YKEY(LAYOUT_F_VPP)) && tk ? tk : mc;
+    const yaml_node_t *ssrc = !child(r, mc, YKEY(LAYOUT_F_SP)) && tk ? tk : mc;
+    TRY(get_int(r, vsrc, YKEY(LAYOUT_F_VPP),
+                vsrc == tk ? YPATH(LAYOUT_F_VPP) : MPATH(YKEY(LAYOUT_F_VPP)), 1, BIG, &l->vpp,
+                NULL));
     TRY(get_int(r, mc, YKEY(LAYOUT_F_EP), YPATH(LAYOUT_F_EP), 1, BIG, &l->ep, NULL));
-    TRY(get_bool(r, mc, YKEY(LAYOUT_F_SP), YPATH(LAYOUT_F_SP), &l->sp, NULL));
-    TRY(get_bool(r, mc, YKEY(LAYOUT_F_TP_COMM_OVERLAP), YPATH(LAYOUT_F_TP_COMM_OVERLAP),
+    TRY(get_bool(r, ssrc, YKEY(LAYOUT_F_SP),
+                 ssrc == tk ? YPATH(LAYOUT_F_SP) : MPATH(YKEY(LAYOUT_F_SP)), &l->sp, NULL));
+    const yaml_node_t *tcsrc = !child(r, mc, YKEY(LAYOUT_F_TP_COMM_OVERLAP)) && tk ? tk : mc;
+    TRY(get_bool(r, tcsrc, YKEY(LAYOUT_F_TP_COMM_OVERLAP),
+                 tcsrc == tk ? YPATH(LAYOUT_F_TP_COMM_OVERLAP)
+                            : MPATH(YKEY(LAYOUT_F_TP_COMM_OVERLAP)),
                  &l->tp_comm_overlap, NULL));
     if (!megatron) {
         /* Under fsdp2 only the model-parallel sizes matter: they break a rule when above 1. */
@@ -330,7 +343,9 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
     TRY(read_megatron_recompute(r, mc, cfg, gc, gc_set, rep));
 
     bool distopt = false, distopt_set, mfsdp = false, torch_fsdp2 = false, flag;
-    TRY(get_bool(r, mc, YKEY(LAYOUT_F_SHARDING), YPATH(LAYOUT_F_SHARDING), &distopt,
+    const yaml_node_t *osrc = !child(r, mc, YKEY(LAYOUT_F_SHARDING)) && ok ? ok : mc;
+    TRY(get_bool(r, osrc, YKEY(LAYOUT_F_SHARDING),
+                 osrc == ok ? YPATH(LAYOUT_F_SHARDING) : MPATH(YKEY(LAYOUT_F_SHARDING)), &distopt,
                  &distopt_set));
     TRY(get_bool(r, mc, "use_megatron_fsdp", MPATH("use_megatron_fsdp"), &mfsdp, NULL));
     TRY(get_bool(r, mc, "use_torch_fsdp2", MPATH("use_torch_fsdp2"), &torch_fsdp2, NULL));
@@ -409,6 +424,77 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
                       "false");
     }
 #undef MPATH
+    return CM_OK;
+}
+
+/*
+ * SkyRL's RL batch (skyrl/train/config/config.py, SkyRL a956457): trainer.train_batch_size
+ * counts prompts, generator.n_samples_per_prompt responses are sampled for each, and every
+ * trainer.policy_mini_batch_size prompts make one optimizer step; the sequence is the prompt
+ * (trainer.max_prompt_length) plus the generation (generator.sampling_params.
+ * max_generate_length) unless trainer.algorithm.max_seq_len says it. Applied when the config is
+ * an RL one (a generator: section or policy_mini_batch_size); each value taken from SkyRL's
+ * defaults is named in a note. The plan's own YAML (neither key) keeps train_batch_size as the
+ * sequences of one optimizer step.
+ */
+static cm_status read_rl_batch(reader *r, const yaml_node_t *root, const yaml_node_t *tr,
+                               training_spec *t, bool gbs_set, bool seq_set, check_report *rep)
+{
+    const yaml_node_t *gen = NULL, *sampling = NULL, *algo = NULL;
+    TRY(section(r, root, "generator", "generator", &gen));
+    int mini = 256, samples = 5, prompt = 512, generate = 1024, algo_seq = 0;
+    bool mini_set, samples_set = false, prompt_set, generate_set = false, algo_seq_set = false;
+    TRY(get_int(r, tr, "policy_mini_batch_size", "trainer.policy_mini_batch_size", 1, 100000000,
+                &mini, &mini_set));
+    if (!gen && !mini_set) return CM_OK;
+    if (gen) {
+        TRY(get_int(r, gen, "n_samples_per_prompt", "generator.n_samples_per_prompt", 1, 1000000,
+                    &samples, &samples_set));
+        TRY(section(r, gen, "sampling_params", "generator.sampling_params", &sampling));
+        if (sampling)
+            TRY(get_int(r, sampling, "max_generate_length",
+                        "generator.sampling_params.max_generate_length", 1, 16 * 1024 * 1024,
+                        &generate, &generate_set));
+    }
+    TRY(get_int(r, tr, "max_prompt_length", "trainer.max_prompt_length", 1, 16 * 1024 * 1024,
+                &prompt, &prompt_set));
+    TRY(section(r, tr, "algorithm", "trainer.algorithm", &algo));
+    if (algo)
+        TRY(get_int(r, algo, "max_seq_len", "trainer.algorithm.max_seq_len", 1, 16 * 1024 * 1024,
+                    &algo_seq, &algo_seq_set));
+
+    int prompts = gbs_set ? t->global_batch : 1024;
+    if (!gbs_set)
+        note(rep, "trainer.train_batch_size is absent: 1024 prompts assumed (SkyRL's default)");
+    if (!mini_set)
+        note(rep, "trainer.policy_mini_batch_size is absent: 256 prompts assumed (SkyRL's "
+                  "default)");
+    if (!samples_set)
+        note(rep, "generator.n_samples_per_prompt is absent: 5 assumed (SkyRL's default)");
+    int per_step = mini < prompts ? mini : prompts;
+    long seqs = (long)per_step * samples;
+    if (seqs > 100000000)
+        return bad(r, tr, "policy_mini_batch_size x n_samples_per_prompt = %ld sequences per "
+                          "optimizer step is absurd: fix the values",
+                   seqs);
+    t->global_batch = (int)seqs;
+    note(rep, "RL batch: %d prompts x %d samples = %ld sequences per optimizer step (the global "
+              "batch estimated); train_batch_size %d prompts make %d optimizer steps per training "
+              "step",
+         per_step, samples, seqs, prompts, (prompts + per_step - 1) / per_step);
+    if (seq_set) return CM_OK;
+    if (algo_seq_set) {
+        t->seq_len = algo_seq;
+        return CM_OK;
+    }
+    if (!prompt_set)
+        note(rep, "trainer.max_prompt_length is absent: 512 assumed (SkyRL's default)");
+    if (!generate_set)
+        note(rep, "generator.sampling_params.max_generate_length is absent: 1024 assumed "
+                  "(SkyRL's default)");
+    t->seq_len = prompt + generate;
+    note(rep, "sequence length %d = max_prompt_length %d + max_generate_length %d", t->seq_len,
+         prompt, generate);
     return CM_OK;
 }
 
@@ -519,10 +605,19 @@ static cm_status read_trainer(reader *r, const yaml_node_t *root, check_config *
     }
 
     TRY(get_int(r, tr, YKEY(LAYOUT_F_MBS), YPATH(LAYOUT_F_MBS), 1, BIG, &l->mbs, NULL));
+    bool gbs_set, seq_set;
     TRY(get_int(r, tr, YKEY(LAYOUT_F_GBS), YPATH(LAYOUT_F_GBS), 1, 100000000, &t->global_batch,
-                NULL));
-    TRY(get_int(r, tr, YKEY(LAYOUT_F_SEQ), YPATH(LAYOUT_F_SEQ), 1, 16 * 1024 * 1024,
-                &t->seq_len, NULL));
+                &gbs_set));
+    TRY(get_int(r, tr, YKEY(LAYOUT_F_SEQ), "trainer.max_seq_len", 1, 16 * 1024 * 1024,
+                &t->seq_len, &seq_set));
+    if (!seq_set) { /* SkyRL's place: trainer.algorithm.max_seq_len */
+        const yaml_node_t *algo = NULL;
+        TRY(section(r, tr, "algorithm", "trainer.algorithm", &algo));
+        if (algo)
+            TRY(get_int(r, algo, YKEY(LAYOUT_F_SEQ), YPATH(LAYOUT_F_SEQ), 1, 16 * 1024 * 1024,
+                        &t->seq_len, &seq_set));
+    }
+    TRY(read_rl_batch(r, root, tr, t, gbs_set, seq_set, rep));
     bool flash = true, flash_set;
     TRY(get_bool(r, tr, "flash_attn", "trainer.flash_attn", &flash, &flash_set));
     if (flash_set) t->attention = flash ? ATTENTION_FLASH : ATTENTION_UNFUSED;
@@ -629,6 +724,22 @@ int check_layout(const model_spec *m, const system_spec *sys, check_config *cfg,
     layout *l = &cfg->layout;
     if (gpus > 0 && cfg->num_gpus > 0 && gpus != cfg->num_gpus)
         note(rep, "--gpus %d overrides trainer.placement.num_gpus %d", gpus, cfg->num_gpus);
+    if (gpus <= 0 && cfg->num_gpus <= 0) {
+        /* SkyRL's PlacementConfig defaults (skyrl/train/config/config.py, SkyRL a956457):
+         * policy_num_nodes 1, policy_num_gpus_per_node 1 */
+        if (cfg->num_nodes <= 0) {
+            cfg->num_nodes = 1;
+            note(rep, "trainer.placement.policy_num_nodes is absent: 1 node assumed (SkyRL's "
+                      "default)");
+        }
+        if (cfg->gpus_per_node <= 0) {
+            cfg->gpus_per_node = 1;
+            note(rep, "trainer.placement.policy_num_gpus_per_node is absent: 1 GPU per node "
+                      "assumed (SkyRL's default); give it, or --gpus N");
+        }
+        if ((long)cfg->num_nodes * cfg->gpus_per_node <= 10000000)
+            cfg->num_gpus = cfg->num_nodes * cfg->gpus_per_node;
+    }
     if (gpus <= 0) gpus = cfg->num_gpus;
     if (gpus <= 0) {
         cm_fail(err, errlen, CM_EINVAL,
@@ -694,18 +805,21 @@ const char *check_yaml_fix(const char *rule)
                       "it)"},
         {"tp-divides-heads", "trainer.policy.megatron_config.tensor_model_parallel_size"},
         {"pp-fits-layers", "trainer.policy.megatron_config.pipeline_model_parallel_size"},
-        {"vpp-needs-pp", "megatron_config.virtual_pipeline_model_parallel_size: null, or "
+        {"vpp-needs-pp", "megatron_config.transformer_config_kwargs."
+                         "virtual_pipeline_model_parallel_size: null, or "
                          "pipeline_model_parallel_size >= 2"},
-        {"vpp-divides-layers", "megatron_config.virtual_pipeline_model_parallel_size or "
+        {"vpp-divides-layers", "megatron_config.transformer_config_kwargs."
+                               "virtual_pipeline_model_parallel_size or "
                                "pipeline_model_parallel_size"},
         {"batch-divisible", "trainer.train_batch_size or trainer.micro_train_batch_size_per_gpu"},
         {"vpp-microbatches", "trainer.train_batch_size or trainer.micro_train_batch_size_per_gpu"},
-        {"sp-needs-tp", "megatron_config.sequence_parallel: false, or tensor_model_parallel_size "
+        {"sp-needs-tp", "megatron_config.transformer_config_kwargs.sequence_parallel: false, or "
+                        "tensor_model_parallel_size "
                         "> 1"},
-        {"cp-divides-seq", "trainer.max_seq_len, or context_parallel_size (megatron) / "
+        {"cp-divides-seq", "trainer.algorithm.max_seq_len, or context_parallel_size (megatron) / "
                            "sequence_parallel_size (fsdp2)"},
         {"ep-needs-moe", "megatron_config.expert_model_parallel_size: 1"},
-        {"moe-tp-needs-sp", "megatron_config.sequence_parallel: true"},
+        {"moe-tp-needs-sp", "megatron_config.transformer_config_kwargs.sequence_parallel: true"},
         {"ep-divides-experts", "megatron_config.expert_model_parallel_size"},
         {"ep-within-dp", "megatron_config.expert_model_parallel_size or "
                          "expert_tensor_parallel_size"},
@@ -721,9 +835,6 @@ const char *check_yaml_fix(const char *rule)
         {"fsdp2-sp-is-ulysses", "megatron_config.sequence_parallel: false (FSDP2 splits the "
                                 "sequence with sequence_parallel_size)"},
         {"ulysses-divides-heads", "trainer.policy.sequence_parallel_size"},
-        {"megatron-fsdp-no-pp", "megatron_config.use_megatron_fsdp: false (keep "
-                                "use_distributed_optimizer: true), or "
-                                "pipeline_model_parallel_size: 1"},
     };
     for (size_t i = 0; rule && i < sizeof fixes / sizeof *fixes; i++)
         if (!strcmp(rule, fixes[i].rule)) return fixes[i].fix;

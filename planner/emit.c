@@ -76,43 +76,80 @@ static int gpus_per_node_of(int gpus, const system_spec *sys)
     return gpus < gpn ? gpus : gpn;
 }
 
+/* ---- quoting for each target language (strings from config.json reach every output) ---- */
+
+/* Text inside a '#' comment line: control characters (a newline would end the comment and start
+ * a command) are written as '?'. */
+static void comment_text(FILE *f, const char *s)
+{
+    for (; *s; s++) fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+}
+
+/* One shell word: bare when every byte is unambiguous, else in single quotes (inside which
+ * nothing is special; a ' is written as '\''). */
+static void shell_quote(FILE *f, const char *s)
+{
+    bool bare = *s != '\0';
+    for (const char *p = s; *p; p++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=./:,@%",
+                    *p))
+            bare = false;
+    if (bare) {
+        fputs(s, f);
+        return;
+    }
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'') fputs("'\\''", f);
+        else fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+/* A Python string literal: a JSON string is one (its escapes \" \\ \n \uXXXX are Python's). */
+static void python_quote(FILE *f, const char *s)
+{
+    json_t *j = json_string(s);
+    char *q = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+    if (q) {
+        fputs(q, f);
+    } else { /* not UTF-8: keep the ASCII, '?' for the rest */
+        fputc('"', f);
+        for (; *s; s++) {
+            unsigned char c = (unsigned char)*s;
+            if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+            else fputc(c >= 0x20 && c < 0x7f ? c : '?', f);
+        }
+        fputc('"', f);
+    }
+    free(q);
+    json_decref(j);
+}
+
 /* The comment block every text format starts with: what was planned and what it predicts. */
 static void header(FILE *f, const char *c, const estimate *e, const model_spec *m,
                    const system_spec *sys)
 {
     char line[256];
     output_layout_line(e, line, sizeof line);
-    fprintf(f, "%s plan %s: %s on %d x %s (%d per node), seq %d, global batch %d sequences\n", c,
-            PLAN_VERSION, m->display, e->gpus, sys->gpu_name, sys->gpus_per_node,
+    fprintf(f, "%s plan %s: ", c, PLAN_VERSION);
+    comment_text(f, m->display);
+    fprintf(f, " on %d x ", e->gpus);
+    comment_text(f, sys->gpu_name);
+    fprintf(f, " (%d per node), seq %d, global batch %d sequences\n", sys->gpus_per_node,
             e->training.seq_len, e->training.global_batch);
-    fprintf(f, "%s %s\n", c, line);
+    fprintf(f, "%s ", c);
+    comment_text(f, line);
+    fputc('\n', f);
     fprintf(f, "%s predicted: %.2f s/step, %.0f tokens/s, MFU %.1f%%, %.1f of %.1f GiB per GPU "
                "(pipeline stage %d)\n",
             c, e->time.step_s, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / UNITS_GIB_BYTES,
             e->memory.capacity_bytes / UNITS_GIB_BYTES, e->memory.stage);
-    if (!e->feasible) fprintf(f, "%s WARNING: does not fit: %s\n", c, e->infeasible_reason);
-}
-
-/* Megatron wants layers divisible by pp; otherwise the first and last stage take the slack
- * (--decoder-first/last-pipeline-num-layers) and the middle stages an equal share, no stage
- * holding more than the cost model's heaviest stage where that is possible. */
-static int uneven_split(int layers, int pp, int *first, int *last)
-{
-    if (pp < 2 || layers % pp == 0) return 0;
-    if (pp == 2) {
-        *first = layers / 2;
-        *last = layers - *first;
-        return 1;
+    if (!e->feasible) {
+        fprintf(f, "%s WARNING: does not fit: ", c);
+        comment_text(f, e->infeasible_reason);
+        fputc('\n', f);
     }
-    int mid = layers / pp + 1;
-    int rest = layers - (pp - 2) * mid;
-    if (rest < 2) {
-        mid = layers / pp;
-        rest = layers - (pp - 2) * mid;
-    }
-    *first = rest / 2;
-    *last = rest - *first;
-    return *first >= 1;
 }
 
 /* Closes the memstream (which is when open_memstream publishes its buffer) and hands it out. */
@@ -239,10 +276,12 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
     y_map_start(w, "trainer");
     y_str(w, YKEY(LAYOUT_F_FRAMEWORK), megatron ? "megatron" : "fsdp2");
 
+    /* SkyRL's placement keys (PlacementConfig): nodes x GPUs per node = the plan's GPUs */
+    int nodes = nodes_of(e->gpus, sys);
+    while (e->gpus % nodes) nodes++;
     y_map_start(w, "placement");
-    y_int(w, "num_nodes", nodes_of(e->gpus, sys));
-    y_int(w, "gpus_per_node", gpus_per_node_of(e->gpus, sys));
-    y_int(w, "num_gpus", e->gpus);
+    y_int(w, "policy_num_nodes", nodes);
+    y_int(w, "policy_num_gpus_per_node", e->gpus / nodes);
     y_map_end(w);
 
     y_map_start(w, "policy");
@@ -265,16 +304,22 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
         y_map_start(w, "megatron_config");
         y_int(w, YKEY(LAYOUT_F_TP), l->tp);
         y_int(w, YKEY(LAYOUT_F_PP), l->pp);
-        if (l->vpp > 1) y_int(w, YKEY(LAYOUT_F_VPP), l->vpp);
-        else y_null(w, YKEY(LAYOUT_F_VPP));
         y_int(w, YKEY(LAYOUT_F_CP), l->cp);
         y_int(w, YKEY(LAYOUT_F_EP), l->ep);
         if (l->etp > 0) y_int(w, YKEY(LAYOUT_F_ETP), l->etp);
         else y_null(w, YKEY(LAYOUT_F_ETP)); /* null: same as TP (Megatron default) */
-        y_bool(w, YKEY(LAYOUT_F_SP), l->sp);
-        y_bool(w, YKEY(LAYOUT_F_TP_COMM_OVERLAP), l->tp_comm_overlap);
         const char *granularity = YKEY(LAYOUT_F_RECOMPUTE);
         const char *num_layers = YKEY(LAYOUT_F_RECOMPUTE_LAYERS);
+        /* SkyRL's MegatronConfig (skyrl/train/config/config.py, SkyRL a956457) rejects keys
+         * it lacks; TransformerConfig fields (sequence parallel, virtual pipeline, recompute)
+         * go through transformer_config_kwargs, OptimizerConfig's through
+         * optimizer_config_kwargs */
+        y_map_start(w, "transformer_config_kwargs");
+        y_bool(w, YKEY(LAYOUT_F_SP), l->sp);
+        /* tp_comm_overlap is a ModelParallelConfig (TransformerConfig) field in Megatron-Core */
+        y_bool(w, YKEY(LAYOUT_F_TP_COMM_OVERLAP), l->tp_comm_overlap);
+        if (l->vpp > 1) y_int(w, YKEY(LAYOUT_F_VPP), l->vpp);
+        else y_null(w, YKEY(LAYOUT_F_VPP));
         if (l->recompute == RECOMPUTE_NONE) {
             y_null(w, granularity);
             y_null(w, "recompute_method");
@@ -289,10 +334,14 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
             y_str(w, "recompute_method", l->recompute_layers > 0 ? "block" : "uniform");
             y_int(w, num_layers, l->recompute_layers > 0 ? l->recompute_layers : 1);
         }
+        y_map_end(w);
         bool fsdp = l->sharding == SHARDING_FSDP;
+        y_map_start(w, "optimizer_config_kwargs");
         y_bool(w, YKEY(LAYOUT_F_SHARDING), l->sharding != SHARDING_DDP);
-        y_bool(w, "use_megatron_fsdp", fsdp);
+        y_map_end(w);
+        /* not in SkyRL's schema (yaml_skyrl_gaps() names them in the header) */
         if (fsdp) {
+            y_bool(w, "use_megatron_fsdp", true);
             y_str(w, "data_parallel_sharding_strategy", "optim_grads_params");
             y_str(w, "ckpt_format", "fsdp_dtensor");
         }
@@ -301,7 +350,7 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
         y_map_start(w, "ddp_config");
         y_bool(w, YKEY(LAYOUT_F_OVERLAP_GRAD_REDUCE), l->overlap_grad_reduce);
         y_bool(w, YKEY(LAYOUT_F_OVERLAP_PARAM_GATHER), l->overlap_param_gather);
-        y_bool(w, "grad_reduce_in_fp32", !t->grad_reduce_bf16);
+        if (t->grad_reduce_bf16) y_bool(w, "grad_reduce_in_fp32", false); /* fp32: default */
         if (fsdp) y_bool(w, "average_in_collective", false);
         y_map_end(w);
         y_map_end(w);
@@ -311,12 +360,33 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
     y_bool(w, FSDP2_KEY(LAYOUT_F_RECOMPUTE), l->recompute != RECOMPUTE_NONE);
     y_int(w, YKEY(LAYOUT_F_MBS), l->mbs);
     y_int(w, YKEY(LAYOUT_F_GBS), t->global_batch);
+    y_map_start(w, "algorithm"); /* SkyRL's trainer.algorithm.max_seq_len */
     y_int(w, YKEY(LAYOUT_F_SEQ), t->seq_len);
+    y_map_end(w);
     y_bool(w, "flash_attn", t->attention == ATTENTION_FLASH);
     y_bool(w, "bf16", true);
     if (precision_is_low(l)) low_precision_yaml(w, l);
     y_map_end(w); /* trainer */
     y_map_end(w);
+}
+
+/* The keys of this plan's YAML that SkyRL's config schema lacks (it rejects unknown keys): said
+ * in the header, so the user knows the plan needs Megatron-LM directly (--emit megatron-args). */
+static void yaml_skyrl_gaps(FILE *f, const estimate *e)
+{
+    const layout *l = &e->layout;
+    if (l->framework != FRAMEWORK_MEGATRON) return;
+    char keys[256] = "";
+    if (l->sharding == SHARDING_FSDP)
+        strcat(keys, " use_megatron_fsdp, data_parallel_sharding_strategy, ckpt_format,");
+    if (l->shard_size > 0 && l->sharding != SHARDING_DDP)
+        strcat(keys, " num_distributed_optimizer_instances,");
+    if (e->training.grad_reduce_bf16) strcat(keys, " ddp_config.grad_reduce_in_fp32,");
+    if (!keys[0]) return;
+    keys[strlen(keys) - 1] = '\0';
+    fprintf(f, "# NOT IN SkyRL's schema (SkyRL rejects them; plan check reads them): "
+               "megatron_config.{%s }\n# run such a plan with Megatron-LM: --emit megatron-args\n",
+            keys + 1);
 }
 
 cm_status emit_yaml(const estimate *e, const model_spec *m, const system_spec *sys,
@@ -327,7 +397,10 @@ cm_status emit_yaml(const estimate *e, const model_spec *m, const system_spec *s
     FILE *f = open_memstream(&buf, &len);
     if (!f) return cm_fail(err, errlen, CM_ENOMEM, "out of memory while writing the YAML");
     header(f, "#", e, m, sys);
-    fprintf(f, "# check or edit it, then: plan check FILE.yaml --system %s\n", sys->name);
+    yaml_skyrl_gaps(f, e);
+    fputs("# check or edit it, then: plan check FILE.yaml --system ", f);
+    comment_text(f, sys->name);
+    fputc('\n', f);
 
     ywriter w = {.failed = 0};
     if (!yaml_emitter_initialize(&w.em)) {
@@ -362,18 +435,29 @@ cm_status emit_yaml(const estimate *e, const model_spec *m, const system_spec *s
     return finish(f, &buf, out, err, errlen);
 }
 
-/* ---- Megatron-LM flags ---- */
+/* ---- Megatron-LM flags ----
+ *
+ * Flag names and value formats: Megatron-LM commit d98e8a6, megatron/training/arguments.py
+ * (hand-written flags) and megatron/core/transformer/transformer_config.py (flags generated from
+ * TransformerConfig fields by megatron/training/argument_utils.py: field foo_bar -> --foo-bar,
+ * a True-default bool -> --no-foo-bar / --disable-foo-bar, or the field's argparse_meta name). */
 
-#define MAX_FLAGS 96
+#define MAX_FLAGS 128
+#define FLAG_VALUE_MAX 2048
 
 typedef struct {
     const char *flag;
-    char value[96]; /* "" for a switch */
+    char value[FLAG_VALUE_MAX]; /* "" for a switch; raw text, quoted when rendered */
+    bool placeholder;           /* not from the plan: the user's training length, schedule, data */
 } flag_t;
 
 typedef struct {
     flag_t f[MAX_FLAGS];
     int n;
+    bool overflow;
+    /* architecture the flags cannot state, one sentence each */
+    char unsupported[8][200];
+    int nunsupported;
 } flag_list;
 
 static void fl_add(flag_list *fl, const char *flag, const char *fmt, ...)
@@ -381,16 +465,33 @@ static void fl_add(flag_list *fl, const char *flag, const char *fmt, ...)
 
 static void fl_add(flag_list *fl, const char *flag, const char *fmt, ...)
 {
-    if (fl->n >= MAX_FLAGS) return;
+    if (fl->n >= MAX_FLAGS) {
+        fl->overflow = true;
+        return;
+    }
     flag_t *x = &fl->f[fl->n++];
     x->flag = flag;
     x->value[0] = '\0';
+    x->placeholder = false;
     if (fmt) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(x->value, sizeof x->value, fmt, ap);
+        int n = vsnprintf(x->value, sizeof x->value, fmt, ap);
         va_end(ap);
+        if (n < 0 || (size_t)n >= sizeof x->value) fl->overflow = true;
     }
+}
+
+static void fl_unsupported(flag_list *fl, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void fl_unsupported(flag_list *fl, const char *fmt, ...)
+{
+    if (fl->nunsupported >= (int)(sizeof fl->unsupported / sizeof *fl->unsupported)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(fl->unsupported[fl->nunsupported++], sizeof fl->unsupported[0], fmt, ap);
+    va_end(ap);
 }
 
 static bool megatron_fsdp(const layout *l)
@@ -444,12 +545,71 @@ static const char *bridge_precision_recipe(const layout *l)
     }
 }
 
-static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m)
+/* Megatron-LM asserts CUDA_DEVICE_MAX_CONNECTIONS=1 when TP > 1 or CP > 1 on GPUs of compute
+ * capability below 10 (Ampere, Hopper; AMD Instinct reports 9), unless an FSDP is used, which
+ * in turn asserts it is not 1 (arguments.py:1451-1479 and 1166). Blackwell (B200, B300, GB200,
+ * GB300) has no such requirement. */
+static bool pre_blackwell(const system_spec *sys)
 {
-    const layout *l = &e->layout;
-    const training_spec *t = &e->training;
+    const char *g = sys->gpu_name;
+    return !(g[0] == 'B' || (g[0] == 'G' && g[1] == 'B'));
+}
 
-    /* model shape */
+int emit_megatron_max_connections(const layout *l, const system_spec *sys)
+{
+    if (l->framework != FRAMEWORK_MEGATRON) return 0;
+    if (megatron_fsdp(l)) return -1;
+    if ((l->tp > 1 || l->cp > 1) && pre_blackwell(sys)) return 1;
+    return 0;
+}
+
+/* The costed pipeline split (layout_stage_layers) as Megatron's --pipeline-model-parallel-
+ * layout: "E" (embedding) on the first stage, "t" per decoder layer, "m" per MTP layer and "L"
+ * (loss) on the last, stages separated by "|" (megatron/core/transformer/
+ * pipeline_parallel_layer_layout.py, parse_str_to_list). Returns false when the text does not
+ * fit buf. */
+static bool pipeline_layout_text(const model_spec *m, const layout *l, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int s = 0; s < l->pp; s++) {
+        int n = layout_stage_layers(m, l, s);
+        char stage[64];
+        int k = snprintf(stage, sizeof stage, "%s%s", s ? "|" : "", s == 0 ? "E" : "");
+        if (n == 1) k += snprintf(stage + k, sizeof stage - k, "t");
+        else if (n > 1) k += snprintf(stage + k, sizeof stage - k, "t*%d", n);
+        if (s == l->pp - 1) {
+            if (m->mtp_layers == 1) k += snprintf(stage + k, sizeof stage - k, ",m");
+            else if (m->mtp_layers > 1)
+                k += snprintf(stage + k, sizeof stage - k, ",m*%d", m->mtp_layers);
+            k += snprintf(stage + k, sizeof stage - k, ",L");
+        }
+        if (used + (size_t)k + 1 > len) return false;
+        memcpy(buf + used, stage, (size_t)k + 1);
+        used += (size_t)k;
+    }
+    return true;
+}
+
+/* A Python list expression of one 0/1 per layer (Megatron's moe_freq_type patterns). */
+static bool layer_pattern(const model_spec *m, bool (*on)(const model_spec *, int), char *buf,
+                          size_t len)
+{
+    size_t used = 0;
+    for (int i = 0; i < m->layers; i++) {
+        if (used + 3 >= len) return false;
+        buf[used++] = i ? ',' : '[';
+        buf[used++] = on(m, i) ? '1' : '0';
+    }
+    if (used + 2 > len) return false;
+    buf[used++] = ']';
+    buf[used] = '\0';
+    return true;
+}
+
+static void architecture_flags(flag_list *fl, const model_spec *m, const training_spec *t,
+                               const layout *l)
+{
     fl_add(fl, "--num-layers", "%d", m->layers);
     fl_add(fl, "--hidden-size", "%d", m->hidden);
     fl_add(fl, "--ffn-hidden-size", "%ld", m->ffn);
@@ -470,15 +630,83 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
     }
     if (m->activation == MODEL_ACT_SWIGLU) fl_add(fl, "--swiglu", NULL);
     fl_add(fl, "--normalization", m->norm == MODEL_NORM_RMS ? "RMSNorm" : "LayerNorm");
-    fl_add(fl, "--position-embedding-type", m->learned_positions ? "learned_absolute" : "rope");
+    if (m->norm_eps > 0) fl_add(fl, "--norm-epsilon", "%g", m->norm_eps);
+    if (m->qk_norm) fl_add(fl, "--qk-layernorm", NULL);
+    if (m->sandwich_norm)
+        fl_unsupported(fl, "the post-attention and post-MLP norms (Gemma's four norms per layer)");
+
+    /* positions */
+    bool yarn = !strcmp(m->rope_scaling_type, "yarn");
+    if (m->learned_positions) fl_add(fl, "--position-embedding-type", "learned_absolute");
+    else if (yarn && !m->mla) fl_add(fl, "--position-embedding-type", "yarn");
+    else fl_add(fl, "--position-embedding-type", "rope");
     int maxpos = m->max_positions > t->seq_len ? m->max_positions : t->seq_len;
     fl_add(fl, "--max-position-embeddings", "%d", maxpos);
+    if (!m->learned_positions) {
+        if (m->rope_theta > 0) fl_add(fl, "--rotary-base", "%.0f", m->rope_theta);
+        if (m->rotary_fraction > 0 && m->rotary_fraction < 1)
+            fl_add(fl, "--rotary-percent", "%g", m->rotary_fraction);
+        if (m->rope_local_theta > 0 && m->rope_local_theta != m->rope_theta)
+            fl_unsupported(fl, "a second RoPE base (%.0f) for the sliding-window layers",
+                           m->rope_local_theta);
+        const char *rs = m->rope_scaling_type;
+        if (!strcmp(rs, "llama3")) {
+            /* Megatron's llama3 scaling fixes low/high frequency factors 1 and 4 and the
+             * original context 8192 (megatron/core/models/common/embeddings/rotary_pos_
+             * embedding.py), the values of every Llama 3.x config */
+            fl_add(fl, "--use-rope-scaling", NULL);
+            fl_add(fl, "--rope-scaling-factor", "%g", m->rope_scaling_factor);
+        } else if (yarn) {
+            if (m->mla) fl_add(fl, "--rope-type", "yarn");
+            fl_add(fl, "--rotary-scaling-factor", "%g", m->rope_scaling_factor);
+            if (m->rope_original_max_positions > 0)
+                fl_add(fl, "--yarn-original-max-position-embeddings", "%d",
+                       m->rope_original_max_positions);
+        } else if (!strcmp(rs, "linear") && m->rope_scaling_factor >= 1 &&
+                   m->rope_scaling_factor == (int)m->rope_scaling_factor) {
+            fl_add(fl, "--rotary-seq-len-interpolation-factor", "%d", (int)m->rope_scaling_factor);
+        } else if (rs[0] && strcmp(rs, "default")) {
+            fl_unsupported(fl, "RoPE scaling \"%s\" (factor %g)", rs, m->rope_scaling_factor);
+        } else if (m->mla) {
+            /* MLA defaults to yarn; its fused RoPE works with yarn only (TransformerConfig
+             * raises otherwise: transformer_config.py:3345, Megatron-LM d98e8a6) */
+            fl_add(fl, "--rope-type", "rope");
+            fl_add(fl, "--no-rope-fusion", NULL);
+        }
+    }
+
+    /* sliding window and sinks */
+    int sliding = model_sliding_layers(m);
+    if (m->sliding_window > 0 && sliding > 0) {
+        fl_add(fl, "--window-size", "%d,0", m->sliding_window);
+        if (sliding < m->layers) {
+            char pat[FLAG_VALUE_MAX];
+            if (layer_pattern(m, model_layer_is_sliding, pat, sizeof pat))
+                fl_add(fl, "--window-attn-skip-freq", "%s", pat);
+            else
+                fl_unsupported(fl, "the sliding-window layer pattern (too long to state)");
+        }
+    }
+    if (m->attention_sinks) fl_add(fl, "--softmax-type", "learnable");
+    if (m->attn_logit_softcap > 0)
+        fl_unsupported(fl, "attention logit soft-capping (%g)", m->attn_logit_softcap);
+    if (m->final_logit_softcap > 0)
+        fl_unsupported(fl, "final logit soft-capping (%g)", m->final_logit_softcap);
+
     if (!m->tied_embeddings) fl_add(fl, "--untie-embeddings-and-output-weights", NULL);
-    if (!m->out_bias) {
+
+    /* biases: Megatron's add_bias_linear puts a bias on every linear (qkv, attention output,
+     * both MLP matrices, experts); add_qkv_bias on qkv alone */
+    bool mlp_biased = m->mlp_bias || m->expert_bias;
+    if (m->out_bias || (m->attn_out_bias && mlp_biased)) {
+        if (!m->qkv_bias)
+            fl_unsupported(fl, "biases on the output and MLP matrices without a qkv bias");
+    } else {
         fl_add(fl, "--disable-bias-linear", NULL);
         if (m->qkv_bias) fl_add(fl, "--add-qkv-bias", NULL);
+        if (m->attn_out_bias) fl_unsupported(fl, "a bias on the attention output alone");
+        if (mlp_biased) fl_unsupported(fl, "biases on the MLP matrices alone");
     }
-    if (m->qk_norm) fl_add(fl, "--qk-layernorm", NULL);
     if (!m->dropout) {
         fl_add(fl, "--attention-dropout", "0.0");
         fl_add(fl, "--hidden-dropout", "0.0");
@@ -490,6 +718,7 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
         fl_add(fl, "--tokenizer-type", "NullTokenizer");
         fl_add(fl, "--vocab-size", "%ld", m->vocab);
     }
+
     if (model_is_moe(m)) {
         fl_add(fl, "--num-experts", "%d", m->experts);
         fl_add(fl, "--moe-router-topk", "%d", m->top_k);
@@ -497,13 +726,44 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
         if (m->shared_experts > 0)
             fl_add(fl, "--moe-shared-expert-intermediate-size", "%ld",
                    m->shared_experts * m->shared_ffn);
-        if (m->dense_first > 0)
-            fl_add(fl, "--moe-layer-freq", "'([0]*%d+[1]*%d)'", m->dense_first,
-                   m->layers - m->dense_first);
-        if (m->router_bias) {
-            fl_add(fl, "--moe-router-score-function", "sigmoid");
-            fl_add(fl, "--moe-router-enable-expert-bias", NULL);
+        if (model_moe_layers(m) < m->layers) {
+            char pat[FLAG_VALUE_MAX];
+            if (layer_pattern(m, model_layer_is_moe, pat, sizeof pat))
+                fl_add(fl, "--moe-layer-freq", "%s", pat);
+            else
+                fl_unsupported(fl, "the MoE layer pattern (too long to state)");
         }
+        if (m->router_scoring == MODEL_ROUTER_SIGMOID) {
+            fl_add(fl, "--moe-router-score-function", "sigmoid");
+            if (!m->norm_topk_prob && m->top_k > 1)
+                fl_unsupported(fl, "sigmoid router weights that are not renormalised over the "
+                                   "top-k");
+        } else {
+            fl_add(fl, "--moe-router-score-function", "softmax");
+            /* Megatron's default softmaxes the top-k logits (renormalised weights); pre-softmax
+             * takes the top-k of the softmax over all experts (norm_topk_prob false) */
+            if (!m->norm_topk_prob && m->top_k > 1) fl_add(fl, "--moe-router-pre-softmax", NULL);
+        }
+        if (m->router_bias) fl_add(fl, "--moe-router-enable-expert-bias", NULL);
+        if (m->router_groups > 1) {
+            fl_add(fl, "--moe-router-num-groups", "%d", m->router_groups);
+            if (m->router_topk_groups > 0)
+                fl_add(fl, "--moe-router-group-topk", "%d", m->router_topk_groups);
+        }
+        if (m->routed_scaling_factor > 0 && m->routed_scaling_factor != 1)
+            fl_add(fl, "--moe-router-topk-scaling-factor", "%g", m->routed_scaling_factor);
+        if (m->router_aux_loss_coef > 0) {
+            fl_add(fl, "--moe-router-load-balancing-type", m->router_bias ? "seq_aux_loss"
+                                                                          : "aux_loss");
+            fl_add(fl, "--moe-aux-loss-coeff", "%g", m->router_aux_loss_coef);
+        } else {
+            fl_add(fl, "--moe-router-load-balancing-type", "none");
+        }
+        if (m->router_linear_bias || m->expert_bias)
+            fl_unsupported(fl, "biases on the router and on every expert (gpt-oss) beyond "
+                               "Megatron's add_bias_linear");
+        /* no --moe-expert-capacity-factor: dropless, every token reaches its experts, as
+         * costed */
         fl_add(fl, "--moe-grouped-gemm", NULL);
         /* Megatron-Core: alltoall and allgather dispatchers by name; DeepEP and HybridEP are
          * the backends of the flex dispatcher */
@@ -525,14 +785,26 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
         if (t->moe_shared_overlap && m->shared_experts > 0)
             fl_add(fl, "--moe-shared-expert-overlap", NULL);
     }
+    if (m->mtp_layers > 0) fl_add(fl, "--mtp-num-layers", "%d", m->mtp_layers);
+}
+
+static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m)
+{
+    const layout *l = &e->layout;
+    const training_spec *t = &e->training;
+
+    architecture_flags(fl, m, t, l);
 
     /* parallelism */
     fl_add(fl, "--tensor-model-parallel-size", "%d", l->tp);
     fl_add(fl, "--pipeline-model-parallel-size", "%d", l->pp);
-    int first, last;
-    if (uneven_split(m->layers, l->pp, &first, &last)) {
-        fl_add(fl, "--decoder-first-pipeline-num-layers", "%d", first);
-        fl_add(fl, "--decoder-last-pipeline-num-layers", "%d", last);
+    if (l->pp > 1 && l->vpp == 1 && m->layers % l->pp) {
+        /* the costed split, stage by stage (Megatron's default needs layers % pp == 0) */
+        char text[FLAG_VALUE_MAX];
+        if (pipeline_layout_text(m, l, text, sizeof text))
+            fl_add(fl, "--pipeline-model-parallel-layout", "%s", text);
+        else
+            fl->overflow = true;
     }
     if (l->vpp > 1)
         fl_add(fl, "--num-layers-per-virtual-pipeline-stage", "%d", m->layers / (l->pp * l->vpp));
@@ -565,8 +837,10 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
     }
     if (l->shard_size > 0 && l->sharding != SHARDING_DDP)
         fl_add(fl, "--num-distributed-optimizer-instances", "%d", l->dp * l->cp / l->shard_size);
-    if (l->overlap_grad_reduce && l->dp * l->cp > 1) fl_add(fl, "--overlap-grad-reduce", NULL);
-    if (l->overlap_param_gather && l->sharding != SHARDING_DDP && l->dp * l->cp > 1)
+    bool overlap_grad = l->overlap_grad_reduce && l->dp * l->cp > 1;
+    if (overlap_grad) fl_add(fl, "--overlap-grad-reduce", NULL);
+    /* validate_args: --overlap-param-gather needs --overlap-grad-reduce (arguments.py:1024) */
+    if (overlap_grad && l->overlap_param_gather && l->sharding != SHARDING_DDP)
         fl_add(fl, "--overlap-param-gather", NULL);
 
     /* recompute */
@@ -591,6 +865,19 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
     fl_add(fl, "--bf16", NULL);
     precision_flags(fl, l);
     fl_add(fl, "--clip-grad", "1.0");
+
+    /* placeholders: what a run needs that the plan does not decide */
+    int first_placeholder = fl->n;
+    fl_add(fl, "--train-iters", "100");
+    fl_add(fl, "--lr", "3.0e-4");
+    fl_add(fl, "--min-lr", "3.0e-5");
+    fl_add(fl, "--lr-decay-style", "cosine");
+    fl_add(fl, "--lr-warmup-iters", "10");
+    fl_add(fl, "--weight-decay", "0.1");
+    fl_add(fl, "--mock-data", NULL);
+    fl_add(fl, "--log-interval", "1");
+    fl_add(fl, "--eval-iters", "0");
+    for (int i = first_placeholder; i < fl->n; i++) fl->f[i].placeholder = true;
 }
 
 static cm_status need_megatron(const estimate *e, const char *what, char *err, size_t errlen)
@@ -602,19 +889,45 @@ static cm_status need_megatron(const estimate *e, const char *what, char *err, s
                    what);
 }
 
+/* The flags of e, or an error when one did not fit its buffer (a config too large to state). */
+static cm_status build_flags(const estimate *e, const model_spec *m, flag_list **out, char *err,
+                             size_t errlen)
+{
+    flag_list *fl = calloc(1, sizeof *fl);
+    if (!fl) return cm_fail(err, errlen, CM_ENOMEM, "out of memory while building the flags");
+    megatron_flags(fl, e, m);
+    if (fl->overflow) {
+        free(fl);
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "the Megatron flags of this plan are too long to write (more than %d "
+                       "flags or a value over %d characters): report this model",
+                       MAX_FLAGS, FLAG_VALUE_MAX);
+    }
+    *out = fl;
+    return CM_OK;
+}
+
 cm_status emit_megatron_args(const estimate *e, const model_spec *m, const system_spec *sys,
                              const emit_context *ctx, char **out, char *err, size_t errlen)
 {
     (void)ctx;
     cm_status st = need_megatron(e, "Megatron-LM flags", err, errlen);
     if (st != CM_OK) return st;
-    flag_list fl = {.n = 0};
-    megatron_flags(&fl, e, m);
+    flag_list *fl;
+    if ((st = build_flags(e, m, &fl, err, errlen)) != CM_OK) return st;
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    if (!f) return cm_fail(err, errlen, CM_ENOMEM, "out of memory while writing the flags");
+    if (!f) {
+        free(fl);
+        return cm_fail(err, errlen, CM_ENOMEM, "out of memory while writing the flags");
+    }
     header(f, "#", e, m, sys);
+    for (int i = 0; i < fl->nunsupported; i++) {
+        fputs("# NOT EXPRESSIBLE in Megatron-LM, trained without it: ", f);
+        comment_text(f, fl->unsupported[i]);
+        fputc('\n', f);
+    }
     if (megatron_fsdp(&e->layout)) {
         fprintf(f, "# Megatron-FSDP: the first five FSDP flags are required, the next five "
                    "recommended (--fsdp-double-buffer\n"
@@ -625,18 +938,75 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
             fprintf(f, "# The prediction assumed fp32 gradient reduction; --grad-reduce-in-bf16 "
                        "halves that traffic (plan --grad-reduce-bf16 predicts with it).\n");
     }
-    for (int i = 0; i < fl.n; i++)
-        fprintf(f, "%s%s%s%s\n", fl.f[i].flag, fl.f[i].value[0] ? " " : "", fl.f[i].value,
-                i + 1 < fl.n ? " \\" : "");
+    if (m->mtp_layers > 0)
+        fprintf(f, "# --mtp-num-layers %d: the model's multi-token-prediction modules (on the "
+                   "last stage) are not in the prediction.\n",
+                m->mtp_layers);
+    fprintf(f, "# PLACEHOLDERS, not from the plan: the flags from --train-iters on (training "
+               "length, learning-rate\n# schedule, --mock-data: replace with --data-path PREFIX "
+               "--split 99,1,0 for real data).\n");
+    int mc = emit_megatron_max_connections(&e->layout, sys);
+    if (mc > 0) fprintf(f, "export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
+    else if (mc < 0) fprintf(f, "unset CUDA_DEVICE_MAX_CONNECTIONS\n");
+    /* from a Megatron-LM checkout, on every node: torchrun reads the rendezvous from the
+     * environment the launcher sets (NNODES, NODE_RANK, MASTER_ADDR) */
+    fprintf(f, "torchrun --nproc-per-node %d --nnodes \"${NNODES:-%d}\" --node-rank "
+               "\"${NODE_RANK:-0}\" \\\n  --master-addr \"${MASTER_ADDR:-localhost}\" "
+               "--master-port \"${MASTER_PORT:-6000}\" pretrain_gpt.py \\\n",
+            gpus_per_node_of(e->gpus, sys), nodes_of(e->gpus, sys));
+    for (int i = 0; i < fl->n; i++) {
+        fputs(fl->f[i].flag, f);
+        if (fl->f[i].value[0]) {
+            fputc(' ', f);
+            shell_quote(f, fl->f[i].value);
+        }
+        fputs(i + 1 < fl->n ? " \\\n" : "\n", f);
+    }
+    free(fl);
     return finish(f, &buf, out, err, errlen);
 }
 
-/* ---- Megatron Bridge ---- */
+/* ---- Megatron Bridge ----
+ *
+ * Recipe names: Megatron-Bridge commit 067f987,
+ * src/megatron/bridge/recipes/FAMILY/h100/MODEL.py (every one is re-exported by
+ * megatron.bridge.recipes). A model without a recipe of its own gets the Llama 3.1 8B recipe
+ * for the training loop with its model provider replaced by the checkpoint's own
+ * (AutoBridge.to_megatron_provider). */
+
+static const struct {
+    const char *hf_repo;
+    const char *recipe;
+} bridge_recipes[] = {
+    {"meta-llama/Llama-3.2-1B", "llama32_1b_pretrain_1gpu_h100_bf16_config"},
+    {"meta-llama/Llama-3.2-3B", "llama32_3b_pretrain_1gpu_h100_bf16_config"},
+    {"meta-llama/Llama-3.1-8B", "llama31_8b_pretrain_2gpu_h100_bf16_config"},
+    {"meta-llama/Llama-3.1-70B", "llama31_70b_pretrain_32gpu_h100_bf16_config"},
+    {"meta-llama/Llama-3.1-405B", "llama31_405b_pretrain_256gpu_h100_bf16_config"},
+    {"meta-llama/Llama-2-7b-hf", "llama2_7b_pretrain_2gpu_h100_bf16_config"},
+    {"deepseek-ai/DeepSeek-V3", "deepseek_v3_pretrain_1024gpu_h100_bf16_config"},
+    {"deepseek-ai/DeepSeek-V2-Lite", "deepseek_v2_lite_pretrain_8gpu_h100_bf16_config"},
+    {"Qwen/Qwen2.5-7B", "qwen25_7b_pretrain_2gpu_h100_bf16_config"},
+    {"Qwen/Qwen3-30B-A3B", "qwen3_30b_a3b_pretrain_8gpu_h100_bf16_config"},
+};
+#define BRIDGE_FALLBACK_RECIPE "llama31_8b_pretrain_2gpu_h100_bf16_config"
+
+/* The recipe of m, or NULL when Megatron-Bridge has none (GPT-3 175B has no Hugging Face
+ * repository: matched by its preset name and display). */
+const char *emit_bridge_recipe(const model_spec *m)
+{
+    for (size_t i = 0; i < sizeof bridge_recipes / sizeof *bridge_recipes; i++)
+        if (!strcmp(m->hf_repo, bridge_recipes[i].hf_repo)) return bridge_recipes[i].recipe;
+    if (!m->hf_repo[0] && !strcmp(m->name, "175b") && !strcmp(m->display, "GPT-3 175B"))
+        return "gpt3_175b_pretrain_32gpu_h100_bf16_config";
+    return NULL;
+}
+
+static const char *py_bool(bool b) { return b ? "True" : "False"; }
 
 cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec *sys,
                       const emit_context *ctx, char **out, char *err, size_t errlen)
 {
-    (void)ctx;
     cm_status st = need_megatron(e, "Megatron Bridge overrides", err, errlen);
     if (st != CM_OK) return st;
     const layout *l = &e->layout;
@@ -646,14 +1016,38 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     FILE *f = open_memstream(&buf, &len);
     if (!f) return cm_fail(err, errlen, CM_ENOMEM, "out of memory while writing the overrides");
     header(f, "#", e, m, sys);
-    fprintf(f, "# Megatron Bridge overrides for the %s recipe config `cfg`%s\n",
-            m->hf_repo[0] ? m->hf_repo : m->display,
-            l->pp > 1 ? " (pipeline_dtype needs `import torch`)" : "");
+    const char *recipe = emit_bridge_recipe(m);
+    fprintf(f, "import torch\nfrom megatron.bridge.recipes import %s\n",
+            recipe ? recipe : BRIDGE_FALLBACK_RECIPE);
+    if (!recipe) fprintf(f, "from megatron.bridge import AutoBridge\n");
+    fprintf(f, "\ncfg = %s()\n", recipe ? recipe : BRIDGE_FALLBACK_RECIPE);
+    if (!recipe) {
+        fputs("# Megatron-Bridge has no recipe for ", f);
+        comment_text(f, m->display);
+        fputs(": the Llama 3.1 8B recipe's training loop with this checkpoint's model\n", f);
+        fputs("cfg.model = AutoBridge.from_hf_pretrained(", f);
+        python_quote(f, model_path(m, ctx));
+        fputs(").to_megatron_provider(load_weights=False)\n", f);
+    }
     fprintf(f, "cfg.model.tensor_model_parallel_size = %d\n", l->tp);
     fprintf(f, "cfg.model.pipeline_model_parallel_size = %d\n", l->pp);
-    if (l->pp > 1) fprintf(f, "cfg.model.pipeline_dtype = torch.bfloat16\n");
+    fprintf(f, "cfg.model.pipeline_dtype = %s\n", l->pp > 1 ? "torch.bfloat16" : "None");
     if (l->vpp > 1) fprintf(f, "cfg.model.virtual_pipeline_model_parallel_size = %d\n", l->vpp);
     else fprintf(f, "cfg.model.virtual_pipeline_model_parallel_size = None\n");
+    /* the pipeline split rebuilt for this PP size: the costed one, stated whole when uneven */
+    char split[FLAG_VALUE_MAX];
+    if (l->pp > 1 && l->vpp == 1 && m->layers % l->pp &&
+        pipeline_layout_text(m, l, split, sizeof split)) {
+        fputs("cfg.model.pipeline_model_parallel_layout = ", f);
+        python_quote(f, split);
+        fputc('\n', f);
+    } else {
+        fprintf(f, "cfg.model.pipeline_model_parallel_layout = None\n");
+    }
+    fprintf(f, "cfg.model.num_layers_in_first_pipeline_stage = None\n");
+    fprintf(f, "cfg.model.num_layers_in_last_pipeline_stage = None\n");
+    fprintf(f, "cfg.model.account_for_embedding_in_pipeline_split = False\n");
+    fprintf(f, "cfg.model.account_for_loss_in_pipeline_split = False\n");
     fprintf(f, "cfg.model.context_parallel_size = %d\n", l->cp);
     if (model_is_moe(m)) {
         fprintf(f, "cfg.model.expert_model_parallel_size = %d\n", l->ep);
@@ -675,7 +1069,7 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
         if (t->moe_shared_overlap && m->shared_experts > 0)
             fprintf(f, "cfg.model.moe_shared_expert_overlap = True\n");
     }
-    fprintf(f, "cfg.model.sequence_parallel = %s\n", l->sp ? "True" : "False");
+    fprintf(f, "cfg.model.sequence_parallel = %s\n", py_bool(l->sp));
     /* Megatron Bridge's CommOverlapConfig.setup() (training/comm_overlap.py) rewrites these from
      * cfg.comm_overlap where a recipe sets one (and turns the DP overlaps on with the
      * distributed optimizer at dp > 1): say so, so the overrides below are carried there */
@@ -695,9 +1089,10 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
                 l->recompute_layers > 0 ? l->recompute_layers : 1);
     }
     fprintf(f, "cfg.model.seq_length = %d\n", t->seq_len);
+    fprintf(f, "cfg.dataset.seq_length = %d\n", t->seq_len);
     fprintf(f, "cfg.train.micro_batch_size = %d\n", l->mbs);
     fprintf(f, "cfg.train.global_batch_size = %d\n", t->global_batch);
-    fprintf(f, "cfg.optimizer.bf16 = True\n");
+    fprintf(f, "cfg.mixed_precision = \"bf16_mixed\"\n");
     fprintf(f, "cfg.optimizer.clip_grad = 1.0\n");
     const char *mp = bridge_precision_recipe(l);
     if (mp) {
@@ -710,14 +1105,15 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
         fprintf(f, "cfg.mixed_precision.first_last_layers_bf16 = False\n");
     }
     bool distopt = l->sharding != SHARDING_DDP;
-    fprintf(f, "cfg.optimizer.use_distributed_optimizer = %s\n", distopt ? "True" : "False");
-    fprintf(f, "cfg.ddp.use_distributed_optimizer = %s\n", distopt ? "True" : "False");
+    fprintf(f, "cfg.optimizer.use_distributed_optimizer = %s\n", py_bool(distopt));
+    fprintf(f, "cfg.ddp.use_distributed_optimizer = %s\n", py_bool(distopt));
     if (l->shard_size > 0 && distopt)
         fprintf(f, "cfg.ddp.num_distributed_optimizer_instances = %d\n",
                 l->dp * l->cp / l->shard_size);
-    fprintf(f, "cfg.ddp.overlap_grad_reduce = %s\n", l->overlap_grad_reduce ? "True" : "False");
+    bool overlap_grad = l->overlap_grad_reduce && l->dp * l->cp > 1;
+    fprintf(f, "cfg.ddp.overlap_grad_reduce = %s\n", py_bool(overlap_grad));
     fprintf(f, "cfg.ddp.overlap_param_gather = %s\n",
-            l->overlap_param_gather && distopt ? "True" : "False");
+            py_bool(overlap_grad && l->overlap_param_gather && distopt));
     if (megatron_fsdp(l)) {
         fprintf(f, "# Megatron-FSDP, required:\n");
         fprintf(f, "cfg.dist.use_megatron_fsdp = True\n");
@@ -734,53 +1130,87 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
         fprintf(f, "cfg.ddp.fsdp_double_buffer = True\n");
         fprintf(f, "cfg.ddp.nccl_ub = True\n");
     } else {
-        fprintf(f, "cfg.ddp.grad_reduce_in_fp32 = %s\n", t->grad_reduce_bf16 ? "False" : "True");
+        fprintf(f, "cfg.ddp.grad_reduce_in_fp32 = %s\n", py_bool(!t->grad_reduce_bf16));
     }
+    if (emit_megatron_max_connections(l, sys) > 0)
+        fprintf(f, "# launch with CUDA_DEVICE_MAX_CONNECTIONS=1 in the environment (TP or CP > 1 "
+                   "before Blackwell)\n");
     return finish(f, &buf, out, err, errlen);
 }
 
 /* ---- JSON ---- */
 
+/* json_string(), or for text that is not UTF-8 (a name cut inside a character) the same with
+ * every non-ASCII byte as '?': a key is never dropped. */
+static json_t *json_string_lossy(const char *s)
+{
+    json_t *j = json_string(s);
+    if (j) return j;
+    char *copy = strdup(s);
+    if (!copy) return json_null();
+    for (char *p = copy; *p; p++)
+        if ((unsigned char)*p >= 0x80) *p = '?';
+    j = json_string(copy);
+    free(copy);
+    return j ? j : json_null();
+}
+
+cm_status emit_megatron_argv(const estimate *e, const model_spec *m, json_t **args,
+                             json_t **placeholders, json_t **unsupported, char *err,
+                             size_t errlen)
+{
+    cm_status st = need_megatron(e, "Megatron-LM flags", err, errlen);
+    if (st != CM_OK) return st;
+    flag_list *fl;
+    if ((st = build_flags(e, m, &fl, err, errlen)) != CM_OK) return st;
+    /* argv tokens, no shell quoting; the placeholders are listed apart as well */
+    *args = json_array();
+    if (placeholders) *placeholders = json_array();
+    if (unsupported) *unsupported = json_array();
+    for (int i = 0; i < fl->n; i++) {
+        json_array_append_new(*args, json_string_lossy(fl->f[i].flag));
+        if (fl->f[i].value[0]) json_array_append_new(*args, json_string_lossy(fl->f[i].value));
+        if (fl->f[i].placeholder && placeholders)
+            json_array_append_new(*placeholders, json_string_lossy(fl->f[i].flag));
+    }
+    for (int i = 0; unsupported && i < fl->nunsupported; i++)
+        json_array_append_new(*unsupported, json_string_lossy(fl->unsupported[i]));
+    free(fl);
+    return CM_OK;
+}
+
 json_t *emit_json(const estimate *e, const model_spec *m, const system_spec *sys,
                   const emit_context *ctx)
 {
     json_t *o = output_estimate_json(e, m, sys);
+    json_object_set_new(o, "fits", json_boolean(e->feasible));
     json_t *em = json_object();
     json_object_set_new(em, "format_version", json_integer(1));
-    json_object_set_new(em, "model_path", json_string(model_path(m, ctx)));
+    json_object_set_new(em, "model_path", json_string_lossy(model_path(m, ctx)));
     char *text = NULL;
     char err[CM_ERRLEN];
     json_object_set_new(em, "trainer_yaml",
                         emit_yaml(e, m, sys, ctx, &text, err, sizeof err) == CM_OK
-                            ? json_string(text)
+                            ? json_string_lossy(text)
                             : json_null());
     free(text);
     text = NULL;
-    if (e->layout.framework == FRAMEWORK_MEGATRON) {
-        flag_list fl = {.n = 0};
-        megatron_flags(&fl, e, m);
-        json_t *args = json_array();
-        for (int i = 0; i < fl.n; i++) {
-            json_array_append_new(args, json_string(fl.f[i].flag));
-            if (fl.f[i].value[0]) {
-                /* argv tokens carry no shell quoting */
-                const char *v = fl.f[i].value;
-                size_t n = strlen(v);
-                if (n >= 2 && v[0] == '\'' && v[n - 1] == '\'')
-                    json_array_append_new(args, json_stringn(v + 1, n - 2));
-                else
-                    json_array_append_new(args, json_string(v));
-            }
-        }
+    json_t *args = NULL, *placeholders = NULL, *unsupported = NULL;
+    if (e->layout.framework == FRAMEWORK_MEGATRON &&
+        emit_megatron_argv(e, m, &args, &placeholders, &unsupported, err, sizeof err) == CM_OK) {
         json_object_set_new(em, "megatron_args", args);
-        json_t *env = json_object();
-        json_object_set_new(env, "unset", megatron_fsdp(&e->layout)
-                                              ? json_pack("[s]", "CUDA_DEVICE_MAX_CONNECTIONS")
-                                              : json_array());
+        json_object_set_new(em, "megatron_placeholder_flags", placeholders);
+        json_object_set_new(em, "megatron_unsupported", unsupported);
+        json_t *env = json_object(), *set = json_object();
+        int mc = emit_megatron_max_connections(&e->layout, sys);
+        if (mc > 0) json_object_set_new(set, "CUDA_DEVICE_MAX_CONNECTIONS", json_string("1"));
+        json_object_set_new(env, "set", set);
+        json_object_set_new(env, "unset", mc < 0 ? json_pack("[s]", "CUDA_DEVICE_MAX_CONNECTIONS")
+                                                 : json_array());
         json_object_set_new(em, "environment", env);
         json_object_set_new(em, "bridge",
                             emit_bridge(e, m, sys, ctx, &text, err, sizeof err) == CM_OK
-                                ? json_string(text)
+                                ? json_string_lossy(text)
                                 : json_null());
         free(text);
     } else {

@@ -46,9 +46,26 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
 cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec *sys,
                       const emit_context *ctx, char **out, char *err, size_t errlen);
 /* output_estimate_json() with an "emit" object: {"format_version", "trainer_yaml",
- * "megatron_args" (array of flags, null for fsdp2), "environment", "bridge" (null for fsdp2)}. */
+ * "megatron_args" (argv tokens, null for fsdp2), "megatron_placeholder_flags" (the flags that are
+ * placeholders: training length, schedule, data), "megatron_unsupported" (architecture the flags
+ * cannot state), "environment" ({"set": {NAME: VALUE}, "unset": [NAME]}), "bridge"}. */
 json_t *emit_json(const estimate *e, const model_spec *m, const system_spec *sys,
                   const emit_context *ctx);
+
+/* CUDA_DEVICE_MAX_CONNECTIONS for a layout under Megatron-LM on sys: 1 = must be set to 1 (TP or
+ * CP > 1 before Blackwell, validate_args asserts it), -1 = must be unset (Megatron-FSDP asserts
+ * it is not 1), 0 = either. */
+int emit_megatron_max_connections(const layout *l, const system_spec *sys);
+
+/* The Megatron-LM argv tokens of a Megatron plan (no shell quoting: "megatron_args" of
+ * emit_json), the flags among them that are placeholders, and the architecture they cannot
+ * state (either of the last two may be NULL). */
+cm_status emit_megatron_argv(const estimate *e, const model_spec *m, json_t **args,
+                             json_t **placeholders, json_t **unsupported, char *err,
+                             size_t errlen);
+
+/* The Megatron-Bridge recipe function named for m, or NULL when Bridge has none for it. */
+const char *emit_bridge_recipe(const model_spec *m);
 
 /* Any of the text formats (EMIT_JSON renders the JSON with two-space indent). */
 cm_status emit_render(emit_format f, const estimate *e, const model_spec *m,

@@ -102,6 +102,8 @@ json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
     json_t *plans = json_array();
     for (int i = 0; i < r->count && i < top; i++)
         json_array_append_new(plans, output_estimate_json(&r->ranked[i], m, sys));
+    /* top-level verdict: some layout fits (the exit status says the same) */
+    json_object_set_new(o, "fits", json_boolean(r->feasible > 0 && r->count > 0));
     json_object_set_new(o, "plans", plans);
     json_t *best = json_object();
     for (int f = 0; f < 2; f++)

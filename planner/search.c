@@ -383,7 +383,6 @@ static void search_megatron(ctx *c)
                                 for (int sp = (tp > 1 ? 1 : 0); sp >= 0; sp--) {
                                     if (!sp && tp > 1 && model_is_moe(m)) continue;
                                     for (int sh = 0; sh < 3; sh++) {
-                                        if (sh == SHARDING_FSDP && pp > 1) continue;
                                         /* Megatron-FSDP: with both DP overlaps, as its
                                          * documentation recommends (the FSDP model
                                          * prefetches regardless); DDP and the distributed

@@ -23,15 +23,18 @@ static plan_run_result R;
 
 static void run(const char *args) { assert_int_equal(plan_run(&R, args), 0); }
 
-static json_t *run_json(const char *args)
+static json_t *run_json_status(const char *args, int status)
 {
     run(args);
-    if (R.status != 0) fail_msg("plan %s exited %d: %s", args, R.status, R.err);
+    if (R.status != status) fail_msg("plan %s exited %d, wanted %d: %s", args, R.status, status,
+                                     R.err);
     json_error_t je;
     json_t *j = json_loads(R.out, 0, &je);
     if (!j) fail_msg("plan %s: output is not JSON (%s)", args, je.text);
     return j;
 }
+
+static json_t *run_json(const char *args) { return run_json_status(args, 0); }
 
 static void has_keys(json_t *o, const char *section, const char *const *keys)
 {
@@ -133,9 +136,11 @@ static void test_search_human(void **state)
 static void test_infeasible_estimate(void **state)
 {
     (void)state;
-    /* 405B on one GPU: valid layout, does not fit; says which stage and by how much */
-    json_t *j = run_json("estimate --model 405b --gpus 1 --format json");
+    /* 405B on one GPU: valid layout, does not fit; says which stage and by how much; exits 1
+     * and says "fits": false at the top (issue 17: it exited 0) */
+    json_t *j = run_json_status("estimate --model 405b --gpus 1 --format json", 1);
     assert_true(json_is_false(json_object_get(j, "feasible")));
+    assert_true(json_is_false(json_object_get(j, "fits")));
     const char *why = json_string_value(json_object_get(j, "infeasible_reason"));
     assert_non_null(why);
     assert_non_null(strstr(why, "GiB over"));
@@ -212,7 +217,8 @@ static void test_precision(void **state)
     json_t *j = run_json("estimate --model 8b --gpus 8 --format json");
     assert_null(json_object_get(json_object_get(j, "layout"), "precision"));
     json_decref(j);
-    j = run_json("estimate --model 8b --gpus 8 --precision fp8 --format json");
+    /* tp 2: the fp8 layout must fit (plan estimate exits 1 on a plan that does not) */
+    j = run_json("estimate --model 8b --gpus 8 --tp 2 --precision fp8 --format json");
     json_t *l = json_object_get(j, "layout");
     assert_string_equal(json_string_value(json_object_get(l, "precision")), "fp8");
     assert_string_equal(json_string_value(json_object_get(l, "fp8_recipe")), "delayed");
