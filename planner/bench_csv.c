@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "input_file.h"
+
 static const char *const columns[] = {
     "model", "params", "framework", "sharding", "tp", "pp", "dp", "cp", "ep", "vpp", "mbs",
     "gbs", "seq", "recompute", "gpus", "system", "step_s", "tokens_per_s", "mfu", "memory_gib",
@@ -124,7 +126,7 @@ static bool parse_num(const char *s, double *out)
     char *end;
     errno = 0;
     *out = strtod(s, &end);
-    return !errno && *end == '\0';
+    return !errno && *end == '\0' && isfinite(*out); /* "nan", "inf": not numbers of a run */
 }
 
 static void on_row(int ch, void *data)
@@ -177,6 +179,19 @@ static void on_row(int ch, void *data)
             }
         }
     }
+    /* Integer columns are converted to int below: a missing or huge value would be undefined
+     * behaviour there, so it is an error naming the cell (found by tests/fuzz/fuzz_csv). */
+    static const int int_cols[] = {4, 5, 6, 7, 8, 9, 10, 11, 12, 14};
+    for (size_t k = 0; k < sizeof int_cols / sizeof *int_cols; k++) {
+        int c = int_cols[k];
+        if (!(v[c] >= 0 && v[c] <= 1e9)) {
+            snprintf(r->err, r->errlen, "line %d, column '%s': '%s' is not a count between 0 "
+                     "and 1000000000", r->line, columns[c], r->map[c] < r->ncells ?
+                     r->cells[r->map[c]] : "");
+            r->failed = true;
+            goto done;
+        }
+    }
     b->params = v[1];
     b->tp = (int)v[4]; b->pp = (int)v[5]; b->dp = (int)v[6]; b->cp = (int)v[7];
     b->ep = (int)v[8]; b->vpp = (int)v[9]; b->mbs = (int)v[10]; b->gbs = (int)v[11];
@@ -191,24 +206,30 @@ done:
 
 int bench_csv_read(const char *path, bench_row **rows, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot read results file '%s': no such file", path);
+    FILE *f;
+    if (input_file_open(path, "results file", NULL, INPUT_FILE_CSV_MAX_BYTES, &f, err, errlen) !=
+        CM_OK)
         return -1;
-    }
     reader r = {.err = err, .errlen = errlen};
     struct csv_parser p;
     csv_init(&p, CSV_APPEND_NULL | CSV_STRICT);
     char buf[65536];
-    size_t n;
+    size_t n, total = 0;
     int status = 0;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+        total += n;
+        if (input_file_over_cap(path, "results file", INPUT_FILE_CSV_MAX_BYTES, total, err,
+                                errlen)) {
+            status = -1;
+            break;
+        }
         if (csv_parse(&p, buf, n, on_field, on_row, &r) != n) {
             snprintf(err, errlen, "'%s' is not valid CSV near line %d: %s", path, r.line + 1,
                      csv_strerror(csv_error(&p)));
             status = -1;
             break;
         }
+    }
     if (status == 0 && csv_fini(&p, on_field, on_row, &r) != 0) {
         snprintf(err, errlen, "'%s' is not valid CSV at its end: %s", path,
                  csv_strerror(csv_error(&p)));

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_number.h"
 #include "profile.h"
 
 #ifndef PLAN_DATA_DIR_DEFAULT
@@ -31,16 +32,7 @@ int cli_error(const char *msg)
 
 static int parse_int(const char *flag, const char *s, long lo, long hi, int *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < lo || v > hi) {
-        fprintf(stderr, "plan: error: --%s needs an integer between %ld and %ld, got '%s'\n",
-                flag, lo, hi, s);
-        return CLI_EXIT_USAGE;
-    }
-    *out = (int)v;
-    return 0;
+    return cli_parse_int(flag, s, lo, hi, out); /* strict: cli_number.h */
 }
 
 enum {

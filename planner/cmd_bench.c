@@ -17,7 +17,9 @@
 
 #include "bench_csv.h"
 #include "cli.h"
+#include "cli_number.h"
 #include "commands.h"
+#include "input_file.h"
 #include "measure_local.h"
 #include "profile.h"
 #include "search.h"
@@ -76,15 +78,8 @@ static int split(const char *flag, const char *s, list *out)
 static int parse_gpus(const list *l, int *gpus)
 {
     for (int i = 0; i < l->n; i++) {
-        char *end;
-        long v = strtol(l->items[i], &end, 10);
-        if (*end || v < 1 || v > 10000000) {
-            fprintf(stderr, "plan: error: --gpus needs integers between 1 and 10000000, got "
-                            "'%s'\n",
-                    l->items[i]);
-            return CLI_EXIT_USAGE;
-        }
-        gpus[i] = (int)v;
+        int rc = cli_parse_int("gpus", l->items[i], 1, CLI_MAX_GPUS, &gpus[i]);
+        if (rc) return rc;
     }
     return 0;
 }
@@ -183,8 +178,8 @@ static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
                 search_options o = {.gpus = sw->gpus[g], .keep = 1};
                 for (int f = 0; f < sw->frameworks.n; f++) {
                     layout_framework fw;
-                    layout_parse_framework(sw->frameworks.items[f], &fw);
-                    o.frameworks[fw] = true;
+                    if (layout_parse_framework(sw->frameworks.items[f], &fw)) /* checked when read */
+                        o.frameworks[fw] = true;
                 }
                 if (search_run(&m, &sys, &sw->training, &o, r, err, sizeof err) != CM_OK) {
                     search_result_free(r);
@@ -233,8 +228,13 @@ static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
 static int load_sweep_file(const char *path, sweep *sw)
 {
     json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    char msg[512];
+    char msg[512], *text;
+    size_t len;
+    if (input_file_read(path, "sweep file", NULL, INPUT_FILE_JSON_MAX_BYTES, &text, &len, msg,
+                        sizeof msg) != CM_OK)
+        return cli_error(msg);
+    json_t *root = json_loadb(text, len, 0, &je);
+    free(text);
     if (!root || !json_is_object(root)) {
         snprintf(msg, sizeof msg, "sweep file '%s' is not a JSON object (%s): see plan bench --help",
                  path, root ? "not an object" : je.text);
@@ -261,6 +261,14 @@ static int load_sweep_file(const char *path, sweep *sw)
                 json_decref(root);
                 return cli_error(msg);
             }
+            layout_framework fw;
+            if (lists[k] == &sw->frameworks && !layout_parse_framework(json_string_value(v), &fw)) {
+                snprintf(msg, sizeof msg, "sweep file '%s': unknown framework '%.40s' in "
+                         "\"frameworks\": the frameworks are fsdp2 and megatron", path,
+                         json_string_value(v));
+                json_decref(root);
+                return cli_error(msg);
+            }
             lists[k]->items[lists[k]->n++] = own(strdup(json_string_value(v)));
         }
     }
@@ -282,8 +290,22 @@ static int load_sweep_file(const char *path, sweep *sw)
         }
     }
     json_t *seq = json_object_get(root, "seq"), *gbs = json_object_get(root, "gbs");
-    if (seq) sw->training.seq_len = json_is_integer(seq) ? (int)json_integer_value(seq) : -1;
-    if (gbs) sw->training.global_batch = json_is_integer(gbs) ? (int)json_integer_value(gbs) : -1;
+    /* Range-checked on the JSON integer, before it is narrowed to int (2^32 + 8 is not 8). */
+    const struct { const char *key; json_t *v; long hi; int *dst; } nums[] = {
+        {"seq", seq, CLI_MAX_SEQ, &sw->training.seq_len},
+        {"gbs", gbs, CLI_MAX_GBS, &sw->training.global_batch},
+    };
+    for (int k = 0; k < 2; k++) {
+        if (!nums[k].v) continue;
+        if (!json_is_integer(nums[k].v) || json_integer_value(nums[k].v) < 1 ||
+            json_integer_value(nums[k].v) > nums[k].hi) {
+            snprintf(msg, sizeof msg, "sweep file '%s': \"%s\" must be an integer between 1 "
+                     "and %ld", path, nums[k].key, nums[k].hi);
+            json_decref(root);
+            return cli_error(msg);
+        }
+        *nums[k].dst = (int)json_integer_value(nums[k].v);
+    }
     json_decref(root);
     return 0;
 }
@@ -487,8 +509,8 @@ int cmd_bench(int argc, char **argv)
                     rc = cli_error("--frameworks takes fsdp2 and/or megatron");
             }
             break;
-        case 'q': sw.training.seq_len = atoi(optarg); if (sw.training.seq_len <= 0) rc = cli_error("--seq needs a positive integer"); break;
-        case 'b': sw.training.global_batch = atoi(optarg); if (sw.training.global_batch <= 0) rc = cli_error("--gbs needs a positive integer"); break;
+        case 'q': rc = cli_parse_int("seq", optarg, 1, CLI_MAX_SEQ, &sw.training.seq_len); break;
+        case 'b': rc = cli_parse_int("gbs", optarg, 1, CLI_MAX_GBS, &sw.training.global_batch); break;
         case 'w': sweep_path = optarg; break;
         case 'c': do_compare = true; break;
         case 'p': preset = optarg; break;
