@@ -319,6 +319,79 @@ static void layout_key(const bench_row *r, char *buf, size_t len)
              r->mbs, r->recompute);
 }
 
+/* The join of --compare in O((n + m) log n) (issue 18: it was a scan of A per row of B): A's
+ * rows sorted by layout, and by configuration (model, system, GPUs, framework, sharding, batch,
+ * sequence), each ties broken by row index, so a binary search finds the first row of A that a
+ * scan would have found. */
+typedef struct {
+    const bench_row *row;
+    int index;
+} row_ref;
+
+static int cmp_config(const bench_row *a, const bench_row *b)
+{
+    int c;
+    if ((c = strcmp(a->model, b->model)) || (c = strcmp(a->system, b->system))) return c;
+    if (a->gpus != b->gpus) return a->gpus < b->gpus ? -1 : 1;
+    if ((c = strcmp(a->framework, b->framework)) || (c = strcmp(a->sharding, b->sharding)))
+        return c;
+    if (a->gbs != b->gbs) return a->gbs < b->gbs ? -1 : 1;
+    if (a->seq != b->seq) return a->seq < b->seq ? -1 : 1;
+    return 0;
+}
+
+static int cmp_layout(const bench_row *a, const bench_row *b)
+{
+    int c = cmp_config(a, b);
+    if (c) return c;
+    const int x[] = {a->tp, a->pp, a->dp, a->cp, a->ep, a->vpp, a->mbs};
+    const int y[] = {b->tp, b->pp, b->dp, b->cp, b->ep, b->vpp, b->mbs};
+    for (int i = 0; i < 7; i++)
+        if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+    return strcmp(a->recompute, b->recompute);
+}
+
+static int by_layout(const void *p, const void *q)
+{
+    const row_ref *a = p, *b = q;
+    int c = cmp_layout(a->row, b->row);
+    return c ? c : (a->index > b->index) - (a->index < b->index);
+}
+
+static int by_config(const void *p, const void *q)
+{
+    const row_ref *a = p, *b = q;
+    int c = cmp_config(a->row, b->row);
+    return c ? c : (a->index > b->index) - (a->index < b->index);
+}
+
+/* First position in sorted[0..n) whose row is not below key under cmp. */
+static int lower_bound(const row_ref *sorted, int n, const bench_row *key,
+                       int (*cmp)(const bench_row *, const bench_row *))
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (cmp(sorted[mid].row, key) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* The next position at or after pos in by-config order whose row is not matched yet: skip
+ * pointers with path compression (skip[p] == p: unmatched; skip[n]: the end). */
+static int next_unmatched(int *skip, int pos)
+{
+    int root = pos;
+    while (skip[root] != root) root = skip[root];
+    while (skip[pos] != root) {
+        int up = skip[pos];
+        skip[pos] = root;
+        pos = up;
+    }
+    return root;
+}
+
 static int compare(const char *a_path, const char *b_path)
 {
     char err[CM_ERRLEN];
@@ -337,11 +410,26 @@ static int compare(const char *a_path, const char *b_path)
     printf("%-70s %9s %9s %8s %9s %9s\n", "layout", "A step_s", "B step_s", "change", "A GiB",
            "B GiB");
     bool *matched = calloc(na > 0 ? na : 1, sizeof *matched);
+    row_ref *by_lay = malloc((size_t)(na > 0 ? na : 1) * sizeof *by_lay);
+    row_ref *by_cfg = malloc((size_t)(na > 0 ? na : 1) * sizeof *by_cfg);
+    int *cfg_pos = malloc((size_t)(na > 0 ? na : 1) * sizeof *cfg_pos);
+    int *skip = malloc((size_t)(na + 1) * sizeof *skip);
+    if (!matched || !by_lay || !by_cfg || !cfg_pos || !skip) {
+        free(matched), free(by_lay), free(by_cfg), free(cfg_pos), free(skip), free(a), free(b);
+        return cli_error("out of memory joining the results files");
+    }
+    for (int i = 0; i < na; i++) by_lay[i] = by_cfg[i] = (row_ref){&a[i], i};
+    qsort(by_lay, (size_t)na, sizeof *by_lay, by_layout);
+    qsort(by_cfg, (size_t)na, sizeof *by_cfg, by_config);
+    for (int p = 0; p < na; p++) cfg_pos[by_cfg[p].index] = p;
+    for (int p = 0; p <= na; p++) skip[p] = p;
     for (int j = 0; j < nb; j++) {
-        int i;
-        for (i = 0; i < na && !bench_row_same_layout(&a[i], &b[j]); i++) {}
-        if (i == na) /* same model, system, GPUs, framework and sharding: the best moved */
-            for (i = 0; i < na && (matched[i] || !bench_row_same_config(&a[i], &b[j])); i++) {}
+        int i = na, p = lower_bound(by_lay, na, &b[j], cmp_layout);
+        if (p < na && bench_row_same_layout(by_lay[p].row, &b[j])) i = by_lay[p].index;
+        if (i == na) { /* same model, system, GPUs, framework and sharding: the best moved */
+            p = next_unmatched(skip, lower_bound(by_cfg, na, &b[j], cmp_config));
+            if (p < na && bench_row_same_config(by_cfg[p].row, &b[j])) i = by_cfg[p].index;
+        }
         layout_key(&b[j], key, sizeof key);
         if (i == na) {
             printf("%-70s %9s %9.3f %8s %9s %9.1f  added\n", key, "-", b[j].step_s, "", "-",
@@ -350,6 +438,7 @@ static int compare(const char *a_path, const char *b_path)
             continue;
         }
         matched[i] = true;
+        skip[cfg_pos[i]] = cfg_pos[i] + 1;
         bool relaid = !bench_row_same_layout(&a[i], &b[j]);
         double d = (b[j].step_s - a[i].step_s) / a[i].step_s;
         bool moved = relaid || fabs(d) > 1e-4 || fabs(b[j].memory_gib - a[i].memory_gib) > 0.05 ||
@@ -375,7 +464,7 @@ static int compare(const char *a_path, const char *b_path)
                a[i].memory_gib, "-");
         removed++;
     }
-    free(matched);
+    free(matched), free(by_lay), free(by_cfg), free(cfg_pos), free(skip);
     printf("\n%d changed, %d unchanged, %d added, %d removed\n", changed, same, added, removed);
     free(a);
     free(b);

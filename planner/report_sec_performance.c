@@ -45,7 +45,7 @@ static void charts_for_model(doc *d, const report *r, int mi)
     bool own;
     int ncounts = chart_counts(r, mr, counts, &own);
     bool short_labels = 2 * ncounts > 8;
-    char title[160], name[96], lab[40];
+    char title[sizeof mr->m.display + 96], name[96], lab[40];
     const char *where = own ? "" : " (none of your GPU counts fits: the smallest that do)";
 
     /* memory breakdown per plan */
