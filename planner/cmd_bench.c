@@ -8,7 +8,6 @@
  */
 #include <csv.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,7 +18,7 @@
 #include "cli.h"
 #include "cli_number.h"
 #include "commands.h"
-#include "input_file.h"
+#include "sweep_file.h"
 #include "measure_local.h"
 #include "profile.h"
 #include "search.h"
@@ -28,7 +27,7 @@
 #define PLAN_VERSION "unknown"
 #endif
 
-#define MAXLIST 64
+#define MAXLIST SWEEP_FILE_MAX_LIST
 
 static volatile sig_atomic_t interrupted = 0;
 static void on_sigint(int sig)
@@ -43,7 +42,7 @@ typedef struct {
 } list;
 
 /* Strings the lists point into live until exit; freed there so leak checkers stay quiet. */
-static char *owned[2 * MAXLIST + 8];
+static char *owned[4 * MAXLIST + 8];
 static int nowned;
 static void free_owned(void)
 {
@@ -223,90 +222,33 @@ static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
     return 0;
 }
 
-/* A sweep file: {"models": [...], "gpus": [...], "systems": [...], "frameworks": [...],
- * "seq": N, "gbs": N}; every key optional. */
+/* A sweep file (sweep_file.h): its lists and numbers replace the flags'. */
 static int load_sweep_file(const char *path, sweep *sw)
 {
-    json_error_t je;
-    char msg[512], *text;
-    size_t len;
-    if (input_file_read(path, "sweep file", NULL, INPUT_FILE_JSON_MAX_BYTES, &text, &len, msg,
-                        sizeof msg) != CM_OK)
-        return cli_error(msg);
-    json_t *root = json_loadb(text, len, 0, &je);
-    free(text);
-    if (!root || !json_is_object(root)) {
-        snprintf(msg, sizeof msg, "sweep file '%s' is not a JSON object (%s): see plan bench --help",
-                 path, root ? "not an object" : je.text);
-        json_decref(root);
-        return cli_error(msg);
+    sweep_file f;
+    char err[CM_ERRLEN];
+    if (sweep_file_read(path, &f, err, sizeof err) != CM_OK) {
+        sweep_file_free(&f);
+        return cli_error(err);
     }
-    const char *keys[3] = {"models", "systems", "frameworks"};
-    list *lists[3] = {&sw->models, &sw->systems, &sw->frameworks};
+    sweep_file_list *from[3] = {&f.models, &f.systems, &f.frameworks};
+    list *to[3] = {&sw->models, &sw->systems, &sw->frameworks};
     for (int k = 0; k < 3; k++) {
-        json_t *a = json_object_get(root, keys[k]);
-        if (!a) continue;
-        if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > MAXLIST) {
-            snprintf(msg, sizeof msg, "sweep file '%s': \"%s\" must be a list of 1 to %d names",
-                     path, keys[k], MAXLIST);
-            json_decref(root);
-            return cli_error(msg);
+        if (!from[k]->n) continue;
+        to[k]->n = 0;
+        for (int i = 0; i < from[k]->n; i++) { /* the strings live until exit (own) */
+            to[k]->items[to[k]->n++] = own(from[k]->names[i]);
+            from[k]->names[i] = NULL;
         }
-        lists[k]->n = 0;
-        for (size_t i = 0; i < json_array_size(a); i++) {
-            json_t *v = json_array_get(a, i);
-            if (!json_is_string(v)) {
-                snprintf(msg, sizeof msg, "sweep file '%s': \"%s\" holds a non-string", path,
-                         keys[k]);
-                json_decref(root);
-                return cli_error(msg);
-            }
-            layout_framework fw;
-            if (lists[k] == &sw->frameworks && !layout_parse_framework(json_string_value(v), &fw)) {
-                snprintf(msg, sizeof msg, "sweep file '%s': unknown framework '%.40s' in "
-                         "\"frameworks\": the frameworks are fsdp2 and megatron", path,
-                         json_string_value(v));
-                json_decref(root);
-                return cli_error(msg);
-            }
-            lists[k]->items[lists[k]->n++] = own(strdup(json_string_value(v)));
-        }
+        from[k]->n = 0;
     }
-    json_t *g = json_object_get(root, "gpus");
-    if (g) {
-        if (!json_is_array(g) || json_array_size(g) == 0 || json_array_size(g) > MAXLIST) {
-            json_decref(root);
-            return cli_error("sweep file: \"gpus\" must be a list of GPU counts");
-        }
-        sw->ngpus = 0;
-        for (size_t i = 0; i < json_array_size(g); i++) {
-            json_t *v = json_array_get(g, i);
-            if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-                json_integer_value(v) > 10000000) {
-                json_decref(root);
-                return cli_error("sweep file: \"gpus\" must hold integers between 1 and 10000000");
-            }
-            sw->gpus[sw->ngpus++] = (int)json_integer_value(v);
-        }
+    if (f.ngpus) {
+        sw->ngpus = f.ngpus;
+        memcpy(sw->gpus, f.gpus, (size_t)f.ngpus * sizeof *f.gpus);
     }
-    json_t *seq = json_object_get(root, "seq"), *gbs = json_object_get(root, "gbs");
-    /* Range-checked on the JSON integer, before it is narrowed to int (2^32 + 8 is not 8). */
-    const struct { const char *key; json_t *v; long hi; int *dst; } nums[] = {
-        {"seq", seq, CLI_MAX_SEQ, &sw->training.seq_len},
-        {"gbs", gbs, CLI_MAX_GBS, &sw->training.global_batch},
-    };
-    for (int k = 0; k < 2; k++) {
-        if (!nums[k].v) continue;
-        if (!json_is_integer(nums[k].v) || json_integer_value(nums[k].v) < 1 ||
-            json_integer_value(nums[k].v) > nums[k].hi) {
-            snprintf(msg, sizeof msg, "sweep file '%s': \"%s\" must be an integer between 1 "
-                     "and %ld", path, nums[k].key, nums[k].hi);
-            json_decref(root);
-            return cli_error(msg);
-        }
-        *nums[k].dst = (int)json_integer_value(nums[k].v);
-    }
-    json_decref(root);
+    if (f.seq) sw->training.seq_len = f.seq;
+    if (f.gbs) sw->training.global_batch = f.gbs;
+    sweep_file_free(&f);
     return 0;
 }
 
