@@ -116,9 +116,9 @@ static void on_row(int ch, void *data)
     }
     long group;
     const char *gs = r->cells[col(r, "group_size")];
-    if (!cli_number_long(gs, 2, 1000000, &group)) {
+    if (!cli_number_long(gs, 1, 1000000, &group)) {
         snprintf(r->err, sizeof r->err,
-                 "line %d: group_size '%.40s' is not an integer between 2 and 1000000", r->line,
+                 "line %d: group_size '%.40s' is not an integer between 1 and 1000000", r->line,
                  gs);
         r->failed = true;
         goto done;
