@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "precision.h"
+#include "cli_number.h"
 #include "profile.h"
 
 #ifndef PLAN_DATA_DIR_DEFAULT
@@ -32,16 +33,7 @@ int cli_error(const char *msg)
 
 static int parse_int(const char *flag, const char *s, long lo, long hi, int *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < lo || v > hi) {
-        fprintf(stderr, "plan: error: --%s needs an integer between %ld and %ld, got '%s'\n",
-                flag, lo, hi, s);
-        return CLI_EXIT_USAGE;
-    }
-    *out = (int)v;
-    return 0;
+    return cli_parse_int(flag, s, lo, hi, out); /* strict: cli_number.h */
 }
 
 static int parse_double(const char *flag, const char *s, double lo, double hi, double *out)
@@ -348,5 +340,18 @@ int cli_estimate(const cli_options *o, model_spec *m, system_spec *sys, layout *
     if (layout_check(m, sys, &o->training, l, o->gpus, err, sizeof err) != CM_OK ||
         estimate_layout(m, sys, &o->training, l, e, err, sizeof err) != CM_OK)
         return cli_error(err);
+    return 0;
+}
+
+/* (cli_number.h parses; the message and exit status are the front end's) */
+int cli_parse_int(const char *flag, const char *s, long lo, long hi, int *out)
+{
+    long v;
+    if (!cli_number_long(s, lo, hi, &v)) {
+        fprintf(stderr, "plan: error: --%s needs an integer between %ld and %ld, got '%s'\n",
+                flag, lo, hi, s);
+        return CLI_EXIT_USAGE;
+    }
+    *out = (int)v;
     return 0;
 }

@@ -83,4 +83,8 @@ int cli_estimate(const cli_options *o, model_spec *m, system_spec *sys, layout *
 /* Print "plan: error: <msg>" on stderr and return CLI_EXIT_USAGE. */
 int cli_error(const char *msg);
 
+/* --flag's value as an int in [lo, hi] (cli_number.h); otherwise prints "plan: error: --flag
+ * needs an integer between lo and hi, got 's'" and returns CLI_EXIT_USAGE (0 on success). */
+int cli_parse_int(const char *flag, const char *s, long lo, long hi, int *out);
+
 #endif

@@ -8,7 +8,6 @@
  */
 #include <csv.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,8 +16,10 @@
 
 #include "bench_csv.h"
 #include "cli.h"
+#include "cli_number.h"
 #include "commands.h"
 #include "layout_codec.h"
+#include "sweep_file.h"
 #include "measure_local.h"
 #include "units.h"
 #include "whole_file.h"
@@ -32,7 +33,7 @@
 #define PLAN_VERSION "unknown"
 #endif
 
-#define MAXLIST 64
+#define MAXLIST SWEEP_FILE_MAX_LIST
 
 static volatile sig_atomic_t interrupted = 0;
 static void on_sigint(int sig)
@@ -47,7 +48,7 @@ typedef struct {
 } list;
 
 /* Strings the lists point into live until exit; freed there so leak checkers stay quiet. */
-static char *owned[2 * MAXLIST + 8];
+static char *owned[4 * MAXLIST + 8];
 static int nowned;
 static void free_owned(void)
 {
@@ -82,15 +83,8 @@ static int split(const char *flag, const char *s, list *out)
 static int parse_gpus(const list *l, int *gpus)
 {
     for (int i = 0; i < l->n; i++) {
-        char *end;
-        long v = strtol(l->items[i], &end, 10);
-        if (*end || v < 1 || v > 10000000) {
-            fprintf(stderr, "plan: error: --gpus needs integers between 1 and 10000000, got "
-                            "'%s'\n",
-                    l->items[i]);
-            return CLI_EXIT_USAGE;
-        }
-        gpus[i] = (int)v;
+        int rc = cli_parse_int("gpus", l->items[i], 1, CLI_MAX_GPUS, &gpus[i]);
+        if (rc) return rc;
     }
     return 0;
 }
@@ -188,8 +182,8 @@ static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
                 search_options o = {.gpus = sw->gpus[g], .keep = 1};
                 for (int f = 0; f < sw->frameworks.n; f++) {
                     layout_framework fw;
-                    layout_parse_framework(sw->frameworks.items[f], &fw);
-                    o.frameworks[fw] = true;
+                    if (layout_parse_framework(sw->frameworks.items[f], &fw)) /* checked when read */
+                        o.frameworks[fw] = true;
                 }
                 if (search_run(&m, &sys, &sw->training, &o, r, err, sizeof err) != CM_OK) {
                     search_result_free(r);
@@ -233,63 +227,33 @@ static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
     return 0;
 }
 
-/* A sweep file: {"models": [...], "gpus": [...], "systems": [...], "frameworks": [...],
- * "seq": N, "gbs": N}; every key optional. */
+/* A sweep file (sweep_file.h): its lists and numbers replace the flags'. */
 static int load_sweep_file(const char *path, sweep *sw)
 {
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    char msg[512];
-    if (!root || !json_is_object(root)) {
-        snprintf(msg, sizeof msg, "sweep file '%s' is not a JSON object (%s): see plan bench --help",
-                 path, root ? "not an object" : je.text);
-        json_decref(root);
-        return cli_error(msg);
+    sweep_file f;
+    char err[CM_ERRLEN];
+    if (sweep_file_read(path, &f, err, sizeof err) != CM_OK) {
+        sweep_file_free(&f);
+        return cli_error(err);
     }
-    const char *keys[3] = {"models", "systems", "frameworks"};
-    list *lists[3] = {&sw->models, &sw->systems, &sw->frameworks};
+    sweep_file_list *from[3] = {&f.models, &f.systems, &f.frameworks};
+    list *to[3] = {&sw->models, &sw->systems, &sw->frameworks};
     for (int k = 0; k < 3; k++) {
-        json_t *a = json_object_get(root, keys[k]);
-        if (!a) continue;
-        if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > MAXLIST) {
-            snprintf(msg, sizeof msg, "sweep file '%s': \"%s\" must be a list of 1 to %d names",
-                     path, keys[k], MAXLIST);
-            json_decref(root);
-            return cli_error(msg);
+        if (!from[k]->n) continue;
+        to[k]->n = 0;
+        for (int i = 0; i < from[k]->n; i++) { /* the strings live until exit (own) */
+            to[k]->items[to[k]->n++] = own(from[k]->names[i]);
+            from[k]->names[i] = NULL;
         }
-        lists[k]->n = 0;
-        for (size_t i = 0; i < json_array_size(a); i++) {
-            json_t *v = json_array_get(a, i);
-            if (!json_is_string(v)) {
-                snprintf(msg, sizeof msg, "sweep file '%s': \"%s\" holds a non-string", path,
-                         keys[k]);
-                json_decref(root);
-                return cli_error(msg);
-            }
-            lists[k]->items[lists[k]->n++] = own(strdup(json_string_value(v)));
-        }
+        from[k]->n = 0;
     }
-    json_t *g = json_object_get(root, "gpus");
-    if (g) {
-        if (!json_is_array(g) || json_array_size(g) == 0 || json_array_size(g) > MAXLIST) {
-            json_decref(root);
-            return cli_error("sweep file: \"gpus\" must be a list of GPU counts");
-        }
-        sw->ngpus = 0;
-        for (size_t i = 0; i < json_array_size(g); i++) {
-            json_t *v = json_array_get(g, i);
-            if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-                json_integer_value(v) > 10000000) {
-                json_decref(root);
-                return cli_error("sweep file: \"gpus\" must hold integers between 1 and 10000000");
-            }
-            sw->gpus[sw->ngpus++] = (int)json_integer_value(v);
-        }
+    if (f.ngpus) {
+        sw->ngpus = f.ngpus;
+        memcpy(sw->gpus, f.gpus, (size_t)f.ngpus * sizeof *f.gpus);
     }
-    json_t *seq = json_object_get(root, "seq"), *gbs = json_object_get(root, "gbs");
-    if (seq) sw->training.seq_len = json_is_integer(seq) ? (int)json_integer_value(seq) : -1;
-    if (gbs) sw->training.global_batch = json_is_integer(gbs) ? (int)json_integer_value(gbs) : -1;
-    json_decref(root);
+    if (f.seq) sw->training.seq_len = f.seq;
+    if (f.gbs) sw->training.global_batch = f.gbs;
+    sweep_file_free(&f);
     return 0;
 }
 
@@ -300,6 +264,79 @@ static void layout_key(const bench_row *r, char *buf, size_t len)
     snprintf(buf, len, "%s %dx%s %s/%s tp%d pp%d dp%d cp%d ep%d v%d mbs%d %s", r->model, r->gpus,
              r->system, r->framework, r->sharding, r->tp, r->pp, r->dp, r->cp, r->ep, r->vpp,
              r->mbs, r->recompute);
+}
+
+/* The join of --compare in O((n + m) log n) (issue 18: it was a scan of A per row of B): A's
+ * rows sorted by layout, and by configuration (model, system, GPUs, framework, sharding, batch,
+ * sequence), each ties broken by row index, so a binary search finds the first row of A that a
+ * scan would have found. */
+typedef struct {
+    const bench_row *row;
+    int index;
+} row_ref;
+
+static int cmp_config(const bench_row *a, const bench_row *b)
+{
+    int c;
+    if ((c = strcmp(a->model, b->model)) || (c = strcmp(a->system, b->system))) return c;
+    if (a->gpus != b->gpus) return a->gpus < b->gpus ? -1 : 1;
+    if ((c = strcmp(a->framework, b->framework)) || (c = strcmp(a->sharding, b->sharding)))
+        return c;
+    if (a->gbs != b->gbs) return a->gbs < b->gbs ? -1 : 1;
+    if (a->seq != b->seq) return a->seq < b->seq ? -1 : 1;
+    return 0;
+}
+
+static int cmp_layout(const bench_row *a, const bench_row *b)
+{
+    int c = cmp_config(a, b);
+    if (c) return c;
+    const int x[] = {a->tp, a->pp, a->dp, a->cp, a->ep, a->vpp, a->mbs};
+    const int y[] = {b->tp, b->pp, b->dp, b->cp, b->ep, b->vpp, b->mbs};
+    for (int i = 0; i < 7; i++)
+        if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+    return strcmp(a->recompute, b->recompute);
+}
+
+static int by_layout(const void *p, const void *q)
+{
+    const row_ref *a = p, *b = q;
+    int c = cmp_layout(a->row, b->row);
+    return c ? c : (a->index > b->index) - (a->index < b->index);
+}
+
+static int by_config(const void *p, const void *q)
+{
+    const row_ref *a = p, *b = q;
+    int c = cmp_config(a->row, b->row);
+    return c ? c : (a->index > b->index) - (a->index < b->index);
+}
+
+/* First position in sorted[0..n) whose row is not below key under cmp. */
+static int lower_bound(const row_ref *sorted, int n, const bench_row *key,
+                       int (*cmp)(const bench_row *, const bench_row *))
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (cmp(sorted[mid].row, key) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* The next position at or after pos in by-config order whose row is not matched yet: skip
+ * pointers with path compression (skip[p] == p: unmatched; skip[n]: the end). */
+static int next_unmatched(int *skip, int pos)
+{
+    int root = pos;
+    while (skip[root] != root) root = skip[root];
+    while (skip[pos] != root) {
+        int up = skip[pos];
+        skip[pos] = root;
+        pos = up;
+    }
+    return root;
 }
 
 static int compare(const char *a_path, const char *b_path)
@@ -320,11 +357,26 @@ static int compare(const char *a_path, const char *b_path)
     printf("%-70s %9s %9s %8s %9s %9s\n", "layout", "A step_s", "B step_s", "change", "A GiB",
            "B GiB");
     bool *matched = calloc(na > 0 ? na : 1, sizeof *matched);
+    row_ref *by_lay = malloc((size_t)(na > 0 ? na : 1) * sizeof *by_lay);
+    row_ref *by_cfg = malloc((size_t)(na > 0 ? na : 1) * sizeof *by_cfg);
+    int *cfg_pos = malloc((size_t)(na > 0 ? na : 1) * sizeof *cfg_pos);
+    int *skip = malloc((size_t)(na + 1) * sizeof *skip);
+    if (!matched || !by_lay || !by_cfg || !cfg_pos || !skip) {
+        free(matched), free(by_lay), free(by_cfg), free(cfg_pos), free(skip), free(a), free(b);
+        return cli_error("out of memory joining the results files");
+    }
+    for (int i = 0; i < na; i++) by_lay[i] = by_cfg[i] = (row_ref){&a[i], i};
+    qsort(by_lay, (size_t)na, sizeof *by_lay, by_layout);
+    qsort(by_cfg, (size_t)na, sizeof *by_cfg, by_config);
+    for (int p = 0; p < na; p++) cfg_pos[by_cfg[p].index] = p;
+    for (int p = 0; p <= na; p++) skip[p] = p;
     for (int j = 0; j < nb; j++) {
-        int i;
-        for (i = 0; i < na && !bench_row_same_layout(&a[i], &b[j]); i++) {}
-        if (i == na) /* same model, system, GPUs, framework and sharding: the best moved */
-            for (i = 0; i < na && (matched[i] || !bench_row_same_config(&a[i], &b[j])); i++) {}
+        int i = na, p = lower_bound(by_lay, na, &b[j], cmp_layout);
+        if (p < na && bench_row_same_layout(by_lay[p].row, &b[j])) i = by_lay[p].index;
+        if (i == na) { /* same model, system, GPUs, framework and sharding: the best moved */
+            p = next_unmatched(skip, lower_bound(by_cfg, na, &b[j], cmp_config));
+            if (p < na && bench_row_same_config(by_cfg[p].row, &b[j])) i = by_cfg[p].index;
+        }
         layout_key(&b[j], key, sizeof key);
         if (i == na) {
             printf("%-70s %9s %9.3f %8s %9s %9.1f  added\n", key, "-", b[j].step_s, "", "-",
@@ -333,6 +385,7 @@ static int compare(const char *a_path, const char *b_path)
             continue;
         }
         matched[i] = true;
+        skip[cfg_pos[i]] = cfg_pos[i] + 1;
         bool relaid = !bench_row_same_layout(&a[i], &b[j]);
         double d = (b[j].step_s - a[i].step_s) / a[i].step_s;
         bool moved = relaid || fabs(d) > 1e-4 || fabs(b[j].memory_gib - a[i].memory_gib) > 0.05 ||
@@ -358,7 +411,7 @@ static int compare(const char *a_path, const char *b_path)
                a[i].memory_gib, "-");
         removed++;
     }
-    free(matched);
+    free(matched), free(by_lay), free(by_cfg), free(cfg_pos), free(skip);
     printf("\n%d changed, %d unchanged, %d added, %d removed\n", changed, same, added, removed);
     free(a);
     free(b);
@@ -495,8 +548,8 @@ int cmd_bench(int argc, char **argv)
                     rc = cli_error("--frameworks takes fsdp2 and/or megatron");
             }
             break;
-        case 'q': sw.training.seq_len = atoi(optarg); if (sw.training.seq_len <= 0) rc = cli_error("--seq needs a positive integer"); break;
-        case 'b': sw.training.global_batch = atoi(optarg); if (sw.training.global_batch <= 0) rc = cli_error("--gbs needs a positive integer"); break;
+        case 'q': rc = cli_parse_int("seq", optarg, 1, CLI_MAX_SEQ, &sw.training.seq_len); break;
+        case 'b': rc = cli_parse_int("gbs", optarg, 1, CLI_MAX_GBS, &sw.training.global_batch); break;
         case 'w': sweep_path = optarg; break;
         case 'c': do_compare = true; break;
         case 'p': preset = optarg; break;

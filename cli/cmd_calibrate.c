@@ -17,6 +17,7 @@
 #include "units.h"
 #include "cli.h"
 #include "whole_file.h"
+#include "cli_number.h"
 #include "commands.h"
 #include "model.h"
 #ifdef PLAN_HAVE_BACKEND
@@ -49,7 +50,7 @@ static int parse_bytes(const char *s, size_t *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || v <= 0) return -1;
+    if (errno || end == s || !(v > 0)) return -1; /* !(v > 0): NaN too */
     double mul = 1;
     if (*end == 'K' || *end == 'k') mul = 1024.0, end++;
     else if (*end == 'M' || *end == 'm') mul = 1048576.0, end++;
@@ -65,16 +66,7 @@ static int parse_bytes(const char *s, size_t *out)
 
 static int parse_pos(const char *flag, const char *s, int lo, int hi, int *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "plan: error: --%s needs an integer between %d and %d, got '%s'\n", flag,
-                lo, hi, s);
-        return CLI_EXIT_USAGE;
-    }
-    *out = (int)v;
-    return 0;
+    return cli_parse_int(flag, s, lo, hi, out); /* strict: cli_number.h */
 }
 
 int cmd_calibrate(int argc, char **argv)

@@ -14,6 +14,7 @@
 #include "units.h"
 #include "cli.h"
 #include "commands.h"
+#include "input_file.h"
 #include "emit.h"
 #include "estimate.h"
 #include "output.h"
@@ -74,13 +75,14 @@ static bool layout_flags_given(const cli_options *o)
 
 static char *read_all(const char *path, size_t *len, char *err, size_t errlen)
 {
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) {
-        snprintf(err, errlen, "cannot read '%s': no such file or not readable; give the path of "
-                              "a trainer YAML",
-                 path);
-        return NULL;
+    if (strcmp(path, "-")) { /* a file: regular, under the cap, the cause named (input_file.h) */
+        char *text;
+        if (input_file_read(path, "trainer YAML", "give the path of a trainer YAML",
+                            CHECK_MAX_FILE, &text, len, err, errlen) != CM_OK)
+            return NULL;
+        return text;
     }
+    FILE *f = stdin;
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     while (buf) {

@@ -7,7 +7,6 @@
  * its collectives are fitted the same way, so a cluster measured with nccl-tests alone gets a
  * profile.
  */
-#include <csv.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -16,129 +15,19 @@
 #include <string.h>
 #include <time.h>
 
+#include "calib_csv.h"
 #include "cli.h"
 #include "commands.h"
 #include "fit.h"
 #include "nccl_tests.h"
 #include "profile.h"
 
-#define MAXCOLS 32
-
-typedef struct {
-    char *names[MAXCOLS];
-    int ncols;
-    char *cells[MAXCOLS];
-    int n;
-    int line;
-    /* collected observations */
-    fit_gemm_obs *gemm;
-    int ngemm, capgemm;
-    struct coll {
-        int op, group, inter;
-        fit_collective_obs *obs;
-        int n, cap;
-    } colls[64];
-    int ncolls;
-    char err[CM_ERRLEN];
-    bool failed;
-} reader;
-
-static int col(const reader *r, const char *name)
-{
-    for (int i = 0; i < r->ncols; i++)
-        if (!strcmp(r->names[i], name)) return i;
-    return -1;
-}
-
-static void on_field(void *s, size_t len, void *data)
-{
-    reader *r = data;
-    if (r->n >= MAXCOLS) return;
-    char *c = malloc(len + 1);
-    memcpy(c, s, len);
-    c[len] = '\0';
-    r->cells[r->n++] = c;
-}
-
-static void on_row(int ch, void *data)
-{
-    (void)ch;
-    reader *r = data;
-    r->line++;
-    if (r->failed) goto done;
-    if (r->ncols == 0) {
-        for (int i = 0; i < r->n; i++) r->names[i] = strdup(r->cells[i]);
-        r->ncols = r->n;
-        const char *need[] = {"op", "m", "n", "k", "bytes", "group_size", "span", "time_s", NULL};
-        for (int i = 0; need[i]; i++)
-            if (col(r, need[i]) < 0) {
-                snprintf(r->err, sizeof r->err,
-                         "line 1 lacks the column '%s': is this a plan calibrate CSV?", need[i]);
-                r->failed = true;
-            }
-        goto done;
-    }
-    if (r->n < r->ncols) goto done;
-    const char *op = r->cells[col(r, "op")];
-    double t = atof(r->cells[col(r, "time_s")]);
-    if (!(t > 0)) {
-        snprintf(r->err, sizeof r->err, "line %d: time_s '%s' is not a positive number", r->line,
-                 r->cells[col(r, "time_s")]);
-        r->failed = true;
-        goto done;
-    }
-    if (!strcmp(op, "gemm")) {
-        if (r->ngemm == r->capgemm) {
-            r->capgemm = r->capgemm ? 2 * r->capgemm : 32;
-            r->gemm = realloc(r->gemm, r->capgemm * sizeof *r->gemm);
-        }
-        r->gemm[r->ngemm++] = (fit_gemm_obs){atof(r->cells[col(r, "m")]),
-                                             atof(r->cells[col(r, "n")]),
-                                             atof(r->cells[col(r, "k")]), t};
-        goto done;
-    }
-    const collective_desc *d = collective_find(op);
-    if (!d) {
-        snprintf(r->err, sizeof r->err, "line %d: unknown op '%s'", r->line, op);
-        r->failed = true;
-        goto done;
-    }
-    int group = atoi(r->cells[col(r, "group_size")]);
-    int inter = !strcmp(r->cells[col(r, "span")], "inter");
-    int k;
-    for (k = 0; k < r->ncolls; k++)
-        if (r->colls[k].op == (int)d->op && r->colls[k].group == group &&
-            r->colls[k].inter == inter)
-            break;
-    if (k == r->ncolls) {
-        if (k == 64) goto done;
-        r->colls[k] = (struct coll){.op = d->op, .group = group, .inter = inter};
-        r->ncolls++;
-    }
-    struct coll *c = &r->colls[k];
-    if (c->n == c->cap) {
-        c->cap = c->cap ? 2 * c->cap : 32;
-        c->obs = realloc(c->obs, c->cap * sizeof *c->obs);
-    }
-    c->obs[c->n++] = (fit_collective_obs){atof(r->cells[col(r, "bytes")]), t};
-done:
-    for (int i = 0; i < r->n; i++) free(r->cells[i]);
-    r->n = 0;
-}
-
-static void reader_free(reader *r)
-{
-    for (int i = 0; i < r->ncols; i++) free(r->names[i]);
-    for (int i = 0; i < r->n; i++) free(r->cells[i]);
-    for (int i = 0; i < r->ncolls; i++) free(r->colls[i].obs);
-    free(r->gemm);
-}
-
 /* The runs of an nccl-tests file as the reader's collectives (same op, group and span merge).
  * The span is the system's: does the run leave its NVLink domain (nccl_tests.h). */
-static cm_status read_nccl_tests(reader *r, const char *path, const system_spec *sys, char *err,
-                                 size_t errlen)
+static cm_status read_nccl_tests(calib_csv *r, const char *path, const system_spec *sys,
+                                 char *err, size_t errlen)
 {
+    memset(r, 0, sizeof *r);
     nccl_tests_file nf;
     cm_status st = nccl_tests_read(path, &nf, err, errlen);
     if (st != CM_OK) return st;
@@ -147,13 +36,15 @@ static cm_status read_nccl_tests(reader *r, const char *path, const system_spec 
         int inter = nccl_tests_spans_domains(run, sys);
         int k;
         for (k = 0; k < r->ncolls; k++)
-            if (r->colls[k].op == (int)run->op && r->colls[k].group == run->ranks &&
-                r->colls[k].inter == inter)
+            if (r->colls[k].op == (int)run->op && r->colls[k].group_size == run->ranks &&
+                r->colls[k].spans_nodes == inter)
                 break;
-        if (k == 64) break;
+        if (k == CALIB_CSV_MAX_GROUPS) break;
         if (k == r->ncolls)
-            r->colls[r->ncolls++] = (struct coll){.op = run->op, .group = run->ranks, .inter = inter};
-        struct coll *c = &r->colls[k];
+            r->colls[r->ncolls++] = (calib_csv_collective){.op = run->op,
+                                                           .group_size = run->ranks,
+                                                           .spans_nodes = inter};
+        calib_csv_collective *c = &r->colls[k];
         fit_collective_obs *o = realloc(c->obs, (size_t)(c->n + run->n) * sizeof *o);
         if (!o) {
             st = cm_fail(err, errlen, CM_ENOMEM, "out of memory reading '%s'", path);
@@ -210,45 +101,17 @@ int cmd_fit(int argc, char **argv)
     if (profile_load_system(base, cli_data_dir(), &sys, err, sizeof err) != CM_OK)
         return cli_error(err);
 
-    reader r;
-    memset(&r, 0, sizeof r);
+    calib_csv r;
     if (nccl_tests_detect(csv_path)) {
         if (read_nccl_tests(&r, csv_path, &sys, err, sizeof err) != CM_OK) {
-            reader_free(&r);
+            calib_csv_free(&r);
             return cli_error(err);
         }
         goto fit;
     }
-    FILE *f = fopen(csv_path, "rb");
-    if (!f) {
-        snprintf(err, sizeof err, "cannot read calibrate CSV '%s': no such file", csv_path);
+    if (calib_csv_read(csv_path, &r, err, sizeof err) != CM_OK) {
+        calib_csv_free(&r);
         return cli_error(err);
-    }
-    struct csv_parser p;
-    csv_init(&p, CSV_APPEND_NULL | CSV_STRICT);
-    char buf[65536];
-    size_t n;
-    bool bad_csv = false;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        if (csv_parse(&p, buf, n, on_field, on_row, &r) != n) {
-            bad_csv = true;
-            break;
-        }
-    if (!bad_csv && csv_fini(&p, on_field, on_row, &r) != 0) bad_csv = true;
-    fclose(f);
-    if (bad_csv) {
-        snprintf(err, sizeof err, "'%s' is not valid CSV near line %d: %s", csv_path, r.line + 1,
-                 csv_strerror(csv_error(&p)));
-        csv_free(&p);
-        reader_free(&r);
-        return cli_error(err);
-    }
-    csv_free(&p);
-    if (r.failed || r.ncols == 0) {
-        char msg[CM_ERRLEN + 256];
-        snprintf(msg, sizeof msg, "%.200s: %s", csv_path, r.ncols ? r.err : "empty file");
-        reader_free(&r);
-        return cli_error(msg);
     }
 
 fit:
@@ -256,7 +119,7 @@ fit:
     if (r.ngemm > 0) {
         fit_gemm_result g;
         if (fit_gemm(&sys, r.gemm, r.ngemm, &g, err, sizeof err) != CM_OK) {
-            reader_free(&r);
+            calib_csv_free(&r);
             return cli_error(err);
         }
         printf("GEMM (%d shapes): efficiency %.3f +- %.3f of peak (preset %.3f), fixed cost "
@@ -271,21 +134,21 @@ fit:
     printf("\n%-15s %5s %6s %12s %18s %9s %6s\n", "collective", "gpus", "span", "alpha_us",
            "busbw_GB/s", "rms_res", "points");
     for (int i = 0; i < r.ncolls; i++) {
-        struct coll *cl = &r.colls[i];
+        calib_csv_collective *cl = &r.colls[i];
         system_collective_fit fit;
-        if (fit_collective((collective_op)cl->op, cl->group, cl->inter, cl->obs, cl->n, &fit,
+        if (fit_collective((collective_op)cl->op, cl->group_size, cl->spans_nodes, cl->obs, cl->n, &fit,
                            err, sizeof err) != CM_OK) {
             fprintf(stderr, "plan fit: skipped: %s\n", err);
             continue;
         }
         printf("%-15s %5d %6s %6.1f +- %-4.1f %8.1f +- %-6.1f %8.1f%% %6d\n",
-               collective_get((collective_op)cl->op)->name, cl->group,
-               cl->inter ? "inter" : "intra", fit.alpha_s * 1e6, fit.alpha_sd * 1e6,
+               collective_get((collective_op)cl->op)->name, cl->group_size,
+               cl->spans_nodes ? "inter" : "intra", fit.alpha_s * 1e6, fit.alpha_sd * 1e6,
                fit.busbw_bytes_per_s / 1e9, fit.busbw_sd / 1e9, 100 * fit.rms_rel_residual,
                fit.points);
         if (fit_apply_collective(&sys, &fit, err, sizeof err) != CM_OK) break;
     }
-    reader_free(&r);
+    calib_csv_free(&r);
 
     char date[32];
     time_t now = time(NULL);

@@ -18,6 +18,7 @@
 #include "bench_csv.h"
 #include "chart.h"
 #include "cli.h"
+#include "cli_number.h"
 #include "commands.h"
 #include "profile.h"
 #include "report.h"
@@ -128,8 +129,6 @@ int cmd_report(int argc, char **argv)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":s:m:g:o:h", opts, NULL)) != -1) {
-        char *end;
-        long v;
         switch (c) {
         case 's': system = optarg; break;
         case O_CAL: calibration = optarg; break;
@@ -140,12 +139,9 @@ int cmd_report(int argc, char **argv)
         case O_FORMAT: format = optarg; break;
         case O_SEQ:
         case O_GBS:
-            v = strtol(optarg, &end, 10);
-            if (*end || end == optarg || v < 1 || v > 100000000)
-                return cli_error(c == O_SEQ ? "--seq needs a positive integer"
-                                            : "--gbs needs a positive integer");
-            if (c == O_SEQ) t.seq_len = (int)v;
-            else t.global_batch = (int)v;
+            if (c == O_SEQ ? cli_parse_int("seq", optarg, 1, CLI_MAX_SEQ, &t.seq_len)
+                           : cli_parse_int("gbs", optarg, 1, CLI_MAX_GBS, &t.global_batch))
+                return CLI_EXIT_USAGE;
             break;
         case 'h': usage(); return 0;
         case ':': {
@@ -189,15 +185,7 @@ int cmd_report(int argc, char **argv)
     int ng = split(gpus_arg, items, REPORT_MAX_GPUS, "gpus");
     if (ng < 0) return -ng;
     for (int i = 0; i < ng; i++) {
-        char *end;
-        long v = strtol(items[i], &end, 10);
-        if (*end || end == items[i] || v < 1 || v > 10000000) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "--gpus needs integers between 1 and 10000000, got '%s'",
-                     items[i]);
-            return cli_error(msg);
-        }
-        gpus[i] = (int)v;
+        if (cli_parse_int("gpus", items[i], 1, CLI_MAX_GPUS, &gpus[i])) return CLI_EXIT_USAGE;
     }
 
     /* system (+ calibration) and models */

@@ -70,6 +70,34 @@ static void precision_note(const search_result *r, const model_spec *m, const sy
            e.feasible ? "" : ", and it does not fit");
 }
 
+/* The search chooses the layout; a layout flag given to it was once silently ignored (issue
+ * 18: `plan --gpus 64 --tp 8 --pp 2 --offload` searched everything). The first such flag that
+ * differs from its default, or NULL. (Given with its default value it changes nothing.) */
+static const char *layout_flag_given(const cli_options *o)
+{
+    const layout d = layout_default(FRAMEWORK_MEGATRON), *l = &o->layout;
+    const struct { bool given; const char *flag; } flags[] = {
+        {l->tp != d.tp, "--tp"},
+        {l->pp != d.pp, "--pp"},
+        {o->dp_given, "--dp"},
+        {l->cp != d.cp, "--cp"},
+        {l->ep != d.ep, "--ep"},
+        {l->etp != d.etp, "--etp"},
+        {l->vpp != d.vpp, "--vpp"},
+        {l->mbs != d.mbs, "--mbs"},
+        {o->sp_given, "--sp/--no-sp"},
+        {o->sharding_given, "--sharding"},
+        {l->recompute != d.recompute, "--recompute"},
+        {l->recompute_layers != d.recompute_layers, "--recompute-layers"},
+        {l->reshard_after_forward != d.reshard_after_forward, "--no-reshard-after-forward"},
+        {l->shard_size != d.shard_size, "--shard-size"},
+        {l->offload != d.offload, "--offload"},
+    };
+    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
+        if (flags[i].given) return flags[i].flag;
+    return NULL;
+}
+
 int cmd_search(int argc, char **argv)
 {
     cli_options o;
@@ -83,6 +111,16 @@ int cmd_search(int argc, char **argv)
     if (!o.model_given)
         return cli_error("no model: give --model NAME|config.json (e.g. --model 8b)");
     if (o.gpus == 0) return cli_error("no GPU count: give --gpus N (e.g. --gpus 64)");
+    const char *fixed = layout_flag_given(&o);
+    if (fixed) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "%s fixes a layout, but the search chooses the layout itself: drop it, or "
+                 "estimate that layout with plan estimate %s ... (the search takes --framework, "
+                 "--seq, --gbs and the training flags)",
+                 fixed, fixed);
+        return cli_error(msg);
+    }
     model_spec m;
     system_spec sys;
     if ((rc = cli_load_specs(&o, &m, &sys))) return rc;

@@ -475,7 +475,18 @@ static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
     /* Feasibility */
     out->feasible = true;
     const memory_breakdown *mb = &out->memory;
-    if (mb->total_bytes > mb->capacity_bytes) {
+    if (out->gpus > sys->gpus_per_node && system_inter_bandwidth_per_gpu(sys) <= 0) {
+        /* Every plan on more than one node has a group that crosses nodes (data-parallel
+         * replicas reduce gradients, pipeline stages send activations), whatever the framework
+         * and sharding; an HSDP plan once "fit" here because only its shard group was priced
+         * (issue 18). */
+        out->feasible = false;
+        snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
+                 "the plan spans %d nodes but system '%s' has no inter-node network "
+                 "(nics_per_node is 0): use at most %d GPUs, or a system with a network",
+                 (out->gpus + sys->gpus_per_node - 1) / sys->gpus_per_node, sys->name,
+                 sys->gpus_per_node);
+    } else if (mb->total_bytes > mb->capacity_bytes) {
         out->feasible = false;
         snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
                  "out of memory on pipeline stage %d: needs %.1f GiB of %.1f GiB (%.1f GiB over)",

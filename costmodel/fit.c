@@ -36,6 +36,9 @@ static int gemm_residuals(const gsl_vector *x, void *data, gsl_vector *f)
     return GSL_SUCCESS;
 }
 
+/* NaN and infinities fail every comparison but this one; a fit of them is NaN (issue 18). */
+static bool positive_finite(double x) { return isfinite(x) && x > 0; }
+
 cm_status fit_gemm(const system_spec *sys, const fit_gemm_obs *obs, int n, fit_gemm_result *out,
                    char *err, size_t errlen)
 {
@@ -46,9 +49,12 @@ cm_status fit_gemm(const system_spec *sys, const fit_gemm_obs *obs, int n, fit_g
                        "with --ops gemm",
                        n);
     for (int i = 0; i < n; i++)
-        if (!(obs[i].time_s > 0) || obs[i].m <= 0 || obs[i].n <= 0 || obs[i].k <= 0)
+        if (!positive_finite(obs[i].time_s) || !positive_finite(obs[i].m) ||
+            !positive_finite(obs[i].n) || !positive_finite(obs[i].k))
             return cm_fail(err, errlen, CM_EINVAL,
-                           "GEMM measurement %d has a non-positive shape or time", i + 1);
+                           "GEMM measurement %d has a shape or time that is not a positive "
+                           "finite number",
+                           i + 1);
     gsl_set_error_handler_off();
     gemm_data d = {sys, obs};
     gsl_multifit_nlinear_fdf fdf = {.f = gemm_residuals, .df = NULL, .fvv = NULL, .n = (size_t)n,
@@ -90,6 +96,10 @@ cm_status fit_gemm(const system_spec *sys, const fit_gemm_obs *obs, int n, fit_g
                        "peak_bf16_flops and the measurements",
                        out->efficiency);
     if (out->overhead_s < 0) out->overhead_s = 0;
+    if (!isfinite(out->overhead_s) || !isfinite(out->efficiency_sd) ||
+        !isfinite(out->overhead_sd) || !isfinite(out->rms_rel_residual))
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "the GEMM fit gave a non-finite term: check the measurements");
     return CM_OK;
 }
 
@@ -103,9 +113,11 @@ cm_status fit_collective(collective_op op, int group_size, bool spans_nodes,
         return cm_fail(err, errlen, CM_EINVAL, "collective fit needs a known op and group >= 2");
     int distinct = 0;
     for (int i = 0; i < n; i++) {
-        if (!(obs[i].time_s > 0) || !(obs[i].bytes > 0))
+        if (!positive_finite(obs[i].time_s) || !positive_finite(obs[i].bytes))
             return cm_fail(err, errlen, CM_EINVAL,
-                           "%s measurement %d has a non-positive size or time", d->name, i + 1);
+                           "%s measurement %d has a size or time that is not a positive finite "
+                           "number",
+                           d->name, i + 1);
         bool seen = false;
         for (int j = 0; j < i; j++) seen |= obs[j].bytes == obs[i].bytes;
         distinct += !seen;
@@ -141,7 +153,7 @@ cm_status fit_collective(collective_op op, int group_size, bool spans_nodes,
     gsl_vector_free(w);
     gsl_vector_free(c);
     gsl_matrix_free(cov);
-    if (status != GSL_SUCCESS || !(beta > 0))
+    if (status != GSL_SUCCESS || !positive_finite(beta) || !isfinite(alpha))
         return cm_fail(err, errlen, CM_EINVAL,
                        "%s over %d GPUs: time does not grow with size (slope %.3g s/B): check "
                        "the measurements",
@@ -155,6 +167,11 @@ cm_status fit_collective(collective_op op, int group_size, bool spans_nodes,
     out->busbw_sd = beta_sd / (beta * beta); /* delta method: d(1/b) = db / b^2 */
     out->rms_rel_residual = sqrt(chisq / n);
     out->points = n;
+    if (!positive_finite(out->busbw_bytes_per_s) || !isfinite(out->alpha_sd) ||
+        !isfinite(out->busbw_sd) || !isfinite(out->rms_rel_residual))
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "%s over %d GPUs: the fit gave a non-finite term: check the measurements",
+                       d->name, group_size);
     return CM_OK;
 }
 

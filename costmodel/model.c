@@ -13,10 +13,9 @@
  * FIFO, size).
  */
 #include "model.h"
+#include "input_file.h"
 
 #include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -24,8 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* ---- JSON helpers: a key may be absent or null (HF writes null for "not used"). ---- */
 
@@ -297,100 +294,16 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
 
 /*
  * Reads a whole config.json into memory, refusing what is not one: a directory, a FIFO or
- * device (opened non-blocking, so a FIFO without a writer does not hang us), a file over
- * MODEL_CONFIG_MAX_BYTES; open errors are reported by their cause (no such file, permission
- * denied). *text is malloc'ed.
+ * device, a file over MODEL_CONFIG_MAX_BYTES (input_file.h); open errors are reported by their
+ * cause (no such file, permission denied). *text is malloc'ed.
  */
 static cm_status read_config_file(const char *path, char **text, size_t *len, char *err,
                                   size_t errlen)
 {
-    *text = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        const char *why = e == ENOENT   ? "no such file"
-                          : e == EACCES ? "permission denied"
-                                        : strerror(e);
-        return cm_fail(err, errlen, CM_EIO,
-                       "cannot read model config '%s': %s; give a preset name or the path to a "
-                       "config.json",
-                       path, why);
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return cm_fail(err, errlen, CM_EIO, "cannot read model config '%s': %s", path,
-                       strerror(e));
-    }
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
-        return cm_fail(err, errlen, CM_EIO,
-                       "model config '%s' is a directory: give the config.json inside it "
-                       "('%s/config.json')",
-                       path, path);
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return cm_fail(err, errlen, CM_EIO,
-                       "model config '%s' is not a regular file (a FIFO, socket or device): "
-                       "give the path of a config.json file",
-                       path);
-    }
-    if (st.st_size > MODEL_CONFIG_MAX_BYTES) {
-        close(fd);
-        return cm_fail(err, errlen, CM_EIO,
-                       "model config '%s' is %lld bytes, over the limit of %ld bytes for a "
-                       "config.json: give the model's config.json, not its weights",
-                       path, (long long)st.st_size, (long)MODEL_CONFIG_MAX_BYTES);
-    }
-    /* The file may grow while we read: read at most one byte past the cap. */
-    size_t cap = (size_t)st.st_size + 1, n = 0;
-    char *buf = malloc(cap + 1);
-    if (!buf) {
-        close(fd);
-        return cm_fail(err, errlen, CM_ENOMEM, "out of memory reading '%s'", path);
-    }
-    for (;;) {
-        if (n == cap) {
-            if (cap > (size_t)MODEL_CONFIG_MAX_BYTES) {
-                free(buf);
-                close(fd);
-                return cm_fail(err, errlen, CM_EIO,
-                               "model config '%s' is over the limit of %ld bytes for a "
-                               "config.json",
-                               path, (long)MODEL_CONFIG_MAX_BYTES);
-            }
-            size_t ncap = cap * 2 > (size_t)MODEL_CONFIG_MAX_BYTES + 1
-                              ? (size_t)MODEL_CONFIG_MAX_BYTES + 1
-                              : cap * 2;
-            char *nb = realloc(buf, ncap + 1);
-            if (!nb) {
-                free(buf);
-                close(fd);
-                return cm_fail(err, errlen, CM_ENOMEM, "out of memory reading '%s'", path);
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return cm_fail(err, errlen, CM_EIO, "cannot read model config '%s': %s", path,
-                           strerror(e));
-        }
-        if (r == 0) break;
-        n += (size_t)r;
-    }
-    close(fd);
-    buf[n] = '\0';
-    *text = buf;
-    *len = n;
-    return CM_OK;
+    return input_file_read(path, "model config",
+                           "give a preset name or the path to a config.json (not a directory "
+                           "or the model's weights)",
+                           MODEL_CONFIG_MAX_BYTES, text, len, err, errlen);
 }
 
 cm_status model_load_json(const char *path, const char *name, model_spec *spec, char *err,

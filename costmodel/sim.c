@@ -84,6 +84,7 @@ struct sim_workspace {
     trace_event *ev;
     int nev, ev_cap;
     bool ev_failed;
+    bool ev_over; /* stopped at SIM_MAX_TRACE_EVENTS */
 };
 
 /* Grow *p to hold n elements of size sz; false when out of memory. */
@@ -295,7 +296,11 @@ static int schedule(int p, int v, int m, int s, sched_op *out)
 static void record(sim_workspace *w, int stage, int tid, int kind, double a, double b,
                    int index, int mb, int chunk)
 {
-    if (!w->tracing || w->ev_failed) return;
+    if (!w->tracing || w->ev_failed || w->ev_over) return;
+    if (w->nev >= SIM_MAX_TRACE_EVENTS) {
+        w->ev_over = true;
+        return;
+    }
     if (!reserve(&w->ev, &w->ev_cap, w->nev + 1, sizeof *w->ev)) {
         w->ev_failed = true;
         return;
@@ -454,10 +459,12 @@ static cm_status check_input(const sim_input *in, char *err, size_t errlen)
         return cm_fail(err, errlen, CM_EINVAL,
                        "simulation needs pp, vpp and micro-batches >= 1 (got %d, %d, %d)",
                        in->pp, in->vpp, in->microbatches);
-    if ((long)in->pp * in->vpp * in->microbatches > 50000000L)
+    if ((long)in->pp * in->vpp * in->microbatches > SIM_MAX_CHUNKS)
         return cm_fail(err, errlen, CM_EINVAL,
-                       "simulation of %d stages x %d chunks x %d micro-batches is too large",
-                       in->pp, in->vpp, in->microbatches);
+                       "simulation of %d stages x %d chunks x %d micro-batches is over the "
+                       "limit of %ld stage-chunk-micro-batches: a smaller --gbs or a larger "
+                       "--mbs simulates; the search ranks such a plan by its closed form",
+                       in->pp, in->vpp, in->microbatches, SIM_MAX_CHUNKS);
     if (in->vpp > 1 && (in->pp < 2 || in->microbatches % in->pp))
         return cm_fail(err, errlen, CM_EINVAL,
                        "the interleaved schedule needs pp >= 2 and micro-batches (%d) divisible "
@@ -513,6 +520,7 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     w->traced = o->trace;
     w->nev = 0;
     w->ev_failed = false;
+    w->ev_over = false;
     memset(w->st, 0, (size_t)p * sizeof *w->st);
     for (int i = 0; i < nv * m; i++) w->arr_f[i] = w->arr_b[i] = -1;
 
@@ -646,7 +654,13 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     out->optimizer_s = opt;
     out->param_gather_s = fmax(0, step - t_opt - opt); /* 0, not -1e-16, when none */
     out->critical_stage = critical;
-    if (w->ev_failed) w->traced = false;
+    if (w->ev_failed || w->ev_over) w->traced = false;
+    if (w->ev_over)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "the trace would hold more than %d events, the limit (about %d MB of "
+                       "JSON): trace a plan with fewer micro-batches (a smaller --gbs or a "
+                       "larger --mbs)",
+                       SIM_MAX_TRACE_EVENTS, SIM_MAX_TRACE_EVENTS / 7500);
     return CM_OK;
 }
 

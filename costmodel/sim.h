@@ -90,6 +90,17 @@ typedef struct {
     double end_s;         /* its step ends (optimizer, parameter gather) */
 } sim_stage_stats;
 
+/* Bounds on the work of one run (issue 18: `--gbs 100000000` once re-ranked plans of 50 M chunks
+ * for minutes, and a trace of a million events took gigabytes). A run over SIM_MAX_CHUNKS
+ * (stages x virtual chunks x micro-batches; a fifth of a second on one core, so a re-ranked
+ * search of 35 plans stays within seconds; far above a real step: 4096 micro-batches of 16
+ * stages x 3 chunks) is refused with an error naming the limit, and the
+ * search then ranks that plan by its closed-form time, as for any plan the simulator cannot
+ * time. A traced run records at most SIM_MAX_TRACE_EVENTS events (about 27 MB of JSON); past
+ * that sim_run fails, saying so, and no trace is kept. */
+#define SIM_MAX_CHUNKS 200000L
+#define SIM_MAX_TRACE_EVENTS 200000
+
 typedef struct sim_workspace sim_workspace;
 
 sim_workspace *sim_alloc(void);

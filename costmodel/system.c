@@ -7,12 +7,14 @@
  * required field; an overlay may give any subset.
  */
 #include "system.h"
+#include "input_file.h"
 
 #include <dirent.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -185,15 +187,14 @@ cm_status system_overlay_fields(const json_t *root, const char *path, system_spe
 json_t *system_read_json(const char *path, cm_status *st, char *err, size_t errlen)
 {
     json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
+    char *text;
+    size_t len;
+    *st = input_file_read(path, "system file", "give a preset name or the path to a system JSON",
+                          INPUT_FILE_JSON_MAX_BYTES, &text, &len, err, errlen);
+    if (*st != CM_OK) return NULL;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    free(text);
     if (!root) {
-        FILE *f = fopen(path, "r");
-        if (!f) {
-            *st = cm_fail(err, errlen, CM_EIO, "cannot read system file '%s': no such file",
-                          path);
-            return NULL;
-        }
-        fclose(f);
         *st = cm_fail(err, errlen, CM_EPARSE,
                       "system file '%s' is not valid JSON (line %d: %s): fix the file", path,
                       jerr.line, jerr.text);

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "input_file.h"
 #include "layout_codec.h"
 
 /* ---- the columns ---- */
@@ -108,7 +109,7 @@ static bool parse_num(const char *s, double *out)
     char *end;
     errno = 0;
     *out = strtod(s, &end);
-    return !errno && *end == '\0';
+    return !errno && *end == '\0' && isfinite(*out); /* "nan", "inf": not numbers of a run */
 }
 
 /* Set a row's cell from its text (as read from a file); false when a number is not one. */
@@ -119,7 +120,9 @@ static bool set_cell(bench_row *r, const column *c, const char *s)
     case COL_TEXT: snprintf(member(r, c), c->size, "%s", s); return true;
     case COL_YESNO: *(bool *)member(r, c) = !strcmp(s, "yes"); return true;
     case COL_INT:
-        if (!parse_num(s, &v)) return false;
+        /* converted to int: a missing or huge value would be undefined behaviour (issue 18,
+         * found by tests/fuzz/fuzz_csv) */
+        if (!parse_num(s, &v) || !(v >= 0 && v <= 1e9)) return false;
         *(int *)member(r, c) = (int)v;
         return true;
     default:
@@ -268,25 +271,31 @@ done:
 
 int bench_csv_read(const char *path, bench_row **rows, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot read results file '%s': no such file", path);
+    FILE *f;
+    if (input_file_open(path, "results file", NULL, INPUT_FILE_CSV_MAX_BYTES, &f, err, errlen) !=
+        CM_OK)
         return -1;
-    }
     init_columns();
     reader r = {.err = err, .errlen = errlen};
     struct csv_parser p;
     csv_init(&p, CSV_APPEND_NULL | CSV_STRICT);
     char buf[65536];
-    size_t n;
+    size_t n, total = 0;
     int status = 0;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+        total += n;
+        if (input_file_over_cap(path, "results file", INPUT_FILE_CSV_MAX_BYTES, total, err,
+                                errlen)) {
+            status = -1;
+            break;
+        }
         if (csv_parse(&p, buf, n, on_field, on_row, &r) != n) {
             snprintf(err, errlen, "'%s' is not valid CSV near line %d: %s", path, r.line + 1,
                      csv_strerror(csv_error(&p)));
             status = -1;
             break;
         }
+    }
     if (status == 0 && csv_fini(&p, on_field, on_row, &r) != 0) {
         snprintf(err, errlen, "'%s' is not valid CSV at its end: %s", path,
                  csv_strerror(csv_error(&p)));

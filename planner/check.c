@@ -160,6 +160,14 @@ static cm_status get_int(reader *r, const yaml_node_t *m, const char *key, const
                    n->type == YAML_SCALAR_NODE ? " (quoted: the trainer would read a string)"
                                                : "");
     const char *s = scalar_text(n);
+    /* A leading zero splits the YAML versions: 1.2 (core schema) reads 010 as decimal 10,
+     * PyYAML (YAML 1.1, what the trainers load configs with) as octal 8. Neither is picked
+     * silently (issue 18). */
+    const char *digits = s + (*s == '-' || *s == '+');
+    if (digits[0] == '0' && digits[1] >= '0' && digits[1] <= '9')
+        return bad(r, n, "%s is %s: with a leading zero YAML 1.2 reads it as decimal, but the "
+                   "trainer's YAML 1.1 reader (PyYAML) as octal: write it without the leading "
+                   "zero", path, v);
     char *end;
     errno = 0;
     long x = strtol(s, &end, 10);
@@ -624,12 +632,49 @@ static cm_status read_trainer(reader *r, const yaml_node_t *root, check_config *
     return CM_OK;
 }
 
+/*
+ * libyaml's scanner does work proportional to the flow-nesting depth for every token, so a
+ * 40,000-deep "[[[[..." takes seconds to load (issue 18). A trainer config nests a few levels:
+ * the events are walked first and the file is refused at the first collection deeper than
+ * CHECK_MAX_YAML_DEPTH, before any document is built. Syntax errors are left to the load.
+ */
+#define CHECK_MAX_YAML_DEPTH 64
+
+static cm_status check_yaml_depth(const char *text, size_t len, char *err, size_t errlen)
+{
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        return cm_fail(err, errlen, CM_ENOMEM, "out of memory in the YAML parser");
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    cm_status st = CM_OK;
+    int depth = 0;
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) break; /* reported by yaml_parser_load */
+        yaml_event_type_t type = ev.type;
+        if (type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT) depth++;
+        if (type == YAML_SEQUENCE_END_EVENT || type == YAML_MAPPING_END_EVENT) depth--;
+        if (depth > CHECK_MAX_YAML_DEPTH)
+            st = cm_fail(err, errlen, CM_EPARSE,
+                         "%lu:%lu: lists and mappings nest deeper than %d levels, the limit for "
+                         "a trainer config: this is not one",
+                         (unsigned long)ev.start_mark.line + 1,
+                         (unsigned long)ev.start_mark.column + 1, CHECK_MAX_YAML_DEPTH);
+        yaml_event_delete(&ev);
+        if (st != CM_OK || type == YAML_STREAM_END_EVENT) break;
+    }
+    yaml_parser_delete(&parser);
+    return st;
+}
+
 cm_status check_read_yaml(const char *text, size_t len, check_config *cfg, check_report *rep,
                           char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof *cfg);
     memset(rep, 0, sizeof *rep);
     cfg->training = training_default();
+    cm_status depth_st = check_yaml_depth(text, len, err, errlen);
+    if (depth_st != CM_OK) return depth_st;
     yaml_parser_t parser;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&parser))

@@ -358,7 +358,7 @@ void report_section_decision(doc *d, const report *r)
             for (int g = 0; g < r->ngpus; g++) {
                 const report_point *p = report_find_point(mr, r->gpus[g]);
                 if (!p) continue;
-                char c[7][64];
+                char c[7][sizeof mr->m.display]; /* whole display name */
                 snprintf(c[0], sizeof c[0], "%s", mr->m.display);
                 snprintf(c[1], sizeof c[1], "%d", p->gpus);
                 bool hb = p->has_best[FRAMEWORK_MEGATRON];

@@ -1,0 +1,366 @@
+/*
+ * test_hostile_input.c — inputs a hostile or unlucky user gives (issue 18), one test per case,
+ * each of which once crashed, hung, ran without bound, ran with a silently changed value or
+ * named the wrong cause:
+ *  - every file reader (system JSON, calibration profile, sweep JSON, trainer YAML, results CSV
+ *    of bench --compare and report --bench, calibrate CSV of plan fit) refuses a directory, a
+ *    FIFO (without blocking), /dev/zero (without reading forever) and an unreadable file, and
+ *    says which;
+ *  - a sweep file with an unknown framework (was a write through an uninitialised index) or an
+ *    out-of-range seq; numbers on the command line are strict (`--seq 1e9`, `--gbs 1024abc`);
+ *  - layout flags given to the search are refused, naming the flag;
+ *  - YAML: a 40,000-deep flow sequence is refused at once; a leading-zero integer is refused;
+ *  - a system without a network: no multi-node plan fits, for any framework or sharding;
+ *  - plan fit: NaN, infinite and overflowing cells are refused naming the line;
+ *  - the simulator refuses more than SIM_MAX_CHUNKS and a trace of more than
+ *    SIM_MAX_TRACE_EVENTS events.
+ * Library calls where the library decides; the rest through `plan` (PLAN_EXE).
+ */
+#include <fcntl.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "check.h"
+#include "fit.h"
+#include "plan_run.h"
+#include "sim.h"
+
+static char tmpdir[256];
+static plan_run_result run;
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+static char *tmp(const char *name)
+{
+    static char paths[16][512];
+    static int next;
+    char *p = paths[next++ % 16];
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    return p;
+}
+
+/* `plan <args>` must exit 2 with needle on stderr. */
+static void expect_usage_error(const char *needle, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void expect_usage_error(const char *needle, const char *fmt, ...)
+{
+    char args[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    assert_int_equal(plan_run(&run, args), 0);
+    if (run.status != 2 || !strstr(run.err, needle))
+        fail_msg("plan %s: exit %d, wanted 2 with '%s'; stderr: %s", args, run.status, needle,
+                 run.err);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "a reader blocked or ran without bound (alarm)\n";
+    if (write(2, msg, sizeof msg - 1) < 0) _exit(3);
+    _exit(3);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/plan_hostile_XXXXXX");
+    if (!mkdtemp(tmpdir)) return -1;
+    signal(SIGALRM, on_alarm);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[2 * sizeof tmpdir + 64];
+    snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s'; rm -rf '%s'", tmpdir, tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* The readers and the command line that reaches each: %s is the file. */
+static const struct {
+    const char *what;
+    const char *args;
+} readers[] = {
+    {"system file", "estimate --model 8b --gpus 8 --system %s"},
+    {"system file", "estimate --model 8b --gpus 8 --calibration %s"},
+    {"sweep file", "bench --sweep %s"},
+    {"trainer YAML", "check %s --model 8b"},
+    {"results file", "bench --compare %s %s"},
+    {"results file", "report -o /dev/null --format md --models 8b --gpus 8 --bench %s"},
+    {"calibrate CSV", "fit %s -o /dev/null"},
+};
+
+static void each_reader(const char *path, const char *needle)
+{
+    for (size_t i = 0; i < sizeof readers / sizeof *readers; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, readers[i].args, path, path);
+        alarm(60);
+        expect_usage_error(needle, "%s", args);
+        alarm(0);
+        if (!strstr(run.err, readers[i].what))
+            fail_msg("plan %s: the message does not name the %s: %s", args, readers[i].what,
+                     run.err);
+    }
+}
+
+/* A directory was "not valid JSON" or "no such file". */
+static void test_directory(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    each_reader(tmpdir, "is a directory");
+}
+
+/* A FIFO blocked forever (fopen waits for a writer); the alarm turns that into a failure. */
+static void test_fifo(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    char *fifo = tmp("fifo");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    each_reader(fifo, "not a regular file");
+}
+
+/* /dev/zero was read forever by the CSV readers. */
+static void test_dev_zero(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    each_reader("/dev/zero", "not a regular file");
+}
+
+/* Permission denied was reported as "no such file". Root reads anything: skipped. */
+static void test_permission(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    if (geteuid() == 0) skip();
+    char *secret = tmp("secret");
+    write_file(secret, "{}");
+    assert_int_equal(chmod(secret, 0), 0);
+    each_reader(secret, "permission denied");
+    each_reader("/nonexistent/file", "no such file");
+}
+
+/* An unknown framework in a sweep file wrote through an uninitialised index; seq and gbs were
+ * narrowed to int unchecked. */
+static void test_sweep_file(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    char *sweep = tmp("sweep.json");
+    write_file(sweep, "{\"models\": [\"3b\"], \"gpus\": [8], \"frameworks\": [\"deepspeed\"]}");
+    expect_usage_error("unknown framework 'deepspeed'", "bench --sweep %s", sweep);
+    write_file(sweep, "{\"models\": [\"3b\"], \"gpus\": [8], \"seq\": 4294971392}");
+    expect_usage_error("\"seq\" must be an integer between 1 and", "bench --sweep %s", sweep);
+    write_file(sweep, "{\"models\": [\"3b\"], \"gpus\": [8], \"gbs\": 8.5}");
+    expect_usage_error("\"gbs\" must be an integer", "bench --sweep %s", sweep);
+}
+
+/* atoi ran `--seq 1e9` with seq 1 and `--gbs 1024abc` with 1024; strtol took " 8" and "+8". */
+static void test_strict_numbers(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    expect_usage_error("--seq needs an integer between 1 and", "bench --models 3b --gpus 8 --seq 1e9");
+    expect_usage_error("--gbs needs an integer", "bench --models 3b --gpus 8 --gbs 1024abc");
+    expect_usage_error("--gbs needs an integer", "bench --models 3b --gpus 8 --gbs -5");
+    expect_usage_error("--gpus needs an integer", "bench --models 3b --gpus 8,+16");
+    expect_usage_error("--gpus needs an integer", "--model 8b --gpus ' 8'");
+    expect_usage_error("--seq needs an integer", "report -o /dev/null --format md --seq 4096x");
+    expect_usage_error("--gpus needs an integer", "report -o /dev/null --format md --gpus 8,16x");
+}
+
+/* The search ignored layout flags. */
+static void test_search_layout_flags(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    expect_usage_error("--tp fixes a layout", "--model 8b --gpus 64 --tp 8 --pp 2 --offload");
+    expect_usage_error("--offload fixes a layout", "--model 8b --gpus 64 --offload");
+    expect_usage_error("--sharding fixes a layout", "--model 8b --gpus 64 --sharding fsdp");
+    assert_int_equal(plan_run(&run, "--model 8b --gpus 8 --framework fsdp2 --no-simulate"), 0);
+    assert_int_equal(run.status, 0);
+}
+
+static cm_status read_yaml(const char *text, check_config *cfg, char *err)
+{
+    check_report rep;
+    return check_read_yaml(text, strlen(text), cfg, &rep, err, CM_ERRLEN);
+}
+
+/* libyaml took seconds on a 40,000-deep flow sequence. */
+static void test_yaml_depth(void **state)
+{
+    (void)state;
+    size_t depth = 40000;
+    char *text = malloc(2 * depth + 16);
+    assert_non_null(text);
+    size_t n = (size_t)sprintf(text, "trainer: ");
+    for (size_t i = 0; i < depth; i++) text[n++] = '[';
+    for (size_t i = 0; i < depth; i++) text[n++] = ']';
+    text[n] = '\0';
+    check_config cfg;
+    char err[CM_ERRLEN];
+    alarm(20);
+    cm_status st = read_yaml(text, &cfg, err);
+    alarm(0);
+    free(text);
+    assert_int_not_equal(st, CM_OK);
+    if (!strstr(err, "nest deeper than")) fail_msg("%s", err);
+}
+
+/* 010 is decimal 10 in YAML 1.2 and octal 8 in PyYAML's YAML 1.1: once read as 10 silently. */
+static void test_yaml_leading_zero(void **state)
+{
+    (void)state;
+    check_config cfg;
+    char err[CM_ERRLEN];
+    const char *text = "trainer:\n  strategy: megatron\n  policy:\n    megatron_config:\n"
+                       "      tensor_model_parallel_size: 010\n";
+    assert_int_not_equal(read_yaml(text, &cfg, err), CM_OK);
+    if (!strstr(err, "leading zero") || !strstr(err, "tensor_model_parallel_size"))
+        fail_msg("%s", err);
+}
+
+/* nics_per_node 0: an HSDP plan over 8 nodes "fit", its replica all-reduce unpriced. */
+static void test_no_network(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    char path[600], *sys = tmp("nonet.json");
+    snprintf(path, sizeof path, "%s/systems/h100.json", getenv("PLAN_DATA_DIR"));
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *nics = strstr(text, "\"nics_per_node\": 8");
+    assert_non_null(nics);
+    nics[strlen("\"nics_per_node\": ")] = '0';
+    write_file(sys, text);
+    static const char *const plans[] = {
+        "--framework fsdp2 --shard-size 8", "--framework fsdp2",
+        "--framework megatron --sharding fsdp", "--framework megatron --sharding ddp",
+        "--framework megatron --pp 8",
+    };
+    for (size_t i = 0; i < sizeof plans / sizeof *plans; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, "estimate --model 8b --gpus 64 --system %s %s", sys,
+                 plans[i]);
+        assert_int_equal(plan_run(&run, args), 0);
+        if (!strstr(run.out, "INFEASIBLE") || !strstr(run.out, "no inter-node network"))
+            fail_msg("plan %s fits without a network:\n%s%s", args, run.out, run.err);
+    }
+    char args[1024];
+    snprintf(args, sizeof args, "--model 8b --gpus 64 --system %s --no-simulate", sys);
+    assert_int_equal(plan_run(&run, args), 0);
+    if (!strstr(run.out, "No layout fits")) fail_msg("%s", run.out);
+}
+
+/* plan fit wrote a profile of NaNs, exit 0, from NaN or overflowing cells. */
+static void test_fit_non_finite(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    static const char *const bad[] = {"nan", "inf", "1e400", "-0.5", "12abc", "0x1p3z"};
+    char *csv = tmp("calib.csv"), *out = tmp("profile.json");
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "op,m,n,k,bytes,group_size,span,time_s\n"
+                 "gemm,4096,4096,4096,,,,0.0002\n"
+                 "gemm,8192,8192,8192,,,,0.0016\n"
+                 "gemm,%s,2048,2048,,,,0.00003\n"
+                 "gemm,16384,16384,16384,,,,0.0128\n",
+                 bad[i]);
+        write_file(csv, text);
+        unlink(out);
+        expect_usage_error("line 4: m", "fit %s -o %s", csv, out);
+        assert_int_not_equal(access(out, F_OK), 0);
+    }
+    write_file(csv, "op,m,n,k,bytes,group_size,span,time_s\n"
+                    "all_reduce,,,,1048576,8,intra,nan\n");
+    expect_usage_error("line 2: time_s", "fit %s -o %s", csv, out);
+    write_file(csv, "op,m,n,k,bytes,group_size,span,time_s\n"
+                    "all_reduce,,,,1048576,1e1,intra,0.001\n");
+    expect_usage_error("line 2: group_size", "fit %s -o %s", csv, out);
+}
+
+/* The fit itself refuses NaN observations (they passed `m <= 0`). */
+static void test_fit_library(void **state)
+{
+    (void)state;
+    system_spec sys;
+    memset(&sys, 0, sizeof sys);
+    sys.peak_bf16_flops = 989e12;
+    sys.hbm_bandwidth_bytes_per_s = 3.35e12;
+    sys.gemm_efficiency_max = 0.7;
+    fit_gemm_obs g[3] = {{4096, 4096, 4096, 2e-4}, {NAN, 8192, 8192, 1.6e-3},
+                         {16384, 16384, 16384, 1.28e-2}};
+    fit_gemm_result gr;
+    char err[CM_ERRLEN];
+    assert_int_not_equal(fit_gemm(&sys, g, 3, &gr, err, sizeof err), CM_OK);
+    if (!strstr(err, "finite")) fail_msg("%s", err);
+    fit_collective_obs c[3] = {{1e6, 1e-4}, {INFINITY, 1e-3}, {1e8, 1e-2}};
+    system_collective_fit cf;
+    assert_int_not_equal(fit_collective(COLL_ALL_REDUCE, 8, false, c, 3, &cf, err, sizeof err),
+                         CM_OK);
+    if (!strstr(err, "finite")) fail_msg("%s", err);
+}
+
+/* The simulator once ran 50 M chunks per plan (minutes per search) and traced millions of
+ * events (gigabytes). */
+static void test_sim_bounds(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    alarm(60);
+    expect_usage_error("over the limit of",
+                       "simulate --model 8b --gpus 8 --gbs 100000000 --no-simulate");
+    expect_usage_error("the trace would hold more than",
+                       "simulate --model 8b --gpus 8 --gbs 100000 --framework fsdp2 --trace %s",
+                       tmp("trace.json"));
+    /* The search keeps such plans by their closed form, in a bounded time. */
+    assert_int_equal(plan_run(&run, "--model 8b --gpus 64 --gbs 100000000"), 0);
+    alarm(0);
+    assert_int_equal(run.status, 0);
+    assert_non_null(strstr(run.out, "Recommended"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_directory),        cmocka_unit_test(test_fifo),
+        cmocka_unit_test(test_dev_zero),         cmocka_unit_test(test_permission),
+        cmocka_unit_test(test_sweep_file),       cmocka_unit_test(test_strict_numbers),
+        cmocka_unit_test(test_search_layout_flags), cmocka_unit_test(test_yaml_depth),
+        cmocka_unit_test(test_yaml_leading_zero), cmocka_unit_test(test_no_network),
+        cmocka_unit_test(test_fit_non_finite),   cmocka_unit_test(test_fit_library),
+        cmocka_unit_test(test_sim_bounds),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
