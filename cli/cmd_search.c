@@ -50,7 +50,7 @@ static void precision_note(const search_result *r, const model_spec *m, const sy
     if (r->count == 0) return;
     const estimate *best = &r->ranked[0];
     if (!precision_is_low(&best->layout)) {
-        printf("\nPrecision: bf16 %s.\n", sys->peak_fp8_flops > 0
+        printf("\nPrecision: bf16 %s.\n", sys->peak_fp8_flops_per_s > 0
                                                ? "ranks first (low-precision layouts were "
                                                  "searched too)"
                                                : "(this GPU has no FP8 tensor cores)");

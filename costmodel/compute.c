@@ -7,7 +7,7 @@ double compute_gemm_s(const system_spec *sys, double m, double n, double k)
     double flops = 2.0 * m * n * k;
     double bytes = 2.0 * (m * k + k * n + m * n); /* bf16 operands and result */
     /* A power cap below the TDP lowers the sustained clock (system_gemm_power_scale). */
-    double t_math = flops / (sys->peak_bf16_flops * sys->gemm_efficiency_max *
+    double t_math = flops / (sys->peak_bf16_flops_per_s * sys->gemm_efficiency_max *
                              system_gemm_power_scale(sys));
     double t_mem = bytes / (sys->hbm_bandwidth_bytes_per_s * sys->hbm_efficiency);
     return (t_math > t_mem ? t_math : t_mem) + sys->gemm_overhead_s;
@@ -48,12 +48,12 @@ double compute_grouped_gemm_fwd_bwd_s(const system_spec *sys, int groups, double
 
 double compute_flash_forward_s(const system_spec *sys, double flops)
 {
-    return flops / (sys->peak_bf16_flops * sys->attention_efficiency);
+    return flops / (sys->peak_bf16_flops_per_s * sys->attention_efficiency);
 }
 
 double compute_flash_backward_s(const system_spec *sys, double flops)
 {
-    return 2.5 * flops / (sys->peak_bf16_flops * sys->attention_efficiency);
+    return 2.5 * flops / (sys->peak_bf16_flops_per_s * sys->attention_efficiency);
 }
 
 double compute_stream_s(const system_spec *sys, double bytes)

@@ -468,7 +468,7 @@ static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
     out->hardware_flops_per_step = flops_hardware_per_step(m, t, l);
     double tokens = (double)t->global_batch * t->seq_len;
     out->tokens_per_s = tokens / tm->step_s;
-    double peak = sys->peak_bf16_flops * out->gpus;
+    double peak = sys->peak_bf16_flops_per_s * out->gpus;
     out->mfu = out->model_flops_per_step / (tm->step_s * peak);
     out->hfu = out->hardware_flops_per_step / (tm->step_s * peak);
 

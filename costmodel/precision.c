@@ -145,9 +145,9 @@ double precision_peak_flops(const system_spec *sys, const layout *l)
 {
     switch (l->precision) {
     case PRECISION_FP8:
-    case PRECISION_MXFP8: return sys->peak_fp8_flops;
-    case PRECISION_NVFP4: return sys->peak_fp4_flops;
-    default: return sys->peak_bf16_flops;
+    case PRECISION_MXFP8: return sys->peak_fp8_flops_per_s;
+    case PRECISION_NVFP4: return sys->peak_fp4_flops_per_s;
+    default: return sys->peak_bf16_flops_per_s;
     }
 }
 
@@ -164,13 +164,13 @@ cm_status precision_check(const system_spec *sys, const layout *l, char *err, si
                        "--fp8-recipe applies to --precision fp8 only (%s has its own block "
                        "scaling): drop it",
                        precision_name(l->precision));
-    if (l->precision == PRECISION_FP8 && sys->peak_fp8_flops <= 0)
+    if (l->precision == PRECISION_FP8 && sys->peak_fp8_flops_per_s <= 0)
         return cm_fail(err, errlen, CM_EINVAL,
                        "precision fp8 needs FP8 tensor cores (Hopper, Ada, Blackwell, MI300): "
-                       "system '%s' has no peak_fp8_flops; use --precision bf16",
+                       "system '%s' has no peak_fp8_flops_per_s; use --precision bf16",
                        sys->name);
     if ((l->precision == PRECISION_MXFP8 || l->precision == PRECISION_NVFP4) &&
-        sys->peak_fp4_flops <= 0)
+        sys->peak_fp4_flops_per_s <= 0)
         return cm_fail(err, errlen, CM_EINVAL,
                        "precision %s needs block-scaled (microscaling) tensor cores, i.e. "
                        "Blackwell (b200, b300, gb200-nvl72, gb300-nvl72): system '%s' has no "

@@ -67,12 +67,12 @@ int precision_fp8_recipe_resolved(const layout *l);
 bool precision_is_low(const layout *l);
 /* The rules of l's precision and recipe (bf16: everything as before, ratio 1, 2-byte). */
 void precision_rules_of(const layout *l, precision_rules *out);
-/* The dense peak the low-precision GEMMs run against: peak_fp8_flops (fp8, mxfp8),
- * peak_fp4_flops (nvfp4), peak_bf16_flops (bf16). */
+/* The dense peak the low-precision GEMMs run against: peak_fp8_flops_per_s (fp8, mxfp8),
+ * peak_fp4_flops_per_s (nvfp4), peak_bf16_flops_per_s (bf16). */
 double precision_peak_flops(const system_spec *sys, const layout *l);
 
 /* Can this system and framework run l's precision? MXFP8 and NVFP4 need block-scaled tensor
- * cores (a preset with peak_fp4_flops: Blackwell, CDNA4), FP8 a peak_fp8_flops; torchao has no
+ * cores (a preset with peak_fp4_flops_per_s: Blackwell, CDNA4), FP8 a peak_fp8_flops_per_s; torchao has no
  * delayed scaling any more and NVFP4 training is Transformer Engine's (Megatron) only. */
 cm_status precision_check(const system_spec *sys, const layout *l, char *err, size_t errlen);
 

@@ -34,9 +34,9 @@ typedef struct {
 #define B(sec, key, member) {sec, key, offsetof(system_spec, member), true, true, false, 0, 1}
 
 static const system_field fields[] = {
-    F("gpu", "peak_bf16_flops", peak_bf16_flops, true, 1e12, 1e17),
-    F("gpu", "peak_fp8_flops", peak_fp8_flops, false, 0, 1e17),
-    F("gpu", "peak_fp4_flops", peak_fp4_flops, false, 0, 1e17),
+    F("gpu", "peak_bf16_flops", peak_bf16_flops_per_s, true, 1e12, 1e17),
+    F("gpu", "peak_fp8_flops", peak_fp8_flops_per_s, false, 0, 1e17),
+    F("gpu", "peak_fp4_flops", peak_fp4_flops_per_s, false, 0, 1e17),
     F("gpu", "hbm_bytes", hbm_bytes, true, 1e9, 1e13),
     F("gpu", "hbm_bandwidth_bytes_per_s", hbm_bandwidth_bytes_per_s, true, 1e10, 1e14),
     F("gpu", "gemm_efficiency_max", gemm_efficiency_max, true, 0.05, 1.0),

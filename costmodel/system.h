@@ -63,9 +63,9 @@ typedef struct {
     char gpu_name[64];
 
     /* GPU */
-    double peak_bf16_flops;            /* dense, per GPU, FLOP/s */
-    double peak_fp8_flops;
-    double peak_fp4_flops;             /* dense FP4 (NVFP4/MXFP4), 0 where unsupported */
+    double peak_bf16_flops_per_s;            /* dense, per GPU, FLOP/s */
+    double peak_fp8_flops_per_s;
+    double peak_fp4_flops_per_s;             /* dense FP4 (NVFP4/MXFP4), 0 where unsupported */
     double hbm_bytes;                  /* capacity per GPU */
     double hbm_bandwidth_bytes_per_s;
     double gemm_efficiency_max;        /* achieved/peak on large bf16 GEMMs */

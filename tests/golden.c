@@ -174,7 +174,7 @@ int golden_run(const char *csv_path, const char *data_dir, golden_row *rows, int
             g->reported = mfu / 100.0;
             g->predicted = flops_korthikanti_model(tr.global_batch, tr.seq_len, m.layers,
                                                    m.hidden, m.vocab) /
-                           (step * gpus * sys.peak_bf16_flops);
+                           (step * gpus * sys.peak_bf16_flops_per_s);
         } else if (step_rep > 0 && !has(derived, "step_time_s")) {
             snprintf(g->metric, sizeof g->metric, "step_s");
             g->reported = step_rep;

@@ -25,7 +25,7 @@ static system_spec base(void)
     system_spec s;
     memset(&s, 0, sizeof s);
     snprintf(s.name, sizeof s.name, "synthetic");
-    s.peak_bf16_flops = 989.4e12;
+    s.peak_bf16_flops_per_s = 989.4e12;
     s.hbm_bandwidth_bytes_per_s = 3.35e12;
     s.hbm_efficiency = 0.9;
     s.gemm_efficiency_max = 0.5; /* start far from the truth */
@@ -171,7 +171,7 @@ static void test_profile_as_system(void **state)
     system_spec base, prof;
     assert_int_equal(system_load("h200-x4", dir, &base, err, sizeof err), CM_OK);
     assert_int_equal(profile_load_system(path, dir, &prof, err, sizeof err), CM_OK);
-    assert_true(prof.peak_bf16_flops == base.peak_bf16_flops); /* from the preset */
+    assert_true(prof.peak_bf16_flops_per_s == base.peak_bf16_flops_per_s); /* from the preset */
     assert_int_equal(base.n_collective_fits, 0);
     assert_true(prof.n_collective_fits >= 10);                 /* from the profile */
     assert_non_null(strstr(prof.name, "h200-x4+"));

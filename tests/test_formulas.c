@@ -47,7 +47,7 @@ static system_spec toy_system(void)
     system_spec s;
     memset(&s, 0, sizeof s);
     snprintf(s.name, sizeof s.name, "toy");
-    s.peak_bf16_flops = 1e15;
+    s.peak_bf16_flops_per_s = 1e15;
     s.hbm_bytes = 80e9;
     s.hbm_bandwidth_bytes_per_s = 2e12;
     s.gemm_efficiency_max = 0.5;

@@ -316,7 +316,7 @@ static void test_fit_library(void **state)
     (void)state;
     system_spec sys;
     memset(&sys, 0, sizeof sys);
-    sys.peak_bf16_flops = 989e12;
+    sys.peak_bf16_flops_per_s = 989e12;
     sys.hbm_bandwidth_bytes_per_s = 3.35e12;
     sys.gemm_efficiency_max = 0.7;
     fit_gemm_obs g[3] = {{4096, 4096, 4096, 2e-4}, {NAN, 8192, 8192, 1.6e-3},

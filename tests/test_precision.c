@@ -53,9 +53,9 @@ static system_spec load_system(const char *name)
 static system_spec toy(void)
 {
     system_spec s = load_system("h100");
-    s.peak_bf16_flops = 1e15;
-    s.peak_fp8_flops = 2e15;
-    s.peak_fp4_flops = 4e15;
+    s.peak_bf16_flops_per_s = 1e15;
+    s.peak_fp8_flops_per_s = 2e15;
+    s.peak_fp4_flops_per_s = 4e15;
     s.gemm_efficiency_max = 0.5;
     s.gemm_overhead_s = 0;
     s.hbm_bandwidth_bytes_per_s = 2e12;

@@ -64,7 +64,7 @@ static void test_presets_parse_and_cite(void **state)
         snprintf(name, sizeof name, "%.*s", (int)(len - 5), e->d_name);
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         system_spec s = load(name);
-        assert_true(s.peak_bf16_flops > 0);
+        assert_true(s.peak_bf16_flops_per_s > 0);
         assert_true(system_domain_gpus(&s) >= 1);
         json_error_t jerr;
         json_t *root = json_load_file(path, 0, &jerr);
@@ -99,8 +99,8 @@ static void test_new_preset_figures(void **state)
     system_spec g = load("gb200-nvl72");
     assert_int_equal(g.gpus_per_node, 4);
     assert_int_equal(system_domain_gpus(&g), 72);
-    assert_double_equal(g.peak_bf16_flops, 2.5e15, 1);
-    assert_double_equal(g.peak_fp4_flops, 10e15, 1);
+    assert_double_equal(g.peak_bf16_flops_per_s, 2.5e15, 1);
+    assert_double_equal(g.peak_fp4_flops_per_s, 10e15, 1);
     assert_double_equal(g.intra_bandwidth_bytes_per_s, 900e9, 1);
     assert_false(g.nvls_enabled);
     assert_true(g.nvls_busbw_bytes_per_s > 0);
@@ -109,7 +109,7 @@ static void test_new_preset_figures(void **state)
     assert_double_equal(h8.intra_busbw_efficiency * h8.intra_bandwidth_bytes_per_s, 160e9, 1);
     system_spec mi = load("mi300x");
     assert_true(mi.scaleup_mesh);
-    assert_double_equal(mi.peak_bf16_flops, 1307.4e12, 1);
+    assert_double_equal(mi.peak_bf16_flops_per_s, 1307.4e12, 1);
     /* Existing presets: the domain is the host, nothing else new is set. */
     system_spec h = load("h100");
     assert_int_equal(system_domain_gpus(&h), h.gpus_per_node);

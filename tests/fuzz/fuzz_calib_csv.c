@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (calib_csv_read(path, &c, err, sizeof err) == CM_OK) {
         system_spec sys;
         memset(&sys, 0, sizeof sys);
-        sys.peak_bf16_flops = 989e12;
+        sys.peak_bf16_flops_per_s = 989e12;
         sys.hbm_bandwidth_bytes_per_s = 3.35e12;
         sys.gemm_efficiency_max = 0.7;
         for (int i = 0; i < c.ngemm; i++) {
