@@ -9,6 +9,10 @@
  */
 #include "nccl_tests.h"
 
+#include <sys/stat.h>
+
+#include "input_file.h"
+
 #include <ctype.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -73,31 +77,16 @@ static bool add_obs(nccl_tests_run *r, double bytes, double time_s)
     return true;
 }
 
-/* The file's bytes, NUL-terminated, or NULL with err set. */
+/* The file's bytes, NUL-terminated, or NULL with err set: opened through input_file.h (regular
+ * files only, at most MAX_FILE_BYTES), so a FIFO or /dev/zero is refused, not waited on. */
 static char *slurp(const char *path, long *len, cm_status *st, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *st = cm_fail(err, errlen, CM_EIO, "cannot read nccl-tests output '%s'", path);
-        return NULL;
-    }
-    char *buf = malloc(MAX_FILE_BYTES + 1);
-    size_t n = buf ? fread(buf, 1, MAX_FILE_BYTES + 1, f) : 0;
-    fclose(f);
-    if (!buf) {
-        *st = cm_fail(err, errlen, CM_ENOMEM, "out of memory reading '%s'", path);
-        return NULL;
-    }
-    if (n > MAX_FILE_BYTES) {
-        free(buf);
-        *st = cm_fail(err, errlen, CM_EPARSE,
-                      "'%s' is larger than %ld bytes: split the nccl-tests log", path,
-                      MAX_FILE_BYTES);
-        return NULL;
-    }
-    buf[n] = '\0';
+    char *buf = NULL;
+    size_t n = 0;
+    *st = input_file_read(path, "nccl-tests output", "give the log nccl-tests printed",
+                          MAX_FILE_BYTES, &buf, &n, err, errlen);
+    if (*st != CM_OK) return NULL;
     *len = (long)n;
-    *st = CM_OK;
     return buf;
 }
 
@@ -115,6 +104,10 @@ static bool looks_text(const char *buf)
 
 bool nccl_tests_detect(const char *path)
 {
+    /* only a regular file can be nccl-tests output; anything else goes to the CSV reader, whose
+     * checked opener names what it is (input_file.h) */
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return false;
     FILE *f = fopen(path, "rb");
     if (!f) return false;
     char head[8193];

@@ -4,6 +4,7 @@
  * back whether they hold those or the raw zeros of records written before the codec.
  */
 #include "refine_plans.h"
+#include "input_file.h"
 #include "whole_file.h"
 
 #include <stdio.h>
@@ -62,15 +63,18 @@ cm_status refine_plans_read(const char *path, const char *model_ref, const model
                             size_t errlen)
 {
     *n = 0;
+    /* through the checked opener (input_file.h): a FIFO or a directory is named, not waited on */
+    char *text = NULL;
+    size_t len = 0;
+    cm_status rs = input_file_read(path, "measurements file", "give a file plan refine --record "
+                                   "wrote", INPUT_FILE_JSON_MAX_BYTES, &text, &len, err, errlen);
+    if (rs != CM_OK) return rs;
     json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root) {
-        FILE *f = fopen(path, "r");
-        if (!f) return cm_fail(err, errlen, CM_EIO, "'%s': cannot read it: check the path", path);
-        fclose(f);
+    json_t *root = json_loadb(text, len, 0, &je);
+    free(text);
+    if (!root)
         return cm_fail(err, errlen, CM_EPARSE, "'%s' is not valid JSON (line %d: %s)", path,
                        je.line, je.text);
-    }
     const json_t *src = json_object_get(root, "refine") ? json_object_get(root, "refine") : root;
     const json_t *list = json_object_get(src, "plans");
     const char *model = json_string_value(json_object_get(src, "model"));
