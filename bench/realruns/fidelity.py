@@ -40,7 +40,7 @@ GIB = float(1 << 30)
 
 ap = argparse.ArgumentParser()
 ap.add_argument("results", nargs="*", help="default: bench/realruns/results/*.jsonl")
-ap.add_argument("--plan", default=os.path.join(ROOT, "build", "planner", "plan"))
+ap.add_argument("--plan", default=os.path.join(ROOT, "build", "cli", "plan"))
 ap.add_argument("--format", choices=("table", "json"), default="table")
 ap.add_argument("--simulate", action="store_true", help="also show the step simulator's figure")
 args = ap.parse_args()
