@@ -318,10 +318,10 @@ cm_status bk_oom_pools(const bk_run *x, const char *plan_name, double freemin, d
     const memory_breakdown *mb = &x->w->est.memory;
     double pools = x->pools.total_bytes;
     return cm_fail(err, errlen, CM_ENOMEM,
-                   "plan %s does not fit: each GPU needs %.2f UNITS_GIB_BYTES for the plan's tensors "
+                   "plan %s does not fit: each GPU needs %.2f GiB for the plan's tensors "
                    "(weights %.2f, gradients %.2f, optimizer %.2f, activations %.2f, "
-                   "communication buffers %.2f UNITS_GIB_BYTES) but only %.2f UNITS_GIB_BYTES are free after the CUDA "
-                   "context, cuBLAS and NCCL took %.2f UNITS_GIB_BYTES: %.2f UNITS_GIB_BYTES short",
+                   "communication buffers %.2f GiB) but only %.2f GiB are free after the CUDA "
+                   "context, cuBLAS and NCCL took %.2f GiB: %.2f GiB short",
                    plan_name, pools / UNITS_GIB_BYTES, mb->weights_bytes / UNITS_GIB_BYTES, mb->gradients_bytes / UNITS_GIB_BYTES,
                    mb->optimizer_bytes / UNITS_GIB_BYTES, (double)x->pools.act_bytes / UNITS_GIB_BYTES,
                    (double)(x->pools.comm_bytes + x->pools.pp_bytes) / UNITS_GIB_BYTES, freemin / UNITS_GIB_BYTES,
@@ -335,8 +335,8 @@ cm_status bk_oom_malloc(const bk_run *x, const char *plan_name, size_t bytes, co
     cudaGetLastError();
     cudaMemGetInfo(&fr, &tot);
     return cm_fail(err, errlen, CM_ENOMEM,
-                   "plan %s does not fit: cudaMalloc of %.2f UNITS_GIB_BYTES (%s) failed on GPU %d "
-                   "with %.2f UNITS_GIB_BYTES free (%s); the plan's pools need %.2f UNITS_GIB_BYTES per GPU",
+                   "plan %s does not fit: cudaMalloc of %.2f GiB (%s) failed on GPU %d "
+                   "with %.2f GiB free (%s); the plan's pools need %.2f GiB per GPU",
                    plan_name, bytes / UNITS_GIB_BYTES, what, d, fr / UNITS_GIB_BYTES, cudaGetErrorString(e),
                    x->pools.total_bytes / UNITS_GIB_BYTES);
 }
