@@ -61,7 +61,7 @@ static void memory_chart(const report *r, const report_model_result *mr, const i
                          int ncounts, const char *where, model_charts *mc)
 {
     chart *c = &mc->c[CH_MEMORY];
-    char title[160], lab[40];
+    char title[sizeof mr->m.display + 96], lab[40];
     bool short_labels = 2 * ncounts > 8;
     snprintf(title, sizeof title, "%s: memory per GPU against capacity", mr->m.display);
     chart_init(c, CHART_STACKED_BARS, title, "framework and GPU count", "GiB per GPU");
@@ -127,7 +127,7 @@ static void step_chart(const report_model_result *mr, const int *counts, int nco
                        const char *where, model_charts *mc)
 {
     chart *c = &mc->c[CH_STEP];
-    char title[160], lab[40];
+    char title[sizeof mr->m.display + 96], lab[40];
     bool short_labels = 2 * ncounts > 8;
     snprintf(title, sizeof title, "%s: where the step goes", mr->m.display);
     chart_init(c, CHART_STACKED_BARS, title, "framework and GPU count", "% of the step time");
@@ -212,7 +212,7 @@ static void line_charts(const report *r, const report_model_result *mr, model_ch
     int lo, hi;
     bool any;
     line_range(r, mr, &lo, &hi, &any);
-    char title[160], lab[40];
+    char title[sizeof mr->m.display + 96], lab[40];
     chart *ct = &mc->c[CH_TOKENS], *cm = &mc->c[CH_MFU];
     snprintf(title, sizeof title, "%s: tokens/s per GPU against GPU count", mr->m.display);
     chart_init(ct, CHART_LINES, title, "GPUs (log scale)", "tokens/s per GPU (log scale)");
