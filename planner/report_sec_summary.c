@@ -4,7 +4,8 @@
  * framework's best plan, and whether it fits with how much headroom, then one line per other
  * GPU count. The recommended plan is the one `plan --model M --gpus N` prints (the same search,
  * re-ranked by the step simulator, see report_best_of), and the box quotes plan's own layout
- * line so a reader can check it. FP8 is not modelled yet: its line is a marked placeholder.
+ * line so a reader can check it. The FP8 line prices the same layout with FP8 Linears (the
+ * framework's default recipe, precision.h), as `plan estimate ... --precision fp8` does.
  */
 #include "report_sections.h"
 
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "output.h"
+#include "precision.h"
 #include "report_text.h"
 
 /* "1.50x the best FSDP2 plan", or why the other framework has none. */
@@ -58,6 +60,30 @@ static void other_count(doc *d, const report *r, const report_model_result *mr, 
            lay, vs, tok, 100 * e->mfu, report_headroom_gib(e));
 }
 
+/* What FP8 buys the recommended plan: the same layout with FP8 Linears in the framework's
+ * default recipe (precision.h), by the closed form like the box's own figures. */
+static void fp8_line(doc *d, const report *r, const report_model_result *mr, const estimate *e)
+{
+    layout l8 = e->layout;
+    l8.precision = PRECISION_FP8;
+    l8.fp8_recipe = FP8_RECIPE_DEFAULT;
+    char why[CM_ERRLEN];
+    if (precision_check(&r->sys, &l8, why, sizeof why) != CM_OK) {
+        doc_note(d, "**FP8:** not available for this plan: %s", why);
+        return;
+    }
+    estimate e8;
+    if (estimate_layout(&mr->m, &r->sys, &e->training, &l8, &e8, why, sizeof why) != CM_OK) {
+        doc_note(d, "**FP8:** the same layout in FP8 is not a valid plan: %s", why);
+        return;
+    }
+    double gain = e->time.step_s / e8.time.step_s;
+    doc_note(d, "**FP8 (%s):** the same layout %.2f s per step, **%.2fx** the bf16 speed; "
+                "%.1f GiB per GPU%s (`--precision fp8`; MFU stays against the bf16 peak).",
+             precision_label(&l8), e8.time.step_s, gain, e8.memory.total_bytes / UNITS_GIB_BYTES,
+             e8.feasible ? "" : ", which does not fit");
+}
+
 static void model_box(doc *d, const report *r, const report_model_result *mr)
 {
     char id[96], title[256], pbuf[16], abuf[16];
@@ -100,8 +126,7 @@ static void model_box(doc *d, const report *r, const report_model_result *mr)
     doc_p(d, "%s tokens/s per GPU · MFU %.1f%% · %.2f s per step of %d sequences. `plan --model "
              "%s --gpus %d` recommends the same plan: `%s`.",
           tok, 100 * e->mfu, e->time.step_s, e->training.global_batch, name, e->gpus, esc);
-    doc_note(d, "**FP8: not modelled yet.** This line will give FP8's speed-up and memory for "
-                "this plan once the cost model prices FP8; today every number is bf16.");
+    fp8_line(d, r, mr, e);
     if (r->ngpus > 1 || !own) doc_p(d, "%s", own ? "Your other GPU counts:" : "Your GPU counts:");
     for (int g = 0; g < r->ngpus; g++)
         if (r->gpus[g] != e->gpus) other_count(d, r, mr, r->gpus[g]);

@@ -195,7 +195,7 @@ static void plan_recommends(const char *m, int g, char *line, size_t n, long *pe
 
 /* The answer comes first: a box per model, before the table of contents and the detail, that
  * names the plan `plan --model M --gpus N` recommends on the largest GPU count, with its per-GPU
- * throughput (the job's tokens/s / GPUs) and the FP8 placeholder. */
+ * throughput (the job's tokens/s / GPUs) and what FP8 buys the plan. */
 static void test_answer_first(void **state)
 {
     (void)state;
@@ -235,7 +235,9 @@ static void test_answer_first(void **state)
         assert_true(labs(per_gpu - lround(tps / SMALL_TOP_GPUS)) <= 1);
         assert_non_null(strstr(box, "the best "));     /* compared with the other framework */
         assert_non_null(strstr(box, "GiB headroom"));
-        assert_non_null(strstr(box, "class=\"note\"><strong>FP8: not modelled yet."));
+        /* FP8 is priced now (issue 16): the box says what it buys this plan on the H100 */
+        assert_non_null(strstr(box, "class=\"note\"><strong>FP8 (fp8-"));
+        assert_non_null(strstr(box, "the bf16 speed"));
         from = strstr(from, open) + 1;
         free(box);
     }
