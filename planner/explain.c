@@ -16,6 +16,8 @@ typedef struct {
     const training_spec *t;
     const estimate *best;
     FILE *f;
+    bool best_overlap; /* price a turned knob with TP-comm overlap on where it is possible */
+    bool no_overlap;   /* the search kept the overlap knobs off (plan --no-overlap) */
 } ex;
 
 static void describe(ex *x, const char *what, layout l)
@@ -27,6 +29,18 @@ static void describe(ex *x, const char *what, layout l)
     estimate e;
     char err[CM_ERRLEN];
     if (estimate_layout(x->m, x->sys, x->t, &l, &e, err, sizeof err) != CM_OK) return;
+    /* A turned knob that makes --tp-comm-overlap possible (TP > 1 with SP, Megatron) is priced
+     * with it on too, and the faster that fits is shown, as the search ranks its layouts
+     * (search.c overlap_variants); "without --tp-comm-overlap" below turns it off itself. */
+    if (x->best_overlap && l.framework == FRAMEWORK_MEGATRON && l.tp > 1 && l.sp &&
+        !l.tp_comm_overlap && !x->no_overlap) {
+        layout o = l;
+        o.tp_comm_overlap = true;
+        estimate eo;
+        if (estimate_layout(x->m, x->sys, x->t, &o, &eo, err, sizeof err) == CM_OK &&
+            eo.feasible && (!e.feasible || eo.time.step_s < e.time.step_s))
+            e = eo;
+    }
     if (!e.feasible) {
         fprintf(x->f, "- %s: does not fit (%.1f GiB per GPU, %.1f GiB over).\n", what,
                 e.memory.total_bytes / UNITS_GIB_BYTES,
@@ -44,7 +58,7 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
 {
     if (r->count == 0) return;
     const estimate *b = &r->ranked[0];
-    ex x = {m, sys, t, b, f};
+    ex x = {m, sys, t, b, f, true, r->no_overlap};
     const layout *l = &b->layout;
     const time_breakdown *tm = &b->time;
     char what[160];
@@ -92,7 +106,9 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
         if (l->tp_comm_overlap) {
             layout v = *l;
             v.tp_comm_overlap = false;
+            x.best_overlap = false;
             describe(&x, "without --tp-comm-overlap", v);
+            x.best_overlap = true;
         }
         if (l->overlap_grad_reduce && l->sharding != SHARDING_FSDP) {
             layout v = *l;

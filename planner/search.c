@@ -555,6 +555,7 @@ cm_status search_run(const model_spec *m, const system_spec *sys, const training
     if (st != CM_OK) return st;
     memset(result, 0, sizeof *result);
     result->gpus = opt->gpus;
+    result->no_overlap = opt->no_overlap;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     layout_list list = {0};

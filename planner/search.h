@@ -45,6 +45,7 @@ typedef struct {
     double seconds;
     int count;                  /* ranked plans kept, best first */
     int simulated;              /* how many of them (the first) the simulator re-ranked */
+    bool no_overlap;            /* searched with the overlap knobs kept off (--no-overlap) */
     estimate ranked[SEARCH_KEEP_MAX];
     bool has_best[2];           /* best feasible plan of each framework */
     estimate best[2];
