@@ -348,19 +348,26 @@ static double moe_experts_fwd_bwd_s(const builder *b, int local, int kernels, do
            moe_experts_s(b, local, kernels, k, n, m);
 }
 
+/* An empty recipe (and item list) in l's number format: where recipe_layer and recipe_head
+ * start. */
+static void recipe_start(builder *b, const layout *l)
+{
+    builder_precision(b, l);
+    b->r->n_ops = 0;
+    b->r->local_experts = 0;
+    b->r->expert_rows = 0;
+    b->r->shared_fwd_s = b->r->shared_bwd_s = 0;
+    if (b->items) {
+        b->items->n = 0;
+        b->items->overflow = false;
+    }
+}
+
 void recipe_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
                   const layout *l, bool moe, recipe *r, recipe_items *items)
 {
     builder bd = {.sys = sys, .r = r, .items = items}, *b = &bd;
-    builder_precision(b, l);
-    r->n_ops = 0;
-    r->local_experts = 0;
-    r->expert_rows = 0;
-    r->shared_fwd_s = r->shared_bwd_s = 0;
-    if (items) {
-        items->n = 0;
-        items->overflow = false;
-    }
+    recipe_start(b, l);
     double tokens = (double)l->mbs * t->seq_len / l->cp; /* per GPU, after SP all-gather */
     r->tokens = tokens;
     double tp = l->tp, h = m->hidden, a = m->heads;
@@ -723,15 +730,7 @@ void recipe_head(const model_spec *m, const system_spec *sys, const training_spe
                  const layout *l, recipe *r, recipe_items *items)
 {
     builder bd = {.sys = sys, .r = r, .items = items}, *b = &bd;
-    builder_precision(b, l);
-    r->n_ops = 0;
-    r->local_experts = 0;
-    r->expert_rows = 0;
-    r->shared_fwd_s = r->shared_bwd_s = 0;
-    if (items) {
-        items->n = 0;
-        items->overflow = false;
-    }
+    recipe_start(b, l);
     double tokens = (double)l->mbs * t->seq_len / l->cp;
     r->tokens = tokens;
     b->keep_bf16 = true; /* the output layer stays bf16 under every recipe (precision.h) */
