@@ -203,40 +203,37 @@ void doc_h(doc *d, int level, const char *id, const char *fmt, ...)
     free(s);
 }
 
-void doc_p(doc *d, const char *fmt, ...)
+/* A paragraph: in HTML inside html_open ... </p>, in Markdown after md_prefix. */
+static void paragraph(doc *d, const char *html_open, const char *md_prefix, const char *fmt,
+                      va_list ap)
 {
     doc_list_end(d);
-    va_list ap;
-    va_start(ap, fmt);
     char *s = vfmt(fmt, ap);
-    va_end(ap);
     if (!s) return;
     if (d->fmt == DOC_HTML) {
-        fputs("<p>", d->f);
+        fputs(html_open, d->f);
         html_inline(d->f, s);
         fputs("</p>\n", d->f);
     } else {
-        fprintf(d->f, "%s\n\n", s);
+        fprintf(d->f, "%s%s\n\n", md_prefix, s);
     }
     free(s);
 }
 
-void doc_note(doc *d, const char *fmt, ...)
+void doc_p(doc *d, const char *fmt, ...)
 {
-    doc_list_end(d);
     va_list ap;
     va_start(ap, fmt);
-    char *s = vfmt(fmt, ap);
+    paragraph(d, "<p>", "", fmt, ap);
     va_end(ap);
-    if (!s) return;
-    if (d->fmt == DOC_HTML) {
-        fputs("<p class=\"note\">", d->f);
-        html_inline(d->f, s);
-        fputs("</p>\n", d->f);
-    } else {
-        fprintf(d->f, "> %s\n\n", s);
-    }
-    free(s);
+}
+
+void doc_note(doc *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    paragraph(d, "<p class=\"note\">", "> ", fmt, ap);
+    va_end(ap);
 }
 
 void doc_li(doc *d, int depth, const char *fmt, ...)
