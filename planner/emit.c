@@ -13,6 +13,7 @@
  * trainer.policy.megatron_config, micro_train_batch_size_per_gpu, train_batch_size).
  */
 #include "emit.h"
+#include "emit_internal.h"
 #include "units.h"
 
 #include "precision.h"
@@ -57,14 +58,14 @@ const char *emit_format_name(emit_format f)
 /* ---- shared pieces ---- */
 
 /* The model path a trainer loads: the preset's Hugging Face repository, else what was typed. */
-static const char *model_path(const model_spec *m, const emit_context *ctx)
+const char *emit_model_path(const model_spec *m, const emit_context *ctx)
 {
     if (m->hf_repo[0]) return m->hf_repo;
     if (ctx && ctx->model_ref && *ctx->model_ref) return ctx->model_ref;
     return m->name;
 }
 
-static int nodes_of(int gpus, const system_spec *sys)
+int emit_nodes_of(int gpus, const system_spec *sys)
 {
     int gpn = sys->gpus_per_node > 0 ? sys->gpus_per_node : 1;
     return (gpus + gpn - 1) / gpn;
@@ -80,7 +81,7 @@ static int gpus_per_node_of(int gpus, const system_spec *sys)
 
 /* Text inside a '#' comment line: control characters (a newline would end the comment and start
  * a command) are written as '?'. */
-static void comment_text(FILE *f, const char *s)
+void emit_comment_text(FILE *f, const char *s)
 {
     for (; *s; s++) fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
 }
@@ -127,19 +128,19 @@ static void python_quote(FILE *f, const char *s)
 }
 
 /* The comment block every text format starts with: what was planned and what it predicts. */
-static void header(FILE *f, const char *c, const estimate *e, const model_spec *m,
+void emit_header(FILE *f, const char *c, const estimate *e, const model_spec *m,
                    const system_spec *sys)
 {
     char line[256];
     output_layout_line(e, line, sizeof line);
     fprintf(f, "%s plan %s: ", c, PLAN_VERSION);
-    comment_text(f, m->display);
+    emit_comment_text(f, m->display);
     fprintf(f, " on %d x ", e->gpus);
-    comment_text(f, sys->gpu_name);
+    emit_comment_text(f, sys->gpu_name);
     fprintf(f, " (%d per node), seq %d, global batch %d sequences\n", sys->gpus_per_node,
             e->training.seq_len, e->training.global_batch);
     fprintf(f, "%s ", c);
-    comment_text(f, line);
+    emit_comment_text(f, line);
     fputc('\n', f);
     fprintf(f, "%s predicted: %.2f s/step, %.0f tokens/s, MFU %.1f%%, %.1f of %.1f GiB per GPU "
                "(pipeline stage %d)\n",
@@ -147,13 +148,13 @@ static void header(FILE *f, const char *c, const estimate *e, const model_spec *
             e->memory.capacity_bytes / UNITS_GIB_BYTES, e->memory.stage);
     if (!e->feasible) {
         fprintf(f, "%s WARNING: does not fit: ", c);
-        comment_text(f, e->infeasible_reason);
+        emit_comment_text(f, e->infeasible_reason);
         fputc('\n', f);
     }
 }
 
 /* Closes the memstream (which is when open_memstream publishes its buffer) and hands it out. */
-static cm_status finish(FILE *f, char **bufp, char **out, char *err, size_t errlen)
+cm_status emit_finish(FILE *f, char **bufp, char **out, char *err, size_t errlen)
 {
     int rc = fclose(f);
     char *buf = *bufp;
@@ -163,276 +164,6 @@ static cm_status finish(FILE *f, char **bufp, char **out, char *err, size_t errl
     }
     *out = buf;
     return CM_OK;
-}
-
-/* ---- trainer YAML ---- */
-
-typedef struct {
-    yaml_emitter_t em;
-    int failed;
-} ywriter;
-
-static int yaml_write(void *data, unsigned char *buffer, size_t size)
-{
-    return fwrite(buffer, 1, size, (FILE *)data) == size;
-}
-
-static void y_emit(ywriter *w, yaml_event_t *ev)
-{
-    if (w->failed) {
-        yaml_event_delete(ev);
-        return;
-    }
-    if (!yaml_emitter_emit(&w->em, ev)) w->failed = 1; /* the emitter frees ev either way */
-}
-
-static void y_scalar_styled(ywriter *w, const char *v, yaml_scalar_style_t style)
-{
-    yaml_event_t ev;
-    if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)v, (int)strlen(v), 1, 1,
-                                      style)) {
-        w->failed = 1;
-        return;
-    }
-    y_emit(w, &ev);
-}
-
-static void y_key(ywriter *w, const char *k) { y_scalar_styled(w, k, YAML_PLAIN_SCALAR_STYLE); }
-
-static void y_str(ywriter *w, const char *k, const char *v)
-{
-    y_key(w, k);
-    y_scalar_styled(w, v, YAML_PLAIN_SCALAR_STYLE);
-}
-
-static void y_quoted(ywriter *w, const char *k, const char *v)
-{
-    y_key(w, k);
-    y_scalar_styled(w, v, YAML_DOUBLE_QUOTED_SCALAR_STYLE);
-}
-
-static void y_int(ywriter *w, const char *k, long v)
-{
-    char b[32];
-    snprintf(b, sizeof b, "%ld", v);
-    y_str(w, k, b);
-}
-
-static void y_bool(ywriter *w, const char *k, bool v) { y_str(w, k, v ? "true" : "false"); }
-static void y_null(ywriter *w, const char *k) { y_str(w, k, "null"); }
-
-static void y_map_start(ywriter *w, const char *k)
-{
-    if (k) y_key(w, k);
-    yaml_event_t ev;
-    if (!yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE)) {
-        w->failed = 1;
-        return;
-    }
-    y_emit(w, &ev);
-}
-
-static void y_map_end(ywriter *w)
-{
-    yaml_event_t ev;
-    yaml_mapping_end_event_initialize(&ev);
-    y_emit(w, &ev);
-}
-
-/* The key a layout field is written under (layout_codec.h: the paths plan check reads): in the
- * megatron_config / trainer sections, and where strategy fsdp2 keeps it. */
-#define YKEY(id) layout_yaml_key(id, FRAMEWORK_MEGATRON)
-#define FSDP2_KEY(id) layout_yaml_key(id, FRAMEWORK_FSDP2)
-
-/* The low-precision section (only for a low-precision plan, so bf16 YAML is unchanged): the
- * format and recipe; under fsdp2, torchao's float8 converter settings as torchtitan names them
- * (docs/float8.md: recipe_name, enable_fsdp_float8_all_gather, precompute_float8_dynamic_scale_
- * for_fsdp, filter_fqns with the output layer kept in bf16). */
-static void low_precision_yaml(ywriter *w, const layout *l)
-{
-    y_map_start(w, "low_precision");
-    y_str(w, "precision", precision_name(l->precision));
-    if (l->precision == PRECISION_FP8)
-        y_str(w, "fp8_recipe", precision_fp8_recipe_name(precision_fp8_recipe(l)));
-    if (l->framework == FRAMEWORK_FSDP2) {
-        bool tensorwise = l->precision == PRECISION_FP8 &&
-                          precision_fp8_recipe(l) == FP8_RECIPE_TENSORWISE;
-        y_str(w, "converter", l->precision == PRECISION_FP8 ? "torchao.float8" : "torchao.mx");
-        y_bool(w, "enable_fsdp_float8_all_gather", tensorwise);
-        y_bool(w, "precompute_float8_dynamic_scale_for_fsdp", tensorwise);
-        y_str(w, "filter_fqns", "output");
-    }
-    y_map_end(w);
-}
-
-static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const system_spec *sys,
-                      const emit_context *ctx)
-{
-    const layout *l = &e->layout;
-    const training_spec *t = &e->training;
-    bool megatron = l->framework == FRAMEWORK_MEGATRON;
-
-    y_map_start(w, NULL);
-    y_map_start(w, "trainer");
-    y_str(w, YKEY(LAYOUT_F_FRAMEWORK), megatron ? "megatron" : "fsdp2");
-
-    /* SkyRL's placement keys (PlacementConfig): nodes x GPUs per node = the plan's GPUs */
-    int nodes = nodes_of(e->gpus, sys);
-    while (e->gpus % nodes) nodes++;
-    y_map_start(w, "placement");
-    y_int(w, "policy_num_nodes", nodes);
-    y_int(w, "policy_num_gpus_per_node", e->gpus / nodes);
-    y_map_end(w);
-
-    y_map_start(w, "policy");
-    y_map_start(w, "model");
-    y_quoted(w, "path", model_path(m, ctx));
-    y_map_end(w);
-    y_map_start(w, "optimizer_config");
-    y_str(w, "max_grad_norm", "1.0");
-    y_map_end(w);
-    /* FSDP2 settings; under megatron they stay at their defaults (cpu_offload is honoured by
-     * plan check either way, and is a rule violation there). */
-    y_map_start(w, "fsdp_config");
-    y_bool(w, YKEY(LAYOUT_F_OFFLOAD), l->offload);
-    y_bool(w, YKEY(LAYOUT_F_RESHARD_AFTER_FORWARD), l->reshard_after_forward);
-    y_int(w, FSDP2_KEY(LAYOUT_F_SHARD_SIZE), !megatron && l->shard_size > 0 ? l->shard_size : -1);
-    y_map_end(w);
-    /* Ulysses degree of the FSDP2 path; Megatron splits the sequence with context parallel. */
-    y_int(w, FSDP2_KEY(LAYOUT_F_CP), megatron ? 1 : l->cp);
-    if (megatron) {
-        y_map_start(w, "megatron_config");
-        y_int(w, YKEY(LAYOUT_F_TP), l->tp);
-        y_int(w, YKEY(LAYOUT_F_PP), l->pp);
-        y_int(w, YKEY(LAYOUT_F_CP), l->cp);
-        y_int(w, YKEY(LAYOUT_F_EP), l->ep);
-        if (l->etp > 0) y_int(w, YKEY(LAYOUT_F_ETP), l->etp);
-        else y_null(w, YKEY(LAYOUT_F_ETP)); /* null: same as TP (Megatron default) */
-        const char *granularity = YKEY(LAYOUT_F_RECOMPUTE);
-        const char *num_layers = YKEY(LAYOUT_F_RECOMPUTE_LAYERS);
-        /* SkyRL's MegatronConfig (skyrl/train/config/config.py, SkyRL a956457) rejects keys
-         * it lacks; TransformerConfig fields (sequence parallel, virtual pipeline, recompute)
-         * go through transformer_config_kwargs, OptimizerConfig's through
-         * optimizer_config_kwargs */
-        y_map_start(w, "transformer_config_kwargs");
-        y_bool(w, YKEY(LAYOUT_F_SP), l->sp);
-        /* tp_comm_overlap is a ModelParallelConfig (TransformerConfig) field in Megatron-Core */
-        y_bool(w, YKEY(LAYOUT_F_TP_COMM_OVERLAP), l->tp_comm_overlap);
-        if (l->vpp > 1) y_int(w, YKEY(LAYOUT_F_VPP), l->vpp);
-        else y_null(w, YKEY(LAYOUT_F_VPP));
-        if (l->recompute == RECOMPUTE_NONE) {
-            y_null(w, granularity);
-            y_null(w, "recompute_method");
-            y_null(w, num_layers);
-        } else if (l->recompute == RECOMPUTE_SELECTIVE) {
-            y_str(w, granularity, "selective");
-            y_null(w, "recompute_method");
-            y_null(w, num_layers);
-        } else {
-            y_str(w, granularity, "full");
-            /* uniform with 1: every layer checkpointed; block N: the first N of each stage */
-            y_str(w, "recompute_method", l->recompute_layers > 0 ? "block" : "uniform");
-            y_int(w, num_layers, l->recompute_layers > 0 ? l->recompute_layers : 1);
-        }
-        y_map_end(w);
-        bool fsdp = l->sharding == SHARDING_FSDP;
-        y_map_start(w, "optimizer_config_kwargs");
-        y_bool(w, YKEY(LAYOUT_F_SHARDING), l->sharding != SHARDING_DDP);
-        y_map_end(w);
-        /* not in SkyRL's schema (yaml_skyrl_gaps() names them in the header) */
-        if (fsdp) {
-            y_bool(w, "use_megatron_fsdp", true);
-            y_str(w, "data_parallel_sharding_strategy", "optim_grads_params");
-            y_str(w, "ckpt_format", "fsdp_dtensor");
-        }
-        if (l->shard_size > 0 && l->sharding != SHARDING_DDP)
-            y_int(w, YKEY(LAYOUT_F_SHARD_SIZE), l->dp * l->cp / l->shard_size);
-        y_map_start(w, "ddp_config");
-        y_bool(w, YKEY(LAYOUT_F_OVERLAP_GRAD_REDUCE), l->overlap_grad_reduce);
-        y_bool(w, YKEY(LAYOUT_F_OVERLAP_PARAM_GATHER), l->overlap_param_gather);
-        if (t->grad_reduce_bf16) y_bool(w, "grad_reduce_in_fp32", false); /* fp32: default */
-        if (fsdp) y_bool(w, "average_in_collective", false);
-        y_map_end(w);
-        y_map_end(w);
-    }
-    y_map_end(w); /* policy */
-
-    y_bool(w, FSDP2_KEY(LAYOUT_F_RECOMPUTE), l->recompute != RECOMPUTE_NONE);
-    y_int(w, YKEY(LAYOUT_F_MBS), l->mbs);
-    y_int(w, YKEY(LAYOUT_F_GBS), t->global_batch);
-    y_map_start(w, "algorithm"); /* SkyRL's trainer.algorithm.max_seq_len */
-    y_int(w, YKEY(LAYOUT_F_SEQ), t->seq_len);
-    y_map_end(w);
-    y_bool(w, "flash_attn", t->attention == ATTENTION_FLASH);
-    y_bool(w, "bf16", true);
-    if (precision_is_low(l)) low_precision_yaml(w, l);
-    y_map_end(w); /* trainer */
-    y_map_end(w);
-}
-
-/* The keys of this plan's YAML that SkyRL's config schema lacks (it rejects unknown keys): said
- * in the header, so the user knows the plan needs Megatron-LM directly (--emit megatron-args). */
-static void yaml_skyrl_gaps(FILE *f, const estimate *e)
-{
-    const layout *l = &e->layout;
-    if (l->framework != FRAMEWORK_MEGATRON) return;
-    char keys[256] = "";
-    if (l->sharding == SHARDING_FSDP)
-        strcat(keys, " use_megatron_fsdp, data_parallel_sharding_strategy, ckpt_format,");
-    if (l->shard_size > 0 && l->sharding != SHARDING_DDP)
-        strcat(keys, " num_distributed_optimizer_instances,");
-    if (e->training.grad_reduce_bf16) strcat(keys, " ddp_config.grad_reduce_in_fp32,");
-    if (!keys[0]) return;
-    keys[strlen(keys) - 1] = '\0';
-    fprintf(f, "# NOT IN SkyRL's schema (SkyRL rejects them; plan check reads them): "
-               "megatron_config.{%s }\n# run such a plan with Megatron-LM: --emit megatron-args\n",
-            keys + 1);
-}
-
-cm_status emit_yaml(const estimate *e, const model_spec *m, const system_spec *sys,
-                    const emit_context *ctx, char **out, char *err, size_t errlen)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return cm_fail(err, errlen, CM_ENOMEM, "out of memory while writing the YAML");
-    header(f, "#", e, m, sys);
-    yaml_skyrl_gaps(f, e);
-    fputs("# check or edit it, then: plan check FILE.yaml --system ", f);
-    comment_text(f, sys->name);
-    fputc('\n', f);
-
-    ywriter w = {.failed = 0};
-    if (!yaml_emitter_initialize(&w.em)) {
-        fclose(f);
-        free(buf);
-        return cm_fail(err, errlen, CM_ENOMEM, "out of memory in the YAML emitter");
-    }
-    yaml_emitter_set_output(&w.em, yaml_write, f);
-    yaml_emitter_set_indent(&w.em, 2);
-    yaml_emitter_set_width(&w.em, 100);
-    yaml_emitter_set_unicode(&w.em, 1);
-    yaml_event_t ev;
-    yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
-    y_emit(&w, &ev);
-    yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
-    y_emit(&w, &ev);
-    yaml_body(&w, e, m, sys, ctx);
-    yaml_document_end_event_initialize(&ev, 1);
-    y_emit(&w, &ev);
-    yaml_stream_end_event_initialize(&ev);
-    y_emit(&w, &ev);
-    if (!w.failed && !yaml_emitter_flush(&w.em)) w.failed = 1;
-    char problem[160];
-    snprintf(problem, sizeof problem, "%s", w.em.problem ? w.em.problem : "unknown error");
-    yaml_emitter_delete(&w.em);
-    if (w.failed) {
-        fclose(f);
-        free(buf);
-        return cm_fail(err, errlen, CM_EINVAL, "the YAML emitter failed (%s): report this bug",
-                       problem);
-    }
-    return finish(f, &buf, out, err, errlen);
 }
 
 /* ---- Megatron-LM flags ----
@@ -922,10 +653,10 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
         free(fl);
         return cm_fail(err, errlen, CM_ENOMEM, "out of memory while writing the flags");
     }
-    header(f, "#", e, m, sys);
+    emit_header(f, "#", e, m, sys);
     for (int i = 0; i < fl->nunsupported; i++) {
         fputs("# NOT EXPRESSIBLE in Megatron-LM, trained without it: ", f);
-        comment_text(f, fl->unsupported[i]);
+        emit_comment_text(f, fl->unsupported[i]);
         fputc('\n', f);
     }
     if (megatron_fsdp(&e->layout)) {
@@ -953,7 +684,7 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
     fprintf(f, "torchrun --nproc-per-node %d --nnodes \"${NNODES:-%d}\" --node-rank "
                "\"${NODE_RANK:-0}\" \\\n  --master-addr \"${MASTER_ADDR:-localhost}\" "
                "--master-port \"${MASTER_PORT:-6000}\" pretrain_gpt.py \\\n",
-            gpus_per_node_of(e->gpus, sys), nodes_of(e->gpus, sys));
+            gpus_per_node_of(e->gpus, sys), emit_nodes_of(e->gpus, sys));
     for (int i = 0; i < fl->n; i++) {
         fputs(fl->f[i].flag, f);
         if (fl->f[i].value[0]) {
@@ -963,7 +694,7 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
         fputs(i + 1 < fl->n ? " \\\n" : "\n", f);
     }
     free(fl);
-    return finish(f, &buf, out, err, errlen);
+    return emit_finish(f, &buf, out, err, errlen);
 }
 
 /* ---- Megatron Bridge ----
@@ -1015,7 +746,7 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) return cm_fail(err, errlen, CM_ENOMEM, "out of memory while writing the overrides");
-    header(f, "#", e, m, sys);
+    emit_header(f, "#", e, m, sys);
     const char *recipe = emit_bridge_recipe(m);
     fprintf(f, "import torch\nfrom megatron.bridge.recipes import %s\n",
             recipe ? recipe : BRIDGE_FALLBACK_RECIPE);
@@ -1023,10 +754,10 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     fprintf(f, "\ncfg = %s()\n", recipe ? recipe : BRIDGE_FALLBACK_RECIPE);
     if (!recipe) {
         fputs("# Megatron-Bridge has no recipe for ", f);
-        comment_text(f, m->display);
+        emit_comment_text(f, m->display);
         fputs(": the Llama 3.1 8B recipe's training loop with this checkpoint's model\n", f);
         fputs("cfg.model = AutoBridge.from_hf_pretrained(", f);
-        python_quote(f, model_path(m, ctx));
+        python_quote(f, emit_model_path(m, ctx));
         fputs(").to_megatron_provider(load_weights=False)\n", f);
     }
     fprintf(f, "cfg.model.tensor_model_parallel_size = %d\n", l->tp);
@@ -1135,7 +866,7 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     if (emit_megatron_max_connections(l, sys) > 0)
         fprintf(f, "# launch with CUDA_DEVICE_MAX_CONNECTIONS=1 in the environment (TP or CP > 1 "
                    "before Blackwell)\n");
-    return finish(f, &buf, out, err, errlen);
+    return emit_finish(f, &buf, out, err, errlen);
 }
 
 /* ---- JSON ---- */
@@ -1186,7 +917,7 @@ json_t *emit_json(const estimate *e, const model_spec *m, const system_spec *sys
     json_object_set_new(o, "fits", json_boolean(e->feasible));
     json_t *em = json_object();
     json_object_set_new(em, "format_version", json_integer(1));
-    json_object_set_new(em, "model_path", json_string_lossy(model_path(m, ctx)));
+    json_object_set_new(em, "model_path", json_string_lossy(emit_model_path(m, ctx)));
     char *text = NULL;
     char err[CM_ERRLEN];
     json_object_set_new(em, "trainer_yaml",
