@@ -68,7 +68,7 @@ void host_dispatch_launches(const recipe *r, const layout *l, double *fwd, doubl
         }
         f += of;
         b += ob;
-        if (o->recompute) re += of;
+        if (o->recompute) re += o->kind == RECIPE_ELEMENTWISE ? o->recompute_launches : of;
     }
     *fwd = f;
     *bwd = b;
@@ -176,6 +176,7 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, bool bwd, b
             if (only_recompute && !o->recompute) continue;
             double n, g;
             op_launches(o, m, bwd, &n, &g);
+            if (only_recompute && o->kind == RECIPE_ELEMENTWISE) n = o->recompute_launches;
             if (n <= 0) continue;
             int slot;
             bool split = false;

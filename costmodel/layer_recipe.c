@@ -85,6 +85,7 @@ static int op_add(builder *b, const char *name, recipe_kind kind, recipe_phase p
     o->stream = stream;
     o->overlap = overlap;
     o->recompute = false;
+    o->recompute_launches = 0;
     o->fwd_s = fwd_s;
     o->bwd_s = bwd_s;
     o->fwd_bwd_s = 0;
@@ -361,6 +362,23 @@ static void recipe_start(builder *b, const layout *l)
         b->items->n = 0;
         b->items->overflow = false;
     }
+}
+
+/* Does this layout's full recompute stop early? PyTorch's non-reentrant activation checkpoint
+ * (torch.utils.checkpoint with use_reentrant=False, the form FSDP2 trainers and torchtitan's
+ * checkpoint_wrapper use; bench/realruns checkpoints that way) re-runs the forward only until it
+ * has re-created every tensor the forward saved, then stops: torch/utils/checkpoint.py,
+ * _recomputation_hook.pack_hook raises _StopRecomputationError once recomp_counter reaches
+ * len(weak_holders) (early_stop is on by default, set_checkpoint_early_stop). Autograd packs
+ * an op's saved inputs before it runs the kernel (the generated VariableType code builds the
+ * SavedVariables, which call the pack hook, ahead of the redispatch), so the last Linear's
+ * GEMM (the MLP's down projection, whose saved inputs are the layer's last saved tensors) and
+ * the residual add after it are never re-run. Megatron's full recompute (its own
+ * CheckpointFunction, tensor_parallel/random.py) re-runs the whole forward. A MoE block's last
+ * saved tensors sit inside its expert loop: modelled as a full re-run. */
+static bool recompute_stops_early(const layout *l)
+{
+    return l->framework == FRAMEWORK_FSDP2;
 }
 
 void recipe_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
@@ -697,7 +715,8 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     }
 
     /* ---- recompute: full repeats every forward op (its collectives too) before the backward,
-     * selective the attention core */
+     * selective the attention core; torch's non-reentrant checkpoint stops early (below) */
+    bool early = l->recompute == RECOMPUTE_FULL && !moe && recompute_stops_early(l);
     for (int i = 0; i < r->n_ops; i++) {
         recipe_op *o = &r->op[i];
         if (l->recompute == RECOMPUTE_FULL)
@@ -705,12 +724,23 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
                            o->kind != RECIPE_FSDP_REDUCE;
         else if (l->recompute == RECOMPUTE_SELECTIVE)
             o->recompute = o->kind == RECIPE_ATTENTION;
+        if (early && !strcmp(o->name, "mlp_down")) o->recompute = false;
+        o->recompute_launches = o->recompute ? o->launches : 0;
+        /* the second of the two residual adds (after the MLP) is not re-run either; the host's
+         * queue (host_dispatch.c) gives a split op's odd launch to its first place, as here */
+        if (early && o->recompute && !strcmp(o->name, "residual.add"))
+            o->recompute_launches = o->launches - o->launches / 2;
     }
     if (items) {
         int n = items->n;
+        int copied[RECIPE_MAX_OPS] = {0};
         for (int i = 0; i < n; i++) {
             const recipe_item *src = &items->item[i];
             if (src->phase != RECIPE_FWD || src->op < 0 || !r->op[src->op].recompute) continue;
+            if (r->op[src->op].kind == RECIPE_ELEMENTWISE &&
+                copied[src->op] >= r->op[src->op].recompute_launches)
+                continue;
+            copied[src->op]++;
             if (items->n >= RECIPE_MAX_ITEMS) {
                 items->overflow = true;
                 break;
@@ -772,6 +802,13 @@ static double *comm_sum(pass_sums *s, const recipe_op *o)
     return o->overlap == RECIPE_OVERLAP_ATTENTION ? &s->cp_ring : &s->cp;
 }
 
+double recipe_op_recompute_s(const recipe_op *o)
+{
+    if (!o->recompute) return 0;
+    if (o->kind != RECIPE_ELEMENTWISE || o->launches <= 0) return o->fwd_s;
+    return o->fwd_s * o->recompute_launches / o->launches;
+}
+
 void recipe_price(const recipe *r, recipe_time *out)
 {
     pass_sums f, b, re;
@@ -795,7 +832,7 @@ void recipe_price(const recipe *r, recipe_time *out)
         case RECIPE_ELEMENTWISE:
             if (o->phase == RECIPE_FWD) {
                 f.elem += o->fwd_s;
-                if (o->recompute) re.elem += o->fwd_s;
+                re.elem += recipe_op_recompute_s(o);
             } else {
                 b.elem += o->bwd_s;
             }

@@ -83,6 +83,9 @@ typedef struct {
     recipe_overlap overlap;
     bool recompute;        /* its forward runs again before the backward (full: every forward
                               op but the FSDP transfers; selective: the attention core) */
+    int recompute_launches;/* how many of its forward launches the recompute re-runs: all of
+                              them, or fewer where torch's non-reentrant checkpoint stops early
+                              (layer_recipe.c recompute_stops_early); 0 when !recompute */
     double fwd_s;          /* forward time (FSDP gather: one gather) */
     double bwd_s;          /* backward time (GEMM: dgrad + wgrad) */
     double fwd_bwd_s;      /* GEMM only: forward + backward as compute_gemm_fwd_bwd_s sums them
@@ -161,6 +164,9 @@ void recipe_head(const model_spec *m, const system_spec *sys, const training_spe
  * issue time as a floor under the compute (r->host_fwd_s, r->host_bwd_s). */
 void recipe_price(const recipe *r, recipe_time *out);
 
+/* The time of o's forward that a recompute re-runs: its forward, the share of its launches
+ * recompute_launches names (elementwise), or 0. */
+double recipe_op_recompute_s(const recipe_op *o);
 const char *recipe_kind_name(recipe_kind k);
 
 #endif

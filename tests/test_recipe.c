@@ -99,7 +99,7 @@ static void items_add_up(const recipe *r, const recipe_items *items, const char 
         snprintf(nm, sizeof nm, "%s op %s bwd", what, o->name);
         near(b, o->bwd_s, nm);
         snprintf(nm, sizeof nm, "%s op %s recompute", what, o->name);
-        near(re, o->recompute ? o->fwd_s : 0, nm);
+        near(re, recipe_op_recompute_s(o), nm);
         assert_true(n > 0 || (o->fwd_s == 0 && o->bwd_s == 0));
     }
 }
@@ -200,6 +200,51 @@ static void test_dense(void **state)
     check(&l, &t, "8b megatron-fsdp tp2 full recompute");
 }
 
+static const recipe_op *op_named(const recipe *r, const char *name)
+{
+    for (int i = 0; i < r->n_ops; i++)
+        if (!strcmp(r->op[i].name, name)) return &r->op[i];
+    fail_msg("no op %s", name);
+    return NULL;
+}
+
+/* Full recompute under FSDP2 is torch's non-reentrant checkpoint, which stops once the layer's
+ * last saved tensors (the down projection's inputs) are re-created: the down GEMM and the
+ * residual add after it are not re-run. Megatron's CheckpointFunction re-runs all of it. The
+ * recompute time is then the forward less exactly those two pieces. */
+static void test_recompute_early_stop(void **state)
+{
+    (void)state;
+    load("8b", "h100");
+    training_spec t = training_default();
+    t.global_batch = 16;
+    static recipe r;
+    layout l = fsdp2(8);
+    l.recompute = RECOMPUTE_FULL;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    const recipe_op *down = op_named(&r, "mlp_down"), *up = op_named(&r, "mlp_up");
+    const recipe_op *res = op_named(&r, "residual.add");
+    assert_false(down->recompute);
+    assert_true(up->recompute);
+    assert_int_equal(res->launches, 2);
+    assert_int_equal(res->recompute_launches, 1);
+    near(recipe_op_recompute_s(res), res->fwd_s / 2, "fsdp2 residual add re-run once");
+    double fwd_compute = 0;
+    for (int i = 0; i < r.n_ops; i++)
+        if (r.op[i].phase == RECIPE_FWD && r.op[i].kind <= RECIPE_FSDP_COPY)
+            fwd_compute += r.op[i].fwd_s;
+    recipe_time x;
+    recipe_price(&r, &x);
+    near(x.recompute_s, fwd_compute - down->fwd_s - res->fwd_s / 2, "fsdp2 early-stopped recompute");
+
+    l = megatron(2, 1, 4, true), l.recompute = RECOMPUTE_FULL;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    assert_true(op_named(&r, "mlp_down")->recompute);
+    for (int i = 0; i < r.n_ops; i++)
+        if (r.op[i].kind == RECIPE_ELEMENTWISE && r.op[i].phase == RECIPE_FWD)
+            assert_int_equal(r.op[i].recompute_launches, r.op[i].launches);
+}
+
 static void test_moe(void **state)
 {
     (void)state;
@@ -265,6 +310,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense),
+        cmocka_unit_test(test_recompute_early_stop),
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_low_precision),
     };
