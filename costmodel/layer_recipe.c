@@ -430,14 +430,30 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
      * plain causal mask); SDPA then runs cuDNN's flash kernel with the mask (the kernel names
      * in bench/realruns/results/launch-h100.json), which computes every block of the s x s
      * scores: the non-causal work. Measured there at Phi-3-mini's shape: 1.8x (s 2048) and
-     * 2.9x (s 4096) the is_causal time, forward + backward. */
+     * 2.9x (s 4096) the is_causal time, forward + backward. Where the system has measured
+     * rates by shape (attention_rate.h) the masked path's own rate is read instead, over the
+     * causal FLOPs the rates are defined with. */
     bool explicit_mask = layout_impl_of(l) == IMPL_HF && m->sliding_window > 0 &&
                          m->sliding_window < t->seq_len;
     bool causal = t->causal && !explicit_mask;
     if (t->attention == ATTENTION_FLASH) {
+        double seq_q = t->seq_len / (l->cp > 0 ? l->cp : 1); /* queries per sequence here */
+        double rows = tokens / seq_q * a / tp; /* (sequence, head) pairs on this GPU */
+        attn_mask mask = explicit_mask ? ATTN_MASK_WINDOW
+                         : t->causal   ? ATTN_MASK_CAUSAL
+                                       : ATTN_MASK_NONE;
         double f = flops_attention_core_forward(m, tokens, t->seq_len, causal) / tp;
-        attn_fwd = compute_flash_forward_s(sys, f);
-        attn_bwd = compute_flash_backward_s(sys, f);
+        double fw, bw;
+        if (sys->attention_rates.n > 0 &&
+            attn_table_rates(&sys->attention_rates, mask, qk, rows, seq_q, &fw, &bw)) {
+            if (explicit_mask) /* the rates of the window mask divide the causal FLOPs */
+                f = flops_attention_core_forward(m, tokens, t->seq_len, t->causal) / tp;
+            attn_fwd = f / fw;
+            attn_bwd = 2.5 * f / bw;
+        } else {
+            attn_fwd = compute_flash_forward_s(sys, f);
+            attn_bwd = compute_flash_backward_s(sys, f);
+        }
     } else {
         pqk = compute_gemm_s(sys, rows_a, t->seq_len, qk);
         ppv = compute_gemm_s(sys, rows_a, vd, t->seq_len);

@@ -232,6 +232,9 @@ cm_status system_from_json(const json_t *root, const char *path, const char *nam
                        "\"mesh\" (point-to-point links, AMD xGMI)",
                        path);
     sys->scaleup_mesh = v && !strcmp(json_string_value(v), "mesh");
+    cm_status st = attn_table_from_json(json_object_get(root, "attention_rates"), path,
+                                        &sys->attention_rates, err, errlen);
+    if (st != CM_OK) return st;
     return apply_fields(root, path, sys, false, err, errlen);
 }
 

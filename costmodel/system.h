@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "attention_rate.h"
+
 #include "status.h"
 
 /* One fitted collective (issue 4): t = alpha + bytes * bus_factor / busbw for this operation,
@@ -76,6 +78,8 @@ typedef struct {
     double eager_elementwise_efficiency_alone; /* the same with nothing beside them (one GPU:
                                            no NCCL or FSDP2 copy kernels); 0: not measured */
     double attention_efficiency;       /* achieved/peak of fused (flash) attention, fwd+bwd */
+    attn_table attention_rates;        /* measured rates by shape ("attention_rates"; n 0: none,
+                                          attention_efficiency stands), attention_rate.h */
     int sm_count;                      /* streaming multiprocessors (0: not given; overlap.c) */
     double tdp_w;                      /* board power the efficiency figures hold at (0: not
                                           given) */
