@@ -36,7 +36,8 @@ import subprocess
 import sys
 
 
-def measure(out_path, quick):
+def measure(out_path, quick, deadline_s):
+    import time
     import torch
     import torch.nn.functional as F
 
@@ -76,10 +77,15 @@ def measure(out_path, quick):
             ts.append(a.elapsed_time(b) / 1e3)
         return statistics.median(ts), min(ts), max(ts)
 
+    t0 = time.monotonic()
     with open(out_path, "w") as f:
         for d in dims:
             for s in seqs:
                 for bh in heads_x_batch:
+                    if deadline_s and time.monotonic() - t0 > deadline_s:
+                        print("attention_sweep: deadline reached; stopped before d=%d s=%d bh=%d"
+                              % (d, s, bh), file=sys.stderr)
+                        return
                     # at most 32 heads per sequence: more heads x batch become batch
                     h = min(bh, 32)
                     b = bh // h
@@ -172,11 +178,12 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", help="measure; write one JSON line per shape here")
     ap.add_argument("--quick", action="store_true", help="a few shapes (smoke test)")
+    ap.add_argument("--deadline", type=float, default=0, help="stop starting shapes after this many s")
     ap.add_argument("--table", help="write the cost model's table from the given JSONL files")
     ap.add_argument("inputs", nargs="*")
     a = ap.parse_args()
     if a.out:
-        measure(a.out, a.quick)
+        measure(a.out, a.quick, a.deadline)
     elif a.table:
         table(a.table, a.inputs)
     else:
