@@ -521,13 +521,15 @@ def main():
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             loss = step()
-            torch.cuda.synchronize()
+            t_host = time.perf_counter() - t0  # the host has issued the step (with --clip, the
+            torch.cuda.synchronize()           # norm's .item() waited for the backward first)
             dt = time.perf_counter() - t0
             losses.append(loss)
             if i < args.warmup:
                 rec.setdefault("warmup_times_s", []).append(round(dt, 5))
             else:
                 times.append(dt)
+                rec.setdefault("host_issue_times_rank0_s", []).append(round(t_host, 5))
         phase = "done"
         tt = torch.tensor(times, device=dev, dtype=torch.float64)
         dist.all_reduce(tt, op=dist.ReduceOp.MAX)

@@ -146,7 +146,7 @@ def versions():
         pass
     try:
         v["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                     capture_output=True, text=True, timeout=20).stdout.strip()
+                                     capture_output=True, text=True, timeout=20).stdout.split()[0]
     except Exception:
         pass
     if args.impl == "hf":
