@@ -5,7 +5,8 @@ F.scaled_dot_product_attention(is_causal=True), SwiGLU feed-forward w2(silu(w1 x
 output projection unless the config ties it. Built from a Hugging Face config.json's values
 (bench/realruns/configs/*.json) so the same file names the model for both implementations.
 
-Used by bench/realruns/realrun.py --impl native; needs only torch.
+Qwen3 configs add its per-head q/k RMSNorm. Used by bench/realruns/realrun.py --impl native and
+bench/realruns/parallel_run.py; needs only torch.
 """
 import math
 
@@ -27,6 +28,8 @@ class Args:
         self.theta = float(cfg.get("rope_theta", 10000.0))
         self.rope_scaling = cfg.get("rope_scaling")
         self.tied = bool(cfg.get("tie_word_embeddings", False))
+        # Qwen3 (dense and MoE) normalizes q and k per head before RoPE (RMSNorm over head_dim)
+        self.qk_norm = cfg.get("model_type") in ("qwen3", "qwen3_moe")
 
 
 def precompute_freqs_cis(head_dim, end, theta, scaling=None):
@@ -77,12 +80,16 @@ class Attention(nn.Module):
         self.wk = nn.Linear(a.dim, a.n_kv_heads * a.head_dim, bias=False)
         self.wv = nn.Linear(a.dim, a.n_kv_heads * a.head_dim, bias=False)
         self.wo = nn.Linear(a.n_heads * a.head_dim, a.dim, bias=False)
+        self.q_norm = nn.RMSNorm(a.head_dim, eps=a.eps) if a.qk_norm else None
+        self.k_norm = nn.RMSNorm(a.head_dim, eps=a.eps) if a.qk_norm else None
 
     def forward(self, x, freqs_cis):
         bs, seqlen, _ = x.shape
         xq = self.wq(x).view(bs, seqlen, -1, self.hd)
         xk = self.wk(x).view(bs, seqlen, -1, self.hd)
         xv = self.wv(x).view(bs, seqlen, -1, self.hd)
+        if self.q_norm is not None:
+            xq, xk = self.q_norm(xq), self.k_norm(xk)
         xq, xk = apply_rotary_emb(xq, xk, freqs_cis)
         rep = self.n_heads // self.n_kv
         keys, values = repeat_kv(xk, rep), repeat_kv(xv, rep)
@@ -126,14 +133,19 @@ class Transformer(nn.Module):
         self.output = nn.Linear(a.dim, a.vocab, bias=False)
         if a.tied:
             self.output.weight = self.tok_embeddings.weight
-        self.register_buffer("freqs_cis", self._freqs(), persistent=False)
+        # computed on the CPU (Llama 3.1's scaling reads values), then put where the model is built
+        # (a meta-device build, bench/realruns/parallel_run.py, recomputes it after materializing)
+        self.register_buffer("freqs_cis", self._freqs().to(torch.empty(0).device), persistent=False)
 
     def _freqs(self):
-        return precompute_freqs_cis(self.a.head_dim, self.max_seq, self.a.theta, self.a.rope_scaling)
+        with torch.device("cpu"):
+            return precompute_freqs_cis(self.a.head_dim, self.max_seq, self.a.theta, self.a.rope_scaling)
 
     def forward(self, tokens):
-        h = self.tok_embeddings(tokens)
+        # a pipeline stage (bench/realruns/parallel_run.py) sets the modules it does not hold to
+        # None, as torchtitan's pipeline split does: then it takes and returns hidden states
+        h = self.tok_embeddings(tokens) if self.tok_embeddings is not None else tokens
         for layer in self.layers.values():
             h = layer(h, self.freqs_cis)
-        h = self.norm(h)
-        return self.output(h)
+        h = self.norm(h) if self.norm is not None else h
+        return self.output(h) if self.output is not None else h

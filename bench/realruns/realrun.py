@@ -29,8 +29,14 @@ A run that goes out of memory writes "oom": true, the phase, the peak before the
 allocator's message.
 
 World size 1 is a one-rank NCCL process group started here (or by torchrun when it sets RANK).
+Several GPUs (FSDP2 over all ranks, data parallel): start it under torchrun; each rank draws its own
+tokens, a step's time is the slowest rank's (max over ranks per step), the memory figures are the
+largest over ranks (and peak allocated/reserved per rank are listed); rank 0 writes the line.
+--sac op: torchtitan's op-level selective activation checkpointing (native only, see sac_context_fn).
+
 Usage: NCCL_NVLS_ENABLE=0 python3 bench/realruns/realrun.py --config llama-3.2-1b --seq 4096
-           --mbs 2 [--ckpt] [--impl native [--compile]] [--layers N] --out results.jsonl
+           --mbs 2 [--ckpt | --sac op] [--impl native [--compile]] [--layers N] --out results.jsonl
+       NCCL_NVLS_ENABLE=0 torchrun --nproc_per_node 4 bench/realruns/realrun.py --config llama-3.2-1b ...
 """
 import argparse
 import datetime
@@ -52,6 +58,10 @@ p.add_argument("--seq", type=int, default=4096)
 p.add_argument("--mbs", type=int, default=1)
 p.add_argument("--layers", type=int, default=0, help="cut the model to N decoder layers")
 p.add_argument("--ckpt", action="store_true", help="activation (gradient) checkpointing, every layer")
+p.add_argument("--sac", choices=("", "op"), default="",
+               help="native only: selective activation checkpointing per block, op level "
+                    "(torchtitan's policy: save every mm output except every second one, save the "
+                    "flash / efficient / cuDNN attention outputs, recompute the rest)")
 p.add_argument("--compile", action="store_true", help="native only: torch.compile each block")
 p.add_argument("--optimizer", choices=("default", "foreach", "fused", "forloop"), default="",
                help="AdamW implementation (hf default: torch's default; native: fused)")
@@ -69,6 +79,8 @@ with open(cfg_path) as f:
     CFG = json.load(f)
 if not args.optimizer:
     args.optimizer = "fused" if args.impl == "native" else "default"
+if args.sac and (args.impl != "native" or args.ckpt):
+    sys.exit("realrun: --sac op is for --impl native without --ckpt (full checkpointing)")
 
 rec = {
     "label": args.label,
@@ -80,9 +92,12 @@ rec = {
     "layers_full": CFG["num_hidden_layers"],
     "framework": "fsdp2",
     "world_size": int(os.environ.get("WORLD_SIZE", "1")),
+    "dp": int(os.environ.get("WORLD_SIZE", "1")), "tp": 1, "pp": 1, "cp": 1, "ep": 1,
+    "schedule": None, "microbatches": 1,
     "seq": args.seq,
     "mbs": args.mbs,
     "grad_ckpt": bool(args.ckpt),
+    "sac": args.sac or None,
     "compile": bool(args.compile),
     "optimizer": "AdamW",
     "optimizer_impl": args.optimizer,
@@ -90,7 +105,8 @@ rec = {
     "mixed_precision": "fp32 params, param_dtype bf16, reduce_dtype fp32",
     "reshard_after_forward": True,
     "attention": "sdpa",
-    "command": "python3 " + " ".join(shlex.quote(a) for a in sys.argv),
+    "command": (("torchrun --nproc_per_node %s " % os.environ["WORLD_SIZE"]) if "TORCHELASTIC_RUN_ID" in os.environ
+                else "python3 ") + " ".join(shlex.quote(a) for a in sys.argv),
     "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     "env": {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "PYTORCH_CUDA_ALLOC_CONF",
                                               "CUDA_DEVICE_MAX_CONNECTIONS")},
@@ -101,6 +117,8 @@ T0 = time.perf_counter()
 
 def emit():
     rec["wall_s"] = round(time.perf_counter() - T0, 2)
+    if int(os.environ.get("RANK", "0")) != 0:
+        return
     line = json.dumps(rec, sort_keys=True)
     print("REALRUN " + line, flush=True)
     if args.out:
@@ -128,7 +146,7 @@ def versions():
         pass
     try:
         v["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                     capture_output=True, text=True, timeout=20).stdout.strip()
+                                     capture_output=True, text=True, timeout=20).stdout.split()[0]
     except Exception:
         pass
     if args.impl == "hf":
@@ -196,10 +214,41 @@ def build_native(dev):
         if args.ckpt:
             from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
             blk = checkpoint_wrapper(blk, preserve_rng_state=False)
+        elif args.sac == "op":
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+            blk = checkpoint_wrapper(blk, context_fn=sac_context_fn, preserve_rng_state=False)
         if args.compile:  # torchtitan's apply_compile: wrap each block, FSDP's hooks stay outside
             blk = torch.compile(blk, fullgraph=True)
         model.layers.register_module(k, blk)
     return model, [model.layers[k] for k in blocks]
+
+
+def sac_context_fn():
+    """torchtitan's op-level selective checkpointing policy (torchtitan/distributed/
+    activation_checkpoint.py, _apply_op_sac): keep the outputs of the ops in the save list, but of
+    aten.mm only every other one (the 2nd, 4th, ... mm of a block in forward, and the same count
+    in the recompute, are recomputed); everything else is recomputed in the backward."""
+    from collections import defaultdict
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+    ops = torch.ops.aten
+    save = {ops.mm.default}
+    for name in ("_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention",
+                 "_scaled_dot_product_cudnn_attention"):
+        if hasattr(ops, name):
+            save.add(getattr(ops, name).default)
+    if hasattr(torch.ops, "_c10d_functional"):
+        save.add(torch.ops._c10d_functional.reduce_scatter_tensor.default)
+    save.add(ops.max.default)
+    meta = defaultdict(int)
+
+    def policy(ctx, func, *a, **kw):
+        mode = "recompute" if ctx.is_recompute else "forward"
+        if func == ops.mm.default:
+            meta[mode + "_mm_count"] += 1
+        keep = func in save and not (func == ops.mm.default and meta[mode + "_mm_count"] % 2 == 0)
+        return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
+
+    return create_selective_checkpoint_contexts(policy)
 
 
 def make_opt(model):
@@ -245,7 +294,7 @@ def main():
         fully_shard(model, mp_policy=mp, reshard_after_forward=True)
         opt = make_opt(model)
         V = CFG["vocab_size"]
-        g = torch.Generator(device=dev).manual_seed(1234)
+        g = torch.Generator(device=dev).manual_seed(1234 + dist.get_rank())  # each rank its own data
         ids = torch.randint(0, V, (args.mbs, args.seq + 1), device=dev, generator=g)
         inp, lab = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
         torch.cuda.synchronize()
@@ -280,6 +329,11 @@ def main():
             else:
                 times.append(dt)
         phase = "done"
+        if dist.get_world_size() > 1:  # a step lasts as long as its slowest rank
+            tt = torch.tensor(times, device=dev, dtype=torch.float64)
+            dist.all_reduce(tt, op=dist.ReduceOp.MAX)
+            rec["step_times_rank0_s"] = [round(x, 5) for x in times]
+            times = tt.tolist()
         rec["warmup"], rec["steps"] = args.warmup, args.steps
         rec["step_times_s"] = [round(x, 5) for x in times]
         med = statistics.median(times)
@@ -302,14 +356,20 @@ def main():
                 rec["oom_tried_bytes"] = int(float(m.group(1)) * {"GiB": 1 << 30, "MiB": 1 << 20,
                                                                   "KiB": 1 << 10}[m.group(2)])
     st = torch.cuda.memory_stats(dev)
-    rec["peak_allocated_bytes"] = st.get("allocated_bytes.all.peak", 0)
-    rec["peak_reserved_bytes"] = st.get("reserved_bytes.all.peak", 0)
-    rec["peak_active_bytes"] = st.get("active_bytes.all.peak", 0)
-    rec["alloc_retries"] = st.get("num_alloc_retries", 0)
-    rec["allocator_ooms"] = st.get("num_ooms", 0)
     u, _ = used(dev)
-    rec["device_used_end_bytes"] = u
-    rec["nonalloc_end_bytes"] = u - torch.cuda.memory_reserved(dev)
+    mem = [st.get("allocated_bytes.all.peak", 0), st.get("reserved_bytes.all.peak", 0),
+           st.get("active_bytes.all.peak", 0), st.get("num_alloc_retries", 0),
+           st.get("num_ooms", 0), u, u - torch.cuda.memory_reserved(dev)]
+    if dist.get_world_size() > 1 and phase == "done":  # the largest over ranks (an OOM may hang a collective)
+        mt = torch.tensor(mem, device=dev, dtype=torch.int64)
+        allm = [torch.zeros_like(mt) for _ in range(dist.get_world_size())]
+        dist.all_gather(allm, mt)
+        rec["peak_allocated_per_rank_bytes"] = [int(x[0]) for x in allm]
+        rec["peak_reserved_per_rank_bytes"] = [int(x[1]) for x in allm]
+        mem = [max(int(x[i]) for x in allm) for i in range(len(mem))]
+    (rec["peak_allocated_bytes"], rec["peak_reserved_bytes"], rec["peak_active_bytes"],
+     rec["alloc_retries"], rec["allocator_ooms"], rec["device_used_end_bytes"],
+     rec["nonalloc_end_bytes"]) = mem
     if not rec["oom"] and "error" not in rec:
         # peak of what the process holds: tensors at their peak + everything outside the allocator
         rec["measured_peak_bytes"] = rec["peak_allocated_bytes"] + rec["nonalloc_end_bytes"]

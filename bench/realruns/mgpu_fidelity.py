@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Predicted vs measured for issue 24's multi-GPU real runs, and `plan measure` vs the real step.
+
+For every real run line (bench/realruns/realrun.py under torchrun, or parallel_run.py) in the
+results folders this runs `plan estimate` of the same model (the run's config.json cut to its layer
+count), system (h100 / h200 from the run's GPU), --gpus = world size, layout, seq, mbs, gbs and
+implementation, and sets beside it the `plan measure` JSON of the same layout written in the same
+call (pm-<label>.json next to results.jsonl), so three numbers per row:
+  real     median step of the real run (slowest rank per step), and its memory: peak allocated +
+           non-allocator bytes, the largest over ranks (issue 14's memory.total_bytes)
+  pred     plan estimate's time.step_s and memory.total_bytes
+  measure  plan measure's measured.step_s (the backend running what the model prices)
+error = (x - real) / real (the project's sign convention). Standard library only; no torch.
+
+How each layout is priced is one table, FRAMEWORK below: the FSDP2 data-parallel runs as
+--framework fsdp2; DTensor TP, torch pipelining, context parallel (ring attention) and the MoE
+expert-parallel runs as --framework megatron --impl native (the planner's FSDP2 path has no
+TP/PP/EP, and its --cp is Ulysses all-to-all, not ring attention). When `plan estimate --help`
+lists a `torchtitan` framework, the rows marked "torchtitan" in TORCHTITAN switch to it (set
+USE_TORCHTITAN = False to keep megatron). The printed `fw` column says which flag priced each row.
+Rows whose real mechanism the planner has no term for are flagged in `note`.
+
+Usage: python3 bench/realruns/mgpu_fidelity.py [DIR ...] [--plan build/cli/plan] [--format table|json]
+       (default DIRs: bench/results/mgpu_2026-11-27/{full_h200x4,extra_h100x4}/jobs;
+       the TP host-time check: bench/results/mgpu_2026-11-27/host_h100x4/jobs)
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+GIB = float(1 << 30)
+DEFAULT_DIRS = [os.path.join(ROOT, "bench", "results", "mgpu_2026-11-27", d, "jobs")
+                for d in ("full_h200x4", "extra_h100x4")]
+
+# parallelism of the real run -> (framework, extra plan flags). Switch a row here.
+FRAMEWORK = {
+    "fsdp": ("fsdp2", []),
+    "tp": ("megatron", ["--sharding", "fsdp"]),      # FSDP2 on the dp mesh beside TP
+    "pp": ("megatron", []),                          # dp = 1: sharding moot
+    "cp": ("megatron", ["--sharding", "fsdp"]),      # megatron's CP is ring attention (p2p)
+    "ep": ("megatron", ["--sharding", "fsdp"]),      # non-expert params FSDP2 over every rank
+}
+TORCHTITAN = {"tp", "pp", "cp", "ep"}  # rows to price with --framework torchtitan once it exists
+USE_TORCHTITAN = True
+
+ap = argparse.ArgumentParser()
+ap.add_argument("dirs", nargs="*")
+ap.add_argument("--plan", default="")
+ap.add_argument("--format", choices=("table", "json"), default="table")
+args = ap.parse_args()
+if not args.plan:
+    for cand in ("build/cli/plan", "build-bk/cli/plan"):
+        if os.path.exists(os.path.join(ROOT, cand)):
+            args.plan = os.path.join(ROOT, cand)
+            break
+if not args.plan or not os.path.exists(args.plan):
+    sys.exit("mgpu_fidelity: no planner binary (build/cli/plan); build it or pass --plan")
+
+
+def plan(argv):
+    return subprocess.run([args.plan] + argv, capture_output=True, text=True,
+                          env=dict(os.environ, PLAN_DATA_DIR=os.path.join(ROOT, "data")))
+
+
+HELP = plan(["estimate", "--help"])
+HELP = HELP.stdout + HELP.stderr
+HAS_TT = "torchtitan" in HELP
+
+
+def system_of(gpu):
+    return "h200" if "H200" in (gpu or "") else ("h100" if "H100" in (gpu or "") else None)
+
+
+def config_for(rec, tmp):
+    with open(os.path.join(ROOT, rec["config"])) as f:
+        cfg = json.load(f)
+    name = rec["model"]
+    if rec.get("layers") and rec["layers"] != cfg["num_hidden_layers"]:
+        cfg["num_hidden_layers"] = rec["layers"]
+        if "max_window_layers" in cfg:
+            cfg["max_window_layers"] = min(cfg["max_window_layers"], rec["layers"])
+        name += "-L%d" % rec["layers"]
+    out = os.path.join(tmp, name + ".json")
+    with open(out, "w") as f:
+        json.dump(cfg, f)
+    return out
+
+
+def layout(rec):
+    """(framework, flags, note) for plan estimate of this run."""
+    par = rec.get("parallelism") or "fsdp"
+    fw, extra = FRAMEWORK[par]
+    if USE_TORCHTITAN and HAS_TT and par in TORCHTITAN:
+        fw, extra = "torchtitan", []
+    ws = rec.get("world_size", 1)
+    gbs = rec.get("gbs") or rec["mbs"] * rec.get("microbatches", 1) * (ws // max(1, rec.get("tp", 1) * rec.get("pp", 1) * rec.get("cp", 1)))
+    a = ["--framework", fw, "--gpus", str(ws), "--seq", str(rec["seq"]), "--mbs", str(rec["mbs"]),
+         "--gbs", str(gbs), "--impl", rec.get("impl", "hf")] + extra
+    for k in ("tp", "pp", "cp", "ep"):
+        if rec.get(k, 1) > 1:
+            a += ["--" + k, str(rec[k])]
+    if rec.get("vpp", 1) > 1:
+        a += ["--vpp", str(rec["vpp"])]
+    oi = rec.get("optimizer_impl", "default")
+    a += ["--optimizer-impl", {"default": "foreach", "forloop": "for-loop"}.get(oi, oi)]
+    if rec.get("compile"):
+        a += ["--compile"]
+    notes = []
+    if rec.get("grad_ckpt"):
+        a += ["--recompute", "full"]
+    elif rec.get("sac") == "op":
+        return fw, None, "not expressible: op-level selective checkpointing (torchtitan's policy); " \
+            "the FSDP2 path has only --recompute full|none"
+    if par == "ep" and rec.get("experts_impl", "loop") == "loop":
+        notes.append("experts looped in Python (priced as grouped GEMMs)")
+    if par == "cp" and fw == "fsdp2":
+        notes.append("fsdp2 --cp is Ulysses, the run is ring attention")
+    return fw, a, "; ".join(notes)
+
+
+def err(x, ref):
+    return None if x is None or not ref else (x - ref) / ref
+
+
+def main():
+    dirs = args.dirs or DEFAULT_DIRS
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for d in dirs:
+            fn = os.path.join(d, "results.jsonl")
+            if not os.path.exists(fn):
+                continue
+            for ln in open(fn):
+                if not ln.strip():
+                    continue
+                r = json.loads(ln)
+                row = {"run": r["label"], "dir": os.path.basename(os.path.dirname(d)),
+                       "gpu": system_of(r.get("gpu")), "ws": r.get("world_size", 1),
+                       "par": r.get("parallelism") or "fsdp", "impl": r.get("impl", "hf")}
+                if r.get("error") or r.get("oom"):
+                    row["status"] = "failed run"
+                    rows.append(row)
+                    continue
+                row["real_step_s"] = r["step_s_median"]
+                row["real_mem_bytes"] = r["measured_peak_bytes"]
+                fw, a, note = layout(r)
+                row["fw"], row["note"] = fw, note
+                if a is None:
+                    row["status"] = note
+                    rows.append(row)
+                    continue
+                res = plan(["estimate", "--model", config_for(r, tmp), "--system", row["gpu"]] + a +
+                           ["--format", "json"])
+                row["plan_args"] = " ".join(a)
+                if res.returncode not in (0, 1) or not res.stdout.strip().startswith("{"):
+                    row["status"] = "plan refused: " + (res.stderr or res.stdout).strip()[:200]
+                    rows.append(row)
+                    continue
+                j = json.loads(res.stdout)
+                row["status"] = "ok"
+                row["pred_step_s"] = j["time"]["step_s"]
+                row["pred_mem_bytes"] = j["memory"]["total_bytes"]
+                row["pred_feasible"] = bool(j["feasible"])
+                row["step_err"] = err(row["pred_step_s"], row["real_step_s"])
+                row["mem_err"] = err(row["pred_mem_bytes"], row["real_mem_bytes"])
+                pm = os.path.join(d, "pm-%s.json" % r["label"])
+                if os.path.exists(pm):
+                    try:
+                        m = json.load(open(pm))
+                        row["measure_step_s"] = m["measured"]["step_s"]
+                        row["measure_mem_bytes"] = m["measured"]["peak_memory_bytes"]
+                        row["measure_pred_step_s"] = m["predicted"]["step_s"]
+                        row["measure_err"] = err(row["measure_step_s"], row["real_step_s"])
+                        row["measure_mem_err"] = err(row["measure_mem_bytes"], row["real_mem_bytes"])
+                    except (ValueError, KeyError):
+                        pass
+                rows.append(row)
+    if args.format == "json":
+        print(json.dumps(rows, indent=1))
+        return
+    pct = lambda x: "%+6.1f%%" % (100 * x) if x is not None else "%7s" % "-"  # noqa: E731
+    hdr = "%-20s %-4s %2s %-4s %-9s %7s %7s %7s %7s | %6s %6s %7s | %7s %7s  %s" % (
+        "run", "gpu", "ws", "par", "fw", "real_s", "pred_s", "err", "meas_s", "memGiB", "pred",
+        "err", "pm-err", "pm-mem", "note")
+    print(hdr)
+    print("-" * len(hdr))
+    for w in rows:
+        if w["status"] != "ok":
+            print("%-20s %-4s %2s %-4s %-9s %7s %7s %7s %7s | %6s  %s" % (
+                w["run"], w["gpu"], w["ws"], w["par"], w.get("fw", ""),
+                "%.4f" % w["real_step_s"] if "real_step_s" in w else "-", "", "", "",
+                "%.1f" % (w["real_mem_bytes"] / GIB) if "real_mem_bytes" in w else "-", w["status"]))
+            continue
+        print("%-20s %-4s %2d %-4s %-9s %7.4f %7.4f %s %7s | %6.1f %6.1f %s | %s %s  %s" % (
+            w["run"], w["gpu"], w["ws"], w["par"], w["fw"], w["real_step_s"], w["pred_step_s"],
+            pct(w["step_err"]), "%.4f" % w["measure_step_s"] if "measure_step_s" in w else "-",
+            w["real_mem_bytes"] / GIB, w["pred_mem_bytes"] / GIB, pct(w["mem_err"]),
+            pct(w.get("measure_err")), pct(w.get("measure_mem_err")), w["note"]))
+    ok = [w for w in rows if w["status"] == "ok"]
+
+    def summary(name, xs, target):
+        xs = [x for x in xs if x is not None]
+        if not xs:
+            return
+        a = [abs(x) for x in xs]
+        print("%-26s n=%2d  median |err| %5.1f%%  max |err| %5.1f%%  median signed %+5.1f%%  "
+              "within %d%%: %d  (target %d%%)" % (name, len(xs), 100 * statistics.median(a), 100 * max(a),
+                                                    100 * statistics.median(xs), target,
+                                                    sum(1 for x in a if x <= target / 100), target))
+
+    print()
+    print("frameworks: %s (plan estimate --help %s torchtitan)" % (
+        ", ".join("%s->%s" % (k, FRAMEWORK[k][0]) for k in FRAMEWORK), "lists" if HAS_TT else "has no"))
+    for label, sel in (("all runs", ok), ("without flagged notes", [w for w in ok if not w["note"]])):
+        print("-- %s" % label)
+        summary("step: estimate vs real", [w["step_err"] for w in sel], 5)
+        summary("memory: estimate vs real", [w["mem_err"] for w in sel], 5)
+        summary("step: plan measure vs real", [w.get("measure_err") for w in sel], 5)
+        summary("memory: measure vs real", [w.get("measure_mem_err") for w in sel], 5)
+    for par in ("fsdp", "tp", "pp", "cp", "ep"):
+        sel = [w for w in ok if w["par"] == par]
+        if sel:
+            print("-- %s" % par)
+            summary("step: estimate vs real", [w["step_err"] for w in sel], 5)
+            summary("step: plan measure vs real", [w.get("measure_err") for w in sel], 5)
+            summary("memory: estimate vs real", [w["mem_err"] for w in sel], 5)
+
+
+if __name__ == "__main__":
+    main()
