@@ -142,10 +142,17 @@ void emit_header(FILE *f, const char *c, const estimate *e, const model_spec *m,
     fprintf(f, "%s ", c);
     emit_comment_text(f, line);
     fputc('\n', f);
-    fprintf(f, "%s predicted: %.2f s/step, %.0f tokens/s, MFU %.1f%%, %.1f of %.1f GiB per GPU "
-               "(pipeline stage %d)\n",
-            c, e->time.step_s, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / UNITS_GIB_BYTES,
-            e->memory.capacity_bytes / UNITS_GIB_BYTES, e->memory.stage);
+    if (estimate_time_priced(e))
+        fprintf(f, "%s predicted: %.2f s/step, %.0f tokens/s, MFU %.1f%%, %.1f of %.1f GiB per "
+                   "GPU (pipeline stage %d)\n",
+                c, e->time.step_s, e->tokens_per_s, 100 * e->mfu,
+                e->memory.total_bytes / UNITS_GIB_BYTES,
+                e->memory.capacity_bytes / UNITS_GIB_BYTES, e->memory.stage);
+    else /* no step time (a group crosses nodes with no network): the WARNING below says why */
+        fprintf(f, "%s predicted: infeasible, no step time; %.1f of %.1f GiB per GPU (pipeline "
+                   "stage %d)\n",
+                c, e->memory.total_bytes / UNITS_GIB_BYTES,
+                e->memory.capacity_bytes / UNITS_GIB_BYTES, e->memory.stage);
     if (!e->feasible) {
         fprintf(f, "%s WARNING: does not fit: ", c);
         emit_comment_text(f, e->infeasible_reason);

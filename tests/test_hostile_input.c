@@ -18,6 +18,7 @@
  */
 #include <fcntl.h>
 #include <math.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -281,6 +282,69 @@ static void test_no_network(void **state)
     if (!strstr(run.out, "No layout fits")) fail_msg("%s", run.out);
 }
 
+/* Does text hold a number of 20 or more digits (the ~1e30 s a step without a network once
+ * printed as "1616000000000000423946721320501248.00 s")? */
+static bool has_huge_number(const char *text)
+{
+    int run_len = 0;
+    for (const char *p = text; *p; p++) {
+        run_len = (*p >= '0' && *p <= '9') ? run_len + 1 : 0;
+        if (run_len >= 20) return true;
+    }
+    return strstr(text, "e+") != NULL;
+}
+
+/* The same plan without a network printed a step time of ~1e30 s (text, JSON, simulate, the
+ * emitted config's header): now "infeasible: <reason>" in text, null and the reason in JSON. */
+static void test_no_network_no_time(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    char path[600], *sys = tmp("nonet2.json");
+    snprintf(path, sizeof path, "%s/systems/h100.json", getenv("PLAN_DATA_DIR"));
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *nics = strstr(text, "\"nics_per_node\": 8");
+    assert_non_null(nics);
+    nics[strlen("\"nics_per_node\": ")] = '0';
+    write_file(sys, text);
+    static const char *const plans[] = {"--framework fsdp2", "--framework megatron --pp 8"};
+    static const char *const commands[] = {"estimate", "simulate"};
+    for (size_t i = 0; i < sizeof plans / sizeof *plans; i++)
+        for (size_t c = 0; c < 2; c++) {
+            char args[1024];
+            snprintf(args, sizeof args, "%s --model 8b --gpus 64 --system %s %s", commands[c],
+                     sys, plans[i]);
+            assert_int_equal(plan_run(&run, args), 0);
+            if (run.status != 1 || has_huge_number(run.out) ||
+                !strstr(run.out, "step time    infeasible: the plan spans 8 nodes but system"))
+                fail_msg("plan %s: exit %d\n%s%s", args, run.status, run.out, run.err);
+            snprintf(args, sizeof args,
+                     "%s --model 8b --gpus 64 --system %s %s --format json | python3 -c '"
+                     "import json,sys; d=json.load(sys.stdin); t=d[\"time\"]; "
+                     "assert t[\"step_s\"] is None and d[\"tokens_per_s\"] is None, t; "
+                     "assert \"no inter-node network\" in t[\"unpriced_reason\"], t; "
+                     "assert t[\"compute_s\"] > 0, t; print(\"json ok\")'",
+                     commands[c], sys, plans[i]);
+            assert_int_equal(plan_run(&run, args), 0);
+            if (!strstr(run.out, "json ok") || has_huge_number(run.out))
+                fail_msg("plan %s:\n%s%s", args, run.out, run.err);
+        }
+    char args[1024];
+    snprintf(args, sizeof args,
+             "estimate --model 8b --gpus 64 --system %s --framework fsdp2 --emit yaml", sys);
+    assert_int_equal(plan_run(&run, args), 0);
+    if (has_huge_number(run.out) || !strstr(run.out, "# predicted: infeasible, no step time"))
+        fail_msg("plan %s:\n%s%s", args, run.out, run.err);
+    expect_usage_error("no trace: this layout has no step time",
+                       "estimate --model 8b --gpus 64 --system %s --trace %s", sys,
+                       tmp("trace-nonet.json"));
+}
+
 /* plan fit wrote a profile of NaNs, exit 0, from NaN or overflowing cells. */
 static void test_fit_non_finite(void **state)
 {
@@ -360,7 +424,7 @@ int main(void)
         cmocka_unit_test(test_search_layout_flags), cmocka_unit_test(test_yaml_depth),
         cmocka_unit_test(test_yaml_leading_zero), cmocka_unit_test(test_no_network),
         cmocka_unit_test(test_fit_non_finite),   cmocka_unit_test(test_fit_library),
-        cmocka_unit_test(test_sim_bounds),
+        cmocka_unit_test(test_sim_bounds),       cmocka_unit_test(test_no_network_no_time),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
