@@ -253,6 +253,20 @@ static void test_yaml_leading_zero(void **state)
     assert_int_not_equal(read_yaml(text, &cfg, err), CM_OK);
     if (!strstr(err, "leading zero") || !strstr(err, "tensor_model_parallel_size"))
         fail_msg("%s", err);
+    /* Forms YAML 1.1 and 1.2 read differently (0o10: 8 or a string; 1_0: 10 or a string) or
+     * that are no plain decimal (0x10) are refused too; +8 is 8 in both. */
+    static const char *const other[] = {"0o10", "0x10", "1_0", "8.0"};
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+        char t[512];
+        snprintf(t, sizeof t, "trainer:\n  strategy: megatron\n  policy:\n    megatron_config:\n"
+                              "      tensor_model_parallel_size: %s\n", other[i]);
+        assert_int_not_equal(read_yaml(t, &cfg, err), CM_OK);
+        if (!strstr(err, "must be an integer")) fail_msg("%s: %s", other[i], err);
+    }
+    const char *plus = "trainer:\n  strategy: megatron\n  policy:\n    megatron_config:\n"
+                       "      tensor_model_parallel_size: +8\n";
+    if (read_yaml(plus, &cfg, err) != CM_OK) fail_msg("+8: %s", err);
+    assert_int_equal(cfg.layout.tp, 8);
 }
 
 /* nics_per_node 0: an HSDP plan over 8 nodes "fit", its replica all-reduce unpriced. */
@@ -405,6 +419,47 @@ static void test_fit_library(void **state)
     if (!strstr(err, "finite")) fail_msg("%s", err);
 }
 
+/* bench --compare once joined the two files in O(n·m): 200,000 rows each took hours. Sorted,
+ * it takes about a second (B holds A's rows in reverse order, every one unchanged). */
+static void test_compare_join_bounded(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    enum { ROWS = 200000 };
+    static const char header[] =
+        "\"model\",\"params\",\"framework\",\"sharding\",\"tp\",\"pp\",\"dp\",\"cp\","
+        "\"ep\",\"vpp\",\"mbs\",\"gbs\",\"seq\",\"recompute\",\"gpus\",\"system\","
+        "\"step_s\",\"tokens_per_s\",\"mfu\",\"memory_gib\",\"feasible\","
+        "\"measured_step_s\",\"measured_memory_gib\",\"error_pct\",\"plan_version\"\n";
+    char *a = tmp("big_a.csv"), *b = tmp("big_b.csv");
+    FILE *fa = fopen(a, "w"), *fb = fopen(b, "w");
+    assert_non_null(fa);
+    assert_non_null(fb);
+    fputs(header, fa);
+    fputs(header, fb);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < ROWS; i++) {
+            int r = k == 0 ? i : ROWS - 1 - i; /* B reversed */
+            fprintf(k == 0 ? fa : fb,
+                    "\"m%d\",\"3212749824\",\"megatron\",\"ddp\",\"1\",\"1\",\"8\",\"1\","
+                    "\"1\",\"1\",\"2\",\"1024\",\"4096\",\"none\",\"8\",\"h100\","
+                    "\"19.6765\",\"213163\",\"0.5760\",\"78.905\",\"yes\",\"\",\"\",\"\","
+                    "\"0.1.0\"\n",
+                    r);
+        }
+    assert_int_equal(fclose(fa), 0);
+    assert_int_equal(fclose(fb), 0);
+    char args[1200];
+    snprintf(args, sizeof args, "bench --compare %s %s", a, b);
+    alarm(120); /* about 1 s here; the O(n·m) join ran past it by hours */
+    assert_int_equal(plan_run(&run, args), 0);
+    alarm(0);
+    if (run.status != 0 || !strstr(run.out, "0 changed, 200000 unchanged, 0 added, 0 removed"))
+        fail_msg("plan %s: exit %d\n%s%s", args, run.status, run.out, run.err);
+    unlink(a);
+    unlink(b);
+}
+
 /* The simulator once ran 50 M chunks per plan (minutes per search) and traced millions of
  * events (gigabytes). */
 static void test_sim_bounds(void **state)
@@ -434,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_yaml_leading_zero), cmocka_unit_test(test_no_network),
         cmocka_unit_test(test_fit_non_finite),   cmocka_unit_test(test_fit_library),
         cmocka_unit_test(test_sim_bounds),       cmocka_unit_test(test_no_network_no_time),
+        cmocka_unit_test(test_compare_join_bounded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
