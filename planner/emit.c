@@ -80,10 +80,22 @@ static int gpus_per_node_of(int gpus, const system_spec *sys)
 /* ---- quoting for each target language (strings from config.json reach every output) ---- */
 
 /* Text inside a '#' comment line: control characters (a newline would end the comment and start
- * a command) are written as '?'. */
+ * a command) are written as '?', and so are the line breaks YAML 1.1 adds to them (libyaml and
+ * PyYAML end a comment at NEL U+0085, LS U+2028 and PS U+2029: found by tests/fuzz/fuzz_emit). */
 void emit_comment_text(FILE *f, const char *s)
 {
-    for (; *s; s++) fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+    for (; *s; s++) {
+        const unsigned char *u = (const unsigned char *)s;
+        if (u[0] == 0xc2 && u[1] == 0x85) { /* NEL */
+            fputc('?', f);
+            s++;
+        } else if (u[0] == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9)) { /* LS, PS */
+            fputc('?', f);
+            s += 2;
+        } else {
+            fputc(*u < 0x20 || *u == 0x7f ? '?' : *s, f);
+        }
+    }
 }
 
 /* One shell word: bare when every byte is unambiguous, else in single quotes (inside which

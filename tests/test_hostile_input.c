@@ -34,6 +34,7 @@
 #include <cmocka.h>
 
 #include "check.h"
+#include "emit.h"
 #include "fit.h"
 #include "plan_run.h"
 #include "sim.h"
@@ -460,6 +461,37 @@ static void test_compare_join_bounded(void **state)
     unlink(b);
 }
 
+/* A display name holding a line break YAML 1.1 knows but C does not (NEL U+0085, LS U+2028,
+ * PS U+2029) ended the emitted YAML's header comment: the rest of the line became YAML and the
+ * file no longer read back (found by tests/fuzz/fuzz_emit). */
+static void test_yaml_comment_unicode_breaks(void **state)
+{
+    (void)state;
+    const char *dir = getenv("PLAN_DATA_DIR");
+    if (!dir) skip();
+    model_spec m;
+    system_spec sys;
+    char err[CM_ERRLEN];
+    assert_int_equal(model_load("8b", dir, &m, err, sizeof err), CM_OK);
+    assert_int_equal(system_load("h100", dir, &sys, err, sizeof err), CM_OK);
+    snprintf(m.display, sizeof m.display, "a\xe2\x80\xa8" "b: c\xc2\x85" "- d\xe2\x80\xa9" "[e");
+    training_spec t = training_default();
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    l.dp = 8;
+    estimate e;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err), CM_OK);
+    emit_context ctx = {.model_ref = "8b"};
+    char *text = NULL;
+    assert_int_equal(emit_yaml(&e, &m, &sys, &ctx, &text, err, sizeof err), CM_OK);
+    check_config cfg;
+    check_report rep;
+    if (check_read_yaml(text, strlen(text), &cfg, &rep, err, sizeof err) != CM_OK)
+        fail_msg("%s\n%s", err, text);
+    assert_non_null(strstr(text, "# plan "));
+    assert_non_null(strstr(text, "a?b: c?- d?[e on 8 x"));
+    free(text);
+}
+
 /* The simulator once ran 50 M chunks per plan (minutes per search) and traced millions of
  * events (gigabytes). */
 static void test_sim_bounds(void **state)
@@ -490,6 +522,7 @@ int main(void)
         cmocka_unit_test(test_fit_non_finite),   cmocka_unit_test(test_fit_library),
         cmocka_unit_test(test_sim_bounds),       cmocka_unit_test(test_no_network_no_time),
         cmocka_unit_test(test_compare_join_bounded),
+        cmocka_unit_test(test_yaml_comment_unicode_breaks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
