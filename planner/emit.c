@@ -80,17 +80,20 @@ static int gpus_per_node_of(int gpus, const system_spec *sys)
 /* ---- quoting for each target language (strings from config.json reach every output) ---- */
 
 /* Text inside a '#' comment line: control characters (a newline would end the comment and start
- * a command) are written as '?', and so are the line breaks YAML 1.1 adds to them (libyaml and
- * PyYAML end a comment at NEL U+0085, LS U+2028 and PS U+2029: found by tests/fuzz/fuzz_emit). */
+ * a command) are written as '?', and so is what YAML forbids or reads as a line break even in a
+ * comment (YAML 1.1 section 5.1: the C1 controls U+0080-U+009F, NEL U+0085 among them, and
+ * U+FFFE/U+FFFF are not printable; LS U+2028 and PS U+2029 are line breaks; libyaml refuses or
+ * breaks there: found by tests/fuzz/fuzz_emit). */
 void emit_comment_text(FILE *f, const char *s)
 {
     for (; *s; s++) {
         const unsigned char *u = (const unsigned char *)s;
-        if (u[0] == 0xc2 && u[1] == 0x85) { /* NEL */
+        if (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f) { /* C1 controls, NEL */
             fputc('?', f);
             s++;
-        } else if (u[0] == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9)) { /* LS, PS */
-            fputc('?', f);
+        } else if ((u[0] == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9)) ||
+                   (u[0] == 0xef && u[1] == 0xbf && (u[2] == 0xbe || u[2] == 0xbf))) {
+            fputc('?', f); /* LS, PS; U+FFFE, U+FFFF */
             s += 2;
         } else {
             fputc(*u < 0x20 || *u == 0x7f ? '?' : *s, f);

@@ -463,7 +463,8 @@ static void test_compare_join_bounded(void **state)
 
 /* A display name holding a line break YAML 1.1 knows but C does not (NEL U+0085, LS U+2028,
  * PS U+2029) ended the emitted YAML's header comment: the rest of the line became YAML and the
- * file no longer read back (found by tests/fuzz/fuzz_emit). */
+ * file no longer read back; a C1 control (U+0086) or U+FFFF made it invalid YAML (found by
+ * tests/fuzz/fuzz_emit). */
 static void test_yaml_comment_unicode_breaks(void **state)
 {
     (void)state;
@@ -474,7 +475,8 @@ static void test_yaml_comment_unicode_breaks(void **state)
     char err[CM_ERRLEN];
     assert_int_equal(model_load("8b", dir, &m, err, sizeof err), CM_OK);
     assert_int_equal(system_load("h100", dir, &sys, err, sizeof err), CM_OK);
-    snprintf(m.display, sizeof m.display, "a\xe2\x80\xa8" "b: c\xc2\x85" "- d\xe2\x80\xa9" "[e");
+    snprintf(m.display, sizeof m.display,
+             "a\xe2\x80\xa8" "b: c\xc2\x85" "- d\xe2\x80\xa9" "[e\xc2\x86" "f\xef\xbf\xbf" "g");
     training_spec t = training_default();
     layout l = layout_default(FRAMEWORK_FSDP2);
     l.dp = 8;
@@ -488,7 +490,7 @@ static void test_yaml_comment_unicode_breaks(void **state)
     if (check_read_yaml(text, strlen(text), &cfg, &rep, err, sizeof err) != CM_OK)
         fail_msg("%s\n%s", err, text);
     assert_non_null(strstr(text, "# plan "));
-    assert_non_null(strstr(text, "a?b: c?- d?[e on 8 x"));
+    assert_non_null(strstr(text, "a?b: c?- d?[e?f?g on 8 x"));
     free(text);
 }
 
