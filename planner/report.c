@@ -58,7 +58,7 @@ static void write_body(doc *d, const report *r)
         report_fmt_params(model_params_total(&r->models[i].m), p, sizeof p);
         size_t o = strlen(models);
         snprintf(models + o, sizeof models - o, "%s%s (%s)", i ? ", " : "",
-                 r->models[i].m.display, p);
+                 r->models[i].display_doc, p);
     }
     report_fmt_gpu_list(r->gpus, r->ngpus, gl, sizeof gl);
     doc_h(d, 1, "top", "FSDP2 or Megatron on %s: a decision guide", r->sys.gpu_name);

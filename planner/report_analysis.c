@@ -11,6 +11,7 @@
  * how far each memory rung (DDP ... offload) reaches by model size.
  */
 #include "report_analysis.h"
+#include "doc_writer.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -456,6 +457,7 @@ cm_status report_build(const report_options *o, report **out, char *err, size_t 
         if (dup) continue;
         report_model_result *mr = &r->models[r->nmodels++];
         mr->m = o->models[i];
+        doc_plain(mr->display_doc, sizeof mr->display_doc, mr->m.display);
         st = build_model(r, mr, sr, err, errlen);
     }
     if (st == CM_OK) st = build_sizes(r, sr, err, errlen);

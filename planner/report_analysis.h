@@ -65,6 +65,10 @@ typedef struct {
 
 typedef struct {
     model_spec m;
+    /* m.display as our doc text (doc_plain: markup characters escaped), for every place the
+     * report writes the name into text; a config.json's display name once became a link or
+     * bold text in the report (issue 18, "Injection"). Chart titles take m.display as is. */
+    char display_doc[2 * sizeof ((model_spec *)0)->display + 1];
     int npts;
     report_point *pts;        /* ascending GPU counts */
     int min_gpus[REPORT_NCLASSES]; /* 0: never fits up to cap */

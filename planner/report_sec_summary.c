@@ -86,11 +86,11 @@ static void fp8_line(doc *d, const report *r, const report_model_result *mr, con
 
 static void model_box(doc *d, const report *r, const report_model_result *mr)
 {
-    char id[96], title[256], pbuf[16], abuf[16];
+    char id[96], title[sizeof mr->display_doc + 96], pbuf[16], abuf[16];
     report_fmt_params(model_params_total(&mr->m), pbuf, sizeof pbuf);
     report_fmt_params(model_params_active(&mr->m), abuf, sizeof abuf);
     snprintf(id, sizeof id, "answer-%s", mr->m.name);
-    snprintf(title, sizeof title, "%s (%s parameters%s%s)", mr->m.display, pbuf,
+    snprintf(title, sizeof title, "%s (%s parameters%s%s)", mr->display_doc, pbuf,
              model_is_moe(&mr->m) ? ", active " : "", model_is_moe(&mr->m) ? abuf : "");
     doc_box_begin(d, id, title);
     const estimate *e = report_primary_plan(r, mr);

@@ -494,6 +494,51 @@ static void test_yaml_comment_unicode_breaks(void **state)
     free(text);
 }
 
+/* A config.json's display name reached the report as markup: "[x](javascript:...)" became a
+ * link, "**b**" bold, and a line break started a Markdown list item. */
+static void test_report_display_markup(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    char args[2048], path[600];
+    snprintf(path, sizeof path, "%s/models/3b.json", getenv("PLAN_DATA_DIR"));
+    char *evil = tmp("evil.json"), *html = tmp("evil.html"), *md = tmp("evil.md");
+    snprintf(args, sizeof args,
+             "--version >/dev/null; python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+             "d[\"_plan\"][\"display\"]=\"<i>E</i> [x](javascript:alert(1)) **b**\\n- item\"; "
+             "json.dump(d,open(sys.argv[2],\"w\"))' %s %s",
+             path, evil);
+    assert_int_equal(plan_run(&run, args), 0);
+    assert_int_equal(run.status, 0);
+    snprintf(args, sizeof args, "report --models %s --gpus 8 --format html -o %s", evil, html);
+    assert_int_equal(plan_run(&run, args), 0);
+    if (run.status != 0) fail_msg("plan %s: %s", args, run.err);
+    snprintf(args, sizeof args, "report --models %s --gpus 8 --format md -o %s", evil, md);
+    assert_int_equal(plan_run(&run, args), 0);
+    if (run.status != 0) fail_msg("plan %s: %s", args, run.err);
+    static char text[1 << 21];
+    FILE *f = fopen(html, "r");
+    assert_non_null(f);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    if (strstr(text, "href=\"javascript") || strstr(text, "<strong>b</strong>") ||
+        strstr(text, "<i>E"))
+        fail_msg("the display name became HTML markup");
+    assert_non_null(strstr(text, "&lt;i&gt;E&lt;/i&gt; [x](javascript:alert(1)) **b** - item"));
+    f = fopen(md, "r");
+    assert_non_null(f);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    if (strstr(text, "\n- item")) fail_msg("the display name started a Markdown list");
+    /* unquoted only inside the emitted configs' code blocks, in their "# plan" comment line */
+    for (const char *at = text; (at = strstr(at, "[x](javascript")); at++) {
+        const char *line = at;
+        while (line > text && line[-1] != '\n') line--;
+        if (strncmp(line, "# plan ", 7)) fail_msg("markup outside a code block: %.80s", line);
+    }
+    assert_non_null(strstr(text, "\\[x\\](javascript:alert(1)) \\*\\*b\\*\\* - item"));
+}
+
 /* The simulator once ran 50 M chunks per plan (minutes per search) and traced millions of
  * events (gigabytes). */
 static void test_sim_bounds(void **state)
@@ -525,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_sim_bounds),       cmocka_unit_test(test_no_network_no_time),
         cmocka_unit_test(test_compare_join_bounded),
         cmocka_unit_test(test_yaml_comment_unicode_breaks),
+        cmocka_unit_test(test_report_display_markup),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
