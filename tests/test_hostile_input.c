@@ -198,6 +198,11 @@ static void test_strict_numbers(void **state)
     expect_usage_error("--seq needs an integer between 1 and", "bench --models 3b --gpus 8 --seq 1e9");
     expect_usage_error("--gbs needs an integer", "bench --models 3b --gpus 8 --gbs 1024abc");
     expect_usage_error("--gbs needs an integer", "bench --models 3b --gpus 8 --gbs -5");
+    /* past the simulator's bound, and past int (was narrowed) */
+    expect_usage_error("--gbs needs an integer between 1 and 100000000, got '100000001'",
+                       "--model 8b --gpus 8 --gbs 100000001");
+    expect_usage_error("--gbs needs an integer between 1 and 100000000, got '4294967297'",
+                       "estimate --model 8b --gpus 8 --gbs 4294967297");
     expect_usage_error("--gpus needs an integer", "bench --models 3b --gpus 8,+16");
     expect_usage_error("--gpus needs an integer", "--model 8b --gpus ' 8'");
     expect_usage_error("--seq needs an integer", "report -o /dev/null --format md --seq 4096x");
