@@ -91,6 +91,9 @@ typedef struct {
 struct report {
     system_spec sys;
     char system_name[64];
+    /* system_name and sys.gpu_name (from the command line and a system JSON) as our doc text
+     * (doc_plain), for every place the report writes them into text (issue 18, "Injection") */
+    char system_doc[2 * 64 + 1], gpu_doc[2 * sizeof ((system_spec *)0)->gpu_name + 1];
     char calibration[512];
     char bench_path[512];
     training_spec t;

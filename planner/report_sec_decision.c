@@ -191,7 +191,7 @@ void report_section_decision(doc *d, const report *r)
     doc_h(d, 2, "decision", "1. Decision tree");
     doc_p(d, "Every threshold below was computed for **%s** (%s, %d GPUs per node) at sequence "
              "%d and global batch %d sequences, at your GPU counts (%s).",
-          r->system_name, r->sys.gpu_name, r->sys.gpus_per_node, r->t.seq_len,
+          r->system_doc, r->gpu_doc, r->sys.gpus_per_node, r->t.seq_len,
           r->t.global_batch, gl);
 
     /* the tree */

@@ -500,7 +500,8 @@ static void test_yaml_comment_unicode_breaks(void **state)
 }
 
 /* A config.json's display name reached the report as markup: "[x](javascript:...)" became a
- * link, "**b**" bold, and a line break started a Markdown list item. */
+ * link, "**b**" bold, and a line break started a Markdown list item; a system JSON's GPU name
+ * too. */
 static void test_report_display_markup(void **state)
 {
     (void)state;
@@ -515,10 +516,22 @@ static void test_report_display_markup(void **state)
              path, evil);
     assert_int_equal(plan_run(&run, args), 0);
     assert_int_equal(run.status, 0);
-    snprintf(args, sizeof args, "report --models %s --gpus 8 --format html -o %s", evil, html);
+    /* and a system whose GPU name is markup too (the heading and sentences name it) */
+    char sys_path[600], *evil_sys = tmp("evil_sys.json");
+    snprintf(sys_path, sizeof sys_path, "%s/systems/h100.json", getenv("PLAN_DATA_DIR"));
+    snprintf(args, sizeof args,
+             "--version >/dev/null; python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+             "d[\"gpu\"][\"name\"]=\"G**w**[v](javascript:g)\"; "
+             "json.dump(d,open(sys.argv[2],\"w\"))' %s %s",
+             sys_path, evil_sys);
+    assert_int_equal(plan_run(&run, args), 0);
+    assert_int_equal(run.status, 0);
+    snprintf(args, sizeof args, "report --models %s --gpus 8 --system %s --format html -o %s",
+             evil, evil_sys, html);
     assert_int_equal(plan_run(&run, args), 0);
     if (run.status != 0) fail_msg("plan %s: %s", args, run.err);
-    snprintf(args, sizeof args, "report --models %s --gpus 8 --format md -o %s", evil, md);
+    snprintf(args, sizeof args, "report --models %s --gpus 8 --system %s --format md -o %s",
+             evil, evil_sys, md);
     assert_int_equal(plan_run(&run, args), 0);
     if (run.status != 0) fail_msg("plan %s: %s", args, run.err);
     static char text[1 << 21];
@@ -527,20 +540,23 @@ static void test_report_display_markup(void **state)
     text[fread(text, 1, sizeof text - 1, f)] = '\0';
     fclose(f);
     if (strstr(text, "href=\"javascript") || strstr(text, "<strong>b</strong>") ||
-        strstr(text, "<i>E"))
+        strstr(text, "<i>E") || strstr(text, "<strong>w</strong>"))
         fail_msg("the display name became HTML markup");
     assert_non_null(strstr(text, "&lt;i&gt;E&lt;/i&gt; [x](javascript:alert(1)) **b** - item"));
+    assert_non_null(strstr(text, "on G**w**[v](javascript:g)"));
     f = fopen(md, "r");
     assert_non_null(f);
     text[fread(text, 1, sizeof text - 1, f)] = '\0';
     fclose(f);
     if (strstr(text, "\n- item")) fail_msg("the display name started a Markdown list");
     /* unquoted only inside the emitted configs' code blocks, in their "# plan" comment line */
-    for (const char *at = text; (at = strstr(at, "[x](javascript")); at++) {
-        const char *line = at;
-        while (line > text && line[-1] != '\n') line--;
-        if (strncmp(line, "# plan ", 7)) fail_msg("markup outside a code block: %.80s", line);
-    }
+    static const char *const raw[] = {"[x](javascript", "[v](javascript:g)"};
+    for (size_t i = 0; i < 2; i++)
+        for (const char *at = text; (at = strstr(at, raw[i])); at++) {
+            const char *line = at;
+            while (line > text && line[-1] != '\n') line--;
+            if (strncmp(line, "# plan ", 7)) fail_msg("markup outside a code block: %.80s", line);
+        }
     assert_non_null(strstr(text, "\\[x\\](javascript:alert(1)) \\*\\*b\\*\\* - item"));
 }
 
