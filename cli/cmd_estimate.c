@@ -58,7 +58,13 @@ int cmd_estimate(int argc, char **argv)
     estimate e;
     if ((rc = cli_estimate(&o, &m, &sys, &l, &e))) return rc;
     char err[CM_ERRLEN];
-    if (o.simulate || o.trace) {
+    if (o.trace && !estimate_time_priced(&e)) {
+        /* no step to simulate or trace: say why rather than write a trace of ~1e30 s */
+        snprintf(err, sizeof err, "no trace: this layout has no step time: %s",
+                 e.infeasible_reason);
+        return cli_error(err);
+    }
+    if (o.simulate && estimate_time_priced(&e)) {
         /* Both figures: the closed form's and the step simulator's (time_simulated). */
         sim_workspace *w = sim_alloc();
         sim_options so = {.serialize = false, .trace = o.trace != NULL};

@@ -101,6 +101,24 @@ int cmd_simulate(int argc, char **argv)
     estimate e;
     if ((rc = cli_estimate(&o, &m, &sys, &l, &e))) return rc;
     char err[CM_ERRLEN];
+    if (!estimate_time_priced(&e)) {
+        /* nothing to simulate (a group crosses nodes with no network): the estimate says
+         * "infeasible: <reason>" where the step time would be, and exits 1 as plan estimate */
+        if (o.trace) {
+            snprintf(err, sizeof err, "no trace: this layout has no step time: %s",
+                     e.infeasible_reason);
+            return cli_error(err);
+        }
+        if (o.format == FORMAT_JSON) {
+            json_t *j = output_estimate_json(&e, &m, &sys);
+            json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+            fputc('\n', stdout);
+            json_decref(j);
+        } else {
+            output_estimate_human(stdout, &e, &m, &sys);
+        }
+        return 1;
+    }
     sim_workspace *w = sim_alloc();
     if (!w) return cli_error("out of memory");
     sim_options so = {.serialize = false, .trace = o.trace != NULL};

@@ -122,7 +122,7 @@ double collective_time_s(const system_spec *sys, collective_op op, double bytes,
          * in an all-to-all each rank sends the (n - k)/n of its buffer bound for other nodes
          * through its own NIC share while the rest moves over NVLink at the same time. */
         double net = system_inter_bandwidth_per_gpu(sys) * sys->inter_busbw_efficiency;
-        if (net <= 0) return 1e30;
+        if (net <= 0) return COLL_UNPRICED_S;
         double off_node = op == COLL_SEND_RECV
                               ? 1.0
                               : (double)(g.size - g.members_per_node) / g.size;
@@ -132,7 +132,7 @@ double collective_time_s(const system_spec *sys, collective_op op, double bytes,
     if (op == COLL_ALL_REDUCE && !g.spans_nodes && sys->nvls_enabled &&
         sys->nvls_busbw_bytes_per_s > bw)
         bw = sys->nvls_busbw_bytes_per_s;
-    if (bw <= 0) return 1e30; /* no network: the layout cannot span nodes on this system */
+    if (bw <= 0) return COLL_UNPRICED_S; /* no network: the layout cannot span nodes on this system */
     double ring = alpha + bytes * d->bus_factor(g.size) / bw;
     if (op == COLL_ALL_REDUCE && g.spans_nodes)
         return fmin(ring, all_reduce_tree_s(sys, bytes, g, bw));

@@ -14,6 +14,12 @@
 #include "layout.h"
 #include "system.h"
 
+/* The time of a transfer that must cross nodes of a system with no inter-node network
+ * (nics_per_node 0): no number, a sentinel far above any real time, so that a step containing
+ * it is at least COLL_UNPRICED_S (see estimate_time_priced: such a plan is infeasible and has
+ * no step time to print). */
+#define COLL_UNPRICED_S 1e30
+
 typedef enum {
     COLL_ALL_REDUCE = 0,
     COLL_ALL_GATHER,

@@ -492,7 +492,7 @@ static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
                  "out of memory on pipeline stage %d: needs %.1f GiB of %.1f GiB (%.1f GiB over)",
                  mb->stage, mb->total_bytes / UNITS_GIB_BYTES, mb->capacity_bytes / UNITS_GIB_BYTES,
                  (mb->total_bytes - mb->capacity_bytes) / UNITS_GIB_BYTES);
-    } else if (tm->step_s > 1e20) {
+    } else if (!estimate_time_priced(out)) {
         out->feasible = false;
         snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
                  "a communication group spans nodes but system '%s' has no inter-node network",
@@ -506,6 +506,13 @@ static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
                      host_need / UNITS_GIB_BYTES, sys->host_memory_bytes / UNITS_GIB_BYTES);
         }
     }
+}
+
+bool estimate_time_priced(const estimate *e)
+{
+    /* any step holding one unpriced transfer is at least COLL_UNPRICED_S; no real step comes
+     * within ten orders of magnitude of it */
+    return e->time.step_s < COLL_UNPRICED_S * 1e-10;
 }
 
 cm_status estimate_layout(const model_spec *m, const system_spec *sys, const training_spec *t,

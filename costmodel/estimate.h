@@ -58,6 +58,12 @@ typedef struct {
     time_simulated time_sim;
 } estimate;
 
+/* Is the step time a number? Not for a plan with a group that crosses nodes of a system
+ * without an inter-node network: collective.c prices such a transfer COLL_UNPRICED_S, the plan
+ * is infeasible (infeasible_reason says why), and printers show "infeasible: <reason>" in place
+ * of the step time and the figures derived from it (issue 18). */
+bool estimate_time_priced(const estimate *e);
+
 /* Check the layout (err names the broken rule) and fill out. A layout that is valid but does
  * not fit in memory is returned with feasible = false and the reason, status CM_OK. */
 cm_status estimate_layout(const model_spec *m, const system_spec *sys, const training_spec *t,

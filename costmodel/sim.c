@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collective.h"
 #include "estimate_costs.h"
 #include "overlap.h"
 
@@ -673,9 +674,9 @@ cm_status sim_estimate(sim_workspace *w, const model_spec *m, const system_spec 
     time_simulated r;
     st = sim_run(w, &w->in, o, &r, err, errlen);
     if (st != CM_OK) return st;
-    if (!isfinite(r.step_s))
+    if (!(r.step_s < COLL_UNPRICED_S * 1e-10)) /* NaN, inf, or holding an unpriced transfer */
         return cm_fail(err, errlen, CM_EINVAL,
-                       "the simulated step is not finite: a communication group spans nodes but "
+                       "the simulated step has no time: a communication group spans nodes but "
                        "system '%s' has no inter-node network",
                        sys->name);
     e->time_sim = r;

@@ -21,6 +21,12 @@ void doc_plain(char *dst, size_t n, const char *src)
 {
     size_t o = 0;
     for (; *src && o + 3 < n; src++) {
+        /* a line break (or any control character) becomes a space: in Markdown a new line
+         * could start a block of its own ("- item", "1. item", "---") */
+        if ((unsigned char)*src < 0x20 || *src == 0x7f) {
+            dst[o++] = ' ';
+            continue;
+        }
         if (strchr("\\`*_[]|<>#", *src)) dst[o++] = '\\';
         dst[o++] = *src;
     }
@@ -441,7 +447,10 @@ void doc_chart(doc *d, const chart *c, const char *name, const char *takeaway,
         }
         d->images++;
         chart_takeaway(d, takeaway);
-        fprintf(d->f, "![%s](%s)\n\n*%s*\n\n", c->title, file, caption);
+        /* the title holds names from input files: quoted, not markup (issue 18) */
+        char alt[2 * sizeof c->title + 1];
+        doc_plain(alt, sizeof alt, c->title);
+        fprintf(d->f, "![%s](%s)\n\n*%s*\n\n", alt, file, caption);
     }
     d->charts++;
 }

@@ -90,7 +90,8 @@ void doc_box_end(doc *d);
 /* A numbered table of contents linking to the headings with the n ids. */
 void doc_toc(doc *d, int n, const char *const *ids, const char *const *titles);
 
-/* Quote text that is not ours for our markup: neither format then reads it as markup. */
+/* Quote text that is not ours for our markup: neither format then reads it as markup (control
+ * characters, line breaks among them, become spaces). */
 void doc_plain(char *dst, size_t n, const char *src);
 /* Text that is not ours, for inside a `code span`: Markdown takes it literally, so only the
  * characters that would end the span (backquote) or start an escape (backslash) change. */

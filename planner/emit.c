@@ -80,10 +80,25 @@ static int gpus_per_node_of(int gpus, const system_spec *sys)
 /* ---- quoting for each target language (strings from config.json reach every output) ---- */
 
 /* Text inside a '#' comment line: control characters (a newline would end the comment and start
- * a command) are written as '?'. */
+ * a command) are written as '?', and so is what YAML forbids or reads as a line break even in a
+ * comment (YAML 1.1 section 5.1: the C1 controls U+0080-U+009F, NEL U+0085 among them, and
+ * U+FFFE/U+FFFF are not printable; LS U+2028 and PS U+2029 are line breaks; libyaml refuses or
+ * breaks there: found by tests/fuzz/fuzz_emit). */
 void emit_comment_text(FILE *f, const char *s)
 {
-    for (; *s; s++) fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+    for (; *s; s++) {
+        const unsigned char *u = (const unsigned char *)s;
+        if (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f) { /* C1 controls, NEL */
+            fputc('?', f);
+            s++;
+        } else if ((u[0] == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9)) ||
+                   (u[0] == 0xef && u[1] == 0xbf && (u[2] == 0xbe || u[2] == 0xbf))) {
+            fputc('?', f); /* LS, PS; U+FFFE, U+FFFF */
+            s += 2;
+        } else {
+            fputc(*u < 0x20 || *u == 0x7f ? '?' : *s, f);
+        }
+    }
 }
 
 /* One shell word: bare when every byte is unambiguous, else in single quotes (inside which
@@ -142,10 +157,17 @@ void emit_header(FILE *f, const char *c, const estimate *e, const model_spec *m,
     fprintf(f, "%s ", c);
     emit_comment_text(f, line);
     fputc('\n', f);
-    fprintf(f, "%s predicted: %.2f s/step, %.0f tokens/s, MFU %.1f%%, %.1f of %.1f GiB per GPU "
-               "(pipeline stage %d)\n",
-            c, e->time.step_s, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / UNITS_GIB_BYTES,
-            e->memory.capacity_bytes / UNITS_GIB_BYTES, e->memory.stage);
+    if (estimate_time_priced(e))
+        fprintf(f, "%s predicted: %.2f s/step, %.0f tokens/s, MFU %.1f%%, %.1f of %.1f GiB per "
+                   "GPU (pipeline stage %d)\n",
+                c, e->time.step_s, e->tokens_per_s, 100 * e->mfu,
+                e->memory.total_bytes / UNITS_GIB_BYTES,
+                e->memory.capacity_bytes / UNITS_GIB_BYTES, e->memory.stage);
+    else /* no step time (a group crosses nodes with no network): the WARNING below says why */
+        fprintf(f, "%s predicted: infeasible, no step time; %.1f of %.1f GiB per GPU (pipeline "
+                   "stage %d)\n",
+                c, e->memory.total_bytes / UNITS_GIB_BYTES,
+                e->memory.capacity_bytes / UNITS_GIB_BYTES, e->memory.stage);
     if (!e->feasible) {
         fprintf(f, "%s WARNING: does not fit: ", c);
         emit_comment_text(f, e->infeasible_reason);

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "collective.h"
 #include "explain.h"
 #include "layout_codec.h"
 #include "sim.h"
@@ -27,6 +28,14 @@ cm_status output_write_trace(const struct sim_workspace *w, const char *path, ch
     json_decref(trace);
     if (st != CM_OK) return cm_fail(err, errlen, st, "cannot write the trace: %s", why);
     return CM_OK;
+}
+
+/* Why an estimate has no step time (estimate_time_priced false): its infeasibility reason. */
+static const char *output_unpriced_reason(const estimate *e)
+{
+    return e->infeasible_reason[0] ? e->infeasible_reason
+                                   : "a communication group spans nodes but the system has no "
+                                     "inter-node network";
 }
 
 json_t *output_time_simulated_json(const estimate *e)
@@ -81,14 +90,25 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
                   "bubble_s", tm->bubble_s, "optimizer_s", tm->optimizer_s, "tp_s", tm->tp_s,
                   "cp_s", tm->cp_s, "ep_s", tm->ep_s, "pp_s", tm->pp_s, "dp_s", tm->dp_s,
                   "microbatch_s", tm->microbatch_s));
+    if (!estimate_time_priced(e)) {
+        /* No step time (a group crosses nodes with no network): null, not ~1e30, for the step
+         * and every figure that holds or derives from it, and the reason beside them. */
+        json_t *tj = json_object_get(o, "time");
+        const char *key;
+        json_t *v;
+        json_object_foreach(tj, key, v)
+            if (!(json_real_value(v) < COLL_UNPRICED_S * 1e-10)) json_object_set_new(tj, key, json_null());
+        json_object_set_new(tj, "unpriced_reason", json_string(output_unpriced_reason(e)));
+    }
     /* The step simulator's figures (plan estimate --simulate, plan simulate, and the plans the
      * search re-ranked); null where it did not run. */
     json_object_set_new(o, "time_simulated", output_time_simulated_json(e));
     json_object_set_new(o, "model_flops_per_step", json_real(e->model_flops_per_step));
     json_object_set_new(o, "hardware_flops_per_step", json_real(e->hardware_flops_per_step));
-    json_object_set_new(o, "tokens_per_s", json_real(e->tokens_per_s));
-    json_object_set_new(o, "mfu", json_real(e->mfu));
-    json_object_set_new(o, "hfu", json_real(e->hfu));
+    bool priced = estimate_time_priced(e);
+    json_object_set_new(o, "tokens_per_s", priced ? json_real(e->tokens_per_s) : json_null());
+    json_object_set_new(o, "mfu", priced ? json_real(e->mfu) : json_null());
+    json_object_set_new(o, "hfu", priced ? json_real(e->hfu) : json_null());
     json_object_set_new(o, "feasible", json_boolean(e->feasible));
     json_object_set_new(o, "infeasible_reason",
                         e->feasible ? json_null() : json_string(e->infeasible_reason));
@@ -171,9 +191,13 @@ static void human_numbers(FILE *f, const estimate *e)
     const time_breakdown *tm = &e->time;
     char band[48] = "";
     if (tm->step_sd_s > 0) snprintf(band, sizeof band, " ± %.2f", tm->step_sd_s);
-    fprintf(f, "  step time    %.2f%s s   tokens/s %.0f (%.0f per GPU)   MFU %.1f%%   HFU %.1f%%\n",
+    bool priced = estimate_time_priced(e);
+    if (!priced) /* no number to show (~1e30 s once): the reason instead */
+        fprintf(f, "  step time    infeasible: %s\n", output_unpriced_reason(e));
+    else
+        fprintf(f, "  step time    %.2f%s s   tokens/s %.0f (%.0f per GPU)   MFU %.1f%%   HFU %.1f%%\n",
             tm->step_s, band, e->tokens_per_s, e->tokens_per_s / e->gpus, 100 * e->mfu, 100 * e->hfu);
-    if (precision_is_low(&e->layout) && tm->step_s > 0) {
+    if (priced && precision_is_low(&e->layout) && tm->step_s > 0) {
         /* MFU stays against the bf16 peak; the model FLOP rate per GPU beside it */
         double rate = e->model_flops_per_step / (tm->step_s * e->gpus);
         fprintf(f, "  precision    %s: model %.0f TFLOP/s per GPU (MFU above is against the bf16 "
@@ -189,6 +213,14 @@ static void human_numbers(FILE *f, const estimate *e)
             "(logits %.1f) · other %.1f GiB\n",
             mb->weights_bytes / UNITS_GIB_BYTES, mb->gradients_bytes / UNITS_GIB_BYTES, mb->optimizer_bytes / UNITS_GIB_BYTES,
             mb->activations_bytes / UNITS_GIB_BYTES, mb->logits_bytes / UNITS_GIB_BYTES, mb->other_bytes / UNITS_GIB_BYTES);
+    if (!priced) {
+        /* the bubble holds the pipeline's sends, unpriced as well */
+        fprintf(f, "  time/step    compute %.2f s · optimizer %.3f s · communication and bubble "
+                   "unpriced (no inter-node network)\n",
+                tm->compute_s, tm->optimizer_s);
+        fprintf(f, "  micro-batches per step %d (gradient accumulation)\n", e->microbatches);
+        return;
+    }
     fprintf(f, "  time/step    compute %.2f s · exposed comm %.2f s", tm->compute_s,
             tm->comm_exposed_s);
     const char *names[5] = {"TP", "CP", "EP", "PP", "DP"};

@@ -58,17 +58,17 @@ static void write_body(doc *d, const report *r)
         report_fmt_params(model_params_total(&r->models[i].m), p, sizeof p);
         size_t o = strlen(models);
         snprintf(models + o, sizeof models - o, "%s%s (%s)", i ? ", " : "",
-                 r->models[i].m.display, p);
+                 r->models[i].display_doc, p);
     }
     report_fmt_gpu_list(r->gpus, r->ngpus, gl, sizeof gl);
-    doc_h(d, 1, "top", "FSDP2 or Megatron on %s: a decision guide", r->sys.gpu_name);
+    doc_h(d, 1, "top", "FSDP2 or Megatron on %s: a decision guide", r->gpu_doc);
     doc_plain(esc, sizeof esc, r->sys.description);
     size_t el = strlen(esc);
     while (el > 0 && (esc[el - 1] == '.' || esc[el - 1] == ' ')) esc[--el] = '\0';
     doc_p(d, "Which framework and layout to train each model with on **%s** (%s), at %s GPUs, "
              "sequence %d, global batch %d sequences, bf16 with Adam: the answer per model "
              "first, then the detail.",
-          r->system_name, esc, gl, r->t.seq_len, r->t.global_batch);
+          r->system_doc, esc, gl, r->t.seq_len, r->t.global_batch);
     report_section_summary(d, r);
     static const char *const ids[] = {"answer", "decision", "compare", "performance",
                                       "features", "config", "migration", "troubleshooting"};

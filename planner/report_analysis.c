@@ -11,6 +11,7 @@
  * how far each memory rung (DDP ... offload) reaches by model size.
  */
 #include "report_analysis.h"
+#include "doc_writer.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -413,6 +414,8 @@ cm_status report_build(const report_options *o, report **out, char *err, size_t 
     r->sys = *o->sys;
     snprintf(r->system_name, sizeof r->system_name, "%s",
              o->system_name ? o->system_name : o->sys->name);
+    doc_plain(r->system_doc, sizeof r->system_doc, r->system_name);
+    doc_plain(r->gpu_doc, sizeof r->gpu_doc, r->sys.gpu_name);
     snprintf(r->calibration, sizeof r->calibration, "%s",
              o->calibration_path ? o->calibration_path : "");
     snprintf(r->bench_path, sizeof r->bench_path, "%s", o->bench_path ? o->bench_path : "");
@@ -456,6 +459,7 @@ cm_status report_build(const report_options *o, report **out, char *err, size_t 
         if (dup) continue;
         report_model_result *mr = &r->models[r->nmodels++];
         mr->m = o->models[i];
+        doc_plain(mr->display_doc, sizeof mr->display_doc, mr->m.display);
         st = build_model(r, mr, sr, err, errlen);
     }
     if (st == CM_OK) st = build_sizes(r, sr, err, errlen);

@@ -65,6 +65,10 @@ typedef struct {
 
 typedef struct {
     model_spec m;
+    /* m.display as our doc text (doc_plain: markup characters escaped), for every place the
+     * report writes the name into text; a config.json's display name once became a link or
+     * bold text in the report (issue 18, "Injection"). Chart titles take m.display as is. */
+    char display_doc[2 * sizeof ((model_spec *)0)->display + 1];
     int npts;
     report_point *pts;        /* ascending GPU counts */
     int min_gpus[REPORT_NCLASSES]; /* 0: never fits up to cap */
@@ -87,6 +91,9 @@ typedef struct {
 struct report {
     system_spec sys;
     char system_name[64];
+    /* system_name and sys.gpu_name (from the command line and a system JSON) as our doc text
+     * (doc_plain), for every place the report writes them into text (issue 18, "Injection") */
+    char system_doc[2 * 64 + 1], gpu_doc[2 * sizeof ((system_spec *)0)->gpu_name + 1];
     char calibration[512];
     char bench_path[512];
     training_spec t;

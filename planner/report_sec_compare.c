@@ -44,13 +44,13 @@ static void plan_cell(const report *r, int fw, char *buf, size_t len)
         size_t o = strlen(buf);
         if (!p) {
             snprintf(buf + o, len - o, "%s%s: does not fit on your GPU counts", o ? "; " : "",
-                     mr->m.display);
+                     mr->display_doc);
             continue;
         }
         char lay[160];
         report_fmt_layout_short(&p->best[fw], lay, sizeof lay);
         snprintf(buf + o, len - o, "%s%s on %d GPUs: %s, %.2f s/step", o ? "; " : "",
-                 mr->m.display, p->gpus, lay, p->best[fw].time.step_s);
+                 mr->display_doc, p->gpus, lay, p->best[fw].time.step_s);
     }
 }
 

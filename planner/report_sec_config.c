@@ -22,7 +22,7 @@ void report_section_config(doc *d, const report *r)
         const estimate *e = report_primary_plan(r, mr);
         char id[96];
         snprintf(id, sizeof id, "config-%s", mr->m.name);
-        doc_h(d, 3, id, "%s", mr->m.display);
+        doc_h(d, 3, id, "%s", mr->display_doc);
         if (!e) {
             doc_p(d, "Does not fit on any GPU count up to %d: nothing to recommend.", mr->cap);
             continue;

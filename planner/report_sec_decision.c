@@ -124,30 +124,30 @@ static void size_sentence(const report *r, int g, char *buf, size_t n)
 static bool ep_sentence(const report_model_result *mr, const report_point *p, char *buf, size_t n)
 {
     if (!p || !p->has_best[FRAMEWORK_MEGATRON]) {
-        if (p) snprintf(buf, n, "%s on %d GPUs: no Megatron plan fits", mr->m.display, p->gpus);
+        if (p) snprintf(buf, n, "%s on %d GPUs: no Megatron plan fits", mr->display_doc, p->gpus);
         return p != NULL;
     }
     const estimate *b = &p->best[FRAMEWORK_MEGATRON];
     if (b->layout.ep == 1) {
         snprintf(buf, n, "%s on %d GPUs: the best Megatron plan uses **no** expert "
                          "parallelism (EP 1, %.2f s/step)",
-                 mr->m.display, p->gpus, b->time.step_s);
+                 mr->display_doc, p->gpus, b->time.step_s);
         return true;
     }
     if (p->has_noep) {
         snprintf(buf, n, "%s on %d GPUs: **EP %d** is %.2fx faster than the best EP 1 plan "
                          "(%.2f vs %.2f s/step)",
-                 mr->m.display, p->gpus, b->layout.ep, p->noep.time.step_s / b->time.step_s,
+                 mr->display_doc, p->gpus, b->layout.ep, p->noep.time.step_s / b->time.step_s,
                  b->time.step_s, p->noep.time.step_s);
     } else if (p->has_noep_closest) {
         snprintf(buf, n, "%s on %d GPUs: **EP is needed to fit**: without it the closest plan "
                          "needs %.1f GiB per GPU (%.1f GiB over); with EP %d it runs at %.2f "
                          "s/step",
-                 mr->m.display, p->gpus, p->noep_closest.memory.total_bytes / UNITS_GIB_BYTES,
+                 mr->display_doc, p->gpus, p->noep_closest.memory.total_bytes / UNITS_GIB_BYTES,
                  report_over_gib(&p->noep_closest), b->layout.ep, b->time.step_s);
     } else {
         snprintf(buf, n, "%s on %d GPUs: EP %d, %.2f s/step (no EP 1 layout is valid here)",
-                 mr->m.display, p->gpus, b->layout.ep, b->time.step_s);
+                 mr->display_doc, p->gpus, b->layout.ep, b->time.step_s);
     }
     return true;
 }
@@ -191,7 +191,7 @@ void report_section_decision(doc *d, const report *r)
     doc_h(d, 2, "decision", "1. Decision tree");
     doc_p(d, "Every threshold below was computed for **%s** (%s, %d GPUs per node) at sequence "
              "%d and global batch %d sequences, at your GPU counts (%s).",
-          r->system_name, r->sys.gpu_name, r->sys.gpus_per_node, r->t.seq_len,
+          r->system_doc, r->gpu_doc, r->sys.gpus_per_node, r->t.seq_len,
           r->t.global_batch, gl);
 
     /* the tree */
@@ -255,7 +255,7 @@ void report_section_decision(doc *d, const report *r)
             report_fmt_gpu_list(hit, nh, gl, sizeof gl);
             size_t o = strlen(who);
             snprintf(who + o, sizeof who - o, "%s%s on %s GPUs", who[0] ? "; " : "",
-                     mr->m.display, gl);
+                     mr->display_doc, gl);
         }
         doc_li(d, 1, "Rung %d, %s: %s%s.", lev + 1, rung[lev],
                who[0] ? "first fit for " : "first fit for none of your models",
@@ -282,10 +282,10 @@ void report_section_decision(doc *d, const report *r)
         if (first)
             doc_li(d, 1, "%s does not fit on %s GPUs at all; the smallest GPU count searched "
                          "(powers of two) that fits is **%d**.",
-                   mr->m.display, gl, first);
+                   mr->display_doc, gl, first);
         else
             doc_li(d, 1, "%s does not fit on %s GPUs, nor on any power of two up to %d.",
-                   mr->m.display, gl, mr->cap);
+                   mr->display_doc, gl, mr->cap);
     }
     doc_list_end(d);
 
@@ -358,8 +358,8 @@ void report_section_decision(doc *d, const report *r)
             for (int g = 0; g < r->ngpus; g++) {
                 const report_point *p = report_find_point(mr, r->gpus[g]);
                 if (!p) continue;
-                char c[7][sizeof mr->m.display]; /* whole display name */
-                snprintf(c[0], sizeof c[0], "%s", mr->m.display);
+                char c[7][sizeof mr->display_doc]; /* whole display name */
+                snprintf(c[0], sizeof c[0], "%s", mr->display_doc);
                 snprintf(c[1], sizeof c[1], "%d", p->gpus);
                 bool hb = p->has_best[FRAMEWORK_MEGATRON];
                 const estimate *b = &p->best[FRAMEWORK_MEGATRON];
@@ -406,7 +406,7 @@ void report_section_decision(doc *d, const report *r)
         hdr[0] = "Memory class";
         align[0] = 'l';
         for (int i = 0; i < r->nmodels; i++) {
-            hdr[i + 1] = r->models[i].m.display;
+            hdr[i + 1] = r->models[i].display_doc;
             align[i + 1] = 'r';
         }
         align[r->nmodels + 1] = '\0';
@@ -485,7 +485,7 @@ void report_section_decision(doc *d, const report *r)
         for (int i = 0; i < r->nmodels; i++) {
             char cells[REPORT_MAX_GPUS + 1][96];
             const char *row[REPORT_MAX_GPUS + 1];
-            row[0] = r->models[i].m.display;
+            row[0] = r->models[i].display_doc;
             for (int g = 0; g < r->ngpus; g++) {
                 const report_point *p = report_find_point(&r->models[i], r->gpus[g]);
                 bool meg = false, f2 = false;

@@ -27,7 +27,7 @@ void report_section_migration(doc *d, const report *r)
             if (q && q->has_best[0] && q->has_best[1]) p = q;
         }
         if (!p) {
-            doc_li(d, 0, "%s: no GPU count of yours where both fit; %s.", mr->m.display,
+            doc_li(d, 0, "%s: no GPU count of yours where both fit; %s.", mr->display_doc,
                    report_primary_plan(r, mr) ? "see section 5 for the framework that does"
                                        : "it fits nowhere");
             continue;
@@ -37,7 +37,7 @@ void report_section_migration(doc *d, const report *r)
         report_fmt_layout(m, lay1, sizeof lay1);
         doc_li(d, 0, "%s on %d GPUs: FSDP2 (%s) %.2f s/step, %.1f GiB → Megatron (%s) %.2f "
                      "s/step, %.1f GiB: **%.2fx** %s.",
-               mr->m.display, p->gpus, lay0, f->time.step_s, f->memory.total_bytes / UNITS_GIB_BYTES,
+               mr->display_doc, p->gpus, lay0, f->time.step_s, f->memory.total_bytes / UNITS_GIB_BYTES,
                lay1, m->time.step_s, m->memory.total_bytes / UNITS_GIB_BYTES,
                f->time.step_s / m->time.step_s,
                f->time.step_s > m->time.step_s ? "faster on Megatron" : "(Megatron is slower)");
@@ -100,7 +100,7 @@ void report_section_migration(doc *d, const report *r)
         double p = model_params_total(&r->models[i].m);
         doc_li(d, 1, "%s: about %.0f GB of host memory with optimizer state, %.0f GB with "
                      "`--no-optimizer`.",
-               r->models[i].m.display, 14 * p / 1e9, 2 * p / 1e9);
+               r->models[i].display_doc, 14 * p / 1e9, 2 * p / 1e9);
     }
     doc_li(d, 1, "A classic N-D-parallel job resuming with optimizer state from the converted "
                  "checkpoint must set `--dist-ckpt-optim-fully-reshardable --ckpt-format "
@@ -110,7 +110,7 @@ void report_section_migration(doc *d, const report *r)
     for (int i = 0; i < r->nmodels; i++) {
         const estimate *e = report_primary_plan(r, &r->models[i]);
         if (e && e->layout.framework == FRAMEWORK_MEGATRON && e->layout.ep > 1)
-            doc_li(d, 2, "This applies to your %s plan (EP %d).", r->models[i].m.display,
+            doc_li(d, 2, "This applies to your %s plan (EP %d).", r->models[i].display_doc,
                    e->layout.ep);
     }
     doc_li(d, 0, "**Export to Hugging Face** with Megatron Bridge: `python "

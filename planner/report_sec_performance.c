@@ -373,9 +373,9 @@ void report_section_performance(doc *d, const report *r)
                 if (b) meas_s[fw] = b->measured_step_s;
             }
             for (int fw = 0; fw < 2; fw++) {
-                char c[12][192];
+                char c[12][sizeof mr->display_doc];
                 for (int k = 0; k < 12; k++) c[k][0] = '\0';
-                snprintf(c[0], sizeof c[0], "%s", mr->m.display);
+                snprintf(c[0], sizeof c[0], "%s", mr->display_doc);
                 snprintf(c[1], sizeof c[1], "%s", report_fw_title(fw));
                 snprintf(c[2], sizeof c[2], "%d", p->gpus);
                 if (p->has_best[fw]) {
@@ -449,7 +449,7 @@ void report_section_performance(doc *d, const report *r)
         report_fmt_params(model_params_active(&mr->m), abuf, sizeof abuf);
         char id[96];
         snprintf(id, sizeof id, "model-%s", mr->m.name);
-        doc_h(d, 3, id, "3.%d %s (%s parameters%s%s)", i + 1, mr->m.display, pbuf,
+        doc_h(d, 3, id, "3.%d %s (%s parameters%s%s)", i + 1, mr->display_doc, pbuf,
               model_is_moe(&mr->m) ? ", active " : "", model_is_moe(&mr->m) ? abuf : "");
         for (int k = 0; k < NCH; k++) {
             char name[96];

@@ -86,11 +86,11 @@ static void fp8_line(doc *d, const report *r, const report_model_result *mr, con
 
 static void model_box(doc *d, const report *r, const report_model_result *mr)
 {
-    char id[96], title[256], pbuf[16], abuf[16];
+    char id[96], title[sizeof mr->display_doc + 96], pbuf[16], abuf[16];
     report_fmt_params(model_params_total(&mr->m), pbuf, sizeof pbuf);
     report_fmt_params(model_params_active(&mr->m), abuf, sizeof abuf);
     snprintf(id, sizeof id, "answer-%s", mr->m.name);
-    snprintf(title, sizeof title, "%s (%s parameters%s%s)", mr->m.display, pbuf,
+    snprintf(title, sizeof title, "%s (%s parameters%s%s)", mr->display_doc, pbuf,
              model_is_moe(&mr->m) ? ", active " : "", model_is_moe(&mr->m) ? abuf : "");
     doc_box_begin(d, id, title);
     const estimate *e = report_primary_plan(r, mr);
@@ -100,7 +100,7 @@ static void model_box(doc *d, const report *r, const report_model_result *mr)
         doc_p(d, "**Does not fit** on your %s %s GPUs, nor on any power of two up to %d: no "
                  "framework has a layout whose memory fits. Shorten the sequence or pick a "
                  "larger GPU.",
-              gl, r->sys.gpu_name, mr->cap);
+              gl, r->gpu_doc, mr->cap);
         doc_box_end(d);
         return;
     }
@@ -112,12 +112,12 @@ static void model_box(doc *d, const report *r, const report_model_result *mr)
     if (own)
         doc_p(d, "On your **%d %s**: **%s**, %s; fits with **%.1f GiB headroom** (%.1f of "
                  "%.1f GiB per GPU).",
-              e->gpus, r->sys.gpu_name, lay, vs, report_headroom_gib(e),
+              e->gpus, r->gpu_doc, lay, vs, report_headroom_gib(e),
               e->memory.total_bytes / UNITS_GIB_BYTES, e->memory.capacity_bytes / UNITS_GIB_BYTES);
     else
         doc_p(d, "**Does not fit on your %s GPUs.** The smallest GPU count that fits (powers "
                  "of two): **%d %s** with **%s**, %s; %.1f GiB headroom.",
-              gl, e->gpus, r->sys.gpu_name, lay, vs, report_headroom_gib(e));
+              gl, e->gpus, r->gpu_doc, lay, vs, report_headroom_gib(e));
     report_fmt_count(report_tokens_per_gpu(e), tok, sizeof tok);
     output_layout_line(e, line, sizeof line);
     doc_code_safe(esc, sizeof esc, line);

@@ -35,7 +35,7 @@ void report_section_troubleshooting(doc *d, const report *r)
             int n = report_knob_variants(e, &mr->m, &r->sys, k, 8);
             int b = report_best_knob(e, k, n);
             char c[6][320];
-            snprintf(c[0], sizeof c[0], "%s", mr->m.display);
+            snprintf(c[0], sizeof c[0], "%s", mr->display_doc);
             snprintf(c[1], sizeof c[1], "%d", e->gpus);
             report_fmt_layout(e, lay, sizeof lay);
             snprintf(c[2], sizeof c[2], "%s %s", report_fw_title(e->layout.framework), lay);
@@ -61,7 +61,7 @@ void report_section_troubleshooting(doc *d, const report *r)
         report_fmt_layout(e, lay, sizeof lay);
         doc_p(d, "**%s**, recommended plan on %d GPUs (%s %s): %.1f GiB used, %.1f GiB "
                  "headroom. Each knob turned alone:",
-              mr->m.display, e->gpus, report_fw_title(e->layout.framework), lay,
+              mr->display_doc, e->gpus, report_fw_title(e->layout.framework), lay,
               e->memory.total_bytes / UNITS_GIB_BYTES, report_headroom_gib(e));
         report_knob k[8];
         int n = report_knob_variants(e, &mr->m, &r->sys, k, 8);
@@ -140,7 +140,7 @@ void report_section_troubleshooting(doc *d, const report *r)
         doc_li(d, 1, "%s on %d GPUs (%d node%s): %.2f s/step, one micro-batch %.2f s, %.2f s "
                      "of exposed communication; about %.1f GB of weights and optimizer state "
                      "per GPU to save%s.",
-               r->models[i].m.display, e->gpus, nodes, nodes > 1 ? "s" : "", e->time.step_s,
+               r->models[i].display_doc, e->gpus, nodes, nodes > 1 ? "s" : "", e->time.step_s,
                e->time.microbatch_s, e->time.comm_exposed_s, state, extra);
     }
     doc_list_end(d);
@@ -166,7 +166,7 @@ void report_section_troubleshooting(doc *d, const report *r)
         if (!report_grad_reduce_variant(r, &r->models[i].m, e, &v)) continue;
         doc_li(d, 1, "%s (Megatron, DP×CP %d): %.2f → %.2f s/step with bf16 reduction "
                      "(%+.1f%%), %+.1f GiB.",
-               r->models[i].m.display, e->layout.dp * e->layout.cp, e->time.step_s,
+               r->models[i].display_doc, e->layout.dp * e->layout.cp, e->time.step_s,
                v.time.step_s, 100 * (v.time.step_s / e->time.step_s - 1),
                (v.memory.total_bytes - e->memory.total_bytes) / UNITS_GIB_BYTES);
     }

@@ -5,8 +5,8 @@
 #   build-debug  -O0 with warnings as errors (catches what only -O0 warns about, e.g.
 #                -Wformat-truncation).
 # Usage: scripts/sanitize-test.sh [asan|debug|all] [extra meson test arguments]
-# CUDA is left to its auto-detection; the fuzz harnesses are built only in the asan directory
-# when clang allows (they are ASan-instrumented anyway). Exit status: non-zero when a build or
+# CUDA is left to its auto-detection; the fuzz harnesses are not built in either directory (they
+# are ASan/UBSan-instrumented in every build already). .ci/run runs `all` after the main suite. Exit status: non-zero when a build or
 # a test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,13 +16,13 @@ jobs=${JOBS:-2}
 
 if [ "$what" = asan ] || [ "$what" = all ]; then
   [ -f build-asan/build.ninja ] ||
-    meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
+    meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dfuzz=disabled
   ninja -C build-asan -j "$jobs"
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
     meson test -C build-asan --num-processes "$jobs" --print-errorlogs "$@"
 fi
 if [ "$what" = debug ] || [ "$what" = all ]; then
-  [ -f build-debug/build.ninja ] || meson setup build-debug --buildtype=debug -Dwerror=true
+  [ -f build-debug/build.ninja ] || meson setup build-debug --buildtype=debug -Dwerror=true -Dfuzz=disabled
   ninja -C build-debug -j "$jobs"
 fi

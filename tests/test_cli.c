@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "plan_run.h"
+#include "test_tmp.h"
 
 static plan_run_result R;
 
@@ -191,16 +192,20 @@ static void test_bad_input(void **state)
     bad("frobnicate", "unknown command");
     bad("--model 8b --gpus 37", "no valid layout of 37 GPUs");
     /* malformed JSON model and system files */
-    FILE *f = fopen("/tmp/plan_cli_bad.json", "w");
+    const char *badjson = test_tmp_path("plan_cli_bad.json");
+    char args[1024];
+    FILE *f = fopen(badjson, "w");
     fputs("{ \"num_hidden_layers\": 4,", f);
     fclose(f);
-    bad("--model /tmp/plan_cli_bad.json --gpus 8", "not valid JSON");
-    bad("--model 8b --gpus 8 --system /tmp/plan_cli_bad.json", "not valid JSON");
-    f = fopen("/tmp/plan_cli_bad.json", "w");
+    snprintf(args, sizeof args, "--model %s --gpus 8", badjson);
+    bad(args, "not valid JSON");
+    snprintf(args, sizeof args, "--model 8b --gpus 8 --system %s", badjson);
+    bad(args, "not valid JSON");
+    f = fopen(badjson, "w");
     fputs("{\"gpu\": {\"peak_bf16_flops\": 1e15}}", f);
     fclose(f);
-    bad("--model 8b --gpus 8 --system /tmp/plan_cli_bad.json", "lacks");
-    unlink("/tmp/plan_cli_bad.json");
+    bad(args, "lacks");
+    unlink(badjson);
 }
 
 /* --precision / --fp8-recipe (issue 16): rules, JSON keys only for low precision, the emitted
@@ -247,8 +252,12 @@ static int count_lines(const char *path)
 static void test_bench_csv(void **state)
 {
     (void)state;
-    const char *a = "/tmp/plan_bench_a.csv", *b = "/tmp/plan_bench_b.csv";
-    run("bench --models 3b,8b --gpus 8 --frameworks megatron -o /tmp/plan_bench_a.csv");
+    const char *a = test_tmp_path("plan_bench_a.csv"), *b = test_tmp_path("plan_bench_b.csv");
+    char args[1536], cmp_ab[1536], cmp_aa[1536];
+    snprintf(cmp_aa, sizeof cmp_aa, "bench --compare %s %s", a, a);
+    snprintf(cmp_ab, sizeof cmp_ab, "bench --compare %s %s", a, b);
+    snprintf(args, sizeof args, "bench --models 3b,8b --gpus 8 --frameworks megatron -o %s", a);
+    run(args);
     assert_int_equal(R.status, 0);
     /* 2 models x 1 GPU count x (ddp, distopt, fsdp) = 6 rows + header */
     assert_int_equal(count_lines(a), 7);
@@ -262,7 +271,7 @@ static void test_bench_csv(void **state)
                         "\"system\",\"step_s\",\"tokens_per_s\",\"mfu\",\"memory_gib\","
                         "\"feasible\",\"measured_step_s\",\"measured_memory_gib\","
                         "\"error_pct\",\"plan_version\"\n");
-    run("bench --compare /tmp/plan_bench_a.csv /tmp/plan_bench_a.csv");
+    run(cmp_aa);
     assert_int_equal(R.status, 0);
     assert_non_null(strstr(R.out, "0 changed, 6 unchanged, 0 added, 0 removed"));
     /* B: the same file with one step time changed by +10% */
@@ -271,7 +280,7 @@ static void test_bench_csv(void **state)
              "awk -F, 'NR==2{split($17,q,\"\\\"\"); $17=\"\\\"\" q[2]*1.1 \"\\\"\"} {print}' "
              "OFS=, %s > %s", a, b);
     assert_int_equal(system(cmd), 0);
-    run("bench --compare /tmp/plan_bench_a.csv /tmp/plan_bench_b.csv");
+    run(cmp_ab);
     assert_int_equal(R.status, 0);
     assert_non_null(strstr(R.out, "1 changed, 5 unchanged"));
     assert_non_null(strstr(R.out, "+10.0%"));
@@ -279,18 +288,19 @@ static void test_bench_csv(void **state)
     f = fopen(b, "w");
     fputs("not,a,results,file\n1,2,3,4\n", f);
     fclose(f);
-    bad("bench --compare /tmp/plan_bench_a.csv /tmp/plan_bench_b.csv", "lacks the column");
+    bad(cmp_ab, "lacks the column");
     f = fopen(b, "w");
     fputs(header, f);
     fputs("\"3b\",\"x\"\n", f);
     fclose(f);
-    bad("bench --compare /tmp/plan_bench_a.csv /tmp/plan_bench_b.csv", "is not a number");
+    bad(cmp_ab, "is not a number");
     f = fopen(b, "w");
     fputs(header, f);
     fputs("\"3b,\"unterminated\n", f);
     fclose(f);
-    bad("bench --compare /tmp/plan_bench_a.csv /tmp/plan_bench_b.csv", "not valid CSV");
-    bad("bench --compare /tmp/plan_bench_a.csv /nonexistent.csv", "cannot read results file");
+    bad(cmp_ab, "not valid CSV");
+    snprintf(args, sizeof args, "bench --compare %s /nonexistent.csv", a);
+    bad(args, "cannot read results file");
     bad("bench --models 3b", "needs both models and GPU counts");
     bad("bench --models nosuch --gpus 8", "unknown model 'nosuch'"); /* and no header on stdout */
     bad("bench --models 3b --gpus 8 --frameworks jax", "--frameworks takes");
@@ -302,9 +312,11 @@ static void test_bench_csv(void **state)
 static void test_simulate(void **state)
 {
     (void)state;
-    const char *path = "/tmp/plan_cli_trace.json";
+    const char *path = test_tmp_path("plan_cli_trace.json");
+    char args[1024];
     unlink(path);
-    run("simulate --model 8b --gpus 16 --tp 2 --pp 4 --trace /tmp/plan_cli_trace.json");
+    snprintf(args, sizeof args, "simulate --model 8b --gpus 16 --tp 2 --pp 4 --trace %s", path);
+    run(args);
     if (R.status != 0) fail_msg("plan simulate exited %d: %s", R.status, R.err);
     assert_non_null(strstr(R.out, "simulated"));
     assert_non_null(strstr(R.out, "closed form"));

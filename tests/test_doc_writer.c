@@ -140,6 +140,9 @@ static void test_plain_and_code_safe(void **state)
 
     doc_code_safe(esc, sizeof esc, "dir/`x`\\y.json");
     assert_string_equal(esc, "dir/'x''y.json");
+    /* a line break would start a Markdown block of its own ("- item"): a space */
+    doc_plain(esc, sizeof esc, "x\n- y\r\n1. z\t");
+    assert_string_equal(esc, "x - y  1. z ");
     /* a short buffer truncates whole escapes, never splits one */
     doc_plain(esc, 6, "a|b|c");
     assert_string_equal(esc, "a\\|");

@@ -19,6 +19,7 @@
 #include "compute.h"
 #include "fit.h"
 #include "profile.h"
+#include "test_tmp.h"
 
 static system_spec base(void)
 {
@@ -139,7 +140,7 @@ static void test_bad_profiles(void **state)
     (void)state;
     system_spec s = base();
     char err[CM_ERRLEN];
-    const char *p = "/tmp/plan_bad_profile.json";
+    const char *p = test_tmp_path("plan_bad_profile.json");
     write_text(p, "{\"calibration\": {\"collectives\": [{\"op\": \"all_shuffle\", \"group_size\": 4, "
                   "\"span\": \"intra\", \"alpha_s\": 1e-5, \"busbw_bytes_per_s\": 3e11}]}}");
     assert_int_equal(profile_overlay(p, &s, err, sizeof err), CM_EPARSE);
@@ -175,7 +176,7 @@ static void test_profile_as_system(void **state)
     assert_int_equal(base.n_collective_fits, 0);
     assert_true(prof.n_collective_fits >= 10);                 /* from the profile */
     assert_non_null(strstr(prof.name, "h200-x4+"));
-    const char *p = "/tmp/plan_bad_base.json";
+    const char *p = test_tmp_path("plan_bad_base.json");
     write_text(p, "{\"calibration_of\": \"nosuch\"}");
     assert_int_equal(profile_load_system(p, dir, &prof, err, sizeof err), CM_EINVAL);
     assert_non_null(strstr(err, "unknown system 'nosuch'"));

@@ -16,8 +16,10 @@
  *    SIM_MAX_TRACE_EVENTS events.
  * Library calls where the library decides; the rest through `plan` (PLAN_EXE).
  */
+#define _GNU_SOURCE /* setresuid (test_unprivileged.h) */
 #include <fcntl.h>
 #include <math.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -32,9 +34,11 @@
 #include <cmocka.h>
 
 #include "check.h"
+#include "emit.h"
 #include "fit.h"
 #include "plan_run.h"
 #include "sim.h"
+#include "test_unprivileged.h"
 
 static char tmpdir[256];
 static plan_run_result run;
@@ -92,6 +96,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    test_restore_root(); /* a failed test_permission leaves as nobody */
     char cmd[2 * sizeof tmpdir + 64];
     snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s'; rm -rf '%s'", tmpdir, tmpdir);
     return system(cmd) == 0 ? 0 : -1;
@@ -109,6 +114,8 @@ static const struct {
     {"results file", "bench --compare %s %s"},
     {"results file", "report -o /dev/null --format md --models 8b --gpus 8 --bench %s"},
     {"calibrate CSV", "fit %s -o /dev/null"},
+    {"model config", "estimate --model %s --gpus 8"},
+    {"measurements file", "refine --from %s --model 8b --gbs 16"},
 };
 
 static void each_reader(const char *path, const char *needle)
@@ -151,17 +158,21 @@ static void test_dev_zero(void **state)
     each_reader("/dev/zero", "not a regular file");
 }
 
-/* Permission denied was reported as "no such file". Root reads anything: skipped. */
+/* Permission denied was reported as "no such file". Root reads anything, so as root the
+ * readers run as nobody (test_unprivileged.h). */
 static void test_permission(void **state)
 {
     (void)state;
     if (!getenv("PLAN_EXE")) skip();
-    if (geteuid() == 0) skip();
     char *secret = tmp("secret");
     write_file(secret, "{}");
     assert_int_equal(chmod(secret, 0), 0);
+    assert_int_equal(chmod(tmpdir, 0711), 0); /* nobody may reach the file, not read it */
+    const char *need[] = {getenv("PLAN_EXE"), getenv("PLAN_DATA_DIR"), tmpdir, NULL};
+    if (!test_drop_root(need)) skip();
     each_reader(secret, "permission denied");
     each_reader("/nonexistent/file", "no such file");
+    test_restore_root();
 }
 
 /* An unknown framework in a sweep file wrote through an uninitialised index; seq and gbs were
@@ -187,6 +198,11 @@ static void test_strict_numbers(void **state)
     expect_usage_error("--seq needs an integer between 1 and", "bench --models 3b --gpus 8 --seq 1e9");
     expect_usage_error("--gbs needs an integer", "bench --models 3b --gpus 8 --gbs 1024abc");
     expect_usage_error("--gbs needs an integer", "bench --models 3b --gpus 8 --gbs -5");
+    /* past the simulator's bound, and past int (was narrowed) */
+    expect_usage_error("--gbs needs an integer between 1 and 100000000, got '100000001'",
+                       "--model 8b --gpus 8 --gbs 100000001");
+    expect_usage_error("--gbs needs an integer between 1 and 100000000, got '4294967297'",
+                       "estimate --model 8b --gpus 8 --gbs 4294967297");
     expect_usage_error("--gpus needs an integer", "bench --models 3b --gpus 8,+16");
     expect_usage_error("--gpus needs an integer", "--model 8b --gpus ' 8'");
     expect_usage_error("--seq needs an integer", "report -o /dev/null --format md --seq 4096x");
@@ -243,6 +259,20 @@ static void test_yaml_leading_zero(void **state)
     assert_int_not_equal(read_yaml(text, &cfg, err), CM_OK);
     if (!strstr(err, "leading zero") || !strstr(err, "tensor_model_parallel_size"))
         fail_msg("%s", err);
+    /* Forms YAML 1.1 and 1.2 read differently (0o10: 8 or a string; 1_0: 10 or a string) or
+     * that are no plain decimal (0x10) are refused too; +8 is 8 in both. */
+    static const char *const other[] = {"0o10", "0x10", "1_0", "8.0"};
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+        char t[512];
+        snprintf(t, sizeof t, "trainer:\n  strategy: megatron\n  policy:\n    megatron_config:\n"
+                              "      tensor_model_parallel_size: %s\n", other[i]);
+        assert_int_not_equal(read_yaml(t, &cfg, err), CM_OK);
+        if (!strstr(err, "must be an integer")) fail_msg("%s: %s", other[i], err);
+    }
+    const char *plus = "trainer:\n  strategy: megatron\n  policy:\n    megatron_config:\n"
+                       "      tensor_model_parallel_size: +8\n";
+    if (read_yaml(plus, &cfg, err) != CM_OK) fail_msg("+8: %s", err);
+    assert_int_equal(cfg.layout.tp, 8);
 }
 
 /* nics_per_node 0: an HSDP plan over 8 nodes "fit", its replica all-reduce unpriced. */
@@ -279,6 +309,69 @@ static void test_no_network(void **state)
     snprintf(args, sizeof args, "--model 8b --gpus 64 --system %s --no-simulate", sys);
     assert_int_equal(plan_run(&run, args), 0);
     if (!strstr(run.out, "No layout fits")) fail_msg("%s", run.out);
+}
+
+/* Does text hold a number of 20 or more digits (the ~1e30 s a step without a network once
+ * printed as "1616000000000000423946721320501248.00 s")? */
+static bool has_huge_number(const char *text)
+{
+    int run_len = 0;
+    for (const char *p = text; *p; p++) {
+        run_len = (*p >= '0' && *p <= '9') ? run_len + 1 : 0;
+        if (run_len >= 20) return true;
+    }
+    return strstr(text, "e+") != NULL;
+}
+
+/* The same plan without a network printed a step time of ~1e30 s (text, JSON, simulate, the
+ * emitted config's header): now "infeasible: <reason>" in text, null and the reason in JSON. */
+static void test_no_network_no_time(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    char path[600], *sys = tmp("nonet2.json");
+    snprintf(path, sizeof path, "%s/systems/h100.json", getenv("PLAN_DATA_DIR"));
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *nics = strstr(text, "\"nics_per_node\": 8");
+    assert_non_null(nics);
+    nics[strlen("\"nics_per_node\": ")] = '0';
+    write_file(sys, text);
+    static const char *const plans[] = {"--framework fsdp2", "--framework megatron --pp 8"};
+    static const char *const commands[] = {"estimate", "simulate"};
+    for (size_t i = 0; i < sizeof plans / sizeof *plans; i++)
+        for (size_t c = 0; c < 2; c++) {
+            char args[1024];
+            snprintf(args, sizeof args, "%s --model 8b --gpus 64 --system %s %s", commands[c],
+                     sys, plans[i]);
+            assert_int_equal(plan_run(&run, args), 0);
+            if (run.status != 1 || has_huge_number(run.out) ||
+                !strstr(run.out, "step time    infeasible: the plan spans 8 nodes but system"))
+                fail_msg("plan %s: exit %d\n%s%s", args, run.status, run.out, run.err);
+            snprintf(args, sizeof args,
+                     "%s --model 8b --gpus 64 --system %s %s --format json | python3 -c '"
+                     "import json,sys; d=json.load(sys.stdin); t=d[\"time\"]; "
+                     "assert t[\"step_s\"] is None and d[\"tokens_per_s\"] is None, t; "
+                     "assert \"no inter-node network\" in t[\"unpriced_reason\"], t; "
+                     "assert t[\"compute_s\"] > 0, t; print(\"json ok\")'",
+                     commands[c], sys, plans[i]);
+            assert_int_equal(plan_run(&run, args), 0);
+            if (!strstr(run.out, "json ok") || has_huge_number(run.out))
+                fail_msg("plan %s:\n%s%s", args, run.out, run.err);
+        }
+    char args[1024];
+    snprintf(args, sizeof args,
+             "estimate --model 8b --gpus 64 --system %s --framework fsdp2 --emit yaml", sys);
+    assert_int_equal(plan_run(&run, args), 0);
+    if (has_huge_number(run.out) || !strstr(run.out, "# predicted: infeasible, no step time"))
+        fail_msg("plan %s:\n%s%s", args, run.out, run.err);
+    expect_usage_error("no trace: this layout has no step time",
+                       "estimate --model 8b --gpus 64 --system %s --trace %s", sys,
+                       tmp("trace-nonet.json"));
 }
 
 /* plan fit wrote a profile of NaNs, exit 0, from NaN or overflowing cells. */
@@ -332,6 +425,141 @@ static void test_fit_library(void **state)
     if (!strstr(err, "finite")) fail_msg("%s", err);
 }
 
+/* bench --compare once joined the two files in O(n·m): 200,000 rows each took hours. Sorted,
+ * it takes about a second (B holds A's rows in reverse order, every one unchanged). */
+static void test_compare_join_bounded(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    enum { ROWS = 200000 };
+    static const char header[] =
+        "\"model\",\"params\",\"framework\",\"sharding\",\"tp\",\"pp\",\"dp\",\"cp\","
+        "\"ep\",\"vpp\",\"mbs\",\"gbs\",\"seq\",\"recompute\",\"gpus\",\"system\","
+        "\"step_s\",\"tokens_per_s\",\"mfu\",\"memory_gib\",\"feasible\","
+        "\"measured_step_s\",\"measured_memory_gib\",\"error_pct\",\"plan_version\"\n";
+    char *a = tmp("big_a.csv"), *b = tmp("big_b.csv");
+    FILE *fa = fopen(a, "w"), *fb = fopen(b, "w");
+    assert_non_null(fa);
+    assert_non_null(fb);
+    fputs(header, fa);
+    fputs(header, fb);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < ROWS; i++) {
+            int r = k == 0 ? i : ROWS - 1 - i; /* B reversed */
+            fprintf(k == 0 ? fa : fb,
+                    "\"m%d\",\"3212749824\",\"megatron\",\"ddp\",\"1\",\"1\",\"8\",\"1\","
+                    "\"1\",\"1\",\"2\",\"1024\",\"4096\",\"none\",\"8\",\"h100\","
+                    "\"19.6765\",\"213163\",\"0.5760\",\"78.905\",\"yes\",\"\",\"\",\"\","
+                    "\"0.1.0\"\n",
+                    r);
+        }
+    assert_int_equal(fclose(fa), 0);
+    assert_int_equal(fclose(fb), 0);
+    char args[1200];
+    snprintf(args, sizeof args, "bench --compare %s %s", a, b);
+    alarm(120); /* about 1 s here; the O(n·m) join ran past it by hours */
+    assert_int_equal(plan_run(&run, args), 0);
+    alarm(0);
+    if (run.status != 0 || !strstr(run.out, "0 changed, 200000 unchanged, 0 added, 0 removed"))
+        fail_msg("plan %s: exit %d\n%s%s", args, run.status, run.out, run.err);
+    unlink(a);
+    unlink(b);
+}
+
+/* A display name holding a line break YAML 1.1 knows but C does not (NEL U+0085, LS U+2028,
+ * PS U+2029) ended the emitted YAML's header comment: the rest of the line became YAML and the
+ * file no longer read back; a C1 control (U+0086) or U+FFFF made it invalid YAML (found by
+ * tests/fuzz/fuzz_emit). */
+static void test_yaml_comment_unicode_breaks(void **state)
+{
+    (void)state;
+    const char *dir = getenv("PLAN_DATA_DIR");
+    if (!dir) skip();
+    model_spec m;
+    system_spec sys;
+    char err[CM_ERRLEN];
+    assert_int_equal(model_load("8b", dir, &m, err, sizeof err), CM_OK);
+    assert_int_equal(system_load("h100", dir, &sys, err, sizeof err), CM_OK);
+    snprintf(m.display, sizeof m.display,
+             "a\xe2\x80\xa8" "b: c\xc2\x85" "- d\xe2\x80\xa9" "[e\xc2\x86" "f\xef\xbf\xbf" "g");
+    training_spec t = training_default();
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    l.dp = 8;
+    estimate e;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err), CM_OK);
+    emit_context ctx = {.model_ref = "8b"};
+    char *text = NULL;
+    assert_int_equal(emit_yaml(&e, &m, &sys, &ctx, &text, err, sizeof err), CM_OK);
+    check_config cfg;
+    check_report rep;
+    if (check_read_yaml(text, strlen(text), &cfg, &rep, err, sizeof err) != CM_OK)
+        fail_msg("%s\n%s", err, text);
+    assert_non_null(strstr(text, "# plan "));
+    assert_non_null(strstr(text, "a?b: c?- d?[e?f?g on 8 x"));
+    free(text);
+}
+
+/* A config.json's display name reached the report as markup: "[x](javascript:...)" became a
+ * link, "**b**" bold, and a line break started a Markdown list item; a system JSON's GPU name
+ * too. */
+static void test_report_display_markup(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    char args[2048], path[600];
+    snprintf(path, sizeof path, "%s/models/3b.json", getenv("PLAN_DATA_DIR"));
+    char *evil = tmp("evil.json"), *html = tmp("evil.html"), *md = tmp("evil.md");
+    snprintf(args, sizeof args,
+             "--version >/dev/null; python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+             "d[\"_plan\"][\"display\"]=\"<i>E</i> [x](javascript:alert(1)) **b**\\n- item\"; "
+             "json.dump(d,open(sys.argv[2],\"w\"))' %s %s",
+             path, evil);
+    assert_int_equal(plan_run(&run, args), 0);
+    assert_int_equal(run.status, 0);
+    /* and a system whose GPU name is markup too (the heading and sentences name it) */
+    char sys_path[600], *evil_sys = tmp("evil_sys.json");
+    snprintf(sys_path, sizeof sys_path, "%s/systems/h100.json", getenv("PLAN_DATA_DIR"));
+    snprintf(args, sizeof args,
+             "--version >/dev/null; python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+             "d[\"gpu\"][\"name\"]=\"G**w**[v](javascript:g)\"; "
+             "json.dump(d,open(sys.argv[2],\"w\"))' %s %s",
+             sys_path, evil_sys);
+    assert_int_equal(plan_run(&run, args), 0);
+    assert_int_equal(run.status, 0);
+    snprintf(args, sizeof args, "report --models %s --gpus 8 --system %s --format html -o %s",
+             evil, evil_sys, html);
+    assert_int_equal(plan_run(&run, args), 0);
+    if (run.status != 0) fail_msg("plan %s: %s", args, run.err);
+    snprintf(args, sizeof args, "report --models %s --gpus 8 --system %s --format md -o %s",
+             evil, evil_sys, md);
+    assert_int_equal(plan_run(&run, args), 0);
+    if (run.status != 0) fail_msg("plan %s: %s", args, run.err);
+    static char text[1 << 21];
+    FILE *f = fopen(html, "r");
+    assert_non_null(f);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    if (strstr(text, "href=\"javascript") || strstr(text, "<strong>b</strong>") ||
+        strstr(text, "<i>E") || strstr(text, "<strong>w</strong>"))
+        fail_msg("the display name became HTML markup");
+    assert_non_null(strstr(text, "&lt;i&gt;E&lt;/i&gt; [x](javascript:alert(1)) **b** - item"));
+    assert_non_null(strstr(text, "on G**w**[v](javascript:g)"));
+    f = fopen(md, "r");
+    assert_non_null(f);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    if (strstr(text, "\n- item")) fail_msg("the display name started a Markdown list");
+    /* unquoted only inside the emitted configs' code blocks, in their "# plan" comment line */
+    static const char *const raw[] = {"[x](javascript", "[v](javascript:g)"};
+    for (size_t i = 0; i < 2; i++)
+        for (const char *at = text; (at = strstr(at, raw[i])); at++) {
+            const char *line = at;
+            while (line > text && line[-1] != '\n') line--;
+            if (strncmp(line, "# plan ", 7)) fail_msg("markup outside a code block: %.80s", line);
+        }
+    assert_non_null(strstr(text, "\\[x\\](javascript:alert(1)) \\*\\*b\\*\\* - item"));
+}
+
 /* The simulator once ran 50 M chunks per plan (minutes per search) and traced millions of
  * events (gigabytes). */
 static void test_sim_bounds(void **state)
@@ -360,7 +588,10 @@ int main(void)
         cmocka_unit_test(test_search_layout_flags), cmocka_unit_test(test_yaml_depth),
         cmocka_unit_test(test_yaml_leading_zero), cmocka_unit_test(test_no_network),
         cmocka_unit_test(test_fit_non_finite),   cmocka_unit_test(test_fit_library),
-        cmocka_unit_test(test_sim_bounds),
+        cmocka_unit_test(test_sim_bounds),       cmocka_unit_test(test_no_network_no_time),
+        cmocka_unit_test(test_compare_join_bounded),
+        cmocka_unit_test(test_yaml_comment_unicode_breaks),
+        cmocka_unit_test(test_report_display_markup),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

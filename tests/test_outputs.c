@@ -164,6 +164,36 @@ static void test_report_full_disk(void **state)
     assert_non_null(strstr(res.err, "disk full"));
 }
 
+/* Every other writer (issue 18 audit): a full disk is a non-zero exit saying "disk full". */
+static void test_every_writer_full_disk(void **state)
+{
+    (void)state;
+    char dir[64], csv[128], res_csv[128], yaml[128], args[512];
+    make_dir(dir, sizeof dir);
+    snprintf(csv, sizeof csv, "%s/calib.csv", dir);
+    write_text(csv, "op,m,n,k,bytes,group_size,span,time_s\ngemm,4096,4096,4096,,,,0.0002\n"
+                    "gemm,8192,8192,8192,,,,0.0016\ngemm,16384,16384,16384,,,,0.0128\n");
+    snprintf(res_csv, sizeof res_csv, "%s/results.csv", dir);
+    snprintf(args, sizeof args, "bench --models 3b --gpus 8 --frameworks fsdp2 -o '%s'", res_csv);
+    assert_int_equal(plan_run(&res, args), 0);
+    assert_int_equal(res.status, 0);
+    snprintf(yaml, sizeof yaml, "%s/cfg.yaml", dir);
+    write_text(yaml, "trainer:\n  strategy: fsdp2\n");
+    const char *cmds[] = {"fit '%s' -o /dev/full", "simulate --model 8b --gpus 8 --trace /dev/full",
+                          "report --models 3b --gpus 8 --format html -o /dev/full",
+                          "estimate --model 8b --gpus 8 --emit yaml >/dev/full",
+                          "check '%s' --model 8b --gpus 8 >/dev/full",
+                          "bench --compare '%s' '%s' >/dev/full"};
+    const char *file[] = {csv, NULL, NULL, NULL, yaml, res_csv};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        snprintf(args, sizeof args, cmds[i], file[i], file[i]);
+        assert_int_equal(plan_run(&res, args), 0);
+        if (res.status == 0 || !strstr(res.err, "disk full"))
+            fail_msg("plan %s: exit %d: %s", args, res.status, res.err);
+    }
+    remove_dir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -172,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_stdout_full),
         cmocka_unit_test(test_bench_keeps_existing_results),
         cmocka_unit_test(test_report_full_disk),
+        cmocka_unit_test(test_every_writer_full_disk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,7 @@
 
 #include "profile.h"
 #include "refine.h"
+#include "test_tmp.h"
 
 static model_spec M;
 static system_spec S;
@@ -312,7 +313,7 @@ static void write_text(const char *path, const char *text)
 
 static void expect_bad(const char *text, const char *needle)
 {
-    const char *p = "/tmp/plan_bad_step_profile.json";
+    const char *p = test_tmp_path("plan_bad_step_profile.json");
     write_text(p, text);
     system_spec s = S;
     char err[CM_ERRLEN];
@@ -340,7 +341,7 @@ static void test_bad_step_profiles(void **state)
     expect_bad("{\"step\": {\"covariance\": {\"terms\": [\"comm_scale\"], \"matrix\": [1]}}}",
                "row 0");
     /* a good one */
-    const char *p = "/tmp/plan_good_step_profile.json";
+    const char *p = test_tmp_path("plan_good_step_profile.json");
     write_text(p, "{\"step\": {\"compute_scale\": 1.1, \"covariance\": {\"terms\": "
                   "[\"compute_scale\"], \"matrix\": [[0.0001]]}}}");
     system_spec s = S;
@@ -393,7 +394,8 @@ static void test_cli_from_file(void **state)
                                               "measured_step_s", obs[i].measured_step_s));
     json_t *root = json_pack("{s:s, s:s, s:i, s:i, s:o}", "model", "8b", "system", "h200-x4",
                              "seq", 4096, "gbs", 16, "plans", list);
-    const char *in = "/tmp/plan_refine_in.json", *prof = "/tmp/plan_refine_out.json";
+    const char *in = test_tmp_path("plan_refine_in.json"),
+               *prof = test_tmp_path("plan_refine_out.json");
     json_dump_file(root, in, JSON_INDENT(1));
     json_decref(root);
     static char out[1 << 17], err[8192];
@@ -441,10 +443,10 @@ static void test_cli_from_file(void **state)
     /* bad input: one line, exit 2 */
     const char *bad[][2] = {
         {"measure --refine --from /nonexistent.json --model 8b --gbs 16", "cannot read"},
-        {"measure --refine --from /tmp/plan_refine_in.json --model 8b --gbs 32", "--gbs 16"},
-        {"measure --refine --from /tmp/plan_refine_in.json --model 8b --gbs 16 --holdout x",
+        {"measure --refine --from IN --model 8b --gbs 32", "--gbs 16"},
+        {"measure --refine --from IN --model 8b --gbs 16 --holdout x",
          "--holdout"},
-        {"measure --refine --from /tmp/plan_refine_in.json --model 8b --gbs 16 --terms speed",
+        {"measure --refine --from IN --model 8b --gbs 16 --terms speed",
          "--terms"},
         {"measure --refine --k 0 --model 8b", "--k"},
         {"measure --refine --model 8b --record", "--record needs a value"},
@@ -452,7 +454,15 @@ static void test_cli_from_file(void **state)
         {"bench --measure --preset guide", "--measure measures the rows of a sweep"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        st = run(bad[i][0], out, sizeof out, err, sizeof err);
+        /* IN: the measurements file written above (in this process's scratch directory) */
+        char cmd[1024];
+        const char *at = strstr(bad[i][0], " IN ");
+        if (at)
+            snprintf(cmd, sizeof cmd, "%.*s %s %s", (int)(at - bad[i][0]), bad[i][0], in,
+                     at + 4);
+        else
+            snprintf(cmd, sizeof cmd, "%s", bad[i][0]);
+        st = run(cmd, out, sizeof out, err, sizeof err);
         if (st != 2 || !strstr(err, bad[i][1]) || strncmp(err, "plan: error: ", 13) ||
             strchr(err, '\n') != err + strlen(err) - 1)
             fail_msg("plan %s: exit %d, stderr '%s' (want 2 and '%s')", bad[i][0], st, err,
