@@ -24,6 +24,9 @@ void report_section_features(doc *d, const report *r);
 void report_section_config(doc *d, const report *r);
 /* 6. Migration notes, both ways. */
 void report_section_migration(doc *d, const report *r);
+/* Which cluster: the same models on the systems of plan report --systems (issue 22); nothing
+ * when none were given. */
+void report_section_systems(doc *d, const report *r);
 /* 7. Troubleshooting: headroom and memory knobs, NCCL timeouts, gradient NaN. */
 void report_section_troubleshooting(doc *d, const report *r);
 

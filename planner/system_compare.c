@@ -26,6 +26,7 @@ cm_status system_compare_run(const model_spec *m, const training_spec *t, int gp
                        SYSTEM_COMPARE_MAX, n);
     memset(out, 0, sizeof *out);
     snprintf(out->model, sizeof out->model, "%s", m->name);
+    snprintf(out->display, sizeof out->display, "%s", m->display);
     out->gpus = gpus;
     search_result *r = search_result_new();
     if (!r) return cm_fail(err, errlen, CM_ENOMEM, "out of memory");
@@ -107,7 +108,7 @@ void system_compare_layout(const system_compare_row *row, char *buf, size_t len)
 void system_compare_print_text(FILE *f, const system_compare_table *tab)
 {
     fprintf(f, "Which cluster: %s on %d GPUs of each system (the plan `plan` recommends on each)\n\n",
-            tab->model, tab->gpus);
+            tab->display, tab->gpus);
     fprintf(f, "%-14s %-20s %6s %8s %11s %9s %8s %9s %9s  %s\n", "system", "gpu", "domain",
             "step_s", "tokens/s", "tok/s/GPU", "mem_GiB", "GPUh/Mtok", "$/Mtok", "layout");
     for (int i = 0; i < tab->n; i++) {

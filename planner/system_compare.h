@@ -35,8 +35,9 @@ typedef struct {
     char why_not[256];          /* when nothing fits: the closest layout's reason */
 } system_compare_row;
 
-typedef struct {
-    char model[64];
+typedef struct system_compare_table {
+    char model[64];             /* the model's name (preset or file) */
+    char display[128];          /* its display name */
     int gpus;
     int n;
     system_compare_row rows[SYSTEM_COMPARE_MAX];
