@@ -235,12 +235,81 @@ static void test_compare_cli(void **state)
     bad("compare-systems --gpus 8", "needs --model");
 }
 
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot read %s", path);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* plan report --systems: the "Which cluster" table, its numbers by hand from the row's step
+ * time (8 GPUs, 1024 x 4096 tokens a step, $2 and $4 per GPU-hour); and issue 23's flag and
+ * checkpoint rows, which now come from the emitter: every flag the row names is in the
+ * Megatron-LM argv `plan estimate --sharding fsdp --emit megatron-args` writes. */
+static void test_report_which_cluster(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/plan-which-XXXXXX", args[800], path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/g.md", dir);
+    snprintf(args, sizeof args,
+             "report -o %s --models 8b --gpus 8 --systems h100,b200 --price-per-gpu-hour 2,4",
+             path);
+    run(args);
+    if (R.status != 0) fail_msg("plan %s: exit %d: %s", args, R.status, R.err);
+    char *md = slurp(path);
+    assert_non_null(strstr(md, "[Which cluster](#systems)"));
+    const char *sysname[2] = {"| h100 |", "| b200 |"};
+    double price[2] = {2, 4};
+    for (int i = 0; i < 2; i++) {
+        char *row = strstr(strstr(md, "id=\"systems-8b\""), sysname[i]);
+        assert_non_null(row);
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)strcspn(row, "\n"), row);
+        char *cell[16];
+        int n = 0;
+        for (char *tok = strtok(line, "|"); tok && n < 16; tok = strtok(NULL, "|")) cell[n++] = tok;
+        assert_int_equal(n, 10);
+        double step = atof(cell[4]), tps = atof(cell[5]), gh = atof(cell[8]), cost = atof(cell[9]);
+        assert_near(tps, 1024.0 * 4096 / step, 1e-3 * tps);
+        assert_near(gh, 8e6 / tps / 3600, 1e-4);
+        assert_near(cost, gh * price[i], 1e-3);
+    }
+    /* the flag row, and no row left as documented-only text for Megatron */
+    assert_null(strstr(md, "documented, not checked"));
+    char *flags = strstr(md, "| Flags Megatron-FSDP adds");
+    assert_non_null(flags);
+    char frow[2048];
+    snprintf(frow, sizeof frow, "%.*s", (int)strcspn(flags, "\n"), flags);
+    assert_non_null(strstr(frow, "`--use-megatron-fsdp`"));
+    assert_non_null(strstr(frow, "`--ckpt-format fsdp_dtensor`"));
+    run("estimate --model mixtral-8x7b --gpus 64 --sharding fsdp --emit megatron-args");
+    assert_int_equal(R.status, 0);
+    const char *emitted = R.out;
+    int named = 0;
+    for (char *p = strstr(frow, "`--"); p; p = strstr(p + 1, "`--")) {
+        char flag[96];
+        snprintf(flag, sizeof flag, "%.*s", (int)strcspn(p + 1, " `"), p + 1);
+        if (!strstr(emitted, flag)) fail_msg("the guide names %s, the emitter does not", flag);
+        named++;
+    }
+    assert_true(named >= 5);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpu_hours_by_hand), cmocka_unit_test(test_run_matches_search),
         cmocka_unit_test(test_cheapest),          cmocka_unit_test(test_knobs_library),
         cmocka_unit_test(test_knobs_cli),         cmocka_unit_test(test_compare_cli),
+        cmocka_unit_test(test_report_which_cluster),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
