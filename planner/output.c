@@ -263,11 +263,12 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
                        const system_spec *sys, const training_spec *t)
 {
     fprintf(f, "%s (%.2f B params, %.2f B active) on %d x %s (%d per node), seq %d, global "
-               "batch %d sequences\n\n",
+               "batch %d sequences\n",
             m->display, model_params_total(m) / 1e9, model_params_active(m) / 1e9,
             r->gpus, sys->gpu_name, sys->gpus_per_node, t->seq_len,
             t->global_batch);
     knob_notes(f, sys);
+    fputc('\n', f);
     if (r->count == 0) {
         fprintf(f, "No layout fits.\n");
         for (int fw = 0; fw < 2; fw++)
