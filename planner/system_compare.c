@@ -39,7 +39,10 @@ cm_status system_compare_run(const model_spec *m, const training_spec *t, int gp
         row->domain_gpus = system_domain_gpus(sys);
         row->price_per_gpu_hour = prices ? prices[i] : 0;
         /* what `plan --model M --gpus N --system S` searches and recommends */
-        search_options so = {.gpus = gpus, .keep = 32, .simulate = 32};
+        search_options so = {.gpus = gpus, .keep = 32, .simulate = 32,
+                             .moe_dispatcher = MOE_DISPATCH_ALLTOALL};
+        /* a refined profile ranks by its calibrated closed form, as cmd_search.c does */
+        if (sys->step.active) so.simulate = 0;
         so.frameworks[FRAMEWORK_FSDP2] = so.frameworks[FRAMEWORK_MEGATRON] = true;
         cm_status st = search_run(m, sys, t, &so, r, err, errlen);
         if (st != CM_OK) {
