@@ -180,6 +180,18 @@ static void test_knobs_cli(void **state)
                 0.793700526, 1e-9);
     json_decref(a);
     json_decref(b);
+    /* --nvls on: DDP's gradient all-reduce over the 8 GPUs of one h100 domain runs at the cited
+     * 480 GB/s NVLS busbw instead of 450 x 0.82 = 369 GB/s: 369/480 = 0.769 of the time (the
+     * per-call latency aside) */
+    const char *ddp = "estimate --model 8b --gpus 8 --sharding ddp --no-overlap --format json";
+    a = run_json(ddp);
+    snprintf(args, sizeof args, "%s --nvls on", ddp);
+    b = run_json(args);
+    double da = json_real_value(json_object_get(json_object_get(a, "time"), "dp_s"));
+    double db = json_real_value(json_object_get(json_object_get(b, "time"), "dp_s"));
+    assert_near(db / da, 369.0 / 480.0, 0.004);
+    json_decref(a);
+    json_decref(b);
     run("--model 8b --gpus 8 --power-limit 350");
     assert_int_equal(R.status, 0);
     assert_non_null(strstr(R.out, "ASSUMPTION"));
