@@ -142,15 +142,18 @@ static void run(const char *args)
     assert_int_equal(plan_run(&R, args), 0);
 }
 
-static json_t *run_json(const char *args)
+/* The JSON of `plan args`; exit 1 (the layout does not fit) still prints it when may_not_fit. */
+static json_t *run_json_fit(const char *args, int may_not_fit)
 {
     run(args);
-    if (R.status != 0) fail_msg("plan %s exited %d: %s", args, R.status, R.err);
+    if (R.status != 0 && !(may_not_fit && R.status == 1)) fail_msg("plan %s exited %d: %s", args, R.status, R.err);
     json_error_t je;
     json_t *j = json_loads(R.out, 0, &je);
     if (!j) fail_msg("plan %s: not JSON (%s)", args, je.text);
     return j;
 }
+
+static json_t *run_json(const char *args) { return run_json_fit(args, 0); }
 
 static void bad(const char *args, const char *needle)
 {
@@ -182,11 +185,11 @@ static void test_knobs_cli(void **state)
     json_decref(b);
     /* --nvls on: DDP's gradient all-reduce over the 8 GPUs of one h100 domain runs at the cited
      * 480 GB/s NVLS busbw instead of 450 x 0.82 = 369 GB/s: 369/480 = 0.769 of the time (the
-     * per-call latency aside) */
+     * per-call latency aside). DDP's full optimizer copy does not fit (exit 1); the time stands. */
     const char *ddp = "estimate --model 8b --gpus 8 --sharding ddp --no-overlap --format json";
-    a = run_json(ddp);
+    a = run_json_fit(ddp, 1);
     snprintf(args, sizeof args, "%s --nvls on", ddp);
-    b = run_json(args);
+    b = run_json_fit(args, 1);
     double da = json_real_value(json_object_get(json_object_get(a, "time"), "dp_s"));
     double db = json_real_value(json_object_get(json_object_get(b, "time"), "dp_s"));
     assert_near(db / da, 369.0 / 480.0, 0.004);
