@@ -59,7 +59,7 @@ enum {
     OPT_IMPL, OPT_COMPILE, OPT_OPTIMIZER_IMPL,
     OPT_TP_COMM_OVERLAP, OPT_OVERLAP_GRAD_REDUCE, OPT_OVERLAP_PARAM_GATHER,
     OPT_MOE_DISPATCHER, OPT_MOE_IMBALANCE, OPT_MOE_CAPACITY, OPT_MOE_EP_OVERLAP,
-    OPT_MOE_SHARED_OVERLAP,
+    OPT_MOE_SHARED_OVERLAP, OPT_NVLS, OPT_POWER_LIMIT,
 };
 
 static const struct option long_opts[] = {
@@ -108,6 +108,8 @@ static const struct option long_opts[] = {
     {"moe-capacity-factor", required_argument, NULL, OPT_MOE_CAPACITY},
     {"moe-ep-overlap", no_argument, NULL, OPT_MOE_EP_OVERLAP},
     {"moe-shared-expert-overlap", no_argument, NULL, OPT_MOE_SHARED_OVERLAP},
+    {"nvls", required_argument, NULL, OPT_NVLS},
+    {"power-limit", required_argument, NULL, OPT_POWER_LIMIT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -269,6 +271,14 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             else if (!strcmp(optarg, "unfused")) o->training.attention = ATTENTION_UNFUSED;
             else rc = cli_error("--attention must be flash or unfused");
             break;
+        case OPT_NVLS:
+            if (!strcmp(optarg, "on")) o->nvls = CLI_NVLS_ON;
+            else if (!strcmp(optarg, "off")) o->nvls = CLI_NVLS_OFF;
+            else rc = cli_error("--nvls must be on or off");
+            break;
+        case OPT_POWER_LIMIT:
+            rc = parse_double("power-limit", optarg, 50, 5000, &o->power_limit_w);
+            break;
         case 'h': *help = true; break;
         case ':': {
             char msg[160];
@@ -327,6 +337,17 @@ int cli_load_specs(const cli_options *o, model_spec *m, system_spec *sys)
     if (model_load(o->model, dir, m, err, sizeof err) != CM_OK) return cli_error(err);
     if (profile_load_system(o->system, dir, sys, err, sizeof err) != CM_OK) return cli_error(err);
     if (o->calibration && profile_overlay(o->calibration, sys, err, sizeof err) != CM_OK)
+        return cli_error(err);
+    return cli_apply_system_knobs(o->nvls, o->power_limit_w, sys);
+}
+
+int cli_apply_system_knobs(cli_nvls nvls, double power_limit_w, system_spec *sys)
+{
+    char err[CM_ERRLEN];
+    if (nvls != CLI_NVLS_UNSET &&
+        system_set_nvls(sys, nvls == CLI_NVLS_ON, err, sizeof err) != CM_OK)
+        return cli_error(err);
+    if (power_limit_w > 0 && system_set_power_limit(sys, power_limit_w, err, sizeof err) != CM_OK)
         return cli_error(err);
     return 0;
 }

@@ -16,6 +16,9 @@
 
 typedef enum { FORMAT_HUMAN = 0, FORMAT_JSON = 1 } cli_format;
 
+/* --nvls: not given (the system file's node.nvls stands), on or off. */
+typedef enum { CLI_NVLS_UNSET = 0, CLI_NVLS_ON, CLI_NVLS_OFF } cli_nvls;
+
 typedef struct {
     const char *model;
     bool model_given;         /* --model was given (plan and plan estimate require it) */
@@ -38,6 +41,8 @@ typedef struct {
     bool precision_any;       /* --precision any: the search tries every format the GPU and
                                  framework support (layout.precision holds bf16 meanwhile) */
     bool precision_given;     /* --precision named one format: the search uses it alone */
+    cli_nvls nvls;            /* --nvls on|off (issue 22) */
+    double power_limit_w;     /* --power-limit W (0: not given; issue 22) */
 } cli_options;
 
 /* Exit status for bad input (issue 2: "exit status 2"). */
@@ -74,6 +79,10 @@ int cli_layout(const cli_options *o, layout *l);
 
 /* Load model and system named in o; prints the error line and returns CLI_EXIT_USAGE. */
 int cli_load_specs(const cli_options *o, model_spec *m, system_spec *sys);
+
+/* --nvls and --power-limit on a loaded system (system_set_nvls, system_set_power_limit);
+ * prints the error line and returns CLI_EXIT_USAGE when the system cannot take them. */
+int cli_apply_system_knobs(cli_nvls nvls, double power_limit_w, system_spec *sys);
 
 /* The layout of o's flags, its specs, the framework-rule check and the estimate: what
  * `plan estimate` and `plan simulate` start from. Prints the error line and returns

@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "profile.h"
 #include "report.h"
+#include "system_list.h"
 
 /* The defaults give a first-time user a useful guide from `plan report -o guide.html` alone:
  * the models people ask about (Llama 3.1 8B and 70B, a small and a large MoE) at one node, a
@@ -43,7 +44,11 @@ static void usage(void)
            "troubleshooting. HTML is one self-contained file (inline SVG charts); Markdown writes\n"
            "its charts as PNG files beside it (<stem>-<chart>.png). --bench adds the measured\n"
            "step times of a plan bench CSV; --calibration overlays measured terms on the system.\n"
-           "Runs that take over a second show their progress on stderr (searches done / total).\n");
+           "Runs that take over a second show their progress on stderr (searches done / total).\n"
+           "--systems h100,h200,b200,gb200-nvl72 adds \"Which cluster\": each model on each of\n"
+           "those systems at the largest --gpus count, with tokens/s, GPU-hours and, with\n"
+           "--price-per-gpu-hour P[,P...] (one for all or one per system), cost per million\n"
+           "tokens (the table of plan compare-systems).\n");
 }
 
 /* Progress on stderr once the build has run for a second: one line rewritten in place on a
@@ -112,17 +117,19 @@ static int check_writable(const char *path)
 
 int cmd_report(int argc, char **argv)
 {
-    enum { O_CAL = 1000, O_BENCH, O_SEQ, O_GBS, O_FORMAT };
+    enum { O_CAL = 1000, O_BENCH, O_SEQ, O_GBS, O_FORMAT, O_SYSTEMS, O_PRICES };
     static const struct option opts[] = {
         {"system", required_argument, NULL, 's'},   {"calibration", required_argument, NULL, O_CAL},
         {"models", required_argument, NULL, 'm'},   {"model", required_argument, NULL, 'm'},
         {"gpus", required_argument, NULL, 'g'},     {"bench", required_argument, NULL, O_BENCH},
         {"seq", required_argument, NULL, O_SEQ},    {"gbs", required_argument, NULL, O_GBS},
         {"format", required_argument, NULL, O_FORMAT}, {"output", required_argument, NULL, 'o'},
+        {"systems", required_argument, NULL, O_SYSTEMS},
+        {"price-per-gpu-hour", required_argument, NULL, O_PRICES},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     const char *system = "h100", *calibration = NULL, *bench_path = NULL, *out = NULL;
-    const char *format = NULL;
+    const char *format = NULL, *systems_arg = NULL, *prices_arg = NULL;
     char models_arg[4096] = DEFAULT_MODELS, gpus_arg[1024] = DEFAULT_GPUS;
     training_spec t = training_default();
     int c;
@@ -137,6 +144,8 @@ int cmd_report(int argc, char **argv)
         case O_BENCH: bench_path = optarg; break;
         case 'o': out = optarg; break;
         case O_FORMAT: format = optarg; break;
+        case O_SYSTEMS: systems_arg = optarg; break;
+        case O_PRICES: prices_arg = optarg; break;
         case O_SEQ:
         case O_GBS:
             if (c == O_SEQ ? cli_parse_int("seq", optarg, 1, CLI_MAX_SEQ, &t.seq_len)
@@ -219,10 +228,37 @@ int cmd_report(int argc, char **argv)
         free(rows);
         return rc;
     }
+    if (prices_arg && !systems_arg) {
+        free(models);
+        free(rows);
+        return cli_error("--price-per-gpu-hour goes with --systems (the systems to compare)");
+    }
+    /* "which cluster": each model on each system at the largest GPU count asked */
+    system_compare_table *which = NULL;
+    if (systems_arg) {
+        cli_system_list *sl = malloc(sizeof *sl);
+        which = calloc(nm, sizeof *which);
+        rc = !sl || !which ? cli_error("out of memory")
+                           : cli_system_list_load(systems_arg, prices_arg, CLI_NVLS_UNSET, 0, sl);
+        int gmax = gpus[0];
+        for (int i = 1; i < ng; i++) gmax = gpus[i] > gmax ? gpus[i] : gmax;
+        for (int i = 0; !rc && i < nm; i++)
+            if (system_compare_run(&models[i], &t, gmax, sl->sys, sl->name_ptrs, sl->prices,
+                                   sl->n, &which[i], err, sizeof err) != CM_OK)
+                rc = cli_error(err);
+        free(sl);
+        if (rc) {
+            free(which);
+            free(models);
+            free(rows);
+            return rc;
+        }
+    }
 
     report_options o = {.sys = &sys, .system_name = system, .calibration_path = calibration,
                         .training = t, .models = models, .nmodels = nm, .gpus = gpus,
-                        .ngpus = ng, .bench = rows, .nbench = nrows, .bench_path = bench_path};
+                        .ngpus = ng, .bench = rows, .nbench = nrows, .bench_path = bench_path,
+                        .which_cluster = which, .nwhich_cluster = which ? nm : 0};
     progress_state ps = {.tty = isatty(STDERR_FILENO)};
     clock_gettime(CLOCK_MONOTONIC, &ps.t0);
     o.progress = show_progress;
@@ -236,6 +272,7 @@ int cmd_report(int argc, char **argv)
     st = report_write(r, (report_format)fmt, out, err, sizeof err);
     report_stats s = report_get_stats(r);
     report_free(r);
+    free(which);
     chart_cleanup();
     if (st != CM_OK) return cli_error(err);
     if (fmt == REPORT_MARKDOWN && s.images)

@@ -12,5 +12,6 @@ int cmd_bench(int argc, char **argv);    /* plan bench --models .. --gpus .. -o 
 int cmd_fit(int argc, char **argv);      /* plan fit calibrate.csv -o profile.json */
 int cmd_check(int argc, char **argv);    /* plan check FILE.yaml [--gpus N] */
 int cmd_report(int argc, char **argv);   /* plan report -o guide.html|guide.md */
+int cmd_compare_systems(int argc, char **argv); /* plan compare-systems (issue 22) */
 
 #endif

@@ -40,6 +40,8 @@ static const command commands[] = {
      "--measure"},
     {"fit", cmd_fit, "fit a calibration profile (GEMM, collectives) from a plan calibrate CSV", NULL},
     {"report", cmd_report, "the FSDP2-vs-Megatron decision guide (HTML or Markdown, charts)", NULL},
+    {"compare-systems", cmd_compare_systems,
+     "which cluster: one model on several systems, step time, tokens/s, $ per M tokens", NULL},
     {"calibrate", cmd_calibrate, "measure GEMMs and NCCL collectives on the local GPUs (CSV)",
      "always"},
     {"measure", cmd_measure, "run one layout's training step on the local GPUs vs its estimate",
@@ -55,7 +57,7 @@ static void usage(void)
            "       plan <command> [options]\n\ncommands:\n",
            PLAN_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        printf("  %-10s %s\n", commands[i].name, commands[i].help);
+        printf("  %-16s %s\n", commands[i].name, commands[i].help);
     printf("\nplan <command> --help shows a command's options.\n");
 }
 

@@ -317,6 +317,61 @@ double system_gemm_power_scale(const system_spec *sys)
     return cbrt(sys->power_limit_w / sys->tdp_w);
 }
 
+cm_status system_set_nvls(system_spec *sys, bool on, char *err, size_t errlen)
+{
+    if (on && sys->nvls_busbw_bytes_per_s <= 0)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "--nvls on: system '%s' has no NVLink SHARP (no "
+                       "node.nvls_busbw_bytes_per_s): drop the flag or pick a system with NVLS",
+                       sys->name);
+    sys->nvls_enabled = on;
+    return CM_OK;
+}
+
+cm_status system_set_power_limit(system_spec *sys, double limit_w, char *err, size_t errlen)
+{
+    if (sys->tdp_w <= 0)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "--power-limit: system '%s' gives no gpu.tdp_w to scale from: add it to "
+                       "the system file or drop the flag",
+                       sys->name);
+    if (!(limit_w > 0))
+        return cm_fail(err, errlen, CM_EINVAL, "--power-limit must be a positive wattage");
+    sys->power_limit_w = limit_w;
+    return CM_OK;
+}
+
+int system_knob_notes(const system_spec *sys, char *buf, size_t buflen)
+{
+    int n = 0;
+    size_t len = 0;
+    if (buflen) buf[0] = '\0';
+    if (sys->power_limit_w > 0 && sys->tdp_w > 0) {
+        double k = system_gemm_power_scale(sys);
+        if (k < 1)
+            snprintf(buf + len, buflen - len,
+                     "power limit %.0f W of the %.0f W TDP: sustained GEMM rate x %.3f = "
+                     "(limit/TDP)^(1/3), an ASSUMPTION (clock ~ power^(1/3)); no published "
+                     "bf16 relation (data/systems/README.md 'Power limit')\n",
+                     sys->power_limit_w, sys->tdp_w, k);
+        else
+            snprintf(buf + len, buflen - len,
+                     "power limit %.0f W at or above the %.0f W TDP: no change to the GEMM "
+                     "rate\n",
+                     sys->power_limit_w, sys->tdp_w);
+        len = strlen(buf);
+        n++;
+    }
+    if (sys->nvls_enabled && len < buflen) {
+        snprintf(buf + len, buflen - len,
+                 "NVLS on: all-reduces inside the %d-GPU NVLink domain at %.0f GB/s busbw "
+                 "(node.nvls_busbw_bytes_per_s)\n",
+                 system_domain_gpus(sys), sys->nvls_busbw_bytes_per_s / 1e9);
+        n++;
+    }
+    return n;
+}
+
 const system_collective_fit *system_collective_fit_find(const system_spec *sys, int op,
                                                         int group_size, bool spans_nodes)
 {

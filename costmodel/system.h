@@ -187,6 +187,16 @@ int system_domain_gpus(const system_spec *sys);
  * relation; data/systems/README.md "Power limit"). 1 without a limit or TDP. */
 double system_gemm_power_scale(const system_spec *sys);
 
+/* --nvls on|off: turn NVLink SHARP pricing of in-domain all-reduces on or off. On needs a
+ * system with node.nvls_busbw_bytes_per_s (CM_EINVAL with the fix otherwise). */
+cm_status system_set_nvls(system_spec *sys, bool on, char *err, size_t errlen);
+/* --power-limit W: the cap in use (gpu.power_limit_w). Needs gpu.tdp_w (CM_EINVAL otherwise);
+ * a limit at or above the TDP changes nothing (system_gemm_power_scale). */
+cm_status system_set_power_limit(system_spec *sys, double limit_w, char *err, size_t errlen);
+/* One line per user-set system knob the estimate rests on (power limit with its assumption,
+ * NVLS), each ending in a newline, into buf; returns how many ("" and 0 without any). */
+int system_knob_notes(const system_spec *sys, char *buf, size_t buflen);
+
 void system_list_presets(const char *data_dir, char *buf, size_t buflen);
 
 #endif

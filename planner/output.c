@@ -61,9 +61,13 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
                                               m->display, "params_total",
                                               (json_int_t)e->params_total, "params_active",
                                               (json_int_t)e->params_active));
-    json_object_set_new(o, "system", json_pack("{s:s, s:s, s:i}", "name", sys->name, "gpu",
-                                               sys->gpu_name, "gpus_per_node",
-                                               sys->gpus_per_node));
+    json_object_set_new(o, "system", json_pack("{s:s, s:s, s:i, s:i, s:b, s:f, s:f}", "name",
+                                               sys->name, "gpu", sys->gpu_name, "gpus_per_node",
+                                               sys->gpus_per_node, "scaleup_domain_gpus",
+                                               system_domain_gpus(sys), "nvls",
+                                               sys->nvls_enabled, "power_limit_w",
+                                               sys->power_limit_w, "gemm_power_scale",
+                                               system_gemm_power_scale(sys)));
     json_object_set_new(o, "gpus", json_integer(e->gpus));
     /* the layout's fields (layout_codec.h), with the training shape in its place */
     json_t *lay = layout_json_set(json_object(), l, t);
@@ -246,6 +250,15 @@ static void human_numbers(FILE *f, const estimate *e)
     fprintf(f, "  micro-batches per step %d (gradient accumulation)\n", e->microbatches);
 }
 
+/* The system knobs the user set (--power-limit, --nvls), each with what it assumes. */
+static void knob_notes(FILE *f, const system_spec *sys)
+{
+    char notes[1024];
+    if (!system_knob_notes(sys, notes, sizeof notes)) return;
+    for (char *line = strtok(notes, "\n"); line; line = strtok(NULL, "\n"))
+        fprintf(f, "  note: %s\n", line);
+}
+
 void output_estimate_human(FILE *f, const estimate *e, const model_spec *m,
                            const system_spec *sys)
 {
@@ -254,6 +267,7 @@ void output_estimate_human(FILE *f, const estimate *e, const model_spec *m,
     fprintf(f, "%s (%.2f B params, %.2f B active) on %d x %s, seq %d, global batch %d\n",
             m->display, e->params_total / 1e9, e->params_active / 1e9, e->gpus, sys->gpu_name,
             e->training.seq_len, e->training.global_batch);
+    knob_notes(f, sys);
     fprintf(f, "%s\n", line);
     human_numbers(f, e);
     if (!e->feasible) fprintf(f, "  INFEASIBLE: %s\n", e->infeasible_reason);
@@ -281,10 +295,12 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
                        const system_spec *sys, const training_spec *t)
 {
     fprintf(f, "%s (%.2f B params, %.2f B active) on %d x %s (%d per node), seq %d, global "
-               "batch %d sequences\n\n",
+               "batch %d sequences\n",
             m->display, model_params_total(m) / 1e9, model_params_active(m) / 1e9,
             r->gpus, sys->gpu_name, sys->gpus_per_node, t->seq_len,
             t->global_batch);
+    knob_notes(f, sys);
+    fputc('\n', f);
     if (r->count == 0) {
         fprintf(f, "No layout fits.\n");
         for (int fw = 0; fw < 2; fw++)

@@ -77,7 +77,18 @@ static void write_body(doc *d, const report *r)
         "Performance per model and GPU count", "Feature-support matrix",
         "Recommended configuration per model", "Migration notes", "Troubleshooting"};
     doc_h(d, 2, "contents", "Contents");
-    doc_toc(d, 8, ids, titles);
+    /* "Which cluster" (plan report --systems) follows the performance section when asked */
+    const char *tids[9], *ttitles[9];
+    int nt = 0;
+    for (int i = 0; i < 8; i++) {
+        tids[nt] = ids[i];
+        ttitles[nt++] = titles[i];
+        if (r->nwhich_cluster && !strcmp(ids[i], "performance")) {
+            tids[nt] = "systems";
+            ttitles[nt++] = "Which cluster";
+        }
+    }
+    doc_toc(d, nt, tids, ttitles);
     if (r->calibration[0]) {
         doc_code_safe(esc, sizeof esc, r->calibration);
         doc_p(d, "Calibration profile `%s` is overlaid on the system: the predictions use its "
@@ -101,6 +112,7 @@ static void write_body(doc *d, const report *r)
     report_section_decision(d, r);
     report_section_compare(d, r);
     report_section_performance(d, r);
+    report_section_systems(d, r);
     report_section_features(d, r);
     report_section_config(d, r);
     report_section_migration(d, r);

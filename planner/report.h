@@ -42,6 +42,10 @@ typedef struct {
      * progress; the library itself never prints. */
     void (*progress)(long done, long total, void *arg);
     void *progress_arg;
+    /* Optional "which cluster" tables (issue 22, planner/system_compare.h), one per model, made
+     * by the caller (plan report --systems); they must outlive report_write. */
+    const struct system_compare_table *which_cluster;
+    int nwhich_cluster;
 } report_options;
 
 typedef struct {

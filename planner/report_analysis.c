@@ -443,6 +443,8 @@ cm_status report_build(const report_options *o, report **out, char *err, size_t 
     probe_model(&r->probe);
     r->progress = o->progress;
     r->progress_arg = o->progress_arg;
+    r->which_cluster = o->which_cluster;
+    r->nwhich_cluster = o->which_cluster ? o->nwhich_cluster : 0;
     {   /* the searches planned: each model's sweep, then the size sweep */
         int counts[SWEEP_MAX + REPORT_MAX_GPUS], nmodels = 0;
         for (int i = 0; i < o->nmodels; i++) {

@@ -111,6 +111,8 @@ struct report {
     void (*progress)(long done, long total, void *arg); /* report_options' */
     void *progress_arg;
     long progress_total;      /* searches the build will run (shrinks when a sweep ends early) */
+    const struct system_compare_table *which_cluster; /* report_options' (not owned) */
+    int nwhich_cluster;
 };
 
 /* The point of a model at a GPU count, or NULL when that count was not searched. */

@@ -104,6 +104,12 @@ void report_section_compare(doc *d, const report *r)
         rule_cell(r, fw, off_f, 2, off[fw], sizeof off[fw]);
         plan_cell(r, fw, plans[fw], sizeof plans[fw]);
     }
+    /* the flag and checkpoint rows from the emitter (report_flags.c) */
+    char mflags[1024], mckpt[320];
+    if (!report_megatron_fsdp_rows(r, mflags, sizeof mflags, mckpt, sizeof mckpt)) {
+        snprintf(mflags, sizeof mflags, "(the emitter could not render the probe plan)");
+        snprintf(mckpt, sizeof mckpt, "(the emitter could not render the probe plan)");
+    }
     const char *hdr[] = {"", "FSDP2 (PyTorch `fully_shard` trainer path)",
                          "Megatron (Megatron-Core / Megatron-LM)"};
     doc_table(d, "lll", hdr);
@@ -116,17 +122,10 @@ void report_section_compare(doc *d, const report *r)
         {"Data-parallel sharding (rule check)", shard[0], shard[1]},
         {"Activation recompute (rule check)", rc[0], rc[1]},
         {"CPU offload (rule check)", off[0], off[1]},
-        {"Checkpoint format", "PyTorch Distributed Checkpoint (DCP) of DTensor shards",
-         "`torch_dist`; Megatron-FSDP requires `--ckpt-format fsdp_dtensor` and no other "
-         "format"},
-        {"Required flags", "-",
-         "Megatron-FSDP: `--use-megatron-fsdp --data-parallel-sharding-strategy "
-         "optim_grads_params --no-gradient-accumulation-fusion --use-distributed-optimizer "
-         "--ckpt-format fsdp_dtensor`; not with `use_tp_pp_dp_mapping`; exclusive with torch "
-         "FSDP2"},
-        {"Recommended with it", "-",
-         "`--calculate-per-token-loss --init-model-with-meta-device --grad-reduce-in-bf16 "
-         "--fsdp-double-buffer --use-nccl-ub`, `CUDA_DEVICE_MAX_CONNECTIONS` unset"},
+        {"Checkpoint format (emitted)", "PyTorch Distributed Checkpoint (DCP) of DTensor shards "
+         "(documented: the FSDP2 trainer YAML has no format key)",
+         mckpt},
+        {"Flags Megatron-FSDP adds (emitted; required and recommended)", "-", mflags},
         {"The plan behind each column (best at the largest of your GPU counts where it fits)",
          plans[0], plans[1]},
         {"Speed here (computed)", "baseline", speed},
@@ -136,7 +135,10 @@ void report_section_compare(doc *d, const report *r)
     doc_table_end(d);
     doc_p(d, "The rows marked \"rule check\" are asked of the planner's own rule code "
              "(`layout_check` on the probe layouts of section 4), so they change when a rule "
-             "does; the checkpoint and flag rows are documented, not checked. Torchtitan and FP8 "
-             "get a column here once the planner searches them.");
+             "does; the rows marked \"emitted\" are read from the Megatron-LM flags `plan "
+             "--emit megatron-args` writes for a Megatron-FSDP probe plan against the same plan "
+             "with the distributed optimizer, so they change when the emitter does (`plan check` "
+             "enforces the same checkpoint format). Torchtitan and FP8 get a column here once "
+             "the planner searches them.");
 }
 

@@ -1,10 +1,26 @@
 /*
  * report_sec_features.c — section 4 of `plan report`: the feature-support matrix, each cell a
  * probe layout checked against the planner's rule code, with how often the searches used it.
+ * The frameworks are the rows of `columns`: adding one (torchtitan, once the planner has it) is
+ * one entry there, its probes and counts coming from the same rule check and searches.
  */
 #include "report_sections.h"
 
 #include <stdio.h>
+
+/* One column of the matrix: the framework its probes run under, its heading, and how its
+ * checkpoint cell is known (NULL: the Megatron-LM argv the emitter writes, report_flags.c). */
+typedef struct {
+    layout_framework fw;
+    const char *title;
+    const char *ckpt_documented;
+} matrix_column;
+
+static const matrix_column columns[] = {
+    {FRAMEWORK_FSDP2, "FSDP2", "PyTorch DCP (`torch.distributed.checkpoint`; documented)"},
+    {FRAMEWORK_MEGATRON, "Megatron", NULL},
+};
+#define NCOLUMNS ((int)(sizeof columns / sizeof *columns))
 
 void report_section_features(doc *d, const report *r)
 {
@@ -13,29 +29,40 @@ void report_section_features(doc *d, const report *r)
              "passed through the planner's rule check (`layout_check`): a \"no\" quotes the "
              "rule. \"searched\" counts the layouts with that feature the searches of this "
              "report evaluated, so a rule the search never exercises shows as \"not searched\".");
-    const char *hdr[] = {"Feature", "FSDP2", "Megatron"};
-    doc_table(d, "lll", hdr);
+    const char *hdr[NCOLUMNS + 1] = {"Feature"};
+    char align[NCOLUMNS + 2] = "l";
+    for (int c = 0; c < NCOLUMNS; c++) {
+        hdr[c + 1] = columns[c].title;
+        align[c + 1] = 'l';
+    }
+    align[NCOLUMNS + 1] = '\0';
+    doc_table(d, align, hdr);
     for (int f = 0; f < REPORT_NFEATURES; f++) {
-        char cells[2][2 * CM_ERRLEN + 64];
-        for (int fw = 0; fw < 2; fw++) {
+        char cells[NCOLUMNS][2 * CM_ERRLEN + 64];
+        const char *row[NCOLUMNS + 1] = {report_feature_name[f]};
+        for (int c = 0; c < NCOLUMNS; c++) {
+            layout_framework fw = columns[c].fw;
             char err[CM_ERRLEN], esc[2 * CM_ERRLEN];
-            cm_status st = report_feature_check(r, f, (layout_framework)fw, err, sizeof err);
+            cm_status st = report_feature_check(r, f, fw, err, sizeof err);
             if (st == CM_OK) {
                 long n = r->feat_count[fw][f];
-                if (n) snprintf(cells[fw], sizeof cells[fw], "**yes** (searched: %ld layouts)", n);
-                else snprintf(cells[fw], sizeof cells[fw], "**yes** (not searched)");
+                if (n) snprintf(cells[c], sizeof cells[c], "**yes** (searched: %ld layouts)", n);
+                else snprintf(cells[c], sizeof cells[c], "**yes** (not searched)");
             } else {
                 doc_plain(esc, sizeof esc, err);
-                snprintf(cells[fw], sizeof cells[fw], "no: %s", esc);
+                snprintf(cells[c], sizeof cells[c], "no: %s", esc);
             }
+            row[c + 1] = cells[c];
         }
-        const char *row[] = {report_feature_name[f], cells[0], cells[1]};
         doc_row(d, row);
     }
-    const char *ck[] = {"Checkpoint format (documented, not checked)",
-                        "PyTorch DCP (`torch.distributed.checkpoint`)",
-                        "`torch_dist`; `fsdp_dtensor` with Megatron-FSDP"};
+    char mflags[1024], mckpt[320];
+    if (!report_megatron_fsdp_rows(r, mflags, sizeof mflags, mckpt, sizeof mckpt))
+        snprintf(mckpt, sizeof mckpt, "(the emitter could not render the probe plan)");
+    const char *ck[NCOLUMNS + 1] = {"Checkpoint format (Megatron: emitted by `--emit "
+                                    "megatron-args`)"};
+    for (int c = 0; c < NCOLUMNS; c++)
+        ck[c + 1] = columns[c].ckpt_documented ? columns[c].ckpt_documented : mckpt;
     doc_row(d, ck);
     doc_table_end(d);
 }
-

@@ -24,6 +24,14 @@ void report_section_features(doc *d, const report *r);
 void report_section_config(doc *d, const report *r);
 /* 6. Migration notes, both ways. */
 void report_section_migration(doc *d, const report *r);
+/* Which cluster: the same models on the systems of plan report --systems (issue 22); nothing
+ * when none were given. */
+void report_section_systems(doc *d, const report *r);
+/* The Megatron-FSDP flags and checkpoint format of the guide's tables, from the emitter's argv
+ * of a Megatron-FSDP probe plan against a distributed-optimizer one (report_flags.c): false
+ * when the probes cannot be emitted. */
+bool report_megatron_fsdp_rows(const report *r, char *flags, size_t flen, char *ckpt,
+                               size_t clen);
 /* 7. Troubleshooting: headroom and memory knobs, NCCL timeouts, gradient NaN. */
 void report_section_troubleshooting(doc *d, const report *r);
 
