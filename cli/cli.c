@@ -59,7 +59,7 @@ enum {
     OPT_IMPL, OPT_COMPILE, OPT_OPTIMIZER_IMPL,
     OPT_TP_COMM_OVERLAP, OPT_OVERLAP_GRAD_REDUCE, OPT_OVERLAP_PARAM_GATHER,
     OPT_MOE_DISPATCHER, OPT_MOE_IMBALANCE, OPT_MOE_CAPACITY, OPT_MOE_EP_OVERLAP,
-    OPT_MOE_SHARED_OVERLAP,
+    OPT_MOE_SHARED_OVERLAP, OPT_PP_SCHEDULE, OPT_ASYNC_TP, OPT_RESHARD,
 };
 
 static const struct option long_opts[] = {
@@ -108,6 +108,9 @@ static const struct option long_opts[] = {
     {"moe-capacity-factor", required_argument, NULL, OPT_MOE_CAPACITY},
     {"moe-ep-overlap", no_argument, NULL, OPT_MOE_EP_OVERLAP},
     {"moe-shared-expert-overlap", no_argument, NULL, OPT_MOE_SHARED_OVERLAP},
+    {"pp-schedule", required_argument, NULL, OPT_PP_SCHEDULE},
+    {"async-tp", no_argument, NULL, OPT_ASYNC_TP},
+    {"reshard-after-forward", no_argument, NULL, OPT_RESHARD},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -194,7 +197,15 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_SHARD_SIZE: rc = parse_int("shard-size", optarg, 1, 10000000, &l->shard_size); break;
         case OPT_SP: l->sp = true; o->sp_given = true; break;
         case OPT_NO_SP: l->sp = false; o->sp_given = true; break;
-        case OPT_NO_RESHARD: l->reshard_after_forward = false; break;
+        case OPT_NO_RESHARD: l->reshard_after_forward = false; o->reshard_given = true; break;
+        case OPT_RESHARD: l->reshard_after_forward = true; o->reshard_given = true; break;
+        case OPT_PP_SCHEDULE:
+            if (!layout_parse_pp_schedule(optarg, &l->pp_schedule) ||
+                l->pp_schedule == PP_SCHEDULE_DEFAULT)
+                rc = cli_error("--pp-schedule must be 1F1B, Interleaved1F1B, GPipe, ZBVZeroBubble "
+                               "or DualPipeV");
+            break;
+        case OPT_ASYNC_TP: l->async_tp = true; break;
         case OPT_OFFLOAD: l->offload = true; break;
         case OPT_NO_OVERLAP:
             /* the layout's overlap knobs off, and the search keeps them off */
@@ -252,7 +263,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             break;
         case OPT_FRAMEWORK:
             if (!layout_parse_framework(optarg, &l->framework))
-                rc = cli_error("--framework must be fsdp2 or megatron");
+                rc = cli_error("--framework must be fsdp2, megatron or torchtitan");
             o->framework_given = true;
             break;
         case OPT_SHARDING:
@@ -299,8 +310,13 @@ int cli_layout(const cli_options *o, layout *out)
 {
     layout l = o->layout;
     if (!o->sharding_given)
-        l.sharding = l.framework == FRAMEWORK_FSDP2 ? SHARDING_FSDP : SHARDING_DISTOPT;
-    if (!o->sp_given) l.sp = l.framework == FRAMEWORK_MEGATRON && l.tp > 1;
+        l.sharding = l.framework == FRAMEWORK_MEGATRON ? SHARDING_DISTOPT : SHARDING_FSDP;
+    /* torchtitan: enable_sequence_parallel defaults on (config/configs.py); with a pipeline its
+     * "default" reshard policy keeps parameters gathered after forward (distributed/fsdp.py
+     * get_fsdp_reshard_after_forward_policy: "default" -> not pp_enabled) */
+    if (!o->sp_given) l.sp = l.framework != FRAMEWORK_FSDP2 && l.tp > 1;
+    if (!o->reshard_given && l.framework == FRAMEWORK_TORCHTITAN && l.pp > 1)
+        l.reshard_after_forward = false;
     long mp = (long)l.tp * l.pp * l.cp;
     if (!o->dp_given) {
         if (o->gpus) {

@@ -30,6 +30,7 @@ typedef struct {
     bool dp_given;
     bool sharding_given;
     bool sp_given;
+    bool reshard_given;         /* --no-reshard-after-forward / --reshard-after-forward given */
     bool no_overlap;            /* --no-overlap: overlap knobs off, and not searched */
     emit_format emit;         /* --emit: print this config instead of the report */
     bool simulate;            /* --simulate: also run the step simulator (plan estimate) */

@@ -92,6 +92,8 @@ static const char *layout_flag_given(const cli_options *o)
         {l->reshard_after_forward != d.reshard_after_forward, "--no-reshard-after-forward"},
         {l->shard_size != d.shard_size, "--shard-size"},
         {l->offload != d.offload, "--offload"},
+        {l->pp_schedule != d.pp_schedule, "--pp-schedule"},
+        {l->async_tp != d.async_tp, "--async-tp"},
     };
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
         if (flags[i].given) return flags[i].flag;
@@ -135,6 +137,8 @@ int cmd_search(int argc, char **argv)
     so.frameworks[FRAMEWORK_FSDP2] = !o.framework_given || o.layout.framework == FRAMEWORK_FSDP2;
     so.frameworks[FRAMEWORK_MEGATRON] =
         !o.framework_given || o.layout.framework == FRAMEWORK_MEGATRON;
+    so.frameworks[FRAMEWORK_TORCHTITAN] =
+        !o.framework_given || o.layout.framework == FRAMEWORK_TORCHTITAN;
     /* Precision: bf16 alone unless asked; --precision any adds every low-precision format
      * the system supports (the search skips what a framework cannot run). */
     so.fp8_recipe = o.layout.fp8_recipe;
@@ -146,7 +150,7 @@ int cmd_search(int argc, char **argv)
     if (o.precision_given) { /* one format: some searched framework must run it */
         char perr[CM_ERRLEN] = "";
         bool runs = false;
-        for (int fw = 0; fw < 2 && !runs; fw++) {
+        for (int fw = 0; fw < LAYOUT_NFRAMEWORKS && !runs; fw++) {
             layout probe = o.layout;
             probe.framework = (layout_framework)fw;
             runs = so.frameworks[fw] && precision_check(&sys, &probe, perr, sizeof perr) == CM_OK;
@@ -182,9 +186,18 @@ int cmd_search(int argc, char **argv)
             cli_error(msg);
             return 1;
         }
+        /* The best plan the format can state: a trainer YAML, Megatron's flags and a Bridge
+         * recipe do not hold a torchtitan layout, nor --emit torchtitan the others (issue 19);
+         * the fastest plan of the frameworks the format serves */
+        int pick = 0;
+        for (int i = 0; i < r->count; i++)
+            if (emit_serves(o.emit, r->ranked[i].layout.framework)) {
+                pick = i;
+                break;
+            }
         char *text = NULL;
         emit_context ctx = {.model_ref = o.model};
-        cm_status st = emit_render(o.emit, &r->ranked[0], &m, &sys, &ctx, &text, err, sizeof err);
+        cm_status st = emit_render(o.emit, &r->ranked[pick], &m, &sys, &ctx, &text, err, sizeof err);
         search_result_free(r);
         if (st != CM_OK) return cli_error(err);
         fputs(text, stdout);

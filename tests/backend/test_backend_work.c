@@ -407,7 +407,7 @@ static void test_pp_issue_order(void **state)
         free(sched);
     }
     /* links: forward to the next stage, backward to the previous; interleaved wraps */
-    work_pp_op f = {3, 0, false}, b = {3, 1, true};
+    work_pp_op f = {3, 0, false, SCHEDULE_FULL}, b = {3, 1, true, SCHEDULE_FULL};
     work_pp_link k = work_pp_links(4, 2, 3, &f);
     assert_true(k.from_stage == 2 && k.to_stage == 0 && k.dir == 0);
     k = work_pp_links(4, 2, 0, &b);
