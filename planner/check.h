@@ -35,6 +35,16 @@ typedef struct {
     int dopt_instances;     /* megatron_config.num_distributed_optimizer_instances (0: absent) */
     layout layout;          /* dp is filled by check_layout() once the GPU count is known */
     training_spec training;
+    /* a torchtitan command line (check_torchtitan.h), in torchtitan's own units until
+     * check_torchtitan_resolve() turns them into the layout */
+    bool torchtitan;
+    bool titan_ac_given;      /* activation-checkpoint:MODE was given */
+    int titan_replicate;      /* data_parallel_replicate_degree */
+    int titan_shard;          /* data_parallel_shard_degree (-1: the ranks left) */
+    int titan_reshard;        /* fsdp_reshard_after_forward: 1 always, 0 never, -1 default */
+    int titan_layers_per_stage, titan_first_less, titan_last_less; /* 0: not given */
+    int titan_pp_microbatches;                                      /* 0: not given */
+    long titan_tokens_mb, titan_tokens_step; /* per micro-batch per DP rank; per step (-1) */
 } check_config;
 
 /*
