@@ -177,7 +177,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_TRACE: o->trace = optarg; break;
         case OPT_EMIT:
             if (!emit_parse_format(optarg, &o->emit))
-                rc = cli_error("--emit must be yaml, megatron-args, bridge or json");
+                rc = cli_error("--emit must be yaml, megatron-args, bridge, torchtitan or json");
             break;
         case 'g': rc = parse_int("gpus", optarg, 1, 10000000, &o->gpus); break;
         case OPT_SEQ: rc = parse_int("seq", optarg, 1, 16 * 1024 * 1024, &o->training.seq_len); break;

@@ -20,7 +20,7 @@ static void usage(void)
            "  --seq N              sequence length (default 4096)\n"
            "  --gbs N              global batch in sequences (default 1024)\n"
            "  --top N              rows in the ranked table (default 10)\n"
-           "  --framework F        search only fsdp2 or megatron\n"
+           "  --framework F        search only fsdp2, megatron or torchtitan (default: all three)\n"
            "  --attention flash|unfused, --no-overlap (overlap knobs off, not\n"
            "  searched), --grad-reduce-bf16\n"
            "  --precision bf16|fp8|mxfp8|nvfp4|any   Linear GEMMs' format (default bf16; any:\n"
@@ -37,7 +37,8 @@ static void usage(void)
            "  --no-simulate        rank by the closed form only (default: the best plans are\n"
            "                       re-ranked by the step simulator, see plan simulate)\n"
            "  --trace FILE         write the recommended plan's simulated step (Chrome trace)\n"
-           "  --emit yaml|megatron-args|bridge|json   print the recommended plan's config instead\n"
+           "  --emit yaml|megatron-args|bridge|torchtitan|json   print the recommended plan's\n"
+           "                       config instead (the best plan that format can state)\n"
            "exit status: 0 a layout fits, 1 none fits, 2 an error.\n"
            "other commands: plan estimate --help\n");
 }

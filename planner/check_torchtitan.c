@@ -434,6 +434,7 @@ int check_torchtitan_resolve(const model_spec *m, check_config *cfg, int gpus,
             cfg->dopt_instances = cfg->titan_replicate; /* check_layout: shard = dp*cp / this */
     }
     if (l->ep > 1) l->etp = 1; /* torchtitan keeps experts whole (config/configs.py) */
+    if (l->tp == 1) l->sp = false; /* enable_sequence_parallel acts on the TP mesh only */
     return gpus;
 }
 

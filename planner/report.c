@@ -70,14 +70,16 @@ static void write_body(doc *d, const report *r)
              "first, then the detail.",
           r->system_name, esc, gl, r->t.seq_len, r->t.global_batch);
     report_section_summary(d, r);
-    static const char *const ids[] = {"answer", "decision", "compare", "performance",
-                                      "features", "config", "migration", "troubleshooting"};
+    static const char *const ids[] = {"answer", "decision", "compare", "torchtitan",
+                                      "performance", "features", "config", "migration",
+                                      "troubleshooting"};
     static const char *const titles[] = {
         "The answer", "Decision tree", "FSDP2 and Megatron compared",
-        "Performance per model and GPU count", "Feature-support matrix",
-        "Recommended configuration per model", "Migration notes", "Troubleshooting"};
+        "torchtitan: FSDP2 with TP, PP, CP and EP", "Performance per model and GPU count",
+        "Feature-support matrix", "Recommended configuration per model", "Migration notes",
+        "Troubleshooting"};
     doc_h(d, 2, "contents", "Contents");
-    doc_toc(d, 8, ids, titles);
+    doc_toc(d, 9, ids, titles);
     if (r->calibration[0]) {
         doc_code_safe(esc, sizeof esc, r->calibration);
         doc_p(d, "Calibration profile `%s` is overlaid on the system: the predictions use its "
@@ -100,6 +102,7 @@ static void write_body(doc *d, const report *r)
                  "same numbers.");
     report_section_decision(d, r);
     report_section_compare(d, r);
+    report_section_torchtitan(d, r);
     report_section_performance(d, r);
     report_section_features(d, r);
     report_section_config(d, r);
