@@ -189,7 +189,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_CP: rc = parse_int("cp", optarg, 1, BIG, &l->cp); break;
         case OPT_EP: rc = parse_int("ep", optarg, 1, BIG, &l->ep); break;
         case OPT_ETP: rc = parse_int("etp", optarg, 1, BIG, &l->etp); break;
-        case OPT_VPP: rc = parse_int("vpp", optarg, 1, BIG, &l->vpp); break;
+        case OPT_VPP: rc = parse_int("vpp", optarg, 1, BIG, &l->vpp); o->vpp_given = true; break;
         case OPT_MBS: rc = parse_int("mbs", optarg, 1, BIG, &l->mbs); break;
         case OPT_RECOMPUTE_LAYERS:
             rc = parse_int("recompute-layers", optarg, 0, BIG, &l->recompute_layers);
@@ -306,17 +306,29 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
     return 0;
 }
 
+void cli_layout_defaults(const cli_options *o, layout *l)
+{
+    if (!o->sharding_given)
+        l->sharding = l->framework == FRAMEWORK_MEGATRON ? SHARDING_DISTOPT : SHARDING_FSDP;
+    /* torchtitan: enable_sequence_parallel defaults on (config/configs.py); with a pipeline its
+     * "default" reshard policy keeps parameters gathered after forward (distributed/fsdp.py
+     * get_fsdp_reshard_after_forward_policy: "default" -> not pp_enabled); a multi-stage
+     * schedule runs 2 stages per rank unless told (distributed/pipeline_parallel.py
+     * _get_pipeline_metadata) */
+    if (!o->sp_given) l->sp = l->framework != FRAMEWORK_FSDP2 && l->tp > 1;
+    if (l->framework != FRAMEWORK_TORCHTITAN) return;
+    if (!o->reshard_given && l->pp > 1) l->reshard_after_forward = false;
+    if (l->ep > 1 && l->etp == 0) l->etp = 1; /* experts whole: no expert TP degree */
+    layout_pp_schedule s = l->pp_schedule;
+    if (!o->vpp_given && l->pp > 1 &&
+        (s == PP_SCHEDULE_INTERLEAVED_1F1B || s == PP_SCHEDULE_ZBV || s == PP_SCHEDULE_DUALPIPEV))
+        l->vpp = 2;
+}
+
 int cli_layout(const cli_options *o, layout *out)
 {
     layout l = o->layout;
-    if (!o->sharding_given)
-        l.sharding = l.framework == FRAMEWORK_MEGATRON ? SHARDING_DISTOPT : SHARDING_FSDP;
-    /* torchtitan: enable_sequence_parallel defaults on (config/configs.py); with a pipeline its
-     * "default" reshard policy keeps parameters gathered after forward (distributed/fsdp.py
-     * get_fsdp_reshard_after_forward_policy: "default" -> not pp_enabled) */
-    if (!o->sp_given) l.sp = l.framework != FRAMEWORK_FSDP2 && l.tp > 1;
-    if (!o->reshard_given && l.framework == FRAMEWORK_TORCHTITAN && l.pp > 1)
-        l.reshard_after_forward = false;
+    cli_layout_defaults(o, &l);
     long mp = (long)l.tp * l.pp * l.cp;
     if (!o->dp_given) {
         if (o->gpus) {

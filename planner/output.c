@@ -292,7 +292,7 @@ static void verdict_line(FILE *f, const search_result *r, const estimate *best, 
  * that the recommendation is not. */
 static void output_verdict(FILE *f, const search_result *r, const estimate *best)
 {
-    bool titan = r->has_best[FRAMEWORK_TORCHTITAN] || r->has_closest[FRAMEWORK_TORCHTITAN];
+    bool titan = r->searched[FRAMEWORK_TORCHTITAN];
     if (!titan) {
         int other = best->layout.framework == FRAMEWORK_MEGATRON ? FRAMEWORK_FSDP2
                                                                  : FRAMEWORK_MEGATRON;
@@ -300,10 +300,15 @@ static void output_verdict(FILE *f, const search_result *r, const estimate *best
         verdict_line(f, r, best, other);
         return;
     }
+    if (!r->searched[FRAMEWORK_FSDP2] && !r->searched[FRAMEWORK_MEGATRON]) {
+        fprintf(f, "\nFSDP2 vs Megatron vs torchtitan: torchtitan alone was searched (--framework "
+                   "torchtitan); plan without --framework compares the three\n");
+        return;
+    }
     fprintf(f, "\nFSDP2 vs Megatron vs torchtitan: %s is the fastest here\n",
             layout_framework_name(best->layout.framework));
     for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
-        if (fw == (int)best->layout.framework) continue;
+        if (fw == (int)best->layout.framework || !r->searched[fw]) continue;
         fprintf(f, "  ");
         verdict_line(f, r, best, fw);
     }

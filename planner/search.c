@@ -562,6 +562,7 @@ cm_status search_run(const model_spec *m, const system_spec *sys, const training
     memset(result, 0, sizeof *result);
     result->gpus = opt->gpus;
     result->no_overlap = opt->no_overlap;
+    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) result->searched[fw] = opt->frameworks[fw];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     layout_list list = {0};

@@ -46,6 +46,7 @@ typedef struct {
     int count;                  /* ranked plans kept, best first */
     int simulated;              /* how many of them (the first) the simulator re-ranked */
     bool no_overlap;            /* searched with the overlap knobs kept off (--no-overlap) */
+    bool searched[LAYOUT_NFRAMEWORKS]; /* the frameworks this search enumerated */
     estimate ranked[SEARCH_KEEP_MAX];
     bool has_best[LAYOUT_NFRAMEWORKS]; /* best feasible plan of each framework */
     estimate best[LAYOUT_NFRAMEWORKS];
