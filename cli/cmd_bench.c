@@ -445,7 +445,7 @@ static int guide(FILE *out, const training_spec *t, const char *system)
     const char *hdr[] = {"Model", "Strategy", "GPUs", "Time/Step (s)",
                          "Throughput relative to FSDP2", "Layout", "Memory (GiB)", NULL};
     for (int i = 0; hdr[i]; i++) csv_cell(out, hdr[i], !hdr[i + 1]);
-    printf("%-14s %-9s %5s %12s %12s  %s\n", "Model", "Strategy", "GPUs", "Time/Step", "vs FSDP2",
+    printf("%-14s %-10s %5s %12s %12s  %s\n", "Model", "Strategy", "GPUs", "Time/Step", "vs FSDP2",
            "layout");
     for (size_t c = 0; c < sizeof cases / sizeof *cases && !interrupted; c++) {
         model_spec m;
@@ -485,7 +485,7 @@ static int guide(FILE *out, const training_spec *t, const char *system)
                 }
                 const char *cells[] = {m.display, strategy, gpus, step, rel, lay, mem};
                 for (int i = 0; i < 7; i++) csv_cell(out, cells[i], i == 6);
-                printf("%-14s %-9s %5s %12s %12s  %s\n", m.display, strategy, gpus, step, rel, lay);
+                printf("%-14s %-10s %5s %12s %12s  %s\n", m.display, strategy, gpus, step, rel, lay);
             }
         }
     }
