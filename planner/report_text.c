@@ -65,6 +65,15 @@ void report_fmt_layout_short(const estimate *e, char *buf, size_t n)
                  l->offload ? " · CPU offload" : "");
         return;
     }
+    if (l->framework == FRAMEWORK_TORCHTITAN) { /* issue 19 */
+        char pp[48] = "";
+        if (l->pp > 1)
+            snprintf(pp, sizeof pp, " · PP %d %s", l->pp,
+                     layout_pp_schedule_name(layout_pp_schedule_of(l)));
+        snprintf(buf, n, "torchtitan TP %d%s · DP %d%s%s%s", l->tp, pp, l->dp,
+                 l->cp > 1 ? " · CP" : "", l->shard_size ? " · HSDP" : "", rc);
+        return;
+    }
     char dims[128] = "";
     const struct { const char *name; int v; } d[] = {
         {"TP", l->tp}, {"PP", l->pp}, {"DP", l->dp}, {"CP", l->cp}, {"EP", l->ep}, {"VPP", l->vpp}};

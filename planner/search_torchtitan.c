@@ -18,7 +18,8 @@
  *    resharding would gather every unit again for every micro-batch's backward).
  *  - recompute none, selective (per-op SAC), full; compiled (torch.compile per block: it
  *    only fuses, never slows, in this model) except under the V schedules.
- *  - CPU offload is left to plan estimate (--offload): the search keeps to GPU-resident plans.
+ *  - CPU offload (training.enable_cpu_offload: FSDP2's CPUOffloadPolicy) off and on without a
+ *    pipeline, where a plan that fits no other way may fit with it.
  */
 #include "search_torchtitan.h"
 
@@ -76,7 +77,8 @@ void search_torchtitan_layouts(const model_spec *m, const system_spec *sys,
                             for (int sh = 0; sh < (hsdp ? 2 : 1); sh++)
                                 for (int rs = (pp > 1 ? 0 : 1); rs >= 0; rs--)
                                     for (int at = 0; at < (tp > 1 && !v_shape ? 2 : 1); at++)
-                                        for (int rc = 0; rc < 3; rc++) {
+                                        for (int rc = 0; rc < 3; rc++)
+                                            for (int off = 0; off < (pp == 1 ? 2 : 1); off++) {
                                             layout l = layout_default(FRAMEWORK_TORCHTITAN);
                                             l.tp = tp; l.pp = pp; l.dp = dp; l.cp = cp;
                                             l.ep = ep; l.etp = ep > 1 && tp > 1 ? 1 : 0;
@@ -87,6 +89,7 @@ void search_torchtitan_layouts(const model_spec *m, const system_spec *sys,
                                             l.recompute = (layout_recompute)rc;
                                             l.compile = !v_shape;
                                             l.async_tp = at;
+                                            l.offload = off;
                                             emit(arg, &l);
                                         }
                         }
