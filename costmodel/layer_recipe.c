@@ -373,6 +373,27 @@ static void recipe_start(builder *b, const layout *l)
     }
 }
 
+/*
+ * torchtitan's selective activation checkpointing (torchtitan b5bcd76 torchtitan/distributed/
+ * activation_checkpoint.py, SelectiveAC and _get_default_save_ops): per op, the outputs of
+ * matmuls, SDPA/flex attention and the reduce-scatter / all-to-all collectives are saved,
+ * everything else recomputed, and of the matmuls every second one (in forward order, counted per
+ * block) is recomputed too. In a Llama block (separate wq, wk, wv; w1, w3, w2,
+ * torchtitan/models/common/attention.py and feed_forward.py) that recomputes wk, wo and w3 and
+ * every elementwise op (norms, RoPE, SiLU x gate), and keeps the attention core. This recipe
+ * fuses wq/wk/wv and w1/w3 into one op each, so the recomputed Linears are priced as attn_out
+ * (wo) and mlp_down (w2, the FLOPs of w3); wk's, 4-6% of a GQA block's Linear FLOPs, is left
+ * out. The SP all-gather that feeds the recomputed wk and w3 is not repeated here (the TP op
+ * holds the gather and the reduce-scatter together): both small against the GEMMs.
+ */
+static bool titan_sac_recomputes(const recipe_op *o)
+{
+    if (o->kind == RECIPE_ELEMENTWISE) return o->phase == RECIPE_FWD;
+    if (o->kind != RECIPE_GEMM) return false;
+    return !strcmp(o->name, "attn_out") || !strcmp(o->name, "mlp_down") ||
+           !strcmp(o->name, "shared_down");
+}
+
 void recipe_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
                   const layout *l, bool moe, recipe *r, recipe_items *items)
 {
@@ -715,6 +736,8 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         if (l->recompute == RECOMPUTE_FULL)
             o->recompute = o->phase == RECIPE_FWD && o->kind != RECIPE_FSDP_GATHER &&
                            o->kind != RECIPE_FSDP_REDUCE;
+        else if (l->recompute == RECOMPUTE_SELECTIVE && l->framework == FRAMEWORK_TORCHTITAN)
+            o->recompute = titan_sac_recomputes(o);
         else if (l->recompute == RECOMPUTE_SELECTIVE)
             o->recompute = o->kind == RECIPE_ATTENTION;
     }

@@ -68,6 +68,19 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
                     (2.0 * h * etp + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h) / tp *
                     moe_load_factor(t);
     }
+    if (l->framework == FRAMEWORK_TORCHTITAN && l->recompute == RECOMPUTE_SELECTIVE) {
+        /* torchtitan's per-op SAC (layer_recipe.c titan_sac_recomputes: saved are the outputs
+         * of the matmuls it does not recompute, of SDPA and of the reduce-scatters): per token
+         * the block input x and the MLP output (2h each, sequence-sharded with SP), q and v
+         * (wk's output is recomputed), the attention output and its fp32 log-sum-exp, the w1
+         * output (w3's and the SiLU product are recomputed); MoE layers keep the fp32 router
+         * logits, the shared experts' w1 outputs and the routed copies as above. The norms'
+         * outputs, RoPE and the residual sums are recomputed. */
+        double repl_s = 4.0 * h + (moe_layer ? 4.0 * m->experts : 0);
+        double shard_s = 2.0 * a * qk + 2.0 * kv_heads * v + 2.0 * a * v + 4.0 * a +
+                         (moe_layer ? m->shared_experts * 2.0 * m->shared_ffn : 2.0 * m->ffn);
+        return tokens * (repl_s / (l->sp ? tp : 1.0) + shard_s / tp) + moe_bytes;
+    }
     double repl = replicated_bytes_per_token(m, moe_layer);
     /* Low precision (precision.h): where the recipe saves a Linear's input quantized (TE,
      * DeepSeek-V3), the QKV and FC1 inputs (norm outputs) and the FC2 input (the activation's
@@ -311,6 +324,13 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
         working = act_layer_max; /* the layer being recomputed and back-propagated */
     } else {
         per_micro = act_full;
+        if (l->framework == FRAMEWORK_TORCHTITAN && l->recompute == RECOMPUTE_SELECTIVE) {
+            /* the layer being recomputed holds its whole activations during its backward */
+            layout whole = *l;
+            whole.recompute = RECOMPUTE_NONE;
+            working = memory_layer_activation_bytes(m, t, &whole, moe_layers > 0) - act_layer_max;
+            if (working < 0) working = 0;
+        }
     }
     r.activations_bytes = memory_in_flight(l, micro, stage) * per_micro + working;
     if (stage == l->pp - 1) {

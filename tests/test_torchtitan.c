@@ -22,6 +22,7 @@
 #include "check_torchtitan.h"
 #include "emit.h"
 #include "estimate.h"
+#include "layer_recipe.h"
 #include "layout_codec.h"
 #include "memory.h"
 #include "pp_schedule.h"
@@ -424,6 +425,41 @@ static void test_json(void **state)
     json_decref(j);
 }
 
+/* torchtitan's selective AC (activation_checkpoint.py): per token of Llama-3.1-8B (h 4096, 32
+ * heads of 128, 8 KV groups, ffn 14336), saved are x and the MLP output 2 x 2h = 16384, q
+ * 2 x 4096 = 8192, v 2 x 1024 = 2048, the attention output 8192 and its lse 4 x 32 = 128, w1's
+ * output 2 x 14336 = 28672: 63616 bytes, x 4096 tokens = 260,571,136 bytes per layer. The
+ * recomputed ops: the output and down projections and the forward elementwise kernels, not the
+ * attention core. */
+static void test_selective_ac(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load("8b", "h100", &m, &s);
+    training_spec t = training_default();
+    layout l = titan(1, 1, 8, 1);
+    l.recompute = RECOMPUTE_SELECTIVE;
+    assert_true(memory_layer_activation_bytes(&m, &t, &l, 0) == 4096.0 * 63616);
+    /* TP 2 with SP: all of it split in two */
+    layout l2 = titan(2, 1, 4, 1);
+    l2.recompute = RECOMPUTE_SELECTIVE;
+    assert_true(memory_layer_activation_bytes(&m, &t, &l2, 0) == 4096.0 * 63616 / 2);
+    recipe r;
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    int gemms = 0;
+    for (int i = 0; i < r.n_ops; i++) {
+        const recipe_op *o = &r.op[i];
+        if (o->kind == RECIPE_ATTENTION) assert_false(o->recompute);
+        if (o->kind == RECIPE_ELEMENTWISE && o->phase == RECIPE_FWD) assert_true(o->recompute);
+        if (o->kind == RECIPE_GEMM && o->recompute) {
+            gemms++;
+            assert_true(!strcmp(o->name, "attn_out") || !strcmp(o->name, "mlp_down"));
+        }
+    }
+    assert_int_equal(gemms, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -431,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_zbv_order),          cmocka_unit_test(test_zbv_simulated),
         cmocka_unit_test(test_rules),              cmocka_unit_test(test_emit_round_trip),
         cmocka_unit_test(test_check_reads_violations), cmocka_unit_test(test_json),
+        cmocka_unit_test(test_selective_ac),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
