@@ -319,6 +319,10 @@ void cli_layout_defaults(const cli_options *o, layout *l)
     if (l->framework != FRAMEWORK_TORCHTITAN) return;
     if (!o->reshard_given && l->pp > 1) l->reshard_after_forward = false;
     if (l->ep > 1 && l->etp == 0) l->etp = 1; /* experts whole: no expert TP degree */
+    /* the schedule named, as torchtitan's configs always name one (ParallelismConfig) */
+    if (l->pp > 1 && l->pp_schedule == PP_SCHEDULE_DEFAULT)
+        l->pp_schedule = l->vpp > 1 ? PP_SCHEDULE_INTERLEAVED_1F1B : PP_SCHEDULE_1F1B;
+    if (l->pp == 1 && l->pp_schedule == PP_SCHEDULE_1F1B) l->pp_schedule = PP_SCHEDULE_DEFAULT;
     layout_pp_schedule s = l->pp_schedule;
     if (!o->vpp_given && l->pp > 1 &&
         (s == PP_SCHEDULE_INTERLEAVED_1F1B || s == PP_SCHEDULE_ZBV || s == PP_SCHEDULE_DUALPIPEV))

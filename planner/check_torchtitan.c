@@ -355,6 +355,10 @@ int check_torchtitan_resolve(const model_spec *m, check_config *cfg, int gpus,
     if (gpus <= 0) return 0;
     long mp = (long)l->tp * l->pp * l->cp;
     int dp = mp > 0 && gpus % mp == 0 ? (int)(gpus / mp) : 0;
+    /* the schedule as torchtitan runs it: "1F1B" unless given (ParallelismConfig), none
+     * without a pipeline (the setting is ignored there) */
+    if (l->pp == 1) l->pp_schedule = PP_SCHEDULE_DEFAULT;
+    else if (l->pp_schedule == PP_SCHEDULE_DEFAULT) l->pp_schedule = PP_SCHEDULE_1F1B;
     /* stages per rank (pipeline_parallel.py _get_pipeline_metadata) */
     layout_pp_schedule sched = layout_pp_schedule_of(l);
     bool single = sched == PP_SCHEDULE_1F1B || sched == PP_SCHEDULE_GPIPE;
