@@ -460,6 +460,61 @@ static void test_selective_ac(void **state)
     assert_int_equal(gemms, 2);
 }
 
+/*
+ * Published torchtitan runs (pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md,
+ * torchtitan 9dec370, Dec 2024; H100 96 GB HBM2e at a 500 W power limit, 400 Gb/s per GPU;
+ * TPS/GPU at step 90). The h100 preset is the 700 W SXM5 80 GB part, so absolute rates are not
+ * comparable (printed, not asserted); what the knobs buy is: torch.compile on the 8B FSDP run
+ * (Table 1: 5,762 -> 6,667, x1.157) within 10%, and async TP on the 70B FSDP 32 x TP 8 run
+ * (Table 4: 829 -> 876) a gain. The model's async TP gain (the userbuffer-style exposed time,
+ * layer_recipe.c) is larger than published: printed, a known gap.
+ */
+static double tps_per_gpu(const char *model, int gpus, layout l, int seq, int gbs)
+{
+    model_spec m;
+    system_spec s;
+    load(model, "h100", &m, &s);
+    training_spec t = training_default();
+    t.seq_len = seq;
+    t.global_batch = gbs;
+    estimate e;
+    char err[CM_ERRLEN];
+    if (estimate_layout(&m, &s, &t, &l, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    return e.tokens_per_s / gpus;
+}
+
+static void test_published_knobs(void **state)
+{
+    (void)state;
+    /* Table 1: Llama 3.1 8B, 8 GPUs FSDP, local batch 2, global 16, seq 8192, selective AC */
+    layout l = titan(1, 1, 8, 1);
+    l.mbs = 2;
+    l.recompute = RECOMPUTE_SELECTIVE;
+    double eager = tps_per_gpu("8b", 8, l, 8192, 16);
+    l.compile = true;
+    double compiled = tps_per_gpu("8b", 8, l, 8192, 16);
+    print_message("  8B FSDP 8: eager %.0f (published 5762, %+.0f%%), compiled %.0f (6667, "
+                  "%+.0f%%); compile x%.3f (published x%.3f)\n",
+                  eager, 100 * (eager / 5762 - 1), compiled, 100 * (compiled / 6667 - 1),
+                  compiled / eager, 6667.0 / 5762);
+    assert_true(fabs((compiled / eager) / (6667.0 / 5762) - 1) < 0.10);
+    /* Table 4: Llama 3.1 70B, 256 GPUs FSDP 32 x TP 8, local batch 16, global 512, full AC,
+     * compile, float8 */
+    l = titan(8, 1, 32, 1);
+    l.mbs = 16;
+    l.recompute = RECOMPUTE_FULL;
+    l.compile = true;
+    l.precision = PRECISION_FP8;
+    double base = tps_per_gpu("70b", 256, l, 8192, 512);
+    l.async_tp = true;
+    double async = tps_per_gpu("70b", 256, l, 8192, 512);
+    print_message("  70B FSDP 32 x TP 8: %.0f (published 829, %+.0f%%), async TP %.0f (876, "
+                  "%+.0f%%); async TP x%.3f (published x%.3f)\n",
+                  base, 100 * (base / 829 - 1), async, 100 * (async / 876 - 1), async / base,
+                  876.0 / 829);
+    assert_true(async > base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -467,7 +522,7 @@ int main(void)
         cmocka_unit_test(test_zbv_order),          cmocka_unit_test(test_zbv_simulated),
         cmocka_unit_test(test_rules),              cmocka_unit_test(test_emit_round_trip),
         cmocka_unit_test(test_check_reads_violations), cmocka_unit_test(test_json),
-        cmocka_unit_test(test_selective_ac),
+        cmocka_unit_test(test_selective_ac),       cmocka_unit_test(test_published_knobs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
