@@ -391,8 +391,11 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         if (m->layers % ((long)l->pp * l->vpp))
             FAIL(CM_ERULE, "vpp-divides-layers",
                  "the interleaved schedule needs layers (%d) divisible by pp*vpp = %ld "
-                 "(Megatron-LM arguments.py): change --vpp or --pp",
-                 m->layers, (long)l->pp * l->vpp);
+                 "(%s): change --vpp or --pp",
+                 m->layers, (long)l->pp * l->vpp,
+                 l->framework == FRAMEWORK_TORCHTITAN
+                     ? "torchtitan splits unevenly, plan models equal virtual stages only"
+                     : "Megatron-LM arguments.py");
     }
     long dp_mbs = (long)l->dp * l->mbs;
     bool batch_divides = t->global_batch % dp_mbs == 0;
