@@ -72,6 +72,11 @@ cm_status check_load_model(const char *ref, const char *data_dir, model_spec *m,
 int check_layout(const model_spec *m, const system_spec *sys, check_config *cfg, int gpus,
                  check_report *rep, char *err, size_t errlen);
 
+/* Append a broken rule (the message formatted) or a note on how the file was read to rep. */
+void check_violation(check_report *rep, cm_status code, const char *rule, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void check_note(check_report *rep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* layout_check()'s messages name CLI flags; this names the YAML keys to change for a rule
  * (NULL when the message already speaks YAML). */
 const char *check_yaml_fix(const char *rule);

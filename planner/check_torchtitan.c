@@ -13,7 +13,6 @@
  */
 #include "check_torchtitan.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,32 +87,8 @@ typedef struct {
     int nproc, nnodes;
 } reader;
 
-static void note(check_report *rep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(check_report *rep, const char *fmt, ...)
-{
-    if (rep->nnotes >= CHECK_MAX_NOTES) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(rep->notes[rep->nnotes++], CM_ERRLEN, fmt, ap);
-    va_end(ap);
-}
-
-static void add_violation(check_report *rep, cm_status code, const char *rule, const char *fmt,
-                          ...) __attribute__((format(printf, 4, 5)));
-static void add_violation(check_report *rep, cm_status code, const char *rule, const char *fmt,
-                          ...)
-{
-    if (rep->nviolations < CHECK_MAX_VIOLATIONS) {
-        layout_violation *v = &rep->violations[rep->nviolations];
-        v->rule = rule;
-        v->code = code;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(v->message, sizeof v->message, fmt, ap);
-        va_end(ap);
-    }
-    rep->nviolations++;
-}
+#define note check_note
+#define add_violation check_violation
 
 /* An integer value: a number, or the default of a "${VAR:-N}" expansion. */
 static bool int_value(reader *r, const char *flag, const char *v, long lo, long hi, long *out)
