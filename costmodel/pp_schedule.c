@@ -40,8 +40,10 @@ double pp_schedule_in_flight(const layout *l, int microbatches, int stage)
     double held;
     switch (layout_pp_schedule_of(l)) {
     case PP_SCHEDULE_GPIPE: held = m; break;
-    case PP_SCHEDULE_ZBV:
-    case PP_SCHEDULE_DUALPIPEV: held = l->pp < m ? l->pp : m; break;
+    case PP_SCHEDULE_ZBV: held = l->pp < m ? l->pp : m; break;
+    /* one chunk (half a stage) more: an overlapped pair's forward starts while its backward's
+     * chunk is still held (schedule_peak_in_flight counts it from the order) */
+    case PP_SCHEDULE_DUALPIPEV: held = (l->pp < m ? l->pp : m) + 0.5; break;
     case PP_SCHEDULE_INTERLEAVED_1F1B:
     case PP_SCHEDULE_1F1B:
     default: {

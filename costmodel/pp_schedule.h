@@ -32,7 +32,9 @@
  *                    chunk's forward with another's backward (F&B = F + B: the overlap hides
  *                    EP communication, which the recipe prices as exposed), so in stage times
  *                    (p-1)(F + 2I - W)/2. Its warm-up (steps 1-2 of schedules.py) also runs
- *                    2p chunk forwards before a backward: p held on every stage.
+ *                    2p chunk forwards before a backward, and each overlapped forward+backward
+ *                    pair holds one chunk more while both run: p + 1/2 on every stage (DualPipe's
+ *                    README: PP + 1 chunks per device).
  *
  * F, I, W are a stage's per-micro-batch forward, input-gradient and weight-gradient compute;
  * the bubble of the composed per-micro-batch time t_mb (compute and exposed communication) is

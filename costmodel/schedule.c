@@ -1,6 +1,8 @@
 /* schedule.c — pipeline chunk order (see schedule.h for the sources). */
 #include "schedule.h"
 
+#include <stdlib.h>
+
 int schedule_pipeline(int p, int v, int m, int s, schedule_op *out)
 {
     int n = 0;
@@ -197,4 +199,20 @@ int schedule_pipeline_kind(layout_pp_schedule kind, int p, int v, int m, int s, 
         return v == 2 && m >= 2 * p && p <= 64 ? schedule_dualpipev(p, m, s, out) : -1;
     default: return schedule_pipeline(p, v, m, s, out);
     }
+}
+
+double schedule_peak_in_flight(layout_pp_schedule kind, int p, int v, int m, int s)
+{
+    int cap = schedule_max_ops(v, m);
+    schedule_op *ops = malloc((size_t)cap * sizeof *ops);
+    if (!ops) return -1;
+    int n = schedule_pipeline_kind(kind, p, v, m, s, ops);
+    int held = 0, peak = 0;
+    for (int i = 0; i < n; i++) {
+        if (!ops[i].backward) held++;
+        else if (ops[i].part != SCHEDULE_INPUT) held--; /* freed by B, or by W after its I */
+        if (held > peak) peak = held;
+    }
+    free(ops);
+    return n < 0 ? -1 : (double)peak / v;
 }

@@ -53,4 +53,10 @@ int schedule_vstage(layout_pp_schedule kind, int p, int c, int s);
 int schedule_stage_of(layout_pp_schedule kind, int p, int k);
 bool schedule_is_v(layout_pp_schedule kind);
 
+/* The most micro-batches of activations stage s holds at once under the order above, in whole
+ * stages (a chunk's forward holds 1/v of them until its backward, or under a split backward its
+ * W, has run): what pp_schedule_in_flight() states in closed form, counted from the order.
+ * -1 when the schedule does not run with p, v, m (or out of memory). */
+double schedule_peak_in_flight(layout_pp_schedule kind, int p, int v, int m, int s);
+
 #endif

@@ -82,7 +82,8 @@ static void test_bubble_fractions(void **state)
 
 /* Micro-batches of activations held, p = 4: 1F1B min(p - s, m): 4 on stage 0, 1 on stage 3;
  * GPipe all m; the V schedules p on every stage (2p chunk forwards of half a stage before the
- * first backward), min(p, m) when m is smaller; interleaved v = 2 on stage 0:
+ * first backward), min(p, m) when m is smaller, DualPipeV half a stage more; interleaved v = 2
+ * on stage 0:
  * 4 (1 + 3/8) = 5.5. */
 static void test_in_flight(void **state)
 {
@@ -96,8 +97,8 @@ static void test_in_flight(void **state)
     l.vpp = 2;
     assert_true(pp_schedule_in_flight(&l, 8, 0) == 4 && pp_schedule_in_flight(&l, 8, 3) == 4);
     assert_true(pp_schedule_in_flight(&l, 2, 1) == 2);
-    l.pp_schedule = PP_SCHEDULE_DUALPIPEV;
-    assert_true(pp_schedule_in_flight(&l, 8, 2) == 4);
+    l.pp_schedule = PP_SCHEDULE_DUALPIPEV; /* and the overlapped pair's extra chunk */
+    assert_true(pp_schedule_in_flight(&l, 8, 2) == 4.5);
     l.pp_schedule = PP_SCHEDULE_INTERLEAVED_1F1B;
     assert_true(fabs(pp_schedule_in_flight(&l, 8, 0) - 5.5) < 1e-12);
     /* memory.c uses the same count: the last stage of a GPipe pipeline holds 8 micro-batches'
@@ -118,6 +119,34 @@ static void test_in_flight(void **state)
     /* stage 1 of 4 under 1F1B holds 3; GPipe 64 */
     assert_true(fabs(mg.activations_bytes - mo.activations_bytes - 61 * per_micro) <
                 1e-6 * mg.activations_bytes);
+}
+
+/* The closed form's in-flight micro-batches are what the orders hold: counted op by op from
+ * schedule.h's orders (a forward holds its chunk's share until its backward or W), equal to
+ * pp_schedule_in_flight() on every stage for 1F1B, GPipe and the V schedules, and on the first
+ * stage (the one the memory model sizes for) for Interleaved1F1B. */
+static void test_in_flight_from_orders(void **state)
+{
+    (void)state;
+    const layout_pp_schedule kinds[] = {PP_SCHEDULE_1F1B, PP_SCHEDULE_GPIPE,
+                                        PP_SCHEDULE_INTERLEAVED_1F1B, PP_SCHEDULE_ZBV,
+                                        PP_SCHEDULE_DUALPIPEV};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int p = 2; p <= 8; p *= 2)
+            for (int m = 2 * p; m <= 4 * p; m *= 2) {
+                layout l = titan(1, p, 1, 1);
+                l.pp_schedule = kinds[k];
+                l.vpp = kinds[k] == PP_SCHEDULE_1F1B || kinds[k] == PP_SCHEDULE_GPIPE ? 1 : 2;
+                for (int s = 0; s < p; s++) {
+                    if (kinds[k] == PP_SCHEDULE_INTERLEAVED_1F1B && s > 0) continue;
+                    double got = schedule_peak_in_flight(kinds[k], p, l.vpp, m, s);
+                    double want = pp_schedule_in_flight(&l, m, s);
+                    if (fabs(got - want) > 1e-12)
+                        fail_msg("%s p %d m %d stage %d: the order holds %.3f, the closed form "
+                                 "says %.3f",
+                                 layout_pp_schedule_name(kinds[k]), p, m, s, got, want);
+                }
+            }
 }
 
 /* ScheduleZBVZeroBubble._calculate_single_rank_operations, p = 2, m = 4, rank 0: 3 forwards
@@ -523,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_rules),              cmocka_unit_test(test_emit_round_trip),
         cmocka_unit_test(test_check_reads_violations), cmocka_unit_test(test_json),
         cmocka_unit_test(test_selective_ac),       cmocka_unit_test(test_published_knobs),
+        cmocka_unit_test(test_in_flight_from_orders),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
