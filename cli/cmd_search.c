@@ -190,15 +190,21 @@ int cmd_search(int argc, char **argv)
         /* The best plan the format can state: a trainer YAML, Megatron's flags and a Bridge
          * recipe do not hold a torchtitan layout, nor --emit torchtitan the others (issue 19);
          * the fastest plan of the frameworks the format serves */
-        int pick = 0;
-        for (int i = 0; i < r->count; i++)
+        const estimate *pick = &r->ranked[0];
+        bool found = false;
+        for (int i = 0; i < r->count && !found; i++)
             if (emit_serves(o.emit, r->ranked[i].layout.framework)) {
-                pick = i;
-                break;
+                pick = &r->ranked[i];
+                found = true;
+            }
+        for (int fw = 0; fw < LAYOUT_NFRAMEWORKS && !found; fw++) /* beyond the kept plans */
+            if (r->has_best[fw] && emit_serves(o.emit, (layout_framework)fw)) {
+                pick = &r->best[fw];
+                found = true;
             }
         char *text = NULL;
         emit_context ctx = {.model_ref = o.model};
-        cm_status st = emit_render(o.emit, &r->ranked[pick], &m, &sys, &ctx, &text, err, sizeof err);
+        cm_status st = emit_render(o.emit, pick, &m, &sys, &ctx, &text, err, sizeof err);
         search_result_free(r);
         if (st != CM_OK) return cli_error(err);
         fputs(text, stdout);

@@ -74,8 +74,8 @@ const char *emit_bridge_recipe(const model_spec *m);
  * (emit_torchtitan.c); torchtitan plans only. */
 cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_spec *sys,
                           const emit_context *ctx, char **out, char *err, size_t errlen);
-/* Can format f state a plan of framework fw? (yaml: fsdp2 and megatron; megatron-args and
- * bridge: megatron; torchtitan: torchtitan; json: all) */
+/* Does `plan --emit f` consider a plan of framework fw? (torchtitan: torchtitan plans; yaml,
+ * megatron-args, bridge: the others, as before torchtitan was searched; json: all) */
 bool emit_serves(emit_format f, layout_framework fw);
 
 /* Any of the text formats (EMIT_JSON renders the JSON with two-space indent). */

@@ -52,9 +52,11 @@ bool emit_serves(emit_format f, layout_framework fw)
 {
     switch (f) {
     case EMIT_TORCHTITAN: return fw == FRAMEWORK_TORCHTITAN;
-    case EMIT_YAML: return fw != FRAMEWORK_TORCHTITAN;
+    /* the guide's formats take the guide's two frameworks (megatron-args and bridge of an
+     * fsdp2 plan stay the error that says to use yaml) */
+    case EMIT_YAML:
     case EMIT_MEGATRON_ARGS:
-    case EMIT_BRIDGE: return fw == FRAMEWORK_MEGATRON;
+    case EMIT_BRIDGE: return fw != FRAMEWORK_TORCHTITAN;
     default: return true;
     }
 }
