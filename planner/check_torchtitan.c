@@ -269,6 +269,8 @@ bool check_is_torchtitan(const char *text, size_t len)
     s[n] = '\0';
     bool yes = strstr(s, "torchtitan.train") || strstr(s, "run_train.sh") ||
                strstr(s, "--parallelism.");
+    /* a trainer YAML that mentions them (in a comment) is still a YAML */
+    if (!strncmp(s, "trainer:", 8) || strstr(s, "\ntrainer:")) yes = false;
     free(s);
     return yes;
 }

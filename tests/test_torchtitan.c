@@ -422,6 +422,10 @@ static void test_check_reads_violations(void **state)
             found |= !strcmp(rep.violations[j].rule, want[i]);
         if (!found) fail_msg("rule %s not reported", want[i]);
     }
+    /* a trainer YAML that mentions the flags in a comment stays a YAML */
+    const char *yaml = "# converted from --parallelism.tensor_parallel_degree 2\ntrainer:\n"
+                       "  strategy: fsdp2\n";
+    assert_false(check_is_torchtitan(yaml, strlen(yaml)));
     /* malformed: one line */
     const char *bad = "torchrun -m torchtitan.train --parallelism.tensor_parallel_degree two\n";
     assert_int_equal(check_read_torchtitan(bad, strlen(bad), &cfg, &rep, err, sizeof err),
