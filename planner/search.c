@@ -441,7 +441,7 @@ static void search_fsdp2(ctx *c)
             for (int s = 0; s < nshard; s++)
                 for (int rs = 1; rs >= 0; rs--)
                     for (int rc = 0; rc < 2; rc++)
-                        for (int off = 0; off < (rc == 0 ? 2 : 1); off++) {
+                        for (int off = 0; off < 2; off++) { /* offload with checkpointing too (issue 19) */
                             layout l = layout_default(FRAMEWORK_FSDP2);
                             l.dp = dp; l.cp = cp; l.mbs = mbs;
                             l.shard_size = shard_opts[s];
