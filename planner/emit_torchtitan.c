@@ -136,6 +136,12 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
                    "(torchtitan/components/quantization/%s.md)\n",
                 precision_label(l), l->precision == PRECISION_MXFP8 ? "MXFP8Linear" : "NVFP4",
                 l->precision == PRECISION_MXFP8 ? "mxfp8" : "nvfp4");
+    if (l->pp > 1 && m->layers % ((long)l->pp * l->vpp))
+        fprintf(f, "# %d layers do not divide into %d stages: torchtitan splits them itself "
+                   "(generate_llm_fqn_per_model_part);\n# plan costed %d or %d layers a "
+                   "stage.\n",
+                m->layers, l->pp * l->vpp, m->layers / (l->pp * l->vpp),
+                m->layers / (l->pp * l->vpp) + 1);
     fprintf(f, "# PLACEHOLDER, not from the plan: --training.steps. Check or edit it, then: "
                "plan check FILE --system %s\n",
             sys->name);
@@ -160,8 +166,11 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
     if (l->pp > 1) {
         flag(f, "--parallelism.pipeline_parallel_schedule",
              layout_pp_schedule_name(layout_pp_schedule_of(l)));
-        flag_int(f, "--parallelism.pipeline_parallel_layers_per_stage",
-                 m->layers / ((long)l->pp * l->vpp));
+        /* an exact count only when the layers divide; else torchtitan's own split, which
+         * differs from the costed one (extra layers on stages 1..r) by at most a layer a stage */
+        if (m->layers % ((long)l->pp * l->vpp) == 0)
+            flag_int(f, "--parallelism.pipeline_parallel_layers_per_stage",
+                     m->layers / ((long)l->pp * l->vpp));
         flag_int(f, "--parallelism.pipeline_parallel_first_stage_less_layers", 0);
         flag_int(f, "--parallelism.pipeline_parallel_last_stage_less_layers", 0);
         /* every micro-batch of the step in one schedule: no gradient accumulation around it */
