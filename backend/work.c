@@ -290,6 +290,16 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
                        "expert tensor parallel %d differs from tp %d; drop --etp (or use plan "
                        "estimate)",
                        layout_etp(l), l->tp);
+    /* issue 19: the step executor (bk_step.c) and its issue order run the looped placement of
+     * 1F1B and interleaved 1F1B; GPipe's order and the V placement of ZBVZeroBubble and
+     * DualPipeV (schedule.h) are the cost model's and the simulator's only */
+    layout_pp_schedule sched = layout_pp_schedule_of(l);
+    if (l->pp > 1 && sched != PP_SCHEDULE_1F1B && sched != PP_SCHEDULE_INTERLEAVED_1F1B)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "plan measure runs the 1F1B and Interleaved1F1B schedules; %s is "
+                       "estimated and simulated only: measure with --pp-schedule 1F1B or "
+                       "Interleaved1F1B, or use plan estimate --simulate",
+                       layout_pp_schedule_name(sched));
     if (l->pp > WORK_MAX_STAGES)
         return cm_fail(err, errlen, CM_EINVAL,
                        "pipeline size %d: plan measure handles up to %d stages", l->pp,
@@ -385,9 +395,17 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
         w->gather_each_micro = true;
         w->gather_in_bwd = l->reshard_after_forward;
         w->reduce_op = COLL_REDUCE_SCATTER;
-        w->reduce_fp32 = l->framework == FRAMEWORK_FSDP2 || !t->grad_reduce_bf16;
+        w->reduce_fp32 = layout_is_pytorch(l) || !t->grad_reduce_bf16;
         w->reduce_bytes = (w->reduce_fp32 ? 4.0 : 2.0) * p;
         w->reduce_each_micro = true;
+        /* torchtitan's pipeline keeps FSDP2 units gathered and gradients unreduced between
+         * micro-batches (torch/distributed/pipelining/stage.py backward_maybe_with_nosync; the
+         * cost model's fsdp_rounds, estimate.c): gathered in the first forward (every forward
+         * when resharded), reduce-scattered after the last backward */
+        if (l->framework == FRAMEWORK_TORCHTITAN && l->pp > 1) {
+            w->gather_each_micro = l->reshard_after_forward;
+            w->reduce_each_micro = false;
+        }
     } else {
         w->reduce_fp32 = !t->grad_reduce_bf16;
         w->reduce_bytes = (w->reduce_fp32 ? 4.0 : 2.0) * p;

@@ -59,7 +59,8 @@ enum {
     OPT_IMPL, OPT_COMPILE, OPT_OPTIMIZER_IMPL,
     OPT_TP_COMM_OVERLAP, OPT_OVERLAP_GRAD_REDUCE, OPT_OVERLAP_PARAM_GATHER,
     OPT_MOE_DISPATCHER, OPT_MOE_IMBALANCE, OPT_MOE_CAPACITY, OPT_MOE_EP_OVERLAP,
-    OPT_MOE_SHARED_OVERLAP, OPT_NVLS, OPT_POWER_LIMIT,
+    OPT_MOE_SHARED_OVERLAP, OPT_NVLS, OPT_POWER_LIMIT, OPT_PP_SCHEDULE, OPT_ASYNC_TP,
+    OPT_RESHARD,
 };
 
 static const struct option long_opts[] = {
@@ -110,6 +111,9 @@ static const struct option long_opts[] = {
     {"moe-shared-expert-overlap", no_argument, NULL, OPT_MOE_SHARED_OVERLAP},
     {"nvls", required_argument, NULL, OPT_NVLS},
     {"power-limit", required_argument, NULL, OPT_POWER_LIMIT},
+    {"pp-schedule", required_argument, NULL, OPT_PP_SCHEDULE},
+    {"async-tp", no_argument, NULL, OPT_ASYNC_TP},
+    {"reshard-after-forward", no_argument, NULL, OPT_RESHARD},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -176,7 +180,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_TRACE: o->trace = optarg; break;
         case OPT_EMIT:
             if (!emit_parse_format(optarg, &o->emit))
-                rc = cli_error("--emit must be yaml, megatron-args, bridge or json");
+                rc = cli_error("--emit must be yaml, megatron-args, bridge, torchtitan or json");
             break;
         case 'g': rc = parse_int("gpus", optarg, 1, 10000000, &o->gpus); break;
         case OPT_SEQ: rc = parse_int("seq", optarg, 1, 16 * 1024 * 1024, &o->training.seq_len); break;
@@ -188,7 +192,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_CP: rc = parse_int("cp", optarg, 1, BIG, &l->cp); break;
         case OPT_EP: rc = parse_int("ep", optarg, 1, BIG, &l->ep); break;
         case OPT_ETP: rc = parse_int("etp", optarg, 1, BIG, &l->etp); break;
-        case OPT_VPP: rc = parse_int("vpp", optarg, 1, BIG, &l->vpp); break;
+        case OPT_VPP: rc = parse_int("vpp", optarg, 1, BIG, &l->vpp); o->vpp_given = true; break;
         case OPT_MBS: rc = parse_int("mbs", optarg, 1, BIG, &l->mbs); break;
         case OPT_RECOMPUTE_LAYERS:
             rc = parse_int("recompute-layers", optarg, 0, BIG, &l->recompute_layers);
@@ -196,7 +200,15 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_SHARD_SIZE: rc = parse_int("shard-size", optarg, 1, 10000000, &l->shard_size); break;
         case OPT_SP: l->sp = true; o->sp_given = true; break;
         case OPT_NO_SP: l->sp = false; o->sp_given = true; break;
-        case OPT_NO_RESHARD: l->reshard_after_forward = false; break;
+        case OPT_NO_RESHARD: l->reshard_after_forward = false; o->reshard_given = true; break;
+        case OPT_RESHARD: l->reshard_after_forward = true; o->reshard_given = true; break;
+        case OPT_PP_SCHEDULE:
+            if (!layout_parse_pp_schedule(optarg, &l->pp_schedule) ||
+                l->pp_schedule == PP_SCHEDULE_DEFAULT)
+                rc = cli_error("--pp-schedule must be 1F1B, Interleaved1F1B, GPipe, ZBVZeroBubble "
+                               "or DualPipeV");
+            break;
+        case OPT_ASYNC_TP: l->async_tp = true; break;
         case OPT_OFFLOAD: l->offload = true; break;
         case OPT_NO_OVERLAP:
             /* the layout's overlap knobs off, and the search keeps them off */
@@ -254,7 +266,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             break;
         case OPT_FRAMEWORK:
             if (!layout_parse_framework(optarg, &l->framework))
-                rc = cli_error("--framework must be fsdp2 or megatron");
+                rc = cli_error("--framework must be fsdp2, megatron or torchtitan");
             o->framework_given = true;
             break;
         case OPT_SHARDING:
@@ -305,12 +317,33 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
     return 0;
 }
 
+void cli_layout_defaults(const cli_options *o, layout *l)
+{
+    if (!o->sharding_given)
+        l->sharding = l->framework == FRAMEWORK_MEGATRON ? SHARDING_DISTOPT : SHARDING_FSDP;
+    /* torchtitan: enable_sequence_parallel defaults on (config/configs.py); with a pipeline its
+     * "default" reshard policy keeps parameters gathered after forward (distributed/fsdp.py
+     * get_fsdp_reshard_after_forward_policy: "default" -> not pp_enabled); a multi-stage
+     * schedule runs 2 stages per rank unless told (distributed/pipeline_parallel.py
+     * _get_pipeline_metadata) */
+    if (!o->sp_given) l->sp = l->framework != FRAMEWORK_FSDP2 && l->tp > 1;
+    if (l->framework != FRAMEWORK_TORCHTITAN) return;
+    if (!o->reshard_given && l->pp > 1) l->reshard_after_forward = false;
+    if (l->ep > 1 && l->etp == 0) l->etp = 1; /* experts whole: no expert TP degree */
+    /* the schedule named, as torchtitan's configs always name one (ParallelismConfig) */
+    if (l->pp > 1 && l->pp_schedule == PP_SCHEDULE_DEFAULT)
+        l->pp_schedule = l->vpp > 1 ? PP_SCHEDULE_INTERLEAVED_1F1B : PP_SCHEDULE_1F1B;
+    if (l->pp == 1 && l->pp_schedule == PP_SCHEDULE_1F1B) l->pp_schedule = PP_SCHEDULE_DEFAULT;
+    layout_pp_schedule s = l->pp_schedule;
+    if (!o->vpp_given && l->pp > 1 &&
+        (s == PP_SCHEDULE_INTERLEAVED_1F1B || s == PP_SCHEDULE_ZBV || s == PP_SCHEDULE_DUALPIPEV))
+        l->vpp = 2;
+}
+
 int cli_layout(const cli_options *o, layout *out)
 {
     layout l = o->layout;
-    if (!o->sharding_given)
-        l.sharding = l.framework == FRAMEWORK_FSDP2 ? SHARDING_FSDP : SHARDING_DISTOPT;
-    if (!o->sp_given) l.sp = l.framework == FRAMEWORK_MEGATRON && l.tp > 1;
+    cli_layout_defaults(o, &l);
     long mp = (long)l.tp * l.pp * l.cp;
     if (!o->dp_given) {
         if (o->gpus) {

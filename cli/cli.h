@@ -33,6 +33,8 @@ typedef struct {
     bool dp_given;
     bool sharding_given;
     bool sp_given;
+    bool reshard_given;         /* --no-reshard-after-forward / --reshard-after-forward given */
+    bool vpp_given;             /* --vpp given */
     bool no_overlap;            /* --no-overlap: overlap knobs off, and not searched */
     emit_format emit;         /* --emit: print this config instead of the report */
     bool simulate;            /* --simulate: also run the step simulator (plan estimate) */
@@ -76,6 +78,10 @@ const char *cli_data_dir(void);
 /* The layout the flags describe, with the defaults `plan estimate` documents (sharding and SP
  * by framework, dp = gpus / (tp*pp*cp)). Prints the error line and returns CLI_EXIT_USAGE. */
 int cli_layout(const cli_options *o, layout *l);
+/* The framework's defaults for what o leaves unsaid (sharding, SP, and under torchtitan the
+ * reshard policy and stages per rank of its schedule): the part of cli_layout() plan measure
+ * shares. */
+void cli_layout_defaults(const cli_options *o, layout *l);
 
 /* Load model and system named in o; prints the error line and returns CLI_EXIT_USAGE. */
 int cli_load_specs(const cli_options *o, model_spec *m, system_spec *sys);

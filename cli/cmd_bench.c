@@ -192,7 +192,7 @@ static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
                 done++;
                 fprintf(stderr, "[%ld/%ld] %s on %d x %s: %ld layouts, %ld fit\n", done, total,
                         m.name, o.gpus, sys.name, r->evaluated, r->feasible);
-                for (int fw = 0; fw < 2; fw++) {
+                for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
                     if (!o.frameworks[fw]) continue;
                     bool any = false;
                     for (int sh = 0; sh < 3; sh++) {
@@ -445,7 +445,7 @@ static int guide(FILE *out, const training_spec *t, const char *system)
     const char *hdr[] = {"Model", "Strategy", "GPUs", "Time/Step (s)",
                          "Throughput relative to FSDP2", "Layout", "Memory (GiB)", NULL};
     for (int i = 0; hdr[i]; i++) csv_cell(out, hdr[i], !hdr[i + 1]);
-    printf("%-14s %-9s %5s %12s %12s  %s\n", "Model", "Strategy", "GPUs", "Time/Step", "vs FSDP2",
+    printf("%-14s %-10s %5s %12s %12s  %s\n", "Model", "Strategy", "GPUs", "Time/Step", "vs FSDP2",
            "layout");
     for (size_t c = 0; c < sizeof cases / sizeof *cases && !interrupted; c++) {
         model_spec m;
@@ -454,14 +454,18 @@ static int guide(FILE *out, const training_spec *t, const char *system)
             return cli_error(err);
         }
         for (int g = 0; g < 3 && !interrupted; g++) {
-            search_options o = {.gpus = cases[c].gpus[g], .keep = 1, .frameworks = {true, true}};
+            /* issue 19: torchtitan beside the guide's two */
+            search_options o = {.gpus = cases[c].gpus[g], .keep = 1,
+                                .frameworks = {true, true, true}};
             if (search_run(&m, &sys, t, &o, r, err, sizeof err) != CM_OK) {
                 search_result_free(r);
                 return cli_error(err);
             }
             fprintf(stderr, "guide: %s on %d GPUs\n", m.name, o.gpus);
-            for (int fw = 0; fw < 2; fw++) {
-                const char *strategy = fw == FRAMEWORK_FSDP2 ? "FSDP2" : "Megatron";
+            for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
+                const char *strategy = fw == FRAMEWORK_FSDP2        ? "FSDP2"
+                                       : fw == FRAMEWORK_TORCHTITAN ? "torchtitan"
+                                                                    : "Megatron";
                 char gpus[16], step[32] = "does not fit", rel[32] = "n/a", lay[128] = "",
                                 mem[32] = "";
                 snprintf(gpus, sizeof gpus, "%d", o.gpus);
@@ -481,7 +485,7 @@ static int guide(FILE *out, const training_spec *t, const char *system)
                 }
                 const char *cells[] = {m.display, strategy, gpus, step, rel, lay, mem};
                 for (int i = 0; i < 7; i++) csv_cell(out, cells[i], i == 6);
-                printf("%-14s %-9s %5s %12s %12s  %s\n", m.display, strategy, gpus, step, rel, lay);
+                printf("%-14s %-10s %5s %12s %12s  %s\n", m.display, strategy, gpus, step, rel, lay);
             }
         }
     }
@@ -493,7 +497,7 @@ static int guide(FILE *out, const training_spec *t, const char *system)
 static void usage(void)
 {
     printf("usage: plan bench --models 3b,7b,30b --gpus 8,32,64 [--systems h100,h200]\n"
-           "                  [--frameworks fsdp2,megatron] [--seq N] [--gbs N] [--measure]\n"
+           "                  [--frameworks fsdp2,megatron,torchtitan] [--seq N] [--gbs N] [--measure]\n"
            "                  [-o results.csv]\n"
            "       plan bench --sweep sweep.json [-o results.csv]\n"
            "       plan bench --compare A.csv B.csv\n"
@@ -523,7 +527,7 @@ int cmd_bench(int argc, char **argv)
     memset(&sw, 0, sizeof sw);
     sw.training = training_default();
     split("systems", "h100", &sw.systems);
-    split("frameworks", "fsdp2,megatron", &sw.frameworks);
+    split("frameworks", "fsdp2,megatron,torchtitan", &sw.frameworks);
     const char *out_path = NULL, *sweep_path = NULL, *preset = NULL;
     bool do_compare = false, have_models = false, have_gpus = false, measure = false;
     list gl;
@@ -545,7 +549,7 @@ int cmd_bench(int argc, char **argv)
             for (int i = 0; !rc && i < sw.frameworks.n; i++) {
                 layout_framework fw;
                 if (!layout_parse_framework(sw.frameworks.items[i], &fw))
-                    rc = cli_error("--frameworks takes fsdp2 and/or megatron");
+                    rc = cli_error("--frameworks takes fsdp2, megatron and/or torchtitan");
             }
             break;
         case 'q': rc = cli_parse_int("seq", optarg, 1, CLI_MAX_SEQ, &sw.training.seq_len); break;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "check_torchtitan.h"
 #include "units.h"
 #include "cli.h"
 #include "commands.h"
@@ -24,7 +25,10 @@
 
 static void usage(void)
 {
-    printf("usage: plan check FILE.yaml [--model M] [--system S] [--gpus N]\n"
+    printf("usage: plan check FILE.yaml|FILE.sh [--model M] [--system S] [--gpus N]\n"
+           "  FILE.sh: a torchtitan command line (plan --emit torchtitan writes one: torchrun\n"
+           "  ... -m torchtitan.train with --parallelism.*, --training.*, --compile.* and\n"
+           "  activation-checkpoint:MODE), read back and checked the same way.\n"
            "  Reads a trainer config (trainer.strategy, trainer.placement, trainer.policy\n"
            "  .fsdp_config / .megatron_config, micro_train_batch_size_per_gpu, train_batch_size,\n"
            "  max_seq_len; plan --emit yaml writes one), prints every framework rule it breaks\n"
@@ -129,7 +133,8 @@ int cmd_check(int argc, char **argv)
         const char *last = argv[argc - 1];
         size_t len = strlen(last);
         if (last[0] != '-' && ((len > 5 && !strcmp(last + len - 5, ".yaml")) ||
-                               (len > 4 && !strcmp(last + len - 4, ".yml"))))
+                               (len > 4 && !strcmp(last + len - 4, ".yml")) ||
+                               (len > 3 && !strcmp(last + len - 3, ".sh"))))
             skip = argc - 1;
     }
     for (int i = 0; i < argc; i++)
@@ -159,7 +164,10 @@ int cmd_check(int argc, char **argv)
     if (!text) return cli_error(err);
     check_config cfg;
     check_report rep;
-    cm_status st = check_read_yaml(text, len, &cfg, &rep, err, sizeof err);
+    /* issue 19: a torchtitan command line (what --emit torchtitan writes), else a trainer YAML */
+    bool titan = check_is_torchtitan(text, len);
+    cm_status st = titan ? check_read_torchtitan(text, len, &cfg, &rep, err, sizeof err)
+                         : check_read_yaml(text, len, &cfg, &rep, err, sizeof err);
     free(text);
     if (st != CM_OK) {
         char msg[CM_ERRLEN + 256];
@@ -184,6 +192,9 @@ int cmd_check(int argc, char **argv)
     if (o.calibration && profile_overlay(o.calibration, &sys, err, sizeof err) != CM_OK)
         return cli_error(err);
 
+    if (titan && check_torchtitan_resolve(&m, &cfg, o.gpus, &rep) == 0)
+        return cli_error("no GPU count: add torchrun --nproc-per-node N (and --nnodes), or give "
+                         "--gpus N");
     int gpus = check_layout(&m, &sys, &cfg, o.gpus, &rep, err, sizeof err);
     if (gpus == 0) return cli_error(err);
 
@@ -222,8 +233,9 @@ int cmd_check(int argc, char **argv)
         for (int i = 0; i < rep.nviolations && i < CHECK_MAX_VIOLATIONS; i++)
         {
             printf("  [%s] %s\n", rep.violations[i].rule, rep.violations[i].message);
-            const char *fix = check_yaml_fix(rep.violations[i].rule);
-            if (fix) printf("      in the YAML: %s\n", fix);
+            const char *fix = titan ? check_torchtitan_fix(rep.violations[i].rule)
+                                    : check_yaml_fix(rep.violations[i].rule);
+            if (fix) printf("      %s %s\n", titan ? "in the command:" : "in the YAML:", fix);
         }
         if (rep.nviolations > CHECK_MAX_VIOLATIONS)
             printf("  ... and %d more\n", rep.nviolations - CHECK_MAX_VIOLATIONS);

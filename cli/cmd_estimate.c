@@ -13,7 +13,11 @@
 static void usage(void)
 {
     printf("usage: plan estimate --model M [--gpus N] [layout] [options]\n"
-           "  --framework fsdp2|megatron (default megatron)\n"
+           "  --framework fsdp2|megatron|torchtitan (default megatron)\n"
+           "  --pp-schedule 1F1B|Interleaved1F1B|GPipe|ZBVZeroBubble|DualPipeV (torchtitan;\n"
+           "                       default 1F1B, Interleaved1F1B with --vpp > 1)\n"
+           "  --async-tp           torchtitan async TP (needs --compile, --tp > 1, SP)\n"
+           "  --reshard-after-forward   (torchtitan with --pp > 1 defaults to never)\n"
            "  --tp N --pp N --dp N --cp N --ep N --etp N --vpp N --mbs N\n"
            "  --sp | --no-sp        Megatron sequence parallel (default on when tp > 1)\n"
            "  --sharding ddp|distopt|fsdp   (fsdp2 default fsdp, megatron default distopt)\n"
@@ -35,7 +39,7 @@ static void usage(void)
            "  --format human|json\n"
            "  --simulate           also simulate the step (time_simulated); --trace FILE writes it\n"
            "                       as a Chrome/Perfetto trace (see plan simulate)\n"
-           "  --emit yaml|megatron-args|bridge|json   print this layout's config instead\n"
+           "  --emit yaml|megatron-args|bridge|torchtitan|json   print this layout's config\n"
            "dp defaults to gpus/(tp*pp*cp) when --gpus is given.\n"
            "exit status: 0 the layout fits, 1 it does not fit, 2 an error.\n");
 }

@@ -143,9 +143,7 @@ int cmd_measure(int argc, char **argv)
     }
     /* The same defaults as plan estimate (cmd_estimate.c). */
     layout l = o.layout;
-    if (!o.sharding_given)
-        l.sharding = l.framework == FRAMEWORK_FSDP2 ? SHARDING_FSDP : SHARDING_DISTOPT;
-    if (!o.sp_given) l.sp = l.framework == FRAMEWORK_MEGATRON && l.tp > 1;
+    cli_layout_defaults(&o, &l);
     long mp = (long)l.tp * l.pp * l.cp;
     if (!o.dp_given) {
         if (o.gpus && o.gpus % mp) {

@@ -23,7 +23,7 @@ static void usage(void)
            "  --seq N              sequence length (default 4096)\n"
            "  --gbs N              global batch in sequences (default 1024)\n"
            "  --top N              rows in the ranked table (default 10)\n"
-           "  --framework F        search only fsdp2 or megatron\n"
+           "  --framework F        search only fsdp2, megatron or torchtitan (default: all three)\n"
            "  --attention flash|unfused, --no-overlap (overlap knobs off, not\n"
            "  searched), --grad-reduce-bf16\n"
            "  --precision bf16|fp8|mxfp8|nvfp4|any   Linear GEMMs' format (default bf16; any:\n"
@@ -40,7 +40,8 @@ static void usage(void)
            "  --no-simulate        rank by the closed form only (default: the best plans are\n"
            "                       re-ranked by the step simulator, see plan simulate)\n"
            "  --trace FILE         write the recommended plan's simulated step (Chrome trace)\n"
-           "  --emit yaml|megatron-args|bridge|json   print the recommended plan's config instead\n"
+           "  --emit yaml|megatron-args|bridge|torchtitan|json   print the recommended plan's\n"
+           "                       config instead (the best plan that format can state)\n"
            "exit status: 0 a layout fits, 1 none fits, 2 an error.\n"
            "other commands: plan estimate --help\n");
 }
@@ -95,6 +96,8 @@ static const char *layout_flag_given(const cli_options *o)
         {l->reshard_after_forward != d.reshard_after_forward, "--no-reshard-after-forward"},
         {l->shard_size != d.shard_size, "--shard-size"},
         {l->offload != d.offload, "--offload"},
+        {l->pp_schedule != d.pp_schedule, "--pp-schedule"},
+        {l->async_tp != d.async_tp, "--async-tp"},
     };
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
         if (flags[i].given) return flags[i].flag;
@@ -138,6 +141,8 @@ int cmd_search(int argc, char **argv)
     so.frameworks[FRAMEWORK_FSDP2] = !o.framework_given || o.layout.framework == FRAMEWORK_FSDP2;
     so.frameworks[FRAMEWORK_MEGATRON] =
         !o.framework_given || o.layout.framework == FRAMEWORK_MEGATRON;
+    so.frameworks[FRAMEWORK_TORCHTITAN] =
+        !o.framework_given || o.layout.framework == FRAMEWORK_TORCHTITAN;
     /* Precision: bf16 alone unless asked; --precision any adds every low-precision format
      * the system supports (the search skips what a framework cannot run). */
     so.fp8_recipe = o.layout.fp8_recipe;
@@ -149,7 +154,7 @@ int cmd_search(int argc, char **argv)
     if (o.precision_given) { /* one format: some searched framework must run it */
         char perr[CM_ERRLEN] = "";
         bool runs = false;
-        for (int fw = 0; fw < 2 && !runs; fw++) {
+        for (int fw = 0; fw < LAYOUT_NFRAMEWORKS && !runs; fw++) {
             layout probe = o.layout;
             probe.framework = (layout_framework)fw;
             runs = so.frameworks[fw] && precision_check(&sys, &probe, perr, sizeof perr) == CM_OK;
@@ -185,9 +190,24 @@ int cmd_search(int argc, char **argv)
             cli_error(msg);
             return 1;
         }
+        /* The best plan the format can state: a trainer YAML, Megatron's flags and a Bridge
+         * recipe do not hold a torchtitan layout, nor --emit torchtitan the others (issue 19);
+         * the fastest plan of the frameworks the format serves */
+        const estimate *pick = &r->ranked[0];
+        bool found = false;
+        for (int i = 0; i < r->count && !found; i++)
+            if (emit_serves(o.emit, r->ranked[i].layout.framework)) {
+                pick = &r->ranked[i];
+                found = true;
+            }
+        for (int fw = 0; fw < LAYOUT_NFRAMEWORKS && !found; fw++) /* beyond the kept plans */
+            if (r->has_best[fw] && emit_serves(o.emit, (layout_framework)fw)) {
+                pick = &r->best[fw];
+                found = true;
+            }
         char *text = NULL;
         emit_context ctx = {.model_ref = o.model};
-        cm_status st = emit_render(o.emit, &r->ranked[0], &m, &sys, &ctx, &text, err, sizeof err);
+        cm_status st = emit_render(o.emit, pick, &m, &sys, &ctx, &text, err, sizeof err);
         search_result_free(r);
         if (st != CM_OK) return cli_error(err);
         fputs(text, stdout);

@@ -47,7 +47,9 @@ static void human(const estimate *e, const model_spec *m, const system_spec *sys
            "%.3f s\n",
            tm->compute_s, tm->comm_exposed_s, tm->bubble_s, tm->optimizer_s);
     printf("  schedule     %s, %d stage%s x %d chunk%s x %d micro-batches; p2p %s; %s\n",
-           in->vpp > 1 ? "interleaved 1F1B" : in->pp > 1 ? "1F1B" : "gradient accumulation",
+           in->pp == 1                           ? "gradient accumulation"
+           : in->schedule == PP_SCHEDULE_DEFAULT ? (in->vpp > 1 ? "interleaved 1F1B" : "1F1B")
+                                                 : layout_pp_schedule_name(in->schedule),
            in->pp, in->pp > 1 ? "s" : "", in->vpp, in->vpp > 1 ? "s" : "", in->microbatches,
            in->pp == 1 ? "none" : in->p2p_overlap ? "overlapped" : "blocking",
            in->fsdp ? (in->fsdp_reshard ? "FSDP gathers one layer ahead, resharded after forward"

@@ -332,7 +332,7 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
     /* torch.compile'd blocks (issue 14): Inductor fuses each block's pointwise ops and
      * reductions into a few generated kernels that read each input once and write each output
      * once, the traffic of the fused lumps Transformer Engine runs (same list, same pricing) */
-    if (l->framework != FRAMEWORK_FSDP2 || l->compile) {
+    if (!layout_is_pytorch(l) || l->compile) {
         fused_layer(m, l, tokens, moe, out);
         return;
     }
@@ -392,7 +392,7 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
 {
     list_reset(out);
     double v = (double)m->vocab / l->tp;
-    if (l->framework != FRAMEWORK_FSDP2) {
+    if (!layout_is_pytorch(l)) {
         /* ~20 bytes per logit through HBM: bf16 logits, fp32 softmax forward and backward */
         double lb = 10.0 * tokens * v;
         out->fwd[out->n_fwd++] = (elementwise_kernel){"loss", lb, 1, lump(lb)};

@@ -31,6 +31,7 @@
 #include "layer_recipe.h"
 #include "memory.h"
 #include "overlap.h"
+#include "pp_schedule.h"
 
 /* One layer's per-micro-batch times: its recipe (layer_recipe.h) priced. */
 typedef recipe_time layer_time;
@@ -102,7 +103,7 @@ static void root_traffic(const model_spec *m, const system_spec *sys, const trai
     double pr = fsdp_root_params(m, l, stage) / l->tp;
     if (pr <= 0) return;
     layout_group g = layout_shard_place(sys, l);
-    double red = l->framework == FRAMEWORK_FSDP2 ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
+    double red = layout_is_pytorch(l) ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
     *gather_s = collective_time_s(sys, COLL_ALL_GATHER, 2.0 * pr, g);
     *reduce_s = collective_time_s(sys, COLL_REDUCE_SCATTER, red * pr, g);
 }
@@ -110,6 +111,7 @@ static void root_traffic(const model_spec *m, const system_spec *sys, const trai
 typedef struct {
     double compute_s, tp_s, cp_s, ep_s, pp_s, fsdp_s;
     double fwd_s, bwd_s; /* compute only, for overlap of DP traffic */
+    double wgrad_s;      /* the weight-gradient part of bwd_s (pp_schedule.h's W) */
     double fsdp_raw_s;   /* all FSDP traffic, hidden or not (the step terms' overlap) */
     int layers;          /* transformer layers on the stage */
 } stage_time;
@@ -138,6 +140,7 @@ static stage_time stage_cost(const model_spec *m, const system_spec *sys,
         if (!c) continue;
         s.fwd_s += c * x->fwd_s;
         s.bwd_s += c * (x->bwd_s + x->recompute_s);
+        s.wgrad_s += c * x->wgrad_s;
         s.tp_s += c * x->tp_s;
         s.cp_s += c * x->cp_s;
         s.ep_s += c * x->ep_s;
@@ -236,7 +239,7 @@ static double optimizer_cost(const model_spec *m, const system_spec *sys, const 
     *local_params = local;
     if (l->offload) return local / sys->host_adam_params_per_s;
     double per_param = 30.0;
-    if (l->framework == FRAMEWORK_FSDP2)
+    if (layout_is_pytorch(l))
         per_param = optimizer_impl_bytes_per_param(layout_optimizer_impl_of(l)) + 12.0;
     return compute_stream_s(sys, per_param * local);
 }
@@ -265,7 +268,7 @@ static double apply_step_terms(const system_step *st, const layout *l, double la
                                double hidden_dp_s, time_breakdown *tm)
 {
     const double *v = st->value;
-    bool fsdp2 = l->framework == FRAMEWORK_FSDP2;
+    bool fsdp2 = layout_is_pytorch(l); /* torch FSDP2 steps: the fsdp2 path and torchtitan */
     double fs = fsdp2 ? v[STEP_FSDP2_COMPUTE_SCALE] : 1, cs = v[STEP_COMPUTE_SCALE] * fs;
     double g[STEP_NTERMS];
     g[STEP_COMPUTE_SCALE] = (tm->compute_s + tm->bubble_s) * fs;
@@ -435,13 +438,23 @@ static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
     tm->cp_s = micro * worst.cp_s;
     tm->ep_s = micro * worst.ep_s;
     tm->pp_s = micro * worst.pp_s;
-    tm->dp_s = micro * worst.fsdp_s + dp_s;
+    /* FSDP under torchtitan's pipeline: units stay gathered and gradients accumulate
+     * unreduced across micro-batches (pytorch torch/distributed/pipelining/stage.py
+     * backward_maybe_with_nosync): one gather and one reduce-scatter per step, every forward's
+     * gathers again when resharded after forward (charged whole here, a slight overcount) */
+    int fsdp_rounds = micro;
+    if (l->framework == FRAMEWORK_TORCHTITAN && l->pp > 1 && !l->reshard_after_forward)
+        fsdp_rounds = 1;
+    tm->dp_s = fsdp_rounds * worst.fsdp_s + dp_s;
     tm->comm_exposed_s = tm->tp_s + tm->cp_s + tm->ep_s + tm->pp_s + tm->dp_s;
-    tm->bubble_s = l->pp > 1 ? (double)(l->pp - 1) / l->vpp * t_mb : 0;
+    /* the schedule's fill and drain (pp_schedule.h): (p-1)/v micro-batches under 1F1B and
+     * interleaved 1F1B, less under the zero-bubble V schedules */
+    pp_stage_work work = {worst.fwd_s, worst.bwd_s - worst.wgrad_s, worst.wgrad_s};
+    tm->bubble_s = pp_schedule_bubble_s(l, t_mb, &work);
     tm->optimizer_s = opt_s;
     double step_var = 0; /* the step terms' share of the band */
     if (sys->step.active) {
-        double hidden = l->sharding == SHARDING_FSDP ? micro * (worst.fsdp_raw_s - worst.fsdp_s)
+        double hidden = l->sharding == SHARDING_FSDP ? fsdp_rounds * (worst.fsdp_raw_s - worst.fsdp_s)
                                                      : dp_raw - dp_s;
         step_var = apply_step_terms(&sys->step, l, micro * worst.layers, fmax(0, hidden), tm);
     }
@@ -534,6 +547,7 @@ static estimate_layer_costs export_layer(const model_spec *m, const layout *l,
     c.fwd_s = x->fwd_s;
     c.bwd_s = x->bwd_s;
     c.recompute_s = x->recompute_s;
+    c.wgrad_s = x->wgrad_s;
     c.fwd_comm_s = x->fwd_comm_s;
     c.bwd_comm_s = x->bwd_comm_s;
     c.tp_s = x->tp_s;

@@ -18,6 +18,7 @@ typedef struct {
     double fwd_s;         /* forward compute: GEMMs, attention core, elementwise */
     double bwd_s;         /* backward compute */
     double recompute_s;   /* forward work recomputed in the backward (selective or full) */
+    double wgrad_s;       /* the weight-gradient GEMMs within bwd_s (pp_schedule.h's W) */
     double fwd_comm_s;    /* exposed TP/SP, CP and EP communication of the forward */
     double bwd_comm_s;    /* the same in the backward (with the recomputed forward's) */
     double tp_s, cp_s, ep_s; /* the exposed communication by dimension, forward + backward */

@@ -112,6 +112,14 @@ double flops_hardware_per_step(const model_spec *m, const training_spec *t, cons
             frac = l->recompute_layers >= per_stage ? 1.0 : (double)l->recompute_layers / per_stage;
         }
         hw += frac * forward_all_layers(m, tokens, t->seq_len, core_causal);
+    } else if (l->recompute == RECOMPUTE_SELECTIVE && l->framework == FRAMEWORK_TORCHTITAN) {
+        /* torchtitan's SAC recomputes the output projection and the MLP's down projection
+         * (priced for wk, wo and w3, layer_recipe.c titan_sac_recomputes), not attention */
+        double ffn_down = (double)m->hidden * m->ffn;
+        double wo = (double)m->hidden * (m->mla ? (double)m->heads * m->v_head_dim : model_q_dim(m));
+        int moe = model_moe_layers(m), dense = m->layers - moe;
+        double shared = (double)m->shared_experts * m->hidden * m->shared_ffn;
+        hw += 2.0 * tokens * (m->layers * wo + dense * ffn_down + moe * shared);
     } else if (l->recompute == RECOMPUTE_SELECTIVE) {
         hw += m->layers * flops_attention_core_forward(m, tokens, t->seq_len, core_causal);
     }

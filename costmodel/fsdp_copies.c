@@ -10,7 +10,7 @@
 
 bool fsdp_copies_apply(const layout *l)
 {
-    return l->framework == FRAMEWORK_FSDP2 && l->sharding == SHARDING_FSDP;
+    return layout_is_pytorch(l) && l->sharding == SHARDING_FSDP;
 }
 
 static ew_access shape(ew_pattern p, int eo, int ea, double rows, double n)

@@ -77,7 +77,7 @@ void host_dispatch_launches(const recipe *r, const layout *l, double *fwd, doubl
 
 bool host_dispatch_applies(const system_spec *sys, const layout *l)
 {
-    return l->framework == FRAMEWORK_FSDP2 && !l->compile && sys->host_eager_launch_s > 0;
+    return layout_is_pytorch(l) && !l->compile && sys->host_eager_launch_s > 0;
 }
 
 

@@ -322,11 +322,21 @@ static tp_exposed tp_overlapped_block(const system_spec *sys, const layout *l, d
 }
 
 /* Does l's TP overlap apply to the blocks of this layer (Megatron, tp > 1 with SP, the TP
- * group inside one NVLink domain, where userbuffers reach every peer)? */
+ * group inside one NVLink domain, where userbuffers reach every peer)? torchtitan's async TP
+ * (--compile.enable_async_tensor_parallel: Inductor's micro-pipeline TP pass,
+ * torch._inductor.config._micro_pipeline_tp, torchtitan b5bcd76 torchtitan/distributed/
+ * compile.py:78-96) does the same pairing in the compiled forward and backward graphs: the
+ * sequence-parallel all-gather before the column-parallel matmuls becomes
+ * fused_all_gather_matmul (chunked peer copies through symmetric memory, each chunk's matmul
+ * running while the next arrives) and the reduce-scatter after the row-parallel matmul
+ * fused_matmul_reduce_scatter (torchtitan README: "async TP"; PyTorch's "Introducing Async
+ * Tensor Parallelism in PyTorch"). Priced with the same exposed-time model, also NVLink only
+ * (symmetric memory). */
 static bool tp_overlap_applies(const layout *l, layout_group g)
 {
-    return l->tp_comm_overlap && l->framework == FRAMEWORK_MEGATRON && l->tp > 1 && l->sp &&
-           !g.spans_nodes;
+    bool megatron = l->tp_comm_overlap && l->framework == FRAMEWORK_MEGATRON;
+    bool titan = l->async_tp && l->framework == FRAMEWORK_TORCHTITAN && l->compile;
+    return (megatron || titan) && l->tp > 1 && l->sp && !g.spans_nodes;
 }
 
 /* `local` experts' GEMMs of one shape in `kernels` launches: one grouped kernel pays the fixed
@@ -378,7 +388,28 @@ static void recipe_start(builder *b, const layout *l)
  * saved tensors sit inside its expert loop: modelled as a full re-run. */
 static bool recompute_stops_early(const layout *l)
 {
-    return l->framework == FRAMEWORK_FSDP2;
+    return l->framework == FRAMEWORK_FSDP2 || l->framework == FRAMEWORK_TORCHTITAN;
+}
+
+/*
+ * torchtitan's selective activation checkpointing (torchtitan b5bcd76 torchtitan/distributed/
+ * activation_checkpoint.py, SelectiveAC and _get_default_save_ops): per op, the outputs of
+ * matmuls, SDPA/flex attention and the reduce-scatter / all-to-all collectives are saved,
+ * everything else recomputed, and of the matmuls every second one (in forward order, counted per
+ * block) is recomputed too. In a Llama block (separate wq, wk, wv; w1, w3, w2,
+ * torchtitan/models/common/attention.py and feed_forward.py) that recomputes wk, wo and w3 and
+ * every elementwise op (norms, RoPE, SiLU x gate), and keeps the attention core. This recipe
+ * fuses wq/wk/wv and w1/w3 into one op each, so the recomputed Linears are priced as attn_out
+ * (wo) and mlp_down (w2, the FLOPs of w3); wk's, 4-6% of a GQA block's Linear FLOPs, is left
+ * out. The SP all-gather that feeds the recomputed wk and w3 is not repeated here (the TP op
+ * holds the gather and the reduce-scatter together): both small against the GEMMs.
+ */
+static bool titan_sac_recomputes(const recipe_op *o)
+{
+    if (o->kind == RECIPE_ELEMENTWISE) return o->phase == RECIPE_FWD;
+    if (o->kind != RECIPE_GEMM) return false;
+    return !strcmp(o->name, "attn_out") || !strcmp(o->name, "mlp_down") ||
+           !strcmp(o->name, "shared_down");
 }
 
 void recipe_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
@@ -470,8 +501,9 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     if (l->cp > 1) {
         layout_group gcp = layout_cp_group(sys, l);
         double kvh = m->mla ? a : m->kv_heads; /* MLA: every head has its own key and value */
-        if (l->framework == FRAMEWORK_MEGATRON) {
-            /* Ring attention (Megatron/TE): cp-1 K/V chunk exchanges forward, K/V and dK/dV
+        if (layout_cp_is_ring(l)) {
+            /* Ring attention (Megatron/TE; under torchtitan PyTorch's context_parallel, whose
+             * load-balanced head-tail split keeps each rank's causal work equal): cp-1 K/V chunk exchanges forward, K/V and dK/dV
              * backward, on their own stream beside the attention blocks. */
             double chunk = tokens * kvh * (qk + vd) * 2.0 / tp;
             double p = collective_time_s(sys, COLL_SEND_RECV, chunk, gcp);
@@ -612,9 +644,10 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         r->local_experts = local;
         r->expert_rows = rows;
         double up = gate * m->expert_ffn / etp, down_in = m->expert_ffn / etp;
-        /* Megatron runs the local experts as grouped GEMMs (--moe-grouped-gemm): one kernel's
-         * fixed cost for all of them; other frameworks one GEMM per expert, each with its own */
-        int kernels = l->framework == FRAMEWORK_MEGATRON ? 1 : local;
+        /* Megatron runs the local experts as grouped GEMMs (--moe-grouped-gemm), torchtitan as
+         * torch._grouped_mm (torchtitan b5bcd76 torchtitan/models/common/moe.py:110-120): one
+         * kernel's fixed cost for all of them; the fsdp2 trainer path one GEMM per expert */
+        int kernels = l->framework == FRAMEWORK_FSDP2 ? local : 1;
         double f1 = moe_experts_s(b, local, kernels, rows, up, h) +
                     moe_experts_s(b, local, kernels, rows, h, down_in);
         double b1 = moe_experts_fwd_bwd_s(b, local, kernels, rows, up, h) +
@@ -702,10 +735,10 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             copy_in = fsdp_copy_in_s(sys, &fc);
         }
         layout_group g = layout_shard_place(sys, l);
-        double red = l->framework == FRAMEWORK_FSDP2 ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
+        double red = layout_is_pytorch(l) ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
         /* bf16 parameters; torchao's float8 all-gather sends the Linears' weights in FP8 */
         double gathered = 2.0 * p;
-        if (b->lp && l->framework == FRAMEWORK_FSDP2 && b->pr.gather_bytes < 2.0) {
+        if (b->lp && layout_is_pytorch(l) && b->pr.gather_bytes < 2.0) {
             double other = model_norm_params(m) + (moe ? model_router_params(m) : 0);
             gathered = 2.0 * other + b->pr.gather_bytes * (p - other);
         }
@@ -738,6 +771,8 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         if (l->recompute == RECOMPUTE_FULL)
             o->recompute = o->phase == RECIPE_FWD && o->kind != RECIPE_FSDP_GATHER &&
                            o->kind != RECIPE_FSDP_REDUCE;
+        else if (l->recompute == RECOMPUTE_SELECTIVE && l->framework == FRAMEWORK_TORCHTITAN)
+            o->recompute = titan_sac_recomputes(o);
         else if (l->recompute == RECOMPUTE_SELECTIVE)
             o->recompute = o->kind == RECIPE_ATTENTION;
         if (early && !strcmp(o->name, "mlp_down")) o->recompute = false;
@@ -882,6 +917,9 @@ void recipe_price(const recipe *r, recipe_time *out)
     out->fwd_s = f.gemm + f.attn + f.elem + f.copy;
     out->bwd_s = (f.gemm_fb - f.gemm) + b.attn + b.elem + b.copy;
     out->recompute_s = re.gemm + re.attn + re.elem + re.copy;
+    /* A Linear's backward is two GEMMs of its forward's FLOPs, dgrad and wgrad (Qi et al. 2024,
+     * arXiv 2401.10241 Sec. 2: T_B ~ T_W ~ T_F for a linear layer): half of it is W. */
+    out->wgrad_s = 0.5 * (f.gemm_fb - f.gemm);
     /* EP paired across micro-batches: the forward's exchange shows only where it outlasts the
      * other micro-batch's backward compute, the backward's where it outlasts the forward's */
     double ep_fwd = f.ep + fmax(0, f.ep_mb - (out->bwd_s + out->recompute_s));

@@ -141,6 +141,8 @@ typedef struct {
 /* One layer's priced sums: the closed form's per-layer figures (estimate_costs.h). */
 typedef struct {
     double fwd_s, bwd_s, recompute_s; /* compute */
+    double wgrad_s;                   /* the part of bwd_s that is the Linears' weight
+                                         gradients (zero-bubble schedules defer it, pp_schedule.h) */
     double tp_s;                      /* exposed TP/SP communication, fwd + bwd + recompute */
     double cp_s;                      /* exposed CP communication */
     double ep_s;                      /* exposed EP all-to-all */

@@ -32,7 +32,8 @@ layout layout_default(layout_framework fw)
         .framework = fw,
         .tp = 1, .pp = 1, .dp = 1, .cp = 1, .ep = 1, .etp = 0, .vpp = 1, .mbs = 1,
         .sp = false,
-        .sharding = fw == FRAMEWORK_FSDP2 ? SHARDING_FSDP : SHARDING_DISTOPT,
+        /* torchtitan shards with FSDP2 (data_parallel_shard_degree -1: every rank left) */
+        .sharding = fw == FRAMEWORK_MEGATRON ? SHARDING_DISTOPT : SHARDING_FSDP,
         .reshard_after_forward = true,
         .shard_size = 0,
         .recompute = RECOMPUTE_NONE,
@@ -45,7 +46,10 @@ layout layout_default(layout_framework fw)
     };
 }
 
-static const char *const framework_names[] = {"fsdp2", "megatron"};
+static const char *const framework_names[] = {"fsdp2", "megatron", "torchtitan"};
+/* torch/distributed/pipelining/schedules.py get_schedule_class's keys (pytorch 1fd7abc) */
+static const char *const pp_schedule_names[] = {"default", "1F1B", "Interleaved1F1B", "GPipe",
+                                                "ZBVZeroBubble", "DualPipeV"};
 static const char *const sharding_names[] = {"ddp", "distopt", "fsdp"};
 static const char *const recompute_names[] = {"none", "selective", "full"};
 static const char *const moe_dispatcher_names[] = {"alltoall", "allgather", "deepep", "hybridep"};
@@ -63,7 +67,7 @@ static int parse(const char *s, const char *const *names, int n)
 
 int layout_parse_framework(const char *s, layout_framework *out)
 {
-    int i = parse(s, framework_names, 2);
+    int i = parse(s, framework_names, LAYOUT_NFRAMEWORKS);
     if (i >= 0) *out = (layout_framework)i;
     return i >= 0;
 }
@@ -99,18 +103,48 @@ int layout_parse_moe_dispatcher(const char *s, layout_moe_dispatcher *out)
     return i >= 0;
 }
 
+const char *layout_pp_schedule_name(layout_pp_schedule s)
+{
+    return s >= 0 && s < PP_SCHEDULE_COUNT ? pp_schedule_names[s] : "?";
+}
+
+int layout_parse_pp_schedule(const char *s, layout_pp_schedule *out)
+{
+    int i = parse(s, pp_schedule_names, PP_SCHEDULE_COUNT);
+    if (i < 0 && s) { /* short spellings */
+        if (!strcasecmp(s, "interleaved")) i = PP_SCHEDULE_INTERLEAVED_1F1B;
+        if (!strcasecmp(s, "zbv") || !strcasecmp(s, "zero-bubble")) i = PP_SCHEDULE_ZBV;
+    }
+    if (i >= 0) *out = (layout_pp_schedule)i;
+    return i >= 0;
+}
+
+layout_pp_schedule layout_pp_schedule_of(const layout *l)
+{
+    if (l->pp_schedule != PP_SCHEDULE_DEFAULT) return l->pp_schedule;
+    return l->vpp > 1 ? PP_SCHEDULE_INTERLEAVED_1F1B : PP_SCHEDULE_1F1B;
+}
+
+bool layout_is_pytorch(const layout *l) { return l->framework != FRAMEWORK_MEGATRON; }
+bool layout_cp_is_ring(const layout *l) { return l->framework != FRAMEWORK_FSDP2; }
+
 int layout_gpus(const layout *l) { return l->tp * l->pp * l->dp * l->cp; }
 int layout_etp(const layout *l) { return l->etp > 0 ? l->etp : l->tp; }
 
 int layout_impl_of(const layout *l)
 {
     if (l->impl != IMPL_DEFAULT) return l->impl;
-    return l->framework == FRAMEWORK_FSDP2 ? IMPL_HF : IMPL_TE;
+    /* torchtitan runs its own PyTorch-native model definitions (torchtitan/models/) */
+    return l->framework == FRAMEWORK_FSDP2         ? IMPL_HF
+           : l->framework == FRAMEWORK_TORCHTITAN ? IMPL_NATIVE
+                                                   : IMPL_TE;
 }
 
 int layout_optimizer_impl_of(const layout *l)
 {
     if (l->optimizer_impl != OPTIMIZER_IMPL_DEFAULT) return l->optimizer_impl;
+    /* torchtitan: OptimizersContainer.Config.implementation defaults to "fused"
+     * (torchtitan b5bcd76, torchtitan/components/optimizer/optimizer.py:109-111) */
     return l->framework == FRAMEWORK_FSDP2 ? OPTIMIZER_IMPL_FOREACH : OPTIMIZER_IMPL_FUSED;
 }
 
@@ -208,6 +242,113 @@ static bool rule_fail(rule_sink *s, cm_status code, const char *rule, const char
         return;                                                                                 \
     } while (0)
 
+/*
+ * torchtitan's own rules (issue 19), each from torchtitan b5bcd76 unless said otherwise. TP must
+ * divide the attention and KV heads, CP the sequence (2*cp, the head-tail load balancer), EP the
+ * experts: the shared rules above test those for every framework.
+ */
+static void check_torchtitan(const model_spec *m, const training_spec *t, const layout *l,
+                             long micro, rule_sink *s)
+{
+    (void)m;
+    (void)t;
+    (void)micro;
+    /* torchtitan/models/llama3/parallelize.py applies fully_shard over dp_shard x cp (HSDP
+     * with dp_replicate); plain DDP only without any other parallelism */
+    if (l->sharding != SHARDING_FSDP)
+        FAIL(CM_ERULE, "torchtitan-shards-with-fsdp",
+             "torchtitan shards parameters with FSDP2 (HSDP with --shard-size): use "
+             "--sharding fsdp");
+    /* torchtitan/distributed/parallel_dims.py: the FSDP mesh is dp_shard x cp, dp_replicate
+     * outside it, so a shard group holds whole CP groups */
+    if (l->shard_size > 0 && l->shard_size % l->cp)
+        FAIL(CM_ERULE, "torchtitan-hsdp-covers-cp",
+             "torchtitan's FSDP mesh is data_parallel_shard_degree x context_parallel_degree: the "
+             "HSDP shard size (%d) must be a multiple of cp (%d)",
+             l->shard_size, l->cp);
+    /* parallel_dims.py _validate: expert_parallel_degree must divide dp_shard * cp * tp; EP
+     * borrows ranks from FSDP and TP (config/configs.py expert_parallel_degree), and there is
+     * no separate expert TP degree: an expert is whole on its rank */
+    if (l->ep > 1 && layout_etp(l) != 1)
+        FAIL(CM_ERULE, "torchtitan-expert-tp",
+             "torchtitan's expert parallelism borrows ranks from FSDP and TP and keeps each "
+             "expert whole (no expert TP degree, config/configs.py): set --etp 1 with --ep %d",
+             l->ep);
+    if (l->ep > 1 && l->shard_size > 0 && ((long)l->shard_size * l->tp) % l->ep)
+        FAIL(CM_ERULE, "torchtitan-ep-within-shard",
+             "expert_parallel_degree %d must divide dp_shard * cp * tp = %ld "
+             "(torchtitan/distributed/parallel_dims.py): lower --ep or raise --shard-size",
+             l->ep, (long)l->shard_size * l->tp);
+    /* config/configs.py CompileConfig.__post_init__: "Async TP requires 'model' in
+     * --compile.components and --compile.enable"; the micro-pipeline TP pass rewrites the
+     * all-gather -> matmul and matmul -> reduce-scatter pairs of sequence-parallel TP */
+    if (l->async_tp && (!l->compile || l->tp < 2 || !l->sp))
+        FAIL(CM_ERULE, "async-tp-needs-compile",
+             "async TP (--async-tp) is an Inductor pass over sequence-parallel TP collectives: it "
+             "needs --compile, --tp > 1 and --sp (torchtitan config/configs.py)");
+    /* activation_checkpoint.py applies a policy to every transformer block: no layer count */
+    if (l->recompute_layers > 0)
+        FAIL(CM_ERULE, "torchtitan-recompute-every-block",
+             "torchtitan checkpoints every transformer block (activation_checkpoint.py): drop "
+             "--recompute-layers");
+    if (l->overlap_grad_reduce || l->overlap_param_gather)
+        FAIL(CM_ERULE, "torchtitan-no-megatron-overlap",
+             "--overlap-grad-reduce / --overlap-param-gather are Megatron's; torchtitan's FSDP2 "
+             "prefetches and reduce-scatters per block by itself: drop them");
+}
+
+/* The pipeline schedule's rules (torch.distributed.pipelining, pytorch 1fd7abc
+ * torch/distributed/pipelining/schedules.py; torchtitan b5bcd76
+ * torchtitan/distributed/pipeline_parallel.py). */
+static void check_pp_schedule(const layout *l, long micro, bool batch_divides, rule_sink *s)
+{
+    layout_pp_schedule sched = layout_pp_schedule_of(l);
+    const char *name = layout_pp_schedule_name(sched);
+    if (l->async_tp && l->framework != FRAMEWORK_TORCHTITAN)
+        FAIL(CM_ERULE, "async-tp-needs-compile",
+             "--async-tp is torchtitan's (compile.enable_async_tensor_parallel): use "
+             "--framework torchtitan, or --tp-comm-overlap under Megatron");
+    if (l->pp_schedule == PP_SCHEDULE_DEFAULT) return;
+    if (l->framework != FRAMEWORK_TORCHTITAN && sched != PP_SCHEDULE_1F1B &&
+        sched != PP_SCHEDULE_INTERLEAVED_1F1B)
+        FAIL(CM_ERULE, "pp-schedule-framework",
+             "the %s schedule is torch.distributed.pipelining's: use --framework torchtitan, or "
+             "--pp-schedule 1F1B / Interleaved1F1B",
+             name);
+    if (l->pp < 2 && sched != PP_SCHEDULE_1F1B)
+        FAIL(CM_ERULE, "pp-schedule-needs-pp",
+             "--pp-schedule %s needs a pipeline: raise --pp or drop --pp-schedule", name);
+    /* pipeline_parallel.py _get_pipeline_metadata: single-stage schedules run 1 stage per rank,
+     * multi-stage ones at least 2; _get_pp_rank_to_stage_indices_mapping and schedules.py: "v"
+     * schedules exactly 2 */
+    if ((sched == PP_SCHEDULE_1F1B || sched == PP_SCHEDULE_GPIPE) && l->vpp != 1)
+        FAIL(CM_ERULE, "pp-schedule-stages",
+             "%s is a single-stage schedule (one stage per rank): set --vpp 1, or use "
+             "--pp-schedule Interleaved1F1B",
+             name);
+    if (sched == PP_SCHEDULE_INTERLEAVED_1F1B && l->vpp < 2)
+        FAIL(CM_ERULE, "pp-schedule-stages",
+             "Interleaved1F1B is a multi-stage schedule and needs at least 2 stages per rank "
+             "(torchtitan pipeline_parallel.py): set --vpp 2 or more");
+    if ((sched == PP_SCHEDULE_ZBV || sched == PP_SCHEDULE_DUALPIPEV) && l->vpp != 2)
+        FAIL(CM_ERULE, "pp-schedule-stages",
+             "%s places exactly 2 stages on each rank in a V (schedules.py): set --vpp 2", name);
+    /* schedules.py _check_torch_compile_compatibility: the split input/weight backward of the
+     * zero-bubble V schedules refuses compiled stage modules */
+    if ((sched == PP_SCHEDULE_ZBV || sched == PP_SCHEDULE_DUALPIPEV) && l->compile)
+        FAIL(CM_ERULE, "pp-schedule-no-compile",
+             "the %s schedule is not supported with torch.compile'd stages "
+             "(torch.distributed.pipelining splits their backward): drop --compile or use "
+             "Interleaved1F1B",
+             name);
+    /* ScheduleDualPipeV.__init__: "requires at least as many microbatches as stages" */
+    if (batch_divides && sched == PP_SCHEDULE_DUALPIPEV && micro < 2L * l->pp)
+        FAIL(CM_ERULE, "dualpipev-microbatches",
+             "DualPipeV needs at least as many micro-batches (%ld) as stages (2*pp = %d): raise "
+             "--gbs or lower --mbs",
+             micro, 2 * l->pp);
+}
+
 static void check_rules(const model_spec *m, const training_spec *t, const layout *l, int gpus,
                         rule_sink *s)
 {
@@ -250,8 +391,11 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         if (m->layers % ((long)l->pp * l->vpp))
             FAIL(CM_ERULE, "vpp-divides-layers",
                  "the interleaved schedule needs layers (%d) divisible by pp*vpp = %ld "
-                 "(Megatron-LM arguments.py): change --vpp or --pp",
-                 m->layers, (long)l->pp * l->vpp);
+                 "(%s): change --vpp or --pp",
+                 m->layers, (long)l->pp * l->vpp,
+                 l->framework == FRAMEWORK_TORCHTITAN
+                     ? "torchtitan splits unevenly, plan models equal virtual stages only"
+                     : "Megatron-LM arguments.py");
     }
     long dp_mbs = (long)l->dp * l->mbs;
     bool batch_divides = t->global_batch % dp_mbs == 0;
@@ -261,7 +405,8 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
              "or --mbs",
              t->global_batch, l->dp, l->mbs);
     long micro = t->global_batch / dp_mbs;
-    if (batch_divides && l->vpp > 1 && micro % l->pp)
+    layout_pp_schedule sched = layout_pp_schedule_of(l);
+    if (batch_divides && l->vpp > 1 && sched == PP_SCHEDULE_INTERLEAVED_1F1B && micro % l->pp)
         FAIL(CM_ERULE, "vpp-microbatches",
              "the interleaved schedule needs the micro-batch count (%ld) divisible by "
              "pp (%d) (Megatron-LM schedules.py): change --gbs or --mbs",
@@ -315,7 +460,11 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
                  "HSDP shard size %d must divide dp*cp = %d: pick a divisor", l->shard_size,
                  l->dp * l->cp);
     }
-    if (l->offload && (l->pp != 1 || l->recompute != RECOMPUTE_NONE))
+    /* Megatron-FSDP's CPU offload only (DESIGN.md "Framework rules"): PyTorch FSDP2's
+     * CPUOffloadPolicy works with activation checkpointing (the FSDP2 guide recommends the two
+     * together; torchtitan's --training.enable_cpu_offload composes with
+     * --activation_checkpoint), so the fsdp2 and torchtitan paths are not held to it. */
+    if (l->offload && !layout_is_pytorch(l) && (l->pp != 1 || l->recompute != RECOMPUTE_NONE))
         FAIL(CM_ERULE, "offload-pp1-no-recompute",
              "CPU offload is valid only with pipeline size 1 and no activation "
              "recompute: set --pp 1 and --recompute none, or drop --offload");
@@ -326,7 +475,7 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         if (l->tp != 1 || l->pp != 1 || l->ep != 1 || l->vpp != 1)
             FAIL(CM_ERULE, "fsdp2-no-model-parallel",
                  "the FSDP2 trainer path has no TP/PP/EP (tp %d, pp %d, ep %d): use "
-                 "--framework megatron for model parallelism, or set them to 1",
+                 "--framework megatron or torchtitan for model parallelism, or set them to 1",
                  l->tp, l->pp, l->ep);
         if (l->sp)
             FAIL(CM_ERULE, "fsdp2-sp-is-ulysses",
@@ -345,6 +494,8 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
                  "groups (%d): pick a divisor",
                  l->cp, m->heads, m->kv_heads);
     }
+    if (l->framework == FRAMEWORK_TORCHTITAN) check_torchtitan(m, t, l, micro, s);
+    check_pp_schedule(l, micro, batch_divides, s);
     /* Megatron-LM arguments.py validate_args: tp_comm_overlap asserts sequence_parallel (which
      * it turns off at tp 1); overlap_param_gather asserts the distributed optimizer (or
      * Megatron-FSDP) and overlap_grad_reduce. */

@@ -14,7 +14,27 @@
 #include "status.h"
 #include "system.h"
 
-typedef enum { FRAMEWORK_FSDP2 = 0, FRAMEWORK_MEGATRON = 1 } layout_framework;
+/* fsdp2: the guide's Hugging Face trainer path (FSDP2 + Ulysses, no TP/PP/EP); megatron:
+ * Megatron-LM / Megatron-Core; torchtitan: PyTorch-native FSDP2/HSDP x DTensor TP (+SP, async
+ * TP) x torch.distributed.pipelining x context parallel (ring attention) x EP (issue 19). */
+typedef enum {
+    FRAMEWORK_FSDP2 = 0, FRAMEWORK_MEGATRON = 1, FRAMEWORK_TORCHTITAN = 2
+} layout_framework;
+#define LAYOUT_NFRAMEWORKS 3
+/* Pipeline schedule (issue 19). DEFAULT: 1F1B, or interleaved 1F1B with vpp > 1 (Megatron's
+ * choice, and what layouts written before the field meant). The others are
+ * torch.distributed.pipelining's (schedules.py get_schedule_class), which torchtitan runs
+ * (--parallelism.pipeline_parallel_schedule); costmodel/pp_schedule.h holds their bubbles,
+ * memory and rules. */
+typedef enum {
+    PP_SCHEDULE_DEFAULT = 0,
+    PP_SCHEDULE_1F1B,
+    PP_SCHEDULE_INTERLEAVED_1F1B,
+    PP_SCHEDULE_GPIPE,
+    PP_SCHEDULE_ZBV,       /* ScheduleZBVZeroBubble: 2 stages per rank in a V, B split in I+W */
+    PP_SCHEDULE_DUALPIPEV, /* ScheduleDualPipeV: DeepSeek's DualPipe cut in half, a V */
+    PP_SCHEDULE_COUNT
+} layout_pp_schedule;
 typedef enum { SHARDING_DDP = 0, SHARDING_DISTOPT = 1, SHARDING_FSDP = 2 } layout_sharding;
 typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE = 1, RECOMPUTE_FULL = 2 } layout_recompute;
 typedef enum { ATTENTION_FLASH = 0, ATTENTION_UNFUSED = 1 } training_attention;
@@ -76,6 +96,8 @@ typedef struct {
     bool overlap_grad_reduce;  /* --overlap-grad-reduce: bucketed DDP reduce during backward */
     bool overlap_param_gather; /* --overlap-param-gather: bucketed param AG during forward */
     layout_moe_dispatcher moe_dispatcher; /* MoE token dispatcher (EP > 1) */
+    layout_pp_schedule pp_schedule; /* pipeline schedule; 0: 1F1B / interleaved by vpp */
+    bool async_tp;             /* torchtitan --compile.enable_async_tensor_parallel (issue 19) */
 } layout;
 
 /* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */
@@ -91,6 +113,17 @@ int layout_parse_sharding(const char *s, layout_sharding *out);
 int layout_parse_recompute(const char *s, layout_recompute *out);
 const char *layout_moe_dispatcher_name(layout_moe_dispatcher d);
 int layout_parse_moe_dispatcher(const char *s, layout_moe_dispatcher *out);
+
+const char *layout_pp_schedule_name(layout_pp_schedule s); /* torch's names: "1F1B", ... */
+int layout_parse_pp_schedule(const char *s, layout_pp_schedule *out); /* case-insensitive */
+/* The schedule l runs: the stored one, or 1F1B / Interleaved1F1B by vpp for DEFAULT. */
+layout_pp_schedule layout_pp_schedule_of(const layout *l);
+/* PyTorch runs the model (torch FSDP2's fully_shard, torch optimizers, eager or compiled
+ * modules): the fsdp2 trainer path and torchtitan, not Megatron. */
+bool layout_is_pytorch(const layout *l);
+/* Attention is split over CP ranks by ring attention (Megatron/TE, PyTorch's context_parallel
+ * under torchtitan), not by Ulysses all-to-alls (the fsdp2 trainer path). */
+bool layout_cp_is_ring(const layout *l);
 
 int layout_gpus(const layout *l);
 int layout_etp(const layout *l);

@@ -85,6 +85,13 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
      * --moe-flex-dispatcher-backend (emit.c) */
     L(LAYOUT_F_MOE_DISPATCHER, "moe_dispatcher", LAYOUT_KIND_MOE_DISPATCHER, moe_dispatcher,
       NULL, NULL, false, 0, NULL, NULL),
+    /* issue 19: torch.distributed.pipelining's schedule and torchtitan's async TP; no trainer-
+     * YAML key (emit_torchtitan.c writes --parallelism.pipeline_parallel_schedule and
+     * --compile.enable_async_tensor_parallel) */
+    L(LAYOUT_F_PP_SCHEDULE, "pp_schedule", LAYOUT_KIND_PP_SCHEDULE, pp_schedule, NULL, NULL,
+      false, 0, NULL, NULL),
+    L(LAYOUT_F_ASYNC_TP, "async_tp", LAYOUT_KIND_BOOL, async_tp, NULL, NULL, false, 0, NULL,
+      NULL),
 };
 
 #undef L
@@ -124,6 +131,7 @@ static int stored_value(const layout_field *f, const void *p)
     case LAYOUT_KIND_IMPL: return (int)*(const layout_impl *)p;
     case LAYOUT_KIND_OPTIMIZER_IMPL: return (int)*(const layout_optimizer_impl *)p;
     case LAYOUT_KIND_MOE_DISPATCHER: return (int)*(const layout_moe_dispatcher *)p;
+    case LAYOUT_KIND_PP_SCHEDULE: return (int)*(const layout_pp_schedule *)p;
     default: return *(const int *)p;
     }
 }
@@ -142,6 +150,7 @@ static void store_value(const layout_field *f, void *p, int v)
     case LAYOUT_KIND_MOE_DISPATCHER:
         *(layout_moe_dispatcher *)p = (layout_moe_dispatcher)v;
         break;
+    case LAYOUT_KIND_PP_SCHEDULE: *(layout_pp_schedule *)p = (layout_pp_schedule)v; break;
     default: *(int *)p = v;
     }
 }
@@ -164,6 +173,7 @@ static const char *enum_name(const layout_field *f, int v)
     case LAYOUT_KIND_OPTIMIZER_IMPL: return optimizer_impl_name((layout_optimizer_impl)v);
     case LAYOUT_KIND_MOE_DISPATCHER:
         return layout_moe_dispatcher_name((layout_moe_dispatcher)v);
+    case LAYOUT_KIND_PP_SCHEDULE: return layout_pp_schedule_name((layout_pp_schedule)v);
     default: return NULL;
     }
 }
@@ -193,6 +203,8 @@ static bool omitted_in_json(const layout_field *f, const layout *l)
 {
     if (f->id == LAYOUT_F_PRECISION) return l->precision == PRECISION_BF16;
     if (f->id == LAYOUT_F_FP8_RECIPE) return l->precision != PRECISION_FP8;
+    if (f->id == LAYOUT_F_PP_SCHEDULE) return l->pp_schedule == PP_SCHEDULE_DEFAULT;
+    if (f->id == LAYOUT_F_ASYNC_TP) return !l->async_tp;
     return false;
 }
 
@@ -266,6 +278,11 @@ static int parse_enum(const layout_field *f, const char *s, int *out)
         if ((ok = layout_parse_moe_dispatcher(s, &v))) *out = (int)v;
         break;
     }
+    case LAYOUT_KIND_PP_SCHEDULE: {
+        layout_pp_schedule v;
+        if ((ok = layout_parse_pp_schedule(s, &v))) *out = (int)v;
+        break;
+    }
     default: break;
     }
     return ok;
@@ -278,7 +295,7 @@ cm_status layout_from_json(const json_t *j, const char *where, layout *l, traini
     const char *fw = json_string_value(json_object_get(j, ff->key));
     int fv;
     if (!json_is_object(j) || !fw || !parse_enum(ff, fw, &fv))
-        return cm_fail(err, errlen, CM_EPARSE, "%s needs \"framework\": fsdp2 or megatron",
+        return cm_fail(err, errlen, CM_EPARSE, "%s needs \"framework\": fsdp2 or megatron or torchtitan",
                        where);
     layout out = layout_default((layout_framework)fv);
     training_spec tout;
@@ -311,8 +328,9 @@ cm_status layout_from_json(const json_t *j, const char *where, layout *l, traini
                                "%s: sharding must be ddp, distopt or fsdp, recompute none, "
                                "selective or full, precision bf16, fp8, mxfp8 or nvfp4, "
                                "fp8_recipe delayed, tensorwise or blockwise, impl hf, native or "
-                               "te, optimizer_impl fused, foreach or for-loop and moe_dispatcher "
-                               "alltoall, allgather, deepep or hybridep",
+                               "te, optimizer_impl fused, foreach or for-loop, moe_dispatcher "
+                               "alltoall, allgather, deepep or hybridep and pp_schedule 1F1B, "
+                               "Interleaved1F1B, GPipe, ZBVZeroBubble or DualPipeV",
                                where);
         }
         store_value(f, p, x);
@@ -381,11 +399,16 @@ void layout_short_name(const layout *l, char *buf, size_t len)
     if (l->recompute != RECOMPUTE_NONE)
         used = append(buf, len, used, " rc-%s", layout_recompute_name(l->recompute));
     if (l->recompute_layers > 0) used = append(buf, len, used, "%d", l->recompute_layers);
-    if (l->precision != PRECISION_BF16) append(buf, len, used, " %s", precision_label(l));
+    if (l->precision != PRECISION_BF16) used = append(buf, len, used, " %s", precision_label(l));
     /* Megatron's overlap knobs (issue 15): tp-comm, grad-reduce, param-gather */
     if (l->tp_comm_overlap || l->overlap_grad_reduce || l->overlap_param_gather)
-        append(buf, len, used, " ov-%s%s%s", l->tp_comm_overlap ? "t" : "",
-               l->overlap_grad_reduce ? "g" : "", l->overlap_param_gather ? "p" : "");
+        used = append(buf, len, used, " ov-%s%s%s", l->tp_comm_overlap ? "t" : "",
+                      l->overlap_grad_reduce ? "g" : "", l->overlap_param_gather ? "p" : "");
+    /* issue 19: a schedule other than the 1F1B/interleaved default, async TP, compile */
+    if (l->pp_schedule != PP_SCHEDULE_DEFAULT)
+        used = append(buf, len, used, " %s", layout_pp_schedule_name(l->pp_schedule));
+    if (l->async_tp) used = append(buf, len, used, " async-tp");
+    if (l->framework == FRAMEWORK_TORCHTITAN && l->compile) append(buf, len, used, " compile");
 }
 
 bool layout_equal(const layout *a, const layout *b)

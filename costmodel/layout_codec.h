@@ -52,6 +52,8 @@ typedef enum {
     LAYOUT_F_OVERLAP_GRAD_REDUCE,
     LAYOUT_F_OVERLAP_PARAM_GATHER,
     LAYOUT_F_MOE_DISPATCHER,
+    LAYOUT_F_PP_SCHEDULE, /* written only when set (not the 1F1B/interleaved default) */
+    LAYOUT_F_ASYNC_TP,    /* written only when on */
     LAYOUT_NFIELDS
 } layout_field_id;
 
@@ -66,6 +68,7 @@ typedef enum {
     LAYOUT_KIND_IMPL,
     LAYOUT_KIND_OPTIMIZER_IMPL,
     LAYOUT_KIND_MOE_DISPATCHER,
+    LAYOUT_KIND_PP_SCHEDULE,
 } layout_field_kind;
 
 typedef struct {

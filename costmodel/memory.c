@@ -11,6 +11,7 @@
 #include "memory.h"
 #include "overlap.h"
 #include "moe_dispatch.h"
+#include "pp_schedule.h"
 
 #include <string.h>
 
@@ -67,6 +68,19 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
                     (2.0 * h * etp + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h) / tp *
                     moe_load_factor(t);
     }
+    if (l->framework == FRAMEWORK_TORCHTITAN && l->recompute == RECOMPUTE_SELECTIVE) {
+        /* torchtitan's per-op SAC (layer_recipe.c titan_sac_recomputes: saved are the outputs
+         * of the matmuls it does not recompute, of SDPA and of the reduce-scatters): per token
+         * the block input x and the MLP output (2h each, sequence-sharded with SP), q and v
+         * (wk's output is recomputed), the attention output and its fp32 log-sum-exp, the w1
+         * output (w3's and the SiLU product are recomputed); MoE layers keep the fp32 router
+         * logits, the shared experts' w1 outputs and the routed copies as above. The norms'
+         * outputs, RoPE and the residual sums are recomputed. */
+        double repl_s = 4.0 * h + (moe_layer ? 4.0 * m->experts : 0);
+        double shard_s = 2.0 * a * qk + 2.0 * kv_heads * v + 2.0 * a * v + 4.0 * a +
+                         (moe_layer ? m->shared_experts * 2.0 * m->shared_ffn : 2.0 * m->ffn);
+        return tokens * (repl_s / (l->sp ? tp : 1.0) + shard_s / tp) + moe_bytes;
+    }
     double repl = replicated_bytes_per_token(m, moe_layer);
     /* Low precision (precision.h): where the recipe saves a Linear's input quantized (TE,
      * DeepSeek-V3), the QKV and FC1 inputs (norm outputs) and the FC2 input (the activation's
@@ -84,7 +98,7 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
         }
         sharded += s * a * v;                 /* attention output, quantized for the projection */
     }
-    if (l->framework == FRAMEWORK_FSDP2 && !l->compile) {
+    if (layout_is_pytorch(l) && !l->compile) {
         /* issue 14: what eager PyTorch code saves beyond Korthikanti's list.
          * Both: the attention output is transposed to [b, s, heads, d] and made contiguous
          * before o_proj, which saves that copy while SDPA keeps its own output: 2 a v more.
@@ -118,7 +132,7 @@ double memory_logits_bytes(const model_spec *m, const training_spec *t, const la
     /* Megatron's vocab-parallel cross entropy keeps fp32 logits (Korthikanti Sec. 4.3: 4sbv/t).
      * Hugging Face models under FSDP2 keep the bf16 logits, their fp32 upcast and the fp32
      * log-softmax (transformers ForCausalLMLoss: logits.float(), then cross_entropy). */
-    double bytes_per = l->framework == FRAMEWORK_FSDP2 ? 10.0 : 4.0;
+    double bytes_per = layout_is_pytorch(l) ? 10.0 : 4.0;
     /* issue 14: the peak of torch's cross entropy on fp32 logits is in its backward:
      * log_softmax keeps its fp32 output (4), nll_loss_backward fills the fp32 gradient (4) and
      * _log_softmax_backward_data writes the fp32 gradient of the logits (4): 12 bytes per logit
@@ -127,7 +141,7 @@ double memory_logits_bytes(const model_spec *m, const training_spec *t, const la
      * (bench/realruns/realrun.py, torchtitan's loss) keeps its bf16 logits in a local through
      * the backward: 2 more. Seen in bench/realruns: Qwen2.5-1.5B seq 4096 mbs 8 ran out of
      * memory asking for one more fp32 logits buffer (18.5 GiB = 32768 x 151936 x 4 B). */
-    if (l->framework == FRAMEWORK_FSDP2) bytes_per = layout_impl_of(l) == IMPL_NATIVE ? 14.0 : 12.0;
+    if (layout_is_pytorch(l)) bytes_per = layout_impl_of(l) == IMPL_NATIVE ? 14.0 : 12.0;
     return tokens * bytes_per * (double)m->vocab / l->tp;
 }
 
@@ -192,13 +206,7 @@ void memory_stage_params(const model_spec *m, const layout *l, int stage, double
 
 double memory_in_flight(const layout *l, int microbatches, int stage)
 {
-    int held = l->pp - stage;
-    if (held > microbatches) held = microbatches;
-    if (held < 1) held = 1;
-    double f = held;
-    if (stage == 0 && l->vpp > 1 && l->pp > 1)
-        f *= 1.0 + (double)(l->pp - 1) / ((double)l->pp * l->vpp);
-    return f;
+    return pp_schedule_in_flight(l, microbatches, stage); /* per schedule (pp_schedule.h) */
 }
 
 /* Linear (GEMM) parameters of one layer on one GPU: the layer's parameters less its norms and
@@ -238,7 +246,7 @@ static void precision_memory(const model_spec *m, const layout *l, int n_layers,
     r->weights_bytes += pr.amax_history_bytes *
                         ((n_layers - moe_layers) * layer_linears(m, l, 0) +
                          moe_layers * layer_linears(m, l, 1));
-    if (l->sharding == SHARDING_FSDP && l->framework == FRAMEWORK_FSDP2 && pr.gather_bytes < 2.0)
+    if (l->sharding == SHARDING_FSDP && layout_is_pytorch(l) && pr.gather_bytes < 2.0)
         r->comm_buffer_bytes -= (2.0 - pr.gather_bytes) * 2.0 * lin_unit; /* cur + prefetch */
 }
 
@@ -274,7 +282,7 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
         r.optimizer_bytes = 12.0 * sharded;
         break;
     case SHARDING_FSDP:
-        if (l->framework == FRAMEWORK_FSDP2) {
+        if (layout_is_pytorch(l)) {
             /* torch FSDP2 + MixedPrecisionPolicy(bf16 params, fp32 reduce): fp32 sharded
              * params and grads, Adam m and v; gathered bf16 layers in flight. */
             r.weights_bytes = 4.0 * sharded;
@@ -282,7 +290,7 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
             r.optimizer_bytes = 8.0 * sharded;
             /* Root unit (embedding, final norm, head) stays gathered through the step. */
             double root = (stage == 0 ? model_embedding_params(m) : 0) +
-                          model_output_params(m);
+                          (stage == l->pp - 1 ? model_output_params(m) : 0);
             r.comm_buffer_bytes = 2.0 * root + 2.0 * 2.0 * layer_params + /* cur + prefetch */
                                   2.0 * (2.0 + 4.0) * layer_params;       /* bf16 + fp32 grads */
         } else {
@@ -316,6 +324,13 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
         working = act_layer_max; /* the layer being recomputed and back-propagated */
     } else {
         per_micro = act_full;
+        if (l->framework == FRAMEWORK_TORCHTITAN && l->recompute == RECOMPUTE_SELECTIVE) {
+            /* the layer being recomputed holds its whole activations during its backward */
+            layout whole = *l;
+            whole.recompute = RECOMPUTE_NONE;
+            working = memory_layer_activation_bytes(m, t, &whole, moe_layers > 0) - act_layer_max;
+            if (working < 0) working = 0;
+        }
     }
     r.activations_bytes = memory_in_flight(l, micro, stage) * per_micro + working;
     if (stage == l->pp - 1) {
@@ -327,17 +342,21 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
 
     r.comm_buffer_bytes += overlap_tp_userbuffer_bytes(m, t, l); /* --tp-comm-overlap */
     r.framework_bytes = sys->framework_reserved_bytes;
-    if (l->framework == FRAMEWORK_FSDP2 && sys->cuda_context_bytes > 0) {
+    if (layout_is_pytorch(l) && sys->cuda_context_bytes > 0) {
         /* issue 14: measured piece by piece (system.h); one communicator for the FSDP group,
          * a second for HSDP's replica group */
         int comms = l->shard_size > 0 && l->shard_size < layout_gpus(l) ? 2 : 1;
+        /* torchtitan: one more per model-parallel mesh axis in use (parallel_dims.py builds a
+         * process group for each of tp, cp, pp and ep) */
+        if (l->framework == FRAMEWORK_TORCHTITAN)
+            comms += (l->tp > 1) + (l->cp > 1) + (l->pp > 1) + (l->ep > 1);
         r.framework_bytes = sys->cuda_context_bytes + comms * sys->nccl_communicator_bytes +
                             sys->library_workspace_bytes;
     }
     r.other_bytes = r.comm_buffer_bytes + r.framework_bytes;
     r.total_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
                     r.activations_bytes + r.other_bytes;
-    if (l->framework == FRAMEWORK_FSDP2 && !l->offload) {
+    if (layout_is_pytorch(l) && !l->offload) {
         /* issue 14: torch's optimizer.zero_grad() sets the gradients to None (the default since
          * torch 2.0), so the step starts without them and the activations (with the loss's
          * buffers) peak at the start of the backward, before the first gradient exists; the

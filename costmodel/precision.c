@@ -177,7 +177,7 @@ cm_status precision_check(const system_spec *sys, const layout *l, char *err, si
                        "peak_fp4_flops; use --precision fp8 (--fp8-recipe blockwise for block "
                        "scales) on this GPU",
                        precision_name(l->precision), sys->name);
-    if (l->framework == FRAMEWORK_FSDP2 && l->precision == PRECISION_FP8 &&
+    if (layout_is_pytorch(l) && l->precision == PRECISION_FP8 &&
         precision_fp8_recipe(l) == FP8_RECIPE_DELAYED)
         return cm_fail(err, errlen, CM_EINVAL,
                        "fsdp2 trains FP8 through torchao, which removed delayed scaling: use "

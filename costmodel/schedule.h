@@ -1,6 +1,7 @@
 /*
  * schedule.h — the order in which a pipeline stage runs its forward and backward chunks under
- * Megatron-LM's 1F1B and interleaved 1F1B schedules. One definition for the step simulator
+ * Megatron-LM's 1F1B and interleaved 1F1B schedules, and (issue 19) torch.distributed.
+ * pipelining's GPipe, ZBVZeroBubble and DualPipeV. One definition for the step simulator
  * (costmodel/sim.c) and for the backend that executes the schedule (backend/work.c).
  */
 #ifndef PLAN_SCHEDULE_H
@@ -8,11 +9,18 @@
 
 #include <stdbool.h>
 
+#include "layout.h"
+
+/* What part of the backward an op runs: all of it, or (zero-bubble schedules) the gradient
+ * of the inputs (I) and, later, the gradient of the weights (W). */
+typedef enum { SCHEDULE_FULL = 0, SCHEDULE_INPUT = 1, SCHEDULE_WEIGHT = 2 } schedule_part;
+
 /* One forward or backward of a micro-batch through one chunk (virtual stage) of a stage. */
 typedef struct {
     int microbatch;
     int chunk;
     bool backward;
+    unsigned char part; /* schedule_part; SCHEDULE_FULL for forwards */
 } schedule_op;
 
 /*
@@ -26,5 +34,29 @@ typedef struct {
  * m == p. out holds 2*m*v entries. Returns the number of ops.
  */
 int schedule_pipeline(int p, int v, int m, int s, schedule_op *out);
+
+/* The most ops one stage runs in a step: 2 m v, or 3 m v where the backward is split. */
+int schedule_max_ops(int v, int m);
+
+/* The order under schedule `kind` (1F1B, Interleaved1F1B as above; GPipe: all m forwards then
+ * all m backwards, in micro-batch order (ScheduleGPipe); ZBVZeroBubble and DualPipeV: v == 2, chunk 0 of stage s is
+ * virtual stage s, chunk 1 virtual stage 2p-1-s, the order of pytorch 1fd7abc
+ * torch/distributed/pipelining/schedules.py _calculate_single_rank_operations with its empty
+ * slots dropped and DualPipeV's overlapped forward+backward pairs run one after the other).
+ * out holds schedule_max_ops(v, m) entries. Returns the number of ops, -1 when kind does not
+ * run with p, v, m (a V schedule with v != 2). */
+int schedule_pipeline_kind(layout_pp_schedule kind, int p, int v, int m, int s, schedule_op *out);
+
+/* Virtual stage of chunk c on stage s (c * p + s looped; s or 2p-1-s in a V), and the stage
+ * holding virtual stage k. */
+int schedule_vstage(layout_pp_schedule kind, int p, int c, int s);
+int schedule_stage_of(layout_pp_schedule kind, int p, int k);
+bool schedule_is_v(layout_pp_schedule kind);
+
+/* The most micro-batches of activations stage s holds at once under the order above, in whole
+ * stages (a chunk's forward holds 1/v of them until its backward, or under a split backward its
+ * W, has run): what pp_schedule_in_flight() states in closed form, counted from the order.
+ * -1 when the schedule does not run with p, v, m (or out of memory). */
+double schedule_peak_in_flight(layout_pp_schedule kind, int p, int v, int m, int s);
 
 #endif

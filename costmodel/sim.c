@@ -29,64 +29,7 @@
 #include "estimate_costs.h"
 #include "overlap.h"
 
-/* Streams of a stage: the trace's thread ids. */
-enum { TID_COMPUTE = 0, TID_SEND_FWD = 1, TID_SEND_BWD = 2, TID_COLL = 3, TID_COUNT = 4 };
-
-/* What a trace event was; its name is made when the trace is written. */
-enum {
-    EV_FWD, EV_BWD, EV_SEND_FWD, EV_SEND_BWD, EV_AG_LAYER, EV_RS_LAYER, EV_RS_BUCKET,
-    EV_AR_BUCKET, EV_AG_BUCKET, EV_RS_GRADS, EV_AR_GRADS, EV_AG_PARAMS, EV_OPTIMIZER,
-};
-
-typedef struct {
-    double start_s, end_s;
-    int stage, index, microbatch, chunk;
-    unsigned char tid, kind;
-} trace_event;
-
-typedef schedule_op sched_op;
-
-typedef struct {
-    double compute_free, send_free[2], coll_free;
-    double busy;
-    int next, nops;
-    bool queued;
-    unsigned tids_used;
-} stage_state;
-
-struct sim_workspace {
-    /* the input sim_build makes */
-    sim_input in;
-    sim_layer *layer;
-    int *vstage_layers;
-    sim_bucket *bucket;
-    double *grad_sync, *param_sync, *optimizer;
-    estimate_stage *stage_costs;
-    int layer_cap, vs_cap, bucket_cap, grad_cap, param_cap, opt_cap, costs_cap;
-    /* run state */
-    const sim_input *run_in;
-    sched_op *sched;
-    sim_op *ops;
-    double *arr_f, *arr_b;       /* [vstage * m + mb]: input there; < 0 not yet */
-    int *vfirst;                 /* first layer of each virtual stage */
-    double *vfwd, *vbwd;         /* summed chunk durations (with the head on the last) */
-    double *param_ready;         /* [layer]: its parameters are gathered (first forward) */
-    int *bucket_at;              /* [layer]: the bucket made ready by this layer's backward */
-    int *bucket_num;             /* [bucket]: its number within its stage (trace names) */
-    int *stage_count;            /* [pp] scratch */
-    stage_state *st;
-    sim_stage_stats *stats;
-    int *queue;                  /* [pp] ring of stages whose next chunk can run */
-    int sched_cap, ops_cap, arrf_cap, arrb_cap, vfirst_cap, vfwd_cap, vbwd_cap, pr_cap, ba_cap,
-        bn_cap, sc_cap, st_cap, stats_cap, queue_cap;
-    int per_stage, nops, pp;
-    /* trace */
-    bool tracing, traced;
-    trace_event *ev;
-    int nev, ev_cap;
-    bool ev_failed;
-    bool ev_over; /* stopped at SIM_MAX_TRACE_EVENTS */
-};
+#include "sim_internal.h"
 
 /* Grow *p to hold n elements of size sz; false when out of memory. */
 static bool reserve(void *pp, int *cap, int n, size_t sz)
@@ -121,10 +64,12 @@ void sim_free(sim_workspace *w)
     free(w->vfirst);
     free(w->vfwd);
     free(w->vbwd);
+    free(w->vwgrad);
     free(w->param_ready);
     free(w->bucket_at);
     free(w->bucket_num);
     free(w->stage_count);
+    free(w->op_off);
     free(w->st);
     free(w->stats);
     free(w->queue);
@@ -165,12 +110,14 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
         sim_layer *y = &w->layer[i];
         y->fwd_s = x->fwd_s + x->fwd_comm_s;
         y->bwd_s = x->bwd_s + x->recompute_s + x->bwd_comm_s;
+        y->wgrad_s = x->wgrad_s;
         y->gather_s = fsdp ? x->gather_s : 0;
         y->reduce_s = fsdp ? x->reduce_s : 0;
     }
     /* Virtual stage k = chunk * pp + stage holds the k-th slice of the layers (Megatron's
-     * interleaved assignment, megatron/core/transformer/transformer_block.py); layout_check
-     * makes the slices equal when vpp > 1. */
+     * interleaved assignment, megatron/core/transformer/transformer_block.py; in a V schedule
+     * chunk 1 of stage s is virtual stage 2pp-1-s, schedule.h); layout_check makes the slices
+     * equal when vpp > 1. */
     for (int k = 0; k < nv; k++)
         w->vstage_layers[k] = v == 1 ? w->stage_costs[k].layers : L / nv;
     for (int s = 0; s < pp; s++) {
@@ -257,6 +204,7 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
     memset(in, 0, sizeof *in);
     in->pp = pp;
     in->vpp = v;
+    in->schedule = layout_pp_schedule_of(l);
     in->microbatches = c.microbatches;
     in->layers = L;
     in->layer = w->layer;
@@ -272,8 +220,12 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
      * defaults on (arguments.py --no-overlap-p2p-communication) and is turned off for the
      * non-interleaved one, whose send_forward_recv_backward waits for its transfers. */
     in->p2p_overlap = v > 1;
+    /* torch.distributed.pipelining issues its sends as batch_isend_irecv and waits on them a step
+     * later (schedules.py _batch_p2p / fwd_sends_to_wait) under every schedule */
+    if (l->framework == FRAMEWORK_TORCHTITAN) in->p2p_overlap = true;
     in->fsdp = fsdp;
     in->fsdp_reshard = l->reshard_after_forward;
+    in->fsdp_accumulate = fsdp && l->framework == FRAMEWORK_TORCHTITAN && pp > 1;
     in->grad_overlap = !fsdp && l->overlap_grad_reduce;
     in->param_gather_overlap = l->sharding == SHARDING_DISTOPT && l->overlap_param_gather;
     in->buckets = nb;
@@ -286,10 +238,16 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
 
 /* ---- schedules ---- */
 
-/* The order stage s runs its chunks in: Megatron-LM's 1F1B / interleaved 1F1B (schedule.h). */
-static int schedule(int p, int v, int m, int s, sched_op *out)
+/* The order stage s runs its chunks in (schedule.h): Megatron-LM's 1F1B / interleaved 1F1B,
+ * torch.distributed.pipelining's GPipe, ZBVZeroBubble, DualPipeV. */
+static int schedule(layout_pp_schedule kind, int p, int v, int m, int s, sched_op *out)
 {
-    return schedule_pipeline(p, v, m, s, out);
+    return schedule_pipeline_kind(kind, p, v, m, s, out);
+}
+
+static int vstage_of(const sim_input *in, int chunk, int s)
+{
+    return schedule_vstage(in->schedule, in->pp, chunk, s);
 }
 
 /* ---- running ---- */
@@ -329,7 +287,8 @@ static double input_ready(const sim_workspace *w, int s)
     const stage_state *st = &w->st[s];
     const sched_op *op = &w->sched[(size_t)s * w->per_stage + st->next];
     const sim_input *in = w->run_in;
-    int k = op->chunk * in->pp + s, m = in->microbatches;
+    int k = vstage_of(in, op->chunk, s), m = in->microbatches;
+    if (op->part == SCHEDULE_WEIGHT) return 0.0; /* after its own I, earlier on this stage */
     if (!op->backward) return k == 0 ? 0.0 : w->arr_f[(size_t)k * m + op->microbatch];
     return w->arr_b[(size_t)k * m + op->microbatch];
 }
@@ -352,7 +311,8 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
     stage_state *st = &w->st[s];
     const sched_op *op = &w->sched[(size_t)s * w->per_stage + st->next];
     int p = in->pp, m = in->microbatches, nv = p * in->vpp;
-    int k = op->chunk * p + s, mb = op->microbatch;
+    int k = vstage_of(in, op->chunk, s), mb = op->microbatch;
+    schedule_part part = (schedule_part)op->part; /* I or W: a zero-bubble schedule's halves */
     int lo = w->vfirst[k], hi = lo + in->vstage_layers[k] - 1;
     bool last_vs = k == nv - 1;
     bool fwd = !op->backward;
@@ -361,34 +321,50 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
     /* The FSDP root unit of the first / last virtual stage: nothing runs beside its gather (the
      * chunk waits for it) or its reduce-scatter (the step waits for it): estimate.c
      * root_traffic, the same exposed terms. */
+    /* torch.distributed.pipelining keeps FSDP2 units unsharded and their gradients unreduced
+     * between micro-batches (pipelining/stage.py backward_maybe_with_nosync:
+     * set_reshard_after_backward(False), set_requires_gradient_sync(False) until the last
+     * backward): with fsdp_accumulate a unit is gathered in the first forward (every forward
+     * when resharded after forward) and reduce-scattered after the last micro-batch's backward */
+    bool acc = in->fsdp_accumulate;
+    bool fg = in->fsdp && (!acc || in->fsdp_reshard || mb == 0);
+    bool last_mb = !acc || mb == m - 1;
     double root_pre = 0, root_post = 0;
     for (int r = 0; r < 2; r++) {
         if (!(r == 0 ? k == 0 : k == nv - 1 && nv > 1)) continue;
-        if (fwd || in->fsdp_reshard) root_pre += in->root_gather_s[r];
-        if (!fwd) root_post += in->root_reduce_s[r];
+        if ((fwd && (!acc || in->fsdp_reshard || mb == 0)) ||
+            (!fwd && in->fsdp_reshard && part != SCHEDULE_WEIGHT))
+            root_pre += in->root_gather_s[r];
+        if (!fwd && part != SCHEDULE_INPUT && last_mb) root_post += in->root_reduce_s[r];
     }
     t0 += root_pre;
     t = t0;
 
-    bool buckets = !ser && in->grad_overlap && in->buckets > 0 && !fwd && mb == m - 1;
+    bool buckets = !ser && in->grad_overlap && in->buckets > 0 && !fwd && mb == m - 1 &&
+                   part == SCHEDULE_FULL;
     bool params = !ser && in->param_gather_overlap && in->buckets > 0 && fwd && mb == 0;
     const sim_layer *L = in->layer;
-    if (!in->fsdp && !buckets && !params) {
-        t = t0 + (fwd ? w->vfwd[k] : w->vbwd[k]);
+    /* the share of each layer's backward this op runs: all, all but W (I), or W alone */
+    double wshare = part == SCHEDULE_INPUT ? -1.0 : part == SCHEDULE_WEIGHT ? 1.0 : 0.0;
+#define BWD_PART(x, wg) (part == SCHEDULE_FULL ? (x) : wshare > 0 ? (wg) : (x) - (wg))
+    bool ag = in->fsdp && in->fsdp_reshard && part != SCHEDULE_WEIGHT; /* backward gathers */
+    bool rs = in->fsdp && part != SCHEDULE_INPUT && last_mb;
+    if (!(fwd ? fg : ag || rs) && !buckets && !params) {
+        t = t0 + (fwd ? w->vfwd[k] : BWD_PART(w->vbwd[k], w->vwgrad[k]));
     } else if (fwd) {
         /* FSDP forward: the first layer's gather is issued when the chunk starts; each next
          * layer's is issued as the current layer starts computing (FSDP2's one-unit forward
          * prefetch, torch.distributed.fsdp fully_shard docs; Megatron-FSDP likewise), so it
          * hides behind that layer. Without overlap each gather waits for the compute before
          * it. */
-        double ag_end = in->fsdp && hi >= lo
+        double ag_end = fg && hi >= lo
                             ? collective(w, s, t0, L[lo].gather_s, EV_AG_LAYER, lo, mb)
                             : 0;
         for (int j = lo; j <= hi; j++) {
             double start = fmax(t, ag_end);
             if (params) start = fmax(start, w->param_ready[j]);
             double end = start + L[j].fwd_s;
-            if (in->fsdp && j < hi)
+            if (fg && j < hi)
                 ag_end = collective(w, s, ser ? end : start, L[j + 1].gather_s, EV_AG_LAYER,
                                     j + 1, mb);
             t = end;
@@ -401,8 +377,10 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
          * next layer's backward. In the last micro-batch a data-parallel bucket is reduced as
          * soon as its lowest layer's backward ends (Megatron overlap_grad_reduce,
          * megatron/core/distributed/param_and_grad_buffer.py register_grad_ready). */
-        if (last_vs) t += in->head_bwd_s;
-        bool ag = in->fsdp && in->fsdp_reshard;
+        if (last_vs && part != SCHEDULE_WEIGHT) t += in->head_bwd_s;
+        /* W runs after its I, which gathered the layers again where resharded; its weight
+         * gradients are what the reduce-scatter sends, so I reduces nothing */
+
         double ag_end = ag && hi >= lo
                             ? collective(w, s, ser ? t : t0, L[hi].gather_s, EV_AG_LAYER, hi, mb)
                             : 0;
@@ -410,9 +388,9 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
             double start = fmax(t, ag_end);
             if (ag && j > lo && !ser)
                 ag_end = collective(w, s, start, L[j - 1].gather_s, EV_AG_LAYER, j - 1, mb);
-            double end = start + L[j].bwd_s;
+            double end = start + BWD_PART(L[j].bwd_s, L[j].wgrad_s);
             t = end;
-            if (in->fsdp) {
+            if (rs) {
                 double rs = collective(w, s, end, L[j].reduce_s, EV_RS_LAYER, j, mb);
                 if (ser) t = rs;
             }
@@ -426,18 +404,27 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
         }
     }
 
+#undef BWD_PART
     t += root_post;
-    size_t idx = (size_t)s * w->per_stage + st->next;
+    size_t idx = (size_t)w->op_off[s] + st->next;
     /* The chunk holds the compute stream from c0, its root unit's exposed traffic included. */
     w->ops[idx] = (sim_op){s, op->chunk, k, mb, op->backward ? SIM_BACKWARD : SIM_FORWARD, ready, c0, t};
-    record(w, s, TID_COMPUTE, fwd ? EV_FWD : EV_BWD, c0, t, -1, mb, in->vpp > 1 ? op->chunk : -1);
+    record(w, s, TID_COMPUTE,
+           fwd ? EV_FWD : part == SCHEDULE_INPUT ? EV_BWD_INPUT : part == SCHEDULE_WEIGHT ? EV_BWD_WEIGHT : EV_BWD,
+           c0, t, -1, mb, in->vpp > 1 ? op->chunk : -1);
     st->busy += t - c0;
 
     /* Send the output on: activations to virtual stage k + 1, gradients to k - 1. The last
      * virtual stage's backward needs only its own forward (the loss is computed there). */
     int dest = fwd ? k + 1 : k - 1;
-    if (fwd && last_vs) {
+    if (part == SCHEDULE_WEIGHT) {
+        /* nothing leaves the stage: the input gradient went with the I op */
+    } else if (fwd && last_vs) {
         w->arr_b[(size_t)k * m + mb] = t;
+    } else if (dest >= 0 && dest < nv &&
+               schedule_stage_of(in->schedule, p, dest) == s) {
+        /* the V turns on this stage (virtual stages p-1 and p): no send */
+        (fwd ? w->arr_f : w->arr_b)[(size_t)dest * m + mb] = t;
     } else if (dest >= 0 && dest < nv) {
         int dir = fwd ? 0 : 1;
         double start = fmax(st->send_free[dir], t), end = start + in->p2p_s;
@@ -466,7 +453,9 @@ static cm_status check_input(const sim_input *in, char *err, size_t errlen)
                        "limit of %ld stage-chunk-micro-batches: a smaller --gbs or a larger "
                        "--mbs simulates; the search ranks such a plan by its closed form",
                        in->pp, in->vpp, in->microbatches, SIM_MAX_CHUNKS);
-    if (in->vpp > 1 && (in->pp < 2 || in->microbatches % in->pp))
+    bool looped = in->schedule == PP_SCHEDULE_DEFAULT ||
+                  in->schedule == PP_SCHEDULE_INTERLEAVED_1F1B;
+    if (in->vpp > 1 && looped && (in->pp < 2 || in->microbatches % in->pp))
         return cm_fail(err, errlen, CM_EINVAL,
                        "the interleaved schedule needs pp >= 2 and micro-batches (%d) divisible "
                        "by pp (%d)",
@@ -495,7 +484,7 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     cm_status status = check_input(in, err, errlen);
     if (status != CM_OK) return status;
     int p = in->pp, v = in->vpp, m = in->microbatches, nv = p * v;
-    int per_stage = 2 * v * m;
+    int per_stage = schedule_max_ops(v, m);
     size_t nops = (size_t)p * per_stage;
     if (!reserve(&w->sched, &w->sched_cap, (int)nops, sizeof *w->sched) ||
         !reserve(&w->ops, &w->ops_cap, (int)nops, sizeof *w->ops) ||
@@ -504,10 +493,12 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
         !reserve(&w->vfirst, &w->vfirst_cap, nv, sizeof *w->vfirst) ||
         !reserve(&w->vfwd, &w->vfwd_cap, nv, sizeof *w->vfwd) ||
         !reserve(&w->vbwd, &w->vbwd_cap, nv, sizeof *w->vbwd) ||
+        !reserve(&w->vwgrad, &w->vw_cap, nv, sizeof *w->vwgrad) ||
         !reserve(&w->param_ready, &w->pr_cap, in->layers + 1, sizeof *w->param_ready) ||
         !reserve(&w->bucket_at, &w->ba_cap, in->layers + 1, sizeof *w->bucket_at) ||
         !reserve(&w->bucket_num, &w->bn_cap, in->buckets + 1, sizeof *w->bucket_num) ||
         !reserve(&w->stage_count, &w->sc_cap, p, sizeof *w->stage_count) ||
+        !reserve(&w->op_off, &w->off_cap, p, sizeof *w->op_off) ||
         !reserve(&w->st, &w->st_cap, p, sizeof *w->st) ||
         !reserve(&w->stats, &w->stats_cap, p, sizeof *w->stats) ||
         !reserve(&w->queue, &w->queue_cap, p, sizeof *w->queue))
@@ -516,7 +507,7 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     w->run_in = in;
     w->pp = p;
     w->per_stage = per_stage;
-    w->nops = (int)nops;
+    w->nops = 0; /* the ops scheduled, counted below */
     w->tracing = o->trace;
     w->traced = o->trace;
     w->nev = 0;
@@ -529,11 +520,13 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     int first = 0;
     for (int k = 0; k < nv; k++) {
         w->vfirst[k] = first;
-        double f = 0, b = 0;
+        double f = 0, b = 0, wg = 0;
         for (int j = first; j < first + in->vstage_layers[k]; j++) {
             f += in->layer[j].fwd_s;
             b += in->layer[j].bwd_s;
+            wg += in->layer[j].wgrad_s;
         }
+        w->vwgrad[k] = wg;
         if (k == nv - 1) {
             f += in->head_fwd_s;
             b += in->head_bwd_s;
@@ -560,14 +553,21 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     for (int b = 0; b < in->buckets; b++) w->bucket_num[b] = w->stage_count[in->bucket[b].vstage % p]++;
 
     for (int s = 0; s < p; s++) {
-        w->st[s].nops = schedule(p, v, m, s, &w->sched[(size_t)s * per_stage]);
+        w->st[s].nops = schedule(in->schedule, p, v, m, s, &w->sched[(size_t)s * per_stage]);
+        if (w->st[s].nops < 0)
+            return cm_fail(err, errlen, CM_EINVAL,
+                           "the %s schedule does not run with %d stages x %d chunks x %d "
+                           "micro-batches",
+                           layout_pp_schedule_name(in->schedule), p, v, m);
+        w->op_off[s] = w->nops;
+        w->nops += w->st[s].nops;
         /* Megatron overlap_param_gather: the updated parameters are all-gathered bucket by
          * bucket in forward order, and the first forward of each bucket's layers waits for
          * its gather (param_and_grad_buffer.py, forward pre-hook). The one step simulated
          * starts with them. */
         if (!o->serialize && in->param_gather_overlap && in->buckets > 0) {
             for (int ch = 0; ch < v; ch++) {
-                int k = ch * p + s;
+                int k = vstage_of(in, ch, s);
                 for (int j = w->vfirst[k]; j < w->vfirst[k] + in->vstage_layers[k]; j++) {
                     int b = w->bucket_at[j];
                     if (b < 0) continue;
@@ -594,13 +594,13 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
         stage_state *st = &w->st[s];
         st->queued = false;
         const sched_op *op = &w->sched[(size_t)s * per_stage + st->next];
-        int k = op->chunk * p + s;
+        int k = vstage_of(in, op->chunk, s);
         bool fwd = !op->backward;
         run_chunk(w, o, s, input_ready(w, s));
         try_queue(w, &tail, s);
         /* the stage whose input this chunk produced */
         int dest = fwd ? k + 1 : k - 1;
-        if (dest >= 0 && dest < nv) try_queue(w, &tail, dest % p);
+        if (dest >= 0 && dest < nv) try_queue(w, &tail, schedule_stage_of(in->schedule, p, dest));
     }
     for (int s = 0; s < p; s++)
         if (w->st[s].next < w->st[s].nops)
@@ -682,87 +682,4 @@ cm_status sim_estimate(sim_workspace *w, const model_spec *m, const system_spec 
     e->time_sim = r;
     e->simulated = true;
     return CM_OK;
-}
-
-/* ---- trace ---- */
-
-static const char *const tid_names[TID_COUNT] = {
-    "compute", "send activations (p2p)", "send gradients (p2p)", "data-parallel / FSDP collectives"};
-
-static void event_name(const sim_workspace *w, const trace_event *e, char *buf, size_t len)
-{
-    char chunk[24] = "";
-    if (e->chunk >= 0) snprintf(chunk, sizeof chunk, " (chunk %d)", e->chunk);
-    switch (e->kind) {
-    case EV_FWD: snprintf(buf, len, "F%d%s", e->microbatch, chunk); break;
-    case EV_BWD: snprintf(buf, len, "B%d%s", e->microbatch, chunk); break;
-    case EV_SEND_FWD: snprintf(buf, len, "send F%d%s", e->microbatch, chunk); break;
-    case EV_SEND_BWD: snprintf(buf, len, "send B%d%s", e->microbatch, chunk); break;
-    case EV_AG_LAYER: snprintf(buf, len, "AG layer %d", e->index); break;
-    case EV_RS_LAYER: snprintf(buf, len, "RS layer %d", e->index); break;
-    case EV_RS_BUCKET: snprintf(buf, len, "RS bucket %d", e->index); break;
-    case EV_AR_BUCKET: snprintf(buf, len, "AR bucket %d", e->index); break;
-    case EV_AG_BUCKET: snprintf(buf, len, "AG bucket %d", e->index); break;
-    case EV_RS_GRADS: snprintf(buf, len, "RS gradients"); break;
-    case EV_AR_GRADS: snprintf(buf, len, "AR gradients"); break;
-    case EV_AG_PARAMS: snprintf(buf, len, "AG parameters"); break;
-    default: snprintf(buf, len, "optimizer"); break;
-    }
-    (void)w;
-}
-
-static json_t *meta(const char *what, int pid, int tid, const char *key, json_t *value)
-{
-    json_t *o = json_pack("{s:s, s:s, s:i}", "name", what, "ph", "M", "pid", pid);
-    if (!o) return NULL;
-    if (tid >= 0) json_object_set_new(o, "tid", json_integer(tid));
-    json_object_set_new(o, "args", json_pack("{s:o}", key, value));
-    return o;
-}
-
-json_t *sim_trace_json(const sim_workspace *w)
-{
-    if (!w->traced) return NULL;
-    json_t *events = json_array();
-    if (!events) return NULL;
-    for (int s = 0; s < w->pp; s++) {
-        char name[48];
-        snprintf(name, sizeof name, "stage %d", s);
-        json_array_append_new(events, meta("process_name", s, -1, "name", json_string(name)));
-        json_array_append_new(events,
-                              meta("process_sort_index", s, -1, "sort_index", json_integer(s)));
-        for (int tid = 0; tid < TID_COUNT; tid++) {
-            if (!(w->st[s].tids_used & (1u << tid))) continue;
-            json_array_append_new(events, meta("thread_name", s, tid, "name",
-                                               json_string(tid_names[tid])));
-            json_array_append_new(
-                events, meta("thread_sort_index", s, tid, "sort_index", json_integer(tid)));
-        }
-    }
-    for (int i = 0; i < w->nev; i++) {
-        const trace_event *e = &w->ev[i];
-        if (!isfinite(e->start_s) || !isfinite(e->end_s)) continue;
-        char name[64];
-        event_name(w, e, name, sizeof name);
-        json_t *x = json_pack("{s:s, s:s, s:f, s:f, s:i, s:i}", "name", name, "ph", "X", "ts",
-                              e->start_s * 1e6, "dur", (e->end_s - e->start_s) * 1e6, "pid",
-                              e->stage, "tid", (int)e->tid);
-        if (!x) {
-            json_decref(events);
-            return NULL;
-        }
-        json_t *args = json_object();
-        if (e->microbatch >= 0) json_object_set_new(args, "microbatch", json_integer(e->microbatch));
-        if (e->chunk >= 0) json_object_set_new(args, "chunk", json_integer(e->chunk));
-        if (e->index >= 0)
-            json_object_set_new(args, e->kind == EV_AG_LAYER || e->kind == EV_RS_LAYER ? "layer"
-                                                                                       : "bucket",
-                                json_integer(e->index));
-        json_object_set_new(x, "args", args);
-        json_array_append_new(events, x);
-    }
-    json_t *o = json_object();
-    json_object_set_new(o, "traceEvents", events);
-    json_object_set_new(o, "displayTimeUnit", json_string("ms"));
-    return o;
 }

@@ -29,6 +29,7 @@
 typedef struct {
     double fwd_s;    /* forward on the compute stream, exposed TP/SP, CP and EP included */
     double bwd_s;    /* backward, recompute and its exposed communication included */
+    double wgrad_s;  /* the weight-gradient part of bwd_s: a zero-bubble schedule's W op */
     double gather_s; /* FSDP all-gather of its parameters (before forward; again before
                         backward when resharded after forward) */
     double reduce_s; /* FSDP reduce-scatter of its gradients, after its backward */
@@ -46,6 +47,7 @@ typedef struct {
 /* What to simulate. Arrays are the caller's; sim_build fills one from the cost model. */
 typedef struct {
     int pp, vpp, microbatches;
+    layout_pp_schedule schedule;     /* 0: 1F1B, or interleaved 1F1B with vpp > 1 (schedule.h) */
     int layers;
     const sim_layer *layer;          /* [layers], model order */
     const int *vstage_layers;        /* [pp * vpp]: layers of virtual stage k, in model order */
@@ -58,6 +60,8 @@ typedef struct {
     bool p2p_overlap;                /* sends on their own streams; else they block compute */
     bool fsdp;                       /* per-layer FSDP gathers and reduce-scatters */
     bool fsdp_reshard;               /* gather again before backward (reshard after forward) */
+    bool fsdp_accumulate;            /* units stay gathered and gradients unreduced across
+                                        micro-batches (torch.distributed.pipelining, sim.c) */
     bool grad_overlap;               /* reduce buckets during the last backward */
     bool param_gather_overlap;       /* gather buckets at the start, under the first forward */
     int buckets;

@@ -26,10 +26,7 @@
 
 /* ---- report ---- */
 
-static void violation(check_report *rep, cm_status code, const char *rule, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void violation(check_report *rep, cm_status code, const char *rule, const char *fmt, ...)
+void check_violation(check_report *rep, cm_status code, const char *rule, const char *fmt, ...)
 {
     if (rep->nviolations < CHECK_MAX_VIOLATIONS) {
         layout_violation *v = &rep->violations[rep->nviolations];
@@ -43,9 +40,7 @@ static void violation(check_report *rep, cm_status code, const char *rule, const
     rep->nviolations++;
 }
 
-static void note(check_report *rep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void note(check_report *rep, const char *fmt, ...)
+void check_note(check_report *rep, const char *fmt, ...)
 {
     if (rep->nnotes >= CHECK_MAX_NOTES) return;
     va_list ap;
@@ -53,6 +48,8 @@ static void note(check_report *rep, const char *fmt, ...)
     vsnprintf(rep->notes[rep->nnotes++], CM_ERRLEN, fmt, ap);
     va_end(ap);
 }
+#define violation check_violation
+#define note check_note
 
 /* ---- typed lookups in a libyaml document ---- */
 

@@ -35,6 +35,16 @@ typedef struct {
     int dopt_instances;     /* megatron_config.num_distributed_optimizer_instances (0: absent) */
     layout layout;          /* dp is filled by check_layout() once the GPU count is known */
     training_spec training;
+    /* a torchtitan command line (check_torchtitan.h), in torchtitan's own units until
+     * check_torchtitan_resolve() turns them into the layout */
+    bool torchtitan;
+    bool titan_ac_given;      /* activation-checkpoint:MODE was given */
+    int titan_replicate;      /* data_parallel_replicate_degree */
+    int titan_shard;          /* data_parallel_shard_degree (-1: the ranks left) */
+    int titan_reshard;        /* fsdp_reshard_after_forward: 1 always, 0 never, -1 default */
+    int titan_layers_per_stage, titan_first_less, titan_last_less; /* 0: not given */
+    int titan_pp_microbatches;                                      /* 0: not given */
+    long titan_tokens_mb, titan_tokens_step; /* per micro-batch per DP rank; per step (-1) */
 } check_config;
 
 /*
@@ -61,6 +71,11 @@ cm_status check_load_model(const char *ref, const char *data_dir, model_spec *m,
  */
 int check_layout(const model_spec *m, const system_spec *sys, check_config *cfg, int gpus,
                  check_report *rep, char *err, size_t errlen);
+
+/* Append a broken rule (the message formatted) or a note on how the file was read to rep. */
+void check_violation(check_report *rep, cm_status code, const char *rule, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void check_note(check_report *rep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* layout_check()'s messages name CLI flags; this names the YAML keys to change for a rule
  * (NULL when the message already speaks YAML). */

@@ -35,7 +35,7 @@ int emit_parse_format(const char *s, emit_format *out)
         emit_format f;
     } names[] = {{"yaml", EMIT_YAML},     {"megatron-args", EMIT_MEGATRON_ARGS},
                  {"megatron", EMIT_MEGATRON_ARGS}, {"bridge", EMIT_BRIDGE},
-                 {"json", EMIT_JSON}};
+                 {"json", EMIT_JSON}, {"torchtitan", EMIT_TORCHTITAN}};
     for (size_t i = 0; s && i < sizeof names / sizeof *names; i++)
         if (!strcmp(s, names[i].name)) {
             *out = names[i].f;
@@ -51,6 +51,7 @@ const char *emit_format_name(emit_format f)
     case EMIT_MEGATRON_ARGS: return "megatron-args";
     case EMIT_BRIDGE: return "bridge";
     case EMIT_JSON: return "json";
+    case EMIT_TORCHTITAN: return "torchtitan";
     default: return "none";
     }
 }
@@ -121,6 +122,8 @@ static void shell_quote(FILE *f, const char *s)
     }
     fputc('\'', f);
 }
+
+void emit_shell_quote(FILE *f, const char *s) { shell_quote(f, s); }
 
 /* A Python string literal: a JSON string is one (its escapes \" \\ \n \uXXXX are Python's). */
 static void python_quote(FILE *f, const char *s)
@@ -636,6 +639,11 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
 static cm_status need_megatron(const estimate *e, const char *what, char *err, size_t errlen)
 {
     if (e->layout.framework == FRAMEWORK_MEGATRON) return CM_OK;
+    if (e->layout.framework == FRAMEWORK_TORCHTITAN)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "this plan runs under torchtitan; %s are for Megatron plans: use --emit "
+                       "torchtitan, or --framework megatron for a Megatron plan",
+                       what);
     return cm_fail(err, errlen, CM_EINVAL,
                    "this plan uses the fsdp2 trainer path; %s are for Megatron plans: use "
                    "--emit yaml, or --framework megatron for a Megatron plan",
@@ -948,6 +956,13 @@ json_t *emit_json(const estimate *e, const model_spec *m, const system_spec *sys
                             : json_null());
     free(text);
     text = NULL;
+    /* issue 19: the torchtitan command of a torchtitan plan (null for the others) */
+    json_object_set_new(em, "torchtitan",
+                        emit_torchtitan(e, m, sys, ctx, &text, err, sizeof err) == CM_OK
+                            ? json_string_lossy(text)
+                            : json_null());
+    free(text);
+    text = NULL;
     json_t *args = NULL, *placeholders = NULL, *unsupported = NULL;
     if (e->layout.framework == FRAMEWORK_MEGATRON &&
         emit_megatron_argv(e, m, &args, &placeholders, &unsupported, err, sizeof err) == CM_OK) {
@@ -983,6 +998,7 @@ cm_status emit_render(emit_format f, const estimate *e, const model_spec *m,
     case EMIT_YAML: return emit_yaml(e, m, sys, ctx, out, err, errlen);
     case EMIT_MEGATRON_ARGS: return emit_megatron_args(e, m, sys, ctx, out, err, errlen);
     case EMIT_BRIDGE: return emit_bridge(e, m, sys, ctx, out, err, errlen);
+    case EMIT_TORCHTITAN: return emit_torchtitan(e, m, sys, ctx, out, err, errlen);
     case EMIT_JSON: {
         json_t *j = emit_json(e, m, sys, ctx);
         char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(12));

@@ -21,9 +21,11 @@ typedef enum {
     EMIT_MEGATRON_ARGS,
     EMIT_BRIDGE,
     EMIT_JSON,
+    EMIT_TORCHTITAN, /* issue 19: the torchrun command of a torchtitan plan */
 } emit_format;
 
-/* "yaml", "megatron-args", "bridge", "json" -> format; returns 0 when s is none of them. */
+/* "yaml", "megatron-args", "bridge", "json", "torchtitan" -> format; returns 0 when s is none
+ * of them. */
 int emit_parse_format(const char *s, emit_format *out);
 const char *emit_format_name(emit_format f);
 
@@ -66,6 +68,15 @@ cm_status emit_megatron_argv(const estimate *e, const model_spec *m, json_t **ar
 
 /* The Megatron-Bridge recipe function named for m, or NULL when Bridge has none for it. */
 const char *emit_bridge_recipe(const model_spec *m);
+
+/* torchtitan: torchrun -m torchtitan.train --module M --config C and the --parallelism.*,
+ * --training.*, --compile.* overrides and activation-checkpoint:MODE of the plan
+ * (emit_torchtitan.c); torchtitan plans only. */
+cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_spec *sys,
+                          const emit_context *ctx, char **out, char *err, size_t errlen);
+/* Does `plan --emit f` consider a plan of framework fw? (torchtitan: torchtitan plans; yaml,
+ * megatron-args, bridge: the others, as before torchtitan was searched; json: all) */
+bool emit_serves(emit_format f, layout_framework fw);
 
 /* Any of the text formats (EMIT_JSON renders the JSON with two-space indent). */
 cm_status emit_render(emit_format f, const estimate *e, const model_spec *m,

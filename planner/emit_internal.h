@@ -20,6 +20,8 @@ void emit_comment_text(FILE *f, const char *s);
 /* The opening comment lines (comment marker c): plan, prediction, fit. */
 void emit_header(FILE *f, const char *c, const estimate *e, const model_spec *m,
                  const system_spec *sys);
+/* One shell word: bare when unambiguous, else single-quoted. */
+void emit_shell_quote(FILE *f, const char *s);
 /* Closes the memstream (which is when open_memstream publishes its buffer) and hands it out. */
 cm_status emit_finish(FILE *f, char **bufp, char **out, char *err, size_t errlen);
 

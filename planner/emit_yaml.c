@@ -245,6 +245,10 @@ static void yaml_skyrl_gaps(FILE *f, const estimate *e)
 cm_status emit_yaml(const estimate *e, const model_spec *m, const system_spec *sys,
                     const emit_context *ctx, char **out, char *err, size_t errlen)
 {
+    if (e->layout.framework == FRAMEWORK_TORCHTITAN) /* issue 19: no trainer YAML holds it */
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "this plan runs under torchtitan, which the trainer YAML cannot state: "
+                       "use --emit torchtitan");
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);

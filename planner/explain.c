@@ -53,6 +53,52 @@ static void describe(ex *x, const char *what, layout l)
             100 * (ratio - 1), dmem);
 }
 
+/* A torchtitan plan's knobs turned one at a time (issue 19): TP, the pipeline schedule, async
+ * TP, compile, resharding. */
+static void explain_torchtitan(ex *x, const layout *l)
+{
+    char what[160];
+    if (l->tp > 1 && l->tp % 2 == 0) {
+        layout v = *l;
+        v.tp /= 2;
+        v.dp *= 2;
+        if (v.tp == 1) v.sp = v.async_tp = false;
+        if (v.shard_size) v.shard_size *= 2;
+        snprintf(what, sizeof what, "TP %d instead of %d (DP %d)", v.tp, l->tp, v.dp);
+        describe(x, what, v);
+    }
+    if (l->pp > 1) {
+        /* the other schedules torchtitan runs at this pipeline size */
+        static const layout_pp_schedule alt[] = {PP_SCHEDULE_1F1B, PP_SCHEDULE_INTERLEAVED_1F1B,
+                                                 PP_SCHEDULE_ZBV, PP_SCHEDULE_DUALPIPEV};
+        for (size_t i = 0; i < sizeof alt / sizeof *alt; i++) {
+            if (alt[i] == layout_pp_schedule_of(l)) continue;
+            layout v = *l;
+            v.pp_schedule = alt[i];
+            v.vpp = alt[i] == PP_SCHEDULE_1F1B ? 1 : 2;
+            if (alt[i] == PP_SCHEDULE_ZBV || alt[i] == PP_SCHEDULE_DUALPIPEV)
+                v.compile = v.async_tp = false; /* pipelining refuses compiled stages there */
+            snprintf(what, sizeof what, "pipeline schedule %s instead", layout_pp_schedule_name(alt[i]));
+            describe(x, what, v);
+        }
+    }
+    if (l->async_tp) {
+        layout v = *l;
+        v.async_tp = false;
+        describe(x, "without async TP", v);
+    }
+    if (l->compile) {
+        layout v = *l;
+        v.compile = v.async_tp = false;
+        describe(x, "without torch.compile", v);
+    }
+    layout v = *l;
+    v.reshard_after_forward = !v.reshard_after_forward;
+    describe(x, v.reshard_after_forward ? "with reshard_after_forward (always)"
+                                        : "without reshard_after_forward (never)",
+             v);
+}
+
 void explain_plan(FILE *f, const search_result *r, const model_spec *m, const system_spec *sys,
                   const training_spec *t)
 {
@@ -124,6 +170,8 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
             v.sharding = SHARDING_DDP;
             describe(&x, "plain DDP (unsharded optimizer) instead", v);
         }
+    } else if (l->framework == FRAMEWORK_TORCHTITAN) {
+        explain_torchtitan(&x, l);
     } else {
         if (l->cp > 1) {
             layout v = *l;
@@ -139,7 +187,7 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
     }
     if (l->recompute != RECOMPUTE_NONE) {
         layout v = *l;
-        v.recompute = l->recompute == RECOMPUTE_FULL && l->framework == FRAMEWORK_MEGATRON
+        v.recompute = l->recompute == RECOMPUTE_FULL && l->framework != FRAMEWORK_FSDP2
                           ? RECOMPUTE_SELECTIVE
                           : RECOMPUTE_NONE;
         snprintf(what, sizeof what, "recompute %s instead of %s",

@@ -82,7 +82,7 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
                   "framework_bytes", mb->framework_bytes, "other_bytes", mb->other_bytes,
                   "total_bytes", mb->total_bytes, "capacity_bytes", mb->capacity_bytes, "stage",
                   mb->stage));
-    if (l->framework == FRAMEWORK_FSDP2) { /* issue 14: the optimizer step's own peak */
+    if (layout_is_pytorch(l)) { /* issue 14: the optimizer step's own peak */
         json_t *mj = json_object_get(o, "memory");
         json_object_set_new(mj, "optimizer_temp_bytes", json_real(mb->optimizer_temp_bytes));
         json_object_set_new(mj, "optimizer_step_bytes", json_real(mb->optimizer_step_bytes));
@@ -130,14 +130,14 @@ json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
     json_object_set_new(o, "fits", json_boolean(r->feasible > 0 && r->count > 0));
     json_object_set_new(o, "plans", plans);
     json_t *best = json_object();
-    for (int f = 0; f < 2; f++)
+    for (int f = 0; f < LAYOUT_NFRAMEWORKS; f++)
         json_object_set_new(best, layout_framework_name((layout_framework)f),
                             r->has_best[f] ? output_estimate_json(&r->best[f], m, sys)
                                            : json_null());
     json_object_set_new(o, "best_by_framework", best);
     /* When a framework has no feasible layout: the one closest to fitting, with its reason. */
     json_t *closest = json_object();
-    for (int f = 0; f < 2; f++)
+    for (int f = 0; f < LAYOUT_NFRAMEWORKS; f++)
         json_object_set_new(closest, layout_framework_name((layout_framework)f),
                             !r->has_best[f] && r->has_closest[f]
                                 ? output_estimate_json(&r->closest[f], m, sys)
@@ -172,6 +172,22 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
         return;
     }
     if (l->ep > 1) snprintf(extra, sizeof extra, " · EP %d (ETP %d)", l->ep, layout_etp(l));
+    if (l->framework == FRAMEWORK_TORCHTITAN) {
+        /* issue 19: FSDP2/HSDP x TP x PP (its schedule) x CP x EP, as torchtitan names them */
+        char sched[64] = "";
+        if (l->pp > 1)
+            snprintf(sched, sizeof sched, " (%s%s)", layout_pp_schedule_name(layout_pp_schedule_of(l)),
+                     l->vpp > 1 ? l->vpp == 2 ? ", 2 stages/rank" : ", stages/rank > 2" : "");
+        snprintf(buf, len,
+                 "torchtitan  TP %d · PP %d%s · DP %d · CP %d%s | micro-batch %d · SP %s · %s%s%s · "
+                 "recompute %s%s%s",
+                 l->tp, l->pp, sched, l->dp, l->cp, extra, l->mbs, l->sp ? "on" : "off",
+                 l->shard_size ? "HSDP" : "FSDP2", l->reshard_after_forward ? "" : " no-reshard",
+                 l->offload ? " offload" : "", layout_recompute_name(l->recompute),
+                 l->compile ? " · compile" : "", l->async_tp ? " · async TP" : "");
+        output_precision_suffix(l, buf, len);
+        return;
+    }
     snprintf(buf, len,
              "megatron  TP %d · PP %d · DP %d · CP %d%s · VPP %d | micro-batch %d · SP %s · %s · "
              "recompute %s",
@@ -286,43 +302,17 @@ static void table_row(FILE *f, int rank, const estimate *e)
     if (e->simulated) snprintf(sim, sizeof sim, "%.2f", e->time_sim.step_s);
     fprintf(f, "%3d  %-8s %3d %3d %5d %3d %3d %3d %4d  %-3s %-9s %-9s %8.2f %8s %10.0f %5.1f%% "
                "%7.1f\n",
-            rank, layout_framework_name(l->framework), l->tp, l->pp, l->dp, l->cp, l->ep,
+            rank, l->framework == FRAMEWORK_TORCHTITAN ? "titan" : layout_framework_name(l->framework),
+            l->tp, l->pp, l->dp, l->cp, l->ep,
             l->vpp, l->mbs, l->sp ? "on" : "off", sharding, layout_recompute_name(l->recompute),
             e->time.step_s, sim, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / UNITS_GIB_BYTES);
 }
 
-void output_plan_human(FILE *f, const search_result *r, int top, const model_spec *m,
-                       const system_spec *sys, const training_spec *t)
+/* One framework's best against the recommended plan: its time and how much faster the
+ * recommendation is; or why it has none. */
+static void verdict_line(FILE *f, const search_result *r, const estimate *best, int other)
 {
-    fprintf(f, "%s (%.2f B params, %.2f B active) on %d x %s (%d per node), seq %d, global "
-               "batch %d sequences\n",
-            m->display, model_params_total(m) / 1e9, model_params_active(m) / 1e9,
-            r->gpus, sys->gpu_name, sys->gpus_per_node, t->seq_len,
-            t->global_batch);
-    knob_notes(f, sys);
-    fputc('\n', f);
-    if (r->count == 0) {
-        fprintf(f, "No layout fits.\n");
-        for (int fw = 0; fw < 2; fw++)
-            if (r->has_closest[fw]) {
-                char line[256];
-                output_layout_line(&r->closest[fw], line, sizeof line);
-                fprintf(f, "  closest %s layout: %s\n    %s\n",
-                        layout_framework_name((layout_framework)fw), line,
-                        r->closest[fw].infeasible_reason);
-            }
-        fprintf(f, "Try more GPUs, a shorter --seq, or a smaller model.\n");
-        return;
-    }
-    const estimate *best = &r->ranked[0];
     char line[256];
-    output_layout_line(best, line, sizeof line);
-    fprintf(f, "Recommended: %s\n", line);
-    human_numbers(f, best);
-
-    int other = best->layout.framework == FRAMEWORK_MEGATRON ? FRAMEWORK_FSDP2
-                                                             : FRAMEWORK_MEGATRON;
-    fprintf(f, "\nFSDP2 vs Megatron: ");
     if (r->has_best[other]) {
         /* Compare like with like: simulated figures when the search re-ranked both. */
         const estimate *o = &r->best[other];
@@ -341,6 +331,65 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
         fprintf(f, "%s was not searched or has no valid layout for this GPU count\n",
                 layout_framework_name((layout_framework)other));
     }
+}
+
+/* The framework verdict: FSDP2 (the guide's trainer path) against Megatron as before; a
+ * three-way comparison when torchtitan was searched too (issue 19), one line per framework
+ * that the recommendation is not. */
+static void output_verdict(FILE *f, const search_result *r, const estimate *best)
+{
+    bool titan = r->searched[FRAMEWORK_TORCHTITAN];
+    if (!titan) {
+        int other = best->layout.framework == FRAMEWORK_MEGATRON ? FRAMEWORK_FSDP2
+                                                                 : FRAMEWORK_MEGATRON;
+        fprintf(f, "\nFSDP2 vs Megatron: ");
+        verdict_line(f, r, best, other);
+        return;
+    }
+    if (!r->searched[FRAMEWORK_FSDP2] && !r->searched[FRAMEWORK_MEGATRON]) {
+        fprintf(f, "\nFSDP2 vs Megatron vs torchtitan: torchtitan alone was searched (--framework "
+                   "torchtitan); plan without --framework compares the three\n");
+        return;
+    }
+    fprintf(f, "\nFSDP2 vs Megatron vs torchtitan: %s is the fastest here\n",
+            layout_framework_name(best->layout.framework));
+    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
+        if (fw == (int)best->layout.framework || !r->searched[fw]) continue;
+        fprintf(f, "  ");
+        verdict_line(f, r, best, fw);
+    }
+}
+
+void output_plan_human(FILE *f, const search_result *r, int top, const model_spec *m,
+                       const system_spec *sys, const training_spec *t)
+{
+    fprintf(f, "%s (%.2f B params, %.2f B active) on %d x %s (%d per node), seq %d, global "
+               "batch %d sequences\n",
+            m->display, model_params_total(m) / 1e9, model_params_active(m) / 1e9,
+            r->gpus, sys->gpu_name, sys->gpus_per_node, t->seq_len,
+            t->global_batch);
+    knob_notes(f, sys);
+    fputc('\n', f);
+    if (r->count == 0) {
+        fprintf(f, "No layout fits.\n");
+        for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++)
+            if (r->has_closest[fw]) {
+                char line[256];
+                output_layout_line(&r->closest[fw], line, sizeof line);
+                fprintf(f, "  closest %s layout: %s\n    %s\n",
+                        layout_framework_name((layout_framework)fw), line,
+                        r->closest[fw].infeasible_reason);
+            }
+        fprintf(f, "Try more GPUs, a shorter --seq, or a smaller model.\n");
+        return;
+    }
+    const estimate *best = &r->ranked[0];
+    char line[256];
+    output_layout_line(best, line, sizeof line);
+    fprintf(f, "Recommended: %s\n", line);
+    human_numbers(f, best);
+
+    output_verdict(f, r, best);
 
     fprintf(f, "\nTop %d of %ld feasible layouts:\n", top < r->count ? top : r->count,
             r->feasible);

@@ -70,17 +70,19 @@ static void write_body(doc *d, const report *r)
              "first, then the detail.",
           r->system_doc, esc, gl, r->t.seq_len, r->t.global_batch);
     report_section_summary(d, r);
-    static const char *const ids[] = {"answer", "decision", "compare", "performance",
-                                      "features", "config", "migration", "troubleshooting"};
+    static const char *const ids[] = {"answer", "decision", "compare", "torchtitan",
+                                      "performance", "features", "config", "migration",
+                                      "troubleshooting"};
     static const char *const titles[] = {
         "The answer", "Decision tree", "FSDP2 and Megatron compared",
-        "Performance per model and GPU count", "Feature-support matrix",
-        "Recommended configuration per model", "Migration notes", "Troubleshooting"};
+        "torchtitan: FSDP2 with TP, PP, CP and EP", "Performance per model and GPU count",
+        "Feature-support matrix", "Recommended configuration per model", "Migration notes",
+        "Troubleshooting"};
     doc_h(d, 2, "contents", "Contents");
     /* "Which cluster" (plan report --systems) follows the performance section when asked */
-    const char *tids[9], *ttitles[9];
+    const char *tids[10], *ttitles[10];
     int nt = 0;
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         tids[nt] = ids[i];
         ttitles[nt++] = titles[i];
         if (r->nwhich_cluster && !strcmp(ids[i], "performance")) {
@@ -111,6 +113,7 @@ static void write_body(doc *d, const report *r)
                  "same numbers.");
     report_section_decision(d, r);
     report_section_compare(d, r);
+    report_section_torchtitan(d, r);
     report_section_performance(d, r);
     report_section_systems(d, r);
     report_section_features(d, r);

@@ -225,6 +225,23 @@ static cm_status search_point(report *r, const model_spec *m, report_point *p, s
         p->has_closest[fw] = sr->has_closest[fw];
         if (sr->has_closest[fw]) p->closest[fw] = sr->closest[fw];
     }
+    /* torchtitan at the GPU counts the user asked about (report_sec_torchtitan.c): its own
+     * search, on every core (no visit), re-ranked by the simulator like plan's */
+    for (int g = 0; g < r->ngpus; g++) {
+        if (r->gpus[g] != p->gpus) continue;
+        search_options to = {.gpus = p->gpus, .keep = SEARCH_SIMULATE_DEFAULT,
+                             .frameworks = {[FRAMEWORK_TORCHTITAN] = true},
+                             .simulate = r->sys.step.active ? 0 : SEARCH_SIMULATE_DEFAULT};
+        st = search_run(m, &r->sys, &r->t, &to, sr, err, errlen);
+        if (st != CM_OK) return st;
+        r->stats.searches++;
+        r->stats.layouts += sr->evaluated;
+        p->titan_searched = true;
+        p->has_titan = sr->has_best[FRAMEWORK_TORCHTITAN];
+        if (p->has_titan) p->titan = sr->best[FRAMEWORK_TORCHTITAN];
+        p->has_titan_closest = sr->has_closest[FRAMEWORK_TORCHTITAN];
+        if (p->has_titan_closest) p->titan_closest = sr->closest[FRAMEWORK_TORCHTITAN];
+    }
     return CM_OK;
 }
 

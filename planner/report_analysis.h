@@ -61,6 +61,10 @@ typedef struct {
     bool has_noep_closest;    /* when no ep == 1 Megatron plan fits: the closest */
     estimate noep_closest;
     bool fits[REPORT_NCLASSES];
+    /* issue 19: torchtitan's best plan, searched at the user's GPU counts only (the guide's
+     * sweep stays FSDP2 vs Megatron); simulated like the others */
+    bool titan_searched, has_titan, has_titan_closest;
+    estimate titan, titan_closest;
 } report_point;
 
 typedef struct {

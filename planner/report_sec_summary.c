@@ -123,9 +123,23 @@ static void model_box(doc *d, const report *r, const report_model_result *mr)
     doc_code_safe(esc, sizeof esc, line);
     char name[160];
     doc_code_safe(name, sizeof name, mr->m.name);
+    /* issue 19: plan searches torchtitan too; where its best beats this plan, plan recommends
+     * that one, and the box says so (the guide's sections stay FSDP2 vs Megatron) */
+    bool titan_wins = p && p->has_titan && report_speedup(&p->titan, e) > 1;
+    char fw_flag[48] = "";
+    if (titan_wins)
+        snprintf(fw_flag, sizeof fw_flag, " --framework %s", layout_framework_name(e->layout.framework));
     doc_p(d, "%s tokens/s per GPU · MFU %.1f%% · %.2f s per step of %d sequences. `plan --model "
-             "%s --gpus %d` recommends the same plan: `%s`.",
-          tok, 100 * e->mfu, e->time.step_s, e->training.global_batch, name, e->gpus, esc);
+             "%s --gpus %d%s` recommends the same plan: `%s`.",
+          tok, 100 * e->mfu, e->time.step_s, e->training.global_batch, name, e->gpus, fw_flag,
+          esc);
+    if (titan_wins) {
+        char tl[160];
+        report_fmt_layout_short(&p->titan, tl, sizeof tl);
+        doc_note(d, "**torchtitan is faster here:** %s, **%.2fx** this plan (section 2b); `plan "
+                    "--model %s --gpus %d` recommends it.",
+                 tl, report_speedup(&p->titan, e), name, e->gpus);
+    }
     fp8_line(d, r, mr, e);
     if (r->ngpus > 1 || !own) doc_p(d, "%s", own ? "Your other GPU counts:" : "Your GPU counts:");
     for (int g = 0; g < r->ngpus; g++)

@@ -16,6 +16,9 @@ void report_section_summary(doc *d, const report *r);
 void report_section_decision(doc *d, const report *r);
 /* 2. FSDP2 and Megatron compared. */
 void report_section_compare(doc *d, const report *r);
+/* 2b. torchtitan (FSDP2 with TP, PP, CP and EP) against both, at the user's GPU counts
+ * (issue 19): the three-way comparison where the numbers say which wins. */
+void report_section_torchtitan(doc *d, const report *r);
 /* 3. Performance per model and GPU count, with the charts. */
 void report_section_performance(doc *d, const report *r);
 /* 4. The feature-support matrix, checked against the rule code. */

@@ -8,7 +8,10 @@
 
 #include "layout.h"
 
-const char *report_fw_title(int fw) { return fw == FRAMEWORK_FSDP2 ? "FSDP2" : "Megatron"; }
+const char *report_fw_title(int fw)
+{
+    return fw == FRAMEWORK_FSDP2 ? "FSDP2" : fw == FRAMEWORK_TORCHTITAN ? "torchtitan" : "Megatron";
+}
 
 void report_fmt_params(double p, char *buf, size_t n)
 {
@@ -31,6 +34,15 @@ void report_fmt_layout(const estimate *e, char *buf, size_t n)
     if (l->ep > 1)
         snprintf(ep, sizeof ep, " · EP %d%s", l->ep, layout_etp(l) != l->tp ? " (ETP 1)" : "");
     if (l->vpp > 1) snprintf(vpp, sizeof vpp, " · VPP %d", l->vpp);
+    if (l->framework == FRAMEWORK_TORCHTITAN) { /* issue 19 */
+        snprintf(buf, n, "TP %d · PP %d%s%s · DP %d · CP %d%s · mbs %d · %s%s · recompute %s%s%s",
+                 l->tp, l->pp, l->pp > 1 ? " " : "",
+                 l->pp > 1 ? layout_pp_schedule_name(layout_pp_schedule_of(l)) : "", l->dp, l->cp,
+                 ep, l->mbs, l->shard_size ? "HSDP" : "FSDP2",
+                 l->reshard_after_forward ? "" : " no-reshard", layout_recompute_name(l->recompute),
+                 l->compile ? " · compile" : "", l->async_tp ? " · async TP" : "");
+        return;
+    }
     snprintf(buf, n, "TP %d · PP %d · DP %d · CP %d%s%s · mbs %d%s · %s · recompute %s", l->tp,
              l->pp, l->dp, l->cp, ep, vpp, l->mbs, l->sp ? " · SP" : "",
              l->sharding == SHARDING_FSDP      ? "Megatron-FSDP"
@@ -51,6 +63,15 @@ void report_fmt_layout_short(const estimate *e, char *buf, size_t n)
         if (l->shard_size) snprintf(hs, sizeof hs, " · HSDP %d", l->shard_size);
         snprintf(buf, n, "FSDP2 DP %d%s%s%s%s", l->dp, ul, hs, rc,
                  l->offload ? " · CPU offload" : "");
+        return;
+    }
+    if (l->framework == FRAMEWORK_TORCHTITAN) { /* issue 19 */
+        char pp[48] = "";
+        if (l->pp > 1)
+            snprintf(pp, sizeof pp, " · PP %d %s", l->pp,
+                     layout_pp_schedule_name(layout_pp_schedule_of(l)));
+        snprintf(buf, n, "torchtitan TP %d%s · DP %d%s%s%s", l->tp, pp, l->dp,
+                 l->cp > 1 ? " · CP" : "", l->shard_size ? " · HSDP" : "", rc);
         return;
     }
     char dims[128] = "";

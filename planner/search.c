@@ -11,6 +11,7 @@
 #include "search.h"
 
 #include "layout_codec.h"
+#include "search_torchtitan.h"
 #include "sim.h"
 
 #include <math.h>
@@ -68,6 +69,9 @@ typedef struct {
 } ctx;
 
 static void emit_one(ctx *c, const layout *l);
+static void emit(ctx *c, const layout *l);
+/* search_torchtitan.c's way in (search_torchtitan.h) */
+static void emit_cb(void *arg, const layout *l) { emit(arg, l); }
 
 /* Each layout once per precision searched (search_options.precisions). */
 static void emit(ctx *c, const layout *l)
@@ -110,7 +114,8 @@ typedef struct {
     atomic_size_t *next_chunk;
     search_result *r;
     long ranked_seq[SEARCH_KEEP_MAX];
-    long best_seq[2], best_sharding_seq[2][3], closest_seq[2];
+    long best_seq[LAYOUT_NFRAMEWORKS], best_sharding_seq[LAYOUT_NFRAMEWORKS][3],
+        closest_seq[LAYOUT_NFRAMEWORKS];
     estimate scratch;
     estimate variant[6]; /* consider(): the overlap-knob variants of one layout */
 } worker;
@@ -318,14 +323,14 @@ static cm_status evaluate_list(const model_spec *m, const system_spec *sys,
     for (int k = 1; k <= started; k++) pthread_join(tid[k], NULL);
     free(tid);
     /* Merge: every kept estimate of every part, folded with its list position. */
-    long ranked_seq[SEARCH_KEEP_MAX], best_seq[2] = {0}, best_sh_seq[2][3] = {{0}},
-         closest_seq[2] = {0};
+    long ranked_seq[SEARCH_KEEP_MAX], best_seq[LAYOUT_NFRAMEWORKS] = {0},
+         best_sh_seq[LAYOUT_NFRAMEWORKS][3] = {{0}}, closest_seq[LAYOUT_NFRAMEWORKS] = {0};
     for (int k = 0; k < nthreads; k++) {
         search_result *p = &parts[k];
         worker *pk = &w[k];
         r->evaluated += p->evaluated;
         r->feasible += p->feasible;
-        for (int fw = 0; fw < 2; fw++) {
+        for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
             if (p->has_closest[fw]) fold_closest(r, closest_seq, &p->closest[fw], pk->closest_seq[fw]);
             for (int sh = 0; sh < 3; sh++)
                 if (p->has_best_sharding[fw][sh])
@@ -436,7 +441,7 @@ static void search_fsdp2(ctx *c)
             for (int s = 0; s < nshard; s++)
                 for (int rs = 1; rs >= 0; rs--)
                     for (int rc = 0; rc < 2; rc++)
-                        for (int off = 0; off < (rc == 0 ? 2 : 1); off++) {
+                        for (int off = 0; off < 2; off++) { /* offload with checkpointing too (issue 19) */
                             layout l = layout_default(FRAMEWORK_FSDP2);
                             l.dp = dp; l.cp = cp; l.mbs = mbs;
                             l.shard_size = shard_opts[s];
@@ -474,8 +479,9 @@ cm_status search_rerank(const model_spec *m, const system_spec *sys, const train
                         search_result *r, int k, char *err, size_t errlen)
 {
     int n = k < r->count ? k : r->count;
-    if (n > SEARCH_KEEP_MAX - 2) n = SEARCH_KEEP_MAX - 2; /* room for two frameworks' bests */
-    estimate *pool = malloc((size_t)(n + 2) * sizeof *pool);
+    if (n > SEARCH_KEEP_MAX - LAYOUT_NFRAMEWORKS)
+        n = SEARCH_KEEP_MAX - LAYOUT_NFRAMEWORKS; /* room for each framework's best */
+    estimate *pool = malloc((size_t)(n + LAYOUT_NFRAMEWORKS) * sizeof *pool);
     sim_workspace *w = sim_alloc();
     if (!pool || !w) {
         free(pool);
@@ -484,7 +490,7 @@ cm_status search_rerank(const model_spec *m, const system_spec *sys, const train
     }
     int np = 0;
     for (int i = 0; i < n; i++) pool[np++] = r->ranked[i];
-    for (int fw = 0; fw < 2; fw++) {
+    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
         if (!r->has_best[fw]) continue;
         bool in = false;
         for (int i = 0; i < n && !in; i++) in = same_layout(&pool[i], &r->best[fw]);
@@ -529,7 +535,7 @@ cm_status search_rerank(const model_spec *m, const system_spec *sys, const train
     memcpy(r->ranked, pool, (size_t)np * sizeof *pool);
     r->count = np + tail;
     r->simulated = np;
-    for (int fw = 0; fw < 2; fw++)
+    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++)
         for (int i = 0; i < np; i++)
             if ((int)pool[i].layout.framework == fw) {
                 r->best[fw] = pool[i];
@@ -556,12 +562,14 @@ cm_status search_run(const model_spec *m, const system_spec *sys, const training
     memset(result, 0, sizeof *result);
     result->gpus = opt->gpus;
     result->no_overlap = opt->no_overlap;
+    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) result->searched[fw] = opt->frameworks[fw];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     layout_list list = {0};
     ctx c = {.m = m, .sys = sys, .t = t, .opt = opt, .list = &list};
     if (opt->frameworks[FRAMEWORK_MEGATRON]) search_megatron(&c);
     if (opt->frameworks[FRAMEWORK_FSDP2]) search_fsdp2(&c);
+    if (opt->frameworks[FRAMEWORK_TORCHTITAN]) search_torchtitan_layouts(m, sys, t, opt, emit_cb, &c);
     if (list.oom) {
         free(list.v);
         return cm_fail(err, errlen, CM_ENOMEM, "out of memory listing the layouts to search");
@@ -569,7 +577,7 @@ cm_status search_run(const model_spec *m, const system_spec *sys, const training
     st = evaluate_list(m, sys, t, opt, &list, result, err, errlen);
     free(list.v);
     if (st != CM_OK) return st;
-    for (int fw = 0; fw < 2; fw++) /* the closest plans whole (the search skipped their time) */
+    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) /* the closest plans whole (the search skipped their time) */
         if (result->has_closest[fw]) {
             layout l = result->closest[fw].layout;
             st = estimate_layout(m, sys, t, &l, &result->closest[fw], err, errlen);

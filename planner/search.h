@@ -1,5 +1,5 @@
 /*
- * search.h — enumerate every valid layout for a GPU count under both frameworks, evaluate each
+ * search.h — enumerate every valid layout for a GPU count under each framework, evaluate each
  * with the cost model, and keep the best by predicted step time (tie-break: memory headroom).
  */
 #ifndef PLAN_SEARCH_H
@@ -12,7 +12,7 @@
 typedef struct {
     int gpus;
     int keep;                   /* how many ranked plans to keep (>= the --top asked for) */
-    bool frameworks[2];         /* which frameworks to search (index = layout_framework) */
+    bool frameworks[LAYOUT_NFRAMEWORKS]; /* which frameworks to search (index = layout_framework) */
     /* Optional: called with every layout the cost model evaluated, feasible or not, so a caller
      * can collect its own statistics from one search instead of running several (plan report:
      * best plan without expert parallelism, smallest fit per sharding and recompute). */
@@ -46,13 +46,14 @@ typedef struct {
     int count;                  /* ranked plans kept, best first */
     int simulated;              /* how many of them (the first) the simulator re-ranked */
     bool no_overlap;            /* searched with the overlap knobs kept off (--no-overlap) */
+    bool searched[LAYOUT_NFRAMEWORKS]; /* the frameworks this search enumerated */
     estimate ranked[SEARCH_KEEP_MAX];
-    bool has_best[2];           /* best feasible plan of each framework */
-    estimate best[2];
-    bool has_best_sharding[2][3]; /* best feasible plan per framework and sharding */
-    estimate best_sharding[2][3];
-    bool has_closest[2];        /* when nothing fits: the plan closest to fitting */
-    estimate closest[2];
+    bool has_best[LAYOUT_NFRAMEWORKS]; /* best feasible plan of each framework */
+    estimate best[LAYOUT_NFRAMEWORKS];
+    bool has_best_sharding[LAYOUT_NFRAMEWORKS][3]; /* best feasible plan per framework, sharding */
+    estimate best_sharding[LAYOUT_NFRAMEWORKS][3];
+    bool has_closest[LAYOUT_NFRAMEWORKS]; /* when nothing fits: the plan closest to fitting */
+    estimate closest[LAYOUT_NFRAMEWORKS];
 } search_result;
 
 /* Is a better than b (step time, then memory headroom)? */

@@ -30,7 +30,7 @@ static cm_status read_names(const json_t *root, const char *key, const char *lab
         if (!strcmp(key, "frameworks") && !layout_parse_framework(name, &fw))
             return cm_fail(err, errlen, CM_EINVAL,
                            "sweep file '%s': unknown framework '%.40s' in \"frameworks\": the "
-                           "frameworks are fsdp2 and megatron",
+                           "frameworks are fsdp2, megatron and torchtitan",
                            label, name);
         if (!(out->names[out->n] = strdup(name)))
             return cm_fail(err, errlen, CM_ENOMEM, "out of memory reading '%s'", label);

@@ -222,6 +222,69 @@ static void test_fsdp2_items_and_copies(void **state)
     assert_true(W.pred_component_s[WC_FRAMEWORK] == 0 && W.pred_copies_compute_s == 0);
 }
 
+static layout titan(int tp, int pp, int dp, int cp)
+{
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.tp = tp;
+    l.pp = pp;
+    l.dp = dp;
+    l.cp = cp;
+    l.sp = tp > 1;
+    return l;
+}
+
+/* issue 19: torchtitan layouts become work lists. TP 2 with SP on 4 GPUs (FSDP2 over the other
+ * 2): the recipe's sums (items' compute = the estimate's compute, TP = its TP), DTensor's SP
+ * all-gather before QKV and MLP up and reduce-scatter after the projections, FSDP2's fp32
+ * reduce-scatter and copies every micro-batch. PP 2 x FSDP2 2: units gathered in the first
+ * micro-batch and reduced after the last (pipelining keeps them across micro-batches), 1F1B and
+ * Interleaved1F1B run, GPipe and the V schedules refused with the reason. */
+static void test_torchtitan_work(void **state)
+{
+    (void)state;
+    char err[CM_ERRLEN];
+    load("8b", "h200-x4");
+    training_spec t = training_default();
+    t.global_batch = 8;
+    layout l = titan(2, 1, 2, 1);
+    l.compile = true;
+    build(&l, &t);
+    near(items_compute(&W), W.est.time.compute_s, 1e-9);
+    near(W.pred_component_s[WC_TP], W.est.time.tp_s, 1e-9);
+    int ag = 0, rs = 0;
+    for (int i = 0; i < W.layer_fwd.n; i++) {
+        const work_item *it = &W.layer_fwd.item[i];
+        if (it->kind != WORK_COLL) continue;
+        if (!strcmp(it->name, "tp.sp_gather")) ag++;
+        if (!strcmp(it->name, "tp.sp_reduce_scatter")) rs++;
+    }
+    assert_int_equal(ag, 2);
+    assert_int_equal(rs, 2);
+    assert_true(W.fsdp && W.dp_active && W.reduce_fp32);
+    near(W.reduce_bytes, 4 * W.layer_params, 1e-12);
+    assert_true(W.gather_each_micro && W.reduce_each_micro);
+    assert_false(W.optimizer_bf16_copy); /* torch's AdamW keeps no bf16 copy beside fp32 */
+    assert_true(W.pred_component_s[WC_FRAMEWORK] > 0); /* FSDP2 copies are run */
+
+    l = titan(1, 2, 2, 1);
+    l.reshard_after_forward = false;
+    build(&l, &t);
+    assert_false(W.gather_each_micro);
+    assert_false(W.reduce_each_micro);
+    assert_int_equal(W.microbatches, 4);
+    l.vpp = 2;
+    l.pp_schedule = PP_SCHEDULE_INTERLEAVED_1F1B;
+    build(&l, &t);
+    assert_int_equal(W.vpp, 2);
+    l.pp_schedule = PP_SCHEDULE_ZBV;
+    assert_int_not_equal(work_plan_build(&M, &S, &t, &l, &W, err, sizeof err), CM_OK);
+    assert_non_null(strstr(err, "ZBVZeroBubble is estimated and simulated only"));
+    l.vpp = 1;
+    l.pp_schedule = PP_SCHEDULE_GPIPE;
+    assert_int_not_equal(work_plan_build(&M, &S, &t, &l, &W, err, sizeof err), CM_OK);
+    assert_non_null(strstr(err, "GPipe"));
+}
+
 static void test_rejects_and_slices(void **state)
 {
     (void)state;
@@ -407,7 +470,7 @@ static void test_pp_issue_order(void **state)
         free(sched);
     }
     /* links: forward to the next stage, backward to the previous; interleaved wraps */
-    work_pp_op f = {3, 0, false}, b = {3, 1, true};
+    work_pp_op f = {3, 0, false, SCHEDULE_FULL}, b = {3, 1, true, SCHEDULE_FULL};
     work_pp_link k = work_pp_links(4, 2, 3, &f);
     assert_true(k.from_stage == 2 && k.to_stage == 0 && k.dir == 0);
     k = work_pp_links(4, 2, 0, &b);
@@ -761,7 +824,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sums_match_estimate), cmocka_unit_test(test_shapes_8b),
-        cmocka_unit_test(test_dp_traffic),          cmocka_unit_test(test_rejects_and_slices),
+        cmocka_unit_test(test_dp_traffic),          cmocka_unit_test(test_torchtitan_work), cmocka_unit_test(test_rejects_and_slices),
         cmocka_unit_test(test_calib_ops),           cmocka_unit_test(test_calib_sweep),
         cmocka_unit_test(test_csv_schema),          cmocka_unit_test(test_pp_stages),
         cmocka_unit_test(test_pp_schedule),         cmocka_unit_test(test_pp_issue_order),

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "check_torchtitan.h"
+#include "layout_codec.h"
 #include "emit.h"
 #include "estimate.h"
 
@@ -41,8 +43,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_config cfg;
     check_report rep;
     char err[CM_ERRLEN];
-    if (check_read_yaml((const char *)data, size, &cfg, &rep, err, sizeof err) != CM_OK) return 0;
+    /* issue 19: a torchtitan command line goes through its own reader, as plan check does */
+    bool titan = check_is_torchtitan((const char *)data, size);
+    if ((titan ? check_read_torchtitan((const char *)data, size, &cfg, &rep, err, sizeof err)
+               : check_read_yaml((const char *)data, size, &cfg, &rep, err, sizeof err)) != CM_OK)
+        return 0;
     const model_spec *m = &models[size & 1];
+    if (titan && !check_torchtitan_resolve(m, &cfg, (size & 2) ? 64 : 0, &rep)) return 0;
     int gpus = check_layout(m, &sys, &cfg, (size & 2) ? 64 : 0, &rep, err, sizeof err);
     (void)check_yaml_fix(rep.nviolations ? rep.violations[0].rule : NULL);
     if (!gpus || rep.nviolations) return 0;
@@ -53,6 +60,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort(); /* check_layout found no broken rule, so the estimate must accept it */
     char *text = NULL;
     emit_context ctx = {.model_ref = m->name};
+    if (titan) { /* written back as the command, read again: the same layout */
+        if (emit_torchtitan(&e, m, &sys, &ctx, &text, err, sizeof err) != CM_OK) abort();
+        check_config tb;
+        check_report tr;
+        if (check_read_torchtitan(text, strlen(text), &tb, &tr, err, sizeof err) != CM_OK ||
+            !check_torchtitan_resolve(m, &tb, 0, &tr))
+            abort();
+        check_layout(m, &sys, &tb, 0, &tr, err, sizeof err);
+        if (tr.nviolations || !layout_equal(&tb.layout, &e.layout) ||
+            tb.training.global_batch != e.training.global_batch) {
+            fprintf(stderr, "round trip changed the layout:\n%s\n", text);
+            abort();
+        }
+        free(text);
+        return 0;
+    }
     if (emit_yaml(&e, m, &sys, &ctx, &text, err, sizeof err) != CM_OK) abort();
     check_config back;
     check_report rep2;

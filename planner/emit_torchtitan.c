@@ -1,0 +1,195 @@
+/*
+ * emit_torchtitan.c — a torchtitan plan as the command that runs it (issue 19): torchrun on
+ * `-m torchtitan.train`, a --module/--config pair naming a Trainer.Config function, and the
+ * --section.option overrides that set the plan's layout on top of it.
+ *
+ * The form is torchtitan's current one (pytorch/torchtitan b5bcd76): torchtitan/config/README.md
+ * ("Select one with --module ... and --config"; the --section.option flags "still work and still
+ * take precedence over the configuration"; tests/unit_tests/test_no_new_cli_options.py lists
+ * them, frozen). The names and meanings used here, from torchtitan/config/configs.py:
+ *   parallelism.data_parallel_replicate_degree / data_parallel_shard_degree (HSDP when both
+ *     > 1; the FSDP mesh is dp_shard x cp, distributed/parallel_dims.py), fsdp_reshard_after_
+ *     forward always|never, tensor_parallel_degree, enable_sequence_parallel (a tyro bool:
+ *     --parallelism.no-enable_sequence_parallel turns it off), pipeline_parallel_degree,
+ *     pipeline_parallel_schedule (torch's get_schedule_class names), pipeline_parallel_layers_
+ *     per_stage with first/last_stage_less_layers 0 (so ceil(L / layers_per_stage) is exactly
+ *     pp x stages per rank, distributed/pipeline_parallel.py _get_pipeline_metadata),
+ *     num_pp_microbatches, context_parallel_degree, expert_parallel_degree;
+ *   training.num_tokens_per_microbatch_per_dp_rank ("input-token slots processed per
+ *     data-parallel rank in one model forward, before context or tensor parallel sharding":
+ *     micro-batch x sequence), num_tokens_per_train_step (the global batch in tokens; gradient
+ *     accumulation follows from it, trainer.py), max_context_length, enable_cpu_offload;
+ *   compile.enable, compile.enable_async_tensor_parallel; optimizer.implementation;
+ *   activation checkpointing as a tyro subcommand, activation-checkpoint:none|selective|full
+ *     (trainer.py ActivationCheckpointingConfig; the spelling of experiments/transformers_
+ *     modeling_backend/tests/run_moe_tests.sh), written last.
+ * Float8 and MXFP8 are model converters chosen in the config function, not flags: they are a
+ * comment to act on. plan check reads this text back (check_torchtitan.c).
+ */
+#include "emit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit_internal.h"
+#include "precision.h"
+
+/* torchtitan's config functions for the presets it ships (torchtitan/models/<module>/
+ * config_registry.py at b5bcd76). */
+static const struct {
+    const char *preset, *module, *config;
+} recipes[] = {
+    {"8b", "llama3", "llama3_8b"},
+    {"70b", "llama3", "llama3_70b"},
+    {"405b", "llama3", "llama3_405b"},
+    {"deepseek-v3", "deepseek_v3", "deepseek_v3_671b"},
+    {"deepseek-v2-lite", "deepseek_v3", "deepseek_v3_16b"},
+    {"qwen3-30b-a3b", "qwen3", "qwen3_30b_a3b"},
+};
+
+bool emit_serves(emit_format f, layout_framework fw)
+{
+    switch (f) {
+    case EMIT_TORCHTITAN: return fw == FRAMEWORK_TORCHTITAN;
+    /* the guide's formats take the guide's two frameworks (megatron-args and bridge of an
+     * fsdp2 plan stay the error that says to use yaml) */
+    case EMIT_YAML:
+    case EMIT_MEGATRON_ARGS:
+    case EMIT_BRIDGE: return fw != FRAMEWORK_TORCHTITAN;
+    default: return true;
+    }
+}
+
+/* HSDP: replicas x shard degree (the shard group is dp_shard x cp ranks). */
+static void dp_degrees(const layout *l, int *replicate, int *shard)
+{
+    int group = layout_shard_group(l); /* ranks of one FSDP group, over dp x cp */
+    *replicate = (l->dp * l->cp) / group;
+    *shard = group / l->cp;
+}
+
+static void flag(FILE *f, const char *name, const char *value)
+{
+    fprintf(f, " \\\n  %s", name);
+    if (value) {
+        fputc(' ', f);
+        emit_shell_quote(f, value);
+    }
+}
+
+static void flag_int(FILE *f, const char *name, long v)
+{
+    char s[32];
+    snprintf(s, sizeof s, "%ld", v);
+    flag(f, name, s);
+}
+
+cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_spec *sys,
+                          const emit_context *ctx, char **out, char *err, size_t errlen)
+{
+    const layout *l = &e->layout;
+    const training_spec *t = &e->training;
+    if (l->framework != FRAMEWORK_TORCHTITAN)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "this plan runs under %s; --emit torchtitan writes torchtitan plans: use "
+                       "--framework torchtitan, or --emit %s",
+                       layout_framework_name(l->framework),
+                       l->framework == FRAMEWORK_MEGATRON ? "megatron-args" : "yaml");
+    const char *module = "llama3", *config = "llama3_8b";
+    bool known = false;
+    for (size_t i = 0; i < sizeof recipes / sizeof *recipes; i++)
+        if (!strcmp(m->name, recipes[i].preset)) {
+            module = recipes[i].module;
+            config = recipes[i].config;
+            known = true;
+        }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return cm_fail(err, errlen, CM_ENOMEM, "out of memory while writing the command");
+    emit_header(f, "#", e, m, sys);
+    fprintf(f, "# torchtitan (pytorch/torchtitan b5bcd76): --module/--config pick a Trainer.Config "
+               "function; the\n# --section.option overrides after them set this plan's layout "
+               "(torchtitan/config/README.md).\n");
+    if (!known) {
+        fprintf(f, "# NO torchtitan config ships for this model: %s/%s stands in; write a config "
+                   "function that\n# builds this model (README \"Writing your own\") and keep the "
+                   "overrides.\n",
+                module, config);
+    }
+    /* the model plan check reads back (a preset, its Hugging Face repository or a path) */
+    fprintf(f, "# model: ");
+    emit_comment_text(f, emit_model_path(m, ctx));
+    fputc('\n', f);
+    long tokens_mb = (long)l->mbs * t->seq_len, tokens_step = (long)t->global_batch * t->seq_len;
+    fprintf(f, "# batch in tokens: micro-batch %d x sequence %d = %ld per data-parallel rank per "
+               "forward; %d sequences = %ld per step\n",
+            l->mbs, t->seq_len, tokens_mb, t->global_batch, tokens_step);
+    if (l->precision == PRECISION_FP8)
+        fprintf(f, "# float8 (%s): in the config function, model_registry(..., quantization="
+                   "[Float8LinearConverter.Config(\n#   filter_fqns=[\"output\"], "
+                   "model_compile_enabled=%s)]) (components/quantization/float8.md)\n",
+                precision_label(l), l->compile ? "True" : "False");
+    else if (l->precision == PRECISION_MXFP8 || l->precision == PRECISION_NVFP4)
+        fprintf(f, "# %s: in the config function, the %s converter "
+                   "(torchtitan/components/quantization/%s.md)\n",
+                precision_label(l), l->precision == PRECISION_MXFP8 ? "MXFP8Linear" : "NVFP4",
+                l->precision == PRECISION_MXFP8 ? "mxfp8" : "nvfp4");
+    if (l->pp > 1 && m->layers % ((long)l->pp * l->vpp))
+        fprintf(f, "# %d layers do not divide into %d stages: torchtitan splits them itself "
+                   "(generate_llm_fqn_per_model_part);\n# plan costed %d or %d layers a "
+                   "stage.\n",
+                m->layers, l->pp * l->vpp, m->layers / (l->pp * l->vpp),
+                m->layers / (l->pp * l->vpp) + 1);
+    fprintf(f, "# PLACEHOLDER, not from the plan: --training.steps. Check or edit it, then: "
+               "plan check FILE --system %s\n",
+            sys->name);
+    int gpn = sys->gpus_per_node > 0 ? sys->gpus_per_node : 1;
+    fprintf(f, "torchrun --nproc-per-node %d --nnodes \"${NNODES:-%d}\" --node-rank "
+               "\"${NODE_RANK:-0}\" \\\n  --master-addr \"${MASTER_ADDR:-localhost}\" "
+               "--master-port \"${MASTER_PORT:-29500}\" -m torchtitan.train",
+            e->gpus < gpn ? e->gpus : gpn, emit_nodes_of(e->gpus, sys));
+    flag(f, "--module", module);
+    flag(f, "--config", config);
+    int rep, shard;
+    dp_degrees(l, &rep, &shard);
+    flag_int(f, "--parallelism.data_parallel_replicate_degree", rep);
+    flag_int(f, "--parallelism.data_parallel_shard_degree", shard);
+    flag(f, "--parallelism.fsdp_reshard_after_forward", l->reshard_after_forward ? "always" : "never");
+    flag_int(f, "--parallelism.tensor_parallel_degree", l->tp);
+    if (l->tp > 1)
+        flag(f, l->sp ? "--parallelism.enable_sequence_parallel"
+                      : "--parallelism.no-enable_sequence_parallel",
+             NULL);
+    flag_int(f, "--parallelism.pipeline_parallel_degree", l->pp);
+    if (l->pp > 1) {
+        flag(f, "--parallelism.pipeline_parallel_schedule",
+             layout_pp_schedule_name(layout_pp_schedule_of(l)));
+        /* an exact count only when the layers divide; else torchtitan's own split, which
+         * differs from the costed one (extra layers on stages 1..r) by at most a layer a stage */
+        if (m->layers % ((long)l->pp * l->vpp) == 0)
+            flag_int(f, "--parallelism.pipeline_parallel_layers_per_stage",
+                     m->layers / ((long)l->pp * l->vpp));
+        flag_int(f, "--parallelism.pipeline_parallel_first_stage_less_layers", 0);
+        flag_int(f, "--parallelism.pipeline_parallel_last_stage_less_layers", 0);
+        /* every micro-batch of the step in one schedule: no gradient accumulation around it */
+        flag_int(f, "--parallelism.num_pp_microbatches", e->microbatches);
+    }
+    flag_int(f, "--parallelism.context_parallel_degree", l->cp);
+    flag_int(f, "--parallelism.expert_parallel_degree", l->ep);
+    flag_int(f, "--training.num_tokens_per_microbatch_per_dp_rank", tokens_mb);
+    flag_int(f, "--training.num_tokens_per_train_step", tokens_step);
+    flag_int(f, "--training.max_context_length", t->seq_len);
+    if (l->offload) flag(f, "--training.enable_cpu_offload", NULL);
+    flag(f, l->compile ? "--compile.enable" : "--compile.no-enable", NULL);
+    if (l->async_tp) flag(f, "--compile.enable_async_tensor_parallel", NULL);
+    flag(f, "--optimizer.implementation",
+         optimizer_impl_name((layout_optimizer_impl)layout_optimizer_impl_of(l)));
+    flag_int(f, "--training.steps", 100);
+    char ac[48];
+    snprintf(ac, sizeof ac, "activation-checkpoint:%s", layout_recompute_name(l->recompute));
+    flag(f, ac, NULL);
+    fputc('\n', f);
+    return emit_finish(f, &buf, out, err, errlen);
+}

@@ -1,0 +1,562 @@
+/*
+ * test_torchtitan.c — issue 19: the torchtitan framework against numbers worked by hand.
+ *  - each pipeline schedule's closed-form bubble fraction and the micro-batches each stage
+ *    holds (pp_schedule.h), for given p, m, v and F/I/W;
+ *  - the ZBVZeroBubble and DualPipeV orders (schedule.h) against pytorch's schedules.py, op by
+ *    op where short, and their invariants; a ZBV step simulated on a timeline traced by hand;
+ *  - the rules, each rejection with its name and message;
+ *  - --emit torchtitan read back by plan check's reader into the same layout and the same
+ *    estimate; the layout's JSON keeps the schedule and async TP.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "check_torchtitan.h"
+#include "emit.h"
+#include "estimate.h"
+#include "layer_recipe.h"
+#include "layout_codec.h"
+#include "memory.h"
+#include "pp_schedule.h"
+#include "schedule.h"
+#include "sim.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PLAN_DATA_DIR");
+    return d ? d : "data";
+}
+
+static void load(const char *model, const char *system, model_spec *m, system_spec *s)
+{
+    char err[CM_ERRLEN];
+    if (model_load(model, data_dir(), m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load(system, data_dir(), s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+}
+
+static layout titan(int tp, int pp, int dp, int cp)
+{
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.tp = tp;
+    l.pp = pp;
+    l.dp = dp;
+    l.cp = cp;
+    l.sp = tp > 1;
+    return l;
+}
+
+/* Bubble fractions, p = 4, m = 8: 1F1B and GPipe (p-1)/m = 3/8; Interleaved1F1B v = 2:
+ * 3/16; ZBV with F = I = W: 0; ZBV with F = 1, I = 2, W = 1: (p-1)(F+I-2W)/2/(F+I+W)/m =
+ * 3 x 1/2 / 4 / 8 = 3/64; DualPipeV with F = I = W = 1: (p-1)(F+2I-W)/2/3/m = 3 x 2/2/3/8 = 1/8. */
+static void test_bubble_fractions(void **state)
+{
+    (void)state;
+    layout l = titan(1, 4, 1, 1);
+    pp_stage_work eq = {1, 1, 1}, slow_i = {1, 2, 1};
+    l.pp_schedule = PP_SCHEDULE_1F1B;
+    assert_true(fabs(pp_schedule_bubble_fraction(&l, 8, &eq) - 3.0 / 8) < 1e-12);
+    l.pp_schedule = PP_SCHEDULE_GPIPE;
+    assert_true(fabs(pp_schedule_bubble_fraction(&l, 8, &eq) - 3.0 / 8) < 1e-12);
+    l.pp_schedule = PP_SCHEDULE_INTERLEAVED_1F1B;
+    l.vpp = 2;
+    assert_true(fabs(pp_schedule_bubble_fraction(&l, 8, &eq) - 3.0 / 16) < 1e-12);
+    l.pp_schedule = PP_SCHEDULE_ZBV;
+    assert_true(fabs(pp_schedule_bubble_fraction(&l, 8, &eq)) < 1e-12);
+    assert_true(fabs(pp_schedule_bubble_fraction(&l, 8, &slow_i) - 3.0 / 64) < 1e-12);
+    l.pp_schedule = PP_SCHEDULE_DUALPIPEV;
+    assert_true(fabs(pp_schedule_bubble_fraction(&l, 8, &eq) - 1.0 / 8) < 1e-12);
+    /* in seconds: a 2 s micro-batch, 3/64 x 8 micro-batches = 3/8 micro-batch = 0.75 s */
+    l.pp_schedule = PP_SCHEDULE_ZBV;
+    assert_true(fabs(pp_schedule_bubble_s(&l, 2.0, &slow_i) - 0.75) < 1e-12);
+    l.pp = 1;
+    assert_true(pp_schedule_bubble_s(&l, 2.0, &slow_i) == 0);
+}
+
+/* Micro-batches of activations held, p = 4: 1F1B min(p - s, m): 4 on stage 0, 1 on stage 3;
+ * GPipe all m; the V schedules p on every stage (2p chunk forwards of half a stage before the
+ * first backward), min(p, m) when m is smaller, DualPipeV half a stage more; interleaved v = 2
+ * on stage 0:
+ * 4 (1 + 3/8) = 5.5. */
+static void test_in_flight(void **state)
+{
+    (void)state;
+    layout l = titan(1, 4, 1, 1);
+    l.pp_schedule = PP_SCHEDULE_1F1B;
+    assert_true(pp_schedule_in_flight(&l, 8, 0) == 4 && pp_schedule_in_flight(&l, 8, 3) == 1);
+    l.pp_schedule = PP_SCHEDULE_GPIPE;
+    assert_true(pp_schedule_in_flight(&l, 8, 0) == 8 && pp_schedule_in_flight(&l, 8, 3) == 8);
+    l.pp_schedule = PP_SCHEDULE_ZBV;
+    l.vpp = 2;
+    assert_true(pp_schedule_in_flight(&l, 8, 0) == 4 && pp_schedule_in_flight(&l, 8, 3) == 4);
+    assert_true(pp_schedule_in_flight(&l, 2, 1) == 2);
+    l.pp_schedule = PP_SCHEDULE_DUALPIPEV; /* and the overlapped pair's extra chunk */
+    assert_true(pp_schedule_in_flight(&l, 8, 2) == 4.5);
+    l.pp_schedule = PP_SCHEDULE_INTERLEAVED_1F1B;
+    assert_true(fabs(pp_schedule_in_flight(&l, 8, 0) - 5.5) < 1e-12);
+    /* memory.c uses the same count: the last stage of a GPipe pipeline holds 8 micro-batches'
+     * activations where 1F1B's holds 1 */
+    model_spec m;
+    system_spec s;
+    load("8b", "h100", &m, &s);
+    training_spec t = training_default();
+    layout g = titan(1, 4, 16, 1);
+    g.pp_schedule = PP_SCHEDULE_GPIPE;
+    g.reshard_after_forward = false;
+    layout o = g;
+    o.pp_schedule = PP_SCHEDULE_1F1B;
+    memory_breakdown mg = memory_stage(&m, &s, &t, &g, 1), mo = memory_stage(&m, &s, &t, &o, 1);
+    double per_micro = memory_layer_activation_bytes(&m, &t, &o, 0) * layout_stage_layers(&m, &o, 1);
+    int micro = layout_microbatches(&g, &t); /* 1024 / 16 = 64 */
+    assert_int_equal(micro, 64);
+    /* stage 1 of 4 under 1F1B holds 3; GPipe 64 */
+    assert_true(fabs(mg.activations_bytes - mo.activations_bytes - 61 * per_micro) <
+                1e-6 * mg.activations_bytes);
+}
+
+/* The closed form's in-flight micro-batches are what the orders hold: counted op by op from
+ * schedule.h's orders (a forward holds its chunk's share until its backward or W), equal to
+ * pp_schedule_in_flight() on every stage for 1F1B, GPipe and the V schedules, and on the first
+ * stage (the one the memory model sizes for) for Interleaved1F1B. */
+static void test_in_flight_from_orders(void **state)
+{
+    (void)state;
+    const layout_pp_schedule kinds[] = {PP_SCHEDULE_1F1B, PP_SCHEDULE_GPIPE,
+                                        PP_SCHEDULE_INTERLEAVED_1F1B, PP_SCHEDULE_ZBV,
+                                        PP_SCHEDULE_DUALPIPEV};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int p = 2; p <= 8; p *= 2)
+            for (int m = 2 * p; m <= 4 * p; m *= 2) {
+                layout l = titan(1, p, 1, 1);
+                l.pp_schedule = kinds[k];
+                l.vpp = kinds[k] == PP_SCHEDULE_1F1B || kinds[k] == PP_SCHEDULE_GPIPE ? 1 : 2;
+                for (int s = 0; s < p; s++) {
+                    if (kinds[k] == PP_SCHEDULE_INTERLEAVED_1F1B && s > 0) continue;
+                    double got = schedule_peak_in_flight(kinds[k], p, l.vpp, m, s);
+                    double want = pp_schedule_in_flight(&l, m, s);
+                    if (fabs(got - want) > 1e-12)
+                        fail_msg("%s p %d m %d stage %d: the order holds %.3f, the closed form "
+                                 "says %.3f",
+                                 layout_pp_schedule_name(kinds[k]), p, m, s, got, want);
+                }
+            }
+}
+
+/* ScheduleZBVZeroBubble._calculate_single_rank_operations, p = 2, m = 4, rank 0: 3 forwards
+ * of chunk 0 (2(p - r) - 1), then p - r = 2 rounds of F, I, W of chunk 1. */
+static void test_zbv_order(void **state)
+{
+    (void)state;
+    schedule_op ops[64];
+    int n = schedule_pipeline_kind(PP_SCHEDULE_ZBV, 2, 2, 4, 0, ops);
+    assert_int_equal(n, 24); /* F, I, W of 2 chunks x 4 micro-batches */
+    const struct { int mb, chunk; bool bwd; int part; } want[] = {
+        {0, 0, false, 0}, {1, 0, false, 0}, {2, 0, false, 0},
+        {0, 1, false, 0}, {0, 1, true, SCHEDULE_INPUT}, {0, 1, true, SCHEDULE_WEIGHT},
+        {1, 1, false, 0}, {1, 1, true, SCHEDULE_INPUT}, {1, 1, true, SCHEDULE_WEIGHT},
+        {3, 0, false, 0}, {0, 0, true, SCHEDULE_INPUT}, {0, 0, true, SCHEDULE_WEIGHT},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        if (ops[i].microbatch != want[i].mb || ops[i].chunk != want[i].chunk ||
+            ops[i].backward != want[i].bwd || ops[i].part != want[i].part)
+            fail_msg("op %zu: got mb %d chunk %d bwd %d part %d", i, ops[i].microbatch,
+                     ops[i].chunk, ops[i].backward, ops[i].part);
+    }
+    /* every rank and schedule: each (chunk, micro-batch) forward once, its backward whole once
+     * or as I then W, never a W before its I */
+    layout_pp_schedule kinds[] = {PP_SCHEDULE_ZBV, PP_SCHEDULE_DUALPIPEV};
+    for (int k = 0; k < 2; k++)
+        for (int p = 2; p <= 8; p *= 2)
+            for (int m = 2 * p; m <= 4 * p; m += p)
+                for (int r = 0; r < p; r++) {
+                    static schedule_op o[3 * 2 * 64];
+                    int c = schedule_pipeline_kind(kinds[k], p, 2, m, r, o);
+                    int f[2][64] = {{0}}, in[2][64] = {{0}}, w[2][64] = {{0}};
+                    for (int i = 0; i < c; i++) {
+                        int ch = o[i].chunk, mb = o[i].microbatch;
+                        if (!o[i].backward) f[ch][mb]++;
+                        else if (o[i].part == SCHEDULE_FULL) in[ch][mb]++, w[ch][mb]++;
+                        else if (o[i].part == SCHEDULE_INPUT) in[ch][mb]++;
+                        else {
+                            assert_int_equal(in[ch][mb], 1);
+                            w[ch][mb]++;
+                        }
+                    }
+                    for (int ch = 0; ch < 2; ch++)
+                        for (int mb = 0; mb < m; mb++)
+                            if (f[ch][mb] != 1 || in[ch][mb] != 1 || w[ch][mb] != 1)
+                                fail_msg("%s p %d m %d rank %d: chunk %d mb %d ran %d/%d/%d",
+                                         layout_pp_schedule_name(kinds[k]), p, m, r, ch, mb,
+                                         f[ch][mb], in[ch][mb], w[ch][mb]);
+                }
+    /* DualPipeV needs m >= 2p (schedules.py) */
+    assert_int_equal(schedule_pipeline_kind(PP_SCHEDULE_DUALPIPEV, 4, 2, 6, 0, ops), -1);
+    assert_int_equal(schedule_pipeline_kind(PP_SCHEDULE_ZBV, 4, 1, 8, 0, ops), -1);
+    /* the V: rank s holds virtual stages s and 2p-1-s */
+    assert_int_equal(schedule_vstage(PP_SCHEDULE_ZBV, 4, 1, 1), 6);
+    assert_int_equal(schedule_stage_of(PP_SCHEDULE_ZBV, 4, 6), 1);
+}
+
+/*
+ * A ZBV step on 2 ranks, 4 micro-batches, every chunk's F, I and W 1 s, free sends. Traced by
+ * hand from the orders above (virtual stages 0 and 3 on rank 0, 1 and 2 on rank 1): rank 0
+ * runs F0 m0-m2 [0,3], waits for stage 2's F m0 (rank 1 runs F0' m0 [1,2], F1' m0 [2,3]), then
+ * F1 m0 [3,4], I1 m0 [4,5], W1 m0 [5,6] ...; rank 1's last op, W0' m3, ends at 25 s, rank 0's
+ * at 24 s. Each rank is busy 24 s (8 F + 8 I + 8 W): step 25 s, bubble 1 s. Under 1F1B the same
+ * work (F 2 s, B 4 s per micro-batch per stage) takes (m + p - 1) x 6 = 30 s.
+ */
+static void test_zbv_simulated(void **state)
+{
+    (void)state;
+    sim_layer layer[4];
+    int vs[4] = {1, 1, 1, 1};
+    double zero[2] = {0, 0};
+    for (int i = 0; i < 4; i++) layer[i] = (sim_layer){.fwd_s = 1, .bwd_s = 2, .wgrad_s = 1};
+    sim_input in = {.pp = 2, .vpp = 2, .microbatches = 4, .schedule = PP_SCHEDULE_ZBV,
+                    .layers = 4, .layer = layer, .vstage_layers = vs, .p2p_overlap = true,
+                    .grad_sync_s = zero, .param_sync_s = zero, .optimizer_s = zero};
+    sim_workspace *w = sim_alloc();
+    time_simulated r;
+    char err[CM_ERRLEN];
+    if (sim_run(w, &in, NULL, &r, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    assert_true(fabs(r.step_s - 25.0) < 1e-9);
+    assert_true(fabs(r.compute_busy_s - 24.0) < 1e-9);
+    assert_true(fabs(r.bubble_s - 1.0) < 1e-9);
+    assert_int_equal(sim_op_count(w), 48);
+    /* 1F1B, one stage of 2 layers per rank */
+    int vs1[2] = {2, 2};
+    sim_input in1 = in;
+    in1.vpp = 1;
+    in1.schedule = PP_SCHEDULE_1F1B;
+    in1.vstage_layers = vs1;
+    if (sim_run(w, &in1, NULL, &r, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    assert_true(fabs(r.step_s - 30.0) < 1e-9);
+    /* DualPipeV runs too, ending between the two */
+    in.schedule = PP_SCHEDULE_DUALPIPEV;
+    if (sim_run(w, &in, NULL, &r, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    assert_true(r.step_s >= 24.0 && r.step_s <= 30.0);
+    sim_free(w);
+}
+
+typedef struct {
+    const char *rule, *text;
+    layout l;
+    const model_spec *model;
+} rule_case;
+
+/* Each rule: rejected with its name and a message naming the fix. */
+static void test_rules(void **state)
+{
+    (void)state;
+    model_spec m, moe;
+    system_spec s;
+    load("8b", "h100", &m, &s);
+    load("mixtral-8x7b", "h100", &moe, &s);
+    training_spec t = training_default();
+    layout_violation v[8];
+    rule_case cases[8];
+    int n = 0;
+    layout l = titan(2, 2, 16, 1);
+    l.pp_schedule = PP_SCHEDULE_ZBV; /* vpp 1 */
+    cases[n++] = (rule_case){"pp-schedule-stages", "exactly 2 stages", l, &m};
+    l.vpp = 2;
+    l.compile = true;
+    cases[n++] = (rule_case){"pp-schedule-no-compile", "torch.compile", l, &m};
+    l = titan(1, 8, 8, 1); /* 1024 / 8 = 128 micro-batches >= 16: fine; gbs 64: 8 < 16 */
+    l.pp_schedule = PP_SCHEDULE_DUALPIPEV;
+    l.vpp = 2;
+    cases[n++] = (rule_case){"dualpipev-microbatches", "at least as many", l, &m};
+    l = titan(2, 1, 32, 1);
+    l.async_tp = true; /* not compiled */
+    cases[n++] = (rule_case){"async-tp-needs-compile", "--compile", l, &m};
+    l = titan(3, 1, 1, 1); /* 32 heads, 8 KV groups */
+    cases[n++] = (rule_case){"tp-divides-heads", "KV groups (8)", l, &m};
+    l = layout_default(FRAMEWORK_MEGATRON);
+    l.pp = 2;
+    l.dp = 32;
+    l.pp_schedule = PP_SCHEDULE_GPIPE;
+    cases[n++] = (rule_case){"pp-schedule-framework", "torchtitan", l, &m};
+    l = titan(1, 1, 64, 1);
+    l.sharding = SHARDING_DISTOPT;
+    cases[n++] = (rule_case){"torchtitan-shards-with-fsdp", "FSDP2", l, &m};
+    l = titan(2, 1, 32, 1);
+    l.ep = 8;
+    l.etp = 2;
+    cases[n++] = (rule_case){"torchtitan-expert-tp", "--etp 1", l, &moe};
+    for (int i = 0; i < n; i++) {
+        training_spec ti = t;
+        if (!strcmp(cases[i].rule, "dualpipev-microbatches")) ti.global_batch = 64;
+        int k = layout_check_all(cases[i].model, &s, &ti, &cases[i].l, 0, v, 8);
+        bool found = false;
+        for (int j = 0; j < k && j < 8; j++)
+            if (!strcmp(v[j].rule, cases[i].rule)) {
+                found = true;
+                if (!strstr(v[j].message, cases[i].text))
+                    fail_msg("%s: message '%s' lacks '%s'", cases[i].rule, v[j].message,
+                             cases[i].text);
+            }
+        if (!found) fail_msg("rule %s not reported (%d others)", cases[i].rule, k);
+    }
+    /* valid: FSDP2 CPU offload with full checkpointing (the old rule was Megatron-FSDP's) */
+    l = titan(1, 1, 64, 1);
+    l.offload = true;
+    l.recompute = RECOMPUTE_FULL;
+    assert_int_equal(layout_check_all(&m, &s, &t, &l, 64, v, 8), 0);
+    /* valid: ZBV, 2 stages per rank, uncompiled; DualPipeV with 128 micro-batches */
+    l = titan(2, 2, 16, 1);
+    l.vpp = 2;
+    l.pp_schedule = PP_SCHEDULE_ZBV;
+    assert_int_equal(layout_check_all(&m, &s, &t, &l, 64, v, 8), 0);
+}
+
+/* --emit torchtitan, read back by plan check's reader: the same layout, the same estimate. */
+static void round_trip(const char *model, layout l, const training_spec *t)
+{
+    model_spec m;
+    system_spec s;
+    load(model, "h100", &m, &s);
+    estimate e, e2;
+    char err[CM_ERRLEN];
+    if (estimate_layout(&m, &s, t, &l, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    char *text = NULL;
+    emit_context ctx = {.model_ref = model};
+    if (emit_render(EMIT_TORCHTITAN, &e, &m, &s, &ctx, &text, err, sizeof err) != CM_OK)
+        fail_msg("%s", err);
+    assert_true(check_is_torchtitan(text, strlen(text)));
+    check_config cfg;
+    check_report rep;
+    if (check_read_torchtitan(text, strlen(text), &cfg, &rep, err, sizeof err) != CM_OK)
+        fail_msg("%s\n%s", err, text);
+    model_spec m2;
+    char name[128];
+    if (check_load_model(cfg.model, data_dir(), &m2, name, sizeof name, err, sizeof err) != CM_OK)
+        fail_msg("%s", err);
+    assert_int_equal(check_torchtitan_resolve(&m2, &cfg, 0, &rep), layout_gpus(&l));
+    assert_int_equal(check_layout(&m2, &s, &cfg, 0, &rep, err, sizeof err), layout_gpus(&l));
+    if (rep.nviolations) fail_msg("%s: %s\n%s", rep.violations[0].rule, rep.violations[0].message, text);
+    if (!layout_equal(&cfg.layout, &l)) {
+        char a[256], b[256];
+        layout_short_name(&l, a, sizeof a);
+        layout_short_name(&cfg.layout, b, sizeof b);
+        fail_msg("wrote %s, read %s\n%s", a, b, text);
+    }
+    assert_int_equal(cfg.training.seq_len, t->seq_len);
+    assert_int_equal(cfg.training.global_batch, t->global_batch);
+    if (estimate_layout(&m2, &s, &cfg.training, &cfg.layout, &e2, err, sizeof err) != CM_OK)
+        fail_msg("%s", err);
+    assert_true(e2.time.step_s == e.time.step_s);
+    assert_true(e2.memory.total_bytes == e.memory.total_bytes);
+    free(text);
+}
+
+static void test_emit_round_trip(void **state)
+{
+    (void)state;
+    training_spec t = training_default();
+    /* HSDP in 8-rank groups, TP 2 with SP, Interleaved1F1B, selective SAC, compiled, async TP */
+    layout l = titan(2, 2, 16, 1);
+    l.vpp = 2;
+    l.pp_schedule = PP_SCHEDULE_INTERLEAVED_1F1B;
+    l.shard_size = 8;
+    l.reshard_after_forward = false;
+    l.recompute = RECOMPUTE_SELECTIVE;
+    l.compile = l.async_tp = true;
+    round_trip("8b", l, &t);
+    /* ZBV on 4 stages, full checkpointing, resharded after forward */
+    l = titan(1, 4, 16, 1);
+    l.vpp = 2;
+    l.pp_schedule = PP_SCHEDULE_ZBV;
+    l.recompute = RECOMPUTE_FULL;
+    round_trip("8b", l, &t);
+    /* no pipeline, CP 2, CPU offload; another sequence and batch */
+    training_spec t2 = t;
+    t2.seq_len = 8192;
+    t2.global_batch = 256;
+    l = titan(1, 1, 32, 2);
+    l.offload = true;
+    l.mbs = 2;
+    round_trip("8b", l, &t2);
+    /* MoE: EP 8 borrowing from FSDP, experts whole */
+    l = titan(1, 1, 64, 1);
+    l.ep = 8;
+    l.compile = true;
+    round_trip("mixtral-8x7b", l, &t);
+}
+
+/* A command line with inconsistent degrees: the violations, named. */
+static void test_check_reads_violations(void **state)
+{
+    (void)state;
+    const char *text =
+        "# model: 8b\n"
+        "torchrun --nproc-per-node 8 --nnodes 2 -m torchtitan.train --module llama3 --config "
+        "llama3_8b \\\n  --parallelism.data_parallel_shard_degree 3 \\\n"
+        "  --parallelism.tensor_parallel_degree 2 --parallelism.pipeline_parallel_degree 2 \\\n"
+        "  --parallelism.pipeline_parallel_schedule ZBVZeroBubble --compile.enable \\\n"
+        "  --training.num_tokens_per_microbatch_per_dp_rank 5000 "
+        "--training.max_context_length 4096 activation-checkpoint:full\n";
+    check_config cfg;
+    check_report rep;
+    char err[CM_ERRLEN];
+    assert_int_equal(check_read_torchtitan(text, strlen(text), &cfg, &rep, err, sizeof err), CM_OK);
+    assert_int_equal(cfg.num_gpus, 16);
+    assert_int_equal(cfg.layout.recompute, RECOMPUTE_FULL);
+    assert_int_equal(cfg.layout.pp_schedule, PP_SCHEDULE_ZBV);
+    model_spec m;
+    system_spec s;
+    load("8b", "h100", &m, &s);
+    check_torchtitan_resolve(&m, &cfg, 0, &rep);
+    check_layout(&m, &s, &cfg, 0, &rep, err, sizeof err);
+    const char *want[] = {"torchtitan-tokens-per-sequence", "torchtitan-dp-degrees",
+                          "pp-schedule-no-compile"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        bool found = false;
+        for (int j = 0; j < rep.nviolations && j < CHECK_MAX_VIOLATIONS; j++)
+            found |= !strcmp(rep.violations[j].rule, want[i]);
+        if (!found) fail_msg("rule %s not reported", want[i]);
+    }
+    /* a trainer YAML that mentions the flags in a comment stays a YAML */
+    const char *yaml = "# converted from --parallelism.tensor_parallel_degree 2\ntrainer:\n"
+                       "  strategy: fsdp2\n";
+    assert_false(check_is_torchtitan(yaml, strlen(yaml)));
+    /* malformed: one line */
+    const char *bad = "torchrun -m torchtitan.train --parallelism.tensor_parallel_degree two\n";
+    assert_int_equal(check_read_torchtitan(bad, strlen(bad), &cfg, &rep, err, sizeof err),
+                     CM_EPARSE);
+    assert_non_null(strstr(err, "tensor_parallel_degree needs an integer"));
+}
+
+/* The layout's JSON: pp_schedule and async_tp written when set, read back; absent otherwise. */
+static void test_json(void **state)
+{
+    (void)state;
+    layout l = titan(2, 2, 16, 1);
+    l.vpp = 2;
+    l.pp_schedule = PP_SCHEDULE_DUALPIPEV;
+    l.async_tp = true;
+    l.compile = true;
+    json_t *j = layout_to_json(&l);
+    assert_string_equal(json_string_value(json_object_get(j, "framework")), "torchtitan");
+    assert_string_equal(json_string_value(json_object_get(j, "pp_schedule")), "DualPipeV");
+    assert_true(json_is_true(json_object_get(j, "async_tp")));
+    layout back;
+    char err[CM_ERRLEN];
+    assert_int_equal(layout_from_json(j, "t", &back, NULL, err, sizeof err), CM_OK);
+    assert_true(layout_equal(&l, &back));
+    json_decref(j);
+    layout d = layout_default(FRAMEWORK_MEGATRON);
+    j = layout_to_json(&d);
+    assert_null(json_object_get(j, "pp_schedule"));
+    assert_null(json_object_get(j, "async_tp"));
+    json_decref(j);
+}
+
+/* torchtitan's selective AC (activation_checkpoint.py): per token of Llama-3.1-8B (h 4096, 32
+ * heads of 128, 8 KV groups, ffn 14336), saved are x and the MLP output 2 x 2h = 16384, q
+ * 2 x 4096 = 8192, v 2 x 1024 = 2048, the attention output 8192 and its lse 4 x 32 = 128, w1's
+ * output 2 x 14336 = 28672: 63616 bytes, x 4096 tokens = 260,571,136 bytes per layer. The
+ * recomputed ops: the output and down projections and the forward elementwise kernels, not the
+ * attention core. */
+static void test_selective_ac(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load("8b", "h100", &m, &s);
+    training_spec t = training_default();
+    layout l = titan(1, 1, 8, 1);
+    l.recompute = RECOMPUTE_SELECTIVE;
+    assert_true(memory_layer_activation_bytes(&m, &t, &l, 0) == 4096.0 * 63616);
+    /* TP 2 with SP: all of it split in two */
+    layout l2 = titan(2, 1, 4, 1);
+    l2.recompute = RECOMPUTE_SELECTIVE;
+    assert_true(memory_layer_activation_bytes(&m, &t, &l2, 0) == 4096.0 * 63616 / 2);
+    recipe r;
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    int gemms = 0;
+    for (int i = 0; i < r.n_ops; i++) {
+        const recipe_op *o = &r.op[i];
+        if (o->kind == RECIPE_ATTENTION) assert_false(o->recompute);
+        if (o->kind == RECIPE_ELEMENTWISE && o->phase == RECIPE_FWD) assert_true(o->recompute);
+        if (o->kind == RECIPE_GEMM && o->recompute) {
+            gemms++;
+            assert_true(!strcmp(o->name, "attn_out") || !strcmp(o->name, "mlp_down"));
+        }
+    }
+    assert_int_equal(gemms, 2);
+}
+
+/*
+ * Published torchtitan runs (pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md,
+ * torchtitan 9dec370, Dec 2024; H100 96 GB HBM2e at a 500 W power limit, 400 Gb/s per GPU;
+ * TPS/GPU at step 90). The h100 preset is the 700 W SXM5 80 GB part, so absolute rates are not
+ * comparable (printed, not asserted); what the knobs buy is: torch.compile on the 8B FSDP run
+ * (Table 1: 5,762 -> 6,667, x1.157) within 10%, and async TP on the 70B FSDP 32 x TP 8 run
+ * (Table 4: 829 -> 876) a gain. The model's async TP gain (the userbuffer-style exposed time,
+ * layer_recipe.c) is larger than published: printed, a known gap.
+ */
+static double tps_per_gpu(const char *model, int gpus, layout l, int seq, int gbs)
+{
+    model_spec m;
+    system_spec s;
+    load(model, "h100", &m, &s);
+    training_spec t = training_default();
+    t.seq_len = seq;
+    t.global_batch = gbs;
+    estimate e;
+    char err[CM_ERRLEN];
+    if (estimate_layout(&m, &s, &t, &l, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    return e.tokens_per_s / gpus;
+}
+
+static void test_published_knobs(void **state)
+{
+    (void)state;
+    /* Table 1: Llama 3.1 8B, 8 GPUs FSDP, local batch 2, global 16, seq 8192, selective AC */
+    layout l = titan(1, 1, 8, 1);
+    l.mbs = 2;
+    l.recompute = RECOMPUTE_SELECTIVE;
+    double eager = tps_per_gpu("8b", 8, l, 8192, 16);
+    l.compile = true;
+    double compiled = tps_per_gpu("8b", 8, l, 8192, 16);
+    print_message("  8B FSDP 8: eager %.0f (published 5762, %+.0f%%), compiled %.0f (6667, "
+                  "%+.0f%%); compile x%.3f (published x%.3f)\n",
+                  eager, 100 * (eager / 5762 - 1), compiled, 100 * (compiled / 6667 - 1),
+                  compiled / eager, 6667.0 / 5762);
+    assert_true(fabs((compiled / eager) / (6667.0 / 5762) - 1) < 0.10);
+    /* Table 4: Llama 3.1 70B, 256 GPUs FSDP 32 x TP 8, local batch 16, global 512, full AC,
+     * compile, float8 */
+    l = titan(8, 1, 32, 1);
+    l.mbs = 16;
+    l.recompute = RECOMPUTE_FULL;
+    l.compile = true;
+    l.precision = PRECISION_FP8;
+    double base = tps_per_gpu("70b", 256, l, 8192, 512);
+    l.async_tp = true;
+    double async = tps_per_gpu("70b", 256, l, 8192, 512);
+    print_message("  70B FSDP 32 x TP 8: %.0f (published 829, %+.0f%%), async TP %.0f (876, "
+                  "%+.0f%%); async TP x%.3f (published x%.3f)\n",
+                  base, 100 * (base / 829 - 1), async, 100 * (async / 876 - 1), async / base,
+                  876.0 / 829);
+    assert_true(async > base);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bubble_fractions),   cmocka_unit_test(test_in_flight),
+        cmocka_unit_test(test_zbv_order),          cmocka_unit_test(test_zbv_simulated),
+        cmocka_unit_test(test_rules),              cmocka_unit_test(test_emit_round_trip),
+        cmocka_unit_test(test_check_reads_violations), cmocka_unit_test(test_json),
+        cmocka_unit_test(test_selective_ac),       cmocka_unit_test(test_published_knobs),
+        cmocka_unit_test(test_in_flight_from_orders),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
