@@ -669,11 +669,14 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         }
         layout_group g = layout_shard_place(sys, l);
         double red = l->framework == FRAMEWORK_FSDP2 ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
-        /* bf16 parameters; torchao's float8 all-gather sends the Linears' weights in FP8 */
+        /* bf16 parameters; torchao's float8 all-gather sends the Linears' weights in FP8, and
+         * so does Megatron-FSDP with --fp8-param-gather (precision.h) */
         double gathered = 2.0 * p;
-        if (b->lp && l->framework == FRAMEWORK_FSDP2 && b->pr.gather_bytes < 2.0) {
+        double lin_bytes = l->framework == FRAMEWORK_FSDP2 ? b->pr.gather_bytes
+                                                           : precision_param_bytes(l);
+        if (b->lp && lin_bytes < 2.0) {
             double other = model_norm_params(m) + (moe ? model_router_params(m) : 0);
-            gathered = 2.0 * other + b->pr.gather_bytes * (p - other);
+            gathered = 2.0 * other + lin_bytes * (p - other);
         }
         op_add(b, "fsdp.all_gather", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
                RECIPE_OVERLAP_LAYER, collective_time_s(sys, COLL_ALL_GATHER, gathered, g), 0);

@@ -52,6 +52,10 @@ typedef enum {
     LAYOUT_F_OVERLAP_GRAD_REDUCE,
     LAYOUT_F_OVERLAP_PARAM_GATHER,
     LAYOUT_F_MOE_DISPATCHER,
+    LAYOUT_F_FP8_PARAM_GATHER, /* the four low-precision knobs: written only when set */
+    LAYOUT_F_BF16_LAYERS_START,
+    LAYOUT_F_BF16_LAYERS_END,
+    LAYOUT_F_MOE_FP8_DISPATCH,
     LAYOUT_NFIELDS
 } layout_field_id;
 

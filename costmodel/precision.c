@@ -157,6 +157,10 @@ cm_status precision_check(const system_spec *sys, const layout *l, char *err, si
         if (l->fp8_recipe != FP8_RECIPE_DEFAULT)
             return cm_fail(err, errlen, CM_EINVAL,
                            "--fp8-recipe needs --precision fp8: add it or drop the recipe");
+        if (l->fp8_param_gather || l->moe_fp8_dispatch)
+            return cm_fail(err, errlen, CM_EINVAL,
+                           "--fp8-param-gather and --moe-fp8-dispatch need a low-precision "
+                           "plan: add --precision fp8 (or mxfp8, nvfp4) or drop them");
         return CM_OK;
     }
     if (l->precision != PRECISION_FP8 && l->fp8_recipe != FP8_RECIPE_DEFAULT)
@@ -182,10 +186,69 @@ cm_status precision_check(const system_spec *sys, const layout *l, char *err, si
         return cm_fail(err, errlen, CM_EINVAL,
                        "fsdp2 trains FP8 through torchao, which removed delayed scaling: use "
                        "--fp8-recipe tensorwise (or blockwise), or --framework megatron");
+    if (l->fp8_param_gather &&
+        (l->framework != FRAMEWORK_MEGATRON || l->sharding == SHARDING_DDP))
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "--fp8-param-gather is Megatron's and needs the distributed optimizer or "
+                       "Megatron-FSDP (arguments.py): use --framework megatron with --sharding "
+                       "distopt or fsdp (FSDP2's float8 all-gather comes with --precision fp8 "
+                       "--fp8-recipe tensorwise)");
     if (l->framework == FRAMEWORK_FSDP2 && l->precision == PRECISION_NVFP4)
         return cm_fail(err, errlen, CM_EINVAL,
                        "NVFP4 training is Transformer Engine's (NVFP4BlockScaling): use "
                        "--framework megatron, or --precision mxfp8 with fsdp2");
+    return CM_OK;
+}
+
+bool precision_layer_bf16(const model_spec *m, const layout *l, int layer)
+{
+    if (!precision_is_low(l) || layer < 0) return false;
+    return layer < l->bf16_layers_start || layer >= m->layers - l->bf16_layers_end;
+}
+
+layout precision_bf16_layout(const layout *l)
+{
+    layout b = *l;
+    b.precision = PRECISION_BF16;
+    b.fp8_recipe = FP8_RECIPE_DEFAULT;
+    b.fp8_param_gather = false;
+    b.moe_fp8_dispatch = false; /* the dispatch feeds the layer's bf16 expert GEMMs */
+    b.bf16_layers_start = b.bf16_layers_end = 0;
+    return b;
+}
+
+bool precision_param_gather(const layout *l)
+{
+    return precision_is_low(l) && l->fp8_param_gather;
+}
+
+double precision_param_bytes(const layout *l)
+{
+    if (!precision_param_gather(l)) return 2.0;
+    precision_rules r;
+    precision_rules_of(l, &r);
+    return r.operand_bytes;
+}
+
+cm_status precision_check_model(const model_spec *m, const layout *l, char *err, size_t errlen)
+{
+    int start = l->bf16_layers_start, end = l->bf16_layers_end;
+    if (start <= 0 && end <= 0) return CM_OK;
+    if (l->framework != FRAMEWORK_MEGATRON || !precision_is_low(l))
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "--bf16-first-layers/--bf16-last-layers are Megatron's "
+                       "--first-last-layers-bf16 for a low-precision plan: use --framework "
+                       "megatron with --precision fp8, mxfp8 or nvfp4, or drop them");
+    if (l->precision == PRECISION_FP8 && precision_fp8_recipe(l) == FP8_RECIPE_DELAYED)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "Megatron refuses bf16 first/last layers with delayed scaling "
+                       "(transformer_config.py): use --fp8-recipe tensorwise or blockwise");
+    int most = m->layers / (l->pp > 0 ? l->pp : 1);
+    if (start < 0 || end < 0 || start > most || end > most)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "bf16 first/last layers must each be between 0 and layers / pp = %d "
+                       "(Megatron's num_layers_at_start/end_in_bf16 rule)",
+                       most);
     return CM_OK;
 }
 
