@@ -242,7 +242,7 @@ double estimate_dp_sync_s(const system_spec *sys, const training_spec *t, const 
     } else {
         grad = collective_time_s(sys, COLL_REDUCE_SCATTER, gbytes * pd, gdp) +
                collective_time_s(sys, COLL_REDUCE_SCATTER, gbytes * pe, gedp);
-        double pb = precision_param_bytes(l);
+        double pb = precision_param_gather_bytes(l);
         double bd = 2.0 * (pd - lp_dense_params) + pb * lp_dense_params;
         double be = 2.0 * (pe - lp_expert_params) + pb * lp_expert_params;
         *gather_s = collective_time_s(sys, COLL_ALL_GATHER, bd, gdp) +

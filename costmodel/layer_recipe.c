@@ -673,7 +673,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
          * so does Megatron-FSDP with --fp8-param-gather (precision.h) */
         double gathered = 2.0 * p;
         double lin_bytes = l->framework == FRAMEWORK_FSDP2 ? b->pr.gather_bytes
-                                                           : precision_param_bytes(l);
+                                                           : precision_param_gather_bytes(l);
         if (b->lp && lin_bytes < 2.0) {
             double other = model_norm_params(m) + (moe ? model_router_params(m) : 0);
             gathered = 2.0 * other + lin_bytes * (p - other);

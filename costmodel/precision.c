@@ -230,6 +230,12 @@ double precision_param_bytes(const layout *l)
     return r.operand_bytes;
 }
 
+double precision_param_gather_bytes(const layout *l)
+{
+    if (l->precision == PRECISION_MXFP8) return 2.0;
+    return precision_param_bytes(l);
+}
+
 cm_status precision_check_model(const model_spec *m, const layout *l, char *err, size_t errlen)
 {
     int start = l->bf16_layers_start, end = l->bf16_layers_end;

@@ -32,7 +32,8 @@
  * optimizer (the distributed optimizer's main params, 12 bytes with Adam as before), the
  * parameter buffer is uint8 (megatron/core/distributed/param_and_grad_buffer.py
  * group_params_for_buffers: "torch.uint8 for FP8/NVFP4 parameters"), so the optimizer's
- * all-gather and Megatron-FSDP's unit gathers move operand_bytes per Linear parameter. TE
+ * all-gather and Megatron-FSDP's unit gathers move operand_bytes per Linear parameter (MXFP8:
+ * bf16, precision_param_gather_bytes). TE
  * keeps the other layout its GEMMs need (the transpose on Hopper, MXFP8's columnwise copy):
  * weight_copy_bytes - operand_bytes. NVFP4's counterpart is --fp4-param-gather.
  *
@@ -104,9 +105,14 @@ layout precision_bf16_layout(const layout *l);
 /* Does l keep its Linears' weights as low-precision parameters (--fp8-param-gather /
  * --fp4-param-gather)? */
 bool precision_param_gather(const layout *l);
-/* Bytes per element of a Linear's weight as a parameter and on the parameter all-gather: 2
- * (bf16), or operand_bytes with --fp8-param-gather. */
+/* Bytes per element of a Linear's weight as a stored parameter: 2 (bf16), or operand_bytes
+ * with --fp8-param-gather. */
 double precision_param_bytes(const layout *l);
+/* ... and on the parameter all-gather: operand_bytes, but 2 for MXFP8, which Megatron gathers
+ * in bf16 through the gradient buffer and quantizes after (param_and_grad_buffer.py: "For
+ * MXFP8 param: Create a shared buffer for param AG and grad RS", viewed as bfloat16;
+ * _post_param_sync copies the gathered values into TE's quantized storage). */
+double precision_param_gather_bytes(const layout *l);
 /* The rules that need the model: bf16 first/last layer counts (Megatron: not with delayed
  * scaling, at most layers / pp each). */
 cm_status precision_check_model(const model_spec *m, const layout *l, char *err, size_t errlen);
