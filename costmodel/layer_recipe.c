@@ -568,8 +568,10 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             ep_overlap = RECIPE_OVERLAP_SHARED;
         int dispatch = -1, combine = -1;
         if (l->ep > 1) {
+            /* each op's backward is the reverse pattern: the dispatch's a combine, the
+             * combine's a dispatch (moe_dispatch.h: FP8 dispatch sends the latter in FP8) */
             dispatch = op_add(b, "ep.dispatch", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                              ep_overlap, dc.dispatch_s, dc.dispatch_s);
+                              ep_overlap, dc.dispatch_s, dc.combine_s);
             coll_item(b, dispatch, RECIPE_FWD, "ep.dispatch", dc.dispatch_op, dc.dispatch_bytes,
                       RECIPE_GROUP_EP, dc.dispatch_s);
         }
@@ -610,15 +612,15 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         quantize_ops(b, rows, h, down_in, local);
         if (l->ep > 1) {
             combine = op_add(b, "ep.combine", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                             ep_overlap, dc.combine_s, dc.combine_s);
+                             ep_overlap, dc.combine_s, dc.dispatch_s);
             coll_item(b, combine, RECIPE_FWD, "ep.combine", dc.combine_op, dc.combine_bytes,
                       RECIPE_GROUP_EP, dc.combine_s);
             /* the backward reverses each: the combine's gradient is dispatched, the
              * dispatch's combined */
             coll_item(b, combine, RECIPE_BWD, "ep.combine.bwd", dc.dispatch_op,
-                      dc.dispatch_bytes, RECIPE_GROUP_EP, dc.combine_s);
+                      dc.dispatch_bytes, RECIPE_GROUP_EP, dc.dispatch_s);
             coll_item(b, dispatch, RECIPE_BWD, "ep.dispatch.bwd", dc.combine_op,
-                      dc.combine_bytes, RECIPE_GROUP_EP, dc.dispatch_s);
+                      dc.combine_bytes, RECIPE_GROUP_EP, dc.combine_s);
         }
         if (m->shared_experts) {
             double sw = (double)m->shared_experts * m->shared_ffn;

@@ -512,6 +512,10 @@ static void architecture_flags(flag_list *fl, const model_spec *m, const trainin
             fl_add(fl, "--moe-token-dispatcher-type", "flex");
             fl_add(fl, "--moe-flex-dispatcher-backend", "%s",
                    layout_moe_dispatcher_name(l->moe_dispatcher));
+            if (l->moe_fp8_dispatch)
+                fl_unsupported(fl, "DeepEP's FP8 dispatch (DeepSeek-V3 Sec. 3.3.3): Megatron-LM "
+                                   "sends bf16 to DeepEP (fused_a2a.py); its FP8 wire format is "
+                                   "the ncclep backend's --moe-dispatch-fwd-dtype mxfp8");
         } else {
             fl_add(fl, "--moe-token-dispatcher-type", "%s",
                    layout_moe_dispatcher_name(l->moe_dispatcher));

@@ -22,7 +22,9 @@
 #include "estimate.h"
 #include "estimate_costs.h"
 #include "layout_codec.h"
+#include "layer_recipe.h"
 #include "memory.h"
+#include "moe_dispatch.h"
 #include "precision.h"
 
 #define REL(a, b) (fabs((a) - (b)) / fabs(b))
@@ -266,6 +268,60 @@ static void test_emit(void **state)
     assert_non_null(strstr(name, "fp8-tensorwise+pg bf16-1/2"));
 }
 
+/* FP8 dispatch, DeepSeek-V3 (h 7168, top-8) at EP 8 inside one H100 node, mbs 1, seq 4096,
+ * DeepEP: this rank's 4096 tokens x 8 copies x 7168 = 234,881,024 elements; dispatched in e4m3
+ * with an fp32 scale per 128: x 1.03125 = 242,221,056 bytes (bf16: 469,762,048), 7/8 of them
+ * over NVLink = 211,943,424. The combine stays bf16. In the layer the dispatch op's backward is
+ * the combine's pattern (bf16) and the combine's backward the dispatch's (FP8). */
+static void test_fp8_dispatch(void **state)
+{
+    (void)state;
+    model_spec m = load_model("deepseek-v3");
+    system_spec s = load_system("h100");
+    training_spec t = training_default();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.dp = 8;
+    l.ep = 8;
+    l.precision = PRECISION_FP8;
+    l.fp8_recipe = FP8_RECIPE_BLOCKWISE;
+    l.moe_dispatcher = MOE_DISPATCH_DEEPEP;
+    layout f = l;
+    f.moe_fp8_dispatch = true;
+    moe_dispatch_cost a, b;
+    moe_dispatch_price(&m, &s, &t, &l, 4096, &a);
+    moe_dispatch_price(&m, &s, &t, &f, 4096, &b);
+    assert_true(REL(a.dispatch_bytes, 469762048.0) < 1e-12);
+    assert_true(REL(b.dispatch_bytes, 242221056.0) < 1e-12);
+    assert_true(REL(b.combine_bytes, 469762048.0) < 1e-12);
+    assert_true(REL(b.nvlink_bytes, 211943424.0) < 1e-12);
+    assert_true(b.combine_s == a.combine_s);
+    double lat = collective_latency_s(&s, layout_ep_group(&s, &l));
+    assert_true(REL((b.dispatch_s - lat) / (a.dispatch_s - lat), 1.03125 / 2.0) < 1e-12);
+    recipe r;
+    recipe_layer(&m, &s, &t, &f, true, &r, NULL);
+    bool seen = false;
+    for (int i = 0; i < r.n_ops; i++) {
+        if (!strcmp(r.op[i].name, "ep.dispatch")) {
+            assert_true(r.op[i].fwd_s == b.dispatch_s && r.op[i].bwd_s == b.combine_s);
+            seen = true;
+        }
+        if (!strcmp(r.op[i].name, "ep.combine"))
+            assert_true(r.op[i].fwd_s == b.combine_s && r.op[i].bwd_s == b.dispatch_s);
+    }
+    assert_true(seen);
+    /* rules: DeepEP only, with EP; a bf16 plan has none */
+    char err[CM_ERRLEN];
+    assert_int_equal(layout_check(&m, &s, &t, &f, 0, err, sizeof err), CM_OK);
+    f.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+    assert_int_not_equal(layout_check(&m, &s, &t, &f, 0, err, sizeof err), CM_OK);
+    assert_non_null(strstr(err, "deepep"));
+    f.moe_dispatcher = MOE_DISPATCH_DEEPEP;
+    f.precision = PRECISION_BF16;
+    f.fp8_recipe = FP8_RECIPE_DEFAULT;
+    assert_int_not_equal(layout_check(&m, &s, &t, &f, 0, err, sizeof err), CM_OK);
+    assert_true(moe_dispatch_elem_bytes(&f) == 2.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_bf16_layers),
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_emit),
+        cmocka_unit_test(test_fp8_dispatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
