@@ -44,6 +44,7 @@ typedef struct {
     bool lp;
     bool keep_bf16;
     double lp_peak_flops;
+    double lp_ratio; /* precision_gemm_ratio: the GPU's low-precision GEMM efficiency ratio */
     precision_rules pr;
     double quant_fwd_bytes, quant_bwd_bytes; /* the layer's quantize kernels (quantize_ops) */
 } builder;
@@ -53,6 +54,7 @@ static void builder_precision(builder *b, const layout *l)
     b->lp = precision_is_low(l);
     b->keep_bf16 = false;
     b->lp_peak_flops = precision_peak_flops(b->sys, l);
+    b->lp_ratio = precision_gemm_ratio(b->sys, l);
     b->quant_fwd_bytes = b->quant_bwd_bytes = 0;
     precision_rules_of(l, &b->pr);
 }
@@ -61,8 +63,8 @@ static void builder_precision(builder *b, const layout *l)
 static double gemm_s(const builder *b, double m, double n, double k)
 {
     if (!b->lp || b->keep_bf16) return compute_gemm_s(b->sys, m, n, k);
-    return compute_gemm_lp_s(b->sys, b->lp_peak_flops, b->pr.gemm_efficiency_ratio,
-                             b->pr.operand_bytes, m, n, k);
+    return compute_gemm_lp_s(b->sys, b->lp_peak_flops, b->lp_ratio, b->pr.operand_bytes, m, n,
+                             k);
 }
 
 /* Forward + dgrad + wgrad, as compute_gemm_fwd_bwd_s composes them. */

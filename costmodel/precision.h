@@ -117,6 +117,13 @@ double precision_param_gather_bytes(const layout *l);
  * scaling, at most layers / pp each). */
 cm_status precision_check_model(const model_spec *m, const layout *l, char *err, size_t errlen);
 
+/* The achieved fraction of the low-precision peak over the bf16 GEMM's achieved fraction of
+ * the bf16 peak for l's recipe on sys's GPU: the measured Hopper ratios of precision_rules on
+ * H100/H200/H800/H20, published MAMF ratios on Blackwell, 1 elsewhere (precision.c); and a
+ * line saying where it comes from. */
+double precision_gemm_ratio(const system_spec *sys, const layout *l);
+const char *precision_gemm_ratio_source(const system_spec *sys);
+
 /* Name of l's precision as the short name and the report show it ("fp8-delayed"). */
 const char *precision_label(const layout *l);
 

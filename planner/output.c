@@ -5,6 +5,7 @@
 #include "units.h"
 
 #include "precision.h"
+#include "moe_dispatch.h"
 #include "whole_file.h"
 
 #include <math.h>
@@ -224,6 +225,16 @@ void output_estimate_human(FILE *f, const estimate *e, const model_spec *m,
             e->training.seq_len, e->training.global_batch);
     fprintf(f, "%s\n", line);
     human_numbers(f, e);
+    if (precision_is_low(&e->layout))
+        fprintf(f, "  low-precision GEMMs at %.3f x the bf16 GEMM's fraction of peak (%s)\n",
+                precision_gemm_ratio(sys, &e->layout), precision_gemm_ratio_source(sys));
+    if (model_is_moe(m) && e->layout.ep > 1)
+        fprintf(f, "  MoE load: busiest expert rank at %.2f x the mean (%s)\n",
+                moe_load_factor(&e->training),
+                e->training.moe_imbalance > 1.0
+                    ? "--moe-imbalance"
+                    : "ASSUMPTION: force-balanced routing; no published per-rank load figure is "
+                      "used; set --moe-imbalance");
     if (!e->feasible) fprintf(f, "  INFEASIBLE: %s\n", e->infeasible_reason);
 }
 
