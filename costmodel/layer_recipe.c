@@ -524,7 +524,11 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     }
 
     /* ---- MLP block */
-    int tp_mlp = tp_op(&tc, "tp.mlp");
+    /* A dense MLP's SP all-gather / reduce-scatter (or all-reduce). An MoE block has them only
+     * for its shared experts (Megatron's SharedExpertMLP is a TP MLP of its own): the routed
+     * tokens reach the experts through the dispatcher's collectives, the expert-TP all-gather
+     * and reduce-scatter among them (moe_dispatch.h) */
+    int tp_mlp = !moe || m->shared_experts > 0 ? tp_op(&tc, "tp.mlp") : -1;
     tp_enter(&tc, tp_mlp, RECIPE_FWD);
     if (!moe) {
         linear(b, "mlp_up", tokens, gate * m->ffn / tp, h);
@@ -577,6 +581,16 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             coll_item(b, dispatch, RECIPE_FWD, "ep.dispatch", dc.dispatch_op, dc.dispatch_bytes,
                       RECIPE_GROUP_EP, dc.dispatch_s);
         }
+        /* alltoall with expert TP: the ETP all-gather after the dispatch (moe_dispatch.h); the
+         * backend has no expert-TP group: its items name the TP group, which is the same
+         * ranks where it runs MoE layouts (etp == tp, backend/work.c) */
+        int etp_gather = -1;
+        if (dc.etp_bytes > 0) {
+            etp_gather = op_add(b, "ep.etp_gather", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+                                RECIPE_OVERLAP_NONE, dc.etp_gather_s, dc.etp_scatter_s);
+            coll_item(b, etp_gather, RECIPE_FWD, "ep.etp_gather", COLL_ALL_GATHER, dc.etp_bytes,
+                      RECIPE_GROUP_TP, dc.etp_gather_s);
+        }
         int local = m->experts / l->ep;
         double rows = tokens * m->top_k * l->ep * etp / ((double)m->experts * tp) * load;
         r->local_experts = local;
@@ -612,6 +626,16 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         }
         quantize_ops(b, rows, up, h, local);
         quantize_ops(b, rows, h, down_in, local);
+        if (dc.etp_bytes > 0) {
+            int sc = op_add(b, "ep.etp_scatter", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+                            RECIPE_OVERLAP_NONE, dc.etp_scatter_s, dc.etp_gather_s);
+            coll_item(b, sc, RECIPE_FWD, "ep.etp_scatter", COLL_REDUCE_SCATTER, dc.etp_bytes,
+                      RECIPE_GROUP_TP, dc.etp_scatter_s);
+            coll_item(b, sc, RECIPE_BWD, "ep.etp_scatter.bwd", COLL_ALL_GATHER, dc.etp_bytes,
+                      RECIPE_GROUP_TP, dc.etp_gather_s);
+            coll_item(b, etp_gather, RECIPE_BWD, "ep.etp_gather.bwd", COLL_REDUCE_SCATTER,
+                      dc.etp_bytes, RECIPE_GROUP_TP, dc.etp_scatter_s);
+        }
         if (l->ep > 1) {
             combine = op_add(b, "ep.combine", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                              ep_overlap, dc.combine_s, dc.dispatch_s);

@@ -58,9 +58,11 @@ static double flex_pass_s(const model_spec *m, const system_spec *sys, const lay
                           double own_tokens, double f, double elem_bytes, double *copies_bytes,
                           double *rdma, double *nvl)
 {
-    layout_group g = layout_ep_group(sys, l);
+    /* one group over ETP x EP (etp innermost), etp copies of each routed token */
+    int etp = layout_etp(l);
+    layout_group g = layout_group_place(sys, l->ep * etp, 1);
     double h = m->hidden;
-    double copies = own_tokens * m->top_k * h * elem_bytes * f;
+    double copies = own_tokens * m->top_k * etp * h * elem_bytes * f;
     int per_node = g.members_per_node > 0 ? g.members_per_node : 1;
     int nodes = g.spans_nodes ? (g.size + per_node - 1) / per_node : 1;
     double nv_bw = sys->intra_bandwidth_bytes_per_s * FLEX_NVLINK_EFFICIENCY;
@@ -138,6 +140,15 @@ void moe_dispatch_price(const model_spec *m, const system_spec *sys, const train
         double s = collective_time_s(sys, COLL_ALL_TO_ALL, bytes, layout_ep_group(sys, l));
         out->dispatch_bytes = out->combine_bytes = bytes;
         out->dispatch_s = out->combine_s = s;
+        int etp = layout_etp(l);
+        if (etp > 1) {
+            /* the expert-TP all-gather of what the all-to-all delivered, and the matching
+             * reduce-scatter (etp innermost: contiguous ranks) */
+            layout_group ge = layout_group_place(sys, etp, 1);
+            out->etp_bytes = bytes * etp;
+            out->etp_gather_s = collective_time_s(sys, COLL_ALL_GATHER, out->etp_bytes, ge);
+            out->etp_scatter_s = collective_time_s(sys, COLL_REDUCE_SCATTER, out->etp_bytes, ge);
+        }
         return;
     }
     }
