@@ -71,6 +71,17 @@ static void precision_note(const search_result *r, const model_spec *m, const sy
            best->time.step_s, e.time.step_s / best->time.step_s, e.memory.total_bytes / gib,
            precision_label(&best->layout), best->memory.total_bytes / gib,
            e.feasible ? "" : ", and it does not fit");
+    if (best->layout.fp8_param_gather) {
+        /* what the FP8 parameters buy on their own (precision.h) */
+        layout q = best->layout;
+        q.fp8_param_gather = false;
+        estimate eq;
+        if (estimate_layout(m, sys, t, &q, &eq, NULL, 0) == CM_OK)
+            printf("With --fp8-param-gather (FP8 parameters, FP8 all-gather): without it %.2f "
+                   "s/step and %.1f GiB per GPU%s.\n",
+                   eq.time.step_s, eq.memory.total_bytes / gib,
+                   eq.feasible ? "" : ", and it does not fit");
+    }
 }
 
 /* The search chooses the layout; a layout flag given to it was once silently ignored (issue

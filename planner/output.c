@@ -131,8 +131,16 @@ json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
 static void output_precision_suffix(const layout *l, char *buf, size_t len)
 {
     size_t used = strlen(buf);
-    if (precision_is_low(l) && used < len)
-        snprintf(buf + used, len - used, " · %s", precision_label(l));
+    if (!precision_is_low(l) || used >= len) return;
+    snprintf(buf + used, len - used, " · %s%s", precision_label(l),
+             l->fp8_param_gather ? " params" : "");
+    used = strlen(buf);
+    if ((l->bf16_layers_start || l->bf16_layers_end) && used < len)
+        snprintf(buf + used, len - used, " (bf16 first %d, last %d layers)", l->bf16_layers_start,
+                 l->bf16_layers_end);
+    used = strlen(buf);
+    if (l->moe_fp8_dispatch && used < len)
+        snprintf(buf + used, len - used, " · fp8 dispatch");
 }
 
 void output_layout_line(const estimate *e, char *buf, size_t len)
