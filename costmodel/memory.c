@@ -63,8 +63,11 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * intermediates (split by etp) and its output for the combine (2h). */
         double etp = layout_etp(l);
         /* the busiest EP rank holds its load factor times the mean (moe_dispatch.h) */
+        /* with DeepEP's FP8 dispatch the permuted input arrives, and is kept, in e4m3 with its
+         * scales (moe_dispatch_elem_bytes) */
+        double in_bytes = moe_dispatch_elem_bytes(l) * h * etp;
         moe_bytes = tokens * m->top_k *
-                    (2.0 * h * etp + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h) / tp *
+                    (in_bytes + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h) / tp *
                     moe_load_factor(t);
     }
     double repl = replicated_bytes_per_token(m, moe_layer);
