@@ -60,7 +60,8 @@ enum {
     OPT_TP_COMM_OVERLAP, OPT_OVERLAP_GRAD_REDUCE, OPT_OVERLAP_PARAM_GATHER,
     OPT_MOE_DISPATCHER, OPT_MOE_IMBALANCE, OPT_MOE_CAPACITY, OPT_MOE_EP_OVERLAP,
     OPT_MOE_SHARED_OVERLAP, OPT_NVLS, OPT_POWER_LIMIT, OPT_PP_SCHEDULE, OPT_ASYNC_TP,
-    OPT_RESHARD,
+    OPT_RESHARD, OPT_FP8_PARAM_GATHER, OPT_BF16_FIRST, OPT_BF16_LAST,
+    OPT_MOE_FP8_DISPATCH,
 };
 
 static const struct option long_opts[] = {
@@ -114,6 +115,10 @@ static const struct option long_opts[] = {
     {"pp-schedule", required_argument, NULL, OPT_PP_SCHEDULE},
     {"async-tp", no_argument, NULL, OPT_ASYNC_TP},
     {"reshard-after-forward", no_argument, NULL, OPT_RESHARD},
+    {"fp8-param-gather", no_argument, NULL, OPT_FP8_PARAM_GATHER},
+    {"bf16-first-layers", required_argument, NULL, OPT_BF16_FIRST},
+    {"bf16-last-layers", required_argument, NULL, OPT_BF16_LAST},
+    {"moe-fp8-dispatch", no_argument, NULL, OPT_MOE_FP8_DISPATCH},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -254,6 +259,14 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             break;
         case OPT_MOE_EP_OVERLAP: o->training.moe_ep_overlap = true; break;
         case OPT_MOE_SHARED_OVERLAP: o->training.moe_shared_overlap = true; break;
+        case OPT_FP8_PARAM_GATHER: l->fp8_param_gather = true; break;
+        case OPT_BF16_FIRST:
+            rc = parse_int("bf16-first-layers", optarg, 0, 100000, &l->bf16_layers_start);
+            break;
+        case OPT_BF16_LAST:
+            rc = parse_int("bf16-last-layers", optarg, 0, 100000, &l->bf16_layers_end);
+            break;
+        case OPT_MOE_FP8_DISPATCH: l->moe_fp8_dispatch = true; break;
         case OPT_MOE_CAPACITY:
             /* 0: dropless; else the expert capacity over the mean tokens per expert */
             rc = parse_double("moe-capacity-factor", optarg, 0, 1000.0,

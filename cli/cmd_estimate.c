@@ -27,6 +27,9 @@ static void usage(void)
            "  --attention flash|unfused --no-overlap --tp-comm-overlap\n"
            "  --overlap-grad-reduce --overlap-param-gather --grad-reduce-bf16\n"
            "  --precision bf16|fp8|mxfp8|nvfp4 --fp8-recipe delayed|tensorwise|blockwise\n"
+           "  --fp8-param-gather (Megatron: FP8 parameters, FP8 all-gather; distopt or fsdp)\n"
+           "  --bf16-first-layers N --bf16-last-layers N (Megatron --first-last-layers-bf16)\n"
+           "  --moe-fp8-dispatch (DeepEP's FP8 dispatch; --moe-dispatcher deepep)\n"
 
            "  --impl hf|native|te   layer code (fsdp2 default hf, megatron default te)\n"
            "  --compile             torch.compile per block (fuses eager elementwise ops)\n"

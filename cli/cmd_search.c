@@ -30,6 +30,11 @@ static void usage(void)
            "                       search bf16 and every low-precision format the GPU supports)\n"
            "  --fp8-recipe delayed|tensorwise|blockwise   fp8 scaling (default: megatron\n"
            "                       delayed, fsdp2 tensorwise)\n"
+           "  --fp8-param-gather   Megatron low-precision plans only with FP8 parameters\n"
+           "                       (default: searched, off and on)\n"
+           "  --bf16-first-layers N --bf16-last-layers N   Megatron low-precision plans keep\n"
+           "                       these decoder layers in bf16 (--first-last-layers-bf16)\n"
+           "  --moe-fp8-dispatch   DeepEP plans send the dispatch in FP8\n"
            "  --moe-dispatcher alltoall|allgather|deepep|hybridep (default alltoall)\n"
            "  --moe-imbalance R    busiest expert rank's tokens / mean (default 1: balanced)\n"
            "  --moe-capacity-factor C   drop tokens above C x mean per expert (0: dropless)\n"
@@ -60,9 +65,7 @@ static void precision_note(const search_result *r, const model_spec *m, const sy
                                                : "(this GPU has no FP8 tensor cores)");
         return;
     }
-    layout b = best->layout;
-    b.precision = PRECISION_BF16;
-    b.fp8_recipe = FP8_RECIPE_DEFAULT;
+    layout b = precision_bf16_layout(&best->layout);
     estimate e;
     if (estimate_layout(m, sys, t, &b, &e, NULL, 0) != CM_OK) return;
     const double gib = 1024.0 * 1024.0 * 1024.0;
@@ -72,6 +75,17 @@ static void precision_note(const search_result *r, const model_spec *m, const sy
            best->time.step_s, e.time.step_s / best->time.step_s, e.memory.total_bytes / gib,
            precision_label(&best->layout), best->memory.total_bytes / gib,
            e.feasible ? "" : ", and it does not fit");
+    if (best->layout.fp8_param_gather) {
+        /* what the FP8 parameters buy on their own (precision.h) */
+        layout q = best->layout;
+        q.fp8_param_gather = false;
+        estimate eq;
+        if (estimate_layout(m, sys, t, &q, &eq, NULL, 0) == CM_OK)
+            printf("With --fp8-param-gather (FP8 parameters, FP8 all-gather): without it %.2f "
+                   "s/step and %.1f GiB per GPU%s.\n",
+                   eq.time.step_s, eq.memory.total_bytes / gib,
+                   eq.feasible ? "" : ", and it does not fit");
+    }
 }
 
 /* The search chooses the layout; a layout flag given to it was once silently ignored (issue
@@ -132,7 +146,11 @@ int cmd_search(int argc, char **argv)
     if ((rc = cli_load_specs(&o, &m, &sys))) return rc;
     search_options so = {.gpus = o.gpus, .keep = o.top < 32 ? 32 : o.top,
                          .no_overlap = o.no_overlap,
-                         .moe_dispatcher = o.layout.moe_dispatcher};
+                         .moe_dispatcher = o.layout.moe_dispatcher,
+                         .fp8_param_gather = o.layout.fp8_param_gather,
+                         .bf16_layers_start = o.layout.bf16_layers_start,
+                         .bf16_layers_end = o.layout.bf16_layers_end,
+                         .moe_fp8_dispatch = o.layout.moe_fp8_dispatch};
     /* The kept plans (at least SEARCH_SIMULATE_DEFAULT) are re-ranked by the step simulator —
      * except under a refined profile: its step terms were fitted to the closed form against
      * measured steps (plan measure --refine), so the refined closed form is the calibrated

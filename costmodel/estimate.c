@@ -32,6 +32,7 @@
 #include "memory.h"
 #include "overlap.h"
 #include "pp_schedule.h"
+#include "precision.h"
 
 /* One layer's per-micro-batch times: its recipe (layer_recipe.h) priced. */
 typedef recipe_time layer_time;
@@ -116,26 +117,52 @@ typedef struct {
     int layers;          /* transformer layers on the stage */
 } stage_time;
 
+/* The four layer kinds a stage may hold: dense or MoE MLP, in l's precision or as one of
+ * Megatron's bf16 first/last layers (precision.h; == the low-precision ones without them). */
+typedef struct {
+    layer_time dense, moe, dense_bf16, moe_bf16;
+} layer_kinds;
+
+static void layer_kinds_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
+                             const layout *l, layer_kinds *k)
+{
+    k->dense = layer_cost(m, sys, t, l, 0);
+    k->moe = model_is_moe(m) ? layer_cost(m, sys, t, l, 1) : k->dense;
+    k->dense_bf16 = k->dense;
+    k->moe_bf16 = k->moe;
+    if (precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0)) {
+        layout lb = precision_bf16_layout(l);
+        k->dense_bf16 = layer_cost(m, sys, t, &lb, 0);
+        k->moe_bf16 = model_is_moe(m) ? layer_cost(m, sys, t, &lb, 1) : k->dense_bf16;
+    }
+}
+
+/* The kind of global layer i. */
+static const layer_time *layer_kind_of(const model_spec *m, const layout *l,
+                                       const layer_kinds *k, int i)
+{
+    bool moe = memory_layer_is_moe(m, i);
+    if (precision_layer_bf16(m, l, i)) return moe ? &k->moe_bf16 : &k->dense_bf16;
+    return moe ? &k->moe : &k->dense;
+}
+
 static stage_time stage_cost(const model_spec *m, const system_spec *sys,
                              const training_spec *t, const layout *l, int stage,
-                             const layer_time *dense, const layer_time *moe)
+                             const layer_kinds *kinds)
 {
     stage_time s;
     memset(&s, 0, sizeof s);
     int n = layout_stage_layers(m, l, stage);
-    /* MoE layers on this stage */
     int start = 0;
     for (int i = 0; i < stage; i++) start += layout_stage_layers(m, l, i);
-    int n_moe = 0;
-    if (model_is_moe(m)) {
-        int first = m->dense_first > start ? m->dense_first : start;
-        n_moe = start + n > first ? start + n - first : 0;
-    }
-    int n_dense = n - n_moe;
-    const layer_time *kinds[2] = {dense, moe};
-    int counts[2] = {n_dense, n_moe};
-    for (int k = 0; k < 2; k++) {
-        const layer_time *x = kinds[k];
+    /* count each kind's layers, then add count x time (in the kinds' order) */
+    const layer_time *kind[4] = {&kinds->dense, &kinds->moe, &kinds->dense_bf16,
+                                 &kinds->moe_bf16};
+    int counts[4] = {0, 0, 0, 0};
+    for (int i = start; i < start + n; i++)
+        counts[(memory_layer_is_moe(m, i) ? 1 : 0) + (precision_layer_bf16(m, l, i) ? 2 : 0)]++;
+    for (int k = 0; k < 4; k++) {
+        const layer_time *x = kind[k];
         int c = counts[k];
         if (!c) continue;
         s.fwd_s += c * x->fwd_s;
@@ -154,7 +181,7 @@ static stage_time stage_cost(const model_spec *m, const system_spec *sys,
         }
     }
     if (l->sharding == SHARDING_FSDP && n > 0) {
-        const layer_time *first = n_dense ? dense : moe;
+        const layer_time *first = layer_kind_of(m, l, kinds, start);
         s.fsdp_s += first->gather_s + first->reduce_s; /* nothing to hide the first/last */
         s.fsdp_raw_s += first->gather_s + first->reduce_s;
     }
@@ -197,10 +224,13 @@ static double stage_total(const stage_time *s)
 
 /* Data-parallel synchronisation of dense_params (over dp*cp) and expert_params (over the expert
  * data-parallel group) gradients: DDP all-reduces them; the distributed optimizer reduce-
- * scatters them and all-gathers the updated bf16 parameters (*gather_s). FSDP's traffic is per
- * layer (layer_cost), so it has none here. */
+ * scatters them and all-gathers the updated parameters (*gather_s): bf16, but the lp_* Linear
+ * weights among them in their low-precision format with --fp8-param-gather (precision.h:
+ * Megatron's uint8 parameter buffer). FSDP's traffic is per layer (layer_cost), so it has none
+ * here. */
 double estimate_dp_sync_s(const system_spec *sys, const training_spec *t, const layout *l,
-                          double dense_params, double expert_params, double *gather_s)
+                          double dense_params, double expert_params, double lp_dense_params,
+                          double lp_expert_params, double *gather_s)
 {
     double pd = dense_params, pe = expert_params;
     *gather_s = 0;
@@ -215,8 +245,11 @@ double estimate_dp_sync_s(const system_spec *sys, const training_spec *t, const 
     } else {
         grad = collective_time_s(sys, COLL_REDUCE_SCATTER, gbytes * pd, gdp) +
                collective_time_s(sys, COLL_REDUCE_SCATTER, gbytes * pe, gedp);
-        *gather_s = collective_time_s(sys, COLL_ALL_GATHER, 2.0 * pd, gdp) +
-                    collective_time_s(sys, COLL_ALL_GATHER, 2.0 * pe, gedp);
+        double pb = precision_param_gather_bytes(l);
+        double bd = 2.0 * (pd - lp_dense_params) + pb * lp_dense_params;
+        double be = 2.0 * (pe - lp_expert_params) + pb * lp_expert_params;
+        *gather_s = collective_time_s(sys, COLL_ALL_GATHER, bd, gdp) +
+                    collective_time_s(sys, COLL_ALL_GATHER, be, gedp);
     }
     return grad;
 }
@@ -241,7 +274,17 @@ static double optimizer_cost(const model_spec *m, const system_spec *sys, const 
     double per_param = 30.0;
     if (layout_is_pytorch(l))
         per_param = optimizer_impl_bytes_per_param(layout_optimizer_impl_of(l)) + 12.0;
-    return compute_stream_s(sys, per_param * local);
+    /* --fp8-param-gather: the updated fp32 master is written to the parameter buffer in its
+     * low-precision format (Megatron quantizes the shard, fp8_utils.py quantize_param_shard)
+     * instead of bf16: operand_bytes instead of 2 per Linear weight */
+    double saved = 0;
+    if (precision_param_gather(l)) {
+        double lpd, lpe, ne = layout_expert_dp(l);
+        memory_stage_lp_params(m, l, stage, &lpd, &lpe);
+        if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
+        saved = (2.0 - precision_param_bytes(l)) * (lpd / layout_shard_group(l) + lpe / ne);
+    }
+    return compute_stream_s(sys, per_param * local - saved);
 }
 
 double estimate_optimizer_s(const model_spec *m, const system_spec *sys, const layout *l,
@@ -376,13 +419,13 @@ cm_status estimate_layout_search_overlap_variants(const model_spec *m,
 static stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
                                        const training_spec *t, const layout *l)
 {
-    layer_time dense = layer_cost(m, sys, t, l, 0);
-    layer_time moe = model_is_moe(m) ? layer_cost(m, sys, t, l, 1) : dense;
+    layer_kinds k;
+    layer_kinds_cost(m, sys, t, l, &k);
     int cands[3] = {0, l->pp > 1 ? 1 : 0, l->pp - 1};
-    stage_time worst = stage_cost(m, sys, t, l, 0, &dense, &moe);
+    stage_time worst = stage_cost(m, sys, t, l, 0, &k);
     for (int i = 1; i < 3; i++) {
         if (cands[i] == 0) continue;
-        stage_time s = stage_cost(m, sys, t, l, cands[i], &dense, &moe);
+        stage_time s = stage_cost(m, sys, t, l, cands[i], &k);
         if (stage_total(&s) > stage_total(&worst)) worst = s;
     }
     return worst;
@@ -410,10 +453,11 @@ static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
      * last to finish its backward. */
     double dp_s = 0, dp_raw = 0;
     if (l->sharding != SHARDING_FSDP) {
-        double pd, pe;
+        double pd, pe, lpd, lpe;
         memory_stage_params(m, l, 0, &pd, &pe);
+        memory_stage_lp_params(m, l, 0, &lpd, &lpe);
         double gather;
-        double grad = estimate_dp_sync_s(sys, t, l, pd, pe, &gather);
+        double grad = estimate_dp_sync_s(sys, t, l, pd, pe, lpd, lpe, &gather);
         dp_raw = grad + gather;
         /* Megatron's DDP buckets (overlap.h): with --overlap-grad-reduce each bucket's
          * collective starts as it fills during the last micro-batch's backward, and pays its
@@ -422,7 +466,8 @@ static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
          * --overlap-param-gather. */
         int nb = overlap_dp_buckets(l, pd + pe);
         double bgather = gather, bgrad = grad;
-        if (nb > 1) bgrad = estimate_dp_sync_s(sys, t, l, pd / nb, pe / nb, &bgather);
+        if (nb > 1)
+            bgrad = estimate_dp_sync_s(sys, t, l, pd / nb, pe / nb, lpd / nb, lpe / nb, &bgather);
         dp_s += l->overlap_grad_reduce ? overlap_dp_exposed_s(bgrad, nb, worst.bwd_s) : grad;
         dp_s += l->overlap_param_gather ? overlap_dp_exposed_s(bgather, nb, worst.fwd_s)
                                         : nb * bgather;
@@ -556,7 +601,15 @@ static estimate_layer_costs export_layer(const model_spec *m, const layout *l,
     c.gather_s = x->gather_s;
     c.reduce_s = x->reduce_s;
     memory_layer_params_split(m, l, moe, &c.dense_params, &c.expert_params);
+    memory_layer_lp_params_split(m, l, moe, &c.lp_dense_params, &c.lp_expert_params);
     return c;
+}
+
+const estimate_layer_costs *estimate_costs_layer(const estimate_costs *c, int i)
+{
+    bool bf16 = i < c->bf16_layers_start || i >= c->layers - c->bf16_layers_end;
+    if (i >= c->first_moe_layer) return bf16 ? &c->moe_bf16 : &c->moe;
+    return bf16 ? &c->dense_bf16 : &c->dense;
 }
 
 cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
@@ -573,10 +626,16 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
     costs->vpp = l->vpp;
     costs->microbatches = layout_microbatches(l, t);
     costs->layers = m->layers;
-    layer_time dense = layer_cost(m, sys, t, l, 0);
-    layer_time moe = model_is_moe(m) ? layer_cost(m, sys, t, l, 1) : dense;
-    costs->dense = export_layer(m, l, &dense, 0);
-    costs->moe = model_is_moe(m) ? export_layer(m, l, &moe, 1) : costs->dense;
+    layer_kinds k;
+    layer_kinds_cost(m, sys, t, l, &k);
+    costs->dense = export_layer(m, l, &k.dense, 0);
+    costs->moe = model_is_moe(m) ? export_layer(m, l, &k.moe, 1) : costs->dense;
+    /* bf16 first/last layers (precision.h): their own costs, bf16 weights on the gather */
+    layout lb = precision_bf16_layout(l);
+    costs->dense_bf16 = export_layer(m, &lb, &k.dense_bf16, 0);
+    costs->moe_bf16 = model_is_moe(m) ? export_layer(m, &lb, &k.moe_bf16, 1) : costs->dense_bf16;
+    costs->bf16_layers_start = precision_is_low(l) ? l->bf16_layers_start : 0;
+    costs->bf16_layers_end = precision_is_low(l) ? l->bf16_layers_end : 0;
     costs->first_moe_layer = model_is_moe(m) ? m->dense_first : m->layers;
     head_cost(m, sys, t, l, &costs->head_fwd_s, &costs->head_bwd_s);
     root_traffic(m, sys, t, l, 0, &costs->root_gather_s[0], &costs->root_reduce_s[0]);
@@ -586,10 +645,10 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
 
     /* The closed form's choice of the slowest stage (estimate_layout). */
     int cands[3] = {0, l->pp > 1 ? 1 : 0, l->pp - 1};
-    stage_time worst = stage_cost(m, sys, t, l, 0, &dense, &moe);
+    stage_time worst = stage_cost(m, sys, t, l, 0, &k);
     for (int i = 1; i < 3; i++) {
         if (cands[i] == 0) continue;
-        stage_time s = stage_cost(m, sys, t, l, cands[i], &dense, &moe);
+        stage_time s = stage_cost(m, sys, t, l, cands[i], &k);
         if (stage_total(&s) > stage_total(&worst)) {
             worst = s;
             costs->worst_stage = cands[i];
@@ -600,7 +659,7 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
     int first = 0;
     for (int s = 0; s < l->pp; s++) {
         estimate_stage *e = &stages[s];
-        stage_time x = stage_cost(m, sys, t, l, s, &dense, &moe);
+        stage_time x = stage_cost(m, sys, t, l, s, &k);
         memset(e, 0, sizeof *e);
         e->layers = layout_stage_layers(m, l, s);
         e->first_layer = first;
@@ -616,8 +675,10 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
         e->pp_s = x.pp_s;
         e->total_s = stage_total(&x);
         memory_stage_params(m, l, s, &e->dense_params, &e->expert_params);
+        memory_stage_lp_params(m, l, s, &e->lp_dense_params, &e->lp_expert_params);
         e->grad_sync_s =
-            estimate_dp_sync_s(sys, t, l, e->dense_params, e->expert_params, &e->param_sync_s);
+            estimate_dp_sync_s(sys, t, l, e->dense_params, e->expert_params, e->lp_dense_params,
+                               e->lp_expert_params, &e->param_sync_s);
         e->optimizer_s = estimate_optimizer_s(m, sys, l, s);
     }
     return CM_OK;

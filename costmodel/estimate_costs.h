@@ -26,6 +26,8 @@ typedef struct {
     double reduce_s;      /* FSDP reduce-scatter of its gradients (0 without FSDP) */
     double dense_params;  /* its parameters on this GPU reduced over the dp*cp group */
     double expert_params; /* those reduced over the expert data-parallel group */
+    double lp_dense_params, lp_expert_params; /* the Linear weights among them all-gathered in
+                                                 low precision (--fp8-param-gather) */
 } estimate_layer_costs;
 
 /* One pipeline stage (all of its virtual chunks), per micro-batch unless said otherwise. */
@@ -39,6 +41,7 @@ typedef struct {
     double pp_s;          /* p2p the closed form charges: 2 * vpp sends */
     double total_s;       /* the closed form's per-micro-batch time of this stage */
     double dense_params, expert_params; /* parameters on one GPU (memory_stage_params) */
+    double lp_dense_params, lp_expert_params; /* memory_stage_lp_params */
     double grad_sync_s;   /* DP gradient reduction of all of them, one collective per group */
     double param_sync_s;  /* distributed optimizer: all-gather of the updated parameters */
     double optimizer_s;   /* optimizer step on this stage */
@@ -50,6 +53,10 @@ typedef struct {
     estimate_layer_costs dense; /* a layer with a dense MLP */
     estimate_layer_costs moe;   /* a layer with an MoE MLP (== dense for dense models) */
     int first_moe_layer;      /* layers at or after this index are MoE (== layers if none) */
+    /* Megatron's bf16 first/last layers (precision.h): layers below bf16_layers_start and from
+     * layers - bf16_layers_end on cost these (== dense/moe when there are none) */
+    estimate_layer_costs dense_bf16, moe_bf16;
+    int bf16_layers_start, bf16_layers_end;
     double head_fwd_s, head_bwd_s; /* output layer and loss, on the last stage */
     /* FSDP root unit of the first and of the last stage (with one stage: one unit, [0]): one
      * all-gather, and one reduce-scatter, per micro-batch; exposed (estimate.c root_traffic). */
@@ -57,6 +64,9 @@ typedef struct {
     double p2p_s;             /* one send of a micro-batch's activations or gradients */
     int worst_stage;          /* the stage the closed form times every stage as */
 } estimate_costs;
+
+/* The costs of global layer i (dense or MoE, low precision or bf16). */
+const estimate_layer_costs *estimate_costs_layer(const estimate_costs *c, int i);
 
 /*
  * Fill costs, and stages[0 .. l->pp-1] when stages is non-NULL (the caller owns it). Checks
@@ -68,9 +78,11 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
 
 /* DP gradient reduction of dense_params + expert_params parameters' gradients (DDP all-reduce,
  * distributed-optimizer reduce-scatter) and, in *gather_s, the distributed optimizer's all-gather
- * of the updated parameters. 0 under FSDP, whose traffic is per layer. */
+ * of the updated parameters (the lp_* Linear weights among them in low precision with
+ * --fp8-param-gather, 0 and 0 otherwise). 0 under FSDP, whose traffic is per layer. */
 double estimate_dp_sync_s(const system_spec *sys, const training_spec *t, const layout *l,
-                          double dense_params, double expert_params, double *gather_s);
+                          double dense_params, double expert_params, double lp_dense_params,
+                          double lp_expert_params, double *gather_s);
 
 /* Optimizer step of pipeline stage `stage`. */
 double estimate_optimizer_s(const model_spec *m, const system_spec *sys, const layout *l,

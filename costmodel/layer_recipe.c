@@ -44,6 +44,7 @@ typedef struct {
     bool lp;
     bool keep_bf16;
     double lp_peak_flops;
+    double lp_ratio; /* precision_gemm_ratio: the GPU's low-precision GEMM efficiency ratio */
     precision_rules pr;
     double quant_fwd_bytes, quant_bwd_bytes; /* the layer's quantize kernels (quantize_ops) */
 } builder;
@@ -53,6 +54,7 @@ static void builder_precision(builder *b, const layout *l)
     b->lp = precision_is_low(l);
     b->keep_bf16 = false;
     b->lp_peak_flops = precision_peak_flops(b->sys, l);
+    b->lp_ratio = precision_gemm_ratio(b->sys, l);
     b->quant_fwd_bytes = b->quant_bwd_bytes = 0;
     precision_rules_of(l, &b->pr);
 }
@@ -61,8 +63,8 @@ static void builder_precision(builder *b, const layout *l)
 static double gemm_s(const builder *b, double m, double n, double k)
 {
     if (!b->lp || b->keep_bf16) return compute_gemm_s(b->sys, m, n, k);
-    return compute_gemm_lp_s(b->sys, b->lp_peak_flops, b->pr.gemm_efficiency_ratio,
-                             b->pr.operand_bytes, m, n, k);
+    return compute_gemm_lp_s(b->sys, b->lp_peak_flops, b->lp_ratio, b->pr.operand_bytes, m, n,
+                             k);
 }
 
 /* Forward + dgrad + wgrad, as compute_gemm_fwd_bwd_s composes them. */
@@ -588,7 +590,11 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     }
 
     /* ---- MLP block */
-    int tp_mlp = tp_op(&tc, "tp.mlp");
+    /* A dense MLP's SP all-gather / reduce-scatter (or all-reduce). An MoE block has them only
+     * for its shared experts (Megatron's SharedExpertMLP is a TP MLP of its own): the routed
+     * tokens reach the experts through the dispatcher's collectives, the expert-TP all-gather
+     * and reduce-scatter among them (moe_dispatch.h) */
+    int tp_mlp = !moe || m->shared_experts > 0 ? tp_op(&tc, "tp.mlp") : -1;
     tp_enter(&tc, tp_mlp, RECIPE_FWD);
     if (!moe) {
         linear(b, "mlp_up", tokens, gate * m->ffn / tp, h);
@@ -634,10 +640,22 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             ep_overlap = RECIPE_OVERLAP_SHARED;
         int dispatch = -1, combine = -1;
         if (l->ep > 1) {
+            /* each op's backward is the reverse pattern: the dispatch's a combine, the
+             * combine's a dispatch (moe_dispatch.h: FP8 dispatch sends the latter in FP8) */
             dispatch = op_add(b, "ep.dispatch", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                              ep_overlap, dc.dispatch_s, dc.dispatch_s);
+                              ep_overlap, dc.dispatch_s, dc.combine_s);
             coll_item(b, dispatch, RECIPE_FWD, "ep.dispatch", dc.dispatch_op, dc.dispatch_bytes,
                       RECIPE_GROUP_EP, dc.dispatch_s);
+        }
+        /* alltoall with expert TP: the ETP all-gather after the dispatch (moe_dispatch.h); the
+         * backend has no expert-TP group: its items name the TP group, which is the same
+         * ranks where it runs MoE layouts (etp == tp, backend/work.c) */
+        int etp_gather = -1;
+        if (dc.etp_bytes > 0) {
+            etp_gather = op_add(b, "ep.etp_gather", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+                                RECIPE_OVERLAP_NONE, dc.etp_gather_s, dc.etp_scatter_s);
+            coll_item(b, etp_gather, RECIPE_FWD, "ep.etp_gather", COLL_ALL_GATHER, dc.etp_bytes,
+                      RECIPE_GROUP_TP, dc.etp_gather_s);
         }
         int local = m->experts / l->ep;
         double rows = tokens * m->top_k * l->ep * etp / ((double)m->experts * tp) * load;
@@ -675,17 +693,27 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         }
         quantize_ops(b, rows, up, h, local);
         quantize_ops(b, rows, h, down_in, local);
+        if (dc.etp_bytes > 0) {
+            int sc = op_add(b, "ep.etp_scatter", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+                            RECIPE_OVERLAP_NONE, dc.etp_scatter_s, dc.etp_gather_s);
+            coll_item(b, sc, RECIPE_FWD, "ep.etp_scatter", COLL_REDUCE_SCATTER, dc.etp_bytes,
+                      RECIPE_GROUP_TP, dc.etp_scatter_s);
+            coll_item(b, sc, RECIPE_BWD, "ep.etp_scatter.bwd", COLL_ALL_GATHER, dc.etp_bytes,
+                      RECIPE_GROUP_TP, dc.etp_gather_s);
+            coll_item(b, etp_gather, RECIPE_BWD, "ep.etp_gather.bwd", COLL_REDUCE_SCATTER,
+                      dc.etp_bytes, RECIPE_GROUP_TP, dc.etp_scatter_s);
+        }
         if (l->ep > 1) {
             combine = op_add(b, "ep.combine", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                             ep_overlap, dc.combine_s, dc.combine_s);
+                             ep_overlap, dc.combine_s, dc.dispatch_s);
             coll_item(b, combine, RECIPE_FWD, "ep.combine", dc.combine_op, dc.combine_bytes,
                       RECIPE_GROUP_EP, dc.combine_s);
             /* the backward reverses each: the combine's gradient is dispatched, the
              * dispatch's combined */
             coll_item(b, combine, RECIPE_BWD, "ep.combine.bwd", dc.dispatch_op,
-                      dc.dispatch_bytes, RECIPE_GROUP_EP, dc.combine_s);
+                      dc.dispatch_bytes, RECIPE_GROUP_EP, dc.dispatch_s);
             coll_item(b, dispatch, RECIPE_BWD, "ep.dispatch.bwd", dc.combine_op,
-                      dc.combine_bytes, RECIPE_GROUP_EP, dc.dispatch_s);
+                      dc.combine_bytes, RECIPE_GROUP_EP, dc.combine_s);
         }
         if (m->shared_experts) {
             double sw = (double)m->shared_experts * m->shared_ffn;
@@ -736,11 +764,14 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         }
         layout_group g = layout_shard_place(sys, l);
         double red = layout_is_pytorch(l) ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
-        /* bf16 parameters; torchao's float8 all-gather sends the Linears' weights in FP8 */
+        /* bf16 parameters; torchao's float8 all-gather sends the Linears' weights in FP8, and
+         * so does Megatron-FSDP with --fp8-param-gather (precision.h) */
         double gathered = 2.0 * p;
-        if (b->lp && layout_is_pytorch(l) && b->pr.gather_bytes < 2.0) {
+        double lin_bytes = layout_is_pytorch(l) ? b->pr.gather_bytes
+                                                : precision_param_gather_bytes(l);
+        if (b->lp && lin_bytes < 2.0) {
             double other = model_norm_params(m) + (moe ? model_router_params(m) : 0);
-            gathered = 2.0 * other + b->pr.gather_bytes * (p - other);
+            gathered = 2.0 * other + lin_bytes * (p - other);
         }
         op_add(b, "fsdp.all_gather", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
                RECIPE_OVERLAP_LAYER, collective_time_s(sys, COLL_ALL_GATHER, gathered, g), 0);

@@ -522,11 +522,22 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
 #undef FATAL
 
 /* The precision rule (precision.h): the format must be one the GPU and framework train in. */
-static void check_precision(const system_spec *sys, const layout *l, rule_sink *s)
+static void check_precision(const model_spec *m, const system_spec *sys, const layout *l,
+                            rule_sink *s)
 {
     char msg[CM_ERRLEN];
     if ((s->all || s->n == 0) && sys && precision_check(sys, l, msg, sizeof msg) != CM_OK)
         rule_fail(s, CM_ERULE, "precision-supported", "%s", msg);
+    if ((s->all || s->n == 0) && precision_check_model(m, l, msg, sizeof msg) != CM_OK)
+        rule_fail(s, CM_ERULE, "bf16-layers", "%s", msg);
+    /* FP8 dispatch (moe_dispatch.h): DeepEP's own FP8 path; HybridEP has none ("HybridEP
+     * dispatcher does not support fp8 dispatch now", Megatron-LM d98e8a6
+     * megatron/core/transformer/moe/fused_a2a.py) and NCCL's all-to-all moves what it is given */
+    if ((s->all || s->n == 0) && l->moe_fp8_dispatch &&
+        (l->ep <= 1 || l->moe_dispatcher != MOE_DISPATCH_DEEPEP))
+        rule_fail(s, CM_ERULE, "fp8-dispatch-needs-deepep",
+                  "--moe-fp8-dispatch is DeepEP's FP8 dispatch: it needs --ep above 1 and "
+                  "--moe-dispatcher deepep");
 }
 
 cm_status layout_check(const model_spec *m, const system_spec *sys, const training_spec *t,
@@ -534,7 +545,7 @@ cm_status layout_check(const model_spec *m, const system_spec *sys, const traini
 {
     rule_sink s = {.all = false, .err = err, .errlen = errlen, .first = CM_OK};
     check_rules(m, t, l, gpus, &s);
-    check_precision(sys, l, &s);
+    check_precision(m, sys, l, &s);
     return s.n ? s.first : CM_OK;
 }
 
@@ -543,7 +554,7 @@ int layout_check_all(const model_spec *m, const system_spec *sys, const training
 {
     rule_sink s = {.all = true, .out = out, .max = max < 0 ? 0 : max, .first = CM_OK};
     check_rules(m, t, l, gpus, &s);
-    check_precision(sys, l, &s);
+    check_precision(m, sys, l, &s);
     return s.n;
 }
 

@@ -98,6 +98,15 @@ typedef struct {
     layout_moe_dispatcher moe_dispatcher; /* MoE token dispatcher (EP > 1) */
     layout_pp_schedule pp_schedule; /* pipeline schedule; 0: 1F1B / interleaved by vpp */
     bool async_tp;             /* torchtitan --compile.enable_async_tensor_parallel (issue 19) */
+    /* Low precision under Megatron (precision.h): --fp8-param-gather (FP8 parameters, no bf16
+     * copy, the distributed optimizer's / Megatron-FSDP's all-gather in FP8), and
+     * --first-last-layers-bf16 with --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16
+     * (0 and 0: every decoder layer in low precision) */
+    bool fp8_param_gather;
+    int bf16_layers_start, bf16_layers_end;
+    /* FP8 MoE dispatch (moe_dispatch.h): the dispatch and the combine's gradient sent in FP8
+     * with block scales, the combine and the dispatch's gradient in bf16 */
+    bool moe_fp8_dispatch;
 } layout;
 
 /* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */

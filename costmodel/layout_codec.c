@@ -92,6 +92,15 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
       false, 0, NULL, NULL),
     L(LAYOUT_F_ASYNC_TP, "async_tp", LAYOUT_KIND_BOOL, async_tp, NULL, NULL, false, 0, NULL,
       NULL),
+    /* issue 16: Megatron flags (emit.c writes them; no trainer-YAML key) */
+    L(LAYOUT_F_FP8_PARAM_GATHER, "fp8_param_gather", LAYOUT_KIND_BOOL, fp8_param_gather, NULL,
+      NULL, false, 0, NULL, NULL),
+    L(LAYOUT_F_BF16_LAYERS_START, "bf16_layers_start", LAYOUT_KIND_INT, bf16_layers_start, NULL,
+      NULL, false, 0, NULL, NULL),
+    L(LAYOUT_F_BF16_LAYERS_END, "bf16_layers_end", LAYOUT_KIND_INT, bf16_layers_end, NULL, NULL,
+      false, 0, NULL, NULL),
+    L(LAYOUT_F_MOE_FP8_DISPATCH, "moe_fp8_dispatch", LAYOUT_KIND_BOOL, moe_fp8_dispatch, NULL,
+      NULL, false, 0, NULL, NULL),
 };
 
 #undef L
@@ -205,6 +214,8 @@ static bool omitted_in_json(const layout_field *f, const layout *l)
     if (f->id == LAYOUT_F_FP8_RECIPE) return l->precision != PRECISION_FP8;
     if (f->id == LAYOUT_F_PP_SCHEDULE) return l->pp_schedule == PP_SCHEDULE_DEFAULT;
     if (f->id == LAYOUT_F_ASYNC_TP) return !l->async_tp;
+    if (f->id >= LAYOUT_F_FP8_PARAM_GATHER && f->id <= LAYOUT_F_MOE_FP8_DISPATCH)
+        return layout_field_value(f, l, NULL) == 0;
     return false;
 }
 
@@ -400,6 +411,10 @@ void layout_short_name(const layout *l, char *buf, size_t len)
         used = append(buf, len, used, " rc-%s", layout_recompute_name(l->recompute));
     if (l->recompute_layers > 0) used = append(buf, len, used, "%d", l->recompute_layers);
     if (l->precision != PRECISION_BF16) used = append(buf, len, used, " %s", precision_label(l));
+    if (l->fp8_param_gather) used = append(buf, len, used, "+pg");
+    if (l->bf16_layers_start || l->bf16_layers_end)
+        used = append(buf, len, used, " bf16-%d/%d", l->bf16_layers_start, l->bf16_layers_end);
+    if (l->moe_fp8_dispatch) used = append(buf, len, used, " fp8-dispatch");
     /* Megatron's overlap knobs (issue 15): tp-comm, grad-reduce, param-gather */
     if (l->tp_comm_overlap || l->overlap_grad_reduce || l->overlap_param_gather)
         used = append(buf, len, used, " ov-%s%s%s", l->tp_comm_overlap ? "t" : "",

@@ -54,6 +54,10 @@ typedef enum {
     LAYOUT_F_MOE_DISPATCHER,
     LAYOUT_F_PP_SCHEDULE, /* written only when set (not the 1F1B/interleaved default) */
     LAYOUT_F_ASYNC_TP,    /* written only when on */
+    LAYOUT_F_FP8_PARAM_GATHER, /* the four low-precision knobs: written only when set */
+    LAYOUT_F_BF16_LAYERS_START,
+    LAYOUT_F_BF16_LAYERS_END,
+    LAYOUT_F_MOE_FP8_DISPATCH,
     LAYOUT_NFIELDS
 } layout_field_id;
 

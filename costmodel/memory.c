@@ -64,8 +64,11 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * intermediates (split by etp) and its output for the combine (2h). */
         double etp = layout_etp(l);
         /* the busiest EP rank holds its load factor times the mean (moe_dispatch.h) */
+        /* with DeepEP's FP8 dispatch the permuted input arrives, and is kept, in e4m3 with its
+         * scales (moe_dispatch_elem_bytes) */
+        double in_bytes = moe_dispatch_elem_bytes(l) * h * etp;
         moe_bytes = tokens * m->top_k *
-                    (2.0 * h * etp + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h) / tp *
+                    (in_bytes + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h) / tp *
                     moe_load_factor(t);
     }
     if (l->framework == FRAMEWORK_TORCHTITAN && l->recompute == RECOMPUTE_SELECTIVE) {
@@ -204,9 +207,9 @@ void memory_stage_params(const model_spec *m, const layout *l, int stage, double
     *expert_params = expert;
 }
 
-double memory_in_flight(const layout *l, int microbatches, int stage)
+bool memory_layer_is_moe(const model_spec *m, int layer)
 {
-    return pp_schedule_in_flight(l, microbatches, stage); /* per schedule (pp_schedule.h) */
+    return model_is_moe(m) && layer >= m->dense_first;
 }
 
 /* Linear (GEMM) parameters of one layer on one GPU: the layer's parameters less its norms and
@@ -215,6 +218,37 @@ static double layer_linear_params(const model_spec *m, const layout *l, int moe_
 {
     return memory_layer_params(m, l, moe_layer) - model_norm_params(m) -
            (moe_layer ? model_router_params(m) : 0);
+}
+
+void memory_layer_lp_params_split(const model_spec *m, const layout *l, int moe_layer,
+                                  double *dense_params, double *expert_params)
+{
+    *dense_params = *expert_params = 0;
+    if (!precision_param_gather(l)) return;
+    double d, e;
+    memory_layer_params_split(m, l, moe_layer, &d, &e);
+    *expert_params = e; /* the experts' weights are all Linears */
+    *dense_params = layer_linear_params(m, l, moe_layer) - e;
+}
+
+void memory_stage_lp_params(const model_spec *m, const layout *l, int stage,
+                            double *dense_params, double *expert_params)
+{
+    *dense_params = *expert_params = 0;
+    if (!precision_param_gather(l)) return;
+    int start = stage_start(m, l, stage), n = layout_stage_layers(m, l, stage);
+    for (int i = start; i < start + n; i++) {
+        if (precision_layer_bf16(m, l, i)) continue;
+        double d, e;
+        memory_layer_lp_params_split(m, l, memory_layer_is_moe(m, i), &d, &e);
+        *dense_params += d;
+        *expert_params += e;
+    }
+}
+
+double memory_in_flight(const layout *l, int microbatches, int stage)
+{
+    return pp_schedule_in_flight(l, microbatches, stage); /* per schedule (pp_schedule.h) */
 }
 
 /* Low-precision Linears (GEMM weights) of one layer: the amax history is per GEMM. */
@@ -226,28 +260,53 @@ static double layer_linears(const model_spec *m, const layout *l, int moe_layer)
 }
 
 /* What l's precision adds to the stage's memory (precision.h): the low-precision weight copies
- * Transformer Engine keeps beside the bf16 weights (all the stage's layers; under FSDP the two
- * gathered units in flight), the amax history of delayed scaling, and torchao's FP8 all-gather,
- * which gathers the Linear weights of FSDP2's units in one byte instead of two. */
-static void precision_memory(const model_spec *m, const layout *l, int n_layers,
+ * Transformer Engine keeps beside the bf16 weights (the stage's low-precision layers; under
+ * FSDP the two gathered units in flight), the amax history of delayed scaling, and torchao's
+ * FP8 all-gather, which gathers the Linear weights of FSDP2's units in one byte instead of two.
+ * With --fp8-param-gather the weight itself is the low-precision copy: the bf16 weight
+ * (sharded under Megatron-FSDP, gathered in its units) shrinks to operand_bytes, and TE keeps
+ * only the other layout beside it. bf16 first/last layers add nothing. */
+static void precision_memory(const model_spec *m, const layout *l, int stage, int n_layers,
                              int moe_layers, memory_breakdown *r)
 {
     if (!precision_is_low(l)) return;
     precision_rules pr;
     precision_rules_of(l, &pr);
+    int start = stage_start(m, l, stage);
+    int lp_dense = 0, lp_moe = 0;
+    for (int i = start; i < start + n_layers; i++)
+        if (!precision_layer_bf16(m, l, i)) {
+            if (memory_layer_is_moe(m, i)) lp_moe++;
+            else lp_dense++;
+        }
+    if (!lp_dense && !lp_moe) return;
     double lin_dense = layer_linear_params(m, l, 0);
     double lin_moe = moe_layers ? layer_linear_params(m, l, 1) : 0;
-    double lin_stage = (n_layers - moe_layers) * lin_dense + moe_layers * lin_moe;
+    double lin_stage = lp_dense * lin_dense + lp_moe * lin_moe;
     double lin_unit = moe_layers ? lin_moe : lin_dense;
+    bool pg = precision_param_gather(l);
+    double pb = precision_param_bytes(l);
+    double copy = pg ? pr.weight_copy_bytes - pb : pr.weight_copy_bytes;
     if (l->sharding == SHARDING_FSDP)
-        r->comm_buffer_bytes += pr.weight_copy_bytes * 2.0 * lin_unit;
+        r->comm_buffer_bytes += copy * 2.0 * lin_unit;
     else
-        r->weights_bytes += pr.weight_copy_bytes * lin_stage;
+        r->weights_bytes += copy * lin_stage;
     r->weights_bytes += pr.amax_history_bytes *
-                        ((n_layers - moe_layers) * layer_linears(m, l, 0) +
-                         moe_layers * layer_linears(m, l, 1));
+                        (lp_dense * layer_linears(m, l, 0) + lp_moe * layer_linears(m, l, 1));
     if (l->sharding == SHARDING_FSDP && layout_is_pytorch(l) && pr.gather_bytes < 2.0)
         r->comm_buffer_bytes -= (2.0 - pr.gather_bytes) * 2.0 * lin_unit; /* cur + prefetch */
+    if (pg) {
+        double lpd, lpe;
+        memory_stage_lp_params(m, l, stage, &lpd, &lpe);
+        if (l->sharding == SHARDING_FSDP) {
+            double nd = layout_shard_group(l), ne = layout_expert_dp(l);
+            if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
+            r->weights_bytes -= (2.0 - pb) * (lpd / nd + lpe / ne);
+            r->comm_buffer_bytes -= (2.0 - pb) * 2.0 * lin_unit; /* the two gathered units */
+        } else {
+            r->weights_bytes -= (2.0 - pb) * (lpd + lpe);
+        }
+    }
 }
 
 memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
@@ -314,6 +373,18 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
     double act_moe = moe_layers ? memory_layer_activation_bytes(m, t, l, 1) : 0;
     double act_full = (n_layers - moe_layers) * act_dense + moe_layers * act_moe;
     double act_layer_max = moe_layers ? act_moe : act_dense;
+    {
+        /* bf16 first/last layers (precision.h) save their inputs in bf16 */
+        layout lb = precision_bf16_layout(l);
+        int start = stage_start(m, l, stage);
+        for (int i = start; i < start + n_layers; i++) {
+            if (!precision_layer_bf16(m, l, i)) continue;
+            int moe_i = memory_layer_is_moe(m, i);
+            double a = memory_layer_activation_bytes(m, t, &lb, moe_i);
+            act_full += a - (moe_i ? act_moe : act_dense);
+            if (a > act_layer_max) act_layer_max = a;
+        }
+    }
     double per_micro;
     double working = 0;
     if (l->recompute == RECOMPUTE_FULL) {
@@ -338,7 +409,7 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
         r.activations_bytes += r.logits_bytes;
     }
 
-    precision_memory(m, l, n_layers, moe_layers, &r);
+    precision_memory(m, l, stage, n_layers, moe_layers, &r);
 
     r.comm_buffer_bytes += overlap_tp_userbuffer_bytes(m, t, l); /* --tp-comm-overlap */
     r.framework_bytes = sys->framework_reserved_bytes;

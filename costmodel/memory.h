@@ -52,6 +52,15 @@ void memory_stage_params(const model_spec *m, const layout *l, int stage, double
 /* The same split for one transformer layer (moe_layer: with an MoE MLP). */
 void memory_layer_params_split(const model_spec *m, const layout *l, int moe_layer,
                                double *dense_params, double *expert_params);
+/* The Linear weights among memory_layer_params_split's two that l keeps as low-precision
+ * parameters (--fp8-param-gather, precision.h); zeros without it. */
+void memory_layer_lp_params_split(const model_spec *m, const layout *l, int moe_layer,
+                                  double *dense_params, double *expert_params);
+/* Those of stage s's layers (its bf16 first/last layers keep bf16 weights). */
+void memory_stage_lp_params(const model_spec *m, const layout *l, int stage,
+                            double *dense_params, double *expert_params);
+/* Is global layer i an MoE layer? */
+bool memory_layer_is_moe(const model_spec *m, int layer);
 /* Parameters of one transformer layer held by one GPU (tp/ep split), for FSDP gathers. */
 double memory_layer_params(const model_spec *m, const layout *l, int moe_layer);
 

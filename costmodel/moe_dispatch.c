@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include "precision.h"
+
 /* SMs the flex dispatcher's kernels hold: Megatron-Core transformer_config.py,
  * moe_deepep_num_sms = 20 and moe_hybridep_num_sms = 16 ("in pure NVL scenarios, 16 SMs can
  * generally achieve good bandwidth"). */
@@ -48,35 +50,58 @@ double moe_nodes_per_token(const model_spec *m, int nodes)
     return nodes * (1.0 - none);
 }
 
-/* The flex dispatcher's two phases: the routed copies leaving the node once per destination
- * node over RDMA, and every copy over NVLink inside the destination domain; pipelined. */
-static void flex_price(const model_spec *m, const system_spec *sys, const layout *l,
-                       double own_tokens, double f, int sms, moe_dispatch_cost *out)
+/* One pass of the flex dispatcher's two phases for `elem_bytes` per hidden element: the routed
+ * copies leaving the node once per destination node over RDMA, and every copy over NVLink
+ * inside the destination domain; pipelined. Returns its time; *copies_bytes: this rank's routed
+ * copies (the backend's all-to-all stand-in), *rdma / *nvl: its bytes on each link. */
+static double flex_pass_s(const model_spec *m, const system_spec *sys, const layout *l,
+                          double own_tokens, double f, double elem_bytes, double *copies_bytes,
+                          double *rdma, double *nvl)
 {
-    layout_group g = layout_ep_group(sys, l);
+    /* one group over ETP x EP (etp innermost), etp copies of each routed token */
+    int etp = layout_etp(l);
+    layout_group g = layout_group_place(sys, l->ep * etp, 1);
     double h = m->hidden;
-    double copies = own_tokens * m->top_k * h * 2.0 * f; /* bytes of this rank's routed copies */
+    double copies = own_tokens * m->top_k * etp * h * elem_bytes * f;
     int per_node = g.members_per_node > 0 ? g.members_per_node : 1;
     int nodes = g.spans_nodes ? (g.size + per_node - 1) / per_node : 1;
     double nv_bw = sys->intra_bandwidth_bytes_per_s * FLEX_NVLINK_EFFICIENCY;
     double lat = collective_latency_s(sys, g);
+    *copies_bytes = copies;
     if (!g.spans_nodes) {
-        out->nvlink_bytes = copies * (g.size - 1) / g.size;
-        out->rdma_bytes = 0;
-        out->dispatch_s = lat + out->nvlink_bytes / nv_bw;
-    } else {
-        double remote = moe_nodes_per_token(m, nodes) * (nodes - 1) / nodes;
-        out->rdma_bytes = own_tokens * h * 2.0 * f * remote;
-        out->nvlink_bytes = copies * (per_node - 1) / per_node;
-        double rdma_bw = system_inter_bandwidth_per_gpu(sys) * FLEX_RDMA_EFFICIENCY;
-        double t_rdma = out->rdma_bytes / rdma_bw, t_nv = out->nvlink_bytes / nv_bw;
-        out->dispatch_s = lat + (t_rdma > t_nv ? t_rdma : t_nv);
+        *nvl = copies * (g.size - 1) / g.size;
+        *rdma = 0;
+        return lat + *nvl / nv_bw;
     }
-    out->combine_s = out->dispatch_s;
+    double remote = moe_nodes_per_token(m, nodes) * (nodes - 1) / nodes;
+    *rdma = own_tokens * h * elem_bytes * f * remote;
+    *nvl = copies * (per_node - 1) / per_node;
+    double rdma_bw = system_inter_bandwidth_per_gpu(sys) * FLEX_RDMA_EFFICIENCY;
+    double t_rdma = *rdma / rdma_bw, t_nv = *nvl / nv_bw;
+    return lat + (t_rdma > t_nv ? t_rdma : t_nv);
+}
+
+/* The flex dispatcher: the dispatch in `dispatch_elem_bytes` per element (2, or DeepEP's FP8
+ * with its scales), the combine in bf16. */
+static void flex_price(const model_spec *m, const system_spec *sys, const layout *l,
+                       double own_tokens, double f, double dispatch_elem_bytes, int sms,
+                       moe_dispatch_cost *out)
+{
+    double r, n;
+    out->combine_s = flex_pass_s(m, sys, l, own_tokens, f, 2.0, &out->combine_bytes, &r, &n);
+    out->dispatch_s = flex_pass_s(m, sys, l, own_tokens, f, dispatch_elem_bytes,
+                                  &out->dispatch_bytes, &out->rdma_bytes, &out->nvlink_bytes);
     out->sms = sms;
     /* the backend's stand-in: an all-to-all of the routed copies over the EP group */
     out->dispatch_op = out->combine_op = COLL_ALL_TO_ALL;
-    out->dispatch_bytes = out->combine_bytes = copies;
+}
+
+double moe_dispatch_elem_bytes(const layout *l)
+{
+    /* DeepEP's dispatch takes (x: [tokens, hidden] float8_e4m3fn, scales: [tokens,
+     * hidden / 128] float) (deep_ep/buffer.py Buffer.dispatch, deepseek-ai/DeepEP 04b06f7):
+     * 1 + 4/128 bytes per element; its combine takes bf16 only */
+    return l->moe_fp8_dispatch && precision_is_low(l) ? 1.0 + 4.0 / 128 : 2.0;
 }
 
 void moe_dispatch_price(const model_spec *m, const system_spec *sys, const training_spec *t,
@@ -104,8 +129,10 @@ void moe_dispatch_price(const model_spec *m, const system_spec *sys, const train
         out->combine_s = collective_time_s(sys, COLL_REDUCE_SCATTER, bytes, g);
         return;
     }
-    case MOE_DISPATCH_DEEPEP: flex_price(m, sys, l, own, f, DEEPEP_SMS, out); return;
-    case MOE_DISPATCH_HYBRIDEP: flex_price(m, sys, l, own, f, HYBRIDEP_SMS, out); return;
+    case MOE_DISPATCH_DEEPEP:
+        flex_price(m, sys, l, own, f, moe_dispatch_elem_bytes(l), DEEPEP_SMS, out);
+        return;
+    case MOE_DISPATCH_HYBRIDEP: flex_price(m, sys, l, own, f, 2.0, HYBRIDEP_SMS, out); return;
     case MOE_DISPATCH_ALLTOALL:
     default: {
         /* the busiest rank receives f times the mean's copies and the exchange ends with it */
@@ -113,6 +140,15 @@ void moe_dispatch_price(const model_spec *m, const system_spec *sys, const train
         double s = collective_time_s(sys, COLL_ALL_TO_ALL, bytes, layout_ep_group(sys, l));
         out->dispatch_bytes = out->combine_bytes = bytes;
         out->dispatch_s = out->combine_s = s;
+        int etp = layout_etp(l);
+        if (etp > 1) {
+            /* the expert-TP all-gather of what the all-to-all delivered, and the matching
+             * reduce-scatter (etp innermost: contiguous ranks) */
+            layout_group ge = layout_group_place(sys, etp, 1);
+            out->etp_bytes = bytes * etp;
+            out->etp_gather_s = collective_time_s(sys, COLL_ALL_GATHER, out->etp_bytes, ge);
+            out->etp_scatter_s = collective_time_s(sys, COLL_REDUCE_SCATTER, out->etp_bytes, ge);
+        }
         return;
     }
     }

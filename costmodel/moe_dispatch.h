@@ -17,6 +17,27 @@
  *             pattern on fewer SMs (Megatron --moe-hybridep-num-sms, 16).
  * The backward of each runs the reverse exchange of the same volume.
  *
+ * Expert tensor parallelism (etp > 1; Megatron-LM d98e8a6 megatron/core/transformer/moe/
+ * token_dispatcher.py): the alltoall dispatcher's dispatch_postprocess all-gathers the tokens
+ * received by the all-to-all over the expert-TP group (gather_from_sequence_parallel_region,
+ * group=expt_tp), so each ETP rank runs its 1/etp slice of the local experts on all of them,
+ * and combine_preprocess reduce-scatters the partial outputs over the same group
+ * (reduce_scatter_to_sequence_parallel_region). The flex dispatcher instead exchanges over one
+ * ETP x EP group with etp x top_k copies of each token (MoEFlexTokenDispatcher: group
+ * tp_ep_group, router_topk = tp_size * moe_router_topk, num_experts = tp_size * experts). The
+ * allgather dispatcher gathers over ETP x EP already.
+ *
+ * FP8 dispatch (layout.moe_fp8_dispatch, DeepEP only): DeepSeek-V3 (arXiv 2412.19437, Sec.
+ * 3.3.3 "Low-Precision Communication") quantizes the activation before the MoE up-projections
+ * to FP8 and dispatches it, and does the same for the activation gradient before the down-
+ * projections (the combine's backward, a dispatch of the output gradients); the forward and
+ * backward combines stay bf16. DeepEP's dispatch takes e4m3 with one fp32 scale per 128
+ * elements (1 + 4/128 bytes), its combine bf16 only. Megatron-LM (d98e8a6) does not pass FP8
+ * to DeepEP (fused_a2a.py sends the bf16 hidden states; HybridEP "does not support fp8
+ * dispatch now"); its FP8 wire format is the 'ncclep' backend's moe_dispatch_fwd_dtype /
+ * moe_combine_bwd_dtype = mxfp8, a backend this planner does not model: the FP8 dispatch is
+ * DeepEP-native (DeepSeek's own trainer), and plan says so in the emitted config.
+ *
  * Imbalance: `moe_imbalance` is the busiest expert rank's routed tokens over the mean; the EP
  * ranks meet at the combine, so the slowest sets the pace: its expert GEMM rows and its
  * receive volume are the mean's times the load factor. With a capacity factor (token dropping)
@@ -37,6 +58,10 @@ typedef struct {
     double rdma_bytes;                     /* deepep/hybridep: bytes per rank over the network */
     double nvlink_bytes;                   /* deepep/hybridep: bytes per rank over NVLink */
     int sms;                               /* SMs its kernels hold (0: NCCL's own channels) */
+    /* alltoall with expert TP > 1: the all-gather of the received tokens over the expert-TP
+     * group after the dispatch and the reduce-scatter before the combine (their backwards
+     * swap them); bytes: the gathered tokens, collective.h's convention; 0 otherwise */
+    double etp_gather_s, etp_scatter_s, etp_bytes;
 } moe_dispatch_cost;
 
 /* Busiest EP rank's routed rows over the mean: moe_imbalance (0 reads as 1), capped at the
@@ -47,6 +72,10 @@ double moe_load_factor(const training_spec *t);
  * `nodes` of them: the expected distinct nodes among top_k experts (or, with node-limited
  * routing, topk_group expert groups) drawn without replacement. */
 double moe_nodes_per_token(const model_spec *m, int nodes);
+
+/* Bytes per hidden element of l's dispatch (and of the combine's backward): 2, or DeepEP's FP8
+ * with its scales. */
+double moe_dispatch_elem_bytes(const layout *l);
 
 /* The dispatch and combine of one MoE layer for `tokens` tokens per GPU (after any SP
  * all-gather) under l's dispatcher; zero cost without EP. */

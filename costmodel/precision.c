@@ -11,9 +11,22 @@
  * Per-tensor scales (tensorwise, and TE's delayed scaling: the same cuBLASLt kernel with a
  * scalar scale each) are applied in the epilogue; DeepSeek-style 1x128 x 128x128 block scales
  * are applied in the main loop on Hopper (promotion through CUDA cores, DeepSeek-V3 report Sec.
- * 3.3.2), hence the lower ratio. MXFP8 and NVFP4 cannot be measured here (no Blackwell): their
- * block scales are applied inside the tensor core (PTX ISA, tcgen05.mma block scaling,
- * .kind::mxf8f6f4 / .kind::mxf4nvf4), so they take the per-tensor ratio; an assumption, stated.
+ * 3.3.2), hence the lower ratio.
+ *
+ * Other GPUs (precision_gemm_ratio): no FP8 measurement of ours exists off Hopper. Where a
+ * published one does, the same ratio of achieved fractions comes from it: Stas Bekman's
+ * ml-engineering "Maximum Achievable Matmul FLOPS comparison table" (compute/accelerator/
+ * README.md, mamf-finder.py, mean of 100 iterations after 50 warm-ups, best shape; BF16 and
+ * FP8 e4m3 tables): B200 SXM FP8 76.3% / BF16 77.6% = 0.983; B300 SXM 74.5% / 78.6% = 0.948;
+ * GB200 72.3% / 72.9% = 0.992 (burst figures, as the presets' gemm_efficiency_max of those
+ * parts are). GB300 (Blackwell Ultra, no figure): B300's, an ASSUMPTION. Any other GPU (AMD
+ * MI300X/MI355X, A100 has no FP8): ratio 1, i.e. the FP8 GEMM runs at the system's own peak
+ * ratio peak_fp8 / peak_bf16 times its bf16 efficiency, an ASSUMPTION stated in
+ * precision_gemm_ratio_source. On Blackwell the block scales of MXFP8, NVFP4 and 1x128/128x128
+ * blockwise FP8 are applied inside the tensor core (PTX ISA, tcgen05.mma block scaling,
+ * .kind::mxf8f6f4 / .kind::mxf4nvf4), so every recipe takes the GPU's per-tensor FP8 ratio
+ * (no MXFP8 or NVFP4 GEMM measurement exists here or in the MAMF table: an ASSUMPTION); only
+ * Hopper pays the blockwise main-loop promotion.
  *
  * Quantize kernels (bytes per element moved through HBM; read bf16 = 2, write e4m3 = 1, e2m1 =
  * 0.5, scales per block). Hopper FP8 GEMMs take both operands K-major (cuBLASLt FP8 "TN" only),
@@ -157,6 +170,10 @@ cm_status precision_check(const system_spec *sys, const layout *l, char *err, si
         if (l->fp8_recipe != FP8_RECIPE_DEFAULT)
             return cm_fail(err, errlen, CM_EINVAL,
                            "--fp8-recipe needs --precision fp8: add it or drop the recipe");
+        if (l->fp8_param_gather || l->moe_fp8_dispatch)
+            return cm_fail(err, errlen, CM_EINVAL,
+                           "--fp8-param-gather and --moe-fp8-dispatch need a low-precision "
+                           "plan: add --precision fp8 (or mxfp8, nvfp4) or drop them");
         return CM_OK;
     }
     if (l->precision != PRECISION_FP8 && l->fp8_recipe != FP8_RECIPE_DEFAULT)
@@ -182,11 +199,120 @@ cm_status precision_check(const system_spec *sys, const layout *l, char *err, si
         return cm_fail(err, errlen, CM_EINVAL,
                        "fsdp2 trains FP8 through torchao, which removed delayed scaling: use "
                        "--fp8-recipe tensorwise (or blockwise), or --framework megatron");
+    if (l->fp8_param_gather &&
+        (l->framework != FRAMEWORK_MEGATRON || l->sharding == SHARDING_DDP))
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "--fp8-param-gather is Megatron's and needs the distributed optimizer or "
+                       "Megatron-FSDP (arguments.py): use --framework megatron with --sharding "
+                       "distopt or fsdp (FSDP2's float8 all-gather comes with --precision fp8 "
+                       "--fp8-recipe tensorwise)");
     if (l->framework == FRAMEWORK_FSDP2 && l->precision == PRECISION_NVFP4)
         return cm_fail(err, errlen, CM_EINVAL,
                        "NVFP4 training is Transformer Engine's (NVFP4BlockScaling): use "
                        "--framework megatron, or --precision mxfp8 with fsdp2");
     return CM_OK;
+}
+
+bool precision_layer_bf16(const model_spec *m, const layout *l, int layer)
+{
+    if (!precision_is_low(l) || layer < 0) return false;
+    return layer < l->bf16_layers_start || layer >= m->layers - l->bf16_layers_end;
+}
+
+layout precision_bf16_layout(const layout *l)
+{
+    layout b = *l;
+    b.precision = PRECISION_BF16;
+    b.fp8_recipe = FP8_RECIPE_DEFAULT;
+    b.fp8_param_gather = false;
+    b.moe_fp8_dispatch = false; /* the dispatch feeds the layer's bf16 expert GEMMs */
+    b.bf16_layers_start = b.bf16_layers_end = 0;
+    return b;
+}
+
+bool precision_param_gather(const layout *l)
+{
+    return precision_is_low(l) && l->fp8_param_gather;
+}
+
+double precision_param_bytes(const layout *l)
+{
+    if (!precision_param_gather(l)) return 2.0;
+    precision_rules r;
+    precision_rules_of(l, &r);
+    return r.operand_bytes;
+}
+
+double precision_param_gather_bytes(const layout *l)
+{
+    if (l->precision == PRECISION_MXFP8) return 2.0;
+    return precision_param_bytes(l);
+}
+
+cm_status precision_check_model(const model_spec *m, const layout *l, char *err, size_t errlen)
+{
+    int start = l->bf16_layers_start, end = l->bf16_layers_end;
+    if (start <= 0 && end <= 0) return CM_OK;
+    if (l->framework != FRAMEWORK_MEGATRON || !precision_is_low(l))
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "--bf16-first-layers/--bf16-last-layers are Megatron's "
+                       "--first-last-layers-bf16 for a low-precision plan: use --framework "
+                       "megatron with --precision fp8, mxfp8 or nvfp4, or drop them");
+    if (l->precision == PRECISION_FP8 && precision_fp8_recipe(l) == FP8_RECIPE_DELAYED)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "Megatron refuses bf16 first/last layers with delayed scaling "
+                       "(transformer_config.py): use --fp8-recipe tensorwise or blockwise");
+    int most = m->layers / (l->pp > 0 ? l->pp : 1);
+    if (start < 0 || end < 0 || start > most || end > most)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "bf16 first/last layers must each be between 0 and layers / pp = %d "
+                       "(Megatron's num_layers_at_start/end_in_bf16 rule)",
+                       most);
+    return CM_OK;
+}
+
+/* The per-tensor ratio by GPU (precision.c header: sources). */
+static const struct {
+    const char *gpu; /* substring of system_spec.gpu_name */
+    double ratio;
+    const char *source;
+} gpu_ratios[] = {
+    {"GB200", 0.723 / 0.729, "ml-engineering MAMF, GB200 FP8 72.3% / BF16 72.9% of peak"},
+    {"GB300", 0.745 / 0.786, "ASSUMPTION: B300's MAMF ratio (no GB300 figure)"},
+    {"B200", 0.763 / 0.776, "ml-engineering MAMF, B200 SXM FP8 76.3% / BF16 77.6% of peak"},
+    {"B300", 0.745 / 0.786, "ml-engineering MAMF, B300 SXM FP8 74.5% / BF16 78.6% of peak"},
+    {"H100", RATIO_PER_TENSOR, "measured on H100 (bench/results/fp8_h100)"},
+    {"H200", RATIO_PER_TENSOR, "measured on H100 (bench/results/fp8_h100), same GH100 die"},
+    {"H800", RATIO_PER_TENSOR, "measured on H100 (bench/results/fp8_h100), same GH100 die"},
+    {"H20", RATIO_PER_TENSOR, "measured on H100 (bench/results/fp8_h100), same GH100 die"},
+};
+
+static int gpu_ratio_row(const system_spec *sys)
+{
+    for (size_t i = 0; i < sizeof gpu_ratios / sizeof *gpu_ratios; i++)
+        if (strstr(sys->gpu_name, gpu_ratios[i].gpu)) return (int)i;
+    return -1;
+}
+
+double precision_gemm_ratio(const system_spec *sys, const layout *l)
+{
+    precision_rules r;
+    precision_rules_of(l, &r);
+    if (!precision_is_low(l)) return 1.0;
+    int row = gpu_ratio_row(sys);
+    if (row < 0) return 1.0;
+    bool hopper = gpu_ratios[row].ratio == RATIO_PER_TENSOR;
+    if (hopper) return r.gemm_efficiency_ratio; /* the measured Hopper rows of rules_table */
+    return gpu_ratios[row].ratio;
+}
+
+const char *precision_gemm_ratio_source(const system_spec *sys)
+{
+    int row = gpu_ratio_row(sys);
+    return row < 0 ? "ASSUMPTION: no FP8 GEMM measurement for this GPU; the low-precision GEMM "
+                     "reaches the same fraction of its peak as bf16 does (speedup = the "
+                     "system's peak ratio)"
+                   : gpu_ratios[row].source;
 }
 
 const char *precision_label(const layout *l)

@@ -13,9 +13,29 @@
  * "the embedding module, the output head, MoE gating modules, normalization operators, and
  * attention operators" keep their original precision; torchao float8 README / torchtitan
  * docs/float8.md: convert_to_float8_training converts nn.Linear, torchtitan filters the
- * "output" (lm head) module by default. Megatron's --first-last-layers-bf16 (off by default)
- * and the NVFP4 paper's BF16 tail layers (arXiv 2509.25149, Sec. 4) are not modelled: every
- * decoder layer is low precision.
+ * "output" (lm head) module by default.
+ *
+ * BF16 first/last layers: Megatron's --first-last-layers-bf16 with --num-layers-at-start-in-bf16
+ * and --num-layers-at-end-in-bf16 (TransformerConfig first_last_layers_bf16,
+ * num_layers_at_start_in_bf16, num_layers_at_end_in_bf16; megatron/core/fp8_utils.py
+ * is_first_last_bf16_layer: global layer index < start, or >= num_layers - end; Megatron-LM
+ * d98e8a6) run those decoder layers entirely in bf16: priced at bf16 rates with no quantize
+ * kernels, no FP8 weight copies and bf16 saved inputs. Megatron refuses them with delayed
+ * scaling and allows at most num_layers / pp of each (transformer_config.py __post_init__).
+ * The NVFP4 recipe keeps such layers in BF16 too (arXiv 2509.25149, Sec. 4).
+ *
+ * FP8 parameters: Megatron's --fp8-param-gather (arguments.py, "Keep the compute param in fp8
+ * (do not use any other intermediate dtype) and perform the param all-gather in fp8"; only with
+ * the distributed optimizer or an FSDP) builds the Linears' weights as TE quantized tensors
+ * (TransformerConfig.fp8_param: "the parameters affected are primarily the weights of GEMMs";
+ * biases and norms stay bf16): the bf16 weight is gone, the fp32 master stays in the
+ * optimizer (the distributed optimizer's main params, 12 bytes with Adam as before), the
+ * parameter buffer is uint8 (megatron/core/distributed/param_and_grad_buffer.py
+ * group_params_for_buffers: "torch.uint8 for FP8/NVFP4 parameters"), so the optimizer's
+ * all-gather and Megatron-FSDP's unit gathers move operand_bytes per Linear parameter (MXFP8:
+ * bf16, precision_param_gather_bytes). TE
+ * keeps the other layout its GEMMs need (the transpose on Hopper, MXFP8's columnwise copy):
+ * weight_copy_bytes - operand_bytes. NVFP4's counterpart is --fp4-param-gather.
  *
  * MFU stays defined against the dense bf16 peak (as Megatron and NeMo report it).
  */
@@ -26,6 +46,7 @@
 #include <stddef.h>
 
 #include "layout.h"
+#include "model.h"
 #include "status.h"
 #include "system.h"
 
@@ -75,6 +96,33 @@ double precision_peak_flops(const system_spec *sys, const layout *l);
  * cores (a preset with peak_fp4_flops_per_s: Blackwell, CDNA4), FP8 a peak_fp8_flops_per_s; torchao has no
  * delayed scaling any more and NVFP4 training is Transformer Engine's (Megatron) only. */
 cm_status precision_check(const system_spec *sys, const layout *l, char *err, size_t errlen);
+
+/* Is global decoder layer `layer` one of Megatron's bf16 first/last layers (always false in a
+ * bf16 plan: nothing to keep)? */
+bool precision_layer_bf16(const model_spec *m, const layout *l, int layer);
+/* l with its Linears in bf16: the layout a bf16 first/last layer is priced with. */
+layout precision_bf16_layout(const layout *l);
+/* Does l keep its Linears' weights as low-precision parameters (--fp8-param-gather /
+ * --fp4-param-gather)? */
+bool precision_param_gather(const layout *l);
+/* Bytes per element of a Linear's weight as a stored parameter: 2 (bf16), or operand_bytes
+ * with --fp8-param-gather. */
+double precision_param_bytes(const layout *l);
+/* ... and on the parameter all-gather: operand_bytes, but 2 for MXFP8, which Megatron gathers
+ * in bf16 through the gradient buffer and quantizes after (param_and_grad_buffer.py: "For
+ * MXFP8 param: Create a shared buffer for param AG and grad RS", viewed as bfloat16;
+ * _post_param_sync copies the gathered values into TE's quantized storage). */
+double precision_param_gather_bytes(const layout *l);
+/* The rules that need the model: bf16 first/last layer counts (Megatron: not with delayed
+ * scaling, at most layers / pp each). */
+cm_status precision_check_model(const model_spec *m, const layout *l, char *err, size_t errlen);
+
+/* The achieved fraction of the low-precision peak over the bf16 GEMM's achieved fraction of
+ * the bf16 peak for l's recipe on sys's GPU: the measured Hopper ratios of precision_rules on
+ * H100/H200/H800/H20, published MAMF ratios on Blackwell, 1 elsewhere (precision.c); and a
+ * line saying where it comes from. */
+double precision_gemm_ratio(const system_spec *sys, const layout *l);
+const char *precision_gemm_ratio_source(const system_spec *sys);
 
 /* Name of l's precision as the short name and the report show it ("fp8-delayed"). */
 const char *precision_label(const layout *l);

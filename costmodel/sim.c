@@ -106,7 +106,7 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
         return cm_fail(err, errlen, CM_ENOMEM, "out of memory building the simulation");
     bool fsdp = l->sharding == SHARDING_FSDP;
     for (int i = 0; i < L; i++) {
-        const estimate_layer_costs *x = i >= c.first_moe_layer ? &c.moe : &c.dense;
+        const estimate_layer_costs *x = estimate_costs_layer(&c, i);
         sim_layer *y = &w->layer[i];
         y->fwd_s = x->fwd_s + x->fwd_comm_s;
         y->bwd_s = x->bwd_s + x->recompute_s + x->bwd_comm_s;
@@ -152,8 +152,7 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
                 int k = ch * pp + s, lo = 0;
                 for (int j = 0; j < k; j++) lo += w->vstage_layers[j];
                 for (int i = lo; i < lo + w->vstage_layers[k]; i++) {
-                    const estimate_layer_costs *x =
-                        i >= c.first_moe_layer ? &c.moe : &c.dense;
+                    const estimate_layer_costs *x = estimate_costs_layer(&c, i);
                     xd -= x->dense_params;
                     xe -= x->expert_params;
                 }
@@ -165,13 +164,14 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
                 int k = ch * pp + s, lo = 0;
                 for (int j = 0; j < k; j++) lo += w->vstage_layers[j];
                 int hi = lo + w->vstage_layers[k] - 1;
-                double pd = 0, pe = 0;
+                double pd = 0, pe = 0, lpd = 0, lpe = 0;
                 int top = hi;
                 for (int i = hi; i >= lo; i--) {
-                    const estimate_layer_costs *x =
-                        i >= c.first_moe_layer ? &c.moe : &c.dense;
+                    const estimate_layer_costs *x = estimate_costs_layer(&c, i);
                     pd += x->dense_params;
                     pe += x->expert_params;
+                    lpd += x->lp_dense_params;
+                    lpe += x->lp_expert_params;
                     if (pd + pe >= bucket_params || i == lo) {
                         sim_bucket *b = &w->bucket[nb];
                         b->vstage = k;
@@ -179,10 +179,12 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
                         b->last_layer = top;
                         b->reduce_s = pd; /* parameter counts for now; times below */
                         b->gather_s = pe;
+                        b->lp_params[0] = lpd;
+                        b->lp_params[1] = lpe;
                         if (ch == v - 1 && top == hi) highest = nb;
                         if (ch == 0 && i == lo) lowest = nb;
                         nb++;
-                        pd = pe = 0;
+                        pd = pe = lpd = lpe = 0;
                         top = i - 1;
                     }
                 }
@@ -194,8 +196,9 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
             }
             for (int b = stage_first_bucket; b < nb; b++) {
                 double pd = w->bucket[b].reduce_s, pe = w->bucket[b].gather_s;
-                w->bucket[b].reduce_s = estimate_dp_sync_s(sys, t, l, pd, pe,
-                                                           &w->bucket[b].gather_s);
+                w->bucket[b].reduce_s =
+                    estimate_dp_sync_s(sys, t, l, pd, pe, w->bucket[b].lp_params[0],
+                                       w->bucket[b].lp_params[1], &w->bucket[b].gather_s);
             }
         }
     }

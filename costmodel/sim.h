@@ -42,6 +42,8 @@ typedef struct {
     int last_layer;  /* micro-batch ends (backward runs last_layer down to first_layer) */
     double reduce_s; /* gradient all-reduce (DDP) or reduce-scatter (distributed optimizer) */
     double gather_s; /* all-gather of its updated parameters (distributed optimizer; else 0) */
+    double lp_params[2]; /* its dense and expert Linear weights gathered in low precision
+                            (--fp8-param-gather; estimate_costs.h) */
 } sim_bucket;
 
 /* What to simulate. Arrays are the caller's; sim_build fills one from the cost model. */

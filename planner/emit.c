@@ -256,9 +256,10 @@ static bool megatron_fsdp(const layout *l)
 }
 
 /* Megatron-LM's low-precision flags for l's precision (precision.h): FP8 "hybrid" (e4m3
- * forward, e5m2 gradients) with the recipe; MXFP8 in e4m3; NVFP4 through --fp4-format. No
- * --fp8-param-gather and no --first-last-layers-bf16: the prediction keeps bf16 parameters
- * beside TE's FP8 weight copies and runs every decoder layer in low precision. */
+ * forward, e5m2 gradients) with the recipe; MXFP8 in e4m3; NVFP4 through --fp4-format;
+ * --fp8-param-gather (--fp4-param-gather for NVFP4; argument_utils.py passes it on as
+ * TransformerConfig.fp8_param) and --first-last-layers-bf16 with its two counts where the
+ * plan has them (Megatron-LM d98e8a6 arguments.py, transformer_config.py). */
 static void precision_flags(flag_list *fl, const layout *l)
 {
     switch (l->precision) {
@@ -280,7 +281,15 @@ static void precision_flags(flag_list *fl, const layout *l)
         fl_add(fl, "--fp4-format", "e2m1");
         fl_add(fl, "--fp4-recipe", "nvfp4");
         break;
-    default: break;
+    default: return;
+    }
+    if (precision_param_gather(l))
+        fl_add(fl, l->precision == PRECISION_NVFP4 ? "--fp4-param-gather" : "--fp8-param-gather",
+               NULL);
+    if (l->bf16_layers_start > 0 || l->bf16_layers_end > 0) {
+        fl_add(fl, "--first-last-layers-bf16", NULL);
+        fl_add(fl, "--num-layers-at-start-in-bf16", "%d", l->bf16_layers_start);
+        fl_add(fl, "--num-layers-at-end-in-bf16", "%d", l->bf16_layers_end);
     }
 }
 
@@ -528,6 +537,10 @@ static void architecture_flags(flag_list *fl, const model_spec *m, const trainin
             fl_add(fl, "--moe-token-dispatcher-type", "flex");
             fl_add(fl, "--moe-flex-dispatcher-backend", "%s",
                    layout_moe_dispatcher_name(l->moe_dispatcher));
+            if (l->moe_fp8_dispatch)
+                fl_unsupported(fl, "DeepEP's FP8 dispatch (DeepSeek-V3 Sec. 3.3.3): Megatron-LM "
+                                   "sends bf16 to DeepEP (fused_a2a.py); its FP8 wire format is "
+                                   "the ncclep backend's --moe-dispatch-fwd-dtype mxfp8");
         } else {
             fl_add(fl, "--moe-token-dispatcher-type", "%s",
                    layout_moe_dispatcher_name(l->moe_dispatcher));
@@ -857,13 +870,26 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     fprintf(f, "cfg.optimizer.clip_grad = 1.0\n");
     const char *mp = bridge_precision_recipe(l);
     if (mp) {
-        /* The recipe, then what the prediction assumed where the recipe differs: bf16
-         * parameters beside TE's low-precision copies, every decoder layer low precision. */
+        /* The recipe, then what the prediction assumed where the recipe differs: FP8
+         * parameters or bf16 ones beside TE's low-precision copies, and which decoder layers
+         * stay bf16 (MixedPrecisionConfig's fields of those names) */
+        bool pg = precision_param_gather(l), fl16 = l->bf16_layers_start || l->bf16_layers_end;
         fprintf(f, "from megatron.bridge.training.mixed_precision import "
                    "get_mixed_precision_config\n");
         fprintf(f, "cfg.mixed_precision = get_mixed_precision_config(\"%s\")\n", mp);
-        fprintf(f, "cfg.mixed_precision.fp8_param_gather = False\n");
-        fprintf(f, "cfg.mixed_precision.first_last_layers_bf16 = False\n");
+        if (l->precision == PRECISION_NVFP4) {
+            fprintf(f, "cfg.mixed_precision.fp4_param_gather = %s\n", py_bool(pg));
+        } else {
+            fprintf(f, "cfg.mixed_precision.fp8_param = %s\n", py_bool(pg));
+            fprintf(f, "cfg.mixed_precision.fp8_param_gather = %s\n", py_bool(pg));
+        }
+        fprintf(f, "cfg.mixed_precision.first_last_layers_bf16 = %s\n", py_bool(fl16));
+        if (fl16) {
+            fprintf(f, "cfg.mixed_precision.num_layers_at_start_in_bf16 = %d\n",
+                    l->bf16_layers_start);
+            fprintf(f, "cfg.mixed_precision.num_layers_at_end_in_bf16 = %d\n",
+                    l->bf16_layers_end);
+        }
     }
     bool distopt = l->sharding != SHARDING_DDP;
     fprintf(f, "cfg.optimizer.use_distributed_optimizer = %s\n", py_bool(distopt));

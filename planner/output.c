@@ -5,6 +5,7 @@
 #include "units.h"
 
 #include "precision.h"
+#include "moe_dispatch.h"
 #include "whole_file.h"
 
 #include <math.h>
@@ -154,8 +155,16 @@ json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
 static void output_precision_suffix(const layout *l, char *buf, size_t len)
 {
     size_t used = strlen(buf);
-    if (precision_is_low(l) && used < len)
-        snprintf(buf + used, len - used, " · %s", precision_label(l));
+    if (!precision_is_low(l) || used >= len) return;
+    snprintf(buf + used, len - used, " · %s%s", precision_label(l),
+             l->fp8_param_gather ? " params" : "");
+    used = strlen(buf);
+    if ((l->bf16_layers_start || l->bf16_layers_end) && used < len)
+        snprintf(buf + used, len - used, " (bf16 first %d, last %d layers)", l->bf16_layers_start,
+                 l->bf16_layers_end);
+    used = strlen(buf);
+    if (l->moe_fp8_dispatch && used < len)
+        snprintf(buf + used, len - used, " · fp8 dispatch");
 }
 
 void output_layout_line(const estimate *e, char *buf, size_t len)
@@ -286,6 +295,16 @@ void output_estimate_human(FILE *f, const estimate *e, const model_spec *m,
     knob_notes(f, sys);
     fprintf(f, "%s\n", line);
     human_numbers(f, e);
+    if (precision_is_low(&e->layout))
+        fprintf(f, "  low-precision GEMMs at %.3f x the bf16 GEMM's fraction of peak (%s)\n",
+                precision_gemm_ratio(sys, &e->layout), precision_gemm_ratio_source(sys));
+    if (model_is_moe(m) && e->layout.ep > 1)
+        fprintf(f, "  MoE load: busiest expert rank at %.2f x the mean (%s)\n",
+                moe_load_factor(&e->training),
+                e->training.moe_imbalance > 1.0
+                    ? "--moe-imbalance"
+                    : "ASSUMPTION: force-balanced routing; no published per-rank load figure is "
+                      "used; set --moe-imbalance");
     if (!e->feasible) fprintf(f, "  INFEASIBLE: %s\n", e->infeasible_reason);
 }
 

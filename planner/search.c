@@ -83,7 +83,20 @@ static void emit(ctx *c, const layout *l)
         lp.precision = (layout_precision)p;
         lp.fp8_recipe = p == PRECISION_FP8 ? c->opt->fp8_recipe : FP8_RECIPE_DEFAULT;
         if (p != PRECISION_BF16 && precision_check(c->sys, &lp, NULL, 0) != CM_OK) continue;
-        emit_one(c, &lp);
+        bool megatron_lp = p != PRECISION_BF16 && lp.framework == FRAMEWORK_MEGATRON;
+        if (megatron_lp) {
+            lp.bf16_layers_start = c->opt->bf16_layers_start;
+            lp.bf16_layers_end = c->opt->bf16_layers_end;
+        }
+        lp.moe_fp8_dispatch = p != PRECISION_BF16 && c->opt->moe_fp8_dispatch && lp.ep > 1 &&
+                              lp.moe_dispatcher == MOE_DISPATCH_DEEPEP;
+        /* --fp8-param-gather: off and on (pinned on when asked) where Megatron allows it */
+        bool pg = megatron_lp && lp.sharding != SHARDING_DDP;
+        if (!pg || !c->opt->fp8_param_gather) emit_one(c, &lp);
+        if (pg) {
+            lp.fp8_param_gather = true;
+            emit_one(c, &lp);
+        }
     }
 }
 

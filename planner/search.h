@@ -33,6 +33,13 @@ typedef struct {
     /* The MoE token dispatcher the Megatron layouts with EP use (--moe-dispatcher); the search
      * does not choose it: its figures depend on the network the user names. */
     layout_moe_dispatcher moe_dispatcher;
+    /* Low precision under Megatron (precision.h): --fp8-param-gather is searched off and on
+     * where it applies (distributed optimizer, Megatron-FSDP) unless fp8_param_gather pins it
+     * on; the bf16 first/last layers and DeepEP's FP8 dispatch are the user's, given to the
+     * layouts they apply to (Megatron low precision; DeepEP with EP). */
+    bool fp8_param_gather;
+    int bf16_layers_start, bf16_layers_end;
+    bool moe_fp8_dispatch;
 } search_options;
 
 /* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */

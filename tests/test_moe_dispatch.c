@@ -147,6 +147,63 @@ static void test_dispatchers(void **state)
     assert_int_equal(h.sms, 16);
 }
 
+/* Expert TP 2 (tp 2, SP, ep 8 on 16 GPUs; Megatron token_dispatcher.py): this rank routes its
+ * SP shard, 4096 / 2 tokens. alltoall: the all-to-all of 2048 x 4 x 1000 x 2 = 16,384,000
+ * bytes over EP, then the all-gather of what it received over the ETP pair (gathered
+ * 2 x 16,384,000 = 32,768,000 bytes) and the reduce-scatter before the combine. flex
+ * (DeepEP): one exchange over ETP x EP = 16 ranks (2 nodes) with 2 x 4 copies of each token:
+ * 32,768,000 bytes, 7/8 of them over NVLink. The MoE layer has no TP block of its own (no
+ * shared experts): its tokens move only through the dispatcher. */
+static void test_expert_tp(void **state)
+{
+    (void)state;
+    system_spec s = toy_system();
+    model_spec m = moe_model(false);
+    training_spec t = training_default();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.tp = 2;
+    l.sp = true;
+    l.dp = 8;
+    l.ep = 8;
+    moe_dispatch_cost c;
+    moe_dispatch_price(&m, &s, &t, &l, 4096, &c);
+    assert_true(c.dispatch_bytes == 16384000.0);
+    assert_true(c.etp_bytes == 32768000.0);
+    layout_group pair = layout_group_place(&s, 2, 1);
+    assert_true(c.etp_gather_s == collective_time_s(&s, COLL_ALL_GATHER, 32768000.0, pair));
+    assert_true(c.etp_scatter_s ==
+                collective_time_s(&s, COLL_REDUCE_SCATTER, 32768000.0, pair));
+    /* in the layer: both ops, their backwards swapped, and no tp.mlp */
+    m.layers = 2;
+    m.heads = 8;
+    m.kv_heads = 8;
+    m.head_dim = 125;
+    m.expert_ffn = 500;
+    m.vocab = 1000;
+    t.seq_len = 4096;
+    recipe r;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    int seen = 0;
+    for (int i = 0; i < r.n_ops; i++) {
+        if (!strcmp(r.op[i].name, "ep.etp_gather")) {
+            assert_true(r.op[i].fwd_s == c.etp_gather_s && r.op[i].bwd_s == c.etp_scatter_s);
+            seen++;
+        }
+        if (!strcmp(r.op[i].name, "ep.etp_scatter")) {
+            assert_true(r.op[i].fwd_s == c.etp_scatter_s && r.op[i].bwd_s == c.etp_gather_s);
+            seen++;
+        }
+        assert_true(strcmp(r.op[i].name, "tp.mlp") != 0);
+    }
+    assert_int_equal(seen, 2);
+    /* flex: etp x top_k copies over the 16-rank ETP x EP group, 7/8 over NVLink */
+    l.moe_dispatcher = MOE_DISPATCH_DEEPEP;
+    moe_dispatch_price(&m, &s, &t, &l, 4096, &c);
+    assert_true(c.dispatch_bytes == 32768000.0);
+    assert_true(REL(c.nvlink_bytes, 32768000.0 * 7 / 8) < 1e-12);
+    assert_true(c.etp_bytes == 0);
+}
+
 /* One grouped kernel: each group's roofline, one fixed cost (2 us here). */
 static void test_grouped_gemm(void **state)
 {
@@ -205,6 +262,7 @@ int main(void)
         cmocka_unit_test(test_dispatchers),
         cmocka_unit_test(test_grouped_gemm),
         cmocka_unit_test(test_ep_overlap_price),
+        cmocka_unit_test(test_expert_tp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

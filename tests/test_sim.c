@@ -165,7 +165,7 @@ static void test_one_stage_sum_of_parts(void **state)
         for (int r = 0; r < 2; r++) /* the FSDP root unit: gathered like a layer, exposed */
             per_mb += c.root_gather_s[r] * (l.reshard_after_forward ? 2 : 1) + c.root_reduce_s[r];
         for (int j = 0; j < m.layers; j++) {
-            const estimate_layer_costs *x = j >= c.first_moe_layer ? &c.moe : &c.dense;
+            const estimate_layer_costs *x = estimate_costs_layer(&c, j);
             per_mb += x->fwd_s + x->fwd_comm_s + x->bwd_s + x->recompute_s + x->bwd_comm_s;
             if (l.sharding == SHARDING_FSDP)
                 per_mb += x->gather_s * (l.reshard_after_forward ? 2 : 1) + x->reduce_s;
@@ -220,7 +220,7 @@ static void test_costs_match_closed_form(void **state)
     for (int k = 0; k < l.pp; k++) {
         double f = 0, b = 0, comm = 0;
         for (int j = st[k].first_layer; j < st[k].first_layer + st[k].layers; j++) {
-            const estimate_layer_costs *x = j >= c.first_moe_layer ? &c.moe : &c.dense;
+            const estimate_layer_costs *x = estimate_costs_layer(&c, j);
             f += x->fwd_s;
             b += x->bwd_s + x->recompute_s;
             comm += x->fwd_comm_s + x->bwd_comm_s;
