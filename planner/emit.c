@@ -644,7 +644,7 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
     (void)ctx;
     cm_status st = need_megatron(e, "Megatron-LM flags", err, errlen);
     if (st != CM_OK) return st;
-    flag_list *fl;
+    flag_list *fl = NULL;
     if ((st = build_flags(e, m, &fl, err, errlen)) != CM_OK) return st;
     char *buf = NULL;
     size_t len = 0;
@@ -892,7 +892,7 @@ cm_status emit_megatron_argv(const estimate *e, const model_spec *m, json_t **ar
 {
     cm_status st = need_megatron(e, "Megatron-LM flags", err, errlen);
     if (st != CM_OK) return st;
-    flag_list *fl;
+    flag_list *fl = NULL;
     if ((st = build_flags(e, m, &fl, err, errlen)) != CM_OK) return st;
     /* argv tokens, no shell quoting; the placeholders are listed apart as well */
     *args = json_array();
