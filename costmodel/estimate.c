@@ -18,6 +18,7 @@
 #include "estimate.h"
 #include "units.h"
 #include "estimate_costs.h"
+#include "estimate_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -32,9 +33,6 @@
 #include "memory.h"
 #include "overlap.h"
 
-/* One layer's per-micro-batch times: its recipe (layer_recipe.h) priced. */
-typedef recipe_time layer_time;
-
 static layer_time layer_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
                              const layout *l, int moe)
 {
@@ -43,6 +41,13 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
     layer_time x;
     recipe_price(&r, &x);
     return x;
+}
+
+void estimate_layer_times(const model_spec *m, const system_spec *sys, const training_spec *t,
+                          const layout *l, layer_time *dense, layer_time *moe)
+{
+    *dense = layer_cost(m, sys, t, l, 0);
+    *moe = model_is_moe(m) ? layer_cost(m, sys, t, l, 1) : *dense;
 }
 
 /* FSDP2's copies of stage s's root unit (fsdp_copies.h: embedding on the first stage, final
@@ -67,8 +72,8 @@ static void root_copies_cost(const model_spec *m, const system_spec *sys, const 
 /* Output layer GEMM and the loss head's elementwise kernels on the last stage, per micro-batch,
  * under FSDP2 with the compute-stream copies of the last stage's root unit: the head's recipe
  * (layer_recipe.h recipe_head) priced. */
-static void head_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
-                      const layout *l, double *fwd_s, double *bwd_s)
+void estimate_head_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
+                        const layout *l, double *fwd_s, double *bwd_s)
 {
     recipe r;
     recipe_head(m, sys, t, l, &r, NULL);
@@ -107,16 +112,10 @@ static void root_traffic(const model_spec *m, const system_spec *sys, const trai
     *reduce_s = collective_time_s(sys, COLL_REDUCE_SCATTER, red * pr, g);
 }
 
-typedef struct {
-    double compute_s, tp_s, cp_s, ep_s, pp_s, fsdp_s;
-    double fwd_s, bwd_s; /* compute only, for overlap of DP traffic */
-    double fsdp_raw_s;   /* all FSDP traffic, hidden or not (the step terms' overlap) */
-    int layers;          /* transformer layers on the stage */
-} stage_time;
-
-static stage_time stage_cost(const model_spec *m, const system_spec *sys,
-                             const training_spec *t, const layout *l, int stage,
-                             const layer_time *dense, const layer_time *moe)
+stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
+                               const training_spec *t, const layout *l, int stage,
+                               const layer_time *dense, const layer_time *moe,
+                               const layer_time *head)
 {
     stage_time s;
     memset(&s, 0, sizeof s);
@@ -158,7 +157,12 @@ static stage_time stage_cost(const model_spec *m, const system_spec *sys,
     s.layers = n;
     if (stage == l->pp - 1) {
         double hf, hb;
-        head_cost(m, sys, t, l, &hf, &hb);
+        if (head) {
+            hf = head->fwd_s;
+            hb = head->bwd_s;
+        } else {
+            estimate_head_cost(m, sys, t, l, &hf, &hb);
+        }
         s.fwd_s += hf;
         s.bwd_s += hb;
     }
@@ -187,7 +191,7 @@ static stage_time stage_cost(const model_spec *m, const system_spec *sys,
     return s;
 }
 
-static double stage_total(const stage_time *s)
+double estimate_stage_total(const stage_time *s)
 {
     return s->compute_s + s->tp_s + s->cp_s + s->ep_s + s->pp_s + s->fsdp_s;
 }
@@ -287,16 +291,8 @@ static double apply_step_terms(const system_step *st, const layout *l, double la
     return var > 0 ? var : 0;
 }
 
-static void estimate_time_part(const model_spec *m, const system_spec *sys,
-                               const training_spec *t, const layout *l, estimate *out);
-static stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
-                                       const training_spec *t, const layout *l);
-static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
-                                   const training_spec *t, const layout *l,
-                                   const stage_time *worst_stage, estimate *out);
-
 /* The memory half of an estimate: identity, memory, and whether it fits at all. */
-static void estimate_memory_part(const model_spec *m, const system_spec *sys,
+void estimate_memory_part(const model_spec *m, const system_spec *sys,
                                  const training_spec *t, const layout *l, estimate *out)
 {
     memset(out, 0, sizeof *out);
@@ -311,76 +307,25 @@ static void estimate_memory_part(const model_spec *m, const system_spec *sys,
     out->memory = memory_peak(m, sys, t, l);
 }
 
-cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
-                                 const training_spec *t, const layout *l, estimate *out,
-                                 bool *timed)
-{
-    *timed = false;
-    if (layout_check(m, sys, t, l, 0, NULL, 0) != CM_OK) return CM_EINVAL;
-    estimate_memory_part(m, sys, t, l, out);
-    if (out->memory.total_bytes > out->memory.capacity_bytes) {
-        out->feasible = false; /* estimate_layout's first reason; its text is left unformatted */
-        return CM_OK;
-    }
-    *timed = true;
-    estimate_time_part(m, sys, t, l, out);
-    return CM_OK;
-}
-
-cm_status estimate_layout_search_overlap_variants(const model_spec *m,
-                                                  const system_spec *sys,
-                                                  const training_spec *t, const layout *ls,
-                                                  int n, estimate *outs, bool *timed)
-{
-    *timed = false;
-    if (n < 1) return CM_EINVAL;
-    if (layout_check(m, sys, t, &ls[0], 0, NULL, 0) != CM_OK) return CM_EINVAL;
-    /* the others differ in the overlap knobs only: their rules (layout.c) are all left */
-    for (int i = 1; i < n; i++) {
-        if (ls[i].overlap_param_gather &&
-            (ls[i].sharding == SHARDING_DDP || !ls[i].overlap_grad_reduce))
-            return CM_EINVAL;
-        if (ls[i].tp_comm_overlap && (ls[i].framework != FRAMEWORK_MEGATRON || ls[i].tp == 1 ||
-                                      !ls[i].sp))
-            return CM_EINVAL;
-    }
-    /* memory and the stages' micro-batch times depend on tp_comm_overlap alone among the
-     * knobs (its userbuffers, its exposed TP time): once per value */
-    int first[2] = {-1, -1};
-    stage_time worst[2];
-    for (int i = 0; i < n; i++) {
-        int k = ls[i].tp_comm_overlap;
-        if (first[k] < 0) {
-            estimate_memory_part(m, sys, t, &ls[i], &outs[i]);
-            first[k] = i;
-            if (outs[i].memory.total_bytes <= outs[i].memory.capacity_bytes)
-                worst[k] = estimate_worst_stage(m, sys, t, &ls[i]);
-        } else {
-            outs[i] = outs[first[k]];
-            outs[i].layout = ls[i];
-        }
-        if (outs[i].memory.total_bytes > outs[i].memory.capacity_bytes) {
-            outs[i].feasible = false; /* as estimate_layout_search leaves it: untimed */
-            continue;
-        }
-        *timed = true;
-        estimate_time_assemble(m, sys, t, &ls[i], &worst[k], &outs[i]);
-    }
-    return CM_OK;
-}
-
 /* The slowest of the candidate stages, per micro-batch. */
-static stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
-                                       const training_spec *t, const layout *l)
+stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
+                                const training_spec *t, const layout *l,
+                                const layer_time *dense_in, const layer_time *moe_in,
+                                const layer_time *head)
 {
-    layer_time dense = layer_cost(m, sys, t, l, 0);
-    layer_time moe = model_is_moe(m) ? layer_cost(m, sys, t, l, 1) : dense;
+    layer_time dense, moe;
+    if (dense_in) {
+        dense = *dense_in;
+        moe = *moe_in;
+    } else {
+        estimate_layer_times(m, sys, t, l, &dense, &moe);
+    }
     int cands[3] = {0, l->pp > 1 ? 1 : 0, l->pp - 1};
-    stage_time worst = stage_cost(m, sys, t, l, 0, &dense, &moe);
+    stage_time worst = estimate_stage_cost(m, sys, t, l, 0, &dense, &moe, head);
     for (int i = 1; i < 3; i++) {
         if (cands[i] == 0) continue;
-        stage_time s = stage_cost(m, sys, t, l, cands[i], &dense, &moe);
-        if (stage_total(&s) > stage_total(&worst)) worst = s;
+        stage_time s = estimate_stage_cost(m, sys, t, l, cands[i], &dense, &moe, head);
+        if (estimate_stage_total(&s) > estimate_stage_total(&worst)) worst = s;
     }
     return worst;
 }
@@ -389,19 +334,19 @@ static stage_time estimate_worst_stage(const model_spec *m, const system_spec *s
 static void estimate_time_part(const model_spec *m, const system_spec *sys,
                                const training_spec *t, const layout *l, estimate *out)
 {
-    stage_time worst = estimate_worst_stage(m, sys, t, l);
+    stage_time worst = estimate_worst_stage(m, sys, t, l, NULL, NULL, NULL);
     estimate_time_assemble(m, sys, t, l, &worst, out);
 }
 
 /* The step from the worst stage's micro-batch: data-parallel sync, optimizer, bubble, the
  * uncertainty band, throughput and feasibility. */
-static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
+void estimate_time_assemble(const model_spec *m, const system_spec *sys,
                                    const training_spec *t, const layout *l,
                                    const stage_time *worst_stage, estimate *out)
 {
     int micro = out->microbatches;
     stage_time worst = *worst_stage;
-    double t_mb = stage_total(&worst);
+    double t_mb = estimate_stage_total(&worst);
 
     /* Data-parallel gradient (and parameter) synchronisation of the first stage, which is the
      * last to finish its backward. */
@@ -557,7 +502,7 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
     costs->dense = export_layer(m, l, &dense, 0);
     costs->moe = model_is_moe(m) ? export_layer(m, l, &moe, 1) : costs->dense;
     costs->first_moe_layer = model_is_moe(m) ? m->dense_first : m->layers;
-    head_cost(m, sys, t, l, &costs->head_fwd_s, &costs->head_bwd_s);
+    estimate_head_cost(m, sys, t, l, &costs->head_fwd_s, &costs->head_bwd_s);
     root_traffic(m, sys, t, l, 0, &costs->root_gather_s[0], &costs->root_reduce_s[0]);
     if (l->pp > 1)
         root_traffic(m, sys, t, l, l->pp - 1, &costs->root_gather_s[1], &costs->root_reduce_s[1]);
@@ -565,11 +510,11 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
 
     /* The closed form's choice of the slowest stage (estimate_layout). */
     int cands[3] = {0, l->pp > 1 ? 1 : 0, l->pp - 1};
-    stage_time worst = stage_cost(m, sys, t, l, 0, &dense, &moe);
+    stage_time worst = estimate_stage_cost(m, sys, t, l, 0, &dense, &moe, NULL);
     for (int i = 1; i < 3; i++) {
         if (cands[i] == 0) continue;
-        stage_time s = stage_cost(m, sys, t, l, cands[i], &dense, &moe);
-        if (stage_total(&s) > stage_total(&worst)) {
+        stage_time s = estimate_stage_cost(m, sys, t, l, cands[i], &dense, &moe, NULL);
+        if (estimate_stage_total(&s) > estimate_stage_total(&worst)) {
             worst = s;
             costs->worst_stage = cands[i];
         }
@@ -579,7 +524,7 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
     int first = 0;
     for (int s = 0; s < l->pp; s++) {
         estimate_stage *e = &stages[s];
-        stage_time x = stage_cost(m, sys, t, l, s, &dense, &moe);
+        stage_time x = estimate_stage_cost(m, sys, t, l, s, &dense, &moe, NULL);
         memset(e, 0, sizeof *e);
         e->layers = layout_stage_layers(m, l, s);
         e->first_layer = first;
@@ -593,7 +538,7 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
         e->ep_s = x.ep_s;
         e->fsdp_s = x.fsdp_s;
         e->pp_s = x.pp_s;
-        e->total_s = stage_total(&x);
+        e->total_s = estimate_stage_total(&x);
         memory_stage_params(m, l, s, &e->dense_params, &e->expert_params);
         e->grad_sync_s =
             estimate_dp_sync_s(sys, t, l, e->dense_params, e->expert_params, &e->param_sync_s);

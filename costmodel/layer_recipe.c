@@ -696,16 +696,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
                    RECIPE_STREAM_COMM, RECIPE_OVERLAP_LAYER, 0, up);
     }
 
-    /* ---- recompute: full repeats every forward op (its collectives too) before the backward,
-     * selective the attention core */
-    for (int i = 0; i < r->n_ops; i++) {
-        recipe_op *o = &r->op[i];
-        if (l->recompute == RECOMPUTE_FULL)
-            o->recompute = o->phase == RECIPE_FWD && o->kind != RECIPE_FSDP_GATHER &&
-                           o->kind != RECIPE_FSDP_REDUCE;
-        else if (l->recompute == RECOMPUTE_SELECTIVE)
-            o->recompute = o->kind == RECIPE_ATTENTION;
-    }
+    recipe_set_recompute(sys, m, l, r, moe, false);
     if (items) {
         int n = items->n;
         for (int i = 0; i < n; i++) {
@@ -724,6 +715,25 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         }
     }
     host_dispatch_pace(sys, m, l, r, true, moe);
+}
+
+/* ---- recompute: full repeats every forward op (its collectives too) before the backward,
+ * selective the attention core. Only the flags and the host's pacing depend on it, so a
+ * built recipe is re-priced under another recompute setting by calling this again. */
+void recipe_set_recompute(const system_spec *sys, const model_spec *m, const layout *l,
+                          recipe *r, bool moe, bool pace)
+{
+    for (int i = 0; i < r->n_ops; i++) {
+        recipe_op *o = &r->op[i];
+        if (l->recompute == RECOMPUTE_FULL)
+            o->recompute = o->phase == RECIPE_FWD && o->kind != RECIPE_FSDP_GATHER &&
+                           o->kind != RECIPE_FSDP_REDUCE;
+        else if (l->recompute == RECOMPUTE_SELECTIVE)
+            o->recompute = o->kind == RECIPE_ATTENTION;
+        else
+            o->recompute = false;
+    }
+    if (pace) host_dispatch_pace(sys, m, l, r, true, moe);
 }
 
 void recipe_head(const model_spec *m, const system_spec *sys, const training_spec *t,

@@ -6,6 +6,7 @@
 #define PLAN_SEARCH_H
 
 #include "estimate.h"
+#include "search_stats.h"
 
 #define SEARCH_KEEP_MAX 256
 
@@ -33,6 +34,13 @@ typedef struct {
     /* The MoE token dispatcher the Megatron layouts with EP use (--moe-dispatcher); the search
      * does not choose it: its figures depend on the network the user names. */
     layout_moe_dispatcher moe_dispatcher;
+    /* Time every layout that fits instead of skipping those whose lower bound cannot enter the
+     * result (the result is the same either way: tests/test_search_prune.c). */
+    bool no_prune;
+    /* --gbs-policy nearest: a data-parallel size that does not divide the global batch runs
+     * the largest multiple of it below (each estimate's training.global_batch says which),
+     * and plans are ranked by time per sequence. false: the batch must divide evenly. */
+    bool gbs_nearest;
 } search_options;
 
 /* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */
@@ -53,6 +61,7 @@ typedef struct {
     estimate best_sharding[2][3];
     bool has_closest[2];        /* when nothing fits: the plan closest to fitting */
     estimate closest[2];
+    search_stats stats;         /* per-knob counts (search_stats.h) */
 } search_result;
 
 /* Is a better than b (step time, then memory headroom)? */
