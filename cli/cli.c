@@ -59,7 +59,7 @@ enum {
     OPT_IMPL, OPT_COMPILE, OPT_OPTIMIZER_IMPL,
     OPT_TP_COMM_OVERLAP, OPT_OVERLAP_GRAD_REDUCE, OPT_OVERLAP_PARAM_GATHER,
     OPT_MOE_DISPATCHER, OPT_MOE_IMBALANCE, OPT_MOE_CAPACITY, OPT_MOE_EP_OVERLAP,
-    OPT_MOE_SHARED_OVERLAP,
+    OPT_MOE_SHARED_OVERLAP, OPT_OPT_OFFLOAD, OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD,
 };
 
 static const struct option long_opts[] = {
@@ -108,6 +108,9 @@ static const struct option long_opts[] = {
     {"moe-capacity-factor", required_argument, NULL, OPT_MOE_CAPACITY},
     {"moe-ep-overlap", no_argument, NULL, OPT_MOE_EP_OVERLAP},
     {"moe-shared-expert-overlap", no_argument, NULL, OPT_MOE_SHARED_OVERLAP},
+    {"optimizer-cpu-offload", no_argument, NULL, OPT_OPT_OFFLOAD},
+    {"optimizer-offload-fraction", required_argument, NULL, OPT_OPT_OFFLOAD_FRACTION},
+    {"activation-offload", no_argument, NULL, OPT_ACT_OFFLOAD},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -240,6 +243,15 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             break;
         case OPT_MOE_EP_OVERLAP: o->training.moe_ep_overlap = true; break;
         case OPT_MOE_SHARED_OVERLAP: o->training.moe_shared_overlap = true; break;
+        /* Megatron CPU offload (costmodel/offload.h); a fraction implies the offload */
+        case OPT_OPT_OFFLOAD: if (!l->optimizer_offload_pct) l->optimizer_offload_pct = 100; break;
+        case OPT_OPT_OFFLOAD_FRACTION: {
+            double f = 0;
+            rc = parse_double("optimizer-offload-fraction", optarg, 0, 1, &f);
+            l->optimizer_offload_pct = (int)(f * 100 + 0.5);
+            break;
+        }
+        case OPT_ACT_OFFLOAD: l->activation_offload = true; break;
         case OPT_MOE_CAPACITY:
             /* 0: dropless; else the expert capacity over the mean tokens per expert */
             rc = parse_double("moe-capacity-factor", optarg, 0, 1000.0,

@@ -32,6 +32,7 @@
 #include "layer_recipe.h"
 #include "memory.h"
 #include "overlap.h"
+#include "offload.h"
 
 static layer_time layer_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
                              const layout *l, int moe)
@@ -129,6 +130,12 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
         n_moe = start + n > first ? start + n - first : 0;
     }
     int n_dense = n - n_moe;
+    /* full recompute of some layers (--recompute-num-layers, memory.c's count): that share of
+     * the recompute time */
+    double rf = 1;
+    if (l->recompute == RECOMPUTE_FULL && l->recompute_layers > 0 && l->recompute_layers < n)
+        rf = (double)l->recompute_layers / n;
+    int act_off = offload_activation_layers(m, l);
     const layer_time *kinds[2] = {dense, moe};
     int counts[2] = {n_dense, n_moe};
     for (int k = 0; k < 2; k++) {
@@ -136,7 +143,14 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
         int c = counts[k];
         if (!c) continue;
         s.fwd_s += c * x->fwd_s;
-        s.bwd_s += c * (x->bwd_s + x->recompute_s);
+        s.bwd_s += c * (x->bwd_s + rf * x->recompute_s);
+        if (act_off > 0) { /* Megatron activation offload: the copies that outlast a layer */
+            int moved = act_off < c ? act_off : c;
+            double bytes = memory_layer_activation_bytes(m, t, l, k);
+            s.fwd_s += moved * offload_activation_exposed_s(sys, bytes, x->fwd_s);
+            s.bwd_s += moved * offload_activation_exposed_s(sys, bytes, x->bwd_s);
+            act_off -= moved;
+        }
         s.tp_s += c * x->tp_s;
         s.cp_s += c * x->cp_s;
         s.ep_s += c * x->ep_s;
@@ -145,7 +159,7 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
              * compute; the reduce-scatter behind the next layer's backward. */
             double ag_bwd = l->reshard_after_forward ? x->gather_s : 0;
             s.fsdp_s += c * (fmax(0, x->gather_s - x->fwd_s) +
-                             fmax(0, ag_bwd + x->reduce_s - (x->bwd_s + x->recompute_s)));
+                             fmax(0, ag_bwd + x->reduce_s - (x->bwd_s + rf * x->recompute_s)));
             s.fsdp_raw_s += c * (x->gather_s + ag_bwd + x->reduce_s);
         }
     }
@@ -242,7 +256,9 @@ static double optimizer_cost(const model_spec *m, const system_spec *sys, const 
     double per_param = 30.0;
     if (l->framework == FRAMEWORK_FSDP2)
         per_param = optimizer_impl_bytes_per_param(layout_optimizer_impl_of(l)) + 12.0;
-    return compute_stream_s(sys, per_param * local);
+    double gpu_s = compute_stream_s(sys, per_param * local);
+    double f = offload_optimizer_fraction(l); /* Megatron --optimizer-cpu-offload */
+    return f > 0 ? offload_optimizer_step_s(sys, local, gpu_s, f) : gpu_s;
 }
 
 double estimate_optimizer_s(const model_spec *m, const system_spec *sys, const layout *l,
@@ -442,8 +458,10 @@ void estimate_time_assemble(const model_spec *m, const system_spec *sys,
         snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
                  "a communication group spans nodes but system '%s' has no inter-node network",
                  sys->name);
-    } else if (l->offload) {
-        double host_need = sys->gpus_per_node * 16.0 * local;
+    } else if (l->offload || offload_optimizer_fraction(l) > 0) {
+        double host_need = l->offload ? sys->gpus_per_node * 16.0 * local
+                                      : offload_optimizer_host_bytes(sys, local,
+                                                                     offload_optimizer_fraction(l));
         if (host_need > sys->host_memory_bytes) {
             out->feasible = false;
             snprintf(out->infeasible_reason, sizeof out->infeasible_reason,

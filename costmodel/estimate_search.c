@@ -24,11 +24,12 @@
 
 #include "layout_codec.h"
 
+
 enum { CACHE_ENTRIES = 8 };
 
 typedef struct {
     bool used;
-    layout key;
+    int key[LAYOUT_NFIELDS]; /* the codec's values of the cleared layout (cache_key) */
     recipe r[2];             /* dense, MoE layer (the MoE one only for MoE models) */
     unsigned priced;         /* bit rc: x[rc] holds the layers priced under recompute rc */
     layer_time x[3][2];
@@ -59,6 +60,7 @@ static layout cache_key(const layout *l)
     if (k.sharding != SHARDING_FSDP) k.sharding = SHARDING_DDP;
     k.overlap_grad_reduce = k.overlap_param_gather = false;
     k.vpp = 1;
+    k.optimizer_offload_pct = 0; /* the optimizer step only */
     return k;
 }
 
@@ -70,14 +72,19 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
     bool is_moe = model_is_moe(m);
     layout k = cache_key(l);
     cache_entry *e = NULL;
+    /* the key: every field of the layout codec (layout_codec.h, so a field added there is
+     * part of it), as values, compared bytewise */
+    int key[LAYOUT_NFIELDS];
+    for (int i = 0; i < LAYOUT_NFIELDS; i++)
+        key[i] = layout_fields[i].training ? 0 : layout_field_value(&layout_fields[i], &k, NULL);
     for (int i = 0; i < CACHE_ENTRIES && !e; i++)
-        if (c->e[i].used && layout_equal(&c->e[i].key, &k)) e = &c->e[i];
+        if (c->e[i].used && !memcmp(c->e[i].key, key, sizeof key)) e = &c->e[i];
     int rc = (int)l->recompute;
     if (!e) {
         e = &c->e[c->next];
         c->next = (c->next + 1) % CACHE_ENTRIES;
         e->used = true;
-        e->key = k;
+        memcpy(e->key, key, sizeof key);
         e->priced = 0;
         recipe_layer(m, sys, t, l, false, &e->r[0], NULL);
         if (is_moe) recipe_layer(m, sys, t, l, true, &e->r[1], NULL);
@@ -103,10 +110,11 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
 
 /* May a lower bound skip l's timing? Not where the step has calibrated terms (a fitted scale
  * or per-layer overhead could shrink it), nor where feasibility needs the timed figures (CPU
- * offload's host memory, a multi-node plan without a network). */
+ * offload's host memory, FSDP2's or Megatron's; a multi-node plan without a network). */
 static bool prunable(const system_spec *sys, const layout *l)
 {
-    if (sys->step.active || l->offload) return false;
+    if (sys->step.active || l->offload || l->optimizer_offload_pct > 0 || l->activation_offload)
+        return false;
     if (layout_gpus(l) > sys->gpus_per_node && system_inter_bandwidth_per_gpu(sys) <= 0)
         return false;
     return true;

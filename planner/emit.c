@@ -13,6 +13,7 @@
  * trainer.policy.megatron_config, micro_train_batch_size_per_gpu, train_batch_size).
  */
 #include "emit.h"
+#include "offload.h"
 #include "emit_internal.h"
 #include "units.h"
 
@@ -586,6 +587,19 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
             fl_add(fl, "--recompute-method", "uniform");
             fl_add(fl, "--recompute-num-layers", "1");
         }
+    }
+
+    /* CPU offload (issue 21; costmodel/offload.h): Megatron-LM arguments.py's flags; the
+     * hybrid optimizer runs on the precision-aware optimizer path, its copies overlapped */
+    if (l->optimizer_offload_pct > 0) {
+        fl_add(fl, "--optimizer-cpu-offload", NULL);
+        fl_add(fl, "--optimizer-offload-fraction", "%.2f", l->optimizer_offload_pct / 100.0);
+        fl_add(fl, "--overlap-cpu-optimizer-d2h-h2d", NULL);
+        fl_add(fl, "--use-precision-aware-optimizer", NULL);
+    }
+    if (l->activation_offload) {
+        fl_add(fl, "--cpu-offloading", NULL);
+        fl_add(fl, "--cpu-offloading-num-layers", "%d", offload_activation_layers(m, l));
     }
 
     /* training shape and precision */

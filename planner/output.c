@@ -163,6 +163,17 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
         snprintf(buf + used, len > used ? len - used : 0, " · overlap%s%s%s",
                  l->tp_comm_overlap ? " tp-comm" : "", l->overlap_grad_reduce ? " grad-reduce" : "",
                  l->overlap_param_gather ? " param-gather" : "");
+    used = strlen(buf);
+    if (l->recompute == RECOMPUTE_FULL && l->recompute_layers > 0)
+        used += snprintf(buf + used, len > used ? len - used : 0, " (%d layers a stage)",
+                         l->recompute_layers);
+    used = strlen(buf);
+    if (l->optimizer_offload_pct > 0) /* Megatron CPU offload (issue 21) */
+        snprintf(buf + used, len > used ? len - used : 0, " · optimizer offload %d%%",
+                 l->optimizer_offload_pct);
+    used = strlen(buf);
+    if (l->activation_offload)
+        snprintf(buf + used, len > used ? len - used : 0, " · activation offload");
 }
 
 static void human_numbers(FILE *f, const estimate *e)

@@ -11,6 +11,7 @@
 #include "search.h"
 
 #include "layout_codec.h"
+#include "memory.h"
 #include "sim.h"
 
 #include <math.h>
@@ -262,6 +263,103 @@ static double prune_threshold_s(const worker *w, const layout *l, int batch)
     return (a > b ? a : b) * batch * (1 + 1e-6);
 }
 
+/* Evaluates ls[0..nv) (the overlap variants of one layout) into w->variant; returns false
+ * when the cost model rejects the layout. */
+static bool evaluate_variants(worker *w, const training_spec *t, const layout *ls, int nv,
+                              estimate_outcome *how)
+{
+    return estimate_layout_search(w->m, w->sys, t, ls, nv, w->variant, w->cache,
+                                  prune_threshold_s(w, &ls[0], t->global_batch), how) == CM_OK;
+}
+
+/*
+ * The memory knobs (issue 21), searched where they can matter: each only saves memory at a
+ * cost in time, so a layout tries them only when it does not fit without them and they can
+ * free enough, and keeps the cheapest that fits: Megatron's optimizer CPU offload (25, 50, 75
+ * or 100% of the distributed optimizer's shard, the least that frees enough) and activation
+ * offload (pp 1, no recompute; with
+ * the whole optimizer offloaded too if need be). Full recompute that fits tries the fewest
+ * layers a stage (--recompute-method block --recompute-num-layers k) that still fit, which is
+ * faster. Returns the number of overlap variants now in w->variant and ls.
+ */
+static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
+                        estimate_outcome *how)
+{
+    const layout *l = &ls[0];
+    if (l->framework != FRAMEWORK_MEGATRON) return nv;
+    if (*how == ESTIMATE_UNTIMED) {
+        /* what each can free at most (memory.c, offload.h): the optimizer state, linear in
+         * the fraction; the activations but one layer's (the logits stay) */
+        const memory_breakdown *mb = &w->variant[0].memory;
+        double over = mb->total_bytes - mb->capacity_bytes;
+        double opt = l->sharding == SHARDING_DISTOPT ? mb->optimizer_bytes : 0;
+        double act = mb->activations_bytes - mb->logits_bytes;
+        layout tries[3];
+        int n = 0;
+        if (opt > 0 && over <= opt) { /* the least of 25, 50, 75, 100% that frees enough */
+            int pct = 25;
+            while (pct < 100 && pct / 100.0 * opt < over) pct += 25;
+            tries[n] = *l;
+            tries[n++].optimizer_offload_pct = pct;
+        }
+        if (l->pp == 1 && l->recompute == RECOMPUTE_NONE && over <= act + opt) {
+            tries[n] = *l;
+            tries[n++].activation_offload = true;
+            if (l->sharding == SHARDING_DISTOPT) {
+                tries[n] = tries[n - 1];
+                tries[n++].optimizer_offload_pct = 100;
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            layout lv[6];
+            for (int k = 0; k < nv; k++) {
+                lv[k] = ls[k];
+                lv[k].optimizer_offload_pct = tries[i].optimizer_offload_pct;
+                lv[k].activation_offload = tries[i].activation_offload;
+            }
+            estimate_outcome h;
+            if (!evaluate_variants(w, t, lv, nv, &h)) continue;
+            search_stats_count(&w->r->stats, &lv[0], nv, h);
+            if (h == ESTIMATE_UNTIMED) continue;
+            memcpy(ls, lv, (size_t)nv * sizeof *ls);
+            *how = h;
+            return nv;
+        }
+        /* nothing fits: the layout without offload stays the one judged (closest) */
+        evaluate_variants(w, t, ls, nv, how);
+        return nv;
+    }
+    if (l->recompute == RECOMPUTE_FULL && l->recompute_layers == 0) {
+        int per = layout_max_stage_layers(w->m, l);
+        if (per < 2) return nv;
+        int lo = 1, hi = per; /* the fewest layers a stage whose memory fits: in [lo, hi] */
+        while (lo < hi) {
+            layout p = *l;
+            p.recompute_layers = (lo + hi) / 2;
+            memory_breakdown mb = memory_peak(w->m, w->sys, t, &p);
+            if (mb.total_bytes <= mb.capacity_bytes) hi = p.recompute_layers;
+            else lo = p.recompute_layers + 1;
+        }
+        if (lo >= per) return nv;
+        estimate keep[6];
+        memcpy(keep, w->variant, (size_t)nv * sizeof *keep);
+        layout lv[6];
+        for (int k = 0; k < nv; k++) {
+            lv[k] = ls[k];
+            lv[k].recompute_layers = lo;
+        }
+        estimate_outcome h;
+        if (evaluate_variants(w, t, lv, nv, &h) && h != ESTIMATE_UNTIMED) {
+            search_stats_count(&w->r->stats, &lv[0], nv, h);
+            memcpy(ls, lv, (size_t)nv * sizeof *ls);
+            *how = h;
+            return nv;
+        }
+        memcpy(w->variant, keep, (size_t)nv * sizeof *keep);
+    }
+    return nv;
+}
+
 static void consider(worker *w, long seq)
 {
     const layout *base = &w->list->v[seq];
@@ -279,10 +377,9 @@ static void consider(worker *w, long seq)
     /* A layout that does not fit in memory is not timed: it can only be "closest to
      * fitting", which needs its memory alone (search_run times the one kept). */
     estimate_outcome how;
-    if (estimate_layout_search(w->m, w->sys, &t, ls, nv, w->variant, w->cache,
-                               prune_threshold_s(w, base, t.global_batch), &how) != CM_OK)
-        return;
+    if (!evaluate_variants(w, &t, ls, nv, &how)) return;
     search_stats_count(&w->r->stats, base, nv, how);
+    if (!w->opt->no_memory_knobs) nv = memory_knobs(w, &t, ls, nv, &how);
     if (how == ESTIMATE_PRUNED) { /* it fits: counted as the feasible layout it is */
         w->r->evaluated += nv;
         w->r->feasible++;

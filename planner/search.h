@@ -41,6 +41,9 @@ typedef struct {
      * the largest multiple of it below (each estimate's training.global_batch says which),
      * and plans are ranked by time per sequence. false: the batch must divide evenly. */
     bool gbs_nearest;
+    /* Leave out the memory knobs (Megatron optimizer/activation CPU offload, partial full
+     * recompute) that the search otherwise tries where a layout needs them (search.c). */
+    bool no_memory_knobs;
 } search_options;
 
 /* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */
