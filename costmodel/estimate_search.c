@@ -166,6 +166,12 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
             bound_s = 0; /* never pruned */
         }
     }
+    for (int i = 0; i < n; i++) { /* the other variants: their group's memory half */
+        int k = ls[i].tp_comm_overlap;
+        if (i == first[k]) continue;
+        outs[i] = outs[first[k]];
+        outs[i].layout = ls[i];
+    }
     if (bound_s < 0) return CM_OK; /* nothing fits: every variant untimed */
     if (prune_above_s > 0 && bound_s > prune_above_s) {
         *how = ESTIMATE_PRUNED; /* fits, but cannot beat the threshold */
@@ -173,10 +179,6 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     }
     for (int i = 0; i < n; i++) {
         int k = ls[i].tp_comm_overlap;
-        if (i != first[k]) {
-            outs[i] = outs[first[k]];
-            outs[i].layout = ls[i];
-        }
         if (outs[i].memory.total_bytes > outs[i].memory.capacity_bytes) continue;
         if (i == first[k])
             worst[k] = estimate_worst_stage(m, sys, t, &ls[i], &dense[k], &moe[k], &head[k]);

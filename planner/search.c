@@ -367,11 +367,15 @@ static void consider(worker *w, long seq)
     int nv = overlap_variants(w->opt, w->sys, base, ls);
     training_spec t = *w->t; /* the batch this layout's data-parallel size runs */
     t.global_batch = batch_for(w->opt, w->t, base->dp);
-    if (w->opt->visit) { /* the caller sees every estimate whole */
-        estimate *e = &w->scratch;
-        for (int i = 0; i < nv; i++)
-            if (estimate_layout(w->m, w->sys, &t, &ls[i], e, NULL, 0) == CM_OK)
-                consider_estimate(w, e, seq);
+    if (w->opt->visit) {
+        /* the caller sees every variant: timed whole where it fits (with the layer-cost
+         * cache, never pruned), memory alone where it does not (feasible false, no reason
+         * text: plan report's visitors read only the memory of those) */
+        estimate_outcome how;
+        if (estimate_layout_search(w->m, w->sys, &t, ls, nv, w->variant, w->cache, 0, &how) !=
+            CM_OK)
+            return;
+        for (int i = 0; i < nv; i++) consider_estimate(w, &w->variant[i], seq);
         return;
     }
     /* A layout that does not fit in memory is not timed: it can only be "closest to

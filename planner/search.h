@@ -16,7 +16,9 @@ typedef struct {
     bool frameworks[2];         /* which frameworks to search (index = layout_framework) */
     /* Optional: called with every layout the cost model evaluated, feasible or not, so a caller
      * can collect its own statistics from one search instead of running several (plan report:
-     * best plan without expert parallelism, smallest fit per sharding and recompute). */
+     * best plan without expert parallelism, smallest fit per sharding and recompute). A layout
+     * that does not fit in memory comes untimed, without a reason text (estimate.h's search
+     * form); one that fits comes whole. No layout is pruned while a visitor is set. */
     void (*visit)(const estimate *e, void *arg);
     void *visit_arg;
     /* Re-rank the best `simulate` plans (0: off) by the step simulator (costmodel/sim.h): they
