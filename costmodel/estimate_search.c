@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "layout_codec.h"
+#include "overlap.h"
 
 
 enum { CACHE_ENTRIES = 8 };
@@ -148,7 +149,18 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
         int k = l->tp_comm_overlap;
         if (first[k] >= 0) continue;
         first[k] = i;
-        estimate_memory_part(m, sys, t, l, &outs[i]);
+        if (k == 1 && first[0] >= 0 && l->framework == FRAMEWORK_MEGATRON) {
+            /* --tp-comm-overlap adds its userbuffers to every stage alike (memory.c), so the
+             * peak stage stays: the knob-off memory plus them */
+            double ub = overlap_tp_userbuffer_bytes(m, t, l);
+            outs[i] = outs[first[0]];
+            outs[i].layout = *l;
+            outs[i].memory.comm_buffer_bytes += ub;
+            outs[i].memory.other_bytes += ub;
+            outs[i].memory.total_bytes += ub;
+        } else {
+            estimate_memory_part(m, sys, t, l, &outs[i]);
+        }
         outs[i].feasible = false; /* untimed unless assembled below */
         if (outs[i].memory.total_bytes > outs[i].memory.capacity_bytes) continue;
         if (cache) {

@@ -332,7 +332,27 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
     if (l->recompute == RECOMPUTE_FULL && l->recompute_layers == 0) {
         int per = layout_max_stage_layers(w->m, l);
         if (per < 2) return nv;
-        int lo = 1, hi = per; /* the fewest layers a stage whose memory fits: in [lo, hi] */
+        estimate keep[6];
+        memcpy(keep, w->variant, (size_t)nv * sizeof *keep);
+        layout lv[6];
+        estimate_outcome h;
+        /* one layer a stage first: if it fits it is the answer; if its lower bound already
+         * rules it out, so it does every k (more recompute, more time) */
+        for (int k = 0; k < nv; k++) {
+            lv[k] = ls[k];
+            lv[k].recompute_layers = 1;
+        }
+        if (!evaluate_variants(w, t, lv, nv, &h)) {
+            memcpy(w->variant, keep, (size_t)nv * sizeof *keep);
+            return nv;
+        }
+        if (h != ESTIMATE_UNTIMED) {
+            search_stats_count(&w->r->stats, &lv[0], nv, h);
+            memcpy(ls, lv, (size_t)nv * sizeof *ls);
+            *how = h;
+            return nv;
+        }
+        int lo = 2, hi = per; /* the fewest layers a stage whose memory fits: in [lo, hi] */
         while (lo < hi) {
             layout p = *l;
             p.recompute_layers = (lo + hi) / 2;
@@ -340,15 +360,11 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
             if (mb.total_bytes <= mb.capacity_bytes) hi = p.recompute_layers;
             else lo = p.recompute_layers + 1;
         }
-        if (lo >= per) return nv;
-        estimate keep[6];
-        memcpy(keep, w->variant, (size_t)nv * sizeof *keep);
-        layout lv[6];
-        for (int k = 0; k < nv; k++) {
-            lv[k] = ls[k];
-            lv[k].recompute_layers = lo;
+        if (lo >= per) {
+            memcpy(w->variant, keep, (size_t)nv * sizeof *keep);
+            return nv;
         }
-        estimate_outcome h;
+        for (int k = 0; k < nv; k++) lv[k].recompute_layers = lo;
         if (evaluate_variants(w, t, lv, nv, &h) && h != ESTIMATE_UNTIMED) {
             search_stats_count(&w->r->stats, &lv[0], nv, h);
             memcpy(ls, lv, (size_t)nv * sizeof *ls);
