@@ -98,6 +98,8 @@ static const char *layout_flag_given(const cli_options *o)
         {l->reshard_after_forward != d.reshard_after_forward, "--no-reshard-after-forward"},
         {l->shard_size != d.shard_size, "--shard-size"},
         {l->offload != d.offload, "--offload"},
+        {l->optimizer_offload_pct != d.optimizer_offload_pct, "--optimizer-cpu-offload"},
+        {l->activation_offload != d.activation_offload, "--activation-offload"},
     };
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
         if (flags[i].given) return flags[i].flag;
