@@ -123,6 +123,7 @@ json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
                         json_pack("{s:I, s:I, s:f, s:i}", "evaluated", (json_int_t)r->evaluated,
                                   "feasible", (json_int_t)r->feasible, "seconds", r->seconds,
                                   "simulated", r->simulated));
+    json_object_set_new(json_object_get(o, "search"), "stats", search_stats_json(&r->stats));
     return o;
 }
 

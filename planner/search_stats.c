@@ -107,3 +107,21 @@ void search_stats_print(FILE *f, const search_stats *s)
         fprintf(f, "  layer costs: %ld recipes built for %ld lookups (%.0f%% reused)\n",
                 s->layer_builds, lookups, 100.0 * s->layer_hits / lookups);
 }
+
+static json_t *counts_json(const long *c)
+{
+    return json_pack("{s:I, s:I, s:I, s:I}", "listed", (json_int_t)c[STAT_LISTED], "memory",
+                     (json_int_t)c[STAT_MEMORY], "bound", (json_int_t)c[STAT_BOUND], "timed",
+                     (json_int_t)c[STAT_TIMED]);
+}
+
+json_t *search_stats_json(const search_stats *s)
+{
+    json_t *knobs = json_object();
+    for (int k = 0; k < KNOB_COUNT; k++)
+        if (s->knob[k][STAT_LISTED])
+            json_object_set_new(knobs, knob_names[k], counts_json(s->knob[k]));
+    return json_pack("{s:o, s:o, s:{s:I, s:I}}", "layouts", counts_json(s->layouts), "knobs",
+                     knobs, "layer_costs", "built", (json_int_t)s->layer_builds, "reused",
+                     (json_int_t)s->layer_hits);
+}

@@ -7,6 +7,7 @@
 #ifndef PLAN_SEARCH_STATS_H
 #define PLAN_SEARCH_STATS_H
 
+#include <jansson.h>
 #include <stdio.h>
 
 #include "estimate.h"
@@ -31,6 +32,9 @@ const char *search_knob_name(search_knob k);
 /* Counts one listed layout l, searched with n overlap variants, by its outcome. */
 void search_stats_count(search_stats *s, const layout *l, int n, estimate_outcome how);
 void search_stats_add(search_stats *into, const search_stats *from);
+/* {"layouts": {listed, memory, bound, timed}, "knobs": {name: {...}}, "layer_costs": {built,
+ * reused}}: plan's JSON "search.stats". */
+json_t *search_stats_json(const search_stats *s);
 /* The table, one knob a line, knobs that added nothing left out. */
 void search_stats_print(FILE *f, const search_stats *s);
 
