@@ -2,8 +2,9 @@
  * search.c — exhaustive layout search (see search.h).
  *
  * Enumeration order: framework, tp, pp, cp (dp follows from the GPU count), ep and expert-tp,
- * vpp, micro-batch, sequence parallel, sharding, recompute (and for FSDP2: HSDP shard group,
- * reshard-after-forward, offload). Cheap divisibility checks come before the cost model; the
+ * vpp, micro-batch (every divisor of the per-replica batch), sequence parallel, sharding,
+ * recompute (and for FSDP2: HSDP shard group, reshard-after-forward, offload); evaluation adds
+ * the overlap knobs and the memory knobs (offload, partial recompute) per layout. Cheap divisibility checks come before the cost model; the
  * framework rules themselves are layout_check()'s, so the planner can never recommend a layout
  * that `plan estimate` would reject.
  */
@@ -277,10 +278,10 @@ static bool evaluate_variants(worker *w, const training_spec *t, const layout *l
  * cost in time, so a layout tries them only when it does not fit without them and they can
  * free enough, and keeps the cheapest that fits: Megatron's optimizer CPU offload (25, 50, 75
  * or 100% of the distributed optimizer's shard, the least that frees enough) and activation
- * offload (pp 1, no recompute; with
- * the whole optimizer offloaded too if need be). Full recompute that fits tries the fewest
- * layers a stage (--recompute-method block --recompute-num-layers k) that still fit, which is
- * faster. Returns the number of overlap variants now in w->variant and ls.
+ * offload (pp 1, no recompute; with the whole optimizer offloaded too if need be). Full
+ * recompute that fits tries the fewest layers a stage (--recompute-method block
+ * --recompute-num-layers k) that still fit, which is faster. Returns the number of overlap
+ * variants now in w->variant and ls.
  */
 static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
                         estimate_outcome *how)
