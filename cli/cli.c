@@ -61,7 +61,8 @@ enum {
     OPT_MOE_DISPATCHER, OPT_MOE_IMBALANCE, OPT_MOE_CAPACITY, OPT_MOE_EP_OVERLAP,
     OPT_MOE_SHARED_OVERLAP, OPT_NVLS, OPT_POWER_LIMIT, OPT_PP_SCHEDULE, OPT_ASYNC_TP,
     OPT_RESHARD, OPT_FP8_PARAM_GATHER, OPT_BF16_FIRST, OPT_BF16_LAST,
-    OPT_MOE_FP8_DISPATCH,
+    OPT_MOE_FP8_DISPATCH, OPT_OPT_OFFLOAD,
+    OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD,
 };
 
 static const struct option long_opts[] = {
@@ -119,6 +120,9 @@ static const struct option long_opts[] = {
     {"bf16-first-layers", required_argument, NULL, OPT_BF16_FIRST},
     {"bf16-last-layers", required_argument, NULL, OPT_BF16_LAST},
     {"moe-fp8-dispatch", no_argument, NULL, OPT_MOE_FP8_DISPATCH},
+    {"optimizer-cpu-offload", no_argument, NULL, OPT_OPT_OFFLOAD},
+    {"optimizer-offload-fraction", required_argument, NULL, OPT_OPT_OFFLOAD_FRACTION},
+    {"activation-offload", no_argument, NULL, OPT_ACT_OFFLOAD},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -267,6 +271,15 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             rc = parse_int("bf16-last-layers", optarg, 0, 100000, &l->bf16_layers_end);
             break;
         case OPT_MOE_FP8_DISPATCH: l->moe_fp8_dispatch = true; break;
+        /* Megatron CPU offload (costmodel/offload.h); a fraction implies the offload */
+        case OPT_OPT_OFFLOAD: if (!l->optimizer_offload_pct) l->optimizer_offload_pct = 100; break;
+        case OPT_OPT_OFFLOAD_FRACTION: {
+            double f = 0;
+            rc = parse_double("optimizer-offload-fraction", optarg, 0, 1, &f);
+            l->optimizer_offload_pct = (int)(f * 100 + 0.5);
+            break;
+        }
+        case OPT_ACT_OFFLOAD: l->activation_offload = true; break;
         case OPT_MOE_CAPACITY:
             /* 0: dropless; else the expert capacity over the mean tokens per expert */
             rc = parse_double("moe-capacity-factor", optarg, 0, 1000.0,

@@ -23,6 +23,8 @@ static void usage(void)
            "  --sharding ddp|distopt|fsdp   (fsdp2 default fsdp, megatron default distopt)\n"
            "  --no-reshard-after-forward --shard-size N (HSDP) --offload\n"
            "  --recompute none|selective|full --recompute-layers N\n"
+           "  --optimizer-cpu-offload [--optimizer-offload-fraction F] --activation-offload\n"
+           "                       Megatron CPU offload (distopt; activations: pp 1, no recompute)\n"
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"
            "  --attention flash|unfused --no-overlap --tp-comm-overlap\n"
            "  --overlap-grad-reduce --overlap-param-gather --grad-reduce-bf16\n"

@@ -2,8 +2,10 @@
  * cmd_search.c — `plan --model 30b --gpus 64`: search every layout of both frameworks and
  * print the recommendation, the FSDP2-vs-Megatron verdict, the top-N table and the why.
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -47,6 +49,10 @@ static void usage(void)
            "  --trace FILE         write the recommended plan's simulated step (Chrome trace)\n"
            "  --emit yaml|megatron-args|bridge|torchtitan|json   print the recommended plan's\n"
            "                       config instead (the best plan that format can state)\n"
+           "  --gbs-policy exact|nearest   exact (default): --gbs must split evenly; nearest:\n"
+           "                       each DP size uses the largest multiple of it not above --gbs\n"
+           "  --search-stats       per-knob counts: layouts listed, out on memory, out on the\n"
+           "                       lower bound, timed; --no-prune: time every layout that fits\n"
            "exit status: 0 a layout fits, 1 none fits, 2 an error.\n"
            "other commands: plan estimate --help\n");
 }
@@ -112,17 +118,50 @@ static const char *layout_flag_given(const cli_options *o)
         {l->offload != d.offload, "--offload"},
         {l->pp_schedule != d.pp_schedule, "--pp-schedule"},
         {l->async_tp != d.async_tp, "--async-tp"},
+        {l->optimizer_offload_pct != d.optimizer_offload_pct, "--optimizer-cpu-offload"},
+        {l->activation_offload != d.activation_offload, "--activation-offload"},
     };
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
         if (flags[i].given) return flags[i].flag;
     return NULL;
 }
 
+/* The search's own options (beside cli.c's shared ones). */
+typedef struct {
+    bool stats, no_prune, gbs_nearest;
+} search_flags;
+
+enum { OPT_SEARCH_STATS = CLI_OWN_OPT, OPT_NO_PRUNE, OPT_GBS_POLICY };
+
+static const struct option search_opts[] = {
+    {"search-stats", no_argument, NULL, OPT_SEARCH_STATS},
+    {"no-prune", no_argument, NULL, OPT_NO_PRUNE},
+    {"gbs-policy", required_argument, NULL, OPT_GBS_POLICY},
+    {NULL, 0, NULL, 0},
+};
+
+static int take_search_opt(int opt, const char *value, void *arg)
+{
+    search_flags *f = arg;
+    switch (opt) {
+    case OPT_SEARCH_STATS: f->stats = true; return 0;
+    case OPT_NO_PRUNE: f->no_prune = true; return 0;
+    case OPT_GBS_POLICY:
+        if (value && !strcmp(value, "exact")) f->gbs_nearest = false;
+        else if (value && !strcmp(value, "nearest")) f->gbs_nearest = true;
+        else return cli_error("--gbs-policy takes exact or nearest");
+        return 0;
+    default: return cli_error("unknown option");
+    }
+}
+
 int cmd_search(int argc, char **argv)
 {
     cli_options o;
     bool help;
-    int rc = cli_parse(argc, argv, &o, &help);
+    search_flags sf = {0};
+    cli_own_options own = {search_opts, "", take_search_opt, &sf};
+    int rc = cli_parse_own(argc, argv, &own, &o, &help);
     if (rc) return rc;
     if (help) {
         usage();
@@ -145,7 +184,8 @@ int cmd_search(int argc, char **argv)
     system_spec sys;
     if ((rc = cli_load_specs(&o, &m, &sys))) return rc;
     search_options so = {.gpus = o.gpus, .keep = o.top < 32 ? 32 : o.top,
-                         .no_overlap = o.no_overlap,
+                         .no_overlap = o.no_overlap, .no_prune = sf.no_prune,
+                         .gbs_nearest = sf.gbs_nearest,
                          .moe_dispatcher = o.layout.moe_dispatcher,
                          .fp8_param_gather = o.layout.fp8_param_gather,
                          .bf16_layers_start = o.layout.bf16_layers_start,
@@ -191,7 +231,7 @@ int cmd_search(int argc, char **argv)
         snprintf(msg, sizeof msg,
                  "no valid layout of %d GPUs for %s: the global batch (%d sequences) must be "
                  "divisible by the data-parallel size and the heads (%d) by TP; try a --gbs "
-                 "that is a multiple of %d, or another GPU count",
+                 "that is a multiple of %d, --gbs-policy nearest, or another GPU count",
                  o.gpus, m.name, o.training.global_batch, m.heads, o.gpus);
         search_result_free(r);
         return cli_error(msg);
@@ -253,8 +293,15 @@ int cmd_search(int argc, char **argv)
         fputc('\n', stdout);
         json_decref(j);
     } else {
-        output_plan_human(stdout, r, o.top, &m, &sys, &o.training);
+        /* under --gbs-policy nearest, the batch the recommended plan runs */
+        const training_spec *tu = sf.gbs_nearest && r->count ? &r->ranked[0].training : &o.training;
+        output_plan_human(stdout, r, o.top, &m, &sys, tu);
         if (o.precision_any || o.precision_given) precision_note(r, &m, &sys, &o.training);
+        if (sf.gbs_nearest && r->count > 0)
+            printf("\nGlobal batch (--gbs-policy nearest): the recommended plan runs %d "
+                   "sequences per step (asked: %d); plans are ranked by time per sequence.\n",
+                   r->ranked[0].training.global_batch, o.training.global_batch);
+        if (sf.stats) search_stats_print(stdout, &r->stats);
     }
     /* No feasible layout: the table of the closest layouts is the answer, and the exit status
      * is 1 (the JSON's "fits" is false), as for plan estimate and plan check. */

@@ -16,6 +16,7 @@
  * (Megatron --overlap-grad-reduce: bucketed, the last bucket stays exposed).
  */
 #include "estimate.h"
+#include "estimate_internal.h"
 #include "units.h"
 #include "estimate_costs.h"
 
@@ -31,11 +32,9 @@
 #include "layer_recipe.h"
 #include "memory.h"
 #include "overlap.h"
+#include "offload.h"
 #include "pp_schedule.h"
 #include "precision.h"
-
-/* One layer's per-micro-batch times: its recipe (layer_recipe.h) priced. */
-typedef recipe_time layer_time;
 
 static layer_time layer_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
                              const layout *l, int moe)
@@ -69,8 +68,8 @@ static void root_copies_cost(const model_spec *m, const system_spec *sys, const 
 /* Output layer GEMM and the loss head's elementwise kernels on the last stage, per micro-batch,
  * under FSDP2 with the compute-stream copies of the last stage's root unit: the head's recipe
  * (layer_recipe.h recipe_head) priced. */
-static void head_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
-                      const layout *l, double *fwd_s, double *bwd_s)
+void estimate_head_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
+                        const layout *l, double *fwd_s, double *bwd_s)
 {
     recipe r;
     recipe_head(m, sys, t, l, &r, NULL);
@@ -109,22 +108,10 @@ static void root_traffic(const model_spec *m, const system_spec *sys, const trai
     *reduce_s = collective_time_s(sys, COLL_REDUCE_SCATTER, red * pr, g);
 }
 
-typedef struct {
-    double compute_s, tp_s, cp_s, ep_s, pp_s, fsdp_s;
-    double fwd_s, bwd_s; /* compute only, for overlap of DP traffic */
-    double wgrad_s;      /* the weight-gradient part of bwd_s (pp_schedule.h's W) */
-    double fsdp_raw_s;   /* all FSDP traffic, hidden or not (the step terms' overlap) */
-    int layers;          /* transformer layers on the stage */
-} stage_time;
 
-/* The four layer kinds a stage may hold: dense or MoE MLP, in l's precision or as one of
- * Megatron's bf16 first/last layers (precision.h; == the low-precision ones without them). */
-typedef struct {
-    layer_time dense, moe, dense_bf16, moe_bf16;
-} layer_kinds;
 
-static void layer_kinds_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
-                             const layout *l, layer_kinds *k)
+void estimate_layer_times(const model_spec *m, const system_spec *sys, const training_spec *t,
+                          const layout *l, layer_kinds *k)
 {
     k->dense = layer_cost(m, sys, t, l, 0);
     k->moe = model_is_moe(m) ? layer_cost(m, sys, t, l, 1) : k->dense;
@@ -146,9 +133,9 @@ static const layer_time *layer_kind_of(const model_spec *m, const layout *l,
     return moe ? &k->moe : &k->dense;
 }
 
-static stage_time stage_cost(const model_spec *m, const system_spec *sys,
-                             const training_spec *t, const layout *l, int stage,
-                             const layer_kinds *kinds)
+stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
+                               const training_spec *t, const layout *l, int stage,
+                               const layer_kinds *kinds, const layer_time *head)
 {
     stage_time s;
     memset(&s, 0, sizeof s);
@@ -161,12 +148,25 @@ static stage_time stage_cost(const model_spec *m, const system_spec *sys,
     int counts[4] = {0, 0, 0, 0};
     for (int i = start; i < start + n; i++)
         counts[(memory_layer_is_moe(m, i) ? 1 : 0) + (precision_layer_bf16(m, l, i) ? 2 : 0)]++;
+    /* full recompute of some layers (--recompute-num-layers, memory.c's count): that share of
+     * the recompute time */
+    double rf = 1;
+    if (l->recompute == RECOMPUTE_FULL && l->recompute_layers > 0 && l->recompute_layers < n)
+        rf = (double)l->recompute_layers / n;
+    int act_off = offload_activation_layers(m, l);
     for (int k = 0; k < 4; k++) {
         const layer_time *x = kind[k];
         int c = counts[k];
         if (!c) continue;
         s.fwd_s += c * x->fwd_s;
-        s.bwd_s += c * (x->bwd_s + x->recompute_s);
+        s.bwd_s += c * (x->bwd_s + rf * x->recompute_s);
+        if (act_off > 0) { /* Megatron activation offload: the copies that outlast a layer */
+            int moved = act_off < c ? act_off : c;
+            double bytes = memory_layer_activation_bytes(m, t, l, k & 1);
+            s.fwd_s += moved * offload_activation_exposed_s(sys, bytes, x->fwd_s);
+            s.bwd_s += moved * offload_activation_exposed_s(sys, bytes, x->bwd_s);
+            act_off -= moved;
+        }
         s.wgrad_s += c * x->wgrad_s;
         s.tp_s += c * x->tp_s;
         s.cp_s += c * x->cp_s;
@@ -176,7 +176,7 @@ static stage_time stage_cost(const model_spec *m, const system_spec *sys,
              * compute; the reduce-scatter behind the next layer's backward. */
             double ag_bwd = l->reshard_after_forward ? x->gather_s : 0;
             s.fsdp_s += c * (fmax(0, x->gather_s - x->fwd_s) +
-                             fmax(0, ag_bwd + x->reduce_s - (x->bwd_s + x->recompute_s)));
+                             fmax(0, ag_bwd + x->reduce_s - (x->bwd_s + rf * x->recompute_s)));
             s.fsdp_raw_s += c * (x->gather_s + ag_bwd + x->reduce_s);
         }
     }
@@ -188,7 +188,12 @@ static stage_time stage_cost(const model_spec *m, const system_spec *sys,
     s.layers = n;
     if (stage == l->pp - 1) {
         double hf, hb;
-        head_cost(m, sys, t, l, &hf, &hb);
+        if (head) {
+            hf = head->fwd_s;
+            hb = head->bwd_s;
+        } else {
+            estimate_head_cost(m, sys, t, l, &hf, &hb);
+        }
         s.fwd_s += hf;
         s.bwd_s += hb;
     }
@@ -217,7 +222,7 @@ static stage_time stage_cost(const model_spec *m, const system_spec *sys,
     return s;
 }
 
-static double stage_total(const stage_time *s)
+double estimate_stage_total(const stage_time *s)
 {
     return s->compute_s + s->tp_s + s->cp_s + s->ep_s + s->pp_s + s->fsdp_s;
 }
@@ -284,7 +289,9 @@ static double optimizer_cost(const model_spec *m, const system_spec *sys, const 
         if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
         saved = (2.0 - precision_param_bytes(l)) * (lpd / layout_shard_group(l) + lpe / ne);
     }
-    return compute_stream_s(sys, per_param * local - saved);
+    double gpu_s = compute_stream_s(sys, per_param * local - saved);
+    double f = offload_optimizer_fraction(l); /* Megatron --optimizer-cpu-offload */
+    return f > 0 ? offload_optimizer_step_s(sys, local, gpu_s, f) : gpu_s;
 }
 
 double estimate_optimizer_s(const model_spec *m, const system_spec *sys, const layout *l,
@@ -333,16 +340,7 @@ static double apply_step_terms(const system_step *st, const layout *l, double la
     return var > 0 ? var : 0;
 }
 
-static void estimate_time_part(const model_spec *m, const system_spec *sys,
-                               const training_spec *t, const layout *l, estimate *out);
-static stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
-                                       const training_spec *t, const layout *l);
-static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
-                                   const training_spec *t, const layout *l,
-                                   const stage_time *worst_stage, estimate *out);
-
-/* The memory half of an estimate: identity, memory, and whether it fits at all. */
-static void estimate_memory_part(const model_spec *m, const system_spec *sys,
+void estimate_memory_part(const model_spec *m, const system_spec *sys,
                                  const training_spec *t, const layout *l, estimate *out)
 {
     memset(out, 0, sizeof *out);
@@ -357,76 +355,19 @@ static void estimate_memory_part(const model_spec *m, const system_spec *sys,
     out->memory = memory_peak(m, sys, t, l);
 }
 
-cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
-                                 const training_spec *t, const layout *l, estimate *out,
-                                 bool *timed)
-{
-    *timed = false;
-    if (layout_check(m, sys, t, l, 0, NULL, 0) != CM_OK) return CM_EINVAL;
-    estimate_memory_part(m, sys, t, l, out);
-    if (out->memory.total_bytes > out->memory.capacity_bytes) {
-        out->feasible = false; /* estimate_layout's first reason; its text is left unformatted */
-        return CM_OK;
-    }
-    *timed = true;
-    estimate_time_part(m, sys, t, l, out);
-    return CM_OK;
-}
-
-cm_status estimate_layout_search_overlap_variants(const model_spec *m,
-                                                  const system_spec *sys,
-                                                  const training_spec *t, const layout *ls,
-                                                  int n, estimate *outs, bool *timed)
-{
-    *timed = false;
-    if (n < 1) return CM_EINVAL;
-    if (layout_check(m, sys, t, &ls[0], 0, NULL, 0) != CM_OK) return CM_EINVAL;
-    /* the others differ in the overlap knobs only: their rules (layout.c) are all left */
-    for (int i = 1; i < n; i++) {
-        if (ls[i].overlap_param_gather &&
-            (ls[i].sharding == SHARDING_DDP || !ls[i].overlap_grad_reduce))
-            return CM_EINVAL;
-        if (ls[i].tp_comm_overlap && (ls[i].framework != FRAMEWORK_MEGATRON || ls[i].tp == 1 ||
-                                      !ls[i].sp))
-            return CM_EINVAL;
-    }
-    /* memory and the stages' micro-batch times depend on tp_comm_overlap alone among the
-     * knobs (its userbuffers, its exposed TP time): once per value */
-    int first[2] = {-1, -1};
-    stage_time worst[2];
-    for (int i = 0; i < n; i++) {
-        int k = ls[i].tp_comm_overlap;
-        if (first[k] < 0) {
-            estimate_memory_part(m, sys, t, &ls[i], &outs[i]);
-            first[k] = i;
-            if (outs[i].memory.total_bytes <= outs[i].memory.capacity_bytes)
-                worst[k] = estimate_worst_stage(m, sys, t, &ls[i]);
-        } else {
-            outs[i] = outs[first[k]];
-            outs[i].layout = ls[i];
-        }
-        if (outs[i].memory.total_bytes > outs[i].memory.capacity_bytes) {
-            outs[i].feasible = false; /* as estimate_layout_search leaves it: untimed */
-            continue;
-        }
-        *timed = true;
-        estimate_time_assemble(m, sys, t, &ls[i], &worst[k], &outs[i]);
-    }
-    return CM_OK;
-}
-
-/* The slowest of the candidate stages, per micro-batch. */
-static stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
-                                       const training_spec *t, const layout *l)
+stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
+                                const training_spec *t, const layout *l,
+                                const layer_kinds *kinds_in, const layer_time *head)
 {
     layer_kinds k;
-    layer_kinds_cost(m, sys, t, l, &k);
+    if (kinds_in) k = *kinds_in;
+    else estimate_layer_times(m, sys, t, l, &k);
     int cands[3] = {0, l->pp > 1 ? 1 : 0, l->pp - 1};
-    stage_time worst = stage_cost(m, sys, t, l, 0, &k);
+    stage_time worst = estimate_stage_cost(m, sys, t, l, 0, &k, head);
     for (int i = 1; i < 3; i++) {
         if (cands[i] == 0) continue;
-        stage_time s = stage_cost(m, sys, t, l, cands[i], &k);
-        if (stage_total(&s) > stage_total(&worst)) worst = s;
+        stage_time s = estimate_stage_cost(m, sys, t, l, cands[i], &k, head);
+        if (estimate_stage_total(&s) > estimate_stage_total(&worst)) worst = s;
     }
     return worst;
 }
@@ -435,19 +376,18 @@ static stage_time estimate_worst_stage(const model_spec *m, const system_spec *s
 static void estimate_time_part(const model_spec *m, const system_spec *sys,
                                const training_spec *t, const layout *l, estimate *out)
 {
-    stage_time worst = estimate_worst_stage(m, sys, t, l);
+    stage_time worst = estimate_worst_stage(m, sys, t, l, NULL, NULL);
     estimate_time_assemble(m, sys, t, l, &worst, out);
 }
 
 /* The step from the worst stage's micro-batch: data-parallel sync, optimizer, bubble, the
  * uncertainty band, throughput and feasibility. */
-static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
-                                   const training_spec *t, const layout *l,
-                                   const stage_time *worst_stage, estimate *out)
+void estimate_time_assemble(const model_spec *m, const system_spec *sys, const training_spec *t,
+                            const layout *l, const stage_time *worst_stage, estimate *out)
 {
     int micro = out->microbatches;
     stage_time worst = *worst_stage;
-    double t_mb = stage_total(&worst);
+    double t_mb = estimate_stage_total(&worst);
 
     /* Data-parallel gradient (and parameter) synchronisation of the first stage, which is the
      * last to finish its backward. */
@@ -555,8 +495,10 @@ static void estimate_time_assemble(const model_spec *m, const system_spec *sys,
         snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
                  "a communication group spans nodes but system '%s' has no inter-node network",
                  sys->name);
-    } else if (l->offload) {
-        double host_need = sys->gpus_per_node * 16.0 * local;
+    } else if (l->offload || offload_optimizer_fraction(l) > 0) {
+        double host_need = l->offload ? sys->gpus_per_node * 16.0 * local
+                                      : offload_optimizer_host_bytes(sys, local,
+                                                                     offload_optimizer_fraction(l));
         if (host_need > sys->host_memory_bytes) {
             out->feasible = false;
             snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
@@ -627,7 +569,7 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
     costs->microbatches = layout_microbatches(l, t);
     costs->layers = m->layers;
     layer_kinds k;
-    layer_kinds_cost(m, sys, t, l, &k);
+    estimate_layer_times(m, sys, t, l, &k);
     costs->dense = export_layer(m, l, &k.dense, 0);
     costs->moe = model_is_moe(m) ? export_layer(m, l, &k.moe, 1) : costs->dense;
     /* bf16 first/last layers (precision.h): their own costs, bf16 weights on the gather */
@@ -637,7 +579,7 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
     costs->bf16_layers_start = precision_is_low(l) ? l->bf16_layers_start : 0;
     costs->bf16_layers_end = precision_is_low(l) ? l->bf16_layers_end : 0;
     costs->first_moe_layer = model_is_moe(m) ? m->dense_first : m->layers;
-    head_cost(m, sys, t, l, &costs->head_fwd_s, &costs->head_bwd_s);
+    estimate_head_cost(m, sys, t, l, &costs->head_fwd_s, &costs->head_bwd_s);
     root_traffic(m, sys, t, l, 0, &costs->root_gather_s[0], &costs->root_reduce_s[0]);
     if (l->pp > 1)
         root_traffic(m, sys, t, l, l->pp - 1, &costs->root_gather_s[1], &costs->root_reduce_s[1]);
@@ -645,11 +587,11 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
 
     /* The closed form's choice of the slowest stage (estimate_layout). */
     int cands[3] = {0, l->pp > 1 ? 1 : 0, l->pp - 1};
-    stage_time worst = stage_cost(m, sys, t, l, 0, &k);
+    stage_time worst = estimate_stage_cost(m, sys, t, l, 0, &k, NULL);
     for (int i = 1; i < 3; i++) {
         if (cands[i] == 0) continue;
-        stage_time s = stage_cost(m, sys, t, l, cands[i], &k);
-        if (stage_total(&s) > stage_total(&worst)) {
+        stage_time s = estimate_stage_cost(m, sys, t, l, cands[i], &k, NULL);
+        if (estimate_stage_total(&s) > estimate_stage_total(&worst)) {
             worst = s;
             costs->worst_stage = cands[i];
         }
@@ -659,7 +601,7 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
     int first = 0;
     for (int s = 0; s < l->pp; s++) {
         estimate_stage *e = &stages[s];
-        stage_time x = stage_cost(m, sys, t, l, s, &k);
+        stage_time x = estimate_stage_cost(m, sys, t, l, s, &k, NULL);
         memset(e, 0, sizeof *e);
         e->layers = layout_stage_layers(m, l, s);
         e->first_layer = first;
@@ -673,7 +615,7 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
         e->ep_s = x.ep_s;
         e->fsdp_s = x.fsdp_s;
         e->pp_s = x.pp_s;
-        e->total_s = stage_total(&x);
+        e->total_s = estimate_stage_total(&x);
         memory_stage_params(m, l, s, &e->dense_params, &e->expert_params);
         memory_stage_lp_params(m, l, s, &e->lp_dense_params, &e->lp_expert_params);
         e->grad_sync_s =

@@ -69,21 +69,35 @@ bool estimate_time_priced(const estimate *e);
 cm_status estimate_layout(const model_spec *m, const system_spec *sys, const training_spec *t,
                           const layout *l, estimate *out, char *err, size_t errlen);
 
-/* The search's cheaper form: a layout whose memory already exceeds the GPU is not timed
- * (*timed false; out holds identity and memory, feasible false, no reason text, zero time):
- * call estimate_layout for it when it is shown. Otherwise the same as estimate_layout (*timed
- * true). The caller has checked the training spec (training_check) once. */
-cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
-                                 const training_spec *t, const layout *l, estimate *out,
-                                 bool *timed);
-/* estimate_layout_search for n layouts that differ only in Megatron's overlap knobs
+/*
+ * The search's form (estimate_search.c): n layouts that differ only in Megatron's overlap knobs
  * (tp_comm_overlap, overlap_grad_reduce, overlap_param_gather; ls[0] is checked whole, the
- * others for the knobs' rules): memory once, the stages' micro-batch times once per
- * tp_comm_overlap value, the data-parallel sync and the step for each (the search's knob
- * variants, planner/search.c). */
-cm_status estimate_layout_search_overlap_variants(const model_spec *m,
-                                                  const system_spec *sys,
-                                                  const training_spec *t, const layout *ls,
-                                                  int n, estimate *outs, bool *timed);
+ * others for the knobs' rules; n = 1: one layout), each estimated into outs[i] with the same
+ * figures estimate_layout gives, but:
+ *  - a variant that does not fit in memory is not timed (outs[i] holds identity and memory,
+ *    feasible false, no reason text, zero time: call estimate_layout for it when it is shown);
+ *  - with a cache (estimate_cache_new, one per thread; m, sys and t's shape must stay the same
+ *    while it is used) the decoder layers' costs are shared across recompute, DDP/distributed-
+ *    optimizer and DP-overlap variants;
+ *  - with prune_above_s > 0, when a lower bound on every fitting variant's step time exceeds
+ *    it, nothing is timed and *how is ESTIMATE_PRUNED (outs hold memory only; the layouts fit).
+ * The caller has checked the training spec (training_check) once.
+ */
+typedef struct estimate_cache estimate_cache;
+estimate_cache *estimate_cache_new(void);
+void estimate_cache_free(estimate_cache *c);
+/* How many layer recipes the cache built and how many lookups it answered without building. */
+void estimate_cache_counts(const estimate_cache *c, long *builds, long *hits);
+
+typedef enum {
+    ESTIMATE_UNTIMED = 0, /* nothing fits in memory */
+    ESTIMATE_TIMED,       /* the fitting variants are estimated whole */
+    ESTIMATE_PRUNED,      /* they fit, but their step exceeds prune_above_s */
+} estimate_outcome;
+
+cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
+                                 const training_spec *t, const layout *ls, int n,
+                                 estimate *outs, estimate_cache *cache, double prune_above_s,
+                                 estimate_outcome *how);
 
 #endif

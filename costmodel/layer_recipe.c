@@ -794,25 +794,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
                    RECIPE_STREAM_COMM, RECIPE_OVERLAP_LAYER, 0, up);
     }
 
-    /* ---- recompute: full repeats every forward op (its collectives too) before the backward,
-     * selective the attention core; torch's non-reentrant checkpoint stops early (below) */
-    bool early = l->recompute == RECOMPUTE_FULL && !moe && recompute_stops_early(l);
-    for (int i = 0; i < r->n_ops; i++) {
-        recipe_op *o = &r->op[i];
-        if (l->recompute == RECOMPUTE_FULL)
-            o->recompute = o->phase == RECIPE_FWD && o->kind != RECIPE_FSDP_GATHER &&
-                           o->kind != RECIPE_FSDP_REDUCE;
-        else if (l->recompute == RECOMPUTE_SELECTIVE && l->framework == FRAMEWORK_TORCHTITAN)
-            o->recompute = titan_sac_recomputes(o);
-        else if (l->recompute == RECOMPUTE_SELECTIVE)
-            o->recompute = o->kind == RECIPE_ATTENTION;
-        if (early && !strcmp(o->name, "mlp_down")) o->recompute = false;
-        o->recompute_launches = o->recompute ? o->launches : 0;
-        /* the second of the two residual adds (after the MLP) is not re-run either; the host's
-         * queue (host_dispatch.c) gives a split op's odd launch to its first place, as here */
-        if (early && o->recompute && !strcmp(o->name, "residual.add"))
-            o->recompute_launches = o->launches - o->launches / 2;
-    }
+    recipe_set_recompute(sys, m, l, r, moe, false);
     if (items) {
         int n = items->n;
         int copied[RECIPE_MAX_OPS] = {0};
@@ -836,6 +818,35 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         }
     }
     host_dispatch_pace(sys, m, l, r, true, moe);
+}
+
+/* ---- recompute: full repeats every forward op (its collectives too) before the backward,
+ * selective the attention core. Only the flags and the host's pacing depend on it, so a
+ * built recipe is re-priced under another recompute setting by calling this again. */
+void recipe_set_recompute(const system_spec *sys, const model_spec *m, const layout *l,
+                          recipe *r, bool moe, bool pace)
+{
+    /* torch's non-reentrant checkpoint stops early (recompute_stops_early) */
+    bool early = l->recompute == RECOMPUTE_FULL && !moe && recompute_stops_early(l);
+    for (int i = 0; i < r->n_ops; i++) {
+        recipe_op *o = &r->op[i];
+        if (l->recompute == RECOMPUTE_FULL)
+            o->recompute = o->phase == RECIPE_FWD && o->kind != RECIPE_FSDP_GATHER &&
+                           o->kind != RECIPE_FSDP_REDUCE;
+        else if (l->recompute == RECOMPUTE_SELECTIVE && l->framework == FRAMEWORK_TORCHTITAN)
+            o->recompute = titan_sac_recomputes(o);
+        else if (l->recompute == RECOMPUTE_SELECTIVE)
+            o->recompute = o->kind == RECIPE_ATTENTION;
+        else
+            o->recompute = false;
+        if (early && !strcmp(o->name, "mlp_down")) o->recompute = false;
+        o->recompute_launches = o->recompute ? o->launches : 0;
+        /* the second of the two residual adds (after the MLP) is not re-run either; the host's
+         * queue (host_dispatch.c) gives a split op's odd launch to its first place, as here */
+        if (early && o->recompute && !strcmp(o->name, "residual.add"))
+            o->recompute_launches = o->launches - o->launches / 2;
+    }
+    if (pace) host_dispatch_pace(sys, m, l, r, true, moe);
 }
 
 void recipe_head(const model_spec *m, const system_spec *sys, const training_spec *t,

@@ -157,6 +157,12 @@ typedef struct {
 void recipe_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
                   const layout *l, bool moe, recipe *r, recipe_items *items);
 
+/* Sets r's recompute flags for l->recompute (recipe_layer calls it; ops start with the flag
+ * off) and, with pace, the host's pacing that depends on them: a recipe built by recipe_layer
+ * for one recompute setting re-priced under another (the search's layer-cost cache). */
+void recipe_set_recompute(const system_spec *sys, const model_spec *m, const layout *l,
+                          recipe *r, bool moe, bool pace);
+
 /* The loss head of the last stage: output layer GEMM, elementwise_head's kernels and, under
  * FSDP2, the compute-stream copies of the last stage's root unit. */
 void recipe_head(const model_spec *m, const system_spec *sys, const training_spec *t,

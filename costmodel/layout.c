@@ -471,6 +471,21 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
     if (l->offload && l->sharding != SHARDING_FSDP)
         FAIL(CM_ERULE, "offload-needs-fsdp",
              "CPU offload moves FSDP shards to the host: use --sharding fsdp");
+    /* Megatron CPU offload (offload.h): HybridDeviceOptimizer wraps the distributed
+     * optimizer's shard; TransformerConfig rejects --cpu-offloading with pp > 1 or recompute */
+    if (l->optimizer_offload_pct < 0 || l->optimizer_offload_pct > 100)
+        FAIL(CM_EINVAL, "optimizer-offload-fraction",
+             "--optimizer-offload-fraction must be between 0 and 1");
+    if (l->optimizer_offload_pct > 0 &&
+        (l->framework != FRAMEWORK_MEGATRON || l->sharding != SHARDING_DISTOPT))
+        FAIL(CM_ERULE, "optimizer-offload-needs-distopt",
+             "--optimizer-cpu-offload offloads Megatron's distributed-optimizer shard: use "
+             "--framework megatron --sharding distopt, or drop it");
+    if (l->activation_offload && (l->framework != FRAMEWORK_MEGATRON || l->pp != 1 ||
+                                  l->recompute != RECOMPUTE_NONE))
+        FAIL(CM_ERULE, "activation-offload-pp1-no-recompute",
+             "--activation-offload (Megatron --cpu-offloading) needs --framework megatron, "
+             "--pp 1 and --recompute none (Megatron-Core TransformerConfig)");
     if (l->framework == FRAMEWORK_FSDP2) {
         if (l->tp != 1 || l->pp != 1 || l->ep != 1 || l->vpp != 1)
             FAIL(CM_ERULE, "fsdp2-no-model-parallel",

@@ -84,6 +84,12 @@ typedef struct {
     layout_recompute recompute;
     int recompute_layers;      /* full recompute: layers per stage recomputed; 0 = all */
     bool offload;              /* FSDP2 CPU offload of params, grads and optimizer */
+    /* Megatron CPU offload (issue 21; costmodel/offload.h): the share of the distributed
+     * optimizer's state kept and stepped on the host (--optimizer-cpu-offload with
+     * --optimizer-offload-fraction, in percent; 0: none), and the decoder layers' saved
+     * activations parked in host memory between forward and backward. */
+    int optimizer_offload_pct;
+    bool activation_offload;
     layout_precision precision;/* Linear GEMMs' format; bf16 (0) unless asked (precision.h) */
     layout_fp8_recipe fp8_recipe; /* fp8 only; 0: the framework's default */
 

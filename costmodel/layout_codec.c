@@ -101,6 +101,12 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
       false, 0, NULL, NULL),
     L(LAYOUT_F_MOE_FP8_DISPATCH, "moe_fp8_dispatch", LAYOUT_KIND_BOOL, moe_fp8_dispatch, NULL,
       NULL, false, 0, NULL, NULL),
+    /* Megatron CPU offload (issue 21): emit.c writes --optimizer-cpu-offload with
+     * --optimizer-offload-fraction, and --cpu-offloading for the activations */
+    L(LAYOUT_F_OPTIMIZER_OFFLOAD_PCT, "optimizer_offload_pct", LAYOUT_KIND_INT,
+      optimizer_offload_pct, NULL, NULL, false, 0, NULL, NULL),
+    L(LAYOUT_F_ACTIVATION_OFFLOAD, "activation_offload", LAYOUT_KIND_BOOL, activation_offload,
+      NULL, NULL, false, 0, NULL, NULL),
 };
 
 #undef L
@@ -407,6 +413,9 @@ void layout_short_name(const layout *l, char *buf, size_t len)
         used = append(buf, len, used, "-nr");
     if (l->shard_size > 0) used = append(buf, len, used, " hsdp%d", l->shard_size);
     if (l->offload) used = append(buf, len, used, "+off");
+    if (l->optimizer_offload_pct > 0)
+        used = append(buf, len, used, " optoff%d", l->optimizer_offload_pct);
+    if (l->activation_offload) used = append(buf, len, used, " actoff");
     if (l->recompute != RECOMPUTE_NONE)
         used = append(buf, len, used, " rc-%s", layout_recompute_name(l->recompute));
     if (l->recompute_layers > 0) used = append(buf, len, used, "%d", l->recompute_layers);

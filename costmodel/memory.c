@@ -9,6 +9,7 @@
  * attention do not store. The tests check the GPT identity 34sbh + 5as^2b.
  */
 #include "memory.h"
+#include "offload.h"
 #include "overlap.h"
 #include "moe_dispatch.h"
 #include "pp_schedule.h"
@@ -404,12 +405,21 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
         }
     }
     r.activations_bytes = memory_in_flight(l, micro, stage) * per_micro + working;
+    /* Megatron activation offload (offload.h): the offloaded layers' activations wait on the
+     * host; one layer's stays as the copy in flight */
+    int act_off = offload_activation_layers(m, l);
+    if (act_off > 0 && n_layers > 0) {
+        double saved = memory_in_flight(l, micro, stage) * act_off * (act_full / n_layers);
+        if (saved > r.activations_bytes) saved = r.activations_bytes;
+        r.activations_bytes -= saved - act_layer_max;
+    }
     if (stage == l->pp - 1) {
         r.logits_bytes = memory_logits_bytes(m, t, l);
         r.activations_bytes += r.logits_bytes;
     }
 
     precision_memory(m, l, stage, n_layers, moe_layers, &r);
+    r.optimizer_bytes *= 1 - offload_optimizer_fraction(l); /* its share on the host */
 
     r.comm_buffer_bytes += overlap_tp_userbuffer_bytes(m, t, l); /* --tp-comm-overlap */
     r.framework_bytes = sys->framework_reserved_bytes;

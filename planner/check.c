@@ -352,6 +352,20 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
     TRY(get_bool(r, osrc, YKEY(LAYOUT_F_SHARDING),
                  osrc == ok ? YPATH(LAYOUT_F_SHARDING) : MPATH(YKEY(LAYOUT_F_SHARDING)), &distopt,
                  &distopt_set));
+    /* Megatron CPU offload (issue 21; costmodel/offload.h): OptimizerConfig's
+     * optimizer_cpu_offload + optimizer_offload_fraction, TransformerConfig's cpu_offloading */
+    if (ok) {
+        bool off = false;
+        const char *frac = NULL;
+        TRY(get_bool(r, ok, "optimizer_cpu_offload",
+                     MPATH("optimizer_config_kwargs.optimizer_cpu_offload"), &off, NULL));
+        TRY(get_str(r, ok, "optimizer_offload_fraction",
+                    MPATH("optimizer_config_kwargs.optimizer_offload_fraction"), &frac));
+        double f = frac ? strtod(frac, NULL) : 1.0;
+        if (off) l->optimizer_offload_pct = f <= 0 ? 0 : f >= 1 ? 100 : (int)(f * 100 + 0.5);
+    }
+    if (tk) TRY(get_bool(r, tk, "cpu_offloading", MPATH("transformer_config_kwargs.cpu_offloading"),
+                         &l->activation_offload, NULL));
     TRY(get_bool(r, mc, "use_megatron_fsdp", MPATH("use_megatron_fsdp"), &mfsdp, NULL));
     TRY(get_bool(r, mc, "use_torch_fsdp2", MPATH("use_torch_fsdp2"), &torch_fsdp2, NULL));
     const char *strategy = NULL, *ckpt = NULL;

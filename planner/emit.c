@@ -13,6 +13,7 @@
  * trainer.policy.megatron_config, micro_train_batch_size_per_gpu, train_batch_size).
  */
 #include "emit.h"
+#include "offload.h"
 #include "emit_internal.h"
 #include "units.h"
 
@@ -626,6 +627,19 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
         }
     }
 
+    /* CPU offload (issue 21; costmodel/offload.h): Megatron-LM arguments.py's flags; the
+     * hybrid optimizer runs on the precision-aware optimizer path, its copies overlapped */
+    if (l->optimizer_offload_pct > 0) {
+        fl_add(fl, "--optimizer-cpu-offload", NULL);
+        fl_add(fl, "--optimizer-offload-fraction", "%.2f", l->optimizer_offload_pct / 100.0);
+        fl_add(fl, "--overlap-cpu-optimizer-d2h-h2d", NULL);
+        fl_add(fl, "--use-precision-aware-optimizer", NULL);
+    }
+    if (l->activation_offload) {
+        fl_add(fl, "--cpu-offloading", NULL);
+        fl_add(fl, "--cpu-offloading-num-layers", "%d", offload_activation_layers(m, l));
+    }
+
     /* training shape and precision */
     fl_add(fl, "--micro-batch-size", "%d", l->mbs);
     fl_add(fl, "--global-batch-size", "%d", t->global_batch);
@@ -687,7 +701,7 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
     (void)ctx;
     cm_status st = need_megatron(e, "Megatron-LM flags", err, errlen);
     if (st != CM_OK) return st;
-    flag_list *fl;
+    flag_list *fl = NULL;
     if ((st = build_flags(e, m, &fl, err, errlen)) != CM_OK) return st;
     char *buf = NULL;
     size_t len = 0;
@@ -948,7 +962,7 @@ cm_status emit_megatron_argv(const estimate *e, const model_spec *m, json_t **ar
 {
     cm_status st = need_megatron(e, "Megatron-LM flags", err, errlen);
     if (st != CM_OK) return st;
-    flag_list *fl;
+    flag_list *fl = NULL;
     if ((st = build_flags(e, m, &fl, err, errlen)) != CM_OK) return st;
     /* argv tokens, no shell quoting; the placeholders are listed apart as well */
     *args = json_array();

@@ -6,6 +6,7 @@
  */
 #include "emit.h"
 #include "emit_internal.h"
+#include "offload.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -187,10 +188,22 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
             y_str(w, "recompute_method", l->recompute_layers > 0 ? "block" : "uniform");
             y_int(w, num_layers, l->recompute_layers > 0 ? l->recompute_layers : 1);
         }
+        if (l->activation_offload) {
+            y_bool(w, "cpu_offloading", true);
+            y_int(w, "cpu_offloading_num_layers", offload_activation_layers(m, l));
+        }
         y_map_end(w);
         bool fsdp = l->sharding == SHARDING_FSDP;
         y_map_start(w, "optimizer_config_kwargs");
         y_bool(w, YKEY(LAYOUT_F_SHARDING), l->sharding != SHARDING_DDP);
+        if (l->optimizer_offload_pct > 0) { /* Megatron CPU offload (costmodel/offload.h) */
+            char frac[16];
+            snprintf(frac, sizeof frac, "%.2f", l->optimizer_offload_pct / 100.0);
+            y_bool(w, "optimizer_cpu_offload", true);
+            y_str(w, "optimizer_offload_fraction", frac);
+            y_bool(w, "overlap_cpu_optimizer_d2h_h2d", true);
+            y_bool(w, "use_precision_aware_optimizer", true);
+        }
         y_map_end(w);
         /* not in SkyRL's schema (yaml_skyrl_gaps() names them in the header) */
         if (fsdp) {

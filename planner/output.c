@@ -148,6 +148,7 @@ json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
                         json_pack("{s:I, s:I, s:f, s:i}", "evaluated", (json_int_t)r->evaluated,
                                   "feasible", (json_int_t)r->feasible, "seconds", r->seconds,
                                   "simulated", r->simulated));
+    json_object_set_new(json_object_get(o, "search"), "stats", search_stats_json(&r->stats));
     return o;
 }
 
@@ -212,6 +213,17 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
         snprintf(buf + used, len > used ? len - used : 0, " · overlap%s%s%s",
                  l->tp_comm_overlap ? " tp-comm" : "", l->overlap_grad_reduce ? " grad-reduce" : "",
                  l->overlap_param_gather ? " param-gather" : "");
+    used = strlen(buf);
+    if (l->recompute == RECOMPUTE_FULL && l->recompute_layers > 0)
+        used += snprintf(buf + used, len > used ? len - used : 0, " (%d layers a stage)",
+                         l->recompute_layers);
+    used = strlen(buf);
+    if (l->optimizer_offload_pct > 0) /* Megatron CPU offload (issue 21) */
+        snprintf(buf + used, len > used ? len - used : 0, " · optimizer offload %d%%",
+                 l->optimizer_offload_pct);
+    used = strlen(buf);
+    if (l->activation_offload)
+        snprintf(buf + used, len > used ? len - used : 0, " · activation offload");
 }
 
 static void human_numbers(FILE *f, const estimate *e)

@@ -2,8 +2,9 @@
  * search.c — exhaustive layout search (see search.h).
  *
  * Enumeration order: framework, tp, pp, cp (dp follows from the GPU count), ep and expert-tp,
- * vpp, micro-batch, sequence parallel, sharding, recompute (and for FSDP2: HSDP shard group,
- * reshard-after-forward, offload). Cheap divisibility checks come before the cost model; the
+ * vpp, micro-batch (every divisor of the per-replica batch), sequence parallel, sharding,
+ * recompute (and for FSDP2: HSDP shard group, reshard-after-forward, offload); evaluation adds
+ * the overlap knobs and the memory knobs (offload, partial recompute) per layout. Cheap divisibility checks come before the cost model; the
  * framework rules themselves are layout_check()'s, so the planner can never recommend a layout
  * that `plan estimate` would reject.
  */
@@ -12,6 +13,7 @@
 
 #include "layout_codec.h"
 #include "search_torchtitan.h"
+#include "memory.h"
 #include "sim.h"
 
 #include <math.h>
@@ -30,9 +32,18 @@ static long parallel_degree(const layout *l)
     return (long)l->tp * l->pp * l->cp * l->ep * l->vpp;
 }
 
+/* Step time per sequence of the batch the plan runs: plans of one batch compare by step time;
+ * under --gbs-policy nearest their batches differ, and the time per sequence (the inverse of
+ * Calculon's sample rate) ranks them. */
+static double per_batch(double step_s, const estimate *a, const estimate *b)
+{
+    int ga = a->training.global_batch, gb = b->training.global_batch;
+    return ga == gb || ga < 1 ? step_s : step_s / ga;
+}
+
 bool search_better(const estimate *a, const estimate *b)
 {
-    double ta = a->time.step_s, tb = b->time.step_s;
+    double ta = per_batch(a->time.step_s, a, b), tb = per_batch(b->time.step_s, b, a);
     if (fabs(ta - tb) > 1e-9 * fmax(ta, tb)) return ta < tb;
     double ma = a->memory.total_bytes, mb = b->memory.total_bytes;
     if (fabs(ma - mb) > 1e-9 * fmax(ma, mb)) return ma < mb;
@@ -40,12 +51,31 @@ bool search_better(const estimate *a, const estimate *b)
     return parallel_degree(&a->layout) < parallel_degree(&b->layout);
 }
 
+enum { MBS_MAX = 256 }; /* micro-batch sizes tried per data-parallel size, at most */
+
 static int divisors(long n, int *out, int max)
 {
     int c = 0;
     for (long d = 1; d <= n && c < max; d++)
         if (n % d == 0) out[c++] = (int)d;
     return c;
+}
+
+/* The global batch a data-parallel size runs: the one asked, or under --gbs-policy nearest the
+ * largest multiple of dp not above it (Calculon's OptimalExecution.get_batch_size,
+ * calculon/llm/optimal_execution.py at caa4b11; its micro-batches then divide the per-replica
+ * batch). 0: none (dp does not divide it, or exceeds it). */
+static int batch_for(const search_options *opt, const training_spec *t, int dp)
+{
+    if (opt->gbs_nearest) return (t->global_batch / dp) * dp;
+    return t->global_batch % dp ? 0 : t->global_batch;
+}
+
+/* Micro-batch sizes: every divisor of the per-replica batch (Calculon's
+ * get_valid_microbatch_sizes does the same, calculon/llm/llm.py at caa4b11). */
+static int micro_batches(int batch, int dp, int *out, int max)
+{
+    return batch > 0 ? divisors(batch / dp, out, max) : 0;
 }
 
 /*
@@ -131,6 +161,7 @@ typedef struct {
         closest_seq[LAYOUT_NFRAMEWORKS];
     estimate scratch;
     estimate variant[6]; /* consider(): the overlap-knob variants of one layout */
+    estimate_cache *cache; /* this thread's layer costs (estimate_search.c) */
 } worker;
 
 /* Does (a, sa) come before (b, sb): better, or equal and earlier in the list? */
@@ -230,29 +261,169 @@ static int overlap_variants(const search_options *opt, const system_spec *sys, c
 
 static void consider_estimate(worker *w, const estimate *e, long seq);
 
+/*
+ * The step time a layout must beat to change this worker's result: the last of a full ranked
+ * list, and its framework and sharding's best so far (the framework's best is the best of its
+ * shardings). 0: none yet, nothing is pruned. A layout that cannot beat either could only
+ * rank below `keep` plans already held, so skipping it leaves the result as it was (the merge
+ * keeps the best `keep` of the workers' lists, each a superset of its share of them).
+ */
+static double prune_threshold_s(const worker *w, const layout *l, int batch)
+{
+    const search_result *r = w->r;
+    if (w->opt->no_prune || r->count < w->opt->keep) return 0;
+    if (!r->has_best_sharding[l->framework][l->sharding]) return 0;
+    const estimate *ea = &r->ranked[r->count - 1];
+    const estimate *eb = &r->best_sharding[l->framework][l->sharding];
+    /* per sequence of each plan's batch, as search_better ranks under --gbs-policy nearest */
+    double a = ea->time.step_s / ea->training.global_batch;
+    double b = eb->time.step_s / eb->training.global_batch;
+    /* a margin far above search_better's 1e-9 tie tolerance: only clearly slower ones go */
+    return (a > b ? a : b) * batch * (1 + 1e-6);
+}
+
+/* Evaluates ls[0..nv) (the overlap variants of one layout) into w->variant; returns false
+ * when the cost model rejects the layout. */
+static bool evaluate_variants(worker *w, const training_spec *t, const layout *ls, int nv,
+                              estimate_outcome *how)
+{
+    return estimate_layout_search(w->m, w->sys, t, ls, nv, w->variant, w->cache,
+                                  prune_threshold_s(w, &ls[0], t->global_batch), how) == CM_OK;
+}
+
+/*
+ * The memory knobs (issue 21), searched where they can matter: each only saves memory at a
+ * cost in time, so a layout tries them only when it does not fit without them and they can
+ * free enough, and keeps the cheapest that fits: Megatron's optimizer CPU offload (25, 50, 75
+ * or 100% of the distributed optimizer's shard, the least that frees enough) and activation
+ * offload (pp 1, no recompute; with the whole optimizer offloaded too if need be). Full
+ * recompute that fits tries the fewest layers a stage (--recompute-method block
+ * --recompute-num-layers k) that still fit, which is faster. Returns the number of overlap
+ * variants now in w->variant and ls.
+ */
+static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
+                        estimate_outcome *how)
+{
+    const layout *l = &ls[0];
+    if (l->framework != FRAMEWORK_MEGATRON) return nv;
+    if (*how == ESTIMATE_UNTIMED) {
+        /* what each can free at most (memory.c, offload.h): the optimizer state, linear in
+         * the fraction; the activations but one layer's (the logits stay) */
+        const memory_breakdown *mb = &w->variant[0].memory;
+        double over = mb->total_bytes - mb->capacity_bytes;
+        double opt = l->sharding == SHARDING_DISTOPT ? mb->optimizer_bytes : 0;
+        double act = mb->activations_bytes - mb->logits_bytes;
+        layout tries[3];
+        int n = 0;
+        if (opt > 0 && over <= opt) { /* the least of 25, 50, 75, 100% that frees enough */
+            int pct = 25;
+            while (pct < 100 && pct / 100.0 * opt < over) pct += 25;
+            tries[n] = *l;
+            tries[n++].optimizer_offload_pct = pct;
+        }
+        if (l->pp == 1 && l->recompute == RECOMPUTE_NONE && over <= act + opt) {
+            tries[n] = *l;
+            tries[n++].activation_offload = true;
+            if (l->sharding == SHARDING_DISTOPT) {
+                tries[n] = tries[n - 1];
+                tries[n++].optimizer_offload_pct = 100;
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            layout lv[6];
+            for (int k = 0; k < nv; k++) {
+                lv[k] = ls[k];
+                lv[k].optimizer_offload_pct = tries[i].optimizer_offload_pct;
+                lv[k].activation_offload = tries[i].activation_offload;
+            }
+            estimate_outcome h;
+            if (!evaluate_variants(w, t, lv, nv, &h)) continue;
+            search_stats_count(&w->r->stats, &lv[0], nv, h);
+            if (h == ESTIMATE_UNTIMED) continue;
+            memcpy(ls, lv, (size_t)nv * sizeof *ls);
+            *how = h;
+            return nv;
+        }
+        /* nothing fits: the layout without offload stays the one judged (closest) */
+        evaluate_variants(w, t, ls, nv, how);
+        return nv;
+    }
+    if (l->recompute == RECOMPUTE_FULL && l->recompute_layers == 0) {
+        int per = layout_max_stage_layers(w->m, l);
+        if (per < 2) return nv;
+        estimate keep[6];
+        memcpy(keep, w->variant, (size_t)nv * sizeof *keep);
+        layout lv[6];
+        estimate_outcome h;
+        /* one layer a stage first: if it fits it is the answer; if its lower bound already
+         * rules it out, so it does every k (more recompute, more time) */
+        for (int k = 0; k < nv; k++) {
+            lv[k] = ls[k];
+            lv[k].recompute_layers = 1;
+        }
+        if (!evaluate_variants(w, t, lv, nv, &h)) {
+            memcpy(w->variant, keep, (size_t)nv * sizeof *keep);
+            return nv;
+        }
+        if (h != ESTIMATE_UNTIMED) {
+            search_stats_count(&w->r->stats, &lv[0], nv, h);
+            memcpy(ls, lv, (size_t)nv * sizeof *ls);
+            *how = h;
+            return nv;
+        }
+        int lo = 2, hi = per; /* the fewest layers a stage whose memory fits: in [lo, hi] */
+        while (lo < hi) {
+            layout p = *l;
+            p.recompute_layers = (lo + hi) / 2;
+            memory_breakdown mb = memory_peak(w->m, w->sys, t, &p);
+            if (mb.total_bytes <= mb.capacity_bytes) hi = p.recompute_layers;
+            else lo = p.recompute_layers + 1;
+        }
+        if (lo >= per) {
+            memcpy(w->variant, keep, (size_t)nv * sizeof *keep);
+            return nv;
+        }
+        for (int k = 0; k < nv; k++) lv[k].recompute_layers = lo;
+        if (evaluate_variants(w, t, lv, nv, &h) && h != ESTIMATE_UNTIMED) {
+            search_stats_count(&w->r->stats, &lv[0], nv, h);
+            memcpy(ls, lv, (size_t)nv * sizeof *ls);
+            *how = h;
+            return nv;
+        }
+        memcpy(w->variant, keep, (size_t)nv * sizeof *keep);
+    }
+    return nv;
+}
+
 static void consider(worker *w, long seq)
 {
-    estimate *e = &w->scratch;
     const layout *base = &w->list->v[seq];
     layout ls[6];
     int nv = overlap_variants(w->opt, w->sys, base, ls);
-    if (w->opt->visit) { /* the caller sees every estimate whole */
-        for (int i = 0; i < nv; i++)
-            if (estimate_layout(w->m, w->sys, w->t, &ls[i], e, NULL, 0) == CM_OK)
-                consider_estimate(w, e, seq);
+    training_spec t = *w->t; /* the batch this layout's data-parallel size runs */
+    t.global_batch = batch_for(w->opt, w->t, base->dp);
+    if (w->opt->visit) {
+        /* the caller sees every variant: timed whole where it fits (with the layer-cost
+         * cache, never pruned), memory alone where it does not (feasible false, no reason
+         * text: plan report's visitors read only the memory of those) */
+        estimate_outcome how;
+        if (estimate_layout_search(w->m, w->sys, &t, ls, nv, w->variant, w->cache, 0, &how) !=
+            CM_OK)
+            return;
+        for (int i = 0; i < nv; i++) consider_estimate(w, &w->variant[i], seq);
         return;
     }
     /* A layout that does not fit in memory is not timed: it can only be "closest to
      * fitting", which needs its memory alone (search_run times the one kept). */
-    bool timed;
-    if (nv == 1) {
-        if (estimate_layout_search(w->m, w->sys, w->t, base, e, &timed) != CM_OK) return;
-        consider_estimate(w, e, seq);
+    estimate_outcome how;
+    if (!evaluate_variants(w, &t, ls, nv, &how)) return;
+    search_stats_count(&w->r->stats, base, nv, how);
+    if (!w->opt->no_memory_knobs) nv = memory_knobs(w, &t, ls, nv, &how);
+    if (how == ESTIMATE_PRUNED) { /* it fits: counted as the feasible layout it is */
+        w->r->evaluated += nv;
+        w->r->feasible++;
         return;
     }
-    if (estimate_layout_search_overlap_variants(w->m, w->sys, w->t, ls, nv, w->variant,
-                                                &timed) != CM_OK)
-        return;
     int best = 0; /* the knobs off: the least memory, so feasible if any variant is */
     for (int i = 1; i < nv; i++)
         if (w->variant[i].feasible && search_better(&w->variant[i], &w->variant[best])) best = i;
@@ -301,6 +472,20 @@ static int search_threads(size_t layouts)
     return (int)n;
 }
 
+static void free_workers(worker *w, int n)
+{
+    for (int k = 0; k < n; k++) estimate_cache_free(w[k].cache);
+    free(w);
+}
+
+static void cache_counts(search_result *r, const worker *w)
+{
+    long b, h;
+    estimate_cache_counts(w->cache, &b, &h);
+    r->stats.layer_builds += b;
+    r->stats.layer_hits += h;
+}
+
 /* Evaluates the list into r: on several threads unless a visit callback wants one order. */
 static cm_status evaluate_list(const model_spec *m, const system_spec *sys,
                                const training_spec *t, const search_options *opt,
@@ -316,13 +501,22 @@ static cm_status evaluate_list(const model_spec *m, const system_spec *sys,
         return cm_fail(err, errlen, CM_ENOMEM, "out of memory for the search's workers");
     }
     atomic_size_t next = 0;
+    bool oom = false;
     for (int k = 0; k < nthreads; k++) {
         w[k] = (worker){.m = m, .sys = sys, .t = t, .opt = opt, .list = list,
-                        .next_chunk = &next, .r = nthreads > 1 ? &parts[k] : r};
+                        .next_chunk = &next, .r = nthreads > 1 ? &parts[k] : r,
+                        .cache = estimate_cache_new()};
+        oom |= !w[k].cache;
+    }
+    if (oom) {
+        free_workers(w, nthreads);
+        free(parts);
+        return cm_fail(err, errlen, CM_ENOMEM, "out of memory for the search's workers");
     }
     if (nthreads == 1) {
         worker_run(&w[0]);
-        free(w);
+        cache_counts(r, &w[0]);
+        free_workers(w, nthreads);
         return CM_OK;
     }
     pthread_t *tid = calloc((size_t)nthreads, sizeof *tid);
@@ -343,6 +537,8 @@ static cm_status evaluate_list(const model_spec *m, const system_spec *sys,
         worker *pk = &w[k];
         r->evaluated += p->evaluated;
         r->feasible += p->feasible;
+        search_stats_add(&r->stats, &p->stats);
+        cache_counts(r, pk);
         for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
             if (p->has_closest[fw]) fold_closest(r, closest_seq, &p->closest[fw], pk->closest_seq[fw]);
             for (int sh = 0; sh < 3; sh++)
@@ -354,7 +550,7 @@ static cm_status evaluate_list(const model_spec *m, const system_spec *sys,
             fold_ranked(r, ranked_seq, opt->keep, &p->ranked[i], pk->ranked_seq[i]);
     }
     free(parts);
-    free(w);
+    free_workers(w, nthreads);
     return CM_OK;
 }
 
@@ -365,7 +561,6 @@ static void search_megatron(ctx *c)
     int gpus = c->opt->gpus;
     int tps[64], pps[64], cps[64], eps[64], vps[64];
     int ntp = divisors(gpus, tps, 64);
-    static const int mbs_list[] = {1, 2, 4, 8, 16};
     for (int a = 0; a < ntp; a++) {
         int tp = tps[a];
         if (m->heads % tp || m->kv_heads % tp) continue;
@@ -378,7 +573,10 @@ static void search_megatron(ctx *c)
                 int cp = cps[cc];
                 if (cp > 1 && t->seq_len % (2 * cp)) continue;
                 int dp = gpus / (tp * pp * cp);
-                if (t->global_batch % dp) continue;
+                int batch = batch_for(c->opt, t, dp);
+                if (!batch) continue;
+                int mbs_list[MBS_MAX];
+                int n_mbs = micro_batches(batch, dp, mbs_list, MBS_MAX);
                 int nep = model_is_moe(m) ? divisors(m->experts, eps, 64) : 1;
                 if (!model_is_moe(m)) eps[0] = 1;
                 int nvp = 1;
@@ -394,10 +592,9 @@ static void search_megatron(ctx *c)
                         int etp = etp_i ? 1 : tp;
                         if ((dp * cp * tp) % (ep * etp)) continue;
                         for (int v = 0; v < nvp; v++) {
-                            for (size_t mb = 0; mb < sizeof mbs_list / sizeof *mbs_list; mb++) {
+                            for (int mb = 0; mb < n_mbs; mb++) {
                                 int mbs = mbs_list[mb];
-                                if (t->global_batch % (dp * mbs)) break;
-                                if (vps[v] > 1 && (t->global_batch / (dp * mbs)) % pp) continue;
+                                if (vps[v] > 1 && (batch / (dp * mbs)) % pp) continue;
                                 for (int sp = (tp > 1 ? 1 : 0); sp >= 0; sp--) {
                                     if (!sp && tp > 1 && model_is_moe(m)) continue;
                                     for (int sh = 0; sh < 3; sh++) {
@@ -439,18 +636,19 @@ static void search_fsdp2(ctx *c)
     int gpus = c->opt->gpus;
     int cps[64];
     int ncp = divisors(gpus, cps, 64);
-    static const int mbs_list[] = {1, 2, 4, 8, 16};
     for (int a = 0; a < ncp; a++) {
         int cp = cps[a];
         if (m->heads % cp || m->kv_heads % cp) continue;
         if (cp > 1 && t->seq_len % (2 * cp)) continue;
         int dp = gpus / cp;
-        if (t->global_batch % dp) continue;
+        int batch = batch_for(c->opt, t, dp);
+        if (!batch) continue;
+        int mbs_list[MBS_MAX];
+        int n_mbs = micro_batches(batch, dp, mbs_list, MBS_MAX);
         int shard_opts[2] = {0, sys->gpus_per_node};
         int nshard = (sys->gpus_per_node < dp * cp && (dp * cp) % sys->gpus_per_node == 0) ? 2 : 1;
-        for (size_t mb = 0; mb < sizeof mbs_list / sizeof *mbs_list; mb++) {
+        for (int mb = 0; mb < n_mbs; mb++) {
             int mbs = mbs_list[mb];
-            if (t->global_batch % (dp * mbs)) break;
             for (int s = 0; s < nshard; s++)
                 for (int rs = 1; rs >= 0; rs--)
                     for (int rc = 0; rc < 2; rc++)
@@ -470,8 +668,8 @@ static void search_fsdp2(ctx *c)
 /* Is a better than b by simulated step time (closed-form order on a tie)? */
 static bool simulated_better(const estimate *a, const estimate *b)
 {
-    double ta = a->simulated ? a->time_sim.step_s : a->time.step_s;
-    double tb = b->simulated ? b->time_sim.step_s : b->time.step_s;
+    double ta = per_batch(a->simulated ? a->time_sim.step_s : a->time.step_s, a, b);
+    double tb = per_batch(b->simulated ? b->time_sim.step_s : b->time.step_s, b, a);
     if (fabs(ta - tb) > 1e-9 * fmax(ta, tb)) return ta < tb;
     return search_better(a, b);
 }
@@ -522,7 +720,9 @@ cm_status search_rerank(const model_spec *m, const system_spec *sys, const train
      * only running out of memory stops the search. */
     sim_options so = {.serialize = false, .trace = false};
     for (int i = 0; i < np; i++) {
-        cm_status st = sim_estimate(w, m, sys, t, &pool[i].layout, &so, &pool[i], err, errlen);
+        training_spec tp = *t; /* the batch the plan runs (--gbs-policy nearest) */
+        tp.global_batch = pool[i].training.global_batch;
+        cm_status st = sim_estimate(w, m, sys, &tp, &pool[i].layout, &so, &pool[i], err, errlen);
         if (st == CM_ENOMEM) {
             sim_free(w);
             free(pool);
@@ -593,7 +793,9 @@ cm_status search_run(const model_spec *m, const system_spec *sys, const training
     for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) /* the closest plans whole (the search skipped their time) */
         if (result->has_closest[fw]) {
             layout l = result->closest[fw].layout;
-            st = estimate_layout(m, sys, t, &l, &result->closest[fw], err, errlen);
+            training_spec tc = *t;
+            tc.global_batch = result->closest[fw].training.global_batch;
+            st = estimate_layout(m, sys, &tc, &l, &result->closest[fw], err, errlen);
             if (st != CM_OK) return st;
         }
     if (opt->simulate > 0 && result->count > 0) {

@@ -6,6 +6,7 @@
 #define PLAN_SEARCH_H
 
 #include "estimate.h"
+#include "search_stats.h"
 
 #define SEARCH_KEEP_MAX 256
 
@@ -15,7 +16,9 @@ typedef struct {
     bool frameworks[LAYOUT_NFRAMEWORKS]; /* which frameworks to search (index = layout_framework) */
     /* Optional: called with every layout the cost model evaluated, feasible or not, so a caller
      * can collect its own statistics from one search instead of running several (plan report:
-     * best plan without expert parallelism, smallest fit per sharding and recompute). */
+     * best plan without expert parallelism, smallest fit per sharding and recompute). A layout
+     * that does not fit in memory comes untimed, without a reason text (estimate.h's search
+     * form); one that fits comes whole. No layout is pruned while a visitor is set. */
     void (*visit)(const estimate *e, void *arg);
     void *visit_arg;
     /* Re-rank the best `simulate` plans (0: off) by the step simulator (costmodel/sim.h): they
@@ -40,6 +43,16 @@ typedef struct {
     bool fp8_param_gather;
     int bf16_layers_start, bf16_layers_end;
     bool moe_fp8_dispatch;
+    /* Time every layout that fits instead of skipping those whose lower bound cannot enter the
+     * result (the result is the same either way: tests/test_search_prune.c). */
+    bool no_prune;
+    /* --gbs-policy nearest: a data-parallel size that does not divide the global batch runs
+     * the largest multiple of it below (each estimate's training.global_batch says which),
+     * and plans are ranked by time per sequence. false: the batch must divide evenly. */
+    bool gbs_nearest;
+    /* Leave out the memory knobs (Megatron optimizer/activation CPU offload, partial full
+     * recompute) that the search otherwise tries where a layout needs them (search.c). */
+    bool no_memory_knobs;
 } search_options;
 
 /* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */
@@ -61,6 +74,7 @@ typedef struct {
     estimate best_sharding[LAYOUT_NFRAMEWORKS][3];
     bool has_closest[LAYOUT_NFRAMEWORKS]; /* when nothing fits: the plan closest to fitting */
     estimate closest[LAYOUT_NFRAMEWORKS];
+    search_stats stats;         /* per-knob counts (search_stats.h) */
 } search_result;
 
 /* Is a better than b (step time, then memory headroom)? */

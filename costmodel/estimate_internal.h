@@ -1,0 +1,53 @@
+/*
+ * estimate_internal.h — the pieces of estimate.c that its search form (estimate_search.c)
+ * composes differently: the memory half, a stage's per-micro-batch time from given layer costs,
+ * and the step assembled from the worst stage. Not for use outside costmodel/.
+ */
+#ifndef PLAN_ESTIMATE_INTERNAL_H
+#define PLAN_ESTIMATE_INTERNAL_H
+
+#include "estimate.h"
+#include "layer_recipe.h"
+
+/* One layer's per-micro-batch times: its recipe (layer_recipe.h) priced. */
+typedef recipe_time layer_time;
+
+typedef struct {
+    double compute_s, tp_s, cp_s, ep_s, pp_s, fsdp_s;
+    double fwd_s, bwd_s; /* compute only, for overlap of DP traffic */
+    double wgrad_s;      /* the weight-gradient part of bwd_s (pp_schedule.h's W) */
+    double fsdp_raw_s;   /* all FSDP traffic, hidden or not (the step terms' overlap) */
+    int layers;          /* transformer layers on the stage */
+} stage_time;
+
+/* The four layer kinds a stage may hold: dense or MoE MLP, in l's precision or as one of
+ * Megatron's bf16 first/last layers (precision.h; == the low-precision ones without them). */
+typedef struct {
+    layer_time dense, moe, dense_bf16, moe_bf16;
+} layer_kinds;
+
+/* Identity and memory of l into out (zeroed first); no time. */
+void estimate_memory_part(const model_spec *m, const system_spec *sys, const training_spec *t,
+                          const layout *l, estimate *out);
+/* Stage `stage`'s micro-batch from its layers' costs; head: the loss head's fwd_s/bwd_s
+ * (NULL: priced here). */
+stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
+                               const training_spec *t, const layout *l, int stage,
+                               const layer_kinds *kinds, const layer_time *head);
+double estimate_stage_total(const stage_time *s);
+/* The slowest of the candidate stages (first, second, last); kinds/head NULL: priced here. */
+stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
+                                const training_spec *t, const layout *l,
+                                const layer_kinds *kinds, const layer_time *head);
+/* The step, its band, throughput and feasibility, from the worst stage (out holds the memory
+ * half). */
+void estimate_time_assemble(const model_spec *m, const system_spec *sys, const training_spec *t,
+                            const layout *l, const stage_time *worst_stage, estimate *out);
+/* A dense and (MoE models) an MoE decoder layer's costs, priced (moe = dense otherwise), and
+ * the same as bf16 first/last layers where l has them (== the others otherwise). */
+void estimate_layer_times(const model_spec *m, const system_spec *sys, const training_spec *t,
+                          const layout *l, layer_kinds *kinds);
+void estimate_head_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
+                        const layout *l, double *fwd_s, double *bwd_s);
+
+#endif

@@ -1,0 +1,209 @@
+/*
+ * estimate_search.c — the planner's form of estimate_layout (estimate.h): the same figures,
+ * computed with less work for a search that evaluates hundreds of thousands of layouts.
+ *
+ * Three savings, none of which changes a figure:
+ *  - memory first: a layout that does not fit is not timed (estimate.c's memory half alone);
+ *  - a layer-cost cache: a decoder layer's recipe (layer_recipe.h) depends on the layout's
+ *    sizes, precision, implementation and TP overlap but not on its recompute setting (only
+ *    the ops' recompute flags and the host's pacing do: recipe_set_recompute), nor on DDP
+ *    versus the distributed optimizer, the DP overlap knobs or the virtual pipeline size. The
+ *    cache keeps a few built recipes keyed by the layout with those fields cleared, and prices
+ *    each recompute setting of a recipe once;
+ *  - a lower bound: without calibrated step terms, step_s >= (micro-batches + (pp-1)/vpp) x
+ *    the first stage's micro-batch time, because the step is micro-batches x the worst stage's
+ *    micro-batch time plus non-negative data-parallel, bubble and optimizer terms, the bubble is
+ *    (pp-1)/vpp x the worst stage's micro-batch, and the worst stage is at least as slow as the
+ *    first (estimate.c estimate_time_assemble). A layout whose bound exceeds the caller's
+ *    threshold is not assembled (ESTIMATE_PRUNED).
+ */
+#include "estimate_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout_codec.h"
+#include "overlap.h"
+#include "precision.h"
+
+
+enum { CACHE_ENTRIES = 8 };
+
+typedef struct {
+    bool used;
+    int key[LAYOUT_NFIELDS]; /* the codec's values of the cleared layout (cache_key) */
+    recipe r[2];             /* dense, MoE layer (the MoE one only for MoE models) */
+    unsigned priced;         /* bit rc: x[rc] holds the layers priced under recompute rc */
+    layer_time x[3][2];
+    layer_time head;         /* the loss head (no recompute dependence) */
+} cache_entry;
+
+struct estimate_cache {
+    cache_entry e[CACHE_ENTRIES];
+    int next;                /* round-robin eviction */
+    long builds, hits;
+};
+
+estimate_cache *estimate_cache_new(void) { return calloc(1, sizeof(estimate_cache)); }
+void estimate_cache_free(estimate_cache *c) { free(c); }
+
+void estimate_cache_counts(const estimate_cache *c, long *builds, long *hits)
+{
+    *builds = c ? c->builds : 0;
+    *hits = c ? c->hits : 0;
+}
+
+/* The fields a layer recipe does not read, cleared (see the header comment). */
+static layout cache_key(const layout *l)
+{
+    layout k = *l;
+    k.recompute = RECOMPUTE_NONE;
+    k.recompute_layers = 0;
+    if (k.sharding != SHARDING_FSDP) k.sharding = SHARDING_DDP;
+    k.overlap_grad_reduce = k.overlap_param_gather = false;
+    k.vpp = 1;
+    k.optimizer_offload_pct = 0; /* the optimizer step only */
+    return k;
+}
+
+/* The dense and MoE layer costs and the head's of l, from the cache when it has them. */
+static void layer_costs(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                        const training_spec *t, const layout *l, layer_kinds *kinds,
+                        layer_time *head)
+{
+    if (precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0)) {
+        /* bf16 first/last layers: a second precision's recipes, not cached */
+        estimate_layer_times(m, sys, t, l, kinds);
+        estimate_head_cost(m, sys, t, l, &head->fwd_s, &head->bwd_s);
+        return;
+    }
+    bool is_moe = model_is_moe(m);
+    layout k = cache_key(l);
+    cache_entry *e = NULL;
+    /* the key: every field of the layout codec (layout_codec.h, so a field added there is
+     * part of it), as values, compared bytewise */
+    int key[LAYOUT_NFIELDS];
+    for (int i = 0; i < LAYOUT_NFIELDS; i++)
+        key[i] = layout_fields[i].training ? 0 : layout_field_value(&layout_fields[i], &k, NULL);
+    for (int i = 0; i < CACHE_ENTRIES && !e; i++)
+        if (c->e[i].used && !memcmp(c->e[i].key, key, sizeof key)) e = &c->e[i];
+    int rc = (int)l->recompute;
+    if (!e) {
+        e = &c->e[c->next];
+        c->next = (c->next + 1) % CACHE_ENTRIES;
+        e->used = true;
+        memcpy(e->key, key, sizeof key);
+        e->priced = 0;
+        recipe_layer(m, sys, t, l, false, &e->r[0], NULL);
+        if (is_moe) recipe_layer(m, sys, t, l, true, &e->r[1], NULL);
+        estimate_head_cost(m, sys, t, l, &e->head.fwd_s, &e->head.bwd_s);
+        c->builds++;
+    } else if (!(e->priced & (1u << rc))) {
+        recipe_set_recompute(sys, m, l, &e->r[0], false, true);
+        if (is_moe) recipe_set_recompute(sys, m, l, &e->r[1], true, true);
+        c->hits++;
+    } else {
+        c->hits++;
+    }
+    if (!(e->priced & (1u << rc))) {
+        recipe_price(&e->r[0], &e->x[rc][0]);
+        if (is_moe) recipe_price(&e->r[1], &e->x[rc][1]);
+        else e->x[rc][1] = e->x[rc][0];
+        e->priced |= 1u << rc;
+    }
+    kinds->dense = kinds->dense_bf16 = e->x[rc][0];
+    kinds->moe = kinds->moe_bf16 = e->x[rc][1];
+    *head = e->head;
+}
+
+/* May a lower bound skip l's timing? Not where the step has calibrated terms (a fitted scale
+ * or per-layer overhead could shrink it), nor where feasibility needs the timed figures (CPU
+ * offload's host memory, FSDP2's or Megatron's; a multi-node plan without a network). */
+static bool prunable(const system_spec *sys, const layout *l)
+{
+    if (sys->step.active || l->offload || l->optimizer_offload_pct > 0 || l->activation_offload)
+        return false;
+    if (layout_gpus(l) > sys->gpus_per_node && system_inter_bandwidth_per_gpu(sys) <= 0)
+        return false;
+    return true;
+}
+
+cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
+                                 const training_spec *t, const layout *ls, int n,
+                                 estimate *outs, estimate_cache *cache, double prune_above_s,
+                                 estimate_outcome *how)
+{
+    *how = ESTIMATE_UNTIMED;
+    if (n < 1) return CM_EINVAL;
+    if (layout_check(m, sys, t, &ls[0], 0, NULL, 0) != CM_OK) return CM_EINVAL;
+    /* the others differ in the overlap knobs only: their rules (layout.c) are all left */
+    for (int i = 1; i < n; i++) {
+        if (ls[i].overlap_param_gather &&
+            (ls[i].sharding == SHARDING_DDP || !ls[i].overlap_grad_reduce))
+            return CM_EINVAL;
+        if (ls[i].tp_comm_overlap && (ls[i].framework != FRAMEWORK_MEGATRON || ls[i].tp == 1 ||
+                                      !ls[i].sp))
+            return CM_EINVAL;
+    }
+    /* memory and the stages' micro-batch times depend on tp_comm_overlap alone among the
+     * knobs (its userbuffers, its exposed TP time): once per value */
+    int first[2] = {-1, -1};
+    stage_time worst[2];
+    layer_kinds kinds[2];
+    layer_time head[2];
+    double bound_s = -1; /* the smallest lower bound of a variant that fits */
+    for (int i = 0; i < n; i++) {
+        const layout *l = &ls[i];
+        int k = l->tp_comm_overlap;
+        if (first[k] >= 0) continue;
+        first[k] = i;
+        if (k == 1 && first[0] >= 0 && l->framework == FRAMEWORK_MEGATRON) {
+            /* --tp-comm-overlap adds its userbuffers to every stage alike (memory.c), so the
+             * peak stage stays: the knob-off memory plus them */
+            double ub = overlap_tp_userbuffer_bytes(m, t, l);
+            outs[i] = outs[first[0]];
+            outs[i].layout = *l;
+            outs[i].memory.comm_buffer_bytes += ub;
+            outs[i].memory.other_bytes += ub;
+            outs[i].memory.total_bytes += ub;
+        } else {
+            estimate_memory_part(m, sys, t, l, &outs[i]);
+        }
+        outs[i].feasible = false; /* untimed unless assembled below */
+        if (outs[i].memory.total_bytes > outs[i].memory.capacity_bytes) continue;
+        if (cache) {
+            layer_costs(cache, m, sys, t, l, &kinds[k], &head[k]);
+        } else {
+            estimate_layer_times(m, sys, t, l, &kinds[k]);
+            estimate_head_cost(m, sys, t, l, &head[k].fwd_s, &head[k].bwd_s);
+        }
+        if (prune_above_s > 0 && prunable(sys, l)) {
+            stage_time s0 = estimate_stage_cost(m, sys, t, l, 0, &kinds[k], &head[k]);
+            double bubble = l->pp > 1 ? (double)(l->pp - 1) / l->vpp : 0;
+            double lb = (outs[i].microbatches + bubble) * estimate_stage_total(&s0);
+            if (bound_s < 0 || lb < bound_s) bound_s = lb;
+        } else {
+            bound_s = 0; /* never pruned */
+        }
+    }
+    for (int i = 0; i < n; i++) { /* the other variants: their group's memory half */
+        int k = ls[i].tp_comm_overlap;
+        if (i == first[k]) continue;
+        outs[i] = outs[first[k]];
+        outs[i].layout = ls[i];
+    }
+    if (bound_s < 0) return CM_OK; /* nothing fits: every variant untimed */
+    if (prune_above_s > 0 && bound_s > prune_above_s) {
+        *how = ESTIMATE_PRUNED; /* fits, but cannot beat the threshold */
+        return CM_OK;
+    }
+    for (int i = 0; i < n; i++) {
+        int k = ls[i].tp_comm_overlap;
+        if (outs[i].memory.total_bytes > outs[i].memory.capacity_bytes) continue;
+        if (i == first[k])
+            worst[k] = estimate_worst_stage(m, sys, t, &ls[i], &kinds[k], &head[k]);
+        *how = ESTIMATE_TIMED;
+        estimate_time_assemble(m, sys, t, &ls[i], &worst[k], &outs[i]);
+    }
+    return CM_OK;
+}

@@ -1,0 +1,125 @@
+/*
+ * test_offload.c — Megatron CPU offload (costmodel/offload.h, issue 21), by hand:
+ * the optimizer step with a fraction on the host, the GPU memory it frees, the host link by
+ * system (PCIe Gen5 x16 on DGX H100: 55e9 B/s per GPU and direction; NVLink-C2C on GB200:
+ * 200e9), and the activation offload's rules and memory.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "estimate.h"
+#include "offload.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PLAN_DATA_DIR");
+    return d ? d : "data";
+}
+
+static system_spec load_system(const char *name)
+{
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (system_load(name, data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    return s;
+}
+
+/* 1e9 parameters, half on the host, GPU Adam 0.4 s for all of them, on DGX H100 (PCIe 55e9
+ * B/s, CPU Adam 1.65e9 params/s per GPU): D2H = H2D = 4 B x 0.5e9 / 55e9 = 0.036364 s; CPU
+ * Adam 0.5e9 / 1.65e9 = 0.30303 s; step = max(0.2, 0.036364) + max(0.30303, 0.036364) =
+ * 0.50303 s. All of it on the host: max(0, 0.072727) + max(0.60606, 0.072727) = 0.67879 s. */
+static void test_optimizer_step_by_hand(void **state)
+{
+    (void)state;
+    system_spec h100 = load_system("h100");
+    assert_true(h100.pcie_bandwidth_bytes_per_s == 55e9);
+    assert_true(h100.host_adam_params_per_s == 1.65e9);
+    assert_true(fabs(offload_optimizer_step_s(&h100, 1e9, 0.4, 0.5) - 0.503030) < 1e-5);
+    assert_true(fabs(offload_optimizer_step_s(&h100, 1e9, 0.4, 1.0) - 0.678788) < 1e-5);
+    /* host memory per node: 8 GPUs x 16 B x 0.5e9 = 64e9 B */
+    assert_true(offload_optimizer_host_bytes(&h100, 1e9, 0.5) == 64e9);
+    /* GB200's NVLink-C2C (200e9 B/s): the copies take 4 x 0.5e9 / 200e9 = 0.01 s; with the
+     * CPU Adam out of the way (a huge rate) the step is max(0.2, 0.01) + 0.01 = 0.21 s */
+    system_spec gb = load_system("gb200-nvl72");
+    assert_true(gb.pcie_bandwidth_bytes_per_s == 200e9);
+    gb.host_adam_params_per_s = 1e13;
+    assert_true(fabs(offload_optimizer_step_s(&gb, 1e9, 0.4, 0.5) - 0.21) < 1e-4);
+}
+
+/* Llama-3.1-70B, TP 8, PP 1, DP 8, distributed optimizer on 64 H100: the optimizer state is
+ * 12 B x 70.55e9 / 64 params = 13.2e9 B (12.3 GiB); --optimizer-offload-fraction 0.5 keeps
+ * half on the GPU, and the step is the formula above with this rank's 1.10e9 parameters. */
+static void test_optimizer_offload_estimate(void **state)
+{
+    (void)state;
+    model_spec m;
+    char err[CM_ERRLEN];
+    if (model_load("70b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    system_spec sys = load_system("h100");
+    training_spec t = training_default();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.tp = 8;
+    l.dp = 8;
+    l.sp = true;
+    l.sharding = SHARDING_DISTOPT;
+    estimate e0, e1;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e0, err, sizeof err), CM_OK);
+    l.optimizer_offload_pct = 50;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e1, err, sizeof err), CM_OK);
+    double local = e0.memory.optimizer_bytes / 12.0;
+    assert_true(fabs(local - model_params_total(&m) / 64) < 0.01 * local);
+    assert_true(fabs(e1.memory.optimizer_bytes - 0.5 * e0.memory.optimizer_bytes) < 1);
+    assert_true(fabs((e0.memory.total_bytes - e1.memory.total_bytes) -
+                     0.5 * e0.memory.optimizer_bytes) < 1);
+    double link = 4 * 0.5 * local / 55e9, cpu = 0.5 * local / 1.65e9;
+    double want = fmax(0.5 * e0.time.optimizer_s, link) + fmax(cpu, link);
+    assert_true(fabs(e1.time.optimizer_s - want) < 1e-9 * want);
+    /* the rules: distributed optimizer only */
+    l.sharding = SHARDING_DDP;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e1, err, sizeof err), CM_ERULE);
+}
+
+/* Activation offload: Megatron's rules (pp 1, no recompute), and all layers but one leave
+ * the GPU: Llama-3.1-8B (32 layers) at TP 8 keeps 1/32 of its decoder activations plus one
+ * layer's in flight. */
+static void test_activation_offload(void **state)
+{
+    (void)state;
+    model_spec m;
+    char err[CM_ERRLEN];
+    if (model_load("8b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    system_spec sys = load_system("h100");
+    training_spec t = training_default();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.tp = 8;
+    l.sp = true;
+    estimate e0, e1;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e0, err, sizeof err), CM_OK);
+    l.activation_offload = true;
+    assert_int_equal(offload_activation_layers(&m, &l), 31);
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e1, err, sizeof err), CM_OK);
+    double dec0 = e0.memory.activations_bytes - e0.memory.logits_bytes;
+    double dec1 = e1.memory.activations_bytes - e1.memory.logits_bytes;
+    /* 1/32 kept + one layer (1/32) in flight = 2/32 */
+    assert_true(fabs(dec1 - dec0 * 2.0 / 32) < 1e-6 * dec0);
+    assert_true(e1.time.step_s >= e0.time.step_s); /* the copies never make it faster */
+    l.pp = 2;
+    l.dp = 1;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e1, err, sizeof err), CM_ERULE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_optimizer_step_by_hand),
+        cmocka_unit_test(test_optimizer_offload_estimate),
+        cmocka_unit_test(test_activation_offload),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

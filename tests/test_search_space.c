@@ -1,0 +1,195 @@
+/*
+ * test_search_space.c — issue 21's search space: the micro-batch sizes (every divisor of the
+ * per-replica batch), --gbs-policy nearest (Calculon's largest multiple of dp), and the lower-
+ * bound pruning that must leave the result exactly as a full search gives it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "layout_codec.h"
+#include "search.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PLAN_DATA_DIR");
+    return d ? d : "data";
+}
+
+static model_spec load_model(const char *name)
+{
+    model_spec m;
+    char err[CM_ERRLEN];
+    if (model_load(name, data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    return m;
+}
+
+static system_spec load_system(const char *name)
+{
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (system_load(name, data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    return s;
+}
+
+/* ---- micro-batch sizes ---- */
+
+typedef struct {
+    unsigned long long mbs_mask; /* bit k: micro-batch k seen (k < 64) */
+    int bad;                     /* layouts visited that break the expectation */
+    int dp641, dp1282;           /* nearest: layouts seen with these data-parallel sizes */
+} seen;
+
+static void visit_fsdp2_mbs(const estimate *e, void *arg)
+{
+    seen *s = arg;
+    if (e->layout.framework != FRAMEWORK_FSDP2 || e->layout.cp != 1) return;
+    if (e->layout.mbs < 64) s->mbs_mask |= 1ull << e->layout.mbs;
+    else s->bad++;
+}
+
+/* 8 GPUs, batch 96, FSDP2 without CP: dp 8, 12 sequences per replica; its divisors are 1, 2,
+ * 3, 4, 6 and 12 (before issue 21 only 1, 2, 4 were tried: 8 and 16 do not divide 12). */
+static void test_micro_batches_are_divisors(void **state)
+{
+    (void)state;
+    model_spec m = load_model("8b");
+    system_spec sys = load_system("h100");
+    training_spec t = training_default();
+    t.global_batch = 96;
+    seen s = {0};
+    search_options o = {.gpus = 8, .keep = 8, .frameworks = {true, false},
+                        .visit = visit_fsdp2_mbs, .visit_arg = &s};
+    search_result *r = search_result_new();
+    char err[CM_ERRLEN];
+    assert_int_equal(search_run(&m, &sys, &t, &o, r, err, sizeof err), CM_OK);
+    unsigned long long want = (1ull << 1) | (1ull << 2) | (1ull << 3) | (1ull << 4) |
+                              (1ull << 6) | (1ull << 12);
+    assert_int_equal(s.bad, 0);
+    assert_true(s.mbs_mask == want);
+    search_result_free(r);
+}
+
+/* ---- global batch policy ---- */
+
+static void visit_nearest(const estimate *e, void *arg)
+{
+    seen *s = arg;
+    int dp = e->layout.dp, g = e->training.global_batch;
+    if (dp == 641) {
+        s->dp641++;
+        /* floor(2520 / 641) = 3: 1923 sequences, 3 per replica, micro-batch 1 or 3 */
+        if (g != 1923 || (e->layout.mbs != 1 && e->layout.mbs != 3)) s->bad++;
+    } else if (dp == 1282) {
+        s->dp1282++;
+        if (g != 1282 || e->layout.mbs != 1) s->bad++; /* floor(2520 / 1282) = 1 */
+    } else {
+        s->bad++; /* 5128 = 8 x 641 (prime): with tp <= 8, pp <= 96, dp is 641 or 1282 */
+    }
+}
+
+/* Calculon's README example: 5128 A100s, batch 2520. No data-parallel size of 5128 GPUs
+ * divides 2520 (each holds the prime 641, or exceeds the layers or heads without it), so the
+ * exact policy finds nothing; nearest runs 3 x 641 = 1923 or 1 x 1282 sequences. */
+static void test_gbs_nearest_5128(void **state)
+{
+    (void)state;
+    model_spec m = load_model("175b");
+    system_spec sys = load_system("a100-80g");
+    training_spec t = training_default();
+    t.seq_len = 2048;
+    t.global_batch = 2520;
+    search_result *r = search_result_new();
+    char err[CM_ERRLEN];
+    search_options o = {.gpus = 5128, .keep = 8, .frameworks = {false, true}};
+    assert_int_equal(search_run(&m, &sys, &t, &o, r, err, sizeof err), CM_OK);
+    assert_int_equal(r->evaluated, 0);
+    seen s = {0};
+    o.gbs_nearest = true;
+    o.visit = visit_nearest;
+    o.visit_arg = &s;
+    assert_int_equal(search_run(&m, &sys, &t, &o, r, err, sizeof err), CM_OK);
+    assert_int_equal(s.bad, 0);
+    assert_true(s.dp641 > 0);
+    assert_true(s.dp1282 > 0);
+    /* without the visitor, the kept plans carry the batch they run */
+    o.visit = NULL;
+    assert_int_equal(search_run(&m, &sys, &t, &o, r, err, sizeof err), CM_OK);
+    assert_true(r->count > 0);
+    for (int i = 0; i < r->count; i++) {
+        int dp = r->ranked[i].layout.dp;
+        assert_int_equal(r->ranked[i].training.global_batch, (2520 / dp) * dp);
+    }
+    search_result_free(r);
+}
+
+/* ---- pruning keeps the result ---- */
+
+static void assert_same_estimate(const estimate *a, const estimate *b)
+{
+    assert_true(layout_equal(&a->layout, &b->layout));
+    assert_true(a->time.step_s == b->time.step_s);
+    assert_true(a->memory.total_bytes == b->memory.total_bytes);
+    assert_int_equal(a->feasible, b->feasible);
+}
+
+static void check_prune(const char *model, const char *system, int gpus, int simulate,
+                        long *pruned)
+{
+    model_spec m = load_model(model);
+    system_spec sys = load_system(system);
+    training_spec t = training_default();
+    search_result *a = search_result_new(), *b = search_result_new();
+    char err[CM_ERRLEN];
+    search_options o = {.gpus = gpus, .keep = 32, .frameworks = {true, true},
+                        .simulate = simulate};
+    assert_int_equal(search_run(&m, &sys, &t, &o, a, err, sizeof err), CM_OK);
+    o.no_prune = true;
+    assert_int_equal(search_run(&m, &sys, &t, &o, b, err, sizeof err), CM_OK);
+    assert_int_equal(b->stats.layouts[STAT_BOUND], 0);
+    *pruned += a->stats.layouts[STAT_BOUND];
+    assert_int_equal(a->evaluated, b->evaluated);
+    assert_int_equal(a->feasible, b->feasible);
+    assert_int_equal(a->count, b->count);
+    for (int i = 0; i < a->count; i++) assert_same_estimate(&a->ranked[i], &b->ranked[i]);
+    for (int fw = 0; fw < 2; fw++) {
+        assert_int_equal(a->has_best[fw], b->has_best[fw]);
+        if (a->has_best[fw]) assert_same_estimate(&a->best[fw], &b->best[fw]);
+        assert_int_equal(a->has_closest[fw], b->has_closest[fw]);
+        if (a->has_closest[fw]) assert_same_estimate(&a->closest[fw], &b->closest[fw]);
+        for (int sh = 0; sh < 3; sh++) {
+            assert_int_equal(a->has_best_sharding[fw][sh], b->has_best_sharding[fw][sh]);
+            if (a->has_best_sharding[fw][sh])
+                assert_same_estimate(&a->best_sharding[fw][sh], &b->best_sharding[fw][sh]);
+        }
+    }
+    search_result_free(a);
+    search_result_free(b);
+}
+
+static void test_prune_keeps_result(void **state)
+{
+    (void)state;
+    long pruned = 0;
+    check_prune("8b", "h100", 64, 0, &pruned);
+    check_prune("70b", "h100", 1024, SEARCH_SIMULATE_DEFAULT, &pruned);
+    check_prune("mixtral-8x7b", "h200", 256, 0, &pruned);
+    check_prune("deepseek-v2-lite", "a100-80g", 64, 0, &pruned);
+    assert_true(pruned > 1000); /* the bound did skip layouts, so the comparison means something */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_micro_batches_are_divisors),
+        cmocka_unit_test(test_gbs_nearest_5128),
+        cmocka_unit_test(test_prune_keeps_result),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
