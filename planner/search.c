@@ -271,7 +271,7 @@ static void consider_estimate(worker *w, const estimate *e, long seq);
 static double prune_threshold_s(const worker *w, const layout *l, int batch)
 {
     const search_result *r = w->r;
-    if (w->opt->no_prune || r->count < w->opt->keep) return 0;
+    if (w->opt->no_prune || w->opt->visit || r->count < w->opt->keep) return 0;
     if (!r->has_best_sharding[l->framework][l->sharding]) return 0;
     const estimate *ea = &r->ranked[r->count - 1];
     const estimate *eb = &r->best_sharding[l->framework][l->sharding];
@@ -410,6 +410,9 @@ static void consider(worker *w, long seq)
         if (estimate_layout_search(w->m, w->sys, &t, ls, nv, w->variant, w->cache, 0, &how) !=
             CM_OK)
             return;
+        /* the memory knobs as plan's search tries them, so the report recommends what plan
+         * does (nothing is pruned under a visitor: prune_threshold_s) */
+        if (!w->opt->no_memory_knobs) nv = memory_knobs(w, &t, ls, nv, &how);
         for (int i = 0; i < nv; i++) consider_estimate(w, &w->variant[i], seq);
         return;
     }
