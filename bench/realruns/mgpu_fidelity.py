@@ -216,7 +216,9 @@ def main():
 
     print()
     print("frameworks: %s (plan estimate --help %s torchtitan)" % (
-        ", ".join("%s->%s" % (k, FRAMEWORK[k][0]) for k in FRAMEWORK), "lists" if HAS_TT else "has no"))
+        ", ".join("%s->%s" % (k, "torchtitan" if USE_TORCHTITAN and HAS_TT and k in TORCHTITAN
+                                 else FRAMEWORK[k][0]) for k in FRAMEWORK),
+        "lists" if HAS_TT else "has no"))
     for label, sel in (("all runs", ok), ("without flagged notes", [w for w in ok if not w["note"]])):
         print("-- %s" % label)
         summary("step: estimate vs real", [w["step_err"] for w in sel], 5)
