@@ -33,7 +33,7 @@ void report_section_torchtitan(doc *d, const report *r)
         for (int k = 0; k < mr->npts; k++) {
             const report_point *p = &mr->pts[k];
             if (!p->titan_searched) continue;
-            char c[7][192];
+            char c[7][sizeof mr->display_doc + 64];
             snprintf(c[0], sizeof c[0], "%s", mr->display_doc);
             snprintf(c[1], sizeof c[1], "%d", p->gpus);
             const estimate *best = NULL;
