@@ -217,17 +217,33 @@ static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layou
     if (bwd) q_push(q, 2, rs_s / 2);
 }
 
+/* Host time per launch of a layer's forward (cf) and backward (cb) ops: c, or under DTensor
+ * tensor parallelism (torchtitan with TP > 1: every op of the layer, its loss too, runs on
+ * DTensors) c scaled by the measured DTensor/plain ratios of the system (host.eager_dtensor_*;
+ * bench/dtensor_dispatch.py: sharding propagation and the wrapper's unwrap/rewrap per op, and
+ * more autograd work per op in the backward). FSDP2's own copies stay plain-tensor work. */
+static void dtensor_costs(const system_spec *sys, const layout *l, double c, double *cf,
+                          double *cb)
+{
+    *cf = *cb = c;
+    if (l->framework != FRAMEWORK_TORCHTITAN || l->tp <= 1) return;
+    if (sys->host_dtensor_fwd_ratio > 0) *cf = c * sys->host_dtensor_fwd_ratio;
+    if (sys->host_dtensor_bwd_ratio > 0) *cb = c * sys->host_dtensor_bwd_ratio;
+}
+
 void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layout *l, recipe *r,
                         bool layer, bool moe)
 {
     r->host_fwd_s = r->host_bwd_s = 0;
     if (!host_dispatch_applies(sys, l)) return;
     double c = sys->host_eager_launch_s;
+    double cf, cb;
+    dtensor_costs(sys, l, c, &cf, &cb);
     if (!layer) { /* the loss head: a few long kernels; the plain floor */
         double lf, lb, lr;
         host_dispatch_launches(r, l, &lf, &lb, &lr);
-        r->host_fwd_s = lf * c;
-        r->host_bwd_s = (lb + lr) * c;
+        r->host_fwd_s = lf * cf;
+        r->host_bwd_s = lb * cb + lr * cf;
         return;
     }
     /* Two layers chained, so the host's lead carries over from the first; the second layer's
@@ -238,11 +254,16 @@ void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layou
     double f_end[2], b_end[2];
     for (int k = 0; k < 2; k++) {
         run_fsdp(&q, r, m, l, false, moe);
+        q.c = cf;
         run_pass(&q, r, m, false, false);
+        q.c = c;
         f_end[k] = q.gpu;
         run_fsdp(&qb, r, m, l, true, moe);
+        qb.c = cf;
         if (any_re) run_pass(&qb, r, m, false, true);
+        qb.c = cb;
         run_pass(&qb, r, m, true, false);
+        qb.c = c;
         b_end[k] = qb.gpu;
     }
     r->host_fwd_s = f_end[1] - f_end[0];

@@ -115,6 +115,9 @@ typedef struct {
     double host_adam_params_per_s;      /* CPU Adam throughput per GPU's share of the host */
     double host_eager_launch_s;         /* host time per kernel of an eager PyTorch step
                                            (host_dispatch.h); 0: not measured, no floor */
+    double host_dtensor_fwd_ratio;      /* the same per op on DTensors (DTensor TP), over plain */
+    double host_dtensor_bwd_ratio;      /* tensors, forward and backward (bench/dtensor_dispatch.py);
+                                           0: not measured, 1 */
 
     /* per-GPU memory the framework takes outside the model's tensors: CUDA context, cuBLAS
      * workspaces, NCCL buffers, allocator fragmentation. */

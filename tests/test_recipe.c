@@ -245,6 +245,41 @@ static void test_recompute_early_stop(void **state)
             assert_int_equal(r.op[i].recompute_launches, r.op[i].launches);
 }
 
+/* Under DTensor TP (torchtitan, tp > 1) every op of the layer pays the measured DTensor/plain
+ * host-time ratio; FSDP2's own launches (copy-in, gather, copy-outs) stay plain. At seq 64 each
+ * kernel's GPU time is below the host's per-launch cost, so the host paces the whole pass: the
+ * forward's pacing grows by (ratio - 1) x c per compute launch, a whole number of them (23 for
+ * Llama-3.1-8B's native block: its GEMM, attention and eager elementwise launches; the 11
+ * FSDP2 launches add nothing). The same layout at tp 1 (plain tensors) keeps the plain cost. */
+static void test_dtensor_host_cost(void **state)
+{
+    (void)state;
+    load("8b", "h100");
+    assert_true(S.host_dtensor_fwd_ratio > 1 && S.host_dtensor_bwd_ratio > 1);
+    training_spec t = training_default();
+    t.seq_len = 64;
+    t.global_batch = 1;
+    static recipe r;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.sharding = SHARDING_FSDP;
+    l.tp = 2, l.sp = true, l.mbs = 1;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    double dt_fwd = r.host_fwd_s;
+    system_spec plain = S;
+    plain.host_dtensor_fwd_ratio = plain.host_dtensor_bwd_ratio = 0; /* not measured: 1 */
+    recipe_layer(&M, &plain, &t, &l, false, &r, NULL);
+    double launches = (dt_fwd - r.host_fwd_s) /
+                      ((S.host_dtensor_fwd_ratio - 1) * S.host_eager_launch_s);
+    if (fabs(launches - 23) > 1e-6) fail_msg("DTensor forward: %.9g extra launches' cost", launches);
+    l.tp = 1, l.sp = false;
+    double a, b;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    a = r.host_fwd_s;
+    recipe_layer(&M, &plain, &t, &l, false, &r, NULL);
+    b = r.host_fwd_s;
+    near(a, b, "tp 1: plain tensors");
+}
+
 static void test_moe(void **state)
 {
     (void)state;
@@ -311,6 +346,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_recompute_early_stop),
+        cmocka_unit_test(test_dtensor_host_cost),
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_low_precision),
     };
