@@ -432,6 +432,16 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         FAIL(CM_ERULE, "ep-divides-experts",
              "expert parallel size %d must divide the %d experts: pick a divisor", l->ep,
              m->experts);
+    /* Megatron keeps add_bias_linear on (emit.c) for a model with biases on its output and MLP
+     * matrices; with MoE experts that needs ETP 1 (transformer_config.py at d98e8a6, line 2614:
+     * "Bias in Moe is only supported when ETP==1") */
+    bool bias_linear = m->out_bias || (m->attn_out_bias && (m->mlp_bias || m->expert_bias));
+    if (l->framework == FRAMEWORK_MEGATRON && model_is_moe(m) && bias_linear &&
+        layout_etp(l) != 1)
+        FAIL(CM_ERULE, "moe-bias-needs-etp1",
+             "'%s' keeps biases on its linear layers (Megatron --add-bias-linear), which "
+             "Megatron's MoE supports only with expert TP 1: set --etp 1",
+             m->name);
     long ep_etp = (long)l->ep * layout_etp(l);
     if (((long)l->dp * l->cp * l->tp) % ep_etp)
         FAIL(CM_ERULE, "ep-within-dp",

@@ -635,10 +635,11 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
         fl_add(fl, "--overlap-cpu-optimizer-d2h-h2d", NULL);
         fl_add(fl, "--use-precision-aware-optimizer", NULL);
     }
-    if (l->activation_offload) {
-        fl_add(fl, "--cpu-offloading", NULL);
+    /* activation offload: --cpu-offloading itself is not a command-line flag (arguments.py
+     * excludes TransformerConfig's cpu_offloading); --cpu-offloading-num-layers N > 0 turns it
+     * on (arguments.py at d98e8a6, validate_args) */
+    if (l->activation_offload)
         fl_add(fl, "--cpu-offloading-num-layers", "%d", offload_activation_layers(m, l));
-    }
 
     /* training shape and precision */
     fl_add(fl, "--micro-batch-size", "%d", l->mbs);

@@ -210,6 +210,27 @@ static void test_bad_input(void **state)
 
 /* --precision / --fp8-recipe (issue 16): rules, JSON keys only for low precision, the emitted
  * flags, and the search's note on what the format buys. */
+/* gpt-oss keeps biases on its linear layers (--add-bias-linear); Megatron's MoE takes them only
+ * with expert TP 1 (transformer_config.py:2614 at d98e8a6): the rule refuses ETP 2, and the
+ * emitted flags of the plan it picks carry ETP 1 (Megatron-LM's own check found the old ETP 2) */
+static void test_megatron_moe_bias(void **state)
+{
+    (void)state;
+    char args[1024];
+    snprintf(args, sizeof args,
+             "estimate --model %s/../tests/data/hf/gpt-oss-20b.json --framework megatron --gpus 8 "
+             "--tp 2 --sp --ep 2 --etp 2",
+             getenv("PLAN_DATA_DIR"));
+    bad(args, "--etp 1");
+    snprintf(args, sizeof args,
+             "--model %s/../tests/data/hf/gpt-oss-20b.json --framework megatron --gpus 8 "
+             "--emit megatron-args",
+             getenv("PLAN_DATA_DIR"));
+    run(args);
+    assert_int_equal(R.status, 0);
+    assert_non_null(strstr(R.out, "--expert-tensor-parallel-size 1"));
+}
+
 static void test_precision(void **state)
 {
     (void)state;
@@ -448,7 +469,7 @@ int main(void)
         cmocka_unit_test(test_search_human),      cmocka_unit_test(test_infeasible_estimate),
         cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_bench_csv),
         cmocka_unit_test(test_simulate),          cmocka_unit_test(test_profile_chains),
-        cmocka_unit_test(test_precision),
+        cmocka_unit_test(test_precision),         cmocka_unit_test(test_megatron_moe_bias),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
