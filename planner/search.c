@@ -174,7 +174,7 @@ static bool before(const estimate *a, long sa, const estimate *b, long sb)
 
 static double over_capacity(const estimate *e)
 {
-    return e->memory.total_bytes - e->memory.capacity_bytes;
+    return e->memory.need_bytes - e->memory.capacity_bytes;
 }
 
 /* The partial result's "closest to fitting" slot: an infeasible estimate at list position seq. */
@@ -310,7 +310,7 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
         /* what each can free at most (memory.c, offload.h): the optimizer state, linear in
          * the fraction; the activations but one layer's (the logits stay) */
         const memory_breakdown *mb = &w->variant[0].memory;
-        double over = mb->total_bytes - mb->capacity_bytes;
+        double over = mb->need_bytes - mb->capacity_bytes;
         double opt = l->sharding == SHARDING_DISTOPT ? mb->optimizer_bytes : 0;
         double act = mb->activations_bytes - mb->logits_bytes;
         layout tries[3];
@@ -376,7 +376,7 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
             layout p = *l;
             p.recompute_layers = (lo + hi) / 2;
             memory_breakdown mb = memory_peak(w->m, w->sys, t, &p);
-            if (mb.total_bytes <= mb.capacity_bytes) hi = p.recompute_layers;
+            if (memory_fits(&mb)) hi = p.recompute_layers;
             else lo = p.recompute_layers + 1;
         }
         if (lo >= per) {
