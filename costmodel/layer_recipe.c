@@ -606,8 +606,8 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
 
     linear(b, "attn_out", tokens, h, (m->mla ? a * vd : model_q_dim(m)) / tp);
     tp_leave(&tc, tp_attn, RECIPE_FWD);
-    /* TE's userbuffer overlap of the attention block (not MLA's: its down-projections are
-     * replicated Linears outside TE's pairs) */
+    /* TE's userbuffer overlap or torchtitan's async TP of the attention block (not MLA's: its
+     * down-projections are replicated Linears outside the pairs) */
     tp_exposed e;
     if (tp_attn >= 0 && !m->mla &&
         tp_block_overlap(b, &tc, tokens, h, (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp,
