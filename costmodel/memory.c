@@ -11,6 +11,7 @@
 #include "memory.h"
 #include "offload.h"
 #include "overlap.h"
+#include "async_tp.h"
 #include "moe_dispatch.h"
 #include "pp_schedule.h"
 
@@ -435,6 +436,7 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
     r.optimizer_bytes *= 1 - offload_optimizer_fraction(l); /* its share on the host */
 
     r.comm_buffer_bytes += overlap_tp_userbuffer_bytes(m, t, l); /* --tp-comm-overlap */
+    r.comm_buffer_bytes += async_tp_workspace_bytes(m, t, l);    /* torchtitan --async-tp */
     r.framework_bytes = sys->framework_reserved_bytes;
     if (layout_is_pytorch(l) && sys->cuda_context_bytes > 0) {
         /* issue 14: measured piece by piece (system.h); one communicator for the FSDP group,
