@@ -50,6 +50,10 @@
  * 172); for Llama-3.2-1B's dense layer it issues 131 of the 166 measured: the same share
  * (0.78 and 0.79) of what a profiler sees.
  *
+ * Other transformers MoE models (DeepSeek's sigmoid router with group-limited top-k, shared
+ * experts) run the same experts path; their router's few [T, E]-sized kernels are priced as
+ * this softmax router's, and shared experts as the recipe's dense shared_up / shared_down.
+ *
  * Every kernel is priced by its bytes at the eager elementwise rate (elementwise.c); the cub
  * sorts and scans of S int64 keys are small beside the [S, h] gathers. No device-to-host sync
  * happens on this path (histc with explicit bounds, cumsum and _grouped_mm's offsets stay on
