@@ -678,7 +678,8 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         double up = gate * m->expert_ffn / etp, down_in = m->expert_ffn / etp;
         /* Megatron runs the local experts as grouped GEMMs (--moe-grouped-gemm), torchtitan as
          * torch._grouped_mm (torchtitan b5bcd76 torchtitan/models/common/moe.py:110-120): one
-         * kernel's fixed cost for all of them; the fsdp2 trainer path one GEMM per expert */
+         * kernel's fixed cost for all of them; so does transformers 5.x (hf_experts.h); the
+         * fsdp2 trainer path's other model code one GEMM per expert */
         int kernels = l->framework == FRAMEWORK_FSDP2 && !hf_experts_applies(l) ? local : 1;
         double f1 = moe_experts_s(b, local, kernels, rows, up, h) +
                     moe_experts_s(b, local, kernels, rows, h, down_in);
