@@ -24,6 +24,7 @@
 #include "precision.h"
 #include "overlap.h"
 #include "async_tp.h"
+#include "hf_experts.h"
 #include "moe_dispatch.h"
 
 static const char *kind_names[RECIPE_KINDS] = {
@@ -230,6 +231,19 @@ static void elementwise_ops(builder *b, const elementwise_list *e, const element
         for (int j = 0; j < k[i].count; j++)
             stream_item(b, op, phase, k[i].name, k[i].bytes, &k[i].access, one);
     }
+}
+
+/* transformers' grouped_mm experts (hf_experts.h): the two grouped GEMMs launch
+ * HF_EXPERTS_GROUPED_MM_KERNELS kernels each (host_dispatch.c reads op.launches), and the
+ * routing kernels around them. */
+static void hf_routing_ops(builder *b, const model_spec *m, const layout *l, double tokens,
+                           int experts_op)
+{
+    if (experts_op >= 0) b->r->op[experts_op].launches = 2 * HF_EXPERTS_GROUPED_MM_KERNELS;
+    elementwise_list el;
+    hf_experts_routing(m, l, tokens, &el);
+    elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+    elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
 }
 
 /* FSDP2's compute-stream copies of a unit of p parameters (fsdp_copies.h): the all-gather
@@ -692,8 +706,9 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         double up = gate * m->expert_ffn / etp, down_in = m->expert_ffn / etp;
         /* Megatron runs the local experts as grouped GEMMs (--moe-grouped-gemm), torchtitan as
          * torch._grouped_mm (torchtitan b5bcd76 torchtitan/models/common/moe.py:110-120): one
-         * kernel's fixed cost for all of them; the fsdp2 trainer path one GEMM per expert */
-        int kernels = l->framework == FRAMEWORK_FSDP2 ? local : 1;
+         * kernel's fixed cost for all of them; so does transformers 5.x (hf_experts.h); the
+         * fsdp2 trainer path's other model code one GEMM per expert */
+        int kernels = l->framework == FRAMEWORK_FSDP2 && !hf_experts_applies(l) ? local : 1;
         double f1 = moe_experts_s(b, local, kernels, rows, up, h) +
                     moe_experts_s(b, local, kernels, rows, h, down_in);
         double b1 = moe_experts_fwd_bwd_s(b, local, kernels, rows, up, h) +
@@ -704,6 +719,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             r->op[ex].fwd_bwd_s = b1;
             r->op[ex].bwd_s = r->op[ex].fwd_bwd_s - r->op[ex].fwd_s;
         }
+        if (hf_experts_applies(l)) hf_routing_ops(b, m, l, tokens, ex);
         if (items) {
             /* grouped GEMMs: batch = local experts, one weight each */
             gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
