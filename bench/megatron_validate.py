@@ -15,7 +15,8 @@ pipeline stage), "mtp_layers"}. For each case, with the emitted environment and 
 
 Prints one line per case and the counts; exit 0 when every case passes steps 1-3.
 Usage: python3 bench/megatron_validate.py --megatron /path/to/Megatron-LM --cases cases.json
-       [--json results.json]
+       [--json results.json] [--torch-shim [--device-capability 9.0]]
+--torch-shim: a CPU-only machine with Debian's torch 1.13 (bench/megatron_torch_shim.py).
 """
 import argparse
 import contextlib
