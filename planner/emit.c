@@ -568,7 +568,7 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
     /* parallelism */
     fl_add(fl, "--tensor-model-parallel-size", "%d", l->tp);
     fl_add(fl, "--pipeline-model-parallel-size", "%d", l->pp);
-    if (l->pp > 1 && l->vpp == 1 && m->layers % l->pp) {
+    if (l->vpp == 1 && layout_split_uneven(m, l)) {
         /* the costed split, stage by stage (Megatron's default needs layers % pp == 0) */
         char text[FLAG_VALUE_MAX];
         if (pipeline_layout_text(m, l, text, sizeof text))
@@ -827,7 +827,7 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     else fprintf(f, "cfg.model.virtual_pipeline_model_parallel_size = None\n");
     /* the pipeline split rebuilt for this PP size: the costed one, stated whole when uneven */
     char split[FLAG_VALUE_MAX];
-    if (l->pp > 1 && l->vpp == 1 && m->layers % l->pp &&
+    if (l->vpp == 1 && layout_split_uneven(m, l) &&
         pipeline_layout_text(m, l, split, sizeof split)) {
         fputs("cfg.model.pipeline_model_parallel_layout = ", f);
         python_quote(f, split);
