@@ -22,7 +22,9 @@
 
 #include <cmocka.h>
 
+#include "dtensor_ops.h"
 #include "estimate_costs.h"
+#include "host_dispatch.h"
 #include "layer_recipe.h"
 #include "sim.h"
 #include "work.h"
@@ -264,13 +266,36 @@ static void test_dtensor_host_cost(void **state)
     l.sharding = SHARDING_FSDP;
     l.tp = 2, l.sp = true, l.mbs = 1;
     recipe_layer(&M, &S, &t, &l, false, &r, NULL);
-    double dt_fwd = r.host_fwd_s;
+    double dt_fwd = r.host_fwd_s, dt_bwd = r.host_bwd_s;
     system_spec plain = S;
     plain.host_dtensor_fwd_ratio = plain.host_dtensor_bwd_ratio = 0; /* not measured: 1 */
     recipe_layer(&M, &plain, &t, &l, false, &r, NULL);
     double launches = (dt_fwd - r.host_fwd_s) /
                       ((S.host_dtensor_fwd_ratio - 1) * S.host_eager_launch_s);
-    if (fabs(launches - 23) > 1e-6) fail_msg("DTensor forward: %.9g extra launches' cost", launches);
+    /* seq 64: the host sets the pace, so the difference is (ratio - 1) x c per DTensor dispatch.
+     * Forward (issue 24, dtensor_ops.c): the 7 Linear modules' mm (q, k, v, o, gate, up, down)
+     * and the 2 fused rms_norm launches run on DTensors (9); each Linear adds t, view and
+     * _unsafe_view (21), Colwise q, k, v, gate, up a to_local each (5), Rowwise o and down
+     * from_local + reduce-scatter + to_local (6), each norm from_local + all-gather (4): 45.
+     * The attention core, RoPE, SwiGLU and the residual adds run on local tensors. */
+    if (fabs(launches - 45) > 1e-6) fail_msg("DTensor forward: %.9g extra launches' cost", launches);
+    /* Backward: 14 mm's (dgrad, wgrad) + 4 rms_norm backward launches (18); per Linear 5
+     * (view, t before each mm, view, t: 35) and the hooks again (11 + 4): 68. */
+    double blaunches = (dt_bwd - r.host_bwd_s) /
+                       ((S.host_dtensor_bwd_ratio - 1) * S.host_eager_launch_s);
+    if (fabs(blaunches - 68) > 1e-6)
+        fail_msg("DTensor backward: %.9g extra launches' cost", blaunches);
+    recipe_op rowwise = {.kind = RECIPE_GEMM, .name = "mlp_down"};
+    near(dtensor_linear_dispatches(&rowwise, 1, false), 6, "rowwise forward dispatches");
+    near(dtensor_linear_dispatches(&rowwise, 1, true), 8, "rowwise backward dispatches");
+    rowwise.name = "qkv";
+    near(dtensor_linear_dispatches(&rowwise, 3, false), 12, "colwise q, k, v forward");
+    /* the loss head under loss_parallel: every launch a DTensor op, plus lm_head's 3 + 1 and
+     * the 2 head hooks */
+    recipe_head(&M, &S, &t, &l, &r, NULL);
+    double hf = r.host_fwd_s, lf, lb, lr;
+    host_dispatch_launches(&r, &l, &lf, &lb, &lr);
+    near(hf, (lf + 4 + 2) * S.host_dtensor_fwd_ratio * S.host_eager_launch_s, "head forward");
     l.tp = 1, l.sp = false;
     double a, b;
     recipe_layer(&M, &S, &t, &l, false, &r, NULL);
