@@ -36,10 +36,14 @@ static double layer_tensors(const model_spec *m, bool moe)
 }
 
 /* Linear modules behind one GEMM op of the recipe (the recipe merges q, k, v into "qkv" and
- * gate, up into "mlp_up"; Hugging Face and the native model run them as separate modules). */
-static double modules_of(const recipe_op *o, const model_spec *m)
+ * gate, up into "mlp_up"; Hugging Face and the native model run them as separate modules).
+ * titan: torchtitan's "experts" is the routed experts' SwiGLU, three grouped GEMMs
+ * (torchtitan/models/moe/moe.py at 003edbe5, _run_experts_grouped_mm: torch._grouped_mm for w1,
+ * w3 and w2), each with its dgrad and wgrad in the backward. */
+static double modules_of(const recipe_op *o, const model_spec *m, bool titan)
 {
     if (!strcmp(o->name, "qkv")) return 3;
+    if (titan && !strcmp(o->name, "experts")) return m->activation == MODEL_ACT_SWIGLU ? 3 : 2;
     if ((!strcmp(o->name, "mlp_up") || !strcmp(o->name, "shared_up")) &&
         m->activation == MODEL_ACT_SWIGLU)
         return 2;
@@ -94,7 +98,18 @@ typedef struct {
     double plain;          /* per launch on plain tensors (host.eager_launch_s) */
     double dt_fwd, dt_bwd; /* per DTensor dispatch, forward and backward */
     bool dtensor;          /* torchtitan TP: the plan's ops run on DTensors (dtensor_ops.h) */
+    bool ep_sync;          /* torchtitan EP: the forward waits for the split sizes (q_sync) */
+    bool titan;            /* torchtitan's model code (its grouped experts: modules_of) */
 } host_costs;
+
+/* The host waits for the GPU (a device-to-host copy it needs the value of): its lead is gone,
+ * and the GPU idles from its last kernel until the host issues the next one. The copy's own
+ * latency (a few microseconds) is left out. */
+static void q_sync(queue *q)
+{
+    if (q->gpu > q->host) q->host = q->gpu;
+    q->gpu = q->host;
+}
 
 /* n identical launches of g seconds each: the last ends at the latest of the GPU's own work
  * after what was queued, the first launch's issue plus all of them, and the last launch's
@@ -147,13 +162,14 @@ static int slot_elementwise(const char *n, bool *split)
 }
 
 /* Launches (n) and GPU time per launch (g) of op o in the forward (bwd false) or backward. */
-static void op_launches(const recipe_op *o, const model_spec *m, bool bwd, double *n, double *g)
+static void op_launches(const recipe_op *o, const model_spec *m, bool titan, bool bwd, double *n,
+                        double *g)
 {
     *n = 0, *g = 0;
     double t = 0;
     switch (o->kind) {
     case RECIPE_GEMM: {
-        double k = modules_of(o, m);
+        double k = modules_of(o, m, titan);
         *n = bwd ? 2 * k : k;
         t = bwd ? o->fwd_bwd_s - o->fwd_s : o->fwd_s;
         break;
@@ -190,7 +206,7 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
             const recipe_op *o = &r->op[i];
             if (only_recompute && !o->recompute) continue;
             double n, g;
-            op_launches(o, m, bwd, &n, &g);
+            op_launches(o, m, hc->titan, bwd, &n, &g);
             if (only_recompute && o->kind == RECIPE_ELEMENTWISE) n = o->recompute_launches;
             if (n <= 0) continue;
             q->c = hc->dtensor && dtensor_layer_op(o) ? cdt : hc->plain;
@@ -207,8 +223,13 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
             } else if (!split && s == slot) {
                 q_push(q, n, g);
                 if (o->kind == RECIPE_ATTENTION) q_push(q, 1, 0); /* the output's copy */
+                /* EP: the all-to-all's split sizes are copied to the host after the router
+                 * (torchtitan/distributed/expert_parallel.py at 31f33c14, _token_dispatch:
+                 * .to("cpu", non_blocking=False) "would incur a device-to-host sync", then
+                 * .tolist() for all_to_all_single_autograd); the backward reuses them. */
+                if (hc->ep_sync && !bwd && !strcmp(o->name, "router")) q_sync(q);
                 if (hc->dtensor && o->kind == RECIPE_GEMM) /* decomposition and hooks */
-                    q_push(q, dtensor_linear_dispatches(o, modules_of(o, m), bwd), 0);
+                    q_push(q, dtensor_linear_dispatches(o, modules_of(o, m, hc->titan), bwd), 0);
             }
         }
     }
@@ -245,7 +266,7 @@ static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layou
 static host_costs costs_of(const system_spec *sys, const layout *l)
 {
     double c = sys->host_eager_launch_s;
-    host_costs hc = {c, c, c, false};
+    host_costs hc = {c, c, c, false, false, l->framework == FRAMEWORK_TORCHTITAN};
     if (!dtensor_tp_applies(l)) return hc;
     hc.dtensor = true;
     if (sys->host_dtensor_fwd_ratio > 0) hc.dt_fwd = c * sys->host_dtensor_fwd_ratio;
@@ -259,6 +280,7 @@ void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layou
     r->host_fwd_s = r->host_bwd_s = 0;
     if (!host_dispatch_applies(sys, l)) return;
     host_costs hc = costs_of(sys, l);
+    hc.ep_sync = moe && l->framework == FRAMEWORK_TORCHTITAN && l->ep > 1;
     if (!layer) { /* the loss head: a few long kernels; the plain floor. Under loss_parallel
                    * every op of it runs on DTensors, with the head's hooks and its Linear's
                    * decomposition (dtensor_ops.c). */
@@ -266,7 +288,7 @@ void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layou
         host_dispatch_launches(r, l, &lf, &lb, &lr);
         if (hc.dtensor)
             for (int i = 0; i < r->n_ops; i++) {
-                double k = modules_of(&r->op[i], m);
+                double k = modules_of(&r->op[i], m, hc.titan);
                 lf += dtensor_linear_dispatches(&r->op[i], k, false);
                 lb += dtensor_linear_dispatches(&r->op[i], k, true);
             }

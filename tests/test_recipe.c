@@ -305,6 +305,47 @@ static void test_dtensor_host_cost(void **state)
     near(a, b, "tp 1: plain tensors");
 }
 
+/* Issue 20 / 24: torchtitan's expert parallelism copies the all-to-all's split sizes to the
+ * host after the router (host_dispatch.c q_sync). In a forward the host paces (seq 64), the
+ * host then waits for the router GEMM it has just issued: the layer's forward grows by exactly
+ * that GEMM's GPU time over the same recipe paced without the sync (moe false: Qwen3-MoE has
+ * no shared experts, so FSDP2's copy-outs count the same 3 + 6 tensors either way). */
+static void test_ep_split_sync(void **state)
+{
+    (void)state;
+    load("qwen3-30b-a3b", "h100");
+    training_spec t = training_default();
+    t.seq_len = 64;
+    t.global_batch = 2;
+    static recipe r;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.sharding = SHARDING_FSDP;
+    l.ep = 2, l.mbs = 1;
+    recipe_layer(&M, &S, &t, &l, true, &r, NULL);
+    double synced = r.host_fwd_s, router_s = -1;
+    for (int i = 0; i < r.n_ops; i++)
+        if (!strcmp(r.op[i].name, "router")) router_s = r.op[i].fwd_s;
+    assert_true(router_s > 0);
+    host_dispatch_pace(&S, &M, &l, &r, true, false);
+    near(synced - r.host_fwd_s, router_s, "split-size sync: the router's GPU time");
+    /* torchtitan's experts are three grouped GEMMs (w1, w3, w2): with 1 s of host time per
+     * launch every launch is host-paced, and against the same layer under the FSDP2 path (one
+     * GEMM launch for the experts op, no EP) the torchtitan EP layer issues 2 more forward
+     * launches (+ the sync, which waits for the router's GPU time) and 4 more backward ones. */
+    system_spec slow = S;
+    slow.host_eager_launch_s = 1.0;
+    recipe_layer(&M, &slow, &t, &l, true, &r, NULL);
+    double tf = r.host_fwd_s, tb = r.host_bwd_s;
+    for (int i = 0; i < r.n_ops; i++)
+        if (!strcmp(r.op[i].name, "router")) router_s = r.op[i].fwd_s;
+    layout f = layout_default(FRAMEWORK_FSDP2);
+    f.sharding = SHARDING_FSDP;
+    f.mbs = 1, f.impl = IMPL_NATIVE;
+    recipe_layer(&M, &slow, &t, &f, true, &r, NULL);
+    near(tf - r.host_fwd_s, 2 + router_s, "torchtitan experts: 2 more forward launches");
+    near(tb - r.host_bwd_s, 4, "torchtitan experts: 4 more backward launches");
+}
+
 static void test_moe(void **state)
 {
     (void)state;
@@ -372,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_recompute_early_stop),
         cmocka_unit_test(test_dtensor_host_cost),
+        cmocka_unit_test(test_ep_split_sync),
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_low_precision),
     };
