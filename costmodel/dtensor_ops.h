@@ -4,9 +4,9 @@
  * (issues 19 and 24). The host's issue queue (host_dispatch.c) prices each DTensor dispatch at
  * the measured DTensor host time per op, the rest at the plain one.
  *
- * torchtitan's Llama plan (torchtitan/models/llama3/infra/parallelize.py apply_tp; the same plan
- * bench/realruns/parallel_run.py tp_plan runs): norms SequenceParallel, attention and
- * feed_forward PrepareModuleInput(Shard(1) -> Replicate), wq/wk/wv/w1/w3 ColwiseParallel,
+ * torchtitan's Llama plan (torchtitan/models/llama3/infra/parallelize.py at 81c12433,
+ * apply_tp; the same plan bench/realruns/parallel_run.py tp_plan runs): norms SequenceParallel,
+ * attention and feed_forward PrepareModuleInput(Shard(1) -> Replicate), wq/wk/wv/w1/w3 ColwiseParallel,
  * wo/w2 RowwiseParallel(output Shard(1)), output ColwiseParallel(Shard(-1)) under loss_parallel.
  * Colwise and Rowwise default to use_local_output=True, so between them the attention core,
  * RoPE, the activation and the residual adds run on plain local tensors; the norms, the
