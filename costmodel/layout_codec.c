@@ -108,11 +108,12 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
     L(LAYOUT_F_ACTIVATION_OFFLOAD, "activation_offload", LAYOUT_KIND_BOOL, activation_offload,
       NULL, NULL, false, 0, NULL, NULL),
     /* issue 21: the uneven pipeline split; emit.c states it as --pipeline-model-parallel-layout,
-     * emit_torchtitan.c as first/last_stage_less_layers; no trainer-YAML key */
+     * emit_torchtitan.c as first/last_stage_less_layers, the trainer YAML as Megatron-Core's
+     * TransformerConfig fields (written only when set) */
     L(LAYOUT_F_PP_FIRST_LAYERS, "pp_first_layers", LAYOUT_KIND_INT, pp_first_layers, NULL, NULL,
-      false, 0, NULL, NULL),
+      false, 0, MCFG "transformer_config_kwargs.num_layers_in_first_pipeline_stage", NULL),
     L(LAYOUT_F_PP_LAST_LAYERS, "pp_last_layers", LAYOUT_KIND_INT, pp_last_layers, NULL, NULL,
-      false, 0, NULL, NULL),
+      false, 0, MCFG "transformer_config_kwargs.num_layers_in_last_pipeline_stage", NULL),
 };
 
 #undef L

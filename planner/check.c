@@ -325,6 +325,12 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
     TRY(get_int(r, vsrc, YKEY(LAYOUT_F_VPP),
                 vsrc == tk ? YPATH(LAYOUT_F_VPP) : MPATH(YKEY(LAYOUT_F_VPP)), 1, BIG, &l->vpp,
                 NULL));
+    if (tk) { /* the uneven pipeline split (issue 21): TransformerConfig's fields */
+        TRY(get_int(r, tk, YKEY(LAYOUT_F_PP_FIRST_LAYERS), YPATH(LAYOUT_F_PP_FIRST_LAYERS), 1,
+                    BIG, &l->pp_first_layers, NULL));
+        TRY(get_int(r, tk, YKEY(LAYOUT_F_PP_LAST_LAYERS), YPATH(LAYOUT_F_PP_LAST_LAYERS), 1, BIG,
+                    &l->pp_last_layers, NULL));
+    }
     TRY(get_int(r, mc, YKEY(LAYOUT_F_EP), YPATH(LAYOUT_F_EP), 1, BIG, &l->ep, NULL));
     TRY(get_bool(r, ssrc, YKEY(LAYOUT_F_SP),
                  ssrc == tk ? YPATH(LAYOUT_F_SP) : MPATH(YKEY(LAYOUT_F_SP)), &l->sp, NULL));

@@ -174,6 +174,9 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
         y_bool(w, YKEY(LAYOUT_F_TP_COMM_OVERLAP), l->tp_comm_overlap);
         if (l->vpp > 1) y_int(w, YKEY(LAYOUT_F_VPP), l->vpp);
         else y_null(w, YKEY(LAYOUT_F_VPP));
+        /* the uneven split (issue 21), TransformerConfig's own fields */
+        if (l->pp_first_layers > 0) y_int(w, YKEY(LAYOUT_F_PP_FIRST_LAYERS), l->pp_first_layers);
+        if (l->pp_last_layers > 0) y_int(w, YKEY(LAYOUT_F_PP_LAST_LAYERS), l->pp_last_layers);
         if (l->recompute == RECOMPUTE_NONE) {
             y_null(w, granularity);
             y_null(w, "recompute_method");

@@ -13,6 +13,7 @@
 
 #include "layout_codec.h"
 #include "search_torchtitan.h"
+#include "search_uneven.h"
 #include "memory.h"
 #include "sim.h"
 
@@ -619,6 +620,8 @@ static void search_megatron(ctx *c)
                                             l.overlap_grad_reduce = fsdp_ov;
                                             l.overlap_param_gather = fsdp_ov;
                                             emit(c, &l);
+                                            layout u; /* uneven stages (issue 21) */
+                                            if (search_uneven_variant(m, &l, &u)) emit(c, &u);
                                         }
                                     }
                                 }

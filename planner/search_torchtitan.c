@@ -22,6 +22,7 @@
  *    pipeline, where a plan that fits no other way may fit with it.
  */
 #include "search_torchtitan.h"
+#include "search_uneven.h"
 
 static int divisors(long n, int *out, int max)
 {
@@ -91,6 +92,8 @@ void search_torchtitan_layouts(const model_spec *m, const system_spec *sys,
                                             l.async_tp = at;
                                             l.offload = off;
                                             emit(arg, &l);
+                                            layout u; /* uneven stages (issue 21) */
+                                            if (search_uneven_variant(m, &l, &u)) emit(arg, &u);
                                         }
                         }
                     }
