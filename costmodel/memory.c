@@ -374,8 +374,9 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
     double act_moe = moe_layers ? memory_layer_activation_bytes(m, t, l, 1) : 0;
     double act_full = (n_layers - moe_layers) * act_dense + moe_layers * act_moe;
     double act_layer_max = moe_layers ? act_moe : act_dense;
-    {
-        /* bf16 first/last layers (precision.h) save their inputs in bf16 */
+    if (precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0)) {
+        /* bf16 first/last layers (precision.h) save their inputs in bf16 (none without them:
+         * the loop is skipped, a search prices this per layout) */
         layout lb = precision_bf16_layout(l);
         int start = stage_start(m, l, stage);
         for (int i = start; i < start + n_layers; i++) {
