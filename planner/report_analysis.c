@@ -183,13 +183,36 @@ static int sweep_counts(const report *r, int *counts)
     return n;
 }
 
-static void visit(const estimate *e, void *arg)
+/* A layout that fits, timed or not: its features and its memory class. */
+static void visit_fit(const estimate *e, void *arg)
 {
     visit_ctx *v = arg;
     const layout *l = &e->layout;
     int fw = l->framework;
     for (int f = 0; f < REPORT_NFEATURES; f++)
         if (feat_uses(f, l)) v->sums->feat_count[fw][f]++;
+    v->p->fits[class_of(l)] = true;
+}
+
+/* The time a layout must beat to matter here (search.h): only the best Megatron plan without
+ * EP is timed by the visitor. */
+static double visit_bound(const layout *l, void *arg)
+{
+    const report_point *p = ((const visit_ctx *)arg)->p;
+    if (l->framework != FRAMEWORK_MEGATRON || l->ep != 1) return 0;
+    if (!p->has_noep) return -1;
+    return p->noep.time.step_s / p->noep.training.global_batch;
+}
+
+static void visit(const estimate *e, void *arg)
+{
+    visit_ctx *v = arg;
+    const layout *l = &e->layout;
+    int fw = l->framework;
+    if (e->feasible) visit_fit(e, arg);
+    else
+        for (int f = 0; f < REPORT_NFEATURES; f++)
+            if (feat_uses(f, l)) v->sums->feat_count[fw][f]++;
     report_point *p = v->p;
     bool noep = fw == FRAMEWORK_MEGATRON && l->ep == 1;
     if (!e->feasible) {
@@ -203,7 +226,6 @@ static void visit(const estimate *e, void *arg)
         }
         return;
     }
-    p->fits[class_of(l)] = true;
     if (noep && (!p->has_noep || search_better(e, &p->noep))) {
         p->noep = *e;
         p->has_noep = true;
@@ -219,6 +241,7 @@ static cm_status search_point(const report *r, const model_spec *m, report_point
      * under a refined profile, whose closed form is the calibrated figure. */
     search_options o = {.gpus = p->gpus, .keep = SEARCH_SIMULATE_DEFAULT,
                         .frameworks = {true, true}, .visit = visit, .visit_arg = &v,
+                        .visit_bound = visit_bound, .visit_fit = visit_fit,
                         .simulate = r->sys.step.active ? 0 : SEARCH_SIMULATE_DEFAULT};
     cm_status st = search_run(m, &r->sys, &r->t, &o, sr, err, errlen);
     if (st != CM_OK) return st;
@@ -349,6 +372,13 @@ static void size_visit(const estimate *e, void *arg)
 }
 
 /* The dense family's shapes (r->sizes), before their searches. */
+/* The size sweep needs no step time but the best plans' (search.h). */
+static double size_bound(const layout *l, void *arg)
+{
+    (void)l, (void)arg;
+    return 0;
+}
+
 static cm_status setup_sizes(report *r, char *err, size_t errlen)
 {
     for (int i = 0; i < REPORT_NSIZES; i++) {
@@ -372,7 +402,8 @@ static cm_status search_size(const report *r, report_size_point *sp, int i, int 
     dense_model(&m, i);
     size_visit_ctx v = {sp, g};
     search_options o = {.gpus = r->gpus[g], .keep = 1, .frameworks = {true, true},
-                        .visit = size_visit, .visit_arg = &v};
+                        .visit = size_visit, .visit_arg = &v, .visit_bound = size_bound,
+                        .visit_fit = size_visit};
     cm_status st = search_run(&m, &r->sys, &r->t, &o, sr, err, errlen);
     if (st != CM_OK) return st;
     sums->searches++;
