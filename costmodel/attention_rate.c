@@ -3,6 +3,8 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 static const char *mask_names[ATTN_MASKS] = {"causal", "none", "window"};
@@ -34,8 +36,10 @@ static void group(attn_table *t)
 cm_status attn_table_from_json(const json_t *section, const char *path, attn_table *t,
                                char *err, size_t errlen)
 {
+    static atomic_ulong loads;
     t->n = 0;
     t->ngroups = 0;
+    t->id = atomic_fetch_add(&loads, 1) + 1;
     if (!section) return CM_OK;
     const json_t *pts = json_is_object(section) ? json_object_get(section, "points") : NULL;
     if (!json_is_array(pts))
@@ -123,8 +127,46 @@ static void bracket_end(const axis_bracket *b, double v, double *lo, double *hi)
     *lo = below, *hi = above;
 }
 
+static bool rates(const attn_table *t, attn_mask mask, double head_dim, double rows,
+                  double seq, double *fwd_flops_per_s, double *bwd_flops_per_s);
+
+/* The last lookups of this thread: a search asks for the same few shapes (the layouts' micro-
+ * batch, TP and CP) once per layer recipe it builds. Keyed by the table's load and every
+ * argument, so a hit returns what rates() returned for them. */
+enum { MEMO_SLOTS = 64 };
+typedef struct {
+    unsigned long id; /* 0: empty */
+    attn_mask mask;
+    double head_dim, rows, seq, fwd, bwd;
+    bool ok;
+} memo_slot;
+static _Thread_local memo_slot memo[MEMO_SLOTS];
+
 bool attn_table_rates(const attn_table *t, attn_mask mask, double head_dim, double rows,
                       double seq, double *fwd_flops_per_s, double *bwd_flops_per_s)
+{
+    if (t->id == 0 || t->ngroups == 0) /* not loaded by attn_table_from_json */
+        return rates(t, mask, head_dim, rows, seq, fwd_flops_per_s, bwd_flops_per_s);
+    union {
+        double d;
+        uint64_t u;
+    } a = {rows}, b = {seq};
+    uint64_t h = (a.u * 0x9E3779B97F4A7C15u) ^ (b.u * 0xC2B2AE3D27D4EB4Fu) ^
+                 ((uint64_t)mask << 7) ^ (uint64_t)t->id;
+    memo_slot *m = &memo[(h ^ (h >> 31)) % MEMO_SLOTS];
+    if (m->id != t->id || m->mask != mask || m->head_dim != head_dim || m->rows != rows ||
+        m->seq != seq) {
+        *m = (memo_slot){.id = t->id, .mask = mask, .head_dim = head_dim, .rows = rows,
+                         .seq = seq};
+        m->ok = rates(t, mask, head_dim, rows, seq, &m->fwd, &m->bwd);
+    }
+    *fwd_flops_per_s = m->fwd;
+    *bwd_flops_per_s = m->bwd;
+    return m->ok;
+}
+
+static bool rates(const attn_table *t, attn_mask mask, double head_dim, double rows,
+                  double seq, double *fwd_flops_per_s, double *bwd_flops_per_s)
 {
     const attn_group *gr = NULL; /* the mask's group of the nearest head dim (the larger of two) */
     double dd = INFINITY;

@@ -49,6 +49,7 @@ typedef struct {
     attn_point p[ATTN_MAX_POINTS];
     int ngroups;
     attn_group g[ATTN_MAX_POINTS];
+    unsigned long id;       /* which load filled it (attn_table_rates' memo; copies share it) */
 } attn_table;
 
 struct json_t;

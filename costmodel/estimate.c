@@ -149,10 +149,11 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
     const layer_time *kind[4] = {&kinds->dense, &kinds->moe, &kinds->dense_bf16,
                                  &kinds->moe_bf16};
     int counts[4] = {0, 0, 0, 0};
-    if (precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0)) {
+    if (precision_is_low(l) &&
+        (l->bf16_layers_start > 0 || l->bf16_layers_end > 0 || start + n > m->layers)) {
         for (int i = start; i < start + n; i++)
             counts[(memory_layer_is_moe(m, i) ? 1 : 0) + (precision_layer_bf16(m, l, i) ? 2 : 0)]++;
-    } else { /* no bf16 layers: the MoE ones are those from dense_first on */
+    } else { /* no bf16 layers (precision_layer_bf16): the MoE ones are from dense_first on */
         int first_moe = !model_is_moe(m)            ? start + n
                         : m->dense_first > start ? m->dense_first
                                                  : start;
