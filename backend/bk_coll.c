@@ -118,13 +118,16 @@ cm_status bk_coll_time(bk_ctx *c, collective_op op, int g, size_t bytes, const b
     }
     bk_world_barrier();
     /* Warm-up, the check of its result, then repeats on the communication streams: one timed
-     * launch sizes them to min_repeat_s (5..100 launches); the streams idle and the processes
-     * at a barrier before each. */
+     * launch sizes them to min_repeat_s (20..100 launches); the streams idle and the processes
+     * at a barrier before each. At least 20 launches a repeat, as nccl-tests times (-n 20,
+     * src/common.cu `iters = 20`): a repeat pays a start cost once (about 97 us measured on
+     * 4 x H100, bench/results/mgpu_2026-11-27 section 1), which over 3..5 launches of a large
+     * all-to-all was 3-4% of the time nccl-tests reports; over 20 it is under 1%. */
     bk_timed t = {.launch = coll_launch_one, .after_warmup = coll_check, .arg = &R,
                   .dev_lo = own_lo, .dev_hi = own_hi, .streams = c->comm, .start = e0,
                   .stop = e1, .sync = BK_SYNC_STREAMS, .across_processes = true,
                   .warmup = tm->warmup > 0 ? tm->warmup : 1, .probe_launches = 1,
-                  .launches_per_repeat = 0, .min_launches = 5, .max_launches = 100,
+                  .launches_per_repeat = 0, .min_launches = 20, .max_launches = 100,
                   .unsized_launches = 100, .min_repeat_s = tm->min_repeat_s, .warmup_s = 0,
                   .repeats = tm->repeats};
     bk_timed_result res;

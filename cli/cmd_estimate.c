@@ -28,6 +28,8 @@ static void usage(void)
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"
            "  --attention flash|unfused --no-overlap --tp-comm-overlap\n"
            "  --overlap-grad-reduce --overlap-param-gather --grad-reduce-bf16\n"
+           "  --expandable-segments  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: no free block\n"
+           "                       kept for the fp32 logits (allocator fragmentation, memory.h)\n"
            "  --precision bf16|fp8|mxfp8|nvfp4 --fp8-recipe delayed|tensorwise|blockwise\n"
            "  --fp8-param-gather (Megatron: FP8 parameters, FP8 all-gather; distopt or fsdp)\n"
            "  --bf16-first-layers N --bf16-last-layers N (Megatron --first-last-layers-bf16)\n"

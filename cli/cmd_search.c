@@ -28,6 +28,8 @@ static void usage(void)
            "  --framework F        search only fsdp2, megatron or torchtitan (default: all three)\n"
            "  --attention flash|unfused, --no-overlap (overlap knobs off, not\n"
            "  searched), --grad-reduce-bf16\n"
+           "  --expandable-segments  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: no free block\n"
+           "                       kept for the fp32 logits (allocator fragmentation, memory.h)\n"
            "  --precision bf16|fp8|mxfp8|nvfp4|any   Linear GEMMs' format (default bf16; any:\n"
            "                       search bf16 and every low-precision format the GPU supports)\n"
            "  --fp8-recipe delayed|tensorwise|blockwise   fp8 scaling (default: megatron\n"

@@ -19,6 +19,8 @@ static void usage(void)
            "  --sp/--no-sp --sharding --framework --recompute ...), --seq --gbs --system\n"
            "  --calibration --attention --no-overlap --tp-comm-overlap\n"
            "  --overlap-grad-reduce --overlap-param-gather --grad-reduce-bf16\n"
+           "  --expandable-segments  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: no free block\n"
+           "                       kept for the fp32 logits (allocator fragmentation, memory.h)\n"
            "  --trace FILE         write the simulated step as a Chrome/Perfetto trace\n"
            "                       (open in https://ui.perfetto.dev or chrome://tracing)\n"
            "  --format human|json\n"

@@ -49,6 +49,7 @@
 #include <string.h>
 
 #include "compute.h"
+#include "hf_experts.h"
 
 typedef struct {
     elementwise_kernel *k;
@@ -73,6 +74,11 @@ static ew_access contig(ew_pattern p, int eo, int ea, int eb, double elems)
     for (int k = 0; k < 3; k++)
         if (a.esize[k]) a.stride[k][2] = 1;
     return a;
+}
+
+ew_access ew_contiguous(ew_pattern p, int eo, int ea, int eb, double elems)
+{
+    return contig(p, eo, ea, eb, elems);
 }
 
 static ew_access vec(int eo, int ea, int eb, double elems)
@@ -383,8 +389,10 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
         double rows = tokens * m->top_k / tp; /* routed copies of this GPU's tokens */
         activation(m, f, b, rows, (double)m->expert_ffn, "experts.act", "experts.mul",
                    "experts.bwd.mul", "experts.bwd.act");
-        add(f, "moe.permute", 8 * rows * h, 1, lump(8 * rows * h));
-        add(b, "moe.permute.bwd", 16 * rows * h, 1, lump(16 * rows * h));
+        if (!hf_experts_applies(l)) { /* else hf_experts.c lists HF's routing kernels */
+            add(f, "moe.permute", 8 * rows * h, 1, lump(8 * rows * h));
+            add(b, "moe.permute.bwd", 16 * rows * h, 1, lump(16 * rows * h));
+        }
     }
 }
 

@@ -121,6 +121,10 @@ double ew_elements(const ew_access *a);
 
 const char *ew_pattern_name(ew_pattern p);
 
+/* Contiguous operands (element sizes of output, a, b; 0: no such operand) over `elems`
+ * elements, in pattern p. */
+ew_access ew_contiguous(ew_pattern p, int eo, int ea, int eb, double elems);
+
 /* Time of n kernels, every launch of each. */
 double elementwise_pass_s(const system_spec *sys, const elementwise_list *e,
                           const elementwise_kernel *k, int n);

@@ -502,6 +502,18 @@ void estimate_time_assemble(const model_spec *m, const system_spec *sys, const t
                  "out of memory on pipeline stage %d: needs %.1f GiB of %.1f GiB (%.1f GiB over)",
                  mb->stage, mb->total_bytes / UNITS_GIB_BYTES, mb->capacity_bytes / UNITS_GIB_BYTES,
                  (mb->total_bytes - mb->capacity_bytes) / UNITS_GIB_BYTES);
+    } else if (!memory_fits(mb)) {
+        /* fits by the byte count, but the allocator cannot be sure to place the largest
+         * block (memory.h, fragmentation) */
+        out->feasible = false;
+        snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
+                 "likely out of memory on stage %d (allocator fragmentation): %.1f of %.1f GiB "
+                 "leaves %.2f GiB, less than the %.2f GiB fp32 logits block; use a smaller "
+                 "micro-batch or --expandable-segments",
+                 mb->block_stage, mb->total_bytes / UNITS_GIB_BYTES,
+                 mb->capacity_bytes / UNITS_GIB_BYTES,
+                 (mb->capacity_bytes - mb->total_bytes) / UNITS_GIB_BYTES,
+                 mb->largest_block_bytes / UNITS_GIB_BYTES);
     } else if (!estimate_time_priced(out)) {
         out->feasible = false;
         snprintf(out->infeasible_reason, sizeof out->infeasible_reason,

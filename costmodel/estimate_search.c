@@ -166,11 +166,12 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
             outs[i].memory.comm_buffer_bytes += ub;
             outs[i].memory.other_bytes += ub;
             outs[i].memory.total_bytes += ub;
+            outs[i].memory.need_bytes += ub;
         } else {
             estimate_memory_part(m, sys, t, l, &outs[i]);
         }
         outs[i].feasible = false; /* untimed unless assembled below */
-        if (outs[i].memory.total_bytes > outs[i].memory.capacity_bytes) continue;
+        if (!memory_fits(&outs[i].memory)) continue;
         if (cache) {
             layer_costs(cache, m, sys, t, l, &kinds[k], &head[k]);
         } else {
@@ -199,7 +200,7 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     }
     for (int i = 0; i < n; i++) {
         int k = ls[i].tp_comm_overlap;
-        if (outs[i].memory.total_bytes > outs[i].memory.capacity_bytes) continue;
+        if (!memory_fits(&outs[i].memory)) continue;
         if (i == first[k])
             worst[k] = estimate_worst_stage(m, sys, t, &ls[i], &kinds[k], &head[k]);
         *how = ESTIMATE_TIMED;

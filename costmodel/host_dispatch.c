@@ -145,7 +145,7 @@ static void op_launches(const recipe_op *o, const model_spec *m, bool bwd, doubl
     double t = 0;
     switch (o->kind) {
     case RECIPE_GEMM: {
-        double k = modules_of(o, m);
+        double k = o->launches > 1 ? o->launches : modules_of(o, m); /* >1: hf_experts.h */
         *n = bwd ? 2 * k : k;
         t = bwd ? o->fwd_bwd_s - o->fwd_s : o->fwd_s;
         break;

@@ -23,6 +23,8 @@
 #include "memory.h"
 #include "precision.h"
 #include "overlap.h"
+#include "async_tp.h"
+#include "hf_experts.h"
 #include "moe_dispatch.h"
 
 static const char *kind_names[RECIPE_KINDS] = {
@@ -92,6 +94,8 @@ static int op_add(builder *b, const char *name, recipe_kind kind, recipe_phase p
     o->bwd_s = bwd_s;
     o->fwd_bwd_s = 0;
     o->launches = 1;
+    o->leave_fwd_s = 0;
+    o->recompute_enter_only = false;
     return r->n_ops++;
 }
 
@@ -229,6 +233,19 @@ static void elementwise_ops(builder *b, const elementwise_list *e, const element
     }
 }
 
+/* transformers' grouped_mm experts (hf_experts.h): the two grouped GEMMs launch
+ * HF_EXPERTS_GROUPED_MM_KERNELS kernels each (host_dispatch.c reads op.launches), and the
+ * routing kernels around them. */
+static void hf_routing_ops(builder *b, const model_spec *m, const layout *l, double tokens,
+                           int experts_op)
+{
+    if (experts_op >= 0) b->r->op[experts_op].launches = 2 * HF_EXPERTS_GROUPED_MM_KERNELS;
+    elementwise_list el;
+    hf_experts_routing(m, l, tokens, &el);
+    elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+    elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+}
+
 /* FSDP2's compute-stream copies of a unit of p parameters (fsdp_copies.h): the all-gather
  * copy-out of each gather (forward, and backward when resharded) and the reduce-scatter copy-in
  * of the backward. bk_measure runs them around the unit collectives: no items. */
@@ -246,17 +263,18 @@ static void fsdp_compute_copies(builder *b, const layout *l, const fsdp_copies *
 typedef struct {
     builder *b;
     const layout *l;
-    double act_bytes;
+    double act_bytes; /* tokens x hidden in bf16: the reduce-scatter (all-reduce) */
     layout_group g;
-    double one_s; /* enter + leave of one block, one pass */
+    double one_s;     /* enter + leave of one block, one pass */
+    double ag_bytes;  /* the SP all-gather: fp8 under torchtitan's Float8 TP (async_tp.h) */
 } tp_ctx;
 
 static void tp_enter(const tp_ctx *c, int op, recipe_phase phase)
 {
     if (c->l->tp > 1 && c->l->sp)
-        coll_item(c->b, op, phase, "tp.sp_gather", COLL_ALL_GATHER, c->act_bytes,
+        coll_item(c->b, op, phase, "tp.sp_gather", COLL_ALL_GATHER, c->ag_bytes,
                   RECIPE_GROUP_TP,
-                  collective_time_s(c->b->sys, COLL_ALL_GATHER, c->act_bytes, c->g));
+                  collective_time_s(c->b->sys, COLL_ALL_GATHER, c->ag_bytes, c->g));
 }
 
 static void tp_leave(const tp_ctx *c, int op, recipe_phase phase)
@@ -275,8 +293,12 @@ static void tp_leave(const tp_ctx *c, int op, recipe_phase phase)
 static int tp_op(const tp_ctx *c, const char *name)
 {
     if (c->l->tp <= 1) return -1;
-    return op_add(c->b, name, RECIPE_TP, RECIPE_FWD, RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE,
-                  c->one_s, c->one_s);
+    int op = op_add(c->b, name, RECIPE_TP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+                    RECIPE_OVERLAP_NONE, c->one_s, c->one_s);
+    if (op >= 0)
+        c->b->r->op[op].leave_fwd_s = collective_time_s(
+            c->b->sys, c->l->sp ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE, c->act_bytes, c->g);
+    return op;
 }
 
 /*
@@ -293,6 +315,7 @@ static int tp_op(const tp_ctx *c, const char *name)
  */
 typedef struct {
     double fwd_s, bwd_s;
+    double leave_fwd_s; /* the forward's reduce-scatter part of fwd_s */
 } tp_exposed;
 
 static tp_exposed tp_overlapped_block(const system_spec *sys, const layout *l, double tokens,
@@ -317,28 +340,45 @@ static tp_exposed tp_overlapped_block(const system_spec *sys, const layout *l, d
     double d2c = tp * compute_gemm_s(sys, tokens / tp, k2, out);
     double w1 = compute_gemm_s(sys, in, n1, tokens);
     tp_exposed e;
-    e.fwd_s = overlap_tp_ring_exchange_s(f1, f1c, comm, tp) +
-              overlap_tp_pipeline_s(f2, f2c, comm_ps, ps);
+    e.leave_fwd_s = overlap_tp_pipeline_s(f2, f2c, comm_ps, ps);
+    e.fwd_s = overlap_tp_ring_exchange_s(f1, f1c, comm, tp) + e.leave_fwd_s;
     e.bwd_s = overlap_tp_ring_exchange_s(d2, d2c, comm, tp) + overlap_tp_bulk_s(w1, slow, comm);
     return e;
 }
 
 /* Does l's TP overlap apply to the blocks of this layer (Megatron, tp > 1 with SP, the TP
- * group inside one NVLink domain, where userbuffers reach every peer)? torchtitan's async TP
- * (--compile.enable_async_tensor_parallel: Inductor's micro-pipeline TP pass,
- * torch._inductor.config._micro_pipeline_tp, torchtitan b5bcd76 torchtitan/distributed/
- * compile.py:78-96) does the same pairing in the compiled forward and backward graphs: the
- * sequence-parallel all-gather before the column-parallel matmuls becomes
- * fused_all_gather_matmul (chunked peer copies through symmetric memory, each chunk's matmul
- * running while the next arrives) and the reduce-scatter after the row-parallel matmul
- * fused_matmul_reduce_scatter (torchtitan README: "async TP"; PyTorch's "Introducing Async
- * Tensor Parallelism in PyTorch"). Priced with the same exposed-time model, also NVLink only
- * (symmetric memory). */
+ * group inside one NVLink domain, where userbuffers reach every peer)? */
 static bool tp_overlap_applies(const layout *l, layout_group g)
 {
-    bool megatron = l->tp_comm_overlap && l->framework == FRAMEWORK_MEGATRON;
-    bool titan = l->async_tp && l->framework == FRAMEWORK_TORCHTITAN && l->compile;
-    return (megatron || titan) && l->tp > 1 && l->sp && !g.spans_nodes;
+    return l->tp_comm_overlap && l->framework == FRAMEWORK_MEGATRON && l->tp > 1 && l->sp &&
+           !g.spans_nodes;
+}
+
+/* The exposed time of one TP block whose collectives overlap its GEMMs, into *e: Megatron's
+ * userbuffers (tp_overlapped_block), or torchtitan's async TP (async_tp.h: Inductor's
+ * micro-pipeline TP pass fuses three of the four collectives, each with tp chunk GEMMs in the
+ * layout's number format; symmetric memory, so NVLink only). False where neither applies.
+ * first: tokens x in -> n1; last: tokens x k2 -> out (hidden). */
+static bool tp_block_overlap(const builder *b, const tp_ctx *c, double tokens, double in,
+                             double n1, double k2, double out, tp_exposed *e)
+{
+    const layout *l = c->l;
+    if (tp_overlap_applies(l, c->g)) {
+        *e = tp_overlapped_block(b->sys, l, tokens, c->act_bytes, c->g, in, n1, k2, out);
+        return true;
+    }
+    if (!async_tp_applies(l) || c->g.spans_nodes) return false;
+    double rows = tokens / l->tp;
+    async_tp_gemms gm = {
+        gemm_s(b, tokens, n1, in),  l->tp * gemm_s(b, rows, n1, in),
+        gemm_s(b, tokens, out, k2), l->tp * gemm_s(b, rows, out, k2),
+        gemm_s(b, tokens, k2, out), l->tp * gemm_s(b, rows, k2, out),
+    };
+    async_tp_exposed x = async_tp_block(b->sys, l, c->g, tokens * out, &gm);
+    e->fwd_s = x.fwd_s;
+    e->bwd_s = x.bwd_s;
+    e->leave_fwd_s = x.fwd_leave_s;
+    return true;
 }
 
 /* `local` experts' GEMMs of one shape in `kernels` launches: one grouped kernel pays the fixed
@@ -426,9 +466,10 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     /* Query/key and value head widths: head_dim for GQA; MLA's qk_nope + qk_rope, v_head_dim. */
     double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
     double vd = m->mla ? m->v_head_dim : m->head_dim;
-    tp_ctx tc = {b, l, tokens * h * 2.0, layout_tp_group(sys, l), 0};
+    tp_ctx tc = {b, l, tokens * h * 2.0, layout_tp_group(sys, l), 0,
+                 tokens * h * async_tp_gather_elem_bytes(l)};
     if (l->tp > 1)
-        tc.one_s = l->sp ? collective_time_s(sys, COLL_ALL_GATHER, tc.act_bytes, tc.g) +
+        tc.one_s = l->sp ? collective_time_s(sys, COLL_ALL_GATHER, tc.ag_bytes, tc.g) +
                                collective_time_s(sys, COLL_REDUCE_SCATTER, tc.act_bytes, tc.g)
                          : collective_time_s(sys, COLL_ALL_REDUCE, tc.act_bytes, tc.g);
 
@@ -579,13 +620,14 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
 
     linear(b, "attn_out", tokens, h, (m->mla ? a * vd : model_q_dim(m)) / tp);
     tp_leave(&tc, tp_attn, RECIPE_FWD);
-    /* TE's userbuffer overlap of the attention block (not MLA's: its down-projections are
-     * replicated Linears outside TE's pairs) */
-    if (tp_attn >= 0 && !m->mla && tp_overlap_applies(l, tc.g)) {
-        tp_exposed e = tp_overlapped_block(sys, l, tokens, tc.act_bytes, tc.g, h,
-                                           (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp,
-                                           model_q_dim(m) / tp, h);
+    /* TE's userbuffer overlap or torchtitan's async TP of the attention block (not MLA's: its
+     * down-projections are replicated Linears outside the pairs) */
+    tp_exposed e;
+    if (tp_attn >= 0 && !m->mla &&
+        tp_block_overlap(b, &tc, tokens, h, (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp,
+                         model_q_dim(m) / tp, h, &e)) {
         r->op[tp_attn].fwd_s = e.fwd_s;
+        r->op[tp_attn].leave_fwd_s = e.leave_fwd_s;
         r->op[tp_attn].bwd_s = e.bwd_s;
     }
 
@@ -664,8 +706,9 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         double up = gate * m->expert_ffn / etp, down_in = m->expert_ffn / etp;
         /* Megatron runs the local experts as grouped GEMMs (--moe-grouped-gemm), torchtitan as
          * torch._grouped_mm (torchtitan b5bcd76 torchtitan/models/common/moe.py:110-120): one
-         * kernel's fixed cost for all of them; the fsdp2 trainer path one GEMM per expert */
-        int kernels = l->framework == FRAMEWORK_FSDP2 ? local : 1;
+         * kernel's fixed cost for all of them; so does transformers 5.x (hf_experts.h); the
+         * fsdp2 trainer path's other model code one GEMM per expert */
+        int kernels = l->framework == FRAMEWORK_FSDP2 && !hf_experts_applies(l) ? local : 1;
         double f1 = moe_experts_s(b, local, kernels, rows, up, h) +
                     moe_experts_s(b, local, kernels, rows, h, down_in);
         double b1 = moe_experts_fwd_bwd_s(b, local, kernels, rows, up, h) +
@@ -676,6 +719,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             r->op[ex].fwd_bwd_s = b1;
             r->op[ex].bwd_s = r->op[ex].fwd_bwd_s - r->op[ex].fwd_s;
         }
+        if (hf_experts_applies(l)) hf_routing_ops(b, m, l, tokens, ex);
         if (items) {
             /* grouped GEMMs: batch = local experts, one weight each */
             gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
@@ -729,10 +773,10 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     tp_leave(&tc, tp_mlp, RECIPE_FWD);
     /* the dense MLP's fc1/fc2 pairs (an MoE block's tokens reach the experts through the
      * dispatcher's own collectives) */
-    if (tp_mlp >= 0 && !moe && tp_overlap_applies(l, tc.g)) {
-        tp_exposed e = tp_overlapped_block(sys, l, tokens, tc.act_bytes, tc.g, h,
-                                           gate * m->ffn / tp, (double)m->ffn / tp, h);
+    if (tp_mlp >= 0 && !moe &&
+        tp_block_overlap(b, &tc, tokens, h, gate * m->ffn / tp, (double)m->ffn / tp, h, &e)) {
         r->op[tp_mlp].fwd_s = e.fwd_s;
+        r->op[tp_mlp].leave_fwd_s = e.leave_fwd_s;
         r->op[tp_mlp].bwd_s = e.bwd_s;
     }
 
@@ -804,6 +848,9 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             if (r->op[src->op].kind == RECIPE_ELEMENTWISE &&
                 copied[src->op] >= r->op[src->op].recompute_launches)
                 continue;
+            if (r->op[src->op].recompute_enter_only && src->kind == RECIPE_ITEM_COLL &&
+                src->coll != COLL_ALL_GATHER)
+                continue;
             copied[src->op]++;
             if (items->n >= RECIPE_MAX_ITEMS) {
                 items->overflow = true;
@@ -840,6 +887,9 @@ void recipe_set_recompute(const system_spec *sys, const model_spec *m, const lay
         else
             o->recompute = false;
         if (early && !strcmp(o->name, "mlp_down")) o->recompute = false;
+        /* nor the MLP's reduce-scatter after it (its output is the block's, which no gradient
+         * of the block needs); the attention block's is re-run: the MLP's input needs it */
+        o->recompute_enter_only = early && o->recompute && !strcmp(o->name, "tp.mlp");
         o->recompute_launches = o->recompute ? o->launches : 0;
         /* the second of the two residual adds (after the MLP) is not re-run either; the host's
          * queue (host_dispatch.c) gives a split op's odd launch to its first place, as here */
@@ -898,6 +948,7 @@ static double *comm_sum(pass_sums *s, const recipe_op *o)
 double recipe_op_recompute_s(const recipe_op *o)
 {
     if (!o->recompute) return 0;
+    if (o->recompute_enter_only) return o->fwd_s - o->leave_fwd_s;
     if (o->kind != RECIPE_ELEMENTWISE || o->launches <= 0) return o->fwd_s;
     return o->fwd_s * o->recompute_launches / o->launches;
 }
@@ -940,7 +991,7 @@ void recipe_price(const recipe *r, recipe_time *out)
         case RECIPE_CP:
             *comm_sum(&f, o) += o->fwd_s;
             *comm_sum(&b, o) += o->bwd_s;
-            if (o->recompute) *comm_sum(&re, o) += o->fwd_s;
+            *comm_sum(&re, o) += recipe_op_recompute_s(o);
             break;
         case RECIPE_FSDP_GATHER:
             gather += o->fwd_s;

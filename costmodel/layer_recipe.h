@@ -92,6 +92,10 @@ typedef struct {
                               (the closed form subtracts the forward after summing) */
     int launches;          /* kernels one pass of it launches (elementwise: its count; else 1;
                               host_dispatch.c counts GEMM and attention backward launches) */
+    double leave_fwd_s;    /* TP op: the part of fwd_s the block's leaving collective (SP
+                              reduce-scatter or all-reduce) adds */
+    bool recompute_enter_only; /* TP op: the recompute stops early, before the block's last
+                                  GEMM, so re-runs the entering all-gather alone */
 } recipe_op;
 
 /* Items: what the backend launches. Forms and groups as backend/work.h's. */

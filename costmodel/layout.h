@@ -68,6 +68,9 @@ typedef struct {
                                   dispatch/combine hidden behind the paired micro-batch */
     bool moe_shared_overlap;   /* Megatron --moe-shared-expert-overlap: dispatch/combine
                                   hidden behind the shared experts of the same pass */
+    bool expandable_segments;  /* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments
+                                  grow, so the largest block needs no free block of its own
+                                  (memory.h need_bytes) */
 } training_spec;
 
 typedef struct {

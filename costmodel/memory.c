@@ -11,6 +11,7 @@
 #include "memory.h"
 #include "offload.h"
 #include "overlap.h"
+#include "async_tp.h"
 #include "moe_dispatch.h"
 #include "pp_schedule.h"
 
@@ -147,6 +148,19 @@ double memory_logits_bytes(const model_spec *m, const training_spec *t, const la
      * memory asking for one more fp32 logits buffer (18.5 GiB = 32768 x 151936 x 4 B). */
     if (layout_is_pytorch(l)) bytes_per = layout_impl_of(l) == IMPL_NATIVE ? 14.0 : 12.0;
     return tokens * bytes_per * (double)m->vocab / l->tp;
+}
+
+double memory_largest_block_bytes(const model_spec *m, const training_spec *t, const layout *l)
+{
+    /* torch's cross entropy allocates each fp32 buffer (the upcast, log_softmax's output, the
+     * gradients) as one tensor of tokens x vocab/tp; Megatron's vocab-parallel loss its fp32
+     * logits likewise (Korthikanti Sec. 4.3) */
+    return (double)l->mbs * t->seq_len / l->cp * 4.0 * (double)m->vocab / l->tp;
+}
+
+bool memory_fits(const memory_breakdown *mb)
+{
+    return mb->need_bytes <= mb->capacity_bytes;
 }
 
 static int stage_start(const model_spec *m, const layout *l, int s)
@@ -463,6 +477,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     r.optimizer_bytes *= 1 - offload_optimizer_fraction(l); /* its share on the host */
 
     r.comm_buffer_bytes += overlap_tp_userbuffer_bytes(m, t, l); /* --tp-comm-overlap */
+    r.comm_buffer_bytes += async_tp_workspace_bytes(m, t, l);    /* torchtitan --async-tp */
     r.framework_bytes = sys->framework_reserved_bytes;
     if (layout_is_pytorch(l) && sys->cuda_context_bytes > 0) {
         /* issue 14: measured piece by piece (system.h); one communicator for the FSDP group,
@@ -478,6 +493,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     r.other_bytes = r.comm_buffer_bytes + r.framework_bytes;
     r.total_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
                     r.activations_bytes + r.other_bytes;
+    double train_peak_bytes = r.total_bytes; /* before the optimizer step's peak, below */
     if (layout_is_pytorch(l) && !l->offload) {
         /* issue 14: torch's optimizer.zero_grad() sets the gradients to None (the default since
          * torch 2.0), so the step starts without them and the activations (with the loss's
@@ -487,6 +503,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
          * 7 GiB below params + grads + states + logits buffers. With gradient accumulation
          * the later micro-batches run with the gradients held. */
         if (micro <= 1) r.total_bytes -= r.gradients_bytes;
+        train_peak_bytes = r.total_bytes;
         /* The optimizer step runs after the backward has freed the activations and the gathered
          * units: sharded params, grads and states, plus what the step itself allocates
          * (foreach: 4 bytes per parameter, impl.h; measured in bench/realruns: Llama-3.2-3B
@@ -497,6 +514,20 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
                                  r.optimizer_temp_bytes + r.framework_bytes;
         if (r.optimizer_step_bytes > r.total_bytes) r.total_bytes = r.optimizer_step_bytes;
     }
+    /* The logits' fp32 buffers are allocated at the training peak (memory_logits_bytes). Seen
+     * in bench/realruns (one H100, default allocator): Qwen3-4B seq 4096 mbs 1 predicted at
+     * 77.3 of 79.2 GiB (1.9 GiB free) ran out of memory after 3 allocator retries with a
+     * 2.32 GiB logits buffer to place; the runs whose free memory exceeded their buffer ran
+     * (Qwen3-4B checkpointed: 2.95 GiB free for 2.32; Qwen3-8B-L8 seq 8k mbs 2: 9.67 for
+     * 9.27; native Llama-3.2-3B seq 8k mbs 2: 8.12 for 7.83). */
+    r.block_stage = stage;
+    r.largest_block_bytes = stage == l->pp - 1 ? memory_largest_block_bytes(m, t, l) : 0;
+    r.need_bytes = r.total_bytes;
+    /* torchtitan launches with expandable segments (run_train.sh: PYTORCH_ALLOC_CONF=
+     * "expandable_segments:True", pytorch/torchtitan 0168bd5; --emit torchtitan exports it) */
+    bool expandable = t->expandable_segments || l->framework == FRAMEWORK_TORCHTITAN;
+    if (!expandable && train_peak_bytes + r.largest_block_bytes > r.need_bytes)
+        r.need_bytes = train_peak_bytes + r.largest_block_bytes;
     return r;
 }
 
@@ -507,11 +538,22 @@ memory_breakdown memory_peak(const model_spec *m, const system_spec *sys,
      * layer, and the last (head, logits). Later middle stages hold fewer micro-batches. */
     layer_figures fig = {0};
     memory_breakdown best = stage_memory(m, sys, t, l, 0, &fig);
+    double need = best.need_bytes, block = best.largest_block_bytes;
+    int block_stage = best.block_stage;
     int later[2] = {1, l->pp - 1}; /* the second stage and the last */
     for (int i = 0; i < 2; i++) {
         if (later[i] < 1 || (i == 1 && later[1] == later[0])) continue;
         memory_breakdown r = stage_memory(m, sys, t, l, later[i], &fig);
+        if (r.need_bytes > need) {
+            need = r.need_bytes;
+            block = r.largest_block_bytes;
+            block_stage = r.block_stage;
+        }
         if (r.total_bytes > best.total_bytes) best = r;
     }
+    /* the fullest stage's figures, and what the binding stage needs with its block */
+    best.need_bytes = need > best.total_bytes ? need : best.total_bytes;
+    best.largest_block_bytes = block;
+    best.block_stage = block_stage;
     return best;
 }

@@ -33,6 +33,17 @@ typedef struct {
     double total_bytes;        /* the larger of the training peak and optimizer_step_bytes */
     double capacity_bytes;
     int stage;                 /* the pipeline stage these figures are for (the fullest) */
+    /* Fragmentation (issue 14): torch's caching allocator must find the largest single request
+     * as one contiguous block. At the training peak that is one fp32 logits buffer (4 bytes a
+     * logit, memory_largest_block_bytes); with the default allocator free memory left inside
+     * split segments cannot serve it, so a plan needs total + that block to be safe, unless
+     * training_spec.expandable_segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
+     * lets segments grow. need_bytes is what a plan must fit in capacity_bytes: the larger of
+     * total_bytes and the training peak + largest_block_bytes (max over the stages for
+     * memory_peak; block_stage is where it binds). */
+    double largest_block_bytes;
+    double need_bytes;
+    int block_stage;
 } memory_breakdown;
 /* Activation bytes one layer stores for backward, per micro-batch, on one GPU, without
  * recompute or with selective recompute (Korthikanti Table 2, generalised to GQA, SwiGLU, MoE,
@@ -44,6 +55,11 @@ double memory_layer_checkpoint_bytes(const model_spec *m, const training_spec *t
                                      const layout *l);
 /* Logits of one micro-batch on the last stage (Korthikanti Sec. 4.3: 4sbv/t, fp32). */
 double memory_logits_bytes(const model_spec *m, const training_spec *t, const layout *l);
+/* The largest single allocation of the last stage's training peak: one fp32 logits buffer of a
+ * micro-batch (4 bytes x tokens x vocab / tp), the block the allocator must find whole. */
+double memory_largest_block_bytes(const model_spec *m, const training_spec *t, const layout *l);
+/* Does the plan fit? need_bytes <= capacity_bytes. */
+bool memory_fits(const memory_breakdown *mb);
 
 /* Parameters held by one GPU on stage s before data-parallel sharding: non-expert (sharded
  * over dp*cp) and expert (sharded over the expert data-parallel group). */

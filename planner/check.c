@@ -678,6 +678,18 @@ static cm_status check_yaml_depth(const char *text, size_t len, char *err, size_
     return st;
 }
 
+/* Does the file state the expandable-segments allocator (memory.h), as --emit yaml writes it
+ * with --expandable-segments: "expandable_segments:True" in PYTORCH_CUDA_ALLOC_CONF or
+ * PYTORCH_ALLOC_CONF? */
+static bool states_expandable_segments(const char *text, size_t len)
+{
+    static const char key[] = "ALLOC_CONF=expandable_segments:True";
+    size_t k = sizeof key - 1;
+    for (size_t i = 0; i + k <= len; i++)
+        if (text[i] == 'A' && !strncmp(text + i, key, k)) return true;
+    return false;
+}
+
 cm_status check_read_yaml(const char *text, size_t len, check_config *cfg, check_report *rep,
                           char *err, size_t errlen)
 {
@@ -712,6 +724,8 @@ cm_status check_read_yaml(const char *text, size_t len, check_config *cfg, check
                  root->type == YAML_SCALAR_NODE ? "a single value" : "a list");
     else
         st = read_trainer(&r, root, cfg, rep);
+    if (st == CM_OK && states_expandable_segments(text, len))
+        cfg->training.expandable_segments = true;
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     return st;

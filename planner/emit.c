@@ -737,6 +737,8 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
     int mc = emit_megatron_max_connections(&e->layout, sys);
     if (mc > 0) fprintf(f, "export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
     else if (mc < 0) fprintf(f, "unset CUDA_DEVICE_MAX_CONNECTIONS\n");
+    if (e->training.expandable_segments) /* the prediction assumed it (memory.h) */
+        fprintf(f, "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n");
     /* from a Megatron-LM checkout, on every node: torchrun reads the rendezvous from the
      * environment the launcher sets (NNODES, NODE_RANK, MASTER_ADDR) */
     fprintf(f, "torchrun --nproc-per-node %d --nnodes \"${NNODES:-%d}\" --node-rank "
@@ -1013,6 +1015,9 @@ json_t *emit_json(const estimate *e, const model_spec *m, const system_spec *sys
         json_t *env = json_object(), *set = json_object();
         int mc = emit_megatron_max_connections(&e->layout, sys);
         if (mc > 0) json_object_set_new(set, "CUDA_DEVICE_MAX_CONNECTIONS", json_string("1"));
+        if (e->training.expandable_segments)
+            json_object_set_new(set, "PYTORCH_CUDA_ALLOC_CONF",
+                                json_string("expandable_segments:True"));
         json_object_set_new(env, "set", set);
         json_object_set_new(env, "unset", mc < 0 ? json_pack("[s]", "CUDA_DEVICE_MAX_CONNECTIONS")
                                                  : json_array());

@@ -146,6 +146,8 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
                "plan check FILE --system %s\n",
             sys->name);
     int gpn = sys->gpus_per_node > 0 ? sys->gpus_per_node : 1;
+    /* as torchtitan's own launcher (run_train.sh) runs it; the memory prediction assumes it */
+    fprintf(f, "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n");
     fprintf(f, "torchrun --nproc-per-node %d --nnodes \"${NNODES:-%d}\" --node-rank "
                "\"${NODE_RANK:-0}\" \\\n  --master-addr \"${MASTER_ADDR:-localhost}\" "
                "--master-port \"${MASTER_PORT:-29500}\" -m torchtitan.train",

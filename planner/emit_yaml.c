@@ -268,6 +268,9 @@ cm_status emit_yaml(const estimate *e, const model_spec *m, const system_spec *s
     if (!f) return cm_fail(err, errlen, CM_ENOMEM, "out of memory while writing the YAML");
     emit_header(f, "#", e, m, sys);
     yaml_skyrl_gaps(f, e);
+    if (e->training.expandable_segments) /* memory.h: the prediction assumed it */
+        fputs("# launch with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the environment "
+              "(the memory prediction assumes it)\n", f);
     fputs("# check or edit it, then: plan check FILE.yaml --system ", f);
     emit_comment_text(f, sys->name);
     fputc('\n', f);

@@ -83,6 +83,11 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
                   "framework_bytes", mb->framework_bytes, "other_bytes", mb->other_bytes,
                   "total_bytes", mb->total_bytes, "capacity_bytes", mb->capacity_bytes, "stage",
                   mb->stage));
+    {   /* issue 14: the allocator's largest block and what the plan must fit (memory.h) */
+        json_t *mj = json_object_get(o, "memory");
+        json_object_set_new(mj, "largest_block_bytes", json_real(mb->largest_block_bytes));
+        json_object_set_new(mj, "need_bytes", json_real(mb->need_bytes));
+    }
     if (layout_is_pytorch(l)) { /* issue 14: the optimizer step's own peak */
         json_t *mj = json_object_get(o, "memory");
         json_object_set_new(mj, "optimizer_temp_bytes", json_real(mb->optimizer_temp_bytes));

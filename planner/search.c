@@ -174,7 +174,7 @@ static bool before(const estimate *a, long sa, const estimate *b, long sb)
 
 static double over_capacity(const estimate *e)
 {
-    return e->memory.total_bytes - e->memory.capacity_bytes;
+    return e->memory.need_bytes - e->memory.capacity_bytes;
 }
 
 /* The partial result's "closest to fitting" slot: an infeasible estimate at list position seq. */
@@ -314,7 +314,7 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
         /* what each can free at most (memory.c, offload.h): the optimizer state, linear in
          * the fraction; the activations but one layer's (the logits stay) */
         const memory_breakdown *mb = &w->variant[0].memory;
-        double over = mb->total_bytes - mb->capacity_bytes;
+        double over = mb->need_bytes - mb->capacity_bytes;
         double opt = l->sharding == SHARDING_DISTOPT ? mb->optimizer_bytes : 0;
         double act = mb->activations_bytes - mb->logits_bytes;
         layout tries[3];
@@ -380,7 +380,7 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
             layout p = *l;
             p.recompute_layers = (lo + hi) / 2;
             memory_breakdown mb = memory_peak(w->m, w->sys, t, &p);
-            if (mb.total_bytes <= mb.capacity_bytes) hi = p.recompute_layers;
+            if (memory_fits(&mb)) hi = p.recompute_layers;
             else lo = p.recompute_layers + 1;
         }
         if (lo >= per) {
@@ -419,7 +419,7 @@ static void consider(worker *w, long seq)
         if (!w->opt->no_memory_knobs) nv = memory_knobs(w, &t, ls, nv, &how);
         for (int i = 0; i < nv; i++) {
             estimate *e = &w->variant[i];
-            if (how == ESTIMATE_PRUNED && e->memory.total_bytes <= e->memory.capacity_bytes) {
+            if (how == ESTIMATE_PRUNED && memory_fits(&e->memory)) {
                 e->feasible = true; /* as a pruned layout counts below */
                 w->r->evaluated++;
                 w->r->feasible++;

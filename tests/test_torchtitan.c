@@ -19,7 +19,10 @@
 
 #include <cmocka.h>
 
+#include "async_tp.h"
 #include "check_torchtitan.h"
+#include "collective.h"
+#include "compute.h"
 #include "emit.h"
 #include "estimate.h"
 #include "layer_recipe.h"
@@ -499,8 +502,7 @@ static void test_selective_ac(void **state)
  * TPS/GPU at step 90). The h100 preset is the 700 W SXM5 80 GB part, so absolute rates are not
  * comparable (printed, not asserted); what the knobs buy is: torch.compile on the 8B FSDP run
  * (Table 1: 5,762 -> 6,667, x1.157) within 10%, and async TP on the 70B FSDP 32 x TP 8 run
- * (Table 4: 829 -> 876) a gain. The model's async TP gain (the userbuffer-style exposed time,
- * layer_recipe.c) is larger than published: printed, a known gap.
+ * (Table 4: 829 -> 876, x1.057) as async_tp.h prices it, within the tolerance below.
  */
 static double tps_per_gpu(const char *model, int gpus, layout l, int seq, int gbs)
 {
@@ -545,7 +547,69 @@ static void test_published_knobs(void **state)
                   "%+.0f%%); async TP x%.3f (published x%.3f)\n",
                   base, 100 * (base / 829 - 1), async, 100 * (async / 876 - 1), async / base,
                   876.0 / 829);
+    /* Tolerance on the ratio, two terms. (1) The machine: the model's baseline runs faster
+     * than the published 500 W HBM2e parts (printed above); the seconds async TP saves are
+     * NVLink and GEMM-chunk time, the rest of the step is not, so the same saving on the
+     * published step length gives a smaller ratio: that difference, computed here. (2) The
+     * reading: one TPS figure per row (step 90); the same 8B FSDP job reads 5,762 on 8 GPUs
+     * and 5,605 on 128 (Tables 1 and 3), 2.7% apart. The old pricing (TE userbuffers'
+     * exposed time for every collective, bf16 gathers) gave x1.276, 21% over. */
+    double tokens = 512.0 * 8192 / 256; /* per GPU per step */
+    double saved_s = tokens / base - tokens / async, pub_base_s = tokens / 829;
+    double on_published = 1 + saved_s / (pub_base_s - saved_s);
+    double machine = (async / base) / on_published - 1, reading = 1 - 5605.0 / 5762;
+    print_message("  async TP's %.2f s saved on the published step: x%.3f; tolerance %.1f%% + "
+                  "%.1f%%\n",
+                  saved_s, on_published, 100 * machine, 100 * reading);
     assert_true(async > base);
+    assert_true(fabs((async / base) / (876.0 / 829) - 1) < machine + reading);
+}
+
+/*
+ * async_tp.h by hand (h100 preset, TP 8 inside a node, fp8 tensorwise: 1-byte gathers).
+ * elems chosen so that the gather's 7 pulls take 8 ms at the group's bus bandwidth (the
+ * reduce-scatter's, bf16, 16 ms), latency set to 0. Forward gather beside a 6 ms GEMM run as
+ * 8 chunks of 1 ms: 1 + 7 x max(1, 8/7) = 9 ms, 3 exposed. Forward reduce-scatter beside a
+ * 20 ms GEMM run as 8 chunks of 3 ms: 3 + 7 x max(3, 16/7) = 24 ms, 4 exposed, plus the
+ * reduction of the stacked partials (reads 2 elems bytes, writes 2 elems / 8). Backward: the
+ * gather beside the 6/8 ms dgrad, 3 exposed, plus the whole NCCL reduce-scatter (not fused).
+ */
+static void test_async_tp_block(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load("70b", "h100", &m, &s);
+    s.intra_latency_s = 0;
+    layout l = titan(8, 1, 32, 1);
+    l.compile = l.async_tp = true;
+    l.precision = PRECISION_FP8;
+    assert_true(async_tp_applies(&l));
+    assert_true(async_tp_gather_elem_bytes(&l) == 1.0);
+    layout_group g = layout_tp_group(&s, &l);
+    assert_false(g.spans_nodes);
+    double elems = 8e-3 * collective_busbw_bytes_per_s(&s, g) * 8 / 7;
+    async_tp_gemms gm = {6e-3, 8e-3, 20e-3, 24e-3, 6e-3, 8e-3};
+    async_tp_exposed e = async_tp_block(&s, &l, g, elems, &gm);
+    double reduce = compute_stream_s(&s, 2 * elems * (1 + 1.0 / 8));
+    assert_float_equal(e.fwd_leave_s, 4e-3 + reduce, 1e-9);
+    assert_float_equal(e.fwd_s, 3e-3 + 4e-3 + reduce, 1e-9);
+    assert_float_equal(e.bwd_s,
+                       3e-3 + collective_time_s(&s, COLL_REDUCE_SCATTER, 2 * elems, g), 1e-9);
+    /* the workspace: the reduce-scatter's two chunks of 8192 x 16 / 8 rows x 8192, bf16 */
+    training_spec t = training_default();
+    t.seq_len = 8192;
+    l.mbs = 16;
+    assert_float_equal(async_tp_workspace_bytes(&m, &t, &l), 2.0 * 16384 * 8192 * 2, 0);
+    /* bf16 gathers elsewhere: another fp8 recipe (torchtitan's rowwise TP is plain DTensor),
+     * Megatron, bf16 */
+    l.fp8_recipe = FP8_RECIPE_BLOCKWISE;
+    assert_true(async_tp_gather_elem_bytes(&l) == 2.0);
+    l.fp8_recipe = FP8_RECIPE_DEFAULT;
+    l.framework = FRAMEWORK_MEGATRON;
+    assert_true(async_tp_gather_elem_bytes(&l) == 2.0);
+    assert_false(async_tp_applies(&l));
+    assert_float_equal(async_tp_workspace_bytes(&m, &t, &l), 0, 0);
 }
 
 int main(void)
@@ -556,7 +620,7 @@ int main(void)
         cmocka_unit_test(test_rules),              cmocka_unit_test(test_emit_round_trip),
         cmocka_unit_test(test_check_reads_violations), cmocka_unit_test(test_json),
         cmocka_unit_test(test_selective_ac),       cmocka_unit_test(test_published_knobs),
-        cmocka_unit_test(test_in_flight_from_orders),
+        cmocka_unit_test(test_in_flight_from_orders), cmocka_unit_test(test_async_tp_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

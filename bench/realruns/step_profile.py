@@ -6,6 +6,8 @@ GPU's busy time (union of kernel intervals) and the step's wall time. Built as r
 builds the model (transformers from config, fp32 params, SDPA, FSDP2 per layer + root,
 bf16/fp32 mixed precision, torch's default AdamW, clip 1.0).
 Usage: NCCL_NVLS_ENABLE=0 python3 bench/realruns/step_profile.py --out out/profile.json
+       --runs name:seq:mbs[:layers],...  (layers: cut the model as realrun.py --layers does,
+       e.g. qwen3-30b-a3b:4096:1:4 and mixtral-8x7b:4096:1:2, the MoE runs of the realruns)
 """
 import argparse
 import json
@@ -31,12 +33,16 @@ torch.cuda.set_device(dev)
 dist.init_process_group("nccl", device_id=dev)
 
 
-def build(name):
+def build(name, layers=0):
     from transformers import AutoConfig, AutoModelForCausalLM
     with open(os.path.join(HERE, "configs", name + ".json")) as f:
         d = json.load(f)
     d = {k: v for k, v in d.items() if not k.startswith("_")
          and k not in ("torch_dtype", "dtype", "transformers_version")}
+    if layers:
+        d["num_hidden_layers"] = layers
+        if "max_window_layers" in d:
+            d["max_window_layers"] = min(d["max_window_layers"], layers)
     d["use_cache"] = False
     cfg = AutoConfig.for_model(d.pop("model_type"), **d)
     with torch.device(dev):
@@ -67,9 +73,9 @@ def cls(name):
 
 out = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "runs": []}
 for spec in args.runs.split(","):
-    name, seq, mbs = spec.split(":")
+    name, seq, mbs, *cut = spec.split(":")
     seq, mbs = int(seq), int(mbs)
-    model, V = build(name)
+    model, V = build(name, int(cut[0]) if cut else 0)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
     ids = torch.randint(0, V, (mbs, seq + 1), device=dev)
     inp, lab = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
@@ -118,7 +124,8 @@ for spec in args.runs.split(","):
         k = e.name[:100]
         t, n = top.get(k, (0.0, 0))
         top[k] = (t + e.device_time * 1e-6, n + 1)
-    r = {"model": name, "seq": seq, "mbs": mbs, "step_s_median": sorted(ts)[1],
+    r = {"model": name, "layers": int(cut[0]) if cut else None, "seq": seq, "mbs": mbs,
+         "step_s_median": sorted(ts)[1],
          "top_kernels": [[k, round(t, 6), n] for k, (t, n) in
                          sorted(top.items(), key=lambda kv: -kv[1][0])[:args.top]],
          "kernels": len(ev), "kernel_s_by_class": by, "busy_s_non_nccl": busy * 1e-6,

@@ -1,0 +1,141 @@
+/*
+ * hf_experts.c — the routing kernels of a Hugging Face transformers 5.x MoE block (impl hf,
+ * eager), forward and backward: what the GPU runs around the grouped expert GEMMs and what the
+ * host issues for it (see hf_experts.h for why this path and not the per-expert loop).
+ *
+ * Sources, op by op. T tokens on this GPU, k = top_k, S = T k routed copies, h hidden, E experts,
+ * f the expert FFN width; bf16 2, fp32 4, int32 4, int64 8 bytes per element; bytes are read plus
+ * written per launch.
+ *   Router (transformers 5.x Qwen3MoeTopKRouter.forward; Mixtral's has the same form):
+ *     F.linear (priced as the recipe's "router" GEMM), softmax(logits, dtype=float) = a bf16 ->
+ *     fp32 cast 6TE and softmax_warp_forward 8TE, topk (gatherTopK + bitonicSortKVInPlace, read
+ *     4TE, write fp32 values and int64 indices 12S), router_top_value /= sum(-1): a row sum
+ *     (4S + 4T) and an in-place divide (8S + 4T); `.to(router_logits.dtype)` is fp32 -> fp32, no
+ *     kernel, so the routing weights stay fp32.
+ *   Experts (src/transformers/integrations/moe.py at huggingface/transformers 8b584a67,
+ *     grouped_mm_experts_forward): token_idx = arange(T) 8T, then .expand().reshape() copies it
+ *     to S int64 (8T + 8S); hidden_states[token_idx] gathers S rows (4Sh + 8S); perm =
+ *     argsort(expert_ids), inv_perm = argsort(perm): each an iota of the values and a cub radix
+ *     sort of int64 keys and values (8S + 32S over two launches); expert_ids[perm] (24S) and
+ *     sample_weights[perm] (20S); selected_hidden_states[perm] (4Sh + 8S); the offsets:
+ *     expert_ids_g.int() 12S, histc (a zero fill and kernelHistogram1D, 4S + 4E), cumsum (cub
+ *     scan init + scan, 8E); two torch._grouped_mm (layer_recipe.c prices the GEMMs; each is
+ *     HF_EXPERTS_GROUPED_MM_KERNELS launches); SwiGLU on the chunked halves (elementwise.c
+ *     "experts.act" / "experts.mul"); out * sample_weights_g.unsqueeze(-1): bf16 times fp32
+ *     promotes to an fp32 [S, h] (read 2Sh + 4S, write 4Sh); out[inv_perm] gathers it back
+ *     (8Sh + 8S); .view(T, k, h).sum(dim=1) (read 4Sh, write 4Th); .to(bf16) 6Th.
+ *   Backward (PyTorch tools/autograd/derivatives.yaml): _to_copy back to fp32 6Th; sum's
+ *     backward expands the gradient, the view's backward materialises it (read 4Th, write 4Sh);
+ *     each gather's backward (index -> index_put_ with accumulate=True into zeros, aten/src/
+ *     ATen/native/cuda/Indexing.cu index_put_with_sort_kernel): a zero fill of the source, an
+ *     iota and a cub sort of the S indices, and indexing_backward_kernel reading the S gradient
+ *     rows and reading + writing a destination row per update (rows w wide: zeros rows w e,
+ *     sort 40S, update 3 S w e + 8S): for out[inv_perm] (S rows of h, fp32), selected_hidden_
+ *     states[perm] (S rows of h, bf16), hidden_states[token_idx] (T rows of h, bf16, k updates
+ *     per row) and sample_weights[perm] (S values); the product's backward: grad * w (fp32,
+ *     8Sh + 4S), its cast to out_g's bf16 (6Sh), grad * out (10Sh) and its sum over h to the
+ *     [S, 1] weight gradient (4Sh + 4S); the router's: the divide and row sum backward and the
+ *     gradient accumulation of router_top_value (four kernels over S fp32 values, 12S each),
+ *     topk's backward (a zero fill 4TE and a scatter 12S), softmax backward 12TE and the cast
+ *     to the bf16 logits 6TE; chunk's backward cats the gate and up gradients into [S, 2f]
+ *     bf16 (8Sf).
+ * 25 launches forward, 31 backward, plus 2 x 2 grouped-GEMM launches forward and 4 x 2 backward.
+ * Checked against results/kernels-h100.json (qwen3-30b-a3b, per layer, seq 64): 6
+ * prepare_grouped_gemm_data + 6 CUTLASS grouped kernels, 5 arange (token_idx, 2 argsort iotas
+ * of the forward, 2+ of the index backward sorts), 3 cub single-tile sorts plus a radixSortKV
+ * and the topk's bitonic sort, a histogram, a scan, 2 vectorized gathers + 2 index kernels, 3
+ * indexing_backward kernels, softmax forward and backward, one CatArrayBatchedCopy_vectorized.
+ * With this list the host queue (host_dispatch.c) issues 235 launches for a Qwen3-30B-A3B layer
+ * (forward + backward, FSDP2's copies included) against the 301 measured there (without it:
+ * 172); for Llama-3.2-1B's dense layer it issues 131 of the 166 measured: the same share
+ * (0.78 and 0.79) of what a profiler sees.
+ *
+ * Other transformers MoE models (DeepSeek's sigmoid router with group-limited top-k, shared
+ * experts) run the same experts path; their router's few [T, E]-sized kernels are priced as
+ * this softmax router's, and shared experts as the recipe's dense shared_up / shared_down.
+ *
+ * Every kernel is priced by its bytes at the eager elementwise rate (elementwise.c); the cub
+ * sorts and scans of S int64 keys are small beside the [S, h] gathers. No device-to-host sync
+ * happens on this path (histc with explicit bounds, cumsum and _grouped_mm's offsets stay on
+ * the device), so the host's issue queue (host_dispatch.c) runs ahead as for dense layers.
+ */
+#include "hf_experts.h"
+
+bool hf_experts_applies(const layout *l)
+{
+    return layout_is_pytorch(l) && !l->compile && layout_impl_of(l) == IMPL_HF && l->ep == 1 &&
+           l->tp == 1 && l->cp == 1;
+}
+
+typedef struct {
+    elementwise_kernel *k;
+    int *n;
+} pass;
+
+/* `count` launches of `bytes` each: contiguous bf16 traffic for the backend (half read, half
+ * written), the pricing is by bytes. */
+static void add(pass p, const char *name, double bytes, int count)
+{
+    if (*p.n >= ELEMENTWISE_MAX || count <= 0 || bytes <= 0) return;
+    ew_access a = ew_contiguous(EW_VECTORIZED, 2, 2, 0, bytes / 4);
+    p.k[*p.n] = (elementwise_kernel){name, bytes, count, a};
+    (*p.n)++;
+}
+
+/* The backward of x[idx] for `updates` indices into `rows` rows of `w` elements of `e` bytes:
+ * index_put_(accumulate=True) into zeros (header comment). */
+static void index_backward(pass b, const char *zeros, const char *sort, const char *update,
+                           double rows, double w, double e, double updates)
+{
+    add(b, zeros, rows * w * e, 1);
+    add(b, sort, 20.0 * updates, 2);
+    add(b, update, 3.0 * updates * w * e + 8.0 * updates, 1);
+}
+
+void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
+                        elementwise_list *out)
+{
+    out->eager = true;
+    out->alone = layout_gpus(l) == 1;
+    out->n_fwd = out->n_bwd = 0;
+    pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
+    double T = tokens, k = m->top_k, S = T * k, h = m->hidden, E = m->experts;
+    double fw = (double)m->expert_ffn;
+
+    /* forward */
+    add(f, "moe.router.to_fp32", 6 * T * E, 1);
+    add(f, "moe.router.softmax", 8 * T * E, 1);
+    add(f, "moe.router.topk", (4 * T * E + 12 * S) / 2, 2);
+    add(f, "moe.router.renorm", (12 * S + 8 * T) / 2, 2);
+    add(f, "moe.token_idx", (16 * T + 8 * S) / 2, 2);
+    add(f, "moe.gather", 4 * S * h + 8 * S, 1);
+    add(f, "moe.argsort", 20 * S, 4);
+    add(f, "moe.permute.idx", 22 * S, 2);
+    add(f, "moe.permute", 4 * S * h + 8 * S, 1);
+    add(f, "moe.offsets", (16 * S + 12 * E) / 5, 5);
+    add(f, "moe.weight_mul", 6 * S * h + 4 * S, 1);
+    add(f, "moe.unpermute", 8 * S * h + 8 * S, 1);
+    add(f, "moe.topk_sum", 4 * S * h + 4 * T * h, 1);
+    add(f, "moe.to_bf16", 6 * T * h, 1);
+
+    /* backward, in autograd's order */
+    add(b, "moe.bwd.to_fp32", 6 * T * h, 1);
+    add(b, "moe.bwd.topk_expand", 4 * T * h + 4 * S * h, 1);
+    index_backward(b, "moe.bwd.unpermute.zeros", "moe.bwd.unpermute.sort", "moe.bwd.unpermute",
+                   S, h, 4, S);
+    add(b, "moe.bwd.weight_mul", 8 * S * h + 4 * S, 1);
+    add(b, "moe.bwd.weight_mul.to_bf16", 6 * S * h, 1);
+    add(b, "moe.bwd.weight_grad", 10 * S * h, 1);
+    add(b, "moe.bwd.weight_grad.sum", 4 * S * h + 4 * S, 1);
+    index_backward(b, "moe.bwd.weights.zeros", "moe.bwd.weights.sort", "moe.bwd.weights", S, 1,
+                   4, S);
+    add(b, "moe.bwd.router.renorm", 12 * S, 4);
+    add(b, "moe.bwd.router.topk", (4 * T * E + 12 * S) / 2, 2);
+    add(b, "moe.bwd.router.softmax", 12 * T * E, 1);
+    add(b, "moe.bwd.router.to_bf16", 6 * T * E, 1);
+    add(b, "moe.bwd.chunk_cat", 8 * S * fw, 1);
+    index_backward(b, "moe.bwd.permute.zeros", "moe.bwd.permute.sort", "moe.bwd.permute", S, h,
+                   2, S);
+    index_backward(b, "moe.bwd.gather.zeros", "moe.bwd.gather.sort", "moe.bwd.gather", T, h, 2,
+                   S);
+}

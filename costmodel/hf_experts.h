@@ -1,0 +1,41 @@
+/*
+ * hf_experts.h — the routing kernels of a Hugging Face transformers 5.x MoE block as bench/
+ * realruns ran it (impl hf, eager): what the GPU runs around the two grouped expert GEMMs, and
+ * how many launches the host issues for them.
+ *
+ * transformers 5.x runs a MoE block's routed experts through `experts_implementation`;
+ * the realruns' MoE runs recorded "grouped_mm" (bench/realruns/results/h100-2026-11-24.jsonl,
+ * h200-2026-11-24.jsonl: q3moe-*, mixtral-*), and their measured kernel list shows it
+ * (results/kernels-h100.json, qwen3-30b-a3b per layer: 6 prepare_grouped_gemm_data + 6 cutlass
+ * grouped GEMM kernels, cub radix sorts, a histogram, a scan, gathers and index backward
+ * kernels; no per-expert GEMM). The eager per-expert Python loop (torch.where per expert, a
+ * device-to-host sync each) is not what ran and is not priced here. hf_experts.c lists the
+ * kernels op by op with its sources.
+ */
+#ifndef PLAN_HF_EXPERTS_H
+#define PLAN_HF_EXPERTS_H
+
+#include <stdbool.h>
+
+#include "elementwise.h"
+#include "layout.h"
+#include "model.h"
+
+/* Does l run the experts as transformers' grouped_mm path: Hugging Face modeling code in eager
+ * PyTorch (impl hf, no torch.compile), experts not split by EP or TP. */
+bool hf_experts_applies(const layout *l);
+
+/* The routing kernels of one MoE block over `tokens` tokens on this GPU, forward (out->fwd) and
+ * backward (out->bwd): router softmax / top-k / renormalisation, the token gather, the sort by
+ * expert, the offsets, the routing-weight product, the unpermute and the top-k sum, and their
+ * autograd backward (index_put_ with accumulate for each gather). The SwiGLU between the GEMMs
+ * and the GEMMs themselves are priced elsewhere (elementwise.c, layer_recipe.c). out->eager and
+ * out->alone as elementwise_layer sets them. */
+void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
+                        elementwise_list *out);
+
+/* Kernels per torch._grouped_mm call (at::cuda::detail::prepare_grouped_gemm_data, then the
+ * CUTLASS grouped GEMM): the host issues both. */
+#define HF_EXPERTS_GROUPED_MM_KERNELS 2
+
+#endif

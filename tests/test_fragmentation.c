@@ -1,0 +1,168 @@
+/*
+ * test_fragmentation.c — the caching allocator's largest block (costmodel/memory.h, issue 14):
+ * a plan must leave room for its largest single allocation, one fp32 logits buffer of a
+ * micro-batch, unless segments can grow (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,
+ * which torchtitan's launcher sets). The case is bench/realruns' Qwen3-4B on one H100: seq 4096
+ * micro-batch 1 without checkpointing ran out of memory (the model had said it fits, 77.3 of
+ * 79.2 GiB), the same with checkpointing ran (76.2 GiB).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "check.h"
+#include "emit.h"
+#include "estimate.h"
+#include "memory.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PLAN_DATA_DIR");
+    return d ? d : "data";
+}
+
+static void load(model_spec *m, system_spec *sys)
+{
+    char err[CM_ERRLEN];
+    if (model_load(REALRUNS_CONFIGS_DIR "/qwen3-4b.json", data_dir(), m, err, sizeof err) !=
+        CM_OK)
+        fail_msg("%s", err);
+    if (system_load("h100", data_dir(), sys, err, sizeof err) != CM_OK) fail_msg("%s", err);
+}
+
+/* bench/realruns/fidelity.py's layout of run q3-4b-s4k-b1: FSDP2 on one GPU, Hugging Face
+ * eager, torch's default (foreach) AdamW. */
+static void run_layout(layout *l, training_spec *t, bool ckpt)
+{
+    *t = training_default();
+    t->seq_len = 4096;
+    t->global_batch = 1;
+    *l = layout_default(FRAMEWORK_FSDP2);
+    l->dp = 1;
+    l->mbs = 1;
+    l->optimizer_impl = OPTIMIZER_IMPL_FOREACH;
+    l->recompute = ckpt ? RECOMPUTE_FULL : RECOMPUTE_NONE;
+}
+
+/* Block by hand: 4 B x 4096 tokens x 151936 vocab = 2,489,319,424 B (2.32 GiB); halved by
+ * TP 2 (vocab-parallel) and by CP 2 (the sequence is split). */
+static void test_largest_block_by_hand(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    assert_int_equal(m.vocab, 151936);
+    layout l;
+    training_spec t;
+    run_layout(&l, &t, false);
+    assert_true(fabs(memory_largest_block_bytes(&m, &t, &l) - 2489319424.0) < 1);
+    l.tp = 2;
+    assert_true(fabs(memory_largest_block_bytes(&m, &t, &l) - 1244659712.0) < 1);
+    l.tp = 1;
+    l.cp = 2;
+    assert_true(fabs(memory_largest_block_bytes(&m, &t, &l) - 1244659712.0) < 1);
+}
+
+/* The run that went out of memory is infeasible, with the reason; the one that ran is not. */
+static void test_qwen3_4b_h100(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    layout l;
+    training_spec t;
+    estimate e;
+    char err[CM_ERRLEN];
+    run_layout(&l, &t, false);
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err), CM_OK);
+    const memory_breakdown *mb = &e.memory;
+    /* it fits by the byte count, not with the block: capacity - total < block */
+    assert_true(mb->total_bytes <= mb->capacity_bytes);
+    assert_true(mb->capacity_bytes - mb->total_bytes < 2489319424.0);
+    assert_true(fabs(mb->largest_block_bytes - 2489319424.0) < 1);
+    assert_true(mb->need_bytes > mb->capacity_bytes);
+    assert_false(e.feasible);
+    assert_non_null(strstr(e.infeasible_reason, "allocator fragmentation"));
+    assert_non_null(strstr(e.infeasible_reason, "2.32 GiB fp32 logits block"));
+
+    /* expandable segments: the block needs no room of its own */
+    t.expandable_segments = true;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err), CM_OK);
+    assert_true(e.feasible);
+    assert_true(e.memory.need_bytes == e.memory.total_bytes);
+
+    /* checkpointed: the run that ran, with more free memory than its block */
+    run_layout(&l, &t, true);
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err), CM_OK);
+    assert_true(e.feasible);
+    assert_true(e.memory.capacity_bytes - e.memory.total_bytes > 2489319424.0);
+}
+
+/* torchtitan launches with expandable segments (run_train.sh): no block term. */
+static void test_torchtitan_expandable(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    layout l;
+    training_spec t;
+    run_layout(&l, &t, false);
+    l.framework = FRAMEWORK_TORCHTITAN;
+    memory_breakdown mb = memory_peak(&m, &sys, &t, &l);
+    assert_true(mb.largest_block_bytes > 0);
+    assert_true(mb.need_bytes == mb.total_bytes);
+}
+
+/* The trainer YAML of a plan predicted with expandable segments says so, and plan check reads
+ * it back with them (else the check would price the block the plan did not). */
+static void test_yaml_round_trip(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    layout l;
+    training_spec t;
+    estimate e;
+    char err[CM_ERRLEN], *text = NULL;
+    run_layout(&l, &t, false);
+    t.expandable_segments = true;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err), CM_OK);
+    emit_context ctx = {.model_ref = "qwen3-4b"};
+    assert_int_equal(emit_yaml(&e, &m, &sys, &ctx, &text, err, sizeof err), CM_OK);
+    assert_non_null(strstr(text, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"));
+    check_config cfg;
+    check_report rep;
+    assert_int_equal(check_read_yaml(text, strlen(text), &cfg, &rep, err, sizeof err), CM_OK);
+    assert_true(cfg.training.expandable_segments);
+    free(text);
+    /* without the knob the YAML does not state it */
+    t.expandable_segments = false;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err), CM_OK);
+    text = NULL;
+    assert_int_equal(emit_yaml(&e, &m, &sys, &ctx, &text, err, sizeof err), CM_OK);
+    assert_null(strstr(text, "expandable_segments"));
+    assert_int_equal(check_read_yaml(text, strlen(text), &cfg, &rep, err, sizeof err), CM_OK);
+    assert_false(cfg.training.expandable_segments);
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_largest_block_by_hand),
+        cmocka_unit_test(test_qwen3_4b_h100),
+        cmocka_unit_test(test_torchtitan_expandable),
+        cmocka_unit_test(test_yaml_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
