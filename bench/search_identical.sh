@@ -28,7 +28,8 @@ done
 mkdir "$d/o" "$d/n" # the same file name: the chart files are named after it
 (cd "$d/o" && "$old" report -o guide.md >/dev/null 2>&1)
 (cd "$d/n" && "$new" report -o guide.md >/dev/null 2>&1)
-if [ -s "$d/o/guide.md" ] && diff -r "$d/o" "$d/n" >/dev/null; then echo "same    plan report -o guide.md (and its charts)"
+if [ -s "$d/o/guide.md" ] && diff -r "$d/o" "$d/n" >/dev/null; then
+    echo "same    plan report -o guide.md (and its charts)"
 else echo "DIFFERS plan report -o guide.md"; diff -r "$d/o" "$d/n" | head -5; rc=1; fi
 rm -rf "$d"
 exit $rc

@@ -533,7 +533,8 @@ static void *run_tasks(void *arg)
         r->stats.searches += sums.searches;
         r->stats.layouts += sums.layouts;
         for (int fw = 0; fw < 2; fw++)
-            for (int f = 0; f < REPORT_NFEATURES; f++) r->feat_count[fw][f] += sums.feat_count[fw][f];
+            for (int f = 0; f < REPORT_NFEATURES; f++)
+                r->feat_count[fw][f] += sums.feat_count[fw][f];
         progress(r);
         pthread_cond_broadcast(&s->cv);
     }
