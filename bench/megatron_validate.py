@@ -15,7 +15,8 @@ pipeline stage), "mtp_layers"}. For each case, with the emitted environment and 
 
 Prints one line per case and the counts; exit 0 when every case passes steps 1-3.
 Usage: python3 bench/megatron_validate.py --megatron /path/to/Megatron-LM --cases cases.json
-       [--json results.json]
+       [--json results.json] [--torch-shim [--device-capability 9.0]]
+--torch-shim: a CPU-only machine with Debian's torch 1.13 (bench/megatron_torch_shim.py).
 """
 import argparse
 import contextlib
@@ -73,16 +74,36 @@ def main():
     ap.add_argument("--megatron", required=True, help="Megatron-LM checkout (holds megatron/)")
     ap.add_argument("--cases", required=True)
     ap.add_argument("--json", help="write per-case results here")
+    ap.add_argument("--torch-shim", action="store_true",
+                    help="CPU machine with torch 1.13: stub the torch 2.x names Megatron imports "
+                    "(bench/megatron_torch_shim.py says which and why); a case touching one fails")
+    ap.add_argument("--device-capability", default="9.0",
+                    help="with --torch-shim: what torch.cuda.get_device_capability() answers")
     opt = ap.parse_args()
     sys.path.insert(0, opt.megatron)
+    shim = None
+    if opt.torch_shim:
+        import megatron_torch_shim as shim
+
+        shim.install_fixed(tuple(int(x) for x in opt.device_capability.split(".")))
     # Optional packages megatron imports at module level but the argument code never calls
     # (einops, ...): where one is missing, a stub stands in and is named in the output.
     stubbed = []
-    for _ in range(20):
+    for _ in range(100):
         try:
             from megatron.training.arguments import parse_args, validate_args  # noqa: F401
+            from megatron.training.argument_utils import (  # noqa: F401
+                core_transformer_config_from_args,
+            )
             break
-        except ModuleNotFoundError as e:
+        except (ImportError, AttributeError) as e:
+            if shim is None or not shim.answer(e):
+                if not isinstance(e, ModuleNotFoundError):
+                    raise
+            else:
+                for k in [k for k in sys.modules if k.startswith("megatron")]:
+                    del sys.modules[k]
+                continue
             name = e.name or ""
             if not name or name.split(".")[0] in ("megatron", "torch") or name in stubbed:
                 raise
@@ -96,6 +117,9 @@ def main():
                 del sys.modules[k]
     if stubbed:
         print("stubbed missing modules:", ", ".join(stubbed))
+    if shim is not None:
+        for kind, name, why in shim.STUBBED:
+            print(f"torch shim: {kind} {name}: {why}")
     from megatron.training.arguments import parse_args, validate_args
     from megatron.training.argument_utils import core_transformer_config_from_args
     from megatron.core.transformer.enums import LayerType
@@ -122,8 +146,10 @@ def main():
         sys.argv = ["pretrain_gpt.py"] + case["args"]
         r = {"name": case["name"], "step": "parse", "error": None}
         log = io.StringIO()
+        if shim is not None:
+            shim.guard(True)
         try:
-            with contextlib.redirect_stdout(log):
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
                 args = parse_args()
                 counts["parse"] += 1
                 r["step"] = "validate"
@@ -148,10 +174,18 @@ def main():
                 counts["config"] += 1
                 r["step"] = "ok"
         except SystemExit as e:  # argparse: unknown flag or bad value
-            r["error"] = f"argparse exit {e.code}: {log.getvalue()[-400:]}"
+            said = [ln for ln in log.getvalue().splitlines() if ": error: " in ln]
+            r["error"] = f"argparse exit {e.code}: {(said or [log.getvalue()])[-1][-400:]}"
         except BaseException as e:  # noqa: BLE001 - report any failure of the case
-            tb = traceback.extract_tb(e.__traceback__)[-1]
-            r["error"] = f"{type(e).__name__}: {e} ({os.path.basename(tb.filename)}:{tb.lineno})"
+            frames = traceback.extract_tb(e.__traceback__)
+            tb = frames[-1]
+            where = f"{os.path.basename(tb.filename)}:{tb.lineno}"
+            mine = [f for f in frames if "/megatron/" in f.filename]
+            if mine and mine[-1] is not tb:  # raised inside torch: say which Megatron line asked
+                where += f" via {os.path.basename(mine[-1].filename)}:{mine[-1].lineno}"
+            r["error"] = f"{type(e).__name__}: {e} ({where})"
+        if shim is not None:
+            shim.guard(False)
         results.append(r)
         status = "ok" if r["step"] == "ok" else f"FAIL at {r['step']}: {r['error']}"
         print(f"{case['name']:40s} {status}"[:600], flush=True)
@@ -160,7 +194,14 @@ def main():
         "costed split {split}/{total}, TransformerConfig {config}/{total}".format(**counts)
     )
     if opt.json:
-        json.dump({"counts": counts, "results": results}, open(opt.json, "w"), indent=1)
+        out = {"counts": counts, "results": results}
+        if shim is not None:
+            import torch
+
+            out["torch"] = torch.__version__
+            out["python"] = sys.version.split()[0]
+            out["torch_shim"] = [{"kind": k, "name": n, "why": w} for k, n, w in shim.STUBBED]
+        json.dump(out, open(opt.json, "w"), indent=1)
     sys.exit(0 if counts["split"] == counts["total"] else 1)
 
 

@@ -62,7 +62,8 @@ enum {
     OPT_MOE_SHARED_OVERLAP, OPT_NVLS, OPT_POWER_LIMIT, OPT_PP_SCHEDULE, OPT_ASYNC_TP,
     OPT_RESHARD, OPT_FP8_PARAM_GATHER, OPT_BF16_FIRST, OPT_BF16_LAST,
     OPT_MOE_FP8_DISPATCH, OPT_OPT_OFFLOAD,
-    OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_EXPANDABLE_SEGMENTS,
+    OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_EXPANDABLE_SEGMENTS, OPT_PP_FIRST,
+    OPT_PP_LAST,
 };
 
 static const struct option long_opts[] = {
@@ -119,6 +120,8 @@ static const struct option long_opts[] = {
     {"reshard-after-forward", no_argument, NULL, OPT_RESHARD},
     {"fp8-param-gather", no_argument, NULL, OPT_FP8_PARAM_GATHER},
     {"bf16-first-layers", required_argument, NULL, OPT_BF16_FIRST},
+    {"pp-first-layers", required_argument, NULL, OPT_PP_FIRST},
+    {"pp-last-layers", required_argument, NULL, OPT_PP_LAST},
     {"bf16-last-layers", required_argument, NULL, OPT_BF16_LAST},
     {"moe-fp8-dispatch", no_argument, NULL, OPT_MOE_FP8_DISPATCH},
     {"optimizer-cpu-offload", no_argument, NULL, OPT_OPT_OFFLOAD},
@@ -271,6 +274,12 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             break;
         case OPT_BF16_LAST:
             rc = parse_int("bf16-last-layers", optarg, 0, 100000, &l->bf16_layers_end);
+            break;
+        case OPT_PP_FIRST:
+            rc = parse_int("pp-first-layers", optarg, 0, 100000, &l->pp_first_layers);
+            break;
+        case OPT_PP_LAST:
+            rc = parse_int("pp-last-layers", optarg, 0, 100000, &l->pp_last_layers);
             break;
         case OPT_MOE_FP8_DISPATCH: l->moe_fp8_dispatch = true; break;
         /* Megatron CPU offload (costmodel/offload.h); a fraction implies the offload */

@@ -69,6 +69,7 @@ static bool layout_flags_given(const cli_options *o)
            l->tp != d.tp || l->pp != d.pp || l->cp != d.cp || l->ep != d.ep || l->etp != d.etp ||
            l->vpp != d.vpp || l->mbs != d.mbs || l->recompute != d.recompute ||
            l->recompute_layers != d.recompute_layers || l->offload != d.offload ||
+           l->pp_first_layers != d.pp_first_layers || l->pp_last_layers != d.pp_last_layers ||
            l->shard_size != d.shard_size || l->reshard_after_forward != d.reshard_after_forward ||
            u->seq_len != t.seq_len || u->global_batch != t.global_batch ||
            l->tp_comm_overlap != d.tp_comm_overlap ||

@@ -28,6 +28,8 @@ static void usage(void)
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"
            "  --attention flash|unfused --no-overlap --tp-comm-overlap\n"
            "  --overlap-grad-reduce --overlap-param-gather --grad-reduce-bf16\n"
+           "  --pp-first-layers N --pp-last-layers N   uneven pipeline: decoder layers on the first /\n"
+           "                       last stage, the others share the rest evenly (--vpp 1)\n"
            "  --expandable-segments  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: no free block\n"
            "                       kept for the fp32 logits (allocator fragmentation, memory.h)\n"
            "  --precision bf16|fp8|mxfp8|nvfp4 --fp8-recipe delayed|tensorwise|blockwise\n"

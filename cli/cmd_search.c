@@ -122,6 +122,8 @@ static const char *layout_flag_given(const cli_options *o)
         {l->async_tp != d.async_tp, "--async-tp"},
         {l->optimizer_offload_pct != d.optimizer_offload_pct, "--optimizer-cpu-offload"},
         {l->activation_offload != d.activation_offload, "--activation-offload"},
+        {l->pp_first_layers != d.pp_first_layers, "--pp-first-layers"},
+        {l->pp_last_layers != d.pp_last_layers, "--pp-last-layers"},
     };
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
         if (flags[i].given) return flags[i].flag;

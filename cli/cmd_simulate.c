@@ -19,6 +19,8 @@ static void usage(void)
            "  --sp/--no-sp --sharding --framework --recompute ...), --seq --gbs --system\n"
            "  --calibration --attention --no-overlap --tp-comm-overlap\n"
            "  --overlap-grad-reduce --overlap-param-gather --grad-reduce-bf16\n"
+           "  --pp-first-layers N --pp-last-layers N   uneven pipeline: decoder layers on the first /\n"
+           "                       last stage, the others share the rest evenly (--vpp 1)\n"
            "  --expandable-segments  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: no free block\n"
            "                       kept for the fp32 logits (allocator fragmentation, memory.h)\n"
            "  --trace FILE         write the simulated step as a Chrome/Perfetto trace\n"

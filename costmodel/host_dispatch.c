@@ -17,6 +17,8 @@
  */
 #include "host_dispatch.h"
 
+#include "dtensor_ops.h"
+
 #include <stdbool.h>
 #include <string.h>
 
@@ -34,10 +36,14 @@ static double layer_tensors(const model_spec *m, bool moe)
 }
 
 /* Linear modules behind one GEMM op of the recipe (the recipe merges q, k, v into "qkv" and
- * gate, up into "mlp_up"; Hugging Face and the native model run them as separate modules). */
-static double modules_of(const recipe_op *o, const model_spec *m)
+ * gate, up into "mlp_up"; Hugging Face and the native model run them as separate modules).
+ * titan: torchtitan's "experts" is the routed experts' SwiGLU, three grouped GEMMs
+ * (torchtitan/models/moe/moe.py at 003edbe5, _run_experts_grouped_mm: torch._grouped_mm for w1,
+ * w3 and w2), each with its dgrad and wgrad in the backward. */
+static double modules_of(const recipe_op *o, const model_spec *m, bool titan)
 {
     if (!strcmp(o->name, "qkv")) return 3;
+    if (titan && !strcmp(o->name, "experts")) return m->activation == MODEL_ACT_SWIGLU ? 3 : 2;
     if ((!strcmp(o->name, "mlp_up") || !strcmp(o->name, "shared_up")) &&
         m->activation == MODEL_ACT_SWIGLU)
         return 2;
@@ -85,8 +91,25 @@ bool host_dispatch_applies(const system_spec *sys, const layout *l)
 
 typedef struct {
     double host, gpu; /* when the host has issued its last launch; when the GPU finishes */
-    double c;
+    double c;         /* host time per launch of what is pushed now */
 } queue;
+
+typedef struct {
+    double plain;          /* per launch on plain tensors (host.eager_launch_s) */
+    double dt_fwd, dt_bwd; /* per DTensor dispatch, forward and backward */
+    bool dtensor;          /* torchtitan TP: the plan's ops run on DTensors (dtensor_ops.h) */
+    bool ep_sync;          /* torchtitan EP: the forward waits for the split sizes (q_sync) */
+    bool titan;            /* torchtitan's model code (its grouped experts: modules_of) */
+} host_costs;
+
+/* The host waits for the GPU (a device-to-host copy it needs the value of): its lead is gone,
+ * and the GPU idles from its last kernel until the host issues the next one. The copy's own
+ * latency (a few microseconds) is left out. */
+static void q_sync(queue *q)
+{
+    if (q->gpu > q->host) q->host = q->gpu;
+    q->gpu = q->host;
+}
 
 /* n identical launches of g seconds each: the last ends at the latest of the GPU's own work
  * after what was queued, the first launch's issue plus all of them, and the last launch's
@@ -139,13 +162,15 @@ static int slot_elementwise(const char *n, bool *split)
 }
 
 /* Launches (n) and GPU time per launch (g) of op o in the forward (bwd false) or backward. */
-static void op_launches(const recipe_op *o, const model_spec *m, bool bwd, double *n, double *g)
+static void op_launches(const recipe_op *o, const model_spec *m, bool titan, bool bwd, double *n,
+                        double *g)
 {
     *n = 0, *g = 0;
     double t = 0;
     switch (o->kind) {
     case RECIPE_GEMM: {
-        double k = o->launches > 1 ? o->launches : modules_of(o, m); /* >1: hf_experts.h */
+        /* >1: hf_experts.h's grouped kernels; else the modules the op stands for */
+        double k = o->launches > 1 ? o->launches : modules_of(o, m, titan);
         *n = bwd ? 2 * k : k;
         t = bwd ? o->fwd_bwd_s - o->fwd_s : o->fwd_s;
         break;
@@ -167,17 +192,25 @@ static void op_launches(const recipe_op *o, const model_spec *m, bool bwd, doubl
 
 /* One pass of one layer through the queue: the forward slots in order, or the backward in the
  * reverse order; only_recompute: the ops a recompute re-runs. */
-static void run_pass(queue *q, const recipe *r, const model_spec *m, bool bwd, bool only_recompute)
+static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_costs *hc,
+                     bool bwd, bool only_recompute)
 {
+    double cdt = bwd ? hc->dt_bwd : hc->dt_fwd;
     for (int step = 0; step < S_N; step++) {
         int s = bwd ? S_N - 1 - step : step;
+        /* SequenceParallel's input hook and PrepareModuleInput's all-gather around each norm */
+        if (hc->dtensor && (s == S_NORM1 || s == S_NORM2)) {
+            q->c = cdt;
+            q_push(q, dtensor_norm_dispatches(), 0);
+        }
         for (int i = 0; i < r->n_ops; i++) {
             const recipe_op *o = &r->op[i];
             if (only_recompute && !o->recompute) continue;
             double n, g;
-            op_launches(o, m, bwd, &n, &g);
+            op_launches(o, m, hc->titan, bwd, &n, &g);
             if (only_recompute && o->kind == RECIPE_ELEMENTWISE) n = o->recompute_launches;
             if (n <= 0) continue;
+            q->c = hc->dtensor && dtensor_layer_op(o) ? cdt : hc->plain;
             int slot;
             bool split = false;
             if (o->kind == RECIPE_GEMM) slot = slot_gemm(o->name);
@@ -191,9 +224,17 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, bool bwd, b
             } else if (!split && s == slot) {
                 q_push(q, n, g);
                 if (o->kind == RECIPE_ATTENTION) q_push(q, 1, 0); /* the output's copy */
+                /* EP: the all-to-all's split sizes are copied to the host after the router
+                 * (torchtitan/distributed/expert_parallel.py at 31f33c14, _token_dispatch:
+                 * .to("cpu", non_blocking=False) "would incur a device-to-host sync", then
+                 * .tolist() for all_to_all_single_autograd); the backward reuses them. */
+                if (hc->ep_sync && !bwd && !strcmp(o->name, "router")) q_sync(q);
+                if (hc->dtensor && o->kind == RECIPE_GEMM) /* decomposition and hooks */
+                    q_push(q, dtensor_linear_dispatches(o, modules_of(o, m, hc->titan), bwd), 0);
             }
         }
     }
+    q->c = hc->plain;
 }
 
 /* FSDP2's launches of one unit per pass: copy-in, the collective and a copy-out per tensor for
@@ -217,18 +258,21 @@ static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layou
     if (bwd) q_push(q, 2, rs_s / 2);
 }
 
-/* Host time per launch of a layer's forward (cf) and backward (cb) ops: c, or under DTensor
- * tensor parallelism (torchtitan with TP > 1: every op of the layer, its loss too, runs on
- * DTensors) c scaled by the measured DTensor/plain ratios of the system (host.eager_dtensor_*;
- * bench/dtensor_dispatch.py: sharding propagation and the wrapper's unwrap/rewrap per op, and
- * more autograd work per op in the backward). FSDP2's own copies stay plain-tensor work. */
-static void dtensor_costs(const system_spec *sys, const layout *l, double c, double *cf,
-                          double *cb)
+/* Host time per launch: plain tensors, and under DTensor tensor parallelism (torchtitan with
+ * TP > 1: the ops dtensor_ops.h lists run on DTensors) c scaled by the measured DTensor/plain
+ * ratios of the system (host.eager_dtensor_*; bench/dtensor_dispatch.py: sharding propagation
+ * and the wrapper's unwrap/rewrap per op, and more autograd work per op in the backward), for
+ * each DTensor op and each dispatch without a kernel that the plan adds (dtensor_ops.c). FSDP2's
+ * own copies stay plain-tensor work. */
+static host_costs costs_of(const system_spec *sys, const layout *l)
 {
-    *cf = *cb = c;
-    if (l->framework != FRAMEWORK_TORCHTITAN || l->tp <= 1) return;
-    if (sys->host_dtensor_fwd_ratio > 0) *cf = c * sys->host_dtensor_fwd_ratio;
-    if (sys->host_dtensor_bwd_ratio > 0) *cb = c * sys->host_dtensor_bwd_ratio;
+    double c = sys->host_eager_launch_s;
+    host_costs hc = {c, c, c, false, false, l->framework == FRAMEWORK_TORCHTITAN};
+    if (!dtensor_tp_applies(l)) return hc;
+    hc.dtensor = true;
+    if (sys->host_dtensor_fwd_ratio > 0) hc.dt_fwd = c * sys->host_dtensor_fwd_ratio;
+    if (sys->host_dtensor_bwd_ratio > 0) hc.dt_bwd = c * sys->host_dtensor_bwd_ratio;
+    return hc;
 }
 
 void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layout *l, recipe *r,
@@ -236,34 +280,37 @@ void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layou
 {
     r->host_fwd_s = r->host_bwd_s = 0;
     if (!host_dispatch_applies(sys, l)) return;
-    double c = sys->host_eager_launch_s;
-    double cf, cb;
-    dtensor_costs(sys, l, c, &cf, &cb);
-    if (!layer) { /* the loss head: a few long kernels; the plain floor */
+    host_costs hc = costs_of(sys, l);
+    hc.ep_sync = moe && l->framework == FRAMEWORK_TORCHTITAN && l->ep > 1;
+    if (!layer) { /* the loss head: a few long kernels; the plain floor. Under loss_parallel
+                   * every op of it runs on DTensors, with the head's hooks and its Linear's
+                   * decomposition (dtensor_ops.c). */
         double lf, lb, lr;
         host_dispatch_launches(r, l, &lf, &lb, &lr);
-        r->host_fwd_s = lf * cf;
-        r->host_bwd_s = lb * cb + lr * cf;
+        if (hc.dtensor)
+            for (int i = 0; i < r->n_ops; i++) {
+                double k = modules_of(&r->op[i], m, hc.titan);
+                lf += dtensor_linear_dispatches(&r->op[i], k, false);
+                lb += dtensor_linear_dispatches(&r->op[i], k, true);
+            }
+        if (hc.dtensor) lf += dtensor_head_dispatches(), lb += dtensor_head_dispatches();
+        r->host_fwd_s = lf * hc.dt_fwd;
+        r->host_bwd_s = lb * hc.dt_bwd + lr * hc.dt_fwd;
         return;
     }
     /* Two layers chained, so the host's lead carries over from the first; the second layer's
      * increment is the steady state of a deep stack. */
     bool any_re = false;
     for (int i = 0; i < r->n_ops; i++) any_re |= r->op[i].recompute;
-    queue q = {0, 0, c}, qb = {0, 0, c};
+    queue q = {0, 0, hc.plain}, qb = {0, 0, hc.plain};
     double f_end[2], b_end[2];
     for (int k = 0; k < 2; k++) {
         run_fsdp(&q, r, m, l, false, moe);
-        q.c = cf;
-        run_pass(&q, r, m, false, false);
-        q.c = c;
+        run_pass(&q, r, m, &hc, false, false);
         f_end[k] = q.gpu;
         run_fsdp(&qb, r, m, l, true, moe);
-        qb.c = cf;
-        if (any_re) run_pass(&qb, r, m, false, true);
-        qb.c = cb;
-        run_pass(&qb, r, m, true, false);
-        qb.c = c;
+        if (any_re) run_pass(&qb, r, m, &hc, false, true);
+        run_pass(&qb, r, m, &hc, true, false);
         b_end[k] = qb.gpu;
     }
     r->host_fwd_s = f_end[1] - f_end[0];

@@ -163,8 +163,22 @@ int layout_expert_dp(const layout *l)
     return l->dp * l->cp * l->tp / (l->ep * layout_etp(l));
 }
 
+/* With pp_first_layers / pp_last_layers: the given stage(s) hold that many, the others the
+ * rest in equal parts (layout_check requires them to divide). */
+static bool uneven_split(const layout *l)
+{
+    return l->pp >= 2 && (l->pp_first_layers > 0 || l->pp_last_layers > 0);
+}
+
 int layout_stage_layers(const model_spec *m, const layout *l, int stage)
 {
+    if (uneven_split(l)) {
+        if (stage == 0 && l->pp_first_layers > 0) return l->pp_first_layers;
+        if (stage == l->pp - 1 && l->pp_last_layers > 0) return l->pp_last_layers;
+        int fixed = (l->pp_first_layers > 0) + (l->pp_last_layers > 0);
+        int rest = m->layers - l->pp_first_layers - l->pp_last_layers;
+        return l->pp > fixed ? rest / (l->pp - fixed) : 0;
+    }
     int base = m->layers / l->pp, rem = m->layers % l->pp;
     if (rem == 0) return base;
     /* Stage 0 holds the embedding and the most in-flight activations, the last stage the
@@ -175,7 +189,27 @@ int layout_stage_layers(const model_spec *m, const layout *l, int stage)
 
 int layout_max_stage_layers(const model_spec *m, const layout *l)
 {
+    if (uneven_split(l)) {
+        int most = 0;
+        for (int s = 0; s < l->pp; s++) {
+            int n = layout_stage_layers(m, l, s);
+            if (n > most) most = n;
+        }
+        return most;
+    }
     return m->layers / l->pp + (m->layers % l->pp ? 1 : 0);
+}
+
+bool layout_split_uneven(const model_spec *m, const layout *l)
+{
+    return l->pp > 1 && (uneven_split(l) || m->layers % l->pp);
+}
+
+int layout_stage_start(const model_spec *m, const layout *l, int stage)
+{
+    int start = 0;
+    for (int s = 0; s < stage && s < l->pp; s++) start += layout_stage_layers(m, l, s);
+    return start;
 }
 
 cm_status training_check(const training_spec *t, char *err, size_t errlen)
@@ -286,6 +320,17 @@ static void check_torchtitan(const model_spec *m, const training_spec *t, const 
         FAIL(CM_ERULE, "async-tp-needs-compile",
              "async TP (--async-tp) is an Inductor pass over sequence-parallel TP collectives: it "
              "needs --compile, --tp > 1 and --sp (torchtitan config/configs.py)");
+    /* pipeline_parallel.py: the first / last stage hold (layers per stage - their "less"), at
+     * most a middle stage's count (the "less" is >= 0) */
+    if (l->pp > 2 && (l->pp_first_layers > 0 || l->pp_last_layers > 0) && l->vpp == 1 &&
+        m->layers >= l->pp) {
+        int mid = layout_stage_layers(m, l, 1);
+        if (layout_stage_layers(m, l, 0) > mid || layout_stage_layers(m, l, l->pp - 1) > mid)
+            FAIL(CM_ERULE, "torchtitan-uneven-less",
+                 "torchtitan's uneven split gives the first and last stage fewer layers than the "
+                 "others (pipeline_parallel_first/last_stage_less_layers >= 0), not more: lower "
+                 "--pp-first-layers / --pp-last-layers");
+    }
     /* activation_checkpoint.py applies a policy to every transformer block: no layer count */
     if (l->recompute_layers > 0)
         FAIL(CM_ERULE, "torchtitan-recompute-every-block",
@@ -382,6 +427,26 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
     if (l->pp > m->layers)
         FAIL(CM_ERULE, "pp-fits-layers", "pipeline size %d exceeds the %d layers: use pp <= %d",
              l->pp, m->layers, m->layers);
+    if (l->pp_first_layers < 0 || l->pp_last_layers < 0 || l->pp_first_layers > big ||
+        l->pp_last_layers > big)
+        FATAL(CM_EINVAL, "sizes", "--pp-first-layers / --pp-last-layers must be between 0 and %d",
+              big);
+    if (l->pp_first_layers > 0 || l->pp_last_layers > 0) {
+        int fixed = (l->pp_first_layers > 0) + (l->pp_last_layers > 0);
+        long rest = (long)m->layers - l->pp_first_layers - l->pp_last_layers;
+        int middle = l->pp - fixed;
+        if (l->pp < 2 || l->vpp > 1)
+            FAIL(CM_ERULE, "uneven-pp-needs-pp",
+                 "--pp-first-layers / --pp-last-layers set the first and last of pp >= 2 stages "
+                 "without virtual stages (plan models an uneven split with --vpp 1 only): drop "
+                 "them, or set --pp >= 2 and --vpp 1");
+        else if (middle == 0 ? rest != 0 : (rest < middle || rest % middle))
+            FAIL(CM_ERULE, "uneven-pp-divides",
+                 "%d layers less %d on the first and %d on the last stage leave %ld for the %d "
+                 "other stage(s), which must split evenly with at least one each "
+                 "(Megatron-LM arguments.py; torchtitan pipeline_parallel.py): change the counts",
+                 m->layers, l->pp_first_layers, l->pp_last_layers, rest, middle);
+    }
     if (l->vpp > 1) {
         if (l->pp < 2)
             FAIL(CM_ERULE, "vpp-needs-pp",

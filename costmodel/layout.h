@@ -79,6 +79,12 @@ typedef struct {
     int ep;                    /* expert parallel, carved out of dp*cp (Megatron) */
     int etp;                   /* expert tensor parallel; 0 = same as tp */
     int vpp;                   /* virtual pipeline stages per rank (interleaved 1F1B) */
+    /* Uneven pipeline (issue 21): decoder layers on the first / last stage, the other stages
+     * sharing the rest evenly (Megatron's --decoder-first/last-pipeline-num-layers, written as
+     * --pipeline-model-parallel-layout; torchtitan's first/last_stage_less_layers); 0 = the
+     * default split (layout_stage_layers). The embedding and the head make those two stages
+     * heavier, so fewer layers there balance the pipeline. */
+    int pp_first_layers, pp_last_layers;
     int mbs;                   /* micro-batch size in sequences */
     bool sp;                   /* Megatron sequence parallel (with tp > 1) */
     layout_sharding sharding;
@@ -159,6 +165,11 @@ int layout_expert_dp(const layout *l);
 /* Layers on pipeline stage s; uneven remainders go to the middle stages, not the first. */
 int layout_stage_layers(const model_spec *m, const layout *l, int stage);
 int layout_max_stage_layers(const model_spec *m, const layout *l);
+/* Do the stages hold different layer counts (an uneven knob, or layers % pp)? Megatron needs
+ * the split stated then (--pipeline-model-parallel-layout). */
+bool layout_split_uneven(const model_spec *m, const layout *l);
+/* The first global layer of stage `stage`. */
+int layout_stage_start(const model_spec *m, const layout *l, int stage);
 
 /*
  * Check divisibility and the framework rules (DESIGN.md "Framework rules"). On failure err names

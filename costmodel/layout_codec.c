@@ -107,6 +107,12 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
       optimizer_offload_pct, NULL, NULL, false, 0, NULL, NULL),
     L(LAYOUT_F_ACTIVATION_OFFLOAD, "activation_offload", LAYOUT_KIND_BOOL, activation_offload,
       NULL, NULL, false, 0, NULL, NULL),
+    /* issue 21: the uneven pipeline split; emit.c states it as --pipeline-model-parallel-layout,
+     * emit_torchtitan.c as first/last_stage_less_layers; no trainer-YAML key */
+    L(LAYOUT_F_PP_FIRST_LAYERS, "pp_first_layers", LAYOUT_KIND_INT, pp_first_layers, NULL, NULL,
+      false, 0, NULL, NULL),
+    L(LAYOUT_F_PP_LAST_LAYERS, "pp_last_layers", LAYOUT_KIND_INT, pp_last_layers, NULL, NULL,
+      false, 0, NULL, NULL),
 };
 
 #undef L
@@ -220,7 +226,8 @@ static bool omitted_in_json(const layout_field *f, const layout *l)
     if (f->id == LAYOUT_F_FP8_RECIPE) return l->precision != PRECISION_FP8;
     if (f->id == LAYOUT_F_PP_SCHEDULE) return l->pp_schedule == PP_SCHEDULE_DEFAULT;
     if (f->id == LAYOUT_F_ASYNC_TP) return !l->async_tp;
-    if (f->id >= LAYOUT_F_FP8_PARAM_GATHER && f->id <= LAYOUT_F_MOE_FP8_DISPATCH)
+    if ((f->id >= LAYOUT_F_FP8_PARAM_GATHER && f->id <= LAYOUT_F_MOE_FP8_DISPATCH) ||
+        f->id == LAYOUT_F_PP_FIRST_LAYERS || f->id == LAYOUT_F_PP_LAST_LAYERS)
         return layout_field_value(f, l, NULL) == 0;
     return false;
 }
@@ -419,6 +426,8 @@ void layout_short_name(const layout *l, char *buf, size_t len)
     if (l->recompute != RECOMPUTE_NONE)
         used = append(buf, len, used, " rc-%s", layout_recompute_name(l->recompute));
     if (l->recompute_layers > 0) used = append(buf, len, used, "%d", l->recompute_layers);
+    if (l->pp_first_layers > 0 || l->pp_last_layers > 0)
+        used = append(buf, len, used, " split-%d/%d", l->pp_first_layers, l->pp_last_layers);
     if (l->precision != PRECISION_BF16) used = append(buf, len, used, " %s", precision_label(l));
     if (l->fp8_param_gather) used = append(buf, len, used, "+pg");
     if (l->bf16_layers_start || l->bf16_layers_end)

@@ -165,9 +165,7 @@ bool memory_fits(const memory_breakdown *mb)
 
 static int stage_start(const model_spec *m, const layout *l, int s)
 {
-    int base = m->layers / l->pp, rem = m->layers % l->pp;
-    int extra = s >= 1 ? (s - 1 < rem ? s - 1 : rem) : 0;
-    return s * base + extra;
+    return layout_stage_start(m, l, s);
 }
 
 static int stage_moe_layers(const model_spec *m, const layout *l, int s)

@@ -358,10 +358,29 @@ int check_torchtitan_resolve(const model_spec *m, check_config *cfg, int gpus,
                 l->vpp = (int)(stages / l->pp);
         }
     }
-    if (l->pp > 1 && (cfg->titan_first_less || cfg->titan_last_less))
-        note(rep, "pipeline_parallel_first/last_stage_less_layers %d/%d: plan splits the layers "
-                  "evenly (set both to 0, as --emit torchtitan does)",
-             cfg->titan_first_less, cfg->titan_last_less);
+    if (l->pp > 1 && (cfg->titan_first_less || cfg->titan_last_less)) {
+        /* torchtitan's split (pipeline_parallel.py generate_llm_fqn_per_model_part): (layers +
+         * less_first + less_last) over the stages, the first `extra` stages one more, the first
+         * and last stage giving their "less" to the embedding and the head. plan models it when
+         * every middle stage holds the same count (issue 21's uneven first/last stages). */
+        long eff = (long)m->layers + cfg->titan_first_less + cfg->titan_last_less;
+        long stages = (long)l->pp * l->vpp, base = eff / stages, extra = eff % stages;
+        long first = base + (extra > 0) - cfg->titan_first_less;
+        long last = base + (stages - 1 < extra) - cfg->titan_last_less;
+        bool middles_equal = stages <= 3 || extra <= 1 || extra >= stages - 1;
+        long mid = stages > 2 ? base + (1 < extra) : -1;
+        if (l->vpp == 1 && middles_equal && first >= 1 && last >= 1) {
+            l->pp_first_layers = first == mid ? 0 : (int)first;
+            l->pp_last_layers = last == mid ? 0 : (int)last;
+            if (stages == 2) { l->pp_first_layers = (int)first; l->pp_last_layers = (int)last; }
+            if (stages == 2 && first == last) l->pp_first_layers = l->pp_last_layers = 0;
+        } else {
+            note(rep, "pipeline_parallel_first/last_stage_less_layers %d/%d: torchtitan's split "
+                      "has unequal middle stages here, which plan does not model; it splits the "
+                      "layers evenly (set both to 0, as --emit torchtitan does)",
+                 cfg->titan_first_less, cfg->titan_last_less);
+        }
+    }
     /* reshard after forward: "default" is not pp_enabled (distributed/fsdp.py) */
     l->reshard_after_forward = cfg->titan_reshard >= 0 ? cfg->titan_reshard == 1 : l->pp == 1;
     /* batch in tokens */

@@ -127,7 +127,7 @@ static void shell_quote(FILE *f, const char *s)
 void emit_shell_quote(FILE *f, const char *s) { shell_quote(f, s); }
 
 /* A Python string literal: a JSON string is one (its escapes \" \\ \n \uXXXX are Python's). */
-static void python_quote(FILE *f, const char *s)
+void emit_python_quote(FILE *f, const char *s)
 {
     json_t *j = json_string(s);
     char *q = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
@@ -200,7 +200,6 @@ cm_status emit_finish(FILE *f, char **bufp, char **out, char *err, size_t errlen
  * a True-default bool -> --no-foo-bar / --disable-foo-bar, or the field's argparse_meta name). */
 
 #define MAX_FLAGS 128
-#define FLAG_VALUE_MAX 2048
 
 typedef struct {
     const char *flag;
@@ -251,7 +250,7 @@ static void fl_unsupported(flag_list *fl, const char *fmt, ...)
     va_end(ap);
 }
 
-static bool megatron_fsdp(const layout *l)
+bool emit_megatron_fsdp(const layout *l)
 {
     return l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_FSDP;
 }
@@ -294,23 +293,6 @@ static void precision_flags(flag_list *fl, const layout *l)
     }
 }
 
-/* Megatron Bridge's mixed-precision recipe for l (megatron/bridge/training/mixed_precision.py),
- * NULL for bf16 (the recipe configs default to bf16_mixed). */
-static const char *bridge_precision_recipe(const layout *l)
-{
-    switch (l->precision) {
-    case PRECISION_FP8:
-        switch (precision_fp8_recipe(l)) {
-        case FP8_RECIPE_TENSORWISE: return "bf16_with_fp8_current_scaling_mixed";
-        case FP8_RECIPE_BLOCKWISE: return "bf16_with_fp8_subchannel_scaling_mixed";
-        default: return "bf16_with_fp8_delayed_scaling_mixed";
-        }
-    case PRECISION_MXFP8: return "bf16_with_mxfp8_mixed";
-    case PRECISION_NVFP4: return "bf16_with_nvfp4_mixed";
-    default: return NULL;
-    }
-}
-
 /* Megatron-LM asserts CUDA_DEVICE_MAX_CONNECTIONS=1 when TP > 1 or CP > 1 on GPUs of compute
  * capability below 10 (Ampere, Hopper; AMD Instinct reports 9), unless an FSDP is used, which
  * in turn asserts it is not 1 (arguments.py:1451-1479 and 1166). Blackwell (B200, B300, GB200,
@@ -324,7 +306,7 @@ static bool pre_blackwell(const system_spec *sys)
 int emit_megatron_max_connections(const layout *l, const system_spec *sys)
 {
     if (l->framework != FRAMEWORK_MEGATRON) return 0;
-    if (megatron_fsdp(l)) return -1;
+    if (emit_megatron_fsdp(l)) return -1;
     if ((l->tp > 1 || l->cp > 1) && pre_blackwell(sys)) return 1;
     return 0;
 }
@@ -334,7 +316,7 @@ int emit_megatron_max_connections(const layout *l, const system_spec *sys)
  * (loss) on the last, stages separated by "|" (megatron/core/transformer/
  * pipeline_parallel_layer_layout.py, parse_str_to_list). Returns false when the text does not
  * fit buf. */
-static bool pipeline_layout_text(const model_spec *m, const layout *l, char *buf, size_t len)
+bool emit_pipeline_layout_text(const model_spec *m, const layout *l, char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = '\0';
@@ -568,10 +550,10 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
     /* parallelism */
     fl_add(fl, "--tensor-model-parallel-size", "%d", l->tp);
     fl_add(fl, "--pipeline-model-parallel-size", "%d", l->pp);
-    if (l->pp > 1 && l->vpp == 1 && m->layers % l->pp) {
+    if (l->vpp == 1 && layout_split_uneven(m, l)) {
         /* the costed split, stage by stage (Megatron's default needs layers % pp == 0) */
         char text[FLAG_VALUE_MAX];
-        if (pipeline_layout_text(m, l, text, sizeof text))
+        if (emit_pipeline_layout_text(m, l, text, sizeof text))
             fl_add(fl, "--pipeline-model-parallel-layout", "%s", text);
         else
             fl->overflow = true;
@@ -588,7 +570,7 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
     if (l->tp_comm_overlap) fl_add(fl, "--tp-comm-overlap", NULL);
 
     /* data-parallel sharding */
-    if (megatron_fsdp(l)) {
+    if (emit_megatron_fsdp(l)) {
         /* required (DESIGN.md, Framework rules) */
         fl_add(fl, "--use-megatron-fsdp", NULL);
         fl_add(fl, "--data-parallel-sharding-strategy", "optim_grads_params");
@@ -664,7 +646,7 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
     for (int i = first_placeholder; i < fl->n; i++) fl->f[i].placeholder = true;
 }
 
-static cm_status need_megatron(const estimate *e, const char *what, char *err, size_t errlen)
+cm_status emit_need_megatron(const estimate *e, const char *what, char *err, size_t errlen)
 {
     if (e->layout.framework == FRAMEWORK_MEGATRON) return CM_OK;
     if (e->layout.framework == FRAMEWORK_TORCHTITAN)
@@ -700,7 +682,7 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
                              const emit_context *ctx, char **out, char *err, size_t errlen)
 {
     (void)ctx;
-    cm_status st = need_megatron(e, "Megatron-LM flags", err, errlen);
+    cm_status st = emit_need_megatron(e, "Megatron-LM flags", err, errlen);
     if (st != CM_OK) return st;
     flag_list *fl = NULL;
     if ((st = build_flags(e, m, &fl, err, errlen)) != CM_OK) return st;
@@ -717,7 +699,7 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
         emit_comment_text(f, fl->unsupported[i]);
         fputc('\n', f);
     }
-    if (megatron_fsdp(&e->layout)) {
+    if (emit_megatron_fsdp(&e->layout)) {
         fprintf(f, "# Megatron-FSDP: the first five FSDP flags are required, the next five "
                    "recommended (--fsdp-double-buffer\n"
                    "# and --use-nccl-ub trade peak memory for speed).\n");
@@ -757,191 +739,6 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
     return emit_finish(f, &buf, out, err, errlen);
 }
 
-/* ---- Megatron Bridge ----
- *
- * Recipe names: Megatron-Bridge commit 067f987,
- * src/megatron/bridge/recipes/FAMILY/h100/MODEL.py (every one is re-exported by
- * megatron.bridge.recipes). A model without a recipe of its own gets the Llama 3.1 8B recipe
- * for the training loop with its model provider replaced by the checkpoint's own
- * (AutoBridge.to_megatron_provider). */
-
-static const struct {
-    const char *hf_repo;
-    const char *recipe;
-} bridge_recipes[] = {
-    {"meta-llama/Llama-3.2-1B", "llama32_1b_pretrain_1gpu_h100_bf16_config"},
-    {"meta-llama/Llama-3.2-3B", "llama32_3b_pretrain_1gpu_h100_bf16_config"},
-    {"meta-llama/Llama-3.1-8B", "llama31_8b_pretrain_2gpu_h100_bf16_config"},
-    {"meta-llama/Llama-3.1-70B", "llama31_70b_pretrain_32gpu_h100_bf16_config"},
-    {"meta-llama/Llama-3.1-405B", "llama31_405b_pretrain_256gpu_h100_bf16_config"},
-    {"meta-llama/Llama-2-7b-hf", "llama2_7b_pretrain_2gpu_h100_bf16_config"},
-    {"deepseek-ai/DeepSeek-V3", "deepseek_v3_pretrain_1024gpu_h100_bf16_config"},
-    {"deepseek-ai/DeepSeek-V2-Lite", "deepseek_v2_lite_pretrain_8gpu_h100_bf16_config"},
-    {"Qwen/Qwen2.5-7B", "qwen25_7b_pretrain_2gpu_h100_bf16_config"},
-    {"Qwen/Qwen3-30B-A3B", "qwen3_30b_a3b_pretrain_8gpu_h100_bf16_config"},
-};
-#define BRIDGE_FALLBACK_RECIPE "llama31_8b_pretrain_2gpu_h100_bf16_config"
-
-/* The recipe of m, or NULL when Megatron-Bridge has none (GPT-3 175B has no Hugging Face
- * repository: matched by its preset name and display). */
-const char *emit_bridge_recipe(const model_spec *m)
-{
-    for (size_t i = 0; i < sizeof bridge_recipes / sizeof *bridge_recipes; i++)
-        if (!strcmp(m->hf_repo, bridge_recipes[i].hf_repo)) return bridge_recipes[i].recipe;
-    if (!m->hf_repo[0] && !strcmp(m->name, "175b") && !strcmp(m->display, "GPT-3 175B"))
-        return "gpt3_175b_pretrain_32gpu_h100_bf16_config";
-    return NULL;
-}
-
-static const char *py_bool(bool b) { return b ? "True" : "False"; }
-
-cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec *sys,
-                      const emit_context *ctx, char **out, char *err, size_t errlen)
-{
-    cm_status st = need_megatron(e, "Megatron Bridge overrides", err, errlen);
-    if (st != CM_OK) return st;
-    const layout *l = &e->layout;
-    const training_spec *t = &e->training;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return cm_fail(err, errlen, CM_ENOMEM, "out of memory while writing the overrides");
-    emit_header(f, "#", e, m, sys);
-    const char *recipe = emit_bridge_recipe(m);
-    fprintf(f, "import torch\nfrom megatron.bridge.recipes import %s\n",
-            recipe ? recipe : BRIDGE_FALLBACK_RECIPE);
-    if (!recipe) fprintf(f, "from megatron.bridge import AutoBridge\n");
-    fprintf(f, "\ncfg = %s()\n", recipe ? recipe : BRIDGE_FALLBACK_RECIPE);
-    if (!recipe) {
-        fputs("# Megatron-Bridge has no recipe for ", f);
-        emit_comment_text(f, m->display);
-        fputs(": the Llama 3.1 8B recipe's training loop with this checkpoint's model\n", f);
-        fputs("cfg.model = AutoBridge.from_hf_pretrained(", f);
-        python_quote(f, emit_model_path(m, ctx));
-        fputs(").to_megatron_provider(load_weights=False)\n", f);
-    }
-    fprintf(f, "cfg.model.tensor_model_parallel_size = %d\n", l->tp);
-    fprintf(f, "cfg.model.pipeline_model_parallel_size = %d\n", l->pp);
-    fprintf(f, "cfg.model.pipeline_dtype = %s\n", l->pp > 1 ? "torch.bfloat16" : "None");
-    if (l->vpp > 1) fprintf(f, "cfg.model.virtual_pipeline_model_parallel_size = %d\n", l->vpp);
-    else fprintf(f, "cfg.model.virtual_pipeline_model_parallel_size = None\n");
-    /* the pipeline split rebuilt for this PP size: the costed one, stated whole when uneven */
-    char split[FLAG_VALUE_MAX];
-    if (l->pp > 1 && l->vpp == 1 && m->layers % l->pp &&
-        pipeline_layout_text(m, l, split, sizeof split)) {
-        fputs("cfg.model.pipeline_model_parallel_layout = ", f);
-        python_quote(f, split);
-        fputc('\n', f);
-    } else {
-        fprintf(f, "cfg.model.pipeline_model_parallel_layout = None\n");
-    }
-    fprintf(f, "cfg.model.num_layers_in_first_pipeline_stage = None\n");
-    fprintf(f, "cfg.model.num_layers_in_last_pipeline_stage = None\n");
-    fprintf(f, "cfg.model.account_for_embedding_in_pipeline_split = False\n");
-    fprintf(f, "cfg.model.account_for_loss_in_pipeline_split = False\n");
-    fprintf(f, "cfg.model.context_parallel_size = %d\n", l->cp);
-    if (model_is_moe(m)) {
-        fprintf(f, "cfg.model.expert_model_parallel_size = %d\n", l->ep);
-        fprintf(f, "cfg.model.expert_tensor_parallel_size = %d\n", layout_etp(l));
-        bool flex = l->moe_dispatcher == MOE_DISPATCH_DEEPEP ||
-                    l->moe_dispatcher == MOE_DISPATCH_HYBRIDEP;
-        if (l->moe_dispatcher != MOE_DISPATCH_ALLTOALL)
-            fprintf(f, "cfg.model.moe_token_dispatcher_type = \"%s\"\n",
-                    flex ? "flex" : layout_moe_dispatcher_name(l->moe_dispatcher));
-        if (flex)
-            fprintf(f, "cfg.model.moe_flex_dispatcher_backend = \"%s\"\n",
-                    layout_moe_dispatcher_name(l->moe_dispatcher));
-        if (t->moe_capacity_factor > 0)
-            fprintf(f, "cfg.model.moe_expert_capacity_factor = %g\n", t->moe_capacity_factor);
-        if (t->moe_ep_overlap) {
-            fprintf(f, "cfg.model.overlap_moe_expert_parallel_comm = True\n");
-            fprintf(f, "cfg.model.delay_wgrad_compute = True\n");
-        }
-        if (t->moe_shared_overlap && m->shared_experts > 0)
-            fprintf(f, "cfg.model.moe_shared_expert_overlap = True\n");
-    }
-    fprintf(f, "cfg.model.sequence_parallel = %s\n", py_bool(l->sp));
-    /* Megatron Bridge's CommOverlapConfig.setup() (training/comm_overlap.py) rewrites these from
-     * cfg.comm_overlap where a recipe sets one (and turns the DP overlaps on with the
-     * distributed optimizer at dp > 1): say so, so the overrides below are carried there */
-    fprintf(f, "# where the recipe sets cfg.comm_overlap (CommOverlapConfig), its setup() overrides "
-               "tp_comm_overlap, overlap_grad_reduce and overlap_param_gather: give it the values "
-               "below\n");
-    if (l->tp_comm_overlap) fprintf(f, "cfg.model.tp_comm_overlap = True\n");
-    if (l->recompute == RECOMPUTE_NONE) {
-        fprintf(f, "cfg.model.recompute_granularity = None\n");
-    } else if (l->recompute == RECOMPUTE_SELECTIVE) {
-        fprintf(f, "cfg.model.recompute_granularity = \"selective\"\n");
-    } else {
-        fprintf(f, "cfg.model.recompute_granularity = \"full\"\n");
-        fprintf(f, "cfg.model.recompute_method = \"%s\"\n",
-                l->recompute_layers > 0 ? "block" : "uniform");
-        fprintf(f, "cfg.model.recompute_num_layers = %d\n",
-                l->recompute_layers > 0 ? l->recompute_layers : 1);
-    }
-    fprintf(f, "cfg.model.seq_length = %d\n", t->seq_len);
-    fprintf(f, "cfg.dataset.seq_length = %d\n", t->seq_len);
-    fprintf(f, "cfg.train.micro_batch_size = %d\n", l->mbs);
-    fprintf(f, "cfg.train.global_batch_size = %d\n", t->global_batch);
-    fprintf(f, "cfg.mixed_precision = \"bf16_mixed\"\n");
-    fprintf(f, "cfg.optimizer.clip_grad = 1.0\n");
-    const char *mp = bridge_precision_recipe(l);
-    if (mp) {
-        /* The recipe, then what the prediction assumed where the recipe differs: FP8
-         * parameters or bf16 ones beside TE's low-precision copies, and which decoder layers
-         * stay bf16 (MixedPrecisionConfig's fields of those names) */
-        bool pg = precision_param_gather(l), fl16 = l->bf16_layers_start || l->bf16_layers_end;
-        fprintf(f, "from megatron.bridge.training.mixed_precision import "
-                   "get_mixed_precision_config\n");
-        fprintf(f, "cfg.mixed_precision = get_mixed_precision_config(\"%s\")\n", mp);
-        if (l->precision == PRECISION_NVFP4) {
-            fprintf(f, "cfg.mixed_precision.fp4_param_gather = %s\n", py_bool(pg));
-        } else {
-            fprintf(f, "cfg.mixed_precision.fp8_param = %s\n", py_bool(pg));
-            fprintf(f, "cfg.mixed_precision.fp8_param_gather = %s\n", py_bool(pg));
-        }
-        fprintf(f, "cfg.mixed_precision.first_last_layers_bf16 = %s\n", py_bool(fl16));
-        if (fl16) {
-            fprintf(f, "cfg.mixed_precision.num_layers_at_start_in_bf16 = %d\n",
-                    l->bf16_layers_start);
-            fprintf(f, "cfg.mixed_precision.num_layers_at_end_in_bf16 = %d\n",
-                    l->bf16_layers_end);
-        }
-    }
-    bool distopt = l->sharding != SHARDING_DDP;
-    fprintf(f, "cfg.optimizer.use_distributed_optimizer = %s\n", py_bool(distopt));
-    fprintf(f, "cfg.ddp.use_distributed_optimizer = %s\n", py_bool(distopt));
-    if (l->shard_size > 0 && distopt)
-        fprintf(f, "cfg.ddp.num_distributed_optimizer_instances = %d\n",
-                l->dp * l->cp / l->shard_size);
-    bool overlap_grad = l->overlap_grad_reduce && l->dp * l->cp > 1;
-    fprintf(f, "cfg.ddp.overlap_grad_reduce = %s\n", py_bool(overlap_grad));
-    fprintf(f, "cfg.ddp.overlap_param_gather = %s\n",
-            py_bool(overlap_grad && l->overlap_param_gather && distopt));
-    if (megatron_fsdp(l)) {
-        fprintf(f, "# Megatron-FSDP, required:\n");
-        fprintf(f, "cfg.dist.use_megatron_fsdp = True\n");
-        fprintf(f, "cfg.ddp.use_megatron_fsdp = True\n");
-        fprintf(f, "cfg.ddp.data_parallel_sharding_strategy = \"optim_grads_params\"\n");
-        fprintf(f, "cfg.ddp.average_in_collective = False\n");
-        fprintf(f, "cfg.model.gradient_accumulation_fusion = False\n");
-        fprintf(f, "cfg.checkpoint.ckpt_format = \"fsdp_dtensor\"\n");
-        fprintf(f, "# Megatron-FSDP, recommended (double buffer and NCCL user buffers cost peak "
-                   "memory); leave CUDA_DEVICE_MAX_CONNECTIONS unset:\n");
-        fprintf(f, "cfg.model.calculate_per_token_loss = True\n");
-        fprintf(f, "cfg.model.init_model_with_meta_device = True\n");
-        fprintf(f, "cfg.ddp.grad_reduce_in_fp32 = False\n");
-        fprintf(f, "cfg.ddp.fsdp_double_buffer = True\n");
-        fprintf(f, "cfg.ddp.nccl_ub = True\n");
-    } else {
-        fprintf(f, "cfg.ddp.grad_reduce_in_fp32 = %s\n", py_bool(!t->grad_reduce_bf16));
-    }
-    if (emit_megatron_max_connections(l, sys) > 0)
-        fprintf(f, "# launch with CUDA_DEVICE_MAX_CONNECTIONS=1 in the environment (TP or CP > 1 "
-                   "before Blackwell)\n");
-    return emit_finish(f, &buf, out, err, errlen);
-}
-
 /* ---- JSON ---- */
 
 /* json_string(), or for text that is not UTF-8 (a name cut inside a character) the same with
@@ -963,7 +760,7 @@ cm_status emit_megatron_argv(const estimate *e, const model_spec *m, json_t **ar
                              json_t **placeholders, json_t **unsupported, char *err,
                              size_t errlen)
 {
-    cm_status st = need_megatron(e, "Megatron-LM flags", err, errlen);
+    cm_status st = emit_need_megatron(e, "Megatron-LM flags", err, errlen);
     if (st != CM_OK) return st;
     flag_list *fl = NULL;
     if ((st = build_flags(e, m, &fl, err, errlen)) != CM_OK) return st;

@@ -1,5 +1,5 @@
 /*
- * emit_internal.h — what the emitters (emit.c: Megatron flags, Bridge, JSON; emit_yaml.c: the
+ * emit_internal.h — what the emitters (emit.c: Megatron flags, JSON; emit_bridge.c; emit_yaml.c: the
  * trainer YAML) share: where the model comes from, node counts, comment-safe text, the header
  * every config opens with, and closing the memstream a config is written to. Private to
  * planner/emit*.c.
@@ -7,6 +7,7 @@
 #ifndef PLAN_EMIT_INTERNAL_H
 #define PLAN_EMIT_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "emit.h"
@@ -22,6 +23,18 @@ void emit_header(FILE *f, const char *c, const estimate *e, const model_spec *m,
                  const system_spec *sys);
 /* One shell word: bare when unambiguous, else single-quoted. */
 void emit_shell_quote(FILE *f, const char *s);
+/* The longest value of one Megatron flag (the pipeline layout text fits it). */
+#define FLAG_VALUE_MAX 2048
+
+/* One Python string literal (double-quoted, escaped). */
+void emit_python_quote(FILE *f, const char *s);
+/* The costed pipeline split as Megatron's --pipeline-model-parallel-layout text; false when it
+ * does not fit buf. */
+bool emit_pipeline_layout_text(const model_spec *m, const layout *l, char *buf, size_t len);
+/* A Megatron-FSDP plan? */
+bool emit_megatron_fsdp(const layout *l);
+/* CM_OK for a Megatron plan, else an error naming `what` and the format to use instead. */
+cm_status emit_need_megatron(const estimate *e, const char *what, char *err, size_t errlen);
 /* Closes the memstream (which is when open_memstream publishes its buffer) and hands it out. */
 cm_status emit_finish(FILE *f, char **bufp, char **out, char *err, size_t errlen);
 

@@ -168,13 +168,26 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
     if (l->pp > 1) {
         flag(f, "--parallelism.pipeline_parallel_schedule",
              layout_pp_schedule_name(layout_pp_schedule_of(l)));
-        /* an exact count only when the layers divide; else torchtitan's own split, which
-         * differs from the costed one (extra layers on stages 1..r) by at most a layer a stage */
-        if (m->layers % ((long)l->pp * l->vpp) == 0)
-            flag_int(f, "--parallelism.pipeline_parallel_layers_per_stage",
-                     m->layers / ((long)l->pp * l->vpp));
-        flag_int(f, "--parallelism.pipeline_parallel_first_stage_less_layers", 0);
-        flag_int(f, "--parallelism.pipeline_parallel_last_stage_less_layers", 0);
+        if (l->vpp == 1 && (l->pp_first_layers > 0 || l->pp_last_layers > 0)) {
+            /* the uneven split (issue 21): M layers a stage with the first/last stage M - F /
+             * M - L "less" (generate_llm_fqn_per_model_part: (layers + less_first + less_last)
+             * / pp = M a stage, the first and last giving their "less" to the embedding and
+             * the head), which is F / M... / L exactly; layout_check keeps F, L <= M */
+            int first = layout_stage_layers(m, l, 0), last = layout_stage_layers(m, l, l->pp - 1);
+            int mid = l->pp > 2 ? layout_stage_layers(m, l, 1) : (first > last ? first : last);
+            flag_int(f, "--parallelism.pipeline_parallel_layers_per_stage", mid);
+            flag_int(f, "--parallelism.pipeline_parallel_first_stage_less_layers", mid - first);
+            flag_int(f, "--parallelism.pipeline_parallel_last_stage_less_layers", mid - last);
+        } else {
+            /* an exact count only when the layers divide; else torchtitan's own split, which
+             * differs from the costed one (extra layers on stages 1..r) by at most a layer a
+             * stage */
+            if (m->layers % ((long)l->pp * l->vpp) == 0)
+                flag_int(f, "--parallelism.pipeline_parallel_layers_per_stage",
+                         m->layers / ((long)l->pp * l->vpp));
+            flag_int(f, "--parallelism.pipeline_parallel_first_stage_less_layers", 0);
+            flag_int(f, "--parallelism.pipeline_parallel_last_stage_less_layers", 0);
+        }
         /* every micro-batch of the step in one schedule: no gradient accumulation around it */
         flag_int(f, "--parallelism.num_pp_microbatches", e->microbatches);
     }

@@ -173,6 +173,20 @@ static void output_precision_suffix(const layout *l, char *buf, size_t len)
         snprintf(buf + used, len - used, " · fp8 dispatch");
 }
 
+/* " · split first F / last L layers" after an uneven pipeline's line (issue 21). */
+static void output_split_suffix(const layout *l, char *buf, size_t len)
+{
+    size_t used = strlen(buf);
+    if ((l->pp_first_layers <= 0 && l->pp_last_layers <= 0) || used >= len) return;
+    if (l->pp_first_layers > 0 && l->pp_last_layers > 0)
+        snprintf(buf + used, len - used, " · split first %d / last %d layers", l->pp_first_layers,
+                 l->pp_last_layers);
+    else if (l->pp_first_layers > 0)
+        snprintf(buf + used, len - used, " · split first %d layers", l->pp_first_layers);
+    else
+        snprintf(buf + used, len - used, " · split last %d layers", l->pp_last_layers);
+}
+
 void output_layout_line(const estimate *e, char *buf, size_t len)
 {
     const layout *l = &e->layout;
@@ -201,6 +215,7 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
                  l->offload ? " offload" : "", layout_recompute_name(l->recompute),
                  l->compile ? " · compile" : "", l->async_tp ? " · async TP" : "");
         output_precision_suffix(l, buf, len);
+        output_split_suffix(l, buf, len);
         return;
     }
     snprintf(buf, len,
@@ -229,6 +244,7 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
     used = strlen(buf);
     if (l->activation_offload)
         snprintf(buf + used, len > used ? len - used : 0, " · activation offload");
+    output_split_suffix(l, buf, len);
 }
 
 static void human_numbers(FILE *f, const estimate *e)

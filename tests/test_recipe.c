@@ -22,7 +22,9 @@
 
 #include <cmocka.h>
 
+#include "dtensor_ops.h"
 #include "estimate_costs.h"
+#include "host_dispatch.h"
 #include "layer_recipe.h"
 #include "sim.h"
 #include "work.h"
@@ -264,13 +266,36 @@ static void test_dtensor_host_cost(void **state)
     l.sharding = SHARDING_FSDP;
     l.tp = 2, l.sp = true, l.mbs = 1;
     recipe_layer(&M, &S, &t, &l, false, &r, NULL);
-    double dt_fwd = r.host_fwd_s;
+    double dt_fwd = r.host_fwd_s, dt_bwd = r.host_bwd_s;
     system_spec plain = S;
     plain.host_dtensor_fwd_ratio = plain.host_dtensor_bwd_ratio = 0; /* not measured: 1 */
     recipe_layer(&M, &plain, &t, &l, false, &r, NULL);
     double launches = (dt_fwd - r.host_fwd_s) /
                       ((S.host_dtensor_fwd_ratio - 1) * S.host_eager_launch_s);
-    if (fabs(launches - 23) > 1e-6) fail_msg("DTensor forward: %.9g extra launches' cost", launches);
+    /* seq 64: the host sets the pace, so the difference is (ratio - 1) x c per DTensor dispatch.
+     * Forward (issue 24, dtensor_ops.c): the 7 Linear modules' mm (q, k, v, o, gate, up, down)
+     * and the 2 fused rms_norm launches run on DTensors (9); each Linear adds t, view and
+     * _unsafe_view (21), Colwise q, k, v, gate, up a to_local each (5), Rowwise o and down
+     * from_local + reduce-scatter + to_local (6), each norm from_local + all-gather (4): 45.
+     * The attention core, RoPE, SwiGLU and the residual adds run on local tensors. */
+    if (fabs(launches - 45) > 1e-6) fail_msg("DTensor forward: %.9g extra launches' cost", launches);
+    /* Backward: 14 mm's (dgrad, wgrad) + 4 rms_norm backward launches (18); per Linear 5
+     * (view, t before each mm, view, t: 35) and the hooks again (11 + 4): 68. */
+    double blaunches = (dt_bwd - r.host_bwd_s) /
+                       ((S.host_dtensor_bwd_ratio - 1) * S.host_eager_launch_s);
+    if (fabs(blaunches - 68) > 1e-6)
+        fail_msg("DTensor backward: %.9g extra launches' cost", blaunches);
+    recipe_op rowwise = {.kind = RECIPE_GEMM, .name = "mlp_down"};
+    near(dtensor_linear_dispatches(&rowwise, 1, false), 6, "rowwise forward dispatches");
+    near(dtensor_linear_dispatches(&rowwise, 1, true), 8, "rowwise backward dispatches");
+    rowwise.name = "qkv";
+    near(dtensor_linear_dispatches(&rowwise, 3, false), 12, "colwise q, k, v forward");
+    /* the loss head under loss_parallel: every launch a DTensor op, plus lm_head's 3 + 1 and
+     * the 2 head hooks */
+    recipe_head(&M, &S, &t, &l, &r, NULL);
+    double hf = r.host_fwd_s, lf, lb, lr;
+    host_dispatch_launches(&r, &l, &lf, &lb, &lr);
+    near(hf, (lf + 4 + 2) * S.host_dtensor_fwd_ratio * S.host_eager_launch_s, "head forward");
     l.tp = 1, l.sp = false;
     double a, b;
     recipe_layer(&M, &S, &t, &l, false, &r, NULL);
@@ -278,6 +303,47 @@ static void test_dtensor_host_cost(void **state)
     recipe_layer(&M, &plain, &t, &l, false, &r, NULL);
     b = r.host_fwd_s;
     near(a, b, "tp 1: plain tensors");
+}
+
+/* Issue 20 / 24: torchtitan's expert parallelism copies the all-to-all's split sizes to the
+ * host after the router (host_dispatch.c q_sync). In a forward the host paces (seq 64), the
+ * host then waits for the router GEMM it has just issued: the layer's forward grows by exactly
+ * that GEMM's GPU time over the same recipe paced without the sync (moe false: Qwen3-MoE has
+ * no shared experts, so FSDP2's copy-outs count the same 3 + 6 tensors either way). */
+static void test_ep_split_sync(void **state)
+{
+    (void)state;
+    load("qwen3-30b-a3b", "h100");
+    training_spec t = training_default();
+    t.seq_len = 64;
+    t.global_batch = 2;
+    static recipe r;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.sharding = SHARDING_FSDP;
+    l.ep = 2, l.mbs = 1;
+    recipe_layer(&M, &S, &t, &l, true, &r, NULL);
+    double synced = r.host_fwd_s, router_s = -1;
+    for (int i = 0; i < r.n_ops; i++)
+        if (!strcmp(r.op[i].name, "router")) router_s = r.op[i].fwd_s;
+    assert_true(router_s > 0);
+    host_dispatch_pace(&S, &M, &l, &r, true, false);
+    near(synced - r.host_fwd_s, router_s, "split-size sync: the router's GPU time");
+    /* torchtitan's experts are three grouped GEMMs (w1, w3, w2): with 1 s of host time per
+     * launch every launch is host-paced, and against the same layer under the FSDP2 path (one
+     * GEMM launch for the experts op, no EP) the torchtitan EP layer issues 2 more forward
+     * launches (+ the sync, which waits for the router's GPU time) and 4 more backward ones. */
+    system_spec slow = S;
+    slow.host_eager_launch_s = 1.0;
+    recipe_layer(&M, &slow, &t, &l, true, &r, NULL);
+    double tf = r.host_fwd_s, tb = r.host_bwd_s;
+    for (int i = 0; i < r.n_ops; i++)
+        if (!strcmp(r.op[i].name, "router")) router_s = r.op[i].fwd_s;
+    layout f = layout_default(FRAMEWORK_FSDP2);
+    f.sharding = SHARDING_FSDP;
+    f.mbs = 1, f.impl = IMPL_NATIVE;
+    recipe_layer(&M, &slow, &t, &f, true, &r, NULL);
+    near(tf - r.host_fwd_s, 2 + router_s, "torchtitan experts: 2 more forward launches");
+    near(tb - r.host_bwd_s, 4, "torchtitan experts: 4 more backward launches");
 }
 
 static void test_moe(void **state)
@@ -347,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_recompute_early_stop),
         cmocka_unit_test(test_dtensor_host_cost),
+        cmocka_unit_test(test_ep_split_sync),
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_low_precision),
     };

@@ -1,0 +1,218 @@
+/*
+ * emit_bridge.c — a Megatron plan as Megatron-Bridge overrides (`--emit bridge`): the named
+ * recipe of the model (or the Llama 3.1 8B recipe with the checkpoint's own model provider),
+ * then cfg.model / cfg.ddp / cfg.dist / cfg.dataset statements that set the plan's layout,
+ * precision through the recipe's mixed_precision config, and the pipeline split rebuilt for the
+ * emitted PP size. Split from emit.c (issue 13: small rooms); bench/bridge_fields_check.py checks
+ * every cfg field it writes against the Bridge sources.
+ */
+#include "emit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit_internal.h"
+#include "precision.h"
+
+/* Megatron Bridge's mixed-precision recipe for l (megatron/bridge/training/mixed_precision.py),
+ * NULL for bf16 (the recipe configs default to bf16_mixed). */
+static const char *bridge_precision_recipe(const layout *l)
+{
+    switch (l->precision) {
+    case PRECISION_FP8:
+        switch (precision_fp8_recipe(l)) {
+        case FP8_RECIPE_TENSORWISE: return "bf16_with_fp8_current_scaling_mixed";
+        case FP8_RECIPE_BLOCKWISE: return "bf16_with_fp8_subchannel_scaling_mixed";
+        default: return "bf16_with_fp8_delayed_scaling_mixed";
+        }
+    case PRECISION_MXFP8: return "bf16_with_mxfp8_mixed";
+    case PRECISION_NVFP4: return "bf16_with_nvfp4_mixed";
+    default: return NULL;
+    }
+}
+
+/* ---- Megatron Bridge ----
+ *
+ * Recipe names: Megatron-Bridge commit 067f987,
+ * src/megatron/bridge/recipes/FAMILY/h100/MODEL.py (every one is re-exported by
+ * megatron.bridge.recipes). A model without a recipe of its own gets the Llama 3.1 8B recipe
+ * for the training loop with its model provider replaced by the checkpoint's own
+ * (AutoBridge.to_megatron_provider). */
+
+static const struct {
+    const char *hf_repo;
+    const char *recipe;
+} bridge_recipes[] = {
+    {"meta-llama/Llama-3.2-1B", "llama32_1b_pretrain_1gpu_h100_bf16_config"},
+    {"meta-llama/Llama-3.2-3B", "llama32_3b_pretrain_1gpu_h100_bf16_config"},
+    {"meta-llama/Llama-3.1-8B", "llama31_8b_pretrain_2gpu_h100_bf16_config"},
+    {"meta-llama/Llama-3.1-70B", "llama31_70b_pretrain_32gpu_h100_bf16_config"},
+    {"meta-llama/Llama-3.1-405B", "llama31_405b_pretrain_256gpu_h100_bf16_config"},
+    {"meta-llama/Llama-2-7b-hf", "llama2_7b_pretrain_2gpu_h100_bf16_config"},
+    {"deepseek-ai/DeepSeek-V3", "deepseek_v3_pretrain_1024gpu_h100_bf16_config"},
+    {"deepseek-ai/DeepSeek-V2-Lite", "deepseek_v2_lite_pretrain_8gpu_h100_bf16_config"},
+    {"Qwen/Qwen2.5-7B", "qwen25_7b_pretrain_2gpu_h100_bf16_config"},
+    {"Qwen/Qwen3-30B-A3B", "qwen3_30b_a3b_pretrain_8gpu_h100_bf16_config"},
+};
+#define BRIDGE_FALLBACK_RECIPE "llama31_8b_pretrain_2gpu_h100_bf16_config"
+
+/* The recipe of m, or NULL when Megatron-Bridge has none (GPT-3 175B has no Hugging Face
+ * repository: matched by its preset name and display). */
+const char *emit_bridge_recipe(const model_spec *m)
+{
+    for (size_t i = 0; i < sizeof bridge_recipes / sizeof *bridge_recipes; i++)
+        if (!strcmp(m->hf_repo, bridge_recipes[i].hf_repo)) return bridge_recipes[i].recipe;
+    if (!m->hf_repo[0] && !strcmp(m->name, "175b") && !strcmp(m->display, "GPT-3 175B"))
+        return "gpt3_175b_pretrain_32gpu_h100_bf16_config";
+    return NULL;
+}
+
+static const char *py_bool(bool b) { return b ? "True" : "False"; }
+
+cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec *sys,
+                      const emit_context *ctx, char **out, char *err, size_t errlen)
+{
+    cm_status st = emit_need_megatron(e, "Megatron Bridge overrides", err, errlen);
+    if (st != CM_OK) return st;
+    const layout *l = &e->layout;
+    const training_spec *t = &e->training;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return cm_fail(err, errlen, CM_ENOMEM, "out of memory while writing the overrides");
+    emit_header(f, "#", e, m, sys);
+    const char *recipe = emit_bridge_recipe(m);
+    fprintf(f, "import torch\nfrom megatron.bridge.recipes import %s\n",
+            recipe ? recipe : BRIDGE_FALLBACK_RECIPE);
+    if (!recipe) fprintf(f, "from megatron.bridge import AutoBridge\n");
+    fprintf(f, "\ncfg = %s()\n", recipe ? recipe : BRIDGE_FALLBACK_RECIPE);
+    if (!recipe) {
+        fputs("# Megatron-Bridge has no recipe for ", f);
+        emit_comment_text(f, m->display);
+        fputs(": the Llama 3.1 8B recipe's training loop with this checkpoint's model\n", f);
+        fputs("cfg.model = AutoBridge.from_hf_pretrained(", f);
+        emit_python_quote(f, emit_model_path(m, ctx));
+        fputs(").to_megatron_provider(load_weights=False)\n", f);
+    }
+    fprintf(f, "cfg.model.tensor_model_parallel_size = %d\n", l->tp);
+    fprintf(f, "cfg.model.pipeline_model_parallel_size = %d\n", l->pp);
+    fprintf(f, "cfg.model.pipeline_dtype = %s\n", l->pp > 1 ? "torch.bfloat16" : "None");
+    if (l->vpp > 1) fprintf(f, "cfg.model.virtual_pipeline_model_parallel_size = %d\n", l->vpp);
+    else fprintf(f, "cfg.model.virtual_pipeline_model_parallel_size = None\n");
+    /* the pipeline split rebuilt for this PP size: the costed one, stated whole when uneven */
+    char split[FLAG_VALUE_MAX];
+    if (l->vpp == 1 && layout_split_uneven(m, l) &&
+        emit_pipeline_layout_text(m, l, split, sizeof split)) {
+        fputs("cfg.model.pipeline_model_parallel_layout = ", f);
+        emit_python_quote(f, split);
+        fputc('\n', f);
+    } else {
+        fprintf(f, "cfg.model.pipeline_model_parallel_layout = None\n");
+    }
+    fprintf(f, "cfg.model.num_layers_in_first_pipeline_stage = None\n");
+    fprintf(f, "cfg.model.num_layers_in_last_pipeline_stage = None\n");
+    fprintf(f, "cfg.model.account_for_embedding_in_pipeline_split = False\n");
+    fprintf(f, "cfg.model.account_for_loss_in_pipeline_split = False\n");
+    fprintf(f, "cfg.model.context_parallel_size = %d\n", l->cp);
+    if (model_is_moe(m)) {
+        fprintf(f, "cfg.model.expert_model_parallel_size = %d\n", l->ep);
+        fprintf(f, "cfg.model.expert_tensor_parallel_size = %d\n", layout_etp(l));
+        bool flex = l->moe_dispatcher == MOE_DISPATCH_DEEPEP ||
+                    l->moe_dispatcher == MOE_DISPATCH_HYBRIDEP;
+        if (l->moe_dispatcher != MOE_DISPATCH_ALLTOALL)
+            fprintf(f, "cfg.model.moe_token_dispatcher_type = \"%s\"\n",
+                    flex ? "flex" : layout_moe_dispatcher_name(l->moe_dispatcher));
+        if (flex)
+            fprintf(f, "cfg.model.moe_flex_dispatcher_backend = \"%s\"\n",
+                    layout_moe_dispatcher_name(l->moe_dispatcher));
+        if (t->moe_capacity_factor > 0)
+            fprintf(f, "cfg.model.moe_expert_capacity_factor = %g\n", t->moe_capacity_factor);
+        if (t->moe_ep_overlap) {
+            fprintf(f, "cfg.model.overlap_moe_expert_parallel_comm = True\n");
+            fprintf(f, "cfg.model.delay_wgrad_compute = True\n");
+        }
+        if (t->moe_shared_overlap && m->shared_experts > 0)
+            fprintf(f, "cfg.model.moe_shared_expert_overlap = True\n");
+    }
+    fprintf(f, "cfg.model.sequence_parallel = %s\n", py_bool(l->sp));
+    /* Megatron Bridge's CommOverlapConfig.setup() (training/comm_overlap.py) rewrites these from
+     * cfg.comm_overlap where a recipe sets one (and turns the DP overlaps on with the
+     * distributed optimizer at dp > 1): say so, so the overrides below are carried there */
+    fprintf(f, "# where the recipe sets cfg.comm_overlap (CommOverlapConfig), its setup() overrides "
+               "tp_comm_overlap, overlap_grad_reduce and overlap_param_gather: give it the values "
+               "below\n");
+    if (l->tp_comm_overlap) fprintf(f, "cfg.model.tp_comm_overlap = True\n");
+    if (l->recompute == RECOMPUTE_NONE) {
+        fprintf(f, "cfg.model.recompute_granularity = None\n");
+    } else if (l->recompute == RECOMPUTE_SELECTIVE) {
+        fprintf(f, "cfg.model.recompute_granularity = \"selective\"\n");
+    } else {
+        fprintf(f, "cfg.model.recompute_granularity = \"full\"\n");
+        fprintf(f, "cfg.model.recompute_method = \"%s\"\n",
+                l->recompute_layers > 0 ? "block" : "uniform");
+        fprintf(f, "cfg.model.recompute_num_layers = %d\n",
+                l->recompute_layers > 0 ? l->recompute_layers : 1);
+    }
+    fprintf(f, "cfg.model.seq_length = %d\n", t->seq_len);
+    fprintf(f, "cfg.dataset.seq_length = %d\n", t->seq_len);
+    fprintf(f, "cfg.train.micro_batch_size = %d\n", l->mbs);
+    fprintf(f, "cfg.train.global_batch_size = %d\n", t->global_batch);
+    fprintf(f, "cfg.mixed_precision = \"bf16_mixed\"\n");
+    fprintf(f, "cfg.optimizer.clip_grad = 1.0\n");
+    const char *mp = bridge_precision_recipe(l);
+    if (mp) {
+        /* The recipe, then what the prediction assumed where the recipe differs: FP8
+         * parameters or bf16 ones beside TE's low-precision copies, and which decoder layers
+         * stay bf16 (MixedPrecisionConfig's fields of those names) */
+        bool pg = precision_param_gather(l), fl16 = l->bf16_layers_start || l->bf16_layers_end;
+        fprintf(f, "from megatron.bridge.training.mixed_precision import "
+                   "get_mixed_precision_config\n");
+        fprintf(f, "cfg.mixed_precision = get_mixed_precision_config(\"%s\")\n", mp);
+        if (l->precision == PRECISION_NVFP4) {
+            fprintf(f, "cfg.mixed_precision.fp4_param_gather = %s\n", py_bool(pg));
+        } else {
+            fprintf(f, "cfg.mixed_precision.fp8_param = %s\n", py_bool(pg));
+            fprintf(f, "cfg.mixed_precision.fp8_param_gather = %s\n", py_bool(pg));
+        }
+        fprintf(f, "cfg.mixed_precision.first_last_layers_bf16 = %s\n", py_bool(fl16));
+        if (fl16) {
+            fprintf(f, "cfg.mixed_precision.num_layers_at_start_in_bf16 = %d\n",
+                    l->bf16_layers_start);
+            fprintf(f, "cfg.mixed_precision.num_layers_at_end_in_bf16 = %d\n",
+                    l->bf16_layers_end);
+        }
+    }
+    bool distopt = l->sharding != SHARDING_DDP;
+    fprintf(f, "cfg.optimizer.use_distributed_optimizer = %s\n", py_bool(distopt));
+    fprintf(f, "cfg.ddp.use_distributed_optimizer = %s\n", py_bool(distopt));
+    if (l->shard_size > 0 && distopt)
+        fprintf(f, "cfg.ddp.num_distributed_optimizer_instances = %d\n",
+                l->dp * l->cp / l->shard_size);
+    bool overlap_grad = l->overlap_grad_reduce && l->dp * l->cp > 1;
+    fprintf(f, "cfg.ddp.overlap_grad_reduce = %s\n", py_bool(overlap_grad));
+    fprintf(f, "cfg.ddp.overlap_param_gather = %s\n",
+            py_bool(overlap_grad && l->overlap_param_gather && distopt));
+    if (emit_megatron_fsdp(l)) {
+        fprintf(f, "# Megatron-FSDP, required:\n");
+        fprintf(f, "cfg.dist.use_megatron_fsdp = True\n");
+        fprintf(f, "cfg.ddp.use_megatron_fsdp = True\n");
+        fprintf(f, "cfg.ddp.data_parallel_sharding_strategy = \"optim_grads_params\"\n");
+        fprintf(f, "cfg.ddp.average_in_collective = False\n");
+        fprintf(f, "cfg.model.gradient_accumulation_fusion = False\n");
+        fprintf(f, "cfg.checkpoint.ckpt_format = \"fsdp_dtensor\"\n");
+        fprintf(f, "# Megatron-FSDP, recommended (double buffer and NCCL user buffers cost peak "
+                   "memory); leave CUDA_DEVICE_MAX_CONNECTIONS unset:\n");
+        fprintf(f, "cfg.model.calculate_per_token_loss = True\n");
+        fprintf(f, "cfg.model.init_model_with_meta_device = True\n");
+        fprintf(f, "cfg.ddp.grad_reduce_in_fp32 = False\n");
+        fprintf(f, "cfg.ddp.fsdp_double_buffer = True\n");
+        fprintf(f, "cfg.ddp.nccl_ub = True\n");
+    } else {
+        fprintf(f, "cfg.ddp.grad_reduce_in_fp32 = %s\n", py_bool(!t->grad_reduce_bf16));
+    }
+    if (emit_megatron_max_connections(l, sys) > 0)
+        fprintf(f, "# launch with CUDA_DEVICE_MAX_CONNECTIONS=1 in the environment (TP or CP > 1 "
+                   "before Blackwell)\n");
+    return emit_finish(f, &buf, out, err, errlen);
+}

@@ -1,0 +1,216 @@
+/*
+ * test_uneven_pp.c — uneven first/last pipeline stages (issue 21): the split by hand, its rules,
+ * what it buys (the last stage carries the head: fewer layers there balance the pipeline), the
+ * Megatron flag and torchtitan's "less layers" that state exactly the costed split, plan check
+ * reading torchtitan's own default split back, and the JSON round trip.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "check.h"
+#include "check_torchtitan.h"
+#include "emit.h"
+#include "estimate.h"
+#include "layout_codec.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PLAN_DATA_DIR");
+    return d ? d : "data";
+}
+
+static void load(model_spec *m, system_spec *s)
+{
+    char err[CM_ERRLEN];
+    if (model_load("8b", data_dir(), m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+}
+
+static layout pp4(layout_framework fw, int first, int last)
+{
+    layout l = layout_default(fw);
+    l.tp = 2;
+    l.sp = true;
+    l.pp = 4;
+    l.dp = 8;
+    l.pp_first_layers = first;
+    l.pp_last_layers = last;
+    return l;
+}
+
+/* 32 layers, pp 4, first 7 and last 7: 7 / 9 / 9 / 7, starting at 0, 7, 16, 25; first 8 alone:
+ * 8 then 24 over three stages. */
+static void test_split_by_hand(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load(&m, &s);
+    layout l = pp4(FRAMEWORK_MEGATRON, 7, 7);
+    int want[4] = {7, 9, 9, 7}, start[4] = {0, 7, 16, 25};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(layout_stage_layers(&m, &l, i), want[i]);
+        assert_int_equal(layout_stage_start(&m, &l, i), start[i]);
+    }
+    assert_int_equal(layout_max_stage_layers(&m, &l), 9);
+    assert_true(layout_split_uneven(&m, &l));
+    l = pp4(FRAMEWORK_MEGATRON, 5, 0);
+    assert_int_equal(layout_stage_layers(&m, &l, 0), 5);
+    for (int i = 1; i < 4; i++) assert_int_equal(layout_stage_layers(&m, &l, i), 9);
+    l = pp4(FRAMEWORK_MEGATRON, 0, 0);
+    assert_false(layout_split_uneven(&m, &l));
+}
+
+static const char *broken_rule(const layout *l)
+{
+    model_spec m;
+    system_spec s;
+    load(&m, &s);
+    training_spec t = training_default();
+    layout_violation v[8];
+    int n = layout_check_all(&m, &s, &t, l, layout_gpus(l), v, 8);
+    static char rule[64];
+    snprintf(rule, sizeof rule, "%s", n ? v[0].rule : "");
+    return rule;
+}
+
+static void test_rules(void **state)
+{
+    (void)state;
+    layout l = pp4(FRAMEWORK_MEGATRON, 6, 7); /* 19 left for 2 stages */
+    assert_string_equal(broken_rule(&l), "uneven-pp-divides");
+    l = pp4(FRAMEWORK_MEGATRON, 7, 7);
+    l.vpp = 2;
+    assert_string_equal(broken_rule(&l), "uneven-pp-needs-pp");
+    l = pp4(FRAMEWORK_MEGATRON, 7, 7);
+    assert_string_equal(broken_rule(&l), "");
+    /* torchtitan states fewer layers on the ends only: 11 / 7 / 7 / 7 is not expressible */
+    l = pp4(FRAMEWORK_TORCHTITAN, 11, 7);
+    assert_string_equal(broken_rule(&l), "torchtitan-uneven-less");
+}
+
+/* The last stage runs the head (hidden x vocab GEMMs, 4096 x 128256 for Llama-3.1-8B: about
+ * three decoder layers of GEMM work) and the loss: with the even 8/8/8/8 split it sets the pace.
+ * 7/9/9/7 moves two layers into the middle: the step is faster. */
+static void test_uneven_is_faster(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load(&m, &s);
+    training_spec t = training_default();
+    estimate even, uneven;
+    char err[CM_ERRLEN];
+    layout l = pp4(FRAMEWORK_MEGATRON, 0, 0);
+    assert_int_equal(estimate_layout(&m, &s, &t, &l, &even, err, sizeof err), CM_OK);
+    l = pp4(FRAMEWORK_MEGATRON, 7, 7);
+    assert_int_equal(estimate_layout(&m, &s, &t, &l, &uneven, err, sizeof err), CM_OK);
+    assert_true(uneven.time.step_s < 0.97 * even.time.step_s);
+}
+
+static char *emit(emit_format fmt, const layout *l)
+{
+    model_spec m;
+    system_spec s;
+    load(&m, &s);
+    training_spec t = training_default();
+    estimate e;
+    char err[CM_ERRLEN], *text = NULL;
+    if (estimate_layout(&m, &s, &t, l, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    emit_context ctx = {.model_ref = "8b"};
+    if (emit_render(fmt, &e, &m, &s, &ctx, &text, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    return text;
+}
+
+static void test_megatron_flag(void **state)
+{
+    (void)state;
+    layout l = pp4(FRAMEWORK_MEGATRON, 7, 7);
+    char *text = emit(EMIT_MEGATRON_ARGS, &l);
+    assert_non_null(strstr(text, "--pipeline-model-parallel-layout 'Et*7|t*9|t*9|t*7,L'"));
+    free(text);
+}
+
+/* 9 a stage, 2 less on each end: (32 + 2 + 2) / 4 = 9, the ends 7; read back the same. */
+static void test_torchtitan_round_trip(void **state)
+{
+    (void)state;
+    layout l = pp4(FRAMEWORK_TORCHTITAN, 7, 7);
+    char *text = emit(EMIT_TORCHTITAN, &l);
+    assert_non_null(strstr(text, "--parallelism.pipeline_parallel_layers_per_stage 9"));
+    assert_non_null(strstr(text, "--parallelism.pipeline_parallel_first_stage_less_layers 2"));
+    assert_non_null(strstr(text, "--parallelism.pipeline_parallel_last_stage_less_layers 2"));
+    check_config cfg;
+    check_report rep;
+    char err[CM_ERRLEN];
+    assert_int_equal(check_read_torchtitan(text, strlen(text), &cfg, &rep, err, sizeof err),
+                     CM_OK);
+    model_spec m;
+    system_spec s;
+    load(&m, &s);
+    check_torchtitan_resolve(&m, &cfg, 0, &rep);
+    assert_int_equal(cfg.layout.pp_first_layers, 7);
+    assert_int_equal(cfg.layout.pp_last_layers, 7);
+    free(text);
+}
+
+/* torchtitan's defaults (1 less on each end) on 30 layers and pp 4: (30 + 2) / 4 = 8, the ends 7:
+ * plan check models that split as 7 / 8 / 8 / 7. */
+static void test_torchtitan_default_split(void **state)
+{
+    (void)state;
+    const char *text =
+        "# model: 8b\n"
+        "torchrun --nproc-per-node 8 --nnodes 8 -m torchtitan.train --module llama3 --config "
+        "llama3_8b --parallelism.tensor_parallel_degree 2 --parallelism.pipeline_parallel_degree "
+        "4 --parallelism.data_parallel_shard_degree 8 --training.max_context_length 4096\n";
+    check_config cfg;
+    check_report rep;
+    char err[CM_ERRLEN];
+    assert_int_equal(check_read_torchtitan(text, strlen(text), &cfg, &rep, err, sizeof err),
+                     CM_OK);
+    model_spec m;
+    system_spec s;
+    load(&m, &s);
+    m.layers = 30;
+    check_torchtitan_resolve(&m, &cfg, 0, &rep);
+    assert_int_equal(cfg.layout.pp_first_layers, 7);
+    assert_int_equal(cfg.layout.pp_last_layers, 7);
+    assert_int_equal(layout_stage_layers(&m, &cfg.layout, 1), 8);
+}
+
+static void test_json_round_trip(void **state)
+{
+    (void)state;
+    layout l = pp4(FRAMEWORK_MEGATRON, 7, 7), back;
+    json_t *j = layout_to_json(&l);
+    assert_int_equal(json_integer_value(json_object_get(j, "pp_first_layers")), 7);
+    char err[CM_ERRLEN];
+    assert_int_equal(layout_from_json(j, "t", &back, NULL, err, sizeof err), CM_OK);
+    assert_true(layout_equal(&l, &back));
+    json_decref(j);
+    l = pp4(FRAMEWORK_MEGATRON, 0, 0); /* even: the keys are left out */
+    j = layout_to_json(&l);
+    assert_null(json_object_get(j, "pp_first_layers"));
+    json_decref(j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_split_by_hand),
+        cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_uneven_is_faster),
+        cmocka_unit_test(test_megatron_flag),
+        cmocka_unit_test(test_torchtitan_round_trip),
+        cmocka_unit_test(test_torchtitan_default_split),
+        cmocka_unit_test(test_json_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
