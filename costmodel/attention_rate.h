@@ -34,9 +34,22 @@ typedef struct {
     unsigned char mask;     /* attn_mask */
 } attn_point;
 
+/* The points of one (mask, head dim), p[first .. first + n) of the table. */
+typedef struct {
+    unsigned char mask;
+    float head_dim;
+    int first, n;
+} attn_group;
+
+/* The points grouped by (mask, head dim), groups in the order the file first names them and
+ * each group's points in file order (attn_table_from_json sorts them so), so a lookup reads its
+ * group's points alone. */
 typedef struct {
     int n;
     attn_point p[ATTN_MAX_POINTS];
+    int ngroups;
+    attn_group g[ATTN_MAX_POINTS];
+    unsigned long id;       /* which load filled it (attn_table_rates' memo; copies share it) */
 } attn_table;
 
 struct json_t;

@@ -140,14 +140,26 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
     stage_time s;
     memset(&s, 0, sizeof s);
     int n = layout_stage_layers(m, l, stage);
-    int start = 0;
-    for (int i = 0; i < stage; i++) start += layout_stage_layers(m, l, i);
+    /* the layers before the stage: stage x base, and one more for each of stages 1..rem
+     * before it (layout_stage_layers) */
+    int rem = m->layers % l->pp;
+    int start = stage * (m->layers / l->pp) +
+                (stage >= 1 ? (stage - 1 < rem ? stage - 1 : rem) : 0);
     /* count each kind's layers, then add count x time (in the kinds' order) */
     const layer_time *kind[4] = {&kinds->dense, &kinds->moe, &kinds->dense_bf16,
                                  &kinds->moe_bf16};
     int counts[4] = {0, 0, 0, 0};
-    for (int i = start; i < start + n; i++)
-        counts[(memory_layer_is_moe(m, i) ? 1 : 0) + (precision_layer_bf16(m, l, i) ? 2 : 0)]++;
+    if (precision_is_low(l) &&
+        (l->bf16_layers_start > 0 || l->bf16_layers_end > 0 || start + n > m->layers)) {
+        for (int i = start; i < start + n; i++)
+            counts[(memory_layer_is_moe(m, i) ? 1 : 0) + (precision_layer_bf16(m, l, i) ? 2 : 0)]++;
+    } else { /* no bf16 layers (precision_layer_bf16): the MoE ones are from dense_first on */
+        int first_moe = !model_is_moe(m)            ? start + n
+                        : m->dense_first > start ? m->dense_first
+                                                 : start;
+        counts[1] = first_moe < start + n ? start + n - first_moe : 0;
+        counts[0] = n - counts[1];
+    }
     /* full recompute of some layers (--recompute-num-layers, memory.c's count): that share of
      * the recompute time */
     double rf = 1;

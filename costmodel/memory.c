@@ -322,8 +322,46 @@ static void precision_memory(const model_spec *m, const layout *l, int stage, in
     }
 }
 
+/* The per-layer figures every stage of a layout shares, each computed on first use, so
+ * memory_peak's candidate stages compute them once (a search asks per layout). */
+typedef struct {
+    bool have_act[2], have_params[2];
+    double act_bytes[2], params[2]; /* dense, MoE layer */
+} layer_figures;
+
+static double layer_act(layer_figures *f, const model_spec *m, const training_spec *t,
+                        const layout *l, int moe)
+{
+    if (!f->have_act[moe]) {
+        f->act_bytes[moe] = memory_layer_activation_bytes(m, t, l, moe);
+        f->have_act[moe] = true;
+    }
+    return f->act_bytes[moe];
+}
+
+static double layer_params_of(layer_figures *f, const model_spec *m, const layout *l, int moe)
+{
+    if (!f->have_params[moe]) {
+        f->params[moe] = memory_layer_params(m, l, moe);
+        f->have_params[moe] = true;
+    }
+    return f->params[moe];
+}
+
+static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys,
+                                     const training_spec *t, const layout *l, int stage,
+                                     layer_figures *fig);
+
 memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
                               const training_spec *t, const layout *l, int stage)
+{
+    layer_figures fig = {0};
+    return stage_memory(m, sys, t, l, stage, &fig);
+}
+
+static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys,
+                                     const training_spec *t, const layout *l, int stage,
+                                     layer_figures *fig)
 {
     memory_breakdown r;
     memset(&r, 0, sizeof r);
@@ -340,7 +378,7 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
     double grad_bytes = t->grad_reduce_bf16 ? 2.0 : 4.0;
     int n_layers = layout_stage_layers(m, l, stage);
     int moe_layers = stage_moe_layers(m, l, stage);
-    double layer_params = memory_layer_params(m, l, moe_layers > 0);
+    double layer_params = layer_params_of(fig, m, l, moe_layers > 0);
 
     switch (l->sharding) {
     case SHARDING_DDP: /* Megatron DDP: bf16 params, fp32 main grads, fp32 master + Adam */
@@ -382,14 +420,17 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
     /* Activations of all in-flight micro-batches. */
     int micro = layout_microbatches(l, t);
     if (micro < 1) micro = 1;
-    double act_dense = memory_layer_activation_bytes(m, t, l, 0);
-    double act_moe = moe_layers ? memory_layer_activation_bytes(m, t, l, 1) : 0;
+    double act_dense = layer_act(fig, m, t, l, 0);
+    double act_moe = moe_layers ? layer_act(fig, m, t, l, 1) : 0;
     double act_full = (n_layers - moe_layers) * act_dense + moe_layers * act_moe;
     double act_layer_max = moe_layers ? act_moe : act_dense;
-    {
-        /* bf16 first/last layers (precision.h) save their inputs in bf16 */
+    int start = stage_start(m, l, stage);
+    if (precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0 ||
+                                start + n_layers > m->layers)) {
+        /* bf16 first/last layers (precision.h) save their inputs in bf16 (none without them,
+         * unless the stage runs past the model's last layer, which precision_layer_bf16
+         * counts as one: the loop is skipped otherwise, a search prices this per layout) */
         layout lb = precision_bf16_layout(l);
-        int start = stage_start(m, l, stage);
         for (int i = start; i < start + n_layers; i++) {
             if (!precision_layer_bf16(m, l, i)) continue;
             int moe_i = memory_layer_is_moe(m, i);
@@ -493,13 +534,14 @@ memory_breakdown memory_peak(const model_spec *m, const system_spec *sys,
 {
     /* Candidates: the first stage (most in flight, embedding), the first stage given an extra
      * layer, and the last (head, logits). Later middle stages hold fewer micro-batches. */
-    memory_breakdown best = memory_stage(m, sys, t, l, 0);
+    layer_figures fig = {0};
+    memory_breakdown best = stage_memory(m, sys, t, l, 0, &fig);
     double need = best.need_bytes, block = best.largest_block_bytes;
     int block_stage = best.block_stage;
     int later[2] = {1, l->pp - 1}; /* the second stage and the last */
     for (int i = 0; i < 2; i++) {
         if (later[i] < 1 || (i == 1 && later[1] == later[0])) continue;
-        memory_breakdown r = memory_stage(m, sys, t, l, later[i]);
+        memory_breakdown r = stage_memory(m, sys, t, l, later[i], &fig);
         if (r.need_bytes > need) {
             need = r.need_bytes;
             block = r.largest_block_bytes;

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include "chart.h"
 #include "search.h"
@@ -145,8 +147,15 @@ cm_status report_feature_check(const report *r, int f, layout_framework fw, char
     return layout_check(&r->probe, &r->sys, &t, &l, 64, err, errlen);
 }
 
+/* What one search task adds to the report's totals: kept apart while tasks run on several
+ * threads (report_run_searches) and added under the lock, so the sums are the same. */
 typedef struct {
-    report *r;
+    long searches, layouts;
+    long feat_count[2][REPORT_NFEATURES];
+} task_sums;
+
+typedef struct {
+    task_sums *sums;
     report_point *p;
 } visit_ctx;
 
@@ -174,13 +183,36 @@ static int sweep_counts(const report *r, int *counts)
     return n;
 }
 
-static void visit(const estimate *e, void *arg)
+/* A layout that fits, timed or not: its features and its memory class. */
+static void visit_fit(const estimate *e, void *arg)
 {
     visit_ctx *v = arg;
     const layout *l = &e->layout;
     int fw = l->framework;
     for (int f = 0; f < REPORT_NFEATURES; f++)
-        if (feat_uses(f, l)) v->r->feat_count[fw][f]++;
+        if (feat_uses(f, l)) v->sums->feat_count[fw][f]++;
+    v->p->fits[class_of(l)] = true;
+}
+
+/* The time a layout must beat to matter here (search.h): only the best Megatron plan without
+ * EP is timed by the visitor. */
+static double visit_bound(const layout *l, void *arg)
+{
+    const report_point *p = ((const visit_ctx *)arg)->p;
+    if (l->framework != FRAMEWORK_MEGATRON || l->ep != 1) return 0;
+    if (!p->has_noep) return -1;
+    return p->noep.time.step_s / p->noep.training.global_batch;
+}
+
+static void visit(const estimate *e, void *arg)
+{
+    visit_ctx *v = arg;
+    const layout *l = &e->layout;
+    int fw = l->framework;
+    if (e->feasible) visit_fit(e, arg);
+    else
+        for (int f = 0; f < REPORT_NFEATURES; f++)
+            if (feat_uses(f, l)) v->sums->feat_count[fw][f]++;
     report_point *p = v->p;
     bool noep = fw == FRAMEWORK_MEGATRON && l->ep == 1;
     if (!e->feasible) {
@@ -194,28 +226,27 @@ static void visit(const estimate *e, void *arg)
         }
         return;
     }
-    p->fits[class_of(l)] = true;
     if (noep && (!p->has_noep || search_better(e, &p->noep))) {
         p->noep = *e;
         p->has_noep = true;
     }
 }
 
-static cm_status search_point(report *r, const model_spec *m, report_point *p, search_result *sr,
-                              char *err, size_t errlen)
+static cm_status search_point(const report *r, const model_spec *m, report_point *p,
+                              search_result *sr, task_sums *sums, char *err, size_t errlen)
 {
-    visit_ctx v = {r, p};
+    visit_ctx v = {sums, p};
     /* The options `plan --model M --gpus N` searches with (cmd_search.c), so the report
      * recommends what plan recommends: the best plans re-ranked by the step simulator, except
      * under a refined profile, whose closed form is the calibrated figure. */
     search_options o = {.gpus = p->gpus, .keep = SEARCH_SIMULATE_DEFAULT,
                         .frameworks = {true, true}, .visit = visit, .visit_arg = &v,
+                        .visit_bound = visit_bound, .visit_fit = visit_fit,
                         .simulate = r->sys.step.active ? 0 : SEARCH_SIMULATE_DEFAULT};
     cm_status st = search_run(m, &r->sys, &r->t, &o, sr, err, errlen);
     if (st != CM_OK) return st;
-    r->stats.searches++;
-    r->stats.layouts += sr->evaluated;
-    progress(r);
+    sums->searches++;
+    sums->layouts += sr->evaluated;
     p->evaluated = sr->evaluated;
     p->rec_fw = sr->count > 0 ? (int)sr->ranked[0].layout.framework : -1;
     p->feasible = sr->feasible;
@@ -234,8 +265,8 @@ static cm_status search_point(report *r, const model_spec *m, report_point *p, s
                              .simulate = r->sys.step.active ? 0 : SEARCH_SIMULATE_DEFAULT};
         st = search_run(m, &r->sys, &r->t, &to, sr, err, errlen);
         if (st != CM_OK) return st;
-        r->stats.searches++;
-        r->stats.layouts += sr->evaluated;
+        sums->searches++;
+        sums->layouts += sr->evaluated;
         p->titan_searched = true;
         p->has_titan = sr->has_best[FRAMEWORK_TORCHTITAN];
         if (p->has_titan) p->titan = sr->best[FRAMEWORK_TORCHTITAN];
@@ -249,39 +280,6 @@ static int cmp_int(const void *a, const void *b)
 {
     int x = *(const int *)a, y = *(const int *)b;
     return (x > y) - (x < y);
-}
-
-/* Search the model at the user's GPU counts and at powers of two from 1: up to the largest
- * count asked, and beyond it while some memory class has not fitted yet (up to the cap). */
-static cm_status build_model(report *r, report_model_result *mr, search_result *sr, char *err,
-                             size_t errlen)
-{
-    int maxg = r->gpus[r->ngpus - 1];
-    int counts[SWEEP_MAX + REPORT_MAX_GPUS];
-    int n = sweep_counts(r, counts);
-    mr->pts = calloc(n, sizeof *mr->pts);
-    if (!mr->pts) return cm_fail(err, errlen, CM_ENOMEM, "out of memory");
-    mr->npts = 0;
-    mr->cap = 0;
-    for (int k = 0; k < NCLS; k++) mr->min_gpus[k] = 0;
-    for (int i = 0; i < n; i++) {
-        bool all = true;
-        for (int k = 0; k < NCLS; k++) all &= mr->min_gpus[k] > 0;
-        if (all && counts[i] > maxg) {
-            r->progress_total -= n - i; /* the sweep ends here */
-            progress(r);
-            break;
-        }
-        report_point *p = &mr->pts[mr->npts];
-        p->gpus = counts[i];
-        cm_status st = search_point(r, &mr->m, p, sr, err, errlen);
-        if (st != CM_OK) return st;
-        mr->npts++;
-        mr->cap = counts[i];
-        for (int k = 0; k < NCLS; k++)
-            if (p->fits[k] && !mr->min_gpus[k]) mr->min_gpus[k] = p->gpus;
-    }
-    return CM_OK;
 }
 
 const report_point *report_find_point(const report_model_result *mr, int gpus)
@@ -373,7 +371,15 @@ static void size_visit(const estimate *e, void *arg)
     if (e->layout.tp == 1 && e->layout.pp == 1) v->sp->fit_level_dp[v->g][lev] = true;
 }
 
-static cm_status build_sizes(report *r, search_result *sr, char *err, size_t errlen)
+/* The dense family's shapes (r->sizes), before their searches. */
+/* The size sweep needs no step time but the best plans' (search.h). */
+static double size_bound(const layout *l, void *arg)
+{
+    (void)l, (void)arg;
+    return 0;
+}
+
+static cm_status setup_sizes(report *r, char *err, size_t errlen)
 {
     for (int i = 0; i < REPORT_NSIZES; i++) {
         model_spec m;
@@ -384,25 +390,203 @@ static cm_status build_sizes(report *r, search_result *sr, char *err, size_t err
         sp->params = model_params_total(&m);
         sp->layers = m.layers;
         sp->hidden = m.hidden;
-        for (int g = 0; g < r->ngpus; g++) {
-            size_visit_ctx v = {sp, g};
-            search_options o = {.gpus = r->gpus[g], .keep = 1, .frameworks = {true, true},
-                                .visit = size_visit, .visit_arg = &v};
-            st = search_run(&m, &r->sys, &r->t, &o, sr, err, errlen);
-            if (st != CM_OK) return st;
-            r->stats.searches++;
-            r->stats.layouts += sr->evaluated;
-            progress(r);
-            for (int fw = 0; fw < 2; fw++) {
-                sp->has[g][fw] = sr->has_best[fw];
-                sp->step[g][fw] = sr->has_best[fw] ? sr->best[fw].time.step_s : NAN;
-            }
-            sp->fsdp2_offload[g] =
-                sr->has_best[FRAMEWORK_FSDP2] && sr->best[FRAMEWORK_FSDP2].layout.offload;
-        }
     }
     return CM_OK;
 }
+
+/* Dense-family member i at the user's g-th GPU count. */
+static cm_status search_size(const report *r, report_size_point *sp, int i, int g,
+                             search_result *sr, task_sums *sums, char *err, size_t errlen)
+{
+    model_spec m;
+    dense_model(&m, i);
+    size_visit_ctx v = {sp, g};
+    search_options o = {.gpus = r->gpus[g], .keep = 1, .frameworks = {true, true},
+                        .visit = size_visit, .visit_arg = &v, .visit_bound = size_bound,
+                        .visit_fit = size_visit};
+    cm_status st = search_run(&m, &r->sys, &r->t, &o, sr, err, errlen);
+    if (st != CM_OK) return st;
+    sums->searches++;
+    sums->layouts += sr->evaluated;
+    for (int fw = 0; fw < 2; fw++) {
+        sp->has[g][fw] = sr->has_best[fw];
+        sp->step[g][fw] = sr->has_best[fw] ? sr->best[fw].time.step_s : NAN;
+    }
+    sp->fsdp2_offload[g] =
+        sr->has_best[FRAMEWORK_FSDP2] && sr->best[FRAMEWORK_FSDP2].layout.offload;
+    return CM_OK;
+}
+
+/*
+ * The report's searches on every core (PLAN_THREADS overrides the count, as for plan's own
+ * search): each search is a task writing its own report_point or size cell, its totals added
+ * under the lock, so the report is the one a single thread writes. A model's GPU counts up to
+ * the largest asked are independent tasks; each count past it waits for the earlier ones, as
+ * whether it runs at all depends on what they found (the sweep stops once every memory class
+ * has fitted). Free tasks go in the order a single thread runs them, a model's later counts
+ * first when ready (the longest chain).
+ */
+typedef struct {
+    int counts[SWEEP_MAX + REPORT_MAX_GPUS];
+    int n, fixed;     /* counts; the first `fixed` are <= the largest count asked */
+    int next, done;   /* handed out, finished (the later counts: one at a time) */
+    bool stopped;
+} model_sweep;
+
+typedef struct {
+    report *r;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    model_sweep sw[REPORT_MAX_MODELS];
+    int next_size, nsizes; /* size tasks: member i x GPU count g, i * ngpus + g */
+    int running;
+    cm_status st;
+    char *err;
+    size_t errlen;
+} scheduler;
+
+/* Sets mr's smallest fitting GPU count per class from its first n points, in order. */
+static void min_gpus_of(report_model_result *mr, int n)
+{
+    for (int k = 0; k < NCLS; k++) mr->min_gpus[k] = 0;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < NCLS; k++)
+            if (mr->pts[i].fits[k] && !mr->min_gpus[k]) mr->min_gpus[k] = mr->pts[i].gpus;
+}
+
+/* The next task under the lock: model mi's point k (returns 1), size task k (2), none now
+ * but some still run (0), or none left (-1). */
+static int take(scheduler *s, int *mi, int *k)
+{
+    report *r = s->r;
+    if (s->st != CM_OK) return s->running ? 0 : -1;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < r->nmodels; i++) {
+            model_sweep *w = &s->sw[i];
+            if (w->stopped || w->next >= w->n) continue;
+            if (w->next < w->fixed) {
+                if (pass == 0) continue; /* a later count ready first: the longest chain */
+            } else {
+                if (w->done < w->next) continue; /* waits for the earlier counts */
+                report_model_result *mr = &r->models[i];
+                min_gpus_of(mr, w->next);
+                bool all = true;
+                for (int c = 0; c < NCLS; c++) all &= mr->min_gpus[c] > 0;
+                if (all) { /* every class fits: the sweep ends here */
+                    w->stopped = true;
+                    r->progress_total -= w->n - w->next;
+                    progress(r);
+                    continue;
+                }
+            }
+            *mi = i;
+            *k = w->next++;
+            return 1;
+        }
+    if (s->next_size < s->nsizes) {
+        *k = s->next_size++;
+        return 2;
+    }
+    for (int i = 0; i < r->nmodels; i++)
+        if (!s->sw[i].stopped && s->sw[i].next < s->sw[i].n) return 0;
+    return s->running ? 0 : -1;
+}
+
+static void *run_tasks(void *arg)
+{
+    scheduler *s = arg;
+    report *r = s->r;
+    search_result *sr = search_result_new();
+    char err[512] = "";
+    pthread_mutex_lock(&s->mu);
+    if (!sr && s->st == CM_OK) {
+        s->st = cm_fail(s->err, s->errlen, CM_ENOMEM, "out of memory");
+        pthread_cond_broadcast(&s->cv);
+    }
+    for (;;) {
+        int mi = 0, k = 0, what = sr ? take(s, &mi, &k) : -1;
+        if (what < 0) break;
+        if (what == 0) {
+            pthread_cond_wait(&s->cv, &s->mu);
+            continue;
+        }
+        s->running++;
+        pthread_mutex_unlock(&s->mu);
+        task_sums sums = {0};
+        cm_status st;
+        if (what == 1) {
+            report_model_result *mr = &r->models[mi];
+            report_point *p = &mr->pts[k];
+            p->gpus = s->sw[mi].counts[k];
+            st = search_point(r, &mr->m, p, sr, &sums, err, sizeof err);
+        } else {
+            int i = k / r->ngpus, g = k % r->ngpus;
+            st = search_size(r, &r->sizes[i], i, g, sr, &sums, err, sizeof err);
+        }
+        pthread_mutex_lock(&s->mu);
+        s->running--;
+        if (what == 1) s->sw[mi].done++;
+        if (st != CM_OK && s->st == CM_OK) {
+            s->st = st;
+            snprintf(s->err, s->errlen, "%s", err);
+        }
+        r->stats.searches += sums.searches;
+        r->stats.layouts += sums.layouts;
+        for (int fw = 0; fw < 2; fw++)
+            for (int f = 0; f < REPORT_NFEATURES; f++)
+                r->feat_count[fw][f] += sums.feat_count[fw][f];
+        progress(r);
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    search_result_free(sr);
+    return NULL;
+}
+
+static cm_status run_searches(report *r, char *err, size_t errlen)
+{
+    scheduler *s = calloc(1, sizeof *s);
+    if (!s) return cm_fail(err, errlen, CM_ENOMEM, "out of memory");
+    *s = (scheduler){.r = r, .nsizes = REPORT_NSIZES * r->ngpus, .st = CM_OK, .err = err,
+                     .errlen = errlen};
+    int maxg = r->gpus[r->ngpus - 1];
+    for (int i = 0; i < r->nmodels; i++) {
+        model_sweep *w = &s->sw[i];
+        w->n = sweep_counts(r, w->counts);
+        while (w->fixed < w->n && w->counts[w->fixed] <= maxg) w->fixed++;
+        r->models[i].pts = calloc(w->n, sizeof *r->models[i].pts);
+        if (!r->models[i].pts) {
+            free(s);
+            return cm_fail(err, errlen, CM_ENOMEM, "out of memory");
+        }
+    }
+    const char *env = getenv("PLAN_THREADS");
+    long nthreads = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (nthreads < 1) nthreads = 1;
+    if (nthreads > 16) nthreads = 16;
+    pthread_t tid[16];
+    int started = 0;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    for (int k = 1; k < nthreads; k++) {
+        if (pthread_create(&tid[k], NULL, run_tasks, s) != 0) break;
+        started = k;
+    }
+    run_tasks(s); /* this thread works too */
+    for (int k = 1; k <= started; k++) pthread_join(tid[k], NULL);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    cm_status st = s->st;
+    for (int i = 0; i < r->nmodels && st == CM_OK; i++) {
+        report_model_result *mr = &r->models[i];
+        mr->npts = s->sw[i].next;
+        mr->cap = mr->npts > 0 ? mr->pts[mr->npts - 1].gpus : 0;
+        min_gpus_of(mr, mr->npts);
+    }
+    free(s);
+    return st;
+}
+
 
 cm_status report_build(const report_options *o, report **out, char *err, size_t errlen)
 {
@@ -422,12 +606,7 @@ cm_status report_build(const report_options *o, report **out, char *err, size_t 
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     report *r = calloc(1, sizeof *r);
-    search_result *sr = search_result_new();
-    if (!r || !sr) {
-        free(r);
-        search_result_free(sr);
-        return cm_fail(err, errlen, CM_ENOMEM, "out of memory");
-    }
+    if (!r) return cm_fail(err, errlen, CM_ENOMEM, "out of memory");
     r->sys = *o->sys;
     snprintf(r->system_name, sizeof r->system_name, "%s",
              o->system_name ? o->system_name : o->sys->name);
@@ -449,7 +628,6 @@ cm_status report_build(const report_options *o, report **out, char *err, size_t 
         r->bench = malloc(o->nbench * sizeof *r->bench);
         if (!r->bench) {
             report_free(r);
-            search_result_free(sr);
             return cm_fail(err, errlen, CM_ENOMEM, "out of memory");
         }
         memcpy(r->bench, o->bench, o->nbench * sizeof *r->bench);
@@ -479,10 +657,9 @@ cm_status report_build(const report_options *o, report **out, char *err, size_t 
         report_model_result *mr = &r->models[r->nmodels++];
         mr->m = o->models[i];
         doc_plain(mr->display_doc, sizeof mr->display_doc, mr->m.display);
-        st = build_model(r, mr, sr, err, errlen);
     }
-    if (st == CM_OK) st = build_sizes(r, sr, err, errlen);
-    search_result_free(sr);
+    if (st == CM_OK) st = setup_sizes(r, err, errlen);
+    if (st == CM_OK) st = run_searches(r, err, errlen);
     if (st != CM_OK) {
         report_free(r);
         return st;

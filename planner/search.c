@@ -272,13 +272,17 @@ static void consider_estimate(worker *w, const estimate *e, long seq);
 static double prune_threshold_s(const worker *w, const layout *l, int batch)
 {
     const search_result *r = w->r;
-    if (w->opt->no_prune || w->opt->visit || r->count < w->opt->keep) return 0;
+    const search_options *o = w->opt;
+    if (o->no_prune || (o->visit && !o->visit_bound) || r->count < o->keep) return 0;
     if (!r->has_best_sharding[l->framework][l->sharding]) return 0;
     const estimate *ea = &r->ranked[r->count - 1];
     const estimate *eb = &r->best_sharding[l->framework][l->sharding];
     /* per sequence of each plan's batch, as search_better ranks under --gbs-policy nearest */
     double a = ea->time.step_s / ea->training.global_batch;
     double b = eb->time.step_s / eb->training.global_batch;
+    double c = o->visit ? o->visit_bound(l, o->visit_arg) : 0; /* the visitor's own */
+    if (c < 0) return 0;
+    if (c > a) a = c;
     /* a margin far above search_better's 1e-9 tie tolerance: only clearly slower ones go */
     return (a > b ? a : b) * batch * (1 + 1e-6);
 }
@@ -405,16 +409,26 @@ static void consider(worker *w, long seq)
     t.global_batch = batch_for(w->opt, w->t, base->dp);
     if (w->opt->visit) {
         /* the caller sees every variant: timed whole where it fits (with the layer-cost
-         * cache, never pruned), memory alone where it does not (feasible false, no reason
-         * text: plan report's visitors read only the memory of those) */
+         * cache), memory alone where it does not (feasible false, no reason text: plan
+         * report's visitors read only the memory of those); pruned only where the visitor
+         * says which times it needs (prune_threshold_s), its fitting variants then untimed
+         * to visit_fit */
         estimate_outcome how;
-        if (estimate_layout_search(w->m, w->sys, &t, ls, nv, w->variant, w->cache, 0, &how) !=
-            CM_OK)
-            return;
+        if (!evaluate_variants(w, &t, ls, nv, &how)) return;
         /* the memory knobs as plan's search tries them, so the report recommends what plan
-         * does (nothing is pruned under a visitor: prune_threshold_s) */
+         * does */
         if (!w->opt->no_memory_knobs) nv = memory_knobs(w, &t, ls, nv, &how);
-        for (int i = 0; i < nv; i++) consider_estimate(w, &w->variant[i], seq);
+        for (int i = 0; i < nv; i++) {
+            estimate *e = &w->variant[i];
+            if (how == ESTIMATE_PRUNED && memory_fits(&e->memory)) {
+                e->feasible = true; /* as a pruned layout counts below */
+                w->r->evaluated++;
+                w->r->feasible++;
+                w->opt->visit_fit(e, w->opt->visit_arg);
+            } else {
+                consider_estimate(w, e, seq);
+            }
+        }
         return;
     }
     /* A layout that does not fit in memory is not timed: it can only be "closest to

@@ -18,9 +18,18 @@ typedef struct {
      * can collect its own statistics from one search instead of running several (plan report:
      * best plan without expert parallelism, smallest fit per sharding and recompute). A layout
      * that does not fit in memory comes untimed, without a reason text (estimate.h's search
-     * form); one that fits comes whole. No layout is pruned while a visitor is set. */
+     * form); one that fits comes whole. No layout is pruned while a visitor is set, unless
+     * it gives visit_bound and visit_fit. */
     void (*visit)(const estimate *e, void *arg);
     void *visit_arg;
+    /* Optional, both or neither: a visitor that needs the step time only of the layouts that
+     * can change what it collects. visit_bound(l) says what step time per sequence of its
+     * batch l must beat for that (0: none, the visitor needs no time of l; negative: it needs
+     * l timed); a layout that fits but cannot beat it, the kept plans or its sharding's best
+     * is then not timed (as without a visitor) and its variants go to visit_fit instead of
+     * visit: their memory half, feasible true, no time. */
+    double (*visit_bound)(const layout *l, void *arg);
+    void (*visit_fit)(const estimate *e, void *arg);
     /* Re-rank the best `simulate` plans (0: off) by the step simulator (costmodel/sim.h): they
      * are simulated, with each framework's best, and reordered by simulated step time. */
     int simulate;

@@ -184,12 +184,101 @@ static void test_prune_keeps_result(void **state)
     assert_true(pruned > 1000); /* the bound did skip layouts, so the comparison means something */
 }
 
+/* ---- a visitor that names the times it needs is pruned under, and sees the same ---- */
+
+/* What plan report's visitor collects: layouts seen, those that fit per framework, and the
+ * best Megatron plan without EP (which needs step times). */
+typedef struct {
+    long seen, fit[LAYOUT_NFRAMEWORKS], untimed;
+    bool has_noep;
+    estimate noep;
+} vis_counts;
+
+static void vis_see(const estimate *e, void *arg)
+{
+    vis_counts *v = arg;
+    v->seen++;
+    if (!e->feasible) return;
+    v->fit[e->layout.framework]++;
+    if (e->layout.framework == FRAMEWORK_MEGATRON && e->layout.ep == 1 &&
+        (!v->has_noep || search_better(e, &v->noep))) {
+        v->noep = *e;
+        v->has_noep = true;
+    }
+}
+
+static void vis_fit(const estimate *e, void *arg)
+{
+    vis_counts *v = arg;
+    assert_true(e->feasible);
+    v->seen++;
+    v->untimed++;
+    v->fit[e->layout.framework]++;
+}
+
+static double vis_bound(const layout *l, void *arg)
+{
+    const vis_counts *v = arg;
+    if (l->framework != FRAMEWORK_MEGATRON || l->ep != 1) return 0;
+    if (!v->has_noep) return -1;
+    return v->noep.time.step_s / v->noep.training.global_batch;
+}
+
+static void check_visitor_prune(const char *model, const char *system, int gpus)
+{
+    model_spec m = load_model(model);
+    system_spec sys = load_system(system);
+    training_spec t = training_default();
+    search_result *a = search_result_new(), *b = search_result_new();
+    char err[CM_ERRLEN];
+    vis_counts va = {0}, vb = {0};
+    /* one plan kept: the bound is tight, so most Megatron plans without EP would go untimed
+     * but for the visitor's own bound */
+    search_options o = {.gpus = gpus, .keep = 1, .frameworks = {true, true},
+                        .visit = vis_see, .visit_arg = &va, .visit_bound = vis_bound,
+                        .visit_fit = vis_fit};
+    assert_int_equal(search_run(&m, &sys, &t, &o, a, err, sizeof err), CM_OK);
+    o.visit_arg = &vb;
+    o.visit_bound = NULL; /* every layout that fits timed, as before visit_bound */
+    o.visit_fit = NULL;
+    assert_int_equal(search_run(&m, &sys, &t, &o, b, err, sizeof err), CM_OK);
+    assert_true(va.untimed > 100); /* layouts were skipped untimed */
+    assert_int_equal(vb.untimed, 0);
+    assert_int_equal(va.seen, vb.seen);
+    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) assert_int_equal(va.fit[fw], vb.fit[fw]);
+    assert_int_equal(va.has_noep, vb.has_noep);
+    if (va.has_noep) assert_same_estimate(&va.noep, &vb.noep);
+    assert_int_equal(a->evaluated, b->evaluated);
+    assert_int_equal(a->feasible, b->feasible);
+    assert_int_equal(a->count, b->count);
+    for (int i = 0; i < a->count; i++) assert_same_estimate(&a->ranked[i], &b->ranked[i]);
+    for (int fw = 0; fw < 2; fw++) {
+        assert_int_equal(a->has_best[fw], b->has_best[fw]);
+        if (a->has_best[fw]) assert_same_estimate(&a->best[fw], &b->best[fw]);
+        assert_int_equal(a->has_closest[fw], b->has_closest[fw]);
+        if (a->has_closest[fw]) assert_same_estimate(&a->closest[fw], &b->closest[fw]);
+    }
+    search_result_free(a);
+    search_result_free(b);
+}
+
+/* plan report's searches (search.h visit_bound): the same plans and the same visits with the
+ * visitor's bound as with every fitting layout timed */
+static void test_visitor_prune_keeps_result(void **state)
+{
+    (void)state;
+    check_visitor_prune("8b", "h100", 64);
+    check_visitor_prune("mixtral-8x7b", "h100", 64);
+    check_visitor_prune("deepseek-v2-lite", "a100-80g", 64);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_micro_batches_are_divisors),
         cmocka_unit_test(test_gbs_nearest_5128),
         cmocka_unit_test(test_prune_keeps_result),
+        cmocka_unit_test(test_visitor_prune_keeps_result),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
