@@ -140,11 +140,7 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
     stage_time s;
     memset(&s, 0, sizeof s);
     int n = layout_stage_layers(m, l, stage);
-    /* the layers before the stage: stage x base, and one more for each of stages 1..rem
-     * before it (layout_stage_layers) */
-    int rem = m->layers % l->pp;
-    int start = stage * (m->layers / l->pp) +
-                (stage >= 1 ? (stage - 1 < rem ? stage - 1 : rem) : 0);
+    int start = layout_stage_start(m, l, stage); /* closed form for the default split */
     /* count each kind's layers, then add count x time (in the kinds' order) */
     const layer_time *kind[4] = {&kinds->dense, &kinds->moe, &kinds->dense_bf16,
                                  &kinds->moe_bf16};

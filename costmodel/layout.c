@@ -207,6 +207,11 @@ bool layout_split_uneven(const model_spec *m, const layout *l)
 
 int layout_stage_start(const model_spec *m, const layout *l, int stage)
 {
+    if (!uneven_split(l)) {
+        /* stage x base, and one more for each of stages 1..rem before it */
+        int rem = m->layers % l->pp;
+        return stage * (m->layers / l->pp) + (stage >= 1 ? (stage - 1 < rem ? stage - 1 : rem) : 0);
+    }
     int start = 0;
     for (int s = 0; s < stage && s < l->pp; s++) start += layout_stage_layers(m, l, s);
     return start;
