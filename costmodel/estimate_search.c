@@ -62,6 +62,7 @@ static layout cache_key(const layout *l)
     if (k.sharding != SHARDING_FSDP) k.sharding = SHARDING_DDP;
     k.overlap_grad_reduce = k.overlap_param_gather = false;
     k.vpp = 1;
+    k.pp_first_layers = k.pp_last_layers = 0; /* how many layers a stage, not what one costs */
     k.optimizer_offload_pct = 0; /* the optimizer step only */
     return k;
 }

@@ -540,7 +540,7 @@ memory_breakdown memory_peak(const model_spec *m, const system_spec *sys,
     int block_stage = best.block_stage;
     int later[2] = {1, l->pp - 1}; /* the second stage and the last */
     for (int i = 0; i < 2; i++) {
-        if (later[i] < 1 || (i == 1 && later[1] == later[0])) continue;
+        if (later[i] < 1 || later[i] >= l->pp || (i == 1 && later[1] == later[0])) continue;
         memory_breakdown r = stage_memory(m, sys, t, l, later[i], &fig);
         if (r.need_bytes > need) {
             need = r.need_bytes;

@@ -18,6 +18,7 @@
 #include "emit.h"
 #include "estimate.h"
 #include "layout_codec.h"
+#include "memory.h"
 
 static const char *data_dir(void)
 {
@@ -201,6 +202,30 @@ static void test_json_round_trip(void **state)
     json_decref(j);
 }
 
+/* A layout without a pipeline has one stage: memory_peak once priced a "stage 1" too, whose
+ * layers (all past the model's last) counted as bf16 layers under FP8 and came out fullest
+ * (8B on 64 GPUs, DP 64, mbs 4, Megatron-FSDP, fp8 with fp8 parameters: "stage 1"). */
+static void test_single_stage(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load(&m, &s);
+    training_spec t = training_default();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.dp = 64;
+    l.mbs = 4;
+    l.sharding = SHARDING_FSDP;
+    l.precision = PRECISION_FP8;
+    l.fp8_param_gather = true;
+    estimate e;
+    char err[CM_ERRLEN];
+    assert_int_equal(estimate_layout(&m, &s, &t, &l, &e, err, sizeof err), CM_OK);
+    assert_int_equal(e.memory.stage, 0);
+    memory_breakdown s0 = memory_stage(&m, &s, &t, &l, 0);
+    assert_true(e.memory.total_bytes == s0.total_bytes);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +236,7 @@ int main(void)
         cmocka_unit_test(test_torchtitan_round_trip),
         cmocka_unit_test(test_torchtitan_default_split),
         cmocka_unit_test(test_json_round_trip),
+        cmocka_unit_test(test_single_stage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
