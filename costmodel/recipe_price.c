@@ -1,0 +1,121 @@
+/*
+ * recipe_price.c — the closed form's price of a layer recipe (layer_recipe.h recipe_price): the
+ * forward, backward and recompute sums of its operations, the TP/CP/EP communication each pass
+ * leaves exposed (the CP ring behind the attention core, EP behind the paired micro-batch or the
+ * shared experts), the FSDP transfers, and the host's issue queue as a floor under the compute.
+ * Split from layer_recipe.c (issue 13: small rooms), which builds the list this prices.
+ */
+#include "layer_recipe.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Sums of one pass: the closed form's terms. */
+typedef struct {
+    double gemm, gemm_fb; /* GEMM forward; forward + backward (compute_gemm_fwd_bwd_s) */
+    double attn, elem, copy;
+    double tp, ep, cp, cp_ring; /* cp_ring: the exchange that hides behind the attention core */
+    double ep_mb; /* EP hidden behind the paired micro-batch (RECIPE_OVERLAP_MICROBATCH) */
+    double ep_sh; /* EP hidden behind the shared experts (RECIPE_OVERLAP_SHARED) */
+} pass_sums;
+
+/* The sum a TP, EP or CP op's time joins. */
+static double *comm_sum(pass_sums *s, const recipe_op *o)
+{
+    if (o->kind == RECIPE_TP) return &s->tp;
+    if (o->kind == RECIPE_EP)
+        return o->overlap == RECIPE_OVERLAP_MICROBATCH ? &s->ep_mb
+               : o->overlap == RECIPE_OVERLAP_SHARED   ? &s->ep_sh
+                                                       : &s->ep;
+    return o->overlap == RECIPE_OVERLAP_ATTENTION ? &s->cp_ring : &s->cp;
+}
+
+double recipe_op_recompute_s(const recipe_op *o)
+{
+    if (!o->recompute) return 0;
+    if (o->recompute_enter_only) return o->fwd_s - o->leave_fwd_s;
+    if (o->kind != RECIPE_ELEMENTWISE || o->launches <= 0) return o->fwd_s;
+    return o->fwd_s * o->recompute_launches / o->launches;
+}
+
+void recipe_price(const recipe *r, recipe_time *out)
+{
+    pass_sums f, b, re;
+    memset(&f, 0, sizeof f);
+    memset(&b, 0, sizeof b);
+    memset(&re, 0, sizeof re);
+    double gather = 0, reduce = 0;
+    for (int i = 0; i < r->n_ops; i++) {
+        const recipe_op *o = &r->op[i];
+        switch (o->kind) {
+        case RECIPE_GEMM:
+            f.gemm += o->fwd_s;
+            f.gemm_fb += o->fwd_bwd_s;
+            if (o->recompute) re.gemm += o->fwd_s;
+            break;
+        case RECIPE_ATTENTION:
+            f.attn += o->fwd_s;
+            b.attn += o->bwd_s;
+            if (o->recompute) re.attn += o->fwd_s;
+            break;
+        case RECIPE_ELEMENTWISE:
+            if (o->phase == RECIPE_FWD) {
+                f.elem += o->fwd_s;
+                re.elem += recipe_op_recompute_s(o);
+            } else {
+                b.elem += o->bwd_s;
+            }
+            break;
+        case RECIPE_FSDP_COPY:
+            f.copy += o->fwd_s;
+            b.copy += o->bwd_s;
+            if (o->recompute) re.copy += o->fwd_s;
+            break;
+        case RECIPE_TP:
+        case RECIPE_EP:
+        case RECIPE_CP:
+            *comm_sum(&f, o) += o->fwd_s;
+            *comm_sum(&b, o) += o->bwd_s;
+            *comm_sum(&re, o) += recipe_op_recompute_s(o);
+            break;
+        case RECIPE_FSDP_GATHER:
+            gather += o->fwd_s;
+            break;
+        case RECIPE_FSDP_REDUCE:
+            reduce += o->bwd_s;
+            break;
+        case RECIPE_KINDS:
+            break;
+        }
+    }
+    /* the ring exchange shows only where it outlasts the pass's attention core */
+    double cp_fwd = f.cp + fmax(0, f.cp_ring - f.attn);
+    double cp_bwd = b.cp + fmax(0, b.cp_ring - b.attn);
+    double cp_re = re.cp + fmax(0, re.cp_ring - re.attn);
+    out->fwd_s = f.gemm + f.attn + f.elem + f.copy;
+    out->bwd_s = (f.gemm_fb - f.gemm) + b.attn + b.elem + b.copy;
+    out->recompute_s = re.gemm + re.attn + re.elem + re.copy;
+    /* A Linear's backward is two GEMMs of its forward's FLOPs, dgrad and wgrad (Qi et al. 2024,
+     * arXiv 2401.10241 Sec. 2: T_B ~ T_W ~ T_F for a linear layer): half of it is W. */
+    out->wgrad_s = 0.5 * (f.gemm_fb - f.gemm);
+    /* EP paired across micro-batches: the forward's exchange shows only where it outlasts the
+     * other micro-batch's backward compute, the backward's where it outlasts the forward's */
+    double ep_fwd = f.ep + fmax(0, f.ep_mb - (out->bwd_s + out->recompute_s));
+    double tp_bwd = b.tp + re.tp, ep_bwd = b.ep + re.ep + fmax(0, b.ep_mb + re.ep_mb - out->fwd_s);
+    /* EP beside the shared experts: what outlasts them in the same pass (the recompute pass
+     * runs the shared experts' forward again) */
+    ep_fwd += fmax(0, f.ep_sh - r->shared_fwd_s);
+    ep_bwd += fmax(0, b.ep_sh - r->shared_bwd_s) + fmax(0, re.ep_sh - r->shared_fwd_s);
+    cp_bwd += cp_re;
+    out->tp_s = f.tp + tp_bwd;
+    out->ep_s = ep_fwd + ep_bwd;
+    out->cp_s = cp_fwd + cp_bwd;
+    out->fwd_comm_s = f.tp + cp_fwd + ep_fwd;
+    out->bwd_comm_s = tp_bwd + cp_bwd + ep_bwd;
+    out->gather_s = gather;
+    out->reduce_s = reduce;
+    /* the host's issue queue as a floor under the compute (host_dispatch.h) */
+    if (r->host_fwd_s > out->fwd_s) out->fwd_s = r->host_fwd_s;
+    double gpu_b = out->bwd_s + out->recompute_s;
+    if (r->host_bwd_s > gpu_b) out->bwd_s += r->host_bwd_s - gpu_b;
+}
