@@ -272,6 +272,40 @@ static void test_visitor_prune_keeps_result(void **state)
     check_visitor_prune("deepseek-v2-lite", "a100-80g", 64);
 }
 
+/* ---- uneven pipelines, issue 21 ---- */
+
+typedef struct {
+    int uneven, uneven_7_7; /* layouts with an uneven first/last stage; of them 7 / 9 / 9 / 7 */
+} uneven_seen;
+
+static void visit_uneven(const estimate *e, void *arg)
+{
+    uneven_seen *s = arg;
+    const layout *l = &e->layout;
+    if (!l->pp_first_layers && !l->pp_last_layers) return;
+    s->uneven++;
+    if (l->pp == 4 && l->pp_first_layers == 7 && l->pp_last_layers == 7) s->uneven_7_7++;
+}
+
+/* Llama-3.1-8B (32 layers) on 64 GPUs: pipeline layouts get their uneven variant; at PP 4 the
+ * head is 2.4 layers of GEMM work (search_uneven.c), so s = 4 splits as 2 + 2: 7 / 9 / 9 / 7. */
+static void test_uneven_variants_searched(void **state)
+{
+    (void)state;
+    model_spec m = load_model("8b");
+    system_spec sys = load_system("h100");
+    training_spec t = training_default();
+    uneven_seen s = {0, 0};
+    search_options o = {.gpus = 64, .keep = 8, .frameworks = {false, true},
+                        .visit = visit_uneven, .visit_arg = &s};
+    search_result *r = search_result_new();
+    char err[CM_ERRLEN];
+    assert_int_equal(search_run(&m, &sys, &t, &o, r, err, sizeof err), CM_OK);
+    assert_true(s.uneven > 0);
+    assert_true(s.uneven_7_7 > 0);
+    search_result_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_gbs_nearest_5128),
         cmocka_unit_test(test_prune_keeps_result),
         cmocka_unit_test(test_visitor_prune_keeps_result),
+        cmocka_unit_test(test_uneven_variants_searched),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
