@@ -27,6 +27,7 @@
 #include "profile.h"
 #include "refine.h"
 #include "refine_plans.h"
+#include "refine_realruns.h"
 #include "search.h"
 #ifdef PLAN_HAVE_BACKEND
 #include "backend.h"
@@ -38,6 +39,7 @@ typedef struct {
     int holdout;      /* 0: leave-one-out */
     bool pick_top;
     const char *from;
+    const char *realruns; /* refine_realruns.h */
     const char *out;
     const char *record; /* rewritten after every measured plan */
     unsigned terms;
@@ -60,6 +62,9 @@ static void usage(void)
            "  --terms LIST      terms to fit (default all): compute_scale, comm_scale,\n"
            "                    overlap_efficiency, layer_overhead_s, fsdp2_compute_scale\n"
            "  --from FILE       refit the plans of an earlier --format json output or profile\n"
+           "  --realruns FILE   fit to real training steps instead (bench/realruns results .jsonl:\n"
+           "                    the runs on --system's GPU, each with its own model and shape;\n"
+           "                    no --model needed)\n"
            "  -o PROFILE.json   write the refined profile (use as --calibration PROFILE.json)\n"
            "  --record FILE     write the measurements after every plan (for --from: a run cut\n"
            "                    short keeps what it measured)\n"
@@ -86,7 +91,7 @@ static int parse_terms(const char *s, unsigned *out)
 /* ---- options (getopt_long rows beside the shared ones of cli.h) ---- */
 
 enum {
-    OPT_K = CLI_OWN_OPT, OPT_HOLDOUT, OPT_PICK, OPT_FROM, OPT_TERMS, OPT_STEPS, OPT_LOCAL,
+    OPT_K = CLI_OWN_OPT, OPT_HOLDOUT, OPT_PICK, OPT_FROM, OPT_REALRUNS, OPT_TERMS, OPT_STEPS, OPT_LOCAL,
     OPT_RECORD, OPT_DRY, OPT_REFINE,
 };
 
@@ -96,6 +101,7 @@ static const struct option own_opts[] = {
     {"holdout", required_argument, NULL, OPT_HOLDOUT},
     {"pick", required_argument, NULL, OPT_PICK},
     {"from", required_argument, NULL, OPT_FROM},
+    {"realruns", required_argument, NULL, OPT_REALRUNS},
     {"output", required_argument, NULL, 'o'},
     {"terms", required_argument, NULL, OPT_TERMS},
     {"steps", required_argument, NULL, OPT_STEPS},
@@ -154,6 +160,7 @@ static int take_opt(int opt, const char *v, void *arg)
         o->pick_top = !strcmp(v, "top");
         return 0;
     case OPT_FROM: o->from = v; return 0;
+    case OPT_REALRUNS: o->realruns = v; return 0;
     case 'o': o->out = v; return 0;
     case OPT_RECORD: o->record = v; return 0;
     case OPT_TERMS:
@@ -350,6 +357,7 @@ int cmd_refine(int argc, char **argv)
     bool help;
     int rc = cli_parse_own(argc, argv, &own, &co, &help);
     if (rc) return rc;
+    if (ro.realruns) return refine_realruns(ro.realruns, &co, ro.terms, ro.out, command);
     model_spec m;
     system_spec sys;
     if ((rc = cli_load_specs(&co, &m, &sys))) return rc;

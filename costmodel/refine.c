@@ -49,7 +49,9 @@ static cm_status predict_with(fit_ctx *c, const double *x, int obs, double *step
     c->trial.step.rms_rel_residual = 0;
     for (int k = 0; k < c->nfree; k++) c->trial.step.value[c->free[k]] = x[k] * unit(c->free[k]);
     estimate e;
-    cm_status st = estimate_layout(c->m, &c->trial, c->t, &c->obs[obs].layout, &e, NULL, 0);
+    const refine_obs *o = &c->obs[obs];
+    cm_status st = estimate_layout(o->model ? o->model : c->m, &c->trial,
+                                   o->training ? o->training : c->t, &o->layout, &e, NULL, 0);
     *step_s = e.time.step_s;
     return st;
 }
@@ -364,7 +366,9 @@ cm_status refine_holdout(const model_spec *m, const system_spec *base, const tra
         for (int j = 0; j < n && st == CM_OK; j++) {
             if (in_fit[j]) continue;
             double sdj;
-            st = refine_predict(m, s, t, &obs[j].layout, &pred[j], &sdj, err, errlen);
+            st = refine_predict(obs[j].model ? obs[j].model : m, s,
+                                obs[j].training ? obs[j].training : t, &obs[j].layout, &pred[j],
+                                &sdj, err, errlen);
             if (sd) sd[j] = sdj;
         }
     }

@@ -29,10 +29,14 @@
 
 #define REFINE_MAX_PLANS 64
 
-/* One measured plan: its layout and the measured step time (whole layout, same training). */
+/* One measured plan: its layout and the measured step time (whole layout). model and
+ * training: the plan's own when it was measured on another model or training shape (real
+ * training runs of several models, plan refine --realruns); NULL: the fit's m and t. */
 typedef struct {
     layout layout;
     double measured_step_s;
+    const model_spec *model;
+    const training_spec *training;
 } refine_obs;
 
 typedef enum {

@@ -91,7 +91,7 @@ static int synth(refine_obs *obs, double noise, unsigned long seed)
         double step;
         assert_int_equal(refine_predict(&M, &truth, &T, &ls[i], &step, NULL, err, sizeof err),
                          CM_OK);
-        obs[i].layout = ls[i];
+        obs[i] = (refine_obs){.layout = ls[i]}; /* the fit's model and training */
         obs[i].measured_step_s = step * (1 + (noise > 0 ? gsl_ran_gaussian(rng, noise) : 0));
     }
     gsl_rng_free(rng);
@@ -352,6 +352,49 @@ static void test_bad_step_profiles(void **state)
     unlink(p);
 }
 
+/* ---- several models in one fit (plan refine --realruns, issue 14) ---- */
+
+/* Steps of two models (8B, and 1B) on one GPU each, FSDP2, made under compute_scale 0.9: a fit
+ * of compute_scale alone, each plan priced with its own model and training, gives back 0.9, and
+ * each plan held out is predicted within 0.1%. The same obs priced with the fit's model (M)
+ * would not fit: their step times differ several-fold at one layout. */
+static void test_per_obs_models(void **state)
+{
+    (void)state;
+    const char *dir = getenv("PLAN_DATA_DIR");
+    static model_spec one;
+    char err[CM_ERRLEN];
+    assert_int_equal(model_load("1b", dir, &one, err, sizeof err), CM_OK);
+    static training_spec tr[6];
+    refine_obs obs[6];
+    system_spec truth = S;
+    system_step_reset(&truth.step);
+    truth.step.active = true;
+    truth.step.value[STEP_COMPUTE_SCALE] = 0.9;
+    for (int i = 0; i < 6; i++) {
+        tr[i] = training_default();
+        tr[i].seq_len = 1024 << (i % 3);
+        tr[i].global_batch = 1 + i / 3;
+        layout l = layout_default(FRAMEWORK_FSDP2);
+        l.dp = 1;
+        l.mbs = tr[i].global_batch;
+        l.recompute = RECOMPUTE_FULL;
+        obs[i] = (refine_obs){.layout = l, .model = i % 2 ? &one : &M, .training = &tr[i]};
+        assert_int_equal(refine_predict(obs[i].model, &truth, obs[i].training, &l,
+                                        &obs[i].measured_step_s, NULL, err, sizeof err),
+                         CM_OK);
+    }
+    refine_result r;
+    unsigned cs = 1u << STEP_COMPUTE_SCALE;
+    assert_int_equal(refine_fit(NULL, &S, NULL, obs, 6, NULL, cs, &r, err, sizeof err), CM_OK);
+    assert_true(fabs(r.step.value[STEP_COMPUTE_SCALE] - 0.9) < 1e-3);
+    double held[6];
+    assert_int_equal(refine_holdout(NULL, &S, NULL, obs, 6, NULL, cs, held, NULL, err, sizeof err),
+                     CM_OK);
+    for (int i = 0; i < 6; i++)
+        assert_true(fabs(held[i] - obs[i].measured_step_s) < 1e-3 * obs[i].measured_step_s);
+}
+
 /* ---- the command line: plan measure --refine --from FILE (no GPU needed) ---- */
 
 static int run(const char *args, char *out, size_t outlen, char *errbuf, size_t errlen)
@@ -440,6 +483,30 @@ static void test_cli_from_file(void **state)
     st = run("--help", out2, sizeof out2, err, sizeof err);
     assert_int_equal(st, 0);
     assert_non_null(strstr(out2, "\n  refine "));
+    /* --realruns: bench/realruns' H100 runs, each priced as fidelity.py prices it */
+    {
+        char rr[1024];
+        snprintf(rr, sizeof rr,
+                 "refine --realruns %s/../bench/realruns/results/h100-2026-11-24.jsonl --system "
+                 "h100 --terms compute_scale",
+                 getenv("PLAN_DATA_DIR"));
+        st = run(rr, out2, sizeof out2, err, sizeof err);
+        if (st != 0) fail_msg("plan %s: exit %d: %s", rr, st, err);
+        assert_non_null(strstr(out2, "39 runs on h100 (7 left out)"));
+        assert_non_null(strstr(out2, "held out"));
+        assert_non_null(strstr(err, "left out q3-4b-s4k-b1: out of memory"));
+        /* the H200 file has no H100 run */
+        snprintf(rr, sizeof rr,
+                 "refine --realruns %s/../bench/realruns/results/h200-2026-11-24.jsonl --system "
+                 "h100",
+                 getenv("PLAN_DATA_DIR"));
+        st = run(rr, out2, sizeof out2, err, sizeof err);
+        assert_int_equal(st, 2);
+        assert_non_null(strstr(err, "0 run(s) measured on h100's GPU"));
+        st = run("refine --realruns /nonexistent.jsonl", out2, sizeof out2, err, sizeof err);
+        assert_int_equal(st, 2);
+        assert_non_null(strstr(err, "--realruns"));
+    }
     /* bad input: one line, exit 2 */
     const char *bad[][2] = {
         {"measure --refine --from /nonexistent.json --model 8b --gbs 16", "cannot read"},
@@ -494,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_fit_recovers_terms),  cmocka_unit_test(test_term_selection),
         cmocka_unit_test(test_holdout_excludes_plan), cmocka_unit_test(test_profile_round_trip),
         cmocka_unit_test(test_defaults_unchanged),  cmocka_unit_test(test_bad_step_profiles),
+        cmocka_unit_test(test_per_obs_models),
         cmocka_unit_test(test_cli_from_file),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
