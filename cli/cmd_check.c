@@ -6,6 +6,7 @@
  * broken, or the input is unusable (not YAML, unknown model, no GPU count), which is one line
  * on stderr like every other bad input of plan.
  */
+#define _GNU_SOURCE /* memmem */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +168,18 @@ int cmd_check(int argc, char **argv)
     check_report rep;
     /* issue 19: a torchtitan command line (what --emit torchtitan writes), else a trainer YAML */
     bool titan = check_is_torchtitan(text, len);
+    if (!titan && memmem(text, len, "pretrain_gpt.py", 15) &&
+        memmem(text, len, "--tensor-model-parallel-size", 28)) {
+        /* a Megatron-LM command (--emit megatron-args): not a format plan check reads */
+        free(text);
+        char msg[CM_ERRLEN];
+        snprintf(msg, sizeof msg,
+                 "%s is a Megatron-LM command; plan check reads trainer YAML (--emit yaml) and "
+                 "torchtitan commands (--emit torchtitan): check Megatron-LM flags with "
+                 "Megatron-LM's own parser (bench/megatron_validate.py), or the plan's YAML",
+                 file);
+        return cli_error(msg);
+    }
     cm_status st = titan ? check_read_torchtitan(text, len, &cfg, &rep, err, sizeof err)
                          : check_read_yaml(text, len, &cfg, &rep, err, sizeof err);
     free(text);

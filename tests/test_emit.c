@@ -639,6 +639,17 @@ static void test_cli(void **state)
     run("check /nonexistent/plan.yaml");
     assert_int_equal(R.status, 2);
     assert_int_equal(lines(R.err), 1);
+    /* a Megatron-LM command is named as such, not read as a broken YAML */
+    snprintf(path, sizeof path, "%s/run.sh", dir);
+    snprintf(args, sizeof args,
+             "--model 8b --gpus 16 --framework megatron --emit megatron-args > '%s'", path);
+    run(args);
+    assert_int_equal(R.status, 0);
+    snprintf(args, sizeof args, "check '%s'", path);
+    run(args);
+    assert_int_equal(R.status, 2);
+    assert_int_equal(lines(R.err), 1);
+    assert_non_null(strstr(R.err, "is a Megatron-LM command"));
 
     /* --emit on plan estimate, and its bad values */
     run("estimate --model 8b --gpus 8 --framework fsdp2 --emit megatron-args");
