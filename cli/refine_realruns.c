@@ -50,17 +50,19 @@ static char *config_text(const char *cfg, const char *jsonl, size_t *len, char *
 
 /* One line's run, or why it is left out (false). */
 static bool run_from_json(const json_t *r, const char *jsonl, const system_spec *sys,
-                          run_spec *rs, refine_obs *obs, char *why, size_t whylen)
+                          run_spec *rs, refine_obs *obs, bool *other_gpu, char *why, size_t whylen)
 {
+    *other_gpu = false;
     const char *label = json_string_value(json_object_get(r, "label"));
     const char *gpu = json_string_value(json_object_get(r, "gpu"));
     const char *cfg = json_string_value(json_object_get(r, "config"));
     const json_t *step = json_object_get(r, "step_s_median");
     snprintf(rs->label, sizeof rs->label, "%s", label ? label : "?");
     if (json_is_true(json_object_get(r, "oom"))) return snprintf(why, whylen, "out of memory"), false;
-    if (!gpu || !strcasestr(gpu, sys->name))
-        return snprintf(why, whylen, "measured on %s, not %s", gpu ? gpu : "an unnamed GPU",
-                        sys->name), false;
+    if (!gpu || !strcasestr(gpu, sys->name)) {
+        *other_gpu = true; /* another system's run: not named, the file may hold both */
+        return false;
+    }
     if (!cfg || !json_is_number(step) || !(json_number_value(step) > 0))
         return snprintf(why, whylen, "no \"config\" or \"step_s_median\""), false;
     size_t len = 0;
@@ -149,21 +151,20 @@ int refine_realruns(const char *path, const cli_options *co, unsigned terms, con
                      ".jsonl file, one run a line", path, lineno, je.text);
             return cli_error(err);
         }
-        char why[CM_ERRLEN];
+        char why[CM_ERRLEN] = "";
+        bool other_gpu = false;
         if (n == REFINE_MAX_PLANS) {
-            snprintf(why, sizeof why, "more than %d runs", REFINE_MAX_PLANS);
+            fprintf(stderr, "refine: left out line %d: more than %d runs\n", lineno,
+                    REFINE_MAX_PLANS);
             left++;
-        } else if (run_from_json(r, path, &sys, &runs[n], &obs[n], why, sizeof why)) {
+        } else if (run_from_json(r, path, &sys, &runs[n], &obs[n], &other_gpu, why, sizeof why)) {
             obs[n].model = &runs[n].model;
             obs[n].training = &runs[n].training;
             n++;
-            why[0] = '\0';
-        } else {
+        } else if (!other_gpu) {
+            fprintf(stderr, "refine: left out %s: %s\n", runs[n].label, why);
             left++;
         }
-        if (why[0] && !strstr(why, ", not "))
-            fprintf(stderr, "refine: left out %s: %s\n", runs[n < REFINE_MAX_PLANS ? n : 0].label,
-                    why);
         json_decref(r);
     }
     free(text);

@@ -163,15 +163,11 @@ bool memory_fits(const memory_breakdown *mb)
     return mb->need_bytes <= mb->capacity_bytes;
 }
 
-static int stage_start(const model_spec *m, const layout *l, int s)
-{
-    return layout_stage_start(m, l, s);
-}
 
 static int stage_moe_layers(const model_spec *m, const layout *l, int s)
 {
     if (!model_is_moe(m)) return 0;
-    int start = stage_start(m, l, s), n = layout_stage_layers(m, l, s);
+    int start = layout_stage_start(m, l, s), n = layout_stage_layers(m, l, s);
     int first_moe = m->dense_first > start ? m->dense_first : start;
     int end = start + n;
     return end > first_moe ? end - first_moe : 0;
@@ -249,7 +245,7 @@ void memory_stage_lp_params(const model_spec *m, const layout *l, int stage,
 {
     *dense_params = *expert_params = 0;
     if (!precision_param_gather(l)) return;
-    int start = stage_start(m, l, stage), n = layout_stage_layers(m, l, stage);
+    int start = layout_stage_start(m, l, stage), n = layout_stage_layers(m, l, stage);
     for (int i = start; i < start + n; i++) {
         if (precision_layer_bf16(m, l, i)) continue;
         double d, e;
@@ -285,7 +281,7 @@ static void precision_memory(const model_spec *m, const layout *l, int stage, in
     if (!precision_is_low(l)) return;
     precision_rules pr;
     precision_rules_of(l, &pr);
-    int start = stage_start(m, l, stage);
+    int start = layout_stage_start(m, l, stage);
     int lp_dense = 0, lp_moe = 0;
     for (int i = start; i < start + n_layers; i++)
         if (!precision_layer_bf16(m, l, i)) {
@@ -424,7 +420,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     double act_moe = moe_layers ? layer_act(fig, m, t, l, 1) : 0;
     double act_full = (n_layers - moe_layers) * act_dense + moe_layers * act_moe;
     double act_layer_max = moe_layers ? act_moe : act_dense;
-    int start = stage_start(m, l, stage);
+    int start = layout_stage_start(m, l, stage);
     if (precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0 ||
                                 start + n_layers > m->layers)) {
         /* bf16 first/last layers (precision.h) save their inputs in bf16 (none without them,

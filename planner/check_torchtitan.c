@@ -368,12 +368,12 @@ int check_torchtitan_resolve(const model_spec *m, check_config *cfg, int gpus,
         long first = base + (extra > 0) - cfg->titan_first_less;
         long last = base + (stages - 1 < extra) - cfg->titan_last_less;
         bool middles_equal = stages <= 3 || extra <= 1 || extra >= stages - 1;
-        long mid = stages > 2 ? base + (1 < extra) : -1;
+        /* the count an end stage has when not set apart: the middle stages' (two stages: the
+         * other end's, when both are equal) */
+        long ref = stages > 2 ? base + (1 < extra) : (first == last ? first : -1);
         if (l->vpp == 1 && middles_equal && first >= 1 && last >= 1) {
-            l->pp_first_layers = first == mid ? 0 : (int)first;
-            l->pp_last_layers = last == mid ? 0 : (int)last;
-            if (stages == 2) { l->pp_first_layers = (int)first; l->pp_last_layers = (int)last; }
-            if (stages == 2 && first == last) l->pp_first_layers = l->pp_last_layers = 0;
+            l->pp_first_layers = first == ref ? 0 : (int)first;
+            l->pp_last_layers = last == ref ? 0 : (int)last;
         } else {
             note(rep, "pipeline_parallel_first/last_stage_less_layers %d/%d: torchtitan's split "
                       "has unequal middle stages here, which plan does not model; it splits the "
