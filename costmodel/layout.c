@@ -440,11 +440,12 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         int fixed = (l->pp_first_layers > 0) + (l->pp_last_layers > 0);
         long rest = (long)m->layers - l->pp_first_layers - l->pp_last_layers;
         int middle = l->pp - fixed;
-        if (l->pp < 2 || l->vpp > 1)
+        if (l->pp < 2 || (l->vpp > 1 && l->framework != FRAMEWORK_MEGATRON))
             FAIL(CM_ERULE, "uneven-pp-needs-pp",
                  "--pp-first-layers / --pp-last-layers set the first and last of pp >= 2 stages "
-                 "without virtual stages (plan models an uneven split with --vpp 1 only): drop "
-                 "them, or set --pp >= 2 and --vpp 1");
+                 "(with virtual stages only under Megatron, written as its "
+                 "--pipeline-model-parallel-layout): drop them, or set --pp >= 2 (and --vpp 1 "
+                 "outside Megatron)");
         else if (middle == 0 ? rest != 0 : (rest < middle || rest % middle))
             FAIL(CM_ERULE, "uneven-pp-divides",
                  "%d layers less %d on the first and %d on the last stage leave %ld for the %d "
@@ -458,7 +459,25 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
                  "virtual pipeline stages (vpp %d) need pp >= 2: set --vpp 1 or raise "
                  "--pp",
                  l->vpp);
-        if (m->layers % ((long)l->pp * l->vpp))
+        /* An uneven split under Megatron is written as --pipeline-model-parallel-layout, whose
+         * virtual stages need not be equal (pipeline_parallel_layer_layout.py): each rank's
+         * layers go to its vpp chunks, every chunk but the one holding the embedding (rank
+         * 0) or the loss (last rank) with at least one decoder layer (Megatron-Bridge's H100
+         * DeepSeek-V3 recipe: "Et|(tt|)*30mL"; Llama-3.1-405B's account-for-embedding/loss
+         * split, 15/16.../15 layers over pp 8 x vpp 8, is the same thing). */
+        if (uneven_split(l) && l->framework == FRAMEWORK_MEGATRON) {
+            for (int st = 0; st < l->pp; st++) {
+                int n = layout_stage_layers(m, l, st), need = l->vpp;
+                if (st == 0 || st == l->pp - 1) need = l->vpp - 1 > 0 ? l->vpp - 1 : 1;
+                if (n < need)
+                    FAIL(CM_ERULE, "uneven-vpp-chunks",
+                         "pipeline stage %d holds %d layer(s), fewer than its %d virtual stages "
+                         "need (one decoder layer per chunk; the first and last stage may leave "
+                         "the chunk with the embedding / loss empty): lower --vpp or change "
+                         "--pp-first-layers / --pp-last-layers",
+                         st, n, need);
+            }
+        } else if (m->layers % ((long)l->pp * l->vpp))
             FAIL(CM_ERULE, "vpp-divides-layers",
                  "the interleaved schedule needs layers (%d) divisible by pp*vpp = %ld "
                  "(%s): change --vpp or --pp",

@@ -314,19 +314,33 @@ int emit_megatron_max_connections(const layout *l, const system_spec *sys)
 /* The costed pipeline split (layout_stage_layers) as Megatron's --pipeline-model-parallel-
  * layout: "E" (embedding) on the first stage, "t" per decoder layer, "m" per MTP layer and "L"
  * (loss) on the last, stages separated by "|" (megatron/core/transformer/
- * pipeline_parallel_layer_layout.py, parse_str_to_list). Returns false when the text does not
- * fit buf. */
+ * pipeline_parallel_layer_layout.py, parse_str_to_list). With virtual stages the string lists
+ * pp x vpp stages in schedule order (virtual stage c*pp + r is chunk c of rank r), each rank's
+ * layers spread over its chunks as evenly as they go; a rank with fewer than vpp per chunk
+ * leaves the gap in the chunk that holds the embedding (first rank: its first chunk) or the
+ * loss (last rank: its last chunk), as Megatron-Bridge's DeepSeek-V3 H100 recipe does
+ * ("Et|(tt|)*30mL"). Returns false when the text does not fit buf. */
+static int chunk_layers(const model_spec *m, const layout *l, int rank, int chunk)
+{
+    int n = layout_stage_layers(m, l, rank), v = l->vpp, base = n / v, extra = n % v;
+    if (rank == l->pp - 1 && l->pp > 1) return base + (chunk < extra ? 1 : 0);
+    return base + (chunk >= v - extra ? 1 : 0);
+}
+
 bool emit_pipeline_layout_text(const model_spec *m, const layout *l, char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (int s = 0; s < l->pp; s++) {
-        int n = layout_stage_layers(m, l, s);
+    int stages = l->pp * (l->vpp > 1 ? l->vpp : 1);
+    for (int vs = 0; vs < stages; vs++) {
+        int rank = vs % l->pp, chunk = vs / l->pp;
+        int n = l->vpp > 1 ? chunk_layers(m, l, rank, chunk) : layout_stage_layers(m, l, rank);
+        bool first = vs == 0, last = vs == stages - 1;
         char stage[64];
-        int k = snprintf(stage, sizeof stage, "%s%s", s ? "|" : "", s == 0 ? "E" : "");
+        int k = snprintf(stage, sizeof stage, "%s%s", vs ? "|" : "", first ? "E" : "");
         if (n == 1) k += snprintf(stage + k, sizeof stage - k, "t");
         else if (n > 1) k += snprintf(stage + k, sizeof stage - k, "t*%d", n);
-        if (s == l->pp - 1) {
+        if (last) {
             if (m->mtp_layers == 1) k += snprintf(stage + k, sizeof stage - k, ",m");
             else if (m->mtp_layers > 1)
                 k += snprintf(stage + k, sizeof stage - k, ",m*%d", m->mtp_layers);
@@ -550,15 +564,17 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
     /* parallelism */
     fl_add(fl, "--tensor-model-parallel-size", "%d", l->tp);
     fl_add(fl, "--pipeline-model-parallel-size", "%d", l->pp);
-    if (l->vpp == 1 && layout_split_uneven(m, l)) {
-        /* the costed split, stage by stage (Megatron's default needs layers % pp == 0) */
+    bool layout_text = layout_split_uneven(m, l);
+    if (layout_text) {
+        /* the costed split, stage by stage (Megatron's default needs layers % pp == 0; the
+         * layout also sets the virtual stages, and excludes the per-stage layer flags) */
         char text[FLAG_VALUE_MAX];
         if (emit_pipeline_layout_text(m, l, text, sizeof text))
             fl_add(fl, "--pipeline-model-parallel-layout", "%s", text);
         else
             fl->overflow = true;
     }
-    if (l->vpp > 1)
+    if (l->vpp > 1 && !layout_text)
         fl_add(fl, "--num-layers-per-virtual-pipeline-stage", "%d", m->layers / (l->pp * l->vpp));
     fl_add(fl, "--context-parallel-size", "%d", l->cp);
     if (model_is_moe(m)) {

@@ -102,7 +102,7 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     else fprintf(f, "cfg.model.virtual_pipeline_model_parallel_size = None\n");
     /* the pipeline split rebuilt for this PP size: the costed one, stated whole when uneven */
     char split[FLAG_VALUE_MAX];
-    if (l->vpp == 1 && layout_split_uneven(m, l) &&
+    if (layout_split_uneven(m, l) &&
         emit_pipeline_layout_text(m, l, split, sizeof split)) {
         fputs("cfg.model.pipeline_model_parallel_layout = ", f);
         emit_python_quote(f, split);

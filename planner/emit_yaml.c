@@ -265,6 +265,21 @@ cm_status emit_yaml(const estimate *e, const model_spec *m, const system_spec *s
         return cm_fail(err, errlen, CM_EINVAL,
                        "this plan runs under torchtitan, which the trainer YAML cannot state: "
                        "use --emit torchtitan");
+    /* TransformerConfig's num_layers_in_first/last_pipeline_stage need the first, the last
+     * and each middle stage's layers divisible by the virtual stages (megatron/core/
+     * transformer/transformer_config.py); other uneven splits with virtual stages are stated
+     * only by Megatron's layout string, which the trainer YAML does not carry */
+    const layout *lu = &e->layout;
+    if (lu->vpp > 1 && (lu->pp_first_layers > 0 || lu->pp_last_layers > 0)) {
+        for (int st = 0; st < lu->pp; st++)
+            if (layout_stage_layers(m, lu, st) % lu->vpp)
+                return cm_fail(err, errlen, CM_EINVAL,
+                               "pipeline stage %d holds %d layers, not a multiple of the %d "
+                               "virtual stages: the trainer YAML's first/last-stage layer "
+                               "counts cannot state this split (Megatron's layout string can): "
+                               "use --emit megatron-args or --emit bridge, or --vpp 1",
+                               st, layout_stage_layers(m, lu, st), lu->vpp);
+    }
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);

@@ -86,9 +86,22 @@ static void test_rules(void **state)
     (void)state;
     layout l = pp4(FRAMEWORK_MEGATRON, 6, 7); /* 19 left for 2 stages */
     assert_string_equal(broken_rule(&l), "uneven-pp-divides");
-    l = pp4(FRAMEWORK_MEGATRON, 7, 7);
+    /* virtual stages with an uneven split: Megatron writes it as a layout string (each rank's
+     * layers over its chunks); torchtitan's less_layers keywords cannot state it */
+    l = pp4(FRAMEWORK_TORCHTITAN, 7, 7);
     l.vpp = 2;
     assert_string_equal(broken_rule(&l), "uneven-pp-needs-pp");
+    l = pp4(FRAMEWORK_MEGATRON, 7, 7);
+    l.vpp = 2;
+    assert_string_equal(broken_rule(&l), "");
+    /* 8 chunks per rank: the middle stages' 9 layers fill them, the ends need 7 (the chunk with
+     * the embedding / loss may hold no decoder layer); first 6 leaves one chunk empty */
+    l = pp4(FRAMEWORK_MEGATRON, 7, 7);
+    l.vpp = 8;
+    assert_string_equal(broken_rule(&l), "");
+    l = pp4(FRAMEWORK_MEGATRON, 6, 8); /* 6 / 9 / 9 / 8 */
+    l.vpp = 8;
+    assert_string_equal(broken_rule(&l), "uneven-vpp-chunks");
     l = pp4(FRAMEWORK_MEGATRON, 7, 7);
     assert_string_equal(broken_rule(&l), "");
     /* torchtitan states fewer layers on the ends only: 11 / 7 / 7 / 7 is not expressible */
@@ -136,6 +149,35 @@ static void test_megatron_flag(void **state)
     char *text = emit(EMIT_MEGATRON_ARGS, &l);
     assert_non_null(strstr(text, "--pipeline-model-parallel-layout 'Et*7|t*9|t*9|t*7,L'"));
     free(text);
+}
+
+/* With two virtual stages each rank's layers go to its two chunks, schedule order chunk 0 of
+ * ranks 0..3 then chunk 1: rank 0's 7 as 3 + 4 (the short chunk holds the embedding), ranks 1
+ * and 2 as 4 + 5, the last rank's 7 as 4 + 3 (the short chunk holds the loss); no
+ * --num-layers-per-virtual-pipeline-stage beside it (Megatron-LM arguments.py allows one of
+ * the two). The YAML's first/last-stage counts cannot state 7 over 2 chunks: refused. */
+static void test_megatron_flag_virtual_stages(void **state)
+{
+    (void)state;
+    layout l = pp4(FRAMEWORK_MEGATRON, 7, 7);
+    l.vpp = 2;
+    char *text = emit(EMIT_MEGATRON_ARGS, &l);
+    assert_non_null(
+        strstr(text, "--pipeline-model-parallel-layout 'Et*3|t*4|t*4|t*4|t*4|t*5|t*5|t*3,L'"));
+    assert_null(strstr(text, "--num-layers-per-virtual-pipeline-stage"));
+    free(text);
+    model_spec m;
+    system_spec s;
+    load(&m, &s);
+    estimate e;
+    char err[CM_ERRLEN];
+    training_spec t = training_default();
+    if (estimate_layout(&m, &s, &t, &l, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    emit_context ctx = {.model_ref = "8b"};
+    char *yaml = NULL;
+    assert_int_not_equal(emit_render(EMIT_YAML, &e, &m, &s, &ctx, &yaml, err, sizeof err), CM_OK);
+    assert_non_null(strstr(err, "--emit megatron-args"));
+    free(yaml);
 }
 
 /* 9 a stage, 2 less on each end: (32 + 2 + 2) / 4 = 9, the ends 7; read back the same. */
@@ -233,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_uneven_is_faster),
         cmocka_unit_test(test_megatron_flag),
+        cmocka_unit_test(test_megatron_flag_virtual_stages),
         cmocka_unit_test(test_torchtitan_round_trip),
         cmocka_unit_test(test_torchtitan_default_split),
         cmocka_unit_test(test_json_round_trip),

@@ -1,0 +1,180 @@
+/*
+ * test_published_h100.c — `plan estimate` against NVIDIA's published Megatron-Bridge training
+ * throughput on DGX-H100 (bench/published/megatron_bridge_h100.csv: one row per published
+ * configuration, its release, the recipe's knobs as plan options, and whether plan can express
+ * it). These are runs the model was never fitted to; the test prints the table a reader checks
+ * against the source and holds the model to it:
+ *
+ *   - every expressible row runs through the command line as a user would type it, and the
+ *     tokens/s/GPU error is printed beside the published figure;
+ *   - a published run ran, so a row predicted not to fit is a wrong answer, and is counted;
+ *   - rows plan cannot express are printed with why, never dropped silently.
+ *
+ * Tolerances (bench/published/README.md has the table and the discussion): the dense rows are
+ * the model's home ground (median |error| <= 7%, issue 14's bar for published runs, none beyond
+ * 12%); the MoE rows carry knobs plan prices only roughly (EP overlap, dispatcher back-ends,
+ * recompute module lists) and are held to looser bounds that still catch a regression.
+ */
+#include <csv.h>
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "plan_run.h"
+
+/* MoE bounds: today's figures with some room; lower them as bench/published/README.md's open
+ * mechanisms are modelled */
+#define MOE_MEDIAN_MAX 0.60
+#define MOE_MAX_MAX 2.00
+
+#define MAXCOLS 32
+#define MAXROWS 64
+#define CELL 512
+
+typedef struct {
+    char cells[MAXROWS + 1][MAXCOLS][CELL];
+    int ncols[MAXROWS + 1];
+    int row, col;
+} table;
+
+static void on_field(void *s, size_t len, void *data)
+{
+    table *t = data;
+    if (t->row > MAXROWS || t->col >= MAXCOLS) return;
+    if (len >= CELL) len = CELL - 1;
+    memcpy(t->cells[t->row][t->col], s, len);
+    t->cells[t->row][t->col][len] = '\0';
+    t->col++;
+}
+
+static void on_row(int c, void *data)
+{
+    (void)c;
+    table *t = data;
+    if (t->row <= MAXROWS) t->ncols[t->row] = t->col;
+    t->row++;
+    t->col = 0;
+}
+
+static const char *cell(const table *t, int r, const char *name)
+{
+    for (int c = 0; c < t->ncols[0]; c++)
+        if (!strcmp(t->cells[0][c], name)) return c < t->ncols[r] ? t->cells[r][c] : "";
+    fail_msg("no column %s in the published-runs file", name);
+    return "";
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, n, sizeof *v, cmp);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void test_megatron_bridge_h100(void **state)
+{
+    (void)state;
+    static table t;
+    memset(&t, 0, sizeof t);
+    FILE *f = fopen(PUBLISHED_DIR "/megatron_bridge_h100.csv", "r");
+    assert_non_null(f);
+    struct csv_parser p;
+    assert_int_equal(csv_init(&p, CSV_APPEND_NULL), 0);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        assert_int_equal(csv_parse(&p, buf, n, on_field, on_row, &t), n);
+    csv_fini(&p, on_field, on_row, &t);
+    csv_free(&p);
+    fclose(f);
+    assert_true(t.row >= 2 && t.row <= MAXROWS);
+
+    double dense[MAXROWS], moe[MAXROWS];
+    int ndense = 0, nmoe = 0, expressed = 0, not_expressible = 0, oom = 0;
+    printf("%-38s %-8s %9s %9s %7s %6s  %s\n", "run", "release", "published", "predicted",
+           "error", "GiB", "layout (tokens/s/GPU)");
+    for (int r = 1; r < t.row; r++) {
+        const char *id = cell(&t, r, "run_id");
+        if (strcmp(cell(&t, r, "expressible"), "yes")) {
+            printf("%-38s %-8s %9s %9s %7s %6s  not expressible: %s\n", id,
+                   cell(&t, r, "release"), cell(&t, r, "tokens_per_s_per_gpu"), "-", "-", "-",
+                   cell(&t, r, "note"));
+            not_expressible++;
+            continue;
+        }
+        const char *model = cell(&t, r, "model");
+        char model_arg[CELL + 64];
+        if (strchr(model, '/'))
+            snprintf(model_arg, sizeof model_arg, "'%s/%s'", SOURCE_ROOT, model);
+        else
+            snprintf(model_arg, sizeof model_arg, "%s", model);
+        char args[4096];
+        snprintf(args, sizeof args,
+                 "estimate --model %s --gpus %s --system h100 --tp %s --pp %s --cp %s --vpp %s "
+                 "--ep %s --mbs %s --gbs %s --seq %s %s --format json",
+                 model_arg, cell(&t, r, "gpus"), cell(&t, r, "tp"), cell(&t, r, "pp"),
+                 cell(&t, r, "cp"), cell(&t, r, "vp"), cell(&t, r, "ep"), cell(&t, r, "mbs"),
+                 cell(&t, r, "gbs"), cell(&t, r, "seq"), cell(&t, r, "plan_args"));
+        static plan_run_result res;
+        assert_int_equal(plan_run(&res, args), 0);
+        if (res.status == 2) fail_msg("%s: plan %s\n%s", id, args, res.err);
+        json_error_t je;
+        json_t *j = json_loads(res.out, 0, &je);
+        if (!j) fail_msg("%s: no JSON from plan: %s", id, je.text);
+        double gpus = atof(cell(&t, r, "gpus"));
+        double pred = json_number_value(json_object_get(j, "tokens_per_s")) / gpus;
+        double mem_gib =
+            json_number_value(json_object_get(json_object_get(j, "memory"), "total_bytes")) /
+            1073741824.0;
+        bool fits = json_is_true(json_object_get(j, "fits"));
+        json_decref(j);
+        double pub = atof(cell(&t, r, "tokens_per_s_per_gpu"));
+        assert_true(pub > 0 && pred > 0);
+        double err = pred / pub - 1;
+        bool is_moe = !strcmp(cell(&t, r, "kind"), "moe");
+        printf("%-38s %-8s %9.0f %9.0f %+6.1f%% %6.1f  tp%s pp%s cp%s vp%s ep%s %s%s\n", id,
+               cell(&t, r, "release"), pub, pred, 100 * err, mem_gib, cell(&t, r, "tp"),
+               cell(&t, r, "pp"), cell(&t, r, "cp"), cell(&t, r, "vp"), cell(&t, r, "ep"),
+               cell(&t, r, "precision"), fits ? "" : "  PREDICTED NOT TO FIT (it ran)");
+        if (!fits) oom++;
+        if (is_moe) moe[nmoe++] = fabs(err);
+        else dense[ndense++] = fabs(err);
+        expressed++;
+    }
+    double dense_max = 0, moe_max = 0;
+    for (int i = 0; i < ndense; i++) dense_max = fmax(dense_max, dense[i]);
+    for (int i = 0; i < nmoe; i++) moe_max = fmax(moe_max, moe[i]);
+    double dense_med = ndense ? median(dense, ndense) : 0, moe_med = nmoe ? median(moe, nmoe) : 0;
+    printf("dense rows %d: median |error| %.1f%%, max %.1f%%; MoE rows %d: median %.1f%%, max "
+           "%.1f%%; predicted not to fit: %d; not expressible: %d\n",
+           ndense, 100 * dense_med, 100 * dense_max, nmoe, 100 * moe_med, 100 * moe_max, oom,
+           not_expressible);
+    assert_true(expressed >= 10);
+    assert_true(ndense >= 5);
+    assert_true(dense_med <= 0.07);
+    assert_true(dense_max <= 0.12);
+    /* MoE: today's median and max with some room (bench/published/README.md); tighten as the
+     * mechanisms listed there are modelled */
+    assert_true(moe_med <= MOE_MEDIAN_MAX);
+    assert_true(moe_max <= MOE_MAX_MAX);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_megatron_bridge_h100)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
