@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "precision.h"
+#include "recompute_modules.h"
 #include "cli_number.h"
 #include "profile.h"
 
@@ -64,6 +65,7 @@ enum {
     OPT_MOE_FP8_DISPATCH, OPT_OPT_OFFLOAD,
     OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_EXPANDABLE_SEGMENTS, OPT_PP_FIRST,
     OPT_PP_LAST,
+    OPT_RECOMPUTE_MODULES,
 };
 
 static const struct option long_opts[] = {
@@ -93,6 +95,7 @@ static const struct option long_opts[] = {
     {"sharding", required_argument, NULL, OPT_SHARDING},
     {"recompute", required_argument, NULL, OPT_RECOMPUTE},
     {"recompute-layers", required_argument, NULL, OPT_RECOMPUTE_LAYERS},
+    {"recompute-modules", required_argument, NULL, OPT_RECOMPUTE_MODULES},
     {"no-reshard-after-forward", no_argument, NULL, OPT_NO_RESHARD},
     {"shard-size", required_argument, NULL, OPT_SHARD_SIZE},
     {"offload", no_argument, NULL, OPT_OFFLOAD},
@@ -315,6 +318,18 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             if (!layout_parse_recompute(optarg, &l->recompute))
                 rc = cli_error("--recompute must be none, selective or full");
             break;
+        case OPT_RECOMPUTE_MODULES: {
+            char bad[80], msg[320];
+            if (!recompute_modules_parse(optarg, &l->recompute_modules, bad, sizeof bad)) {
+                snprintf(msg, sizeof msg,
+                         "--recompute-modules takes Megatron's module names separated by commas "
+                         "(core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, "
+                         "shared_experts)%s%s%s",
+                         bad[0] ? ": unknown '" : "", bad, bad[0] ? "'" : "");
+                rc = cli_error(msg);
+            }
+            break;
+        }
         case OPT_ATTENTION:
             if (!strcmp(optarg, "flash")) o->training.attention = ATTENTION_FLASH;
             else if (!strcmp(optarg, "unfused")) o->training.attention = ATTENTION_UNFUSED;

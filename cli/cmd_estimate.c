@@ -23,6 +23,8 @@ static void usage(void)
            "  --sharding ddp|distopt|fsdp   (fsdp2 default fsdp, megatron default distopt)\n"
            "  --no-reshard-after-forward --shard-size N (HSDP) --offload\n"
            "  --recompute none|selective|full --recompute-layers N\n"
+           "  --recompute-modules M,M (Megatron selective: core_attn moe_act layernorm\n"
+           "                       mla_up_proj mlp moe shared_experts; default core_attn)\n"
            "  --optimizer-cpu-offload [--optimizer-offload-fraction F] --activation-offload\n"
            "                       Megatron CPU offload (distopt; activations: pp 1, no recompute)\n"
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"

@@ -9,6 +9,7 @@
  * window (flops_attention_core_forward_layer).
  */
 #include "flops.h"
+#include "recompute_modules.h"
 
 double flops_attention_matrix_params(const model_spec *m)
 {
@@ -121,7 +122,24 @@ double flops_hardware_per_step(const model_spec *m, const training_spec *t, cons
         double shared = (double)m->shared_experts * m->hidden * m->shared_ffn;
         hw += 2.0 * tokens * (m->layers * wo + dense * ffn_down + moe * shared);
     } else if (l->recompute == RECOMPUTE_SELECTIVE) {
-        hw += m->layers * flops_attention_core_forward(m, tokens, t->seq_len, core_causal);
+        /* Megatron's modules (recompute_modules.h): the GEMMs each re-runs; layernorm and
+         * moe_act re-run no matrix multiply */
+        unsigned mods = recompute_modules_of(l);
+        if (!mods) mods = RECOMPUTE_MOD_CORE_ATTN;
+        int moe = model_moe_layers(m), dense = m->layers - moe;
+        if (mods & RECOMPUTE_MOD_CORE_ATTN)
+            hw += m->layers * flops_attention_core_forward(m, tokens, t->seq_len, core_causal);
+        if (mods & RECOMPUTE_MOD_MLP) hw += 2.0 * tokens * dense * flops_mlp_matrix_params(m, 0);
+        if (mods & RECOMPUTE_MOD_MLA_UP_PROJ && m->mla) {
+            double q_in = m->q_lora_rank > 0 ? (double)m->q_lora_rank : 0;
+            double up = q_in * m->heads * (m->qk_nope_dim + m->qk_rope_dim) +
+                        (double)m->kv_lora_rank * m->heads * (m->qk_nope_dim + m->v_head_dim);
+            hw += 2.0 * tokens * m->layers * up;
+        }
+        if (mods & RECOMPUTE_MOD_MOE)
+            hw += 2.0 * tokens * moe * flops_mlp_matrix_params(m, 1);
+        else if (mods & RECOMPUTE_MOD_SHARED_EXPERTS)
+            hw += 2.0 * tokens * moe * m->shared_experts * mlp_matrix(m, m->shared_ffn);
     }
     return hw;
 }

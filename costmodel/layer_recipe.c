@@ -11,6 +11,7 @@
  * are added in is the order the backend issues them in per phase: keep both when editing.
  */
 #include "layer_recipe.h"
+#include "recompute_modules.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -882,6 +883,10 @@ void recipe_set_recompute(const system_spec *sys, const model_spec *m, const lay
                            o->kind != RECIPE_FSDP_REDUCE;
         else if (l->recompute == RECOMPUTE_SELECTIVE && l->framework == FRAMEWORK_TORCHTITAN)
             o->recompute = titan_sac_recomputes(o);
+        else if (l->recompute == RECOMPUTE_SELECTIVE && l->framework == FRAMEWORK_MEGATRON)
+            o->recompute = o->phase == RECIPE_FWD &&
+                           recompute_modules_reruns(recompute_modules_of(l), moe, o->name,
+                                                    o->kind);
         else if (l->recompute == RECOMPUTE_SELECTIVE)
             o->recompute = o->kind == RECIPE_ATTENTION;
         else

@@ -6,6 +6,7 @@
  * megatron/core/parallel_state.py. Each failure names the rule and the fix.
  */
 #include "layout.h"
+#include "recompute_modules.h"
 #include "precision.h"
 
 #include <stdarg.h>
@@ -625,6 +626,47 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         FAIL(CM_ERULE, "param-gather-needs-grad-reduce",
              "Megatron requires --overlap-grad-reduce with --overlap-param-gather "
              "(arguments.py): add --overlap-grad-reduce");
+    /* Megatron's selective recompute by module (recompute_modules.h; transformer_config.py
+     * __post_init__ at d98e8a6) */
+    if (l->recompute_modules) {
+        unsigned mods = l->recompute_modules;
+        bool moe = model_is_moe(m);
+        if (l->framework != FRAMEWORK_MEGATRON || l->recompute != RECOMPUTE_SELECTIVE)
+            FAIL(CM_ERULE, "recompute-modules-need-selective",
+                 "--recompute-modules is Megatron's selective recompute: use --framework "
+                 "megatron --recompute selective, or drop it");
+        if ((mods & (RECOMPUTE_MOD_MOE_ACT | RECOMPUTE_MOD_MOE | RECOMPUTE_MOD_SHARED_EXPERTS)) &&
+            !moe)
+            FAIL(CM_ERULE, "recompute-modules-need-moe",
+                 "moe, moe_act and shared_experts recompute MoE layers, which %s does not "
+                 "have: drop them from --recompute-modules",
+                 m->display[0] ? m->display : m->name);
+        if ((mods & RECOMPUTE_MOD_SHARED_EXPERTS) && moe && !m->shared_experts)
+            FAIL(CM_ERULE, "recompute-modules-need-moe",
+                 "shared_experts recomputes the shared experts, which %s does not have: drop "
+                 "it from --recompute-modules",
+                 m->display[0] ? m->display : m->name);
+        if ((mods & RECOMPUTE_MOD_MLA_UP_PROJ) && !m->mla)
+            FAIL(CM_ERULE, "recompute-mla-up-proj-needs-mla",
+                 "mla_up_proj in recompute_modules is only supported with multi-latent "
+                 "attention (transformer_config.py): drop it for %s",
+                 m->display[0] ? m->display : m->name);
+        if ((mods & RECOMPUTE_MOD_SHARED_EXPERTS) && t->moe_shared_overlap)
+            FAIL(CM_ERULE, "recompute-shared-not-with-overlap",
+                 "shared_experts recompute cannot work with --moe-shared-expert-overlap "
+                 "(transformer_config.py): drop one");
+        if ((mods & RECOMPUTE_MOD_MOE) && t->moe_ep_overlap)
+            FAIL(CM_ERULE, "recompute-moe-not-with-ep-overlap",
+                 "disable moe in recompute_modules when enabling "
+                 "overlap_moe_expert_parallel_comm (transformer_config.py): drop moe or "
+                 "--moe-ep-overlap");
+        if ((mods & (RECOMPUTE_MOD_MOE_ACT | RECOMPUTE_MOD_LAYERNORM)) &&
+            l->precision == PRECISION_FP8 &&
+            precision_fp8_recipe_resolved(l) == FP8_RECIPE_DELAYED)
+            FAIL(CM_ERULE, "recompute-modules-fp8-delayed",
+                 "delayed scaling does not support moe_act and layernorm recompute for fp8 "
+                 "(transformer_config.py): use --fp8-recipe tensorwise or blockwise");
+    }
     /* Megatron-FSDP combines with pipeline parallelism: Megatron-LM's validate_args (commit
      * d98e8a6, megatron/training/arguments.py:1031-1033) asserts pipeline size 1 only for
      * --use-torch-fsdp2; its --use-megatron-fsdp block (lines 1118-1191) has no such rule. The

@@ -92,6 +92,8 @@ typedef struct {
     int shard_size;            /* HSDP shard group size; 0 = the whole dp*cp group */
     layout_recompute recompute;
     int recompute_layers;      /* full recompute: layers per stage recomputed; 0 = all */
+    unsigned recompute_modules;/* Megatron selective recompute's modules (recompute_modules.h
+                                  RECOMPUTE_MOD_* bits); 0 = its default, core attention */
     bool offload;              /* FSDP2 CPU offload of params, grads and optimizer */
     /* Megatron CPU offload (issue 21; costmodel/offload.h): the share of the distributed
      * optimizer's state kept and stepped on the host (--optimizer-cpu-offload with

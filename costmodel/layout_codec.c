@@ -5,6 +5,7 @@
  * trainer-YAML path follow from it.
  */
 #include "layout_codec.h"
+#include "recompute_modules.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -114,6 +115,10 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
       false, 0, MCFG "transformer_config_kwargs.num_layers_in_first_pipeline_stage", NULL),
     L(LAYOUT_F_PP_LAST_LAYERS, "pp_last_layers", LAYOUT_KIND_INT, pp_last_layers, NULL, NULL,
       false, 0, MCFG "transformer_config_kwargs.num_layers_in_last_pipeline_stage", NULL),
+    /* Megatron's --recompute-modules (recompute_modules.h); emit_yaml.c writes the list as
+     * TransformerConfig's recompute_modules beside recompute_granularity */
+    L(LAYOUT_F_RECOMPUTE_MODULES, "recompute_modules", LAYOUT_KIND_RECOMPUTE_MODULES,
+      recompute_modules, NULL, NULL, false, 0, NULL, NULL),
 };
 
 #undef L
@@ -211,6 +216,8 @@ void layout_field_text(const layout_field *f, const layout *l, const training_sp
     }
     if (f->kind == LAYOUT_KIND_BOOL)
         snprintf(buf, len, "%s", v ? "true" : "false");
+    else if (f->kind == LAYOUT_KIND_RECOMPUTE_MODULES)
+        recompute_modules_text((unsigned)v, ',', buf, len);
     else if (f->kind == LAYOUT_KIND_INT)
         snprintf(buf, len, "%d", v);
     else
@@ -228,7 +235,8 @@ static bool omitted_in_json(const layout_field *f, const layout *l)
     if (f->id == LAYOUT_F_PP_SCHEDULE) return l->pp_schedule == PP_SCHEDULE_DEFAULT;
     if (f->id == LAYOUT_F_ASYNC_TP) return !l->async_tp;
     if ((f->id >= LAYOUT_F_FP8_PARAM_GATHER && f->id <= LAYOUT_F_MOE_FP8_DISPATCH) ||
-        f->id == LAYOUT_F_PP_FIRST_LAYERS || f->id == LAYOUT_F_PP_LAST_LAYERS)
+        f->id == LAYOUT_F_PP_FIRST_LAYERS || f->id == LAYOUT_F_PP_LAST_LAYERS ||
+        f->id == LAYOUT_F_RECOMPUTE_MODULES)
         return layout_field_value(f, l, NULL) == 0;
     return false;
 }
@@ -241,8 +249,12 @@ json_t *layout_json_set(json_t *obj, const layout *l, const training_spec *t)
         if (f->training && !t) continue;
         if (omitted_in_json(f, l)) continue;
         int v = layout_field_value(f, l, t);
+        char mods[160];
+        if (f->kind == LAYOUT_KIND_RECOMPUTE_MODULES)
+            recompute_modules_text((unsigned)v, ',', mods, sizeof mods);
         json_t *j = f->kind == LAYOUT_KIND_INT    ? json_integer(v)
                     : f->kind == LAYOUT_KIND_BOOL ? json_boolean(v)
+                    : f->kind == LAYOUT_KIND_RECOMPUTE_MODULES ? json_string(mods)
                                                   : json_string(enum_name(f, v));
         if (json_object_set_new(obj, f->key, j)) return NULL;
     }
@@ -308,6 +320,11 @@ static int parse_enum(const layout_field *f, const char *s, int *out)
         if ((ok = layout_parse_pp_schedule(s, &v))) *out = (int)v;
         break;
     }
+    case LAYOUT_KIND_RECOMPUTE_MODULES: {
+        unsigned v;
+        if ((ok = recompute_modules_parse(s, &v, NULL, 0))) *out = (int)v;
+        break;
+    }
     default: break;
     }
     return ok;
@@ -355,7 +372,8 @@ cm_status layout_from_json(const json_t *j, const char *where, layout *l, traini
                                "fp8_recipe delayed, tensorwise or blockwise, impl hf, native or "
                                "te, optimizer_impl fused, foreach or for-loop, moe_dispatcher "
                                "alltoall, allgather, deepep or hybridep and pp_schedule 1F1B, "
-                               "Interleaved1F1B, GPipe, ZBVZeroBubble or DualPipeV",
+                               "Interleaved1F1B, GPipe, ZBVZeroBubble or DualPipeV, "
+                               "recompute_modules Megatron's module names joined by commas",
                                where);
         }
         store_value(f, p, x);
@@ -427,6 +445,11 @@ void layout_short_name(const layout *l, char *buf, size_t len)
     if (l->recompute != RECOMPUTE_NONE)
         used = append(buf, len, used, " rc-%s", layout_recompute_name(l->recompute));
     if (l->recompute_layers > 0) used = append(buf, len, used, "%d", l->recompute_layers);
+    if (l->recompute_modules) {
+        char mods[160];
+        recompute_modules_text(l->recompute_modules, '+', mods, sizeof mods);
+        used = append(buf, len, used, "(%s)", mods);
+    }
     if (l->pp_first_layers > 0 || l->pp_last_layers > 0)
         used = append(buf, len, used, " split-%d/%d", l->pp_first_layers, l->pp_last_layers);
     if (l->precision != PRECISION_BF16) used = append(buf, len, used, " %s", precision_label(l));

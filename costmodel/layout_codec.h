@@ -62,6 +62,8 @@ typedef enum {
     LAYOUT_F_ACTIVATION_OFFLOAD,
     LAYOUT_F_PP_FIRST_LAYERS, /* the uneven pipeline's first/last stage (issue 21): written */
     LAYOUT_F_PP_LAST_LAYERS,  /* only when set */
+    LAYOUT_F_RECOMPUTE_MODULES, /* Megatron's selective recompute modules: written only when
+                                   set, as "layernorm,moe_act" (recompute_modules.h) */
     LAYOUT_NFIELDS
 } layout_field_id;
 
@@ -77,6 +79,7 @@ typedef enum {
     LAYOUT_KIND_OPTIMIZER_IMPL,
     LAYOUT_KIND_MOE_DISPATCHER,
     LAYOUT_KIND_PP_SCHEDULE,
+    LAYOUT_KIND_RECOMPUTE_MODULES, /* a bit set, written as Megatron's names joined by commas */
 } layout_field_kind;
 
 typedef struct {

@@ -14,6 +14,7 @@
 #include "async_tp.h"
 #include "moe_dispatch.h"
 #include "pp_schedule.h"
+#include "recompute_modules.h"
 
 #include <string.h>
 
@@ -121,7 +122,31 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
             sharded += 4.0 * (a - kv_heads) * qk;
         }
     }
-    return tokens * (repl / (l->sp ? tp : 1.0) + sharded / tp) + moe_bytes;
+    double total = tokens * (repl / (l->sp ? tp : 1.0) + sharded / tp) + moe_bytes;
+    unsigned mods = recompute_modules_of(l);
+    if (mods & ~RECOMPUTE_MOD_CORE_ATTN) {
+        /* Megatron's selective recompute by module (recompute_modules.h): each module frees
+         * what this function charged for it above, as the layer saves it */
+        double s = pr.saved_input_bytes < 2.0 ? pr.saved_input_bytes : 2.0;
+        double repl_div = l->sp ? tp : 1.0;
+        recompute_saved_terms st = {0};
+        /* the input norm's output (QKV input; MLA's down projections keep it in bf16) and the
+         * pre-MLP norm's (FC1 or router input) */
+        st.norm_outputs = tokens * (((m->mla ? 2.0 : s) + (moe_layer ? 2.0 : s)) * h) / repl_div;
+        if (m->mla) st.qkv_up = tokens * 2.0 * (2.0 * a * qk + a * v) / tp;
+        if (!moe_layer) {
+            st.dense_mlp = tokens * (mlp_intermediate_bytes(m, m->ffn) - (2.0 - s) * m->ffn) / tp;
+        } else {
+            double shared = m->shared_experts * mlp_intermediate_bytes(m, m->shared_ffn);
+            st.shared = tokens * shared / tp;
+            /* the activation's output, the experts' FC2 input: 2 bytes per intermediate */
+            st.expert_act = tokens * m->top_k * 2.0 * m->expert_ffn / tp * moe_load_factor(t);
+            st.moe_all = moe_bytes + st.shared + tokens * 4.0 * m->experts / repl_div;
+        }
+        double freed = recompute_modules_freed_bytes(mods, &st);
+        total = freed < total ? total - freed : 0;
+    }
+    return total;
 }
 
 double memory_layer_checkpoint_bytes(const model_spec *m, const training_spec *t,

@@ -15,6 +15,7 @@
 #include "emit.h"
 #include "offload.h"
 #include "emit_internal.h"
+#include "recompute_modules.h"
 #include "units.h"
 
 #include "precision.h"
@@ -205,6 +206,8 @@ typedef struct {
     const char *flag;
     char value[FLAG_VALUE_MAX]; /* "" for a switch; raw text, quoted when rendered */
     bool placeholder;           /* not from the plan: the user's training length, schedule, data */
+    bool words;                 /* value is several argv words split at spaces (an argparse
+                                   nargs="+" list, e.g. --recompute-modules) */
 } flag_t;
 
 typedef struct {
@@ -229,6 +232,7 @@ static void fl_add(flag_list *fl, const char *flag, const char *fmt, ...)
     x->flag = flag;
     x->value[0] = '\0';
     x->placeholder = false;
+    x->words = false;
     if (fmt) {
         va_list ap;
         va_start(ap, fmt);
@@ -614,6 +618,13 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
     /* recompute */
     if (l->recompute == RECOMPUTE_SELECTIVE) {
         fl_add(fl, "--recompute-granularity", "selective");
+        if (l->recompute_modules) { /* TransformerConfig.recompute_modules: nargs "+" */
+            char mods[160];
+            recompute_modules_text(l->recompute_modules, ' ', mods, sizeof mods);
+            fl_add(fl, "--recompute-modules", "%s", mods);
+            if (fl->n > 0 && !strcmp(fl->f[fl->n - 1].flag, "--recompute-modules"))
+                fl->f[fl->n - 1].words = true;
+        }
     } else if (l->recompute == RECOMPUTE_FULL) {
         fl_add(fl, "--recompute-granularity", "full");
         if (l->recompute_layers > 0) {
@@ -745,7 +756,14 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
             gpus_per_node_of(e->gpus, sys), emit_nodes_of(e->gpus, sys));
     for (int i = 0; i < fl->n; i++) {
         fputs(fl->f[i].flag, f);
-        if (fl->f[i].value[0]) {
+        if (fl->f[i].value[0] && fl->f[i].words) {
+            char word[FLAG_VALUE_MAX], *save = NULL;
+            snprintf(word, sizeof word, "%s", fl->f[i].value);
+            for (char *w = strtok_r(word, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+                fputc(' ', f);
+                shell_quote(f, w);
+            }
+        } else if (fl->f[i].value[0]) {
             fputc(' ', f);
             shell_quote(f, fl->f[i].value);
         }
@@ -786,7 +804,14 @@ cm_status emit_megatron_argv(const estimate *e, const model_spec *m, json_t **ar
     if (unsupported) *unsupported = json_array();
     for (int i = 0; i < fl->n; i++) {
         json_array_append_new(*args, json_string_lossy(fl->f[i].flag));
-        if (fl->f[i].value[0]) json_array_append_new(*args, json_string_lossy(fl->f[i].value));
+        if (fl->f[i].value[0] && fl->f[i].words) {
+            char word[FLAG_VALUE_MAX], *save = NULL;
+            snprintf(word, sizeof word, "%s", fl->f[i].value);
+            for (char *w = strtok_r(word, " ", &save); w; w = strtok_r(NULL, " ", &save))
+                json_array_append_new(*args, json_string_lossy(w));
+        } else if (fl->f[i].value[0]) {
+            json_array_append_new(*args, json_string_lossy(fl->f[i].value));
+        }
         if (fl->f[i].placeholder && placeholders)
             json_array_append_new(*placeholders, json_string_lossy(fl->f[i].flag));
     }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "emit_internal.h"
+#include "recompute_modules.h"
 #include "precision.h"
 
 /* Megatron Bridge's mixed-precision recipe for l (megatron/bridge/training/mixed_precision.py),
@@ -147,6 +148,16 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
         fprintf(f, "cfg.model.recompute_granularity = None\n");
     } else if (l->recompute == RECOMPUTE_SELECTIVE) {
         fprintf(f, "cfg.model.recompute_granularity = \"selective\"\n");
+        if (l->recompute_modules) {
+            char mods[160];
+            recompute_modules_text(l->recompute_modules, ' ', mods, sizeof mods);
+            fputs("cfg.model.recompute_modules = [", f);
+            char *save = NULL;
+            int k = 0;
+            for (char *w = strtok_r(mods, " ", &save); w; w = strtok_r(NULL, " ", &save), k++)
+                fprintf(f, "%s\"%s\"", k ? ", " : "", w); /* Megatron's own names, no quoting */
+            fputs("]\n", f);
+        }
     } else {
         fprintf(f, "cfg.model.recompute_granularity = \"full\"\n");
         fprintf(f, "cfg.model.recompute_method = \"%s\"\n",

@@ -33,8 +33,8 @@
 
 /* MoE bounds: today's figures with some room; lower them as bench/README.md "Published Megatron-Bridge runs on H100"'s open
  * mechanisms are modelled */
-#define MOE_MEDIAN_MAX 0.60
-#define MOE_MAX_MAX 2.00
+#define MOE_MEDIAN_MAX 0.80 /* 72% today */
+#define MOE_MAX_MAX 0.95    /* 82% today (GPT-OSS 120B) */
 
 #define MAXCOLS 32
 #define MAXROWS 64
@@ -193,6 +193,8 @@ static void test_megatron_bridge_h100(void **state)
            ndense, 100 * dense_med, 100 * dense_max, nmoe, 100 * moe_med, 100 * moe_max, oom,
            banded, not_expressible);
     assert_true(expressed >= 10);
+    /* every published run ran: with its recipe's knobs each is predicted to fit */
+    assert_int_equal(oom, 0);
     assert_true(ndense >= 5);
     assert_true(dense_med <= 0.07);
     assert_true(dense_max <= 0.12);
