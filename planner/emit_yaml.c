@@ -6,6 +6,7 @@
  */
 #include "emit.h"
 #include "emit_internal.h"
+#include "recompute_modules.h"
 #include "offload.h"
 
 #include <stdarg.h>
@@ -83,6 +84,24 @@ static void y_map_start(ywriter *w, const char *k)
         w->failed = 1;
         return;
     }
+    y_emit(w, &ev);
+}
+
+/* k: [a, b, ...] from words separated by spaces (a flow sequence of plain scalars) */
+static void y_word_list(ywriter *w, const char *k, const char *words)
+{
+    y_key(w, k);
+    yaml_event_t ev;
+    if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_FLOW_SEQUENCE_STYLE)) {
+        w->failed = 1;
+        return;
+    }
+    y_emit(w, &ev);
+    char buf[256], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", words);
+    for (char *x = strtok_r(buf, " ", &save); x; x = strtok_r(NULL, " ", &save))
+        y_scalar_styled(w, x, YAML_PLAIN_SCALAR_STYLE);
+    yaml_sequence_end_event_initialize(&ev);
     y_emit(w, &ev);
 }
 
@@ -185,6 +204,11 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
             y_str(w, granularity, "selective");
             y_null(w, "recompute_method");
             y_null(w, num_layers);
+            if (l->recompute_modules) { /* TransformerConfig.recompute_modules */
+                char mods[160];
+                recompute_modules_text(l->recompute_modules, ' ', mods, sizeof mods);
+                y_word_list(w, "recompute_modules", mods);
+            }
         } else {
             y_str(w, granularity, "full");
             /* uniform with 1: every layer checkpointed; block N: the first N of each stage */
