@@ -69,7 +69,7 @@ cm_status bk_gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n
                        size_t errlen);
 
 /* Run one eager kernel of access pattern a (elementwise.h) on device dev, the way plan measure
- * runs it (kernels.cu), over host operands: in_a, in_b and out hold ew_operand_elems(a, k)
+ * runs it (kernels_ew.cu), over host operands: in_a, in_b and out hold ew_operand_elems(a, k)
  * elements of esize[k] bytes each (bf16 as raw 16-bit values, fp32 as float; NULL where absent).
  * out comes in as the output buffer's initial content (elements the kernel does not write keep
  * it) and returns the result. */

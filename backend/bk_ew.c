@@ -1,5 +1,5 @@
 /*
- * bk_ew.c — kernels.cu's copy of an elementwise.h access (what plan measure launches for an
+ * bk_ew.c — kernels_ew.cu's copy of an elementwise.h access (what plan measure launches for an
  * eager kernel), and one such kernel on host operands, for checking its results against a
  * reference (tests/backend/test_backend_gpu.c).
  */

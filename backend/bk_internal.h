@@ -105,7 +105,7 @@ cm_status bk_coll_launch(collective_op op, int g, ncclComm_t *comms, cudaStream_
                          void *const *send, void *const *recv, size_t bytes, bool fp32,
                          char *err, size_t errlen);
 
-/* kernels.cu's copy of an access pattern (elementwise.h). */
+/* kernels_ew.cu's copy of an access pattern (elementwise.h). */
 bkk_ew bk_ew_kernel(const ew_access *a);
 
 #endif

@@ -36,7 +36,7 @@
  *    expert-data-parallel group, the rest over dp*cp.
  *  - the optimizer: a fused Adam kernel over this GPU's shard (fp32 param, grad, m, v).
  *  - elementwise work as the kernel PyTorch runs for it (the item's access pattern, elementwise.h;
- *    kernels.cu): vectorized, cast, per-element-offset (broadcast, strided), cat, reductions and
+ *    kernels_ew.cu): vectorized, cast, per-element-offset (broadcast, strided), cat, reductions and
  *    softmax kernels over operands in the activation pool, so that the step runs at the framework's
  *    kernel efficiency, not at an ideal copy's.
  *  - under torch FSDP2, the copies its all-gather and reduce-scatter paths make (fsdp_copies.h, the

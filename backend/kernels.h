@@ -1,6 +1,7 @@
 /*
- * kernels.h — C interface of kernels.cu. Streams are passed as void * (a cudaStream_t) so that
- * this header needs no CUDA include; each function returns the cudaError_t of its launch.
+ * kernels.h — C interface of kernels.cu and kernels_ew.cu. Streams are passed as void * (a
+ * cudaStream_t) so that this header needs no CUDA include; each function returns the
+ * cudaError_t of its launch.
  */
 #ifndef PLAN_BACKEND_KERNELS_H
 #define PLAN_BACKEND_KERNELS_H

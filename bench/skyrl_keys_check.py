@@ -6,7 +6,7 @@ config.py). Reads the dataclass fields statically (ast), so neither SkyRL nor to
 Usage: python3 bench/skyrl_keys_check.py SKYRL_CONFIG_PY FILE.yaml [...]
        python3 bench/skyrl_keys_check.py SKYRL_CONFIG_PY --dump-paths > tests/data/skyrl_keys.txt
          (every key path of trainer: and generator:, one a line; a path ending in .* is a dict
-         whose keys are free; tests/test_emit_megatron.c checks the emitted YAML against it)
+         whose keys are free; tests/test_emit_skyrl.c checks the emitted YAML against it)
 Prints each key SkyRL lacks; exit 1 when any. Dict-typed fields (transformer_config_kwargs, ...)
 are open: their keys are not checked.
 """

@@ -76,7 +76,7 @@ typedef struct {
     const char *name; /* static: "rmsnorm.to_fp32" (at most 27 characters) */
     double bytes;     /* HBM bytes one launch reads plus writes */
     int count;        /* identical launches per layer (or per head) and pass */
-    ew_access access; /* the kernel PyTorch runs for it (backend/kernels.cu runs the same) */
+    ew_access access; /* the kernel PyTorch runs for it (backend/kernels_ew.cu runs the same) */
 } elementwise_kernel;
 
 #define ELEMENTWISE_MAX 64

@@ -1,8 +1,8 @@
 /*
- * emit_internal.h — what the emitters (emit.c: Megatron flags, JSON; emit_bridge.c; emit_yaml.c: the
- * trainer YAML) share: where the model comes from, node counts, comment-safe text, the header
- * every config opens with, and closing the memstream a config is written to. Private to
- * planner/emit*.c.
+ * emit_internal.h — what the emitters (emit.c: JSON; emit_megatron.c: Megatron flags;
+ * emit_bridge.c; emit_yaml.c: the trainer YAML) share: where the model comes from, node counts,
+ * comment-safe text, the header every config opens with, and closing the memstream a config is
+ * written to. Private to planner/emit*.c.
  */
 #ifndef PLAN_EMIT_INTERNAL_H
 #define PLAN_EMIT_INTERNAL_H
@@ -35,6 +35,8 @@ bool emit_pipeline_layout_text(const model_spec *m, const layout *l, char *buf, 
 bool emit_megatron_fsdp(const layout *l);
 /* CM_OK for a Megatron plan, else an error naming `what` and the format to use instead. */
 cm_status emit_need_megatron(const estimate *e, const char *what, char *err, size_t errlen);
+/* json_string(), or for text that is not UTF-8 the same with every non-ASCII byte as '?'. */
+json_t *emit_json_string_lossy(const char *s);
 /* Closes the memstream (which is when open_memstream publishes its buffer) and hands it out. */
 cm_status emit_finish(FILE *f, char **bufp, char **out, char *err, size_t errlen);
 

@@ -5,7 +5,8 @@
  * recommend, where a memory rung stops fitting, which knob frees memory, ...).
  *
  * Internal to libreport: report_build() and report_free() (report.h) live in
- * report_analysis.c; the section files (report_sections.h) only read a built report.
+ * report_analysis.c, the analyses that only read a built report in report_numbers.c; the
+ * section files (report_sections.h) only read a built report.
  */
 #ifndef PLAN_REPORT_ANALYSIS_H
 #define PLAN_REPORT_ANALYSIS_H

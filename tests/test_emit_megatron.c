@@ -1,6 +1,8 @@
 /*
  * test_emit_megatron.c — the Megatron-LM flags say what was costed, and every emitter quotes
- * what it copies from config.json (issues 17 and 18).
+ * what it copies from config.json (issues 17 and 18). The program is three files
+ * (test_emit_megatron.h): this one holds the Megatron-LM flags' tests and main;
+ * test_emit_hostile.c the hostile strings, test_emit_skyrl.c the trainer YAML against SkyRL.
  *
  * - The pipeline split: the emitted flags, read back with Megatron-LM's own rules (an explicit
  *   --pipeline-model-parallel-layout; else --decoder-first/last-pipeline-num-layers with the
@@ -9,13 +11,6 @@
  *   search evaluated and ranked (each distinct pipeline shape it visited, all ranked plans).
  * - CUDA_DEVICE_MAX_CONNECTIONS: export 1 for TP or CP > 1 before Blackwell, unset under
  *   Megatron-FSDP, nothing otherwise; the same in the JSON "environment".
- * - Hostile strings (newline, $(...), backquotes, quotes, backslashes) in _plan.display and
- *   _plan.hf_repo: the shell text, run by bash with torchrun stubbed, passes exactly the JSON's
- *   argv and runs nothing; the Bridge Python parses and names the repository verbatim; the YAML
- *   reads back the same path; the JSON is valid; every comment stays a comment.
- * - The trainer YAML: every key is one of SkyRL's (tests/data/skyrl_keys.txt, from SkyRL's
- *   dataclasses) or named in the header as not SkyRL's; plan check reads SkyRL's RL batch
- *   (prompts x samples per mini-batch), sequence (prompt + generation) and placement defaults.
  * - Megatron-LM itself (PLAN_MEGATRON_LM=/path/to/Megatron-LM, skipped otherwise): every
  *   preset's recommended Megatron plan through parse_args + validate_args with its environment,
  *   by bench/megatron_validate.py.
@@ -32,20 +27,16 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <yaml.h>
 
-#include "check.h"
-#include "emit.h"
-#include "estimate.h"
-#include "search.h"
+#include "test_emit_megatron.h"
 
-static const char *data_dir(void)
+const char *data_dir(void)
 {
     const char *d = getenv("PLAN_DATA_DIR");
     return d && *d ? d : "data";
 }
 
-static model_spec load_model(const char *name)
+model_spec load_model(const char *name)
 {
     model_spec m;
     char err[CM_ERRLEN];
@@ -53,7 +44,7 @@ static model_spec load_model(const char *name)
     return m;
 }
 
-static system_spec load_system(const char *name)
+system_spec load_system(const char *name)
 {
     system_spec s;
     char err[CM_ERRLEN];
@@ -62,7 +53,7 @@ static system_spec load_system(const char *name)
 }
 
 /* Every preset under data/models. */
-static int presets(char names[][64], int max)
+int presets(char names[][64], int max)
 {
     char list[4096];
     model_list_presets(data_dir(), list, sizeof list);
@@ -108,7 +99,7 @@ static model_spec load_config(const char *path)
 
 /* ---- Megatron's reading of the pipeline flags (independent of emit.c) ---- */
 
-static const char *arg_value(json_t *args, const char *flag)
+const char *arg_value(json_t *args, const char *flag)
 {
     for (size_t i = 0; i + 1 < json_array_size(args); i++)
         if (!strcmp(json_string_value(json_array_get(args, i)), flag))
@@ -434,328 +425,6 @@ static void test_max_connections(void **state)
     layout f = l;
     f.sharding = SHARDING_FSDP;
     expect_env("h100", f, "70b", -1); /* Megatron-FSDP asserts it is not 1 */
-}
-
-/* ---- hostile strings through every emitter ---- */
-
-static const char hostile[] = "evil\n$(touch /tmp/plan_pwned_$$)`touch /tmp/plan_pwned_bq`"
-                              "'q\"d\\b;rm -rf x #";
-
-/* A copy of the 8b preset whose display and repository name are hostile. */
-static model_spec hostile_model(const char *dir)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/models/8b.json", data_dir());
-    json_error_t je;
-    json_t *cfg = json_load_file(path, 0, &je);
-    if (!cfg) fail_msg("%s: %s", path, je.text);
-    json_t *plan = json_object_get(cfg, "_plan");
-    assert_non_null(plan);
-    json_object_set_new(plan, "display", json_string(hostile));
-    json_object_set_new(plan, "hf_repo", json_string(hostile));
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    assert_int_equal(json_dump_file(cfg, path, JSON_INDENT(2)), 0);
-    json_decref(cfg);
-    model_spec m;
-    char err[CM_ERRLEN];
-    if (model_load_json(path, "hostile", &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
-    assert_non_null(strstr(m.hf_repo, "$(touch"));
-    return m;
-}
-
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    assert_int_equal(fclose(f), 0);
-}
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return buf;
-}
-
-/* Every line that is not a command of ours is a comment. */
-static void comments_stay_comments(const char *text, const char *const *allowed_starts)
-{
-    const char *line = text;
-    while (*line) {
-        const char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line) : strlen(line);
-        bool ok = line[0] == '#';
-        for (const char *const *a = allowed_starts; !ok && *a; a++)
-            ok = !strncmp(line, *a, strlen(*a));
-        if (!ok) fail_msg("unexpected line: %.*s", (int)len, line);
-        line = end ? end + 1 : line + len;
-    }
-}
-
-static void test_hostile_strings(void **state)
-{
-    (void)state;
-    char dir[] = "/tmp/plan_hostile_XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    model_spec m = hostile_model(dir);
-    system_spec sys = load_system("h100");
-    training_spec t = training_default();
-    layout l = layout_default(FRAMEWORK_MEGATRON);
-    l.tp = 2; l.pp = 3; l.dp = 4; l.sp = true; /* 32 layers on 3 stages: a layout string */
-    t.global_batch = 96;
-    estimate e;
-    char err[CM_ERRLEN], path[600], cmd[2048];
-    if (estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
-    emit_context ctx = {.model_ref = hostile};
-    unlink("/tmp/plan_pwned_bq");
-
-    /* shell: run it with torchrun stubbed; it must pass exactly the JSON's argv */
-    char *text = NULL;
-    assert_int_equal(emit_megatron_args(&e, &m, &sys, &ctx, &text, err, sizeof err), CM_OK);
-    /* the header is comments up to the first command (a quoted flag value may span lines:
-     * the run below shows the shell reads it as one word) */
-    const char *line = text;
-    while (*line == '#') line = strchr(line, '\n') + 1;
-    assert_true(!strncmp(line, "export ", 7) || !strncmp(line, "unset ", 6) ||
-                !strncmp(line, "torchrun ", 9));
-    snprintf(path, sizeof path, "%s/run.sh", dir);
-    write_text(path, text);
-    free(text);
-    json_t *args = NULL;
-    assert_int_equal(emit_megatron_argv(&e, &m, &args, NULL, NULL, err, sizeof err), CM_OK);
-    snprintf(cmd, sizeof cmd,
-             "cd '%s' && bash -c 'torchrun() { printf \"%%s\\n\" \"$@\" > argv.txt; }; "
-             ". ./run.sh' 2> bash.err",
-             dir);
-    if (system("command -v bash > /dev/null 2>&1") == 0) {
-        assert_int_equal(system(cmd), 0);
-        snprintf(path, sizeof path, "%s/argv.txt", dir);
-        char *got = read_text(path);
-        assert_non_null(got);
-        /* torchrun's own 10 words, then pretrain_gpt.py, then the flags */
-        char *p = strstr(got, "pretrain_gpt.py\n");
-        assert_non_null(p);
-        p += strlen("pretrain_gpt.py\n");
-        /* the hostile repository is one argv token holding newlines: compare token by token
-         * from the JSON, each followed by the newline printf wrote */
-        for (size_t i = 0; i < json_array_size(args); i++) {
-            const char *want = json_string_value(json_array_get(args, i));
-            size_t n = strlen(want);
-            if (strncmp(p, want, n) || p[n] != '\n')
-                fail_msg("argv token %zu: wanted '%s', the shell passed '%.60s'", i, want, p);
-            p += n + 1;
-        }
-        assert_string_equal(p, "");
-        assert_int_equal(access("/tmp/plan_pwned_bq", F_OK), -1);
-    }
-    assert_string_equal(arg_value(args, "--tokenizer-model"), hostile);
-    json_decref(args);
-
-    /* Python: parses, and the repository reaches AutoBridge verbatim */
-    assert_int_equal(emit_bridge(&e, &m, &sys, &ctx, &text, err, sizeof err), CM_OK);
-    static const char *const py_starts[] = {"import ", "from ", "cfg", "", NULL};
-    comments_stay_comments(text, py_starts);
-    snprintf(path, sizeof path, "%s/bridge.py", dir);
-    write_text(path, text);
-    free(text);
-    if (system("command -v python3 > /dev/null 2>&1") == 0) {
-        snprintf(cmd, sizeof cmd,
-                 "python3 -c 'import ast,json,sys\n"
-                 "t=ast.parse(open(sys.argv[1]).read())\n"
-                 "s=[n.value for n in ast.walk(t) if isinstance(n,ast.Constant) and "
-                 "isinstance(n.value,str)]\n"
-                 "print(json.dumps(s))' '%s/bridge.py' > '%s/strings.json'",
-                 dir, dir);
-        assert_int_equal(system(cmd), 0);
-        snprintf(path, sizeof path, "%s/strings.json", dir);
-        json_error_t je;
-        json_t *strings = json_load_file(path, 0, &je);
-        assert_non_null(strings);
-        bool found = false;
-        for (size_t i = 0; i < json_array_size(strings); i++)
-            found |= !strcmp(json_string_value(json_array_get(strings, i)), hostile);
-        assert_true(found);
-        json_decref(strings);
-    }
-
-    /* YAML: the path reads back verbatim, the header stays comments */
-    assert_int_equal(emit_yaml(&e, &m, &sys, &ctx, &text, err, sizeof err), CM_OK);
-    for (const char *line = text; line && *line == '#'; line = strchr(line, '\n') + 1)
-        assert_non_null(strchr(line, '\n'));
-    check_config cfg;
-    check_report rep;
-    if (check_read_yaml(text, strlen(text), &cfg, &rep, err, sizeof err) != CM_OK)
-        fail_msg("the YAML does not read back: %s\n%s", err, text);
-    assert_string_equal(cfg.model, hostile);
-    free(text);
-
-    /* JSON: valid, and the strings verbatim */
-    assert_int_equal(emit_render(EMIT_JSON, &e, &m, &sys, &ctx, &text, err, sizeof err), CM_OK);
-    json_error_t je;
-    json_t *j = json_loads(text, 0, &je);
-    if (!j) fail_msg("not JSON: %s", je.text);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "model"), "display")),
-                        hostile);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "emit"),
-                                                          "model_path")),
-                        hostile);
-    json_decref(j);
-    free(text);
-
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-}
-
-/* ---- SkyRL's RL batch and defaults in plan check ---- */
-
-static bool has_note(const check_report *rep, const char *needle)
-{
-    for (int i = 0; i < rep->nnotes; i++)
-        if (strstr(rep->notes[i], needle)) return true;
-    return false;
-}
-
-static void test_skyrl_rl_batch(void **state)
-{
-    (void)state;
-    check_config cfg;
-    check_report rep;
-    char err[CM_ERRLEN];
-    /* prompts x samples per optimizer step; prompt + generation = sequence */
-    const char *y = "trainer:\n  strategy: megatron\n"
-                    "  placement: {policy_num_nodes: 2, policy_num_gpus_per_node: 8}\n"
-                    "  train_batch_size: 512\n  policy_mini_batch_size: 128\n"
-                    "  max_prompt_length: 1024\n"
-                    "generator:\n  n_samples_per_prompt: 8\n"
-                    "  sampling_params: {max_generate_length: 3072}\n";
-    assert_int_equal(check_read_yaml(y, strlen(y), &cfg, &rep, err, sizeof err), CM_OK);
-    assert_int_equal(cfg.training.global_batch, 128 * 8);
-    assert_int_equal(cfg.training.seq_len, 1024 + 3072);
-    assert_true(has_note(&rep, "4 optimizer steps per training step"));
-    assert_false(has_note(&rep, "SkyRL's default"));
-    /* SkyRL's defaults where keys are absent, each named */
-    y = "trainer:\n  strategy: megatron\n  train_batch_size: 64\ngenerator: {}\n";
-    assert_int_equal(check_read_yaml(y, strlen(y), &cfg, &rep, err, sizeof err), CM_OK);
-    assert_int_equal(cfg.training.global_batch, 64 * 5); /* mini 256 > 64 prompts */
-    assert_int_equal(cfg.training.seq_len, 512 + 1024);
-    assert_true(has_note(&rep, "n_samples_per_prompt is absent: 5 assumed"));
-    assert_true(has_note(&rep, "policy_mini_batch_size is absent"));
-    assert_true(has_note(&rep, "max_prompt_length is absent"));
-    assert_true(has_note(&rep, "max_generate_length is absent"));
-    /* algorithm.max_seq_len wins over prompt + generation */
-    y = "trainer:\n  policy_mini_batch_size: 32\n  algorithm: {max_seq_len: 8192}\n"
-        "generator: {n_samples_per_prompt: 4}\n";
-    assert_int_equal(check_read_yaml(y, strlen(y), &cfg, &rep, err, sizeof err), CM_OK);
-    assert_int_equal(cfg.training.global_batch, 32 * 4);
-    assert_int_equal(cfg.training.seq_len, 8192);
-    /* placement: one node assumed when only GPUs per node are given */
-    y = "trainer:\n  strategy: fsdp2\n  placement: {policy_num_gpus_per_node: 8}\n";
-    assert_int_equal(check_read_yaml(y, strlen(y), &cfg, &rep, err, sizeof err), CM_OK);
-    model_spec m = load_model("8b");
-    system_spec s = load_system("h100");
-    assert_int_equal(check_layout(&m, &s, &cfg, 0, &rep, err, sizeof err), 8);
-    assert_true(has_note(&rep, "1 node assumed"));
-}
-
-/* ---- the trainer YAML has SkyRL's keys ---- */
-
-static char skyrl_paths[600][128];
-static int nskyrl;
-
-static void load_skyrl_paths(void)
-{
-    const char *dir = getenv("PLAN_HF_DIR"); /* tests/data/hf: the list sits beside it */
-    char path[600];
-    snprintf(path, sizeof path, "%s/../skyrl_keys.txt", dir && *dir ? dir : "tests/data/hf");
-    FILE *f = fopen(path, "r");
-    if (!f) fail_msg("%s: cannot read it", path);
-    char line[256];
-    nskyrl = 0;
-    while (fgets(line, sizeof line, f) && nskyrl < 600) {
-        line[strcspn(line, "\n")] = '\0';
-        if (line[0] && line[0] != '#') snprintf(skyrl_paths[nskyrl++], 128, "%.127s", line);
-    }
-    fclose(f);
-    assert_true(nskyrl > 100);
-}
-
-static bool skyrl_has(const char *path)
-{
-    for (int i = 0; i < nskyrl; i++) {
-        const char *p = skyrl_paths[i];
-        size_t n = strlen(p);
-        if (!strcmp(p, path)) return true;
-        /* "a.b.*": any key below a.b */
-        if (n > 2 && !strcmp(p + n - 2, ".*") && !strncmp(path, p, n - 1)) return true;
-    }
-    return false;
-}
-
-/* Every key path of the mapping node; those SkyRL lacks must be named in the header. */
-static void walk_yaml(yaml_document_t *doc, yaml_node_t *node, const char *prefix,
-                      const char *header, int *checked)
-{
-    if (!node || node->type != YAML_MAPPING_NODE) return;
-    for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
-         p++) {
-        yaml_node_t *k = yaml_document_get_node(doc, p->key);
-        char path[256];
-        snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "",
-                 (const char *)k->data.scalar.value);
-        (*checked)++;
-        if (!skyrl_has(path)) {
-            const char *leaf = strrchr(path, '.');
-            leaf = leaf ? leaf + 1 : path;
-            if (!strstr(header, "NOT IN SkyRL's schema") || !strstr(header, leaf))
-                fail_msg("%s is not a SkyRL key and the header does not say so", path);
-        }
-        walk_yaml(doc, yaml_document_get_node(doc, p->value), path, header, checked);
-    }
-}
-
-static void test_yaml_has_skyrl_keys(void **state)
-{
-    (void)state;
-    load_skyrl_paths();
-    system_spec sys = load_system("h100");
-    training_spec t = training_default();
-    char names[64][64];
-    int n = presets(names, 64), files = 0, checked = 0;
-    search_result *r = search_result_new();
-    for (int i = 0; i < n; i++) {
-        model_spec m = load_model(names[i]);
-        search_options so = {.gpus = 64, .keep = 8, .frameworks = {true, true}};
-        char err[CM_ERRLEN];
-        if (search_run(&m, &sys, &t, &so, r, err, sizeof err) != CM_OK) fail_msg("%s", err);
-        const estimate *plans[8];
-        int np = 0;
-        for (int fw = 0; fw < 2; fw++)
-            for (int sh = 0; sh < 3; sh++)
-                if (r->has_best_sharding[fw][sh]) plans[np++] = &r->best_sharding[fw][sh];
-        for (int k = 0; k < np; k++) {
-            char *text = NULL;
-            emit_context ctx = {.model_ref = names[i]};
-            assert_int_equal(emit_yaml(plans[k], &m, &sys, &ctx, &text, err, sizeof err), CM_OK);
-            yaml_parser_t parser;
-            yaml_document_t doc;
-            assert_true(yaml_parser_initialize(&parser));
-            yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
-            assert_true(yaml_parser_load(&parser, &doc));
-            walk_yaml(&doc, yaml_document_get_root_node(&doc), "", text, &checked);
-            yaml_document_delete(&doc);
-            yaml_parser_delete(&parser);
-            free(text);
-            files++;
-        }
-    }
-    search_result_free(r);
-    print_message("  %d trainer YAMLs, %d keys: SkyRL's, or named as not SkyRL's\n", files,
-                  checked);
 }
 
 /* ---- Megatron-LM's parser and validate_args (PLAN_MEGATRON_LM=/path/to/Megatron-LM) ---- */

@@ -1,6 +1,7 @@
 /*
- * test_backend_work.c — the layout-to-work translation (backend/work.c) and the calibrate sweep
- * (backend/calib.c), without a GPU.
+ * test_backend_work.c — the layout-to-work translation (backend/work.c), without a GPU. The
+ * program is three files (test_backend_work.h): this one and main; test_backend_trace.c, the
+ * measured-step trace writer; test_backend_calib.c, the calibrate sweep (backend/calib.c).
  *
  * The central check: the cost model's prediction of every work item, summed over layers and
  * micro-batches, equals estimate_layout()'s compute time (and its TP time, which the estimate
@@ -17,14 +18,10 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <csv.h>
 
-#include "calib.h"
 #include "elementwise.h"
 #include "fsdp_copies.h"
-#include "sim.h"
-#include "trace.h"
-#include "work.h"
+#include "test_backend_work.h"
 
 static const char *data_dir(void)
 {
@@ -32,10 +29,10 @@ static const char *data_dir(void)
     return d ? d : "data";
 }
 
-static model_spec M;
-static system_spec S;
+model_spec M;
+system_spec S;
 
-static void load(const char *model, const char *sys)
+void load(const char *model, const char *sys)
 {
     char err[CM_ERRLEN];
     if (model_load(model, data_dir(), &M, err, sizeof err) != CM_OK) fail_msg("%s", err);
@@ -58,7 +55,7 @@ static double items_compute(const work_plan *w)
            w->pred_component_s[WC_ELEMENTWISE] + w->pred_copies_compute_s;
 }
 
-static void near(double a, double b, double rel)
+void near(double a, double b, double rel)
 {
     if (!(fabs(a - b) <= rel * fabs(b))) fail_msg("%.12g != %.12g (rel %.3g)", a, b, rel);
 }
@@ -71,7 +68,7 @@ static layout fsdp2(int dp)
     return l;
 }
 
-static layout megatron(int tp, int dp, bool sp)
+layout megatron(int tp, int dp, bool sp)
 {
     layout l = layout_default(FRAMEWORK_MEGATRON);
     l.sharding = SHARDING_DISTOPT;
@@ -545,243 +542,6 @@ static void test_moe_work(void **state)
     assert_int_equal(W.moe_layers, 31);
     assert_int_equal(W.first_moe_layer, 1);
     near(items_compute(&W), W.est.time.compute_s, 1e-9);
-}
-
-/* The measured-step trace writer: valid trace-event JSON from a synthetic timing list, with the
- * step simulator's process and thread naming (a simulated trace of the same layout is the
- * reference). */
-static void test_trace_writer(void **state)
-{
-    (void)state;
-    trace_list t;
-    trace_init(&t, 2);
-    t.gpu[0] = 0;
-    t.gpu[1] = 2;
-    trace_span spans[] = {
-        {0, TRACE_TID_COMPUTE, 0.000, 0.010, "F0", 0, -1, -1},
-        {0, TRACE_TID_COMPUTE, 0.001, 0.002, "qkv", 0, -1, 3},
-        {0, TRACE_TID_SEND_FWD, 0.010, 0.011, "send F0", 0, -1, -1},
-        {1, TRACE_TID_COMPUTE, 0.011, 0.021, "F0", 0, -1, -1},
-        {1, TRACE_TID_SEND_BWD, 0.041, 0.042, "send B0", 0, -1, -1},
-        {1, TRACE_TID_COLL, 0.050, 0.060, "RS layer 17", -1, -1, 17},
-        {1, TRACE_TID_COMPUTE, 0.060, 0.061, "optimizer", -1, -1, -1},
-        {1, TRACE_TID_COMPUTE, NAN, 0.061, "dropped", -1, -1, -1},  /* not finite: left out */
-        {1, TRACE_TID_COMPUTE, 0.070, 0.069, "dropped", -1, -1, -1}, /* negative: left out */
-    };
-    for (size_t i = 0; i < sizeof spans / sizeof spans[0]; i++)
-        assert_int_equal(trace_add(&t, &spans[i]), CM_OK);
-    json_t *j = trace_json(&t);
-    assert_non_null(j);
-    /* through text and back: what Perfetto reads */
-    char *text = json_dumps(j, JSON_COMPACT);
-    json_decref(j);
-    assert_non_null(text);
-    json_error_t je;
-    j = json_loads(text, 0, &je);
-    free(text);
-    assert_non_null(j);
-    json_t *ev = json_object_get(j, "traceEvents");
-    assert_true(json_is_array(ev));
-    assert_string_equal(json_string_value(json_object_get(j, "displayTimeUnit")), "ms");
-    int x = 0, procs = 0;
-    const char *thread_name[2][4] = {{0}};
-    for (size_t i = 0; i < json_array_size(ev); i++) {
-        json_t *e = json_array_get(ev, i);
-        const char *ph = json_string_value(json_object_get(e, "ph"));
-        assert_non_null(ph);
-        assert_non_null(json_string_value(json_object_get(e, "name")));
-        assert_true(json_is_integer(json_object_get(e, "pid")));
-        int pid = (int)json_integer_value(json_object_get(e, "pid"));
-        assert_true(pid == 0 || pid == 1);
-        if (!strcmp(ph, "X")) {
-            x++;
-            assert_true(json_is_integer(json_object_get(e, "tid")));
-            assert_true(json_is_number(json_object_get(e, "ts")));
-            assert_true(json_number_value(json_object_get(e, "dur")) >= 0);
-            assert_true(json_is_object(json_object_get(e, "args")));
-            assert_string_not_equal(json_string_value(json_object_get(e, "name")), "dropped");
-        } else {
-            assert_string_equal(ph, "M");
-            const char *what = json_string_value(json_object_get(e, "name"));
-            json_t *args = json_object_get(e, "args");
-            if (!strcmp(what, "process_name")) {
-                char want[16];
-                snprintf(want, sizeof want, "stage %d", pid);
-                assert_string_equal(json_string_value(json_object_get(args, "name")), want);
-                procs++;
-            }
-            if (!strcmp(what, "thread_name")) {
-                int tid = (int)json_integer_value(json_object_get(e, "tid"));
-                thread_name[pid][tid] = json_string_value(json_object_get(args, "name"));
-            }
-        }
-    }
-    assert_int_equal(x, 7);
-    assert_int_equal(procs, 2);
-    /* F0 starts at 0 us and lasts 10 ms; the item nested in it carries its layer */
-    json_t *f0 = NULL, *qkv = NULL;
-    for (size_t i = 0; i < json_array_size(ev); i++) {
-        json_t *e = json_array_get(ev, i);
-        const char *nm = json_string_value(json_object_get(e, "name"));
-        if (!strcmp(nm, "F0") && json_integer_value(json_object_get(e, "pid")) == 0) f0 = e;
-        if (!strcmp(nm, "qkv")) qkv = e;
-    }
-    assert_non_null(f0);
-    assert_non_null(qkv);
-    near(json_number_value(json_object_get(f0, "dur")), 10000, 1e-9);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(qkv, "args"), "layer")),
-                     3);
-    assert_int_equal(
-        json_integer_value(json_object_get(json_object_get(f0, "args"), "microbatch")), 0);
-
-    /* The simulator's trace of a 2-stage pipeline names the same threads the same way. */
-    load("8b", "h200-x4");
-    training_spec tr = training_default();
-    tr.global_batch = 4;
-    layout l = megatron(1, 2, false);
-    l.pp = 2;
-    l.sharding = SHARDING_DDP;
-    sim_workspace *ws = sim_alloc();
-    char err[CM_ERRLEN];
-    estimate e;
-    if (estimate_layout(&M, &S, &tr, &l, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
-    sim_options so = {.serialize = false, .trace = true};
-    if (sim_estimate(ws, &M, &S, &tr, &l, &so, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
-    json_t *sj = sim_trace_json(ws);
-    assert_non_null(sj);
-    json_t *sev = json_object_get(sj, "traceEvents");
-    int matched = 0;
-    for (size_t i = 0; i < json_array_size(sev); i++) {
-        json_t *se = json_array_get(sev, i);
-        const char *what = json_string_value(json_object_get(se, "name"));
-        if (strcmp(json_string_value(json_object_get(se, "ph")), "M")) continue;
-        int pid = (int)json_integer_value(json_object_get(se, "pid"));
-        json_t *args = json_object_get(se, "args");
-        if (!strcmp(what, "process_name")) {
-            char want[16];
-            snprintf(want, sizeof want, "stage %d", pid);
-            assert_string_equal(json_string_value(json_object_get(args, "name")), want);
-        }
-        if (!strcmp(what, "thread_name")) {
-            int tid = (int)json_integer_value(json_object_get(se, "tid"));
-            if (thread_name[pid][tid]) {
-                assert_string_equal(thread_name[pid][tid],
-                                    json_string_value(json_object_get(args, "name")));
-                matched++;
-            }
-        }
-    }
-    assert_true(matched >= 3); /* compute, send activations, send gradients at least */
-    json_decref(sj);
-    sim_free(ws);
-    json_decref(j);
-    /* written to a file */
-    char path[] = "/tmp/plan-trace-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    assert_int_equal(trace_write(&t, path, err, sizeof err), CM_OK);
-    j = json_load_file(path, 0, &je);
-    assert_non_null(j);
-    json_decref(j);
-    unlink(path);
-    assert_int_not_equal(trace_write(&t, "/nonexistent-dir/x.json", err, sizeof err), CM_OK);
-    trace_free(&t);
-}
-
-static void test_calib_ops(void **state)
-{
-    (void)state;
-    unsigned mask;
-    char err[CM_ERRLEN];
-    assert_int_equal(calib_parse_ops("gemm,allreduce", &mask, err, sizeof err), CM_OK);
-    assert_int_equal(mask, CALIB_GEMM | CALIB_COLL(COLL_ALL_REDUCE));
-    assert_int_equal(calib_parse_ops("all-to-all,send_recv", &mask, err, sizeof err), CM_OK);
-    assert_int_equal(mask, CALIB_COLL(COLL_ALL_TO_ALL) | CALIB_COLL(COLL_SEND_RECV));
-    assert_int_equal(calib_parse_ops("all", &mask, err, sizeof err), CM_OK);
-    assert_int_equal(mask, CALIB_ALL);
-    assert_int_equal(calib_parse_ops("collectives", &mask, err, sizeof err), CM_OK);
-    assert_int_equal(mask, CALIB_ALL & ~CALIB_GEMM);
-    assert_int_not_equal(calib_parse_ops("gemm,broadcast", &mask, err, sizeof err), CM_OK);
-    assert_non_null(strstr(err, "broadcast"));
-    assert_int_not_equal(calib_parse_ops("", &mask, err, sizeof err), CM_OK);
-}
-
-static void test_calib_sweep(void **state)
-{
-    (void)state;
-    load("8b", "h200-x4");
-    calib_shape s[40];
-    int n = calib_gemm_shapes(&M, 4096, s, 40);
-    assert_int_equal(n, 17); /* 4 GEMMs x TP 1,2,4,8 + 8192^3 */
-    assert_string_equal(s[0].name, "qkv.tp1");
-    assert_true(s[0].n == 6144 && s[0].k == 4096 && s[0].m == 4096);
-    assert_string_equal(s[15].name, "mlp_down.tp8");
-    assert_true(s[15].n == 4096 && s[15].k == 1792);
-    assert_true(s[16].m == 8192 && s[16].n == 8192 && s[16].k == 8192);
-    size_t sz[32];
-    int k = calib_sizes(1u << 30, sz, 32);
-    assert_int_equal(k, 11);
-    assert_true(sz[0] == 1024 && sz[10] == (1u << 30));
-    k = calib_sizes(100000, sz, 32);
-    assert_true(sz[k - 1] == 100000 && sz[k - 2] == 65536);
-}
-
-struct parsed {
-    int fields, rows;
-    char first[64];
-    char row0[16][64];
-};
-
-static void cb_field(void *s, size_t len, void *data)
-{
-    struct parsed *p = data;
-    if (p->rows == 0 && p->fields == 0) snprintf(p->first, sizeof p->first, "%.*s", (int)len, (char *)s);
-    if (p->rows == 1 && p->fields < 16) snprintf(p->row0[p->fields], 64, "%.*s", (int)len, (char *)s);
-    p->fields++;
-}
-
-static void cb_row(int c, void *data)
-{
-    (void)c;
-    struct parsed *p = data;
-    if (p->rows == 0) assert_int_equal(p->fields, calib_csv_ncolumns);
-    else assert_int_equal(p->fields, calib_csv_ncolumns);
-    p->rows++;
-    p->fields = 0;
-}
-
-static void test_csv_schema(void **state)
-{
-    (void)state;
-    static const char *expect[] = {"op", "dtype", "name", "m", "n", "k", "bytes", "group_size",
-                                   "span", "time_s", "algbw_bytes_per_s", "busbw_bytes_per_s",
-                                   "tflops", "check_error", "spread"};
-    assert_int_equal(calib_csv_ncolumns, 15);
-    for (int i = 0; i < 15; i++) assert_string_equal(calib_csv_columns[i], expect[i]);
-    FILE *f = tmpfile();
-    assert_non_null(f);
-    assert_int_equal(calib_csv_header(f), 0);
-    calib_row r = {.op = "all_reduce", .dtype = "bf16", .name = "", .bytes = 67108864,
-                   .group_size = 4, .span = "intra", .time_s = 3.1e-4,
-                   .algbw_bytes_per_s = 2.1e11, .busbw_bytes_per_s = 3.2e11};
-    assert_int_equal(calib_csv_row(f, &r), 0);
-    rewind(f);
-    char buf[4096];
-    size_t n = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    struct csv_parser p;
-    struct parsed out = {0};
-    assert_int_equal(csv_init(&p, 0), 0);
-    assert_int_equal(csv_parse(&p, buf, n, cb_field, cb_row, &out), n);
-    csv_fini(&p, cb_field, cb_row, &out);
-    csv_free(&p);
-    assert_int_equal(out.rows, 2);
-    assert_string_equal(out.first, "op");
-    assert_string_equal(out.row0[0], "all_reduce");
-    assert_string_equal(out.row0[6], "67108864");
-    assert_string_equal(out.row0[7], "4");
-    near(atof(out.row0[11]), 3.2e11, 1e-6);
 }
 
 static const work_item *item(const work_list *l, const char *name)
