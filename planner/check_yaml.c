@@ -14,6 +14,7 @@
  * megatron_config pipeline size under strategy fsdp2, cpu_offload under megatron): the user
  * wrote them, so a combination the framework cannot run is reported, not dropped.
  */
+#include "recompute_modules.h"
 #include "check.h"
 
 #include <errno.h>
@@ -215,6 +216,41 @@ static const long BIG = 1L << 20;
 #define FSDP2_KEY(id) layout_yaml_key(id, FRAMEWORK_FSDP2)
 #define FSDP2_PATH(id) layout_yaml_path(id, FRAMEWORK_FSDP2)
 
+/* TransformerConfig.recompute_modules (recompute_modules.h): a list of Megatron's module
+ * names; absent or null is its default, core attention. */
+static cm_status read_recompute_modules(reader *r, const yaml_node_t *src, const char *prefix,
+                                        layout *l)
+{
+    char path[192];
+    snprintf(path, sizeof path, "%s.recompute_modules", prefix);
+    const yaml_node_t *n = child(r, src, "recompute_modules");
+    l->recompute_modules = 0;
+    if (!n || is_null(n)) return CM_OK;
+    if (n->type != YAML_SEQUENCE_NODE)
+        return bad(r, n, "%s must be a list of module names (core_attn, moe_act, layernorm, "
+                         "mla_up_proj, mlp, moe, shared_experts): fix the value",
+                   path);
+    unsigned mods = 0;
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+         it++) {
+        const yaml_node_t *x = yaml_document_get_node(r->doc, *it);
+        unsigned one;
+        if (!x || x->type != YAML_SCALAR_NODE ||
+            !recompute_modules_parse(scalar_text(x), &one, NULL, 0)) {
+            char v[64];
+            if (x) shown(x, v, sizeof v);
+            else snprintf(v, sizeof v, "nothing");
+            return bad(r, x ? x : n,
+                       "%s holds %s, not one of Megatron's modules (core_attn, moe_act, "
+                       "layernorm, mla_up_proj, mlp, moe, shared_experts): fix the value",
+                       path, v);
+        }
+        mods |= one;
+    }
+    l->recompute_modules = mods;
+    return CM_OK;
+}
+
 static cm_status read_megatron_recompute(reader *r, const yaml_node_t *mc, check_config *cfg,
                                          bool gc, bool gc_set, check_report *rep)
 {
@@ -262,7 +298,7 @@ static cm_status read_megatron_recompute(reader *r, const yaml_node_t *mc, check
     char nlpath[160];
     snprintf(nlpath, sizeof nlpath, "%s.%s", prefix, num_layers);
     TRY(get_int(r, src, num_layers, nlpath, 1, BIG, &nl, &nl_set));
-    if (l->recompute == RECOMPUTE_SELECTIVE) return CM_OK;
+    if (l->recompute == RECOMPUTE_SELECTIVE) return read_recompute_modules(r, src, prefix, l);
     if (!method) {
         note(rep, "recompute_granularity is full with no recompute_method: read as uniform "
                   "(every layer recomputed)");
