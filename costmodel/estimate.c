@@ -515,10 +515,15 @@ void estimate_time_assemble(const model_spec *m, const system_spec *sys, const t
         snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
                  "a communication group spans nodes but system '%s' has no inter-node network",
                  sys->name);
-    } else if (l->offload || offload_optimizer_fraction(l) > 0) {
+    } else if (l->offload || offload_optimizer_fraction(l) > 0 || mb->host_activation_bytes > 0) {
         double host_need = l->offload ? sys->gpus_per_node * 16.0 * local
-                                      : offload_optimizer_host_bytes(sys, local,
-                                                                     offload_optimizer_fraction(l));
+                           : offload_optimizer_fraction(l) > 0
+                               ? offload_optimizer_host_bytes(sys, local,
+                                                              offload_optimizer_fraction(l))
+                               : 0;
+        /* Megatron's activation offload parks each GPU's activations in (pinned) host memory,
+         * every GPU of the node at once */
+        host_need += sys->gpus_per_node * mb->host_activation_bytes;
         if (host_need > sys->host_memory_bytes) {
             out->feasible = false;
             snprintf(out->infeasible_reason, sizeof out->infeasible_reason,

@@ -486,6 +486,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         double saved = memory_in_flight(l, micro, stage) * act_off * (act_full / n_layers);
         if (saved > r.activations_bytes) saved = r.activations_bytes;
         r.activations_bytes -= saved - act_layer_max;
+        r.host_activation_bytes = saved - act_layer_max > 0 ? saved - act_layer_max : 0;
     }
     if (stage == l->pp - 1) {
         r.logits_bytes = memory_logits_bytes(m, t, l);

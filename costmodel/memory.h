@@ -44,6 +44,8 @@ typedef struct {
     double largest_block_bytes;
     double need_bytes;
     int block_stage;
+    double host_activation_bytes; /* Megatron activation offload (offload.h): the activations
+                                     this GPU parks in host memory at the peak (0 without it) */
 } memory_breakdown;
 /* Activation bytes one layer stores for backward, per micro-batch, on one GPU, without
  * recompute or with selective recompute (Korthikanti Table 2, generalised to GQA, SwiGLU, MoE,
