@@ -25,6 +25,7 @@
 #include "overlap.h"
 #include "async_tp.h"
 #include "hf_experts.h"
+#include "titan_moe.h"
 #include "moe_dispatch.h"
 
 static const char *kind_names[RECIPE_KINDS] = {
@@ -242,6 +243,17 @@ static void hf_routing_ops(builder *b, const model_spec *m, const layout *l, dou
     if (experts_op >= 0) b->r->op[experts_op].launches = 2 * HF_EXPERTS_GROUPED_MM_KERNELS;
     elementwise_list el;
     hf_experts_routing(m, l, tokens, &el);
+    elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+    elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+}
+
+/* torchtitan's routing kernels around the experts (titan_moe.h); `received`: the routed copies
+ * this GPU's experts receive. */
+static void titan_routing_ops(builder *b, const model_spec *m, const layout *l, double tokens,
+                              double received)
+{
+    elementwise_list el;
+    titan_moe_routing(m, l, tokens, received, &el);
     elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
     elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
 }
@@ -720,6 +732,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             r->op[ex].bwd_s = r->op[ex].fwd_bwd_s - r->op[ex].fwd_s;
         }
         if (hf_experts_applies(l)) hf_routing_ops(b, m, l, tokens, ex);
+        else if (titan_moe_applies(l)) titan_routing_ops(b, m, l, tokens, rows * local);
         if (items) {
             /* grouped GEMMs: batch = local experts, one weight each */
             gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
