@@ -79,7 +79,8 @@ p.add_argument("--route", choices=("topk", "balanced"), default="topk",
                     "once: no count exchange, no device-to-host copy, no host index building")
 p.add_argument("--profile", default="",
                help="after the timed steps, one more step under torch.profiler; rank 0 writes a "
-                    "summary JSON (bench/realruns/prof_summary.py) here, and PATH.trace.json.gz")
+                    "summary JSON (bench/realruns/trace_summary.py) here, and the gzipped trace "
+                    "beside it (PATH without .json + .trace.json.gz)")
 p.add_argument("--no-loss-parallel", action="store_true", help="tp: gather the logits instead")
 p.add_argument("--clip", type=float, default=1.0)
 p.add_argument("--warmup", type=int, default=3)
@@ -397,12 +398,13 @@ def clip(params_groups, max_norm, dev, world_sum_groups=()):
 
 
 def profile_step(step, dev):
-    """One step under torch.profiler (CPU + CUDA activity); rank 0 writes the summary and the
-    gzipped Chrome trace. Its step time is recorded apart (profiling slows the host)."""
+    """One step under torch.profiler (CPU + CUDA activity); rank 0 writes the gzipped Chrome trace
+    (PATH.trace.json.gz) and its summary (bench/realruns/trace_summary.py) to PATH. Its step time
+    is recorded apart (profiling slows the host)."""
     import gzip
     import shutil
     from torch.profiler import ProfilerActivity, profile
-    from prof_summary import summarize
+    from trace_summary import summarize
     step()  # one more unprofiled step right before
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -414,18 +416,16 @@ def profile_step(step, dev):
     rec["profiled_step_s_rank0"], rec["profiled_host_issue_s_rank0"] = round(dt, 5), round(t_host, 5)
     if RANK != 0:
         return
-    regions = ("step.forward", "step.backward", "step.clip", "step.optimizer", "moe.router",
-               "moe.counts_sync", "moe.dispatch", "moe.index", "moe.experts", "moe.combine",
-               "moe.unpermute")
-    tmp = args.profile + ".trace.json"
+    stem = args.profile[:-5] if args.profile.endswith(".json") else args.profile
+    tmp = stem + ".trace.json"
     prof.export_chrome_trace(tmp)
+    try:
+        summ = summarize(tmp)
+    except Exception as e:  # the trace is kept; the summary can be redone from it
+        summ = {"error": "%s: %s" % (type(e).__name__, e)}
     with open(tmp, "rb") as fi, gzip.open(tmp + ".gz", "wb") as fo:
         shutil.copyfileobj(fi, fo)
     os.remove(tmp)
-    try:
-        summ = summarize(prof, regions)
-    except Exception as e:  # the trace is kept; the summary can be redone from it
-        summ = {"error": "%s: %s" % (type(e).__name__, e)}
     summ["profiled_step_s"], summ["host_issue_s"] = dt, t_host
     summ["label"], summ["route"] = args.label, args.route
     with open(args.profile, "w") as f:
