@@ -422,6 +422,7 @@ static void recipe_start(builder *b, const layout *l)
     b->r->local_experts = 0;
     b->r->expert_rows = 0;
     b->r->shared_fwd_s = b->r->shared_bwd_s = 0;
+    b->r->host_rs_copy_in_s = 0;
     if (b->items) {
         b->items->n = 0;
         b->items->overflow = false;
@@ -818,6 +819,17 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             fsdp_copies_unit(p, layout_shard_group(l), &fc);
             fsdp_compute_copies(b, l, &fc);
             copy_in = fsdp_copy_in_s(sys, &fc);
+            /* the host's part of the reduce-scatter copy-in: one chunk_cat per FSDP unit;
+             * torchtitan wraps an EP block's experts as a unit of their own on the expert-data
+             * mesh (apply_fsdp: fully_shard(moe.experts, mesh=edp_mesh) under ep > 1) */
+            if (moe && l->ep > 1 && l->framework == FRAMEWORK_TORCHTITAN) {
+                double pd, pe;
+                memory_layer_params_split(m, l, moe, &pd, &pe);
+                r->host_rs_copy_in_s = fsdp_rs_copy_in_host_s(sys, pd, layout_shard_group(l)) +
+                                       fsdp_rs_copy_in_host_s(sys, pe, layout_expert_dp(l));
+            } else {
+                r->host_rs_copy_in_s = fsdp_rs_copy_in_host_s(sys, p, layout_shard_group(l));
+            }
         }
         layout_group g = layout_shard_place(sys, l);
         double red = layout_is_pytorch(l) ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);

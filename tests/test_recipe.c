@@ -334,6 +334,7 @@ static void test_ep_split_sync(void **state)
      * launches (+ the sync, which waits for the router's GPU time) and 4 more backward ones. */
     system_spec slow = S;
     slow.host_eager_launch_s = 1.0;
+    slow.host_chunk_cat_block_s = 0; /* launches only: FSDP2's chunk_cat host time apart */
     recipe_layer(&M, &slow, &t, &l, true, &r, NULL);
     double tf = r.host_fwd_s, tb = r.host_bwd_s;
     for (int i = 0; i < r.n_ops; i++)

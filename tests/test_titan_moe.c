@@ -2,7 +2,7 @@
  * test_titan_moe.c — torchtitan's MoE routing kernels (costmodel/titan_moe.h): their bytes and
  * launches on a toy MoE layer worked by hand, with and without expert parallelism; where the
  * list applies; and the recipe of a torchtitan EP layer carrying them in place of the generic
- * permute lump.
+ * permute lump; FSDP2's chunk_cat host time (fsdp_copies.h) for torchtitan's expert unit.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -16,7 +16,10 @@
 #include <cmocka.h>
 
 #include "elementwise.h"
+#include "fsdp_copies.h"
+#include "host_dispatch.h"
 #include "layer_recipe.h"
+#include "memory.h"
 #include "titan_moe.h"
 
 static const char *data_dir(void)
@@ -150,11 +153,57 @@ static void test_recipe_carries_list(void **state)
     assert_true(fabs(bwd - elementwise_pass_s(&s, &e, e.bwd, e.n_bwd)) < 1e-12);
 }
 
+/* FSDP2's reduce-scatter copy-in: torch._chunk_cat builds one int64 per 2 KiB of the fp32 output
+ * chunk on the host. 1,000,000 parameters over 2 ranks: n = 500,000, 2,000,000 bytes, 977
+ * blocks (976.56 rounded up). Qwen3-30B-A3B under torchtitan EP 2 on 2 GPUs: the experts' unit
+ * (64 local experts x 3 x 2048 x 768 = 301,989,888 parameters) on its one-rank expert-data mesh
+ * is 1,207,959,552 bytes, 589,824 blocks; at the preset's 5.6 ns per block 3.3030144 ms, plus the
+ * block unit's over 2 ranks. With every launch at 1 s of host time the backward is host-paced,
+ * and the host's chunk_cat time adds to it one for one. */
+static void test_chunk_cat_host(void **state)
+{
+    (void)state;
+    system_spec s;
+    memset(&s, 0, sizeof s);
+    s.host_chunk_cat_block_s = 5.6e-9;
+    assert_true(fabs(fsdp_rs_copy_in_host_s(&s, 1e6, 2) - 977 * 5.6e-9) < 1e-18);
+    assert_true(fabs(fsdp_rs_copy_in_host_s(&s, 301989888.0, 1) - 3.3030144e-3) < 1e-15);
+    s.host_chunk_cat_block_s = 0;
+    assert_true(fsdp_rs_copy_in_host_s(&s, 1e6, 2) == 0);
+
+    model_spec m;
+    system_spec h;
+    char err[CM_ERRLEN];
+    if (model_load("qwen3-30b-a3b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &h, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    assert_true(h.host_chunk_cat_block_s == 5.6e-9);
+    training_spec t = training_default();
+    t.seq_len = 64;
+    t.global_batch = 2;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.ep = 2, l.dp = 2, l.mbs = 1, l.impl = IMPL_NATIVE;
+    l.sharding = SHARDING_FSDP;
+    double pd, pe;
+    memory_layer_params_split(&m, &l, true, &pd, &pe);
+    assert_true(pe == 301989888.0);
+    static recipe r;
+    recipe_layer(&m, &h, &t, &l, true, &r, NULL);
+    double want = 3.3030144e-3 + fsdp_rs_copy_in_host_s(&h, pd, 2);
+    assert_true(fabs(r.host_rs_copy_in_s - want) < 1e-12);
+    h.host_eager_launch_s = 1.0;
+    recipe_layer(&m, &h, &t, &l, true, &r, NULL);
+    double with = r.host_bwd_s;
+    h.host_chunk_cat_block_s = 0;
+    recipe_layer(&m, &h, &t, &l, true, &r, NULL);
+    assert_true(fabs((with - r.host_bwd_s) - want) < 1e-9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routing_bytes),
         cmocka_unit_test(test_recipe_carries_list),
+        cmocka_unit_test(test_chunk_cat_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
