@@ -50,6 +50,7 @@
 
 #include "compute.h"
 #include "hf_experts.h"
+#include "titan_moe.h"
 
 typedef struct {
     elementwise_kernel *k;
@@ -389,7 +390,8 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
         double rows = tokens * m->top_k / tp; /* routed copies of this GPU's tokens */
         activation(m, f, b, rows, (double)m->expert_ffn, "experts.act", "experts.mul",
                    "experts.bwd.mul", "experts.bwd.act");
-        if (!hf_experts_applies(l)) { /* else hf_experts.c lists HF's routing kernels */
+        /* else hf_experts.c / titan_moe.c list the routing kernels */
+        if (!hf_experts_applies(l) && !titan_moe_applies(l)) {
             add(f, "moe.permute", 8 * rows * h, 1, lump(8 * rows * h));
             add(b, "moe.permute.bwd", 16 * rows * h, 1, lump(16 * rows * h));
         }

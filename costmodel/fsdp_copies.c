@@ -58,6 +58,14 @@ double fsdp_rs_copy_in_s(const system_spec *sys, const fsdp_copies *c)
     return all_launches_s(sys, &c->rs_cast);
 }
 
+double fsdp_rs_copy_in_host_s(const system_spec *sys, double params, int shard_group)
+{
+    double g = shard_group > 0 ? shard_group : 1;
+    double n = ceil(params / g);
+    if (n <= 0) return 0;
+    return sys->host_chunk_cat_block_s * ceil(4.0 * n / FSDP_CHUNK_CAT_BLOCK_BYTES);
+}
+
 int fsdp_gathers_per_microbatch(const layout *l) { return l->reshard_after_forward ? 2 : 1; }
 
 double fsdp_root_params(const model_spec *m, const layout *l, int stage)

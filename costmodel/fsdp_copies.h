@@ -68,6 +68,17 @@ double fsdp_copy_in_s(const system_spec *sys, const fsdp_copies *c);
 double fsdp_copy_out_s(const system_spec *sys, const fsdp_copies *c);
 double fsdp_rs_copy_in_s(const system_spec *sys, const fsdp_copies *c);
 
+/* The host's own time in the reduce-scatter copy-in of a unit of `params` parameters over
+ * `shard_group` ranks, before its kernel launches. torch._chunk_cat's CUDA path
+ * (aten/src/ATen/native/cuda/TensorShape.cu at PyTorch 2.x: get_chunk_cat_metadata, pack_vecs)
+ * builds on the host one int64 per BYTES_PER_BLOCK = 16 x 128 = 2048 bytes of the fp32 output
+ * chunk (block_idx_to_tensor_idx, a fresh std::vector, so its pages are faulted in each call),
+ * copies it into a pinned buffer and sends it to the GPU: host_chunk_cat_block_s per block, n =
+ * ceil(params / g) elements per rank, 4n / 2048 blocks. Measured in bench/results/ep_2026-11-27
+ * (the system presets' sources). */
+#define FSDP_CHUNK_CAT_BLOCK_BYTES 2048.0
+double fsdp_rs_copy_in_host_s(const system_spec *sys, double params, int shard_group);
+
 /* All-gathers of a unit per micro-batch: the forward's, and the backward's when resharded. */
 int fsdp_gathers_per_microbatch(const layout *l);
 

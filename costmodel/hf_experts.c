@@ -67,14 +67,9 @@ bool hf_experts_applies(const layout *l)
            l->tp == 1 && l->cp == 1;
 }
 
-typedef struct {
-    elementwise_kernel *k;
-    int *n;
-} pass;
+typedef moe_kernel_pass pass;
 
-/* `count` launches of `bytes` each: contiguous bf16 traffic for the backend (half read, half
- * written), the pricing is by bytes. */
-static void add(pass p, const char *name, double bytes, int count)
+void moe_kernel_add(pass p, const char *name, double bytes, int count)
 {
     if (*p.n >= ELEMENTWISE_MAX || count <= 0 || bytes <= 0) return;
     ew_access a = ew_contiguous(EW_VECTORIZED, 2, 2, 0, bytes / 4);
@@ -82,14 +77,13 @@ static void add(pass p, const char *name, double bytes, int count)
     (*p.n)++;
 }
 
-/* The backward of x[idx] for `updates` indices into `rows` rows of `w` elements of `e` bytes:
- * index_put_(accumulate=True) into zeros (header comment). */
-static void index_backward(pass b, const char *zeros, const char *sort, const char *update,
-                           double rows, double w, double e, double updates)
+/* The backward of x[idx] (header comment): zeros, the indices' sort, the accumulating update. */
+void moe_index_backward(pass b, const char *zeros, const char *sort, const char *update,
+                        double rows, double w, double e, double updates)
 {
-    add(b, zeros, rows * w * e, 1);
-    add(b, sort, 20.0 * updates, 2);
-    add(b, update, 3.0 * updates * w * e + 8.0 * updates, 1);
+    moe_kernel_add(b, zeros, rows * w * e, 1);
+    moe_kernel_add(b, sort, 20.0 * updates, 2);
+    moe_kernel_add(b, update, 3.0 * updates * w * e + 8.0 * updates, 1);
 }
 
 void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
@@ -103,39 +97,39 @@ void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
     double fw = (double)m->expert_ffn;
 
     /* forward */
-    add(f, "moe.router.to_fp32", 6 * T * E, 1);
-    add(f, "moe.router.softmax", 8 * T * E, 1);
-    add(f, "moe.router.topk", (4 * T * E + 12 * S) / 2, 2);
-    add(f, "moe.router.renorm", (12 * S + 8 * T) / 2, 2);
-    add(f, "moe.token_idx", (16 * T + 8 * S) / 2, 2);
-    add(f, "moe.gather", 4 * S * h + 8 * S, 1);
-    add(f, "moe.argsort", 20 * S, 4);
-    add(f, "moe.permute.idx", 22 * S, 2);
-    add(f, "moe.permute", 4 * S * h + 8 * S, 1);
-    add(f, "moe.offsets", (16 * S + 12 * E) / 5, 5);
-    add(f, "moe.weight_mul", 6 * S * h + 4 * S, 1);
-    add(f, "moe.unpermute", 8 * S * h + 8 * S, 1);
-    add(f, "moe.topk_sum", 4 * S * h + 4 * T * h, 1);
-    add(f, "moe.to_bf16", 6 * T * h, 1);
+    moe_kernel_add(f, "moe.router.to_fp32", 6 * T * E, 1);
+    moe_kernel_add(f, "moe.router.softmax", 8 * T * E, 1);
+    moe_kernel_add(f, "moe.router.topk", (4 * T * E + 12 * S) / 2, 2);
+    moe_kernel_add(f, "moe.router.renorm", (12 * S + 8 * T) / 2, 2);
+    moe_kernel_add(f, "moe.token_idx", (16 * T + 8 * S) / 2, 2);
+    moe_kernel_add(f, "moe.gather", 4 * S * h + 8 * S, 1);
+    moe_kernel_add(f, "moe.argsort", 20 * S, 4);
+    moe_kernel_add(f, "moe.permute.idx", 22 * S, 2);
+    moe_kernel_add(f, "moe.permute", 4 * S * h + 8 * S, 1);
+    moe_kernel_add(f, "moe.offsets", (16 * S + 12 * E) / 5, 5);
+    moe_kernel_add(f, "moe.weight_mul", 6 * S * h + 4 * S, 1);
+    moe_kernel_add(f, "moe.unpermute", 8 * S * h + 8 * S, 1);
+    moe_kernel_add(f, "moe.topk_sum", 4 * S * h + 4 * T * h, 1);
+    moe_kernel_add(f, "moe.to_bf16", 6 * T * h, 1);
 
     /* backward, in autograd's order */
-    add(b, "moe.bwd.to_fp32", 6 * T * h, 1);
-    add(b, "moe.bwd.topk_expand", 4 * T * h + 4 * S * h, 1);
-    index_backward(b, "moe.bwd.unpermute.zeros", "moe.bwd.unpermute.sort", "moe.bwd.unpermute",
-                   S, h, 4, S);
-    add(b, "moe.bwd.weight_mul", 8 * S * h + 4 * S, 1);
-    add(b, "moe.bwd.weight_mul.to_bf16", 6 * S * h, 1);
-    add(b, "moe.bwd.weight_grad", 10 * S * h, 1);
-    add(b, "moe.bwd.weight_grad.sum", 4 * S * h + 4 * S, 1);
-    index_backward(b, "moe.bwd.weights.zeros", "moe.bwd.weights.sort", "moe.bwd.weights", S, 1,
-                   4, S);
-    add(b, "moe.bwd.router.renorm", 12 * S, 4);
-    add(b, "moe.bwd.router.topk", (4 * T * E + 12 * S) / 2, 2);
-    add(b, "moe.bwd.router.softmax", 12 * T * E, 1);
-    add(b, "moe.bwd.router.to_bf16", 6 * T * E, 1);
-    add(b, "moe.bwd.chunk_cat", 8 * S * fw, 1);
-    index_backward(b, "moe.bwd.permute.zeros", "moe.bwd.permute.sort", "moe.bwd.permute", S, h,
-                   2, S);
-    index_backward(b, "moe.bwd.gather.zeros", "moe.bwd.gather.sort", "moe.bwd.gather", T, h, 2,
-                   S);
+    moe_kernel_add(b, "moe.bwd.to_fp32", 6 * T * h, 1);
+    moe_kernel_add(b, "moe.bwd.topk_expand", 4 * T * h + 4 * S * h, 1);
+    moe_index_backward(b, "moe.bwd.unpermute.zeros", "moe.bwd.unpermute.sort",
+                       "moe.bwd.unpermute", S, h, 4, S);
+    moe_kernel_add(b, "moe.bwd.weight_mul", 8 * S * h + 4 * S, 1);
+    moe_kernel_add(b, "moe.bwd.weight_mul.to_bf16", 6 * S * h, 1);
+    moe_kernel_add(b, "moe.bwd.weight_grad", 10 * S * h, 1);
+    moe_kernel_add(b, "moe.bwd.weight_grad.sum", 4 * S * h + 4 * S, 1);
+    moe_index_backward(b, "moe.bwd.weights.zeros", "moe.bwd.weights.sort", "moe.bwd.weights",
+                       S, 1, 4, S);
+    moe_kernel_add(b, "moe.bwd.router.renorm", 12 * S, 4);
+    moe_kernel_add(b, "moe.bwd.router.topk", (4 * T * E + 12 * S) / 2, 2);
+    moe_kernel_add(b, "moe.bwd.router.softmax", 12 * T * E, 1);
+    moe_kernel_add(b, "moe.bwd.router.to_bf16", 6 * T * E, 1);
+    moe_kernel_add(b, "moe.bwd.chunk_cat", 8 * S * fw, 1);
+    moe_index_backward(b, "moe.bwd.permute.zeros", "moe.bwd.permute.sort", "moe.bwd.permute",
+                       S, h, 2, S);
+    moe_index_backward(b, "moe.bwd.gather.zeros", "moe.bwd.gather.sort", "moe.bwd.gather",
+                       T, h, 2, S);
 }

@@ -34,6 +34,19 @@ bool hf_experts_applies(const layout *l);
 void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
                         elementwise_list *out);
 
+/* Building blocks of a routing kernel list (here and titan_moe.c): `count` launches of `bytes`
+ * each into a pass (fwd or bwd of an elementwise_list), priced by bytes as contiguous bf16
+ * traffic; and the backward of x[idx] for `updates` indices into `rows` rows of `w` elements of
+ * `e` bytes, as autograd runs it (index_put_ with accumulate=True into zeros: a zero fill, an
+ * iota and a cub sort of the indices, indexing_backward_kernel; hf_experts.c has the source). */
+typedef struct {
+    elementwise_kernel *k;
+    int *n;
+} moe_kernel_pass;
+void moe_kernel_add(moe_kernel_pass p, const char *name, double bytes, int count);
+void moe_index_backward(moe_kernel_pass b, const char *zeros, const char *sort,
+                        const char *update, double rows, double w, double e, double updates);
+
 /* Kernels per torch._grouped_mm call (at::cuda::detail::prepare_grouped_gemm_data, then the
  * CUTLASS grouped GEMM): the host issues both. */
 #define HF_EXPERTS_GROUPED_MM_KERNELS 2

@@ -238,8 +238,9 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
 }
 
 /* FSDP2's launches of one unit per pass: copy-in, the collective and a copy-out per tensor for
- * a gather; the reduce-scatter's copy-in and collective; with the GPU time of the compute-stream
- * copies (the recipe's fsdp.copy_out / fsdp.rs_copy_in ops). */
+ * a gather; the reduce-scatter's copy-in and collective, after the host's own time in the
+ * copy-in (chunk_cat's metadata, recipe.host_rs_copy_in_s); with the GPU time of the
+ * compute-stream copies (the recipe's fsdp.copy_out / fsdp.rs_copy_in ops). */
 static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layout *l, bool bwd,
                      bool moe)
 {
@@ -255,7 +256,10 @@ static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layou
         q_push(q, 2, 0);
         q_push(q, tensors, out_s / tensors);
     }
-    if (bwd) q_push(q, 2, rs_s / 2);
+    if (bwd) {
+        q->host += r->host_rs_copy_in_s; /* chunk_cat's host-side metadata (fsdp_copies.h) */
+        q_push(q, 2, rs_s / 2);
+    }
 }
 
 /* Host time per launch: plain tensors, and under DTensor tensor parallelism (torchtitan with

@@ -26,6 +26,7 @@
 #include "overlap.h"
 #include "async_tp.h"
 #include "hf_experts.h"
+#include "titan_moe.h"
 #include "moe_dispatch.h"
 
 static const char *kind_names[RECIPE_KINDS] = {
@@ -247,6 +248,17 @@ static void hf_routing_ops(builder *b, const model_spec *m, const layout *l, dou
     elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
 }
 
+/* torchtitan's routing kernels around the experts (titan_moe.h); `received`: the routed copies
+ * this GPU's experts receive. */
+static void titan_routing_ops(builder *b, const model_spec *m, const layout *l, double tokens,
+                              double received)
+{
+    elementwise_list el;
+    titan_moe_routing(m, l, tokens, received, &el);
+    elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+    elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+}
+
 /* FSDP2's compute-stream copies of a unit of p parameters (fsdp_copies.h): the all-gather
  * copy-out of each gather (forward, and backward when resharded) and the reduce-scatter copy-in
  * of the backward. bk_measure runs them around the unit collectives: no items. */
@@ -411,6 +423,7 @@ static void recipe_start(builder *b, const layout *l)
     b->r->local_experts = 0;
     b->r->expert_rows = 0;
     b->r->shared_fwd_s = b->r->shared_bwd_s = 0;
+    b->r->host_rs_copy_in_s = 0;
     if (b->items) {
         b->items->n = 0;
         b->items->overflow = false;
@@ -721,6 +734,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             r->op[ex].bwd_s = r->op[ex].fwd_bwd_s - r->op[ex].fwd_s;
         }
         if (hf_experts_applies(l)) hf_routing_ops(b, m, l, tokens, ex);
+        else if (titan_moe_applies(l)) titan_routing_ops(b, m, l, tokens, rows * local);
         if (items) {
             /* grouped GEMMs: batch = local experts, one weight each */
             gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
@@ -806,6 +820,17 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             fsdp_copies_unit(p, layout_shard_group(l), &fc);
             fsdp_compute_copies(b, l, &fc);
             copy_in = fsdp_copy_in_s(sys, &fc);
+            /* the host's part of the reduce-scatter copy-in: one chunk_cat per FSDP unit;
+             * torchtitan wraps an EP block's experts as a unit of their own on the expert-data
+             * mesh (apply_fsdp: fully_shard(moe.experts, mesh=edp_mesh) under ep > 1) */
+            if (moe && l->ep > 1 && l->framework == FRAMEWORK_TORCHTITAN) {
+                double pd, pe;
+                memory_layer_params_split(m, l, moe, &pd, &pe);
+                r->host_rs_copy_in_s = fsdp_rs_copy_in_host_s(sys, pd, layout_shard_group(l)) +
+                                       fsdp_rs_copy_in_host_s(sys, pe, layout_expert_dp(l));
+            } else {
+                r->host_rs_copy_in_s = fsdp_rs_copy_in_host_s(sys, p, layout_shard_group(l));
+            }
         }
         layout_group g = layout_shard_place(sys, l);
         double red = layout_is_pytorch(l) ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);

@@ -137,6 +137,8 @@ typedef struct {
     double expert_rows;    /* rows per local expert: tokens*k*ep*etp/(E*tp) */
     double host_fwd_s;     /* eager FSDP2: the forward and backward (+ recompute) as the host's */
     double host_bwd_s;     /* issue queue paces them (host_dispatch.h); 0: no floor */
+    double host_rs_copy_in_s; /* FSDP2: the host's own time before the backward's reduce-scatter
+                                 copy-in launches (fsdp_rs_copy_in_host_s) */
     double shared_fwd_s, shared_bwd_s; /* MoE layer: the shared experts' GEMMs, the compute
                                           RECIPE_OVERLAP_SHARED hides behind */
     recipe_op op[RECIPE_MAX_OPS];

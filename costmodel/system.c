@@ -68,6 +68,7 @@ static const system_field fields[] = {
     F("host", "eager_launch_s", host_eager_launch_s, false, 0, 1e-2),
     F("host", "eager_dtensor_fwd_ratio", host_dtensor_fwd_ratio, false, 0, 100),
     F("host", "eager_dtensor_bwd_ratio", host_dtensor_bwd_ratio, false, 0, 100),
+    F("host", "chunk_cat_block_s", host_chunk_cat_block_s, false, 0, 1e-6),
     F("framework", "reserved_bytes", framework_reserved_bytes, true, 0, 1e11),
     F("framework", "cuda_context_bytes", cuda_context_bytes, false, 0, 1e11),
     F("framework", "nccl_communicator_bytes", nccl_communicator_bytes, false, 0, 1e11),

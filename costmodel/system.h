@@ -118,6 +118,9 @@ typedef struct {
     double host_dtensor_fwd_ratio;      /* the same per op on DTensors (DTensor TP), over plain */
     double host_dtensor_bwd_ratio;      /* tensors, forward and backward (bench/dtensor_dispatch.py);
                                            0: not measured, 1 */
+    double host_chunk_cat_block_s;      /* host time per 2 KiB block of torch._chunk_cat's fp32
+                                           output chunk (FSDP2's reduce-scatter copy-in,
+                                           fsdp_copies.h); 0: not measured, none */
 
     /* per-GPU memory the framework takes outside the model's tensors: CUDA context, cuBLAS
      * workspaces, NCCL buffers, allocator fragmentation. */

@@ -119,6 +119,8 @@ def layout(rec):
             "the FSDP2 path has only --recompute full|none"
     if par == "ep" and rec.get("experts_impl", "loop") == "loop":
         notes.append("experts looped in Python (priced as grouped GEMMs)")
+    if par == "ep" and rec.get("route") == "balanced":
+        notes.append("balanced routing, split sizes known on the host (diagnostic: no sync)")
     if par == "cp" and fw == "fsdp2":
         notes.append("fsdp2 --cp is Ulysses, the run is ring attention")
     return fw, a, "; ".join(notes)

@@ -72,6 +72,15 @@ p.add_argument("--mbs", type=int, default=1)
 p.add_argument("--layers", type=int, default=0, help="cut the model to N decoder layers")
 p.add_argument("--experts", choices=("loop", "grouped"), default="loop",
                help="ep: local experts one matmul each (loop) or torch._grouped_mm (grouped)")
+p.add_argument("--route", choices=("topk", "balanced"), default="topk",
+               help="ep: router top-k (counts exchanged, copied to the host every MoE layer) or "
+                    "balanced: token copy j of token t goes to expert (t*k + j) %% E (router still run, "
+                    "its weights gathered there), split sizes known on the host, index tensors built "
+                    "once: no count exchange, no device-to-host copy, no host index building")
+p.add_argument("--profile", default="",
+               help="after the timed steps, one more step under torch.profiler; rank 0 writes a "
+                    "summary JSON (bench/realruns/trace_summary.py) here, and the gzipped trace "
+                    "beside it (PATH without .json + .trace.json.gz)")
 p.add_argument("--no-loss-parallel", action="store_true", help="tp: gather the logits instead")
 p.add_argument("--clip", type=float, default=1.0)
 p.add_argument("--warmup", type=int, default=3)
@@ -115,6 +124,7 @@ rec = {
     "seq": args.seq, "mbs": args.mbs, "gbs": args.mbs * args.microbatches * (DP if args.layout != "ep" else WS),
     "grad_ckpt": False, "compile": False, "optimizer": "AdamW", "optimizer_impl": "fused",
     "grad_clip": args.clip or None, "experts_impl": args.experts if args.layout == "ep" else None,
+    "route": args.route if args.layout == "ep" else None,
     "mixed_precision": "fp32 params, param_dtype bf16, reduce_dtype fp32", "attention": "sdpa",
     "command": "torchrun --nproc_per_node %d " % WS + " ".join(shlex.quote(a) for a in sys.argv),
     "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -174,6 +184,15 @@ class Experts(nn.Module):
         self.w2 = nn.Parameter(torch.empty(n, ffn, dim))
 
     def forward(self, x, counts):  # x: rows grouped by local expert, counts: python ints
+        if self.mode == "grouped" and args.route == "balanced":
+            key = tuple(counts)
+            if getattr(self, "_key", None) != key:
+                self._key, self._pos_offs = key, None
+        if self.mode == "grouped" and getattr(self, "_pos_offs", None) is not None:
+            pos, offs, poff = self._pos_offs
+            xp = x.new_zeros(poff, x.shape[1]).index_copy(0, pos, x)
+            h = F.silu(torch._grouped_mm(xp, self.w1, offs=offs)) * torch._grouped_mm(xp, self.w3, offs=offs)
+            return torch._grouped_mm(h, self.w2, offs=offs)[pos]
         if self.mode == "grouped":
             padded = [(c + 15) // 16 * 16 for c in counts]
             pos, off, poff = [], 0, 0
@@ -187,6 +206,8 @@ class Experts(nn.Module):
                 acc += pc
                 offs.append(acc)
             offs = torch.tensor(offs, dtype=torch.int32).to(x.device, non_blocking=True)
+            if args.route == "balanced":
+                self._pos_offs = (pos, offs, poff)
             xp = x.new_zeros(poff, x.shape[1]).index_copy(0, pos, x)
             h = F.silu(torch._grouped_mm(xp, self.w1, offs=offs)) * torch._grouped_mm(xp, self.w3, offs=offs)
             return torch._grouped_mm(h, self.w2, offs=offs)[pos]
@@ -206,45 +227,78 @@ class MoE(nn.Module):
         self.norm_topk = bool(cfg.get("norm_topk_prob", True))
         self.router = nn.Linear(a.dim, self.E, bias=False)
         self.experts = Experts(self.El, a.dim, cfg["moe_intermediate_size"], args.experts)
+        self._cache = {}  # --route balanced: index tensors built once per token count
 
     def forward(self, x):
         from torch.distributed.nn.functional import all_to_all_single as a2a
+        from torch.profiler import record_function as rf
         b, s, d = x.shape
         x = x.reshape(-1, d)
         T = x.shape[0]
-        scores = self.router(x).float().softmax(-1)
-        topw, topi = scores.topk(self.k, dim=-1)
-        if self.norm_topk:
-            topw = topw / topw.sum(-1, keepdim=True)
-        flat = topi.reshape(-1)
-        order = flat.argsort(stable=True)
-        counts = torch.bincount(flat, minlength=self.E)  # token copies per global expert
-        xs = x[order // self.k]
-        recv_counts = torch.empty_like(counts)
-        dist.all_to_all_single(recv_counts, counts, group=self.group)  # [src rank, local expert]
-        c_send = counts.view(self.ep, self.El).sum(1).tolist()
-        rc = recv_counts.view(self.ep, self.El).tolist()  # host sync, as torchtitan's dispatch
-        c_recv = [sum(r) for r in rc]
-        recv = a2a(xs.new_empty(sum(c_recv), d), xs, c_recv, c_send, group=self.group)
-        starts, o = [], 0  # regroup the received rows by local expert
-        for r in range(self.ep):
-            row = []
-            for e in range(self.El):
-                row.append(o)
-                o += rc[r][e]
-            starts.append(row)
-        idx = torch.cat([torch.arange(starts[r][e], starts[r][e] + rc[r][e])
-                         for e in range(self.El) for r in range(self.ep)]).to(x.device, non_blocking=True)
-        per_e = [sum(rc[r][e] for r in range(self.ep)) for e in range(self.El)]
-        out_local = self.experts(recv[idx], per_e)
-        inv = torch.empty_like(idx)
-        inv[idx] = torch.arange(idx.numel(), device=idx.device)
-        back = a2a(out_local.new_empty(sum(c_send), d), out_local[inv], c_send, c_recv, group=self.group)
-        unsort = torch.empty_like(order)
-        unsort[order] = torch.arange(order.numel(), device=order.device)
-        y = back[unsort].view(T, self.k, d)
-        y = (y.float() * topw.unsqueeze(-1)).sum(1).to(x.dtype)
+        with rf("moe.router"):
+            scores = self.router(x).float().softmax(-1)
+            if args.route == "balanced":  # fixed equal assignment; the router's weights still used
+                topi = self._balanced_topi(T, x.device)
+                topw = scores.gather(1, topi)
+            else:
+                topw, topi = scores.topk(self.k, dim=-1)
+            if self.norm_topk:
+                topw = topw / topw.sum(-1, keepdim=True)
+            flat = topi.reshape(-1)
+            order = flat.argsort(stable=True)
+            xs = x[order // self.k]
+        with rf("moe.counts_sync"):
+            if args.route == "balanced":
+                per = T * self.k // self.E  # copies per expert from every rank
+                rc = [[per] * self.El for _ in range(self.ep)]
+                c_send = [per * self.El] * self.ep
+            else:
+                counts = torch.bincount(flat, minlength=self.E)  # token copies per global expert
+                recv_counts = torch.empty_like(counts)
+                dist.all_to_all_single(recv_counts, counts, group=self.group)  # [src rank, local expert]
+                c_send = counts.view(self.ep, self.El).sum(1).tolist()
+                rc = recv_counts.view(self.ep, self.El).tolist()  # host sync, as torchtitan's dispatch
+            c_recv = [sum(r) for r in rc]
+        with rf("moe.dispatch"):
+            recv = a2a(xs.new_empty(sum(c_recv), d), xs, c_recv, c_send, group=self.group)
+        with rf("moe.index"):
+            key = (T, "idx")
+            if args.route == "balanced" and key in self._cache:
+                idx, inv = self._cache[key]
+            else:
+                starts, o = [], 0  # regroup the received rows by local expert
+                for r in range(self.ep):
+                    row = []
+                    for e in range(self.El):
+                        row.append(o)
+                        o += rc[r][e]
+                    starts.append(row)
+                idx = torch.cat([torch.arange(starts[r][e], starts[r][e] + rc[r][e])
+                                 for e in range(self.El) for r in range(self.ep)]).to(x.device, non_blocking=True)
+                inv = torch.empty_like(idx)
+                inv[idx] = torch.arange(idx.numel(), device=idx.device)
+                if args.route == "balanced":
+                    self._cache[key] = (idx, inv)
+            per_e = [sum(rc[r][e] for r in range(self.ep)) for e in range(self.El)]
+            xe = recv[idx]
+        with rf("moe.experts"):
+            out_local = self.experts(xe, per_e)
+        with rf("moe.combine"):
+            back = a2a(out_local.new_empty(sum(c_send), d), out_local[inv], c_send, c_recv, group=self.group)
+        with rf("moe.unpermute"):
+            unsort = torch.empty_like(order)
+            unsort[order] = torch.arange(order.numel(), device=order.device)
+            y = back[unsort].view(T, self.k, d)
+            y = (y.float() * topw.unsqueeze(-1)).sum(1).to(x.dtype)
         return y.view(b, s, d)
+
+    def _balanced_topi(self, T, dev):
+        key = (T, "topi")
+        if key not in self._cache:
+            if (T * self.k) % self.E:
+                raise SystemExit("parallel_run: --route balanced needs tokens * top_k divisible by experts")
+            self._cache[key] = (torch.arange(T * self.k, device=dev) % self.E).view(T, self.k)
+        return self._cache[key]
 
 
 class MoEBlock(nn.Module):
@@ -341,6 +395,41 @@ def clip(params_groups, max_norm, dev, world_sum_groups=()):
                 if prm.grad is not None:
                     prm.grad.mul_(coef)
     return norm
+
+
+def profile_step(step, dev):
+    """One step under torch.profiler (CPU + CUDA activity); rank 0 writes the gzipped Chrome trace
+    (PATH.trace.json.gz) and its summary (bench/realruns/trace_summary.py) to PATH. Its step time
+    is recorded apart (profiling slows the host)."""
+    import gzip
+    import shutil
+    from torch.profiler import ProfilerActivity, profile
+    from trace_summary import summarize
+    step()  # one more unprofiled step right before
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        step()
+        t_host = time.perf_counter() - t0
+        torch.cuda.synchronize()
+        dt = time.perf_counter() - t0
+    rec["profiled_step_s_rank0"], rec["profiled_host_issue_s_rank0"] = round(dt, 5), round(t_host, 5)
+    if RANK != 0:
+        return
+    stem = args.profile[:-5] if args.profile.endswith(".json") else args.profile
+    tmp = stem + ".trace.json"
+    prof.export_chrome_trace(tmp)
+    try:
+        summ = summarize(tmp)
+    except Exception as e:  # the trace is kept; the summary can be redone from it
+        summ = {"error": "%s: %s" % (type(e).__name__, e)}
+    with open(tmp, "rb") as fi, gzip.open(tmp + ".gz", "wb") as fo:
+        shutil.copyfileobj(fi, fo)
+    os.remove(tmp)
+    summ["profiled_step_s"], summ["host_issue_s"] = dt, t_host
+    summ["label"], summ["route"] = args.label, args.route
+    with open(args.profile, "w") as f:
+        json.dump(summ, f, indent=1, sort_keys=True)
 
 
 def main():
@@ -500,15 +589,21 @@ def main():
                         loss.backward()
                 loss = loss.detach()
             else:
-                logits = model(inp)
-                loss = F.cross_entropy(logits.flatten(0, 1).float(), lab.flatten(0, 1))
-                loss.backward()
+                from torch.profiler import record_function as rf
+                with rf("step.forward"):
+                    logits = model(inp)
+                    loss = F.cross_entropy(logits.flatten(0, 1).float(), lab.flatten(0, 1))
+                with rf("step.backward"):
+                    loss.backward()
                 loss = loss.detach()
-            if args.clip:
-                clip(groups, args.clip, dev, world_groups)
-            for opt in opts:
-                opt.step()
-                opt.zero_grad(set_to_none=True)
+            from torch.profiler import record_function as rf
+            with rf("step.clip"):
+                if args.clip:
+                    clip(groups, args.clip, dev, world_groups)
+            with rf("step.optimizer"):
+                for opt in opts:
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
             return loss
 
         torch.cuda.empty_cache()
@@ -530,6 +625,9 @@ def main():
             else:
                 times.append(dt)
                 rec.setdefault("host_issue_times_rank0_s", []).append(round(t_host, 5))
+        if args.profile:
+            phase = "profiled step"
+            profile_step(step, dev)
         phase = "done"
         tt = torch.tensor(times, device=dev, dtype=torch.float64)
         dist.all_reduce(tt, op=dist.ReduceOp.MAX)

@@ -1,0 +1,209 @@
+/*
+ * test_titan_moe.c — torchtitan's MoE routing kernels (costmodel/titan_moe.h): their bytes and
+ * launches on a toy MoE layer worked by hand, with and without expert parallelism; where the
+ * list applies; and the recipe of a torchtitan EP layer carrying them in place of the generic
+ * permute lump; FSDP2's chunk_cat host time (fsdp_copies.h) for torchtitan's expert unit.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "elementwise.h"
+#include "fsdp_copies.h"
+#include "host_dispatch.h"
+#include "layer_recipe.h"
+#include "memory.h"
+#include "titan_moe.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PLAN_DATA_DIR");
+    return d ? d : "data";
+}
+
+/* T = 1000 tokens, top_k 2 (S = 2000 routed copies), h 100, E 10 experts (5 local at ep 2). */
+static model_spec toy_moe(void)
+{
+    model_spec m;
+    memset(&m, 0, sizeof m);
+    m.hidden = 100;
+    m.experts = 10;
+    m.top_k = 2;
+    m.expert_ffn = 50;
+    return m;
+}
+
+static const elementwise_kernel *find(const elementwise_kernel *k, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(k[i].name, name)) return &k[i];
+    fail_msg("no kernel %s", name);
+    return NULL;
+}
+
+/*
+ * Forward bytes (titan_moe.c header), T 1000, S = R = 2000, h 100, E 10, 5 local experts:
+ *   router: cast 6TE 60,000, softmax 8TE 80,000, topk 4TE + 12S 64,000, renorm 12S + 16T
+ *   40,000, scale 8S 16,000; two histc 2 (8S + 4E) 32,080; tokens_per_expert 12E 120; argsort
+ *   40S 80,000; scores gather 16S 32,000; idx // k 16S 32,000; token gather 4Sh + 8S 816,000;
+ *   EP split sums 16E 160; permute indices 8R 16,000; zero row 2h 200; vstack 4Rh 800,000;
+ *   permute 4Rh + 8R 816,000; offsets 8 x 5 40; unpermute 816,000; unsort zeros 2Sh 400,000;
+ *   unsort 816,000; .float() 6Sh 1,200,000; bmm 4Sh + 4S + 4Th 1,208,000; .to(bf16) 6Th
+ *   600,000: 7,924,600 bytes in 31 launches.
+ * Backward: cast 6Th 600,000; bmm's two products 8Th + 8Sh + 8S 2,416,000; cast 6Sh
+ *   1,200,000; unsort's gather 816,000; the slice's zeros 2 (R+1) h 400,200 and copy 4Rh
+ *   800,000; unpermute's gather 816,000; permute's index_put_ (zeros 400,200, sorts 40R
+ *   80,000, update 6Rh + 8R 1,216,000) 1,696,200; the token gather's (zeros 2Th 200,000,
+ *   80,000, 1,216,000) 1,496,000; the scores' (4S 8,000, 80,000, 12S + 8S 40,000) 128,000;
+ *   router: scale 8S 16,000, renorm 48S 96,000, topk 4TE + 12S 64,000, softmax 12TE 120,000,
+ *   cast 6TE 60,000: 10,724,400 bytes in 29 launches.
+ */
+static void test_routing_bytes(void **state)
+{
+    (void)state;
+    model_spec m = toy_moe();
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.ep = 2, l.dp = 2;
+    assert_true(titan_moe_applies(&l));
+    elementwise_list e;
+    titan_moe_routing(&m, &l, 1000, 2000, &e);
+    assert_true(e.eager && !e.alone);
+    assert_int_equal(elementwise_launches(e.fwd, e.n_fwd), 31);
+    assert_int_equal(elementwise_launches(e.bwd, e.n_bwd), 29);
+    assert_true(elementwise_bytes(e.fwd, e.n_fwd) == 7924600.0);
+    assert_true(elementwise_bytes(e.bwd, e.n_bwd) == 10724400.0);
+    assert_true(find(e.fwd, e.n_fwd, "moe.combine.bmm")->bytes == 1208000.0);
+    assert_true(find(e.bwd, e.n_bwd, "moe.bwd.permute")->bytes == 1216000.0);
+
+    /* the busiest rank receives 1.5x the mean (R 3000): only the receiver's terms grow, permute
+     * indices 8R, vstack 4Rh, permute 4Rh + 8R, unpermute 4Rh + 8R: 24 + 12h = 1,224 bytes per
+     * received copy, 1000 more; the sender's gather, unsort and weighted sum stay */
+    elementwise_list big;
+    titan_moe_routing(&m, &l, 1000, 3000, &big);
+    assert_true(elementwise_bytes(big.fwd, big.n_fwd) - 7924600.0 == 1000.0 * (24 + 1200));
+
+    /* without EP: no split sums (2 launches, 160 bytes), the offsets over all 10 experts (80
+     * bytes, not 40); one GPU prices alone */
+    layout one = layout_default(FRAMEWORK_TORCHTITAN);
+    titan_moe_routing(&m, &one, 1000, 2000, &e);
+    assert_true(e.alone);
+    assert_int_equal(elementwise_launches(e.fwd, e.n_fwd), 29);
+    assert_true(elementwise_bytes(e.fwd, e.n_fwd) == 7924600.0 - 160.0 - 40.0 + 80.0);
+
+    /* not torchtitan's eager MoE code: torch.compile, TP, the FSDP2 path, Megatron */
+    layout c = l;
+    c.compile = true;
+    assert_false(titan_moe_applies(&c));
+    c = l;
+    c.tp = 2;
+    assert_false(titan_moe_applies(&c));
+    c = layout_default(FRAMEWORK_FSDP2);
+    assert_false(titan_moe_applies(&c));
+    c = layout_default(FRAMEWORK_MEGATRON);
+    assert_false(titan_moe_applies(&c));
+}
+
+static const recipe_op *op_named(const recipe *r, const char *name)
+{
+    for (int i = 0; i < r->n_ops; i++)
+        if (!strcmp(r->op[i].name, name)) return &r->op[i];
+    return NULL;
+}
+
+/* Qwen3-30B-A3B, torchtitan EP 2 on two H100s at seq 4096: the layer carries the routing list
+ * (the permute over the 4096 x 8 copies it receives at load 1) instead of the lumped permute,
+ * each entry one op priced as elementwise.c prices an eager kernel; the moe.* ops add up to the
+ * list's passes. */
+static void test_recipe_carries_list(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (model_load("qwen3-30b-a3b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 2;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.ep = 2, l.dp = 2, l.mbs = 1, l.impl = IMPL_NATIVE;
+    l.sharding = SHARDING_FSDP;
+    static recipe r;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    assert_null(op_named(&r, "moe.permute.bwd"));
+    const recipe_op *p = op_named(&r, "moe.permute");
+    assert_non_null(p);
+    assert_int_equal(p->launches, 1);
+    elementwise_list e;
+    titan_moe_routing(&m, &l, 4096, 4096.0 * 8, &e);
+    const elementwise_kernel *k = find(e.fwd, e.n_fwd, "moe.permute");
+    assert_true(k->bytes == 4.0 * 32768 * 2048 + 8.0 * 32768);
+    assert_true(fabs(p->fwd_s - elementwise_kernel_s(&s, &e, k)) < 1e-15);
+    double fwd = 0, bwd = 0;
+    for (int i = 0; i < r.n_ops; i++)
+        if (!strncmp(r.op[i].name, "moe.", 4)) fwd += r.op[i].fwd_s, bwd += r.op[i].bwd_s;
+    assert_true(fabs(fwd - elementwise_pass_s(&s, &e, e.fwd, e.n_fwd)) < 1e-12);
+    assert_true(fabs(bwd - elementwise_pass_s(&s, &e, e.bwd, e.n_bwd)) < 1e-12);
+}
+
+/* FSDP2's reduce-scatter copy-in: torch._chunk_cat builds one int64 per 2 KiB of the fp32 output
+ * chunk on the host. 1,000,000 parameters over 2 ranks: n = 500,000, 2,000,000 bytes, 977
+ * blocks (976.56 rounded up). Qwen3-30B-A3B under torchtitan EP 2 on 2 GPUs: the experts' unit
+ * (64 local experts x 3 x 2048 x 768 = 301,989,888 parameters) on its one-rank expert-data mesh
+ * is 1,207,959,552 bytes, 589,824 blocks; at the preset's 5.6 ns per block 3.3030144 ms, plus the
+ * block unit's over 2 ranks. With every launch at 1 s of host time the backward is host-paced,
+ * and the host's chunk_cat time adds to it one for one. */
+static void test_chunk_cat_host(void **state)
+{
+    (void)state;
+    system_spec s;
+    memset(&s, 0, sizeof s);
+    s.host_chunk_cat_block_s = 5.6e-9;
+    assert_true(fabs(fsdp_rs_copy_in_host_s(&s, 1e6, 2) - 977 * 5.6e-9) < 1e-18);
+    assert_true(fabs(fsdp_rs_copy_in_host_s(&s, 301989888.0, 1) - 3.3030144e-3) < 1e-15);
+    s.host_chunk_cat_block_s = 0;
+    assert_true(fsdp_rs_copy_in_host_s(&s, 1e6, 2) == 0);
+
+    model_spec m;
+    system_spec h;
+    char err[CM_ERRLEN];
+    if (model_load("qwen3-30b-a3b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &h, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    assert_true(h.host_chunk_cat_block_s == 5.6e-9);
+    training_spec t = training_default();
+    t.seq_len = 64;
+    t.global_batch = 2;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.ep = 2, l.dp = 2, l.mbs = 1, l.impl = IMPL_NATIVE;
+    l.sharding = SHARDING_FSDP;
+    double pd, pe;
+    memory_layer_params_split(&m, &l, true, &pd, &pe);
+    assert_true(pe == 301989888.0);
+    static recipe r;
+    recipe_layer(&m, &h, &t, &l, true, &r, NULL);
+    double want = 3.3030144e-3 + fsdp_rs_copy_in_host_s(&h, pd, 2);
+    assert_true(fabs(r.host_rs_copy_in_s - want) < 1e-12);
+    h.host_eager_launch_s = 1.0;
+    recipe_layer(&m, &h, &t, &l, true, &r, NULL);
+    double with = r.host_bwd_s;
+    h.host_chunk_cat_block_s = 0;
+    recipe_layer(&m, &h, &t, &l, true, &r, NULL);
+    assert_true(fabs((with - r.host_bwd_s) - want) < 1e-9);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_routing_bytes),
+        cmocka_unit_test(test_recipe_carries_list),
+        cmocka_unit_test(test_chunk_cat_host),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
