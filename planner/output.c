@@ -87,6 +87,9 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
         json_t *mj = json_object_get(o, "memory");
         json_object_set_new(mj, "largest_block_bytes", json_real(mb->largest_block_bytes));
         json_object_set_new(mj, "need_bytes", json_real(mb->need_bytes));
+        if (mb->host_activation_bytes > 0) /* Megatron activation offload: per GPU, on the host */
+            json_object_set_new(mj, "host_activation_bytes",
+                                json_real(mb->host_activation_bytes));
     }
     if (layout_is_pytorch(l)) { /* issue 14: the optimizer step's own peak */
         json_t *mj = json_object_get(o, "memory");

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -109,6 +110,30 @@ static void test_activation_offload(void **state)
     /* 1/32 kept + one layer (1/32) in flight = 2/32 */
     assert_true(fabs(dec1 - dec0 * 2.0 / 32) < 1e-6 * dec0);
     assert_true(e1.time.step_s >= e0.time.step_s); /* the copies never make it faster */
+    /* the host holds the other 30/32: the offloaded bytes the GPU no longer does */
+    assert_true(fabs(e1.memory.host_activation_bytes - dec0 * 30.0 / 32) < 1e-6 * dec0);
+    assert_true(e1.feasible);
+    /* ... for every GPU of the node at once: 8 x that against the DGX's 2048 GiB. Llama-3.1-70B
+     * under Megatron-FSDP on 64 GPUs, seq 8192: one sequence per micro-batch parks 163 GiB per
+     * GPU on the host (1308 per node, fits), two park 327 (2615 per node: does not). */
+    model_spec big;
+    if (model_load("70b", data_dir(), &big, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    layout f = layout_default(FRAMEWORK_MEGATRON);
+    f.sharding = SHARDING_FSDP;
+    f.dp = 64;
+    f.activation_offload = true;
+    training_spec tf = training_default();
+    tf.seq_len = 8192;
+    tf.global_batch = 512;
+    for (int mbs = 1; mbs <= 2; mbs++) {
+        f.mbs = mbs;
+        assert_int_equal(estimate_layout(&big, &sys, &tf, &f, &e1, err, sizeof err), CM_OK);
+        double node = sys.gpus_per_node * e1.memory.host_activation_bytes;
+        assert_true(e1.memory.total_bytes < e1.memory.capacity_bytes); /* the GPU is not it */
+        assert_int_equal(node <= sys.host_memory_bytes, mbs == 1);
+        assert_int_equal(e1.feasible, mbs == 1);
+    }
+    assert_non_null(strstr(e1.infeasible_reason, "host memory per node"));
     l.pp = 2;
     l.dp = 1;
     assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e1, err, sizeof err), CM_ERULE);
