@@ -13,6 +13,7 @@
 #include "overlap.h"
 #include "async_tp.h"
 #include "moe_dispatch.h"
+#include "memory_phases.h"
 #include "pp_schedule.h"
 
 #include <string.h>
@@ -114,6 +115,11 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * Native (torchtitan): repeat_kv copies k and v to every query head before SDPA, which
          * saves the repeated tensors: 4 (a - kv) d more. */
         sharded += 2.0 * a * v;
+        /* Eager SwiGLU w2(silu(w1 x) * w3 x) saves four tensors of the FFN width, not the
+         * fused kernel's three: silu saves its input (w1's output), mul saves both operands
+         * (silu's output and w3's output), w2 its input (the product); torch
+         * tools/autograd/derivatives.yaml, entries silu (self) and mul.Tensor (self, other) */
+        if (!moe_layer && m->activation == MODEL_ACT_SWIGLU) sharded += 2.0 * m->ffn;
         if (layout_impl_of(l) == IMPL_HF) {
             if (m->norm == MODEL_NORM_RMS) repl += 2.0 * 4.0 * h;
             if (m->qk_norm) sharded += 6.0 * (a + kv_heads) * qk;
@@ -376,6 +382,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     int moe_layers = stage_moe_layers(m, l, stage);
     double layer_params = layer_params_of(fig, m, l, moe_layers > 0);
 
+    double fsdp_buffer_bytes = 0; /* FSDP's units and gradients in flight (memory_phases.h) */
     switch (l->sharding) {
     case SHARDING_DDP: /* Megatron DDP: bf16 params, fp32 main grads, fp32 master + Adam */
         r.weights_bytes = 2.0 * params;
@@ -394,11 +401,14 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
             r.weights_bytes = 4.0 * sharded;
             r.gradients_bytes = 4.0 * sharded;
             r.optimizer_bytes = 8.0 * sharded;
-            /* Root unit (embedding, final norm, head) stays gathered through the step. */
-            double root = (stage == 0 ? model_embedding_params(m) : 0) +
-                          (stage == l->pp - 1 ? model_output_params(m) : 0);
-            r.comm_buffer_bytes = 2.0 * root + 2.0 * 2.0 * layer_params + /* cur + prefetch */
-                                  2.0 * (2.0 + 4.0) * layer_params;       /* bf16 + fp32 grads */
+            /* In the blocks' backward: the root unit (embedding, final norm, head; tp-split),
+             * the block being back-propagated and the prefetched one, and the block's bf16 and
+             * fp32 (reduce-scatter input) gradients. Without reshard_after_forward every unit
+             * stays gathered instead (below), the root and the two blocks among them. */
+            r.comm_buffer_bytes = 2.0 * (2.0 + 4.0) * layer_params;       /* bf16 + fp32 grads */
+            if (l->reshard_after_forward)
+                r.comm_buffer_bytes += memory_root_gathered_bytes(m, l, stage) +
+                                       2.0 * 2.0 * layer_params;          /* cur + prefetch */
         } else {
             /* Megatron-FSDP optim_grads_params: bf16 params, main grads, fp32 master + Adam,
              * all sharded; two gathered units and two unsharded gradient buckets in flight. */
@@ -409,6 +419,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         }
         if (!l->reshard_after_forward)
             r.comm_buffer_bytes += 2.0 * params; /* every unit stays gathered until backward */
+        fsdp_buffer_bytes = r.comm_buffer_bytes;
         if (l->offload) r.weights_bytes = r.gradients_bytes = r.optimizer_bytes = 0;
         break;
     }
@@ -462,8 +473,19 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         if (saved > r.activations_bytes) saved = r.activations_bytes;
         r.activations_bytes -= saved - act_layer_max;
     }
+    double phase_relief_bytes = 0; /* what the components' own peaks do not hold at once */
     if (stage == l->pp - 1) {
         r.logits_bytes = memory_logits_bytes(m, t, l);
+        if (layout_is_pytorch(l) && l->sharding == SHARDING_FSDP && !l->offload) {
+            double all_gathered = l->reshard_after_forward ? 0 : 2.0 * params;
+            r.loss_phase_bytes = memory_loss_phase_bytes(m, l, stage, r.logits_bytes, all_gathered);
+            r.blocks_phase_bytes = memory_blocks_phase_bytes(m, t, l, stage, fsdp_buffer_bytes);
+            double phase = r.loss_phase_bytes > r.blocks_phase_bytes ? r.loss_phase_bytes
+                                                                     : r.blocks_phase_bytes;
+            phase_relief_bytes = r.logits_bytes + fsdp_buffer_bytes - phase;
+        }
+        /* torch pipelining: the other micro-batches' outputs wait on the last stage */
+        r.logits_bytes += memory_pp_held_outputs_bytes(m, t, l, stage, micro);
         r.activations_bytes += r.logits_bytes;
     }
 
@@ -486,7 +508,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     }
     r.other_bytes = r.comm_buffer_bytes + r.framework_bytes;
     r.total_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
-                    r.activations_bytes + r.other_bytes;
+                    r.activations_bytes + r.other_bytes - phase_relief_bytes;
     double train_peak_bytes = r.total_bytes; /* before the optimizer step's peak, below */
     if (layout_is_pytorch(l) && !l->offload) {
         /* issue 14: torch's optimizer.zero_grad() sets the gradients to None (the default since

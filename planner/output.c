@@ -92,6 +92,9 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
         json_t *mj = json_object_get(o, "memory");
         json_object_set_new(mj, "optimizer_temp_bytes", json_real(mb->optimizer_temp_bytes));
         json_object_set_new(mj, "optimizer_step_bytes", json_real(mb->optimizer_step_bytes));
+        /* the two moments of the training peak on the loss's stage (memory_phases.h) */
+        json_object_set_new(mj, "loss_phase_bytes", json_real(mb->loss_phase_bytes));
+        json_object_set_new(mj, "blocks_phase_bytes", json_real(mb->blocks_phase_bytes));
     }
     json_object_set_new(
         o, "time",
