@@ -127,7 +127,18 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
             sharded += 4.0 * (a - kv_heads) * qk;
         }
     }
-    return tokens * (repl / (l->sp ? tp : 1.0) + sharded / tp) + moe_bytes;
+    double repl_whole = 0;
+    if (l->framework == FRAMEWORK_TORCHTITAN && l->sp && l->tp > 1) {
+        /* DTensor sequence parallel (torchtitan's plan: PrepareModuleInput redistributes the
+         * norm's Shard(1) output to Replicate before the Colwise wq/wk/wv and w1/w3,
+         * torch/distributed/tensor/parallel/style.py): the Linear saves the all-gathered input
+         * it was given, the whole sequence on every TP rank. Megatron saves the sharded input
+         * and gathers it again in the backward (Korthikanti Sec. 4.2.2); DTensor does not. */
+        if (!m->mla) repl_whole += 2.0 * h;     /* QKV input */
+        if (!moe_layer) repl_whole += 2.0 * h;  /* FC1 (w1/w3) input */
+        repl -= repl_whole;
+    }
+    return tokens * (repl / (l->sp ? tp : 1.0) + repl_whole + sharded / tp) + moe_bytes;
 }
 
 double memory_layer_checkpoint_bytes(const model_spec *m, const training_spec *t,
@@ -153,6 +164,13 @@ double memory_logits_bytes(const model_spec *m, const training_spec *t, const la
      * the backward: 2 more. Seen in bench/realruns: Qwen2.5-1.5B seq 4096 mbs 8 ran out of
      * memory asking for one more fp32 logits buffer (18.5 GiB = 32768 x 151936 x 4 B). */
     if (layout_is_pytorch(l)) bytes_per = layout_impl_of(l) == IMPL_NATIVE ? 14.0 : 12.0;
+    /* torchtitan's loss_parallel (tp > 1, vocab-sharded logits): its fused backward,
+     * torch/distributed/tensor/parallel/loss.py _nll_loss_and_log_softmax_backward, returns
+     * (grad_input + torch.exp(x)) * grad_output: the zeroed grad_input, exp(x) and their sum
+     * (fp32 each) are alive at once beside the saved log-softmax x and the bf16 logits, 4 bytes
+     * a logit more than torch's nll_loss_backward + _log_softmax_backward_data */
+    if (l->framework == FRAMEWORK_TORCHTITAN && l->tp > 1 && layout_impl_of(l) == IMPL_NATIVE)
+        bytes_per += 4.0;
     return tokens * bytes_per * (double)m->vocab / l->tp;
 }
 
