@@ -14,6 +14,7 @@
 #include "async_tp.h"
 #include "moe_dispatch.h"
 #include "memory_phases.h"
+#include "nccl_memory.h"
 #include "pp_schedule.h"
 
 #include <string.h>
@@ -70,9 +71,16 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
         /* with DeepEP's FP8 dispatch the permuted input arrives, and is kept, in e4m3 with its
          * scales (moe_dispatch_elem_bytes) */
         double in_bytes = moe_dispatch_elem_bytes(l) * h * etp;
-        moe_bytes = tokens * m->top_k *
-                    (in_bytes + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h) / tp *
-                    moe_load_factor(t);
+        double per_copy = in_bytes + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h;
+        if (l->framework == FRAMEWORK_TORCHTITAN && !l->compile) {
+            /* eager torchtitan MoE (torchtitan/models/moe.py): GroupedExperts' SwiGLU saves
+             * silu's output too (8 bytes x expert_ffn, as the dense eager MLP), and the combine
+             * scores the expert output in fp32, routed_output.to(torch.float32) * top_scores,
+             * whose mul saves the fp32 copy: 4h a copy, not 2h */
+            if (m->activation == MODEL_ACT_SWIGLU) per_copy += 2.0 * m->expert_ffn;
+            per_copy += 2.0 * h;
+        }
+        moe_bytes = tokens * m->top_k * per_copy / tp * moe_load_factor(t);
     }
     if (l->framework == FRAMEWORK_TORCHTITAN && l->recompute == RECOMPUTE_SELECTIVE) {
         /* torchtitan's per-op SAC (layer_recipe.c titan_sac_recomputes: saved are the outputs
@@ -521,8 +529,11 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
          * process group for each of tp, cp, pp and ep) */
         if (l->framework == FRAMEWORK_TORCHTITAN)
             comms += (l->tp > 1) + (l->cp > 1) + (l->pp > 1) + (l->ep > 1);
-        r.framework_bytes = sys->cuda_context_bytes + comms * sys->nccl_communicator_bytes +
-                            sys->library_workspace_bytes;
+        double nccl = comms * sys->nccl_communicator_bytes;
+        /* over >= 2 ranks: the measured world, group and peer figures (nccl_memory.h) */
+        double nccl_mr = nccl_memory_bytes(sys, l);
+        if (nccl_mr >= 0) nccl = nccl_mr;
+        r.framework_bytes = sys->cuda_context_bytes + nccl + sys->library_workspace_bytes;
     }
     r.other_bytes = r.comm_buffer_bytes + r.framework_bytes;
     r.total_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
