@@ -187,12 +187,32 @@ static void test_fsdp_stage_total(void **state)
     assert_true(NEAR(mb.total_bytes, 32331169792.0));
 }
 
+/* pp 2, 1F1B, 8 micro-batches, units not resharded (parallel_run.py, torchtitan under PP),
+ * stage 0 (embedding + 4 layers: 525,336,576 + 872,448,000 = 1,397,784,576 parameters): the
+ * whole stage gathered in bf16, 2,795,569,152 B, and one block's bf16 gradient, 436,224,000 B
+ * (no reduce-scatter buffers before the last micro-batch): 3,231,793,152 B. */
+static void test_pp_accumulation_buffers(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 8;
+    layout l = titan(1, 2, 1, 1, 1);
+    l.reshard_after_forward = false;
+    memory_breakdown mb = memory_stage(&m, &sys, &t, &l, 0);
+    assert_true(NEAR(mb.comm_buffer_bytes, 3231793152.0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_root_unit),         cmocka_unit_test(test_logits_terms),
         cmocka_unit_test(test_activation_terms),  cmocka_unit_test(test_nccl_terms),
         cmocka_unit_test(test_interleaved_in_flight), cmocka_unit_test(test_fsdp_stage_total),
+        cmocka_unit_test(test_pp_accumulation_buffers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
