@@ -278,6 +278,10 @@ static void human_numbers(FILE *f, const estimate *e)
             "(logits %.1f) · other %.1f GiB\n",
             mb->weights_bytes / UNITS_GIB_BYTES, mb->gradients_bytes / UNITS_GIB_BYTES, mb->optimizer_bytes / UNITS_GIB_BYTES,
             mb->activations_bytes / UNITS_GIB_BYTES, mb->logits_bytes / UNITS_GIB_BYTES, mb->other_bytes / UNITS_GIB_BYTES);
+    if (mb->loss_phase_bytes > 0) /* torch: not alive at once (memory_phases.h) */
+        fprintf(f, "               not at once: the loss's buffers %.1f GiB or the blocks' backward %.1f "
+                   "GiB, the peak holds the larger\n",
+                mb->loss_phase_bytes / UNITS_GIB_BYTES, mb->blocks_phase_bytes / UNITS_GIB_BYTES);
     if (!priced) {
         /* the bubble holds the pipeline's sends, unpriced as well */
         fprintf(f, "  time/step    compute %.2f s · optimizer %.3f s · communication and bubble "
