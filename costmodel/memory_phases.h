@@ -36,7 +36,10 @@ double memory_root_gathered_bytes(const model_spec *m, const layout *l, int stag
  *    2.11 keeps the root gathered only when the argument is left to auto: _fully_shard.py
  *    auto_reshard_after_forward = reshard_after_forward is None; _fsdp_state.py _lazy_init
  *    clears post_forward_mesh_info only when _auto_reshard_after_forward): nothing until the
- *    logits' gradient exists, after the loss's buffers are freed. (torchtitan's own
+ *    logits' gradient exists, after the loss's buffers are freed (fsdp_copies.h: the same
+ *    reading, and bench/fsdp2_step.py's profile shows the root gathered twice a step). The
+ *    peaks of the native FSDP2 runs (bench/realruns/README.md) agree within 2%; adding the
+ *    root and the blocks' buffers to the loss's peak over-predicted them by 4 GiB. (torchtitan's own
  *    apply_fsdp wraps [norm, output] as a unit kept gathered: 2 V h / tp more there.)
  * Without reshard_after_forward every unit stays gathered; memory.c counts them apart. */
 double memory_root_at_loss_bytes(const model_spec *m, const layout *l, int stage);
