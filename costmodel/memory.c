@@ -13,6 +13,8 @@
 #include "overlap.h"
 #include "async_tp.h"
 #include "moe_dispatch.h"
+#include "memory_phases.h"
+#include "nccl_memory.h"
 #include "pp_schedule.h"
 #include "recompute_modules.h"
 
@@ -70,9 +72,16 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
         /* with DeepEP's FP8 dispatch the permuted input arrives, and is kept, in e4m3 with its
          * scales (moe_dispatch_elem_bytes) */
         double in_bytes = moe_dispatch_elem_bytes(l) * h * etp;
-        moe_bytes = tokens * m->top_k *
-                    (in_bytes + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h) / tp *
-                    moe_load_factor(t);
+        double per_copy = in_bytes + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h;
+        if (l->framework == FRAMEWORK_TORCHTITAN && !l->compile) {
+            /* eager torchtitan MoE (torchtitan/models/moe.py): GroupedExperts' SwiGLU saves
+             * silu's output too (8 bytes x expert_ffn, as the dense eager MLP), and the combine
+             * scores the expert output in fp32, routed_output.to(torch.float32) * top_scores,
+             * whose mul saves the fp32 copy: 4h a copy, not 2h */
+            if (m->activation == MODEL_ACT_SWIGLU) per_copy += 2.0 * m->expert_ffn;
+            per_copy += 2.0 * h;
+        }
+        moe_bytes = tokens * m->top_k * per_copy / tp * moe_load_factor(t);
     }
     if (l->framework == FRAMEWORK_TORCHTITAN && l->recompute == RECOMPUTE_SELECTIVE) {
         /* torchtitan's per-op SAC (layer_recipe.c titan_sac_recomputes: saved are the outputs
@@ -115,6 +124,11 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * Native (torchtitan): repeat_kv copies k and v to every query head before SDPA, which
          * saves the repeated tensors: 4 (a - kv) d more. */
         sharded += 2.0 * a * v;
+        /* Eager SwiGLU w2(silu(w1 x) * w3 x) saves four tensors of the FFN width, not the
+         * fused kernel's three: silu saves its input (w1's output), mul saves both operands
+         * (silu's output and w3's output), w2 its input (the product); torch
+         * tools/autograd/derivatives.yaml, entries silu (self) and mul.Tensor (self, other) */
+        if (!moe_layer && m->activation == MODEL_ACT_SWIGLU) sharded += 2.0 * m->ffn;
         if (layout_impl_of(l) == IMPL_HF) {
             if (m->norm == MODEL_NORM_RMS) repl += 2.0 * 4.0 * h;
             if (m->qk_norm) sharded += 6.0 * (a + kv_heads) * qk;
@@ -122,7 +136,18 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
             sharded += 4.0 * (a - kv_heads) * qk;
         }
     }
-    double total = tokens * (repl / (l->sp ? tp : 1.0) + sharded / tp) + moe_bytes;
+    double repl_whole = 0;
+    if (l->framework == FRAMEWORK_TORCHTITAN && l->sp && l->tp > 1) {
+        /* DTensor sequence parallel (torchtitan's plan: PrepareModuleInput redistributes the
+         * norm's Shard(1) output to Replicate before the Colwise wq/wk/wv and w1/w3,
+         * torch/distributed/tensor/parallel/style.py): the Linear saves the all-gathered input
+         * it was given, the whole sequence on every TP rank. Megatron saves the sharded input
+         * and gathers it again in the backward (Korthikanti Sec. 4.2.2); DTensor does not. */
+        if (!m->mla) repl_whole += 2.0 * h;     /* QKV input */
+        if (!moe_layer) repl_whole += 2.0 * h;  /* FC1 (w1/w3) input */
+        repl -= repl_whole;
+    }
+    double total = tokens * (repl / (l->sp ? tp : 1.0) + repl_whole + sharded / tp) + moe_bytes;
     unsigned mods = recompute_modules_of(l);
     if (mods & ~RECOMPUTE_MOD_CORE_ATTN) {
         /* Megatron's selective recompute by module (recompute_modules.h): each module frees
@@ -172,6 +197,13 @@ double memory_logits_bytes(const model_spec *m, const training_spec *t, const la
      * the backward: 2 more. Seen in bench/realruns: Qwen2.5-1.5B seq 4096 mbs 8 ran out of
      * memory asking for one more fp32 logits buffer (18.5 GiB = 32768 x 151936 x 4 B). */
     if (layout_is_pytorch(l)) bytes_per = layout_impl_of(l) == IMPL_NATIVE ? 14.0 : 12.0;
+    /* torchtitan's loss_parallel (tp > 1, vocab-sharded logits): its fused backward,
+     * torch/distributed/tensor/parallel/loss.py _nll_loss_and_log_softmax_backward, returns
+     * (grad_input + torch.exp(x)) * grad_output: the zeroed grad_input, exp(x) and their sum
+     * (fp32 each) are alive at once beside the saved log-softmax x and the bf16 logits, 4 bytes
+     * a logit more than torch's nll_loss_backward + _log_softmax_backward_data */
+    if (l->framework == FRAMEWORK_TORCHTITAN && l->tp > 1 && layout_impl_of(l) == IMPL_NATIVE)
+        bytes_per += 4.0;
     return tokens * bytes_per * (double)m->vocab / l->tp;
 }
 
@@ -401,6 +433,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     int moe_layers = stage_moe_layers(m, l, stage);
     double layer_params = layer_params_of(fig, m, l, moe_layers > 0);
 
+    double fsdp_buffer_bytes = 0; /* FSDP's units and gradients in flight (memory_phases.h) */
     switch (l->sharding) {
     case SHARDING_DDP: /* Megatron DDP: bf16 params, fp32 main grads, fp32 master + Adam */
         r.weights_bytes = 2.0 * params;
@@ -419,11 +452,22 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
             r.weights_bytes = 4.0 * sharded;
             r.gradients_bytes = 4.0 * sharded;
             r.optimizer_bytes = 8.0 * sharded;
-            /* Root unit (embedding, final norm, head) stays gathered through the step. */
-            double root = (stage == 0 ? model_embedding_params(m) : 0) +
-                          (stage == l->pp - 1 ? model_output_params(m) : 0);
-            r.comm_buffer_bytes = 2.0 * root + 2.0 * 2.0 * layer_params + /* cur + prefetch */
-                                  2.0 * (2.0 + 4.0) * layer_params;       /* bf16 + fp32 grads */
+            /* In the blocks' backward: the root unit (embedding, final norm, head; tp-split),
+             * the block being back-propagated and the prefetched one, and the block's bf16 and
+             * fp32 (reduce-scatter input) gradients. Without reshard_after_forward every unit
+             * stays gathered instead (below), the root and the two blocks among them. */
+            r.comm_buffer_bytes = 2.0 * (2.0 + 4.0) * layer_params;       /* bf16 + fp32 grads */
+            if (l->pp > 1 && layout_microbatches(l, t) > 1)
+                /* torch pipelining reduces only in the last micro-batch's backward
+                 * (stage.py backward_maybe_with_nosync: set_requires_gradient_sync(
+                 * last_backward)); before it each block's bf16 gradient is added into
+                 * FSDP2's fp32 unsharded accumulator (gradients_bytes), and the fp32
+                 * reduce-scatter input exists only in that last backward, when the stage
+                 * holds one micro-batch: one block's bf16 gradient at the peak */
+                r.comm_buffer_bytes = 2.0 * layer_params;
+            if (l->reshard_after_forward)
+                r.comm_buffer_bytes += memory_root_gathered_bytes(m, l, stage) +
+                                       2.0 * 2.0 * layer_params;          /* cur + prefetch */
         } else {
             /* Megatron-FSDP optim_grads_params: bf16 params, main grads, fp32 master + Adam,
              * all sharded; two gathered units and two unsharded gradient buckets in flight. */
@@ -434,6 +478,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         }
         if (!l->reshard_after_forward)
             r.comm_buffer_bytes += 2.0 * params; /* every unit stays gathered until backward */
+        fsdp_buffer_bytes = r.comm_buffer_bytes;
         if (l->offload) r.weights_bytes = r.gradients_bytes = r.optimizer_bytes = 0;
         break;
     }
@@ -488,8 +533,19 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         r.activations_bytes -= saved - act_layer_max;
         r.host_activation_bytes = saved - act_layer_max > 0 ? saved - act_layer_max : 0;
     }
+    double phase_relief_bytes = 0; /* what the components' own peaks do not hold at once */
     if (stage == l->pp - 1) {
         r.logits_bytes = memory_logits_bytes(m, t, l);
+        if (layout_is_pytorch(l) && l->sharding == SHARDING_FSDP && !l->offload) {
+            double all_gathered = l->reshard_after_forward ? 0 : 2.0 * params;
+            r.loss_phase_bytes = memory_loss_phase_bytes(m, l, stage, r.logits_bytes, all_gathered);
+            r.blocks_phase_bytes = memory_blocks_phase_bytes(m, t, l, stage, fsdp_buffer_bytes);
+            double phase = r.loss_phase_bytes > r.blocks_phase_bytes ? r.loss_phase_bytes
+                                                                     : r.blocks_phase_bytes;
+            phase_relief_bytes = r.logits_bytes + fsdp_buffer_bytes - phase;
+        }
+        /* torch pipelining: the other micro-batches' outputs wait on the last stage */
+        r.logits_bytes += memory_pp_held_outputs_bytes(m, t, l, stage, micro);
         r.activations_bytes += r.logits_bytes;
     }
 
@@ -507,12 +563,15 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
          * process group for each of tp, cp, pp and ep) */
         if (l->framework == FRAMEWORK_TORCHTITAN)
             comms += (l->tp > 1) + (l->cp > 1) + (l->pp > 1) + (l->ep > 1);
-        r.framework_bytes = sys->cuda_context_bytes + comms * sys->nccl_communicator_bytes +
-                            sys->library_workspace_bytes;
+        double nccl = comms * sys->nccl_communicator_bytes;
+        /* over >= 2 ranks: the measured world, group and peer figures (nccl_memory.h) */
+        double nccl_mr = nccl_memory_bytes(sys, l);
+        if (nccl_mr >= 0) nccl = nccl_mr;
+        r.framework_bytes = sys->cuda_context_bytes + nccl + sys->library_workspace_bytes;
     }
     r.other_bytes = r.comm_buffer_bytes + r.framework_bytes;
     r.total_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
-                    r.activations_bytes + r.other_bytes;
+                    r.activations_bytes + r.other_bytes - phase_relief_bytes;
     double train_peak_bytes = r.total_bytes; /* before the optimizer step's peak, below */
     if (layout_is_pytorch(l) && !l->offload) {
         /* issue 14: torch's optimizer.zero_grad() sets the gradients to None (the default since

@@ -30,6 +30,11 @@ typedef struct {
                                     foreach AdamW: the sqrt list, impl.h) */
     double optimizer_step_bytes; /* held during the optimizer step: weights, gradients, states,
                                     optimizer_temp_bytes, framework (activations are freed) */
+    /* torch FSDP2 on the stage with the loss (memory_phases.h): the loss's buffers and the FSDP
+     * units in flight at the two moments that can set the training peak; the training peak
+     * holds the larger, not both (0 where the split does not apply) */
+    double loss_phase_bytes;
+    double blocks_phase_bytes;
     double total_bytes;        /* the larger of the training peak and optimizer_step_bytes */
     double capacity_bytes;
     int stage;                 /* the pipeline stage these figures are for (the fullest) */

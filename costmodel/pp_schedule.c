@@ -45,6 +45,19 @@ double pp_schedule_in_flight(const layout *l, int microbatches, int stage)
      * chunk is still held (schedule_peak_in_flight counts it from the order) */
     case PP_SCHEDULE_DUALPIPEV: held = (l->pp < m ? l->pp : m) + 0.5; break;
     case PP_SCHEDULE_INTERLEAVED_1F1B:
+        if (l->vpp > 1 && l->pp > 1 && stage > 0) {
+            /* Rank r runs 2 (p - 1 - r) + (v - 1) p warm-up chunk forwards, then one more
+             * before its first backward (torch ScheduleInterleaved1F1B: warmup_ops =
+             * (n_local_stages - 1) * pp_group_size + 2 * (pp_group_size - 1 - rank);
+             * Megatron get_num_warmup_microbatches the same), each chunk 1/v of the rank's
+             * layers, at most the m v chunks there are. Stage 0 is the form below. */
+            double chunks = 2.0 * (l->pp - 1 - stage) + (double)(l->vpp - 1) * l->pp + 1;
+            /* m = p: every forward runs first (Megatron's all_warmup_microbatches) */
+            if (chunks > (double)m * l->vpp || m == l->pp) chunks = (double)m * l->vpp;
+            held = chunks / l->vpp;
+            break;
+        }
+        /* fall through */
     case PP_SCHEDULE_1F1B:
     default: {
         int h = l->pp - stage;

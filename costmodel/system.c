@@ -73,6 +73,9 @@ static const system_field fields[] = {
     F("framework", "cuda_context_bytes", cuda_context_bytes, false, 0, 1e11),
     F("framework", "nccl_communicator_bytes", nccl_communicator_bytes, false, 0, 1e11),
     F("framework", "library_workspace_bytes", library_workspace_bytes, false, 0, 1e11),
+    F("framework", "nccl_world_communicator_bytes", nccl_world_communicator_bytes, false, 0, 1e11),
+    F("framework", "nccl_group_bytes", nccl_group_bytes, false, 0, 1e11),
+    F("framework", "nccl_p2p_peer_bytes", nccl_p2p_peer_bytes, false, 0, 1e11),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 

@@ -131,6 +131,11 @@ typedef struct {
     double cuda_context_bytes;
     double nccl_communicator_bytes;
     double library_workspace_bytes;
+    /* NCCL over >= 2 ranks (nccl_memory.h): the world communicator, each further process
+     * group, each point-to-point peer; 0 when not measured (one-rank count above instead) */
+    double nccl_world_communicator_bytes;
+    double nccl_group_bytes;
+    double nccl_p2p_peer_bytes;
 
     /* Calibration (a profile overlaid with --calibration or a profile file as --system). */
     double gemm_efficiency_sd;          /* standard deviation of the fitted efficiency */

@@ -95,6 +95,9 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
         json_t *mj = json_object_get(o, "memory");
         json_object_set_new(mj, "optimizer_temp_bytes", json_real(mb->optimizer_temp_bytes));
         json_object_set_new(mj, "optimizer_step_bytes", json_real(mb->optimizer_step_bytes));
+        /* the two moments of the training peak on the loss's stage (memory_phases.h) */
+        json_object_set_new(mj, "loss_phase_bytes", json_real(mb->loss_phase_bytes));
+        json_object_set_new(mj, "blocks_phase_bytes", json_real(mb->blocks_phase_bytes));
     }
     json_object_set_new(
         o, "time",
@@ -278,6 +281,10 @@ static void human_numbers(FILE *f, const estimate *e)
             "(logits %.1f) · other %.1f GiB\n",
             mb->weights_bytes / UNITS_GIB_BYTES, mb->gradients_bytes / UNITS_GIB_BYTES, mb->optimizer_bytes / UNITS_GIB_BYTES,
             mb->activations_bytes / UNITS_GIB_BYTES, mb->logits_bytes / UNITS_GIB_BYTES, mb->other_bytes / UNITS_GIB_BYTES);
+    if (mb->loss_phase_bytes > 0) /* torch: not alive at once (memory_phases.h) */
+        fprintf(f, "               not at once: the loss's buffers %.1f GiB or the blocks' backward %.1f "
+                   "GiB, the peak holds the larger\n",
+                mb->loss_phase_bytes / UNITS_GIB_BYTES, mb->blocks_phase_bytes / UNITS_GIB_BYTES);
     if (!priced) {
         /* the bubble holds the pipeline's sends, unpriced as well */
         fprintf(f, "  time/step    compute %.2f s · optimizer %.3f s · communication and bubble "

@@ -1,0 +1,52 @@
+/* memory_phases.c — which torch buffers are alive at the same moment (memory_phases.h). */
+#include "memory_phases.h"
+
+#include "memory.h"
+
+double memory_root_gathered_bytes(const model_spec *m, const layout *l, int stage)
+{
+    double p = 0;
+    if (stage == 0) p += model_embedding_params(m) / l->tp;     /* RowwiseParallel on vocab */
+    if (stage == l->pp - 1) {
+        double head = model_output_params(m) - (double)m->hidden; /* untied lm_head, or 0 */
+        p += (double)m->hidden + head / l->tp;                    /* norm whole, head Colwise */
+    }
+    return 2.0 * p; /* bf16 (MixedPrecisionPolicy param_dtype) */
+}
+
+double memory_root_at_loss_bytes(const model_spec *m, const layout *l, int stage)
+{
+    if (stage != l->pp - 1) return 0;
+    return layout_impl_of(l) == IMPL_HF ? memory_root_gathered_bytes(m, l, stage) : 0;
+}
+
+double memory_logits_held_bytes(const model_spec *m, const training_spec *t, const layout *l)
+{
+    if (!layout_is_pytorch(l) || layout_impl_of(l) == IMPL_HF) return 0;
+    return (double)l->mbs * t->seq_len / l->cp * 2.0 * (double)m->vocab / l->tp;
+}
+
+double memory_pp_held_outputs_bytes(const model_spec *m, const training_spec *t,
+                                    const layout *l, int stage, int microbatches)
+{
+    if (!layout_is_pytorch(l) || l->pp < 2 || stage != l->pp - 1 || microbatches < 2) return 0;
+    double per = (double)l->mbs * t->seq_len / l->cp * 2.0 * (double)m->vocab / l->tp;
+    return (microbatches - 1) * per;
+}
+
+double memory_loss_phase_bytes(const model_spec *m, const layout *l, int stage,
+                               double logits_peak_bytes, double all_gathered_bytes)
+{
+    double root = all_gathered_bytes > 0 ? all_gathered_bytes
+                                         : memory_root_at_loss_bytes(m, l, stage);
+    return logits_peak_bytes + root;
+}
+
+double memory_blocks_phase_bytes(const model_spec *m, const training_spec *t, const layout *l,
+                                 int stage, double fsdp_buffer_bytes)
+{
+    if (stage != l->pp - 1) return fsdp_buffer_bytes;
+    /* the output layer's weight gradient (the tied embedding's when tied), bf16, tp-split */
+    double head_grad = 2.0 * (double)m->vocab * m->hidden / l->tp;
+    return memory_logits_held_bytes(m, t, l) + fsdp_buffer_bytes + head_grad;
+}

@@ -1,0 +1,76 @@
+/*
+ * memory_phases.h — when torch's buffers are alive at the same moment: the two moments that can
+ * set a torch (FSDP2, pipelining) training peak on the stage that computes the loss, and what
+ * torch's pipeline schedule keeps of each micro-batch's output.
+ *
+ * Why (issue: multi-GPU peak memory, bench/realruns/README.md "Peak memory on multi-GPU
+ * runs"): memory.c adds each component at its own peak — the loss's fp32 buffers
+ * (memory_logits_bytes) and FSDP2's gathered units and unsharded gradients — but in torch they
+ * are not alive at once. The cross entropy's backward (the loss peak) runs before any
+ * transformer block's pre-backward hook fires, so no block is gathered and no block gradient
+ * exists then; the FSDP units in flight belong to the blocks' backward, after the loss's fp32
+ * buffers are freed. Source: torch/distributed/fsdp/_fully_shard/_fsdp_state.py (pre-backward
+ * hooks are registered on each unit's forward outputs, _register_pre_backward_hook; the root's
+ * post-backward runs in _root_post_backward_final_callback, after the whole backward), torch
+ * 2.11.
+ */
+#ifndef PLAN_MEMORY_PHASES_H
+#define PLAN_MEMORY_PHASES_H
+
+#include <stdbool.h>
+
+#include "layout.h"
+#include "model.h"
+
+/* The FSDP2 root unit's gathered bf16 parameters on stage s (embedding on the first stage,
+ * final norm and output layer on the last), sharded by tp. */
+double memory_root_gathered_bytes(const model_spec *m, const layout *l, int stage);
+
+/* Of the root unit, what is gathered while the loss's backward runs on the last stage:
+ *  - Hugging Face models compute the loss inside the root's forward, so the root's
+ *    pre-backward hook (on the loss) re-gathers it before the cross entropy's backward: all of
+ *    it;
+ *  - the PyTorch-native trainers (bench/realruns/realrun.py, parallel_run.py, torchtitan's
+ *    train step) compute the loss outside the model, and fully_shard(root,
+ *    reshard_after_forward=True) given explicitly reshards the root after forward (torch
+ *    2.11 keeps the root gathered only when the argument is left to auto: _fully_shard.py
+ *    auto_reshard_after_forward = reshard_after_forward is None; _fsdp_state.py _lazy_init
+ *    clears post_forward_mesh_info only when _auto_reshard_after_forward): nothing until the
+ *    logits' gradient exists, after the loss's buffers are freed (fsdp_copies.h: the same
+ *    reading, and bench/fsdp2_step.py's profile shows the root gathered twice a step). The
+ *    peaks of the native FSDP2 runs (bench/realruns/README.md) agree within 2%; adding the
+ *    root and the blocks' buffers to the loss's peak over-predicted them by 4 GiB. (torchtitan's own
+ *    apply_fsdp wraps [norm, output] as a unit kept gathered: 2 V h / tp more there.)
+ * Without reshard_after_forward every unit stays gathered; memory.c counts them apart. */
+double memory_root_at_loss_bytes(const model_spec *m, const layout *l, int stage);
+
+/* Bytes a torch trainer keeps of one micro-batch's logits while the blocks' backward runs:
+ * the native trainers hold the bf16 logits in a local until the step returns (2 bytes a logit,
+ * the same 2 of memory_logits_bytes' 14); Hugging Face drops them with the output object. */
+double memory_logits_held_bytes(const model_spec *m, const training_spec *t, const layout *l);
+
+/* torch.distributed.pipelining keeps every micro-batch's output on the last stage until the
+ * step ends (stage.py forward_one_chunk: `if self.is_last: self.output_chunks.append(output)`,
+ * returned merged by Schedule*.step, cleared by clear_runtime_states at the next step): the
+ * other micro-batches' bf16 logits, (m - 1) x 2 x tokens x V / tp, alive at the loss peak.
+ * Zero off the last stage, without pp, or outside torch. */
+double memory_pp_held_outputs_bytes(const model_spec *m, const training_spec *t,
+                                    const layout *l, int stage, int microbatches);
+
+/* The part of the training peak that FSDP2's buffers and the loss share on the last stage of a
+ * torch layout: the larger of
+ *   loss moment:     logits_peak_bytes + the root's bytes gathered then
+ *                    (memory_root_at_loss_bytes, or every unit without reshard_after_forward)
+ *   blocks' moment:  logits held (memory_logits_held_bytes) + fsdp_buffer_bytes (every unit in
+ *                    flight: the root, the block being back-propagated and the prefetched one,
+ *                    the block's bf16 and fp32 gradients) + the root's unsharded bf16 gradient
+ *                    of the output layer (2 V h / tp; reduced only after the whole backward)
+ * where memory.c's sum holds logits_peak_bytes + fsdp_buffer_bytes. Off the last stage (no loss)
+ * it returns fsdp_buffer_bytes. all_gathered_bytes: what stays gathered through the step when
+ * the units are not resharded after forward (0 when they are). */
+double memory_loss_phase_bytes(const model_spec *m, const layout *l, int stage,
+                               double logits_peak_bytes, double all_gathered_bytes);
+double memory_blocks_phase_bytes(const model_spec *m, const training_spec *t, const layout *l,
+                                 int stage, double fsdp_buffer_bytes);
+
+#endif

@@ -1,0 +1,218 @@
+/*
+ * test_memory_phases.c — the multi-GPU peak-memory terms (bench/realruns/README.md "Peak memory
+ * on multi-GPU runs") against numbers worked by hand for Llama-3.1-8B cut to 8 layers
+ * (bench/realruns/configs/llama-3.1-8b.json): h 4096, V 128256, f 14336, 32 heads, 8 KV heads
+ * of 128, untied. V h = 525,336,576; one layer 41,943,040 (attention) + 176,160,768 (MLP) +
+ * 8192 (norms) = 218,112,000 parameters; the model 2,795,573,248.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "memory.h"
+#include "memory_phases.h"
+#include "nccl_memory.h"
+#include "pp_schedule.h"
+
+#define VH 525336576.0
+#define NEAR(x, want) (fabs((x) - (want)) <= 1e-9 * fabs(want) + 1e-6)
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PLAN_DATA_DIR");
+    return d ? d : "data";
+}
+
+static void load(model_spec *m, system_spec *sys)
+{
+    char err[CM_ERRLEN];
+    if (model_load(REALRUNS_CONFIGS_DIR "/llama-3.1-8b.json", data_dir(), m, err, sizeof err) !=
+        CM_OK)
+        fail_msg("%s", err);
+    m->layers = 8;
+    if (system_load("h200", data_dir(), sys, err, sizeof err) != CM_OK) fail_msg("%s", err);
+}
+
+/* bench/realruns/mgpu_fidelity.py's fsdp-nat-8bL8-ws2: FSDP2 over 2 GPUs, native, fused AdamW,
+ * seq 4096, mbs 1. */
+static void fsdp_native(layout *l, training_spec *t, int dp)
+{
+    *t = training_default();
+    t->seq_len = 4096;
+    t->global_batch = dp;
+    *l = layout_default(FRAMEWORK_FSDP2);
+    l->dp = dp;
+    l->mbs = 1;
+    l->impl = IMPL_NATIVE;
+    l->optimizer_impl = OPTIMIZER_IMPL_FUSED;
+}
+
+static layout titan(int tp, int pp, int dp, int cp, int ep)
+{
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.tp = tp;
+    l.pp = pp;
+    l.dp = dp;
+    l.cp = cp;
+    l.ep = ep;
+    l.sp = tp > 1;
+    l.mbs = 1;
+    l.impl = IMPL_NATIVE;
+    return l;
+}
+
+/* The root unit gathered: 2 bytes x (embedding V h + final norm h + head V h) =
+ * 2,101,354,496 B on one stage; tp 2 splits the two tables: 2 x (V h + h) = 1,050,681,344 B. At
+ * the loss peak Hugging Face has it all (loss inside the root's forward), native none. */
+static void test_root_unit(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    layout l;
+    training_spec t;
+    fsdp_native(&l, &t, 2);
+    assert_true(NEAR(memory_root_gathered_bytes(&m, &l, 0), 2101354496.0));
+    assert_true(memory_root_at_loss_bytes(&m, &l, 0) == 0);
+    l.impl = IMPL_HF;
+    assert_true(NEAR(memory_root_at_loss_bytes(&m, &l, 0), 2101354496.0));
+    layout tt = titan(2, 1, 1, 1, 1);
+    assert_true(NEAR(memory_root_gathered_bytes(&m, &tt, 0), 1050681344.0));
+}
+
+/* Logits: the native loop holds the bf16 logits through the backward, 2 x 4096 x V =
+ * 1,050,673,152 B (Hugging Face none); pipelining keeps the other 7 micro-batches' on the last
+ * stage of pp 2: 7 x 1,050,673,152 = 7,354,712,064 B, none on stage 0; loss_parallel at tp 2:
+ * 18 bytes x 4096 x V / 2 = 4,728,029,184 B, against 14 x 4096 x V = 7,354,712,064 B unsplit. */
+static void test_logits_terms(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    layout l;
+    training_spec t;
+    fsdp_native(&l, &t, 2);
+    assert_true(NEAR(memory_logits_held_bytes(&m, &t, &l), 1050673152.0));
+    assert_true(NEAR(memory_logits_bytes(&m, &t, &l), 7354712064.0));
+    l.impl = IMPL_HF;
+    assert_true(memory_logits_held_bytes(&m, &t, &l) == 0);
+    layout pp = titan(1, 2, 1, 1, 1);
+    assert_true(NEAR(memory_pp_held_outputs_bytes(&m, &t, &pp, 1, 8), 7354712064.0));
+    assert_true(memory_pp_held_outputs_bytes(&m, &t, &pp, 0, 8) == 0);
+    layout tp = titan(2, 1, 1, 1, 1);
+    assert_true(NEAR(memory_logits_bytes(&m, &t, &tp), 4728029184.0));
+}
+
+/* Activations per layer, 4096 tokens. Native eager, tp 1: per token 8h (norm inputs, QKV and
+ * FC1 inputs) 32768 + Q, K, V, context 2 (4096 + 1024 + 1024 + 4096) = 20480 + fp32 LSE 128 +
+ * SwiGLU 8f = 114688 (silu's input and output, w3's output, the product) + the contiguous
+ * context copy 8192 + repeat_kv 4 x 24 x 128 = 12288: 188,544 B -> 772,276,224 B.
+ * torchtitan tp 2 + SP: the norm inputs 4h / 2 = 8192, the gathered QKV and FC1 inputs whole
+ * 4h = 16384, the rest / 2 = 155776 / 2 = 77888: 102,464 B -> 419,692,544 B. */
+static void test_activation_terms(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    layout l;
+    training_spec t;
+    fsdp_native(&l, &t, 2);
+    assert_true(NEAR(memory_layer_activation_bytes(&m, &t, &l, 0), 772276224.0));
+    layout tp = titan(2, 1, 1, 1, 1);
+    assert_true(NEAR(memory_layer_activation_bytes(&m, &t, &tp, 0), 419692544.0));
+}
+
+/* NCCL on the h200 preset: world 880,869,376 + 452,705,212 a further group + 416,983,723 a
+ * p2p peer. tp 2 x dp 2: 2 groups -> 1,786,279,800; pp 4: the pp group and 2 neighbours ->
+ * 2,167,542,034; ep 4 over 4 GPUs (FSDP's group is the world): 1 group, 3 peers ->
+ * 2,584,525,757; cp 2 over 2 GPUs: no group, 1 peer -> 1,297,853,099; one GPU: -1. */
+static void test_nccl_terms(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    layout a = titan(2, 1, 2, 1, 1), b = titan(1, 4, 1, 1, 1), c = titan(1, 1, 4, 1, 4),
+           d = titan(1, 1, 1, 2, 1), e = titan(1, 1, 1, 1, 1);
+    assert_int_equal(nccl_memory_groups(&a), 2);
+    assert_int_equal(nccl_memory_p2p_peers(&b), 2);
+    assert_true(NEAR(nccl_memory_bytes(&sys, &a), 1786279800.0));
+    assert_true(NEAR(nccl_memory_bytes(&sys, &b), 2167542034.0));
+    assert_true(NEAR(nccl_memory_bytes(&sys, &c), 2584525757.0));
+    assert_true(NEAR(nccl_memory_bytes(&sys, &d), 1297853099.0));
+    assert_true(nccl_memory_bytes(&sys, &e) == -1);
+}
+
+/* Interleaved 1F1B, p 4, v 2, m 8: rank r holds 2 (3 - r) + 4 + 1 chunks of half a stage:
+ * rank 3 2.5 micro-batches, rank 1 4.5; at m = p every forward runs first: 4. */
+static void test_interleaved_in_flight(void **state)
+{
+    (void)state;
+    layout l = titan(1, 4, 1, 1, 1);
+    l.vpp = 2;
+    l.pp_schedule = PP_SCHEDULE_INTERLEAVED_1F1B;
+    assert_true(NEAR(pp_schedule_in_flight(&l, 8, 3), 2.5));
+    assert_true(NEAR(pp_schedule_in_flight(&l, 8, 1), 4.5));
+    assert_true(NEAR(pp_schedule_in_flight(&l, 4, 3), 4.0));
+}
+
+/* The whole FSDP2 stage, fsdp-nat-8bL8-ws2 on h200. Loss moment: the logits' 7,354,712,064 B
+ * (root resharded). Blocks' moment: held logits 1,050,673,152 + FSDP buffers (root
+ * 2,101,354,496 + 16 x 218,112,000 = 3,489,792,000 -> 5,591,146,496) + the head's bf16 gradient
+ * 2 V h = 1,050,673,152 -> 7,692,492,800 B, the larger. Total: fp32 shard 4 x 1,397,786,624 =
+ * 5,591,146,496 + Adam 11,182,292,992 + 8 layers' activations 6,178,209,792 + 7,692,492,800 +
+ * framework (context 648,871,936 + world communicator 880,869,376 + workspaces 157,286,400 =
+ * 1,687,027,712) = 32,331,169,792 B (no gradients yet: zero_grad set them to None). */
+static void test_fsdp_stage_total(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    layout l;
+    training_spec t;
+    fsdp_native(&l, &t, 2);
+    memory_breakdown mb = memory_peak(&m, &sys, &t, &l);
+    assert_true(NEAR(mb.loss_phase_bytes, 7354712064.0));
+    assert_true(NEAR(mb.blocks_phase_bytes, 7692492800.0));
+    assert_true(NEAR(mb.framework_bytes, 1687027712.0));
+    assert_true(NEAR(mb.total_bytes, 32331169792.0));
+}
+
+/* pp 2, 1F1B, 8 micro-batches, units not resharded (parallel_run.py, torchtitan under PP),
+ * stage 0 (embedding + 4 layers: 525,336,576 + 872,448,000 = 1,397,784,576 parameters): the
+ * whole stage gathered in bf16, 2,795,569,152 B, and one block's bf16 gradient, 436,224,000 B
+ * (no reduce-scatter buffers before the last micro-batch): 3,231,793,152 B. */
+static void test_pp_accumulation_buffers(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 8;
+    layout l = titan(1, 2, 1, 1, 1);
+    l.reshard_after_forward = false;
+    memory_breakdown mb = memory_stage(&m, &sys, &t, &l, 0);
+    assert_true(NEAR(mb.comm_buffer_bytes, 3231793152.0));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_root_unit),         cmocka_unit_test(test_logits_terms),
+        cmocka_unit_test(test_activation_terms),  cmocka_unit_test(test_nccl_terms),
+        cmocka_unit_test(test_interleaved_in_flight), cmocka_unit_test(test_fsdp_stage_total),
+        cmocka_unit_test(test_pp_accumulation_buffers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
