@@ -14,6 +14,7 @@
  * megatron_config pipeline size under strategy fsdp2, cpu_offload under megatron): the user
  * wrote them, so a combination the framework cannot run is reported, not dropped.
  */
+#include "pp_layout_parse.h"
 #include "recompute_modules.h"
 #include "check.h"
 
@@ -319,6 +320,44 @@ static cm_status read_megatron_recompute(reader *r, const yaml_node_t *mc, check
     return CM_OK;
 }
 
+/* TransformerConfig.pipeline_model_parallel_layout (Megatron's layout string, pp_layout_parse.h):
+ * the virtual stages and the first / last stage's decoder layers; plan models the middle stages
+ * as equal, so a string that gives them different counts is refused. */
+static cm_status read_pp_layout(reader *r, const yaml_node_t *tk, layout *l)
+{
+    const char *key = "pipeline_model_parallel_layout";
+    const char *path = "trainer.policy.megatron_config.transformer_config_kwargs."
+                       "pipeline_model_parallel_layout";
+    const char *text = NULL;
+    TRY(get_str(r, tk, key, path, &text));
+    if (!text) return CM_OK;
+    if (l->pp_first_layers || l->pp_last_layers)
+        return bad(r, child(r, tk, key),
+                   "%s cannot be set with num_layers_in_first/last_pipeline_stage "
+                   "(transformer_config.py): keep one of them", path);
+    static int ranks[4096];
+    int vpp = 0;
+    char why[200];
+    if (pp_layout_parse(text, l->pp, ranks, 4096, &vpp, why, sizeof why) < 0)
+        return bad(r, child(r, tk, key), "%s: %s: fix the value", path, why);
+    if (l->vpp > 1 && vpp != l->vpp)
+        return bad(r, child(r, tk, key),
+                   "%s has %d virtual stages a rank, virtual_pipeline_model_parallel_size says "
+                   "%d (transformer_config.py asserts they agree): fix one", path, vpp, l->vpp);
+    for (int s = 2; s < l->pp - 1; s++)
+        if (ranks[s] != ranks[1])
+            return bad(r, child(r, tk, key),
+                       "%s gives the middle pipeline stages different layer counts (%d on "
+                       "stage 1, %d on stage %d): plan models an uneven first and last stage "
+                       "only", path, ranks[1], ranks[s], s);
+    l->vpp = vpp;
+    if (l->pp >= 2) {
+        l->pp_first_layers = ranks[0];
+        l->pp_last_layers = ranks[l->pp - 1];
+    }
+    return CM_OK;
+}
+
 static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *cfg, bool megatron,
                                bool gc, bool gc_set, check_report *rep)
 {
@@ -344,6 +383,7 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
                     BIG, &l->pp_first_layers, NULL));
         TRY(get_int(r, tk, YKEY(LAYOUT_F_PP_LAST_LAYERS), YPATH(LAYOUT_F_PP_LAST_LAYERS), 1, BIG,
                     &l->pp_last_layers, NULL));
+        TRY(read_pp_layout(r, tk, l));
     }
     TRY(get_int(r, mc, YKEY(LAYOUT_F_EP), YPATH(LAYOUT_F_EP), 1, BIG, &l->ep, NULL));
     TRY(get_bool(r, ssrc, YKEY(LAYOUT_F_SP),

@@ -193,9 +193,23 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
         y_bool(w, YKEY(LAYOUT_F_TP_COMM_OVERLAP), l->tp_comm_overlap);
         if (l->vpp > 1) y_int(w, YKEY(LAYOUT_F_VPP), l->vpp);
         else y_null(w, YKEY(LAYOUT_F_VPP));
-        /* the uneven split (issue 21), TransformerConfig's own fields */
-        if (l->pp_first_layers > 0) y_int(w, YKEY(LAYOUT_F_PP_FIRST_LAYERS), l->pp_first_layers);
-        if (l->pp_last_layers > 0) y_int(w, YKEY(LAYOUT_F_PP_LAST_LAYERS), l->pp_last_layers);
+        /* the uneven split (issue 21), TransformerConfig's own fields; with virtual stages
+         * those need every stage's layers divisible by vpp (transformer_config.py), else the
+         * split goes as Megatron's layout string, TransformerConfig.pipeline_model_parallel_
+         * layout (plan check reads either back) */
+        bool as_text = false;
+        if (l->vpp > 1 && (l->pp_first_layers > 0 || l->pp_last_layers > 0))
+            for (int st = 0; st < l->pp; st++)
+                if (layout_stage_layers(m, l, st) % l->vpp) as_text = true;
+        char split[FLAG_VALUE_MAX];
+        if (as_text && emit_pipeline_layout_text(m, l, split, sizeof split)) {
+            y_quoted(w, "pipeline_model_parallel_layout", split);
+        } else {
+            if (l->pp_first_layers > 0)
+                y_int(w, YKEY(LAYOUT_F_PP_FIRST_LAYERS), l->pp_first_layers);
+            if (l->pp_last_layers > 0)
+                y_int(w, YKEY(LAYOUT_F_PP_LAST_LAYERS), l->pp_last_layers);
+        }
         if (l->recompute == RECOMPUTE_NONE) {
             y_null(w, granularity);
             y_null(w, "recompute_method");
@@ -289,21 +303,6 @@ cm_status emit_yaml(const estimate *e, const model_spec *m, const system_spec *s
         return cm_fail(err, errlen, CM_EINVAL,
                        "this plan runs under torchtitan, which the trainer YAML cannot state: "
                        "use --emit torchtitan");
-    /* TransformerConfig's num_layers_in_first/last_pipeline_stage need the first, the last
-     * and each middle stage's layers divisible by the virtual stages (megatron/core/
-     * transformer/transformer_config.py); other uneven splits with virtual stages are stated
-     * only by Megatron's layout string, which the trainer YAML does not carry */
-    const layout *lu = &e->layout;
-    if (lu->vpp > 1 && (lu->pp_first_layers > 0 || lu->pp_last_layers > 0)) {
-        for (int st = 0; st < lu->pp; st++)
-            if (layout_stage_layers(m, lu, st) % lu->vpp)
-                return cm_fail(err, errlen, CM_EINVAL,
-                               "pipeline stage %d holds %d layers, not a multiple of the %d "
-                               "virtual stages: the trainer YAML's first/last-stage layer "
-                               "counts cannot state this split (Megatron's layout string can): "
-                               "use --emit megatron-args or --emit bridge, or --vpp 1",
-                               st, layout_stage_layers(m, lu, st), lu->vpp);
-    }
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);

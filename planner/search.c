@@ -604,6 +604,11 @@ static void search_megatron(ctx *c)
                     for (int v = 2; v <= per && nvp < 64; v++)
                         if (per % v == 0) vps[nvp++] = v;
                 }
+                /* interleaving the even split cannot give, through Megatron's account-for-
+                 * embedding-and-loss split (search_uneven.h): entered as -v */
+                int acc[64];
+                int nacc = search_uneven_account_vpps(m, pp, vps, nvp, acc, 64 - nvp);
+                for (int i = 0; i < nacc; i++) vps[nvp++] = -acc[i];
                 for (int d = 0; d < nep; d++) {
                     int ep = eps[d];
                     for (int etp_i = 0; etp_i < (tp > 1 && ep > 1 ? 2 : 1); etp_i++) {
@@ -612,7 +617,8 @@ static void search_megatron(ctx *c)
                         for (int v = 0; v < nvp; v++) {
                             for (int mb = 0; mb < n_mbs; mb++) {
                                 int mbs = mbs_list[mb];
-                                if (vps[v] > 1 && (batch / (dp * mbs)) % pp) continue;
+                                int vpp = vps[v] < 0 ? -vps[v] : vps[v];
+                                if (vpp > 1 && (batch / (dp * mbs)) % pp) continue;
                                 for (int sp = (tp > 1 ? 1 : 0); sp >= 0; sp--) {
                                     if (!sp && tp > 1 && model_is_moe(m)) continue;
                                     for (int sh = 0; sh < 3; sh++) {
@@ -628,7 +634,8 @@ static void search_megatron(ctx *c)
                                             l.tp = tp; l.pp = pp; l.dp = dp; l.cp = cp;
                                             l.ep = ep; l.etp = etp == tp ? 0 : etp;
                                             l.moe_dispatcher = c->opt->moe_dispatcher;
-                                            l.vpp = vps[v]; l.mbs = mbs; l.sp = sp;
+                                            l.vpp = vpp; l.mbs = mbs; l.sp = sp;
+                                            if (vps[v] < 0) search_uneven_account_split(m, &l);
                                             l.sharding = (layout_sharding)sh;
                                             l.recompute = (layout_recompute)rc;
                                             l.overlap_grad_reduce = fsdp_ov;

@@ -40,3 +40,24 @@ bool search_uneven_variant(const model_spec *m, const layout *l, layout *out)
     }
     return false;
 }
+
+int search_uneven_account_vpps(const model_spec *m, int pp, const int *have, int nhave,
+                               int *out, int max)
+{
+    if (pp < 2 || (m->layers + 2) % pp) return 0;
+    int per = (m->layers + 2) / pp, n = 0;
+    if (per < 3) return 0; /* the end ranks need a decoder layer each */
+    for (int v = 2; v <= per && n < max; v++) {
+        if (per % v) continue;
+        bool seen = false;
+        for (int i = 0; i < nhave; i++) seen = seen || have[i] == v;
+        if (!seen) out[n++] = v;
+    }
+    return n;
+}
+
+void search_uneven_account_split(const model_spec *m, layout *l)
+{
+    int per = (m->layers + 2) / l->pp;
+    l->pp_first_layers = l->pp_last_layers = per - 1;
+}

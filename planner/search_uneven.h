@@ -18,4 +18,15 @@
  * s). False when there is none. */
 bool search_uneven_variant(const model_spec *m, const layout *l, layout *out);
 
+/* Virtual-stage counts that need Megatron's account-for-embedding-and-loss split
+ * (--account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split, the way
+ * NVIDIA's recipes put Llama-3.1-405B's 126 layers on pp 8 x vpp 8): the embedding and the
+ * loss count as a layer each, (layers + 2) / pp units a rank, the first and last rank one
+ * decoder layer fewer. Fills out with each v >= 2 that divides the units of a rank and is not
+ * in have (the even split's counts); returns how many. 0 when (layers + 2) % pp != 0. */
+int search_uneven_account_vpps(const model_spec *m, int pp, const int *have, int nhave,
+                               int *out, int max);
+/* Sets l's first and last stage to the account-for split's (layers + 2) / pp - 1 each. */
+void search_uneven_account_split(const model_spec *m, layout *l);
+
 #endif

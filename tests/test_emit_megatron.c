@@ -166,8 +166,12 @@ static int megatron_stages(json_t *args, int *out, int max, char *why, size_t wh
     if (lay) {
         int mtp, emb, loss;
         int n = parse_layout(lay, out, max, &mtp, &emb, &loss);
-        if (n != pp)
+        if (n < pp || n % pp)
             return snprintf(why, whylen, "layout '%s' has %d stages, pp %d", lay, n, pp), -1;
+        /* virtual stages: stage i is chunk i / pp of rank i % pp (pipeline_parallel_layer_
+         * layout.py); fold them into the ranks */
+        for (int s = pp; s < n; s++) out[s % pp] += out[s];
+        n = pp;
         if (emb != 1 || loss != 1)
             return snprintf(why, whylen, "layout '%s': E first once, L once", lay), -1;
         if (mtp != (mtp_s ? atoi(mtp_s) : 0))
@@ -220,11 +224,19 @@ static void check_split(const estimate *e, const model_spec *m, const char *what
                      layout_stage_layers(m, &e->layout, s));
     if (m->layers % e->layout.pp)
         assert_true(has_arg(args, "--pipeline-model-parallel-layout"));
-    /* interleaving: every virtual stage even (validate_args) */
-    if (e->layout.vpp > 1) {
+    /* interleaving: every virtual stage even (validate_args), or an uneven split stated as
+     * the layout string, which then sets the virtual stages itself (arguments.py allows one
+     * of the two) */
+    if (e->layout.vpp > 1 && !has_arg(args, "--pipeline-model-parallel-layout")) {
         const char *v = arg_value(args, "--num-layers-per-virtual-pipeline-stage");
         assert_non_null(v);
         assert_int_equal(atoi(v) * e->layout.vpp * e->layout.pp, m->layers);
+    } else if (e->layout.vpp > 1) {
+        assert_null(arg_value(args, "--num-layers-per-virtual-pipeline-stage"));
+        const char *lay = arg_value(args, "--pipeline-model-parallel-layout");
+        int bars = 0;
+        for (const char *c = lay; *c; c++) bars += *c == '|';
+        assert_int_equal(bars + 1, e->layout.pp * e->layout.vpp);
     }
     json_decref(args);
     split_checks++;

@@ -15,6 +15,7 @@
 
 #include "layout_codec.h"
 #include "search.h"
+#include "search_uneven.h"
 
 static const char *data_dir(void)
 {
@@ -306,6 +307,47 @@ static void test_uneven_variants_searched(void **state)
     search_result_free(r);
 }
 
+/* Llama-3.1-405B (126 layers) on 1024 GPUs: pp 8 cannot interleave the even split (126 % 8),
+ * so the search tries Megatron's account-for-embedding-and-loss split, 128 / 8 = 16 units a
+ * rank: 15 / 16 x 6 / 15 with 2, 4, 8 or 16 virtual stages (NVIDIA's recipe: pp 8 x vpp 8). */
+typedef struct {
+    int pp8_vpp8_15_15, pp8_vpp1_even;
+} account_seen;
+
+static void visit_account(const estimate *e, void *arg)
+{
+    account_seen *s = arg;
+    const layout *l = &e->layout;
+    if (l->framework != FRAMEWORK_MEGATRON || l->pp != 8) return;
+    if (l->vpp == 8 && l->pp_first_layers == 15 && l->pp_last_layers == 15) s->pp8_vpp8_15_15++;
+    if (l->vpp == 1 && !l->pp_first_layers && !l->pp_last_layers) s->pp8_vpp1_even++;
+}
+
+static void test_account_split_searched(void **state)
+{
+    (void)state;
+    model_spec m = load_model("405b");
+    system_spec sys = load_system("h100");
+    training_spec t = training_default();
+    t.seq_len = 8192;
+    t.global_batch = 512;
+    account_seen s = {0, 0};
+    search_options o = {.gpus = 1024, .keep = 8, .frameworks = {false, true},
+                        .visit = visit_account, .visit_arg = &s};
+    search_result *r = search_result_new();
+    char err[CM_ERRLEN];
+    assert_int_equal(search_run(&m, &sys, &t, &o, r, err, sizeof err), CM_OK);
+    assert_true(s.pp8_vpp8_15_15 > 0);
+    assert_true(s.pp8_vpp1_even > 0);
+    search_result_free(r);
+    /* the helper itself: 61 layers (DeepSeek-V3) on pp 9: 63 / 9 = 7 units a rank, vpp 7 */
+    model_spec ds = load_model("deepseek-v3");
+    int out[8], have[1] = {1};
+    assert_int_equal(search_uneven_account_vpps(&ds, 9, have, 1, out, 8), 1);
+    assert_int_equal(out[0], 7);
+    assert_int_equal(search_uneven_account_vpps(&ds, 8, have, 1, out, 8), 0); /* 63 % 8 */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_prune_keeps_result),
         cmocka_unit_test(test_visitor_prune_keeps_result),
         cmocka_unit_test(test_uneven_variants_searched),
+        cmocka_unit_test(test_account_split_searched),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
 #include "estimate.h"
 #include "layout_codec.h"
 #include "memory.h"
+#include "pp_layout_parse.h"
 
 static const char *data_dir(void)
 {
@@ -155,7 +156,8 @@ static void test_megatron_flag(void **state)
  * ranks 0..3 then chunk 1: rank 0's 7 as 3 + 4 (the short chunk holds the embedding), ranks 1
  * and 2 as 4 + 5, the last rank's 7 as 4 + 3 (the short chunk holds the loss); no
  * --num-layers-per-virtual-pipeline-stage beside it (Megatron-LM arguments.py allows one of
- * the two). The YAML's first/last-stage counts cannot state 7 over 2 chunks: refused. */
+ * the two). The YAML's first/last-stage counts cannot state 7 over 2 chunks
+ * (transformer_config.py wants them divisible by vpp): it carries the layout string. */
 static void test_megatron_flag_virtual_stages(void **state)
 {
     (void)state;
@@ -175,9 +177,46 @@ static void test_megatron_flag_virtual_stages(void **state)
     if (estimate_layout(&m, &s, &t, &l, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
     emit_context ctx = {.model_ref = "8b"};
     char *yaml = NULL;
-    assert_int_not_equal(emit_render(EMIT_YAML, &e, &m, &s, &ctx, &yaml, err, sizeof err), CM_OK);
-    assert_non_null(strstr(err, "--emit megatron-args"));
+    assert_int_equal(emit_render(EMIT_YAML, &e, &m, &s, &ctx, &yaml, err, sizeof err), CM_OK);
+    assert_non_null(
+        strstr(yaml, "pipeline_model_parallel_layout: \"Et*3|t*4|t*4|t*4|t*4|t*5|t*5|t*3,L\""));
+    assert_null(strstr(yaml, "num_layers_in_first_pipeline_stage"));
+    /* plan check reads it back: the same virtual stages and first / last stage */
+    check_config cfg;
+    check_report rep;
+    if (check_read_yaml(yaml, strlen(yaml), &cfg, &rep, err, sizeof err) != CM_OK)
+        fail_msg("%s", err);
+    assert_int_equal(cfg.layout.vpp, 2);
+    assert_int_equal(cfg.layout.pp_first_layers, 7);
+    assert_int_equal(cfg.layout.pp_last_layers, 7);
     free(yaml);
+}
+
+/* Megatron's layout strings as NVIDIA's recipes write them, read back into layers per rank:
+ * DeepSeek-V3's "Et|(tt|)*30mL" over pp 8 is 32 virtual stages (vpp 4), rank 0 holding stages
+ * 0, 8, 16, 24 = 1 + 2 + 2 + 2 = 7 layers, rank 7 stages 7, 15, 23, 31 = 2 + 2 + 2 + 0 = 6, the
+ * others 8; Llama-3-70B's FP8 recipe "Et*2|(t*2|)*34,t*3|(t*2|)*3,tL" over pp 8 is vpp 5 with
+ * the 3-layer chunk on rank 3 (stage 35) and 1 on rank 7: 10 10 10 11 10 10 10 9. */
+static void test_layout_string_read_back(void **state)
+{
+    (void)state;
+    int ranks[8], vpp = 0;
+    char err[200];
+    assert_int_equal(pp_layout_parse("Et|(tt|)*30mL", 8, ranks, 8, &vpp, err, sizeof err), 0);
+    assert_int_equal(vpp, 4);
+    const int ds[8] = {7, 8, 8, 8, 8, 8, 8, 6};
+    for (int r = 0; r < 8; r++) assert_int_equal(ranks[r], ds[r]);
+    assert_int_equal(
+        pp_layout_parse("Et*2|(t*2|)*34,t*3|(t*2|)*3,tL", 8, ranks, 8, &vpp, err, sizeof err), 0);
+    assert_int_equal(vpp, 5);
+    const int l70[8] = {10, 10, 10, 11, 10, 10, 10, 9};
+    for (int r = 0; r < 8; r++) assert_int_equal(ranks[r], l70[r]);
+    /* bad strings: one line each */
+    assert_int_equal(pp_layout_parse("Et|tx|tL", 3, ranks, 8, &vpp, err, sizeof err), -1);
+    assert_non_null(strstr(err, "'x'"));
+    assert_int_equal(pp_layout_parse("E(tt|*2L", 2, ranks, 8, &vpp, err, sizeof err), -1);
+    assert_int_equal(pp_layout_parse("Et|t|tL", 2, ranks, 8, &vpp, err, sizeof err), -1);
+    assert_non_null(strstr(err, "does not divide"));
 }
 
 /* 9 a stage, 2 less on each end: (32 + 2 + 2) / 4 = 9, the ends 7; read back the same. */
@@ -276,6 +315,7 @@ int main(void)
         cmocka_unit_test(test_uneven_is_faster),
         cmocka_unit_test(test_megatron_flag),
         cmocka_unit_test(test_megatron_flag_virtual_stages),
+        cmocka_unit_test(test_layout_string_read_back),
         cmocka_unit_test(test_torchtitan_round_trip),
         cmocka_unit_test(test_torchtitan_default_split),
         cmocka_unit_test(test_json_round_trip),
