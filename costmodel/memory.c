@@ -73,6 +73,18 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * scales (moe_dispatch_elem_bytes) */
         double in_bytes = moe_dispatch_elem_bytes(l) * h * etp;
         double per_copy = in_bytes + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h;
+        /* Low precision (precision.h): Transformer Engine's GroupedLinear saves the experts'
+         * inputs quantized as its Linear does (transformer_engine/pytorch/module/
+         * grouped_linear.py, _GroupedLinear.forward: inputmats = tex.split_quantize(...),
+         * saved for the backward): FC1's input (the permuted tokens) and FC2's (the
+         * activation's product) take saved_input_bytes a element instead of 2 */
+        precision_rules pe;
+        precision_rules_of(l, &pe);
+        if (pe.saved_input_bytes < 2.0 && !layout_is_pytorch(l)) {
+            double se = pe.saved_input_bytes;
+            if (moe_dispatch_elem_bytes(l) > se) per_copy -= (moe_dispatch_elem_bytes(l) - se) * h * etp;
+            per_copy -= (2.0 - se) * m->expert_ffn;
+        }
         if (l->framework == FRAMEWORK_TORCHTITAN && !l->compile) {
             /* eager torchtitan MoE (torchtitan/models/moe.py): GroupedExperts' SwiGLU saves
              * silu's output too (8 bytes x expert_ffn, as the dense eager MLP), and the combine
@@ -165,7 +177,8 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
             double shared = m->shared_experts * mlp_intermediate_bytes(m, m->shared_ffn);
             st.shared = tokens * shared / tp;
             /* the activation's output, the experts' FC2 input: 2 bytes per intermediate */
-            st.expert_act = tokens * m->top_k * 2.0 * m->expert_ffn / tp * moe_load_factor(t);
+            st.expert_act = tokens * m->top_k * (layout_is_pytorch(l) ? 2.0 : s) * m->expert_ffn /
+                            tp * moe_load_factor(t);
             st.moe_all = moe_bytes + st.shared + tokens * 4.0 * m->experts / repl_div;
         }
         double freed = recompute_modules_freed_bytes(mods, &st);
