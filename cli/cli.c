@@ -65,7 +65,7 @@ enum {
     OPT_MOE_FP8_DISPATCH, OPT_OPT_OFFLOAD,
     OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_EXPANDABLE_SEGMENTS, OPT_PP_FIRST,
     OPT_PP_LAST,
-    OPT_RECOMPUTE_MODULES,
+    OPT_RECOMPUTE_MODULES, OPT_BF16_OPT_STATES,
 };
 
 static const struct option long_opts[] = {
@@ -96,6 +96,7 @@ static const struct option long_opts[] = {
     {"recompute", required_argument, NULL, OPT_RECOMPUTE},
     {"recompute-layers", required_argument, NULL, OPT_RECOMPUTE_LAYERS},
     {"recompute-modules", required_argument, NULL, OPT_RECOMPUTE_MODULES},
+    {"bf16-optimizer-states", no_argument, NULL, OPT_BF16_OPT_STATES},
     {"no-reshard-after-forward", no_argument, NULL, OPT_NO_RESHARD},
     {"shard-size", required_argument, NULL, OPT_SHARD_SIZE},
     {"offload", no_argument, NULL, OPT_OFFLOAD},
@@ -318,6 +319,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             if (!layout_parse_recompute(optarg, &l->recompute))
                 rc = cli_error("--recompute must be none, selective or full");
             break;
+        case OPT_BF16_OPT_STATES: l->optimizer_bf16_states = true; break;
         case OPT_RECOMPUTE_MODULES: {
             char bad[80], msg[320];
             if (!recompute_modules_parse(optarg, &l->recompute_modules, bad, sizeof bad)) {

@@ -25,6 +25,8 @@ static void usage(void)
            "  --recompute none|selective|full --recompute-layers N\n"
            "  --recompute-modules M,M (Megatron selective: core_attn moe_act layernorm\n"
            "                       mla_up_proj mlp moe shared_experts; default core_attn)\n"
+           "  --bf16-optimizer-states  Megatron precision-aware optimizer: bf16 main grads\n"
+           "                       and Adam moments (distributed optimizer)\n"
            "  --optimizer-cpu-offload [--optimizer-offload-fraction F] --activation-offload\n"
            "                       Megatron CPU offload (distopt; activations: pp 1, no recompute)\n"
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"

@@ -285,6 +285,8 @@ static double optimizer_cost(const model_spec *m, const system_spec *sys, const 
     *local_params = local;
     if (l->offload) return local / sys->host_adam_params_per_s;
     double per_param = 30.0;
+    /* bf16 gradient read and bf16 m, v read + write: 2 + 8 + 8 + 2 = 20 */
+    if (l->optimizer_bf16_states) per_param = 20.0;
     if (layout_is_pytorch(l))
         per_param = optimizer_impl_bytes_per_param(layout_optimizer_impl_of(l)) + 12.0;
     /* --fp8-param-gather: the updated fp32 master is written to the parameter buffer in its

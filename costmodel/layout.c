@@ -667,6 +667,13 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
                  "delayed scaling does not support moe_act and layernorm recompute for fp8 "
                  "(transformer_config.py): use --fp8-recipe tensorwise or blockwise");
     }
+    /* megatron/core/optimizer/__init__.py: "--use-precision-aware-optimizer only supported with
+     * distributed optimizer" (Megatron-FSDP runs it too) */
+    if (l->optimizer_bf16_states &&
+        (l->framework != FRAMEWORK_MEGATRON || l->sharding == SHARDING_DDP))
+        FAIL(CM_ERULE, "bf16-optimizer-states-need-distopt",
+             "--bf16-optimizer-states is Megatron's precision-aware optimizer, which needs the "
+             "distributed optimizer: use --framework megatron --sharding distopt (or fsdp)");
     /* Megatron-FSDP combines with pipeline parallelism: Megatron-LM's validate_args (commit
      * d98e8a6, megatron/training/arguments.py:1031-1033) asserts pipeline size 1 only for
      * --use-torch-fsdp2; its --use-megatron-fsdp block (lines 1118-1191) has no such rule. The

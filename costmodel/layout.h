@@ -124,6 +124,11 @@ typedef struct {
     /* FP8 MoE dispatch (moe_dispatch.h): the dispatch and the combine's gradient sent in FP8
      * with block scales, the combine and the dispatch's gradient in bf16 */
     bool moe_fp8_dispatch;
+    /* Megatron's precision-aware optimizer with bf16 state (--use-precision-aware-optimizer
+     * --main-grads-dtype bf16 --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16; the fp32 master
+     * copy stays): 2 + 2 + 2 bytes a parameter of gradients and Adam moments instead of
+     * 4 + 4 + 4 (NVIDIA's DeepSeek-V3 and Kimi-K2 recipes). Distributed optimizer only. */
+    bool optimizer_bf16_states;
 } layout;
 
 /* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */

@@ -64,6 +64,8 @@ typedef enum {
     LAYOUT_F_PP_LAST_LAYERS,  /* only when set */
     LAYOUT_F_RECOMPUTE_MODULES, /* Megatron's selective recompute modules: written only when
                                    set, as "layernorm,moe_act" (recompute_modules.h) */
+    LAYOUT_F_OPTIMIZER_BF16_STATES, /* Megatron's precision-aware optimizer, bf16 state:
+                                       written only when on */
     LAYOUT_NFIELDS
 } layout_field_id;
 

@@ -457,6 +457,10 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         r.weights_bytes = 2.0 * params;
         r.gradients_bytes = grad_bytes * params;
         r.optimizer_bytes = 12.0 * sharded;
+        if (l->optimizer_bf16_states) { /* bf16 main grads, bf16 Adam m and v (layout.h) */
+            r.gradients_bytes = 2.0 * params;
+            r.optimizer_bytes = 8.0 * sharded;
+        }
         break;
     case SHARDING_FSDP:
         if (layout_is_pytorch(l)) {
@@ -487,6 +491,10 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
             r.weights_bytes = 2.0 * sharded;
             r.gradients_bytes = grad_bytes * sharded;
             r.optimizer_bytes = 12.0 * sharded;
+            if (l->optimizer_bf16_states) {
+                r.gradients_bytes = 2.0 * sharded;
+                r.optimizer_bytes = 8.0 * sharded;
+            }
             r.comm_buffer_bytes = 2.0 * 2.0 * layer_params + 2.0 * grad_bytes * layer_params;
         }
         if (!l->reshard_after_forward)

@@ -165,6 +165,12 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
         fprintf(f, "cfg.model.recompute_num_layers = %d\n",
                 l->recompute_layers > 0 ? l->recompute_layers : 1);
     }
+    if (l->optimizer_bf16_states) { /* OptimizerConfig: the precision-aware optimizer */
+        fprintf(f, "cfg.optimizer.use_precision_aware_optimizer = True\n");
+        fprintf(f, "cfg.optimizer.main_grads_dtype = torch.bfloat16\n");
+        fprintf(f, "cfg.optimizer.exp_avg_dtype = torch.bfloat16\n");
+        fprintf(f, "cfg.optimizer.exp_avg_sq_dtype = torch.bfloat16\n");
+    }
     fprintf(f, "cfg.model.seq_length = %d\n", t->seq_len);
     fprintf(f, "cfg.dataset.seq_length = %d\n", t->seq_len);
     fprintf(f, "cfg.train.micro_batch_size = %d\n", l->mbs);

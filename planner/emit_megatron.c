@@ -475,6 +475,12 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
         fl_add(fl, "--overlap-cpu-optimizer-d2h-h2d", NULL);
         fl_add(fl, "--use-precision-aware-optimizer", NULL);
     }
+    if (l->optimizer_bf16_states) { /* arguments.py: the precision-aware optimizer's dtypes */
+        if (l->optimizer_offload_pct <= 0) fl_add(fl, "--use-precision-aware-optimizer", NULL);
+        fl_add(fl, "--main-grads-dtype", "bf16");
+        fl_add(fl, "--exp-avg-dtype", "bf16");
+        fl_add(fl, "--exp-avg-sq-dtype", "bf16");
+    }
     /* activation offload: --cpu-offloading itself is not a command-line flag (arguments.py
      * excludes TransformerConfig's cpu_offloading); --cpu-offloading-num-layers N > 0 turns it
      * on (arguments.py at d98e8a6, validate_args) */

@@ -299,6 +299,10 @@ static void yaml_skyrl_gaps(FILE *f, const estimate *e)
 cm_status emit_yaml(const estimate *e, const model_spec *m, const system_spec *sys,
                     const emit_context *ctx, char **out, char *err, size_t errlen)
 {
+    if (e->layout.optimizer_bf16_states) /* torch dtypes in OptimizerConfig: no YAML form here */
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "the trainer YAML does not state --bf16-optimizer-states (Megatron's "
+                       "precision-aware optimizer): use --emit megatron-args or --emit bridge");
     if (e->layout.framework == FRAMEWORK_TORCHTITAN) /* issue 19: no trainer YAML holds it */
         return cm_fail(err, errlen, CM_EINVAL,
                        "this plan runs under torchtitan, which the trainer YAML cannot state: "

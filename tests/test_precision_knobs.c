@@ -378,6 +378,50 @@ static void test_blackwell_ratio(void **state)
     assert_true(REL((fl - o) / (fb - o), 0.5 / (0.763 / 0.776)) < 1e-9);
 }
 
+/* Megatron's precision-aware optimizer with bf16 state (layout.h optimizer_bf16_states):
+ * Llama-3.1-8B (8,030,261,248 parameters) on 8 GPUs, distributed optimizer, gradients reduced
+ * in fp32 by default: the main gradients go from 4 to 2 bytes a parameter (16,060,522,496 B
+ * less) and the sharded Adam state from 12 to 8 bytes (4 x 8.03e9 / 8 = 4,015,130,624 B less). */
+static void test_bf16_optimizer_states(void **state)
+{
+    (void)state;
+    model_spec m = load_model("8b");
+    system_spec s = load_system("h100");
+    training_spec t = training_default();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.dp = 8;
+    layout b = l;
+    b.optimizer_bf16_states = true;
+    estimate ea, eb;
+    char err[CM_ERRLEN];
+    assert_int_equal(estimate_layout(&m, &s, &t, &l, &ea, err, sizeof err), CM_OK);
+    assert_int_equal(estimate_layout(&m, &s, &t, &b, &eb, err, sizeof err), CM_OK);
+    assert_true(REL(ea.memory.gradients_bytes - eb.memory.gradients_bytes, 16060522496.0) < 1e-9);
+    assert_true(REL(ea.memory.optimizer_bytes - eb.memory.optimizer_bytes, 4015130624.0) < 1e-9);
+    assert_true(eb.time.optimizer_s < ea.time.optimizer_s); /* 20 bytes a parameter, not 30 */
+    /* the flags Megatron-LM takes, the Bridge lines, the JSON key read back */
+    emit_context ctx = {.model_ref = "8b"};
+    char *text = NULL;
+    assert_int_equal(emit_render(EMIT_MEGATRON_ARGS, &eb, &m, &s, &ctx, &text, err, sizeof err),
+                     CM_OK);
+    assert_non_null(strstr(text, "--use-precision-aware-optimizer \\\n--main-grads-dtype bf16 "
+                                 "\\\n--exp-avg-dtype bf16 \\\n--exp-avg-sq-dtype bf16"));
+    free(text);
+    assert_int_equal(emit_render(EMIT_BRIDGE, &eb, &m, &s, &ctx, &text, err, sizeof err), CM_OK);
+    assert_non_null(strstr(text, "cfg.optimizer.exp_avg_sq_dtype = torch.bfloat16"));
+    free(text);
+    json_t *j = layout_to_json(&b);
+    assert_true(json_is_true(json_object_get(j, "optimizer_bf16_states")));
+    layout back;
+    assert_int_equal(layout_from_json(j, "layout", &back, NULL, err, sizeof err), CM_OK);
+    assert_true(back.optimizer_bf16_states);
+    json_decref(j);
+    /* DDP has no precision-aware optimizer (megatron/core/optimizer/__init__.py) */
+    b.sharding = SHARDING_DDP;
+    assert_int_equal(layout_check(&m, &s, &t, &b, 0, err, sizeof err), CM_ERULE);
+    assert_non_null(strstr(err, "distributed optimizer"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -388,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_emit),
         cmocka_unit_test(test_fp8_dispatch),
         cmocka_unit_test(test_blackwell_ratio),
+        cmocka_unit_test(test_bf16_optimizer_states),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
