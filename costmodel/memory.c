@@ -474,14 +474,22 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
              * fp32 (reduce-scatter input) gradients. Without reshard_after_forward every unit
              * stays gathered instead (below), the root and the two blocks among them. */
             r.comm_buffer_bytes = 2.0 * (2.0 + 4.0) * layer_params;       /* bf16 + fp32 grads */
-            if (l->pp > 1 && layout_microbatches(l, t) > 1)
+            if (l->pp > 1 && layout_microbatches(l, t) > 1) {
                 /* torch pipelining reduces only in the last micro-batch's backward
                  * (stage.py backward_maybe_with_nosync: set_requires_gradient_sync(
                  * last_backward)); before it each block's bf16 gradient is added into
-                 * FSDP2's fp32 unsharded accumulator (gradients_bytes), and the fp32
-                 * reduce-scatter input exists only in that last backward, when the stage
-                 * holds one micro-batch: one block's bf16 gradient at the peak */
+                 * FSDP2's fp32 unsharded accumulator, and the fp32 reduce-scatter input
+                 * exists only in that last backward, when the stage holds one micro-batch:
+                 * one block's bf16 gradient at the peak */
                 r.comm_buffer_bytes = 2.0 * layer_params;
+                /* that accumulator is the unsharded gradient of every parameter of the stage
+                 * (FSDP2 _fsdp_param.py to_accumulated_grad_if_needed: the unsharded grad in
+                 * the reduce dtype, fp32, kept across the no-sync backwards); the sharded
+                 * fp32 gradients were freed by zero_grad. With dp 1 the two are the same
+                 * bytes; with FSDP 8 x TP 8 x PP 8 for Llama-3.1-405B it is 4 bytes x 6.3e9,
+                 * not x 0.8e9 (torchtitan's published 405B runs, test_published_torchtitan) */
+                r.gradients_bytes = 4.0 * params;
+            }
             if (l->reshard_after_forward)
                 r.comm_buffer_bytes += memory_root_gathered_bytes(m, l, stage) +
                                        2.0 * 2.0 * layer_params;          /* cur + prefetch */
