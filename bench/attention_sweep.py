@@ -47,6 +47,14 @@ def measure(out_path, quick, deadline_s):
     seqs = (1024, 2048, 4096, 8192, 16384)
     dims = (64, 96, 128)
     masks = ("causal", "none", "window")
+    if ARGS.seqs:
+        seqs = tuple(int(x) for x in ARGS.seqs.split(","))
+    if ARGS.dims:
+        dims = tuple(int(x) for x in ARGS.dims.split(","))
+    if ARGS.heads:
+        heads_x_batch = tuple(int(x) for x in ARGS.heads.split(","))
+    if ARGS.masks:
+        masks = tuple(ARGS.masks.split(","))
     if quick:
         heads_x_batch, seqs, dims = (16, 64), (1024, 2048), (64, 128)
     try:
@@ -180,8 +188,13 @@ if __name__ == "__main__":
     ap.add_argument("--quick", action="store_true", help="a few shapes (smoke test)")
     ap.add_argument("--deadline", type=float, default=0, help="stop starting shapes after this many s")
     ap.add_argument("--table", help="write the cost model's table from the given JSONL files")
+    ap.add_argument("--seqs", default="", help="sequence lengths, e.g. 32768,65536 (default: 1k-16k)")
+    ap.add_argument("--dims", default="", help="head dims, e.g. 64,128")
+    ap.add_argument("--heads", default="", help="batch x heads values, e.g. 8,16,32,64")
+    ap.add_argument("--masks", default="", help="causal,none,window subset")
     ap.add_argument("inputs", nargs="*")
     a = ap.parse_args()
+    ARGS = a
     if a.out:
         measure(a.out, a.quick, a.deadline)
     elif a.table:
