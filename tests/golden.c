@@ -12,6 +12,7 @@
  */
 #include "golden.h"
 
+#include "csv_table.h"
 #include "flops.h"
 
 #include <csv.h>
@@ -20,45 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXCOLS 80
-#define MAXROWS 64
-
-typedef struct {
-    char *cells[MAXROWS + 1][MAXCOLS];
-    int ncols[MAXROWS + 1];
-    int row, col;
-} table;
-
-static void on_field(void *s, size_t len, void *data)
+static const char *cell(const csv_table *t, int r, const char *name)
 {
-    table *t = data;
-    if (t->row > MAXROWS || t->col >= MAXCOLS) return;
-    char *c = malloc(len + 1);
-    memcpy(c, s, len);
-    c[len] = '\0';
-    t->cells[t->row][t->col++] = c;
-}
-
-static void on_row(int ch, void *data)
-{
-    (void)ch;
-    table *t = data;
-    if (t->row <= MAXROWS) t->ncols[t->row] = t->col;
-    t->row++;
-    t->col = 0;
-}
-
-static int col_index(const table *t, const char *name)
-{
-    for (int i = 0; i < t->ncols[0]; i++)
-        if (!strcmp(t->cells[0][i], name)) return i;
-    return -1;
-}
-
-static const char *cell(const table *t, int r, const char *name)
-{
-    int i = col_index(t, name);
-    return (i >= 0 && i < t->ncols[r]) ? t->cells[r][i] : "";
+    return csv_table_cell(t, r, name);
 }
 
 /* First number in a cell ("51200 padded", "1 (no ...)"); 0 if none. */
@@ -73,35 +38,16 @@ static bool has(const char *s, const char *sub) { return strstr(s, sub) != NULL;
 int golden_run(const char *csv_path, const char *data_dir, golden_row *rows, int max, char *err,
                size_t errlen)
 {
-    FILE *f = fopen(csv_path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot read %s", csv_path);
-        return -1;
-    }
-    table *t = calloc(1, sizeof *t);
-    struct csv_parser p;
-    csv_init(&p, CSV_APPEND_NULL);
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        if (csv_parse(&p, buf, n, on_field, on_row, t) != n) {
-            snprintf(err, errlen, "%s: %s", csv_path, csv_strerror(csv_error(&p)));
-            fclose(f);
-            csv_free(&p);
-            free(t);
-            return -1;
-        }
-    csv_fini(&p, on_field, on_row, t);
-    csv_free(&p);
-    fclose(f);
+    csv_table *t = csv_table_read(csv_path, err, errlen);
+    if (!t) return -1;
 
     system_spec sys;
     if (system_load("a100-80g", data_dir, &sys, err, errlen) != CM_OK) {
-        free(t);
+        csv_table_free(t);
         return -1;
     }
     int out = 0;
-    for (int r = 1; r < t->row && r <= MAXROWS && out < max; r++) {
+    for (int r = 1; r <= csv_table_rows(t) && out < max; r++) {
         golden_row *g = &rows[out];
         memset(g, 0, sizeof *g);
         snprintf(g->run_id, sizeof g->run_id, "%s", cell(t, r, "run_id"));
@@ -185,8 +131,6 @@ int golden_run(const char *csv_path, const char *data_dir, golden_row *rows, int
         g->error = (g->predicted - g->reported) / g->reported;
         out++;
     }
-    for (int r = 0; r < t->row && r <= MAXROWS; r++)
-        for (int c = 0; c < t->ncols[r]; c++) free(t->cells[r][c]);
-    free(t);
+    csv_table_free(t);
     return out;
 }

@@ -15,7 +15,6 @@
  * 12%); the MoE rows carry knobs plan prices only roughly (EP overlap, dispatcher back-ends,
  * recompute module lists) and are held to looser bounds that still catch a regression.
  */
-#include <csv.h>
 #include <jansson.h>
 #include <math.h>
 #include <setjmp.h>
@@ -29,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "csv_table.h"
 #include "plan_run.h"
 
 /* MoE bounds: today's figures with some room; lower them as bench/README.md "Published Megatron-Bridge runs on H100"'s open
@@ -36,41 +36,13 @@
 #define MOE_MEDIAN_MAX 0.80 /* 72% today */
 #define MOE_MAX_MAX 0.95    /* 82% today (GPT-OSS 120B) */
 
-#define MAXCOLS 32
 #define MAXROWS 64
 #define CELL 512
 
-typedef struct {
-    char cells[MAXROWS + 1][MAXCOLS][CELL];
-    int ncols[MAXROWS + 1];
-    int row, col;
-} table;
-
-static void on_field(void *s, size_t len, void *data)
+static const char *cell(const csv_table *t, int r, const char *name)
 {
-    table *t = data;
-    if (t->row > MAXROWS || t->col >= MAXCOLS) return;
-    if (len >= CELL) len = CELL - 1;
-    memcpy(t->cells[t->row][t->col], s, len);
-    t->cells[t->row][t->col][len] = '\0';
-    t->col++;
-}
-
-static void on_row(int c, void *data)
-{
-    (void)c;
-    table *t = data;
-    if (t->row <= MAXROWS) t->ncols[t->row] = t->col;
-    t->row++;
-    t->col = 0;
-}
-
-static const char *cell(const table *t, int r, const char *name)
-{
-    for (int c = 0; c < t->ncols[0]; c++)
-        if (!strcmp(t->cells[0][c], name)) return c < t->ncols[r] ? t->cells[r][c] : "";
-    fail_msg("no column %s in the published-runs file", name);
-    return "";
+    if (!csv_table_has_column(t, name)) fail_msg("no column %s in the published-runs file", name);
+    return csv_table_cell(t, r, name);
 }
 
 static int cmp(const void *a, const void *b)
@@ -87,7 +59,7 @@ static double median(double *v, int n)
 
 /* One row through `plan estimate --format json`, with extra options appended: tokens/s per
  * GPU, the predicted peak GiB and whether it fits. */
-static void price(const table *t, int r, const char *extra, double *tokens_per_gpu,
+static void price(const csv_table *t, int r, const char *extra, double *tokens_per_gpu,
                   double *mem_gib, bool *fits)
 {
     const char *model = cell(t, r, "model");
@@ -120,38 +92,28 @@ static void price(const table *t, int r, const char *extra, double *tokens_per_g
 static void test_megatron_bridge_h100(void **state)
 {
     (void)state;
-    static table t;
-    memset(&t, 0, sizeof t);
-    FILE *f = fopen(PUBLISHED_CSV, "r");
-    assert_non_null(f);
-    struct csv_parser p;
-    assert_int_equal(csv_init(&p, CSV_APPEND_NULL), 0);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        assert_int_equal(csv_parse(&p, buf, n, on_field, on_row, &t), n);
-    csv_fini(&p, on_field, on_row, &t);
-    csv_free(&p);
-    fclose(f);
-    assert_true(t.row >= 2 && t.row <= MAXROWS);
-
+    char rerr[256];
+    csv_table *tab = csv_table_read(PUBLISHED_CSV, rerr, sizeof rerr);
+    if (!tab) fail_msg("%s", rerr);
+    int nrows = csv_table_rows(tab);
+    assert_true(nrows >= 1 && nrows <= MAXROWS);
     double dense[MAXROWS], moe[MAXROWS];
     int ndense = 0, nmoe = 0, expressed = 0, not_expressible = 0, oom = 0, banded = 0;
     printf("%-38s %-8s %9s %9s %7s %6s  %s\n", "run", "release", "published", "predicted",
            "error", "GiB", "layout (tokens/s/GPU)");
-    for (int r = 1; r < t.row; r++) {
-        const char *id = cell(&t, r, "run_id");
-        if (strcmp(cell(&t, r, "expressible"), "yes")) {
+    for (int r = 1; r <= nrows; r++) {
+        const char *id = cell(tab, r, "run_id");
+        if (strcmp(cell(tab, r, "expressible"), "yes")) {
             printf("%-38s %-8s %9s %9s %7s %6s  not expressible: %s\n", id,
-                   cell(&t, r, "release"), cell(&t, r, "tokens_per_s_per_gpu"), "-", "-", "-",
-                   cell(&t, r, "note"));
+                   cell(tab, r, "release"), cell(tab, r, "tokens_per_s_per_gpu"), "-", "-", "-",
+                   cell(tab, r, "note"));
             not_expressible++;
             continue;
         }
-        const char *unknown = cell(&t, r, "unknown_args");
-        double pub = atof(cell(&t, r, "tokens_per_s_per_gpu"));
+        const char *unknown = cell(tab, r, "unknown_args");
+        double pub = atof(cell(tab, r, "tokens_per_s_per_gpu"));
         assert_true(pub > 0);
-        bool is_moe = !strcmp(cell(&t, r, "kind"), "moe");
+        bool is_moe = !strcmp(cell(tab, r, "kind"), "moe");
         if (unknown[0]) {
             /* a knob the source does not state: the band over its plausible values, kept out
              * of the statistics (no value is picked because it fits) */
@@ -162,23 +124,23 @@ static void test_megatron_bridge_h100(void **state)
             for (char *a = strtok_r(alts, "|", &save); a; a = strtok_r(NULL, "|", &save)) {
                 double pred, gib;
                 bool ok;
-                price(&t, r, a, &pred, &gib, &ok);
+                price(tab, r, a, &pred, &gib, &ok);
                 lo = fmin(lo, pred / pub - 1);
                 hi = fmax(hi, pred / pub - 1);
             }
             printf("%-38s %-8s %9.0f %9s %+6.1f%%..%+.1f%%  band over an unstated knob (%s)\n",
-                   id, cell(&t, r, "release"), pub, "-", 100 * lo, 100 * hi, unknown);
+                   id, cell(tab, r, "release"), pub, "-", 100 * lo, 100 * hi, unknown);
             banded++;
             continue;
         }
         double pred, mem_gib;
         bool fits;
-        price(&t, r, "", &pred, &mem_gib, &fits);
+        price(tab, r, "", &pred, &mem_gib, &fits);
         double err = pred / pub - 1;
         printf("%-38s %-8s %9.0f %9.0f %+6.1f%% %6.1f  tp%s pp%s cp%s vp%s ep%s %s%s\n", id,
-               cell(&t, r, "release"), pub, pred, 100 * err, mem_gib, cell(&t, r, "tp"),
-               cell(&t, r, "pp"), cell(&t, r, "cp"), cell(&t, r, "vp"), cell(&t, r, "ep"),
-               cell(&t, r, "precision"), fits ? "" : "  PREDICTED NOT TO FIT (it ran)");
+               cell(tab, r, "release"), pub, pred, 100 * err, mem_gib, cell(tab, r, "tp"),
+               cell(tab, r, "pp"), cell(tab, r, "cp"), cell(tab, r, "vp"), cell(tab, r, "ep"),
+               cell(tab, r, "precision"), fits ? "" : "  PREDICTED NOT TO FIT (it ran)");
         if (!fits) oom++;
         if (is_moe) moe[nmoe++] = fabs(err);
         else dense[ndense++] = fabs(err);
@@ -192,6 +154,7 @@ static void test_megatron_bridge_h100(void **state)
            "%.1f%%; predicted not to fit: %d; banded: %d; not expressible: %d\n",
            ndense, 100 * dense_med, 100 * dense_max, nmoe, 100 * moe_med, 100 * moe_max, oom,
            banded, not_expressible);
+    csv_table_free(tab);
     assert_true(expressed >= 10);
     /* every published run ran: with its recipe's knobs each is predicted to fit (DeepSeek-V3's
      * 72.6 GiB on stage 1 rests on the experts' inputs saved in FP8, memory.c) */
