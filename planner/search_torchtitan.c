@@ -22,15 +22,8 @@
  *    pipeline, where a plan that fits no other way may fit with it.
  */
 #include "search_torchtitan.h"
+#include "search_layouts.h"
 #include "search_uneven.h"
-
-static int divisors(long n, int *out, int max)
-{
-    int c = 0;
-    for (long d = 1; d <= n && c < max; d++)
-        if (n % d == 0) out[c++] = (int)d;
-    return c;
-}
 
 void search_torchtitan_layouts(const model_spec *m, const system_spec *sys,
                                const training_spec *t, const search_options *opt,
@@ -42,21 +35,21 @@ void search_torchtitan_layouts(const model_spec *m, const system_spec *sys,
     static const layout_pp_schedule scheds[] = {PP_SCHEDULE_1F1B, PP_SCHEDULE_INTERLEAVED_1F1B,
                                                 PP_SCHEDULE_ZBV, PP_SCHEDULE_DUALPIPEV};
     int domain = system_domain_gpus(sys);
-    int ntp = divisors(gpus, tps, 64);
+    int ntp = search_divisors(gpus, tps, 64);
     for (int a = 0; a < ntp; a++) {
         int tp = tps[a];
         if (tp > domain || m->heads % tp || m->kv_heads % tp) continue;
-        int npp = divisors(gpus / tp, pps, 64);
+        int npp = search_divisors(gpus / tp, pps, 64);
         for (int b = 0; b < npp; b++) {
             int pp = pps[b];
             if (pp > m->layers) break;
-            int ncp = divisors(gpus / ((long)tp * pp), cps, 64);
+            int ncp = search_divisors(gpus / ((long)tp * pp), cps, 64);
             for (int cc = 0; cc < ncp; cc++) {
                 int cp = cps[cc];
                 if (cp > 1 && t->seq_len % (2 * cp)) continue;
                 int dp = gpus / (tp * pp * cp);
                 if (t->global_batch % dp) continue;
-                int nep = model_is_moe(m) ? divisors(m->experts, eps, 64) : 1;
+                int nep = model_is_moe(m) ? search_divisors(m->experts, eps, 64) : 1;
                 if (!model_is_moe(m)) eps[0] = 1;
                 /* HSDP within a node, holding whole CP groups */
                 int node = sys->gpus_per_node / tp;
