@@ -11,6 +11,7 @@
  * are added in is the order the backend issues them in per phase: keep both when editing.
  */
 #include "layer_recipe.h"
+#include "recipe_builder.h"
 #include "recompute_modules.h"
 
 #include <math.h>
@@ -39,201 +40,6 @@ const char *recipe_kind_name(recipe_kind k)
     return (k >= 0 && k < RECIPE_KINDS) ? kind_names[k] : "?";
 }
 
-typedef struct {
-    const system_spec *sys;
-    recipe *r;
-    recipe_items *items; /* NULL: ops only (the estimate) */
-    /* low precision (precision.h): the Linears' GEMMs in the layout's format, with their
-     * quantize kernels; keep_bf16 while adding a Linear the recipes keep in bf16 (router) */
-    bool lp;
-    bool keep_bf16;
-    double lp_peak_flops;
-    double lp_ratio; /* precision_gemm_ratio: the GPU's low-precision GEMM efficiency ratio */
-    precision_rules pr;
-    double quant_fwd_bytes, quant_bwd_bytes; /* the layer's quantize kernels (quantize_ops) */
-} builder;
-
-static void builder_precision(builder *b, const layout *l)
-{
-    b->lp = precision_is_low(l);
-    b->keep_bf16 = false;
-    b->lp_peak_flops = precision_peak_flops(b->sys, l);
-    b->lp_ratio = precision_gemm_ratio(b->sys, l);
-    b->quant_fwd_bytes = b->quant_bwd_bytes = 0;
-    precision_rules_of(l, &b->pr);
-}
-
-/* One GEMM of a Linear in the builder's precision (bf16: compute_gemm_s, unchanged). */
-static double gemm_s(const builder *b, double m, double n, double k)
-{
-    if (!b->lp || b->keep_bf16) return compute_gemm_s(b->sys, m, n, k);
-    return compute_gemm_lp_s(b->sys, b->lp_peak_flops, b->lp_ratio, b->pr.operand_bytes, m, n,
-                             k);
-}
-
-/* Forward + dgrad + wgrad, as compute_gemm_fwd_bwd_s composes them. */
-static double gemm_fwd_bwd_s(const builder *b, double m, double n, double k)
-{
-    if (!b->lp || b->keep_bf16) return compute_gemm_fwd_bwd_s(b->sys, m, n, k);
-    return gemm_s(b, m, n, k) + gemm_s(b, m, k, n) + gemm_s(b, k, n, m);
-}
-
-/* A new op; its index, or -1 when the (generously sized) table is full. */
-static int op_add(builder *b, const char *name, recipe_kind kind, recipe_phase phase,
-                  recipe_stream stream, recipe_overlap overlap, double fwd_s, double bwd_s)
-{
-    recipe *r = b->r;
-    if (r->n_ops >= RECIPE_MAX_OPS) return -1;
-    recipe_op *o = &r->op[r->n_ops];
-    o->name = name;
-    o->kind = kind;
-    o->phase = phase;
-    o->stream = stream;
-    o->overlap = overlap;
-    o->recompute = false;
-    o->recompute_launches = 0;
-    o->fwd_s = fwd_s;
-    o->bwd_s = bwd_s;
-    o->fwd_bwd_s = 0;
-    o->launches = 1;
-    o->leave_fwd_s = 0;
-    o->recompute_enter_only = false;
-    return r->n_ops++;
-}
-
-static recipe_item *item_add(builder *b, int op, recipe_phase phase, recipe_item_kind kind,
-                             const char *name)
-{
-    recipe_items *w = b->items;
-    if (!w || op < 0) return NULL;
-    if (w->n >= RECIPE_MAX_ITEMS) {
-        w->overflow = true;
-        return NULL;
-    }
-    recipe_item *it = &w->item[w->n++];
-    memset(it, 0, sizeof *it);
-    it->phase = phase;
-    it->op = op;
-    it->kind = kind;
-    it->batch = 1;
-    snprintf(it->name, sizeof it->name, "%s", name);
-    return it;
-}
-
-static void gemm_item(builder *b, int op, recipe_phase phase, const char *name,
-                      recipe_gemm_form form, double m, double n, double k, int batch, bool weight,
-                      double pred_s)
-{
-    recipe_item *it = item_add(b, op, phase, RECIPE_ITEM_GEMM, name);
-    if (!it) return;
-    it->form = form;
-    it->m = m;
-    it->n = n;
-    it->k = k;
-    it->batch = batch;
-    it->weight_operand = weight;
-    it->pred_s = pred_s;
-}
-
-static void stream_item(builder *b, int op, recipe_phase phase, const char *name, double bytes,
-                        const ew_access *a, double pred_s)
-{
-    recipe_item *it = item_add(b, op, phase, RECIPE_ITEM_STREAM, name);
-    if (!it) return;
-    it->bytes = bytes;
-    it->access = *a;
-    it->pred_s = pred_s;
-}
-
-/* A memory-bound kernel of `bytes` with no derived pattern: a vectorized bf16 kernel reading
- * half of them and writing half. */
-static void lump_item(builder *b, int op, recipe_phase phase, const char *name, double bytes,
-                      double pred_s)
-{
-    long n = (long)(bytes / 4);
-    ew_access a = {.pattern = EW_VECTORIZED, .esize = {2, 2, 0}, .n = {1, 1, n > 0 ? n : 1}};
-    a.stride[0][2] = a.stride[1][2] = 1;
-    stream_item(b, op, phase, name, bytes, &a, pred_s);
-}
-
-static void coll_item(builder *b, int op, recipe_phase phase, const char *name, collective_op c,
-                      double bytes, recipe_group g, double pred_s)
-{
-    recipe_item *it = item_add(b, op, phase, RECIPE_ITEM_COLL, name);
-    if (!it) return;
-    it->coll = c;
-    it->bytes = bytes;
-    it->group = g;
-    it->pred_s = pred_s;
-}
-
-/* The quantize / amax / transpose kernels of `copies` low-precision Linears of `tokens` rows and
- * an out x in weight (precision.c gives the bytes per element of each recipe): forward (input
- * and weight) and backward (the other layouts and the output gradient), gathered per layer. */
-static void quantize_ops(builder *b, double tokens, double out, double in, double copies)
-{
-    if (!b->lp || b->keep_bf16) return;
-    const precision_rules *p = &b->pr;
-    double x = tokens * in, w = out * in, dy = tokens * out;
-    b->quant_fwd_bytes += copies * (p->x_fwd_bytes * x + p->w_fwd_bytes * w);
-    b->quant_bwd_bytes += copies * (p->x_bwd_bytes * x + p->w_bwd_bytes * w + p->dy_bwd_bytes * dy);
-}
-
-/* The layer's quantize kernels as two elementwise ops, forward and backward. */
-static void quantize_flush(builder *b)
-{
-    if (!b->lp) return;
-    double fwd = b->quant_fwd_bytes, bwd = b->quant_bwd_bytes;
-    double tf = compute_stream_s(b->sys, fwd), tb = compute_stream_s(b->sys, bwd);
-    int of = op_add(b, "lp.quantize", RECIPE_ELEMENTWISE, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                    RECIPE_OVERLAP_NONE, tf, 0);
-    lump_item(b, of, RECIPE_FWD, "lp.quantize", fwd, tf);
-    int ob = op_add(b, "lp.quantize_bwd", RECIPE_ELEMENTWISE, RECIPE_BWD, RECIPE_STREAM_COMPUTE,
-                    RECIPE_OVERLAP_NONE, 0, tb);
-    lump_item(b, ob, RECIPE_BWD, "lp.quantize_bwd", bwd, tb);
-}
-
-/* A Linear of `tokens` rows, out x in weight: forward, and dgrad + wgrad in the backward, each
- * a compute_gemm_s of the shapes compute_gemm_fwd_bwd_s adds up. */
-static void linear(builder *b, const char *name, double tokens, double out, double in)
-{
-    int op = op_add(b, name, RECIPE_GEMM, RECIPE_FWD, RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE,
-                    0, 0);
-    if (op < 0) return;
-    recipe_op *o = &b->r->op[op];
-    o->fwd_s = gemm_s(b, tokens, out, in);
-    o->fwd_bwd_s = gemm_fwd_bwd_s(b, tokens, out, in);
-    o->bwd_s = o->fwd_bwd_s - o->fwd_s;
-    if (b->items) {
-        char nm[32];
-        gemm_item(b, op, RECIPE_FWD, name, RECIPE_FORM_FWD, tokens, out, in, 1, true, o->fwd_s);
-        snprintf(nm, sizeof nm, "%s.dgrad", name);
-        gemm_item(b, op, RECIPE_BWD, nm, RECIPE_FORM_DGRAD, tokens, in, out, 1, true,
-                  gemm_s(b, tokens, in, out));
-        snprintf(nm, sizeof nm, "%s.wgrad", name);
-        gemm_item(b, op, RECIPE_BWD, nm, RECIPE_FORM_WGRAD, out, in, tokens, 1, false,
-                  gemm_s(b, in, out, tokens));
-    }
-    quantize_ops(b, tokens, out, in, 1);
-}
-
-/* Each kernel of an elementwise pass as an op, and each of its launches as an item, so that the
- * backend launches as many kernels of the same kind and bytes as the framework does. */
-static void elementwise_ops(builder *b, const elementwise_list *e, const elementwise_kernel *k,
-                            int n, recipe_phase phase)
-{
-    for (int i = 0; i < n; i++) {
-        double one = elementwise_kernel_s(b->sys, e, &k[i]);
-        double all = k[i].count * one;
-        int op = op_add(b, k[i].name, RECIPE_ELEMENTWISE, phase, RECIPE_STREAM_COMPUTE,
-                        RECIPE_OVERLAP_NONE, phase == RECIPE_FWD ? all : 0,
-                        phase == RECIPE_BWD ? all : 0);
-        if (op >= 0) b->r->op[op].launches = k[i].count;
-        if (!b->items) continue;
-        for (int j = 0; j < k[i].count; j++)
-            stream_item(b, op, phase, k[i].name, k[i].bytes, &k[i].access, one);
-    }
-}
 
 /* transformers' grouped_mm experts (hf_experts.h): the two grouped GEMMs launch
  * HF_EXPERTS_GROUPED_MM_KERNELS kernels each (host_dispatch.c reads op.launches), and the
@@ -244,8 +50,8 @@ static void hf_routing_ops(builder *b, const model_spec *m, const layout *l, dou
     if (experts_op >= 0) b->r->op[experts_op].launches = 2 * HF_EXPERTS_GROUPED_MM_KERNELS;
     elementwise_list el;
     hf_experts_routing(m, l, tokens, &el);
-    elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
-    elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+    rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+    rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
 }
 
 /* torchtitan's routing kernels around the experts (titan_moe.h); `received`: the routed copies
@@ -255,8 +61,8 @@ static void titan_routing_ops(builder *b, const model_spec *m, const layout *l, 
 {
     elementwise_list el;
     titan_moe_routing(m, l, tokens, received, &el);
-    elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
-    elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+    rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+    rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
 }
 
 /* FSDP2's compute-stream copies of a unit of p parameters (fsdp_copies.h): the all-gather
@@ -265,9 +71,9 @@ static void titan_routing_ops(builder *b, const model_spec *m, const layout *l, 
 static void fsdp_compute_copies(builder *b, const layout *l, const fsdp_copies *fc)
 {
     double out = fsdp_copy_out_s(b->sys, fc);
-    op_add(b, "fsdp.copy_out", RECIPE_FSDP_COPY, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+    rb_op_add(b, "fsdp.copy_out", RECIPE_FSDP_COPY, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
            RECIPE_OVERLAP_NONE, out, l->reshard_after_forward ? out : 0);
-    op_add(b, "fsdp.rs_copy_in", RECIPE_FSDP_COPY, RECIPE_BWD, RECIPE_STREAM_COMPUTE,
+    rb_op_add(b, "fsdp.rs_copy_in", RECIPE_FSDP_COPY, RECIPE_BWD, RECIPE_STREAM_COMPUTE,
            RECIPE_OVERLAP_NONE, 0, fsdp_rs_copy_in_s(b->sys, fc));
 }
 
@@ -285,7 +91,7 @@ typedef struct {
 static void tp_enter(const tp_ctx *c, int op, recipe_phase phase)
 {
     if (c->l->tp > 1 && c->l->sp)
-        coll_item(c->b, op, phase, "tp.sp_gather", COLL_ALL_GATHER, c->ag_bytes,
+        rb_coll_item(c->b, op, phase, "tp.sp_gather", COLL_ALL_GATHER, c->ag_bytes,
                   RECIPE_GROUP_TP,
                   collective_time_s(c->b->sys, COLL_ALL_GATHER, c->ag_bytes, c->g));
 }
@@ -293,11 +99,11 @@ static void tp_enter(const tp_ctx *c, int op, recipe_phase phase)
 static void tp_leave(const tp_ctx *c, int op, recipe_phase phase)
 {
     if (c->l->tp > 1 && c->l->sp)
-        coll_item(c->b, op, phase, "tp.sp_reduce_scatter", COLL_REDUCE_SCATTER, c->act_bytes,
+        rb_coll_item(c->b, op, phase, "tp.sp_reduce_scatter", COLL_REDUCE_SCATTER, c->act_bytes,
                   RECIPE_GROUP_TP,
                   collective_time_s(c->b->sys, COLL_REDUCE_SCATTER, c->act_bytes, c->g));
     else if (c->l->tp > 1)
-        coll_item(c->b, op, phase, "tp.all_reduce", COLL_ALL_REDUCE, c->act_bytes,
+        rb_coll_item(c->b, op, phase, "tp.all_reduce", COLL_ALL_REDUCE, c->act_bytes,
                   RECIPE_GROUP_TP,
                   collective_time_s(c->b->sys, COLL_ALL_REDUCE, c->act_bytes, c->g));
 }
@@ -306,7 +112,7 @@ static void tp_leave(const tp_ctx *c, int op, recipe_phase phase)
 static int tp_op(const tp_ctx *c, const char *name)
 {
     if (c->l->tp <= 1) return -1;
-    int op = op_add(c->b, name, RECIPE_TP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+    int op = rb_op_add(c->b, name, RECIPE_TP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                     RECIPE_OVERLAP_NONE, c->one_s, c->one_s);
     if (op >= 0)
         c->b->r->op[op].leave_fwd_s = collective_time_s(
@@ -383,9 +189,9 @@ static bool tp_block_overlap(const builder *b, const tp_ctx *c, double tokens, d
     if (!async_tp_applies(l) || c->g.spans_nodes) return false;
     double rows = tokens / l->tp;
     async_tp_gemms gm = {
-        gemm_s(b, tokens, n1, in),  l->tp * gemm_s(b, rows, n1, in),
-        gemm_s(b, tokens, out, k2), l->tp * gemm_s(b, rows, out, k2),
-        gemm_s(b, tokens, k2, out), l->tp * gemm_s(b, rows, k2, out),
+        rb_gemm_s(b, tokens, n1, in),  l->tp * rb_gemm_s(b, rows, n1, in),
+        rb_gemm_s(b, tokens, out, k2), l->tp * rb_gemm_s(b, rows, out, k2),
+        rb_gemm_s(b, tokens, k2, out), l->tp * rb_gemm_s(b, rows, k2, out),
     };
     async_tp_exposed x = async_tp_block(b->sys, l, c->g, tokens * out, &gm);
     e->fwd_s = x.fwd_s;
@@ -400,7 +206,7 @@ static bool tp_block_overlap(const builder *b, const tp_ctx *c, double tokens, d
 static double moe_experts_s(const builder *b, int local, int kernels, double m, double n,
                             double k)
 {
-    double one = gemm_s(b, m, n, k);
+    double one = rb_gemm_s(b, m, n, k);
     if (kernels != 1) return local * one;
     if (local < 1 || one <= 0) return 0;
     return local * (one - b->sys->gemm_overhead_s) + b->sys->gemm_overhead_s;
@@ -418,7 +224,7 @@ static double moe_experts_fwd_bwd_s(const builder *b, int local, int kernels, do
  * start. */
 static void recipe_start(builder *b, const layout *l)
 {
-    builder_precision(b, l);
+    rb_precision(b, l);
     b->r->n_ops = 0;
     b->r->local_experts = 0;
     b->r->expert_rows = 0;
@@ -495,15 +301,15 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
          * down-projections (queries, when compressed, and the joint KV latent plus the shared
          * RoPE key) replicated on every TP rank, the up-projections column parallel. */
         if (m->q_lora_rank > 0) {
-            linear(b, "q_down", tokens, m->q_lora_rank, h);
-            linear(b, "q_up", tokens, a * qk / tp, m->q_lora_rank);
+            rb_linear(b, "q_down", tokens, m->q_lora_rank, h);
+            rb_linear(b, "q_up", tokens, a * qk / tp, m->q_lora_rank);
         } else {
-            linear(b, "q", tokens, a * qk / tp, h);
+            rb_linear(b, "q", tokens, a * qk / tp, h);
         }
-        linear(b, "kv_down", tokens, m->kv_lora_rank + m->qk_rope_dim, h);
-        linear(b, "kv_up", tokens, a * (m->qk_nope_dim + vd) / tp, m->kv_lora_rank);
+        rb_linear(b, "kv_down", tokens, m->kv_lora_rank + m->qk_rope_dim, h);
+        rb_linear(b, "kv_up", tokens, a * (m->qk_nope_dim + vd) / tp, m->kv_lora_rank);
     } else {
-        linear(b, "qkv", tokens, (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp, h);
+        rb_linear(b, "qkv", tokens, (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp, h);
     }
 
     /* Attention core. Flash: compute.h's model, split over the batched GEMMs the backend runs
@@ -565,14 +371,14 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             double chunk = tokens * kvh * (qk + vd) * 2.0 / tp;
             double p = collective_time_s(sys, COLL_SEND_RECV, chunk, gcp);
             double ring = (l->cp - 1) * p;
-            int op = op_add(b, "cp.ring", RECIPE_CP, RECIPE_FWD, RECIPE_STREAM_COMM,
+            int op = rb_op_add(b, "cp.ring", RECIPE_CP, RECIPE_FWD, RECIPE_STREAM_COMM,
                             RECIPE_OVERLAP_ATTENTION, ring, 2.0 * ring);
             for (int i = 0; items && i < l->cp - 1; i++) {
-                coll_item(b, op, RECIPE_FWD, "cp.ring_kv", COLL_SEND_RECV, chunk, RECIPE_GROUP_CP,
+                rb_coll_item(b, op, RECIPE_FWD, "cp.ring_kv", COLL_SEND_RECV, chunk, RECIPE_GROUP_CP,
                           p);
-                coll_item(b, op, RECIPE_BWD, "cp.ring_kv", COLL_SEND_RECV, chunk, RECIPE_GROUP_CP,
+                rb_coll_item(b, op, RECIPE_BWD, "cp.ring_kv", COLL_SEND_RECV, chunk, RECIPE_GROUP_CP,
                           p);
-                coll_item(b, op, RECIPE_BWD, "cp.ring_dkv", COLL_SEND_RECV, chunk,
+                rb_coll_item(b, op, RECIPE_BWD, "cp.ring_dkv", COLL_SEND_RECV, chunk,
                           RECIPE_GROUP_CP, p);
             }
         } else {
@@ -580,16 +386,16 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
              * attention and of the output after; the same backward. Not overlapped. */
             double bytes = tokens * 2.0 * (a * qk + kvh * qk + kvh * vd + a * vd);
             double p = collective_time_s(sys, COLL_ALL_TO_ALL, bytes, gcp);
-            int op = op_add(b, "cp.ulysses_a2a", RECIPE_CP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+            int op = rb_op_add(b, "cp.ulysses_a2a", RECIPE_CP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                             RECIPE_OVERLAP_NONE, p, p);
-            coll_item(b, op, RECIPE_FWD, "cp.ulysses_a2a", COLL_ALL_TO_ALL, bytes,
+            rb_coll_item(b, op, RECIPE_FWD, "cp.ulysses_a2a", COLL_ALL_TO_ALL, bytes,
                       RECIPE_GROUP_CP, p);
-            coll_item(b, op, RECIPE_BWD, "cp.ulysses_a2a", COLL_ALL_TO_ALL, bytes,
+            rb_coll_item(b, op, RECIPE_BWD, "cp.ulysses_a2a", COLL_ALL_TO_ALL, bytes,
                       RECIPE_GROUP_CP, p);
         }
     }
 
-    int attn = op_add(b, "attn.core", RECIPE_ATTENTION, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+    int attn = rb_op_add(b, "attn.core", RECIPE_ATTENTION, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                       RECIPE_OVERLAP_NONE, attn_fwd, attn_bwd);
     if (items) {
         /* per sequence: this rank's queries (seq/cp) against the keys they see; heads/tp per
@@ -599,40 +405,40 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         if (t->attention == ATTENTION_FLASH) {
             double pf = attn_fwd / 2.0, pb = attn_bwd / 5.0;
             double sk = causal ? t->seq_len / 2.0 : t->seq_len; /* keys per query */
-            gemm_item(b, attn, RECIPE_FWD, "attn.qk", RECIPE_FORM_FWD, sq, sk, qk, batch, false,
+            rb_gemm_item(b, attn, RECIPE_FWD, "attn.qk", RECIPE_FORM_FWD, sq, sk, qk, batch, false,
                       pf);
-            gemm_item(b, attn, RECIPE_FWD, "attn.pv", RECIPE_FORM_DGRAD, sq, vd, sk, batch,
+            rb_gemm_item(b, attn, RECIPE_FWD, "attn.pv", RECIPE_FORM_DGRAD, sq, vd, sk, batch,
                       false, pf);
-            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.qk", RECIPE_FORM_FWD, sq, sk, qk, batch,
+            rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.qk", RECIPE_FORM_FWD, sq, sk, qk, batch,
                       false, pb);
-            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dv", RECIPE_FORM_WGRAD, sk, vd, sq, batch,
+            rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dv", RECIPE_FORM_WGRAD, sk, vd, sq, batch,
                       false, pb);
-            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dp", RECIPE_FORM_FWD, sq, sk, vd, batch,
+            rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dp", RECIPE_FORM_FWD, sq, sk, vd, batch,
                       false, pb);
-            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dq", RECIPE_FORM_DGRAD, sq, qk, sk, batch,
+            rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dq", RECIPE_FORM_DGRAD, sq, qk, sk, batch,
                       false, pb);
-            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dk", RECIPE_FORM_WGRAD, sk, qk, sq, batch,
+            rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dk", RECIPE_FORM_WGRAD, sk, qk, sq, batch,
                       false, pb);
         } else {
             double sk = t->seq_len;
-            gemm_item(b, attn, RECIPE_FWD, "attn.qk", RECIPE_FORM_FWD, sq, sk, qk, batch, false,
+            rb_gemm_item(b, attn, RECIPE_FWD, "attn.qk", RECIPE_FORM_FWD, sq, sk, qk, batch, false,
                       pqk);
-            gemm_item(b, attn, RECIPE_FWD, "attn.pv", RECIPE_FORM_DGRAD, sq, vd, sk, batch,
+            rb_gemm_item(b, attn, RECIPE_FWD, "attn.pv", RECIPE_FORM_DGRAD, sq, vd, sk, batch,
                       false, ppv);
-            lump_item(b, attn, RECIPE_FWD, "attn.softmax", sm_f, compute_stream_s(sys, sm_f));
-            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dv", RECIPE_FORM_WGRAD, sk, vd, sq, batch,
+            rb_lump_item(b, attn, RECIPE_FWD, "attn.softmax", sm_f, compute_stream_s(sys, sm_f));
+            rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dv", RECIPE_FORM_WGRAD, sk, vd, sq, batch,
                       false, ppv);
-            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dp", RECIPE_FORM_FWD, sq, sk, vd, batch,
+            rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dp", RECIPE_FORM_FWD, sq, sk, vd, batch,
                       false, pqk);
-            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dq", RECIPE_FORM_DGRAD, sq, qk, sk, batch,
+            rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dq", RECIPE_FORM_DGRAD, sq, qk, sk, batch,
                       false, ppv);
-            gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dk", RECIPE_FORM_WGRAD, sk, qk, sq, batch,
+            rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dk", RECIPE_FORM_WGRAD, sk, qk, sq, batch,
                       false, pqk);
-            lump_item(b, attn, RECIPE_BWD, "attn.softmax_bwd", sm_b, compute_stream_s(sys, sm_b));
+            rb_lump_item(b, attn, RECIPE_BWD, "attn.softmax_bwd", sm_b, compute_stream_s(sys, sm_b));
         }
     }
 
-    linear(b, "attn_out", tokens, h, (m->mla ? a * vd : model_q_dim(m)) / tp);
+    rb_linear(b, "attn_out", tokens, h, (m->mla ? a * vd : model_q_dim(m)) / tp);
     tp_leave(&tc, tp_attn, RECIPE_FWD);
     /* TE's userbuffer overlap or torchtitan's async TP of the attention block (not MLA's: its
      * down-projections are replicated Linears outside the pairs) */
@@ -653,8 +459,8 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     int tp_mlp = !moe || m->shared_experts > 0 ? tp_op(&tc, "tp.mlp") : -1;
     tp_enter(&tc, tp_mlp, RECIPE_FWD);
     if (!moe) {
-        linear(b, "mlp_up", tokens, gate * m->ffn / tp, h);
-        linear(b, "mlp_down", tokens, h, (double)m->ffn / tp);
+        rb_linear(b, "mlp_up", tokens, gate * m->ffn / tp, h);
+        rb_linear(b, "mlp_down", tokens, h, (double)m->ffn / tp);
     } else {
         /* MoE block (Megatron's MoELayer): the router over this rank's tokens (its SP shard),
          * the dispatch of top_k copies of the tokens over the EP group, E/ep local experts as
@@ -666,7 +472,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         double etp = layout_etp(l);
         double router_rows = l->sp ? tokens / tp : tokens;
         b->keep_bf16 = true; /* the MoE gate stays bf16 (DeepSeek-V3 Sec. 3.3.1) */
-        linear(b, "router", router_rows, m->experts, h);
+        rb_linear(b, "router", router_rows, m->experts, h);
         b->keep_bf16 = false;
         if (l->framework == FRAMEWORK_MEGATRON) {
             /* score function and top-k over the fp32 logits (Megatron --moe-router-dtype fp32,
@@ -674,14 +480,14 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
              * (4E) and the routing map (1E) per token; the backward reads the scores' gradient
              * and the scores and writes the logits' gradient (12E). Memory-bound. */
             double e = m->experts, fb = router_rows * e * 9.0, bb = router_rows * e * 12.0;
-            int rf = op_add(b, "router.topk", RECIPE_ELEMENTWISE, RECIPE_FWD,
+            int rf = rb_op_add(b, "router.topk", RECIPE_ELEMENTWISE, RECIPE_FWD,
                             RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE, compute_stream_s(sys, fb),
                             0);
-            lump_item(b, rf, RECIPE_FWD, "router.topk", fb, compute_stream_s(sys, fb));
-            int rb = op_add(b, "router.topk.bwd", RECIPE_ELEMENTWISE, RECIPE_BWD,
+            rb_lump_item(b, rf, RECIPE_FWD, "router.topk", fb, compute_stream_s(sys, fb));
+            int rb = rb_op_add(b, "router.topk.bwd", RECIPE_ELEMENTWISE, RECIPE_BWD,
                             RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE, 0,
                             compute_stream_s(sys, bb));
-            lump_item(b, rb, RECIPE_BWD, "router.topk.bwd", bb, compute_stream_s(sys, bb));
+            rb_lump_item(b, rb, RECIPE_BWD, "router.topk.bwd", bb, compute_stream_s(sys, bb));
         }
         /* dispatch and combine under l's dispatcher (moe_dispatch.h); the busiest EP rank's
          * load factor scales its receive volume and its expert rows: it sets the pace */
@@ -698,9 +504,9 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         if (l->ep > 1) {
             /* each op's backward is the reverse pattern: the dispatch's a combine, the
              * combine's a dispatch (moe_dispatch.h: FP8 dispatch sends the latter in FP8) */
-            dispatch = op_add(b, "ep.dispatch", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+            dispatch = rb_op_add(b, "ep.dispatch", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                               ep_overlap, dc.dispatch_s, dc.combine_s);
-            coll_item(b, dispatch, RECIPE_FWD, "ep.dispatch", dc.dispatch_op, dc.dispatch_bytes,
+            rb_coll_item(b, dispatch, RECIPE_FWD, "ep.dispatch", dc.dispatch_op, dc.dispatch_bytes,
                       RECIPE_GROUP_EP, dc.dispatch_s);
         }
         /* alltoall with expert TP: the ETP all-gather after the dispatch (moe_dispatch.h); the
@@ -708,9 +514,9 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
          * ranks where it runs MoE layouts (etp == tp, backend/work.c) */
         int etp_gather = -1;
         if (dc.etp_bytes > 0) {
-            etp_gather = op_add(b, "ep.etp_gather", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+            etp_gather = rb_op_add(b, "ep.etp_gather", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                                 RECIPE_OVERLAP_NONE, dc.etp_gather_s, dc.etp_scatter_s);
-            coll_item(b, etp_gather, RECIPE_FWD, "ep.etp_gather", COLL_ALL_GATHER, dc.etp_bytes,
+            rb_coll_item(b, etp_gather, RECIPE_FWD, "ep.etp_gather", COLL_ALL_GATHER, dc.etp_bytes,
                       RECIPE_GROUP_TP, dc.etp_gather_s);
         }
         int local = m->experts / l->ep;
@@ -727,7 +533,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
                     moe_experts_s(b, local, kernels, rows, h, down_in);
         double b1 = moe_experts_fwd_bwd_s(b, local, kernels, rows, up, h) +
                     moe_experts_fwd_bwd_s(b, local, kernels, rows, h, down_in);
-        int ex = op_add(b, "experts", RECIPE_GEMM, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+        int ex = rb_op_add(b, "experts", RECIPE_GEMM, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                         RECIPE_OVERLAP_NONE, f1, 0);
         if (ex >= 0) {
             r->op[ex].fwd_bwd_s = b1;
@@ -737,48 +543,48 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         else if (titan_moe_applies(l)) titan_routing_ops(b, m, l, tokens, rows * local);
         if (items) {
             /* grouped GEMMs: batch = local experts, one weight each */
-            gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
+            rb_gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
                       moe_experts_s(b, local, kernels, rows, up, h));
-            gemm_item(b, ex, RECIPE_BWD, "experts_up.dgrad", RECIPE_FORM_DGRAD, rows, h, up,
+            rb_gemm_item(b, ex, RECIPE_BWD, "experts_up.dgrad", RECIPE_FORM_DGRAD, rows, h, up,
                       local, true, moe_experts_s(b, local, kernels, rows, h, up));
-            gemm_item(b, ex, RECIPE_BWD, "experts_up.wgrad", RECIPE_FORM_WGRAD, up, h, rows,
+            rb_gemm_item(b, ex, RECIPE_BWD, "experts_up.wgrad", RECIPE_FORM_WGRAD, up, h, rows,
                       local, false, moe_experts_s(b, local, kernels, h, up, rows));
-            gemm_item(b, ex, RECIPE_FWD, "experts_down", RECIPE_FORM_FWD, rows, h, down_in,
+            rb_gemm_item(b, ex, RECIPE_FWD, "experts_down", RECIPE_FORM_FWD, rows, h, down_in,
                       local, true, moe_experts_s(b, local, kernels, rows, h, down_in));
-            gemm_item(b, ex, RECIPE_BWD, "experts_down.dgrad", RECIPE_FORM_DGRAD, rows, down_in,
+            rb_gemm_item(b, ex, RECIPE_BWD, "experts_down.dgrad", RECIPE_FORM_DGRAD, rows, down_in,
                       h, local, true, moe_experts_s(b, local, kernels, rows, down_in, h));
-            gemm_item(b, ex, RECIPE_BWD, "experts_down.wgrad", RECIPE_FORM_WGRAD, h, down_in,
+            rb_gemm_item(b, ex, RECIPE_BWD, "experts_down.wgrad", RECIPE_FORM_WGRAD, h, down_in,
                       rows, local, false, moe_experts_s(b, local, kernels, down_in, h, rows));
         }
-        quantize_ops(b, rows, up, h, local);
-        quantize_ops(b, rows, h, down_in, local);
+        rb_quantize_ops(b, rows, up, h, local);
+        rb_quantize_ops(b, rows, h, down_in, local);
         if (dc.etp_bytes > 0) {
-            int sc = op_add(b, "ep.etp_scatter", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+            int sc = rb_op_add(b, "ep.etp_scatter", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                             RECIPE_OVERLAP_NONE, dc.etp_scatter_s, dc.etp_gather_s);
-            coll_item(b, sc, RECIPE_FWD, "ep.etp_scatter", COLL_REDUCE_SCATTER, dc.etp_bytes,
+            rb_coll_item(b, sc, RECIPE_FWD, "ep.etp_scatter", COLL_REDUCE_SCATTER, dc.etp_bytes,
                       RECIPE_GROUP_TP, dc.etp_scatter_s);
-            coll_item(b, sc, RECIPE_BWD, "ep.etp_scatter.bwd", COLL_ALL_GATHER, dc.etp_bytes,
+            rb_coll_item(b, sc, RECIPE_BWD, "ep.etp_scatter.bwd", COLL_ALL_GATHER, dc.etp_bytes,
                       RECIPE_GROUP_TP, dc.etp_gather_s);
-            coll_item(b, etp_gather, RECIPE_BWD, "ep.etp_gather.bwd", COLL_REDUCE_SCATTER,
+            rb_coll_item(b, etp_gather, RECIPE_BWD, "ep.etp_gather.bwd", COLL_REDUCE_SCATTER,
                       dc.etp_bytes, RECIPE_GROUP_TP, dc.etp_scatter_s);
         }
         if (l->ep > 1) {
-            combine = op_add(b, "ep.combine", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+            combine = rb_op_add(b, "ep.combine", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                              ep_overlap, dc.combine_s, dc.dispatch_s);
-            coll_item(b, combine, RECIPE_FWD, "ep.combine", dc.combine_op, dc.combine_bytes,
+            rb_coll_item(b, combine, RECIPE_FWD, "ep.combine", dc.combine_op, dc.combine_bytes,
                       RECIPE_GROUP_EP, dc.combine_s);
             /* the backward reverses each: the combine's gradient is dispatched, the
              * dispatch's combined */
-            coll_item(b, combine, RECIPE_BWD, "ep.combine.bwd", dc.dispatch_op,
+            rb_coll_item(b, combine, RECIPE_BWD, "ep.combine.bwd", dc.dispatch_op,
                       dc.dispatch_bytes, RECIPE_GROUP_EP, dc.dispatch_s);
-            coll_item(b, dispatch, RECIPE_BWD, "ep.dispatch.bwd", dc.combine_op,
+            rb_coll_item(b, dispatch, RECIPE_BWD, "ep.dispatch.bwd", dc.combine_op,
                       dc.combine_bytes, RECIPE_GROUP_EP, dc.combine_s);
         }
         if (m->shared_experts) {
             double sw = (double)m->shared_experts * m->shared_ffn;
             int su = b->r->n_ops;
-            linear(b, "shared_up", tokens, gate * sw / tp, h);
-            linear(b, "shared_down", tokens, h, sw / tp);
+            rb_linear(b, "shared_up", tokens, gate * sw / tp, h);
+            rb_linear(b, "shared_down", tokens, h, sw / tp);
             for (int i = su; i < b->r->n_ops; i++) {
                 r->shared_fwd_s += r->op[i].fwd_s;
                 r->shared_bwd_s += r->op[i].bwd_s;
@@ -800,10 +606,10 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     {
         elementwise_list el;
         elementwise_layer(m, l, tokens, moe, &el);
-        elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
-        elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+        rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+        rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
     }
-    quantize_flush(b);
+    rb_quantize_flush(b);
     /* the backward's TP collectives: the same two per block */
     tp_enter(&tc, tp_attn, RECIPE_BWD);
     tp_leave(&tc, tp_attn, RECIPE_BWD);
@@ -843,10 +649,10 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             double other = model_norm_params(m) + (moe ? model_router_params(m) : 0);
             gathered = 2.0 * other + lin_bytes * (p - other);
         }
-        op_add(b, "fsdp.all_gather", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
+        rb_op_add(b, "fsdp.all_gather", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
                RECIPE_OVERLAP_LAYER, collective_time_s(sys, COLL_ALL_GATHER, gathered, g), 0);
         if (fsdp_copies_apply(l))
-            op_add(b, "fsdp.copy_in", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
+            rb_op_add(b, "fsdp.copy_in", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
                    RECIPE_OVERLAP_LAYER, copy_in, 0);
         double up = 0;
         if (l->offload) {
@@ -854,13 +660,13 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
              * gradient shard after each reduce-scatter. */
             double shard = 4.0 * p / layout_shard_group(l);
             up = shard / sys->pcie_bandwidth_bytes_per_s;
-            op_add(b, "fsdp.offload_upload", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
+            rb_op_add(b, "fsdp.offload_upload", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
                    RECIPE_OVERLAP_LAYER, up, 0);
         }
-        op_add(b, "fsdp.reduce_scatter", RECIPE_FSDP_REDUCE, RECIPE_BWD, RECIPE_STREAM_COMM,
+        rb_op_add(b, "fsdp.reduce_scatter", RECIPE_FSDP_REDUCE, RECIPE_BWD, RECIPE_STREAM_COMM,
                RECIPE_OVERLAP_LAYER, 0, collective_time_s(sys, COLL_REDUCE_SCATTER, red * p, g));
         if (l->offload)
-            op_add(b, "fsdp.offload_download", RECIPE_FSDP_REDUCE, RECIPE_BWD,
+            rb_op_add(b, "fsdp.offload_download", RECIPE_FSDP_REDUCE, RECIPE_BWD,
                    RECIPE_STREAM_COMM, RECIPE_OVERLAP_LAYER, 0, up);
     }
 
@@ -937,13 +743,13 @@ void recipe_head(const model_spec *m, const system_spec *sys, const training_spe
     double tokens = (double)l->mbs * t->seq_len / l->cp;
     r->tokens = tokens;
     b->keep_bf16 = true; /* the output layer stays bf16 under every recipe (precision.h) */
-    linear(b, "lm_head", tokens, (double)m->vocab / l->tp, m->hidden);
+    rb_linear(b, "lm_head", tokens, (double)m->vocab / l->tp, m->hidden);
     b->keep_bf16 = false;
     /* final norm, logits.float() and cross-entropy over V/tp logits (elementwise.c) */
     elementwise_list el;
     elementwise_head(m, l, tokens, &el);
-    elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
-    elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+    rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+    rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
     /* FSDP2: the compute-stream copies of the last stage's root unit (final norm, output
      * layer); its copy-in and traffic are the stage's (estimate.c root_traffic) */
     double p = fsdp_root_params(m, l, l->pp - 1) / l->tp;

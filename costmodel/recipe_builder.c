@@ -1,0 +1,194 @@
+/*
+ * recipe_builder.c — the layer recipe's builder (recipe_builder.h): appending ops and work items,
+ * priced as they are added. The formulas' sources are in layer_recipe.c's header.
+ */
+#include "recipe_builder.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "compute.h"
+#include "host_dispatch.h"
+
+void rb_precision(builder *b, const layout *l)
+{
+    b->lp = precision_is_low(l);
+    b->keep_bf16 = false;
+    b->lp_peak_flops = precision_peak_flops(b->sys, l);
+    b->lp_ratio = precision_gemm_ratio(b->sys, l);
+    b->quant_fwd_bytes = b->quant_bwd_bytes = 0;
+    precision_rules_of(l, &b->pr);
+}
+
+/* One GEMM of a Linear in the builder's precision (bf16: compute_gemm_s, unchanged). */
+double rb_gemm_s(const builder *b, double m, double n, double k)
+{
+    if (!b->lp || b->keep_bf16) return compute_gemm_s(b->sys, m, n, k);
+    return compute_gemm_lp_s(b->sys, b->lp_peak_flops, b->lp_ratio, b->pr.operand_bytes, m, n,
+                             k);
+}
+
+/* Forward + dgrad + wgrad, as compute_gemm_fwd_bwd_s composes them. */
+double rb_gemm_fwd_bwd_s(const builder *b, double m, double n, double k)
+{
+    if (!b->lp || b->keep_bf16) return compute_gemm_fwd_bwd_s(b->sys, m, n, k);
+    return rb_gemm_s(b, m, n, k) + rb_gemm_s(b, m, k, n) + rb_gemm_s(b, k, n, m);
+}
+
+/* A new op; its index, or -1 when the (generously sized) table is full. */
+int rb_op_add(builder *b, const char *name, recipe_kind kind, recipe_phase phase,
+                  recipe_stream stream, recipe_overlap overlap, double fwd_s, double bwd_s)
+{
+    recipe *r = b->r;
+    if (r->n_ops >= RECIPE_MAX_OPS) return -1;
+    recipe_op *o = &r->op[r->n_ops];
+    o->name = name;
+    o->kind = kind;
+    o->phase = phase;
+    o->stream = stream;
+    o->overlap = overlap;
+    o->recompute = false;
+    o->recompute_launches = 0;
+    o->fwd_s = fwd_s;
+    o->bwd_s = bwd_s;
+    o->fwd_bwd_s = 0;
+    o->launches = 1;
+    o->leave_fwd_s = 0;
+    o->recompute_enter_only = false;
+    return r->n_ops++;
+}
+
+recipe_item *rb_item_add(builder *b, int op, recipe_phase phase, recipe_item_kind kind,
+                             const char *name)
+{
+    recipe_items *w = b->items;
+    if (!w || op < 0) return NULL;
+    if (w->n >= RECIPE_MAX_ITEMS) {
+        w->overflow = true;
+        return NULL;
+    }
+    recipe_item *it = &w->item[w->n++];
+    memset(it, 0, sizeof *it);
+    it->phase = phase;
+    it->op = op;
+    it->kind = kind;
+    it->batch = 1;
+    snprintf(it->name, sizeof it->name, "%s", name);
+    return it;
+}
+
+void rb_gemm_item(builder *b, int op, recipe_phase phase, const char *name,
+                      recipe_gemm_form form, double m, double n, double k, int batch, bool weight,
+                      double pred_s)
+{
+    recipe_item *it = rb_item_add(b, op, phase, RECIPE_ITEM_GEMM, name);
+    if (!it) return;
+    it->form = form;
+    it->m = m;
+    it->n = n;
+    it->k = k;
+    it->batch = batch;
+    it->weight_operand = weight;
+    it->pred_s = pred_s;
+}
+
+void rb_stream_item(builder *b, int op, recipe_phase phase, const char *name, double bytes,
+                        const ew_access *a, double pred_s)
+{
+    recipe_item *it = rb_item_add(b, op, phase, RECIPE_ITEM_STREAM, name);
+    if (!it) return;
+    it->bytes = bytes;
+    it->access = *a;
+    it->pred_s = pred_s;
+}
+
+/* A memory-bound kernel of `bytes` with no derived pattern: a vectorized bf16 kernel reading
+ * half of them and writing half. */
+void rb_lump_item(builder *b, int op, recipe_phase phase, const char *name, double bytes,
+                      double pred_s)
+{
+    long n = (long)(bytes / 4);
+    ew_access a = {.pattern = EW_VECTORIZED, .esize = {2, 2, 0}, .n = {1, 1, n > 0 ? n : 1}};
+    a.stride[0][2] = a.stride[1][2] = 1;
+    rb_stream_item(b, op, phase, name, bytes, &a, pred_s);
+}
+
+void rb_coll_item(builder *b, int op, recipe_phase phase, const char *name, collective_op c,
+                      double bytes, recipe_group g, double pred_s)
+{
+    recipe_item *it = rb_item_add(b, op, phase, RECIPE_ITEM_COLL, name);
+    if (!it) return;
+    it->coll = c;
+    it->bytes = bytes;
+    it->group = g;
+    it->pred_s = pred_s;
+}
+
+/* The quantize / amax / transpose kernels of `copies` low-precision Linears of `tokens` rows and
+ * an out x in weight (precision.c gives the bytes per element of each recipe): forward (input
+ * and weight) and backward (the other layouts and the output gradient), gathered per layer. */
+void rb_quantize_ops(builder *b, double tokens, double out, double in, double copies)
+{
+    if (!b->lp || b->keep_bf16) return;
+    const precision_rules *p = &b->pr;
+    double x = tokens * in, w = out * in, dy = tokens * out;
+    b->quant_fwd_bytes += copies * (p->x_fwd_bytes * x + p->w_fwd_bytes * w);
+    b->quant_bwd_bytes += copies * (p->x_bwd_bytes * x + p->w_bwd_bytes * w + p->dy_bwd_bytes * dy);
+}
+
+/* The layer's quantize kernels as two elementwise ops, forward and backward. */
+void rb_quantize_flush(builder *b)
+{
+    if (!b->lp) return;
+    double fwd = b->quant_fwd_bytes, bwd = b->quant_bwd_bytes;
+    double tf = compute_stream_s(b->sys, fwd), tb = compute_stream_s(b->sys, bwd);
+    int of = rb_op_add(b, "lp.quantize", RECIPE_ELEMENTWISE, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+                    RECIPE_OVERLAP_NONE, tf, 0);
+    rb_lump_item(b, of, RECIPE_FWD, "lp.quantize", fwd, tf);
+    int ob = rb_op_add(b, "lp.quantize_bwd", RECIPE_ELEMENTWISE, RECIPE_BWD, RECIPE_STREAM_COMPUTE,
+                    RECIPE_OVERLAP_NONE, 0, tb);
+    rb_lump_item(b, ob, RECIPE_BWD, "lp.quantize_bwd", bwd, tb);
+}
+
+/* A Linear of `tokens` rows, out x in weight: forward, and dgrad + wgrad in the backward, each
+ * a compute_gemm_s of the shapes compute_gemm_fwd_bwd_s adds up. */
+void rb_linear(builder *b, const char *name, double tokens, double out, double in)
+{
+    int op = rb_op_add(b, name, RECIPE_GEMM, RECIPE_FWD, RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE,
+                    0, 0);
+    if (op < 0) return;
+    recipe_op *o = &b->r->op[op];
+    o->fwd_s = rb_gemm_s(b, tokens, out, in);
+    o->fwd_bwd_s = rb_gemm_fwd_bwd_s(b, tokens, out, in);
+    o->bwd_s = o->fwd_bwd_s - o->fwd_s;
+    if (b->items) {
+        char nm[32];
+        rb_gemm_item(b, op, RECIPE_FWD, name, RECIPE_FORM_FWD, tokens, out, in, 1, true, o->fwd_s);
+        snprintf(nm, sizeof nm, "%s.dgrad", name);
+        rb_gemm_item(b, op, RECIPE_BWD, nm, RECIPE_FORM_DGRAD, tokens, in, out, 1, true,
+                  rb_gemm_s(b, tokens, in, out));
+        snprintf(nm, sizeof nm, "%s.wgrad", name);
+        rb_gemm_item(b, op, RECIPE_BWD, nm, RECIPE_FORM_WGRAD, out, in, tokens, 1, false,
+                  rb_gemm_s(b, in, out, tokens));
+    }
+    rb_quantize_ops(b, tokens, out, in, 1);
+}
+
+/* Each kernel of an elementwise pass as an op, and each of its launches as an item, so that the
+ * backend launches as many kernels of the same kind and bytes as the framework does. */
+void rb_elementwise_ops(builder *b, const elementwise_list *e, const elementwise_kernel *k,
+                            int n, recipe_phase phase)
+{
+    for (int i = 0; i < n; i++) {
+        double one = elementwise_kernel_s(b->sys, e, &k[i]);
+        double all = k[i].count * one;
+        int op = rb_op_add(b, k[i].name, RECIPE_ELEMENTWISE, phase, RECIPE_STREAM_COMPUTE,
+                        RECIPE_OVERLAP_NONE, phase == RECIPE_FWD ? all : 0,
+                        phase == RECIPE_BWD ? all : 0);
+        if (op >= 0) b->r->op[op].launches = k[i].count;
+        if (!b->items) continue;
+        for (int j = 0; j < k[i].count; j++)
+            rb_stream_item(b, op, phase, k[i].name, k[i].bytes, &k[i].access, one);
+    }
+}

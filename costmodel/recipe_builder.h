@@ -1,0 +1,53 @@
+/*
+ * recipe_builder.h — private to the layer recipe (layer_recipe.c, recipe_builder.c): the builder
+ * that appends ops and the backend's work items to a recipe, priced as it goes (GEMMs by
+ * compute.h, Linears with their low-precision quantize kernels, memory-bound lumps, collectives).
+ * layer_recipe.c says what a layer holds; this says how one entry is added.
+ */
+#ifndef PLAN_RECIPE_BUILDER_H
+#define PLAN_RECIPE_BUILDER_H
+
+#include <stdbool.h>
+
+#include "collective.h"
+#include "elementwise.h"
+#include "layer_recipe.h"
+#include "precision.h"
+
+typedef struct {
+    const system_spec *sys;
+    recipe *r;
+    recipe_items *items; /* NULL: ops only (the estimate) */
+    /* low precision (precision.h): the Linears' GEMMs in the layout's format, with their
+     * quantize kernels; keep_bf16 while adding a Linear the recipes keep in bf16 (router) */
+    bool lp;
+    bool keep_bf16;
+    double lp_peak_flops;
+    double lp_ratio; /* precision_gemm_ratio: the GPU's low-precision GEMM efficiency ratio */
+    precision_rules pr;
+    double quant_fwd_bytes, quant_bwd_bytes; /* the layer's quantize kernels (quantize_ops) */
+} builder;
+
+void rb_precision(builder *b, const layout *l);
+double rb_gemm_s(const builder *b, double m, double n, double k);
+double rb_gemm_fwd_bwd_s(const builder *b, double m, double n, double k);
+int rb_op_add(builder *b, const char *name, recipe_kind kind, recipe_phase phase,
+                  recipe_stream stream, recipe_overlap overlap, double fwd_s, double bwd_s);
+recipe_item *rb_item_add(builder *b, int op, recipe_phase phase, recipe_item_kind kind,
+                             const char *name);
+void rb_gemm_item(builder *b, int op, recipe_phase phase, const char *name,
+                      recipe_gemm_form form, double m, double n, double k, int batch, bool weight,
+                      double pred_s);
+void rb_stream_item(builder *b, int op, recipe_phase phase, const char *name, double bytes,
+                        const ew_access *a, double pred_s);
+void rb_lump_item(builder *b, int op, recipe_phase phase, const char *name, double bytes,
+                      double pred_s);
+void rb_coll_item(builder *b, int op, recipe_phase phase, const char *name, collective_op c,
+                      double bytes, recipe_group g, double pred_s);
+void rb_quantize_ops(builder *b, double tokens, double out, double in, double copies);
+void rb_quantize_flush(builder *b);
+void rb_linear(builder *b, const char *name, double tokens, double out, double in);
+void rb_elementwise_ops(builder *b, const elementwise_list *e, const elementwise_kernel *k,
+                            int n, recipe_phase phase);
+
+#endif
