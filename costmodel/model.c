@@ -1,6 +1,6 @@
 /*
  * model.c — reads a Hugging Face config.json into a model_spec (model_params.c counts its
- * parameters).
+ * parameters; config_json.c does the typed, checked reads of its values).
  *
  * Key names follow the transformers configuration classes (LlamaConfig, MistralConfig,
  * MixtralConfig, Qwen2/Qwen3(Moe)Config, DeepseekV3Config, Glm4MoeConfig, GptOssConfig,
@@ -15,6 +15,7 @@
  */
 #include "model.h"
 #include "input_file.h"
+#include "config_json.h"
 
 #include <dirent.h>
 #include <jansson.h>
@@ -25,182 +26,11 @@
 #include <string.h>
 #include <strings.h>
 
-/* ---- JSON helpers: a key may be absent or null (HF writes null for "not used"). ---- */
-
-static const json_t *get(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    return (v && !json_is_null(v)) ? v : NULL;
-}
-
-/* First present key among a NULL-terminated list; *used gets its name. */
-static const json_t *first_of(const json_t *o, const char *const *keys, const char **used)
-{
-    for (; *keys; keys++) {
-        const json_t *v = get(o, *keys);
-        if (v) {
-            if (used) *used = *keys;
-            return v;
-        }
-    }
-    return NULL;
-}
-
-/* First present key among a NULL-terminated list, as a number (our own _plan block). */
-static bool get_num(const json_t *o, double *out, const char *const *keys)
-{
-    const json_t *v = first_of(o, keys, NULL);
-    if (v && json_is_number(v)) {
-        *out = json_number_value(v);
-        return true;
-    }
-    return false;
-}
-
-static const char *json_kind(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_STRING: return "a string";
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "a number";
-    }
-}
-
-#define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
-
-/* Where a value came from, for messages. */
-typedef struct {
-    const char *path;
-    char *err;
-    size_t errlen;
-} src;
-
-/*
- * Integer field from the first present key of keys. Absent: a required field fails naming the
- * key, an optional one takes dflt. Present, the value must be a JSON number with an integer
- * value in [min, max]; the range is checked on the JSON value itself (a 64-bit integer or a
- * double), before anything is narrowed to int, so 2^32 + 4096 is an error, not 4096.
- */
-static cm_status read_int(const json_t *o, const char *const *keys, const char *what,
-                          bool required, long dflt, long min, long max, long *out, const src *s)
-{
-    const char *key = keys[0];
-    const json_t *v = first_of(o, keys, &key);
-    if (!v) {
-        if (required)
-            return cm_fail(s->err, s->errlen, CM_EPARSE,
-                           "%s: no %s (expected key \"%s\"): add it to the config.json", s->path,
-                           what, keys[0]);
-        *out = dflt;
-        return CM_OK;
-    }
-    if (!json_is_number(v))
-        return cm_fail(s->err, s->errlen, CM_EPARSE,
-                       "%s: %s is %s, expected an integer (the %s): write it as a plain number",
-                       s->path, key, json_kind(v), what);
-    char shown[32];
-    bool too_small, too_large;
-    if (json_is_integer(v)) {
-        json_int_t x = json_integer_value(v);
-        snprintf(shown, sizeof shown, "%" JSON_INTEGER_FORMAT, x);
-        too_small = x < min;
-        too_large = x > max;
-        if (!too_small && !too_large) *out = (long)x;
-    } else {
-        double x = json_real_value(v);
-        snprintf(shown, sizeof shown, "%.17g", x);
-        if (!isfinite(x) || x != floor(x))
-            return cm_fail(s->err, s->errlen, CM_EPARSE,
-                           "%s: %s must be an integer, got %s: fix \"%s\"", s->path, what, shown,
-                           key);
-        too_small = x < (double)min;
-        too_large = x > (double)max;
-        if (!too_small && !too_large) *out = (long)x;
-    }
-    if (too_small)
-        return cm_fail(s->err, s->errlen, CM_EPARSE,
-                       "%s: %s must be %s, got %s: fix \"%s\"", s->path, what,
-                       min > 0 ? "a positive integer" : "zero or a positive integer", shown, key);
-    if (too_large)
-        return cm_fail(s->err, s->errlen, CM_EPARSE,
-                       "%s: %s %s is too large (at most %ld): fix \"%s\"", s->path, what, shown,
-                       max, key);
-    return CM_OK;
-}
-
-/* Optional real field: absent -> dflt; present it must be a finite number in [min, max]. */
-static cm_status read_real(const json_t *o, const char *const *keys, const char *what,
-                           double dflt, double min, double max, double *out, const src *s)
-{
-    const char *key = keys[0];
-    const json_t *v = first_of(o, keys, &key);
-    if (!v) {
-        *out = dflt;
-        return CM_OK;
-    }
-    if (!json_is_number(v))
-        return cm_fail(s->err, s->errlen, CM_EPARSE,
-                       "%s: %s is %s, expected a number (the %s): write it as a plain number",
-                       s->path, key, json_kind(v), what);
-    double x = json_number_value(v);
-    if (!isfinite(x) || x < min || x > max)
-        return cm_fail(s->err, s->errlen, CM_EPARSE,
-                       "%s: %s must be between %g and %g, got %g: fix \"%s\"", s->path, what, min,
-                       max, x, key);
-    *out = x;
-    return CM_OK;
-}
-
-/* Optional boolean (0/1 accepted, as some converters write them). */
-static cm_status read_bool(const json_t *o, const char *key, bool dflt, bool *out, const src *s)
-{
-    const json_t *v = get(o, key);
-    if (!v) {
-        *out = dflt;
-        return CM_OK;
-    }
-    if (json_is_boolean(v)) {
-        *out = json_is_true(v);
-        return CM_OK;
-    }
-    if (json_is_number(v)) {
-        *out = json_number_value(v) != 0;
-        return CM_OK;
-    }
-    return cm_fail(s->err, s->errlen, CM_EPARSE,
-                   "%s: %s is %s, expected true or false: write it without quotes", s->path, key,
-                   json_kind(v));
-}
-
-/* Optional string; present it must be a string. */
-static cm_status read_str(const json_t *o, const char *const *keys, const char **out,
-                          const src *s)
-{
-    const char *key = keys[0];
-    const json_t *v = first_of(o, keys, &key);
-    *out = NULL;
-    if (!v) return CM_OK;
-    if (!json_is_string(v))
-        return cm_fail(s->err, s->errlen, CM_EPARSE, "%s: %s is %s, expected a string", s->path,
-                       key, json_kind(v));
-    *out = json_string_value(v);
-    return CM_OK;
-}
-
-static const char *get_str(const json_t *o, const char *key)
-{
-    const json_t *v = get(o, key);
-    return (v && json_is_string(v)) ? json_string_value(v) : NULL;
-}
-
 static bool dropout_positive(const json_t *o, const char *const *keys)
 {
     double v;
     for (; *keys; keys++)
-        if (get_num(o, &v, (const char *const[]){*keys, NULL}) && v > 0) return true;
+        if (cj_get_num(o, &v, (const char *const[]){*keys, NULL}) && v > 0) return true;
     return false;
 }
 
@@ -353,25 +183,25 @@ cm_status model_load_json_string(const char *text, size_t len, const char *name,
  * use_sliding_window false (Qwen) switches it off whatever sliding_window says.
  */
 static cm_status parse_sliding(const json_t *cfg, const char *model_type, model_spec *spec,
-                               const src *s)
+                               const cj_src *s)
 {
     long w;
     cm_status st;
-    const json_t *sw = get(cfg, "sliding_window");
+    const json_t *sw = cj_get(cfg, "sliding_window");
     if (sw && json_is_boolean(sw)) sw = NULL; /* some converters write false for "none" */
     if (!sw) return CM_OK;
-    if ((st = read_int(cfg, KEYS("sliding_window"), "sliding window", false, 0, 0, INT_MAX, &w,
+    if ((st = cj_read_int(cfg, KEYS("sliding_window"), "sliding window", false, 0, 0, INT_MAX, &w,
                        s)) != CM_OK)
         return st;
     bool use = true;
-    if ((st = read_bool(cfg, "use_sliding_window", true, &use, s)) != CM_OK) return st;
+    if ((st = cj_read_bool(cfg, "use_sliding_window", true, &use, s)) != CM_OK) return st;
     if (!use || w == 0) return CM_OK;
     spec->sliding_window = (int)w;
     spec->sliding_period = 1;
     spec->sliding_mask = 1;
     spec->sliding_first_layer = 0;
 
-    const json_t *types = get(cfg, "layer_types");
+    const json_t *types = cj_get(cfg, "layer_types");
     if (types) {
         if (!json_is_array(types) || json_array_size(types) != (size_t)spec->layers)
             return cm_fail(s->err, s->errlen, CM_EPARSE,
@@ -418,14 +248,14 @@ static cm_status parse_sliding(const json_t *cfg, const char *model_type, model_
         spec->sliding_mask = 1;
     } else if (type_starts(model_type, "gemma3")) {
         long p;
-        if ((st = read_int(cfg, KEYS("sliding_window_pattern"), "sliding window pattern", false,
+        if ((st = cj_read_int(cfg, KEYS("sliding_window_pattern"), "sliding window pattern", false,
                            6, 1, 64, &p, s)) != CM_OK)
             return st;
         spec->sliding_period = (int)p;
         spec->sliding_mask = ((uint64_t)1 << (p - 1)) - 1; /* all but the period's last */
     } else if (type_starts(model_type, "qwen")) {
         long first;
-        if ((st = read_int(cfg, KEYS("max_window_layers"), "max_window_layers", false, 0, 0,
+        if ((st = cj_read_int(cfg, KEYS("max_window_layers"), "max_window_layers", false, 0, 0,
                            INT_MAX, &first, s)) != CM_OK)
             return st;
         spec->sliding_first_layer = (int)(first > spec->layers ? spec->layers : first);
@@ -440,25 +270,25 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
         return cm_fail(err, errlen, CM_EPARSE,
                        "model config '%s' must be a JSON object like a Hugging Face config.json",
                        path);
-    src s = {path, err, errlen};
+    cj_src s = {path, err, errlen};
     cm_status st = CM_OK;
     /* Composite configs (multimodal: Gemma 3, Llama 4, Qwen2.5-VL, ...) keep the language model
      * under text_config; the vision (and audio) towers are not planned, and the spec says so. */
     const json_t *cfg = root;
-    const json_t *text_cfg = get(root, "text_config");
-    if (text_cfg && json_is_object(text_cfg) && !get(root, "hidden_size")) {
+    const json_t *text_cfg = cj_get(root, "text_config");
+    if (text_cfg && json_is_object(text_cfg) && !cj_get(root, "hidden_size")) {
         cfg = text_cfg;
         static const char *const towers[] = {"vision_config", "audio_config", "speech_config",
                                              NULL};
         size_t used = 0;
         for (const char *const *t = towers; *t; t++)
-            if (get(root, *t) && used + 1 < sizeof spec->ignored_parts)
+            if (cj_get(root, *t) && used + 1 < sizeof spec->ignored_parts)
                 used += (size_t)snprintf(spec->ignored_parts + used,
                                          sizeof spec->ignored_parts - used, "%s%s",
                                          used ? ", " : "", *t);
-        spec->vision_tower_ignored = get(root, "vision_config") != NULL;
+        spec->vision_tower_ignored = cj_get(root, "vision_config") != NULL;
     }
-    const char *model_type = get_str(cfg, "model_type");
+    const char *model_type = cj_get_str(cfg, "model_type");
     /* A text_config without its own model_type inherits the outer one's text variant. */
     json_t *owned = with_type_defaults(cfg, model_type, spec);
     if (!owned) return cm_fail(err, errlen, CM_ENOMEM, "out of memory reading '%s'", path);
@@ -473,18 +303,18 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
 
 #define INT_FIELD(field, keys, what, required, dflt, min, max)                                  \
     do {                                                                                        \
-        if ((st = read_int(cfg, keys, what, required, dflt, min, max, &v, &s)) != CM_OK)        \
+        if ((st = cj_read_int(cfg, keys, what, required, dflt, min, max, &v, &s)) != CM_OK)        \
             goto done;                                                                          \
         spec->field = v;                                                                        \
     } while (0)
 #define REAL_FIELD(field, keys, what, dflt, min, max)                                           \
     do {                                                                                        \
-        if ((st = read_real(cfg, keys, what, dflt, min, max, &spec->field, &s)) != CM_OK)       \
+        if ((st = cj_read_real(cfg, keys, what, dflt, min, max, &spec->field, &s)) != CM_OK)       \
             goto done;                                                                          \
     } while (0)
 #define BOOL_FIELD(field, key, dflt)                                                            \
     do {                                                                                        \
-        if ((st = read_bool(cfg, key, dflt, &spec->field, &s)) != CM_OK) goto done;             \
+        if ((st = cj_read_bool(cfg, key, dflt, &spec->field, &s)) != CM_OK) goto done;             \
     } while (0)
 
     INT_FIELD(layers, KEYS("num_hidden_layers", "n_layer", "num_layers"), "layer count", true, 0,
@@ -517,20 +347,20 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
     BOOL_FIELD(tied_embeddings, "tie_word_embeddings", true);
 
     const char *act;
-    if ((st = read_str(cfg, KEYS("hidden_act", "activation_function", "hidden_activation"),
+    if ((st = cj_read_str(cfg, KEYS("hidden_act", "activation_function", "hidden_activation"),
                        &act, &s)) != CM_OK)
         goto done;
     bool plain = plain_mlp_type(model_type);
     spec->activation = plain ? MODEL_ACT_GELU : MODEL_ACT_SWIGLU;
 
     bool gpt_style = type_is(model_type, "gpt2") || type_is(model_type, "megatron-gpt");
-    spec->norm = (get(cfg, "rms_norm_eps") && !gpt_style) ? MODEL_NORM_RMS : MODEL_NORM_LAYER;
-    if (!get(cfg, "rms_norm_eps") && !get(cfg, "layer_norm_epsilon") && !get(cfg, "layer_norm_eps"))
+    spec->norm = (cj_get(cfg, "rms_norm_eps") && !gpt_style) ? MODEL_NORM_RMS : MODEL_NORM_LAYER;
+    if (!cj_get(cfg, "rms_norm_eps") && !cj_get(cfg, "layer_norm_epsilon") && !cj_get(cfg, "layer_norm_eps"))
         spec->norm = gpt_style || plain ? MODEL_NORM_LAYER : MODEL_NORM_RMS;
     REAL_FIELD(norm_eps, KEYS("rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps"),
                "norm epsilon", 0, 0, 1);
     spec->sandwich_norm = type_is(model_type, "gemma2") || type_starts(model_type, "gemma3");
-    spec->learned_positions = gpt_style || get_str(cfg, "position_embedding_type") != NULL;
+    spec->learned_positions = gpt_style || cj_get_str(cfg, "position_embedding_type") != NULL;
     if (spec->learned_positions && spec->max_positions == 0) {
         st = cm_fail(err, errlen, CM_EPARSE,
                      "%s: learned position embeddings need n_positions: add it", path);
@@ -540,15 +370,15 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
     /* Biases. attention_bias means q, k, v and o biases in Llama/gpt-oss, q, k, v only in
      * GLM-4.5 (Glm4MoeAttention: o_proj has no bias); Qwen2 always has q, k, v biases. */
     bool attn_bias, qkv_bias_key, glm = type_starts(model_type, "glm4");
-    if ((st = read_bool(cfg, "attention_bias", false, &attn_bias, &s)) != CM_OK ||
-        (st = read_bool(cfg, "qkv_bias", false, &qkv_bias_key, &s)) != CM_OK)
+    if ((st = cj_read_bool(cfg, "attention_bias", false, &attn_bias, &s)) != CM_OK ||
+        (st = cj_read_bool(cfg, "qkv_bias", false, &qkv_bias_key, &s)) != CM_OK)
         goto done;
     BOOL_FIELD(mlp_bias, "mlp_bias", false);
     spec->qkv_bias = gpt_style || type_starts(model_type, "qwen2") || attn_bias || qkv_bias_key;
     spec->out_bias = gpt_style;
     spec->attn_out_bias = attn_bias && !glm;
     bool use_qk_norm;
-    if ((st = read_bool(cfg, "use_qk_norm", false, &use_qk_norm, &s)) != CM_OK) goto done;
+    if ((st = cj_read_bool(cfg, "use_qk_norm", false, &use_qk_norm, &s)) != CM_OK) goto done;
     spec->qk_norm = type_starts(model_type, "qwen3") || type_starts(model_type, "gemma3") ||
                     use_qk_norm;
     spec->dropout = dropout_positive(cfg, KEYS("resid_pdrop", "attn_pdrop", "hidden_dropout",
@@ -559,19 +389,19 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
     REAL_FIELD(rope_local_theta, KEYS("rope_local_base_freq"), "local RoPE base", 0, 1e-9, 1e300);
     REAL_FIELD(rotary_fraction, KEYS("partial_rotary_factor", "rotary_pct"), "rotary fraction",
                1, 1e-9, 1);
-    const json_t *scaling = get(cfg, "rope_scaling");
+    const json_t *scaling = cj_get(cfg, "rope_scaling");
     if (scaling) {
         if (!json_is_object(scaling)) {
             st = cm_fail(err, errlen, CM_EPARSE, "%s: rope_scaling is %s, expected an object",
-                         path, json_kind(scaling));
+                         path, cj_json_kind(scaling));
             goto done;
         }
         const char *type;
-        if ((st = read_str(scaling, KEYS("rope_type", "type"), &type, &s)) != CM_OK) goto done;
+        if ((st = cj_read_str(scaling, KEYS("rope_type", "type"), &type, &s)) != CM_OK) goto done;
         snprintf(spec->rope_scaling_type, sizeof spec->rope_scaling_type, "%s", type ? type : "");
-        if ((st = read_real(scaling, KEYS("factor"), "rope_scaling factor", 0, 1e-9, 1e9,
+        if ((st = cj_read_real(scaling, KEYS("factor"), "rope_scaling factor", 0, 1e-9, 1e9,
                             &spec->rope_scaling_factor, &s)) != CM_OK ||
-            (st = read_int(scaling, KEYS("original_max_position_embeddings"),
+            (st = cj_read_int(scaling, KEYS("original_max_position_embeddings"),
                            "rope_scaling original length", false, 0, 1, INT_MAX, &v, &s)) !=
                 CM_OK)
             goto done;
@@ -607,7 +437,7 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
                   "shared expert count", false, 0, 0, INT_MAX);
         spec->shared_ffn = spec->expert_ffn;
         long shared_width;
-        if ((st = read_int(cfg, KEYS("shared_expert_intermediate_size"),
+        if ((st = cj_read_int(cfg, KEYS("shared_expert_intermediate_size"),
                            "shared expert intermediate size", false, 0, 0, INT_MAX,
                            &shared_width, &s)) != CM_OK)
             goto done;
@@ -619,7 +449,7 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
                   0, INT_MAX);
         /* Qwen-MoE mlp_only_layers: a leading run [0..k-1] is the same as k dense-first
          * layers; any other set is not modelled. */
-        const json_t *only = get(cfg, "mlp_only_layers");
+        const json_t *only = cj_get(cfg, "mlp_only_layers");
         if (only) {
             size_t n = json_is_array(only) ? json_array_size(only) : 0;
             bool prefix = json_is_array(only);
@@ -641,21 +471,21 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
          * decoder_sparse_step: iff (i + 1) % step == 0. */
         long freq = 1;
         const char *freq_key = NULL;
-        if (first_of(cfg, KEYS("moe_layer_freq"), NULL) &&
-            !json_is_array(get(cfg, "moe_layer_freq")))
+        if (cj_first_of(cfg, KEYS("moe_layer_freq"), NULL) &&
+            !json_is_array(cj_get(cfg, "moe_layer_freq")))
             freq_key = "moe_layer_freq";
-        else if (first_of(cfg, KEYS("decoder_sparse_step"), NULL))
+        else if (cj_first_of(cfg, KEYS("decoder_sparse_step"), NULL))
             freq_key = "decoder_sparse_step";
         if (freq_key &&
-            (st = read_int(cfg, (const char *const[]){freq_key, NULL}, freq_key, false, 1, 1,
+            (st = cj_read_int(cfg, (const char *const[]){freq_key, NULL}, freq_key, false, 1, 1,
                            INT_MAX, &freq, &s)) != CM_OK)
             goto done;
         spec->moe_layer_freq = (int)freq;
         spec->moe_layer_phase = freq_key && strcmp(freq_key, "decoder_sparse_step") == 0 ? 1 : 0;
 
         const char *topk_method, *scoring;
-        if ((st = read_str(cfg, KEYS("topk_method"), &topk_method, &s)) != CM_OK ||
-            (st = read_str(cfg, KEYS("scoring_func"), &scoring, &s)) != CM_OK)
+        if ((st = cj_read_str(cfg, KEYS("topk_method"), &topk_method, &s)) != CM_OK ||
+            (st = cj_read_str(cfg, KEYS("scoring_func"), &scoring, &s)) != CM_OK)
             goto done;
         /* GLM-4.5 (Glm4MoeTopkRouter) always has the correction bias and sigmoid scores. */
         spec->router_bias = (topk_method && strcmp(topk_method, "noaux_tc") == 0) || glm;
@@ -685,7 +515,7 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
               INT_MAX);
 
     /* MLA */
-    if (get(cfg, "kv_lora_rank")) {
+    if (cj_get(cfg, "kv_lora_rank")) {
         spec->mla = true;
         INT_FIELD(q_lora_rank, KEYS("q_lora_rank"), "q_lora_rank", false, 0, 0, INT_MAX);
         INT_FIELD(kv_lora_rank, KEYS("kv_lora_rank"), "kv_lora_rank", false, 0, 0, INT_MAX);
@@ -712,20 +542,20 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
         type_is(model_type, "gpt_oss");
 
     /* Our own block: published counts and overrides. */
-    const json_t *plan = get(root, "_plan");
+    const json_t *plan = cj_get(root, "_plan");
     if (plan && json_is_object(plan)) {
-        const char *disp = get_str(plan, "display");
+        const char *disp = cj_get_str(plan, "display");
         if (disp) snprintf(spec->display, sizeof spec->display, "%s", disp);
-        const char *repo = get_str(plan, "hf_repo");
+        const char *repo = cj_get_str(plan, "hf_repo");
         if (repo) snprintf(spec->hf_repo, sizeof spec->hf_repo, "%s", repo);
         double x;
-        if (get_num(plan, &x, KEYS("published_params_total"))) spec->published_params_total = x;
-        if (get_num(plan, &x, KEYS("published_params_active"))) spec->published_params_active = x;
-        if (get_num(plan, &x, KEYS("published_precision"))) spec->published_precision = x;
-        const json_t *inc = get(plan, "published_active_includes_input_embedding");
+        if (cj_get_num(plan, &x, KEYS("published_params_total"))) spec->published_params_total = x;
+        if (cj_get_num(plan, &x, KEYS("published_params_active"))) spec->published_params_active = x;
+        if (cj_get_num(plan, &x, KEYS("published_precision"))) spec->published_precision = x;
+        const json_t *inc = cj_get(plan, "published_active_includes_input_embedding");
         if (inc && json_is_boolean(inc))
             spec->published_active_excludes_embedding = !json_is_true(inc);
-        const json_t *g = get(plan, "gated_mlp");
+        const json_t *g = cj_get(plan, "gated_mlp");
         if (g && json_is_boolean(g))
             spec->activation = json_is_true(g) ? MODEL_ACT_SWIGLU : MODEL_ACT_GELU;
     }
