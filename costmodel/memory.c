@@ -44,6 +44,8 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
                                      const layout *l, int moe_layer)
 {
     double tokens = (double)l->mbs * t->seq_len / l->cp; /* per GPU */
+    precision_rules pr; /* the Linears' saved-input format (precision.h) */
+    precision_rules_of(l, &pr);
     double tp = l->tp, h = m->hidden, a = m->heads;
     double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
     double v = m->mla ? m->v_head_dim : m->head_dim;
@@ -78,10 +80,8 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * grouped_linear.py, _GroupedLinear.forward: inputmats = tex.split_quantize(...),
          * saved for the backward): FC1's input (the permuted tokens) and FC2's (the
          * activation's product) take saved_input_bytes a element instead of 2 */
-        precision_rules pe;
-        precision_rules_of(l, &pe);
-        if (pe.saved_input_bytes < 2.0 && !layout_is_pytorch(l)) {
-            double se = pe.saved_input_bytes;
+        if (pr.saved_input_bytes < 2.0 && !layout_is_pytorch(l)) {
+            double se = pr.saved_input_bytes;
             if (moe_dispatch_elem_bytes(l) > se) per_copy -= (moe_dispatch_elem_bytes(l) - se) * h * etp;
             per_copy -= (2.0 - se) * m->expert_ffn;
         }
@@ -114,8 +114,6 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
      * product) take saved_input_bytes instead of 2, and the output projection keeps its own
      * quantized copy of the attention output beside the one flash attention saves. MoE expert
      * inputs are left in bf16 here. */
-    precision_rules pr;
-    precision_rules_of(l, &pr);
     if (pr.saved_input_bytes < 2.0) {
         double s = pr.saved_input_bytes;
         if (!m->mla) repl -= (2.0 - s) * h;   /* QKV input */
