@@ -56,7 +56,7 @@ enum {
     OPT_ETP, OPT_VPP, OPT_MBS, OPT_SP, OPT_NO_SP, OPT_SHARDING, OPT_RECOMPUTE,
     OPT_RECOMPUTE_LAYERS, OPT_FRAMEWORK, OPT_NO_RESHARD, OPT_SHARD_SIZE, OPT_OFFLOAD,
     OPT_ATTENTION, OPT_NO_OVERLAP, OPT_GRAD_BF16, OPT_CALIBRATION, OPT_EMIT,
-    OPT_SIMULATE, OPT_NO_SIMULATE, OPT_TRACE, OPT_PRECISION, OPT_FP8_RECIPE,
+    OPT_SIMULATE, OPT_NO_SIMULATE, OPT_OPS, OPT_TRACE, OPT_PRECISION, OPT_FP8_RECIPE,
     OPT_IMPL, OPT_COMPILE, OPT_OPTIMIZER_IMPL,
     OPT_TP_COMM_OVERLAP, OPT_OVERLAP_GRAD_REDUCE, OPT_OVERLAP_PARAM_GATHER,
     OPT_MOE_DISPATCHER, OPT_MOE_IMBALANCE, OPT_MOE_CAPACITY, OPT_MOE_EP_OVERLAP,
@@ -75,6 +75,7 @@ static const struct option long_opts[] = {
     {"calibration", required_argument, NULL, OPT_CALIBRATION},
     {"emit", required_argument, NULL, OPT_EMIT},
     {"simulate", no_argument, NULL, OPT_SIMULATE},
+    {"ops", no_argument, NULL, OPT_OPS},
     {"no-simulate", no_argument, NULL, OPT_NO_SIMULATE},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"seq", required_argument, NULL, OPT_SEQ},
@@ -193,6 +194,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case 's': o->system = optarg; break;
         case OPT_CALIBRATION: o->calibration = optarg; break;
         case OPT_SIMULATE: o->simulate = true; break;
+        case OPT_OPS: o->ops = true; break;
         case OPT_NO_SIMULATE: o->no_simulate = true; break;
         case OPT_TRACE: o->trace = optarg; break;
         case OPT_EMIT:

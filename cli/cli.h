@@ -38,6 +38,7 @@ typedef struct {
     bool no_overlap;            /* --no-overlap: overlap knobs off, and not searched */
     emit_format emit;         /* --emit: print this config instead of the report */
     bool simulate;            /* --simulate: also run the step simulator (plan estimate) */
+    bool ops;                 /* --ops: print the layer recipe's priced operations (estimate) */
     bool no_simulate;         /* --no-simulate: search ranks by the closed form only */
     const char *trace;        /* --trace FILE: write the simulated step as a Chrome trace */
     bool precision_any;       /* --precision any: the search tries every format the GPU and

@@ -50,6 +50,8 @@ static void usage(void)
            "  --moe-ep-overlap (Megatron --overlap-moe-expert-parallel-comm, pp 1 or vpp)\n"
            "  --moe-shared-expert-overlap (shared experts beside the alltoall exchange)\n"
            "  --format human|json\n"
+           "  --ops                also print the layer recipe: each GEMM, attention core,\n"
+           "                       kernel and collective with its time per micro-batch\n"
            "  --simulate           also simulate the step (time_simulated); --trace FILE writes it\n"
            "                       as a Chrome/Perfetto trace (see plan simulate)\n"
            "  --emit yaml|megatron-args|bridge|torchtitan|json   print this layout's config\n"
@@ -115,6 +117,10 @@ int cmd_estimate(int argc, char **argv)
         json_decref(j);
     } else {
         output_estimate_human(stdout, &e, &m, &sys);
+        if (o.ops && estimate_time_priced(&e)) {
+            fputc('\n', stdout);
+            output_recipe_ops(stdout, &e, &m, &sys);
+        }
     }
     /* exit 1 when the layout does not fit, as plan check (0 fits, 1 does not, 2 error) */
     return e.feasible ? 0 : 1;

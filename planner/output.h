@@ -29,6 +29,9 @@ void output_layout_line(const estimate *e, char *buf, size_t len);
 
 void output_estimate_human(FILE *f, const estimate *e, const model_spec *m,
                            const system_spec *sys);
+/* `plan estimate --ops`: the layer recipe's priced operations (dense layer, MoE layer, loss
+ * head), per micro-batch, with the sums the estimate adds up (output_ops.c). */
+void output_recipe_ops(FILE *f, const estimate *e, const model_spec *m, const system_spec *sys);
 void output_plan_human(FILE *f, const search_result *r, int top, const model_spec *m,
                        const system_spec *sys, const training_spec *t);
 
