@@ -75,8 +75,9 @@ void estimate_head_cost(const model_spec *m, const system_spec *sys, const train
     recipe_head(m, sys, t, l, &r, NULL);
     recipe_time x;
     recipe_price(&r, &x);
-    *fwd_s = x.fwd_s;
-    *bwd_s = x.bwd_s;
+    /* the MTP modules' layer brings its TP/EP exchanges and recompute (recipe_mtp.c) */
+    *fwd_s = x.fwd_s + x.fwd_comm_s;
+    *bwd_s = x.bwd_s + x.recompute_s + x.bwd_comm_s;
 }
 
 /* One send of a micro-batch's activations (or their gradients) to the adjacent stage; each TP

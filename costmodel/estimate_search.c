@@ -35,7 +35,9 @@ typedef struct {
     recipe r[2];             /* dense, MoE layer (the MoE one only for MoE models) */
     unsigned priced;         /* bit rc: x[rc] holds the layers priced under recompute rc */
     layer_time x[3][2];
-    layer_time head;         /* the loss head (no recompute dependence) */
+    unsigned head_priced;    /* bit rc: head[rc] holds the loss head under recompute rc (it
+                                depends on it through Megatron's MTP layers, recipe_mtp.c) */
+    layer_time head[3];
 } cache_entry;
 
 struct estimate_cache {
@@ -94,10 +96,9 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
         c->next = (c->next + 1) % CACHE_ENTRIES;
         e->used = true;
         memcpy(e->key, key, sizeof key);
-        e->priced = 0;
+        e->priced = e->head_priced = 0;
         recipe_layer(m, sys, t, l, false, &e->r[0], NULL);
         if (is_moe) recipe_layer(m, sys, t, l, true, &e->r[1], NULL);
-        estimate_head_cost(m, sys, t, l, &e->head.fwd_s, &e->head.bwd_s);
         c->builds++;
     } else if (!(e->priced & (1u << rc))) {
         recipe_set_recompute(sys, m, l, &e->r[0], false, true);
@@ -114,7 +115,11 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
     }
     kinds->dense = kinds->dense_bf16 = e->x[rc][0];
     kinds->moe = kinds->moe_bf16 = e->x[rc][1];
-    *head = e->head;
+    if (!(e->head_priced & (1u << rc))) {
+        estimate_head_cost(m, sys, t, l, &e->head[rc].fwd_s, &e->head[rc].bwd_s);
+        e->head_priced |= 1u << rc;
+    }
+    *head = e->head[rc];
 }
 
 /* May a lower bound skip l's timing? Not where the step has calibrated terms (a fitted scale

@@ -230,6 +230,8 @@ static void recipe_start(builder *b, const layout *l)
     b->r->expert_rows = 0;
     b->r->shared_fwd_s = b->r->shared_bwd_s = 0;
     b->r->host_rs_copy_in_s = 0;
+    b->r->ep_overlap_slowdown = 1;
+    b->block = RECIPE_BLOCK_OTHER;
     if (b->items) {
         b->items->n = 0;
         b->items->overflow = false;
@@ -294,6 +296,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
                          : collective_time_s(sys, COLL_ALL_REDUCE, tc.act_bytes, tc.g);
 
     /* ---- attention block: QKV (column parallel), core, output projection (row parallel) */
+    b->block = RECIPE_BLOCK_ATTENTION;
     int tp_attn = tp_op(&tc, "tp.attention");
     tp_enter(&tc, tp_attn, RECIPE_FWD);
     if (m->mla) {
@@ -452,6 +455,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     }
 
     /* ---- MLP block */
+    b->block = RECIPE_BLOCK_MLP;
     /* A dense MLP's SP all-gather / reduce-scatter (or all-reduce). An MoE block has them only
      * for its shared experts (Megatron's SharedExpertMLP is a TP MLP of its own): the routed
      * tokens reach the experts through the dispatcher's collectives, the expert-TP all-gather
@@ -472,6 +476,8 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         double etp = layout_etp(l);
         double router_rows = l->sp ? tokens / tp : tokens;
         b->keep_bf16 = true; /* the MoE gate stays bf16 (DeepSeek-V3 Sec. 3.3.1) */
+        b->block = RECIPE_BLOCK_ATTENTION; /* the router runs before the dispatch, with the
+                                              attention block (pre_dispatch_computation) */
         rb_linear(b, "router", router_rows, m->experts, h);
         b->keep_bf16 = false;
         if (l->framework == FRAMEWORK_MEGATRON) {
@@ -493,10 +499,13 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
          * load factor scales its receive volume and its expert rows: it sets the pace */
         moe_dispatch_cost dc;
         moe_dispatch_price(m, sys, t, l, tokens, &dc);
+        b->block = RECIPE_BLOCK_MLP;
         double load = moe_load_factor(t);
         recipe_overlap ep_overlap = RECIPE_OVERLAP_NONE;
-        if (l->framework == FRAMEWORK_MEGATRON && t->moe_ep_overlap)
+        if (l->framework == FRAMEWORK_MEGATRON && t->moe_ep_overlap) {
             ep_overlap = RECIPE_OVERLAP_MICROBATCH;
+            r->ep_overlap_slowdown = moe_dispatch_sm_slowdown(sys, &dc);
+        }
         else if (l->framework == FRAMEWORK_MEGATRON && t->moe_shared_overlap &&
                  m->shared_experts > 0)
             ep_overlap = RECIPE_OVERLAP_SHARED;
@@ -506,6 +515,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
              * combine's a dispatch (moe_dispatch.h: FP8 dispatch sends the latter in FP8) */
             dispatch = rb_op_add(b, "ep.dispatch", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                               ep_overlap, dc.dispatch_s, dc.combine_s);
+            if (dispatch >= 0) r->op[dispatch].ep_part = RECIPE_EP_DISPATCH;
             rb_coll_item(b, dispatch, RECIPE_FWD, "ep.dispatch", dc.dispatch_op, dc.dispatch_bytes,
                       RECIPE_GROUP_EP, dc.dispatch_s);
         }
@@ -571,6 +581,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         if (l->ep > 1) {
             combine = rb_op_add(b, "ep.combine", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                              ep_overlap, dc.combine_s, dc.dispatch_s);
+            if (combine >= 0) r->op[combine].ep_part = RECIPE_EP_COMBINE;
             rb_coll_item(b, combine, RECIPE_FWD, "ep.combine", dc.combine_op, dc.combine_bytes,
                       RECIPE_GROUP_EP, dc.combine_s);
             /* the backward reverses each: the combine's gradient is dispatched, the
@@ -603,6 +614,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
 
     /* ---- norms, RoPE, activation, residual adds, the backward's gradient accumulation: Hugging
      * Face eager kernels under FSDP2, Transformer Engine's fused ones under Megatron */
+    b->block = RECIPE_BLOCK_OTHER;
     {
         elementwise_list el;
         elementwise_layer(m, l, tokens, moe, &el);
@@ -742,14 +754,10 @@ void recipe_head(const model_spec *m, const system_spec *sys, const training_spe
     recipe_start(b, l);
     double tokens = (double)l->mbs * t->seq_len / l->cp;
     r->tokens = tokens;
-    b->keep_bf16 = true; /* the output layer stays bf16 under every recipe (precision.h) */
-    rb_linear(b, "lm_head", tokens, (double)m->vocab / l->tp, m->hidden);
-    b->keep_bf16 = false;
-    /* final norm, logits.float() and cross-entropy over V/tp logits (elementwise.c) */
-    elementwise_list el;
-    elementwise_head(m, l, tokens, &el);
-    rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
-    rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+    rb_output_head(b, m, l, tokens);
+    /* Megatron's multi-token-prediction modules, each with its own pass of the output layer
+     * (recipe_mtp.c) */
+    rb_mtp_modules(b, m, t, l, tokens);
     /* FSDP2: the compute-stream copies of the last stage's root unit (final norm, output
      * layer); its copy-in and traffic are the stage's (estimate.c root_traffic) */
     double p = fsdp_root_params(m, l, l->pp - 1) / l->tp;

@@ -71,6 +71,14 @@ typedef enum {
                                  stream beside the dispatcher's exchange) */
 } recipe_overlap;
 
+/* Which block of the layer an op belongs to, for Megatron's EP A2A overlap, which pairs each
+ * exchange with one block's compute of the other micro-batch (recipe_price.c): the attention
+ * block (with the router: Megatron's pre_dispatch_computation), the MLP / MoE block, or
+ * neither (the layer's elementwise and quantize lumps, shared pro rata). */
+typedef enum { RECIPE_BLOCK_OTHER = 0, RECIPE_BLOCK_ATTENTION, RECIPE_BLOCK_MLP } recipe_block;
+/* An EP op's part in the MoE exchange: its dispatch or its combine (forward direction). */
+typedef enum { RECIPE_EP_NONE = 0, RECIPE_EP_DISPATCH, RECIPE_EP_COMBINE } recipe_ep_part;
+
 /* An op's phase: RECIPE_FWD for a forward operation (its backward counterpart, if any, priced
  * in bwd_s); RECIPE_BWD for a backward-only one. Items carry RECIPE_RECOMPUTE too. */
 typedef enum { RECIPE_FWD = 0, RECIPE_BWD, RECIPE_RECOMPUTE, RECIPE_PHASES } recipe_phase;
@@ -96,6 +104,8 @@ typedef struct {
                               reduce-scatter or all-reduce) adds */
     bool recompute_enter_only; /* TP op: the recompute stops early, before the block's last
                                   GEMM, so re-runs the entering all-gather alone */
+    recipe_block block;    /* the layer block it belongs to */
+    recipe_ep_part ep_part;/* EP op: dispatch or combine */
 } recipe_op;
 
 /* Items: what the backend launches. Forms and groups as backend/work.h's. */
@@ -141,6 +151,9 @@ typedef struct {
                                  copy-in launches (fsdp_rs_copy_in_host_s) */
     double shared_fwd_s, shared_bwd_s; /* MoE layer: the shared experts' GEMMs, the compute
                                           RECIPE_OVERLAP_SHARED hides behind */
+    double ep_overlap_slowdown;        /* compute beside an overlapped EP exchange runs this
+                                          much slower: the SMs the exchange's kernels hold
+                                          (recipe_price.c); 1 without the overlap */
     recipe_op op[RECIPE_MAX_OPS];
 } recipe;
 

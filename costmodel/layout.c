@@ -172,6 +172,11 @@ static bool uneven_split(const layout *l)
     return l->pp >= 2 && (l->pp_first_layers > 0 || l->pp_last_layers > 0);
 }
 
+int layout_mtp_layers(const model_spec *m, const layout *l)
+{
+    return l->framework == FRAMEWORK_MEGATRON && m->mtp_layers > 0 ? m->mtp_layers : 0;
+}
+
 int layout_stage_layers(const model_spec *m, const layout *l, int stage)
 {
     if (uneven_split(l)) {

@@ -171,6 +171,10 @@ int layout_expert_dp(const layout *l);
 
 /* Layers on pipeline stage s; uneven remainders go to the middle stages, not the first. */
 int layout_stage_layers(const model_spec *m, const layout *l, int stage);
+/* Multi-token-prediction modules the last stage runs: the model's num_nextn_predict_layers
+ * under Megatron (which runs them when --mtp-num-layers is set, as plan's Megatron configs set
+ * it from the model), 0 under Hugging Face and torchtitan training, which do not run them. */
+int layout_mtp_layers(const model_spec *m, const layout *l);
 int layout_max_stage_layers(const model_spec *m, const layout *l);
 /* Do the stages hold different layer counts (an uneven knob, or layers % pp)? Megatron needs
  * the split stated then (--pipeline-model-parallel-layout). */

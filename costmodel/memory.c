@@ -279,6 +279,15 @@ void memory_stage_params(const model_spec *m, const layout *l, int stage, double
         dense += model_output_params(m) - (m->tied_embeddings ? 0 : vh) +
                  /* untied head, or Megatron's copy of the tied embedding on the last stage */
                  ((!m->tied_embeddings || l->pp > 1) ? vh / l->tp : 0);
+        /* Megatron's MTP modules (recipe_mtp.c): one decoder layer each, eh_proj (2h x h,
+         * column parallel) and three norms (enorm, hnorm, final); the output layer is shared */
+        int mtp = layout_mtp_layers(m, l);
+        if (mtp > 0) {
+            double d, e, h = m->hidden;
+            memory_layer_params_split(m, l, model_layer_is_moe(m, m->layers - 1), &d, &e);
+            dense += mtp * (d + 2.0 * h * h / l->tp + 3.0 * h);
+            expert += mtp * e;
+        }
     }
     *dense_params = dense;
     *expert_params = expert;
@@ -532,6 +541,18 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
             if (a > act_layer_max) act_layer_max = a;
         }
     }
+    /* the last stage's MTP modules (recipe_mtp.c): a layer of the decoder's last kind each,
+     * plus eh_proj's saved input (2h bf16 per token, the rank's sequence share under SP) */
+    int mtp = stage == l->pp - 1 ? layout_mtp_layers(m, l) : 0;
+    double mtp_act = 0; /* per micro-batch; a checkpoint each under full recompute */
+    if (mtp > 0) {
+        bool mtp_moe = model_layer_is_moe(m, m->layers - 1);
+        double tokens = (double)l->mbs * t->seq_len / l->cp / (l->sp ? l->tp : 1);
+        mtp_act = mtp * (l->recompute == RECOMPUTE_FULL
+                             ? memory_layer_checkpoint_bytes(m, t, l)
+                             : (mtp_moe ? layer_act(fig, m, t, l, 1) : act_dense) +
+                                   4.0 * m->hidden * tokens);
+    }
     double per_micro;
     double working = 0;
     if (l->recompute == RECOMPUTE_FULL) {
@@ -550,6 +571,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
             if (working < 0) working = 0;
         }
     }
+    per_micro += mtp_act;
     r.activations_bytes = memory_in_flight(l, micro, stage) * per_micro + working;
     /* Megatron activation offload (offload.h): the offloaded layers' activations wait on the
      * host; one layer's stays as the copy in flight */
@@ -562,7 +584,8 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     }
     double phase_relief_bytes = 0; /* what the components' own peaks do not hold at once */
     if (stage == l->pp - 1) {
-        r.logits_bytes = memory_logits_bytes(m, t, l);
+        /* each MTP module computes its own logits and loss (recipe_mtp.c) */
+        r.logits_bytes = (1 + layout_mtp_layers(m, l)) * memory_logits_bytes(m, t, l);
         if (layout_is_pytorch(l) && l->sharding == SHARDING_FSDP && !l->offload) {
             double all_gathered = l->reshard_after_forward ? 0 : 2.0 * params;
             r.loss_phase_bytes = memory_loss_phase_bytes(m, l, stage, r.logits_bytes, all_gathered);

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "overlap.h"
 #include "precision.h"
 
 /* SMs the flex dispatcher's kernels hold: Megatron-Core transformer_config.py,
@@ -152,4 +153,11 @@ void moe_dispatch_price(const model_spec *m, const system_spec *sys, const train
         return;
     }
     }
+}
+
+double moe_dispatch_sm_slowdown(const system_spec *sys, const moe_dispatch_cost *dc)
+{
+    double sms = overlap_sm_count(sys);
+    double held = dc->sms > 0 ? dc->sms : OVERLAP_TP_COMM_SMS;
+    return sms / (sms - held);
 }

@@ -82,4 +82,11 @@ double moe_dispatch_elem_bytes(const layout *l);
 void moe_dispatch_price(const model_spec *m, const system_spec *sys, const training_spec *t,
                         const layout *l, double tokens, moe_dispatch_cost *out);
 
+/* How much slower the compute beside an overlapped exchange runs (Megatron's EP A2A overlap,
+ * recipe_price.c): SMs / (SMs - the SMs the exchange's kernels hold). DeepEP and HybridEP hold
+ * the counts above; NCCL's all-to-all its channels, one CTA (SM) each: ASSUMPTION 16, the CTA
+ * count Transformer Engine gives its own bulk communication kernels (overlap.h
+ * OVERLAP_TP_COMM_SMS), not measured for NCCL's all-to-all. */
+double moe_dispatch_sm_slowdown(const system_spec *sys, const moe_dispatch_cost *dc);
+
 #endif

@@ -26,6 +26,7 @@ typedef struct {
     double lp_ratio; /* precision_gemm_ratio: the GPU's low-precision GEMM efficiency ratio */
     precision_rules pr;
     double quant_fwd_bytes, quant_bwd_bytes; /* the layer's quantize kernels (quantize_ops) */
+    recipe_block block; /* the block ops added now belong to (rb_op_add stamps it) */
 } builder;
 
 void rb_precision(builder *b, const layout *l);
@@ -49,5 +50,10 @@ void rb_quantize_flush(builder *b);
 void rb_linear(builder *b, const char *name, double tokens, double out, double in);
 void rb_elementwise_ops(builder *b, const elementwise_list *e, const elementwise_kernel *k,
                             int n, recipe_phase phase);
+/* recipe_mtp.c: the output layer with its loss kernels (the head, and each MTP module's), and
+ * the multi-token-prediction modules Megatron runs on the last stage (layout_mtp_layers). */
+void rb_output_head(builder *b, const model_spec *m, const layout *l, double tokens);
+void rb_mtp_modules(builder *b, const model_spec *m, const training_spec *t, const layout *l,
+                    double tokens);
 
 #endif

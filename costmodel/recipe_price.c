@@ -30,6 +30,71 @@ static double *comm_sum(pass_sums *s, const recipe_op *o)
     return o->overlap == RECIPE_OVERLAP_ATTENTION ? &s->cp_ring : &s->cp;
 }
 
+/*
+ * Megatron's EP A2A overlap (--overlap-moe-expert-parallel-comm with delay_wgrad_compute) runs a
+ * layer's forward of one micro-batch beside its backward of the previous one, in three phases
+ * (Megatron-LM d98e8a6 megatron/core/models/common/model_chunk_schedule_plan.py,
+ * TransformerLayerSchedulePlan.run):
+ *   communication stream: combine_bwd     | dispatch_fwd -> dispatch_bwd        | combine_fwd
+ *   compute stream:       attention fwd   | mlp_bwd -> mlp_bwd_dw -> mlp_fwd    | attention bwd
+ * where "attention" is pre_dispatch_computation (the attention block and the router) and "mlp"
+ * the experts (and shared experts). A phase lasts as long as the longer of its two streams, and
+ * the compute beside a running exchange is slowed by the SMs the exchange's kernels hold
+ * (r->ep_overlap_slowdown, moe_dispatch.h; the bulk-overlap form of overlap.h). What the
+ * phases take over the compute alone is the exposed EP time. Phase 1's exchange is a backward
+ * one, phase 3's a forward one; phase 2's is split evenly.
+ */
+typedef struct {
+    double comp[3][2];  /* [recipe_block][0 forward, 1 backward + recompute] */
+    double comm[3][2];  /* [recipe_ep_part][0 forward, 1 backward + recompute] */
+} ep_pairing;
+
+static double phase_s(double comm_s, double comp_s, double slow)
+{
+    if (slow < 1) slow = 1;
+    if (comm_s <= 0) return comp_s;
+    if (comm_s >= comp_s * slow) return comm_s;
+    return comp_s + comm_s * (1.0 - 1.0 / slow);
+}
+
+static void ep_pairing_add(ep_pairing *p, const recipe_op *o)
+{
+    double re = recipe_op_recompute_s(o);
+    if (o->kind == RECIPE_EP && o->overlap == RECIPE_OVERLAP_MICROBATCH) {
+        p->comm[o->ep_part][0] += o->fwd_s;
+        p->comm[o->ep_part][1] += o->bwd_s + re;
+        return;
+    }
+    if (o->kind == RECIPE_FSDP_GATHER || o->kind == RECIPE_FSDP_REDUCE) return; /* other stream */
+    double f = o->fwd_s, b = o->bwd_s;
+    if (o->kind == RECIPE_GEMM) b = o->fwd_bwd_s - o->fwd_s;
+    if (o->kind == RECIPE_ELEMENTWISE && o->phase == RECIPE_BWD) f = 0;
+    if (o->kind == RECIPE_ELEMENTWISE && o->phase == RECIPE_FWD) b = 0;
+    p->comp[o->block][0] += f;
+    p->comp[o->block][1] += b + re;
+}
+
+/* The exposed EP time of the pairing, forward and backward shares. */
+static void ep_pairing_exposed(ep_pairing *p, double slow, double *fwd_s, double *bwd_s)
+{
+    for (int k = 0; k < 2; k++) { /* the layer-wide lumps, pro rata to each block's compute */
+        double a = p->comp[RECIPE_BLOCK_ATTENTION][k], m = p->comp[RECIPE_BLOCK_MLP][k];
+        double o = p->comp[RECIPE_BLOCK_OTHER][k];
+        double fa = a + m > 0 ? a / (a + m) : 0.5;
+        p->comp[RECIPE_BLOCK_ATTENTION][k] = a + o * fa;
+        p->comp[RECIPE_BLOCK_MLP][k] = m + o * (1 - fa);
+    }
+    double af = p->comp[RECIPE_BLOCK_ATTENTION][0], ab = p->comp[RECIPE_BLOCK_ATTENTION][1];
+    double mf = p->comp[RECIPE_BLOCK_MLP][0], mb = p->comp[RECIPE_BLOCK_MLP][1];
+    double p1 = phase_s(p->comm[RECIPE_EP_COMBINE][1], af, slow);
+    double p2 = phase_s(p->comm[RECIPE_EP_DISPATCH][0] + p->comm[RECIPE_EP_DISPATCH][1],
+                        mb + mf, slow);
+    double p3 = phase_s(p->comm[RECIPE_EP_COMBINE][0], ab, slow);
+    double mid = 0.5 * (p2 - mb - mf);
+    *bwd_s = p1 - af + mid;
+    *fwd_s = p3 - ab + mid;
+}
+
 double recipe_op_recompute_s(const recipe_op *o)
 {
     if (!o->recompute) return 0;
@@ -45,8 +110,11 @@ void recipe_price(const recipe *r, recipe_time *out)
     memset(&b, 0, sizeof b);
     memset(&re, 0, sizeof re);
     double gather = 0, reduce = 0;
+    ep_pairing pair;
+    memset(&pair, 0, sizeof pair);
     for (int i = 0; i < r->n_ops; i++) {
         const recipe_op *o = &r->op[i];
+        ep_pairing_add(&pair, o);
         switch (o->kind) {
         case RECIPE_GEMM:
             f.gemm += o->fwd_s;
@@ -98,10 +166,14 @@ void recipe_price(const recipe *r, recipe_time *out)
     /* A Linear's backward is two GEMMs of its forward's FLOPs, dgrad and wgrad (Qi et al. 2024,
      * arXiv 2401.10241 Sec. 2: T_B ~ T_W ~ T_F for a linear layer): half of it is W. */
     out->wgrad_s = 0.5 * (f.gemm_fb - f.gemm);
-    /* EP paired across micro-batches: the forward's exchange shows only where it outlasts the
-     * other micro-batch's backward compute, the backward's where it outlasts the forward's */
-    double ep_fwd = f.ep + fmax(0, f.ep_mb - (out->bwd_s + out->recompute_s));
-    double tp_bwd = b.tp + re.tp, ep_bwd = b.ep + re.ep + fmax(0, b.ep_mb + re.ep_mb - out->fwd_s);
+    /* EP paired across micro-batches: the three phases of the merged schedule (above) */
+    double ep_fwd = f.ep, tp_bwd = b.tp + re.tp, ep_bwd = b.ep + re.ep;
+    if (f.ep_mb + b.ep_mb + re.ep_mb > 0) {
+        double xf, xb;
+        ep_pairing_exposed(&pair, r->ep_overlap_slowdown, &xf, &xb);
+        ep_fwd += xf;
+        ep_bwd += xb;
+    }
     /* EP beside the shared experts: what outlasts them in the same pass (the recompute pass
      * runs the shared experts' forward again) */
     ep_fwd += fmax(0, f.ep_sh - r->shared_fwd_s);

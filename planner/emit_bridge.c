@@ -99,6 +99,9 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     fprintf(f, "cfg.model.tensor_model_parallel_size = %d\n", l->tp);
     fprintf(f, "cfg.model.pipeline_model_parallel_size = %d\n", l->pp);
     fprintf(f, "cfg.model.pipeline_dtype = %s\n", l->pp > 1 ? "torch.bfloat16" : "None");
+    /* the MTP modules the prediction prices on the last stage (recipe_mtp.c); the recipes set
+     * the same count from the checkpoint's num_nextn_predict_layers, stated for the reader */
+    if (m->mtp_layers > 0) fprintf(f, "cfg.model.mtp_num_layers = %d\n", m->mtp_layers);
     if (l->vpp > 1) fprintf(f, "cfg.model.virtual_pipeline_model_parallel_size = %d\n", l->vpp);
     else fprintf(f, "cfg.model.virtual_pipeline_model_parallel_size = None\n");
     /* the pipeline split rebuilt for this PP size: the costed one, stated whole when uneven */

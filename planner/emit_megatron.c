@@ -574,8 +574,8 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
                        "halves that traffic (plan --grad-reduce-bf16 predicts with it).\n");
     }
     if (m->mtp_layers > 0)
-        fprintf(f, "# --mtp-num-layers %d: the model's multi-token-prediction modules (on the "
-                   "last stage) are not in the prediction.\n",
+        fprintf(f, "# --mtp-num-layers %d: the model's multi-token-prediction modules run on the "
+                   "last stage and are in the prediction (time and memory).\n",
                 m->mtp_layers);
     fprintf(f, "# PLACEHOLDERS, not from the plan: the flags from --train-iters on (training "
                "length, learning-rate\n# schedule, --mock-data: replace with --data-path PREFIX "

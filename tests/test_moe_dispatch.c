@@ -230,9 +230,50 @@ static recipe one_gemm_one_ep(double x, recipe_overlap ov)
     return r;
 }
 
-/* Overlap: the paired micro-batch hides a forward exchange behind the backward's compute (20)
- * and a backward one behind the forward's (10); the shared experts hide it behind their own
- * time in the same pass. */
+/* The compute beside an overlapped exchange: SMs / (SMs - held); DeepEP holds 20 of the
+ * H100's 132 (132 / 112), HybridEP 16, NCCL's all-to-all 16 (an assumption, moe_dispatch.h). */
+static void test_sm_slowdown(void **state)
+{
+    (void)state;
+    system_spec s = toy_system();
+    s.sm_count = 132;
+    moe_dispatch_cost c;
+    memset(&c, 0, sizeof c);
+    c.sms = 20;
+    assert_true(moe_dispatch_sm_slowdown(&s, &c) == 132.0 / 112.0);
+    c.sms = 0;
+    assert_true(moe_dispatch_sm_slowdown(&s, &c) == 132.0 / 116.0);
+}
+
+/* A layer of an attention GEMM (forward 10 s, backward 20 s), an expert GEMM (6, 12), a
+ * dispatch of d s and a combine of d s each way, paired across micro-batches under Megatron's
+ * EP A2A overlap with the compute slowed 1.25x beside an exchange. */
+static recipe paired_layer(double d)
+{
+    recipe r;
+    memset(&r, 0, sizeof r);
+    r.n_ops = 4;
+    r.ep_overlap_slowdown = 1.25;
+    r.op[0] = (recipe_op){.name = "attn", .kind = RECIPE_GEMM, .phase = RECIPE_FWD,
+                          .fwd_s = 10, .bwd_s = 20, .fwd_bwd_s = 30,
+                          .block = RECIPE_BLOCK_ATTENTION};
+    r.op[1] = (recipe_op){.name = "dispatch", .kind = RECIPE_EP, .phase = RECIPE_FWD,
+                          .overlap = RECIPE_OVERLAP_MICROBATCH, .fwd_s = d, .bwd_s = d,
+                          .block = RECIPE_BLOCK_MLP, .ep_part = RECIPE_EP_DISPATCH};
+    r.op[2] = (recipe_op){.name = "experts", .kind = RECIPE_GEMM, .phase = RECIPE_FWD,
+                          .fwd_s = 6, .bwd_s = 12, .fwd_bwd_s = 18, .block = RECIPE_BLOCK_MLP};
+    r.op[3] = (recipe_op){.name = "combine", .kind = RECIPE_EP, .phase = RECIPE_FWD,
+                          .overlap = RECIPE_OVERLAP_MICROBATCH, .fwd_s = d, .bwd_s = d,
+                          .block = RECIPE_BLOCK_MLP, .ep_part = RECIPE_EP_COMBINE};
+    return r;
+}
+
+/* Overlap: without it the exchange is all exposed. With Megatron's EP A2A overlap the three
+ * phases of the merged schedule (recipe_price.c) are: combine's backward beside the attention
+ * forward (10), both dispatches beside the experts' backward and forward (12 + 6), the
+ * combine's forward beside the attention backward (20); a phase lasts max(exchange, compute x
+ * 1.25) when the exchange outlasts the slowed compute, else compute + exchange x (1 - 1/1.25).
+ * The shared experts hide it behind their own time in the same pass. */
 static void test_ep_overlap_price(void **state)
 {
     (void)state;
@@ -240,12 +281,18 @@ static void test_ep_overlap_price(void **state)
     recipe r = one_gemm_one_ep(4, RECIPE_OVERLAP_NONE);
     recipe_price(&r, &x);
     assert_true(x.ep_s == 8 && x.fwd_comm_s == 4 && x.bwd_comm_s == 4);
-    r = one_gemm_one_ep(4, RECIPE_OVERLAP_MICROBATCH);
+    /* d = 4: phases 10 + 0.8, 18 + 1.6, 20 + 0.8: 0.8 + 0.8 exposed each way */
+    r = paired_layer(4);
     recipe_price(&r, &x);
-    assert_true(x.ep_s == 0 && x.fwd_comm_s == 0 && x.bwd_comm_s == 0);
-    r = one_gemm_one_ep(25, RECIPE_OVERLAP_MICROBATCH);
+    assert_true(fabs(x.fwd_comm_s - 1.6) < 1e-12 && fabs(x.bwd_comm_s - 1.6) < 1e-12);
+    assert_true(fabs(x.ep_s - 3.2) < 1e-12);
+    assert_true(x.fwd_s == 16 && x.bwd_s == 32); /* compute unchanged */
+    /* d = 25: phases 25 (>= 12.5), 50 (>= 22.5), 25 (>= 25): the backward gets 25 - 10 and
+     * half of 50 - 18, the forward 25 - 20 and the other half */
+    r = paired_layer(25);
     recipe_price(&r, &x);
-    assert_true(x.fwd_comm_s == 5 && x.bwd_comm_s == 15 && x.ep_s == 20);
+    assert_true(fabs(x.fwd_comm_s - 21) < 1e-12 && fabs(x.bwd_comm_s - 31) < 1e-12);
+    assert_true(fabs(x.ep_s - 52) < 1e-12);
     r = one_gemm_one_ep(4, RECIPE_OVERLAP_SHARED);
     r.shared_fwd_s = 3;
     r.shared_bwd_s = 6;
@@ -261,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_nodes_per_token),
         cmocka_unit_test(test_dispatchers),
         cmocka_unit_test(test_grouped_gemm),
+        cmocka_unit_test(test_sm_slowdown),
         cmocka_unit_test(test_ep_overlap_price),
         cmocka_unit_test(test_expert_tp),
     };
