@@ -185,7 +185,8 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
              * compute; the reduce-scatter behind the next layer's backward. */
             double ag_bwd = l->reshard_after_forward ? x->gather_s : 0;
             s.fsdp_s += c * (fmax(0, x->gather_s - x->fwd_s) +
-                             fmax(0, ag_bwd + x->reduce_s - (x->bwd_s + rf * x->recompute_s)));
+                             fmax(0, ag_bwd + x->reduce_s - (x->bwd_s + rf * x->recompute_s)) +
+                             x->fsdp_contention_fwd_s + x->fsdp_contention_bwd_s);
             s.fsdp_raw_s += c * (x->gather_s + ag_bwd + x->reduce_s);
         }
     }

@@ -230,7 +230,8 @@ static void recipe_start(builder *b, const layout *l)
     b->r->expert_rows = 0;
     b->r->shared_fwd_s = b->r->shared_bwd_s = 0;
     b->r->host_rs_copy_in_s = 0;
-    b->r->ep_overlap_slowdown = 1;
+    b->r->ep_overlap_slowdown = b->r->ep_overlap_comm_slowdown = 1;
+    b->r->fsdp_bwd_gather = l->reshard_after_forward;
     b->block = RECIPE_BLOCK_OTHER;
     if (b->items) {
         b->items->n = 0;
@@ -505,6 +506,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         if (l->framework == FRAMEWORK_MEGATRON && t->moe_ep_overlap) {
             ep_overlap = RECIPE_OVERLAP_MICROBATCH;
             r->ep_overlap_slowdown = moe_dispatch_sm_slowdown(sys, &dc);
+            r->ep_overlap_comm_slowdown = moe_dispatch_comm_slowdown(&dc);
         }
         else if (l->framework == FRAMEWORK_MEGATRON && t->moe_shared_overlap &&
                  m->shared_experts > 0)

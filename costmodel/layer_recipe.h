@@ -152,8 +152,12 @@ typedef struct {
     double shared_fwd_s, shared_bwd_s; /* MoE layer: the shared experts' GEMMs, the compute
                                           RECIPE_OVERLAP_SHARED hides behind */
     double ep_overlap_slowdown;        /* compute beside an overlapped EP exchange runs this
-                                          much slower: the SMs the exchange's kernels hold
-                                          (recipe_price.c); 1 without the overlap */
+                                          much slower (recipe_price.c, moe_dispatch.h); 1
+                                          without the overlap */
+    double ep_overlap_comm_slowdown;   /* and the exchange beside the compute this much */
+    bool fsdp_bwd_gather;              /* FSDP re-gathers the unit for its backward
+                                          (reshard after forward): the backward's collectives
+                                          are that gather and the reduce-scatter */
     recipe_op op[RECIPE_MAX_OPS];
 } recipe;
 
@@ -168,7 +172,11 @@ typedef struct {
     double gather_s;                  /* FSDP all-gather of the unit (one gather), with
                                          FSDP2's copy-in ahead of it */
     double reduce_s;                  /* FSDP reduce-scatter of its gradients */
-    double fwd_comm_s, bwd_comm_s;    /* tp_s + cp_s + ep_s split by pass */
+    double fwd_comm_s, bwd_comm_s;    /* tp_s + cp_s + ep_s split by pass, and the FSDP
+                                         contention below */
+    /* what FSDP's collectives and the compute they hide behind add to each pass by slowing each
+     * other (overlap.h overlap_contended) */
+    double fsdp_contention_fwd_s, fsdp_contention_bwd_s;
 } recipe_time;
 
 /* The ops (and, when items is non-NULL, the items) of one decoder layer; moe: its MLP is the

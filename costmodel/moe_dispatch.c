@@ -157,7 +157,12 @@ void moe_dispatch_price(const model_spec *m, const system_spec *sys, const train
 
 double moe_dispatch_sm_slowdown(const system_spec *sys, const moe_dispatch_cost *dc)
 {
+    if (dc->sms <= 0) return OVERLAP_CONTENTION_A2A_COMPUTE;
     double sms = overlap_sm_count(sys);
-    double held = dc->sms > 0 ? dc->sms : OVERLAP_TP_COMM_SMS;
-    return sms / (sms - held);
+    return sms / (sms - dc->sms);
+}
+
+double moe_dispatch_comm_slowdown(const moe_dispatch_cost *dc)
+{
+    return dc->sms <= 0 ? OVERLAP_CONTENTION_A2A_COMM : 1.0;
 }

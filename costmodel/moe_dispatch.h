@@ -82,11 +82,11 @@ double moe_dispatch_elem_bytes(const layout *l);
 void moe_dispatch_price(const model_spec *m, const system_spec *sys, const training_spec *t,
                         const layout *l, double tokens, moe_dispatch_cost *out);
 
-/* How much slower the compute beside an overlapped exchange runs (Megatron's EP A2A overlap,
- * recipe_price.c): SMs / (SMs - the SMs the exchange's kernels hold). DeepEP and HybridEP hold
- * the counts above; NCCL's all-to-all its channels, one CTA (SM) each: ASSUMPTION 16, the CTA
- * count Transformer Engine gives its own bulk communication kernels (overlap.h
- * OVERLAP_TP_COMM_SMS), not measured for NCCL's all-to-all. */
+/* How much slower the compute beside an overlapped exchange runs, and the exchange beside the
+ * compute (Megatron's EP A2A overlap, recipe_price.c). DeepEP and HybridEP hold the SM counts
+ * above: SMs / (SMs - held), their own pace unchanged (an assumption: their kernels keep their
+ * SMs). NCCL's all-to-all: measured on 2 x H200, x1.140 and x1.522 (overlap.h). */
 double moe_dispatch_sm_slowdown(const system_spec *sys, const moe_dispatch_cost *dc);
+double moe_dispatch_comm_slowdown(const moe_dispatch_cost *dc);
 
 #endif

@@ -77,3 +77,22 @@ double overlap_dp_exposed_s(double bucket_s, int buckets, double window_s)
     if (buckets < 1) buckets = 1;
     return fmax(bucket_s, buckets * bucket_s - window_s * (buckets - 1) / buckets);
 }
+
+void overlap_contended(double comp_s, double comm_s, double sg, double sc, double *comp_eff_s,
+                       double *comm_eff_s)
+{
+    if (sg < 1) sg = 1;
+    if (sc < 1) sc = 1;
+    if (comm_s <= 0 || comp_s <= 0) {
+        *comp_eff_s = comp_s;
+        *comm_eff_s = comm_s;
+        return;
+    }
+    if (comm_s * sc <= comp_s * sg) {
+        *comm_eff_s = comm_s * sc;
+        *comp_eff_s = comp_s + comm_s * sc * (1.0 - 1.0 / sg);
+    } else {
+        *comp_eff_s = comp_s * sg;
+        *comm_eff_s = comm_s + comp_s * sg * (1.0 - 1.0 / sc);
+    }
+}

@@ -66,4 +66,31 @@ int overlap_dp_buckets(const layout *l, double params);
  */
 double overlap_dp_exposed_s(double bucket_s, int buckets, double window_s);
 
+/*
+ * Contention between a collective and the compute it is overlapped with (both on the GPU at
+ * once): NCCL's kernels hold SMs (24 channels, one CTA each, for the all-gather and
+ * reduce-scatter of two H200s, NCCL 2.28's log) and share HBM with the GEMMs, so each side runs
+ * slower while the other runs. Measured with bench/overlap_contention.py on 2 x H200 (NVLink),
+ * NCCL 2.28.9, torch 2.11, 256 MiB collectives beside bf16 GEMMs of 4096 rows (4096 x 14336 x
+ * 4096, 4096 x 4096 x 14336, 4096^3), medians (bench/results/contention_2026-11-27/):
+ *   all-gather / reduce-scatter: GEMM x1.107, collective x1.386
+ *   all-to-all:                  GEMM x1.140, collective x1.522
+ * (an 8192^3 GEMM kept its rate and slowed the collectives 2.8-3.5x: large GEMMs crowd the
+ * collective out; the 4096-row shapes are a micro-batch's). Measured inside one node; the same
+ * factors are used for collectives that cross nodes (an assumption: not measured).
+ */
+#define OVERLAP_CONTENTION_AG_RS_COMPUTE 1.107
+#define OVERLAP_CONTENTION_AG_RS_COMM 1.386
+#define OVERLAP_CONTENTION_A2A_COMPUTE 1.140
+#define OVERLAP_CONTENTION_A2A_COMM 1.522
+
+/* Compute of comp_s (alone) and a collective of comm_s (alone) started together on two
+ * streams, each slowed while the other runs (compute by sg, the collective by sc): how long
+ * each stream is busy. If the collective ends first (comm_s x sc <= comp_s x sg) the compute
+ * takes comp_s + comm_s x sc x (1 - 1/sg) and the collective comm_s x sc; otherwise the compute
+ * takes comp_s x sg and the collective comm_s + comp_s x sg x (1 - 1/sc). The pair's time is
+ * the larger of the two. */
+void overlap_contended(double comp_s, double comm_s, double sg, double sc, double *comp_eff_s,
+                       double *comm_eff_s);
+
 #endif

@@ -6,6 +6,7 @@
  * Split from layer_recipe.c (issue 13: small rooms), which builds the list this prices.
  */
 #include "layer_recipe.h"
+#include "overlap.h"
 
 #include <math.h>
 #include <string.h>
@@ -39,8 +40,8 @@ static double *comm_sum(pass_sums *s, const recipe_op *o)
  *   compute stream:       attention fwd   | mlp_bwd -> mlp_bwd_dw -> mlp_fwd    | attention bwd
  * where "attention" is pre_dispatch_computation (the attention block and the router) and "mlp"
  * the experts (and shared experts). A phase lasts as long as the longer of its two streams, and
- * the compute beside a running exchange is slowed by the SMs the exchange's kernels hold
- * (r->ep_overlap_slowdown, moe_dispatch.h; the bulk-overlap form of overlap.h). What the
+ * the two streams slow each other while both run (r->ep_overlap_slowdown and
+ * ep_overlap_comm_slowdown, moe_dispatch.h; overlap_contended, overlap.h). What the
  * phases take over the compute alone is the exposed EP time. Phase 1's exchange is a backward
  * one, phase 3's a forward one; phase 2's is split evenly.
  */
@@ -49,12 +50,11 @@ typedef struct {
     double comm[3][2];  /* [recipe_ep_part][0 forward, 1 backward + recompute] */
 } ep_pairing;
 
-static double phase_s(double comm_s, double comp_s, double slow)
+static double phase_s(double comm_s, double comp_s, double sg, double sc)
 {
-    if (slow < 1) slow = 1;
-    if (comm_s <= 0) return comp_s;
-    if (comm_s >= comp_s * slow) return comm_s;
-    return comp_s + comm_s * (1.0 - 1.0 / slow);
+    double comp_eff, comm_eff;
+    overlap_contended(comp_s, comm_s, sg, sc, &comp_eff, &comm_eff);
+    return fmax(comp_eff, comm_eff);
 }
 
 static void ep_pairing_add(ep_pairing *p, const recipe_op *o)
@@ -75,7 +75,8 @@ static void ep_pairing_add(ep_pairing *p, const recipe_op *o)
 }
 
 /* The exposed EP time of the pairing, forward and backward shares. */
-static void ep_pairing_exposed(ep_pairing *p, double slow, double *fwd_s, double *bwd_s)
+static void ep_pairing_exposed(ep_pairing *p, double sg, double sc, double *fwd_s,
+                               double *bwd_s)
 {
     for (int k = 0; k < 2; k++) { /* the layer-wide lumps, pro rata to each block's compute */
         double a = p->comp[RECIPE_BLOCK_ATTENTION][k], m = p->comp[RECIPE_BLOCK_MLP][k];
@@ -86,10 +87,10 @@ static void ep_pairing_exposed(ep_pairing *p, double slow, double *fwd_s, double
     }
     double af = p->comp[RECIPE_BLOCK_ATTENTION][0], ab = p->comp[RECIPE_BLOCK_ATTENTION][1];
     double mf = p->comp[RECIPE_BLOCK_MLP][0], mb = p->comp[RECIPE_BLOCK_MLP][1];
-    double p1 = phase_s(p->comm[RECIPE_EP_COMBINE][1], af, slow);
+    double p1 = phase_s(p->comm[RECIPE_EP_COMBINE][1], af, sg, sc);
     double p2 = phase_s(p->comm[RECIPE_EP_DISPATCH][0] + p->comm[RECIPE_EP_DISPATCH][1],
-                        mb + mf, slow);
-    double p3 = phase_s(p->comm[RECIPE_EP_COMBINE][0], ab, slow);
+                        mb + mf, sg, sc);
+    double p3 = phase_s(p->comm[RECIPE_EP_COMBINE][0], ab, sg, sc);
     double mid = 0.5 * (p2 - mb - mf);
     *bwd_s = p1 - af + mid;
     *fwd_s = p3 - ab + mid;
@@ -170,7 +171,8 @@ void recipe_price(const recipe *r, recipe_time *out)
     double ep_fwd = f.ep, tp_bwd = b.tp + re.tp, ep_bwd = b.ep + re.ep;
     if (f.ep_mb + b.ep_mb + re.ep_mb > 0) {
         double xf, xb;
-        ep_pairing_exposed(&pair, r->ep_overlap_slowdown, &xf, &xb);
+        ep_pairing_exposed(&pair, r->ep_overlap_slowdown, r->ep_overlap_comm_slowdown, &xf,
+                           &xb);
         ep_fwd += xf;
         ep_bwd += xb;
     }
@@ -186,6 +188,26 @@ void recipe_price(const recipe *r, recipe_time *out)
     out->bwd_comm_s = tp_bwd + cp_bwd + ep_bwd;
     out->gather_s = gather;
     out->reduce_s = reduce;
+    /* FSDP's unit collectives beside the compute they hide behind (estimate.c stage_cost: the
+     * gather behind a layer's forward, the backward's gather and reduce-scatter behind its
+     * backward) slow each other while both run, as measured (overlap.h): what that adds to
+     * each pair over max(compute, collective) is charged to the compute stream as FSDP
+     * contention (estimate.c adds it to the exposed FSDP time; the simulator runs it with the
+     * layer's compute through fwd_comm_s / bwd_comm_s). */
+    out->fsdp_contention_fwd_s = out->fsdp_contention_bwd_s = 0;
+    if (gather > 0 || reduce > 0) {
+        double fe, ge, be, ce;
+        double win_b = out->bwd_s + out->recompute_s;
+        double comm_b = (r->fsdp_bwd_gather ? gather : 0) + reduce;
+        overlap_contended(out->fwd_s, gather, OVERLAP_CONTENTION_AG_RS_COMPUTE,
+                          OVERLAP_CONTENTION_AG_RS_COMM, &fe, &ge);
+        overlap_contended(win_b, comm_b, OVERLAP_CONTENTION_AG_RS_COMPUTE,
+                          OVERLAP_CONTENTION_AG_RS_COMM, &be, &ce);
+        out->fsdp_contention_fwd_s = fmax(fe, ge) - fmax(out->fwd_s, gather);
+        out->fsdp_contention_bwd_s = fmax(be, ce) - fmax(win_b, comm_b);
+        out->fwd_comm_s += out->fsdp_contention_fwd_s;
+        out->bwd_comm_s += out->fsdp_contention_bwd_s;
+    }
     /* the host's issue queue as a floor under the compute (host_dispatch.h) */
     if (r->host_fwd_s > out->fwd_s) out->fwd_s = r->host_fwd_s;
     double gpu_b = out->bwd_s + out->recompute_s;
