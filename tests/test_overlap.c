@@ -68,6 +68,27 @@ static void test_tp_overlap_formulas(void **state)
 /* Megatron DDP: bucket_size = max(40M, 1M x dp) parameters; one bucket without overlap.
  * Exposed: 4 buckets of 1 s in a 2 s backward: max(1, 4 - 2 x 3/4) = 2.5 s; in a 10 s one
  * only the last bucket, 1 s. */
+/* Contention (overlap.h, measured factors x1.107 / x1.386 for all-gather and reduce-scatter):
+ * compute 10 ms beside a 4 ms collective: the collective takes 4 x 1.386 = 5.544 ms (it ends
+ * first: 5.544 <= 11.07), the compute 10 + 5.544 x (1 - 1/1.107) = 10.5359 ms. Beside a 20 ms
+ * collective the compute is slowed throughout (11.07 ms) and the collective takes
+ * 20 + 11.07 x (1 - 1/1.386) = 23.0825 ms. */
+static void test_contention(void **state)
+{
+    (void)state;
+    double ce, me;
+    overlap_contended(10e-3, 4e-3, 1.107, 1.386, &ce, &me);
+    assert_true(fabs(me - 5.544e-3) < 1e-15);
+    assert_true(fabs(ce - (10e-3 + 5.544e-3 * (1 - 1 / 1.107))) < 1e-15);
+    assert_true(fabs(ce - 10.5359e-3) < 1e-7);
+    overlap_contended(10e-3, 20e-3, 1.107, 1.386, &ce, &me);
+    assert_true(fabs(ce - 11.07e-3) < 1e-15);
+    assert_true(fabs(me - 23.0825e-3) < 1e-7);
+    /* nothing beside it: unchanged */
+    overlap_contended(0, 20e-3, 1.107, 1.386, &ce, &me);
+    assert_true(ce == 0 && me == 20e-3);
+}
+
 static void test_dp_buckets(void **state)
 {
     (void)state;
@@ -222,6 +243,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tp_overlap_formulas),
+        cmocka_unit_test(test_contention),
         cmocka_unit_test(test_dp_buckets),
         cmocka_unit_test(test_collectives_at_scale),
         cmocka_unit_test(test_knob_rules_json_flags),
