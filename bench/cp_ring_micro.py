@@ -44,6 +44,7 @@ p.add_argument("--seqs", default="8192,16384,32768")
 p.add_argument("--shapes", default="h32kv8d128gqa,h32kv8d128rep,h32kv8d64rep")
 p.add_argument("--backends", default="flash,cudnn")
 p.add_argument("--rotates", default="alltoall,allgather")
+p.add_argument("--trace-all-ranks", action="store_true", help="every rank writes its trace")
 p.add_argument("--warmup", type=int, default=3)
 p.add_argument("--reps", type=int, default=10)
 p.add_argument("--profile", default="32768:h32kv8d128rep:flash:alltoall,"
@@ -149,16 +150,15 @@ def profile_case(tag, fn, lab):
         torch.cuda.synchronize()
     for x in leaves:
         x.grad = None
-    if RANK == 0:
-        path = "/tmp/trace-%s.json" % lab
+    if RANK == 0 or args.trace_all_ranks:
+        path = "/tmp/cptrace/trace-%s%s.json" % (lab, "-r%d" % RANK if args.trace_all_ranks else "")
+        os.makedirs("/tmp/cptrace", exist_ok=True)
         prof.export_chrome_trace(path)
         with open(path, "rb") as f, gzip.open(path + ".gz", "wb") as g:
             shutil.copyfileobj(f, g)
         os.remove(path)
-        traces.append(path + ".gz")
 
 
-traces = []
 results = open(os.path.join(args.out, "results.jsonl"), "a") if RANK == 0 else None
 prof_set = set(args.profile.split(",")) if args.profile else set()
 facts = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
@@ -258,9 +258,10 @@ for s in [int(x) for x in args.seqs.split(",")]:
             del q0, k0, v0, go0
             torch.cuda.empty_cache()
 
-if RANK == 0 and traces:
+dist.barrier()
+if RANK == 0 and os.path.isdir("/tmp/cptrace"):
     with tarfile.open(os.path.join(args.out, "traces.tar"), "w") as t:
-        for x in traces:
-            t.add(x, arcname=os.path.basename(x))
+        for x in sorted(os.listdir("/tmp/cptrace")):
+            t.add(os.path.join("/tmp/cptrace", x), arcname=x)
 dist.barrier()
 dist.destroy_process_group()
