@@ -3,8 +3,8 @@
  * context_parallel, the context parallelism torchtitan runs) costs beyond its SDPA calls.
  *
  * The SDPA calls themselves are priced as the causal attention of s/c queries per rank at the
- * measured rate of that length (layer_recipe.c; bench/cp_chunk_shapes.py found the worst rank's
- * c calls within -4%..+10% of that for c = 2, 4 at 16k-32k). What the ring adds is measured in
+ * measured rate of that length (layer_recipe.c): c times the causal block of s/c, which
+ * bench/cp_chunk_shapes.py measured 0-7% above the worst rank's c calls at seq 32768, c = 2, 4. What the ring adds is measured in
  * bench/results/cp_ring_2026-11-27 (2 x H200, torch 2.11; README there) and follows the source
  * (torch/distributed/tensor/experimental/_context_parallel/_attention.py of torch 2.11, a copy
  * in that folder):
