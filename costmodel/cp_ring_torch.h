@@ -4,8 +4,9 @@
  *
  * The SDPA calls themselves are priced as the causal attention of s/c queries per rank at the
  * measured rate of that length (layer_recipe.c): c times the causal block of s/c, which
- * bench/cp_chunk_shapes.py measured 0-7% above the worst rank's c calls at seq 32768, c = 2, 4. What the ring adds is measured in
- * bench/results/cp_ring_2026-11-27 (2 x H200, torch 2.11; README there) and follows the source
+ * bench/cp_chunk_shapes.py measured 0-7% above the worst rank's c calls at seq 32768, c = 2,
+ * 4. What the ring adds is measured in bench/results/cp_ring_2026-11-27 (2 x H200, torch
+ * 2.11; README there) and follows the source
  * (torch/distributed/tensor/experimental/_context_parallel/_attention.py of torch 2.11, a copy
  * in that folder):
  *   1. the merges and accumulators, eager fp32 kernels: _SDPAMerger casts each step's output
