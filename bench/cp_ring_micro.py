@@ -173,7 +173,7 @@ if RANK == 0:
     src = getattr(sys.modules.get(cpa.__name__), "__file__", None)
     try:
         import torch.distributed.tensor.experimental._context_parallel._attention as real
-        shutil.copy(real.__file__, os.path.join(args.out, "torch_cp_attention.py"))
+        shutil.copy(real.__file__, os.path.join(args.out, "torch_cp_attention.py"))  # to read; not committed
     except Exception as ex:  # older layout
         shutil.copy(src, os.path.join(args.out, "torch_cp_attention.py"))
         say("copied", src, ex)

@@ -1,8 +1,9 @@
 /*
  * cp_ring_torch.c — the merge and accumulator kernels of PyTorch's ring attention (see
- * cp_ring_torch.h), counted from torch 2.11's _templated_ring_attention and
- * _templated_ring_attention_backward (bench/results/cp_ring_2026-11-27/call1/
- * torch_cp_attention.py) and checked kernel by kernel against the profiled CP 2 layers there.
+ * cp_ring_torch.h), counted from _templated_ring_attention (line 309), _SDPAMerger (138),
+ * _partial_update (113) and _templated_ring_attention_backward (481) of torch 2.11.0's
+ * torch/distributed/tensor/experimental/_context_parallel/_attention.py, and checked kernel by
+ * kernel against the profiled CP 2 layers of bench/results/cp_ring_2026-11-27.
  *
  * E: elements of this rank's output (and of q, dq); K: elements of k (= v, and dk, dv) as SDPA
  * gets them. Bytes are HBM reads plus writes: a bf16 -> fp32 cast 6 per element, fp32 -> bf16 6,

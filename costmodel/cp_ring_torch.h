@@ -7,8 +7,7 @@
  * bench/cp_chunk_shapes.py measured 0-7% above the worst rank's c calls at seq 32768, c = 2,
  * 4. What the ring adds is measured in bench/results/cp_ring_2026-11-27 (2 x H200, torch
  * 2.11; README there) and follows the source
- * (torch/distributed/tensor/experimental/_context_parallel/_attention.py of torch 2.11, a copy
- * in that folder):
+ * (torch/distributed/tensor/experimental/_context_parallel/_attention.py of torch 2.11.0):
  *   1. the merges and accumulators, eager fp32 kernels: _SDPAMerger casts each step's output
  *      to fp32 and merges it with the log-sum-exp correction (out - sigmoid(lse_b - lse) *
  *      (out - out_b)); the backward keeps dq, dk, dv in fp32 (zeros_like, += per step,
