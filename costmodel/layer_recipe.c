@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "compute.h"
+#include "cp_ring_torch.h"
 #include "flops.h"
 #include "fsdp_copies.h"
 #include "host_dispatch.h"
@@ -365,25 +366,45 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     }
 
     /* CP exchange (its items come before the core's in each pass). */
+    double ring_merge_e = 0, ring_merge_kv = 0; /* PyTorch's ring: its merges (below) */
     if (l->cp > 1) {
         layout_group gcp = layout_cp_group(sys, l);
         double kvh = m->mla ? a : m->kv_heads; /* MLA: every head has its own key and value */
         if (layout_cp_is_ring(l)) {
             /* Ring attention (Megatron/TE; under torchtitan PyTorch's context_parallel, whose
-             * load-balanced head-tail split keeps each rank's causal work equal): cp-1 K/V chunk exchanges forward, K/V and dK/dV
-             * backward, on their own stream beside the attention blocks. */
-            double chunk = tokens * kvh * (qk + vd) * 2.0 / tp;
+             * load-balanced head-tail split keeps each rank's causal work equal): cp-1 K/V chunk
+             * exchanges forward, K/V and dK/dV backward, on their own stream beside the
+             * attention blocks. PyTorch's ring (cp_ring_torch.h) sends the K/V SDPA is called
+             * with (every query head's copy where the model repeats them: elementwise.c's
+             * repeat_kv), its dK/dV in fp32 (twice the bytes), the last of them exposed. */
+            bool torch_ring = l->framework == FRAMEWORK_TORCHTITAN;
+            double kv_sent = kvh;
+            if (torch_ring && !m->mla && layout_impl_of(l) == IMPL_NATIVE && a > kvh) kv_sent = a;
+            double chunk = tokens * kv_sent * (qk + vd) * 2.0 / tp;
             double p = collective_time_s(sys, COLL_SEND_RECV, chunk, gcp);
+            double dkv = torch_ring ? 2.0 * chunk : chunk; /* fp32 under PyTorch */
+            double pd = torch_ring ? collective_time_s(sys, COLL_SEND_RECV, dkv, gcp) : p;
             double ring = (l->cp - 1) * p;
             int op = rb_op_add(b, "cp.ring", RECIPE_CP, RECIPE_FWD, RECIPE_STREAM_COMM,
-                            RECIPE_OVERLAP_ATTENTION, ring, 2.0 * ring);
+                            RECIPE_OVERLAP_ATTENTION, ring, ring + (l->cp - 1) * pd);
             for (int i = 0; items && i < l->cp - 1; i++) {
                 rb_coll_item(b, op, RECIPE_FWD, "cp.ring_kv", COLL_SEND_RECV, chunk, RECIPE_GROUP_CP,
                           p);
                 rb_coll_item(b, op, RECIPE_BWD, "cp.ring_kv", COLL_SEND_RECV, chunk, RECIPE_GROUP_CP,
                           p);
-                rb_coll_item(b, op, RECIPE_BWD, "cp.ring_dkv", COLL_SEND_RECV, chunk,
-                          RECIPE_GROUP_CP, p);
+                rb_coll_item(b, op, RECIPE_BWD, "cp.ring_dkv", COLL_SEND_RECV, dkv,
+                          RECIPE_GROUP_CP, pd);
+            }
+            if (torch_ring) {
+                /* The last dK/dV exchange (cp_ring_torch.h item 2): measured exposed at the end
+                 * of the backward, 2.2 ms of a 2.64 ms SendRecv at CP 2, seq 32768, 32 heads x
+                 * 128 (bench/results/cp_ring_2026-11-27/README.md). */
+                int tail = rb_op_add(b, "cp.ring_dkv_tail", RECIPE_CP, RECIPE_BWD,
+                                     RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE, 0, pd);
+                rb_coll_item(b, tail, RECIPE_BWD, "cp.ring_dkv_tail", COLL_SEND_RECV, dkv,
+                             RECIPE_GROUP_CP, pd);
+                ring_merge_e = tokens * a / tp * vd;
+                ring_merge_kv = tokens * kv_sent / tp * (qk + vd) / 2.0;
             }
         } else {
             /* Ulysses (DeepSpeed-Ulysses, Jacobs et al. 2023): all-to-all of q, k, v before
@@ -440,6 +461,15 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
                       false, pqk);
             rb_lump_item(b, attn, RECIPE_BWD, "attn.softmax_bwd", sm_b, compute_stream_s(sys, sm_b));
         }
+    }
+
+    /* PyTorch's ring: the merges and fp32 accumulators around its SDPA calls (cp_ring_torch.h) */
+    if (ring_merge_e > 0) {
+        elementwise_list el; /* counts only: zeroing its arrays costs the search (elementwise.c) */
+        el.eager = true, el.alone = false, el.n_fwd = el.n_bwd = 0;
+        cp_ring_torch_kernels(ring_merge_e, ring_merge_kv, l->cp, &el);
+        rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+        rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
     }
 
     rb_linear(b, "attn_out", tokens, h, (m->mla ? a * vd : model_q_dim(m)) / tp);
