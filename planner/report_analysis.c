@@ -170,20 +170,70 @@ static void progress(const report *r)
 }
 
 /* The GPU counts a model is searched at: powers of two from 1 (up to the largest count asked,
- * or the cap) and the user's counts, ascending. Returns how many. */
-static int sweep_counts(const report *r, int *counts)
+ * or the cap) and the user's counts (ascending, no duplicates), ascending. Returns how many. */
+static int sweep_counts_of(const int *gpus, int ngpus, int *counts)
 {
-    int maxg = r->gpus[r->ngpus - 1];
+    int maxg = gpus[ngpus - 1];
     int cap = maxg > SWEEP_CAP ? maxg : SWEEP_CAP;
     int n = 0;
     for (long g = 1; g <= cap && n < SWEEP_MAX; g *= 2) counts[n++] = (int)g;
-    for (int i = 0; i < r->ngpus; i++) {
+    for (int i = 0; i < ngpus; i++) {
         bool dup = false;
-        for (int k = 0; k < n; k++) dup |= counts[k] == r->gpus[i];
-        if (!dup) counts[n++] = r->gpus[i];
+        for (int k = 0; k < n; k++) dup |= counts[k] == gpus[i];
+        if (!dup) counts[n++] = gpus[i];
     }
     qsort(counts, n, sizeof *counts, cmp_int);
     return n;
+}
+
+static int sweep_counts(const report *r, int *counts)
+{
+    return sweep_counts_of(r->gpus, r->ngpus, counts);
+}
+
+/* The searches a build plans before any runs, given the user's GPU counts (ascending, no
+ * duplicates) and how many distinct models: per model, one search at each count of its sweep
+ * and one torchtitan search at each of the user's counts (search_point; the user's counts are
+ * never past the sweep's stopping point, so these always run); then the dense family at each
+ * of the user's counts (search_size). A sweep that stops early takes its unrun counts off. */
+static long planned_searches(const int *gpus, int ngpus, int nmodels)
+{
+    int counts[SWEEP_MAX + REPORT_MAX_GPUS];
+    return (long)nmodels * (sweep_counts_of(gpus, ngpus, counts) + ngpus) +
+           (long)REPORT_NSIZES * ngpus;
+}
+
+/* The user's GPU counts sorted, duplicates dropped, into out; returns how many. */
+static int unique_gpus(const int *gpus, int n, int *out)
+{
+    memcpy(out, gpus, n * sizeof *gpus);
+    qsort(out, n, sizeof *out, cmp_int);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!k || out[k - 1] != out[i]) out[k++] = out[i];
+    return k;
+}
+
+/* How many of the n models are distinct by name (the build drops repeats). */
+static int distinct_models(const model_spec *models, int n)
+{
+    int count = 0;
+    for (int i = 0; i < n; i++) {
+        bool dup = false;
+        for (int k = 0; k < i; k++) dup |= !strcmp(models[k].name, models[i].name);
+        count += !dup;
+    }
+    return count;
+}
+
+long report_planned_searches(const report_options *o)
+{
+    if (!o || o->nmodels < 1 || o->nmodels > REPORT_MAX_MODELS || o->ngpus < 1 ||
+        o->ngpus > REPORT_MAX_GPUS)
+        return 0;
+    int gpus[REPORT_MAX_GPUS];
+    int ng = unique_gpus(o->gpus, o->ngpus, gpus);
+    return planned_searches(gpus, ng, distinct_models(o->models, o->nmodels));
 }
 
 /* A layout that fits, timed or not: its features and its memory class. */
@@ -585,14 +635,7 @@ cm_status report_build(const report_options *o, report **out, char *err, size_t 
              o->calibration_path ? o->calibration_path : "");
     snprintf(r->bench_path, sizeof r->bench_path, "%s", o->bench_path ? o->bench_path : "");
     r->t = o->training;
-    r->ngpus = o->ngpus;
-    memcpy(r->gpus, o->gpus, o->ngpus * sizeof *o->gpus);
-    qsort(r->gpus, r->ngpus, sizeof *r->gpus, cmp_int);
-    /* drop duplicate GPU counts */
-    int ng = 0;
-    for (int i = 0; i < r->ngpus; i++)
-        if (!ng || r->gpus[ng - 1] != r->gpus[i]) r->gpus[ng++] = r->gpus[i];
-    r->ngpus = ng;
+    r->ngpus = unique_gpus(o->gpus, o->ngpus, r->gpus);
     if (o->nbench > 0 && o->bench) {
         r->bench = malloc(o->nbench * sizeof *r->bench);
         if (!r->bench) {
@@ -609,15 +652,8 @@ cm_status report_build(const report_options *o, report **out, char *err, size_t 
     r->progress_arg = o->progress_arg;
     r->which_cluster = o->which_cluster;
     r->nwhich_cluster = o->which_cluster ? o->nwhich_cluster : 0;
-    {   /* the searches planned: each model's sweep, then the size sweep */
-        int counts[SWEEP_MAX + REPORT_MAX_GPUS], nmodels = 0;
-        for (int i = 0; i < o->nmodels; i++) {
-            bool dup = false;
-            for (int k = 0; k < i; k++) dup |= !strcmp(o->models[k].name, o->models[i].name);
-            nmodels += !dup;
-        }
-        r->progress_total = (long)nmodels * sweep_counts(r, counts) + REPORT_NSIZES * r->ngpus;
-    }
+    r->progress_total =
+        planned_searches(r->gpus, r->ngpus, distinct_models(o->models, o->nmodels));
     r->nmodels = 0;
     for (int i = 0; i < o->nmodels && st == CM_OK; i++) {
         bool dup = false; /* the same model twice would repeat sections and anchors */
