@@ -165,13 +165,23 @@ const bench_row *report_measured_for(const report *r, const estimate *e, bool *s
 cm_status report_feature_check(const report *r, int f, layout_framework fw, char *err,
                                size_t errlen);
 
+/* The frameworks of the guide, in layout_framework order, and their names in its text. */
+#define REPORT_NFRAMEWORKS 3
+extern const char *const report_framework_name[REPORT_NFRAMEWORKS];
+
 /* Which frameworks the rule check accepts feature f under, from its probes: ok[fw], and in words
- * ("FSDP2 and Megatron", "Megatron only", "FSDP2 only", "neither framework"); refusal gets the
- * refusing rule's message after the framework it refuses ("FSDP2: ...", "both: ...", or both
- * messages), empty when both accept. The
+ * ("all three frameworks", "Megatron and torchtitan", "Megatron only", "none of the
+ * frameworks"); refusal gets each refusing rule's message after the frameworks it refuses
+ * ("FSDP2: ...", "FSDP2 and torchtitan: ...; Megatron: ..."), empty when all accept. The
  * guide's statements about what a framework can do are made from this, never restated. */
-void report_feature_support(const report *r, int f, bool ok[2], char *words, size_t n,
-                            char *refusal, size_t rn);
+void report_feature_support(const report *r, int f, bool ok[REPORT_NFRAMEWORKS], char *words,
+                            size_t n, char *refusal, size_t rn);
+
+/* The labels[i] of the features feats[i] (nf of them) the rule check accepts (accepted) or
+ * refuses (!accepted) under fw, as "A, B and C" ("" for none): the guide's sentences about what
+ * a framework lacks are made from this, never restated. */
+void report_feature_list(const report *r, layout_framework fw, const int *feats,
+                         const char *const *labels, int nf, bool accepted, char *buf, size_t n);
 
 /* A plan with one memory knob turned. */
 typedef struct {
