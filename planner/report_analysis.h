@@ -197,6 +197,15 @@ int report_knob_variants(const estimate *b, const model_spec *m, const system_sp
 /* The knob that frees at least 1 GiB for the least extra step time; -1 if none. */
 int report_best_knob(const estimate *b, const report_knob *k, int n);
 
+/* Plan e of model m with FP8 Linears in the framework's default recipe (precision.h), as
+ * `--precision fp8` prices it; not CM_OK (why says) when the GPU or the layout refuses FP8. */
+cm_status report_fp8_variant(const report *r, const model_spec *m, const estimate *e,
+                             estimate *out, char *why, size_t n);
+
+/* Framework fw's best fitting plan at point p (torchtitan: only where it was searched, the
+ * user's GPU counts), or NULL. */
+const estimate *report_framework_best(const report_point *p, int fw);
+
 /* Plan e of model m with gradient reduction in bf16 toggled; false when it cannot be
  * estimated. */
 bool report_grad_reduce_variant(const report *r, const model_spec *m, const estimate *e,

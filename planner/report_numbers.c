@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "precision.h"
+
 const report_point *report_find_point(const report_model_result *mr, int gpus)
 {
     for (int i = 0; i < mr->npts; i++)
@@ -260,4 +262,22 @@ void report_feature_list(const report *r, layout_framework fw, const int *feats,
         snprintf(buf + o, n - o, "%s%s", i == 0 ? "" : i == k - 1 ? " and " : ", ",
                  labels[idx[i]]);
     }
+}
+
+cm_status report_fp8_variant(const report *r, const model_spec *m, const estimate *e,
+                             estimate *out, char *why, size_t n)
+{
+    layout l8 = e->layout;
+    l8.precision = PRECISION_FP8;
+    l8.fp8_recipe = FP8_RECIPE_DEFAULT;
+    cm_status st = precision_check(&r->sys, &l8, why, n);
+    if (st != CM_OK) return st;
+    return estimate_layout(m, &r->sys, &e->training, &l8, out, why, n);
+}
+
+const estimate *report_framework_best(const report_point *p, int fw)
+{
+    if (!p) return NULL;
+    if (fw == FRAMEWORK_TORCHTITAN) return p->titan_searched && p->has_titan ? &p->titan : NULL;
+    return p->has_best[fw] ? &p->best[fw] : NULL;
 }

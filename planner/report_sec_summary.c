@@ -73,7 +73,7 @@ static void fp8_line(doc *d, const report *r, const report_model_result *mr, con
         return;
     }
     estimate e8;
-    if (estimate_layout(&mr->m, &r->sys, &e->training, &l8, &e8, why, sizeof why) != CM_OK) {
+    if (report_fp8_variant(r, &mr->m, e, &e8, why, sizeof why) != CM_OK) {
         doc_note(d, "**FP8:** the same layout in FP8 is not a valid plan: %s", why);
         return;
     }
