@@ -220,10 +220,16 @@ static void line_charts(const report *r, const report_model_result *mr, model_ch
     snprintf(title, sizeof title, "%s: MFU against GPU count", mr->m.display);
     chart_init(cm, CHART_LINES, title, "GPUs (log scale)", "MFU (% of dense bf16 peak)");
     cm->log_x = true;
-    for (int fw = 0; fw < 2; fw++) {
+    /* series index = framework (FSDP2, Megatron, torchtitan: dots at your GPU counts only,
+     * where section 2b searched it) */
+    bool titan = false;
+    for (int i = 0; i < mr->npts; i++) titan |= mr->pts[i].titan_searched;
+    for (int fw = 0; fw < (titan ? REPORT_NFRAMEWORKS : 2); fw++) {
         chart_add_series(ct, report_fw_title(fw));
         chart_add_series(cm, report_fw_title(fw));
     }
+    double tt_min = INFINITY, tt_max = 0, tt_mfu = 0; /* torchtitan / Megatron per-GPU rate */
+    int tt_n = 0, tt_mfu_gpus = 0;
     int both = 0, meg_ahead = 0, nshown = 0;
     double rmin = INFINITY, rmax = 0, best_mfu[2] = {0, 0};
     int best_mfu_gpus[2] = {0, 0};
@@ -246,6 +252,22 @@ static void line_charts(const report *r, const report_model_result *mr, model_ch
                 best_mfu_gpus[fw] = p->gpus;
             }
         }
+        const estimate *te = titan ? report_framework_best(p, FRAMEWORK_TORCHTITAN) : NULL;
+        if (te) {
+            ct->y[FRAMEWORK_TORCHTITAN][k] = report_tokens_per_gpu(te);
+            cm->y[FRAMEWORK_TORCHTITAN][k] = 100 * te->mfu;
+            if (100 * te->mfu > tt_mfu) {
+                tt_mfu = 100 * te->mfu;
+                tt_mfu_gpus = p->gpus;
+            }
+            if (p->has_best[FRAMEWORK_MEGATRON]) {
+                double q = report_tokens_per_gpu(te) /
+                           report_tokens_per_gpu(&p->best[FRAMEWORK_MEGATRON]);
+                tt_n++;
+                if (q < tt_min) tt_min = q;
+                if (q > tt_max) tt_max = q;
+            }
+        }
         if (p->has_best[0] && p->has_best[1]) {
             double ratio = report_tokens_per_gpu(&p->best[FRAMEWORK_MEGATRON]) /
                            report_tokens_per_gpu(&p->best[FRAMEWORK_FSDP2]);
@@ -266,8 +288,10 @@ static void line_charts(const report *r, const report_model_result *mr, model_ch
         snprintf(t, tn, "No plan fits at any GPU count shown");
     } else {
         if (both == 0)
-            snprintf(t, tn, "Only %s fits at the GPU counts shown",
-                     report_fw_title(first->layout.framework));
+            snprintf(t, tn, "%s fits at none of the GPU counts shown",
+                     report_fw_title(first->layout.framework == FRAMEWORK_FSDP2
+                                         ? FRAMEWORK_MEGATRON
+                                         : FRAMEWORK_FSDP2));
         else if (meg_ahead == both || meg_ahead == 0) {
             char range[48];
             if (rmax - rmin < 0.005) snprintf(range, sizeof range, "%.2fx", rmin);
@@ -300,6 +324,13 @@ static void line_charts(const report *r, const report_model_result *mr, model_ch
                          100 * f, first->gpus, last->gpus, a, b);
         }
     }
+    if (first && tt_n) {
+        size_t o = strlen(t);
+        if (tt_max - tt_min < 0.005)
+            snprintf(t + o, tn - o, "; torchtitan at %.2fx Megatron's rate", tt_min);
+        else
+            snprintf(t + o, tn - o, "; torchtitan at %.2f-%.2fx Megatron's rate", tt_min, tt_max);
+    }
     t = mc->takeaway[CH_MFU];
     if (!first) {
         snprintf(t, tn, "No plan fits at any GPU count shown");
@@ -315,6 +346,10 @@ static void line_charts(const report *r, const report_model_result *mr, model_ch
                      best_mfu[lo_fw], best_mfu_gpus[lo_fw]);
         else
             snprintf(t + o, tn - o, "; %s fits nowhere shown", report_fw_title(lo_fw));
+        o = strlen(t);
+        if (tt_mfu > 0)
+            snprintf(t + o, tn - o, "; torchtitan's best is %.1f%% (%d GPUs)", tt_mfu,
+                     tt_mfu_gpus);
     }
     const char *span = any ? " at your GPU counts and the powers of two between (or below) them"
                        : lo ? " where the model fits (none of your GPU counts fits)"
@@ -322,9 +357,9 @@ static void line_charts(const report *r, const report_model_result *mr, model_ch
     snprintf(mc->caption[CH_TOKENS], sizeof mc->caption[0],
              "Tokens per second per GPU of each framework's best plan%s (the job's tokens/s "
              "divided by its GPUs); a flat line scales perfectly, a missing point means no layout "
-             "of that framework fits there. Log scale, the same for every model: equal gaps are "
-             "equal ratios.",
-             span);
+             "of that framework fits there%s. Log scale, the same for every model: equal gaps "
+             "are equal ratios.",
+             span, titan ? " (torchtitan: your GPU counts only, section 2b)" : "");
     snprintf(mc->caption[CH_MFU], sizeof mc->caption[0],
              "Model FLOPs utilization of each framework's best plan%s: the share of the GPUs' "
              "dense bf16 peak spent on the model's own FLOPs (recompute excluded). Same scale "
