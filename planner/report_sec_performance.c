@@ -468,7 +468,20 @@ void report_section_performance(doc *d, const report *r)
         if (hi > tok_hi) tok_hi = hi;
         if (hi > 0 && lo < tok_lo) tok_lo = lo;
     }
+    /* memory: at most twice the capacity, so a closest layout far over it (DeepSeek-V3 on 8
+     * GPUs: 1,410 GiB) does not flatten every plan that fits; a taller bar is cut at the top
+     * (chart.c) and its number says how far over it is */
+    double cap_gib = r->sys.hbm_bytes / UNITS_GIB_BYTES;
+    bool cut = mem_hi > 2 * cap_gib;
+    if (cut) mem_hi = 2 * cap_gib;
     for (int i = 0; i < r->nmodels; i++) {
+        if (cut) {
+            size_t o = strlen(mc[i].caption[CH_MEMORY]);
+            snprintf(mc[i].caption[CH_MEMORY] + o, sizeof mc[i].caption[0] - o,
+                     " The scale stops at twice the capacity (%.0f GiB): a bar cut at the top "
+                     "is taller.",
+                     2 * cap_gib);
+        }
         mc[i].c[CH_MEMORY].y_max = mem_hi;
         mc[i].c[CH_MFU].y_max = mfu_hi;
         if (tok_hi > 0) {
