@@ -337,8 +337,7 @@ static void draw_bars(cairo_t *cr, const chart *c)
             base -= h;
         }
         cairo_restore(cr);
-        if (base < TOP) {
-            base = TOP;
+        if (base < TOP - 1) { /* over by more than a pixel (a 100% stack is not cut) */
             cairo_set_source_rgb(cr, 1, 1, 1);
             cairo_set_line_width(cr, 3);
             for (int k = 0; k < 2; k++) {
@@ -347,6 +346,7 @@ static void draw_bars(cairo_t *cr, const chart *c)
             }
             cairo_stroke(cr);
         }
+        if (base < TOP) base = TOP;
         ann_y[i] = any && c->annot[i][0] ? base - 4 : NAN;
         ann_x[i] = x + bw / 2;
         set_font(cr, 9.5, false);

@@ -137,8 +137,10 @@ static void step_chart(const report_model_result *mr, const int *counts, int nco
     double cmin = 101, cmax = -1, worst_share = 0;
     int worst_s = -1;
     const estimate *worst = NULL;
+    const report_point *both_p = NULL; /* the largest count where both frameworks fit */
     for (int g = 0; g < ncounts; g++) {
         const report_point *p = report_find_point(mr, counts[g]);
+        if (p && p->has_best[0] && p->has_best[1]) both_p = p;
         for (int fw = 0; fw < 2; fw++) {
             bar_label(lab, sizeof lab, short_labels, fw, counts[g]);
             int i = chart_add_point(c, lab, counts[g]);
@@ -171,6 +173,16 @@ static void step_chart(const report_model_result *mr, const int *counts, int nco
     else
         snprintf(t, tn, "Compute is %.0f-%.0f%% of the step: no overhead reaches 1%%", cmin,
                  cmax);
+    /* the shares hide the absolute gap: where both fit, how the compute seconds compare */
+    if (both_p && both_p->best[FRAMEWORK_MEGATRON].time.compute_s > 0) {
+        double q = both_p->best[FRAMEWORK_FSDP2].time.compute_s /
+                   both_p->best[FRAMEWORK_MEGATRON].time.compute_s;
+        size_t o = strlen(t);
+        if (q >= 1.05 || q <= 0.95)
+            snprintf(t + o, tn - o, "; on %d GPUs FSDP2's compute alone takes %.2fx "
+                                    "Megatron's time",
+                     both_p->gpus, q);
+    }
     snprintf(mc->caption[CH_STEP], sizeof mc->caption[0],
              "Each best plan's step%s as shares of its step time (the number above the bar): "
              "compute, communication not hidden behind compute, pipeline fill and drain, and "
