@@ -374,9 +374,9 @@ static void line_charts(const report *r, const report_model_result *mr, model_ch
              span, titan ? " (torchtitan: your GPU counts only, section 2b)" : "");
     snprintf(mc->caption[CH_MFU], sizeof mc->caption[0],
              "Model FLOPs utilization of each framework's best plan%s: the share of the GPUs' "
-             "dense bf16 peak spent on the model's own FLOPs (recompute excluded). Same scale "
-             "for every model.",
-             span);
+             "dense bf16 peak spent on the model's own FLOPs (recompute excluded)%s. Same "
+             "scale for every model.",
+             span, titan ? "; torchtitan at your GPU counts only (section 2b)" : "");
     (void)nshown;
 }
 
