@@ -246,6 +246,71 @@ static void test_answer_first(void **state)
     free(html);
 }
 
+/* The message `plan` refuses args with (exit 2 and its one error line, without "plan:
+ * error: "), or "" when plan accepts the layout (exit 0, or 1: valid but over memory). */
+static void plan_verdict(const char *args, char *msg, size_t n)
+{
+    static plan_run_result v;
+    assert_int_equal(plan_run(&v, args), 0);
+    msg[0] = '\0';
+    if (v.status == 0 || v.status == 1) return;
+    assert_int_equal(v.status, 2);
+    const char *m = strstr(v.err, "plan: error: ");
+    assert_non_null(m);
+    snprintf(msg, n, "%s", m + strlen("plan: error: "));
+    msg[strcspn(msg, "\n")] = '\0';
+}
+
+/* The decision tree's statements about what a framework can do agree with what `plan` itself
+ * enforces (the same rule code, issue 23): each sentence is checked against `plan estimate` of
+ * the same layout, accepted or refused with the message the page quotes. Three rules once
+ * stated wrongly: Megatron-FSDP with PP (valid), FSDP2's CPU offload with checkpointing
+ * (valid), Megatron-FSDP's CPU offload (pp 1, no recompute). */
+static void test_rule_statements(void **state)
+{
+    (void)state;
+    char *html = write_html("rules.html");
+    const char *base = "estimate --model mixtral-8x7b --gpus 64 --system h100";
+    char args[512], msg[512], want[1024];
+    /* EP: refused for FSDP2 with plan's message, accepted by Megatron and torchtitan */
+    snprintf(args, sizeof args, "%s --framework fsdp2 --ep 2", base);
+    plan_verdict(args, msg, sizeof msg);
+    assert_true(msg[0]);
+    snprintf(args, sizeof args, "%s --framework megatron --ep 2", base);
+    plan_verdict(args, want, sizeof want);
+    assert_string_equal(want, "");
+    snprintf(args, sizeof args, "%s --framework torchtitan --ep 2", base);
+    plan_verdict(args, want, sizeof want);
+    assert_string_equal(want, "");
+    snprintf(want, sizeof want, "expert parallelism: Megatron and torchtitan (refused for "
+                                "FSDP2: %s)", msg);
+    if (!strstr(html, want)) fail_msg("the decision tree lacks: %s", want);
+    /* Megatron-FSDP with PP is valid */
+    snprintf(args, sizeof args, "%s --framework megatron --sharding fsdp --pp 2", base);
+    plan_verdict(args, want, sizeof want);
+    assert_string_equal(want, "");
+    assert_non_null(strstr(html, "together with PP: Megatron and torchtitan, refused for FSDP2"));
+    /* CPU offload with recompute: valid for FSDP2, refused for Megatron with plan's message */
+    snprintf(args, sizeof args, "%s --framework fsdp2 --offload --recompute full", base);
+    plan_verdict(args, want, sizeof want);
+    assert_string_equal(want, "");
+    snprintf(args, sizeof args, "%s --framework megatron --sharding fsdp --offload --recompute "
+                                "full", base);
+    plan_verdict(args, msg, sizeof msg);
+    assert_true(msg[0]);
+    snprintf(want, sizeof want, "together with recompute: FSDP2 and torchtitan, refused for "
+                                "Megatron: %s)", msg);
+    if (!strstr(html, want)) fail_msg("the memory ladder lacks: %s", want);
+    /* section 2 has a torchtitan column and an FP8 row, each backed by plans */
+    assert_non_null(strstr(html, "\">torchtitan (PyTorch-native, section 2b)</th>"));
+    assert_non_null(strstr(html, "<td>FP8 on that plan"));
+    /* the hand-written restatements are gone */
+    assert_null(strstr(html, "which never has EP"));
+    assert_null(strstr(html, "get a column here once"));
+    assert_null(strstr(html, "Megatron only (refused for FSDP2"));
+    free(html);
+}
+
 /* Self-contained: every URL in the page is a link a reader may follow (<a href>) or an XML
  * namespace name; nothing is fetched (no script, style sheet, image or font from elsewhere). */
 static void test_self_contained(void **state)
@@ -590,6 +655,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_answer_first),
         cmocka_unit_test(test_self_contained),
+        cmocka_unit_test(test_rule_statements),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
