@@ -21,15 +21,15 @@ static void versus(const report_point *p, const estimate *e, char *buf, size_t n
 {
     int other = e->layout.framework == FRAMEWORK_MEGATRON ? FRAMEWORK_FSDP2 : FRAMEWORK_MEGATRON;
     if (p->has_best[other]) {
-        snprintf(buf, n, "**%.2fx** the best %s plan", report_speedup(e, &p->best[other]),
-                 report_fw_title(other));
+        snprintf(buf, n, "**%.2fx** the speed of the best %s plan",
+                 report_speedup(e, &p->best[other]), report_fw_title(other));
     } else if (p->has_closest[other]) {
-        snprintf(buf, n, "the only framework that fits (the closest %s layout needs %.1f GiB per "
-                         "GPU, %.1f over)",
+        snprintf(buf, n, "%s does not fit (its closest layout needs %.1f GiB per GPU, %.1f "
+                         "over)",
                  report_fw_title(other), p->closest[other].memory.total_bytes / UNITS_GIB_BYTES,
                  report_over_gib(&p->closest[other]));
     } else {
-        snprintf(buf, n, "the only framework with a valid layout here");
+        snprintf(buf, n, "%s has no valid layout here", report_fw_title(other));
     }
 }
 
@@ -139,6 +139,14 @@ static void model_box(doc *d, const report *r, const report_model_result *mr)
         doc_note(d, "**torchtitan is faster here:** %s, **%.2fx** this plan (section 2b); `plan "
                     "--model %s --gpus %d` recommends it.",
                  tl, report_speedup(&p->titan, e), name, e->gpus);
+    } else if (p && p->has_titan) { /* the third framework, backed by its own plan */
+        char tl[160];
+        report_fmt_layout_short(&p->titan, tl, sizeof tl);
+        doc_p(d, "Against **torchtitan** (PyTorch-native, section 2b): its best, %s, runs at "
+                 "%.2fx this plan's speed.",
+              tl, report_speedup(&p->titan, e));
+    } else if (p && p->titan_searched) {
+        doc_p(d, "**torchtitan** (section 2b): no layout fits here.");
     }
     fp8_line(d, r, mr, e);
     if (r->ngpus > 1 || !own) doc_p(d, "%s", own ? "Your other GPU counts:" : "Your GPU counts:");
