@@ -65,7 +65,9 @@ static void memory_chart(const report *r, const report_model_result *mr, const i
     bool short_labels = 2 * ncounts > 8;
     snprintf(title, sizeof title, "%s: memory per GPU against capacity", mr->m.display);
     chart_init(c, CHART_STACKED_BARS, title, "framework and GPU count", "GiB per GPU");
-    const char *mem_series[] = {"weights", "gradients", "optimizer", "activations", "other"};
+    /* "buffers": memory.h's other_bytes (gathered FSDP units and gradient buckets in flight,
+     * the CUDA context, NCCL, workspaces) */
+    const char *mem_series[] = {"weights", "gradients", "optimizer", "activations", "buffers"};
     for (int s = 0; s < 5; s++) chart_add_series(c, mem_series[s]);
     c->ref_y = r->sys.hbm_bytes / UNITS_GIB_BYTES;
     snprintf(c->ref_label, sizeof c->ref_label, "HBM %.0f GiB", c->ref_y);
@@ -116,7 +118,9 @@ static void memory_chart(const report *r, const report_model_result *mr, const i
     snprintf(mc->caption[CH_MEMORY], sizeof mc->caption[0],
              "Per-GPU memory of the fullest pipeline stage of each framework's best plan%s, "
              "against the HBM capacity (dashed); the number above each bar is the headroom "
-             "(\"free\") or the overrun (\"over\")%s%s. Same scale for every model.",
+             "(\"free\") or the overrun (\"over\"); \"buffers\" are the FSDP units gathered "
+             "and gradient buckets in flight, the CUDA context, NCCL and workspaces%s%s. Same "
+             "scale for every model.",
              where,
              any_hatched ? "; hatched bars are the closest layout when none fits" : "",
              short_labels ? "; F = FSDP2, M = Megatron" : "");
