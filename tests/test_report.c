@@ -234,6 +234,21 @@ static void test_answer_first(void **state)
                                           models[i], want, tps, SMALL_TOP_GPUS);
         assert_true(labs(per_gpu - lround(tps / SMALL_TOP_GPUS)) <= 1);
         assert_non_null(strstr(box, "the best "));     /* compared with the other framework */
+        /* the table above the boxes gives the same plan and ratio, linking to the box */
+        snprintf(want, sizeof want, "<a href=\"#answer-%s\">", models[i]);
+        const char *trow = strstr(html, want);
+        if (!trow || trow > first_box) fail_msg("no row for %s in the table above the boxes",
+                                                 models[i]);
+        const char *rend = strstr(trow, "</tr>");
+        const char *ratio = strstr(box, "</strong> the speed of the best FSDP2 plan");
+        if (ratio) {
+            const char *rs = ratio;
+            while (rs > box && strncmp(rs, "<strong>", 8)) rs--;
+            snprintf(want, sizeof want, "%.*s", (int)(ratio - rs) + 9, rs);
+            const char *hit = strstr(trow, want);
+            if (!hit || hit > rend) fail_msg("the %s row lacks the box's ratio %s", models[i],
+                                             want);
+        }
         assert_non_null(strstr(box, "GiB headroom"));
         /* FP8 is priced now (issue 16): the box says what it buys this plan on the H100 */
         assert_non_null(strstr(box, "class=\"note\"><strong>FP8 (fp8-"));
