@@ -172,7 +172,9 @@ static void glance_table(doc *d, const report *r)
         const estimate *e = report_primary_plan(r, mr);
         char sid[96], c[7][sizeof mr->display_doc + 128];
         doc_safe_id(sid, sizeof sid, mr->m.name);
-        snprintf(c[0], sizeof c[0], "[%s](#answer-%s)", mr->display_doc, sid);
+        /* the name stays out of the link's text: a config.json's display name is the
+         * user's text, quoted by doc_plain, and must never take part in link syntax */
+        snprintf(c[0], sizeof c[0], "%s ([box](#answer-%s))", mr->display_doc, sid);
         if (!e) {
             snprintf(c[1], sizeof c[1], "-");
             snprintf(c[2], sizeof c[2], "does not fit up to %d GPUs", mr->cap);
