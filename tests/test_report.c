@@ -4,8 +4,8 @@
  * beside it; bad input exits 2 with one line; the answer comes first and names the plan
  * `plan --model M --gpus N` recommends, with its per-GPU throughput. With the argument "render"
  * it instead renders the HTML in headless Chromium, as a reader would see it: the page loads
- * with nothing fetched, the answer box is on the first screen, and every chart shows (exit 77,
- * skipped, when Chromium is absent).
+ * with nothing fetched, the answer box and the whole answer table (a row per model) are on the
+ * first screen, and every chart shows (exit 77, skipped, when Chromium is absent).
  *
  * PLAN_EXE is the binary; PLAN_CHARTS is 1 when the build has cairo (set by meson).
  */
@@ -601,6 +601,43 @@ static int check_charts(const char *chromium, const char *html_text)
     return rc;
 }
 
+/* Every model's answer on the first screen (1200 x 900): a copy of the page with a script
+ * that writes where the answer table ends and how many rows it has (the guide itself has no
+ * script), laid out by Chromium and read back from its DOM. */
+static int check_first_screen(const char *chromium, const char *html_text)
+{
+    const char *end = strstr(html_text, "</body>");
+    if (!end) return printf("no </body>\n"), 1;
+    char page[600], cmd[4096];
+    snprintf(page, sizeof page, "%s/first-screen.html", tmpdir);
+    FILE *out = fopen(page, "w");
+    if (!out) return 1;
+    fwrite(html_text, 1, end - html_text, out);
+    fputs("<script>var t=document.querySelector('#answer ~ table');"
+          "document.body.setAttribute('data-first',t?Math.round(t.getBoundingClientRect()"
+          ".bottom+window.scrollY)+' '+(t.tBodies[0].rows.length):'none');</script>"
+          "</body></html>\n",
+          out);
+    fclose(out);
+    snprintf(cmd, sizeof cmd,
+             "timeout 120 '%s' " CHROMIUM_FLAGS "--user-data-dir='%s/profile' "
+             "--window-size=1200,900 --dump-dom 'file://%s' 2>/dev/null",
+             chromium, tmpdir, page);
+    FILE *p = popen(cmd, "r");
+    static char dom[1 << 22];
+    size_t n = p ? fread(dom, 1, sizeof dom - 1, p) : 0;
+    dom[n] = '\0';
+    if (p) pclose(p);
+    const char *a = strstr(dom, "data-first=\"");
+    int bottom = 0, rows = 0;
+    if (!a || sscanf(a + strlen("data-first=\""), "%d %d", &bottom, &rows) != 2)
+        return printf("no answer table found in the laid-out page\n"), 1;
+    printf("answer table: %d rows, ends %d px down (first screen 900 px)\n", rows, bottom);
+    if (rows != 2) return printf("the answer table has %d rows, expected one per model\n", rows), 1;
+    if (bottom > 900) return printf("the answer table does not fit the first screen\n"), 1;
+    return 0;
+}
+
 static int render(void)
 {
     const char *chromium = chromium_path();
@@ -654,7 +691,8 @@ static int render(void)
     free(err);
     if (rc == 0) {
         char *html = slurp(path, NULL);
-        rc = !html || check_top(chromium, path) || check_charts(chromium, html);
+        rc = !html || check_top(chromium, path) || check_first_screen(chromium, html) ||
+             check_charts(chromium, html);
         free(html);
     }
     teardown(NULL);
