@@ -45,7 +45,7 @@ const char *const report_class_name[REPORT_NCLASSES] = {
     "Megatron-FSDP (ZeRO-3), no recompute",
     "Megatron-FSDP, with recompute",
     "FSDP2 (ZeRO-3), no recompute",
-    "FSDP2, full recompute",
+    "FSDP2, with recompute", /* the rule check decides which kinds (section 4) */
     "FSDP2, CPU offload",
 };
 /* Ladder level of each class: 0 DDP, 1 distributed optimizer, 2 full sharding, 3 + recompute,
