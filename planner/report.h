@@ -3,8 +3,9 @@
  * models and GPU counts, with every number computed by the cost model (or measured, where a
  * calibration profile overlays the system or a bench CSV with measured columns is given).
  *
- * report_build() runs one search per model x GPU count (plus a GPU-count sweep per model and a
- * model-size sweep for the thresholds) and keeps what the sections need; report_write() renders
+ * report_build() runs one search per model x GPU count (plus a GPU-count sweep per model, a
+ * torchtitan search per model at each GPU count asked and a model-size sweep for the
+ * thresholds) and keeps what the sections need; report_write() renders
  * the sections as one self-contained HTML file (inline SVG charts) or as Markdown with PNG
  * charts beside it. Neither prints or exits.
  */
