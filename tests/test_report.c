@@ -261,6 +261,31 @@ static void test_answer_first(void **state)
     free(html);
 }
 
+/* The searches the summary line reports: --systems' which-cluster ones (one per model and
+ * system) are counted with the report's, as the progress line counts them. */
+static long searches_of(const char *args)
+{
+    run(args);
+    if (R.status != 0) fail_msg("plan %s: %s", args, R.err);
+    const char *p = strstr(R.out, " searches, ");
+    assert_non_null(p);
+    while (p > R.out && p[-1] >= '0' && p[-1] <= '9') p--;
+    return strtol(p, NULL, 10);
+}
+
+static void test_search_count_with_systems(void **state)
+{
+    (void)state;
+    char args[1024];
+    snprintf(args, sizeof args, "report --models 3b,mixtral-8x7b --gpus 8 -o '%s/n.html'",
+             tmpdir);
+    long plain = searches_of(args);
+    snprintf(args, sizeof args, "report --models 3b,mixtral-8x7b --gpus 8 --systems h100,h200,"
+                                "b200 -o '%s/n.html'",
+             tmpdir);
+    assert_int_equal(searches_of(args), plain + 2 * 3);
+}
+
 /* The message `plan` refuses args with (exit 2 and its one error line, without "plan:
  * error: "), or "" when plan accepts the layout (exit 0, or 1: valid but over memory). */
 static void plan_verdict(const char *args, char *msg, size_t n)
@@ -709,6 +734,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_answer_first),
         cmocka_unit_test(test_self_contained),
         cmocka_unit_test(test_rule_statements),
+        cmocka_unit_test(test_search_count_with_systems),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
