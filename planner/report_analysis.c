@@ -34,7 +34,7 @@
  * classes may use TP/PP/CP/EP to split the model; FSDP2 ones only data and Ulysses parallelism. */
 enum {
     CLS_MEG_DDP, CLS_MEG_DDP_RC, CLS_MEG_DISTOPT, CLS_MEG_DISTOPT_RC, CLS_MEG_FSDP,
-    CLS_MEG_FSDP_RC, CLS_FSDP2, CLS_FSDP2_RC, CLS_FSDP2_OFFLOAD, NCLS
+    CLS_MEG_FSDP_RC, CLS_MEG_OFFLOAD, CLS_FSDP2, CLS_FSDP2_RC, CLS_FSDP2_OFFLOAD, NCLS
 };
 _Static_assert(NCLS == REPORT_NCLASSES, "REPORT_NCLASSES counts the memory classes");
 const char *const report_class_name[REPORT_NCLASSES] = {
@@ -44,13 +44,14 @@ const char *const report_class_name[REPORT_NCLASSES] = {
     "Megatron, distributed optimizer, with recompute",
     "Megatron-FSDP (ZeRO-3), no recompute",
     "Megatron-FSDP, with recompute",
+    "Megatron, CPU offload (optimizer state or activations)",
     "FSDP2 (ZeRO-3), no recompute",
     "FSDP2, with recompute", /* the rule check decides which kinds (section 4) */
     "FSDP2, CPU offload",
 };
 /* Ladder level of each class: 0 DDP, 1 distributed optimizer, 2 full sharding, 3 + recompute,
  * 4 + CPU offload. */
-static const int cls_level[NCLS] = {0, 3, 1, 3, 2, 3, 2, 3, 4};
+static const int cls_level[NCLS] = {0, 3, 1, 3, 2, 3, 4, 2, 3, 4};
 const char *const report_level_name[REPORT_NLEVELS] = {
     "DDP (no sharding)", "distributed optimizer", "full sharding (FSDP)",
     "sharding + activation recompute", "CPU offload"};
@@ -60,6 +61,10 @@ static int class_of(const layout *l)
     bool rc = l->recompute != RECOMPUTE_NONE;
     if (l->framework == FRAMEWORK_FSDP2)
         return l->offload ? CLS_FSDP2_OFFLOAD : rc ? CLS_FSDP2_RC : CLS_FSDP2;
+    /* Megatron's host offload (issue 21: the distributed optimizer's shard, activations;
+     * Megatron-FSDP's offload) is the ladder's last rung, whatever the sharding */
+    if (l->offload || l->optimizer_offload_pct > 0 || l->activation_offload)
+        return CLS_MEG_OFFLOAD;
     int base = l->sharding == SHARDING_DDP       ? CLS_MEG_DDP
                : l->sharding == SHARDING_DISTOPT ? CLS_MEG_DISTOPT
                                                  : CLS_MEG_FSDP;
@@ -489,8 +494,10 @@ static int take(scheduler *s, int *mi, int *k)
                 if (w->done < w->next) continue; /* waits for the earlier counts */
                 report_model_result *mr = &r->models[i];
                 min_gpus_of(mr, w->next);
+                /* Megatron's offload is searched only where a layout does not fit without
+                 * it (search.c memory_knobs), so it need not appear: not waited for */
                 bool all = true;
-                for (int c = 0; c < NCLS; c++) all &= mr->min_gpus[c] > 0;
+                for (int c = 0; c < NCLS; c++) all &= c == CLS_MEG_OFFLOAD || mr->min_gpus[c] > 0;
                 if (all) { /* every class fits: the sweep ends here */
                     w->stopped = true;
                     r->progress_total -= w->n - w->next;

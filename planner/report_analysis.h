@@ -31,7 +31,7 @@
 /* Memory classes (DDP / distributed optimizer / FSDP, with and without recompute, offload),
  * named by report_class_name; and the five rungs of the memory ladder they fall on: 0 DDP,
  * 1 distributed optimizer, 2 full sharding, 3 + recompute, 4 + CPU offload. */
-#define REPORT_NCLASSES 9
+#define REPORT_NCLASSES 10
 #define REPORT_NLEVELS 5
 extern const char *const report_class_name[REPORT_NCLASSES];
 extern const char *const report_level_name[REPORT_NLEVELS];
