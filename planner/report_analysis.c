@@ -73,7 +73,7 @@ static int class_of(const layout *l)
 
 /* Features of section 4: a probe layout each, and a predicate that says whether an evaluated
  * layout uses the feature (to report whether the search exercised it). */
-_Static_assert(REPORT_F_OFFLOAD_RC + 1 == REPORT_NFEATURES, "REPORT_NFEATURES counts the features");
+_Static_assert(REPORT_F_ACT_OFFLOAD + 1 == REPORT_NFEATURES, "REPORT_NFEATURES counts the features");
 const char *const report_feature_name[REPORT_NFEATURES] = {
     "Tensor parallel (TP 2)",
     "Megatron sequence parallel (SP, with TP 2)",
@@ -89,9 +89,11 @@ const char *const report_feature_name[REPORT_NFEATURES] = {
     "Keep gathered parameters after forward (ZeRO-2-like)",
     "Selective recompute",
     "Full recompute",
-    "CPU offload",
+    "CPU offload of the FSDP shards",
     "Full sharding together with PP",
-    "CPU offload together with recompute",
+    "FSDP-shard CPU offload together with recompute",
+    "Optimizer-state CPU offload (distributed optimizer's shard, 100%)",
+    "Activation CPU offload",
 };
 
 static bool feat_uses(int f, const layout *l)
@@ -114,6 +116,8 @@ static bool feat_uses(int f, const layout *l)
     case REPORT_F_OFFLOAD: return l->offload;
     case REPORT_F_FSDP_PP: return l->sharding == SHARDING_FSDP && l->pp > 1;
     case REPORT_F_OFFLOAD_RC: return l->offload && l->recompute != RECOMPUTE_NONE;
+    case REPORT_F_OPT_OFFLOAD: return l->optimizer_offload_pct > 0;
+    case REPORT_F_ACT_OFFLOAD: return l->activation_offload;
     }
     return false;
 }
@@ -143,6 +147,10 @@ static layout feat_probe(int f, layout_framework fw)
     case REPORT_F_FSDP_PP: l.sharding = SHARDING_FSDP; l.pp = 2; l.dp = 32; break;
     case REPORT_F_OFFLOAD_RC:
         l.sharding = SHARDING_FSDP; l.offload = true; l.recompute = RECOMPUTE_FULL; break;
+    /* Megatron's host offloads (issue 21), asked of every framework with the sharding they
+     * need there; the rule check names what refuses them elsewhere */
+    case REPORT_F_OPT_OFFLOAD: l.sharding = SHARDING_DISTOPT; l.optimizer_offload_pct = 100; break;
+    case REPORT_F_ACT_OFFLOAD: l.activation_offload = true; break;
     }
     return l;
 }

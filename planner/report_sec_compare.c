@@ -142,7 +142,8 @@ void report_section_compare(doc *d, const report *r)
     static const int shard_f[] = {REPORT_F_DDP, REPORT_F_DISTOPT, REPORT_F_FSDP, REPORT_F_HSDP,
                                   REPORT_F_NORESHARD, REPORT_F_FSDP_PP};
     static const int rc_f[] = {REPORT_F_SELECTIVE, REPORT_F_FULL};
-    static const int off_f[] = {REPORT_F_OFFLOAD, REPORT_F_OFFLOAD_RC};
+    static const int off_f[] = {REPORT_F_OFFLOAD, REPORT_F_OFFLOAD_RC, REPORT_F_OPT_OFFLOAD,
+                                REPORT_F_ACT_OFFLOAD};
     static char par[REPORT_NFRAMEWORKS][1200], shard[REPORT_NFRAMEWORKS][1200],
         rc[REPORT_NFRAMEWORKS][1200], off[REPORT_NFRAMEWORKS][1200],
         plans[REPORT_NFRAMEWORKS][2048], fp8[REPORT_NFRAMEWORKS][2048];
@@ -150,7 +151,7 @@ void report_section_compare(doc *d, const report *r)
         rule_cell(r, fw, par_f, 7, par[fw], sizeof par[fw]);
         rule_cell(r, fw, shard_f, 6, shard[fw], sizeof shard[fw]);
         rule_cell(r, fw, rc_f, 2, rc[fw], sizeof rc[fw]);
-        rule_cell(r, fw, off_f, 2, off[fw], sizeof off[fw]);
+        rule_cell(r, fw, off_f, 4, off[fw], sizeof off[fw]);
         plan_cell(r, fw, plans[fw], sizeof plans[fw]);
         fp8_cell(r, fw, fp8[fw], sizeof fp8[fw]);
     }

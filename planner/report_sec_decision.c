@@ -242,8 +242,19 @@ void report_section_decision(doc *d, const report *r)
               REPORT_F_FSDP_PP, "together with PP");
     rule_rung(r, rung[3], sizeof rung[3], "activation recompute, full", REPORT_F_FULL,
               REPORT_F_SELECTIVE, "selective");
-    rule_rung(r, rung[4], sizeof rung[4], "CPU offload", REPORT_F_OFFLOAD, REPORT_F_OFFLOAD_RC,
-              "together with recompute");
+    rule_rung(r, rung[4], sizeof rung[4], "CPU offload of the FSDP shards", REPORT_F_OFFLOAD,
+              REPORT_F_OFFLOAD_RC, "together with recompute");
+    {   /* and Megatron's own host offloads (issue 21), from their probes too */
+        bool ok[REPORT_NFRAMEWORKS];
+        char who_o[96], who_a[96], why[3 * CM_ERRLEN + 64];
+        report_feature_support(r, REPORT_F_OPT_OFFLOAD, ok, who_o, sizeof who_o, why,
+                               sizeof why);
+        report_feature_support(r, REPORT_F_ACT_OFFLOAD, ok, who_a, sizeof who_a, why,
+                               sizeof why);
+        size_t o = strlen(rung[4]);
+        snprintf(rung[4] + o, sizeof rung[4] - o,
+                 ", or of the optimizer state (%s) or the activations (%s)", who_o, who_a);
+    }
     for (int lev = 0; lev < REPORT_NLEVELS; lev++) {
         /* which models first fit at exactly this rung, at which of the user's GPU counts */
         char who[2048] = "";
