@@ -51,12 +51,15 @@ static void usage(void)
            "tokens (the table of plan compare-systems).\n");
 }
 
-/* Progress on stderr once the build has run for a second: one line rewritten in place on a
- * terminal, else a line at most every two seconds (logs stay short). */
+/* Progress on stderr once the run has gone on for a second: one line rewritten in place on a
+ * terminal, else a line at most every two seconds (logs stay short). The count covers every
+ * search of the run: the "which cluster" ones (--systems, run first) and the report's. */
 typedef struct {
     struct timespec t0;
     double last_s;
     bool tty, shown;
+    long before;    /* searches done before report_build (which cluster) */
+    long extra;     /* which-cluster searches in all, added to report_build's totals */
 } progress_state;
 
 static double since(const struct timespec *t0)
@@ -73,8 +76,8 @@ static void show_progress(long done, long total, void *arg)
     if (s < 1 || s - ps->last_s < (ps->tty ? 0.1 : 2)) return;
     ps->last_s = s;
     ps->shown = true;
-    fprintf(stderr, "%splan report: %ld/%ld searches, %.0f s%s", ps->tty ? "\r" : "", done, total,
-            s, ps->tty ? "" : "\n");
+    fprintf(stderr, "%splan report: %ld/%ld searches, %.0f s%s", ps->tty ? "\r" : "",
+            ps->before + done, ps->extra + total, s, ps->tty ? "" : "\n");
     fflush(stderr);
 }
 
@@ -233,6 +236,12 @@ int cmd_report(int argc, char **argv)
         free(rows);
         return cli_error("--price-per-gpu-hour goes with --systems (the systems to compare)");
     }
+    report_options o = {.sys = &sys, .system_name = system, .calibration_path = calibration,
+                        .training = t, .models = models, .nmodels = nm, .gpus = gpus,
+                        .ngpus = ng, .bench = rows, .nbench = nrows, .bench_path = bench_path};
+    progress_state ps = {.tty = isatty(STDERR_FILENO)};
+    clock_gettime(CLOCK_MONOTONIC, &ps.t0);
+    long planned = report_planned_searches(&o);
     /* "which cluster": each model on each system at the largest GPU count asked */
     system_compare_table *which = NULL;
     if (systems_arg) {
@@ -242,10 +251,14 @@ int cmd_report(int argc, char **argv)
                            : cli_system_list_load(systems_arg, prices_arg, CLI_NVLS_UNSET, 0, sl);
         int gmax = gpus[0];
         for (int i = 1; i < ng; i++) gmax = gpus[i] > gmax ? gpus[i] : gmax;
-        for (int i = 0; !rc && i < nm; i++)
+        if (!rc) ps.extra = (long)nm * sl->n; /* one search per model and system */
+        for (int i = 0; !rc && i < nm; i++) {
             if (system_compare_run(&models[i], &t, gmax, sl->sys, sl->name_ptrs, sl->prices,
                                    sl->n, &which[i], err, sizeof err) != CM_OK)
                 rc = cli_error(err);
+            ps.before += sl->n;
+            show_progress(0, planned, &ps);
+        }
         free(sl);
         if (rc) {
             free(which);
@@ -255,12 +268,8 @@ int cmd_report(int argc, char **argv)
         }
     }
 
-    report_options o = {.sys = &sys, .system_name = system, .calibration_path = calibration,
-                        .training = t, .models = models, .nmodels = nm, .gpus = gpus,
-                        .ngpus = ng, .bench = rows, .nbench = nrows, .bench_path = bench_path,
-                        .which_cluster = which, .nwhich_cluster = which ? nm : 0};
-    progress_state ps = {.tty = isatty(STDERR_FILENO)};
-    clock_gettime(CLOCK_MONOTONIC, &ps.t0);
+    o.which_cluster = which;
+    o.nwhich_cluster = which ? nm : 0;
     o.progress = show_progress;
     o.progress_arg = &ps;
     report *r = NULL;
@@ -278,10 +287,10 @@ int cmd_report(int argc, char **argv)
     if (fmt == REPORT_MARKDOWN && s.images)
         printf("plan report: wrote %s and %d PNG charts beside it (%ld searches, %ld layouts, "
                "%.1f s)\n",
-               out, s.images, s.searches, s.layouts, s.seconds);
+               out, s.images, ps.before + s.searches, s.layouts, s.seconds);
     else
         printf("plan report: wrote %s (%d charts%s; %ld searches, %ld layouts, %.1f s)\n", out,
-               s.charts, s.charts_available ? "" : ", none: built without cairo", s.searches,
-               s.layouts, s.seconds);
+               s.charts, s.charts_available ? "" : ", none: built without cairo",
+               ps.before + s.searches, s.layouts, s.seconds);
     return 0;
 }

@@ -315,11 +315,15 @@ static void draw_bars(cairo_t *cr, const chart *c)
     double ymax = ax.hi;
     draw_y_axis(cr, c, &ax);
     int n = c->npoints > 0 ? c->npoints : 1;
-    double slot = pw / n, bw = slot * 0.62;
+    double slot = pw / n, bw = slot * 0.62, ann_x[CHART_MAX_POINTS], ann_y[CHART_MAX_POINTS];
     if (bw > 46) bw = 46;
     for (int i = 0; i < c->npoints; i++) {
         double x = LEFT + slot * i + (slot - bw) / 2, base = TOP + ph;
         bool any = false;
+        /* a bar taller than a fixed scale is cut at the top of the plot, with a break mark */
+        cairo_save(cr);
+        cairo_rectangle(cr, x - 1, TOP, bw + 2, ph);
+        cairo_clip(cr);
         for (int s = 0; s < c->nseries; s++) {
             double v = c->y[s][i];
             if (isnan(v) || v <= 0) continue;
@@ -332,9 +336,21 @@ static void draw_bars(cairo_t *cr, const chart *c)
             if (c->hatched[i]) hatch(cr, x, base - h, bw, h);
             base -= h;
         }
+        cairo_restore(cr);
+        if (base < TOP - 1) { /* over by more than a pixel (a 100% stack is not cut) */
+            cairo_set_source_rgb(cr, 1, 1, 1);
+            cairo_set_line_width(cr, 3);
+            for (int k = 0; k < 2; k++) {
+                cairo_move_to(cr, x - 2, TOP + 12 + 6 * k);
+                cairo_line_to(cr, x + bw + 2, TOP + 6 + 6 * k);
+            }
+            cairo_stroke(cr);
+        }
+        if (base < TOP) base = TOP;
+        ann_y[i] = any && c->annot[i][0] ? base - 4 : NAN;
+        ann_x[i] = x + bw / 2;
         set_font(cr, 9.5, false);
         cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-        if (c->annot[i][0] && any) text_at(cr, x + bw / 2, base - 4, c->annot[i], 0.5);
         if (!any) {
             cairo_save(cr);
             cairo_translate(cr, x + bw / 2 + 3, TOP + ph - 6);
@@ -351,6 +367,20 @@ static void draw_bars(cairo_t *cr, const chart *c)
         if (nl) text_at(cr, x + bw / 2, TOP + ph + 26, nl + 1, 0.5);
     }
     draw_ref_line(cr, c, &ax);
+    /* the numbers above the bars, over the reference line on a white ground (readable where
+     * the headroom is small and the number sits on the capacity line) */
+    set_font(cr, 9.5, false);
+    for (int i = 0; i < c->npoints; i++) {
+        if (isnan(ann_y[i])) continue;
+        cairo_text_extents_t ext;
+        cairo_text_extents(cr, c->annot[i], &ext);
+        cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
+        cairo_rectangle(cr, ann_x[i] - ext.width / 2 - 2, ann_y[i] + ext.y_bearing - 1,
+                        ext.width + 4, ext.height + 2);
+        cairo_fill(cr);
+        cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+        text_at(cr, ann_x[i], ann_y[i], c->annot[i], 0.5);
+    }
     set_font(cr, 11, false);
     cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
     text_at(cr, LEFT + pw / 2, H - 10, c->x_label, 0.5);

@@ -74,7 +74,7 @@ static void write_body(doc *d, const report *r)
                                       "performance", "features", "config", "migration",
                                       "troubleshooting"};
     static const char *const titles[] = {
-        "The answer", "Decision tree", "FSDP2 and Megatron compared",
+        "The answer", "Decision tree", "FSDP2, Megatron and torchtitan compared",
         "torchtitan: FSDP2 with TP, PP, CP and EP", "Performance per model and GPU count",
         "Feature-support matrix", "Recommended configuration per model", "Migration notes",
         "Troubleshooting"};

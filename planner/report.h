@@ -3,8 +3,9 @@
  * models and GPU counts, with every number computed by the cost model (or measured, where a
  * calibration profile overlays the system or a bench CSV with measured columns is given).
  *
- * report_build() runs one search per model x GPU count (plus a GPU-count sweep per model and a
- * model-size sweep for the thresholds) and keeps what the sections need; report_write() renders
+ * report_build() runs one search per model x GPU count (plus a GPU-count sweep per model, a
+ * torchtitan search per model at each GPU count asked and a model-size sweep for the
+ * thresholds) and keeps what the sections need; report_write() renders
  * the sections as one self-contained HTML file (inline SVG charts) or as Markdown with PNG
  * charts beside it. Neither prints or exits.
  */
@@ -38,8 +39,9 @@ typedef struct {
     int nbench;
     const char *bench_path;
     /* Optional: called after every search with how many are done and how many the build will
-     * run in all (the total shrinks when a GPU-count sweep ends early), so a caller can show
-     * progress; the library itself never prints. */
+     * run in all: report_planned_searches at first, less the counts a GPU-count sweep skips
+     * when it ends early, so done never passes total and ends equal to it. A caller can show
+     * progress; the library itself never prints. Called under a lock (one call at a time). */
     void (*progress)(long done, long total, void *arg);
     void *progress_arg;
     /* Optional "which cluster" tables (issue 22, planner/system_compare.h), one per model, made
@@ -58,6 +60,13 @@ typedef struct {
 } report_stats;
 
 typedef struct report report;
+
+/* The searches report_build(o) plans before it starts (the first total its progress callback
+ * sees; 0 for options report_build refuses): per distinct model, one at each GPU count of its
+ * sweep (powers of two from 1 to the larger of 4096 and the largest count asked, plus the counts
+ * asked) and one torchtitan search at each count asked; then the dense size family (11 sizes)
+ * at each count asked. */
+long report_planned_searches(const report_options *o);
 
 /* Run the searches and analyses. On failure *out is NULL and err says why. */
 cm_status report_build(const report_options *o, report **out, char *err, size_t errlen);

@@ -34,7 +34,7 @@
  * classes may use TP/PP/CP/EP to split the model; FSDP2 ones only data and Ulysses parallelism. */
 enum {
     CLS_MEG_DDP, CLS_MEG_DDP_RC, CLS_MEG_DISTOPT, CLS_MEG_DISTOPT_RC, CLS_MEG_FSDP,
-    CLS_MEG_FSDP_RC, CLS_FSDP2, CLS_FSDP2_RC, CLS_FSDP2_OFFLOAD, NCLS
+    CLS_MEG_FSDP_RC, CLS_MEG_OFFLOAD, CLS_FSDP2, CLS_FSDP2_RC, CLS_FSDP2_OFFLOAD, NCLS
 };
 _Static_assert(NCLS == REPORT_NCLASSES, "REPORT_NCLASSES counts the memory classes");
 const char *const report_class_name[REPORT_NCLASSES] = {
@@ -44,13 +44,14 @@ const char *const report_class_name[REPORT_NCLASSES] = {
     "Megatron, distributed optimizer, with recompute",
     "Megatron-FSDP (ZeRO-3), no recompute",
     "Megatron-FSDP, with recompute",
+    "Megatron, CPU offload (optimizer state or activations)",
     "FSDP2 (ZeRO-3), no recompute",
-    "FSDP2, full recompute",
+    "FSDP2, with recompute", /* the rule check decides which kinds (section 4) */
     "FSDP2, CPU offload",
 };
 /* Ladder level of each class: 0 DDP, 1 distributed optimizer, 2 full sharding, 3 + recompute,
  * 4 + CPU offload. */
-static const int cls_level[NCLS] = {0, 3, 1, 3, 2, 3, 2, 3, 4};
+static const int cls_level[NCLS] = {0, 3, 1, 3, 2, 3, 4, 2, 3, 4};
 const char *const report_level_name[REPORT_NLEVELS] = {
     "DDP (no sharding)", "distributed optimizer", "full sharding (FSDP)",
     "sharding + activation recompute", "CPU offload"};
@@ -60,6 +61,10 @@ static int class_of(const layout *l)
     bool rc = l->recompute != RECOMPUTE_NONE;
     if (l->framework == FRAMEWORK_FSDP2)
         return l->offload ? CLS_FSDP2_OFFLOAD : rc ? CLS_FSDP2_RC : CLS_FSDP2;
+    /* Megatron's host offload (issue 21: the distributed optimizer's shard, activations;
+     * Megatron-FSDP's offload) is the ladder's last rung, whatever the sharding */
+    if (l->offload || l->optimizer_offload_pct > 0 || l->activation_offload)
+        return CLS_MEG_OFFLOAD;
     int base = l->sharding == SHARDING_DDP       ? CLS_MEG_DDP
                : l->sharding == SHARDING_DISTOPT ? CLS_MEG_DISTOPT
                                                  : CLS_MEG_FSDP;
@@ -68,7 +73,7 @@ static int class_of(const layout *l)
 
 /* Features of section 4: a probe layout each, and a predicate that says whether an evaluated
  * layout uses the feature (to report whether the search exercised it). */
-_Static_assert(REPORT_F_OFFLOAD_RC + 1 == REPORT_NFEATURES, "REPORT_NFEATURES counts the features");
+_Static_assert(REPORT_F_ACT_OFFLOAD + 1 == REPORT_NFEATURES, "REPORT_NFEATURES counts the features");
 const char *const report_feature_name[REPORT_NFEATURES] = {
     "Tensor parallel (TP 2)",
     "Megatron sequence parallel (SP, with TP 2)",
@@ -84,9 +89,11 @@ const char *const report_feature_name[REPORT_NFEATURES] = {
     "Keep gathered parameters after forward (ZeRO-2-like)",
     "Selective recompute",
     "Full recompute",
-    "CPU offload",
+    "CPU offload of the FSDP shards",
     "Full sharding together with PP",
-    "CPU offload together with recompute",
+    "FSDP-shard CPU offload together with recompute",
+    "Optimizer-state CPU offload (distributed optimizer's shard, 100%)",
+    "Activation CPU offload",
 };
 
 static bool feat_uses(int f, const layout *l)
@@ -109,6 +116,8 @@ static bool feat_uses(int f, const layout *l)
     case REPORT_F_OFFLOAD: return l->offload;
     case REPORT_F_FSDP_PP: return l->sharding == SHARDING_FSDP && l->pp > 1;
     case REPORT_F_OFFLOAD_RC: return l->offload && l->recompute != RECOMPUTE_NONE;
+    case REPORT_F_OPT_OFFLOAD: return l->optimizer_offload_pct > 0;
+    case REPORT_F_ACT_OFFLOAD: return l->activation_offload;
     }
     return false;
 }
@@ -138,6 +147,10 @@ static layout feat_probe(int f, layout_framework fw)
     case REPORT_F_FSDP_PP: l.sharding = SHARDING_FSDP; l.pp = 2; l.dp = 32; break;
     case REPORT_F_OFFLOAD_RC:
         l.sharding = SHARDING_FSDP; l.offload = true; l.recompute = RECOMPUTE_FULL; break;
+    /* Megatron's host offloads (issue 21), asked of every framework with the sharding they
+     * need there; the rule check names what refuses them elsewhere */
+    case REPORT_F_OPT_OFFLOAD: l.sharding = SHARDING_DISTOPT; l.optimizer_offload_pct = 100; break;
+    case REPORT_F_ACT_OFFLOAD: l.activation_offload = true; break;
     }
     return l;
 }
@@ -170,20 +183,70 @@ static void progress(const report *r)
 }
 
 /* The GPU counts a model is searched at: powers of two from 1 (up to the largest count asked,
- * or the cap) and the user's counts, ascending. Returns how many. */
-static int sweep_counts(const report *r, int *counts)
+ * or the cap) and the user's counts (ascending, no duplicates), ascending. Returns how many. */
+static int sweep_counts_of(const int *gpus, int ngpus, int *counts)
 {
-    int maxg = r->gpus[r->ngpus - 1];
+    int maxg = gpus[ngpus - 1];
     int cap = maxg > SWEEP_CAP ? maxg : SWEEP_CAP;
     int n = 0;
     for (long g = 1; g <= cap && n < SWEEP_MAX; g *= 2) counts[n++] = (int)g;
-    for (int i = 0; i < r->ngpus; i++) {
+    for (int i = 0; i < ngpus; i++) {
         bool dup = false;
-        for (int k = 0; k < n; k++) dup |= counts[k] == r->gpus[i];
-        if (!dup) counts[n++] = r->gpus[i];
+        for (int k = 0; k < n; k++) dup |= counts[k] == gpus[i];
+        if (!dup) counts[n++] = gpus[i];
     }
     qsort(counts, n, sizeof *counts, cmp_int);
     return n;
+}
+
+static int sweep_counts(const report *r, int *counts)
+{
+    return sweep_counts_of(r->gpus, r->ngpus, counts);
+}
+
+/* The searches a build plans before any runs, given the user's GPU counts (ascending, no
+ * duplicates) and how many distinct models: per model, one search at each count of its sweep
+ * and one torchtitan search at each of the user's counts (search_point; the user's counts are
+ * never past the sweep's stopping point, so these always run); then the dense family at each
+ * of the user's counts (search_size). A sweep that stops early takes its unrun counts off. */
+static long planned_searches(const int *gpus, int ngpus, int nmodels)
+{
+    int counts[SWEEP_MAX + REPORT_MAX_GPUS];
+    return (long)nmodels * (sweep_counts_of(gpus, ngpus, counts) + ngpus) +
+           (long)REPORT_NSIZES * ngpus;
+}
+
+/* The user's GPU counts sorted, duplicates dropped, into out; returns how many. */
+static int unique_gpus(const int *gpus, int n, int *out)
+{
+    memcpy(out, gpus, n * sizeof *gpus);
+    qsort(out, n, sizeof *out, cmp_int);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!k || out[k - 1] != out[i]) out[k++] = out[i];
+    return k;
+}
+
+/* How many of the n models are distinct by name (the build drops repeats). */
+static int distinct_models(const model_spec *models, int n)
+{
+    int count = 0;
+    for (int i = 0; i < n; i++) {
+        bool dup = false;
+        for (int k = 0; k < i; k++) dup |= !strcmp(models[k].name, models[i].name);
+        count += !dup;
+    }
+    return count;
+}
+
+long report_planned_searches(const report_options *o)
+{
+    if (!o || o->nmodels < 1 || o->nmodels > REPORT_MAX_MODELS || o->ngpus < 1 ||
+        o->ngpus > REPORT_MAX_GPUS)
+        return 0;
+    int gpus[REPORT_MAX_GPUS];
+    int ng = unique_gpus(o->gpus, o->ngpus, gpus);
+    return planned_searches(gpus, ng, distinct_models(o->models, o->nmodels));
 }
 
 /* A layout that fits, timed or not: its features and its memory class. */
@@ -439,8 +502,10 @@ static int take(scheduler *s, int *mi, int *k)
                 if (w->done < w->next) continue; /* waits for the earlier counts */
                 report_model_result *mr = &r->models[i];
                 min_gpus_of(mr, w->next);
+                /* Megatron's offload is searched only where a layout does not fit without
+                 * it (search.c memory_knobs), so it need not appear: not waited for */
                 bool all = true;
-                for (int c = 0; c < NCLS; c++) all &= mr->min_gpus[c] > 0;
+                for (int c = 0; c < NCLS; c++) all &= c == CLS_MEG_OFFLOAD || mr->min_gpus[c] > 0;
                 if (all) { /* every class fits: the sweep ends here */
                     w->stopped = true;
                     r->progress_total -= w->n - w->next;
@@ -585,14 +650,7 @@ cm_status report_build(const report_options *o, report **out, char *err, size_t 
              o->calibration_path ? o->calibration_path : "");
     snprintf(r->bench_path, sizeof r->bench_path, "%s", o->bench_path ? o->bench_path : "");
     r->t = o->training;
-    r->ngpus = o->ngpus;
-    memcpy(r->gpus, o->gpus, o->ngpus * sizeof *o->gpus);
-    qsort(r->gpus, r->ngpus, sizeof *r->gpus, cmp_int);
-    /* drop duplicate GPU counts */
-    int ng = 0;
-    for (int i = 0; i < r->ngpus; i++)
-        if (!ng || r->gpus[ng - 1] != r->gpus[i]) r->gpus[ng++] = r->gpus[i];
-    r->ngpus = ng;
+    r->ngpus = unique_gpus(o->gpus, o->ngpus, r->gpus);
     if (o->nbench > 0 && o->bench) {
         r->bench = malloc(o->nbench * sizeof *r->bench);
         if (!r->bench) {
@@ -609,15 +667,8 @@ cm_status report_build(const report_options *o, report **out, char *err, size_t 
     r->progress_arg = o->progress_arg;
     r->which_cluster = o->which_cluster;
     r->nwhich_cluster = o->which_cluster ? o->nwhich_cluster : 0;
-    {   /* the searches planned: each model's sweep, then the size sweep */
-        int counts[SWEEP_MAX + REPORT_MAX_GPUS], nmodels = 0;
-        for (int i = 0; i < o->nmodels; i++) {
-            bool dup = false;
-            for (int k = 0; k < i; k++) dup |= !strcmp(o->models[k].name, o->models[i].name);
-            nmodels += !dup;
-        }
-        r->progress_total = (long)nmodels * sweep_counts(r, counts) + REPORT_NSIZES * r->ngpus;
-    }
+    r->progress_total =
+        planned_searches(r->gpus, r->ngpus, distinct_models(o->models, o->nmodels));
     r->nmodels = 0;
     for (int i = 0; i < o->nmodels && st == CM_OK; i++) {
         bool dup = false; /* the same model twice would repeat sections and anchors */

@@ -31,7 +31,7 @@
 /* Memory classes (DDP / distributed optimizer / FSDP, with and without recompute, offload),
  * named by report_class_name; and the five rungs of the memory ladder they fall on: 0 DDP,
  * 1 distributed optimizer, 2 full sharding, 3 + recompute, 4 + CPU offload. */
-#define REPORT_NCLASSES 9
+#define REPORT_NCLASSES 10
 #define REPORT_NLEVELS 5
 extern const char *const report_class_name[REPORT_NCLASSES];
 extern const char *const report_level_name[REPORT_NLEVELS];
@@ -41,9 +41,10 @@ extern const char *const report_level_name[REPORT_NLEVELS];
 enum {
     REPORT_F_TP, REPORT_F_SP, REPORT_F_PP, REPORT_F_VPP, REPORT_F_CP, REPORT_F_EP, REPORT_F_ETP,
     REPORT_F_DDP, REPORT_F_DISTOPT, REPORT_F_FSDP, REPORT_F_HSDP, REPORT_F_NORESHARD,
-    REPORT_F_SELECTIVE, REPORT_F_FULL, REPORT_F_OFFLOAD, REPORT_F_FSDP_PP, REPORT_F_OFFLOAD_RC
+    REPORT_F_SELECTIVE, REPORT_F_FULL, REPORT_F_OFFLOAD, REPORT_F_FSDP_PP, REPORT_F_OFFLOAD_RC,
+    REPORT_F_OPT_OFFLOAD, REPORT_F_ACT_OFFLOAD
 };
-#define REPORT_NFEATURES 17
+#define REPORT_NFEATURES 19
 extern const char *const report_feature_name[REPORT_NFEATURES];
 
 /* One model at one GPU count: each framework's best plan (or the closest when none fits), the
@@ -165,13 +166,23 @@ const bench_row *report_measured_for(const report *r, const estimate *e, bool *s
 cm_status report_feature_check(const report *r, int f, layout_framework fw, char *err,
                                size_t errlen);
 
+/* The frameworks of the guide, in layout_framework order, and their names in its text. */
+#define REPORT_NFRAMEWORKS 3
+extern const char *const report_framework_name[REPORT_NFRAMEWORKS];
+
 /* Which frameworks the rule check accepts feature f under, from its probes: ok[fw], and in words
- * ("FSDP2 and Megatron", "Megatron only", "FSDP2 only", "neither framework"); refusal gets the
- * refusing rule's message after the framework it refuses ("FSDP2: ...", "both: ...", or both
- * messages), empty when both accept. The
+ * ("all three frameworks", "Megatron and torchtitan", "Megatron only", "none of the
+ * frameworks"); refusal gets each refusing rule's message after the frameworks it refuses
+ * ("FSDP2: ...", "FSDP2 and torchtitan: ...; Megatron: ..."), empty when all accept. The
  * guide's statements about what a framework can do are made from this, never restated. */
-void report_feature_support(const report *r, int f, bool ok[2], char *words, size_t n,
-                            char *refusal, size_t rn);
+void report_feature_support(const report *r, int f, bool ok[REPORT_NFRAMEWORKS], char *words,
+                            size_t n, char *refusal, size_t rn);
+
+/* The labels[i] of the features feats[i] (nf of them) the rule check accepts (accepted) or
+ * refuses (!accepted) under fw, as "A, B and C" ("" for none): the guide's sentences about what
+ * a framework lacks are made from this, never restated. */
+void report_feature_list(const report *r, layout_framework fw, const int *feats,
+                         const char *const *labels, int nf, bool accepted, char *buf, size_t n);
 
 /* A plan with one memory knob turned. */
 typedef struct {
@@ -186,6 +197,15 @@ int report_knob_variants(const estimate *b, const model_spec *m, const system_sp
                          report_knob *out, int max);
 /* The knob that frees at least 1 GiB for the least extra step time; -1 if none. */
 int report_best_knob(const estimate *b, const report_knob *k, int n);
+
+/* Plan e of model m with FP8 Linears in the framework's default recipe (precision.h), as
+ * `--precision fp8` prices it; not CM_OK (why says) when the GPU or the layout refuses FP8. */
+cm_status report_fp8_variant(const report *r, const model_spec *m, const estimate *e,
+                             estimate *out, char *why, size_t n);
+
+/* Framework fw's best fitting plan at point p (torchtitan: only where it was searched, the
+ * user's GPU counts), or NULL. */
+const estimate *report_framework_best(const report_point *p, int fw);
 
 /* Plan e of model m with gradient reduction in bf16 toggled; false when it cannot be
  * estimated. */

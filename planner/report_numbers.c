@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "precision.h"
+
 const report_point *report_find_point(const report_model_result *mr, int gpus)
 {
     for (int i = 0; i < mr->npts; i++)
@@ -197,22 +199,85 @@ bool report_grad_reduce_variant(const report *r, const model_spec *m, const esti
     return estimate_layout(m, &r->sys, &t, &e->layout, out, NULL, 0) == CM_OK;
 }
 
-void report_feature_support(const report *r, int f, bool ok[2], char *words, size_t n,
-                            char *refusal, size_t rn)
+const char *const report_framework_name[REPORT_NFRAMEWORKS] = {"FSDP2", "Megatron",
+                                                               "torchtitan"};
+
+/* "A", "A and B", "A, B and C" of the frameworks whose flag is `want` in ok (sel NULL: all). */
+static void framework_list(const bool ok[REPORT_NFRAMEWORKS], bool want, char *buf, size_t n)
 {
-    char err[2][CM_ERRLEN];
-    for (int fw = 0; fw < 2; fw++)
+    int idx[REPORT_NFRAMEWORKS], k = 0;
+    for (int fw = 0; fw < REPORT_NFRAMEWORKS; fw++)
+        if (ok[fw] == want) idx[k++] = fw;
+    buf[0] = '\0';
+    for (int i = 0; i < k; i++) {
+        size_t o = strlen(buf);
+        snprintf(buf + o, n - o, "%s%s", i == 0 ? "" : i == k - 1 ? " and " : ", ",
+                 report_framework_name[idx[i]]);
+    }
+}
+
+void report_feature_support(const report *r, int f, bool ok[REPORT_NFRAMEWORKS], char *words,
+                            size_t n, char *refusal, size_t rn)
+{
+    char err[REPORT_NFRAMEWORKS][CM_ERRLEN];
+    int nok = 0;
+    for (int fw = 0; fw < REPORT_NFRAMEWORKS; fw++) {
         ok[fw] = report_feature_check(r, f, (layout_framework)fw, err[fw], sizeof err[fw]) ==
                  CM_OK;
-    snprintf(words, n, "%s", ok[0] && ok[1] ? "FSDP2 and Megatron"
-                             : ok[1]        ? "Megatron only"
-                             : ok[0]        ? "FSDP2 only"
-                                            : "neither framework");
+        nok += ok[fw];
+    }
+    char list[128];
+    framework_list(ok, true, list, sizeof list);
+    if (nok == REPORT_NFRAMEWORKS) snprintf(words, n, "all three frameworks");
+    else if (nok == 0) snprintf(words, n, "none of the frameworks");
+    else snprintf(words, n, "%s%s", list, nok == 1 ? " only" : "");
+    /* the refusals, frameworks refused by the same rule message named together */
     if (rn) refusal[0] = '\0';
-    if (!ok[0] && !ok[1] && !strcmp(err[0], err[1]))
-        snprintf(refusal, rn, "both: %s", err[0]);
-    else if (!ok[0] && !ok[1])
-        snprintf(refusal, rn, "FSDP2: %s; Megatron: %s", err[0], err[1]);
-    else if (!ok[0] || !ok[1])
-        snprintf(refusal, rn, "%s: %s", ok[0] ? "Megatron" : "FSDP2", err[ok[0] ? 1 : 0]);
+    bool done[REPORT_NFRAMEWORKS] = {false};
+    for (int fw = 0; fw < REPORT_NFRAMEWORKS; fw++) {
+        if (ok[fw] || done[fw]) continue;
+        bool same[REPORT_NFRAMEWORKS];
+        for (int k = 0; k < REPORT_NFRAMEWORKS; k++) {
+            same[k] = !ok[k] && !done[k] && !strcmp(err[k], err[fw]);
+            done[k] |= same[k];
+        }
+        char who[128];
+        framework_list(same, true, who, sizeof who);
+        size_t o = strlen(refusal);
+        snprintf(refusal + o, rn - o, "%s%s: %s", o ? "; " : "", who, err[fw]);
+    }
+}
+
+void report_feature_list(const report *r, layout_framework fw, const int *feats,
+                         const char *const *labels, int nf, bool accepted, char *buf, size_t n)
+{
+    char err[CM_ERRLEN];
+    int idx[REPORT_NFEATURES], k = 0;
+    for (int i = 0; i < nf && k < REPORT_NFEATURES; i++)
+        if ((report_feature_check(r, feats[i], fw, err, sizeof err) == CM_OK) == accepted)
+            idx[k++] = i;
+    buf[0] = '\0';
+    for (int i = 0; i < k; i++) {
+        size_t o = strlen(buf);
+        snprintf(buf + o, n - o, "%s%s", i == 0 ? "" : i == k - 1 ? " and " : ", ",
+                 labels[idx[i]]);
+    }
+}
+
+cm_status report_fp8_variant(const report *r, const model_spec *m, const estimate *e,
+                             estimate *out, char *why, size_t n)
+{
+    layout l8 = e->layout;
+    l8.precision = PRECISION_FP8;
+    l8.fp8_recipe = FP8_RECIPE_DEFAULT;
+    cm_status st = precision_check(&r->sys, &l8, why, n);
+    if (st != CM_OK) return st;
+    return estimate_layout(m, &r->sys, &e->training, &l8, out, why, n);
+}
+
+const estimate *report_framework_best(const report_point *p, int fw)
+{
+    if (!p) return NULL;
+    if (fw == FRAMEWORK_TORCHTITAN) return p->titan_searched && p->has_titan ? &p->titan : NULL;
+    return p->has_best[fw] ? &p->best[fw] : NULL;
 }

@@ -16,7 +16,7 @@ void report_section_config(doc *d, const report *r)
     doc_p(d, "The fastest plan at the largest of your GPU counts where the model fits (or, "
              "when it fits at none of them, at the smallest GPU count that fits), as the trainer "
              "YAML of `plan --emit yaml` (and, for Megatron plans, the Megatron-LM flags of "
-             "`--emit megatron-args`). Other GPU counts: the layouts in section 3.");
+             "`--emit megatron-args`), folded: click to open. Other GPU counts: the layouts in section 3.");
     for (int i = 0; i < r->nmodels; i++) {
         const report_model_result *mr = &r->models[i];
         const estimate *e = report_primary_plan(r, mr);
@@ -37,7 +37,9 @@ void report_section_config(doc *d, const report *r)
         emit_context ctx = {.model_ref = mr->m.name};
         char *text = NULL, msg[CM_ERRLEN], esc[2 * CM_ERRLEN];
         if (emit_yaml(e, &mr->m, &r->sys, &ctx, &text, msg, sizeof msg) == CM_OK) {
-            doc_code(d, "yaml", text);
+            /* folded: a reader copies it rather than reads it (the page stays short) */
+            doc_details(d, "The trainer YAML (`plan --emit yaml`; check it with `plan check`)",
+                        "yaml", text);
         } else {
             doc_plain(esc, sizeof esc, msg);
             doc_p(d, "*(YAML not emitted: %s)*", esc);

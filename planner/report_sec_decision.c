@@ -42,7 +42,7 @@ static void ladder_sentence(const report *r, int g, char *buf, size_t n)
     size_t o = strlen(buf);
     if (ddp_mp > report_largest_fit(r, g, 0, true)) {
         report_fmt_params(ddp_mp, ps, sizeof ps);
-        snprintf(buf + o, n - o, "; with Megatron's TP/PP, DDP alone reaches %s", ps);
+        snprintf(buf + o, n - o, "; with TP/PP, DDP alone reaches %s", ps);
         o = strlen(buf);
     }
     if (all < r->sizes[REPORT_NSIZES - 1].params && all > 0) {
@@ -56,8 +56,8 @@ static void ladder_sentence(const report *r, int g, char *buf, size_t n)
 static void rule_rung(const report *r, char *buf, size_t n, const char *label, int f,
                       int f2, const char *f2_label)
 {
-    bool ok[2];
-    char who[96], why[2 * CM_ERRLEN + 16], esc[4 * CM_ERRLEN + 32];
+    bool ok[REPORT_NFRAMEWORKS];
+    char who[96], why[3 * CM_ERRLEN + 64], esc[6 * CM_ERRLEN + 128];
     report_feature_support(r, f, ok, who, sizeof who, why, sizeof why);
     snprintf(buf, n, "%s (%s", label, who);
     if (f2 >= 0) {
@@ -134,11 +134,15 @@ static bool ep_sentence(const report_model_result *mr, const report_point *p, ch
                  mr->display_doc, p->gpus, b->time.step_s);
         return true;
     }
-    if (p->has_noep) {
+    if (p->has_noep && p->noep.time.step_s >= b->time.step_s) {
         snprintf(buf, n, "%s on %d GPUs: **EP %d** is %.2fx faster than the best EP 1 plan "
                          "(%.2f vs %.2f s/step)",
                  mr->display_doc, p->gpus, b->layout.ep, p->noep.time.step_s / b->time.step_s,
                  b->time.step_s, p->noep.time.step_s);
+    } else if (p->has_noep) { /* ranked first by the step simulator, not by the closed form */
+        snprintf(buf, n, "%s on %d GPUs: **EP %d** ranks first by the step simulator, about "
+                         "even with the best EP 1 plan (%.2f vs %.2f s/step by the closed form)",
+                 mr->display_doc, p->gpus, b->layout.ep, b->time.step_s, p->noep.time.step_s);
     } else if (p->has_noep_closest) {
         snprintf(buf, n, "%s on %d GPUs: **EP is needed to fit**: without it the closest plan "
                          "needs %.1f GiB per GPU (%.1f GiB over); with EP %d it runs at %.2f "
@@ -199,8 +203,8 @@ void report_section_decision(doc *d, const report *r)
     for (int i = 0; i < r->nmodels; i++) any_moe |= model_is_moe(&r->models[i].m);
     /* What each framework can do is asked of the planner's rule check (report_feature_support
      * on the probe layouts of section 4), never restated: fixing a rule fixes these lines. */
-    bool ok[2];
-    char who[96], why[2 * CM_ERRLEN + 16], esc[4 * CM_ERRLEN + 32];
+    bool ok[REPORT_NFRAMEWORKS];
+    char who[96], why[3 * CM_ERRLEN + 64], esc[6 * CM_ERRLEN + 128];
     doc_li(d, 0, "**Is the model a mixture of experts?**");
     report_feature_support(r, REPORT_F_EP, ok, who, sizeof who, why, sizeof why);
     doc_plain(esc, sizeof esc, why);
@@ -228,7 +232,7 @@ void report_section_decision(doc *d, const report *r)
     doc_li(d, 0, "**Then memory: take the first rung that fits at your GPU count** (smallest "
                  "GPU counts in 1.4; who offers each rung is the planner's rule check, section "
                  "4):");
-    char rung[REPORT_NLEVELS][6 * CM_ERRLEN];
+    char rung[REPORT_NLEVELS][8 * CM_ERRLEN];
     rule_rung(r, rung[0], sizeof rung[0], "DDP: nothing sharded", REPORT_F_DDP, -1, NULL);
     rule_rung(r, rung[1], sizeof rung[1],
               "distributed optimizer (ZeRO-1): shards the fp32 master weights and Adam moments",
@@ -238,8 +242,19 @@ void report_section_decision(doc *d, const report *r)
               REPORT_F_FSDP_PP, "together with PP");
     rule_rung(r, rung[3], sizeof rung[3], "activation recompute, full", REPORT_F_FULL,
               REPORT_F_SELECTIVE, "selective");
-    rule_rung(r, rung[4], sizeof rung[4], "CPU offload", REPORT_F_OFFLOAD, REPORT_F_OFFLOAD_RC,
-              "together with recompute");
+    rule_rung(r, rung[4], sizeof rung[4], "CPU offload of the FSDP shards", REPORT_F_OFFLOAD,
+              REPORT_F_OFFLOAD_RC, "together with recompute");
+    {   /* and Megatron's own host offloads (issue 21), from their probes too */
+        bool ok[REPORT_NFRAMEWORKS];
+        char who_o[96], who_a[96], why[3 * CM_ERRLEN + 64];
+        report_feature_support(r, REPORT_F_OPT_OFFLOAD, ok, who_o, sizeof who_o, why,
+                               sizeof why);
+        report_feature_support(r, REPORT_F_ACT_OFFLOAD, ok, who_a, sizeof who_a, why,
+                               sizeof why);
+        size_t o = strlen(rung[4]);
+        snprintf(rung[4] + o, sizeof rung[4] - o,
+                 ", or of the optimizer state (%s) or the activations (%s)", who_o, who_a);
+    }
     for (int lev = 0; lev < REPORT_NLEVELS; lev++) {
         /* which models first fit at exactly this rung, at which of the user's GPU counts */
         char who[2048] = "";
@@ -346,9 +361,14 @@ void report_section_decision(doc *d, const report *r)
         doc_p(d, "No MoE model in `--models`, so nothing to compare. Add one (for example "
                  "`mixtral-8x7b` or `deepseek-v3`).");
     } else {
+        bool ok[REPORT_NFRAMEWORKS];
+        char who[96], why[3 * CM_ERRLEN + 64];
+        report_feature_support(r, REPORT_F_EP, ok, who, sizeof who, why, sizeof why);
         doc_p(d, "For each MoE model and GPU count: the best Megatron plan overall against the "
-                 "best Megatron plan restricted to EP 1 (both from the same search), and the "
-                 "best FSDP2 plan (which never has EP).");
+                 "best Megatron plan restricted to EP 1 (both from the same search; when the "
+                 "best plan has EP 1 it is that plan), and the best FSDP2 plan (%s).",
+              ok[FRAMEWORK_FSDP2] ? "which may use EP"
+                                  : "which has no EP: the rule check refuses it, section 4");
         const char *hdr[] = {"Model", "GPUs", "Best Megatron (s/step)", "its EP",
                              "Best with EP 1 (s/step)", "EP speed-up", "Best FSDP2 (s/step)"};
         doc_table(d, "lrrrrrr", hdr);
@@ -370,15 +390,19 @@ void report_section_decision(doc *d, const report *r)
                     snprintf(c[2], sizeof c[2], "does not fit");
                     snprintf(c[3], sizeof c[3], "-");
                 }
-                if (p->has_noep)
-                    snprintf(c[4], sizeof c[4], "%.2f", p->noep.time.step_s);
+                /* when the best plan has EP 1 it is the best EP 1 plan (plan's ranking) */
+                const estimate *noep = hb && b->layout.ep == 1 ? b
+                                       : p->has_noep           ? &p->noep
+                                                               : NULL;
+                if (noep)
+                    snprintf(c[4], sizeof c[4], "%.2f", noep->time.step_s);
                 else if (p->has_noep_closest)
                     snprintf(c[4], sizeof c[4], "does not fit (%.1f GiB over)",
                              report_over_gib(&p->noep_closest));
                 else
                     snprintf(c[4], sizeof c[4], "-");
-                if (hb && p->has_noep)
-                    snprintf(c[5], sizeof c[5], "%.2fx", p->noep.time.step_s / b->time.step_s);
+                if (hb && noep)
+                    snprintf(c[5], sizeof c[5], "%.2fx", noep->time.step_s / b->time.step_s);
                 else if (hb)
                     snprintf(c[5], sizeof c[5], "needed to fit");
                 else
@@ -396,10 +420,20 @@ void report_section_decision(doc *d, const report *r)
 
     /* 1.4 memory */
     doc_h(d, 3, "threshold-memory", "1.4 Where memory forces sharding, recompute or offload");
-    doc_p(d, "Smallest GPU count (powers of two from 1, plus your counts) at which each model "
-             "has a layout that fits in each memory class; \"-\" means none up to the number "
-             "shown in the last row. Megatron rows may split the model with TP/PP/CP/EP; FSDP2 "
-             "rows only with data and Ulysses parallelism.");
+    {   /* how each framework's rows may split the model: the rule check's probes */
+        static const int mp_f[] = {REPORT_F_TP, REPORT_F_PP, REPORT_F_CP, REPORT_F_EP};
+        static const char *const mp_label[] = {"TP", "PP", "CP", "EP"};
+        static const char *const mp_label_f2[] = {"TP", "PP", "Ulysses (CP)", "EP"};
+        char meg[64], f2[64];
+        report_feature_list(r, FRAMEWORK_MEGATRON, mp_f, mp_label, 4, true, meg, sizeof meg);
+        report_feature_list(r, FRAMEWORK_FSDP2, mp_f, mp_label_f2, 4, true, f2, sizeof f2);
+        doc_p(d, "Smallest GPU count (powers of two from 1, plus your counts) at which each "
+                 "model has a layout that fits in each memory class; \"-\" means none up to the "
+                 "number shown in the last row. Besides data parallelism, Megatron rows may "
+                 "split the model with %s; FSDP2 rows %s%s (what the rule check accepts, "
+                 "section 4).",
+              meg[0] ? meg : "nothing", f2[0] ? "with " : "with nothing", f2);
+    }
     {
         const char *hdr[REPORT_MAX_MODELS + 1];
         char align[REPORT_MAX_MODELS + 2];
@@ -434,9 +468,16 @@ void report_section_decision(doc *d, const report *r)
         doc_row(d, row);
         doc_table_end(d);
     }
-    doc_p(d, "By model size: the largest member of the dense family of 1.2 that fits on each "
-             "of your GPU counts when the rungs up to that row are allowed, with any layout "
-             "(either framework) and with data parallelism only (TP = PP = 1, as FSDP2 runs).");
+    {
+        char err[CM_ERRLEN];
+        bool f2_dp_only =
+            report_feature_check(r, REPORT_F_TP, FRAMEWORK_FSDP2, err, sizeof err) != CM_OK &&
+            report_feature_check(r, REPORT_F_PP, FRAMEWORK_FSDP2, err, sizeof err) != CM_OK;
+        doc_p(d, "By model size: the largest member of the dense family of 1.2 that fits on "
+                 "each of your GPU counts when the rungs up to that row are allowed, with any "
+                 "layout (either framework) and with data parallelism only (TP = PP = 1%s).",
+              f2_dp_only ? ", the only choice the rule check leaves FSDP2" : "");
+    }
     {
         const char *hdr[2 * REPORT_MAX_GPUS + 1];
         char hbuf[2 * REPORT_MAX_GPUS][40], align[2 * REPORT_MAX_GPUS + 2];

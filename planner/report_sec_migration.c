@@ -5,6 +5,7 @@
 #include "report_sections.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "report_text.h"
 
@@ -75,13 +76,22 @@ void report_section_migration(doc *d, const report *r)
                  "the Llama and Mixtral presets; multi-node: the guide's "
                  "`sbatch_checkpoint_convert.sh`);");
     doc_li(d, 1, "train with the required flags (section 2) and the converted checkpoint.");
+    /* what the rule check lets Megatron do that it refuses FSDP2 (never restated here) */
+    char err[CM_ERRLEN];
+    bool sel_f2 = report_feature_check(r, REPORT_F_SELECTIVE, FRAMEWORK_FSDP2, err,
+                                       sizeof err) == CM_OK;
+    bool sel_meg = report_feature_check(r, REPORT_F_SELECTIVE, FRAMEWORK_MEGATRON, err,
+                                        sizeof err) == CM_OK;
     doc_li(d, 0, "**Knobs that carry over**: micro-batch → `--micro-batch-size`, global batch → "
                  "`--global-batch-size`, `max_grad_norm` → `--clip-grad`, gradient checkpointing "
-                 "→ `--recompute-granularity full` (or `selective`, which FSDP2 lacks), Ulysses "
+                 "→ `--recompute-granularity full`%s, Ulysses "
                  "size → `--context-parallel-size` (a different algorithm: ring attention, "
                  "needs the sequence divisible by 2·CP). FSDP2's `fsdp_size` / "
                  "`reshard_after_forward` / CPU offload have no one-to-one Megatron flag: take "
-                 "the layout from section 5.");
+                 "the layout from section 5.",
+           sel_meg && !sel_f2 ? " (or `selective`, which the rule check refuses FSDP2)"
+           : sel_meg          ? " (or `selective`)"
+                              : "");
     doc_li(d, 0, "Hugging Face checkpoints carry weights only: the optimizer state starts "
                  "fresh after the import.");
     doc_list_end(d);
@@ -119,9 +129,25 @@ void report_section_migration(doc *d, const report *r)
                  "Bridge)](%s), then load it in the FSDP2 trainer (`from_pretrained`) and apply "
                  "`fully_shard`.",
            SRC_BRIDGE);
-    doc_li(d, 0, "**What FSDP2 cannot keep**: TP, PP and EP. Each GPU then holds a 1/DP shard "
-                 "of everything plus full-width activations; where FSDP2 does not fit "
-                 "(sections 1.4 and 3), switch only with more GPUs or recompute/offload.");
+    /* the model parallelism Megatron has and FSDP2 lacks, from the rule check's probes */
+    static const int mp_f[] = {REPORT_F_TP, REPORT_F_PP, REPORT_F_CP, REPORT_F_EP};
+    static const char *const mp_label[] = {"TP", "PP", "CP", "EP"};
+    char lost[64] = "";
+    for (int k = 0; k < 4; k++)
+        if (report_feature_check(r, mp_f[k], FRAMEWORK_MEGATRON, err, sizeof err) == CM_OK &&
+            report_feature_check(r, mp_f[k], FRAMEWORK_FSDP2, err, sizeof err) != CM_OK) {
+            size_t o = strlen(lost);
+            snprintf(lost + o, sizeof lost - o, "%s%s", o ? ", " : "", mp_label[k]);
+        }
+    if (lost[0])
+        doc_li(d, 0, "**What FSDP2 cannot keep** (refused by the rule check, section 4): %s. "
+                     "Each GPU then holds a 1/DP shard of everything plus activations that %s "
+                     "does not split; where FSDP2 does not fit (sections 1.4 and 3), switch only "
+                     "with more GPUs or recompute/offload.",
+               lost, lost);
+    else
+        doc_li(d, 0, "**FSDP2 keeps** the model parallelism of a Megatron plan (TP, PP, CP and "
+                     "EP all pass its rule check, section 4).");
     doc_list_end(d);
 }
 

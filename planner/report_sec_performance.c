@@ -65,7 +65,9 @@ static void memory_chart(const report *r, const report_model_result *mr, const i
     bool short_labels = 2 * ncounts > 8;
     snprintf(title, sizeof title, "%s: memory per GPU against capacity", mr->m.display);
     chart_init(c, CHART_STACKED_BARS, title, "framework and GPU count", "GiB per GPU");
-    const char *mem_series[] = {"weights", "gradients", "optimizer", "activations", "other"};
+    /* "buffers": memory.h's other_bytes (gathered FSDP units and gradient buckets in flight,
+     * the CUDA context, NCCL, workspaces) */
+    const char *mem_series[] = {"weights", "gradients", "optimizer", "activations", "buffers"};
     for (int s = 0; s < 5; s++) chart_add_series(c, mem_series[s]);
     c->ref_y = r->sys.hbm_bytes / UNITS_GIB_BYTES;
     snprintf(c->ref_label, sizeof c->ref_label, "HBM %.0f GiB", c->ref_y);
@@ -116,7 +118,9 @@ static void memory_chart(const report *r, const report_model_result *mr, const i
     snprintf(mc->caption[CH_MEMORY], sizeof mc->caption[0],
              "Per-GPU memory of the fullest pipeline stage of each framework's best plan%s, "
              "against the HBM capacity (dashed); the number above each bar is the headroom "
-             "(\"free\") or the overrun (\"over\")%s%s. Same scale for every model.",
+             "(\"free\") or the overrun (\"over\"); \"buffers\" are the FSDP units gathered "
+             "and gradient buckets in flight, the CUDA context, NCCL and workspaces%s%s. Same "
+             "scale for every model.",
              where,
              any_hatched ? "; hatched bars are the closest layout when none fits" : "",
              short_labels ? "; F = FSDP2, M = Megatron" : "");
@@ -137,8 +141,10 @@ static void step_chart(const report_model_result *mr, const int *counts, int nco
     double cmin = 101, cmax = -1, worst_share = 0;
     int worst_s = -1;
     const estimate *worst = NULL;
+    const report_point *both_p = NULL; /* the largest count where both frameworks fit */
     for (int g = 0; g < ncounts; g++) {
         const report_point *p = report_find_point(mr, counts[g]);
+        if (p && p->has_best[0] && p->has_best[1]) both_p = p;
         for (int fw = 0; fw < 2; fw++) {
             bar_label(lab, sizeof lab, short_labels, fw, counts[g]);
             int i = chart_add_point(c, lab, counts[g]);
@@ -171,6 +177,16 @@ static void step_chart(const report_model_result *mr, const int *counts, int nco
     else
         snprintf(t, tn, "Compute is %.0f-%.0f%% of the step: no overhead reaches 1%%", cmin,
                  cmax);
+    /* the shares hide the absolute gap: where both fit, how the compute seconds compare */
+    if (both_p && both_p->best[FRAMEWORK_MEGATRON].time.compute_s > 0) {
+        double q = both_p->best[FRAMEWORK_FSDP2].time.compute_s /
+                   both_p->best[FRAMEWORK_MEGATRON].time.compute_s;
+        size_t o = strlen(t);
+        if (q >= 1.05 || q <= 0.95)
+            snprintf(t + o, tn - o, "; on %d GPUs FSDP2's compute alone takes %.2fx "
+                                    "Megatron's time",
+                     both_p->gpus, q);
+    }
     snprintf(mc->caption[CH_STEP], sizeof mc->caption[0],
              "Each best plan's step%s as shares of its step time (the number above the bar): "
              "compute, communication not hidden behind compute, pipeline fill and drain, and "
@@ -220,10 +236,16 @@ static void line_charts(const report *r, const report_model_result *mr, model_ch
     snprintf(title, sizeof title, "%s: MFU against GPU count", mr->m.display);
     chart_init(cm, CHART_LINES, title, "GPUs (log scale)", "MFU (% of dense bf16 peak)");
     cm->log_x = true;
-    for (int fw = 0; fw < 2; fw++) {
+    /* series index = framework (FSDP2, Megatron, torchtitan: dots at your GPU counts only,
+     * where section 2b searched it) */
+    bool titan = false;
+    for (int i = 0; i < mr->npts; i++) titan |= mr->pts[i].titan_searched;
+    for (int fw = 0; fw < (titan ? REPORT_NFRAMEWORKS : 2); fw++) {
         chart_add_series(ct, report_fw_title(fw));
         chart_add_series(cm, report_fw_title(fw));
     }
+    double tt_min = INFINITY, tt_max = 0, tt_mfu = 0; /* torchtitan / Megatron per-GPU rate */
+    int tt_n = 0, tt_mfu_gpus = 0;
     int both = 0, meg_ahead = 0, nshown = 0;
     double rmin = INFINITY, rmax = 0, best_mfu[2] = {0, 0};
     int best_mfu_gpus[2] = {0, 0};
@@ -246,6 +268,22 @@ static void line_charts(const report *r, const report_model_result *mr, model_ch
                 best_mfu_gpus[fw] = p->gpus;
             }
         }
+        const estimate *te = titan ? report_framework_best(p, FRAMEWORK_TORCHTITAN) : NULL;
+        if (te) {
+            ct->y[FRAMEWORK_TORCHTITAN][k] = report_tokens_per_gpu(te);
+            cm->y[FRAMEWORK_TORCHTITAN][k] = 100 * te->mfu;
+            if (100 * te->mfu > tt_mfu) {
+                tt_mfu = 100 * te->mfu;
+                tt_mfu_gpus = p->gpus;
+            }
+            if (p->has_best[FRAMEWORK_MEGATRON]) {
+                double q = report_tokens_per_gpu(te) /
+                           report_tokens_per_gpu(&p->best[FRAMEWORK_MEGATRON]);
+                tt_n++;
+                if (q < tt_min) tt_min = q;
+                if (q > tt_max) tt_max = q;
+            }
+        }
         if (p->has_best[0] && p->has_best[1]) {
             double ratio = report_tokens_per_gpu(&p->best[FRAMEWORK_MEGATRON]) /
                            report_tokens_per_gpu(&p->best[FRAMEWORK_FSDP2]);
@@ -266,8 +304,10 @@ static void line_charts(const report *r, const report_model_result *mr, model_ch
         snprintf(t, tn, "No plan fits at any GPU count shown");
     } else {
         if (both == 0)
-            snprintf(t, tn, "Only %s fits at the GPU counts shown",
-                     report_fw_title(first->layout.framework));
+            snprintf(t, tn, "%s fits at none of the GPU counts shown",
+                     report_fw_title(first->layout.framework == FRAMEWORK_FSDP2
+                                         ? FRAMEWORK_MEGATRON
+                                         : FRAMEWORK_FSDP2));
         else if (meg_ahead == both || meg_ahead == 0) {
             char range[48];
             if (rmax - rmin < 0.005) snprintf(range, sizeof range, "%.2fx", rmin);
@@ -300,6 +340,13 @@ static void line_charts(const report *r, const report_model_result *mr, model_ch
                          100 * f, first->gpus, last->gpus, a, b);
         }
     }
+    if (first && tt_n) {
+        size_t o = strlen(t);
+        if (tt_max - tt_min < 0.005)
+            snprintf(t + o, tn - o, "; torchtitan at %.2fx Megatron's rate", tt_min);
+        else
+            snprintf(t + o, tn - o, "; torchtitan at %.2f-%.2fx Megatron's rate", tt_min, tt_max);
+    }
     t = mc->takeaway[CH_MFU];
     if (!first) {
         snprintf(t, tn, "No plan fits at any GPU count shown");
@@ -315,6 +362,10 @@ static void line_charts(const report *r, const report_model_result *mr, model_ch
                      best_mfu[lo_fw], best_mfu_gpus[lo_fw]);
         else
             snprintf(t + o, tn - o, "; %s fits nowhere shown", report_fw_title(lo_fw));
+        o = strlen(t);
+        if (tt_mfu > 0)
+            snprintf(t + o, tn - o, "; torchtitan's best is %.1f%% (%d GPUs)", tt_mfu,
+                     tt_mfu_gpus);
     }
     const char *span = any ? " at your GPU counts and the powers of two between (or below) them"
                        : lo ? " where the model fits (none of your GPU counts fits)"
@@ -322,14 +373,14 @@ static void line_charts(const report *r, const report_model_result *mr, model_ch
     snprintf(mc->caption[CH_TOKENS], sizeof mc->caption[0],
              "Tokens per second per GPU of each framework's best plan%s (the job's tokens/s "
              "divided by its GPUs); a flat line scales perfectly, a missing point means no layout "
-             "of that framework fits there. Log scale, the same for every model: equal gaps are "
-             "equal ratios.",
-             span);
+             "of that framework fits there%s. Log scale, the same for every model: equal gaps "
+             "are equal ratios.",
+             span, titan ? " (torchtitan: your GPU counts only, section 2b)" : "");
     snprintf(mc->caption[CH_MFU], sizeof mc->caption[0],
              "Model FLOPs utilization of each framework's best plan%s: the share of the GPUs' "
-             "dense bf16 peak spent on the model's own FLOPs (recompute excluded). Same scale "
-             "for every model.",
-             span);
+             "dense bf16 peak spent on the model's own FLOPs (recompute excluded)%s. Same "
+             "scale for every model.",
+             span, titan ? "; torchtitan at your GPU counts only (section 2b)" : "");
     (void)nshown;
 }
 
@@ -433,7 +484,20 @@ void report_section_performance(doc *d, const report *r)
         if (hi > tok_hi) tok_hi = hi;
         if (hi > 0 && lo < tok_lo) tok_lo = lo;
     }
+    /* memory: at most twice the capacity, so a closest layout far over it (DeepSeek-V3 on 8
+     * GPUs: 1,410 GiB) does not flatten every plan that fits; a taller bar is cut at the top
+     * (chart.c) and its number says how far over it is */
+    double cap_gib = r->sys.hbm_bytes / UNITS_GIB_BYTES;
+    bool cut = mem_hi > 2 * cap_gib;
+    if (cut) mem_hi = 2 * cap_gib;
     for (int i = 0; i < r->nmodels; i++) {
+        if (cut) {
+            size_t o = strlen(mc[i].caption[CH_MEMORY]);
+            snprintf(mc[i].caption[CH_MEMORY] + o, sizeof mc[i].caption[0] - o,
+                     " The scale stops at twice the capacity (%.0f GiB): a bar cut at the top "
+                     "is taller.",
+                     2 * cap_gib);
+        }
         mc[i].c[CH_MEMORY].y_max = mem_hi;
         mc[i].c[CH_MFU].y_max = mfu_hi;
         if (tok_hi > 0) {

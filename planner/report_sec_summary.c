@@ -21,15 +21,15 @@ static void versus(const report_point *p, const estimate *e, char *buf, size_t n
 {
     int other = e->layout.framework == FRAMEWORK_MEGATRON ? FRAMEWORK_FSDP2 : FRAMEWORK_MEGATRON;
     if (p->has_best[other]) {
-        snprintf(buf, n, "**%.2fx** the best %s plan", report_speedup(e, &p->best[other]),
-                 report_fw_title(other));
+        snprintf(buf, n, "**%.2fx** the speed of the best %s plan",
+                 report_speedup(e, &p->best[other]), report_fw_title(other));
     } else if (p->has_closest[other]) {
-        snprintf(buf, n, "the only framework that fits (the closest %s layout needs %.1f GiB per "
-                         "GPU, %.1f over)",
+        snprintf(buf, n, "%s does not fit (its closest layout needs %.1f GiB per GPU, %.1f "
+                         "over)",
                  report_fw_title(other), p->closest[other].memory.total_bytes / UNITS_GIB_BYTES,
                  report_over_gib(&p->closest[other]));
     } else {
-        snprintf(buf, n, "the only framework with a valid layout here");
+        snprintf(buf, n, "%s has no valid layout here", report_fw_title(other));
     }
 }
 
@@ -73,7 +73,7 @@ static void fp8_line(doc *d, const report *r, const report_model_result *mr, con
         return;
     }
     estimate e8;
-    if (estimate_layout(&mr->m, &r->sys, &e->training, &l8, &e8, why, sizeof why) != CM_OK) {
+    if (report_fp8_variant(r, &mr->m, e, &e8, why, sizeof why) != CM_OK) {
         doc_note(d, "**FP8:** the same layout in FP8 is not a valid plan: %s", why);
         return;
     }
@@ -139,6 +139,14 @@ static void model_box(doc *d, const report *r, const report_model_result *mr)
         doc_note(d, "**torchtitan is faster here:** %s, **%.2fx** this plan (section 2b); `plan "
                     "--model %s --gpus %d` recommends it.",
                  tl, report_speedup(&p->titan, e), name, e->gpus);
+    } else if (p && p->has_titan) { /* the third framework, backed by its own plan */
+        char tl[160];
+        report_fmt_layout_short(&p->titan, tl, sizeof tl);
+        doc_p(d, "Against **torchtitan** (PyTorch-native, section 2b): **%.2fx** the speed of "
+                 "its best plan, %s.",
+              report_speedup(e, &p->titan), tl);
+    } else if (p && p->titan_searched) {
+        doc_p(d, "**torchtitan** (section 2b): no layout fits here.");
     }
     fp8_line(d, r, mr, e);
     if (r->ngpus > 1 || !own) doc_p(d, "%s", own ? "Your other GPU counts:" : "Your GPU counts:");
@@ -151,8 +159,67 @@ static void model_box(doc *d, const report *r, const report_model_result *mr)
     doc_box_end(d);
 }
 
+/* Every model's answer in one table, before the boxes, so the first screen holds them all:
+ * the same plan, ratios and headroom the boxes give (report_primary_plan, report_speedup,
+ * report_fp8_variant). */
+static void glance_table(doc *d, const report *r)
+{
+    const char *hdr[] = {"Model", "GPUs", "Recommended plan", "Speed vs best FSDP2",
+                         "vs best torchtitan", "FP8 on it", "Headroom (GiB)"};
+    doc_table(d, "lrlrrrr", hdr);
+    for (int i = 0; i < r->nmodels; i++) {
+        const report_model_result *mr = &r->models[i];
+        const estimate *e = report_primary_plan(r, mr);
+        char sid[96], c[7][sizeof mr->display_doc + 128];
+        doc_safe_id(sid, sizeof sid, mr->m.name);
+        /* the name stays out of the link's text: a config.json's display name is the
+         * user's text, quoted by doc_plain, and must never take part in link syntax */
+        snprintf(c[0], sizeof c[0], "%s ([box](#answer-%s))", mr->display_doc, sid);
+        if (!e) {
+            snprintf(c[1], sizeof c[1], "-");
+            snprintf(c[2], sizeof c[2], "does not fit up to %d GPUs", mr->cap);
+            for (int k = 3; k < 7; k++) snprintf(c[k], sizeof c[k], "-");
+        } else {
+            const report_point *p = report_find_point(mr, e->gpus);
+            snprintf(c[1], sizeof c[1], "%d", e->gpus);
+            report_fmt_layout_short(e, c[2], sizeof c[2]);
+            const estimate *f2 = p ? report_framework_best(p, FRAMEWORK_FSDP2) : NULL;
+            if (e->layout.framework == FRAMEWORK_FSDP2)
+                snprintf(c[3], sizeof c[3], "(is FSDP2)");
+            else if (f2)
+                snprintf(c[3], sizeof c[3], "**%.2fx**", report_speedup(e, f2));
+            else
+                snprintf(c[3], sizeof c[3], "FSDP2 does not fit");
+            const estimate *tt = p ? report_framework_best(p, FRAMEWORK_TORCHTITAN) : NULL;
+            if (e->layout.framework == FRAMEWORK_TORCHTITAN)
+                snprintf(c[4], sizeof c[4], "(is torchtitan)");
+            else if (tt)
+                snprintf(c[4], sizeof c[4], "%.2fx", report_speedup(e, tt));
+            else
+                snprintf(c[4], sizeof c[4], p && p->titan_searched ? "torchtitan does not fit"
+                                                                   : "not searched");
+            estimate e8;
+            char why[CM_ERRLEN];
+            if (report_fp8_variant(r, &mr->m, e, &e8, why, sizeof why) != CM_OK)
+                snprintf(c[5], sizeof c[5], "not available");
+            else
+                snprintf(c[5], sizeof c[5], "%.2fx%s", e->time.step_s / e8.time.step_s,
+                         e8.feasible ? "" : " (does not fit)");
+            snprintf(c[6], sizeof c[6], "%.1f", report_headroom_gib(e));
+        }
+        const char *row[] = {c[0], c[1], c[2], c[3], c[4], c[5], c[6]};
+        doc_row(d, row);
+    }
+    doc_table_end(d);
+}
+
 void report_section_summary(doc *d, const report *r)
 {
     doc_h(d, 2, "answer", "The answer");
+    doc_p(d, "Each model's recommended plan at the largest of your GPU counts where it fits "
+             "(what `plan --model M --gpus N` recommends), how many times the speed of the best "
+             "plan of the other frameworks it runs, what FP8 would add, and the memory left; a "
+             "box per model follows with the detail.");
+    glance_table(d, r);
     for (int i = 0; i < r->nmodels; i++) model_box(d, r, &r->models[i]);
 }

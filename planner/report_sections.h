@@ -14,7 +14,7 @@
 void report_section_summary(doc *d, const report *r);
 /* 1. The decision tree and its thresholds (model size, expert parallelism, memory). */
 void report_section_decision(doc *d, const report *r);
-/* 2. FSDP2 and Megatron compared. */
+/* 2. FSDP2, Megatron and torchtitan compared (each column backed by its plans, FP8 priced on them). */
 void report_section_compare(doc *d, const report *r);
 /* 2b. torchtitan (FSDP2 with TP, PP, CP and EP) against both, at the user's GPU counts
  * (issue 19): the three-way comparison where the numbers say which wins. */

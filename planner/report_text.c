@@ -19,6 +19,19 @@ void report_fmt_params(double p, char *buf, size_t n)
     else snprintf(buf, n, "%.0fM", p / 1e6);
 }
 
+/* " · CPU offload · optimizer offload N% · activation offload", the parts l uses: what moves
+ * memory to the host is part of the plan a reader must know (issue 21). */
+static void offload_suffix(const layout *l, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (l->offload) snprintf(buf, n, " · CPU offload");
+    size_t o = strlen(buf);
+    if (l->optimizer_offload_pct > 0)
+        snprintf(buf + o, n - o, " · optimizer offload %d%%", l->optimizer_offload_pct);
+    o = strlen(buf);
+    if (l->activation_offload) snprintf(buf + o, n - o, " · activation offload");
+}
+
 void report_fmt_layout(const estimate *e, char *buf, size_t n)
 {
     const layout *l = &e->layout;
@@ -30,25 +43,26 @@ void report_fmt_layout(const estimate *e, char *buf, size_t n)
                  layout_recompute_name(l->recompute), l->offload ? " · CPU offload" : "");
         return;
     }
-    char ep[32] = "", vpp[32] = "";
+    char ep[32] = "", vpp[32] = "", off[96];
+    offload_suffix(l, off, sizeof off);
     if (l->ep > 1)
         snprintf(ep, sizeof ep, " · EP %d%s", l->ep, layout_etp(l) != l->tp ? " (ETP 1)" : "");
     if (l->vpp > 1) snprintf(vpp, sizeof vpp, " · VPP %d", l->vpp);
     if (l->framework == FRAMEWORK_TORCHTITAN) { /* issue 19 */
-        snprintf(buf, n, "TP %d · PP %d%s%s · DP %d · CP %d%s · mbs %d · %s%s · recompute %s%s%s",
+        snprintf(buf, n, "TP %d · PP %d%s%s · DP %d · CP %d%s · mbs %d · %s%s · recompute %s%s%s%s",
                  l->tp, l->pp, l->pp > 1 ? " " : "",
                  l->pp > 1 ? layout_pp_schedule_name(layout_pp_schedule_of(l)) : "", l->dp, l->cp,
                  ep, l->mbs, l->shard_size ? "HSDP" : "FSDP2",
                  l->reshard_after_forward ? "" : " no-reshard", layout_recompute_name(l->recompute),
-                 l->compile ? " · compile" : "", l->async_tp ? " · async TP" : "");
+                 off, l->compile ? " · compile" : "", l->async_tp ? " · async TP" : "");
         return;
     }
-    snprintf(buf, n, "TP %d · PP %d · DP %d · CP %d%s%s · mbs %d%s · %s · recompute %s", l->tp,
+    snprintf(buf, n, "TP %d · PP %d · DP %d · CP %d%s%s · mbs %d%s · %s · recompute %s%s", l->tp,
              l->pp, l->dp, l->cp, ep, vpp, l->mbs, l->sp ? " · SP" : "",
              l->sharding == SHARDING_FSDP      ? "Megatron-FSDP"
              : l->sharding == SHARDING_DISTOPT ? "distopt"
                                                : "DDP",
-             layout_recompute_name(l->recompute));
+             layout_recompute_name(l->recompute), off);
 }
 
 void report_fmt_layout_short(const estimate *e, char *buf, size_t n)
@@ -70,8 +84,12 @@ void report_fmt_layout_short(const estimate *e, char *buf, size_t n)
         if (l->pp > 1)
             snprintf(pp, sizeof pp, " · PP %d %s", l->pp,
                      layout_pp_schedule_name(layout_pp_schedule_of(l)));
-        snprintf(buf, n, "torchtitan TP %d%s · DP %d%s%s%s", l->tp, pp, l->dp,
-                 l->cp > 1 ? " · CP" : "", l->shard_size ? " · HSDP" : "", rc);
+        char cp[24] = "";
+        if (l->cp > 1) snprintf(cp, sizeof cp, " · CP %d", l->cp);
+        char off[96];
+        offload_suffix(l, off, sizeof off);
+        snprintf(buf, n, "torchtitan TP %d%s · DP %d%s%s%s%s", l->tp, pp, l->dp, cp,
+                 l->shard_size ? " · HSDP" : "", rc, off);
         return;
     }
     char dims[128] = "";
@@ -82,10 +100,12 @@ void report_fmt_layout_short(const estimate *e, char *buf, size_t n)
         size_t o = strlen(dims);
         snprintf(dims + o, sizeof dims - o, " %s%s %d", o ? "· " : "", d[i].name, d[i].v);
     }
-    snprintf(buf, n, "Megatron%s%s%s", dims,
+    char off[96];
+    offload_suffix(l, off, sizeof off);
+    snprintf(buf, n, "Megatron%s%s%s%s", dims,
              l->sharding == SHARDING_FSDP ? " · Megatron-FSDP"
              : l->sharding == SHARDING_DDP ? " · DDP" : "",
-             rc);
+             rc, off);
 }
 
 void report_fmt_count(double v, char *buf, size_t n)

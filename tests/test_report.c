@@ -4,8 +4,8 @@
  * beside it; bad input exits 2 with one line; the answer comes first and names the plan
  * `plan --model M --gpus N` recommends, with its per-GPU throughput. With the argument "render"
  * it instead renders the HTML in headless Chromium, as a reader would see it: the page loads
- * with nothing fetched, the answer box is on the first screen, and every chart shows (exit 77,
- * skipped, when Chromium is absent).
+ * with nothing fetched, the answer box and the whole answer table (a row per model) are on the
+ * first screen, and every chart shows (exit 77, skipped, when Chromium is absent).
  *
  * PLAN_EXE is the binary; PLAN_CHARTS is 1 when the build has cairo (set by meson).
  */
@@ -234,6 +234,21 @@ static void test_answer_first(void **state)
                                           models[i], want, tps, SMALL_TOP_GPUS);
         assert_true(labs(per_gpu - lround(tps / SMALL_TOP_GPUS)) <= 1);
         assert_non_null(strstr(box, "the best "));     /* compared with the other framework */
+        /* the table above the boxes gives the same plan and ratio, linking to the box */
+        snprintf(want, sizeof want, "<a href=\"#answer-%s\">", models[i]);
+        const char *trow = strstr(html, want);
+        if (!trow || trow > first_box) fail_msg("no row for %s in the table above the boxes",
+                                                 models[i]);
+        const char *rend = strstr(trow, "</tr>");
+        const char *ratio = strstr(box, "</strong> the speed of the best FSDP2 plan");
+        if (ratio) {
+            const char *rs = ratio;
+            while (rs > box && strncmp(rs, "<strong>", 8)) rs--;
+            snprintf(want, sizeof want, "%.*s", (int)(ratio - rs) + 9, rs);
+            const char *hit = strstr(trow, want);
+            if (!hit || hit > rend) fail_msg("the %s row lacks the box's ratio %s", models[i],
+                                             want);
+        }
         assert_non_null(strstr(box, "GiB headroom"));
         /* FP8 is priced now (issue 16): the box says what it buys this plan on the H100 */
         assert_non_null(strstr(box, "class=\"note\"><strong>FP8 (fp8-"));
@@ -243,6 +258,96 @@ static void test_answer_first(void **state)
     }
     /* the per-GPU column of the performance table is tokens/s / GPUs too */
     assert_non_null(strstr(html, "tokens/s per GPU</th>"));
+    free(html);
+}
+
+/* The searches the summary line reports: --systems' which-cluster ones (one per model and
+ * system) are counted with the report's, as the progress line counts them. */
+static long searches_of(const char *args)
+{
+    run(args);
+    if (R.status != 0) fail_msg("plan %s: %s", args, R.err);
+    const char *p = strstr(R.out, " searches, ");
+    assert_non_null(p);
+    while (p > R.out && p[-1] >= '0' && p[-1] <= '9') p--;
+    return strtol(p, NULL, 10);
+}
+
+static void test_search_count_with_systems(void **state)
+{
+    (void)state;
+    char args[1024];
+    snprintf(args, sizeof args, "report --models 3b,mixtral-8x7b --gpus 8 -o '%s/n.html'",
+             tmpdir);
+    long plain = searches_of(args);
+    snprintf(args, sizeof args, "report --models 3b,mixtral-8x7b --gpus 8 --systems h100,h200,"
+                                "b200 -o '%s/n.html'",
+             tmpdir);
+    assert_int_equal(searches_of(args), plain + 2 * 3);
+}
+
+/* The message `plan` refuses args with (exit 2 and its one error line, without "plan:
+ * error: "), or "" when plan accepts the layout (exit 0, or 1: valid but over memory). */
+static void plan_verdict(const char *args, char *msg, size_t n)
+{
+    static plan_run_result v;
+    assert_int_equal(plan_run(&v, args), 0);
+    msg[0] = '\0';
+    if (v.status == 0 || v.status == 1) return;
+    assert_int_equal(v.status, 2);
+    const char *m = strstr(v.err, "plan: error: ");
+    assert_non_null(m);
+    snprintf(msg, n, "%s", m + strlen("plan: error: "));
+    msg[strcspn(msg, "\n")] = '\0';
+}
+
+/* The decision tree's statements about what a framework can do agree with what `plan` itself
+ * enforces (the same rule code, issue 23): each sentence is checked against `plan estimate` of
+ * the same layout, accepted or refused with the message the page quotes. Three rules once
+ * stated wrongly: Megatron-FSDP with PP (valid), FSDP2's CPU offload with checkpointing
+ * (valid), Megatron-FSDP's CPU offload (pp 1, no recompute). */
+static void test_rule_statements(void **state)
+{
+    (void)state;
+    char *html = write_html("rules.html");
+    const char *base = "estimate --model mixtral-8x7b --gpus 64 --system h100";
+    char args[512], msg[512], want[1024];
+    /* EP: refused for FSDP2 with plan's message, accepted by Megatron and torchtitan */
+    snprintf(args, sizeof args, "%s --framework fsdp2 --ep 2", base);
+    plan_verdict(args, msg, sizeof msg);
+    assert_true(msg[0]);
+    snprintf(args, sizeof args, "%s --framework megatron --ep 2", base);
+    plan_verdict(args, want, sizeof want);
+    assert_string_equal(want, "");
+    snprintf(args, sizeof args, "%s --framework torchtitan --ep 2", base);
+    plan_verdict(args, want, sizeof want);
+    assert_string_equal(want, "");
+    snprintf(want, sizeof want, "expert parallelism: Megatron and torchtitan (refused for "
+                                "FSDP2: %s)", msg);
+    if (!strstr(html, want)) fail_msg("the decision tree lacks: %s", want);
+    /* Megatron-FSDP with PP is valid */
+    snprintf(args, sizeof args, "%s --framework megatron --sharding fsdp --pp 2", base);
+    plan_verdict(args, want, sizeof want);
+    assert_string_equal(want, "");
+    assert_non_null(strstr(html, "together with PP: Megatron and torchtitan, refused for FSDP2"));
+    /* CPU offload with recompute: valid for FSDP2, refused for Megatron with plan's message */
+    snprintf(args, sizeof args, "%s --framework fsdp2 --offload --recompute full", base);
+    plan_verdict(args, want, sizeof want);
+    assert_string_equal(want, "");
+    snprintf(args, sizeof args, "%s --framework megatron --sharding fsdp --offload --recompute "
+                                "full", base);
+    plan_verdict(args, msg, sizeof msg);
+    assert_true(msg[0]);
+    snprintf(want, sizeof want, "together with recompute: FSDP2 and torchtitan, refused for "
+                                "Megatron: %s)", msg);
+    if (!strstr(html, want)) fail_msg("the memory ladder lacks: %s", want);
+    /* section 2 has a torchtitan column and an FP8 row, each backed by plans */
+    assert_non_null(strstr(html, "\">torchtitan (PyTorch-native, section 2b)</th>"));
+    assert_non_null(strstr(html, "<td>FP8 on that plan"));
+    /* the hand-written restatements are gone */
+    assert_null(strstr(html, "which never has EP"));
+    assert_null(strstr(html, "get a column here once"));
+    assert_null(strstr(html, "Megatron only (refused for FSDP2"));
     free(html);
 }
 
@@ -521,6 +626,43 @@ static int check_charts(const char *chromium, const char *html_text)
     return rc;
 }
 
+/* Every model's answer on the first screen (1200 x 900): a copy of the page with a script
+ * that writes where the answer table ends and how many rows it has (the guide itself has no
+ * script), laid out by Chromium and read back from its DOM. */
+static int check_first_screen(const char *chromium, const char *html_text)
+{
+    const char *end = strstr(html_text, "</body>");
+    if (!end) return printf("no </body>\n"), 1;
+    char page[600], cmd[4096];
+    snprintf(page, sizeof page, "%s/first-screen.html", tmpdir);
+    FILE *out = fopen(page, "w");
+    if (!out) return 1;
+    fwrite(html_text, 1, end - html_text, out);
+    fputs("<script>var t=document.querySelector('#answer ~ table');"
+          "document.body.setAttribute('data-first',t?Math.round(t.getBoundingClientRect()"
+          ".bottom+window.scrollY)+' '+(t.tBodies[0].rows.length):'none');</script>"
+          "</body></html>\n",
+          out);
+    fclose(out);
+    snprintf(cmd, sizeof cmd,
+             "timeout 120 '%s' " CHROMIUM_FLAGS "--user-data-dir='%s/profile' "
+             "--window-size=1200,900 --dump-dom 'file://%s' 2>/dev/null",
+             chromium, tmpdir, page);
+    FILE *p = popen(cmd, "r");
+    static char dom[1 << 22];
+    size_t n = p ? fread(dom, 1, sizeof dom - 1, p) : 0;
+    dom[n] = '\0';
+    if (p) pclose(p);
+    const char *a = strstr(dom, "data-first=\"");
+    int bottom = 0, rows = 0;
+    if (!a || sscanf(a + strlen("data-first=\""), "%d %d", &bottom, &rows) != 2)
+        return printf("no answer table found in the laid-out page\n"), 1;
+    printf("answer table: %d rows, ends %d px down (first screen 900 px)\n", rows, bottom);
+    if (rows != 2) return printf("the answer table has %d rows, expected one per model\n", rows), 1;
+    if (bottom > 900) return printf("the answer table does not fit the first screen\n"), 1;
+    return 0;
+}
+
 static int render(void)
 {
     const char *chromium = chromium_path();
@@ -574,7 +716,8 @@ static int render(void)
     free(err);
     if (rc == 0) {
         char *html = slurp(path, NULL);
-        rc = !html || check_top(chromium, path) || check_charts(chromium, html);
+        rc = !html || check_top(chromium, path) || check_first_screen(chromium, html) ||
+             check_charts(chromium, html);
         free(html);
     }
     teardown(NULL);
@@ -590,6 +733,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_answer_first),
         cmocka_unit_test(test_self_contained),
+        cmocka_unit_test(test_rule_statements),
+        cmocka_unit_test(test_search_count_with_systems),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
