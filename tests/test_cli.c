@@ -396,6 +396,27 @@ static void test_simulate(void **state)
         "cannot write the trace");
 }
 
+/* estimate --ops: the layer recipe as priced: a dense and a MoE layer for DeepSeek-V3 (3 dense
+ * layers first), the loss head with Megatron's MTP module, none of it under torchtitan. */
+static void test_estimate_ops(void **state)
+{
+    (void)state;
+    run("estimate --model deepseek-v3 --gpus 1024 --tp 2 --pp 8 --ep 64 --ops");
+    assert_non_null(strstr(R.out, "dense layer (per micro-batch, ms)"));
+    assert_non_null(strstr(R.out, "MoE layer (per micro-batch, ms)"));
+    assert_non_null(strstr(R.out, "ep.dispatch"));
+    assert_non_null(strstr(R.out, "mtp.eh_proj"));
+    assert_non_null(strstr(R.out, "4 local experts"));
+    run("estimate --model deepseek-v3 --gpus 1024 --framework torchtitan --pp 8 --ep 64 --ops");
+    assert_non_null(strstr(R.out, "loss head"));
+    assert_null(strstr(R.out, "mtp.eh_proj"));
+    /* a dense model has no MoE table */
+    run("estimate --model 8b --gpus 8 --ops");
+    assert_int_equal(R.status, 0);
+    assert_non_null(strstr(R.out, "dense layer"));
+    assert_null(strstr(R.out, "MoE layer"));
+}
+
 /* A profile in dir naming base as the system it overlays, with a collective fit. */
 static void write_profile(const char *dir, const char *name, const char *base)
 {
@@ -468,7 +489,8 @@ int main(void)
         cmocka_unit_test(test_estimate_json),     cmocka_unit_test(test_search_json),
         cmocka_unit_test(test_search_human),      cmocka_unit_test(test_infeasible_estimate),
         cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_bench_csv),
-        cmocka_unit_test(test_simulate),          cmocka_unit_test(test_profile_chains),
+        cmocka_unit_test(test_simulate),
+        cmocka_unit_test(test_estimate_ops),      cmocka_unit_test(test_profile_chains),
         cmocka_unit_test(test_precision),         cmocka_unit_test(test_megatron_moe_bias),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
