@@ -85,7 +85,7 @@ void moe_dispatch_price(const model_spec *m, const system_spec *sys, const train
 /* How much slower the compute beside an overlapped exchange runs, and the exchange beside the
  * compute (Megatron's EP A2A overlap, recipe_price.c). DeepEP and HybridEP hold the SM counts
  * above: SMs / (SMs - held), their own pace unchanged (an assumption: their kernels keep their
- * SMs). NCCL's all-to-all: measured on 2 x H200, x1.140 and x1.522 (overlap.h). */
+ * SMs). NCCL's all-to-all: measured on H200s, x1.213 and x1.522 (overlap.h). */
 double moe_dispatch_sm_slowdown(const system_spec *sys, const moe_dispatch_cost *dc);
 double moe_dispatch_comm_slowdown(const moe_dispatch_cost *dc);
 

@@ -70,18 +70,19 @@ double overlap_dp_exposed_s(double bucket_s, int buckets, double window_s);
  * Contention between a collective and the compute it is overlapped with (both on the GPU at
  * once): NCCL's kernels hold SMs (24 channels, one CTA each, for the all-gather and
  * reduce-scatter of two H200s, NCCL 2.28's log) and share HBM with the GEMMs, so each side runs
- * slower while the other runs. Measured with bench/overlap_contention.py on 2 x H200 (NVLink),
+ * slower while the other runs. Measured with bench/overlap_contention.py on H200s (NVLink),
  * NCCL 2.28.9, torch 2.11, 256 MiB collectives beside bf16 GEMMs of 4096 rows (4096 x 14336 x
- * 4096, 4096 x 4096 x 14336, 4096^3), medians (bench/results/contention_2026-11-27/):
- *   all-gather / reduce-scatter: GEMM x1.107, collective x1.386
- *   all-to-all:                  GEMM x1.140, collective x1.522
- * (an 8192^3 GEMM kept its rate and slowed the collectives 2.8-3.5x: large GEMMs crowd the
+ * 4096, 4096 x 4096 x 14336, 4096^3): three runs, two hosts, 2 and 4 ranks; medians
+ * (bench/results/contention_2026-11-27/):
+ *   all-gather / reduce-scatter: GEMM x1.176, collective x1.363 (18 pairs)
+ *   all-to-all:                  GEMM x1.213, collective x1.522 (9 pairs)
+ * (an 8192^3 GEMM kept its rate and slowed the collectives 2.5-3.5x: large GEMMs crowd the
  * collective out; the 4096-row shapes are a micro-batch's). Measured inside one node; the same
- * factors are used for collectives that cross nodes (an assumption: not measured).
+ * factors are used for collectives that cross nodes and for H100 (assumptions: not measured).
  */
-#define OVERLAP_CONTENTION_AG_RS_COMPUTE 1.107
-#define OVERLAP_CONTENTION_AG_RS_COMM 1.386
-#define OVERLAP_CONTENTION_A2A_COMPUTE 1.140
+#define OVERLAP_CONTENTION_AG_RS_COMPUTE 1.176
+#define OVERLAP_CONTENTION_AG_RS_COMM 1.363
+#define OVERLAP_CONTENTION_A2A_COMPUTE 1.213
 #define OVERLAP_CONTENTION_A2A_COMM 1.522
 
 /* Compute of comp_s (alone) and a collective of comm_s (alone) started together on two

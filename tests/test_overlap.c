@@ -68,7 +68,7 @@ static void test_tp_overlap_formulas(void **state)
 /* Megatron DDP: bucket_size = max(40M, 1M x dp) parameters; one bucket without overlap.
  * Exposed: 4 buckets of 1 s in a 2 s backward: max(1, 4 - 2 x 3/4) = 2.5 s; in a 10 s one
  * only the last bucket, 1 s. */
-/* Contention (overlap.h, measured factors x1.107 / x1.386 for all-gather and reduce-scatter):
+/* Contention (overlap.h), with factors x1.107 / x1.386 (the first run's all-gather figures):
  * compute 10 ms beside a 4 ms collective: the collective takes 4 x 1.386 = 5.544 ms (it ends
  * first: 5.544 <= 11.07), the compute 10 + 5.544 x (1 - 1/1.107) = 10.5359 ms. Beside a 20 ms
  * collective the compute is slowed throughout (11.07 ms) and the collective takes
