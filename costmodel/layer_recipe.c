@@ -78,129 +78,6 @@ static void fsdp_compute_copies(builder *b, const layout *l, const fsdp_copies *
            RECIPE_OVERLAP_NONE, 0, fsdp_rs_copy_in_s(b->sys, fc));
 }
 
-/* The TP/SP collectives entering (SP all-gather) and leaving (SP reduce-scatter, or the
- * all-reduce without SP) a tensor-parallel block. */
-typedef struct {
-    builder *b;
-    const layout *l;
-    double act_bytes; /* tokens x hidden in bf16: the reduce-scatter (all-reduce) */
-    layout_group g;
-    double one_s;     /* enter + leave of one block, one pass */
-    double ag_bytes;  /* the SP all-gather: fp8 under torchtitan's Float8 TP (async_tp.h) */
-} tp_ctx;
-
-static void tp_enter(const tp_ctx *c, int op, recipe_phase phase)
-{
-    if (c->l->tp > 1 && c->l->sp)
-        rb_coll_item(c->b, op, phase, "tp.sp_gather", COLL_ALL_GATHER, c->ag_bytes,
-                  RECIPE_GROUP_TP,
-                  collective_time_s(c->b->sys, COLL_ALL_GATHER, c->ag_bytes, c->g));
-}
-
-static void tp_leave(const tp_ctx *c, int op, recipe_phase phase)
-{
-    if (c->l->tp > 1 && c->l->sp)
-        rb_coll_item(c->b, op, phase, "tp.sp_reduce_scatter", COLL_REDUCE_SCATTER, c->act_bytes,
-                  RECIPE_GROUP_TP,
-                  collective_time_s(c->b->sys, COLL_REDUCE_SCATTER, c->act_bytes, c->g));
-    else if (c->l->tp > 1)
-        rb_coll_item(c->b, op, phase, "tp.all_reduce", COLL_ALL_REDUCE, c->act_bytes,
-                  RECIPE_GROUP_TP,
-                  collective_time_s(c->b->sys, COLL_ALL_REDUCE, c->act_bytes, c->g));
-}
-
-/* One block's TP op: enter + leave forward, the same backward (-1 without TP). */
-static int tp_op(const tp_ctx *c, const char *name)
-{
-    if (c->l->tp <= 1) return -1;
-    int op = rb_op_add(c->b, name, RECIPE_TP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                    RECIPE_OVERLAP_NONE, c->one_s, c->one_s);
-    if (op >= 0)
-        c->b->r->op[op].leave_fwd_s = collective_time_s(
-            c->b->sys, c->l->sp ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE, c->act_bytes, c->g);
-    return op;
-}
-
-/*
- * Megatron --tp-comm-overlap (Transformer Engine userbuffers, overlap.h): the exposed time of
- * one tensor-parallel block whose entering all-gather and leaving reduce-scatter hide behind
- * its Linears, as TE's default methods pair them. Forward: the all-gather of the input by ring
- * exchange inside the first GEMM (qkv_fprop / fc1_fprop, tp chunks), the reduce-scatter
- * pipelined after the last (proj_fprop / fc2_fprop, 4 chunks, 16 SMs). Backward: the output
- * gradient's all-gather by ring exchange inside the last GEMM's dgrad (proj_dgrad /
- * fc2_dgrad), the reduce-scatter of the first GEMM's input gradient in bulk beside its wgrad
- * (qkv_wgrad / fc1_wgrad, 16 SMs). The transfers are userbuffer copies over NVLink (copy
- * engines or SM kernels, no NCCL call): bytes (tp-1)/tp at the group's bus bandwidth plus one
- * hop latency per step. first: tokens x in -> n1; last: tokens x k2 -> out (hidden).
- */
-typedef struct {
-    double fwd_s, bwd_s;
-    double leave_fwd_s; /* the forward's reduce-scatter part of fwd_s */
-} tp_exposed;
-
-static tp_exposed tp_overlapped_block(const system_spec *sys, const layout *l, double tokens,
-                                      double act_bytes, layout_group g, double in, double n1,
-                                      double k2, double out)
-{
-    int tp = l->tp;
-    double bw = collective_busbw_bytes_per_s(sys, g);
-    double comm = act_bytes * (tp - 1) / tp / bw + (tp - 1) * sys->intra_latency_s;
-    double slow = overlap_tp_sm_slowdown(sys);
-    int ps = OVERLAP_TP_PIPELINE_SPLITS;
-    /* the pipelined reduce-scatter runs one ring per chunk: each pays the tp-1 hops */
-    double comm_ps = act_bytes * (tp - 1) / tp / bw + ps * (tp - 1) * sys->intra_latency_s;
-    /* forward: first GEMM with ring-exchange all-gather, last with pipelined reduce-scatter */
-    double f1 = compute_gemm_s(sys, tokens, n1, in);
-    double f1c = tp * compute_gemm_s(sys, tokens / tp, n1, in);
-    double f2 = compute_gemm_s(sys, tokens, out, k2);
-    double f2c = ps * compute_gemm_s(sys, tokens / ps, out, k2) * slow;
-    /* backward: the last GEMM's dgrad (tokens x out -> k2) with the ring exchange, the first
-     * GEMM's wgrad beside the bulk reduce-scatter of its dgrad output */
-    double d2 = compute_gemm_s(sys, tokens, k2, out);
-    double d2c = tp * compute_gemm_s(sys, tokens / tp, k2, out);
-    double w1 = compute_gemm_s(sys, in, n1, tokens);
-    tp_exposed e;
-    e.leave_fwd_s = overlap_tp_pipeline_s(f2, f2c, comm_ps, ps);
-    e.fwd_s = overlap_tp_ring_exchange_s(f1, f1c, comm, tp) + e.leave_fwd_s;
-    e.bwd_s = overlap_tp_ring_exchange_s(d2, d2c, comm, tp) + overlap_tp_bulk_s(w1, slow, comm);
-    return e;
-}
-
-/* Does l's TP overlap apply to the blocks of this layer (Megatron, tp > 1 with SP, the TP
- * group inside one NVLink domain, where userbuffers reach every peer)? */
-static bool tp_overlap_applies(const layout *l, layout_group g)
-{
-    return l->tp_comm_overlap && l->framework == FRAMEWORK_MEGATRON && l->tp > 1 && l->sp &&
-           !g.spans_nodes;
-}
-
-/* The exposed time of one TP block whose collectives overlap its GEMMs, into *e: Megatron's
- * userbuffers (tp_overlapped_block), or torchtitan's async TP (async_tp.h: Inductor's
- * micro-pipeline TP pass fuses three of the four collectives, each with tp chunk GEMMs in the
- * layout's number format; symmetric memory, so NVLink only). False where neither applies.
- * first: tokens x in -> n1; last: tokens x k2 -> out (hidden). */
-static bool tp_block_overlap(const builder *b, const tp_ctx *c, double tokens, double in,
-                             double n1, double k2, double out, tp_exposed *e)
-{
-    const layout *l = c->l;
-    if (tp_overlap_applies(l, c->g)) {
-        *e = tp_overlapped_block(b->sys, l, tokens, c->act_bytes, c->g, in, n1, k2, out);
-        return true;
-    }
-    if (!async_tp_applies(l) || c->g.spans_nodes) return false;
-    double rows = tokens / l->tp;
-    async_tp_gemms gm = {
-        rb_gemm_s(b, tokens, n1, in),  l->tp * rb_gemm_s(b, rows, n1, in),
-        rb_gemm_s(b, tokens, out, k2), l->tp * rb_gemm_s(b, rows, out, k2),
-        rb_gemm_s(b, tokens, k2, out), l->tp * rb_gemm_s(b, rows, k2, out),
-    };
-    async_tp_exposed x = async_tp_block(b->sys, l, c->g, tokens * out, &gm);
-    e->fwd_s = x.fwd_s;
-    e->bwd_s = x.bwd_s;
-    e->leave_fwd_s = x.fwd_leave_s;
-    return true;
-}
-
 /* `local` experts' GEMMs of one shape in `kernels` launches: one grouped kernel pays the fixed
  * launch cost once (compute_grouped_gemm_s's rule), a GEMM per expert pays it each time; the
  * format (bf16 or low precision) as gemm_s. */
@@ -290,7 +167,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     /* Query/key and value head widths: head_dim for GQA; MLA's qk_nope + qk_rope, v_head_dim. */
     double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
     double vd = m->mla ? m->v_head_dim : m->head_dim;
-    tp_ctx tc = {b, l, tokens * h * 2.0, layout_tp_group(sys, l), 0,
+    rb_tp_ctx tc = {b, l, tokens * h * 2.0, layout_tp_group(sys, l), 0,
                  tokens * h * async_tp_gather_elem_bytes(l)};
     if (l->tp > 1)
         tc.one_s = l->sp ? collective_time_s(sys, COLL_ALL_GATHER, tc.ag_bytes, tc.g) +
@@ -299,8 +176,8 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
 
     /* ---- attention block: QKV (column parallel), core, output projection (row parallel) */
     b->block = RECIPE_BLOCK_ATTENTION;
-    int tp_attn = tp_op(&tc, "tp.attention");
-    tp_enter(&tc, tp_attn, RECIPE_FWD);
+    int tp_attn = rb_tp_op(&tc, "tp.attention");
+    rb_tp_enter(&tc, tp_attn, RECIPE_FWD);
     if (m->mla) {
         /* Multi-head latent attention, as Megatron's MLASelfAttention splits it: the
          * down-projections (queries, when compressed, and the joint KV latent plus the shared
@@ -473,12 +350,12 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     }
 
     rb_linear(b, "attn_out", tokens, h, (m->mla ? a * vd : model_q_dim(m)) / tp);
-    tp_leave(&tc, tp_attn, RECIPE_FWD);
+    rb_tp_leave(&tc, tp_attn, RECIPE_FWD);
     /* TE's userbuffer overlap or torchtitan's async TP of the attention block (not MLA's: its
      * down-projections are replicated Linears outside the pairs) */
-    tp_exposed e;
+    rb_tp_exposed e;
     if (tp_attn >= 0 && !m->mla &&
-        tp_block_overlap(b, &tc, tokens, h, (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp,
+        rb_tp_block_overlap(b, &tc, tokens, h, (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp,
                          model_q_dim(m) / tp, h, &e)) {
         r->op[tp_attn].fwd_s = e.fwd_s;
         r->op[tp_attn].leave_fwd_s = e.leave_fwd_s;
@@ -491,8 +368,8 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
      * for its shared experts (Megatron's SharedExpertMLP is a TP MLP of its own): the routed
      * tokens reach the experts through the dispatcher's collectives, the expert-TP all-gather
      * and reduce-scatter among them (moe_dispatch.h) */
-    int tp_mlp = !moe || m->shared_experts > 0 ? tp_op(&tc, "tp.mlp") : -1;
-    tp_enter(&tc, tp_mlp, RECIPE_FWD);
+    int tp_mlp = !moe || m->shared_experts > 0 ? rb_tp_op(&tc, "tp.mlp") : -1;
+    rb_tp_enter(&tc, tp_mlp, RECIPE_FWD);
     if (!moe) {
         rb_linear(b, "mlp_up", tokens, gate * m->ffn / tp, h);
         rb_linear(b, "mlp_down", tokens, h, (double)m->ffn / tp);
@@ -634,11 +511,11 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             }
         }
     }
-    tp_leave(&tc, tp_mlp, RECIPE_FWD);
+    rb_tp_leave(&tc, tp_mlp, RECIPE_FWD);
     /* the dense MLP's fc1/fc2 pairs (an MoE block's tokens reach the experts through the
      * dispatcher's own collectives) */
     if (tp_mlp >= 0 && !moe &&
-        tp_block_overlap(b, &tc, tokens, h, gate * m->ffn / tp, (double)m->ffn / tp, h, &e)) {
+        rb_tp_block_overlap(b, &tc, tokens, h, gate * m->ffn / tp, (double)m->ffn / tp, h, &e)) {
         r->op[tp_mlp].fwd_s = e.fwd_s;
         r->op[tp_mlp].leave_fwd_s = e.leave_fwd_s;
         r->op[tp_mlp].bwd_s = e.bwd_s;
@@ -655,10 +532,10 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     }
     rb_quantize_flush(b);
     /* the backward's TP collectives: the same two per block */
-    tp_enter(&tc, tp_attn, RECIPE_BWD);
-    tp_leave(&tc, tp_attn, RECIPE_BWD);
-    tp_enter(&tc, tp_mlp, RECIPE_BWD);
-    tp_leave(&tc, tp_mlp, RECIPE_BWD);
+    rb_tp_enter(&tc, tp_attn, RECIPE_BWD);
+    rb_tp_leave(&tc, tp_attn, RECIPE_BWD);
+    rb_tp_enter(&tc, tp_mlp, RECIPE_BWD);
+    rb_tp_leave(&tc, tp_mlp, RECIPE_BWD);
 
     /* ---- FSDP: the unit's copies on the compute stream, its gather (FSDP2's copy-in on its
      * own stream ahead of it joins it) and reduce-scatter on the communication stream */

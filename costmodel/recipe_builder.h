@@ -50,6 +50,32 @@ void rb_quantize_flush(builder *b);
 void rb_linear(builder *b, const char *name, double tokens, double out, double in);
 void rb_elementwise_ops(builder *b, const elementwise_list *e, const elementwise_kernel *k,
                             int n, recipe_phase phase);
+/* The TP/SP collectives entering (SP all-gather) and leaving (SP reduce-scatter, or the
+ * all-reduce without SP) a tensor-parallel block. */
+typedef struct {
+    builder *b;
+    const layout *l;
+    double act_bytes; /* tokens x hidden in bf16: the reduce-scatter (all-reduce) */
+    layout_group g;
+    double one_s;     /* enter + leave of one block, one pass */
+    double ag_bytes;  /* the SP all-gather: fp8 under torchtitan's Float8 TP (async_tp.h) */
+} rb_tp_ctx;
+
+/* A TP block's exposed time with its collectives overlapped (recipe_tp.c). */
+typedef struct {
+    double fwd_s, bwd_s;
+    double leave_fwd_s; /* the forward's reduce-scatter part of fwd_s */
+} rb_tp_exposed;
+
+/* recipe_tp.c: the TP/SP collectives of a block (items entering and leaving it, the block's op)
+ * and the exposed time of a block whose collectives overlap its GEMMs (Megatron's userbuffers,
+ * torchtitan's async TP). */
+void rb_tp_enter(const rb_tp_ctx *c, int op, recipe_phase phase);
+void rb_tp_leave(const rb_tp_ctx *c, int op, recipe_phase phase);
+int rb_tp_op(const rb_tp_ctx *c, const char *name);
+bool rb_tp_block_overlap(const builder *b, const rb_tp_ctx *c, double tokens, double in,
+                         double n1, double k2, double out, rb_tp_exposed *e);
+
 /* recipe_mtp.c: the output layer with its loss kernels (the head, and each MTP module's), and
  * the multi-token-prediction modules Megatron runs on the last stage (layout_mtp_layers). */
 void rb_output_head(builder *b, const model_spec *m, const layout *l, double tokens);

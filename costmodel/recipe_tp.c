@@ -1,0 +1,121 @@
+/*
+ * recipe_tp.c — the tensor-parallel blocks of the layer recipe (layer_recipe.c): the SP
+ * all-gather entering a block and the reduce-scatter (or all-reduce) leaving it, the block's TP
+ * op, and the exposed time of a block whose collectives overlap its GEMMs (Megatron's
+ * Transformer Engine userbuffers, torchtitan's async TP). Split from layer_recipe.c (issue 13:
+ * small rooms); the formulas and their sources are unchanged: Korthikanti et al. 2022 Sec.
+ * 4.2.2 for the collectives (two per direction, the same volume with and without SP),
+ * overlap.h and async_tp.h for the overlaps.
+ */
+#include "recipe_builder.h"
+
+#include "async_tp.h"
+#include "compute.h"
+#include "overlap.h"
+void rb_tp_enter(const rb_tp_ctx *c, int op, recipe_phase phase)
+{
+    if (c->l->tp > 1 && c->l->sp)
+        rb_coll_item(c->b, op, phase, "tp.sp_gather", COLL_ALL_GATHER, c->ag_bytes,
+                  RECIPE_GROUP_TP,
+                  collective_time_s(c->b->sys, COLL_ALL_GATHER, c->ag_bytes, c->g));
+}
+
+void rb_tp_leave(const rb_tp_ctx *c, int op, recipe_phase phase)
+{
+    if (c->l->tp > 1 && c->l->sp)
+        rb_coll_item(c->b, op, phase, "tp.sp_reduce_scatter", COLL_REDUCE_SCATTER, c->act_bytes,
+                  RECIPE_GROUP_TP,
+                  collective_time_s(c->b->sys, COLL_REDUCE_SCATTER, c->act_bytes, c->g));
+    else if (c->l->tp > 1)
+        rb_coll_item(c->b, op, phase, "tp.all_reduce", COLL_ALL_REDUCE, c->act_bytes,
+                  RECIPE_GROUP_TP,
+                  collective_time_s(c->b->sys, COLL_ALL_REDUCE, c->act_bytes, c->g));
+}
+
+/* One block's TP op: enter + leave forward, the same backward (-1 without TP). */
+int rb_tp_op(const rb_tp_ctx *c, const char *name)
+{
+    if (c->l->tp <= 1) return -1;
+    int op = rb_op_add(c->b, name, RECIPE_TP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
+                    RECIPE_OVERLAP_NONE, c->one_s, c->one_s);
+    if (op >= 0)
+        c->b->r->op[op].leave_fwd_s = collective_time_s(
+            c->b->sys, c->l->sp ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE, c->act_bytes, c->g);
+    return op;
+}
+
+/*
+ * Megatron --tp-comm-overlap (Transformer Engine userbuffers, overlap.h): the exposed time of
+ * one tensor-parallel block whose entering all-gather and leaving reduce-scatter hide behind
+ * its Linears, as TE's default methods pair them. Forward: the all-gather of the input by ring
+ * exchange inside the first GEMM (qkv_fprop / fc1_fprop, tp chunks), the reduce-scatter
+ * pipelined after the last (proj_fprop / fc2_fprop, 4 chunks, 16 SMs). Backward: the output
+ * gradient's all-gather by ring exchange inside the last GEMM's dgrad (proj_dgrad /
+ * fc2_dgrad), the reduce-scatter of the first GEMM's input gradient in bulk beside its wgrad
+ * (qkv_wgrad / fc1_wgrad, 16 SMs). The transfers are userbuffer copies over NVLink (copy
+ * engines or SM kernels, no NCCL call): bytes (tp-1)/tp at the group's bus bandwidth plus one
+ * hop latency per step. first: tokens x in -> n1; last: tokens x k2 -> out (hidden).
+ */
+
+static rb_tp_exposed tp_overlapped_block(const system_spec *sys, const layout *l, double tokens,
+                                      double act_bytes, layout_group g, double in, double n1,
+                                      double k2, double out)
+{
+    int tp = l->tp;
+    double bw = collective_busbw_bytes_per_s(sys, g);
+    double comm = act_bytes * (tp - 1) / tp / bw + (tp - 1) * sys->intra_latency_s;
+    double slow = overlap_tp_sm_slowdown(sys);
+    int ps = OVERLAP_TP_PIPELINE_SPLITS;
+    /* the pipelined reduce-scatter runs one ring per chunk: each pays the tp-1 hops */
+    double comm_ps = act_bytes * (tp - 1) / tp / bw + ps * (tp - 1) * sys->intra_latency_s;
+    /* forward: first GEMM with ring-exchange all-gather, last with pipelined reduce-scatter */
+    double f1 = compute_gemm_s(sys, tokens, n1, in);
+    double f1c = tp * compute_gemm_s(sys, tokens / tp, n1, in);
+    double f2 = compute_gemm_s(sys, tokens, out, k2);
+    double f2c = ps * compute_gemm_s(sys, tokens / ps, out, k2) * slow;
+    /* backward: the last GEMM's dgrad (tokens x out -> k2) with the ring exchange, the first
+     * GEMM's wgrad beside the bulk reduce-scatter of its dgrad output */
+    double d2 = compute_gemm_s(sys, tokens, k2, out);
+    double d2c = tp * compute_gemm_s(sys, tokens / tp, k2, out);
+    double w1 = compute_gemm_s(sys, in, n1, tokens);
+    rb_tp_exposed e;
+    e.leave_fwd_s = overlap_tp_pipeline_s(f2, f2c, comm_ps, ps);
+    e.fwd_s = overlap_tp_ring_exchange_s(f1, f1c, comm, tp) + e.leave_fwd_s;
+    e.bwd_s = overlap_tp_ring_exchange_s(d2, d2c, comm, tp) + overlap_tp_bulk_s(w1, slow, comm);
+    return e;
+}
+
+/* Does l's TP overlap apply to the blocks of this layer (Megatron, tp > 1 with SP, the TP
+ * group inside one NVLink domain, where userbuffers reach every peer)? */
+static bool tp_overlap_applies(const layout *l, layout_group g)
+{
+    return l->tp_comm_overlap && l->framework == FRAMEWORK_MEGATRON && l->tp > 1 && l->sp &&
+           !g.spans_nodes;
+}
+
+/* The exposed time of one TP block whose collectives overlap its GEMMs, into *e: Megatron's
+ * userbuffers (tp_overlapped_block), or torchtitan's async TP (async_tp.h: Inductor's
+ * micro-pipeline TP pass fuses three of the four collectives, each with tp chunk GEMMs in the
+ * layout's number format; symmetric memory, so NVLink only). False where neither applies.
+ * first: tokens x in -> n1; last: tokens x k2 -> out (hidden). */
+bool rb_tp_block_overlap(const builder *b, const rb_tp_ctx *c, double tokens, double in,
+                             double n1, double k2, double out, rb_tp_exposed *e)
+{
+    const layout *l = c->l;
+    if (tp_overlap_applies(l, c->g)) {
+        *e = tp_overlapped_block(b->sys, l, tokens, c->act_bytes, c->g, in, n1, k2, out);
+        return true;
+    }
+    if (!async_tp_applies(l) || c->g.spans_nodes) return false;
+    double rows = tokens / l->tp;
+    async_tp_gemms gm = {
+        rb_gemm_s(b, tokens, n1, in),  l->tp * rb_gemm_s(b, rows, n1, in),
+        rb_gemm_s(b, tokens, out, k2), l->tp * rb_gemm_s(b, rows, out, k2),
+        rb_gemm_s(b, tokens, k2, out), l->tp * rb_gemm_s(b, rows, k2, out),
+    };
+    async_tp_exposed x = async_tp_block(b->sys, l, c->g, tokens * out, &gm);
+    e->fwd_s = x.fwd_s;
+    e->bwd_s = x.bwd_s;
+    e->leave_fwd_s = x.fwd_leave_s;
+    return true;
+}
