@@ -12,6 +12,7 @@
 #include "async_tp.h"
 #include "compute.h"
 #include "overlap.h"
+
 void rb_tp_enter(const rb_tp_ctx *c, int op, recipe_phase phase)
 {
     if (c->l->tp > 1 && c->l->sp)
