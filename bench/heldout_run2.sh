@@ -12,11 +12,11 @@ mkdir -p "$OUT"
 R=bench/realruns/parallel_run.py
 J="--warmup 2 --steps 5 --out $OUT/results.jsonl"
 run() { local t=$1; shift; echo "== $*" >> "$OUT/log.txt"; timeout $t torchrun --nproc_per_node 4 --master_port $((29500 + RANDOM % 400)) "$@" >> "$OUT/log.txt" 2>&1; echo "rc=$?" >> "$OUT/log.txt"; }
-run 180 bench/realruns/realrun.py --config mistral-7b-v0.3 --impl native --seq 4096 --mbs 1 --ckpt $J --label fsdp-nat-m7b-ckpt-ws4
-run 150 bench/realruns/realrun.py --config phi-3-mini-4k --seq 4096 --mbs 2 $J --label fsdp-hf-phi3-ws4
-run 180 bench/realruns/realrun.py --config llama-3.1-8b --impl native --seq 8192 --mbs 1 --ckpt $J --label fsdp-nat-l8b-s8k-ckpt-ws4
-run 120 $R --layout tp --tp 2 --config qwen3-4b --layers 12 --seq 4096 --mbs 2 $J --label tp2-q3-4bL12-b2
-run 120 $R --layout cp --cp 2 --config qwen3-1.7b --seq 16384 --mbs 1 $J --label cp2-q3-17b-s16k
-run 150 $R --layout pp --pp 2 --microbatches 8 --config mistral-7b-v0.3 --layers 16 --seq 4096 --mbs 1 $J --label pp2-1f1b-m7bL16-m8
+run 110 bench/realruns/realrun.py --config mistral-7b-v0.3 --impl native --seq 4096 --mbs 1 --ckpt $J --label fsdp-nat-m7b-ckpt-ws4
+run 90 bench/realruns/realrun.py --config phi-3-mini-4k --seq 4096 --mbs 2 $J --label fsdp-hf-phi3-ws4
+run 110 bench/realruns/realrun.py --config llama-3.1-8b --impl native --seq 8192 --mbs 1 --ckpt $J --label fsdp-nat-l8b-s8k-ckpt-ws4
+run 80 $R --layout tp --tp 2 --config qwen3-4b --layers 12 --seq 4096 --mbs 2 $J --label tp2-q3-4bL12-b2
+run 80 $R --layout cp --cp 2 --config qwen3-1.7b --seq 16384 --mbs 1 $J --label cp2-q3-17b-s16k
+run 90 $R --layout pp --pp 2 --microbatches 8 --config mistral-7b-v0.3 --layers 16 --seq 4096 --mbs 1 $J --label pp2-1f1b-m7bL16-m8
 grep -h "^REALRUN" "$OUT/log.txt" | cut -c1-200
 grep -h "rc=" "$OUT/log.txt" | tr '\n' ' '
