@@ -1,7 +1,8 @@
 /*
  * csv_table.h — a whole CSV file read into memory by libcsv, cells looked up by header name,
  * for the tests that read published-run tables (golden.c: ../shared/data/published_runs.csv;
- * test_published_h100.c: tests/data/published_megatron_bridge_h100.csv).
+ * published_runs.c, the runner of test_published_h100.c and test_published_blackwell.c:
+ * tests/data/published_megatron_bridge_{h100,blackwell}.csv).
  */
 #ifndef PLAN_TESTS_CSV_TABLE_H
 #define PLAN_TESTS_CSV_TABLE_H
