@@ -350,19 +350,35 @@ static double apply_step_terms(const system_step *st, const layout *l, double la
     return var > 0 ? var : 0;
 }
 
+void estimate_model_counts_of(const model_spec *m, estimate_model_counts *c)
+{
+    c->params_total = model_params_total(m);
+    c->params_active = model_params_active(m);
+    memory_model_counts_of(m, &c->memory);
+}
+
 void estimate_memory_part(const model_spec *m, const system_spec *sys,
                                  const training_spec *t, const layout *l, estimate *out)
+{
+    estimate_model_counts c;
+    estimate_model_counts_of(m, &c);
+    estimate_memory_part_counted(m, &c, sys, t, l, out);
+}
+
+void estimate_memory_part_counted(const model_spec *m, const estimate_model_counts *c,
+                                  const system_spec *sys, const training_spec *t,
+                                  const layout *l, estimate *out)
 {
     memset(out, 0, sizeof *out);
     size_t n = strnlen(m->name, sizeof out->model_name - 1);
     memcpy(out->model_name, m->name, n);
-    out->params_total = model_params_total(m);
-    out->params_active = model_params_active(m);
+    out->params_total = c->params_total;
+    out->params_active = c->params_active;
     out->layout = *l;
     out->training = *t;
     out->gpus = layout_gpus(l);
     out->microbatches = layout_microbatches(l, t);
-    out->memory = memory_peak(m, sys, t, l);
+    out->memory = memory_peak_counted(m, &c->memory, sys, t, l);
 }
 
 stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,

@@ -8,6 +8,7 @@
 
 #include "estimate.h"
 #include "layer_recipe.h"
+#include "memory.h"
 
 /* One layer's per-micro-batch times: its recipe (layer_recipe.h) priced. */
 typedef recipe_time layer_time;
@@ -29,6 +30,16 @@ typedef struct {
 /* Identity and memory of l into out (zeroed first); no time. */
 void estimate_memory_part(const model_spec *m, const system_spec *sys, const training_spec *t,
                           const layout *l, estimate *out);
+/* The model's counts the memory part reads (a search counts them once per model). */
+typedef struct {
+    double params_total, params_active;
+    memory_model_counts memory;
+} estimate_model_counts;
+void estimate_model_counts_of(const model_spec *m, estimate_model_counts *c);
+/* estimate_memory_part with m's counts given: the same figures. */
+void estimate_memory_part_counted(const model_spec *m, const estimate_model_counts *c,
+                                  const system_spec *sys, const training_spec *t,
+                                  const layout *l, estimate *out);
 /* Stage `stage`'s micro-batch from its layers' costs; head: the loss head's fwd_s/bwd_s
  * (NULL: priced here). */
 stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,

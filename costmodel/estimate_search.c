@@ -39,6 +39,8 @@ typedef struct {
 } cache_entry;
 
 struct estimate_cache {
+    bool have_counts;
+    estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
     cache_entry e[CACHE_ENTRIES];
     int next;                /* round-robin eviction */
     long builds, hits;
@@ -148,6 +150,15 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     }
     /* memory and the stages' micro-batch times depend on tp_comm_overlap alone among the
      * knobs (its userbuffers, its exposed TP time): once per value */
+    estimate_model_counts own;
+    const estimate_model_counts *counts = &own;
+    if (cache) {
+        if (!cache->have_counts) estimate_model_counts_of(m, &cache->counts);
+        cache->have_counts = true;
+        counts = &cache->counts;
+    } else {
+        estimate_model_counts_of(m, &own);
+    }
     int first[2] = {-1, -1};
     stage_time worst[2];
     layer_kinds kinds[2];
@@ -169,7 +180,7 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
             outs[i].memory.total_bytes += ub;
             outs[i].memory.need_bytes += ub;
         } else {
-            estimate_memory_part(m, sys, t, l, &outs[i]);
+            estimate_memory_part_counted(m, counts, sys, t, l, &outs[i]);
         }
         outs[i].feasible = false; /* untimed unless assembled below */
         if (!memory_fits(&outs[i].memory)) continue;
