@@ -31,6 +31,8 @@ enum { CACHE_ENTRIES = 8 };
 
 typedef struct {
     bool used;
+    layout raw;              /* the cleared layout last found here, bytes and all */
+    unsigned long hash;      /* of key, compared first */
     int key[LAYOUT_NFIELDS]; /* the codec's values of the cleared layout (cache_key) */
     recipe r[2];             /* dense, MoE layer (the MoE one only for MoE models) */
     unsigned priced;         /* bit rc: x[rc] holds the layers priced under recompute rc */
@@ -38,7 +40,30 @@ typedef struct {
     layer_time head;         /* the loss head (no recompute dependence) */
 } cache_entry;
 
+/* Where the key reads each layout field of the codec (layout_codec.h): its resolver, or its
+ * offset and width (a bool, else an int-sized integer or enum), so a key costs a load a field
+ * where layout_field_value would switch on the kind per call; the same values. */
+typedef struct {
+    size_t offset;
+    bool is_bool;
+    int (*resolved)(const layout *l);
+} key_field;
+
+/* Every enum kind the codec reads as an int is int-sized (read as one below). */
+_Static_assert(sizeof(layout_framework) == sizeof(int) && sizeof(layout_sharding) == sizeof(int) &&
+                   sizeof(layout_recompute) == sizeof(int) &&
+                   sizeof(layout_precision) == sizeof(int) &&
+                   sizeof(layout_fp8_recipe) == sizeof(int) && sizeof(layout_impl) == sizeof(int) &&
+                   sizeof(layout_optimizer_impl) == sizeof(int) &&
+                   sizeof(layout_moe_dispatcher) == sizeof(int) &&
+                   sizeof(layout_pp_schedule) == sizeof(int) && sizeof(unsigned) == sizeof(int),
+               "the layer-cost key reads the codec's enum fields as ints");
+
 struct estimate_cache {
+    int n_fields;
+    key_field field[LAYOUT_NFIELDS]; /* the codec's layout fields (not the training ones) */
+    int n_pad;
+    unsigned short pad[sizeof(layout)]; /* the bytes of a layout no codec field holds */
     bool have_counts;
     estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
     cache_entry e[CACHE_ENTRIES];
@@ -46,7 +71,24 @@ struct estimate_cache {
     long builds, hits;
 };
 
-estimate_cache *estimate_cache_new(void) { return calloc(1, sizeof(estimate_cache)); }
+estimate_cache *estimate_cache_new(void)
+{
+    estimate_cache *c = calloc(1, sizeof(estimate_cache));
+    if (!c) return NULL;
+    bool held[sizeof(layout)] = {false};
+    for (int i = 0; i < LAYOUT_NFIELDS; i++) {
+        const layout_field *f = &layout_fields[i];
+        if (f->training) continue; /* the same for every lookup of a cache (estimate.h) */
+        bool is_bool = f->kind == LAYOUT_KIND_BOOL;
+        c->field[c->n_fields++] = (key_field){.offset = f->offset, .is_bool = is_bool,
+                                              .resolved = f->resolved};
+        for (size_t b = 0; b < (is_bool ? sizeof(bool) : sizeof(int)); b++)
+            held[f->offset + b] = true;
+    }
+    for (size_t b = 0; b < sizeof(layout); b++)
+        if (!held[b]) c->pad[c->n_pad++] = (unsigned short)b;
+    return c;
+}
 void estimate_cache_free(estimate_cache *c) { free(c); }
 
 void estimate_cache_counts(const estimate_cache *c, long *builds, long *hits)
@@ -82,19 +124,41 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
     }
     bool is_moe = model_is_moe(m);
     layout k = cache_key(l);
+    unsigned char *kb = (unsigned char *)&k;
+    for (int i = 0; i < c->n_pad; i++) kb[c->pad[i]] = 0; /* padding, whatever it held */
     cache_entry *e = NULL;
-    /* the key: every field of the layout codec (layout_codec.h, so a field added there is
-     * part of it), as values, compared bytewise */
-    int key[LAYOUT_NFIELDS];
-    for (int i = 0; i < LAYOUT_NFIELDS; i++)
-        key[i] = layout_fields[i].training ? 0 : layout_field_value(&layout_fields[i], &k, NULL);
+    /* First the cleared layout's bytes: with the padding zeroed, equal bytes are equal codec
+     * fields as stored, so equal codec values below (its resolvers read those fields only);
+     * fields equal only once resolved (etp 0 and etp = tp) go on to the key. */
     for (int i = 0; i < CACHE_ENTRIES && !e; i++)
-        if (c->e[i].used && !memcmp(c->e[i].key, key, sizeof key)) e = &c->e[i];
+        if (c->e[i].used && !memcmp(&c->e[i].raw, &k, sizeof k)) e = &c->e[i];
+    /* the key: every layout field of the codec (layout_codec.h, so a field added there is
+     * part of it), as layout_field_value reads it, compared bytewise (the hash first) */
+    int key[LAYOUT_NFIELDS] = {0};
+    unsigned long hash = 1469598103934665603ul;
+    if (!e) {
+        for (int i = 0; i < c->n_fields; i++) {
+            const key_field *f = &c->field[i];
+            int v;
+            if (f->resolved) v = f->resolved(&k);
+            else if (f->is_bool) v = *(const bool *)(kb + f->offset);
+            else memcpy(&v, kb + f->offset, sizeof v);
+            key[i] = v;
+            hash = (hash ^ (unsigned)v) * 1099511628211ul;
+        }
+        for (int i = 0; i < CACHE_ENTRIES && !e; i++)
+            if (c->e[i].used && c->e[i].hash == hash && !memcmp(c->e[i].key, key, sizeof key)) {
+                e = &c->e[i];
+                e->raw = k;
+            }
+    }
     int rc = (int)l->recompute;
     if (!e) {
         e = &c->e[c->next];
         c->next = (c->next + 1) % CACHE_ENTRIES;
         e->used = true;
+        e->raw = k;
+        e->hash = hash;
         memcpy(e->key, key, sizeof key);
         e->priced = 0;
         recipe_layer(m, sys, t, l, false, &e->r[0], NULL);
