@@ -133,9 +133,13 @@ static const layer_time *layer_kind_of(const model_spec *m, const layout *l,
     return moe ? &k->moe : &k->dense;
 }
 
-stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
-                               const training_spec *t, const layout *l, int stage,
-                               const layer_kinds *kinds, const layer_time *head)
+/* Stage `stage`'s decoder layers into s (zeroed first): every sum of estimate_stage_cost up to
+ * its layers' last term, so that what it adds after them (the first FSDP unit's traffic, the
+ * head, the root units, the pipeline sends) only adds non-negative terms to these sums.
+ * Returns the stage's first global layer. */
+static int stage_layers_cost(const model_spec *m, const system_spec *sys,
+                             const training_spec *t, const layout *l, int stage,
+                             const layer_kinds *kinds, stage_time *out)
 {
     stage_time s;
     memset(&s, 0, sizeof s);
@@ -188,12 +192,23 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
             s.fsdp_raw_s += c * (x->gather_s + ag_bwd + x->reduce_s);
         }
     }
+    s.layers = n;
+    *out = s;
+    return start;
+}
+
+stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
+                               const training_spec *t, const layout *l, int stage,
+                               const layer_kinds *kinds, const layer_time *head)
+{
+    stage_time s;
+    int start = stage_layers_cost(m, sys, t, l, stage, kinds, &s);
+    int n = s.layers;
     if (l->sharding == SHARDING_FSDP && n > 0) {
         const layer_time *first = layer_kind_of(m, l, kinds, start);
         s.fsdp_s += first->gather_s + first->reduce_s; /* nothing to hide the first/last */
         s.fsdp_raw_s += first->gather_s + first->reduce_s;
     }
-    s.layers = n;
     if (stage == l->pp - 1) {
         double hf, hb;
         if (head) {
@@ -233,6 +248,16 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
 double estimate_stage_total(const stage_time *s)
 {
     return s->compute_s + s->tp_s + s->cp_s + s->ep_s + s->pp_s + s->fsdp_s;
+}
+
+double estimate_stage_layers_total(const model_spec *m, const system_spec *sys,
+                                   const training_spec *t, const layout *l, int stage,
+                                   const layer_kinds *kinds)
+{
+    stage_time s;
+    stage_layers_cost(m, sys, t, l, stage, kinds, &s);
+    s.compute_s = s.fwd_s + s.bwd_s; /* pp_s stays 0 */
+    return estimate_stage_total(&s);
 }
 
 /* Data-parallel synchronisation of dense_params (over dp*cp) and expert_params (over the expert

@@ -46,6 +46,15 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
                                const training_spec *t, const layout *l, int stage,
                                const layer_kinds *kinds, const layer_time *head);
 double estimate_stage_total(const stage_time *s);
+/* estimate_stage_total of stage `stage` without what estimate_stage_cost adds after its
+ * decoder layers (the first FSDP unit's exposed traffic, the head, the root units, the
+ * pipeline sends: each >= 0). Its sums are a prefix of the same additions in the same order,
+ * and IEEE rounding is monotone (x <= y gives fl(x + c) <= fl(y + c), and fl(x + c) >= x for
+ * c >= 0), so it is <= estimate_stage_total(estimate_stage_cost(...)) in floating point too:
+ * a lower bound that is cheaper than the stage. */
+double estimate_stage_layers_total(const model_spec *m, const system_spec *sys,
+                                   const training_spec *t, const layout *l, int stage,
+                                   const layer_kinds *kinds);
 /* The slowest of the candidate stages (first, second, last); kinds/head NULL: priced here. */
 stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
                                 const training_spec *t, const layout *l,

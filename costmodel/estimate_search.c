@@ -255,9 +255,17 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
             estimate_head_cost(m, sys, t, l, &head[k].fwd_s, &head[k].bwd_s);
         }
         if (prune_above_s > 0 && prunable(sys, l)) {
-            stage_time s0 = estimate_stage_cost(m, sys, t, l, 0, &kinds[k], &head[k]);
             double bubble = l->pp > 1 ? (double)(l->pp - 1) / l->vpp : 0;
-            double lb = (outs[i].microbatches + bubble) * estimate_stage_total(&s0);
+            double f = outs[i].microbatches + bubble;
+            /* the first stage's decoder layers alone first (estimate_stage_layers_total: <= the
+             * stage's total, so this lb <= the one below); only where it does not exceed the
+             * threshold is the whole stage priced. The decision is the same: every variant's
+             * lb here exceeds the threshold exactly when its whole-stage lb does. */
+            double lb = f * estimate_stage_layers_total(m, sys, t, l, 0, &kinds[k]);
+            if (lb <= prune_above_s) {
+                stage_time s0 = estimate_stage_cost(m, sys, t, l, 0, &kinds[k], &head[k]);
+                lb = f * estimate_stage_total(&s0);
+            }
             if (bound_s < 0 || lb < bound_s) bound_s = lb;
         } else {
             bound_s = 0; /* never pruned */

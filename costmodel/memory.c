@@ -232,13 +232,18 @@ bool memory_fits(const memory_breakdown *mb)
 }
 
 
-static int stage_moe_layers(const model_spec *m, const layout *l, int s)
+/* The MoE layers among the n from global layer start on. */
+static int moe_layers_from(const model_spec *m, int start, int n)
 {
     if (!model_is_moe(m)) return 0;
-    int start = layout_stage_start(m, l, s), n = layout_stage_layers(m, l, s);
     int first_moe = m->dense_first > start ? m->dense_first : start;
     int end = start + n;
     return end > first_moe ? end - first_moe : 0;
+}
+
+static int stage_moe_layers(const model_spec *m, const layout *l, int s)
+{
+    return moe_layers_from(m, layout_stage_start(m, l, s), layout_stage_layers(m, l, s));
 }
 
 void memory_model_counts_of(const model_spec *m, memory_model_counts *c)
@@ -285,11 +290,11 @@ void memory_layer_params_split(const model_spec *m, const layout *l, int moe_lay
     *expert_params = expert;
 }
 
+/* Stage `stage`'s parameters, its n layers (moe of them MoE) given. */
 static void stage_params_counted(const model_spec *m, const memory_model_counts *c,
-                                 const layout *l, int stage, double *dense_params,
-                                 double *expert_params)
+                                 const layout *l, int stage, int n, int moe,
+                                 double *dense_params, double *expert_params)
 {
-    int n = layout_stage_layers(m, l, stage), moe = stage_moe_layers(m, l, stage);
     double dense = n * (c->attention / l->tp + c->norm) + (n - moe) * c->dense_mlp / l->tp +
                    moe * (c->router + c->shared_expert / l->tp);
     double expert = moe * (double)(m->experts / l->ep) * c->expert / layout_etp(l);
@@ -309,7 +314,8 @@ void memory_stage_params(const model_spec *m, const layout *l, int stage, double
 {
     memory_model_counts c;
     memory_model_counts_of(m, &c);
-    stage_params_counted(m, &c, l, stage, dense_params, expert_params);
+    stage_params_counted(m, &c, l, stage, layout_stage_layers(m, l, stage),
+                         stage_moe_layers(m, l, stage), dense_params, expert_params);
 }
 
 bool memory_layer_is_moe(const model_spec *m, int layer)
@@ -464,15 +470,16 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     r.capacity_bytes = sys->hbm_bytes;
 
     double pd, pe;
-    stage_params_counted(m, fig->counts, l, stage, &pd, &pe);
+    int n_layers = layout_stage_layers(m, l, stage);
+    int start = layout_stage_start(m, l, stage);
+    int moe_layers = moe_layers_from(m, start, n_layers);
+    stage_params_counted(m, fig->counts, l, stage, n_layers, moe_layers, &pd, &pe);
     double params = pd + pe;
     double nd = layout_shard_group(l);
     double ne = layout_expert_dp(l);
     if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
     double sharded = pd / nd + pe / ne; /* this GPU's shard of the stage's parameters */
     double grad_bytes = t->grad_reduce_bf16 ? 2.0 : 4.0;
-    int n_layers = layout_stage_layers(m, l, stage);
-    int moe_layers = stage_moe_layers(m, l, stage);
     double layer_params = layer_params_of(fig, m, l, moe_layers > 0);
 
     double fsdp_buffer_bytes = 0; /* FSDP's units and gradients in flight (memory_phases.h) */
@@ -548,7 +555,6 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     double act_moe = moe_layers ? layer_act(fig, m, t, l, 1) : 0;
     double act_full = (n_layers - moe_layers) * act_dense + moe_layers * act_moe;
     double act_layer_max = moe_layers ? act_moe : act_dense;
-    int start = layout_stage_start(m, l, stage);
     if (precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0 ||
                                 start + n_layers > m->layers)) {
         /* bf16 first/last layers (precision.h) save their inputs in bf16 (none without them,
