@@ -27,7 +27,7 @@
 #include "precision.h"
 
 
-enum { CACHE_ENTRIES = 8 };
+enum { CACHE_ENTRIES = 8, PRICED_SLOTS = 1 << 15 };
 
 typedef struct {
     bool used;
@@ -39,6 +39,19 @@ typedef struct {
     layer_time x[3][2];
     layer_time head;         /* the loss head (no recompute dependence) */
 } cache_entry;
+
+/* A key's layers priced under one recompute setting, kept after its recipes leave the
+ * entries above: the search meets a key again one pipeline size later (the key holds no dp or
+ * pp for Megatron without FSDP, cache_key), long after eight other keys. Direct-mapped by the
+ * hash; a slot is overwritten by the next key that maps to it. */
+typedef struct {
+    bool used;
+    int rc;
+    unsigned long hash; /* of key and rc */
+    int key[LAYOUT_NFIELDS];
+    layer_time x[2];
+    layer_time head;
+} priced_slot;
 
 /* Where the key reads each layout field of the codec (layout_codec.h): its resolver, or its
  * offset and width (a bool, else an int-sized integer or enum), so a key costs a load a field
@@ -66,6 +79,7 @@ struct estimate_cache {
     unsigned short pad[sizeof(layout)]; /* the bytes of a layout no codec field holds */
     bool have_counts;
     estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
+    priced_slot *priced;          /* PRICED_SLOTS of them */
     cache_entry e[CACHE_ENTRIES];
     int next;                /* round-robin eviction */
     long builds, hits;
@@ -75,6 +89,11 @@ estimate_cache *estimate_cache_new(void)
 {
     estimate_cache *c = calloc(1, sizeof(estimate_cache));
     if (!c) return NULL;
+    c->priced = calloc(PRICED_SLOTS, sizeof *c->priced);
+    if (!c->priced) {
+        free(c);
+        return NULL;
+    }
     bool held[sizeof(layout)] = {false};
     for (int i = 0; i < LAYOUT_NFIELDS; i++) {
         const layout_field *f = &layout_fields[i];
@@ -89,7 +108,11 @@ estimate_cache *estimate_cache_new(void)
         if (!held[b]) c->pad[c->n_pad++] = (unsigned short)b;
     return c;
 }
-void estimate_cache_free(estimate_cache *c) { free(c); }
+void estimate_cache_free(estimate_cache *c)
+{
+    if (c) free(c->priced);
+    free(c);
+}
 
 void estimate_cache_counts(const estimate_cache *c, long *builds, long *hits)
 {
@@ -108,7 +131,28 @@ static layout cache_key(const layout *l)
     k.vpp = 1;
     k.pp_first_layers = k.pp_last_layers = 0; /* how many layers a stage, not what one costs */
     k.optimizer_offload_pct = 0; /* the optimizer step only */
+    /* Megatron without FSDP: the recipes read dp and pp only as layout_gpus(l) == 1 (alone:
+     * elementwise.c). What they read of the layout (layer_recipe.c, recipe_builder.c,
+     * recipe_price.c, host_dispatch.c, elementwise.c, moe_dispatch.c, overlap.c's TP terms,
+     * async_tp.c, recompute_modules.c, precision.c's rules, attention_rate.c): tp, cp, ep,
+     * etp, mbs, sp, the precision fields, the implementation, recompute (flags only) and
+     * tp_comm_overlap; dp only in the FSDP branches (the shard group) and through
+     * layout_gpus; pp only in recipe_head's FSDP2 root copies (fsdp_copies_apply: FSDP2 or
+     * torchtitan with FSDP). The training spec's global batch, which follows dp under
+     * --gbs-policy nearest, is read by none of them. */
+    if (k.framework == FRAMEWORK_MEGATRON && k.sharding != SHARDING_FSDP) {
+        k.dp = layout_gpus(l) == 1; /* 1: alone, 0: not */
+        k.pp = 1;
+    }
     return k;
+}
+
+static void set_layer_kinds(layer_kinds *kinds, layer_time *head, const layer_time x[2],
+                            const layer_time *h)
+{
+    kinds->dense = kinds->dense_bf16 = x[0];
+    kinds->moe = kinds->moe_bf16 = x[1];
+    *head = *h;
 }
 
 /* The dense and MoE layer costs and the head's of l, from the cache when it has them. */
@@ -126,33 +170,44 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
     layout k = cache_key(l);
     unsigned char *kb = (unsigned char *)&k;
     for (int i = 0; i < c->n_pad; i++) kb[c->pad[i]] = 0; /* padding, whatever it held */
+    int rc = (int)l->recompute;
     cache_entry *e = NULL;
     /* First the cleared layout's bytes: with the padding zeroed, equal bytes are equal codec
      * fields as stored, so equal codec values below (its resolvers read those fields only);
      * fields equal only once resolved (etp 0 and etp = tp) go on to the key. */
     for (int i = 0; i < CACHE_ENTRIES && !e; i++)
         if (c->e[i].used && !memcmp(&c->e[i].raw, &k, sizeof k)) e = &c->e[i];
+    if (e && (e->priced & (1u << rc))) {
+        c->hits++;
+        set_layer_kinds(kinds, head, e->x[rc], &e->head);
+        return;
+    }
     /* the key: every layout field of the codec (layout_codec.h, so a field added there is
      * part of it), as layout_field_value reads it, compared bytewise (the hash first) */
     int key[LAYOUT_NFIELDS] = {0};
     unsigned long hash = 1469598103934665603ul;
-    if (!e) {
-        for (int i = 0; i < c->n_fields; i++) {
-            const key_field *f = &c->field[i];
-            int v;
-            if (f->resolved) v = f->resolved(&k);
-            else if (f->is_bool) v = *(const bool *)(kb + f->offset);
-            else memcpy(&v, kb + f->offset, sizeof v);
-            key[i] = v;
-            hash = (hash ^ (unsigned)v) * 1099511628211ul;
-        }
-        for (int i = 0; i < CACHE_ENTRIES && !e; i++)
-            if (c->e[i].used && c->e[i].hash == hash && !memcmp(c->e[i].key, key, sizeof key)) {
-                e = &c->e[i];
-                e->raw = k;
-            }
+    for (int i = 0; i < c->n_fields; i++) {
+        const key_field *f = &c->field[i];
+        int v;
+        if (f->resolved) v = f->resolved(&k);
+        else if (f->is_bool) v = *(const bool *)(kb + f->offset);
+        else memcpy(&v, kb + f->offset, sizeof v);
+        key[i] = v;
+        hash = (hash ^ (unsigned)v) * 1099511628211ul;
     }
-    int rc = (int)l->recompute;
+    unsigned long hash_rc = (hash ^ (unsigned)rc) * 1099511628211ul;
+    priced_slot *slot = &c->priced[hash_rc & (PRICED_SLOTS - 1)];
+    if (slot->used && slot->hash == hash_rc && slot->rc == rc &&
+        !memcmp(slot->key, key, sizeof key)) {
+        c->hits++;
+        set_layer_kinds(kinds, head, slot->x, &slot->head);
+        return;
+    }
+    for (int i = 0; i < CACHE_ENTRIES && !e; i++)
+        if (c->e[i].used && c->e[i].hash == hash && !memcmp(c->e[i].key, key, sizeof key)) {
+            e = &c->e[i];
+            e->raw = k;
+        }
     if (!e) {
         e = &c->e[c->next];
         c->next = (c->next + 1) % CACHE_ENTRIES;
@@ -178,9 +233,10 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
         else e->x[rc][1] = e->x[rc][0];
         e->priced |= 1u << rc;
     }
-    kinds->dense = kinds->dense_bf16 = e->x[rc][0];
-    kinds->moe = kinds->moe_bf16 = e->x[rc][1];
-    *head = e->head;
+    *slot = (priced_slot){.used = true, .rc = rc, .hash = hash_rc, .head = e->head};
+    memcpy(slot->key, key, sizeof key);
+    memcpy(slot->x, e->x[rc], sizeof slot->x);
+    set_layer_kinds(kinds, head, e->x[rc], &e->head);
 }
 
 /* May a lower bound skip l's timing? Not where the step has calibrated terms (a fitted scale
