@@ -31,9 +31,7 @@ enum { CACHE_ENTRIES = 8, PRICED_SLOTS = 1 << 15 };
 
 typedef struct {
     bool used;
-    layout raw;              /* the cleared layout last found here, bytes and all */
-    unsigned long hash;      /* of key, compared first */
-    int key[LAYOUT_NFIELDS]; /* the codec's values of the cleared layout (cache_key) */
+    layout key;              /* the cleared layout (cache_key), its padding zeroed */
     recipe r[2];             /* dense, MoE layer (the MoE one only for MoE models) */
     unsigned priced;         /* bit rc: x[rc] holds the layers priced under recompute rc */
     layer_time x[3][2];
@@ -48,21 +46,13 @@ typedef struct {
     bool used;
     int rc;
     unsigned long hash; /* of key and rc */
-    int key[LAYOUT_NFIELDS];
+    layout key;
     layer_time x[2];
     layer_time head;
 } priced_slot;
 
-/* Where the key reads each layout field of the codec (layout_codec.h): its resolver, or its
- * offset and width (a bool, else an int-sized integer or enum), so a key costs a load a field
- * where layout_field_value would switch on the kind per call; the same values. */
-typedef struct {
-    size_t offset;
-    bool is_bool;
-    int (*resolved)(const layout *l);
-} key_field;
-
-/* Every enum kind the codec reads as an int is int-sized (read as one below). */
+/* The codec's fields are bools or int-sized (integers, enums, a bit set): the bytes each
+ * holds, below. */
 _Static_assert(sizeof(layout_framework) == sizeof(int) && sizeof(layout_sharding) == sizeof(int) &&
                    sizeof(layout_recompute) == sizeof(int) &&
                    sizeof(layout_precision) == sizeof(int) &&
@@ -70,11 +60,9 @@ _Static_assert(sizeof(layout_framework) == sizeof(int) && sizeof(layout_sharding
                    sizeof(layout_optimizer_impl) == sizeof(int) &&
                    sizeof(layout_moe_dispatcher) == sizeof(int) &&
                    sizeof(layout_pp_schedule) == sizeof(int) && sizeof(unsigned) == sizeof(int),
-               "the layer-cost key reads the codec's enum fields as ints");
+               "the layer-cost key takes the codec's non-bool fields as int-sized");
 
 struct estimate_cache {
-    int n_fields;
-    key_field field[LAYOUT_NFIELDS]; /* the codec's layout fields (not the training ones) */
     int n_pad;
     unsigned short pad[sizeof(layout)]; /* the bytes of a layout no codec field holds */
     bool have_counts;
@@ -98,11 +86,8 @@ estimate_cache *estimate_cache_new(void)
     for (int i = 0; i < LAYOUT_NFIELDS; i++) {
         const layout_field *f = &layout_fields[i];
         if (f->training) continue; /* the same for every lookup of a cache (estimate.h) */
-        bool is_bool = f->kind == LAYOUT_KIND_BOOL;
-        c->field[c->n_fields++] = (key_field){.offset = f->offset, .is_bool = is_bool,
-                                              .resolved = f->resolved};
-        for (size_t b = 0; b < (is_bool ? sizeof(bool) : sizeof(int)); b++)
-            held[f->offset + b] = true;
+        size_t width = f->kind == LAYOUT_KIND_BOOL ? sizeof(bool) : sizeof(int);
+        for (size_t b = 0; b < width; b++) held[f->offset + b] = true;
     }
     for (size_t b = 0; b < sizeof(layout); b++)
         if (!held[b]) c->pad[c->n_pad++] = (unsigned short)b;
@@ -171,70 +156,50 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
     unsigned char *kb = (unsigned char *)&k;
     for (int i = 0; i < c->n_pad; i++) kb[c->pad[i]] = 0; /* padding, whatever it held */
     int rc = (int)l->recompute;
+    /* The key: the cleared layout with every byte no codec field holds zeroed (layout_codec.h:
+     * a field added there is part of it), compared bytewise: equal bytes are equal fields. */
     cache_entry *e = NULL;
-    /* First the cleared layout's bytes: with the padding zeroed, equal bytes are equal codec
-     * fields as stored, so equal codec values below (its resolvers read those fields only);
-     * fields equal only once resolved (etp 0 and etp = tp) go on to the key. */
     for (int i = 0; i < CACHE_ENTRIES && !e; i++)
-        if (c->e[i].used && !memcmp(&c->e[i].raw, &k, sizeof k)) e = &c->e[i];
+        if (c->e[i].used && !memcmp(&c->e[i].key, &k, sizeof k)) e = &c->e[i];
     if (e && (e->priced & (1u << rc))) {
         c->hits++;
         set_layer_kinds(kinds, head, e->x[rc], &e->head);
         return;
     }
-    /* the key: every layout field of the codec (layout_codec.h, so a field added there is
-     * part of it), as layout_field_value reads it, compared bytewise (the hash first) */
-    int key[LAYOUT_NFIELDS] = {0};
-    unsigned long hash = 1469598103934665603ul;
-    for (int i = 0; i < c->n_fields; i++) {
-        const key_field *f = &c->field[i];
-        int v;
-        if (f->resolved) v = f->resolved(&k);
-        else if (f->is_bool) v = *(const bool *)(kb + f->offset);
-        else memcpy(&v, kb + f->offset, sizeof v);
-        key[i] = v;
-        hash = (hash ^ (unsigned)v) * 1099511628211ul;
+    unsigned long hash = 1469598103934665603ul; /* of the key's words */
+    for (size_t i = 0; i + sizeof(unsigned) <= sizeof k; i += sizeof(unsigned)) {
+        unsigned w;
+        memcpy(&w, kb + i, sizeof w);
+        hash = (hash ^ w) * 1099511628211ul;
     }
     unsigned long hash_rc = (hash ^ (unsigned)rc) * 1099511628211ul;
     priced_slot *slot = &c->priced[hash_rc & (PRICED_SLOTS - 1)];
     if (slot->used && slot->hash == hash_rc && slot->rc == rc &&
-        !memcmp(slot->key, key, sizeof key)) {
+        !memcmp(&slot->key, &k, sizeof k)) {
         c->hits++;
         set_layer_kinds(kinds, head, slot->x, &slot->head);
         return;
     }
-    for (int i = 0; i < CACHE_ENTRIES && !e; i++)
-        if (c->e[i].used && c->e[i].hash == hash && !memcmp(c->e[i].key, key, sizeof key)) {
-            e = &c->e[i];
-            e->raw = k;
-        }
     if (!e) {
         e = &c->e[c->next];
         c->next = (c->next + 1) % CACHE_ENTRIES;
         e->used = true;
-        e->raw = k;
-        e->hash = hash;
-        memcpy(e->key, key, sizeof key);
+        e->key = k;
         e->priced = 0;
         recipe_layer(m, sys, t, l, false, &e->r[0], NULL);
         if (is_moe) recipe_layer(m, sys, t, l, true, &e->r[1], NULL);
         estimate_head_cost(m, sys, t, l, &e->head.fwd_s, &e->head.bwd_s);
         c->builds++;
-    } else if (!(e->priced & (1u << rc))) {
+    } else { /* the recipes held, not yet priced under rc */
         recipe_set_recompute(sys, m, l, &e->r[0], false, true);
         if (is_moe) recipe_set_recompute(sys, m, l, &e->r[1], true, true);
         c->hits++;
-    } else {
-        c->hits++;
     }
-    if (!(e->priced & (1u << rc))) {
-        recipe_price(&e->r[0], &e->x[rc][0]);
-        if (is_moe) recipe_price(&e->r[1], &e->x[rc][1]);
-        else e->x[rc][1] = e->x[rc][0];
-        e->priced |= 1u << rc;
-    }
-    *slot = (priced_slot){.used = true, .rc = rc, .hash = hash_rc, .head = e->head};
-    memcpy(slot->key, key, sizeof key);
+    recipe_price(&e->r[0], &e->x[rc][0]);
+    if (is_moe) recipe_price(&e->r[1], &e->x[rc][1]);
+    else e->x[rc][1] = e->x[rc][0];
+    e->priced |= 1u << rc;
+    *slot = (priced_slot){.used = true, .rc = rc, .hash = hash_rc, .key = k, .head = e->head};
     memcpy(slot->x, e->x[rc], sizeof slot->x);
     set_layer_kinds(kinds, head, e->x[rc], &e->head);
 }
