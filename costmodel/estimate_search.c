@@ -3,19 +3,23 @@
  * computed with less work for a search that evaluates hundreds of thousands of layouts.
  *
  * Three savings, none of which changes a figure:
- *  - memory first: a layout that does not fit is not timed (estimate.c's memory half alone);
+ *  - memory first: a layout that does not fit is not timed (estimate.c's memory half alone,
+ *    with the model's parameter counts counted once per cache: estimate_model_counts);
  *  - a layer-cost cache: a decoder layer's recipe (layer_recipe.h) depends on the layout's
  *    sizes, precision, implementation and TP overlap but not on its recompute setting (only
  *    the ops' recompute flags and the host's pacing do: recipe_set_recompute), nor on DDP
- *    versus the distributed optimizer, the DP overlap knobs or the virtual pipeline size. The
- *    cache keeps a few built recipes keyed by the layout with those fields cleared, and prices
- *    each recompute setting of a recipe once;
+ *    versus the distributed optimizer, the DP overlap knobs or the virtual pipeline size, and
+ *    under Megatron without FSDP not on dp or pp (cache_key says why). The cache keeps a few
+ *    built recipes keyed by the layout with those fields cleared, and each recompute setting's
+ *    priced layers in a larger table (the same key a pipeline size later finds them there);
  *  - a lower bound: without calibrated step terms, step_s >= (micro-batches + (pp-1)/vpp) x
  *    the first stage's micro-batch time, because the step is micro-batches x the worst stage's
  *    micro-batch time plus non-negative data-parallel, bubble and optimizer terms, the bubble is
  *    (pp-1)/vpp x the worst stage's micro-batch, and the worst stage is at least as slow as the
  *    first (estimate.c estimate_time_assemble). A layout whose bound exceeds the caller's
- *    threshold is not assembled (ESTIMATE_PRUNED).
+ *    threshold is not assembled (ESTIMATE_PRUNED). The first stage is priced by its decoder
+ *    layers first (estimate_stage_layers_total, never above the whole stage's figure), the
+ *    whole stage only where that part alone does not settle it: the same decisions.
  */
 #include "estimate_internal.h"
 
