@@ -31,7 +31,7 @@
 #include "precision.h"
 
 
-enum { CACHE_ENTRIES = 8, PRICED_SLOTS = 1 << 15 };
+enum { CACHE_ENTRIES = 8, PRICED_SLOTS_MIN = 1 << 10, PRICED_SLOTS_MAX = 1 << 15 };
 
 typedef struct {
     bool used;
@@ -71,17 +71,24 @@ struct estimate_cache {
     unsigned short pad[sizeof(layout)]; /* the bytes of a layout no codec field holds */
     bool have_counts;
     estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
-    priced_slot *priced;          /* PRICED_SLOTS of them */
+    priced_slot *priced;          /* n_priced of them, a power of two */
+    size_t n_priced;
     cache_entry e[CACHE_ENTRIES];
     int next;                /* round-robin eviction */
     long builds, hits;
 };
 
-estimate_cache *estimate_cache_new(void)
+estimate_cache *estimate_cache_new(void) { return estimate_cache_new_for(0); }
+
+estimate_cache *estimate_cache_new_for(long layouts)
 {
     estimate_cache *c = calloc(1, sizeof(estimate_cache));
     if (!c) return NULL;
-    c->priced = calloc(PRICED_SLOTS, sizeof *c->priced);
+    /* a slot for every 32 layouts (a few keys come back per pipeline size), within bounds: a
+     * small search does not fault in megabytes of table it never reaches */
+    c->n_priced = PRICED_SLOTS_MIN;
+    while (c->n_priced < PRICED_SLOTS_MAX && (long)c->n_priced * 32 < layouts) c->n_priced *= 2;
+    c->priced = calloc(c->n_priced, sizeof *c->priced);
     if (!c->priced) {
         free(c);
         return NULL;
@@ -177,7 +184,7 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
         hash = (hash ^ w) * 1099511628211ul;
     }
     unsigned long hash_rc = (hash ^ (unsigned)rc) * 1099511628211ul;
-    priced_slot *slot = &c->priced[hash_rc & (PRICED_SLOTS - 1)];
+    priced_slot *slot = &c->priced[hash_rc & (c->n_priced - 1)];
     if (slot->used && slot->hash == hash_rc && slot->rc == rc &&
         !memcmp(&slot->key, &k, sizeof k)) {
         c->hits++;

@@ -501,7 +501,7 @@ static cm_status evaluate_list(const model_spec *m, const system_spec *sys,
     for (int k = 0; k < nthreads; k++) {
         w[k] = (worker){.m = m, .sys = sys, .t = t, .opt = opt, .list = list,
                         .next_chunk = &next, .r = nthreads > 1 ? &parts[k] : r,
-                        .cache = estimate_cache_new()};
+                        .cache = estimate_cache_new_for((long)list->n)};
         oom |= !w[k].cache;
     }
     if (oom) {
