@@ -106,7 +106,8 @@ void search_megatron_layouts(const model_spec *m, const system_spec *sys, const 
                                             l.overlap_param_gather = fsdp_ov;
                                             emit(arg, &l);
                                             layout u; /* uneven stages (issue 21) */
-                                            if (search_uneven_variant(m, head_layers, &l, &u)) emit(arg, &u);
+                                            if (search_uneven_variant(m, head_layers, &l, &u))
+                                                emit(arg, &u);
                                         }
                                     }
                                 }

@@ -87,7 +87,8 @@ void search_torchtitan_layouts(const model_spec *m, const system_spec *sys,
                                             l.offload = off;
                                             emit(arg, &l);
                                             layout u; /* uneven stages (issue 21) */
-                                            if (search_uneven_variant(m, head_layers, &l, &u)) emit(arg, &u);
+                                            if (search_uneven_variant(m, head_layers, &l, &u))
+                                                emit(arg, &u);
                                         }
                         }
                     }
