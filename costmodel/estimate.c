@@ -134,9 +134,13 @@ static const layer_time *layer_kind_of(const model_spec *m, const layout *l,
     return moe ? &k->moe : &k->dense;
 }
 
-stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
-                               const training_spec *t, const layout *l, int stage,
-                               const layer_kinds *kinds, const layer_time *head)
+/* Stage `stage`'s decoder layers into s (zeroed first): every sum of estimate_stage_cost up to
+ * its layers' last term, so that what it adds after them (the first FSDP unit's traffic, the
+ * head, the root units, the pipeline sends) only adds non-negative terms to these sums.
+ * Returns the stage's first global layer. */
+static int stage_layers_cost(const model_spec *m, const system_spec *sys,
+                             const training_spec *t, const layout *l, int stage,
+                             const layer_kinds *kinds, stage_time *out)
 {
     stage_time s;
     memset(&s, 0, sizeof s);
@@ -190,12 +194,23 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
             s.fsdp_raw_s += c * (x->gather_s + ag_bwd + x->reduce_s);
         }
     }
+    s.layers = n;
+    *out = s;
+    return start;
+}
+
+stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
+                               const training_spec *t, const layout *l, int stage,
+                               const layer_kinds *kinds, const layer_time *head)
+{
+    stage_time s;
+    int start = stage_layers_cost(m, sys, t, l, stage, kinds, &s);
+    int n = s.layers;
     if (l->sharding == SHARDING_FSDP && n > 0) {
         const layer_time *first = layer_kind_of(m, l, kinds, start);
         s.fsdp_s += first->gather_s + first->reduce_s; /* nothing to hide the first/last */
         s.fsdp_raw_s += first->gather_s + first->reduce_s;
     }
-    s.layers = n;
     if (stage == l->pp - 1) {
         double hf, hb;
         if (head) {
@@ -235,6 +250,16 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
 double estimate_stage_total(const stage_time *s)
 {
     return s->compute_s + s->tp_s + s->cp_s + s->ep_s + s->pp_s + s->fsdp_s;
+}
+
+double estimate_stage_layers_total(const model_spec *m, const system_spec *sys,
+                                   const training_spec *t, const layout *l, int stage,
+                                   const layer_kinds *kinds)
+{
+    stage_time s;
+    stage_layers_cost(m, sys, t, l, stage, kinds, &s);
+    s.compute_s = s.fwd_s + s.bwd_s; /* pp_s stays 0 */
+    return estimate_stage_total(&s);
 }
 
 /* Data-parallel synchronisation of dense_params (over dp*cp) and expert_params (over the expert
@@ -352,19 +377,35 @@ static double apply_step_terms(const system_step *st, const layout *l, double la
     return var > 0 ? var : 0;
 }
 
+void estimate_model_counts_of(const model_spec *m, estimate_model_counts *c)
+{
+    c->params_total = model_params_total(m);
+    c->params_active = model_params_active(m);
+    memory_model_counts_of(m, &c->memory);
+}
+
 void estimate_memory_part(const model_spec *m, const system_spec *sys,
                                  const training_spec *t, const layout *l, estimate *out)
+{
+    estimate_model_counts c;
+    estimate_model_counts_of(m, &c);
+    estimate_memory_part_counted(m, &c, sys, t, l, out);
+}
+
+void estimate_memory_part_counted(const model_spec *m, const estimate_model_counts *c,
+                                  const system_spec *sys, const training_spec *t,
+                                  const layout *l, estimate *out)
 {
     memset(out, 0, sizeof *out);
     size_t n = strnlen(m->name, sizeof out->model_name - 1);
     memcpy(out->model_name, m->name, n);
-    out->params_total = model_params_total(m);
-    out->params_active = model_params_active(m);
+    out->params_total = c->params_total;
+    out->params_active = c->params_active;
     out->layout = *l;
     out->training = *t;
     out->gpus = layout_gpus(l);
     out->microbatches = layout_microbatches(l, t);
-    out->memory = memory_peak(m, sys, t, l);
+    out->memory = memory_peak_counted(m, &c->memory, sys, t, l);
 }
 
 stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,

@@ -85,6 +85,8 @@ cm_status estimate_layout(const model_spec *m, const system_spec *sys, const tra
  */
 typedef struct estimate_cache estimate_cache;
 estimate_cache *estimate_cache_new(void);
+/* The same, sized for a search of about `layouts` layouts (its table of priced layers). */
+estimate_cache *estimate_cache_new_for(long layouts);
 void estimate_cache_free(estimate_cache *c);
 /* How many layer recipes the cache built and how many lookups it answered without building. */
 void estimate_cache_counts(const estimate_cache *c, long *builds, long *hits);

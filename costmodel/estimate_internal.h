@@ -8,6 +8,7 @@
 
 #include "estimate.h"
 #include "layer_recipe.h"
+#include "memory.h"
 
 /* One layer's per-micro-batch times: its recipe (layer_recipe.h) priced. */
 typedef recipe_time layer_time;
@@ -29,12 +30,31 @@ typedef struct {
 /* Identity and memory of l into out (zeroed first); no time. */
 void estimate_memory_part(const model_spec *m, const system_spec *sys, const training_spec *t,
                           const layout *l, estimate *out);
+/* The model's counts the memory part reads (a search counts them once per model). */
+typedef struct {
+    double params_total, params_active;
+    memory_model_counts memory;
+} estimate_model_counts;
+void estimate_model_counts_of(const model_spec *m, estimate_model_counts *c);
+/* estimate_memory_part with m's counts given: the same figures. */
+void estimate_memory_part_counted(const model_spec *m, const estimate_model_counts *c,
+                                  const system_spec *sys, const training_spec *t,
+                                  const layout *l, estimate *out);
 /* Stage `stage`'s micro-batch from its layers' costs; head: the loss head's fwd_s/bwd_s
  * (NULL: priced here). */
 stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
                                const training_spec *t, const layout *l, int stage,
                                const layer_kinds *kinds, const layer_time *head);
 double estimate_stage_total(const stage_time *s);
+/* estimate_stage_total of stage `stage` without what estimate_stage_cost adds after its
+ * decoder layers (the first FSDP unit's exposed traffic, the head, the root units, the
+ * pipeline sends: each >= 0). Its sums are a prefix of the same additions in the same order,
+ * and IEEE rounding is monotone (x <= y gives fl(x + c) <= fl(y + c), and fl(x + c) >= x for
+ * c >= 0), so it is <= estimate_stage_total(estimate_stage_cost(...)) in floating point too:
+ * a lower bound that is cheaper than the stage. */
+double estimate_stage_layers_total(const model_spec *m, const system_spec *sys,
+                                   const training_spec *t, const layout *l, int stage,
+                                   const layer_kinds *kinds);
 /* The slowest of the candidate stages (first, second, last); kinds/head NULL: priced here. */
 stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
                                 const training_spec *t, const layout *l,

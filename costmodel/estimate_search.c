@@ -3,19 +3,23 @@
  * computed with less work for a search that evaluates hundreds of thousands of layouts.
  *
  * Three savings, none of which changes a figure:
- *  - memory first: a layout that does not fit is not timed (estimate.c's memory half alone);
+ *  - memory first: a layout that does not fit is not timed (estimate.c's memory half alone,
+ *    with the model's parameter counts counted once per cache: estimate_model_counts);
  *  - a layer-cost cache: a decoder layer's recipe (layer_recipe.h) depends on the layout's
  *    sizes, precision, implementation and TP overlap but not on its recompute setting (only
  *    the ops' recompute flags and the host's pacing do: recipe_set_recompute), nor on DDP
- *    versus the distributed optimizer, the DP overlap knobs or the virtual pipeline size. The
- *    cache keeps a few built recipes keyed by the layout with those fields cleared, and prices
- *    each recompute setting of a recipe once;
+ *    versus the distributed optimizer, the DP overlap knobs or the virtual pipeline size, and
+ *    under Megatron without FSDP not on dp or pp (cache_key says why). The cache keeps a few
+ *    built recipes keyed by the layout with those fields cleared, and each recompute setting's
+ *    priced layers in a larger table (the same key a pipeline size later finds them there);
  *  - a lower bound: without calibrated step terms, step_s >= (micro-batches + (pp-1)/vpp) x
  *    the first stage's micro-batch time, because the step is micro-batches x the worst stage's
  *    micro-batch time plus non-negative data-parallel, bubble and optimizer terms, the bubble is
  *    (pp-1)/vpp x the worst stage's micro-batch, and the worst stage is at least as slow as the
  *    first (estimate.c estimate_time_assemble). A layout whose bound exceeds the caller's
- *    threshold is not assembled (ESTIMATE_PRUNED).
+ *    threshold is not assembled (ESTIMATE_PRUNED). The first stage is priced by its decoder
+ *    layers first (estimate_stage_layers_total, never above the whole stage's figure), the
+ *    whole stage only where that part alone does not settle it: the same decisions.
  */
 #include "estimate_internal.h"
 
@@ -27,11 +31,11 @@
 #include "precision.h"
 
 
-enum { CACHE_ENTRIES = 8 };
+enum { CACHE_ENTRIES = 8, PRICED_SLOTS_MIN = 1 << 10, PRICED_SLOTS_MAX = 1 << 15 };
 
 typedef struct {
     bool used;
-    int key[LAYOUT_NFIELDS]; /* the codec's values of the cleared layout (cache_key) */
+    layout key;              /* the cleared layout (cache_key), its padding zeroed */
     recipe r[2];             /* dense, MoE layer (the MoE one only for MoE models) */
     unsigned priced;         /* bit rc: x[rc] holds the layers priced under recompute rc */
     layer_time x[3][2];
@@ -40,14 +44,73 @@ typedef struct {
     layer_time head[3];
 } cache_entry;
 
+/* A key's layers priced under one recompute setting, kept after its recipes leave the
+ * entries above: the search meets a key again one pipeline size later (the key holds no dp or
+ * pp for Megatron without FSDP, cache_key), long after eight other keys. Direct-mapped by the
+ * hash; a slot is overwritten by the next key that maps to it. */
+typedef struct {
+    bool used;
+    int rc;
+    unsigned long hash; /* of key and rc */
+    layout key;
+    layer_time x[2];
+    layer_time head;
+} priced_slot;
+
+/* The codec's fields are bools or int-sized (integers, enums, a bit set): the bytes each
+ * holds, below. */
+_Static_assert(sizeof(layout_framework) == sizeof(int) && sizeof(layout_sharding) == sizeof(int) &&
+                   sizeof(layout_recompute) == sizeof(int) &&
+                   sizeof(layout_precision) == sizeof(int) &&
+                   sizeof(layout_fp8_recipe) == sizeof(int) && sizeof(layout_impl) == sizeof(int) &&
+                   sizeof(layout_optimizer_impl) == sizeof(int) &&
+                   sizeof(layout_moe_dispatcher) == sizeof(int) &&
+                   sizeof(layout_pp_schedule) == sizeof(int) && sizeof(unsigned) == sizeof(int),
+               "the layer-cost key takes the codec's non-bool fields as int-sized");
+
 struct estimate_cache {
+    int n_pad;
+    unsigned short pad[sizeof(layout)]; /* the bytes of a layout no codec field holds */
+    bool have_counts;
+    estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
+    priced_slot *priced;          /* n_priced of them, a power of two */
+    size_t n_priced;
     cache_entry e[CACHE_ENTRIES];
     int next;                /* round-robin eviction */
     long builds, hits;
 };
 
-estimate_cache *estimate_cache_new(void) { return calloc(1, sizeof(estimate_cache)); }
-void estimate_cache_free(estimate_cache *c) { free(c); }
+estimate_cache *estimate_cache_new(void) { return estimate_cache_new_for(0); }
+
+estimate_cache *estimate_cache_new_for(long layouts)
+{
+    estimate_cache *c = calloc(1, sizeof(estimate_cache));
+    if (!c) return NULL;
+    /* a slot for every 32 layouts (a few keys come back per pipeline size), within bounds: a
+     * small search does not fault in megabytes of table it never reaches */
+    c->n_priced = PRICED_SLOTS_MIN;
+    while (c->n_priced < PRICED_SLOTS_MAX && (long)c->n_priced * 32 < layouts) c->n_priced *= 2;
+    c->priced = calloc(c->n_priced, sizeof *c->priced);
+    if (!c->priced) {
+        free(c);
+        return NULL;
+    }
+    bool held[sizeof(layout)] = {false};
+    for (int i = 0; i < LAYOUT_NFIELDS; i++) {
+        const layout_field *f = &layout_fields[i];
+        if (f->training) continue; /* the same for every lookup of a cache (estimate.h) */
+        size_t width = f->kind == LAYOUT_KIND_BOOL ? sizeof(bool) : sizeof(int);
+        for (size_t b = 0; b < width; b++) held[f->offset + b] = true;
+    }
+    for (size_t b = 0; b < sizeof(layout); b++)
+        if (!held[b]) c->pad[c->n_pad++] = (unsigned short)b;
+    return c;
+}
+void estimate_cache_free(estimate_cache *c)
+{
+    if (c) free(c->priced);
+    free(c);
+}
 
 void estimate_cache_counts(const estimate_cache *c, long *builds, long *hits)
 {
@@ -66,7 +129,28 @@ static layout cache_key(const layout *l)
     k.vpp = 1;
     k.pp_first_layers = k.pp_last_layers = 0; /* how many layers a stage, not what one costs */
     k.optimizer_offload_pct = 0; /* the optimizer step only */
+    /* Megatron without FSDP: the recipes read dp and pp only as layout_gpus(l) == 1 (alone:
+     * elementwise.c). What they read of the layout (layer_recipe.c, recipe_builder.c,
+     * recipe_price.c, host_dispatch.c, elementwise.c, moe_dispatch.c, overlap.c's TP terms,
+     * async_tp.c, recompute_modules.c, precision.c's rules, attention_rate.c): tp, cp, ep,
+     * etp, mbs, sp, the precision fields, the implementation, recompute (flags only) and
+     * tp_comm_overlap; dp only in the FSDP branches (the shard group) and through
+     * layout_gpus; pp only in recipe_head's FSDP2 root copies (fsdp_copies_apply: FSDP2 or
+     * torchtitan with FSDP). The training spec's global batch, which follows dp under
+     * --gbs-policy nearest, is read by none of them. */
+    if (k.framework == FRAMEWORK_MEGATRON && k.sharding != SHARDING_FSDP) {
+        k.dp = layout_gpus(l) == 1; /* 1: alone, 0: not */
+        k.pp = 1;
+    }
     return k;
+}
+
+static void set_layer_kinds(layer_kinds *kinds, layer_time *head, const layer_time x[2],
+                            const layer_time *h)
+{
+    kinds->dense = kinds->dense_bf16 = x[0];
+    kinds->moe = kinds->moe_bf16 = x[1];
+    *head = *h;
 }
 
 /* The dense and MoE layer costs and the head's of l, from the cache when it has them. */
@@ -82,44 +166,58 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
     }
     bool is_moe = model_is_moe(m);
     layout k = cache_key(l);
-    cache_entry *e = NULL;
-    /* the key: every field of the layout codec (layout_codec.h, so a field added there is
-     * part of it), as values, compared bytewise */
-    int key[LAYOUT_NFIELDS];
-    for (int i = 0; i < LAYOUT_NFIELDS; i++)
-        key[i] = layout_fields[i].training ? 0 : layout_field_value(&layout_fields[i], &k, NULL);
-    for (int i = 0; i < CACHE_ENTRIES && !e; i++)
-        if (c->e[i].used && !memcmp(c->e[i].key, key, sizeof key)) e = &c->e[i];
+    unsigned char *kb = (unsigned char *)&k;
+    for (int i = 0; i < c->n_pad; i++) kb[c->pad[i]] = 0; /* padding, whatever it held */
     int rc = (int)l->recompute;
+    /* The key: the cleared layout with every byte no codec field holds zeroed (layout_codec.h:
+     * a field added there is part of it), compared bytewise: equal bytes are equal fields. */
+    cache_entry *e = NULL;
+    for (int i = 0; i < CACHE_ENTRIES && !e; i++)
+        if (c->e[i].used && !memcmp(&c->e[i].key, &k, sizeof k)) e = &c->e[i];
+    if (e && (e->priced & (1u << rc)) && (e->head_priced & (1u << rc))) {
+        c->hits++;
+        set_layer_kinds(kinds, head, e->x[rc], &e->head[rc]);
+        return;
+    }
+    unsigned long hash = 1469598103934665603ul; /* of the key's words */
+    for (size_t i = 0; i + sizeof(unsigned) <= sizeof k; i += sizeof(unsigned)) {
+        unsigned w;
+        memcpy(&w, kb + i, sizeof w);
+        hash = (hash ^ w) * 1099511628211ul;
+    }
+    unsigned long hash_rc = (hash ^ (unsigned)rc) * 1099511628211ul;
+    priced_slot *slot = &c->priced[hash_rc & (c->n_priced - 1)];
+    if (slot->used && slot->hash == hash_rc && slot->rc == rc &&
+        !memcmp(&slot->key, &k, sizeof k)) {
+        c->hits++;
+        set_layer_kinds(kinds, head, slot->x, &slot->head);
+        return;
+    }
     if (!e) {
         e = &c->e[c->next];
         c->next = (c->next + 1) % CACHE_ENTRIES;
         e->used = true;
-        memcpy(e->key, key, sizeof key);
+        e->key = k;
         e->priced = e->head_priced = 0;
         recipe_layer(m, sys, t, l, false, &e->r[0], NULL);
         if (is_moe) recipe_layer(m, sys, t, l, true, &e->r[1], NULL);
         c->builds++;
-    } else if (!(e->priced & (1u << rc))) {
+    } else { /* the recipes held, not yet priced under rc */
         recipe_set_recompute(sys, m, l, &e->r[0], false, true);
         if (is_moe) recipe_set_recompute(sys, m, l, &e->r[1], true, true);
         c->hits++;
-    } else {
-        c->hits++;
     }
-    if (!(e->priced & (1u << rc))) {
-        recipe_price(&e->r[0], &e->x[rc][0]);
-        if (is_moe) recipe_price(&e->r[1], &e->x[rc][1]);
-        else e->x[rc][1] = e->x[rc][0];
-        e->priced |= 1u << rc;
-    }
-    kinds->dense = kinds->dense_bf16 = e->x[rc][0];
-    kinds->moe = kinds->moe_bf16 = e->x[rc][1];
+    recipe_price(&e->r[0], &e->x[rc][0]);
+    if (is_moe) recipe_price(&e->r[1], &e->x[rc][1]);
+    else e->x[rc][1] = e->x[rc][0];
+    e->priced |= 1u << rc;
     if (!(e->head_priced & (1u << rc))) {
         estimate_head_cost(m, sys, t, l, &e->head[rc].fwd_s, &e->head[rc].bwd_s);
         e->head_priced |= 1u << rc;
     }
-    *head = e->head[rc];
+    *slot = (priced_slot){.used = true, .rc = rc, .hash = hash_rc, .key = k, .head = e->head[rc]};
+    memcpy(slot->x, e->x[rc], sizeof slot->x);
+    set_layer_kinds(kinds, head, e->x[rc], &e->head[rc]);
 }
 
 /* May a lower bound skip l's timing? Not where the step has calibrated terms (a fitted scale
@@ -153,6 +251,15 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     }
     /* memory and the stages' micro-batch times depend on tp_comm_overlap alone among the
      * knobs (its userbuffers, its exposed TP time): once per value */
+    estimate_model_counts own;
+    const estimate_model_counts *counts = &own;
+    if (cache) {
+        if (!cache->have_counts) estimate_model_counts_of(m, &cache->counts);
+        cache->have_counts = true;
+        counts = &cache->counts;
+    } else {
+        estimate_model_counts_of(m, &own);
+    }
     int first[2] = {-1, -1};
     stage_time worst[2];
     layer_kinds kinds[2];
@@ -174,7 +281,7 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
             outs[i].memory.total_bytes += ub;
             outs[i].memory.need_bytes += ub;
         } else {
-            estimate_memory_part(m, sys, t, l, &outs[i]);
+            estimate_memory_part_counted(m, counts, sys, t, l, &outs[i]);
         }
         outs[i].feasible = false; /* untimed unless assembled below */
         if (!memory_fits(&outs[i].memory)) continue;
@@ -185,9 +292,17 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
             estimate_head_cost(m, sys, t, l, &head[k].fwd_s, &head[k].bwd_s);
         }
         if (prune_above_s > 0 && prunable(sys, l)) {
-            stage_time s0 = estimate_stage_cost(m, sys, t, l, 0, &kinds[k], &head[k]);
             double bubble = l->pp > 1 ? (double)(l->pp - 1) / l->vpp : 0;
-            double lb = (outs[i].microbatches + bubble) * estimate_stage_total(&s0);
+            double f = outs[i].microbatches + bubble;
+            /* the first stage's decoder layers alone first (estimate_stage_layers_total: <= the
+             * stage's total, so this lb <= the one below); only where it does not exceed the
+             * threshold is the whole stage priced. The decision is the same: every variant's
+             * lb here exceeds the threshold exactly when its whole-stage lb does. */
+            double lb = f * estimate_stage_layers_total(m, sys, t, l, 0, &kinds[k]);
+            if (lb <= prune_above_s) {
+                stage_time s0 = estimate_stage_cost(m, sys, t, l, 0, &kinds[k], &head[k]);
+                lb = f * estimate_stage_total(&s0);
+            }
             if (bound_s < 0 || lb < bound_s) bound_s = lb;
         } else {
             bound_s = 0; /* never pruned */

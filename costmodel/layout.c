@@ -196,11 +196,14 @@ int layout_stage_layers(const model_spec *m, const layout *l, int stage)
 
 int layout_max_stage_layers(const model_spec *m, const layout *l)
 {
-    if (uneven_split(l)) {
-        int most = 0;
-        for (int s = 0; s < l->pp; s++) {
-            int n = layout_stage_layers(m, l, s);
-            if (n > most) most = n;
+    if (uneven_split(l)) { /* the first, the last and (pp > 2) the middle ones' count */
+        int most = 0, first = layout_stage_layers(m, l, 0);
+        int last = layout_stage_layers(m, l, l->pp - 1);
+        if (first > most) most = first;
+        if (last > most) most = last;
+        if (l->pp > 2) {
+            int mid = layout_stage_layers(m, l, 1);
+            if (mid > most) most = mid;
         }
         return most;
     }
@@ -219,8 +222,16 @@ int layout_stage_start(const model_spec *m, const layout *l, int stage)
         int rem = m->layers % l->pp;
         return stage * (m->layers / l->pp) + (stage >= 1 ? (stage - 1 < rem ? stage - 1 : rem) : 0);
     }
-    int start = 0;
-    for (int s = 0; s < stage && s < l->pp; s++) start += layout_stage_layers(m, l, s);
+    /* the sum of the stages before it, in closed form: stage 0, the middle ones (each the
+     * same count) and, past them all, the last */
+    int n = stage < l->pp ? stage : l->pp;
+    if (n <= 0) return 0;
+    int start = layout_stage_layers(m, l, 0);
+    if (n >= 2) {
+        int mids = n == l->pp ? n - 2 : n - 1;
+        if (mids > 0) start += mids * layout_stage_layers(m, l, 1);
+        if (n == l->pp) start += layout_stage_layers(m, l, l->pp - 1);
+    }
     return start;
 }
 

@@ -232,21 +232,46 @@ bool memory_fits(const memory_breakdown *mb)
 }
 
 
-static int stage_moe_layers(const model_spec *m, const layout *l, int s)
+/* The MoE layers among the n from global layer start on. */
+static int moe_layers_from(const model_spec *m, int start, int n)
 {
     if (!model_is_moe(m)) return 0;
-    int start = layout_stage_start(m, l, s), n = layout_stage_layers(m, l, s);
     int first_moe = m->dense_first > start ? m->dense_first : start;
     int end = start + n;
     return end > first_moe ? end - first_moe : 0;
 }
 
+static int stage_moe_layers(const model_spec *m, const layout *l, int s)
+{
+    return moe_layers_from(m, layout_stage_start(m, l, s), layout_stage_layers(m, l, s));
+}
+
+void memory_model_counts_of(const model_spec *m, memory_model_counts *c)
+{
+    c->attention = model_attention_params(m);
+    c->norm = model_norm_params(m);
+    c->dense_mlp = model_dense_mlp_params(m);
+    c->expert = model_expert_params(m);
+    c->shared_expert = model_shared_expert_params(m);
+    c->router = model_router_params(m);
+    c->embedding = model_embedding_params(m);
+    c->output = model_output_params(m);
+}
+
+static double layer_params_counted(const model_spec *m, const memory_model_counts *c,
+                                   const layout *l, int moe_layer)
+{
+    double p = c->attention / l->tp + c->norm;
+    if (!moe_layer) return p + c->dense_mlp / l->tp;
+    return p + (double)(m->experts / l->ep) * c->expert / layout_etp(l) + c->router +
+           c->shared_expert / l->tp;
+}
+
 double memory_layer_params(const model_spec *m, const layout *l, int moe_layer)
 {
-    double p = model_attention_params(m) / l->tp + model_norm_params(m);
-    if (!moe_layer) return p + model_dense_mlp_params(m) / l->tp;
-    return p + (double)(m->experts / l->ep) * model_expert_params(m) / layout_etp(l) +
-           model_router_params(m) + model_shared_expert_params(m) / l->tp;
+    memory_model_counts c;
+    memory_model_counts_of(m, &c);
+    return layer_params_counted(m, &c, l, moe_layer);
 }
 
 void memory_layer_params_split(const model_spec *m, const layout *l, int moe_layer,
@@ -265,18 +290,18 @@ void memory_layer_params_split(const model_spec *m, const layout *l, int moe_lay
     *expert_params = expert;
 }
 
-void memory_stage_params(const model_spec *m, const layout *l, int stage, double *dense_params,
-                         double *expert_params)
+/* Stage `stage`'s parameters, its n layers (moe of them MoE) given. */
+static void stage_params_counted(const model_spec *m, const memory_model_counts *c,
+                                 const layout *l, int stage, int n, int moe,
+                                 double *dense_params, double *expert_params)
 {
-    int n = layout_stage_layers(m, l, stage), moe = stage_moe_layers(m, l, stage);
-    double dense = n * (model_attention_params(m) / l->tp + model_norm_params(m)) +
-                   (n - moe) * model_dense_mlp_params(m) / l->tp +
-                   moe * (model_router_params(m) + model_shared_expert_params(m) / l->tp);
-    double expert = moe * (double)(m->experts / l->ep) * model_expert_params(m) / layout_etp(l);
-    if (stage == 0) dense += model_embedding_params(m) / l->tp;
+    double dense = n * (c->attention / l->tp + c->norm) + (n - moe) * c->dense_mlp / l->tp +
+                   moe * (c->router + c->shared_expert / l->tp);
+    double expert = moe * (double)(m->experts / l->ep) * c->expert / layout_etp(l);
+    if (stage == 0) dense += c->embedding / l->tp;
     if (stage == l->pp - 1) {
         double vh = (double)m->vocab * m->hidden;
-        dense += model_output_params(m) - (m->tied_embeddings ? 0 : vh) +
+        dense += c->output - (m->tied_embeddings ? 0 : vh) +
                  /* untied head, or Megatron's copy of the tied embedding on the last stage */
                  ((!m->tied_embeddings || l->pp > 1) ? vh / l->tp : 0);
         /* Megatron's MTP modules (recipe_mtp.c): one decoder layer each, eh_proj (2h x h,
@@ -291,6 +316,15 @@ void memory_stage_params(const model_spec *m, const layout *l, int stage, double
     }
     *dense_params = dense;
     *expert_params = expert;
+}
+
+void memory_stage_params(const model_spec *m, const layout *l, int stage, double *dense_params,
+                         double *expert_params)
+{
+    memory_model_counts c;
+    memory_model_counts_of(m, &c);
+    stage_params_counted(m, &c, l, stage, layout_stage_layers(m, l, stage),
+                         stage_moe_layers(m, l, stage), dense_params, expert_params);
 }
 
 bool memory_layer_is_moe(const model_spec *m, int layer)
@@ -398,6 +432,7 @@ static void precision_memory(const model_spec *m, const layout *l, int stage, in
 /* The per-layer figures every stage of a layout shares, each computed on first use, so
  * memory_peak's candidate stages compute them once (a search asks per layout). */
 typedef struct {
+    const memory_model_counts *counts; /* the model's (memory_model_counts_of) */
     bool have_act[2], have_params[2];
     double act_bytes[2], params[2]; /* dense, MoE layer */
 } layer_figures;
@@ -415,7 +450,7 @@ static double layer_act(layer_figures *f, const model_spec *m, const training_sp
 static double layer_params_of(layer_figures *f, const model_spec *m, const layout *l, int moe)
 {
     if (!f->have_params[moe]) {
-        f->params[moe] = memory_layer_params(m, l, moe);
+        f->params[moe] = layer_params_counted(m, f->counts, l, moe);
         f->have_params[moe] = true;
     }
     return f->params[moe];
@@ -428,7 +463,9 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
 memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
                               const training_spec *t, const layout *l, int stage)
 {
-    layer_figures fig = {0};
+    memory_model_counts c;
+    memory_model_counts_of(m, &c);
+    layer_figures fig = {.counts = &c};
     return stage_memory(m, sys, t, l, stage, &fig);
 }
 
@@ -442,15 +479,16 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     r.capacity_bytes = sys->hbm_bytes;
 
     double pd, pe;
-    memory_stage_params(m, l, stage, &pd, &pe);
+    int n_layers = layout_stage_layers(m, l, stage);
+    int start = layout_stage_start(m, l, stage);
+    int moe_layers = moe_layers_from(m, start, n_layers);
+    stage_params_counted(m, fig->counts, l, stage, n_layers, moe_layers, &pd, &pe);
     double params = pd + pe;
     double nd = layout_shard_group(l);
     double ne = layout_expert_dp(l);
     if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
     double sharded = pd / nd + pe / ne; /* this GPU's shard of the stage's parameters */
     double grad_bytes = t->grad_reduce_bf16 ? 2.0 : 4.0;
-    int n_layers = layout_stage_layers(m, l, stage);
-    int moe_layers = stage_moe_layers(m, l, stage);
     double layer_params = layer_params_of(fig, m, l, moe_layers > 0);
 
     double fsdp_buffer_bytes = 0; /* FSDP's units and gradients in flight (memory_phases.h) */
@@ -526,7 +564,6 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     double act_moe = moe_layers ? layer_act(fig, m, t, l, 1) : 0;
     double act_full = (n_layers - moe_layers) * act_dense + moe_layers * act_moe;
     double act_layer_max = moe_layers ? act_moe : act_dense;
-    int start = layout_stage_start(m, l, stage);
     if (precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0 ||
                                 start + n_layers > m->layers)) {
         /* bf16 first/last layers (precision.h) save their inputs in bf16 (none without them,
@@ -663,9 +700,18 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
 memory_breakdown memory_peak(const model_spec *m, const system_spec *sys,
                              const training_spec *t, const layout *l)
 {
+    memory_model_counts c;
+    memory_model_counts_of(m, &c);
+    return memory_peak_counted(m, &c, sys, t, l);
+}
+
+memory_breakdown memory_peak_counted(const model_spec *m, const memory_model_counts *c,
+                                     const system_spec *sys, const training_spec *t,
+                                     const layout *l)
+{
     /* Candidates: the first stage (most in flight, embedding), the first stage given an extra
      * layer, and the last (head, logits). Later middle stages hold fewer micro-batches. */
-    layer_figures fig = {0};
+    layer_figures fig = {.counts = c};
     memory_breakdown best = stage_memory(m, sys, t, l, 0, &fig);
     double need = best.need_bytes, block = best.largest_block_bytes;
     int block_stage = best.block_stage;

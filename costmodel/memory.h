@@ -91,10 +91,22 @@ double memory_layer_params(const model_spec *m, const layout *l, int moe_layer);
  * (p-1)/(p v) on the first stage). */
 double memory_in_flight(const layout *l, int microbatches, int stage);
 
+/* The model's own parameter counts (model.h) that a layout's memory reads per stage and per
+ * layer, counted once: a search holds them for every layout of one model (memory_peak_counted)
+ * instead of counting them again per stage. */
+typedef struct {
+    double attention, norm, dense_mlp, expert, shared_expert, router, embedding, output;
+} memory_model_counts;
+void memory_model_counts_of(const model_spec *m, memory_model_counts *c);
+
 /* Memory of stage s, and of the fullest stage. */
 memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
                               const training_spec *t, const layout *l, int stage);
 memory_breakdown memory_peak(const model_spec *m, const system_spec *sys,
                              const training_spec *t, const layout *l);
+/* memory_peak with m's counts given (memory_model_counts_of(m)): the same figures. */
+memory_breakdown memory_peak_counted(const model_spec *m, const memory_model_counts *c,
+                                     const system_spec *sys, const training_spec *t,
+                                     const layout *l);
 
 #endif

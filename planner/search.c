@@ -307,6 +307,11 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
                 tries[n++].optimizer_offload_pct = 100;
             }
         }
+        /* the base's estimates, restored if no try fits (the tries overwrite w->variant):
+         * a copy, not a second evaluation (nothing of the base fits, so nothing of it was
+         * timed or pruned: its memory halves are all there is, and they do not change) */
+        estimate keep[6];
+        if (n > 0) memcpy(keep, w->variant, (size_t)nv * sizeof *keep);
         for (int i = 0; i < n; i++) {
             layout lv[6];
             for (int k = 0; k < nv; k++) {
@@ -323,7 +328,7 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
             return nv;
         }
         /* nothing fits: the layout without offload stays the one judged (closest) */
-        evaluate_variants(w, t, ls, nv, how);
+        if (n > 0) memcpy(w->variant, keep, (size_t)nv * sizeof *keep);
         return nv;
     }
     if (l->recompute == RECOMPUTE_FULL && l->recompute_layers == 0) {
@@ -496,7 +501,7 @@ static cm_status evaluate_list(const model_spec *m, const system_spec *sys,
     for (int k = 0; k < nthreads; k++) {
         w[k] = (worker){.m = m, .sys = sys, .t = t, .opt = opt, .list = list,
                         .next_chunk = &next, .r = nthreads > 1 ? &parts[k] : r,
-                        .cache = estimate_cache_new()};
+                        .cache = estimate_cache_new_for((long)list->n)};
         oom |= !w[k].cache;
     }
     if (oom) {

@@ -40,6 +40,7 @@ void search_megatron_layouts(const model_spec *m, const system_spec *sys, const 
 {
     (void)sys;
     int gpus = opt->gpus;
+    double head_layers = search_uneven_head_layers(m);
     int tps[64], pps[64], cps[64], eps[64], vps[64];
     int ntp = search_divisors(gpus, tps, 64);
     for (int a = 0; a < ntp; a++) {
@@ -105,7 +106,8 @@ void search_megatron_layouts(const model_spec *m, const system_spec *sys, const 
                                             l.overlap_param_gather = fsdp_ov;
                                             emit(arg, &l);
                                             layout u; /* uneven stages (issue 21) */
-                                            if (search_uneven_variant(m, &l, &u)) emit(arg, &u);
+                                            if (search_uneven_variant(m, head_layers, &l, &u))
+                                                emit(arg, &u);
                                         }
                                     }
                                 }

@@ -34,34 +34,32 @@ const char *search_knob_name(search_knob k)
     return k >= 0 && k < KNOB_COUNT ? knob_names[k] : "?";
 }
 
-static bool knob_on(search_knob k, const layout *l)
+/* Which knobs l has on (1) or off (0), every knob at once (the search counts every layout it
+ * evaluates); the overlap knob's count is the caller's. */
+static void knobs_on(const layout *l, long on[KNOB_COUNT])
 {
     bool pow2_small = l->mbs <= 16 && (l->mbs & (l->mbs - 1)) == 0;
-    switch (k) {
-    case KNOB_TP: return l->tp > 1;
-    case KNOB_PP: return l->pp > 1;
-    case KNOB_CP: return l->cp > 1;
-    case KNOB_EP: return l->ep > 1;
-    case KNOB_ETP: return layout_etp(l) != l->tp;
-    case KNOB_VPP: return l->vpp > 1;
-    case KNOB_MBS: return l->mbs > 1;
-    case KNOB_MBS_WIDE: return !pow2_small;
-    case KNOB_SP_OFF: return l->tp > 1 && !l->sp;
-    case KNOB_DISTOPT: return l->sharding == SHARDING_DISTOPT;
-    case KNOB_FSDP: return l->sharding == SHARDING_FSDP;
-    case KNOB_HSDP: return l->shard_size > 0;
-    case KNOB_NO_RESHARD: return l->sharding == SHARDING_FSDP && !l->reshard_after_forward;
-    case KNOB_RECOMPUTE_SELECTIVE: return l->recompute == RECOMPUTE_SELECTIVE;
-    case KNOB_RECOMPUTE_FULL: return l->recompute == RECOMPUTE_FULL;
-    case KNOB_RECOMPUTE_PARTIAL: return l->recompute == RECOMPUTE_FULL && l->recompute_layers > 0;
-    case KNOB_FSDP2_OFFLOAD: return l->offload;
-    case KNOB_OPTIMIZER_OFFLOAD: return l->optimizer_offload_pct > 0;
-    case KNOB_ACTIVATION_OFFLOAD: return l->activation_offload;
-    case KNOB_PRECISION: return l->precision != PRECISION_BF16;
-    case KNOB_OVERLAP:
-    case KNOB_COUNT: break;
-    }
-    return false;
+    on[KNOB_TP] = l->tp > 1;
+    on[KNOB_PP] = l->pp > 1;
+    on[KNOB_CP] = l->cp > 1;
+    on[KNOB_EP] = l->ep > 1;
+    on[KNOB_ETP] = layout_etp(l) != l->tp;
+    on[KNOB_VPP] = l->vpp > 1;
+    on[KNOB_MBS] = l->mbs > 1;
+    on[KNOB_MBS_WIDE] = !pow2_small;
+    on[KNOB_SP_OFF] = l->tp > 1 && !l->sp;
+    on[KNOB_DISTOPT] = l->sharding == SHARDING_DISTOPT;
+    on[KNOB_FSDP] = l->sharding == SHARDING_FSDP;
+    on[KNOB_HSDP] = l->shard_size > 0;
+    on[KNOB_NO_RESHARD] = l->sharding == SHARDING_FSDP && !l->reshard_after_forward;
+    on[KNOB_RECOMPUTE_SELECTIVE] = l->recompute == RECOMPUTE_SELECTIVE;
+    on[KNOB_RECOMPUTE_FULL] = l->recompute == RECOMPUTE_FULL;
+    on[KNOB_RECOMPUTE_PARTIAL] = l->recompute == RECOMPUTE_FULL && l->recompute_layers > 0;
+    on[KNOB_FSDP2_OFFLOAD] = l->offload;
+    on[KNOB_OPTIMIZER_OFFLOAD] = l->optimizer_offload_pct > 0;
+    on[KNOB_ACTIVATION_OFFLOAD] = l->activation_offload;
+    on[KNOB_PRECISION] = l->precision != PRECISION_BF16;
+    on[KNOB_OVERLAP] = 0;
 }
 
 void search_stats_count(search_stats *s, const layout *l, int n, estimate_outcome how)
@@ -70,11 +68,12 @@ void search_stats_count(search_stats *s, const layout *l, int n, estimate_outcom
                                                                             : STAT_MEMORY;
     s->layouts[STAT_LISTED]++;
     s->layouts[kind]++;
+    long add[KNOB_COUNT];
+    knobs_on(l, add);
+    add[KNOB_OVERLAP] = n - 1;
     for (int k = 0; k < KNOB_COUNT; k++) {
-        long add = k == KNOB_OVERLAP ? n - 1 : knob_on((search_knob)k, l);
-        if (!add) continue;
-        s->knob[k][STAT_LISTED] += add;
-        s->knob[k][kind] += add;
+        s->knob[k][STAT_LISTED] += add[k];
+        s->knob[k][kind] += add[k];
     }
 }
 

@@ -30,6 +30,7 @@ void search_torchtitan_layouts(const model_spec *m, const system_spec *sys,
                                void (*emit)(void *arg, const layout *l), void *arg)
 {
     int gpus = opt->gpus;
+    double head_layers = search_uneven_head_layers(m);
     int tps[64], pps[64], cps[64], eps[64];
     static const int mbs_list[] = {1, 2, 4, 8, 16};
     static const layout_pp_schedule scheds[] = {PP_SCHEDULE_1F1B, PP_SCHEDULE_INTERLEAVED_1F1B,
@@ -86,7 +87,8 @@ void search_torchtitan_layouts(const model_spec *m, const system_spec *sys,
                                             l.offload = off;
                                             emit(arg, &l);
                                             layout u; /* uneven stages (issue 21) */
-                                            if (search_uneven_variant(m, &l, &u)) emit(arg, &u);
+                                            if (search_uneven_variant(m, head_layers, &l, &u))
+                                                emit(arg, &u);
                                         }
                         }
                     }

@@ -12,20 +12,21 @@
 /* The head's GEMM work in decoder layers: vocab x hidden against a layer's matrix parameters
  * (attention + MLP, active experts for MoE). Llama-3.1-8B: 128256 x 4096 / 218e6 = 2.4;
  * Llama-3.1-405B: 128256 x 16384 / 3.2e9 = 0.66. */
-static double head_layers(const model_spec *m)
+double search_uneven_head_layers(const model_spec *m)
 {
     double layer = model_attention_params(m) +
                    (model_is_moe(m) ? model_params_active(m) / m->layers : model_dense_mlp_params(m));
     return layer > 0 ? (double)m->vocab * m->hidden / layer : 1;
 }
 
-bool search_uneven_variant(const model_spec *m, const layout *l, layout *out)
+bool search_uneven_variant(const model_spec *m, double head_layers, const layout *l,
+                           layout *out)
 {
     if (l->pp < 2 || l->vpp != 1 || l->pp_first_layers || l->pp_last_layers) return false;
     for (int s = 1; s <= 4; s++) {
         if ((m->layers + s) % l->pp) continue;
         int mid = (m->layers + s) / l->pp;
-        int b = (int)lround(head_layers(m));
+        int b = (int)lround(head_layers);
         if (b < 1) b = 1;
         if (b > s) b = s;
         int a = s - b;

@@ -15,8 +15,12 @@
 /* The variant of l (pp >= 2, one stage a rank, no uneven split yet): M = (layers + s) / pp
  * decoder layers a stage, the first M - a, the last M - b, with s = a + b the smallest of 1..4
  * that makes M whole and b the head's share (its GEMMs in decoder layers, at least 1, at most
- * s). False when there is none. */
-bool search_uneven_variant(const model_spec *m, const layout *l, layout *out);
+ * s; head_layers: search_uneven_head_layers(m)). False when there is none. */
+bool search_uneven_variant(const model_spec *m, double head_layers, const layout *l,
+                           layout *out);
+/* The head's GEMM work in decoder layers, search_uneven_variant's head_layers (a search counts
+ * it once per model, not per layout). */
+double search_uneven_head_layers(const model_spec *m);
 
 /* Virtual-stage counts that need Megatron's account-for-embedding-and-loss split
  * (--account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split, the way

@@ -69,6 +69,37 @@ static void test_split_by_hand(void **state)
     assert_false(layout_split_uneven(&m, &l));
 }
 
+/* layout_stage_start and layout_max_stage_layers are closed forms (the search asks them per
+ * layout): each must equal the stage-by-stage sum and maximum of layout_stage_layers, for every
+ * pp 2..8 and first/last split of 0..12 layers (valid or not: they are arithmetic), and for
+ * the start of stage pp (the sum of them all). */
+static void test_closed_forms_match_the_sums(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load(&m, &s);
+    long checked = 0;
+    for (int pp = 2; pp <= 8; pp++)
+        for (int first = 0; first <= 12; first++)
+            for (int last = 0; last <= 12; last++) {
+                layout l = pp4(FRAMEWORK_MEGATRON, first, last);
+                l.pp = pp;
+                int sum = 0, most = 0;
+                for (int st = 0; st <= pp; st++) {
+                    assert_int_equal(layout_stage_start(&m, &l, st), sum);
+                    if (st < pp) {
+                        int n = layout_stage_layers(&m, &l, st);
+                        sum += n;
+                        if (n > most) most = n;
+                    }
+                    checked++;
+                }
+                assert_int_equal(layout_max_stage_layers(&m, &l), most);
+            }
+    assert_int_equal(checked, (3 + 4 + 5 + 6 + 7 + 8 + 9) * 13 * 13); /* pp + 1 stages asked */
+}
+
 static const char *broken_rule(const layout *l)
 {
     model_spec m;
@@ -311,6 +342,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split_by_hand),
+        cmocka_unit_test(test_closed_forms_match_the_sums),
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_uneven_is_faster),
         cmocka_unit_test(test_megatron_flag),
