@@ -40,6 +40,22 @@ static double mlp_intermediate_bytes(const model_spec *m, double width)
     return (m->activation == MODEL_ACT_SWIGLU ? 6.0 : 4.0) * width;
 }
 
+double memory_hf_window_mask_bytes(const model_spec *m, const training_spec *t, const layout *l)
+{
+    /* Hugging Face transformers builds an explicit boolean mask [b, 1, s, s] when a sliding
+     * window is shorter than the sequence (layer_recipe.c, masking_utils.sdpa_mask); torch's
+     * scaled_dot_product_attention turns it into an additive mask of the query dtype in every
+     * call (aten/src/ATen/native/transformers/attention.cpp: convert_boolean_attn_mask(_cudnn),
+     * at::where over the mask: a new bf16 tensor of the mask's full shape, b s^2 x 2 bytes),
+     * and the attention op saves it for its backward (attn_bias): one per sliding layer,
+     * averaged over the layers as the rest of this function is. */
+    if (!layout_is_pytorch(l) || layout_impl_of(l) != IMPL_HF || m->sliding_window <= 0 ||
+        m->sliding_window >= t->seq_len || m->layers <= 0)
+        return 0;
+    double frac = (double)model_sliding_layers(m) / m->layers;
+    return frac * 2.0 * l->mbs * ((double)t->seq_len / l->cp) * t->seq_len;
+}
+
 double memory_layer_activation_bytes(const model_spec *m, const training_spec *t,
                                      const layout *l, int moe_layer)
 {
@@ -142,6 +158,14 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
         if (layout_impl_of(l) == IMPL_HF) {
             if (m->norm == MODEL_NORM_RMS) repl += 2.0 * 4.0 * h;
             if (m->qk_norm) sharded += 6.0 * (a + kv_heads) * qk;
+            /* A fused projection (Phi-3's qkv_proj, modeling_phi3.py Phi3Attention.forward):
+             * q, k and v are slices (views) of its one output; RoPE writes new q and k, which
+             * SDPA saves, but the v it saves is still a view, and a view keeps its whole base
+             * storage alive: the q and k parts of the fused output stay too, 2 (a + kv) d more
+             * than the separate projections' (whose q and k outputs RoPE's mul does not save,
+             * cos/sin needing no gradient: derivatives.yaml mul.Tensor). Phi-3's gate_up_proj
+             * keeps 2f through gate and up, the same four f-wide tensors as the eager SwiGLU. */
+            if (m->hf_fused_qkv) sharded += 2.0 * (a + kv_heads) * qk;
         } else if (layout_impl_of(l) == IMPL_NATIVE && kv_heads < a) {
             sharded += 4.0 * (a - kv_heads) * qk;
         }
@@ -158,6 +182,7 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
         repl -= repl_whole;
     }
     double total = tokens * (repl / (l->sp ? tp : 1.0) + repl_whole + sharded / tp) + moe_bytes;
+    total += memory_hf_window_mask_bytes(m, t, l);
     unsigned mods = recompute_modules_of(l);
     if (mods & ~RECOMPUTE_MOD_CORE_ATTN) {
         /* Megatron's selective recompute by module (recompute_modules.h): each module frees

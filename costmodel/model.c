@@ -379,6 +379,9 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
     spec->attn_out_bias = attn_bias && !glm;
     bool use_qk_norm;
     if ((st = cj_read_bool(cfg, "use_qk_norm", false, &use_qk_norm, &s)) != CM_OK) goto done;
+    /* transformers models/phi3/modeling_phi3.py Phi3Attention: qkv = self.qkv_proj(x), then
+     * query/key/value_states are slices of qkv */
+    spec->hf_fused_qkv = type_is(model_type, "phi3");
     spec->qk_norm = type_starts(model_type, "qwen3") || type_starts(model_type, "gemma3") ||
                     use_qk_norm;
     spec->dropout = dropout_positive(cfg, KEYS("resid_pdrop", "attn_pdrop", "hidden_dropout",

@@ -47,6 +47,8 @@ typedef struct {
     bool attn_out_bias;   /* bias on the attention output only (attention_bias: Llama, gpt-oss) */
     bool mlp_bias;        /* biases on the dense MLP matrices only (Llama's mlp_bias) */
     bool qk_norm;         /* per-head RMSNorm on q and k (Qwen3, Gemma 3, GLM-4.5 use_qk_norm) */
+    bool hf_fused_qkv;    /* Hugging Face code projects q, k, v with one Linear (Phi-3 qkv_proj)
+                           * and slices the views q, k, v from its output */
     bool sandwich_norm;   /* four norms per layer: pre and post attention and MLP (Gemma 2/3) */
     bool dropout;         /* dropout active in training (GPT-style configs); stores masks */
 

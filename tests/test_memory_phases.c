@@ -110,6 +110,46 @@ static void test_logits_terms(void **state)
     assert_true(NEAR(memory_logits_bytes(&m, &t, &tp), 4728029184.0));
 }
 
+/* Phi-3-mini-4k under Hugging Face (bench/realruns/configs/phi-3-mini-4k.json: h 3072, 32 heads
+ * and 32 KV heads of 96, sliding_window 2047 on every layer), seq 4096, mbs 2 (the held-out
+ * fsdp-hf-phi3-ws4, bench/results/heldout2_2026-11-27). SDPA's additive copy of the explicit
+ * window mask, bf16 [2, 1, 4096, 4096]: 2 x 2 x 4096 x 4096 = 67,108,864 B a layer; at seq 2048
+ * 2 x 2 x 2048 x 2048 = 16,777,216 B; none at seq 2047 (the window covers the sequence) nor for
+ * the native code. The fused qkv_proj's output kept by the v view: q and k parts, 2 bytes x
+ * (32 + 32) x 96 = 12,288 B a token, x 8192 tokens = 100,663,296 B a layer more. */
+static void test_hf_phi3_terms(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    char err[CM_ERRLEN];
+    if (model_load(REALRUNS_CONFIGS_DIR "/phi-3-mini-4k.json", data_dir(), &m, err, sizeof err) !=
+        CM_OK)
+        fail_msg("%s", err);
+    if (system_load("h200", data_dir(), &sys, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    assert_true(m.hf_fused_qkv);
+    layout l;
+    training_spec t;
+    fsdp_native(&l, &t, 4);
+    l.impl = IMPL_HF;
+    l.mbs = 2;
+    assert_true(NEAR(memory_hf_window_mask_bytes(&m, &t, &l), 67108864.0));
+    double fused = memory_layer_activation_bytes(&m, &t, &l, 0);
+    m.hf_fused_qkv = false;
+    double separate = memory_layer_activation_bytes(&m, &t, &l, 0);
+    assert_true(NEAR(fused - separate, 100663296.0));
+    t.seq_len = 2048;
+    assert_true(NEAR(memory_hf_window_mask_bytes(&m, &t, &l), 16777216.0));
+    t.seq_len = 2047;
+    assert_true(memory_hf_window_mask_bytes(&m, &t, &l) == 0);
+    t.seq_len = 4096;
+    l.impl = IMPL_NATIVE;
+    assert_true(memory_hf_window_mask_bytes(&m, &t, &l) == 0);
+    /* Llama's config: separate q, k, v projections, no window */
+    load(&m, &sys);
+    assert_false(m.hf_fused_qkv);
+}
+
 /* Activations per layer, 4096 tokens. Native eager, tp 1: per token 8h (norm inputs, QKV and
  * FC1 inputs) 32768 + Q, K, V, context 2 (4096 + 1024 + 1024 + 4096) = 20480 + fp32 LSE 128 +
  * SwiGLU 8f = 114688 (silu's input and output, w3's output, the product) + the contiguous
@@ -212,7 +252,7 @@ int main(void)
         cmocka_unit_test(test_root_unit),         cmocka_unit_test(test_logits_terms),
         cmocka_unit_test(test_activation_terms),  cmocka_unit_test(test_nccl_terms),
         cmocka_unit_test(test_interleaved_in_flight), cmocka_unit_test(test_fsdp_stage_total),
-        cmocka_unit_test(test_pp_accumulation_buffers),
+        cmocka_unit_test(test_pp_accumulation_buffers), cmocka_unit_test(test_hf_phi3_terms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
