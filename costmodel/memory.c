@@ -704,6 +704,20 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         r.optimizer_step_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
                                  r.optimizer_temp_bytes + r.framework_bytes;
         if (r.optimizer_step_bytes > r.total_bytes) r.total_bytes = r.optimizer_step_bytes;
+        if (l->sharding == SHARDING_FSDP && l->pp == 1 && micro <= 1 && l->reshard_after_forward) {
+            /* the first block's backward, the last of the blocks (memory_phases.h): the sharded
+             * gradients of every unit but it and the root, its activations (recomputed: its
+             * checkpoint and its whole activations), FSDP2's buffers then */
+            double root_params = memory_root_gathered_bytes(m, l, stage) / 2.0;
+            double grads_made = r.gradients_bytes - 4.0 * (layer_params + root_params) / nd;
+            double last_act = act_layer_max + working;
+            if (l->recompute == RECOMPUTE_FULL)
+                last_act = act_layer_max + memory_layer_checkpoint_bytes(m, t, l);
+            r.backward_end_bytes = r.weights_bytes + r.optimizer_bytes + grads_made + last_act +
+                                   memory_backward_end_buffer_bytes(m, t, l, layer_params) +
+                                   r.framework_bytes;
+            if (r.backward_end_bytes > r.total_bytes) r.total_bytes = r.backward_end_bytes;
+        }
     }
     /* The logits' fp32 buffers are allocated at the training peak (memory_logits_bytes). Seen
      * in bench/realruns (one H100, default allocator): Qwen3-4B seq 4096 mbs 1 predicted at

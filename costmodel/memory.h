@@ -35,6 +35,9 @@ typedef struct {
      * holds the larger, not both (0 where the split does not apply) */
     double loss_phase_bytes;
     double blocks_phase_bytes;
+    /* torch FSDP2 without pipelining: the last block's backward, every other gradient made
+     * (memory_backward_end_buffer_bytes); 0 where it does not apply */
+    double backward_end_bytes;
     double total_bytes;        /* the larger of the training peak and optimizer_step_bytes */
     double capacity_bytes;
     int stage;                 /* the pipeline stage these figures are for (the fullest) */

@@ -50,3 +50,11 @@ double memory_blocks_phase_bytes(const model_spec *m, const training_spec *t, co
     double head_grad = 2.0 * (double)m->vocab * m->hidden / l->tp;
     return memory_logits_held_bytes(m, t, l) + fsdp_buffer_bytes + head_grad;
 }
+
+double memory_backward_end_buffer_bytes(const model_spec *m, const training_spec *t,
+                                        const layout *l, double block_params)
+{
+    double head_grad = 2.0 * (double)m->vocab * m->hidden / l->tp;
+    return memory_root_gathered_bytes(m, l, 0) + (2.0 + 2.0 + 4.0) * block_params + head_grad +
+           memory_logits_held_bytes(m, t, l);
+}

@@ -73,4 +73,22 @@ double memory_loss_phase_bytes(const model_spec *m, const layout *l, int stage,
 double memory_blocks_phase_bytes(const model_spec *m, const training_spec *t, const layout *l,
                                  int stage, double fsdp_buffer_bytes);
 
+/* The last block's backward (issue 14, held-out fsdp-nat-m7b-ckpt-ws4): the moment just before
+ * the first block's post-backward, when every other block's sharded fp32 gradient already
+ * exists. memory.c's training peak is taken before any gradient exists (zero_grad sets them to
+ * None) and its optimizer step after the activations are freed; with checkpointed layers and a
+ * small vocabulary neither is the peak: this moment is. What FSDP2 holds then beyond the
+ * sharded state (torch 2.11 torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py
+ * post_backward): the root unit, gathered since the logits' backward and reduced only after
+ * the whole backward; the block's own gathered bf16 parameters (nothing left to prefetch); its
+ * bf16 gradients as they are computed; and the block after it's fp32 reduce-scatter input,
+ * which comm_ctx.reduce_scatter_state keeps alive until this block's post_backward waits on its
+ * event: 2 + 2 + 4 bytes per parameter of a block. Plus the output layer's unsharded bf16
+ * gradient (2 V h / tp) and the logits the trainer holds (memory_logits_held_bytes). The
+ * block's activations (or its recomputed ones) and the sharded gradients are memory.c's, which
+ * uses this only without pipelining (one stage holds the embedding, the blocks and the loss)
+ * and without gradient accumulation (whose later micro-batches hold the gradients anyway). */
+double memory_backward_end_buffer_bytes(const model_spec *m, const training_spec *t,
+                                        const layout *l, double block_params);
+
 #endif

@@ -110,6 +110,35 @@ static void test_logits_terms(void **state)
     assert_true(NEAR(memory_logits_bytes(&m, &t, &tp), 4728029184.0));
 }
 
+/* The last block's backward, FSDP2 over 4 GPUs, native, seq 4096, every layer checkpointed
+ * (the held-out fsdp-nat-m7b-ckpt-ws4's moment, memory_phases.h). FSDP2's buffers then: the
+ * root gathered 2,101,354,496 + (2 + 2 + 4) x 218,112,000 = 1,744,896,000 (the block gathered,
+ * its bf16 gradients, the next block's fp32 reduce-scatter input) + the head's bf16 gradient
+ * 2 V h = 1,050,673,152 + the held bf16 logits 2 x 4096 x V = 1,050,673,152: 5,947,596,800 B.
+ * The moment: fp32 params 4 P / 4 = 2,795,573,248 + Adam 5,591,146,496 + the gradients made,
+ * 2,795,573,248 - (218,112,000 + root 2 V h + h = 1,050,677,248) = 1,526,784,000, + the block's
+ * activations 772,276,224 and checkpoint 2 x 4096 x 4096 = 33,554,432 + the buffers:
+ * 16,666,931,200 B besides the framework's. None with pipelining. */
+static void test_backward_end(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    layout l;
+    training_spec t;
+    fsdp_native(&l, &t, 4);
+    l.recompute = RECOMPUTE_FULL;
+    assert_true(NEAR(memory_backward_end_buffer_bytes(&m, &t, &l, 218112000.0), 5947596800.0));
+    memory_breakdown mb = memory_peak(&m, &sys, &t, &l);
+    assert_true(NEAR(mb.backward_end_bytes - mb.framework_bytes, 16666931200.0));
+    assert_true(mb.total_bytes >= mb.backward_end_bytes);
+    layout pp = titan(1, 2, 2, 1, 1);
+    t.global_batch = 2;
+    mb = memory_peak(&m, &sys, &t, &pp);
+    assert_true(mb.backward_end_bytes == 0);
+}
+
 /* Phi-3-mini-4k under Hugging Face (bench/realruns/configs/phi-3-mini-4k.json: h 3072, 32 heads
  * and 32 KV heads of 96, sliding_window 2047 on every layer), seq 4096, mbs 2 (the held-out
  * fsdp-hf-phi3-ws4, bench/results/heldout2_2026-11-27). SDPA's additive copy of the explicit
@@ -253,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_activation_terms),  cmocka_unit_test(test_nccl_terms),
         cmocka_unit_test(test_interleaved_in_flight), cmocka_unit_test(test_fsdp_stage_total),
         cmocka_unit_test(test_pp_accumulation_buffers), cmocka_unit_test(test_hf_phi3_terms),
+        cmocka_unit_test(test_backward_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
