@@ -49,8 +49,10 @@ double overlap_tp_pipeline_s(double gemm_s, double chunked_s, double comm_s, int
 
 double overlap_tp_bulk_s(double gemm_s, double slowdown, double comm_s)
 {
-    if (comm_s >= gemm_s * slowdown) return comm_s - gemm_s;
-    return comm_s + (gemm_s - comm_s / slowdown) - gemm_s;
+    /* contention with the collective's own pace kept (its SMs are its own) */
+    double gemm_eff, comm_eff;
+    overlap_contended(gemm_s, comm_s, slowdown, 1.0, &gemm_eff, &comm_eff);
+    return fmax(gemm_eff, comm_eff) - gemm_s;
 }
 
 double overlap_tp_userbuffer_bytes(const model_spec *m, const training_spec *t, const layout *l)
