@@ -160,10 +160,30 @@ def profile_case(tag, fn, lab):
 
 
 results = open(os.path.join(args.out, "results.jsonl"), "a") if RANK == 0 else None
+
+
+def plain_launch_host_s(n=2000):
+    """Host time of one plain eager launch on this machine: n in-place adds on a small tensor
+    (the GPU finishes each in a few microseconds, so the host's issue time is what is timed)."""
+    x = torch.zeros(1024, device=dev)
+    for _ in range(200):
+        x.add_(1.0)
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            x.add_(1.0)
+        ts.append((time.perf_counter() - t0) / n)
+        torch.cuda.synchronize()
+    return med(ts)
+
+
+PLAIN_LAUNCH_S = plain_launch_host_s()
 prof_set = set(args.profile.split(",")) if args.profile else set()
 facts = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
          "nccl": ".".join(str(x) for x in torch.cuda.nccl.version()), "gpu": torch.cuda.get_device_name(dev),
-         "world_size": WS, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+         "world_size": WS, "plain_launch_host_s": PLAIN_LAUNCH_S, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
          "attention_module": cpa.__file__,
          "default_rotate": str(getattr(cpa, "_cp_options", None) and cpa._cp_options.rotate_method),
          "env": {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
@@ -200,7 +220,8 @@ for s in [int(x) for x in args.seqs.split(",")]:
             try:
                 with sdpa_kernel([BACKENDS[bk]]):
                     f, b, hf, hb = run_iters(full_wrapped, args.warmup, args.reps)
-                rec.update(full_fwd_s=med(f), full_bwd_s=med(b), full_fwd_s_all=f, full_bwd_s_all=b)
+                rec.update(full_fwd_s=med(f), full_bwd_s=med(b), full_fwd_s_all=f, full_bwd_s_all=b,
+                           full_host_fwd_s=med(hf), full_host_bwd_s=med(hb))
                 ref_out = full()[0].detach()
                 if "%d:%s:%s:full" % (s, shp, bk) in prof_set:
                     profile_case("full", full, "full-%d-%s-%s" % (s, shp, bk))

@@ -100,6 +100,8 @@ typedef struct {
     bool dtensor;          /* torchtitan TP: the plan's ops run on DTensors (dtensor_ops.h) */
     bool ep_sync;          /* torchtitan EP: the forward waits for the split sizes (q_sync) */
     bool titan;            /* torchtitan's model code (its grouped experts: modules_of) */
+    double ring_fwd, ring_bwd; /* PyTorch's ring attention: the host time of the layer's
+                                * attention call, forward and backward (0: no ring) */
 } host_costs;
 
 /* The host waits for the GPU (a device-to-host copy it needs the value of): its lead is gone,
@@ -213,9 +215,18 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
             q->c = hc->dtensor && dtensor_layer_op(o) ? cdt : hc->plain;
             int slot;
             bool split = false;
+            double ring = bwd ? hc->ring_bwd : hc->ring_fwd;
             if (o->kind == RECIPE_GEMM) slot = slot_gemm(o->name);
             else if (o->kind == RECIPE_ATTENTION) slot = S_ATTN;
             else slot = slot_elementwise(o->name, &split);
+            /* PyTorch's ring: the attention call's measured host time covers its SDPA calls,
+             * exchanges, merges and accumulators (cp_ring_torch.h's kernels), which run at the
+             * attention's place in the layer and add no host time of their own. */
+            if (ring > 0 && o->kind == RECIPE_ATTENTION) q->c = ring / n;
+            else if (ring > 0 && o->kind == RECIPE_ELEMENTWISE && starts(o->name, "cp.")) {
+                slot = S_ATTN;
+                q->c = 0;
+            }
             if (split && (s == slot || s == slot + (slot == S_NORM1 ? S_NORM2 - S_NORM1
                                                                     : S_RES2 - S_RES1))) {
                 double half = n / 2; /* whole launches: the first place takes the odd one */
@@ -223,7 +234,10 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
                 q_push(q, here, g);
             } else if (!split && s == slot) {
                 q_push(q, n, g);
-                if (o->kind == RECIPE_ATTENTION) q_push(q, 1, 0); /* the output's copy */
+                if (o->kind == RECIPE_ATTENTION) { /* the output's copy: a plain launch */
+                    q->c = hc->plain;
+                    q_push(q, 1, 0);
+                }
                 /* EP: the all-to-all's split sizes are copied to the host after the router
                  * (torchtitan/distributed/expert_parallel.py at 31f33c14, _token_dispatch:
                  * .to("cpu", non_blocking=False) "would incur a device-to-host sync", then
@@ -271,7 +285,16 @@ static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layou
 static host_costs costs_of(const system_spec *sys, const layout *l)
 {
     double c = sys->host_eager_launch_s;
-    host_costs hc = {c, c, c, false, false, l->framework == FRAMEWORK_TORCHTITAN};
+    host_costs hc = {c, c, c, false, false, l->framework == FRAMEWORK_TORCHTITAN, 0, 0};
+    /* PyTorch's ring attention (torchtitan's context parallelism, layer_recipe.c prices its
+     * kernels): the host time of one layer's attention call through the ring, measured at CP
+     * 2 and 4 as call + step x cp (bench/cp_ring_micro.py, bench/results/
+     * cp_ring_host_2026-11-27: the Python of torch's _templated_ring_attention, its rotater
+     * and merger, and their launches). */
+    if (hc.titan && l->cp > 1 && layout_cp_is_ring(l) && sys->host_cp_ring_fwd_call_s > 0) {
+        hc.ring_fwd = sys->host_cp_ring_fwd_call_s + sys->host_cp_ring_fwd_step_s * l->cp;
+        hc.ring_bwd = sys->host_cp_ring_bwd_call_s + sys->host_cp_ring_bwd_step_s * l->cp;
+    }
     if (!dtensor_tp_applies(l)) return hc;
     hc.dtensor = true;
     if (sys->host_dtensor_fwd_ratio > 0) hc.dt_fwd = c * sys->host_dtensor_fwd_ratio;

@@ -118,6 +118,10 @@ typedef struct {
     double host_dtensor_fwd_ratio;      /* the same per op on DTensors (DTensor TP), over plain */
     double host_dtensor_bwd_ratio;      /* tensors, forward and backward (bench/dtensor_dispatch.py);
                                            0: not measured, 1 */
+    double host_cp_ring_fwd_call_s;     /* PyTorch's ring attention (context_parallel): the host's */
+    double host_cp_ring_fwd_step_s;     /* time to issue one layer's attention through the ring, */
+    double host_cp_ring_bwd_call_s;     /* forward and backward, = call + step x cp (measured at */
+    double host_cp_ring_bwd_step_s;     /* CP 2 and 4, bench/cp_ring_micro.py); 0: not measured */
     double host_chunk_cat_block_s;      /* host time per 2 KiB block of torch._chunk_cat's fp32
                                            output chunk (FSDP2's reduce-scatter copy-in,
                                            fsdp_copies.h); 0: not measured, none */

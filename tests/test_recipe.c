@@ -349,6 +349,48 @@ static void test_ep_split_sync(void **state)
     near(tb - r.host_bwd_s, 4 + 28, "torchtitan experts: 4 + 28 more backward launches");
 }
 
+/* PyTorch's ring attention (torchtitan CP): the layer's attention call costs the host the
+ * measured call + step x cp (h200 preset: forward 1.04 + 0.24 x 4 = 2.00 ms, backward 1.52 +
+ * 0.37 x 4 = 3.00 ms at CP 4, bench/results/cp_ring_host_2026-11-27), which replaces the plain
+ * launch cost of the SDPA op (1 forward, 4 backward launches) and of the ring's merge kernels
+ * (cp_ring_torch.c at CP 4, s = 3 steps: forward cp + 4s + 1 = 17, backward 7 + 5s + 2cp = 30).
+ * At seq 64 the host paces every launch, so against the same preset without the ring's figures
+ * the forward grows by 2.00 ms - 18 c and the backward by 3.00 ms - 34 c (c: the plain host time
+ * per launch), up to the GPU time of the tiny merge kernels that no longer hide behind their own
+ * launches. */
+static void test_cp_ring_host(void **state)
+{
+    (void)state;
+    load("8b", "h200");
+    near(S.host_cp_ring_fwd_call_s + 4 * S.host_cp_ring_fwd_step_s, 2.00e-3, "ring forward at CP 4");
+    near(S.host_cp_ring_bwd_call_s + 4 * S.host_cp_ring_bwd_step_s, 3.00e-3, "ring backward at CP 4");
+    training_spec t = training_default();
+    t.seq_len = 64;
+    t.global_batch = 1;
+    static recipe r;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.sharding = SHARDING_FSDP;
+    l.cp = 4, l.mbs = 1;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    double ring_f = r.host_fwd_s, ring_b = r.host_bwd_s;
+    system_spec none = S;
+    none.host_cp_ring_fwd_call_s = none.host_cp_ring_fwd_step_s = 0;
+    none.host_cp_ring_bwd_call_s = none.host_cp_ring_bwd_step_s = 0;
+    recipe_layer(&M, &none, &t, &l, false, &r, NULL);
+    double c = S.host_eager_launch_s;
+    double df = ring_f - r.host_fwd_s, db = ring_b - r.host_bwd_s;
+    if (fabs(df - (2.00e-3 - 18 * c)) > 2e-5)
+        fail_msg("ring forward host: %.6g s more, expected %.6g", df, 2.00e-3 - 18 * c);
+    if (fabs(db - (3.00e-3 - 34 * c)) > 2e-5)
+        fail_msg("ring backward host: %.6g s more, expected %.6g", db, 3.00e-3 - 34 * c);
+    /* CP 1 and Megatron's ring (TE, not PyTorch's): no ring host time */
+    l.cp = 1;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    double a = r.host_fwd_s;
+    recipe_layer(&M, &none, &t, &l, false, &r, NULL);
+    near(a, r.host_fwd_s, "cp 1: no ring");
+}
+
 static void test_moe(void **state)
 {
     (void)state;
@@ -417,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_recompute_early_stop),
         cmocka_unit_test(test_dtensor_host_cost),
         cmocka_unit_test(test_ep_split_sync),
+        cmocka_unit_test(test_cp_ring_host),
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_low_precision),
     };
