@@ -19,6 +19,9 @@ typedef struct {
     double wgrad_s;      /* the weight-gradient part of bwd_s (pp_schedule.h's W) */
     double fsdp_raw_s;   /* all FSDP traffic, hidden or not (the step terms' overlap) */
     int layers;          /* transformer layers on the stage */
+    double fill_s;       /* estimate_worst_stage, when the last stage is the slowest: the
+                          * micro-batch time of the stages the fill and drain run through
+                          * (estimate_time_assemble's bubble); 0: the slowest stage's */
 } stage_time;
 
 /* The four layer kinds a stage may hold: dense or MoE MLP, in l's precision or as one of
