@@ -80,6 +80,7 @@ static void work_item_of(const recipe *r, const recipe_item *s, work_item *it)
         it->n = s->n;
         it->k = s->k;
         it->weight_operand = s->weight_operand;
+        it->fp8 = s->low_precision;
         it->flops = 2.0 * s->m * s->n * s->k * s->batch;
     } else if (s->kind == RECIPE_ITEM_STREAM) {
         it->bytes = s->bytes;
@@ -502,8 +503,8 @@ static void print_list(FILE *f, const char *phase, const work_list *w, double re
         fprintf(f, "  %-5s %-22s ", phase, it->name);
         switch (it->kind) {
         case WORK_GEMM:
-            fprintf(f, "gemm   m=%-6.0f n=%-6.0f k=%-6.0f batch=%-3d", it->m, it->n, it->k,
-                    it->batch);
+            fprintf(f, "%-6s m=%-6.0f n=%-6.0f k=%-6.0f batch=%-3d", it->fp8 ? "fp8" : "gemm",
+                    it->m, it->n, it->k, it->batch);
             break;
         case WORK_STREAM:
             fprintf(f, "stream %-13s %-27.3g", ew_pattern_name(it->access.pattern), it->bytes);

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# fp8_backend_run.sh — issue 16's FP8 backend run on one GPU, in one call: the GPU test (FP8 GEMM
+# checks, FP8 plan steps), the FP8 GEMM comparison against torch._scaled_mm (bench/fp8_backend.py,
+# which also writes the calibrate CSVs plan fit reads) and plan measure of a small model in bf16
+# and FP8. Logs and results in $OUT.
+# Usage on the GPU machine: BIN=.carry/fp8bk OUT=$OUT bash .carry/fp8bk/fp8_backend_run.sh
+set -uo pipefail
+BIN=${BIN:-build/cli}
+OUT=${OUT:-fp8_out}
+PY=${PY:-$(dirname "$0")/fp8_backend.py}
+SYS=${SYS:-h100}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 PLAN_DATA_DIR=$PWD/data
+if ldd "$BIN/plan-gpu" | grep -q "not found"; then
+  libs=$(find /usr /opt /usr/local -name 'libcublas.so.13' -o -name 'libnccl.so.2' 2>/dev/null | xargs -r -n1 dirname | sort -u | tr '\n' ':')
+  export LD_LIBRARY_PATH=${libs}${LD_LIBRARY_PATH:-}
+fi
+{
+  echo "date: $(date -u +%FT%TZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit,clocks.max.sm --format=csv
+  nvcc --version | tail -2
+  python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
+  echo "ldd plan-gpu:"; ldd "$BIN/plan-gpu"
+} > "$OUT/env.txt" 2>&1
+echo "== test_backend_gpu"
+timeout 200 "$BIN/test_backend_gpu" > "$OUT/test_backend_gpu.txt" 2>&1
+echo "test_backend_gpu rc=$?"; grep -E "fp8|FAIL|passed|FAILED" "$OUT/test_backend_gpu.txt" | head -30
+echo "== fp8_backend.py"
+timeout 300 python3 "$PY" --bin "$BIN" --models 8b,70b --rounds 2 --out "$OUT" > "$OUT/fp8_backend_log.txt" 2>&1
+echo "fp8_backend.py rc=$?"
+echo "== plan measure (1b, fsdp2 and megatron, bf16 vs fp8)"
+for args in "--framework fsdp2" "--framework fsdp2 --precision fp8 --fp8-recipe tensorwise" \
+            "--framework megatron --sharding distopt" "--framework megatron --sharding distopt --precision fp8 --fp8-recipe delayed"; do
+  echo "-- plan measure --model 1b --system $SYS --gpus 1 --gbs 4 $args"
+  timeout 60 "$BIN/plan" measure --model 1b --system "$SYS" --gpus 1 --gbs 4 $args 2>&1 | tail -25
+done > "$OUT/measure_1b.txt" 2>&1
+grep -E "^-- |step|gemm " "$OUT/measure_1b.txt" | head -40
+tail -30 "$OUT/fp8_backend_log.txt"
