@@ -109,7 +109,8 @@ static cm_status open_devices(bk_ctx *c, int ngpus, char *err, size_t errlen)
         CUBLAS_TRY(cublasSetWorkspace(c->blas[d], c->blas_ws[d], BK_BLAS_WORKSPACE_BYTES));
         CUBLAS_TRY(cublasLtCreate(&c->lt[d]));
         /* per-tensor scales of plan measure's FP8 GEMMs (their value does not change the time) */
-        const float scales[2] = {0.0625f, 0.0625f};
+        float scales[2 * BK_FP8_SCALE_STRIDE] = {0};
+        scales[0] = scales[BK_FP8_SCALE_STRIDE] = 0.0625f;
         CUDA_TRY(cudaMalloc((void **)&c->fp8_scale[d], sizeof scales));
         CUDA_TRY(cudaMemcpy(c->fp8_scale[d], scales, sizeof scales, cudaMemcpyHostToDevice));
     }

@@ -295,19 +295,22 @@ cm_status bk_gemm_check_fp8(bk_ctx *ctx, int dev, long m, long n, long k, int ba
     CUDA_TRY(cudaMalloc(&C, 2 * nc));
     CUDA_TRY(cudaMalloc((void **)&R, 4 * nc));
     CUDA_TRY(cudaMalloc((void **)&Cf, 4 * nc));
-    CUDA_TRY(cudaMalloc((void **)&sc, 2 * sizeof(float)));
     /* powers of two: the dequantized operands are exact in bf16, so the reference is the exact
      * product of what the FP8 GEMM multiplied, and what remains is the GEMM's own error */
-    const float scales[2] = {0.5f, 0.25f};
+    float scales[2 * BK_FP8_SCALE_STRIDE] = {0};
+    scales[0] = 0.5f;
+    scales[BK_FP8_SCALE_STRIDE] = 0.25f;
+    CUDA_TRY(cudaMalloc((void **)&sc, sizeof scales));
     CUDA_TRY(cudaMemcpy(sc, scales, sizeof scales, cudaMemcpyHostToDevice));
     cudaStream_t s = ctx->compute[dev];
     static uint32_t seed = 4321;
     CUDA_TRY(bkk_fill_e4m3(A8, na, seed++, 448.0f, s)); /* e4m3's range, as amax scaling uses it */
     CUDA_TRY(bkk_fill_e4m3(B8, nb, seed++, 448.0f, s));
     CUDA_TRY(bkk_fill_bf16(C, nc, seed++, 100.0f, 200.0f, s)); /* poison */
-    BK_TRY(bk_gemm_launch_fp8(ctx, dev, m, n, k, batch, A8, B8, sc, sc + 1, C, err, errlen));
+    BK_TRY(bk_gemm_launch_fp8(ctx, dev, m, n, k, batch, A8, B8, sc, sc + BK_FP8_SCALE_STRIDE, C,
+                              err, errlen));
     CUDA_TRY(bkk_e4m3_to_bf16(A8, Ad, na, scales[0], s));
-    CUDA_TRY(bkk_e4m3_to_bf16(B8, Bd, nb, scales[1], s));
+    CUDA_TRY(bkk_e4m3_to_bf16(B8, Bd, nb, scales[BK_FP8_SCALE_STRIDE], s));
     CUDA_TRY(bkk_ref_gemm((int)GEMM_FWD, (int)m, (int)n, (int)k, batch, Ad, Bd, R, s));
     CUDA_TRY(bkk_bf16_to_f32(C, Cf, nc, s));
     CUDA_TRY(cudaStreamSynchronize(s));
@@ -322,7 +325,7 @@ typedef struct {
     bk_ctx *ctx;
     int dev, batch, nsets;
     work_gemm_form form;
-    int fp8;             /* e4m3 operands (1 byte), scales[0..1] */
+    int fp8;             /* e4m3 operands (1 byte), scales[0] and scales[BK_FP8_SCALE_STRIDE] */
     const float *scales;
     long m, n, k;
     char *buf;
@@ -344,7 +347,8 @@ static cm_status gemm_launch_one(void *arg, int index, char *err, size_t errlen)
     if (g->fp8)
         return bk_gemm_launch_fp8(g->ctx, g->dev, g->m, g->n, g->k, g->batch,
                                   gemm_operand(g, c, 0), gemm_operand(g, c, 1), g->scales,
-                                  g->scales + 1, gemm_operand(g, c, 2), err, errlen);
+                                  g->scales + BK_FP8_SCALE_STRIDE, gemm_operand(g, c, 2), err,
+                                  errlen);
     return bk_gemm_launch(g->ctx, g->dev, g->form, g->m, g->n, g->k, g->batch,
                           gemm_operand(g, c, 0), gemm_operand(g, c, 1), gemm_operand(g, c, 2), err,
                           errlen);
@@ -364,7 +368,7 @@ static cm_status gemm_check_rows_fp8(const gemm_launch_arg *g, double *rel, char
     for (int q = 0; q < nr; q++) rows[q] = nr > 1 ? (int)((g->m - 1) * q / (nr - 1)) : 0;
     size_t nout = (size_t)nr * (size_t)g->n;
     int *drows = NULL;
-    float *R = NULL, *Cf = NULL, hs[2];
+    float *R = NULL, *Cf = NULL, hs[2 * BK_FP8_SCALE_STRIDE];
     CUDA_TRY(cudaMalloc((void **)&drows, sizeof rows));
     CUDA_TRY(cudaMalloc((void **)&R, 4 * nout));
     CUDA_TRY(cudaMalloc((void **)&Cf, 4 * nout));
@@ -374,7 +378,7 @@ static cm_status gemm_check_rows_fp8(const gemm_launch_arg *g, double *rel, char
     CUDA_TRY(bkk_fill_bf16(C, elems(g->m, g->n, g->batch), 99u, 100.0f, 200.0f, s)); /* poison */
     BK_TRY(gemm_launch_one((void *)g, 0, err, errlen));
     CUDA_TRY(bkk_ref_rows_e4m3((int)g->n, (int)g->k, gemm_operand(g, 0, 0), gemm_operand(g, 0, 1),
-                               drows, nr, hs[0] * hs[1], R, s));
+                               drows, nr, hs[0] * hs[BK_FP8_SCALE_STRIDE], R, s));
     for (int q = 0; q < nr; q++)
         CUDA_TRY(bkk_bf16_to_f32(C + 2 * (size_t)rows[q] * g->n, Cf + (size_t)q * g->n,
                                  (size_t)g->n, s));

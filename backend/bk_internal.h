@@ -43,7 +43,8 @@ struct bk_ctx {
     cudaStream_t comm[BK_MAX_GPUS];
     cublasHandle_t blas[BK_MAX_GPUS];
     void *blas_ws[BK_MAX_GPUS];
-    float *fp8_scale[BK_MAX_GPUS]; /* device: two per-tensor scales for plan measure's FP8 GEMMs */
+    float *fp8_scale[BK_MAX_GPUS]; /* device: per-tensor scales of plan measure's FP8 GEMMs, A's
+                                      at [0], B's at [BK_FP8_SCALE_STRIDE] */
     cublasLtHandle_t lt[BK_MAX_GPUS];
     bk_lt_plan lt_plan[BK_MAX_GPUS][BK_LT_CACHE];
     int lt_count[BK_MAX_GPUS];
@@ -53,6 +54,10 @@ struct bk_ctx {
 };
 
 #define BK_BLAS_WORKSPACE_BYTES (32u << 20)
+/* Floats between two scales in one allocation: each scale pointer 256-byte aligned, as separate
+ * allocations (or PyTorch tensors) are; cuBLASLt refused the FP8 GEMMs with scales 4 bytes
+ * apart (CUBLAS_STATUS_NOT_SUPPORTED at launch, H100, CUDA 13). */
+#define BK_FP8_SCALE_STRIDE 64
 
 const char *bk_cublas_error(cublasStatus_t s);
 

@@ -143,7 +143,8 @@ static cm_status exec_item(bk_run *x, const work_item *it, item_ctx ic, char *er
                 long m16 = ((long)it->m + 15) / 16 * 16, n16 = ((long)it->n + 15) / 16 * 16;
                 long k16 = ((long)it->k + 15) / 16 * 16;
                 BK_TRY(bk_gemm_launch_fp8(x->c, d, m16, n16, k16, it->batch, A, B,
-                                          x->c->fp8_scale[d], x->c->fp8_scale[d] + 1, C, err,
+                                          x->c->fp8_scale[d],
+                                          x->c->fp8_scale[d] + BK_FP8_SCALE_STRIDE, C, err,
                                           errlen));
             } else {
                 BK_TRY(bk_gemm_launch(x->c, d, it->form, (long)it->m, (long)it->n, (long)it->k,

@@ -24,7 +24,12 @@ fi
 } > "$OUT/env.txt" 2>&1
 echo "== test_backend_gpu"
 timeout 200 "$BIN/test_backend_gpu" > "$OUT/test_backend_gpu.txt" 2>&1
-echo "test_backend_gpu rc=$?"; grep -E "fp8|FAIL|passed|FAILED" "$OUT/test_backend_gpu.txt" | head -30
+rc=$?
+echo "test_backend_gpu rc=$rc"; grep -E "fp8|FAIL|passed|FAILED" "$OUT/test_backend_gpu.txt" | head -30
+if [ $rc != 0 ]; then  # cuBLASLt's own reasons for a refused FP8 GEMM
+  CUBLASLT_LOG_LEVEL=3 timeout 60 "$BIN/plan" calibrate --ops gemm_fp8 --shape 1024x512x768 -o /dev/null > "$OUT/cublaslt_log.txt" 2>&1
+  grep -v "^$" "$OUT/cublaslt_log.txt" | head -40
+fi
 echo "== fp8_backend.py"
 timeout 300 python3 "$PY" --bin "$BIN" --models 8b,70b --rounds 2 --out "$OUT" > "$OUT/fp8_backend_log.txt" 2>&1
 echo "fp8_backend.py rc=$?"
@@ -32,7 +37,7 @@ echo "== plan measure (1b, fsdp2 and megatron, bf16 vs fp8)"
 for args in "--framework fsdp2" "--framework fsdp2 --precision fp8 --fp8-recipe tensorwise" \
             "--framework megatron --sharding distopt" "--framework megatron --sharding distopt --precision fp8 --fp8-recipe delayed"; do
   echo "-- plan measure --model 1b --system $SYS --gpus 1 --gbs 4 $args"
-  timeout 60 "$BIN/plan" measure --model 1b --system "$SYS" --gpus 1 --gbs 4 $args 2>&1 | tail -25
+  timeout 60 "$BIN/plan" measure --model 1b --system "$SYS" --gpus 1 --gbs 4 $args 2>&1
 done > "$OUT/measure_1b.txt" 2>&1
-grep -E "^-- |step|gemm " "$OUT/measure_1b.txt" | head -40
+grep -E "^-- |^plan:|step |  gemm|  compute|lp.quantize" "$OUT/measure_1b.txt" | head -60
 tail -30 "$OUT/fp8_backend_log.txt"
