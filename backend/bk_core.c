@@ -125,6 +125,20 @@ cm_status bk_open(bk_ctx **out, int ngpus, char *err, size_t errlen)
     if (!getenv("NCCL_NVLS_ENABLE")) setenv("NCCL_NVLS_ENABLE", "0", 1);
     bk_ctx *c = calloc(1, sizeof *c);
     if (!c) return cm_fail(err, errlen, CM_ENOMEM, "out of host memory");
+    c->lt_candidates = BK_LT_CANDIDATES;
+    const char *lc = getenv("PLAN_LT_CANDIDATES");
+    if (lc && *lc) {
+        char *end;
+        long v = strtol(lc, &end, 10);
+        if (*end || v < 1 || v > BK_LT_CANDIDATES) {
+            free(c);
+            return cm_fail(err, errlen, CM_EINVAL,
+                           "PLAN_LT_CANDIDATES must be an integer from 1 to %d (cuBLASLt "
+                           "heuristic candidates timed per GEMM shape), not '%.40s'",
+                           BK_LT_CANDIDATES, lc);
+        }
+        c->lt_candidates = (int)v;
+    }
     cm_status st = open_devices(c, ngpus, err, errlen);
     if (st != CM_OK) {
         bk_close(c);

@@ -11,7 +11,8 @@
  *
  * Launches go through cuBLASLt (cublasLtMatmul), autotuned once per shape and GPU: the first
  * launch of a shape times each of the heuristic's candidates (cublasLtMatmulAlgoGetHeuristic,
- * up to BK_LT_CANDIDATES, 32 MiB workspace) on the real operands and keeps the fastest, cached.
+ * up to BK_LT_CANDIDATES, 32 MiB workspace) on the real operands and keeps the fastest, cached;
+ * PLAN_LT_CANDIDATES=N in the environment asks the heuristic for N (1: its first choice, untimed).
  * On H200 cublasGemmEx's default algorithm ran 8192^3 at 0.94x torch.matmul and the heuristic's
  * first choice at 0.91x (bench/BACKEND.md). cublasGemmStridedBatchedEx is the fallback when the
  * heuristic offers nothing.
@@ -30,7 +31,6 @@
 #include "bk_timing.h"
 #include "kernels.h"
 
-#define BK_LT_CANDIDATES 16
 
 /* One launch of a candidate algorithm. */
 typedef struct {
@@ -153,7 +153,7 @@ static cm_status lt_plan_get(bk_ctx *ctx, int i, work_gemm_form form, long m, lo
     cublasLtMatmulHeuristicResult_t res[BK_LT_CANDIDATES];
     int found = 0;
     cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(ctx->lt[i], p->op, p->a, p->b, p->c, p->c,
-                                                       pref, BK_LT_CANDIDATES, res, &found);
+                                                       pref, ctx->lt_candidates, res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     p->form = (int)form;
     p->fp8 = fp8;
@@ -163,7 +163,8 @@ static cm_status lt_plan_get(bk_ctx *ctx, int i, work_gemm_form form, long m, lo
     p->batch = batch;
     ctx->lt_count[i]++;
     if (hs != CUBLAS_STATUS_SUCCESS || found < 1) return CM_OK; /* remembered: fallback */
-    BK_TRY(lt_autotune(ctx, i, p, res, found, A, B, C, err, errlen));
+    if (found > 1) BK_TRY(lt_autotune(ctx, i, p, res, found, A, B, C, err, errlen));
+    else p->algo = res[0].algo; /* the heuristic's choice, as torch._scaled_mm takes it */
     p->ok = 1;
     *out = p;
     return CM_OK;

@@ -18,6 +18,7 @@
  * index: process p drives [p * per_proc, (p + 1) * per_proc)) have this size. */
 #define BK_MAX_GPUS 64
 #define BK_LT_CACHE 96
+#define BK_LT_CANDIDATES 16 /* heuristic candidates autotuned per GEMM shape (bk_gemm.c) */
 
 /* A cuBLASLt plan for one GEMM shape: descriptors and the heuristic's first algorithm. */
 typedef struct {
@@ -48,6 +49,7 @@ struct bk_ctx {
     cublasLtHandle_t lt[BK_MAX_GPUS];
     bk_lt_plan lt_plan[BK_MAX_GPUS][BK_LT_CACHE];
     int lt_count[BK_MAX_GPUS];
+    int lt_candidates;         /* 1..BK_LT_CANDIDATES: PLAN_LT_CANDIDATES, default all */
     /* Cached communicators over devices 0..g-1 (calibrate), index g. */
     ncclComm_t prefix[BK_MAX_GPUS + 1][BK_MAX_GPUS];
     bool prefix_ok[BK_MAX_GPUS + 1];
