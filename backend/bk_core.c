@@ -125,7 +125,7 @@ cm_status bk_open(bk_ctx **out, int ngpus, char *err, size_t errlen)
     if (!getenv("NCCL_NVLS_ENABLE")) setenv("NCCL_NVLS_ENABLE", "0", 1);
     bk_ctx *c = calloc(1, sizeof *c);
     if (!c) return cm_fail(err, errlen, CM_ENOMEM, "out of host memory");
-    c->lt_candidates = BK_LT_CANDIDATES;
+    c->lt_candidates = 0; /* bk_gemm.c's defaults */
     const char *lc = getenv("PLAN_LT_CANDIDATES");
     if (lc && *lc) {
         char *end;

@@ -12,7 +12,8 @@
  * Launches go through cuBLASLt (cublasLtMatmul), autotuned once per shape and GPU: the first
  * launch of a shape times each of the heuristic's candidates (cublasLtMatmulAlgoGetHeuristic,
  * up to BK_LT_CANDIDATES, 32 MiB workspace) on the real operands and keeps the fastest, cached;
- * PLAN_LT_CANDIDATES=N in the environment asks the heuristic for N (1: its first choice, untimed).
+ * FP8 GEMMs take the heuristic's first choice untimed. PLAN_LT_CANDIDATES=N in the environment
+ * asks the heuristic for N candidates for both (1: its first choice).
  * On H200 cublasGemmEx's default algorithm ran 8192^3 at 0.94x torch.matmul and the heuristic's
  * first choice at 0.91x (bench/BACKEND.md). cublasGemmStridedBatchedEx is the fallback when the
  * heuristic offers nothing.
@@ -152,8 +153,13 @@ static cm_status lt_plan_get(bk_ctx *ctx, int i, work_gemm_form form, long m, lo
                                                     &ws, sizeof ws));
     cublasLtMatmulHeuristicResult_t res[BK_LT_CANDIDATES];
     int found = 0;
+    /* FP8: the heuristic's first choice (torch._scaled_mm's): on H100 the autotuned choice ran
+     * at a median 1.00x torch but down to 0.77x on large shapes, the first choice at 1.02x, min
+     * 0.94x (bench/BACKEND.md, FP8 section): a burst of 5 launches per candidate misjudges the
+     * sustained rate of FP8 kernels */
+    int want = ctx->lt_candidates ? ctx->lt_candidates : fp8 ? 1 : BK_LT_CANDIDATES;
     cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(ctx->lt[i], p->op, p->a, p->b, p->c, p->c,
-                                                       pref, ctx->lt_candidates, res, &found);
+                                                       pref, want, res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     p->form = (int)form;
     p->fp8 = fp8;

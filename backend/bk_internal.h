@@ -49,7 +49,7 @@ struct bk_ctx {
     cublasLtHandle_t lt[BK_MAX_GPUS];
     bk_lt_plan lt_plan[BK_MAX_GPUS][BK_LT_CACHE];
     int lt_count[BK_MAX_GPUS];
-    int lt_candidates;         /* 1..BK_LT_CANDIDATES: PLAN_LT_CANDIDATES, default all */
+    int lt_candidates;         /* 1..BK_LT_CANDIDATES: PLAN_LT_CANDIDATES; 0: bf16 all, fp8 1 */
     /* Cached communicators over devices 0..g-1 (calibrate), index g. */
     ncclComm_t prefix[BK_MAX_GPUS + 1][BK_MAX_GPUS];
     bool prefix_ok[BK_MAX_GPUS + 1];

@@ -7,7 +7,10 @@
 #   CONFIGS  for the fp8 part, one run per LIB:N: LIB "system" (the CUDA toolkit's cuBLASLt, what
 #            plan-gpu links) or "torch" (the cuBLASLt of PyTorch's wheel, by LD_LIBRARY_PATH, so
 #            both sides run one library), N the PLAN_LT_CANDIDATES the backend autotunes (1: the
-#            heuristic's first choice, as _scaled_mm). Default "system:16".
+#            heuristic's first choice, as _scaled_mm; d: the backend's default). Default
+#            "system:d".
+#   ROUNDS   rounds of bench/fp8_backend.py (default 2)
+# Everything ends up in $OUT/results.tgz (the device tool brings back few files).
 # Usage on the GPU machine: BIN=.carry/fp8bk OUT=$OUT bash .carry/fp8bk/fp8_backend_run.sh
 set -uo pipefail
 BIN=${BIN:-build/cli}
@@ -15,7 +18,8 @@ OUT=${OUT:-fp8_out}
 PY=${PY:-$(dirname "$0")/fp8_backend.py}
 SYS=${SYS:-h100}
 PARTS=${PARTS:-test fp8 measure}
-CONFIGS=${CONFIGS:-system:16}
+CONFIGS=${CONFIGS:-system:d}
+ROUNDS=${ROUNDS:-2}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 PLAN_DATA_DIR=$PWD/data
 if ldd "$BIN/plan-gpu" | grep -q "not found"; then
@@ -46,10 +50,10 @@ case " $PARTS " in *" fp8 "*)
     lib=${cfg%%:*}; cand=${cfg##*:}; d="$OUT/fp8_${lib}_c${cand}"; mkdir -p "$d"
     (
       [ "$lib" = torch ] && export LD_LIBRARY_PATH="$TORCH_LIB:${LD_LIBRARY_PATH:-}"
-      export PLAN_LT_CANDIDATES=$cand
+      if [ "$cand" = d ]; then unset PLAN_LT_CANDIDATES; else export PLAN_LT_CANDIDATES=$cand; fi
       ldd "$BIN/plan-gpu" | grep cublas > "$d/plan_cublas_libs.txt"
       echo "== fp8_backend.py, $lib cuBLASLt, PLAN_LT_CANDIDATES=$cand"
-      timeout 300 python3 "$PY" --bin "$BIN" --models 8b,70b --rounds 2 --out "$d" > "$d/fp8_backend_log.txt" 2>&1
+      timeout 300 python3 "$PY" --bin "$BIN" --models 8b,70b --rounds "$ROUNDS" --out "$d" > "$d/fp8_backend_log.txt" 2>&1
       echo "rc=$?"; tail -2 "$d/fp8_backend_log.txt"
     )
   done;;
@@ -63,3 +67,4 @@ case " $PARTS " in *" measure "*)
   done > "$OUT/measure_1b.txt" 2>&1
   grep -E "^-- |^plan:|step time|  compute  |    gemm  |lp.quantize" "$OUT/measure_1b.txt" | head -60;;
 esac
+tar czf /tmp/fp8_results.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/fp8_results.tgz "$OUT/results.tgz"
