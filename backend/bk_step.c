@@ -139,10 +139,10 @@ static cm_status exec_item(bk_run *x, const work_item *it, item_ctx ic, char *er
                 /* FP8: e4m3 operands read from the same regions (their bf16 fill is valid e4m3
                  * too, kernels.cu), every form in the K-major layout whose transposed copies
                  * the recipe's lp.quantize kernels make; sizes padded to multiples of 16 as
-                 * Transformer Engine pads FP8 GEMM operands (Fp8Padding) */
-                long m16 = ((long)it->m + 15) / 16 * 16, n16 = ((long)it->n + 15) / 16 * 16;
-                long k16 = ((long)it->k + 15) / 16 * 16;
-                BK_TRY(bk_gemm_launch_fp8(x->c, d, m16, n16, k16, it->batch, A, B,
+                 * Transformer Engine pads FP8 GEMM operands (Fp8Padding; the pools hold the
+                 * padded operands, bk_pools.c) */
+                BK_TRY(bk_gemm_launch_fp8(x->c, d, bk_fp8_dim(it->m), bk_fp8_dim(it->n),
+                                          bk_fp8_dim(it->k), it->batch, A, B,
                                           x->c->fp8_scale[d],
                                           x->c->fp8_scale[d] + BK_FP8_SCALE_STRIDE, C, err,
                                           errlen));

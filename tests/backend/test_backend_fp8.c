@@ -3,7 +3,8 @@
  * low-precision Linears (QKV, attention out, MLP up/down in fprop, dgrad and wgrad) become FP8
  * work items; the attention core, the output layer and the MoE router stay bf16; the recipe's
  * quantize kernels are work items of the bytes precision.c prices (hand-worked below); a bf16
- * layout has no FP8 item and no quantize kernel. No GPU needed.
+ * layout has no FP8 item and no quantize kernel; the pools size FP8 operands at their padded
+ * dimensions. No GPU needed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "bk_pools.h"
 #include "precision.h"
 #include "test_backend_work.h"
 
@@ -92,4 +94,16 @@ void test_fp8_work(void **state)
     assert_true(find(&W8.moe_fwd, "experts_up")->fp8);
     assert_true(find(&W8.moe_bwd, "experts_down.wgrad")->fp8);
     assert_false(find(&W8.moe_fwd, "router")->fp8);
+
+    /* The pools hold an FP8 item's operands at their padded sizes (multiples of 16): e4m3 A
+     * 112 x 1008 and B 4096 x 1008, bf16 C 112 x 4096, two batches; the bf16 item as before. */
+    work_item it = {.kind = WORK_GEMM, .fp8 = true, .m = 100, .n = 4096, .k = 1000, .batch = 2};
+    assert_int_equal(bk_fp8_dim(100), 112);
+    assert_int_equal(bk_fp8_dim(4096), 4096);
+    assert_int_equal(bk_gemm_a_bytes(&it), 112 * 1008 * 2);
+    assert_int_equal(bk_gemm_b_bytes(&it), 4096 * 1008 * 2);
+    assert_int_equal(bk_gemm_c_bytes(&it), 2 * 112 * 4096 * 2);
+    it.fp8 = false;
+    assert_int_equal(bk_gemm_a_bytes(&it), 2 * 100 * 1000 * 2);
+    assert_int_equal(bk_gemm_c_bytes(&it), 2 * 100 * 4096 * 2);
 }
