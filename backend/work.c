@@ -15,6 +15,7 @@
 #include "fsdp_copies.h"
 #include "layer_recipe.h"
 #include "memory.h"
+#include "precision.h"
 
 static const char *component_names[WC_COUNT] = {
     "gemm",    "attention", "elementwise", "tp_comm",         "cp_comm", "ep_comm",
@@ -305,6 +306,13 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
         return cm_fail(err, errlen, CM_EINVAL,
                        "pipeline size %d: plan measure handles up to %d stages", l->pp,
                        WORK_MAX_STAGES);
+    /* one dense layer's list runs every dense layer, so bf16 first/last layers of a
+     * low-precision plan (priced in bf16 by the estimate) would run in FP8 */
+    if (precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0))
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "plan measure runs every layer of a stage from one layer list, so it "
+                       "cannot keep the first/last layers in bf16: measure without "
+                       "--bf16-first-layers/--bf16-last-layers (or use plan estimate)");
     cm_status st = estimate_layout(m, sys, t, l, &w->est, err, errlen);
     if (st != CM_OK) return st;
     estimate_costs costs;

@@ -73,6 +73,13 @@ void test_fp8_work(void **state)
     near(q->bytes, 4.0 * (71303168.0 + 109051904.0), 1e-12);
     near(find(&W8.layer_bwd, "lp.quantize_bwd")->bytes, 4.0 * 104857600.0, 1e-12);
 
+    /* bf16 first/last layers cannot be run from the one layer list: refused by name */
+    layout f = l;
+    f.fp8_recipe = FP8_RECIPE_TENSORWISE;
+    f.bf16_layers_start = 1;
+    assert_int_equal(work_plan_build(&M, &S, &t, &f, &W8, err, sizeof err), CM_EINVAL);
+    assert_non_null(strstr(err, "--bf16-first-layers"));
+
     /* the same layout in bf16: no FP8 GEMM, no quantize kernel */
     l.precision = PRECISION_BF16;
     l.fp8_recipe = FP8_RECIPE_DEFAULT;
