@@ -46,6 +46,7 @@ int bk_processes(const bk_ctx *ctx);
 int bk_process(const bk_ctx *ctx);
 const char *bk_device_name(const bk_ctx *ctx);
 double bk_device_memory_bytes(const bk_ctx *ctx);
+bool bk_has_fp8(const bk_ctx *ctx); /* the GPUs have FP8 tensor cores (sm_89 and later) */
 
 typedef struct {
     int warmup;      /* untimed launches first */
@@ -60,6 +61,8 @@ typedef struct {
     double time_s;   /* median time of one GEMM */
     double spread;   /* (max - min) / median over the repeats */
     double flops_per_s;
+    double check_error; /* FP8: relative error of sampled output rows of the timed GEMM against
+                           an fp32 product of its e4m3 operands; bf16: 0 (bk_gemm_check) */
 } bk_gemm_result;
 
 /* Time one bf16 GEMM (fp32 accumulate) of the given form on device dev. Operands rotate among
@@ -67,6 +70,18 @@ typedef struct {
 cm_status bk_gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n, long k,
                        int batch, const bk_timing *tm, bk_gemm_result *out, char *err,
                        size_t errlen);
+
+/* Time one FP8 GEMM C[m,n] = sa sb A[m,k] B[n,k]^T (e4m3 operands with per-tensor fp32 scales,
+ * bf16 C, fp32 accumulation, cuBLASLt) on device dev: every form (fwd, dgrad, wgrad) runs this
+ * K-major layout on Hopper, so a shape is its m, n, k. Operands rotate among copies as for bf16;
+ * afterwards sampled rows of the result are checked (out->check_error). */
+cm_status bk_gemm_time_fp8(bk_ctx *ctx, int dev, long m, long n, long k, int batch,
+                           const bk_timing *tm, bk_gemm_result *out, char *err, size_t errlen);
+
+/* Relative Frobenius error of one FP8 GEMM (random e4m3 operands, power-of-two scales, output
+ * poisoned) against a naive fp32 product of the dequantized operands. */
+cm_status bk_gemm_check_fp8(bk_ctx *ctx, int dev, long m, long n, long k, int batch,
+                            double *rel_err, char *err, size_t errlen);
 
 /* Run one eager kernel of access pattern a (elementwise.h) on device dev, the way plan measure
  * runs it (kernels_ew.cu), over host operands: in_a, in_b and out hold ew_operand_elems(a, k)

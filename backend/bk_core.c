@@ -37,6 +37,8 @@ int bk_device_count(void)
 int bk_ngpus(const bk_ctx *ctx) { return ctx->ngpus; }
 const char *bk_device_name(const bk_ctx *ctx) { return ctx->name; }
 double bk_device_memory_bytes(const bk_ctx *ctx) { return ctx->mem_bytes; }
+/* FP8 tensor cores: Ada (sm_89), Hopper (sm_90) and later. */
+bool bk_has_fp8(const bk_ctx *ctx) { return ctx->cc >= 89; }
 
 /* Which GPUs this process drives: all local ones (or the first ngpus) alone; under MPI,
  * ngpus each (0: this node's GPUs shared evenly among its processes), the process's share of
@@ -96,6 +98,7 @@ static cm_status open_devices(bk_ctx *c, int ngpus, char *err, size_t errlen)
                 snprintf(c->name, sizeof c->name, "%d x %.160s (sm_%d%d, %d SMs)", c->ngpus,
                          p.name, p.major, p.minor, p.multiProcessorCount);
             c->sms = p.multiProcessorCount;
+            c->cc = p.major * 10 + p.minor;
             c->mem_bytes = (double)p.totalGlobalMem;
         }
         CUDA_TRY(cudaStreamCreateWithFlags(&c->compute[d], cudaStreamNonBlocking));
@@ -105,6 +108,11 @@ static cm_status open_devices(bk_ctx *c, int ngpus, char *err, size_t errlen)
         CUDA_TRY(cudaMalloc(&c->blas_ws[d], BK_BLAS_WORKSPACE_BYTES));
         CUBLAS_TRY(cublasSetWorkspace(c->blas[d], c->blas_ws[d], BK_BLAS_WORKSPACE_BYTES));
         CUBLAS_TRY(cublasLtCreate(&c->lt[d]));
+        /* per-tensor scales of plan measure's FP8 GEMMs (their value does not change the time) */
+        float scales[2 * BK_FP8_SCALE_STRIDE] = {0};
+        scales[0] = scales[BK_FP8_SCALE_STRIDE] = 0.0625f;
+        CUDA_TRY(cudaMalloc((void **)&c->fp8_scale[d], sizeof scales));
+        CUDA_TRY(cudaMemcpy(c->fp8_scale[d], scales, sizeof scales, cudaMemcpyHostToDevice));
     }
     /* The run's device name is process 0's. */
     bk_world_bcast(c->name, sizeof c->name, 0);
@@ -117,6 +125,20 @@ cm_status bk_open(bk_ctx **out, int ngpus, char *err, size_t errlen)
     if (!getenv("NCCL_NVLS_ENABLE")) setenv("NCCL_NVLS_ENABLE", "0", 1);
     bk_ctx *c = calloc(1, sizeof *c);
     if (!c) return cm_fail(err, errlen, CM_ENOMEM, "out of host memory");
+    c->lt_candidates = 0; /* bk_gemm.c's defaults */
+    const char *lc = getenv("PLAN_LT_CANDIDATES");
+    if (lc && *lc) {
+        char *end;
+        long v = strtol(lc, &end, 10);
+        if (*end || v < 1 || v > BK_LT_CANDIDATES) {
+            free(c);
+            return cm_fail(err, errlen, CM_EINVAL,
+                           "PLAN_LT_CANDIDATES must be an integer from 1 to %d (cuBLASLt "
+                           "heuristic candidates timed per GEMM shape), not '%.40s'",
+                           BK_LT_CANDIDATES, lc);
+        }
+        c->lt_candidates = (int)v;
+    }
     cm_status st = open_devices(c, ngpus, err, errlen);
     if (st != CM_OK) {
         bk_close(c);
@@ -145,6 +167,7 @@ void bk_close(bk_ctx *c)
         if (c->lt[d]) cublasLtDestroy(c->lt[d]);
         if (c->blas[d]) cublasDestroy(c->blas[d]);
         if (c->blas_ws[d]) cudaFree(c->blas_ws[d]);
+        if (c->fp8_scale[d]) cudaFree(c->fp8_scale[d]);
         if (c->compute[d]) cudaStreamDestroy(c->compute[d]);
         if (c->comm[d]) cudaStreamDestroy(c->comm[d]);
     }

@@ -1,10 +1,19 @@
 /*
  * bk_gemm.c — bf16 GEMMs through cuBLAS (cublasGemmStridedBatchedEx, bf16 operands and result,
- * fp32 accumulation: CUBLAS_COMPUTE_32F), their timing and their check.
+ * fp32 accumulation: CUBLAS_COMPUTE_32F), their timing and their check; and FP8 GEMMs (issue
+ * 16) through cuBLASLt: e4m3 operands with one fp32 scale each (CUBLASLT_MATMUL_DESC_A/B_SCALE_
+ * POINTER, device memory, as Transformer Engine's delayed scaling and torchao's tensorwise
+ * scaling pass them), bf16 result, fp32 accumulation without fast accumulation (torch._scaled_mm's
+ * default use_fast_accum=False), the "TN" layout Hopper's FP8 kernels require (cuBLASLt docs,
+ * cublasLtMatmul FP8 requirements: A transposed, B not, i.e. both operands K-major), the same
+ * workspace, heuristic and autotuning as bf16. An FP8 GEMM is checked against an fp32 product of
+ * its dequantized operands (bk_gemm_check_fp8), and every timed FP8 shape on sampled rows.
  *
  * Launches go through cuBLASLt (cublasLtMatmul), autotuned once per shape and GPU: the first
  * launch of a shape times each of the heuristic's candidates (cublasLtMatmulAlgoGetHeuristic,
- * up to BK_LT_CANDIDATES, 32 MiB workspace) on the real operands and keeps the fastest, cached.
+ * up to BK_LT_CANDIDATES, 32 MiB workspace) on the real operands and keeps the fastest, cached;
+ * FP8 GEMMs take the heuristic's first choice untimed. PLAN_LT_CANDIDATES=N in the environment
+ * asks the heuristic for N candidates for both (1: its first choice).
  * On H200 cublasGemmEx's default algorithm ran 8192^3 at 0.94x torch.matmul and the heuristic's
  * first choice at 0.91x (bench/BACKEND.md). cublasGemmStridedBatchedEx is the fallback when the
  * heuristic offers nothing.
@@ -23,7 +32,6 @@
 #include "bk_timing.h"
 #include "kernels.h"
 
-#define BK_LT_CANDIDATES 16
 
 /* One launch of a candidate algorithm. */
 typedef struct {
@@ -83,15 +91,30 @@ static cm_status lt_autotune(bk_ctx *ctx, int i, bk_lt_plan *p,
     return CM_OK;
 }
 
+/* The per-tensor scales of an FP8 plan: cuBLAS's A is our B (the first operand of C^T). */
+static cm_status lt_set_scales(bk_lt_plan *p, const float *scale_a, const float *scale_b,
+                               char *err, size_t errlen)
+{
+    CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                              &scale_b, sizeof scale_b));
+    CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                              &scale_a, sizeof scale_a));
+    return CM_OK;
+}
+
+/* The cached plan of a shape (fp8: e4m3 operands, scales scale_a/scale_b), made, autotuned and
+ * cached at its first use; *out NULL when cuBLASLt offers no algorithm (or the cache is full). */
 static cm_status lt_plan_get(bk_ctx *ctx, int i, work_gemm_form form, long m, long n, long k,
                              int batch, cublasOperation_t ta, cublasOperation_t tb, int lda,
-                             int ldb, const void *A, const void *B, void *C, bk_lt_plan **out,
+                             int ldb, int fp8, const float *scale_a, const float *scale_b,
+                             const void *A, const void *B, void *C, bk_lt_plan **out,
                              char *err, size_t errlen)
 {
     *out = NULL;
     for (int j = 0; j < ctx->lt_count[i]; j++) {
         bk_lt_plan *p = &ctx->lt_plan[i][j];
-        if (p->form == (int)form && p->m == m && p->n == n && p->k == k && p->batch == batch) {
+        if (p->form == (int)form && p->fp8 == fp8 && p->m == m && p->n == n && p->k == k &&
+            p->batch == batch) {
             *out = p->ok ? p : NULL;
             return CM_OK;
         }
@@ -102,11 +125,13 @@ static cm_status lt_plan_get(bk_ctx *ctx, int i, work_gemm_form form, long m, lo
     CUBLAS_TRY(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    if (fp8) BK_TRY(lt_set_scales(p, scale_a, scale_b, err, errlen));
     /* column-major operands of C^T[n,m] = op(first)[n,k] op(second)[k,m] */
     uint64_t ar = ta == CUBLAS_OP_N ? (uint64_t)n : (uint64_t)k, ac = ta == CUBLAS_OP_N ? k : n;
     uint64_t br = tb == CUBLAS_OP_N ? (uint64_t)k : (uint64_t)m, bc = tb == CUBLAS_OP_N ? m : k;
-    CUBLAS_TRY(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16BF, ar, ac, lda));
-    CUBLAS_TRY(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16BF, br, bc, ldb));
+    cudaDataType_t in = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+    CUBLAS_TRY(cublasLtMatrixLayoutCreate(&p->a, in, ar, ac, lda));
+    CUBLAS_TRY(cublasLtMatrixLayoutCreate(&p->b, in, br, bc, ldb));
     CUBLAS_TRY(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_16BF, n, m, n));
     if (batch > 1) {
         int32_t bcount = batch;
@@ -128,17 +153,24 @@ static cm_status lt_plan_get(bk_ctx *ctx, int i, work_gemm_form form, long m, lo
                                                     &ws, sizeof ws));
     cublasLtMatmulHeuristicResult_t res[BK_LT_CANDIDATES];
     int found = 0;
+    /* FP8: the heuristic's first choice (torch._scaled_mm's): on H100 the autotuned choice ran
+     * at a median 1.00x torch but down to 0.77x on large shapes, the first choice at 1.02x, min
+     * 0.94x (bench/BACKEND.md, FP8 section): a burst of 5 launches per candidate misjudges the
+     * sustained rate of FP8 kernels */
+    int want = ctx->lt_candidates ? ctx->lt_candidates : fp8 ? 1 : BK_LT_CANDIDATES;
     cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(ctx->lt[i], p->op, p->a, p->b, p->c, p->c,
-                                                       pref, BK_LT_CANDIDATES, res, &found);
+                                                       pref, want, res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     p->form = (int)form;
+    p->fp8 = fp8;
     p->m = m;
     p->n = n;
     p->k = k;
     p->batch = batch;
     ctx->lt_count[i]++;
     if (hs != CUBLAS_STATUS_SUCCESS || found < 1) return CM_OK; /* remembered: fallback */
-    BK_TRY(lt_autotune(ctx, i, p, res, found, A, B, C, err, errlen));
+    if (found > 1) BK_TRY(lt_autotune(ctx, i, p, res, found, A, B, C, err, errlen));
+    else p->algo = res[0].algo; /* the heuristic's choice, as torch._scaled_mm takes it */
     p->ok = 1;
     *out = p;
     return CM_OK;
@@ -159,8 +191,8 @@ cm_status bk_gemm_launch(bk_ctx *ctx, int i, work_gemm_form form, long m, long n
     }
     long long sa = (long long)n * k, sb = (long long)m * k, sc = (long long)m * n;
     bk_lt_plan *p;
-    BK_TRY(lt_plan_get(ctx, i, form, m, n, k, batch, ta, tb, lda, ldb, A, B, C, &p, err,
-                       errlen));
+    BK_TRY(lt_plan_get(ctx, i, form, m, n, k, batch, ta, tb, lda, ldb, 0, NULL, NULL, A, B, C,
+                       &p, err, errlen));
     if (p) {
         CUBLAS_TRY(cublasLtMatmul(ctx->lt[i], p->op, &one, B, p->a, A, p->b, &zero, C, p->c, C,
                                   p->c, &p->algo, ctx->blas_ws[i], BK_BLAS_WORKSPACE_BYTES,
@@ -174,7 +206,57 @@ cm_status bk_gemm_launch(bk_ctx *ctx, int i, work_gemm_form form, long m, long n
     return CM_OK;
 }
 
+cm_status bk_gemm_launch_fp8(bk_ctx *ctx, int i, long m, long n, long k, int batch, const void *A,
+                             const void *B, const float *scale_a, const float *scale_b, void *C,
+                             char *err, size_t errlen)
+{
+    const float one = 1.0f, zero = 0.0f;
+    bk_lt_plan *p;
+    /* every form is the forward (TN) layout on K-major operands (bk_internal.h) */
+    BK_TRY(lt_plan_get(ctx, i, GEMM_FWD, m, n, k, batch, CUBLAS_OP_T, CUBLAS_OP_N, (int)k, (int)k,
+                       1, scale_a, scale_b, A, B, C, &p, err, errlen));
+    if (!p)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "cuBLASLt offers no FP8 (e4m3) algorithm for the GEMM m=%ld n=%ld k=%ld "
+                       "batch %d on this GPU: FP8 GEMMs need Hopper or newer and m, n, k "
+                       "multiples of 16 (frameworks pad such operands)",
+                       m, n, k, batch);
+    BK_TRY(lt_set_scales(p, scale_a, scale_b, err, errlen));
+    CUBLAS_TRY(cublasLtMatmul(ctx->lt[i], p->op, &one, B, p->a, A, p->b, &zero, C, p->c, C, p->c,
+                              &p->algo, ctx->blas_ws[i], BK_BLAS_WORKSPACE_BYTES,
+                              ctx->compute[i]));
+    return CM_OK;
+}
+
 static size_t elems(long a, long b, int batch) { return (size_t)a * (size_t)b * (size_t)batch; }
+
+/* ||C - R|| / ||R|| (Frobenius) of two device fp32 arrays of n elements; a NaN anywhere (or an
+ * all-zero reference) gives infinity, which fails every check. */
+static cm_status rel_error_dev(const float *Cf, const float *R, size_t n, double *rel, char *err,
+                               size_t errlen)
+{
+    float *hc = malloc(4 * n), *hr = malloc(4 * n);
+    if (!hc || !hr) {
+        free(hc);
+        free(hr);
+        return cm_fail(err, errlen, CM_ENOMEM, "out of host memory");
+    }
+    cudaError_t e1 = cudaMemcpy(hc, Cf, 4 * n, cudaMemcpyDeviceToHost);
+    cudaError_t e2 = cudaMemcpy(hr, R, 4 * n, cudaMemcpyDeviceToHost);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)hc[i] - hr[i];
+        num += d * d;
+        den += (double)hr[i] * hr[i];
+    }
+    free(hc);
+    free(hr);
+    CUDA_TRY(e1);
+    CUDA_TRY(e2);
+    *rel = den > 0 ? sqrt(num / den) : INFINITY;
+    if (isnan(*rel)) *rel = INFINITY;
+    return CM_OK;
+}
 
 cm_status bk_gemm_check(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n, long k,
                         int batch, double *rel_err, char *err, size_t errlen)
@@ -197,24 +279,7 @@ cm_status bk_gemm_check(bk_ctx *ctx, int dev, work_gemm_form form, long m, long 
     CUDA_TRY(bkk_ref_gemm((int)form, (int)m, (int)n, (int)k, batch, A, B, R, s));
     CUDA_TRY(bkk_bf16_to_f32(C, Cf, nc, s));
     CUDA_TRY(cudaStreamSynchronize(s));
-    float *hc = malloc(4 * nc), *hr = malloc(4 * nc);
-    if (!hc || !hr) {
-        free(hc);
-        free(hr);
-        return cm_fail(err, errlen, CM_ENOMEM, "out of host memory");
-    }
-    CUDA_TRY(cudaMemcpy(hc, Cf, 4 * nc, cudaMemcpyDeviceToHost));
-    CUDA_TRY(cudaMemcpy(hr, R, 4 * nc, cudaMemcpyDeviceToHost));
-    double num = 0, den = 0;
-    for (size_t i = 0; i < nc; i++) {
-        double d = (double)hc[i] - hr[i];
-        num += d * d;
-        den += (double)hr[i] * hr[i];
-    }
-    free(hc);
-    free(hr);
-    *rel_err = den > 0 ? sqrt(num / den) : INFINITY;
-    if (isnan(*rel_err)) *rel_err = INFINITY;
+    BK_TRY(rel_error_dev(Cf, R, nc, rel_err, err, errlen));
     cudaFree(A);
     cudaFree(B);
     cudaFree(C);
@@ -223,22 +288,113 @@ cm_status bk_gemm_check(bk_ctx *ctx, int dev, work_gemm_form form, long m, long 
     return CM_OK;
 }
 
+cm_status bk_gemm_check_fp8(bk_ctx *ctx, int dev, long m, long n, long k, int batch,
+                            double *rel_err, char *err, size_t errlen)
+{
+    CUDA_TRY(cudaSetDevice(ctx->dev[dev]));
+    size_t na = elems(m, k, batch), nb = elems(n, k, batch), nc = elems(m, n, batch);
+    void *A8 = NULL, *B8 = NULL, *Ad = NULL, *Bd = NULL, *C = NULL;
+    float *R = NULL, *Cf = NULL, *sc = NULL;
+    CUDA_TRY(cudaMalloc(&A8, na));
+    CUDA_TRY(cudaMalloc(&B8, nb));
+    CUDA_TRY(cudaMalloc(&Ad, 2 * na));
+    CUDA_TRY(cudaMalloc(&Bd, 2 * nb));
+    CUDA_TRY(cudaMalloc(&C, 2 * nc));
+    CUDA_TRY(cudaMalloc((void **)&R, 4 * nc));
+    CUDA_TRY(cudaMalloc((void **)&Cf, 4 * nc));
+    /* powers of two: the dequantized operands are exact in bf16, so the reference is the exact
+     * product of what the FP8 GEMM multiplied, and what remains is the GEMM's own error */
+    float scales[2 * BK_FP8_SCALE_STRIDE] = {0};
+    scales[0] = 0.5f;
+    scales[BK_FP8_SCALE_STRIDE] = 0.25f;
+    CUDA_TRY(cudaMalloc((void **)&sc, sizeof scales));
+    CUDA_TRY(cudaMemcpy(sc, scales, sizeof scales, cudaMemcpyHostToDevice));
+    cudaStream_t s = ctx->compute[dev];
+    static uint32_t seed = 4321;
+    CUDA_TRY(bkk_fill_e4m3(A8, na, seed++, 448.0f, s)); /* e4m3's range, as amax scaling uses it */
+    CUDA_TRY(bkk_fill_e4m3(B8, nb, seed++, 448.0f, s));
+    CUDA_TRY(bkk_fill_bf16(C, nc, seed++, 100.0f, 200.0f, s)); /* poison */
+    BK_TRY(bk_gemm_launch_fp8(ctx, dev, m, n, k, batch, A8, B8, sc, sc + BK_FP8_SCALE_STRIDE, C,
+                              err, errlen));
+    CUDA_TRY(bkk_e4m3_to_bf16(A8, Ad, na, scales[0], s));
+    CUDA_TRY(bkk_e4m3_to_bf16(B8, Bd, nb, scales[BK_FP8_SCALE_STRIDE], s));
+    CUDA_TRY(bkk_ref_gemm((int)GEMM_FWD, (int)m, (int)n, (int)k, batch, Ad, Bd, R, s));
+    CUDA_TRY(bkk_bf16_to_f32(C, Cf, nc, s));
+    CUDA_TRY(cudaStreamSynchronize(s));
+    BK_TRY(rel_error_dev(Cf, R, nc, rel_err, err, errlen));
+    void *bufs[] = {A8, B8, Ad, Bd, C, R, Cf, sc};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) CUDA_TRY(cudaFree(bufs[i]));
+    return CM_OK;
+}
+
 /* One GEMM of a timed shape: operand copy `index % nsets` of buf. */
 typedef struct {
     bk_ctx *ctx;
     int dev, batch, nsets;
     work_gemm_form form;
+    int fp8;             /* e4m3 operands (1 byte), scales[0] and scales[BK_FP8_SCALE_STRIDE] */
+    const float *scales;
     long m, n, k;
     char *buf;
-    size_t set, na, nb;
+    size_t set, na, nb;  /* bytes of a copy; elements of A and B */
 } gemm_launch_arg;
+
+/* Where copy `copy`'s operands are: A, B, C. */
+static char *gemm_operand(const gemm_launch_arg *g, int copy, int which)
+{
+    size_t esz = g->fp8 ? 1 : 2;
+    char *base = g->buf + (size_t)copy * g->set;
+    return base + (which == 0 ? 0 : which == 1 ? esz * g->na : esz * (g->na + g->nb));
+}
 
 static cm_status gemm_launch_one(void *arg, int index, char *err, size_t errlen)
 {
     const gemm_launch_arg *g = arg;
-    char *base = g->buf + (size_t)(index % g->nsets) * g->set;
-    return bk_gemm_launch(g->ctx, g->dev, g->form, g->m, g->n, g->k, g->batch, base,
-                          base + 2 * g->na, base + 2 * (g->na + g->nb), err, errlen);
+    int c = index % g->nsets;
+    if (g->fp8)
+        return bk_gemm_launch_fp8(g->ctx, g->dev, g->m, g->n, g->k, g->batch,
+                                  gemm_operand(g, c, 0), gemm_operand(g, c, 1), g->scales,
+                                  g->scales + BK_FP8_SCALE_STRIDE, gemm_operand(g, c, 2), err,
+                                  errlen);
+    return bk_gemm_launch(g->ctx, g->dev, g->form, g->m, g->n, g->k, g->batch,
+                          gemm_operand(g, c, 0), gemm_operand(g, c, 1), gemm_operand(g, c, 2), err,
+                          errlen);
+}
+
+#define BK_FP8_CHECK_ROWS 16
+
+/* The FP8 GEMM of copy 0 checked where it was timed: BK_FP8_CHECK_ROWS output rows spread over
+ * m (of the first batch) against an fp32 product of the same e4m3 operands and scales, output
+ * poisoned first. */
+static cm_status gemm_check_rows_fp8(const gemm_launch_arg *g, double *rel, char *err,
+                                     size_t errlen)
+{
+    bk_ctx *ctx = g->ctx;
+    cudaStream_t s = ctx->compute[g->dev];
+    int rows[BK_FP8_CHECK_ROWS], nr = g->m < BK_FP8_CHECK_ROWS ? (int)g->m : BK_FP8_CHECK_ROWS;
+    for (int q = 0; q < nr; q++) rows[q] = nr > 1 ? (int)((g->m - 1) * q / (nr - 1)) : 0;
+    size_t nout = (size_t)nr * (size_t)g->n;
+    int *drows = NULL;
+    float *R = NULL, *Cf = NULL, hs[2 * BK_FP8_SCALE_STRIDE];
+    CUDA_TRY(cudaMalloc((void **)&drows, sizeof rows));
+    CUDA_TRY(cudaMalloc((void **)&R, 4 * nout));
+    CUDA_TRY(cudaMalloc((void **)&Cf, 4 * nout));
+    CUDA_TRY(cudaMemcpy(drows, rows, sizeof rows, cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemcpy(hs, g->scales, sizeof hs, cudaMemcpyDeviceToHost));
+    char *C = gemm_operand(g, 0, 2);
+    CUDA_TRY(bkk_fill_bf16(C, elems(g->m, g->n, g->batch), 99u, 100.0f, 200.0f, s)); /* poison */
+    BK_TRY(gemm_launch_one((void *)g, 0, err, errlen));
+    CUDA_TRY(bkk_ref_rows_e4m3((int)g->n, (int)g->k, gemm_operand(g, 0, 0), gemm_operand(g, 0, 1),
+                               drows, nr, hs[0] * hs[BK_FP8_SCALE_STRIDE], R, s));
+    for (int q = 0; q < nr; q++)
+        CUDA_TRY(bkk_bf16_to_f32(C + 2 * (size_t)rows[q] * g->n, Cf + (size_t)q * g->n,
+                                 (size_t)g->n, s));
+    CUDA_TRY(cudaStreamSynchronize(s));
+    BK_TRY(rel_error_dev(Cf, R, nout, rel, err, errlen));
+    CUDA_TRY(cudaFree(drows));
+    CUDA_TRY(cudaFree(R));
+    CUDA_TRY(cudaFree(Cf));
+    return CM_OK;
 }
 
 /* Time the GEMM over the operand copies in ga->buf: warm-up; 3 launches size the repeats to
@@ -249,8 +405,12 @@ static cm_status gemm_time_copies(gemm_launch_arg *ga, const bk_timing *tm, cuda
 {
     bk_ctx *ctx = ga->ctx;
     int dev = ga->dev;
-    CUDA_TRY(bkk_fill_bf16(ga->buf, ga->set * ga->nsets / 2, 777u + (uint32_t)ga->m, -1.0f, 1.0f,
-                           ctx->compute[dev]));
+    if (ga->fp8) /* e4m3's range, as amax scaling fills it */
+        CUDA_TRY(bkk_fill_e4m3(ga->buf, ga->set * ga->nsets, 777u + (uint32_t)ga->m, 448.0f,
+                               ctx->compute[dev]));
+    else
+        CUDA_TRY(bkk_fill_bf16(ga->buf, ga->set * ga->nsets / 2, 777u + (uint32_t)ga->m, -1.0f,
+                               1.0f, ctx->compute[dev]));
     CUDA_TRY(cudaEventCreate(&e0[dev]));
     CUDA_TRY(cudaEventCreate(&e1[dev]));
     bk_timed t = {.launch = gemm_launch_one, .arg = ga, .dev_lo = dev, .dev_hi = dev + 1,
@@ -264,23 +424,27 @@ static cm_status gemm_time_copies(gemm_launch_arg *ga, const bk_timing *tm, cuda
     out->time_s = r.time_s;
     out->spread = r.spread;
     out->flops_per_s = 2.0 * ga->m * ga->n * ga->k * ga->batch / out->time_s;
+    out->check_error = 0;
+    if (ga->fp8) BK_TRY(gemm_check_rows_fp8(ga, &out->check_error, err, errlen));
     return CM_OK;
 }
 
-cm_status bk_gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n, long k,
-                       int batch, const bk_timing *tm, bk_gemm_result *out, char *err,
-                       size_t errlen)
+static cm_status gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, int fp8, long m, long n,
+                           long k, int batch, const bk_timing *tm, bk_gemm_result *out, char *err,
+                           size_t errlen)
 {
     CUDA_TRY(cudaSetDevice(ctx->dev[dev]));
     size_t na = elems(m, k, batch), nb = elems(n, k, batch), nc = elems(m, n, batch);
-    size_t set = 2 * (na + nb + nc);
+    /* FP8: e4m3 A and B, bf16 C; copies 256-byte aligned (cuBLASLt wants 16) */
+    size_t set = fp8 ? (na + nb + 2 * nc + 255) / 256 * 256 : 2 * (na + nb + nc);
     /* Rotate among copies covering 256 MiB, several times an H100/H200 L2 (50-60 MB). */
     int nsets = (int)((256u << 20) / set) + 1;
     if (nsets > 8) nsets = 8;
     char *buf = NULL;
     CUDA_TRY(cudaMalloc((void **)&buf, set * nsets));
     gemm_launch_arg ga = {.ctx = ctx, .dev = dev, .batch = batch, .nsets = nsets, .form = form,
-                          .m = m, .n = n, .k = k, .buf = buf, .set = set, .na = na, .nb = nb};
+                          .fp8 = fp8, .scales = ctx->fp8_scale[dev], .m = m, .n = n, .k = k,
+                          .buf = buf, .set = set, .na = na, .nb = nb};
     cudaEvent_t e0[BK_MAX_GPUS] = {0}, e1[BK_MAX_GPUS] = {0};
     cm_status st = gemm_time_copies(&ga, tm, e0, e1, out, err, errlen);
     if (e0[dev]) cudaEventDestroy(e0[dev]);
@@ -291,4 +455,17 @@ cm_status bk_gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n
     }
     CUDA_TRY(cudaFree(buf));
     return CM_OK;
+}
+
+cm_status bk_gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n, long k,
+                       int batch, const bk_timing *tm, bk_gemm_result *out, char *err,
+                       size_t errlen)
+{
+    return gemm_time(ctx, dev, form, 0, m, n, k, batch, tm, out, err, errlen);
+}
+
+cm_status bk_gemm_time_fp8(bk_ctx *ctx, int dev, long m, long n, long k, int batch,
+                           const bk_timing *tm, bk_gemm_result *out, char *err, size_t errlen)
+{
+    return gemm_time(ctx, dev, GEMM_FWD, 1, m, n, k, batch, tm, out, err, errlen);
 }

@@ -18,10 +18,12 @@
  * index: process p drives [p * per_proc, (p + 1) * per_proc)) have this size. */
 #define BK_MAX_GPUS 64
 #define BK_LT_CACHE 96
+#define BK_LT_CANDIDATES 16 /* heuristic candidates autotuned per GEMM shape (bk_gemm.c) */
 
 /* A cuBLASLt plan for one GEMM shape: descriptors and the heuristic's first algorithm. */
 typedef struct {
     int form, batch;
+    int fp8;                   /* e4m3 operands (TN), bf16 result (bk_gemm_launch_fp8) */
     long m, n, k;
     int ok;                    /* 0: the heuristic offered nothing, use the fallback */
     cublasLtMatmulDesc_t op;
@@ -35,21 +37,29 @@ struct bk_ctx {
     bk_world world;
     int dev[BK_MAX_GPUS];      /* global index -> this node's CUDA device (owned ones only) */
     int sms;
+    int cc;                    /* compute capability of the first GPU, major * 10 + minor */
     char name[256];
     double mem_bytes;
     cudaStream_t compute[BK_MAX_GPUS];
     cudaStream_t comm[BK_MAX_GPUS];
     cublasHandle_t blas[BK_MAX_GPUS];
     void *blas_ws[BK_MAX_GPUS];
+    float *fp8_scale[BK_MAX_GPUS]; /* device: per-tensor scales of plan measure's FP8 GEMMs, A's
+                                      at [0], B's at [BK_FP8_SCALE_STRIDE] */
     cublasLtHandle_t lt[BK_MAX_GPUS];
     bk_lt_plan lt_plan[BK_MAX_GPUS][BK_LT_CACHE];
     int lt_count[BK_MAX_GPUS];
+    int lt_candidates;         /* 1..BK_LT_CANDIDATES: PLAN_LT_CANDIDATES; 0: bf16 all, fp8 1 */
     /* Cached communicators over devices 0..g-1 (calibrate), index g. */
     ncclComm_t prefix[BK_MAX_GPUS + 1][BK_MAX_GPUS];
     bool prefix_ok[BK_MAX_GPUS + 1];
 };
 
 #define BK_BLAS_WORKSPACE_BYTES (32u << 20)
+/* Floats between two scales in one allocation: each scale pointer 256-byte aligned, as separate
+ * allocations (or PyTorch tensors) are; cuBLASLt refused the FP8 GEMMs with scales 4 bytes
+ * apart (CUBLAS_STATUS_NOT_SUPPORTED at launch, H100, CUDA 13). */
+#define BK_FP8_SCALE_STRIDE 64
 
 const char *bk_cublas_error(cublasStatus_t s);
 
@@ -87,6 +97,14 @@ const char *bk_cublas_error(cublasStatus_t s);
 cm_status bk_gemm_launch(bk_ctx *ctx, int i, work_gemm_form form, long m, long n, long k,
                          int batch, const void *A, const void *B, void *C, char *err,
                          size_t errlen);
+
+/* One FP8 GEMM C[m,n] = sa sb A[m,k] B[n,k]^T: e4m3 A and B, both K-major (row-major m x k and
+ * n x k, whatever the form: Hopper's FP8 tensor cores take only the "TN" layout, so a framework's
+ * dgrad and wgrad read the transposed FP8 copies its cast-transpose kernels wrote), per-tensor
+ * fp32 scales in device memory (scale_a, scale_b), bf16 C, fp32 accumulation. */
+cm_status bk_gemm_launch_fp8(bk_ctx *ctx, int i, long m, long n, long k, int batch, const void *A,
+                             const void *B, const float *scale_a, const float *scale_b, void *C,
+                             char *err, size_t errlen);
 
 /* Communicators for one group of n GPUs given by their global indices devs[0..n-1] (rank r is
  * devs[r]): comms[r] for the GPUs this process drives, NULL for the others. Every process calls

@@ -14,9 +14,28 @@ bool bk_item_weight_grad(const work_item *it)
     return it->kind == WORK_GEMM && it->form == GEMM_WGRAD && it->component == WC_GEMM;
 }
 
-size_t bk_gemm_a_bytes(const work_item *it) { return (size_t)(2.0 * it->m * it->k * it->batch); }
-size_t bk_gemm_b_bytes(const work_item *it) { return (size_t)(2.0 * it->n * it->k * it->batch); }
-size_t bk_gemm_c_bytes(const work_item *it) { return (size_t)(2.0 * it->m * it->n * it->batch); }
+long bk_fp8_dim(double d) { return ((long)d + 15) / 16 * 16; }
+
+static size_t fp8_bytes(double esize, double r, double c, int batch)
+{
+    return (size_t)(esize * (double)bk_fp8_dim(r) * (double)bk_fp8_dim(c) * batch);
+}
+
+size_t bk_gemm_a_bytes(const work_item *it)
+{
+    return it->fp8 ? fp8_bytes(1, it->m, it->k, it->batch)
+                   : (size_t)(2.0 * it->m * it->k * it->batch);
+}
+size_t bk_gemm_b_bytes(const work_item *it)
+{
+    return it->fp8 ? fp8_bytes(1, it->n, it->k, it->batch)
+                   : (size_t)(2.0 * it->n * it->k * it->batch);
+}
+size_t bk_gemm_c_bytes(const work_item *it)
+{
+    return it->fp8 ? fp8_bytes(2, it->m, it->n, it->batch)
+                   : (size_t)(2.0 * it->m * it->n * it->batch);
+}
 
 bool bk_ring_exchange(const work_item *it)
 {

@@ -84,7 +84,12 @@ bool bk_ring_exchange(const work_item *it);
 /* A GEMM's weight gradient (its C lands in the gradients, not in y). */
 bool bk_item_weight_grad(const work_item *it);
 
-/* Bytes of a GEMM item's operands A [m,k], B [n,k] and C [m,n] (bf16, times the batch). */
+/* An FP8 GEMM's dimension as it runs: rounded up to a multiple of 16 (cuBLASLt's FP8 kernels need
+ * it; Transformer Engine pads FP8 operands the same way, Fp8Padding). */
+long bk_fp8_dim(double d);
+
+/* Bytes of a GEMM item's operands A [m,k], B [n,k] and C [m,n] (bf16, times the batch; an FP8
+ * item's e4m3 A and B and bf16 C at its padded dimensions). */
 size_t bk_gemm_a_bytes(const work_item *it);
 size_t bk_gemm_b_bytes(const work_item *it);
 size_t bk_gemm_c_bytes(const work_item *it);

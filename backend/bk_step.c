@@ -10,7 +10,7 @@
  *    unsharded gradient buffers of the communication pool).
  *  - each stage's forward and backward chunks in its 1F1B (or interleaved 1F1B) order
  *    (work_pp_schedule): a forward runs the chunk's layers' forward items of work.h on the
- *    compute stream (cuBLAS GEMMs, attention as batched GEMMs, elementwise work as the kernels
+ *    compute stream (cuBLAS GEMMs, FP8 ones for a --precision fp8 layout's Linears, attention as batched GEMMs, elementwise work as the kernels
  *    PyTorch runs for it, TP/SP collectives, Ulysses all-to-alls and MoE dispatch/combine
  *    all-to-alls, exposed in the compute stream; Megatron's ring-attention K/V exchanges on a
  *    ring stream beside the attention core, as Transformer Engine runs them), the output layer
@@ -135,8 +135,21 @@ static cm_status exec_item(bk_run *x, const work_item *it, item_ctx ic, char *er
             } else {
                 C = x->act[d] + x->pools.y_off;
             }
-            BK_TRY(bk_gemm_launch(x->c, d, it->form, (long)it->m, (long)it->n, (long)it->k,
-                                  it->batch, A, B, C, err, errlen));
+            if (it->fp8) {
+                /* FP8: e4m3 operands read from the same regions (their bf16 fill is valid e4m3
+                 * too, kernels.cu), every form in the K-major layout whose transposed copies
+                 * the recipe's lp.quantize kernels make; sizes padded to multiples of 16 as
+                 * Transformer Engine pads FP8 GEMM operands (Fp8Padding; the pools hold the
+                 * padded operands, bk_pools.c) */
+                BK_TRY(bk_gemm_launch_fp8(x->c, d, bk_fp8_dim(it->m), bk_fp8_dim(it->n),
+                                          bk_fp8_dim(it->k), it->batch, A, B,
+                                          x->c->fp8_scale[d],
+                                          x->c->fp8_scale[d] + BK_FP8_SCALE_STRIDE, C, err,
+                                          errlen));
+            } else {
+                BK_TRY(bk_gemm_launch(x->c, d, it->form, (long)it->m, (long)it->n, (long)it->k,
+                                      it->batch, A, B, C, err, errlen));
+            }
         }
     } else if (it->kind == WORK_STREAM) {
         /* the kernel PyTorch runs for it: a from x, b from z, the output (and any scratch) in y */

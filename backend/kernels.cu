@@ -2,12 +2,14 @@
  * kernels.cu — the CUDA kernels the backend needs besides cuBLAS and NCCL: random fill (never
  * zero: zeros run faster than real data and hide unwritten outputs, METHOD.md), the collective
  * test pattern and its checker, a fused Adam update, a naive fp32 reference GEMM for checking
- * cuBLAS on small shapes, and a bf16-to-fp32 cast. The eager PyTorch kernels of the elementwise
+ * cuBLAS on small shapes, and a bf16-to-fp32 cast; for the FP8 GEMMs an e4m3 fill, a dequantizing
+ * cast and a reference of sampled output rows. The eager PyTorch kernels of the elementwise
  * work and of FSDP2's copies are in kernels_ew.cu.
  *
  * Exposed to the C side as extern "C" functions that return the cudaError_t of the launch.
  */
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -42,8 +44,77 @@ __global__ void fill_bf16_kernel(__nv_bfloat16 *p, size_t n, uint32_t seed, floa
         float x = lo + (hi - lo) * u;
         float eps = (hi - lo) / 64.0f;
         if (fabsf(x) < eps) x = x < 0 ? -eps : eps;
-        p[i] = __float2bfloat16(x);
+        /* Keep each byte a number when read as e4m3 too (plan measure's FP8 GEMMs read their
+         * operands from these pools): e4m3's only NaNs are 0x7f and 0xff, which only the low
+         * byte can hold for |x| < 2; moving such a value by one ulp keeps it random. */
+        __nv_bfloat16_raw r = __float2bfloat16(x);
+        if ((r.x & 0x7f) == 0x7f) r.x ^= 1;
+        p[i] = r;
     }
+}
+
+/* Random e4m3 values, uniform in [-amp, amp] before rounding, never zero (|x| >= amp / 64). */
+__global__ void fill_e4m3_kernel(__nv_fp8_e4m3 *p, size_t n, uint32_t seed, float amp)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = hash32(((uint64_t)seed << 40) ^ i);
+        float u = (h >> 8) * (1.0f / 16777216.0f);
+        float x = amp * (2.0f * u - 1.0f);
+        float eps = amp / 64.0f;
+        if (fabsf(x) < eps) x = x < 0 ? -eps : eps;
+        p[i] = __nv_fp8_e4m3(x);
+    }
+}
+
+extern "C" int bkk_fill_e4m3(void *p, size_t n, uint32_t seed, float amp, void *stream)
+{
+    fill_e4m3_kernel<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(
+        (__nv_fp8_e4m3 *)p, n, seed, amp);
+    return (int)cudaGetLastError();
+}
+
+/* Dequantize: out = bf16(in * scale). Exact when scale is a power of two: an e4m3 value times
+ * one has 4 significant bits and an exponent inside bf16's range. */
+__global__ void e4m3_to_bf16_kernel(const __nv_fp8_e4m3 *in, __nv_bfloat16 *out, size_t n,
+                                    float scale)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = __float2bfloat16(float(in[i]) * scale);
+}
+
+extern "C" int bkk_e4m3_to_bf16(const void *in, void *out, size_t n, float scale, void *stream)
+{
+    e4m3_to_bf16_kernel<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(
+        (const __nv_fp8_e4m3 *)in, (__nv_bfloat16 *)out, n, scale);
+    return (int)cudaGetLastError();
+}
+
+/* Rows `rows[0..nrows-1]` of the FP8 forward product, in fp32 from the e4m3 operands:
+ * C[r, j] = scale * sum_q A[r, q] B[j, q] (A m x k, B n x k, row-major). out is nrows x n. */
+__global__ void ref_rows_e4m3_kernel(int n, int k, const __nv_fp8_e4m3 *A,
+                                     const __nv_fp8_e4m3 *B, const int *rows, int nrows,
+                                     float scale, float *out)
+{
+    size_t total = (size_t)nrows * n;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < total;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        int r = rows[idx / n], j = (int)(idx % n);
+        const __nv_fp8_e4m3 *a = A + (size_t)r * k, *b = B + (size_t)j * k;
+        float s = 0;
+        for (int q = 0; q < k; q++) s += float(a[q]) * float(b[q]);
+        out[idx] = s * scale;
+    }
+}
+
+extern "C" int bkk_ref_rows_e4m3(int n, int k, const void *A, const void *B, const int *rows,
+                                 int nrows, float scale, float *out, void *stream)
+{
+    size_t total = (size_t)nrows * n;
+    ref_rows_e4m3_kernel<<<grid_for(total, 128), 128, 0, (cudaStream_t)stream>>>(
+        n, k, (const __nv_fp8_e4m3 *)A, (const __nv_fp8_e4m3 *)B, rows, nrows, scale, out);
+    return (int)cudaGetLastError();
 }
 
 extern "C" int bkk_fill_bf16(void *p, size_t n, uint32_t seed, float lo, float hi, void *stream)

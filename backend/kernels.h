@@ -26,6 +26,13 @@ int bkk_adam(float *p, const float *g, float *m, float *v, void *bf16_out, size_
 int bkk_ref_gemm(int form, int m, int n, int k, int batch, const void *A, const void *B, float *C,
                  void *stream);
 int bkk_bf16_to_f32(const void *in, float *out, size_t n, void *stream);
+/* FP8 (e4m3): random fill (uniform in [-amp, amp], never zero), dequantizing cast to bf16
+ * (out = in * scale), and rows[] of the forward product C = scale * A B^T in fp32 (A m x k,
+ * B n x k, row-major e4m3; out nrows x n). */
+int bkk_fill_e4m3(void *p, size_t n, uint32_t seed, float amp, void *stream);
+int bkk_e4m3_to_bf16(const void *in, void *out, size_t n, float scale, void *stream);
+int bkk_ref_rows_e4m3(int n, int k, const void *A, const void *B, const int *rows, int nrows,
+                      float scale, float *out, void *stream);
 
 /* An eager PyTorch kernel (costmodel/elementwise.h's ew_access, field for field; the patterns in
  * ew_pattern's order), run the way PyTorch's kernel of that pattern runs. Operands: out, a, b

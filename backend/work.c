@@ -15,6 +15,7 @@
 #include "fsdp_copies.h"
 #include "layer_recipe.h"
 #include "memory.h"
+#include "precision.h"
 
 static const char *component_names[WC_COUNT] = {
     "gemm",    "attention", "elementwise", "tp_comm",         "cp_comm", "ep_comm",
@@ -80,6 +81,7 @@ static void work_item_of(const recipe *r, const recipe_item *s, work_item *it)
         it->n = s->n;
         it->k = s->k;
         it->weight_operand = s->weight_operand;
+        it->fp8 = s->low_precision;
         it->flops = 2.0 * s->m * s->n * s->k * s->batch;
     } else if (s->kind == RECIPE_ITEM_STREAM) {
         it->bytes = s->bytes;
@@ -304,6 +306,13 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
         return cm_fail(err, errlen, CM_EINVAL,
                        "pipeline size %d: plan measure handles up to %d stages", l->pp,
                        WORK_MAX_STAGES);
+    /* one dense layer's list runs every dense layer, so bf16 first/last layers of a
+     * low-precision plan (priced in bf16 by the estimate) would run in FP8 */
+    if (precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0))
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "plan measure runs every layer of a stage from one layer list, so it "
+                       "cannot keep the first/last layers in bf16: measure without "
+                       "--bf16-first-layers/--bf16-last-layers (or use plan estimate)");
     cm_status st = estimate_layout(m, sys, t, l, &w->est, err, errlen);
     if (st != CM_OK) return st;
     estimate_costs costs;
@@ -502,8 +511,8 @@ static void print_list(FILE *f, const char *phase, const work_list *w, double re
         fprintf(f, "  %-5s %-22s ", phase, it->name);
         switch (it->kind) {
         case WORK_GEMM:
-            fprintf(f, "gemm   m=%-6.0f n=%-6.0f k=%-6.0f batch=%-3d", it->m, it->n, it->k,
-                    it->batch);
+            fprintf(f, "%-6s m=%-6.0f n=%-6.0f k=%-6.0f batch=%-3d", it->fp8 ? "fp8" : "gemm",
+                    it->m, it->n, it->k, it->batch);
             break;
         case WORK_STREAM:
             fprintf(f, "stream %-13s %-27.3g", ew_pattern_name(it->access.pattern), it->bytes);

@@ -79,6 +79,8 @@ typedef struct {
     double m, n, k;
     int batch;
     bool weight_operand;       /* B is a layer weight (FSDP: read from the gathered unit) */
+    bool fp8;                  /* runs in FP8 (e4m3 operands, bf16 C): the recipe's low-precision
+                                  Linears of a --precision fp8 layout (layer_recipe.h) */
     /* STREAM / COLL */
     double bytes;
     ew_access access;          /* STREAM: the kernel's pattern and operands (elementwise.h) */

@@ -1,6 +1,6 @@
 /*
  * cmd_calibrate.c — `plan calibrate`: microbenchmarks of the local GPUs at the shapes the plans
- * use (bf16 cuBLAS GEMMs; NCCL all-reduce, all-gather, reduce-scatter, all-to-all, send/recv over
+ * use (bf16 cuBLAS GEMMs and, on FP8 GPUs, the same shapes as FP8 cuBLASLt GEMMs; NCCL all-reduce, all-gather, reduce-scatter, all-to-all, send/recv over
  * every group size from 2 to the local GPU count, 1 KiB to --max-bytes). One CSV row per
  * measurement (schema: backend/calib.h), a short table on stdout, progress on stderr.
  *
@@ -30,8 +30,9 @@
 static void usage(void)
 {
     printf("usage: plan calibrate [options]\n"
-           "  --ops LIST        gemm,all_reduce,all_gather,reduce_scatter,all_to_all,send_recv\n"
-           "                    (or all, collectives; default all)\n"
+           "  --ops LIST        gemm,gemm_fp8,all_reduce,all_gather,reduce_scatter,all_to_all,\n"
+           "                    send_recv (or all, collectives; default all; gemm_fp8: e4m3\n"
+           "                    operands with per-tensor scales, bf16 result, on FP8 GPUs)\n"
            "  --max-bytes N     largest collective message, with K/M/G suffix (default 1G)\n"
            "  --gpus N          use the first N local GPUs (default all)\n"
            "  --model M         model whose GEMM shapes are measured (default 8b)\n"
@@ -63,6 +64,54 @@ static int parse_bytes(const char *s, size_t *out)
     *out = (size_t)v;
     return 0;
 }
+
+#ifdef PLAN_HAVE_BACKEND
+/* Relative error an FP8 GEMM may show against the fp32 product of its dequantized operands: the
+ * bf16 result's rounding (2^-9 per element) and the summation order, as for bf16. */
+#define FP8_CHECK_MAX 1e-2
+
+/* The FP8 GEMMs (e4m3, per-tensor scales, bf16 result) at the same shapes as bf16: a check on
+ * small shapes first, then each shape timed and checked on sampled rows. *status 1 on a failed
+ * check; CM error on a failed call. */
+static cm_status calibrate_fp8(bk_ctx *ctx, const calib_shape *shapes, int nshapes,
+                               const bk_timing *tm, FILE *out, FILE *human, FILE *progress,
+                               int *status, char *err, size_t errlen)
+{
+    static const long small[2][4] = {{320, 192, 256, 2}, {64, 2048, 128, 3}};
+    double worst = 0;
+    for (int i = 0; i < 2; i++) {
+        double rel;
+        cm_status st = bk_gemm_check_fp8(ctx, 0, small[i][0], small[i][1], small[i][2],
+                                         (int)small[i][3], &rel, err, errlen);
+        if (st != CM_OK) return st;
+        if (!(rel <= worst)) worst = rel;
+    }
+    fprintf(human, "\nFP8 GEMM check vs fp32 reference of the dequantized operands (320x192x256 "
+                   "batch 2, 64x2048x128 batch 3): rel. error %.2e %s\n",
+            worst, worst < FP8_CHECK_MAX ? "ok" : "FAILED");
+    if (!(worst < FP8_CHECK_MAX)) *status = 1;
+    fprintf(human, "\n%-16s %6s %6s %6s %10s %8s %9s\n", "gemm (fp8 e4m3)", "m", "n", "k",
+            "time ms", "TFLOP/s", "check");
+    for (int i = 0; i < nshapes; i++) {
+        const calib_shape *s = &shapes[i];
+        fprintf(progress, "calibrate: gemm_fp8 %s\n", s->name);
+        bk_gemm_result g;
+        cm_status st = bk_gemm_time_fp8(ctx, 0, s->m, s->n, s->k, 1, tm, &g, err, errlen);
+        if (st != CM_OK) return st;
+        bool ok = g.check_error < FP8_CHECK_MAX;
+        if (!ok) *status = 1;
+        calib_row r = {.op = "gemm_fp8", .dtype = "e4m3", .name = s->name, .m = s->m, .n = s->n,
+                       .k = s->k, .bytes = 1.0 * (s->m * s->k + s->n * s->k) + 2.0 * s->m * s->n,
+                       .group_size = 1, .span = "intra", .time_s = g.time_s,
+                       .tflops = g.flops_per_s / 1e12, .check_error = g.check_error,
+                       .spread = g.spread};
+        calib_csv_row(out, &r);
+        fprintf(human, "%-16s %6ld %6ld %6ld %10.4f %8.1f %9.2e%s\n", s->name, s->m, s->n, s->k,
+                g.time_s * 1e3, g.flops_per_s / 1e12, g.check_error, ok ? "" : " FAILED");
+    }
+    return CM_OK;
+}
+#endif
 
 static int parse_pos(const char *flag, const char *s, int lo, int hi, int *out)
 {
@@ -150,8 +199,8 @@ int cmd_calibrate(int argc, char **argv)
     model_spec m;
     if (model_load(model, cli_data_dir(), &m, err, sizeof err) != CM_OK) return cli_error(err);
     calib_shape shapes[MAX_SHAPES];
-    int nshapes = (mask & CALIB_GEMM) ? calib_gemm_shapes(&m, tokens, shapes, MAX_SHAPES) : 0;
-    if (nuser && (mask & CALIB_GEMM)) {
+    int nshapes = (mask & CALIB_GEMMS) ? calib_gemm_shapes(&m, tokens, shapes, MAX_SHAPES) : 0;
+    if (nuser && (mask & CALIB_GEMMS)) {
         memcpy(shapes, user, sizeof(calib_shape) * nuser);
         nshapes = nuser;
     }
@@ -159,9 +208,10 @@ int cmd_calibrate(int argc, char **argv)
     int nsizes = calib_sizes(max_bytes, sizes, MAX_SIZES);
 
     if (list) {
-        for (int i = 0; i < nshapes; i++)
-            printf("gemm %-16s m=%ld n=%ld k=%ld\n", shapes[i].name, shapes[i].m, shapes[i].n,
-                   shapes[i].k);
+        for (int f = 0; f < 2; f++)
+            for (int i = 0; (mask & (f ? CALIB_GEMM_FP8 : CALIB_GEMM)) && i < nshapes; i++)
+                printf("%s %-16s m=%ld n=%ld k=%ld\n", f ? "gemm_fp8" : "gemm", shapes[i].name,
+                       shapes[i].m, shapes[i].n, shapes[i].k);
         for (int op = 0; op < COLL_COUNT; op++) {
             if (!(mask & CALIB_COLL(op))) continue;
             printf("%s group sizes 2..%s, %d sizes %zu..%zu bytes\n", collective_get(op)->name,
@@ -207,7 +257,7 @@ int cmd_calibrate(int argc, char **argv)
             getenv("NCCL_NVLS_ENABLE"));
     int status = 0;
     bool hard = false; /* a failed call (not a wrong result): other processes may be waiting */
-    if (nshapes && root) {
+    if (nshapes && root && (mask & CALIB_GEMM)) {
         double rel[3];
         for (int f = 0; f < 3; f++) {
             if (bk_gemm_check(ctx, 0, (work_gemm_form)f, 320, 192, 256, 2, &rel[f], err,
@@ -247,10 +297,22 @@ int cmd_calibrate(int argc, char **argv)
                     g.time_s * 1e3, g.flops_per_s / 1e12);
         }
     }
+    if (nshapes && root && (mask & CALIB_GEMM_FP8)) {
+        if (!bk_has_fp8(ctx)) {
+            fprintf(human, "gemm_fp8: skipped, %s has no FP8 tensor cores (sm_89 or later)\n",
+                    bk_device_name(ctx));
+        } else if (calibrate_fp8(ctx, shapes, nshapes, &tm, out, human, progress, &status, err,
+                                 sizeof err) != CM_OK) {
+            fprintf(stderr, "plan: error: %s\n", err);
+            status = 1;
+            hard = true;
+            goto end;
+        }
+    }
     int ng = bk_ngpus(ctx);
-    if ((mask & ~CALIB_GEMM) && ng < 2)
+    if ((mask & ~CALIB_GEMMS) && ng < 2)
         fprintf(human, "collectives: skipped, %d GPU here (they need 2 or more)\n", ng);
-    if ((mask & ~CALIB_GEMM) && ng >= 2)
+    if ((mask & ~CALIB_GEMMS) && ng >= 2)
         fprintf(human, "\n%-15s %5s %12s %12s %12s %12s %6s\n", "collective", "ranks",
                 "1KiB us", "max bytes", "time ms", "busbw GB/s", "check");
     for (int g = 2; g <= ng; g++)

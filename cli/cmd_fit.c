@@ -1,6 +1,6 @@
 /*
- * cmd_fit.c — `plan fit CALIB.csv [--system BASE] -o profile.json`: fits the GEMM roofline and
- * every measured collective (op x group size x span) of a `plan calibrate` CSV with GSL
+ * cmd_fit.c — `plan fit CALIB.csv [--system BASE] -o profile.json`: fits the GEMM roofline (bf16,
+ * and FP8's ratio to it where the CSV has gemm_fp8 rows) and every measured collective (op x group size x span) of a `plan calibrate` CSV with GSL
  * (costmodel/fit.c) and writes a calibration profile that overlays BASE (`--calibration
  * profile.json`, or `--system profile.json` after `plan fit --full`).
  * In place of the CSV it takes nccl-tests output (text log or -J JSON, costmodel/nccl_tests.h):
@@ -116,8 +116,14 @@ int cmd_fit(int argc, char **argv)
 
 fit:
     printf("Fits of %s over the %s preset\n\n", csv_path, sys.name);
+    fit_gemm_result g = {0}, g8 = {0};
+    if (r.ngemm_fp8 > 0 && r.ngemm == 0) {
+        calib_csv_free(&r);
+        return cli_error("the CSV has FP8 GEMM rows but no bf16 ones: the FP8 ratio is FP8's "
+                         "efficiency over bf16's in the same run; run plan calibrate with "
+                         "--ops gemm,gemm_fp8");
+    }
     if (r.ngemm > 0) {
-        fit_gemm_result g;
         if (fit_gemm(&sys, r.gemm, r.ngemm, &g, err, sizeof err) != CM_OK) {
             calib_csv_free(&r);
             return cli_error(err);
@@ -130,6 +136,23 @@ fit:
             printf("  (not applied: --collectives-only keeps the preset's GEMM terms)\n");
         else
             fit_apply_gemm(&sys, &g);
+    }
+    if (r.ngemm_fp8 > 0) {
+        /* FP8 against its own peak; the ratio of the two fractions carries whichever bf16
+         * efficiency the profile applies over to FP8 (precision.h), so it is applied even
+         * with --collectives-only */
+        if (fit_gemm_fp8(&sys, r.gemm_fp8, r.ngemm_fp8, g.overhead_s, &g8, err, sizeof err) !=
+            CM_OK) {
+            calib_csv_free(&r);
+            return cli_error(err);
+        }
+        fit_apply_fp8_ratio(&sys, &g, &g8);
+        printf("FP8 GEMM (%d shapes, e4m3, per-tensor scales): efficiency %.3f +- %.3f of the "
+               "FP8 peak (fixed cost held at bf16's %.2f us), rms relative residual %.1f%%\n"
+               "  ratio to bf16's efficiency %.3f +- %.3f (precision.c's measured table: "
+               "0.9135; applied to --precision fp8)\n",
+               g8.points, g8.efficiency, g8.efficiency_sd, g8.overhead_s * 1e6,
+               100 * g8.rms_rel_residual, sys.fp8_gemm_ratio, sys.fp8_gemm_ratio_sd);
     }
     printf("\n%-15s %5s %6s %12s %18s %9s %6s\n", "collective", "gpus", "span", "alpha_us",
            "busbw_GB/s", "rms_res", "points");
@@ -159,6 +182,14 @@ fit:
     json_t *extra = json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", out, "description",
                               "calibration profile fitted by plan fit", "calibration_of", base,
                               "date", date, "command", cmd);
+    if (g8.points > 0) /* what the FP8 ratio was fitted from, for the reader (not read back) */
+        json_object_set_new(
+            extra, "fp8_gemm_fit",
+            json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "points", g8.points,
+                      "fp8_efficiency", g8.efficiency, "fp8_efficiency_sd", g8.efficiency_sd,
+                      "fp8_overhead_s", g8.overhead_s, "fp8_rms_rel_residual",
+                      g8.rms_rel_residual, "bf16_efficiency", g.efficiency, "bf16_efficiency_sd",
+                      g.efficiency_sd, "bf16_overhead_s", g.overhead_s));
     cm_status st = profile_write(out, &sys, extra, err, sizeof err);
     json_decref(extra);
     if (st != CM_OK) return cli_error(err);

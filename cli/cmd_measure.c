@@ -160,9 +160,14 @@ int cmd_measure(int argc, char **argv)
     char err[CM_ERRLEN];
     if (layout_check(&m, &sys, &o.training, &l, o.gpus, err, sizeof err) != CM_OK)
         return cli_error(err);
-    if (precision_is_low(&l) && !dry)
-        return cli_error("the backend runs its GEMMs in bf16 (FP8 through cuBLASLt is not built "
-                         "yet): measure with --precision bf16, or use --dry-run to see the "
+    /* The backend runs per-tensor scaled FP8 GEMMs (cuBLASLt, bk_gemm.c): delayed and
+     * tensorwise scaling pass one scale per operand; blockwise scales and the Blackwell formats
+     * are not built. */
+    if (precision_is_low(&l) && !dry &&
+        (l.precision != PRECISION_FP8 || precision_fp8_recipe(&l) == FP8_RECIPE_BLOCKWISE))
+        return cli_error("the backend runs FP8 GEMMs with per-tensor scales only (fp8 with "
+                         "--fp8-recipe delayed or tensorwise); blockwise, mxfp8 and nvfp4 GEMMs "
+                         "are not built: measure one of those, or use --dry-run to see the "
                          "low-precision work list");
     static work_plan w;
     if (work_plan_build(&m, &sys, &o.training, &l, &w, err, sizeof err) != CM_OK)

@@ -11,6 +11,7 @@
 #include <gsl/gsl_multifit_nlinear.h>
 #include <gsl/gsl_vector.h>
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "compute.h"
@@ -18,6 +19,11 @@
 typedef struct {
     const system_spec *sys;
     const fit_gemm_obs *obs;
+    bool lp;              /* low precision: compute_gemm_lp_s against peak_flops */
+    double peak_flops, operand_bytes;
+    size_t p;             /* parameters: 2 (efficiency, overhead), or 1 with the overhead
+                             fixed at fixed_overhead_s */
+    double fixed_overhead_s;
 } gemm_data;
 
 /* x = (efficiency, overhead in microseconds): scaled so both are O(1) for the solver. */
@@ -26,11 +32,13 @@ static int gemm_residuals(const gsl_vector *x, void *data, gsl_vector *f)
     const gemm_data *d = data;
     system_spec s = *d->sys;
     s.gemm_efficiency_max = gsl_vector_get(x, 0);
-    s.gemm_overhead_s = gsl_vector_get(x, 1) * 1e-6;
+    s.gemm_overhead_s = d->p == 2 ? gsl_vector_get(x, 1) * 1e-6 : d->fixed_overhead_s;
     if (s.gemm_efficiency_max <= 1e-3) s.gemm_efficiency_max = 1e-3;
     for (size_t i = 0; i < f->size; i++) {
         const fit_gemm_obs *o = &d->obs[i];
-        double t = compute_gemm_s(&s, o->m, o->n, o->k);
+        double t = d->lp ? compute_gemm_lp_s(&s, d->peak_flops, 1.0, d->operand_bytes, o->m, o->n,
+                                             o->k)
+                         : compute_gemm_s(&s, o->m, o->n, o->k);
         gsl_vector_set(f, i, (t - o->time_s) / o->time_s);
     }
     return GSL_SUCCESS;
@@ -39,9 +47,10 @@ static int gemm_residuals(const gsl_vector *x, void *data, gsl_vector *f)
 /* NaN and infinities fail every comparison but this one; a fit of them is NaN (issue 18). */
 static bool positive_finite(double x) { return isfinite(x) && x > 0; }
 
-cm_status fit_gemm(const system_spec *sys, const fit_gemm_obs *obs, int n, fit_gemm_result *out,
-                   char *err, size_t errlen)
+static cm_status fit_roofline(const gemm_data *dd, const fit_gemm_obs *obs, int n,
+                              fit_gemm_result *out, char *err, size_t errlen)
 {
+    const system_spec *sys = dd->sys;
     memset(out, 0, sizeof *out);
     if (n < 3)
         return cm_fail(err, errlen, CM_EINVAL,
@@ -56,15 +65,15 @@ cm_status fit_gemm(const system_spec *sys, const fit_gemm_obs *obs, int n, fit_g
                            "finite number",
                            i + 1);
     gsl_set_error_handler_off();
-    gemm_data d = {sys, obs};
+    gemm_data d = *dd;
     gsl_multifit_nlinear_fdf fdf = {.f = gemm_residuals, .df = NULL, .fvv = NULL, .n = (size_t)n,
-                                    .p = 2, .params = &d};
+                                    .p = d.p, .params = &d};
     gsl_multifit_nlinear_parameters params = gsl_multifit_nlinear_default_parameters();
     gsl_multifit_nlinear_workspace *w =
-        gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &params, (size_t)n, 2);
+        gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &params, (size_t)n, d.p);
     double x0[2] = {sys->gemm_efficiency_max > 0 ? sys->gemm_efficiency_max : 0.7,
                     sys->gemm_overhead_s * 1e6 + 1.0};
-    gsl_vector_view xv = gsl_vector_view_array(x0, 2);
+    gsl_vector_view xv = gsl_vector_view_array(x0, d.p);
     gsl_multifit_nlinear_init(&xv.vector, &fdf, w);
     int info;
     int status = gsl_multifit_nlinear_driver(200, 1e-10, 1e-10, 0.0, NULL, NULL, &info, w);
@@ -76,31 +85,62 @@ cm_status fit_gemm(const system_spec *sys, const fit_gemm_obs *obs, int n, fit_g
     gsl_vector *x = gsl_multifit_nlinear_position(w);
     gsl_vector *f = gsl_multifit_nlinear_residual(w);
     gsl_matrix *J = gsl_multifit_nlinear_jac(w);
-    gsl_matrix *cov = gsl_matrix_alloc(2, 2);
+    gsl_matrix *cov = gsl_matrix_alloc(d.p, d.p);
     gsl_multifit_nlinear_covar(J, 0.0, cov);
     double chisq;
     gsl_blas_ddot(f, f, &chisq);
-    double dof = n > 2 ? n - 2 : 1;
+    double dof = n > (int)d.p ? n - (int)d.p : 1;
     double scale = chisq / dof; /* residual variance: covariance of relative residuals */
     out->efficiency = gsl_vector_get(x, 0);
-    out->overhead_s = gsl_vector_get(x, 1) * 1e-6;
+    out->overhead_s = d.p == 2 ? gsl_vector_get(x, 1) * 1e-6 : d.fixed_overhead_s;
     out->efficiency_sd = sqrt(scale * gsl_matrix_get(cov, 0, 0));
-    out->overhead_sd = sqrt(scale * gsl_matrix_get(cov, 1, 1)) * 1e-6;
+    out->overhead_sd = d.p == 2 ? sqrt(scale * gsl_matrix_get(cov, 1, 1)) * 1e-6 : 0;
     out->rms_rel_residual = sqrt(chisq / n);
     out->points = n;
     gsl_matrix_free(cov);
     gsl_multifit_nlinear_free(w);
     if (!(out->efficiency > 0.01 && out->efficiency <= 1.0))
         return cm_fail(err, errlen, CM_EINVAL,
-                       "the GEMM fit gave an efficiency of %.3f of peak: check the system's "
-                       "peak_bf16_flops and the measurements",
-                       out->efficiency);
+                       "the %s GEMM fit gave an efficiency of %.3f of peak: check the system's "
+                       "%s and the measurements",
+                       dd->lp ? "FP8" : "bf16", out->efficiency,
+                       dd->lp ? "peak_fp8_flops" : "peak_bf16_flops");
     if (out->overhead_s < 0) out->overhead_s = 0;
     if (!isfinite(out->overhead_s) || !isfinite(out->efficiency_sd) ||
         !isfinite(out->overhead_sd) || !isfinite(out->rms_rel_residual))
         return cm_fail(err, errlen, CM_EINVAL,
                        "the GEMM fit gave a non-finite term: check the measurements");
     return CM_OK;
+}
+
+cm_status fit_gemm(const system_spec *sys, const fit_gemm_obs *obs, int n, fit_gemm_result *out,
+                   char *err, size_t errlen)
+{
+    gemm_data d = {.sys = sys, .obs = obs, .p = 2};
+    return fit_roofline(&d, obs, n, out, err, errlen);
+}
+
+cm_status fit_gemm_fp8(const system_spec *sys, const fit_gemm_obs *obs, int n,
+                       double overhead_s, fit_gemm_result *out, char *err, size_t errlen)
+{
+    if (!(sys->peak_fp8_flops_per_s > 0))
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "the calibrate CSV has FP8 GEMM rows but system '%s' has no "
+                       "peak_fp8_flops: fit them over a preset of that GPU (--system)",
+                       sys->name);
+    /* e4m3 operands, one byte each (the scales are two floats per GEMM) */
+    gemm_data d = {.sys = sys, .obs = obs, .lp = true, .peak_flops = sys->peak_fp8_flops_per_s,
+                   .operand_bytes = 1.0, .p = 1, .fixed_overhead_s = overhead_s};
+    return fit_roofline(&d, obs, n, out, err, errlen);
+}
+
+void fit_apply_fp8_ratio(system_spec *sys, const fit_gemm_result *bf16,
+                         const fit_gemm_result *fp8)
+{
+    double r = fp8->efficiency / bf16->efficiency;
+    double a = fp8->efficiency_sd / fp8->efficiency, b = bf16->efficiency_sd / bf16->efficiency;
+    sys->fp8_gemm_ratio = r;
+    sys->fp8_gemm_ratio_sd = r * sqrt(a * a + b * b);
 }
 
 cm_status fit_collective(collective_op op, int group_size, bool spans_nodes,

@@ -2,7 +2,8 @@
  * fit.h — turns measurements into calibration terms (issue 4), with GSL:
  *  - GEMMs: the roofline of compute.c, t = max(2mnk / (peak e), bytes / (HBM h)) + o, fitted for
  *    the achieved efficiency e and the fixed cost o by nonlinear least squares on relative
- *    residuals (gsl_multifit_nlinear, trust region), covariance from the Jacobian;
+ *    residuals (gsl_multifit_nlinear, trust region), covariance from the Jacobian; bf16, and FP8
+ *    against the FP8 peak, whose ratio of efficiencies is precision.h's GEMM ratio;
  *  - collectives: per operation, group size and span, t = alpha + bytes * bus_factor / busbw,
  *    a weighted linear fit (gsl_multifit_wlinear, weights 1/t^2 = relative residuals), alpha and
  *    1/busbw with their covariance.
@@ -28,6 +29,19 @@ typedef struct {
 
 cm_status fit_gemm(const system_spec *sys, const fit_gemm_obs *obs, int n, fit_gemm_result *out,
                    char *err, size_t errlen);
+
+/* The same roofline for FP8 GEMMs (plan calibrate's gemm_fp8 rows: e4m3 operands, bf16 result):
+ * compute_gemm_lp_s against peak_fp8_flops with one-byte operands, the efficiency (the achieved
+ * fraction of the FP8 peak, issue 16) alone, with the fixed cost held at overhead_s: the cost
+ * model prices FP8 GEMMs with the one gemm_overhead_s (compute_gemm_lp_s), so the bf16 fit's
+ * fixed cost of the same run is the one to pass. */
+cm_status fit_gemm_fp8(const system_spec *sys, const fit_gemm_obs *obs, int n,
+                       double overhead_s, fit_gemm_result *out, char *err, size_t errlen);
+
+/* The FP8 GEMM efficiency ratio of precision.h (the FP8 fraction of its peak over the bf16
+ * fraction of its peak, both fitted on one run's shapes) onto sys, with its propagated sd. */
+void fit_apply_fp8_ratio(system_spec *sys, const fit_gemm_result *bf16,
+                         const fit_gemm_result *fp8);
 
 typedef struct {
     double bytes;

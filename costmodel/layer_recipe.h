@@ -123,6 +123,8 @@ typedef struct {
     double m, n, k;
     int batch;
     bool weight_operand;
+    bool low_precision;    /* GEMM: a Linear the layout runs in its low-precision format (priced
+                              so: precision.h says which; the backend runs it in FP8) */
     /* STREAM / COLL */
     double bytes;
     ew_access access;

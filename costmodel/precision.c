@@ -299,6 +299,11 @@ double precision_gemm_ratio(const system_spec *sys, const layout *l)
     precision_rules r;
     precision_rules_of(l, &r);
     if (!precision_is_low(l)) return 1.0;
+    /* A calibration profile's ratio (plan fit of plan calibrate's gemm_fp8 rows: per-tensor
+     * scaled e4m3 GEMMs through cuBLASLt) replaces the table for FP8; blockwise scaling keeps
+     * its measured cost relative to per-tensor scaling (RATIO_BLOCKWISE / RATIO_PER_TENSOR). */
+    if (l->precision == PRECISION_FP8 && sys->fp8_gemm_ratio > 0)
+        return sys->fp8_gemm_ratio * r.gemm_efficiency_ratio / RATIO_PER_TENSOR;
     int row = gpu_ratio_row(sys);
     if (row < 0) return 1.0;
     bool hopper = gpu_ratios[row].ratio == RATIO_PER_TENSOR;
@@ -308,6 +313,9 @@ double precision_gemm_ratio(const system_spec *sys, const layout *l)
 
 const char *precision_gemm_ratio_source(const system_spec *sys)
 {
+    if (sys->fp8_gemm_ratio > 0)
+        return "fp8: calibrated, the profile's fp8_gemm ratio (plan fit of plan calibrate's FP8 "
+               "GEMMs; blockwise scaled by its measured cost over per-tensor)";
     int row = gpu_ratio_row(sys);
     return row < 0 ? "ASSUMPTION: no FP8 GEMM measurement for this GPU; the low-precision GEMM "
                      "reaches the same fraction of its peak as bf16 does (speedup = the "

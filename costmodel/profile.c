@@ -21,7 +21,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* "calibration": {"gemm_efficiency_sd": x, "collectives": [{"op", "group_size", "span",
+/* "calibration": {"gemm_efficiency_sd": x, "fp8_gemm": {"ratio", "ratio_sd"},
+ * "collectives": [{"op", "group_size", "span",
  * "alpha_s", "busbw_bytes_per_s", "alpha_sd", "busbw_sd", "rms_rel_residual", "points"}]}.
  * Fits replace earlier fits of the same op, group size and span. */
 static cm_status apply_calibration(const json_t *cal, const char *path, system_spec *sys,
@@ -38,6 +39,20 @@ static cm_status apply_calibration(const json_t *cal, const char *path, system_s
             return cm_fail(err, errlen, CM_EPARSE,
                            "profile '%s': calibration.gemm_efficiency_sd must be in [0, 1]", path);
         sys->gemm_efficiency_sd = json_number_value(sd);
+    }
+    /* "fp8_gemm": {"ratio": r, "ratio_sd": s}: precision.h's FP8 GEMM ratio fitted by plan fit */
+    const json_t *f8 = json_object_get(cal, "fp8_gemm");
+    if (f8) {
+        const json_t *r = json_object_get(f8, "ratio"), *rs = json_object_get(f8, "ratio_sd");
+        if (!json_is_object(f8) || !json_is_number(r) || !(json_number_value(r) > 0) ||
+            json_number_value(r) > 2 || (rs && (!json_is_number(rs) || json_number_value(rs) < 0)))
+            return cm_fail(err, errlen, CM_EPARSE,
+                           "profile '%s': calibration.fp8_gemm needs \"ratio\" in (0, 2] (the "
+                           "FP8 GEMM's fraction of the FP8 peak over bf16's of the bf16 peak) "
+                           "and an optional \"ratio_sd\" >= 0",
+                           path);
+        sys->fp8_gemm_ratio = json_number_value(r);
+        sys->fp8_gemm_ratio_sd = rs ? json_number_value(rs) : 0;
     }
     const json_t *arr = json_object_get(cal, "collectives");
     if (!arr) return CM_OK;
@@ -356,9 +371,12 @@ cm_status profile_write(const char *path, const system_spec *sys, const void *ex
                             f->busbw_bytes_per_s, "busbw_sd", f->busbw_sd, "rms_rel_residual",
                             f->rms_rel_residual, "points", f->points));
     }
-    json_object_set_new(root, "calibration",
-                        json_pack("{s:f, s:o}", "gemm_efficiency_sd", sys->gemm_efficiency_sd,
-                                  "collectives", list));
+    json_t *cal = json_pack("{s:f, s:o}", "gemm_efficiency_sd", sys->gemm_efficiency_sd,
+                            "collectives", list);
+    if (sys->fp8_gemm_ratio > 0)
+        json_object_set_new(cal, "fp8_gemm", json_pack("{s:f, s:f}", "ratio", sys->fp8_gemm_ratio,
+                                                       "ratio_sd", sys->fp8_gemm_ratio_sd));
+    json_object_set_new(root, "calibration", cal);
     if (sys->step.active) {
         json_t *st = json_object(), *names = json_array(), *mat = json_array();
         for (int t = 0; t < STEP_NTERMS; t++) {

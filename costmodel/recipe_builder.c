@@ -92,6 +92,9 @@ void rb_gemm_item(builder *b, int op, recipe_phase phase, const char *name,
     it->k = k;
     it->batch = batch;
     it->weight_operand = weight;
+    /* the Linears (and grouped experts) priced in the low-precision format by rb_gemm_s; the
+     * attention core, router and output layer stay bf16 */
+    it->low_precision = b->lp && !b->keep_bf16 && b->r->op[op].kind == RECIPE_GEMM;
     it->pred_s = pred_s;
 }
 

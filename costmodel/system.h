@@ -143,6 +143,10 @@ typedef struct {
 
     /* Calibration (a profile overlaid with --calibration or a profile file as --system). */
     double gemm_efficiency_sd;          /* standard deviation of the fitted efficiency */
+    double fp8_gemm_ratio;              /* FP8 GEMMs' fraction of the FP8 peak over bf16's of the
+                                           bf16 peak, fitted from plan calibrate (fit.h); 0: not
+                                           calibrated, precision.c's measured table stands */
+    double fp8_gemm_ratio_sd;
     int n_collective_fits;
     system_collective_fit collective_fits[SYSTEM_MAX_COLLECTIVE_FITS];
     system_step step;                   /* step-level corrections (inactive unless a profile has

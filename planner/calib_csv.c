@@ -95,17 +95,20 @@ static void on_row(int ch, void *data)
     const char *op = r->cells[col(r, "op")];
     double t;
     if (!positive_cell(r, "time_s", &t)) goto done;
-    if (!strcmp(op, "gemm")) {
+    bool fp8 = !strcmp(op, "gemm_fp8");
+    if (fp8 || !strcmp(op, "gemm")) {
         fit_gemm_obs g = {.time_s = t};
+        fit_gemm_obs **list = fp8 ? &o->gemm_fp8 : &o->gemm;
+        int *cap = fp8 ? &o->capgemm_fp8 : &o->capgemm, *cnt = fp8 ? &o->ngemm_fp8 : &o->ngemm;
         if (!positive_cell(r, "m", &g.m) || !positive_cell(r, "n", &g.n) ||
             !positive_cell(r, "k", &g.k))
             goto done;
-        if (!grow((void **)&o->gemm, &o->capgemm, o->ngemm, sizeof *o->gemm)) {
+        if (!grow((void **)list, cap, *cnt, sizeof **list)) {
             snprintf(r->err, sizeof r->err, "out of memory at line %d", r->line);
             r->failed = true;
             goto done;
         }
-        o->gemm[o->ngemm++] = g;
+        (*list)[(*cnt)++] = g;
         goto done;
     }
     const collective_desc *d = collective_find(op);
@@ -153,6 +156,7 @@ void calib_csv_free(calib_csv *c)
 {
     for (int i = 0; i < c->ncolls; i++) free(c->colls[i].obs);
     free(c->gemm);
+    free(c->gemm_fp8);
     memset(c, 0, sizeof *c);
 }
 

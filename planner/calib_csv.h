@@ -1,6 +1,7 @@
 /*
  * calib_csv.h — reads a `plan calibrate` CSV (one row per measurement: op, m, n, k, bytes,
- * group_size, span, time_s, ...) into the observations `plan fit` fits: the GEMM shapes, and the
+ * group_size, span, time_s, ...) into the observations `plan fit` fits: the GEMM shapes (bf16
+ * and FP8 apart), and the
  * message sizes of each collective per (op, group size, span). Moved out of cmd_fit.c so the
  * fuzz harness reads it as `plan fit` does.
  *
@@ -27,8 +28,10 @@ typedef struct {
 } calib_csv_collective;
 
 typedef struct {
-    fit_gemm_obs *gemm;
+    fit_gemm_obs *gemm;        /* op "gemm": bf16 */
     int ngemm, capgemm;
+    fit_gemm_obs *gemm_fp8;    /* op "gemm_fp8": e4m3 operands, bf16 result (issue 16) */
+    int ngemm_fp8, capgemm_fp8;
     calib_csv_collective colls[CALIB_CSV_MAX_GROUPS];
     int ncolls;
 } calib_csv;

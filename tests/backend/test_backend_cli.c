@@ -56,6 +56,17 @@ static void test_calibrate_list(void **state)
     assert_non_null(strstr(R.out, "all_reduce group sizes 2.."));
     assert_non_null(strstr(R.out, "1024..1048576 bytes"));
     assert_null(strstr(R.out, "all_gather"));
+    assert_null(strstr(R.out, "gemm_fp8"));
+    /* issue 16: the FP8 GEMMs at the same shapes, alone or with "all" */
+    run("calibrate --list --ops gemm_fp8");
+    assert_int_equal(R.status, 0);
+    assert_non_null(strstr(R.out, "gemm_fp8 mlp_up.tp2"));
+    assert_non_null(strstr(R.out, "gemm_fp8 square8192       m=8192 n=8192 k=8192"));
+    assert_null(strstr(R.out, "gemm qkv.tp1"));
+    run("calibrate --list --ops all --shape 4096x6144x4096");
+    assert_int_equal(R.status, 0);
+    assert_non_null(strstr(R.out, "gemm 4096x6144x4096"));
+    assert_non_null(strstr(R.out, "gemm_fp8 4096x6144x4096"));
     run("calibrate --help");
     assert_int_equal(R.status, 0);
     assert_non_null(strstr(R.out, "--max-bytes"));
@@ -105,6 +116,17 @@ static void test_measure_dry_run(void **state)
     run("measure --model 8b --system h200-x4 --gpus 4 --pp 2 --tp 2 --gbs 8 --dry-run");
     if (R.status) fail_msg("exit %d: %s", R.status, R.err);
     assert_non_null(strstr(R.out, "pipeline: 2 stages"));
+    /* FP8 (issue 16): the Linears are FP8 items, the attention core and lm_head stay bf16 GEMMs,
+     * the quantize kernels are items; blockwise scaling is refused for a real run */
+    run("measure --model 8b --system h100 --gpus 8 --tp 2 --sp --gbs 8 --precision fp8 "
+        "--dry-run");
+    if (R.status) fail_msg("exit %d: %s", R.status, R.err);
+    assert_non_null(strstr(R.out, "qkv                    fp8    m=4096   n=3072   k=4096"));
+    assert_non_null(strstr(R.out, "attn.qk                gemm"));
+    assert_non_null(strstr(R.out, "lm_head                gemm"));
+    assert_non_null(strstr(R.out, "lp.quantize"));
+    expect_usage_error("measure --model 1b --gpus 1 --gbs 1 --precision fp8 --fp8-recipe blockwise",
+                       "per-tensor scales only");
 }
 
 static void test_measure_without_gpu(void **state)

@@ -30,5 +30,7 @@ void test_trace_writer(void **state);
 void test_calib_ops(void **state);
 void test_calib_sweep(void **state);
 void test_csv_schema(void **state);
+/* test_backend_fp8.c */
+void test_fp8_work(void **state);
 
 #endif
