@@ -409,9 +409,11 @@ void doc_chart(doc *d, const chart *c, const char *name, const char *takeaway,
     char msg[CM_ERRLEN];
     if (!chart_available()) {
         chart_takeaway(d, takeaway);
+        char title[2 * sizeof c->title + 1]; /* names from input files: quoted, as the alt text */
+        doc_plain(title, sizeof title, c->title);
         doc_p(d, "*(Chart \"%s\" not drawn: this build of plan has no cairo; install "
                  "libcairo2-dev and reconfigure with `-Dcharts=enabled`.)*",
-              c->title);
+              title);
         return;
     }
     char sname[128];
