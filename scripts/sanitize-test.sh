@@ -3,8 +3,11 @@
 #   build-asan   the whole tree with AddressSanitizer + UndefinedBehaviorSanitizer, whose test
 #                suite must pass (leaks are reported too; the GPU tests skip without a GPU);
 #   build-debug  -O0 with warnings as errors (catches what only -O0 warns about, e.g.
-#                -Wformat-truncation).
-# Usage: scripts/sanitize-test.sh [asan|debug|all] [extra meson test arguments]
+#                -Wformat-truncation);
+#   build-nocharts  without cairo, as a user without libcairo2-dev builds it, where the report
+#                writes a placeholder for each chart: the tests of what the report writes run
+#                there too (a chart title once reached that placeholder unquoted).
+# Usage: scripts/sanitize-test.sh [asan|debug|nocharts|all] [extra meson test arguments]
 # CUDA is left to its auto-detection; the fuzz harnesses are not built in either directory (they
 # are ASan/UBSan-instrumented in every build already). .ci/run runs `all` after the main suite. Exit status: non-zero when a build or
 # a test fails.
@@ -25,4 +28,11 @@ fi
 if [ "$what" = debug ] || [ "$what" = all ]; then
   [ -f build-debug/build.ninja ] || meson setup build-debug --buildtype=debug -Dwerror=true -Dfuzz=disabled
   ninja -C build-debug -j "$jobs"
+fi
+if [ "$what" = nocharts ] || [ "$what" = all ]; then
+  [ -f build-nocharts/build.ninja ] ||
+    meson setup build-nocharts -Dcharts=disabled -Dcuda=disabled -Dfuzz=disabled
+  ninja -C build-nocharts -j "$jobs"
+  meson test -C build-nocharts --num-processes "$jobs" --print-errorlogs \
+    test_hostile_input test_doc_writer test_outputs
 fi
