@@ -4,7 +4,8 @@
  * dense models (Llama 3 8B/70B, Llama 3.1 405B) on DGX-B200, DGX-GB200 and DGX-GB300 (the
  * 25.11, 26.04.01 and 26.06 containers; the tables hold no dense DGX-B300 row), and the MoE
  * models (DeepSeek-V3, GPT-OSS 120B, Qwen3-30B-A3B, Qwen3-235B-A22B, Kimi-K2) on DGX-B200,
- * DGX-B300, DGX-GB200 and DGX-GB300 (the 25.11, 26.04.01 and 26.06 containers; rows with kind=moe).
+ * DGX-B300, DGX-GB200 and DGX-GB300 (the 25.11, 26.04.01 and 26.06 containers; rows with
+ * kind=moe).
  * Each row carries the knobs of the recipe at its release (the row's note names file and
  * config); the runner is the H100 test's (published_runs.c).
  *
