@@ -65,7 +65,7 @@ enum {
     OPT_MOE_FP8_DISPATCH, OPT_OPT_OFFLOAD,
     OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_EXPANDABLE_SEGMENTS, OPT_PP_FIRST,
     OPT_PP_LAST,
-    OPT_RECOMPUTE_MODULES, OPT_BF16_OPT_STATES,
+    OPT_RECOMPUTE_MODULES, OPT_BF16_OPT_STATES, OPT_TE_CROSS_ENTROPY,
 };
 
 static const struct option long_opts[] = {
@@ -98,6 +98,7 @@ static const struct option long_opts[] = {
     {"recompute-layers", required_argument, NULL, OPT_RECOMPUTE_LAYERS},
     {"recompute-modules", required_argument, NULL, OPT_RECOMPUTE_MODULES},
     {"bf16-optimizer-states", no_argument, NULL, OPT_BF16_OPT_STATES},
+    {"te-cross-entropy", no_argument, NULL, OPT_TE_CROSS_ENTROPY},
     {"no-reshard-after-forward", no_argument, NULL, OPT_NO_RESHARD},
     {"shard-size", required_argument, NULL, OPT_SHARD_SIZE},
     {"offload", no_argument, NULL, OPT_OFFLOAD},
@@ -322,6 +323,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
                 rc = cli_error("--recompute must be none, selective or full");
             break;
         case OPT_BF16_OPT_STATES: l->optimizer_bf16_states = true; break;
+        case OPT_TE_CROSS_ENTROPY: l->te_cross_entropy = true; break;
         case OPT_RECOMPUTE_MODULES: {
             char bad[80], msg[320];
             if (!recompute_modules_parse(optarg, &l->recompute_modules, bad, sizeof bad)) {

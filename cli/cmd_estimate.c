@@ -27,6 +27,8 @@ static void usage(void)
            "                       mla_up_proj mlp moe shared_experts; default core_attn)\n"
            "  --bf16-optimizer-states  Megatron precision-aware optimizer: bf16 main grads\n"
            "                       and Adam moments (distributed optimizer)\n"
+           "  --te-cross-entropy   Megatron's fused cross entropy in Transformer Engine's kernel\n"
+           "                       (no fp32 logits; Megatron-Bridge's performance recipes)\n"
            "  --optimizer-cpu-offload [--optimizer-offload-fraction F] --activation-offload\n"
            "                       Megatron CPU offload (distopt; activations: pp 1, no recompute)\n"
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"

@@ -403,7 +403,17 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
     list_reset(out);
     double v = (double)m->vocab / l->tp;
     if (!layout_is_pytorch(l)) {
-        /* ~20 bytes per logit through HBM: bf16 logits, fp32 softmax forward and backward */
+        /* ~20 bytes per logit through HBM: bf16 logits, fp32 softmax forward and backward.
+         * Transformer Engine's fused loss (layout.h te_cross_entropy; TE
+         * transformer_engine/pytorch/triton/cross_entropy.py): the forward's online softmax
+         * reads the bf16 logits once (2; its second kernel reads three fp32 figures a token),
+         * the backward reads them and writes their gradient in place (4) */
+        if (l->te_cross_entropy) {
+            double fb = 2.0 * tokens * v, bb = 4.0 * tokens * v;
+            out->fwd[out->n_fwd++] = (elementwise_kernel){"loss.te", fb, 1, lump(fb)};
+            out->bwd[out->n_bwd++] = (elementwise_kernel){"loss.te.bwd", bb, 1, lump(bb)};
+            return;
+        }
         double lb = 10.0 * tokens * v;
         out->fwd[out->n_fwd++] = (elementwise_kernel){"loss", lb, 1, lump(lb)};
         out->bwd[out->n_bwd++] = (elementwise_kernel){"loss.bwd", lb, 1, lump(lb)};

@@ -691,6 +691,12 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         FAIL(CM_ERULE, "bf16-optimizer-states-need-distopt",
              "--bf16-optimizer-states is Megatron's precision-aware optimizer, which needs the "
              "distributed optimizer: use --framework megatron --sharding distopt (or fsdp)");
+    /* Megatron's loss fusion (language_module.py at d98e8a6: cross_entropy_fusion_impl 'te'
+     * calls Transformer Engine's parallel_cross_entropy); the other frameworks run their own */
+    if (l->te_cross_entropy && l->framework != FRAMEWORK_MEGATRON)
+        FAIL(CM_ERULE, "te-cross-entropy-megatron-only",
+             "--te-cross-entropy is Megatron's fused cross entropy (Transformer Engine's kernel): "
+             "use --framework megatron, or leave it out");
     /* Megatron-FSDP combines with pipeline parallelism: Megatron-LM's validate_args (commit
      * d98e8a6, megatron/training/arguments.py:1031-1033) asserts pipeline size 1 only for
      * --use-torch-fsdp2; its --use-megatron-fsdp block (lines 1118-1191) has no such rule. The

@@ -129,6 +129,12 @@ typedef struct {
      * copy stays): 2 + 2 + 2 bytes a parameter of gradients and Adam moments instead of
      * 4 + 4 + 4 (NVIDIA's DeepSeek-V3 and Kimi-K2 recipes). Distributed optimizer only. */
     bool optimizer_bf16_states;
+    /* Megatron's fused cross entropy in Transformer Engine's kernel (--cross-entropy-loss-fusion
+     * --cross-entropy-fusion-impl te; what Megatron-Bridge's performance recipes run): the loss
+     * reads the bf16 logits and writes their gradient into them (TE triton/cross_entropy.py),
+     * so no fp32 copy of the logits is kept (memory.c) and the loss moves 2 + 4 bytes a logit
+     * (elementwise.c). Off: Megatron-LM's default, the vocab-parallel loss on fp32 logits. */
+    bool te_cross_entropy;
 } layout;
 
 /* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */

@@ -122,6 +122,10 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
     /* emit_megatron.c / emit_bridge.c write the precision-aware optimizer's flags */
     L(LAYOUT_F_OPTIMIZER_BF16_STATES, "optimizer_bf16_states", LAYOUT_KIND_BOOL,
       optimizer_bf16_states, NULL, NULL, false, 0, NULL, NULL),
+    /* emit_megatron.c / emit_bridge.c write --cross-entropy-loss-fusion with its TE
+     * implementation (two TransformerConfig fields: no single trainer-YAML key) */
+    L(LAYOUT_F_TE_CROSS_ENTROPY, "te_cross_entropy", LAYOUT_KIND_BOOL, te_cross_entropy, NULL,
+      NULL, false, 0, NULL, NULL),
 };
 
 #undef L
@@ -239,7 +243,8 @@ static bool omitted_in_json(const layout_field *f, const layout *l)
     if (f->id == LAYOUT_F_ASYNC_TP) return !l->async_tp;
     if ((f->id >= LAYOUT_F_FP8_PARAM_GATHER && f->id <= LAYOUT_F_MOE_FP8_DISPATCH) ||
         f->id == LAYOUT_F_PP_FIRST_LAYERS || f->id == LAYOUT_F_PP_LAST_LAYERS ||
-        f->id == LAYOUT_F_RECOMPUTE_MODULES || f->id == LAYOUT_F_OPTIMIZER_BF16_STATES)
+        f->id == LAYOUT_F_RECOMPUTE_MODULES || f->id == LAYOUT_F_OPTIMIZER_BF16_STATES ||
+        f->id == LAYOUT_F_TE_CROSS_ENTROPY)
         return layout_field_value(f, l, NULL) == 0;
     return false;
 }

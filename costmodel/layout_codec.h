@@ -66,6 +66,7 @@ typedef enum {
                                    set, as "layernorm,moe_act" (recompute_modules.h) */
     LAYOUT_F_OPTIMIZER_BF16_STATES, /* Megatron's precision-aware optimizer, bf16 state:
                                        written only when on */
+    LAYOUT_F_TE_CROSS_ENTROPY,      /* Megatron's fused TE cross entropy: written only when on */
     LAYOUT_NFIELDS
 } layout_field_id;
 

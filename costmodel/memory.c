@@ -224,6 +224,10 @@ double memory_logits_bytes(const model_spec *m, const training_spec *t, const la
      * Hugging Face models under FSDP2 keep the bf16 logits, their fp32 upcast and the fp32
      * log-softmax (transformers ForCausalLMLoss: logits.float(), then cross_entropy). */
     double bytes_per = layout_is_pytorch(l) ? 10.0 : 4.0;
+    /* Megatron's fused loss in Transformer Engine's kernel (layout.h te_cross_entropy;
+     * transformer_engine/pytorch/triton/cross_entropy.py): the bf16 logits are kept and their
+     * gradient written into them, beside three fp32 figures per token */
+    if (!layout_is_pytorch(l) && l->te_cross_entropy) bytes_per = 2.0;
     /* issue 14: the peak of torch's cross entropy on fp32 logits is in its backward:
      * log_softmax keeps its fp32 output (4), nll_loss_backward fills the fp32 gradient (4) and
      * _log_softmax_backward_data writes the fp32 gradient of the logits (4): 12 bytes per logit
@@ -245,6 +249,9 @@ double memory_logits_bytes(const model_spec *m, const training_spec *t, const la
 
 double memory_largest_block_bytes(const model_spec *m, const training_spec *t, const layout *l)
 {
+    /* TE's fused loss keeps no fp32 copy: its largest tensor is the bf16 logits themselves */
+    if (!layout_is_pytorch(l) && l->te_cross_entropy)
+        return (double)l->mbs * t->seq_len / l->cp * 2.0 * (double)m->vocab / l->tp;
     /* torch's cross entropy allocates each fp32 buffer (the upcast, log_softmax's output, the
      * gradients) as one tensor of tokens x vocab/tp; Megatron's vocab-parallel loss its fp32
      * logits likewise (Korthikanti Sec. 4.3) */

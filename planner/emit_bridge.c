@@ -168,6 +168,10 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
         fprintf(f, "cfg.model.recompute_num_layers = %d\n",
                 l->recompute_layers > 0 ? l->recompute_layers : 1);
     }
+    if (l->te_cross_entropy) { /* TransformerConfig: the loss fusion in TE's kernel */
+        fprintf(f, "cfg.model.cross_entropy_loss_fusion = True\n");
+        fprintf(f, "cfg.model.cross_entropy_fusion_impl = \"te\"\n");
+    }
     if (l->optimizer_bf16_states) { /* OptimizerConfig: the precision-aware optimizer */
         fprintf(f, "cfg.optimizer.use_precision_aware_optimizer = True\n");
         fprintf(f, "cfg.optimizer.main_grads_dtype = torch.bfloat16\n");

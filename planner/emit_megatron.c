@@ -475,6 +475,10 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
         fl_add(fl, "--overlap-cpu-optimizer-d2h-h2d", NULL);
         fl_add(fl, "--use-precision-aware-optimizer", NULL);
     }
+    if (l->te_cross_entropy) { /* arguments.py at d98e8a6: the loss fusion and its kernel */
+        fl_add(fl, "--cross-entropy-loss-fusion", NULL);
+        fl_add(fl, "--cross-entropy-fusion-impl", "te");
+    }
     if (l->optimizer_bf16_states) { /* arguments.py: the precision-aware optimizer's dtypes */
         if (l->optimizer_offload_pct <= 0) fl_add(fl, "--use-precision-aware-optimizer", NULL);
         fl_add(fl, "--main-grads-dtype", "bf16");

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "collective.h"
+#include "elementwise.h"
 #include "estimate.h"
 #include "estimate_internal.h"
 #include "estimate_costs.h"
@@ -248,6 +249,43 @@ static void test_pipeline_bubble(void **state)
     assert_true(e.time.bubble_s < 3.0 / 2.0 * e.time.microbatch_s);
 }
 
+/* Megatron's fused cross entropy in Transformer Engine's kernel (layout.h te_cross_entropy; TE
+ * transformer_engine/pytorch/triton/cross_entropy.py): the bf16 logits are kept and their
+ * gradient written into them, so the loss holds 2 bytes a logit instead of the vocab-parallel
+ * loss's fp32 4 (Korthikanti Sec. 4.3), its largest block is the bf16 logits, and the loss
+ * moves 2 bytes a logit forward (the online softmax's read) and 4 backward (read, write back)
+ * instead of 10 and 10. Megatron only. */
+static void test_te_cross_entropy(void **state)
+{
+    (void)state;
+    model_spec m = gpt(32, 4096, 32, 51200, 2048);
+    system_spec s = toy_system();
+    training_spec t = training_default();
+    t.seq_len = 2048;
+    t.global_batch = 8;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.tp = 2; l.dp = 4; l.mbs = 1;
+    double logits = 2048.0 * 51200 / 2; /* tokens x vocab / tp */
+    assert_true(REL(memory_logits_bytes(&m, &t, &l), 4 * logits) < 1e-12);
+    assert_true(REL(memory_largest_block_bytes(&m, &t, &l), 4 * logits) < 1e-12);
+    elementwise_list e;
+    elementwise_head(&m, &l, 2048, &e);
+    assert_true(REL(elementwise_bytes(e.fwd, e.n_fwd) + elementwise_bytes(e.bwd, e.n_bwd),
+                    20 * logits) < 1e-12);
+    l.te_cross_entropy = true;
+    assert_true(REL(memory_logits_bytes(&m, &t, &l), 2 * logits) < 1e-12);
+    assert_true(REL(memory_largest_block_bytes(&m, &t, &l), 2 * logits) < 1e-12);
+    elementwise_head(&m, &l, 2048, &e);
+    assert_true(REL(elementwise_bytes(e.fwd, e.n_fwd), 2 * logits) < 1e-12);
+    assert_true(REL(elementwise_bytes(e.bwd, e.n_bwd), 4 * logits) < 1e-12);
+    char err[CM_ERRLEN];
+    assert_int_equal(layout_check(&m, &s, &t, &l, 0, err, sizeof err), CM_OK);
+    layout f = layout_default(FRAMEWORK_FSDP2);
+    f.dp = 8; f.te_cross_entropy = true;
+    assert_int_equal(layout_check(&m, &s, &t, &f, 0, err, sizeof err), CM_ERULE);
+    if (!strstr(err, "--te-cross-entropy")) fail_msg("%s", err);
+}
+
 static void test_layout_rules(void **state)
 {
     (void)state;
@@ -327,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_collective_times),
         cmocka_unit_test(test_placement),
         cmocka_unit_test(test_pipeline_bubble),
+        cmocka_unit_test(test_te_cross_entropy),
         cmocka_unit_test(test_layout_rules),
         cmocka_unit_test(test_fsdp2_optimizer_impls),
     };
