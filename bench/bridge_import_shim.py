@@ -3,27 +3,30 @@ optional third-party packages (bench/bridge_execute.py, issue 17).
 
 `from megatron.bridge.recipes import X` imports every model family Bridge has (diffusion, VLM,
 audio, ...), and with them packages the config path never uses (omegaconf, datasets, wandb,
-diffusers, qwen_vl_utils, ...). Where one of those is not installed, this puts a stub in its
-place, and only where the import would otherwise stop:
+diffusers, ...). Megatron-Bridge also imports Transformer Engine without a guard in a few
+modules that the config path imports but does not use (megatron/bridge/peft/lora_layers.py:20
+`import transformer_engine.pytorch as te`, reached from AutoBridge through
+models/conversion/peft_bridge.py), so on a machine without TE it does not import at all.
+builtins.__import__ is wrapped so that such an import statement gets a stub, and only there:
 
-  - a module is stubbed only when it cannot be found AND the statement importing it is not
-    inside a `try` that catches ImportError/ModuleNotFoundError/Exception (found from the
-    importing file's syntax tree), so every optional import that Bridge or Megatron-Core guards
-    (Transformer Engine, Apex, DeepEP, ...) still fails as it would: HAVE_TE and its kind stay
-    False, exactly as on a machine without them. importlib.util.find_spec() probes get None.
-  - Transformer Engine, Apex, flash-attn, DeepEP and the like are never stubbed, guarded or not
-    (NEVER_STUB): a stub of them would flip capability checks.
-  - `from real_module import Name` of a name the installed version lacks (e.g. a newer
-    transformers) is answered, by bridge_execute.py's import loop, with a stub attribute
-    (stub_name()); each one is listed.
+  - only when the module the statement names is absent AND the statement is not inside a `try`
+    that catches ImportError/ModuleNotFoundError/Exception (found from the importing file's
+    syntax tree); every guarded import -- each HAVE_TE / HAVE_APEX / HAVE_DEEP_EP probe of
+    Megatron-Core and Bridge -- fails exactly as on any machine without the package;
+  - the stub is handed to that statement only, never put in sys.modules, so a later guarded
+    import, importlib.util.find_spec() and get_te_version() still find nothing (TE version
+    0.0.0, HAVE_TE False): the case is checked as on a machine without Transformer Engine;
+  - Megatron, torch, transformers, numpy and huggingface_hub are never stubbed;
+  - `from real_module import Name` of a name the installed version lacks is answered, by
+    bridge_execute.py's import loop, with a stub attribute (stub_name()), and a Bridge model
+    family that no case uses and that does not import here is replaced whole (stub_module());
+    each one is listed.
 
 Guard: while a case runs (`guard(True)`), touching any stub -- attribute, call, isinstance,
 issubclass, comparison, truth value -- raises StubTouched, so a case whose config checks reach a
 stubbed package fails and names it instead of passing on a stub.
 """
 import ast
-import importlib.abc
-import importlib.machinery
 import os
 import sys
 import types
@@ -31,13 +34,6 @@ import types
 STUBBED = []  # (kind, name, importing file:line)
 _active = {"on": False}
 _HERE = os.path.abspath(__file__)
-
-NEVER_STUB = {
-    "transformer_engine", "transformer_engine_torch", "apex", "flash_attn", "flash_attn_3",
-    "flash_mla", "deep_ep", "deep_gemm", "hybrid_ep", "nvshmem", "grouped_gemm", "modelopt",
-    "mamba_ssm", "causal_conv1d", "megatron", "torch", "transformers", "triton", "numpy",
-    "emerging_optimizers", "nvidia_resiliency_ext", "tensorrt_llm", "flashinfer",
-}
 
 
 class StubTouched(RuntimeError):
@@ -140,17 +136,6 @@ def stub_module(name, why):
     STUBBED.append(("family", name, why))
 
 
-class _StubLoader(importlib.abc.Loader):
-    def create_module(self, spec):
-        m = _StubModule(spec.name)
-        m.__path__ = []  # a package: its submodules are stubbed too
-        m.__bridge_stub__ = True
-        return m
-
-    def exec_module(self, module):
-        pass
-
-
 _try_cache = {}
 
 
@@ -181,45 +166,47 @@ def _guarded_lines(path):
     return ranges
 
 
-def _importer():
-    """(file, line, via_find_spec) of the code asking for the import."""
-    f = sys._getframe(1)
-    via_find_spec = False
-    while f is not None:
-        fn = f.f_code.co_filename
-        if fn.startswith("<frozen") or os.path.abspath(fn) == _HERE:
-            if fn == "<frozen importlib.util>" and f.f_code.co_name == "find_spec":
-                via_find_spec = True
-            f = f.f_back
-            continue
-        if os.sep + "importlib" + os.sep in fn or fn.endswith("pkgutil.py"):
-            if f.f_code.co_name == "find_spec" or fn.endswith("pkgutil.py"):
-                via_find_spec = True
-            f = f.f_back
-            continue
-        return fn, f.f_lineno, via_find_spec
-    return None, 0, via_find_spec
+_private = {}  # name -> stub module handed to one unguarded import site, never in sys.modules
+CORE = {"megatron", "torch", "transformers", "numpy", "huggingface_hub"}
+_real_import = None
 
 
-class _StubFinder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        top = name.split(".")[0]
-        parent = sys.modules.get(name.rpartition(".")[0]) if "." in name else None
-        if parent is not None and getattr(parent, "__bridge_stub__", False):
-            return importlib.machinery.ModuleSpec(name, _StubLoader(), is_package=True)
-        if top in NEVER_STUB:
-            return None
-        # only when no other finder has it (this finder is last on sys.meta_path)
-        fn, line, via_find_spec = _importer()
-        if via_find_spec or fn is None:
-            return None
-        if any(a <= line <= b for a, b in _guarded_lines(fn)):
-            return None
-        if "." in name and parent is not None and not getattr(parent, "__bridge_stub__", False):
-            return None  # a missing submodule of an installed package: let it fail
-        STUBBED.append(("module", name, f"{fn}:{line}"))
-        return importlib.machinery.ModuleSpec(name, _StubLoader(), is_package=True)
+def _private_stub(name):
+    if name not in _private:
+        m = _StubModule(name)
+        m.__path__ = []
+        m.__bridge_stub__ = True
+        _private[name] = m
+        parent, _, child = name.rpartition(".")
+        if parent:
+            setattr(_private_stub(parent), child, m)
+    return _private[name]
+
+
+def _import(name, globals=None, locals=None, fromlist=(), level=0):
+    try:
+        return _real_import(name, globals, locals, fromlist, level)
+    except ModuleNotFoundError as e:
+        missing = e.name or ""
+        # only the module this statement names (or a parent of it) being absent, never an
+        # absence deeper inside a real module this statement imports; never a core package
+        if (level != 0 or not missing or not (name == missing or name.startswith(missing + "."))
+                or missing.split(".")[0] in CORE):
+            raise
+        f = sys._getframe(1)
+        fn, line = f.f_code.co_filename, f.f_lineno
+        if fn.startswith("<") or any(a <= line <= b for a, b in _guarded_lines(fn)):
+            raise  # a guarded import: it fails here as on any machine without the package
+        if not any(n == name for k, n, _ in STUBBED if k == "module"):
+            STUBBED.append(("module", name, f"{fn}:{line}"))
+        leaf = _private_stub(name)  # with its parents, linked
+        return leaf if fromlist else _private_stub(name.split(".")[0])
 
 
 def install():
-    sys.meta_path.append(_StubFinder())
+    global _real_import
+    import builtins
+
+    if _real_import is None:
+        _real_import = builtins.__import__
+        builtins.__import__ = _import
