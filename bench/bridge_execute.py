@@ -28,7 +28,7 @@ touching one in a case fails that case). A failure is marked "env" when its mess
 software missing here (Transformer Engine, a stubbed package), else "plan".
 
 Usage: bench/bridge_execute.py --bridge BRIDGE/src --megatron MEGATRON-LM --hf-models data/models
-           [--json out.json] CASEDIR
+           [--json out.json] [--jobs 8] CASEDIR...
 """
 import argparse
 import dataclasses
@@ -48,7 +48,11 @@ ap.add_argument("--hf-models", required=True, help="folder of config.json preset
 ap.add_argument("--json", help="write per-case results here")
 ap.add_argument("--timeout", type=float, default=120.0)
 ap.add_argument("--only", help="regex: run only cases whose name matches")
-ap.add_argument("cases")
+ap.add_argument("--adapt-no-te", action="store_true",
+                help="retry a case that fails only a Transformer Engine availability check "
+                     "with that fusion off (NO_TE_ADAPT), and say so")
+ap.add_argument("--jobs", type=int, default=8, help="cases run at once (forked)")
+ap.add_argument("cases", nargs="+", help="folders of emitted scripts")
 opt = ap.parse_args()
 
 # The recipes' Hub ids that differ from the preset's hf_repo: the same repository under its
@@ -73,15 +77,30 @@ def build_hf_cache(root):
     for alias, repo in HUB_ALIASES.items():
         if repo in by_repo:
             by_repo[alias] = by_repo[repo]
+    pinned = pinned_revisions()
     for repo, d in by_repo.items():
         text = json.dumps(d, indent=2)
         rev = hashlib.sha1(text.encode()).hexdigest()
         base = os.path.join(hub, "models--" + repo.replace("/", "--"))
-        os.makedirs(os.path.join(base, "snapshots", rev), exist_ok=True)
         os.makedirs(os.path.join(base, "refs"), exist_ok=True)
         open(os.path.join(base, "refs", "main"), "w").write(rev)
-        open(os.path.join(base, "snapshots", rev, "config.json"), "w").write(text)
+        for r in [rev] + pinned.get(repo, []):  # also under the commit a recipe pins
+            os.makedirs(os.path.join(base, "snapshots", r), exist_ok=True)
+            open(os.path.join(base, "snapshots", r, "config.json"), "w").write(text)
     return sorted(by_repo)
+
+
+def pinned_revisions():
+    """Hub commits the recipes pin (`_X_MODEL_ID = "org/name"` beside `_X_MODEL_REVISION =
+    "<sha>"`, passed as from_hf_pretrained(..., revision=...): Qwen3-30B-A3B, Qwen3-8B, ...)."""
+    out = {}
+    for f in glob.glob(os.path.join(opt.bridge, "megatron/bridge/recipes/**/*.py"), recursive=True):
+        text = open(f).read()
+        ids = dict(re.findall(r'^(_\w*)MODEL_ID = "([^"]+)"', text, re.M))
+        for prefix, sha in re.findall(r'^(_\w*)MODEL_REVISION = "([0-9a-f]{40})"', text, re.M):
+            if prefix in ids:
+                out.setdefault(ids[prefix], []).append(sha)
+    return out
 
 
 cache_root = os.path.abspath(os.environ.get("BRIDGE_EXEC_HF_HOME", "/tmp/bridge_exec_hf"))
@@ -124,9 +143,9 @@ def purge_bridge():
             del sys.modules[k]
 
 
-# model families the cases use (recipes and the checkpoints' bridges): never stubbed
-KEEP_FAMILIES = {"llama", "deepseek", "qwen", "gpt", "mixtral", "mistral", "gemma", "phi", "glm",
-                 "gpt_oss", "kimi", "common", "conversion", "hf_pretrained", "decorators", "utils"}
+# Bridge's conversion machinery, never stubbed; any model family that does not import here is
+# (a case that needs it then fails on the stub, as "env")
+INFRA = {"common", "conversion", "hf_pretrained", "decorators", "utils"}
 
 # Import Bridge once in the parent (children fork from it). A `from M import N` that the
 # installed packages lack is answered with a stub attribute N (listed), then the import is
@@ -149,7 +168,7 @@ for attempt in range(60):
             fam = None
             for fr in traceback.extract_tb(e.__traceback__):
                 mm = re.search(r"/megatron/bridge/(recipes|models|diffusion)/(\w+)/", fr.filename)
-                if mm and (mm.group(1) == "diffusion" or mm.group(2) not in KEEP_FAMILIES):
+                if mm and (mm.group(1) == "diffusion" or mm.group(2) not in INFRA):
                     fam = f"megatron.bridge.{mm.group(1)}.{mm.group(2)}"
                     break
             if fam is None or any(n == fam for _, n, _ in shim.STUBBED):
@@ -172,7 +191,7 @@ for kind, name, where in shim.STUBBED:
     print(f"stubbed {kind}: {name}  ({where})", flush=True)
 
 ASSIGN = re.compile(r"^cfg\.(\w+)\.(\w+) = (.+)$")
-ENV_WORDS = re.compile(r"transformer.engine|transformer_engine|\bTE\b|TE version|apex|stub |"
+ENV_WORDS = re.compile(r"TP overlap needs TE|transformer.?engine|transformer_engine|\bTE\b|TE version|apex|stub |"
                        r"deep_ep|DeepEP|hybrid_ep|HybridEP|flash.attn|nvidia.resiliency|"
                        r"not installed|No module named", re.I)
 
@@ -218,7 +237,33 @@ def where_raised(tb):
     return last or "?"
 
 
+# Megatron-Core checks that only a machine without Transformer Engine fails, and the switch that
+# takes the check out of the way (--adapt-no-te; as bench/megatron_validate.py does for RoPE
+# fusion). A case that passes only so is counted apart ("passed without TE fusions").
+NO_TE_ADAPT = [
+    ("apply_rope_fusion is not available", "apply_rope_fusion", False),
+    ("fused permutation is not available", "moe_permute_fusion", False),
+]
+
+
 def run_case(path):
+    res = None
+    adapt = {}
+    for _ in range(len(NO_TE_ADAPT) + 1):
+        res = run_case_once(path, adapt)
+        if not opt.adapt_no_te or res["step"] != "validate":
+            break
+        more = [(k, v) for msg, k, v in NO_TE_ADAPT if msg in (res["error"] or "") and k not in adapt]
+        if not more:
+            break
+        adapt.update(more)
+    if adapt:
+        res["adapted"] = {k: v for k, v in adapt.items()}
+        res["notes"].append("no TE here: " + ", ".join(f"{k}={v}" for k, v in adapt.items()))
+    return res
+
+
+def run_case_once(path, adapt):
     src = open(path).read()
     h = header(src)
     os.environ["WORLD_SIZE"] = str(h["gpus"] or 1)
@@ -260,6 +305,8 @@ def run_case(path):
         step = "validate"
         from megatron.bridge.training.config import runtime_config_update
 
+        for k, v in adapt.items():
+            setattr(cfg.model, k, v)
         runtime_config_update(cfg)
         step = "kept"
         bad = []
@@ -270,6 +317,11 @@ def run_case(path):
                 continue  # parsed into a PipelineParallelLayerLayout; its split is checked below
             if not same(got, want):
                 bad.append(f"cfg.{obj}.{fld} {want!r} -> {got!r}")
+                if (fld == "tp_comm_overlap" and want and not got
+                        and versions["transformer_engine"] == "absent"):
+                    # CommOverlapConfig.setup(): "Disabling tensor parallel communication
+                    # overlap due to TE not detected" -- this machine, not the plan
+                    res["notes"].append("tp_comm_overlap turned off by Bridge: no TE here")
         m = cfg.model
         sizes = {"TP": m.tensor_model_parallel_size, "PP": m.pipeline_model_parallel_size,
                  "CP": m.context_parallel_size, "VPP": m.virtual_pipeline_model_parallel_size or 1,
@@ -284,7 +336,10 @@ def run_case(path):
         if lay is not None:
             res["layout"] = str(lay)[:200]
         if bad:
-            raise AssertionError("changed by Bridge: " + "; ".join(bad))
+            env_only = all(b.startswith("cfg.model.tp_comm_overlap True") for b in bad) and \
+                versions["transformer_engine"] == "absent"
+            raise AssertionError("changed by Bridge" + (" (TP overlap needs TE)" if env_only else "")
+                                 + ": " + "; ".join(bad))
         step = "ok"
     except BaseException as e:  # noqa: BLE001
         res["error"] = f"{type(e).__name__}: {e}".replace("\n", " ")[:600]
@@ -307,77 +362,93 @@ def run_inline(path):
         os.environ.update(saved)
 
 
-def run_forked(path):
-    if torch.cuda.is_initialized():
-        return run_inline(path)
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            out = run_case(path)
-        except BaseException as e:  # noqa: BLE001
-            out = {"case": os.path.basename(path)[:-3], "step": "crash", "kind": "plan",
-                   "error": repr(e)}
-        os.write(w, json.dumps(out, default=str).encode())
-        os.close(w)
-        os._exit(0)
-    os.close(w)
-    data = b""
-    deadline = time.time() + opt.timeout
-    import select
-
-    while True:
-        left = deadline - time.time()
-        if left <= 0:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            os.close(r)
-            return {"case": os.path.basename(path)[:-3], "step": "timeout", "kind": "plan",
-                    "error": f"no answer in {opt.timeout} s"}
-        ready, _, _ = select.select([r], [], [], left)
-        if ready:
-            chunk = os.read(r, 1 << 16)
-            if not chunk:
-                break
-            data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
+def _child(path):
     try:
-        return json.loads(data)
-    except Exception:  # noqa: BLE001
-        return {"case": os.path.basename(path)[:-3], "step": "crash", "kind": "plan",
-                "error": "child died without a result"}
+        return run_case(path)
+    except BaseException as e:  # noqa: BLE001
+        return {"case": os.path.basename(path)[:-3], "step": "crash", "kind": "plan", "error": repr(e)}
 
 
-results = []
-files = sorted(glob.glob(os.path.join(opt.cases, "*.py")))
+def label(path):
+    base = os.path.basename(path)[:-3]
+    return f"{os.path.basename(os.path.dirname(os.path.abspath(path)))}/{base}" if len(opt.cases) > 1 else base
+
+
+def report(r):
+    if r["step"] == "ok":
+        print(f"PASS {r['case']}  sizes={r.get('sizes')}" +
+              (f" layout={r['layout']}" if r.get("layout") else "") +
+              (f" note={'; '.join(r['notes'])}" if r.get("notes") else ""), flush=True)
+    else:
+        print(f"FAIL[{r['kind']}] {r['case']} at {r['step']}: {r['error']}  ({r.get('where')})",
+              flush=True)
+
+
+files = []
+for d in opt.cases:
+    files += sorted(glob.glob(os.path.join(d, "*.py")))
 if opt.only:
     files = [f for f in files if re.search(opt.only, os.path.basename(f))]
-for f in files:
-    t = time.time()
-    r = run_forked(f)
-    r["seconds"] = round(time.time() - t, 2)
+results = []
+
+
+def record(f, r, t):
+    r["case"] = label(f)
+    r["folder"] = os.path.basename(os.path.dirname(os.path.abspath(f)))
+    if t is not None:
+        r["seconds"] = round(t, 2)
     results.append(r)
+    report(r)
     if opt.json:  # written after every case: a run cut short keeps what it did
         json.dump({"versions": versions, "stubbed": shim.STUBBED, "hf_repos": repos,
                    "argv": sys.argv, "results": results}, open(opt.json, "w"), indent=1,
                   default=str)
-    if r["step"] == "ok":
-        print(f"PASS {r['case']}  sizes={r.get('sizes')}" +
-              (f" layout={r['layout']}" if r.get("layout") else ""), flush=True)
-    else:
-        print(f"FAIL[{r['kind']}] {r['case']} at {r['step']}: {r['error']}  ({r.get('where')})",
-              flush=True)
-tally = {}
+
+
+if torch.cuda.is_initialized():
+    print("CUDA initialised at import: cases run one by one in this process", flush=True)
+    for f in files:
+        t = time.time()
+        record(f, run_inline(f), time.time() - t)
+else:
+    # one fresh fork of this (imported) process per case, opt.jobs at a time
+    import multiprocessing as mp
+
+    pool = mp.get_context("fork").Pool(opt.jobs, maxtasksperchild=1)
+    pending = [(f, pool.apply_async(_child, (f,))) for f in files]
+    again = []
+    for f, ar in pending:
+        try:
+            r = ar.get(timeout=opt.timeout)
+        except mp.TimeoutError:
+            r = {"step": "timeout", "kind": "plan", "error": f"no answer in {opt.timeout} s"}
+        except Exception as e:  # noqa: BLE001
+            r = {"step": "crash", "kind": "plan", "error": repr(e)}
+        if "Cannot re-initialize CUDA in forked subprocess" in (r.get("error") or ""):
+            again.append(f)  # torch refuses CUDA in a fork once the parent touched it
+            continue
+        record(f, r, None)  # cases overlap: no per-case time
+    pool.terminate()
+    for f in again:  # here, after every fork: this process may initialise CUDA itself
+        t = time.time()
+        r = run_inline(f)
+        r["notes"] = r.get("notes", []) + ["run in the parent process (CUDA)"]
+        record(f, r, time.time() - t)
+
+results.sort(key=lambda r: r["case"])
+summary = {}
 for r in results:
-    key = "passed" if r["step"] == "ok" else f"failed at {r['step']} ({r['kind']})"
-    tally[key] = tally.get(key, 0) + 1
-print(f"cases {len(results)}: " + ", ".join(f"{k} {v}" for k, v in sorted(tally.items())))
-npass = tally.get("passed", 0)
+    key = ("passed without TE fusions" if r.get("adapted") else "passed") if r["step"] == "ok" \
+        else f"failed at {r['step']} ({r['kind']})"
+    per = summary.setdefault(r["folder"], {})
+    per[key] = per.get(key, 0) + 1
+for folder, tally in summary.items():
+    n = sum(tally.values())
+    print(f"{folder}: cases {n}: " + ", ".join(f"{k} {v}" for k, v in sorted(tally.items())))
+npass = sum(1 for r in results if r["step"] == "ok")
 print(f"{npass} passed, {len(results) - npass} failed")
 if opt.json:
     json.dump({"versions": versions, "stubbed": shim.STUBBED, "hf_repos": repos,
                "argv": sys.argv, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-               "tally": tally, "results": results}, open(opt.json, "w"), indent=1, default=str)
+               "tally": summary, "results": results}, open(opt.json, "w"), indent=1, default=str)
 sys.exit(0 if npass == len(results) else 1)

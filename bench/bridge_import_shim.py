@@ -203,9 +203,37 @@ def _import(name, globals=None, locals=None, fromlist=(), level=0):
         return leaf if fromlist else _private_stub(name.split(".")[0])
 
 
+class _StubChildFinder:
+    """Submodules of a Bridge family replaced by stub_module() are stubs too."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        import importlib.machinery
+
+        parent = sys.modules.get(name.rpartition(".")[0])
+        if parent is None or not getattr(parent, "__bridge_stub__", False):
+            return None
+        return importlib.machinery.ModuleSpec(name, _StubChildLoader(), is_package=True)
+
+
+class _StubChildLoader:
+    @staticmethod
+    def create_module(spec):
+        m = _StubModule(spec.name)
+        m.__path__ = []
+        m.__bridge_stub__ = True
+        return m
+
+    @staticmethod
+    def exec_module(module):
+        pass
+
+
 def install():
     global _real_import
     import builtins
+
+    sys.meta_path.append(_StubChildFinder())
 
     if _real_import is None:
         _real_import = builtins.__import__
