@@ -552,6 +552,9 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
         snprintf(spec->hf_architecture, sizeof spec->hf_architecture, "%s",
                  json_string_value(json_array_get(archs, 0)));
 
+    const char *outer_type = cj_get_str(root, "model_type");
+    if (outer_type) snprintf(spec->hf_model_type, sizeof spec->hf_model_type, "%s", outer_type);
+
     /* Our own block: published counts and overrides. */
     const json_t *plan = cj_get(root, "_plan");
     if (plan && json_is_object(plan)) {

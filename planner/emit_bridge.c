@@ -99,6 +99,18 @@ static bool bridge_has_architecture(const char *arch)
     return false;
 }
 
+/* Checkpoints whose model_type transformers does not define: their config class is the
+ * repository's own code (auto_map), which AutoBridge loads only with trust_remote_code=True --
+ * as Bridge's own Kimi-K2 recipe passes it (recipes/kimi/h100/kimi_k2.py, 067f987). Without it
+ * AutoBridge stops ("contains custom code which must be executed", bench/BRIDGE.md). */
+static bool bridge_needs_remote_code(const model_spec *m)
+{
+    static const char *const types[] = {"kimi_k2"};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        if (!strcmp(m->hf_model_type, types[i])) return true;
+    return false;
+}
+
 static const char *py_bool(bool b) { return b ? "True" : "False"; }
 
 cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec *sys,
@@ -131,6 +143,7 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
         fputs(": the Llama 3.1 8B recipe's training loop with this checkpoint's model\n", f);
         fputs("cfg.model = AutoBridge.from_hf_pretrained(", f);
         emit_python_quote(f, emit_model_path(m, ctx));
+        fputs(bridge_needs_remote_code(m) ? ", trust_remote_code=True" : "", f);
         fputs(").to_megatron_provider(load_weights=False)\n", f);
     }
     fprintf(f, "cfg.model.tensor_model_parallel_size = %d\n", l->tp);

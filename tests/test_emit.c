@@ -769,6 +769,21 @@ static void test_bridge_survives_runtime_update(void **state)
     want_line(text, "cfg.optimizer.exp_avg_dtype = torch.float32");
     want_line(text, "cfg.model.mtp_num_layers = 1");
     free(text);
+    /* Kimi-K2's model_type is its repository's code: AutoBridge needs trust_remote_code, as
+     * Bridge's own Kimi-K2 recipe passes; DeepSeek-V3's is transformers' own: not asked */
+    l = layout_default(FRAMEWORK_MEGATRON);
+    l.pp = 16; l.dp = 32; l.ep = 32;
+    char path[512];
+    snprintf(path, sizeof path, "%s/../tests/data/hf/kimi-k2.json", data_dir());
+    text = bridge_text(path, l, t);
+    assert_non_null(strstr(text, "kimi-k2.json\", trust_remote_code=True)"
+                                 ".to_megatron_provider(load_weights=False)\n"));
+    free(text);
+    snprintf(path, sizeof path, "%s/../tests/data/hf/deepseek-v3.json", data_dir());
+    text = bridge_text(path, l, t);
+    assert_non_null(strstr(text, "deepseek-v3.json\").to_megatron_provider("));
+    assert_null(strstr(text, "trust_remote_code"));
+    free(text);
 }
 
 int main(void)
