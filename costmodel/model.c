@@ -544,6 +544,17 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
         type_starts(model_type, "deepseek_v") || type_is(model_type, "kimi_k2") ||
         type_is(model_type, "gpt_oss");
 
+    /* The outer config's class (a multimodal checkpoint's, not its text_config's): converters
+     * such as Megatron-Bridge's AutoBridge choose by it. */
+    const json_t *archs = cj_get(root, "architectures");
+    if (archs && json_is_array(archs) && json_array_size(archs) > 0 &&
+        json_is_string(json_array_get(archs, 0)))
+        snprintf(spec->hf_architecture, sizeof spec->hf_architecture, "%s",
+                 json_string_value(json_array_get(archs, 0)));
+
+    const char *outer_type = cj_get_str(root, "model_type");
+    if (outer_type) snprintf(spec->hf_model_type, sizeof spec->hf_model_type, "%s", outer_type);
+
     /* Our own block: published counts and overrides. */
     const json_t *plan = cj_get(root, "_plan");
     if (plan && json_is_object(plan)) {

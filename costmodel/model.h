@@ -28,6 +28,9 @@ typedef struct {
     char name[64];        /* preset name or file stem: "8b" */
     char display[128];    /* human name: "Llama-3.1-8B" */
     char hf_repo[128];    /* Hugging Face repository of a preset ("meta-llama/Llama-3.1-8B"), or "" */
+    char hf_architecture[64]; /* the config's architectures[0] ("LlamaForCausalLM"), or "": which
+                               * Hugging Face class, and so which Megatron-Bridge bridge, reads it */
+    char hf_model_type[32];   /* the config's model_type ("kimi_k2"), or "" */
 
     int layers;
     int hidden;

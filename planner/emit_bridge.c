@@ -1,10 +1,15 @@
 /*
  * emit_bridge.c — a Megatron plan as Megatron-Bridge overrides (`--emit bridge`): the named
- * recipe of the model (or the Llama 3.1 8B recipe with the checkpoint's own model provider),
- * then cfg.model / cfg.ddp / cfg.dist / cfg.dataset statements that set the plan's layout,
- * precision through the recipe's mixed_precision config, and the pipeline split rebuilt for the
- * emitted PP size. Split from emit.c (issue 13: small rooms); bench/bridge_fields_check.py checks
- * every cfg field it writes against the Bridge sources.
+ * recipe of the model (or the Llama 3.1 8B recipe with the checkpoint's own model provider,
+ * where AutoBridge has a bridge for its architecture; otherwise an error), then cfg.model /
+ * cfg.ddp / cfg.dist / cfg.dataset statements that set the plan's layout, precision and the
+ * gradient-reduce dtype through a MixedPrecisionConfig, the overlaps through a CommOverlapConfig
+ * (Bridge's runtime_config_update() writes both over the model and ddp fields), and the pipeline
+ * split rebuilt for the emitted PP size. Knobs a recipe turns on by itself (flex dispatcher,
+ * shared-expert overlap, precision-aware optimizer, full-recompute layer counts) are stated
+ * either way. Split from emit.c (issue 13: small rooms); bench/bridge_fields_check.py checks
+ * every cfg field it writes against the Bridge sources, bench/bridge_execute.py runs the
+ * scripts through Bridge itself (bench/BRIDGE.md).
  */
 #include "emit.h"
 
@@ -69,6 +74,43 @@ const char *emit_bridge_recipe(const model_spec *m)
     return NULL;
 }
 
+/* The Hugging Face classes Megatron-Bridge 067f987 has a bridge for (every
+ * `MegatronModelBridge.register_bridge(source=...)` under src/megatron/bridge/models): AutoBridge
+ * refuses any other ("Model architecture '...' is not yet supported"), e.g. Mixtral, Phi-3,
+ * GPT-2. Executed: bench/BRIDGE.md. */
+static const char *const bridge_architectures[] = {
+    "BailingMoeV2ForCausalLM", "DeciLMForCausalLM", "DeepseekV2ForCausalLM",
+    "DeepseekV3ForCausalLM", "DeepseekV4ForCausalLM", "Exaone4ForCausalLM",
+    "ExaoneMoeForCausalLM", "FalconH1ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM",
+    "Gemma3ForConditionalGeneration", "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration",
+    "GemmaForCausalLM", "Glm4MoeForCausalLM", "Glm4MoeLiteForCausalLM", "GlmMoeDsaForCausalLM",
+    "GptOssForCausalLM", "HYV3ForCausalLM", "KimiK2ForCausalLM", "LlamaForCausalLM",
+    "MiMoForCausalLM", "MiMoV2FlashForCausalLM", "MiniMaxM2ForCausalLM",
+    "Mistral3ForConditionalGeneration", "MistralForCausalLM", "NemotronForCausalLM",
+    "NemotronHForCausalLM", "OlmoeForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+    "Qwen3MoeForCausalLM", "Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
+    "SarvamMLAForCausalLM", "SarvamMoEForCausalLM", "Step3p5ForCausalLM",
+};
+
+static bool bridge_has_architecture(const char *arch)
+{
+    for (size_t i = 0; i < sizeof bridge_architectures / sizeof *bridge_architectures; i++)
+        if (!strcmp(arch, bridge_architectures[i])) return true;
+    return false;
+}
+
+/* Checkpoints whose model_type transformers does not define: their config class is the
+ * repository's own code (auto_map), which AutoBridge loads only with trust_remote_code=True --
+ * as Bridge's own Kimi-K2 recipe passes it (recipes/kimi/h100/kimi_k2.py, 067f987). Without it
+ * AutoBridge stops ("contains custom code which must be executed", bench/BRIDGE.md). */
+static bool bridge_needs_remote_code(const model_spec *m)
+{
+    static const char *const types[] = {"kimi_k2"};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        if (!strcmp(m->hf_model_type, types[i])) return true;
+    return false;
+}
+
 static const char *py_bool(bool b) { return b ? "True" : "False"; }
 
 cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec *sys,
@@ -76,6 +118,14 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
 {
     cm_status st = emit_need_megatron(e, "Megatron Bridge overrides", err, errlen);
     if (st != CM_OK) return st;
+    const char *recipe = emit_bridge_recipe(m);
+    if (!recipe && !bridge_has_architecture(m->hf_architecture))
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "Megatron-Bridge has no recipe for %s and AutoBridge cannot read its "
+                       "checkpoint (%s%s): use --emit megatron-args (Megatron-LM) instead",
+                       m->display,
+                       m->hf_architecture[0] ? "no bridge for " : "config.json names no ",
+                       m->hf_architecture[0] ? m->hf_architecture : "architectures");
     const layout *l = &e->layout;
     const training_spec *t = &e->training;
     char *buf = NULL;
@@ -83,7 +133,6 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     FILE *f = open_memstream(&buf, &len);
     if (!f) return cm_fail(err, errlen, CM_ENOMEM, "out of memory while writing the overrides");
     emit_header(f, "#", e, m, sys);
-    const char *recipe = emit_bridge_recipe(m);
     fprintf(f, "import torch\nfrom megatron.bridge.recipes import %s\n",
             recipe ? recipe : BRIDGE_FALLBACK_RECIPE);
     if (!recipe) fprintf(f, "from megatron.bridge import AutoBridge\n");
@@ -94,11 +143,13 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
         fputs(": the Llama 3.1 8B recipe's training loop with this checkpoint's model\n", f);
         fputs("cfg.model = AutoBridge.from_hf_pretrained(", f);
         emit_python_quote(f, emit_model_path(m, ctx));
+        fputs(bridge_needs_remote_code(m) ? ", trust_remote_code=True" : "", f);
         fputs(").to_megatron_provider(load_weights=False)\n", f);
     }
     fprintf(f, "cfg.model.tensor_model_parallel_size = %d\n", l->tp);
     fprintf(f, "cfg.model.pipeline_model_parallel_size = %d\n", l->pp);
-    fprintf(f, "cfg.model.pipeline_dtype = %s\n", l->pp > 1 ? "torch.bfloat16" : "None");
+    /* no cfg.model.pipeline_dtype: MixedPrecisionConfig.setup() writes its own over it (every
+     * Bridge precision recipe has pipeline_dtype bf16) */
     /* the MTP modules the prediction prices on the last stage (recipe_mtp.c); the recipes set
      * the same count from the checkpoint's num_nextn_predict_layers, stated for the reader */
     if (m->mtp_layers > 0) fprintf(f, "cfg.model.mtp_num_layers = %d\n", m->mtp_layers);
@@ -124,33 +175,35 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
         fprintf(f, "cfg.model.expert_tensor_parallel_size = %d\n", layout_etp(l));
         bool flex = l->moe_dispatcher == MOE_DISPATCH_DEEPEP ||
                     l->moe_dispatcher == MOE_DISPATCH_HYBRIDEP;
-        if (l->moe_dispatcher != MOE_DISPATCH_ALLTOALL)
-            fprintf(f, "cfg.model.moe_token_dispatcher_type = \"%s\"\n",
-                    flex ? "flex" : layout_moe_dispatcher_name(l->moe_dispatcher));
+        /* stated whole: the Qwen3 and DeepSeek-V3 recipes end with
+         * apply_flex_dispatcher_backend(), which turns an H100's alltoall into DeepEP/HybridEP
+         * flex; DeepSeek's recipes turn the shared-expert overlap on */
+        fprintf(f, "cfg.model.moe_token_dispatcher_type = \"%s\"\n",
+                flex ? "flex" : layout_moe_dispatcher_name(l->moe_dispatcher));
         if (flex)
             fprintf(f, "cfg.model.moe_flex_dispatcher_backend = \"%s\"\n",
                     layout_moe_dispatcher_name(l->moe_dispatcher));
+        else
+            fprintf(f, "cfg.model.moe_flex_dispatcher_backend = None\n");
         if (t->moe_capacity_factor > 0)
             fprintf(f, "cfg.model.moe_expert_capacity_factor = %g\n", t->moe_capacity_factor);
-        if (t->moe_ep_overlap) {
-            fprintf(f, "cfg.model.overlap_moe_expert_parallel_comm = True\n");
-            fprintf(f, "cfg.model.delay_wgrad_compute = True\n");
-        }
-        if (t->moe_shared_overlap && m->shared_experts > 0)
-            fprintf(f, "cfg.model.moe_shared_expert_overlap = True\n");
+        fprintf(f, "cfg.model.overlap_moe_expert_parallel_comm = %s\n", py_bool(t->moe_ep_overlap));
+        fprintf(f, "cfg.model.delay_wgrad_compute = %s\n", py_bool(t->moe_ep_overlap));
+        fprintf(f, "cfg.model.moe_shared_expert_overlap = %s\n",
+                py_bool(t->moe_shared_overlap && m->shared_experts > 0));
     }
     fprintf(f, "cfg.model.sequence_parallel = %s\n", py_bool(l->sp));
-    /* Megatron Bridge's CommOverlapConfig.setup() (training/comm_overlap.py) rewrites these from
-     * cfg.comm_overlap where a recipe sets one (and turns the DP overlaps on with the
-     * distributed optimizer at dp > 1): say so, so the overrides below are carried there */
-    fprintf(f, "# where the recipe sets cfg.comm_overlap (CommOverlapConfig), its setup() overrides "
-               "tp_comm_overlap, overlap_grad_reduce and overlap_param_gather: give it the values "
-               "below\n");
-    if (l->tp_comm_overlap) fprintf(f, "cfg.model.tp_comm_overlap = True\n");
+    fprintf(f, "cfg.model.tp_comm_overlap = %s\n", py_bool(l->tp_comm_overlap));
+    /* the recipes' full-recompute method and layer count are cleared otherwise: Megatron-Core
+     * refuses recompute_num_layers with selective recompute (transformer_config.py) */
     if (l->recompute == RECOMPUTE_NONE) {
         fprintf(f, "cfg.model.recompute_granularity = None\n");
+        fprintf(f, "cfg.model.recompute_method = None\n");
+        fprintf(f, "cfg.model.recompute_num_layers = None\n");
     } else if (l->recompute == RECOMPUTE_SELECTIVE) {
         fprintf(f, "cfg.model.recompute_granularity = \"selective\"\n");
+        fprintf(f, "cfg.model.recompute_method = None\n");
+        fprintf(f, "cfg.model.recompute_num_layers = None\n");
         if (l->recompute_modules) {
             char mods[160];
             recompute_modules_text(l->recompute_modules, ' ', mods, sizeof mods);
@@ -172,27 +225,34 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
         fprintf(f, "cfg.model.cross_entropy_loss_fusion = True\n");
         fprintf(f, "cfg.model.cross_entropy_fusion_impl = \"te\"\n");
     }
-    if (l->optimizer_bf16_states) { /* OptimizerConfig: the precision-aware optimizer */
-        fprintf(f, "cfg.optimizer.use_precision_aware_optimizer = True\n");
-        fprintf(f, "cfg.optimizer.main_grads_dtype = torch.bfloat16\n");
-        fprintf(f, "cfg.optimizer.exp_avg_dtype = torch.bfloat16\n");
-        fprintf(f, "cfg.optimizer.exp_avg_sq_dtype = torch.bfloat16\n");
+    /* OptimizerConfig's precision-aware optimizer, stated both ways: the DeepSeek-V3 recipe
+     * turns it on with bf16 moments, which Megatron refuses without the distributed optimizer */
+    {
+        const char *dt = l->optimizer_bf16_states ? "torch.bfloat16" : "torch.float32";
+        fprintf(f, "cfg.optimizer.use_precision_aware_optimizer = %s\n",
+                py_bool(l->optimizer_bf16_states));
+        fprintf(f, "cfg.optimizer.main_grads_dtype = %s\n", dt);
+        fprintf(f, "cfg.optimizer.exp_avg_dtype = %s\n", dt);
+        fprintf(f, "cfg.optimizer.exp_avg_sq_dtype = %s\n", dt);
     }
     fprintf(f, "cfg.model.seq_length = %d\n", t->seq_len);
     fprintf(f, "cfg.dataset.seq_length = %d\n", t->seq_len);
     fprintf(f, "cfg.train.micro_batch_size = %d\n", l->mbs);
     fprintf(f, "cfg.train.global_batch_size = %d\n", t->global_batch);
-    fprintf(f, "cfg.mixed_precision = \"bf16_mixed\"\n");
     fprintf(f, "cfg.optimizer.clip_grad = 1.0\n");
+    /* Precision through Bridge's MixedPrecisionConfig: runtime_config_update() runs its setup(),
+     * which writes grad_reduce_in_fp32 and pipeline_dtype over cfg.ddp and cfg.model, so the
+     * plan's gradient-reduce precision goes here (Megatron-FSDP reduces in bf16) */
     const char *mp = bridge_precision_recipe(l);
+    fprintf(f, "from megatron.bridge.training.mixed_precision import get_mixed_precision_config\n");
+    fprintf(f, "cfg.mixed_precision = get_mixed_precision_config(\"%s\")\n", mp ? mp : "bf16_mixed");
+    fprintf(f, "cfg.mixed_precision.grad_reduce_in_fp32 = %s\n",
+            py_bool(!emit_megatron_fsdp(l) && !t->grad_reduce_bf16));
     if (mp) {
-        /* The recipe, then what the prediction assumed where the recipe differs: FP8
-         * parameters or bf16 ones beside TE's low-precision copies, and which decoder layers
-         * stay bf16 (MixedPrecisionConfig's fields of those names) */
+        /* what the prediction assumed where the recipe differs: FP8 parameters or bf16 ones
+         * beside TE's low-precision copies, and which decoder layers stay bf16
+         * (MixedPrecisionConfig's fields of those names) */
         bool pg = precision_param_gather(l), fl16 = l->bf16_layers_start || l->bf16_layers_end;
-        fprintf(f, "from megatron.bridge.training.mixed_precision import "
-                   "get_mixed_precision_config\n");
-        fprintf(f, "cfg.mixed_precision = get_mixed_precision_config(\"%s\")\n", mp);
         if (l->precision == PRECISION_NVFP4) {
             fprintf(f, "cfg.mixed_precision.fp4_param_gather = %s\n", py_bool(pg));
         } else {
@@ -229,12 +289,24 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
                    "memory); leave CUDA_DEVICE_MAX_CONNECTIONS unset:\n");
         fprintf(f, "cfg.model.calculate_per_token_loss = True\n");
         fprintf(f, "cfg.model.init_model_with_meta_device = True\n");
-        fprintf(f, "cfg.ddp.grad_reduce_in_fp32 = False\n");
         fprintf(f, "cfg.ddp.fsdp_double_buffer = True\n");
         fprintf(f, "cfg.ddp.nccl_ub = True\n");
-    } else {
-        fprintf(f, "cfg.ddp.grad_reduce_in_fp32 = %s\n", py_bool(!t->grad_reduce_bf16));
     }
+    /* Megatron Bridge's CommOverlapConfig.setup() (training/comm_overlap.py) writes its own
+     * values over the overlap fields of cfg.model and cfg.ddp above where the recipe sets
+     * cfg.comm_overlap (the 70B, 405B and GPT-3 recipes turn TP overlap on, the DeepSeek ones
+     * the EP overlap off, and the DP overlaps default to on at dp > 1): one with the plan's
+     * values, keeping the recipe's userbuffer shapes for TP overlap */
+    fprintf(f, "from megatron.bridge.training.comm_overlap import CommOverlapConfig\n");
+    fprintf(f, "cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=%s, "
+               "tp_comm_overlap_cfg=getattr(cfg.comm_overlap, \"tp_comm_overlap_cfg\", None), "
+               "overlap_grad_reduce=%s, overlap_param_gather=%s",
+            py_bool(l->tp_comm_overlap), py_bool(overlap_grad),
+            py_bool(overlap_grad && l->overlap_param_gather && distopt));
+    if (model_is_moe(m))
+        fprintf(f, ", overlap_moe_expert_parallel_comm=%s, delay_wgrad_compute=%s",
+                py_bool(t->moe_ep_overlap), py_bool(t->moe_ep_overlap));
+    fprintf(f, ")\n");
     if (emit_megatron_max_connections(l, sys) > 0)
         fprintf(f, "# launch with CUDA_DEVICE_MAX_CONNECTIONS=1 in the environment (TP or CP > 1 "
                    "before Blackwell)\n");

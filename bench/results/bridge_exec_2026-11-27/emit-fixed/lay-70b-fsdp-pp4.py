@@ -1,0 +1,51 @@
+# plan 0.1.0: Llama-3.1-70B on 64 x H100-SXM5-80GB (8 per node), seq 4096, global batch 1024 sequences
+# megatron  TP 2 · PP 4 · DP 8 · CP 1 · VPP 1 | micro-batch 1 · SP on · megatron-fsdp · recompute none
+# predicted: 67.90 s/step, 61771 tokens/s, MFU 42.3%, 67.6 of 79.2 GiB per GPU (pipeline stage 0)
+import torch
+from megatron.bridge.recipes import llama31_70b_pretrain_32gpu_h100_bf16_config
+
+cfg = llama31_70b_pretrain_32gpu_h100_bf16_config()
+cfg.model.tensor_model_parallel_size = 2
+cfg.model.pipeline_model_parallel_size = 4
+cfg.model.virtual_pipeline_model_parallel_size = None
+cfg.model.pipeline_model_parallel_layout = None
+cfg.model.num_layers_in_first_pipeline_stage = None
+cfg.model.num_layers_in_last_pipeline_stage = None
+cfg.model.account_for_embedding_in_pipeline_split = False
+cfg.model.account_for_loss_in_pipeline_split = False
+cfg.model.context_parallel_size = 1
+cfg.model.sequence_parallel = True
+cfg.model.tp_comm_overlap = False
+cfg.model.recompute_granularity = None
+cfg.model.recompute_method = None
+cfg.model.recompute_num_layers = None
+cfg.optimizer.use_precision_aware_optimizer = False
+cfg.optimizer.main_grads_dtype = torch.float32
+cfg.optimizer.exp_avg_dtype = torch.float32
+cfg.optimizer.exp_avg_sq_dtype = torch.float32
+cfg.model.seq_length = 4096
+cfg.dataset.seq_length = 4096
+cfg.train.micro_batch_size = 1
+cfg.train.global_batch_size = 1024
+cfg.optimizer.clip_grad = 1.0
+from megatron.bridge.training.mixed_precision import get_mixed_precision_config
+cfg.mixed_precision = get_mixed_precision_config("bf16_mixed")
+cfg.mixed_precision.grad_reduce_in_fp32 = False
+cfg.optimizer.use_distributed_optimizer = True
+cfg.ddp.use_distributed_optimizer = True
+cfg.ddp.overlap_grad_reduce = False
+cfg.ddp.overlap_param_gather = False
+# Megatron-FSDP, required:
+cfg.dist.use_megatron_fsdp = True
+cfg.ddp.use_megatron_fsdp = True
+cfg.ddp.data_parallel_sharding_strategy = "optim_grads_params"
+cfg.ddp.average_in_collective = False
+cfg.model.gradient_accumulation_fusion = False
+cfg.checkpoint.ckpt_format = "fsdp_dtensor"
+# Megatron-FSDP, recommended (double buffer and NCCL user buffers cost peak memory); leave CUDA_DEVICE_MAX_CONNECTIONS unset:
+cfg.model.calculate_per_token_loss = True
+cfg.model.init_model_with_meta_device = True
+cfg.ddp.fsdp_double_buffer = True
+cfg.ddp.nccl_ub = True
+from megatron.bridge.training.comm_overlap import CommOverlapConfig
+cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, tp_comm_overlap_cfg=getattr(cfg.comm_overlap, "tp_comm_overlap_cfg", None), overlap_grad_reduce=False, overlap_param_gather=False)

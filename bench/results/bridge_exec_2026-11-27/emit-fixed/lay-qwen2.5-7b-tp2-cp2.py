@@ -1,0 +1,40 @@
+# plan 0.1.0: Qwen2.5-7B on 16 x H100-SXM5-80GB (8 per node), seq 4096, global batch 1024 sequences
+# megatron  TP 2 · PP 1 · DP 4 · CP 2 · VPP 1 | micro-batch 1 · SP on · distributed optimizer · recompute none
+# predicted: 26.49 s/step, 158307 tokens/s, MFU 44.9%, 33.3 of 79.2 GiB per GPU (pipeline stage 0)
+import torch
+from megatron.bridge.recipes import qwen25_7b_pretrain_2gpu_h100_bf16_config
+
+cfg = qwen25_7b_pretrain_2gpu_h100_bf16_config()
+cfg.model.tensor_model_parallel_size = 2
+cfg.model.pipeline_model_parallel_size = 1
+cfg.model.virtual_pipeline_model_parallel_size = None
+cfg.model.pipeline_model_parallel_layout = None
+cfg.model.num_layers_in_first_pipeline_stage = None
+cfg.model.num_layers_in_last_pipeline_stage = None
+cfg.model.account_for_embedding_in_pipeline_split = False
+cfg.model.account_for_loss_in_pipeline_split = False
+cfg.model.context_parallel_size = 2
+cfg.model.sequence_parallel = True
+cfg.model.tp_comm_overlap = False
+cfg.model.recompute_granularity = None
+cfg.model.recompute_method = None
+cfg.model.recompute_num_layers = None
+cfg.optimizer.use_precision_aware_optimizer = False
+cfg.optimizer.main_grads_dtype = torch.float32
+cfg.optimizer.exp_avg_dtype = torch.float32
+cfg.optimizer.exp_avg_sq_dtype = torch.float32
+cfg.model.seq_length = 4096
+cfg.dataset.seq_length = 4096
+cfg.train.micro_batch_size = 1
+cfg.train.global_batch_size = 1024
+cfg.optimizer.clip_grad = 1.0
+from megatron.bridge.training.mixed_precision import get_mixed_precision_config
+cfg.mixed_precision = get_mixed_precision_config("bf16_mixed")
+cfg.mixed_precision.grad_reduce_in_fp32 = True
+cfg.optimizer.use_distributed_optimizer = True
+cfg.ddp.use_distributed_optimizer = True
+cfg.ddp.overlap_grad_reduce = False
+cfg.ddp.overlap_param_gather = False
+from megatron.bridge.training.comm_overlap import CommOverlapConfig
+cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, tp_comm_overlap_cfg=getattr(cfg.comm_overlap, "tp_comm_overlap_cfg", None), overlap_grad_reduce=False, overlap_param_gather=False)
+# launch with CUDA_DEVICE_MAX_CONNECTIONS=1 in the environment (TP or CP > 1 before Blackwell)

@@ -1,0 +1,59 @@
+# plan 0.1.0: DeepSeek-V3 on 512 x H100-SXM5-80GB (8 per node), seq 4096, global batch 1024 sequences
+# megatron  TP 1 · PP 1 · DP 512 · CP 1 · EP 8 (ETP 1) · VPP 1 | micro-batch 2 · SP off · megatron-fsdp · recompute full · overlap grad-reduce param-gather (58 layers a stage)
+# predicted: 6.23 s/step, 673323 tokens/s, MFU 33.3%, 74.3 of 79.2 GiB per GPU (pipeline stage 0)
+import torch
+from megatron.bridge.recipes import deepseek_v3_pretrain_1024gpu_h100_bf16_config
+
+cfg = deepseek_v3_pretrain_1024gpu_h100_bf16_config()
+cfg.model.tensor_model_parallel_size = 1
+cfg.model.pipeline_model_parallel_size = 1
+cfg.model.mtp_num_layers = 1
+cfg.model.virtual_pipeline_model_parallel_size = None
+cfg.model.pipeline_model_parallel_layout = None
+cfg.model.num_layers_in_first_pipeline_stage = None
+cfg.model.num_layers_in_last_pipeline_stage = None
+cfg.model.account_for_embedding_in_pipeline_split = False
+cfg.model.account_for_loss_in_pipeline_split = False
+cfg.model.context_parallel_size = 1
+cfg.model.expert_model_parallel_size = 8
+cfg.model.expert_tensor_parallel_size = 1
+cfg.model.moe_token_dispatcher_type = "alltoall"
+cfg.model.moe_flex_dispatcher_backend = None
+cfg.model.overlap_moe_expert_parallel_comm = False
+cfg.model.delay_wgrad_compute = False
+cfg.model.moe_shared_expert_overlap = False
+cfg.model.sequence_parallel = False
+cfg.model.tp_comm_overlap = False
+cfg.model.recompute_granularity = "full"
+cfg.model.recompute_method = "block"
+cfg.model.recompute_num_layers = 58
+cfg.optimizer.use_precision_aware_optimizer = False
+cfg.optimizer.main_grads_dtype = torch.float32
+cfg.optimizer.exp_avg_dtype = torch.float32
+cfg.optimizer.exp_avg_sq_dtype = torch.float32
+cfg.model.seq_length = 4096
+cfg.dataset.seq_length = 4096
+cfg.train.micro_batch_size = 2
+cfg.train.global_batch_size = 1024
+cfg.optimizer.clip_grad = 1.0
+from megatron.bridge.training.mixed_precision import get_mixed_precision_config
+cfg.mixed_precision = get_mixed_precision_config("bf16_mixed")
+cfg.mixed_precision.grad_reduce_in_fp32 = False
+cfg.optimizer.use_distributed_optimizer = True
+cfg.ddp.use_distributed_optimizer = True
+cfg.ddp.overlap_grad_reduce = True
+cfg.ddp.overlap_param_gather = True
+# Megatron-FSDP, required:
+cfg.dist.use_megatron_fsdp = True
+cfg.ddp.use_megatron_fsdp = True
+cfg.ddp.data_parallel_sharding_strategy = "optim_grads_params"
+cfg.ddp.average_in_collective = False
+cfg.model.gradient_accumulation_fusion = False
+cfg.checkpoint.ckpt_format = "fsdp_dtensor"
+# Megatron-FSDP, recommended (double buffer and NCCL user buffers cost peak memory); leave CUDA_DEVICE_MAX_CONNECTIONS unset:
+cfg.model.calculate_per_token_loss = True
+cfg.model.init_model_with_meta_device = True
+cfg.ddp.fsdp_double_buffer = True
+cfg.ddp.nccl_ub = True
+from megatron.bridge.training.comm_overlap import CommOverlapConfig
+cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False, tp_comm_overlap_cfg=getattr(cfg.comm_overlap, "tp_comm_overlap_cfg", None), overlap_grad_reduce=True, overlap_param_gather=True, overlap_moe_expert_parallel_comm=False, delay_wgrad_compute=False)
