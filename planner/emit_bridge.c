@@ -258,6 +258,12 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
         } else {
             fprintf(f, "cfg.mixed_precision.fp8_param = %s\n", py_bool(pg));
             fprintf(f, "cfg.mixed_precision.fp8_param_gather = %s\n", py_bool(pg));
+            /* bf16_with_mxfp8_mixed() also reuses the gradient buffer for the MXFP8 parameter
+             * all-gather, which Megatron-Core refuses without MXFP8 parameters
+             * (distributed_data_parallel_config.py: "Reuse grad buffer only when keeping params
+             * in MXFP8"; seen running Bridge 067f987, bench/BRIDGE.md) */
+            if (l->precision == PRECISION_MXFP8 && !pg)
+                fprintf(f, "cfg.mixed_precision.reuse_grad_buf_for_mxfp8_param_ag = False\n");
         }
         fprintf(f, "cfg.mixed_precision.first_last_layers_bf16 = %s\n", py_bool(fl16));
         if (fl16) {

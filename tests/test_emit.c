@@ -705,6 +705,38 @@ static void want_line(const char *text, const char *line)
     if (!strstr(text, buf)) fail_msg("missing line '%s' in\n%s", line, text);
 }
 
+/* Megatron-Bridge run on plan's scripts (bench/BRIDGE.md, 067f987): an MXFP8 plan without FP8
+ * parameters got bf16_with_mxfp8_mixed()'s gradient-buffer reuse, which Megatron-Core's
+ * DistributedDataParallelConfig refuses ("Reuse grad buffer only when keeping params in
+ * MXFP8"); the script turns it off, and leaves the recipe's value with FP8 parameters. Also
+ * --te-cross-entropy reaches Bridge's TransformerConfig and Megatron-LM's flags. */
+static void test_bridge_mxfp8_grad_buffer(void **state)
+{
+    (void)state;
+    model_spec m = load_model("8b");
+    system_spec sys = load_system("b200");
+    training_spec t = training_default();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.dp = 8; l.precision = PRECISION_MXFP8; l.te_cross_entropy = true;
+    estimate e;
+    char err[CM_ERRLEN];
+    char *text = NULL;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err), CM_OK);
+    emit_context ctx = {.model_ref = "8b"};
+    if (emit_bridge(&e, &m, &sys, &ctx, &text, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    want_line(text, "cfg.mixed_precision.fp8_param_gather = False");
+    want_line(text, "cfg.mixed_precision.reuse_grad_buf_for_mxfp8_param_ag = False");
+    want_line(text, "cfg.model.cross_entropy_loss_fusion = True");
+    want_line(text, "cfg.model.cross_entropy_fusion_impl = \"te\"");
+    free(text);
+    l.fp8_param_gather = true;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err), CM_OK);
+    if (emit_bridge(&e, &m, &sys, &ctx, &text, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    want_line(text, "cfg.mixed_precision.fp8_param_gather = True");
+    assert_null(strstr(text, "reuse_grad_buf_for_mxfp8_param_ag"));
+    free(text);
+}
+
 static void test_bridge_survives_runtime_update(void **state)
 {
     (void)state;
@@ -798,6 +830,7 @@ int main(void)
         cmocka_unit_test(test_megatron_args),
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_bridge_survives_runtime_update),
+        cmocka_unit_test(test_bridge_mxfp8_grad_buffer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
