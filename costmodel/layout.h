@@ -133,7 +133,9 @@ typedef struct {
      * --cross-entropy-fusion-impl te; what Megatron-Bridge's performance recipes run): the loss
      * reads the bf16 logits and writes their gradient into them (TE triton/cross_entropy.py),
      * so no fp32 copy of the logits is kept (memory.c) and the loss moves 2 + 4 bytes a logit
-     * (elementwise.c). Off: Megatron-LM's default, the vocab-parallel loss on fp32 logits. */
+     * (elementwise.c). Off: Megatron-LM's default, the vocab-parallel loss on fp32 logits.
+     * Megatron-LM's validate_args refuses it since 2026-06 (168cb15d7, "stability issues"):
+     * emitted for Megatron-Bridge only (emit_megatron.c says so). */
     bool te_cross_entropy;
 } layout;
 

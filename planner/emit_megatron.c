@@ -475,10 +475,6 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
         fl_add(fl, "--overlap-cpu-optimizer-d2h-h2d", NULL);
         fl_add(fl, "--use-precision-aware-optimizer", NULL);
     }
-    if (l->te_cross_entropy) { /* arguments.py at d98e8a6: the loss fusion and its kernel */
-        fl_add(fl, "--cross-entropy-loss-fusion", NULL);
-        fl_add(fl, "--cross-entropy-fusion-impl", "te");
-    }
     if (l->optimizer_bf16_states) { /* arguments.py: the precision-aware optimizer's dtypes */
         if (l->optimizer_offload_pct <= 0) fl_add(fl, "--use-precision-aware-optimizer", NULL);
         fl_add(fl, "--main-grads-dtype", "bf16");
@@ -532,6 +528,14 @@ cm_status emit_need_megatron(const estimate *e, const char *what, char *err, siz
 static cm_status build_flags(const estimate *e, const model_spec *m, flag_list **out, char *err,
                              size_t errlen)
 {
+    /* Megatron-LM's validate_args (d98e8a6, arguments.py; since 168cb15d7 "Disable TE cross
+     * entropy loss fusion") refuses the TE loss fusion "due to stability issues"; Megatron-Core
+     * (what Megatron-Bridge builds) only warns */
+    if (e->layout.te_cross_entropy)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "Megatron-LM refuses --cross-entropy-fusion-impl te (validate_args: "
+                       "\"disabled due to stability issues\"): use --emit bridge, whose "
+                       "Megatron-Core only warns, or plan without --te-cross-entropy");
     flag_list *fl = calloc(1, sizeof *fl);
     if (!fl) return cm_fail(err, errlen, CM_ENOMEM, "out of memory while building the flags");
     megatron_flags(fl, e, m);

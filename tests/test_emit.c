@@ -729,6 +729,11 @@ static void test_bridge_mxfp8_grad_buffer(void **state)
     want_line(text, "cfg.model.cross_entropy_loss_fusion = True");
     want_line(text, "cfg.model.cross_entropy_fusion_impl = \"te\"");
     free(text);
+    /* Megatron-LM's validate_args refuses the TE loss fusion: --emit megatron-args says so */
+    text = NULL;
+    assert_int_equal(emit_megatron_args(&e, &m, &sys, &ctx, &text, err, sizeof err), CM_EINVAL);
+    assert_non_null(strstr(err, "stability"));
+    free(text);
     l.fp8_param_gather = true;
     assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err), CM_OK);
     if (emit_bridge(&e, &m, &sys, &ctx, &text, err, sizeof err) != CM_OK) fail_msg("%s", err);
