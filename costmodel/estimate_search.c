@@ -54,6 +54,7 @@ typedef struct {
     unsigned long hash; /* of key and rc */
     layout key;
     layer_time x[2];
+    bool head_priced; /* head holds the loss head's costs (head_cost) */
     layer_time head;
 } priced_slot;
 
@@ -145,52 +146,75 @@ static layout cache_key(const layout *l)
     return k;
 }
 
-static void set_layer_kinds(layer_kinds *kinds, layer_time *head, const layer_time x[2],
-                            const layer_time *h)
+static void set_layer_kinds(layer_kinds *kinds, const layer_time x[2])
 {
     kinds->dense = kinds->dense_bf16 = x[0];
     kinds->moe = kinds->moe_bf16 = x[1];
-    *head = *h;
 }
 
-/* The dense and MoE layer costs and the head's of l, from the cache when it has them. */
-static void layer_costs(estimate_cache *c, const model_spec *m, const system_spec *sys,
-                        const training_spec *t, const layout *l, layer_kinds *kinds,
-                        layer_time *head)
+/* Does l take its layers' and head's costs from outside the cache (bf16 first/last layers: a
+ * second precision's recipes)? */
+static bool uncached(const layout *l)
 {
-    if (precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0)) {
-        /* bf16 first/last layers: a second precision's recipes, not cached */
-        estimate_layer_times(m, sys, t, l, kinds);
-        estimate_head_cost(m, sys, t, l, &head->fwd_s, &head->bwd_s);
-        return;
-    }
-    bool is_moe = model_is_moe(m);
-    layout k = cache_key(l);
-    unsigned char *kb = (unsigned char *)&k;
+    return precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0);
+}
+
+/* l's key (cache_key with every byte no codec field holds zeroed: layout_codec.h, a field
+ * added there is part of it, compared bytewise: equal bytes are equal fields) into k, and its
+ * hash with recompute rc. */
+static unsigned long key_of(const estimate_cache *c, const layout *l, int rc, layout *k)
+{
+    *k = cache_key(l);
+    unsigned char *kb = (unsigned char *)k;
     for (int i = 0; i < c->n_pad; i++) kb[c->pad[i]] = 0; /* padding, whatever it held */
-    int rc = (int)l->recompute;
-    /* The key: the cleared layout with every byte no codec field holds zeroed (layout_codec.h:
-     * a field added there is part of it), compared bytewise: equal bytes are equal fields. */
-    cache_entry *e = NULL;
-    for (int i = 0; i < CACHE_ENTRIES && !e; i++)
-        if (c->e[i].used && !memcmp(&c->e[i].key, &k, sizeof k)) e = &c->e[i];
-    if (e && (e->priced & (1u << rc)) && (e->head_priced & (1u << rc))) {
-        c->hits++;
-        set_layer_kinds(kinds, head, e->x[rc], &e->head[rc]);
-        return;
-    }
     unsigned long hash = 1469598103934665603ul; /* of the key's words */
-    for (size_t i = 0; i + sizeof(unsigned) <= sizeof k; i += sizeof(unsigned)) {
+    for (size_t i = 0; i + sizeof(unsigned) <= sizeof *k; i += sizeof(unsigned)) {
         unsigned w;
         memcpy(&w, kb + i, sizeof w);
         hash = (hash ^ w) * 1099511628211ul;
     }
-    unsigned long hash_rc = (hash ^ (unsigned)rc) * 1099511628211ul;
+    return (hash ^ (unsigned)rc) * 1099511628211ul;
+}
+
+static cache_entry *entry_of(estimate_cache *c, const layout *k)
+{
+    for (int i = 0; i < CACHE_ENTRIES; i++)
+        if (c->e[i].used && !memcmp(&c->e[i].key, k, sizeof *k)) return &c->e[i];
+    return NULL;
+}
+
+static priced_slot *slot_of(estimate_cache *c, const layout *k, int rc, unsigned long hash_rc)
+{
     priced_slot *slot = &c->priced[hash_rc & (c->n_priced - 1)];
     if (slot->used && slot->hash == hash_rc && slot->rc == rc &&
-        !memcmp(&slot->key, &k, sizeof k)) {
+        !memcmp(&slot->key, k, sizeof *k))
+        return slot;
+    return NULL;
+}
+
+/* The dense and MoE layer costs of l, from the cache when it has them. The loss head's are
+ * head_cost's: only a layout that is timed, or whose first stage is its last, needs them. */
+static void layer_costs(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                        const training_spec *t, const layout *l, layer_kinds *kinds)
+{
+    if (uncached(l)) {
+        estimate_layer_times(m, sys, t, l, kinds);
+        return;
+    }
+    bool is_moe = model_is_moe(m);
+    int rc = (int)l->recompute;
+    layout k;
+    unsigned long hash_rc = key_of(c, l, rc, &k);
+    cache_entry *e = entry_of(c, &k);
+    if (e && (e->priced & (1u << rc))) {
         c->hits++;
-        set_layer_kinds(kinds, head, slot->x, &slot->head);
+        set_layer_kinds(kinds, e->x[rc]);
+        return;
+    }
+    priced_slot *slot = slot_of(c, &k, rc, hash_rc);
+    if (slot) {
+        c->hits++;
+        set_layer_kinds(kinds, slot->x);
         return;
     }
     if (!e) {
@@ -211,13 +235,58 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
     if (is_moe) recipe_price(&e->r[1], &e->x[rc][1]);
     else e->x[rc][1] = e->x[rc][0];
     e->priced |= 1u << rc;
-    if (!(e->head_priced & (1u << rc))) {
-        estimate_head_cost(m, sys, t, l, &e->head[rc].fwd_s, &e->head[rc].bwd_s);
+    slot = &c->priced[hash_rc & (c->n_priced - 1)];
+    *slot = (priced_slot){.used = true, .rc = rc, .hash = hash_rc, .key = k,
+                          .head_priced = (e->head_priced >> rc) & 1u, .head = e->head[rc]};
+    memcpy(slot->x, e->x[rc], sizeof slot->x);
+    set_layer_kinds(kinds, e->x[rc]);
+}
+
+/* The loss head's costs of l (it depends on the recompute setting through Megatron's MTP
+ * layers, recipe_mtp.c), from the cache when it has them: the entry or the priced slot of l's
+ * key and recompute setting, where layer_costs left them. */
+static void head_cost(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                      const training_spec *t, const layout *l, layer_time *head)
+{
+    if (uncached(l)) {
+        estimate_head_cost(m, sys, t, l, &head->fwd_s, &head->bwd_s);
+        return;
+    }
+    int rc = (int)l->recompute;
+    layout k;
+    unsigned long hash_rc = key_of(c, l, rc, &k);
+    cache_entry *e = entry_of(c, &k);
+    if (e && (e->head_priced & (1u << rc))) {
+        *head = e->head[rc];
+        return;
+    }
+    priced_slot *slot = slot_of(c, &k, rc, hash_rc);
+    if (slot && slot->head_priced) {
+        *head = slot->head;
+        return;
+    }
+    *head = (layer_time){0};
+    estimate_head_cost(m, sys, t, l, &head->fwd_s, &head->bwd_s);
+    if (e) {
+        e->head[rc] = *head;
         e->head_priced |= 1u << rc;
     }
-    *slot = (priced_slot){.used = true, .rc = rc, .hash = hash_rc, .key = k, .head = e->head[rc]};
-    memcpy(slot->x, e->x[rc], sizeof slot->x);
-    set_layer_kinds(kinds, head, e->x[rc], &e->head[rc]);
+    if (slot) {
+        slot->head = *head;
+        slot->head_priced = true;
+    }
+}
+
+/* The head of the variants with l's tp_comm_overlap, priced once: the last stage alone holds
+ * it (estimate_stage_cost), so a layout pruned on a first stage that is not its last never
+ * needs it. */
+static void ensure_head(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                        const training_spec *t, const layout *l, layer_time *head, bool *have)
+{
+    if (*have) return;
+    if (c) head_cost(c, m, sys, t, l, head);
+    else estimate_head_cost(m, sys, t, l, &head->fwd_s, &head->bwd_s);
+    *have = true;
 }
 
 /* May a lower bound skip l's timing? Not where the step has calibrated terms (a fitted scale
@@ -264,6 +333,7 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     stage_time worst[2];
     layer_kinds kinds[2];
     layer_time head[2];
+    bool have_head[2] = {false, false}; /* head[k] priced (ensure_head) */
     double bound_s = -1; /* the smallest lower bound of a variant that fits */
     for (int i = 0; i < n; i++) {
         const layout *l = &ls[i];
@@ -285,12 +355,8 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
         }
         outs[i].feasible = false; /* untimed unless assembled below */
         if (!memory_fits(&outs[i].memory)) continue;
-        if (cache) {
-            layer_costs(cache, m, sys, t, l, &kinds[k], &head[k]);
-        } else {
-            estimate_layer_times(m, sys, t, l, &kinds[k]);
-            estimate_head_cost(m, sys, t, l, &head[k].fwd_s, &head[k].bwd_s);
-        }
+        if (cache) layer_costs(cache, m, sys, t, l, &kinds[k]);
+        else estimate_layer_times(m, sys, t, l, &kinds[k]);
         if (prune_above_s > 0 && prunable(sys, l)) {
             double bubble = l->pp > 1 ? (double)(l->pp - 1) / l->vpp : 0;
             double f = outs[i].microbatches + bubble;
@@ -300,6 +366,7 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
              * lb here exceeds the threshold exactly when its whole-stage lb does. */
             double lb = f * estimate_stage_layers_total(m, sys, t, l, 0, &kinds[k]);
             if (lb <= prune_above_s) {
+                if (l->pp == 1) ensure_head(cache, m, sys, t, l, &head[k], &have_head[k]);
                 stage_time s0 = estimate_stage_cost(m, sys, t, l, 0, &kinds[k], &head[k]);
                 lb = f * estimate_stage_total(&s0);
             }
@@ -322,8 +389,10 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     for (int i = 0; i < n; i++) {
         int k = ls[i].tp_comm_overlap;
         if (!memory_fits(&outs[i].memory)) continue;
-        if (i == first[k])
+        if (i == first[k]) {
+            ensure_head(cache, m, sys, t, &ls[i], &head[k], &have_head[k]);
             worst[k] = estimate_worst_stage(m, sys, t, &ls[i], &kinds[k], &head[k]);
+        }
         *how = ESTIMATE_TIMED;
         estimate_time_assemble(m, sys, t, &ls[i], &worst[k], &outs[i]);
     }
