@@ -33,27 +33,36 @@
 
 enum { CACHE_ENTRIES = 8, PRICED_SLOTS_MIN = 1 << 10, PRICED_SLOTS_MAX = 1 << 15 };
 
+/* The two layer kinds the cache holds apart: a dense layer's recipe reads none of the expert
+ * fields (ep, etp, the dispatcher: only the MoE branches of layer_recipe.c, moe_dispatch.c,
+ * elementwise.c's routing kernels and host_dispatch.c's EP sync do), so for an MoE model its
+ * key leaves them out and the ep x etp layouts of one (tp, cp, mbs, ...) share it. The loss
+ * head (with Megatron's MTP layers, recipe_mtp.c: MoE layers for DeepSeek-V3) keeps the whole
+ * key: it is held with the MoE kind, or the dense kind of a dense model. */
+enum { KIND_DENSE, KIND_MOE, KINDS };
+
 typedef struct {
     bool used;
     layout key;              /* the cleared layout (cache_key), its padding zeroed */
-    recipe r[2];             /* dense, MoE layer (the MoE one only for MoE models) */
-    unsigned priced;         /* bit rc: x[rc] holds the layers priced under recompute rc */
-    layer_time x[3][2];
+    unsigned long hash;      /* the key's (lookup_key) */
+    recipe r;                /* the kind's layer */
+    unsigned priced;         /* bit rc: x[rc] holds the layer priced under recompute rc */
+    layer_time x[3];
     unsigned head_priced;    /* bit rc: head[rc] holds the loss head under recompute rc (it
                                 depends on it through Megatron's MTP layers, recipe_mtp.c) */
     layer_time head[3];
 } cache_entry;
 
-/* A key's layers priced under one recompute setting, kept after its recipes leave the
- * entries above: the search meets a key again one pipeline size later (the key holds no dp or
- * pp for Megatron without FSDP, cache_key), long after eight other keys. Direct-mapped by the
- * hash; a slot is overwritten by the next key that maps to it. */
+/* A key's layer priced under one recompute setting, kept after its recipe leaves the entries
+ * above: the search meets a key again one pipeline size later (the key holds no dp or pp for
+ * Megatron without FSDP, cache_key), long after eight other keys. Direct-mapped by the hash
+ * (of key, kind and recompute); a slot is overwritten by the next key that maps to it. */
 typedef struct {
     bool used;
-    int rc;
-    unsigned long hash; /* of key and rc */
+    int rc, kind;
+    unsigned long hash;
     layout key;
-    layer_time x[2];
+    layer_time x;
     bool head_priced; /* head holds the loss head's costs (head_cost) */
     layer_time head;
 } priced_slot;
@@ -76,8 +85,8 @@ struct estimate_cache {
     estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
     priced_slot *priced;          /* n_priced of them, a power of two */
     size_t n_priced;
-    cache_entry e[CACHE_ENTRIES];
-    int next;                /* round-robin eviction */
+    cache_entry e[KINDS][CACHE_ENTRIES];
+    int next[KINDS];              /* round-robin eviction */
     long builds, hits;
 };
 
@@ -90,7 +99,7 @@ estimate_cache *estimate_cache_new_for(long layouts)
     /* a slot for every 32 layouts (a few keys come back per pipeline size), within bounds: a
      * small search does not fault in megabytes of table it never reaches */
     c->n_priced = PRICED_SLOTS_MIN;
-    while (c->n_priced < PRICED_SLOTS_MAX && (long)c->n_priced * 32 < layouts) c->n_priced *= 2;
+    while (c->n_priced < PRICED_SLOTS_MAX && (long)c->n_priced * 16 < layouts) c->n_priced *= 2;
     c->priced = calloc(c->n_priced, sizeof *c->priced);
     if (!c->priced) {
         free(c);
@@ -146,12 +155,6 @@ static layout cache_key(const layout *l)
     return k;
 }
 
-static void set_layer_kinds(layer_kinds *kinds, const layer_time x[2])
-{
-    kinds->dense = kinds->dense_bf16 = x[0];
-    kinds->moe = kinds->moe_bf16 = x[1];
-}
-
 /* Does l take its layers' and head's costs from outside the cache (bf16 first/last layers: a
  * second precision's recipes)? */
 static bool uncached(const layout *l)
@@ -159,41 +162,115 @@ static bool uncached(const layout *l)
     return precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0);
 }
 
-/* l's key (cache_key with every byte no codec field holds zeroed: layout_codec.h, a field
- * added there is part of it, compared bytewise: equal bytes are equal fields) into k, and its
- * hash with recompute rc. */
-static unsigned long key_of(const estimate_cache *c, const layout *l, int rc, layout *k)
+/* A lookup's key: cache_key with every byte no codec field holds zeroed (layout_codec.h: a
+ * field added there is part of it), compared bytewise (equal bytes are equal fields), and its
+ * hash. */
+typedef struct {
+    layout k;
+    unsigned long hash;
+} lookup_key;
+
+static unsigned long hash_bytes(const void *p, size_t n)
 {
-    *k = cache_key(l);
-    unsigned char *kb = (unsigned char *)k;
-    for (int i = 0; i < c->n_pad; i++) kb[c->pad[i]] = 0; /* padding, whatever it held */
-    unsigned long hash = 1469598103934665603ul; /* of the key's words */
-    for (size_t i = 0; i + sizeof(unsigned) <= sizeof *k; i += sizeof(unsigned)) {
-        unsigned w;
-        memcpy(&w, kb + i, sizeof w);
-        hash = (hash ^ w) * 1099511628211ul;
+    const unsigned char *b = p;
+    unsigned long h = 1469598103934665603ul; /* FNV-1a over 8-byte words, then the tail */
+    size_t i = 0;
+    for (; i + sizeof(unsigned long) <= n; i += sizeof(unsigned long)) {
+        unsigned long w;
+        memcpy(&w, b + i, sizeof w);
+        h = (h ^ w) * 1099511628211ul;
     }
-    return (hash ^ (unsigned)rc) * 1099511628211ul;
+    for (; i < n; i++) h = (h ^ b[i]) * 1099511628211ul;
+    return h ^ (h >> 29);
 }
 
-static cache_entry *entry_of(estimate_cache *c, const layout *k)
+/* l's whole key (the MoE kind's, or a dense model's dense kind's) into key. */
+static void key_of(const estimate_cache *c, const layout *l, lookup_key *key)
 {
-    for (int i = 0; i < CACHE_ENTRIES; i++)
-        if (c->e[i].used && !memcmp(&c->e[i].key, k, sizeof *k)) return &c->e[i];
+    key->k = cache_key(l);
+    unsigned char *kb = (unsigned char *)&key->k;
+    for (int i = 0; i < c->n_pad; i++) kb[c->pad[i]] = 0; /* padding, whatever it held */
+    key->hash = hash_bytes(&key->k, sizeof key->k);
+}
+
+/* The dense kind's key of an MoE model, from the whole one: the expert fields cleared. */
+static void dense_key_of(const lookup_key *whole, lookup_key *key)
+{
+    key->k = whole->k;
+    key->k.ep = 1;
+    key->k.etp = 0;
+    key->k.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+    key->hash = hash_bytes(&key->k, sizeof key->k);
+}
+
+/* The priced slots' hash: the key's, the kind's and the recompute setting's. */
+static unsigned long slot_hash(const lookup_key *key, int kind, int rc)
+{
+    return (key->hash ^ (unsigned long)(rc + 3 * kind + 1)) * 1099511628211ul;
+}
+
+static cache_entry *entry_of(estimate_cache *c, int kind, const lookup_key *key)
+{
+    for (int i = 0; i < CACHE_ENTRIES; i++) {
+        cache_entry *e = &c->e[kind][i];
+        if (e->used && e->hash == key->hash && !memcmp(&e->key, &key->k, sizeof key->k))
+            return e;
+    }
     return NULL;
 }
 
-static priced_slot *slot_of(estimate_cache *c, const layout *k, int rc, unsigned long hash_rc)
+static priced_slot *slot_of(estimate_cache *c, const lookup_key *key, int kind, int rc,
+                            unsigned long hash)
 {
-    priced_slot *slot = &c->priced[hash_rc & (c->n_priced - 1)];
-    if (slot->used && slot->hash == hash_rc && slot->rc == rc &&
-        !memcmp(&slot->key, k, sizeof *k))
+    priced_slot *slot = &c->priced[hash & (c->n_priced - 1)];
+    if (slot->used && slot->hash == hash && slot->rc == rc && slot->kind == kind &&
+        !memcmp(&slot->key, &key->k, sizeof key->k))
         return slot;
     return NULL;
 }
 
-/* The dense and MoE layer costs of l, from the cache when it has them. The loss head's are
- * head_cost's: only a layout that is timed, or whose first stage is its last, needs them. */
+/* The layer of the kind (MoE or not) of l, priced, from the cache when it has it. */
+static layer_time kind_cost(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                            const training_spec *t, const layout *l, int kind,
+                            const lookup_key *key)
+{
+    int rc = (int)l->recompute;
+    unsigned long hash = slot_hash(key, kind, rc);
+    cache_entry *e = entry_of(c, kind, key);
+    if (e && (e->priced & (1u << rc))) {
+        c->hits++;
+        return e->x[rc];
+    }
+    priced_slot *slot = slot_of(c, key, kind, rc, hash);
+    if (slot) {
+        c->hits++;
+        return slot->x;
+    }
+    if (!e) {
+        e = &c->e[kind][c->next[kind]];
+        c->next[kind] = (c->next[kind] + 1) % CACHE_ENTRIES;
+        e->used = true;
+        e->key = key->k;
+        e->hash = key->hash;
+        e->priced = e->head_priced = 0;
+        recipe_layer(m, sys, t, l, kind == KIND_MOE, &e->r, NULL);
+        c->builds++;
+    } else { /* the recipe held, not yet priced under rc */
+        recipe_set_recompute(sys, m, l, &e->r, kind == KIND_MOE, true);
+        c->hits++;
+    }
+    recipe_price(&e->r, &e->x[rc]);
+    e->priced |= 1u << rc;
+    slot = &c->priced[hash & (c->n_priced - 1)];
+    *slot = (priced_slot){.used = true, .rc = rc, .kind = kind, .hash = hash, .key = key->k,
+                          .x = e->x[rc], .head_priced = (e->head_priced >> rc) & 1u,
+                          .head = e->head[rc]};
+    return e->x[rc];
+}
+
+/* The dense and MoE layer costs of l (MoE = dense for a dense model), from the cache when it
+ * has them. The loss head's are head_cost's: only a layout that is timed, or whose first
+ * stage is its last, needs them. */
 static void layer_costs(estimate_cache *c, const model_spec *m, const system_spec *sys,
                         const training_spec *t, const layout *l, layer_kinds *kinds)
 {
@@ -201,50 +278,22 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
         estimate_layer_times(m, sys, t, l, kinds);
         return;
     }
-    bool is_moe = model_is_moe(m);
-    int rc = (int)l->recompute;
-    layout k;
-    unsigned long hash_rc = key_of(c, l, rc, &k);
-    cache_entry *e = entry_of(c, &k);
-    if (e && (e->priced & (1u << rc))) {
-        c->hits++;
-        set_layer_kinds(kinds, e->x[rc]);
-        return;
+    lookup_key whole;
+    key_of(c, l, &whole);
+    if (model_is_moe(m)) {
+        lookup_key dense;
+        dense_key_of(&whole, &dense);
+        kinds->dense = kinds->dense_bf16 = kind_cost(c, m, sys, t, l, KIND_DENSE, &dense);
+        kinds->moe = kinds->moe_bf16 = kind_cost(c, m, sys, t, l, KIND_MOE, &whole);
+    } else {
+        kinds->dense = kinds->dense_bf16 = kind_cost(c, m, sys, t, l, KIND_DENSE, &whole);
+        kinds->moe = kinds->moe_bf16 = kinds->dense;
     }
-    priced_slot *slot = slot_of(c, &k, rc, hash_rc);
-    if (slot) {
-        c->hits++;
-        set_layer_kinds(kinds, slot->x);
-        return;
-    }
-    if (!e) {
-        e = &c->e[c->next];
-        c->next = (c->next + 1) % CACHE_ENTRIES;
-        e->used = true;
-        e->key = k;
-        e->priced = e->head_priced = 0;
-        recipe_layer(m, sys, t, l, false, &e->r[0], NULL);
-        if (is_moe) recipe_layer(m, sys, t, l, true, &e->r[1], NULL);
-        c->builds++;
-    } else { /* the recipes held, not yet priced under rc */
-        recipe_set_recompute(sys, m, l, &e->r[0], false, true);
-        if (is_moe) recipe_set_recompute(sys, m, l, &e->r[1], true, true);
-        c->hits++;
-    }
-    recipe_price(&e->r[0], &e->x[rc][0]);
-    if (is_moe) recipe_price(&e->r[1], &e->x[rc][1]);
-    else e->x[rc][1] = e->x[rc][0];
-    e->priced |= 1u << rc;
-    slot = &c->priced[hash_rc & (c->n_priced - 1)];
-    *slot = (priced_slot){.used = true, .rc = rc, .hash = hash_rc, .key = k,
-                          .head_priced = (e->head_priced >> rc) & 1u, .head = e->head[rc]};
-    memcpy(slot->x, e->x[rc], sizeof slot->x);
-    set_layer_kinds(kinds, e->x[rc]);
 }
 
 /* The loss head's costs of l (it depends on the recompute setting through Megatron's MTP
  * layers, recipe_mtp.c), from the cache when it has them: the entry or the priced slot of l's
- * key and recompute setting, where layer_costs left them. */
+ * whole key (the MoE kind's, or a dense model's) and recompute setting. */
 static void head_cost(estimate_cache *c, const model_spec *m, const system_spec *sys,
                       const training_spec *t, const layout *l, layer_time *head)
 {
@@ -252,15 +301,17 @@ static void head_cost(estimate_cache *c, const model_spec *m, const system_spec 
         estimate_head_cost(m, sys, t, l, &head->fwd_s, &head->bwd_s);
         return;
     }
+    int kind = model_is_moe(m) ? KIND_MOE : KIND_DENSE;
     int rc = (int)l->recompute;
-    layout k;
-    unsigned long hash_rc = key_of(c, l, rc, &k);
-    cache_entry *e = entry_of(c, &k);
+    lookup_key key;
+    key_of(c, l, &key);
+    unsigned long hash = slot_hash(&key, kind, rc);
+    cache_entry *e = entry_of(c, kind, &key);
     if (e && (e->head_priced & (1u << rc))) {
         *head = e->head[rc];
         return;
     }
-    priced_slot *slot = slot_of(c, &k, rc, hash_rc);
+    priced_slot *slot = slot_of(c, &key, kind, rc, hash);
     if (slot && slot->head_priced) {
         *head = slot->head;
         return;
