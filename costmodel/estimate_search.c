@@ -79,8 +79,9 @@ _Static_assert(sizeof(layout_framework) == sizeof(int) && sizeof(layout_sharding
                "the layer-cost key takes the codec's non-bool fields as int-sized");
 
 struct estimate_cache {
-    int n_pad;
-    unsigned short pad[sizeof(layout)]; /* the bytes of a layout no codec field holds */
+    /* 0xff for each byte of a layout a codec field holds, 0 for the rest (padding): a key is
+     * the layout's words masked with it */
+    unsigned long held_mask[(sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long)];
     bool have_counts;
     estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
     priced_slot *priced;          /* n_priced of them, a power of two */
@@ -113,7 +114,7 @@ estimate_cache *estimate_cache_new_for(long layouts)
         for (size_t b = 0; b < width; b++) held[f->offset + b] = true;
     }
     for (size_t b = 0; b < sizeof(layout); b++)
-        if (!held[b]) c->pad[c->n_pad++] = (unsigned short)b;
+        if (held[b]) ((unsigned char *)c->held_mask)[b] = 0xff;
     return c;
 }
 void estimate_cache_free(estimate_cache *c)
@@ -170,27 +171,40 @@ typedef struct {
     unsigned long hash;
 } lookup_key;
 
-static unsigned long hash_bytes(const void *p, size_t n)
+/* FNV-1a over the key's 8-byte words and its tail. */
+static unsigned long hash_key(const layout *k)
 {
-    const unsigned char *b = p;
-    unsigned long h = 1469598103934665603ul; /* FNV-1a over 8-byte words, then the tail */
+    const unsigned char *b = (const unsigned char *)k;
+    unsigned long h = 1469598103934665603ul;
     size_t i = 0;
-    for (; i + sizeof(unsigned long) <= n; i += sizeof(unsigned long)) {
+    for (; i + sizeof(unsigned long) <= sizeof *k; i += sizeof(unsigned long)) {
         unsigned long w;
         memcpy(&w, b + i, sizeof w);
         h = (h ^ w) * 1099511628211ul;
     }
-    for (; i < n; i++) h = (h ^ b[i]) * 1099511628211ul;
+    for (; i < sizeof *k; i++) h = (h ^ b[i]) * 1099511628211ul;
     return h ^ (h >> 29);
 }
 
 /* l's whole key (the MoE kind's, or a dense model's dense kind's) into key. */
 static void key_of(const estimate_cache *c, const layout *l, lookup_key *key)
 {
-    key->k = cache_key(l);
-    unsigned char *kb = (unsigned char *)&key->k;
-    for (int i = 0; i < c->n_pad; i++) kb[c->pad[i]] = 0; /* padding, whatever it held */
-    key->hash = hash_bytes(&key->k, sizeof key->k);
+    layout k = cache_key(l);
+    /* padding, whatever it held, zeroed: the words masked (the tail of a layout whose size is
+     * not a multiple of a word masked bytewise) */
+    unsigned char *kb = (unsigned char *)&k;
+    const unsigned char *mb = (const unsigned char *)c->held_mask;
+    size_t i = 0;
+    for (; i + sizeof(unsigned long) <= sizeof k; i += sizeof(unsigned long)) {
+        unsigned long w, mw;
+        memcpy(&w, kb + i, sizeof w);
+        memcpy(&mw, mb + i, sizeof mw);
+        w &= mw;
+        memcpy(kb + i, &w, sizeof w);
+    }
+    for (; i < sizeof k; i++) kb[i] &= mb[i];
+    key->k = k;
+    key->hash = hash_key(&key->k);
 }
 
 /* The dense kind's key of an MoE model, from the whole one: the expert fields cleared. */
@@ -200,7 +214,7 @@ static void dense_key_of(const lookup_key *whole, lookup_key *key)
     key->k.ep = 1;
     key->k.etp = 0;
     key->k.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
-    key->hash = hash_bytes(&key->k, sizeof key->k);
+    key->hash = hash_key(&key->k);
 }
 
 /* The priced slots' hash: the key's, the kind's and the recompute setting's. */
