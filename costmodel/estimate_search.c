@@ -11,7 +11,10 @@
  *    versus the distributed optimizer, the DP overlap knobs or the virtual pipeline size, and
  *    under Megatron without FSDP not on dp or pp (cache_key says why). The cache keeps a few
  *    built recipes keyed by the layout with those fields cleared, and each recompute setting's
- *    priced layers in a larger table (the same key a pipeline size later finds them there);
+ *    priced layers in a larger table (the same key a pipeline size later finds them there).
+ *    An MoE model's dense layers are keyed without the expert fields (KIND_DENSE), and the
+ *    loss head is priced only where it is read (a timed layout, or a first stage that is also
+ *    the last: ensure_head), then kept beside its key's layers;
  *  - a lower bound: without calibrated step terms, step_s >= (micro-batches + (pp-1)/vpp) x
  *    the first stage's micro-batch time, because the step is micro-batches x the worst stage's
  *    micro-batch time plus non-negative data-parallel, bubble and optimizer terms, the bubble is
