@@ -246,6 +246,61 @@ static priced_slot *slot_of(estimate_cache *c, const lookup_key *key, int kind, 
     return NULL;
 }
 
+static cache_entry *new_entry(estimate_cache *c, int kind, const lookup_key *key)
+{
+    cache_entry *e = &c->e[kind][c->next[kind]];
+    c->next[kind] = (c->next[kind] + 1) % CACHE_ENTRIES;
+    e->used = true;
+    e->key = key->k;
+    e->hash = key->hash;
+    e->priced = e->head_priced = 0;
+    return e;
+}
+
+/* l's key of the kind. */
+static void kind_key(const estimate_cache *c, const model_spec *m, const layout *l, int kind,
+                     lookup_key *key)
+{
+    if (kind == KIND_DENSE && model_is_moe(m)) {
+        lookup_key whole;
+        key_of(c, l, &whole);
+        dense_key_of(&whole, key);
+    } else {
+        key_of(c, l, key);
+    }
+}
+
+/* A new entry for l's key of the kind, its recipe built for l. Megatron-FSDP's recipe is its
+ * DDP form's with the unit's gather and reduce-scatter after it (layer_recipe.h
+ * recipe_layer_fsdp_from): built from that entry, made first where it is not held, since the
+ * shard group (dp, in the key) is all that tells the FSDP keys of one (tp, cp, ep, mbs, ...)
+ * apart. */
+static cache_entry *build_entry(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                                const training_spec *t, const layout *l, int kind,
+                                const lookup_key *key)
+{
+    bool moe = kind == KIND_MOE;
+    if (l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_FSDP) {
+        layout ld = *l;
+        ld.sharding = SHARDING_DDP;
+        lookup_key kd;
+        kind_key(c, m, &ld, kind, &kd);
+        cache_entry *ed = entry_of(c, kind, &kd);
+        if (!ed) {
+            ed = new_entry(c, kind, &kd);
+            recipe_layer(m, sys, t, &ld, moe, &ed->r, NULL);
+            c->builds++;
+        }
+        cache_entry *e = new_entry(c, kind, key); /* the next slot: not ed's */
+        recipe_layer_fsdp_from(m, sys, t, l, moe, &ed->r, &e->r);
+        return e;
+    }
+    cache_entry *e = new_entry(c, kind, key);
+    recipe_layer(m, sys, t, l, moe, &e->r, NULL);
+    c->builds++;
+    return e;
+}
+
 /* The layer of the kind (MoE or not) of l, priced, from the cache when it has it. */
 static layer_time kind_cost(estimate_cache *c, const model_spec *m, const system_spec *sys,
                             const training_spec *t, const layout *l, int kind,
@@ -264,14 +319,7 @@ static layer_time kind_cost(estimate_cache *c, const model_spec *m, const system
         return slot->x;
     }
     if (!e) {
-        e = &c->e[kind][c->next[kind]];
-        c->next[kind] = (c->next[kind] + 1) % CACHE_ENTRIES;
-        e->used = true;
-        e->key = key->k;
-        e->hash = key->hash;
-        e->priced = e->head_priced = 0;
-        recipe_layer(m, sys, t, l, kind == KIND_MOE, &e->r, NULL);
-        c->builds++;
+        e = build_entry(c, m, sys, t, l, kind, key);
     } else { /* the recipe held, not yet priced under rc */
         recipe_set_recompute(sys, m, l, &e->r, kind == KIND_MOE, true);
         c->hits++;
