@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "compute.h"
@@ -628,7 +629,9 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
 void recipe_layer_fsdp_from(const model_spec *m, const system_spec *sys, const training_spec *t,
                             const layout *l, bool moe, const recipe *base, recipe *r)
 {
-    *r = *base;
+    /* base's fields and its ops, not the unused room after them (rb_op_add sets every field
+     * of an op it adds) */
+    memcpy(r, base, offsetof(recipe, op) + (size_t)base->n_ops * sizeof base->op[0]);
     builder bd = {.sys = sys, .r = r, .items = NULL}, *b = &bd;
     rb_precision(b, l);
     b->block = RECIPE_BLOCK_OTHER; /* where recipe_layer adds the unit */
