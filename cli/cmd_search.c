@@ -55,6 +55,8 @@ static void usage(void)
            "                       each DP size uses the largest multiple of it not above --gbs\n"
            "  --search-stats       per-knob counts: layouts listed, out on memory, out on the\n"
            "                       lower bound, timed; --no-prune: time every layout that fits\n"
+           "  --etp-fold           MoE layers' expert TP: every divisor of TP (Megatron's\n"
+           "                       parallel folding), not only TP and 1\n"
            "exit status: 0 a layout fits, 1 none fits, 2 an error.\n"
            "other commands: plan estimate --help\n");
 }
@@ -135,15 +137,16 @@ static const char *layout_flag_given(const cli_options *o)
 
 /* The search's own options (beside cli.c's shared ones). */
 typedef struct {
-    bool stats, no_prune, gbs_nearest;
+    bool stats, no_prune, gbs_nearest, etp_fold;
 } search_flags;
 
-enum { OPT_SEARCH_STATS = CLI_OWN_OPT, OPT_NO_PRUNE, OPT_GBS_POLICY };
+enum { OPT_SEARCH_STATS = CLI_OWN_OPT, OPT_NO_PRUNE, OPT_GBS_POLICY, OPT_ETP_FOLD };
 
 static const struct option search_opts[] = {
     {"search-stats", no_argument, NULL, OPT_SEARCH_STATS},
     {"no-prune", no_argument, NULL, OPT_NO_PRUNE},
     {"gbs-policy", required_argument, NULL, OPT_GBS_POLICY},
+    {"etp-fold", no_argument, NULL, OPT_ETP_FOLD},
     {NULL, 0, NULL, 0},
 };
 
@@ -153,6 +156,7 @@ static int take_search_opt(int opt, const char *value, void *arg)
     switch (opt) {
     case OPT_SEARCH_STATS: f->stats = true; return 0;
     case OPT_NO_PRUNE: f->no_prune = true; return 0;
+    case OPT_ETP_FOLD: f->etp_fold = true; return 0;
     case OPT_GBS_POLICY:
         if (value && !strcmp(value, "exact")) f->gbs_nearest = false;
         else if (value && !strcmp(value, "nearest")) f->gbs_nearest = true;
@@ -192,7 +196,7 @@ int cmd_search(int argc, char **argv)
     if ((rc = cli_load_specs(&o, &m, &sys))) return rc;
     search_options so = {.gpus = o.gpus, .keep = o.top < 32 ? 32 : o.top,
                          .no_overlap = o.no_overlap, .no_prune = sf.no_prune,
-                         .gbs_nearest = sf.gbs_nearest,
+                         .gbs_nearest = sf.gbs_nearest, .etp_fold = sf.etp_fold,
                          .moe_dispatcher = o.layout.moe_dispatcher,
                          .fp8_param_gather = o.layout.fp8_param_gather,
                          .bf16_layers_start = o.layout.bf16_layers_start,

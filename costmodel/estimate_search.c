@@ -11,7 +11,10 @@
  *    versus the distributed optimizer, the DP overlap knobs or the virtual pipeline size, and
  *    under Megatron without FSDP not on dp or pp (cache_key says why). The cache keeps a few
  *    built recipes keyed by the layout with those fields cleared, and each recompute setting's
- *    priced layers in a larger table (the same key a pipeline size later finds them there);
+ *    priced layers in a larger table (the same key a pipeline size later finds them there).
+ *    An MoE model's dense layers are keyed without the expert fields (KIND_DENSE), and the
+ *    loss head is priced only where it is read (a timed layout, or a first stage that is also
+ *    the last: ensure_head), then kept beside its key's layers;
  *  - a lower bound: without calibrated step terms, step_s >= (micro-batches + (pp-1)/vpp) x
  *    the first stage's micro-batch time, because the step is micro-batches x the worst stage's
  *    micro-batch time plus non-negative data-parallel, bubble and optimizer terms, the bubble is
@@ -33,27 +36,37 @@
 
 enum { CACHE_ENTRIES = 8, PRICED_SLOTS_MIN = 1 << 10, PRICED_SLOTS_MAX = 1 << 15 };
 
+/* The two layer kinds the cache holds apart: a dense layer's recipe reads none of the expert
+ * fields (ep, etp, the dispatcher: only the MoE branches of layer_recipe.c, moe_dispatch.c,
+ * elementwise.c's routing kernels and host_dispatch.c's EP sync do), so for an MoE model its
+ * key leaves them out and the ep x etp layouts of one (tp, cp, mbs, ...) share it. The loss
+ * head (with Megatron's MTP layers, recipe_mtp.c: MoE layers for DeepSeek-V3) keeps the whole
+ * key: it is held with the MoE kind, or the dense kind of a dense model. */
+enum { KIND_DENSE, KIND_MOE, KINDS };
+
 typedef struct {
     bool used;
     layout key;              /* the cleared layout (cache_key), its padding zeroed */
-    recipe r[2];             /* dense, MoE layer (the MoE one only for MoE models) */
-    unsigned priced;         /* bit rc: x[rc] holds the layers priced under recompute rc */
-    layer_time x[3][2];
+    unsigned long hash;      /* the key's (lookup_key) */
+    recipe r;                /* the kind's layer */
+    unsigned priced;         /* bit rc: x[rc] holds the layer priced under recompute rc */
+    layer_time x[3];
     unsigned head_priced;    /* bit rc: head[rc] holds the loss head under recompute rc (it
                                 depends on it through Megatron's MTP layers, recipe_mtp.c) */
     layer_time head[3];
 } cache_entry;
 
-/* A key's layers priced under one recompute setting, kept after its recipes leave the
- * entries above: the search meets a key again one pipeline size later (the key holds no dp or
- * pp for Megatron without FSDP, cache_key), long after eight other keys. Direct-mapped by the
- * hash; a slot is overwritten by the next key that maps to it. */
+/* A key's layer priced under one recompute setting, kept after its recipe leaves the entries
+ * above: the search meets a key again one pipeline size later (the key holds no dp or pp for
+ * Megatron without FSDP, cache_key), long after eight other keys. Direct-mapped by the hash
+ * (of key, kind and recompute); a slot is overwritten by the next key that maps to it. */
 typedef struct {
     bool used;
-    int rc;
-    unsigned long hash; /* of key and rc */
+    int rc, kind;
+    unsigned long hash;
     layout key;
-    layer_time x[2];
+    layer_time x;
+    bool head_priced; /* head holds the loss head's costs (head_cost) */
     layer_time head;
 } priced_slot;
 
@@ -69,14 +82,15 @@ _Static_assert(sizeof(layout_framework) == sizeof(int) && sizeof(layout_sharding
                "the layer-cost key takes the codec's non-bool fields as int-sized");
 
 struct estimate_cache {
-    int n_pad;
-    unsigned short pad[sizeof(layout)]; /* the bytes of a layout no codec field holds */
+    /* 0xff for each byte of a layout a codec field holds, 0 for the rest (padding): a key is
+     * the layout's words masked with it */
+    unsigned long held_mask[(sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long)];
     bool have_counts;
     estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
     priced_slot *priced;          /* n_priced of them, a power of two */
     size_t n_priced;
-    cache_entry e[CACHE_ENTRIES];
-    int next;                /* round-robin eviction */
+    cache_entry e[KINDS][CACHE_ENTRIES];
+    int next[KINDS];              /* round-robin eviction */
     long builds, hits;
 };
 
@@ -89,7 +103,7 @@ estimate_cache *estimate_cache_new_for(long layouts)
     /* a slot for every 32 layouts (a few keys come back per pipeline size), within bounds: a
      * small search does not fault in megabytes of table it never reaches */
     c->n_priced = PRICED_SLOTS_MIN;
-    while (c->n_priced < PRICED_SLOTS_MAX && (long)c->n_priced * 32 < layouts) c->n_priced *= 2;
+    while (c->n_priced < PRICED_SLOTS_MAX && (long)c->n_priced * 16 < layouts) c->n_priced *= 2;
     c->priced = calloc(c->n_priced, sizeof *c->priced);
     if (!c->priced) {
         free(c);
@@ -103,7 +117,7 @@ estimate_cache *estimate_cache_new_for(long layouts)
         for (size_t b = 0; b < width; b++) held[f->offset + b] = true;
     }
     for (size_t b = 0; b < sizeof(layout); b++)
-        if (!held[b]) c->pad[c->n_pad++] = (unsigned short)b;
+        if (held[b]) ((unsigned char *)c->held_mask)[b] = 0xff;
     return c;
 }
 void estimate_cache_free(estimate_cache *c)
@@ -145,79 +159,250 @@ static layout cache_key(const layout *l)
     return k;
 }
 
-static void set_layer_kinds(layer_kinds *kinds, layer_time *head, const layer_time x[2],
-                            const layer_time *h)
+/* Does l take its layers' and head's costs from outside the cache (bf16 first/last layers: a
+ * second precision's recipes)? */
+static bool uncached(const layout *l)
 {
-    kinds->dense = kinds->dense_bf16 = x[0];
-    kinds->moe = kinds->moe_bf16 = x[1];
-    *head = *h;
+    return precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0);
 }
 
-/* The dense and MoE layer costs and the head's of l, from the cache when it has them. */
-static void layer_costs(estimate_cache *c, const model_spec *m, const system_spec *sys,
-                        const training_spec *t, const layout *l, layer_kinds *kinds,
-                        layer_time *head)
+/* A lookup's key: cache_key with every byte no codec field holds zeroed (layout_codec.h: a
+ * field added there is part of it), compared bytewise (equal bytes are equal fields), and its
+ * hash. */
+typedef struct {
+    layout k;
+    unsigned long hash;
+} lookup_key;
+
+/* FNV-1a over the key's 8-byte words and its tail. */
+static unsigned long hash_key(const layout *k)
 {
-    if (precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0)) {
-        /* bf16 first/last layers: a second precision's recipes, not cached */
+    const unsigned char *b = (const unsigned char *)k;
+    unsigned long h = 1469598103934665603ul;
+    size_t i = 0;
+    for (; i + sizeof(unsigned long) <= sizeof *k; i += sizeof(unsigned long)) {
+        unsigned long w;
+        memcpy(&w, b + i, sizeof w);
+        h = (h ^ w) * 1099511628211ul;
+    }
+    for (; i < sizeof *k; i++) h = (h ^ b[i]) * 1099511628211ul;
+    return h ^ (h >> 29);
+}
+
+/* l's whole key (the MoE kind's, or a dense model's dense kind's) into key. */
+static void key_of(const estimate_cache *c, const layout *l, lookup_key *key)
+{
+    layout k = cache_key(l);
+    /* padding, whatever it held, zeroed: the words masked (the tail of a layout whose size is
+     * not a multiple of a word masked bytewise) */
+    unsigned char *kb = (unsigned char *)&k;
+    const unsigned char *mb = (const unsigned char *)c->held_mask;
+    size_t i = 0;
+    for (; i + sizeof(unsigned long) <= sizeof k; i += sizeof(unsigned long)) {
+        unsigned long w, mw;
+        memcpy(&w, kb + i, sizeof w);
+        memcpy(&mw, mb + i, sizeof mw);
+        w &= mw;
+        memcpy(kb + i, &w, sizeof w);
+    }
+    for (; i < sizeof k; i++) kb[i] &= mb[i];
+    key->k = k;
+    key->hash = hash_key(&key->k);
+}
+
+/* The dense kind's key of an MoE model, from the whole one: the expert fields cleared. */
+static void dense_key_of(const lookup_key *whole, lookup_key *key)
+{
+    key->k = whole->k;
+    key->k.ep = 1;
+    key->k.etp = 0;
+    key->k.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+    key->hash = hash_key(&key->k);
+}
+
+/* The priced slots' hash: the key's, the kind's and the recompute setting's. */
+static unsigned long slot_hash(const lookup_key *key, int kind, int rc)
+{
+    return (key->hash ^ (unsigned long)(rc + 3 * kind + 1)) * 1099511628211ul;
+}
+
+static cache_entry *entry_of(estimate_cache *c, int kind, const lookup_key *key)
+{
+    for (int i = 0; i < CACHE_ENTRIES; i++) {
+        cache_entry *e = &c->e[kind][i];
+        if (e->used && e->hash == key->hash && !memcmp(&e->key, &key->k, sizeof key->k))
+            return e;
+    }
+    return NULL;
+}
+
+static priced_slot *slot_of(estimate_cache *c, const lookup_key *key, int kind, int rc,
+                            unsigned long hash)
+{
+    priced_slot *slot = &c->priced[hash & (c->n_priced - 1)];
+    if (slot->used && slot->hash == hash && slot->rc == rc && slot->kind == kind &&
+        !memcmp(&slot->key, &key->k, sizeof key->k))
+        return slot;
+    return NULL;
+}
+
+static cache_entry *new_entry(estimate_cache *c, int kind, const lookup_key *key)
+{
+    cache_entry *e = &c->e[kind][c->next[kind]];
+    c->next[kind] = (c->next[kind] + 1) % CACHE_ENTRIES;
+    e->used = true;
+    e->key = key->k;
+    e->hash = key->hash;
+    e->priced = e->head_priced = 0;
+    return e;
+}
+
+/* l's key of the kind. */
+static void kind_key(const estimate_cache *c, const model_spec *m, const layout *l, int kind,
+                     lookup_key *key)
+{
+    if (kind == KIND_DENSE && model_is_moe(m)) {
+        lookup_key whole;
+        key_of(c, l, &whole);
+        dense_key_of(&whole, key);
+    } else {
+        key_of(c, l, key);
+    }
+}
+
+/* A new entry for l's key of the kind, its recipe built for l. Megatron-FSDP's recipe is its
+ * DDP form's with the unit's gather and reduce-scatter after it (layer_recipe.h
+ * recipe_layer_fsdp_from): built from that entry, made first where it is not held, since the
+ * shard group (dp, in the key) is all that tells the FSDP keys of one (tp, cp, ep, mbs, ...)
+ * apart. */
+static cache_entry *build_entry(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                                const training_spec *t, const layout *l, int kind,
+                                const lookup_key *key)
+{
+    bool moe = kind == KIND_MOE;
+    if (l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_FSDP) {
+        layout ld = *l;
+        ld.sharding = SHARDING_DDP;
+        lookup_key kd;
+        kind_key(c, m, &ld, kind, &kd);
+        cache_entry *ed = entry_of(c, kind, &kd);
+        if (!ed) {
+            ed = new_entry(c, kind, &kd);
+            recipe_layer(m, sys, t, &ld, moe, &ed->r, NULL);
+            c->builds++;
+        }
+        cache_entry *e = new_entry(c, kind, key); /* the next slot: not ed's */
+        recipe_layer_fsdp_from(m, sys, t, l, moe, &ed->r, &e->r);
+        return e;
+    }
+    cache_entry *e = new_entry(c, kind, key);
+    recipe_layer(m, sys, t, l, moe, &e->r, NULL);
+    c->builds++;
+    return e;
+}
+
+/* The layer of the kind (MoE or not) of l, priced, from the cache when it has it. */
+static layer_time kind_cost(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                            const training_spec *t, const layout *l, int kind,
+                            const lookup_key *key)
+{
+    int rc = (int)l->recompute;
+    unsigned long hash = slot_hash(key, kind, rc);
+    cache_entry *e = entry_of(c, kind, key);
+    if (e && (e->priced & (1u << rc))) {
+        c->hits++;
+        return e->x[rc];
+    }
+    priced_slot *slot = slot_of(c, key, kind, rc, hash);
+    if (slot) {
+        c->hits++;
+        return slot->x;
+    }
+    if (!e) {
+        e = build_entry(c, m, sys, t, l, kind, key);
+    } else { /* the recipe held, not yet priced under rc */
+        recipe_set_recompute(sys, m, l, &e->r, kind == KIND_MOE, true);
+        c->hits++;
+    }
+    recipe_price(&e->r, &e->x[rc]);
+    e->priced |= 1u << rc;
+    slot = &c->priced[hash & (c->n_priced - 1)];
+    *slot = (priced_slot){.used = true, .rc = rc, .kind = kind, .hash = hash, .key = key->k,
+                          .x = e->x[rc], .head_priced = (e->head_priced >> rc) & 1u,
+                          .head = e->head[rc]};
+    return e->x[rc];
+}
+
+/* The dense and MoE layer costs of l (MoE = dense for a dense model), from the cache when it
+ * has them. The loss head's are head_cost's: only a layout that is timed, or whose first
+ * stage is its last, needs them. */
+static void layer_costs(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                        const training_spec *t, const layout *l, layer_kinds *kinds)
+{
+    if (uncached(l)) {
         estimate_layer_times(m, sys, t, l, kinds);
+        return;
+    }
+    lookup_key whole;
+    key_of(c, l, &whole);
+    if (model_is_moe(m)) {
+        lookup_key dense;
+        dense_key_of(&whole, &dense);
+        kinds->dense = kinds->dense_bf16 = kind_cost(c, m, sys, t, l, KIND_DENSE, &dense);
+        kinds->moe = kinds->moe_bf16 = kind_cost(c, m, sys, t, l, KIND_MOE, &whole);
+    } else {
+        kinds->dense = kinds->dense_bf16 = kind_cost(c, m, sys, t, l, KIND_DENSE, &whole);
+        kinds->moe = kinds->moe_bf16 = kinds->dense;
+    }
+}
+
+/* The loss head's costs of l (it depends on the recompute setting through Megatron's MTP
+ * layers, recipe_mtp.c), from the cache when it has them: the entry or the priced slot of l's
+ * whole key (the MoE kind's, or a dense model's) and recompute setting. */
+static void head_cost(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                      const training_spec *t, const layout *l, layer_time *head)
+{
+    if (uncached(l)) {
         estimate_head_cost(m, sys, t, l, &head->fwd_s, &head->bwd_s);
         return;
     }
-    bool is_moe = model_is_moe(m);
-    layout k = cache_key(l);
-    unsigned char *kb = (unsigned char *)&k;
-    for (int i = 0; i < c->n_pad; i++) kb[c->pad[i]] = 0; /* padding, whatever it held */
+    int kind = model_is_moe(m) ? KIND_MOE : KIND_DENSE;
     int rc = (int)l->recompute;
-    /* The key: the cleared layout with every byte no codec field holds zeroed (layout_codec.h:
-     * a field added there is part of it), compared bytewise: equal bytes are equal fields. */
-    cache_entry *e = NULL;
-    for (int i = 0; i < CACHE_ENTRIES && !e; i++)
-        if (c->e[i].used && !memcmp(&c->e[i].key, &k, sizeof k)) e = &c->e[i];
-    if (e && (e->priced & (1u << rc)) && (e->head_priced & (1u << rc))) {
-        c->hits++;
-        set_layer_kinds(kinds, head, e->x[rc], &e->head[rc]);
+    lookup_key key;
+    key_of(c, l, &key);
+    unsigned long hash = slot_hash(&key, kind, rc);
+    cache_entry *e = entry_of(c, kind, &key);
+    if (e && (e->head_priced & (1u << rc))) {
+        *head = e->head[rc];
         return;
     }
-    unsigned long hash = 1469598103934665603ul; /* of the key's words */
-    for (size_t i = 0; i + sizeof(unsigned) <= sizeof k; i += sizeof(unsigned)) {
-        unsigned w;
-        memcpy(&w, kb + i, sizeof w);
-        hash = (hash ^ w) * 1099511628211ul;
-    }
-    unsigned long hash_rc = (hash ^ (unsigned)rc) * 1099511628211ul;
-    priced_slot *slot = &c->priced[hash_rc & (c->n_priced - 1)];
-    if (slot->used && slot->hash == hash_rc && slot->rc == rc &&
-        !memcmp(&slot->key, &k, sizeof k)) {
-        c->hits++;
-        set_layer_kinds(kinds, head, slot->x, &slot->head);
+    priced_slot *slot = slot_of(c, &key, kind, rc, hash);
+    if (slot && slot->head_priced) {
+        *head = slot->head;
         return;
     }
-    if (!e) {
-        e = &c->e[c->next];
-        c->next = (c->next + 1) % CACHE_ENTRIES;
-        e->used = true;
-        e->key = k;
-        e->priced = e->head_priced = 0;
-        recipe_layer(m, sys, t, l, false, &e->r[0], NULL);
-        if (is_moe) recipe_layer(m, sys, t, l, true, &e->r[1], NULL);
-        c->builds++;
-    } else { /* the recipes held, not yet priced under rc */
-        recipe_set_recompute(sys, m, l, &e->r[0], false, true);
-        if (is_moe) recipe_set_recompute(sys, m, l, &e->r[1], true, true);
-        c->hits++;
-    }
-    recipe_price(&e->r[0], &e->x[rc][0]);
-    if (is_moe) recipe_price(&e->r[1], &e->x[rc][1]);
-    else e->x[rc][1] = e->x[rc][0];
-    e->priced |= 1u << rc;
-    if (!(e->head_priced & (1u << rc))) {
-        estimate_head_cost(m, sys, t, l, &e->head[rc].fwd_s, &e->head[rc].bwd_s);
+    *head = (layer_time){0};
+    estimate_head_cost(m, sys, t, l, &head->fwd_s, &head->bwd_s);
+    if (e) {
+        e->head[rc] = *head;
         e->head_priced |= 1u << rc;
     }
-    *slot = (priced_slot){.used = true, .rc = rc, .hash = hash_rc, .key = k, .head = e->head[rc]};
-    memcpy(slot->x, e->x[rc], sizeof slot->x);
-    set_layer_kinds(kinds, head, e->x[rc], &e->head[rc]);
+    if (slot) {
+        slot->head = *head;
+        slot->head_priced = true;
+    }
+}
+
+/* The head of the variants with l's tp_comm_overlap, priced once: the last stage alone holds
+ * it (estimate_stage_cost), so a layout pruned on a first stage that is not its last never
+ * needs it. */
+static void ensure_head(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                        const training_spec *t, const layout *l, layer_time *head, bool *have)
+{
+    if (*have) return;
+    if (c) head_cost(c, m, sys, t, l, head);
+    else estimate_head_cost(m, sys, t, l, &head->fwd_s, &head->bwd_s);
+    *have = true;
 }
 
 /* May a lower bound skip l's timing? Not where the step has calibrated terms (a fitted scale
@@ -264,6 +449,7 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     stage_time worst[2];
     layer_kinds kinds[2];
     layer_time head[2];
+    bool have_head[2] = {false, false}; /* head[k] priced (ensure_head) */
     double bound_s = -1; /* the smallest lower bound of a variant that fits */
     for (int i = 0; i < n; i++) {
         const layout *l = &ls[i];
@@ -285,12 +471,8 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
         }
         outs[i].feasible = false; /* untimed unless assembled below */
         if (!memory_fits(&outs[i].memory)) continue;
-        if (cache) {
-            layer_costs(cache, m, sys, t, l, &kinds[k], &head[k]);
-        } else {
-            estimate_layer_times(m, sys, t, l, &kinds[k]);
-            estimate_head_cost(m, sys, t, l, &head[k].fwd_s, &head[k].bwd_s);
-        }
+        if (cache) layer_costs(cache, m, sys, t, l, &kinds[k]);
+        else estimate_layer_times(m, sys, t, l, &kinds[k]);
         if (prune_above_s > 0 && prunable(sys, l)) {
             double bubble = l->pp > 1 ? (double)(l->pp - 1) / l->vpp : 0;
             double f = outs[i].microbatches + bubble;
@@ -300,6 +482,7 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
              * lb here exceeds the threshold exactly when its whole-stage lb does. */
             double lb = f * estimate_stage_layers_total(m, sys, t, l, 0, &kinds[k]);
             if (lb <= prune_above_s) {
+                if (l->pp == 1) ensure_head(cache, m, sys, t, l, &head[k], &have_head[k]);
                 stage_time s0 = estimate_stage_cost(m, sys, t, l, 0, &kinds[k], &head[k]);
                 lb = f * estimate_stage_total(&s0);
             }
@@ -322,8 +505,10 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     for (int i = 0; i < n; i++) {
         int k = ls[i].tp_comm_overlap;
         if (!memory_fits(&outs[i].memory)) continue;
-        if (i == first[k])
+        if (i == first[k]) {
+            ensure_head(cache, m, sys, t, &ls[i], &head[k], &have_head[k]);
             worst[k] = estimate_worst_stage(m, sys, t, &ls[i], &kinds[k], &head[k]);
+        }
         *how = ESTIMATE_TIMED;
         estimate_time_assemble(m, sys, t, &ls[i], &worst[k], &outs[i]);
     }

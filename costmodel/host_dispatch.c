@@ -192,12 +192,59 @@ static void op_launches(const recipe_op *o, const model_spec *m, bool titan, boo
     *g = *n > 0 ? t / *n : 0;
 }
 
+/* What a pass needs of each op that does not change between passes, classified once per
+ * layer (the names' compares were most of this file's time in a search): its forward slot,
+ * whether it splits over two places, and the DTensor facts. */
+typedef struct {
+    signed char slot;  /* slot_gemm / S_ATTN / slot_elementwise */
+    bool split;        /* a norm or residual add: its launches split over two places */
+    bool dtensor;      /* dtensor_layer_op */
+    bool router;       /* the MoE router (torchtitan EP's split-size sync after it) */
+    bool ring_merge;   /* PyTorch's ring attention's merge kernels (cp.*): at the attention's
+                        * place, their host time inside the ring call's (host_costs.ring_*) */
+    double modules;    /* modules_of: the Linear modules behind a GEMM op */
+} op_class;
+
+static void classify(const recipe *r, const model_spec *m, const host_costs *hc, op_class *cl)
+{
+    for (int i = 0; i < r->n_ops; i++) {
+        const recipe_op *o = &r->op[i];
+        op_class *c = &cl[i];
+        c->split = false;
+        if (o->kind == RECIPE_GEMM) c->slot = (signed char)slot_gemm(o->name);
+        else if (o->kind == RECIPE_ATTENTION) c->slot = S_ATTN;
+        else c->slot = (signed char)slot_elementwise(o->name, &c->split);
+        c->dtensor = hc->dtensor && dtensor_layer_op(o);
+        c->router = !strcmp(o->name, "router");
+        c->ring_merge = hc->ring_fwd > 0 && o->kind == RECIPE_ELEMENTWISE && starts(o->name, "cp.");
+        if (c->ring_merge) {
+            c->slot = S_ATTN;
+            c->split = false;
+        }
+        c->modules = modules_of(o, m, hc->titan);
+    }
+}
+
 /* One pass of one layer through the queue: the forward slots in order, or the backward in the
- * reverse order; only_recompute: the ops a recompute re-runs. */
+ * reverse order; only_recompute: the ops a recompute re-runs. Each op's launches, time and
+ * host cost are taken once, then the slots walked over them in the ops' order. */
 static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_costs *hc,
-                     bool bwd, bool only_recompute)
+                     const op_class *cl, bool bwd, bool only_recompute)
 {
     double cdt = bwd ? hc->dt_bwd : hc->dt_fwd;
+    double ns[RECIPE_MAX_OPS], gs[RECIPE_MAX_OPS];
+    int live[RECIPE_MAX_OPS], n_live = 0; /* the ops with launches in this pass, in order */
+    for (int i = 0; i < r->n_ops; i++) {
+        const recipe_op *o = &r->op[i];
+        if (only_recompute && !o->recompute) continue;
+        double n, g;
+        op_launches(o, m, hc->titan, bwd, &n, &g);
+        if (only_recompute && o->kind == RECIPE_ELEMENTWISE) n = o->recompute_launches;
+        if (n <= 0) continue;
+        ns[i] = n;
+        gs[i] = g;
+        live[n_live++] = i;
+    }
     for (int step = 0; step < S_N; step++) {
         int s = bwd ? S_N - 1 - step : step;
         /* SequenceParallel's input hook and PrepareModuleInput's all-gather around each norm */
@@ -205,28 +252,20 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
             q->c = cdt;
             q_push(q, dtensor_norm_dispatches(), 0);
         }
-        for (int i = 0; i < r->n_ops; i++) {
+        for (int j = 0; j < n_live; j++) {
+            int i = live[j];
             const recipe_op *o = &r->op[i];
-            if (only_recompute && !o->recompute) continue;
-            double n, g;
-            op_launches(o, m, hc->titan, bwd, &n, &g);
-            if (only_recompute && o->kind == RECIPE_ELEMENTWISE) n = o->recompute_launches;
-            if (n <= 0) continue;
-            q->c = hc->dtensor && dtensor_layer_op(o) ? cdt : hc->plain;
-            int slot;
-            bool split = false;
-            double ring = bwd ? hc->ring_bwd : hc->ring_fwd;
-            if (o->kind == RECIPE_GEMM) slot = slot_gemm(o->name);
-            else if (o->kind == RECIPE_ATTENTION) slot = S_ATTN;
-            else slot = slot_elementwise(o->name, &split);
+            const op_class *c = &cl[i];
+            double n = ns[i], g = gs[i];
+            q->c = c->dtensor ? cdt : hc->plain;
+            int slot = c->slot;
+            bool split = c->split;
             /* PyTorch's ring: the attention call's measured host time covers its SDPA calls,
              * exchanges, merges and accumulators (cp_ring_torch.h's kernels), which run at the
-             * attention's place in the layer and add no host time of their own. */
+             * attention's place in the layer (classify) and add no host time of their own. */
+            double ring = bwd ? hc->ring_bwd : hc->ring_fwd;
             if (ring > 0 && o->kind == RECIPE_ATTENTION) q->c = ring / n;
-            else if (ring > 0 && o->kind == RECIPE_ELEMENTWISE && starts(o->name, "cp.")) {
-                slot = S_ATTN;
-                q->c = 0;
-            }
+            else if (c->ring_merge) q->c = 0;
             if (split && (s == slot || s == slot + (slot == S_NORM1 ? S_NORM2 - S_NORM1
                                                                     : S_RES2 - S_RES1))) {
                 double half = n / 2; /* whole launches: the first place takes the odd one */
@@ -242,9 +281,9 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
                  * (torchtitan/distributed/expert_parallel.py at 31f33c14, _token_dispatch:
                  * .to("cpu", non_blocking=False) "would incur a device-to-host sync", then
                  * .tolist() for all_to_all_single_autograd); the backward reuses them. */
-                if (hc->ep_sync && !bwd && !strcmp(o->name, "router")) q_sync(q);
+                if (hc->ep_sync && !bwd && c->router) q_sync(q);
                 if (hc->dtensor && o->kind == RECIPE_GEMM) /* decomposition and hooks */
-                    q_push(q, dtensor_linear_dispatches(o, modules_of(o, m, hc->titan), bwd), 0);
+                    q_push(q, dtensor_linear_dispatches(o, c->modules, bwd), 0);
             }
         }
     }
@@ -329,15 +368,17 @@ void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layou
      * increment is the steady state of a deep stack. */
     bool any_re = false;
     for (int i = 0; i < r->n_ops; i++) any_re |= r->op[i].recompute;
+    op_class cl[RECIPE_MAX_OPS];
+    classify(r, m, &hc, cl);
     queue q = {0, 0, hc.plain}, qb = {0, 0, hc.plain};
     double f_end[2], b_end[2];
     for (int k = 0; k < 2; k++) {
         run_fsdp(&q, r, m, l, false, moe);
-        run_pass(&q, r, m, &hc, false, false);
+        run_pass(&q, r, m, &hc, cl, false, false);
         f_end[k] = q.gpu;
         run_fsdp(&qb, r, m, l, true, moe);
-        if (any_re) run_pass(&qb, r, m, &hc, false, true);
-        run_pass(&qb, r, m, &hc, true, false);
+        if (any_re) run_pass(&qb, r, m, &hc, cl, false, true);
+        run_pass(&qb, r, m, &hc, cl, true, false);
         b_end[k] = qb.gpu;
     }
     r->host_fwd_s = f_end[1] - f_end[0];

@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "compute.h"
@@ -153,6 +154,63 @@ static bool titan_sac_recomputes(const recipe_op *o)
     if (o->kind != RECIPE_GEMM) return false;
     return !strcmp(o->name, "attn_out") || !strcmp(o->name, "mlp_down") ||
            !strcmp(o->name, "shared_down");
+}
+
+/* ---- FSDP: the unit's copies on the compute stream, its gather (FSDP2's copy-in on its
+ * own stream ahead of it joins it) and reduce-scatter on the communication stream */
+static void rb_fsdp_unit(builder *b, const model_spec *m, const system_spec *sys,
+                         const training_spec *t, const layout *l, bool moe)
+{
+    recipe *r = b->r;
+    double p = memory_layer_params(m, l, moe);
+    double copy_in = 0;
+    if (fsdp_copies_apply(l)) {
+        fsdp_copies fc;
+        fsdp_copies_unit(p, layout_shard_group(l), &fc);
+        fsdp_compute_copies(b, l, &fc);
+        copy_in = fsdp_copy_in_s(sys, &fc);
+        /* the host's part of the reduce-scatter copy-in: one chunk_cat per FSDP unit;
+         * torchtitan wraps an EP block's experts as a unit of their own on the expert-data
+         * mesh (apply_fsdp: fully_shard(moe.experts, mesh=edp_mesh) under ep > 1) */
+        if (moe && l->ep > 1 && l->framework == FRAMEWORK_TORCHTITAN) {
+            double pd, pe;
+            memory_layer_params_split(m, l, moe, &pd, &pe);
+            r->host_rs_copy_in_s = fsdp_rs_copy_in_host_s(sys, pd, layout_shard_group(l)) +
+                                   fsdp_rs_copy_in_host_s(sys, pe, layout_expert_dp(l));
+        } else {
+            r->host_rs_copy_in_s = fsdp_rs_copy_in_host_s(sys, p, layout_shard_group(l));
+        }
+    }
+    layout_group g = layout_shard_place(sys, l);
+    double red = layout_is_pytorch(l) ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
+    /* bf16 parameters; torchao's float8 all-gather sends the Linears' weights in FP8, and
+     * so does Megatron-FSDP with --fp8-param-gather (precision.h) */
+    double gathered = 2.0 * p;
+    double lin_bytes = layout_is_pytorch(l) ? b->pr.gather_bytes
+                                            : precision_param_gather_bytes(l);
+    if (b->lp && lin_bytes < 2.0) {
+        double other = model_norm_params(m) + (moe ? model_router_params(m) : 0);
+        gathered = 2.0 * other + lin_bytes * (p - other);
+    }
+    rb_op_add(b, "fsdp.all_gather", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
+           RECIPE_OVERLAP_LAYER, collective_time_s(sys, COLL_ALL_GATHER, gathered, g), 0);
+    if (fsdp_copies_apply(l))
+        rb_op_add(b, "fsdp.copy_in", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
+               RECIPE_OVERLAP_LAYER, copy_in, 0);
+    double up = 0;
+    if (l->offload) {
+        /* FSDP2 CPUOffloadPolicy: the fp32 shard crosses PCIe before each gather, the
+         * gradient shard after each reduce-scatter. */
+        double shard = 4.0 * p / layout_shard_group(l);
+        up = shard / sys->pcie_bandwidth_bytes_per_s;
+        rb_op_add(b, "fsdp.offload_upload", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
+               RECIPE_OVERLAP_LAYER, up, 0);
+    }
+    rb_op_add(b, "fsdp.reduce_scatter", RECIPE_FSDP_REDUCE, RECIPE_BWD, RECIPE_STREAM_COMM,
+           RECIPE_OVERLAP_LAYER, 0, collective_time_s(sys, COLL_REDUCE_SCATTER, red * p, g));
+    if (l->offload)
+        rb_op_add(b, "fsdp.offload_download", RECIPE_FSDP_REDUCE, RECIPE_BWD,
+               RECIPE_STREAM_COMM, RECIPE_OVERLAP_LAYER, 0, up);
 }
 
 void recipe_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
@@ -537,59 +595,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
     rb_tp_enter(&tc, tp_mlp, RECIPE_BWD);
     rb_tp_leave(&tc, tp_mlp, RECIPE_BWD);
 
-    /* ---- FSDP: the unit's copies on the compute stream, its gather (FSDP2's copy-in on its
-     * own stream ahead of it joins it) and reduce-scatter on the communication stream */
-    if (l->sharding == SHARDING_FSDP) {
-        double p = memory_layer_params(m, l, moe);
-        double copy_in = 0;
-        if (fsdp_copies_apply(l)) {
-            fsdp_copies fc;
-            fsdp_copies_unit(p, layout_shard_group(l), &fc);
-            fsdp_compute_copies(b, l, &fc);
-            copy_in = fsdp_copy_in_s(sys, &fc);
-            /* the host's part of the reduce-scatter copy-in: one chunk_cat per FSDP unit;
-             * torchtitan wraps an EP block's experts as a unit of their own on the expert-data
-             * mesh (apply_fsdp: fully_shard(moe.experts, mesh=edp_mesh) under ep > 1) */
-            if (moe && l->ep > 1 && l->framework == FRAMEWORK_TORCHTITAN) {
-                double pd, pe;
-                memory_layer_params_split(m, l, moe, &pd, &pe);
-                r->host_rs_copy_in_s = fsdp_rs_copy_in_host_s(sys, pd, layout_shard_group(l)) +
-                                       fsdp_rs_copy_in_host_s(sys, pe, layout_expert_dp(l));
-            } else {
-                r->host_rs_copy_in_s = fsdp_rs_copy_in_host_s(sys, p, layout_shard_group(l));
-            }
-        }
-        layout_group g = layout_shard_place(sys, l);
-        double red = layout_is_pytorch(l) ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
-        /* bf16 parameters; torchao's float8 all-gather sends the Linears' weights in FP8, and
-         * so does Megatron-FSDP with --fp8-param-gather (precision.h) */
-        double gathered = 2.0 * p;
-        double lin_bytes = layout_is_pytorch(l) ? b->pr.gather_bytes
-                                                : precision_param_gather_bytes(l);
-        if (b->lp && lin_bytes < 2.0) {
-            double other = model_norm_params(m) + (moe ? model_router_params(m) : 0);
-            gathered = 2.0 * other + lin_bytes * (p - other);
-        }
-        rb_op_add(b, "fsdp.all_gather", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
-               RECIPE_OVERLAP_LAYER, collective_time_s(sys, COLL_ALL_GATHER, gathered, g), 0);
-        if (fsdp_copies_apply(l))
-            rb_op_add(b, "fsdp.copy_in", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
-                   RECIPE_OVERLAP_LAYER, copy_in, 0);
-        double up = 0;
-        if (l->offload) {
-            /* FSDP2 CPUOffloadPolicy: the fp32 shard crosses PCIe before each gather, the
-             * gradient shard after each reduce-scatter. */
-            double shard = 4.0 * p / layout_shard_group(l);
-            up = shard / sys->pcie_bandwidth_bytes_per_s;
-            rb_op_add(b, "fsdp.offload_upload", RECIPE_FSDP_GATHER, RECIPE_FWD, RECIPE_STREAM_COMM,
-                   RECIPE_OVERLAP_LAYER, up, 0);
-        }
-        rb_op_add(b, "fsdp.reduce_scatter", RECIPE_FSDP_REDUCE, RECIPE_BWD, RECIPE_STREAM_COMM,
-               RECIPE_OVERLAP_LAYER, 0, collective_time_s(sys, COLL_REDUCE_SCATTER, red * p, g));
-        if (l->offload)
-            rb_op_add(b, "fsdp.offload_download", RECIPE_FSDP_REDUCE, RECIPE_BWD,
-                   RECIPE_STREAM_COMM, RECIPE_OVERLAP_LAYER, 0, up);
-    }
+    if (l->sharding == SHARDING_FSDP) rb_fsdp_unit(b, m, sys, t, l, moe);
 
     recipe_set_recompute(sys, m, l, r, moe, false);
     if (items) {
@@ -617,6 +623,21 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             snprintf(it->name, sizeof it->name, "%s", nm);
         }
     }
+    host_dispatch_pace(sys, m, l, r, true, moe);
+}
+
+void recipe_layer_fsdp_from(const model_spec *m, const system_spec *sys, const training_spec *t,
+                            const layout *l, bool moe, const recipe *base, recipe *r)
+{
+    /* base's fields and its ops, not the unused room after them (rb_op_add sets every field
+     * of an op it adds) */
+    memcpy(r, base, offsetof(recipe, op) + (size_t)base->n_ops * sizeof base->op[0]);
+    builder bd = {.sys = sys, .r = r, .items = NULL}, *b = &bd;
+    rb_precision(b, l);
+    b->block = RECIPE_BLOCK_OTHER; /* where recipe_layer adds the unit */
+    r->fsdp_bwd_gather = l->reshard_after_forward;
+    rb_fsdp_unit(b, m, sys, t, l, moe);
+    recipe_set_recompute(sys, m, l, r, moe, false);
     host_dispatch_pace(sys, m, l, r, true, moe);
 }
 

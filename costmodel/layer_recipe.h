@@ -186,6 +186,11 @@ typedef struct {
 void recipe_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
                   const layout *l, bool moe, recipe *r, recipe_items *items);
 
+/* recipe_layer of a Megatron-FSDP layout l (no items) from base, the recipe of l under DDP
+ * (any recompute setting): the unit's gather and reduce-scatter are the only ops FSDP adds
+ * there, after all of base's (the search builds one per shard group from the DDP one). */
+void recipe_layer_fsdp_from(const model_spec *m, const system_spec *sys, const training_spec *t,
+                            const layout *l, bool moe, const recipe *base, recipe *r);
 /* Sets r's recompute flags for l->recompute (recipe_layer calls it; ops start with the flag
  * off) and, with pace, the host's pacing that depends on them: a recipe built by recipe_layer
  * for one recompute setting re-priced under another (the search's layer-cost cache). */

@@ -453,16 +453,26 @@ static cm_status search_size(const report *r, report_size_point *sp, int i, int 
  * The report's searches on every core (PLAN_THREADS overrides the count, as for plan's own
  * search): each search is a task writing its own report_point or size cell, its totals added
  * under the lock, so the report is the one a single thread writes. A model's GPU counts up to
- * the largest asked are independent tasks; each count past it waits for the earlier ones, as
- * whether it runs at all depends on what they found (the sweep stops once every memory class
- * has fitted). Free tasks go in the order a single thread runs them, a model's later counts
- * first when ready (the longest chain).
+ * the largest asked are independent tasks; each count past it runs only if the earlier ones
+ * did not already fit every memory class (the sweep stops there). Free tasks go in the order a
+ * single thread runs them, a model's later counts first when ready (the longest chain). A core
+ * that would otherwise wait takes a later count before that is decided (speculation, one or
+ * two counts ahead); its totals are held until the counts before it have finished and the
+ * stop rule, applied to them as before, says it runs, and dropped if it says the sweep ends:
+ * the points, their totals and the sweep's length are the ones the chain gives.
  */
+enum { SWEEP_POINTS = SWEEP_MAX + REPORT_MAX_GPUS, SPECULATE_AHEAD = 2 };
+
 typedef struct {
-    int counts[SWEEP_MAX + REPORT_MAX_GPUS];
+    int counts[SWEEP_POINTS];
     int n, fixed;     /* counts; the first `fixed` are <= the largest count asked */
-    int next, done;   /* handed out, finished (the later counts: one at a time) */
+    int next;         /* handed out */
+    int done;         /* the first `done` points have all finished */
+    int decided;      /* counts [fixed, decided) are known to run (the stop rule said go) */
+    bool fin[SWEEP_POINTS];
+    task_sums held[SWEEP_POINTS]; /* a finished count's totals, until it is decided */
     bool stopped;
+    int end;          /* the sweep's length when stopped */
 } model_sweep;
 
 typedef struct {
@@ -486,6 +496,41 @@ static void min_gpus_of(report_model_result *mr, int n)
             if (mr->pts[i].fits[k] && !mr->min_gpus[k]) mr->min_gpus[k] = mr->pts[i].gpus;
 }
 
+static void add_sums(report *r, const task_sums *sums)
+{
+    r->stats.searches += sums->searches;
+    r->stats.layouts += sums->layouts;
+    for (int fw = 0; fw < 2; fw++)
+        for (int f = 0; f < REPORT_NFEATURES; f++) r->feat_count[fw][f] += sums->feat_count[fw][f];
+}
+
+/* Model i's stop rule for every count past the fixed ones whose earlier points have all
+ * finished, in order: the count runs (its totals, if it already ran ahead, are added now), or
+ * the sweep ends there. */
+static void decide(scheduler *s, int i)
+{
+    report *r = s->r;
+    model_sweep *w = &s->sw[i];
+    while (w->done < w->n && w->fin[w->done]) w->done++;
+    while (!w->stopped && w->decided < w->n && w->done >= w->decided) {
+        report_model_result *mr = &r->models[i];
+        min_gpus_of(mr, w->decided);
+        /* Megatron's offload is searched only where a layout does not fit without it
+         * (search.c memory_knobs), so it need not appear: not waited for */
+        bool all = true;
+        for (int c = 0; c < NCLS; c++) all &= c == CLS_MEG_OFFLOAD || mr->min_gpus[c] > 0;
+        if (all) { /* every class fits: the sweep ends here */
+            w->stopped = true;
+            w->end = w->decided;
+            r->progress_total -= w->n - w->end;
+            progress(r);
+            return;
+        }
+        if (w->fin[w->decided]) add_sums(r, &w->held[w->decided]);
+        w->decided++;
+    }
+}
+
 /* The next task under the lock: model mi's point k (returns 1), size task k (2), none now
  * but some still run (0), or none left (-1). */
 static int take(scheduler *s, int *mi, int *k)
@@ -499,19 +544,8 @@ static int take(scheduler *s, int *mi, int *k)
             if (w->next < w->fixed) {
                 if (pass == 0) continue; /* a later count ready first: the longest chain */
             } else {
-                if (w->done < w->next) continue; /* waits for the earlier counts */
-                report_model_result *mr = &r->models[i];
-                min_gpus_of(mr, w->next);
-                /* Megatron's offload is searched only where a layout does not fit without
-                 * it (search.c memory_knobs), so it need not appear: not waited for */
-                bool all = true;
-                for (int c = 0; c < NCLS; c++) all &= c == CLS_MEG_OFFLOAD || mr->min_gpus[c] > 0;
-                if (all) { /* every class fits: the sweep ends here */
-                    w->stopped = true;
-                    r->progress_total -= w->n - w->next;
-                    progress(r);
-                    continue;
-                }
+                decide(s, i);
+                if (w->stopped || w->decided <= w->next) continue; /* not known to run yet */
             }
             *mi = i;
             *k = w->next++;
@@ -520,6 +554,15 @@ static int take(scheduler *s, int *mi, int *k)
     if (s->next_size < s->nsizes) {
         *k = s->next_size++;
         return 2;
+    }
+    /* nothing known to run: a later count ahead of its decision, on a core that would wait */
+    for (int i = 0; i < r->nmodels; i++) {
+        model_sweep *w = &s->sw[i];
+        if (w->stopped || w->next >= w->n || w->next < w->fixed) continue;
+        if (w->next - w->decided >= SPECULATE_AHEAD) continue;
+        *mi = i;
+        *k = w->next++;
+        return 1;
     }
     for (int i = 0; i < r->nmodels; i++)
         if (!s->sw[i].stopped && s->sw[i].next < s->sw[i].n) return 0;
@@ -559,16 +602,20 @@ static void *run_tasks(void *arg)
         }
         pthread_mutex_lock(&s->mu);
         s->running--;
-        if (what == 1) s->sw[mi].done++;
         if (st != CM_OK && s->st == CM_OK) {
             s->st = st;
             snprintf(s->err, s->errlen, "%s", err);
         }
-        r->stats.searches += sums.searches;
-        r->stats.layouts += sums.layouts;
-        for (int fw = 0; fw < 2; fw++)
-            for (int f = 0; f < REPORT_NFEATURES; f++)
-                r->feat_count[fw][f] += sums.feat_count[fw][f];
+        if (what == 1) {
+            model_sweep *w = &s->sw[mi];
+            w->fin[k] = true;
+            if (k < w->fixed || k < w->decided) add_sums(r, &sums);
+            else if (!w->stopped) w->held[k] = sums; /* ran ahead: added once decided */
+            /* else past the sweep's end: dropped */
+            if (!w->stopped) decide(s, mi);
+        } else {
+            add_sums(r, &sums);
+        }
         progress(r);
         pthread_cond_broadcast(&s->cv);
     }
@@ -588,6 +635,7 @@ static cm_status run_searches(report *r, char *err, size_t errlen)
         model_sweep *w = &s->sw[i];
         w->n = sweep_counts(r, w->counts);
         while (w->fixed < w->n && w->counts[w->fixed] <= maxg) w->fixed++;
+        w->decided = w->fixed;
         r->models[i].pts = calloc(w->n, sizeof *r->models[i].pts);
         if (!r->models[i].pts) {
             free(s);
@@ -613,7 +661,7 @@ static cm_status run_searches(report *r, char *err, size_t errlen)
     cm_status st = s->st;
     for (int i = 0; i < r->nmodels && st == CM_OK; i++) {
         report_model_result *mr = &r->models[i];
-        mr->npts = s->sw[i].next;
+        mr->npts = s->sw[i].stopped ? s->sw[i].end : s->sw[i].next;
         mr->cap = mr->npts > 0 ? mr->pts[mr->npts - 1].gpus : 0;
         min_gpus_of(mr, mr->npts);
     }

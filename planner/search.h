@@ -62,6 +62,9 @@ typedef struct {
     /* Leave out the memory knobs (Megatron optimizer/activation CPU offload, partial full
      * recompute) that the search otherwise tries where a layout needs them (search.c). */
     bool no_memory_knobs;
+    /* Expert tensor parallelism folded (Megatron-Core's parallel folding, issue 20): every
+     * divisor of tp as the MoE layers' etp, not only tp and 1 (plan --etp-fold). */
+    bool etp_fold;
 } search_options;
 
 /* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */

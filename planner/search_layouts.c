@@ -73,10 +73,17 @@ void search_megatron_layouts(const model_spec *m, const system_spec *sys, const 
                 int acc[64];
                 int nacc = search_uneven_account_vpps(m, pp, vps, nvp, acc, 64 - nvp);
                 for (int i = 0; i < nacc; i++) vps[nvp++] = -acc[i];
+                /* expert TP: tp and 1, then under --etp-fold the divisors between */
+                int etps[64], netp = 1;
+                etps[0] = tp;
+                if (tp > 1) etps[netp++] = 1;
+                if (opt->etp_fold)
+                    for (int e = 2; e < tp && netp < 64; e++)
+                        if (tp % e == 0) etps[netp++] = e;
                 for (int d = 0; d < nep; d++) {
                     int ep = eps[d];
-                    for (int etp_i = 0; etp_i < (tp > 1 && ep > 1 ? 2 : 1); etp_i++) {
-                        int etp = etp_i ? 1 : tp;
+                    for (int etp_i = 0; etp_i < (ep > 1 ? netp : 1); etp_i++) {
+                        int etp = etps[etp_i];
                         if ((dp * cp * tp) % (ep * etp)) continue;
                         for (int v = 0; v < nvp; v++) {
                             for (int mb = 0; mb < n_mbs; mb++) {

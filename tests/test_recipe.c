@@ -452,6 +452,53 @@ static void test_low_precision(void **state)
     check(&l, &t, "deepseek-v2-lite ep4 nvfp4");
 }
 
+/* recipe_layer_fsdp_from (the search's layer cache): a Megatron-FSDP layer is its DDP form's
+ * ops, priced under any recompute setting, with the unit's gather and reduce-scatter after
+ * them: the same ops, in the same order, and the same priced times as recipe_layer gives. */
+static void same_fsdp(const layout *fsdp, const training_spec *t, bool moe, const char *what)
+{
+    static recipe fresh, base, derived;
+    /* zeroed, so the ops' padding compares equal (memcmp below) */
+    memset(&fresh, 0, sizeof fresh), memset(&base, 0, sizeof base);
+    memset(&derived, 0, sizeof derived);
+    recipe_layer(&M, &S, t, fsdp, moe, &fresh, NULL);
+    layout d = *fsdp;
+    d.sharding = SHARDING_DDP;
+    d.dp = 1; /* the DDP form of another data-parallel size and recompute setting */
+    d.recompute = fsdp->recompute == RECOMPUTE_FULL ? RECOMPUTE_NONE : RECOMPUTE_FULL;
+    recipe_layer(&M, &S, t, &d, moe, &base, NULL);
+    recipe_layer_fsdp_from(&M, &S, t, fsdp, moe, &base, &derived);
+    assert_int_equal(derived.n_ops, fresh.n_ops);
+    assert_int_equal(fresh.n_ops, base.n_ops + 2); /* Megatron: gather and reduce-scatter */
+    for (int i = 0; i < fresh.n_ops; i++)
+        if (memcmp(&derived.op[i], &fresh.op[i], sizeof fresh.op[i]))
+            fail_msg("%s: op %d (%s) differs", what, i, fresh.op[i].name);
+    recipe_time a, b;
+    recipe_price(&fresh, &a);
+    recipe_price(&derived, &b);
+    if (memcmp(&a, &b, sizeof a)) fail_msg("%s: priced times differ", what);
+}
+
+static void test_fsdp_from_ddp(void **state)
+{
+    (void)state;
+    training_spec t = training_default();
+    t.global_batch = 64;
+    load("deepseek-v2-lite", "h100");
+    layout l = megatron(2, 1, 8, true);
+    l.sharding = SHARDING_FSDP, l.ep = 4, l.etp = 1;
+    same_fsdp(&l, &t, true, "deepseek-v2-lite tp2 ep4 etp1 fsdp moe");
+    same_fsdp(&l, &t, false, "deepseek-v2-lite tp2 fsdp dense");
+    l.recompute = RECOMPUTE_SELECTIVE, l.cp = 2;
+    same_fsdp(&l, &t, true, "deepseek-v2-lite tp2 cp2 fsdp selective");
+    load("8b", "h100");
+    l = megatron(4, 2, 4, true);
+    l.sharding = SHARDING_FSDP, l.recompute = RECOMPUTE_FULL;
+    same_fsdp(&l, &t, false, "8b tp4 pp2 fsdp full recompute");
+    l.precision = PRECISION_FP8, l.fp8_param_gather = true;
+    same_fsdp(&l, &t, false, "8b tp4 fsdp fp8 param gather");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -462,6 +509,7 @@ int main(void)
         cmocka_unit_test(test_cp_ring_host),
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_low_precision),
+        cmocka_unit_test(test_fsdp_from_ddp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -286,6 +286,33 @@ static void test_search_count_with_systems(void **state)
     assert_int_equal(searches_of(args), plain + 2 * 3);
 }
 
+/* The same report on one thread and on four: the sweep past the largest count (3B and
+ * Mixtral from 8 GPUs up, until every memory class fits) runs counts ahead of their stop
+ * decision on the idle threads, and drops those past the sweep's end, so the file and its
+ * search count are the same. */
+static void test_threads_same_report(void **state)
+{
+    (void)state;
+    char args[1024], path[2][300];
+    long n[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(path[i], sizeof path[i], "%s/t%d.html", tmpdir, i);
+        snprintf(args, sizeof args, "report --models 3b,mixtral-8x7b --gpus 8 -o '%s'", path[i]);
+        setenv("PLAN_THREADS", i ? "4" : "1", 1);
+        n[i] = searches_of(args);
+    }
+    unsetenv("PLAN_THREADS");
+    assert_int_equal(n[0], n[1]);
+    size_t la, lb;
+    char *a = slurp(path[0], &la), *b = slurp(path[1], &lb);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(la, lb);
+    assert_memory_equal(a, b, la);
+    free(a);
+    free(b);
+}
+
 /* The message `plan` refuses args with (exit 2 and its one error line, without "plan:
  * error: "), or "" when plan accepts the layout (exit 0, or 1: valid but over memory). */
 static void plan_verdict(const char *args, char *msg, size_t n)
@@ -735,6 +762,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_self_contained),
         cmocka_unit_test(test_rule_statements),
         cmocka_unit_test(test_search_count_with_systems),
+        cmocka_unit_test(test_threads_same_report),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,7 +1,8 @@
 /*
  * test_search_space.c — issue 21's search space: the micro-batch sizes (every divisor of the
  * per-replica batch), --gbs-policy nearest (Calculon's largest multiple of dp), and the lower-
- * bound pruning that must leave the result exactly as a full search gives it.
+ * bound pruning that must leave the result exactly as a full search gives it; expert tensor
+ * parallel folding (--etp-fold).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -348,6 +349,54 @@ static void test_account_split_searched(void **state)
     assert_int_equal(search_uneven_account_vpps(&ds, 8, have, 1, out, 8), 0); /* 63 % 8 */
 }
 
+
+/* ---- expert tensor parallel folding ---- */
+
+typedef struct {
+    unsigned etp_mask;  /* bit e: a Megatron layout with tp 8, ep > 1 and expert TP e seen */
+    long plain;         /* visits of layouts whose expert TP is tp or 1 */
+    long all;
+} etp_seen;
+
+static void visit_etp(const estimate *e, void *arg)
+{
+    etp_seen *s = arg;
+    const layout *l = &e->layout;
+    s->all++;
+    if (layout_etp(l) == l->tp || layout_etp(l) == 1) s->plain++;
+    if (l->framework == FRAMEWORK_MEGATRON && l->tp == 8 && l->ep > 1 && layout_etp(l) < 32)
+        s->etp_mask |= 1u << layout_etp(l);
+}
+
+/* Mixtral-8x7B (8 experts, 8 KV heads) on 64 H100 under Megatron: with tp 8 and ep > 1 the
+ * expert TP is 8 or 1 without folding, and every divisor of 8 (1, 2, 4, 8) with it; folding
+ * only adds layouts: the others are visited exactly as before, and the best step is no slower. */
+static void test_etp_fold(void **state)
+{
+    (void)state;
+    model_spec m = load_model("mixtral-8x7b");
+    system_spec sys = load_system("h100");
+    training_spec t = training_default();
+    etp_seen off = {0, 0, 0}, on = {0, 0, 0};
+    search_options o = {.gpus = 64, .keep = 8, .frameworks = {false, true},
+                        .visit = visit_etp, .visit_arg = &off};
+    search_result *r = search_result_new();
+    char err[CM_ERRLEN];
+    assert_int_equal(search_run(&m, &sys, &t, &o, r, err, sizeof err), CM_OK);
+    assert_true(r->count > 0);
+    double best_off = r->ranked[0].time.step_s;
+    o.visit_arg = &on;
+    o.etp_fold = true;
+    assert_int_equal(search_run(&m, &sys, &t, &o, r, err, sizeof err), CM_OK);
+    assert_int_equal(off.etp_mask, (1u << 1) | (1u << 8));
+    assert_int_equal(on.etp_mask, (1u << 1) | (1u << 2) | (1u << 4) | (1u << 8));
+    assert_int_equal(off.plain, off.all);
+    assert_int_equal(on.plain, off.all);
+    assert_true(on.all > off.all);
+    assert_true(r->ranked[0].time.step_s <= best_off);
+    search_result_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -357,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_visitor_prune_keeps_result),
         cmocka_unit_test(test_uneven_variants_searched),
         cmocka_unit_test(test_account_split_searched),
+        cmocka_unit_test(test_etp_fold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
