@@ -18,8 +18,9 @@
  *  - a lower bound: without calibrated step terms, step_s >= (micro-batches + (pp-1)/vpp) x
  *    the first stage's micro-batch time, because the step is micro-batches x the worst stage's
  *    micro-batch time plus non-negative data-parallel, bubble and optimizer terms, the bubble is
- *    (pp-1)/vpp x the worst stage's micro-batch, and the worst stage is at least as slow as the
- *    first (estimate.c estimate_time_assemble). A layout whose bound exceeds the caller's
+ *    (pp-1)/vpp x the worst stage's micro-batch or, when the last stage is the slowest, of the
+ *    slower of the first and a middle stage (estimate_worst_stage's fill_s), and either is at
+ *    least as slow as the first (estimate.c estimate_time_assemble). A layout whose bound exceeds the caller's
  *    threshold is not assembled (ESTIMATE_PRUNED). The first stage is priced by its decoder
  *    layers first (estimate_stage_layers_total, never above the whole stage's figure), the
  *    whole stage only where that part alone does not settle it: the same decisions.
