@@ -475,7 +475,11 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
         if (cache) layer_costs(cache, m, sys, t, l, &kinds[k]);
         else estimate_layer_times(m, sys, t, l, &kinds[k]);
         if (prune_above_s > 0 && prunable(sys, l)) {
-            double bubble = l->pp > 1 ? (double)(l->pp - 1) / l->vpp : 0;
+            /* the V schedules' bubble can be below (pp-1)/vpp of a stage (pp_schedule.h: ZB-H2
+             * and DualPipeV shrink it with the weight-gradient work), so their bound counts none */
+            layout_pp_schedule sch = layout_pp_schedule_of(l);
+            bool v_shape = sch == PP_SCHEDULE_ZBV || sch == PP_SCHEDULE_DUALPIPEV;
+            double bubble = l->pp > 1 && !v_shape ? (double)(l->pp - 1) / l->vpp : 0;
             double f = outs[i].microbatches + bubble;
             /* the first stage's decoder layers alone first (estimate_stage_layers_total: <= the
              * stage's total, so this lb <= the one below); only where it does not exceed the

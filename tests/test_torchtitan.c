@@ -248,6 +248,43 @@ static void test_zbv_simulated(void **state)
     sim_free(w);
 }
 
+/* The search's lower bound (estimate_search.c) must never exceed a layout's own step: a V
+ * schedule's bubble can be below (pp-1)/vpp stages (ZB-H2 hides it in weight-gradient work),
+ * so a ZBV or DualPipeV layout asked to beat a threshold just above its own step is timed, not
+ * pruned. The bound once counted (pp-1)/vpp first stages for every schedule; at these shapes
+ * the head on the last stage happened to keep that old bound below the step, so this guards
+ * the property rather than reproducing a past miss. */
+static void test_bound_v_schedules(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load("8b", "h100", &m, &s);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    static const layout_pp_schedule v[2] = {PP_SCHEDULE_ZBV, PP_SCHEDULE_DUALPIPEV};
+    for (int i = 0; i < 2; i++) {
+        t.global_batch = i ? 8 : 4; /* DualPipeV needs 2 pp micro-batches */
+        layout l = titan(1, 4, 1, 1);
+        l.vpp = 2;
+        l.mbs = 1;
+        l.pp_schedule = v[i];
+        estimate e;
+        char err[CM_ERRLEN];
+        assert_int_equal(estimate_layout(&m, &s, &t, &l, &e, err, sizeof err), CM_OK);
+        assert_true(e.feasible);
+        estimate_outcome how;
+        estimate o;
+        assert_int_equal(estimate_layout_search(&m, &s, &t, &l, 1, &o, NULL,
+                                                e.time.step_s * (1 + 1e-9), &how),
+                         CM_OK);
+        if (how != ESTIMATE_TIMED)
+            fail_msg("%s pruned above its own step (%.6g s)", i ? "DualPipeV" : "ZBV",
+                     e.time.step_s);
+        assert_true(fabs(o.time.step_s - e.time.step_s) < 1e-9 * e.time.step_s);
+    }
+}
+
 typedef struct {
     const char *rule, *text;
     layout l;
@@ -621,6 +658,7 @@ int main(void)
         cmocka_unit_test(test_check_reads_violations), cmocka_unit_test(test_json),
         cmocka_unit_test(test_selective_ac),       cmocka_unit_test(test_published_knobs),
         cmocka_unit_test(test_in_flight_from_orders), cmocka_unit_test(test_async_tp_block),
+        cmocka_unit_test(test_bound_v_schedules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
