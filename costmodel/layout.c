@@ -307,7 +307,6 @@ static bool rule_fail(rule_sink *s, cm_status code, const char *rule, const char
 static void check_torchtitan(const model_spec *m, const training_spec *t, const layout *l,
                              long micro, rule_sink *s)
 {
-    (void)m;
     (void)t;
     (void)micro;
     /* torchtitan/models/llama3/parallelize.py applies fully_shard over dp_shard x cp (HSDP
@@ -354,6 +353,14 @@ static void check_torchtitan(const model_spec *m, const training_spec *t, const 
                  "others (pipeline_parallel_first/last_stage_less_layers >= 0), not more: lower "
                  "--pp-first-layers / --pp-last-layers");
     }
+    /* models/common/decoder.py (update_from_config): "Weight tying is not supported with
+     * Pipeline Parallel" (NotImplementedError), the embedding and the output layer being on
+     * different stages */
+    if (m->tied_embeddings && l->pp > 1)
+        FAIL(CM_ERULE, "torchtitan-tied-no-pp",
+             "torchtitan refuses pipeline parallelism for a model with tied embeddings "
+             "(models/common/decoder.py: weight tying is not supported with pipeline parallel): "
+             "use --pp 1, or a config.json with tie_word_embeddings false");
     /* activation_checkpoint.py applies a policy to every transformer block: no layer count */
     if (l->recompute_layers > 0)
         FAIL(CM_ERULE, "torchtitan-recompute-every-block",

@@ -295,13 +295,14 @@ typedef struct {
 static void test_rules(void **state)
 {
     (void)state;
-    model_spec m, moe;
+    model_spec m, moe, tied;
     system_spec s;
     load("8b", "h100", &m, &s);
     load("mixtral-8x7b", "h100", &moe, &s);
+    load("1b", "h100", &tied, &s); /* Llama-3.2-1B: tie_word_embeddings true */
     training_spec t = training_default();
     layout_violation v[8];
-    rule_case cases[8];
+    rule_case cases[9];
     int n = 0;
     layout l = titan(2, 2, 16, 1);
     l.pp_schedule = PP_SCHEDULE_ZBV; /* vpp 1 */
@@ -330,6 +331,8 @@ static void test_rules(void **state)
     l.ep = 8;
     l.etp = 2;
     cases[n++] = (rule_case){"torchtitan-expert-tp", "--etp 1", l, &moe};
+    l = titan(1, 2, 32, 1); /* the embedding on stage 0, the tied output on stage 1 */
+    cases[n++] = (rule_case){"torchtitan-tied-no-pp", "tie_word_embeddings false", l, &tied};
     for (int i = 0; i < n; i++) {
         training_spec ti = t;
         if (!strcmp(cases[i].rule, "dualpipev-microbatches")) ti.global_batch = 64;
@@ -349,6 +352,9 @@ static void test_rules(void **state)
     l.offload = true;
     l.recompute = RECOMPUTE_FULL;
     assert_int_equal(layout_check_all(&m, &s, &t, &l, 64, v, 8), 0);
+    /* valid: the tied model without pipelining */
+    l = titan(2, 1, 32, 1);
+    assert_int_equal(layout_check_all(&tied, &s, &t, &l, 64, v, 8), 0);
     /* valid: ZBV, 2 stages per rank, uncompiled; DualPipeV with 128 micro-batches */
     l = titan(2, 2, 16, 1);
     l.vpp = 2;

@@ -18,7 +18,9 @@ expert-parallel runs as --framework megatron --impl native (the planner's FSDP2 
 TP/PP/EP, and its --cp is Ulysses all-to-all, not ring attention). When `plan estimate --help`
 lists a `torchtitan` framework, the rows marked "torchtitan" in TORCHTITAN switch to it (set
 USE_TORCHTITAN = False to keep megatron). The printed `fw` column says which flag priced each row.
-Rows whose real mechanism the planner has no term for are flagged in `note`.
+Rows whose real mechanism the planner has no term for are flagged in `note`; `note` also says
+where a row is priced as it ran rather than as the layout is usually run (SDPA FLASH kernels; an
+embedding tie the run broke), and those rows are not flagged.
 
 Usage: python3 bench/realruns/mgpu_fidelity.py [DIR ...] [--plan build/cli/plan] [--format table|json]
        (default DIRs: bench/results/mgpu_2026-11-27/{full_h200x4,extra_h100x4}/jobs;
@@ -77,10 +79,13 @@ def system_of(gpu):
     return "h200" if "H200" in (gpu or "") else ("h100" if "H100" in (gpu or "") else None)
 
 
-def config_for(rec, tmp):
+def config_for(rec, tmp, untie=False):
     with open(os.path.join(ROOT, rec["config"])) as f:
         cfg = json.load(f)
     name = rec["model"]
+    if untie:
+        cfg["tie_word_embeddings"] = False
+        name += "-untied"
     if rec.get("layers") and rec["layers"] != cfg["num_hidden_layers"]:
         cfg["num_hidden_layers"] = rec["layers"]
         if "max_window_layers" in cfg:
@@ -166,6 +171,7 @@ def main():
                 row["real_mem_bytes"] = r["measured_peak_bytes"]
                 fw, a, note = layout(r)
                 row["fw"], row["note"] = fw, note
+                row["flagged"] = bool(note)  # a mechanism the planner has no term for
                 if a is None:
                     row["status"] = note
                     rows.append(row)
@@ -180,14 +186,33 @@ def main():
                     system = flash_system(row["gpu"], tmp)
                     note = "; ".join(x for x in (note, "attention priced at SDPA FLASH rates (what ran)") if x)
                     row["note"] = note
-                res = plan(["estimate", "--model", config_for(r, tmp), "--system", system] + a +
-                           ["--format", "json"])
+                cfg = json.load(open(os.path.join(ROOT, r["config"])))
+                # a pipeline split keeps the embedding and the output layer on different stages:
+                # two weights (torchtitan refuses to tie them under pipelining)
+                split = bool(cfg.get("tie_word_embeddings")) and r.get("pp", 1) > 1
+                if split:
+                    note = "; ".join(x for x in (note, "tied embedding held by two stages (priced untied)") if x)
+                    row["note"] = note
+                res = plan(["estimate", "--model", config_for(r, tmp, untie=split), "--system", system] +
+                           a + ["--format", "json"])
                 row["plan_args"] = " ".join(a)
                 if res.returncode not in (0, 1) or not res.stdout.strip().startswith("{"):
                     row["status"] = "plan refused: " + (res.stderr or res.stdout).strip()[:200]
                     rows.append(row)
                     continue
                 j = json.loads(res.stdout)
+                untied = (r.get("params") or 0) - j["model"]["params_total"]
+                vh = cfg.get("vocab_size", 0) * cfg.get("hidden_size", 0)
+                if (r.get("tp", 1) > 1 and cfg.get("tie_word_embeddings") and vh and
+                        abs(untied - vh) <= 0.001 * vh):
+                    # the run trained the tied embedding as two weights (parallel_run.py's TP
+                    # layout before it re-tied them as torchtitan does): price what ran
+                    cfg_u = config_for(r, tmp, untie=True)
+                    res = plan(["estimate", "--model", cfg_u, "--system", system] + a +
+                               ["--format", "json"])
+                    j = json.loads(res.stdout)
+                    note = "; ".join(x for x in (note, "embedding tie broken by the run (priced untied)") if x)
+                    row["note"] = note
                 row["status"] = "ok"
                 row["pred_step_s"] = j["time"]["step_s"]
                 row["pred_mem_bytes"] = j["memory"]["total_bytes"]
@@ -244,7 +269,7 @@ def main():
         ", ".join("%s->%s" % (k, "torchtitan" if USE_TORCHTITAN and HAS_TT and k in TORCHTITAN
                                  else FRAMEWORK[k][0]) for k in FRAMEWORK),
         "lists" if HAS_TT else "has no"))
-    for label, sel in (("all runs", ok), ("without flagged notes", [w for w in ok if not w["note"]])):
+    for label, sel in (("all runs", ok), ("without flagged notes", [w for w in ok if not w.get("flagged")])):
         print("-- %s" % label)
         summary("step: estimate vs real", [w["step_err"] for w in sel], 5)
         summary("memory: estimate vs real", [w["mem_err"] for w in sel], 5)

@@ -463,6 +463,14 @@ def main():
             with torch.device("meta"):
                 model = Transformer(a, args.seq)
             tp_plan(model, mesh["tp"], not args.no_loss_parallel)
+            if a.tied:
+                # parallelize_module registers a new DTensor parameter on each module, so the
+                # embedding and the output layer would train two weights; torchtitan points the
+                # embedding back at the output's weight after parallelizing (Decoder.init_states,
+                # torchtitan/models/common/decoder.py at b5bcd76c6). Both are Shard(0) on the vocab
+                # (RowwiseParallel of an Embedding, ColwiseParallel of a Linear). Runs before
+                # 2026-11-27 18:50 UTC lacked this: their `params` count both (mgpu_fidelity.py).
+                model.tok_embeddings.weight = model.output.weight
             shard_blocks(model, mesh["dp"])
             init_weights(model, dev)
             groups = [list(model.parameters())]
