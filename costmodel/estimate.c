@@ -52,13 +52,21 @@ static layer_time layer_cost(const model_spec *m, const system_spec *sys, const 
  * ahead of each gather. Nothing runs beside the root's gathers (the forward's first op, the
  * backward's first), so its copy-in is exposed. Zeros without FSDP2. */
 static void root_copies_cost(const model_spec *m, const system_spec *sys, const layout *l,
-                             int stage, double *fwd_s, double *bwd_s, double *copy_in_s)
+                             int stage, int micro, double *fwd_s, double *bwd_s,
+                             double *copy_in_s)
 {
     *fwd_s = *bwd_s = *copy_in_s = 0;
     double p = fsdp_root_params(m, l, stage) / l->tp;
     if (!fsdp_copies_apply(l) || p <= 0) return;
     fsdp_copies fc;
     fsdp_copies_unit(p, layout_shard_group(l), &fc);
+    if (fsdp_pipelined(l) && !l->reshard_after_forward) {
+        /* once per step, the gradients summed in fp32 between (fsdp_copies.h) */
+        *fwd_s = fsdp_pipelined_copy_out_s(sys, &fc, micro);
+        *bwd_s = fsdp_pipelined_grad_s(sys, &fc, micro);
+        *copy_in_s = fsdp_copy_in_s(sys, &fc) / (micro > 0 ? micro : 1);
+        return;
+    }
     *fwd_s = fsdp_copy_out_s(sys, &fc);
     *bwd_s = (l->reshard_after_forward ? fsdp_copy_out_s(sys, &fc) : 0) +
              fsdp_rs_copy_in_s(sys, &fc);
@@ -206,10 +214,14 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
     stage_time s;
     int start = stage_layers_cost(m, sys, t, l, stage, kinds, &s);
     int n = s.layers;
+    /* torch pipelining gathers and reduces each unit once per step (fsdp_copies.h): what is
+     * exposed once is spread over the step's micro-batches */
+    int micro = layout_microbatches(l, t);
+    double once = fsdp_pipelined(l) && !l->reshard_after_forward && micro > 1 ? 1.0 / micro : 1.0;
     if (l->sharding == SHARDING_FSDP && n > 0) {
         const layer_time *first = layer_kind_of(m, l, kinds, start);
-        s.fsdp_s += first->gather_s + first->reduce_s; /* nothing to hide the first/last */
-        s.fsdp_raw_s += first->gather_s + first->reduce_s;
+        s.fsdp_s += once * (first->gather_s + first->reduce_s); /* nothing to hide the first/last */
+        s.fsdp_raw_s += once * (first->gather_s + first->reduce_s);
     }
     if (stage == l->pp - 1) {
         double hf, hb;
@@ -226,7 +238,7 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
      * first stage's (the embedding, with a pipeline) here; every root copy-in exposed. */
     {
         double rf, rb, rin;
-        root_copies_cost(m, sys, l, stage, &rf, &rb, &rin);
+        root_copies_cost(m, sys, l, stage, micro, &rf, &rb, &rin);
         if (stage == 0 && l->pp > 1) {
             s.fwd_s += rf;
             s.bwd_s += rb;
@@ -238,7 +250,7 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
     {
         double rg, rr;
         root_traffic(m, sys, t, l, stage, &rg, &rr);
-        double root = fsdp_gathers_per_microbatch(l) * rg + rr;
+        double root = once * (fsdp_gathers_per_microbatch(l) * rg + rr);
         s.fsdp_s += root;
         s.fsdp_raw_s += root;
     }

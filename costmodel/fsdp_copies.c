@@ -8,6 +8,8 @@
 #include <math.h>
 #include <string.h>
 
+static double all_launches_s(const system_spec *sys, const elementwise_kernel *k);
+
 bool fsdp_copies_apply(const layout *l)
 {
     return layout_is_pytorch(l) && l->sharding == SHARDING_FSDP;
@@ -36,6 +38,31 @@ void fsdp_copies_unit(double params, int shard_group, fsdp_copies *out)
                                          shape(EW_SPLIT_COPY, 2, 2, g, n)};
     out->rs_cast = (elementwise_kernel){"fsdp.rs_copy_in", 6.0 * g * n, 1,
                                         shape(EW_CHUNK_CAT, 4, 2, g, n)};
+    /* the unsharded gradient: g n elements (one launch per parameter tensor in torch; priced
+     * as one, the ~10 launch gaps of a layer left out) */
+    out->acc_cast = (elementwise_kernel){"fsdp.acc_cast", 6.0 * g * n, 1,
+                                         shape(EW_UNROLLED, 4, 2, 1, g * n)};
+    out->acc_add = (elementwise_kernel){"fsdp.acc_add", 10.0 * g * n, 1,
+                                        shape(EW_UNROLLED, 4, 4, 1, g * n)};
+    out->acc_add.access.esize[2] = 2;
+    for (int d = 1; d < 3; d++) out->acc_add.access.stride[2][d] = out->acc_add.access.stride[0][d];
+    out->rs_copy = (elementwise_kernel){"fsdp.rs_copy_in", 8.0 * g * n, 1,
+                                        shape(EW_CHUNK_CAT, 4, 4, g, n)};
+}
+
+bool fsdp_pipelined(const layout *l) { return fsdp_copies_apply(l) && l->pp > 1; }
+
+double fsdp_pipelined_copy_out_s(const system_spec *sys, const fsdp_copies *c, int m)
+{
+    if (m < 1) m = 1;
+    return all_launches_s(sys, &c->copy_out) / m;
+}
+
+double fsdp_pipelined_grad_s(const system_spec *sys, const fsdp_copies *c, int m)
+{
+    if (m < 1) m = 1;
+    return (all_launches_s(sys, &c->acc_cast) + (m - 1) * all_launches_s(sys, &c->acc_add) +
+            all_launches_s(sys, &c->rs_copy)) / m;
 }
 
 static double all_launches_s(const system_spec *sys, const elementwise_kernel *k)

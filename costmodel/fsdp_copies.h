@@ -50,6 +50,14 @@ typedef struct {
     elementwise_kernel slot_in;  /* fsdp.copy_in.slot: bf16 -> all-gather input slot (foreach) */
     elementwise_kernel copy_out; /* fsdp.copy_out: split_with_sizes_copy of the gathered unit */
     elementwise_kernel rs_cast;  /* fsdp.rs_copy_in: chunk_cat bf16 grads -> fp32 [g, n] */
+    /* Gradient accumulation without sync (torch pipelining, below): the first micro-batch's
+     * bf16 unsharded gradient cast to fp32 (to_accumulated_grad_if_needed: a direct_copy, read
+     * 2, write 4 bytes an element), each later one added into it (accumulate_unsharded_grad_
+     * if_needed: fp32 += bf16, read 6, write 4), and the last backward's reduce-scatter copy-in
+     * of the fp32 sum (chunk_cat of fp32: read 4, write 4) */
+    elementwise_kernel acc_cast; /* fsdp.acc_cast */
+    elementwise_kernel acc_add;  /* fsdp.acc_add */
+    elementwise_kernel rs_copy;  /* fsdp.rs_copy_in of the fp32 sum */
 } fsdp_copies;
 
 /* multi_tensor_apply's limits (aten/src/ATen/native/cuda/MultiTensorApply.cuh). */
@@ -81,6 +89,28 @@ double fsdp_rs_copy_in_host_s(const system_spec *sys, double params, int shard_g
 
 /* All-gathers of a unit per micro-batch: the forward's, and the backward's when resharded. */
 int fsdp_gathers_per_microbatch(const layout *l);
+
+/*
+ * torch.distributed.pipelining with FSDP2 (torchtitan's pipeline layouts): the stage's backward
+ * runs with set_requires_gradient_sync(False) and set_reshard_after_backward(False) for every
+ * micro-batch, and the last one's post_backward is called by hand to reduce-scatter the summed
+ * gradients (torch/distributed/pipelining/stage.py, _PipelineStageBase.backward_maybe_with_nosync,
+ * pytorch 1fd7abc); torchtitan does not reshard after forward under pipelining
+ * (torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy, b5bcd76c6). So a unit is
+ * gathered once per step (its first micro-batch's forward) and reduced once (its last
+ * micro-batch's backward); in between FSDP2 keeps the unsharded gradients in fp32
+ * (_fsdp_param.py to_accumulated_grad_if_needed / accumulate_unsharded_grad_if_needed).
+ * Measured on 4 x H100 (bench/results/pp_timeline_2026-11-27/profile_rank3, Llama-3.1-8B-L16
+ * PP 4, 8 micro-batches): the last stage's profile holds 266 = 7 x 38 fp32 += bf16 adds (7 later
+ * micro-batches, 38 parameters) and 5 chunk_cats (4 layers + the root unit) per step.
+ * fsdp_pipelined says whether a layout runs this way.
+ */
+bool fsdp_pipelined(const layout *l);
+/* Per micro-batch of a step of m, each once-per-step copy spread evenly (exact for the
+ * bottleneck stage's m x its micro-batch: each happens once on it): the gather's copy-out
+ * (forward) and the gradient accumulation plus the final reduce-scatter copy-in (backward). */
+double fsdp_pipelined_copy_out_s(const system_spec *sys, const fsdp_copies *c, int m);
+double fsdp_pipelined_grad_s(const system_spec *sys, const fsdp_copies *c, int m);
 
 /* Parameters of the root unit on pipeline stage s (embedding on the first, final norm and
  * output layer on the last). */

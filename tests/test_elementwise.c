@@ -295,12 +295,47 @@ static void test_fsdp2_copies(void **state)
     assert_true(fabs(want - 0.0631289) < 1e-6);
 }
 
+/* torch pipelining (fsdp_copies.h): one Llama-3.1-8B layer (218,112,000 parameters) on a
+ * one-rank FSDP mesh, 8 micro-batches: the copy-out once per step (4 bytes a parameter), and
+ * per step one fp32 cast (6), seven fp32 += bf16 adds (10 each) and one fp32 chunk_cat (8):
+ * (6 + 70 + 8) x 218,112,000 = 18.32 GB at 4.8e12 x 0.51 = 2.448e12 B/s, 7.484 ms a step plus a
+ * launch gap each (9 x 1.5 us), 0.937 ms a micro-batch; the copy-out 0.8724 GB, 0.356 ms +
+ * 1.5 us a step, 0.0447 ms a micro-batch. */
+static void test_fsdp2_pipelined(void **state)
+{
+    (void)state;
+    fsdp_copies c;
+    fsdp_copies_unit(218112000.0, 1, &c);
+    assert_true(c.acc_cast.bytes == 6 * 218112000.0 && c.acc_add.bytes == 10 * 218112000.0);
+    assert_true(c.rs_copy.bytes == 8 * 218112000.0);
+    assert_int_equal(c.acc_add.access.pattern, EW_UNROLLED);
+    assert_true(c.acc_add.access.esize[0] == 4 && c.acc_add.access.esize[2] == 2);
+    system_spec s;
+    memset(&s, 0, sizeof s);
+    s.hbm_bandwidth_bytes_per_s = 4.8e12;
+    s.eager_elementwise_efficiency = 0.51;
+    s.eager_kernel_gap_s = 1.5e-6;
+    double grad = fsdp_pipelined_grad_s(&s, &c, 8);
+    double want = (84 * 218112000.0 / 2.448e12 + 9 * 1.5e-6) / 8;
+    assert_true(fabs(grad - want) < 1e-12);
+    assert_true(fabs(grad - 0.000937) < 1e-6);
+    double out = fsdp_pipelined_copy_out_s(&s, &c, 8);
+    assert_true(fabs(out - (872448000.0 / 2.448e12 + 1.5e-6) / 8) < 1e-12);
+    /* a torchtitan pipeline layout runs this way, a data-parallel FSDP2 one does not */
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.sharding = SHARDING_FSDP;
+    assert_false(fsdp_pipelined(&l));
+    l.pp = 4;
+    assert_true(fsdp_pipelined(&l));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rmsnorm_bytes),   cmocka_unit_test(test_llama8b_layer),
         cmocka_unit_test(test_sharding_halves), cmocka_unit_test(test_loss_head),
         cmocka_unit_test(test_megatron_fused),  cmocka_unit_test(test_access_patterns),
+        cmocka_unit_test(test_fsdp2_pipelined),
         cmocka_unit_test(test_fsdp2_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

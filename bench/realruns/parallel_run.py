@@ -81,6 +81,12 @@ p.add_argument("--profile", default="",
                help="after the timed steps, one more step under torch.profiler; rank 0 writes a "
                     "summary JSON (bench/realruns/trace_summary.py) here, and the gzipped trace "
                     "beside it (PATH without .json + .trace.json.gz)")
+p.add_argument("--timeline", action="store_true",
+               help="pp: CUDA events around every stage's forward_one_chunk / backward_one_chunk "
+                    "of the timed steps, on every rank; the record gets `timeline`: per rank, per "
+                    "step, [kind, stage, micro-batch, start ms, end ms] from the step's start "
+                    "(bench/realruns/pp_timeline.py reads it)")
+p.add_argument("--profile-rank", type=int, default=0, help="--profile: the rank whose trace is written")
 p.add_argument("--no-loss-parallel", action="store_true", help="tp: gather the logits instead")
 p.add_argument("--clip", type=float, default=1.0)
 p.add_argument("--warmup", type=int, default=3)
@@ -414,7 +420,7 @@ def profile_step(step, dev):
         torch.cuda.synchronize()
         dt = time.perf_counter() - t0
     rec["profiled_step_s_rank0"], rec["profiled_host_issue_s_rank0"] = round(dt, 5), round(t_host, 5)
-    if RANK != 0:
+    if RANK != args.profile_rank:
         return
     stem = args.profile[:-5] if args.profile.endswith(".json") else args.profile
     tmp = stem + ".trace.json"
@@ -614,14 +620,32 @@ def main():
                     opt.zero_grad(set_to_none=True)
             return loss
 
+        marks = []  # --timeline: (kind, stage, micro-batch, start event, end event) this step
+        if args.timeline and args.layout == "pp":
+            def timed(stage, kind, fn):
+                def run(mb, *a, **kw):
+                    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    e0.record()
+                    out = fn(mb, *a, **kw)
+                    e1.record()
+                    marks.append((kind, stage.stage_index, mb, e0, e1))
+                    return out
+                return run
+            for stg in stages:
+                stg.forward_one_chunk = timed(stg, "F", stg.forward_one_chunk)
+                stg.backward_one_chunk = timed(stg, "B", stg.backward_one_chunk)
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(dev)
         times, losses = [], []
+        tl = []
         for i in range(args.warmup + args.steps):
             if args.layout == "cp":  # context_parallel shards inp/lab in place (not restored)
                 inp, lab = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
             phase = "warmup step %d" % i if i < args.warmup else "timed step %d" % (i - args.warmup)
             torch.cuda.synchronize()
+            del marks[:]
+            start = torch.cuda.Event(enable_timing=True)
+            start.record()
             t0 = time.perf_counter()
             loss = step()
             t_host = time.perf_counter() - t0  # the host has issued the step (with --clip, the
@@ -633,6 +657,9 @@ def main():
             else:
                 times.append(dt)
                 rec.setdefault("host_issue_times_rank0_s", []).append(round(t_host, 5))
+                if marks:
+                    tl.append([[k, st_i, mb, round(start.elapsed_time(a), 3), round(start.elapsed_time(b), 3)]
+                               for k, st_i, mb, a, b in marks])
         if args.profile:
             phase = "profiled step"
             profile_step(step, dev)
@@ -640,6 +667,10 @@ def main():
         tt = torch.tensor(times, device=dev, dtype=torch.float64)
         dist.all_reduce(tt, op=dist.ReduceOp.MAX)
         rec["step_times_rank0_s"] = [round(x, 5) for x in times]
+        if tl:  # every rank's timeline, gathered to rank 0
+            every = [None] * WS
+            dist.all_gather_object(every, tl)
+            rec["timeline"] = every
         times = tt.tolist()
         rec["warmup"], rec["steps"] = args.warmup, args.steps
         rec["step_times_s"] = [round(x, 5) for x in times]
