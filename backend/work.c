@@ -375,6 +375,14 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
     }
     free(items);
     if (st != CM_OK) return st;
+    /* --fp8-recipe blockwise: the FP8 items run with block scales (DeepSeek-V3: 1x128 for
+     * activations and gradients, 128x128 for weights, so wgrad is 1x128 by 1x128) */
+    if (l->precision == PRECISION_FP8 && precision_fp8_recipe(l) == FP8_RECIPE_BLOCKWISE) {
+        work_list *ls[6] = {&w->layer_fwd, &w->layer_bwd, &w->moe_fwd, &w->moe_bwd,
+                            &w->head_fwd, &w->head_bwd};
+        for (int q = 0; q < 6; q++)
+            for (int i = 0; i < ls[q]->n; i++) ls[q]->item[i].fp8_block = ls[q]->item[i].fp8;
+    }
 
     /* Pipeline transfers (estimate.c p2p_cost): each TP rank sends its 1/tp slice. */
     w->p2p_bytes = tokens * m->hidden * 2.0 / l->tp;
