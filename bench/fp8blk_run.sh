@@ -11,7 +11,7 @@
 #            by LD_LIBRARY_PATH, so both sides run one library); CD 1 sets PLAN_LT_C_IS_D=1 (the
 #            backend passes C = D as before), 0 a distinct C as torch does; MODELS the
 #            --models list; BLK 1 adds --blockwise. Default "system:0:8b,70b:1".
-#   ROUNDS   rounds of fp8_backend.py (default 2)
+#   ROUNDS   rounds of fp8_backend.py (default 2); CMP_TIMEOUT seconds per configuration (150)
 # Everything ends up in $OUT/results.tgz (the device tool brings back few files).
 # Usage on the GPU machine: BIN=.carry/fp8blk OUT=$OUT bash .carry/fp8blk/fp8blk_run.sh
 set -uo pipefail
@@ -85,7 +85,7 @@ case " $PARTS " in *" cmp "*)
       ldd "$BIN/plan-gpu" | grep cublas > "$d/plan_cublas_libs.txt"
       extra=""; [ "$blk" = 1 ] && extra="--blockwise"
       echo "== fp8_backend.py, $lib cuBLASLt, PLAN_LT_C_IS_D=$cd, models $models $extra"
-      timeout 400 python3 "$PY" --bin "$BIN" --models "$models" --rounds "$ROUNDS" --out "$d" $extra > "$d/fp8_backend_log.txt" 2>&1
+      timeout "${CMP_TIMEOUT:-150}" python3 "$PY" --bin "$BIN" --models "$models" --rounds "$ROUNDS" --out "$d" $extra > "$d/fp8_backend_log.txt" 2>&1
       echo "rc=$? ($(( $(date +%s) - t0 )) s)"; grep -E "^shapes|^blockwise through|refused" "$d/fp8_backend_log.txt" | head -5
     )
   done;;
