@@ -24,12 +24,17 @@
 /* How a GEMM's operands are scaled: bf16 (none), e4m3 with one fp32 scale per tensor, or
  * DeepSeek-V3's blockwise e4m3 (fp32 scales per 1x128 block of A and per 128x128 block of B,
  * cuBLASLt's VEC128_32F and BLK128x128_32F; or 1x128 blocks for both, as a wgrad reads them). */
-enum { BK_SCALE_NONE = 0, BK_SCALE_TENSOR, BK_SCALE_BLOCK_1x128_128x128, BK_SCALE_BLOCK_1x128_1x128 };
+enum {
+    BK_SCALE_NONE = 0,
+    BK_SCALE_TENSOR,
+    BK_SCALE_BLOCK_1x128_128x128,
+    BK_SCALE_BLOCK_1x128_1x128
+};
 
 /* A cuBLASLt plan for one GEMM shape: descriptors and the heuristic's first algorithm. */
 typedef struct {
     int form, batch;
-    int fp8;                   /* BK_SCALE_*: e4m3 operands (TN), bf16 result (bk_gemm_launch_fp8) */
+    int fp8;                   /* BK_SCALE_*: e4m3 operands (TN), bf16 result */
     long m, n, k;
     int ok;                    /* 0: the heuristic offered nothing, use the fallback */
     cublasLtMatmulDesc_t op;

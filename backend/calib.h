@@ -23,7 +23,8 @@
 #define CALIB_GEMMS (CALIB_GEMM | CALIB_GEMM_FP8 | CALIB_GEMM_FP8_BLOCK)
 #define CALIB_ALL (CALIB_GEMMS | ((1u << (1 + COLL_COUNT)) - 2u))
 
-/* "gemm,gemm_fp8,gemm_fp8_blockwise,all_reduce,..." (also "allreduce", "all", "collectives") into a mask. */
+/* "gemm,gemm_fp8,gemm_fp8_blockwise,all_reduce,..." (also "allreduce", "all", "collectives")
+ * into a mask. */
 cm_status calib_parse_ops(const char *list, unsigned *mask, char *err, size_t errlen);
 
 typedef struct {

@@ -519,7 +519,8 @@ static void print_list(FILE *f, const char *phase, const work_list *w, double re
         fprintf(f, "  %-5s %-22s ", phase, it->name);
         switch (it->kind) {
         case WORK_GEMM:
-            fprintf(f, "%-6s m=%-6.0f n=%-6.0f k=%-6.0f batch=%-3d", it->fp8_block ? "fp8blk" : it->fp8 ? "fp8" : "gemm",
+            fprintf(f, "%-6s m=%-6.0f n=%-6.0f k=%-6.0f batch=%-3d",
+                    it->fp8_block ? "fp8blk" : it->fp8 ? "fp8" : "gemm",
                     it->m, it->n, it->k, it->batch);
             break;
         case WORK_STREAM:
