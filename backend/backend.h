@@ -47,6 +47,7 @@ int bk_process(const bk_ctx *ctx);
 const char *bk_device_name(const bk_ctx *ctx);
 double bk_device_memory_bytes(const bk_ctx *ctx);
 bool bk_has_fp8(const bk_ctx *ctx); /* the GPUs have FP8 tensor cores (sm_89 and later) */
+bool bk_has_fp8_block(const bk_ctx *ctx); /* Hopper (sm_90): cuBLASLt's 1x128/128x128 FP8 */
 
 typedef struct {
     int warmup;      /* untimed launches first */
@@ -77,6 +78,19 @@ cm_status bk_gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n
  * afterwards sampled rows of the result are checked (out->check_error). */
 cm_status bk_gemm_time_fp8(bk_ctx *ctx, int dev, long m, long n, long k, int batch,
                            const bk_timing *tm, bk_gemm_result *out, char *err, size_t errlen);
+
+/* Time one blockwise FP8 GEMM C[m,n] = A[m,k] B[n,k]^T (DeepSeek-V3's recipe: A's fp32 scales
+ * per 1x128 block, B's per 128x128 block when b_128x128 (forward and dgrad) else per 1x128 block
+ * (wgrad); e4m3, bf16 C, cuBLASLt 12.9+ on Hopper) on device dev, operands rotating as for FP8,
+ * sampled rows checked afterwards against an fp32 product applying each block's scale. */
+cm_status bk_gemm_time_fp8_block(bk_ctx *ctx, int dev, bool b_128x128, long m, long n, long k,
+                                 const bk_timing *tm, bk_gemm_result *out, char *err,
+                                 size_t errlen);
+
+/* Relative Frobenius error of one blockwise FP8 GEMM (random e4m3 operands, random power-of-two
+ * block scales, output poisoned), every output element against that fp32 product. */
+cm_status bk_gemm_check_fp8_block(bk_ctx *ctx, int dev, bool b_128x128, long m, long n, long k,
+                                  double *rel_err, char *err, size_t errlen);
 
 /* Relative Frobenius error of one FP8 GEMM (random e4m3 operands, power-of-two scales, output
  * poisoned) against a naive fp32 product of the dequantized operands. */

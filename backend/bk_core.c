@@ -39,6 +39,9 @@ const char *bk_device_name(const bk_ctx *ctx) { return ctx->name; }
 double bk_device_memory_bytes(const bk_ctx *ctx) { return ctx->mem_bytes; }
 /* FP8 tensor cores: Ada (sm_89), Hopper (sm_90) and later. */
 bool bk_has_fp8(const bk_ctx *ctx) { return ctx->cc >= 89; }
+/* Blockwise FP8 (VEC128_32F / BLK128x128_32F scale modes): cuBLASLt 12.9+ on sm_90 (PyTorch
+ * 2.11 restricts its BlockWise1x128 / BlockWise128x128 scaled_mm to SM90 likewise). */
+bool bk_has_fp8_block(const bk_ctx *ctx) { return ctx->cc == 90; }
 
 /* Which GPUs this process drives: all local ones (or the first ngpus) alone; under MPI,
  * ngpus each (0: this node's GPUs shared evenly among its processes), the process's share of
@@ -139,6 +142,10 @@ cm_status bk_open(bk_ctx **out, int ngpus, char *err, size_t errlen)
         }
         c->lt_candidates = (int)v;
     }
+    /* FP8 GEMMs pass a C distinct from D as torch's scaled_gemm does; PLAN_LT_C_IS_D=1 passes
+     * C = D as the first FP8 backend did (bk_gemm.c; the comparison in bench/fp8_backend.py) */
+    const char *cd = getenv("PLAN_LT_C_IS_D");
+    c->lt_c_is_d = cd && !strcmp(cd, "1");
     cm_status st = open_devices(c, ngpus, err, errlen);
     if (st != CM_OK) {
         bk_close(c);
@@ -168,6 +175,7 @@ void bk_close(bk_ctx *c)
         if (c->blas[d]) cublasDestroy(c->blas[d]);
         if (c->blas_ws[d]) cudaFree(c->blas_ws[d]);
         if (c->fp8_scale[d]) cudaFree(c->fp8_scale[d]);
+        if (c->block_scale[d]) cudaFree(c->block_scale[d]);
         if (c->compute[d]) cudaStreamDestroy(c->compute[d]);
         if (c->comm[d]) cudaStreamDestroy(c->comm[d]);
     }

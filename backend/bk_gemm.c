@@ -9,6 +9,22 @@
  * workspace, heuristic and autotuning as bf16. An FP8 GEMM is checked against an fp32 product of
  * its dequantized operands (bk_gemm_check_fp8), and every timed FP8 shape on sampled rows.
  *
+ * FP8 descriptors as PyTorch 2.11's at::cuda::blas::scaled_gemm (aten/src/ATen/cuda/
+ * CUDABlas.cpp) sets them for torch._scaled_mm: CUBLASLT_MATMUL_DESC_FAST_ACCUM 0, A/B scale
+ * modes set explicitly, one heuristic result, no epilogue, and a C pointer distinct from D
+ * (torch passes its first operand as a dummy C, beta being 0: "cuBLAS can't use nullptr or
+ * result_ptr"); PLAN_LT_C_IS_D=1 restores C = D, what this backend passed before (issue 16's
+ * small-shape gap, bench/results/fp8_backend_2026-11-27/blockwise_run/).
+ *
+ * Blockwise FP8 (DeepSeek-V3 report Sec. 3.3: 1x128 tiles for activations and gradients,
+ * 128x128 blocks for weights): cuBLASLt 12.9+ on sm_90, A/B scale modes VEC128_32F and
+ * BLK128x128_32F (cublasLt.h cublasLtMatmulMatrixScale_t; Transformer Engine's
+ * common/gemm/cublaslt_gemm.cu sets the same for its Float8BlockScaling), scale tensors in the
+ * layout bk_block_scale_floats describes; 128x128 by 128x128 is not offered (TE: "Only 1D by 1D,
+ * 1D by 2D, and 2D by 1D"). Checked like FP8 against an fp32 product that applies each block's
+ * scale (bkk_ref_rows_e4m3_block), with random power-of-two scales so that a scale read from
+ * the wrong block shows.
+ *
  * Launches go through cuBLASLt (cublasLtMatmul), autotuned once per shape and GPU: the first
  * launch of a shape times each of the heuristic's candidates (cublasLtMatmulAlgoGetHeuristic,
  * up to BK_LT_CANDIDATES, 32 MiB workspace) on the real operands and keeps the fastest, cached;
@@ -33,6 +49,19 @@
 #include "kernels.h"
 
 
+/* One cublasLtMatmul of plan p: C^T = B A^T in cuBLAS's order. FP8 passes a C distinct from D
+ * (the first operand, never read with beta 0) as torch's scaled_gemm does, unless
+ * PLAN_LT_C_IS_D=1. */
+static cublasStatus_t lt_matmul(bk_ctx *ctx, int i, const bk_lt_plan *p,
+                                const cublasLtMatmulAlgo_t *algo, const void *A, const void *B,
+                                void *C, cudaStream_t s)
+{
+    const float one = 1.0f, zero = 0.0f;
+    const void *cin = p->fp8 && !ctx->lt_c_is_d ? B : C;
+    return cublasLtMatmul(ctx->lt[i], p->op, &one, B, p->a, A, p->b, &zero, cin, p->c, C, p->c,
+                          algo, ctx->blas_ws[i], BK_BLAS_WORKSPACE_BYTES, s);
+}
+
 /* One launch of a candidate algorithm. */
 typedef struct {
     bk_ctx *ctx;
@@ -46,12 +75,8 @@ typedef struct {
 static cm_status lt_launch_one(void *arg, int index, char *err, size_t errlen)
 {
     (void)index;
-    const float one = 1.0f, zero = 0.0f;
     const lt_launch_arg *a = arg;
-    const bk_lt_plan *p = a->p;
-    CUBLAS_TRY(cublasLtMatmul(a->ctx->lt[a->i], p->op, &one, a->B, p->a, a->A, p->b, &zero, a->C,
-                              p->c, a->C, p->c, a->algo, a->ctx->blas_ws[a->i],
-                              BK_BLAS_WORKSPACE_BYTES, a->ctx->compute[a->i]));
+    CUBLAS_TRY(lt_matmul(a->ctx, a->i, a->p, a->algo, a->A, a->B, a->C, a->ctx->compute[a->i]));
     return CM_OK;
 }
 
@@ -60,7 +85,6 @@ static cm_status lt_autotune(bk_ctx *ctx, int i, bk_lt_plan *p,
                              const cublasLtMatmulHeuristicResult_t *res, int found, const void *A,
                              const void *B, void *C, char *err, size_t errlen)
 {
-    const float one = 1.0f, zero = 0.0f;
     cudaStream_t s = ctx->compute[i];
     cudaEvent_t e0[BK_MAX_GPUS], e1[BK_MAX_GPUS];
     CUDA_TRY(cudaEventCreate(&e0[i]));
@@ -74,9 +98,7 @@ static cm_status lt_autotune(bk_ctx *ctx, int i, bk_lt_plan *p,
     for (int q = 0; q < found; q++) {
         if (res[q].state != CUBLAS_STATUS_SUCCESS) continue;
         /* the warm-up launch: a candidate that fails it is skipped */
-        if (cublasLtMatmul(ctx->lt[i], p->op, &one, B, p->a, A, p->b, &zero, C, p->c, C, p->c,
-                           &res[q].algo, ctx->blas_ws[i], BK_BLAS_WORKSPACE_BYTES,
-                           s) != CUBLAS_STATUS_SUCCESS)
+        if (lt_matmul(ctx, i, p, &res[q].algo, A, B, C, s) != CUBLAS_STATUS_SUCCESS)
             continue;
         la.algo = &res[q].algo;
         bk_timed_result r;
@@ -91,7 +113,29 @@ static cm_status lt_autotune(bk_ctx *ctx, int i, bk_lt_plan *p,
     return CM_OK;
 }
 
-/* The per-tensor scales of an FP8 plan: cuBLAS's A is our B (the first operand of C^T). */
+/* The scale modes of an FP8 plan (BK_SCALE_*), set explicitly as torch's scaled_gemm does, and
+ * fast accumulation off (its use_fast_accum=False; blockwise scaling refuses it there). cuBLAS's
+ * A is our B (the first operand of C^T): it takes our B's mode. */
+static cm_status lt_set_modes(bk_lt_plan *p, int scaling, char *err, size_t errlen)
+{
+    int32_t ma = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, mb = ma;
+    if (scaling == BK_SCALE_BLOCK_1x128_128x128) {
+        ma = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+        mb = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    } else if (scaling == BK_SCALE_BLOCK_1x128_1x128) {
+        ma = mb = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    }
+    int8_t fast = 0;
+    CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast,
+                                              sizeof fast));
+    CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &ma,
+                                              sizeof ma));
+    CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mb,
+                                              sizeof mb));
+    return CM_OK;
+}
+
+/* The scales of an FP8 plan (per tensor or per block): cuBLAS's A is our B. */
 static cm_status lt_set_scales(bk_lt_plan *p, const float *scale_a, const float *scale_b,
                                char *err, size_t errlen)
 {
@@ -102,8 +146,9 @@ static cm_status lt_set_scales(bk_lt_plan *p, const float *scale_a, const float 
     return CM_OK;
 }
 
-/* The cached plan of a shape (fp8: e4m3 operands, scales scale_a/scale_b), made, autotuned and
- * cached at its first use; *out NULL when cuBLASLt offers no algorithm (or the cache is full). */
+/* The cached plan of a shape (fp8: BK_SCALE_*, e4m3 operands, scales scale_a/scale_b), made,
+ * autotuned and cached at its first use; *out NULL when cuBLASLt offers no algorithm (or the
+ * cache is full). */
 static cm_status lt_plan_get(bk_ctx *ctx, int i, work_gemm_form form, long m, long n, long k,
                              int batch, cublasOperation_t ta, cublasOperation_t tb, int lda,
                              int ldb, int fp8, const float *scale_a, const float *scale_b,
@@ -125,6 +170,7 @@ static cm_status lt_plan_get(bk_ctx *ctx, int i, work_gemm_form form, long m, lo
     CUBLAS_TRY(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    if (fp8) BK_TRY(lt_set_modes(p, fp8, err, errlen));
     if (fp8) BK_TRY(lt_set_scales(p, scale_a, scale_b, err, errlen));
     /* column-major operands of C^T[n,m] = op(first)[n,k] op(second)[k,m] */
     uint64_t ar = ta == CUBLAS_OP_N ? (uint64_t)n : (uint64_t)k, ac = ta == CUBLAS_OP_N ? k : n;
@@ -194,9 +240,7 @@ cm_status bk_gemm_launch(bk_ctx *ctx, int i, work_gemm_form form, long m, long n
     BK_TRY(lt_plan_get(ctx, i, form, m, n, k, batch, ta, tb, lda, ldb, 0, NULL, NULL, A, B, C,
                        &p, err, errlen));
     if (p) {
-        CUBLAS_TRY(cublasLtMatmul(ctx->lt[i], p->op, &one, B, p->a, A, p->b, &zero, C, p->c, C,
-                                  p->c, &p->algo, ctx->blas_ws[i], BK_BLAS_WORKSPACE_BYTES,
-                                  ctx->compute[i]));
+        CUBLAS_TRY(lt_matmul(ctx, i, p, &p->algo, A, B, C, ctx->compute[i]));
         return CM_OK;
     }
     CUBLAS_TRY(cublasGemmStridedBatchedEx(ctx->blas[i], ta, tb, (int)n, (int)m, (int)k, &one, B,
@@ -206,15 +250,21 @@ cm_status bk_gemm_launch(bk_ctx *ctx, int i, work_gemm_form form, long m, long n
     return CM_OK;
 }
 
-cm_status bk_gemm_launch_fp8(bk_ctx *ctx, int i, long m, long n, long k, int batch, const void *A,
-                             const void *B, const float *scale_a, const float *scale_b, void *C,
-                             char *err, size_t errlen)
+/* Any FP8 GEMM (scaling BK_SCALE_*): every form is the forward (TN) layout on K-major operands
+ * (bk_internal.h). */
+static cm_status launch_scaled(bk_ctx *ctx, int i, int scaling, long m, long n, long k, int batch,
+                               const void *A, const void *B, const float *scale_a,
+                               const float *scale_b, void *C, char *err, size_t errlen)
 {
-    const float one = 1.0f, zero = 0.0f;
     bk_lt_plan *p;
-    /* every form is the forward (TN) layout on K-major operands (bk_internal.h) */
     BK_TRY(lt_plan_get(ctx, i, GEMM_FWD, m, n, k, batch, CUBLAS_OP_T, CUBLAS_OP_N, (int)k, (int)k,
-                       1, scale_a, scale_b, A, B, C, &p, err, errlen));
+                       scaling, scale_a, scale_b, A, B, C, &p, err, errlen));
+    if (!p && scaling != BK_SCALE_TENSOR)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "cuBLASLt offers no blockwise FP8 (1x128 x %s scales) algorithm for the "
+                       "GEMM m=%ld n=%ld k=%ld on this GPU: it needs Hopper (sm_90) and cuBLAS "
+                       "12.9 or later",
+                       scaling == BK_SCALE_BLOCK_1x128_128x128 ? "128x128" : "1x128", m, n, k);
     if (!p)
         return cm_fail(err, errlen, CM_EINVAL,
                        "cuBLASLt offers no FP8 (e4m3) algorithm for the GEMM m=%ld n=%ld k=%ld "
@@ -222,11 +272,25 @@ cm_status bk_gemm_launch_fp8(bk_ctx *ctx, int i, long m, long n, long k, int bat
                        "multiples of 16 (frameworks pad such operands)",
                        m, n, k, batch);
     BK_TRY(lt_set_scales(p, scale_a, scale_b, err, errlen));
-    CUBLAS_TRY(cublasLtMatmul(ctx->lt[i], p->op, &one, B, p->a, A, p->b, &zero, C, p->c, C, p->c,
-                              &p->algo, ctx->blas_ws[i], BK_BLAS_WORKSPACE_BYTES,
-                              ctx->compute[i]));
+    CUBLAS_TRY(lt_matmul(ctx, i, p, &p->algo, A, B, C, ctx->compute[i]));
     return CM_OK;
 }
+
+cm_status bk_gemm_launch_fp8(bk_ctx *ctx, int i, long m, long n, long k, int batch, const void *A,
+                             const void *B, const float *scale_a, const float *scale_b, void *C,
+                             char *err, size_t errlen)
+{
+    return launch_scaled(ctx, i, BK_SCALE_TENSOR, m, n, k, batch, A, B, scale_a, scale_b, C, err,
+                         errlen);
+}
+
+cm_status bk_gemm_launch_fp8_block(bk_ctx *ctx, int i, int scaling, long m, long n, long k,
+                                   const void *A, const void *B, const float *scale_a,
+                                   const float *scale_b, void *C, char *err, size_t errlen)
+{
+    return launch_scaled(ctx, i, scaling, m, n, k, 1, A, B, scale_a, scale_b, C, err, errlen);
+}
+
 
 static size_t elems(long a, long b, int batch) { return (size_t)a * (size_t)b * (size_t)batch; }
 
@@ -332,8 +396,10 @@ typedef struct {
     bk_ctx *ctx;
     int dev, batch, nsets;
     work_gemm_form form;
-    int fp8;             /* e4m3 operands (1 byte), scales[0] and scales[BK_FP8_SCALE_STRIDE] */
+    int fp8;             /* BK_SCALE_*: e4m3 operands (1 byte); per tensor: scales[0] and
+                            scales[BK_FP8_SCALE_STRIDE]; blockwise: bsa (A's) and bsb (B's) */
     const float *scales;
+    float *bsa, *bsb;
     long m, n, k;
     char *buf;
     size_t set, na, nb;  /* bytes of a copy; elements of A and B */
@@ -351,6 +417,10 @@ static cm_status gemm_launch_one(void *arg, int index, char *err, size_t errlen)
 {
     const gemm_launch_arg *g = arg;
     int c = index % g->nsets;
+    if (g->fp8 == BK_SCALE_BLOCK_1x128_128x128 || g->fp8 == BK_SCALE_BLOCK_1x128_1x128)
+        return bk_gemm_launch_fp8_block(g->ctx, g->dev, g->fp8, g->m, g->n, g->k,
+                                        gemm_operand(g, c, 0), gemm_operand(g, c, 1), g->bsa,
+                                        g->bsb, gemm_operand(g, c, 2), err, errlen);
     if (g->fp8)
         return bk_gemm_launch_fp8(g->ctx, g->dev, g->m, g->n, g->k, g->batch,
                                   gemm_operand(g, c, 0), gemm_operand(g, c, 1), g->scales,
@@ -380,12 +450,20 @@ static cm_status gemm_check_rows_fp8(const gemm_launch_arg *g, double *rel, char
     CUDA_TRY(cudaMalloc((void **)&R, 4 * nout));
     CUDA_TRY(cudaMalloc((void **)&Cf, 4 * nout));
     CUDA_TRY(cudaMemcpy(drows, rows, sizeof rows, cudaMemcpyHostToDevice));
-    CUDA_TRY(cudaMemcpy(hs, g->scales, sizeof hs, cudaMemcpyDeviceToHost));
     char *C = gemm_operand(g, 0, 2);
     CUDA_TRY(bkk_fill_bf16(C, elems(g->m, g->n, g->batch), 99u, 100.0f, 200.0f, s)); /* poison */
     BK_TRY(gemm_launch_one((void *)g, 0, err, errlen));
-    CUDA_TRY(bkk_ref_rows_e4m3((int)g->n, (int)g->k, gemm_operand(g, 0, 0), gemm_operand(g, 0, 1),
-                               drows, nr, hs[0] * hs[BK_FP8_SCALE_STRIDE], R, s));
+    if (g->fp8 == BK_SCALE_TENSOR) {
+        CUDA_TRY(cudaMemcpy(hs, g->scales, sizeof hs, cudaMemcpyDeviceToHost));
+        CUDA_TRY(bkk_ref_rows_e4m3((int)g->n, (int)g->k, gemm_operand(g, 0, 0),
+                                   gemm_operand(g, 0, 1), drows, nr,
+                                   hs[0] * hs[BK_FP8_SCALE_STRIDE], R, s));
+    } else {
+        bool blk = g->fp8 == BK_SCALE_BLOCK_1x128_128x128;
+        CUDA_TRY(bkk_ref_rows_e4m3_block((int)g->m, (int)g->n, (int)g->k, gemm_operand(g, 0, 0),
+                                         gemm_operand(g, 0, 1), drows, nr, g->bsa, g->bsb, blk,
+                                         R, s));
+    }
     for (int q = 0; q < nr; q++)
         CUDA_TRY(bkk_bf16_to_f32(C + 2 * (size_t)rows[q] * g->n, Cf + (size_t)q * g->n,
                                  (size_t)g->n, s));
@@ -405,6 +483,14 @@ static cm_status gemm_time_copies(gemm_launch_arg *ga, const bk_timing *tm, cuda
 {
     bk_ctx *ctx = ga->ctx;
     int dev = ga->dev;
+    if (ga->bsa) { /* block scales: random powers of two */
+        CUDA_TRY(bkk_fill_pow2(ga->bsa, bk_block_scale_floats(false, ga->m, ga->k), 31u,
+                               ctx->compute[dev]));
+        CUDA_TRY(bkk_fill_pow2(ga->bsb,
+                               bk_block_scale_floats(ga->fp8 == BK_SCALE_BLOCK_1x128_128x128,
+                                                     ga->n, ga->k),
+                               37u, ctx->compute[dev]));
+    }
     if (ga->fp8) /* e4m3's range, as amax scaling fills it */
         CUDA_TRY(bkk_fill_e4m3(ga->buf, ga->set * ga->nsets, 777u + (uint32_t)ga->m, 448.0f,
                                ctx->compute[dev]));
@@ -433,6 +519,10 @@ static cm_status gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, int fp8, l
                            long k, int batch, const bk_timing *tm, bk_gemm_result *out, char *err,
                            size_t errlen)
 {
+    if (fp8 == BK_SCALE_BLOCK_1x128_128x128 || fp8 == BK_SCALE_BLOCK_1x128_1x128) {
+        if (batch != 1)
+            return cm_fail(err, errlen, CM_EINVAL, "blockwise FP8 GEMMs are timed at batch 1");
+    }
     CUDA_TRY(cudaSetDevice(ctx->dev[dev]));
     size_t na = elems(m, k, batch), nb = elems(n, k, batch), nc = elems(m, n, batch);
     /* FP8: e4m3 A and B, bf16 C; copies 256-byte aligned (cuBLASLt wants 16) */
@@ -445,10 +535,24 @@ static cm_status gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, int fp8, l
     gemm_launch_arg ga = {.ctx = ctx, .dev = dev, .batch = batch, .nsets = nsets, .form = form,
                           .fp8 = fp8, .scales = ctx->fp8_scale[dev], .m = m, .n = n, .k = k,
                           .buf = buf, .set = set, .na = na, .nb = nb};
+    float *bscales = NULL;
+    if (fp8 == BK_SCALE_BLOCK_1x128_128x128 || fp8 == BK_SCALE_BLOCK_1x128_1x128) {
+        /* A's and B's scale tensors, each 256-byte aligned */
+        size_t sa = (bk_block_scale_floats(false, m, k) + 63) / 64 * 64;
+        size_t sb = bk_block_scale_floats(fp8 == BK_SCALE_BLOCK_1x128_128x128, n, k);
+        cudaError_t e = cudaMalloc((void **)&bscales, 4 * (sa + sb));
+        if (e != cudaSuccess) {
+            cudaFree(buf);
+            CUDA_TRY(e);
+        }
+        ga.bsa = bscales;
+        ga.bsb = bscales + sa;
+    }
     cudaEvent_t e0[BK_MAX_GPUS] = {0}, e1[BK_MAX_GPUS] = {0};
     cm_status st = gemm_time_copies(&ga, tm, e0, e1, out, err, errlen);
     if (e0[dev]) cudaEventDestroy(e0[dev]);
     if (e1[dev]) cudaEventDestroy(e1[dev]);
+    if (bscales) cudaFree(bscales);
     if (st != CM_OK) {
         cudaFree(buf);
         return st;
@@ -467,5 +571,73 @@ cm_status bk_gemm_time(bk_ctx *ctx, int dev, work_gemm_form form, long m, long n
 cm_status bk_gemm_time_fp8(bk_ctx *ctx, int dev, long m, long n, long k, int batch,
                            const bk_timing *tm, bk_gemm_result *out, char *err, size_t errlen)
 {
-    return gemm_time(ctx, dev, GEMM_FWD, 1, m, n, k, batch, tm, out, err, errlen);
+    return gemm_time(ctx, dev, GEMM_FWD, BK_SCALE_TENSOR, m, n, k, batch, tm, out, err, errlen);
+}
+
+cm_status bk_gemm_time_fp8_block(bk_ctx *ctx, int dev, bool b_128x128, long m, long n, long k,
+                                 const bk_timing *tm, bk_gemm_result *out, char *err,
+                                 size_t errlen)
+{
+    return gemm_time(ctx, dev, GEMM_FWD,
+                     b_128x128 ? BK_SCALE_BLOCK_1x128_128x128 : BK_SCALE_BLOCK_1x128_1x128, m, n,
+                     k, 1, tm, out, err, errlen);
+}
+
+cm_status bk_gemm_check_fp8_block(bk_ctx *ctx, int dev, bool b_128x128, long m, long n, long k,
+                                  double *rel_err, char *err, size_t errlen)
+{
+    /* one timed-path launch on a single copy, every output row checked */
+    CUDA_TRY(cudaSetDevice(ctx->dev[dev]));
+    int scaling = b_128x128 ? BK_SCALE_BLOCK_1x128_128x128 : BK_SCALE_BLOCK_1x128_1x128;
+    size_t na = elems(m, k, 1), nb = elems(n, k, 1), nc = elems(m, n, 1);
+    size_t set = (na + nb + 2 * nc + 255) / 256 * 256;
+    size_t sa = (bk_block_scale_floats(false, m, k) + 63) / 64 * 64;
+    size_t sb = bk_block_scale_floats(b_128x128, n, k);
+    char *buf = NULL;
+    float *sc = NULL, *R = NULL, *Cf = NULL;
+    int *drows = NULL;
+    CUDA_TRY(cudaMalloc((void **)&buf, set));
+    CUDA_TRY(cudaMalloc((void **)&sc, 4 * (sa + sb)));
+    CUDA_TRY(cudaMalloc((void **)&R, 4 * nc));
+    CUDA_TRY(cudaMalloc((void **)&Cf, 4 * nc));
+    CUDA_TRY(cudaMalloc((void **)&drows, sizeof(int) * (size_t)m));
+    int *rows = malloc(sizeof(int) * (size_t)m);
+    if (!rows) return cm_fail(err, errlen, CM_ENOMEM, "out of host memory");
+    for (long r = 0; r < m; r++) rows[r] = (int)r;
+    cudaError_t ce = cudaMemcpy(drows, rows, sizeof(int) * (size_t)m, cudaMemcpyHostToDevice);
+    free(rows);
+    CUDA_TRY(ce);
+    gemm_launch_arg ga = {.ctx = ctx, .dev = dev, .batch = 1, .nsets = 1, .form = GEMM_FWD,
+                          .fp8 = scaling, .m = m, .n = n, .k = k, .buf = buf, .set = set,
+                          .na = na, .nb = nb, .bsa = sc, .bsb = sc + sa};
+    cudaStream_t s = ctx->compute[dev];
+    static uint32_t seed = 5678;
+    CUDA_TRY(bkk_fill_e4m3(buf, na + nb, seed++, 448.0f, s));
+    CUDA_TRY(bkk_fill_pow2(ga.bsa, bk_block_scale_floats(false, m, k), seed++, s));
+    CUDA_TRY(bkk_fill_pow2(ga.bsb, sb, seed++, s));
+    char *C = gemm_operand(&ga, 0, 2);
+    CUDA_TRY(bkk_fill_bf16(C, nc, seed++, 100.0f, 200.0f, s)); /* poison */
+    BK_TRY(gemm_launch_one(&ga, 0, err, errlen));
+    CUDA_TRY(bkk_ref_rows_e4m3_block((int)m, (int)n, (int)k, buf, gemm_operand(&ga, 0, 1), drows,
+                                     (int)m, ga.bsa, ga.bsb, b_128x128, R, s));
+    CUDA_TRY(bkk_bf16_to_f32(C, Cf, nc, s));
+    CUDA_TRY(cudaStreamSynchronize(s));
+    BK_TRY(rel_error_dev(Cf, R, nc, rel_err, err, errlen));
+    void *bufs[] = {buf, sc, R, Cf, drows};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) CUDA_TRY(cudaFree(bufs[i]));
+    return CM_OK;
+}
+
+cm_status bk_block_scales(bk_ctx *ctx, int d, size_t n, float **out, char *err, size_t errlen)
+{
+    if (ctx->block_scale_n[d] < n) {
+        if (ctx->block_scale[d]) CUDA_TRY(cudaFree(ctx->block_scale[d]));
+        ctx->block_scale[d] = NULL;
+        ctx->block_scale_n[d] = 0;
+        CUDA_TRY(cudaMalloc((void **)&ctx->block_scale[d], 4 * n));
+        CUDA_TRY(bkk_fill_pow2(ctx->block_scale[d], n, 41u, ctx->compute[d]));
+        ctx->block_scale_n[d] = n;
+    }
+    *out = ctx->block_scale[d];
+    return CM_OK;
 }

@@ -11,6 +11,7 @@
 #include <nccl.h>
 
 #include "backend.h"
+#include "bk_pools.h"
 #include "bk_world.h"
 #include "kernels.h"
 
@@ -20,10 +21,20 @@
 #define BK_LT_CACHE 96
 #define BK_LT_CANDIDATES 16 /* heuristic candidates autotuned per GEMM shape (bk_gemm.c) */
 
+/* How a GEMM's operands are scaled: bf16 (none), e4m3 with one fp32 scale per tensor, or
+ * DeepSeek-V3's blockwise e4m3 (fp32 scales per 1x128 block of A and per 128x128 block of B,
+ * cuBLASLt's VEC128_32F and BLK128x128_32F; or 1x128 blocks for both, as a wgrad reads them). */
+enum {
+    BK_SCALE_NONE = 0,
+    BK_SCALE_TENSOR,
+    BK_SCALE_BLOCK_1x128_128x128,
+    BK_SCALE_BLOCK_1x128_1x128
+};
+
 /* A cuBLASLt plan for one GEMM shape: descriptors and the heuristic's first algorithm. */
 typedef struct {
     int form, batch;
-    int fp8;                   /* e4m3 operands (TN), bf16 result (bk_gemm_launch_fp8) */
+    int fp8;                   /* BK_SCALE_*: e4m3 operands (TN), bf16 result */
     long m, n, k;
     int ok;                    /* 0: the heuristic offered nothing, use the fallback */
     cublasLtMatmulDesc_t op;
@@ -50,6 +61,10 @@ struct bk_ctx {
     bk_lt_plan lt_plan[BK_MAX_GPUS][BK_LT_CACHE];
     int lt_count[BK_MAX_GPUS];
     int lt_candidates;         /* 1..BK_LT_CANDIDATES: PLAN_LT_CANDIDATES; 0: bf16 all, fp8 1 */
+    int lt_c_is_d;             /* PLAN_LT_C_IS_D=1: FP8 GEMMs pass C = D (the first FP8 backend);
+                                  0: a distinct C pointer, as torch's scaled_gemm (bk_gemm.c) */
+    float *block_scale[BK_MAX_GPUS]; /* device: scales of plan measure's blockwise FP8 GEMMs */
+    size_t block_scale_n[BK_MAX_GPUS];
     /* Cached communicators over devices 0..g-1 (calibrate), index g. */
     ncclComm_t prefix[BK_MAX_GPUS + 1][BK_MAX_GPUS];
     bool prefix_ok[BK_MAX_GPUS + 1];
@@ -105,6 +120,19 @@ cm_status bk_gemm_launch(bk_ctx *ctx, int i, work_gemm_form form, long m, long n
 cm_status bk_gemm_launch_fp8(bk_ctx *ctx, int i, long m, long n, long k, int batch, const void *A,
                              const void *B, const float *scale_a, const float *scale_b, void *C,
                              char *err, size_t errlen);
+
+/* One blockwise FP8 GEMM C[m,n] = A[m,k] B[n,k]^T, both e4m3 and K-major, bf16 C: `scaling`
+ * BK_SCALE_BLOCK_1x128_128x128 (A's scales per 1x128 block, B's per 128x128 block: forward and
+ * dgrad of DeepSeek-V3's recipe) or BK_SCALE_BLOCK_1x128_1x128 (both per 1x128 block: wgrad).
+ * Scale layouts are cuBLASLt's (bk_block_scale_floats): fp32, 16-byte aligned, device memory. */
+cm_status bk_gemm_launch_fp8_block(bk_ctx *ctx, int i, int scaling, long m, long n, long k,
+                                   const void *A, const void *B, const float *scale_a,
+                                   const float *scale_b, void *C, char *err, size_t errlen);
+
+
+/* Device scales for plan measure's blockwise GEMMs: at least n floats on GPU d (random powers
+ * of two, kept and grown across calls; freed by bk_close). */
+cm_status bk_block_scales(bk_ctx *ctx, int d, size_t n, float **out, char *err, size_t errlen);
 
 /* Communicators for one group of n GPUs given by their global indices devs[0..n-1] (rank r is
  * devs[r]): comms[r] for the GPUs this process drives, NULL for the others. Every process calls

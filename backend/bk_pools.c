@@ -16,6 +16,13 @@ bool bk_item_weight_grad(const work_item *it)
 
 long bk_fp8_dim(double d) { return ((long)d + 15) / 16 * 16; }
 
+size_t bk_block_scale_floats(bool blk128x128, long rows, long k)
+{
+    size_t kb = (size_t)(k + 127) / 128;
+    if (blk128x128) return (size_t)(rows + 127) / 128 * ((kb + 3) / 4 * 4);
+    return kb * ((size_t)(rows + 3) / 4 * 4);
+}
+
 static size_t fp8_bytes(double esize, double r, double c, int batch)
 {
     return (size_t)(esize * (double)bk_fp8_dim(r) * (double)bk_fp8_dim(c) * batch);

@@ -87,6 +87,12 @@ bool bk_item_weight_grad(const work_item *it);
 /* An FP8 GEMM's dimension as it runs: rounded up to a multiple of 16 (cuBLASLt's FP8 kernels need
  * it; Transformer Engine pads FP8 operands the same way, Fp8Padding). */
 long bk_fp8_dim(double d);
+/* Floats of the scale tensor of an operand of `rows` x k (K-major) in cuBLASLt's layouts (the
+ * ones Transformer Engine's Float8BlockQuantizer writes, get_scale_shape): 1x128 blocks
+ * (VEC128_32F) ceil(k/128) columns of roundup(rows, 4), the block of element (r, q) at
+ * (q / 128) * roundup(rows, 4) + r; 128x128 blocks (BLK128x128_32F) ceil(rows/128) rows of
+ * roundup(ceil(k/128), 4), the block of (r, q) at (r / 128) * roundup(ceil(k/128), 4) + q / 128. */
+size_t bk_block_scale_floats(bool blk128x128, long rows, long k);
 
 /* Bytes of a GEMM item's operands A [m,k], B [n,k] and C [m,n] (bf16, times the batch; an FP8
  * item's e4m3 A and B and bf16 C at its padded dimensions). */

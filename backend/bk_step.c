@@ -104,6 +104,27 @@ typedef struct {
     bool head;   /* the output layer: weights of the root unit */
 } item_ctx;
 
+/* One blockwise FP8 item (--fp8-recipe blockwise): e4m3 operands K-major as for per-tensor FP8,
+ * A's scales per 1x128 block, B's per 128x128 block (fwd, dgrad: B is the weight) or per 1x128
+ * block (wgrad); the scale tensors come from the context's pool (their values do not change the
+ * time). A batch (grouped expert GEMMs) runs as that many GEMMs, as batch 1 is what cuBLASLt's
+ * block scaling takes here. */
+static cm_status launch_block(bk_ctx *c, int d, const work_item *it, const char *A,
+                              const char *B, char *C, char *err, size_t errlen)
+{
+    long m = bk_fp8_dim(it->m), n = bk_fp8_dim(it->n), k = bk_fp8_dim(it->k);
+    bool blk = it->form != GEMM_WGRAD;
+    size_t sa = (bk_block_scale_floats(false, m, k) + 63) / 64 * 64;
+    float *sc;
+    BK_TRY(bk_block_scales(c, d, sa + bk_block_scale_floats(blk, n, k), &sc, err, errlen));
+    int scaling = blk ? BK_SCALE_BLOCK_1x128_128x128 : BK_SCALE_BLOCK_1x128_1x128;
+    for (int b = 0; b < it->batch; b++)
+        BK_TRY(bk_gemm_launch_fp8_block(c, d, scaling, m, n, k, A + (size_t)b * m * k,
+                                        B + (size_t)b * n * k, sc, sc + sa,
+                                        C + 2 * (size_t)b * m * n, err, errlen));
+    return CM_OK;
+}
+
 static cm_status exec_item(bk_run *x, const work_item *it, item_ctx ic, char *err, size_t errlen)
 {
     const work_plan *w = x->w;
@@ -135,7 +156,9 @@ static cm_status exec_item(bk_run *x, const work_item *it, item_ctx ic, char *er
             } else {
                 C = x->act[d] + x->pools.y_off;
             }
-            if (it->fp8) {
+            if (it->fp8_block) {
+                BK_TRY(launch_block(x->c, d, it, A, B, C, err, errlen));
+            } else if (it->fp8) {
                 /* FP8: e4m3 operands read from the same regions (their bf16 fill is valid e4m3
                  * too, kernels.cu), every form in the K-major layout whose transposed copies
                  * the recipe's lp.quantize kernels make; sizes padded to multiples of 16 as

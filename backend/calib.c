@@ -16,8 +16,9 @@ cm_status calib_parse_ops(const char *list, unsigned *mask, char *err, size_t er
     *mask = 0;
     if (!list || !*list)
         return cm_fail(err, errlen, CM_EINVAL,
-                       "--ops needs a comma-separated list: gemm, gemm_fp8, all_reduce, "
-                       "all_gather, reduce_scatter, all_to_all, send_recv, collectives or all");
+                       "--ops needs a comma-separated list: gemm, gemm_fp8, gemm_fp8_blockwise, "
+                       "all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, "
+                       "collectives or all");
     char buf[256];
     snprintf(buf, sizeof buf, "%s", list);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -38,6 +39,10 @@ cm_status calib_parse_ops(const char *list, unsigned *mask, char *err, size_t er
             *mask |= CALIB_GEMM_FP8;
             continue;
         }
+        if (!strcmp(name, "gemmfp8blockwise")) {
+            *mask |= CALIB_GEMM_FP8_BLOCK;
+            continue;
+        }
         if (!strcmp(name, "collectives")) {
             *mask |= CALIB_ALL & ~CALIB_GEMMS;
             continue;
@@ -56,8 +61,9 @@ cm_status calib_parse_ops(const char *list, unsigned *mask, char *err, size_t er
         }
         if (!found)
             return cm_fail(err, errlen, CM_EINVAL,
-                           "--ops: unknown operation '%s': use gemm, gemm_fp8, all_reduce, "
-                           "all_gather, reduce_scatter, all_to_all, send_recv, collectives or all",
+                           "--ops: unknown operation '%s': use gemm, gemm_fp8, "
+                           "gemm_fp8_blockwise, all_reduce, all_gather, reduce_scatter, "
+                           "all_to_all, send_recv, collectives or all",
                            tok);
     }
     return CM_OK;

@@ -14,14 +14,17 @@
 #include "status.h"
 
 /* Operation mask: bit 0 bf16 GEMMs, bit 1 + collective_op for each collective, then FP8 GEMMs
- * (e4m3 with per-tensor scales, issue 16; their CSV rows have op "gemm_fp8"). */
+ * (e4m3 with per-tensor scales, issue 16; their CSV rows have op "gemm_fp8"), then blockwise FP8
+ * GEMMs (DeepSeek-V3's 1x128 activation by 128x128 weight scales; op "gemm_fp8_blockwise"). */
 #define CALIB_GEMM 1u
 #define CALIB_COLL(op) (1u << (1 + (int)(op)))
 #define CALIB_GEMM_FP8 (1u << (1 + COLL_COUNT))
-#define CALIB_GEMMS (CALIB_GEMM | CALIB_GEMM_FP8)
+#define CALIB_GEMM_FP8_BLOCK (1u << (2 + COLL_COUNT))
+#define CALIB_GEMMS (CALIB_GEMM | CALIB_GEMM_FP8 | CALIB_GEMM_FP8_BLOCK)
 #define CALIB_ALL (CALIB_GEMMS | ((1u << (1 + COLL_COUNT)) - 2u))
 
-/* "gemm,gemm_fp8,all_reduce,..." (also "allreduce", "all", "collectives") into a mask. */
+/* "gemm,gemm_fp8,gemm_fp8_blockwise,all_reduce,..." (also "allreduce", "all", "collectives")
+ * into a mask. */
 cm_status calib_parse_ops(const char *list, unsigned *mask, char *err, size_t errlen);
 
 typedef struct {
@@ -38,8 +41,9 @@ int calib_gemm_shapes(const model_spec *m, long tokens, calib_shape *out, int ma
 int calib_sizes(size_t max_bytes, size_t *out, int max);
 
 typedef struct {
-    const char *op;        /* "gemm", "gemm_fp8" or the collective's name (collective.h) */
-    const char *dtype;     /* "bf16"; "e4m3" for gemm_fp8 (bf16 result) */
+    const char *op;        /* "gemm", "gemm_fp8", "gemm_fp8_blockwise" or the collective's
+                              name (collective.h) */
+    const char *dtype;     /* "bf16"; "e4m3" for gemm_fp8 and gemm_fp8_blockwise (bf16 result) */
     const char *name;      /* GEMM shape name, "" for collectives */
     long m, n, k;          /* GEMM shape, 0 for collectives */
     double bytes;          /* collective size (nccl-tests), GEMM operand+result bytes */

@@ -117,6 +117,58 @@ extern "C" int bkk_ref_rows_e4m3(int n, int k, const void *A, const void *B, con
     return (int)cudaGetLastError();
 }
 
+/* Random powers of two 2^-2 .. 2^2 (block scales: products with e4m3 values stay exact). */
+__global__ void fill_pow2_kernel(float *p, size_t n, uint32_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] = ldexpf(1.0f, (int)(hash32(((uint64_t)seed << 40) ^ i) % 5u) - 2);
+}
+
+extern "C" int bkk_fill_pow2(float *p, size_t n, uint32_t seed, void *stream)
+{
+    fill_pow2_kernel<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(p, n, seed);
+    return (int)cudaGetLastError();
+}
+
+/* Rows of the blockwise FP8 forward product in fp32: each 128-long stretch of k summed, then
+ * times A's 1x128 scale of (row, block) and B's scale of (column, block) (layouts: kernels.h). */
+__global__ void ref_rows_e4m3_block_kernel(int m, int n, int k, const __nv_fp8_e4m3 *A,
+                                           const __nv_fp8_e4m3 *B, const int *rows, int nrows,
+                                           const float *sa, const float *sb, int b_blk,
+                                           float *out)
+{
+    size_t total = (size_t)nrows * n;
+    int kb_n = (k + 127) / 128;
+    size_t lda_s = (size_t)(m + 3) / 4 * 4;
+    size_t ldb_s = b_blk ? (size_t)(kb_n + 3) / 4 * 4 : (size_t)(n + 3) / 4 * 4;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < total;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        int r = rows[idx / n], j = (int)(idx % n);
+        const __nv_fp8_e4m3 *a = A + (size_t)r * k, *b = B + (size_t)j * k;
+        float s = 0;
+        for (int kb = 0; kb < kb_n; kb++) {
+            float part = 0;
+            int hi = (kb + 1) * 128 < k ? (kb + 1) * 128 : k;
+            for (int q = kb * 128; q < hi; q++) part += float(a[q]) * float(b[q]);
+            float scb = b_blk ? sb[(size_t)(j / 128) * ldb_s + kb] : sb[(size_t)kb * ldb_s + j];
+            s += part * sa[(size_t)kb * lda_s + r] * scb;
+        }
+        out[idx] = s;
+    }
+}
+
+extern "C" int bkk_ref_rows_e4m3_block(int m, int n, int k, const void *A, const void *B,
+                                       const int *rows, int nrows, const float *sa,
+                                       const float *sb, int b_blk, float *out, void *stream)
+{
+    size_t total = (size_t)nrows * n;
+    ref_rows_e4m3_block_kernel<<<grid_for(total, 128), 128, 0, (cudaStream_t)stream>>>(
+        m, n, k, (const __nv_fp8_e4m3 *)A, (const __nv_fp8_e4m3 *)B, rows, nrows, sa, sb, b_blk,
+        out);
+    return (int)cudaGetLastError();
+}
+
 extern "C" int bkk_fill_bf16(void *p, size_t n, uint32_t seed, float lo, float hi, void *stream)
 {
     fill_bf16_kernel<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(

@@ -33,6 +33,14 @@ int bkk_fill_e4m3(void *p, size_t n, uint32_t seed, float amp, void *stream);
 int bkk_e4m3_to_bf16(const void *in, void *out, size_t n, float scale, void *stream);
 int bkk_ref_rows_e4m3(int n, int k, const void *A, const void *B, const int *rows, int nrows,
                       float scale, float *out, void *stream);
+/* Blockwise FP8: random powers of two in [1/4, 4] (block scales; exact products), and rows[] of
+ * C = A B^T with A's scales per 1x128 block (sa, bk_block_scale_floats' VEC128 layout, leading
+ * dimension roundup(m, 4)) and B's per 128x128 block (b_blk, leading dimension
+ * roundup(ceil(k/128), 4)) or per 1x128 block (leading dimension roundup(n, 4)). */
+int bkk_fill_pow2(float *p, size_t n, uint32_t seed, void *stream);
+int bkk_ref_rows_e4m3_block(int m, int n, int k, const void *A, const void *B, const int *rows,
+                            int nrows, const float *sa, const float *sb, int b_blk, float *out,
+                            void *stream);
 
 /* An eager PyTorch kernel (costmodel/elementwise.h's ew_access, field for field; the patterns in
  * ew_pattern's order), run the way PyTorch's kernel of that pattern runs. Operands: out, a, b

@@ -375,6 +375,14 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
     }
     free(items);
     if (st != CM_OK) return st;
+    /* --fp8-recipe blockwise: the FP8 items run with block scales (DeepSeek-V3: 1x128 for
+     * activations and gradients, 128x128 for weights, so wgrad is 1x128 by 1x128) */
+    if (l->precision == PRECISION_FP8 && precision_fp8_recipe(l) == FP8_RECIPE_BLOCKWISE) {
+        work_list *ls[6] = {&w->layer_fwd, &w->layer_bwd, &w->moe_fwd, &w->moe_bwd,
+                            &w->head_fwd, &w->head_bwd};
+        for (int q = 0; q < 6; q++)
+            for (int i = 0; i < ls[q]->n; i++) ls[q]->item[i].fp8_block = ls[q]->item[i].fp8;
+    }
 
     /* Pipeline transfers (estimate.c p2p_cost): each TP rank sends its 1/tp slice. */
     w->p2p_bytes = tokens * m->hidden * 2.0 / l->tp;
@@ -511,7 +519,8 @@ static void print_list(FILE *f, const char *phase, const work_list *w, double re
         fprintf(f, "  %-5s %-22s ", phase, it->name);
         switch (it->kind) {
         case WORK_GEMM:
-            fprintf(f, "%-6s m=%-6.0f n=%-6.0f k=%-6.0f batch=%-3d", it->fp8 ? "fp8" : "gemm",
+            fprintf(f, "%-6s m=%-6.0f n=%-6.0f k=%-6.0f batch=%-3d",
+                    it->fp8_block ? "fp8blk" : it->fp8 ? "fp8" : "gemm",
                     it->m, it->n, it->k, it->batch);
             break;
         case WORK_STREAM:

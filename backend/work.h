@@ -81,6 +81,8 @@ typedef struct {
     bool weight_operand;       /* B is a layer weight (FSDP: read from the gathered unit) */
     bool fp8;                  /* runs in FP8 (e4m3 operands, bf16 C): the recipe's low-precision
                                   Linears of a --precision fp8 layout (layer_recipe.h) */
+    bool fp8_block;            /* the FP8 GEMM is blockwise (--fp8-recipe blockwise): A per 1x128
+                                  block, B per 128x128 block (fwd, dgrad) or 1x128 (wgrad) */
     /* STREAM / COLL */
     double bytes;
     ew_access access;          /* STREAM: the kernel's pattern and operands (elementwise.h) */

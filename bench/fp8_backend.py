@@ -15,6 +15,14 @@ Rounds alternate the order (round 1: plan then torch; round 2: torch then plan; 
 neither side always runs on the hotter GPU. The shapes are the ones plan calibrate measures for
 each --models model (QKV, attention out, MLP up and down at TP 1/2/4/8, 4096 tokens, and 8192^3).
 
+--blockwise adds DeepSeek-V3's blockwise FP8 on both sides: the backend's gemm_fp8_blockwise rows
+(cuBLASLt VEC128_32F x BLK128x128_32F, backend/bk_gemm.c) against torch.nn.functional.scaled_mm
+with ScalingType.BlockWise1x128 (activation, scales [m, k/128] outer-dim-major) and
+BlockWise128x128 (weight, scales [n/128, k/128] with k/128 padded to a multiple of 4, passed
+transposed), PyTorch's own layout (test_matmul_cuda.py, test_scaled_mm_vs_emulated_block_wise);
+the data: uniform bf16 quantized per block by the block's amax; each result checked against the
+fp32 product of the dequantized operands. Table fp8_blockwise_table.md.
+
 Usage (on the GPU machine):
   python3 bench/fp8_backend.py --bin .carry/fp8bk --models 8b,70b --rounds 2 --out DIR
 Writes DIR/calibrate_<model>_round<r>.csv (plan fit input), DIR/torch_round<r>.tsv,
@@ -38,6 +46,8 @@ p.add_argument("--rounds", type=int, default=2)
 p.add_argument("--repeats", type=int, default=7)
 p.add_argument("--min-repeat-s", type=float, default=2e-3)
 p.add_argument("--out", default=".")
+p.add_argument("--blockwise", action="store_true", help="also blockwise FP8 on both sides")
+p.add_argument("--no-bf16", action="store_true", help="skip the backend's bf16 rows")
 args = p.parse_args()
 os.makedirs(args.out, exist_ok=True)
 
@@ -64,8 +74,9 @@ def cublaslt_version():
 
 def plan_calibrate(model, rnd):
     path = os.path.join(args.out, f"calibrate_{model}_round{rnd}.csv")
-    cmd = [os.path.join(args.bin, "plan"), "calibrate", "--ops", "gemm,gemm_fp8", "--model", model,
-           "-o", path]
+    ops = ("gemm_fp8" if args.no_bf16 else "gemm,gemm_fp8") + (
+        ",gemm_fp8_blockwise" if args.blockwise else "")
+    cmd = [os.path.join(args.bin, "plan"), "calibrate", "--ops", ops, "--model", model, "-o", path]
     log(f"# run: {' '.join(cmd)}")
     r = subprocess.run(cmd, capture_output=True, text=True)
     sys.stdout.write(r.stdout)
@@ -143,6 +154,111 @@ def torch_fp8(m, n, k):
     return statistics.median(times), (max(times) - min(times)) / statistics.median(times), err
 
 
+BLOCK_API = {"how": None}
+
+
+def quant_1x128(x):
+    """e4m3 of x[r, k] per 1x128 block; scales [r, k/128] outer-dim-major (stride (1, r))."""
+    r, k = x.shape
+    xb = x.float().view(r, k // 128, 128)
+    s = xb.abs().amax(-1) / E4M3_MAX
+    q = (xb / s.unsqueeze(-1)).clamp(-E4M3_MAX, E4M3_MAX).to(E4M3).view(r, k)
+    return q, s.t().contiguous().t()
+
+
+def quant_128x128(w):
+    """e4m3 of w[n, k] per 128x128 block; scales [n/128, k/128]."""
+    n, k = w.shape
+    wb = w.float().view(n // 128, 128, k // 128, 128)
+    s = wb.abs().amax(dim=(1, 3)) / E4M3_MAX
+    q = (wb / s[:, None, :, None]).clamp(-E4M3_MAX, E4M3_MAX).to(E4M3).view(n, k)
+    return q, s
+
+
+def block_call(xq, wq, xs, ws):
+    """torch's blockwise scaled_mm of x[m,k] w[n,k]^T: the first calling convention that runs."""
+    import torch.nn.functional as F
+    kb = ws.shape[1]
+    wpad = torch.nn.functional.pad(ws, (0, -kb % 4)) if kb % 4 else ws
+    tries = []
+    if hasattr(F, "scaled_mm") and hasattr(F, "ScalingType"):
+        ST = F.ScalingType
+        tries.append(("F.scaled_mm, 128x128 scales padded to 4 and transposed",
+                      lambda: F.scaled_mm(xq, wq.t(), scale_a=xs, scale_recipe_a=ST.BlockWise1x128,
+                                          scale_b=wpad.t(), scale_recipe_b=ST.BlockWise128x128,
+                                          output_dtype=torch.bfloat16)))
+        tries.append(("F.scaled_mm, 128x128 scales transposed",
+                      lambda: F.scaled_mm(xq, wq.t(), scale_a=xs, scale_recipe_a=ST.BlockWise1x128,
+                                          scale_b=ws.t(), scale_recipe_b=ST.BlockWise128x128,
+                                          output_dtype=torch.bfloat16)))
+    tries.append(("torch._scaled_mm, scales by shape",
+                  lambda: torch._scaled_mm(xq, wq.t(), scale_a=xs, scale_b=ws.t(),
+                                           out_dtype=torch.bfloat16)))
+    if BLOCK_API["how"] is not None:
+        tries = [t for t in tries if t[0] == BLOCK_API["how"]]
+    errors = []
+    for name, fn in tries:
+        try:
+            y = fn()
+            BLOCK_API["how"] = name
+            return y, fn
+        except Exception as e:  # noqa: BLE001 - every refusal is reported
+            errors.append(f"{name}: {type(e).__name__}: {str(e)[:200]}")
+    raise RuntimeError("; ".join(errors))
+
+
+def torch_fp8_block(m, n, k):
+    """Median seconds of torch's blockwise scaled_mm (1x128 x 128x128), and its check error."""
+    set_bytes = m * k + n * k + 2 * m * n
+    nsets = min(8, (256 << 20) // set_bytes + 1)
+    sets = []
+    for _ in range(nsets):
+        xq, xs = quant_1x128(rnd_bf16(m, k))
+        wq, ws = quant_128x128(rnd_bf16(n, k))
+        sets.append((xq, wq, xs, ws))
+    xq, wq, xs, ws = sets[0]
+    y, _ = block_call(xq, wq, xs, ws)
+    xd = (xq.float().view(m, k // 128, 128) * xs.unsqueeze(-1)).view(m, k)
+    wd = (wq.float().view(n // 128, 128, k // 128, 128) * ws[:, None, :, None]).view(n, k)
+    ref = xd @ wd.t()
+    err = ((y.float() - ref).norm() / ref.norm()).item()
+    del xd, wd, ref, y
+    fns = [block_call(*st)[1] for st in sets]
+    i = [0]
+
+    def launch():
+        fns[i[0] % nsets]()
+        i[0] += 1
+
+    t = time_launch(launch)
+    del sets, fns
+    torch.cuda.empty_cache()
+    return t[0], t[1], err
+
+
+def time_launch(launch):
+    """The method of torch_fp8: warm-up, a probe sizing the repeats, the median of the repeats."""
+    for _ in range(3):
+        launch()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    for _ in range(3):
+        launch()
+    e1.record()
+    torch.cuda.synchronize()
+    one = max(e0.elapsed_time(e1) / 3e3, 1e-9)
+    iters = max(1, min(200, int(args.min_repeat_s / one + 0.999)))
+    times = []
+    for _ in range(args.repeats):
+        e0.record()
+        for _ in range(iters):
+            launch()
+        e1.record()
+        torch.cuda.synchronize()
+        times.append(e0.elapsed_time(e1) / 1e3 / iters)
+    return statistics.median(times), (max(times) - min(times)) / statistics.median(times)
+
+
 def torch_round(shapes, rnd):
     out = {}
     path = os.path.join(args.out, f"torch_round{rnd}.tsv")
@@ -153,7 +269,17 @@ def torch_round(shapes, rnd):
             out[(model, name)] = (t, err)
             f.write(f"{model}\t{name}\t{m}\t{n}\t{k}\t{t:.6e}\t{2 * m * n * k / t / 1e12:.1f}\t"
                     f"{spread:.4f}\t{err:.3e}\n")
-    log(f"# torch round {rnd}: {len(out)} shapes timed -> {path}")
+            if args.blockwise:
+                try:
+                    t, spread, err = torch_fp8_block(m, n, k)
+                except RuntimeError as e:
+                    log(f"# torch blockwise {model} {name}: refused: {e}")
+                    continue
+                out[(model, "blk:" + name)] = (t, err)
+                f.write(f"{model}\tblk:{name}\t{m}\t{n}\t{k}\t{t:.6e}\t"
+                        f"{2 * m * n * k / t / 1e12:.1f}\t{spread:.4f}\t{err:.3e}\n")
+    log(f"# torch round {rnd}: {len(out)} GEMMs timed -> {path}"
+        + (f"; blockwise through {BLOCK_API['how']}" if args.blockwise else ""))
     return out
 
 
@@ -225,3 +351,59 @@ table = "\n".join(lines) + "\n\n" + summary + "\n"
 with open(os.path.join(args.out, "fp8_backend_table.md"), "w") as f:
     f.write(table)
 log(table)
+
+if args.blockwise:
+    # blockwise: backend vs torch per round, and blockwise over per-tensor (backend, same run)
+    lines = []
+    hdr = ("| model | shape | m | n | k | " +
+           " | ".join(f"backend r{r} | torch r{r} | ratio r{r}" for r in range(1, args.rounds + 1)) +
+           " | mean ratio | blockwise/per-tensor (backend) | check backend / torch |")
+    lines.append(hdr)
+    lines.append("|" + "---|" * (hdr.count("|") - 1))
+    ratios_all, rel_all, worst = [], [], 0.0
+    for (model, name) in seen:
+        m, n, k = shapes[(model, name)]
+        flops = 2.0 * m * n * k
+        cells, ratios, rels, checks = [], [], [], []
+        for r in range(1, args.rounds + 1):
+            row = plan_res[r].get((model, "gemm_fp8_blockwise", name))
+            tt = torch_res[r].get((model, "blk:" + name))
+            if not row:
+                cells.append("- | - | -")
+                continue
+            tb = float(row["time_s"])
+            pt = float(plan_res[r][(model, "gemm_fp8", name)]["time_s"])
+            rels.append(pt / tb)
+            checks.append(float(row["check_error"]))
+            if tt:
+                ratios.append(tt[0] / tb)
+                cells.append(f"{flops / tb / 1e12:.1f} | {flops / tt[0] / 1e12:.1f} | "
+                             f"{tt[0] / tb:.3f}")
+            else:
+                cells.append(f"{flops / tb / 1e12:.1f} | - | -")
+        mean = sum(ratios) / len(ratios) if ratios else float("nan")
+        if ratios:
+            ratios_all.append(mean)
+        rel = sum(rels) / len(rels) if rels else float("nan")
+        if rels:
+            rel_all.append(rel)
+        cb = max(checks) if checks else float("nan")
+        worst = max(worst, cb) if checks else worst
+        ct = max((torch_res[r][(model, "blk:" + name)][1] for r in range(1, args.rounds + 1)
+                  if (model, "blk:" + name) in torch_res[r]), default=float("nan"))
+        lines.append(f"| {model} | {name} | {m} | {n} | {k} | " + " | ".join(cells) +
+                     f" | {mean:.3f} | {rel:.3f} | {cb:.1e} / {ct:.1e} |")
+    summary = f"blockwise through torch: {BLOCK_API['how']}; "
+    if ratios_all:
+        summary += (f"shapes {len(ratios_all)}; mean ratio (torch time / backend time) median "
+                    f"{statistics.median(ratios_all):.3f}, min {min(ratios_all):.3f}, max "
+                    f"{max(ratios_all):.3f}; shapes below 0.97: "
+                    f"{sum(1 for r in ratios_all if r < 0.97)}; ")
+    if rel_all:
+        summary += (f"backend blockwise/per-tensor rate median {statistics.median(rel_all):.3f} "
+                    f"(min {min(rel_all):.3f}, max {max(rel_all):.3f}); ")
+    summary += f"worst backend check {worst:.2e}"
+    table = "\n".join(lines) + "\n\n" + summary + "\n"
+    with open(os.path.join(args.out, "fp8_blockwise_table.md"), "w") as f:
+        f.write(table)
+    log(table)

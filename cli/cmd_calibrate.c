@@ -30,9 +30,11 @@
 static void usage(void)
 {
     printf("usage: plan calibrate [options]\n"
-           "  --ops LIST        gemm,gemm_fp8,all_reduce,all_gather,reduce_scatter,all_to_all,\n"
-           "                    send_recv (or all, collectives; default all; gemm_fp8: e4m3\n"
-           "                    operands with per-tensor scales, bf16 result, on FP8 GPUs)\n"
+           "  --ops LIST        gemm,gemm_fp8,gemm_fp8_blockwise,all_reduce,all_gather,\n"
+           "                    reduce_scatter,all_to_all,send_recv (or all, collectives;\n"
+           "                    default all; gemm_fp8: e4m3 operands with per-tensor scales,\n"
+           "                    bf16 result, on FP8 GPUs; gemm_fp8_blockwise: 1x128 by 128x128\n"
+           "                    block scales, on Hopper)\n"
            "  --max-bytes N     largest collective message, with K/M/G suffix (default 1G)\n"
            "  --gpus N          use the first N local GPUs (default all)\n"
            "  --model M         model whose GEMM shapes are measured (default 8b)\n"
@@ -102,6 +104,55 @@ static cm_status calibrate_fp8(bk_ctx *ctx, const calib_shape *shapes, int nshap
         if (!ok) *status = 1;
         calib_row r = {.op = "gemm_fp8", .dtype = "e4m3", .name = s->name, .m = s->m, .n = s->n,
                        .k = s->k, .bytes = 1.0 * (s->m * s->k + s->n * s->k) + 2.0 * s->m * s->n,
+                       .group_size = 1, .span = "intra", .time_s = g.time_s,
+                       .tflops = g.flops_per_s / 1e12, .check_error = g.check_error,
+                       .spread = g.spread};
+        calib_csv_row(out, &r);
+        fprintf(human, "%-16s %6ld %6ld %6ld %10.4f %8.1f %9.2e%s\n", s->name, s->m, s->n, s->k,
+                g.time_s * 1e3, g.flops_per_s / 1e12, g.check_error, ok ? "" : " FAILED");
+    }
+    return CM_OK;
+}
+
+/* Blockwise FP8 GEMMs (DeepSeek-V3: A's scales per 1x128 block, B's per 128x128 block, as the
+ * forward and dgrad of --fp8-recipe blockwise run) at the same shapes: checks first (every
+ * output element, random power-of-two block scales; also the 1x128 by 1x128 wgrad case), then
+ * each shape timed and checked on sampled rows. */
+static cm_status calibrate_fp8_block(bk_ctx *ctx, const calib_shape *shapes, int nshapes,
+                                     const bk_timing *tm, FILE *out, FILE *human,
+                                     FILE *progress, int *status, char *err, size_t errlen)
+{
+    static const long small[2][3] = {{256, 384, 512}, {384, 256, 1024}};
+    double worst = 0;
+    for (int i = 0; i < 2; i++) {
+        double rel;
+        cm_status st = bk_gemm_check_fp8_block(ctx, 0, i == 0, small[i][0], small[i][1],
+                                               small[i][2], &rel, err, errlen);
+        if (st != CM_OK) return st;
+        if (!(rel <= worst)) worst = rel;
+    }
+    fprintf(human, "\nBlockwise FP8 GEMM check vs fp32 reference applying each block's scale "
+                   "(256x384x512 1x128 by 128x128, 384x256x1024 1x128 by 1x128): rel. error "
+                   "%.2e %s\n",
+            worst, worst < FP8_CHECK_MAX ? "ok" : "FAILED");
+    if (!(worst < FP8_CHECK_MAX)) *status = 1;
+    fprintf(human, "\n%-16s %6s %6s %6s %10s %8s %9s\n", "gemm (fp8 block)", "m", "n", "k",
+            "time ms", "TFLOP/s", "check");
+    for (int i = 0; i < nshapes; i++) {
+        const calib_shape *s = &shapes[i];
+        fprintf(progress, "calibrate: gemm_fp8_blockwise %s\n", s->name);
+        bk_gemm_result g;
+        cm_status st = bk_gemm_time_fp8_block(ctx, 0, true, s->m, s->n, s->k, tm, &g, err,
+                                              errlen);
+        if (st != CM_OK) return st;
+        bool ok = g.check_error < FP8_CHECK_MAX;
+        if (!ok) *status = 1;
+        /* operands, result and the fp32 scales (1x128 of A, 128x128 of B) */
+        double scales = 4.0 * ((double)s->m * ((s->k + 127) / 128) +
+                               (double)((s->n + 127) / 128) * ((s->k + 127) / 128));
+        calib_row r = {.op = "gemm_fp8_blockwise", .dtype = "e4m3", .name = s->name, .m = s->m,
+                       .n = s->n, .k = s->k,
+                       .bytes = 1.0 * (s->m * s->k + s->n * s->k) + 2.0 * s->m * s->n + scales,
                        .group_size = 1, .span = "intra", .time_s = g.time_s,
                        .tflops = g.flops_per_s / 1e12, .check_error = g.check_error,
                        .spread = g.spread};
@@ -208,10 +259,12 @@ int cmd_calibrate(int argc, char **argv)
     int nsizes = calib_sizes(max_bytes, sizes, MAX_SIZES);
 
     if (list) {
-        for (int f = 0; f < 2; f++)
-            for (int i = 0; (mask & (f ? CALIB_GEMM_FP8 : CALIB_GEMM)) && i < nshapes; i++)
-                printf("%s %-16s m=%ld n=%ld k=%ld\n", f ? "gemm_fp8" : "gemm", shapes[i].name,
-                       shapes[i].m, shapes[i].n, shapes[i].k);
+        static const unsigned fbit[3] = {CALIB_GEMM, CALIB_GEMM_FP8, CALIB_GEMM_FP8_BLOCK};
+        static const char *fname[3] = {"gemm", "gemm_fp8", "gemm_fp8_blockwise"};
+        for (int f = 0; f < 3; f++)
+            for (int i = 0; (mask & fbit[f]) && i < nshapes; i++)
+                printf("%s %-16s m=%ld n=%ld k=%ld\n", fname[f], shapes[i].name, shapes[i].m,
+                       shapes[i].n, shapes[i].k);
         for (int op = 0; op < COLL_COUNT; op++) {
             if (!(mask & CALIB_COLL(op))) continue;
             printf("%s group sizes 2..%s, %d sizes %zu..%zu bytes\n", collective_get(op)->name,
@@ -303,6 +356,19 @@ int cmd_calibrate(int argc, char **argv)
                     bk_device_name(ctx));
         } else if (calibrate_fp8(ctx, shapes, nshapes, &tm, out, human, progress, &status, err,
                                  sizeof err) != CM_OK) {
+            fprintf(stderr, "plan: error: %s\n", err);
+            status = 1;
+            hard = true;
+            goto end;
+        }
+    }
+    if (nshapes && root && (mask & CALIB_GEMM_FP8_BLOCK)) {
+        if (!bk_has_fp8_block(ctx)) {
+            fprintf(human, "gemm_fp8_blockwise: skipped, %s is not Hopper (sm_90: cuBLASLt's "
+                           "1x128/128x128 block scaling)\n",
+                    bk_device_name(ctx));
+        } else if (calibrate_fp8_block(ctx, shapes, nshapes, &tm, out, human, progress, &status,
+                                       err, sizeof err) != CM_OK) {
             fprintf(stderr, "plan: error: %s\n", err);
             status = 1;
             hard = true;

@@ -116,8 +116,8 @@ int cmd_fit(int argc, char **argv)
 
 fit:
     printf("Fits of %s over the %s preset\n\n", csv_path, sys.name);
-    fit_gemm_result g = {0}, g8 = {0};
-    if (r.ngemm_fp8 > 0 && r.ngemm == 0) {
+    fit_gemm_result g = {0}, g8 = {0}, gb = {0};
+    if ((r.ngemm_fp8 > 0 || r.ngemm_fp8_block > 0) && r.ngemm == 0) {
         calib_csv_free(&r);
         return cli_error("the CSV has FP8 GEMM rows but no bf16 ones: the FP8 ratio is FP8's "
                          "efficiency over bf16's in the same run; run plan calibrate with "
@@ -153,6 +153,22 @@ fit:
                "0.9135; applied to --precision fp8)\n",
                g8.points, g8.efficiency, g8.efficiency_sd, g8.overhead_s * 1e6,
                100 * g8.rms_rel_residual, sys.fp8_gemm_ratio, sys.fp8_gemm_ratio_sd);
+    }
+    if (r.ngemm_fp8_block > 0) {
+        /* blockwise FP8 (1x128 by 128x128 scales) the same way: its own ratio, which
+         * --fp8-recipe blockwise takes (precision.c) */
+        if (fit_gemm_fp8(&sys, r.gemm_fp8_block, r.ngemm_fp8_block, g.overhead_s, &gb, err,
+                         sizeof err) != CM_OK) {
+            calib_csv_free(&r);
+            return cli_error(err);
+        }
+        fit_apply_fp8_blockwise_ratio(&sys, &g, &gb);
+        printf("Blockwise FP8 GEMM (%d shapes, 1x128 by 128x128 scales): efficiency %.3f +- %.3f "
+               "of the FP8 peak, rms relative residual %.1f%%\n"
+               "  ratio to bf16's efficiency %.3f +- %.3f (precision.c's measured table: "
+               "0.8265; applied to --fp8-recipe blockwise)\n",
+               gb.points, gb.efficiency, gb.efficiency_sd, 100 * gb.rms_rel_residual,
+               sys.fp8_blockwise_gemm_ratio, sys.fp8_blockwise_gemm_ratio_sd);
     }
     printf("\n%-15s %5s %6s %12s %18s %9s %6s\n", "collective", "gpus", "span", "alpha_us",
            "busbw_GB/s", "rms_res", "points");
@@ -190,6 +206,12 @@ fit:
                       "fp8_overhead_s", g8.overhead_s, "fp8_rms_rel_residual",
                       g8.rms_rel_residual, "bf16_efficiency", g.efficiency, "bf16_efficiency_sd",
                       g.efficiency_sd, "bf16_overhead_s", g.overhead_s));
+    if (gb.points > 0)
+        json_object_set_new(
+            extra, "fp8_blockwise_gemm_fit",
+            json_pack("{s:i, s:f, s:f, s:f, s:f}", "points", gb.points, "efficiency",
+                      gb.efficiency, "efficiency_sd", gb.efficiency_sd, "rms_rel_residual",
+                      gb.rms_rel_residual, "bf16_efficiency", g.efficiency));
     cm_status st = profile_write(out, &sys, extra, err, sizeof err);
     json_decref(extra);
     if (st != CM_OK) return cli_error(err);

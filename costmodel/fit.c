@@ -134,13 +134,26 @@ cm_status fit_gemm_fp8(const system_spec *sys, const fit_gemm_obs *obs, int n,
     return fit_roofline(&d, obs, n, out, err, errlen);
 }
 
+/* lp's efficiency over bf16's, with the propagated sd of a ratio of independent estimates */
+static void efficiency_ratio(const fit_gemm_result *bf16, const fit_gemm_result *lp, double *r,
+                             double *sd)
+{
+    *r = lp->efficiency / bf16->efficiency;
+    double a = lp->efficiency_sd / lp->efficiency, b = bf16->efficiency_sd / bf16->efficiency;
+    *sd = *r * sqrt(a * a + b * b);
+}
+
 void fit_apply_fp8_ratio(system_spec *sys, const fit_gemm_result *bf16,
                          const fit_gemm_result *fp8)
 {
-    double r = fp8->efficiency / bf16->efficiency;
-    double a = fp8->efficiency_sd / fp8->efficiency, b = bf16->efficiency_sd / bf16->efficiency;
-    sys->fp8_gemm_ratio = r;
-    sys->fp8_gemm_ratio_sd = r * sqrt(a * a + b * b);
+    efficiency_ratio(bf16, fp8, &sys->fp8_gemm_ratio, &sys->fp8_gemm_ratio_sd);
+}
+
+void fit_apply_fp8_blockwise_ratio(system_spec *sys, const fit_gemm_result *bf16,
+                                   const fit_gemm_result *blk)
+{
+    efficiency_ratio(bf16, blk, &sys->fp8_blockwise_gemm_ratio,
+                     &sys->fp8_blockwise_gemm_ratio_sd);
 }
 
 cm_status fit_collective(collective_op op, int group_size, bool spans_nodes,

@@ -43,6 +43,12 @@ cm_status fit_gemm_fp8(const system_spec *sys, const fit_gemm_obs *obs, int n,
 void fit_apply_fp8_ratio(system_spec *sys, const fit_gemm_result *bf16,
                          const fit_gemm_result *fp8);
 
+/* The same ratio for blockwise FP8 GEMMs (gemm_fp8_blockwise rows fitted with fit_gemm_fp8:
+ * their fp32 block scales are under 1% of the operand bytes) onto
+ * sys->fp8_blockwise_gemm_ratio. */
+void fit_apply_fp8_blockwise_ratio(system_spec *sys, const fit_gemm_result *bf16,
+                                   const fit_gemm_result *blk);
+
 typedef struct {
     double bytes;
     double time_s;

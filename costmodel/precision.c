@@ -300,8 +300,14 @@ double precision_gemm_ratio(const system_spec *sys, const layout *l)
     precision_rules_of(l, &r);
     if (!precision_is_low(l)) return 1.0;
     /* A calibration profile's ratio (plan fit of plan calibrate's gemm_fp8 rows: per-tensor
-     * scaled e4m3 GEMMs through cuBLASLt) replaces the table for FP8; blockwise scaling keeps
-     * its measured cost relative to per-tensor scaling (RATIO_BLOCKWISE / RATIO_PER_TENSOR). */
+     * scaled e4m3 GEMMs through cuBLASLt) replaces the table for FP8; blockwise scaling takes
+     * the profile's own blockwise ratio (gemm_fp8_blockwise rows: the backend's cuBLASLt
+     * VEC128 x BLK128x128 GEMMs, bench/results/fp8_backend_2026-11-27/blockwise_run) where it
+     * has one, else keeps its measured cost relative to per-tensor scaling
+     * (RATIO_BLOCKWISE / RATIO_PER_TENSOR). */
+    if (l->precision == PRECISION_FP8 && precision_fp8_recipe(l) == FP8_RECIPE_BLOCKWISE &&
+        sys->fp8_blockwise_gemm_ratio > 0)
+        return sys->fp8_blockwise_gemm_ratio;
     if (l->precision == PRECISION_FP8 && sys->fp8_gemm_ratio > 0)
         return sys->fp8_gemm_ratio * r.gemm_efficiency_ratio / RATIO_PER_TENSOR;
     int row = gpu_ratio_row(sys);
@@ -313,6 +319,10 @@ double precision_gemm_ratio(const system_spec *sys, const layout *l)
 
 const char *precision_gemm_ratio_source(const system_spec *sys)
 {
+    if (sys->fp8_gemm_ratio > 0 && sys->fp8_blockwise_gemm_ratio > 0)
+        return "fp8: calibrated, the profile's fp8_gemm ratio (plan fit of plan calibrate's FP8 "
+               "GEMMs) and, for blockwise, its fp8_blockwise_gemm ratio (plan calibrate's "
+               "gemm_fp8_blockwise GEMMs)";
     if (sys->fp8_gemm_ratio > 0)
         return "fp8: calibrated, the profile's fp8_gemm ratio (plan fit of plan calibrate's FP8 "
                "GEMMs; blockwise scaled by its measured cost over per-tensor)";

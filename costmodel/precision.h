@@ -119,7 +119,8 @@ cm_status precision_check_model(const model_spec *m, const layout *l, char *err,
 
 /* The achieved fraction of the low-precision peak over the bf16 GEMM's achieved fraction of
  * the bf16 peak for l's recipe on sys's GPU: a calibration profile's fitted FP8 ratio
- * (sys->fp8_gemm_ratio, plan fit) for fp8, else the measured Hopper ratios of precision_rules on
+ * (sys->fp8_gemm_ratio, plan fit) for fp8 (sys->fp8_blockwise_gemm_ratio for the blockwise
+ * recipe where the profile has it), else the measured Hopper ratios of precision_rules on
  * H100/H200/H800/H20, published MAMF ratios on Blackwell, 1 elsewhere (precision.c); and a
  * line saying where it comes from. */
 double precision_gemm_ratio(const system_spec *sys, const layout *l);

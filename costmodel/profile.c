@@ -40,19 +40,24 @@ static cm_status apply_calibration(const json_t *cal, const char *path, system_s
                            "profile '%s': calibration.gemm_efficiency_sd must be in [0, 1]", path);
         sys->gemm_efficiency_sd = json_number_value(sd);
     }
-    /* "fp8_gemm": {"ratio": r, "ratio_sd": s}: precision.h's FP8 GEMM ratio fitted by plan fit */
-    const json_t *f8 = json_object_get(cal, "fp8_gemm");
-    if (f8) {
+    /* "fp8_gemm": {"ratio": r, "ratio_sd": s}: precision.h's FP8 GEMM ratio fitted by plan fit;
+     * "fp8_blockwise_gemm": the same for blockwise FP8 GEMMs */
+    static const char *const keys[2] = {"fp8_gemm", "fp8_blockwise_gemm"};
+    double *dst[2][2] = {{&sys->fp8_gemm_ratio, &sys->fp8_gemm_ratio_sd},
+                         {&sys->fp8_blockwise_gemm_ratio, &sys->fp8_blockwise_gemm_ratio_sd}};
+    for (int q = 0; q < 2; q++) {
+        const json_t *f8 = json_object_get(cal, keys[q]);
+        if (!f8) continue;
         const json_t *r = json_object_get(f8, "ratio"), *rs = json_object_get(f8, "ratio_sd");
         if (!json_is_object(f8) || !json_is_number(r) || !(json_number_value(r) > 0) ||
             json_number_value(r) > 2 || (rs && (!json_is_number(rs) || json_number_value(rs) < 0)))
             return cm_fail(err, errlen, CM_EPARSE,
-                           "profile '%s': calibration.fp8_gemm needs \"ratio\" in (0, 2] (the "
+                           "profile '%s': calibration.%s needs \"ratio\" in (0, 2] (the "
                            "FP8 GEMM's fraction of the FP8 peak over bf16's of the bf16 peak) "
                            "and an optional \"ratio_sd\" >= 0",
-                           path);
-        sys->fp8_gemm_ratio = json_number_value(r);
-        sys->fp8_gemm_ratio_sd = rs ? json_number_value(rs) : 0;
+                           path, keys[q]);
+        *dst[q][0] = json_number_value(r);
+        *dst[q][1] = rs ? json_number_value(rs) : 0;
     }
     const json_t *arr = json_object_get(cal, "collectives");
     if (!arr) return CM_OK;
@@ -376,6 +381,10 @@ cm_status profile_write(const char *path, const system_spec *sys, const void *ex
     if (sys->fp8_gemm_ratio > 0)
         json_object_set_new(cal, "fp8_gemm", json_pack("{s:f, s:f}", "ratio", sys->fp8_gemm_ratio,
                                                        "ratio_sd", sys->fp8_gemm_ratio_sd));
+    if (sys->fp8_blockwise_gemm_ratio > 0)
+        json_object_set_new(cal, "fp8_blockwise_gemm",
+                            json_pack("{s:f, s:f}", "ratio", sys->fp8_blockwise_gemm_ratio,
+                                      "ratio_sd", sys->fp8_blockwise_gemm_ratio_sd));
     json_object_set_new(root, "calibration", cal);
     if (sys->step.active) {
         json_t *st = json_object(), *names = json_array(), *mat = json_array();

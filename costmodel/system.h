@@ -147,6 +147,10 @@ typedef struct {
                                            bf16 peak, fitted from plan calibrate (fit.h); 0: not
                                            calibrated, precision.c's measured table stands */
     double fp8_gemm_ratio_sd;
+    double fp8_blockwise_gemm_ratio;    /* the same ratio for blockwise FP8 GEMMs (1x128 by 128x128
+                                           scales, plan calibrate's gemm_fp8_blockwise rows); 0:
+                                           not calibrated (precision.c) */
+    double fp8_blockwise_gemm_ratio_sd;
     int n_collective_fits;
     system_collective_fit collective_fits[SYSTEM_MAX_COLLECTIVE_FITS];
     system_step step;                   /* step-level corrections (inactive unless a profile has

@@ -95,11 +95,12 @@ static void on_row(int ch, void *data)
     const char *op = r->cells[col(r, "op")];
     double t;
     if (!positive_cell(r, "time_s", &t)) goto done;
-    bool fp8 = !strcmp(op, "gemm_fp8");
-    if (fp8 || !strcmp(op, "gemm")) {
+    bool fp8 = !strcmp(op, "gemm_fp8"), blk = !strcmp(op, "gemm_fp8_blockwise");
+    if (fp8 || blk || !strcmp(op, "gemm")) {
         fit_gemm_obs g = {.time_s = t};
-        fit_gemm_obs **list = fp8 ? &o->gemm_fp8 : &o->gemm;
-        int *cap = fp8 ? &o->capgemm_fp8 : &o->capgemm, *cnt = fp8 ? &o->ngemm_fp8 : &o->ngemm;
+        fit_gemm_obs **list = blk ? &o->gemm_fp8_block : fp8 ? &o->gemm_fp8 : &o->gemm;
+        int *cap = blk ? &o->capgemm_fp8_block : fp8 ? &o->capgemm_fp8 : &o->capgemm;
+        int *cnt = blk ? &o->ngemm_fp8_block : fp8 ? &o->ngemm_fp8 : &o->ngemm;
         if (!positive_cell(r, "m", &g.m) || !positive_cell(r, "n", &g.n) ||
             !positive_cell(r, "k", &g.k))
             goto done;
@@ -157,6 +158,7 @@ void calib_csv_free(calib_csv *c)
     for (int i = 0; i < c->ncolls; i++) free(c->colls[i].obs);
     free(c->gemm);
     free(c->gemm_fp8);
+    free(c->gemm_fp8_block);
     memset(c, 0, sizeof *c);
 }
 

@@ -32,6 +32,8 @@ typedef struct {
     int ngemm, capgemm;
     fit_gemm_obs *gemm_fp8;    /* op "gemm_fp8": e4m3 operands, bf16 result (issue 16) */
     int ngemm_fp8, capgemm_fp8;
+    fit_gemm_obs *gemm_fp8_block; /* op "gemm_fp8_blockwise": 1x128 by 128x128 block scales */
+    int ngemm_fp8_block, capgemm_fp8_block;
     calib_csv_collective colls[CALIB_CSV_MAX_GROUPS];
     int ncolls;
 } calib_csv;

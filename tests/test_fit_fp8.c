@@ -3,7 +3,9 @@
  * apart from the bf16 ones, the FP8 roofline fit recovers a known efficiency (fixed cost held at
  * bf16's), the ratio of the two efficiencies and its propagated sd are what a hand computes, a
  * profile carries the ratio and refuses a bad one, and precision_gemm_ratio takes it for FP8
- * (blockwise scaled by its measured cost over per-tensor). No GPU.
+ * (blockwise scaled by its measured cost over per-tensor). Blockwise FP8 (gemm_fp8_blockwise
+ * rows): read into their own list, fitted to their own ratio, carried by a profile as
+ * fp8_blockwise_gemm, and taken by --fp8-recipe blockwise alone. No GPU.
  */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -159,6 +161,59 @@ static void test_profile_fp8(void **state)
     unlink(p);
 }
 
+/* Blockwise: rows of their own, a ratio of their own (0.62 / 0.75 = 0.826667, sd from 0.0124
+ * and 0.015: 0.826667 * sqrt(0.02^2 + 0.02^2) = 0.0233812), a profile section of their own,
+ * and precision_gemm_ratio gives it to the blockwise recipe only. */
+static void test_fp8_blockwise(void **state)
+{
+    (void)state;
+    const char *p = test_tmp_path("plan_calib_fp8_block.csv");
+    write_text(p, "op,dtype,name,m,n,k,bytes,group_size,span,time_s\n"
+                  "gemm,bf16,a,4096,4096,4096,1,1,intra,2.0e-4\n"
+                  "gemm_fp8,e4m3,a,4096,4096,4096,1,1,intra,1.1e-4\n"
+                  "gemm_fp8_blockwise,e4m3,a,4096,4096,4096,1,1,intra,1.3e-4\n"
+                  "gemm_fp8_blockwise,e4m3,b,4096,1536,4096,1,1,intra,6.0e-5\n");
+    calib_csv c;
+    char err[CM_ERRLEN];
+    assert_int_equal(calib_csv_read(p, &c, err, sizeof err), CM_OK);
+    assert_int_equal(c.ngemm, 1);
+    assert_int_equal(c.ngemm_fp8, 1);
+    assert_int_equal(c.ngemm_fp8_block, 2);
+    assert_true(c.gemm_fp8_block[1].n == 1536 && c.gemm_fp8_block[1].time_s == 6.0e-5);
+    calib_csv_free(&c);
+
+    system_spec s = base();
+    fit_gemm_result bf16 = {.efficiency = 0.75, .efficiency_sd = 0.015};
+    fit_gemm_result blk = {.efficiency = 0.62, .efficiency_sd = 0.0124};
+    fit_apply_fp8_blockwise_ratio(&s, &bf16, &blk);
+    assert_true(fabs(s.fp8_blockwise_gemm_ratio - 0.62 / 0.75) < 1e-12);
+    assert_true(fabs(s.fp8_blockwise_gemm_ratio_sd - 0.0233812) < 1e-6);
+    assert_true(s.fp8_gemm_ratio == 0); /* the per-tensor ratio is not touched */
+
+    s.fp8_gemm_ratio = 0.95;
+    p = test_tmp_path("plan_profile_fp8_block.json");
+    assert_int_equal(profile_write(p, &s, NULL, err, sizeof err), CM_OK);
+    system_spec r = base();
+    assert_int_equal(profile_overlay(p, &r, err, sizeof err), CM_OK);
+    assert_true(fabs(r.fp8_blockwise_gemm_ratio - s.fp8_blockwise_gemm_ratio) < 1e-9);
+    assert_true(fabs(r.fp8_blockwise_gemm_ratio_sd - s.fp8_blockwise_gemm_ratio_sd) < 1e-9);
+    assert_true(fabs(r.fp8_gemm_ratio - 0.95) < 1e-9);
+    snprintf(r.gpu_name, sizeof r.gpu_name, "H100-SXM5-80GB");
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.precision = PRECISION_FP8;
+    l.fp8_recipe = FP8_RECIPE_BLOCKWISE;
+    assert_true(fabs(precision_gemm_ratio(&r, &l) - 0.62 / 0.75) < 1e-9);
+    assert_non_null(strstr(precision_gemm_ratio_source(&r), "fp8_blockwise_gemm"));
+    l.fp8_recipe = FP8_RECIPE_TENSORWISE;
+    assert_true(fabs(precision_gemm_ratio(&r, &l) - 0.95) < 1e-9);
+    l.fp8_recipe = FP8_RECIPE_DELAYED;
+    assert_true(fabs(precision_gemm_ratio(&r, &l) - 0.95) < 1e-9);
+    write_text(p, "{\"calibration\": {\"fp8_blockwise_gemm\": {\"ratio\": 0}}}");
+    assert_int_equal(profile_overlay(p, &r, err, sizeof err), CM_EPARSE);
+    assert_non_null(strstr(err, "fp8_blockwise_gemm"));
+    unlink(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +221,7 @@ int main(void)
         cmocka_unit_test(test_fp8_ratio),
         cmocka_unit_test(test_csv_fp8_rows),
         cmocka_unit_test(test_profile_fp8),
+        cmocka_unit_test(test_fp8_blockwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

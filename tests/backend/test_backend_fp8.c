@@ -4,7 +4,8 @@
  * work items; the attention core, the output layer and the MoE router stay bf16; the recipe's
  * quantize kernels are work items of the bytes precision.c prices (hand-worked below); a bf16
  * layout has no FP8 item and no quantize kernel; the pools size FP8 operands at their padded
- * dimensions. No GPU needed.
+ * dimensions; with --fp8-recipe blockwise the same items run blockwise (scale layouts, the
+ * calibrate op). No GPU needed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include "bk_pools.h"
+#include "calib.h"
 #include "precision.h"
 #include "test_backend_work.h"
 
@@ -113,4 +115,62 @@ void test_fp8_work(void **state)
     it.fp8 = false;
     assert_int_equal(bk_gemm_a_bytes(&it), 2 * 100 * 1000 * 2);
     assert_int_equal(bk_gemm_c_bytes(&it), 2 * 100 * 4096 * 2);
+}
+
+/* --fp8-recipe blockwise (DeepSeek-V3's 1x128 / 128x128 scales): the same FP8 items, each marked
+ * blockwise, which bk_step.c runs 1x128 by 128x128 (fprop, dgrad: B is the weight) or 1x128 by
+ * 1x128 (wgrad); per-tensor recipes mark none. The calibrate op and the scale tensor sizes in
+ * cuBLASLt's layouts (Transformer Engine's Float8BlockQuantizer::get_scale_shape). */
+void test_fp8_blockwise_work(void **state)
+{
+    (void)state;
+    char err[CM_ERRLEN];
+    load("8b", "h100");
+    training_spec t = training_default();
+    t.global_batch = 8;
+    layout l = megatron(2, 4, true);
+    l.precision = PRECISION_FP8;
+    l.fp8_recipe = FP8_RECIPE_BLOCKWISE;
+    assert_int_equal(work_plan_build(&M, &S, &t, &l, &W8, err, sizeof err), CM_OK);
+    int blk = 0;
+    for (int i = 0; i < W8.layer_fwd.n; i++) {
+        const work_item *it = &W8.layer_fwd.item[i];
+        assert_true(it->fp8_block == (it->kind == WORK_GEMM && it->fp8));
+        blk += it->fp8_block;
+    }
+    for (int i = 0; i < W8.layer_bwd.n; i++) {
+        const work_item *it = &W8.layer_bwd.item[i];
+        assert_true(it->fp8_block == (it->kind == WORK_GEMM && it->fp8));
+        blk += it->fp8_block;
+    }
+    assert_int_equal(blk, 4 + 8); /* QKV, attention out, MLP up, down: fprop, dgrad, wgrad */
+    assert_true(find(&W8.layer_bwd, "mlp_down.wgrad")->fp8_block);
+    assert_int_equal(find(&W8.layer_bwd, "mlp_down.wgrad")->form, GEMM_WGRAD);
+    assert_false(find(&W8.head_fwd, "lm_head")->fp8_block);
+    l.fp8_recipe = FP8_RECIPE_TENSORWISE;
+    assert_int_equal(work_plan_build(&M, &S, &t, &l, &W8, err, sizeof err), CM_OK);
+    assert_false(find(&W8.layer_fwd, "qkv")->fp8_block);
+    assert_true(find(&W8.layer_fwd, "qkv")->fp8);
+
+    unsigned mask;
+    assert_int_equal(calib_parse_ops("gemm_fp8_blockwise", &mask, err, sizeof err), CM_OK);
+    assert_int_equal(mask, CALIB_GEMM_FP8_BLOCK);
+    assert_int_equal(calib_parse_ops("gemm-fp8-blockwise,gemm_fp8", &mask, err, sizeof err),
+                     CM_OK);
+    assert_int_equal(mask, CALIB_GEMM_FP8_BLOCK | CALIB_GEMM_FP8);
+    assert_int_equal(CALIB_ALL & CALIB_GEMM_FP8_BLOCK, CALIB_GEMM_FP8_BLOCK);
+    assert_int_equal(CALIB_GEMM_FP8_BLOCK & CALIB_GEMM_FP8, 0u);
+    for (int op = 0; op < COLL_COUNT; op++)
+        assert_int_equal(CALIB_COLL(op) & CALIB_GEMM_FP8_BLOCK, 0u);
+    assert_int_equal(calib_parse_ops("collectives", &mask, err, sizeof err), CM_OK);
+    assert_int_equal(mask & CALIB_GEMM_FP8_BLOCK, 0u);
+
+    /* 1x128 scales of A 4096 x 3584: 28 blocks along k, each a column of 4096 rows;
+     * of 101 x 1000: 8 blocks, rows rounded up to 104. 128x128 of B 1536 x 4096: 12 block rows
+     * of 32 blocks; of 4096 x 1792: 32 rows of 14 blocks padded to 16; of 130 x 200: 2 x 4. */
+    assert_int_equal(bk_block_scale_floats(false, 4096, 3584), 28 * 4096);
+    assert_int_equal(bk_block_scale_floats(false, 101, 1000), 8 * 104);
+    assert_int_equal(bk_block_scale_floats(true, 1536, 4096), 12 * 32);
+    assert_int_equal(bk_block_scale_floats(true, 4096, 1792), 32 * 16);
+    assert_int_equal(bk_block_scale_floats(true, 130, 200), 2 * 4);
 }

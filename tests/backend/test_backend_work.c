@@ -590,7 +590,7 @@ int main(void)
         cmocka_unit_test(test_pp_schedule),         cmocka_unit_test(test_pp_issue_order),
         cmocka_unit_test(test_moe_work),            cmocka_unit_test(test_trace_writer),
         cmocka_unit_test(test_mla_work),            cmocka_unit_test(test_fsdp2_items_and_copies),
-        cmocka_unit_test(test_fp8_work),
+        cmocka_unit_test(test_fp8_work),            cmocka_unit_test(test_fp8_blockwise_work),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

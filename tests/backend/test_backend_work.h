@@ -32,5 +32,6 @@ void test_calib_sweep(void **state);
 void test_csv_schema(void **state);
 /* test_backend_fp8.c */
 void test_fp8_work(void **state);
+void test_fp8_blockwise_work(void **state);
 
 #endif
