@@ -72,7 +72,8 @@ void titan_moe_routing(const model_spec *m, const layout *l, double tokens, doub
     moe_kernel_add(f, "moe.router.scale", 8 * S, 1);
     moe_kernel_add(f, "moe.histc", (8 * S + 4 * E) / 2, 4);
     moe_kernel_add(f, "moe.tokens_per_expert", 12 * E, 1);
-    moe_kernel_add(f, "moe.argsort", 20 * S, 2);
+    int sorts = 1 + moe_sort_kernels(S, 64); /* the iota and the sort's kernels: 40S in all */
+    moe_kernel_add(f, "moe.argsort", 40 * S / sorts, sorts);
     moe_kernel_add(f, "moe.scores.gather", 16 * S, 1);
     moe_kernel_add(f, "moe.token_idx", 16 * S, 1);
     moe_kernel_add(f, "moe.gather", 4 * S * h + 8 * S, 1);

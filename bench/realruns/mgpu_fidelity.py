@@ -71,6 +71,7 @@ def plan(argv):
 HELP = plan(["estimate", "--help"])
 HELP = HELP.stdout + HELP.stderr
 HAS_TT = "torchtitan" in HELP
+HAS_LOOP = "--moe-expert-loop" in HELP
 
 
 def system_of(gpu):
@@ -118,7 +119,10 @@ def layout(rec):
         return fw, None, "not expressible: op-level selective checkpointing (torchtitan's policy); " \
             "the FSDP2 path has only --recompute full|none"
     if par == "ep" and rec.get("experts_impl", "loop") == "loop":
-        notes.append("experts looped in Python (priced as grouped GEMMs)")
+        if HAS_LOOP and fw == "torchtitan":  # torchtitan's use_grouped_mm=False loop (expert_loop.h)
+            a += ["--moe-expert-loop"]
+        else:
+            notes.append("experts looped in Python (priced as grouped GEMMs)")
     if par == "ep" and rec.get("route") == "balanced":
         notes.append("balanced routing, split sizes known on the host (diagnostic: no sync)")
     if par == "cp" and fw == "fsdp2":
