@@ -39,7 +39,9 @@
  *     topk's backward (a zero fill 4TE and a scatter 12S), softmax backward 12TE and the cast
  *     to the bf16 logits 6TE; chunk's backward cats the gate and up gradients into [S, 2f]
  *     bf16 (8Sf).
- * 25 launches forward, 31 backward, plus 2 x 2 grouped-GEMM launches forward and 4 x 2 backward.
+ * 25 launches forward, 31 backward, plus 2 x 2 grouped-GEMM launches forward and 4 x 2 backward,
+ * at seq 64 where every sort is one cub tile; above 4864 sorted items each argsort is an iota and
+ * 20 cub kernels and each index backward 14 launches (moe_sort_kernels, moe_index_backward).
  * Checked against results/kernels-h100.json (qwen3-30b-a3b, per layer, seq 64): 6
  * prepare_grouped_gemm_data + 6 CUTLASS grouped kernels, 5 arange (token_idx, 2 argsort iotas
  * of the forward, 2+ of the index backward sorts), 3 cub single-tile sorts plus a radixSortKV

@@ -18,7 +18,9 @@ expert-parallel runs as --framework megatron --impl native (the planner's FSDP2 
 TP/PP/EP, and its --cp is Ulysses all-to-all, not ring attention). When `plan estimate --help`
 lists a `torchtitan` framework, the rows marked "torchtitan" in TORCHTITAN switch to it (set
 USE_TORCHTITAN = False to keep megatron). The printed `fw` column says which flag priced each row.
-Rows whose real mechanism the planner has no term for are flagged in `note`.
+Rows whose real mechanism the planner has no term for are flagged in `note`. parallel_run.py's
+--experts loop rows are priced with --moe-expert-loop (torchtitan's per-expert loop,
+costmodel/expert_loop.h) where `plan estimate --help` lists it.
 
 Usage: python3 bench/realruns/mgpu_fidelity.py [DIR ...] [--plan build/cli/plan] [--format table|json]
        (default DIRs: bench/results/mgpu_2026-11-27/{full_h200x4,extra_h100x4}/jobs;
