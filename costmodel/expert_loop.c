@@ -19,7 +19,9 @@
  * streaming rate (hbm_efficiency, 0.91 of 3.35 TB/s = 3.05 TB/s on H100, measured for c = a + b
  * on 4 GiB buffers), not the blended eager elementwise rate (0.51), so they are priced as
  * compute_stream_s prices a stream.
- * Not here: parallel_run.py slices x[off:off + c] where torchtitan splits, which adds a zero
+ * Not here: torchtitan's loop copies num_tokens_per_expert to the host (.tolist()), under EP a
+ * second sync after the dispatch's (host_dispatch.c prices one per layer); parallel_run.py has
+ * those counts on the host already. And parallel_run.py slices x[off:off + c] where torchtitan splits, which adds a zero
  * fill, a copy and an add of the whole [R, h] input gradient per expert (1.16 + 3.59 ms in that
  * layer); it is the script's, not torchtitan's.
  */
