@@ -21,9 +21,9 @@
  * compute_stream_s prices a stream.
  * Not here: torchtitan's loop copies num_tokens_per_expert to the host (.tolist()), under EP a
  * second sync after the dispatch's (host_dispatch.c prices one per layer); parallel_run.py has
- * those counts on the host already. And parallel_run.py slices x[off:off + c] where torchtitan splits, which adds a zero
- * fill, a copy and an add of the whole [R, h] input gradient per expert (1.16 + 3.59 ms in that
- * layer); it is the script's, not torchtitan's.
+ * those counts on the host already. And parallel_run.py slices x[off:off + c] where torchtitan
+ * splits, which adds a zero fill, a copy and an add of the whole [R, h] input gradient per expert
+ * (1.16 + 3.59 ms in that layer); it is the script's, not torchtitan's.
  */
 #include "expert_loop.h"
 
