@@ -60,7 +60,7 @@ enum {
     OPT_IMPL, OPT_COMPILE, OPT_OPTIMIZER_IMPL,
     OPT_TP_COMM_OVERLAP, OPT_OVERLAP_GRAD_REDUCE, OPT_OVERLAP_PARAM_GATHER,
     OPT_MOE_DISPATCHER, OPT_MOE_IMBALANCE, OPT_MOE_CAPACITY, OPT_MOE_EP_OVERLAP,
-    OPT_MOE_SHARED_OVERLAP, OPT_NVLS, OPT_POWER_LIMIT, OPT_PP_SCHEDULE, OPT_ASYNC_TP,
+    OPT_MOE_SHARED_OVERLAP, OPT_MOE_EXPERT_LOOP, OPT_NVLS, OPT_POWER_LIMIT, OPT_PP_SCHEDULE, OPT_ASYNC_TP,
     OPT_RESHARD, OPT_FP8_PARAM_GATHER, OPT_BF16_FIRST, OPT_BF16_LAST,
     OPT_MOE_FP8_DISPATCH, OPT_OPT_OFFLOAD,
     OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_EXPANDABLE_SEGMENTS, OPT_PP_FIRST,
@@ -119,6 +119,7 @@ static const struct option long_opts[] = {
     {"moe-capacity-factor", required_argument, NULL, OPT_MOE_CAPACITY},
     {"moe-ep-overlap", no_argument, NULL, OPT_MOE_EP_OVERLAP},
     {"moe-shared-expert-overlap", no_argument, NULL, OPT_MOE_SHARED_OVERLAP},
+    {"moe-expert-loop", no_argument, NULL, OPT_MOE_EXPERT_LOOP},
     {"nvls", required_argument, NULL, OPT_NVLS},
     {"power-limit", required_argument, NULL, OPT_POWER_LIMIT},
     {"pp-schedule", required_argument, NULL, OPT_PP_SCHEDULE},
@@ -275,6 +276,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             break;
         case OPT_MOE_EP_OVERLAP: o->training.moe_ep_overlap = true; break;
         case OPT_MOE_SHARED_OVERLAP: o->training.moe_shared_overlap = true; break;
+        case OPT_MOE_EXPERT_LOOP: o->training.moe_expert_loop = true; break;
         case OPT_FP8_PARAM_GATHER: l->fp8_param_gather = true; break;
         case OPT_BF16_FIRST:
             rc = parse_int("bf16-first-layers", optarg, 0, 100000, &l->bf16_layers_start);

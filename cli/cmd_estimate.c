@@ -51,6 +51,7 @@ static void usage(void)
            "  expert rank / mean, default 1) --moe-capacity-factor C (0: dropless, default)\n"
            "  --moe-ep-overlap (Megatron --overlap-moe-expert-parallel-comm, pp 1 or vpp)\n"
            "  --moe-shared-expert-overlap (shared experts beside the alltoall exchange)\n"
+           "  --moe-expert-loop (torchtitan: experts as a per-expert loop, use_grouped_mm off)\n"
            "  --format human|json\n"
            "  --ops                also print the layer recipe: each GEMM, attention core,\n"
            "                       kernel and collective with its time per micro-batch\n"

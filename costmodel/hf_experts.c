@@ -39,7 +39,9 @@
  *     topk's backward (a zero fill 4TE and a scatter 12S), softmax backward 12TE and the cast
  *     to the bf16 logits 6TE; chunk's backward cats the gate and up gradients into [S, 2f]
  *     bf16 (8Sf).
- * 25 launches forward, 31 backward, plus 2 x 2 grouped-GEMM launches forward and 4 x 2 backward.
+ * 25 launches forward, 31 backward, plus 2 x 2 grouped-GEMM launches forward and 4 x 2 backward,
+ * at seq 64 where every sort is one cub tile; above 4864 sorted items each argsort is an iota and
+ * 20 cub kernels and each index backward 14 launches (moe_sort_kernels, moe_index_backward).
  * Checked against results/kernels-h100.json (qwen3-30b-a3b, per layer, seq 64): 6
  * prepare_grouped_gemm_data + 6 CUTLASS grouped kernels, 5 arange (token_idx, 2 argsort iotas
  * of the forward, 2+ of the index backward sorts), 3 cub single-tile sorts plus a radixSortKV
@@ -61,6 +63,8 @@
  */
 #include "hf_experts.h"
 
+#include <math.h>
+
 bool hf_experts_applies(const layout *l)
 {
     return layout_is_pytorch(l) && !l->compile && layout_impl_of(l) == IMPL_HF && l->ep == 1 &&
@@ -77,12 +81,35 @@ void moe_kernel_add(pass p, const char *name, double bytes, int count)
     (*p.n)++;
 }
 
-/* The backward of x[idx] (header comment): zeros, the indices' sort, the accumulating update. */
+/* Kernels of one cub radix sort (header comment). A single tile holds 256 threads x 19 items
+ * (cub/device/dispatch/dispatch_radix_sort.cuh, SingleTilePolicy of the sm90 policy); above it
+ * the onesweep path runs a histogram, an exclusive scan and one pass per 8 key bits, each with
+ * a memset of its counters before it. Measured on H100 (bench/results/epstep_2026-11-27,
+ * torch 2.11): argsort(stable) of 32,768 int64 expert ids = 10 cub radix kernels + 10 memsets
+ * (64 bits, 8 passes); index_put_'s sort of the linear indices into 4,096-38,000 rows = 4 + 4
+ * (at most 16 bits, 2 passes); at seq 64 (results/kernels-h100.json, 512 items) one
+ * DeviceRadixSortSingleTileKernel each. */
+int moe_sort_kernels(double items, double key_bits)
+{
+    if (items <= MOE_SORT_SINGLE_TILE_ITEMS) return 1;
+    int passes = (int)ceil(key_bits / 8.0);
+    return 2 * (2 + (passes > 0 ? passes : 1));
+}
+
+/* The backward of x[idx] (header comment): zeros, the indices' sort, the accumulating update.
+ * Above one sort tile index_put_with_sort_kernel (aten/src/ATen/native/cuda/Indexing.cu) also
+ * launches the linear index's wrap (remainder), its stride product, its divide by the slice
+ * size and the iota of the original positions (4 kernels, measured: IndexBackward0 in the
+ * traces of bench/results/epstep_2026-11-27), and sorts keys of ceil(log2(rows)) bits; one
+ * tile: the iota and the single-tile sort. 14 launches at the EP rows' sizes, 4 at seq 64. */
 void moe_index_backward(pass b, const char *zeros, const char *sort, const char *update,
                         double rows, double w, double e, double updates)
 {
+    bool tiled = updates > MOE_SORT_SINGLE_TILE_ITEMS;
+    double bits = rows > 1 ? ceil(log2(rows)) : 1;
     moe_kernel_add(b, zeros, rows * w * e, 1);
-    moe_kernel_add(b, sort, 20.0 * updates, 2);
+    int n = (tiled ? 4 : 1) + moe_sort_kernels(updates, bits); /* the same 40 B per index */
+    moe_kernel_add(b, sort, 40.0 * updates / n, n);
     moe_kernel_add(b, update, 3.0 * updates * w * e + 8.0 * updates, 1);
 }
 
@@ -103,7 +130,8 @@ void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
     moe_kernel_add(f, "moe.router.renorm", (12 * S + 8 * T) / 2, 2);
     moe_kernel_add(f, "moe.token_idx", (16 * T + 8 * S) / 2, 2);
     moe_kernel_add(f, "moe.gather", 4 * S * h + 8 * S, 1);
-    moe_kernel_add(f, "moe.argsort", 20 * S, 4);
+    int sorts = 2 * (1 + moe_sort_kernels(S, 64)); /* two argsorts, 80 B per copy in all */
+    moe_kernel_add(f, "moe.argsort", 80 * S / sorts, sorts);
     moe_kernel_add(f, "moe.permute.idx", 22 * S, 2);
     moe_kernel_add(f, "moe.permute", 4 * S * h + 8 * S, 1);
     moe_kernel_add(f, "moe.offsets", (16 * S + 12 * E) / 5, 5);

@@ -47,6 +47,13 @@ void moe_kernel_add(moe_kernel_pass p, const char *name, double bytes, int count
 void moe_index_backward(moe_kernel_pass b, const char *zeros, const char *sort,
                         const char *update, double rows, double w, double e, double updates);
 
+/* Kernels the host launches for one cub radix sort of `items` keys of `key_bits` significant
+ * bits (torch.sort / argsort, index_put_'s sort of its indices): one single-tile kernel up to
+ * MOE_SORT_SINGLE_TILE_ITEMS, else a histogram, a scan and a pass per 8 bits, each after a
+ * memset (hf_experts.c has the source and the measurement). */
+#define MOE_SORT_SINGLE_TILE_ITEMS 4864.0
+int moe_sort_kernels(double items, double key_bits);
+
 /* Kernels per torch._grouped_mm call (at::cuda::detail::prepare_grouped_gemm_data, then the
  * CUTLASS grouped GEMM): the host issues both. */
 #define HF_EXPERTS_GROUPED_MM_KERNELS 2

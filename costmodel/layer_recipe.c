@@ -30,6 +30,7 @@
 #include "async_tp.h"
 #include "hf_experts.h"
 #include "titan_moe.h"
+#include "expert_loop.h"
 #include "moe_dispatch.h"
 
 static const char *kind_names[RECIPE_KINDS] = {
@@ -59,12 +60,40 @@ static void hf_routing_ops(builder *b, const model_spec *m, const layout *l, dou
 /* torchtitan's routing kernels around the experts (titan_moe.h); `received`: the routed copies
  * this GPU's experts receive. */
 static void titan_routing_ops(builder *b, const model_spec *m, const layout *l, double tokens,
-                              double received)
+                              double received, int experts_op)
 {
+    /* torchtitan's three torch._grouped_mm (w1, w3, w2), each a prepare_grouped_gemm_data and
+     * a CUTLASS kernel: 6 launches forward, 12 backward in the traces of
+     * bench/results/epstep_2026-11-27 (GroupedMmBackward0) */
+    if (experts_op >= 0) b->r->op[experts_op].launches = 3 * HF_EXPERTS_GROUPED_MM_KERNELS;
     elementwise_list el;
     titan_moe_routing(m, l, tokens, received, &el);
     rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
     rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+}
+
+/* torchtitan's per-expert loop (expert_loop.h): every expert's GEMMs are launches of their own
+ * (three Linear-shaped matmuls each for SwiGLU), so are its SwiGLU kernels (expert_loop_act),
+ * and the loop's own kernels (expert_loop.c) join the layer. */
+static void expert_loop_ops(builder *b, const model_spec *m, const layout *l, int local,
+                            double received, int experts_op)
+{
+    int per = m->activation == MODEL_ACT_SWIGLU ? 3 : 2;
+    if (experts_op >= 0) b->r->op[experts_op].launches = per * local;
+    elementwise_list el;
+    expert_loop_kernels(m, l, local, received, &el);
+    rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+    rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+}
+
+/* The loop's SwiGLU kernels (elementwise.c's experts.* ops, priced by their total bytes) are
+ * issued once per expert. */
+static void expert_loop_act(recipe *r, int local)
+{
+    for (int i = 0; i < r->n_ops; i++) {
+        recipe_op *o = &r->op[i];
+        if (o->kind == RECIPE_ELEMENTWISE && !strncmp(o->name, "experts.", 8)) o->launches *= local;
+    }
 }
 
 /* FSDP2's compute-stream copies of a unit of p parameters (fsdp_copies.h): the all-gather
@@ -516,7 +545,9 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
          * torch._grouped_mm (torchtitan b5bcd76 torchtitan/models/common/moe.py:110-120): one
          * kernel's fixed cost for all of them; so does transformers 5.x (hf_experts.h); the
          * fsdp2 trainer path's other model code one GEMM per expert */
-        int kernels = l->framework == FRAMEWORK_FSDP2 && !hf_experts_applies(l) ? local : 1;
+        bool loop = expert_loop_applies(t, l); /* torchtitan's per-expert loop (expert_loop.h) */
+        int kernels = (l->framework == FRAMEWORK_FSDP2 && !hf_experts_applies(l)) || loop ? local
+                                                                                         : 1;
         double f1 = moe_experts_s(b, local, kernels, rows, up, h) +
                     moe_experts_s(b, local, kernels, rows, h, down_in);
         double b1 = moe_experts_fwd_bwd_s(b, local, kernels, rows, up, h) +
@@ -528,7 +559,8 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             r->op[ex].bwd_s = r->op[ex].fwd_bwd_s - r->op[ex].fwd_s;
         }
         if (hf_experts_applies(l)) hf_routing_ops(b, m, l, tokens, ex);
-        else if (titan_moe_applies(l)) titan_routing_ops(b, m, l, tokens, rows * local);
+        else if (titan_moe_applies(l)) titan_routing_ops(b, m, l, tokens, rows * local, ex);
+        if (loop) expert_loop_ops(b, m, l, local, rows * local, ex);
         if (items) {
             /* grouped GEMMs: batch = local experts, one weight each */
             rb_gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
@@ -598,6 +630,7 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         elementwise_layer(m, l, tokens, moe, &el);
         rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
         rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+        if (moe && expert_loop_applies(t, l)) expert_loop_act(r, m->experts / l->ep);
     }
     rb_quantize_flush(b);
     /* the backward's TP collectives: the same two per block */

@@ -575,6 +575,14 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         FAIL(CM_ERULE, "moe-shared-overlap-needs-alltoall",
              "--moe-shared-expert-overlap runs beside the alltoall dispatcher only (Megatron-Core "
              "MoE README): use --moe-dispatcher alltoall or drop the overlap");
+    /* torchtitan's GroupedExperts(use_grouped_mm=False) loop (expert_loop.h): torchtitan's eager
+     * MoE code only */
+    if (t && t->moe_expert_loop &&
+        (l->framework != FRAMEWORK_TORCHTITAN || l->compile || l->tp > 1 || l->cp > 1))
+        FAIL(CM_ERULE, "moe-expert-loop-needs-torchtitan",
+             "--moe-expert-loop prices torchtitan's per-expert loop (use_grouped_mm off), which "
+             "this layout does not run: use --framework torchtitan without --compile, tp 1 and "
+             "cp 1, or drop --moe-expert-loop");
     if (l->shard_size > 0) {
         if (l->sharding == SHARDING_DDP)
             FAIL(CM_ERULE, "hsdp-needs-sharding",

@@ -68,6 +68,8 @@ typedef struct {
                                   dispatch/combine hidden behind the paired micro-batch */
     bool moe_shared_overlap;   /* Megatron --moe-shared-expert-overlap: dispatch/combine
                                   hidden behind the shared experts of the same pass */
+    bool moe_expert_loop;      /* torchtitan's experts as a per-expert Python loop
+                                  (use_grouped_mm=False; expert_loop.h), not grouped GEMMs */
     bool expandable_segments;  /* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments
                                   grow, so the largest block needs no free block of its own
                                   (memory.h need_bytes) */

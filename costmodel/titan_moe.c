@@ -26,7 +26,9 @@
  *   Unsort: zeros (2Sh), routed_output_unsorted[idx] = routed_output (4Sh + 8S); the weighted
  *     sum: .float() (6Sh), bmm(top_scores [T,1,k], [T,k,h]) (read 4Sh + 4S, write 4Th),
  *     .to(bf16) 6Th.
- * 31 launches forward at ep > 1 (29 without EP).
+ * 31 launches forward at ep > 1 (29 without EP) while the argsort fits one cub tile (S <= 4864);
+ * above, the argsort is its iota and 20 cub kernels (hf_experts.c moe_sort_kernels): 50 at
+ * Qwen3-30B-A3B's seq 4096.
  *   Backward, in autograd's order: .to's 6Th; bmm's two products (the gradient of the [T,k,h]
  *     operand: read 4Th + 4S, write 4Sh; of the scores: read 4Th + 4Sh, write 4S); .float()'s
  *     cast back 6Sh; index_put's: a gather of the S rows (4Sh + 8S); _unpermute's: the slice's
@@ -36,7 +38,9 @@
  *     gather: over S fp32 values; the router: * route_scale 8S, route_norm's backward (four
  *     kernels over S fp32 values, 12S each), topk's (a zero fill 4TE and a scatter 12S, as one
  *     pair), softmax's 12TE, the cast to the bf16 logits 6TE.
- * 29 launches backward.
+ * 29 launches backward at one sort tile; above it each index backward is 14 launches (moe_
+ * index_backward), 59 in all at Qwen3-30B-A3B's seq 4096 (the H100 traces of
+ * bench/results/epstep_2026-11-27 count 14 per IndexBackward0).
  *
  * Every kernel is priced by its bytes at the eager elementwise rate (elementwise.c), as
  * hf_experts.c prices transformers' list. bench/results/ep_2026-11-27 (the profiled step of
@@ -72,7 +76,8 @@ void titan_moe_routing(const model_spec *m, const layout *l, double tokens, doub
     moe_kernel_add(f, "moe.router.scale", 8 * S, 1);
     moe_kernel_add(f, "moe.histc", (8 * S + 4 * E) / 2, 4);
     moe_kernel_add(f, "moe.tokens_per_expert", 12 * E, 1);
-    moe_kernel_add(f, "moe.argsort", 20 * S, 2);
+    int sorts = 1 + moe_sort_kernels(S, 64); /* the iota and the sort's kernels: 40S in all */
+    moe_kernel_add(f, "moe.argsort", 40 * S / sorts, sorts);
     moe_kernel_add(f, "moe.scores.gather", 16 * S, 1);
     moe_kernel_add(f, "moe.token_idx", 16 * S, 1);
     moe_kernel_add(f, "moe.gather", 4 * S * h + 8 * S, 1);

@@ -16,6 +16,8 @@
 #include <cmocka.h>
 
 #include "elementwise.h"
+#include "expert_loop.h"
+#include "hf_experts.h"
 #include "fsdp_copies.h"
 #include "host_dispatch.h"
 #include "layer_recipe.h"
@@ -198,12 +200,108 @@ static void test_chunk_cat_host(void **state)
     assert_true(fabs((with - r.host_bwd_s) - want) < 1e-9);
 }
 
+/* cub's radix sort (hf_experts.c moe_sort_kernels): one single-tile kernel up to 256 x 19 =
+ * 4864 items; above, a histogram, a scan and a pass per 8 key bits, each after a memset:
+ * argsort of 32,768 int64 ids (64 bits, 8 passes) 2 (2 + 8) = 20 kernels, as the H100 traces of
+ * bench/results/epstep_2026-11-27 show (10 cub radix + 10 memsets); 15 bits: 2 passes, 8. At
+ * Qwen3-30B-A3B's EP 2 sizes (T 4096, S = R = 32,768) the torchtitan list then issues forward 31
+ * - 2 + (1 + 20) = 50 launches (the argsort's iota and kernels in place of 2) and backward 29 +
+ * 3 x (14 - 4) = 59 (each index backward: zeros, remainder, mul, div_, arange, 8 sort kernels,
+ * the update = 14 in place of 4); the bytes stay those of the formulas (40 B per sorted index). */
+static void test_sort_launches(void **state)
+{
+    (void)state;
+    assert_int_equal(moe_sort_kernels(512, 64), 1);
+    assert_int_equal(moe_sort_kernels(4864, 64), 1);
+    assert_int_equal(moe_sort_kernels(32768, 64), 20);
+    assert_int_equal(moe_sort_kernels(32768, 15), 8);
+    model_spec m;
+    char err[CM_ERRLEN];
+    if (model_load("qwen3-30b-a3b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.ep = 2, l.dp = 2;
+    elementwise_list e;
+    titan_moe_routing(&m, &l, 4096, 32768, &e);
+    assert_int_equal(elementwise_launches(e.fwd, e.n_fwd), 50);
+    assert_int_equal(elementwise_launches(e.bwd, e.n_bwd), 59);
+    const elementwise_kernel *a = find(e.fwd, e.n_fwd, "moe.argsort");
+    assert_int_equal(a->count, 21);
+    assert_true(fabs(a->bytes * a->count - 40.0 * 32768) < 1e-6);
+    const elementwise_kernel *g = find(e.bwd, e.n_bwd, "moe.bwd.gather.sort");
+    assert_int_equal(g->count, 12); /* 4 index kernels + 8 sort kernels (4096 rows: 12 bits) */
+    assert_true(fabs(g->bytes * g->count - 40.0 * 32768) < 1e-6);
+}
+
+/* torchtitan's per-expert loop (expert_loop.c), toy layer: h 100, f 50, SwiGLU, 10 experts at
+ * EP 2 (5 local), 2000 received rows. W = 5 x 100 x 50 x 2 = 50,000 bytes per stacked weight;
+ * per weight (3): 5 zero fills of W, 5 slice copies of 4 h f = 20,000 bytes, 4 adds of 3W =
+ * 150,000; backward 15 + 15 + 12 + 1 (split's cat, 4Rh = 800,000) = 43 launches, 15 x 50,000 +
+ * 15 x 20,000 + 12 x 150,000 + 800,000 = 3,650,000 bytes; forward the cat, 800,000. Priced as
+ * streams (hbm_efficiency). In the recipe (Qwen3-30B-A3B, EP 2, 64 local experts): the experts
+ * op issues 3 x 64 launches (192 forward, 384 backward) where the grouped path issues 6, the
+ * SwiGLU kernels one per expert, and only torchtitan's eager code takes the flag. */
+static void test_expert_loop(void **state)
+{
+    (void)state;
+    model_spec m = toy_moe();
+    m.activation = MODEL_ACT_SWIGLU;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.ep = 2, l.dp = 2;
+    training_spec t = training_default();
+    assert_false(expert_loop_applies(&t, &l));
+    t.moe_expert_loop = true;
+    assert_true(expert_loop_applies(&t, &l));
+    elementwise_list e;
+    expert_loop_kernels(&m, &l, 5, 2000, &e);
+    assert_false(e.eager);
+    assert_int_equal(elementwise_launches(e.fwd, e.n_fwd), 1);
+    assert_int_equal(elementwise_launches(e.bwd, e.n_bwd), 43);
+    assert_true(elementwise_bytes(e.fwd, e.n_fwd) == 800000.0);
+    double bb = 0;
+    for (int i = 0; i < e.n_bwd; i++) bb += e.bwd[i].bytes * e.bwd[i].count;
+    assert_true(bb == 3650000.0);
+    assert_int_equal(find(e.bwd, e.n_bwd, "moe.loop.bwd.select.accumulate")->count, 12);
+    layout c = layout_default(FRAMEWORK_MEGATRON);
+    assert_false(expert_loop_applies(&t, &c));
+
+    model_spec q;
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (model_load("qwen3-30b-a3b", data_dir(), &q, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    training_spec tq = training_default();
+    tq.seq_len = 4096;
+    tq.global_batch = 2;
+    layout lq = layout_default(FRAMEWORK_TORCHTITAN);
+    lq.ep = 2, lq.dp = 2, lq.mbs = 1, lq.impl = IMPL_NATIVE;
+    lq.sharding = SHARDING_FSDP;
+    static recipe r;
+    recipe_layer(&q, &s, &tq, &lq, true, &r, NULL);
+    assert_int_equal(op_named(&r, "experts")->launches, 6);
+    assert_int_equal(op_named(&r, "experts.act")->launches, 1);
+    assert_null(op_named(&r, "moe.loop.bwd.select.zeros"));
+    double grouped_bwd = op_named(&r, "experts")->bwd_s;
+    tq.moe_expert_loop = true;
+    recipe_layer(&q, &s, &tq, &lq, true, &r, NULL);
+    assert_int_equal(op_named(&r, "experts")->launches, 192);
+    assert_int_equal(op_named(&r, "experts.act")->launches, 64);
+    const recipe_op *z = op_named(&r, "moe.loop.bwd.select.zeros");
+    assert_non_null(z);
+    assert_int_equal(z->launches, 192);
+    /* 192 fills of the 64 x 2048 x 768 bf16 weight (201,326,592 bytes) at the HBM stream rate */
+    assert_true(fabs(z->bwd_s - 192 * 201326592.0 /
+                                    (s.hbm_bandwidth_bytes_per_s * s.hbm_efficiency)) < 1e-9);
+    assert_true(op_named(&r, "experts")->bwd_s > grouped_bwd); /* 64 small GEMMs, a cost each */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routing_bytes),
         cmocka_unit_test(test_recipe_carries_list),
         cmocka_unit_test(test_chunk_cat_host),
+        cmocka_unit_test(test_sort_launches),
+        cmocka_unit_test(test_expert_loop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,7 +20,9 @@ lists a `torchtitan` framework, the rows marked "torchtitan" in TORCHTITAN switc
 USE_TORCHTITAN = False to keep megatron). The printed `fw` column says which flag priced each row.
 Rows whose real mechanism the planner has no term for are flagged in `note`; `note` also says
 where a row is priced as it ran rather than as the layout is usually run (SDPA FLASH kernels; an
-embedding tie the run broke), and those rows are not flagged.
+embedding tie the run broke), and those rows are not flagged. parallel_run.py's --experts loop
+rows are priced with --moe-expert-loop (torchtitan's per-expert loop, costmodel/expert_loop.h)
+where `plan estimate --help` lists it.
 
 Usage: python3 bench/realruns/mgpu_fidelity.py [DIR ...] [--plan build/cli/plan] [--format table|json]
        (default DIRs: bench/results/mgpu_2026-11-27/{full_h200x4,extra_h100x4}/jobs;
@@ -73,6 +75,7 @@ def plan(argv):
 HELP = plan(["estimate", "--help"])
 HELP = HELP.stdout + HELP.stderr
 HAS_TT = "torchtitan" in HELP
+HAS_LOOP = "--moe-expert-loop" in HELP
 
 
 def system_of(gpu):
@@ -123,7 +126,10 @@ def layout(rec):
         return fw, None, "not expressible: op-level selective checkpointing (torchtitan's policy); " \
             "the FSDP2 path has only --recompute full|none"
     if par == "ep" and rec.get("experts_impl", "loop") == "loop":
-        notes.append("experts looped in Python (priced as grouped GEMMs)")
+        if HAS_LOOP and fw == "torchtitan":  # torchtitan's use_grouped_mm=False loop (expert_loop.h)
+            a += ["--moe-expert-loop"]
+        else:
+            notes.append("experts looped in Python (priced as grouped GEMMs)")
     if par == "ep" and rec.get("route") == "balanced":
         notes.append("balanced routing, split sizes known on the host (diagnostic: no sync)")
     if par == "cp" and fw == "fsdp2":

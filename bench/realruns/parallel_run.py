@@ -176,6 +176,9 @@ def used(dev):
 
 
 # ---------------------------------------------------------------- expert parallel MoE layer
+ROUTED = []  # --layout ep: routed rows received by this rank's experts, per MoE layer call
+
+
 class Experts(nn.Module):
     """This rank's E_local experts, SwiGLU each: (silu(x w1) * (x w3)) w2, weights stored
     [experts, in, out] as torchtitan's GroupedExperts. --experts loop: one matmul per expert in a
@@ -228,11 +231,15 @@ class Experts(nn.Module):
 class MoE(nn.Module):
     def __init__(self, a, cfg, group, ep):
         super().__init__()
-        self.E, self.k, self.ep, self.group = cfg["num_experts"], cfg["num_experts_per_tok"], ep, group
+        # Qwen3-MoE names them num_experts / moe_intermediate_size, Mixtral num_local_experts /
+        # intermediate_size
+        self.E = cfg.get("num_experts") or cfg["num_local_experts"]
+        self.k, self.ep, self.group = cfg["num_experts_per_tok"], ep, group
         self.El = self.E // ep
         self.norm_topk = bool(cfg.get("norm_topk_prob", True))
         self.router = nn.Linear(a.dim, self.E, bias=False)
-        self.experts = Experts(self.El, a.dim, cfg["moe_intermediate_size"], args.experts)
+        self.experts = Experts(self.El, a.dim, cfg.get("moe_intermediate_size") or cfg["intermediate_size"],
+                               args.experts)
         self._cache = {}  # --route balanced: index tensors built once per token count
 
     def forward(self, x):
@@ -265,6 +272,7 @@ class MoE(nn.Module):
                 c_send = counts.view(self.ep, self.El).sum(1).tolist()
                 rc = recv_counts.view(self.ep, self.El).tolist()  # host sync, as torchtitan's dispatch
             c_recv = [sum(r) for r in rc]
+            ROUTED.append(sum(c_recv))  # rows this rank's experts received (host ints already)
         with rf("moe.dispatch"):
             recv = a2a(xs.new_empty(sum(c_recv), d), xs, c_recv, c_send, group=self.group)
         with rf("moe.index"):
@@ -681,6 +689,13 @@ def main():
         if args.layout == "pp":  # only the rank holding the last stage has the loss
             dist.all_reduce(lt)
         rec["loss_first"], rec["loss_last"] = float(lt[0]), float(lt[1])
+        if args.layout == "ep" and ROUTED:  # the routed load per rank over every MoE call
+            rt = torch.tensor([float(sum(ROUTED)), float(len(ROUTED))], device=dev, dtype=torch.float64)
+            allr = [torch.zeros_like(rt) for _ in range(WS)]
+            dist.all_gather(allr, rt)
+            per = [float(x[0]) / max(1.0, float(x[1])) for x in allr]
+            rec["ep_routed_rows_per_rank"] = [round(x, 1) for x in per]
+            rec["ep_load_max_over_mean"] = round(max(per) / (sum(per) / len(per)), 4)
     except Exception as e:
         import traceback
         traceback.print_exc()
