@@ -58,24 +58,31 @@ mcore_moe_host_times mcore_moe_host_of(const system_spec *sys, int ep, int local
     return h;
 }
 
-void mcore_moe_host_floors(const mcore_moe_host_times *h, double fwd_s, double fwd_comm_s,
-                           double gpu_post_s, double bwd_comm_s, double *fwd_floor_s,
-                           double *bwd_floor_s)
+void mcore_moe_host_floors(const mcore_moe_host_times *h, const mcore_moe_gpu *g,
+                           double *fwd_floor_s, double *bwd_floor_s)
 {
     /* the forward: the host issues the whole layer (the exposed exchanges run meanwhile), and
      * after the sync the GPU has nothing queued: what the host takes there beyond the GPU's
      * own post-sync work adds to the GPU's time */
-    *fwd_floor_s = fmax(h->fwd_s - fwd_comm_s, fwd_s + fmax(0, h->post_sync_s - gpu_post_s));
-    /* the backward: no sync, the host's lead carries; a plain floor */
-    *bwd_floor_s = fmax(0, h->bwd_s - bwd_comm_s);
+    double x = fmax(0, h->post_sync_s - g->post_sync_s);
+    *fwd_floor_s = fmax(h->fwd_s - g->fwd_comm_s, g->fwd_s + x);
+    /* the backward: no sync, the host's lead carries; a plain floor. A recompute re-runs the
+     * forward, its sync included, before the backward (Megatron's checkpointed layer,
+     * transformer_block.py _checkpointed_forward; the "moe" recompute module) */
+    if (!g->recompute) {
+        *bwd_floor_s = fmax(0, h->bwd_s - g->bwd_comm_s);
+        return;
+    }
+    *bwd_floor_s = fmax(h->bwd_s + h->fwd_s - g->bwd_comm_s, g->bwd_s + x);
 }
 
 /* The GPU time of the layer's forward after the dispatcher's sync: the MoE block's compute
  * (experts, permutes, combine; the router is the attention block's, recipe_block) and the EP
- * exchanges. */
-static double gpu_post_sync_s(const recipe *r)
+ * exchanges; and whether the backward re-runs the experts' forward (a recompute). */
+static double gpu_post_sync_s(const recipe *r, bool *recompute)
 {
     double s = 0;
+    *recompute = false;
     for (int i = 0; i < r->n_ops; i++) {
         const recipe_op *o = &r->op[i];
         if (o->kind == RECIPE_EP) {
@@ -86,6 +93,7 @@ static double gpu_post_sync_s(const recipe *r)
         if (o->kind == RECIPE_GEMM || o->kind == RECIPE_ELEMENTWISE ||
             o->kind == RECIPE_ATTENTION)
             s += o->fwd_s;
+        if (o->kind == RECIPE_GEMM && o->recompute) *recompute = true;
     }
     return s;
 }
@@ -97,9 +105,10 @@ void mcore_moe_host_pace(const system_spec *sys, const layout *l, recipe *r)
     recipe_time t;
     recipe_price(r, &t); /* the GPU's own time (no host floor yet) */
     mcore_moe_host_times h = mcore_moe_host_of(sys, l->ep, r->local_experts);
+    mcore_moe_gpu g = {t.fwd_s, t.fwd_comm_s, t.bwd_s + t.recompute_s, t.bwd_comm_s, 0, false};
+    g.post_sync_s = gpu_post_sync_s(r, &g.recompute);
     double ff, bf;
-    mcore_moe_host_floors(&h, t.fwd_s, t.fwd_comm_s, gpu_post_sync_s(r), t.bwd_comm_s, &ff,
-                          &bf);
+    mcore_moe_host_floors(&h, &g, &ff, &bf);
     r->host_fwd_s = ff;
     r->host_bwd_s = bf;
 }

@@ -13,7 +13,7 @@
  * Priced as two floors under the layer's passes (recipe_price.c takes them like
  * host_dispatch.h's):
  *   forward  = max(H_fwd, GPU_fwd + max(0, H_post - GPU_post))
- *   backward = max(H_bwd, GPU_bwd)
+ *   backward = max(H_bwd, GPU_bwd)   (a recompute of the layer adds its forward again)
  * H_fwd, H_bwd: the layer's host issue time (router + dispatcher + permute + combine, measured
  * on Megatron-Core's own MoELayer, + 2 forward / 4 backward GEMMs per local expert at the
  * measured host time of TE's per-GEMM cuBLASLt sequence); H_post: the host time after the sync
@@ -45,13 +45,26 @@ bool mcore_moe_host_applies(const system_spec *sys, const layout *l);
 /* The host times from the system's constants (above). */
 mcore_moe_host_times mcore_moe_host_of(const system_spec *sys, int ep, int local_experts);
 
+/* The GPU sums of a recipe the floors are taken against (recipe_time's, and the MoE block's
+ * forward after the sync). */
+typedef struct {
+    double fwd_s, fwd_comm_s; /* forward compute; its exposed communication */
+    double bwd_s, bwd_comm_s; /* backward compute with the recompute; its exposed communication */
+    double post_sync_s;       /* the MoE block's forward GPU time after the dispatcher's sync */
+    bool recompute;           /* the backward re-runs the MoE layer's forward (full recompute,
+                                 or the "moe" module): its host time and sync again */
+} mcore_moe_gpu;
+
 /* The two floors (seconds) for recipe r's forward compute (recipe_time.fwd_s) and its backward
- * with recompute (bwd_s + recompute_s), given h; gpu_*: the recipe's own sums. Pure, for tests:
- * fwd_floor = max(h.fwd - fwd_comm, fwd + max(0, h.post_sync - gpu_post)),
- * bwd_floor = h.bwd - bwd_comm; the exposed communication already counts as time. */
-void mcore_moe_host_floors(const mcore_moe_host_times *h, double fwd_s, double fwd_comm_s,
-                           double gpu_post_s, double bwd_comm_s, double *fwd_floor_s,
-                           double *bwd_floor_s);
+ * with recompute (bwd_s + recompute_s), given h and g. Pure, for tests; with
+ * x = max(0, h.post_sync - g.post_sync), the host's time after the sync that the GPU does not
+ * cover:
+ *   fwd_floor = max(h.fwd - g.fwd_comm, g.fwd + x)
+ *   bwd_floor = max(h.bwd - g.bwd_comm, 0)                       without recompute
+ *             = max(h.bwd + h.fwd - g.bwd_comm, g.bwd + x)       with it
+ * the exposed communication already counts as time. */
+void mcore_moe_host_floors(const mcore_moe_host_times *h, const mcore_moe_gpu *g,
+                           double *fwd_floor_s, double *bwd_floor_s);
 
 /* Sets r->host_fwd_s and r->host_bwd_s for a Megatron MoE layer (r's ops complete); leaves
  * them at 0 where mcore_moe_host_applies() is false. Called by host_dispatch_pace(). */

@@ -60,22 +60,33 @@ static void test_times(void **state)
 }
 
 /* The floors, at EP 16 / 8 local experts (above). A short layer (GPU forward 1.0 ms, 0.5 ms of
- * exposed exchange, 1.2 ms after the sync; 0.3 ms exposed in the backward): the host sets the
- * forward, 3.5904 - 0.5 = 3.0904 ms (the sync branch: 1.0 + 2.4304 - 1.2 = 2.2304 ms), the
+ * exposed exchange, 1.2 ms after the sync; backward 2.0 ms with 0.3 ms exposed): the host sets
+ * the forward, 3.5904 - 0.5 = 3.0904 ms (the sync branch: 1.0 + 2.4304 - 1.2 = 2.2304 ms), the
  * backward 2.6408 - 0.3 = 2.3408 ms. A long one (GPU forward 10 ms, 2 ms after the sync): the
- * host is far behind the GPU overall, but after the sync it still shows: 10 + 0.4304 ms. */
+ * host is far behind the GPU overall, but after the sync it still shows: 10 + 0.4304 ms. With a
+ * recompute the backward re-runs the forward's host time and its sync: short layer
+ * max(2.6408 + 3.5904 - 0.3, 2.0 + 1.2304) = 5.9312 ms; long layer (backward 25 ms)
+ * max(2.6408 + 3.5904 - 5, 25 + 0.4304) = 25.4304 ms. */
 static void test_floors(void **state)
 {
     (void)state;
     system_spec s = h100_host();
     mcore_moe_host_times h = mcore_moe_host_of(&s, 16, 8);
     double ff, bf;
-    mcore_moe_host_floors(&h, 1.0e-3, 0.5e-3, 1.2e-3, 0.3e-3, &ff, &bf);
+    mcore_moe_gpu g = {1.0e-3, 0.5e-3, 2.0e-3, 0.3e-3, 1.2e-3, false};
+    mcore_moe_host_floors(&h, &g, &ff, &bf);
     near(ff, 3.0904e-3);
     near(bf, 2.3408e-3);
-    mcore_moe_host_floors(&h, 10e-3, 0, 2e-3, 5e-3, &ff, &bf);
+    g.recompute = true;
+    mcore_moe_host_floors(&h, &g, &ff, &bf);
+    near(bf, 5.9312e-3);
+    mcore_moe_gpu l = {10e-3, 0, 20e-3, 5e-3, 2e-3, false};
+    mcore_moe_host_floors(&h, &l, &ff, &bf);
     near(ff, 10.4304e-3);
     near(bf, 0); /* the exposed exchange alone outlasts the host's backward */
+    l.recompute = true, l.bwd_s = 25e-3;
+    mcore_moe_host_floors(&h, &l, &ff, &bf);
+    near(bf, 25.4304e-3);
 }
 
 /* Qwen3-30B-A3B on the h100 preset, Megatron EP 8 inside one node, MBS 1, seq 4096: 16 local
@@ -112,12 +123,22 @@ static void test_layout(void **state)
     recipe_price(&bare, &g);
     recipe_price(&r, &with);
     double ff, bf;
-    mcore_moe_host_floors(&h, g.fwd_s, g.fwd_comm_s, 0, g.bwd_comm_s, &ff, &bf);
+    mcore_moe_gpu all_hidden = {g.fwd_s, g.fwd_comm_s, g.bwd_s + g.recompute_s, g.bwd_comm_s, 0,
+                                false}; /* nothing after the sync: the whole post-sync host */
+    mcore_moe_host_floors(&h, &all_hidden, &ff, &bf);
     assert_true(r.host_fwd_s >= h.fwd_s - g.fwd_comm_s - 1e-15);
     assert_true(r.host_fwd_s <= ff + 1e-15); /* the post-sync GPU work hides some of the host */
     assert_true(g.fwd_s < r.host_fwd_s); /* the host sets this forward's pace */
     near(with.fwd_s, r.host_fwd_s);
     near(r.host_bwd_s, fmax(0, h.bwd_s - g.bwd_comm_s));
+    /* full recompute re-runs the layer's forward, its host time and sync, in the backward */
+    l.recompute = RECOMPUTE_FULL;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    bare = r;
+    bare.host_fwd_s = bare.host_bwd_s = 0;
+    recipe_price(&bare, &g);
+    assert_true(r.host_bwd_s >= h.bwd_s + h.fwd_s - g.bwd_comm_s - 1e-15);
+    l.recompute = RECOMPUTE_NONE;
     /* the full-iteration graph replays the step: no host term */
     l.cuda_graph_full_iteration = true;
     recipe_layer(&m, &s, &t, &l, true, &r, NULL);
