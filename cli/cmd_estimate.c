@@ -29,6 +29,8 @@ static void usage(void)
            "                       and Adam moments (distributed optimizer)\n"
            "  --te-cross-entropy   Megatron's fused cross entropy in Transformer Engine's kernel\n"
            "                       (no fp32 logits; Megatron-Bridge's performance recipes)\n"
+           "  --cuda-graph-full-iteration  Megatron captures forward+backward in one CUDA graph:\n"
+           "                       no host time for its MoE layers (pricing only, not emitted)\n"
            "  --optimizer-cpu-offload [--optimizer-offload-fraction F] --activation-offload\n"
            "                       Megatron CPU offload (distopt; activations: pp 1, no recompute)\n"
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"

@@ -120,6 +120,8 @@ static const char *layout_flag_given(const cli_options *o)
         {l->recompute_modules != d.recompute_modules, "--recompute-modules"},
         {l->optimizer_bf16_states != d.optimizer_bf16_states, "--bf16-optimizer-states"},
         {l->te_cross_entropy != d.te_cross_entropy, "--te-cross-entropy"},
+        {l->cuda_graph_full_iteration != d.cuda_graph_full_iteration,
+         "--cuda-graph-full-iteration"},
         {l->reshard_after_forward != d.reshard_after_forward, "--no-reshard-after-forward"},
         {l->shard_size != d.shard_size, "--shard-size"},
         {l->offload != d.offload, "--offload"},

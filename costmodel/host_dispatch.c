@@ -18,6 +18,7 @@
 #include "host_dispatch.h"
 
 #include "dtensor_ops.h"
+#include "mcore_moe_host.h"
 
 #include <stdbool.h>
 #include <string.h>
@@ -345,6 +346,10 @@ void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layou
                         bool layer, bool moe)
 {
     r->host_fwd_s = r->host_bwd_s = 0;
+    if (layer && moe && mcore_moe_host_applies(sys, l)) { /* Megatron's MoE layer */
+        mcore_moe_host_pace(sys, l, r);
+        return;
+    }
     if (!host_dispatch_applies(sys, l)) return;
     host_costs hc = costs_of(sys, l);
     hc.ep_sync = moe && l->framework == FRAMEWORK_TORCHTITAN && l->ep > 1;

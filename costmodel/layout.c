@@ -708,6 +708,10 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
              "distributed optimizer: use --framework megatron --sharding distopt (or fsdp)");
     /* Megatron's loss fusion (language_module.py at d98e8a6: cross_entropy_fusion_impl 'te'
      * calls Transformer Engine's parallel_cross_entropy); the other frameworks run their own */
+    if (l->cuda_graph_full_iteration && l->framework != FRAMEWORK_MEGATRON)
+        FAIL(CM_ERULE, "cuda-graph-full-iteration-megatron-only",
+             "--cuda-graph-full-iteration is Megatron's full-iteration CUDA graph "
+             "(cuda_graph_impl full_iteration): use --framework megatron, or leave it out");
     if (l->te_cross_entropy && l->framework != FRAMEWORK_MEGATRON)
         FAIL(CM_ERULE, "te-cross-entropy-megatron-only",
              "--te-cross-entropy is Megatron's fused cross entropy (Transformer Engine's kernel): "

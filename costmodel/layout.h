@@ -139,6 +139,13 @@ typedef struct {
      * Megatron-LM's validate_args refuses it since 2026-06 (168cb15d7, "stability issues"):
      * emitted for Megatron-Bridge only (emit_megatron.c says so). */
     bool te_cross_entropy;
+    /* Megatron captures the whole forward-backward in one CUDA graph (TransformerConfig
+     * cuda_graph_impl "full_iteration", Megatron-LM 2a75ac1 transformer_config.py 1039-1052; the
+     * 26.06 Megatron-Bridge MXFP8 MoE recipes of GB200/GB300, with set_full_iter_cg_configs
+     * padding each expert rank to a fixed capacity): the host replays the graph, so the MoE
+     * layer's host time and its device-to-host sync (mcore_moe_host.h) are not priced. A
+     * pricing knob: the emitters refuse it (the recipe's other settings come with it). */
+    bool cuda_graph_full_iteration;
 } layout;
 
 /* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */

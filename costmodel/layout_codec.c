@@ -126,6 +126,9 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
      * implementation (two TransformerConfig fields: no single trainer-YAML key) */
     L(LAYOUT_F_TE_CROSS_ENTROPY, "te_cross_entropy", LAYOUT_KIND_BOOL, te_cross_entropy, NULL,
       NULL, false, 0, NULL, NULL),
+    /* a pricing knob (layout.h): no emitter writes it */
+    L(LAYOUT_F_CUDA_GRAPH_FULL_ITERATION, "cuda_graph_full_iteration", LAYOUT_KIND_BOOL,
+      cuda_graph_full_iteration, NULL, NULL, false, 0, NULL, NULL),
 };
 
 #undef L
@@ -244,7 +247,7 @@ static bool omitted_in_json(const layout_field *f, const layout *l)
     if ((f->id >= LAYOUT_F_FP8_PARAM_GATHER && f->id <= LAYOUT_F_MOE_FP8_DISPATCH) ||
         f->id == LAYOUT_F_PP_FIRST_LAYERS || f->id == LAYOUT_F_PP_LAST_LAYERS ||
         f->id == LAYOUT_F_RECOMPUTE_MODULES || f->id == LAYOUT_F_OPTIMIZER_BF16_STATES ||
-        f->id == LAYOUT_F_TE_CROSS_ENTROPY)
+        f->id == LAYOUT_F_TE_CROSS_ENTROPY || f->id == LAYOUT_F_CUDA_GRAPH_FULL_ITERATION)
         return layout_field_value(f, l, NULL) == 0;
     return false;
 }

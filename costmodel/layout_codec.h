@@ -67,6 +67,8 @@ typedef enum {
     LAYOUT_F_OPTIMIZER_BF16_STATES, /* Megatron's precision-aware optimizer, bf16 state:
                                        written only when on */
     LAYOUT_F_TE_CROSS_ENTROPY,      /* Megatron's fused TE cross entropy: written only when on */
+    LAYOUT_F_CUDA_GRAPH_FULL_ITERATION, /* Megatron's full-iteration CUDA graph: written only
+                                           when on */
     LAYOUT_NFIELDS
 } layout_field_id;
 

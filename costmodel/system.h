@@ -125,6 +125,14 @@ typedef struct {
     double host_chunk_cat_block_s;      /* host time per 2 KiB block of torch._chunk_cat's fp32
                                            output chunk (FSDP2's reduce-scatter copy-in,
                                            fsdp_copies.h); 0: not measured, none */
+    double host_mcore_moe_fwd_s;        /* Megatron-Core MoE layer, per micro-batch: the */
+    double host_mcore_moe_fwd_ep_s;     /* host's forward issue time without the experts' GEMMs */
+    double host_mcore_moe_post_sync_s;  /* at EP 1 and EP > 1, the part after the dispatcher's */
+    double host_mcore_moe_post_sync_ep_s; /* sync, the backward (mcore_moe_host.h); 0: not */
+    double host_mcore_moe_bwd_s;        /* measured, none */
+    double host_mcore_moe_bwd_ep_s;
+    double host_te_gemm_s;              /* host time of one GEMM as Transformer Engine's grouped
+                                           GEMM issues it per local expert (bench/te_gemm_host.cu) */
 
     /* per-GPU memory the framework takes outside the model's tensors: CUDA context, cuBLAS
      * workspaces, NCCL buffers, allocator fragmentation. */

@@ -259,6 +259,13 @@ cm_status emit_render(emit_format f, const estimate *e, const model_spec *m,
                       const system_spec *sys, const emit_context *ctx, char **out, char *err,
                       size_t errlen)
 {
+    /* a pricing knob (layout.h): the full-iteration graph comes with recipe settings plan
+     * does not plan (fixed expert capacity, paged stashing) */
+    if (e->layout.cuda_graph_full_iteration && f != EMIT_JSON)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "plan does not write --cuda-graph-full-iteration into a config (Megatron "
+                       "needs the recipe's fixed expert capacity with it): set cuda_graph_impl "
+                       "full_iteration in your recipe, or plan without it");
     switch (f) {
     case EMIT_YAML: return emit_yaml(e, m, sys, ctx, out, err, errlen);
     case EMIT_MEGATRON_ARGS: return emit_megatron_args(e, m, sys, ctx, out, err, errlen);

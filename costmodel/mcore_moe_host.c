@@ -1,0 +1,114 @@
+/*
+ * mcore_moe_host.c — the host time of a Megatron-Core MoE layer as floors under its passes
+ * (mcore_moe_host.h says why). What the host issues per layer and micro-batch, read from the
+ * sources:
+ *  - Megatron-LM 2a75ac1, megatron/core/transformer/moe/moe_layer.py MoELayer.forward: route
+ *    (router.py TopKRouter: gating GEMM, score function, top-k, aux/z loss and
+ *    MoEAuxLossAutoScaler), preprocess, dispatch, routed_experts_compute, combine, postprocess;
+ *  - token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess (500-621: token counts per
+ *    expert, their all-gather over the TP x EP group, split sizes) and
+ *    _maybe_dtoh_and_synchronize (920-958: the counts copied to the host on a side stream and
+ *    d2h_event.synchronize() once per forward, before the EP all-to-all where EP > 1); the flex
+ *    dispatcher's DeepEP manager reads tokens_per_expert.sum().item() and HybridEP's sums the
+ *    counts on the host unless a token budget is set (1128-1180, 1440-1450), and TEGroupedMLP
+ *    .forward takes tokens_per_expert.tolist() (experts.py 790): a sync per forward with every
+ *    dispatcher; the backward reuses the host's split sizes (no sync);
+ *  - Transformer Engine v2.12 (5671fd3), pytorch/module/grouped_linear.py: the forward's one
+ *    general_grouped_gemm over the local experts (202), the backward's dgrad (403) and wgrad
+ *    (456); cpp_extensions/gemm.py 288 te_general_grouped_gemm ->
+ *    common/gemm/cublaslt_gemm.cu multi_stream_cublas_gemm, a host loop over the GEMMs (984),
+ *    each a full cublas_gemm (layouts, descriptor, preference, cublasLtMatmulAlgoGetHeuristic
+ *    at 765, cublasLtMatmul, destroys) on compute stream i % 4: 2 GEMMs per local expert in the
+ *    forward (fc1, fc2), 4 in the backward.
+ * Constants: system host.mcore_moe_* and host.te_gemm_s (data/systems/h100.json "sources").
+ * Not priced here: Transformer Engine's per-expert Python in FP8 (quantize_weight per expert
+ * on the first micro-batch), Megatron's per-parameter gradient hooks, and the host time of the
+ * attention block (TE's fused modules). CUDA graphs: a full-iteration graph
+ * (layout.h cuda_graph_full_iteration) replays the whole step, no host term; the per-layer TE
+ * graphs of the router and preprocess (cuda_graph_modules moe_router, moe_preprocess) are not
+ * a layout knob, so such runs pay the whole forward's host time (an over-estimate of their
+ * router part; the sync and what follows it stay outside those graphs).
+ */
+#include "mcore_moe_host.h"
+
+#include <math.h>
+
+/* GEMMs TE issues per local expert: fc1 and fc2 forward; their dgrad and wgrad backward. */
+enum { TE_GEMMS_FWD = 2, TE_GEMMS_BWD = 4 };
+
+bool mcore_moe_host_applies(const system_spec *sys, const layout *l)
+{
+    return l->framework == FRAMEWORK_MEGATRON && !l->cuda_graph_full_iteration &&
+           sys->host_mcore_moe_fwd_s > 0;
+}
+
+mcore_moe_host_times mcore_moe_host_of(const system_spec *sys, int ep, int local_experts)
+{
+    /* EP > 1 adds the count all-gather, the all-to-all calls and their waits on the other EP
+     * ranks (measured at EP 2 and 4 as one figure) */
+    bool a2a = ep > 1;
+    double gemm = sys->host_te_gemm_s * local_experts;
+    mcore_moe_host_times h;
+    h.fwd_s = (a2a ? sys->host_mcore_moe_fwd_ep_s : sys->host_mcore_moe_fwd_s) +
+              TE_GEMMS_FWD * gemm;
+    h.post_sync_s = (a2a ? sys->host_mcore_moe_post_sync_ep_s : sys->host_mcore_moe_post_sync_s) +
+                    TE_GEMMS_FWD * gemm;
+    h.bwd_s = (a2a ? sys->host_mcore_moe_bwd_ep_s : sys->host_mcore_moe_bwd_s) +
+              TE_GEMMS_BWD * gemm;
+    return h;
+}
+
+void mcore_moe_host_floors(const mcore_moe_host_times *h, const mcore_moe_gpu *g,
+                           double *fwd_floor_s, double *bwd_floor_s)
+{
+    /* the forward: the host issues the whole layer (the exposed exchanges run meanwhile), and
+     * after the sync the GPU has nothing queued: what the host takes there beyond the GPU's
+     * own post-sync work adds to the GPU's time */
+    double x = fmax(0, h->post_sync_s - g->post_sync_s);
+    *fwd_floor_s = fmax(h->fwd_s - g->fwd_comm_s, g->fwd_s + x);
+    /* the backward: no sync, the host's lead carries; a plain floor. A recompute re-runs the
+     * forward, its sync included, before the backward (Megatron's checkpointed layer,
+     * transformer_block.py _checkpointed_forward; the "moe" recompute module) */
+    if (!g->recompute) {
+        *bwd_floor_s = fmax(0, h->bwd_s - g->bwd_comm_s);
+        return;
+    }
+    *bwd_floor_s = fmax(h->bwd_s + h->fwd_s - g->bwd_comm_s, g->bwd_s + x);
+}
+
+/* The GPU time of the layer's forward after the dispatcher's sync: the MoE block's compute
+ * (experts, permutes, combine; the router is the attention block's, recipe_block) and the EP
+ * exchanges; and whether the backward re-runs the experts' forward (a recompute). */
+static double gpu_post_sync_s(const recipe *r, bool *recompute)
+{
+    double s = 0;
+    *recompute = false;
+    for (int i = 0; i < r->n_ops; i++) {
+        const recipe_op *o = &r->op[i];
+        if (o->kind == RECIPE_EP) {
+            s += o->fwd_s;
+            continue;
+        }
+        if (o->block != RECIPE_BLOCK_MLP || o->phase != RECIPE_FWD) continue;
+        if (o->kind == RECIPE_GEMM || o->kind == RECIPE_ELEMENTWISE ||
+            o->kind == RECIPE_ATTENTION)
+            s += o->fwd_s;
+        if (o->kind == RECIPE_GEMM && o->recompute) *recompute = true;
+    }
+    return s;
+}
+
+void mcore_moe_host_pace(const system_spec *sys, const layout *l, recipe *r)
+{
+    r->host_fwd_s = r->host_bwd_s = 0;
+    if (!mcore_moe_host_applies(sys, l) || r->local_experts <= 0) return;
+    recipe_time t;
+    recipe_price(r, &t); /* the GPU's own time (no host floor yet) */
+    mcore_moe_host_times h = mcore_moe_host_of(sys, l->ep, r->local_experts);
+    mcore_moe_gpu g = {t.fwd_s, t.fwd_comm_s, t.bwd_s + t.recompute_s, t.bwd_comm_s, 0, false};
+    g.post_sync_s = gpu_post_sync_s(r, &g.recompute);
+    double ff, bf;
+    mcore_moe_host_floors(&h, &g, &ff, &bf);
+    r->host_fwd_s = ff;
+    r->host_bwd_s = bf;
+}

@@ -1,0 +1,160 @@
+/*
+ * test_mcore_moe_host.c — the Megatron-Core MoE layer's host floors (costmodel/mcore_moe_host.h,
+ * issue 20) against hand-worked numbers: the times from the system's constants, the two floors,
+ * and the term on a real layout (Qwen3-30B-A3B on the h100 preset), with and without the
+ * full-iteration CUDA graph.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "layer_recipe.h"
+#include "mcore_moe_host.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PLAN_DATA_DIR");
+    return d ? d : "data";
+}
+
+static void near(double a, double b)
+{
+    if (!(fabs(a - b) <= 1e-12 + 1e-9 * fabs(b))) fail_msg("%.12g != %.12g", a, b);
+}
+
+/* The h100 preset's constants (data/systems/h100.json, bench/mcore_moe_host_constants.py). */
+static system_spec h100_host(void)
+{
+    system_spec s;
+    memset(&s, 0, sizeof s);
+    s.host_mcore_moe_fwd_s = 2.66e-3, s.host_mcore_moe_fwd_ep_s = 3.40e-3;
+    s.host_mcore_moe_post_sync_s = 6.0e-4, s.host_mcore_moe_post_sync_ep_s = 2.24e-3;
+    s.host_mcore_moe_bwd_s = 1.61e-3, s.host_mcore_moe_bwd_ep_s = 2.26e-3;
+    s.host_te_gemm_s = 1.19e-5;
+    return s;
+}
+
+/* EP 16 with 8 local experts (Qwen3-30B-A3B's 128 over 16 ranks): forward 3.40 ms + 2 x 8 x
+ * 11.9 us = 3.5904 ms, of it after the sync 2.24 ms + 0.1904 ms = 2.4304 ms; backward 2.26 ms
+ * + 4 x 8 x 11.9 us = 2.6408 ms. EP 1 with 128 local experts: 2.66 + 256 x 0.0119 = 5.7064
+ * ms, 0.6 + 3.0464 = 3.6464 ms, 1.61 + 512 x 0.0119 = 7.7028 ms. */
+static void test_times(void **state)
+{
+    (void)state;
+    system_spec s = h100_host();
+    mcore_moe_host_times h = mcore_moe_host_of(&s, 16, 8);
+    near(h.fwd_s, 3.5904e-3);
+    near(h.post_sync_s, 2.4304e-3);
+    near(h.bwd_s, 2.6408e-3);
+    h = mcore_moe_host_of(&s, 1, 128);
+    near(h.fwd_s, 5.7064e-3);
+    near(h.post_sync_s, 3.6464e-3);
+    near(h.bwd_s, 7.7028e-3);
+}
+
+/* The floors, at EP 16 / 8 local experts (above). A short layer (GPU forward 1.0 ms, 0.5 ms of
+ * exposed exchange, 1.2 ms after the sync; backward 2.0 ms with 0.3 ms exposed): the host sets
+ * the forward, 3.5904 - 0.5 = 3.0904 ms (the sync branch: 1.0 + 2.4304 - 1.2 = 2.2304 ms), the
+ * backward 2.6408 - 0.3 = 2.3408 ms. A long one (GPU forward 10 ms, 2 ms after the sync): the
+ * host is far behind the GPU overall, but after the sync it still shows: 10 + 0.4304 ms. With a
+ * recompute the backward re-runs the forward's host time and its sync: short layer
+ * max(2.6408 + 3.5904 - 0.3, 2.0 + 1.2304) = 5.9312 ms; long layer (backward 25 ms)
+ * max(2.6408 + 3.5904 - 5, 25 + 0.4304) = 25.4304 ms. */
+static void test_floors(void **state)
+{
+    (void)state;
+    system_spec s = h100_host();
+    mcore_moe_host_times h = mcore_moe_host_of(&s, 16, 8);
+    double ff, bf;
+    mcore_moe_gpu g = {1.0e-3, 0.5e-3, 2.0e-3, 0.3e-3, 1.2e-3, false};
+    mcore_moe_host_floors(&h, &g, &ff, &bf);
+    near(ff, 3.0904e-3);
+    near(bf, 2.3408e-3);
+    g.recompute = true;
+    mcore_moe_host_floors(&h, &g, &ff, &bf);
+    near(bf, 5.9312e-3);
+    mcore_moe_gpu l = {10e-3, 0, 20e-3, 5e-3, 2e-3, false};
+    mcore_moe_host_floors(&h, &l, &ff, &bf);
+    near(ff, 10.4304e-3);
+    near(bf, 0); /* the exposed exchange alone outlasts the host's backward */
+    l.recompute = true, l.bwd_s = 25e-3;
+    mcore_moe_host_floors(&h, &l, &ff, &bf);
+    near(bf, 25.4304e-3);
+}
+
+/* Qwen3-30B-A3B on the h100 preset, Megatron EP 8 inside one node, MBS 1, seq 4096: 16 local
+ * experts, forward host 3.40 + 2 x 16 x 0.0119 = 3.7808 ms, backward 2.26 + 4 x 16 x 0.0119 =
+ * 3.0216 ms; the recipe's floors are the formula's over the recipe's own GPU sums, and the
+ * forward's binds (this layer's GPU forward is shorter). Under the full-iteration CUDA graph,
+ * and for a dense layer, no host term. */
+static void test_layout(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (model_load("qwen3-30b-a3b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    near(s.host_te_gemm_s, 1.19e-5); /* the preset holds the measured constants */
+    near(s.host_mcore_moe_post_sync_ep_s, 2.24e-3);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 64;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.sharding = SHARDING_DISTOPT;
+    l.ep = 8, l.dp = 8, l.mbs = 1;
+    static recipe r;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    assert_int_equal(r.local_experts, 16);
+    mcore_moe_host_times h = mcore_moe_host_of(&s, 8, 16);
+    near(h.fwd_s, 3.7808e-3);
+    near(h.bwd_s, 3.0216e-3);
+    /* the GPU's own sums: the recipe priced without its floors */
+    recipe bare = r;
+    bare.host_fwd_s = bare.host_bwd_s = 0;
+    recipe_time g, with;
+    recipe_price(&bare, &g);
+    recipe_price(&r, &with);
+    double ff, bf;
+    mcore_moe_gpu all_hidden = {g.fwd_s, g.fwd_comm_s, g.bwd_s + g.recompute_s, g.bwd_comm_s, 0,
+                                false}; /* nothing after the sync: the whole post-sync host */
+    mcore_moe_host_floors(&h, &all_hidden, &ff, &bf);
+    assert_true(r.host_fwd_s >= h.fwd_s - g.fwd_comm_s - 1e-15);
+    assert_true(r.host_fwd_s <= ff + 1e-15); /* the post-sync GPU work hides some of the host */
+    assert_true(g.fwd_s < r.host_fwd_s); /* the host sets this forward's pace */
+    near(with.fwd_s, r.host_fwd_s);
+    near(r.host_bwd_s, fmax(0, h.bwd_s - g.bwd_comm_s));
+    /* full recompute re-runs the layer's forward, its host time and sync, in the backward */
+    l.recompute = RECOMPUTE_FULL;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    bare = r;
+    bare.host_fwd_s = bare.host_bwd_s = 0;
+    recipe_price(&bare, &g);
+    assert_true(r.host_bwd_s >= h.bwd_s + h.fwd_s - g.bwd_comm_s - 1e-15);
+    l.recompute = RECOMPUTE_NONE;
+    /* the full-iteration graph replays the step: no host term */
+    l.cuda_graph_full_iteration = true;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    assert_true(r.host_fwd_s == 0 && r.host_bwd_s == 0);
+    /* a dense layer of the same layout: none either */
+    l.cuda_graph_full_iteration = false;
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    assert_true(r.host_fwd_s == 0 && r.host_bwd_s == 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_times),
+        cmocka_unit_test(test_floors),
+        cmocka_unit_test(test_layout),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
