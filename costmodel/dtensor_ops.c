@@ -23,8 +23,12 @@
  *    Replicate) (the all-gather): 2 per norm. Each is an autograd Function, so the backward
  *    runs the same number again (to_local's backward is a from_local of the gradient, a
  *    redistribute's the opposite collective).
- * Measured: the host time per DTensor op (bench/dtensor_dispatch.py: 2.11x forward, 4.56x
- * backward the plain op's) is applied to each of these by host_dispatch.c.
+ * Measured: host_dispatch.c prices each of these at the host time per DTensor dispatch of a real
+ * TP layer (host.eager_dtensor_*_s, bench/results/tphost_2026-11-27: the layer's host time less
+ * its plain launches, over these counts). A profiled forward block (bench/tphost_ops.py) issues
+ * 7 aten::linear, 9 Redistribute (4 with a collective, 5 the Colwise outputs' no-op), 4
+ * _FromTorchTensor and 7 _ToTorchTensor: the hooks counted here, the no-op redistributes inside
+ * the per-dispatch time.
  */
 #include "dtensor_ops.h"
 

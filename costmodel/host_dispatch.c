@@ -317,11 +317,10 @@ static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layou
 }
 
 /* Host time per launch: plain tensors, and under DTensor tensor parallelism (torchtitan with
- * TP > 1: the ops dtensor_ops.h lists run on DTensors) c scaled by the measured DTensor/plain
- * ratios of the system (host.eager_dtensor_*; bench/dtensor_dispatch.py: sharding propagation
- * and the wrapper's unwrap/rewrap per op, and more autograd work per op in the backward), for
- * each DTensor op and each dispatch without a kernel that the plan adds (dtensor_ops.c). FSDP2's
- * own copies stay plain-tensor work. */
+ * TP > 1: the ops dtensor_ops.h lists run on DTensors) the measured host time per DTensor
+ * dispatch of the system (below: sharding propagation and the wrapper's unwrap/rewrap per op,
+ * more autograd work per op in the backward), for each DTensor op and each dispatch without a
+ * kernel that the plan adds (dtensor_ops.c). FSDP2's own copies stay plain-tensor work. */
 static host_costs costs_of(const system_spec *sys, const layout *l)
 {
     double c = sys->host_eager_launch_s;
@@ -337,8 +336,26 @@ static host_costs costs_of(const system_spec *sys, const layout *l)
     }
     if (!dtensor_tp_applies(l)) return hc;
     hc.dtensor = true;
-    if (sys->host_dtensor_fwd_ratio > 0) hc.dt_fwd = c * sys->host_dtensor_fwd_ratio;
-    if (sys->host_dtensor_bwd_ratio > 0) hc.dt_bwd = c * sys->host_dtensor_bwd_ratio;
+    /* Measured on real DTensor TP layers (host.eager_dtensor_*_s and *_rank_s; bench/results/
+     * tphost_2026-11-27/README.md, bench/tphost_layer_cost.py): the host's clock at each
+     * block's forward start and at each block input's gradient (parallel_run.py --host-split),
+     * steady-state blocks of Llama-3.1-8B at TP 2 and 4 on two H100 x4 machines, less the
+     * layer's plain launches at c, over the 45 forward / 68 backward DTensor dispatches
+     * dtensor_ops.c counts for that layer: the median per TP degree, and the line through TP 2
+     * and 4 (dispatch + rank x tp: the backward's per-dispatch cost grows by a third from TP 2
+     * to 4 in every pair of runs). It replaces the toy chain's DTensor/plain ratio
+     * (bench/dtensor_dispatch.py) times c: c is the per-kernel time of a Hugging Face step
+     * (module calls included), and the toy's ratio over a bare op applied to it priced a
+     * backward dispatch at 1.5-2x what the real layer takes and a forward one at 0.6-0.7x. The
+     * ratios stay for presets without a real-layer figure. */
+    if (sys->host_dtensor_fwd_s > 0)
+        hc.dt_fwd = sys->host_dtensor_fwd_s + sys->host_dtensor_fwd_rank_s * l->tp;
+    else if (sys->host_dtensor_fwd_ratio > 0)
+        hc.dt_fwd = c * sys->host_dtensor_fwd_ratio;
+    if (sys->host_dtensor_bwd_s > 0)
+        hc.dt_bwd = sys->host_dtensor_bwd_s + sys->host_dtensor_bwd_rank_s * l->tp;
+    else if (sys->host_dtensor_bwd_ratio > 0)
+        hc.dt_bwd = c * sys->host_dtensor_bwd_ratio;
     return hc;
 }
 

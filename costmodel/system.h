@@ -118,6 +118,10 @@ typedef struct {
     double host_dtensor_fwd_ratio;      /* the same per op on DTensors (DTensor TP), over plain */
     double host_dtensor_bwd_ratio;      /* tensors, forward and backward (bench/dtensor_dispatch.py);
                                            0: not measured, 1 */
+    double host_dtensor_fwd_s;          /* host time per DTensor dispatch of a real DTensor TP */
+    double host_dtensor_bwd_s;          /* layer, forward and backward, = _s + _rank_s x tp */
+    double host_dtensor_fwd_rank_s;     /* (measured at TP 2 and 4, bench/results/tphost_ */
+    double host_dtensor_bwd_rank_s;     /* 2026-11-27); 0: not measured, the ratios above */
     double host_cp_ring_fwd_call_s;     /* PyTorch's ring attention (context_parallel): the host's */
     double host_cp_ring_fwd_step_s;     /* time to issue one layer's attention through the ring, */
     double host_cp_ring_bwd_call_s;     /* forward and backward, = call + step x cp (measured at */

@@ -247,17 +247,18 @@ static void test_recompute_early_stop(void **state)
             assert_int_equal(r.op[i].recompute_launches, r.op[i].launches);
 }
 
-/* Under DTensor TP (torchtitan, tp > 1) every op of the layer pays the measured DTensor/plain
- * host-time ratio; FSDP2's own launches (copy-in, gather, copy-outs) stay plain. At seq 64 each
- * kernel's GPU time is below the host's per-launch cost, so the host paces the whole pass: the
- * forward's pacing grows by (ratio - 1) x c per compute launch, a whole number of them (23 for
- * Llama-3.1-8B's native block: its GEMM, attention and eager elementwise launches; the 11
- * FSDP2 launches add nothing). The same layout at tp 1 (plain tensors) keeps the plain cost. */
+/* Under DTensor TP (torchtitan, tp > 1) every DTensor dispatch of the layer costs the host the
+ * measured per-dispatch time of a real TP layer, dt = host.eager_dtensor_*_s + *_rank_s x tp
+ * (bench/results/tphost_2026-11-27; before issue 19's change: the toy chain's ratio x c);
+ * FSDP2's own launches (copy-in, gather, copy-outs) and the local-tensor ops stay plain (c). At
+ * seq 64 each kernel's GPU time is below the host's per-launch cost, so the host paces the whole
+ * pass: the forward's pacing grows by (dt - c) per DTensor dispatch, a whole number of them (the
+ * 11 FSDP2 launches add nothing). The same layout at tp 1 (plain tensors) keeps the plain cost. */
 static void test_dtensor_host_cost(void **state)
 {
     (void)state;
     load("8b", "h100");
-    assert_true(S.host_dtensor_fwd_ratio > 1 && S.host_dtensor_bwd_ratio > 1);
+    assert_true(S.host_dtensor_fwd_s > 0 && S.host_dtensor_bwd_s > 0);
     training_spec t = training_default();
     t.seq_len = 64;
     t.global_batch = 1;
@@ -268,11 +269,14 @@ static void test_dtensor_host_cost(void **state)
     recipe_layer(&M, &S, &t, &l, false, &r, NULL);
     double dt_fwd = r.host_fwd_s, dt_bwd = r.host_bwd_s;
     system_spec plain = S;
-    plain.host_dtensor_fwd_ratio = plain.host_dtensor_bwd_ratio = 0; /* not measured: 1 */
+    plain.host_dtensor_fwd_ratio = plain.host_dtensor_bwd_ratio = 0; /* not measured: c */
+    plain.host_dtensor_fwd_s = plain.host_dtensor_bwd_s = 0;
     recipe_layer(&M, &plain, &t, &l, false, &r, NULL);
-    double launches = (dt_fwd - r.host_fwd_s) /
-                      ((S.host_dtensor_fwd_ratio - 1) * S.host_eager_launch_s);
-    /* seq 64: the host sets the pace, so the difference is (ratio - 1) x c per DTensor dispatch.
+    double c = S.host_eager_launch_s;
+    double d_fwd = S.host_dtensor_fwd_s + 2 * S.host_dtensor_fwd_rank_s;
+    double d_bwd = S.host_dtensor_bwd_s + 2 * S.host_dtensor_bwd_rank_s;
+    double launches = (dt_fwd - r.host_fwd_s) / (d_fwd - c);
+    /* seq 64: the host sets the pace, so the difference is dt - c per DTensor dispatch.
      * Forward (issue 24, dtensor_ops.c): the 7 Linear modules' mm (q, k, v, o, gate, up, down)
      * and the 2 fused rms_norm launches run on DTensors (9); each Linear adds t, view and
      * _unsafe_view (21), Colwise q, k, v, gate, up a to_local each (5), Rowwise o and down
@@ -281,8 +285,7 @@ static void test_dtensor_host_cost(void **state)
     if (fabs(launches - 45) > 1e-6) fail_msg("DTensor forward: %.9g extra launches' cost", launches);
     /* Backward: 14 mm's (dgrad, wgrad) + 4 rms_norm backward launches (18); per Linear 5
      * (view, t before each mm, view, t: 35) and the hooks again (11 + 4): 68. */
-    double blaunches = (dt_bwd - r.host_bwd_s) /
-                       ((S.host_dtensor_bwd_ratio - 1) * S.host_eager_launch_s);
+    double blaunches = (dt_bwd - r.host_bwd_s) / (d_bwd - c);
     if (fabs(blaunches - 68) > 1e-6)
         fail_msg("DTensor backward: %.9g extra launches' cost", blaunches);
     recipe_op rowwise = {.kind = RECIPE_GEMM, .name = "mlp_down"};
@@ -295,7 +298,7 @@ static void test_dtensor_host_cost(void **state)
     recipe_head(&M, &S, &t, &l, &r, NULL);
     double hf = r.host_fwd_s, lf, lb, lr;
     host_dispatch_launches(&r, &l, &lf, &lb, &lr);
-    near(hf, (lf + 4 + 2) * S.host_dtensor_fwd_ratio * S.host_eager_launch_s, "head forward");
+    near(hf, (lf + 4 + 2) * d_fwd, "head forward");
     l.tp = 1, l.sp = false;
     double a, b;
     recipe_layer(&M, &S, &t, &l, false, &r, NULL);
@@ -303,6 +306,46 @@ static void test_dtensor_host_cost(void **state)
     recipe_layer(&M, &plain, &t, &l, false, &r, NULL);
     b = r.host_fwd_s;
     near(a, b, "tp 1: plain tensors");
+}
+
+/* Issue 19: the DTensor dispatch's host time grows with the TP group (measured at TP 2 and 4 on
+ * real layers, bench/results/tphost_2026-11-27/layer_cost.txt: dt = 87.2 + 16.7 x tp us
+ * forward, 61.3 + 15.7 x tp us backward on the H100 x4 hosts). By hand at TP 2: forward
+ * 87.2 + 33.4 = 120.6 us, backward 61.3 + 31.4 = 92.7 us per dispatch; a Llama-3.1-8B layer's
+ * forward at seq 64 (host-bound) then carries 45 x 120.6 us = 5.43 ms of DTensor dispatch and
+ * its 25 plain launches 25 x 40.5 us = 1.01 ms. From TP 2 to TP 4 the forward's host pace grows
+ * by 45 x 2 x 16.7 us = 1.50 ms and the backward's by 68 x 2 x 15.7 us = 2.14 ms less what
+ * FSDP2's chunk_cat saves on half the layer's parameters (0.60 ms; below), within the shorter
+ * GEMM kernels' last-launch tail (under 0.05 ms). */
+static void test_dtensor_host_per_rank(void **state)
+{
+    (void)state;
+    load("8b", "h100");
+    near(S.host_dtensor_fwd_s + 2 * S.host_dtensor_fwd_rank_s, 120.6e-6, "TP 2 forward dispatch");
+    near(S.host_dtensor_bwd_s + 2 * S.host_dtensor_bwd_rank_s, 92.7e-6, "TP 2 backward dispatch");
+    training_spec t = training_default();
+    t.seq_len = 64;
+    t.global_batch = 1;
+    static recipe r;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.sharding = SHARDING_FSDP;
+    l.tp = 2, l.sp = true, l.mbs = 1;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    double f2 = r.host_fwd_s, b2 = r.host_bwd_s, rs2 = r.host_rs_copy_in_s;
+    /* 45 x 120.6 us + 25 x 40.5 us + the last kernel's GPU tail (microseconds at seq 64) */
+    if (fabs(f2 - (45 * 120.6e-6 + 25 * 40.5e-6)) > 0.05e-3)
+        fail_msg("TP 2 forward host pace %.6g s, by hand 6.44 ms", f2);
+    l.tp = 4;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    if (fabs(r.host_fwd_s - f2 - 45 * 2 * 16.7e-6) > 0.05e-3)
+        fail_msg("TP 4 - TP 2 forward: %.6g s, by hand 1.50 ms", r.host_fwd_s - f2);
+    /* the backward's plain part shrinks too: FSDP2's chunk_cat host time before the layer's
+     * reduce-scatter, the layer's ~218 M parameters / tp x 4 B in 2 KiB blocks x 5.6 ns:
+     * ~213,000 blocks (1.19 ms) at TP 2, half of them (0.60 ms) at TP 4 */
+    if (fabs(rs2 - 1.19e-3) > 0.01e-3) fail_msg("TP 2 chunk_cat host %.6g s", rs2);
+    if (fabs(rs2 / r.host_rs_copy_in_s - 2) > 1e-3) fail_msg("TP 4 chunk_cat: half of TP 2's");
+    if (fabs(r.host_bwd_s - b2 - (68 * 2 * 15.7e-6 - (rs2 - r.host_rs_copy_in_s))) > 0.05e-3)
+        fail_msg("TP 4 - TP 2 backward: %.6g s, by hand 2.14 - 0.60 = 1.54 ms", r.host_bwd_s - b2);
 }
 
 /* Issue 20 / 24: torchtitan's expert parallelism copies the all-to-all's split sizes to the
@@ -508,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_recompute_early_stop),
         cmocka_unit_test(test_dtensor_host_cost),
+        cmocka_unit_test(test_dtensor_host_per_rank),
         cmocka_unit_test(test_ep_split_sync),
         cmocka_unit_test(test_cp_ring_host),
         cmocka_unit_test(test_moe),

@@ -88,6 +88,11 @@ p.add_argument("--timeline", action="store_true",
                     "(bench/realruns/pp_timeline.py reads it)")
 p.add_argument("--profile-rank", type=int, default=0, help="--profile: the rank whose trace is written")
 p.add_argument("--no-loss-parallel", action="store_true", help="tp: gather the logits instead")
+p.add_argument("--host-split", action="store_true",
+               help="tp: the host's clock at each block's forward start and at the gradient of each "
+                    "block's input (a tensor hook: that block's backward has been issued), and around "
+                    "the loss head, backward, clip and optimizer, every timed step (rank 0); medians per "
+                    "block in host_split (bench/results/tphost_2026-11-27/README.md)")
 p.add_argument("--clip", type=float, default=1.0)
 p.add_argument("--warmup", type=int, default=3)
 p.add_argument("--steps", type=int, default=6)
@@ -139,6 +144,11 @@ rec = {
                                               "CUDA_VISIBLE_DEVICES")},
     "oom": False,
 }
+try:
+    rec["cpu_model"] = next(ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo")
+                            if ln.startswith("model name"))
+except Exception:
+    pass
 T0 = time.perf_counter()
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
@@ -410,6 +420,84 @@ def clip(params_groups, max_norm, dev, world_sum_groups=()):
                     prm.grad.mul_(coef)
     return norm
 
+STAMPS = []          # --host-split: (name, perf_counter) of the step being run, rank 0
+PROFILING = [False]  # under profile_step: each block's forward is also a record_function region
+
+
+def add_host_split_hooks(model):
+    """--host-split / --profile: the host's clock where each block's forward starts and where the
+    gradient of its input is ready (its backward has been issued by the autograd engine); under the
+    profiler the forward of each block is a record_function region "tp.block" and each gradient a
+    zero-length region "tp.bwd_mark", so the trace's host ops can be split per block."""
+    from torch.profiler import record_function
+    ctx = {}
+
+    def pre(mod, inp):
+        i = mod._hs_index
+        STAMPS.append(("fwd%d" % i, time.perf_counter()))
+        x = inp[0]
+        if isinstance(x, torch.Tensor) and x.requires_grad:
+            def on_grad(g, i=i):
+                STAMPS.append(("bwd%d" % i, time.perf_counter()))
+                if PROFILING[0]:
+                    with record_function("tp.bwd_mark"):
+                        pass
+            x.register_hook(on_grad)
+        if PROFILING[0]:
+            r = record_function("tp.block")
+            r.__enter__()
+            ctx[i] = r
+
+    def post(mod, inp, out):
+        i = mod._hs_index
+        STAMPS.append(("fwd_end%d" % i, time.perf_counter()))
+        r = ctx.pop(i, None)
+        if r is not None:
+            r.__exit__(None, None, None)
+
+    for i, blk in enumerate(model.layers.values()):
+        blk._hs_index = i
+        blk.register_forward_pre_hook(pre)
+        blk.register_forward_hook(post)
+
+
+def host_split_summary(steps):
+    """Per block and per part medians over the timed steps of the --host-split stamps."""
+    def med(xs):
+        return statistics.median(xs) if xs else None
+    L = len(model_layers_count)
+    fwd = [[] for _ in range(L)]
+    bwd = [[] for _ in range(L)]
+    parts = {}
+    for st in steps:
+        d = dict(st)
+        for i in range(L - 1):
+            if "fwd%d" % i in d and "fwd%d" % (i + 1) in d:
+                fwd[i].append(d["fwd%d" % (i + 1)] - d["fwd%d" % i])
+            if "bwd%d" % i in d and "bwd%d" % (i + 1) in d:
+                bwd[i].append(d["bwd%d" % i] - d["bwd%d" % (i + 1)])
+        def gap(a, b):
+            if a in d and b in d:
+                parts.setdefault(a + "->" + b, []).append(d[b] - d[a])
+        gap("start", "fwd0")
+        gap("fwd%d" % (L - 1), "fwd_end%d" % (L - 1))
+        gap("fwd_end%d" % (L - 1), "logits")
+        gap("logits", "loss")
+        gap("loss", "bwd%d" % (L - 1))
+        gap("bwd0", "backward_end")
+        gap("backward_end", "clip_end")
+        gap("clip_end", "opt_end")
+        gap("start", "opt_end")
+    return {"fwd_block_s": [med(x) for x in fwd], "bwd_block_s": [med(x) for x in bwd],
+            "parts_s": {k: med(v) for k, v in parts.items()}, "steps": len(steps),
+            "note": "fwd_block_s[i]: block i+1's forward start minus block i's (block i's host "
+                    "issue, FSDP2's pre-forward hook of block i+1 included); bwd_block_s[i]: the "
+                    "clock when the gradient of block i's input is ready minus when block i+1's "
+                    "is (block i's backward issue); the last block's are in parts_s"}
+
+
+model_layers_count = []
+
 
 def profile_step(step, dev):
     """One step under torch.profiler (CPU + CUDA activity); rank 0 writes the gzipped Chrome trace
@@ -421,12 +509,14 @@ def profile_step(step, dev):
     from trace_summary import summarize
     step()  # one more unprofiled step right before
     torch.cuda.synchronize()
+    PROFILING[0] = True
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         t0 = time.perf_counter()
         step()
         t_host = time.perf_counter() - t0
         torch.cuda.synchronize()
         dt = time.perf_counter() - t0
+    PROFILING[0] = False
     rec["profiled_step_s_rank0"], rec["profiled_host_issue_s_rank0"] = round(dt, 5), round(t_host, 5)
     if RANK != args.profile_rank:
         return
@@ -487,6 +577,9 @@ def main():
                 model.tok_embeddings.weight = model.output.weight
             shard_blocks(model, mesh["dp"])
             init_weights(model, dev)
+            if args.host_split or args.profile:
+                add_host_split_hooks(model)
+                model_layers_count.extend(range(len(model.layers)))
             groups = [list(model.parameters())]
             modules = [model]
         elif args.layout == "cp":
@@ -595,10 +688,18 @@ def main():
                 loss = torch.stack(losses).mean().detach() if losses else torch.zeros((), device=dev)
             elif args.layout == "tp" and not args.no_loss_parallel:
                 from torch.distributed.tensor.parallel import loss_parallel
-                logits = model(inp)
+                from torch.profiler import record_function as rf
+                STAMPS.append(("start", time.perf_counter()))
+                with rf("step.forward"):
+                    logits = model(inp)
+                    STAMPS.append(("logits", time.perf_counter()))
                 with loss_parallel():
-                    loss = F.cross_entropy(logits.flatten(0, 1).float(), lab.flatten(0, 1))
-                    loss.backward()
+                    with rf("step.forward"):
+                        loss = F.cross_entropy(logits.flatten(0, 1).float(), lab.flatten(0, 1))
+                    STAMPS.append(("loss", time.perf_counter()))
+                    with rf("step.backward"):
+                        loss.backward()
+                    STAMPS.append(("backward_end", time.perf_counter()))
                 loss = loss.detach()
                 if isinstance(loss, DTensor):
                     loss = loss.full_tensor()
@@ -622,10 +723,12 @@ def main():
             with rf("step.clip"):
                 if args.clip:
                     clip(groups, args.clip, dev, world_groups)
+            STAMPS.append(("clip_end", time.perf_counter()))
             with rf("step.optimizer"):
                 for opt in opts:
                     opt.step()
                     opt.zero_grad(set_to_none=True)
+            STAMPS.append(("opt_end", time.perf_counter()))
             return loss
 
         marks = []  # --timeline: (kind, stage, micro-batch, start event, end event) this step
@@ -646,7 +749,9 @@ def main():
         torch.cuda.reset_peak_memory_stats(dev)
         times, losses = [], []
         tl = []
+        split_steps = []
         for i in range(args.warmup + args.steps):
+            del STAMPS[:]
             if args.layout == "cp":  # context_parallel shards inp/lab in place (not restored)
                 inp, lab = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
             phase = "warmup step %d" % i if i < args.warmup else "timed step %d" % (i - args.warmup)
@@ -668,6 +773,11 @@ def main():
                 if marks:
                     tl.append([[k, st_i, mb, round(start.elapsed_time(a), 3), round(start.elapsed_time(b), 3)]
                                for k, st_i, mb, a, b in marks])
+                if args.host_split:
+                    split_steps.append(list(STAMPS))
+        if args.host_split and split_steps:
+            rec["host_split"] = host_split_summary(split_steps)
+        del STAMPS[:]
         if args.profile:
             phase = "profiled step"
             profile_step(step, dev)
