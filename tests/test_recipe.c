@@ -512,6 +512,35 @@ static void test_window_mask_attention(void **state)
     near(bwd[0], 2.5 * flops / bw, "masked attention backward: 2.5x over the window rate");
 }
 
+/* On one GPU FSDP2's all-gather copy-in casts each fp32 parameter to bf16 with its own launch
+ * (kernels-h100.json: 22 bfloat16_copy per Llama-3.2-1B layer where the model's RMSNorm casts
+ * are 4); on several GPUs a foreach copy does it (fsdp_copies.h). At seq 64 the host paces, so
+ * one GPU's forward gathers the 9 tensors of a Llama layer (q, k, v, o, two norms, gate, up,
+ * down) with exactly 9 launches more than the same layout on 2 GPUs; the backward's regather
+ * (reshard after forward) likewise: 2 + 9 + 9 copy-outs = 20 launches on one GPU against 11 on
+ * two (the rest of the backward differs between 1 and 2 GPUs: reduce-scatter copy-in). */
+static void test_single_gpu_cast_launches(void **state)
+{
+    (void)state;
+    load("1b", "h100");
+    training_spec t = training_default();
+    t.seq_len = 64;
+    static recipe r;
+    double c = S.host_eager_launch_s, f[2], regather[2];
+    for (int k = 0; k < 2; k++) {
+        layout l = fsdp2(k + 1);
+        t.global_batch = k + 1;
+        recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+        f[k] = r.host_fwd_s, regather[k] = r.host_bwd_s;
+        l.reshard_after_forward = false;
+        recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+        regather[k] -= r.host_bwd_s;
+    }
+    near(f[0] - f[1], 9 * c, "one GPU: 9 cast launches per forward");
+    near(regather[0], 20 * c, "one GPU: the backward's regather, 20 launches");
+    near(regather[1], 11 * c, "two GPUs: the backward's regather, 11 launches");
+}
+
 static void test_fsdp_from_ddp(void **state)
 {
     (void)state;
@@ -544,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_low_precision),
         cmocka_unit_test(test_fsdp_from_ddp),
         cmocka_unit_test(test_window_mask_attention),
+        cmocka_unit_test(test_single_gpu_cast_launches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
