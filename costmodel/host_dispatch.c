@@ -306,8 +306,15 @@ static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layou
         else if (bwd) rs_s += r->op[i].bwd_s;
     }
     double tensors = layer_tensors(m, moe);
+    /* On one GPU the copy-in casts each fp32 parameter to bf16 with its own launch (a
+     * bfloat16_copy kernel per tensor per gather: 22 per Llama-3.2-1B layer, forward and
+     * backward, against the model's 2 RMSNorm casts per pass, bench/realruns/results/
+     * kernels-h100.json; 357 in SmolLM2-360M's forward = 32 x (9 + 2) + 5, bench/results/
+     * sgpu_2026-11-27/phases.json) where several GPUs run the foreach copy of fsdp_copies.h.
+     * Host work only: the casts run on the copy-in stream, priced in fsdp.copy_in. */
+    double casts = layout_gpus(l) == 1 ? tensors : 0;
     if (!bwd || l->reshard_after_forward) {
-        q_push(q, 2, 0);
+        q_push(q, 2 + casts, 0);
         q_push(q, tensors, out_s / tensors);
     }
     if (bwd) {

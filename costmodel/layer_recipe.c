@@ -320,8 +320,16 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         double fw, bw;
         if (sys->attention_rates.n > 0 &&
             attn_table_rates(&sys->attention_rates, mask, qk, rows, seq_q, &fw, &bw)) {
-            if (explicit_mask) /* the rates of the window mask divide the causal FLOPs */
-                f = flops_attention_core_forward(m, tokens, t->seq_len, t->causal) / tp;
+            /* The rates of the window mask divide the causal FLOPs, half the s x s scores
+             * (bench/attention_sweep.py: "x0.5 for causal and window"), not the window's own
+             * count: the masked kernel computes every block whatever the window. Counting the
+             * window's scores here priced Phi-3 at seq 4096 (window 2047: 1535.5 keys per
+             * query against 2048) 25% short; measured in a real step on one H100,
+             * bench/results/sgpu_2026-11-27/phases.json (phi-3-mini-4k cut to 16 layers, seq
+             * 4096, mbs 2): the cuDNN kernels take 1.55 ms forward and 4.40 ms backward per
+             * layer, the table's point 1.77 and 4.49, the old pricing 1.33 and 3.37. */
+            if (explicit_mask)
+                f = 0.5 * flops_attention_core_forward(m, tokens, t->seq_len, false) / tp;
             attn_fwd = f / fw;
             attn_bwd = 2.5 * f / bw;
         } else {

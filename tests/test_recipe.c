@@ -525,6 +525,68 @@ static void same_fsdp(const layout *fsdp, const training_spec *t, bool moe, cons
     if (memcmp(&a, &b, sizeof a)) fail_msg("%s: priced times differ", what);
 }
 
+/* Hugging Face's explicit sliding-window mask (window < seq) runs SDPA's masked cuDNN kernel,
+ * which computes every block of the s x s scores: its measured rates (the system's "window"
+ * points) divide half the full-sequence FLOPs, 2 x tokens x seq x heads x 2d, whatever the
+ * window. Llama-3.1-8B given a window of 2047 or 1024 at seq 4096 (micro-batch 1, one GPU):
+ * the same attention time, that FLOP count over the table's rate at (head dim 128, 32 rows,
+ * seq 4096). Counting the window's own scores instead (1535.5 or 896 keys per query, not
+ * 2048) priced Phi-3 at seq 4096 25% short (bench/results/sgpu_2026-11-27/phases.json). */
+static void test_window_mask_attention(void **state)
+{
+    (void)state;
+    load("8b", "h100");
+    training_spec t = training_default();
+    t.seq_len = 4096, t.global_batch = 1;
+    layout l = fsdp2(1);
+    static recipe r;
+    double fwd[2], bwd[2];
+    const int windows[2] = {2047, 1024};
+    for (int k = 0; k < 2; k++) {
+        M.sliding_window = windows[k], M.sliding_period = 1, M.sliding_mask = 1;
+        M.sliding_first_layer = 0;
+        recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+        fwd[k] = op_named(&r, "attn.core")->fwd_s;
+        bwd[k] = op_named(&r, "attn.core")->bwd_s;
+    }
+    near(fwd[1], fwd[0], "masked attention forward does not depend on the window");
+    near(bwd[1], bwd[0], "masked attention backward does not depend on the window");
+    double fw, bw;
+    assert_true(attn_table_rates(&S.attention_rates, ATTN_MASK_WINDOW, 128, 32, 4096, &fw, &bw));
+    double flops = 0.5 * 2.0 * 4096.0 * 4096.0 * 32 * (128 + 128); /* 5.50e11 */
+    near(fwd[0], flops / fw, "masked attention forward: causal FLOPs over the window rate");
+    near(bwd[0], 2.5 * flops / bw, "masked attention backward: 2.5x over the window rate");
+}
+
+/* On one GPU FSDP2's all-gather copy-in casts each fp32 parameter to bf16 with its own launch
+ * (kernels-h100.json: 22 bfloat16_copy per Llama-3.2-1B layer where the model's RMSNorm casts
+ * are 4); on several GPUs a foreach copy does it (fsdp_copies.h). At seq 64 the host paces, so
+ * one GPU's forward gathers the 9 tensors of a Llama layer (q, k, v, o, two norms, gate, up,
+ * down) with exactly 9 launches more than the same layout on 2 GPUs; the backward's regather
+ * (reshard after forward) likewise: 2 + 9 + 9 copy-outs = 20 launches on one GPU against 11 on
+ * two (the rest of the backward differs between 1 and 2 GPUs: reduce-scatter copy-in). */
+static void test_single_gpu_cast_launches(void **state)
+{
+    (void)state;
+    load("1b", "h100");
+    training_spec t = training_default();
+    t.seq_len = 64;
+    static recipe r;
+    double c = S.host_eager_launch_s, f[2], regather[2];
+    for (int k = 0; k < 2; k++) {
+        layout l = fsdp2(k + 1);
+        t.global_batch = k + 1;
+        recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+        f[k] = r.host_fwd_s, regather[k] = r.host_bwd_s;
+        l.reshard_after_forward = false;
+        recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+        regather[k] -= r.host_bwd_s;
+    }
+    near(f[0] - f[1], 9 * c, "one GPU: 9 cast launches per forward");
+    near(regather[0], 20 * c, "one GPU: the backward's regather, 20 launches");
+    near(regather[1], 11 * c, "two GPUs: the backward's regather, 11 launches");
+}
+
 static void test_fsdp_from_ddp(void **state)
 {
     (void)state;
@@ -557,6 +619,8 @@ int main(void)
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_low_precision),
         cmocka_unit_test(test_fsdp_from_ddp),
+        cmocka_unit_test(test_window_mask_attention),
+        cmocka_unit_test(test_single_gpu_cast_launches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
