@@ -4,7 +4,9 @@
  *
  * Three savings, none of which changes a figure:
  *  - memory first: a layout that does not fit is not timed (estimate.c's memory half alone,
- *    with the model's parameter counts counted once per cache: estimate_model_counts);
+ *    with the model's parameter counts counted once per cache: estimate_model_counts, and
+ *    memory.c's per-layer activation bytes and per-stage parameters remembered across the
+ *    list's neighbours: memory_memo.h);
  *  - a layer-cost cache: a decoder layer's recipe (layer_recipe.h) depends on the layout's
  *    sizes, precision, implementation and TP overlap but not on its recompute setting (only
  *    the ops' recompute flags and the host's pacing do: recipe_set_recompute), nor on DDP
@@ -88,6 +90,7 @@ struct estimate_cache {
     unsigned long held_mask[(sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long)];
     bool have_counts;
     estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
+    memory_memo memo;             /* memory.c's per-layer and per-stage figures (the same model) */
     priced_slot *priced;          /* n_priced of them, a power of two */
     size_t n_priced;
     cache_entry e[KINDS][CACHE_ENTRIES];
@@ -418,6 +421,38 @@ static bool prunable(const system_spec *sys, const layout *l)
     return true;
 }
 
+void estimate_search_share_memory(const layout *ls, int n, estimate *outs)
+{
+    int first[2] = {-1, -1};
+    for (int i = 0; i < n; i++) { /* the other variants: their group's memory half */
+        int k = ls[i].tp_comm_overlap;
+        if (first[k] < 0) {
+            first[k] = i;
+            continue;
+        }
+        outs[i] = outs[first[k]];
+        outs[i].layout = ls[i];
+    }
+}
+
+/* The model's counts and the memory memo, made on first use (one model a cache). */
+static void ensure_counts(estimate_cache *c, const model_spec *m)
+{
+    if (c->have_counts) return;
+    estimate_model_counts_of(m, &c->counts);
+    memory_memo_init(&c->memo, m);
+    c->have_counts = true;
+}
+
+memory_breakdown estimate_cache_memory_peak(estimate_cache *c, const model_spec *m,
+                                            const system_spec *sys, const training_spec *t,
+                                            const layout *l)
+{
+    if (!c) return memory_peak(m, sys, t, l);
+    ensure_counts(c, m);
+    return memory_peak_memo(m, &c->memo, sys, t, l);
+}
+
 cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
                                  const training_spec *t, const layout *ls, int n,
                                  estimate *outs, estimate_cache *cache, double prune_above_s,
@@ -440,8 +475,7 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     estimate_model_counts own;
     const estimate_model_counts *counts = &own;
     if (cache) {
-        if (!cache->have_counts) estimate_model_counts_of(m, &cache->counts);
-        cache->have_counts = true;
+        ensure_counts(cache, m);
         counts = &cache->counts;
     } else {
         estimate_model_counts_of(m, &own);
@@ -467,6 +501,8 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
             outs[i].memory.other_bytes += ub;
             outs[i].memory.total_bytes += ub;
             outs[i].memory.need_bytes += ub;
+        } else if (cache) {
+            estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, &outs[i]);
         } else {
             estimate_memory_part_counted(m, counts, sys, t, l, &outs[i]);
         }
@@ -496,17 +532,14 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
             bound_s = 0; /* never pruned */
         }
     }
-    for (int i = 0; i < n; i++) { /* the other variants: their group's memory half */
-        int k = ls[i].tp_comm_overlap;
-        if (i == first[k]) continue;
-        outs[i] = outs[first[k]];
-        outs[i].layout = ls[i];
-    }
-    if (bound_s < 0) return CM_OK; /* nothing fits: every variant untimed */
     if (prune_above_s > 0 && bound_s > prune_above_s) {
-        *how = ESTIMATE_PRUNED; /* fits, but cannot beat the threshold */
+        /* fits, but cannot beat the threshold: the other variants' memory is not copied (a
+         * search that prunes reads none of it; estimate_search_share_memory on demand) */
+        *how = ESTIMATE_PRUNED;
         return CM_OK;
     }
+    estimate_search_share_memory(ls, n, outs);
+    if (bound_s < 0) return CM_OK; /* nothing fits: every variant untimed */
     for (int i = 0; i < n; i++) {
         int k = ls[i].tp_comm_overlap;
         if (!memory_fits(&outs[i].memory)) continue;

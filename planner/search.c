@@ -358,7 +358,7 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
         while (lo < hi) {
             layout p = *l;
             p.recompute_layers = (lo + hi) / 2;
-            memory_breakdown mb = memory_peak(w->m, w->sys, t, &p);
+            memory_breakdown mb = estimate_cache_memory_peak(w->cache, w->m, w->sys, t, &p);
             if (memory_fits(&mb)) hi = p.recompute_layers;
             else lo = p.recompute_layers + 1;
         }
@@ -396,6 +396,7 @@ static void consider(worker *w, long seq)
         /* the memory knobs as plan's search tries them, so the report recommends what plan
          * does */
         if (!w->opt->no_memory_knobs) nv = memory_knobs(w, &t, ls, nv, &how);
+        if (how == ESTIMATE_PRUNED) estimate_search_share_memory(ls, nv, w->variant);
         for (int i = 0; i < nv; i++) {
             estimate *e = &w->variant[i];
             if (how == ESTIMATE_PRUNED && memory_fits(&e->memory)) {
