@@ -14,6 +14,7 @@
  *    under Megatron without FSDP not on dp or pp (cache_key says why). The cache keeps a few
  *    built recipes keyed by the layout with those fields cleared, and each recompute setting's
  *    priced layers in a larger table (the same key a pipeline size later finds them there).
+ *    Built recipes also stay in a larger store (stored_recipe) for the key's next build.
  *    An MoE model's dense layers are keyed without the expert fields (KIND_DENSE), and the
  *    loss head is priced only where it is read (a timed layout, or a first stage that is also
  *    the last: ensure_head), then kept beside its key's layers;
@@ -29,6 +30,7 @@
  */
 #include "estimate_internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +75,21 @@ typedef struct {
     layer_time head;
 } priced_slot;
 
+/* A built recipe kept for its key after it leaves the entries above (issue 21): the
+ * search needs a key's recipe again one pipeline size later, a thousand or more lookups on,
+ * where Megatron-FSDP's layers (their DDP form's recipe, build_entry) or a recompute setting
+ * not yet priced find it here instead of building it again. Direct-mapped by the key's hash
+ * and kind; only recipes of at most STORED_OPS ops (a DeepSeek-V3 MoE layer has 21), their
+ * fields and ops alone. rc: the recompute setting its flags and pacing were set for. */
+enum { STORED_OPS = 32, STORED_MIN = 1 << 7, STORED_MAX = 1 << 12 };
+typedef struct {
+    bool used;
+    int kind, rc;
+    unsigned long hash;
+    layout key;
+    unsigned char bytes[offsetof(recipe, op) + STORED_OPS * sizeof(recipe_op)];
+} stored_recipe;
+
 /* The codec's fields are bools or int-sized (integers, enums, a bit set): the bytes each
  * holds, below. */
 _Static_assert(sizeof(layout_framework) == sizeof(int) && sizeof(layout_sharding) == sizeof(int) &&
@@ -93,6 +110,8 @@ struct estimate_cache {
     memory_memo memo;             /* memory.c's per-layer and per-stage figures (the same model) */
     priced_slot *priced;          /* n_priced of them, a power of two */
     size_t n_priced;
+    stored_recipe *stored;        /* n_stored of them, a power of two */
+    size_t n_stored;
     cache_entry e[KINDS][CACHE_ENTRIES];
     int next[KINDS];              /* round-robin eviction */
     long builds, hits;
@@ -109,7 +128,14 @@ estimate_cache *estimate_cache_new_for(long layouts)
     c->n_priced = PRICED_SLOTS_MIN;
     while (c->n_priced < PRICED_SLOTS_MAX && (long)c->n_priced * 16 < layouts) c->n_priced *= 2;
     c->priced = calloc(c->n_priced, sizeof *c->priced);
-    if (!c->priced) {
+    /* a stored recipe for every 8 priced slots: 4096 (12 MB, touched as used) at most */
+    c->n_stored = c->n_priced / 8;
+    if (c->n_stored < STORED_MIN) c->n_stored = STORED_MIN;
+    if (c->n_stored > STORED_MAX) c->n_stored = STORED_MAX;
+    c->stored = calloc(c->n_stored, sizeof *c->stored);
+    if (!c->priced || !c->stored) {
+        free(c->priced);
+        free(c->stored);
         free(c);
         return NULL;
     }
@@ -126,7 +152,10 @@ estimate_cache *estimate_cache_new_for(long layouts)
 }
 void estimate_cache_free(estimate_cache *c)
 {
-    if (c) free(c->priced);
+    if (c) {
+        free(c->priced);
+        free(c->stored);
+    }
     free(c);
 }
 
@@ -274,6 +303,36 @@ static void kind_key(const estimate_cache *c, const model_spec *m, const layout 
     }
 }
 
+/* The recipe of l's key of the kind (layer_recipe.h recipe_layer) into r: from the store
+ * where it holds the key, its recompute flags and pacing set for l's (recipe_set_recompute:
+ * the only part of a recipe the recompute setting changes, as the entries' re-pricing
+ * assumes), else built and stored. */
+static void make_recipe(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                        const training_spec *t, const layout *l, int kind,
+                        const lookup_key *key, recipe *r)
+{
+    bool moe = kind == KIND_MOE;
+    stored_recipe *st = &c->stored[(key->hash ^ (unsigned long)kind) & (c->n_stored - 1)];
+    if (st->used && st->hash == key->hash && st->kind == kind &&
+        !memcmp(&st->key, &key->k, sizeof key->k)) {
+        int n_ops;
+        memcpy(&n_ops, st->bytes + offsetof(recipe, n_ops), sizeof n_ops);
+        memcpy(r, st->bytes, offsetof(recipe, op) + (size_t)n_ops * sizeof r->op[0]);
+        if (st->rc != (int)l->recompute) recipe_set_recompute(sys, m, l, r, moe, true);
+        c->hits++;
+        return;
+    }
+    recipe_layer(m, sys, t, l, moe, r, NULL);
+    c->builds++;
+    if (r->n_ops > STORED_OPS) return;
+    st->used = true;
+    st->kind = kind;
+    st->rc = (int)l->recompute;
+    st->hash = key->hash;
+    st->key = key->k;
+    memcpy(st->bytes, r, offsetof(recipe, op) + (size_t)r->n_ops * sizeof r->op[0]);
+}
+
 /* A new entry for l's key of the kind, its recipe built for l. Megatron-FSDP's recipe is its
  * DDP form's with the unit's gather and reduce-scatter after it (layer_recipe.h
  * recipe_layer_fsdp_from): built from that entry, made first where it is not held, since the
@@ -292,16 +351,14 @@ static cache_entry *build_entry(estimate_cache *c, const model_spec *m, const sy
         cache_entry *ed = entry_of(c, kind, &kd);
         if (!ed) {
             ed = new_entry(c, kind, &kd);
-            recipe_layer(m, sys, t, &ld, moe, &ed->r, NULL);
-            c->builds++;
+            make_recipe(c, m, sys, t, &ld, kind, &kd, &ed->r);
         }
         cache_entry *e = new_entry(c, kind, key); /* the next slot: not ed's */
         recipe_layer_fsdp_from(m, sys, t, l, moe, &ed->r, &e->r);
         return e;
     }
     cache_entry *e = new_entry(c, kind, key);
-    recipe_layer(m, sys, t, l, moe, &e->r, NULL);
-    c->builds++;
+    make_recipe(c, m, sys, t, l, kind, key, &e->r);
     return e;
 }
 
