@@ -114,6 +114,12 @@ struct estimate_cache {
     size_t n_stored;
     cache_entry e[KINDS][CACHE_ENTRIES];
     int next[KINDS];              /* round-robin eviction */
+    /* the last layout's layer costs (layer_costs), its fields that cache_key clears and
+     * the list's neighbours vary (the uneven split that follows each layout, the memory
+     * knobs' tries) cleared: a layout equal to it byte for byte has its key, so its costs */
+    bool have_last[2];            /* [tp_comm_overlap]: a layout's overlap variants alternate */
+    layout last[2];
+    layer_kinds last_kinds[2];
     long builds, hits;
 };
 
@@ -222,23 +228,28 @@ static unsigned long hash_key(const layout *k)
     return h ^ (h >> 29);
 }
 
-/* l's whole key (the MoE kind's, or a dense model's dense kind's) into key. */
-static void key_of(const estimate_cache *c, const layout *l, lookup_key *key)
+/* Every byte of k no codec field holds (padding, whatever it held) zeroed: the words masked
+ * (the tail of a layout whose size is not a multiple of a word masked bytewise). */
+static void mask_padding(const estimate_cache *c, layout *k)
 {
-    layout k = cache_key(l);
-    /* padding, whatever it held, zeroed: the words masked (the tail of a layout whose size is
-     * not a multiple of a word masked bytewise) */
-    unsigned char *kb = (unsigned char *)&k;
+    unsigned char *kb = (unsigned char *)k;
     const unsigned char *mb = (const unsigned char *)c->held_mask;
     size_t i = 0;
-    for (; i + sizeof(unsigned long) <= sizeof k; i += sizeof(unsigned long)) {
+    for (; i + sizeof(unsigned long) <= sizeof *k; i += sizeof(unsigned long)) {
         unsigned long w, mw;
         memcpy(&w, kb + i, sizeof w);
         memcpy(&mw, mb + i, sizeof mw);
         w &= mw;
         memcpy(kb + i, &w, sizeof w);
     }
-    for (; i < sizeof k; i++) kb[i] &= mb[i];
+    for (; i < sizeof *k; i++) kb[i] &= mb[i];
+}
+
+/* l's whole key (the MoE kind's, or a dense model's dense kind's) into key. */
+static void key_of(const estimate_cache *c, const layout *l, lookup_key *key)
+{
+    layout k = cache_key(l);
+    mask_padding(c, &k);
     key->k = k;
     key->hash = hash_key(&key->k);
 }
@@ -404,6 +415,17 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
         estimate_layer_times(m, sys, t, l, kinds);
         return;
     }
+    layout probe = *l;
+    probe.recompute_layers = 0;
+    probe.optimizer_offload_pct = 0;
+    probe.pp_first_layers = probe.pp_last_layers = 0;
+    mask_padding(c, &probe); /* equal bytes are then equal fields */
+    int v = l->tp_comm_overlap ? 1 : 0;
+    if (c->have_last[v] && !memcmp(&probe, &c->last[v], sizeof probe)) {
+        *kinds = c->last_kinds[v];
+        c->hits += model_is_moe(m) ? 2 : 1;
+        return;
+    }
     lookup_key whole;
     key_of(c, l, &whole);
     if (model_is_moe(m)) {
@@ -415,6 +437,9 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
         kinds->dense = kinds->dense_bf16 = kind_cost(c, m, sys, t, l, KIND_DENSE, &whole);
         kinds->moe = kinds->moe_bf16 = kinds->dense;
     }
+    c->last[v] = probe;
+    c->last_kinds[v] = *kinds;
+    c->have_last[v] = true;
 }
 
 /* The loss head's costs of l (it depends on the recompute setting through Megatron's MTP
