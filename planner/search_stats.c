@@ -108,8 +108,9 @@ void search_stats_tally_flush(search_stats_tally *t, search_stats *s)
     for (int i = 0; i < SEARCH_STATS_TALLY; i++) {
         if (!t->key[i]) continue;
         unsigned long key = t->key[i];
-        add_counts(s, key & ((1ul << TALLY_KIND_SHIFT) - 1), (int)((key >> TALLY_KIND_SHIFT) & 0xff),
-                   (int)(key >> TALLY_N_SHIFT), t->count[i]);
+        add_counts(s, key & ((1ul << TALLY_KIND_SHIFT) - 1),
+                   (int)((key >> TALLY_KIND_SHIFT) & 0xff), (int)(key >> TALLY_N_SHIFT),
+                   t->count[i]);
         t->key[i] = 0;
         t->count[i] = 0;
     }
