@@ -404,9 +404,9 @@ void estimate_memory_part(const model_spec *m, const system_spec *sys,
     estimate_memory_part_counted(m, &c, sys, t, l, out);
 }
 
-void estimate_memory_part_counted(const model_spec *m, const estimate_model_counts *c,
-                                  const system_spec *sys, const training_spec *t,
-                                  const layout *l, estimate *out)
+/* The estimate's identity (zeroed first), before its memory. */
+static void estimate_identity(const model_spec *m, const estimate_model_counts *c,
+                              const training_spec *t, const layout *l, estimate *out)
 {
     memset(out, 0, sizeof *out);
     size_t n = strnlen(m->name, sizeof out->model_name - 1);
@@ -417,7 +417,22 @@ void estimate_memory_part_counted(const model_spec *m, const estimate_model_coun
     out->training = *t;
     out->gpus = layout_gpus(l);
     out->microbatches = layout_microbatches(l, t);
+}
+
+void estimate_memory_part_counted(const model_spec *m, const estimate_model_counts *c,
+                                  const system_spec *sys, const training_spec *t,
+                                  const layout *l, estimate *out)
+{
+    estimate_identity(m, c, t, l, out);
     out->memory = memory_peak_counted(m, &c->memory, sys, t, l);
+}
+
+void estimate_memory_part_memo(const model_spec *m, const estimate_model_counts *c,
+                               memory_memo *memo, const system_spec *sys,
+                               const training_spec *t, const layout *l, estimate *out)
+{
+    estimate_identity(m, c, t, l, out);
+    out->memory = memory_peak_memo(m, memo, sys, t, l);
 }
 
 stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,

@@ -80,7 +80,9 @@ cm_status estimate_layout(const model_spec *m, const system_spec *sys, const tra
  *    while it is used) the decoder layers' costs are shared across recompute, DDP/distributed-
  *    optimizer and DP-overlap variants;
  *  - with prune_above_s > 0, when a lower bound on every fitting variant's step time exceeds
- *    it, nothing is timed and *how is ESTIMATE_PRUNED (outs hold memory only; the layouts fit).
+ *    it, nothing is timed and *how is ESTIMATE_PRUNED (the layouts fit; the outs of the first
+ *    variant of each tp_comm_overlap value hold memory only, the others are left as they
+ *    were: estimate_search_share_memory fills them, for a caller that reads them).
  * The caller has checked the training spec (training_check) once.
  */
 typedef struct estimate_cache estimate_cache;
@@ -101,5 +103,12 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
                                  const training_spec *t, const layout *ls, int n,
                                  estimate *outs, estimate_cache *cache, double prune_above_s,
                                  estimate_outcome *how);
+/* memory_peak(m, sys, t, l), through the cache's memory memo (the same figures). */
+memory_breakdown estimate_cache_memory_peak(estimate_cache *c, const model_spec *m,
+                                            const system_spec *sys, const training_spec *t,
+                                            const layout *l);
+/* outs[i] of every variant ls[i] that is not the first of its tp_comm_overlap value: that
+ * first one's identity and memory (what estimate_layout_search leaves out when it prunes). */
+void estimate_search_share_memory(const layout *ls, int n, estimate *outs);
 
 #endif

@@ -9,6 +9,7 @@
 #include "estimate.h"
 #include "layer_recipe.h"
 #include "memory.h"
+#include "memory_memo.h"
 
 /* One layer's per-micro-batch times: its recipe (layer_recipe.h) priced. */
 typedef recipe_time layer_time;
@@ -43,6 +44,11 @@ void estimate_model_counts_of(const model_spec *m, estimate_model_counts *c);
 void estimate_memory_part_counted(const model_spec *m, const estimate_model_counts *c,
                                   const system_spec *sys, const training_spec *t,
                                   const layout *l, estimate *out);
+/* estimate_memory_part_counted with the search's memo of per-layer and per-stage memory
+ * figures (memory_memo.h, m's): the same figures. */
+void estimate_memory_part_memo(const model_spec *m, const estimate_model_counts *c,
+                               memory_memo *memo, const system_spec *sys,
+                               const training_spec *t, const layout *l, estimate *out);
 /* Stage `stage`'s micro-batch from its layers' costs; head: the loss head's fwd_s/bwd_s
  * (NULL: priced here). */
 stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,

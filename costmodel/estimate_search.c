@@ -4,7 +4,9 @@
  *
  * Three savings, none of which changes a figure:
  *  - memory first: a layout that does not fit is not timed (estimate.c's memory half alone,
- *    with the model's parameter counts counted once per cache: estimate_model_counts);
+ *    with the model's parameter counts counted once per cache: estimate_model_counts, and
+ *    memory.c's per-layer activation bytes and per-stage parameters remembered across the
+ *    list's neighbours: memory_memo.h);
  *  - a layer-cost cache: a decoder layer's recipe (layer_recipe.h) depends on the layout's
  *    sizes, precision, implementation and TP overlap but not on its recompute setting (only
  *    the ops' recompute flags and the host's pacing do: recipe_set_recompute), nor on DDP
@@ -12,6 +14,7 @@
  *    under Megatron without FSDP not on dp or pp (cache_key says why). The cache keeps a few
  *    built recipes keyed by the layout with those fields cleared, and each recompute setting's
  *    priced layers in a larger table (the same key a pipeline size later finds them there).
+ *    Built recipes also stay in a larger store (stored_recipe) for the key's next build.
  *    An MoE model's dense layers are keyed without the expert fields (KIND_DENSE), and the
  *    loss head is priced only where it is read (a timed layout, or a first stage that is also
  *    the last: ensure_head), then kept beside its key's layers;
@@ -27,6 +30,7 @@
  */
 #include "estimate_internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +75,21 @@ typedef struct {
     layer_time head;
 } priced_slot;
 
+/* A built recipe kept for its key after it leaves the entries above (issue 21): the
+ * search needs a key's recipe again one pipeline size later, a thousand or more lookups on,
+ * where Megatron-FSDP's layers (their DDP form's recipe, build_entry) or a recompute setting
+ * not yet priced find it here instead of building it again. Direct-mapped by the key's hash
+ * and kind; only recipes of at most STORED_OPS ops (a DeepSeek-V3 MoE layer has 21), their
+ * fields and ops alone. rc: the recompute setting its flags and pacing were set for. */
+enum { STORED_OPS = 32, STORED_MIN = 1 << 7, STORED_MAX = 1 << 12 };
+typedef struct {
+    bool used;
+    int kind, rc;
+    unsigned long hash;
+    layout key;
+    unsigned char bytes[offsetof(recipe, op) + STORED_OPS * sizeof(recipe_op)];
+} stored_recipe;
+
 /* The codec's fields are bools or int-sized (integers, enums, a bit set): the bytes each
  * holds, below. */
 _Static_assert(sizeof(layout_framework) == sizeof(int) && sizeof(layout_sharding) == sizeof(int) &&
@@ -88,10 +107,19 @@ struct estimate_cache {
     unsigned long held_mask[(sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long)];
     bool have_counts;
     estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
+    memory_memo memo;             /* memory.c's per-layer and per-stage figures (the same model) */
     priced_slot *priced;          /* n_priced of them, a power of two */
     size_t n_priced;
+    stored_recipe *stored;        /* n_stored of them, a power of two */
+    size_t n_stored;
     cache_entry e[KINDS][CACHE_ENTRIES];
     int next[KINDS];              /* round-robin eviction */
+    /* the last layout's layer costs (layer_costs), its fields that cache_key clears and
+     * the list's neighbours vary (the uneven split that follows each layout, the memory
+     * knobs' tries) cleared: a layout equal to it byte for byte has its key, so its costs */
+    bool have_last[2];            /* [tp_comm_overlap]: a layout's overlap variants alternate */
+    layout last[2];
+    layer_kinds last_kinds[2];
     long builds, hits;
 };
 
@@ -106,7 +134,14 @@ estimate_cache *estimate_cache_new_for(long layouts)
     c->n_priced = PRICED_SLOTS_MIN;
     while (c->n_priced < PRICED_SLOTS_MAX && (long)c->n_priced * 16 < layouts) c->n_priced *= 2;
     c->priced = calloc(c->n_priced, sizeof *c->priced);
-    if (!c->priced) {
+    /* a stored recipe for every 8 priced slots: 4096 (12 MB, touched as used) at most */
+    c->n_stored = c->n_priced / 8;
+    if (c->n_stored < STORED_MIN) c->n_stored = STORED_MIN;
+    if (c->n_stored > STORED_MAX) c->n_stored = STORED_MAX;
+    c->stored = calloc(c->n_stored, sizeof *c->stored);
+    if (!c->priced || !c->stored) {
+        free(c->priced);
+        free(c->stored);
         free(c);
         return NULL;
     }
@@ -123,7 +158,10 @@ estimate_cache *estimate_cache_new_for(long layouts)
 }
 void estimate_cache_free(estimate_cache *c)
 {
-    if (c) free(c->priced);
+    if (c) {
+        free(c->priced);
+        free(c->stored);
+    }
     free(c);
 }
 
@@ -190,23 +228,28 @@ static unsigned long hash_key(const layout *k)
     return h ^ (h >> 29);
 }
 
-/* l's whole key (the MoE kind's, or a dense model's dense kind's) into key. */
-static void key_of(const estimate_cache *c, const layout *l, lookup_key *key)
+/* Every byte of k no codec field holds (padding, whatever it held) zeroed: the words masked
+ * (the tail of a layout whose size is not a multiple of a word masked bytewise). */
+static void mask_padding(const estimate_cache *c, layout *k)
 {
-    layout k = cache_key(l);
-    /* padding, whatever it held, zeroed: the words masked (the tail of a layout whose size is
-     * not a multiple of a word masked bytewise) */
-    unsigned char *kb = (unsigned char *)&k;
+    unsigned char *kb = (unsigned char *)k;
     const unsigned char *mb = (const unsigned char *)c->held_mask;
     size_t i = 0;
-    for (; i + sizeof(unsigned long) <= sizeof k; i += sizeof(unsigned long)) {
+    for (; i + sizeof(unsigned long) <= sizeof *k; i += sizeof(unsigned long)) {
         unsigned long w, mw;
         memcpy(&w, kb + i, sizeof w);
         memcpy(&mw, mb + i, sizeof mw);
         w &= mw;
         memcpy(kb + i, &w, sizeof w);
     }
-    for (; i < sizeof k; i++) kb[i] &= mb[i];
+    for (; i < sizeof *k; i++) kb[i] &= mb[i];
+}
+
+/* l's whole key (the MoE kind's, or a dense model's dense kind's) into key. */
+static void key_of(const estimate_cache *c, const layout *l, lookup_key *key)
+{
+    layout k = cache_key(l);
+    mask_padding(c, &k);
     key->k = k;
     key->hash = hash_key(&key->k);
 }
@@ -271,6 +314,36 @@ static void kind_key(const estimate_cache *c, const model_spec *m, const layout 
     }
 }
 
+/* The recipe of l's key of the kind (layer_recipe.h recipe_layer) into r: from the store
+ * where it holds the key, its recompute flags and pacing set for l's (recipe_set_recompute:
+ * the only part of a recipe the recompute setting changes, as the entries' re-pricing
+ * assumes), else built and stored. */
+static void make_recipe(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                        const training_spec *t, const layout *l, int kind,
+                        const lookup_key *key, recipe *r)
+{
+    bool moe = kind == KIND_MOE;
+    stored_recipe *st = &c->stored[(key->hash ^ (unsigned long)kind) & (c->n_stored - 1)];
+    if (st->used && st->hash == key->hash && st->kind == kind &&
+        !memcmp(&st->key, &key->k, sizeof key->k)) {
+        int n_ops;
+        memcpy(&n_ops, st->bytes + offsetof(recipe, n_ops), sizeof n_ops);
+        memcpy(r, st->bytes, offsetof(recipe, op) + (size_t)n_ops * sizeof r->op[0]);
+        if (st->rc != (int)l->recompute) recipe_set_recompute(sys, m, l, r, moe, true);
+        c->hits++;
+        return;
+    }
+    recipe_layer(m, sys, t, l, moe, r, NULL);
+    c->builds++;
+    if (r->n_ops > STORED_OPS) return;
+    st->used = true;
+    st->kind = kind;
+    st->rc = (int)l->recompute;
+    st->hash = key->hash;
+    st->key = key->k;
+    memcpy(st->bytes, r, offsetof(recipe, op) + (size_t)r->n_ops * sizeof r->op[0]);
+}
+
 /* A new entry for l's key of the kind, its recipe built for l. Megatron-FSDP's recipe is its
  * DDP form's with the unit's gather and reduce-scatter after it (layer_recipe.h
  * recipe_layer_fsdp_from): built from that entry, made first where it is not held, since the
@@ -289,16 +362,14 @@ static cache_entry *build_entry(estimate_cache *c, const model_spec *m, const sy
         cache_entry *ed = entry_of(c, kind, &kd);
         if (!ed) {
             ed = new_entry(c, kind, &kd);
-            recipe_layer(m, sys, t, &ld, moe, &ed->r, NULL);
-            c->builds++;
+            make_recipe(c, m, sys, t, &ld, kind, &kd, &ed->r);
         }
         cache_entry *e = new_entry(c, kind, key); /* the next slot: not ed's */
         recipe_layer_fsdp_from(m, sys, t, l, moe, &ed->r, &e->r);
         return e;
     }
     cache_entry *e = new_entry(c, kind, key);
-    recipe_layer(m, sys, t, l, moe, &e->r, NULL);
-    c->builds++;
+    make_recipe(c, m, sys, t, l, kind, key, &e->r);
     return e;
 }
 
@@ -344,6 +415,17 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
         estimate_layer_times(m, sys, t, l, kinds);
         return;
     }
+    layout probe = *l;
+    probe.recompute_layers = 0;
+    probe.optimizer_offload_pct = 0;
+    probe.pp_first_layers = probe.pp_last_layers = 0;
+    mask_padding(c, &probe); /* equal bytes are then equal fields */
+    int v = l->tp_comm_overlap ? 1 : 0;
+    if (c->have_last[v] && !memcmp(&probe, &c->last[v], sizeof probe)) {
+        *kinds = c->last_kinds[v];
+        c->hits += model_is_moe(m) ? 2 : 1;
+        return;
+    }
     lookup_key whole;
     key_of(c, l, &whole);
     if (model_is_moe(m)) {
@@ -355,6 +437,9 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
         kinds->dense = kinds->dense_bf16 = kind_cost(c, m, sys, t, l, KIND_DENSE, &whole);
         kinds->moe = kinds->moe_bf16 = kinds->dense;
     }
+    c->last[v] = probe;
+    c->last_kinds[v] = *kinds;
+    c->have_last[v] = true;
 }
 
 /* The loss head's costs of l (it depends on the recompute setting through Megatron's MTP
@@ -418,6 +503,38 @@ static bool prunable(const system_spec *sys, const layout *l)
     return true;
 }
 
+void estimate_search_share_memory(const layout *ls, int n, estimate *outs)
+{
+    int first[2] = {-1, -1};
+    for (int i = 0; i < n; i++) { /* the other variants: their group's memory half */
+        int k = ls[i].tp_comm_overlap;
+        if (first[k] < 0) {
+            first[k] = i;
+            continue;
+        }
+        outs[i] = outs[first[k]];
+        outs[i].layout = ls[i];
+    }
+}
+
+/* The model's counts and the memory memo, made on first use (one model a cache). */
+static void ensure_counts(estimate_cache *c, const model_spec *m)
+{
+    if (c->have_counts) return;
+    estimate_model_counts_of(m, &c->counts);
+    memory_memo_init(&c->memo, m);
+    c->have_counts = true;
+}
+
+memory_breakdown estimate_cache_memory_peak(estimate_cache *c, const model_spec *m,
+                                            const system_spec *sys, const training_spec *t,
+                                            const layout *l)
+{
+    if (!c) return memory_peak(m, sys, t, l);
+    ensure_counts(c, m);
+    return memory_peak_memo(m, &c->memo, sys, t, l);
+}
+
 cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
                                  const training_spec *t, const layout *ls, int n,
                                  estimate *outs, estimate_cache *cache, double prune_above_s,
@@ -440,8 +557,7 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     estimate_model_counts own;
     const estimate_model_counts *counts = &own;
     if (cache) {
-        if (!cache->have_counts) estimate_model_counts_of(m, &cache->counts);
-        cache->have_counts = true;
+        ensure_counts(cache, m);
         counts = &cache->counts;
     } else {
         estimate_model_counts_of(m, &own);
@@ -467,6 +583,8 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
             outs[i].memory.other_bytes += ub;
             outs[i].memory.total_bytes += ub;
             outs[i].memory.need_bytes += ub;
+        } else if (cache) {
+            estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, &outs[i]);
         } else {
             estimate_memory_part_counted(m, counts, sys, t, l, &outs[i]);
         }
@@ -496,17 +614,14 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
             bound_s = 0; /* never pruned */
         }
     }
-    for (int i = 0; i < n; i++) { /* the other variants: their group's memory half */
-        int k = ls[i].tp_comm_overlap;
-        if (i == first[k]) continue;
-        outs[i] = outs[first[k]];
-        outs[i].layout = ls[i];
-    }
-    if (bound_s < 0) return CM_OK; /* nothing fits: every variant untimed */
     if (prune_above_s > 0 && bound_s > prune_above_s) {
-        *how = ESTIMATE_PRUNED; /* fits, but cannot beat the threshold */
+        /* fits, but cannot beat the threshold: the other variants' memory is not copied (a
+         * search that prunes reads none of it; estimate_search_share_memory on demand) */
+        *how = ESTIMATE_PRUNED;
         return CM_OK;
     }
+    estimate_search_share_memory(ls, n, outs);
+    if (bound_s < 0) return CM_OK; /* nothing fits: every variant untimed */
     for (int i = 0; i < n; i++) {
         int k = ls[i].tp_comm_overlap;
         if (!memory_fits(&outs[i].memory)) continue;

@@ -9,6 +9,7 @@
  * attention do not store. The tests check the GPT identity 34sbh + 5as^2b.
  */
 #include "memory.h"
+#include "memory_memo.h"
 #include "offload.h"
 #include "overlap.h"
 #include "async_tp.h"
@@ -465,6 +466,8 @@ static void precision_memory(const model_spec *m, const layout *l, int stage, in
  * memory_peak's candidate stages compute them once (a search asks per layout). */
 typedef struct {
     const memory_model_counts *counts; /* the model's (memory_model_counts_of) */
+    memory_memo *memo; /* the search's, or NULL (memory_memo.h) */
+    int act_slot;      /* l's activation slot in memo; -1: not looked up yet */
     bool have_act[2], have_params[2];
     double act_bytes[2], params[2]; /* dense, MoE layer */
 } layer_figures;
@@ -473,7 +476,12 @@ static double layer_act(layer_figures *f, const model_spec *m, const training_sp
                         const layout *l, int moe)
 {
     if (!f->have_act[moe]) {
-        f->act_bytes[moe] = memory_layer_activation_bytes(m, t, l, moe);
+        if (f->memo) {
+            if (f->act_slot < 0) f->act_slot = memory_memo_activation_slot(f->memo, t, l);
+            f->act_bytes[moe] = memory_memo_activation_bytes(f->memo, f->act_slot, m, t, l, moe);
+        } else {
+            f->act_bytes[moe] = memory_layer_activation_bytes(m, t, l, moe);
+        }
         f->have_act[moe] = true;
     }
     return f->act_bytes[moe];
@@ -510,11 +518,21 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     r.stage = stage;
     r.capacity_bytes = sys->hbm_bytes;
 
-    double pd, pe;
-    int n_layers = layout_stage_layers(m, l, stage);
-    int start = layout_stage_start(m, l, stage);
-    int moe_layers = moe_layers_from(m, start, n_layers);
-    stage_params_counted(m, fig->counts, l, stage, n_layers, moe_layers, &pd, &pe);
+    const memory_stage_figures *held = fig->memo ? memory_memo_stage_find(fig->memo, l, stage)
+                                                 : NULL;
+    memory_stage_figures sf;
+    if (held) {
+        sf = *held;
+    } else {
+        sf.n_layers = layout_stage_layers(m, l, stage);
+        sf.start = layout_stage_start(m, l, stage);
+        sf.moe_layers = moe_layers_from(m, sf.start, sf.n_layers);
+        stage_params_counted(m, fig->counts, l, stage, sf.n_layers, sf.moe_layers,
+                             &sf.dense_params, &sf.expert_params);
+        if (fig->memo) memory_memo_stage_put(fig->memo, l, stage, &sf);
+    }
+    int n_layers = sf.n_layers, start = sf.start, moe_layers = sf.moe_layers;
+    double pd = sf.dense_params, pe = sf.expert_params;
     double params = pd + pe;
     double nd = layout_shard_group(l);
     double ne = layout_expert_dp(l);
@@ -751,13 +769,32 @@ memory_breakdown memory_peak(const model_spec *m, const system_spec *sys,
     return memory_peak_counted(m, &c, sys, t, l);
 }
 
+static memory_breakdown peak_of(const model_spec *m, const system_spec *sys,
+                                const training_spec *t, const layout *l, layer_figures *f);
+
 memory_breakdown memory_peak_counted(const model_spec *m, const memory_model_counts *c,
                                      const system_spec *sys, const training_spec *t,
                                      const layout *l)
 {
+    layer_figures fig = {.counts = c};
+    return peak_of(m, sys, t, l, &fig);
+}
+
+memory_breakdown memory_peak_memo(const model_spec *m, memory_memo *memo,
+                                  const system_spec *sys, const training_spec *t,
+                                  const layout *l)
+{
+    if (memo->model != m) return memory_peak(m, sys, t, l); /* another model's memo */
+    layer_figures fig = {.counts = &memo->counts, .memo = memo, .act_slot = -1};
+    return peak_of(m, sys, t, l, &fig);
+}
+
+static memory_breakdown peak_of(const model_spec *m, const system_spec *sys,
+                                const training_spec *t, const layout *l, layer_figures *f)
+{
     /* Candidates: the first stage (most in flight, embedding), the first stage given an extra
      * layer, and the last (head, logits). Later middle stages hold fewer micro-batches. */
-    layer_figures fig = {.counts = c};
+    layer_figures fig = *f;
     memory_breakdown best = stage_memory(m, sys, t, l, 0, &fig);
     double need = best.need_bytes, block = best.largest_block_bytes;
     int block_stage = best.block_stage;

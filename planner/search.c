@@ -136,7 +136,13 @@ typedef struct {
     estimate scratch;
     estimate variant[6]; /* consider(): the overlap-knob variants of one layout */
     estimate_cache *cache; /* this thread's layer costs (estimate_search.c) */
+    search_stats_tally tally; /* r->stats' counts, added up at the end of worker_run */
 } worker;
+
+static void count_layout(worker *w, const layout *l, int n, estimate_outcome how)
+{
+    search_stats_tally_count(&w->tally, &w->r->stats, l, n, how);
+}
 
 /* Does (a, sa) come before (b, sb): better, or equal and earlier in the list? */
 static bool before(const estimate *a, long sa, const estimate *b, long sb)
@@ -321,7 +327,7 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
             }
             estimate_outcome h;
             if (!evaluate_variants(w, t, lv, nv, &h)) continue;
-            search_stats_count(&w->r->stats, &lv[0], nv, h);
+            count_layout(w, &lv[0], nv, h);
             if (h == ESTIMATE_UNTIMED) continue;
             memcpy(ls, lv, (size_t)nv * sizeof *ls);
             *how = h;
@@ -349,7 +355,7 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
             return nv;
         }
         if (h != ESTIMATE_UNTIMED) {
-            search_stats_count(&w->r->stats, &lv[0], nv, h);
+            count_layout(w, &lv[0], nv, h);
             memcpy(ls, lv, (size_t)nv * sizeof *ls);
             *how = h;
             return nv;
@@ -358,7 +364,7 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
         while (lo < hi) {
             layout p = *l;
             p.recompute_layers = (lo + hi) / 2;
-            memory_breakdown mb = memory_peak(w->m, w->sys, t, &p);
+            memory_breakdown mb = estimate_cache_memory_peak(w->cache, w->m, w->sys, t, &p);
             if (memory_fits(&mb)) hi = p.recompute_layers;
             else lo = p.recompute_layers + 1;
         }
@@ -368,7 +374,7 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
         }
         for (int k = 0; k < nv; k++) lv[k].recompute_layers = lo;
         if (evaluate_variants(w, t, lv, nv, &h) && h != ESTIMATE_UNTIMED) {
-            search_stats_count(&w->r->stats, &lv[0], nv, h);
+            count_layout(w, &lv[0], nv, h);
             memcpy(ls, lv, (size_t)nv * sizeof *ls);
             *how = h;
             return nv;
@@ -396,6 +402,7 @@ static void consider(worker *w, long seq)
         /* the memory knobs as plan's search tries them, so the report recommends what plan
          * does */
         if (!w->opt->no_memory_knobs) nv = memory_knobs(w, &t, ls, nv, &how);
+        if (how == ESTIMATE_PRUNED) estimate_search_share_memory(ls, nv, w->variant);
         for (int i = 0; i < nv; i++) {
             estimate *e = &w->variant[i];
             if (how == ESTIMATE_PRUNED && memory_fits(&e->memory)) {
@@ -413,7 +420,7 @@ static void consider(worker *w, long seq)
      * fitting", which needs its memory alone (search_run times the one kept). */
     estimate_outcome how;
     if (!evaluate_variants(w, &t, ls, nv, &how)) return;
-    search_stats_count(&w->r->stats, base, nv, how);
+    count_layout(w, base, nv, how);
     if (!w->opt->no_memory_knobs) nv = memory_knobs(w, &t, ls, nv, &how);
     if (how == ESTIMATE_PRUNED) { /* it fits: counted as the feasible layout it is */
         w->r->evaluated += nv;
@@ -454,6 +461,7 @@ static void *worker_run(void *arg)
         size_t hi = lo + CHUNK_LAYOUTS < n ? lo + CHUNK_LAYOUTS : n;
         for (size_t i = lo; i < hi; i++) consider(w, (long)i);
     }
+    search_stats_tally_flush(&w->tally, &w->r->stats);
     return NULL;
 }
 

@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+_Static_assert(KNOB_COUNT <= 32, "the tally keeps the knobs on in the key's low 32 bits");
+
 static const char *const knob_names[KNOB_COUNT] = {
     [KNOB_TP] = "tp > 1",
     [KNOB_PP] = "pp > 1",
@@ -34,47 +36,85 @@ const char *search_knob_name(search_knob k)
     return k >= 0 && k < KNOB_COUNT ? knob_names[k] : "?";
 }
 
-/* Which knobs l has on (1) or off (0), every knob at once (the search counts every layout it
- * evaluates); the overlap knob's count is the caller's. */
-static void knobs_on(const layout *l, long on[KNOB_COUNT])
+/* Which knobs l has on, as bit k for knob k, every knob at once (the search counts every
+ * layout it evaluates); the overlap knob's count is the caller's. */
+static unsigned long knobs_mask(const layout *l)
 {
     bool pow2_small = l->mbs <= 16 && (l->mbs & (l->mbs - 1)) == 0;
-    on[KNOB_TP] = l->tp > 1;
-    on[KNOB_PP] = l->pp > 1;
-    on[KNOB_CP] = l->cp > 1;
-    on[KNOB_EP] = l->ep > 1;
-    on[KNOB_ETP] = layout_etp(l) != l->tp;
-    on[KNOB_VPP] = l->vpp > 1;
-    on[KNOB_MBS] = l->mbs > 1;
-    on[KNOB_MBS_WIDE] = !pow2_small;
-    on[KNOB_SP_OFF] = l->tp > 1 && !l->sp;
-    on[KNOB_DISTOPT] = l->sharding == SHARDING_DISTOPT;
-    on[KNOB_FSDP] = l->sharding == SHARDING_FSDP;
-    on[KNOB_HSDP] = l->shard_size > 0;
-    on[KNOB_NO_RESHARD] = l->sharding == SHARDING_FSDP && !l->reshard_after_forward;
-    on[KNOB_RECOMPUTE_SELECTIVE] = l->recompute == RECOMPUTE_SELECTIVE;
-    on[KNOB_RECOMPUTE_FULL] = l->recompute == RECOMPUTE_FULL;
-    on[KNOB_RECOMPUTE_PARTIAL] = l->recompute == RECOMPUTE_FULL && l->recompute_layers > 0;
-    on[KNOB_FSDP2_OFFLOAD] = l->offload;
-    on[KNOB_OPTIMIZER_OFFLOAD] = l->optimizer_offload_pct > 0;
-    on[KNOB_ACTIVATION_OFFLOAD] = l->activation_offload;
-    on[KNOB_PRECISION] = l->precision != PRECISION_BF16;
-    on[KNOB_OVERLAP] = 0;
+#define ON(k, cond) ((unsigned long)(cond) << (k))
+    return ON(KNOB_TP, l->tp > 1) | ON(KNOB_PP, l->pp > 1) | ON(KNOB_CP, l->cp > 1) |
+           ON(KNOB_EP, l->ep > 1) | ON(KNOB_ETP, layout_etp(l) != l->tp) |
+           ON(KNOB_VPP, l->vpp > 1) | ON(KNOB_MBS, l->mbs > 1) | ON(KNOB_MBS_WIDE, !pow2_small) |
+           ON(KNOB_SP_OFF, l->tp > 1 && !l->sp) |
+           ON(KNOB_DISTOPT, l->sharding == SHARDING_DISTOPT) |
+           ON(KNOB_FSDP, l->sharding == SHARDING_FSDP) | ON(KNOB_HSDP, l->shard_size > 0) |
+           ON(KNOB_NO_RESHARD, l->sharding == SHARDING_FSDP && !l->reshard_after_forward) |
+           ON(KNOB_RECOMPUTE_SELECTIVE, l->recompute == RECOMPUTE_SELECTIVE) |
+           ON(KNOB_RECOMPUTE_FULL, l->recompute == RECOMPUTE_FULL) |
+           ON(KNOB_RECOMPUTE_PARTIAL, l->recompute == RECOMPUTE_FULL && l->recompute_layers > 0) |
+           ON(KNOB_FSDP2_OFFLOAD, l->offload) |
+           ON(KNOB_OPTIMIZER_OFFLOAD, l->optimizer_offload_pct > 0) |
+           ON(KNOB_ACTIVATION_OFFLOAD, l->activation_offload) |
+           ON(KNOB_PRECISION, l->precision != PRECISION_BF16); /* KNOB_OVERLAP: the caller's */
+#undef ON
+}
+
+static int kind_of(estimate_outcome how)
+{
+    return how == ESTIMATE_PRUNED ? STAT_BOUND : how == ESTIMATE_TIMED ? STAT_TIMED : STAT_MEMORY;
+}
+
+/* count layouts of one outcome kind, each with the knobs of mask on and n overlap variants */
+static void add_counts(search_stats *s, unsigned long mask, int kind, int n, long count)
+{
+    s->layouts[STAT_LISTED] += count;
+    s->layouts[kind] += count;
+    for (int k = 0; k < KNOB_COUNT; k++) {
+        long add = k == KNOB_OVERLAP ? count * (n - 1) : ((mask >> k) & 1u) ? count : 0;
+        s->knob[k][STAT_LISTED] += add;
+        s->knob[k][kind] += add;
+    }
 }
 
 void search_stats_count(search_stats *s, const layout *l, int n, estimate_outcome how)
 {
-    int kind = how == ESTIMATE_PRUNED ? STAT_BOUND : how == ESTIMATE_TIMED ? STAT_TIMED
-                                                                            : STAT_MEMORY;
-    s->layouts[STAT_LISTED]++;
-    s->layouts[kind]++;
-    long add[KNOB_COUNT];
-    knobs_on(l, add);
-    add[KNOB_OVERLAP] = n - 1;
-    for (int k = 0; k < KNOB_COUNT; k++) {
-        s->knob[k][STAT_LISTED] += add[k];
-        s->knob[k][kind] += add[k];
+    add_counts(s, knobs_mask(l), kind_of(how), n, 1);
+}
+
+/* The tally's key: the knobs on, the kind and the variant count (1..6), never 0 (empty). */
+enum { TALLY_KIND_SHIFT = 32, TALLY_N_SHIFT = 40 };
+
+void search_stats_tally_count(search_stats_tally *t, search_stats *s, const layout *l, int n,
+                              estimate_outcome how)
+{
+    unsigned long key = knobs_mask(l) | (unsigned long)kind_of(how) << TALLY_KIND_SHIFT |
+                        (unsigned long)n << TALLY_N_SHIFT;
+    size_t i = (size_t)((key * 0x9e3779b97f4a7c15ul) >> 54) & (SEARCH_STATS_TALLY - 1);
+    while (t->key[i] && t->key[i] != key) i = (i + 1) & (SEARCH_STATS_TALLY - 1);
+    if (!t->key[i]) {
+        if (4 * (t->used + 1) > 3 * SEARCH_STATS_TALLY) { /* nearly full: add it up first */
+            search_stats_tally_flush(t, s);
+            search_stats_tally_count(t, s, l, n, how);
+            return;
+        }
+        t->key[i] = key;
+        t->used++;
     }
+    t->count[i]++;
+}
+
+void search_stats_tally_flush(search_stats_tally *t, search_stats *s)
+{
+    for (int i = 0; i < SEARCH_STATS_TALLY; i++) {
+        if (!t->key[i]) continue;
+        unsigned long key = t->key[i];
+        add_counts(s, key & ((1ul << TALLY_KIND_SHIFT) - 1),
+                   (int)((key >> TALLY_KIND_SHIFT) & 0xff), (int)(key >> TALLY_N_SHIFT),
+                   t->count[i]);
+        t->key[i] = 0;
+        t->count[i] = 0;
+    }
+    t->used = 0;
 }
 
 void search_stats_add(search_stats *into, const search_stats *from)

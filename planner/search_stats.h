@@ -32,6 +32,20 @@ const char *search_knob_name(search_knob k);
 /* Counts one listed layout l, searched with n overlap variants, by its outcome. */
 void search_stats_count(search_stats *s, const layout *l, int n, estimate_outcome how);
 void search_stats_add(search_stats *into, const search_stats *from);
+
+/* search_stats_count deferred (a search counts a million layouts with a few hundred distinct
+ * sets of knobs on): layouts tallied by outcome, knobs on and variant count, added into s
+ * (search_stats_count's very counts, integer sums in another order) when the tally fills up
+ * and at search_stats_tally_flush, which the caller runs before reading s. Starts zeroed. */
+enum { SEARCH_STATS_TALLY = 1024 };
+typedef struct {
+    unsigned long key[SEARCH_STATS_TALLY];
+    long count[SEARCH_STATS_TALLY];
+    int used;
+} search_stats_tally;
+void search_stats_tally_count(search_stats_tally *t, search_stats *s, const layout *l, int n,
+                              estimate_outcome how);
+void search_stats_tally_flush(search_stats_tally *t, search_stats *s);
 /* {"layouts": {listed, memory, bound, timed}, "knobs": {name: {...}}, "layer_costs": {built,
  * reused}}: plan's JSON "search.stats". */
 json_t *search_stats_json(const search_stats *s);

@@ -1,0 +1,78 @@
+/*
+ * memory_memo.h — per-layer and per-stage figures of memory.c, remembered across the layouts
+ * of a search (issue 21: the memory half of every listed layout was a third of a search).
+ *
+ * A search evaluates the memory of every layout it lists, and neighbouring layouts of the list
+ * differ in a field or two (search_layouts.c: the sharding and recompute loops are innermost,
+ * then sequence parallelism and the micro-batch): a layer's activation bytes do not read the
+ * sharding, dp or pp, and a stage's layer and parameter counts read neither the micro-batch
+ * nor the recompute or sharding setting. The memo keeps the last few of each, keyed by every
+ * field its computation reads (listed at each key), so a hit returns the very double the
+ * computation would: the figures are identical with and without it (tests/test_memory_memo.c
+ * compares whole breakdowns over the searches' layouts). One memo serves one model and one
+ * thread.
+ */
+#ifndef PLAN_MEMORY_MEMO_H
+#define PLAN_MEMORY_MEMO_H
+
+#include "memory.h"
+
+/* direct-mapped by the key's hash: a slot holds the last key that maps to it */
+enum { MEMORY_MEMO_ACT = 64, MEMORY_MEMO_STAGES = 64 };
+
+/* What memory_layer_activation_bytes reads (memory.c): the training spec's sequence length,
+ * attention kind and MoE load (moe_load_factor), and of the layout the micro-batch, cp, tp,
+ * sp, recompute (and its modules), framework, compile, implementation, precision and FP8
+ * recipe (precision_rules_of), the expert TP (layout_etp) and DeepEP's FP8 dispatch
+ * (moe_dispatch_elem_bytes); ints and doubles only, so no padding. */
+typedef struct {
+    double moe_imbalance, moe_capacity_factor;
+    int seq_len, attention;
+    int mbs, cp, tp, sp, recompute, recompute_modules, framework, compile, impl, precision,
+        fp8_recipe, etp, moe_fp8_dispatch, pad;
+} memory_act_key;
+
+/* What a stage's layer counts and parameters read (layout_stage_layers, layout_stage_start,
+ * memory.c stage_params_counted): tp, ep, etp, pp, the uneven split, the framework (Megatron's
+ * MTP modules on the last stage) and the stage. */
+typedef struct {
+    int tp, ep, etp, pp, pp_first_layers, pp_last_layers, framework, stage;
+} memory_stage_key;
+
+typedef struct {
+    int n_layers, start, moe_layers;
+    double dense_params, expert_params;
+} memory_stage_figures;
+
+typedef struct {
+    const model_spec *model;  /* the model it was made for (memory_memo_init) */
+    memory_model_counts counts;
+    bool act_used[MEMORY_MEMO_ACT], stage_used[MEMORY_MEMO_STAGES];
+    memory_act_key act_key[MEMORY_MEMO_ACT];
+    bool act_have[MEMORY_MEMO_ACT][2];    /* [dense, MoE layer] held */
+    double act_bytes[MEMORY_MEMO_ACT][2];
+    memory_stage_key stage_key[MEMORY_MEMO_STAGES];
+    memory_stage_figures stage[MEMORY_MEMO_STAGES];
+} memory_memo;
+
+/* An empty memo for m, with m's counts (memory_model_counts_of). */
+void memory_memo_init(memory_memo *memo, const model_spec *m);
+
+/* The slot of l's activation key (its dense and MoE layers share one), emptied if another
+ * key held it; then memory_layer_activation_bytes(m, t, l, moe_layer), remembered there. */
+int memory_memo_activation_slot(memory_memo *memo, const training_spec *t, const layout *l);
+double memory_memo_activation_bytes(memory_memo *memo, int slot, const model_spec *m,
+                                    const training_spec *t, const layout *l, int moe_layer);
+
+/* The stage figures held for (l, stage), or NULL; memory_memo_stage_put keeps new ones. */
+const memory_stage_figures *memory_memo_stage_find(const memory_memo *memo, const layout *l,
+                                                   int stage);
+void memory_memo_stage_put(memory_memo *memo, const layout *l, int stage,
+                           const memory_stage_figures *f);
+
+/* memory_peak with the memo (m must be the memo's model): the same figures. */
+memory_breakdown memory_peak_memo(const model_spec *m, memory_memo *memo,
+                                  const system_spec *sys, const training_spec *t,
+                                  const layout *l);
+
+#endif

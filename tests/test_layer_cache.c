@@ -1,0 +1,145 @@
+/*
+ * test_layer_cache.c — what the search's layer-cost cache (costmodel/estimate_search.c)
+ * assumes, checked: a layer recipe built under one recompute setting and re-set for another
+ * (recipe_set_recompute) prices exactly as one built for it (the cache re-prices held and
+ * stored recipes that way), and the cached search form gives the figures estimate_layout gives
+ * for layouts met in an order that evicts their recipes from the entries and finds them again
+ * in the store (more than eight keys apart, each recompute setting in turn).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "estimate.h"
+#include "layer_recipe.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PLAN_DATA_DIR");
+    return d ? d : "data";
+}
+
+static void load(const char *model, model_spec *m, system_spec *s)
+{
+    char err[CM_ERRLEN];
+    if (model_load(model, data_dir(), m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+}
+
+static layout megatron(int tp, int cp, int ep, int mbs)
+{
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.tp = tp;
+    l.sp = tp > 1;
+    l.cp = cp;
+    l.ep = ep;
+    l.mbs = mbs;
+    l.pp = 4;
+    l.dp = 256 / (tp * cp * 4);
+    return l;
+}
+
+/* recipe_layer(rc_a) + recipe_set_recompute(rc_b) prices as recipe_layer(rc_b), for every pair
+ * of settings, dense and MoE layers, Megatron (TE) and the PyTorch paths. */
+static void check_reset(const model_spec *m, const system_spec *s, layout l, bool moe)
+{
+    static recipe a, b;
+    training_spec t = training_default();
+    for (int ra = 0; ra < 3; ra++)
+        for (int rb = 0; rb < 3; rb++) {
+            layout la = l, lb = l;
+            la.recompute = (layout_recompute)ra;
+            lb.recompute = (layout_recompute)rb;
+            recipe_layer(m, s, &t, &la, moe, &a, NULL);
+            recipe_set_recompute(s, m, &lb, &a, moe, true);
+            recipe_layer(m, s, &t, &lb, moe, &b, NULL);
+            recipe_time ta, tb;
+            memset(&ta, 0, sizeof ta);
+            memset(&tb, 0, sizeof tb);
+            recipe_price(&a, &ta);
+            recipe_price(&b, &tb);
+            assert_int_equal(a.n_ops, b.n_ops);
+            assert_memory_equal(&ta, &tb, sizeof ta);
+            assert_true(a.host_fwd_s == b.host_fwd_s && a.host_bwd_s == b.host_bwd_s);
+        }
+}
+
+static void test_recompute_reset(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load("deepseek-v3", &m, &s);
+    check_reset(&m, &s, megatron(4, 2, 8, 1), true);
+    check_reset(&m, &s, megatron(4, 2, 8, 1), false);
+    check_reset(&m, &s, megatron(1, 1, 32, 2), true);
+    load("8b", &m, &s);
+    check_reset(&m, &s, megatron(2, 1, 1, 2), false);
+    layout f = layout_default(FRAMEWORK_FSDP2);
+    f.dp = 8;
+    f.mbs = 2;
+    check_reset(&m, &s, f, false);
+    layout tt = layout_default(FRAMEWORK_TORCHTITAN);
+    tt.tp = 2;
+    tt.sp = true;
+    tt.dp = 4;
+    check_reset(&m, &s, tt, false);
+}
+
+/* 24 keys (tp x cp x mbs), each under the three recompute settings in turn and under the
+ * three shardings: the cached form's figures are estimate_layout's. */
+static void test_search_form_matches(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load("deepseek-v3", &m, &s);
+    training_spec t = training_default();
+    estimate_cache *c = estimate_cache_new_for(1 << 20);
+    assert_non_null(c);
+    int tps[] = {1, 2, 4, 8}, cps[] = {1, 2}, mbss[] = {1, 2, 4};
+    long compared = 0, timed = 0;
+    for (int rc = 0; rc < 3; rc++)
+        for (int sh = 0; sh < 3; sh++)
+            for (int a = 0; a < 4; a++)
+                for (int b = 0; b < 2; b++)
+                    for (int k = 0; k < 3; k++) {
+                        layout l = megatron(tps[a], cps[b], 8, mbss[k]);
+                        l.recompute = (layout_recompute)rc;
+                        l.sharding = (layout_sharding)sh;
+                        estimate got, want;
+                        estimate_outcome how;
+                        char err[CM_ERRLEN];
+                        if (estimate_layout(&m, &s, &t, &l, &want, err, sizeof err) != CM_OK)
+                            continue;
+                        assert_int_equal(
+                            estimate_layout_search(&m, &s, &t, &l, 1, &got, c, 0, &how), CM_OK);
+                        compared++;
+                        assert_true(got.memory.need_bytes == want.memory.need_bytes);
+                        if (how != ESTIMATE_TIMED) continue;
+                        timed++;
+                        assert_true(got.time.step_s == want.time.step_s);
+                    }
+    long builds, hits;
+    estimate_cache_counts(c, &builds, &hits);
+    estimate_cache_free(c);
+    assert_true(compared >= 150 && timed >= 40);
+    /* each recipe built once (24 keys, a dense and an MoE kind each) and found in the store
+     * under the next recompute setting, 24 keys later (the entries hold 8): without the store
+     * every setting builds its keys again */
+    assert_true(builds <= 2 * 24);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_recompute_reset),
+        cmocka_unit_test(test_search_form_matches),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
