@@ -47,6 +47,7 @@ Usage (repository root, on the GPU machine):
 """
 import argparse
 import datetime
+import inspect
 import json
 import os
 import shlex
@@ -681,6 +682,12 @@ def main():
                 kw = {}
                 if has_last:
                     kw = {"target": lab, "losses": losses}
+                # torchtitan's trainer does not keep the last stage's outputs (trainer.py
+                # pp_schedule.step(..., return_outputs=False), b5bcd76c6); torch's default keeps
+                # every micro-batch's logits until the step ends. Runs before 2026-11-27 20:00
+                # UTC kept them.
+                if "return_outputs" in inspect.signature(sched.step).parameters:
+                    kw["return_outputs"] = False
                 if has_first:
                     sched.step(inp, **kw)
                 else:
