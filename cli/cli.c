@@ -63,7 +63,7 @@ enum {
     OPT_MOE_SHARED_OVERLAP, OPT_MOE_EXPERT_LOOP, OPT_NVLS, OPT_POWER_LIMIT, OPT_PP_SCHEDULE, OPT_ASYNC_TP,
     OPT_RESHARD, OPT_FP8_PARAM_GATHER, OPT_BF16_FIRST, OPT_BF16_LAST,
     OPT_MOE_FP8_DISPATCH, OPT_OPT_OFFLOAD,
-    OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_EXPANDABLE_SEGMENTS, OPT_PP_FIRST,
+    OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_EXPANDABLE_SEGMENTS, OPT_PP_KEEP_OUTPUTS, OPT_PP_FIRST,
     OPT_PP_LAST,
     OPT_RECOMPUTE_MODULES, OPT_BF16_OPT_STATES, OPT_TE_CROSS_ENTROPY, OPT_CUDA_GRAPH_FULL,
 };
@@ -110,6 +110,7 @@ static const struct option long_opts[] = {
     {"overlap-param-gather", no_argument, NULL, OPT_OVERLAP_PARAM_GATHER},
     {"grad-reduce-bf16", no_argument, NULL, OPT_GRAD_BF16},
     {"expandable-segments", no_argument, NULL, OPT_EXPANDABLE_SEGMENTS},
+    {"pp-keep-outputs", no_argument, NULL, OPT_PP_KEEP_OUTPUTS},
     {"precision", required_argument, NULL, OPT_PRECISION},
     {"fp8-recipe", required_argument, NULL, OPT_FP8_RECIPE},
     {"impl", required_argument, NULL, OPT_IMPL},
@@ -242,6 +243,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_OVERLAP_PARAM_GATHER: l->overlap_param_gather = true; break;
         case OPT_GRAD_BF16: o->training.grad_reduce_bf16 = true; break;
         case OPT_EXPANDABLE_SEGMENTS: o->training.expandable_segments = true; break;
+        case OPT_PP_KEEP_OUTPUTS: o->training.pp_keep_outputs = true; break;
         case OPT_PRECISION:
             if (!strcmp(optarg, "any")) {
                 o->precision_any = true;

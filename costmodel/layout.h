@@ -73,6 +73,10 @@ typedef struct {
     bool expandable_segments;  /* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments
                                   grow, so the largest block needs no free block of its own
                                   (memory.h need_bytes) */
+    bool pp_keep_outputs;      /* a torch.distributed.pipelining loop calling schedule.step()
+                                  with its default return_outputs=True: the last stage keeps
+                                  every micro-batch's output (memory_phases.h); torchtitan's
+                                  trainer passes False */
 } training_spec;
 
 typedef struct {

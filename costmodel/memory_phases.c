@@ -29,7 +29,9 @@ double memory_logits_held_bytes(const model_spec *m, const training_spec *t, con
 double memory_pp_held_outputs_bytes(const model_spec *m, const training_spec *t,
                                     const layout *l, int stage, int microbatches)
 {
-    if (!layout_is_pytorch(l) || l->pp < 2 || stage != l->pp - 1 || microbatches < 2) return 0;
+    if (!t->pp_keep_outputs || !layout_is_pytorch(l) || l->pp < 2 || stage != l->pp - 1 ||
+        microbatches < 2)
+        return 0;
     double per = (double)l->mbs * t->seq_len / l->cp * 2.0 * (double)m->vocab / l->tp;
     return (microbatches - 1) * per;
 }

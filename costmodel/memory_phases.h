@@ -50,10 +50,14 @@ double memory_root_at_loss_bytes(const model_spec *m, const layout *l, int stage
 double memory_logits_held_bytes(const model_spec *m, const training_spec *t, const layout *l);
 
 /* torch.distributed.pipelining keeps every micro-batch's output on the last stage until the
- * step ends (stage.py forward_one_chunk: `if self.is_last: self.output_chunks.append(output)`,
- * returned merged by Schedule*.step, cleared by clear_runtime_states at the next step): the
- * other micro-batches' bf16 logits, (m - 1) x 2 x tokens x V / tp, alive at the loss peak.
- * Zero off the last stage, without pp, or outside torch. */
+ * step ends when schedule.step() is called with its default return_outputs=True (stage.py
+ * forward_one_chunk(save_forward_output=...): `self.output_chunks.append(output)`, returned
+ * merged by Schedule*.step, cleared by clear_runtime_states at the next step): the other
+ * micro-batches' bf16 logits, (m - 1) x 2 x tokens x V / tp, alive at the loss peak.
+ * torchtitan's trainer passes return_outputs=False (torchtitan/trainer.py, b5bcd76c6), so this
+ * counts only with training_spec.pp_keep_outputs (--pp-keep-outputs: a pipelining loop of one's
+ * own, as bench/realruns/parallel_run.py was before 2026-11-27 20:00 UTC). Zero off the last
+ * stage, without pp, or outside torch. */
 double memory_pp_held_outputs_bytes(const model_spec *m, const training_spec *t,
                                     const layout *l, int stage, int microbatches);
 

@@ -87,8 +87,9 @@ static void test_root_unit(void **state)
 }
 
 /* Logits: the native loop holds the bf16 logits through the backward, 2 x 4096 x V =
- * 1,050,673,152 B (Hugging Face none); pipelining keeps the other 7 micro-batches' on the last
- * stage of pp 2: 7 x 1,050,673,152 = 7,354,712,064 B, none on stage 0; loss_parallel at tp 2:
+ * 1,050,673,152 B (Hugging Face none); a pipelining loop that keeps its outputs holds the other
+ * 7 micro-batches' on the last stage of pp 2: 7 x 1,050,673,152 = 7,354,712,064 B, none on
+ * stage 0 (torchtitan's trainer keeps none); loss_parallel at tp 2:
  * 18 bytes x 4096 x V / 2 = 4,728,029,184 B, against 14 x 4096 x V = 7,354,712,064 B unsplit. */
 static void test_logits_terms(void **state)
 {
@@ -104,8 +105,13 @@ static void test_logits_terms(void **state)
     l.impl = IMPL_HF;
     assert_true(memory_logits_held_bytes(&m, &t, &l) == 0);
     layout pp = titan(1, 2, 1, 1, 1);
+    /* torchtitan's trainer keeps none (return_outputs=False); a loop of one's own that calls
+     * schedule.step() with the default keeps them all (--pp-keep-outputs) */
+    assert_true(memory_pp_held_outputs_bytes(&m, &t, &pp, 1, 8) == 0);
+    t.pp_keep_outputs = true;
     assert_true(NEAR(memory_pp_held_outputs_bytes(&m, &t, &pp, 1, 8), 7354712064.0));
     assert_true(memory_pp_held_outputs_bytes(&m, &t, &pp, 0, 8) == 0);
+    t.pp_keep_outputs = false;
     layout tp = titan(2, 1, 1, 1, 1);
     assert_true(NEAR(memory_logits_bytes(&m, &t, &tp), 4728029184.0));
 }

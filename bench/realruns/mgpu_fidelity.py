@@ -119,6 +119,10 @@ def layout(rec):
     a += ["--optimizer-impl", {"default": "foreach", "forloop": "for-loop"}.get(oi, oi)]
     if rec.get("compile"):
         a += ["--compile"]
+    # parallel_run.py's pipeline steps kept the last stage's outputs (torch's default
+    # return_outputs=True) until it recorded pp_keep_outputs: false, as torchtitan's trainer runs
+    if par == "pp" and rec.get("pp_keep_outputs", True):
+        a += ["--pp-keep-outputs"]
     notes = []
     if rec.get("grad_ckpt"):
         a += ["--recompute", "full"]

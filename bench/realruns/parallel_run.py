@@ -688,6 +688,7 @@ def main():
                 # UTC kept them.
                 if "return_outputs" in inspect.signature(sched.step).parameters:
                     kw["return_outputs"] = False
+                rec["pp_keep_outputs"] = "return_outputs" not in kw
                 if has_first:
                     sched.step(inp, **kw)
                 else:
