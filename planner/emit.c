@@ -72,6 +72,14 @@ int emit_nodes_of(int gpus, const system_spec *sys)
     return (gpus + gpn - 1) / gpn;
 }
 
+int emit_even_nodes(int gpus, const system_spec *sys)
+{
+    int nodes = emit_nodes_of(gpus, sys);
+    if (nodes < 1) nodes = 1;
+    while (gpus % nodes) nodes++;
+    return nodes;
+}
+
 /* ---- quoting for each target language (strings from config.json reach every output) ---- */
 
 /* Text inside a '#' comment line: control characters (a newline would end the comment and start

@@ -16,6 +16,10 @@
 const char *emit_model_path(const model_spec *m, const emit_context *ctx);
 /* Nodes a job of `gpus` GPUs takes on sys. */
 int emit_nodes_of(int gpus, const system_spec *sys);
+/* Nodes that hold the plan's GPUs evenly (torchrun and SkyRL start the same number of
+ * processes on every node): the fewest at or above emit_nodes_of that divide gpus, so 36 GPUs
+ * on 8-GPU nodes run as 6 nodes of 6; gpus / it processes per node. */
+int emit_even_nodes(int gpus, const system_spec *sys);
 /* s with control characters dropped, safe inside a comment of any of the formats. */
 void emit_comment_text(FILE *f, const char *s);
 /* The opening comment lines (comment marker c): plan, prediction, fit. */

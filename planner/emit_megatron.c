@@ -18,12 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int gpus_per_node_of(int gpus, const system_spec *sys)
-{
-    int gpn = sys->gpus_per_node > 0 ? sys->gpus_per_node : 1;
-    return gpus < gpn ? gpus : gpn;
-}
-
 /* ---- Megatron-LM flags ----
  *
  * Flag names and value formats: Megatron-LM commit d98e8a6, megatron/training/arguments.py
@@ -598,7 +592,7 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
     fprintf(f, "torchrun --nproc-per-node %d --nnodes \"${NNODES:-%d}\" --node-rank "
                "\"${NODE_RANK:-0}\" \\\n  --master-addr \"${MASTER_ADDR:-localhost}\" "
                "--master-port \"${MASTER_PORT:-6000}\" pretrain_gpt.py \\\n",
-            gpus_per_node_of(e->gpus, sys), emit_nodes_of(e->gpus, sys));
+            e->gpus / emit_even_nodes(e->gpus, sys), emit_even_nodes(e->gpus, sys));
     for (int i = 0; i < fl->n; i++) {
         fputs(fl->f[i].flag, f);
         if (fl->f[i].value[0] && fl->f[i].words) {

@@ -146,12 +146,18 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
                "plan check FILE --system %s\n",
             sys->name);
     int gpn = sys->gpus_per_node > 0 ? sys->gpus_per_node : 1;
+    /* torchrun starts the same number of processes on every node (emit_even_nodes), so that
+     * nproc x nnodes is the plan's GPU count, which plan check reads back */
+    int nproc = e->gpus / emit_even_nodes(e->gpus, sys);
+    if (nproc != (e->gpus < gpn ? e->gpus : gpn))
+        fprintf(f, "# %d GPUs do not fill %d-GPU nodes: %d processes on each of %d nodes\n",
+                e->gpus, gpn, nproc, e->gpus / nproc);
     /* as torchtitan's own launcher (run_train.sh) runs it; the memory prediction assumes it */
     fprintf(f, "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n");
     fprintf(f, "torchrun --nproc-per-node %d --nnodes \"${NNODES:-%d}\" --node-rank "
                "\"${NODE_RANK:-0}\" \\\n  --master-addr \"${MASTER_ADDR:-localhost}\" "
                "--master-port \"${MASTER_PORT:-29500}\" -m torchtitan.train",
-            e->gpus < gpn ? e->gpus : gpn, emit_nodes_of(e->gpus, sys));
+            nproc, e->gpus / nproc);
     flag(f, "--module", module);
     flag(f, "--config", config);
     int rep, shard;

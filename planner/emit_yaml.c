@@ -150,8 +150,7 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
     y_str(w, YKEY(LAYOUT_F_FRAMEWORK), megatron ? "megatron" : "fsdp2");
 
     /* SkyRL's placement keys (PlacementConfig): nodes x GPUs per node = the plan's GPUs */
-    int nodes = emit_nodes_of(e->gpus, sys);
-    while (e->gpus % nodes) nodes++;
+    int nodes = emit_even_nodes(e->gpus, sys);
     y_map_start(w, "placement");
     y_int(w, "policy_num_nodes", nodes);
     y_int(w, "policy_num_gpus_per_node", e->gpus / nodes);

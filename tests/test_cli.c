@@ -132,6 +132,22 @@ static void test_search_human(void **state)
     assert_non_null(strstr(R.out, "Recommended:"));
     assert_non_null(strstr(R.out, "FSDP2 vs Megatron"));
     assert_non_null(strstr(R.out, "Why:"));
+    /* the recommendation leaves 0.4 GiB of 79.2 (under 5%): said, with the fastest ranked plan
+     * that leaves 5% (explain.c explain_tight) */
+    const char *tight = strstr(R.out, "- Tight: 0.4 GiB headroom is under 5% of the GPU");
+    assert_non_null(tight);
+    const char *alt = strstr(tight, "The fastest ranked plan with that room is #");
+    assert_non_null(alt);
+    double gib = 0;
+    const char *end = strstr(alt, " GiB.\n");
+    assert_non_null(end);
+    while (end > alt && end[-1] != ' ') end--;
+    gib = strtod(end, NULL);
+    assert_true(gib > 0 && gib <= 0.95 * 79.2);
+    /* 8B on 64 GPUs leaves 12.1 GiB: nothing said */
+    run("--model 8b --gpus 64");
+    assert_int_equal(R.status, 0);
+    assert_null(strstr(R.out, "- Tight:"));
 }
 
 static void test_infeasible_estimate(void **state)

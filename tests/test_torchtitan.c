@@ -434,6 +434,15 @@ static void test_emit_round_trip(void **state)
     l.ep = 8;
     l.compile = true;
     round_trip("mixtral-8x7b", l, &t);
+    /* 36 GPUs on 8-GPU nodes: torchrun runs 6 processes on each of 6 nodes, not 8 on 5 (40,
+     * which plan check read back as DP 40; found by fuzz_trainer_yaml) */
+    training_spec t3 = t;
+    t3.seq_len = 2048;
+    t3.global_batch = 288;
+    l = titan(1, 1, 36, 1);
+    l.mbs = 8;
+    l.recompute = RECOMPUTE_SELECTIVE;
+    round_trip("mixtral-8x7b", l, &t3);
 }
 
 /* A command line with inconsistent degrees: the violations, named. */
