@@ -26,6 +26,7 @@
 
 #include "collective.h"
 #include "compute.h"
+#include "dtensor_step_host.h"
 #include "elementwise.h"
 #include "flops.h"
 #include "fsdp_copies.h"
@@ -339,6 +340,11 @@ static double optimizer_cost(const model_spec *m, const system_spec *sys, const 
         saved = (2.0 - precision_param_bytes(l)) * (lpd / layout_shard_group(l) + lpe / ne);
     }
     double gpu_s = compute_stream_s(sys, per_param * local - saved);
+    /* DTensor TP: the fused AdamW call is one DTensor dispatch over every parameter tensor,
+     * whose host work (unwrap and sharding propagation per tensor) comes before its kernels
+     * (dtensor_step_host.h); where the GPU has caught up with the host by then (a host-bound
+     * backward, or clipping's .item()) it idles through it */
+    gpu_s += dtensor_step_host_optimizer_s(sys, m, l);
     double f = offload_optimizer_fraction(l); /* Megatron --optimizer-cpu-offload */
     return f > 0 ? offload_optimizer_step_s(sys, local, gpu_s, f) : gpu_s;
 }

@@ -18,6 +18,7 @@
 #include "host_dispatch.h"
 
 #include "dtensor_ops.h"
+#include "dtensor_step_host.h"
 #include "mcore_moe_host.h"
 
 #include <stdbool.h>
@@ -28,7 +29,7 @@
  * kernels-h100.json shows 21 device-to-device copies per Llama layer): q, k, v, o, two norms,
  * Qwen3's q/k norms, the MLP's gate, up, down (the MoE block: router and the experts' two 3D
  * tensors, transformers 5). */
-static double layer_tensors(const model_spec *m, bool moe)
+double host_dispatch_layer_tensors(const model_spec *m, bool moe)
 {
     double n = 4 + 2 + (m->qk_norm ? 2 : 0);
     if (moe) n += 1 + 2 + (m->shared_experts ? 3 : 0);
@@ -305,7 +306,7 @@ static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layou
         if (!strcmp(r->op[i].name, "fsdp.copy_out")) out_s = bwd ? r->op[i].bwd_s : r->op[i].fwd_s;
         else if (bwd) rs_s += r->op[i].bwd_s;
     }
-    double tensors = layer_tensors(m, moe);
+    double tensors = host_dispatch_layer_tensors(m, moe);
     /* On one GPU the copy-in casts each fp32 parameter to bf16 with its own launch (a
      * bfloat16_copy kernel per tensor per gather: 22 per Llama-3.2-1B layer, forward and
      * backward, against the model's 2 RMSNorm casts per pass, bench/realruns/results/
@@ -391,6 +392,15 @@ void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layou
         if (hc.dtensor) lf += dtensor_head_dispatches(), lb += dtensor_head_dispatches();
         r->host_fwd_s = lf * hc.dt_fwd;
         r->host_bwd_s = lb * hc.dt_bwd + lr * hc.dt_fwd;
+        /* DTensor TP: the step's host work outside the layers (dtensor_step_host.h), in the
+         * head's floors: the embedding's and the root's pre-forward and the loss in the forward,
+         * the backward's tail in the backward. Where the head's GPU work is long the host's
+         * issue of them overlaps it, as a host floor does; where the step is host-bound they
+         * add whole. */
+        if (hc.dtensor && sys->host_dtensor_fwd_s > 0) {
+            r->host_fwd_s += dtensor_step_host_fwd_s(hc.plain, hc.dt_fwd);
+            r->host_bwd_s += dtensor_step_host_tail_s(sys, m, l, hc.dt_bwd);
+        }
         return;
     }
     /* Two layers chained, so the host's lead carries over from the first; the second layer's

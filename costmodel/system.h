@@ -122,6 +122,8 @@ typedef struct {
     double host_dtensor_bwd_s;          /* layer, forward and backward, = _s + _rank_s x tp */
     double host_dtensor_fwd_rank_s;     /* (measured at TP 2 and 4, bench/results/tphost_ */
     double host_dtensor_bwd_rank_s;     /* 2026-11-27); 0: not measured, the ratios above */
+    double host_dtensor_optim_tensor_s; /* host time per parameter tensor of a fused AdamW
+                                         * step over DTensors (dtensor_step_host.h); 0: none */
     double host_cp_ring_fwd_call_s;     /* PyTorch's ring attention (context_parallel): the host's */
     double host_cp_ring_fwd_step_s;     /* time to issue one layer's attention through the ring, */
     double host_cp_ring_bwd_call_s;     /* forward and backward, = call + step x cp (measured at */
