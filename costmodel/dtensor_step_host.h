@@ -15,12 +15,17 @@
 #include "model.h"
 #include "system.h"
 
-/* Host time of one micro-batch's forward outside the layers beyond the head's counted
- * dispatches: the embedding's 4 DTensor dispatches at dt_fwd_s and FSDP2's root pre-forward
- * and the loss's plain launches at plain_s (host.eager_launch_s). */
-double dtensor_step_host_fwd_s(double plain_s, double dt_fwd_s);
+/* Host time of one micro-batch's forward before its first decoder layer: the embedding's 4
+ * DTensor dispatches at dt_fwd_s and FSDP2's root pre-forward in plain launches at plain_s
+ * (host.eager_launch_s). No GPU work of the micro-batch is queued before it. */
+double dtensor_step_host_pre_s(double plain_s, double dt_fwd_s);
 
-/* Host time of one micro-batch's backward after the first decoder layer's input gradient:
+/* Host time of the loss under loss_parallel beyond the head's counted dispatches, in plain
+ * launches at plain_s; it runs while the output layer's GEMM does. */
+double dtensor_step_host_loss_s(double plain_s);
+
+/* Host time of one micro-batch's backward after the first decoder layer's input gradient (the
+ * backward's last host work: the GPU has caught up with a host-paced backward by then):
  * dispatches at dt_bwd_s, and under FSDP2 the root unit's chunk_cat over its gradients
  * (embedding, untied output layer, final norm; 1/tp of each per rank). */
 double dtensor_step_host_tail_s(const system_spec *sys, const model_spec *m, const layout *l,

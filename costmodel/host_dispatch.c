@@ -371,6 +371,7 @@ void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layou
                         bool layer, bool moe)
 {
     r->host_fwd_s = r->host_bwd_s = 0;
+    r->host_serial_fwd_s = r->host_serial_bwd_s = 0;
     if (layer && moe && mcore_moe_host_applies(sys, l)) { /* Megatron's MoE layer */
         mcore_moe_host_pace(sys, l, r);
         return;
@@ -392,14 +393,15 @@ void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layou
         if (hc.dtensor) lf += dtensor_head_dispatches(), lb += dtensor_head_dispatches();
         r->host_fwd_s = lf * hc.dt_fwd;
         r->host_bwd_s = lb * hc.dt_bwd + lr * hc.dt_fwd;
-        /* DTensor TP: the step's host work outside the layers (dtensor_step_host.h), in the
-         * head's floors: the embedding's and the root's pre-forward and the loss in the forward,
-         * the backward's tail in the backward. Where the head's GPU work is long the host's
-         * issue of them overlaps it, as a host floor does; where the step is host-bound they
-         * add whole. */
+        /* DTensor TP: the step's host work outside the layers (dtensor_step_host.h). The
+         * loss's in the head's forward floor (it runs while the output layer's GEMM does); the
+         * pre-forward (before the micro-batch's first kernel) and the backward's tail (after
+         * its last layer's backward: the GPU has caught up with a host-paced backward, and the
+         * head's own GPU work is long done) as serial host time (recipe_price). */
         if (hc.dtensor && sys->host_dtensor_fwd_s > 0) {
-            r->host_fwd_s += dtensor_step_host_fwd_s(hc.plain, hc.dt_fwd);
-            r->host_bwd_s += dtensor_step_host_tail_s(sys, m, l, hc.dt_bwd);
+            r->host_fwd_s += dtensor_step_host_loss_s(hc.plain);
+            r->host_serial_fwd_s = dtensor_step_host_pre_s(hc.plain, hc.dt_fwd);
+            r->host_serial_bwd_s = dtensor_step_host_tail_s(sys, m, l, hc.dt_bwd);
         }
         return;
     }

@@ -149,6 +149,8 @@ typedef struct {
     double expert_rows;    /* rows per local expert: tokens*k*ep*etp/(E*tp) */
     double host_fwd_s;     /* eager FSDP2: the forward and backward (+ recompute) as the host's */
     double host_bwd_s;     /* issue queue paces them (host_dispatch.h); 0: no floor */
+    double host_serial_fwd_s; /* DTensor TP's loss head: the step's host work outside the layers */
+    double host_serial_bwd_s; /* that no GPU work overlaps (dtensor_step_host.h), added whole */
     double host_rs_copy_in_s; /* FSDP2: the host's own time before the backward's reduce-scatter
                                  copy-in launches (fsdp_rs_copy_in_host_s) */
     double shared_fwd_s, shared_bwd_s; /* MoE layer: the shared experts' GEMMs, the compute

@@ -212,4 +212,7 @@ void recipe_price(const recipe *r, recipe_time *out)
     if (r->host_fwd_s > out->fwd_s) out->fwd_s = r->host_fwd_s;
     double gpu_b = out->bwd_s + out->recompute_s;
     if (r->host_bwd_s > gpu_b) out->bwd_s += r->host_bwd_s - gpu_b;
+    /* host work no GPU work overlaps (the DTensor TP step's pre-forward and backward tail) */
+    out->fwd_s += r->host_serial_fwd_s;
+    out->bwd_s += r->host_serial_bwd_s;
 }

@@ -296,12 +296,13 @@ static void test_dtensor_host_cost(void **state)
     near(dtensor_linear_dispatches(&rowwise, 3, false), 12, "colwise q, k, v forward");
     /* the loss head under loss_parallel: every launch a DTensor op, plus lm_head's 3 + 1 and
      * the 2 head hooks; and (issue 19, on purpose since the outer host work is priced) the
-     * step's host work outside the layers, dtensor_step_host.c: the embedding's 4 DTensor
-     * dispatches and 45.1 + 64.9 plain launches of the root's pre-forward and the loss */
+     * loss's 64.9 plain launches (dtensor_step_host.c); the pre-forward's 4 DTensor dispatches
+     * and 45.1 plain launches as serial host time beside the floor */
     recipe_head(&M, &S, &t, &l, &r, NULL);
     double hf = r.host_fwd_s, lf, lb, lr;
     host_dispatch_launches(&r, &l, &lf, &lb, &lr);
-    near(hf, (lf + 4 + 2) * d_fwd + 4 * d_fwd + 110 * c, "head forward");
+    near(hf, (lf + 4 + 2) * d_fwd + 64.9 * c, "head forward");
+    near(r.host_serial_fwd_s, 4 * d_fwd + 45.1 * c, "pre-forward");
     l.tp = 1, l.sp = false;
     double a, b;
     recipe_layer(&M, &S, &t, &l, false, &r, NULL);
@@ -315,11 +316,14 @@ static void test_dtensor_host_cost(void **state)
  * for Llama-3.1-8B (32 layers, vocab 128256, hidden 4096, untied) on the H100 preset at TP 2,
  * FSDP2 over dp 1:
  *   forward, per micro-batch: 4 x 120.6 us (embedding's RowwiseParallel) + (45.1 + 64.9) x
- *     40.5 us (root pre-forward, loss_parallel's launches) = 0.4824 + 4.455 = 4.9374 ms;
+ *     40.5 us (root pre-forward, loss_parallel's launches) = 0.4824 + 4.455 = 4.9374 ms, of
+ *     which the pre-forward (0.4824 + 1.82655 ms) is serial host time and the loss in the
+ *     head's forward floor;
  *   backward tail: 64.9 x 92.7 us = 6.01623 ms, plus chunk_cat over the root's gradients per
  *     rank: (2 x 128256 x 4096 + 4096) / 2 = 525,338,624 fp32 = 1,026,052 blocks of 2 KiB x
  *     5.6 ns = 5.7459 ms: 11.7621 ms;
  *   optimizer: 32 x 9 + 3 = 291 tensors x 46.9 us = 13.6479 ms, added to the optimizer step.
+ * The tail is serial host time too (recipe_price adds both whole).
  * At TP 1 (no DTensors) and under Megatron none of it. */
 static void test_dtensor_step_host(void **state)
 {
@@ -330,7 +334,10 @@ static void test_dtensor_step_host(void **state)
     layout l = layout_default(FRAMEWORK_TORCHTITAN);
     l.sharding = SHARDING_FSDP;
     l.tp = 2, l.sp = true, l.mbs = 1, l.dp = 1;
-    near(dtensor_step_host_fwd_s(40.5e-6, 120.6e-6), 4.9374e-3, "outer forward");
+    near(dtensor_step_host_pre_s(40.5e-6, 120.6e-6), 4 * 120.6e-6 + 45.1 * 40.5e-6, "pre-forward");
+    near(dtensor_step_host_loss_s(40.5e-6), 64.9 * 40.5e-6, "loss");
+    near(dtensor_step_host_pre_s(40.5e-6, 120.6e-6) + dtensor_step_host_loss_s(40.5e-6), 4.9374e-3,
+         "outer forward");
     near(dtensor_step_host_tail_s(&S, &M, &l, 92.7e-6),
          64.9 * 92.7e-6 + 5.6e-9 * 1026052, "backward tail");
     near(dtensor_step_host_optimizer_s(&S, &M, &l), 291 * 46.9e-6, "optimizer host");
@@ -338,6 +345,22 @@ static void test_dtensor_step_host(void **state)
     system_spec no = S;
     no.host_dtensor_optim_tensor_s = 0;
     near(with - estimate_optimizer_s(&M, &no, &l, 0), 291 * 46.9e-6, "in the optimizer step");
+    /* the pre-forward and the tail add whole to the head's passes, even where its GPU work
+     * (seq 4096: the output layer's GEMMs) is longer than its host floor */
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 1;
+    static recipe r;
+    recipe_head(&M, &S, &t, &l, &r, NULL);
+    near(r.host_serial_fwd_s, 4 * 120.6e-6 + 45.1 * 40.5e-6, "head: pre-forward");
+    near(r.host_serial_bwd_s, 64.9 * 92.7e-6 + 5.6e-9 * 1026052, "head: tail");
+    recipe_time a, b;
+    recipe_price(&r, &a);
+    double sf = r.host_serial_fwd_s, sb = r.host_serial_bwd_s;
+    r.host_serial_fwd_s = r.host_serial_bwd_s = 0;
+    recipe_price(&r, &b);
+    near(a.fwd_s - b.fwd_s, sf, "serial forward added whole");
+    near(a.bwd_s - b.bwd_s, sb, "serial backward added whole");
     l.tp = 1, l.sp = false;
     near(dtensor_step_host_optimizer_s(&S, &M, &l), 0, "tp 1: plain tensors");
     layout mg = megatron(2, 1, 1, true);
