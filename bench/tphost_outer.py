@@ -71,7 +71,9 @@ def row(r):
     head_b = p["loss->bwd%d" % (L - 1)] - bb
     tail = p["bwd0->backward_end"]
     opt = p["clip_end->opt_end"]
-    root_grad_bytes = 4.0 * 2 * cfg["vocab_size"] * cfg["hidden_size"] / tp
+    # per rank and per output chunk: 1/tp of each weight, over the dp ranks FSDP2 shards it on
+    # (the model's fsdp_rs_copy_in_host_s, costmodel/fsdp_copies.h)
+    root_grad_bytes = 4.0 * 2 * cfg["vocab_size"] * cfg["hidden_size"] / tp / r.get("dp", 1)
     chunk = H100["chunk_cat_block_s"] * root_grad_bytes / CHUNK_BLOCK_BYTES
     n = tensors(cfg, L)
     c = H100["eager_launch_s"]
@@ -117,6 +119,26 @@ def show(rows, title):
                   "  ".join("%s %.1f" % (k, statistics.median(x[k] for x in sub)) for k in KEYS))
 
 
+# What costmodel/dtensor_step_host.c prices with the medians of the fitting runs (rounded there).
+PRICED = {"pre_plain": 45.1, "head_f_plain": 64.9, "tail_units": 64.9, "opt_us_per_tensor": 46.9}
+
+
+def priced(rows, title):
+    """Measured vs priced per piece (ms): forward outside the layers (pre + head_f, the head's 11
+    counted dispatches included), the tail, the optimizer."""
+    print("== priced vs measured, ms: " + title)
+    c = H100["eager_launch_s"]
+    for x in rows:
+        df, db = dt(x["tp"])
+        f_p = (EMBED_DTENSOR + HEAD_FWD) * df + (PRICED["pre_plain"] + PRICED["head_f_plain"]) * c
+        t_p = PRICED["tail_units"] * db + x["chunk_ms"] / 1e3
+        o_p = x["tensors"] * PRICED["opt_us_per_tensor"] * 1e-6
+        f_m = (x["pre_ms"] + x["head_f_ms"]) / 1e3
+        print("%-30s fwd %5.2f / %5.2f   tail %5.2f / %5.2f   opt %5.2f / %5.2f   sum %5.2f / %5.2f" % (
+            x["run"][:30], f_m * 1e3, f_p * 1e3, x["tail_ms"], t_p * 1e3, x["opt_ms"], o_p * 1e3,
+            f_m * 1e3 + x["tail_ms"] + x["opt_ms"], (f_p + t_p + o_p) * 1e3))
+
+
 if __name__ == "__main__":
     a = sys.argv[1:]
     if "--fit" not in a:
@@ -130,3 +152,6 @@ if __name__ == "__main__":
     show(load(fit), "fitting runs: " + " ".join(fit))
     if check:
         show(load(check), "check runs (not used): " + " ".join(check))
+    priced(load(fit), "fitting runs (measured / priced)")
+    if check:
+        priced(load(check), "check runs (measured / priced)")
