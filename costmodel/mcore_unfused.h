@@ -28,10 +28,10 @@
  * and FunctionsManual.cpp for the backward), e the elements of the tensor: see mcore_unfused.c.
  * Priced as eager kernels (elementwise_list.eager: eager_elementwise_efficiency and the gap per
  * launch). Checked on one H100 at the published H100 row's shapes (bench/gptoss_layer_parts.py,
- * bench/results/gptoss_2026-11-27): the bias loop forward 0.73 ms measured, 0.72 priced alone;
- * its backward 1.69 ms measured (less the leaf gradient's accumulation the bench adds), 1.20
- * priced; RoPE forward + backward 0.94 ms measured, 0.62 priced (its strided halves run the
- * slower offsets path). Both priced on the low side.
+ * bench/results/gptoss_2026-11-27), priced alone as the bench ran (eager efficiency 0.59): the
+ * bias loop forward 0.73 ms measured, 0.72 priced; its backward 1.69 ms measured (less the leaf
+ * gradient's accumulation the bench adds), 1.20 priced; RoPE forward + backward 0.94 ms
+ * measured, 0.63 priced (its strided halves run the slower offsets path). Both on the low side.
  */
 #ifndef PLAN_MCORE_UNFUSED_H
 #define PLAN_MCORE_UNFUSED_H
