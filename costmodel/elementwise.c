@@ -50,6 +50,7 @@
 
 #include "compute.h"
 #include "hf_experts.h"
+#include "mcore_unfused.h"
 #include "titan_moe.h"
 
 typedef struct {
@@ -315,7 +316,9 @@ static void fused_layer(const model_spec *m, const layout *l, double tokens, boo
         double copies = m->top_k / tp; /* routed copies per token, per GPU */
         sharded += copies * (act_bytes * m->expert_ffn + 8.0 * h); /* act + permutes */
     }
-    if (!m->learned_positions) sharded += 4.0 * (a * qk + (m->mla ? a : m->kv_heads) * qk) / tp;
+    /* fused RoPE; YaRN's unfused kernels under Megatron are their own list (mcore_unfused.h) */
+    if (!m->learned_positions && !mcore_unfused_rope_applies(m, l))
+        sharded += 4.0 * (a * qk + (m->mla ? a : m->kv_heads) * qk) / tp;
     /* two norms, two residual adds (read 2h, write h: 6h), 1-byte dropout masks */
     double repl = 2.0 * 4.0 * h + 12.0 * h + (m->dropout ? 2.0 * h : 0);
     double fwd = tokens * (repl / seq_div + sharded);

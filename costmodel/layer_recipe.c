@@ -29,6 +29,7 @@
 #include "overlap.h"
 #include "async_tp.h"
 #include "hf_experts.h"
+#include "mcore_unfused.h"
 #include "titan_moe.h"
 #include "expert_loop.h"
 #include "moe_dispatch.h"
@@ -570,6 +571,12 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         if (hf_experts_applies(l)) hf_routing_ops(b, m, l, tokens, ex);
         else if (titan_moe_applies(l)) titan_routing_ops(b, m, l, tokens, rows * local, ex);
         if (loop) expert_loop_ops(b, m, l, local, rows * local, ex);
+        if (mcore_expert_bias_applies(m, l)) { /* fc2's bias, per expert (mcore_unfused.h) */
+            elementwise_list el;
+            mcore_expert_bias(m, l, local, rows, &el);
+            rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+            rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+        }
         if (items) {
             /* grouped GEMMs: batch = local experts, one weight each */
             rb_gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
@@ -640,6 +647,11 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
         rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
         rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
         if (moe && expert_loop_applies(t, l)) expert_loop_act(r, m->experts / l->ep);
+        if (mcore_unfused_rope_applies(m, l)) { /* YaRN RoPE, unfused (mcore_unfused.h) */
+            mcore_unfused_rope(m, l, tokens, t->seq_len / (l->cp > 0 ? l->cp : 1), &el);
+            rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+            rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+        }
     }
     rb_quantize_flush(b);
     /* the backward's TP collectives: the same two per block */

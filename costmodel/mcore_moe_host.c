@@ -21,6 +21,8 @@
  *    at 765, cublasLtMatmul, destroys) on compute stream i % 4: 2 GEMMs per local expert in the
  *    forward (fc1, fc2), 4 in the backward.
  * Constants: system host.mcore_moe_* and host.te_gemm_s (data/systems/h100.json "sources").
+ * Megatron-Core's unfused eager ops where a model defeats its fusions (YaRN RoPE, the experts'
+ * output bias: mcore_unfused.h) add their host time at host.eager_op_*_s (unfused_host below).
  * Not priced here: Transformer Engine's per-expert Python in FP8 (quantize_weight per expert
  * on the first micro-batch), Megatron's per-parameter gradient hooks, and the host time of the
  * attention block (TE's fused modules). CUDA graphs: a full-iteration graph
@@ -32,6 +34,7 @@
 #include "mcore_moe_host.h"
 
 #include <math.h>
+#include <string.h>
 
 /* GEMMs TE issues per local expert: fc1 and fc2 forward; their dgrad and wgrad backward. */
 enum { TE_GEMMS_FWD = 2, TE_GEMMS_BWD = 4 };
@@ -98,6 +101,27 @@ static double gpu_post_sync_s(const recipe *r, bool *recompute)
     return s;
 }
 
+/* The eager ops Megatron-Core runs unfused (mcore_unfused.h): one host op per forward kernel,
+ * one backward node per forward op on a tensor that needs a gradient (RoPE's frequency table
+ * has none), each at the system's measured bare-op host time; the RoPE ops come before the
+ * dispatcher's sync, the experts' bias after it. */
+static void unfused_host(const system_spec *sys, const recipe *r, mcore_moe_host_times *h)
+{
+    double pre = 0, post = 0, nodes = 0;
+    for (int i = 0; i < r->n_ops; i++) {
+        const recipe_op *o = &r->op[i];
+        if (o->kind != RECIPE_ELEMENTWISE || o->phase != RECIPE_FWD) continue;
+        bool rope = !strncmp(o->name, "rope.yarn.", 10), bias = !strncmp(o->name, "moe_bias.", 9);
+        if (!rope && !bias) continue;
+        if (rope) pre += o->launches;
+        else post += o->launches;
+        if (!strstr(o->name, ".table")) nodes += o->launches;
+    }
+    h->fwd_s += (pre + post) * sys->host_eager_op_fwd_s;
+    h->post_sync_s += post * sys->host_eager_op_fwd_s;
+    h->bwd_s += nodes * sys->host_eager_op_bwd_s;
+}
+
 void mcore_moe_host_pace(const system_spec *sys, const layout *l, recipe *r)
 {
     r->host_fwd_s = r->host_bwd_s = 0;
@@ -105,6 +129,7 @@ void mcore_moe_host_pace(const system_spec *sys, const layout *l, recipe *r)
     recipe_time t;
     recipe_price(r, &t); /* the GPU's own time (no host floor yet) */
     mcore_moe_host_times h = mcore_moe_host_of(sys, l->ep, r->local_experts);
+    unfused_host(sys, r, &h);
     mcore_moe_gpu g = {t.fwd_s, t.fwd_comm_s, t.bwd_s + t.recompute_s, t.bwd_comm_s, 0, false};
     g.post_sync_s = gpu_post_sync_s(r, &g.recompute);
     double ff, bf;

@@ -84,6 +84,7 @@ bool recompute_modules_reruns(unsigned mods, bool moe_layer, const char *name, i
     if (moe_layer && (mods & RECOMPUTE_MOD_MOE))
         return !strcmp(name, "router") || !strcmp(name, "router.topk") ||
                !strncmp(name, "ep.", 3) || !strcmp(name, "experts") ||
+               !strncmp(name, "moe_bias.", 9) ||
                !strcmp(name, "shared_up") || !strcmp(name, "shared_down") ||
                !strcmp(name, "tp.mlp");
     if (moe_layer && (mods & RECOMPUTE_MOD_SHARED_EXPERTS))

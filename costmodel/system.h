@@ -139,6 +139,10 @@ typedef struct {
     double host_mcore_moe_bwd_ep_s;
     double host_te_gemm_s;              /* host time of one GEMM as Transformer Engine's grouped
                                            GEMM issues it per local expert (bench/te_gemm_host.cu) */
+    double host_eager_op_fwd_s;         /* host time of one bare eager PyTorch op with autograd, */
+    double host_eager_op_bwd_s;         /* forward and its backward node (bench/realruns/
+                                           launch_overhead.py tiny_*_op_s); 0: not measured, none
+                                           (Megatron's unfused kernels, mcore_unfused.h) */
 
     /* per-GPU memory the framework takes outside the model's tensors: CUDA context, cuBLAS
      * workspaces, NCCL buffers, allocator fragmentation. */

@@ -1,0 +1,99 @@
+/*
+ * mcore_unfused.c — Megatron-Core's eager kernels for YaRN RoPE and the experts' output bias
+ * (mcore_unfused.h says where they come from). Bytes per launch, e the elements of the tensor a
+ * kernel runs over (bf16 2 bytes, fp32 4; broadcast operands and [rows, 1] tensors left out, as
+ * in elementwise.c):
+ *
+ * RoPE, per call of _apply_rotary_pos_emb_bshd (one for q, one for k; e = tokens x heads x d):
+ *   table: cos(freqs) 8, * mscale 8, .to(bf16) 6, the same for sin: 6 launches over s x d
+ *     fp32 elements (36 bytes per table element in all);
+ *   t[..., :d], chunk: views; neg(x2) 2 (half the width); cat(-x2, x1) 4; t * cos 4;
+ *     rotate_half(t) * sin 4; add 6; cat((t, t_pass)) with the empty t_pass, a copy 4:
+ *     24e in 6 launches.
+ *   Backward: cat and add pass views and the gradient through; grad * cos 4, grad * sin 4;
+ *     neg 2; chunk's backward cats the halves' gradients 4; t_'s two gradients accumulate 6;
+ *     slice_backward of t_ (zeros 2, copy 4) and of the empty t_pass (zeros 2); t's two
+ *     gradients accumulate 6: 34e in 9 launches.
+ * Bias (_apply_bias; e = local x rows x h, L local experts):
+ *   per expert b * p (fp32 result) 4 and t + b * p (bf16 and fp32 in, fp32 out) 10; torch.cat
+ *     of the fp32 pieces 8; .to(bf16) 6: 28e in 2L + 2 launches.
+ *   Backward: _to_copy's gradient to fp32 6; cat's is views; per expert the add's gradient cast
+ *     to t's bf16 6 (the engine's validate_outputs), mul's for b: grad * p 8, cast to bf16 6
+ *     (mul_tensor_backward), sum_to [h] 2; for p: grad * b 8, sum_to [rows, 1] 4; split's
+ *     backward cats t's bf16 gradients 4: 44e in 6L + 2 launches.
+ */
+#include "mcore_unfused.h"
+
+#include <string.h>
+
+#include "hf_experts.h"
+
+bool mcore_unfused_rope_applies(const model_spec *m, const layout *l)
+{
+    return l->framework == FRAMEWORK_MEGATRON && !m->mla && !m->learned_positions &&
+           !strcmp(m->rope_scaling_type, "yarn");
+}
+
+bool mcore_expert_bias_applies(const model_spec *m, const layout *l)
+{
+    return l->framework == FRAMEWORK_MEGATRON && m->expert_bias && m->experts > 0;
+}
+
+static void list_start(const layout *l, elementwise_list *out)
+{
+    out->eager = true;
+    out->alone = layout_gpus(l) == 1;
+    out->n_fwd = out->n_bwd = 0;
+}
+
+/* One call of _apply_rotary_pos_emb_bshd over e elements, its table of `table` elements. */
+static void rope_call(moe_kernel_pass f, moe_kernel_pass b, bool is_q, double e, double table)
+{
+#define N(s) (is_q ? "rope.yarn.q." s : "rope.yarn.k." s)
+    moe_kernel_add(f, N("table"), 36 * table / 6, 6);
+    moe_kernel_add(f, N("neg"), 2 * e, 1);
+    moe_kernel_add(f, N("cat"), 4 * e, 1);
+    moe_kernel_add(f, N("mul"), 4 * e, 2);
+    moe_kernel_add(f, N("add"), 6 * e, 1);
+    moe_kernel_add(f, N("cat_pass"), 4 * e, 1);
+    moe_kernel_add(b, N("bwd.mul"), 4 * e, 2);
+    moe_kernel_add(b, N("bwd.neg"), 2 * e, 1);
+    moe_kernel_add(b, N("bwd.chunk_cat"), 4 * e, 1);
+    moe_kernel_add(b, N("bwd.accumulate"), 6 * e, 2);
+    moe_kernel_add(b, N("bwd.slice_zeros"), 2 * e, 2);
+    moe_kernel_add(b, N("bwd.slice_copy"), 4 * e, 1);
+#undef N
+}
+
+void mcore_unfused_rope(const model_spec *m, const layout *l, double tokens, double seq,
+                        elementwise_list *out)
+{
+    list_start(l, out);
+    if (!mcore_unfused_rope_applies(m, l)) return;
+    moe_kernel_pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
+    double tp = l->tp > 0 ? l->tp : 1, d = m->head_dim;
+    rope_call(f, b, true, tokens * m->heads * d / tp, seq * d);
+    rope_call(f, b, false, tokens * m->kv_heads * d / tp, seq * d);
+}
+
+void mcore_expert_bias(const model_spec *m, const layout *l, int local, double rows,
+                       elementwise_list *out)
+{
+    list_start(l, out);
+    if (!mcore_expert_bias_applies(m, l) || local <= 0 || rows <= 0) return;
+    moe_kernel_pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
+    double one = rows * m->hidden; /* one expert's elements */
+    double e = local * one;
+    moe_kernel_add(f, "moe_bias.mul", 4 * one, local);
+    moe_kernel_add(f, "moe_bias.add", 10 * one, local);
+    moe_kernel_add(f, "moe_bias.cat", 8 * e, 1);
+    moe_kernel_add(f, "moe_bias.to_bf16", 6 * e, 1);
+    moe_kernel_add(b, "moe_bias.bwd.to_fp32", 6 * e, 1);
+    moe_kernel_add(b, "moe_bias.bwd.grad_t", 6 * one, local);
+    moe_kernel_add(b, "moe_bias.bwd.grad_b.mul", 8 * one, local);
+    moe_kernel_add(b, "moe_bias.bwd.grad_b.cast", 6 * one, local);
+    moe_kernel_add(b, "moe_bias.bwd.grad_b.sum", 2 * one, local);
+    moe_kernel_add(b, "moe_bias.bwd.grad_p.mul", 8 * one, local);
+    moe_kernel_add(b, "moe_bias.bwd.grad_p.sum", 4 * one, local);
+    moe_kernel_add(b, "moe_bias.bwd.split_cat", 4 * e, 1);
+}

@@ -1,0 +1,196 @@
+/*
+ * test_mcore_unfused.c — Megatron-Core's unfused eager kernels for YaRN RoPE and the experts'
+ * output bias (costmodel/mcore_unfused.h, issues 15 and 20): their bytes and launches on a toy
+ * model worked by hand; where they apply; and GPT-OSS 120B's layer at the published DGX-H100
+ * row's shapes (TP 1, EP 8, MBS 1, seq 4096), priced by hand from the h100 preset, with the
+ * host time the ops add to the Megatron MoE host floors.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "elementwise.h"
+#include "layer_recipe.h"
+#include "mcore_moe_host.h"
+#include "mcore_unfused.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PLAN_DATA_DIR");
+    return d ? d : "data";
+}
+
+static void near(double got, double want)
+{
+    if (fabs(got - want) > 1e-9 * fmax(1.0, fabs(want)))
+        fail_msg("got %.12g, want %.12g", got, want);
+}
+
+/* h 100, 4 heads and 2 KV heads of 10, 8 experts top-2 with biases, rope_scaling yarn. */
+static model_spec toy(void)
+{
+    model_spec m;
+    memset(&m, 0, sizeof m);
+    m.hidden = 100;
+    m.heads = 4;
+    m.kv_heads = 2;
+    m.head_dim = 10;
+    m.experts = 8;
+    m.top_k = 2;
+    m.expert_ffn = 50;
+    m.expert_bias = true;
+    snprintf(m.rope_scaling_type, sizeof m.rope_scaling_type, "yarn");
+    return m;
+}
+
+static double total(const elementwise_kernel *k, int n) { return elementwise_bytes(k, n); }
+
+/*
+ * The bias at 4 local experts x 50 rows, h 100: one expert 5,000 elements, e = 20,000.
+ *   forward: b * p 4 x 5,000 = 20,000 per launch x 4; t + b * p 10 x 5,000 = 50,000 x 4;
+ *   cat 8e 160,000; .to(bf16) 6e 120,000: 560,000 bytes (28e) in 10 launches (2L + 2).
+ *   backward: to_fp32 6e 120,000; per expert grad_t 6, grad_b mul 8, cast 6, sum 2, grad_p mul
+ *   8, sum 4 = 34 x 5,000 x 4 = 680,000; split's cat 4e 80,000: 880,000 (44e) in 26 (6L + 2).
+ * RoPE at 1,000 tokens, seq 500, TP 1: q 1,000 x 4 x 10 = 40,000 elements, k 20,000, the
+ * table 500 x 10 = 5,000 fp32.
+ *   forward: per call table 36 x 5,000 = 180,000 in 6 launches, tensor 24e in 6: q 960,000,
+ *   k 480,000: 1,800,000 bytes in 24 launches.
+ *   backward: 34e in 9 per call: 1,360,000 + 680,000 = 2,040,000 in 18.
+ * At TP 2 the heads halve: tensor bytes halve, the tables stay.
+ */
+static void test_kernels(void **state)
+{
+    (void)state;
+    model_spec m = toy();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.ep = 2, l.dp = 2;
+    elementwise_list e;
+    mcore_expert_bias(&m, &l, 4, 50, &e);
+    assert_true(e.eager && !e.alone);
+    near(total(e.fwd, e.n_fwd), 560000);
+    assert_int_equal(elementwise_launches(e.fwd, e.n_fwd), 10);
+    near(total(e.bwd, e.n_bwd), 880000);
+    assert_int_equal(elementwise_launches(e.bwd, e.n_bwd), 26);
+
+    mcore_unfused_rope(&m, &l, 1000, 500, &e);
+    near(total(e.fwd, e.n_fwd), 1800000);
+    assert_int_equal(elementwise_launches(e.fwd, e.n_fwd), 24);
+    near(total(e.bwd, e.n_bwd), 2040000);
+    assert_int_equal(elementwise_launches(e.bwd, e.n_bwd), 18);
+    l.tp = 2;
+    mcore_unfused_rope(&m, &l, 1000, 500, &e);
+    near(total(e.fwd, e.n_fwd), 2 * 180000 + 720000);
+    near(total(e.bwd, e.n_bwd), 1020000);
+}
+
+/* Megatron only; RoPE only for yarn without MLA or learned positions; the bias only with
+ * expert biases. */
+static void test_applies(void **state)
+{
+    (void)state;
+    model_spec m = toy();
+    layout meg = layout_default(FRAMEWORK_MEGATRON);
+    layout fsdp = layout_default(FRAMEWORK_FSDP2);
+    layout titan = layout_default(FRAMEWORK_TORCHTITAN);
+    assert_true(mcore_unfused_rope_applies(&m, &meg));
+    assert_true(mcore_expert_bias_applies(&m, &meg));
+    assert_false(mcore_unfused_rope_applies(&m, &fsdp));
+    assert_false(mcore_expert_bias_applies(&m, &titan));
+    elementwise_list e;
+    mcore_expert_bias(&m, &fsdp, 4, 50, &e);
+    assert_int_equal(e.n_fwd + e.n_bwd, 0);
+    snprintf(m.rope_scaling_type, sizeof m.rope_scaling_type, "llama3");
+    assert_false(mcore_unfused_rope_applies(&m, &meg));
+    snprintf(m.rope_scaling_type, sizeof m.rope_scaling_type, "yarn");
+    m.mla = true;
+    assert_false(mcore_unfused_rope_applies(&m, &meg));
+    m.mla = false;
+    m.expert_bias = false;
+    assert_false(mcore_expert_bias_applies(&m, &meg));
+}
+
+static const recipe_op *op(const recipe *r, const char *name)
+{
+    for (int i = 0; i < r->n_ops; i++)
+        if (!strcmp(r->op[i].name, name)) return &r->op[i];
+    fail_msg("no op %s", name);
+    return NULL;
+}
+
+/*
+ * GPT-OSS 120B (tests/data/hf/gpt-oss-120b.json: h 2880, 64 heads and 8 KV heads of 64, 128
+ * experts top-4 with biases, rope_scaling yarn) at the published H100 row: EP 8 over DP 8, MBS
+ * 1, seq 4096. 16 local experts x 4096 x 4 / 128 x 8 = 1,024 rows each.
+ * h100 preset: HBM 3.35e12 B/s, eager_elementwise_efficiency 0.51 (not alone: 64 GPUs), gap
+ * 1.5e-6 s per launch.
+ *   moe_bias.add: 10 x 1,024 x 2,880 = 29,491,200 B per launch; 29,491,200 / (3.35e12 x 0.51)
+ *   = 17.2614e-6 s + 1.5e-6 = 18.7614e-6 s x 16 = 300.18e-6 s.
+ *   rope.yarn.q.add: 6 x 4,096 x 64 x 64 = 100,663,296 B: 58.9195e-6 + 1.5e-6 = 60.4195e-6 s.
+ * Host (host.eager_op_fwd_s 1.31e-5, eager_op_bwd_s 1.52e-5): forward ops 24 (RoPE, before
+ * the sync) + 34 (bias, after it) = 58: 0.7598 ms, of it 0.4454 ms after the sync; backward
+ * nodes 12 (RoPE without its tables) + 34 = 46: 0.6992 ms.
+ */
+static void test_gptoss_layer(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (model_load_json(HF_FIXTURE_DIR "/gpt-oss-120b.json", "gpt-oss-120b", &m, err,
+                        sizeof err) != CM_OK)
+        fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    near(s.host_eager_op_fwd_s, 1.31e-5);
+    near(s.host_eager_op_bwd_s, 1.52e-5);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 64;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.sharding = SHARDING_DISTOPT;
+    l.ep = 8, l.dp = 8, l.mbs = 1;
+    static recipe r;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    assert_int_equal(r.local_experts, 16);
+    near(r.expert_rows, 1024);
+    const recipe_op *add = op(&r, "moe_bias.add");
+    assert_int_equal(add->launches, 16);
+    near(add->fwd_s, 16 * (29491200 / (3.35e12 * 0.51) + 1.5e-6));
+    near(op(&r, "rope.yarn.q.add")->fwd_s, 100663296 / (3.35e12 * 0.51) + 1.5e-6);
+
+    /* the host floors: the layer's own constants plus the unfused ops' */
+    mcore_moe_host_times h = mcore_moe_host_of(&s, 8, 16);
+    recipe bare = r;
+    bare.host_fwd_s = bare.host_bwd_s = 0;
+    recipe_time g;
+    recipe_price(&bare, &g);
+    double bwd_host = h.bwd_s + 46 * 1.52e-5;
+    near(r.host_bwd_s, fmax(0, bwd_host - g.bwd_comm_s));
+    assert_true(r.host_fwd_s >= h.fwd_s + 58 * 1.31e-5 - g.fwd_comm_s - 1e-12);
+
+    /* without the biases and with plain RoPE the layer has none of these ops */
+    m.expert_bias = false;
+    m.rope_scaling_type[0] = '\0';
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    for (int i = 0; i < r.n_ops; i++) {
+        assert_false(!strncmp(r.op[i].name, "moe_bias.", 9));
+        assert_false(!strncmp(r.op[i].name, "rope.yarn.", 10));
+    }
+    assert_true(r.host_bwd_s <= fmax(0, h.bwd_s - g.bwd_comm_s) + 1e-12);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kernels),
+        cmocka_unit_test(test_applies),
+        cmocka_unit_test(test_gptoss_layer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
