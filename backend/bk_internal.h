@@ -38,6 +38,7 @@ typedef struct {
     long m, n, k;
     int ok;                    /* 0: the heuristic offered nothing, use the fallback */
     size_t ws_bytes;           /* workspace the heuristic was offered and the launch passes */
+    const float *scale_a, *scale_b; /* FP8: the scale pointers the descriptor holds now */
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
