@@ -146,6 +146,23 @@ cm_status bk_open(bk_ctx **out, int ngpus, char *err, size_t errlen)
      * C = D as the first FP8 backend did (bk_gemm.c; the comparison in bench/fp8_backend.py) */
     const char *cd = getenv("PLAN_LT_C_IS_D");
     c->lt_c_is_d = cd && !strcmp(cd, "1");
+    /* FP8 plans offer cuBLASLt torch._scaled_mm's workspace (BK_FP8_WORKSPACE_BYTES);
+     * PLAN_LT_FP8_WORKSPACE_KIB=N offers N KiB (32768: the bf16 plans' 32 MiB, the first FP8
+     * backend's) */
+    c->lt_fp8_ws_bytes = BK_FP8_WORKSPACE_BYTES;
+    const char *wk = getenv("PLAN_LT_FP8_WORKSPACE_KIB");
+    if (wk && *wk) {
+        char *end;
+        long v = strtol(wk, &end, 10);
+        if (*end || v < 0 || v > (long)(BK_BLAS_WORKSPACE_BYTES >> 10)) {
+            free(c);
+            return cm_fail(err, errlen, CM_EINVAL,
+                           "PLAN_LT_FP8_WORKSPACE_KIB must be an integer from 0 to %u (KiB of "
+                           "cuBLASLt workspace for FP8 GEMMs), not '%.40s'",
+                           BK_BLAS_WORKSPACE_BYTES >> 10, wk);
+        }
+        c->lt_fp8_ws_bytes = (size_t)v << 10;
+    }
     cm_status st = open_devices(c, ngpus, err, errlen);
     if (st != CM_OK) {
         bk_close(c);

@@ -6,14 +6,20 @@
  * scaling pass them), bf16 result, fp32 accumulation without fast accumulation (torch._scaled_mm's
  * default use_fast_accum=False), the "TN" layout Hopper's FP8 kernels require (cuBLASLt docs,
  * cublasLtMatmul FP8 requirements: A transposed, B not, i.e. both operands K-major), the same
- * workspace, heuristic and autotuning as bf16. An FP8 GEMM is checked against an fp32 product of
- * its dequantized operands (bk_gemm_check_fp8), and every timed FP8 shape on sampled rows.
+ * heuristic as bf16 and the workspace torch offers (BK_FP8_WORKSPACE_BYTES). An FP8 GEMM is
+ * checked against an fp32 product of its dequantized operands (bk_gemm_check_fp8), and every
+ * timed FP8 shape on sampled rows.
  *
  * FP8 descriptors as PyTorch 2.11's at::cuda::blas::scaled_gemm (aten/src/ATen/cuda/
- * CUDABlas.cpp) sets them for torch._scaled_mm: CUBLASLT_MATMUL_DESC_FAST_ACCUM 0, A/B scale
- * modes set explicitly, one heuristic result, no epilogue, and a C pointer distinct from D
- * (torch passes its first operand as a dummy C, beta being 0: "cuBLAS can't use nullptr or
- * result_ptr"); PLAN_LT_C_IS_D=1 restores C = D, what this backend passed before (issue 16's
+ * CUDABlas.cpp; read at pytorch/pytorch@bd53dc4f6053a07b3a45e33157e66389c2239429) sets them for
+ * torch._scaled_mm: compute 32F, scale type 32F, TRANSA T / TRANSB N, CUBLASLT_MATMUL_DESC_
+ * FAST_ACCUM 0, A/B scale modes set explicitly (get_scale_mode: SCALAR_32F tensorwise, VEC128_32F
+ * / BLK128x128_32F blockwise), C and D bf16 (no bias: no epilogue), one heuristic result, no
+ * alignment preferences (scaled_gemm sets none, unlike its bf16 bgemm), a 1 MiB workspace
+ * (BK_FP8_WORKSPACE_BYTES), and a C pointer distinct from D (torch 2.11 passes its first operand
+ * as a dummy C, beta being 0: C = A in its cuBLASLt trace, blockwise_run/call1_h100/probe; the
+ * commit read above passes result_ptr, C = D, which the C = D control measured the same);
+ * PLAN_LT_C_IS_D=1 restores C = D, what this backend passed before (issue 16's
  * small-shape gap, bench/results/fp8_backend_2026-11-27/blockwise_run/).
  *
  * Blockwise FP8 (DeepSeek-V3 report Sec. 3.3: 1x128 tiles for activations and gradients,
@@ -59,7 +65,7 @@ static cublasStatus_t lt_matmul(bk_ctx *ctx, int i, const bk_lt_plan *p,
     const float one = 1.0f, zero = 0.0f;
     const void *cin = p->fp8 && !ctx->lt_c_is_d ? B : C;
     return cublasLtMatmul(ctx->lt[i], p->op, &one, B, p->a, A, p->b, &zero, cin, p->c, C, p->c,
-                          algo, ctx->blas_ws[i], BK_BLAS_WORKSPACE_BYTES, s);
+                          algo, ctx->blas_ws[i], p->ws_bytes, s);
 }
 
 /* One launch of a candidate algorithm. */
@@ -135,14 +141,19 @@ static cm_status lt_set_modes(bk_lt_plan *p, int scaling, char *err, size_t errl
     return CM_OK;
 }
 
-/* The scales of an FP8 plan (per tensor or per block): cuBLAS's A is our B. */
+/* The scales of an FP8 plan (per tensor or per block): cuBLAS's A is our B. Set only when they
+ * differ from what the descriptor holds: a timed loop passes the same scales every launch, and
+ * a 20-30 us FP8 GEMM leaves little host time per launch (bench/results/fp8h200_2026-11-27). */
 static cm_status lt_set_scales(bk_lt_plan *p, const float *scale_a, const float *scale_b,
                                char *err, size_t errlen)
 {
+    if (p->scale_a == scale_a && p->scale_b == scale_b) return CM_OK;
     CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
                                               &scale_b, sizeof scale_b));
     CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
                                               &scale_a, sizeof scale_a));
+    p->scale_a = scale_a;
+    p->scale_b = scale_b;
     return CM_OK;
 }
 
@@ -194,7 +205,9 @@ static cm_status lt_plan_get(bk_ctx *ctx, int i, work_gemm_form form, long m, lo
     }
     cublasLtMatmulPreference_t pref;
     CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&pref));
-    size_t ws = BK_BLAS_WORKSPACE_BYTES;
+    /* FP8: torch._scaled_mm's 1 MiB (BK_FP8_WORKSPACE_BYTES, bk_internal.h); bf16: 32 MiB */
+    size_t ws = fp8 ? ctx->lt_fp8_ws_bytes : BK_BLAS_WORKSPACE_BYTES;
+    p->ws_bytes = ws;
     CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                     &ws, sizeof ws));
     cublasLtMatmulHeuristicResult_t res[BK_LT_CANDIDATES];

@@ -37,6 +37,8 @@ typedef struct {
     int fp8;                   /* BK_SCALE_*: e4m3 operands (TN), bf16 result */
     long m, n, k;
     int ok;                    /* 0: the heuristic offered nothing, use the fallback */
+    size_t ws_bytes;           /* workspace the heuristic was offered and the launch passes */
+    const float *scale_a, *scale_b; /* FP8: the scale pointers the descriptor holds now */
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
@@ -63,6 +65,9 @@ struct bk_ctx {
     int lt_candidates;         /* 1..BK_LT_CANDIDATES: PLAN_LT_CANDIDATES; 0: bf16 all, fp8 1 */
     int lt_c_is_d;             /* PLAN_LT_C_IS_D=1: FP8 GEMMs pass C = D (the first FP8 backend);
                                   0: a distinct C pointer, as torch's scaled_gemm (bk_gemm.c) */
+    size_t lt_fp8_ws_bytes;    /* cuBLASLt workspace of FP8 plans: BK_FP8_WORKSPACE_BYTES, or
+                                  PLAN_LT_FP8_WORKSPACE_KIB (KiB, as torch's
+                                  CUBLASLT_WORKSPACE_SIZE) */
     float *block_scale[BK_MAX_GPUS]; /* device: scales of plan measure's blockwise FP8 GEMMs */
     size_t block_scale_n[BK_MAX_GPUS];
     /* Cached communicators over devices 0..g-1 (calibrate), index g. */
@@ -71,6 +76,16 @@ struct bk_ctx {
 };
 
 #define BK_BLAS_WORKSPACE_BYTES (32u << 20)
+/* The cuBLASLt workspace torch._scaled_mm offers its FP8 GEMMs: PyTorch's CUBLASLT_WORKSPACE_SIZE
+ * default, 1024 KiB (aten/src/ATen/cuda/CublasHandlePool.cpp parseCUDABlasLtWorkspaceSize,
+ * pytorch/pytorch@26a39059ec580351411f180816c47e2ef5134ae1: "default size in KiB according to
+ * #73328"; scaled_gemm in CUDABlas.cpp passes CublasLtWorkspace().size to the heuristic and the
+ * launch), and what PyTorch 2.11 passed in the cuBLASLt trace of bench/results/
+ * fp8_backend_2026-11-27/blockwise_run/call1_h100/probe/torch.log (workSpaceSizeInBytes=1048576).
+ * The heuristic may pick another kernel under a smaller workspace (split-K and stream-K kernels
+ * need one), so the FP8 comparison offers both callers the same. At most BK_BLAS_WORKSPACE_BYTES
+ * (the allocation both share). */
+#define BK_FP8_WORKSPACE_BYTES (1u << 20)
 /* Floats between two scales in one allocation: each scale pointer 256-byte aligned, as separate
  * allocations (or PyTorch tensors) are; cuBLASLt refused the FP8 GEMMs with scales 4 bytes
  * apart (CUBLAS_STATUS_NOT_SUPPORTED at launch, H100, CUDA 13). */

@@ -23,6 +23,18 @@ transposed), PyTorch's own layout (test_matmul_cuda.py, test_scaled_mm_vs_emulat
 the data: uniform bf16 quantized per block by the block's amax; each result checked against the
 fp32 product of the dequantized operands. Table fp8_blockwise_table.md.
 
+--group N interleaves the two sides per group of N shapes: each round runs, for each group of a
+model's shapes, plan calibrate --shape ... of the group and torch on the same group (the order
+alternating by round), so the two sides of a shape are timed seconds apart rather than a whole
+model's sweep apart (on H200 the whole GPU's rate drifted by up to 15% between sweeps, both sides
+alike: bench/results/fp8_backend_2026-11-27/h200_run4). The group CSVs are merged into
+calibrate_<model>_round<r>.csv under the model's shape names.
+
+--warmup-ms N runs each GEMM back to back for N ms before it is timed, on both sides (plan
+calibrate --warmup-ms N; torch: launches in tens until N ms passed): the GPU's clocks come up
+from the idle gap a process start or the other side's set-up leaves, which otherwise the first
+shapes timed after the gap pay (bench/results/fp8h200_2026-11-27/README.md).
+
 Usage (on the GPU machine):
   python3 bench/fp8_backend.py --bin .carry/fp8bk --models 8b,70b --rounds 2 --out DIR
 Writes DIR/calibrate_<model>_round<r>.csv (plan fit input), DIR/torch_round<r>.tsv,
@@ -36,6 +48,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 import torch
 
@@ -48,6 +61,11 @@ p.add_argument("--min-repeat-s", type=float, default=2e-3)
 p.add_argument("--out", default=".")
 p.add_argument("--blockwise", action="store_true", help="also blockwise FP8 on both sides")
 p.add_argument("--no-bf16", action="store_true", help="skip the backend's bf16 rows")
+p.add_argument("--warmup-ms", type=int, default=0,
+               help="run each GEMM back to back this long before timing it, on both sides "
+                    "(plan calibrate --warmup-ms)")
+p.add_argument("--group", type=int, default=0,
+               help="interleave plan and torch per group of N shapes (0: per model sweep)")
 args = p.parse_args()
 os.makedirs(args.out, exist_ok=True)
 
@@ -72,11 +90,59 @@ def cublaslt_version():
     return "?"
 
 
+def calib_ops():
+    return ("gemm_fp8" if args.no_bf16 else "gemm,gemm_fp8") + (
+        ",gemm_fp8_blockwise" if args.blockwise else "")
+
+
+def model_shapes(model):
+    """plan calibrate's GEMM shapes of a model, in its order: [(name, m, n, k)] (no GPU)."""
+    cmd = [os.path.join(args.bin, "plan"), "calibrate", "--ops", "gemm_fp8", "--model", model,
+           "--list"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {r.stderr[-2000:]}")
+    out = []
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) == 5 and f[0] == "gemm_fp8":
+            dims = dict(x.split("=") for x in f[2:])
+            out.append((f[1], int(dims["m"]), int(dims["n"]), int(dims["k"])))
+    return out
+
+
+def plan_calibrate_group(model, rnd, gi, group):
+    """plan calibrate of one group of shapes (--shape each), rows keyed by the model's names."""
+    path = os.path.join(args.out, f"calibrate_{model}_round{rnd}_g{gi}.csv")
+    cmd = [os.path.join(args.bin, "plan"), "calibrate", "--ops", calib_ops(), "-o", path]
+    if args.warmup_ms:
+        cmd += ["--warmup-ms", str(args.warmup_ms)]
+    for _, m, n, k in group:
+        cmd += ["--shape", f"{m}x{n}x{k}"]
+    log(f"# run: {' '.join(cmd)}")
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    sys.stdout.write(r.stdout)
+    if r.returncode != 0:
+        sys.stdout.write(r.stderr[-4000:])
+        raise SystemExit(f"plan calibrate failed with exit {r.returncode}")
+    names = {f"{m}x{n}x{k}": name for name, m, n, k in group}
+    rows = []
+    with open(path) as f:
+        rd = csv.DictReader(f)
+        fields = rd.fieldnames
+        for row in rd:
+            row["name"] = names.get(row["name"], row["name"])
+            rows.append(row)
+    os.remove(path)
+    return fields, rows
+
+
 def plan_calibrate(model, rnd):
     path = os.path.join(args.out, f"calibrate_{model}_round{rnd}.csv")
-    ops = ("gemm_fp8" if args.no_bf16 else "gemm,gemm_fp8") + (
-        ",gemm_fp8_blockwise" if args.blockwise else "")
+    ops = calib_ops()
     cmd = [os.path.join(args.bin, "plan"), "calibrate", "--ops", ops, "--model", model, "-o", path]
+    if args.warmup_ms:
+        cmd += ["--warmup-ms", str(args.warmup_ms)]
     log(f"# run: {' '.join(cmd)}")
     r = subprocess.run(cmd, capture_output=True, text=True)
     sys.stdout.write(r.stdout)
@@ -131,6 +197,7 @@ def torch_fp8(m, n, k):
         else:
             torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
 
+    warm_up(launch)
     for _ in range(3):
         launch()
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -155,6 +222,7 @@ def torch_fp8(m, n, k):
 
 
 BLOCK_API = {"how": None}
+TSV_STARTED = {}  # round -> its torch_round<r>.tsv has its header (--group appends groups)
 
 
 def quant_1x128(x):
@@ -236,8 +304,20 @@ def torch_fp8_block(m, n, k):
     return t[0], t[1], err
 
 
+def warm_up(launch):
+    """--warmup-ms: launches back to back for that long (what plan calibrate --warmup-ms does)."""
+    if args.warmup_ms <= 0:
+        return
+    t_end = time.monotonic() + args.warmup_ms / 1e3
+    while time.monotonic() < t_end:
+        for _ in range(10):
+            launch()
+        torch.cuda.synchronize()
+
+
 def time_launch(launch):
     """The method of torch_fp8: warm-up, a probe sizing the repeats, the median of the repeats."""
+    warm_up(launch)
     for _ in range(3):
         launch()
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -259,11 +339,14 @@ def time_launch(launch):
     return statistics.median(times), (max(times) - min(times)) / statistics.median(times)
 
 
-def torch_round(shapes, rnd):
+def torch_round(shapes, rnd, tag=None):
     out = {}
     path = os.path.join(args.out, f"torch_round{rnd}.tsv")
-    with open(path, "w") as f:
-        f.write("model\tname\tm\tn\tk\ttime_s\ttflops\tspread\trel_err\n")
+    first = tag is None or not os.path.exists(path) or TSV_STARTED.get(rnd) is None
+    TSV_STARTED[rnd] = True
+    with open(path, "w" if first else "a") as f:
+        if first:
+            f.write("model\tname\tm\tn\tk\ttime_s\ttflops\tspread\trel_err\n")
         for (model, name), (m, n, k) in shapes.items():
             t, spread, err = torch_fp8(m, n, k)
             out[(model, name)] = (t, err)
@@ -278,7 +361,7 @@ def torch_round(shapes, rnd):
                 out[(model, "blk:" + name)] = (t, err)
                 f.write(f"{model}\tblk:{name}\t{m}\t{n}\t{k}\t{t:.6e}\t"
                         f"{2 * m * n * k / t / 1e12:.1f}\t{spread:.4f}\t{err:.3e}\n")
-    log(f"# torch round {rnd}: {len(out)} GEMMs timed -> {path}"
+    log(f"# torch round {rnd}{' ' + tag if tag else ''}: {len(out)} GEMMs timed -> {path}"
         + (f"; blockwise through {BLOCK_API['how']}" if args.blockwise else ""))
     return out
 
@@ -293,7 +376,43 @@ models = args.models.split(",")
 plan_res = {}   # round -> {(model, name): row}
 torch_res = {}  # round -> {(model, name): (t, err)}
 shapes = {}
-for rnd in range(1, args.rounds + 1):
+
+
+def grouped_rounds():
+    """--group: per round, per model, per group of shapes: plan then torch (odd rounds) or torch
+    then plan (even rounds) on the same shapes; each round's rows merged into one CSV per model."""
+    lists, seen_dims = {}, set()
+    for model in models:  # a shape two models share (8192^3) is timed with the first only
+        lists[model] = [sh for sh in model_shapes(model) if sh[1:] not in seen_dims]
+        seen_dims.update(sh[1:] for sh in lists[model])
+    for model in models:
+        for name, m, n, k in lists[model]:
+            shapes[(model, name)] = (m, n, k)
+    for rnd in range(1, args.rounds + 1):
+        plan_res[rnd], torch_res[rnd] = {}, {}
+        for model in models:
+            allrows, fields = [], None
+            lst = lists[model]
+            for gi in range(0, len(lst), args.group):
+                group = lst[gi:gi + args.group]
+                sub = {(model, name): (m, n, k) for name, m, n, k in group}
+                order = ["plan", "torch"] if rnd % 2 == 1 else ["torch", "plan"]
+                for side in order:
+                    if side == "plan":
+                        fields, rows = plan_calibrate_group(model, rnd, gi // args.group, group)
+                        allrows += rows
+                        for row in rows:
+                            plan_res[rnd][(model, row["op"], row["name"])] = row
+                    else:
+                        torch_res[rnd].update(torch_round(sub, rnd, tag=f"{model}_g{gi // args.group}"))
+            with open(os.path.join(args.out, f"calibrate_{model}_round{rnd}.csv"), "w",
+                      newline="") as f:
+                w = csv.DictWriter(f, fieldnames=fields, quoting=csv.QUOTE_ALL)
+                w.writeheader()
+                w.writerows(allrows)
+
+
+for rnd in range(1, args.rounds + 1 if not args.group else 0):
     order = ["plan", "torch"] if rnd % 2 == 1 else ["torch", "plan"]
     for side in order:
         if side == "plan":
@@ -307,6 +426,9 @@ for rnd in range(1, args.rounds + 1):
             if not shapes:  # round 1 runs plan first; this is for --rounds orders that do not
                 raise SystemExit("no shapes yet")
             torch_res[rnd] = torch_round(shapes, rnd)
+
+if args.group:
+    grouped_rounds()
 
 # table: per shape, the backend's and torch's TFLOP/s per round, the ratio per round and mean
 lines = []

@@ -170,6 +170,20 @@ fit:
                gb.points, gb.efficiency, gb.efficiency_sd, 100 * gb.rms_rel_residual,
                sys.fp8_blockwise_gemm_ratio, sys.fp8_blockwise_gemm_ratio_sd);
     }
+    if (r.ngemm_fp8 > 0 || r.ngemm_fp8_block > 0) {
+        /* the same ratios shape by shape: an FP8 GEMM takes its nearest measured shape's
+         * (fp8_shape.h) */
+        int ns = fit_apply_fp8_shapes(&sys, r.gemm, r.ngemm, r.gemm_fp8, r.ngemm_fp8,
+                                      r.gemm_fp8_block, r.ngemm_fp8_block);
+        printf("FP8 ratios by shape: %d shapes (calibration.fp8_gemm_shapes; an FP8 GEMM takes "
+               "the nearest measured shape's)\n",
+               ns);
+        for (int i = 0; i < sys.fp8_gemm_shapes.n; i++) {
+            const fp8_shape_point *p = &sys.fp8_gemm_shapes.p[i];
+            printf("  %6.0f x %6.0f x %6.0f  ratio %5.3f  blockwise %5.3f\n", p->m, p->n, p->k,
+                   p->ratio, p->blockwise_ratio);
+        }
+    }
     printf("\n%-15s %5s %6s %12s %18s %9s %6s\n", "collective", "gpus", "span", "alpha_us",
            "busbw_GB/s", "rms_res", "points");
     for (int i = 0; i < r.ncolls; i++) {

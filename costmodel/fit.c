@@ -156,6 +156,56 @@ void fit_apply_fp8_blockwise_ratio(system_spec *sys, const fit_gemm_result *bf16
                      &sys->fp8_blockwise_gemm_ratio_sd);
 }
 
+/* Median time of the rows of one shape (0: none); rows of up to 64 rounds are looked at. */
+static double shape_median_s(const fit_gemm_obs *obs, int n, double m, double nn, double k)
+{
+    double t[64];
+    int c = 0;
+    for (int i = 0; i < n && c < 64; i++)
+        if (obs[i].m == m && obs[i].n == nn && obs[i].k == k && positive_finite(obs[i].time_s))
+            t[c++] = obs[i].time_s;
+    for (int i = 1; i < c; i++) /* insertion sort: a handful of rounds */
+        for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
+            double x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    if (c == 0) return 0;
+    return c % 2 ? t[c / 2] : 0.5 * (t[c / 2 - 1] + t[c / 2]);
+}
+
+int fit_apply_fp8_shapes(system_spec *sys, const fit_gemm_obs *bf16, int nbf16,
+                         const fit_gemm_obs *fp8, int nfp8, const fit_gemm_obs *blk, int nblk)
+{
+    sys->fp8_gemm_shapes.n = 0;
+    if (!(sys->peak_fp8_flops_per_s > 0) || !(sys->peak_bf16_flops_per_s > 0)) return 0;
+    double peaks = sys->peak_bf16_flops_per_s / sys->peak_fp8_flops_per_s;
+    /* the shapes of the FP8 rows, then blockwise-only shapes, each once */
+    for (int pass = 0; pass < 2; pass++) {
+        const fit_gemm_obs *o = pass ? blk : fp8;
+        int n = pass ? nblk : nfp8;
+        for (int i = 0; i < n; i++) {
+            double m = o[i].m, nn = o[i].n, k = o[i].k;
+            bool seen = false; /* a shape kept already (another round's row) */
+            for (int j = 0; j < sys->fp8_gemm_shapes.n; j++) {
+                const fp8_shape_point *p = &sys->fp8_gemm_shapes.p[j];
+                seen |= p->m == m && p->n == nn && p->k == k;
+            }
+            if (seen) continue;
+            double tb = shape_median_s(bf16, nbf16, m, nn, k);
+            if (!(tb > 0)) continue;
+            double t8 = shape_median_s(fp8, nfp8, m, nn, k);
+            double tk = blk ? shape_median_s(blk, nblk, m, nn, k) : 0;
+            double r8 = t8 > 0 ? tb / t8 * peaks : 0, rk = tk > 0 ? tb / tk * peaks : 0;
+            if (r8 > 2) r8 = 0; /* beyond fp8_shape.h's range: not a ratio a profile may hold */
+            if (rk > 2) rk = 0;
+            if ((r8 > 0 || rk > 0) && !fp8_shape_add(&sys->fp8_gemm_shapes, m, nn, k, r8, rk))
+                return sys->fp8_gemm_shapes.n;
+        }
+    }
+    return sys->fp8_gemm_shapes.n;
+}
+
 cm_status fit_collective(collective_op op, int group_size, bool spans_nodes,
                          const fit_collective_obs *obs, int n, system_collective_fit *out,
                          char *err, size_t errlen)

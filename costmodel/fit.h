@@ -49,6 +49,13 @@ void fit_apply_fp8_ratio(system_spec *sys, const fit_gemm_result *bf16,
 void fit_apply_fp8_blockwise_ratio(system_spec *sys, const fit_gemm_result *bf16,
                                    const fit_gemm_result *blk);
 
+/* The same ratios shape by shape (fp8_shape.h) onto sys->fp8_gemm_shapes, replacing what it
+ * held: for each m x n x k with bf16 rows and FP8 (or blockwise) rows, (median bf16 time /
+ * median FP8 time) x (peak_bf16 / peak_fp8); blk may be NULL (nblk 0). The number of shapes
+ * kept (at most FP8_SHAPE_MAX_POINTS, in the order of the FP8 rows). */
+int fit_apply_fp8_shapes(system_spec *sys, const fit_gemm_obs *bf16, int nbf16,
+                         const fit_gemm_obs *fp8, int nfp8, const fit_gemm_obs *blk, int nblk);
+
 typedef struct {
     double bytes;
     double time_s;

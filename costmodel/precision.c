@@ -317,8 +317,27 @@ double precision_gemm_ratio(const system_spec *sys, const layout *l)
     return gpu_ratios[row].ratio;
 }
 
+bool precision_gemm_shape_ratios(const system_spec *sys, const layout *l, bool *blockwise,
+                                 double *scale)
+{
+    *blockwise = false;
+    *scale = 1.0;
+    if (l->precision != PRECISION_FP8 || sys->fp8_gemm_shapes.n == 0) return false;
+    *blockwise = precision_fp8_recipe(l) == FP8_RECIPE_BLOCKWISE;
+    if (!*blockwise) {
+        precision_rules r;
+        precision_rules_of(l, &r);
+        *scale = r.gemm_efficiency_ratio / RATIO_PER_TENSOR;
+    }
+    return true;
+}
+
 const char *precision_gemm_ratio_source(const system_spec *sys)
 {
+    if (sys->fp8_gemm_shapes.n > 0)
+        return "fp8: calibrated by shape, the profile's fp8_gemm_shapes (plan fit of plan "
+               "calibrate's bf16 and FP8 GEMMs, each FP8 GEMM at its nearest measured shape); "
+               "the single fitted ratio shown";
     if (sys->fp8_gemm_ratio > 0 && sys->fp8_blockwise_gemm_ratio > 0)
         return "fp8: calibrated, the profile's fp8_gemm ratio (plan fit of plan calibrate's FP8 "
                "GEMMs) and, for blockwise, its fp8_blockwise_gemm ratio (plan calibrate's "

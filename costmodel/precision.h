@@ -124,6 +124,11 @@ cm_status precision_check_model(const model_spec *m, const layout *l, char *err,
  * H100/H200/H800/H20, published MAMF ratios on Blackwell, 1 elsewhere (precision.c); and a
  * line saying where it comes from. */
 double precision_gemm_ratio(const system_spec *sys, const layout *l);
+/* Whether l's GEMMs take sys's ratios by shape (a profile's fp8_gemm_shapes, fp8_shape.h: fp8
+ * only), which of them (*blockwise) and the factor on them (*scale: a per-tensor recipe's ratio
+ * over per-tensor scaling's, as precision_gemm_ratio scales the single ratio; 1 blockwise). */
+bool precision_gemm_shape_ratios(const system_spec *sys, const layout *l, bool *blockwise,
+                                 double *scale);
 const char *precision_gemm_ratio_source(const system_spec *sys);
 
 /* Name of l's precision as the short name and the report show it ("fp8-delayed"). */

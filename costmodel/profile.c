@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 /* "calibration": {"gemm_efficiency_sd": x, "fp8_gemm": {"ratio", "ratio_sd"},
+ * "fp8_gemm_shapes": {"points": [[m, n, k, ratio, blockwise_ratio], ...]} (fp8_shape.h),
  * "collectives": [{"op", "group_size", "span",
  * "alpha_s", "busbw_bytes_per_s", "alpha_sd", "busbw_sd", "rms_rel_residual", "points"}]}.
  * Fits replace earlier fits of the same op, group size and span. */
@@ -58,6 +59,12 @@ static cm_status apply_calibration(const json_t *cal, const char *path, system_s
                            path, keys[q]);
         *dst[q][0] = json_number_value(r);
         *dst[q][1] = rs ? json_number_value(rs) : 0;
+    }
+    /* "fp8_gemm_shapes": the FP8 ratios by GEMM shape (plan fit), replacing earlier ones */
+    const json_t *shapes = json_object_get(cal, "fp8_gemm_shapes");
+    if (shapes) {
+        cm_status st = fp8_shape_from_json(shapes, path, &sys->fp8_gemm_shapes, err, errlen);
+        if (st != CM_OK) return st;
     }
     const json_t *arr = json_object_get(cal, "collectives");
     if (!arr) return CM_OK;
@@ -385,6 +392,8 @@ cm_status profile_write(const char *path, const system_spec *sys, const void *ex
         json_object_set_new(cal, "fp8_blockwise_gemm",
                             json_pack("{s:f, s:f}", "ratio", sys->fp8_blockwise_gemm_ratio,
                                       "ratio_sd", sys->fp8_blockwise_gemm_ratio_sd));
+    json_t *shapes = fp8_shape_to_json(&sys->fp8_gemm_shapes);
+    if (shapes) json_object_set_new(cal, "fp8_gemm_shapes", shapes);
     json_object_set_new(root, "calibration", cal);
     if (sys->step.active) {
         json_t *st = json_object(), *names = json_array(), *mat = json_array();

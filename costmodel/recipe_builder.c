@@ -17,16 +17,23 @@ void rb_precision(builder *b, const layout *l)
     b->keep_bf16 = false;
     b->lp_peak_flops = precision_peak_flops(b->sys, l);
     b->lp_ratio = precision_gemm_ratio(b->sys, l);
+    b->lp_shape = precision_gemm_shape_ratios(b->sys, l, &b->lp_shape_blockwise,
+                                              &b->lp_shape_scale);
     b->quant_fwd_bytes = b->quant_bwd_bytes = 0;
     precision_rules_of(l, &b->pr);
 }
 
-/* One GEMM of a Linear in the builder's precision (bf16: compute_gemm_s, unchanged). */
+/* One GEMM of a Linear in the builder's precision (bf16: compute_gemm_s, unchanged); an FP8
+ * GEMM at its nearest measured shape's ratio where the profile has them (fp8_shape.h), else
+ * the single ratio. */
 double rb_gemm_s(const builder *b, double m, double n, double k)
 {
     if (!b->lp || b->keep_bf16) return compute_gemm_s(b->sys, m, n, k);
-    return compute_gemm_lp_s(b->sys, b->lp_peak_flops, b->lp_ratio, b->pr.operand_bytes, m, n,
-                             k);
+    double ratio = b->lp_ratio, r;
+    if (b->lp_shape &&
+        fp8_shape_ratio(&b->sys->fp8_gemm_shapes, b->lp_shape_blockwise, m, n, k, &r))
+        ratio = r * b->lp_shape_scale;
+    return compute_gemm_lp_s(b->sys, b->lp_peak_flops, ratio, b->pr.operand_bytes, m, n, k);
 }
 
 /* Forward + dgrad + wgrad, as compute_gemm_fwd_bwd_s composes them. */

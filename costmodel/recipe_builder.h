@@ -24,6 +24,9 @@ typedef struct {
     bool keep_bf16;
     double lp_peak_flops;
     double lp_ratio; /* precision_gemm_ratio: the GPU's low-precision GEMM efficiency ratio */
+    bool lp_shape;   /* ... or by shape (precision_gemm_shape_ratios): which, and the factor */
+    bool lp_shape_blockwise;
+    double lp_shape_scale;
     precision_rules pr;
     double quant_fwd_bytes, quant_bwd_bytes; /* the layer's quantize kernels (quantize_ops) */
     recipe_block block; /* the block ops added now belong to (rb_op_add stamps it) */

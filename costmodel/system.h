@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "attention_rate.h"
+#include "fp8_shape.h"
 
 #include "status.h"
 
@@ -169,6 +170,8 @@ typedef struct {
                                            scales, plan calibrate's gemm_fp8_blockwise rows); 0:
                                            not calibrated (precision.c) */
     double fp8_blockwise_gemm_ratio_sd;
+    fp8_shape_table fp8_gemm_shapes;    /* the same ratios by GEMM shape ("fp8_gemm_shapes",
+                                           plan fit; n 0: the single ratios stand), fp8_shape.h */
     int n_collective_fits;
     system_collective_fit collective_fits[SYSTEM_MAX_COLLECTIVE_FITS];
     system_step step;                   /* step-level corrections (inactive unless a profile has
