@@ -2,13 +2,15 @@
  * gemm_headroom.c — the rate GEMMs run at inside a step under the power cap (gemm_headroom.h has
  * the model and its measurement).
  *
- * NVIDIA documents the mechanism, not a formula: GPU Boost raises the clock while the board is
- * under its power (and thermal) limit and lowers it at the limit ("NVIDIA GPU Boost", Tesla /
- * data-center GPU documentation; nvidia-smi -q -d PERFORMANCE reports "SW Power Cap" as the
- * clock-event reason, which is what bench/results/duty_2026-11-27 recorded in every point), and
- * the power limit is enforced on an averaged power reading (nvidia-smi's power.draw.average vs
- * power.draw.instant; NVML nvmlDeviceGetPowerUsage). The exponent, burst ratio and the powers
- * are the H100 measurements of bench/gemm_power_mix.py, fitted by bench/gemm_power_fit.py.
+ * NVIDIA documents the mechanism, not a formula: the NVML API reference (group
+ * nvmlClocksEventReasons, https://docs.nvidia.com/deploy/nvml-api/api/group__nvmlClocksEventReasons.html)
+ * describes nvmlClocksEventReasonSwPowerCap as the driver's power-scaling algorithm lowering the
+ * clocks below the requested (boost) clocks so as to stay within the set power limit, and DCGM's
+ * field constants (DCGM_CLOCKS_THROTTLE_REASON_SW_POWER_CAP) the same; under the limit the clocks
+ * go up to the maximum (1980 MHz on H100 SXM). bench/results/duty_2026-11-27 recorded that reason
+ * in every sample of the 48 points held at 700 W, and not at all (SM clock at the 1980 MHz
+ * maximum) in the 8 whose average power stayed under it. The exponent, burst ratio and powers are the H100 measurements of
+ * bench/gemm_power_mix.py, fitted by bench/gemm_power_fit.py.
  */
 #include "gemm_headroom.h"
 
