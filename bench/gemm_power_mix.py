@@ -21,7 +21,10 @@ nvmlDeviceGetTotalEnergyConsumption) over the window, plus instant power, SM clo
 and clock-event reasons sampled every ~4 ms by a thread (NVML through ctypes). Random N(0,1)
 data; each GEMM shape is checked once against fp32; memory-bound kernel bandwidth is reported.
 
-Usage: python3 bench/gemm_power_mix.py --out DIR [--measure-s 1.5] [--settle-s 0.8] [--quick]
+Usage: python3 bench/gemm_power_mix.py --out DIR [--measure-s 1.5] [--settle-s 0.8] [--quick] [--kinds]
+--kinds: instead, fp8 e4m3 8192^3 (torch._scaled_mm) and the SDPA forward at Llama-3.1-8B's
+shape, alone and in 5 ms blocks with idle (GEMM fraction 0.75, 0.5) or memory-bound kernels (0.6),
+beside the same for the bf16 4096x14336x4096 GEMM.
 Writes DIR/points.jsonl (one JSON line per point) and DIR/env.json.
 """
 import argparse
@@ -40,6 +43,8 @@ ap.add_argument("--out", required=True)
 ap.add_argument("--measure-s", type=float, default=1.5)
 ap.add_argument("--settle-s", type=float, default=0.8)
 ap.add_argument("--quick", action="store_true", help="a few points only (smoke test)")
+ap.add_argument("--kinds", action="store_true",
+                help="only the other compute-bound kinds (fp8 GEMM, SDPA forward) and a bf16 baseline")
 a = ap.parse_args()
 os.makedirs(a.out, exist_ok=True)
 OUTF = os.path.join(a.out, "points.jsonl")
@@ -194,6 +199,8 @@ SHAPES = {  # name: (M, N, K) -> C[M,N] = A[M,K] @ B[K,N]
     "attn_o_4096x4096x4096": (4096, 4096, 4096),
     "lm_head_4096x128256x4096": (4096, 128256, 4096),
 }
+if a.kinds:
+    SHAPES = {k: v for k, v in SHAPES.items() if k == "mlp_up_4096x14336x4096"}
 OPS = {}
 for name, (m, n, k) in SHAPES.items():
     A, B = randn(m, k), randn(k, n)
@@ -202,8 +209,49 @@ for name, (m, n, k) in SHAPES.items():
     ref = A[:128].float() @ B.float()
     err = ((C[:128].float() - ref).norm() / ref.norm()).item()
     assert err < 1e-2 and err == err, (name, err)
-    OPS[name] = (A, B, C, 2.0 * m * n * k, err)
+    OPS[name] = (A, B, C, 2.0 * m * n * k, err, None)
     del ref
+if a.kinds:
+    try:
+        # fp8 e4m3 8192^3 through torch._scaled_mm (tensorwise scales, bf16 out), as Transformer
+        # Engine's and torchao's tensorwise recipes call cuBLASLt
+        n8 = 8192
+        A32, B32 = randn(n8, n8, dtype=torch.float32), randn(n8, n8, dtype=torch.float32)
+        A8 = A32.to(torch.float8_e4m3fn)
+        B8 = B32.t().contiguous().to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm wants
+        one = torch.ones((), device=dev, dtype=torch.float32)
+        C8 = torch._scaled_mm(A8, B8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        ref = A8[:128].float() @ B8.float()
+        err8 = ((C8[:128].float() - ref).norm() / ref.norm()).item()
+        assert err8 < 1e-2 and err8 == err8, err8
+        OPS["fp8_e4m3_8192^3"] = (None, None, None, 2.0 * n8 ** 3, err8,
+                                  lambda: torch._scaled_mm(A8, B8, scale_a=one, scale_b=one,
+                                                           out_dtype=torch.bfloat16))
+        del A32, B32, ref
+    except Exception as e:  # noqa: BLE001
+        print("fp8 unavailable:", repr(e), flush=True)
+    try:
+        # SDPA forward at Llama-3.1-8B's shape (4096 tokens, 32 query / 8 kv heads, d 128, causal)
+        qa = randn(1, 32, 4096, 128)
+        ka, va = randn(1, 8, 4096, 128), randn(1, 8, 4096, 128)
+        oa = F.scaled_dot_product_attention(qa, ka, va, is_causal=True, enable_gqa=True)
+        q0, k0, v0 = qa[:, :4].double(), ka[:, :1].double(), va[:, :1].double()
+        sc = (q0 @ k0.transpose(-1, -2)) / 128 ** 0.5
+        sc = sc.masked_fill(torch.ones(4096, 4096, device=dev, dtype=torch.bool).triu(1), float("-inf"))
+        ref = torch.softmax(sc, -1) @ v0
+        erra = ((oa[:, :4].double() - ref).norm() / ref.norm()).item()
+        assert erra < 1e-2 and erra == erra, erra
+        OPS["sdpa_fwd_l8b_t4096"] = (None, None, None, 4.0 * 4096 * 4096 * 32 * 128 / 2, erra,
+                                     lambda: F.scaled_dot_product_attention(qa, ka, va, is_causal=True,
+                                                                            enable_gqa=True))
+        del q0, k0, v0, sc, ref
+    except Exception as e:  # noqa: BLE001
+        print("sdpa unavailable:", repr(e), flush=True)
+
+def op_fn(shape):
+    A, B, C, _, _, fn = OPS[shape]
+    return fn if fn is not None else (lambda: torch.mm(A, B, out=C))
+
 
 # memory-bound kernels: 64M elements (bf16 128 MB, fp32 256 MB per tensor, above the 50 MB L2)
 NE = 64 * 1024 * 1024
@@ -250,8 +298,7 @@ ENV = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
        "sleep_cycles_per_ms": CYC_PER_MS,
        "gemm_check_rel_err": {k: v[4] for k, v in OPS.items()},
        "mem_kernels_ms": {n: time_one(f) for n, f, _ in MEMK},
-       "gemm_ms_cold": {k: time_one(lambda v=v: torch.mm(v[0], v[1], out=v[2]), 5)
-                        for k, v in OPS.items()},
+       "gemm_ms_cold": {k: time_one(op_fn(k), 5) for k in OPS},
        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 ENV["mem_kernels_gbps"] = {n: round(b / (ENV["mem_kernels_ms"][n] * 1e-3) / 1e9, 1)
                            for n, _, b in MEMK}
@@ -263,7 +310,8 @@ MEM_MS = statistics.fmean(ENV["mem_kernels_ms"].values())
 
 def run_pattern(label, shape, k, filler_ms, filler, extra=None):
     """k products of `shape` then a filler of about filler_ms, repeated: settle, then measure."""
-    A, B, C, flops, _ = OPS[shape]
+    flops = OPS[shape][3]
+    op = op_fn(shape)
     nmem = max(1, round(filler_ms / MEM_MS)) if filler_ms > 0 else 0
 
     def fill(rec):
@@ -285,12 +333,12 @@ def run_pattern(label, shape, k, filler_ms, filler, extra=None):
             gs = []
             for _ in range(k):
                 s, e = ev(), ev()
-                s.record(); torch.mm(A, B, out=C); e.record()
+                s.record(); op(); e.record()
                 gs.append((s, e))
             fill(True)
             return b0, gs
         for _ in range(k):
-            torch.mm(A, B, out=C)
+            op()
         fill(False)
         return None
 
@@ -369,8 +417,7 @@ def run_alone(label, fn, bytes_per_call=0, flops_per_call=0):
 
 
 def gemm_fn(shape):
-    A, B, C, _, _ = OPS[shape]
-    return lambda: torch.mm(A, B, out=C)
+    return op_fn(shape)
 
 
 def k_for(shape, block_ms):
@@ -452,6 +499,19 @@ def run_layer(label, idle_frac=0.0):
 
 # ---------------------------------------------------------------- the plan of points
 t_start = time.time()
+if a.kinds:
+    for shape in OPS:
+        run_alone("gemm_" + shape, gemm_fn(shape), flops_per_call=OPS[shape][3])
+        for f, d in (("idle", 0.75), ("idle", 0.5), ("mem", 0.6)):
+            k = k_for(shape, 5)
+            filler = k * ENV["gemm_ms_cold"][shape] * (1 - d) / d
+            try:
+                run_pattern("%s_5ms_%s_d%.2f" % (shape, f, d), shape, k, filler, f,
+                            {"block_ms_asked": 5, "duty_asked": d})
+            except Exception as e:  # noqa: BLE001
+                emit({"kind": "error", "label": "%s_%s" % (shape, f), "error": repr(e)})
+    emit({"kind": "done", "seconds": round(time.time() - t_start, 1)})
+    raise SystemExit(0)
 run_alone("nothing_queued", None)
 run_alone("idle_spin_kernel", lambda: torch.cuda._sleep(int(2.0 * CYC_PER_MS)))
 for i, (n_, f_, b_) in enumerate(MEMK):

@@ -73,9 +73,11 @@ void gemm_headroom_step(const model_spec *m, const system_spec *sys, const train
     fast.gemm_headroom_rate = probe;
     stage_time wg = estimate_worst_stage(m, &fast, t, l, NULL, NULL);
     double gemm_s = micro * (worst->compute_s - wg.compute_s) / (1 - 1 / probe);
-    /* Attention likewise (at twice its rate): drawn at about the cap, no headroom (the Llama
-     * layer forward of bench/results/duty_2026-11-27: GEMMs 1% over their back-to-back rate
-     * with attention and norms a quarter of the time). */
+    /* Attention likewise (at twice its rate): drawn at the cap (SDPA forward alone: 716 W at
+     * 1770 MHz, bench/results/duty_2026-11-27/kinds; the Llama layer forward there: GEMMs 1%
+     * over their back-to-back rate with attention and norms a quarter of the time), so it
+     * leaves no headroom. Its own rate is left as priced, though it gains up to x1.10 where
+     * there is headroom (same file): a conservative omission. */
     system_spec fa = *sys;
     fa.attention_rate_scale = 2;
     stage_time wa = estimate_worst_stage(m, &fa, t, l, NULL, NULL);
