@@ -60,7 +60,7 @@ enum {
     OPT_IMPL, OPT_COMPILE, OPT_OPTIMIZER_IMPL,
     OPT_TP_COMM_OVERLAP, OPT_OVERLAP_GRAD_REDUCE, OPT_OVERLAP_PARAM_GATHER,
     OPT_MOE_DISPATCHER, OPT_MOE_IMBALANCE, OPT_MOE_CAPACITY, OPT_MOE_EP_OVERLAP,
-    OPT_MOE_SHARED_OVERLAP, OPT_MOE_EXPERT_LOOP, OPT_NVLS, OPT_POWER_LIMIT, OPT_PP_SCHEDULE, OPT_ASYNC_TP,
+    OPT_MOE_SHARED_OVERLAP, OPT_MOE_EXPERT_LOOP, OPT_NVLS, OPT_POWER_LIMIT, OPT_GEMM_HEADROOM, OPT_PP_SCHEDULE, OPT_ASYNC_TP,
     OPT_RESHARD, OPT_FP8_PARAM_GATHER, OPT_BF16_FIRST, OPT_BF16_LAST,
     OPT_MOE_FP8_DISPATCH, OPT_OPT_OFFLOAD,
     OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_EXPANDABLE_SEGMENTS, OPT_PP_KEEP_OUTPUTS, OPT_PP_FIRST,
@@ -124,6 +124,7 @@ static const struct option long_opts[] = {
     {"moe-expert-loop", no_argument, NULL, OPT_MOE_EXPERT_LOOP},
     {"nvls", required_argument, NULL, OPT_NVLS},
     {"power-limit", required_argument, NULL, OPT_POWER_LIMIT},
+    {"gemm-headroom", required_argument, NULL, OPT_GEMM_HEADROOM},
     {"pp-schedule", required_argument, NULL, OPT_PP_SCHEDULE},
     {"async-tp", no_argument, NULL, OPT_ASYNC_TP},
     {"reshard-after-forward", no_argument, NULL, OPT_RESHARD},
@@ -355,6 +356,11 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_POWER_LIMIT:
             rc = parse_double("power-limit", optarg, 50, 5000, &o->power_limit_w);
             break;
+        case OPT_GEMM_HEADROOM:
+            if (!strcmp(optarg, "on")) o->gemm_headroom_on = true;
+            else if (!strcmp(optarg, "off")) o->gemm_headroom_on = false;
+            else rc = cli_error("--gemm-headroom must be on or off");
+            break;
         case 'h': *help = true; break;
         case ':': {
             char msg[160];
@@ -435,6 +441,7 @@ int cli_load_specs(const cli_options *o, model_spec *m, system_spec *sys)
     if (profile_load_system(o->system, dir, sys, err, sizeof err) != CM_OK) return cli_error(err);
     if (o->calibration && profile_overlay(o->calibration, sys, err, sizeof err) != CM_OK)
         return cli_error(err);
+    sys->gemm_headroom_on = o->gemm_headroom_on; /* --gemm-headroom on (gemm_headroom.h) */
     return cli_apply_system_knobs(o->nvls, o->power_limit_w, sys);
 }
 

@@ -46,6 +46,7 @@ typedef struct {
     bool precision_given;     /* --precision named one format: the search uses it alone */
     cli_nvls nvls;            /* --nvls on|off (issue 22) */
     double power_limit_w;     /* --power-limit W (0: not given; issue 22) */
+    bool gemm_headroom_on;    /* --gemm-headroom on: GEMMs at the rate the step's power allows */
 } cli_options;
 
 /* Exit status for bad input (issue 2: "exit status 2"). */

@@ -34,6 +34,8 @@ static void usage(void)
            "  --optimizer-cpu-offload [--optimizer-offload-fraction F] --activation-offload\n"
            "                       Megatron CPU offload (distopt; activations: pp 1, no recompute)\n"
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"
+           "  --gemm-headroom on|off  GEMMs faster where the step's other work draws less than the\n"
+           "                       power cap (systems with a measured fit; default off)\n"
            "  --attention flash|unfused --no-overlap --tp-comm-overlap\n"
            "  --overlap-grad-reduce --overlap-param-gather --grad-reduce-bf16\n"
            "  --pp-first-layers N --pp-last-layers N   uneven pipeline: decoder layers on the first /\n"

@@ -196,6 +196,10 @@ int cmd_search(int argc, char **argv)
                  fixed, fixed);
         return cli_error(msg);
     }
+    if (o.gemm_headroom_on)
+        return cli_error("--gemm-headroom on prices one layout (plan estimate); the search ranks "
+                         "every layout at the sustained GEMM rate: drop the flag here and pass it "
+                         "to plan estimate for the layout it picks");
     model_spec m;
     system_spec sys;
     if ((rc = cli_load_specs(&o, &m, &sys))) return rc;

@@ -46,14 +46,21 @@ double compute_grouped_gemm_fwd_bwd_s(const system_spec *sys, int groups, double
            compute_grouped_gemm_s(sys, groups, k, n, m);
 }
 
+double compute_attention_rate_scale(const system_spec *sys)
+{
+    return sys->attention_rate_scale > 0 ? sys->attention_rate_scale : 1;
+}
+
 double compute_flash_forward_s(const system_spec *sys, double flops)
 {
-    return flops / (sys->peak_bf16_flops_per_s * sys->attention_efficiency);
+    return flops / (sys->peak_bf16_flops_per_s * sys->attention_efficiency *
+                    compute_attention_rate_scale(sys));
 }
 
 double compute_flash_backward_s(const system_spec *sys, double flops)
 {
-    return 2.5 * flops / (sys->peak_bf16_flops_per_s * sys->attention_efficiency);
+    return 2.5 * flops / (sys->peak_bf16_flops_per_s * sys->attention_efficiency *
+                          compute_attention_rate_scale(sys));
 }
 
 double compute_stream_s(const system_spec *sys, double bytes)

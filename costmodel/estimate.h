@@ -24,6 +24,8 @@ typedef struct {
     double tp_s, cp_s, ep_s, pp_s, dp_s; /* exposed communication by dimension */
     double microbatch_s;       /* slowest stage, one micro-batch forward + backward */
     double step_sd_s;          /* 1-sigma band from the calibration fits' covariance (0 if none) */
+    double gemm_headroom_rate; /* GEMM rate over the sustained one from the step's power headroom
+                                  (gemm_headroom.h); 0: not priced (no fit, or none to gain) */
 } time_breakdown;
 
 /* The step simulator's figures for the same layout (costmodel/sim.h), when it ran. They add

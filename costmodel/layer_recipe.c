@@ -332,8 +332,8 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
              * layer, the table's point 1.77 and 4.49, the old pricing 1.33 and 3.37. */
             if (explicit_mask)
                 f = 0.5 * flops_attention_core_forward(m, tokens, t->seq_len, false) / tp;
-            attn_fwd = f / fw;
-            attn_bwd = 2.5 * f / bw;
+            attn_fwd = f / (fw * compute_attention_rate_scale(sys));
+            attn_bwd = 2.5 * f / (bw * compute_attention_rate_scale(sys));
         } else {
             attn_fwd = compute_flash_forward_s(sys, f);
             attn_bwd = compute_flash_backward_s(sys, f);

@@ -49,6 +49,10 @@ static const system_field fields[] = {
       0, 1.0),
     F("gpu", "tdp_w", tdp_w, false, 0, 1e4),
     F("gpu", "power_limit_w", power_limit_w, false, 0, 1e4),
+    F("gpu", "idle_power_w", idle_power_w, false, 0, 1e4),
+    F("gpu", "memory_bound_power_w", memory_bound_power_w, false, 0, 1e4),
+    F("gpu", "gemm_power_exponent", gemm_power_exponent, false, 0, 1),
+    F("gpu", "gemm_burst_ratio", gemm_burst_ratio, false, 0, 2),
     I("gpu", "sm_count", sm_count, false, 1, 1000),
     I("node", "gpus_per_node", gpus_per_node, true, 1, 1024),
     F("node", "intra_bandwidth_bytes_per_s", intra_bandwidth_bytes_per_s, true, 1e9, 1e14),
@@ -336,9 +340,10 @@ int system_domain_gpus(const system_spec *sys)
 
 double system_gemm_power_scale(const system_spec *sys)
 {
+    double headroom = sys->gemm_headroom_rate > 0 ? sys->gemm_headroom_rate : 1;
     if (sys->tdp_w <= 0 || sys->power_limit_w <= 0 || sys->power_limit_w >= sys->tdp_w)
-        return 1;
-    return cbrt(sys->power_limit_w / sys->tdp_w);
+        return headroom;
+    return cbrt(sys->power_limit_w / sys->tdp_w) * headroom;
 }
 
 cm_status system_set_nvls(system_spec *sys, bool on, char *err, size_t errlen)

@@ -86,6 +86,20 @@ typedef struct {
                                           given) */
     double power_limit_w;              /* power cap in use (0: the TDP); scales the sustained
                                           GEMM rate, system_gemm_power_scale() */
+    /* Power headroom of GEMMs inside a step (gemm_headroom.h; 0: not measured, no headroom):
+     * board power with nothing running, effective power of memory-bound kernels under the cap,
+     * exponent of GEMM rate on GEMM power (rate ~ power^exponent), and the GEMM rate at the
+     * highest clock over the sustained (capped, back-to-back) rate. */
+    double idle_power_w;
+    double memory_bound_power_w;
+    double gemm_power_exponent;
+    double gemm_burst_ratio;
+    /* Set while pricing, not read from files: --gemm-headroom on, and the multipliers on the
+     * sustained GEMM rate (system_gemm_power_scale) and on the attention kernels' rate
+     * (compute_attention_rate_scale) in force; 0 means 1. */
+    bool gemm_headroom_on;
+    double gemm_headroom_rate;
+    double attention_rate_scale;
 
     /* node (the host) and the scale-up (NVLink) domain, which may span hosts (NVL72: 4 GPUs
      * per host, 72 per domain) */
@@ -228,7 +242,8 @@ double system_inter_bandwidth_per_gpu(const system_spec *sys);
 int system_domain_gpus(const system_spec *sys);
 /* Factor on the sustained GEMM rate under gpu.power_limit_w below gpu.tdp_w: (limit/tdp)^(1/3),
  * an assumption (dynamic power ~ f V^2 with V ~ f, so clock ~ power^(1/3); no vendor gives the
- * relation; data/systems/README.md "Power limit"). 1 without a limit or TDP. */
+ * relation; data/systems/README.md "Power limit"). 1 without a limit or TDP. Times
+ * sys->gemm_headroom_rate where the step's power headroom is being priced (gemm_headroom.h). */
 double system_gemm_power_scale(const system_spec *sys);
 
 /* --nvls on|off: turn NVLink SHARP pricing of in-domain all-reduces on or off. On needs a

@@ -106,6 +106,9 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
                   "bubble_s", tm->bubble_s, "optimizer_s", tm->optimizer_s, "tp_s", tm->tp_s,
                   "cp_s", tm->cp_s, "ep_s", tm->ep_s, "pp_s", tm->pp_s, "dp_s", tm->dp_s,
                   "microbatch_s", tm->microbatch_s));
+    /* the GEMM rate multiplier from the step's power headroom (gemm_headroom.h; 1: none) */
+    json_object_set_new(json_object_get(o, "time"), "gemm_headroom_rate",
+                        json_real(tm->gemm_headroom_rate > 0 ? tm->gemm_headroom_rate : 1));
     if (!estimate_time_priced(e)) {
         /* No step time (a group crosses nodes with no network): null, not ~1e30, for the step
          * and every figure that holds or derives from it, and the reason beside them. */

@@ -207,6 +207,8 @@ static void test_bad_input(void **state)
     bad("estimate --model /nonexistent.json --gpus 8", "cannot read model config");
     bad("frobnicate", "unknown command");
     bad("--model 8b --gpus 37", "no valid layout of 37 GPUs");
+    bad("estimate --model 8b --gpus 8 --gemm-headroom maybe", "--gemm-headroom must be on or off");
+    bad("--model 8b --gpus 8 --gemm-headroom on", "--gemm-headroom on prices one layout");
     /* malformed JSON model and system files */
     const char *badjson = test_tmp_path("plan_cli_bad.json");
     char args[1024];
@@ -222,6 +224,29 @@ static void test_bad_input(void **state)
     fclose(f);
     bad(args, "lacks");
     unlink(badjson);
+}
+
+/* --gemm-headroom on (costmodel/gemm_headroom.h): one H100, FSDP2, Llama-3.2-1B seq 4096 mbs 2
+ * (eager elementwise kernels and the optimizer beside its GEMMs) has the headroom for the
+ * preset's burst ratio 1.16, and the step is faster; off (the default) reports 1 and the
+ * sustained step. */
+static void test_gemm_headroom_flag(void **state)
+{
+    (void)state;
+    const char *args = "estimate --model 1b --gpus 1 --framework fsdp2 --mbs 2 --gbs 8 "
+                       "--seq 4096 --format json";
+    char on_args[512];
+    snprintf(on_args, sizeof on_args, "%s --gemm-headroom on", args);
+    json_t *off = run_json(args), *on = run_json(on_args);
+    double r_off = json_real_value(json_object_get(json_object_get(off, "time"), "gemm_headroom_rate"));
+    double r_on = json_real_value(json_object_get(json_object_get(on, "time"), "gemm_headroom_rate"));
+    double s_off = json_real_value(json_object_get(json_object_get(off, "time"), "step_s"));
+    double s_on = json_real_value(json_object_get(json_object_get(on, "time"), "step_s"));
+    assert_true(r_off == 1);
+    assert_true(fabs(r_on - 1.16) < 1e-12);
+    assert_true(s_on < 0.97 * s_off);
+    json_decref(off);
+    json_decref(on);
 }
 
 /* --precision / --fp8-recipe (issue 16): rules, JSON keys only for low precision, the emitted
@@ -504,7 +529,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_estimate_json),     cmocka_unit_test(test_search_json),
         cmocka_unit_test(test_search_human),      cmocka_unit_test(test_infeasible_estimate),
-        cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_bench_csv),
+        cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_gemm_headroom_flag),         cmocka_unit_test(test_bench_csv),
         cmocka_unit_test(test_simulate),
         cmocka_unit_test(test_estimate_ops),      cmocka_unit_test(test_profile_chains),
         cmocka_unit_test(test_precision),         cmocka_unit_test(test_megatron_moe_bias),

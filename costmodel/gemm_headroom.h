@@ -1,0 +1,63 @@
+/*
+ * gemm_headroom.h — GEMMs inside a training step run faster than back to back, because the rest
+ * of the step draws less power than the cap.
+ *
+ * A GPU at its power cap runs back-to-back GEMMs at the sustained clock (the presets'
+ * gemm_efficiency_max is that rate). NVIDIA's boost lowers or raises the clock so that the board
+ * stays within its power limit over the controller's averaging window; memory-bound kernels and
+ * idle stretches draw less, so over a step the GEMMs get a higher clock, up to the highest boost
+ * clock. Measured on one H100 (bench/gemm_power_mix.py, bench/results/duty_2026-11-27): GEMM
+ * blocks of 1, 5 and 20 ms alternating with idle or memory-bound kernels give the same rate at
+ * the same GEMM time fraction, so the window is longer than 20 ms and the step's average power is
+ * what counts.
+ *
+ * The model: over the step the energy is at the cap, GEMMs run at power P_cap * r^(1/beta) when
+ * their rate is r times the sustained rate (beta = gpu.gemm_power_exponent), attention kernels at
+ * about the cap, memory-bound kernels at P_mem (gpu.memory_bound_power_w), idle at P_idle
+ * (gpu.idle_power_w). With G the step's GEMM time at the sustained rate,
+ *     (G / r) P_cap r^(1/beta) + A P_cap + M P_mem + I P_idle = P_cap (G / r + A + M + I)
+ * gives  r^(1/beta) = 1 + u r,  u = [(1 - P_mem/P_cap) M + (1 - P_idle/P_cap) I] / G,
+ * solved by fixed point, and r is capped at the burst rate (gpu.gemm_burst_ratio: GEMMs at the
+ * highest clock over the sustained rate). Fitted once per GPU from the bench data, a device
+ * characteristic; not a per-run factor.
+ */
+#ifndef PLAN_GEMM_HEADROOM_H
+#define PLAN_GEMM_HEADROOM_H
+
+#include <stdbool.h>
+
+#include "estimate_internal.h"
+#include "system.h"
+
+/* --gemm-headroom on, and the system has the measured figures. */
+bool gemm_headroom_applies(const system_spec *sys);
+
+/* The power cap the sustained rate holds at: gpu.power_limit_w below the TDP, else gpu.tdp_w. */
+double gemm_headroom_cap_w(const system_spec *sys);
+
+/* The highest multiplier on the sustained GEMM rate (the burst rate over the sustained rate at
+ * the cap in use: under a lower --power-limit the sustained rate is lower, the burst the same). */
+double gemm_headroom_max_rate(const system_spec *sys);
+
+/* The multiplier on the sustained GEMM rate over a step holding gemm_s of GEMMs (at the sustained
+ * rate), memory_s of memory-bound kernels and idle_s with the GPU idle (other time, attention,
+ * is at the cap and adds no headroom): the root r >= 1 of r^(1/beta) = 1 + u r, at most
+ * gemm_headroom_max_rate. 1 when the system has no fit or gemm_s <= 0. */
+double gemm_headroom_rate(const system_spec *sys, double gemm_s, double memory_s, double idle_s);
+
+/* The step's time split (seconds per step, at the sustained GEMM rate) that the rate is computed
+ * from; filled by gemm_headroom_step. */
+typedef struct {
+    double gemm_s, attention_s, memory_s, idle_s;
+} gemm_headroom_mix;
+
+/* Re-prices out (estimate_time_assemble's, from worst at the sustained rate) with the GEMM rate
+ * the step's own mix allows: the GEMM and attention time of the worst stage found by pricing it
+ * again with each kernel class faster, the memory-bound time the rest of its compute plus the
+ * optimizer, idle the exposed communication and the pipeline bubble. Leaves out unchanged where
+ * gemm_headroom_applies is false. mix (may be NULL) receives the split. */
+void gemm_headroom_step(const model_spec *m, const system_spec *sys, const training_spec *t,
+                        const layout *l, const stage_time *worst, estimate *out,
+                        gemm_headroom_mix *mix);
+
+#endif
