@@ -130,10 +130,10 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
     L(LAYOUT_F_CUDA_GRAPH_FULL_ITERATION, "cuda_graph_full_iteration", LAYOUT_KIND_BOOL,
       cuda_graph_full_iteration, NULL, NULL, false, 0, NULL, NULL),
     /* issue 21: Megatron's rank order; emit_megatron.c writes --use-tp-pp-dp-mapping,
-     * emit_bridge.c cfg.dist.use_tp_pp_dp_mapping, the trainer YAML this bool (not in SkyRL's
-     * schema: its header says so) */
+     * emit_bridge.c cfg.dist.use_tp_pp_dp_mapping, emit_yaml.c megatron_config's bool of that
+     * name only when set (SkyRL's schema lacks it: no key written for the default) */
     L(LAYOUT_F_RANK_ORDER, "rank_order", LAYOUT_KIND_RANK_ORDER, rank_order, NULL, NULL, false,
-      0, MCFG "use_tp_pp_dp_mapping", NULL),
+      0, NULL, NULL),
 };
 
 #undef L

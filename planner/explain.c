@@ -125,6 +125,15 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
     }
 
     /* Counterfactuals on the recommended layout. */
+    if (l->framework == FRAMEWORK_MEGATRON && layout_rank_order_matters(sys, l)) {
+        /* issue 21: the other rank order puts the other of DP and PP across the domains */
+        layout v = *l;
+        v.rank_order = l->rank_order == RANK_ORDER_DP_PP ? RANK_ORDER_PP_DP : RANK_ORDER_DP_PP;
+        snprintf(what, sizeof what, "rank order %s instead (%s across domains)",
+                 layout_rank_order_name(v.rank_order),
+                 v.rank_order == RANK_ORDER_PP_DP ? "DP" : "PP");
+        describe(&x, what, v);
+    }
     if (l->framework == FRAMEWORK_MEGATRON) {
         if (l->tp > 1 && l->tp % 2 == 0) {
             layout v = *l;

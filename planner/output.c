@@ -250,6 +250,10 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
     used = strlen(buf);
     if (l->activation_offload)
         snprintf(buf + used, len > used ? len - used : 0, " · activation offload");
+    used = strlen(buf);
+    if (l->rank_order != RANK_ORDER_DP_PP) /* issue 21: Megatron's --use-tp-pp-dp-mapping */
+        snprintf(buf + used, len > used ? len - used : 0, " · ranks %s",
+                 layout_rank_order_name(l->rank_order));
     output_split_suffix(l, buf, len);
 }
 
@@ -318,6 +322,16 @@ static void human_numbers(FILE *f, const estimate *e)
     fprintf(f, "  micro-batches per step %d (gradient accumulation)\n", e->microbatches);
 }
 
+/* Which dimensions' groups leave the NVLink domain (layout_span_summary), for a multi-domain
+ * Megatron plan: the rank order decides between DP and PP (issue 21). */
+static void placement_line(FILE *f, const system_spec *sys, const estimate *e)
+{
+    char s[512];
+    if (e->layout.framework != FRAMEWORK_MEGATRON) return;
+    layout_span_summary(sys, &e->layout, s, sizeof s);
+    if (s[0]) fprintf(f, "  placement    %s\n", s);
+}
+
 /* The system knobs the user set (--power-limit, --nvls), each with what it assumes. */
 static void knob_notes(FILE *f, const system_spec *sys)
 {
@@ -338,6 +352,7 @@ void output_estimate_human(FILE *f, const estimate *e, const model_spec *m,
     knob_notes(f, sys);
     fprintf(f, "%s\n", line);
     human_numbers(f, e);
+    placement_line(f, sys, e);
     if (precision_is_low(&e->layout))
         fprintf(f, "  low-precision GEMMs at %.3f x the bf16 GEMM's fraction of peak (%s)\n",
                 precision_gemm_ratio(sys, &e->layout), precision_gemm_ratio_source(sys));
@@ -450,6 +465,7 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
     output_layout_line(best, line, sizeof line);
     fprintf(f, "Recommended: %s\n", line);
     human_numbers(f, best);
+    placement_line(f, sys, best);
 
     output_verdict(f, r, best);
 
