@@ -267,6 +267,9 @@ int layout_pp_stride(const layout *l);
 /* Does the other rank order place some group of l differently on sys (pp > 1, dp > 1 and a
  * DP or PP group whose domain count changes)? The search tries PP_DP only there. */
 bool layout_rank_order_matters(const system_spec *sys, const layout *l);
+/* l under --use-tp-pp-dp-mapping into out where a Megatron search should try it: the order
+ * matters (above) and breaks no rule of it. */
+bool layout_rank_order_alternative(const system_spec *sys, const layout *l, layout *out);
 /* The Megatron rules of the rank order into msg (rule name into *rule); false when l breaks
  * none. */
 bool layout_rank_order_rule(const layout *l, const char **rule, char *msg, size_t len);

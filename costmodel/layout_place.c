@@ -235,6 +235,18 @@ bool layout_rank_order_matters(const system_spec *sys, const layout *l)
            group_differs(layout_expert_dp_group(sys, &a), layout_expert_dp_group(sys, &b));
 }
 
+bool layout_rank_order_alternative(const system_spec *sys, const layout *l, layout *out)
+{
+    if (l->framework != FRAMEWORK_MEGATRON || l->rank_order != RANK_ORDER_DP_PP ||
+        !layout_rank_order_matters(sys, l))
+        return false;
+    *out = *l;
+    out->rank_order = RANK_ORDER_PP_DP;
+    const char *rule;
+    char msg[8];
+    return !layout_rank_order_rule(out, &rule, msg, sizeof msg);
+}
+
 bool layout_rank_order_rule(const layout *l, const char **rule, char *msg, size_t len)
 {
     if (l->rank_order == RANK_ORDER_DP_PP) return false;

@@ -378,11 +378,12 @@ static void table_row(FILE *f, int rank, const estimate *e)
     char sim[24] = "-";
     if (e->simulated) snprintf(sim, sizeof sim, "%.2f", e->time_sim.step_s);
     fprintf(f, "%3d  %-8s %3d %3d %5d %3d %3d %3d %4d  %-3s %-9s %-9s %8.2f %8s %10.0f %5.1f%% "
-               "%7.1f\n",
+               "%7.1f%s\n",
             rank, l->framework == FRAMEWORK_TORCHTITAN ? "titan" : layout_framework_name(l->framework),
             l->tp, l->pp, l->dp, l->cp, l->ep,
             l->vpp, l->mbs, l->sp ? "on" : "off", sharding, layout_recompute_name(l->recompute),
-            e->time.step_s, sim, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / UNITS_GIB_BYTES);
+            e->time.step_s, sim, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / UNITS_GIB_BYTES,
+            l->rank_order == RANK_ORDER_PP_DP ? "  pp-dp" : "");
 }
 
 /* One framework's best against the recommended plan: its time and how much faster the
@@ -474,7 +475,8 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
     fprintf(f, "  #  framework tp  pp    dp  cp  ep vpp  mbs  sp  sharding  recompute  step_s    "
                "sim_s   tokens/s    MFU mem_GiB\n");
     fprintf(f, "     (sharding: hsdp = FSDP within %d-GPU groups, -nr = no reshard after forward, "
-               "+off = CPU offload)\n", sys->gpus_per_node);
+               "+off = CPU offload; pp-dp = ranks in order tp-cp-ep-pp-dp, "
+               "--use-tp-pp-dp-mapping)\n", sys->gpus_per_node);
     for (int i = 0; i < r->count && i < top; i++) table_row(f, i + 1, &r->ranked[i]);
 
     fprintf(f, "\nWhy:\n");
