@@ -74,6 +74,20 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
     json_t *lay = layout_json_set(json_object(), l, t);
     json_object_set_new(lay, "microbatches", json_integer(e->microbatches));
     json_object_set_new(o, "layout", lay);
+    {   /* issue 21: where the groups the rank order moves land (layout_place.c): ranks of each
+         * group in one NVLink domain, and whether it leaves the domain */
+        struct { const char *key; layout_group g; } gs[] = {
+            {"tp", layout_tp_group(sys, l)}, {"cp", layout_cp_group(sys, l)},
+            {"dp_cp", layout_dp_group(sys, l)}, {"pp", layout_pp_group(sys, l)},
+            {"expert_dp", layout_expert_dp_group(sys, l)}};
+        json_t *pj = json_object();
+        for (size_t i = 0; i < sizeof gs / sizeof gs[0]; i++)
+            json_object_set_new(pj, gs[i].key,
+                                json_pack("{s:i, s:i, s:b}", "size", gs[i].g.size,
+                                          "members_per_domain", gs[i].g.members_per_node,
+                                          "spans_domains", gs[i].g.spans_nodes));
+        json_object_set_new(o, "placement", pj);
+    }
     json_object_set_new(
         o, "memory",
         json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i}", "weights_bytes",
