@@ -278,6 +278,9 @@ bool layout_rank_order_rule(const layout *l, const char **rule, char *msg, size_
      * parallel size of the attention and moe layers must be the same" (pp > 1): world/(etp*ep*pp)
      * = world/(tp*cp*pp), i.e. etp*ep = tp*cp; a dense model's expert generator has ep 1 and
      * etp = tp, so cp must be 1 */
+    /* (Megatron's --create-all-gather-group builds its separate all-gather groups in the
+     * default order whatever the mapping, parallel_state.py:1636 create_all_gather_groups; plan
+     * never writes that flag.) */
     if (l->pp > 1 && l->ep * layout_etp(l) != l->tp * l->cp) {
         *rule = "rank-order-expert-dp";
         snprintf(msg, len,
