@@ -174,7 +174,7 @@ int layout_span_summary(const system_spec *sys, const layout *l, char *buf, size
     snprintf(buf, len, "Across NVLink domains of %d GPUs (rank order %s%s): %s%s%s%s.",
              system_domain_gpus(sys), layout_rank_order_name(l->rank_order),
              l->rank_order == RANK_ORDER_PP_DP ? ", --use-tp-pp-dp-mapping" : "",
-             crossing ? out : "no group", crossing ? " cross" : " crosses",
+             crossing ? out : "no group", crossing > 1 ? " cross" : " crosses",
              in[0] ? "; inside one: " : "", in);
     return crossing;
 }

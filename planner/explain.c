@@ -129,9 +129,9 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
         /* issue 21: the other rank order puts the other of DP and PP across the domains */
         layout v = *l;
         v.rank_order = l->rank_order == RANK_ORDER_DP_PP ? RANK_ORDER_PP_DP : RANK_ORDER_DP_PP;
-        snprintf(what, sizeof what, "rank order %s instead (%s across domains)",
+        snprintf(what, sizeof what, "rank order %s (%s) instead",
                  layout_rank_order_name(v.rank_order),
-                 v.rank_order == RANK_ORDER_PP_DP ? "DP" : "PP");
+                 v.rank_order == RANK_ORDER_PP_DP ? "--use-tp-pp-dp-mapping" : "Megatron's default");
         describe(&x, what, v);
     }
     if (l->framework == FRAMEWORK_MEGATRON) {
