@@ -14,6 +14,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from published_cases import stages_of  # noqa: E402  (the costed split per stage)
 
 # (name, plan arguments): a search ("plan --model M --gpus N") or an estimate
 RUNS = [
@@ -33,16 +35,6 @@ RUNS = [
                                                  "--pp", "2", "--ep", "4", "--etp", "1",
                                                  "--rank-order", "pp-dp"]),
 ]
-
-
-def stages_of(layers, pp, first, last):
-    if not first and not last:
-        base, rem = divmod(layers, pp)
-        return [base + (1 if 1 <= s <= rem else 0) for s in range(pp)]
-    fixed = (1 if first else 0) + (1 if last else 0)
-    mid = (layers - first - last) // (pp - fixed)
-    return [first if (s == 0 and first) else last if (s == pp - 1 and last) else mid
-            for s in range(pp)]
 
 
 def main():
