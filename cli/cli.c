@@ -66,6 +66,7 @@ enum {
     OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_EXPANDABLE_SEGMENTS, OPT_PP_KEEP_OUTPUTS, OPT_PP_FIRST,
     OPT_PP_LAST,
     OPT_RECOMPUTE_MODULES, OPT_BF16_OPT_STATES, OPT_TE_CROSS_ENTROPY, OPT_CUDA_GRAPH_FULL,
+    OPT_RANK_ORDER,
 };
 
 static const struct option long_opts[] = {
@@ -126,6 +127,7 @@ static const struct option long_opts[] = {
     {"power-limit", required_argument, NULL, OPT_POWER_LIMIT},
     {"gemm-headroom", required_argument, NULL, OPT_GEMM_HEADROOM},
     {"pp-schedule", required_argument, NULL, OPT_PP_SCHEDULE},
+    {"rank-order", required_argument, NULL, OPT_RANK_ORDER},
     {"async-tp", no_argument, NULL, OPT_ASYNC_TP},
     {"reshard-after-forward", no_argument, NULL, OPT_RESHARD},
     {"fp8-param-gather", no_argument, NULL, OPT_FP8_PARAM_GATHER},
@@ -231,6 +233,11 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
                 l->pp_schedule == PP_SCHEDULE_DEFAULT)
                 rc = cli_error("--pp-schedule must be 1F1B, Interleaved1F1B, GPipe, ZBVZeroBubble "
                                "or DualPipeV");
+            break;
+        case OPT_RANK_ORDER:
+            if (!layout_parse_rank_order(optarg, &l->rank_order))
+                rc = cli_error("--rank-order must be tp-cp-ep-dp-pp (Megatron's default) or "
+                               "tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping)");
             break;
         case OPT_ASYNC_TP: l->async_tp = true; break;
         case OPT_OFFLOAD: l->offload = true; break;

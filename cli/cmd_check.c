@@ -75,7 +75,7 @@ static bool layout_flags_given(const cli_options *o)
            u->seq_len != t.seq_len || u->global_batch != t.global_batch ||
            l->tp_comm_overlap != d.tp_comm_overlap ||
            l->overlap_grad_reduce != d.overlap_grad_reduce ||
-           l->overlap_param_gather != d.overlap_param_gather ||
+           l->overlap_param_gather != d.overlap_param_gather || l->rank_order != d.rank_order ||
            u->attention != t.attention || u->grad_reduce_bf16 != t.grad_reduce_bf16;
 }
 

@@ -291,7 +291,7 @@ double estimate_dp_sync_s(const system_spec *sys, const training_spec *t, const 
     if (l->sharding == SHARDING_FSDP) return 0;
     double gbytes = t->grad_reduce_bf16 ? 2.0 : 4.0;
     layout_group gdp = layout_dp_group(sys, l);
-    layout_group gedp = layout_group_place(sys, layout_expert_dp(l), l->ep * layout_etp(l));
+    layout_group gedp = layout_expert_dp_group(sys, l);
     double grad;
     if (l->sharding == SHARDING_DDP) {
         grad = collective_time_s(sys, COLL_ALL_REDUCE, gbytes * pd, gdp) +

@@ -98,7 +98,8 @@ _Static_assert(sizeof(layout_framework) == sizeof(int) && sizeof(layout_sharding
                    sizeof(layout_fp8_recipe) == sizeof(int) && sizeof(layout_impl) == sizeof(int) &&
                    sizeof(layout_optimizer_impl) == sizeof(int) &&
                    sizeof(layout_moe_dispatcher) == sizeof(int) &&
-                   sizeof(layout_pp_schedule) == sizeof(int) && sizeof(unsigned) == sizeof(int),
+                   sizeof(layout_pp_schedule) == sizeof(int) && sizeof(unsigned) == sizeof(int) &&
+                   sizeof(layout_rank_order) == sizeof(int),
                "the layer-cost key takes the codec's non-bool fields as int-sized");
 
 struct estimate_cache {
@@ -182,6 +183,9 @@ static layout cache_key(const layout *l)
     k.vpp = 1;
     k.pp_first_layers = k.pp_last_layers = 0; /* how many layers a stage, not what one costs */
     k.optimizer_offload_pct = 0; /* the optimizer step only */
+    /* the rank order places the DP, expert-DP and PP groups only (layout_place.c), which no
+     * recipe prices without FSDP, and Megatron-FSDP refuses the other order */
+    if (k.sharding != SHARDING_FSDP) k.rank_order = RANK_ORDER_DP_PP;
     /* Megatron without FSDP: the recipes read dp and pp only as layout_gpus(l) == 1 (alone:
      * elementwise.c). What they read of the layout (layer_recipe.c, recipe_builder.c,
      * recipe_price.c, host_dispatch.c, elementwise.c, moe_dispatch.c, overlap.c's TP terms,

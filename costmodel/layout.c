@@ -716,6 +716,11 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         FAIL(CM_ERULE, "te-cross-entropy-megatron-only",
              "--te-cross-entropy is Megatron's fused cross entropy (Transformer Engine's kernel): "
              "use --framework megatron, or leave it out");
+    { /* the rank order's rules (layout_place.c says where each comes from) */
+        const char *rule = NULL;
+        char msg[CM_ERRLEN];
+        if (layout_rank_order_rule(l, &rule, msg, sizeof msg)) FAIL(CM_ERULE, rule, "%s", msg);
+    }
     /* Megatron-FSDP combines with pipeline parallelism: Megatron-LM's validate_args (commit
      * d98e8a6, megatron/training/arguments.py:1031-1033) asserts pipeline size 1 only for
      * --use-torch-fsdp2; its --use-megatron-fsdp block (lines 1118-1191) has no such rule. The

@@ -36,6 +36,13 @@ typedef enum {
     PP_SCHEDULE_COUNT
 } layout_pp_schedule;
 typedef enum { SHARDING_DDP = 0, SHARDING_DISTOPT = 1, SHARDING_FSDP = 2 } layout_sharding;
+/* Rank placement (issue 21): the order in which Megatron lays the parallel dimensions over the
+ * ranks, innermost first. DP_PP: its default "tp-cp-ep-dp-pp" (pipeline stages outermost, so the
+ * pipeline crosses nodes first); PP_DP: "tp-cp-ep-pp-dp", --use-tp-pp-dp-mapping (the stages
+ * of one pipeline side by side, data parallelism outermost). Megatron-LM d98e8a6
+ * megatron/training/initialize.py:395 picks the order from that flag; layout_place.c places
+ * the groups by it. */
+typedef enum { RANK_ORDER_DP_PP = 0, RANK_ORDER_PP_DP = 1, RANK_ORDER_COUNT } layout_rank_order;
 typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE = 1, RECOMPUTE_FULL = 2 } layout_recompute;
 typedef enum { ATTENTION_FLASH = 0, ATTENTION_UNFUSED = 1 } training_attention;
 /* Number format of the decoder layers' Linear GEMMs (costmodel/precision.h holds the rules). */
@@ -150,6 +157,7 @@ typedef struct {
      * layer's host time and its device-to-host sync (mcore_moe_host.h) are not priced. A
      * pricing knob: the emitters refuse it (the recipe's other settings come with it). */
     bool cuda_graph_full_iteration;
+    layout_rank_order rank_order; /* which of dp and pp is outermost (Megatron only) */
 } layout;
 
 /* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */
@@ -168,6 +176,8 @@ int layout_parse_moe_dispatcher(const char *s, layout_moe_dispatcher *out);
 
 const char *layout_pp_schedule_name(layout_pp_schedule s); /* torch's names: "1F1B", ... */
 int layout_parse_pp_schedule(const char *s, layout_pp_schedule *out); /* case-insensitive */
+const char *layout_rank_order_name(layout_rank_order o); /* "tp-cp-ep-dp-pp", ... */
+int layout_parse_rank_order(const char *s, layout_rank_order *out); /* the name, or dp-pp / pp-dp */
 /* The schedule l runs: the stored one, or 1F1B / Interleaved1F1B by vpp for DEFAULT. */
 layout_pp_schedule layout_pp_schedule_of(const layout *l);
 /* PyTorch runs the model (torch FSDP2's fully_shard, torch optimizers, eager or compiled
@@ -229,11 +239,11 @@ int layout_check_all(const model_spec *m, const system_spec *sys, const training
                      const layout *l, int gpus, layout_violation *out, int max);
 
 /*
- * Placement in Megatron's rank order (tp innermost, then cp, dp, pp; EP inside dp): a group of
- * `size` ranks whose neighbours are `stride` ranks apart. Here a "node" is the scale-up
- * (NVLink) domain, system_domain_gpus(): the host on 8-GPU presets, the rack on NVL72.
- * members_per_node is how many of the group share a domain (1 when spread one per domain);
- * spans_nodes: the group leaves its domain and talks over the scale-out network.
+ * Placement in Megatron's rank order (l->rank_order; the default: tp innermost, then cp, dp, pp;
+ * EP inside dp): a group of `size` ranks whose neighbours are `stride` ranks apart. Here a
+ * "node" is the scale-up (NVLink) domain, system_domain_gpus(): the host on 8-GPU presets, the
+ * rack on NVL72. members_per_node is how many of the group share a domain (1 when spread one
+ * per domain); spans_nodes: the group leaves its domain and talks over the scale-out network.
  */
 typedef struct {
     int size;
@@ -248,9 +258,28 @@ layout_group layout_dp_group(const system_spec *sys, const layout *l); /* dp*cp,
 layout_group layout_ep_group(const system_spec *sys, const layout *l);
 layout_group layout_pp_group(const system_spec *sys, const layout *l);
 layout_group layout_shard_place(const system_spec *sys, const layout *l);
+/* The expert weights' data-parallel group (layout_expert_dp ranks): gradients of the experts. */
+layout_group layout_expert_dp_group(const system_spec *sys, const layout *l);
+/* Ranks apart of neighbours in l's DP and PP groups under its rank order (tp*cp and
+ * tp*cp*dp by default; tp*cp*pp and tp*cp under --use-tp-pp-dp-mapping). */
+int layout_dp_stride(const layout *l);
+int layout_pp_stride(const layout *l);
+/* Does the other rank order place some group of l differently on sys (pp > 1, dp > 1 and a
+ * DP or PP group whose domain count changes)? The search tries PP_DP only there. */
+bool layout_rank_order_matters(const system_spec *sys, const layout *l);
+/* l under --use-tp-pp-dp-mapping into out where a Megatron search should try it: the order
+ * matters (above) and breaks no rule of it. */
+bool layout_rank_order_alternative(const system_spec *sys, const layout *l, layout *out);
+/* The Megatron rules of the rank order into msg (rule name into *rule); false when l breaks
+ * none. */
+bool layout_rank_order_rule(const layout *l, const char **rule, char *msg, size_t len);
 /* Sentences on how l's TP, CP and EP groups sit on the NVLink domains (crossing hosts inside
  * a rack-scale domain; inside only when each domain runs whole groups; spanning domains) into
  * buf ("" when there is nothing to say). Returns how many of them leave the domain. */
 int layout_domain_notes(const system_spec *sys, const layout *l, char *buf, size_t len);
+/* One sentence naming the dimensions whose groups cross NVLink domains under l's rank order
+ * ("DP 4 crosses domains (ranks 8 apart); PP 2 stays inside one (rank order tp-cp-ep-pp-dp)"),
+ * "" for a layout inside one domain. Returns how many groups cross. */
+int layout_span_summary(const system_spec *sys, const layout *l, char *buf, size_t len);
 
 #endif

@@ -129,6 +129,11 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
     /* a pricing knob (layout.h): no emitter writes it */
     L(LAYOUT_F_CUDA_GRAPH_FULL_ITERATION, "cuda_graph_full_iteration", LAYOUT_KIND_BOOL,
       cuda_graph_full_iteration, NULL, NULL, false, 0, NULL, NULL),
+    /* issue 21: Megatron's rank order; emit_megatron.c writes --use-tp-pp-dp-mapping,
+     * emit_bridge.c cfg.dist.use_tp_pp_dp_mapping, emit_yaml.c megatron_config's bool of that
+     * name only when set (SkyRL's schema lacks it: no key written for the default) */
+    L(LAYOUT_F_RANK_ORDER, "rank_order", LAYOUT_KIND_RANK_ORDER, rank_order, NULL, NULL, false,
+      0, NULL, NULL),
 };
 
 #undef L
@@ -169,6 +174,7 @@ static int stored_value(const layout_field *f, const void *p)
     case LAYOUT_KIND_OPTIMIZER_IMPL: return (int)*(const layout_optimizer_impl *)p;
     case LAYOUT_KIND_MOE_DISPATCHER: return (int)*(const layout_moe_dispatcher *)p;
     case LAYOUT_KIND_PP_SCHEDULE: return (int)*(const layout_pp_schedule *)p;
+    case LAYOUT_KIND_RANK_ORDER: return (int)*(const layout_rank_order *)p;
     default: return *(const int *)p;
     }
 }
@@ -188,6 +194,7 @@ static void store_value(const layout_field *f, void *p, int v)
         *(layout_moe_dispatcher *)p = (layout_moe_dispatcher)v;
         break;
     case LAYOUT_KIND_PP_SCHEDULE: *(layout_pp_schedule *)p = (layout_pp_schedule)v; break;
+    case LAYOUT_KIND_RANK_ORDER: *(layout_rank_order *)p = (layout_rank_order)v; break;
     default: *(int *)p = v;
     }
 }
@@ -211,6 +218,7 @@ static const char *enum_name(const layout_field *f, int v)
     case LAYOUT_KIND_MOE_DISPATCHER:
         return layout_moe_dispatcher_name((layout_moe_dispatcher)v);
     case LAYOUT_KIND_PP_SCHEDULE: return layout_pp_schedule_name((layout_pp_schedule)v);
+    case LAYOUT_KIND_RANK_ORDER: return layout_rank_order_name((layout_rank_order)v);
     default: return NULL;
     }
 }
@@ -244,6 +252,7 @@ static bool omitted_in_json(const layout_field *f, const layout *l)
     if (f->id == LAYOUT_F_FP8_RECIPE) return l->precision != PRECISION_FP8;
     if (f->id == LAYOUT_F_PP_SCHEDULE) return l->pp_schedule == PP_SCHEDULE_DEFAULT;
     if (f->id == LAYOUT_F_ASYNC_TP) return !l->async_tp;
+    if (f->id == LAYOUT_F_RANK_ORDER) return l->rank_order == RANK_ORDER_DP_PP;
     if ((f->id >= LAYOUT_F_FP8_PARAM_GATHER && f->id <= LAYOUT_F_MOE_FP8_DISPATCH) ||
         f->id == LAYOUT_F_PP_FIRST_LAYERS || f->id == LAYOUT_F_PP_LAST_LAYERS ||
         f->id == LAYOUT_F_RECOMPUTE_MODULES || f->id == LAYOUT_F_OPTIMIZER_BF16_STATES ||
@@ -331,6 +340,11 @@ static int parse_enum(const layout_field *f, const char *s, int *out)
         if ((ok = layout_parse_pp_schedule(s, &v))) *out = (int)v;
         break;
     }
+    case LAYOUT_KIND_RANK_ORDER: {
+        layout_rank_order v;
+        if ((ok = layout_parse_rank_order(s, &v))) *out = (int)v;
+        break;
+    }
     case LAYOUT_KIND_RECOMPUTE_MODULES: {
         unsigned v;
         if ((ok = recompute_modules_parse(s, &v, NULL, 0))) *out = (int)v;
@@ -384,7 +398,8 @@ cm_status layout_from_json(const json_t *j, const char *where, layout *l, traini
                                "te, optimizer_impl fused, foreach or for-loop, moe_dispatcher "
                                "alltoall, allgather, deepep or hybridep and pp_schedule 1F1B, "
                                "Interleaved1F1B, GPipe, ZBVZeroBubble or DualPipeV, "
-                               "recompute_modules Megatron's module names joined by commas",
+                               "recompute_modules Megatron's module names joined by commas, "
+                               "rank_order tp-cp-ep-dp-pp or tp-cp-ep-pp-dp",
                                where);
         }
         store_value(f, p, x);
@@ -476,6 +491,7 @@ void layout_short_name(const layout *l, char *buf, size_t len)
     if (l->pp_schedule != PP_SCHEDULE_DEFAULT)
         used = append(buf, len, used, " %s", layout_pp_schedule_name(l->pp_schedule));
     if (l->async_tp) used = append(buf, len, used, " async-tp");
+    if (l->rank_order == RANK_ORDER_PP_DP) used = append(buf, len, used, " pp-dp");
     if (l->framework == FRAMEWORK_TORCHTITAN && l->compile) append(buf, len, used, " compile");
 }
 

@@ -69,6 +69,7 @@ typedef enum {
     LAYOUT_F_TE_CROSS_ENTROPY,      /* Megatron's fused TE cross entropy: written only when on */
     LAYOUT_F_CUDA_GRAPH_FULL_ITERATION, /* Megatron's full-iteration CUDA graph: written only
                                            when on */
+    LAYOUT_F_RANK_ORDER, /* Megatron's rank order (issue 21): written only when not the default */
     LAYOUT_NFIELDS
 } layout_field_id;
 
@@ -85,6 +86,7 @@ typedef enum {
     LAYOUT_KIND_MOE_DISPATCHER,
     LAYOUT_KIND_PP_SCHEDULE,
     LAYOUT_KIND_RECOMPUTE_MODULES, /* a bit set, written as Megatron's names joined by commas */
+    LAYOUT_KIND_RANK_ORDER,
 } layout_field_kind;
 
 typedef struct {

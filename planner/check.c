@@ -213,6 +213,10 @@ const char *check_yaml_fix(const char *rule)
         {"fsdp2-sp-is-ulysses", "megatron_config.sequence_parallel: false (FSDP2 splits the "
                                 "sequence with sequence_parallel_size)"},
         {"ulysses-divides-heads", "trainer.policy.sequence_parallel_size"},
+        {"rank-order-not-with-megatron-fsdp", "megatron_config.use_tp_pp_dp_mapping: false"},
+        {"rank-order-expert-dp", "megatron_config.use_tp_pp_dp_mapping: false, or "
+                                 "expert_tensor_parallel_size x expert_model_parallel_size = "
+                                 "tensor x context parallel size"},
     };
     for (size_t i = 0; rule && i < sizeof fixes / sizeof *fixes; i++)
         if (!strcmp(rule, fixes[i].rule)) return fixes[i].fix;

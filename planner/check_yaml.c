@@ -427,6 +427,13 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
     if (tk) TRY(get_bool(r, tk, "cpu_offloading", MPATH("transformer_config_kwargs.cpu_offloading"),
                          &l->activation_offload, NULL));
     TRY(get_bool(r, mc, "use_megatron_fsdp", MPATH("use_megatron_fsdp"), &mfsdp, NULL));
+    { /* Megatron's rank order (issue 21): its rules, Megatron-FSDP's among them, are the
+       * layout's (layout_place.c) */
+        bool mapping = false;
+        TRY(get_bool(r, mc, "use_tp_pp_dp_mapping", MPATH("use_tp_pp_dp_mapping"), &mapping,
+                     NULL));
+        l->rank_order = mapping ? RANK_ORDER_PP_DP : RANK_ORDER_DP_PP;
+    }
     TRY(get_bool(r, mc, "use_torch_fsdp2", MPATH("use_torch_fsdp2"), &torch_fsdp2, NULL));
     const char *strategy = NULL, *ckpt = NULL;
     TRY(get_str(r, mc, "data_parallel_sharding_strategy",
@@ -456,12 +463,6 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
             violation(rep, CM_ERULE, "megatron-fsdp-required-flags",
                       "Megatron-FSDP needs gradient_accumulation_fusion off "
                       "(--no-gradient-accumulation-fusion): set it to false");
-        flag = false;
-        TRY(get_bool(r, mc, "use_tp_pp_dp_mapping", MPATH("use_tp_pp_dp_mapping"), &flag, &set));
-        if (set && flag)
-            violation(rep, CM_ERULE, "megatron-fsdp-no-tp-pp-dp-mapping",
-                      "Megatron-FSDP is not compatible with use_tp_pp_dp_mapping: set it to "
-                      "false");
         if (torch_fsdp2)
             violation(rep, CM_ERULE, "megatron-fsdp-vs-torch-fsdp2",
                       "Megatron-FSDP and torch FSDP2 are mutually exclusive: set one of "

@@ -283,6 +283,9 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     fprintf(f, "cfg.ddp.overlap_grad_reduce = %s\n", py_bool(overlap_grad));
     fprintf(f, "cfg.ddp.overlap_param_gather = %s\n",
             py_bool(overlap_grad && l->overlap_param_gather && distopt));
+    /* the rank order tp-cp-ep-pp-dp: DistributedInitConfig.use_tp_pp_dp_mapping, which
+     * Bridge's initialize.py:817 (067f987) turns into Megatron-Core's order */
+    if (l->rank_order == RANK_ORDER_PP_DP) fprintf(f, "cfg.dist.use_tp_pp_dp_mapping = True\n");
     if (emit_megatron_fsdp(l)) {
         fprintf(f, "# Megatron-FSDP, required:\n");
         fprintf(f, "cfg.dist.use_megatron_fsdp = True\n");

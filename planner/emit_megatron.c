@@ -406,6 +406,8 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
     if (l->vpp > 1 && !layout_text)
         fl_add(fl, "--num-layers-per-virtual-pipeline-stage", "%d", m->layers / (l->pp * l->vpp));
     fl_add(fl, "--context-parallel-size", "%d", l->cp);
+    /* the rank order tp-cp-ep-pp-dp (megatron/training/initialize.py:395 at d98e8a6) */
+    if (l->rank_order == RANK_ORDER_PP_DP) fl_add(fl, "--use-tp-pp-dp-mapping", NULL);
     if (model_is_moe(m)) {
         fl_add(fl, "--expert-model-parallel-size", "%d", l->ep);
         fl_add(fl, "--expert-tensor-parallel-size", "%d", layout_etp(l));

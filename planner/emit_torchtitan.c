@@ -96,6 +96,15 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
                        "--framework torchtitan, or --emit %s",
                        layout_framework_name(l->framework),
                        l->framework == FRAMEWORK_MEGATRON ? "megatron-args" : "yaml");
+    /* torchtitan's device mesh has one order, pp outermost (torchtitan b5bcd76
+     * torchtitan/distributed/parallel_dims.py, unflatten_mesh at lines 307-330): no flag moves
+     * the pipeline inside the node */
+    if (l->rank_order != RANK_ORDER_DP_PP)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "torchtitan places ranks in one order (pp, dp_replicate, dp_shard, cp, tp, "
+                       "outermost first); rank order %s has no torchtitan setting: plan with "
+                       "--rank-order tp-cp-ep-dp-pp",
+                       layout_rank_order_name(l->rank_order));
     const char *module = "llama3", *config = "llama3_8b";
     bool known = false;
     for (size_t i = 0; i < sizeof recipes / sizeof *recipes; i++)

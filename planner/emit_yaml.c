@@ -253,6 +253,8 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
         }
         if (l->shard_size > 0 && l->sharding != SHARDING_DDP)
             y_int(w, YKEY(LAYOUT_F_SHARD_SIZE), l->dp * l->cp / l->shard_size);
+        if (l->rank_order == RANK_ORDER_PP_DP) /* Megatron's --use-tp-pp-dp-mapping */
+            y_bool(w, "use_tp_pp_dp_mapping", true);
         y_map_start(w, "ddp_config");
         y_bool(w, YKEY(LAYOUT_F_OVERLAP_GRAD_REDUCE), l->overlap_grad_reduce);
         y_bool(w, YKEY(LAYOUT_F_OVERLAP_PARAM_GATHER), l->overlap_param_gather);
@@ -288,6 +290,7 @@ static void yaml_skyrl_gaps(FILE *f, const estimate *e)
     if (l->shard_size > 0 && l->sharding != SHARDING_DDP)
         strcat(keys, " num_distributed_optimizer_instances,");
     if (e->training.grad_reduce_bf16) strcat(keys, " ddp_config.grad_reduce_in_fp32,");
+    if (l->rank_order == RANK_ORDER_PP_DP) strcat(keys, " use_tp_pp_dp_mapping,");
     if (!keys[0]) return;
     keys[strlen(keys) - 1] = '\0';
     fprintf(f, "# NOT IN SkyRL's schema (SkyRL rejects them; plan check reads them): "

@@ -125,6 +125,16 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
     }
 
     /* Counterfactuals on the recommended layout. */
+    layout ro = *l; /* issue 21: the other rank order, where it moves a group and is allowed */
+    ro.rank_order = RANK_ORDER_DP_PP;
+    if (l->framework == FRAMEWORK_MEGATRON && layout_rank_order_matters(sys, l) &&
+        (l->rank_order == RANK_ORDER_PP_DP || layout_rank_order_alternative(sys, l, &ro))) {
+        layout v = ro;
+        snprintf(what, sizeof what, "rank order %s (%s) instead",
+                 layout_rank_order_name(v.rank_order),
+                 v.rank_order == RANK_ORDER_PP_DP ? "--use-tp-pp-dp-mapping" : "Megatron's default");
+        describe(&x, what, v);
+    }
     if (l->framework == FRAMEWORK_MEGATRON) {
         if (l->tp > 1 && l->tp % 2 == 0) {
             layout v = *l;

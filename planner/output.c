@@ -74,6 +74,20 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
     json_t *lay = layout_json_set(json_object(), l, t);
     json_object_set_new(lay, "microbatches", json_integer(e->microbatches));
     json_object_set_new(o, "layout", lay);
+    {   /* issue 21: where the groups the rank order moves land (layout_place.c): ranks of each
+         * group in one NVLink domain, and whether it leaves the domain */
+        struct { const char *key; layout_group g; } gs[] = {
+            {"tp", layout_tp_group(sys, l)}, {"cp", layout_cp_group(sys, l)},
+            {"dp_cp", layout_dp_group(sys, l)}, {"pp", layout_pp_group(sys, l)},
+            {"expert_dp", layout_expert_dp_group(sys, l)}};
+        json_t *pj = json_object();
+        for (size_t i = 0; i < sizeof gs / sizeof gs[0]; i++)
+            json_object_set_new(pj, gs[i].key,
+                                json_pack("{s:i, s:i, s:b}", "size", gs[i].g.size,
+                                          "members_per_domain", gs[i].g.members_per_node,
+                                          "spans_domains", gs[i].g.spans_nodes));
+        json_object_set_new(o, "placement", pj);
+    }
     json_object_set_new(
         o, "memory",
         json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i}", "weights_bytes",
@@ -253,6 +267,10 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
     used = strlen(buf);
     if (l->activation_offload)
         snprintf(buf + used, len > used ? len - used : 0, " · activation offload");
+    used = strlen(buf);
+    if (l->rank_order != RANK_ORDER_DP_PP) /* issue 21: Megatron's --use-tp-pp-dp-mapping */
+        snprintf(buf + used, len > used ? len - used : 0, " · ranks %s",
+                 layout_rank_order_name(l->rank_order));
     output_split_suffix(l, buf, len);
 }
 
@@ -321,6 +339,16 @@ static void human_numbers(FILE *f, const estimate *e)
     fprintf(f, "  micro-batches per step %d (gradient accumulation)\n", e->microbatches);
 }
 
+/* Which dimensions' groups leave the NVLink domain (layout_span_summary), for a multi-domain
+ * Megatron plan: the rank order decides between DP and PP (issue 21). */
+static void placement_line(FILE *f, const system_spec *sys, const estimate *e)
+{
+    char s[512];
+    if (e->layout.framework != FRAMEWORK_MEGATRON) return;
+    layout_span_summary(sys, &e->layout, s, sizeof s);
+    if (s[0]) fprintf(f, "  placement    %s\n", s);
+}
+
 /* The system knobs the user set (--power-limit, --nvls), each with what it assumes. */
 static void knob_notes(FILE *f, const system_spec *sys)
 {
@@ -341,6 +369,7 @@ void output_estimate_human(FILE *f, const estimate *e, const model_spec *m,
     knob_notes(f, sys);
     fprintf(f, "%s\n", line);
     human_numbers(f, e);
+    placement_line(f, sys, e);
     if (precision_is_low(&e->layout))
         fprintf(f, "  low-precision GEMMs at %.3f x the bf16 GEMM's fraction of peak (%s)\n",
                 precision_gemm_ratio(sys, &e->layout), precision_gemm_ratio_source(sys));
@@ -366,11 +395,12 @@ static void table_row(FILE *f, int rank, const estimate *e)
     char sim[24] = "-";
     if (e->simulated) snprintf(sim, sizeof sim, "%.2f", e->time_sim.step_s);
     fprintf(f, "%3d  %-8s %3d %3d %5d %3d %3d %3d %4d  %-3s %-9s %-9s %8.2f %8s %10.0f %5.1f%% "
-               "%7.1f\n",
+               "%7.1f%s\n",
             rank, l->framework == FRAMEWORK_TORCHTITAN ? "titan" : layout_framework_name(l->framework),
             l->tp, l->pp, l->dp, l->cp, l->ep,
             l->vpp, l->mbs, l->sp ? "on" : "off", sharding, layout_recompute_name(l->recompute),
-            e->time.step_s, sim, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / UNITS_GIB_BYTES);
+            e->time.step_s, sim, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / UNITS_GIB_BYTES,
+            l->rank_order == RANK_ORDER_PP_DP ? "  pp-dp" : "");
 }
 
 /* One framework's best against the recommended plan: its time and how much faster the
@@ -453,6 +483,7 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
     output_layout_line(best, line, sizeof line);
     fprintf(f, "Recommended: %s\n", line);
     human_numbers(f, best);
+    placement_line(f, sys, best);
 
     output_verdict(f, r, best);
 
@@ -461,7 +492,8 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
     fprintf(f, "  #  framework tp  pp    dp  cp  ep vpp  mbs  sp  sharding  recompute  step_s    "
                "sim_s   tokens/s    MFU mem_GiB\n");
     fprintf(f, "     (sharding: hsdp = FSDP within %d-GPU groups, -nr = no reshard after forward, "
-               "+off = CPU offload)\n", sys->gpus_per_node);
+               "+off = CPU offload; pp-dp = ranks in order tp-cp-ep-pp-dp, "
+               "--use-tp-pp-dp-mapping)\n", sys->gpus_per_node);
     for (int i = 0; i < r->count && i < top; i++) table_row(f, i + 1, &r->ranked[i]);
 
     fprintf(f, "\nWhy:\n");

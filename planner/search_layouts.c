@@ -115,6 +115,12 @@ void search_megatron_layouts(const model_spec *m, const system_spec *sys, const 
                                             layout u; /* uneven stages (issue 21) */
                                             if (search_uneven_variant(m, head_layers, &l, &u))
                                                 emit(arg, &u);
+                                            layout o; /* the other rank order (issue 21) */
+                                            if (layout_rank_order_alternative(sys, &l, &o)) {
+                                                emit(arg, &o);
+                                                if (search_uneven_variant(m, head_layers, &o, &u))
+                                                    emit(arg, &u);
+                                            }
                                         }
                                     }
                                 }

@@ -28,6 +28,7 @@ static const char *const knob_names[KNOB_COUNT] = {
     [KNOB_OPTIMIZER_OFFLOAD] = "megatron optimizer cpu offload",
     [KNOB_ACTIVATION_OFFLOAD] = "megatron activation offload",
     [KNOB_PRECISION] = "precision not bf16",
+    [KNOB_RANK_ORDER] = "rank order tp-cp-ep-pp-dp",
     [KNOB_OVERLAP] = "overlap-knob variants",
 };
 
@@ -55,7 +56,8 @@ static unsigned long knobs_mask(const layout *l)
            ON(KNOB_FSDP2_OFFLOAD, l->offload) |
            ON(KNOB_OPTIMIZER_OFFLOAD, l->optimizer_offload_pct > 0) |
            ON(KNOB_ACTIVATION_OFFLOAD, l->activation_offload) |
-           ON(KNOB_PRECISION, l->precision != PRECISION_BF16); /* KNOB_OVERLAP: the caller's */
+           ON(KNOB_PRECISION, l->precision != PRECISION_BF16) |
+           ON(KNOB_RANK_ORDER, l->rank_order != RANK_ORDER_DP_PP); /* KNOB_OVERLAP: the caller's */
 #undef ON
 }
 
