@@ -53,30 +53,26 @@ bool search_better(const estimate *a, const estimate *b)
 }
 
 /*
- * The search runs in two passes over the enumeration (cheap: no cost model): the first counts
- * the candidate layouts (the thread count and the caches' sizes follow it), the second
- * evaluates them on all cores. The candidates' order (their "list": position seq in the
- * enumeration) is cut into chunks; every worker walks the enumeration itself and evaluates the
- * chunks it claims (claim_chunk), so no list of the layouts is held (at 16,384 GPUs it was
- * 120 MB, faulted in page by page). Each worker keeps its own partial result, with the
- * candidate's position in the list as a tie-break, and the partial results are merged in that
- * order, so the ranking is the one a single thread walking the list would produce.
+ * The search runs in two passes: enumerate every candidate layout into a list (cheap: no cost
+ * model), then evaluate the list on all cores. Each worker keeps its own partial result, with
+ * the candidate's position in the list as a tie-break, and the partial results are merged in
+ * that order, so the ranking is the one a single thread walking the list would produce.
  */
-typedef struct worker worker;
+typedef struct {
+    layout *v;
+    size_t n, cap;
+    bool oom;
+} layout_list;
 
 typedef struct {
     const model_spec *m;
     const training_spec *t;
     const search_options *opt;
     const system_spec *sys;
-    worker *w;  /* the worker evaluating its chunks; NULL: the counting pass */
-    long n;     /* layouts met so far: the next one's position in the list */
-    bool mine;  /* the current chunk is w's */
+    layout_list *list;
 } ctx;
 
 static void emit_one(ctx *c, const layout *l);
-static void consider(worker *w, long seq, const layout *base);
-static bool claim_chunk(worker *w, long chunk);
 static void emit(ctx *c, const layout *l);
 /* search_torchtitan.c's way in (search_torchtitan.h) */
 static void emit_cb(void *arg, const layout *l) { emit(arg, l); }
@@ -108,28 +104,31 @@ static void emit(ctx *c, const layout *l)
     }
 }
 
-/* Layouts a claim takes: neighbours in the list share layer costs and memory figures (each
- * worker's caches), so a chunk is long enough to keep them together (callgrind, DeepSeek-V3
- * at 16384 on two threads: 7.035 G instructions with chunks of 256, 6.995 G with 2048); a
- * search of fewer than SEARCH_MIN_PARALLEL layouts runs on one thread. */
-enum { CHUNK_LAYOUTS = 1024, SEARCH_MIN_PARALLEL = 1024 };
-
 static void emit_one(ctx *c, const layout *l)
 {
-    long seq = c->n++;
-    if (!c->w) return; /* counting */
-    if (seq % CHUNK_LAYOUTS == 0) c->mine = claim_chunk(c->w, seq / CHUNK_LAYOUTS);
-    if (c->mine) consider(c->w, seq, l);
+    layout_list *L = c->list;
+    if (L->oom) return;
+    if (L->n == L->cap) {
+        size_t cap = L->cap ? 2 * L->cap : 4096;
+        layout *v = realloc(L->v, cap * sizeof *v);
+        if (!v) {
+            L->oom = true;
+            return;
+        }
+        L->v = v;
+        L->cap = cap;
+    }
+    L->v[L->n++] = *l;
 }
 
 /* One worker's partial result; seq_* hold each kept estimate's position in the list. */
-struct worker {
+typedef struct {
     const model_spec *m;
     const system_spec *sys;
     const training_spec *t;
     const search_options *opt;
-    int nthreads;
-    atomic_long *next_chunk; /* the first chunk no worker has claimed yet */
+    const layout_list *list;
+    atomic_size_t *next_chunk;
     search_result *r;
     long ranked_seq[SEARCH_KEEP_MAX];
     long best_seq[LAYOUT_NFRAMEWORKS], best_sharding_seq[LAYOUT_NFRAMEWORKS][3],
@@ -138,21 +137,7 @@ struct worker {
     estimate variant[6]; /* consider(): the overlap-knob variants of one layout */
     estimate_cache *cache; /* this thread's layer costs (estimate_search.c) */
     search_stats_tally tally; /* r->stats' counts, added up at the end of worker_run */
-};
-
-/*
- * Is chunk (of the list) w's to evaluate? Every worker walks the same enumeration and asks at
- * the start of each chunk; the first to arrive claims it. next_chunk >= chunk whenever a
- * worker asks (it claimed the chunk before, or skipped it because next_chunk had passed it),
- * and the first to reach a chunk finds it equal: each chunk is evaluated exactly once.
- */
-static bool claim_chunk(worker *w, long chunk)
-{
-    if (w->nthreads == 1) return true;
-    long cur = atomic_load(w->next_chunk);
-    if (cur != chunk) return false;
-    return atomic_compare_exchange_strong(w->next_chunk, &cur, chunk + 1);
-}
+} worker;
 
 static void count_layout(worker *w, const layout *l, int n, estimate_outcome how)
 {
@@ -399,8 +384,9 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
     return nv;
 }
 
-static void consider(worker *w, long seq, const layout *base)
+static void consider(worker *w, long seq)
 {
+    const layout *base = &w->list->v[seq];
     layout ls[6];
     int nv = overlap_variants(w->opt, w->sys, base, ls);
     training_spec t = *w->t; /* the batch this layout's data-parallel size runs */
@@ -462,22 +448,23 @@ static void consider_estimate(worker *w, const estimate *e, long seq)
     fold_ranked(r, w->ranked_seq, w->opt->keep, e, seq);
 }
 
-/* The enumeration of the frameworks searched, each layout to c (emit). */
-static void enumerate(ctx *c)
-{
-    const search_options *opt = c->opt;
-    if (opt->frameworks[FRAMEWORK_MEGATRON])
-        search_megatron_layouts(c->m, c->sys, c->t, opt, emit_cb, c);
-    if (opt->frameworks[FRAMEWORK_FSDP2]) search_fsdp2_layouts(c->m, c->sys, c->t, opt, emit_cb, c);
-    if (opt->frameworks[FRAMEWORK_TORCHTITAN])
-        search_torchtitan_layouts(c->m, c->sys, c->t, opt, emit_cb, c);
-}
+/* Layouts a claim takes: neighbours in the list share layer costs and memory figures (each
+ * worker's caches), so a chunk is long enough to keep them together (callgrind, DeepSeek-V3
+ * at 16384 on two threads); a list of fewer than SEARCH_MIN_PARALLEL layouts is evaluated on
+ * one thread. */
+enum { CHUNK_LAYOUTS = 1024, SEARCH_MIN_PARALLEL = 1024 };
 
 static void *worker_run(void *arg)
 {
     worker *w = arg;
-    ctx c = {.m = w->m, .sys = w->sys, .t = w->t, .opt = w->opt, .w = w};
-    enumerate(&c);
+    size_t n = w->list->n;
+    for (;;) {
+        size_t c = atomic_fetch_add(w->next_chunk, 1);
+        size_t lo = c * CHUNK_LAYOUTS;
+        if (lo >= n) break;
+        size_t hi = lo + CHUNK_LAYOUTS < n ? lo + CHUNK_LAYOUTS : n;
+        for (size_t i = lo; i < hi; i++) consider(w, (long)i);
+    }
     search_stats_tally_flush(&w->tally, &w->r->stats);
     return NULL;
 }
@@ -507,13 +494,13 @@ static void cache_counts(search_result *r, const worker *w)
     r->stats.layer_hits += h;
 }
 
-/* Evaluates the n layouts the enumeration lists into r: on several threads unless a visit
- * callback wants one order. */
+/* Evaluates the list into r: on several threads unless a visit callback wants one order. */
 static cm_status evaluate_list(const model_spec *m, const system_spec *sys,
-                               const training_spec *t, const search_options *opt, long n,
-                               search_result *r, char *err, size_t errlen)
+                               const training_spec *t, const search_options *opt,
+                               const layout_list *list, search_result *r, char *err,
+                               size_t errlen)
 {
-    int nthreads = opt->visit ? 1 : search_threads((size_t)n);
+    int nthreads = opt->visit ? 1 : search_threads(list->n);
     worker *w = calloc((size_t)nthreads, sizeof *w);
     search_result *parts = nthreads > 1 ? calloc((size_t)nthreads, sizeof *parts) : NULL;
     if (!w || (nthreads > 1 && !parts)) {
@@ -521,12 +508,12 @@ static cm_status evaluate_list(const model_spec *m, const system_spec *sys,
         free(parts);
         return cm_fail(err, errlen, CM_ENOMEM, "out of memory for the search's workers");
     }
-    atomic_long next = 0;
+    atomic_size_t next = 0;
     bool oom = false;
     for (int k = 0; k < nthreads; k++) {
-        w[k] = (worker){.m = m, .sys = sys, .t = t, .opt = opt, .nthreads = nthreads,
+        w[k] = (worker){.m = m, .sys = sys, .t = t, .opt = opt, .list = list,
                         .next_chunk = &next, .r = nthreads > 1 ? &parts[k] : r,
-                        .cache = estimate_cache_new_for(n)};
+                        .cache = estimate_cache_new_for((long)list->n)};
         oom |= !w[k].cache;
     }
     if (oom) {
@@ -688,9 +675,18 @@ cm_status search_run(const model_spec *m, const system_spec *sys, const training
     for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) result->searched[fw] = opt->frameworks[fw];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    ctx c = {.m = m, .sys = sys, .t = t, .opt = opt}; /* counting */
-    enumerate(&c);
-    st = evaluate_list(m, sys, t, opt, c.n, result, err, errlen);
+    layout_list list = {0};
+    ctx c = {.m = m, .sys = sys, .t = t, .opt = opt, .list = &list};
+    if (opt->frameworks[FRAMEWORK_MEGATRON])
+        search_megatron_layouts(m, sys, t, opt, emit_cb, &c);
+    if (opt->frameworks[FRAMEWORK_FSDP2]) search_fsdp2_layouts(m, sys, t, opt, emit_cb, &c);
+    if (opt->frameworks[FRAMEWORK_TORCHTITAN]) search_torchtitan_layouts(m, sys, t, opt, emit_cb, &c);
+    if (list.oom) {
+        free(list.v);
+        return cm_fail(err, errlen, CM_ENOMEM, "out of memory listing the layouts to search");
+    }
+    st = evaluate_list(m, sys, t, opt, &list, result, err, errlen);
+    free(list.v);
     if (st != CM_OK) return st;
     for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) /* the closest plans whole (the search skipped their time) */
         if (result->has_closest[fw]) {
