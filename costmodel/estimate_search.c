@@ -321,10 +321,12 @@ static void kind_key(const estimate_cache *c, const model_spec *m, const layout 
 /* The recipe of l's key of the kind (layer_recipe.h recipe_layer) into r: from the store
  * where it holds the key, its recompute flags and pacing set for l's (recipe_set_recompute:
  * the only part of a recipe the recompute setting changes, as the entries' re-pricing
- * assumes), else built and stored. */
+ * assumes), else built and stored. With price (not NULL), r's price goes there where
+ * making r prices it anyway (a Megatron MoE layer's host pacing: layer_recipe.h's _priced
+ * forms), and *priced says so. */
 static void make_recipe(estimate_cache *c, const model_spec *m, const system_spec *sys,
                         const training_spec *t, const layout *l, int kind,
-                        const lookup_key *key, recipe *r)
+                        const lookup_key *key, recipe *r, layer_time *price, bool *priced)
 {
     bool moe = kind == KIND_MOE;
     stored_recipe *st = &c->stored[(key->hash ^ (unsigned long)kind) & (c->n_stored - 1)];
@@ -333,11 +335,23 @@ static void make_recipe(estimate_cache *c, const model_spec *m, const system_spe
         int n_ops;
         memcpy(&n_ops, st->bytes + offsetof(recipe, n_ops), sizeof n_ops);
         memcpy(r, st->bytes, offsetof(recipe, op) + (size_t)n_ops * sizeof r->op[0]);
-        if (st->rc != (int)l->recompute) recipe_set_recompute(sys, m, l, r, moe, true);
+        if (st->rc != (int)l->recompute) {
+            if (price) {
+                recipe_set_recompute_priced(sys, m, l, r, moe, price);
+                *priced = true;
+            } else {
+                recipe_set_recompute(sys, m, l, r, moe, true);
+            }
+        }
         c->hits++;
         return;
     }
-    recipe_layer(m, sys, t, l, moe, r, NULL);
+    if (price) {
+        recipe_layer_priced(m, sys, t, l, moe, r, price);
+        *priced = true;
+    } else {
+        recipe_layer(m, sys, t, l, moe, r, NULL);
+    }
     c->builds++;
     if (r->n_ops > STORED_OPS) return;
     st->used = true;
@@ -352,11 +366,13 @@ static void make_recipe(estimate_cache *c, const model_spec *m, const system_spe
  * DDP form's with the unit's gather and reduce-scatter after it (layer_recipe.h
  * recipe_layer_fsdp_from): built from that entry, made first where it is not held, since the
  * shard group (dp, in the key) is all that tells the FSDP keys of one (tp, cp, ep, mbs, ...)
- * apart. */
+ * apart. *priced: whether e->x[l's recompute setting] was priced on the way
+ * (set_recompute_priced). */
 static cache_entry *build_entry(estimate_cache *c, const model_spec *m, const system_spec *sys,
                                 const training_spec *t, const layout *l, int kind,
-                                const lookup_key *key)
+                                const lookup_key *key, bool *priced)
 {
+    *priced = false;
     bool moe = kind == KIND_MOE;
     if (l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_FSDP) {
         layout ld = *l;
@@ -366,14 +382,15 @@ static cache_entry *build_entry(estimate_cache *c, const model_spec *m, const sy
         cache_entry *ed = entry_of(c, kind, &kd);
         if (!ed) {
             ed = new_entry(c, kind, &kd);
-            make_recipe(c, m, sys, t, &ld, kind, &kd, &ed->r);
+            make_recipe(c, m, sys, t, &ld, kind, &kd, &ed->r, NULL, NULL);
         }
         cache_entry *e = new_entry(c, kind, key); /* the next slot: not ed's */
-        recipe_layer_fsdp_from(m, sys, t, l, moe, &ed->r, &e->r);
+        recipe_layer_fsdp_from_priced(m, sys, t, l, moe, &ed->r, &e->r, &e->x[l->recompute]);
+        *priced = true;
         return e;
     }
     cache_entry *e = new_entry(c, kind, key);
-    make_recipe(c, m, sys, t, l, kind, key, &e->r);
+    make_recipe(c, m, sys, t, l, kind, key, &e->r, &e->x[l->recompute], priced);
     return e;
 }
 
@@ -394,13 +411,15 @@ static layer_time kind_cost(estimate_cache *c, const model_spec *m, const system
         c->hits++;
         return slot->x;
     }
+    bool priced = false;
     if (!e) {
-        e = build_entry(c, m, sys, t, l, kind, key);
+        e = build_entry(c, m, sys, t, l, kind, key, &priced);
     } else { /* the recipe held, not yet priced under rc */
-        recipe_set_recompute(sys, m, l, &e->r, kind == KIND_MOE, true);
+        recipe_set_recompute_priced(sys, m, l, &e->r, kind == KIND_MOE, &e->x[rc]);
+        priced = true;
         c->hits++;
     }
-    recipe_price(&e->r, &e->x[rc]);
+    if (!priced) recipe_price(&e->r, &e->x[rc]);
     e->priced |= 1u << rc;
     slot = &c->priced[hash & (c->n_priced - 1)];
     *slot = (priced_slot){.used = true, .rc = rc, .kind = kind, .hash = hash, .key = key->k,

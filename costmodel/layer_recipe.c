@@ -11,6 +11,7 @@
  * are added in is the order the backend issues them in per phase: keep both when editing.
  */
 #include "layer_recipe.h"
+#include "mcore_moe_host.h"
 #include "recipe_builder.h"
 #include "recompute_modules.h"
 
@@ -255,8 +256,29 @@ static void rb_fsdp_unit(builder *b, const model_spec *m, const system_spec *sys
                RECIPE_STREAM_COMM, RECIPE_OVERLAP_LAYER, 0, up);
 }
 
+static void pace_priced(const system_spec *sys, const model_spec *m, const layout *l,
+                        recipe *r, bool moe, recipe_time *price);
+
+static void build_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
+                        const layout *l, bool moe, recipe *r, recipe_items *items,
+                        recipe_time *price);
+
 void recipe_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
                   const layout *l, bool moe, recipe *r, recipe_items *items)
+{
+    build_layer(m, sys, t, l, moe, r, items, NULL);
+}
+
+void recipe_layer_priced(const model_spec *m, const system_spec *sys, const training_spec *t,
+                         const layout *l, bool moe, recipe *r, recipe_time *price)
+{
+    build_layer(m, sys, t, l, moe, r, NULL, price);
+}
+
+/* recipe_layer, and with price (not NULL) r's price (recipe_price) too */
+static void build_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
+                        const layout *l, bool moe, recipe *r, recipe_items *items,
+                        recipe_time *price)
 {
     builder bd = {.sys = sys, .r = r, .items = items}, *b = &bd;
     recipe_start(b, l);
@@ -688,11 +710,31 @@ void recipe_layer(const model_spec *m, const system_spec *sys, const training_sp
             snprintf(it->name, sizeof it->name, "%s", nm);
         }
     }
-    host_dispatch_pace(sys, m, l, r, true, moe);
+    if (price) pace_priced(sys, m, l, r, moe, price);
+    else host_dispatch_pace(sys, m, l, r, true, moe);
 }
+
+static void fsdp_from(const model_spec *m, const system_spec *sys, const training_spec *t,
+                      const layout *l, bool moe, const recipe *base, recipe *r,
+                      recipe_time *price);
 
 void recipe_layer_fsdp_from(const model_spec *m, const system_spec *sys, const training_spec *t,
                             const layout *l, bool moe, const recipe *base, recipe *r)
+{
+    fsdp_from(m, sys, t, l, moe, base, r, NULL);
+}
+
+void recipe_layer_fsdp_from_priced(const model_spec *m, const system_spec *sys,
+                                   const training_spec *t, const layout *l, bool moe,
+                                   const recipe *base, recipe *r, recipe_time *price)
+{
+    fsdp_from(m, sys, t, l, moe, base, r, price);
+}
+
+/* recipe_layer_fsdp_from, and with price (not NULL) r's price too */
+static void fsdp_from(const model_spec *m, const system_spec *sys, const training_spec *t,
+                      const layout *l, bool moe, const recipe *base, recipe *r,
+                      recipe_time *price)
 {
     /* base's fields and its ops, not the unused room after them (rb_op_add sets every field
      * of an op it adds) */
@@ -703,7 +745,29 @@ void recipe_layer_fsdp_from(const model_spec *m, const system_spec *sys, const t
     r->fsdp_bwd_gather = l->reshard_after_forward;
     rb_fsdp_unit(b, m, sys, t, l, moe);
     recipe_set_recompute(sys, m, l, r, moe, false);
-    host_dispatch_pace(sys, m, l, r, true, moe);
+    if (price) pace_priced(sys, m, l, r, moe, price);
+    else host_dispatch_pace(sys, m, l, r, true, moe);
+}
+
+/* host_dispatch_pace(sys, m, l, r, true, moe), then recipe_price(r, price): a Megatron MoE
+ * layer's pacing prices r without the host's floors, and the price with them follows from
+ * that one (mcore_moe_host_pace_priced), so r is priced once, not twice. */
+static void pace_priced(const system_spec *sys, const model_spec *m, const layout *l,
+                        recipe *r, bool moe, recipe_time *price)
+{
+    if (moe && mcore_moe_host_applies(sys, l)) { /* host_dispatch_pace's branch for it */
+        mcore_moe_host_pace_priced(sys, l, r, price);
+    } else {
+        host_dispatch_pace(sys, m, l, r, true, moe);
+        recipe_price(r, price);
+    }
+}
+
+void recipe_set_recompute_priced(const system_spec *sys, const model_spec *m, const layout *l,
+                                 recipe *r, bool moe, recipe_time *price)
+{
+    recipe_set_recompute(sys, m, l, r, moe, false);
+    pace_priced(sys, m, l, r, moe, price);
 }
 
 /* ---- recompute: full repeats every forward op (its collectives too) before the backward,

@@ -199,6 +199,18 @@ void recipe_layer_fsdp_from(const model_spec *m, const system_spec *sys, const t
 void recipe_set_recompute(const system_spec *sys, const model_spec *m, const layout *l,
                           recipe *r, bool moe, bool pace);
 
+/* The search's forms (estimate_search.c): recipe_layer (without items), recipe_layer_fsdp_from
+ * and recipe_set_recompute (with pace), each with r's recipe_price into price. The same
+ * recipe and price; a Megatron MoE layer's host pacing prices r without its floors on the way
+ * (mcore_moe_host.h), and its price with them follows from that one: priced once, not twice. */
+void recipe_layer_priced(const model_spec *m, const system_spec *sys, const training_spec *t,
+                         const layout *l, bool moe, recipe *r, recipe_time *price);
+void recipe_layer_fsdp_from_priced(const model_spec *m, const system_spec *sys,
+                                   const training_spec *t, const layout *l, bool moe,
+                                   const recipe *base, recipe *r, recipe_time *price);
+void recipe_set_recompute_priced(const system_spec *sys, const model_spec *m, const layout *l,
+                                 recipe *r, bool moe, recipe_time *price);
+
 /* The loss head of the last stage: output layer GEMM, elementwise_head's kernels and, under
  * FSDP2, the compute-stream copies of the last stage's root unit. */
 void recipe_head(const model_spec *m, const system_spec *sys, const training_spec *t,
@@ -207,6 +219,9 @@ void recipe_head(const model_spec *m, const system_spec *sys, const training_spe
 /* The closed form's sums of r's ops (estimate.c's composition, in its order), with the host's
  * issue time as a floor under the compute (r->host_fwd_s, r->host_bwd_s). */
 void recipe_price(const recipe *r, recipe_time *out);
+/* recipe_price's last step: r's host floors applied to out, its price without them (what
+ * recipe_price gives with r->host_fwd_s = r->host_bwd_s = 0, which no other step reads). */
+void recipe_price_floor(const recipe *r, recipe_time *out);
 
 /* The time of o's forward that a recompute re-runs: its forward, the share of its launches
  * recompute_launches names (elementwise), or 0. */

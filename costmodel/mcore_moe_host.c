@@ -122,18 +122,38 @@ static void unfused_host(const system_spec *sys, const recipe *r, mcore_moe_host
     h->bwd_s += nodes * sys->host_eager_op_bwd_s;
 }
 
+/* r's floors from t, its price without them */
+static void set_floors(const system_spec *sys, const layout *l, recipe *r, const recipe_time *t)
+{
+    mcore_moe_host_times h = mcore_moe_host_of(sys, l->ep, r->local_experts);
+    unfused_host(sys, r, &h);
+    mcore_moe_gpu g = {t->fwd_s, t->fwd_comm_s, t->bwd_s + t->recompute_s, t->bwd_comm_s, 0,
+                       false};
+    g.post_sync_s = gpu_post_sync_s(r, &g.recompute);
+    double ff, bf;
+    mcore_moe_host_floors(&h, &g, &ff, &bf);
+    r->host_fwd_s = ff;
+    r->host_bwd_s = bf;
+}
+
 void mcore_moe_host_pace(const system_spec *sys, const layout *l, recipe *r)
 {
     r->host_fwd_s = r->host_bwd_s = 0;
     if (!mcore_moe_host_applies(sys, l) || r->local_experts <= 0) return;
     recipe_time t;
     recipe_price(r, &t); /* the GPU's own time (no host floor yet) */
-    mcore_moe_host_times h = mcore_moe_host_of(sys, l->ep, r->local_experts);
-    unfused_host(sys, r, &h);
-    mcore_moe_gpu g = {t.fwd_s, t.fwd_comm_s, t.bwd_s + t.recompute_s, t.bwd_comm_s, 0, false};
-    g.post_sync_s = gpu_post_sync_s(r, &g.recompute);
-    double ff, bf;
-    mcore_moe_host_floors(&h, &g, &ff, &bf);
-    r->host_fwd_s = ff;
-    r->host_bwd_s = bf;
+    set_floors(sys, l, r, &t);
+}
+
+void mcore_moe_host_pace_priced(const system_spec *sys, const layout *l, recipe *r,
+                                recipe_time *price)
+{
+    r->host_fwd_s = r->host_bwd_s = 0;
+    recipe_price(r, price); /* the GPU's own time (no host floor yet) */
+    if (!mcore_moe_host_applies(sys, l) || r->local_experts <= 0) return;
+    /* recipe_price_floor adds the serial host time (dtensor_step_host.h) once more below */
+    price->fwd_s -= r->host_serial_fwd_s;
+    price->bwd_s -= r->host_serial_bwd_s;
+    set_floors(sys, l, r, price);
+    recipe_price_floor(r, price); /* = recipe_price(r) now: the floors are its last step */
 }

@@ -69,5 +69,9 @@ void mcore_moe_host_floors(const mcore_moe_host_times *h, const mcore_moe_gpu *g
 /* Sets r->host_fwd_s and r->host_bwd_s for a Megatron MoE layer (r's ops complete); leaves
  * them at 0 where mcore_moe_host_applies() is false. Called by host_dispatch_pace(). */
 void mcore_moe_host_pace(const system_spec *sys, const layout *l, recipe *r);
+/* The same, and r's price with the floors set (recipe_price(r, price) after the pacing): the
+ * pacing prices r without them first, so the search's layer-cost cache prices once. */
+void mcore_moe_host_pace_priced(const system_spec *sys, const layout *l, recipe *r,
+                                recipe_time *price);
 
 #endif

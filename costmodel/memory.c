@@ -337,7 +337,43 @@ typedef struct {
     int act_slot;      /* l's activation slot in memo; -1: not looked up yet */
     bool have_act[2], have_params[2];
     double act_bytes[2], params[2]; /* dense, MoE layer */
+    /* the figures of the layout no stage changes (layout_once: the first stage computes them,
+     * the other candidates take them) */
+    bool have_layout, have_ckpt;
+    int micro;                  /* layout_microbatches */
+    int act_off_layers;         /* offload_activation_layers */
+    double shard_nd, shard_ne;  /* layout_shard_group; layout_expert_dp within shard_size */
+    double opt_host_fraction;   /* offload_optimizer_fraction */
+    double userbuffer_bytes;    /* overlap_tp_userbuffer_bytes */
+    double async_tp_bytes;      /* async_tp_workspace_bytes */
+    double ckpt_bytes;          /* memory_layer_checkpoint_bytes (have_ckpt) */
 } layer_figures;
+
+static void layout_once(layer_figures *f, const model_spec *m, const training_spec *t,
+                        const layout *l)
+{
+    if (f->have_layout) return;
+    f->micro = layout_microbatches(l, t);
+    f->act_off_layers = offload_activation_layers(m, l);
+    f->shard_nd = layout_shard_group(l);
+    double ne = layout_expert_dp(l);
+    if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
+    f->shard_ne = ne;
+    f->opt_host_fraction = offload_optimizer_fraction(l);
+    f->userbuffer_bytes = overlap_tp_userbuffer_bytes(m, t, l);
+    f->async_tp_bytes = async_tp_workspace_bytes(m, t, l);
+    f->have_layout = true;
+}
+
+static double ckpt_of(layer_figures *f, const model_spec *m, const training_spec *t,
+                      const layout *l)
+{
+    if (!f->have_ckpt) {
+        f->ckpt_bytes = memory_layer_checkpoint_bytes(m, t, l);
+        f->have_ckpt = true;
+    }
+    return f->ckpt_bytes;
+}
 
 static double layer_act(layer_figures *f, const model_spec *m, const training_spec *t,
                         const layout *l, int moe)
@@ -401,9 +437,9 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     int n_layers = sf.n_layers, start = sf.start, moe_layers = sf.moe_layers;
     double pd = sf.dense_params, pe = sf.expert_params;
     double params = pd + pe;
-    double nd = layout_shard_group(l);
-    double ne = layout_expert_dp(l);
-    if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
+    layout_once(fig, m, t, l);
+    double nd = fig->shard_nd;
+    double ne = fig->shard_ne;
     double sharded = pd / nd + pe / ne; /* this GPU's shard of the stage's parameters */
     double grad_bytes = t->grad_reduce_bf16 ? 2.0 : 4.0;
     double layer_params = layer_params_of(fig, m, l, moe_layers > 0);
@@ -436,7 +472,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
              * fp32 (reduce-scatter input) gradients. Without reshard_after_forward every unit
              * stays gathered instead (below), the root and the two blocks among them. */
             r.comm_buffer_bytes = 2.0 * (2.0 + 4.0) * layer_params;       /* bf16 + fp32 grads */
-            if (l->pp > 1 && layout_microbatches(l, t) > 1) {
+            if (l->pp > 1 && fig->micro > 1) {
                 /* torch pipelining reduces only in the last micro-batch's backward
                  * (stage.py backward_maybe_with_nosync: set_requires_gradient_sync(
                  * last_backward)); before it each block's bf16 gradient is added into
@@ -475,7 +511,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     }
 
     /* Activations of all in-flight micro-batches. */
-    int micro = layout_microbatches(l, t);
+    int micro = fig->micro;
     if (micro < 1) micro = 1;
     double act_dense = layer_act(fig, m, t, l, 0);
     double act_moe = moe_layers ? layer_act(fig, m, t, l, 1) : 0;
@@ -503,7 +539,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         bool mtp_moe = model_layer_is_moe(m, m->layers - 1);
         double tokens = (double)l->mbs * t->seq_len / l->cp / (l->sp ? l->tp : 1);
         mtp_act = mtp * (l->recompute == RECOMPUTE_FULL
-                             ? memory_layer_checkpoint_bytes(m, t, l)
+                             ? ckpt_of(fig, m, t, l)
                              : (mtp_moe ? layer_act(fig, m, t, l, 1) : act_dense) +
                                    4.0 * m->hidden * tokens);
     }
@@ -512,7 +548,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     if (l->recompute == RECOMPUTE_FULL) {
         int rec = l->recompute_layers > 0 && l->recompute_layers < n_layers ? l->recompute_layers
                                                                             : n_layers;
-        double ckpt = memory_layer_checkpoint_bytes(m, t, l);
+        double ckpt = ckpt_of(fig, m, t, l);
         per_micro = rec * ckpt + (n_layers - rec) * act_layer_max;
         working = act_layer_max; /* the layer being recomputed and back-propagated */
     } else {
@@ -529,7 +565,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     r.activations_bytes = memory_in_flight(l, micro, stage) * per_micro + working;
     /* Megatron activation offload (offload.h): the offloaded layers' activations wait on the
      * host; one layer's stays as the copy in flight */
-    int act_off = offload_activation_layers(m, l);
+    int act_off = fig->act_off_layers;
     if (act_off > 0 && n_layers > 0) {
         double saved = memory_in_flight(l, micro, stage) * act_off * (act_full / n_layers);
         if (saved > r.activations_bytes) saved = r.activations_bytes;
@@ -554,10 +590,10 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     }
 
     precision_memory(m, l, stage, n_layers, moe_layers, &r);
-    r.optimizer_bytes *= 1 - offload_optimizer_fraction(l); /* its share on the host */
+    r.optimizer_bytes *= 1 - fig->opt_host_fraction; /* its share on the host */
 
-    r.comm_buffer_bytes += overlap_tp_userbuffer_bytes(m, t, l); /* --tp-comm-overlap */
-    r.comm_buffer_bytes += async_tp_workspace_bytes(m, t, l);    /* torchtitan --async-tp */
+    r.comm_buffer_bytes += fig->userbuffer_bytes; /* --tp-comm-overlap */
+    r.comm_buffer_bytes += fig->async_tp_bytes;   /* torchtitan --async-tp */
     r.framework_bytes = sys->framework_reserved_bytes;
     if (layout_is_pytorch(l) && sys->cuda_context_bytes > 0) {
         /* issue 14: measured piece by piece (system.h); one communicator for the FSDP group,

@@ -208,6 +208,11 @@ void recipe_price(const recipe *r, recipe_time *out)
         out->fwd_comm_s += out->fsdp_contention_fwd_s;
         out->bwd_comm_s += out->fsdp_contention_bwd_s;
     }
+    recipe_price_floor(r, out);
+}
+
+void recipe_price_floor(const recipe *r, recipe_time *out)
+{
     /* the host's issue queue as a floor under the compute (host_dispatch.h) */
     if (r->host_fwd_s > out->fwd_s) out->fwd_s = r->host_fwd_s;
     double gpu_b = out->bwd_s + out->recompute_s;

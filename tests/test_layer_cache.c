@@ -91,6 +91,66 @@ static void test_recompute_reset(void **state)
     check_reset(&m, &s, tt, false);
 }
 
+/* The _priced forms (layer_recipe.h) give the recipe the plain ones give and, into price,
+ * exactly recipe_price of it: built, built for FSDP from its DDP form, and re-set for another
+ * recompute setting; Megatron MoE layers (whose host pacing prices them on the way:
+ * mcore_moe_host_pace_priced) and dense ones. */
+static void check_priced(const model_spec *m, const system_spec *s, layout l, bool moe)
+{
+    static recipe a, b, base;
+    training_spec t = training_default();
+    for (int rc = 0; rc < 3; rc++) {
+        layout lr = l;
+        lr.recompute = (layout_recompute)rc;
+        recipe_time pa, pb;
+        memset(&pa, 0, sizeof pa);
+        memset(&pb, 0, sizeof pb);
+        recipe_layer(m, s, &t, &lr, moe, &a, NULL);
+        recipe_price(&a, &pa);
+        recipe_layer_priced(m, s, &t, &lr, moe, &b, &pb);
+        assert_int_equal(a.n_ops, b.n_ops);
+        assert_memory_equal(&pa, &pb, sizeof pa);
+        assert_true(a.host_fwd_s == b.host_fwd_s && a.host_bwd_s == b.host_bwd_s);
+        if (moe) assert_true(b.host_fwd_s > 0); /* paced */
+        /* another setting's recipe re-set for this one */
+        layout lo = l;
+        lo.recompute = (layout_recompute)((rc + 1) % 3);
+        recipe_layer(m, s, &t, &lo, moe, &b, NULL);
+        memset(&pb, 0, sizeof pb);
+        recipe_set_recompute_priced(s, m, &lr, &b, moe, &pb);
+        assert_memory_equal(&pa, &pb, sizeof pa);
+        /* Megatron-FSDP from its DDP form */
+        layout lf = lr, ld = lr;
+        lf.sharding = SHARDING_FSDP;
+        ld.sharding = SHARDING_DDP;
+        recipe_layer(m, s, &t, &ld, moe, &base, NULL);
+        recipe_layer_fsdp_from(m, s, &t, &lf, moe, &base, &a);
+        memset(&pa, 0, sizeof pa);
+        recipe_price(&a, &pa);
+        memset(&pb, 0, sizeof pb);
+        recipe_layer_fsdp_from_priced(m, s, &t, &lf, moe, &base, &b, &pb);
+        assert_int_equal(a.n_ops, b.n_ops);
+        assert_memory_equal(&pa, &pb, sizeof pa);
+    }
+}
+
+static void test_priced_forms(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load("deepseek-v3", &m, &s);
+    /* Megatron-Core's MoE host costs are set for H100, so the MoE layers below take the
+     * paced path the search prices once (their floors come out at or above the GPU's times) */
+    assert_true(s.host_mcore_moe_fwd_s > 0);
+    check_priced(&m, &s, megatron(4, 2, 8, 1), true);
+    check_priced(&m, &s, megatron(1, 1, 32, 2), true);
+    check_priced(&m, &s, megatron(2, 1, 256, 1), true);
+    check_priced(&m, &s, megatron(4, 2, 8, 1), false);
+    load("8b", &m, &s);
+    check_priced(&m, &s, megatron(2, 1, 1, 2), false);
+}
+
 /* 24 keys (tp x cp x mbs), each under the three recompute settings in turn and under the
  * three shardings: the cached form's figures are estimate_layout's. */
 static void test_search_form_matches(void **state)
@@ -140,6 +200,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recompute_reset),
         cmocka_unit_test(test_search_form_matches),
+        cmocka_unit_test(test_priced_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
