@@ -88,6 +88,18 @@ void estimate_head_cost(const model_spec *m, const system_spec *sys, const train
     *bwd_s = x.bwd_s + x.recompute_s + x.bwd_comm_s;
 }
 
+/* How far the host's issue queue runs ahead of the GPU over the loss head (its GPU time less its
+ * host issue time, forward and backward; 0 where no host floor applies). */
+static double head_host_lead_s(const model_spec *m, const system_spec *sys,
+                               const training_spec *t, const layout *l)
+{
+    recipe r;
+    recipe_head(m, sys, t, l, &r, NULL);
+    recipe_time x;
+    recipe_price(&r, &x);
+    return x.host_lead_fwd_s + x.host_lead_bwd_s;
+}
+
 /* One send of a micro-batch's activations (or their gradients) to the adjacent stage; each TP
  * rank sends its 1/tp slice (SP, or Megatron's scatter-gather). */
 static double p2p_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
@@ -175,12 +187,15 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
     if (l->recompute == RECOMPUTE_FULL && l->recompute_layers > 0 && l->recompute_layers < n)
         rf = (double)l->recompute_layers / n;
     int act_off = offload_activation_layers(m, l);
+    double host_lead = 0, host_exposed = 0; /* the host's issue queue, below */
     for (int k = 0; k < 4; k++) {
         const layer_time *x = kind[k];
         int c = counts[k];
         if (!c) continue;
         s.fwd_s += c * x->fwd_s;
         s.bwd_s += c * (x->bwd_s + rf * x->recompute_s);
+        host_lead += c * x->host_lead_fwd_s;
+        host_exposed += c * x->host_exposed_bwd_s;
         if (act_off > 0) { /* Megatron activation offload: the copies that outlast a layer */
             int moved = act_off < c ? act_off : c;
             double bytes = memory_layer_activation_bytes(m, t, l, k & 1);
@@ -201,6 +216,20 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
                              x->fsdp_contention_fwd_s + x->fsdp_contention_bwd_s);
             s.fsdp_raw_s += c * (x->gather_s + ag_bwd + x->reduce_s);
         }
+    }
+    /* The host's lead carries over the micro-batch (host_dispatch.h): the GPU work it queued
+     * ahead during the forward and the loss head (GPU time - host issue time, summed) is still
+     * running while the host does the backward's own work (FSDP2's chunk_cat above all), so the
+     * backward's host excess is exposed only past that lead. Measured on Mixtral-8x7B cut to 2
+     * layers (bench/results/smallrows_2026-11-27, call1 trace): the host issued the forward in
+     * 13.9 ms against 29.6 ms of GPU work, and the GPU idled 16.5 and 18.8 ms of the two layers'
+     * 36-39 ms of chunk_cat host time. One stage only (a pipeline stage's backward waits for the
+     * next stage's gradient); the launch queue's depth (about a thousand kernels) is not a limit
+     * here. */
+    if (l->pp == 1 && host_exposed > 0) {
+        double lead = host_lead;
+        if (lead < host_exposed) lead += head_host_lead_s(m, sys, t, l);
+        s.bwd_s -= fmin(lead, host_exposed);
     }
     s.layers = n;
     *out = s;

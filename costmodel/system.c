@@ -73,6 +73,8 @@ static const system_field fields[] = {
     F("host", "eager_dtensor_fwd_rank_s", host_dtensor_fwd_rank_s, false, 0, 1e-3),
     F("host", "eager_dtensor_bwd_rank_s", host_dtensor_bwd_rank_s, false, 0, 1e-3),
     F("host", "chunk_cat_block_s", host_chunk_cat_block_s, false, 0, 1e-6),
+    F("host", "chunk_cat_block_large_s", host_chunk_cat_block_large_s, false, 0, 1e-6),
+    F("host", "chunk_cat_knee_blocks", host_chunk_cat_knee_blocks, false, 0, 1e12),
     F("host", "cp_ring_fwd_call_s", host_cp_ring_fwd_call_s, false, 0, 1.0),
     F("host", "cp_ring_fwd_step_s", host_cp_ring_fwd_step_s, false, 0, 1.0),
     F("host", "cp_ring_bwd_call_s", host_cp_ring_bwd_call_s, false, 0, 1.0),
