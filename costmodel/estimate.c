@@ -223,10 +223,12 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
      * backward's host excess is exposed only past that lead. Measured on Mixtral-8x7B cut to 2
      * layers (bench/results/smallrows_2026-11-27, call1 trace): the host issued the forward in
      * 13.9 ms against 29.6 ms of GPU work, and the GPU idled 16.5 and 18.8 ms of the two layers'
-     * 36-39 ms of chunk_cat host time. One stage only (a pipeline stage's backward waits for the
-     * next stage's gradient); the launch queue's depth (about a thousand kernels) is not a limit
-     * here. */
-    if (l->pp == 1 && host_exposed > 0) {
+     * 36-39 ms of chunk_cat host time. Plain tensors on one stage only: a pipeline stage's
+     * backward waits for the next stage's gradient, and the DTensor TP, CP ring and EP host
+     * costs (host_dispatch.c) were measured as whole-layer host times that already hold what
+     * their passes hide (carrying a lead there took the multi-GPU table's TP rows 5-12 points
+     * low). The launch queue's depth (about a thousand kernels) is not a limit here. */
+    if (l->pp == 1 && l->tp == 1 && l->cp == 1 && l->ep == 1 && host_exposed > 0) {
         double lead = host_lead;
         if (lead < host_exposed) lead += head_host_lead_s(m, sys, t, l);
         s.bwd_s -= fmin(lead, host_exposed);
