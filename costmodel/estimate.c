@@ -33,6 +33,7 @@
 #include "memory.h"
 #include "overlap.h"
 #include "offload.h"
+#include "optimizer_host.h"
 #include "pp_schedule.h"
 #include "precision.h"
 
@@ -370,6 +371,8 @@ static double optimizer_cost(const model_spec *m, const system_spec *sys, const 
         saved = (2.0 - precision_param_bytes(l)) * (lpd / layout_shard_group(l) + lpe / ne);
     }
     double gpu_s = compute_stream_s(sys, per_param * local - saved);
+    /* torch's clip and AdamW: the host's issue time as a floor (optimizer_host.h) */
+    if (!l->offload) gpu_s = fmax(gpu_s, optimizer_host_s(sys, m, l, stage, local));
     double f = offload_optimizer_fraction(l); /* Megatron --optimizer-cpu-offload */
     return f > 0 ? offload_optimizer_step_s(sys, local, gpu_s, f) : gpu_s;
 }

@@ -28,7 +28,7 @@
  * kernels-h100.json shows 21 device-to-device copies per Llama layer): q, k, v, o, two norms,
  * Qwen3's q/k norms, the MLP's gate, up, down (the MoE block: router and the experts' two 3D
  * tensors, transformers 5). */
-static double layer_tensors(const model_spec *m, bool moe)
+double host_dispatch_layer_tensors(const model_spec *m, bool moe)
 {
     double n = 4 + 2 + (m->qk_norm ? 2 : 0);
     if (moe) n += 1 + 2 + (m->shared_experts ? 3 : 0);
@@ -305,7 +305,7 @@ static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layou
         if (!strcmp(r->op[i].name, "fsdp.copy_out")) out_s = bwd ? r->op[i].bwd_s : r->op[i].fwd_s;
         else if (bwd) rs_s += r->op[i].bwd_s;
     }
-    double tensors = layer_tensors(m, moe);
+    double tensors = host_dispatch_layer_tensors(m, moe);
     /* On one GPU the copy-in casts each fp32 parameter to bf16 with its own launch (a
      * bfloat16_copy kernel per tensor per gather: 22 per Llama-3.2-1B layer, forward and
      * backward, against the model's 2 RMSNorm casts per pass, bench/realruns/results/

@@ -33,6 +33,10 @@ void host_dispatch_launches(const recipe *r, const layout *l, double *fwd, doubl
 /* Whether the host floor applies to l on sys (eager FSDP2 and a measured host time). */
 bool host_dispatch_applies(const system_spec *sys, const layout *l);
 
+/* Parameter tensors of one decoder layer as the model code holds them (moe: the MoE block's
+ * router and two 3D expert tensors, transformers 5 / torchtitan). */
+double host_dispatch_layer_tensors(const model_spec *m, bool moe);
+
 /* Sets r->host_fwd_s and r->host_bwd_s: the forward and the backward (with the recompute's
  * forward) of r's ops paced by the host's issue queue (host_dispatch.c); recipe_price() takes
  * them as a floor under the compute. layer: r is a decoder layer (an FSDP unit of its own;
