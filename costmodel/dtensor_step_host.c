@@ -43,6 +43,7 @@
  * run) is left out.
  */
 #include "dtensor_step_host.h"
+#include "optimizer_host.h"
 
 #include "dtensor_ops.h"
 #include "fsdp_copies.h"
@@ -73,14 +74,10 @@ double dtensor_step_host_tail_s(const system_spec *sys, const model_spec *m, con
 }
 
 double dtensor_step_host_optimizer_s(const system_spec *sys, const model_spec *m,
-                                     const layout *l)
+                                     const layout *l, int stage)
 {
     if (!dtensor_tp_applies(l) || sys->host_dtensor_optim_tensor_s <= 0) return 0;
-    int per_stage = m->layers / (l->pp > 0 ? l->pp : 1);
-    double n = 0;
-    for (int i = 0; i < per_stage; i++)
-        n += host_dispatch_layer_tensors(m, model_layer_is_moe(m, i));
-    /* the root: embedding, final norm, and the output layer unless tied to the embedding */
-    n += 2 + (m->tied_embeddings ? 0 : 1);
-    return n * sys->host_dtensor_optim_tensor_s;
+    /* the stage's parameter tensors: its layers, the embedding on the first stage, the final
+     * norm and the output layer (unless tied) on the last (optimizer_host.h) */
+    return optimizer_host_tensors(m, l, stage) * sys->host_dtensor_optim_tensor_s;
 }

@@ -33,9 +33,9 @@ double dtensor_step_host_tail_s(const system_spec *sys, const model_spec *m, con
 
 /* Host time of the fused / foreach AdamW step over this rank's DTensor parameters (one
  * dispatch over lists of every parameter tensor: host.eager_dtensor_optim_tensor_s per tensor),
- * the layers' tensors of pipeline stage 0 and the root's; 0 where dtensor_tp_applies() is false
+ * the tensors of pipeline stage `stage` (optimizer_host_tensors); 0 where dtensor_tp_applies() is false
  * or the preset has no figure. */
 double dtensor_step_host_optimizer_s(const system_spec *sys, const model_spec *m,
-                                     const layout *l);
+                                     const layout *l, int stage);
 
 #endif

@@ -35,6 +35,7 @@
 #include "memory.h"
 #include "overlap.h"
 #include "offload.h"
+#include "optimizer_host.h"
 #include "pp_schedule.h"
 #include "precision.h"
 
@@ -88,6 +89,18 @@ void estimate_head_cost(const model_spec *m, const system_spec *sys, const train
     /* the MTP modules' layer brings its TP/EP exchanges and recompute (recipe_mtp.c) */
     *fwd_s = x.fwd_s + x.fwd_comm_s;
     *bwd_s = x.bwd_s + x.recompute_s + x.bwd_comm_s;
+}
+
+/* How far the host's issue queue runs ahead of the GPU over the loss head (its GPU time less its
+ * host issue time, forward and backward; 0 where no host floor applies). */
+static double head_host_lead_s(const model_spec *m, const system_spec *sys,
+                               const training_spec *t, const layout *l)
+{
+    recipe r;
+    recipe_head(m, sys, t, l, &r, NULL);
+    recipe_time x;
+    recipe_price(&r, &x);
+    return x.host_lead_fwd_s + x.host_lead_bwd_s;
 }
 
 /* One send of a micro-batch's activations (or their gradients) to the adjacent stage; each TP
@@ -177,12 +190,15 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
     if (l->recompute == RECOMPUTE_FULL && l->recompute_layers > 0 && l->recompute_layers < n)
         rf = (double)l->recompute_layers / n;
     int act_off = offload_activation_layers(m, l);
+    double host_lead = 0, host_exposed = 0; /* the host's issue queue, below */
     for (int k = 0; k < 4; k++) {
         const layer_time *x = kind[k];
         int c = counts[k];
         if (!c) continue;
         s.fwd_s += c * x->fwd_s;
         s.bwd_s += c * (x->bwd_s + rf * x->recompute_s);
+        host_lead += c * x->host_lead_fwd_s;
+        host_exposed += c * x->host_exposed_bwd_s;
         if (act_off > 0) { /* Megatron activation offload: the copies that outlast a layer */
             int moved = act_off < c ? act_off : c;
             double bytes = memory_layer_activation_bytes(m, t, l, k & 1);
@@ -203,6 +219,22 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
                              x->fsdp_contention_fwd_s + x->fsdp_contention_bwd_s);
             s.fsdp_raw_s += c * (x->gather_s + ag_bwd + x->reduce_s);
         }
+    }
+    /* The host's lead carries over the micro-batch (host_dispatch.h): the GPU work it queued
+     * ahead during the forward and the loss head (GPU time - host issue time, summed) is still
+     * running while the host does the backward's own work (FSDP2's chunk_cat above all), so the
+     * backward's host excess is exposed only past that lead. Measured on Mixtral-8x7B cut to 2
+     * layers (bench/results/smallrows_2026-11-27, call1 trace): the host issued the forward in
+     * 13.9 ms against 29.6 ms of GPU work, and the GPU idled 16.5 and 18.8 ms of the two layers'
+     * 36-39 ms of chunk_cat host time. Plain tensors on one stage only: a pipeline stage's
+     * backward waits for the next stage's gradient, and the DTensor TP, CP ring and EP host
+     * costs (host_dispatch.c) were measured as whole-layer host times that already hold what
+     * their passes hide (carrying a lead there took the multi-GPU table's TP rows 5-12 points
+     * low). The launch queue's depth (about a thousand kernels) is not a limit here. */
+    if (l->pp == 1 && l->tp == 1 && l->cp == 1 && l->ep == 1 && host_exposed > 0) {
+        double lead = host_lead;
+        if (lead < host_exposed) lead += head_host_lead_s(m, sys, t, l);
+        s.bwd_s -= fmin(lead, host_exposed);
     }
     s.layers = n;
     *out = s;
@@ -345,7 +377,9 @@ static double optimizer_cost(const model_spec *m, const system_spec *sys, const 
      * whose host work (unwrap and sharding propagation per tensor) comes before its kernels
      * (dtensor_step_host.h); where the GPU has caught up with the host by then (a host-bound
      * backward, or clipping's .item()) it idles through it */
-    gpu_s += dtensor_step_host_optimizer_s(sys, m, l);
+    gpu_s += dtensor_step_host_optimizer_s(sys, m, l, stage);
+    /* torch's clip and AdamW: the host's issue time as a floor (optimizer_host.h) */
+    if (!l->offload) gpu_s = fmax(gpu_s, optimizer_host_s(sys, m, l, stage, local));
     double f = offload_optimizer_fraction(l); /* Megatron --optimizer-cpu-offload */
     return f > 0 ? offload_optimizer_step_s(sys, local, gpu_s, f) : gpu_s;
 }

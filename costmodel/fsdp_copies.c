@@ -90,7 +90,12 @@ double fsdp_rs_copy_in_host_s(const system_spec *sys, double params, int shard_g
     double g = shard_group > 0 ? shard_group : 1;
     double n = ceil(params / g);
     if (n <= 0) return 0;
-    return sys->host_chunk_cat_block_s * ceil(4.0 * n / FSDP_CHUNK_CAT_BLOCK_BYTES);
+    double blocks = ceil(4.0 * n / FSDP_CHUNK_CAT_BLOCK_BYTES);
+    double knee = sys->host_chunk_cat_knee_blocks;
+    if (sys->host_chunk_cat_block_large_s <= 0 || blocks <= knee)
+        return sys->host_chunk_cat_block_s * blocks;
+    /* past the knee each further block costs the larger rate (fsdp_copies.h) */
+    return sys->host_chunk_cat_block_s * knee + sys->host_chunk_cat_block_large_s * (blocks - knee);
 }
 
 int fsdp_gathers_per_microbatch(const layout *l) { return l->reshard_after_forward ? 2 : 1; }

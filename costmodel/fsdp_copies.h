@@ -83,7 +83,12 @@ double fsdp_rs_copy_in_s(const system_spec *sys, const fsdp_copies *c);
  * chunk (block_idx_to_tensor_idx, a fresh std::vector, so its pages are faulted in each call),
  * copies it into a pinned buffer and sends it to the GPU: host_chunk_cat_block_s per block, n =
  * ceil(params / g) elements per rank, 4n / 2048 blocks. Measured in bench/results/ep_2026-11-27
- * (the system presets' sources). */
+ * (the system presets' sources). The rate per block is not one constant: measured alone on one
+ * H100 host (bench/realruns/host_probe.py, bench/results/smallrows_2026-11-27) the call takes
+ * 6.9 ns a block up to about 2e5 blocks (a Llama-3.2-1B layer: 0.82 ms) and 13.2 ns for each
+ * block past that (Qwen3-30B-A3B and Mixtral-8x7B layers: 14.8 and 36.1 ms): the
+ * host_chunk_cat_block_s up to host_chunk_cat_knee_blocks, host_chunk_cat_block_large_s
+ * beyond (0: one rate for all). */
 #define FSDP_CHUNK_CAT_BLOCK_BYTES 2048.0
 double fsdp_rs_copy_in_host_s(const system_spec *sys, double params, int shard_group);
 

@@ -32,7 +32,8 @@ void host_dispatch_launches(const recipe *r, const layout *l, double *fwd, doubl
 
 /* Parameter tensors of one decoder layer as the model code holds them (q, k, v, o, two norms,
  * Qwen3's q/k norms, the MLP's or the MoE block's weights): FSDP2's copy-out per tensor, and the
- * per-tensor host work of an optimizer over them. moe: the layer's MLP is the MoE block. */
+ * per-tensor host work of an optimizer over them. moe: the layer's MLP is the MoE block (its
+ * router and two 3D expert tensors, transformers 5 / torchtitan). */
 double host_dispatch_layer_tensors(const model_spec *m, bool moe);
 
 /* Whether the host floor applies to l on sys (eager FSDP2 and a measured host time). */

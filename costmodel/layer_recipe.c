@@ -223,6 +223,12 @@ static void rb_fsdp_unit(builder *b, const model_spec *m, const system_spec *sys
         } else {
             r->host_rs_copy_in_s = fsdp_rs_copy_in_host_s(sys, p, layout_shard_group(l));
         }
+        /* torch pipelining reduces each unit once per step, in its last backward (stage.py
+         * backward_maybe_with_nosync, fsdp_copies.h): one chunk_cat spread over the
+         * micro-batches, as estimate.c spreads the root's exposed traffic */
+        int micro = layout_microbatches(l, t);
+        if (fsdp_pipelined(l) && !l->reshard_after_forward && micro > 1)
+            r->host_rs_copy_in_s /= micro;
     }
     layout_group g = layout_shard_place(sys, l);
     double red = layout_is_pytorch(l) ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);

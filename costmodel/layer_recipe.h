@@ -181,6 +181,11 @@ typedef struct {
     /* what FSDP's collectives and the compute they hide behind add to each pass by slowing each
      * other (overlap.h overlap_contended) */
     double fsdp_contention_fwd_s, fsdp_contention_bwd_s;
+    /* the host's issue queue (host_dispatch.h): how far the host runs ahead of the GPU over
+     * the forward and the backward (GPU time - host issue time, >= 0), and what its floor added
+     * to the backward (host issue time - GPU time, >= 0); estimate.c lets the lead of the
+     * forward and the loss head hide the backward's excess (stage_layers_cost) */
+    double host_lead_fwd_s, host_lead_bwd_s, host_exposed_bwd_s;
 } recipe_time;
 
 /* The ops (and, when items is non-NULL, the items) of one decoder layer; moe: its MLP is the

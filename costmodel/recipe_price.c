@@ -214,9 +214,15 @@ void recipe_price(const recipe *r, recipe_time *out)
 void recipe_price_floor(const recipe *r, recipe_time *out)
 {
     /* the host's issue queue as a floor under the compute (host_dispatch.h) */
+    out->host_lead_fwd_s = out->host_lead_bwd_s = out->host_exposed_bwd_s = 0;
+    if (r->host_fwd_s > 0) out->host_lead_fwd_s = fmax(0, out->fwd_s - r->host_fwd_s);
     if (r->host_fwd_s > out->fwd_s) out->fwd_s = r->host_fwd_s;
     double gpu_b = out->bwd_s + out->recompute_s;
-    if (r->host_bwd_s > gpu_b) out->bwd_s += r->host_bwd_s - gpu_b;
+    if (r->host_bwd_s > 0) out->host_lead_bwd_s = fmax(0, gpu_b - r->host_bwd_s);
+    if (r->host_bwd_s > gpu_b) {
+        out->host_exposed_bwd_s = r->host_bwd_s - gpu_b;
+        out->bwd_s += out->host_exposed_bwd_s;
+    }
     /* host work no GPU work overlaps (the DTensor TP step's pre-forward and backward tail) */
     out->fwd_s += r->host_serial_fwd_s;
     out->bwd_s += r->host_serial_bwd_s;

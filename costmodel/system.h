@@ -146,6 +146,11 @@ typedef struct {
     double host_chunk_cat_block_s;      /* host time per 2 KiB block of torch._chunk_cat's fp32
                                            output chunk (FSDP2's reduce-scatter copy-in,
                                            fsdp_copies.h); 0: not measured, none */
+    double host_chunk_cat_block_large_s; /* the same per block past host_chunk_cat_knee_blocks */
+    double host_chunk_cat_knee_blocks;  /* (large units; 0: one rate for all) */
+    double host_clip_tensor_s;          /* host time per parameter tensor of clip_grad_norm_ */
+    double host_adamw_foreach_tensor_s; /* and of foreach AdamW.step on FSDP2's DTensors, and */
+    double host_multi_tensor_launch_s;  /* per multi_tensor_apply launch (optimizer_host.h) */
     double host_mcore_moe_fwd_s;        /* Megatron-Core MoE layer, per micro-batch: the */
     double host_mcore_moe_fwd_ep_s;     /* host's forward issue time without the experts' GEMMs */
     double host_mcore_moe_post_sync_s;  /* at EP 1 and EP > 1, the part after the dispatcher's */

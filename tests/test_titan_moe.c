@@ -178,7 +178,13 @@ static void test_chunk_cat_host(void **state)
     char err[CM_ERRLEN];
     if (model_load("qwen3-30b-a3b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
     if (system_load("h100", data_dir(), &h, err, sizeof err) != CM_OK) fail_msg("%s", err);
-    assert_true(h.host_chunk_cat_block_s == 5.6e-9);
+    /* the H100 preset's measured two rates (fsdp_copies.h): 6.87 ns a block up to 208,157
+     * blocks, 13.2 ns past them: the experts' 589,824 blocks take 208,157 x 6.87 ns + 381,667 x
+     * 13.2 ns = 1.43003859 + 5.0380044 = 6.46804299 ms */
+    assert_true(h.host_chunk_cat_block_s == 6.87e-9);
+    assert_true(h.host_chunk_cat_block_large_s == 1.32e-8);
+    assert_true(h.host_chunk_cat_knee_blocks == 208157);
+    assert_true(fabs(fsdp_rs_copy_in_host_s(&h, 301989888.0, 1) - 6.46804299e-3) < 1e-14);
     training_spec t = training_default();
     t.seq_len = 64;
     t.global_batch = 2;
@@ -190,12 +196,13 @@ static void test_chunk_cat_host(void **state)
     assert_true(pe == 301989888.0);
     static recipe r;
     recipe_layer(&m, &h, &t, &l, true, &r, NULL);
-    double want = 3.3030144e-3 + fsdp_rs_copy_in_host_s(&h, pd, 2);
+    double want = 6.46804299e-3 + fsdp_rs_copy_in_host_s(&h, pd, 2);
     assert_true(fabs(r.host_rs_copy_in_s - want) < 1e-12);
     h.host_eager_launch_s = 1.0;
     recipe_layer(&m, &h, &t, &l, true, &r, NULL);
     double with = r.host_bwd_s;
     h.host_chunk_cat_block_s = 0;
+    h.host_chunk_cat_block_large_s = 0;
     recipe_layer(&m, &h, &t, &l, true, &r, NULL);
     assert_true(fabs((with - r.host_bwd_s) - want) < 1e-9);
 }

@@ -1,0 +1,140 @@
+/*
+ * test_host_lead.c — the host's lead over the GPU carried across a micro-batch (estimate.c
+ * stage_layers_cost, recipe_price's host_lead_* / host_exposed_bwd_s): the GPU work the host
+ * queued ahead during the forward and the loss head hides the backward's host excess (FSDP2's
+ * chunk_cat), up to that lead, on a single stage; and FSDP2's chunk_cat host time at its two
+ * measured rates (fsdp_copies.h).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "estimate_internal.h"
+#include "fsdp_copies.h"
+#include "layer_recipe.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PLAN_DATA_DIR");
+    return d ? d : "data";
+}
+
+static model_spec M;
+static system_spec S;
+
+static void load(void)
+{
+    char err[CM_ERRLEN];
+    if (model_load("1b", data_dir(), &M, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &S, err, sizeof err) != CM_OK) fail_msg("%s", err);
+}
+
+static training_spec train(void)
+{
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 1;
+    return t;
+}
+
+/* recipe_price: a floor below the GPU time leaves a lead of the difference; above it, the
+ * forward takes the host's time (no lead) and the backward grows by the excess. */
+static void test_price_fields(void **state)
+{
+    (void)state;
+    load();
+    training_spec t = train();
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    l.mbs = 1;
+    static recipe r;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    r.host_fwd_s = r.host_bwd_s = 0;
+    recipe_time g;
+    recipe_price(&r, &g); /* GPU only */
+    assert_true(g.host_lead_fwd_s == 0 && g.host_lead_bwd_s == 0 && g.host_exposed_bwd_s == 0);
+    double gb = g.bwd_s + g.recompute_s;
+    r.host_fwd_s = g.fwd_s / 2;
+    r.host_bwd_s = gb + 5e-3;
+    recipe_time x;
+    recipe_price(&r, &x);
+    assert_true(fabs(x.host_lead_fwd_s - g.fwd_s / 2) < 1e-15);
+    assert_true(x.fwd_s == g.fwd_s);
+    assert_true(fabs(x.host_exposed_bwd_s - 5e-3) < 1e-15);
+    assert_true(fabs(x.bwd_s - (g.bwd_s + 5e-3)) < 1e-15);
+    assert_true(x.host_lead_bwd_s == 0);
+    r.host_fwd_s = 2 * g.fwd_s;
+    r.host_bwd_s = gb / 4;
+    recipe_price(&r, &x);
+    assert_true(x.host_lead_fwd_s == 0 && x.fwd_s == 2 * g.fwd_s);
+    assert_true(fabs(x.host_lead_bwd_s - 0.75 * gb) < 1e-15);
+    assert_true(x.host_exposed_bwd_s == 0 && x.bwd_s == g.bwd_s);
+}
+
+/* 16 layers of 10 ms forward and 20 ms backward, the host 3 ms behind the GPU in each forward
+ * and 2 ms over it in each backward (DDP: no FSDP terms): the forward's lead, 16 x 3 = 48 ms,
+ * covers the backward's 16 x 2 = 32 ms, so the layers take 16 x 30 - 32 = 448 ms; on a
+ * pipeline stage (pp 2: 8 layers, the backward waits for the next stage) 8 x 30 = 240 ms. */
+static void test_lead_hides_backward_excess(void **state)
+{
+    (void)state;
+    load();
+    training_spec t = train();
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    l.mbs = 1;
+    l.sharding = SHARDING_DDP;
+    layer_kinds k;
+    memset(&k, 0, sizeof k);
+    k.dense.fwd_s = 10e-3;
+    k.dense.bwd_s = 20e-3;
+    k.dense.host_lead_fwd_s = 3e-3;
+    k.dense.host_exposed_bwd_s = 2e-3;
+    k.moe = k.dense_bf16 = k.moe_bf16 = k.dense;
+    assert_true(fabs(estimate_stage_layers_total(&M, &S, &t, &l, 0, &k) - 0.448) < 1e-12);
+    l.pp = 2;
+    assert_true(fabs(estimate_stage_layers_total(&M, &S, &t, &l, 0, &k) - 0.240) < 1e-12);
+    /* no lead of their own: the loss head's (its GPU time over its few launches' host time,
+     * priced) hides up to all 32 ms */
+    l.pp = 1;
+    k.dense.host_lead_fwd_s = 0;
+    k.moe = k.dense_bf16 = k.moe_bf16 = k.dense;
+    static recipe h;
+    recipe_head(&M, &S, &t, &l, &h, NULL);
+    recipe_time hx;
+    recipe_price(&h, &hx);
+    double head_lead = hx.host_lead_fwd_s + hx.host_lead_bwd_s;
+    assert_true(head_lead > 1e-3); /* the 1b preset's head at seq 4096: milliseconds */
+    double want = 0.480 - fmin(head_lead, 0.032);
+    assert_true(fabs(estimate_stage_layers_total(&M, &S, &t, &l, 0, &k) - want) < 1e-12);
+}
+
+/* fsdp_copies.h: 6.87 ns a block up to the knee (208,157 blocks), 13.2 ns past it (the H100
+ * preset): 100,000 blocks (51,200,000 parameters, fp32 output 204.8 MB) 0.687 ms; 1,000,000
+ * blocks (512,000,000 parameters) 208,157 x 6.87 + 791,843 x 13.2 ns = 1.43003859 + 10.4523276
+ * = 11.88236619 ms; without the large rate 6.87 ms. */
+static void test_chunk_cat_two_rates(void **state)
+{
+    (void)state;
+    load();
+    assert_true(fabs(fsdp_rs_copy_in_host_s(&S, 51200000.0, 1) - 0.687e-3) < 1e-15);
+    assert_true(fabs(fsdp_rs_copy_in_host_s(&S, 512000000.0, 1) - 11.88236619e-3) < 1e-14);
+    system_spec one = S;
+    one.host_chunk_cat_block_large_s = 0;
+    assert_true(fabs(fsdp_rs_copy_in_host_s(&one, 512000000.0, 1) - 6.87e-3) < 1e-15);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_price_fields),
+        cmocka_unit_test(test_lead_hides_backward_excess),
+        cmocka_unit_test(test_chunk_cat_two_rates),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
