@@ -36,6 +36,12 @@ double memory_pp_held_outputs_bytes(const model_spec *m, const training_spec *t,
     return (microbatches - 1) * per;
 }
 
+bool memory_experts_own_unit(const layout *l, int moe_layers)
+{
+    return moe_layers > 0 && l->ep > 1 && l->framework == FRAMEWORK_TORCHTITAN &&
+           layout_is_pytorch(l) && l->sharding == SHARDING_FSDP;
+}
+
 double memory_loss_phase_bytes(const model_spec *m, const layout *l, int stage,
                                double logits_peak_bytes, double all_gathered_bytes)
 {

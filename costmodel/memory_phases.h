@@ -77,6 +77,23 @@ double memory_loss_phase_bytes(const model_spec *m, const layout *l, int stage,
 double memory_blocks_phase_bytes(const model_spec *m, const training_spec *t, const layout *l,
                                  int stage, double fsdp_buffer_bytes);
 
+/* torchtitan with expert parallelism (ep > 1) wraps each MoE block's routed experts as an FSDP2
+ * unit of their own, on the expert data-parallel mesh, inside the block's unit
+ * (torchtitan/models/llama4/infra/parallelize.py apply_fsdp: fully_shard(transformer_block.moe.
+ * experts, mesh=dp_mod_ep_mesh) before fully_shard(transformer_block); so does
+ * bench/realruns/parallel_run.py --layout ep on a one-rank mesh). A layer is then two units, the
+ * experts (E parameters on this GPU) and the rest of the block (B), and FSDP2's backward order
+ * (the reverse of the post-forward order: block i, experts i, block i-1, ...) alternates them: the
+ * unit being back-propagated and the one prefetched, or the one whose reduce-scatter input is
+ * still held, are an experts unit and a block unit, E + B = one layer, where a dense layout's are
+ * two whole layers. memory.c counts the blocks' in-flight buffers per layer of the pair: 8
+ * bytes (gathered 2, bf16 gradient 2, fp32 reduce-scatter input 4) x one layer here, x two
+ * layers otherwise. Measured (bench/results/epstep_2026-11-27/heldout, Mixtral-8x7B cut to 2
+ * layers, ep 2, E = 704.6e6): 29.20e9 B allocated at the peak where two layers' pairs price
+ * 34.87e9. True for a torch FSDP2 layout of torchtitan with ep > 1 and an MoE layer on the
+ * stage. */
+bool memory_experts_own_unit(const layout *l, int moe_layers);
+
 /* The last block's backward (issue 14, held-out fsdp-nat-m7b-ckpt-ws4): the moment just before
  * the first block's post-backward, when every other block's sharded fp32 gradient already
  * exists. memory.c's training peak is taken before any gradient exists (zero_grad sets them to
