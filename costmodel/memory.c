@@ -610,6 +610,17 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
             optimizer_impl_temp_bytes_per_param(layout_optimizer_impl_of(l)) * sharded;
         r.optimizer_step_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
                                  r.optimizer_temp_bytes + r.framework_bytes;
+        /* torch pipelining's step() merging the kept outputs (memory_phases.h): after the
+         * gradients are reduced, the sharded state, the chunks and their concatenation; the
+         * chunks stay through the optimizer step */
+        double merged = memory_pp_merged_outputs_bytes(m, t, l, stage, micro);
+        if (merged > 0) {
+            r.optimizer_step_bytes += merged / 2.0;
+            double grads_sharded = l->sharding == SHARDING_FSDP ? 4.0 * sharded : r.gradients_bytes;
+            double merge_bytes = r.weights_bytes + grads_sharded + r.optimizer_bytes + merged +
+                                 r.framework_bytes;
+            if (merge_bytes > r.total_bytes) r.total_bytes = merge_bytes;
+        }
         if (r.optimizer_step_bytes > r.total_bytes) r.total_bytes = r.optimizer_step_bytes;
         if (l->sharding == SHARDING_FSDP && l->pp == 1 && micro <= 1 && l->reshard_after_forward) {
             /* the first block's backward, the last of the blocks (memory_phases.h): the sharded

@@ -61,6 +61,20 @@ double memory_logits_held_bytes(const model_spec *m, const training_spec *t, con
 double memory_pp_held_outputs_bytes(const model_spec *m, const training_spec *t,
                                     const layout *l, int stage, int microbatches);
 
+/* What the same schedule.step() adds at its end on the last stage: with return_outputs left
+ * True, PipelineScheduleSingle.step (and PipelineScheduleMulti.step) returns
+ * self._merge_outputs(self._stage.output_chunks) after _step_microbatches, gradients reduced
+ * (torch/distributed/pipelining/schedules.py, pytorch 00722e64; merge_chunks concatenates the
+ * chunks along the batch dimension, microbatch.py): a new tensor of all m outputs beside the m
+ * chunks, which stay until the next step's clear_runtime_states. 2 m x 2 x tokens x V / tp
+ * bytes then, with the stage's sharded parameters, gradients and Adam states; the m chunks stay
+ * through the optimizer step. Seen: pp4-1f1b-8bL16-m16-tl (bench/results/pp_timeline_2026-11-27,
+ * Llama-3.1-8B 16 layers, 16 micro-batches) peaks at 52.71 GiB allocated on the last stage,
+ * 4.5 GiB above its loss moment; 4 and 8 micro-batches peak at the loss. Zero where
+ * memory_pp_held_outputs_bytes is (microbatches >= 1 here). */
+double memory_pp_merged_outputs_bytes(const model_spec *m, const training_spec *t,
+                                      const layout *l, int stage, int microbatches);
+
 /* The part of the training peak that FSDP2's buffers and the loss share on the last stage of a
  * torch layout: the larger of
  *   loss moment:     logits_peak_bytes + the root's bytes gathered then
