@@ -58,6 +58,43 @@ double memory_hf_window_mask_bytes(const model_spec *m, const training_spec *t, 
     return frac * 2.0 * l->mbs * ((double)t->seq_len / l->cp) * t->seq_len;
 }
 
+double memory_layer_routed_activation_bytes(const model_spec *m, const training_spec *t,
+                                            const layout *l)
+{
+    double tokens = (double)l->mbs * t->seq_len / l->cp; /* per GPU */
+    double h = m->hidden;
+    precision_rules pr;
+    precision_rules_of(l, &pr);
+    /* Routed copies: top_k per token, spread evenly over the GPUs of the stage. Each copy
+     * keeps its permuted input (2h, whole on each expert-TP rank), the expert's
+     * intermediates (split by etp) and its output for the combine (2h). */
+    double etp = layout_etp(l);
+    /* the busiest EP rank holds its load factor times the mean (moe_dispatch.h) */
+    /* with DeepEP's FP8 dispatch the permuted input arrives, and is kept, in e4m3 with its
+     * scales (moe_dispatch_elem_bytes) */
+    double in_bytes = moe_dispatch_elem_bytes(l) * h * etp;
+    double per_copy = in_bytes + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h;
+    /* Low precision (precision.h): Transformer Engine's GroupedLinear saves the experts'
+     * inputs quantized as its Linear does (transformer_engine/pytorch/module/
+     * grouped_linear.py, _GroupedLinear.forward: inputmats = tex.split_quantize(...),
+     * saved for the backward): FC1's input (the permuted tokens) and FC2's (the
+     * activation's product) take saved_input_bytes a element instead of 2 */
+    if (pr.saved_input_bytes < 2.0 && !layout_is_pytorch(l)) {
+        double se = pr.saved_input_bytes;
+        if (moe_dispatch_elem_bytes(l) > se) per_copy -= (moe_dispatch_elem_bytes(l) - se) * h * etp;
+        per_copy -= (2.0 - se) * m->expert_ffn;
+    }
+    if (l->framework == FRAMEWORK_TORCHTITAN && !l->compile) {
+        /* eager torchtitan MoE (torchtitan/models/moe.py): GroupedExperts' SwiGLU saves
+         * silu's output too (8 bytes x expert_ffn, as the dense eager MLP), and the combine
+         * scores the expert output in fp32, routed_output.to(torch.float32) * top_scores,
+         * whose mul saves the fp32 copy: 4h a copy, not 2h */
+        if (m->activation == MODEL_ACT_SWIGLU) per_copy += 2.0 * m->expert_ffn;
+        per_copy += 2.0 * h;
+    }
+    return tokens * m->top_k * per_copy / l->tp * moe_load_factor(t);
+}
+
 double memory_layer_activation_bytes(const model_spec *m, const training_spec *t,
                                      const layout *l, int moe_layer)
 {
@@ -84,34 +121,7 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
         sharded += mlp_intermediate_bytes(m, m->ffn);
     } else {
         sharded += m->shared_experts * mlp_intermediate_bytes(m, m->shared_ffn);
-        /* Routed copies: top_k per token, spread evenly over the GPUs of the stage. Each copy
-         * keeps its permuted input (2h, whole on each expert-TP rank), the expert's
-         * intermediates (split by etp) and its output for the combine (2h). */
-        double etp = layout_etp(l);
-        /* the busiest EP rank holds its load factor times the mean (moe_dispatch.h) */
-        /* with DeepEP's FP8 dispatch the permuted input arrives, and is kept, in e4m3 with its
-         * scales (moe_dispatch_elem_bytes) */
-        double in_bytes = moe_dispatch_elem_bytes(l) * h * etp;
-        double per_copy = in_bytes + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h;
-        /* Low precision (precision.h): Transformer Engine's GroupedLinear saves the experts'
-         * inputs quantized as its Linear does (transformer_engine/pytorch/module/
-         * grouped_linear.py, _GroupedLinear.forward: inputmats = tex.split_quantize(...),
-         * saved for the backward): FC1's input (the permuted tokens) and FC2's (the
-         * activation's product) take saved_input_bytes a element instead of 2 */
-        if (pr.saved_input_bytes < 2.0 && !layout_is_pytorch(l)) {
-            double se = pr.saved_input_bytes;
-            if (moe_dispatch_elem_bytes(l) > se) per_copy -= (moe_dispatch_elem_bytes(l) - se) * h * etp;
-            per_copy -= (2.0 - se) * m->expert_ffn;
-        }
-        if (l->framework == FRAMEWORK_TORCHTITAN && !l->compile) {
-            /* eager torchtitan MoE (torchtitan/models/moe.py): GroupedExperts' SwiGLU saves
-             * silu's output too (8 bytes x expert_ffn, as the dense eager MLP), and the combine
-             * scores the expert output in fp32, routed_output.to(torch.float32) * top_scores,
-             * whose mul saves the fp32 copy: 4h a copy, not 2h */
-            if (m->activation == MODEL_ACT_SWIGLU) per_copy += 2.0 * m->expert_ffn;
-            per_copy += 2.0 * h;
-        }
-        moe_bytes = tokens * m->top_k * per_copy / tp * moe_load_factor(t);
+        moe_bytes = memory_layer_routed_activation_bytes(m, t, l);
     }
     if (l->framework == FRAMEWORK_TORCHTITAN && l->recompute == RECOMPUTE_SELECTIVE) {
         /* torchtitan's per-op SAC (layer_recipe.c titan_sac_recomputes: saved are the outputs
@@ -443,6 +453,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     double sharded = pd / nd + pe / ne; /* this GPU's shard of the stage's parameters */
     double grad_bytes = t->grad_reduce_bf16 ? 2.0 : 4.0;
     double layer_params = layer_params_of(fig, m, l, moe_layers > 0);
+    bool own_experts = memory_experts_own_unit(l, moe_layers);
 
     double fsdp_buffer_bytes = 0; /* FSDP's units and gradients in flight (memory_phases.h) */
     switch (l->sharding) {
@@ -471,7 +482,11 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
              * the block being back-propagated and the prefetched one, and the block's bf16 and
              * fp32 (reduce-scatter input) gradients. Without reshard_after_forward every unit
              * stays gathered instead (below), the root and the two blocks among them. */
-            r.comm_buffer_bytes = 2.0 * (2.0 + 4.0) * layer_params;       /* bf16 + fp32 grads */
+            /* the two units in flight: two blocks, or with torchtitan's expert units one
+             * experts unit and one block unit, one layer between them (memory_phases.h
+             * memory_experts_own_unit) */
+            double pair = (own_experts ? 1.0 : 2.0) * layer_params;
+            r.comm_buffer_bytes = (2.0 + 4.0) * pair;                     /* bf16 + fp32 grads */
             if (l->pp > 1 && fig->micro > 1) {
                 /* torch pipelining reduces only in the last micro-batch's backward
                  * (stage.py backward_maybe_with_nosync: set_requires_gradient_sync(
@@ -490,7 +505,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
             }
             if (l->reshard_after_forward)
                 r.comm_buffer_bytes += memory_root_gathered_bytes(m, l, stage) +
-                                       2.0 * 2.0 * layer_params;          /* cur + prefetch */
+                                       2.0 * pair;                        /* cur + prefetch */
         } else {
             /* Megatron-FSDP optim_grads_params: bf16 params, main grads, fp32 master + Adam,
              * all sharded; two gathered units and two unsharded gradient buckets in flight. */
@@ -631,16 +646,36 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
             optimizer_impl_temp_bytes_per_param(layout_optimizer_impl_of(l)) * sharded;
         r.optimizer_step_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
                                  r.optimizer_temp_bytes + r.framework_bytes;
+        /* torch pipelining's step() merging the kept outputs (memory_phases.h): after the
+         * gradients are reduced, the sharded state, the chunks and their concatenation; the
+         * chunks stay through the optimizer step */
+        double merged = memory_pp_merged_outputs_bytes(m, t, l, stage, micro);
+        if (merged > 0) {
+            r.optimizer_step_bytes += merged / 2.0;
+            double grads_sharded = l->sharding == SHARDING_FSDP ? 4.0 * sharded : r.gradients_bytes;
+            double merge_bytes = r.weights_bytes + grads_sharded + r.optimizer_bytes + merged +
+                                 r.framework_bytes;
+            if (merge_bytes > r.total_bytes) r.total_bytes = merge_bytes;
+        }
         if (r.optimizer_step_bytes > r.total_bytes) r.total_bytes = r.optimizer_step_bytes;
         if (l->sharding == SHARDING_FSDP && l->pp == 1 && micro <= 1 && l->reshard_after_forward) {
             /* the first block's backward, the last of the blocks (memory_phases.h): the sharded
              * gradients of every unit but it and the root, its activations (recomputed: its
              * checkpoint and its whole activations), FSDP2's buffers then */
             double root_params = memory_root_gathered_bytes(m, l, stage) / 2.0;
-            double grads_made = r.gradients_bytes - 4.0 * (layer_params + root_params) / nd;
+            /* the first layer's and the root's gradients are not made yet: its non-expert
+             * parameters sharded over nd, its experts over ne (as `sharded` above) */
+            double ld = layer_params, le = 0;
+            if (moe_layers > 0) memory_layer_params_split(m, l, 1, &ld, &le);
+            double grads_made = r.gradients_bytes - 4.0 * ((ld + root_params) / nd + le / ne);
             double last_act = act_layer_max + working;
             if (l->recompute == RECOMPUTE_FULL)
                 last_act = act_layer_max + memory_layer_checkpoint_bytes(m, t, l);
+            else if (own_experts && l->recompute == RECOMPUTE_NONE && !l->compile)
+                /* the experts unit's post-backward runs once its experts' backward is done
+                 * (FSDP2 registers it on the unit's inputs): the routed copies' saved
+                 * tensors are freed by then, the block's attention ones are not yet */
+                last_act -= memory_layer_routed_activation_bytes(m, t, l);
             r.backward_end_bytes = r.weights_bytes + r.optimizer_bytes + grads_made + last_act +
                                    memory_backward_end_buffer_bytes(m, t, l, layer_params) +
                                    r.framework_bytes;

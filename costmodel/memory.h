@@ -64,6 +64,11 @@ double memory_hf_window_mask_bytes(const model_spec *m, const training_spec *t, 
  * MLA and flash attention). */
 double memory_layer_activation_bytes(const model_spec *m, const training_spec *t,
                                      const layout *l, int moe_layer);
+/* Of an MoE layer's memory_layer_activation_bytes (no recompute), what the routed expert copies
+ * save: the permuted inputs, the experts' intermediates and the combine's inputs (top_k copies
+ * per token, times the busiest rank's load factor). */
+double memory_layer_routed_activation_bytes(const model_spec *m, const training_spec *t,
+                                            const layout *l);
 /* Bytes a fully recomputed layer keeps: its input (2sbh, sharded by tp under SP). */
 double memory_layer_checkpoint_bytes(const model_spec *m, const training_spec *t,
                                      const layout *l);

@@ -36,6 +36,22 @@ double memory_pp_held_outputs_bytes(const model_spec *m, const training_spec *t,
     return (microbatches - 1) * per;
 }
 
+double memory_pp_merged_outputs_bytes(const model_spec *m, const training_spec *t,
+                                      const layout *l, int stage, int microbatches)
+{
+    if (!t->pp_keep_outputs || !layout_is_pytorch(l) || l->pp < 2 || stage != l->pp - 1 ||
+        microbatches < 1)
+        return 0;
+    double per = (double)l->mbs * t->seq_len / l->cp * 2.0 * (double)m->vocab / l->tp;
+    return 2.0 * microbatches * per; /* the chunks and their concatenation */
+}
+
+bool memory_experts_own_unit(const layout *l, int moe_layers)
+{
+    return moe_layers > 0 && l->ep > 1 && l->framework == FRAMEWORK_TORCHTITAN &&
+           layout_is_pytorch(l) && l->sharding == SHARDING_FSDP;
+}
+
 double memory_loss_phase_bytes(const model_spec *m, const layout *l, int stage,
                                double logits_peak_bytes, double all_gathered_bytes)
 {

@@ -61,6 +61,20 @@ double memory_logits_held_bytes(const model_spec *m, const training_spec *t, con
 double memory_pp_held_outputs_bytes(const model_spec *m, const training_spec *t,
                                     const layout *l, int stage, int microbatches);
 
+/* What the same schedule.step() adds at its end on the last stage: with return_outputs left
+ * True, PipelineScheduleSingle.step (and PipelineScheduleMulti.step) returns
+ * self._merge_outputs(self._stage.output_chunks) after _step_microbatches, gradients reduced
+ * (torch/distributed/pipelining/schedules.py, pytorch 00722e64; merge_chunks concatenates the
+ * chunks along the batch dimension, microbatch.py): a new tensor of all m outputs beside the m
+ * chunks, which stay until the next step's clear_runtime_states. 2 m x 2 x tokens x V / tp
+ * bytes then, with the stage's sharded parameters, gradients and Adam states; the m chunks stay
+ * through the optimizer step. Seen: pp4-1f1b-8bL16-m16-tl (bench/results/pp_timeline_2026-11-27,
+ * Llama-3.1-8B 16 layers, 16 micro-batches) peaks at 52.71 GiB allocated on the last stage,
+ * 4.5 GiB above its loss moment; 4 and 8 micro-batches peak at the loss. Zero where
+ * memory_pp_held_outputs_bytes is (microbatches >= 1 here). */
+double memory_pp_merged_outputs_bytes(const model_spec *m, const training_spec *t,
+                                      const layout *l, int stage, int microbatches);
+
 /* The part of the training peak that FSDP2's buffers and the loss share on the last stage of a
  * torch layout: the larger of
  *   loss moment:     logits_peak_bytes + the root's bytes gathered then
@@ -76,6 +90,23 @@ double memory_loss_phase_bytes(const model_spec *m, const layout *l, int stage,
                                double logits_peak_bytes, double all_gathered_bytes);
 double memory_blocks_phase_bytes(const model_spec *m, const training_spec *t, const layout *l,
                                  int stage, double fsdp_buffer_bytes);
+
+/* torchtitan with expert parallelism (ep > 1) wraps each MoE block's routed experts as an FSDP2
+ * unit of their own, on the expert data-parallel mesh, inside the block's unit
+ * (torchtitan/models/llama4/infra/parallelize.py apply_fsdp: fully_shard(transformer_block.moe.
+ * experts, mesh=dp_mod_ep_mesh) before fully_shard(transformer_block); so does
+ * bench/realruns/parallel_run.py --layout ep on a one-rank mesh). A layer is then two units, the
+ * experts (E parameters on this GPU) and the rest of the block (B), and FSDP2's backward order
+ * (the reverse of the post-forward order: block i, experts i, block i-1, ...) alternates them: the
+ * unit being back-propagated and the one prefetched, or the one whose reduce-scatter input is
+ * still held, are an experts unit and a block unit, E + B = one layer, where a dense layout's are
+ * two whole layers. memory.c counts the blocks' in-flight buffers per layer of the pair: 8
+ * bytes (gathered 2, bf16 gradient 2, fp32 reduce-scatter input 4) x one layer here, x two
+ * layers otherwise. Measured (bench/results/epstep_2026-11-27/heldout, Mixtral-8x7B cut to 2
+ * layers, ep 2, E = 704.6e6): 29.20e9 B allocated at the peak where two layers' pairs price
+ * 34.87e9. True for a torch FSDP2 layout of torchtitan with ep > 1 and an MoE layer on the
+ * stage. */
+bool memory_experts_own_unit(const layout *l, int moe_layers);
 
 /* The last block's backward (issue 14, held-out fsdp-nat-m7b-ckpt-ws4): the moment just before
  * the first block's post-backward, when every other block's sharded fp32 gradient already

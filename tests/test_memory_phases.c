@@ -281,6 +281,85 @@ static void test_pp_accumulation_buffers(void **state)
     assert_true(NEAR(mb.comm_buffer_bytes, 3231793152.0));
 }
 
+/* torchtitan's experts as FSDP2 units of their own (memory_phases.h memory_experts_own_unit):
+ * Mixtral-8x7B cut to 2 layers (bench/realruns/configs/mixtral-8x7b.json: h 4096, f 14336, 8
+ * experts top-2, 32 heads and 8 KV heads of 128, V 32000 untied), ep 2 on 2 GPUs, seq 4096, mbs 1,
+ * fused AdamW: the held-out ho-ep2-grp-mixL2 (bench/results/epstep_2026-11-27/heldout).
+ * Per GPU and layer: experts E = 4 x 3 x 4096 x 14336 = 704,643,072; the block B = attention
+ * 41,943,040 + norms 8192 + router 32,768 = 41,984,000; one layer 746,627,072. The blocks'
+ * buffers: (2 + 4 + 2) x one layer (an experts unit and a block unit in flight, not two layers)
+ * = 5,973,016,576 + the root gathered 2 x (2 V h + h) = 524,296,192: 6,497,312,768 B (two
+ * layers' pairs priced 12,470,329,344). Routed copies: 8192 of them x (permuted input 2h + SwiGLU
+ * 8f + the combine's fp32 4h = 139,264 B) = 1,140,850,688 B; the layer's rest (flash attention,
+ * eager torch, repeat_kv): 4096 x (8h + 4 x 8 router logits + 2 x (4096 + 1024 + 1024 + 4096) +
+ * 4 x 32 + 2 x 4096 + 4 x 24 x 128 = 73,888) = 302,645,248 B. The experts unit's reduce at the
+ * end of the backward: fp32 shard 4 x (2 B + V h x 2 + h) / 2 + 4 x 2 E = 6,329,376,768 + Adam
+ * 12,658,753,536 + the gradients made, 6,329,376,768 - 4 x ((B + 2 V h + h) / 2 + E) =
+ * 2,902,540,288, + the attention activations 302,645,248 + the buffers (root 524,296,192 + 8 x
+ * 746,627,072 + head gradient 2 V h + held logits 2 x 4096 x V = 7,021,600,768): 29,214,916,608 B
+ * besides the framework's (measured 29,201,189,376 allocated at the peak). */
+static void test_titan_expert_units(void **state)
+{
+    (void)state;
+    char err[CM_ERRLEN];
+    model_spec m;
+    system_spec sys;
+    if (model_load(REALRUNS_CONFIGS_DIR "/mixtral-8x7b.json", data_dir(), &m, err, sizeof err) !=
+        CM_OK)
+        fail_msg("%s", err);
+    m.layers = 2;
+    if (system_load("h100", data_dir(), &sys, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 2;
+    layout l = titan(1, 1, 2, 1, 2);
+    l.optimizer_impl = OPTIMIZER_IMPL_FUSED;
+    assert_true(memory_experts_own_unit(&l, 2));
+    assert_true(NEAR(memory_layer_routed_activation_bytes(&m, &t, &l), 1140850688.0));
+    assert_true(NEAR(memory_layer_activation_bytes(&m, &t, &l, 1), 1443495936.0));
+    memory_breakdown mb = memory_peak(&m, &sys, &t, &l);
+    assert_true(NEAR(mb.comm_buffer_bytes, 6497312768.0));
+    assert_true(NEAR(mb.backward_end_bytes - mb.framework_bytes, 29214916608.0));
+    assert_true(NEAR(mb.total_bytes, mb.backward_end_bytes));
+    /* no expert units without ep, nor outside torchtitan */
+    layout one = titan(1, 1, 2, 1, 1);
+    assert_false(memory_experts_own_unit(&one, 2));
+    assert_false(memory_experts_own_unit(&l, 0));
+}
+
+/* torch pipelining's step() merging the kept outputs (memory_phases.h
+ * memory_pp_merged_outputs_bytes): Llama-3.1-8B cut to 16 layers, pp 4, 1F1B with 16
+ * micro-batches of seq 4096, outputs kept (pp4-1f1b-8bL16-m16-tl, bench/results/
+ * pp_timeline_2026-11-27). Last stage: 4 layers x 218,112,000 + head V h + final norm h =
+ * 1,397,788,672 parameters, dp 1: fp32 params, grads, Adam m and v 16 x = 22,364,618,752 B; a
+ * micro-batch's bf16 logits 2 x 4096 x 128256 = 1,050,673,152 B, the 16 chunks and their
+ * concatenation 32 x = 33,621,540,864 B: 55,986,159,616 B besides the framework's (measured
+ * 56.60e9 allocated on rank 3). With 8 micro-batches the moment is 22,364,618,752 +
+ * 16,810,770,432 = 39,175,389,184 B and the loss's moment is the peak. */
+static void test_pp_merged_outputs(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    m.layers = 16;
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 16;
+    t.pp_keep_outputs = true;
+    layout l = titan(1, 4, 1, 1, 1);
+    l.optimizer_impl = OPTIMIZER_IMPL_FUSED;
+    assert_true(NEAR(memory_pp_merged_outputs_bytes(&m, &t, &l, 3, 16), 33621540864.0));
+    assert_true(memory_pp_merged_outputs_bytes(&m, &t, &l, 2, 16) == 0);
+    memory_breakdown mb = memory_stage(&m, &sys, &t, &l, 3);
+    assert_true(NEAR(mb.total_bytes - mb.framework_bytes, 55986159616.0));
+    t.global_batch = 8;
+    mb = memory_stage(&m, &sys, &t, &l, 3);
+    assert_true(mb.total_bytes - mb.framework_bytes > 39175389184.0 * (1 + 1e-6));
+    t.pp_keep_outputs = false; /* torchtitan's trainer: return_outputs=False */
+    assert_true(memory_pp_merged_outputs_bytes(&m, &t, &l, 3, 16) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -288,7 +367,8 @@ int main(void)
         cmocka_unit_test(test_activation_terms),  cmocka_unit_test(test_nccl_terms),
         cmocka_unit_test(test_interleaved_in_flight), cmocka_unit_test(test_fsdp_stage_total),
         cmocka_unit_test(test_pp_accumulation_buffers), cmocka_unit_test(test_hf_phi3_terms),
-        cmocka_unit_test(test_backward_end),
+        cmocka_unit_test(test_backward_end),      cmocka_unit_test(test_titan_expert_units),
+        cmocka_unit_test(test_pp_merged_outputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
