@@ -251,10 +251,13 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
 /* ---- schedules ---- */
 
 /* The order stage s runs its chunks in (schedule.h): Megatron-LM's 1F1B / interleaved 1F1B,
- * torch.distributed.pipelining's GPipe, ZBVZeroBubble, DualPipeV. */
-static int schedule(layout_pp_schedule kind, int p, int v, int m, int s, sched_op *out)
+ * torch.distributed.pipelining's interleaved 1F1B (torchtitan layouts), GPipe, ZBVZeroBubble,
+ * DualPipeV. */
+static int schedule(const sim_input *in, int s, sched_op *out)
 {
-    return schedule_pipeline_kind(kind, p, v, m, s, out);
+    if (in->p2p_stream) /* torchtitan's interleaved 1F1B: torch's order (schedule.h) */
+        return schedule_pipeline_torch(in->pp, in->vpp, in->microbatches, s, out);
+    return schedule_pipeline_kind(in->schedule, in->pp, in->vpp, in->microbatches, s, out);
 }
 
 static int vstage_of(const sim_input *in, int chunk, int s)
@@ -621,7 +624,7 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     for (int b = 0; b < in->buckets; b++) w->bucket_num[b] = w->stage_count[in->bucket[b].vstage % p]++;
 
     for (int s = 0; s < p; s++) {
-        w->st[s].nops = schedule(in->schedule, p, v, m, s, &w->sched[(size_t)s * per_stage]);
+        w->st[s].nops = schedule(in, s, &w->sched[(size_t)s * per_stage]);
         if (w->st[s].nops < 0)
             return cm_fail(err, errlen, CM_EINVAL,
                            "the %s schedule does not run with %d stages x %d chunks x %d "
