@@ -24,7 +24,10 @@ Issue 19. Three things, standard library only:
    and prints per-rank busy / idle beside the measured ones.
 
 Usage: python3 bench/pp_torch_order.py [--results bench/results/pp_timeline_2026-11-27/results.jsonl]
-       [--plan build/cli/plan] [--order P V M]
+       [--plan build/cli/plan] [--order P V M] [--before OLD_PLAN_BINARY]
+4. `plan simulate` of each run (the layout bench/realruns/mgpu_fidelity.py prices: framework
+   torchtitan, fused optimizer, outputs kept) with per-stage busy / idle / compute end, beside the
+   measured ones (and, with --before, another plan binary's, e.g. one built before the change).
 """
 import argparse
 import json
@@ -269,6 +272,32 @@ def plan_order(planbin, p, v, m):
     return out, ev
 
 
+def plan_sim(planbin, rec):
+    """[(busy_ms, idle_ms, compute_end_ms)] per stage and the simulated step (ms)."""
+    cfg = json.load(open(os.path.join(ROOT, rec["config"])))
+    cfg["num_hidden_layers"] = rec["layers"]
+    p, v, m = rec["pp"], rec.get("vpp", 1), rec["microbatches"]
+    with tempfile.TemporaryDirectory() as tmp:
+        mp = os.path.join(tmp, "model.json")
+        json.dump(cfg, open(mp, "w"))
+        cmd = [planbin, "simulate", "--model", mp, "--system", "h100", "--gpus", str(p),
+               "--framework", "torchtitan", "--seq", str(rec["seq"]), "--mbs", str(rec["mbs"]),
+               "--gbs", str(m * rec["mbs"]), "--impl", rec.get("impl", "native"), "--pp", str(p),
+               "--optimizer-impl", "fused", "--pp-keep-outputs"]
+        if v > 1:
+            cmd += ["--vpp", str(v)]
+        res = subprocess.run(cmd, capture_output=True, text=True,
+                             env=dict(os.environ, PLAN_DATA_DIR=os.path.join(ROOT, "data")))
+    rows, step = [], None
+    for ln in res.stdout.splitlines():
+        f = ln.split()
+        if ln.strip().startswith("simulated") and "s/step" in ln:
+            step = 1e3 * float(f[1])
+        if len(f) == 6 and f[0].isdigit():
+            rows.append((1e3 * float(f[1]), 1e3 * float(f[2]), 1e3 * float(f[3])))
+    return rows, step
+
+
 def fmt(a):
     return "%s%d.%d" % a
 
@@ -278,6 +307,7 @@ def main():
     ap.add_argument("--results", default=os.path.join(ROOT, "bench/results/pp_timeline_2026-11-27/results.jsonl"))
     ap.add_argument("--plan", default=os.path.join(ROOT, "build/cli/plan"))
     ap.add_argument("--order", nargs=3, type=int, default=[4, 2, 8], metavar=("P", "V", "M"))
+    ap.add_argument("--before", default="", help="a second plan binary to set beside --plan")
     ap.add_argument("--p2p-ms", type=float, default=0.2,
                     help="one activation transfer (32 MiB bf16 over NVLink, ~0.1-0.2 ms)")
     args = ap.parse_args()
@@ -296,6 +326,10 @@ def main():
         if po is not None:
             q = [fmt(a) for a in po[r]]
             print("rank %d plan : %s   %s" % (r, " ".join(q), "same" if q == t else "DIFFERENT"))
+    low = lower([torch_order(p, v, m, r) for r in range(p)], p, v)
+    print("torch's lowered actions (SF/SB send, RF/RB receive; one NCCL stream per rank runs the sends and receives in this order):")
+    for r in range(p):
+        print("rank %d: %s" % (r, " ".join(fmt(a) for a in low[r][:24]) + " ..."))
     print()
     for ln in open(args.results):
         if not ln.strip():
@@ -321,6 +355,17 @@ def main():
                 b_, e_, i_, _ = sims[sem][r]
                 row += "      %6.1f %6.1f %6.1f" % (b_, e_, i_)
             print(row)
+        if os.path.exists(args.plan):
+            bins = ([("before", args.before)] if args.before else []) + [("plan", args.plan)]
+            for name, b in bins:
+                rows, step = plan_sim(b, rec)
+                print("  %-6s plan simulate: step %.1f ms (measured %.1f); per stage busy/idle/end ms: %s" % (
+                    name, step or 0, 1e3 * rec["step_s_median"],
+                    "  ".join("%d: %.0f/%.0f/%.0f" % ((i,) + r) for i, r in enumerate(rows))))
+            print("  measured                 per rank   busy/idle/end ms: %s" % "  ".join(
+                "%d: %.0f/%.0f/%.0f" % (r, meas[r][0] + (m * loss if r == p - 1 else 0),
+                                        meas[r][1] - meas[r][0] - (m * loss if r == p - 1 else 0),
+                                        meas[r][1]) for r in range(p)))
         print()
 
 
