@@ -11,7 +11,10 @@
  * the end of the receiver's list so far. _PipelineScheduleRuntime._step_microbatches then issues
  * every SEND/RECV as its own batch_isend_irecv on the process group's NCCL stream, in that
  * order. What that costs is in sim.c (p2p_stream); the measured effect is in
- * bench/pp_torch_order.py.
+ * bench/pp_torch_order.py. The torch maintainers describe the same effect: pytorch PR 165664
+ * ("the recv blocks the send on the communication stream which causes a cascading bubble",
+ * closed unmerged), PR 172833 ("move RECV right before F/B", closed unmerged) and issue 188833
+ * ("Interleaved1F1B warmup head-of-line bubble from front-loaded RECV", open 2026-07).
  */
 #ifndef PLAN_PP_P2P_ORDER_H
 #define PLAN_PP_P2P_ORDER_H
