@@ -493,7 +493,8 @@ static bool p2p_advance(sim_workspace *w, int s, int *tail)
         moved = true;
         if (op->send) {
             record(w, s, dir ? TID_SEND_BWD : TID_SEND_FWD, dir ? EV_SEND_BWD : EV_SEND_FWD, start,
-                   end, -1, op->microbatch, in->vpp > 1 ? op->dest_vstage / in->pp : -1);
+                   end, -1, op->microbatch,
+                   in->vpp > 1 ? (op->dest_vstage + (dir ? 1 : -1)) / in->pp : -1);
         } else {
             (dir ? w->arr_b : w->arr_f)[idx] = end;
             try_queue(w, tail, s);
