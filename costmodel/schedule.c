@@ -34,6 +34,32 @@ int schedule_pipeline(int p, int v, int m, int s, schedule_op *out)
     return n;
 }
 
+int schedule_pipeline_torch(int p, int v, int m, int s, schedule_op *out)
+{
+    if (v == 1) return schedule_pipeline(p, v, m, s, out);
+    int rounds = m / p > 1 ? m / p : 1;
+    if (m % rounds) return -1;
+    int round = m / rounds, total = m * v, n = 0;
+    int warm = (v - 1) * round + 2 * (p - s - 1);
+    if (warm > total) warm = total;
+    /* the next micro-batch of each chunk's forwards and backwards, as schedules.py counts them */
+    int *nf = calloc((size_t)2 * v, sizeof *nf);
+    if (!nf) return -1;
+    int *nb = nf + v;
+    for (int k = 0; k < total + warm; k++) {
+        if (k < total) {
+            int c = (k / round) % v;
+            out[n++] = (schedule_op){nf[c]++, c, false, SCHEDULE_FULL};
+        }
+        if (k >= warm) {
+            int c = v - 1 - ((k - warm) / round) % v;
+            out[n++] = (schedule_op){nb[c]++, c, true, SCHEDULE_FULL};
+        }
+    }
+    free(nf);
+    return n;
+}
+
 int schedule_max_ops(int v, int m) { return 3 * v * m; }
 
 bool schedule_is_v(layout_pp_schedule kind)

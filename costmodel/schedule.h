@@ -35,6 +35,16 @@ typedef struct {
  */
 int schedule_pipeline(int p, int v, int m, int s, schedule_op *out);
 
+/* The order torch.distributed.pipelining's ScheduleInterleaved1F1B runs (pytorch/pytorch
+ * torch/distributed/pipelining/schedules.py at 00722e648b740f91d0e71494baa17891749fd291,
+ * _calculate_single_rank_operations, _get_warmup_ops with multiply_factor 2, _get_1f1b_rank_ops):
+ * rounds = max(1, m / p) of m / rounds micro-batches; warm-up (v - 1) * round + 2 (p - s - 1)
+ * chunk forwards, capped at m v; forward op k runs chunk (k / round) % v, backward op k chunk
+ * v - 1 - ((k - warm-up) / round) % v. For p | m with m != p this is Megatron's order above;
+ * with m == p torch keeps the warm-up count where Megatron runs every forward first. v == 1 is
+ * Schedule1F1B, the order above. Needs m divisible by the rounds; returns -1 otherwise. */
+int schedule_pipeline_torch(int p, int v, int m, int s, schedule_op *out);
+
 /* The most ops one stage runs in a step: 2 m v, or 3 m v where the backward is split. */
 int schedule_max_ops(int v, int m);
 

@@ -71,6 +71,8 @@ void sim_free(sim_workspace *w)
     free(w->stage_count);
     free(w->op_off);
     free(w->st);
+    free(w->p2p);
+    free(w->half);
     free(w->stats);
     free(w->queue);
     free(w->ev);
@@ -226,6 +228,13 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
     /* torch.distributed.pipelining issues its sends as batch_isend_irecv and waits on them a step
      * later (schedules.py _batch_p2p / fwd_sends_to_wait) under every schedule */
     if (l->framework == FRAMEWORK_TORCHTITAN) in->p2p_overlap = true;
+    /* ScheduleInterleaved1F1B runs on _PipelineScheduleRuntime, whose sends and receives keep
+     * their lowered order on one NCCL stream (pp_p2p_order.h); Schedule1F1B is a single-stage
+     * schedule with its own loop, not modelled this way (bench/pp_torch_order.py: for 1F1B the
+     * two semantics give the same timeline) */
+    in->p2p_stream = l->framework == FRAMEWORK_TORCHTITAN && v > 1 && pp > 1 &&
+                     (in->schedule == PP_SCHEDULE_DEFAULT ||
+                      in->schedule == PP_SCHEDULE_INTERLEAVED_1F1B);
     in->fsdp = fsdp;
     in->fsdp_reshard = l->reshard_after_forward;
     in->fsdp_accumulate = fsdp && l->framework == FRAMEWORK_TORCHTITAN && pp > 1;
@@ -242,10 +251,13 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
 /* ---- schedules ---- */
 
 /* The order stage s runs its chunks in (schedule.h): Megatron-LM's 1F1B / interleaved 1F1B,
- * torch.distributed.pipelining's GPipe, ZBVZeroBubble, DualPipeV. */
-static int schedule(layout_pp_schedule kind, int p, int v, int m, int s, sched_op *out)
+ * torch.distributed.pipelining's interleaved 1F1B (torchtitan layouts), GPipe, ZBVZeroBubble,
+ * DualPipeV. */
+static int schedule(const sim_input *in, int s, sched_op *out)
 {
-    return schedule_pipeline_kind(kind, p, v, m, s, out);
+    if (in->p2p_stream) /* torchtitan's interleaved 1F1B: torch's order (schedule.h) */
+        return schedule_pipeline_torch(in->pp, in->vpp, in->microbatches, s, out);
+    return schedule_pipeline_kind(in->schedule, in->pp, in->vpp, in->microbatches, s, out);
 }
 
 static int vstage_of(const sim_input *in, int chunk, int s)
@@ -424,6 +436,8 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
         /* nothing leaves the stage: the input gradient went with the I op */
     } else if (fwd && last_vs) {
         w->arr_b[(size_t)k * m + mb] = t;
+    } else if (in->p2p_stream && dest >= 0 && dest < nv) {
+        /* p2p_advance issues the send in its place on the stage's NCCL stream */
     } else if (dest >= 0 && dest < nv &&
                schedule_stage_of(in->schedule, p, dest) == s) {
         /* the V turns on this stage (virtual stages p-1 and p): no send */
@@ -442,6 +456,61 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
     }
     st->compute_free = t;
     st->next++;
+}
+
+/*
+ * p2p_stream: issue stage s's next SENDs and RECVs (pp_p2p_order.h) as far as they go. One runs
+ * once the compute ops placed before it have run (ProcessGroupNCCL makes its stream wait for
+ * the compute stream when the op is issued, and the host is ahead of the GPU) and the previous
+ * one on the stage's stream has ended; a send and its receive end together, p2p_s after the
+ * later of the two started (NCCL's p2p kernels rendezvous), so a stream waits at a half whose
+ * peer has not been issued. A completed receive makes the chunk waiting on it runnable.
+ * Returns whether anything was issued or completed.
+ */
+static bool p2p_advance(sim_workspace *w, int s, int *tail)
+{
+    const sim_input *in = w->run_in;
+    stage_state *st = &w->st[s];
+    int m = in->microbatches, nvm = in->pp * in->vpp * m, cap = pp_p2p_max_ops(in->vpp, m);
+    bool moved = false;
+    while (st->p2p_pos < st->p2p_n) {
+        const pp_p2p_op *op = &w->p2p[(size_t)s * cap + st->p2p_pos];
+        if (st->next < op->after) break;
+        double issue = st->p2p_free;
+        if (op->after > 0) issue = fmax(issue, w->ops[w->op_off[s] + op->after - 1].end_s);
+        size_t idx = (size_t)op->dest_vstage * m + op->microbatch;
+        int dir = op->backward ? 1 : 0;
+        double *mine = &w->half[(size_t)(dir * 2 + op->send) * nvm + idx];
+        const double *other = &w->half[(size_t)(dir * 2 + !op->send) * nvm + idx];
+        if (*mine < 0) {
+            *mine = issue;
+            moved = true;
+        }
+        if (*other < 0) break; /* the peer has not issued its half: the stream waits */
+        double start = fmax(*mine, *other), end = start + in->p2p_s;
+        st->p2p_free = end;
+        st->p2p_pos++;
+        moved = true;
+        if (op->send) {
+            record(w, s, dir ? TID_SEND_BWD : TID_SEND_FWD, dir ? EV_SEND_BWD : EV_SEND_FWD, start,
+                   end, -1, op->microbatch,
+                   in->vpp > 1 ? (op->dest_vstage + (dir ? 1 : -1)) / in->pp : -1);
+        } else {
+            (dir ? w->arr_b : w->arr_f)[idx] = end;
+            try_queue(w, tail, s);
+        }
+    }
+    return moved;
+}
+
+/* Issue every stage's SENDs and RECVs until none can go further. */
+static void p2p_settle(sim_workspace *w, int *tail)
+{
+    if (!w->run_in->p2p_stream) return;
+    for (bool moved = true; moved;) {
+        moved = false;
+        for (int s = 0; s < w->pp; s++) moved |= p2p_advance(w, s, tail);
+    }
 }
 
 static cm_status check_input(const sim_input *in, char *err, size_t errlen)
@@ -556,7 +625,7 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     for (int b = 0; b < in->buckets; b++) w->bucket_num[b] = w->stage_count[in->bucket[b].vstage % p]++;
 
     for (int s = 0; s < p; s++) {
-        w->st[s].nops = schedule(in->schedule, p, v, m, s, &w->sched[(size_t)s * per_stage]);
+        w->st[s].nops = schedule(in, s, &w->sched[(size_t)s * per_stage]);
         if (w->st[s].nops < 0)
             return cm_fail(err, errlen, CM_EINVAL,
                            "the %s schedule does not run with %d stages x %d chunks x %d "
@@ -583,6 +652,29 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
         }
     }
 
+    if (in->p2p_stream) {
+        int cap = pp_p2p_max_ops(v, m);
+        if (!reserve(&w->p2p, &w->p2p_cap, p * cap, sizeof *w->p2p) ||
+            !reserve(&w->half, &w->half_cap, 4 * nv * m, sizeof *w->half) ||
+            !reserve(&w->stage_count, &w->sc_cap, p, sizeof *w->stage_count))
+            return cm_fail(err, errlen, CM_ENOMEM, "out of memory in the simulation");
+        for (int s = 0; s < p; s++) w->stage_count[s] = w->st[s].nops;
+        int *nout = malloc((size_t)p * sizeof *nout);
+        if (!nout) return cm_fail(err, errlen, CM_ENOMEM, "out of memory in the simulation");
+        int rc = pp_p2p_lower(p, v, m, w->sched, per_stage, w->stage_count, w->p2p, nout);
+        for (int s = 0; s < p; s++) {
+            w->st[s].p2p_n = rc == 0 ? nout[s] : 0;
+            w->st[s].p2p_pos = 0;
+            w->st[s].p2p_free = 0;
+        }
+        free(nout);
+        if (rc != 0)
+            return cm_fail(err, errlen, CM_EINVAL,
+                           "torch's send/receive lowering stalled on this %d-stage schedule (a "
+                           "bug in the simulator's schedule)", p);
+        for (int i = 0; i < 4 * nv * m; i++) w->half[i] = -1;
+    }
+
     /* The event loop. An event is "stage s can run its next chunk": its input arrived. Each
      * stage's streams are FIFO and used by that stage alone, so a chunk's times depend only on
      * its own stage's earlier chunks and on its input's arrival; events are therefore handled
@@ -591,6 +683,7 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
      * about a millisecond. */
     int head = 0, tail = 0;
     for (int s = 0; s < p; s++) try_queue(w, &tail, s);
+    p2p_settle(w, &tail);
     while (head < tail) {
         int s = w->queue[head % p];
         head++;
@@ -601,6 +694,7 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
         bool fwd = !op->backward;
         run_chunk(w, o, s, input_ready(w, s));
         try_queue(w, &tail, s);
+        p2p_settle(w, &tail);
         /* the stage whose input this chunk produced */
         int dest = fwd ? k + 1 : k - 1;
         if (dest >= 0 && dest < nv) try_queue(w, &tail, schedule_stage_of(in->schedule, p, dest));

@@ -60,6 +60,11 @@ typedef struct {
     double root_gather_s[2], root_reduce_s[2];
     double p2p_s;                    /* one send of activations (or gradients) to a neighbour */
     bool p2p_overlap;                /* sends on their own streams; else they block compute */
+    bool p2p_stream;                 /* torch.distributed.pipelining's multi-stage runtime: each
+                                        send and receive in its lowered place (pp_p2p_order.h),
+                                        in that order on one NCCL stream per stage, after the
+                                        compute issued before it; a transfer ends once both
+                                        halves have started (sim.c p2p_advance) */
     bool fsdp;                       /* per-layer FSDP gathers and reduce-scatters */
     bool fsdp_reshard;               /* gather again before backward (reshard after forward) */
     bool fsdp_accumulate;            /* units stay gathered and gradients unreduced across

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "estimate_costs.h"
+#include "pp_p2p_order.h"
 #include "schedule.h"
 #include "sim.h"
 
@@ -33,6 +34,8 @@ typedef struct {
     double compute_free, send_free[2], coll_free;
     double busy;
     int next, nops;
+    int p2p_pos, p2p_n; /* p2p_stream: its next SEND/RECV, and how many */
+    double p2p_free;    /* p2p_stream: its NCCL stream is free */
     bool queued;
     unsigned tids_used;
 } stage_state;
@@ -60,6 +63,10 @@ struct sim_workspace {
     int *stage_count;            /* [pp] scratch */
     int *op_off;                 /* [pp] where stage s's ops start in ops[] (compact) */
     stage_state *st;
+    pp_p2p_op *p2p;              /* p2p_stream: [pp * pp_p2p_max_ops] lowered SEND/RECV */
+    double *half;                /* p2p_stream: [4][vstages * m] when each half of a transfer
+                                    was issued ((backward * 2 + send)); < 0 not yet */
+    int p2p_cap, half_cap;
     sim_stage_stats *stats;
     int *queue;                  /* [pp] ring of stages whose next chunk can run */
     int sched_cap, ops_cap, arrf_cap, arrb_cap, vfirst_cap, vfwd_cap, vbwd_cap, vw_cap, pr_cap, ba_cap,

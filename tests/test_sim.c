@@ -18,6 +18,8 @@
 #include <cmocka.h>
 
 #include "estimate_costs.h"
+#include "pp_p2p_order.h"
+#include "schedule.h"
 #include "sim.h"
 
 #define MAXL 1024
@@ -429,6 +431,114 @@ static void test_bad_input(void **state)
     sim_free(w);
 }
 
+/* torch.distributed.pipelining's interleaved 1F1B (schedule.h schedule_pipeline_torch): with
+ * m == p = 3, v = 2 torch keeps warm-ups of (v-1) m + 2 (p-1-s) = 7, 5, 3 chunk forwards where
+ * Megatron runs all six forwards first; written out from schedules.py's loop by hand. */
+static void test_torch_interleaved_order(void **state)
+{
+    (void)state;
+    /* F or B, chunk, micro-batch */
+    static const char *want[3] = {
+        "F00 F01 F02 F10 F11 F12 B10 B11 B12 B00 B01 B02",
+        "F00 F01 F02 F10 F11 F12 B10 B11 B12 B00 B01 B02",
+        "F00 F01 F02 F10 B10 F11 B11 F12 B12 B00 B01 B02",
+    };
+    for (int s = 0; s < 3; s++) {
+        schedule_op ops[64];
+        int n = schedule_pipeline_torch(3, 2, 3, s, ops);
+        assert_int_equal(n, 12);
+        char got[128] = "";
+        for (int i = 0; i < n; i++) {
+            char one[8];
+            snprintf(one, sizeof one, "%s%c%d%d", i ? " " : "", ops[i].backward ? 'B' : 'F',
+                     ops[i].chunk, ops[i].microbatch);
+            strcat(got, one);
+        }
+        assert_string_equal(got, want[s]);
+    }
+    /* Megatron's order differs on the last stage (every forward first when m == p) */
+    schedule_op meg[64];
+    assert_int_equal(schedule_pipeline(3, 2, 3, 2, meg), 12);
+    assert_false(meg[4].backward);
+    /* p | m with m != p: the same order as Megatron's */
+    schedule_op a[64], b[64];
+    for (int s = 0; s < 4; s++) {
+        int na = schedule_pipeline_torch(4, 2, 8, s, a), nb = schedule_pipeline(4, 2, 8, s, b);
+        assert_int_equal(na, nb);
+        for (int i = 0; i < na; i++) {
+            assert_int_equal(a[i].microbatch, b[i].microbatch);
+            assert_int_equal(a[i].chunk, b[i].chunk);
+            assert_int_equal(a[i].backward, b[i].backward);
+        }
+    }
+    assert_int_equal(schedule_pipeline_torch(4, 2, 10, 0, a), 40); /* rounds 2 of 5 */
+    assert_int_equal(schedule_pipeline_torch(4, 2, 9, 0, a), -1);  /* 9 % 2 rounds */
+}
+
+/* torch's send/receive lowering (_add_send_recv) of pp 2, v 2, m 4, stage 0, by hand: the ranks
+ * take turns placing one compute op each; a placed op's SEND follows it, the receiver's RECV
+ * goes to the end of the receiver's list. Stage 0 runs F0.0 F0.1 F2.0 F2.1 F0.2 B2.0 F0.3 B2.1
+ * F2.2 B0.0 F2.3 B0.1 B2.2 B2.3 B0.2 B0.3 (virtual stage.micro-batch); each entry below is
+ * {compute ops before it, receiving virtual stage, micro-batch, send, backward}. */
+static void test_torch_p2p_lowering(void **state)
+{
+    (void)state;
+    static const pp_p2p_op want[] = {
+        {1, 1, 0, true, false},  {1, 2, 0, false, false}, {2, 1, 1, true, false},
+        {2, 2, 1, false, false}, {3, 3, 0, true, false},  {4, 3, 1, true, false},
+        {4, 2, 0, false, true},  {5, 1, 2, true, false},  {6, 1, 0, true, true},
+        {6, 2, 1, false, true},  {7, 1, 3, true, false},  {7, 2, 2, false, false},
+        {8, 1, 1, true, true},   {8, 0, 0, false, true},  {9, 3, 2, true, false},
+        {9, 2, 3, false, false}, {10, 0, 1, false, true}, {11, 3, 3, true, false},
+        {12, 2, 2, false, true}, {13, 1, 2, true, true},  {13, 2, 3, false, true},
+        {14, 1, 3, true, true},  {14, 0, 2, false, true}, {15, 0, 3, false, true},
+    };
+    int p = 2, v = 2, m = 4, per = schedule_max_ops(v, m), cap = pp_p2p_max_ops(v, m);
+    schedule_op sched[2 * 24];
+    int nops[2], nout[2];
+    for (int s = 0; s < p; s++) nops[s] = schedule_pipeline_torch(p, v, m, s, sched + s * per);
+    pp_p2p_op out[2 * 32];
+    assert_int_equal(pp_p2p_lower(p, v, m, sched, per, nops, out, nout), 0);
+    assert_int_equal(nout[0], (int)(sizeof want / sizeof *want));
+    for (int i = 0; i < nout[0]; i++) {
+        assert_int_equal(out[i].after, want[i].after);
+        assert_int_equal(out[i].dest_vstage, want[i].dest_vstage);
+        assert_int_equal(out[i].microbatch, want[i].microbatch);
+        assert_int_equal(out[i].send, want[i].send);
+        assert_int_equal(out[i].backward, want[i].backward);
+    }
+    assert_int_equal(nout[1], nout[0]); /* every transfer has its two halves */
+    /* stage 1 starts with the receive of F1.0, issued before any compute */
+    assert_int_equal(out[cap].after, 0);
+    assert_int_equal(out[cap].dest_vstage, 1);
+    assert_false(out[cap].send);
+}
+
+/* One NCCL stream per stage (sim_input.p2p_stream): pp 3, v 2, m 3, chunk forward 1 and backward
+ * 2, free transfers. With data-flow sends this order ends stage 0 at 24 = m (f + b) + the
+ * interleaved bubble (p-1)/v (f + b); on one stream stage 0's receive of F2.0 (virtual stage 3)
+ * is issued after F0.0 and stands before its send of F0.1, so stage 1 gets micro-batch 1 only
+ * when stage 2 has sent micro-batch 0 on (at 3, not 2), and so on: stages end at 28, 26, 24
+ * (bench/pp_torch_order.py's replay, written apart from sim.c, gives the same). */
+static void test_torch_p2p_stream(void **state)
+{
+    (void)state;
+    static synth x;
+    synth_init(&x, 3, 2, 3, 2.0, 4.0, 0, 0);
+    x.in.schedule = PP_SCHEDULE_INTERLEAVED_1F1B;
+    x.in.p2p_stream = true;
+    sim_workspace *w = sim_alloc();
+    time_simulated r;
+    char err[CM_ERRLEN];
+    assert_int_equal(sim_run(w, &x.in, NULL, &r, err, sizeof err), CM_OK);
+    const sim_stage_stats *st = sim_stages(w);
+    assert_rel(st[0].compute_end_s, 28, 1e-12, "stage 0 end");
+    assert_rel(st[1].compute_end_s, 26, 1e-12, "stage 1 end");
+    assert_rel(st[2].compute_end_s, 24, 1e-12, "stage 2 end");
+    assert_rel(st[0].busy_s, 18, 1e-12, "stage 0 busy");
+    sim_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -438,6 +548,9 @@ int main(void)
         cmocka_unit_test(test_schedule_invariants),
         cmocka_unit_test(test_trace_json),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_torch_interleaved_order),
+        cmocka_unit_test(test_torch_p2p_lowering),
+        cmocka_unit_test(test_torch_p2p_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
