@@ -491,9 +491,13 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
             r->feasible);
     fprintf(f, "  #  framework tp  pp    dp  cp  ep vpp  mbs  sp  sharding  recompute  step_s    "
                "sim_s   tokens/s    MFU mem_GiB\n");
+    /* the rank-order mark is explained only where a shown row carries it */
+    bool pp_dp_shown = false;
+    for (int i = 0; i < r->count && i < top; i++)
+        if (r->ranked[i].layout.rank_order == RANK_ORDER_PP_DP) pp_dp_shown = true;
     fprintf(f, "     (sharding: hsdp = FSDP within %d-GPU groups, -nr = no reshard after forward, "
-               "+off = CPU offload; pp-dp = ranks in order tp-cp-ep-pp-dp, "
-               "--use-tp-pp-dp-mapping)\n", sys->gpus_per_node);
+               "+off = CPU offload%s)\n", sys->gpus_per_node,
+            pp_dp_shown ? "; pp-dp = ranks in order tp-cp-ep-pp-dp, --use-tp-pp-dp-mapping" : "");
     for (int i = 0; i < r->count && i < top; i++) table_row(f, i + 1, &r->ranked[i]);
 
     fprintf(f, "\nWhy:\n");

@@ -145,10 +145,17 @@ static void test_search_human(void **state)
     while (end > alt && end[-1] != ' ') end--;
     gib = strtod(end, NULL);
     assert_true(gib > 0 && gib <= 0.95 * 79.2);
+    /* the table marks rows in Megatron's other rank order and explains the mark */
+    assert_non_null(strstr(R.out, "  pp-dp\n"));
+    assert_non_null(strstr(R.out, "pp-dp = ranks in order tp-cp-ep-pp-dp"));
     /* 8B on 64 GPUs leaves 12.1 GiB: nothing said */
     run("--model 8b --gpus 64");
     assert_int_equal(R.status, 0);
     assert_null(strstr(R.out, "- Tight:"));
+    /* torchtitan's mesh order is fixed: no row can carry the mark, so no legend for it */
+    run("--model 8b --gpus 64 --framework torchtitan");
+    assert_int_equal(R.status, 0);
+    assert_null(strstr(R.out, "pp-dp"));
 }
 
 static void test_infeasible_estimate(void **state)
