@@ -161,44 +161,6 @@ static void recipe_start(builder *b, const layout *l)
     }
 }
 
-/* Does this layout's full recompute stop early? PyTorch's non-reentrant activation checkpoint
- * (torch.utils.checkpoint with use_reentrant=False, the form FSDP2 trainers and torchtitan's
- * checkpoint_wrapper use; bench/realruns checkpoints that way) re-runs the forward only until it
- * has re-created every tensor the forward saved, then stops: torch/utils/checkpoint.py,
- * _recomputation_hook.pack_hook raises _StopRecomputationError once recomp_counter reaches
- * len(weak_holders) (early_stop is on by default, set_checkpoint_early_stop). Autograd packs
- * an op's saved inputs before it runs the kernel (the generated VariableType code builds the
- * SavedVariables, which call the pack hook, ahead of the redispatch), so the last Linear's
- * GEMM (the MLP's down projection, whose saved inputs are the layer's last saved tensors) and
- * the residual add after it are never re-run. Megatron's full recompute (its own
- * CheckpointFunction, tensor_parallel/random.py) re-runs the whole forward. A MoE block's last
- * saved tensors sit inside its expert loop: modelled as a full re-run. */
-static bool recompute_stops_early(const layout *l)
-{
-    return l->framework == FRAMEWORK_FSDP2 || l->framework == FRAMEWORK_TORCHTITAN;
-}
-
-/*
- * torchtitan's selective activation checkpointing (torchtitan b5bcd76 torchtitan/distributed/
- * activation_checkpoint.py, SelectiveAC and _get_default_save_ops): per op, the outputs of
- * matmuls, SDPA/flex attention and the reduce-scatter / all-to-all collectives are saved,
- * everything else recomputed, and of the matmuls every second one (in forward order, counted per
- * block) is recomputed too. In a Llama block (separate wq, wk, wv; w1, w3, w2,
- * torchtitan/models/common/attention.py and feed_forward.py) that recomputes wk, wo and w3 and
- * every elementwise op (norms, RoPE, SiLU x gate), and keeps the attention core. This recipe
- * fuses wq/wk/wv and w1/w3 into one op each, so the recomputed Linears are priced as attn_out
- * (wo) and mlp_down (w2, the FLOPs of w3); wk's, 4-6% of a GQA block's Linear FLOPs, is left
- * out. The SP all-gather that feeds the recomputed wk and w3 is not repeated here (the TP op
- * holds the gather and the reduce-scatter together): both small against the GEMMs.
- */
-static bool titan_sac_recomputes(const recipe_op *o)
-{
-    if (o->kind == RECIPE_ELEMENTWISE) return o->phase == RECIPE_FWD;
-    if (o->kind != RECIPE_GEMM) return false;
-    return !strcmp(o->name, "attn_out") || !strcmp(o->name, "mlp_down") ||
-           !strcmp(o->name, "shared_down");
-}
-
 /* ---- FSDP: the unit's copies on the compute stream, its gather (FSDP2's copy-in on its
  * own stream ahead of it joins it) and reduce-scatter on the communication stream */
 static void rb_fsdp_unit(builder *b, const model_spec *m, const system_spec *sys,
@@ -262,8 +224,6 @@ static void rb_fsdp_unit(builder *b, const model_spec *m, const system_spec *sys
                RECIPE_STREAM_COMM, RECIPE_OVERLAP_LAYER, 0, up);
 }
 
-static void pace_priced(const system_spec *sys, const model_spec *m, const layout *l,
-                        recipe *r, bool moe, recipe_time *price);
 
 static void build_layer(const model_spec *m, const system_spec *sys, const training_spec *t,
                         const layout *l, bool moe, recipe *r, recipe_items *items,
@@ -716,7 +676,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
             snprintf(it->name, sizeof it->name, "%s", nm);
         }
     }
-    if (price) pace_priced(sys, m, l, r, moe, price);
+    if (price) rb_pace_priced(sys, m, l, r, moe, price);
     else host_dispatch_pace(sys, m, l, r, true, moe);
 }
 
@@ -751,15 +711,15 @@ static void fsdp_from(const model_spec *m, const system_spec *sys, const trainin
     r->fsdp_bwd_gather = l->reshard_after_forward;
     rb_fsdp_unit(b, m, sys, t, l, moe);
     recipe_set_recompute(sys, m, l, r, moe, false);
-    if (price) pace_priced(sys, m, l, r, moe, price);
+    if (price) rb_pace_priced(sys, m, l, r, moe, price);
     else host_dispatch_pace(sys, m, l, r, true, moe);
 }
 
 /* host_dispatch_pace(sys, m, l, r, true, moe), then recipe_price(r, price): a Megatron MoE
  * layer's pacing prices r without the host's floors, and the price with them follows from
  * that one (mcore_moe_host_pace_priced), so r is priced once, not twice. */
-static void pace_priced(const system_spec *sys, const model_spec *m, const layout *l,
-                        recipe *r, bool moe, recipe_time *price)
+void rb_pace_priced(const system_spec *sys, const model_spec *m, const layout *l, recipe *r,
+                    bool moe, recipe_time *price)
 {
     if (moe && mcore_moe_host_applies(sys, l)) { /* host_dispatch_pace's branch for it */
         mcore_moe_host_pace_priced(sys, l, r, price);
@@ -767,49 +727,6 @@ static void pace_priced(const system_spec *sys, const model_spec *m, const layou
         host_dispatch_pace(sys, m, l, r, true, moe);
         recipe_price(r, price);
     }
-}
-
-void recipe_set_recompute_priced(const system_spec *sys, const model_spec *m, const layout *l,
-                                 recipe *r, bool moe, recipe_time *price)
-{
-    recipe_set_recompute(sys, m, l, r, moe, false);
-    pace_priced(sys, m, l, r, moe, price);
-}
-
-/* ---- recompute: full repeats every forward op (its collectives too) before the backward,
- * selective the attention core. Only the flags and the host's pacing depend on it, so a
- * built recipe is re-priced under another recompute setting by calling this again. */
-void recipe_set_recompute(const system_spec *sys, const model_spec *m, const layout *l,
-                          recipe *r, bool moe, bool pace)
-{
-    /* torch's non-reentrant checkpoint stops early (recompute_stops_early) */
-    bool early = l->recompute == RECOMPUTE_FULL && !moe && recompute_stops_early(l);
-    for (int i = 0; i < r->n_ops; i++) {
-        recipe_op *o = &r->op[i];
-        if (l->recompute == RECOMPUTE_FULL)
-            o->recompute = o->phase == RECIPE_FWD && o->kind != RECIPE_FSDP_GATHER &&
-                           o->kind != RECIPE_FSDP_REDUCE;
-        else if (l->recompute == RECOMPUTE_SELECTIVE && l->framework == FRAMEWORK_TORCHTITAN)
-            o->recompute = titan_sac_recomputes(o);
-        else if (l->recompute == RECOMPUTE_SELECTIVE && l->framework == FRAMEWORK_MEGATRON)
-            o->recompute = o->phase == RECIPE_FWD &&
-                           recompute_modules_reruns(recompute_modules_of(l), moe, o->name,
-                                                    o->kind);
-        else if (l->recompute == RECOMPUTE_SELECTIVE)
-            o->recompute = o->kind == RECIPE_ATTENTION;
-        else
-            o->recompute = false;
-        if (early && !strcmp(o->name, "mlp_down")) o->recompute = false;
-        /* nor the MLP's reduce-scatter after it (its output is the block's, which no gradient
-         * of the block needs); the attention block's is re-run: the MLP's input needs it */
-        o->recompute_enter_only = early && o->recompute && !strcmp(o->name, "tp.mlp");
-        o->recompute_launches = o->recompute ? o->launches : 0;
-        /* the second of the two residual adds (after the MLP) is not re-run either; the host's
-         * queue (host_dispatch.c) gives a split op's odd launch to its first place, as here */
-        if (early && o->recompute && !strcmp(o->name, "residual.add"))
-            o->recompute_launches = o->launches - o->launches / 2;
-    }
-    if (pace) host_dispatch_pace(sys, m, l, r, true, moe);
 }
 
 void recipe_head(const model_spec *m, const system_spec *sys, const training_spec *t,

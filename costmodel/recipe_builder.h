@@ -85,4 +85,9 @@ void rb_output_head(builder *b, const model_spec *m, const layout *l, double tok
 void rb_mtp_modules(builder *b, const model_spec *m, const training_spec *t, const layout *l,
                     double tokens);
 
+/* layer_recipe.c: host_dispatch_pace(sys, m, l, r, true, moe), then recipe_price(r, price),
+ * pricing a Megatron MoE layer once (mcore_moe_host_pace_priced). */
+void rb_pace_priced(const system_spec *sys, const model_spec *m, const layout *l, recipe *r,
+                    bool moe, recipe_time *price);
+
 #endif

@@ -1,0 +1,94 @@
+/*
+ * recipe_recompute.c — which of a built layer recipe's ops re-run in the backward under each
+ * recompute setting (full, with torch's non-reentrant checkpoint stopping early; torchtitan's
+ * selective per-op policy; Megatron's recompute modules; selective attention otherwise), set on
+ * the recipe in place so one built recipe is re-priced under each setting (layer_recipe.h).
+ */
+#include "layer_recipe.h"
+#include "recipe_builder.h"
+#include "recompute_modules.h"
+#include "host_dispatch.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+/* Does this layout's full recompute stop early? PyTorch's non-reentrant activation checkpoint
+ * (torch.utils.checkpoint with use_reentrant=False, the form FSDP2 trainers and torchtitan's
+ * checkpoint_wrapper use; bench/realruns checkpoints that way) re-runs the forward only until it
+ * has re-created every tensor the forward saved, then stops: torch/utils/checkpoint.py,
+ * _recomputation_hook.pack_hook raises _StopRecomputationError once recomp_counter reaches
+ * len(weak_holders) (early_stop is on by default, set_checkpoint_early_stop). Autograd packs
+ * an op's saved inputs before it runs the kernel (the generated VariableType code builds the
+ * SavedVariables, which call the pack hook, ahead of the redispatch), so the last Linear's
+ * GEMM (the MLP's down projection, whose saved inputs are the layer's last saved tensors) and
+ * the residual add after it are never re-run. Megatron's full recompute (its own
+ * CheckpointFunction, tensor_parallel/random.py) re-runs the whole forward. A MoE block's last
+ * saved tensors sit inside its expert loop: modelled as a full re-run. */
+static bool recompute_stops_early(const layout *l)
+{
+    return l->framework == FRAMEWORK_FSDP2 || l->framework == FRAMEWORK_TORCHTITAN;
+}
+
+/*
+ * torchtitan's selective activation checkpointing (torchtitan b5bcd76 torchtitan/distributed/
+ * activation_checkpoint.py, SelectiveAC and _get_default_save_ops): per op, the outputs of
+ * matmuls, SDPA/flex attention and the reduce-scatter / all-to-all collectives are saved,
+ * everything else recomputed, and of the matmuls every second one (in forward order, counted per
+ * block) is recomputed too. In a Llama block (separate wq, wk, wv; w1, w3, w2,
+ * torchtitan/models/common/attention.py and feed_forward.py) that recomputes wk, wo and w3 and
+ * every elementwise op (norms, RoPE, SiLU x gate), and keeps the attention core. This recipe
+ * fuses wq/wk/wv and w1/w3 into one op each, so the recomputed Linears are priced as attn_out
+ * (wo) and mlp_down (w2, the FLOPs of w3); wk's, 4-6% of a GQA block's Linear FLOPs, is left
+ * out. The SP all-gather that feeds the recomputed wk and w3 is not repeated here (the TP op
+ * holds the gather and the reduce-scatter together): both small against the GEMMs.
+ */
+static bool titan_sac_recomputes(const recipe_op *o)
+{
+    if (o->kind == RECIPE_ELEMENTWISE) return o->phase == RECIPE_FWD;
+    if (o->kind != RECIPE_GEMM) return false;
+    return !strcmp(o->name, "attn_out") || !strcmp(o->name, "mlp_down") ||
+           !strcmp(o->name, "shared_down");
+}
+
+void recipe_set_recompute_priced(const system_spec *sys, const model_spec *m, const layout *l,
+                                 recipe *r, bool moe, recipe_time *price)
+{
+    recipe_set_recompute(sys, m, l, r, moe, false);
+    rb_pace_priced(sys, m, l, r, moe, price);
+}
+
+/* ---- recompute: full repeats every forward op (its collectives too) before the backward,
+ * selective the attention core. Only the flags and the host's pacing depend on it, so a
+ * built recipe is re-priced under another recompute setting by calling this again. */
+void recipe_set_recompute(const system_spec *sys, const model_spec *m, const layout *l,
+                          recipe *r, bool moe, bool pace)
+{
+    /* torch's non-reentrant checkpoint stops early (recompute_stops_early) */
+    bool early = l->recompute == RECOMPUTE_FULL && !moe && recompute_stops_early(l);
+    for (int i = 0; i < r->n_ops; i++) {
+        recipe_op *o = &r->op[i];
+        if (l->recompute == RECOMPUTE_FULL)
+            o->recompute = o->phase == RECIPE_FWD && o->kind != RECIPE_FSDP_GATHER &&
+                           o->kind != RECIPE_FSDP_REDUCE;
+        else if (l->recompute == RECOMPUTE_SELECTIVE && l->framework == FRAMEWORK_TORCHTITAN)
+            o->recompute = titan_sac_recomputes(o);
+        else if (l->recompute == RECOMPUTE_SELECTIVE && l->framework == FRAMEWORK_MEGATRON)
+            o->recompute = o->phase == RECIPE_FWD &&
+                           recompute_modules_reruns(recompute_modules_of(l), moe, o->name,
+                                                    o->kind);
+        else if (l->recompute == RECOMPUTE_SELECTIVE)
+            o->recompute = o->kind == RECIPE_ATTENTION;
+        else
+            o->recompute = false;
+        if (early && !strcmp(o->name, "mlp_down")) o->recompute = false;
+        /* nor the MLP's reduce-scatter after it (its output is the block's, which no gradient
+         * of the block needs); the attention block's is re-run: the MLP's input needs it */
+        o->recompute_enter_only = early && o->recompute && !strcmp(o->name, "tp.mlp");
+        o->recompute_launches = o->recompute ? o->launches : 0;
+        /* the second of the two residual adds (after the MLP) is not re-run either; the host's
+         * queue (host_dispatch.c) gives a split op's odd launch to its first place, as here */
+        if (early && o->recompute && !strcmp(o->name, "residual.add"))
+            o->recompute_launches = o->launches - o->launches / 2;
+    }
+    if (pace) host_dispatch_pace(sys, m, l, r, true, moe);
+}
