@@ -33,7 +33,7 @@ for k, v in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29530"), ("RANK", "0
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch.autograd.profiler import record_function  # noqa: E402
-from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # noqa: E402
+from fsdp2_model import build_fsdp2_model  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 dev = torch.device("cuda", 0)
@@ -43,26 +43,8 @@ PHASES = ("fwd", "bwd", "clip", "opt", "zero")
 
 
 def build(name, layers=0):
-    from transformers import AutoConfig, AutoModelForCausalLM
-    with open(os.path.join(HERE, "configs", name + ".json")) as f:
-        d = json.load(f)
-    d = {k: v for k, v in d.items() if not k.startswith("_")
-         and k not in ("torch_dtype", "dtype", "transformers_version")}
-    if layers:
-        d["num_hidden_layers"] = layers
-        if "max_window_layers" in d:
-            d["max_window_layers"] = min(d["max_window_layers"], layers)
-    d["use_cache"] = False
-    cfg = AutoConfig.for_model(d.pop("model_type"), **d)
-    with torch.device(dev):
-        model = AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa", dtype=torch.float32)
-    model.train()
-    lay = [m for n, m in model.named_modules() if n.endswith("layers")][0]
-    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    for layer in lay:
-        fully_shard(layer, mp_policy=mp, reshard_after_forward=True)
-    fully_shard(model, mp_policy=mp, reshard_after_forward=True)
-    return model, d["vocab_size"]
+    """fsdp2_model.build_fsdp2_model on this script's device"""
+    return build_fsdp2_model(name, dev, layers)[:2]
 
 
 def cls(name):
