@@ -131,8 +131,15 @@ typedef struct {
     int dp_measured;           /* data-parallel ranks actually run (<= planned dp) */
     int stages_run;            /* pipeline stages run: pp, or 1 (stage 0 alone) */
     bool whole;                /* the whole layout ran (else a slice: see work_local_dp) */
-    double step_s;             /* median of the timed steps (slowest GPU) */
+    double step_s;             /* median of the timed steps (slowest GPU); host-paced when
+                                  host_paced */
     double step_spread;
+    bool host_paced;           /* the steps were issued at the host's pace (work_plan.host_pace,
+                                  bk_step.c) */
+    char host_pace_note[160];  /* on, or why off */
+    double step_unpaced_s;     /* the same steps issued as fast as CUDA takes them (the GPU
+                                  alone); == step_s's figure when not paced */
+    double step_unpaced_spread;
     double component_s[WC_COUNT]; /* isolated item times x their counts per step */
     double compute_s;          /* gemm + attention + elementwise + compute-stream copies */
     double copies_compute_s;   /* of component_s[WC_FRAMEWORK], FSDP2's compute-stream copies

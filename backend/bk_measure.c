@@ -311,12 +311,31 @@ static cm_status measure_run(bk_run *x, int dpl, const char *plan_name, int step
     bk_world_max(&failed, 1);
     if (failed > 0) return st != CM_OK ? st : bk_oom_elsewhere(plan_name, err, errlen);
 
-    /* Steps: one warm-up, then the timed ones. */
+    /* Steps: one warm-up, then the timed ones; host-paced (bk_step.c), the GPU alone timed
+     * first. One thread drives every stage this process has, so their hosts' work, side by side
+     * in a real run, would add up here: paced only where it drives one stage. */
     if (steps < 1) steps = 1;
     if (steps > BK_TIMING_MAX_REPEATS) steps = BK_TIMING_MAX_REPEATS;
     bk_timed_result r;
+    bool one_stage = stage_of(x, x->olo) == stage_of(x, x->ohi - 1);
+    out->host_paced = w->host_pace && one_stage;
+    snprintf(out->host_pace_note, sizeof out->host_pace_note, "%s",
+             !w->host_priced ? "off (the cost model prices no host work for this layout)"
+             : !w->host_pace ? "off (--host-pace off: the GPU alone)"
+             : !one_stage    ? "off (this process drives several pipeline stages: run one "
+                               "process per stage under mpirun to pace each)"
+                             : "on (each item issued after the host time the cost model gives "
+                               "its launches: costmodel/host_dispatch.c, optimizer_host.c)");
+    x->pace = false;
     BK_TRY(time_steps(x, 1, steps, &r, err, errlen));
     BK_TRY(sync_all(x, err, errlen));
+    out->step_unpaced_s = r.time_s;
+    out->step_unpaced_spread = r.spread;
+    if (out->host_paced) {
+        x->pace = true;
+        BK_TRY(time_steps(x, 1, steps, &r, err, errlen));
+        BK_TRY(sync_all(x, err, errlen));
+    }
     out->step_s = r.time_s;
     out->step_spread = r.spread;
     /* Peak memory: the pools stay allocated and NCCL has made its buffers by now. */
@@ -343,6 +362,7 @@ static cm_status measure_run(bk_run *x, int dpl, const char *plan_name, int step
     out->instrumented_step_s = r.time_s;
     BK_TRY(sync_all(x, err, errlen));
     x->inst = x->inst_items = false;
+    x->pace = false; /* items alone: the GPU's time */
     BK_TRY(bk_read_spans(x, out, trace, err, errlen));
     if (x->P > 1) BK_TRY(bk_pp_check(x, out, err, errlen));
 

@@ -86,6 +86,10 @@ typedef struct {
     ev_pool events[BK_MAX_GPUS];
     span_mark *marks;
     int nmarks, capmarks;
+    /* host pacing (bk_step.c bk_pace): on for this step, and the host clock (CLOCK_MONOTONIC,
+     * s) the issue has reached by the cost model's account */
+    bool pace;
+    double pace_t;
 } bk_run;
 
 static inline int stage_of(const bk_run *x, int d) { return d / x->S; }

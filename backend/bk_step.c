@@ -50,13 +50,42 @@
  *    gradients before reducing them. Reported as their own component (WC_FRAMEWORK).
  * Spans of the instrumented step (bk_instrument.c) are marked around chunks, sends, collectives
  * and (for a trace) items as they are issued.
+ *
+ * Host pacing (issue 14; x->pace, plan measure --host-pace): a real eager step cannot issue a
+ * kernel before Python, the dispatcher, autograd and FSDP2's hooks have done their work for
+ * it, so where the cost model prices that host work (work_plan.host_priced) the issuing thread
+ * spends the same time before each item: the host time the model's issue queue charges the
+ * item's launches (work_item.host_s, from costmodel/host_dispatch.c), each layer unit's FSDP2
+ * launches, and the optimizer's host work after its kernel (a floor: the step ends when both
+ * the GPU and the host are done, as the estimate's max(GPU, host)). It spins on the monotonic
+ * clock (sleeping would oversleep by tens of microseconds); the backend's own issue time counts
+ * towards each wait, so the pace is the model's and not the model's plus the backend's.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "bk_run.h"
 #include "fsdp_copies.h"
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The host's s seconds of work before what is issued next: the issue point moves s past the
+ * last one, and the thread spins until the clock gets there (if its own work took longer, the
+ * point is now). */
+static void bk_pace(bk_run *x, double s)
+{
+    if (!x->pace || s <= 0) return;
+    double target = x->pace_t + s, t = mono_s();
+    while (t < target) t = mono_s();
+    x->pace_t = t > target ? t : target;
+}
 
 /* A pointer to `need` bytes inside [base, base+size), placed by `slot` (wraps around). */
 static char *carve(char *base, size_t size, size_t need, size_t slot)
@@ -217,8 +246,10 @@ static cm_status exec_list(bk_run *x, int s, const work_list *l, item_ctx ic, in
                            int chunk, char *err, size_t errlen)
 {
     bool ring_open = false;
+    bk_pace(x, l->host_lead_s);
     for (int i = 0; i < l->n; i++) {
         const work_item *it = &l->item[i];
+        bk_pace(x, it->host_s);
         if (ring_item(x, it)) {
             if (!ring_open) {
                 DEV(cudaEventRecord(x->ev_cp0[d], x->c->compute[d]));
@@ -541,9 +572,11 @@ static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, si
         DEV(cudaEventRecord(x->ev_used[d][1], c->compute[d]));
         bool RU = dp && x->fsdp2_copies && op->chunk == 0 && root_cnt(x, s) > 0;
         if (RU) BK_TRY(root_unshard(x, s, err, errlen)); /* FSDP2: at every forward */
+        if (s == 0 && op->chunk == 0) bk_pace(x, w->host_pre_fwd_s);
         if (G) BK_TRY(issue_gather(x, s, local0, first, err, errlen));
         for (int i = 0; i < L; i++) {
             int j = local0 + i, gl = first + i;
+            bk_pace(x, w->host_gather_fwd_s[layer_moe(x, gl)]);
             if (G && i + 1 < L) BK_TRY(issue_gather(x, s, j + 1, gl + 1, err, errlen));
             if (G) DEV(cudaStreamWaitEvent(c->compute[d], x->ev_gath[d][j % 2], 0));
             if (G && x->fsdp2_copies)
@@ -568,6 +601,7 @@ static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, si
     if (GB) BK_TRY(issue_gather(x, s, local0 + L - 1, first + L - 1, err, errlen));
     for (int i = L - 1; i >= 0; i--) {
         int j = local0 + i, gl = first + i;
+        bk_pace(x, w->host_gather_bwd_s[layer_moe(x, gl)]);
         if (GB && i - 1 >= 0) BK_TRY(issue_gather(x, s, j - 1, gl - 1, err, errlen));
         if (GB) DEV(cudaStreamWaitEvent(c->compute[d], x->ev_gath[d][j % 2], 0));
         if (GB && x->fsdp2_copies)
@@ -577,6 +611,7 @@ static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, si
         BK_TRY(exec_list(x, s, layer_moe(x, gl) ? &w->moe_bwd : &w->layer_bwd, ic, gl, mb, ch, err,
                          errlen));
         DEV(cudaEventRecord(x->ev_used[d][j % 2], c->compute[d]));
+        bk_pace(x, w->host_reduce_s[layer_moe(x, gl)]);
         if (R) {
             int i0;
             /* FSDP2's chunk_cat runs on the compute stream, before the reduce-scatter stream
@@ -595,6 +630,7 @@ static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, si
             DEV(cudaEventRecord(x->ev_rdone[d][j % 2], c->comm[d]));
         }
     }
+    if (s == 0 && op->chunk == 0) bk_pace(x, w->host_tail_bwd_s);
     if (RB && !head && s == 0 && op->chunk == 0) BK_TRY(root_unshard(x, s, err, errlen));
     if (R && op->chunk == 0 && root_cnt(x, s) > 0) {
         int i0;
@@ -711,6 +747,7 @@ cm_status bk_step_issue(bk_run *x, char *err, size_t errlen)
     const work_plan *w = x->w;
     bool dp = w->dp_active && x->grp[GROUP_DP].size > 1;
     set_all(x);
+    x->pace_t = mono_s();
     /* The communication and p2p streams start with the step (e0, on the compute streams). */
     DEV(cudaStreamWaitEvent(c->comm[d], x->e0[d], 0));
     DEV(cudaEventRecord(x->ev_rdone[d][0], c->comm[d]));
@@ -745,14 +782,22 @@ cm_status bk_step_issue(bk_run *x, char *err, size_t errlen)
             DEV(cudaEventRecord(x->ev_pjoin[dir][d], x->ps[dir][d]));
             DEV(cudaStreamWaitEvent(c->compute[d], x->ev_pjoin[dir][d], 0));
         }
+    double t0 = x->pace_t, host_opt = 0;
     for (int s = 0; s < x->P; s++) {
         int i0;
         set_stage(x, s);
         BK_TRY(bk_span_begin(x, s, c->compute, &i0, err, errlen));
+        bk_pace(x, w->host_optimizer_pre_s[s]);
+        if (s == 0) t0 = x->pace_t;
         BK_TRY(adam(x, err, errlen));
         BK_TRY(bk_span_end(x, s, c->compute, i0, TRACE_TID_COMPUTE, "optimizer", -1, -1, -1, false,
                            err, errlen));
+        host_opt = fmax(host_opt, w->host_optimizer_s[s]);
     }
+    /* clip + AdamW's host time from the kernels' issue on (a floor under their GPU time); the
+     * stages' hosts run theirs side by side, so the longest */
+    x->pace_t = t0;
+    bk_pace(x, host_opt);
     set_all(x);
     return CM_OK;
 }

@@ -13,7 +13,10 @@
 #include "elementwise.h"
 #include "estimate_costs.h"
 #include "fsdp_copies.h"
+#include "dtensor_step_host.h"
+#include "host_dispatch.h"
 #include "layer_recipe.h"
+#include "optimizer_host.h"
 #include "memory.h"
 #include "precision.h"
 
@@ -38,6 +41,21 @@ double work_list_pred_s(const work_list *w)
     double s = 0;
     for (int i = 0; i < w->n; i++) s += w->item[i].pred_s;
     return s;
+}
+
+double work_list_host_s(const work_list *w)
+{
+    double s = w->host_lead_s;
+    for (int i = 0; i < w->n; i++) s += w->item[i].host_s;
+    return s;
+}
+
+void work_host_layer_s(const work_plan *w, bool moe, double *fwd_s, double *bwd_s)
+{
+    int k = moe ? 1 : 0;
+    *fwd_s = work_list_host_s(moe ? &w->moe_fwd : &w->layer_fwd) + w->host_gather_fwd_s[k];
+    *bwd_s = work_list_host_s(moe ? &w->moe_bwd : &w->layer_bwd) + w->host_gather_bwd_s[k] +
+             w->host_reduce_s[k];
 }
 
 /* The backend's component (report row) of a recipe op. */
@@ -92,6 +110,31 @@ static void work_item_of(const recipe *r, const recipe_item *s, work_item *it)
         it->group = groups[s->group];
     }
     it->pred_s = s->pred_s;
+}
+
+/* The host's issue time of r's ops (h, host_dispatch_host_of) onto the items of F and B: an op's
+ * host time in a pass shared evenly over its items in that pass; what no item carries (an op
+ * without items in the pass, the pass's hooks) at the list's start. */
+static void host_onto(const recipe *r, const recipe_items *items, const host_dispatch_host *h,
+                      work_list *F, work_list *B)
+{
+    int count[RECIPE_PHASES][RECIPE_MAX_OPS] = {{0}};
+    for (int i = 0; i < items->n; i++) count[items->item[i].phase][items->item[i].op]++;
+    F->host_lead_s = h->pass_s[RECIPE_FWD];
+    B->host_lead_s = h->pass_s[RECIPE_RECOMPUTE] + h->pass_s[RECIPE_BWD];
+    for (int p = 0; p < RECIPE_PHASES; p++)
+        for (int o = 0; o < r->n_ops; o++)
+            if (!count[p][o]) *(p == RECIPE_FWD ? &F->host_lead_s : &B->host_lead_s) += h->op_s[p][o];
+    /* the lists hold the items in lists_of's order: phase by phase, the recipe's order within */
+    static const recipe_phase order[3] = {RECIPE_FWD, RECIPE_RECOMPUTE, RECIPE_BWD};
+    int nf = 0, nb = 0;
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < items->n; i++) {
+            const recipe_item *s = &items->item[i];
+            if (s->phase != order[k]) continue;
+            work_item *it = order[k] == RECIPE_FWD ? &F->item[nf++] : &B->item[nb++];
+            it->host_s = h->op_s[s->phase][s->op] / count[s->phase][s->op];
+        }
 }
 
 /* The recipe's items into the forward list F and the backward list B (the recomputed forward
@@ -282,6 +325,18 @@ static double stage_optimizer_params(const model_spec *m, const layout *l, int s
     return pd / layout_shard_group(l) + pe / ne;
 }
 
+/* A layer's host times (kind: moe) from the cost model's issue queue onto its lists. */
+static void host_layer(work_plan *w, const system_spec *sys, const model_spec *m, const layout *l,
+                       const recipe *r, const recipe_items *items, bool moe, host_dispatch_host *h)
+{
+    if (!host_dispatch_host_of(sys, m, l, r, true, moe, h)) return;
+    host_onto(r, items, h, moe ? &w->moe_fwd : &w->layer_fwd, moe ? &w->moe_bwd : &w->layer_bwd);
+    w->host_gather_fwd_s[moe] = h->gather_fwd_s;
+    w->host_gather_bwd_s[moe] = h->gather_bwd_s;
+    w->host_reduce_s[moe] = h->reduce_s;
+    w->host_priced = true;
+}
+
 cm_status work_plan_build(const model_spec *m, const system_spec *sys, const training_spec *t,
                           const layout *l, work_plan *w, char *err, size_t errlen)
 {
@@ -359,19 +414,28 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
     recipe_items *items = malloc(sizeof *items);
     if (!items) return cm_fail(err, errlen, CM_ENOMEM, "out of memory building the work");
     recipe r;
+    host_dispatch_host h;
     recipe_layer(m, sys, t, l, false, &r, items);
     st = lists_of(&r, items, &w->layer_fwd, &w->layer_bwd, err, errlen);
+    if (st == CM_OK) host_layer(w, sys, m, l, &r, items, false, &h);
     if (st == CM_OK && w->moe) {
         recipe_layer(m, sys, t, l, true, &r, items);
         w->local_experts = r.local_experts;
         w->expert_rows = r.expert_rows;
         st = lists_of(&r, items, &w->moe_fwd, &w->moe_bwd, err, errlen);
+        if (st == CM_OK) host_layer(w, sys, m, l, &r, items, true, &h);
     }
     /* Output layer and loss on the last stage; always built, since the whole pipeline runs
      * when it fits. */
     if (st == CM_OK) {
         recipe_head(m, sys, t, l, &r, items);
         st = lists_of(&r, items, &w->head_fwd, &w->head_bwd, err, errlen);
+        if (st == CM_OK && host_dispatch_host_of(sys, m, l, &r, false, false, &h)) {
+            host_onto(&r, items, &h, &w->head_fwd, &w->head_bwd);
+            w->host_pre_fwd_s = h.serial_fwd_s;
+            w->host_tail_bwd_s = h.serial_bwd_s;
+            w->host_priced = true;
+        }
     }
     free(items);
     if (st != CM_OK) return st;
@@ -400,6 +464,13 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
         if (s == l->pp - 1) r += model_output_params(m);
         w->stage_root_params[s] = r;
         w->stage_optimizer_params[s] = stage_optimizer_params(m, l, s);
+        /* the optimizer's host terms as estimate.c's optimizer_cost takes them */
+        if (!l->offload) {
+            w->host_optimizer_s[s] = optimizer_host_s(sys, m, l, s, w->stage_optimizer_params[s]);
+            w->host_optimizer_pre_s[s] = dtensor_step_host_optimizer_s(sys, m, l, s);
+            if (w->host_optimizer_s[s] > 0 || w->host_optimizer_pre_s[s] > 0)
+                w->host_priced = true;
+        }
     }
     w->root_params = w->stage_root_params[w->stage];
     int dpg = l->sharding == SHARDING_FSDP ? layout_shard_group(l) : l->dp * l->cp;
@@ -500,6 +571,7 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
             w->pred_component_s[WC_FRAMEWORK] += cmp + units * gathers * fsdp_copy_in_s(sys, &fc);
         }
     }
+    w->host_pace = w->host_priced;
     w->pred_component_s[WC_PP] = w->est.time.pp_s;
     w->pred_component_s[WC_OPTIMIZER] = w->est.time.optimizer_s;
     return CM_OK;
@@ -592,6 +664,21 @@ void work_plan_print(const work_plan *w, void *file)
     }
     fprintf(f, "  step  %-22s adam over %.4g parameters%s\n", "optimizer", w->optimizer_params,
             w->optimizer_bf16_copy ? " (+ bf16 model copy)" : "");
+    if (w->host_priced) {
+        double hf, hb;
+        work_host_layer_s(w, false, &hf, &hb);
+        fprintf(f, "host issue time (plan measure --host-pace): dense layer fwd %.3f ms, bwd %.3f "
+                   "ms per micro-batch",
+                hf * 1e3, hb * 1e3);
+        if (w->moe_layers) {
+            work_host_layer_s(w, true, &hf, &hb);
+            fprintf(f, "; MoE layer fwd %.3f ms, bwd %.3f ms", hf * 1e3, hb * 1e3);
+        }
+        fprintf(f, "; head fwd %.3f ms, bwd %.3f ms; optimizer %.3f ms (floor)\n",
+                (work_list_host_s(&w->head_fwd) + w->host_pre_fwd_s) * 1e3,
+                (work_list_host_s(&w->head_bwd) + w->host_tail_bwd_s) * 1e3,
+                w->host_optimizer_s[w->stage] * 1e3);
+    }
     fprintf(f, "predicted per step (raw item sums): ");
     for (int c = 0; c < WC_COUNT; c++)
         fprintf(f, "%s %.4f s%s", work_component_name(c), w->pred_component_s[c],

@@ -91,6 +91,10 @@ typedef struct {
     bool fp32;                 /* collective in fp32 (gradient reductions) */
     double flops;
     double pred_s;             /* the cost model's time for this item */
+    double host_s;             /* the host's issue time before it, as the cost model's issue
+                                  queue charges it (host_dispatch_host_of: its op's host time in
+                                  this pass, shared evenly over the op's items); 0 where no host
+                                  work is priced. plan measure spins it (--host-pace) */
 } work_item;
 
 #define WORK_MAX_ITEMS 192 /* FSDP2: one item per eager kernel launch (~60 backward + recompute) */
@@ -99,6 +103,8 @@ typedef struct {
 typedef struct {
     work_item item[WORK_MAX_ITEMS];
     int n;
+    double host_lead_s;        /* host time at the list's start that no item of it carries
+                                  (DTensor hooks, an op with host time but no item in this pass) */
 } work_list;
 
 typedef struct {
@@ -159,6 +165,23 @@ typedef struct {
     /* Group sizes as planned and as measured on the local GPUs. */
     int group_size[GROUP_COUNT];
     layout_group group_place[GROUP_COUNT];
+
+    /* The host's issue time (issue 14): what the cost model's host terms give each item
+     * (work_item.host_s), each layer unit's FSDP2 launches, the loss head's serial host work and
+     * the optimizer's, so that plan measure can issue the step at the pace the host would.
+     * [0] dense, [1] MoE layers. host_priced: some host term is non-zero for this layout. */
+    bool host_priced;
+    bool host_pace;               /* plan measure issues at that pace: host_priced, unless
+                                     --host-pace off (the GPU alone) */
+    double host_gather_fwd_s[2];  /* before a layer's forward items (FSDP2's all-gather) */
+    double host_gather_bwd_s[2];  /* before its backward items (the re-gather) */
+    double host_reduce_s[2];      /* after its backward items (chunk_cat, reduce-scatter) */
+    double host_pre_fwd_s;        /* before a micro-batch's first layer (DTensor TP) */
+    double host_tail_bwd_s;       /* after a micro-batch's backward (DTensor TP) */
+    double host_optimizer_s[WORK_MAX_STAGES];     /* clip + AdamW's host time, a floor under
+                                                     the optimizer's GPU time (optimizer_host.h) */
+    double host_optimizer_pre_s[WORK_MAX_STAGES]; /* DTensor TP's AdamW dispatch, before its
+                                                     kernels (dtensor_step_host.h) */
 
     /* Predictions */
     estimate est;
@@ -238,6 +261,10 @@ const char *work_group_name(work_group g);
 
 /* Sum of pred_s over a list. */
 double work_list_pred_s(const work_list *w);
+/* The host issue time a list carries (host_lead_s + its items' host_s), and one layer's per
+ * micro-batch with its unit's FSDP2 launches: forward, backward (recompute included). */
+double work_list_host_s(const work_list *w);
+void work_host_layer_s(const work_plan *w, bool moe, double *fwd_s, double *bwd_s);
 
 /* Lay out one line per item ("fwd  qkv  gemm m=4096 n=1536 k=4096  pred 0.12 ms"). */
 void work_plan_print(const work_plan *w, void *file);

@@ -4,8 +4,9 @@
  * estimate_layout()'s prediction, with the error of each.
  *
  * Takes `plan estimate`'s flags (cli_parse) plus its own: --steps N, --local-gpus N, --dry-run
- * (print the step's work, work.h, without a GPU). A plan larger than the local GPUs is measured
- * as the slice that fits (one stage, the tp*cp group, as many dp ranks as fit) and the report
+ * (print the step's work, work.h, without a GPU), --host-pace on|off (issue the step at the
+ * host's pace the cost model prices, bk_step.c; off: the GPU alone). A plan larger than the
+ * local GPUs is measured as the slice that fits (one stage, the tp*cp group, as many dp ranks as fit) and the report
  * says which parts stay predicted.
  */
 #include <jansson.h>
@@ -32,6 +33,10 @@ static void usage(void)
            "  --local-gpus N    use the first N local GPUs (default all); under mpirun/srun the\n"
            "                    GPUs each process drives (default: the node's GPUs / its processes)\n"
            "  --dry-run         print the step's work (GEMMs, collectives, ...) and stop\n"
+           "  --host-pace on|off  issue each item after the host time the cost model gives its\n"
+           "                    launches (eager PyTorch: Python, dispatcher, autograd, FSDP2\n"
+           "                    hooks; the optimizer's host work) as a real step must (default on\n"
+           "                    where the model prices host work); off: the GPU alone\n"
            "  --refine          plan refine: measure the best k plans and fit the step terms\n"
            "  --format human|json\n"
            "Layout flags: see plan estimate --help. The step runs gbs/(dp*mbs) micro-batches:\n"
@@ -41,7 +46,7 @@ static void usage(void)
 }
 
 /* Pull measure's own options out of argv (the rest goes to cli_parse). */
-static int take_own(int *argc, char **argv, int *steps, int *local, bool *dry)
+static int take_own(int *argc, char **argv, int *steps, int *local, bool *dry, bool *pace)
 {
     int j = 1;
     for (int i = 1; i < *argc; i++) {
@@ -50,6 +55,15 @@ static int take_own(int *argc, char **argv, int *steps, int *local, bool *dry)
         const char *name = NULL;
         if (!strcmp(a, "--dry-run")) {
             *dry = true;
+            continue;
+        }
+        if (!strncmp(a, "--host-pace", 11) && (a[11] == '\0' || a[11] == '=')) {
+            const char *v = a[11] == '=' ? a + 12 : (i + 1 < *argc ? argv[++i] : "");
+            if (strcmp(v, "on") && strcmp(v, "off")) {
+                fprintf(stderr, "plan: error: --host-pace takes on or off, got '%s'\n", v);
+                return CLI_EXIT_USAGE;
+            }
+            *pace = !strcmp(v, "on");
             continue;
         }
         if (!strncmp(a, "--steps", 7) && (a[7] == '\0' || a[7] == '=')) dst = steps, name = "steps";
@@ -131,8 +145,8 @@ int cmd_measure(int argc, char **argv)
     for (int i = 1; i < argc; i++) /* plan measure --refine: another name of plan refine */
         if (!strcmp(argv[i], "--refine")) return cmd_refine(argc, argv);
     int steps = 3, local = 0;
-    bool dry = false, help = false;
-    int rc = take_own(&argc, argv, &steps, &local, &dry);
+    bool dry = false, help = false, pace = true;
+    int rc = take_own(&argc, argv, &steps, &local, &dry, &pace);
     if (rc) return rc;
     cli_options o;
     rc = cli_parse(argc, argv, &o, &help);
@@ -172,6 +186,7 @@ int cmd_measure(int argc, char **argv)
     static work_plan w;
     if (work_plan_build(&m, &sys, &o.training, &l, &w, err, sizeof err) != CM_OK)
         return cli_error(err);
+    w.host_pace = w.host_priced && pace;
     char name[256];
     output_layout_line(&w.est, name, sizeof name);
     if (dry) {
@@ -279,6 +294,8 @@ int cmd_measure(int argc, char **argv)
         json_object_set_new(j, "whole", json_boolean(r.whole));
         json_object_set_new(j, "measured_part", json_string(slice));
         json_object_set_new(j, "gpus_used", json_integer(r.gpus_used));
+        json_object_set_new(j, "host_paced", json_boolean(r.host_paced));
+        json_object_set_new(j, "host_pace", json_string(r.host_pace_note));
         json_t *pr = json_pack("{s:f, s:f, s:f, s:f, s:f}", "step_s", pred_step, "compute_s",
                                pt->compute_s, "comm_exposed_s", pt->comm_exposed_s - pt->pp_s,
                                "optimizer_s", pt->optimizer_s, "memory_bytes", pred_mem);
@@ -288,6 +305,8 @@ int cmd_measure(int argc, char **argv)
                                "peak_memory_bytes", r.peak_used_bytes, "baseline_memory_bytes",
                                r.baseline_used_bytes, "pool_bytes", r.pool_bytes, "extra_bytes",
                                r.extra_bytes);
+        json_object_set_new(me, "step_unpaced_s", json_real(r.step_unpaced_s));
+        json_object_set_new(me, "step_unpaced_spread", json_real(r.step_unpaced_spread));
         json_t *pc = json_object(), *mc = json_object(), *er = json_object();
         for (int c = 0; c < WC_COUNT; c++) {
             json_object_set_new(pc, work_component_name(c), json_real(w.pred_component_s[c]));
@@ -327,8 +346,10 @@ int cmd_measure(int argc, char **argv)
     }
     FILE *f = stdout;
     printf("%s on %s\n%s\n%s\n", m.display, dev, name, slice);
+    printf("host pacing: %s\n", r.host_pace_note);
     printf("\n  %-26s %11s %11s %10s\n", "per step (s)", "predicted", "measured", "error");
     row(f, "step time", pred_step, r.step_s, "s", 1);
+    if (r.host_paced) row(f, "  the GPU alone (unpaced)", pred_step, r.step_unpaced_s, "s", 1);
     row(f, "compute", pt->compute_s, r.compute_s, "s", 1);
     row(f, "  gemm", w.pred_component_s[WC_GEMM], r.component_s[WC_GEMM], "s", 1);
     row(f, "  attention (*)", w.pred_component_s[WC_ATTENTION], r.component_s[WC_ATTENTION], "s",

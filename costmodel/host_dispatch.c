@@ -52,31 +52,40 @@ static double modules_of(const recipe_op *o, const model_spec *m, bool titan)
     return 1;
 }
 
+void host_dispatch_op_launches(const recipe_op *o, const layout *l, double *fwd, double *bwd,
+                               double *recompute)
+{
+    double of = 0, ob = 0;
+    switch (o->kind) {
+    case RECIPE_GEMM: of = 1, ob = 2; break;
+    case RECIPE_ATTENTION: of = 1, ob = 4; break;
+    case RECIPE_ELEMENTWISE:
+        if (o->phase == RECIPE_FWD) of = o->launches;
+        else ob = o->launches;
+        break;
+    case RECIPE_FSDP_GATHER:
+        of = 1, ob = l->reshard_after_forward ? 1 : 0;
+        break;
+    case RECIPE_FSDP_REDUCE: ob = 1; break;
+    default:
+        of = o->fwd_s > 0 ? 1 : 0, ob = o->bwd_s > 0 ? 1 : 0;
+        break;
+    }
+    *fwd = of;
+    *bwd = ob;
+    *recompute = !o->recompute ? 0 : o->kind == RECIPE_ELEMENTWISE ? o->recompute_launches : of;
+}
+
 void host_dispatch_launches(const recipe *r, const layout *l, double *fwd, double *bwd,
                             double *recompute)
 {
     double f = 0, b = 0, re = 0;
     for (int i = 0; i < r->n_ops; i++) {
-        const recipe_op *o = &r->op[i];
-        double of = 0, ob = 0;
-        switch (o->kind) {
-        case RECIPE_GEMM: of = 1, ob = 2; break;
-        case RECIPE_ATTENTION: of = 1, ob = 4; break;
-        case RECIPE_ELEMENTWISE:
-            if (o->phase == RECIPE_FWD) of = o->launches;
-            else ob = o->launches;
-            break;
-        case RECIPE_FSDP_GATHER:
-            of = 1, ob = l->reshard_after_forward ? 1 : 0;
-            break;
-        case RECIPE_FSDP_REDUCE: ob = 1; break;
-        default:
-            of = o->fwd_s > 0 ? 1 : 0, ob = o->bwd_s > 0 ? 1 : 0;
-            break;
-        }
+        double of, ob, orc;
+        host_dispatch_op_launches(&r->op[i], l, &of, &ob, &orc);
         f += of;
         b += ob;
-        if (o->recompute) re += o->kind == RECIPE_ELEMENTWISE ? o->recompute_launches : of;
+        re += orc;
     }
     *fwd = f;
     *bwd = b;
@@ -94,7 +103,16 @@ bool host_dispatch_applies(const system_spec *sys, const layout *l)
 typedef struct {
     double host, gpu; /* when the host has issued its last launch; when the GPU finishes */
     double c;         /* host time per launch of what is pushed now */
+    double *rec;      /* NULL, or where the host time of what is pushed now is added up
+                       * (host_dispatch_host_of: the same charges, per op) */
 } queue;
+
+/* The host spends s of its own time (no launch). */
+static void q_host(queue *q, double s)
+{
+    q->host += s;
+    if (q->rec) *q->rec += s;
+}
 
 typedef struct {
     double plain;          /* per launch on plain tensors (host.eager_launch_s) */
@@ -127,6 +145,7 @@ static void q_push(queue *q, double n, double g)
     if (b > end) end = b;
     q->gpu = end;
     q->host += n * q->c;
+    if (q->rec) *q->rec += n * q->c;
 }
 
 static bool starts(const char *name, const char *prefix)
@@ -231,8 +250,9 @@ static void classify(const recipe *r, const model_spec *m, const host_costs *hc,
  * reverse order; only_recompute: the ops a recompute re-runs. Each op's launches, time and
  * host cost are taken once, then the slots walked over them in the ops' order. */
 static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_costs *hc,
-                     const op_class *cl, bool bwd, bool only_recompute)
+                     const op_class *cl, bool bwd, bool only_recompute, host_dispatch_host *rec)
 {
+    int ph = bwd ? RECIPE_BWD : only_recompute ? RECIPE_RECOMPUTE : RECIPE_FWD;
     double cdt = bwd ? hc->dt_bwd : hc->dt_fwd;
     double ns[RECIPE_MAX_OPS], gs[RECIPE_MAX_OPS];
     int live[RECIPE_MAX_OPS], n_live = 0; /* the ops with launches in this pass, in order */
@@ -252,6 +272,7 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
         /* SequenceParallel's input hook and PrepareModuleInput's all-gather around each norm */
         if (hc->dtensor && (s == S_NORM1 || s == S_NORM2)) {
             q->c = cdt;
+            q->rec = rec ? &rec->pass_s[ph] : NULL;
             q_push(q, dtensor_norm_dispatches(), 0);
         }
         for (int j = 0; j < n_live; j++) {
@@ -260,6 +281,7 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
             const op_class *c = &cl[i];
             double n = ns[i], g = gs[i];
             q->c = c->dtensor ? cdt : hc->plain;
+            q->rec = rec ? &rec->op_s[ph][i] : NULL;
             int slot = c->slot;
             bool split = c->split;
             /* PyTorch's ring: the attention call's measured host time covers its SDPA calls,
@@ -290,6 +312,7 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
         }
     }
     q->c = hc->plain;
+    q->rec = NULL;
 }
 
 /* FSDP2's launches of one unit per pass: copy-in, the collective and a copy-out per tensor for
@@ -297,7 +320,7 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
  * copy-in (chunk_cat's metadata, recipe.host_rs_copy_in_s); with the GPU time of the
  * compute-stream copies (the recipe's fsdp.copy_out / fsdp.rs_copy_in ops). */
 static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layout *l, bool bwd,
-                     bool moe)
+                     bool moe, host_dispatch_host *rec)
 {
     if (l->sharding != SHARDING_FSDP) return;
     double out_s = 0, rs_s = 0;
@@ -315,13 +338,16 @@ static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layou
      * Host work only: the casts run on the copy-in stream, priced in fsdp.copy_in. */
     double casts = layout_gpus(l) == 1 ? tensors : 0;
     if (!bwd || l->reshard_after_forward) {
+        q->rec = rec ? (bwd ? &rec->gather_bwd_s : &rec->gather_fwd_s) : NULL;
         q_push(q, 2 + casts, 0);
         q_push(q, tensors, out_s / tensors);
     }
     if (bwd) {
-        q->host += r->host_rs_copy_in_s; /* chunk_cat's host-side metadata (fsdp_copies.h) */
+        q->rec = rec ? &rec->reduce_s : NULL;
+        q_host(q, r->host_rs_copy_in_s); /* chunk_cat's host-side metadata (fsdp_copies.h) */
         q_push(q, 2, rs_s / 2);
     }
+    q->rec = NULL;
 }
 
 /* Host time per launch: plain tensors, and under DTensor tensor parallelism (torchtitan with
@@ -367,15 +393,16 @@ static host_costs costs_of(const system_spec *sys, const layout *l)
     return hc;
 }
 
-void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layout *l, recipe *r,
-                        bool layer, bool moe)
+/* The host's pacing of r (host_dispatch_pace's figures into *p), and with rec the host time
+ * it charges each op of each pass (host_dispatch_host_of). */
+typedef struct {
+    double fwd_s, bwd_s, serial_fwd_s, serial_bwd_s;
+} pace_out;
+
+static void pace(const system_spec *sys, const model_spec *m, const layout *l, const recipe *r,
+                 bool layer, bool moe, pace_out *p, host_dispatch_host *rec)
 {
-    r->host_fwd_s = r->host_bwd_s = 0;
-    r->host_serial_fwd_s = r->host_serial_bwd_s = 0;
-    if (layer && moe && mcore_moe_host_applies(sys, l)) { /* Megatron's MoE layer */
-        mcore_moe_host_pace(sys, l, r);
-        return;
-    }
+    memset(p, 0, sizeof *p);
     if (!host_dispatch_applies(sys, l)) return;
     host_costs hc = costs_of(sys, l);
     hc.ep_sync = moe && l->framework == FRAMEWORK_TORCHTITAN && l->ep > 1;
@@ -391,37 +418,85 @@ void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layou
                 lb += dtensor_linear_dispatches(&r->op[i], k, true);
             }
         if (hc.dtensor) lf += dtensor_head_dispatches(), lb += dtensor_head_dispatches();
-        r->host_fwd_s = lf * hc.dt_fwd;
-        r->host_bwd_s = lb * hc.dt_bwd + lr * hc.dt_fwd;
+        p->fwd_s = lf * hc.dt_fwd;
+        p->bwd_s = lb * hc.dt_bwd + lr * hc.dt_fwd;
+        if (rec) /* the same launches, op by op */
+            for (int i = 0; i < r->n_ops; i++) {
+                double of, ob, orc, k = modules_of(&r->op[i], m, hc.titan);
+                host_dispatch_op_launches(&r->op[i], l, &of, &ob, &orc);
+                if (hc.dtensor) {
+                    of += dtensor_linear_dispatches(&r->op[i], k, false);
+                    ob += dtensor_linear_dispatches(&r->op[i], k, true);
+                }
+                rec->op_s[RECIPE_FWD][i] = of * hc.dt_fwd;
+                rec->op_s[RECIPE_BWD][i] = ob * hc.dt_bwd;
+                rec->op_s[RECIPE_RECOMPUTE][i] = orc * hc.dt_fwd;
+            }
+        if (rec && hc.dtensor) {
+            rec->pass_s[RECIPE_FWD] = dtensor_head_dispatches() * hc.dt_fwd;
+            rec->pass_s[RECIPE_BWD] = dtensor_head_dispatches() * hc.dt_bwd;
+        }
         /* DTensor TP: the step's host work outside the layers (dtensor_step_host.h). The
          * loss's in the head's forward floor (it runs while the output layer's GEMM does); the
          * pre-forward (before the micro-batch's first kernel) and the backward's tail (after
          * its last layer's backward: the GPU has caught up with a host-paced backward, and the
          * head's own GPU work is long done) as serial host time (recipe_price). */
         if (hc.dtensor && sys->host_dtensor_fwd_s > 0) {
-            r->host_fwd_s += dtensor_step_host_loss_s(hc.plain);
-            r->host_serial_fwd_s = dtensor_step_host_pre_s(hc.plain, hc.dt_fwd);
-            r->host_serial_bwd_s = dtensor_step_host_tail_s(sys, m, l, hc.dt_bwd);
+            p->fwd_s += dtensor_step_host_loss_s(hc.plain);
+            p->serial_fwd_s = dtensor_step_host_pre_s(hc.plain, hc.dt_fwd);
+            p->serial_bwd_s = dtensor_step_host_tail_s(sys, m, l, hc.dt_bwd);
+            if (rec) rec->pass_s[RECIPE_FWD] += dtensor_step_host_loss_s(hc.plain);
         }
+        if (rec) rec->serial_fwd_s = p->serial_fwd_s, rec->serial_bwd_s = p->serial_bwd_s;
         return;
     }
     /* Two layers chained, so the host's lead carries over from the first; the second layer's
-     * increment is the steady state of a deep stack. */
+     * increment is the steady state of a deep stack (and rec records the second layer's
+     * charges: the same as the first's, the lead aside). */
     bool any_re = false;
     for (int i = 0; i < r->n_ops; i++) any_re |= r->op[i].recompute;
     op_class cl[RECIPE_MAX_OPS];
     classify(r, m, &hc, cl);
-    queue q = {0, 0, hc.plain}, qb = {0, 0, hc.plain};
+    queue q = {0, 0, hc.plain, NULL}, qb = {0, 0, hc.plain, NULL};
     double f_end[2], b_end[2];
     for (int k = 0; k < 2; k++) {
-        run_fsdp(&q, r, m, l, false, moe);
-        run_pass(&q, r, m, &hc, cl, false, false);
+        host_dispatch_host *h = k == 1 ? rec : NULL;
+        run_fsdp(&q, r, m, l, false, moe, h);
+        run_pass(&q, r, m, &hc, cl, false, false, h);
         f_end[k] = q.gpu;
-        run_fsdp(&qb, r, m, l, true, moe);
-        if (any_re) run_pass(&qb, r, m, &hc, cl, false, true);
-        run_pass(&qb, r, m, &hc, cl, true, false);
+        run_fsdp(&qb, r, m, l, true, moe, h);
+        if (any_re) run_pass(&qb, r, m, &hc, cl, false, true, h);
+        run_pass(&qb, r, m, &hc, cl, true, false, h);
         b_end[k] = qb.gpu;
     }
-    r->host_fwd_s = f_end[1] - f_end[0];
-    r->host_bwd_s = b_end[1] - b_end[0];
+    p->fwd_s = f_end[1] - f_end[0];
+    p->bwd_s = b_end[1] - b_end[0];
+}
+
+void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layout *l, recipe *r,
+                        bool layer, bool moe)
+{
+    r->host_fwd_s = r->host_bwd_s = 0;
+    r->host_serial_fwd_s = r->host_serial_bwd_s = 0;
+    if (layer && moe && mcore_moe_host_applies(sys, l)) { /* Megatron's MoE layer */
+        mcore_moe_host_pace(sys, l, r);
+        return;
+    }
+    pace_out p;
+    pace(sys, m, l, r, layer, moe, &p, NULL);
+    r->host_fwd_s = p.fwd_s;
+    r->host_bwd_s = p.bwd_s;
+    r->host_serial_fwd_s = p.serial_fwd_s;
+    r->host_serial_bwd_s = p.serial_bwd_s;
+}
+
+bool host_dispatch_host_of(const system_spec *sys, const model_spec *m, const layout *l,
+                           const recipe *r, bool layer, bool moe, host_dispatch_host *out)
+{
+    memset(out, 0, sizeof *out);
+    if (layer && moe && mcore_moe_host_applies(sys, l)) return false;
+    if (!host_dispatch_applies(sys, l)) return false;
+    pace_out p;
+    pace(sys, m, l, r, layer, moe, &p, out);
+    return true;
 }

@@ -29,6 +29,9 @@
  * copies and collectives one each per pass they run in. */
 void host_dispatch_launches(const recipe *r, const layout *l, double *fwd, double *bwd,
                             double *recompute);
+/* The same counts for one op (host_dispatch_launches is their sum over r's ops). */
+void host_dispatch_op_launches(const recipe_op *o, const layout *l, double *fwd, double *bwd,
+                               double *recompute);
 
 /* Parameter tensors of one decoder layer as the model code holds them (q, k, v, o, two norms,
  * Qwen3's q/k norms, the MLP's or the MoE block's weights): FSDP2's copy-out per tensor, and the
@@ -46,5 +49,31 @@ bool host_dispatch_applies(const system_spec *sys, const layout *l);
  * false. Called by recipe_layer() and recipe_head() once r's ops are complete. */
 void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layout *l, recipe *r,
                         bool layer, bool moe);
+
+/* The host's issue time of one micro-batch of r, op by op: what host_dispatch_pace's queue
+ * charges the host for each op's launches (its kernels, the Linear modules behind a merged GEMM
+ * op, the attention output's copy, DTensor dispatches) in each pass, recorded by the same queue
+ * walk (one source of truth; the backend's --host-pace spins these before each item). Where the
+ * queue is host-bound (the GPU never catches up), the sum over a pass equals r->host_fwd_s (the
+ * forward: pass FWD + gather_fwd_s) or r->host_bwd_s (RECOMPUTE + BWD + gather_bwd_s +
+ * reduce_s); the head's sums equal them always. */
+typedef struct {
+    double op_s[RECIPE_PHASES][RECIPE_MAX_OPS]; /* op i's launches in pass p (FWD, RECOMPUTE,
+                                                   BWD), r's op order */
+    double pass_s[RECIPE_PHASES]; /* host time of a pass not tied to one op (DTensor TP's norm
+                                     hooks; the head's hooks and loss) */
+    double gather_fwd_s;  /* FSDP2's all-gather launches of the layer's unit before its forward:
+                             copy-in, one cast per tensor on one GPU, the collective, the copy-out
+                             per tensor */
+    double gather_bwd_s;  /* the same before its backward (reshard after forward) */
+    double reduce_s;      /* the reduce-scatter's: chunk_cat's host work, copy-in, collective */
+    double serial_fwd_s, serial_bwd_s; /* the head: r->host_serial_fwd_s, host_serial_bwd_s */
+} host_dispatch_host;
+
+/* Fills out for r as host_dispatch_pace prices it (layer, moe as there). Returns false (out all
+ * zeros) where the host's issue queue does not pace r: host_dispatch_applies() is false, or a
+ * Megatron MoE layer (mcore_moe_host.h, priced per layer, not per op). */
+bool host_dispatch_host_of(const system_spec *sys, const model_spec *m, const layout *l,
+                           const recipe *r, bool layer, bool moe, host_dispatch_host *out);
 
 #endif
