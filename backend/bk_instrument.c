@@ -262,10 +262,10 @@ cm_status bk_time_items(bk_run *x, const bk_timing *tm, bk_measure_result *out, 
                             err, errlen));
             out->component_s[lists[j]->item[i].component] += reps[j] * res[j][i];
         }
-    if (w->dp_active && x->grp[GROUP_DP].size > 1) {
+    if (w->dp_active && (x->grp[GROUP_DP].size > 1 || x->fsdp2_copies)) {
         double gathers = w->gather_each_micro ? micro * (w->gather_in_bwd ? 2 : 1) : 1;
         double reduces = w->reduce_each_micro ? micro : 1;
-        for (int kind = 0; kind < 2; kind++) {
+        for (int kind = 0; kind < 2 && x->grp[GROUP_DP].size > 1; kind++) {
             double n = kind ? nm : nd;
             if (n == 0) continue;
             double gs = 0, rs = 0;

@@ -291,8 +291,7 @@ static cm_status measure_run(bk_run *x, int dpl, const char *plan_name, int step
     out->baseline_used_bytes = base;
 
     /* Pool sizes: the plan's own figures, grown where an operand needs more. */
-    x->fsdp2_copies = w->fsdp && w->dp_active && layout_is_pytorch(l) &&
-                      x->grp[GROUP_DP].size > 1;
+    x->fsdp2_copies = w->fsdp && w->dp_active && layout_is_pytorch(l); /* world size 1 too */
     x->cp_overlap = l->cp > 1 && layout_cp_is_ring(l); /* ring CP: Megatron, torchtitan */
     bk_pool_shape shape = {.stages = x->P, .dp_group = x->grp[GROUP_DP].size,
                            .edp_group = x->grp[GROUP_EDP].size, .pp_slots = x->nslots,

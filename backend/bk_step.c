@@ -513,6 +513,18 @@ static cm_status adam(bk_run *x, char *err, size_t errlen)
         void *copy = x->w->optimizer_bf16_copy && x->pools.act_bytes >= 2 * n ? x->act[d] : NULL;
         CUDA_TRY(bkk_adam(base, base + n, base + 2 * n, base + 3 * n, copy, n, x->c->sms,
                           x->c->compute[d]));
+        /* the bytes torch's clip and AdamW move beyond the fused kernel's: fp32 read + write
+         * passes over the gradient shard, in place (its values do not matter) */
+        double left = x->w->optimizer_extra_bytes_per_param * (double)n / 8;
+        while (left >= 1) {
+            long k = (long)fmin(left, (double)n);
+            ew_access a = {.pattern = EW_VECTORIZED, .esize = {4, 4, 0}, .n = {1, 1, k}};
+            a.stride[0][2] = a.stride[1][2] = 1;
+            bkk_ew e = bk_ew_kernel(&a);
+            CUDA_TRY(bkk_ew_launch(&e, base + n, base + n, NULL, NULL, x->c->sms,
+                                   x->c->compute[d]));
+            left -= (double)k;
+        }
     }
     return CM_OK;
 }
@@ -562,7 +574,8 @@ static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, si
     int L = work_chunk_layer_count(w, s, op->chunk);
     int local0 = w->vpp > 1 ? op->chunk * w->chunk_layers : 0;
     bool head = s == w->pp - 1 && op->chunk == w->vpp - 1;
-    bool dp = w->dp_active && x->grp[GROUP_DP].size > 1;
+    /* FSDP2 at world size 1: its copies, the collectives skipped (group_coll) */
+    bool dp = w->dp_active && (x->grp[GROUP_DP].size > 1 || x->fsdp2_copies);
     int mb = op->microbatch, micro = w->microbatches;
     int ch = w->vpp > 1 ? op->chunk : -1;
     item_ctx hc = {.layer = w->stage_layers[s], .buf = 0, .head = true};

@@ -6,6 +6,7 @@
  */
 #include "work.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "fsdp_copies.h"
 #include "dtensor_step_host.h"
 #include "host_dispatch.h"
+#include "impl.h"
 #include "layer_recipe.h"
 #include "optimizer_host.h"
 #include "memory.h"
@@ -507,11 +509,18 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
             w->gather_each_micro = false;
         }
     }
-    w->dp_active = dpg > 1 || (w->moe && !w->fsdp && layout_expert_dp(l) > 1);
+    /* torch FSDP2 all-gathers and reduce-scatters its units at world size 1 too: the
+     * collectives are copies there, its copy-in, copy-out and chunk_cat kernels (the
+     * estimate's fsdp2 copies) run as on more GPUs */
+    w->dp_active = dpg > 1 || (w->moe && !w->fsdp && layout_expert_dp(l) > 1) ||
+                   (w->fsdp && fsdp_copies_apply(l));
 
     /* Optimizer shard of the reported stage (estimate.c). */
     w->optimizer_params = w->stage_optimizer_params[w->stage];
     w->optimizer_bf16_copy = l->framework == FRAMEWORK_MEGATRON;
+    if (layout_is_pytorch(l) && !l->offload)
+        w->optimizer_extra_bytes_per_param =
+            fmax(0, optimizer_impl_bytes_per_param(layout_optimizer_impl_of(l)) + 12.0 - 28.0);
 
     /* Raw predicted sums per step on the reported stage, by component. */
     double micro = w->microbatches;

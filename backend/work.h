@@ -145,7 +145,8 @@ typedef struct {
     double stage_root_params[WORK_MAX_STAGES];      /* embedding / output layer on each stage */
 
     /* Data-parallel traffic per layer unit, on its own stream. */
-    bool dp_active;            /* group > 1 and some traffic */
+    bool dp_active;            /* group > 1 and some traffic, or torch FSDP2 (its copies run
+                                  around the collectives, at world size 1 too) */
     collective_op gather_op;   /* ALL_GATHER of bf16 params (FSDP, distributed optimizer) */
     double gather_bytes;       /* nccl size (the gathered output), 0: none */
     bool gather_each_micro;    /* FSDP: every micro-batch; distopt: once per step */
@@ -161,6 +162,10 @@ typedef struct {
     /* Optimizer: Adam over this GPU's parameters (its shard, or everything under DDP). */
     double optimizer_params;
     bool optimizer_bf16_copy;  /* Megatron: writes the bf16 model copy of the shard */
+    double optimizer_extra_bytes_per_param; /* torch's clip + AdamW move more bytes per
+                                               parameter than the fused Adam kernel's 28
+                                               (estimate.c optimizer_cost): the rest, run as
+                                               fp32 read + write passes */
 
     /* Group sizes as planned and as measured on the local GPUs. */
     int group_size[GROUP_COUNT];
