@@ -165,6 +165,39 @@ typedef enum {
 cm_status bk_step_alone(bk_run *x, iso_kind k, const work_item *it, bool head, int kind,
                         char *err, size_t errlen);
 
+/* A pointer to `need` bytes inside [base, base+size), placed by `slot` (wraps around). */
+char *bk_carve(char *base, size_t size, size_t need, size_t slot);
+
+/* One collective over every instance of group G whose devices are in [dlo, dhi), on the given
+ * streams (per device), with send/recv arrays indexed by device; nothing for a group of one. */
+cm_status bk_group_coll(bk_run *x, work_group G, collective_op op, size_t bytes, bool fp32,
+                        cudaStream_t *streams, void **send, void **recv, char *err,
+                        size_t errlen);
+
+/* ---- bk_dp.c: data-parallel unit traffic and FSDP2's copies ------------------------------- */
+
+/* Layer unit j's (index within the stage; kind 0 dense, 1 MoE) parameter gather and gradient
+ * reduction on streams. */
+cm_status bk_dp_gather(bk_run *x, int j, int kind, cudaStream_t *streams, char *err,
+                       size_t errlen);
+cm_status bk_dp_reduce(bk_run *x, int j, int kind, cudaStream_t *streams, char *err,
+                       size_t errlen);
+/* FSDP2's all-gather copy-in of cnt elements per rank (the fp32 shard at src_slot into this
+ * rank's slot of the buffer at dst_off), of layer unit j, its copy-out (root: the stage's root
+ * unit), its reduce-scatter copy-in. */
+cm_status bk_copy_in(bk_run *x, size_t cnt, size_t src_slot, size_t dst_off,
+                     cudaStream_t *streams, char *err, size_t errlen);
+cm_status bk_fsdp2_copy_in(bk_run *x, int j, int kind, cudaStream_t *streams, char *err,
+                           size_t errlen);
+cm_status bk_fsdp2_copy_out(bk_run *x, int j, int kind, bool root, cudaStream_t *streams,
+                            char *err, size_t errlen);
+cm_status bk_fsdp2_rs_copy_in(bk_run *x, int j, int kind, cudaStream_t *streams, char *err,
+                              size_t errlen);
+/* The current stage's root unit: its gather (under FSDP2 with the copy-in first), its
+ * gradients' reduction in unit-sized pieces. */
+cm_status bk_root_gather(bk_run *x, cudaStream_t *streams, char *err, size_t errlen);
+cm_status bk_root_reduce(bk_run *x, cudaStream_t *streams, char *err, size_t errlen);
+
 /* ---- bk_instrument.c: instrumentation -------------------------------------------------------- */
 
 /* Record a pooled event on stream st of device d; *idx is its index in events[d] (-1 for another

@@ -3,6 +3,7 @@
  * on which stream, after which event. Nothing here waits for a GPU: one host thread enqueues
  * every GPU's work (in Megatron rank order: tp innermost, then cp, dp, and pp outermost, so
  * stage s owns devices s*S .. s*S+S-1), and bk_measure.c times it with the timing engine.
+ * The data-parallel unit traffic and FSDP2's copies it issues are launched by bk_dp.c.
  *
  * What runs, per GPU:
  *  - operands carved out of the pools (bk_pools.h): activations in the activation pool's x, y
@@ -88,7 +89,7 @@ static void bk_pace(bk_run *x, double s)
 }
 
 /* A pointer to `need` bytes inside [base, base+size), placed by `slot` (wraps around). */
-static char *carve(char *base, size_t size, size_t need, size_t slot)
+char *bk_carve(char *base, size_t size, size_t need, size_t slot)
 {
     if (need > size) return base; /* sizes are checked when the pools are sized */
     size_t room = size - need;
@@ -98,7 +99,7 @@ static char *carve(char *base, size_t size, size_t need, size_t slot)
 
 /* One collective over every instance of group G whose devices are in [dlo, dhi), on the given
  * streams (per device), with send/recv arrays indexed by device. */
-static cm_status group_coll(bk_run *x, work_group G, collective_op op, size_t bytes, bool fp32,
+cm_status bk_group_coll(bk_run *x, work_group G, collective_op op, size_t bytes, bool fp32,
                             cudaStream_t *streams, void **send, void **recv, char *err,
                             size_t errlen)
 {
@@ -169,8 +170,9 @@ static cm_status exec_item(bk_run *x, const work_item *it, item_ctx ic, char *er
                     B = ic.head ? x->commbuf[d] + x->pools.root_off
                                 : x->commbuf[d] + x->pools.gbuf_off[ic.buf];
                 else
-                    B = carve(x->state[d], x->pools.w_bytes, nb,
-                              ic.head ? (size_t)(w->layers * 2.0 * p) : (size_t)(ic.layer * 2.0 * p));
+                    B = bk_carve(x->state[d], x->pools.w_bytes, nb,
+                             ic.head ? (size_t)(w->layers * 2.0 * p)
+                                     : (size_t)(ic.layer * 2.0 * p));
             } else {
                 B = x->act[d] + x->pools.z_off;
             }
@@ -179,7 +181,7 @@ static cm_status exec_item(bk_run *x, const work_item *it, item_ctx ic, char *er
                 if (w->fsdp && w->dp_active && !ic.head)
                     C = x->commbuf[d] + x->pools.ggrad_off[ic.buf];
                 else
-                    C = carve(x->state[d] + x->pools.w_bytes, x->pools.g_bytes, nc,
+                    C = bk_carve(x->state[d] + x->pools.w_bytes, x->pools.g_bytes, nc,
                               ic.head ? (size_t)(w->layers * x->pools.red_esz * p)
                                       : (size_t)(ic.layer * x->pools.red_esz * p));
             } else {
@@ -219,7 +221,7 @@ static cm_status exec_item(bk_run *x, const work_item *it, item_ctx ic, char *er
             s[d] = x->act[d] + x->pools.x_off;
             r[d] = x->act[d] + x->pools.y_off;
         }
-        BK_TRY(group_coll(x, it->group, it->op, (size_t)it->bytes, it->fp32, x->c->compute, s, r,
+        BK_TRY(bk_group_coll(x, it->group, it->op, (size_t)it->bytes, it->fp32, x->c->compute, s, r,
                           err, errlen));
     }
     return CM_OK;
@@ -235,7 +237,7 @@ static cm_status ring_launch(bk_run *x, const work_item *it, char *err, size_t e
         sb[d] = x->act[d] + x->pools.cp_off;
         rb[d] = x->act[d] + x->pools.cp_off + half;
     }
-    return group_coll(x, it->group, it->op, (size_t)it->bytes, it->fp32, x->cps, sb, rb, err,
+    return bk_group_coll(x, it->group, it->op, (size_t)it->bytes, it->fp32, x->cps, sb, rb, err,
                       errlen);
 }
 
@@ -283,224 +285,7 @@ static cm_status exec_list(bk_run *x, int s, const work_list *l, item_ctx ic, in
     return CM_OK;
 }
 
-/* ---- data-parallel unit traffic ----------------------------------------------------------- */
-
 static bool layer_moe(const bk_run *x, int gl) { return x->w->moe && gl >= x->w->first_moe_layer; }
-
-/* Gather layer j's (index within the stage) parameters on stream set `streams`. */
-static cm_status dp_gather(bk_run *x, int j, int kind, cudaStream_t *streams, char *err,
-                           size_t errlen)
-{
-    const work_plan *w = x->w;
-    void *s[BK_MAX_GPUS], *r[BK_MAX_GPUS];
-    size_t g = (size_t)x->grp[GROUP_DP].size;
-    size_t cnt = x->pools.unit_cnt[kind], shard = cnt * 2;
-    EACH_DEV
-    {
-        int rank = x->grp[GROUP_DP].rank_of[d];
-        if (w->fsdp) {
-            r[d] = x->commbuf[d] + x->pools.gbuf_off[j % 2];
-            /* FSDP2 gathers in place over the chunk its copy-in wrote */
-            s[d] = x->fsdp2_copies ? (char *)r[d] + rank * shard
-                                   : carve(x->state[d], x->pools.w_bytes, shard, (size_t)j * shard);
-        } else { /* in place in the bf16 model weights */
-            r[d] = carve(x->state[d], x->pools.w_bytes, shard * g, (size_t)j * shard * g);
-            s[d] = (char *)r[d] + rank * shard;
-        }
-    }
-    BK_TRY(group_coll(x, GROUP_DP, w->gather_op, cnt * g * 2, false, streams, s, r, err, errlen));
-    size_t ge = (size_t)x->grp[GROUP_EDP].size;
-    if (kind && !w->fsdp && x->pools.ecnt && ge > 1) { /* expert weights over expert-dp */
-        size_t es = x->pools.ecnt * 2;
-        EACH_DEV
-        {
-            r[d] = carve(x->state[d], x->pools.w_bytes, es * ge, (size_t)j * es * ge + shard * g);
-            s[d] = (char *)r[d] + x->grp[GROUP_EDP].rank_of[d] * es;
-        }
-        BK_TRY(group_coll(x, GROUP_EDP, w->gather_op, x->pools.ecnt * ge * 2, false, streams, s,
-                          r, err, errlen));
-    }
-    return CM_OK;
-}
-
-static cm_status dp_reduce(bk_run *x, int j, int kind, cudaStream_t *streams, char *err,
-                           size_t errlen)
-{
-    const work_plan *w = x->w;
-    void *s[BK_MAX_GPUS], *r[BK_MAX_GPUS];
-    size_t g = (size_t)x->grp[GROUP_DP].size;
-    size_t cnt = x->pools.unit_cnt[kind], shard = cnt * x->pools.red_esz;
-    EACH_DEV
-    {
-        int rank = x->grp[GROUP_DP].rank_of[d];
-        char *grads = x->state[d] + x->pools.w_bytes;
-        if (w->fsdp) {
-            s[d] = x->commbuf[d] + x->pools.rbuf_off[j % 2];
-            r[d] = carve(grads, x->pools.g_bytes, shard, (size_t)j * shard);
-        } else { /* in place in the gradient buffer */
-            s[d] = carve(grads, x->pools.g_bytes, shard * g, (size_t)j * shard * g);
-            r[d] = w->reduce_op == COLL_ALL_REDUCE ? s[d] : (char *)s[d] + rank * shard;
-        }
-    }
-    BK_TRY(group_coll(x, GROUP_DP, w->reduce_op, shard * g, x->pools.red_esz == 4, streams, s, r,
-                      err, errlen));
-    size_t ge = (size_t)x->grp[GROUP_EDP].size;
-    if (kind && !w->fsdp && x->pools.ecnt && ge > 1) {
-        size_t es = x->pools.ecnt * x->pools.red_esz;
-        EACH_DEV
-        {
-            char *grads = x->state[d] + x->pools.w_bytes;
-            s[d] = carve(grads, x->pools.g_bytes, es * ge, (size_t)j * es * ge + shard * g);
-            r[d] = w->reduce_op == COLL_ALL_REDUCE
-                       ? s[d]
-                       : (char *)s[d] + x->grp[GROUP_EDP].rank_of[d] * es;
-        }
-        BK_TRY(group_coll(x, GROUP_EDP, w->reduce_op, es * ge, x->pools.red_esz == 4, streams, s, r,
-                          err, errlen));
-    }
-    return CM_OK;
-}
-
-/* ---- FSDP2's copies (fsdp_copies.h: the list the estimate prices, run with PyTorch's kernels
- * for them) ------------------------------------------------------------------------------------ */
-
-/* The copies of a unit of cnt elements per rank. */
-static void unit_copies(const bk_run *x, size_t cnt, fsdp_copies *fc)
-{
-    int g = x->grp[GROUP_DP].size > 1 ? x->grp[GROUP_DP].size : 1;
-    fsdp_copies_unit((double)cnt * g, g, fc);
-}
-
-/* All-gather copy-in of a unit of cnt elements per rank: the fp32 shard (carved at src_slot)
- * cast into the flat bf16 buffer, then copied into this rank's slot of the all-gather buffer at
- * dst_off, which the gather then runs in place over (the two foreach copies). */
-static cm_status copy_in(bk_run *x, size_t cnt, size_t src_slot, size_t dst_off,
-                         cudaStream_t *streams, char *err, size_t errlen)
-{
-    fsdp_copies fc;
-    unit_copies(x, cnt, &fc);
-    bkk_ew ci = bk_ew_kernel(&fc.cast_in.access), si = bk_ew_kernel(&fc.slot_in.access);
-    EACH_DEV
-    {
-        CUDA_TRY(cudaSetDevice(x->c->dev[d]));
-        const char *shard = carve(x->state[d], x->pools.w_bytes, 4 * cnt, src_slot);
-        char *flat = x->commbuf[d] + x->pools.cin_off;
-        char *slot = x->commbuf[d] + dst_off + (size_t)x->grp[GROUP_DP].rank_of[d] * 2 * cnt;
-        CUDA_TRY(bkk_ew_launch(&ci, flat, shard, NULL, NULL, x->c->sms, streams[d]));
-        CUDA_TRY(bkk_ew_launch(&si, slot, flat, NULL, NULL, x->c->sms, streams[d]));
-    }
-    return CM_OK;
-}
-
-/* Layer unit j's (kind: dense 0, MoE 1) all-gather copy-in. */
-static cm_status fsdp2_copy_in(bk_run *x, int j, int kind, cudaStream_t *streams, char *err,
-                               size_t errlen)
-{
-    size_t n = x->pools.unit_cnt[kind];
-    return copy_in(x, n, (size_t)j * 4 * n, x->pools.gbuf_off[j % 2], streams, err, errlen);
-}
-
-/* Copy-out: the gathered unit into the unsharded parameters (split_with_sizes_copy); a layer
- * unit's from gbuf[j % 2] into its unsharded buffer, the current stage's root unit from the root
- * buffer into the activation pool's y region (sized for it). */
-static cm_status fsdp2_copy_out(bk_run *x, int j, int kind, bool root, cudaStream_t *streams,
-                                char *err, size_t errlen)
-{
-    size_t n = root ? root_cnt(x, stage_of(x, x->dlo)) : x->pools.unit_cnt[kind];
-    fsdp_copies fc;
-    unit_copies(x, n, &fc);
-    bkk_ew co = bk_ew_kernel(&fc.copy_out.access);
-    EACH_DEV
-    {
-        CUDA_TRY(cudaSetDevice(x->c->dev[d]));
-        const char *src = x->commbuf[d] + (root ? x->pools.root_off : x->pools.gbuf_off[j % 2]);
-        char *dst = root ? x->act[d] + x->pools.y_off : x->commbuf[d] + x->pools.ggrad_off[j % 2];
-        CUDA_TRY(bkk_ew_launch(&co, dst, src, NULL, NULL, x->c->sms, streams[d]));
-    }
-    return CM_OK;
-}
-
-/* Reduce-scatter copy-in of layer unit j (chunk_cat): its bf16 gradients cast into the fp32
- * reduce buffer rbuf[j % 2]. */
-static cm_status fsdp2_rs_copy_in(bk_run *x, int j, int kind, cudaStream_t *streams, char *err,
-                                  size_t errlen)
-{
-    fsdp_copies fc;
-    unit_copies(x, x->pools.unit_cnt[kind], &fc);
-    bkk_ew rc = bk_ew_kernel(&fc.rs_cast.access);
-    EACH_DEV
-    {
-        CUDA_TRY(cudaSetDevice(x->c->dev[d]));
-        CUDA_TRY(bkk_ew_launch(&rc, x->commbuf[d] + x->pools.rbuf_off[j % 2],
-                               x->commbuf[d] + x->pools.ggrad_off[j % 2], NULL, NULL, x->c->sms,
-                               streams[d]));
-    }
-    return CM_OK;
-}
-
-/* The FSDP root unit (embedding + output layer) of the current stage: gathered once per step
- * (under FSDP2 at each forward and again before the output layer's backward, with its copy-in
- * first: the gather then runs in place over this rank's slot), its gradients reduced in chunks
- * of a unit buffer after the backward. Non-FSDP: the root's gradients in place. */
-static cm_status root_gather(bk_run *x, cudaStream_t *streams, char *err, size_t errlen)
-{
-    void *s[BK_MAX_GPUS], *r[BK_MAX_GPUS];
-    size_t g = (size_t)x->grp[GROUP_DP].size;
-    size_t rc = root_cnt(x, stage_of(x, x->dlo));
-    if (x->fsdp2_copies) BK_TRY(copy_in(x, rc, 0, x->pools.root_off, streams, err, errlen));
-    EACH_DEV
-    {
-        r[d] = x->commbuf[d] + x->pools.root_off;
-        s[d] = x->fsdp2_copies ? (char *)r[d] + (size_t)x->grp[GROUP_DP].rank_of[d] * rc * 2
-                               : carve(x->state[d], x->pools.w_bytes, rc * 2, 0);
-    }
-    return group_coll(x, GROUP_DP, COLL_ALL_GATHER, rc * g * 2, false, streams, s, r, err,
-                      errlen);
-}
-
-static cm_status root_reduce(bk_run *x, cudaStream_t *streams, char *err, size_t errlen)
-{
-    const work_plan *w = x->w;
-    size_t g = (size_t)x->grp[GROUP_DP].size;
-    double total = root_cnt(x, stage_of(x, x->dlo)) * (double)g * x->pools.red_esz;
-    size_t chunk = x->pools.unit_cnt[0] * g * x->pools.red_esz;
-    if (!w->fsdp) {
-        /* whole per-rank chunks, in-place offsets exact */
-        size_t unit = g * x->pools.red_esz * 256;
-        chunk = (size_t)fmin((double)x->pools.g_bytes, total);
-        chunk -= chunk % unit;
-    }
-    if (chunk == 0) return CM_OK;
-    int pieces = (int)ceil(total / chunk);
-    for (int i = 0; i < pieces; i++) {
-        void *s[BK_MAX_GPUS], *r[BK_MAX_GPUS];
-        size_t shard = chunk / g;
-        if (x->fsdp2_copies) {
-            /* FSDP2: the piece's chunk_cat on the compute stream once the previous reduction
-             * out of the buffer is done, the reduction after it */
-            DEV(cudaStreamWaitEvent(x->c->compute[d], x->ev_rdone[d][0], 0));
-            BK_TRY(fsdp2_rs_copy_in(x, 0, 0, x->c->compute, err, errlen));
-            DEV(cudaEventRecord(x->ev_bw[d], x->c->compute[d]));
-            DEV(cudaStreamWaitEvent(streams[d], x->ev_bw[d], 0));
-        }
-        EACH_DEV
-        {
-            int rank = x->grp[GROUP_DP].rank_of[d];
-            char *grads = x->state[d] + x->pools.w_bytes;
-            if (w->fsdp) {
-                s[d] = x->commbuf[d] + x->pools.rbuf_off[0];
-                r[d] = carve(grads, x->pools.g_bytes, shard, (size_t)i * shard);
-            } else {
-                s[d] = carve(grads, x->pools.g_bytes, chunk, 0);
-                r[d] = w->reduce_op == COLL_ALL_REDUCE ? s[d] : (char *)s[d] + rank * shard;
-            }
-        }
-        BK_TRY(group_coll(x, GROUP_DP, w->reduce_op, chunk, x->pools.red_esz == 4, streams, s, r,
-                          err, errlen));
-        if (x->fsdp2_copies) DEV(cudaEventRecord(x->ev_rdone[d][0], streams[d]));
-    }
-    return CM_OK;
-}
 
 static cm_status adam(bk_run *x, char *err, size_t errlen)
 {
@@ -535,8 +320,8 @@ static cm_status issue_gather(bk_run *x, int s, int j, int gl, char *err, size_t
     int i0;
     if (x->w->fsdp) DEV(cudaStreamWaitEvent(c->comm[d], x->ev_used[d][j % 2], 0));
     BK_TRY(bk_span_begin(x, s, c->comm, &i0, err, errlen));
-    if (x->fsdp2_copies) BK_TRY(fsdp2_copy_in(x, j, layer_moe(x, gl), c->comm, err, errlen));
-    BK_TRY(dp_gather(x, j, layer_moe(x, gl), c->comm, err, errlen));
+    if (x->fsdp2_copies) BK_TRY(bk_fsdp2_copy_in(x, j, layer_moe(x, gl), c->comm, err, errlen));
+    BK_TRY(bk_dp_gather(x, j, layer_moe(x, gl), c->comm, err, errlen));
     char nm[40];
     snprintf(nm, sizeof nm, "AG layer %d", gl);
     BK_TRY(bk_span_end(x, s, c->comm, i0, TRACE_TID_COLL, nm, -1, -1, gl, false, err, errlen));
@@ -554,12 +339,12 @@ static cm_status root_unshard(bk_run *x, int s, char *err, size_t errlen)
     DEV(cudaEventRecord(x->ev_rfree[d], c->compute[d]));
     DEV(cudaStreamWaitEvent(c->comm[d], x->ev_rfree[d], 0));
     BK_TRY(bk_span_begin(x, s, c->comm, &i0, err, errlen));
-    BK_TRY(root_gather(x, c->comm, err, errlen));
+    BK_TRY(bk_root_gather(x, c->comm, err, errlen));
     BK_TRY(bk_span_end(x, s, c->comm, i0, TRACE_TID_COLL, "AG root", -1, -1, -1, false, err,
                        errlen));
     DEV(cudaEventRecord(x->ev_root[d], c->comm[d]));
     DEV(cudaStreamWaitEvent(c->compute[d], x->ev_root[d], 0));
-    return fsdp2_copy_out(x, 0, 0, true, c->compute, err, errlen);
+    return bk_fsdp2_copy_out(x, 0, 0, true, c->compute, err, errlen);
 }
 
 /* ---- one chunk of one stage --------------------------------------------------------------- */
@@ -593,7 +378,7 @@ static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, si
             if (G && i + 1 < L) BK_TRY(issue_gather(x, s, j + 1, gl + 1, err, errlen));
             if (G) DEV(cudaStreamWaitEvent(c->compute[d], x->ev_gath[d][j % 2], 0));
             if (G && x->fsdp2_copies)
-                BK_TRY(fsdp2_copy_out(x, j, layer_moe(x, gl), false, c->compute, err, errlen));
+                BK_TRY(bk_fsdp2_copy_out(x, j, layer_moe(x, gl), false, c->compute, err, errlen));
             item_ctx ic = {.layer = j, .buf = j % 2, .head = false};
             BK_TRY(exec_list(x, s, layer_moe(x, gl) ? &w->moe_fwd : &w->layer_fwd, ic, gl, mb, ch,
                              err, errlen));
@@ -618,7 +403,7 @@ static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, si
         if (GB && i - 1 >= 0) BK_TRY(issue_gather(x, s, j - 1, gl - 1, err, errlen));
         if (GB) DEV(cudaStreamWaitEvent(c->compute[d], x->ev_gath[d][j % 2], 0));
         if (GB && x->fsdp2_copies)
-            BK_TRY(fsdp2_copy_out(x, j, layer_moe(x, gl), false, c->compute, err, errlen));
+            BK_TRY(bk_fsdp2_copy_out(x, j, layer_moe(x, gl), false, c->compute, err, errlen));
         if (R && w->fsdp) DEV(cudaStreamWaitEvent(c->compute[d], x->ev_rdone[d][j % 2], 0));
         item_ctx ic = {.layer = j, .buf = j % 2, .head = false};
         BK_TRY(exec_list(x, s, layer_moe(x, gl) ? &w->moe_bwd : &w->layer_bwd, ic, gl, mb, ch, err,
@@ -630,11 +415,11 @@ static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, si
             /* FSDP2's chunk_cat runs on the compute stream, before the reduce-scatter stream
              * waits for it (foreach_reduce) */
             if (x->fsdp2_copies)
-                BK_TRY(fsdp2_rs_copy_in(x, j, layer_moe(x, gl), c->compute, err, errlen));
+                BK_TRY(bk_fsdp2_rs_copy_in(x, j, layer_moe(x, gl), c->compute, err, errlen));
             DEV(cudaEventRecord(x->ev_bw[d], c->compute[d]));
             DEV(cudaStreamWaitEvent(c->comm[d], x->ev_bw[d], 0));
             BK_TRY(bk_span_begin(x, s, c->comm, &i0, err, errlen));
-            BK_TRY(dp_reduce(x, j, layer_moe(x, gl), c->comm, err, errlen));
+            BK_TRY(bk_dp_reduce(x, j, layer_moe(x, gl), c->comm, err, errlen));
             char nm[40];
             snprintf(nm, sizeof nm, "%s layer %d", w->reduce_op == COLL_ALL_REDUCE ? "AR" : "RS",
                      gl);
@@ -650,7 +435,7 @@ static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, si
         DEV(cudaEventRecord(x->ev_bw[d], c->compute[d]));
         DEV(cudaStreamWaitEvent(c->comm[d], x->ev_bw[d], 0));
         BK_TRY(bk_span_begin(x, s, c->comm, &i0, err, errlen));
-        BK_TRY(root_reduce(x, c->comm, err, errlen));
+        BK_TRY(bk_root_reduce(x, c->comm, err, errlen));
         BK_TRY(bk_span_end(x, s, c->comm, i0, TRACE_TID_COLL,
                            w->reduce_op == COLL_ALL_REDUCE ? "AR root" : "RS root", -1, -1, -1,
                            false, err, errlen));
@@ -774,7 +559,7 @@ cm_status bk_step_issue(bk_run *x, char *err, size_t errlen)
             int i0;
             set_stage(x, s);
             BK_TRY(bk_span_begin(x, s, c->comm, &i0, err, errlen));
-            BK_TRY(root_gather(x, c->comm, err, errlen));
+            BK_TRY(bk_root_gather(x, c->comm, err, errlen));
             BK_TRY(bk_span_end(x, s, c->comm, i0, TRACE_TID_COLL, "AG root", -1, -1, -1, false, err,
                                errlen));
         }
@@ -824,17 +609,18 @@ cm_status bk_step_alone(bk_run *x, iso_kind k, const work_item *it, bool head, i
     set_all(x);
     switch (k) {
     case ISO_ITEM: return exec_item(x, it, ic, err, errlen);
-    case ISO_GATHER: return dp_gather(x, 0, kind, x->c->compute, err, errlen);
-    case ISO_REDUCE: return dp_reduce(x, 0, kind, x->c->compute, err, errlen);
+    case ISO_GATHER: return bk_dp_gather(x, 0, kind, x->c->compute, err, errlen);
+    case ISO_REDUCE: return bk_dp_reduce(x, 0, kind, x->c->compute, err, errlen);
     case ISO_ADAM: return adam(x, err, errlen);
     /* FSDP2's copies of a layer unit (kind 0 dense, 1 MoE) or of stage 0's root unit (kind 2;
      * its reduce-scatter copy-in: one unit-sized piece) */
     case ISO_COPY_IN:
         if (kind == 2)
-            return copy_in(x, root_cnt(x, 0), 0, x->pools.root_off, x->c->compute, err, errlen);
-        return fsdp2_copy_in(x, 0, kind, x->c->compute, err, errlen);
-    case ISO_COPY_OUT: return fsdp2_copy_out(x, 0, kind % 2, kind == 2, x->c->compute, err, errlen);
-    case ISO_COPY_REDUCE: return fsdp2_rs_copy_in(x, 0, kind % 2, x->c->compute, err, errlen);
+            return bk_copy_in(x, root_cnt(x, 0), 0, x->pools.root_off, x->c->compute, err, errlen);
+        return bk_fsdp2_copy_in(x, 0, kind, x->c->compute, err, errlen);
+    case ISO_COPY_OUT:
+        return bk_fsdp2_copy_out(x, 0, kind % 2, kind == 2, x->c->compute, err, errlen);
+    case ISO_COPY_REDUCE: return bk_fsdp2_rs_copy_in(x, 0, kind % 2, x->c->compute, err, errlen);
     case ISO_P2P: return p2p_launch(x, 0, 0, 1, 0, x->c->compute, x->c->compute, err, errlen);
     }
     return CM_OK;

@@ -126,7 +126,8 @@ static void host_onto(const recipe *r, const recipe_items *items, const host_dis
     B->host_lead_s = h->pass_s[RECIPE_RECOMPUTE] + h->pass_s[RECIPE_BWD];
     for (int p = 0; p < RECIPE_PHASES; p++)
         for (int o = 0; o < r->n_ops; o++)
-            if (!count[p][o]) *(p == RECIPE_FWD ? &F->host_lead_s : &B->host_lead_s) += h->op_s[p][o];
+            if (!count[p][o])
+                *(p == RECIPE_FWD ? &F->host_lead_s : &B->host_lead_s) += h->op_s[p][o];
     /* the lists hold the items in lists_of's order: phase by phase, the recipe's order within */
     static const recipe_phase order[3] = {RECIPE_FWD, RECIPE_RECOMPUTE, RECIPE_BWD};
     int nf = 0, nb = 0;
