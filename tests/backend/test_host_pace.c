@@ -14,7 +14,11 @@
  *    optimizer_host_s (by hand for Llama-3.2-1B below);
  *  - where the queue is GPU-bound (Llama-3.1-8B, seq 4096) the host work is less than the
  *    queue's time (host_s is the host's own time, not the floor);
- *  - Megatron and torch.compile'd layers price no per-launch host work: every host_s is 0.
+ *  - Megatron and torch.compile'd layers price no per-launch host work: every host_s is 0;
+ *  - the GPU work the estimate prices on one GPU runs there too: FSDP2's copies (dp_active at
+ *    world size 1) and the bytes torch's clip + AdamW move beyond the fused Adam kernel's 28 per
+ *    parameter (estimate.c optimizer_cost: impl bytes + 12): foreach 80 + 12 - 28 = 64, fused
+ *    28 + 12 - 28 = 12, Megatron's own kernel 0.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -198,12 +202,33 @@ static void test_not_priced(void **state)
     assert_true(W.host_optimizer_s[0] > 0 && W.host_priced);
 }
 
+static void test_single_gpu_work(void **state)
+{
+    (void)state;
+    load("1b");
+    training_spec t = training_default();
+    t.seq_len = 4096, t.global_batch = 1;
+    layout l = fsdp2_one_gpu();
+    build(&l, &t);
+    assert_true(W.fsdp && W.dp_active);
+    near(W.optimizer_extra_bytes_per_param, 64, 0, "foreach AdamW + clip");
+    l.optimizer_impl = OPTIMIZER_IMPL_FUSED;
+    build(&l, &t);
+    near(W.optimizer_extra_bytes_per_param, 12, 0, "fused AdamW + clip");
+    l = layout_default(FRAMEWORK_MEGATRON);
+    l.sharding = SHARDING_DISTOPT;
+    l.dp = 1;
+    build(&l, &t);
+    assert_false(W.dp_active);
+    near(W.optimizer_extra_bytes_per_param, 0, 0, "Megatron");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_host_bound_sums), cmocka_unit_test(test_moe_host_bound),
         cmocka_unit_test(test_optimizer_host),  cmocka_unit_test(test_gpu_bound),
-        cmocka_unit_test(test_not_priced),
+        cmocka_unit_test(test_not_priced),      cmocka_unit_test(test_single_gpu_work),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
