@@ -672,8 +672,12 @@ void work_plan_print(const work_plan *w, void *file)
                 fc.slot_in.bytes * fc.slot_in.count, fc.cast_in.count, fc.copy_out.bytes,
                 fc.rs_cast.bytes);
     }
-    fprintf(f, "  step  %-22s adam over %.4g parameters%s\n", "optimizer", w->optimizer_params,
+    fprintf(f, "  step  %-22s adam over %.4g parameters%s", "optimizer", w->optimizer_params,
             w->optimizer_bf16_copy ? " (+ bf16 model copy)" : "");
+    if (w->optimizer_extra_bytes_per_param > 0)
+        fprintf(f, " + %.0f bytes per parameter (torch's clip and AdamW)",
+                w->optimizer_extra_bytes_per_param);
+    fputc('\n', f);
     if (w->host_priced) {
         double hf, hb;
         work_host_layer_s(w, false, &hf, &hb);

@@ -6,8 +6,8 @@
  * Takes `plan estimate`'s flags (cli_parse) plus its own: --steps N, --local-gpus N, --dry-run
  * (print the step's work, work.h, without a GPU), --host-pace on|off (issue the step at the
  * host's pace the cost model prices, bk_step.c; off: the GPU alone). A plan larger than the
- * local GPUs is measured as the slice that fits (one stage, the tp*cp group, as many dp ranks as fit) and the report
- * says which parts stay predicted.
+ * local GPUs is measured as the slice that fits (one stage, the tp*cp group, as many dp ranks
+ * as fit) and the report says which parts stay predicted.
  */
 #include <jansson.h>
 #include <stdio.h>

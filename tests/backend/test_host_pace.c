@@ -59,6 +59,13 @@ static void build(const layout *l, const training_spec *t)
     if (work_plan_build(&M, &S, t, l, &W, err, sizeof err) != CM_OK) fail_msg("%s", err);
 }
 
+static training_spec train(int seq_len, int global_batch)
+{
+    training_spec t = training_default();
+    t.seq_len = seq_len, t.global_batch = global_batch;
+    return t;
+}
+
 static layout fsdp2_one_gpu(void)
 {
     layout l = layout_default(FRAMEWORK_FSDP2);
@@ -104,8 +111,7 @@ static void test_host_bound_sums(void **state)
     (void)state;
     load("1b");
     near(S.host_eager_launch_s, 40.5e-6, 1e-12, "host.eager_launch_s");
-    training_spec t = training_default();
-    t.seq_len = 64, t.global_batch = 1;
+    training_spec t = train(64, 1);
     layout l = fsdp2_one_gpu();
     sums_equal_floors(&l, &t, false, "1b seq 64");
     double c = S.host_eager_launch_s;
@@ -131,8 +137,7 @@ static void test_moe_host_bound(void **state)
 {
     (void)state;
     load("qwen3-30b-a3b");
-    training_spec t = training_default();
-    t.seq_len = 64, t.global_batch = 1;
+    training_spec t = train(64, 1);
     layout l = fsdp2_one_gpu();
     sums_equal_floors(&l, &t, true, "qwen3-30b-a3b seq 64");
 }
@@ -144,8 +149,7 @@ static void test_optimizer_host(void **state)
 {
     (void)state;
     load("1b");
-    training_spec t = training_default();
-    t.seq_len = 4096, t.global_batch = 1;
+    training_spec t = train(4096, 1);
     layout l = fsdp2_one_gpu();
     build(&l, &t);
     near(optimizer_host_tensors(&M, &l, 0), 146, 0, "tensors");
@@ -159,8 +163,7 @@ static void test_gpu_bound(void **state)
 {
     (void)state;
     load("8b");
-    training_spec t = training_default();
-    t.seq_len = 4096, t.global_batch = 2;
+    training_spec t = train(4096, 2);
     layout l = fsdp2_one_gpu();
     l.mbs = 2;
     build(&l, &t);
@@ -183,8 +186,7 @@ static void test_not_priced(void **state)
 {
     (void)state;
     load("8b");
-    training_spec t = training_default();
-    t.seq_len = 4096, t.global_batch = 2;
+    training_spec t = train(4096, 2);
     layout l = layout_default(FRAMEWORK_MEGATRON);
     l.sharding = SHARDING_DISTOPT;
     l.tp = 2, l.dp = 1;
@@ -206,8 +208,7 @@ static void test_single_gpu_work(void **state)
 {
     (void)state;
     load("1b");
-    training_spec t = training_default();
-    t.seq_len = 4096, t.global_batch = 1;
+    training_spec t = train(4096, 1);
     layout l = fsdp2_one_gpu();
     build(&l, &t);
     assert_true(W.fsdp && W.dp_active);
