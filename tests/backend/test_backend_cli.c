@@ -78,6 +78,7 @@ static void test_measure_bad_input(void **state)
     expect_usage_error("measure --model 8b --tp 3 --dry-run", "tp");
     expect_usage_error("measure --model 8b --steps 0", "--steps");
     expect_usage_error("measure --model 8b --local-gpus x", "--local-gpus");
+    expect_usage_error("measure --model 8b --host-pace maybe", "--host-pace takes on or off");
     expect_usage_error("measure --model 8b --bogus", "unknown option");
 }
 
@@ -96,6 +97,13 @@ static void test_measure_dry_run(void **state)
     assert_non_null(strstr(R.out, "mlp_up.wgrad"));
     assert_non_null(strstr(R.out, "dp.gather"));
     assert_non_null(strstr(R.out, "reduce_scatter"));
+    /* issue 14: no host constants in this preset, so no host pacing; the H100 preset's
+     * (host.eager_launch_s, the optimizer's) give one */
+    assert_null(strstr(R.out, "host issue time"));
+    run("measure --model 1b --system h100 --framework fsdp2 --gpus 1 --gbs 1 --dry-run");
+    if (R.status) fail_msg("exit %d: %s", R.status, R.err);
+    assert_non_null(strstr(R.out, "host issue time (plan measure --host-pace): dense layer fwd"));
+    assert_non_null(strstr(R.out, "+ 64 bytes per parameter (torch's clip and AdamW)"));
     run("measure --model 8b --system h200-x4 --framework fsdp2 --gpus 4 --gbs 4 --dry-run "
         "--format json");
     if (R.status) fail_msg("exit %d: %s", R.status, R.err);
