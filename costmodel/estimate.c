@@ -16,6 +16,7 @@
  * (Megatron --overlap-grad-reduce: bucketed, the last bucket stays exposed).
  */
 #include "estimate.h"
+#include "grad_accum.h"
 #include "estimate_internal.h"
 #include "gemm_headroom.h"
 #include "units.h"
@@ -559,6 +560,11 @@ void estimate_time_assemble(const model_spec *m, const system_spec *sys, const t
     time_breakdown *tm = &out->time;
     tm->microbatch_s = t_mb;
     tm->compute_s = micro * worst.compute_s;
+    if (t->grad_accum_unfused) { /* grad_accum.h: the first stage's parameters */
+        double pd, pe;
+        memory_stage_params(m, l, 0, &pd, &pe);
+        tm->compute_s += grad_accum_step_s(sys, t, pd + pe, micro);
+    }
     tm->tp_s = micro * worst.tp_s;
     tm->cp_s = micro * worst.cp_s;
     tm->ep_s = micro * worst.ep_s;

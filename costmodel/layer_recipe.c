@@ -288,7 +288,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
      * fused scale-mask-softmax, dropout; bytes per score fwd 4 (+5 with dropout), bwd 6 (+5). */
     double attn_fwd, attn_bwd;
     double rows_a = tokens * a / tp;
-    double pqk = 0, ppv = 0, sm_f = 0, sm_b = 0;
+    double pqk = 0, ppv = 0, sm_f = 0, sm_b = 0, sm_f_s = 0, sm_b_s = 0;
     /* Hugging Face transformers builds an explicit boolean mask when a sliding window is
      * shorter than the sequence (masking_utils.sdpa_mask: is_causal can only stand for the
      * plain causal mask); SDPA then runs cuDNN's flash kernel with the mask (the kernel names
@@ -334,8 +334,27 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         double scores = rows_a * t->seq_len;
         sm_f = scores * (m->dropout ? 9.0 : 4.0);
         sm_b = scores * (m->dropout ? 11.0 : 6.0);
-        attn_fwd += compute_stream_s(sys, sm_f);
-        attn_bwd += compute_stream_s(sys, sm_b);
+        /* The scaled, masked softmax (Megatron's fused kernel, megatron/fused_kernels/
+         * scaled_upper_triang_masked_softmax.h at 6985e58: read and write fp16, 4 bytes a score;
+         * backward reads output and gradient, writes 6) streams at the fused kernels' rate. The
+         * dropout on the probabilities is PyTorch's own eager kernel (megatron/model/
+         * transformer.py ParallelAttention at 6985e58: self.attention_dropout =
+         * torch.nn.Dropout; _fused_dropout reads 2, writes 2 and a 1-byte mask; its backward
+         * _masked_scale reads 2 + 1, writes 2): priced as the eager kernels are
+         * (gpu.eager_elementwise_efficiency, elementwise_eager_kernel_s). */
+        double drop_f = m->dropout ? 5.0 * scores : 0, drop_b = m->dropout ? 5.0 * scores : 0;
+        sm_f_s = compute_stream_s(sys, sm_f - drop_f);
+        sm_b_s = compute_stream_s(sys, sm_b - drop_b);
+        if (m->dropout) {
+            elementwise_kernel kf = {"attn.dropout", drop_f, 1,
+                                     ew_contiguous(EW_VECTORIZED, 2, 2, 0, scores)};
+            elementwise_kernel kb = {"attn.dropout.bwd", drop_b, 1,
+                                     ew_contiguous(EW_VECTORIZED, 2, 2, 1, scores)};
+            sm_f_s += elementwise_eager_kernel_s(sys, &kf);
+            sm_b_s += elementwise_eager_kernel_s(sys, &kb);
+        }
+        attn_fwd += sm_f_s;
+        attn_bwd += sm_b_s;
     }
 
     /* CP exchange (its items come before the core's in each pass). */
@@ -423,7 +442,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
                       pqk);
             rb_gemm_item(b, attn, RECIPE_FWD, "attn.pv", RECIPE_FORM_DGRAD, sq, vd, sk, batch,
                       false, ppv);
-            rb_lump_item(b, attn, RECIPE_FWD, "attn.softmax", sm_f, compute_stream_s(sys, sm_f));
+            rb_lump_item(b, attn, RECIPE_FWD, "attn.softmax", sm_f, sm_f_s);
             rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dv", RECIPE_FORM_WGRAD, sk, vd, sq, batch,
                       false, ppv);
             rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dp", RECIPE_FORM_FWD, sq, sk, vd, batch,
@@ -432,7 +451,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
                       false, ppv);
             rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dk", RECIPE_FORM_WGRAD, sk, qk, sq, batch,
                       false, pqk);
-            rb_lump_item(b, attn, RECIPE_BWD, "attn.softmax_bwd", sm_b, compute_stream_s(sys, sm_b));
+            rb_lump_item(b, attn, RECIPE_BWD, "attn.softmax_bwd", sm_b, sm_b_s);
         }
     }
 

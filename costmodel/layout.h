@@ -80,6 +80,9 @@ typedef struct {
     bool expandable_segments;  /* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments
                                   grow, so the largest block needs no free block of its own
                                   (memory.h need_bytes) */
+    bool grad_accum_unfused;   /* weight gradients summed across micro-batches by a separate
+                                  16-bit add (2021 Megatron-LM, no gradient accumulation
+                                  fusion): grad_accum.h; false: fused into the wgrad GEMM */
     bool pp_keep_outputs;      /* a torch.distributed.pipelining loop calling schedule.step()
                                   with its default return_outputs=True: the last stage keeps
                                   every micro-batch's output (memory_phases.h); torchtitan's

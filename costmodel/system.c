@@ -7,6 +7,7 @@
  * required field; an overlay may give any subset.
  */
 #include "system.h"
+#include "burst_sustain.h"
 #include "input_file.h"
 
 #include <dirent.h>
@@ -54,6 +55,10 @@ static const system_field fields[] = {
     F("gpu", "gemm_power_exponent", gemm_power_exponent, false, 0, 1),
     F("gpu", "gemm_burst_ratio", gemm_burst_ratio, false, 0, 2),
     I("gpu", "sm_count", sm_count, false, 1, 1000),
+    F("gpu", "sustained_ref_ratio", sustained_ref_ratio, false, 0, 1),
+    F("gpu", "sustained_ref_power_w", sustained_ref_power_w, false, 0, 1e4),
+    F("gpu", "sustained_ref_clock_mhz", sustained_ref_clock_mhz, false, 0, 1e4),
+    F("gpu", "max_sm_clock_mhz", max_sm_clock_mhz, false, 0, 1e4),
     I("node", "gpus_per_node", gpus_per_node, true, 1, 1024),
     F("node", "intra_bandwidth_bytes_per_s", intra_bandwidth_bytes_per_s, true, 1e9, 1e14),
     F("node", "intra_latency_s", intra_latency_s, true, 0, 1e-2),
@@ -268,7 +273,9 @@ cm_status system_from_json(const json_t *root, const char *path, const char *nam
     cm_status st = attn_table_from_json(json_object_get(root, "attention_rates"), path,
                                         &sys->attention_rates, err, errlen);
     if (st != CM_OK) return st;
-    return apply_fields(root, path, sys, false, err, errlen);
+    st = apply_fields(root, path, sys, false, err, errlen);
+    if (st == CM_OK) burst_sustain_apply(sys);
+    return st;
 }
 
 /* A preset file: system_read_json + system_from_json. */

@@ -82,6 +82,14 @@ typedef struct {
     attn_table attention_rates;        /* measured rates by shape ("attention_rates"; n 0: none,
                                           attention_efficiency stands), attention_rate.h */
     int sm_count;                      /* streaming multiprocessors (0: not given; overlap.c) */
+    /* Burst figures derated to the power cap (burst_sustain.h; 0: the figures are sustained):
+     * the family's reference sustained/burst ratio, its cap and highest SM clock, this GPU's
+     * highest SM clock; and the fraction applied at load (1 where none). */
+    double sustained_ref_ratio;
+    double sustained_ref_power_w;
+    double sustained_ref_clock_mhz;
+    double max_sm_clock_mhz;
+    double sustained_over_burst;
     double tdp_w;                      /* board power the efficiency figures hold at (0: not
                                           given) */
     double power_limit_w;              /* power cap in use (0: the TDP); scales the sustained

@@ -6,7 +6,8 @@
  * Megatron-LM trained them in 2021-22), the a100-80g system, and the row's layout. Those runs
  * used Megatron's unfused attention (fused scale-mask-softmax, s^2 scores stored) and did not
  * overlap the data-parallel gradient all-reduce (SC'21 local DDP; Korthikanti Sec. 6.3 says so
- * for the 530B run), so overlap is off. Where the source says "interleaved" without the chunk
+ * for the 530B run), so overlap is off. The 2021 code summed weight gradients across
+ * micro-batches outside the GEMM (costmodel/grad_accum.h), set for the SC'21 and README rows. Where the source says "interleaved" without the chunk
  * count, the smallest interleaving Megatron allows for the row (v = 2 when the layers and
  * micro-batches divide) is used; README of the row says "chunks not stated".
  */
@@ -66,6 +67,11 @@ int golden_run(const char *csv_path, const char *data_dir, golden_row *rows, int
         tr.seq_len = (int)num(cell(t, r, "seq_len"));
         tr.global_batch = (int)num(cell(t, r, "global_batch_seqs"));
         tr.attention = ATTENTION_UNFUSED;
+        /* the 2021 code (SC'21 scripts at 6985e58, the README's GPT-3 script) sums weight
+         * gradients across micro-batches outside the GEMM (costmodel/grad_accum.h); the 2022
+         * runs (Korthikanti) had gradient accumulation fusion for bf16 main grads (Megatron-LM
+         * 83b1e42f30, 2022-02-13) and their 16-bit type is not stated: left fused */
+        tr.grad_accum_unfused = !has(cell(t, r, "source_group"), "Korthikanti");
         m.max_positions = tr.seq_len;
         m.tied_embeddings = true;
         m.learned_positions = true;

@@ -55,12 +55,15 @@ static void test_published_runs(void **state)
     printf("Megatron rows %d of %d: median |error| %.1f%%, max |error| %.1f%%\n", k, n,
            100 * median, 100 * abs_err[k - 1]);
     assert_int_equal(n, 23); /* every row of the file is usable */
-    /* Tolerance over the Megatron rows: median 12%, no row beyond 25%. The model
-     * over-predicts these 2021-22 A100 runs by 4-20% (bench/README.md discusses why); the two
+    /* Tolerance over the Megatron rows: issue 15's target, median 7%, no row beyond 15%
+     * (2026-11-28: median 5.5%, max 13.9% on the README's GPT-3 row; before the 2021 code's
+     * unfused gradient accumulation (costmodel/grad_accum.h) and the attention dropout at the
+     * eager rate (layer_recipe.c) were priced: 8.7% and 19.2%, bounds 12% / 25%). The two
      * DeepSpeed ZeRO-3 rows are printed but not asserted: DeepSpeed 2021's ZeRO-3 parameter
-     * fetching is far slower than the prefetching FSDP this model describes. */
-    assert_true(median <= 0.12);
-    assert_true(abs_err[k - 1] <= 0.25);
+     * fetching is far slower than the prefetching FSDP this model describes (bench/README.md
+     * "A100 golden rows"). */
+    assert_true(median <= 0.07);
+    assert_true(abs_err[k - 1] <= 0.15);
 }
 
 int main(void)

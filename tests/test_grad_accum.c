@@ -1,0 +1,128 @@
+/*
+ * test_grad_accum.c — two terms of the 2021 Megatron-LM the A100 golden rows ran (tests/
+ * golden.c), with numbers checkable by hand on the a100-80g preset (HBM 2.039e12 B/s, fused
+ * kernels at hbm_efficiency 0.88 = 1.79432e12 B/s, eager kernels at 0.51 = 1.03989e12 B/s plus
+ * a 1.5 us gap):
+ *   - weight gradients summed across micro-batches outside the GEMM (costmodel/grad_accum.h):
+ *     6 bytes a parameter for each micro-batch after the first;
+ *   - the unfused attention core's dropout on the s x s probabilities, PyTorch's eager kernel
+ *     (layer_recipe.c): 5 bytes a score forward and 5 backward at the eager rate.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "estimate.h"
+#include "grad_accum.h"
+#include "layer_recipe.h"
+#include "memory.h"
+#include "system.h"
+
+static system_spec S;
+
+static void load_a100(void)
+{
+    const char *dir = getenv("PLAN_DATA_DIR");
+    if (!dir) skip();
+    char err[CM_ERRLEN];
+    assert_int_equal(system_load("a100-80g", dir, &S, err, sizeof err), CM_OK);
+}
+
+/* SC'21 Table 1's 1.7B GPT: 24 layers, hidden 2304, 24 heads of 96, FFN 9216, vocab 51200 */
+static model_spec gpt_1_7b(bool dropout)
+{
+    model_spec m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "gpt-1.7b");
+    m.layers = 24, m.hidden = 2304, m.heads = m.kv_heads = 24, m.head_dim = 96;
+    m.ffn = 9216, m.vocab = 51200, m.max_positions = 2048;
+    m.tied_embeddings = m.learned_positions = true;
+    m.activation = MODEL_ACT_GELU;
+    m.norm = MODEL_NORM_LAYER;
+    m.qkv_bias = m.out_bias = true;
+    m.dropout = dropout;
+    char err[CM_ERRLEN];
+    assert_int_equal(model_validate(&m, err, sizeof err), CM_OK);
+    return m;
+}
+
+static void test_step_s(void **state)
+{
+    (void)state;
+    load_a100();
+    training_spec t = training_default();
+    t.grad_accum_unfused = true;
+    /* 1e9 parameters, 4 micro-batches: 3 x 6e9 B / 1.79432e12 B/s = 10.0317 ms */
+    assert_true(fabs(grad_accum_step_s(&S, &t, 1e9, 4) - 10.0317e-3) < 1e-6);
+    assert_true(grad_accum_step_s(&S, &t, 1e9, 1) == 0); /* one micro-batch: nothing to sum */
+    t.grad_accum_unfused = false; /* fused into the wgrad GEMM (today's Megatron) */
+    assert_true(grad_accum_step_s(&S, &t, 1e9, 4) == 0);
+}
+
+/* The estimate adds exactly that to the step's compute: 1.7B at TP 1, DP 4, micro-batch 2,
+ * global batch 32 -> 4 micro-batches, over the first stage's parameters. */
+static void test_estimate(void **state)
+{
+    (void)state;
+    load_a100();
+    model_spec m = gpt_1_7b(true);
+    training_spec t = training_default();
+    t.seq_len = 2048, t.global_batch = 32, t.attention = ATTENTION_UNFUSED;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.dp = 4, l.mbs = 2, l.sharding = SHARDING_DDP, l.recompute = RECOMPUTE_FULL;
+    l.overlap_grad_reduce = l.overlap_param_gather = l.tp_comm_overlap = false;
+    estimate off, on;
+    char err[CM_ERRLEN];
+    assert_int_equal(estimate_layout(&m, &S, &t, &l, &off, err, sizeof err), CM_OK);
+    t.grad_accum_unfused = true;
+    assert_int_equal(estimate_layout(&m, &S, &t, &l, &on, err, sizeof err), CM_OK);
+    double pd, pe;
+    memory_stage_params(&m, &l, 0, &pd, &pe);
+    assert_true(pd + pe > 1.6e9 && pd + pe < 1.7e9); /* the whole 1.65B model on one stage */
+    double want = 3 * 6.0 * (pd + pe) / (2.039e12 * 0.88); /* ~16.6 ms */
+    assert_true(fabs((on.time.compute_s - off.time.compute_s) - want) < 1e-9);
+    assert_true(fabs(on.time.step_s - off.time.step_s - want) < 1e-9);
+}
+
+/* The dropout on the probabilities: 1.7B, micro-batch 16, seq 2048, TP 1: 16 x 24 x 2048^2 =
+ * 1.6106e9 scores; 5 B each at 1.03989e12 B/s + 1.5 us = 7.7456 ms forward and the same
+ * backward, the difference between the model with and without dropout. */
+static void test_attention_dropout(void **state)
+{
+    (void)state;
+    load_a100();
+    training_spec t = training_default();
+    t.seq_len = 2048, t.global_batch = 512, t.attention = ATTENTION_UNFUSED;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.mbs = 16, l.dp = 32;
+    static recipe with, without;
+    model_spec md = gpt_1_7b(true), mn = gpt_1_7b(false);
+    recipe_layer(&md, &S, &t, &l, false, &with, NULL);
+    recipe_layer(&mn, &S, &t, &l, false, &without, NULL);
+    const recipe_op *a = NULL, *b = NULL;
+    for (int i = 0; i < with.n_ops; i++)
+        if (!strcmp(with.op[i].name, "attn.core")) a = &with.op[i];
+    for (int i = 0; i < without.n_ops; i++)
+        if (!strcmp(without.op[i].name, "attn.core")) b = &without.op[i];
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_true(fabs((a->fwd_s - b->fwd_s) - 7.74565e-3) < 1e-7);
+    assert_true(fabs((a->bwd_s - b->bwd_s) - 7.74565e-3) < 1e-7);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_step_s),
+        cmocka_unit_test(test_estimate),
+        cmocka_unit_test(test_attention_dropout),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
