@@ -218,6 +218,7 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
             s.fsdp_s += c * (fmax(0, x->gather_s - x->fwd_s) +
                              fmax(0, ag_bwd + x->reduce_s - (x->bwd_s + rf * x->recompute_s)) +
                              x->fsdp_contention_fwd_s + x->fsdp_contention_bwd_s);
+            s.fsdp_contention_s += c * (x->fsdp_contention_fwd_s + x->fsdp_contention_bwd_s);
             s.fsdp_raw_s += c * (x->gather_s + ag_bwd + x->reduce_s);
         }
     }

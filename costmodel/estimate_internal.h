@@ -19,6 +19,8 @@ typedef struct {
     double fwd_s, bwd_s; /* compute only, for overlap of DP traffic */
     double wgrad_s;      /* the weight-gradient part of bwd_s (pp_schedule.h's W) */
     double fsdp_raw_s;   /* all FSDP traffic, hidden or not (the step terms' overlap) */
+    double fsdp_contention_s; /* the part of fsdp_s that is compute slowed beside the FSDP
+                               * collectives (recipe_price.c), not communication on its own */
     int layers;          /* transformer layers on the stage */
     double fill_s;       /* estimate_worst_stage, when the last stage is the slowest: the
                           * micro-batch time of the stages the fill and drain run through

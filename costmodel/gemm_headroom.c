@@ -38,10 +38,18 @@ double gemm_headroom_max_rate(const system_spec *sys)
 
 double gemm_headroom_rate(const system_spec *sys, double gemm_s, double memory_s, double idle_s)
 {
+    return gemm_headroom_rate_comm(sys, gemm_s, memory_s, idle_s, 0);
+}
+
+double gemm_headroom_rate_comm(const system_spec *sys, double gemm_s, double memory_s,
+                               double idle_s, double comm_s)
+{
     if (!gemm_headroom_applies(sys) || !(gemm_s > 0)) return 1;
     double cap = gemm_headroom_cap_w(sys);
+    double comm_w = sys->comm_power_w > 0 ? sys->comm_power_w : sys->idle_power_w;
     double spare_s = fmax(0, 1 - sys->memory_bound_power_w / cap) * fmax(0, memory_s) +
-                     fmax(0, 1 - sys->idle_power_w / cap) * fmax(0, idle_s);
+                     fmax(0, 1 - sys->idle_power_w / cap) * fmax(0, idle_s) +
+                     fmax(0, 1 - comm_w / cap) * fmax(0, comm_s);
     double u = spare_s / gemm_s, beta = sys->gemm_power_exponent;
     double rmax = gemm_headroom_max_rate(sys);
     /* r -> (1 + u r)^beta is increasing with slope beta u (1 + u r)^(beta - 1) < 1 on the way
@@ -84,9 +92,17 @@ void gemm_headroom_step(const model_spec *m, const system_spec *sys, const train
     double attention_s = fmax(0, micro * 2 * (worst->compute_s - wa.compute_s));
     const time_breakdown *tm = &out->time;
     double memory_s = fmax(0, tm->compute_s - gemm_s - attention_s) + tm->optimizer_s;
-    double idle_s = tm->comm_exposed_s + tm->bubble_s;
-    if (mix) *mix = (gemm_headroom_mix){gemm_s, attention_s, memory_s, idle_s};
-    double rate = gemm_headroom_rate(sys, gemm_s, memory_s, idle_s);
+    /* Exposed communication: NCCL kernels alone at gpu.comm_power_w, but the FSDP contention
+     * charged to it (compute slowed beside the hidden collectives, recipe_price.c) runs at the
+     * cap (gemm_headroom.h). tm->dp_s holds the FSDP time in proportion to worst->fsdp_s
+     * (estimate.c: dp_s = rounds x fsdp_s under FSDP). */
+    double at_cap_s = 0;
+    if (worst->fsdp_s > 0 && worst->fsdp_contention_s > 0)
+        at_cap_s = fmin(tm->dp_s, tm->dp_s * worst->fsdp_contention_s / worst->fsdp_s);
+    double comm_s = fmax(0, tm->comm_exposed_s - at_cap_s);
+    double idle_s = tm->bubble_s;
+    if (mix) *mix = (gemm_headroom_mix){gemm_s, attention_s, memory_s, idle_s, comm_s, at_cap_s};
+    double rate = gemm_headroom_rate_comm(sys, gemm_s, memory_s, idle_s, comm_s);
     if (rate <= 1) return;
     system_spec boosted = *sys;
     boosted.gemm_headroom_rate = rate;

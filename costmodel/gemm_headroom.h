@@ -16,10 +16,21 @@
  * about the cap, memory-bound kernels at P_mem (gpu.memory_bound_power_w), idle at P_idle
  * (gpu.idle_power_w). With G the step's GEMM time at the sustained rate,
  *     (G / r) P_cap r^(1/beta) + A P_cap + M P_mem + I P_idle = P_cap (G / r + A + M + I)
- * gives  r^(1/beta) = 1 + u r,  u = [(1 - P_mem/P_cap) M + (1 - P_idle/P_cap) I] / G,
+ * gives  r^(1/beta) = 1 + u r,  u = [(1 - P_mem/P_cap) M + (1 - P_idle/P_cap) I
+ *                                   + (1 - P_comm/P_cap) C] / G,
  * solved by fixed point, and r is capped at the burst rate (gpu.gemm_burst_ratio: GEMMs at the
  * highest clock over the sustained rate). Fitted once per GPU from the bench data, a device
  * characteristic; not a per-run factor.
+ *
+ * Communication (bench/coll_power.py, bench/results/mgpu8_2026-11-28, 4 x H100 on NVLink, NCCL
+ * 2.28.9): exposed communication C is NCCL kernels running alone, which draw P_comm =
+ * gpu.comm_power_w (all-gather 256 MiB 320 W, reduce-scatter fp32 512 MiB 334 W, all-reduce
+ * 256 MiB 288 W, all-gather 32 MiB 270 W, at 1980 MHz; idle 129 W on the same host), not idle:
+ * GEMMs in 5 ms blocks with the gaps filled by collectives ran at x1.096 of back to back against
+ * x1.119 with the gaps idle (GEMM fraction 0.6) and x1.021 against x1.055 (0.8). Compute slowed
+ * beside FSDP's collectives (recipe_price.c's contention) runs at the cap: GEMMs beside
+ * back-to-back collectives drew 670-697 W at 1406-1496 MHz, the clock of GEMMs alone (1395 MHz),
+ * so that time adds no headroom. Without gpu.comm_power_w exposed communication counts as idle.
  */
 #ifndef PLAN_GEMM_HEADROOM_H
 #define PLAN_GEMM_HEADROOM_H
@@ -49,7 +60,14 @@ double gemm_headroom_rate(const system_spec *sys, double gemm_s, double memory_s
  * from; filled by gemm_headroom_step. */
 typedef struct {
     double gemm_s, attention_s, memory_s, idle_s;
+    double comm_s;     /* exposed NCCL time (at gpu.comm_power_w) */
+    double at_cap_s;   /* compute slowed beside collectives (FSDP contention): no headroom */
 } gemm_headroom_mix;
+
+/* gemm_headroom_rate with exposed communication comm_s drawing gpu.comm_power_w (idle power
+ * where the system has none). */
+double gemm_headroom_rate_comm(const system_spec *sys, double gemm_s, double memory_s,
+                               double idle_s, double comm_s);
 
 /* Re-prices out (estimate_time_assemble's, from worst at the sustained rate) with the GEMM rate
  * the step's own mix allows: the GEMM and attention time of the worst stage found by pricing it

@@ -127,6 +127,13 @@ layout_pp_schedule layout_pp_schedule_of(const layout *l)
     return l->vpp > 1 ? PP_SCHEDULE_INTERLEAVED_1F1B : PP_SCHEDULE_1F1B;
 }
 
+int layout_head_stage(const layout *l)
+{
+    layout_pp_schedule s = layout_pp_schedule_of(l);
+    if (l->pp > 1 && (s == PP_SCHEDULE_ZBV || s == PP_SCHEDULE_DUALPIPEV)) return 0;
+    return l->pp - 1;
+}
+
 bool layout_is_pytorch(const layout *l) { return l->framework != FRAMEWORK_MEGATRON; }
 bool layout_cp_is_ring(const layout *l) { return l->framework != FRAMEWORK_FSDP2; }
 

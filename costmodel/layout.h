@@ -183,6 +183,11 @@ const char *layout_rank_order_name(layout_rank_order o); /* "tp-cp-ep-dp-pp", ..
 int layout_parse_rank_order(const char *s, layout_rank_order *out); /* the name, or dp-pp / pp-dp */
 /* The schedule l runs: the stored one, or 1F1B / Interleaved1F1B by vpp for DEFAULT. */
 layout_pp_schedule layout_pp_schedule_of(const layout *l);
+/* The pipeline rank that holds the model's head (final norm, output layer, loss): the last,
+ * but rank 0 under the V schedules (ZBVZeroBubble, DualPipeV), whose rank r holds chunks r and
+ * 2 pp - 1 - r, so the last chunk sits beside the first (torch ScheduleZBVZeroBubble's V-shaped
+ * stage placement, as torchtitan builds it; measured: bench/results/mgpu8_2026-11-28). */
+int layout_head_stage(const layout *l);
 /* PyTorch runs the model (torch FSDP2's fully_shard, torch optimizers, eager or compiled
  * modules): the fsdp2 trainer path and torchtitan, not Megatron. */
 bool layout_is_pytorch(const layout *l);

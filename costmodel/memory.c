@@ -548,7 +548,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     }
     /* the last stage's MTP modules (recipe_mtp.c): a layer of the decoder's last kind each,
      * plus eh_proj's saved input (2h bf16 per token, the rank's sequence share under SP) */
-    int mtp = stage == l->pp - 1 ? layout_mtp_layers(m, l) : 0;
+    int mtp = stage == layout_head_stage(l) ? layout_mtp_layers(m, l) : 0;
     double mtp_act = 0; /* per micro-batch; a checkpoint each under full recompute */
     if (mtp > 0) {
         bool mtp_moe = model_layer_is_moe(m, m->layers - 1);
@@ -588,7 +588,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         r.host_activation_bytes = saved - act_layer_max > 0 ? saved - act_layer_max : 0;
     }
     double phase_relief_bytes = 0; /* what the components' own peaks do not hold at once */
-    if (stage == l->pp - 1) {
+    if (stage == layout_head_stage(l)) {
         /* each MTP module computes its own logits and loss (recipe_mtp.c) */
         r.logits_bytes = (1 + layout_mtp_layers(m, l)) * memory_logits_bytes(m, t, l);
         if (layout_is_pytorch(l) && l->sharding == SHARDING_FSDP && !l->offload) {
@@ -689,7 +689,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
      * (Qwen3-4B checkpointed: 2.95 GiB free for 2.32; Qwen3-8B-L8 seq 8k mbs 2: 9.67 for
      * 9.27; native Llama-3.2-3B seq 8k mbs 2: 8.12 for 7.83). */
     r.block_stage = stage;
-    r.largest_block_bytes = stage == l->pp - 1 ? memory_largest_block_bytes(m, t, l) : 0;
+    r.largest_block_bytes = stage == layout_head_stage(l) ? memory_largest_block_bytes(m, t, l) : 0;
     r.need_bytes = r.total_bytes;
     /* torchtitan launches with expandable segments (run_train.sh: PYTORCH_ALLOC_CONF=
      * "expandable_segments:True", pytorch/torchtitan 0168bd5; --emit torchtitan exports it) */

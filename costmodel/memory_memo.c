@@ -96,7 +96,7 @@ static memory_stage_key stage_key_of(const layout *l, int stage)
     memory_stage_key k = {.tp = l->tp, .ep = l->ep, .etp = l->etp, .pp = l->pp,
                           .pp_first_layers = l->pp_first_layers,
                           .pp_last_layers = l->pp_last_layers, .framework = (int)l->framework,
-                          .stage = stage};
+                          .stage = stage, .head_stage = layout_head_stage(l)};
     return k;
 }
 

@@ -34,9 +34,10 @@ typedef struct {
 
 /* What a stage's layer counts and parameters read (layout_stage_layers, layout_stage_start,
  * memory.c stage_params_counted): tp, ep, etp, pp, the uneven split, the framework (Megatron's
- * MTP modules on the last stage) and the stage. */
+ * MTP modules on the last stage), the stage and the stage holding the head (layout_head_stage:
+ * rank 0 under the V schedules). */
 typedef struct {
-    int tp, ep, etp, pp, pp_first_layers, pp_last_layers, framework, stage;
+    int tp, ep, etp, pp, pp_first_layers, pp_last_layers, framework, stage, head_stage, pad;
 } memory_stage_key;
 
 typedef struct {

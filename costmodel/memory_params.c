@@ -75,7 +75,7 @@ void memory_stage_params_counted(const model_spec *m, const memory_model_counts 
                    moe * (c->router + c->shared_expert / l->tp);
     double expert = moe * (double)(m->experts / l->ep) * c->expert / layout_etp(l);
     if (stage == 0) dense += c->embedding / l->tp;
-    if (stage == l->pp - 1) {
+    if (stage == layout_head_stage(l)) {
         double vh = (double)m->vocab * m->hidden;
         dense += c->output - (m->tied_embeddings ? 0 : vh) +
                  /* untied head, or Megatron's copy of the tied embedding on the last stage */

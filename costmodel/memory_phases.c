@@ -7,7 +7,7 @@ double memory_root_gathered_bytes(const model_spec *m, const layout *l, int stag
 {
     double p = 0;
     if (stage == 0) p += model_embedding_params(m) / l->tp;     /* RowwiseParallel on vocab */
-    if (stage == l->pp - 1) {
+    if (stage == layout_head_stage(l)) {
         double head = model_output_params(m) - (double)m->hidden; /* untied lm_head, or 0 */
         p += (double)m->hidden + head / l->tp;                    /* norm whole, head Colwise */
     }
@@ -16,7 +16,7 @@ double memory_root_gathered_bytes(const model_spec *m, const layout *l, int stag
 
 double memory_root_at_loss_bytes(const model_spec *m, const layout *l, int stage)
 {
-    if (stage != l->pp - 1) return 0;
+    if (stage != layout_head_stage(l)) return 0;
     return layout_impl_of(l) == IMPL_HF ? memory_root_gathered_bytes(m, l, stage) : 0;
 }
 
@@ -29,7 +29,7 @@ double memory_logits_held_bytes(const model_spec *m, const training_spec *t, con
 double memory_pp_held_outputs_bytes(const model_spec *m, const training_spec *t,
                                     const layout *l, int stage, int microbatches)
 {
-    if (!t->pp_keep_outputs || !layout_is_pytorch(l) || l->pp < 2 || stage != l->pp - 1 ||
+    if (!t->pp_keep_outputs || !layout_is_pytorch(l) || l->pp < 2 || stage != layout_head_stage(l) ||
         microbatches < 2)
         return 0;
     double per = (double)l->mbs * t->seq_len / l->cp * 2.0 * (double)m->vocab / l->tp;
@@ -39,7 +39,7 @@ double memory_pp_held_outputs_bytes(const model_spec *m, const training_spec *t,
 double memory_pp_merged_outputs_bytes(const model_spec *m, const training_spec *t,
                                       const layout *l, int stage, int microbatches)
 {
-    if (!t->pp_keep_outputs || !layout_is_pytorch(l) || l->pp < 2 || stage != l->pp - 1 ||
+    if (!t->pp_keep_outputs || !layout_is_pytorch(l) || l->pp < 2 || stage != layout_head_stage(l) ||
         microbatches < 1)
         return 0;
     double per = (double)l->mbs * t->seq_len / l->cp * 2.0 * (double)m->vocab / l->tp;
@@ -63,7 +63,7 @@ double memory_loss_phase_bytes(const model_spec *m, const layout *l, int stage,
 double memory_blocks_phase_bytes(const model_spec *m, const training_spec *t, const layout *l,
                                  int stage, double fsdp_buffer_bytes)
 {
-    if (stage != l->pp - 1) return fsdp_buffer_bytes;
+    if (stage != layout_head_stage(l)) return fsdp_buffer_bytes;
     /* the output layer's weight gradient (the tied embedding's when tied), bf16, tp-split */
     double head_grad = 2.0 * (double)m->vocab * m->hidden / l->tp;
     return memory_logits_held_bytes(m, t, l) + fsdp_buffer_bytes + head_grad;

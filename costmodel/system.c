@@ -52,6 +52,7 @@ static const system_field fields[] = {
     F("gpu", "power_limit_w", power_limit_w, false, 0, 1e4),
     F("gpu", "idle_power_w", idle_power_w, false, 0, 1e4),
     F("gpu", "memory_bound_power_w", memory_bound_power_w, false, 0, 1e4),
+    F("gpu", "comm_power_w", comm_power_w, false, 0, 1e4),
     F("gpu", "gemm_power_exponent", gemm_power_exponent, false, 0, 1),
     F("gpu", "gemm_burst_ratio", gemm_burst_ratio, false, 0, 2),
     I("gpu", "sm_count", sm_count, false, 1, 1000),

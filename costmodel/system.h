@@ -100,6 +100,8 @@ typedef struct {
      * highest clock over the sustained (capped, back-to-back) rate. */
     double idle_power_w;
     double memory_bound_power_w;
+    double comm_power_w; /* board power of NCCL collectives running alone (exposed communication);
+                            0: not measured, exposed communication counts as idle */
     double gemm_power_exponent;
     double gemm_burst_ratio;
     /* Set while pricing, not read from files: --gemm-headroom on, and the multipliers on the

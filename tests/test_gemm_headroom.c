@@ -86,6 +86,30 @@ static void test_power_limit(void **state)
     assert_true(fabs(gemm_headroom_max_rate(&s) - 2 / cbrt(0.5)) < 1e-9);
 }
 
+/* Exposed communication at its own power (bench/results/mgpu8_2026-11-28): comm 420 W under the
+ * 700 W cap leaves 0.4 spare; 0.5 s of it per GEMM second: u = 0.2, r = (0.2 + sqrt(4.04)) / 2.
+ * Without gpu.comm_power_w it counts as idle (0.8 spare): the idle figure, 1.2198039. */
+static void test_comm_power(void **state)
+{
+    (void)state;
+    system_spec s = toy();
+    s.comm_power_w = 420;
+    assert_true(fabs(gemm_headroom_rate_comm(&s, 1, 0, 0, 0.5) - 1.1049876) < 1e-6);
+    /* idle and communication add: I 0.25 s (0.8 spare) + C 0.5 s (0.4): u = 0.4, 1.2198039 */
+    assert_true(fabs(gemm_headroom_rate_comm(&s, 1, 0, 0.25, 0.5) - 1.2198039) < 1e-6);
+    s.comm_power_w = 0;
+    assert_true(fabs(gemm_headroom_rate_comm(&s, 1, 0, 0, 0.5) - 1.2198039) < 1e-6);
+    /* the h100 preset's measured 314 W: C 0.25 s per GEMM second, u = (1 - 314/700) x 0.25 =
+     * 0.137857, r = (1 + u r)^0.39 -> 1.054353 (fixed point) */
+    char err[CM_ERRLEN];
+    assert_int_equal(system_load("h100", data_dir(), &s, err, sizeof err), CM_OK);
+    s.gemm_headroom_on = true;
+    assert_true(s.comm_power_w == 314);
+    double r = gemm_headroom_rate_comm(&s, 1, 0, 0, 0.25);
+    assert_true(fabs(r - 1.054353) < 1e-6);
+    assert_true(fabs(pow(r, 1 / 0.39) - (1 + 0.137857 * r)) < 1e-5);
+}
+
 static void test_h100_preset(void **state)
 {
     (void)state;
@@ -136,9 +160,12 @@ static void test_step(void **state)
     gemm_headroom_step(&m, &s, &t, &l, &w, &base, &mix);
     assert_true(mix.gemm_s > 0.5 * off.time.compute_s && mix.gemm_s < off.time.compute_s);
     assert_true(mix.attention_s > 0 && mix.memory_s > 0);
-    assert_true(fabs(mix.gemm_s + mix.attention_s + mix.memory_s + mix.idle_s -
-                     off.time.step_s) < 1e-9 * off.time.step_s);
-    assert_true(fabs(gemm_headroom_rate(&s, mix.gemm_s, mix.memory_s, mix.idle_s) - r) < 1e-12);
+    /* the split covers the step (exposed communication and FSDP contention are their own parts
+     * since the communication-power term, bench/results/mgpu8_2026-11-28) */
+    assert_true(fabs(mix.gemm_s + mix.attention_s + mix.memory_s + mix.idle_s + mix.comm_s +
+                     mix.at_cap_s - off.time.step_s) < 1e-9 * off.time.step_s);
+    assert_true(fabs(gemm_headroom_rate_comm(&s, mix.gemm_s, mix.memory_s, mix.idle_s,
+                                             mix.comm_s) - r) < 1e-12);
     assert_true(fabs(base.time.step_s - on.time.step_s) < 1e-12);
     double want = off.time.step_s - mix.gemm_s * (1 - 1 / r);
     assert_true(fabs(on.time.step_s - want) < 0.01 * want);
@@ -158,6 +185,7 @@ int main(void)
         cmocka_unit_test(test_rate_by_hand),
         cmocka_unit_test(test_power_limit),
         cmocka_unit_test(test_h100_preset),
+        cmocka_unit_test(test_comm_power),
         cmocka_unit_test(test_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -239,6 +239,33 @@ static void test_interleaved_in_flight(void **state)
     assert_true(NEAR(pp_schedule_in_flight(&l, 4, 3), 4.0));
 }
 
+/* The V schedules put the head beside the embedding: rank r of ZBVZeroBubble holds chunks r and
+ * 2 pp - 1 - r, so rank 0 holds the last chunk's final norm and output layer, V h + h =
+ * 128,256 x 4,096 + 4,096 = 525,340,672 parameters more than interleaved 1F1B's rank 0, and the
+ * last rank none of them (ho8-pp4-zbv-l8bL16-m8, bench/results/mgpu8_2026-11-28: rank 0 52.8 GiB
+ * allocated, ranks 1-3 29-31). */
+static void test_zbv_head_stage(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    layout in = titan(1, 4, 1, 1, 1), zb;
+    in.vpp = 2;
+    in.pp_schedule = PP_SCHEDULE_INTERLEAVED_1F1B;
+    zb = in;
+    zb.pp_schedule = PP_SCHEDULE_ZBV;
+    assert_int_equal(layout_head_stage(&in), 3);
+    assert_int_equal(layout_head_stage(&zb), 0);
+    double di0, ei0, dz0, ez0, di3, ei3, dz3, ez3;
+    memory_stage_params(&m, &in, 0, &di0, &ei0);
+    memory_stage_params(&m, &zb, 0, &dz0, &ez0);
+    memory_stage_params(&m, &in, 3, &di3, &ei3);
+    memory_stage_params(&m, &zb, 3, &dz3, &ez3);
+    assert_true(NEAR(dz0 - di0, 525340672.0));
+    assert_true(NEAR(di3 - dz3, 525340672.0));
+}
+
 /* The whole FSDP2 stage, fsdp-nat-8bL8-ws2 on h200. Loss moment: the logits' 7,354,712,064 B
  * (root resharded). Blocks' moment: held logits 1,050,673,152 + FSDP buffers (root
  * 2,101,354,496 + 16 x 218,112,000 = 3,489,792,000 -> 5,591,146,496) + the head's bf16 gradient
@@ -368,7 +395,7 @@ int main(void)
         cmocka_unit_test(test_interleaved_in_flight), cmocka_unit_test(test_fsdp_stage_total),
         cmocka_unit_test(test_pp_accumulation_buffers), cmocka_unit_test(test_hf_phi3_terms),
         cmocka_unit_test(test_backward_end),      cmocka_unit_test(test_titan_expert_units),
-        cmocka_unit_test(test_pp_merged_outputs),
+        cmocka_unit_test(test_pp_merged_outputs), cmocka_unit_test(test_zbv_head_stage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,6 +45,7 @@ DEFAULT_DIRS = [os.path.join(ROOT, "bench", "results", "mgpu_2026-11-27", d, "jo
 # parallelism of the real run -> (framework, extra plan flags). Switch a row here.
 FRAMEWORK = {
     "fsdp": ("fsdp2", []),
+    "hsdp": ("fsdp2", []),                           # parallel_run.py --tp 1 --replicate R: --shard-size
     "tp": ("megatron", ["--sharding", "fsdp"]),      # FSDP2 on the dp mesh beside TP
     "pp": ("megatron", []),                          # dp = 1: sharding moot
     "cp": ("megatron", ["--sharding", "fsdp"]),      # megatron's CP is ring attention (p2p)
@@ -115,6 +116,10 @@ def layout(rec):
             a += ["--" + k, str(rec[k])]
     if rec.get("vpp", 1) > 1:
         a += ["--vpp", str(rec["vpp"])]
+    if rec.get("schedule") == "zbv":  # parallel_run.py --schedule zbv: ScheduleZBVZeroBubble
+        a += ["--pp-schedule", "ZBVZeroBubble"]
+    if (rec.get("dp_replicate") or 1) > 1:  # HSDP: FSDP2 inside groups of dp_shard ranks
+        a += ["--shard-size", str(rec["dp_shard"])]
     oi = rec.get("optimizer_impl", "default")
     a += ["--optimizer-impl", {"default": "foreach", "forloop": "for-loop"}.get(oi, oi)]
     if rec.get("compile"):
@@ -173,12 +178,14 @@ def main():
                 row = {"run": r["label"], "dir": os.path.basename(os.path.dirname(d)),
                        "gpu": system_of(r.get("gpu")), "ws": r.get("world_size", 1),
                        "par": r.get("parallelism") or "fsdp", "impl": r.get("impl", "hf")}
-                if r.get("error") or r.get("oom"):
+                if r.get("error"):
                     row["status"] = "failed run"
                     rows.append(row)
                     continue
-                row["real_step_s"] = r["step_s_median"]
-                row["real_mem_bytes"] = r["measured_peak_bytes"]
+                oom = bool(r.get("oom"))
+                if not oom:
+                    row["real_step_s"] = r["step_s_median"]
+                    row["real_mem_bytes"] = r["measured_peak_bytes"]
                 fw, a, note = layout(r)
                 row["fw"], row["note"] = fw, note
                 row["flagged"] = bool(note)  # a mechanism the planner has no term for
@@ -223,6 +230,14 @@ def main():
                     j = json.loads(res.stdout)
                     note = "; ".join(x for x in (note, "embedding tie broken by the run (priced untied)") if x)
                     row["note"] = note
+                if oom:  # ran out of memory on purpose: the estimate must say infeasible
+                    row["pred_mem_bytes"] = j["memory"]["total_bytes"]
+                    row["pred_feasible"] = bool(j["feasible"])
+                    row["status"] = "out of memory; predicted %s (%.1f GiB)" % (
+                        "feasible: WRONG" if row["pred_feasible"] else "infeasible: right",
+                        row["pred_mem_bytes"] / GIB)
+                    rows.append(row)
+                    continue
                 row["status"] = "ok"
                 row["pred_step_s"] = j["time"]["step_s"]
                 row["pred_mem_bytes"] = j["memory"]["total_bytes"]
@@ -285,7 +300,7 @@ def main():
         summary("memory: estimate vs real", [w["mem_err"] for w in sel], 5)
         summary("step: plan measure vs real", [w.get("measure_err") for w in sel], 5)
         summary("memory: measure vs real", [w.get("measure_mem_err") for w in sel], 5)
-    for par in ("fsdp", "tp", "pp", "cp", "ep"):
+    for par in ("fsdp", "hsdp", "tp", "pp", "cp", "ep"):
         sel = [w for w in ok if w["par"] == par]
         if sel:
             print("-- %s" % par)

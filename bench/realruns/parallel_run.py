@@ -94,6 +94,19 @@ p.add_argument("--host-split", action="store_true",
                     "block's input (a tensor hook: that block's backward has been issued), and around "
                     "the loss head, backward, clip and optimizer, every timed step (rank 0); medians per "
                     "block in host_split (bench/results/tphost_2026-11-27/README.md)")
+p.add_argument("--ckpt", action="store_true",
+               help="full activation checkpointing of every decoder block (checkpoint_wrapper, "
+                    "non-reentrant, torchtitan's ac mode full), applied after TP and before FSDP2")
+p.add_argument("--compile", action="store_true",
+               help="torch.compile(block, fullgraph=True) per decoder block after TP / checkpointing and "
+                    "before FSDP2 (torchtitan's apply_compile order); tp, cp and pp layouts")
+p.add_argument("--replicate", type=int, default=1,
+               help="tp layout: HSDP, the data-parallel ranks split into REPLICATE replica groups, FSDP2 "
+                    "on the 2D (replicate, shard) mesh (torchtitan's data_parallel_replicate_degree); "
+                    "with --tp 1 the model is plain FSDP2 / HSDP, no DTensor TP")
+p.add_argument("--schedule", choices=("auto", "zbv"), default="auto",
+               help="pp: auto = 1F1B (--vpp 1) / interleaved 1F1B (--vpp > 1); zbv = "
+                    "ScheduleZBVZeroBubble (--vpp 2, V-shaped stages: rank r holds r and 2 pp - 1 - r)")
 p.add_argument("--clip", type=float, default=1.0)
 p.add_argument("--warmup", type=int, default=3)
 p.add_argument("--steps", type=int, default=6)
@@ -118,8 +131,16 @@ if args.layout == "ep" and args.ep != WS:
     sys.exit("parallel_run: --layout ep runs ep = world size (experts carved out of dp)")
 if args.layout == "cp" and args.cp != WS:
     sys.exit("parallel_run: --layout cp runs cp = world size")
+if args.replicate > 1 and (args.layout != "tp" or DP % args.replicate):
+    sys.exit("parallel_run: --replicate R is for --layout tp with R dividing dp = %d" % DP)
+if args.compile and args.layout == "ep":
+    sys.exit("parallel_run: --compile is for tp, cp and pp (the MoE dispatch syncs with the host)")
 if args.layout == "pp":
     schedule = "interleaved1f1b" if args.vpp > 1 else "1f1b"
+    if args.schedule == "zbv":
+        if args.vpp != 2:
+            sys.exit("parallel_run: --schedule zbv runs two stages per rank (--vpp 2)")
+        schedule = "zbv"
 else:
     schedule = None
     args.microbatches = 1
@@ -130,11 +151,14 @@ rec = {
     "config": os.path.relpath(cfg_path, os.path.join(HERE, "..", "..")),
     "model_type": CFG.get("model_type"),
     "layers": args.layers or CFG["num_hidden_layers"], "layers_full": CFG["num_hidden_layers"],
-    "framework": "torch-native", "parallelism": args.layout, "world_size": WS,
+    "framework": "torch-native",
+    "parallelism": ("hsdp" if args.replicate > 1 else "fsdp") if args.layout == "tp" and args.tp == 1 else args.layout,
+    "world_size": WS,
     "dp": DP if args.layout != "ep" else WS, "tp": args.tp, "pp": args.pp, "vpp": args.vpp,
     "cp": args.cp, "ep": args.ep, "schedule": schedule, "microbatches": args.microbatches,
     "seq": args.seq, "mbs": args.mbs, "gbs": args.mbs * args.microbatches * (DP if args.layout != "ep" else WS),
-    "grad_ckpt": False, "compile": False, "optimizer": "AdamW", "optimizer_impl": "fused",
+    "grad_ckpt": bool(args.ckpt), "compile": bool(args.compile),
+    "dp_replicate": args.replicate, "dp_shard": (DP // args.replicate) if args.layout == "tp" else None, "optimizer": "AdamW", "optimizer_impl": "fused",
     "grad_clip": args.clip or None, "experts_impl": args.experts if args.layout == "ep" else None,
     "route": args.route if args.layout == "ep" else None,
     "mixed_precision": "fp32 params, param_dtype bf16, reduce_dtype fp32", "attention": "sdpa",
@@ -379,6 +403,20 @@ def tp_plan(model, tp_mesh, loss_parallel):
         })
 
 
+def wrap_blocks(model):
+    """--ckpt / --compile on every decoder block, in torchtitan's order (TP, then activation
+    checkpointing, then compile, then FSDP2): torchtitan/distributed/activation_checkpoint.py
+    (ptd_checkpoint_wrapper, preserve_rng_state=False) and apply_compile."""
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+    for k in list(model.layers.keys()):
+        blk = model.layers[k]
+        if args.ckpt:
+            blk = checkpoint_wrapper(blk, preserve_rng_state=False)
+        if args.compile:
+            blk = torch.compile(blk, fullgraph=True)
+        model.layers.register_module(k, blk)
+
+
 def shard_blocks(model, mesh, reshard=True):
     for blk in model.layers.values():
         fully_shard(blk, mesh=mesh, mp_policy=MP, reshard_after_forward=reshard)
@@ -563,12 +601,14 @@ def main():
         world_groups = ()
         data_rank = RANK
         if args.layout == "tp":
-            mesh = init_device_mesh("cuda", (DP, args.tp), mesh_dim_names=("dp", "tp"))
-            data_rank = mesh.get_local_rank("dp")
+            R = args.replicate
+            mesh = init_device_mesh("cuda", (R, DP // R, args.tp), mesh_dim_names=("rep", "dp", "tp"))
+            data_rank = mesh.get_local_rank("rep") * (DP // R) + mesh.get_local_rank("dp")
             with torch.device("meta"):
                 model = Transformer(a, args.seq)
-            tp_plan(model, mesh["tp"], not args.no_loss_parallel)
-            if a.tied:
+            if args.tp > 1:
+                tp_plan(model, mesh["tp"], not args.no_loss_parallel)
+            if a.tied and args.tp > 1:
                 # parallelize_module registers a new DTensor parameter on each module, so the
                 # embedding and the output layer would train two weights; torchtitan points the
                 # embedding back at the output's weight after parallelizing (Decoder.init_states,
@@ -576,7 +616,8 @@ def main():
                 # (RowwiseParallel of an Embedding, ColwiseParallel of a Linear). Runs before
                 # 2026-11-27 18:50 UTC lacked this: their `params` count both (mgpu_fidelity.py).
                 model.tok_embeddings.weight = model.output.weight
-            shard_blocks(model, mesh["dp"])
+            wrap_blocks(model)
+            shard_blocks(model, mesh["rep", "dp"] if R > 1 else mesh["dp"])
             init_weights(model, dev)
             if args.host_split or args.profile:
                 add_host_split_hooks(model)
@@ -588,6 +629,7 @@ def main():
             data_rank = 0
             with torch.device("meta"):
                 model = Transformer(a, args.seq)
+            wrap_blocks(model)
             shard_blocks(model, mesh["cp"])
             init_weights(model, dev)
             groups = [list(model.parameters())]
@@ -601,6 +643,7 @@ def main():
                     model.layers[k] = MoEBlock(a, CFG, group, args.ep)
             for blk in model.layers.values():
                 fully_shard(blk.moe.experts, mesh=mesh["edp"], mp_policy=MP, reshard_after_forward=True)
+            wrap_blocks(model)
             shard_blocks(model, mesh["ep"])
             init_weights(model, dev)
             expert = [prm for n, prm in model.named_parameters() if ".experts." in n]
@@ -609,6 +652,7 @@ def main():
             modules = [model]
         else:  # pp
             from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleInterleaved1F1B
+            from torch.distributed.pipelining import ScheduleZBVZeroBubble
             mesh = init_device_mesh("cuda", (args.pp, 1), mesh_dim_names=("pp", "dp"))
             data_rank = 0
             S = args.pp * args.vpp
@@ -617,6 +661,8 @@ def main():
                 raise SystemExit("parallel_run: %d layers do not split into %d stages" % (L, S))
             per = L // S
             stage_ids = [RANK + i * args.pp for i in range(args.vpp)]
+            if schedule == "zbv":  # V shape: rank 0 holds the first and the last stage
+                stage_ids = [RANK, 2 * args.pp - 1 - RANK]
             stages, modules = [], []
             for sid in stage_ids:
                 with torch.device("meta"):
@@ -629,6 +675,7 @@ def main():
                 if sid != S - 1:
                     m.norm = None
                     m.output = None
+                wrap_blocks(m)
                 shard_blocks(m, mesh["dp"], reshard=False)
                 init_weights(m, dev)
                 modules.append(m)
@@ -637,7 +684,9 @@ def main():
             def loss_fn(out, target):
                 return F.cross_entropy(out.flatten(0, 1).float(), target.flatten(0, 1))
 
-            if args.vpp > 1:
+            if schedule == "zbv":
+                sched = ScheduleZBVZeroBubble(stages, n_microbatches=args.microbatches, loss_fn=loss_fn)
+            elif args.vpp > 1:
                 sched = ScheduleInterleaved1F1B(stages, n_microbatches=args.microbatches, loss_fn=loss_fn)
             else:
                 sched = Schedule1F1B(stages[0], n_microbatches=args.microbatches, loss_fn=loss_fn)
@@ -694,7 +743,7 @@ def main():
                 else:
                     sched.step(**kw)
                 loss = torch.stack(losses).mean().detach() if losses else torch.zeros((), device=dev)
-            elif args.layout == "tp" and not args.no_loss_parallel:
+            elif args.layout == "tp" and args.tp > 1 and not args.no_loss_parallel:
                 from torch.distributed.tensor.parallel import loss_parallel
                 from torch.profiler import record_function as rf
                 STAMPS.append(("start", time.perf_counter()))
