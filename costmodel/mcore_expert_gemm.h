@@ -27,9 +27,12 @@
  * each GEMM's output traffic (D written, and C read when accumulating) at HBM bandwidth, not
  * overlapped with the main loop, plus one kernel's fixed cost per expert: with no fitted
  * constant (each tile's epilogue follows its main loop; with K of 512-4096 it is no longer
- * small beside it) this gives median |error| 4.2% over 55 bf16 GEMM groups and 7.7% over 40
- * FP8 ones; the plain roofline 11% and 19%. GPT-OSS's layer (all six, 4 streams, 4 s at the
- * power cap): measured 4.19 ms, this model 4.35, the roofline before 3.55. The preset's GEMM
+ * small beside it) this gives median |error| 4.2% over 60 bf16 GEMM groups and 10.1% over 40
+ * FP8 ones, where plan's pricing before (a grouped kernel's roofline) erred by 16.6% and 32.0%
+ * (bench/moe_expert_gemm_model.py). Each layer's six groups, 4 s back-to-back at the power cap:
+ * GPT-OSS measured 4.19 ms, this model 4.35, before 3.55; Qwen3-30B-A3B FP8 1.05 / 1.00 / 0.75;
+ * a dense 8B MLP at K >= 4096 12.50 / 12.68 / 12.52 (why the dense Linears keep the roofline:
+ * there the output hides behind many main-loop waves). The preset's GEMM
  * rate was measured on 8192^3 products whose own output traffic is inside it, so that share
  * (rate / (8192 x HBM rate): 2.8% at H100 bf16) comes off the math term first.
  * ASSUMPTION: the same on other GPUs (measured on H100 only), with their own rates.
