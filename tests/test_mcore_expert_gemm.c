@@ -2,7 +2,8 @@
  * test_mcore_expert_gemm.c — Megatron-Core's expert GEMMs under Transformer Engine
  * (costmodel/mcore_expert_gemm.h, issues 15 and 20): one GEMM worked by hand, the main_grad
  * bytes, where the model applies, and GPT-OSS 120B's experts at the published DGX-H100 row's
- * shapes against the H100 measurement (bench/results/moegemm_2026-11-28).
+ * shapes against the H100 measurement (bench/results/moegemm_2026-11-28); and the alltoall
+ * dispatcher's second permutation (sort_chunks_by_idxs, costmodel/elementwise.c fused_layer).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -141,12 +142,53 @@ static void test_gptoss_experts(void **state)
              ov);
 }
 
+
+/*
+ * The alltoall dispatcher's sort of the received rows by local expert and its inverse before
+ * the combine, at GPT-OSS's H100 row: 4,096 tokens x top-4 = 16,384 rows of 2,880 bf16, read
+ * and written: 4 x 16,384 x 2,880 = 188,743,680 B per kernel, two kernels each way, at the h100
+ * preset's 3.35e12 x 0.91 B/s: 2 x 61.91 us = 0.1238 ms forward and backward. Not under the
+ * flex dispatchers (DeepEP, HybridEP: their permute is their own), nor with one local expert.
+ */
+static void test_sort_chunks(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (model_load_json(HF_FIXTURE_DIR "/gpt-oss-120b.json", "gpt-oss-120b", &m, err,
+                        sizeof err) != CM_OK)
+        fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 64;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.sharding = SHARDING_DISTOPT;
+    l.ep = 8, l.dp = 8, l.mbs = 1;
+    l.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+    static recipe r;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    double one = 4.0 * 4096 * 4 * 2880 / (3.35e12 * 0.91);
+    near(op(&r, "moe.sort_chunks")->fwd_s, 2 * one);
+    near(op(&r, "moe.sort_chunks.bwd")->bwd_s, 2 * one);
+    assert_true(fabs(2 * one - 0.1238e-3) < 0.0001e-3);
+    l.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    for (int i = 0; i < r.n_ops; i++) assert_false(!strncmp(r.op[i].name, "moe.sort_chunks", 15));
+    l.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+    l.ep = 64, l.dp = 64; /* 128 experts / 64: two local experts, still sorted */
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    near(op(&r, "moe.sort_chunks")->fwd_s, 2 * one);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_gemm),
         cmocka_unit_test(test_wgrad_bytes_and_applies),
         cmocka_unit_test(test_gptoss_experts),
+        cmocka_unit_test(test_sort_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
