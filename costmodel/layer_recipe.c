@@ -129,8 +129,12 @@ static void fsdp_compute_copies(builder *b, const training_spec *t, const layout
 static double moe_experts_s(const builder *b, int local, int kernels, double m, double n,
                             double k, double out_bytes)
 {
+    if (out_bytes > 0) {
+        double math_s, in_bytes;
+        rb_gemm_parts(b, m, n, k, &math_s, &in_bytes);
+        return local * mcore_expert_gemm_s(b->sys, math_s, in_bytes, m, n, k, out_bytes);
+    }
     double one = rb_gemm_s(b, m, n, k);
-    if (out_bytes > 0) return local * mcore_expert_gemm_s(b->sys, one, m, n, k, out_bytes);
     if (kernels != 1) return local * one;
     if (local < 1 || one <= 0) return 0;
     return local * (one - b->sys->gemm_overhead_s) + b->sys->gemm_overhead_s;

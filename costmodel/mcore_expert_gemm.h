@@ -55,10 +55,11 @@ bool mcore_expert_gemm_applies(const layout *l);
  * the same here (the recipe is shared across shardings, recipe_layer_fsdp_from). */
 double mcore_wgrad_out_bytes(const training_spec *t);
 
-/* One expert GEMM C[m, n] (K = k) priced gemm_s by the roofline (with the kernel's fixed cost),
- * as TE runs it: the math less the reference's output share, plus m x n x out_bytes at HBM
- * bandwidth, plus the fixed cost. */
-double mcore_expert_gemm_s(const system_spec *sys, double gemm_s, double m, double n, double k,
-                           double out_bytes);
+/* One expert GEMM C[m, n] (K = k) as TE runs it, from its roofline's math term math_s
+ * (compute_gemm_math_s) and its operands' bytes in_bytes: the main loop (the math less the
+ * reference's output share, or reading the operands where longer: the roofline's memory term
+ * without the output), then m x n x out_bytes at HBM bandwidth, plus a kernel's fixed cost. */
+double mcore_expert_gemm_s(const system_spec *sys, double math_s, double in_bytes, double m,
+                           double n, double k, double out_bytes);
 
 #endif

@@ -34,10 +34,14 @@ static void near(double got, double want)
 
 /*
  * HBM 2e12 B/s at efficiency 0.5 = 1e12 B/s; a kernel's fixed cost 1 us. A GEMM of m 1,000,
- * n 2,000, k 500 (2e9 flops) priced 5 us by the roofline: 4 us of math, a rate of 5e14 flop/s.
- * The reference 8192^3 product's output share at that rate: 5e14 / (8192 x 1e12) =
- * 0.06103515625. Output 1,000 x 2,000 elements x 4 bytes (bf16 main_grad read and written) =
- * 8e6 B: 8 us. Time: 1 + 4 x (1 - 0.06103515625) + 8 = 12.755859375 us.
+ * n 2,000, k 500 (2e9 flops) with 4 us of math (a rate of 5e14 flop/s) and bf16 operands of
+ * 2 x (1,000 x 500 + 500 x 2,000) = 3e6 B (3 us: shorter than the math). The reference 8192^3
+ * product's output share at that rate: 5e14 / (8192 x 1e12) = 0.06103515625. Output 1,000 x
+ * 2,000 elements x 4 bytes (bf16 main_grad read and written) = 8e6 B: 8 us. Time: 1 + 4 x (1 -
+ * 0.06103515625) + 8 = 12.755859375 us. With K 10 (0.08 us of math, 60,000 B of operands: 0.06
+ * us) the main loop is 0.08 x 0.93896484375 = 0.0751171875 us and the output the same 8 us:
+ * 9.0751171875 us (the roofline's memory term would have counted a bf16 output of 4 us more).
+ * With operands of 5e6 B (5 us, longer than the math) the main loop is their read: 1 + 5 + 8.
  */
 static void test_one_gemm(void **state)
 {
@@ -47,11 +51,13 @@ static void test_one_gemm(void **state)
     s.hbm_bandwidth_bytes_per_s = 2e12;
     s.hbm_efficiency = 0.5;
     s.gemm_overhead_s = 1e-6;
-    near(mcore_expert_gemm_s(&s, 5e-6, 1000, 2000, 500, 4), 12.755859375e-6);
+    near(mcore_expert_gemm_s(&s, 4e-6, 3e6, 1000, 2000, 500, 4), 12.755859375e-6);
     /* bf16 output (2 bytes): 4 us of output instead of 8 */
-    near(mcore_expert_gemm_s(&s, 5e-6, 1000, 2000, 500, 2), 8.755859375e-6);
-    /* no shape: the roofline's time unchanged */
-    near(mcore_expert_gemm_s(&s, 5e-6, 0, 2000, 500, 4), 5e-6);
+    near(mcore_expert_gemm_s(&s, 4e-6, 3e6, 1000, 2000, 500, 2), 8.755859375e-6);
+    near(mcore_expert_gemm_s(&s, 0.08e-6, 6e4, 1000, 2000, 10, 4), 9.0751171875e-6);
+    near(mcore_expert_gemm_s(&s, 4e-6, 5e6, 1000, 2000, 500, 4), 14e-6);
+    /* no shape: nothing */
+    near(mcore_expert_gemm_s(&s, 4e-6, 3e6, 0, 2000, 500, 4), 0);
 }
 
 static void test_wgrad_bytes_and_applies(void **state)
@@ -82,7 +88,8 @@ static const recipe_op *op(const recipe *r, const char *name)
 /* One expert GEMM of the h100 preset as the recipe prices it (bf16). */
 static double te(const system_spec *s, double m, double n, double k, double out_bytes)
 {
-    return mcore_expert_gemm_s(s, compute_gemm_s(s, m, n, k), m, n, k, out_bytes);
+    return mcore_expert_gemm_s(s, compute_gemm_math_s(s, s->peak_bf16_flops_per_s, 1, m, n, k),
+                               2 * (m * k + k * n), m, n, k, out_bytes);
 }
 
 /*
