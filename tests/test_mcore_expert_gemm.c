@@ -85,6 +85,25 @@ static const recipe_op *op(const recipe *r, const char *name)
     return NULL;
 }
 
+/* GPT-OSS 120B (tests/data/hf/gpt-oss-120b.json), the h100 preset, the published H100 row's
+ * training (seq 4096, --grad-reduce-in-bf16) and layout (Megatron, distributed optimizer, EP 8
+ * over DP 8, MBS 1; the alltoall dispatcher by default). */
+static void gptoss_h100(model_spec *m, system_spec *s, training_spec *t, layout *l)
+{
+    char err[CM_ERRLEN];
+    if (model_load_json(HF_FIXTURE_DIR "/gpt-oss-120b.json", "gpt-oss-120b", m, err,
+                        sizeof err) != CM_OK)
+        fail_msg("%s", err);
+    if (system_load("h100", data_dir(), s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    *t = training_default();
+    t->seq_len = 4096;
+    t->global_batch = 64;
+    t->grad_reduce_bf16 = true;
+    *l = layout_default(FRAMEWORK_MEGATRON);
+    l->sharding = SHARDING_DISTOPT;
+    l->ep = 8, l->dp = 8, l->mbs = 1;
+}
+
 /* One expert GEMM of the h100 preset as the recipe prices it (bf16). */
 static double te(const system_spec *s, double m, double n, double k, double out_bytes)
 {
@@ -107,18 +126,9 @@ static void test_gptoss_experts(void **state)
     (void)state;
     model_spec m;
     system_spec s;
-    char err[CM_ERRLEN];
-    if (model_load_json(HF_FIXTURE_DIR "/gpt-oss-120b.json", "gpt-oss-120b", &m, err,
-                        sizeof err) != CM_OK)
-        fail_msg("%s", err);
-    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
-    training_spec t = training_default();
-    t.seq_len = 4096;
-    t.global_batch = 64;
-    t.grad_reduce_bf16 = true;
-    layout l = layout_default(FRAMEWORK_MEGATRON);
-    l.sharding = SHARDING_DISTOPT;
-    l.ep = 8, l.dp = 8, l.mbs = 1;
+    training_spec t;
+    layout l;
+    gptoss_h100(&m, &s, &t, &l);
     static recipe r;
     recipe_layer(&m, &s, &t, &l, true, &r, NULL);
     assert_int_equal(r.local_experts, 16);
@@ -162,17 +172,9 @@ static void test_sort_chunks(void **state)
     (void)state;
     model_spec m;
     system_spec s;
-    char err[CM_ERRLEN];
-    if (model_load_json(HF_FIXTURE_DIR "/gpt-oss-120b.json", "gpt-oss-120b", &m, err,
-                        sizeof err) != CM_OK)
-        fail_msg("%s", err);
-    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
-    training_spec t = training_default();
-    t.seq_len = 4096;
-    t.global_batch = 64;
-    layout l = layout_default(FRAMEWORK_MEGATRON);
-    l.sharding = SHARDING_DISTOPT;
-    l.ep = 8, l.dp = 8, l.mbs = 1;
+    training_spec t;
+    layout l;
+    gptoss_h100(&m, &s, &t, &l);
     l.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
     static recipe r;
     recipe_layer(&m, &s, &t, &l, true, &r, NULL);
