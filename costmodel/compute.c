@@ -25,6 +25,14 @@ double compute_gemm_lp_s(const system_spec *sys, double peak_flops, double effic
     return (t_math > t_mem ? t_math : t_mem) + sys->gemm_overhead_s;
 }
 
+double compute_gemm_math_s(const system_spec *sys, double peak_flops, double efficiency_ratio,
+                           double m, double n, double k)
+{
+    if (m <= 0 || n <= 0 || k <= 0 || peak_flops <= 0) return 0;
+    return 2.0 * m * n * k /
+           (peak_flops * sys->gemm_efficiency_max * efficiency_ratio * system_gemm_power_scale(sys));
+}
+
 double compute_gemm_fwd_bwd_s(const system_spec *sys, double m, double n, double k)
 {
     return compute_gemm_s(sys, m, n, k) + compute_gemm_s(sys, m, k, n) +

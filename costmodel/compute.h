@@ -20,6 +20,10 @@ double compute_gemm_s(const system_spec *sys, double m, double n, double k);
  * low-precision over bf16 fraction of peak, precision.c), operands of operand_bytes each. */
 double compute_gemm_lp_s(const system_spec *sys, double peak_flops, double efficiency_ratio,
                          double operand_bytes, double m, double n, double k);
+/* The math term alone of compute_gemm_s (peak_bf16_flops, ratio 1) or compute_gemm_lp_s: no
+ * memory term, no fixed cost (mcore_expert_gemm.h splits a GEMM's time into its parts). */
+double compute_gemm_math_s(const system_spec *sys, double peak_flops, double efficiency_ratio,
+                           double m, double n, double k);
 /* Forward + backward (dgrad and wgrad: two GEMMs of the same FLOPs) of one GEMM. */
 double compute_gemm_fwd_bwd_s(const system_spec *sys, double m, double n, double k);
 /* `groups` GEMMs of one shape in one grouped kernel (Megatron --moe-grouped-gemm, torch

@@ -324,6 +324,19 @@ static void fused_layer(const model_spec *m, const layout *l, double tokens, boo
     double fwd = tokens * (repl / seq_div + sharded);
     out->fwd[out->n_fwd++] = (elementwise_kernel){"elementwise", fwd, 1, lump(fwd)};
     out->bwd[out->n_bwd++] = (elementwise_kernel){"elementwise.bwd", 2.0 * fwd, 1, lump(2.0 * fwd)};
+    /* Megatron's alltoall dispatcher with several local experts sorts the received tokens by
+     * local expert after the all-to-all and restores their order before the combine's
+     * (Megatron-LM 2edffadb megatron/core/transformer/moe/token_dispatcher.py
+     * MoEAlltoAllTokenDispatcher dispatch_postprocess "Permutation 2" and combine_preprocess
+     * "Unpermutation 2", sort_chunks_by_idxs, TE's fused kernel under --moe-permute-fusion):
+     * each reads and writes the routed rows in bf16 (4h a copy); the backward runs the inverse
+     * of each, the same bytes */
+    if (moe && l->framework == FRAMEWORK_MEGATRON && l->moe_dispatcher == MOE_DISPATCH_ALLTOALL &&
+        l->ep > 1 && m->experts / l->ep > 1) {
+        double one = tokens * m->top_k / tp * 4.0 * h; /* bytes of each of the two kernels */
+        out->fwd[out->n_fwd++] = (elementwise_kernel){"moe.sort_chunks", one, 2, lump(one)};
+        out->bwd[out->n_bwd++] = (elementwise_kernel){"moe.sort_chunks.bwd", one, 2, lump(one)};
+    }
 }
 
 /* Only the counts: the arrays are read up to them, and clearing ~17 KB per call was most of the

@@ -30,6 +30,7 @@
 #include "overlap.h"
 #include "async_tp.h"
 #include "hf_experts.h"
+#include "mcore_expert_gemm.h"
 #include "mcore_unfused.h"
 #include "titan_moe.h"
 #include "expert_loop.h"
@@ -123,22 +124,31 @@ static void fsdp_compute_copies(builder *b, const training_spec *t, const layout
 
 /* `local` experts' GEMMs of one shape in `kernels` launches: one grouped kernel pays the fixed
  * launch cost once (compute_grouped_gemm_s's rule), a GEMM per expert pays it each time; the
- * format (bf16 or low precision) as gemm_s. */
+ * format (bf16 or low precision) as gemm_s. out_bytes > 0: Transformer Engine's per-expert
+ * GEMMs, each with its output traffic of out_bytes per element (mcore_expert_gemm.h). */
 static double moe_experts_s(const builder *b, int local, int kernels, double m, double n,
-                            double k)
+                            double k, double out_bytes)
 {
+    if (out_bytes > 0) {
+        double math_s, in_bytes;
+        rb_gemm_parts(b, m, n, k, &math_s, &in_bytes);
+        return local * mcore_expert_gemm_s(b->sys, math_s, in_bytes, m, n, k, out_bytes);
+    }
     double one = rb_gemm_s(b, m, n, k);
     if (kernels != 1) return local * one;
     if (local < 1 || one <= 0) return 0;
     return local * (one - b->sys->gemm_overhead_s) + b->sys->gemm_overhead_s;
 }
 
-/* Forward + dgrad + wgrad of moe_experts_s, as compute_gemm_fwd_bwd_s composes them. */
+/* Forward + dgrad + wgrad of moe_experts_s, as compute_gemm_fwd_bwd_s composes them; under
+ * Transformer Engine (te) the outputs in bf16 and the weight gradient's in wgrad_bytes. */
 static double moe_experts_fwd_bwd_s(const builder *b, int local, int kernels, double m, double n,
-                                    double k)
+                                    double k, bool te, double wgrad_bytes)
 {
-    return moe_experts_s(b, local, kernels, m, n, k) + moe_experts_s(b, local, kernels, m, k, n) +
-           moe_experts_s(b, local, kernels, k, n, m);
+    double o = te ? 2 : 0, w = te ? wgrad_bytes : 0;
+    return moe_experts_s(b, local, kernels, m, n, k, o) +
+           moe_experts_s(b, local, kernels, m, k, n, o) +
+           moe_experts_s(b, local, kernels, k, n, m, w);
 }
 
 /* An empty recipe (and item list) in l's number format: where recipe_layer and recipe_head
@@ -565,10 +575,14 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         bool loop = expert_loop_applies(t, l); /* torchtitan's per-expert loop (expert_loop.h) */
         int kernels = (l->framework == FRAMEWORK_FSDP2 && !hf_experts_applies(l)) || loop ? local
                                                                                          : 1;
-        double f1 = moe_experts_s(b, local, kernels, rows, up, h) +
-                    moe_experts_s(b, local, kernels, rows, h, down_in);
-        double b1 = moe_experts_fwd_bwd_s(b, local, kernels, rows, up, h) +
-                    moe_experts_fwd_bwd_s(b, local, kernels, rows, h, down_in);
+        /* Megatron with Transformer Engine: GroupedLinear's GEMM per expert, the weight
+         * gradient into main_grad (mcore_expert_gemm.h) */
+        bool te = mcore_expert_gemm_applies(l);
+        double ob = te ? 2 : 0, wb = te ? mcore_wgrad_out_bytes(t) : 0;
+        double f1 = moe_experts_s(b, local, kernels, rows, up, h, ob) +
+                    moe_experts_s(b, local, kernels, rows, h, down_in, ob);
+        double b1 = moe_experts_fwd_bwd_s(b, local, kernels, rows, up, h, te, wb) +
+                    moe_experts_fwd_bwd_s(b, local, kernels, rows, h, down_in, te, wb);
         int ex = rb_op_add(b, "experts", RECIPE_GEMM, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                         RECIPE_OVERLAP_NONE, f1, 0);
         if (ex >= 0) {
@@ -587,17 +601,17 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         if (items) {
             /* grouped GEMMs: batch = local experts, one weight each */
             rb_gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
-                      moe_experts_s(b, local, kernels, rows, up, h));
+                      moe_experts_s(b, local, kernels, rows, up, h, ob));
             rb_gemm_item(b, ex, RECIPE_BWD, "experts_up.dgrad", RECIPE_FORM_DGRAD, rows, h, up,
-                      local, true, moe_experts_s(b, local, kernels, rows, h, up));
+                      local, true, moe_experts_s(b, local, kernels, rows, h, up, ob));
             rb_gemm_item(b, ex, RECIPE_BWD, "experts_up.wgrad", RECIPE_FORM_WGRAD, up, h, rows,
-                      local, false, moe_experts_s(b, local, kernels, h, up, rows));
+                      local, false, moe_experts_s(b, local, kernels, h, up, rows, wb));
             rb_gemm_item(b, ex, RECIPE_FWD, "experts_down", RECIPE_FORM_FWD, rows, h, down_in,
-                      local, true, moe_experts_s(b, local, kernels, rows, h, down_in));
+                      local, true, moe_experts_s(b, local, kernels, rows, h, down_in, ob));
             rb_gemm_item(b, ex, RECIPE_BWD, "experts_down.dgrad", RECIPE_FORM_DGRAD, rows, down_in,
-                      h, local, true, moe_experts_s(b, local, kernels, rows, down_in, h));
+                      h, local, true, moe_experts_s(b, local, kernels, rows, down_in, h, ob));
             rb_gemm_item(b, ex, RECIPE_BWD, "experts_down.wgrad", RECIPE_FORM_WGRAD, h, down_in,
-                      rows, local, false, moe_experts_s(b, local, kernels, down_in, h, rows));
+                      rows, local, false, moe_experts_s(b, local, kernels, down_in, h, rows, wb));
         }
         rb_quantize_ops(b, rows, up, h, local);
         rb_quantize_ops(b, rows, h, down_in, local);

@@ -36,6 +36,23 @@ double rb_gemm_s(const builder *b, double m, double n, double k)
     return compute_gemm_lp_s(b->sys, b->lp_peak_flops, ratio, b->pr.operand_bytes, m, n, k);
 }
 
+/* rb_gemm_s's math term alone, and the bytes of its two operands (mcore_expert_gemm.h). */
+void rb_gemm_parts(const builder *b, double m, double n, double k, double *math_s,
+                   double *in_bytes)
+{
+    if (!b->lp || b->keep_bf16) {
+        *math_s = compute_gemm_math_s(b->sys, b->sys->peak_bf16_flops_per_s, 1, m, n, k);
+        *in_bytes = 2.0 * (m * k + k * n);
+        return;
+    }
+    double ratio = b->lp_ratio, r;
+    if (b->lp_shape &&
+        fp8_shape_ratio(&b->sys->fp8_gemm_shapes, b->lp_shape_blockwise, m, n, k, &r))
+        ratio = r * b->lp_shape_scale;
+    *math_s = compute_gemm_math_s(b->sys, b->lp_peak_flops, ratio, m, n, k);
+    *in_bytes = b->pr.operand_bytes * (m * k + k * n);
+}
+
 /* Forward + dgrad + wgrad, as compute_gemm_fwd_bwd_s composes them. */
 double rb_gemm_fwd_bwd_s(const builder *b, double m, double n, double k)
 {

@@ -35,6 +35,8 @@ typedef struct {
 void rb_precision(builder *b, const layout *l);
 double rb_gemm_s(const builder *b, double m, double n, double k);
 double rb_gemm_fwd_bwd_s(const builder *b, double m, double n, double k);
+void rb_gemm_parts(const builder *b, double m, double n, double k, double *math_s,
+                   double *in_bytes);
 int rb_op_add(builder *b, const char *name, recipe_kind kind, recipe_phase phase,
                   recipe_stream stream, recipe_overlap overlap, double fwd_s, double bwd_s);
 recipe_item *rb_item_add(builder *b, int op, recipe_phase phase, recipe_item_kind kind,

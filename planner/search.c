@@ -239,7 +239,7 @@ static int overlap_variants(const search_options *opt, const system_spec *sys, c
     return n;
 }
 
-static void consider_estimate(worker *w, const estimate *e, long seq);
+static void consider_estimate(worker *w, const estimate *e, long seq, bool rank);
 
 /*
  * The step time a layout must beat to change this worker's result: the last of a full ranked
@@ -403,6 +403,12 @@ static void consider(worker *w, long seq)
          * does */
         if (!w->opt->no_memory_knobs) nv = memory_knobs(w, &t, ls, nv, &how);
         if (how == ESTIMATE_PRUNED) estimate_search_share_memory(ls, nv, w->variant);
+        /* the ranked list holds one variant per layout, as below, so that the simulator
+         * re-ranks the same pool plan's search does */
+        int best = 0;
+        for (int i = 1; i < nv; i++)
+            if (w->variant[i].feasible && search_better(&w->variant[i], &w->variant[best]))
+                best = i;
         for (int i = 0; i < nv; i++) {
             estimate *e = &w->variant[i];
             if (how == ESTIMATE_PRUNED && memory_fits(&e->memory)) {
@@ -411,7 +417,7 @@ static void consider(worker *w, long seq)
                 w->r->feasible++;
                 w->opt->visit_fit(e, w->opt->visit_arg);
             } else {
-                consider_estimate(w, e, seq);
+                consider_estimate(w, e, seq, i == best);
             }
         }
         return;
@@ -431,10 +437,11 @@ static void consider(worker *w, long seq)
     for (int i = 1; i < nv; i++)
         if (w->variant[i].feasible && search_better(&w->variant[i], &w->variant[best])) best = i;
     w->r->evaluated += nv - 1;
-    consider_estimate(w, &w->variant[best], seq);
+    consider_estimate(w, &w->variant[best], seq, true);
 }
 
-static void consider_estimate(worker *w, const estimate *e, long seq)
+/* e into the result (and to the visitor); rank: into the ranked list too */
+static void consider_estimate(worker *w, const estimate *e, long seq, bool rank)
 {
     search_result *r = w->r;
     r->evaluated++;
@@ -445,7 +452,7 @@ static void consider_estimate(worker *w, const estimate *e, long seq)
     }
     r->feasible++;
     fold_best(r, w->best_seq, w->best_sharding_seq, e, seq);
-    fold_ranked(r, w->ranked_seq, w->opt->keep, e, seq);
+    if (rank) fold_ranked(r, w->ranked_seq, w->opt->keep, e, seq);
 }
 
 /* Layouts a claim takes: neighbours in the list share layer costs and memory figures (each
