@@ -20,3 +20,27 @@ cp_allgather_cost cp_allgather_price(const system_spec *sys, layout_group g, dou
     c.exposed_bwd_s = fmax(0.0, c.allgather_s - attn_bwd_s / cp);
     return c;
 }
+
+double cp_torch_kv_bytes(const model_spec *m, const training_spec *t, const layout *l)
+{
+    if (l->framework != FRAMEWORK_TORCHTITAN || l->cp < 2) return 0;
+    double a = m->heads, kvh = m->mla ? a : m->kv_heads;
+    double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
+    double vd = m->mla ? m->v_head_dim : m->head_dim;
+    if (!m->mla && layout_impl_of(l) == IMPL_NATIVE && a > kvh) kvh = a; /* repeat_kv */
+    double tokens = (double)l->mbs * t->seq_len / l->cp;
+    return tokens * kvh * (qk + vd) * 2.0 / l->tp;
+}
+
+double cp_torch_backward_transient_bytes(const model_spec *m, const training_spec *t,
+                                         const layout *l)
+{
+    double kv = cp_torch_kv_bytes(m, t, l);
+    if (kv <= 0) return 0;
+    double vd = m->mla ? m->v_head_dim : m->head_dim;
+    double e = (double)l->mbs * t->seq_len / l->cp * m->heads / l->tp * vd; /* output elements */
+    double k = kv / 4.0; /* key elements (k and v of 2 bytes each make kv) */
+    double bytes = 4.0 * (e + 2.0 * k) + 2.0 * 8.0 * k;
+    if (!l->cp_rotate_alltoall) bytes += l->cp * kv;
+    return bytes;
+}

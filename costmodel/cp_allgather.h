@@ -34,6 +34,7 @@
 #define PLAN_CP_ALLGATHER_H
 
 #include "layout.h"
+#include "model.h"
 #include "system.h"
 
 typedef struct {
@@ -47,5 +48,20 @@ typedef struct {
  * attn_bwd_s: the rank's whole attention core, forward and backward, over its cp steps. */
 cp_allgather_cost cp_allgather_price(const system_spec *sys, layout_group g, double kv_bytes,
                                      int cp, double attn_fwd_s, double attn_bwd_s);
+
+/* This rank's K and V as torchtitan's SDPA gets them (bytes, bf16, both together): tokens / cp
+ * x the heads sent (every query head's copy where the native model repeats the KV heads before
+ * SDPA, elementwise.c repeat_kv; MLA: every head) / tp x (qk + v head dims) x 2. 0 unless
+ * torchtitan with cp > 1. */
+double cp_torch_kv_bytes(const model_spec *m, const training_spec *t, const layout *l);
+
+/* What PyTorch's ring holds beyond the layer's saved activations while one layer's attention
+ * runs its backward (torch 2.11 _templated_ring_attention_backward, 481-640): grad_query,
+ * grad_key, grad_value as fp32 zeros_like (4 x (E + 2K) bytes, E the rank's output elements
+ * and K its key elements), the fp32 cat(dk, dv) it sends and the one it receives (2 x 8K), and
+ * under the all-gather method the gathered K/V (cp x cp_torch_kv_bytes). 0 unless torchtitan
+ * with cp > 1. */
+double cp_torch_backward_transient_bytes(const model_spec *m, const training_spec *t,
+                                         const layout *l);
 
 #endif

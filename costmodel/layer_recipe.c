@@ -354,7 +354,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
             bool torch_ring = l->framework == FRAMEWORK_TORCHTITAN;
             double kv_sent = kvh;
             if (torch_ring && !m->mla && layout_impl_of(l) == IMPL_NATIVE && a > kvh) kv_sent = a;
-            double chunk = tokens * kv_sent * (qk + vd) * 2.0 / tp;
+            double chunk = torch_ring ? cp_torch_kv_bytes(m, t, l) : tokens * kvh * (qk + vd) * 2.0 / tp;
             double p = collective_time_s(sys, COLL_SEND_RECV, chunk, gcp);
             double dkv = torch_ring ? 2.0 * chunk : chunk; /* fp32 under PyTorch */
             double pd = torch_ring ? collective_time_s(sys, COLL_SEND_RECV, dkv, gcp) : p;

@@ -14,6 +14,7 @@
 #include "offload.h"
 #include "overlap.h"
 #include "async_tp.h"
+#include "cp_allgather.h"
 #include "moe_dispatch.h"
 #include "memory_phases.h"
 #include "nccl_memory.h"
@@ -577,6 +578,9 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         }
     }
     per_micro += mtp_act;
+    /* PyTorch's ring attention: the layer in backward also holds its fp32 accumulators, the
+     * dK/dV exchanged and, by all-gather, the gathered K/V (cp_allgather.h) */
+    working += cp_torch_backward_transient_bytes(m, t, l);
     r.activations_bytes = memory_in_flight(l, micro, stage) * per_micro + working;
     /* Megatron activation offload (offload.h): the offloaded layers' activations wait on the
      * host; one layer's stays as the copy in flight */

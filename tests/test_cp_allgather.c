@@ -129,6 +129,46 @@ static void test_inside_a_node(void **state)
     assert_true(ag->fwd_s == 0 && ag->bwd_s == 0);
 }
 
+/*
+ * Memory of the layer in backward (cp_torch_backward_transient_bytes), Llama 3.1 8B, CP 2, seq
+ * 65,536 (32,768 tokens a GPU), K/V repeated to 32 heads: K/V 32,768 x 32 x 256 x 2 =
+ * 536,870,912 B; E = K = 32,768 x 32 x 128 = 134,217,728 elements; fp32 dq, dk, dv
+ * 4 x (E + 2K) = 1,610,612,736 B; the dK/dV sent and received 2 x 8K = 2,147,483,648 B;
+ * alltoall 3,758,096,384 B, allgather + 2 x 536,870,912 = 4,831,838,208 B. Across nodes
+ * (405B, TP 8, PP 8, CP 8: stage 0 holds no loss, so the layer in backward sets the peak) the
+ * step's peak differs between the two methods by the gathered buffer, 8 x 268,435,456 B.
+ */
+static void test_memory(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load("8b", "h100", &m, &s);
+    training_spec t = training_default();
+    t.seq_len = 65536;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.cp = 2;
+    assert_float_equal(cp_torch_kv_bytes(&m, &t, &l), 536870912.0, 0);
+    assert_float_equal(cp_torch_backward_transient_bytes(&m, &t, &l), 4831838208.0, 0);
+    l.cp_rotate_alltoall = true;
+    assert_float_equal(cp_torch_backward_transient_bytes(&m, &t, &l), 3758096384.0, 0);
+    l.cp = 1;
+    assert_float_equal(cp_torch_backward_transient_bytes(&m, &t, &l), 0, 0);
+
+    load("405b", "h100-gt500", &m, &s);
+    t.seq_len = 262144, t.global_batch = 8;
+    l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.tp = 8, l.sp = true, l.cp = 8, l.pp = 8, l.mbs = 1, l.recompute = RECOMPUTE_FULL;
+    l.reshard_after_forward = false;
+    estimate ag, a2a;
+    char err[CM_ERRLEN];
+    assert_int_equal(estimate_layout(&m, &s, &t, &l, &ag, err, sizeof err), CM_OK);
+    l.cp_rotate_alltoall = true;
+    assert_int_equal(estimate_layout(&m, &s, &t, &l, &a2a, err, sizeof err), CM_OK);
+    assert_int_equal(ag.memory.stage, 0);
+    assert_float_equal(ag.memory.total_bytes - a2a.memory.total_bytes, 8 * 268435456.0, 1);
+}
+
 /* JSON: the key is written only for alltoall and read back */
 static void test_json(void **state)
 {
@@ -152,6 +192,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_across_nodes),
         cmocka_unit_test(test_inside_a_node),
+        cmocka_unit_test(test_memory),
         cmocka_unit_test(test_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
