@@ -611,6 +611,8 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     precision_memory(m, l, stage, n_layers, moe_layers, &r);
     r.optimizer_bytes *= 1 - fig->opt_host_fraction; /* its share on the host */
 
+    r.comm_buffer_bytes += memory_pp_recv_buffers_bytes(m, t, l, stage, micro,
+                                                        memory_in_flight(l, micro, stage));
     r.comm_buffer_bytes += fig->userbuffer_bytes; /* --tp-comm-overlap */
     r.comm_buffer_bytes += fig->async_tp_bytes;   /* torchtitan --async-tp */
     r.framework_bytes = sys->framework_reserved_bytes;
