@@ -167,6 +167,25 @@ static void test_memory(void **state)
     assert_float_equal(ag.total_bytes - a2a.total_bytes, 8 * 268435456.0, 1);
 }
 
+/* The rotate method belongs to PyTorch's CP: Megatron with it is refused, naming the rule. */
+static void test_rule(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load("8b", "h100", &m, &s);
+    training_spec t = training_default();
+    t.global_batch = 4;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.cp = 2, l.dp = 4, l.cp_rotate_alltoall = true;
+    char err[CM_ERRLEN] = "";
+    assert_int_equal(layout_check(&m, &s, &t, &l, 8, err, sizeof err), CM_ERULE);
+    assert_non_null(strstr(err, "--cp-rotate"));
+    l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.cp = 2, l.dp = 4, l.cp_rotate_alltoall = true;
+    assert_int_equal(layout_check(&m, &s, &t, &l, 8, err, sizeof err), CM_OK);
+}
+
 /* JSON: the key is written only for alltoall and read back */
 static void test_json(void **state)
 {
@@ -191,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_across_nodes),
         cmocka_unit_test(test_inside_a_node),
         cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_rule),
         cmocka_unit_test(test_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
