@@ -17,6 +17,8 @@ static void usage(void)
            "  --pp-schedule 1F1B|Interleaved1F1B|GPipe|ZBVZeroBubble|DualPipeV (torchtitan;\n"
            "                       default 1F1B, Interleaved1F1B with --vpp > 1)\n"
            "  --async-tp           torchtitan async TP (needs --compile, --tp > 1, SP)\n"
+           "  --cp-rotate allgather|alltoall  torchtitan CP: how torch's ring moves K/V\n"
+           "                       (default allgather, torch's and torchtitan's)\n"
            "  --rank-order tp-cp-ep-dp-pp|tp-cp-ep-pp-dp  Megatron's rank placement (default\n"
            "                       the first; the second is --use-tp-pp-dp-mapping: PP inside)\n"
            "  --reshard-after-forward   (torchtitan with --pp > 1 defaults to never)\n"

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "compute.h"
+#include "cp_allgather.h"
 #include "cp_ring_torch.h"
 #include "flops.h"
 #include "fsdp_copies.h"
@@ -382,18 +383,36 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
             bool torch_ring = l->framework == FRAMEWORK_TORCHTITAN;
             double kv_sent = kvh;
             if (torch_ring && !m->mla && layout_impl_of(l) == IMPL_NATIVE && a > kvh) kv_sent = a;
-            double chunk = tokens * kv_sent * (qk + vd) * 2.0 / tp;
+            double chunk = torch_ring ? cp_torch_kv_bytes(m, t, l) : tokens * kvh * (qk + vd) * 2.0 / tp;
             double p = collective_time_s(sys, COLL_SEND_RECV, chunk, gcp);
             double dkv = torch_ring ? 2.0 * chunk : chunk; /* fp32 under PyTorch */
             double pd = torch_ring ? collective_time_s(sys, COLL_SEND_RECV, dkv, gcp) : p;
             double ring = (l->cp - 1) * p;
+            /* torch's default rotate method, all-gather (layout.h cp_rotate_alltoall; cp_allgather.h):
+             * the K/V travel as one all-gather, the dK/dV still by the ring */
+            bool gather = torch_ring && !l->cp_rotate_alltoall;
+            if (gather) {
+                cp_allgather_cost g = cp_allgather_price(sys, gcp, chunk, l->cp, attn_fwd, attn_bwd);
+                int ag = rb_op_add(b, "cp.kv_allgather", RECIPE_CP, RECIPE_FWD,
+                                   RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE, g.exposed_fwd_s,
+                                   g.exposed_bwd_s);
+                if (items) {
+                    rb_coll_item(b, ag, RECIPE_FWD, "cp.kv_allgather", COLL_ALL_GATHER,
+                                 g.gathered_bytes, RECIPE_GROUP_CP, g.allgather_s);
+                    rb_coll_item(b, ag, RECIPE_BWD, "cp.kv_allgather", COLL_ALL_GATHER,
+                                 g.gathered_bytes, RECIPE_GROUP_CP, g.allgather_s);
+                }
+            }
             int op = rb_op_add(b, "cp.ring", RECIPE_CP, RECIPE_FWD, RECIPE_STREAM_COMM,
-                            RECIPE_OVERLAP_ATTENTION, ring, ring + (l->cp - 1) * pd);
+                            RECIPE_OVERLAP_ATTENTION, gather ? 0 : ring,
+                            (gather ? 0 : ring) + (l->cp - 1) * pd);
             for (int i = 0; items && i < l->cp - 1; i++) {
-                rb_coll_item(b, op, RECIPE_FWD, "cp.ring_kv", COLL_SEND_RECV, chunk, RECIPE_GROUP_CP,
-                          p);
-                rb_coll_item(b, op, RECIPE_BWD, "cp.ring_kv", COLL_SEND_RECV, chunk, RECIPE_GROUP_CP,
-                          p);
+                if (!gather) {
+                    rb_coll_item(b, op, RECIPE_FWD, "cp.ring_kv", COLL_SEND_RECV, chunk,
+                                 RECIPE_GROUP_CP, p);
+                    rb_coll_item(b, op, RECIPE_BWD, "cp.ring_kv", COLL_SEND_RECV, chunk,
+                                 RECIPE_GROUP_CP, p);
+                }
                 rb_coll_item(b, op, RECIPE_BWD, "cp.ring_dkv", COLL_SEND_RECV, dkv,
                           RECIPE_GROUP_CP, pd);
             }

@@ -390,6 +390,11 @@ static void check_pp_schedule(const layout *l, long micro, bool batch_divides, r
         FAIL(CM_ERULE, "async-tp-needs-compile",
              "--async-tp is torchtitan's (compile.enable_async_tensor_parallel): use "
              "--framework torchtitan, or --tp-comm-overlap under Megatron");
+    /* the rotate method is PyTorch's context parallelism (cp_allgather.h) */
+    if (l->cp_rotate_alltoall && l->framework != FRAMEWORK_TORCHTITAN)
+        FAIL(CM_ERULE, "cp-rotate-torchtitan",
+             "--cp-rotate is PyTorch's context parallelism (set_rotate_method), which torchtitan "
+             "runs: use --framework torchtitan, or drop it (Megatron's CP is its own ring)");
     if (l->pp_schedule == PP_SCHEDULE_DEFAULT) return;
     if (l->framework != FRAMEWORK_TORCHTITAN && sched != PP_SCHEDULE_1F1B &&
         sched != PP_SCHEDULE_INTERLEAVED_1F1B)

@@ -161,6 +161,12 @@ typedef struct {
      * pricing knob: the emitters refuse it (the recipe's other settings come with it). */
     bool cuda_graph_full_iteration;
     layout_rank_order rank_order; /* which of dp and pp is outermost (Megatron only) */
+    /* torchtitan's context parallelism: how PyTorch's ring rotates K/V (torch.distributed.
+     * tensor.experimental._attention set_rotate_method). false: "allgather", torch's default
+     * (_ContextParallelOptions.rotate_method = ALL_GATHER, torch 2.11) and torchtitan's
+     * (9dec370 config_manager.py experimental.context_parallel_rotate_method = "allgather");
+     * true: "alltoall", the K/V passed around the ring one step at a time (layer_recipe.c). */
+    bool cp_rotate_alltoall;
 } layout;
 
 /* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */

@@ -134,6 +134,9 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
      * name only when set (SkyRL's schema lacks it: no key written for the default) */
     L(LAYOUT_F_RANK_ORDER, "rank_order", LAYOUT_KIND_RANK_ORDER, rank_order, NULL, NULL, false,
       0, NULL, NULL),
+    /* torchtitan's CP rotate method (layout.h); emit_torchtitan.c says how to set it */
+    L(LAYOUT_F_CP_ROTATE_ALLTOALL, "cp_rotate_alltoall", LAYOUT_KIND_BOOL, cp_rotate_alltoall,
+      NULL, NULL, false, 0, NULL, NULL),
 };
 
 #undef L
@@ -256,7 +259,8 @@ static bool omitted_in_json(const layout_field *f, const layout *l)
     if ((f->id >= LAYOUT_F_FP8_PARAM_GATHER && f->id <= LAYOUT_F_MOE_FP8_DISPATCH) ||
         f->id == LAYOUT_F_PP_FIRST_LAYERS || f->id == LAYOUT_F_PP_LAST_LAYERS ||
         f->id == LAYOUT_F_RECOMPUTE_MODULES || f->id == LAYOUT_F_OPTIMIZER_BF16_STATES ||
-        f->id == LAYOUT_F_TE_CROSS_ENTROPY || f->id == LAYOUT_F_CUDA_GRAPH_FULL_ITERATION)
+        f->id == LAYOUT_F_TE_CROSS_ENTROPY || f->id == LAYOUT_F_CUDA_GRAPH_FULL_ITERATION ||
+        f->id == LAYOUT_F_CP_ROTATE_ALLTOALL)
         return layout_field_value(f, l, NULL) == 0;
     return false;
 }

@@ -14,6 +14,7 @@
 #include "offload.h"
 #include "overlap.h"
 #include "async_tp.h"
+#include "cp_allgather.h"
 #include "moe_dispatch.h"
 #include "memory_phases.h"
 #include "nccl_memory.h"
@@ -577,6 +578,9 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         }
     }
     per_micro += mtp_act;
+    /* PyTorch's ring attention: the layer in backward also holds its fp32 accumulators, the
+     * dK/dV exchanged and, by all-gather, the gathered K/V (cp_allgather.h) */
+    working += cp_torch_backward_transient_bytes(m, t, l);
     r.activations_bytes = memory_in_flight(l, micro, stage) * per_micro + working;
     /* Megatron activation offload (offload.h): the offloaded layers' activations wait on the
      * host; one layer's stays as the copy in flight */
@@ -607,6 +611,8 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     precision_memory(m, l, stage, n_layers, moe_layers, &r);
     r.optimizer_bytes *= 1 - fig->opt_host_fraction; /* its share on the host */
 
+    r.comm_buffer_bytes += memory_pp_recv_buffers_bytes(m, t, l, stage, micro,
+                                                        memory_in_flight(l, micro, stage));
     r.comm_buffer_bytes += fig->userbuffer_bytes; /* --tp-comm-overlap */
     r.comm_buffer_bytes += fig->async_tp_bytes;   /* torchtitan --async-tp */
     r.framework_bytes = sys->framework_reserved_bytes;

@@ -2,6 +2,7 @@
 #include "memory_phases.h"
 
 #include "memory.h"
+#include "schedule.h"
 
 double memory_root_gathered_bytes(const model_spec *m, const layout *l, int stage)
 {
@@ -34,6 +35,25 @@ double memory_pp_held_outputs_bytes(const model_spec *m, const training_spec *t,
         return 0;
     double per = (double)l->mbs * t->seq_len / l->cp * 2.0 * (double)m->vocab / l->tp;
     return (microbatches - 1) * per;
+}
+
+double memory_pp_recv_buffers_bytes(const model_spec *m, const training_spec *t, const layout *l,
+                                    int stage, int microbatches, double in_flight)
+{
+    if (l->framework != FRAMEWORK_TORCHTITAN || l->pp < 2 || microbatches < 1) return 0;
+    int v = l->vpp > 1 ? l->vpp : 1, last = l->pp * v - 1;
+    int act = 0, grad = 0; /* virtual stages of this rank that receive activations, gradients */
+    bool vshape = schedule_is_v(layout_pp_schedule_of(l));
+    for (int k = 0; k < v; k++) {
+        int s = vshape ? (k == 0 ? stage : 2 * l->pp - 1 - stage) : stage + k * l->pp;
+        act += s > 0;
+        grad += s < last;
+    }
+    double per_stage_in_flight = in_flight / v; /* memory_in_flight counts the rank's stages */
+    double act_extra = microbatches - per_stage_in_flight;
+    if (act_extra < 0) act_extra = 0;
+    double tokens = (double)l->mbs * t->seq_len / l->cp / (l->sp && l->tp > 1 ? l->tp : 1);
+    return (act * act_extra + (double)grad * microbatches) * tokens * m->hidden * 2.0;
 }
 
 double memory_pp_merged_outputs_bytes(const model_spec *m, const training_spec *t,

@@ -61,6 +61,25 @@ double memory_logits_held_bytes(const model_spec *m, const training_spec *t, con
 double memory_pp_held_outputs_bytes(const model_spec *m, const training_spec *t,
                                     const layout *l, int stage, int microbatches);
 
+/* torch.distributed.pipelining's receive buffers on a torchtitan pipeline rank: PipelineStage
+ * allocates one activation receive buffer (every stage but the first) and one gradient receive
+ * buffer (every stage but the last) per micro-batch when the schedule prepares it, and keeps
+ * them for the whole step (pytorch/pytorch torch/distributed/pipelining/stage.py
+ * _setup_backward_recv_info: a _create_grad_recv_info, which makes the tensor, for each
+ * micro-batch; the same loop for args_recv_info in _prepare_forward_infra; pytorch/pytorch#136380
+ * (2024-09: "allocate N buffers when we are using an N microbatch schedule") and #196463 (2026-09,
+ * open: "PipelineStage previously allocated one activation and gradient receive buffer for every
+ * microbatch during setup. Those tensors remained live for the entire step")). Each is a stage
+ * boundary: micro-batch x seq / cp tokens (/ tp under SP: torchtitan's blocks hand on the
+ * sequence-sharded local tensor, parallelize_llama.py rowwise_parallel(output_layouts=Shard(1)))
+ * x hidden x 2 bytes, for each virtual stage of the rank (stage + k x pp, or the V's pair).
+ * The activation buffer is the stage's input tensor itself, which the activations already count
+ * for the in_flight micro-batches the schedule holds (memory_in_flight): only the other
+ * micro-batches' activation buffers are added; every gradient buffer is. Zero outside
+ * torchtitan or without pp. */
+double memory_pp_recv_buffers_bytes(const model_spec *m, const training_spec *t, const layout *l,
+                                    int stage, int microbatches, double in_flight);
+
 /* What the same schedule.step() adds at its end on the last stage: with return_outputs left
  * True, PipelineScheduleSingle.step (and PipelineScheduleMulti.step) returns
  * self._merge_outputs(self._stage.output_chunks) after _step_microbatches, gradients reduced

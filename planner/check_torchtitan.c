@@ -308,6 +308,14 @@ cm_status check_read_torchtitan(const char *text, size_t len, check_config *cfg,
     if (!shell_words(text, len, take_word, &r))
         return cm_fail(err, errlen, CM_EPARSE, "a quote is not closed: fix the command line");
     if (r.bad) return cm_fail(err, errlen, CM_EPARSE, "%s", r.bad_msg);
+    /* "# CP rotate method alltoall" (what --emit torchtitan writes for it with CP: no flag sets
+     * it in today's torchtitan, emit_torchtitan.c); without CP it means nothing */
+    static const char rot[] = "# CP rotate method alltoall";
+    for (size_t i = 0; cfg->layout.cp > 1 && i + sizeof rot - 1 <= len; i++)
+        if ((i == 0 || text[i - 1] == '\n') && !strncmp(text + i, rot, sizeof rot - 1)) {
+            cfg->layout.cp_rotate_alltoall = true;
+            break;
+        }
     if (!cfg->torchtitan)
         return cm_fail(err, errlen, CM_EPARSE,
                        "no torchtitan command (torchrun ... -m torchtitan.train, or "

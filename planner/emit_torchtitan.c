@@ -145,6 +145,14 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
                    "(torchtitan/components/quantization/%s.md)\n",
                 precision_label(l), l->precision == PRECISION_MXFP8 ? "MXFP8Linear" : "NVFP4",
                 l->precision == PRECISION_MXFP8 ? "mxfp8" : "nvfp4");
+    /* the rotate method (costmodel/cp_allgather.h): torchtitan b5bcd76 has no option for it
+     * (context_parallel_rotate_method was dropped by #2555) and runs torch's default,
+     * allgather; the 2024-25 releases took --experimental.context_parallel_rotate_method */
+    if (l->cp > 1 && l->cp_rotate_alltoall)
+        fprintf(f, "# CP rotate method alltoall: call torch.distributed.tensor.experimental."
+                   "_attention.set_rotate_method(\"alltoall\")\n# before training (torchtitan "
+                   "releases before #2555: --experimental.context_parallel_rotate_method "
+                   "alltoall)\n");
     if (l->pp > 1 && m->layers % ((long)l->pp * l->vpp))
         fprintf(f, "# %d layers do not divide into %d stages: torchtitan splits them itself "
                    "(generate_llm_fqn_per_model_part);\n# plan costed %d or %d layers a "

@@ -107,6 +107,7 @@ static void test_recipe_ops(void **state)
     static recipe r;
     layout l = layout_default(FRAMEWORK_TORCHTITAN);
     l.cp = 2;
+    l.cp_rotate_alltoall = true; /* the ring of K/V priced here (cp_allgather.h: the default) */
     recipe_layer(&m, &s, &t, &l, false, &r, NULL);
     layout_group g = layout_cp_group(&s, &l);
     double chunk = 4096.0 * 32 * 256 * 2;

@@ -292,7 +292,9 @@ static void test_fsdp_stage_total(void **state)
 /* pp 2, 1F1B, 8 micro-batches, units not resharded (parallel_run.py, torchtitan under PP),
  * stage 0 (embedding + 4 layers: 525,336,576 + 872,448,000 = 1,397,784,576 parameters): the
  * whole stage gathered in bf16, 2,795,569,152 B, and one block's bf16 gradient, 436,224,000 B
- * (no reduce-scatter buffers before the last micro-batch): 3,231,793,152 B. */
+ * (no reduce-scatter buffers before the last micro-batch): 3,231,793,152 B; and torch
+ * pipelining's gradient receive buffers, one a micro-batch (memory_phases.h
+ * memory_pp_recv_buffers_bytes): 8 x 4096 x 4096 x 2 = 268,435,456 B -> 3,500,228,608 B. */
 static void test_pp_accumulation_buffers(void **state)
 {
     (void)state;
@@ -305,7 +307,9 @@ static void test_pp_accumulation_buffers(void **state)
     layout l = titan(1, 2, 1, 1, 1);
     l.reshard_after_forward = false;
     memory_breakdown mb = memory_stage(&m, &sys, &t, &l, 0);
-    assert_true(NEAR(mb.comm_buffer_bytes, 3231793152.0));
+    assert_true(NEAR(mb.comm_buffer_bytes, 3231793152.0 + 268435456.0));
+    /* the last stage receives activations: 8 micro-batches less the 1 it holds in flight */
+    assert_true(NEAR(memory_pp_recv_buffers_bytes(&m, &t, &l, 1, 8, 1), 7 * 33554432.0));
 }
 
 /* torchtitan's experts as FSDP2 units of their own (memory_phases.h memory_experts_own_unit):

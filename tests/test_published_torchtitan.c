@@ -15,10 +15,14 @@
  * with that file's measured FLASH rates in place of the preset's cuDNN table.
  *
  * Compared quantities: TPS/GPU as torchtitan logs it (tokens of the step / (step time x GPUs)
- * = estimate.tokens_per_s / gpus); memory as torchtitan logs it (torch.cuda max reserved, which
- * leaves out the CUDA context, NCCL and library memory) against memory.total_bytes minus
- * memory.framework_bytes, the allocator's peak in the model (fragmentation is not priced, so
- * the reserved figure is expected at or above it).
+ * = estimate.tokens_per_s / gpus); memory as torchtitan logs it: torch.cuda's
+ * "reserved_bytes.all.peak" since the last log step (9dec370 torchtitan/metrics.py
+ * get_peak_stats, printed as "memory: ...GiB" by train.py; reset_peak_stats after each log),
+ * which leaves out the CUDA context, NCCL and library memory, against memory.total_bytes minus
+ * memory.framework_bytes, the allocator's peak in the model. torchtitan's launcher ran with
+ * PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (9dec370 run_llama_train.sh), so reserved
+ * sits just above allocated (fragmentation is not priced: the reserved figure is expected at
+ * or a little above the model's).
  *
  * What disagrees and why is in bench/README.md, "torchtitan's published runs".
  */
@@ -202,12 +206,13 @@ static double median(double *v, int n)
 
 /*
  * Every row, one table. At this commit (h100-gt500, FLASH rates; bench/README.md):
- *   TPS/GPU over 27 priced rows: median |error| 20.7%, the model faster on every row
- *     (+7.6% Table 1 Float8 to +72.9% Table 2 CP 8);
- *   memory over 19 rows with a published figure: median |error| 7.3%; the pipeline rows
- *     (Tables 5-6) 34-42% under (FSDP2's fp32 unsharded gradient accumulation between
- *     micro-batches is not priced), the trainy H200 rows 40% over (torchtitan e7c0cae
- *     compiles the loss).
+ *   TPS/GPU over 27 priced rows: median |error| 19.0%, the model faster on every row
+ *     (+3.0% trainy 4 nodes to +54.1% Table 2 CP 8); Table 6's CP rows run torch's all-gather
+ *     rotate method across nodes (cp_allgather.h: CP 8 +52.4% -> +40.3%);
+ *   memory over 19 rows with a published figure: median |error| 8.5%; Table 2 within -7.2% to
+ *     +1.0% (the ring's fp32 accumulators and gathered K/V in the layer in backward), the
+ *     pipeline rows (Tables 5-6) 13-23% under, the trainy H200 rows 29% over (torchtitan
+ *     e7c0cae compiles the loss).
  * The bounds sit a few points outside those figures: a change that moves the whole table
  * fails here, one that moves a row past its sanity band fails below.
  */

@@ -429,6 +429,9 @@ static void test_emit_round_trip(void **state)
     l.offload = true;
     l.mbs = 2;
     round_trip("8b", l, &t2);
+    /* the same with torch's ring rotating K/V by all-to-all (a comment line, read back) */
+    l.cp_rotate_alltoall = true;
+    round_trip("8b", l, &t2);
     /* MoE: EP 8 borrowing from FSDP, experts whole */
     l = titan(1, 1, 64, 1);
     l.ep = 8;

@@ -77,6 +77,7 @@ HELP = plan(["estimate", "--help"])
 HELP = HELP.stdout + HELP.stderr
 HAS_TT = "torchtitan" in HELP
 HAS_LOOP = "--moe-expert-loop" in HELP
+HAS_ROTATE = "--cp-rotate" in HELP
 
 
 def system_of(gpu):
@@ -141,6 +142,10 @@ def layout(rec):
             notes.append("experts looped in Python (priced as grouped GEMMs)")
     if par == "ep" and rec.get("route") == "balanced":
         notes.append("balanced routing, split sizes known on the host (diagnostic: no sync)")
+    # parallel_run.py --layout cp set torch's rotate method to alltoall (its cp_rotate_method
+    # field); torch's and torchtitan's default is allgather (costmodel/cp_allgather.h)
+    if par == "cp" and fw == "torchtitan" and HAS_ROTATE and "alltoall" in (rec.get("cp_rotate_method") or ""):
+        a += ["--cp-rotate", "alltoall"]
     if par == "cp" and fw == "fsdp2":
         notes.append("fsdp2 --cp is Ulysses, the run is ring attention")
     return fw, a, "; ".join(notes)
