@@ -471,12 +471,14 @@ static void consider_estimate(worker *w, const estimate *e, long seq)
     fold_ranked(r, w->ranked_seq, w->opt->keep, e, seq);
 }
 
-/* A chunk's layouts, in list order; the worker's tables grown for the list's length so far
- * (estimate_cache_expect: a table for the layouts listed, as one sized for the whole list
- * would be once the list is that long). */
+/* A chunk's layouts, in list order; the worker's tables grown ahead of the list (the whole
+ * length is not known while it is evaluated): sized for 16 times the layouts listed so far,
+ * which reaches the largest tables after 32,768 layouts (the builds of DeepSeek-V3 on 16384
+ * GPUs: 43,960 against 43,686 with tables sized for the whole list; 53,299 when sized for
+ * the layouts so far). */
 static void run_chunk(worker *w, const chunk *ch)
 {
-    estimate_cache_expect(w->cache, ch->seq0 + ch->n);
+    estimate_cache_expect(w->cache, 16 * (ch->seq0 + ch->n));
     for (int i = 0; i < ch->n; i++) consider(w, &ch->v[i], ch->seq0 + i);
 }
 
