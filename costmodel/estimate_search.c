@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "layout_codec.h"
+#include "offload.h"
 #include "overlap.h"
 #include "precision.h"
 
@@ -599,6 +600,63 @@ memory_breakdown estimate_cache_memory_peak(estimate_cache *c, const model_spec 
     return memory_peak_memo(m, &c->memo, sys, t, l);
 }
 
+/*
+ * A lower bound on a Megatron-FSDP layout's first-stage decoder layers
+ * (estimate_stage_layers_total with its own layer costs) from its DDP form's layer costs, so a
+ * layout the bound prunes never prices its FSDP recipe (issue 21: those keys hold the shard
+ * group, dp, so each is priced for one pipeline size; the DDP form's key holds no dp or pp and
+ * is shared by all of them). Why it is a lower bound: the FSDP recipe is the DDP form's ops and
+ * fields with the unit's gather and reduce-scatter appended (layer_recipe.c fsdp_from, for
+ * Megatron nothing else: fsdp_copies_apply is FSDP2's and torchtitan's, l->offload FSDP2's),
+ * and recipe_price puts those two only into gather_s and reduce_s (the EP pairing skips them),
+ * so both recipes have the same GPU sums (gpu_fwd_s, gpu_bwd_s, recompute_s) and the same
+ * tp_s, cp_s and ep_s. The FSDP layer's fwd_s and bwd_s are those sums raised by the host's
+ * floor and serial time (recipe_price_floor: >= 0), and its stage adds the exposed FSDP time
+ * (stage_layers_cost: fmax(0, .) terms and overlap_contended's contention, >= 0 with slowdowns
+ * >= 1), where the DDP form's gather_s = reduce_s = 0 add nothing. stage_layers_cost is a sum
+ * of those terms with non-negative counts, so with the DDP form's GPU sums as fwd_s and bwd_s
+ * it is at most the FSDP layer's figure, but for two of its steps this leaves out: the host
+ * lead it subtracts (only where pp, tp, cp and ep are all 1) and activation offload's exposed
+ * copies (which shrink as fwd_s grows); those layouts get no bound here (-1), nor do layouts
+ * with bf16 first/last layers (uncached). The caller takes it with a relative margin (1e-9)
+ * far above the rounding of these sums (a few dozen terms: ~1e-14), so the inequality of the
+ * exact sums holds for the computed ones.
+ */
+static double fsdp_layers_lower_bound(estimate_cache *c, const model_spec *m,
+                                      const system_spec *sys, const training_spec *t,
+                                      const layout *l)
+{
+    if (l->framework != FRAMEWORK_MEGATRON || l->sharding != SHARDING_FSDP || uncached(l))
+        return -1;
+    if ((l->pp == 1 && l->tp == 1 && l->cp == 1 && l->ep == 1) ||
+        offload_activation_layers(m, l) > 0)
+        return -1;
+    layout ld = *l;
+    ld.sharding = SHARDING_DDP;
+    lookup_key whole;
+    key_of(c, &ld, &whole);
+    layer_kinds k;
+    if (model_is_moe(m)) {
+        lookup_key dense;
+        dense_key_of(&whole, &dense);
+        k.dense = kind_cost(c, m, sys, t, &ld, KIND_DENSE, &dense);
+        k.moe = kind_cost(c, m, sys, t, &ld, KIND_MOE, &whole);
+    } else {
+        k.dense = kind_cost(c, m, sys, t, &ld, KIND_DENSE, &whole);
+        k.moe = k.dense;
+    }
+    layer_time *x[2] = {&k.dense, &k.moe};
+    for (int i = 0; i < 2; i++) {
+        x[i]->fwd_s = x[i]->gpu_fwd_s;
+        x[i]->bwd_s = x[i]->gpu_bwd_s;
+        x[i]->gather_s = x[i]->reduce_s = 0;
+        x[i]->fsdp_contention_fwd_s = x[i]->fsdp_contention_bwd_s = 0;
+    }
+    k.dense_bf16 = k.dense;
+    k.moe_bf16 = k.moe;
+    return estimate_stage_layers_total(m, sys, t, l, 0, &k);
+}
+
 cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
                                  const training_spec *t, const layout *ls, int n,
                                  estimate *outs, estimate_cache *cache, double prune_above_s,
@@ -631,6 +689,7 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     layer_kinds kinds[2];
     layer_time head[2];
     bool have_head[2] = {false, false}; /* head[k] priced (ensure_head) */
+    bool have_kinds[2] = {false, false}; /* kinds[k] priced (layer_costs) */
     double bound_s = -1; /* the smallest lower bound of a variant that fits */
     for (int i = 0; i < n; i++) {
         const layout *l = &ls[i];
@@ -654,8 +713,6 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
         }
         outs[i].feasible = false; /* untimed unless assembled below */
         if (!memory_fits(&outs[i].memory)) continue;
-        if (cache) layer_costs(cache, m, sys, t, l, &kinds[k]);
-        else estimate_layer_times(m, sys, t, l, &kinds[k]);
         if (prune_above_s > 0 && prunable(sys, l)) {
             /* the V schedules' bubble can be below (pp-1)/vpp of a stage (pp_schedule.h: ZB-H2
              * and DualPipeV shrink it with the weight-gradient work), so their bound counts none */
@@ -663,15 +720,29 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
             bool v_shape = sch == PP_SCHEDULE_ZBV || sch == PP_SCHEDULE_DUALPIPEV;
             double bubble = l->pp > 1 && !v_shape ? (double)(l->pp - 1) / l->vpp : 0;
             double f = outs[i].microbatches + bubble;
-            /* the first stage's decoder layers alone first (estimate_stage_layers_total: <= the
-             * stage's total, so this lb <= the one below); only where it does not exceed the
-             * threshold is the whole stage priced. The decision is the same: every variant's
-             * lb here exceeds the threshold exactly when its whole-stage lb does. */
-            double lb = f * estimate_stage_layers_total(m, sys, t, l, 0, &kinds[k]);
-            if (lb <= prune_above_s) {
-                if (l->pp == 1) ensure_head(cache, m, sys, t, l, &head[k], &have_head[k]);
-                stage_time s0 = estimate_stage_cost(m, sys, t, l, 0, &kinds[k], &head[k]);
-                lb = f * estimate_stage_total(&s0);
+            /* Megatron-FSDP: its DDP form's bound first (fsdp_layers_lower_bound, <= the lb
+             * below): where it exceeds the threshold the FSDP layer is not priced; the
+             * decision is the same, as the one below is then over it too */
+            double lb = -1;
+            double ddp = cache ? fsdp_layers_lower_bound(cache, m, sys, t, l) : -1;
+            if (ddp >= 0 && f * ddp * (1 - 1e-9) > prune_above_s) lb = f * ddp * (1 - 1e-9);
+            if (lb < 0) {
+                if (!have_kinds[k]) {
+                    if (cache) layer_costs(cache, m, sys, t, l, &kinds[k]);
+                    else estimate_layer_times(m, sys, t, l, &kinds[k]);
+                    have_kinds[k] = true;
+                }
+                /* the first stage's decoder layers alone first (estimate_stage_layers_total:
+                 * <= the stage's total, so this lb <= the one below); only where it does not
+                 * exceed the threshold is the whole stage priced. The decision is the same:
+                 * every variant's lb here exceeds the threshold exactly when its whole-stage
+                 * lb does. */
+                lb = f * estimate_stage_layers_total(m, sys, t, l, 0, &kinds[k]);
+                if (lb <= prune_above_s) {
+                    if (l->pp == 1) ensure_head(cache, m, sys, t, l, &head[k], &have_head[k]);
+                    stage_time s0 = estimate_stage_cost(m, sys, t, l, 0, &kinds[k], &head[k]);
+                    lb = f * estimate_stage_total(&s0);
+                }
             }
             if (bound_s < 0 || lb < bound_s) bound_s = lb;
         } else {
@@ -690,6 +761,11 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
         int k = ls[i].tp_comm_overlap;
         if (!memory_fits(&outs[i].memory)) continue;
         if (i == first[k]) {
+            if (!have_kinds[k]) { /* a variant the FSDP bound passed over, not pruned */
+                if (cache) layer_costs(cache, m, sys, t, &ls[i], &kinds[k]);
+                else estimate_layer_times(m, sys, t, &ls[i], &kinds[k]);
+                have_kinds[k] = true;
+            }
             ensure_head(cache, m, sys, t, &ls[i], &head[k], &have_head[k]);
             worst[k] = estimate_worst_stage(m, sys, t, &ls[i], &kinds[k], &head[k]);
         }
