@@ -40,7 +40,8 @@
 #include "precision.h"
 
 
-enum { CACHE_ENTRIES = 8, PRICED_SLOTS_MIN = 1 << 10, PRICED_SLOTS_MAX = 1 << 15 };
+enum { CACHE_ENTRIES = 8, PRICED_SLOTS_MIN = 1 << 10, PRICED_SLOTS_MAX = 1 << 15,
+       TWIN_SLOTS = 256 };
 
 /* The two layer kinds the cache holds apart: a dense layer's recipe reads none of the expert
  * fields (ep, etp, the dispatcher: only the MoE branches of layer_recipe.c, moe_dispatch.c,
@@ -103,11 +104,22 @@ _Static_assert(sizeof(layout_framework) == sizeof(int) && sizeof(layout_sharding
                    sizeof(layout_rank_order) == sizeof(int),
                "the layer-cost key takes the codec's non-bool fields as int-sized");
 
+/* A DDP layout that fits (ddp_twin_fits), direct-mapped by its key's hash. */
+typedef struct {
+    bool used;
+    unsigned long hash;
+    layout key;
+} twin_slot;
+
 struct estimate_cache {
     /* 0xff for each byte of a layout a codec field holds, 0 for the rest (padding): a key is
      * the layout's words masked with it */
     unsigned long held_mask[(sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long)];
     bool have_counts;
+    /* the DDP twins' memory verdicts (ddp_twin_fits), and whether a pruned layout may skip its
+     * memory breakdown (estimate_cache_skip_pruned_memory) */
+    bool skip_pruned_memory;
+    twin_slot twin[TWIN_SLOTS];
     estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
     memory_memo memo;             /* memory.c's per-layer and per-stage figures (the same model) */
     priced_slot *priced;          /* n_priced of them, a power of two */
@@ -582,6 +594,56 @@ void estimate_search_share_memory(const layout *ls, int n, estimate *outs)
     }
 }
 
+void estimate_cache_skip_pruned_memory(estimate_cache *c, bool skip)
+{
+    if (c) c->skip_pruned_memory = skip;
+}
+
+/*
+ * The distributed optimizer's memory is at most DDP's (memory.c stage_memory): the two differ
+ * only in the optimizer state (12 bytes a parameter over the shard, sharded <= params, against
+ * 12 bytes a parameter) and, with bf16 states (DISTOPT only), the gradients (2 against 2 or 4
+ * bytes) and the state (8 over the shard); every other term of a stage reads neither, and a
+ * stage's total and need are sums and maxima of them in one order, so each candidate stage's
+ * figures, and their peak, are no larger. So a distributed-optimizer layout whose DDP twin (the
+ * same fields, sharding DDP, no DP overlap knobs) fits, fits too: a search that prunes it needs
+ * no breakdown of it (estimate_layout_search). The twins' verdicts are kept as DDP layouts are
+ * estimated (they come just before their twins in the list: sharding is its second-innermost
+ * loop), keyed by the layout with those fields cleared. Not for FP8 parameter gather or bf16
+ * states (no DDP twin has them), nor offload (the twin rule is not needed there: never pruned).
+ */
+static bool twin_key(const estimate_cache *c, const layout *l, lookup_key *key)
+{
+    if (l->framework != FRAMEWORK_MEGATRON || l->sharding == SHARDING_FSDP ||
+        l->fp8_param_gather || l->optimizer_bf16_states || l->optimizer_offload_pct > 0 ||
+        l->activation_offload)
+        return false;
+    key->k = *l;
+    key->k.sharding = SHARDING_DDP;
+    key->k.overlap_grad_reduce = key->k.overlap_param_gather = false;
+    mask_padding(c, &key->k);
+    key->hash = hash_key(&key->k);
+    return true;
+}
+
+static bool ddp_twin_fits(const estimate_cache *c, const layout *l)
+{
+    lookup_key key;
+    if (l->sharding != SHARDING_DISTOPT || !twin_key(c, l, &key)) return false;
+    const twin_slot *t = &c->twin[key.hash & (TWIN_SLOTS - 1)];
+    return t->used && t->hash == key.hash && !memcmp(&t->key, &key.k, sizeof key.k);
+}
+
+static void ddp_twin_put(estimate_cache *c, const layout *l)
+{
+    lookup_key key;
+    if (l->sharding != SHARDING_DDP || !twin_key(c, l, &key)) return;
+    twin_slot *t = &c->twin[key.hash & (TWIN_SLOTS - 1)];
+    t->used = true;
+    t->hash = key.hash;
+    t->key = key.k;
+}
+
 /* The model's counts and the memory memo, made on first use (one model a cache). */
 static void ensure_counts(estimate_cache *c, const model_spec *m)
 {
@@ -657,6 +719,29 @@ static double fsdp_layers_lower_bound(estimate_cache *c, const model_spec *m,
     return estimate_stage_layers_total(m, sys, t, l, 0, &k);
 }
 
+/* The memory of ls[i], the first variant of its tp_comm_overlap value, into outs[i]. */
+static void memory_of(const model_spec *m, const estimate_model_counts *counts,
+                      estimate_cache *cache, const system_spec *sys, const training_spec *t,
+                      const layout *ls, const int *first, int i, estimate *outs)
+{
+    const layout *l = &ls[i];
+    if (l->tp_comm_overlap && first[0] >= 0 && l->framework == FRAMEWORK_MEGATRON) {
+        /* --tp-comm-overlap adds its userbuffers to every stage alike (memory.c), so the
+         * peak stage stays: the knob-off memory plus them */
+        double ub = overlap_tp_userbuffer_bytes(m, t, l);
+        outs[i] = outs[first[0]];
+        outs[i].layout = *l;
+        outs[i].memory.comm_buffer_bytes += ub;
+        outs[i].memory.other_bytes += ub;
+        outs[i].memory.total_bytes += ub;
+        outs[i].memory.need_bytes += ub;
+    } else if (cache) {
+        estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, &outs[i]);
+    } else {
+        estimate_memory_part_counted(m, counts, sys, t, l, &outs[i]);
+    }
+}
+
 cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
                                  const training_spec *t, const layout *ls, int n,
                                  estimate *outs, estimate_cache *cache, double prune_above_s,
@@ -690,29 +775,30 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     layer_time head[2];
     bool have_head[2] = {false, false}; /* head[k] priced (ensure_head) */
     bool have_kinds[2] = {false, false}; /* kinds[k] priced (layer_costs) */
+    bool lazy[2] = {false, false}; /* outs[first[k]]'s memory not made yet (fits: a DDP twin) */
     double bound_s = -1; /* the smallest lower bound of a variant that fits */
     for (int i = 0; i < n; i++) {
         const layout *l = &ls[i];
         int k = l->tp_comm_overlap;
         if (first[k] >= 0) continue;
         first[k] = i;
-        if (k == 1 && first[0] >= 0 && l->framework == FRAMEWORK_MEGATRON) {
-            /* --tp-comm-overlap adds its userbuffers to every stage alike (memory.c), so the
-             * peak stage stays: the knob-off memory plus them */
-            double ub = overlap_tp_userbuffer_bytes(m, t, l);
-            outs[i] = outs[first[0]];
-            outs[i].layout = *l;
-            outs[i].memory.comm_buffer_bytes += ub;
-            outs[i].memory.other_bytes += ub;
-            outs[i].memory.total_bytes += ub;
-            outs[i].memory.need_bytes += ub;
-        } else if (cache) {
-            estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, &outs[i]);
+        /* a distributed-optimizer layout whose DDP twin fits fits too (ddp_twin_fits): its
+         * breakdown waits until it is timed (below), a pruned one never needs it */
+        if (prune_above_s > 0 && cache && cache->skip_pruned_memory && prunable(sys, l) &&
+            ddp_twin_fits(cache, l)) {
+            lazy[k] = true;
+            outs[i].microbatches = layout_microbatches(l, t); /* the bound's, below */
         } else {
-            estimate_memory_part_counted(m, counts, sys, t, l, &outs[i]);
+            if (k == 1 && lazy[0]) { /* the knob-on memory is made from the knob-off one */
+                memory_of(m, counts, cache, sys, t, ls, first, first[0], outs);
+                lazy[0] = false;
+            }
+            memory_of(m, counts, cache, sys, t, ls, first, i, outs);
+            if (cache && cache->skip_pruned_memory && memory_fits(&outs[i].memory))
+                ddp_twin_put(cache, l); /* only a twin that fits tells anything */
         }
         outs[i].feasible = false; /* untimed unless assembled below */
-        if (!memory_fits(&outs[i].memory)) continue;
+        if (!lazy[k] && !memory_fits(&outs[i].memory)) continue;
         if (prune_above_s > 0 && prunable(sys, l)) {
             /* the V schedules' bubble can be below (pp-1)/vpp of a stage (pp_schedule.h: ZB-H2
              * and DualPipeV shrink it with the weight-gradient work), so their bound counts none */
@@ -755,6 +841,8 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
         *how = ESTIMATE_PRUNED;
         return CM_OK;
     }
+    for (int k = 0; k < 2; k++) /* knob-off first: the knob-on memory is made from it */
+        if (lazy[k]) memory_of(m, counts, cache, sys, t, ls, first, first[k], outs);
     estimate_search_share_memory(ls, n, outs);
     if (bound_s < 0) return CM_OK; /* nothing fits: every variant untimed */
     for (int i = 0; i < n; i++) {

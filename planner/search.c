@@ -707,6 +707,8 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
                           .r = nthreads > 1 ? &parts[k] : r,
                           .cache = estimate_cache_new_for(0)};
         oom |= !c.w[k].cache;
+        /* a pruned layout's memory is read only by a visitor (consider) */
+        estimate_cache_skip_pruned_memory(c.w[k].cache, !opt->visit);
     }
     if (oom) {
         free_workers(c.w, nthreads);
