@@ -28,7 +28,7 @@
  *    layers first (estimate_stage_layers_total, never above the whole stage's figure), the
  *    whole stage only where that part alone does not settle it: the same decisions.
  */
-#include "estimate_internal.h"
+#include "estimate_cache_internal.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -40,191 +40,7 @@
 #include "precision.h"
 
 
-enum { CACHE_ENTRIES = 8, PRICED_SLOTS_MIN = 1 << 10, PRICED_SLOTS_MAX = 1 << 15,
-       TWIN_SLOTS = 256 };
 
-/* The two layer kinds the cache holds apart: a dense layer's recipe reads none of the expert
- * fields (ep, etp, the dispatcher: only the MoE branches of layer_recipe.c, moe_dispatch.c,
- * elementwise.c's routing kernels and host_dispatch.c's EP sync do), so for an MoE model its
- * key leaves them out and the ep x etp layouts of one (tp, cp, mbs, ...) share it. The loss
- * head (with Megatron's MTP layers, recipe_mtp.c: MoE layers for DeepSeek-V3) keeps the whole
- * key: it is held with the MoE kind, or the dense kind of a dense model. */
-enum { KIND_DENSE, KIND_MOE, KINDS };
-
-typedef struct {
-    bool used;
-    layout key;              /* the cleared layout (cache_key), its padding zeroed */
-    unsigned long hash;      /* the key's (lookup_key) */
-    recipe r;                /* the kind's layer */
-    unsigned priced;         /* bit rc: x[rc] holds the layer priced under recompute rc */
-    layer_time x[3];
-    unsigned head_priced;    /* bit rc: head[rc] holds the loss head under recompute rc (it
-                                depends on it through Megatron's MTP layers, recipe_mtp.c) */
-    layer_time head[3];
-} cache_entry;
-
-/* A key's layer priced under one recompute setting, kept after its recipe leaves the entries
- * above: the search meets a key again one pipeline size later (the key holds no dp or pp for
- * Megatron without FSDP, cache_key), long after eight other keys. Direct-mapped by the hash
- * (of key, kind and recompute); a slot is overwritten by the next key that maps to it. */
-typedef struct {
-    bool used;
-    int rc, kind;
-    unsigned long hash;
-    layout key;
-    layer_time x;
-    bool head_priced; /* head holds the loss head's costs (head_cost) */
-    layer_time head;
-} priced_slot;
-
-/* A built recipe kept for its key after it leaves the entries above (issue 21): the
- * search needs a key's recipe again one pipeline size later, a thousand or more lookups on,
- * where Megatron-FSDP's layers (their DDP form's recipe, build_entry) or a recompute setting
- * not yet priced find it here instead of building it again. Direct-mapped by the key's hash
- * and kind; only recipes of at most STORED_OPS ops (a DeepSeek-V3 MoE layer has 21), their
- * fields and ops alone. rc: the recompute setting its flags and pacing were set for. */
-enum { STORED_OPS = 32, STORED_MIN = 1 << 7, STORED_MAX = 1 << 12 };
-typedef struct {
-    bool used;
-    int kind, rc;
-    unsigned long hash;
-    layout key;
-    unsigned char bytes[offsetof(recipe, op) + STORED_OPS * sizeof(recipe_op)];
-} stored_recipe;
-
-/* The codec's fields are bools or int-sized (integers, enums, a bit set): the bytes each
- * holds, below. */
-_Static_assert(sizeof(layout_framework) == sizeof(int) && sizeof(layout_sharding) == sizeof(int) &&
-                   sizeof(layout_recompute) == sizeof(int) &&
-                   sizeof(layout_precision) == sizeof(int) &&
-                   sizeof(layout_fp8_recipe) == sizeof(int) && sizeof(layout_impl) == sizeof(int) &&
-                   sizeof(layout_optimizer_impl) == sizeof(int) &&
-                   sizeof(layout_moe_dispatcher) == sizeof(int) &&
-                   sizeof(layout_pp_schedule) == sizeof(int) && sizeof(unsigned) == sizeof(int) &&
-                   sizeof(layout_rank_order) == sizeof(int),
-               "the layer-cost key takes the codec's non-bool fields as int-sized");
-
-/* A DDP layout that fits (ddp_twin_fits), direct-mapped by its key's hash. */
-typedef struct {
-    bool used;
-    unsigned long hash;
-    layout key;
-} twin_slot;
-
-struct estimate_cache {
-    /* 0xff for each byte of a layout a codec field holds, 0 for the rest (padding): a key is
-     * the layout's words masked with it */
-    unsigned long held_mask[(sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long)];
-    bool have_counts;
-    /* the DDP twins' memory verdicts (ddp_twin_fits), and whether a pruned layout may skip its
-     * memory breakdown (estimate_cache_skip_pruned_memory) */
-    bool skip_pruned_memory;
-    twin_slot twin[TWIN_SLOTS];
-    estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
-    memory_memo memo;             /* memory.c's per-layer and per-stage figures (the same model) */
-    priced_slot *priced;          /* n_priced of them, a power of two */
-    size_t n_priced;
-    stored_recipe *stored;        /* n_stored of them, a power of two */
-    size_t n_stored;
-    cache_entry e[KINDS][CACHE_ENTRIES];
-    int next[KINDS];              /* round-robin eviction */
-    /* the last layout's layer costs (layer_costs), its fields that cache_key clears and
-     * the list's neighbours vary (the uneven split that follows each layout, the memory
-     * knobs' tries) cleared: a layout equal to it byte for byte has its key, so its costs */
-    bool have_last[2];            /* [tp_comm_overlap]: a layout's overlap variants alternate */
-    layout last[2];
-    layer_kinds last_kinds[2];
-    long builds, hits;
-};
-
-estimate_cache *estimate_cache_new(void) { return estimate_cache_new_for(0); }
-
-/* The tables' sizes for a search of `layouts` layouts: a priced slot for every 16 layouts (a
- * few keys come back per pipeline size), within bounds, so a small search does not fault in
- * megabytes of table it never reaches; a stored recipe for every 8 priced slots: 4096 (12 MB,
- * touched as used) at most. */
-static size_t priced_slots_for(long layouts)
-{
-    size_t n = PRICED_SLOTS_MIN;
-    while (n < PRICED_SLOTS_MAX && (long)n * 16 < layouts) n *= 2;
-    return n;
-}
-static size_t stored_for(size_t n_priced)
-{
-    size_t n = n_priced / 8;
-    return n < STORED_MIN ? STORED_MIN : n > STORED_MAX ? STORED_MAX : n;
-}
-
-/* The priced and stored tables grown to the sizes for `layouts` (each entry moved to its slot
- * in the larger table; two that meet there keep the later). Where the memory is not there the
- * tables stay as they are: they are caches, a smaller one only builds more. */
-void estimate_cache_expect(estimate_cache *c, long layouts)
-{
-    size_t np = priced_slots_for(layouts);
-    if (np > c->n_priced) {
-        priced_slot *p = calloc(np, sizeof *p);
-        if (p) {
-            for (size_t i = 0; i < c->n_priced; i++)
-                if (c->priced[i].used) p[c->priced[i].hash & (np - 1)] = c->priced[i];
-            free(c->priced);
-            c->priced = p;
-            c->n_priced = np;
-        }
-    }
-    size_t ns = stored_for(c->n_priced);
-    if (ns > c->n_stored) {
-        stored_recipe *st = calloc(ns, sizeof *st);
-        if (st) {
-            for (size_t i = 0; i < c->n_stored; i++) {
-                const stored_recipe *o = &c->stored[i];
-                if (o->used) st[(o->hash ^ (unsigned long)o->kind) & (ns - 1)] = *o;
-            }
-            free(c->stored);
-            c->stored = st;
-            c->n_stored = ns;
-        }
-    }
-}
-
-estimate_cache *estimate_cache_new_for(long layouts)
-{
-    estimate_cache *c = calloc(1, sizeof(estimate_cache));
-    if (!c) return NULL;
-    c->n_priced = priced_slots_for(layouts);
-    c->priced = calloc(c->n_priced, sizeof *c->priced);
-    c->n_stored = stored_for(c->n_priced);
-    c->stored = calloc(c->n_stored, sizeof *c->stored);
-    if (!c->priced || !c->stored) {
-        free(c->priced);
-        free(c->stored);
-        free(c);
-        return NULL;
-    }
-    bool held[sizeof(layout)] = {false};
-    for (int i = 0; i < LAYOUT_NFIELDS; i++) {
-        const layout_field *f = &layout_fields[i];
-        if (f->training) continue; /* the same for every lookup of a cache (estimate.h) */
-        size_t width = f->kind == LAYOUT_KIND_BOOL ? sizeof(bool) : sizeof(int);
-        for (size_t b = 0; b < width; b++) held[f->offset + b] = true;
-    }
-    for (size_t b = 0; b < sizeof(layout); b++)
-        if (held[b]) ((unsigned char *)c->held_mask)[b] = 0xff;
-    return c;
-}
-void estimate_cache_free(estimate_cache *c)
-{
-    if (c) {
-        free(c->priced);
-        free(c->stored);
-    }
-    free(c);
-}
-
-void estimate_cache_counts(const estimate_cache *c, long *builds, long *hits)
-{
-    *builds = c ? c->builds : 0;
-    *hits = c ? c->hits : 0;
-}
 
 /* The fields a layer recipe does not read, cleared (see the header comment). */
 static layout cache_key(const layout *l)
@@ -592,11 +408,6 @@ void estimate_search_share_memory(const layout *ls, int n, estimate *outs)
         outs[i] = outs[first[k]];
         outs[i].layout = ls[i];
     }
-}
-
-void estimate_cache_skip_pruned_memory(estimate_cache *c, bool skip)
-{
-    if (c) c->skip_pruned_memory = skip;
 }
 
 /*

@@ -13,6 +13,7 @@
 
 #include "layout_codec.h"
 #include "search_layouts.h"
+#include "search_ring.h"
 #include "search_torchtitan.h"
 #include "memory.h"
 #include "sim.h"
@@ -52,42 +53,19 @@ bool search_better(const estimate *a, const estimate *b)
 }
 
 /*
- * The search enumerates the layouts into chunks of CHUNK_LAYOUTS and evaluates each chunk as
- * it fills (issue 21: the whole list was built first, ~150 MB and its page faults for
+ * The search enumerates the layouts into chunks (search_ring.h) and evaluates each chunk as it
+ * fills (issue 21: the whole list was built first, ~150 MB and its page faults for
  * DeepSeek-V3 on 16384 GPUs, on one thread before any evaluation began). On one thread the
  * enumerating thread evaluates each chunk in place, in list order. On several, full chunks
- * go into a ring of a few chunks that the other threads take in turn; the enumerating thread
- * takes one itself when the ring has no free chunk, and joins them when the list ends. Each
+ * go into a ring that the other threads take chunks from in turn (search_ring.c). Each
  * worker keeps its own partial result, with the candidate's position in the list as a
  * tie-break, and the partial results are merged in that order, so the ranking is the one a
  * single thread walking the list would produce.
  */
 typedef struct worker worker;
 
-/* Layouts a chunk holds: neighbours in the list share layer costs and memory figures (each
- * worker's caches), so a chunk is long enough to keep them together (callgrind, DeepSeek-V3
- * at 16384 on two threads); a list that fills no chunk is evaluated on one thread. */
-enum { CHUNK_LAYOUTS = 1024, RING_CHUNKS_PER_THREAD = 3 };
-
-typedef struct {
-    long seq0; /* the list position of v[0] */
-    int n;
-    layout v[CHUNK_LAYOUTS];
-} chunk;
-
-typedef enum { SLOT_FREE, SLOT_FILLING, SLOT_FULL, SLOT_WORKING } slot_state;
-
-/* The chunks between the enumerating thread and the workers (several threads only). */
-typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv; /* a chunk was published or freed, or the list ended */
-    chunk *slot;
-    slot_state *state;
-    int n_slots;
-    int *fifo; /* the published chunks' slots, oldest first (a ring of n_slots) */
-    int head, count;
-    bool done; /* the list ended: no more chunks */
-} chunk_ring;
+/* Chunks in the ring per thread: enough that the enumerating thread rarely waits. */
+enum { RING_CHUNKS_PER_THREAD = 3 };
 
 typedef struct {
     const model_spec *m;
@@ -99,10 +77,9 @@ typedef struct {
     bool tried;       /* the threads were started (when the first chunk filled) */
     int started;      /* threads running besides this one */
     pthread_t *tid;
-    chunk_ring *ring; /* NULL: one thread */
-    chunk *fill;      /* the chunk being filled */
-    int fill_slot;
-    long listed;      /* layouts enumerated so far */
+    search_ring *ring; /* NULL: one thread */
+    search_chunk *fill; /* the chunk being filled */
+    long listed;        /* layouts enumerated so far */
 } ctx;
 
 static void emit_one(ctx *c, const layout *l);
@@ -143,7 +120,7 @@ static void emit_one(ctx *c, const layout *l)
 {
     c->fill->v[c->fill->n++] = *l;
     c->listed++;
-    if (c->fill->n == CHUNK_LAYOUTS) publish(c);
+    if (c->fill->n == SEARCH_CHUNK_LAYOUTS) publish(c);
 }
 
 /* One worker's partial result; seq_* hold each kept estimate's position in the list. */
@@ -152,7 +129,7 @@ struct worker {
     const system_spec *sys;
     const training_spec *t;
     const search_options *opt;
-    chunk_ring *ring;
+    search_ring *ring;
     search_result *r;
     long ranked_seq[SEARCH_KEEP_MAX];
     long best_seq[LAYOUT_NFRAMEWORKS], best_sharding_seq[LAYOUT_NFRAMEWORKS][3],
@@ -476,49 +453,17 @@ static void consider_estimate(worker *w, const estimate *e, long seq)
  * which reaches the largest tables after 32,768 layouts (the builds of DeepSeek-V3 on 16384
  * GPUs: 43,960 against 43,686 with tables sized for the whole list; 53,299 when sized for
  * the layouts so far). */
-static void run_chunk(worker *w, const chunk *ch)
+static void run_chunk(void *arg, const search_chunk *ch)
 {
+    worker *w = arg;
     estimate_cache_expect(w->cache, 16 * (ch->seq0 + ch->n));
     for (int i = 0; i < ch->n; i++) consider(w, &ch->v[i], ch->seq0 + i);
-}
-
-/* Takes the oldest published chunk (the ring's lock held): its slot, or -1 if none. */
-static int ring_take(chunk_ring *g)
-{
-    if (g->count == 0) return -1;
-    int s = g->fifo[g->head];
-    g->head = (g->head + 1) % g->n_slots;
-    g->count--;
-    g->state[s] = SLOT_WORKING;
-    return s;
-}
-
-/* Evaluates published chunks until the list has ended and none is left (the ring's lock held
- * on entry and on return). */
-static void ring_work(worker *w)
-{
-    chunk_ring *g = w->ring;
-    for (;;) {
-        int s = ring_take(g);
-        if (s < 0) {
-            if (g->done) return;
-            pthread_cond_wait(&g->cv, &g->mu);
-            continue;
-        }
-        pthread_mutex_unlock(&g->mu);
-        run_chunk(w, &g->slot[s]);
-        pthread_mutex_lock(&g->mu);
-        g->state[s] = SLOT_FREE;
-        pthread_cond_broadcast(&g->cv); /* the enumerating thread may wait for a free chunk */
-    }
 }
 
 static void *worker_run(void *arg)
 {
     worker *w = arg;
-    pthread_mutex_lock(&w->ring->mu);
-    ring_work(w);
-    pthread_mutex_unlock(&w->ring->mu);
+    search_ring_work(w->ring, w);
     search_stats_tally_flush(&w->tally, &w->r->stats);
     return NULL;
 }
@@ -535,67 +480,31 @@ static void start_threads(ctx *c)
     c->started = started;
 }
 
-/* The filled chunk goes to the workers (one thread: evaluated here and now), and a free one
- * is taken for the next layouts; while none is free this thread evaluates a published one. */
+/* The filled chunk goes to the workers (one thread: evaluated here and now), and the next
+ * layouts go into a free one (search_ring_publish). The other threads start with the first
+ * full chunk: a list that fills none is evaluated on this thread alone. */
 static void publish(ctx *c)
 {
-    chunk_ring *g = c->ring;
-    if (!g) {
+    if (!c->ring) {
         run_chunk(&c->w[0], c->fill);
         c->fill->seq0 = c->listed;
         c->fill->n = 0;
         return;
     }
     if (!c->tried) start_threads(c);
-    pthread_mutex_lock(&g->mu);
-    g->state[c->fill_slot] = SLOT_FULL;
-    g->fifo[(g->head + g->count++) % g->n_slots] = c->fill_slot;
-    pthread_cond_broadcast(&g->cv);
-    for (;;) {
-        int f = -1;
-        for (int k = 0; k < g->n_slots && f < 0; k++)
-            if (g->state[k] == SLOT_FREE) f = k;
-        if (f >= 0) {
-            g->state[f] = SLOT_FILLING;
-            c->fill_slot = f;
-            c->fill = &g->slot[f];
-            c->fill->seq0 = c->listed;
-            c->fill->n = 0;
-            break;
-        }
-        int s = ring_take(g);
-        if (s < 0) {
-            pthread_cond_wait(&g->cv, &g->mu);
-            continue;
-        }
-        pthread_mutex_unlock(&g->mu);
-        run_chunk(&c->w[0], &g->slot[s]);
-        pthread_mutex_lock(&g->mu);
-        g->state[s] = SLOT_FREE;
-    }
-    pthread_mutex_unlock(&g->mu);
+    c->fill = search_ring_publish(c->ring, c->fill, &c->w[0], c->listed);
 }
 
 /* The end of the list: the last chunk evaluated, the threads' work finished and joined. */
 static void finish_list(ctx *c)
 {
-    chunk_ring *g = c->ring;
-    if (!g || !c->tried) { /* one thread, or no chunk filled: the rest here */
+    if (!c->ring || !c->tried) { /* one thread, or no chunk filled: the rest here */
         run_chunk(&c->w[0], c->fill);
-        search_stats_tally_flush(&c->w[0].tally, &c->w[0].r->stats);
-        return;
+    } else { /* this thread works too; a failed start leaves it all here */
+        search_ring_finish(c->ring, c->fill, &c->w[0]);
+        for (int k = 1; k <= c->started; k++) pthread_join(c->tid[k], NULL);
     }
-    pthread_mutex_lock(&g->mu);
-    if (c->fill->n > 0) {
-        g->state[c->fill_slot] = SLOT_FULL;
-        g->fifo[(g->head + g->count++) % g->n_slots] = c->fill_slot;
-    }
-    g->done = true;
-    pthread_cond_broadcast(&g->cv);
-    ring_work(&c->w[0]); /* this thread works too; a failed start leaves it all here */
-    pthread_mutex_unlock(&g->mu);
     search_stats_tally_flush(&c->w[0].tally, &c->w[0].r->stats);
-    for (int k = 1; k <= c->started; k++) pthread_join(c->tid[k], NULL);
 }
 
 /* How many threads evaluate the list: PLAN_THREADS, else the cores online (at most 16). */
@@ -621,44 +530,6 @@ static void cache_counts(search_result *r, const worker *w)
     estimate_cache_counts(w->cache, &b, &h);
     r->stats.layer_builds += b;
     r->stats.layer_hits += h;
-}
-
-static void free_ring(chunk_ring *g)
-{
-    if (!g) return;
-    pthread_mutex_destroy(&g->mu);
-    pthread_cond_destroy(&g->cv);
-    free(g->slot);
-    free(g->state);
-    free(g->fifo);
-    free(g);
-}
-
-/* A ring of n_slots chunks, all free; NULL without the memory. */
-static chunk_ring *new_ring(int n_slots)
-{
-    chunk_ring *g = calloc(1, sizeof *g);
-    if (!g) return NULL;
-    g->n_slots = n_slots;
-    g->slot = malloc((size_t)n_slots * sizeof *g->slot);
-    g->state = calloc((size_t)n_slots, sizeof *g->state);
-    g->fifo = calloc((size_t)n_slots, sizeof *g->fifo);
-    if (!g->slot || !g->state || !g->fifo || pthread_mutex_init(&g->mu, NULL) != 0) {
-        free(g->slot);
-        free(g->state);
-        free(g->fifo);
-        free(g);
-        return NULL;
-    }
-    if (pthread_cond_init(&g->cv, NULL) != 0) {
-        pthread_mutex_destroy(&g->mu);
-        free(g->slot);
-        free(g->state);
-        free(g->fifo);
-        free(g);
-        return NULL;
-    }
-    return g;
 }
 
 /* Merges the workers' partial results into r: every kept estimate of every part, folded with
@@ -696,9 +567,9 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
     ctx c = {.m = m, .sys = sys, .t = t, .opt = opt, .nthreads = nthreads};
     c.w = calloc((size_t)nthreads, sizeof *c.w);
     search_result *parts = nthreads > 1 ? calloc((size_t)nthreads, sizeof *parts) : NULL;
-    chunk *alone = nthreads == 1 ? malloc(sizeof *alone) : NULL;
+    search_chunk *alone = nthreads == 1 ? malloc(sizeof *alone) : NULL;
     if (nthreads > 1) {
-        c.ring = new_ring(RING_CHUNKS_PER_THREAD * nthreads);
+        c.ring = search_ring_new(RING_CHUNKS_PER_THREAD * nthreads, run_chunk);
         c.tid = calloc((size_t)nthreads, sizeof *c.tid);
     }
     bool oom = !c.w || (nthreads > 1 ? !parts || !c.ring || !c.tid : !alone);
@@ -714,19 +585,17 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
         free_workers(c.w, nthreads);
         free(parts);
         free(alone);
-        free_ring(c.ring);
+        search_ring_free(c.ring);
         free(c.tid);
         return cm_fail(err, errlen, CM_ENOMEM, "out of memory for the search's workers");
     }
     if (c.ring) {
-        c.fill_slot = 0;
-        c.ring->state[0] = SLOT_FILLING;
-        c.fill = &c.ring->slot[0];
+        c.fill = search_ring_first(c.ring);
     } else {
         c.fill = alone;
+        c.fill->seq0 = 0;
+        c.fill->n = 0;
     }
-    c.fill->seq0 = 0;
-    c.fill->n = 0;
     if (opt->frameworks[FRAMEWORK_MEGATRON])
         search_megatron_layouts(m, sys, t, opt, emit_cb, &c);
     if (opt->frameworks[FRAMEWORK_FSDP2]) search_fsdp2_layouts(m, sys, t, opt, emit_cb, &c);
@@ -736,7 +605,7 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
     else merge_parts(opt, c.w, nthreads, r);
     free(parts);
     free(alone);
-    free_ring(c.ring);
+    search_ring_free(c.ring);
     free(c.tid);
     free_workers(c.w, nthreads);
     return CM_OK;
