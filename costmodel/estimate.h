@@ -95,8 +95,8 @@ estimate_cache *estimate_cache_new_for(long layouts);
  * for a search that learns its length as it goes (planner/search.c); never shrunk. */
 void estimate_cache_expect(estimate_cache *c, long layouts);
 /* skip true: estimate_layout_search may leave a pruned layout's memory unmade where it knows
- * the layout fits without it (a distributed-optimizer layout whose DDP twin fits,
- * estimate_search.c ddp_twin_fits): for a caller that reads no memory of pruned layouts.
+ * the layout fits without it (a twin with no less memory fits, estimate_search.c twin_fits):
+ * for a caller that reads no memory of pruned layouts.
  * false (a new cache's): every pruned layout's memory is made, as documented below. */
 void estimate_cache_skip_pruned_memory(estimate_cache *c, bool skip);
 void estimate_cache_free(estimate_cache *c);

@@ -75,7 +75,7 @@ _Static_assert(sizeof(layout_framework) == sizeof(int) && sizeof(layout_sharding
                    sizeof(layout_rank_order) == sizeof(int),
                "the layer-cost key takes the codec's non-bool fields as int-sized");
 
-/* A DDP layout that fits (ddp_twin_fits), direct-mapped by its key's hash. */
+/* A layout seen to fit (estimate_search.c twin_fits), direct-mapped by its key's hash. */
 typedef struct {
     bool used;
     unsigned long hash;
@@ -87,8 +87,8 @@ struct estimate_cache {
      * the layout's words masked with it */
     unsigned long held_mask[(sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long)];
     bool have_counts;
-    /* the DDP twins' memory verdicts (ddp_twin_fits), and whether a pruned layout may skip its
-     * memory breakdown (estimate_cache_skip_pruned_memory) */
+    /* layouts seen to fit (twin_fits), and whether a pruned layout may skip its memory
+     * breakdown (estimate_cache_skip_pruned_memory) */
     bool skip_pruned_memory;
     twin_slot twin[TWIN_SLOTS];
     estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */

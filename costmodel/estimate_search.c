@@ -411,44 +411,74 @@ void estimate_search_share_memory(const layout *ls, int n, estimate *outs)
 }
 
 /*
- * The distributed optimizer's memory is at most DDP's (memory.c stage_memory): the two differ
- * only in the optimizer state (12 bytes a parameter over the shard, sharded <= params, against
- * 12 bytes a parameter) and, with bf16 states (DISTOPT only), the gradients (2 against 2 or 4
- * bytes) and the state (8 over the shard); every other term of a stage reads neither, and a
- * stage's total and need are sums and maxima of them in one order, so each candidate stage's
- * figures, and their peak, are no larger. So a distributed-optimizer layout whose DDP twin (the
- * same fields, sharding DDP, no DP overlap knobs) fits, fits too: a search that prunes it needs
- * no breakdown of it (estimate_layout_search). The twins' verdicts are kept as DDP layouts are
- * estimated (they come just before their twins in the list: sharding is its second-innermost
- * loop), keyed by the layout with those fields cleared. Not for FP8 parameter gather or bf16
- * states (no DDP twin has them), nor offload (the twin rule is not needed there: never pruned).
+ * Layouts known to fit without their memory breakdown: a pruned one needs none
+ * (estimate_layout_search), so a search that prunes skips it where a twin that fits, and whose
+ * memory is provably no less, has been seen. Two such twins, under Megatron (not offload, whose
+ * layouts are never pruned):
+ *  - the distributed optimizer's memory is at most DDP's (memory.c stage_memory): the two
+ *    differ only in the optimizer state (12 bytes a parameter over the shard, sharded <= params,
+ *    against 12 a parameter) and, with bf16 states (DISTOPT only), the gradients (2 against 2
+ *    or 4 bytes) and the state (8 over the shard); no other term of a stage reads the sharding
+ *    between these two. Twin: the same layout under DDP (without bf16 states).
+ *  - selective recompute of core attention alone (recompute_modules 0) saves at most what no
+ *    recompute saves: memory_layer_activation_bytes drops the unfused softmax term and is the
+ *    same otherwise (recompute_modules_of frees nothing else for core attention alone), and
+ *    of a stage only the activations read the setting (full recompute's branch aside), summed
+ *    the same way. Twin: the same layout without recompute. In bf16 only: low precision's bf16
+ *    first/last layers are added in as differences (stage_memory), which need not keep the
+ *    order in floating point.
+ * A stage's total and need are sums (and maxima) of those terms in one order, each no larger,
+ * so each candidate stage's figures and their peak are no larger: rounding is monotone. The
+ * overlap variants' memory is their knob-off memory plus the same userbuffers in both. Every
+ * layout seen to fit (computed, or known by a twin) is kept, keyed by the layout with the DP
+ * overlap knobs (which no memory figure reads) cleared; twins come a few layouts before (the
+ * sharding and recompute loops are the list's innermost, search_layouts.c); only those that can
+ * be a twin (DDP, or no recompute) are kept.
  */
-static bool twin_key(const estimate_cache *c, const layout *l, lookup_key *key)
+static bool fit_key(const estimate_cache *c, const layout *l, lookup_key *key)
 {
-    if (l->framework != FRAMEWORK_MEGATRON || l->sharding == SHARDING_FSDP ||
-        l->fp8_param_gather || l->optimizer_bf16_states || l->optimizer_offload_pct > 0 ||
+    if (l->framework != FRAMEWORK_MEGATRON || l->optimizer_offload_pct > 0 ||
         l->activation_offload)
         return false;
     key->k = *l;
-    key->k.sharding = SHARDING_DDP;
     key->k.overlap_grad_reduce = key->k.overlap_param_gather = false;
     mask_padding(c, &key->k);
     key->hash = hash_key(&key->k);
     return true;
 }
 
-static bool ddp_twin_fits(const estimate_cache *c, const layout *l)
+static bool seen_fit(const estimate_cache *c, const layout *l)
 {
     lookup_key key;
-    if (l->sharding != SHARDING_DISTOPT || !twin_key(c, l, &key)) return false;
+    if (!fit_key(c, l, &key)) return false;
     const twin_slot *t = &c->twin[key.hash & (TWIN_SLOTS - 1)];
     return t->used && t->hash == key.hash && !memcmp(&t->key, &key.k, sizeof key.k);
 }
 
-static void ddp_twin_put(estimate_cache *c, const layout *l)
+static bool twin_fits(const estimate_cache *c, const layout *l)
+{
+    if (l->framework != FRAMEWORK_MEGATRON) return false;
+    layout tw;
+    if (l->sharding == SHARDING_DISTOPT) {
+        tw = *l;
+        tw.sharding = SHARDING_DDP;
+        tw.optimizer_bf16_states = false;
+        if (seen_fit(c, &tw)) return true;
+    }
+    if (l->recompute == RECOMPUTE_SELECTIVE && l->recompute_modules == 0 && !precision_is_low(l)) {
+        tw = *l;
+        tw.recompute = RECOMPUTE_NONE;
+        if (seen_fit(c, &tw)) return true;
+    }
+    return false;
+}
+
+static void fit_put(estimate_cache *c, const layout *l)
 {
     lookup_key key;
-    if (l->sharding != SHARDING_DDP || !twin_key(c, l, &key)) return;
+    /* only a possible twin: a DDP layout or one without recompute */
+    if (l->sharding != SHARDING_DDP && l->recompute != RECOMPUTE_NONE) return;
+    if (!fit_key(c, l, &key)) return;
     twin_slot *t = &c->twin[key.hash & (TWIN_SLOTS - 1)];
     t->used = true;
     t->hash = key.hash;
@@ -586,27 +616,27 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     layer_time head[2];
     bool have_head[2] = {false, false}; /* head[k] priced (ensure_head) */
     bool have_kinds[2] = {false, false}; /* kinds[k] priced (layer_costs) */
-    bool lazy[2] = {false, false}; /* outs[first[k]]'s memory not made yet (fits: a DDP twin) */
+    bool lazy[2] = {false, false}; /* outs[first[k]]'s memory not made yet (fits: twin_fits) */
     double bound_s = -1; /* the smallest lower bound of a variant that fits */
     for (int i = 0; i < n; i++) {
         const layout *l = &ls[i];
         int k = l->tp_comm_overlap;
         if (first[k] >= 0) continue;
         first[k] = i;
-        /* a distributed-optimizer layout whose DDP twin fits fits too (ddp_twin_fits): its
-         * breakdown waits until it is timed (below), a pruned one never needs it */
-        if (prune_above_s > 0 && cache && cache->skip_pruned_memory && prunable(sys, l) &&
-            ddp_twin_fits(cache, l)) {
+        /* a layout whose twin fits fits too (twin_fits): its breakdown waits until it is
+         * timed (below), a pruned one never needs it */
+        bool track = cache && cache->skip_pruned_memory && prune_above_s > 0;
+        if (track && prunable(sys, l) && twin_fits(cache, l)) {
             lazy[k] = true;
             outs[i].microbatches = layout_microbatches(l, t); /* the bound's, below */
+            fit_put(cache, l);
         } else {
             if (k == 1 && lazy[0]) { /* the knob-on memory is made from the knob-off one */
                 memory_of(m, counts, cache, sys, t, ls, first, first[0], outs);
                 lazy[0] = false;
             }
             memory_of(m, counts, cache, sys, t, ls, first, i, outs);
-            if (cache && cache->skip_pruned_memory && memory_fits(&outs[i].memory))
-                ddp_twin_put(cache, l); /* only a twin that fits tells anything */
+            if (track && memory_fits(&outs[i].memory)) fit_put(cache, l);
         }
         outs[i].feasible = false; /* untimed unless assembled below */
         if (!lazy[k] && !memory_fits(&outs[i].memory)) continue;

@@ -5,7 +5,8 @@
  * stored recipes that way), and the cached search form gives the figures estimate_layout gives
  * for layouts met in an order that evicts their recipes from the entries and finds them again
  * in the store (more than eight keys apart, each recompute setting in turn); and the premises of
- * the lower bound a Megatron-FSDP layout takes from its DDP form.
+ * the lower bound a Megatron-FSDP layout takes from its DDP form and of the twins whose memory
+ * bounds a layout's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -263,6 +264,65 @@ static void test_fsdp_bound_from_ddp(void **state)
     assert_true(n >= 200);
 }
 
+/* The search's twin rules (estimate_search.c twin_fits): under Megatron the distributed
+ * optimizer's memory is at most DDP's, and selective recompute of core attention alone (bf16)
+ * at most no recompute's, stage peak and need alike, over dense and MoE models, pipeline and
+ * not, flash and unfused attention, with TP overlap's userbuffers on and off. */
+static void test_twin_memory_order(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    const char *models[] = {"deepseek-v3", "mixtral-8x7b", "70b"};
+    int tps[] = {1, 2, 8}, cps[] = {1, 2}, eps[] = {1, 8}, pps[] = {1, 4};
+    long n = 0;
+    for (int mi = 0; mi < 3; mi++) {
+        load(models[mi], &m, &s);
+        for (int at = 0; at < 2; at++) {
+            training_spec t = training_default();
+            if (at) t.attention = ATTENTION_UNFUSED;
+            for (int a = 0; a < 3; a++)
+                for (int b = 0; b < 2; b++)
+                    for (int e = 0; e < 2; e++)
+                        for (int p = 0; p < 2; p++)
+                            for (int ov = 0; ov < 2; ov++) {
+                                if ((!model_is_moe(&m) && eps[e] > 1) || (ov && tps[a] == 1))
+                                    continue;
+                                layout l = megatron(tps[a], cps[b], eps[e], 1);
+                                l.pp = pps[p];
+                                l.dp = 256 / (l.tp * l.cp * l.pp);
+                                l.tp_comm_overlap = ov;
+                                char err[CM_ERRLEN];
+                                if (layout_check(&m, &s, &t, &l, 0, err, sizeof err) != CM_OK)
+                                    continue;
+                                for (int rc = 0; rc < 3; rc++) { /* DISTOPT <= DDP */
+                                    layout d = l, o = l;
+                                    d.recompute = o.recompute = (layout_recompute)rc;
+                                    o.sharding = SHARDING_DISTOPT;
+                                    memory_breakdown md = memory_peak(&m, &s, &t, &d);
+                                    memory_breakdown mo = memory_peak(&m, &s, &t, &o);
+                                    assert_true(mo.need_bytes <= md.need_bytes);
+                                    assert_true(mo.total_bytes <= md.total_bytes);
+                                    n++;
+                                }
+                                for (int sh = 0; sh < 3; sh++) { /* SELECTIVE <= NONE */
+                                    layout none = l, sel = l;
+                                    none.sharding = sel.sharding = (layout_sharding)sh;
+                                    sel.recompute = RECOMPUTE_SELECTIVE;
+                                    memory_breakdown mn = memory_peak(&m, &s, &t, &none);
+                                    memory_breakdown ms = memory_peak(&m, &s, &t, &sel);
+                                    assert_true(ms.need_bytes <= mn.need_bytes);
+                                    assert_true(ms.total_bytes <= mn.total_bytes);
+                                    /* unfused attention: selective saves the softmax term */
+                                    if (at) assert_true(ms.total_bytes < mn.total_bytes);
+                                    n++;
+                                }
+                            }
+        }
+    }
+    assert_true(n >= 300);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_search_form_matches),
         cmocka_unit_test(test_priced_forms),
         cmocka_unit_test(test_fsdp_bound_from_ddp),
+        cmocka_unit_test(test_twin_memory_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
