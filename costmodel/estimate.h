@@ -91,6 +91,14 @@ typedef struct estimate_cache estimate_cache;
 estimate_cache *estimate_cache_new(void);
 /* The same, sized for a search of about `layouts` layouts (its table of priced layers). */
 estimate_cache *estimate_cache_new_for(long layouts);
+/* Its tables grown (their entries kept) to the sizes estimate_cache_new_for(layouts) picks,
+ * for a search that learns its length as it goes (planner/search.c); never shrunk. */
+void estimate_cache_expect(estimate_cache *c, long layouts);
+/* skip true: estimate_layout_search may leave a pruned layout's memory unmade where it knows
+ * the layout fits without it (a twin with no less memory fits, estimate_search.c twin_fits):
+ * for a caller that reads no memory of pruned layouts.
+ * false (a new cache's): every pruned layout's memory is made, as documented below. */
+void estimate_cache_skip_pruned_memory(estimate_cache *c, bool skip);
 void estimate_cache_free(estimate_cache *c);
 /* How many layer recipes the cache built and how many lookups it answered without building. */
 void estimate_cache_counts(const estimate_cache *c, long *builds, long *hits);

@@ -28,149 +28,19 @@
  *    layers first (estimate_stage_layers_total, never above the whole stage's figure), the
  *    whole stage only where that part alone does not settle it: the same decisions.
  */
-#include "estimate_internal.h"
+#include "estimate_cache_internal.h"
 
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "layout_codec.h"
+#include "offload.h"
 #include "overlap.h"
 #include "precision.h"
 
 
-enum { CACHE_ENTRIES = 8, PRICED_SLOTS_MIN = 1 << 10, PRICED_SLOTS_MAX = 1 << 15 };
 
-/* The two layer kinds the cache holds apart: a dense layer's recipe reads none of the expert
- * fields (ep, etp, the dispatcher: only the MoE branches of layer_recipe.c, moe_dispatch.c,
- * elementwise.c's routing kernels and host_dispatch.c's EP sync do), so for an MoE model its
- * key leaves them out and the ep x etp layouts of one (tp, cp, mbs, ...) share it. The loss
- * head (with Megatron's MTP layers, recipe_mtp.c: MoE layers for DeepSeek-V3) keeps the whole
- * key: it is held with the MoE kind, or the dense kind of a dense model. */
-enum { KIND_DENSE, KIND_MOE, KINDS };
-
-typedef struct {
-    bool used;
-    layout key;              /* the cleared layout (cache_key), its padding zeroed */
-    unsigned long hash;      /* the key's (lookup_key) */
-    recipe r;                /* the kind's layer */
-    unsigned priced;         /* bit rc: x[rc] holds the layer priced under recompute rc */
-    layer_time x[3];
-    unsigned head_priced;    /* bit rc: head[rc] holds the loss head under recompute rc (it
-                                depends on it through Megatron's MTP layers, recipe_mtp.c) */
-    layer_time head[3];
-} cache_entry;
-
-/* A key's layer priced under one recompute setting, kept after its recipe leaves the entries
- * above: the search meets a key again one pipeline size later (the key holds no dp or pp for
- * Megatron without FSDP, cache_key), long after eight other keys. Direct-mapped by the hash
- * (of key, kind and recompute); a slot is overwritten by the next key that maps to it. */
-typedef struct {
-    bool used;
-    int rc, kind;
-    unsigned long hash;
-    layout key;
-    layer_time x;
-    bool head_priced; /* head holds the loss head's costs (head_cost) */
-    layer_time head;
-} priced_slot;
-
-/* A built recipe kept for its key after it leaves the entries above (issue 21): the
- * search needs a key's recipe again one pipeline size later, a thousand or more lookups on,
- * where Megatron-FSDP's layers (their DDP form's recipe, build_entry) or a recompute setting
- * not yet priced find it here instead of building it again. Direct-mapped by the key's hash
- * and kind; only recipes of at most STORED_OPS ops (a DeepSeek-V3 MoE layer has 21), their
- * fields and ops alone. rc: the recompute setting its flags and pacing were set for. */
-enum { STORED_OPS = 32, STORED_MIN = 1 << 7, STORED_MAX = 1 << 12 };
-typedef struct {
-    bool used;
-    int kind, rc;
-    unsigned long hash;
-    layout key;
-    unsigned char bytes[offsetof(recipe, op) + STORED_OPS * sizeof(recipe_op)];
-} stored_recipe;
-
-/* The codec's fields are bools or int-sized (integers, enums, a bit set): the bytes each
- * holds, below. */
-_Static_assert(sizeof(layout_framework) == sizeof(int) && sizeof(layout_sharding) == sizeof(int) &&
-                   sizeof(layout_recompute) == sizeof(int) &&
-                   sizeof(layout_precision) == sizeof(int) &&
-                   sizeof(layout_fp8_recipe) == sizeof(int) && sizeof(layout_impl) == sizeof(int) &&
-                   sizeof(layout_optimizer_impl) == sizeof(int) &&
-                   sizeof(layout_moe_dispatcher) == sizeof(int) &&
-                   sizeof(layout_pp_schedule) == sizeof(int) && sizeof(unsigned) == sizeof(int) &&
-                   sizeof(layout_rank_order) == sizeof(int),
-               "the layer-cost key takes the codec's non-bool fields as int-sized");
-
-struct estimate_cache {
-    /* 0xff for each byte of a layout a codec field holds, 0 for the rest (padding): a key is
-     * the layout's words masked with it */
-    unsigned long held_mask[(sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long)];
-    bool have_counts;
-    estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
-    memory_memo memo;             /* memory.c's per-layer and per-stage figures (the same model) */
-    priced_slot *priced;          /* n_priced of them, a power of two */
-    size_t n_priced;
-    stored_recipe *stored;        /* n_stored of them, a power of two */
-    size_t n_stored;
-    cache_entry e[KINDS][CACHE_ENTRIES];
-    int next[KINDS];              /* round-robin eviction */
-    /* the last layout's layer costs (layer_costs), its fields that cache_key clears and
-     * the list's neighbours vary (the uneven split that follows each layout, the memory
-     * knobs' tries) cleared: a layout equal to it byte for byte has its key, so its costs */
-    bool have_last[2];            /* [tp_comm_overlap]: a layout's overlap variants alternate */
-    layout last[2];
-    layer_kinds last_kinds[2];
-    long builds, hits;
-};
-
-estimate_cache *estimate_cache_new(void) { return estimate_cache_new_for(0); }
-
-estimate_cache *estimate_cache_new_for(long layouts)
-{
-    estimate_cache *c = calloc(1, sizeof(estimate_cache));
-    if (!c) return NULL;
-    /* a slot for every 32 layouts (a few keys come back per pipeline size), within bounds: a
-     * small search does not fault in megabytes of table it never reaches */
-    c->n_priced = PRICED_SLOTS_MIN;
-    while (c->n_priced < PRICED_SLOTS_MAX && (long)c->n_priced * 16 < layouts) c->n_priced *= 2;
-    c->priced = calloc(c->n_priced, sizeof *c->priced);
-    /* a stored recipe for every 8 priced slots: 4096 (12 MB, touched as used) at most */
-    c->n_stored = c->n_priced / 8;
-    if (c->n_stored < STORED_MIN) c->n_stored = STORED_MIN;
-    if (c->n_stored > STORED_MAX) c->n_stored = STORED_MAX;
-    c->stored = calloc(c->n_stored, sizeof *c->stored);
-    if (!c->priced || !c->stored) {
-        free(c->priced);
-        free(c->stored);
-        free(c);
-        return NULL;
-    }
-    bool held[sizeof(layout)] = {false};
-    for (int i = 0; i < LAYOUT_NFIELDS; i++) {
-        const layout_field *f = &layout_fields[i];
-        if (f->training) continue; /* the same for every lookup of a cache (estimate.h) */
-        size_t width = f->kind == LAYOUT_KIND_BOOL ? sizeof(bool) : sizeof(int);
-        for (size_t b = 0; b < width; b++) held[f->offset + b] = true;
-    }
-    for (size_t b = 0; b < sizeof(layout); b++)
-        if (held[b]) ((unsigned char *)c->held_mask)[b] = 0xff;
-    return c;
-}
-void estimate_cache_free(estimate_cache *c)
-{
-    if (c) {
-        free(c->priced);
-        free(c->stored);
-    }
-    free(c);
-}
-
-void estimate_cache_counts(const estimate_cache *c, long *builds, long *hits)
-{
-    *builds = c ? c->builds : 0;
-    *hits = c ? c->hits : 0;
-}
 
 /* The fields a layer recipe does not read, cleared (see the header comment). */
 static layout cache_key(const layout *l)
@@ -540,6 +410,81 @@ void estimate_search_share_memory(const layout *ls, int n, estimate *outs)
     }
 }
 
+/*
+ * Layouts known to fit without their memory breakdown: a pruned one needs none
+ * (estimate_layout_search), so a search that prunes skips it where a twin that fits, and whose
+ * memory is provably no less, has been seen. Two such twins, under Megatron (not offload, whose
+ * layouts are never pruned):
+ *  - the distributed optimizer's memory is at most DDP's (memory.c stage_memory): the two
+ *    differ only in the optimizer state (12 bytes a parameter over the shard, sharded <= params,
+ *    against 12 a parameter) and, with bf16 states (DISTOPT only), the gradients (2 against 2
+ *    or 4 bytes) and the state (8 over the shard); no other term of a stage reads the sharding
+ *    between these two. Twin: the same layout under DDP (without bf16 states).
+ *  - selective recompute of core attention alone (recompute_modules 0) saves at most what no
+ *    recompute saves: memory_layer_activation_bytes drops the unfused softmax term and is the
+ *    same otherwise (recompute_modules_of frees nothing else for core attention alone), and
+ *    of a stage only the activations read the setting (full recompute's branch aside), summed
+ *    the same way. Twin: the same layout without recompute. In bf16 only: low precision's bf16
+ *    first/last layers are added in as differences (stage_memory), which need not keep the
+ *    order in floating point.
+ * A stage's total and need are sums (and maxima) of those terms in one order, each no larger,
+ * so each candidate stage's figures and their peak are no larger: rounding is monotone. The
+ * overlap variants' memory is their knob-off memory plus the same userbuffers in both. Every
+ * layout seen to fit (computed, or known by a twin) is kept, keyed by the layout with the DP
+ * overlap knobs (which no memory figure reads) cleared; twins come a few layouts before (the
+ * sharding and recompute loops are the list's innermost, search_layouts.c); only those that can
+ * be a twin (DDP, or no recompute) are kept.
+ */
+static bool fit_key(const estimate_cache *c, const layout *l, lookup_key *key)
+{
+    if (l->framework != FRAMEWORK_MEGATRON || l->optimizer_offload_pct > 0 ||
+        l->activation_offload)
+        return false;
+    key->k = *l;
+    key->k.overlap_grad_reduce = key->k.overlap_param_gather = false;
+    mask_padding(c, &key->k);
+    key->hash = hash_key(&key->k);
+    return true;
+}
+
+static bool seen_fit(const estimate_cache *c, const layout *l)
+{
+    lookup_key key;
+    if (!fit_key(c, l, &key)) return false;
+    const twin_slot *t = &c->twin[key.hash & (TWIN_SLOTS - 1)];
+    return t->used && t->hash == key.hash && !memcmp(&t->key, &key.k, sizeof key.k);
+}
+
+static bool twin_fits(const estimate_cache *c, const layout *l)
+{
+    if (l->framework != FRAMEWORK_MEGATRON) return false;
+    layout tw;
+    if (l->sharding == SHARDING_DISTOPT) {
+        tw = *l;
+        tw.sharding = SHARDING_DDP;
+        tw.optimizer_bf16_states = false;
+        if (seen_fit(c, &tw)) return true;
+    }
+    if (l->recompute == RECOMPUTE_SELECTIVE && l->recompute_modules == 0 && !precision_is_low(l)) {
+        tw = *l;
+        tw.recompute = RECOMPUTE_NONE;
+        if (seen_fit(c, &tw)) return true;
+    }
+    return false;
+}
+
+static void fit_put(estimate_cache *c, const layout *l)
+{
+    lookup_key key;
+    /* only a possible twin: a DDP layout or one without recompute */
+    if (l->sharding != SHARDING_DDP && l->recompute != RECOMPUTE_NONE) return;
+    if (!fit_key(c, l, &key)) return;
+    twin_slot *t = &c->twin[key.hash & (TWIN_SLOTS - 1)];
+    t->used = true;
+    t->hash = key.hash;
+    t->key = key.k;
+}
+
 /* The model's counts and the memory memo, made on first use (one model a cache). */
 static void ensure_counts(estimate_cache *c, const model_spec *m)
 {
@@ -556,6 +501,86 @@ memory_breakdown estimate_cache_memory_peak(estimate_cache *c, const model_spec 
     if (!c) return memory_peak(m, sys, t, l);
     ensure_counts(c, m);
     return memory_peak_memo(m, &c->memo, sys, t, l);
+}
+
+/*
+ * A lower bound on a Megatron-FSDP layout's first-stage decoder layers
+ * (estimate_stage_layers_total with its own layer costs) from its DDP form's layer costs, so a
+ * layout the bound prunes never prices its FSDP recipe (issue 21: those keys hold the shard
+ * group, dp, so each is priced for one pipeline size; the DDP form's key holds no dp or pp and
+ * is shared by all of them). Why it is a lower bound: the FSDP recipe is the DDP form's ops and
+ * fields with the unit's gather and reduce-scatter appended (layer_recipe.c fsdp_from, for
+ * Megatron nothing else: fsdp_copies_apply is FSDP2's and torchtitan's, l->offload FSDP2's),
+ * and recipe_price puts those two only into gather_s and reduce_s (the EP pairing skips them),
+ * so both recipes have the same GPU sums (gpu_fwd_s, gpu_bwd_s, recompute_s) and the same
+ * tp_s, cp_s and ep_s. The FSDP layer's fwd_s and bwd_s are those sums raised by the host's
+ * floor and serial time (recipe_price_floor: >= 0), and its stage adds the exposed FSDP time
+ * (stage_layers_cost: fmax(0, .) terms and overlap_contended's contention, >= 0 with slowdowns
+ * >= 1), where the DDP form's gather_s = reduce_s = 0 add nothing. stage_layers_cost is a sum
+ * of those terms with non-negative counts, so with the DDP form's GPU sums as fwd_s and bwd_s
+ * it is at most the FSDP layer's figure, but for two of its steps this leaves out: the host
+ * lead it subtracts (only where pp, tp, cp and ep are all 1) and activation offload's exposed
+ * copies (which shrink as fwd_s grows); those layouts get no bound here (-1), nor do layouts
+ * with bf16 first/last layers (uncached). The caller takes it with a relative margin (1e-9)
+ * far above the rounding of these sums (a few dozen terms: ~1e-14), so the inequality of the
+ * exact sums holds for the computed ones.
+ */
+static double fsdp_layers_lower_bound(estimate_cache *c, const model_spec *m,
+                                      const system_spec *sys, const training_spec *t,
+                                      const layout *l)
+{
+    if (l->framework != FRAMEWORK_MEGATRON || l->sharding != SHARDING_FSDP || uncached(l))
+        return -1;
+    if ((l->pp == 1 && l->tp == 1 && l->cp == 1 && l->ep == 1) ||
+        offload_activation_layers(m, l) > 0)
+        return -1;
+    layout ld = *l;
+    ld.sharding = SHARDING_DDP;
+    lookup_key whole;
+    key_of(c, &ld, &whole);
+    layer_kinds k;
+    if (model_is_moe(m)) {
+        lookup_key dense;
+        dense_key_of(&whole, &dense);
+        k.dense = kind_cost(c, m, sys, t, &ld, KIND_DENSE, &dense);
+        k.moe = kind_cost(c, m, sys, t, &ld, KIND_MOE, &whole);
+    } else {
+        k.dense = kind_cost(c, m, sys, t, &ld, KIND_DENSE, &whole);
+        k.moe = k.dense;
+    }
+    layer_time *x[2] = {&k.dense, &k.moe};
+    for (int i = 0; i < 2; i++) {
+        x[i]->fwd_s = x[i]->gpu_fwd_s;
+        x[i]->bwd_s = x[i]->gpu_bwd_s;
+        x[i]->gather_s = x[i]->reduce_s = 0;
+        x[i]->fsdp_contention_fwd_s = x[i]->fsdp_contention_bwd_s = 0;
+    }
+    k.dense_bf16 = k.dense;
+    k.moe_bf16 = k.moe;
+    return estimate_stage_layers_total(m, sys, t, l, 0, &k);
+}
+
+/* The memory of ls[i], the first variant of its tp_comm_overlap value, into outs[i]. */
+static void memory_of(const model_spec *m, const estimate_model_counts *counts,
+                      estimate_cache *cache, const system_spec *sys, const training_spec *t,
+                      const layout *ls, const int *first, int i, estimate *outs)
+{
+    const layout *l = &ls[i];
+    if (l->tp_comm_overlap && first[0] >= 0 && l->framework == FRAMEWORK_MEGATRON) {
+        /* --tp-comm-overlap adds its userbuffers to every stage alike (memory.c), so the
+         * peak stage stays: the knob-off memory plus them */
+        double ub = overlap_tp_userbuffer_bytes(m, t, l);
+        outs[i] = outs[first[0]];
+        outs[i].layout = *l;
+        outs[i].memory.comm_buffer_bytes += ub;
+        outs[i].memory.other_bytes += ub;
+        outs[i].memory.total_bytes += ub;
+        outs[i].memory.need_bytes += ub;
+    } else if (cache) {
+        estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, &outs[i]);
+    } else {
+        estimate_memory_part_counted(m, counts, sys, t, l, &outs[i]);
+    }
 }
 
 cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
@@ -590,31 +615,31 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     layer_kinds kinds[2];
     layer_time head[2];
     bool have_head[2] = {false, false}; /* head[k] priced (ensure_head) */
+    bool have_kinds[2] = {false, false}; /* kinds[k] priced (layer_costs) */
+    bool lazy[2] = {false, false}; /* outs[first[k]]'s memory not made yet (fits: twin_fits) */
     double bound_s = -1; /* the smallest lower bound of a variant that fits */
     for (int i = 0; i < n; i++) {
         const layout *l = &ls[i];
         int k = l->tp_comm_overlap;
         if (first[k] >= 0) continue;
         first[k] = i;
-        if (k == 1 && first[0] >= 0 && l->framework == FRAMEWORK_MEGATRON) {
-            /* --tp-comm-overlap adds its userbuffers to every stage alike (memory.c), so the
-             * peak stage stays: the knob-off memory plus them */
-            double ub = overlap_tp_userbuffer_bytes(m, t, l);
-            outs[i] = outs[first[0]];
-            outs[i].layout = *l;
-            outs[i].memory.comm_buffer_bytes += ub;
-            outs[i].memory.other_bytes += ub;
-            outs[i].memory.total_bytes += ub;
-            outs[i].memory.need_bytes += ub;
-        } else if (cache) {
-            estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, &outs[i]);
+        /* a layout whose twin fits fits too (twin_fits): its breakdown waits until it is
+         * timed (below), a pruned one never needs it */
+        bool track = cache && cache->skip_pruned_memory && prune_above_s > 0;
+        if (track && prunable(sys, l) && twin_fits(cache, l)) {
+            lazy[k] = true;
+            outs[i].microbatches = layout_microbatches(l, t); /* the bound's, below */
+            fit_put(cache, l);
         } else {
-            estimate_memory_part_counted(m, counts, sys, t, l, &outs[i]);
+            if (k == 1 && lazy[0]) { /* the knob-on memory is made from the knob-off one */
+                memory_of(m, counts, cache, sys, t, ls, first, first[0], outs);
+                lazy[0] = false;
+            }
+            memory_of(m, counts, cache, sys, t, ls, first, i, outs);
+            if (track && memory_fits(&outs[i].memory)) fit_put(cache, l);
         }
         outs[i].feasible = false; /* untimed unless assembled below */
-        if (!memory_fits(&outs[i].memory)) continue;
-        if (cache) layer_costs(cache, m, sys, t, l, &kinds[k]);
-        else estimate_layer_times(m, sys, t, l, &kinds[k]);
+        if (!lazy[k] && !memory_fits(&outs[i].memory)) continue;
         if (prune_above_s > 0 && prunable(sys, l)) {
             /* the V schedules' bubble can be below (pp-1)/vpp of a stage (pp_schedule.h: ZB-H2
              * and DualPipeV shrink it with the weight-gradient work), so their bound counts none */
@@ -622,15 +647,29 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
             bool v_shape = sch == PP_SCHEDULE_ZBV || sch == PP_SCHEDULE_DUALPIPEV;
             double bubble = l->pp > 1 && !v_shape ? (double)(l->pp - 1) / l->vpp : 0;
             double f = outs[i].microbatches + bubble;
-            /* the first stage's decoder layers alone first (estimate_stage_layers_total: <= the
-             * stage's total, so this lb <= the one below); only where it does not exceed the
-             * threshold is the whole stage priced. The decision is the same: every variant's
-             * lb here exceeds the threshold exactly when its whole-stage lb does. */
-            double lb = f * estimate_stage_layers_total(m, sys, t, l, 0, &kinds[k]);
-            if (lb <= prune_above_s) {
-                if (l->pp == 1) ensure_head(cache, m, sys, t, l, &head[k], &have_head[k]);
-                stage_time s0 = estimate_stage_cost(m, sys, t, l, 0, &kinds[k], &head[k]);
-                lb = f * estimate_stage_total(&s0);
+            /* Megatron-FSDP: its DDP form's bound first (fsdp_layers_lower_bound, <= the lb
+             * below): where it exceeds the threshold the FSDP layer is not priced; the
+             * decision is the same, as the one below is then over it too */
+            double lb = -1;
+            double ddp = cache ? fsdp_layers_lower_bound(cache, m, sys, t, l) : -1;
+            if (ddp >= 0 && f * ddp * (1 - 1e-9) > prune_above_s) lb = f * ddp * (1 - 1e-9);
+            if (lb < 0) {
+                if (!have_kinds[k]) {
+                    if (cache) layer_costs(cache, m, sys, t, l, &kinds[k]);
+                    else estimate_layer_times(m, sys, t, l, &kinds[k]);
+                    have_kinds[k] = true;
+                }
+                /* the first stage's decoder layers alone first (estimate_stage_layers_total:
+                 * <= the stage's total, so this lb <= the one below); only where it does not
+                 * exceed the threshold is the whole stage priced. The decision is the same:
+                 * every variant's lb here exceeds the threshold exactly when its whole-stage
+                 * lb does. */
+                lb = f * estimate_stage_layers_total(m, sys, t, l, 0, &kinds[k]);
+                if (lb <= prune_above_s) {
+                    if (l->pp == 1) ensure_head(cache, m, sys, t, l, &head[k], &have_head[k]);
+                    stage_time s0 = estimate_stage_cost(m, sys, t, l, 0, &kinds[k], &head[k]);
+                    lb = f * estimate_stage_total(&s0);
+                }
             }
             if (bound_s < 0 || lb < bound_s) bound_s = lb;
         } else {
@@ -643,12 +682,19 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
         *how = ESTIMATE_PRUNED;
         return CM_OK;
     }
+    for (int k = 0; k < 2; k++) /* knob-off first: the knob-on memory is made from it */
+        if (lazy[k]) memory_of(m, counts, cache, sys, t, ls, first, first[k], outs);
     estimate_search_share_memory(ls, n, outs);
     if (bound_s < 0) return CM_OK; /* nothing fits: every variant untimed */
     for (int i = 0; i < n; i++) {
         int k = ls[i].tp_comm_overlap;
         if (!memory_fits(&outs[i].memory)) continue;
         if (i == first[k]) {
+            if (!have_kinds[k]) { /* a variant the FSDP bound passed over, not pruned */
+                if (cache) layer_costs(cache, m, sys, t, &ls[i], &kinds[k]);
+                else estimate_layer_times(m, sys, t, &ls[i], &kinds[k]);
+                have_kinds[k] = true;
+            }
             ensure_head(cache, m, sys, t, &ls[i], &head[k], &have_head[k]);
             worst[k] = estimate_worst_stage(m, sys, t, &ls[i], &kinds[k], &head[k]);
         }

@@ -186,6 +186,10 @@ typedef struct {
      * to the backward (host issue time - GPU time, >= 0); estimate.c lets the lead of the
      * forward and the loss head hide the backward's excess (stage_layers_cost) */
     double host_lead_fwd_s, host_lead_bwd_s, host_exposed_bwd_s;
+    /* fwd_s and bwd_s before the host's floor and serial time (recipe_price_floor): the GPU's
+     * own sums, which a Megatron-FSDP layer shares with its DDP form (the search's lower
+     * bound, estimate_search.c) */
+    double gpu_fwd_s, gpu_bwd_s;
 } recipe_time;
 
 /* The ops (and, when items is non-NULL, the items) of one decoder layer; moe: its MLP is the

@@ -284,8 +284,8 @@ bool layout_rank_order_matters(const system_spec *sys, const layout *l);
 /* l under --use-tp-pp-dp-mapping into out where a Megatron search should try it: the order
  * matters (above) and breaks no rule of it. */
 bool layout_rank_order_alternative(const system_spec *sys, const layout *l, layout *out);
-/* The Megatron rules of the rank order into msg (rule name into *rule); false when l breaks
- * none. */
+/* The Megatron rules of the rank order into msg (rule name into *rule; msg NULL: no text);
+ * false when l breaks none. */
 bool layout_rank_order_rule(const layout *l, const char **rule, char *msg, size_t len);
 /* Sentences on how l's TP, CP and EP groups sit on the NVLink domains (crossing hosts inside
  * a rack-scale domain; inside only when each domain runs whole groups; spanning domains) into

@@ -208,6 +208,8 @@ void recipe_price(const recipe *r, recipe_time *out)
         out->fwd_comm_s += out->fsdp_contention_fwd_s;
         out->bwd_comm_s += out->fsdp_contention_bwd_s;
     }
+    out->gpu_fwd_s = out->fwd_s;
+    out->gpu_bwd_s = out->bwd_s;
     recipe_price_floor(r, out);
 }
 

@@ -13,6 +13,7 @@
 
 #include "layout_codec.h"
 #include "search_layouts.h"
+#include "search_ring.h"
 #include "search_torchtitan.h"
 #include "memory.h"
 #include "sim.h"
@@ -22,7 +23,6 @@
 #include <string.h>
 #include <time.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <unistd.h>
 
 search_result *search_result_new(void) { return calloc(1, sizeof(search_result)); }
@@ -53,23 +53,33 @@ bool search_better(const estimate *a, const estimate *b)
 }
 
 /*
- * The search runs in two passes: enumerate every candidate layout into a list (cheap: no cost
- * model), then evaluate the list on all cores. Each worker keeps its own partial result, with
- * the candidate's position in the list as a tie-break, and the partial results are merged in
- * that order, so the ranking is the one a single thread walking the list would produce.
+ * The search enumerates the layouts into chunks (search_ring.h) and evaluates each chunk as it
+ * fills (issue 21: the whole list was built first, ~150 MB and its page faults for
+ * DeepSeek-V3 on 16384 GPUs, on one thread before any evaluation began). On one thread the
+ * enumerating thread evaluates each chunk in place, in list order. On several, full chunks
+ * go into a ring that the other threads take chunks from in turn (search_ring.c). Each
+ * worker keeps its own partial result, with the candidate's position in the list as a
+ * tie-break, and the partial results are merged in that order, so the ranking is the one a
+ * single thread walking the list would produce.
  */
-typedef struct {
-    layout *v;
-    size_t n, cap;
-    bool oom;
-} layout_list;
+typedef struct worker worker;
+
+/* Chunks in the ring per thread: enough that the enumerating thread rarely waits. */
+enum { RING_CHUNKS_PER_THREAD = 3 };
 
 typedef struct {
     const model_spec *m;
     const training_spec *t;
     const search_options *opt;
     const system_spec *sys;
-    layout_list *list;
+    worker *w;        /* w[0] is this thread's */
+    int nthreads;     /* workers made; the others' threads start once a chunk fills */
+    bool tried;       /* the threads were started (when the first chunk filled) */
+    int started;      /* threads running besides this one */
+    pthread_t *tid;
+    search_ring *ring; /* NULL: one thread */
+    search_chunk *fill; /* the chunk being filled */
+    long listed;        /* layouts enumerated so far */
 } ctx;
 
 static void emit_one(ctx *c, const layout *l);
@@ -104,31 +114,22 @@ static void emit(ctx *c, const layout *l)
     }
 }
 
+static void publish(ctx *c);
+
 static void emit_one(ctx *c, const layout *l)
 {
-    layout_list *L = c->list;
-    if (L->oom) return;
-    if (L->n == L->cap) {
-        size_t cap = L->cap ? 2 * L->cap : 4096;
-        layout *v = realloc(L->v, cap * sizeof *v);
-        if (!v) {
-            L->oom = true;
-            return;
-        }
-        L->v = v;
-        L->cap = cap;
-    }
-    L->v[L->n++] = *l;
+    c->fill->v[c->fill->n++] = *l;
+    c->listed++;
+    if (c->fill->n == SEARCH_CHUNK_LAYOUTS) publish(c);
 }
 
 /* One worker's partial result; seq_* hold each kept estimate's position in the list. */
-typedef struct {
+struct worker {
     const model_spec *m;
     const system_spec *sys;
     const training_spec *t;
     const search_options *opt;
-    const layout_list *list;
-    atomic_size_t *next_chunk;
+    search_ring *ring;
     search_result *r;
     long ranked_seq[SEARCH_KEEP_MAX];
     long best_seq[LAYOUT_NFRAMEWORKS], best_sharding_seq[LAYOUT_NFRAMEWORKS][3],
@@ -137,7 +138,7 @@ typedef struct {
     estimate variant[6]; /* consider(): the overlap-knob variants of one layout */
     estimate_cache *cache; /* this thread's layer costs (estimate_search.c) */
     search_stats_tally tally; /* r->stats' counts, added up at the end of worker_run */
-} worker;
+};
 
 static void count_layout(worker *w, const layout *l, int n, estimate_outcome how)
 {
@@ -384,9 +385,8 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
     return nv;
 }
 
-static void consider(worker *w, long seq)
+static void consider(worker *w, const layout *base, long seq)
 {
-    const layout *base = &w->list->v[seq];
     layout ls[6];
     int nv = overlap_variants(w->opt, w->sys, base, ls);
     training_spec t = *w->t; /* the batch this layout's data-parallel size runs */
@@ -455,31 +455,70 @@ static void consider_estimate(worker *w, const estimate *e, long seq, bool rank)
     if (rank) fold_ranked(r, w->ranked_seq, w->opt->keep, e, seq);
 }
 
-/* Layouts a claim takes: neighbours in the list share layer costs and memory figures (each
- * worker's caches), so a chunk is long enough to keep them together (callgrind, DeepSeek-V3
- * at 16384 on two threads); a list of fewer than SEARCH_MIN_PARALLEL layouts is evaluated on
- * one thread. */
-enum { CHUNK_LAYOUTS = 1024, SEARCH_MIN_PARALLEL = 1024 };
+/* A chunk's layouts, in list order; the worker's tables grown ahead of the list (the whole
+ * length is not known while it is evaluated): sized for twice the layouts listed so far, so at
+ * the end at most twice the size a table for the whole list had. Larger is not better: a key
+ * spread over a larger table touches a page of its own (DeepSeek-V3 at 16384 on one thread:
+ * 42,456 recipes built with tables for the layouts so far, 36,187 for twice them, 32,988 for
+ * 16 times them; but 16 times cost 405B at 16384 30,161 minor faults against 15,057 and
+ * 7,851, and 30B on 64 GPUs 23,930 against 7,693 and 4,643). */
+static void run_chunk(void *arg, const search_chunk *ch)
+{
+    worker *w = arg;
+    estimate_cache_expect(w->cache, 2 * (ch->seq0 + ch->n));
+    for (int i = 0; i < ch->n; i++) consider(w, &ch->v[i], ch->seq0 + i);
+}
 
 static void *worker_run(void *arg)
 {
     worker *w = arg;
-    size_t n = w->list->n;
-    for (;;) {
-        size_t c = atomic_fetch_add(w->next_chunk, 1);
-        size_t lo = c * CHUNK_LAYOUTS;
-        if (lo >= n) break;
-        size_t hi = lo + CHUNK_LAYOUTS < n ? lo + CHUNK_LAYOUTS : n;
-        for (size_t i = lo; i < hi; i++) consider(w, (long)i);
-    }
+    search_ring_work(w->ring, w);
     search_stats_tally_flush(&w->tally, &w->r->stats);
     return NULL;
 }
 
-/* How many threads evaluate the list: PLAN_THREADS, else the cores online (at most 16). */
-static int search_threads(size_t layouts)
+static void start_threads(ctx *c)
 {
-    if (layouts < SEARCH_MIN_PARALLEL) return 1;
+    c->tried = true;
+    int started = 0;
+    if (c->tid)
+        for (int k = 1; k < c->nthreads; k++) {
+            if (pthread_create(&c->tid[k], NULL, worker_run, &c->w[k]) != 0) break;
+            started = k;
+        }
+    c->started = started;
+}
+
+/* The filled chunk goes to the workers (one thread: evaluated here and now), and the next
+ * layouts go into a free one (search_ring_publish). The other threads start with the first
+ * full chunk: a list that fills none is evaluated on this thread alone. */
+static void publish(ctx *c)
+{
+    if (!c->ring) {
+        run_chunk(&c->w[0], c->fill);
+        c->fill->seq0 = c->listed;
+        c->fill->n = 0;
+        return;
+    }
+    if (!c->tried) start_threads(c);
+    c->fill = search_ring_publish(c->ring, c->fill, &c->w[0], c->listed);
+}
+
+/* The end of the list: the last chunk evaluated, the threads' work finished and joined. */
+static void finish_list(ctx *c)
+{
+    if (!c->ring || !c->tried) { /* one thread, or no chunk filled: the rest here */
+        run_chunk(&c->w[0], c->fill);
+    } else { /* this thread works too; a failed start leaves it all here */
+        search_ring_finish(c->ring, c->fill, &c->w[0]);
+        for (int k = 1; k <= c->started; k++) pthread_join(c->tid[k], NULL);
+    }
+    search_stats_tally_flush(&c->w[0].tally, &c->w[0].r->stats);
+}
+
+/* How many threads evaluate the list: PLAN_THREADS, else the cores online (at most 16). */
+static int search_threads(void)
+{
     const char *env = getenv("PLAN_THREADS");
     long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
@@ -489,7 +528,8 @@ static int search_threads(size_t layouts)
 
 static void free_workers(worker *w, int n)
 {
-    for (int k = 0; k < n; k++) estimate_cache_free(w[k].cache);
+    if (w)
+        for (int k = 0; k < n; k++) estimate_cache_free(w[k].cache);
     free(w);
 }
 
@@ -501,55 +541,15 @@ static void cache_counts(search_result *r, const worker *w)
     r->stats.layer_hits += h;
 }
 
-/* Evaluates the list into r: on several threads unless a visit callback wants one order. */
-static cm_status evaluate_list(const model_spec *m, const system_spec *sys,
-                               const training_spec *t, const search_options *opt,
-                               const layout_list *list, search_result *r, char *err,
-                               size_t errlen)
+/* Merges the workers' partial results into r: every kept estimate of every part, folded with
+ * its list position. */
+static void merge_parts(const search_options *opt, worker *w, int nthreads, search_result *r)
 {
-    int nthreads = opt->visit ? 1 : search_threads(list->n);
-    worker *w = calloc((size_t)nthreads, sizeof *w);
-    search_result *parts = nthreads > 1 ? calloc((size_t)nthreads, sizeof *parts) : NULL;
-    if (!w || (nthreads > 1 && !parts)) {
-        free(w);
-        free(parts);
-        return cm_fail(err, errlen, CM_ENOMEM, "out of memory for the search's workers");
-    }
-    atomic_size_t next = 0;
-    bool oom = false;
-    for (int k = 0; k < nthreads; k++) {
-        w[k] = (worker){.m = m, .sys = sys, .t = t, .opt = opt, .list = list,
-                        .next_chunk = &next, .r = nthreads > 1 ? &parts[k] : r,
-                        .cache = estimate_cache_new_for((long)list->n)};
-        oom |= !w[k].cache;
-    }
-    if (oom) {
-        free_workers(w, nthreads);
-        free(parts);
-        return cm_fail(err, errlen, CM_ENOMEM, "out of memory for the search's workers");
-    }
-    if (nthreads == 1) {
-        worker_run(&w[0]);
-        cache_counts(r, &w[0]);
-        free_workers(w, nthreads);
-        return CM_OK;
-    }
-    pthread_t *tid = calloc((size_t)nthreads, sizeof *tid);
-    int started = 0;
-    if (tid)
-        for (int k = 1; k < nthreads; k++) {
-            if (pthread_create(&tid[k], NULL, worker_run, &w[k]) != 0) break;
-            started = k;
-        }
-    worker_run(&w[0]); /* this thread works too; chunks left by a failed start are taken here */
-    for (int k = 1; k <= started; k++) pthread_join(tid[k], NULL);
-    free(tid);
-    /* Merge: every kept estimate of every part, folded with its list position. */
     long ranked_seq[SEARCH_KEEP_MAX], best_seq[LAYOUT_NFRAMEWORKS] = {0},
          best_sh_seq[LAYOUT_NFRAMEWORKS][3] = {{0}}, closest_seq[LAYOUT_NFRAMEWORKS] = {0};
     for (int k = 0; k < nthreads; k++) {
-        search_result *p = &parts[k];
         worker *pk = &w[k];
+        search_result *p = pk->r;
         r->evaluated += p->evaluated;
         r->feasible += p->feasible;
         search_stats_add(&r->stats, &p->stats);
@@ -564,8 +564,59 @@ static cm_status evaluate_list(const model_spec *m, const system_spec *sys,
         for (int i = 0; i < p->count; i++)
             fold_ranked(r, ranked_seq, opt->keep, &p->ranked[i], pk->ranked_seq[i]);
     }
+}
+
+/* Enumerates the layouts and evaluates them into r: on several threads unless a visit
+ * callback wants one order. */
+static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *sys,
+                                        const training_spec *t, const search_options *opt,
+                                        search_result *r, char *err, size_t errlen)
+{
+    int nthreads = opt->visit ? 1 : search_threads();
+    ctx c = {.m = m, .sys = sys, .t = t, .opt = opt, .nthreads = nthreads};
+    c.w = calloc((size_t)nthreads, sizeof *c.w);
+    search_result *parts = nthreads > 1 ? calloc((size_t)nthreads, sizeof *parts) : NULL;
+    search_chunk *alone = nthreads == 1 ? malloc(sizeof *alone) : NULL;
+    if (nthreads > 1) {
+        c.ring = search_ring_new(RING_CHUNKS_PER_THREAD * nthreads, run_chunk);
+        c.tid = calloc((size_t)nthreads, sizeof *c.tid);
+    }
+    bool oom = !c.w || (nthreads > 1 ? !parts || !c.ring || !c.tid : !alone);
+    for (int k = 0; c.w && k < nthreads; k++) {
+        c.w[k] = (worker){.m = m, .sys = sys, .t = t, .opt = opt, .ring = c.ring,
+                          .r = nthreads > 1 ? &parts[k] : r,
+                          .cache = estimate_cache_new_for(0)};
+        oom |= !c.w[k].cache;
+        /* a pruned layout's memory is read only by a visitor (consider) */
+        estimate_cache_skip_pruned_memory(c.w[k].cache, !opt->visit);
+    }
+    if (oom) {
+        free_workers(c.w, nthreads);
+        free(parts);
+        free(alone);
+        search_ring_free(c.ring);
+        free(c.tid);
+        return cm_fail(err, errlen, CM_ENOMEM, "out of memory for the search's workers");
+    }
+    if (c.ring) {
+        c.fill = search_ring_first(c.ring);
+    } else {
+        c.fill = alone;
+        c.fill->seq0 = 0;
+        c.fill->n = 0;
+    }
+    if (opt->frameworks[FRAMEWORK_MEGATRON])
+        search_megatron_layouts(m, sys, t, opt, emit_cb, &c);
+    if (opt->frameworks[FRAMEWORK_FSDP2]) search_fsdp2_layouts(m, sys, t, opt, emit_cb, &c);
+    if (opt->frameworks[FRAMEWORK_TORCHTITAN]) search_torchtitan_layouts(m, sys, t, opt, emit_cb, &c);
+    finish_list(&c);
+    if (nthreads == 1) cache_counts(r, &c.w[0]);
+    else merge_parts(opt, c.w, nthreads, r);
     free(parts);
-    free_workers(w, nthreads);
+    free(alone);
+    search_ring_free(c.ring);
+    free(c.tid);
+    free_workers(c.w, nthreads);
     return CM_OK;
 }
 
@@ -682,18 +733,7 @@ cm_status search_run(const model_spec *m, const system_spec *sys, const training
     for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) result->searched[fw] = opt->frameworks[fw];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    layout_list list = {0};
-    ctx c = {.m = m, .sys = sys, .t = t, .opt = opt, .list = &list};
-    if (opt->frameworks[FRAMEWORK_MEGATRON])
-        search_megatron_layouts(m, sys, t, opt, emit_cb, &c);
-    if (opt->frameworks[FRAMEWORK_FSDP2]) search_fsdp2_layouts(m, sys, t, opt, emit_cb, &c);
-    if (opt->frameworks[FRAMEWORK_TORCHTITAN]) search_torchtitan_layouts(m, sys, t, opt, emit_cb, &c);
-    if (list.oom) {
-        free(list.v);
-        return cm_fail(err, errlen, CM_ENOMEM, "out of memory listing the layouts to search");
-    }
-    st = evaluate_list(m, sys, t, opt, &list, result, err, errlen);
-    free(list.v);
+    st = enumerate_and_evaluate(m, sys, t, opt, result, err, errlen);
     if (st != CM_OK) return st;
     for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) /* the closest plans whole (the search skipped their time) */
         if (result->has_closest[fw]) {

@@ -4,7 +4,9 @@
  * (recipe_set_recompute) prices exactly as one built for it (the cache re-prices held and
  * stored recipes that way), and the cached search form gives the figures estimate_layout gives
  * for layouts met in an order that evicts their recipes from the entries and finds them again
- * in the store (more than eight keys apart, each recompute setting in turn).
+ * in the store (more than eight keys apart, each recompute setting in turn); and the premises of
+ * the lower bound a Megatron-FSDP layout takes from its DDP form and of the twins whose memory
+ * bounds a layout's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,7 @@
 #include <cmocka.h>
 
 #include "estimate.h"
+#include "estimate_internal.h"
 #include "layer_recipe.h"
 
 static const char *data_dir(void)
@@ -195,12 +198,139 @@ static void test_search_form_matches(void **state)
     assert_true(builds <= 2 * 24);
 }
 
+/* The search's lower bound on a Megatron-FSDP layout (estimate_search.c
+ * fsdp_layers_lower_bound), checked on its premises: the FSDP layer has its DDP form's GPU
+ * sums, recompute and exposed TP/CP/EP times; its fwd_s and bwd_s are at least those sums; and
+ * the first stage's decoder layers priced with the DDP form's GPU sums (less the 1e-9 margin)
+ * come to at most that stage priced with the FSDP layer's own costs. Dense and MoE models,
+ * each recompute setting, TP overlap on and off. */
+static void check_fsdp_bound(const model_spec *m, const system_spec *s, layout l, long *n)
+{
+    training_spec t = training_default();
+    l.sharding = SHARDING_FSDP;
+    l.overlap_grad_reduce = l.overlap_param_gather = true;
+    char err[CM_ERRLEN];
+    if (layout_check(m, s, &t, &l, 0, err, sizeof err) != CM_OK) return;
+    layout ld = l;
+    ld.sharding = SHARDING_DDP;
+    ld.overlap_grad_reduce = ld.overlap_param_gather = false;
+    layer_kinds kf, kd;
+    estimate_layer_times(m, s, &t, &l, &kf);
+    estimate_layer_times(m, s, &t, &ld, &kd);
+    layer_time *f[2] = {&kf.dense, &kf.moe}, *d[2] = {&kd.dense, &kd.moe};
+    for (int i = 0; i < 2; i++) {
+        assert_true(f[i]->gpu_fwd_s == d[i]->gpu_fwd_s);
+        assert_true(f[i]->gpu_bwd_s == d[i]->gpu_bwd_s);
+        assert_true(f[i]->recompute_s == d[i]->recompute_s);
+        assert_true(f[i]->tp_s == d[i]->tp_s && f[i]->cp_s == d[i]->cp_s &&
+                    f[i]->ep_s == d[i]->ep_s);
+        assert_true(f[i]->fwd_s >= f[i]->gpu_fwd_s && f[i]->bwd_s >= f[i]->gpu_bwd_s);
+        assert_true(f[i]->gather_s > 0 && d[i]->gather_s == 0);
+        d[i]->fwd_s = d[i]->gpu_fwd_s;
+        d[i]->bwd_s = d[i]->gpu_bwd_s;
+    }
+    kd.dense_bf16 = kd.dense;
+    kd.moe_bf16 = kd.moe;
+    double lb = estimate_stage_layers_total(m, s, &t, &l, 0, &kd) * (1 - 1e-9);
+    double real = estimate_stage_layers_total(m, s, &t, &l, 0, &kf);
+    assert_true(lb > 0 && lb <= real);
+    (*n)++;
+}
+
+static void test_fsdp_bound_from_ddp(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    const char *models[] = {"deepseek-v3", "mixtral-8x7b", "70b"};
+    int tps[] = {1, 2, 4, 8}, cps[] = {1, 2}, eps[] = {1, 8}, mbss[] = {1, 2};
+    long n = 0;
+    for (int mi = 0; mi < 3; mi++) {
+        load(models[mi], &m, &s);
+        for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 2; b++)
+                for (int e = 0; e < 2; e++)
+                    for (int k = 0; k < 2; k++)
+                        for (int rc = 0; rc < 3; rc++)
+                            for (int ov = 0; ov < 2; ov++) {
+                                if (!model_is_moe(&m) && eps[e] > 1) continue;
+                                if (ov && tps[a] == 1) continue;
+                                layout l = megatron(tps[a], cps[b], eps[e], mbss[k]);
+                                l.recompute = (layout_recompute)rc;
+                                l.tp_comm_overlap = ov;
+                                check_fsdp_bound(&m, &s, l, &n);
+                            }
+    }
+    assert_true(n >= 200);
+}
+
+/* The search's twin rules (estimate_search.c twin_fits): under Megatron the distributed
+ * optimizer's memory is at most DDP's, and selective recompute of core attention alone (bf16)
+ * at most no recompute's, stage peak and need alike, over dense and MoE models, pipeline and
+ * not, flash and unfused attention, with TP overlap's userbuffers on and off. */
+static void test_twin_memory_order(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    const char *models[] = {"deepseek-v3", "mixtral-8x7b", "70b"};
+    int tps[] = {1, 2, 8}, cps[] = {1, 2}, eps[] = {1, 8}, pps[] = {1, 4};
+    long n = 0;
+    for (int mi = 0; mi < 3; mi++) {
+        load(models[mi], &m, &s);
+        for (int at = 0; at < 2; at++) {
+            training_spec t = training_default();
+            if (at) t.attention = ATTENTION_UNFUSED;
+            for (int a = 0; a < 3; a++)
+                for (int b = 0; b < 2; b++)
+                    for (int e = 0; e < 2; e++)
+                        for (int p = 0; p < 2; p++)
+                            for (int ov = 0; ov < 2; ov++) {
+                                if ((!model_is_moe(&m) && eps[e] > 1) || (ov && tps[a] == 1))
+                                    continue;
+                                layout l = megatron(tps[a], cps[b], eps[e], 1);
+                                l.pp = pps[p];
+                                l.dp = 256 / (l.tp * l.cp * l.pp);
+                                l.tp_comm_overlap = ov;
+                                char err[CM_ERRLEN];
+                                if (layout_check(&m, &s, &t, &l, 0, err, sizeof err) != CM_OK)
+                                    continue;
+                                for (int rc = 0; rc < 3; rc++) { /* DISTOPT <= DDP */
+                                    layout d = l, o = l;
+                                    d.recompute = o.recompute = (layout_recompute)rc;
+                                    o.sharding = SHARDING_DISTOPT;
+                                    memory_breakdown md = memory_peak(&m, &s, &t, &d);
+                                    memory_breakdown mo = memory_peak(&m, &s, &t, &o);
+                                    assert_true(mo.need_bytes <= md.need_bytes);
+                                    assert_true(mo.total_bytes <= md.total_bytes);
+                                    n++;
+                                }
+                                for (int sh = 0; sh < 3; sh++) { /* SELECTIVE <= NONE */
+                                    layout none = l, sel = l;
+                                    none.sharding = sel.sharding = (layout_sharding)sh;
+                                    sel.recompute = RECOMPUTE_SELECTIVE;
+                                    memory_breakdown mn = memory_peak(&m, &s, &t, &none);
+                                    memory_breakdown ms = memory_peak(&m, &s, &t, &sel);
+                                    assert_true(ms.need_bytes <= mn.need_bytes);
+                                    assert_true(ms.total_bytes <= mn.total_bytes);
+                                    /* unfused attention: selective saves the softmax term */
+                                    if (at) assert_true(ms.total_bytes < mn.total_bytes);
+                                    n++;
+                                }
+                            }
+        }
+    }
+    assert_true(n >= 300);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recompute_reset),
         cmocka_unit_test(test_search_form_matches),
         cmocka_unit_test(test_priced_forms),
+        cmocka_unit_test(test_fsdp_bound_from_ddp),
+        cmocka_unit_test(test_twin_memory_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,104 @@
+/*
+ * estimate_cache.c — making, sizing and freeing the search's layer-cost cache
+ * (estimate_cache_internal.h; what it holds and how estimate_search.c uses it is said there and
+ * in that file). Split from estimate_search.c (issue 21, speed6) to keep that file to its job.
+ */
+#include "estimate_cache_internal.h"
+
+#include <stdlib.h>
+
+#include "layout_codec.h"
+
+estimate_cache *estimate_cache_new(void) { return estimate_cache_new_for(0); }
+
+/* The tables' sizes for a search of `layouts` layouts: a priced slot for every 16 layouts (a
+ * few keys come back per pipeline size), within bounds, so a small search does not fault in
+ * megabytes of table it never reaches; a stored recipe for every 8 priced slots: 4096 (12 MB,
+ * touched as used) at most. */
+static size_t priced_slots_for(long layouts)
+{
+    size_t n = PRICED_SLOTS_MIN;
+    while (n < PRICED_SLOTS_MAX && (long)n * 16 < layouts) n *= 2;
+    return n;
+}
+static size_t stored_for(size_t n_priced)
+{
+    size_t n = n_priced / 8;
+    return n < STORED_MIN ? STORED_MIN : n > STORED_MAX ? STORED_MAX : n;
+}
+
+/* The priced and stored tables grown to the sizes for `layouts` (each entry moved to its slot
+ * in the larger table; two that meet there keep the later). Where the memory is not there the
+ * tables stay as they are: they are caches, a smaller one only builds more. */
+void estimate_cache_expect(estimate_cache *c, long layouts)
+{
+    size_t np = priced_slots_for(layouts);
+    if (np > c->n_priced) {
+        priced_slot *p = calloc(np, sizeof *p);
+        if (p) {
+            for (size_t i = 0; i < c->n_priced; i++)
+                if (c->priced[i].used) p[c->priced[i].hash & (np - 1)] = c->priced[i];
+            free(c->priced);
+            c->priced = p;
+            c->n_priced = np;
+        }
+    }
+    size_t ns = stored_for(c->n_priced);
+    if (ns > c->n_stored) {
+        stored_recipe *st = calloc(ns, sizeof *st);
+        if (st) {
+            for (size_t i = 0; i < c->n_stored; i++) {
+                const stored_recipe *o = &c->stored[i];
+                if (o->used) st[(o->hash ^ (unsigned long)o->kind) & (ns - 1)] = *o;
+            }
+            free(c->stored);
+            c->stored = st;
+            c->n_stored = ns;
+        }
+    }
+}
+
+estimate_cache *estimate_cache_new_for(long layouts)
+{
+    estimate_cache *c = calloc(1, sizeof(estimate_cache));
+    if (!c) return NULL;
+    c->n_priced = priced_slots_for(layouts);
+    c->priced = calloc(c->n_priced, sizeof *c->priced);
+    c->n_stored = stored_for(c->n_priced);
+    c->stored = calloc(c->n_stored, sizeof *c->stored);
+    if (!c->priced || !c->stored) {
+        free(c->priced);
+        free(c->stored);
+        free(c);
+        return NULL;
+    }
+    bool held[sizeof(layout)] = {false};
+    for (int i = 0; i < LAYOUT_NFIELDS; i++) {
+        const layout_field *f = &layout_fields[i];
+        if (f->training) continue; /* the same for every lookup of a cache (estimate.h) */
+        size_t width = f->kind == LAYOUT_KIND_BOOL ? sizeof(bool) : sizeof(int);
+        for (size_t b = 0; b < width; b++) held[f->offset + b] = true;
+    }
+    for (size_t b = 0; b < sizeof(layout); b++)
+        if (held[b]) ((unsigned char *)c->held_mask)[b] = 0xff;
+    return c;
+}
+void estimate_cache_free(estimate_cache *c)
+{
+    if (c) {
+        free(c->priced);
+        free(c->stored);
+    }
+    free(c);
+}
+
+void estimate_cache_counts(const estimate_cache *c, long *builds, long *hits)
+{
+    *builds = c ? c->builds : 0;
+    *hits = c ? c->hits : 0;
+}
+
+void estimate_cache_skip_pruned_memory(estimate_cache *c, bool skip)
+{
+    if (c) c->skip_pruned_memory = skip;
+}

@@ -1,0 +1,111 @@
+/*
+ * estimate_cache_internal.h — the search's layer-cost cache (estimate.h estimate_cache) as
+ * estimate_search.c, which fills and reads it, and estimate_cache.c, which makes, sizes and
+ * frees it, both see it. Nothing else includes this: the cache is opaque to its users.
+ */
+#ifndef PLAN_ESTIMATE_CACHE_INTERNAL_H
+#define PLAN_ESTIMATE_CACHE_INTERNAL_H
+
+#include "estimate_internal.h"
+#include "memory_memo.h"
+
+#include <stddef.h>
+
+enum { CACHE_ENTRIES = 8, PRICED_SLOTS_MIN = 1 << 10, PRICED_SLOTS_MAX = 1 << 15,
+       TWIN_SLOTS = 256 };
+
+/* The two layer kinds the cache holds apart: a dense layer's recipe reads none of the expert
+ * fields (ep, etp, the dispatcher: only the MoE branches of layer_recipe.c, moe_dispatch.c,
+ * elementwise.c's routing kernels and host_dispatch.c's EP sync do), so for an MoE model its
+ * key leaves them out and the ep x etp layouts of one (tp, cp, mbs, ...) share it. The loss
+ * head (with Megatron's MTP layers, recipe_mtp.c: MoE layers for DeepSeek-V3) keeps the whole
+ * key: it is held with the MoE kind, or the dense kind of a dense model. */
+enum { KIND_DENSE, KIND_MOE, KINDS };
+
+typedef struct {
+    bool used;
+    layout key;              /* the cleared layout (cache_key), its padding zeroed */
+    unsigned long hash;      /* the key's (lookup_key) */
+    recipe r;                /* the kind's layer */
+    unsigned priced;         /* bit rc: x[rc] holds the layer priced under recompute rc */
+    layer_time x[3];
+    unsigned head_priced;    /* bit rc: head[rc] holds the loss head under recompute rc (it
+                                depends on it through Megatron's MTP layers, recipe_mtp.c) */
+    layer_time head[3];
+} cache_entry;
+
+/* A key's layer priced under one recompute setting, kept after its recipe leaves the entries
+ * above: the search meets a key again one pipeline size later (the key holds no dp or pp for
+ * Megatron without FSDP, cache_key), long after eight other keys. Direct-mapped by the hash
+ * (of key, kind and recompute); a slot is overwritten by the next key that maps to it. */
+typedef struct {
+    bool used;
+    int rc, kind;
+    unsigned long hash;
+    layout key;
+    layer_time x;
+    bool head_priced; /* head holds the loss head's costs (head_cost) */
+    layer_time head;
+} priced_slot;
+
+/* A built recipe kept for its key after it leaves the entries above (issue 21): the
+ * search needs a key's recipe again one pipeline size later, a thousand or more lookups on,
+ * where Megatron-FSDP's layers (their DDP form's recipe, build_entry) or a recompute setting
+ * not yet priced find it here instead of building it again. Direct-mapped by the key's hash
+ * and kind; only recipes of at most STORED_OPS ops (a DeepSeek-V3 MoE layer has 21), their
+ * fields and ops alone. rc: the recompute setting its flags and pacing were set for. */
+enum { STORED_OPS = 32, STORED_MIN = 1 << 7, STORED_MAX = 1 << 12 };
+typedef struct {
+    bool used;
+    int kind, rc;
+    unsigned long hash;
+    layout key;
+    unsigned char bytes[offsetof(recipe, op) + STORED_OPS * sizeof(recipe_op)];
+} stored_recipe;
+
+/* The codec's fields are bools or int-sized (integers, enums, a bit set): the bytes each
+ * holds, below. */
+_Static_assert(sizeof(layout_framework) == sizeof(int) && sizeof(layout_sharding) == sizeof(int) &&
+                   sizeof(layout_recompute) == sizeof(int) &&
+                   sizeof(layout_precision) == sizeof(int) &&
+                   sizeof(layout_fp8_recipe) == sizeof(int) && sizeof(layout_impl) == sizeof(int) &&
+                   sizeof(layout_optimizer_impl) == sizeof(int) &&
+                   sizeof(layout_moe_dispatcher) == sizeof(int) &&
+                   sizeof(layout_pp_schedule) == sizeof(int) && sizeof(unsigned) == sizeof(int) &&
+                   sizeof(layout_rank_order) == sizeof(int),
+               "the layer-cost key takes the codec's non-bool fields as int-sized");
+
+/* A layout seen to fit (estimate_search.c twin_fits), direct-mapped by its key's hash. */
+typedef struct {
+    bool used;
+    unsigned long hash;
+    layout key;
+} twin_slot;
+
+struct estimate_cache {
+    /* 0xff for each byte of a layout a codec field holds, 0 for the rest (padding): a key is
+     * the layout's words masked with it */
+    unsigned long held_mask[(sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long)];
+    bool have_counts;
+    /* layouts seen to fit (twin_fits), and whether a pruned layout may skip its memory
+     * breakdown (estimate_cache_skip_pruned_memory) */
+    bool skip_pruned_memory;
+    twin_slot twin[TWIN_SLOTS];
+    estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
+    memory_memo memo;             /* memory.c's per-layer and per-stage figures (the same model) */
+    priced_slot *priced;          /* n_priced of them, a power of two */
+    size_t n_priced;
+    stored_recipe *stored;        /* n_stored of them, a power of two */
+    size_t n_stored;
+    cache_entry e[KINDS][CACHE_ENTRIES];
+    int next[KINDS];              /* round-robin eviction */
+    /* the last layout's layer costs (layer_costs), its fields that cache_key clears and
+     * the list's neighbours vary (the uneven split that follows each layout, the memory
+     * knobs' tries) cleared: a layout equal to it byte for byte has its key, so its costs */
+    bool have_last[2];            /* [tp_comm_overlap]: a layout's overlap variants alternate */
+    layout last[2];
+    layer_kinds last_kinds[2];
+    long builds, hits;
+};
+
+#endif
