@@ -537,3 +537,30 @@ double elementwise_pass_s(const system_spec *sys, const elementwise_list *e,
     for (int i = 0; i < n; i++) s += k[i].count * elementwise_kernel_s(sys, e, &k[i]);
     return s;
 }
+
+void elementwise_unfused_softmax(const system_spec *sys, double scores, bool dropout,
+                                 double *fwd_bytes, double *bwd_bytes, double *fwd_s,
+                                 double *bwd_s)
+{
+    *fwd_bytes = scores * (dropout ? 9.0 : 4.0);
+    *bwd_bytes = scores * (dropout ? 11.0 : 6.0);
+    /* The scaled, masked softmax (Megatron's fused kernel, megatron/fused_kernels/
+     * scaled_upper_triang_masked_softmax.h at 6985e58: read and write fp16, 4 bytes a score;
+     * backward reads output and gradient, writes 6) streams at the fused kernels' rate. The
+     * dropout on the probabilities is PyTorch's own eager kernel (megatron/model/
+     * transformer.py ParallelAttention at 6985e58: self.attention_dropout =
+     * torch.nn.Dropout; _fused_dropout reads 2, writes 2 and a 1-byte mask; its backward
+     * _masked_scale reads 2 + 1, writes 2): priced as the eager kernels are
+     * (gpu.eager_elementwise_efficiency, elementwise_eager_kernel_s). */
+    double drop_f = dropout ? 5.0 * scores : 0, drop_b = dropout ? 5.0 * scores : 0;
+    *fwd_s = compute_stream_s(sys, *fwd_bytes - drop_f);
+    *bwd_s = compute_stream_s(sys, *bwd_bytes - drop_b);
+    if (dropout) {
+        elementwise_kernel kf = {"attn.dropout", drop_f, 1,
+                                 ew_contiguous(EW_VECTORIZED, 2, 2, 0, scores)};
+        elementwise_kernel kb = {"attn.dropout.bwd", drop_b, 1,
+                                 ew_contiguous(EW_VECTORIZED, 2, 2, 1, scores)};
+        *fwd_s += elementwise_eager_kernel_s(sys, &kf);
+        *bwd_s += elementwise_eager_kernel_s(sys, &kb);
+    }
+}

@@ -125,6 +125,14 @@ const char *ew_pattern_name(ew_pattern p);
  * elements, in pattern p. */
 ew_access ew_contiguous(ew_pattern p, int eo, int ea, int eb, double elems);
 
+/* The unfused attention core's scaled, masked softmax over `scores` elements (with dropout on
+ * the probabilities where the model has it): bytes and seconds of the forward and backward.
+ * The softmax is Megatron's fused kernel at the streaming rate, the dropout PyTorch's eager
+ * kernel (elementwise.c cites both). */
+void elementwise_unfused_softmax(const system_spec *sys, double scores, bool dropout,
+                                 double *fwd_bytes, double *bwd_bytes, double *fwd_s,
+                                 double *bwd_s);
+
 /* Time of n kernels, every launch of each. */
 double elementwise_pass_s(const system_spec *sys, const elementwise_list *e,
                           const elementwise_kernel *k, int n);

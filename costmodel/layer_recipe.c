@@ -343,27 +343,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         attn_fwd = pqk + ppv;
         attn_bwd = 2.0 * attn_fwd;
         double scores = rows_a * t->seq_len;
-        sm_f = scores * (m->dropout ? 9.0 : 4.0);
-        sm_b = scores * (m->dropout ? 11.0 : 6.0);
-        /* The scaled, masked softmax (Megatron's fused kernel, megatron/fused_kernels/
-         * scaled_upper_triang_masked_softmax.h at 6985e58: read and write fp16, 4 bytes a score;
-         * backward reads output and gradient, writes 6) streams at the fused kernels' rate. The
-         * dropout on the probabilities is PyTorch's own eager kernel (megatron/model/
-         * transformer.py ParallelAttention at 6985e58: self.attention_dropout =
-         * torch.nn.Dropout; _fused_dropout reads 2, writes 2 and a 1-byte mask; its backward
-         * _masked_scale reads 2 + 1, writes 2): priced as the eager kernels are
-         * (gpu.eager_elementwise_efficiency, elementwise_eager_kernel_s). */
-        double drop_f = m->dropout ? 5.0 * scores : 0, drop_b = m->dropout ? 5.0 * scores : 0;
-        sm_f_s = compute_stream_s(sys, sm_f - drop_f);
-        sm_b_s = compute_stream_s(sys, sm_b - drop_b);
-        if (m->dropout) {
-            elementwise_kernel kf = {"attn.dropout", drop_f, 1,
-                                     ew_contiguous(EW_VECTORIZED, 2, 2, 0, scores)};
-            elementwise_kernel kb = {"attn.dropout.bwd", drop_b, 1,
-                                     ew_contiguous(EW_VECTORIZED, 2, 2, 1, scores)};
-            sm_f_s += elementwise_eager_kernel_s(sys, &kf);
-            sm_b_s += elementwise_eager_kernel_s(sys, &kb);
-        }
+        elementwise_unfused_softmax(sys, scores, m->dropout, &sm_f, &sm_b, &sm_f_s, &sm_b_s);
         attn_fwd += sm_f_s;
         attn_bwd += sm_b_s;
     }
