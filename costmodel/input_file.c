@@ -48,9 +48,8 @@ static int open_checked(const char *path, const char *what, const char *hint, lo
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
         *st = cm_fail(err, errlen, CM_EIO,
-                      "%s '%s' is not a regular file (a FIFO, socket or device): give the path "
-                      "of a file%s%s",
-                      what, path, sep, h);
+                      "%s '%s' is not a regular file (a FIFO, socket or device)%s%s", what,
+                      path, h[0] ? sep : ": ", h[0] ? h : "give the path of a file");
         return -1;
     }
     if (sb.st_size > max_bytes) {
