@@ -66,7 +66,7 @@ enum {
     OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_EXPANDABLE_SEGMENTS, OPT_PP_KEEP_OUTPUTS, OPT_PP_FIRST,
     OPT_PP_LAST,
     OPT_RECOMPUTE_MODULES, OPT_BF16_OPT_STATES, OPT_TE_CROSS_ENTROPY, OPT_CUDA_GRAPH_FULL,
-    OPT_RANK_ORDER, OPT_CP_ROTATE,
+    OPT_RANK_ORDER, OPT_CP_ROTATE, OPT_COMPILE_COMPONENTS,
 };
 
 static const struct option long_opts[] = {
@@ -130,6 +130,7 @@ static const struct option long_opts[] = {
     {"rank-order", required_argument, NULL, OPT_RANK_ORDER},
     {"async-tp", no_argument, NULL, OPT_ASYNC_TP},
     {"cp-rotate", required_argument, NULL, OPT_CP_ROTATE},
+    {"compile-components", required_argument, NULL, OPT_COMPILE_COMPONENTS},
     {"reshard-after-forward", no_argument, NULL, OPT_RESHARD},
     {"fp8-param-gather", no_argument, NULL, OPT_FP8_PARAM_GATHER},
     {"bf16-first-layers", required_argument, NULL, OPT_BF16_FIRST},
@@ -246,6 +247,13 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
                 rc = cli_error("--cp-rotate must be allgather (torch's default) or alltoall");
             else
                 l->cp_rotate_alltoall = !strcmp(optarg, "alltoall");
+            break;
+        case OPT_COMPILE_COMPONENTS:
+            if (strcmp(optarg, "model") && strcmp(optarg, "model,loss"))
+                rc = cli_error("--compile-components must be model,loss (torchtitan's default: "
+                               "the loss compiled too) or model (the loss eager)");
+            else
+                l->loss_eager = !strcmp(optarg, "model");
             break;
         case OPT_OFFLOAD: l->offload = true; break;
         case OPT_NO_OVERLAP:

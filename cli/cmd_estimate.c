@@ -19,6 +19,8 @@ static void usage(void)
            "  --async-tp           torchtitan async TP (needs --compile, --tp > 1, SP)\n"
            "  --cp-rotate allgather|alltoall  torchtitan CP: how torch's ring moves K/V\n"
            "                       (default allgather, torch's and torchtitan's)\n"
+           "  --compile-components model,loss|model  what --compile takes (torchtitan's\n"
+           "                       compile.components; default model,loss: the loss fused)\n"
            "  --rank-order tp-cp-ep-dp-pp|tp-cp-ep-pp-dp  Megatron's rank placement (default\n"
            "                       the first; the second is --use-tp-pp-dp-mapping: PP inside)\n"
            "  --reshard-after-forward   (torchtitan with --pp > 1 defaults to never)\n"

@@ -131,6 +131,7 @@ static const char *layout_flag_given(const cli_options *o)
         {l->pp_schedule != d.pp_schedule, "--pp-schedule"},
         {l->async_tp != d.async_tp, "--async-tp"},
         {l->cp_rotate_alltoall != d.cp_rotate_alltoall, "--cp-rotate alltoall"},
+        {l->loss_eager != d.loss_eager, "--compile-components model"},
         {l->rank_order != d.rank_order, "--rank-order"},
         {l->optimizer_offload_pct != d.optimizer_offload_pct, "--optimizer-cpu-offload"},
         {l->activation_offload != d.activation_offload, "--activation-offload"},

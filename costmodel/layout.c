@@ -136,6 +136,11 @@ int layout_head_stage(const layout *l)
 
 bool layout_is_pytorch(const layout *l) { return l->framework != FRAMEWORK_MEGATRON; }
 bool layout_cp_is_ring(const layout *l) { return l->framework != FRAMEWORK_FSDP2; }
+bool layout_loss_compiled(const layout *l)
+{
+    return layout_is_pytorch(l) && l->compile && !l->loss_eager && l->tp == 1 &&
+           layout_impl_of(l) == IMPL_NATIVE;
+}
 
 int layout_gpus(const layout *l) { return l->tp * l->pp * l->dp * l->cp; }
 int layout_etp(const layout *l) { return l->etp > 0 ? l->etp : l->tp; }
@@ -395,6 +400,11 @@ static void check_pp_schedule(const layout *l, long micro, bool batch_divides, r
         FAIL(CM_ERULE, "cp-rotate-torchtitan",
              "--cp-rotate is PyTorch's context parallelism (set_rotate_method), which torchtitan "
              "runs: use --framework torchtitan, or drop it (Megatron's CP is its own ring)");
+    /* which components torch.compile takes (torchtitan config/configs.py CompileConfig) */
+    if (l->loss_eager && (!l->compile || !layout_is_pytorch(l)))
+        FAIL(CM_ERULE, "compile-components-needs-compile",
+             "--compile-components says what torch.compile takes (torchtitan's "
+             "compile.components): give it with --compile under --framework torchtitan or fsdp2");
     if (l->pp_schedule == PP_SCHEDULE_DEFAULT) return;
     if (l->framework != FRAMEWORK_TORCHTITAN && sched != PP_SCHEDULE_1F1B &&
         sched != PP_SCHEDULE_INTERLEAVED_1F1B)

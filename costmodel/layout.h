@@ -167,6 +167,13 @@ typedef struct {
      * (9dec370 config_manager.py experimental.context_parallel_rotate_method = "allgather");
      * true: "alltoall", the K/V passed around the ring one step at a time (layer_recipe.c). */
     bool cp_rotate_alltoall;
+    /* torch.compile leaves the loss eager: torchtitan's compile.components without "loss"
+     * (--compile.components model), as torchtitan ran before 2025 (9dec370 train.py: "TODO:
+     * compiling loss function causes CUDA errors") and as bench/realruns' trainers run. false:
+     * torchtitan's default since then, components ["model", "loss"] (b5bcd76
+     * config/configs.py, components/loss.py _maybe_compile). Only with compile; see
+     * layout_loss_compiled. */
+    bool loss_eager;
 } layout;
 
 /* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */
@@ -197,6 +204,11 @@ int layout_head_stage(const layout *l);
 /* PyTorch runs the model (torch FSDP2's fully_shard, torch optimizers, eager or compiled
  * modules): the fsdp2 trainer path and torchtitan, not Megatron. */
 bool layout_is_pytorch(const layout *l);
+/* The cross entropy runs as one torch.compile graph (Inductor's fused reduction on the bf16
+ * logits, no fp32 copy kept: memory.c, elementwise.c): PyTorch-native code (impl native) under
+ * compile without loss_eager, and a loss on whole logits (tp 1; torchtitan's vocab-parallel loss
+ * under TP is not modelled compiled). Measured: bench/results/compile_loss_2026-11-28. */
+bool layout_loss_compiled(const layout *l);
 /* Attention is split over CP ranks by ring attention (Megatron/TE, PyTorch's context_parallel
  * under torchtitan), not by Ulysses all-to-alls (the fsdp2 trainer path). */
 bool layout_cp_is_ring(const layout *l);

@@ -257,13 +257,20 @@ double memory_logits_bytes(const model_spec *m, const training_spec *t, const la
      * a logit more than torch's nll_loss_backward + _log_softmax_backward_data */
     if (l->framework == FRAMEWORK_TORCHTITAN && l->tp > 1 && layout_impl_of(l) == IMPL_NATIVE)
         bytes_per += 4.0;
+    /* the loss compiled (layout_loss_compiled: torchtitan's default compile.components): one
+     * Inductor graph reads the bf16 logits and saves only per-token figures; its backward
+     * writes the logits' gradient in bf16. The bf16 logits (2, kept for the backward) and their
+     * bf16 gradient (2) are what is alive at the peak. Measured on one H100 (torch 2.11,
+     * bench/results/compile_loss_2026-11-28): the peak falls 9.2-9.5 bytes a logit from the
+     * eager loss's, against 14 - 4 = 10 here. */
+    if (layout_loss_compiled(l)) bytes_per = 4.0;
     return tokens * bytes_per * (double)m->vocab / l->tp;
 }
 
 double memory_largest_block_bytes(const model_spec *m, const training_spec *t, const layout *l)
 {
     /* TE's fused loss keeps no fp32 copy: its largest tensor is the bf16 logits themselves */
-    if (!layout_is_pytorch(l) && l->te_cross_entropy)
+    if ((!layout_is_pytorch(l) && l->te_cross_entropy) || layout_loss_compiled(l))
         return (double)l->mbs * t->seq_len / l->cp * 2.0 * (double)m->vocab / l->tp;
     /* torch's cross entropy allocates each fp32 buffer (the upcast, log_softmax's output, the
      * gradients) as one tensor of tokens x vocab/tp; Megatron's vocab-parallel loss its fp32

@@ -85,6 +85,7 @@ typedef struct {
     bool bad;
     char bad_msg[CM_ERRLEN];
     int nproc, nnodes;
+    bool components;      /* reading --compile.components' list (tyro: space-separated) */
 } reader;
 
 #define note check_note
@@ -187,6 +188,10 @@ static void take_value(reader *r, const char *f, const char *v)
         layout_optimizer_impl o;
         if (optimizer_impl_parse(v, &o) && o != OPTIMIZER_IMPL_DEFAULT) l->optimizer_impl = o;
         else note(r->rep, "--optimizer.implementation %s: not modelled, fused assumed", v);
+    } else if (is(f, "--compile.components")) {
+        /* the first word of the list; take_word reads the rest until the next flag */
+        l->loss_eager = !is(v, "loss");
+        r->components = true;
     } else if (is(f, "--hf_assets_path")) {
         if (!c->model[0]) snprintf(c->model, sizeof c->model, "%s", v);
     }
@@ -212,8 +217,14 @@ static void take_word(const char *w, void *arg)
     check_config *c = r->cfg;
     if (!strcmp(w, "\n")) { /* a line ends: a pending flag had no value */
         r->pending[0] = '\0';
+        r->components = false;
         return;
     }
+    if (r->components && strncmp(w, "--", 2)) { /* more of --compile.components' list */
+        if (!strcmp(w, "loss")) c->layout.loss_eager = false;
+        if (strncmp(w, "activation", 10)) return;
+    }
+    r->components = false;
     if (r->pending[0]) {
         if (!strncmp(w, "--", 2) || !strncmp(w, "activation", 10)) {
             r->pending[0] = '\0'; /* the pending flag was a switch plan does not model */

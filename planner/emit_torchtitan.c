@@ -19,7 +19,8 @@
  *     data-parallel rank in one model forward, before context or tensor parallel sharding":
  *     micro-batch x sequence), num_tokens_per_train_step (the global batch in tokens; gradient
  *     accumulation follows from it, trainer.py), max_context_length, enable_cpu_offload;
- *   compile.enable, compile.enable_async_tensor_parallel; optimizer.implementation;
+ *   compile.enable, compile.enable_async_tensor_parallel, compile.components (a list; "model"
+ *     alone when the loss stays eager); optimizer.implementation;
  *   activation checkpointing as a tyro subcommand, activation-checkpoint:none|selective|full
  *     (trainer.py ActivationCheckpointingConfig; the spelling of experiments/transformers_
  *     modeling_backend/tests/run_moe_tests.sh), written last.
@@ -222,6 +223,9 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
     if (l->offload) flag(f, "--training.enable_cpu_offload", NULL);
     flag(f, l->compile ? "--compile.enable" : "--compile.no-enable", NULL);
     if (l->async_tp) flag(f, "--compile.enable_async_tensor_parallel", NULL);
+    /* the loss left eager (layout.h loss_eager): compile.components is a tyro list, its
+     * default ["model", "loss"] (config/configs.py) */
+    if (l->compile && l->loss_eager) flag(f, "--compile.components", "model");
     flag(f, "--optimizer.implementation",
          optimizer_impl_name((layout_optimizer_impl)layout_optimizer_impl_of(l)));
     flag_int(f, "--training.steps", 100);

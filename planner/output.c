@@ -236,7 +236,8 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
                  l->tp, l->pp, sched, l->dp, l->cp, extra, l->mbs, l->sp ? "on" : "off",
                  l->shard_size ? "HSDP" : "FSDP2", l->reshard_after_forward ? "" : " no-reshard",
                  l->offload ? " offload" : "", layout_recompute_name(l->recompute),
-                 l->compile ? " · compile" : "", l->async_tp ? " · async TP" : "");
+                 !l->compile ? "" : l->loss_eager ? " · compile (loss eager)" : " · compile",
+                 l->async_tp ? " · async TP" : "");
         output_precision_suffix(l, buf, len);
         output_split_suffix(l, buf, len);
         return;

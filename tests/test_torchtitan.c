@@ -446,6 +446,71 @@ static void test_emit_round_trip(void **state)
     l.mbs = 8;
     l.recompute = RECOMPUTE_SELECTIVE;
     round_trip("mixtral-8x7b", l, &t3);
+    /* compiled blocks with the loss left eager: --compile.components model, read back */
+    l = titan(1, 1, 32, 1);
+    l.compile = l.loss_eager = true;
+    round_trip("8b", l, &t);
+}
+
+/* torchtitan's compiled loss (layout.h loss_eager, layout_loss_compiled). Llama-3.1-8B,
+ * vocab 128256, seq 4096, mbs 2, tp 1: 8192 tokens x 128256 = 1,050,673,152 logits.
+ * Memory (memory_logits_bytes): eager 14 bytes a logit (bf16 logits kept + log_softmax's fp32
+ * output + two fp32 gradients) = 14,709,424,128 B; compiled 4 (bf16 logits + bf16 gradient) =
+ * 4,202,692,608 B. Traffic (elementwise_head, after the final norm): compiled 2 bytes a logit
+ * forward and 4 backward; eager 6 + 8 forward, 4 + 12 + 6 backward. At tp 2 the loss is priced
+ * eager whatever compile says (the vocab-parallel loss is not modelled compiled). */
+static void test_compiled_loss(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load("8b", "h100", &m, &s);
+    training_spec t = training_default();
+    layout l = titan(1, 1, 8, 1);
+    l.mbs = 2;
+    l.compile = true;
+    const double e = 8192.0 * 128256.0;
+    assert_true(layout_loss_compiled(&l));
+    assert_true(fabs(memory_logits_bytes(&m, &t, &l) - 4.0 * e) < 1.0);
+    elementwise_list ew;
+    elementwise_head(&m, &l, 8192.0, &ew);
+    const char *last_f = ew.fwd[ew.n_fwd - 1].name, *last_b = ew.bwd[ew.n_bwd - 1].name;
+    assert_string_equal(last_f, "loss.compiled");
+    assert_string_equal(last_b, "loss.compiled.bwd");
+    assert_true(fabs(ew.fwd[ew.n_fwd - 1].bytes - 2.0 * e) < 1.0);
+    assert_true(fabs(ew.bwd[ew.n_bwd - 1].bytes - 4.0 * e) < 1.0);
+    l.loss_eager = true;
+    assert_false(layout_loss_compiled(&l));
+    assert_true(fabs(memory_logits_bytes(&m, &t, &l) - 14.0 * e) < 1.0);
+    elementwise_head(&m, &l, 8192.0, &ew);
+    double fwd_loss = 0, bwd_loss = 0;
+    for (int i = 0; i < ew.n_fwd; i++)
+        if (!strncmp(ew.fwd[i].name, "loss", 4)) fwd_loss += ew.fwd[i].bytes;
+    for (int i = 0; i < ew.n_bwd; i++)
+        if (!strncmp(ew.bwd[i].name, "loss", 4)) bwd_loss += ew.bwd[i].bytes;
+    assert_true(fabs(fwd_loss - 14.0 * e) < 1.0);
+    assert_true(fabs(bwd_loss - 22.0 * e) < 1.0);
+    /* the compiled loss makes the step shorter and the peak lower, same layout otherwise */
+    estimate eager, fused;
+    char err[CM_ERRLEN];
+    l.dp = 8;
+    assert_int_equal(estimate_layout(&m, &s, &t, &l, &eager, err, sizeof err), CM_OK);
+    l.loss_eager = false;
+    assert_int_equal(estimate_layout(&m, &s, &t, &l, &fused, err, sizeof err), CM_OK);
+    assert_true(fused.time.step_s < eager.time.step_s);
+    assert_true(fused.memory.total_bytes < eager.memory.total_bytes);
+    /* without compile, or at tp 2, the loss is eager */
+    l.compile = false;
+    assert_false(layout_loss_compiled(&l));
+    l = titan(2, 1, 4, 1);
+    l.compile = true;
+    assert_false(layout_loss_compiled(&l));
+    /* loss_eager without compile is refused, with the fix */
+    l = titan(1, 1, 8, 1);
+    l.loss_eager = true;
+    cm_status st = layout_check(&m, &s, &t, &l, 8, err, sizeof err);
+    assert_int_not_equal(st, CM_OK);
+    assert_non_null(strstr(err, "--compile-components says"));
 }
 
 /* A command line with inconsistent degrees: the violations, named. */
@@ -676,7 +741,7 @@ int main(void)
         cmocka_unit_test(test_check_reads_violations), cmocka_unit_test(test_json),
         cmocka_unit_test(test_selective_ac),       cmocka_unit_test(test_published_knobs),
         cmocka_unit_test(test_in_flight_from_orders), cmocka_unit_test(test_async_tp_block),
-        cmocka_unit_test(test_bound_v_schedules),
+        cmocka_unit_test(test_bound_v_schedules), cmocka_unit_test(test_compiled_loss),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -61,7 +61,7 @@ def run_plan(argv):
 
 HELP = run_plan(["estimate", "--help"])
 HELP = HELP.stdout + HELP.stderr
-HAS = {f: (f in HELP) for f in ("--impl", "--compile", "--optimizer-impl")}
+HAS = {f: (f in HELP) for f in ("--impl", "--compile", "--optimizer-impl", "--compile-components")}
 
 SYSTEMS = (("H200", "h200"), ("H100", "h100"))
 
@@ -83,6 +83,9 @@ def layout_args(rec, cfgfile, system):
         a += ["--impl", rec.get("impl", "hf")]
     if HAS["--compile"] and rec.get("compile"):
         a += ["--compile"]
+        # realrun.py compiles the loss only with --compile-loss (compile_loss in the record)
+        if HAS["--compile-components"]:
+            a += ["--compile-components", "model,loss" if rec.get("compile_loss") else "model"]
     if HAS["--optimizer-impl"]:
         oi = rec.get("optimizer_impl", "default")
         a += ["--optimizer-impl", {"default": "foreach"}.get(oi, {"forloop": "for-loop"}.get(oi, oi))]

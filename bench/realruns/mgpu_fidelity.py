@@ -125,6 +125,10 @@ def layout(rec):
     a += ["--optimizer-impl", {"default": "foreach", "forloop": "for-loop"}.get(oi, oi)]
     if rec.get("compile"):
         a += ["--compile"]
+        # parallel_run.py compiles the blocks, never the loss (torchtitan's compile.components
+        # without "loss"; plan's default is torchtitan's, the loss compiled too)
+        if not rec.get("compile_loss"):
+            a += ["--compile-components", "model"]
     # parallel_run.py's pipeline steps kept the last stage's outputs (torch's default
     # return_outputs=True) until it recorded pp_keep_outputs: false, as torchtitan's trainer runs
     if par == "pp" and rec.get("pp_keep_outputs", True):

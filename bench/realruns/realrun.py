@@ -35,7 +35,8 @@ largest over ranks (and peak allocated/reserved per rank are listed); rank 0 wri
 --sac op: torchtitan's op-level selective activation checkpointing (native only, see sac_context_fn).
 
 Usage: NCCL_NVLS_ENABLE=0 python3 bench/realruns/realrun.py --config llama-3.2-1b --seq 4096
-           --mbs 2 [--ckpt | --sac op] [--impl native [--compile]] [--layers N] --out results.jsonl
+           --mbs 2 [--ckpt | --sac op] [--impl native [--compile [--compile-loss]]] [--layers N]
+           --out results.jsonl
        NCCL_NVLS_ENABLE=0 torchrun --nproc_per_node 4 bench/realruns/realrun.py --config llama-3.2-1b ...
 """
 import argparse
@@ -63,6 +64,10 @@ p.add_argument("--sac", choices=("", "op"), default="",
                     "(torchtitan's policy: save every mm output except every second one, save the "
                     "flash / efficient / cuDNN attention outputs, recompute the rest)")
 p.add_argument("--compile", action="store_true", help="native only: torch.compile each block")
+p.add_argument("--compile-loss", action="store_true",
+               help="native with --compile: torch.compile the loss function too, as torchtitan "
+                    "does when compile.components holds \"loss\" (its default since 2025: "
+                    "torchtitan/components/loss.py _maybe_compile, config/configs.py)")
 p.add_argument("--optimizer", choices=("default", "foreach", "fused", "forloop"), default="",
                help="AdamW implementation (hf default: torch's default; native: fused)")
 p.add_argument("--clip", type=float, default=1.0, help="gradient clipping norm (0: none)")
@@ -79,6 +84,8 @@ with open(cfg_path) as f:
     CFG = json.load(f)
 if not args.optimizer:
     args.optimizer = "fused" if args.impl == "native" else "default"
+if args.compile_loss and not (args.impl == "native" and args.compile):
+    sys.exit("realrun: --compile-loss is for --impl native --compile")
 if args.sac and (args.impl != "native" or args.ckpt):
     sys.exit("realrun: --sac op is for --impl native without --ckpt (full checkpointing)")
 
@@ -99,6 +106,7 @@ rec = {
     "grad_ckpt": bool(args.ckpt),
     "sac": args.sac or None,
     "compile": bool(args.compile),
+    "compile_loss": bool(args.compile_loss),
     "optimizer": "AdamW",
     "optimizer_impl": args.optimizer,
     "grad_clip": args.clip or None,
@@ -300,12 +308,18 @@ def main():
         torch.cuda.synchronize()
         rec["setup_s"] = round(time.perf_counter() - t_build, 2)
 
+        def loss_fn(logits, labels):  # torchtitan's cross_entropy_loss without TP: pred.float()
+            return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
+
+        if args.compile_loss:
+            loss_fn = torch.compile(loss_fn)
+
         def step():
             if args.impl == "hf":
                 loss = model(input_ids=inp, labels=inp).loss
             else:
                 logits = model(inp)
-                loss = F.cross_entropy(logits.flatten(0, 1).float(), lab.flatten(0, 1))
+                loss = loss_fn(logits, lab)
             loss.backward()
             if args.clip:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
