@@ -281,7 +281,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             break;
         case OPT_FP8_RECIPE:
             if (!precision_parse_fp8_recipe(optarg, &l->fp8_recipe))
-                rc = cli_error("--fp8-recipe must be delayed, tensorwise or blockwise");
+                rc = cli_error("--fp8-recipe must be delayed, tensorwise, blockwise or rowwise");
             break;
         case OPT_IMPL:
             if (!impl_parse(optarg, &l->impl) || l->impl == IMPL_DEFAULT)

@@ -51,7 +51,7 @@ static void usage(void)
            "  --pp-keep-outputs    a pipelining loop that keeps the last stage's outputs\n"
            "                       (schedule.step's default return_outputs=True; torchtitan\n"
            "                       passes False): its bf16 logits of every micro-batch held\n"
-           "  --precision bf16|fp8|mxfp8|nvfp4 --fp8-recipe delayed|tensorwise|blockwise\n"
+           "  --precision bf16|fp8|mxfp8|nvfp4 --fp8-recipe delayed|tensorwise|blockwise|rowwise\n"
            "  --fp8-param-gather (Megatron: FP8 parameters, FP8 all-gather; distopt or fsdp)\n"
            "  --bf16-first-layers N --bf16-last-layers N (Megatron --first-last-layers-bf16)\n"
            "  --moe-fp8-dispatch (DeepEP's FP8 dispatch; --moe-dispatcher deepep)\n"

@@ -178,11 +178,12 @@ int cmd_measure(int argc, char **argv)
      * tensorwise scaling pass one scale per operand; blockwise scales and the Blackwell formats
      * are not built. */
     if (precision_is_low(&l) && !dry &&
-        (l.precision != PRECISION_FP8 || precision_fp8_recipe(&l) == FP8_RECIPE_BLOCKWISE))
+        (l.precision != PRECISION_FP8 || precision_fp8_recipe(&l) == FP8_RECIPE_BLOCKWISE ||
+         precision_fp8_recipe(&l) == FP8_RECIPE_ROWWISE))
         return cli_error("the backend runs FP8 GEMMs with per-tensor scales only (fp8 with "
-                         "--fp8-recipe delayed or tensorwise); blockwise, mxfp8 and nvfp4 GEMMs "
-                         "are not built: measure one of those, or use --dry-run to see the "
-                         "low-precision work list");
+                         "--fp8-recipe delayed or tensorwise); blockwise, rowwise, mxfp8 and "
+                         "nvfp4 GEMMs are not built: measure one of those, or use --dry-run to "
+                         "see the low-precision work list");
     static work_plan w;
     if (work_plan_build(&m, &sys, &o.training, &l, &w, err, sizeof err) != CM_OK)
         return cli_error(err);

@@ -49,9 +49,12 @@ typedef enum { ATTENTION_FLASH = 0, ATTENTION_UNFUSED = 1 } training_attention;
 typedef enum {
     PRECISION_BF16 = 0, PRECISION_FP8, PRECISION_MXFP8, PRECISION_NVFP4, PRECISION_COUNT
 } layout_precision;
-/* FP8 scaling recipe; 0 = the framework's default (Megatron/TE: delayed; torchao: tensorwise). */
+/* FP8 scaling recipe; 0 = the framework's default (Megatron/TE: delayed; fsdp2's torchao:
+ * tensorwise; torchtitan: rowwise, the only float8 recipe its converter offers). Rowwise is
+ * torchao's axiswise scaling (precision.c). */
 typedef enum {
-    FP8_RECIPE_DEFAULT = 0, FP8_RECIPE_DELAYED, FP8_RECIPE_TENSORWISE, FP8_RECIPE_BLOCKWISE
+    FP8_RECIPE_DEFAULT = 0, FP8_RECIPE_DELAYED, FP8_RECIPE_TENSORWISE, FP8_RECIPE_BLOCKWISE,
+    FP8_RECIPE_ROWWISE
 } layout_fp8_recipe;
 /* How MoE tokens reach their experts (costmodel/moe_dispatch.h): Megatron-Core's alltoall and
  * allgather token dispatchers, its flex dispatcher with the DeepEP or HybridEP backend. */

@@ -401,7 +401,7 @@ cm_status layout_from_json(const json_t *j, const char *where, layout *l, traini
                 return cm_fail(err, errlen, CM_EPARSE,
                                "%s: sharding must be ddp, distopt or fsdp, recompute none, "
                                "selective or full, precision bf16, fp8, mxfp8 or nvfp4, "
-                               "fp8_recipe delayed, tensorwise or blockwise, impl hf, native or "
+                               "fp8_recipe delayed, tensorwise, blockwise or rowwise, impl hf, native or "
                                "te, optimizer_impl fused, foreach or for-loop, moe_dispatcher "
                                "alltoall, allgather, deepep or hybridep and pp_schedule 1F1B, "
                                "Interleaved1F1B, GPipe, ZBVZeroBubble or DualPipeV, "

@@ -43,6 +43,22 @@
  *    (read 2) before each cast (read 2, write 1), because the scale needs the whole tensor's
  *    amax first; the backward casts the saved bf16 input and weight again in the other layout:
  *    X 5 + 5, W 5 + 5, dY 2 + 3 + 3 (one amax, two layouts). torchao saves the bf16 input.
+ *  - rowwise (torchao Float8LinearRecipeName.ROWWISE, torchao/float8/config.py
+ *    from_recipe_name at 36027d8: input, weight and output gradient scaled AXISWISE in e4m3,
+ *    power-of-2 scales; torchtitan b5bcd76's only float8 recipe, components/quantization/
+ *    float8.py): every GEMM takes its operands scaled along its own K, so a tensor is
+ *    quantized once per GEMM that reads it, along that GEMM's K: X forward (along the hidden
+ *    dimension) and backward (X^T along the tokens, for wgrad), W along K for fprop and along N
+ *    for dgrad, dY along N for dgrad and along the tokens for wgrad. Inductor compiles each
+ *    cast as an amax pass and a cast pass, as for tensorwise: read 2, then read 2 and write 1,
+ *    5 bytes an element each time: X 5 + 5, W 5 + 5, dY 5 + 5. Measured on one H100
+ *    (bench/fp8_rowwise_quant.py, bench/results/fp8_rowwise_2026-11-28): the casts move those
+ *    5 bytes at 1.3-2.1 TB/s on the 8B/70B shapes, and one Linear's forward + backward in
+ *    rowwise FP8 takes 6.70 / 2.49 / 3.74 ms against 8.41 / 2.18 / 4.15 ms in bf16 (8B MLP up,
+ *    8B attention out, 70B MLP up at TP 8), which these bytes and RATIO_ROWWISE put at 7.1 /
+ *    2.3 / 3.8 ms. Saved input bf16; no float8 all-gather ("for float8 with rowwise scaling,
+ *    all distributed communication is done in high precision", torchtitan float8.md), so FSDP
+ *    and TP move bf16.
  *  - blockwise (DeepSeek-V3: 1x128 tiles for activations and gradients, 128x128 blocks for
  *    weights): the block amax is in the quantize kernel (no global pass): X 3 forward (cached in
  *    FP8, as the report says) and 2 backward (FP8 -> transposed re-quantized FP8); W 3 + 2
@@ -69,9 +85,11 @@
 /* Measured ratios (see above; bench/results/fp8_h100/fp8_gemm_graph_h100.tsv, the 20 shapes of
  * at least 1 TFLOP, CUDA-graph replays; bf16 ran at a median 689 TFLOP/s = 0.70 of peak there,
  * the preset's sustained gemm_efficiency_max). Tensorwise: median speedup 1.827 (1.741-1.896),
- * / 2. Blockwise: 1.653 (1.571-1.727) / 2. Rowwise (not a recipe here): 1.677 / 2. */
+ * / 2. Blockwise: 1.653 (1.571-1.727) / 2. Rowwise (torch._scaled_mm with a scale per row of A
+ * and per column of B, the CUTLASS kernel torchao's rowwise recipe calls): 1.677 / 2. */
 #define RATIO_PER_TENSOR 0.9135
 #define RATIO_BLOCKWISE 0.8265
+#define RATIO_ROWWISE 0.8385
 
 static const precision_rules rules_table[] = {
     {PRECISION_BF16, FP8_RECIPE_DEFAULT, -1, "bf16", 1.0, 2.0, 0, 0, 0, 0, 0, 2.0, 0, 2.0, 0},
@@ -81,6 +99,8 @@ static const precision_rules rules_table[] = {
      RATIO_PER_TENSOR, 1.0, 6.0, 0, 6.0, 0, 6.0, 1.0, 2.0, 2.0, 0},
     {PRECISION_FP8, FP8_RECIPE_TENSORWISE, -1, "fp8-tensorwise", RATIO_PER_TENSOR, 1.0, 5.0, 5.0,
      5.0, 5.0, 8.0, 2.0, 0, 1.0, 0},
+    {PRECISION_FP8, FP8_RECIPE_ROWWISE, -1, "fp8-rowwise", RATIO_ROWWISE, 1.0, 5.0, 5.0, 5.0,
+     5.0, 10.0, 2.0, 0, 2.0, 0},
     {PRECISION_FP8, FP8_RECIPE_BLOCKWISE, -1, "fp8-blockwise", RATIO_BLOCKWISE, 1.0 + 4.0 / 128,
      3.0, 2.0, 3.0, 2.0, 6.0, 1.0 + 4.0 / 128, 2.0, 2.0, 0},
     {PRECISION_MXFP8, FP8_RECIPE_DEFAULT, -1, "mxfp8", RATIO_PER_TENSOR, 1.0 + 1.0 / 32,
@@ -92,7 +112,7 @@ static const precision_rules rules_table[] = {
 };
 
 static const char *precision_names[PRECISION_COUNT] = {"bf16", "fp8", "mxfp8", "nvfp4"};
-static const char *recipe_names[] = {"default", "delayed", "tensorwise", "blockwise"};
+static const char *recipe_names[] = {"default", "delayed", "tensorwise", "blockwise", "rowwise"};
 
 const char *precision_name(layout_precision p)
 {
@@ -111,12 +131,12 @@ int precision_parse(const char *s, layout_precision *out)
 
 const char *precision_fp8_recipe_name(layout_fp8_recipe r)
 {
-    return r >= FP8_RECIPE_DEFAULT && r <= FP8_RECIPE_BLOCKWISE ? recipe_names[r] : "?";
+    return r >= FP8_RECIPE_DEFAULT && r <= FP8_RECIPE_ROWWISE ? recipe_names[r] : "?";
 }
 
 int precision_parse_fp8_recipe(const char *s, layout_fp8_recipe *out)
 {
-    for (int i = FP8_RECIPE_DELAYED; i <= FP8_RECIPE_BLOCKWISE; i++)
+    for (int i = FP8_RECIPE_DELAYED; i <= FP8_RECIPE_ROWWISE; i++)
         if (!strcmp(s, recipe_names[i])) {
             *out = (layout_fp8_recipe)i;
             return 1;
@@ -127,7 +147,11 @@ int precision_parse_fp8_recipe(const char *s, layout_fp8_recipe *out)
 layout_fp8_recipe precision_fp8_recipe(const layout *l)
 {
     if (l->fp8_recipe != FP8_RECIPE_DEFAULT) return l->fp8_recipe;
-    return l->framework == FRAMEWORK_MEGATRON ? FP8_RECIPE_DELAYED : FP8_RECIPE_TENSORWISE;
+    /* torchtitan b5bcd76's Float8LinearConverter: recipe_name "rowwise" (default) or
+     * "rowwise_with_gw_hp", no tensorwise (components/quantization/float8.py) */
+    return l->framework == FRAMEWORK_MEGATRON     ? FP8_RECIPE_DELAYED
+           : l->framework == FRAMEWORK_TORCHTITAN ? FP8_RECIPE_ROWWISE
+                                                  : FP8_RECIPE_TENSORWISE;
 }
 
 int precision_fp8_recipe_resolved(const layout *l)
@@ -199,6 +223,12 @@ cm_status precision_check(const system_spec *sys, const layout *l, char *err, si
         return cm_fail(err, errlen, CM_EINVAL,
                        "fsdp2 trains FP8 through torchao, which removed delayed scaling: use "
                        "--fp8-recipe tensorwise (or blockwise), or --framework megatron");
+    if (l->framework == FRAMEWORK_MEGATRON && l->precision == PRECISION_FP8 &&
+        precision_fp8_recipe(l) == FP8_RECIPE_ROWWISE)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "rowwise scaling is torchao's (torchtitan, fsdp2); Transformer Engine "
+                       "has delayed, tensorwise (current scaling) and blockwise FP8: use one of "
+                       "those under --framework megatron");
     if (l->fp8_param_gather &&
         (l->framework != FRAMEWORK_MEGATRON || l->sharding == SHARDING_DDP))
         return cm_fail(err, errlen, CM_EINVAL,

@@ -29,6 +29,7 @@ typedef struct {
     double lp_shape_scale;
     precision_rules pr;
     double quant_fwd_bytes, quant_bwd_bytes; /* the layer's quantize kernels (quantize_ops) */
+    bool quant_eager; /* PyTorch's casts (torchao under Inductor): at the eager elementwise rate */
     recipe_block block; /* the block ops added now belong to (rb_op_add stamps it) */
 } builder;
 

@@ -136,11 +136,19 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
     fprintf(f, "# batch in tokens: micro-batch %d x sequence %d = %ld per data-parallel rank per "
                "forward; %d sequences = %ld per step\n",
             l->mbs, t->seq_len, tokens_mb, t->global_batch, tokens_step);
-    if (l->precision == PRECISION_FP8)
+    if (l->precision == PRECISION_FP8 && precision_fp8_recipe(l) == FP8_RECIPE_ROWWISE)
         fprintf(f, "# float8 (%s): in the config function, model_registry(..., quantization="
-                   "[Float8LinearConverter.Config(\n#   filter_fqns=[\"output\"], "
-                   "model_compile_enabled=%s)]) (components/quantization/float8.md)\n",
+                   "[Float8LinearConverter.Config(\n#   recipe_name=\"rowwise\", "
+                   "filter_fqns=[\"output\"], model_compile_enabled=%s)]) "
+                   "(components/quantization/float8.md)\n",
                 precision_label(l), l->compile ? "True" : "False");
+    else if (l->precision == PRECISION_FP8)
+        /* b5bcd76's converter takes recipe_name "rowwise" or "rowwise_with_gw_hp" only */
+        fprintf(f, "# float8 (%s): NOT in this torchtitan: its Float8LinearConverter offers "
+                   "rowwise scaling only\n# (components/quantization/float8.py); %s needs "
+                   "torchao's Float8LinearConfig in your own converter,\n# or plan this layout "
+                   "with --fp8-recipe rowwise\n",
+                precision_label(l), precision_label(l));
     else if (l->precision == PRECISION_MXFP8 || l->precision == PRECISION_NVFP4)
         fprintf(f, "# %s: in the config function, the %s converter "
                    "(torchtitan/components/quantization/%s.md)\n",

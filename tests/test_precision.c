@@ -125,9 +125,13 @@ static void test_gemm_rates(void **state)
  *   backward 4 T sum(out) = 4*4096*43008 = 704,643,072 bytes
  * at 2e12 B/s: 6.54311424e-4 s and 3.52321536e-4 s. Tensorwise under FSDP2 (torchao: amax
  * pass + cast, the backward casts again): forward 5 T sum(in) + 5 sum(out*in) = 1,635,778,560;
- * backward 5 T sum(in) + 5 sum(out*in) + 8 T sum(out) = 1,635,778,560 + 1,409,286,144. Under
- * Megatron (TE current scaling: amax pass + cast-transpose, 6 bytes): forward
- * 6 T sum(in) + 6 sum(out*in) = 1,962,934,272; backward 6 T sum(out) = 1,056,964,608. */
+ * backward 5 T sum(in) + 5 sum(out*in) + 8 T sum(out) = 1,635,778,560 + 1,409,286,144, at the
+ * eager elementwise rate (torchao's casts under Inductor, recipe_builder.c: 2e12 x 0.5 here).
+ * Rowwise under torchtitan (torchao axiswise, each operand cast once per GEMM that reads it,
+ * 5 bytes each time): forward as tensorwise, backward 5 T sum(in) + 5 sum(out*in) +
+ * 10 T sum(out) = 1,635,778,560 + 1,761,607,680. Under Megatron (TE current scaling: amax
+ * pass + cast-transpose, 6 bytes, streaming at 2e12): forward 6 T sum(in) + 6 sum(out*in) =
+ * 1,962,934,272; backward 6 T sum(out) = 1,056,964,608. */
 static void test_quantize_kernels(void **state)
 {
     (void)state;
@@ -147,10 +151,22 @@ static void test_quantize_kernels(void **state)
     l.dp = 8;
     l.precision = PRECISION_FP8;
     l.fp8_recipe = FP8_RECIPE_TENSORWISE;
+    s.eager_elementwise_efficiency = 0.5;
     recipe_layer(&m, &s, &t, &l, false, &r, NULL);
-    assert_true(REL(op_time(&r, "lp.quantize", false), 1635778560.0 / 2e12) < 1e-12);
-    assert_true(REL(op_time(&r, "lp.quantize_bwd", true), (1635778560.0 + 1409286144.0) / 2e12) <
+    assert_true(REL(op_time(&r, "lp.quantize", false), 1635778560.0 / 1e12) < 1e-12);
+    assert_true(REL(op_time(&r, "lp.quantize_bwd", true), (1635778560.0 + 1409286144.0) / 1e12) <
                 1e-12);
+    l.framework = FRAMEWORK_TORCHTITAN;
+    l.fp8_recipe = FP8_RECIPE_DEFAULT; /* torchtitan's: rowwise */
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    assert_true(REL(op_time(&r, "lp.quantize", false), 1635778560.0 / 1e12) < 1e-12);
+    assert_true(REL(op_time(&r, "lp.quantize_bwd", true), (1635778560.0 + 1761607680.0) / 1e12) <
+                1e-12);
+    /* rowwise is torchao's: Transformer Engine refuses it */
+    layout mr = megatron_fp8(FP8_RECIPE_ROWWISE);
+    char err[CM_ERRLEN];
+    assert_int_not_equal(precision_check(&s, &mr, err, sizeof err), CM_OK);
+    assert_non_null(strstr(err, "rowwise scaling is torchao's"));
     /* bf16: no quantize ops, and the output layer stays bf16 under fp8 */
     layout b = layout_default(FRAMEWORK_MEGATRON);
     recipe_layer(&m, &s, &t, &b, false, &r, NULL);

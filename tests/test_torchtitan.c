@@ -29,6 +29,7 @@
 #include "layout_codec.h"
 #include "memory.h"
 #include "pp_schedule.h"
+#include "precision.h"
 #include "schedule.h"
 #include "sim.h"
 
@@ -660,6 +661,7 @@ static void test_published_knobs(void **state)
     l.recompute = RECOMPUTE_FULL;
     l.compile = true;
     l.precision = PRECISION_FP8;
+    l.fp8_recipe = FP8_RECIPE_TENSORWISE; /* the 2024 runs' float8; torchtitan now: rowwise */
     double base = tps_per_gpu("70b", 256, l, 8192, 512);
     l.async_tp = true;
     double async = tps_per_gpu("70b", 256, l, 8192, 512);
@@ -704,6 +706,7 @@ static void test_async_tp_block(void **state)
     layout l = titan(8, 1, 32, 1);
     l.compile = l.async_tp = true;
     l.precision = PRECISION_FP8;
+    l.fp8_recipe = FP8_RECIPE_TENSORWISE; /* torchao's Float8 TP styles: tensorwise only */
     assert_true(async_tp_applies(&l));
     assert_true(async_tp_gather_elem_bytes(&l) == 1.0);
     layout_group g = layout_tp_group(&s, &l);
@@ -725,7 +728,9 @@ static void test_async_tp_block(void **state)
      * Megatron, bf16 */
     l.fp8_recipe = FP8_RECIPE_BLOCKWISE;
     assert_true(async_tp_gather_elem_bytes(&l) == 2.0);
-    l.fp8_recipe = FP8_RECIPE_DEFAULT;
+    l.fp8_recipe = FP8_RECIPE_DEFAULT; /* torchtitan's default float8 now: rowwise, bf16 TP */
+    assert_int_equal(precision_fp8_recipe(&l), FP8_RECIPE_ROWWISE);
+    assert_true(async_tp_gather_elem_bytes(&l) == 2.0);
     l.framework = FRAMEWORK_MEGATRON;
     assert_true(async_tp_gather_elem_bytes(&l) == 2.0);
     assert_false(async_tp_applies(&l));
