@@ -147,8 +147,15 @@ typedef struct {
     double exposed_comm_s;     /* step - compute - optimizer - bubble, >= 0 */
     double peak_used_bytes;    /* max over GPUs of total - free (cudaMemGetInfo) at the end */
     double baseline_used_bytes;/* after context, cuBLAS and NCCL set-up, before the plan's pools */
-    double pool_bytes;         /* what the plan's pools took (weights, grads, optimizer, ...) */
-    double extra_bytes;        /* scratch beyond the plan's own tensors (named in the report) */
+    double pool_bytes;         /* the plan's arena (bk_pools.h): persist_bytes + phase_bytes */
+    double extra_bytes;        /* beyond the estimate's peak tensors (named in the report) */
+    double persist_bytes;      /* the arena's persistent part: weights and optimizer states */
+    double phase_bytes;        /* its phase region, shared by the step's phases */
+    double touched_bytes;      /* of the phase region, what the step's kernels touch at once */
+    /* the estimate's phases beyond its weights and optimizer states (without its framework
+     * bytes) that the phase region is sized by: training peak, end of the backward (0: none),
+     * optimizer step */
+    double phase_train_bytes, phase_bwd_end_bytes, phase_opt_bytes;
     /* Each item's measured time, same order as the work lists. */
     double layer_fwd_s[WORK_MAX_ITEMS], layer_bwd_s[WORK_MAX_ITEMS];
     double head_fwd_s[WORK_MAX_ITEMS], head_bwd_s[WORK_MAX_ITEMS];

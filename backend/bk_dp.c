@@ -66,7 +66,7 @@ cm_status bk_dp_reduce(bk_run *x, int j, int kind, cudaStream_t *streams, char *
     EACH_DEV
     {
         int rank = x->grp[GROUP_DP].rank_of[d];
-        char *grads = x->state[d] + x->pools.w_bytes;
+        char *grads = x->grads[d];
         if (w->fsdp) {
             s[d] = x->commbuf[d] + x->pools.rbuf_off[j % 2];
             r[d] = bk_carve(grads, x->pools.g_bytes, shard, (size_t)j * shard);
@@ -82,7 +82,7 @@ cm_status bk_dp_reduce(bk_run *x, int j, int kind, cudaStream_t *streams, char *
         size_t es = x->pools.ecnt * x->pools.red_esz;
         EACH_DEV
         {
-            char *grads = x->state[d] + x->pools.w_bytes;
+            char *grads = x->grads[d];
             s[d] = bk_carve(grads, x->pools.g_bytes, es * ge, (size_t)j * es * ge + shard * g);
             r[d] = w->reduce_op == COLL_ALL_REDUCE
                        ? s[d]
@@ -219,7 +219,7 @@ cm_status bk_root_reduce(bk_run *x, cudaStream_t *streams, char *err, size_t err
         EACH_DEV
         {
             int rank = x->grp[GROUP_DP].rank_of[d];
-            char *grads = x->state[d] + x->pools.w_bytes;
+            char *grads = x->grads[d];
             if (w->fsdp) {
                 s[d] = x->commbuf[d] + x->pools.rbuf_off[0];
                 r[d] = bk_carve(grads, x->pools.g_bytes, shard, (size_t)i * shard);

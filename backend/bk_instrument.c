@@ -315,17 +315,17 @@ cm_status bk_time_items(bk_run *x, const bk_timing *tm, bk_measure_result *out, 
 cm_status bk_oom_pools(const bk_run *x, const char *plan_name, double freemin, double base,
                        char *err, size_t errlen)
 {
-    const memory_breakdown *mb = &x->w->est.memory;
-    double pools = x->pools.total_bytes;
+    const bk_pools *p = &x->pools;
+    double pools = p->total_bytes, G = UNITS_GIB_BYTES;
     return cm_fail(err, errlen, CM_ENOMEM,
                    "plan %s does not fit: each GPU needs %.2f GiB for the plan's tensors "
-                   "(weights %.2f, gradients %.2f, optimizer %.2f, activations %.2f, "
-                   "communication buffers %.2f GiB) but only %.2f GiB are free after the CUDA "
+                   "(weights and optimizer states %.2f, then %.2f GiB for the step's largest "
+                   "phase: training peak %.2f, end of backward %.2f, optimizer step %.2f, what "
+                   "the step touches at once %.2f GiB) but only %.2f GiB are free after the CUDA "
                    "context, cuBLAS and NCCL took %.2f GiB: %.2f GiB short",
-                   plan_name, pools / UNITS_GIB_BYTES, mb->weights_bytes / UNITS_GIB_BYTES, mb->gradients_bytes / UNITS_GIB_BYTES,
-                   mb->optimizer_bytes / UNITS_GIB_BYTES, (double)x->pools.act_bytes / UNITS_GIB_BYTES,
-                   (double)(x->pools.comm_bytes + x->pools.pp_bytes) / UNITS_GIB_BYTES, freemin / UNITS_GIB_BYTES,
-                   base / UNITS_GIB_BYTES, (pools - freemin) / UNITS_GIB_BYTES);
+                   plan_name, pools / G, (double)p->persist_bytes / G, (double)p->phase_bytes / G,
+                   p->phase_train_bytes / G, p->phase_bwd_end_bytes / G, p->phase_opt_bytes / G,
+                   (double)p->touched_bytes / G, freemin / G, base / G, (pools - freemin) / G);
 }
 
 cm_status bk_oom_malloc(const bk_run *x, const char *plan_name, size_t bytes, const char *what,
@@ -336,7 +336,7 @@ cm_status bk_oom_malloc(const bk_run *x, const char *plan_name, size_t bytes, co
     cudaMemGetInfo(&fr, &tot);
     return cm_fail(err, errlen, CM_ENOMEM,
                    "plan %s does not fit: cudaMalloc of %.2f GiB (%s) failed on GPU %d "
-                   "with %.2f GiB free (%s); the plan's pools need %.2f GiB per GPU",
+                   "with %.2f GiB free (%s); the plan's arena needs %.2f GiB per GPU",
                    plan_name, bytes / UNITS_GIB_BYTES, what, d, fr / UNITS_GIB_BYTES, cudaGetErrorString(e),
                    x->pools.total_bytes / UNITS_GIB_BYTES);
 }
@@ -345,6 +345,6 @@ cm_status bk_oom_elsewhere(const char *plan_name, char *err, size_t errlen)
 {
     return cm_fail(err, errlen, CM_ENOMEM,
                    "plan %s does not fit: another process of the run could not "
-                   "allocate its GPUs' pools (its message says how much was short)",
+                   "allocate its GPUs' arenas (its message says how much was short)",
                    plan_name);
 }

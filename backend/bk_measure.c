@@ -3,15 +3,15 @@
  * released (bk_measure, bk_measure_traced), and the report's pipeline and MoE rows.
  *
  * The files it rests on (bk_run.h holds the state they share):
- *  - bk_pools.c: how big each buffer pool is for the plan (plain C);
+ *  - bk_pools.c: how big the plan's memory arena is and where its regions lie (plain C);
  *  - bk_step.c: issuing the step onto every GPU's streams (schedule, overlap, transfers);
  *  - bk_instrument.c: the instrumented step's events and spans, the trace, the pipeline check,
  *    every item timed alone, the out-of-memory report;
  *  - bk_timing.c: the timing engine the steps and the items are timed with.
  *
  * Set-up: the pipeline schedule and the host's issue order, the communicators of every group
- * (Megatron rank order), the memory baseline (context, cuBLAS, NCCL), then the pools, sized
- * by the cost model's breakdown and allocated on every GPU (a plan that does not fit stops
+ * (Megatron rank order), the memory baseline (context, cuBLAS, NCCL), then the arena, sized
+ * by the cost model's phases and allocated on every GPU (a plan that does not fit stops
  * before allocating, or when cudaMalloc fails, as the trainer would; every process agrees),
  * filled with random never-zero data.
  * Not run (stated by `plan measure`): the embedding lookup, HSDP's replicate all-reduce, and a
@@ -186,7 +186,7 @@ static size_t ew_scratch_max(const bk_run *x)
     return wsmax;
 }
 
-/* The pools and the step's events on every GPU this process drives. A cudaMalloc that fails
+/* The arena and the step's events on every GPU this process drives. A cudaMalloc that fails
  * sets *no_room (the out-of-memory report in err); every other failure is an error. */
 static cm_status allocate(bk_run *x, const char *plan_name, bool *no_room, char *err,
                           size_t errlen)
@@ -195,23 +195,24 @@ static cm_status allocate(bk_run *x, const char *plan_name, bool *no_room, char 
     *no_room = false;
     OWNED {
         CUDA_TRY(cudaSetDevice(c->dev[d]));
-        char **dst[4] = {&x->state[d], &x->act[d], &x->commbuf[d], &x->ppbuf[d]};
-        size_t sz[4] = {x->pools.state_bytes, x->pools.act_bytes, x->pools.comm_bytes,
-                        x->pools.pp_bytes};
-        const char *what[4] = {"weights+gradients+optimizer", "activations",
-                               "communication buffers", "pipeline send/receive buffers"};
-        for (int i = 0; i < 4; i++) {
-            if (!sz[i]) continue;
-            cudaError_t e = cudaMalloc((void **)dst[i], sz[i]);
-            if (e != cudaSuccess) {
-                *no_room = true;
-                return bk_oom_malloc(x, plan_name, sz[i], what[i], d, e, err, errlen);
-            }
-            /* Random, never-zero bf16 data everywhere; optimizer states positive. Each GPU's
-             * pipeline send buffers differ (the receive check tells senders apart). */
-            CUDA_TRY(bkk_fill_bf16(*dst[i], sz[i] / 2, 17u * (uint32_t)i + 101u * (uint32_t)d,
-                                   -1.0f, 1.0f, c->compute[d]));
+        const bk_pools *p = &x->pools;
+        size_t sz = (size_t)p->total_bytes;
+        cudaError_t e = cudaMalloc((void **)&x->arena[d], sz);
+        if (e != cudaSuccess) {
+            x->arena[d] = NULL;
+            *no_room = true;
+            return bk_oom_malloc(x, plan_name, sz, "the arena: persistent part and phase region",
+                                 d, e, err, errlen);
         }
+        char *a = x->arena[d];
+        x->state[d] = a;
+        x->ppbuf[d] = p->pp_bytes ? a + p->pp_off : NULL;
+        x->act[d] = a + p->act_off;
+        x->commbuf[d] = p->comm_bytes ? a + p->comm_off : NULL;
+        x->grads[d] = a + p->g_off;
+        /* Random, never-zero bf16 data everywhere. Each GPU's pipeline send buffers differ (the
+         * receive check tells senders apart). */
+        CUDA_TRY(bkk_fill_bf16(a, sz / 2, 101u * (uint32_t)d, -1.0f, 1.0f, c->compute[d]));
         for (int i = 0; i < 2; i++) {
             CUDA_TRY(cudaEventCreateWithFlags(&x->ev_used[d][i], cudaEventDisableTiming));
             CUDA_TRY(cudaEventCreateWithFlags(&x->ev_gath[d][i], cudaEventDisableTiming));
@@ -290,7 +291,8 @@ static cm_status measure_run(bk_run *x, int dpl, const char *plan_name, int step
     BK_TRY(baseline(x, &base, &freemin, err, errlen));
     out->baseline_used_bytes = base;
 
-    /* Pool sizes: the plan's own figures, grown where an operand needs more. */
+    /* The arena: the plan's persistent tensors and its largest phase, grown where what the step
+     * touches at once needs more (bk_pools.h). */
     x->fsdp2_copies = w->fsdp && w->dp_active && layout_is_pytorch(l); /* world size 1 too */
     x->cp_overlap = l->cp > 1 && layout_cp_is_ring(l); /* ring CP: Megatron, torchtitan */
     bk_pool_shape shape = {.stages = x->P, .dp_group = x->grp[GROUP_DP].size,
@@ -300,6 +302,12 @@ static cm_status measure_run(bk_run *x, int dpl, const char *plan_name, int step
     bk_pools_size(w, &shape, &x->pools);
     out->pool_bytes = x->pools.total_bytes;
     out->extra_bytes = x->pools.extra_bytes;
+    out->persist_bytes = (double)x->pools.persist_bytes;
+    out->phase_bytes = (double)x->pools.phase_bytes;
+    out->touched_bytes = (double)x->pools.touched_bytes;
+    out->phase_train_bytes = x->pools.phase_train_bytes;
+    out->phase_bwd_end_bytes = x->pools.phase_bwd_end_bytes;
+    out->phase_opt_bytes = x->pools.phase_opt_bytes;
     if (x->pools.total_bytes > freemin)
         return bk_oom_pools(x, plan_name, freemin, base, err, errlen);
     bool no_room;
@@ -337,7 +345,7 @@ static cm_status measure_run(bk_run *x, int dpl, const char *plan_name, int step
     }
     out->step_s = r.time_s;
     out->step_spread = r.spread;
-    /* Peak memory: the pools stay allocated and NCCL has made its buffers by now. */
+    /* Peak memory: the arena stays allocated and NCCL has made its buffers by now. */
     OWNED {
         size_t fr, tot;
         CUDA_TRY(cudaSetDevice(c->dev[d]));
@@ -381,10 +389,7 @@ static void release(bk_run *x)
     OWNED {
         cudaSetDevice(x->c->dev[d]);
         cudaDeviceSynchronize();
-        if (x->state[d]) cudaFree(x->state[d]);
-        if (x->act[d]) cudaFree(x->act[d]);
-        if (x->commbuf[d]) cudaFree(x->commbuf[d]);
-        if (x->ppbuf[d]) cudaFree(x->ppbuf[d]);
+        if (x->arena[d]) cudaFree(x->arena[d]);
         for (int i = 0; i < 2; i++) {
             if (x->ev_used[d][i]) cudaEventDestroy(x->ev_used[d][i]);
             if (x->ev_gath[d][i]) cudaEventDestroy(x->ev_gath[d][i]);

@@ -1,6 +1,7 @@
 /*
- * bk_pools.c — the sizes and offsets of a measured plan step's buffer pools (bk_pools.h): the
- * estimate's memory breakdown, grown where an operand of the step needs more. Plain C.
+ * bk_pools.c — the size of a measured plan step's memory arena and the offsets of its regions
+ * (bk_pools.h): the estimate's persistent tensors and largest phase, grown where what the step
+ * touches needs more. Plain C.
  */
 #include <math.h>
 #include <string.h>
@@ -150,6 +151,25 @@ static size_t size_comm(const work_plan *w, const bk_pool_shape *sh, size_t ucnt
     return o;
 }
 
+/* The estimate's phases (memory.c stage_memory): what each holds beyond the persistent weights
+ * and optimizer states, the framework's bytes left out (the backend measures its own). */
+static void size_phases(const memory_breakdown *mb, bk_pools *p)
+{
+    double persist = mb->weights_bytes + mb->optimizer_bytes, fw = mb->framework_bytes;
+    double train = mb->train_peak_bytes > 0 ? mb->train_peak_bytes : mb->total_bytes;
+    p->phase_train_bytes = fmax(0, train - fw - persist);
+    p->phase_bwd_end_bytes =
+        mb->backward_end_bytes > 0 ? fmax(0, mb->backward_end_bytes - fw - persist) : 0;
+    /* the optimizer step: the gradients and what the step allocates (memory.c: held with the
+     * persistent part; layouts without the split hold the gradients through it) */
+    p->phase_opt_bytes = mb->optimizer_step_bytes > 0
+                             ? fmax(0, mb->optimizer_step_bytes - fw - persist)
+                             : mb->gradients_bytes + mb->optimizer_temp_bytes;
+    /* the estimate's peak is the largest phase (also torch pipelining's merge, memory.c) */
+    p->phase_plan_bytes = fmax(fmax(p->phase_train_bytes, p->phase_bwd_end_bytes),
+                               fmax(p->phase_opt_bytes, mb->total_bytes - fw - persist));
+}
+
 void bk_pools_size(const work_plan *w, const bk_pool_shape *sh, bk_pools *p)
 {
     memset(p, 0, sizeof *p);
@@ -173,33 +193,60 @@ void bk_pools_size(const work_plan *w, const bk_pool_shape *sh, bk_pools *p)
         if (rc > rcnt) rcnt = rc;
         if (w->stage_optimizer_params[s] > opt_max) opt_max = w->stage_optimizer_params[s];
     }
-    /* state: the plan's weights and gradients, grown to one gathered unit (and its experts);
-     * the whole grown to Adam's param, grad, m and v in fp32 over the largest shard */
+    size_t n4 = ALIGN((size_t)(4.0 * opt_max)); /* one fp32 array of Adam over the shard */
+    /* persistent: the plan's weights (grown to one gathered unit and its experts) and optimizer
+     * states, together at least Adam's param, m and v (three fp32 arrays) */
     p->w_bytes = ALIGN((size_t)mb->weights_bytes);
-    p->g_bytes = ALIGN((size_t)mb->gradients_bytes);
-    size_t state_plan = p->w_bytes + p->g_bytes + ALIGN((size_t)mb->optimizer_bytes);
-    size_t state_need = ALIGN((size_t)(16.0 * opt_max));
-    size_t wmin = ALIGN(ucnt * g * 2 + p->ecnt * ge * 2),
-           gmin = ALIGN((ucnt * g + p->ecnt * ge) * p->red_esz);
+    p->o_bytes = ALIGN((size_t)mb->optimizer_bytes);
+    size_t wmin = ALIGN(ucnt * g * 2 + p->ecnt * ge * 2);
     if (p->w_bytes < wmin) p->w_bytes = wmin;
+    if (p->w_bytes + p->o_bytes < 3 * n4) p->o_bytes = 3 * n4 - p->w_bytes;
+    p->o_off = p->w_bytes;
+    p->persist_bytes = p->w_bytes + p->o_bytes;
+    /* gradients: the plan's, grown to one unit (and its experts) at the reduction's precision
+     * and to Adam's fp32 gradient array */
+    p->g_bytes = ALIGN((size_t)mb->gradients_bytes);
+    size_t gmin = ALIGN((ucnt * g + p->ecnt * ge) * p->red_esz);
     if (p->g_bytes < gmin) p->g_bytes = gmin;
-    p->state_bytes = p->w_bytes + p->g_bytes + ALIGN((size_t)mb->optimizer_bytes);
-    if (p->state_bytes < state_need) p->state_bytes = state_need;
-    /* activations */
-    size_t act_need = p->cp_off + p->cp_sz;
-    size_t act_plan = ALIGN((size_t)mb->activations_bytes);
-    p->act_bytes = act_plan > act_need ? act_plan : act_need;
-    /* communication buffers */
-    size_t comm_need = w->fsdp && w->dp_active ? size_comm(w, sh, ucnt, rcnt, g, p) : 0;
-    size_t comm_plan = ALIGN((size_t)mb->comm_buffer_bytes);
-    p->comm_bytes = comm_plan > comm_need ? comm_plan : comm_need;
-    /* pipeline: a send buffer and pp_slots receive buffers per direction */
-    if (sh->stages > 1) {
+    if (p->g_bytes < n4) p->g_bytes = n4;
+    /* the regions the step touches: the activations' operand regions (size_regions), the
+     * communication buffers, the pipeline's */
+    p->act_bytes = p->cp_off + p->cp_sz;
+    p->comm_bytes = w->fsdp && w->dp_active ? size_comm(w, sh, ucnt, rcnt, g, p) : 0;
+    if (sh->stages > 1) { /* a send buffer and pp_slots receive buffers per direction */
         p->p2p_sz = ((size_t)w->p2p_bytes) & ~(size_t)1;
         p->p2p_slot = ALIGN(p->p2p_sz);
         p->pp_bytes = (size_t)(2 + 2 * sh->pp_slots) * p->p2p_slot;
     }
-    p->plan_bytes = (double)state_plan + act_plan + comm_plan;
-    p->total_bytes = (double)p->state_bytes + p->act_bytes + p->comm_bytes + p->pp_bytes;
+    /* the phase region after the persistent part (bk_pools.h): the pipeline's buffers, the
+     * activation regions and the communication buffers from its start, the gradients at its
+     * end, overlapping the forward and backward's regions where the region cannot hold both */
+    size_phases(mb, p);
+    p->touched_bytes = p->pp_bytes + p->act_bytes + p->comm_bytes;
+    size_t ph_plan = ALIGN((size_t)p->phase_plan_bytes), pg = p->pp_bytes + p->g_bytes;
+    p->phase_bytes = ph_plan > p->touched_bytes ? ph_plan : p->touched_bytes;
+    if (p->phase_bytes < pg) p->phase_bytes = pg;
+    p->pp_off = p->persist_bytes;
+    p->act_off = p->pp_off + p->pp_bytes;
+    p->comm_off = p->act_off + p->act_bytes;
+    p->g_off = p->persist_bytes + p->phase_bytes - p->g_bytes;
+    p->plan_bytes = (double)(ALIGN((size_t)mb->weights_bytes) +
+                             ALIGN((size_t)mb->optimizer_bytes) + ph_plan);
+    p->total_bytes = (double)(p->persist_bytes + p->phase_bytes);
     p->extra_bytes = p->total_bytes - p->plan_bytes;
+}
+
+void bk_pools_whole_shape(const work_plan *w, bk_pool_shape *sh)
+{
+    const layout *l = &w->layout;
+    memset(sh, 0, sizeof *sh);
+    sh->stages = w->pp > 1 ? w->pp : 1;
+    sh->dp_group = l->cp * l->dp;
+    sh->edp_group = w->moe ? l->cp * l->dp / (l->ep > 1 ? l->ep : 1) : 1;
+    if (sh->edp_group < 1) sh->edp_group = 1;
+    sh->pp_slots = sh->stages > 1 ? work_pp_slots(sh->stages, w->vpp > 1 ? w->vpp : 1,
+                                                  w->microbatches)
+                                  : 1;
+    sh->fsdp2_copies = w->fsdp && w->dp_active && layout_is_pytorch(l);
+    sh->cp_overlap = l->cp > 1 && layout_cp_is_ring(l);
 }

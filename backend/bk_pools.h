@@ -1,23 +1,40 @@
 /*
- * bk_pools.h — how big each buffer pool of a measured plan step is, and where each region lies
- * inside it. Plain C (no CUDA header): always built, and unit-tested without a GPU
+ * bk_pools.h — how big the one memory arena of a measured plan step is, and where each region
+ * lies inside it. Plain C (no CUDA header): always built, and unit-tested without a GPU
  * (tests/backend/test_pools.c); bk_measure.c allocates what this computes.
  *
- * Per GPU, plan measure holds four pools:
- *  - state: the bf16 weights, the gradients (bf16, or fp32 when reduced in fp32) and the
- *    optimizer states, each part as large as the estimate's memory breakdown says, the weights
- *    and gradients parts grown to hold one gathered layer unit (and its experts), the whole
- *    grown to the fused Adam's four fp32 arrays over the largest stage's shard;
- *  - activations: the operand regions x (GEMM A / elementwise input a / collective send),
- *    y (output, then the elementwise kernels' scratch at y_ws) and z (GEMM B / elementwise
- *    input b), each as large as the largest item needs plus 256 bytes, then Megatron's ring
- *    attention send and receive buffers; at least the estimate's activation bytes;
- *  - communication buffers (FSDP): the root unit gathered, two gathered layer units, two
- *    unsharded bf16 gradient buffers, two reduce buffers, FSDP2's flat copy-in buffer; at least
- *    the estimate's communication-buffer bytes;
- *  - pipeline: one send buffer and pp_slots receive buffers per direction.
- * Every size and offset is a multiple of 256 bytes. What a pool holds beyond the estimate's
- * figure is extra_bytes (tiny models, pipeline buffers), which plan measure reports.
+ * Why one arena with phases: PyTorch's caching allocator reuses memory between the phases of a
+ * step. The activations, the loss's buffers and FSDP's gathered units are freed as the backward
+ * runs and before the optimizer step; the gradients exist from the backward on (zero_grad sets
+ * them to None); foreach AdamW's temporaries only during the step. The real peak is the largest
+ * phase, not the sum of every tensor (bench/realruns: Llama-3.1-8B cut to 8 layers peaks at
+ * 58.8 GiB where weights, gradients, optimizer, activations and FSDP buffers add up to 73 GiB).
+ * So per GPU, plan measure allocates
+ *  - persistent: the weights (as large as the estimate's, grown to one gathered layer unit and
+ *    its experts) and the optimizer states, together at least Adam's param, m and v (three fp32
+ *    arrays over the largest stage's shard);
+ *  - then one phase region, shared by every phase: as large as the estimate's largest phase
+ *    beyond the persistent part (memory.c: the training peak, the end of the backward, the
+ *    optimizer step with its temporaries: memory_breakdown's train_peak_bytes,
+ *    backward_end_bytes, optimizer_step_bytes), or as the regions the forward and backward
+ *    touch, or the pipeline's buffers and the gradients, when either is more. From its start: the pipeline's send and receive buffers (one send buffer and
+ *    pp_slots receive buffers per direction), the activation regions x (GEMM A / elementwise
+ *    input a / collective send), y (output, then the elementwise kernels' scratch at y_ws), z
+ *    (GEMM B / elementwise input b), each as large as the largest item needs plus 256 bytes,
+ *    and Megatron's ring attention send and receive buffers, then the FSDP communication buffers
+ *    (the root unit gathered, two gathered layer units, two unsharded bf16 gradient buffers, two
+ *    reduce buffers, FSDP2's flat copy-in buffer); at its end the gradients (the estimate's,
+ *    grown to one unit's at the reduction's precision and to Adam's fp32 gradient array). What
+ *    lies between is held, not touched: the other activations and buffers a phase holds. Where
+ *    the region cannot hold the forward/backward regions and the gradients apart, the gradients
+ *    overlap the activation and communication regions, as the allocator hands the gradients the
+ *    memory the activations free (the backward's writes into them then land on operands whose
+ *    values do not matter for timing; the pipeline's buffers are never overlapped: the transfer
+ *    check compares them).
+ * The framework's bytes (CUDA context, cuBLAS, NCCL) are the backend's own, measured before the
+ * arena (bk_measure.c baseline). Every size and offset is a multiple of 256 bytes. What the arena
+ * holds beyond the estimate's peak less its framework bytes is extra_bytes (tiny models, buffers
+ * the step touches beyond the phase), which plan measure reports.
  */
 #ifndef PLAN_BK_POOLS_H
 #define PLAN_BK_POOLS_H
@@ -42,14 +59,20 @@ typedef struct {
 } bk_pool_shape;
 
 typedef struct {
-    /* the pools, bytes per GPU */
-    size_t state_bytes, act_bytes, comm_bytes, pp_bytes;
-    /* state: weights at 0, gradients at w_bytes, optimizer states after them */
-    size_t w_bytes, g_bytes;
-    /* activations: regions x, y (scratch of the elementwise kernels at y_off + y_ws), z, and
-     * the ring attention's send and receive halves (cp_sz = 0: none) */
+    /* the arena, bytes per GPU: persistent part [0, persist_bytes), then the phase region */
+    size_t persist_bytes, phase_bytes;
+    /* persistent: weights at 0 (w_bytes), optimizer states at o_off (o_bytes) */
+    size_t w_bytes, o_off, o_bytes;
+    /* phase region: pipeline buffers at pp_off, activation regions at act_off, communication
+     * buffers at comm_off, gradients at g_off (its last g_bytes) */
+    size_t pp_off, pp_bytes, act_off, act_bytes, comm_off, comm_bytes, g_off, g_bytes;
+    size_t touched_bytes;      /* the forward and backward's regions: pp_bytes + act_bytes +
+                                  comm_bytes (the gradients overlap them where the region is
+                                  smaller than touched_bytes + g_bytes) */
+    /* activation regions (offsets from act_off): x, y (scratch of the elementwise kernels at
+     * y_off + y_ws), z, and the ring attention's send and receive halves (cp_sz = 0: none) */
     size_t x_off, x_sz, y_off, y_sz, y_ws, z_off, z_sz, cp_off, cp_sz;
-    /* communication buffers (FSDP only; all 0 otherwise) */
+    /* communication buffers (offsets from comm_off; FSDP only, all 0 otherwise) */
     size_t root_off, root_sz;
     size_t gbuf_off[2], gbuf_sz;     /* gathered layer units */
     size_t ggrad_off[2], ggrad_sz;   /* unsharded bf16 gradients of a unit */
@@ -61,15 +84,23 @@ typedef struct {
     size_t unit_cnt[2];        /* per rank of a layer unit, dense / MoE (ceil(params / g)) */
     size_t ecnt;               /* MoE, not FSDP: expert elements per expert-dp rank */
     size_t red_esz;            /* bytes per element of the gradient reduction (2 or 4) */
+    /* the estimate's phases beyond its weights and optimizer states, without its framework
+     * bytes: the training peak, the end of the backward (0 where the estimate has no such
+     * phase), the optimizer step, and the largest (what its peak holds there) */
+    double phase_train_bytes, phase_bwd_end_bytes, phase_opt_bytes, phase_plan_bytes;
     /* totals */
-    double plan_bytes;         /* the estimate's weights + gradients + optimizer + activations +
-                                  communication buffers, each aligned */
-    double total_bytes;        /* the four pools */
+    double plan_bytes;         /* the estimate's weights + optimizer + largest phase, aligned */
+    double total_bytes;        /* the arena */
     double extra_bytes;        /* total_bytes - plan_bytes */
 } bk_pools;
 
-/* Size the pools of plan w for shape sh. */
+/* Size the arena of plan w for shape sh. */
 void bk_pools_size(const work_plan *w, const bk_pool_shape *sh, bk_pools *out);
+
+/* The shape of the whole layout of w on as many GPUs as it plans (plan measure --dry-run; a run
+ * on fewer GPUs measures a slice and sizes it from its groups), without the elementwise kernels'
+ * scratch (it depends on the GPU's SM count). */
+void bk_pools_whole_shape(const work_plan *w, bk_pool_shape *sh);
 
 /* Elements per data-parallel rank of stage s's root unit (embedding and/or output layer). */
 size_t bk_pools_root_count(const work_plan *w, int dp_group, int s);

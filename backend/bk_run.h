@@ -52,8 +52,11 @@ typedef struct {
     int S, P;                  /* devices per stage, stages run */
     int dlo, dhi;              /* the devices launches go to now: one stage, or all */
     group_set grp[GROUP_COUNT];
-    /* pools per device, and where everything lies in them */
+    /* the arena per device (bk_pools.h), and where its regions start: weights and optimizer
+     * states, activation regions, communication buffers, pipeline buffers, gradients */
+    char *arena[BK_MAX_GPUS];
     char *state[BK_MAX_GPUS], *act[BK_MAX_GPUS], *commbuf[BK_MAX_GPUS], *ppbuf[BK_MAX_GPUS];
+    char *grads[BK_MAX_GPUS];
     bk_pools pools;
     bool fsdp2_copies;         /* run FSDP2's copy-in / copy-out kernels */
     cudaEvent_t ev_used[BK_MAX_GPUS][2], ev_gath[BK_MAX_GPUS][2], ev_rdone[BK_MAX_GPUS][2];

@@ -181,7 +181,7 @@ static cm_status exec_item(bk_run *x, const work_item *it, item_ctx ic, char *er
                 if (w->fsdp && w->dp_active && !ic.head)
                     C = x->commbuf[d] + x->pools.ggrad_off[ic.buf];
                 else
-                    C = bk_carve(x->state[d] + x->pools.w_bytes, x->pools.g_bytes, nc,
+                    C = bk_carve(x->grads[d], x->pools.g_bytes, nc,
                               ic.head ? (size_t)(w->layers * x->pools.red_esz * p)
                                       : (size_t)(ic.layer * x->pools.red_esz * p));
             } else {
@@ -294,9 +294,13 @@ static cm_status adam(bk_run *x, char *err, size_t errlen)
         size_t n = (size_t)x->w->stage_optimizer_params[stage_of(x, d)];
         if (x->P == 1) n = (size_t)x->w->stage_optimizer_params[0];
         CUDA_TRY(cudaSetDevice(x->c->dev[d]));
-        float *base = (float *)x->state[d];
-        void *copy = x->w->optimizer_bf16_copy && x->pools.act_bytes >= 2 * n ? x->act[d] : NULL;
-        CUDA_TRY(bkk_adam(base, base + n, base + 2 * n, base + 3 * n, copy, n, x->c->sms,
+        /* param, m and v from the persistent part's start, the gradients at the phase region's
+         * end (bk_pools.h sizes both for it); Megatron's bf16 copy in the phase region before
+         * the gradients, whose activations are freed by now */
+        float *base = (float *)x->state[d], *grad = (float *)x->grads[d];
+        void *copy = x->w->optimizer_bf16_copy &&
+                             x->pools.g_off - x->pools.act_off >= 2 * n ? x->act[d] : NULL;
+        CUDA_TRY(bkk_adam(base, grad, base + n, base + 2 * n, copy, n, x->c->sms,
                           x->c->compute[d]));
         /* the bytes torch's clip and AdamW move beyond the fused kernel's: fp32 read + write
          * passes over the gradient shard, in place (its values do not matter) */
@@ -306,7 +310,7 @@ static cm_status adam(bk_run *x, char *err, size_t errlen)
             ew_access a = {.pattern = EW_VECTORIZED, .esize = {4, 4, 0}, .n = {1, 1, k}};
             a.stride[0][2] = a.stride[1][2] = 1;
             bkk_ew e = bk_ew_kernel(&a);
-            CUDA_TRY(bkk_ew_launch(&e, base + n, base + n, NULL, NULL, x->c->sms,
+            CUDA_TRY(bkk_ew_launch(&e, grad, grad, NULL, NULL, x->c->sms,
                                    x->c->compute[d]));
             left -= (double)k;
         }

@@ -21,6 +21,7 @@
 #include "output.h"
 #include "precision.h"
 #include "work.h"
+#include "bk_pools.h"
 #ifdef PLAN_HAVE_BACKEND
 #include "backend.h"
 #endif
@@ -87,7 +88,51 @@ static int take_own(int *argc, char **argv, int *steps, int *local, bool *dry, b
     return 0;
 }
 
+/* The arena --dry-run would allocate on each GPU of the whole layout (backend/bk_pools.h),
+ * beside the estimate's phases. */
+static void arena_dry(const work_plan *w, FILE *f)
+{
+    bk_pool_shape sh;
+    bk_pools_whole_shape(w, &sh);
+    bk_pools p;
+    bk_pools_size(w, &sh, &p);
+    const double G = UNITS_GIB_BYTES;
+    const memory_breakdown *mb = &w->est.memory;
+    fprintf(f,
+            "memory arena per GPU (bk_pools.c; elementwise scratch left out): %.2f GiB = "
+            "persistent %.2f (weights + optimizer states) + phase region %.2f (the estimate's "
+            "phases beyond its persistent part: training peak %.2f, end of backward %.2f, "
+            "optimizer step %.2f GiB; the step touches %.2f GiB of it: pipeline %.2f, "
+            "activation regions x %.2f y %.2f z %.2f ring %.2f, communication buffers %.2f, "
+            "gradients %.2f); the estimate's peak %.2f GiB = %.2f + its framework %.2f GiB "
+            "(the backend measures its own)\n",
+            p.total_bytes / G, (double)p.persist_bytes / G, (double)p.phase_bytes / G,
+            p.phase_train_bytes / G, p.phase_bwd_end_bytes / G, p.phase_opt_bytes / G,
+            (double)p.touched_bytes / G, (double)p.pp_bytes / G, (double)p.x_sz / G,
+            (double)p.y_sz / G, (double)p.z_sz / G, (double)p.cp_sz / G,
+            (double)p.comm_bytes / G, (double)p.g_bytes / G, mb->total_bytes / G,
+            (mb->total_bytes - mb->framework_bytes) / G, mb->framework_bytes / G);
+}
+
 #ifdef PLAN_HAVE_BACKEND
+
+/* The measured peak's parts: the backend's own context, libraries and communicators, and the
+ * arena's persistent part and phase region beside the estimate's phases. */
+static void arena_text(const memory_breakdown *mb, const bk_measure_result *r, FILE *f)
+{
+    const double G = UNITS_GIB_BYTES;
+    fprintf(f,
+            "  (measured memory: %.2f GiB context+cuBLAS+NCCL (the estimate's framework %.2f); "
+            "arena %.2f GiB = persistent %.2f + phase region %.2f, of which %.2f GiB beyond "
+            "the estimate's tensors at its peak)\n"
+            "  (phase region: the estimate's training peak %.2f, end of backward %.2f, optimizer "
+            "step %.2f GiB beyond weights and optimizer states; the step touches %.2f GiB at "
+            "once)\n",
+            r->baseline_used_bytes / G, mb->framework_bytes / G, r->pool_bytes / G,
+            r->persist_bytes / G, r->phase_bytes / G, r->extra_bytes / G,
+            r->phase_train_bytes / G, r->phase_bwd_end_bytes / G, r->phase_opt_bytes / G,
+            r->touched_bytes / G);
+}
 
 static void row(FILE *f, const char *name, double pred, double meas, const char *unit, double div)
 {
@@ -208,6 +253,7 @@ int cmd_measure(int argc, char **argv)
         } else {
             printf("%s: %s\n", m.display, name);
             work_plan_print(&w, stdout);
+            arena_dry(&w, stdout);
         }
         return 0;
     }
@@ -307,6 +353,14 @@ int cmd_measure(int argc, char **argv)
                                r.baseline_used_bytes, "pool_bytes", r.pool_bytes, "extra_bytes",
                                r.extra_bytes);
         json_object_set_new(me, "step_unpaced_s", json_real(r.step_unpaced_s));
+        /* the arena's parts (backend/bk_pools.h) and the estimate's phases it is sized by */
+        json_object_set_new(me, "persistent_bytes", json_real(r.persist_bytes));
+        json_object_set_new(me, "phase_region_bytes", json_real(r.phase_bytes));
+        json_object_set_new(me, "touched_bytes", json_real(r.touched_bytes));
+        json_object_set_new(pr, "framework_bytes", json_real(w.est.memory.framework_bytes));
+        json_object_set_new(pr, "phase_train_bytes", json_real(r.phase_train_bytes));
+        json_object_set_new(pr, "phase_backward_end_bytes", json_real(r.phase_bwd_end_bytes));
+        json_object_set_new(pr, "phase_optimizer_bytes", json_real(r.phase_opt_bytes));
         json_object_set_new(me, "step_unpaced_spread", json_real(r.step_unpaced_spread));
         json_t *pc = json_object(), *mc = json_object(), *er = json_object();
         for (int c = 0; c < WC_COUNT; c++) {
@@ -372,9 +426,7 @@ int cmd_measure(int argc, char **argv)
     }
     printf("  %-26s %11s %11s\n", "", "", "");
     row(f, "peak memory per GPU (GiB)", pred_mem, r.peak_used_bytes, "GiB", UNITS_GIB_BYTES);
-    printf("  (measured memory: %.2f GiB context+cuBLAS+NCCL, %.2f GiB plan pools, of which "
-           "%.2f GiB scratch beyond the plan)\n",
-           r.baseline_used_bytes / UNITS_GIB_BYTES, r.pool_bytes / UNITS_GIB_BYTES, r.extra_bytes / UNITS_GIB_BYTES);
+    arena_text(&w.est.memory, &r, f);
     printf("  step spread %.1f%% over %d steps; compute = isolated item times x counts "
            "(%.4f s predicted by the items) + FSDP2's compute-stream copies; exposed comm = "
            "step - compute - optimizer\n",

@@ -709,6 +709,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     bool expandable = t->expandable_segments || l->framework == FRAMEWORK_TORCHTITAN;
     if (!expandable && train_peak_bytes + r.largest_block_bytes > r.need_bytes)
         r.need_bytes = train_peak_bytes + r.largest_block_bytes;
+    r.train_peak_bytes = train_peak_bytes;
     return r;
 }
 

@@ -39,6 +39,8 @@ typedef struct {
      * (memory_backward_end_buffer_bytes); 0 where it does not apply */
     double backward_end_bytes;
     double total_bytes;        /* the larger of the training peak and optimizer_step_bytes */
+    double train_peak_bytes;   /* the forward/backward's peak before the optimizer step (the
+                                  backend sizes its phases by it: backend/bk_pools.h) */
     double capacity_bytes;
     int stage;                 /* the pipeline stage these figures are for (the fullest) */
     /* Fragmentation (issue 14): torch's caching allocator must find the largest single request

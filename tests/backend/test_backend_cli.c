@@ -4,6 +4,7 @@
  * the step's work; with no GPU (or no CUDA backend) the commands stop with a clear message.
  */
 #include <jansson.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -104,6 +105,27 @@ static void test_measure_dry_run(void **state)
     if (R.status) fail_msg("exit %d: %s", R.status, R.err);
     assert_non_null(strstr(R.out, "host issue time (plan measure --host-pace): dense layer fwd"));
     assert_non_null(strstr(R.out, "+ 64 bytes per parameter (torch's clip and AdamW)"));
+    /* issue 14 (measmem7): the arena is the persistent weights + optimizer states and the
+     * largest of the estimate's phases (here the training peak); with nothing beyond the
+     * estimate it is the estimate's peak less its framework bytes */
+    const char *a = strstr(R.out, "memory arena per GPU");
+    assert_non_null(a);
+    double arena, persist, phase, train, bwd, opt, peak, tensors, fw;
+    assert_int_equal(sscanf(strchr(a, ':') + 1,
+                            " %lf GiB = persistent %lf (weights + optimizer states) + phase region "
+                            "%lf (the estimate's phases beyond its persistent part: training peak "
+                            "%lf, end of backward %lf, optimizer step %lf",
+                            &arena, &persist, &phase, &train, &bwd, &opt),
+                     6);
+    const char *e = strstr(a, "the estimate's peak");
+    assert_non_null(e);
+    assert_int_equal(sscanf(e, "the estimate's peak %lf GiB = %lf + its framework %lf", &peak,
+                            &tensors, &fw),
+                     3);
+    assert_true(fabs(arena - (persist + phase)) <= 0.011);
+    assert_true(phase == train && train > opt && train > bwd);
+    assert_true(arena == tensors);
+    assert_true(fabs(peak - (tensors + fw)) <= 0.011);
     run("measure --model 8b --system h200-x4 --framework fsdp2 --gpus 4 --gbs 4 --dry-run "
         "--format json");
     if (R.status) fail_msg("exit %d: %s", R.status, R.err);

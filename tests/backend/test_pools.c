@@ -1,7 +1,8 @@
 /*
- * test_pools.c — the buffer pools of a measured plan step (backend/bk_pools.c), without a GPU,
- * on hand-made plans whose every size can be checked by hand (the arithmetic is in the
- * comments; ALIGN rounds up to 256 bytes).
+ * test_pools.c — the memory arena of a measured plan step (backend/bk_pools.c): its persistent
+ * part, the estimate's phases it is sized by and where each region lies, without a GPU, on
+ * hand-made plans whose every size can be checked by hand (the arithmetic is in the comments;
+ * ALIGN rounds up to 256 bytes).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,8 +32,10 @@ static work_item coll(work_component c, collective_op op, double bytes)
     return it;
 }
 
-/* One data-parallel stage of 4 ranks, gradients in bf16, no FSDP: the state pool grows to
- * Adam's four fp32 arrays, the activation regions to the largest operands. */
+/* One data-parallel stage of 4 ranks, gradients in bf16, no FSDP (Megatron's DDP: no phase
+ * split, the gradients held through the step): the persistent part grows to Adam's param, m and
+ * v, the activation regions to the largest operands, which outgrow the estimate's phase so the
+ * gradients overlap their end. */
 static void test_ddp(void **state)
 {
     (void)state;
@@ -40,9 +43,13 @@ static void test_ddp(void **state)
     W.est.memory.weights_bytes = 1000;     /* ALIGN: 1024 */
     W.est.memory.gradients_bytes = 2000;   /* 2048 */
     W.est.memory.optimizer_bytes = 3000;   /* 3072 */
-    W.est.memory.activations_bytes = 100;  /* 256 */
+    W.est.memory.activations_bytes = 100;
+    W.est.memory.framework_bytes = 500;
+    /* the estimate's peak: 1000 + 2000 + 3000 + 100 + 500, its training peak too */
+    W.est.memory.total_bytes = 6600;
+    W.est.memory.train_peak_bytes = 6600;
     W.layer_params = 100;                  /* 25 per rank of 4 */
-    W.stage_optimizer_params[0] = 500;     /* Adam: 16 * 500 = 8000 bytes, ALIGN 8192 */
+    W.stage_optimizer_params[0] = 500;     /* Adam: an fp32 array 4 * 500 = 2000, ALIGN 2048 */
     /* x: A 2*64*16 = 2048; y: C 2*64*32 = 4096; the weight B is in the state pool */
     add(&W.layer_fwd, gemm(GEMM_FWD, 64, 32, 16, 1, true));
     /* an all-reduce of 3000 bytes: sends from x, receives into y */
@@ -78,24 +85,43 @@ static void test_ddp(void **state)
     assert_int_equal(p.z_sz, 65792);
     assert_int_equal(p.cp_off, 136448);
     assert_int_equal(p.cp_sz, 0);
-    /* activations: the regions (136448) beat the estimate's 256 */
     assert_int_equal(p.act_bytes, 136448);
-    /* state: weights 1024 >= one gathered unit ALIGN(25*4*2) = 256, gradients 2048 >=
-     * ALIGN(100*2) = 256; 1024 + 2048 + 3072 = 6144 < Adam's 8192 */
+    /* the estimate's phases beyond weights + optimizer (4000) less its framework (500): the
+     * training peak 6600 - 500 - 4000 = 2100, no end-of-backward phase, the optimizer step
+     * the gradients 2000 (no temporaries); the largest 2100, ALIGN 2304 */
+    assert_true(p.phase_train_bytes == 2100);
+    assert_true(p.phase_bwd_end_bytes == 0);
+    assert_true(p.phase_opt_bytes == 2000);
+    assert_true(p.phase_plan_bytes == 2100);
+    /* persistent: weights 1024 >= one gathered unit ALIGN(25*4*2) = 256; 1024 + 3072 = 4096 <
+     * Adam's three arrays 3 * 2048 = 6144, so the optimizer part grows to 6144 - 1024 = 5120 */
     assert_int_equal(p.w_bytes, 1024);
+    assert_int_equal(p.o_off, 1024);
+    assert_int_equal(p.o_bytes, 5120);
+    assert_int_equal(p.persist_bytes, 6144);
+    /* gradients 2048 >= ALIGN(100*2) = 256 and Adam's 2048 */
     assert_int_equal(p.g_bytes, 2048);
-    assert_int_equal(p.state_bytes, 8192);
     assert_int_equal(p.comm_bytes, 0);
     assert_int_equal(p.pp_bytes, 0);
     assert_int_equal(p.p2p_sz, 0);
-    /* the estimate's 6144 + 256 + 0; the pools 8192 + 136448 */
+    /* the phase region: the forward/backward regions (136448) beat the estimate's 2304 and
+     * the gradients alone; the gradients take its last 2048 bytes, over the end of z */
+    assert_int_equal(p.touched_bytes, 136448);
+    assert_int_equal(p.phase_bytes, 136448);
+    assert_int_equal(p.pp_off, 6144);
+    assert_int_equal(p.act_off, 6144);
+    assert_int_equal(p.comm_off, 6144 + 136448);
+    assert_int_equal(p.g_off, 6144 + 136448 - 2048);
+    /* the estimate's 1024 + 3072 + 2304; the arena 6144 + 136448 */
     assert_true(p.plan_bytes == 6400);
-    assert_true(p.total_bytes == 144640);
-    assert_true(p.extra_bytes == 144640 - 6400);
+    assert_true(p.total_bytes == 142592);
+    assert_true(p.extra_bytes == 142592 - 6400);
 }
 
-/* FSDP2 over 2 ranks, 2 pipeline stages, gradients reduced in fp32: the communication pool's
- * buffers one after the other, the root unit's copy-out in y, the pipeline's buffers. */
+/* FSDP2 over 2 ranks, 2 pipeline stages, gradients reduced in fp32: the training peak sets
+ * the phase region; in it the pipeline's buffers, the activation regions, the communication
+ * buffers one after the other (the root unit's copy-out in y), the gradients at the end apart
+ * from them. */
 static void test_fsdp2_pipeline(void **state)
 {
     (void)state;
@@ -107,12 +133,21 @@ static void test_fsdp2_pipeline(void **state)
     W.est.memory.gradients_bytes = 4096;
     W.est.memory.optimizer_bytes = 8192;
     W.est.memory.activations_bytes = 65536;
-    W.est.memory.comm_buffer_bytes = 1000;    /* ALIGN: 1024 */
+    W.est.memory.comm_buffer_bytes = 1000;
+    W.est.memory.framework_bytes = 1000;
+    W.est.memory.optimizer_temp_bytes = 4096;
+    /* the training peak without the gradients (zero_grad set them to None): 4096 + 8192 +
+     * 65536 + 1000 + 1000; the optimizer step 4096 + 4096 + 8192 + 4096 + 1000; the end of the
+     * backward 30000 (made up: only its difference matters) */
+    W.est.memory.train_peak_bytes = 79824;
+    W.est.memory.optimizer_step_bytes = 21480;
+    W.est.memory.backward_end_bytes = 30000;
+    W.est.memory.total_bytes = 79824;
     W.layer_params = 1000;                    /* 500 per rank */
     W.stage_root_params[0] = 3000;            /* 1500 per rank */
     W.stage_root_params[1] = 5000;            /* 2500 per rank */
     W.stage_optimizer_params[0] = 1000;
-    W.stage_optimizer_params[1] = 2000;       /* Adam: 16 * 2000 = 32000 = 125 * 256 */
+    W.stage_optimizer_params[1] = 2000;       /* Adam: an fp32 array 4 * 2000 = 8000, ALIGN 8192 */
     W.p2p_bytes = 1001;                       /* whole bf16 elements: 1000 */
     /* a weight gradient: A 2*10*30*2 = 1200 in x, B 2*20*30*2 = 2400 in z, C in the grads */
     add(&W.layer_bwd, gemm(GEMM_WGRAD, 10, 20, 30, 2, false));
@@ -136,11 +171,13 @@ static void test_fsdp2_pipeline(void **state)
     /* z: ALIGN(2400 + 256) = 2816 */
     assert_int_equal(p.z_off, 1536 + 11520);
     assert_int_equal(p.z_sz, 2816);
-    assert_int_equal(p.act_bytes, 65536);
-    /* state: 4096 + 4096 + 8192 = 16384 < Adam's 32000 */
+    assert_int_equal(p.act_bytes, 1536 + 11520 + 2816);
+    /* persistent: 4096 + 8192 = 12288 < Adam's 3 * 8192, the optimizer part grown to 20480;
+     * gradients 4096 = ALIGN(500 * 2 * 4) < Adam's 8192 */
     assert_int_equal(p.w_bytes, 4096);
-    assert_int_equal(p.g_bytes, 4096);
-    assert_int_equal(p.state_bytes, 32000);
+    assert_int_equal(p.o_bytes, 20480);
+    assert_int_equal(p.persist_bytes, 24576);
+    assert_int_equal(p.g_bytes, 8192);
     /* communication: root ALIGN(2500*2*2) = 10240; gathered units ALIGN(500*2*2) = 2048;
      * unsharded gradients ALIGN(2*1000 + 256) = 2304; reductions ALIGN(500*2*4) = 4096;
      * copy-in ALIGN(2500 * 2) = 5120 */
@@ -162,10 +199,26 @@ static void test_fsdp2_pipeline(void **state)
     assert_int_equal(p.p2p_sz, 1000);
     assert_int_equal(p.p2p_slot, 1024);
     assert_int_equal(p.pp_bytes, 4 * 1024);
-    /* the estimate's 16384 + 65536 + 1024; the pools 32000 + 65536 + 32256 + 4096 */
-    assert_true(p.plan_bytes == 82944);
-    assert_true(p.total_bytes == 133888);
-    assert_true(p.extra_bytes == 133888 - 82944);
+    /* phases beyond 4096 + 8192 less the framework's 1000: training peak 79824 - 13288 =
+     * 66536, end of backward 30000 - 13288 = 16712, optimizer step 21480 - 13288 = 8192 (the
+     * gradients and foreach's temporaries); the largest 66536, ALIGN 66560 */
+    assert_true(p.phase_train_bytes == 66536);
+    assert_true(p.phase_bwd_end_bytes == 16712);
+    assert_true(p.phase_opt_bytes == 8192);
+    assert_true(p.phase_plan_bytes == 66536);
+    /* the forward/backward regions 4096 + 15872 + 32256 = 52224 and the gradients 8192 fit
+     * apart in the estimate's 66560 */
+    assert_int_equal(p.touched_bytes, 52224);
+    assert_int_equal(p.phase_bytes, 66560);
+    assert_int_equal(p.pp_off, 24576);
+    assert_int_equal(p.act_off, 24576 + 4096);
+    assert_int_equal(p.comm_off, 24576 + 4096 + 15872);
+    assert_int_equal(p.g_off, 24576 + 66560 - 8192);
+    assert_true(p.comm_off + p.comm_bytes <= p.g_off);
+    /* the estimate's 4096 + 8192 + 66560; the arena 24576 + 66560: Adam's arrays beyond */
+    assert_true(p.plan_bytes == 78848);
+    assert_true(p.total_bytes == 91136);
+    assert_true(p.extra_bytes == 91136 - 78848);
     /* the root's fp32 gradients in unit-buffer pieces of 500 * 2 * 4 = 4000 bytes: stage 0
      * 1500 * 2 * 4 = 12000 (3), stage 1 20000 (5) */
     assert_int_equal(bk_pools_root_pieces(&W, &p, 2, 0), 3);
@@ -181,6 +234,8 @@ static void test_moe_ring(void **state)
     W.moe = true;
     W.est.memory.weights_bytes = 100;   /* ALIGN: 256 */
     W.est.memory.gradients_bytes = 100; /* 256 */
+    W.est.memory.total_bytes = 200;     /* no optimizer states, framework or activations */
+    W.est.memory.train_peak_bytes = 200;
     W.layer_params = 100;               /* dense unit: 50 per rank of 2 */
     W.moe_dense_params = 60;            /* MoE unit: 30 per rank */
     W.moe_expert_params = 90;           /* experts: 30 per expert-dp rank of 3 */
@@ -202,7 +257,8 @@ static void test_moe_ring(void **state)
      * ALIGN((50*2 + 30*3) * 2 = 380) = 512 */
     assert_int_equal(p.w_bytes, 512);
     assert_int_equal(p.g_bytes, 512);
-    assert_int_equal(p.state_bytes, 1024);
+    assert_int_equal(p.o_bytes, 0);
+    assert_int_equal(p.persist_bytes, 512);
     /* x, y: ALIGN(1256) = 1280; z: 256; the ring: 2 * 1280 */
     assert_int_equal(p.x_sz, 1280);
     assert_int_equal(p.y_sz, 1280);
@@ -212,14 +268,94 @@ static void test_moe_ring(void **state)
     assert_int_equal(p.cp_sz, 2560);
     assert_int_equal(p.act_bytes, 5376);
     assert_int_equal(p.comm_bytes, 0);
-    /* the estimate's 256 + 256 + 0 + 0 + 0; the pools 1024 + 5376 */
+    /* phases beyond the weights (100): training peak and optimizer step the gradients, 100 */
+    assert_true(p.phase_train_bytes == 100);
+    assert_true(p.phase_opt_bytes == 100);
+    /* the phase region: the activation regions 5376, the gradients over their last 512 */
+    assert_int_equal(p.phase_bytes, 5376);
+    assert_int_equal(p.g_off, 512 + 5376 - 512);
+    /* the estimate's 256 + 0 + ALIGN(100); the arena 512 + 5376 */
     assert_true(p.plan_bytes == 512);
-    assert_true(p.total_bytes == 6400);
+    assert_true(p.total_bytes == 5888);
     /* without the overlap the exchange runs in the compute stream: no buffers of its own */
     sh.cp_overlap = false;
     bk_pools_size(&W, &sh, &p);
     assert_int_equal(p.cp_sz, 0);
     assert_int_equal(p.act_bytes, 2816);
+    assert_true(p.total_bytes == 512 + 2816);
+}
+
+/* FSDP2 on one GPU (the real runs of bench/results/measmem7_2026-11-28): the optimizer step
+ * with foreach's temporaries is the largest phase; the activations the estimate holds at its
+ * training peak share the phase region with the gradients, which never meet the regions the
+ * forward and backward touch. */
+static void test_optimizer_phase(void **state)
+{
+    (void)state;
+    memset(&W, 0, sizeof W);
+    W.fsdp = true;
+    W.dp_active = true;
+    W.reduce_fp32 = true;
+    W.est.memory.weights_bytes = 4000;        /* fp32 shard, ALIGN 4096 */
+    W.est.memory.gradients_bytes = 4000;      /* 4096 */
+    W.est.memory.optimizer_bytes = 8000;      /* 8192 */
+    W.est.memory.activations_bytes = 3000;
+    W.est.memory.framework_bytes = 1000;
+    W.est.memory.optimizer_temp_bytes = 6000;
+    /* training peak 4000 + 8000 + 3000 + 1000; optimizer step 4000 + 4000 + 8000 + 6000 +
+     * 1000; the estimate's peak the larger */
+    W.est.memory.train_peak_bytes = 16000;
+    W.est.memory.optimizer_step_bytes = 23000;
+    W.est.memory.total_bytes = 23000;
+    W.layer_params = 100;
+    W.stage_optimizer_params[0] = 1000;       /* Adam: 4000 bytes an array, ALIGN 4096 */
+    /* x: A 2*16*16 = 512, ALIGN(768); y: C 512, ALIGN(768); z: the weight is gathered, 256 */
+    add(&W.layer_fwd, gemm(GEMM_FWD, 16, 16, 16, 1, true));
+
+    bk_pool_shape sh = {.stages = 1, .dp_group = 1, .edp_group = 1, .pp_slots = 1,
+                        .fsdp2_copies = true};
+    bk_pools p;
+    bk_pools_size(&W, &sh, &p);
+    /* phases beyond 4000 + 8000, less 1000: training 16000 - 13000 = 3000, optimizer step
+     * 23000 - 13000 = 10000 (gradients 4000 + temporaries 6000), ALIGN 10240 */
+    assert_true(p.phase_train_bytes == 3000);
+    assert_true(p.phase_bwd_end_bytes == 0);
+    assert_true(p.phase_opt_bytes == 10000);
+    assert_true(p.phase_plan_bytes == 10000);
+    /* persistent 4096 + 8192 = 12288 = Adam's 3 * 4096: no growth */
+    assert_int_equal(p.persist_bytes, 12288);
+    assert_int_equal(p.o_bytes, 8192);
+    /* gradients 4096 >= ALIGN(100 * 4) = 512 and Adam's 4096 */
+    assert_int_equal(p.g_bytes, 4096);
+    /* activation regions 768 + 768 + 256 = 1792; communication buffers: no root, gathered
+     * units ALIGN(100*2) = 256 twice, unsharded gradients ALIGN(2*100 + 256) = 512 twice,
+     * reductions ALIGN(100*4) = 512 twice, copy-in ALIGN(100*2) = 256: 2816 */
+    assert_int_equal(p.act_bytes, 1792);
+    assert_int_equal(p.comm_bytes, 2816);
+    assert_int_equal(p.touched_bytes, 4608);
+    /* the region is the optimizer phase's 10240; gradients at 12288 + 10240 - 4096 = 18432,
+     * after the communication buffers' end 12288 + 1792 + 2816 = 16896 */
+    assert_int_equal(p.phase_bytes, 10240);
+    assert_int_equal(p.act_off, 12288);
+    assert_int_equal(p.comm_off, 14080);
+    assert_int_equal(p.g_off, 18432);
+    /* nothing beyond the estimate: 4096 + 8192 + 10240 */
+    assert_true(p.plan_bytes == 22528);
+    assert_true(p.total_bytes == 22528);
+    assert_true(p.extra_bytes == 0);
+    /* fused AdamW: no temporaries; the optimizer phase 4000 falls below the training peak's
+     * 3000 + the regions' needs: the region holds the touched 4608 and the gradients 4096
+     * together only where the estimate leaves room, so it is the touched 4608 (ALIGN 4608)
+     * with the gradients over its last 4096 */
+    W.est.memory.optimizer_temp_bytes = 0;
+    W.est.memory.optimizer_step_bytes = 17000;
+    W.est.memory.total_bytes = 17000;
+    bk_pools_size(&W, &sh, &p);
+    assert_true(p.phase_opt_bytes == 4000);
+    assert_true(p.phase_plan_bytes == 4000);
+    assert_int_equal(p.phase_bytes, 4608);
+    assert_int_equal(p.g_off, 12288 + 4608 - 4096);
+    assert_true(p.total_bytes == 12288 + 4608);
 }
 
 /* Operand sizes of GEMM items (bf16, batched). */
@@ -241,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_ddp),
         cmocka_unit_test(test_fsdp2_pipeline),
         cmocka_unit_test(test_moe_ring),
+        cmocka_unit_test(test_optimizer_phase),
         cmocka_unit_test(test_gemm_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
