@@ -35,6 +35,8 @@ static void usage(void)
            "                       (no fp32 logits; Megatron-Bridge's performance recipes)\n"
            "  --cuda-graph-full-iteration  Megatron captures forward+backward in one CUDA graph:\n"
            "                       no host time for its MoE layers (pricing only, not emitted)\n"
+           "  --cuda-graph-attn    Megatron replays each attention block from a TE CUDA graph\n"
+           "                       (scope attn): no host time for it (pricing only)\n"
            "  --optimizer-cpu-offload [--optimizer-offload-fraction F] --activation-offload\n"
            "                       Megatron CPU offload (distopt; activations: pp 1, no recompute)\n"
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"

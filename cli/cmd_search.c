@@ -125,6 +125,7 @@ static const char *layout_flag_given(const cli_options *o)
         {l->te_cross_entropy != d.te_cross_entropy, "--te-cross-entropy"},
         {l->cuda_graph_full_iteration != d.cuda_graph_full_iteration,
          "--cuda-graph-full-iteration"},
+        {l->cuda_graph_attn != d.cuda_graph_attn, "--cuda-graph-attn"},
         {l->reshard_after_forward != d.reshard_after_forward, "--no-reshard-after-forward"},
         {l->shard_size != d.shard_size, "--shard-size"},
         {l->offload != d.offload, "--offload"},

@@ -724,6 +724,10 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         FAIL(CM_ERULE, "cuda-graph-full-iteration-megatron-only",
              "--cuda-graph-full-iteration is Megatron's full-iteration CUDA graph "
              "(cuda_graph_impl full_iteration): use --framework megatron, or leave it out");
+    if (l->cuda_graph_attn && l->framework != FRAMEWORK_MEGATRON)
+        FAIL(CM_ERULE, "cuda-graph-attn-megatron-only",
+             "--cuda-graph-attn is Megatron's per-layer CUDA graph of the attention block "
+             "(cuda_graph_scope attn): use --framework megatron, or leave it out");
     if (l->te_cross_entropy && l->framework != FRAMEWORK_MEGATRON)
         FAIL(CM_ERULE, "te-cross-entropy-megatron-only",
              "--te-cross-entropy is Megatron's fused cross entropy (Transformer Engine's kernel): "

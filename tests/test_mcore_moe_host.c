@@ -116,6 +116,15 @@ static void test_layout(void **state)
     mcore_moe_host_times h = mcore_moe_host_of(&s, 8, 16);
     near(h.fwd_s, 3.7808e-3);
     near(h.bwd_s, 3.0216e-3);
+    /* the attention block beside it (bench/mcore_layer_host_constants.py): 0.777 / 0.371 ms,
+     * and Qwen3's q/k norms 0.230 / 0.456 ms: 4.7878 / 3.8486 ms (moe7, on purpose) */
+    near(s.host_mcore_attn_fwd_s, 7.77e-4);
+    near(s.host_mcore_qk_norm_bwd_s, 4.56e-4);
+    mcore_moe_host_times moe_only = h;
+    mcore_moe_host_add_attention(&s, &m, &h);
+    near(h.fwd_s, 4.7878e-3);
+    near(h.bwd_s, 3.8486e-3);
+    near(h.post_sync_s, moe_only.post_sync_s); /* issued after the MoE block's post-sync part */
     /* the GPU's own sums: the recipe priced without its floors */
     recipe bare = r;
     bare.host_fwd_s = bare.host_bwd_s = 0;
@@ -139,6 +148,16 @@ static void test_layout(void **state)
     recipe_price(&bare, &g);
     assert_true(r.host_bwd_s >= h.bwd_s + h.fwd_s - g.bwd_comm_s - 1e-15);
     l.recompute = RECOMPUTE_NONE;
+    /* the attention block replayed from a CUDA graph (--cuda-graph-attn): the MoE block's
+     * host time alone, a smaller floor */
+    l.cuda_graph_attn = true;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    bare = r;
+    bare.host_fwd_s = bare.host_bwd_s = 0;
+    recipe_price(&bare, &g);
+    near(r.host_bwd_s, fmax(0, moe_only.bwd_s - g.bwd_comm_s));
+    assert_true(r.host_fwd_s < with.fwd_s);
+    l.cuda_graph_attn = false;
     /* the full-iteration graph replays the step: no host term */
     l.cuda_graph_full_iteration = true;
     recipe_layer(&m, &s, &t, &l, true, &r, NULL);
