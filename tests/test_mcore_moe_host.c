@@ -15,7 +15,10 @@
 
 #include <cmocka.h>
 
+#include <jansson.h>
+
 #include "layer_recipe.h"
+#include "layout_codec.h"
 #include "mcore_moe_host.h"
 
 static const char *data_dir(void)
@@ -168,12 +171,42 @@ static void test_layout(void **state)
     assert_true(r.host_fwd_s == 0 && r.host_bwd_s == 0);
 }
 
+/* --cuda-graph-attn is Megatron's: another framework is refused with the rule's name; under
+ * Megatron the knob round-trips through the layout JSON (written only when on). */
+static void test_graph_attn_knob(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (model_load("qwen3-30b-a3b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 64;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.dp = 8, l.mbs = 1;
+    l.cuda_graph_attn = true;
+    assert_int_equal(layout_check(&m, &s, &t, &l, 8, err, sizeof err), CM_ERULE);
+    if (!strstr(err, "--cuda-graph-attn is Megatron")) fail_msg("%s", err);
+    layout mg = layout_default(FRAMEWORK_MEGATRON);
+    json_t *j = layout_json_set(json_object(), &mg, NULL);
+    assert_null(json_object_get(j, "cuda_graph_attn"));
+    json_decref(j);
+    mg.cuda_graph_attn = true;
+    j = layout_json_set(json_object(), &mg, NULL);
+    assert_true(json_is_true(json_object_get(j, "cuda_graph_attn")) ||
+                json_integer_value(json_object_get(j, "cuda_graph_attn")) == 1);
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_floors),
         cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_graph_attn_knob),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
