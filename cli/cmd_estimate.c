@@ -37,6 +37,8 @@ static void usage(void)
            "                       no host time for its MoE layers (pricing only, not emitted)\n"
            "  --cuda-graph-attn    Megatron replays each attention block from a TE CUDA graph\n"
            "                       (scope attn): no host time for it (pricing only)\n"
+           "  --moe-dispatcher-sms N  SMs DeepEP/HybridEP hold (Megatron defaults 20 / 16;\n"
+           "                       Bridge's perf recipes run HybridEP on 32; pricing only)\n"
            "  --optimizer-cpu-offload [--optimizer-offload-fraction F] --activation-offload\n"
            "                       Megatron CPU offload (distopt; activations: pp 1, no recompute)\n"
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"

@@ -73,6 +73,7 @@ typedef enum {
     LAYOUT_F_CP_ROTATE_ALLTOALL, /* torchtitan CP's K/V rotation by all-to-all: written only when on */
     LAYOUT_F_CUDA_GRAPH_ATTN, /* Megatron's per-layer CUDA graph of the attention block: written
                                  only when on */
+    LAYOUT_F_MOE_DISPATCHER_SMS, /* the flex dispatcher's SMs: written only when set */
     LAYOUT_NFIELDS
 } layout_field_id;
 

@@ -189,6 +189,15 @@ static void test_graph_attn_knob(void **state)
     l.cuda_graph_attn = true;
     assert_int_equal(layout_check(&m, &s, &t, &l, 8, err, sizeof err), CM_ERULE);
     if (!strstr(err, "--cuda-graph-attn is Megatron")) fail_msg("%s", err);
+    /* --moe-dispatcher-sms needs Megatron's flex dispatcher */
+    layout ms = layout_default(FRAMEWORK_MEGATRON);
+    ms.dp = 8, ms.ep = 8, ms.mbs = 1;
+    ms.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+    ms.moe_dispatcher_sms = 32;
+    assert_int_equal(layout_check(&m, &s, &t, &ms, 8, err, sizeof err), CM_ERULE);
+    if (!strstr(err, "--moe-dispatcher-sms N is")) fail_msg("%s", err);
+    ms.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+    assert_int_equal(layout_check(&m, &s, &t, &ms, 8, err, sizeof err), CM_OK);
     layout mg = layout_default(FRAMEWORK_MEGATRON);
     json_t *j = layout_json_set(json_object(), &mg, NULL);
     assert_null(json_object_get(j, "cuda_graph_attn"));
