@@ -66,7 +66,8 @@ enum {
     OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_EXPANDABLE_SEGMENTS, OPT_PP_KEEP_OUTPUTS, OPT_PP_FIRST,
     OPT_PP_LAST,
     OPT_RECOMPUTE_MODULES, OPT_BF16_OPT_STATES, OPT_TE_CROSS_ENTROPY, OPT_CUDA_GRAPH_FULL,
-    OPT_RANK_ORDER, OPT_CP_ROTATE, OPT_COMPILE_COMPONENTS,
+    OPT_CUDA_GRAPH_ATTN, OPT_MOE_DISPATCHER_SMS, OPT_RANK_ORDER, OPT_CP_ROTATE,
+    OPT_COMPILE_COMPONENTS,
 };
 
 static const struct option long_opts[] = {
@@ -101,6 +102,8 @@ static const struct option long_opts[] = {
     {"bf16-optimizer-states", no_argument, NULL, OPT_BF16_OPT_STATES},
     {"te-cross-entropy", no_argument, NULL, OPT_TE_CROSS_ENTROPY},
     {"cuda-graph-full-iteration", no_argument, NULL, OPT_CUDA_GRAPH_FULL},
+    {"cuda-graph-attn", no_argument, NULL, OPT_CUDA_GRAPH_ATTN},
+    {"moe-dispatcher-sms", required_argument, NULL, OPT_MOE_DISPATCHER_SMS},
     {"no-reshard-after-forward", no_argument, NULL, OPT_NO_RESHARD},
     {"shard-size", required_argument, NULL, OPT_SHARD_SIZE},
     {"offload", no_argument, NULL, OPT_OFFLOAD},
@@ -353,6 +356,10 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_BF16_OPT_STATES: l->optimizer_bf16_states = true; break;
         case OPT_TE_CROSS_ENTROPY: l->te_cross_entropy = true; break;
         case OPT_CUDA_GRAPH_FULL: l->cuda_graph_full_iteration = true; break;
+        case OPT_CUDA_GRAPH_ATTN: l->cuda_graph_attn = true; break;
+        case OPT_MOE_DISPATCHER_SMS:
+            rc = parse_int("moe-dispatcher-sms", optarg, 1, 256, &l->moe_dispatcher_sms);
+            break;
         case OPT_RECOMPUTE_MODULES: {
             char bad[80], msg[320];
             if (!recompute_modules_parse(optarg, &l->recompute_modules, bad, sizeof bad)) {

@@ -125,6 +125,8 @@ static const char *layout_flag_given(const cli_options *o)
         {l->te_cross_entropy != d.te_cross_entropy, "--te-cross-entropy"},
         {l->cuda_graph_full_iteration != d.cuda_graph_full_iteration,
          "--cuda-graph-full-iteration"},
+        {l->cuda_graph_attn != d.cuda_graph_attn, "--cuda-graph-attn"},
+        {l->moe_dispatcher_sms != d.moe_dispatcher_sms, "--moe-dispatcher-sms"},
         {l->reshard_after_forward != d.reshard_after_forward, "--no-reshard-after-forward"},
         {l->shard_size != d.shard_size, "--shard-size"},
         {l->offload != d.offload, "--offload"},

@@ -479,7 +479,7 @@ void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layou
     r->host_fwd_s = r->host_bwd_s = 0;
     r->host_serial_fwd_s = r->host_serial_bwd_s = 0;
     if (layer && moe && mcore_moe_host_applies(sys, l)) { /* Megatron's MoE layer */
-        mcore_moe_host_pace(sys, l, r);
+        mcore_moe_host_pace(sys, m, l, r);
         return;
     }
     pace_out p;

@@ -754,7 +754,7 @@ void rb_pace_priced(const system_spec *sys, const model_spec *m, const layout *l
                     bool moe, recipe_time *price)
 {
     if (moe && mcore_moe_host_applies(sys, l)) { /* host_dispatch_pace's branch for it */
-        mcore_moe_host_pace_priced(sys, l, r, price);
+        mcore_moe_host_pace_priced(sys, m, l, r, price);
     } else {
         host_dispatch_pace(sys, m, l, r, true, moe);
         recipe_price(r, price);

@@ -734,6 +734,17 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         FAIL(CM_ERULE, "cuda-graph-full-iteration-megatron-only",
              "--cuda-graph-full-iteration is Megatron's full-iteration CUDA graph "
              "(cuda_graph_impl full_iteration): use --framework megatron, or leave it out");
+    if (l->moe_dispatcher_sms != 0 &&
+        (l->framework != FRAMEWORK_MEGATRON || l->ep <= 1 ||
+         (l->moe_dispatcher != MOE_DISPATCH_DEEPEP && l->moe_dispatcher != MOE_DISPATCH_HYBRIDEP) ||
+         l->moe_dispatcher_sms < 1 || l->moe_dispatcher_sms > 256))
+        FAIL(CM_ERULE, "dispatcher-sms-need-flex",
+             "--moe-dispatcher-sms N is the SMs of Megatron's flex dispatcher (1-256): it needs "
+             "--framework megatron, --ep above 1 and --moe-dispatcher deepep or hybridep");
+    if (l->cuda_graph_attn && l->framework != FRAMEWORK_MEGATRON)
+        FAIL(CM_ERULE, "cuda-graph-attn-megatron-only",
+             "--cuda-graph-attn is Megatron's per-layer CUDA graph of the attention block "
+             "(cuda_graph_scope attn): use --framework megatron, or leave it out");
     if (l->te_cross_entropy && l->framework != FRAMEWORK_MEGATRON)
         FAIL(CM_ERULE, "te-cross-entropy-megatron-only",
              "--te-cross-entropy is Megatron's fused cross entropy (Transformer Engine's kernel): "

@@ -163,6 +163,19 @@ typedef struct {
      * layer's host time and its device-to-host sync (mcore_moe_host.h) are not priced. A
      * pricing knob: the emitters refuse it (the recipe's other settings come with it). */
     bool cuda_graph_full_iteration;
+    /* Megatron replays each layer's attention block from a Transformer Engine CUDA graph
+     * (cuda_graph_impl "transformer_engine" with "attn" in cuda_graph_scope; the Megatron-Bridge
+     * perf recipes' scope attn/moe_router/moe_preprocess, e.g. v0.4.2 scripts/performance/
+     * configs/qwen/qwen3_workload_base_configs.py): the host launches a graph instead of the
+     * block's ops, so the attention block's host time (mcore_moe_host.h) is not priced; the
+     * router and preprocess scopes are not a knob. A pricing knob: the emitters refuse it. */
+    bool cuda_graph_attn;
+    /* SMs the flex dispatcher's kernels hold (Megatron --moe-deepep-num-sms /
+     * --moe-hybridep-num-sms; 0: Megatron's defaults, moe_dispatch.c). Megatron-Bridge's perf
+     * recipes run HybridEP with 32 (v0.4.2 and v0.5.0 scripts/performance/utils/overrides.py
+     * _set_common_perf_overrides): compute beside an overlapped exchange has that many fewer.
+     * A pricing knob: the emitters refuse it. */
+    int moe_dispatcher_sms;
     layout_rank_order rank_order; /* which of dp and pp is outermost (Megatron only) */
     /* torchtitan's context parallelism: how PyTorch's ring rotates K/V (torch.distributed.
      * tensor.experimental._attention set_rotate_method). false: "allgather", torch's default

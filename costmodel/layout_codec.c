@@ -140,6 +140,12 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
     /* compile.components without "loss" (layout.h); emit_torchtitan.c writes it */
     L(LAYOUT_F_LOSS_EAGER, "loss_eager", LAYOUT_KIND_BOOL, loss_eager, NULL, NULL, false, 0, NULL,
       NULL),
+    /* a pricing knob (layout.h): no emitter writes it */
+    L(LAYOUT_F_CUDA_GRAPH_ATTN, "cuda_graph_attn", LAYOUT_KIND_BOOL, cuda_graph_attn, NULL, NULL,
+      false, 0, NULL, NULL),
+    /* a pricing knob (layout.h): no emitter writes it */
+    L(LAYOUT_F_MOE_DISPATCHER_SMS, "moe_dispatcher_sms", LAYOUT_KIND_INT, moe_dispatcher_sms, NULL,
+      NULL, false, 0, NULL, NULL),
 };
 
 #undef L
@@ -263,7 +269,8 @@ static bool omitted_in_json(const layout_field *f, const layout *l)
         f->id == LAYOUT_F_PP_FIRST_LAYERS || f->id == LAYOUT_F_PP_LAST_LAYERS ||
         f->id == LAYOUT_F_RECOMPUTE_MODULES || f->id == LAYOUT_F_OPTIMIZER_BF16_STATES ||
         f->id == LAYOUT_F_TE_CROSS_ENTROPY || f->id == LAYOUT_F_CUDA_GRAPH_FULL_ITERATION ||
-        f->id == LAYOUT_F_CP_ROTATE_ALLTOALL || f->id == LAYOUT_F_LOSS_EAGER)
+        f->id == LAYOUT_F_CP_ROTATE_ALLTOALL || f->id == LAYOUT_F_LOSS_EAGER ||
+        f->id == LAYOUT_F_CUDA_GRAPH_ATTN || f->id == LAYOUT_F_MOE_DISPATCHER_SMS)
         return layout_field_value(f, l, NULL) == 0;
     return false;
 }

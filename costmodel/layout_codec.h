@@ -72,6 +72,9 @@ typedef enum {
     LAYOUT_F_RANK_ORDER, /* Megatron's rank order (issue 21): written only when not the default */
     LAYOUT_F_CP_ROTATE_ALLTOALL, /* torchtitan CP's K/V rotation by all-to-all: written only when on */
     LAYOUT_F_LOSS_EAGER, /* torch.compile without the loss: written only when on */
+    LAYOUT_F_CUDA_GRAPH_ATTN, /* Megatron's per-layer CUDA graph of the attention block: written
+                                 only when on */
+    LAYOUT_F_MOE_DISPATCHER_SMS, /* the flex dispatcher's SMs: written only when set */
     LAYOUT_NFIELDS
 } layout_field_id;
 

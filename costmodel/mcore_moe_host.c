@@ -23,9 +23,17 @@
  * Constants: system host.mcore_moe_* and host.te_gemm_s (data/systems/h100.json "sources").
  * Megatron-Core's unfused eager ops where a model defeats its fusions (YaRN RoPE, the experts'
  * output bias: mcore_unfused.h) add their host time at host.eager_op_*_s (unfused_host below).
- * Not priced here: Transformer Engine's per-expert Python in FP8 (quantize_weight per expert
- * on the first micro-batch), Megatron's per-parameter gradient hooks, and the host time of the
- * attention block (TE's fused modules). CUDA graphs: a full-iteration graph
+ * The attention block (moe7, 2026-11-28): between two of the dispatcher's syncs the host also
+ * issues the next layer's attention block (TransformerLayer._forward_attention at 2a75ac1
+ * transformer_layer.py 569: input norm, QKV, core attention, projection, bias-dropout-add,
+ * the MLP's norm; the residual adds), and the backward's autograd nodes for it: measured as a
+ * whole TransformerLayer minus its MoELayer on one H100 (bench/mcore_layer_host.py, local spec
+ * with one SDPA call as the fused core attention; host.mcore_attn_*, and q/k norms' extra
+ * host.mcore_qk_norm_*). TE's modules run more Python per module than the local spec's (TE
+ * #2053: te.Linear 90-100 us per forward against torch Linear's 33-37 us on GH200), so this
+ * is on the low side for TE. Not priced here: Transformer Engine's per-expert Python in FP8
+ * (quantize_weight per expert on the first micro-batch), Megatron's per-parameter gradient
+ * hooks. CUDA graphs: a full-iteration graph
  * (layout.h cuda_graph_full_iteration) replays the whole step, no host term; the per-layer TE
  * graphs of the router and preprocess (cuda_graph_modules moe_router, moe_preprocess) are not
  * a layout knob, so such runs pay the whole forward's host time (an over-estimate of their
@@ -104,8 +112,10 @@ static double gpu_post_sync_s(const recipe *r, bool *recompute)
 /* The eager ops Megatron-Core runs unfused (mcore_unfused.h): one host op per forward kernel,
  * one backward node per forward op on a tensor that needs a gradient (RoPE's frequency table
  * has none), each at the system's measured bare-op host time; the RoPE ops come before the
- * dispatcher's sync, the experts' bias after it. */
-static void unfused_host(const system_spec *sys, const recipe *r, mcore_moe_host_times *h)
+ * dispatcher's sync, the experts' bias after it; under --cuda-graph-attn the RoPE ops replay
+ * inside the attention block's graph (SelfAttention.forward applies the rotary embedding). */
+static void unfused_host(const system_spec *sys, const layout *l, const recipe *r,
+                         mcore_moe_host_times *h)
 {
     double pre = 0, post = 0, nodes = 0;
     for (int i = 0; i < r->n_ops; i++) {
@@ -113,6 +123,7 @@ static void unfused_host(const system_spec *sys, const recipe *r, mcore_moe_host
         if (o->kind != RECIPE_ELEMENTWISE || o->phase != RECIPE_FWD) continue;
         bool rope = !strncmp(o->name, "rope.yarn.", 10), bias = !strncmp(o->name, "moe_bias.", 9);
         if (!rope && !bias) continue;
+        if (rope && l->cuda_graph_attn) continue; /* replayed in the attention block's graph */
         if (rope) pre += o->launches;
         else post += o->launches;
         if (!strstr(o->name, ".table")) nodes += o->launches;
@@ -122,11 +133,25 @@ static void unfused_host(const system_spec *sys, const recipe *r, mcore_moe_host
     h->bwd_s += nodes * sys->host_eager_op_bwd_s;
 }
 
+void mcore_moe_host_add_attention(const system_spec *sys, const model_spec *m,
+                                  mcore_moe_host_times *h)
+{
+    double fwd = sys->host_mcore_attn_fwd_s, bwd = sys->host_mcore_attn_bwd_s;
+    if (m->qk_norm) {
+        fwd += sys->host_mcore_qk_norm_fwd_s;
+        bwd += sys->host_mcore_qk_norm_bwd_s;
+    }
+    h->fwd_s += fwd;
+    h->bwd_s += bwd;
+}
+
 /* r's floors from t, its price without them */
-static void set_floors(const system_spec *sys, const layout *l, recipe *r, const recipe_time *t)
+static void set_floors(const system_spec *sys, const model_spec *m, const layout *l, recipe *r,
+                       const recipe_time *t)
 {
     mcore_moe_host_times h = mcore_moe_host_of(sys, l->ep, r->local_experts);
-    unfused_host(sys, r, &h);
+    unfused_host(sys, l, r, &h);
+    if (!l->cuda_graph_attn) mcore_moe_host_add_attention(sys, m, &h);
     mcore_moe_gpu g = {t->fwd_s, t->fwd_comm_s, t->bwd_s + t->recompute_s, t->bwd_comm_s, 0,
                        false};
     g.post_sync_s = gpu_post_sync_s(r, &g.recompute);
@@ -136,17 +161,17 @@ static void set_floors(const system_spec *sys, const layout *l, recipe *r, const
     r->host_bwd_s = bf;
 }
 
-void mcore_moe_host_pace(const system_spec *sys, const layout *l, recipe *r)
+void mcore_moe_host_pace(const system_spec *sys, const model_spec *m, const layout *l, recipe *r)
 {
     r->host_fwd_s = r->host_bwd_s = 0;
     if (!mcore_moe_host_applies(sys, l) || r->local_experts <= 0) return;
     recipe_time t;
     recipe_price(r, &t); /* the GPU's own time (no host floor yet) */
-    set_floors(sys, l, r, &t);
+    set_floors(sys, m, l, r, &t);
 }
 
-void mcore_moe_host_pace_priced(const system_spec *sys, const layout *l, recipe *r,
-                                recipe_time *price)
+void mcore_moe_host_pace_priced(const system_spec *sys, const model_spec *m, const layout *l,
+                                recipe *r, recipe_time *price)
 {
     r->host_fwd_s = r->host_bwd_s = 0;
     recipe_price(r, price); /* the GPU's own time (no host floor yet) */
@@ -154,6 +179,6 @@ void mcore_moe_host_pace_priced(const system_spec *sys, const layout *l, recipe 
     /* recipe_price_floor adds the serial host time (dtensor_step_host.h) once more below */
     price->fwd_s -= r->host_serial_fwd_s;
     price->bwd_s -= r->host_serial_bwd_s;
-    set_floors(sys, l, r, price);
+    set_floors(sys, m, l, r, price);
     recipe_price_floor(r, price); /* = recipe_price(r) now: the floors are its last step */
 }

@@ -16,7 +16,8 @@
  *   backward = max(H_bwd, GPU_bwd)   (a recompute of the layer adds its forward again)
  * H_fwd, H_bwd: the layer's host issue time (router + dispatcher + permute + combine, measured
  * on Megatron-Core's own MoELayer, + 2 forward / 4 backward GEMMs per local expert at the
- * measured host time of TE's per-GEMM cuBLASLt sequence); H_post: the host time after the sync
+ * measured host time of TE's per-GEMM cuBLASLt sequence, + the attention block's host time,
+ * measured on Megatron-Core's TransformerLayer beside the MoELayer); H_post: the host time after the sync
  * (measured as what a stack of layers takes beyond a GPU delay before each one); GPU_post: the
  * MoE block's GPU time after the sync (the experts' GEMMs and elementwise, the EP exchanges).
  * Measurements and sources: bench/mcore_moe_host.py, bench/mcore_moe_sync_check.py,
@@ -30,6 +31,7 @@
 
 #include "layer_recipe.h"
 #include "layout.h"
+#include "model.h"
 #include "system.h"
 
 /* The host times of one MoE layer per micro-batch at EP size ep with local_experts experts on
@@ -66,12 +68,20 @@ typedef struct {
 void mcore_moe_host_floors(const mcore_moe_host_times *h, const mcore_moe_gpu *g,
                            double *fwd_floor_s, double *bwd_floor_s);
 
-/* Sets r->host_fwd_s and r->host_bwd_s for a Megatron MoE layer (r's ops complete); leaves
- * them at 0 where mcore_moe_host_applies() is false. Called by host_dispatch_pace(). */
-void mcore_moe_host_pace(const system_spec *sys, const layout *l, recipe *r);
+/* Adds to h the host time of the layer's attention block (m's: with q/k norms where m has
+ * them), which the host issues between two of the dispatcher's syncs beside the MoE block's
+ * (host.mcore_attn_*, host.mcore_qk_norm_*; bench/mcore_layer_host.py): to the forward and
+ * the backward, not to the part after the sync that the MoE block's GPU work covers. */
+void mcore_moe_host_add_attention(const system_spec *sys, const model_spec *m,
+                                  mcore_moe_host_times *h);
+
+/* Sets r->host_fwd_s and r->host_bwd_s for a Megatron MoE layer of model m (r's ops
+ * complete); leaves them at 0 where mcore_moe_host_applies() is false. Called by
+ * host_dispatch_pace(). */
+void mcore_moe_host_pace(const system_spec *sys, const model_spec *m, const layout *l, recipe *r);
 /* The same, and r's price with the floors set (recipe_price(r, price) after the pacing): the
  * pacing prices r without them first, so the search's layer-cost cache prices once. */
-void mcore_moe_host_pace_priced(const system_spec *sys, const layout *l, recipe *r,
-                                recipe_time *price);
+void mcore_moe_host_pace_priced(const system_spec *sys, const model_spec *m, const layout *l,
+                                recipe *r, recipe_time *price);
 
 #endif

@@ -131,9 +131,13 @@ void moe_dispatch_price(const model_spec *m, const system_spec *sys, const train
         return;
     }
     case MOE_DISPATCH_DEEPEP:
-        flex_price(m, sys, l, own, f, moe_dispatch_elem_bytes(l), DEEPEP_SMS, out);
+        flex_price(m, sys, l, own, f, moe_dispatch_elem_bytes(l),
+                   l->moe_dispatcher_sms > 0 ? l->moe_dispatcher_sms : DEEPEP_SMS, out);
         return;
-    case MOE_DISPATCH_HYBRIDEP: flex_price(m, sys, l, own, f, 2.0, HYBRIDEP_SMS, out); return;
+    case MOE_DISPATCH_HYBRIDEP:
+        flex_price(m, sys, l, own, f, 2.0,
+                   l->moe_dispatcher_sms > 0 ? l->moe_dispatcher_sms : HYBRIDEP_SMS, out);
+        return;
     case MOE_DISPATCH_ALLTOALL:
     default: {
         /* the busiest rank receives f times the mean's copies and the exchange ends with it */

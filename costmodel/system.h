@@ -167,6 +167,10 @@ typedef struct {
     double host_mcore_moe_post_sync_ep_s; /* sync, the backward (mcore_moe_host.h); 0: not */
     double host_mcore_moe_bwd_s;        /* measured, none */
     double host_mcore_moe_bwd_ep_s;
+    double host_mcore_attn_fwd_s;       /* Megatron-Core transformer layer, per micro-batch: the */
+    double host_mcore_attn_bwd_s;       /* attention block's host time beside the MoE block's */
+    double host_mcore_qk_norm_fwd_s;    /* (norms, QKV, core attention, projection, residual */
+    double host_mcore_qk_norm_bwd_s;    /* adds), and what q/k norms add (mcore_moe_host.h) */
     double host_te_gemm_s;              /* host time of one GEMM as Transformer Engine's grouped
                                            GEMM issues it per local expert (bench/te_gemm_host.cu) */
     double host_eager_op_fwd_s;         /* host time of one bare eager PyTorch op with autograd, */

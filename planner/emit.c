@@ -274,6 +274,15 @@ cm_status emit_render(emit_format f, const estimate *e, const model_spec *m,
                        "plan does not write --cuda-graph-full-iteration into a config (Megatron "
                        "needs the recipe's fixed expert capacity with it): set cuda_graph_impl "
                        "full_iteration in your recipe, or plan without it");
+    if (e->layout.moe_dispatcher_sms && f != EMIT_JSON)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "plan does not write --moe-dispatcher-sms into a config: set "
+                       "moe_deepep_num_sms / moe_hybridep_num_sms in your recipe, or plan "
+                       "without it");
+    if (e->layout.cuda_graph_attn && f != EMIT_JSON)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "plan does not write --cuda-graph-attn into a config: set cuda_graph_impl "
+                       "transformer_engine with scope attn in your recipe, or plan without it");
     switch (f) {
     case EMIT_YAML: return emit_yaml(e, m, sys, ctx, out, err, errlen);
     case EMIT_MEGATRON_ARGS: return emit_megatron_args(e, m, sys, ctx, out, err, errlen);

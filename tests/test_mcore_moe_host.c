@@ -15,7 +15,10 @@
 
 #include <cmocka.h>
 
+#include <jansson.h>
+
 #include "layer_recipe.h"
+#include "layout_codec.h"
 #include "mcore_moe_host.h"
 
 static const char *data_dir(void)
@@ -116,6 +119,15 @@ static void test_layout(void **state)
     mcore_moe_host_times h = mcore_moe_host_of(&s, 8, 16);
     near(h.fwd_s, 3.7808e-3);
     near(h.bwd_s, 3.0216e-3);
+    /* the attention block beside it (bench/mcore_layer_host_constants.py): 0.777 / 0.371 ms,
+     * and Qwen3's q/k norms 0.230 / 0.456 ms: 4.7878 / 3.8486 ms (moe7, on purpose) */
+    near(s.host_mcore_attn_fwd_s, 7.77e-4);
+    near(s.host_mcore_qk_norm_bwd_s, 4.56e-4);
+    mcore_moe_host_times moe_only = h;
+    mcore_moe_host_add_attention(&s, &m, &h);
+    near(h.fwd_s, 4.7878e-3);
+    near(h.bwd_s, 3.8486e-3);
+    near(h.post_sync_s, moe_only.post_sync_s); /* issued after the MoE block's post-sync part */
     /* the GPU's own sums: the recipe priced without its floors */
     recipe bare = r;
     bare.host_fwd_s = bare.host_bwd_s = 0;
@@ -139,6 +151,16 @@ static void test_layout(void **state)
     recipe_price(&bare, &g);
     assert_true(r.host_bwd_s >= h.bwd_s + h.fwd_s - g.bwd_comm_s - 1e-15);
     l.recompute = RECOMPUTE_NONE;
+    /* the attention block replayed from a CUDA graph (--cuda-graph-attn): the MoE block's
+     * host time alone, a smaller floor */
+    l.cuda_graph_attn = true;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    bare = r;
+    bare.host_fwd_s = bare.host_bwd_s = 0;
+    recipe_price(&bare, &g);
+    near(r.host_bwd_s, fmax(0, moe_only.bwd_s - g.bwd_comm_s));
+    assert_true(r.host_fwd_s < with.fwd_s);
+    l.cuda_graph_attn = false;
     /* the full-iteration graph replays the step: no host term */
     l.cuda_graph_full_iteration = true;
     recipe_layer(&m, &s, &t, &l, true, &r, NULL);
@@ -149,12 +171,51 @@ static void test_layout(void **state)
     assert_true(r.host_fwd_s == 0 && r.host_bwd_s == 0);
 }
 
+/* --cuda-graph-attn is Megatron's: another framework is refused with the rule's name; under
+ * Megatron the knob round-trips through the layout JSON (written only when on). */
+static void test_graph_attn_knob(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (model_load("qwen3-30b-a3b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 64;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.dp = 8, l.mbs = 1;
+    l.cuda_graph_attn = true;
+    assert_int_equal(layout_check(&m, &s, &t, &l, 8, err, sizeof err), CM_ERULE);
+    if (!strstr(err, "--cuda-graph-attn is Megatron")) fail_msg("%s", err);
+    /* --moe-dispatcher-sms needs Megatron's flex dispatcher */
+    layout ms = layout_default(FRAMEWORK_MEGATRON);
+    ms.dp = 8, ms.ep = 8, ms.mbs = 1;
+    ms.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+    ms.moe_dispatcher_sms = 32;
+    assert_int_equal(layout_check(&m, &s, &t, &ms, 8, err, sizeof err), CM_ERULE);
+    if (!strstr(err, "--moe-dispatcher-sms N is")) fail_msg("%s", err);
+    ms.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+    assert_int_equal(layout_check(&m, &s, &t, &ms, 8, err, sizeof err), CM_OK);
+    layout mg = layout_default(FRAMEWORK_MEGATRON);
+    json_t *j = layout_json_set(json_object(), &mg, NULL);
+    assert_null(json_object_get(j, "cuda_graph_attn"));
+    json_decref(j);
+    mg.cuda_graph_attn = true;
+    j = layout_json_set(json_object(), &mg, NULL);
+    assert_true(json_is_true(json_object_get(j, "cuda_graph_attn")) ||
+                json_integer_value(json_object_get(j, "cuda_graph_attn")) == 1);
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_floors),
         cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_graph_attn_knob),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -145,6 +145,16 @@ static void test_dispatchers(void **state)
     moe_dispatch_price(&m, &s, &t, &l, tokens, &h);
     assert_true(h.dispatch_s == c.dispatch_s);
     assert_int_equal(h.sms, 16);
+    /* --moe-dispatcher-sms 32 (Megatron-Bridge's perf recipes for HybridEP): the same
+     * exchange, 32 SMs held; on 132 SMs compute beside it runs 132 / 100 slower */
+    l.moe_dispatcher_sms = 32;
+    moe_dispatch_price(&m, &s, &t, &l, tokens, &h);
+    assert_true(h.dispatch_s == c.dispatch_s);
+    assert_int_equal(h.sms, 32);
+    system_spec s132 = s;
+    s132.sm_count = 132;
+    assert_true(moe_dispatch_sm_slowdown(&s132, &h) == 132.0 / 100.0);
+    l.moe_dispatcher_sms = 0;
 }
 
 /* Expert TP 2 (tp 2, SP, ep 8 on 16 GPUs; Megatron token_dispatcher.py): this rank routes its
