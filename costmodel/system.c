@@ -83,6 +83,8 @@ static const system_field fields[] = {
     F("host", "eager_dtensor_fwd_rank_s", host_dtensor_fwd_rank_s, false, 0, 1e-3),
     F("host", "eager_dtensor_bwd_rank_s", host_dtensor_bwd_rank_s, false, 0, 1e-3),
     F("host", "eager_dtensor_optim_tensor_s", host_dtensor_optim_tensor_s, false, 0, 1e-3),
+    F("host", "eager_fsdp_tp_fwd_scale", host_fsdp_tp_fwd_scale, false, 0, 10),
+    F("host", "eager_fsdp_tp_bwd_scale", host_fsdp_tp_bwd_scale, false, 0, 10),
     F("host", "chunk_cat_block_s", host_chunk_cat_block_s, false, 0, 1e-6),
     F("host", "chunk_cat_block_large_s", host_chunk_cat_block_large_s, false, 0, 1e-6),
     F("host", "chunk_cat_knee_blocks", host_chunk_cat_knee_blocks, false, 0, 1e12),

@@ -149,6 +149,9 @@ typedef struct {
     double host_dtensor_bwd_rank_s;     /* 2026-11-27); 0: not measured, the ratios above */
     double host_dtensor_optim_tensor_s; /* host time per parameter tensor of a fused AdamW
                                          * step over DTensors (dtensor_step_host.h); 0: none */
+    double host_fsdp_tp_fwd_scale;      /* a DTensor TP layer's host issue time with FSDP2 */
+    double host_fsdp_tp_bwd_scale;      /* sharding over > 1 rank / at dp 1, forward and
+                                           backward (host_dispatch.c); 0: not measured, 1 */
     double host_cp_ring_fwd_call_s;     /* PyTorch's ring attention (context_parallel): the host's */
     double host_cp_ring_fwd_step_s;     /* time to issue one layer's attention through the ring, */
     double host_cp_ring_bwd_call_s;     /* forward and backward, = call + step x cp (measured at */
