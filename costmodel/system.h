@@ -78,6 +78,9 @@ typedef struct {
     double eager_kernel_gap_s;         /* idle time between back-to-back eager kernels (optional) */
     double eager_elementwise_efficiency_alone; /* the same with nothing beside them (one GPU:
                                            no NCCL or FSDP2 copy kernels); 0: not measured */
+    double loss_parallel_efficiency;   /* the same for torch's loss_parallel kernels (whole
+                                          fp32 logit shards, elementwise.c); 0: not measured,
+                                          eager_elementwise_efficiency */
     double attention_efficiency;       /* achieved/peak of fused (flash) attention, fwd+bwd */
     attn_table attention_rates;        /* measured rates by shape ("attention_rates"; n 0: none,
                                           attention_efficiency stands), attention_rate.h */
