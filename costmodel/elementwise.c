@@ -424,8 +424,9 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
  * back to bf16 (38 bytes a logit). Seen in the profiled TP 4 step of bench/results/
  * mgpu9_2026-11-28 (Llama-3.1-8B, 49,152 tokens x 32,064 logits a rank): forward kernels exp,
  * two reduce_kernel and two broadcast elementwise_kernel<128, 2>; backward fill, exp, add,
- * broadcast mul, bfloat16_copy; 47.7 ms in all against the 33.2 ms the fused list prices:
- * 76 bytes a logit at 2.51 TB/s, the rate gpu.loss_parallel_efficiency carries (H100). */
+ * broadcast mul, bfloat16_copy; 44.8 ms in all (bench/realruns/mgpu9_derive.py loss) against
+ * the 33.2 ms the fused list prices: 76 bytes a logit at 2.67 TB/s, the rate
+ * gpu.loss_parallel_efficiency carries (H100). */
 #define LOSSP "lossp." /* the names of its kernels (elementwise_kernel_s prices them apart) */
 static void loss_parallel(pass f, pass b, double tokens, double v)
 {
