@@ -414,6 +414,36 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
     }
 }
 
+/* torchtitan's loss under TP (loss_parallel, its default with TP: the logits stay sharded on
+ * the vocabulary). torch/distributed/tensor/parallel/loss.py (pytorch 02eef6b) replaces the
+ * fused log_softmax and nll_loss kernels with their decompositions on the local [tokens, v]
+ * fp32 shard, all-reduces of a [tokens, 1] column between them: _log_softmax runs amax, x - max,
+ * exp, sum, log, shifted - logsumexp (a reduction or a broadcast elementwise kernel each, 38
+ * bytes a logit with the .float() before); _nll_loss_and_log_softmax_backward returns
+ * (zeros_like(x) with -1 scattered at the targets + exp(x)) * grad_output, then the cast
+ * back to bf16 (38 bytes a logit). Seen in the profiled TP 4 step of bench/results/
+ * mgpu9_2026-11-28 (Llama-3.1-8B, 49,152 tokens x 32,064 logits a rank): forward kernels exp,
+ * two reduce_kernel and two broadcast elementwise_kernel<128, 2>; backward fill, exp, add,
+ * broadcast mul, bfloat16_copy; 44.8 ms in all (bench/realruns/mgpu9_derive.py loss) against
+ * the 33.2 ms the fused list prices: 76 bytes a logit at 2.67 TB/s, the rate
+ * gpu.loss_parallel_efficiency carries (H100). */
+#define LOSSP "lossp." /* the names of its kernels (elementwise_kernel_s prices them apart) */
+static void loss_parallel(pass f, pass b, double tokens, double v)
+{
+    double e = tokens * v;
+    add(f, LOSSP "to_fp32", 6 * e, 1, contig(EW_UNROLLED, 4, 2, 0, e));
+    add(f, LOSSP "amax", 4 * e, 1, reduce(EW_REDUCE_ROW, 4, 4, tokens, v));
+    add(f, LOSSP "sub_max", 8 * e, 1, bcast(4, tokens, v, true));
+    add(f, LOSSP "exp", 8 * e, 1, vec(4, 4, 0, e));
+    add(f, LOSSP "sum_exp", 4 * e, 1, reduce(EW_REDUCE_ROW, 4, 4, tokens, v));
+    add(f, LOSSP "sub_lse", 8 * e, 1, bcast(4, tokens, v, true));
+    add(b, LOSSP "bwd.zeros", 4 * e, 1, vec(4, 0, 0, e));
+    add(b, LOSSP "bwd.exp", 8 * e, 1, vec(4, 4, 0, e));
+    add(b, LOSSP "bwd.add", 12 * e, 1, vec(4, 4, 4, e));
+    add(b, LOSSP "bwd.mul", 8 * e, 1, bcast(4, tokens, v, true));
+    add(b, LOSSP "bwd.to_bf16", 6 * e, 1, vec(2, 4, 0, e));
+}
+
 void elementwise_head(const model_spec *m, const layout *l, double tokens, elementwise_list *out)
 {
     list_reset(out);
@@ -464,6 +494,10 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
      * Backward: nll_loss_backward fills fp32 zeros 4 (and scatters one value per token),
      * _log_softmax_backward_data reads grad and output, writes 12, _to_copy_backward back to
      * bf16 6. */
+    if (l->framework == FRAMEWORK_TORCHTITAN && l->tp > 1) {
+        loss_parallel(f, b, tokens, v);
+        return;
+    }
     add(f, "loss.to_fp32", 6 * e, 1, contig(EW_UNROLLED, 4, 2, 0, e));
     add(f, "loss.log_softmax", 8 * e, 1, reduce(EW_SOFTMAX_FWD, 4, 4, tokens, v));
     add(b, "loss.bwd.zeros", 4 * e, 1, vec(4, 0, 0, e));
@@ -499,6 +533,9 @@ double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
                             const elementwise_kernel *k)
 {
     if (!e->eager) return compute_stream_s(sys, k->bytes);
+    if (sys->loss_parallel_efficiency > 0 && !strncmp(k->name, LOSSP, sizeof LOSSP - 1))
+        return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->loss_parallel_efficiency) +
+               sys->eager_kernel_gap_s;
     if (e->alone && sys->eager_elementwise_efficiency_alone > 0)
         return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->eager_elementwise_efficiency_alone) +
                sys->eager_kernel_gap_s;

@@ -393,6 +393,39 @@ static host_costs costs_of(const system_spec *sys, const layout *l)
     return hc;
 }
 
+/* FSDP2 sharding over more than one rank beside DTensor TP (torchtitan's dp_shard x tp): the
+ * host issues the same layer more slowly than at dp 1, where the DTensor figures of costs_of
+ * were measured. Measured on 4 x H100 hosts (bench/results/mgpu9_2026-11-28/README.md): the
+ * host's clock per decoder block (parallel_run.py --host-split, unprofiled, Llama-3.2-3B cut
+ * to 8 layers, TP 2, seq 8192, bench/results/tphost_2026-11-27 ho-tp2-l3bL8-s8k vs
+ * ho-tp2dp2-l3bL8-s8k, the same machine and call): forward 6.13 -> 9.27 ms (x1.51),
+ * backward 10.60 -> 13.70 ms (x1.29). The profiled Mistral-7B pair of mgpu9 (TP 2 at dp 1 and
+ * 2, bench/realruns/trace_ops.py) says where: the same ops with the same call counts take 1.61x
+ * the self time on Python's main thread (forward, clip, optimizer: plain ops and kernel
+ * launches as well as DTensor dispatches) and 1.05x on the autograd thread, whose backward
+ * grows by FSDP2's own sharded work (the pre-backward all-gather's copy-out over DTensor
+ * parameters, the reduce-scatter's chunk_cat). The block forward there 7.00 -> 11.74 ms and
+ * backward 17.2 -> 19.3 ms (profiled). 1 where the preset has no figure (the H200 host ran
+ * its TP 2 x DP 2 layout faster than TP 2, bench/results/mgpu_2026-11-27 full_h200x4). */
+static double fsdp_tp_scale(const system_spec *sys, const layout *l, bool bwd)
+{
+    double s = bwd ? sys->host_fsdp_tp_bwd_scale : sys->host_fsdp_tp_fwd_scale;
+    if (s <= 0 || !dtensor_tp_applies(l) || l->sharding != SHARDING_FSDP ||
+        layout_shard_group(l) <= 1)
+        return 1.0;
+    return s;
+}
+
+static host_costs scaled(host_costs hc, double k)
+{
+    hc.plain *= k;
+    hc.dt_fwd *= k;
+    hc.dt_bwd *= k;
+    hc.ring_fwd *= k;
+    hc.ring_bwd *= k;
+    return hc;
+}
+
 /* The host's pacing of r (host_dispatch_pace's figures into *p), and with rec the host time
  * it charges each op of each pass (host_dispatch_host_of). */
 typedef struct {
@@ -406,6 +439,10 @@ static void pace(const system_spec *sys, const model_spec *m, const layout *l, c
     if (!host_dispatch_applies(sys, l)) return;
     host_costs hc = costs_of(sys, l);
     hc.ep_sync = moe && l->framework == FRAMEWORK_TORCHTITAN && l->ep > 1;
+    /* the forward's issue (Python's main thread) and the backward's (the autograd thread, a
+     * recompute included) at their own rates (fsdp_tp_scale) */
+    host_costs hf = scaled(hc, fsdp_tp_scale(sys, l, false));
+    host_costs hb = scaled(hc, fsdp_tp_scale(sys, l, true));
     if (!layer) { /* the loss head: a few long kernels; the plain floor. Under loss_parallel
                    * every op of it runs on DTensors, with the head's hooks and its Linear's
                    * decomposition (dtensor_ops.c). */
@@ -418,8 +455,8 @@ static void pace(const system_spec *sys, const model_spec *m, const layout *l, c
                 lb += dtensor_linear_dispatches(&r->op[i], k, true);
             }
         if (hc.dtensor) lf += dtensor_head_dispatches(), lb += dtensor_head_dispatches();
-        p->fwd_s = lf * hc.dt_fwd;
-        p->bwd_s = lb * hc.dt_bwd + lr * hc.dt_fwd;
+        p->fwd_s = lf * hf.dt_fwd;
+        p->bwd_s = lb * hb.dt_bwd + lr * hb.dt_fwd;
         if (rec) /* the same launches, op by op */
             for (int i = 0; i < r->n_ops; i++) {
                 double of, ob, orc, k = modules_of(&r->op[i], m, hc.titan);
@@ -428,13 +465,13 @@ static void pace(const system_spec *sys, const model_spec *m, const layout *l, c
                     of += dtensor_linear_dispatches(&r->op[i], k, false);
                     ob += dtensor_linear_dispatches(&r->op[i], k, true);
                 }
-                rec->op_s[RECIPE_FWD][i] = of * hc.dt_fwd;
-                rec->op_s[RECIPE_BWD][i] = ob * hc.dt_bwd;
-                rec->op_s[RECIPE_RECOMPUTE][i] = orc * hc.dt_fwd;
+                rec->op_s[RECIPE_FWD][i] = of * hf.dt_fwd;
+                rec->op_s[RECIPE_BWD][i] = ob * hb.dt_bwd;
+                rec->op_s[RECIPE_RECOMPUTE][i] = orc * hb.dt_fwd;
             }
         if (rec && hc.dtensor) {
-            rec->pass_s[RECIPE_FWD] = dtensor_head_dispatches() * hc.dt_fwd;
-            rec->pass_s[RECIPE_BWD] = dtensor_head_dispatches() * hc.dt_bwd;
+            rec->pass_s[RECIPE_FWD] = dtensor_head_dispatches() * hf.dt_fwd;
+            rec->pass_s[RECIPE_BWD] = dtensor_head_dispatches() * hb.dt_bwd;
         }
         /* DTensor TP: the step's host work outside the layers (dtensor_step_host.h). The
          * loss's in the head's forward floor (it runs while the output layer's GEMM does); the
@@ -442,10 +479,10 @@ static void pace(const system_spec *sys, const model_spec *m, const layout *l, c
          * its last layer's backward: the GPU has caught up with a host-paced backward, and the
          * head's own GPU work is long done) as serial host time (recipe_price). */
         if (hc.dtensor && sys->host_dtensor_fwd_s > 0) {
-            p->fwd_s += dtensor_step_host_loss_s(hc.plain);
-            p->serial_fwd_s = dtensor_step_host_pre_s(hc.plain, hc.dt_fwd);
-            p->serial_bwd_s = dtensor_step_host_tail_s(sys, m, l, hc.dt_bwd);
-            if (rec) rec->pass_s[RECIPE_FWD] += dtensor_step_host_loss_s(hc.plain);
+            p->fwd_s += dtensor_step_host_loss_s(hf.plain);
+            p->serial_fwd_s = dtensor_step_host_pre_s(hf.plain, hf.dt_fwd);
+            p->serial_bwd_s = dtensor_step_host_tail_s(sys, m, l, hb.dt_bwd);
+            if (rec) rec->pass_s[RECIPE_FWD] += dtensor_step_host_loss_s(hf.plain);
         }
         if (rec) rec->serial_fwd_s = p->serial_fwd_s, rec->serial_bwd_s = p->serial_bwd_s;
         return;
@@ -457,16 +494,16 @@ static void pace(const system_spec *sys, const model_spec *m, const layout *l, c
     for (int i = 0; i < r->n_ops; i++) any_re |= r->op[i].recompute;
     op_class cl[RECIPE_MAX_OPS];
     classify(r, m, &hc, cl);
-    queue q = {0, 0, hc.plain, NULL}, qb = {0, 0, hc.plain, NULL};
+    queue q = {0, 0, hf.plain, NULL}, qb = {0, 0, hb.plain, NULL};
     double f_end[2], b_end[2];
     for (int k = 0; k < 2; k++) {
         host_dispatch_host *h = k == 1 ? rec : NULL;
         run_fsdp(&q, r, m, l, false, moe, h);
-        run_pass(&q, r, m, &hc, cl, false, false, h);
+        run_pass(&q, r, m, &hf, cl, false, false, h);
         f_end[k] = q.gpu;
         run_fsdp(&qb, r, m, l, true, moe, h);
-        if (any_re) run_pass(&qb, r, m, &hc, cl, false, true, h);
-        run_pass(&qb, r, m, &hc, cl, true, false, h);
+        if (any_re) run_pass(&qb, r, m, &hb, cl, false, true, h);
+        run_pass(&qb, r, m, &hb, cl, true, false, h);
         b_end[k] = qb.gpu;
     }
     p->fwd_s = f_end[1] - f_end[0];

@@ -78,6 +78,9 @@ typedef struct {
     double eager_kernel_gap_s;         /* idle time between back-to-back eager kernels (optional) */
     double eager_elementwise_efficiency_alone; /* the same with nothing beside them (one GPU:
                                            no NCCL or FSDP2 copy kernels); 0: not measured */
+    double loss_parallel_efficiency;   /* the same for torch's loss_parallel kernels (whole
+                                          fp32 logit shards, elementwise.c); 0: not measured,
+                                          eager_elementwise_efficiency */
     double attention_efficiency;       /* achieved/peak of fused (flash) attention, fwd+bwd */
     attn_table attention_rates;        /* measured rates by shape ("attention_rates"; n 0: none,
                                           attention_efficiency stands), attention_rate.h */
@@ -149,6 +152,9 @@ typedef struct {
     double host_dtensor_bwd_rank_s;     /* 2026-11-27); 0: not measured, the ratios above */
     double host_dtensor_optim_tensor_s; /* host time per parameter tensor of a fused AdamW
                                          * step over DTensors (dtensor_step_host.h); 0: none */
+    double host_fsdp_tp_fwd_scale;      /* a DTensor TP layer's host issue time with FSDP2 */
+    double host_fsdp_tp_bwd_scale;      /* sharding over > 1 rank / at dp 1, forward and
+                                           backward (host_dispatch.c); 0: not measured, 1 */
     double host_cp_ring_fwd_call_s;     /* PyTorch's ring attention (context_parallel): the host's */
     double host_cp_ring_fwd_step_s;     /* time to issue one layer's attention through the ring, */
     double host_cp_ring_bwd_call_s;     /* forward and backward, = call + step x cp (measured at */

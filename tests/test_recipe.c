@@ -412,6 +412,43 @@ static void test_dtensor_host_per_rank(void **state)
         fail_msg("TP 4 - TP 2 backward: %.6g s, by hand 2.14 - 0.60 = 1.54 ms", r.host_bwd_s - b2);
 }
 
+/* Issues 14 / 19: FSDP2 sharding over 2 ranks beside DTensor TP 2 issues a layer more slowly on
+ * the H100 hosts (host.eager_fsdp_tp_fwd_scale 1.51, _bwd_scale 1.29, measured by
+ * bench/results/mgpu9_2026-11-28). By hand, Llama-3.1-8B at seq 64 (host-bound): the forward
+ * at dp 1 is 45 x 120.6 us + 25 x 40.5 us = 6.4395 ms; at dp 2 every launch and dispatch of it
+ * costs 1.51x: 9.7236 ms. The backward's launches and dispatches grow by 1.29x; chunk_cat's
+ * host time before the reduce-scatter (its own measured rate) does not. dp 1 and the H200
+ * preset (no figure) keep the unscaled pace. */
+static void test_fsdp_tp_host_scale(void **state)
+{
+    (void)state;
+    load("8b", "h100");
+    near(S.host_fsdp_tp_fwd_scale, 1.51, "forward scale");
+    near(S.host_fsdp_tp_bwd_scale, 1.29, "backward scale");
+    training_spec t = training_default();
+    t.seq_len = 64;
+    t.global_batch = 2;
+    static recipe r;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.sharding = SHARDING_FSDP;
+    l.tp = 2, l.sp = true, l.mbs = 1, l.dp = 1;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    if (fabs(r.host_fwd_s - 6.4395e-3) > 0.05e-3) fail_msg("dp 1 forward %.6g s", r.host_fwd_s);
+    l.dp = 2;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    double f = r.host_fwd_s, b = r.host_bwd_s, rs = r.host_rs_copy_in_s;
+    if (fabs(f - 1.51 * 6.4395e-3) > 0.05e-3) fail_msg("dp 2 forward %.6g s, by hand 9.72 ms", f);
+    system_spec no = S;
+    no.host_fsdp_tp_fwd_scale = no.host_fsdp_tp_bwd_scale = 0;
+    recipe_layer(&M, &no, &t, &l, false, &r, NULL);
+    if (fabs(r.host_fwd_s - 6.4395e-3) > 0.05e-3) fail_msg("unscaled dp 2 forward %.6g", r.host_fwd_s);
+    near(r.host_rs_copy_in_s, rs, "chunk_cat host unchanged");
+    if (fabs((b - rs) - 1.29 * (r.host_bwd_s - rs)) > 0.05e-3)
+        fail_msg("dp 2 backward %.6g s vs 1.29 x %.6g s", b, r.host_bwd_s);
+    load("8b", "h200");
+    near(S.host_fsdp_tp_fwd_scale, 0, "h200: not measured");
+}
+
 /* Issue 20 / 24: torchtitan's expert parallelism copies the all-to-all's split sizes to the
  * host after the router (host_dispatch.c q_sync). In a forward the host paces (seq 64), the
  * host then waits for the router GEMM it has just issued: the layer's forward grows by exactly
@@ -680,6 +717,7 @@ int main(void)
         cmocka_unit_test(test_dtensor_host_cost),
         cmocka_unit_test(test_dtensor_step_host),
         cmocka_unit_test(test_dtensor_host_per_rank),
+        cmocka_unit_test(test_fsdp_tp_host_scale),
         cmocka_unit_test(test_ep_split_sync),
         cmocka_unit_test(test_cp_ring_host),
         cmocka_unit_test(test_moe),

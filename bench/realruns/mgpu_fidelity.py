@@ -129,6 +129,8 @@ def layout(rec):
         # without "loss"; plan's default is torchtitan's, the loss compiled too)
         if not rec.get("compile_loss"):
             a += ["--compile-components", "model"]
+    if rec.get("async_tp"):  # parallel_run.py --async-tp (torchtitan's micro-pipeline TP)
+        a += ["--async-tp"]
     # parallel_run.py's pipeline steps kept the last stage's outputs (torch's default
     # return_outputs=True) until it recorded pp_keep_outputs: false, as torchtitan's trainer runs
     if par == "pp" and rec.get("pp_keep_outputs", True):

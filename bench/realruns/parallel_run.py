@@ -100,6 +100,10 @@ p.add_argument("--ckpt", action="store_true",
 p.add_argument("--compile", action="store_true",
                help="torch.compile(block, fullgraph=True) per decoder block after TP / checkpointing and "
                     "before FSDP2 (torchtitan's apply_compile order); tp, cp and pp layouts")
+p.add_argument("--async-tp", action="store_true",
+               help="tp layout with --compile: torchtitan's async TP (torchtitan/distributed/"
+                    "tensor_parallel.py maybe_enable_async_tp: torch._inductor.config._micro_pipeline_tp "
+                    "= True, and enable_symm_mem_for_group on the TP group where this torch has it)")
 p.add_argument("--replicate", type=int, default=1,
                help="tp layout: HSDP, the data-parallel ranks split into REPLICATE replica groups, FSDP2 "
                     "on the 2D (replicate, shard) mesh (torchtitan's data_parallel_replicate_degree); "
@@ -133,6 +137,8 @@ if args.layout == "cp" and args.cp != WS:
     sys.exit("parallel_run: --layout cp runs cp = world size")
 if args.replicate > 1 and (args.layout != "tp" or DP % args.replicate):
     sys.exit("parallel_run: --replicate R is for --layout tp with R dividing dp = %d" % DP)
+if args.async_tp and not (args.compile and args.layout == "tp" and args.tp > 1):
+    sys.exit("parallel_run: --async-tp needs --layout tp, --tp > 1 and --compile (torchtitan's rule)")
 if args.compile and args.layout == "ep":
     sys.exit("parallel_run: --compile is for tp, cp and pp (the MoE dispatch syncs with the host)")
 if args.layout == "pp":
@@ -157,7 +163,7 @@ rec = {
     "dp": DP if args.layout != "ep" else WS, "tp": args.tp, "pp": args.pp, "vpp": args.vpp,
     "cp": args.cp, "ep": args.ep, "schedule": schedule, "microbatches": args.microbatches,
     "seq": args.seq, "mbs": args.mbs, "gbs": args.mbs * args.microbatches * (DP if args.layout != "ep" else WS),
-    "grad_ckpt": bool(args.ckpt), "compile": bool(args.compile),
+    "grad_ckpt": bool(args.ckpt), "compile": bool(args.compile), "async_tp": bool(args.async_tp),
     "dp_replicate": args.replicate, "dp_shard": (DP // args.replicate) if args.layout == "tp" else None, "optimizer": "AdamW", "optimizer_impl": "fused",
     "grad_clip": args.clip or None, "experts_impl": args.experts if args.layout == "ep" else None,
     "route": args.route if args.layout == "ep" else None,
@@ -608,6 +614,16 @@ def main():
                 model = Transformer(a, args.seq)
             if args.tp > 1:
                 tp_plan(model, mesh["tp"], not args.no_loss_parallel)
+            if args.async_tp:
+                import torch._inductor.config as ind_cfg
+                ind_cfg._micro_pipeline_tp = True
+                rec["async_tp_setup"] = "torch._inductor.config._micro_pipeline_tp = True"
+                try:
+                    from torch.distributed._symmetric_memory import enable_symm_mem_for_group
+                    enable_symm_mem_for_group(mesh["tp"].get_group().group_name)
+                    rec["async_tp_setup"] += "; enable_symm_mem_for_group(tp group)"
+                except Exception as e:  # newer torch: symmetric memory needs no enabling
+                    rec["async_tp_setup"] += "; enable_symm_mem_for_group: %s" % type(e).__name__
             if a.tied and args.tp > 1:
                 # parallelize_module registers a new DTensor parameter on each module, so the
                 # embedding and the output layer would train two weights; torchtitan points the
@@ -619,7 +635,7 @@ def main():
             wrap_blocks(model)
             shard_blocks(model, mesh["rep", "dp"] if R > 1 else mesh["dp"])
             init_weights(model, dev)
-            if args.host_split or args.profile:
+            if args.host_split or (args.profile and not args.compile):  # hooks stay off compiled blocks
                 add_host_split_hooks(model)
                 model_layers_count.extend(range(len(model.layers)))
             groups = [list(model.parameters())]
@@ -837,7 +853,11 @@ def main():
         del STAMPS[:]
         if args.profile:
             phase = "profiled step"
-            profile_step(step, dev)
+            try:
+                profile_step(step, dev)
+            except Exception as e:  # the timed steps stay valid without the trace
+                rec["profile_error"] = "%s: %s" % (type(e).__name__, str(e)[:400])
+                torch.cuda.synchronize()
         phase = "done"
         tt = torch.tensor(times, device=dev, dtype=torch.float64)
         dist.all_reduce(tt, op=dist.ReduceOp.MAX)
