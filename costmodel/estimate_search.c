@@ -640,6 +640,14 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
             bool v_shape = sch == PP_SCHEDULE_ZBV || sch == PP_SCHEDULE_DUALPIPEV;
             double bubble = l->pp > 1 && !v_shape ? (double)(l->pp - 1) / l->vpp : 0;
             double f = outs[i].microbatches + bubble;
+            /* torchtitan's pipelines that keep their FSDP units gathered charge the worst
+             * stage's exposed FSDP time once a step, not once a micro-batch
+             * (estimate_time_assemble's fsdp_rounds): their step is at least m x (that
+             * stage's time less its FSDP time) + its FSDP time + the bubble >= its time + the
+             * bubble >= the first stage's time + the bubble, and the worst stage is not known
+             * from the first alone, so one micro-batch is all the bound can count */
+            if (l->framework == FRAMEWORK_TORCHTITAN && l->pp > 1 && !l->reshard_after_forward)
+                f = 1 + bubble;
             /* Megatron-FSDP: its DDP form's bound first (fsdp_layers_lower_bound, <= the lb
              * below): where it exceeds the threshold the FSDP layer is not priced; the
              * decision is the same, as the one below is then over it too */
