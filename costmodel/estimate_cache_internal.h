@@ -99,12 +99,16 @@ struct estimate_cache {
     size_t n_stored;
     cache_entry e[KINDS][CACHE_ENTRIES];
     int next[KINDS];              /* round-robin eviction */
-    /* the last layout's layer costs (layer_costs), its fields that cache_key clears and
-     * the list's neighbours vary (the uneven split that follows each layout, the memory
-     * knobs' tries) cleared: a layout equal to it byte for byte has its key, so its costs */
-    bool have_last[2];            /* [tp_comm_overlap]: a layout's overlap variants alternate */
-    layout last[2];
-    layer_kinds last_kinds[2];
+    /* the last layer costs (layer_costs) of each [tp_comm_overlap][recompute][Megatron-FSDP],
+     * keyed by the layout with the fields that cache_key clears and the list's neighbours vary
+     * (the sharding loop's DDP and distributed optimizer and their DP overlap knobs, the
+     * uneven split that follows each layout, the memory knobs' tries) cleared: a layout equal
+     * to one byte for byte has its key, so its costs. A layout's overlap variants alternate
+     * the first index; the recompute loop, innermost, the second; a Megatron-FSDP layout's
+     * bound reads its DDP form's costs (fsdp_layers_lower_bound) between its own. */
+    bool have_last[2][3][2];
+    layout last[2][3][2];
+    layer_kinds last_kinds[2][3][2];
     long builds, hits;
 };
 

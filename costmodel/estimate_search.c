@@ -312,10 +312,13 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
     probe.recompute_layers = 0;
     probe.optimizer_offload_pct = 0;
     probe.pp_first_layers = probe.pp_last_layers = 0;
+    if (probe.sharding != SHARDING_FSDP) probe.sharding = SHARDING_DDP; /* as cache_key */
+    probe.overlap_grad_reduce = probe.overlap_param_gather = false;
     mask_padding(c, &probe); /* equal bytes are then equal fields */
-    int v = l->tp_comm_overlap ? 1 : 0;
-    if (c->have_last[v] && !memcmp(&probe, &c->last[v], sizeof probe)) {
-        *kinds = c->last_kinds[v];
+    int v = l->tp_comm_overlap ? 1 : 0, rc = (int)l->recompute,
+        fsdp = l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_FSDP;
+    if (c->have_last[v][rc][fsdp] && !memcmp(&probe, &c->last[v][rc][fsdp], sizeof probe)) {
+        *kinds = c->last_kinds[v][rc][fsdp];
         c->hits += model_is_moe(m) ? 2 : 1;
         return;
     }
@@ -330,9 +333,9 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
         kinds->dense = kinds->dense_bf16 = kind_cost(c, m, sys, t, l, KIND_DENSE, &whole);
         kinds->moe = kinds->moe_bf16 = kinds->dense;
     }
-    c->last[v] = probe;
-    c->last_kinds[v] = *kinds;
-    c->have_last[v] = true;
+    c->last[v][rc][fsdp] = probe;
+    c->last_kinds[v][rc][fsdp] = *kinds;
+    c->have_last[v][rc][fsdp] = true;
 }
 
 /* The loss head's costs of l (it depends on the recompute setting through Megatron's MTP
@@ -536,18 +539,8 @@ static double fsdp_layers_lower_bound(estimate_cache *c, const model_spec *m,
         return -1;
     layout ld = *l;
     ld.sharding = SHARDING_DDP;
-    lookup_key whole;
-    key_of(c, &ld, &whole);
-    layer_kinds k;
-    if (model_is_moe(m)) {
-        lookup_key dense;
-        dense_key_of(&whole, &dense);
-        k.dense = kind_cost(c, m, sys, t, &ld, KIND_DENSE, &dense);
-        k.moe = kind_cost(c, m, sys, t, &ld, KIND_MOE, &whole);
-    } else {
-        k.dense = kind_cost(c, m, sys, t, &ld, KIND_DENSE, &whole);
-        k.moe = k.dense;
-    }
+    layer_kinds k; /* the DDP form's (its dense and MoE kinds; their bf16 copies set below) */
+    layer_costs(c, m, sys, t, &ld, &k);
     layer_time *x[2] = {&k.dense, &k.moe};
     for (int i = 0; i < 2; i++) {
         x[i]->fwd_s = x[i]->gpu_fwd_s;
@@ -647,6 +640,14 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
             bool v_shape = sch == PP_SCHEDULE_ZBV || sch == PP_SCHEDULE_DUALPIPEV;
             double bubble = l->pp > 1 && !v_shape ? (double)(l->pp - 1) / l->vpp : 0;
             double f = outs[i].microbatches + bubble;
+            /* torchtitan's pipelines that keep their FSDP units gathered charge the worst
+             * stage's exposed FSDP time once a step, not once a micro-batch
+             * (estimate_time_assemble's fsdp_rounds): their step is at least m x (that
+             * stage's time less its FSDP time) + its FSDP time + the bubble >= its time + the
+             * bubble >= the first stage's time + the bubble, and the worst stage is not known
+             * from the first alone, so one micro-batch is all the bound can count */
+            if (l->framework == FRAMEWORK_TORCHTITAN && l->pp > 1 && !l->reshard_after_forward)
+                f = 1 + bubble;
             /* Megatron-FSDP: its DDP form's bound first (fsdp_layers_lower_bound, <= the lb
              * below): where it exceeds the threshold the FSDP layer is not priced; the
              * decision is the same, as the one below is then over it too */

@@ -11,6 +11,7 @@
 #include "memory.h"
 #include "memory_memo.h"
 #include "memory_params.h"
+#include "memory_precision.h"
 #include "offload.h"
 #include "overlap.h"
 #include "async_tp.h"
@@ -289,64 +290,6 @@ double memory_in_flight(const layout *l, int microbatches, int stage)
     return pp_schedule_in_flight(l, microbatches, stage); /* per schedule (pp_schedule.h) */
 }
 
-/* Low-precision Linears (GEMM weights) of one layer: the amax history is per GEMM. */
-static double layer_linears(const model_spec *m, const layout *l, int moe_layer)
-{
-    double attn = m->mla ? (m->q_lora_rank > 0 ? 5.0 : 4.0) : 2.0;
-    if (!moe_layer) return attn + 2.0;
-    return attn + 2.0 * (m->experts / l->ep) + (m->shared_experts ? 2.0 : 0);
-}
-
-/* What l's precision adds to the stage's memory (precision.h): the low-precision weight copies
- * Transformer Engine keeps beside the bf16 weights (the stage's low-precision layers; under
- * FSDP the two gathered units in flight), the amax history of delayed scaling, and torchao's
- * FP8 all-gather, which gathers the Linear weights of FSDP2's units in one byte instead of two.
- * With --fp8-param-gather the weight itself is the low-precision copy: the bf16 weight
- * (sharded under Megatron-FSDP, gathered in its units) shrinks to operand_bytes, and TE keeps
- * only the other layout beside it. bf16 first/last layers add nothing. */
-static void precision_memory(const model_spec *m, const layout *l, int stage, int n_layers,
-                             int moe_layers, memory_breakdown *r)
-{
-    if (!precision_is_low(l)) return;
-    precision_rules pr;
-    precision_rules_of(l, &pr);
-    int start = layout_stage_start(m, l, stage);
-    int lp_dense = 0, lp_moe = 0;
-    for (int i = start; i < start + n_layers; i++)
-        if (!precision_layer_bf16(m, l, i)) {
-            if (memory_layer_is_moe(m, i)) lp_moe++;
-            else lp_dense++;
-        }
-    if (!lp_dense && !lp_moe) return;
-    double lin_dense = memory_layer_linear_params(m, l, 0);
-    double lin_moe = moe_layers ? memory_layer_linear_params(m, l, 1) : 0;
-    double lin_stage = lp_dense * lin_dense + lp_moe * lin_moe;
-    double lin_unit = moe_layers ? lin_moe : lin_dense;
-    bool pg = precision_param_gather(l);
-    double pb = precision_param_bytes(l);
-    double copy = pg ? pr.weight_copy_bytes - pb : pr.weight_copy_bytes;
-    if (l->sharding == SHARDING_FSDP)
-        r->comm_buffer_bytes += copy * 2.0 * lin_unit;
-    else
-        r->weights_bytes += copy * lin_stage;
-    r->weights_bytes += pr.amax_history_bytes *
-                        (lp_dense * layer_linears(m, l, 0) + lp_moe * layer_linears(m, l, 1));
-    if (l->sharding == SHARDING_FSDP && layout_is_pytorch(l) && pr.gather_bytes < 2.0)
-        r->comm_buffer_bytes -= (2.0 - pr.gather_bytes) * 2.0 * lin_unit; /* cur + prefetch */
-    if (pg) {
-        double lpd, lpe;
-        memory_stage_lp_params(m, l, stage, &lpd, &lpe);
-        if (l->sharding == SHARDING_FSDP) {
-            double nd = layout_shard_group(l), ne = layout_expert_dp(l);
-            if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
-            r->weights_bytes -= (2.0 - pb) * (lpd / nd + lpe / ne);
-            r->comm_buffer_bytes -= (2.0 - pb) * 2.0 * lin_unit; /* the two gathered units */
-        } else {
-            r->weights_bytes -= (2.0 - pb) * (lpd + lpe);
-        }
-    }
-}
-
 /* The per-layer figures every stage of a layout shares, each computed on first use, so
  * memory_peak's candidate stages compute them once (a search asks per layout). */
 typedef struct {
@@ -360,10 +303,12 @@ typedef struct {
     bool have_layout, have_ckpt;
     int micro;                  /* layout_microbatches */
     int act_off_layers;         /* offload_activation_layers */
+    int head_stage;             /* layout_head_stage */
     double shard_nd, shard_ne;  /* layout_shard_group; layout_expert_dp within shard_size */
     double opt_host_fraction;   /* offload_optimizer_fraction */
     double userbuffer_bytes;    /* overlap_tp_userbuffer_bytes */
     double async_tp_bytes;      /* async_tp_workspace_bytes */
+    double cp_transient_bytes;  /* cp_torch_backward_transient_bytes */
     double ckpt_bytes;          /* memory_layer_checkpoint_bytes (have_ckpt) */
 } layer_figures;
 
@@ -373,6 +318,7 @@ static void layout_once(layer_figures *f, const model_spec *m, const training_sp
     if (f->have_layout) return;
     f->micro = layout_microbatches(l, t);
     f->act_off_layers = offload_activation_layers(m, l);
+    f->head_stage = layout_head_stage(l);
     f->shard_nd = layout_shard_group(l);
     double ne = layout_expert_dp(l);
     if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
@@ -380,6 +326,7 @@ static void layout_once(layer_figures *f, const model_spec *m, const training_sp
     f->opt_host_fraction = offload_optimizer_fraction(l);
     f->userbuffer_bytes = overlap_tp_userbuffer_bytes(m, t, l);
     f->async_tp_bytes = async_tp_workspace_bytes(m, t, l);
+    f->cp_transient_bytes = cp_torch_backward_transient_bytes(m, t, l);
     f->have_layout = true;
 }
 
@@ -417,75 +364,49 @@ static double layer_params_of(layer_figures *f, const model_spec *m, const layou
     return f->params[moe];
 }
 
-static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys,
-                                     const training_spec *t, const layout *l, int stage,
-                                     layer_figures *fig);
+/* What the parts of one stage's memory read of it (stage_memory). */
+typedef struct {
+    int stage, n_layers, start, moe_layers;
+    int micro;            /* the layout's micro-batches, at least 1 */
+    double in_flight;     /* memory_in_flight of the stage */
+    double params;        /* the stage's parameters */
+    double sharded;       /* this GPU's shard of them */
+    double layer_params;  /* one layer's (the stage's MoE kind where it has MoE layers) */
+    bool own_experts;     /* memory_experts_own_unit */
+} stage_figures;
 
-memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
-                              const training_spec *t, const layout *l, int stage)
+/* The stage's weights, gradients, optimizer state, communication buffers and framework
+ * reserve into r; returns FSDP's units and gradients in flight (the buffers before the
+ * rest). */
+static double stage_state(const model_spec *m, const system_spec *sys, const training_spec *t,
+                          const layout *l, const stage_figures *s, const layer_figures *fig,
+                          memory_breakdown *r)
 {
-    memory_model_counts c;
-    memory_model_counts_of(m, &c);
-    layer_figures fig = {.counts = &c};
-    return stage_memory(m, sys, t, l, stage, &fig);
-}
-
-static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys,
-                                     const training_spec *t, const layout *l, int stage,
-                                     layer_figures *fig)
-{
-    memory_breakdown r;
-    memset(&r, 0, sizeof r);
-    r.stage = stage;
-    r.capacity_bytes = sys->hbm_bytes;
-
-    const memory_stage_figures *held = fig->memo ? memory_memo_stage_find(fig->memo, l, stage)
-                                                 : NULL;
-    memory_stage_figures sf;
-    if (held) {
-        sf = *held;
-    } else {
-        sf.n_layers = layout_stage_layers(m, l, stage);
-        sf.start = layout_stage_start(m, l, stage);
-        sf.moe_layers = memory_moe_layers_from(m, sf.start, sf.n_layers);
-        memory_stage_params_counted(m, fig->counts, l, stage, sf.n_layers, sf.moe_layers,
-                             &sf.dense_params, &sf.expert_params);
-        if (fig->memo) memory_memo_stage_put(fig->memo, l, stage, &sf);
-    }
-    int n_layers = sf.n_layers, start = sf.start, moe_layers = sf.moe_layers;
-    double pd = sf.dense_params, pe = sf.expert_params;
-    double params = pd + pe;
-    layout_once(fig, m, t, l);
-    double nd = fig->shard_nd;
-    double ne = fig->shard_ne;
-    double sharded = pd / nd + pe / ne; /* this GPU's shard of the stage's parameters */
+    double params = s->params, sharded = s->sharded, layer_params = s->layer_params;
     double grad_bytes = t->grad_reduce_bf16 ? 2.0 : 4.0;
-    double layer_params = layer_params_of(fig, m, l, moe_layers > 0);
-    bool own_experts = memory_experts_own_unit(l, moe_layers);
-
     double fsdp_buffer_bytes = 0; /* FSDP's units and gradients in flight (memory_phases.h) */
     switch (l->sharding) {
     case SHARDING_DDP: /* Megatron DDP: bf16 params, fp32 main grads, fp32 master + Adam */
-        r.weights_bytes = 2.0 * params;
-        r.gradients_bytes = grad_bytes * params;
-        r.optimizer_bytes = 12.0 * params;
+        r->weights_bytes = 2.0 * params;
+        r->gradients_bytes = grad_bytes * params;
+        r->optimizer_bytes = 12.0 * params;
         break;
     case SHARDING_DISTOPT: /* Megatron distributed optimizer: 6 + 12/d bytes per parameter */
-        r.weights_bytes = 2.0 * params;
-        r.gradients_bytes = grad_bytes * params;
-        r.optimizer_bytes = 12.0 * sharded;
+        r->weights_bytes = 2.0 * params;
+        r->gradients_bytes = grad_bytes * params;
+        r->optimizer_bytes = 12.0 * sharded;
         if (l->optimizer_bf16_states) { /* bf16 main grads, bf16 Adam m and v (layout.h) */
-            r.gradients_bytes = 2.0 * params;
-            r.optimizer_bytes = 8.0 * sharded;
+            r->gradients_bytes = 2.0 * params;
+            r->optimizer_bytes = 8.0 * sharded;
         }
         break;
     case SHARDING_FSDP:
         if (layout_is_pytorch(l)) {
             /* torch FSDP2 + MixedPrecisionPolicy(bf16 params, fp32 reduce): fp32 sharded
              * params and grads, Adam m and v; gathered bf16 layers in flight. */
-            r.weights_bytes = 4.0 * sharded;
-            r.gradients_bytes = 4.0 * sharded;
-            r.optimizer_bytes = 8.0 * sharded;
+            r->weights_bytes = 4.0 * sharded;
+            r->gradients_bytes = 4.0 * sharded;
+            r->optimizer_bytes = 8.0 * sharded;
             /* In the blocks' backward: the root unit (embedding, final norm, head; tp-split),
              * the block being back-propagated and the prefetched one, and the block's bf16 and
              * fp32 (reduce-scatter input) gradients. Without reshard_after_forward every unit
@@ -493,8 +414,8 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
             /* the two units in flight: two blocks, or with torchtitan's expert units one
              * experts unit and one block unit, one layer between them (memory_phases.h
              * memory_experts_own_unit) */
-            double pair = (own_experts ? 1.0 : 2.0) * layer_params;
-            r.comm_buffer_bytes = (2.0 + 4.0) * pair;                     /* bf16 + fp32 grads */
+            double pair = (s->own_experts ? 1.0 : 2.0) * layer_params;
+            r->comm_buffer_bytes = (2.0 + 4.0) * pair;                     /* bf16 + fp32 grads */
             if (l->pp > 1 && fig->micro > 1) {
                 /* torch pipelining reduces only in the last micro-batch's backward
                  * (stage.py backward_maybe_with_nosync: set_requires_gradient_sync(
@@ -502,40 +423,79 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
                  * FSDP2's fp32 unsharded accumulator, and the fp32 reduce-scatter input
                  * exists only in that last backward, when the stage holds one micro-batch:
                  * one block's bf16 gradient at the peak */
-                r.comm_buffer_bytes = 2.0 * layer_params;
+                r->comm_buffer_bytes = 2.0 * layer_params;
                 /* that accumulator is the unsharded gradient of every parameter of the stage
                  * (FSDP2 _fsdp_param.py to_accumulated_grad_if_needed: the unsharded grad in
                  * the reduce dtype, fp32, kept across the no-sync backwards); the sharded
                  * fp32 gradients were freed by zero_grad. With dp 1 the two are the same
                  * bytes; with FSDP 8 x TP 8 x PP 8 for Llama-3.1-405B it is 4 bytes x 6.3e9,
                  * not x 0.8e9 (torchtitan's published 405B runs, test_published_torchtitan) */
-                r.gradients_bytes = 4.0 * params;
+                r->gradients_bytes = 4.0 * params;
             }
             if (l->reshard_after_forward)
-                r.comm_buffer_bytes += memory_root_gathered_bytes(m, l, stage) +
-                                       2.0 * pair;                        /* cur + prefetch */
+                r->comm_buffer_bytes += memory_root_gathered_bytes(m, l, s->stage) +
+                                        2.0 * pair;                       /* cur + prefetch */
         } else {
             /* Megatron-FSDP optim_grads_params: bf16 params, main grads, fp32 master + Adam,
              * all sharded; two gathered units and two unsharded gradient buckets in flight. */
-            r.weights_bytes = 2.0 * sharded;
-            r.gradients_bytes = grad_bytes * sharded;
-            r.optimizer_bytes = 12.0 * sharded;
+            r->weights_bytes = 2.0 * sharded;
+            r->gradients_bytes = grad_bytes * sharded;
+            r->optimizer_bytes = 12.0 * sharded;
             if (l->optimizer_bf16_states) {
-                r.gradients_bytes = 2.0 * sharded;
-                r.optimizer_bytes = 8.0 * sharded;
+                r->gradients_bytes = 2.0 * sharded;
+                r->optimizer_bytes = 8.0 * sharded;
             }
-            r.comm_buffer_bytes = 2.0 * 2.0 * layer_params + 2.0 * grad_bytes * layer_params;
+            r->comm_buffer_bytes = 2.0 * 2.0 * layer_params + 2.0 * grad_bytes * layer_params;
         }
         if (!l->reshard_after_forward)
-            r.comm_buffer_bytes += 2.0 * params; /* every unit stays gathered until backward */
-        fsdp_buffer_bytes = r.comm_buffer_bytes;
-        if (l->offload) r.weights_bytes = r.gradients_bytes = r.optimizer_bytes = 0;
+            r->comm_buffer_bytes += 2.0 * params; /* every unit stays gathered until backward */
+        fsdp_buffer_bytes = r->comm_buffer_bytes;
+        if (l->offload) r->weights_bytes = r->gradients_bytes = r->optimizer_bytes = 0;
         break;
     }
 
-    /* Activations of all in-flight micro-batches. */
-    int micro = fig->micro;
-    if (micro < 1) micro = 1;
+    memory_precision_add(m, l, s->stage, s->n_layers, s->moe_layers, r);
+    r->optimizer_bytes *= 1 - fig->opt_host_fraction; /* its share on the host */
+
+    r->comm_buffer_bytes += memory_pp_recv_buffers_bytes(m, t, l, s->stage, s->micro,
+                                                         s->in_flight);
+    r->comm_buffer_bytes += fig->userbuffer_bytes; /* --tp-comm-overlap */
+    r->comm_buffer_bytes += fig->async_tp_bytes;   /* torchtitan --async-tp */
+    r->framework_bytes = sys->framework_reserved_bytes;
+    if (layout_is_pytorch(l) && sys->cuda_context_bytes > 0) {
+        /* issue 14: measured piece by piece (system.h); one communicator for the FSDP group,
+         * a second for HSDP's replica group */
+        int comms = l->shard_size > 0 && l->shard_size < layout_gpus(l) ? 2 : 1;
+        /* torchtitan: one more per model-parallel mesh axis in use (parallel_dims.py builds a
+         * process group for each of tp, cp, pp and ep) */
+        if (l->framework == FRAMEWORK_TORCHTITAN)
+            comms += (l->tp > 1) + (l->cp > 1) + (l->pp > 1) + (l->ep > 1);
+        double nccl = comms * sys->nccl_communicator_bytes;
+        /* over >= 2 ranks: the measured world, group and peer figures (nccl_memory.h) */
+        double nccl_mr = nccl_memory_bytes(sys, l);
+        if (nccl_mr >= 0) nccl = nccl_mr;
+        r->framework_bytes = sys->cuda_context_bytes + nccl + sys->library_workspace_bytes;
+    }
+    return fsdp_buffer_bytes;
+}
+
+/* What the activation part leaves for the stage's totals and torch's phases. */
+typedef struct {
+    double act_layer_max;      /* the largest layer's activations */
+    double working;            /* the layer in backward's own transient bytes */
+    double phase_relief_bytes; /* what the components' own peaks do not hold at once */
+} stage_act_rest;
+
+/* The stage's activations (all in-flight micro-batches), their host share, the logits and the
+ * largest block into r; torch FSDP2's loss and block phases read fsdp_buffer_bytes. */
+static stage_act_rest stage_activations(const model_spec *m, const training_spec *t,
+                                        const layout *l, const stage_figures *s,
+                                        layer_figures *fig, double fsdp_buffer_bytes,
+                                        memory_breakdown *r)
+{
+    int stage = s->stage, n_layers = s->n_layers, start = s->start, moe_layers = s->moe_layers;
+    int micro = s->micro;
+    bool head = stage == fig->head_stage;
     double act_dense = layer_act(fig, m, t, l, 0);
     double act_moe = moe_layers ? layer_act(fig, m, t, l, 1) : 0;
     double act_full = (n_layers - moe_layers) * act_dense + moe_layers * act_moe;
@@ -556,7 +516,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     }
     /* the last stage's MTP modules (recipe_mtp.c): a layer of the decoder's last kind each,
      * plus eh_proj's saved input (2h bf16 per token, the rank's sequence share under SP) */
-    int mtp = stage == layout_head_stage(l) ? layout_mtp_layers(m, l) : 0;
+    int mtp = head ? layout_mtp_layers(m, l) : 0;
     double mtp_act = 0; /* per micro-batch; a checkpoint each under full recompute */
     if (mtp > 0) {
         bool mtp_moe = model_layer_is_moe(m, m->layers - 1);
@@ -587,59 +547,105 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     per_micro += mtp_act;
     /* PyTorch's ring attention: the layer in backward also holds its fp32 accumulators, the
      * dK/dV exchanged and, by all-gather, the gathered K/V (cp_allgather.h) */
-    working += cp_torch_backward_transient_bytes(m, t, l);
-    r.activations_bytes = memory_in_flight(l, micro, stage) * per_micro + working;
+    working += fig->cp_transient_bytes;
+    r->activations_bytes = s->in_flight * per_micro + working;
     /* Megatron activation offload (offload.h): the offloaded layers' activations wait on the
      * host; one layer's stays as the copy in flight */
     int act_off = fig->act_off_layers;
     if (act_off > 0 && n_layers > 0) {
-        double saved = memory_in_flight(l, micro, stage) * act_off * (act_full / n_layers);
-        if (saved > r.activations_bytes) saved = r.activations_bytes;
-        r.activations_bytes -= saved - act_layer_max;
-        r.host_activation_bytes = saved - act_layer_max > 0 ? saved - act_layer_max : 0;
+        double saved = s->in_flight * act_off * (act_full / n_layers);
+        if (saved > r->activations_bytes) saved = r->activations_bytes;
+        r->activations_bytes -= saved - act_layer_max;
+        r->host_activation_bytes = saved - act_layer_max > 0 ? saved - act_layer_max : 0;
     }
     double phase_relief_bytes = 0; /* what the components' own peaks do not hold at once */
-    if (stage == layout_head_stage(l)) {
+    if (head) {
         /* each MTP module computes its own logits and loss (recipe_mtp.c) */
-        r.logits_bytes = (1 + layout_mtp_layers(m, l)) * memory_logits_bytes(m, t, l);
+        r->logits_bytes = (1 + layout_mtp_layers(m, l)) * memory_logits_bytes(m, t, l);
         if (layout_is_pytorch(l) && l->sharding == SHARDING_FSDP && !l->offload) {
-            double all_gathered = l->reshard_after_forward ? 0 : 2.0 * params;
-            r.loss_phase_bytes = memory_loss_phase_bytes(m, l, stage, r.logits_bytes, all_gathered);
-            r.blocks_phase_bytes = memory_blocks_phase_bytes(m, t, l, stage, fsdp_buffer_bytes);
-            double phase = r.loss_phase_bytes > r.blocks_phase_bytes ? r.loss_phase_bytes
-                                                                     : r.blocks_phase_bytes;
-            phase_relief_bytes = r.logits_bytes + fsdp_buffer_bytes - phase;
+            double all_gathered = l->reshard_after_forward ? 0 : 2.0 * s->params;
+            r->loss_phase_bytes =
+                memory_loss_phase_bytes(m, l, stage, r->logits_bytes, all_gathered);
+            r->blocks_phase_bytes = memory_blocks_phase_bytes(m, t, l, stage, fsdp_buffer_bytes);
+            double phase = r->loss_phase_bytes > r->blocks_phase_bytes ? r->loss_phase_bytes
+                                                                       : r->blocks_phase_bytes;
+            phase_relief_bytes = r->logits_bytes + fsdp_buffer_bytes - phase;
         }
         /* torch pipelining: the other micro-batches' outputs wait on the last stage */
-        r.logits_bytes += memory_pp_held_outputs_bytes(m, t, l, stage, micro);
-        r.activations_bytes += r.logits_bytes;
+        r->logits_bytes += memory_pp_held_outputs_bytes(m, t, l, stage, micro);
+        r->activations_bytes += r->logits_bytes;
     }
+    /* The logits' fp32 buffers are allocated at the training peak (memory_logits_bytes). Seen
+     * in bench/realruns (one H100, default allocator): Qwen3-4B seq 4096 mbs 1 predicted at
+     * 77.3 of 79.2 GiB (1.9 GiB free) ran out of memory after 3 allocator retries with a
+     * 2.32 GiB logits buffer to place; the runs whose free memory exceeded their buffer ran
+     * (Qwen3-4B checkpointed: 2.95 GiB free for 2.32; Qwen3-8B-L8 seq 8k mbs 2: 9.67 for
+     * 9.27; native Llama-3.2-3B seq 8k mbs 2: 8.12 for 7.83). */
+    r->largest_block_bytes = head ? memory_largest_block_bytes(m, t, l) : 0;
+    return (stage_act_rest){.act_layer_max = act_layer_max, .working = working,
+                            .phase_relief_bytes = phase_relief_bytes};
+}
 
-    precision_memory(m, l, stage, n_layers, moe_layers, &r);
-    r.optimizer_bytes *= 1 - fig->opt_host_fraction; /* its share on the host */
+static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys,
+                                     const training_spec *t, const layout *l, int stage,
+                                     layer_figures *fig);
 
-    r.comm_buffer_bytes += memory_pp_recv_buffers_bytes(m, t, l, stage, micro,
-                                                        memory_in_flight(l, micro, stage));
-    r.comm_buffer_bytes += fig->userbuffer_bytes; /* --tp-comm-overlap */
-    r.comm_buffer_bytes += fig->async_tp_bytes;   /* torchtitan --async-tp */
-    r.framework_bytes = sys->framework_reserved_bytes;
-    if (layout_is_pytorch(l) && sys->cuda_context_bytes > 0) {
-        /* issue 14: measured piece by piece (system.h); one communicator for the FSDP group,
-         * a second for HSDP's replica group */
-        int comms = l->shard_size > 0 && l->shard_size < layout_gpus(l) ? 2 : 1;
-        /* torchtitan: one more per model-parallel mesh axis in use (parallel_dims.py builds a
-         * process group for each of tp, cp, pp and ep) */
-        if (l->framework == FRAMEWORK_TORCHTITAN)
-            comms += (l->tp > 1) + (l->cp > 1) + (l->pp > 1) + (l->ep > 1);
-        double nccl = comms * sys->nccl_communicator_bytes;
-        /* over >= 2 ranks: the measured world, group and peer figures (nccl_memory.h) */
-        double nccl_mr = nccl_memory_bytes(sys, l);
-        if (nccl_mr >= 0) nccl = nccl_mr;
-        r.framework_bytes = sys->cuda_context_bytes + nccl + sys->library_workspace_bytes;
+memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
+                              const training_spec *t, const layout *l, int stage)
+{
+    memory_model_counts c;
+    memory_model_counts_of(m, &c);
+    layer_figures fig = {.counts = &c};
+    return stage_memory(m, sys, t, l, stage, &fig);
+}
+
+/* One stage's memory: its state part (stage_state), its activation part (stage_activations),
+ * and their totals; under torch, the optimizer step's and the backward's end peaks. */
+static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys,
+                                     const training_spec *t, const layout *l, int stage,
+                                     layer_figures *fig)
+{
+    memory_breakdown r;
+    memset(&r, 0, sizeof r);
+    r.stage = stage;
+    r.capacity_bytes = sys->hbm_bytes;
+
+    const memory_stage_figures *held = fig->memo ? memory_memo_stage_find(fig->memo, l, stage)
+                                                 : NULL;
+    memory_stage_figures sf;
+    if (held) {
+        sf = *held;
+    } else {
+        sf.n_layers = layout_stage_layers(m, l, stage);
+        sf.start = layout_stage_start(m, l, stage);
+        sf.moe_layers = memory_moe_layers_from(m, sf.start, sf.n_layers);
+        memory_stage_params_counted(m, fig->counts, l, stage, sf.n_layers, sf.moe_layers,
+                             &sf.dense_params, &sf.expert_params);
+        if (fig->memo) memory_memo_stage_put(fig->memo, l, stage, &sf);
     }
+    layout_once(fig, m, t, l);
+    stage_figures s = {.stage = stage, .n_layers = sf.n_layers, .start = sf.start,
+                       .moe_layers = sf.moe_layers};
+    double pd = sf.dense_params, pe = sf.expert_params;
+    s.params = pd + pe;
+    double nd = fig->shard_nd;
+    double ne = fig->shard_ne;
+    s.sharded = pd / nd + pe / ne; /* this GPU's shard of the stage's parameters */
+    s.layer_params = layer_params_of(fig, m, l, s.moe_layers > 0);
+    s.own_experts = memory_experts_own_unit(l, s.moe_layers);
+    s.micro = fig->micro < 1 ? 1 : fig->micro;
+    s.in_flight = memory_in_flight(l, s.micro, stage);
+    double sharded = s.sharded, layer_params = s.layer_params;
+    bool own_experts = s.own_experts;
+    int micro = s.micro, moe_layers = s.moe_layers;
+
+    double fsdp_buffer_bytes = stage_state(m, sys, t, l, &s, fig, &r);
+    stage_act_rest a = stage_activations(m, t, l, &s, fig, fsdp_buffer_bytes, &r);
+    double act_layer_max = a.act_layer_max, working = a.working;
+
     r.other_bytes = r.comm_buffer_bytes + r.framework_bytes;
     r.total_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
-                    r.activations_bytes + r.other_bytes - phase_relief_bytes;
+                    r.activations_bytes + r.other_bytes - a.phase_relief_bytes;
     double train_peak_bytes = r.total_bytes; /* before the optimizer step's peak, below */
     if (layout_is_pytorch(l) && !l->offload) {
         /* issue 14: torch's optimizer.zero_grad() sets the gradients to None (the default since
@@ -695,14 +701,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
             if (r.backward_end_bytes > r.total_bytes) r.total_bytes = r.backward_end_bytes;
         }
     }
-    /* The logits' fp32 buffers are allocated at the training peak (memory_logits_bytes). Seen
-     * in bench/realruns (one H100, default allocator): Qwen3-4B seq 4096 mbs 1 predicted at
-     * 77.3 of 79.2 GiB (1.9 GiB free) ran out of memory after 3 allocator retries with a
-     * 2.32 GiB logits buffer to place; the runs whose free memory exceeded their buffer ran
-     * (Qwen3-4B checkpointed: 2.95 GiB free for 2.32; Qwen3-8B-L8 seq 8k mbs 2: 9.67 for
-     * 9.27; native Llama-3.2-3B seq 8k mbs 2: 8.12 for 7.83). */
-    r.block_stage = stage;
-    r.largest_block_bytes = stage == layout_head_stage(l) ? memory_largest_block_bytes(m, t, l) : 0;
+    r.block_stage = stage; /* r.largest_block_bytes: the activation part's */
     r.need_bytes = r.total_bytes;
     /* torchtitan launches with expandable segments (run_train.sh: PYTORCH_ALLOC_CONF=
      * "expandable_segments:True", pytorch/torchtitan 0168bd5; --emit torchtitan exports it) */
