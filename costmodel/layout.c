@@ -400,11 +400,9 @@ static void check_pp_schedule(const layout *l, long micro, bool batch_divides, r
         FAIL(CM_ERULE, "cp-rotate-torchtitan",
              "--cp-rotate is PyTorch's context parallelism (set_rotate_method), which torchtitan "
              "runs: use --framework torchtitan, or drop it (Megatron's CP is its own ring)");
-    /* which components torch.compile takes (torchtitan config/configs.py CompileConfig) */
-    if (l->loss_eager && (!l->compile || !layout_is_pytorch(l)))
-        FAIL(CM_ERULE, "compile-components-needs-compile",
-             "--compile-components says what torch.compile takes (torchtitan's "
-             "compile.components): give it with --compile under --framework torchtitan or fsdp2");
+    if (l->loss_eager && (!l->compile || !layout_is_pytorch(l))) /* configs.py CompileConfig */
+        FAIL(CM_ERULE, "compile-components-needs-compile", "--compile-components says what "
+             "torch.compile takes (torchtitan's compile.components): give it with --compile");
     if (l->pp_schedule == PP_SCHEDULE_DEFAULT) return;
     if (l->framework != FRAMEWORK_TORCHTITAN && sched != PP_SCHEDULE_1F1B &&
         sched != PP_SCHEDULE_INTERLEAVED_1F1B)
