@@ -119,15 +119,19 @@ long report_planned_searches(const report_options *o)
     return planned_searches(gpus, ng, distinct_models(o->models, o->nmodels));
 }
 
+/* Layout l's features into the counts (report_feature_mask). */
+static void count_features(task_sums *sums, const layout *l)
+{
+    long *count = sums->feat_count[l->framework];
+    for (uint32_t m = report_feature_mask(l); m; m &= m - 1) count[__builtin_ctz(m)]++;
+}
+
 /* A layout that fits, timed or not: its features and its memory class. */
 static void visit_fit(const estimate *e, void *arg)
 {
     visit_ctx *v = arg;
-    const layout *l = &e->layout;
-    int fw = l->framework;
-    for (int f = 0; f < REPORT_NFEATURES; f++)
-        if (report_feature_uses(f, l)) v->sums->feat_count[fw][f]++;
-    v->p->fits[report_class_of(l)] = true;
+    count_features(v->sums, &e->layout);
+    v->p->fits[report_class_of(&e->layout)] = true;
 }
 
 /* Every layout, where the point needs no best plan without EP (point_need): its features and,
@@ -139,9 +143,7 @@ static void visit_classes(const estimate *e, void *arg)
         visit_fit(e, arg);
         return;
     }
-    const layout *l = &e->layout;
-    for (int f = 0; f < REPORT_NFEATURES; f++)
-        if (report_feature_uses(f, l)) v->sums->feat_count[l->framework][f]++;
+    count_features(v->sums, &e->layout);
 }
 
 /* The step time visit_classes needs of a layout: none (search.h). */
@@ -167,9 +169,7 @@ static void visit(const estimate *e, void *arg)
     const layout *l = &e->layout;
     int fw = l->framework;
     if (e->feasible) visit_fit(e, arg);
-    else
-        for (int f = 0; f < REPORT_NFEATURES; f++)
-            if (report_feature_uses(f, l)) v->sums->feat_count[fw][f]++;
+    else count_features(v->sums, l);
     report_point *p = v->p;
     bool noep = fw == FRAMEWORK_MEGATRON && l->ep == 1;
     if (!e->feasible) {

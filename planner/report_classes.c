@@ -65,30 +65,25 @@ const char *const report_feature_name[REPORT_NFEATURES] = {
     "Activation CPU offload",
 };
 
-bool report_feature_uses(int f, const layout *l)
+_Static_assert(REPORT_NFEATURES <= 32, "report_feature_mask holds a bit a feature");
+uint32_t report_feature_mask(const layout *l)
 {
-    switch (f) {
-    case REPORT_F_TP: return l->tp > 1;
-    case REPORT_F_SP: return l->sp;
-    case REPORT_F_PP: return l->pp > 1;
-    case REPORT_F_VPP: return l->vpp > 1;
-    case REPORT_F_CP: return l->cp > 1;
-    case REPORT_F_EP: return l->ep > 1;
-    case REPORT_F_ETP: return l->etp > 0 && l->etp != l->tp;
-    case REPORT_F_DDP: return l->sharding == SHARDING_DDP;
-    case REPORT_F_DISTOPT: return l->sharding == SHARDING_DISTOPT;
-    case REPORT_F_FSDP: return l->sharding == SHARDING_FSDP;
-    case REPORT_F_HSDP: return l->shard_size > 0;
-    case REPORT_F_NORESHARD: return l->sharding == SHARDING_FSDP && !l->reshard_after_forward;
-    case REPORT_F_SELECTIVE: return l->recompute == RECOMPUTE_SELECTIVE;
-    case REPORT_F_FULL: return l->recompute == RECOMPUTE_FULL;
-    case REPORT_F_OFFLOAD: return l->offload;
-    case REPORT_F_FSDP_PP: return l->sharding == SHARDING_FSDP && l->pp > 1;
-    case REPORT_F_OFFLOAD_RC: return l->offload && l->recompute != RECOMPUTE_NONE;
-    case REPORT_F_OPT_OFFLOAD: return l->optimizer_offload_pct > 0;
-    case REPORT_F_ACT_OFFLOAD: return l->activation_offload;
-    }
-    return false;
+    bool fsdp = l->sharding == SHARDING_FSDP;
+#define F(f, cond) ((uint32_t)(cond) << (f))
+    return F(REPORT_F_TP, l->tp > 1) | F(REPORT_F_SP, l->sp) | F(REPORT_F_PP, l->pp > 1) |
+           F(REPORT_F_VPP, l->vpp > 1) | F(REPORT_F_CP, l->cp > 1) | F(REPORT_F_EP, l->ep > 1) |
+           F(REPORT_F_ETP, l->etp > 0 && l->etp != l->tp) |
+           F(REPORT_F_DDP, l->sharding == SHARDING_DDP) |
+           F(REPORT_F_DISTOPT, l->sharding == SHARDING_DISTOPT) | F(REPORT_F_FSDP, fsdp) |
+           F(REPORT_F_HSDP, l->shard_size > 0) |
+           F(REPORT_F_NORESHARD, fsdp && !l->reshard_after_forward) |
+           F(REPORT_F_SELECTIVE, l->recompute == RECOMPUTE_SELECTIVE) |
+           F(REPORT_F_FULL, l->recompute == RECOMPUTE_FULL) | F(REPORT_F_OFFLOAD, l->offload) |
+           F(REPORT_F_FSDP_PP, fsdp && l->pp > 1) |
+           F(REPORT_F_OFFLOAD_RC, l->offload && l->recompute != RECOMPUTE_NONE) |
+           F(REPORT_F_OPT_OFFLOAD, l->optimizer_offload_pct > 0) |
+           F(REPORT_F_ACT_OFFLOAD, l->activation_offload);
+#undef F
 }
 
 /* The probe layout for feature f under framework fw on 64 GPUs. */

@@ -9,6 +9,7 @@
 #define PLAN_REPORT_CLASSES_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "layout.h"
 #include "report_analysis.h"
@@ -27,7 +28,8 @@ extern const int report_class_level[REPORT_NCLASSES];
 /* The memory class of layout l. */
 int report_class_of(const layout *l);
 
-/* Does layout l use feature f (REPORT_F_*)? (whether the searches exercised it) */
-bool report_feature_uses(int f, const layout *l);
+/* The features (REPORT_F_*) layout l uses, bit f for feature f (whether the searches exercised
+ * it): every layout a search evaluates is counted, so one call a layout. */
+uint32_t report_feature_mask(const layout *l);
 
 #endif
