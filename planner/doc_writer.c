@@ -9,9 +9,12 @@
 #include "doc_writer.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "report_threads.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Quoting                                                                                    */
@@ -183,10 +186,58 @@ void doc_begin(doc *d, const char *title, const char *css)
     fprintf(d->f, "</title>\n<style>%s</style>\n</head>\n<body>\n", css);
 }
 
+/*
+ * Markdown's charts are drawn and written as PNG files (each whole: a temporary file, synced,
+ * then renamed) at doc_end, on every core: the text that links to them does not wait for them,
+ * and the files' syncs overlap. Each file is the one drawn in place would be; the first that
+ * fails, in the document's order, is the document's failure.
+ */
+struct doc_png {
+    chart c;
+    char path[2 * PATH_MAX + 2];
+    cm_status st;
+    char err[CM_ERRLEN];
+};
+
+typedef struct {
+    struct doc_png *png;
+    int n, next;
+    pthread_mutex_t mu;
+} png_work;
+
+static void *write_pngs(void *arg)
+{
+    png_work *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        int k = w->next < w->n ? w->next++ : -1;
+        pthread_mutex_unlock(&w->mu);
+        if (k < 0) return NULL;
+        struct doc_png *p = &w->png[k];
+        p->st = chart_png(&p->c, p->path, p->err, sizeof p->err);
+    }
+}
+
 void doc_end(doc *d)
 {
     doc_list_end(d);
     if (d->fmt == DOC_HTML) fputs("</body>\n</html>\n", d->f);
+    if (d->npng > 0) {
+        png_work w = {.png = d->png, .n = d->npng};
+        pthread_mutex_init(&w.mu, NULL);
+        report_on_threads(write_pngs, &w, d->npng);
+        pthread_mutex_destroy(&w.mu);
+        for (int k = 0; k < d->npng; k++) {
+            if (d->png[k].st == CM_OK) d->images++;
+            else if (d->st == CM_OK) {
+                d->st = CM_EIO; /* as when drawn in place */
+                snprintf(d->err, sizeof d->err, "%s", d->png[k].err);
+            }
+        }
+    }
+    free(d->png);
+    d->png = NULL;
+    d->npng = d->png_cap = 0;
 }
 
 void doc_h(doc *d, int level, const char *id, const char *fmt, ...)
@@ -440,14 +491,22 @@ void doc_chart(doc *d, const chart *c, const char *name, const char *takeaway,
         doc_safe_id(stem, sizeof stem, d->image_stem); /* no spaces or brackets in the link */
         snprintf(file, sizeof file, "%s-%s.png", stem, sname);
         snprintf(path, sizeof path, "%s/%s", d->image_dir, file);
-        if (chart_png(c, path, msg, sizeof msg) != CM_OK) {
-            if (d->st == CM_OK) {
-                d->st = CM_EIO;
-                snprintf(d->err, sizeof d->err, "%s", msg);
+        if (d->npng == d->png_cap) { /* drawn at doc_end */
+            int cap = d->png_cap ? 2 * d->png_cap : 16;
+            struct doc_png *grown = realloc(d->png, cap * sizeof *grown);
+            if (!grown) {
+                if (d->st == CM_OK) {
+                    d->st = CM_ENOMEM;
+                    snprintf(d->err, sizeof d->err, "out of memory for the chart '%.200s'", path);
+                }
+                return;
             }
-            return;
+            d->png = grown;
+            d->png_cap = cap;
         }
-        d->images++;
+        struct doc_png *p = &d->png[d->npng++];
+        p->c = *c;
+        snprintf(p->path, sizeof p->path, "%s", path);
         chart_takeaway(d, takeaway);
         /* the title holds names from input files: quoted, not markup (issue 18) */
         char alt[2 * sizeof c->title + 1];

@@ -40,7 +40,10 @@ typedef struct {
     char align[DOC_MAX_COLUMNS + 1]; /* the open table's column alignment, 'l' or 'r' */
     int depth;                       /* open list levels */
     bool li_open[DOC_MAX_LIST_DEPTH + 1];
-    /* results, read after writing */
+    /* Markdown: the PNG charts, written by doc_end on every core (doc_writer.c) */
+    struct doc_png *png;
+    int npng, png_cap;
+    /* results, read after doc_end */
     int charts;                /* charts drawn */
     int images;                /* image files written (Markdown) */
     cm_status st;              /* first failure (a chart that could not be drawn or written) */
@@ -53,7 +56,7 @@ void doc_init(doc *d, FILE *f, doc_format fmt, const char *path);
 
 /* HTML: the doctype, head (title, inline style sheet css) and <body>; Markdown: nothing. */
 void doc_begin(doc *d, const char *title, const char *css);
-/* Closes an open list; HTML: </body></html>. */
+/* Closes an open list; HTML: </body></html>; Markdown: writes the PNG charts. */
 void doc_end(doc *d);
 
 /* A heading of level 1..6 with an anchor id (made safe by doc_safe_id). */

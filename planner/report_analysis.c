@@ -6,15 +6,19 @@
  * power-of-two sweep (for "the smallest GPU count at which it fits" and the throughput curves);
  * a search visitor collects, in the same pass, which memory classes fit (DDP / distributed
  * optimizer / FSDP, with and without recompute, offload), the best Megatron plan without expert
- * parallelism, and which features the search exercised. A second sweep over a Llama-3-shaped
+ * parallelism, and which features the search exercised; each search finds only what the
+ * sections read of its point (point_need: past the user's counts, the memory classes alone,
+ * with as few layouts timed as plan's own search times). A second sweep over a Llama-3-shaped
  * dense family (1.5B to 406B) at the user's GPU counts finds where Megatron overtakes FSDP2 and
  * how far each memory rung (DDP ... offload) reaches by model size.
  *
- * Here too: the memory classes and feature probes, and what needs them (a point's fit level, a
- * feature's check). The numbers the sections read from a built report are in report_numbers.c.
+ * The memory classes and feature probes the visitors sort layouts into are report_classes.c's;
+ * the numbers the sections read from a built report are in report_numbers.c.
  */
 #include "report_analysis.h"
 #include "doc_writer.h"
+#include "report_classes.h"
+#include "report_threads.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -22,146 +26,12 @@
 #include <string.h>
 #include <time.h>
 #include <pthread.h>
-#include <unistd.h>
 
 #include "chart.h"
 #include "search.h"
 
 #define SWEEP_MAX 32
 #define SWEEP_CAP 4096 /* the GPU-count sweep stops here when a class never fits */
-
-/* Memory classes, from least to most intrusive (the "memory ladder" of section 1.4). Megatron
- * classes may use TP/PP/CP/EP to split the model; FSDP2 ones only data and Ulysses parallelism. */
-enum {
-    CLS_MEG_DDP, CLS_MEG_DDP_RC, CLS_MEG_DISTOPT, CLS_MEG_DISTOPT_RC, CLS_MEG_FSDP,
-    CLS_MEG_FSDP_RC, CLS_MEG_OFFLOAD, CLS_FSDP2, CLS_FSDP2_RC, CLS_FSDP2_OFFLOAD, NCLS
-};
-_Static_assert(NCLS == REPORT_NCLASSES, "REPORT_NCLASSES counts the memory classes");
-const char *const report_class_name[REPORT_NCLASSES] = {
-    "Megatron, DDP (nothing sharded), no recompute",
-    "Megatron, DDP, with recompute",
-    "Megatron, distributed optimizer (ZeRO-1), no recompute",
-    "Megatron, distributed optimizer, with recompute",
-    "Megatron-FSDP (ZeRO-3), no recompute",
-    "Megatron-FSDP, with recompute",
-    "Megatron, CPU offload (optimizer state or activations)",
-    "FSDP2 (ZeRO-3), no recompute",
-    "FSDP2, with recompute", /* the rule check decides which kinds (section 4) */
-    "FSDP2, CPU offload",
-};
-/* Ladder level of each class: 0 DDP, 1 distributed optimizer, 2 full sharding, 3 + recompute,
- * 4 + CPU offload. */
-static const int cls_level[NCLS] = {0, 3, 1, 3, 2, 3, 4, 2, 3, 4};
-const char *const report_level_name[REPORT_NLEVELS] = {
-    "DDP (no sharding)", "distributed optimizer", "full sharding (FSDP)",
-    "sharding + activation recompute", "CPU offload"};
-
-static int class_of(const layout *l)
-{
-    bool rc = l->recompute != RECOMPUTE_NONE;
-    if (l->framework == FRAMEWORK_FSDP2)
-        return l->offload ? CLS_FSDP2_OFFLOAD : rc ? CLS_FSDP2_RC : CLS_FSDP2;
-    /* Megatron's host offload (issue 21: the distributed optimizer's shard, activations;
-     * Megatron-FSDP's offload) is the ladder's last rung, whatever the sharding */
-    if (l->offload || l->optimizer_offload_pct > 0 || l->activation_offload)
-        return CLS_MEG_OFFLOAD;
-    int base = l->sharding == SHARDING_DDP       ? CLS_MEG_DDP
-               : l->sharding == SHARDING_DISTOPT ? CLS_MEG_DISTOPT
-                                                 : CLS_MEG_FSDP;
-    return base + (rc ? 1 : 0);
-}
-
-/* Features of section 4: a probe layout each, and a predicate that says whether an evaluated
- * layout uses the feature (to report whether the search exercised it). */
-_Static_assert(REPORT_F_ACT_OFFLOAD + 1 == REPORT_NFEATURES, "REPORT_NFEATURES counts the features");
-const char *const report_feature_name[REPORT_NFEATURES] = {
-    "Tensor parallel (TP 2)",
-    "Megatron sequence parallel (SP, with TP 2)",
-    "Pipeline parallel (PP 2)",
-    "Interleaved pipeline (PP 2, VPP 2)",
-    "Context parallel (CP 2; FSDP2: Ulysses)",
-    "Expert parallel (EP 2)",
-    "Expert tensor parallel (ETP 1 under TP 2)",
-    "DDP (nothing sharded)",
-    "Distributed optimizer (ZeRO-1)",
-    "Full sharding (ZeRO-3: FSDP2 / Megatron-FSDP)",
-    "HSDP (shard within 8 GPUs, replicate across)",
-    "Keep gathered parameters after forward (ZeRO-2-like)",
-    "Selective recompute",
-    "Full recompute",
-    "CPU offload of the FSDP shards",
-    "Full sharding together with PP",
-    "FSDP-shard CPU offload together with recompute",
-    "Optimizer-state CPU offload (distributed optimizer's shard, 100%)",
-    "Activation CPU offload",
-};
-
-static bool feat_uses(int f, const layout *l)
-{
-    switch (f) {
-    case REPORT_F_TP: return l->tp > 1;
-    case REPORT_F_SP: return l->sp;
-    case REPORT_F_PP: return l->pp > 1;
-    case REPORT_F_VPP: return l->vpp > 1;
-    case REPORT_F_CP: return l->cp > 1;
-    case REPORT_F_EP: return l->ep > 1;
-    case REPORT_F_ETP: return l->etp > 0 && l->etp != l->tp;
-    case REPORT_F_DDP: return l->sharding == SHARDING_DDP;
-    case REPORT_F_DISTOPT: return l->sharding == SHARDING_DISTOPT;
-    case REPORT_F_FSDP: return l->sharding == SHARDING_FSDP;
-    case REPORT_F_HSDP: return l->shard_size > 0;
-    case REPORT_F_NORESHARD: return l->sharding == SHARDING_FSDP && !l->reshard_after_forward;
-    case REPORT_F_SELECTIVE: return l->recompute == RECOMPUTE_SELECTIVE;
-    case REPORT_F_FULL: return l->recompute == RECOMPUTE_FULL;
-    case REPORT_F_OFFLOAD: return l->offload;
-    case REPORT_F_FSDP_PP: return l->sharding == SHARDING_FSDP && l->pp > 1;
-    case REPORT_F_OFFLOAD_RC: return l->offload && l->recompute != RECOMPUTE_NONE;
-    case REPORT_F_OPT_OFFLOAD: return l->optimizer_offload_pct > 0;
-    case REPORT_F_ACT_OFFLOAD: return l->activation_offload;
-    }
-    return false;
-}
-
-/* The probe layout for feature f under framework fw on 64 GPUs. */
-static layout feat_probe(int f, layout_framework fw)
-{
-    layout l = layout_default(fw);
-    l.dp = 64;
-    bool meg = fw == FRAMEWORK_MEGATRON;
-    switch (f) {
-    case REPORT_F_TP: l.tp = 2; l.dp = 32; l.sp = meg; break; /* MoE under Megatron needs SP with TP */
-    case REPORT_F_SP: l.tp = 2; l.dp = 32; l.sp = true; break;
-    case REPORT_F_PP: l.pp = 2; l.dp = 32; break;
-    case REPORT_F_VPP: l.pp = 2; l.vpp = 2; l.dp = 32; break;
-    case REPORT_F_CP: l.cp = 2; l.dp = 32; break;
-    case REPORT_F_EP: l.ep = 2; break;
-    case REPORT_F_ETP: l.tp = 2; l.dp = 32; l.sp = meg; l.ep = 2; l.etp = 1; break;
-    case REPORT_F_DDP: l.sharding = SHARDING_DDP; break;
-    case REPORT_F_DISTOPT: l.sharding = SHARDING_DISTOPT; break;
-    case REPORT_F_FSDP: l.sharding = SHARDING_FSDP; break;
-    case REPORT_F_HSDP: l.sharding = SHARDING_FSDP; l.shard_size = 8; break;
-    case REPORT_F_NORESHARD: l.sharding = SHARDING_FSDP; l.reshard_after_forward = false; break;
-    case REPORT_F_SELECTIVE: l.recompute = RECOMPUTE_SELECTIVE; break;
-    case REPORT_F_FULL: l.recompute = RECOMPUTE_FULL; break;
-    case REPORT_F_OFFLOAD: l.sharding = SHARDING_FSDP; l.offload = true; break;
-    case REPORT_F_FSDP_PP: l.sharding = SHARDING_FSDP; l.pp = 2; l.dp = 32; break;
-    case REPORT_F_OFFLOAD_RC:
-        l.sharding = SHARDING_FSDP; l.offload = true; l.recompute = RECOMPUTE_FULL; break;
-    /* Megatron's host offloads (issue 21), asked of every framework with the sharding they
-     * need there; the rule check names what refuses them elsewhere */
-    case REPORT_F_OPT_OFFLOAD: l.sharding = SHARDING_DISTOPT; l.optimizer_offload_pct = 100; break;
-    case REPORT_F_ACT_OFFLOAD: l.activation_offload = true; break;
-    }
-    return l;
-}
-
-cm_status report_feature_check(const report *r, int f, layout_framework fw, char *err,
-                               size_t errlen)
-{
-    layout l = feat_probe(f, fw);
-    training_spec t = training_default(); /* the probes need gbs divisible by 64 */
-    return layout_check(&r->probe, &r->sys, &t, &l, 64, err, errlen);
-}
 
 /* What one search task adds to the report's totals: kept apart while tasks run on several
  * threads (report_run_searches) and added under the lock, so the sums are the same. */
@@ -249,15 +119,38 @@ long report_planned_searches(const report_options *o)
     return planned_searches(gpus, ng, distinct_models(o->models, o->nmodels));
 }
 
+/* Layout l's features into the counts (report_feature_mask). */
+static void count_features(task_sums *sums, const layout *l)
+{
+    long *count = sums->feat_count[l->framework];
+    for (uint32_t m = report_feature_mask(l); m; m &= m - 1) count[__builtin_ctz(m)]++;
+}
+
 /* A layout that fits, timed or not: its features and its memory class. */
 static void visit_fit(const estimate *e, void *arg)
 {
     visit_ctx *v = arg;
-    const layout *l = &e->layout;
-    int fw = l->framework;
-    for (int f = 0; f < REPORT_NFEATURES; f++)
-        if (feat_uses(f, l)) v->sums->feat_count[fw][f]++;
-    v->p->fits[class_of(l)] = true;
+    count_features(v->sums, &e->layout);
+    v->p->fits[report_class_of(&e->layout)] = true;
+}
+
+/* Every layout, where the point needs no best plan without EP (point_need): its features and,
+ * when it fits, its memory class. */
+static void visit_classes(const estimate *e, void *arg)
+{
+    visit_ctx *v = arg;
+    if (e->feasible) {
+        visit_fit(e, arg);
+        return;
+    }
+    count_features(v->sums, &e->layout);
+}
+
+/* The step time visit_classes needs of a layout: none (search.h). */
+static double no_bound(const layout *l, void *arg)
+{
+    (void)l, (void)arg;
+    return 0;
 }
 
 /* The time a layout must beat to matter here (search.h): only the best Megatron plan without
@@ -276,9 +169,7 @@ static void visit(const estimate *e, void *arg)
     const layout *l = &e->layout;
     int fw = l->framework;
     if (e->feasible) visit_fit(e, arg);
-    else
-        for (int f = 0; f < REPORT_NFEATURES; f++)
-            if (feat_uses(f, l)) v->sums->feat_count[fw][f]++;
+    else count_features(v->sums, l);
     report_point *p = v->p;
     bool noep = fw == FRAMEWORK_MEGATRON && l->ep == 1;
     if (!e->feasible) {
@@ -298,8 +189,31 @@ static void visit(const estimate *e, void *arg)
     }
 }
 
+/*
+ * What the sections read of a model's point at a GPU count (report_sec_*.c), which decides
+ * what its search must find. Everything at the user's counts. Between the smallest and the
+ * largest of them (with one count: below it) the line charts read the best plan of each
+ * framework and the one plan recommends (line_range, report_sec_performance.c), nothing of the
+ * best plan without EP. Elsewhere only the memory classes that fit (the smallest GPU count per
+ * class, the sweep's stop rule) and the features evaluated. All of them count the same
+ * searches and layouts: what a search evaluates and which of it fits does not depend on which
+ * layouts it times (search.h, visit_bound). A model that fits at none of the user's counts is
+ * shown where it does fit, from any point: its points are then searched again whole
+ * (search_again), so the report is the one whole searches give.
+ */
+typedef enum { NEED_CLASSES, NEED_BEST, NEED_ALL } point_need;
+
+static point_need need_of(const report *r, int gpus)
+{
+    for (int g = 0; g < r->ngpus; g++)
+        if (r->gpus[g] == gpus) return NEED_ALL;
+    if (gpus > r->gpus[r->ngpus - 1]) return NEED_CLASSES;
+    return gpus > r->gpus[0] || r->ngpus == 1 ? NEED_BEST : NEED_CLASSES;
+}
+
 static cm_status search_point(const report *r, const model_spec *m, report_point *p,
-                              search_result *sr, task_sums *sums, char *err, size_t errlen)
+                              point_need need, search_result *sr, task_sums *sums, char *err,
+                              size_t errlen)
 {
     visit_ctx v = {sums, p};
     /* The options `plan --model M --gpus N` searches with (cmd_search.c), so the report
@@ -309,6 +223,14 @@ static cm_status search_point(const report *r, const model_spec *m, report_point
                         .frameworks = {true, true}, .visit = visit, .visit_arg = &v,
                         .visit_bound = visit_bound, .visit_fit = visit_fit,
                         .simulate = r->sys.step.active ? 0 : SEARCH_SIMULATE_DEFAULT};
+    if (need != NEED_ALL) { /* no best plan without EP: only the layouts plan's search times */
+        o.visit = visit_classes;
+        o.visit_bound = no_bound;
+    }
+    if (need == NEED_CLASSES) { /* no plan at all: the fewest timed, none simulated */
+        o.keep = 1;
+        o.simulate = 0;
+    }
     cm_status st = search_run(m, &r->sys, &r->t, &o, sr, err, errlen);
     if (st != CM_OK) return st;
     sums->searches++;
@@ -398,19 +320,12 @@ static void size_visit(const estimate *e, void *arg)
 {
     size_visit_ctx *v = arg;
     if (!e->feasible) return;
-    int lev = cls_level[class_of(&e->layout)];
+    int lev = report_class_level[report_class_of(&e->layout)];
     v->sp->fit_level[v->g][lev] = true;
     if (e->layout.tp == 1 && e->layout.pp == 1) v->sp->fit_level_dp[v->g][lev] = true;
 }
 
 /* The dense family's shapes (r->sizes), before their searches. */
-/* The size sweep needs no step time but the best plans' (search.h). */
-static double size_bound(const layout *l, void *arg)
-{
-    (void)l, (void)arg;
-    return 0;
-}
-
 static cm_status setup_sizes(report *r, char *err, size_t errlen)
 {
     for (int i = 0; i < REPORT_NSIZES; i++) {
@@ -433,8 +348,9 @@ static cm_status search_size(const report *r, report_size_point *sp, int i, int 
     model_spec m;
     dense_model(&m, i);
     size_visit_ctx v = {sp, g};
+    /* no step time but the best plans' (no_bound) */
     search_options o = {.gpus = r->gpus[g], .keep = 1, .frameworks = {true, true},
-                        .visit = size_visit, .visit_arg = &v, .visit_bound = size_bound,
+                        .visit = size_visit, .visit_arg = &v, .visit_bound = no_bound,
                         .visit_fit = size_visit};
     cm_status st = search_run(&m, &r->sys, &r->t, &o, sr, err, errlen);
     if (st != CM_OK) return st;
@@ -454,8 +370,11 @@ static cm_status search_size(const report *r, report_size_point *sp, int i, int 
  * search): each search is a task writing its own report_point or size cell, its totals added
  * under the lock, so the report is the one a single thread writes. A model's GPU counts up to
  * the largest asked are independent tasks; each count past it runs only if the earlier ones
- * did not already fit every memory class (the sweep stops there). Free tasks go in the order a
- * single thread runs them, a model's later counts first when ready (the longest chain). A core
+ * did not already fit every memory class (the sweep stops there). Free tasks go largest first:
+ * a model's later counts first when ready (the longest chain), then the counts up to the
+ * largest asked, the largest model's first and each model's largest count first (the later
+ * counts of a model wait for all of these, and larger models sweep further), then the dense
+ * family. A core
  * that would otherwise wait takes a later count before that is decided (speculation, one or
  * two counts ahead); its totals are held until the counts before it have finished and the
  * stop rule, applied to them as before, says it runs, and dropped if it says the sweep ends:
@@ -466,7 +385,8 @@ enum { SWEEP_POINTS = SWEEP_MAX + REPORT_MAX_GPUS, SPECULATE_AHEAD = 2 };
 typedef struct {
     int counts[SWEEP_POINTS];
     int n, fixed;     /* counts; the first `fixed` are <= the largest count asked */
-    int next;         /* handed out */
+    int fixed_out;    /* of those, handed out (the largest first) */
+    int next;         /* counts past them handed out: [fixed, next) */
     int done;         /* the first `done` points have all finished */
     int decided;      /* counts [fixed, decided) are known to run (the stop rule said go) */
     bool fin[SWEEP_POINTS];
@@ -480,6 +400,7 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     model_sweep sw[REPORT_MAX_MODELS];
+    int order[REPORT_MAX_MODELS]; /* the models by parameter count, largest first */
     int next_size, nsizes; /* size tasks: member i x GPU count g, i * ngpus + g */
     int running;
     cm_status st;
@@ -538,15 +459,20 @@ static int take(scheduler *s, int *mi, int *k)
     report *r = s->r;
     if (s->st != CM_OK) return s->running ? 0 : -1;
     for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < r->nmodels; i++) {
+        for (int j = 0; j < r->nmodels; j++) {
+            int i = s->order[j];
             model_sweep *w = &s->sw[i];
-            if (w->stopped || w->next >= w->n) continue;
-            if (w->next < w->fixed) {
-                if (pass == 0) continue; /* a later count ready first: the longest chain */
-            } else {
-                decide(s, i);
-                if (w->stopped || w->decided <= w->next) continue; /* not known to run yet */
+            if (w->stopped) continue;
+            if (pass == 1) { /* a count up to the largest asked */
+                if (w->fixed_out >= w->fixed) continue;
+                *mi = i;
+                *k = w->fixed - 1 - w->fixed_out++;
+                return 1;
             }
+            /* a later count ready first: the longest chain */
+            if (w->fixed_out < w->fixed || w->next >= w->n) continue;
+            decide(s, i);
+            if (w->stopped || w->decided <= w->next) continue; /* not known to run yet */
             *mi = i;
             *k = w->next++;
             return 1;
@@ -556,9 +482,10 @@ static int take(scheduler *s, int *mi, int *k)
         return 2;
     }
     /* nothing known to run: a later count ahead of its decision, on a core that would wait */
-    for (int i = 0; i < r->nmodels; i++) {
+    for (int j = 0; j < r->nmodels; j++) {
+        int i = s->order[j];
         model_sweep *w = &s->sw[i];
-        if (w->stopped || w->next >= w->n || w->next < w->fixed) continue;
+        if (w->stopped || w->next >= w->n || w->fixed_out < w->fixed) continue;
         if (w->next - w->decided >= SPECULATE_AHEAD) continue;
         *mi = i;
         *k = w->next++;
@@ -595,7 +522,7 @@ static void *run_tasks(void *arg)
             report_model_result *mr = &r->models[mi];
             report_point *p = &mr->pts[k];
             p->gpus = s->sw[mi].counts[k];
-            st = search_point(r, &mr->m, p, sr, &sums, err, sizeof err);
+            st = search_point(r, &mr->m, p, need_of(r, p->gpus), sr, &sums, err, sizeof err);
         } else {
             int i = k / r->ngpus, g = k % r->ngpus;
             st = search_size(r, &r->sizes[i], i, g, sr, &sums, err, sizeof err);
@@ -635,27 +562,22 @@ static cm_status run_searches(report *r, char *err, size_t errlen)
         model_sweep *w = &s->sw[i];
         w->n = sweep_counts(r, w->counts);
         while (w->fixed < w->n && w->counts[w->fixed] <= maxg) w->fixed++;
-        w->decided = w->fixed;
+        w->decided = w->next = w->fixed;
+        /* insertion by parameter count, largest first (ties: in the order given) */
+        double params = model_params_total(&r->models[i].m);
+        int j = i;
+        for (; j > 0 && model_params_total(&r->models[s->order[j - 1]].m) < params; j--)
+            s->order[j] = s->order[j - 1];
+        s->order[j] = i;
         r->models[i].pts = calloc(w->n, sizeof *r->models[i].pts);
         if (!r->models[i].pts) {
             free(s);
             return cm_fail(err, errlen, CM_ENOMEM, "out of memory");
         }
     }
-    const char *env = getenv("PLAN_THREADS");
-    long nthreads = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-    if (nthreads < 1) nthreads = 1;
-    if (nthreads > 16) nthreads = 16;
-    pthread_t tid[16];
-    int started = 0;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    for (int k = 1; k < nthreads; k++) {
-        if (pthread_create(&tid[k], NULL, run_tasks, s) != 0) break;
-        started = k;
-    }
-    run_tasks(s); /* this thread works too */
-    for (int k = 1; k <= started; k++) pthread_join(tid[k], NULL);
+    report_on_threads(run_tasks, s, REPORT_MAX_MODELS * SWEEP_POINTS);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     cm_status st = s->st;
@@ -666,6 +588,70 @@ static cm_status run_searches(report *r, char *err, size_t errlen)
         min_gpus_of(mr, mr->npts);
     }
     free(s);
+    return st;
+}
+
+/* The points search_again searches whole, handed out in turn. */
+typedef struct {
+    report *r;
+    pthread_mutex_t mu;
+    int n, next;
+    int model[REPORT_MAX_MODELS * SWEEP_POINTS], point[REPORT_MAX_MODELS * SWEEP_POINTS];
+    cm_status st;
+    char *err;
+    size_t errlen;
+} again_tasks;
+
+static void *run_again(void *arg)
+{
+    again_tasks *a = arg;
+    report *r = a->r;
+    search_result *sr = search_result_new();
+    char err[512] = "";
+    pthread_mutex_lock(&a->mu);
+    if (!sr && a->st == CM_OK) a->st = cm_fail(a->err, a->errlen, CM_ENOMEM, "out of memory");
+    while (sr && a->st == CM_OK && a->next < a->n) {
+        int k = a->next++;
+        pthread_mutex_unlock(&a->mu);
+        report_model_result *mr = &r->models[a->model[k]];
+        task_sums sums = {0}; /* counted when the point was first searched */
+        cm_status st = search_point(r, &mr->m, &mr->pts[a->point[k]], NEED_ALL, sr, &sums, err,
+                                    sizeof err);
+        pthread_mutex_lock(&a->mu);
+        if (st != CM_OK && a->st == CM_OK) {
+            a->st = st;
+            snprintf(a->err, a->errlen, "%s", err);
+        }
+    }
+    pthread_mutex_unlock(&a->mu);
+    search_result_free(sr);
+    return NULL;
+}
+
+/* A model that fits at none of the user's counts is shown at the counts where it fits, which
+ * read every part of a point (point_need): its points searched for less are searched again
+ * whole, on every core. The same searches as before, so the totals stay. */
+static cm_status search_again(report *r, char *err, size_t errlen)
+{
+    again_tasks *a = calloc(1, sizeof *a);
+    if (!a) return cm_fail(err, errlen, CM_ENOMEM, "out of memory");
+    *a = (again_tasks){.r = r, .st = CM_OK, .err = err, .errlen = errlen};
+    for (int i = 0; i < r->nmodels; i++) {
+        const report_model_result *mr = &r->models[i];
+        bool fits = false;
+        for (int g = 0; g < r->ngpus; g++)
+            fits |= report_best_of(report_find_point(mr, r->gpus[g])) != NULL;
+        for (int k = 0; k < mr->npts && !fits; k++)
+            if (need_of(r, mr->pts[k].gpus) != NEED_ALL) {
+                a->model[a->n] = i;
+                a->point[a->n++] = k;
+            }
+    }
+    pthread_mutex_init(&a->mu, NULL);
+    if (a->n) report_on_threads(run_again, a, a->n);
+    pthread_mutex_destroy(&a->mu);
+    cm_status st = a->st;
+    free(a);
     return st;
 }
 
@@ -728,6 +714,7 @@ cm_status report_build(const report_options *o, report **out, char *err, size_t 
     }
     if (st == CM_OK) st = setup_sizes(r, err, errlen);
     if (st == CM_OK) st = run_searches(r, err, errlen);
+    if (st == CM_OK) st = search_again(r, err, errlen);
     if (st != CM_OK) {
         report_free(r);
         return st;
@@ -746,20 +733,3 @@ void report_free(report *r)
     free(r->bench);
     free(r);
 }
-
-int report_fit_level(const report_point *p, bool *meg, bool *fsdp2)
-{
-    *meg = *fsdp2 = false;
-    for (int lev = 0; lev < REPORT_NLEVELS; lev++) {
-        bool any = false;
-        for (int k = 0; k < NCLS; k++)
-            if (cls_level[k] == lev && p->fits[k]) {
-                any = true;
-                if (k >= CLS_FSDP2) *fsdp2 = true;
-                else *meg = true;
-            }
-        if (any) return lev;
-    }
-    return REPORT_NLEVELS;
-}
-

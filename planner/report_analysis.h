@@ -76,7 +76,11 @@ typedef struct {
      * bold text in the report (issue 18, "Injection"). Chart titles take m.display as is. */
     char display_doc[2 * sizeof ((model_spec *)0)->display + 1];
     int npts;
-    report_point *pts;        /* ascending GPU counts */
+    report_point *pts;        /* ascending GPU counts. Each holds what the sections read of it
+                                 (report_analysis.c, point_need): past the user's counts, and
+                                 below the smallest of several, only evaluated, feasible and
+                                 fits; between them no best plan without EP; everything where
+                                 the model fits at none of the user's counts */
     int min_gpus[REPORT_NCLASSES]; /* 0: never fits up to cap */
     int cap;                  /* the largest GPU count searched */
 } report_model_result;
