@@ -20,7 +20,7 @@ void rb_precision(builder *b, const layout *l)
     b->lp_shape = precision_gemm_shape_ratios(b->sys, l, &b->lp_shape_blockwise,
                                               &b->lp_shape_scale);
     b->quant_fwd_bytes = b->quant_bwd_bytes = 0;
-    precision_rules_of(l, &b->pr);
+    precision_rules_on(b->sys, l, &b->pr);
 }
 
 /* One GEMM of a Linear in the builder's precision (bf16: compute_gemm_s, unchanged); an FP8

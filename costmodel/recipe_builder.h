@@ -64,6 +64,11 @@ typedef struct {
     layout_group g;
     double one_s;     /* enter + leave of one block, one pass */
     double ag_bytes;  /* the SP all-gather: fp8 under torchtitan's Float8 TP (async_tp.h) */
+    /* the forward's SP all-gather into a Transformer Engine Linear in low precision: the input
+     * quantized first and gathered in its format (precision_tp_gather_bytes; 0: ag_bytes), for
+     * the blocks whose first Linear gathers (lp_block) */
+    double ag_lp_bytes;
+    bool lp_block;
 } rb_tp_ctx;
 
 /* A TP block's exposed time with its collectives overlapped (recipe_tp.c). */
