@@ -682,6 +682,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
     rb_tp_enter(&tc, tp_mlp, RECIPE_BWD);
     rb_tp_leave(&tc, tp_mlp, RECIPE_BWD);
 
+    rb_grad_accum_op(b, t, l, memory_layer_params(m, l, moe)); /* unfused sums (grad_accum.h) */
     if (l->sharding == SHARDING_FSDP) rb_fsdp_unit(b, m, sys, t, l, moe);
 
     recipe_set_recompute(sys, m, l, r, moe, false);
@@ -743,6 +744,10 @@ static void fsdp_from(const model_spec *m, const system_spec *sys, const trainin
     rb_precision(b, l);
     b->block = RECIPE_BLOCK_OTHER; /* where recipe_layer adds the unit */
     r->fsdp_bwd_gather = l->reshard_after_forward;
+    /* the unfused gradient sums as this layout has them, where recipe_layer adds them: just
+     * before the unit (grad_accum.h) */
+    if (r->n_ops > 0 && !strcmp(r->op[r->n_ops - 1].name, "grad_accum")) r->n_ops--;
+    rb_grad_accum_op(b, t, l, memory_layer_params(m, l, moe));
     rb_fsdp_unit(b, m, sys, t, l, moe);
     recipe_set_recompute(sys, m, l, r, moe, false);
     if (price) rb_pace_priced(sys, m, l, r, moe, price);

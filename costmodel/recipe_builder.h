@@ -53,6 +53,7 @@ void rb_coll_item(builder *b, int op, recipe_phase phase, const char *name, coll
 void rb_quantize_ops(builder *b, double tokens, double out, double in, double copies);
 void rb_quantize_flush(builder *b);
 void rb_linear(builder *b, const char *name, double tokens, double out, double in);
+void rb_grad_accum_op(builder *b, const training_spec *t, const layout *l, double params);
 void rb_elementwise_ops(builder *b, const elementwise_list *e, const elementwise_kernel *k,
                             int n, recipe_phase phase);
 /* The TP/SP collectives entering (SP all-gather) and leaving (SP reduce-scatter, or the
