@@ -561,10 +561,15 @@ void estimate_time_assemble(const model_spec *m, const system_spec *sys, const t
     time_breakdown *tm = &out->time;
     tm->microbatch_s = t_mb;
     tm->compute_s = micro * worst.compute_s;
-    if (t->grad_accum_unfused) { /* grad_accum.h: the first stage's parameters */
-        double pd, pe;
+    if (t->grad_accum_unfused) {
+        /* grad_accum.h: the first stage's parameters outside its layers (the embedding); the
+         * layers' sums are their recipes' grad_accum ops, in worst.compute_s */
+        double pd, pe, in_layers = 0;
         memory_stage_params(m, l, 0, &pd, &pe);
-        tm->compute_s += grad_accum_step_s(sys, t, pd + pe, micro);
+        int start = layout_stage_start(m, l, 0), n = layout_stage_layers(m, l, 0);
+        for (int i = start; i < start + n; i++)
+            in_layers += memory_layer_params(m, l, memory_layer_is_moe(m, i));
+        tm->compute_s += grad_accum_step_s(sys, t, pd + pe - in_layers, micro);
     }
     tm->tp_s = micro * worst.tp_s;
     tm->cp_s = micro * worst.cp_s;

@@ -267,7 +267,8 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
     double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
     double vd = m->mla ? m->v_head_dim : m->head_dim;
     rb_tp_ctx tc = {b, l, tokens * h * 2.0, layout_tp_group(sys, l), 0,
-                 tokens * h * async_tp_gather_elem_bytes(l)};
+                 tokens * h * async_tp_gather_elem_bytes(l), tokens * h * precision_tp_gather_bytes(l),
+                 true};
     if (l->tp > 1)
         tc.one_s = l->sp ? collective_time_s(sys, COLL_ALL_GATHER, tc.ag_bytes, tc.g) +
                                collective_time_s(sys, COLL_REDUCE_SCATTER, tc.act_bytes, tc.g)
@@ -492,6 +493,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
      * for its shared experts (Megatron's SharedExpertMLP is a TP MLP of its own): the routed
      * tokens reach the experts through the dispatcher's collectives, the expert-TP all-gather
      * and reduce-scatter among them (moe_dispatch.h) */
+    tc.lp_block = !moe; /* an MoE block's input reaches the experts through its dispatcher */
     int tp_mlp = !moe || m->shared_experts > 0 ? rb_tp_op(&tc, "tp.mlp") : -1;
     rb_tp_enter(&tc, tp_mlp, RECIPE_FWD);
     if (!moe) {
@@ -674,12 +676,13 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         }
     }
     rb_quantize_flush(b);
-    /* the backward's TP collectives: the same two per block */
+    /* the backward's TP collectives: the same two per block, the gathers in bf16 */
     rb_tp_enter(&tc, tp_attn, RECIPE_BWD);
     rb_tp_leave(&tc, tp_attn, RECIPE_BWD);
     rb_tp_enter(&tc, tp_mlp, RECIPE_BWD);
     rb_tp_leave(&tc, tp_mlp, RECIPE_BWD);
 
+    rb_grad_accum_op(b, t, l, memory_layer_params(m, l, moe)); /* unfused sums (grad_accum.h) */
     if (l->sharding == SHARDING_FSDP) rb_fsdp_unit(b, m, sys, t, l, moe);
 
     recipe_set_recompute(sys, m, l, r, moe, false);
@@ -741,6 +744,10 @@ static void fsdp_from(const model_spec *m, const system_spec *sys, const trainin
     rb_precision(b, l);
     b->block = RECIPE_BLOCK_OTHER; /* where recipe_layer adds the unit */
     r->fsdp_bwd_gather = l->reshard_after_forward;
+    /* the unfused gradient sums as this layout has them, where recipe_layer adds them: just
+     * before the unit (grad_accum.h) */
+    if (r->n_ops > 0 && !strcmp(r->op[r->n_ops - 1].name, "grad_accum")) r->n_ops--;
+    rb_grad_accum_op(b, t, l, memory_layer_params(m, l, moe));
     rb_fsdp_unit(b, m, sys, t, l, moe);
     recipe_set_recompute(sys, m, l, r, moe, false);
     if (price) rb_pace_priced(sys, m, l, r, moe, price);

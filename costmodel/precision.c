@@ -24,9 +24,27 @@
  * ratio peak_fp8 / peak_bf16 times its bf16 efficiency, an ASSUMPTION stated in
  * precision_gemm_ratio_source. On Blackwell the block scales of MXFP8, NVFP4 and 1x128/128x128
  * blockwise FP8 are applied inside the tensor core (PTX ISA, tcgen05.mma block scaling,
- * .kind::mxf8f6f4 / .kind::mxf4nvf4), so every recipe takes the GPU's per-tensor FP8 ratio
- * (no MXFP8 or NVFP4 GEMM measurement exists here or in the MAMF table: an ASSUMPTION); only
- * Hopper pays the blockwise main-loop promotion.
+ * .kind::mxf8f6f4 / .kind::mxf4nvf4), so no recipe pays Hopper's blockwise main-loop
+ * promotion; the block-scaled kernels' rates relative to the per-tensor one are Transformer
+ * Engine's measured ones below (before prec7 every recipe took the per-tensor ratio, an
+ * ASSUMPTION that made MXFP8 faster than FP8 current scaling).
+ *
+ * Blackwell's block-scaled GEMMs (issue 16, prec7): Transformer Engine's own GEMM benchmark on a
+ * B300 (docs/examples/gemm_profiling/gemm_profiling.rst at TransformerEngine d0067d0, "Autocast
+ * vs Pre-quantized", benchmarks/gemm/benchmark_gemm.py --pre-quantize, CUDA events, 10 warm-ups
+ * and 100 timed iterations: the 12 GEMMs of a layer of hidden 4096, FFN 16384, 15872 tokens,
+ * inputs quantized before the timed loop) gives the kernels alone, per layer: BF16 13.102 ms,
+ * FP8 current scaling 6.812, MXFP8 7.161, NVFP4 3.764. So
+ *  - an MXFP8 GEMM runs at 6.812 / 7.161 = 0.951 of the per-tensor FP8 GEMM's rate (the block
+ *    scales streamed from tensor memory beside the operands; cuBLASLt's
+ *    CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 scales in the swizzled "block scaling factors
+ *    layout" of the cuBLAS documentation, section 3.1.5.2): MXFP8_OVER_FP8. FP8 1x128/128x128
+ *    block scaling runs on Blackwell through the same MXFP8 kernels (the tutorial's note: "On
+ *    Blackwell (SM100+), FP8 Block is emulated via MXFP8") and takes the same factor;
+ *  - an NVFP4 GEMM runs at 6.812 / 3.764 = 1.810 x the per-tensor FP8 GEMM's rate on Blackwell
+ *    Ultra, whose FP4 peak is 3 x its FP8 peak: NVFP4_OVER_FP8_B300, for B300 and GB300 (the same
+ *    Blackwell Ultra die). No B200/GB200 NVFP4 figure exists here: there the NVFP4 GEMM keeps
+ *    the FP8 ratio against its FP4 peak (2 x FP8), an ASSUMPTION.
  *
  * Quantize kernels (bytes per element moved through HBM; read bf16 = 2, write e4m3 = 1, e2m1 =
  * 0.5, scales per block). Hopper FP8 GEMMs take both operands K-major (cuBLASLt FP8 "TN" only),
@@ -64,7 +82,28 @@
  *    FP8, as the report says) and 2 backward (FP8 -> transposed re-quantized FP8); W 3 + 2
  *    (128x128 blocks survive a transpose); dY 3 + 3 (1x128 and 128x1).
  *  - mxfp8 (TE MXFP8BlockScaling): 1x32 blocks, e8m0 scales, rowwise and columnwise copies
- *    from one read: 2 + 1 + 1 + 2/32 per tensor.
+ *    from one read: 2 + 1 + 1 + 2/32 per tensor. The two copies are different numbers (the
+ *    32-element blocks run along K, so the columnwise copy cannot be a transpose of the rowwise
+ *    one: TE docs/features/low_precision_training/mxfp8/mxfp8.rst "Handling transposes", "Both
+ *    must be quantized independently from the full-precision data"); the forward keeps the
+ *    input's columnwise copy for the wgrad GEMM (dY columnwise x X columnwise), the backward
+ *    quantizes dY in both (performance_considerations.rst, Table 2).
+ *  - per-tensor FP8 on Blackwell (precision_rules_on): the tensor cores read FP8 operands in any
+ *    layout ("Blackwell: supports columnwise access natively, so no transpose is needed",
+ *    performance_considerations.rst "Architecture differences"; TE's
+ *    is_non_tn_fp8_gemm_supported, SM 10.0+), so Transformer Engine writes one FP8 copy and no
+ *    transpose: one byte less per element of X, W and dY than on Hopper (delayed 3, Megatron's
+ *    tensorwise 5 = amax 2 + cast 3).
+ *  - NOT PRICED, a known over-count: the weights' casts are charged every micro-batch, though
+ *    under Megatron TE makes them once per step (Megatron passes is_first_microbatch to TE's
+ *    Linears: megatron/core/extensions/transformer_engine.py TELinear.forward, schedules.py
+ *    set_is_first_microbatch, Megatron-LM d98e8a6; TE re-quantizes the cached weight only then:
+ *    transformer_engine/pytorch/module/linear.py _linear_forward, update_workspace =
+ *    is_first_microbatch is None or is_first_microbatch, TE d0067d0; with --fp8-param-gather
+ *    the weight is already a quantized tensor). Charging them once per step moved the H100
+ *    Megatron-Bridge FP8 rows (tests/test_published_h100.c) from +2.4% / +11.4% (8B / 405B) to
+ *    +5.2% / +18.9%: the per-micro-batch charge stands in for a Hopper cost not yet found, so it
+ *    stays until that is priced (bench/results/prec7_2026-11-28/README.md).
  *  - nvfp4 (TE NVFP4BlockScaling, arXiv 2509.25149): a global amax pass (2) for the per-tensor
  *    fp32 scale, then 1x16 blocks with e4m3 scales in both layouts: 2 + 0.5 + 0.5 + 2/16.
  *
@@ -301,20 +340,38 @@ cm_status precision_check_model(const model_spec *m, const layout *l, char *err,
     return CM_OK;
 }
 
-/* The per-tensor ratio by GPU (precision.c header: sources). */
+/* Transformer Engine's B300 GEMM benchmark, kernels alone (precision.c header): per-layer ms of
+ * the per-tensor FP8, MXFP8 and NVFP4 GEMMs. */
+#define TE_B300_FP8_MS 6.812
+#define TE_B300_MXFP8_MS 7.161
+#define TE_B300_NVFP4_MS 3.764
+#define MXFP8_OVER_FP8 (TE_B300_FP8_MS / TE_B300_MXFP8_MS)
+#define NVFP4_OVER_FP8_B300 (TE_B300_FP8_MS / TE_B300_NVFP4_MS)
+
+/* The per-tensor ratio by GPU (precision.c header: sources); blackwell: block-scaled tensor
+ * cores reading FP8 in any layout (SM 10.x); nvfp4_over_fp8: the NVFP4 GEMM's measured rate over
+ * the per-tensor FP8 GEMM's (0: none measured). */
 static const struct {
     const char *gpu; /* substring of system_spec.gpu_name */
     double ratio;
+    bool blackwell;
+    double nvfp4_over_fp8;
     const char *source;
 } gpu_ratios[] = {
-    {"GB200", 0.723 / 0.729, "ml-engineering MAMF, GB200 FP8 72.3% / BF16 72.9% of peak"},
-    {"GB300", 0.745 / 0.786, "ASSUMPTION: B300's MAMF ratio (no GB300 figure)"},
-    {"B200", 0.763 / 0.776, "ml-engineering MAMF, B200 SXM FP8 76.3% / BF16 77.6% of peak"},
-    {"B300", 0.745 / 0.786, "ml-engineering MAMF, B300 SXM FP8 74.5% / BF16 78.6% of peak"},
-    {"H100", RATIO_PER_TENSOR, "measured on H100 (bench/results/fp8_h100)"},
-    {"H200", RATIO_PER_TENSOR, "measured on H100 (bench/results/fp8_h100), same GH100 die"},
-    {"H800", RATIO_PER_TENSOR, "measured on H100 (bench/results/fp8_h100), same GH100 die"},
-    {"H20", RATIO_PER_TENSOR, "measured on H100 (bench/results/fp8_h100), same GH100 die"},
+    {"GB200", 0.723 / 0.729, true, 0, "ml-engineering MAMF, GB200 FP8 72.3% / BF16 72.9% of peak; MXFP8 x 0.951 (TE's B300 "
+     "kernel benchmark); NVFP4: ASSUMPTION, the FP8 ratio against the FP4 peak"},
+    {"GB300", 0.745 / 0.786, true, NVFP4_OVER_FP8_B300,
+     "ASSUMPTION: B300's MAMF ratio (no GB300 figure); MXFP8 x 0.951, NVFP4 1.81 x the FP8 "
+     "GEMM (TE's B300 kernel benchmark)"},
+    {"B200", 0.763 / 0.776, true, 0, "ml-engineering MAMF, B200 SXM FP8 76.3% / BF16 77.6% of peak; MXFP8 x 0.951 (TE's "
+     "B300 kernel benchmark); NVFP4: ASSUMPTION, the FP8 ratio against the FP4 peak"},
+    {"B300", 0.745 / 0.786, true, NVFP4_OVER_FP8_B300,
+     "ml-engineering MAMF, B300 SXM FP8 74.5% / BF16 78.6% of peak; MXFP8 x 0.951, NVFP4 "
+     "1.81 x the FP8 GEMM (TE's B300 kernel benchmark)"},
+    {"H100", RATIO_PER_TENSOR, false, 0, "measured on H100 (bench/results/fp8_h100)"},
+    {"H200", RATIO_PER_TENSOR, false, 0, "measured on H100 (bench/results/fp8_h100), same GH100 die"},
+    {"H800", RATIO_PER_TENSOR, false, 0, "measured on H100 (bench/results/fp8_h100), same GH100 die"},
+    {"H20", RATIO_PER_TENSOR, false, 0, "measured on H100 (bench/results/fp8_h100), same GH100 die"},
 };
 
 static int gpu_ratio_row(const system_spec *sys)
@@ -344,7 +401,42 @@ double precision_gemm_ratio(const system_spec *sys, const layout *l)
     if (row < 0) return 1.0;
     bool hopper = gpu_ratios[row].ratio == RATIO_PER_TENSOR;
     if (hopper) return r.gemm_efficiency_ratio; /* the measured Hopper rows of rules_table */
-    return gpu_ratios[row].ratio;
+    double ratio = gpu_ratios[row].ratio;
+    if (!gpu_ratios[row].blackwell) return ratio;
+    /* Blackwell's block-scaled GEMMs against the per-tensor FP8 one (TE's B300 benchmark) */
+    bool mx = l->precision == PRECISION_MXFP8 ||
+              (l->precision == PRECISION_FP8 && precision_fp8_recipe(l) == FP8_RECIPE_BLOCKWISE);
+    if (mx) return ratio * MXFP8_OVER_FP8;
+    if (l->precision == PRECISION_NVFP4 && gpu_ratios[row].nvfp4_over_fp8 > 0 &&
+        sys->peak_fp4_flops_per_s > 0)
+        return ratio * gpu_ratios[row].nvfp4_over_fp8 * sys->peak_fp8_flops_per_s /
+               sys->peak_fp4_flops_per_s;
+    return ratio;
+}
+
+bool precision_blackwell(const system_spec *sys)
+{
+    int row = gpu_ratio_row(sys);
+    return row >= 0 && gpu_ratios[row].blackwell;
+}
+
+void precision_rules_on(const system_spec *sys, const layout *l, precision_rules *out)
+{
+    precision_rules_of(l, out);
+    /* Transformer Engine's per-tensor FP8 (delayed scaling, and Megatron's tensorwise = TE
+     * current scaling) on Blackwell: one FP8 copy serves both layouts, no transpose written
+     * (header) */
+    bool te_per_tensor = l->precision == PRECISION_FP8 &&
+                         (out->recipe == FP8_RECIPE_DELAYED ||
+                          (out->recipe == FP8_RECIPE_TENSORWISE &&
+                           out->framework == FRAMEWORK_MEGATRON));
+    if (te_per_tensor && precision_blackwell(sys)) {
+        out->x_fwd_bytes -= 1.0;
+        out->w_fwd_bytes -= 1.0;
+        out->dy_bwd_bytes -= 1.0;
+        /* (TE keeps one FP8 weight copy here too, not two: memory.c, which has no system,
+         * still counts two; not priced) */
+    }
 }
 
 bool precision_gemm_shape_ratios(const system_spec *sys, const layout *l, bool *blockwise,
@@ -380,6 +472,14 @@ const char *precision_gemm_ratio_source(const system_spec *sys)
                      "reaches the same fraction of its peak as bf16 does (speedup = the "
                      "system's peak ratio)"
                    : gpu_ratios[row].source;
+}
+
+double precision_tp_gather_bytes(const layout *l)
+{
+    if (!precision_is_low(l) || l->framework != FRAMEWORK_MEGATRON) return 0;
+    precision_rules r;
+    precision_rules_of(l, &r);
+    return r.operand_bytes;
 }
 
 const char *precision_label(const layout *l)

@@ -121,15 +121,27 @@ cm_status precision_check_model(const model_spec *m, const layout *l, char *err,
  * the bf16 peak for l's recipe on sys's GPU: a calibration profile's fitted FP8 ratio
  * (sys->fp8_gemm_ratio, plan fit) for fp8 (sys->fp8_blockwise_gemm_ratio for the blockwise
  * recipe where the profile has it), else the measured Hopper ratios of precision_rules on
- * H100/H200/H800/H20, published MAMF ratios on Blackwell, 1 elsewhere (precision.c); and a
+ * H100/H200/H800/H20, published MAMF ratios on Blackwell (times Transformer Engine's measured
+ * MXFP8 and NVFP4 kernel rates over the per-tensor FP8 one), 1 elsewhere (precision.c); and a
  * line saying where it comes from. */
 double precision_gemm_ratio(const system_spec *sys, const layout *l);
+/* Is sys's GPU a Blackwell one (block-scaled tensor cores reading FP8 in any layout)? */
+bool precision_blackwell(const system_spec *sys);
+/* precision_rules_of as the kernels run on sys's GPU: Transformer Engine's per-tensor FP8 on
+ * Blackwell writes no transpose (precision.c header). */
+void precision_rules_on(const system_spec *sys, const layout *l, precision_rules *out);
 /* Whether l's GEMMs take sys's ratios by shape (a profile's fp8_gemm_shapes, fp8_shape.h: fp8
  * only), which of them (*blockwise) and the factor on them (*scale: a per-tensor recipe's ratio
  * over per-tensor scaling's, as precision_gemm_ratio scales the single ratio; 1 blockwise). */
 bool precision_gemm_shape_ratios(const system_spec *sys, const layout *l, bool *blockwise,
                                  double *scale);
 const char *precision_gemm_ratio_source(const system_spec *sys);
+
+/* Bytes per element of the forward's sequence-parallel all-gather into a Linear: Transformer
+ * Engine (Megatron) quantizes the local input first and gathers it in its low-precision format
+ * (rowwise data and scales: operand_bytes); 0 where the gather stays as it is (bf16 plans, the
+ * other frameworks: async_tp_gather_elem_bytes). */
+double precision_tp_gather_bytes(const layout *l);
 
 /* Name of l's precision as the short name and the report show it ("fp8-delayed"). */
 const char *precision_label(const layout *l);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "compute.h"
+#include "grad_accum.h"
 #include "host_dispatch.h"
 
 void rb_precision(builder *b, const layout *l)
@@ -26,7 +27,7 @@ void rb_precision(builder *b, const layout *l)
      * elementwise kernels (gpu.eager_elementwise_efficiency), not of Transformer Engine's fused
      * cast-transpose, which streams */
     b->quant_eager = b->lp && layout_is_pytorch(l) && b->sys->eager_elementwise_efficiency > 0;
-    precision_rules_of(l, &b->pr);
+    precision_rules_on(b->sys, l, &b->pr);
 }
 
 /* One GEMM of a Linear in the builder's precision (bf16: compute_gemm_s, unchanged); an FP8
@@ -228,4 +229,17 @@ void rb_elementwise_ops(builder *b, const elementwise_list *e, const elementwise
         for (int j = 0; j < k[i].count; j++)
             rb_stream_item(b, op, phase, k[i].name, k[i].bytes, &k[i].access, one);
     }
+}
+
+/* The layer's weight gradients accumulated outside the wgrad GEMM (grad_accum.h): one
+ * memory-bound backward kernel of grad_accum_layer_bytes for its `params` parameters on this
+ * GPU; nothing where the framework fuses the sum into the GEMM. */
+void rb_grad_accum_op(builder *b, const training_spec *t, const layout *l, double params)
+{
+    double bytes = grad_accum_layer_bytes(t, l, params);
+    if (!(bytes > 0)) return;
+    double s = compute_stream_s(b->sys, bytes);
+    int op = rb_op_add(b, "grad_accum", RECIPE_ELEMENTWISE, RECIPE_BWD, RECIPE_STREAM_COMPUTE,
+                       RECIPE_OVERLAP_NONE, 0, s);
+    rb_lump_item(b, op, RECIPE_BWD, "grad_accum", bytes, s);
 }

@@ -54,6 +54,7 @@ void rb_coll_item(builder *b, int op, recipe_phase phase, const char *name, coll
 void rb_quantize_ops(builder *b, double tokens, double out, double in, double copies);
 void rb_quantize_flush(builder *b);
 void rb_linear(builder *b, const char *name, double tokens, double out, double in);
+void rb_grad_accum_op(builder *b, const training_spec *t, const layout *l, double params);
 void rb_elementwise_ops(builder *b, const elementwise_list *e, const elementwise_kernel *k,
                             int n, recipe_phase phase);
 /* The TP/SP collectives entering (SP all-gather) and leaving (SP reduce-scatter, or the
@@ -65,6 +66,11 @@ typedef struct {
     layout_group g;
     double one_s;     /* enter + leave of one block, one pass */
     double ag_bytes;  /* the SP all-gather: fp8 under torchtitan's Float8 TP (async_tp.h) */
+    /* the forward's SP all-gather into a Transformer Engine Linear in low precision: the input
+     * quantized first and gathered in its format (precision_tp_gather_bytes; 0: ag_bytes), for
+     * the blocks whose first Linear gathers (lp_block) */
+    double ag_lp_bytes;
+    bool lp_block;
 } rb_tp_ctx;
 
 /* A TP block's exposed time with its collectives overlapped (recipe_tp.c). */

@@ -13,12 +13,21 @@
 #include "compute.h"
 #include "overlap.h"
 
+/* The bytes of a block's SP all-gather in `phase`: the quantized input of a TE Linear forward
+ * (Transformer Engine linear.py / layernorm_linear.py _forward: the local input is quantized,
+ * rowwise, and gather_along_first_dim runs with the quantizer, TE d0067d0), else ag_bytes. */
+static double tp_gather_bytes(const rb_tp_ctx *c, recipe_phase phase)
+{
+    return phase != RECIPE_BWD && c->lp_block && c->ag_lp_bytes > 0 ? c->ag_lp_bytes
+                                                                     : c->ag_bytes;
+}
+
 void rb_tp_enter(const rb_tp_ctx *c, int op, recipe_phase phase)
 {
+    double bytes = tp_gather_bytes(c, phase);
     if (c->l->tp > 1 && c->l->sp)
-        rb_coll_item(c->b, op, phase, "tp.sp_gather", COLL_ALL_GATHER, c->ag_bytes,
-                  RECIPE_GROUP_TP,
-                  collective_time_s(c->b->sys, COLL_ALL_GATHER, c->ag_bytes, c->g));
+        rb_coll_item(c->b, op, phase, "tp.sp_gather", COLL_ALL_GATHER, bytes, RECIPE_GROUP_TP,
+                  collective_time_s(c->b->sys, COLL_ALL_GATHER, bytes, c->g));
 }
 
 void rb_tp_leave(const rb_tp_ctx *c, int op, recipe_phase phase)
@@ -37,8 +46,13 @@ void rb_tp_leave(const rb_tp_ctx *c, int op, recipe_phase phase)
 int rb_tp_op(const rb_tp_ctx *c, const char *name)
 {
     if (c->l->tp <= 1) return -1;
+    double fwd_s = c->one_s;
+    if (c->l->sp && tp_gather_bytes(c, RECIPE_FWD) != c->ag_bytes)
+        fwd_s += collective_time_s(c->b->sys, COLL_ALL_GATHER, tp_gather_bytes(c, RECIPE_FWD),
+                                   c->g) -
+                 collective_time_s(c->b->sys, COLL_ALL_GATHER, c->ag_bytes, c->g);
     int op = rb_op_add(c->b, name, RECIPE_TP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                    RECIPE_OVERLAP_NONE, c->one_s, c->one_s);
+                    RECIPE_OVERLAP_NONE, fwd_s, c->one_s);
     if (op >= 0)
         c->b->r->op[op].leave_fwd_s = collective_time_s(
             c->b->sys, c->l->sp ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE, c->act_bytes, c->g);

@@ -200,7 +200,9 @@ static void test_search_form_matches(void **state)
 
 /* The search's lower bound on a Megatron-FSDP layout (estimate_search.c
  * fsdp_layers_lower_bound), checked on its premises: the FSDP layer has its DDP form's GPU
- * sums, recompute and exposed TP/CP/EP times; its fwd_s and bwd_s are at least those sums; and
+ * forward sum, recompute and exposed TP/CP/EP times, and at least its backward sum (more by
+ * the unfused gradient copy of grad_accum.h since prec7); its fwd_s and bwd_s are at least those
+ * sums; and
  * the first stage's decoder layers priced with the DDP form's GPU sums (less the 1e-9 margin)
  * come to at most that stage priced with the FSDP layer's own costs. Dense and MoE models,
  * each recompute setting, TP overlap on and off. */
@@ -220,7 +222,7 @@ static void check_fsdp_bound(const model_spec *m, const system_spec *s, layout l
     layer_time *f[2] = {&kf.dense, &kf.moe}, *d[2] = {&kd.dense, &kd.moe};
     for (int i = 0; i < 2; i++) {
         assert_true(f[i]->gpu_fwd_s == d[i]->gpu_fwd_s);
-        assert_true(f[i]->gpu_bwd_s == d[i]->gpu_bwd_s);
+        assert_true(f[i]->gpu_bwd_s >= d[i]->gpu_bwd_s);
         assert_true(f[i]->recompute_s == d[i]->recompute_s);
         assert_true(f[i]->tp_s == d[i]->tp_s && f[i]->cp_s == d[i]->cp_s &&
                     f[i]->ep_s == d[i]->ep_s);

@@ -177,6 +177,70 @@ static void test_quantize_kernels(void **state)
     assert_true(op_time(&head_bf16, "lm_head", false) == op_time(&head_fp8, "lm_head", false));
 }
 
+/* The same 8B layer on a Blackwell GPU (the toy system named B200): Transformer Engine's
+ * per-tensor FP8 writes no transpose there (precision.c, prec7), one byte less per element of
+ * X, W and dY: delayed 3 T sum(in) + 3 sum(out*in) = 3*4096*26624 + 3*218103808 = 981,467,136
+ * forward, 3 T sum(out) = 528,482,304 backward; Megatron's tensorwise (amax 2 + cast 3)
+ * 5 x the same = 1,635,778,560 and 880,803,840. MXFP8 keeps both copies (4 + 2/32, unchanged). */
+static void test_quantize_kernels_blackwell(void **state)
+{
+    (void)state;
+    model_spec m = load_model("8b");
+    system_spec s = toy();
+    snprintf(s.gpu_name, sizeof s.gpu_name, "B200-toy");
+    training_spec t = training_default();
+    static recipe r;
+    layout l = megatron_fp8(FP8_RECIPE_DELAYED);
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    assert_true(REL(op_time(&r, "lp.quantize", false), 981467136.0 / 2e12) < 1e-12);
+    assert_true(REL(op_time(&r, "lp.quantize_bwd", true), 528482304.0 / 2e12) < 1e-12);
+    l = megatron_fp8(FP8_RECIPE_TENSORWISE);
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    assert_true(REL(op_time(&r, "lp.quantize", false), 1635778560.0 / 2e12) < 1e-12);
+    assert_true(REL(op_time(&r, "lp.quantize_bwd", true), 880803840.0 / 2e12) < 1e-12);
+    l.precision = PRECISION_MXFP8;
+    l.fp8_recipe = FP8_RECIPE_DEFAULT;
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    double e = 4.0 + 2.0 / 32;
+    assert_true(REL(op_time(&r, "lp.quantize", false),
+                    e * (4096.0 * 26624 + 218103808.0) / 2e12) < 1e-12);
+    assert_true(REL(op_time(&r, "lp.quantize_bwd", true), e * 4096.0 * 43008 / 2e12) < 1e-12);
+}
+
+/* Megatron with TE quantizes a Linear's SP input before gathering it (recipe_tp.c, TE linear.py
+ * _linear_forward): 8B at TP 2 with SP, 4096 tokens, FP8: the forward's two gathers (attention,
+ * MLP) move 4096 x 4096 x 1 byte = 16,777,216 each, MXFP8 x (1 + 1/32) = 17,301,504; the
+ * backward's stay bf16, 33,554,432; a bf16 plan gathers 33,554,432 both ways. */
+static void test_tp_gather_quantized(void **state)
+{
+    (void)state;
+    model_spec m = load_model("8b");
+    system_spec s = toy();
+    training_spec t = training_default();
+    static recipe r;
+    static recipe_items it;
+    const double want[3][2] = {{16777216.0, 33554432.0}, {17301504.0, 33554432.0},
+                               {33554432.0, 33554432.0}};
+    const layout_precision p[3] = {PRECISION_FP8, PRECISION_MXFP8, PRECISION_BF16};
+    for (int k = 0; k < 3; k++) {
+        layout l = layout_default(FRAMEWORK_MEGATRON);
+        l.tp = 2, l.dp = 4, l.sp = true, l.tp_comm_overlap = false;
+        l.precision = p[k];
+        l.fp8_recipe = p[k] == PRECISION_FP8 ? FP8_RECIPE_TENSORWISE : FP8_RECIPE_DEFAULT;
+        recipe_layer(&m, &s, &t, &l, false, &r, &it);
+        int n[2] = {0, 0};
+        for (int i = 0; i < it.n; i++) {
+            if (strcmp(it.item[i].name, "tp.sp_gather")) continue;
+            int bwd = it.item[i].phase == RECIPE_BWD;
+            if (it.item[i].phase == RECIPE_RECOMPUTE) continue;
+            assert_true(it.item[i].bytes == want[k][bwd]);
+            n[bwd]++;
+        }
+        assert_int_equal(n[0], 2);
+        assert_int_equal(n[1], 2);
+    }
+}
+
 /* Memory of 8B on one stage (tp 1, pp 1, distributed optimizer), delayed scaling: TE keeps the
  * FP8 weight and its transpose beside the bf16 weight, 2 bytes per Linear parameter,
  * 32 x 218,103,808 x 2 = 13,958,643,712 bytes, plus the amax history 3 x 1024 x 4 bytes for
@@ -294,6 +358,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_rates),
         cmocka_unit_test(test_quantize_kernels),
+        cmocka_unit_test(test_quantize_kernels_blackwell),
+        cmocka_unit_test(test_tp_gather_quantized),
         cmocka_unit_test(test_memory_delayed),
         cmocka_unit_test(test_memory_fsdp2_float8_all_gather),
         cmocka_unit_test(test_rules),

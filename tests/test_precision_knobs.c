@@ -340,8 +340,13 @@ static void test_fp8_dispatch(void **state)
 }
 
 /* The low-precision GEMM efficiency by GPU: measured on Hopper (0.9135 per-tensor, 0.8265
- * blockwise), the ml-engineering MAMF ratios on Blackwell (B200 0.763 / 0.776 = 0.98325, every
- * recipe), 1 elsewhere (MI300X: the system's own peak ratio). On B200 the 8B layer's mlp_up
+ * blockwise), the ml-engineering MAMF ratios on Blackwell (B200 0.763 / 0.776 = 0.98325 per
+ * tensor), 1 elsewhere (MI300X: the system's own peak ratio). On Blackwell the block-scaled
+ * kernels take Transformer Engine's B300 rates over the per-tensor one (precision.c; changed on
+ * purpose in prec7, before: every recipe the per-tensor ratio): MXFP8 and FP8 blockwise (run as
+ * MXFP8) x 6.812 / 7.161, NVFP4 on Blackwell Ultra 6.812 / 3.764 x the FP8 rate, i.e. GB300
+ * 0.745 / 0.786 x 1.80978 x 5e15 / 1.5e16 = 0.57179 of its FP4 peak; NVFP4 on B200 keeps
+ * 0.98325 (no figure). On B200 the 8B layer's mlp_up
  * forward (4096 x 28672 x 4096, compute-bound) in fp8 takes (2.25e15 / 4.5e15) / 0.98325 =
  * 0.50852 of its bf16 time, fixed kernel cost aside. */
 static void test_blackwell_ratio(void **state)
@@ -357,11 +362,17 @@ static void test_blackwell_ratio(void **state)
     assert_non_null(strstr(precision_gemm_ratio_source(&mi300x), "ASSUMPTION"));
     layout blk = megatron_fp8(FP8_RECIPE_BLOCKWISE);
     assert_true(REL(precision_gemm_ratio(&h100, &blk), 0.8265) < 1e-12);
-    assert_true(REL(precision_gemm_ratio(&b200, &blk), 0.763 / 0.776) < 1e-12);
+    assert_true(REL(precision_gemm_ratio(&b200, &blk), 0.763 / 0.776 * 6.812 / 7.161) < 1e-12);
     layout mx = layout_default(FRAMEWORK_MEGATRON);
     mx.dp = 8;
     mx.precision = PRECISION_MXFP8;
-    assert_true(REL(precision_gemm_ratio(&b200, &mx), 0.763 / 0.776) < 1e-12);
+    assert_true(REL(precision_gemm_ratio(&b200, &mx), 0.763 / 0.776 * 6.812 / 7.161) < 1e-12);
+    assert_true(REL(precision_gemm_ratio(&b200, &mx), 0.935328) < 1e-6);
+    layout fp4 = mx;
+    fp4.precision = PRECISION_NVFP4;
+    assert_true(REL(precision_gemm_ratio(&gb300, &fp4), 0.57179) < 1e-5);
+    assert_true(REL(precision_gemm_ratio(&b200, &fp4), 0.763 / 0.776) < 1e-12);
+    assert_true(REL(precision_gemm_ratio(&h100, &fp4), 0.9135) < 1e-12); /* Hopper: table */
     model_spec m = load_model("8b");
     training_spec t = training_default();
     layout b = layout_default(FRAMEWORK_MEGATRON);

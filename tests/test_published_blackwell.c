@@ -37,8 +37,10 @@
 #define MAXROWS 128
 
 /* Dense rows: today's figures with some room (bench/README.md "Published Megatron-Bridge runs on
- * Blackwell", 2026-11-28): signed errors -14.2% (405B NVFP4 GB200, 26.04.01) .. +29.9% (8B
- * MXFP8 GB200), median +4.3% over 24 priced rows, since the Blackwell presets' burst GEMM and
+ * Blackwell", 2026-11-28): signed errors -13.9% (405B NVFP4 GB300, 26.04.01) .. +27.8% (70B
+ * NVFP4 GB200), median +0.3% over 24 priced rows since prec7 priced TE's measured MXFP8 / NVFP4
+ * GEMM rates (bench/results/prec7_2026-11-28; before: -14.2% .. +29.9%, median +4.3%); before
+ * that, since the Blackwell presets' burst GEMM and
  * attention rates are derated to the power cap and attention is read from cuDNN's measured
  * table (costmodel/burst_sustain.h; before: -7.9% .. +42.7%, median +13.5%, bounds -0.12 /
  * 0.45 / 0.18). Lower the bounds as the mechanisms there are priced */

@@ -601,8 +601,10 @@ static void test_low_precision(void **state)
 }
 
 /* recipe_layer_fsdp_from (the search's layer cache): a Megatron-FSDP layer is its DDP form's
- * ops, priced under any recompute setting, with the unit's gather and reduce-scatter after
- * them: the same ops, in the same order, and the same priced times as recipe_layer gives. */
+ * ops, priced under any recompute setting, with the unfused gradient copy (grad_accum.h: plan
+ * emits Megatron-FSDP with --no-gradient-accumulation-fusion; added in prec7) and the unit's
+ * gather and reduce-scatter after them: the same ops, in the same order, and the same priced
+ * times as recipe_layer gives. */
 static void same_fsdp(const layout *fsdp, const training_spec *t, bool moe, const char *what)
 {
     static recipe fresh, base, derived;
@@ -617,7 +619,9 @@ static void same_fsdp(const layout *fsdp, const training_spec *t, bool moe, cons
     recipe_layer(&M, &S, t, &d, moe, &base, NULL);
     recipe_layer_fsdp_from(&M, &S, t, fsdp, moe, &base, &derived);
     assert_int_equal(derived.n_ops, fresh.n_ops);
-    assert_int_equal(fresh.n_ops, base.n_ops + 2); /* Megatron: gather and reduce-scatter */
+    /* Megatron: the gradient copy, the gather and the reduce-scatter */
+    assert_int_equal(fresh.n_ops, base.n_ops + 3);
+    assert_string_equal(fresh.op[base.n_ops].name, "grad_accum");
     for (int i = 0; i < fresh.n_ops; i++)
         if (memcmp(&derived.op[i], &fresh.op[i], sizeof fresh.op[i]))
             fail_msg("%s: op %d (%s) differs", what, i, fresh.op[i].name);
