@@ -63,7 +63,7 @@ enum {
     OPT_MOE_SHARED_OVERLAP, OPT_MOE_EXPERT_LOOP, OPT_NVLS, OPT_POWER_LIMIT, OPT_GEMM_HEADROOM, OPT_PP_SCHEDULE, OPT_ASYNC_TP,
     OPT_RESHARD, OPT_FP8_PARAM_GATHER, OPT_BF16_FIRST, OPT_BF16_LAST,
     OPT_MOE_FP8_DISPATCH, OPT_OPT_OFFLOAD,
-    OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_EXPANDABLE_SEGMENTS, OPT_PP_KEEP_OUTPUTS, OPT_PP_FIRST,
+    OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_ACT_OFFLOAD_LAYERS, OPT_EXPANDABLE_SEGMENTS, OPT_PP_KEEP_OUTPUTS, OPT_PP_FIRST,
     OPT_PP_LAST,
     OPT_RECOMPUTE_MODULES, OPT_BF16_OPT_STATES, OPT_TE_CROSS_ENTROPY, OPT_CUDA_GRAPH_FULL,
     OPT_CUDA_GRAPH_ATTN, OPT_MOE_DISPATCHER_SMS, OPT_RANK_ORDER, OPT_CP_ROTATE,
@@ -144,6 +144,7 @@ static const struct option long_opts[] = {
     {"optimizer-cpu-offload", no_argument, NULL, OPT_OPT_OFFLOAD},
     {"optimizer-offload-fraction", required_argument, NULL, OPT_OPT_OFFLOAD_FRACTION},
     {"activation-offload", no_argument, NULL, OPT_ACT_OFFLOAD},
+    {"activation-offload-layers", required_argument, NULL, OPT_ACT_OFFLOAD_LAYERS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -329,6 +330,11 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             break;
         }
         case OPT_ACT_OFFLOAD: l->activation_offload = true; break;
+        case OPT_ACT_OFFLOAD_LAYERS: /* a layer count implies the offload */
+            rc = parse_int("activation-offload-layers", optarg, 1, 100000,
+                           &l->activation_offload_layers);
+            l->activation_offload = true;
+            break;
         case OPT_MOE_CAPACITY:
             /* 0: dropless; else the expert capacity over the mean tokens per expert */
             rc = parse_double("moe-capacity-factor", optarg, 0, 1000.0,

@@ -43,6 +43,8 @@ static void usage(void)
            "                       Bridge's perf recipes run HybridEP on 32; pricing only)\n"
            "  --optimizer-cpu-offload [--optimizer-offload-fraction F] --activation-offload\n"
            "                       Megatron CPU offload (distopt; activations: pp 1, no recompute)\n"
+           "  --activation-offload-layers N  offload the first N decoder layers' activations\n"
+           "                       (--cpu-offloading-num-layers; default all but the last)\n"
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"
            "  --gemm-headroom on|off  GEMMs faster where the step's other work draws less than the\n"
            "                       power cap (systems with a measured fit; default off)\n"

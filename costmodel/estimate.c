@@ -200,13 +200,6 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
         s.bwd_s += c * (x->bwd_s + rf * x->recompute_s);
         host_lead += c * x->host_lead_fwd_s;
         host_exposed += c * x->host_exposed_bwd_s;
-        if (act_off > 0) { /* Megatron activation offload: the copies that outlast a layer */
-            int moved = act_off < c ? act_off : c;
-            double bytes = memory_layer_activation_bytes(m, t, l, k & 1);
-            s.fwd_s += moved * offload_activation_exposed_s(sys, bytes, x->fwd_s);
-            s.bwd_s += moved * offload_activation_exposed_s(sys, bytes, x->bwd_s);
-            act_off -= moved;
-        }
         s.wgrad_s += c * x->wgrad_s;
         s.tp_s += c * x->tp_s;
         s.cp_s += c * x->cp_s;
@@ -221,6 +214,26 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
             s.fsdp_contention_s += c * (x->fsdp_contention_fwd_s + x->fsdp_contention_bwd_s);
             s.fsdp_raw_s += c * (x->gather_s + ag_bwd + x->reduce_s);
         }
+    }
+    if (act_off > 0 && n <= 1024) {
+        /* Megatron activation offload (offload.h): the waits Transformer Engine's schedule of
+         * the copies puts on the compute stream, layer by layer */
+        double fwd[1024], bwd[1024], bytes[1024];
+        double layer_bytes[2] = {memory_layer_activation_bytes(m, t, l, false),
+                                 model_is_moe(m) ? memory_layer_activation_bytes(m, t, l, true)
+                                                 : 0};
+        for (int j = 0; j < n; j++) {
+            const layer_time *x = layer_kind_of(m, l, kinds, start + j);
+            fwd[j] = x->fwd_s;
+            bwd[j] = x->bwd_s;
+            bytes[j] = layer_bytes[memory_layer_is_moe(m, start + j) ? 1 : 0];
+        }
+        offload_activation_pass p = {.n = n, .n_off = act_off, .fwd_s = fwd, .bwd_s = bwd,
+                                     .bytes = bytes};
+        double fwd_wait_s, bwd_wait_s;
+        offload_activation_wait_s(sys, &p, &fwd_wait_s, &bwd_wait_s);
+        s.fwd_s += fwd_wait_s;
+        s.bwd_s += bwd_wait_s;
     }
     /* The host's lead carries over the micro-batch (host_dispatch.h): the GPU work it queued
      * ahead during the forward and the loss head (GPU time - host issue time, summed) is still

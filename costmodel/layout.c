@@ -638,6 +638,18 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         FAIL(CM_ERULE, "activation-offload-pp1-no-recompute",
              "--activation-offload (Megatron --cpu-offloading) needs --framework megatron, "
              "--pp 1 and --recompute none (Megatron-Core TransformerConfig)");
+    if (l->activation_offload_layers > 0 && !l->activation_offload)
+        FAIL(CM_ERULE, "activation-offload-layers-needs-offload",
+             "activation_offload_layers %d is set without activation_offload: set "
+             "activation_offload true (--activation-offload-layers N sets both)",
+             l->activation_offload_layers);
+    /* TransformerConfig (d98e8a6): cpu_offloading_num_layers in [0, num_layers); Transformer
+     * Engine's default schedule keeps the last layer on the GPU */
+    if (l->activation_offload && l->activation_offload_layers >= m->layers)
+        FAIL(CM_ERULE, "activation-offload-layers-below-layers",
+             "--activation-offload-layers %d must be below the model's %d decoder layers "
+             "(Megatron-Core offloads at most all but the last): lower it",
+             l->activation_offload_layers, m->layers);
     if (l->framework == FRAMEWORK_FSDP2) {
         if (l->tp != 1 || l->pp != 1 || l->ep != 1 || l->vpp != 1)
             FAIL(CM_ERULE, "fsdp2-no-model-parallel",

@@ -120,6 +120,9 @@ typedef struct {
      * activations parked in host memory between forward and backward. */
     int optimizer_offload_pct;
     bool activation_offload;
+    int activation_offload_layers; /* with activation_offload: the first N decoder layers are
+                                      offloaded (Megatron --cpu-offloading-num-layers N); 0 =
+                                      layers - 1, the most Transformer Engine allows */
     layout_precision precision;/* Linear GEMMs' format; bf16 (0) unless asked (precision.h) */
     layout_fp8_recipe fp8_recipe; /* fp8 only; 0: the framework's default */
 

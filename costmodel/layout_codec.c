@@ -108,6 +108,11 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
       optimizer_offload_pct, NULL, NULL, false, 0, NULL, NULL),
     L(LAYOUT_F_ACTIVATION_OFFLOAD, "activation_offload", LAYOUT_KIND_BOOL, activation_offload,
       NULL, NULL, false, 0, NULL, NULL),
+    /* Megatron --cpu-offloading-num-layers (TransformerConfig cpu_offloading_num_layers; the
+     * trainer YAML's key is written by emit_yaml.c beside cpu_offloading) */
+    L(LAYOUT_F_ACTIVATION_OFFLOAD_LAYERS, "activation_offload_layers", LAYOUT_KIND_INT,
+      activation_offload_layers, NULL, NULL, false, 0,
+      MCFG "transformer_config_kwargs.cpu_offloading_num_layers", NULL),
     /* issue 21: the uneven pipeline split; emit.c states it as --pipeline-model-parallel-layout,
      * emit_torchtitan.c as first/last_stage_less_layers, the trainer YAML as Megatron-Core's
      * TransformerConfig fields (written only when set) */
@@ -270,7 +275,8 @@ static bool omitted_in_json(const layout_field *f, const layout *l)
         f->id == LAYOUT_F_RECOMPUTE_MODULES || f->id == LAYOUT_F_OPTIMIZER_BF16_STATES ||
         f->id == LAYOUT_F_TE_CROSS_ENTROPY || f->id == LAYOUT_F_CUDA_GRAPH_FULL_ITERATION ||
         f->id == LAYOUT_F_CP_ROTATE_ALLTOALL || f->id == LAYOUT_F_LOSS_EAGER ||
-        f->id == LAYOUT_F_CUDA_GRAPH_ATTN || f->id == LAYOUT_F_MOE_DISPATCHER_SMS)
+        f->id == LAYOUT_F_CUDA_GRAPH_ATTN || f->id == LAYOUT_F_MOE_DISPATCHER_SMS ||
+        f->id == LAYOUT_F_ACTIVATION_OFFLOAD_LAYERS)
         return layout_field_value(f, l, NULL) == 0;
     return false;
 }
@@ -482,6 +488,8 @@ void layout_short_name(const layout *l, char *buf, size_t len)
     if (l->optimizer_offload_pct > 0)
         used = append(buf, len, used, " optoff%d", l->optimizer_offload_pct);
     if (l->activation_offload) used = append(buf, len, used, " actoff");
+    if (l->activation_offload_layers > 0)
+        used = append(buf, len, used, "%d", l->activation_offload_layers);
     if (l->recompute != RECOMPUTE_NONE)
         used = append(buf, len, used, " rc-%s", layout_recompute_name(l->recompute));
     if (l->recompute_layers > 0) used = append(buf, len, used, "%d", l->recompute_layers);

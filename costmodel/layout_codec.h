@@ -60,6 +60,7 @@ typedef enum {
     LAYOUT_F_MOE_FP8_DISPATCH,
     LAYOUT_F_OPTIMIZER_OFFLOAD_PCT,
     LAYOUT_F_ACTIVATION_OFFLOAD,
+    LAYOUT_F_ACTIVATION_OFFLOAD_LAYERS, /* written only when set (0: all layers but the last) */
     LAYOUT_F_PP_FIRST_LAYERS, /* the uneven pipeline's first/last stage (issue 21): written */
     LAYOUT_F_PP_LAST_LAYERS,  /* only when set */
     LAYOUT_F_RECOMPUTE_MODULES, /* Megatron's selective recompute modules: written only when

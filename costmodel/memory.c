@@ -550,13 +550,15 @@ static stage_act_rest stage_activations(const model_spec *m, const training_spec
     working += fig->cp_transient_bytes;
     r->activations_bytes = s->in_flight * per_micro + working;
     /* Megatron activation offload (offload.h): the offloaded layers' activations wait on the
-     * host; one layer's stays as the copy in flight */
+     * host. Transformer Engine's schedule releases layer i's GPU copy before layer L-N+i's
+     * forward, so the saved activations held peak at L-N layers' (cpu_offload.py's
+     * DefaultOffloadSynchronizer docstring); the layer being computed is `working`. */
     int act_off = fig->act_off_layers;
     if (act_off > 0 && n_layers > 0) {
         double saved = s->in_flight * act_off * (act_full / n_layers);
         if (saved > r->activations_bytes) saved = r->activations_bytes;
-        r->activations_bytes -= saved - act_layer_max;
-        r->host_activation_bytes = saved - act_layer_max > 0 ? saved - act_layer_max : 0;
+        r->activations_bytes -= saved;
+        r->host_activation_bytes = saved;
     }
     double phase_relief_bytes = 0; /* what the components' own peaks do not hold at once */
     if (head) {

@@ -30,11 +30,54 @@ double offload_optimizer_host_bytes(const system_spec *sys, double local_params,
 int offload_activation_layers(const model_spec *m, const layout *l)
 {
     if (!l->activation_offload || l->pp > 1) return 0;
-    return m->layers > 1 ? m->layers - 1 : 0;
+    int most = m->layers > 1 ? m->layers - 1 : 0;
+    if (l->activation_offload_layers > 0 && l->activation_offload_layers < most)
+        return l->activation_offload_layers;
+    return most;
 }
 
-double offload_activation_exposed_s(const system_spec *sys, double bytes, double compute_s)
+#define OFFLOAD_MAX_LAYERS 1024 /* more decoder layers than any model has */
+
+void offload_activation_wait_s(const system_spec *sys, const offload_activation_pass *p,
+                               double *fwd_wait_s, double *bwd_wait_s)
 {
+    *fwd_wait_s = *bwd_wait_s = 0;
+    int n = p->n, k = p->n_off;
+    if (n > OFFLOAD_MAX_LAYERS) n = OFFLOAD_MAX_LAYERS;
+    if (k > n - 1) k = n - 1;
+    if (k <= 0) return;
     double link = sys->pcie_bandwidth_bytes_per_s > 0 ? sys->pcie_bandwidth_bytes_per_s : 1;
-    return fmax(0, bytes / link - compute_s);
+    double copy_end[OFFLOAD_MAX_LAYERS];
+
+    /* forward. t: the compute stream's clock; q: when the copy stream is free. Layer i's copy
+     * is queued at the start of layer i+1 (fwd_step), after layer i's forward; layer n-k+i's
+     * forward waits for it (release_activation_forward_gpu_memory). */
+    double t = 0, q = 0, busy = 0;
+    for (int j = 0; j < n; j++) {
+        int i = j - (n - k);
+        if (i >= 0 && copy_end[i] > t) t = copy_end[i];
+        t += p->fwd_s[j];
+        busy += p->fwd_s[j];
+        if (j < k) { /* this layer's copy, queued as the next layer starts */
+            q = (q > t ? q : t) + p->bytes[j] / link;
+            copy_end[j] = q;
+        }
+    }
+    *fwd_wait_s = t - busy;
+
+    /* backward, layers n-1 down to 0. At layer j's start (bwd_step) the reload of layer
+     * i = j - (n-1-k) is queued; layer j < k waits for its own reload (the saved tensors'
+     * pop). */
+    t = 0, q = 0, busy = 0;
+    for (int j = n - 1; j >= 0; j--) {
+        int i = j - (n - 1 - k);
+        if (i >= 0 && i < k) {
+            q = (q > t ? q : t) + p->bytes[i] / link;
+            copy_end[i] = q;
+        }
+        if (j < k && copy_end[j] > t) t = copy_end[j];
+        t += p->bwd_s[j];
+        busy += p->bwd_s[j];
+    }
+    *bwd_wait_s = t - busy;
 }

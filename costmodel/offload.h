@@ -11,10 +11,15 @@
  * --overlap-cpu-optimizer-d2h-h2d is set (emitted with it). GPU memory: the optimizer state of
  * those parameters (12 of the 12 bytes per parameter the distributed optimizer holds).
  *
- * Activation offload (--cpu-offloading --cpu-offloading-num-layers K; Megatron-Core
- * TransformerConfig: K < num_layers, no pipeline parallelism, no recompute): each of K layers'
- * saved activations goes to the host after its forward and returns before its backward, on a
- * side stream beside the next layer's compute. Here K = layers - 1, the most Megatron allows.
+ * Activation offload (--cpu-offloading-num-layers N; Megatron-Core TransformerConfig at
+ * d98e8a6: 0 <= N < num_layers, no pipeline parallelism, no recompute): Transformer Engine's
+ * default synchronizer (transformer_engine/pytorch/cpu_offload.py, DefaultOffloadSynchronizer,
+ * TE v2.10 on; d0067d0) offloads layers 0..N-1 of L. Layer i's copy to the host starts after
+ * its forward, on one side stream (copies queue), and must be done before layer L-N+i's
+ * forward starts, when its GPU memory is released; its copy back starts at the backward of
+ * layer L-1-N+i and must be done when the backward reaches layer i. The saved activations the
+ * GPU holds then peak at (L - N) layers' (the docstring's "(num_layers - num_offloaded_layers)
+ * * T"). N defaults to L - 1, the most it allows.
  */
 #ifndef PLAN_OFFLOAD_H
 #define PLAN_OFFLOAD_H
@@ -38,8 +43,18 @@ double offload_optimizer_host_bytes(const system_spec *sys, double local_params,
 
 /* Decoder layers whose activations go to the host (0 without activation offload). */
 int offload_activation_layers(const model_spec *m, const layout *l);
-/* The exposed part of one layer's activation copy (bytes each way over the host link) beside
- * a pass of compute_s: what the copy outlasts the compute by. */
-double offload_activation_exposed_s(const system_spec *sys, double bytes, double compute_s);
+
+/* One micro-batch's offload schedule over a stage's n layers (n_off of them offloaded, the
+ * first ones): per layer, its forward and backward compute time and its saved-activation bytes
+ * (each way over the host link). */
+typedef struct {
+    int n, n_off;
+    const double *fwd_s, *bwd_s, *bytes;
+} offload_activation_pass;
+/* The time the compute stream waits for the copies in the forward (*fwd_wait_s) and the
+ * backward (*bwd_wait_s): TE's deadlines above, the copies queued on one stream at the host
+ * link's rate (system pcie_bandwidth_bytes_per_s). */
+void offload_activation_wait_s(const system_spec *sys, const offload_activation_pass *p,
+                               double *fwd_wait_s, double *bwd_wait_s);
 
 #endif

@@ -163,6 +163,9 @@ int check_layout(const model_spec *m, const system_spec *sys, check_config *cfg,
             l->shard_size = l->dp * l->cp / cfg->dopt_instances;
         }
     }
+    /* cpu_offloading_num_layers of all layers but the last is the layout's default (0) */
+    if (l->activation_offload && l->activation_offload_layers == m->layers - 1)
+        l->activation_offload_layers = 0;
     layout_violation v[CHECK_MAX_VIOLATIONS];
     int n = layout_check_all(m, sys, &cfg->training, l, check_gpus, v, CHECK_MAX_VIOLATIONS);
     for (int i = 0; i < n && i < CHECK_MAX_VIOLATIONS; i++)

@@ -426,6 +426,10 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
     }
     if (tk) TRY(get_bool(r, tk, "cpu_offloading", MPATH("transformer_config_kwargs.cpu_offloading"),
                          &l->activation_offload, NULL));
+    if (tk && l->activation_offload) /* check.c resolves num_layers - 1 to the default, 0 */
+        TRY(get_int(r, tk, YKEY(LAYOUT_F_ACTIVATION_OFFLOAD_LAYERS),
+                    YPATH(LAYOUT_F_ACTIVATION_OFFLOAD_LAYERS), 1, BIG,
+                    &l->activation_offload_layers, NULL));
     TRY(get_bool(r, mc, "use_megatron_fsdp", MPATH("use_megatron_fsdp"), &mfsdp, NULL));
     { /* Megatron's rank order (issue 21): its rules, Megatron-FSDP's among them, are the
        * layout's (layout_place.c) */

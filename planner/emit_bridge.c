@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "emit_internal.h"
+#include "offload.h"
 #include "recompute_modules.h"
 #include "precision.h"
 
@@ -221,6 +222,20 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
         fprintf(f, "cfg.model.recompute_num_layers = %d\n",
                 l->recompute_layers > 0 ? l->recompute_layers : 1);
     }
+    /* Megatron CPU offload (costmodel/offload.h), set as Bridge's performance scripts set it
+     * (scripts/performance/utils/overrides.py at v0.4.2: cpu_offloading, no weights, the
+     * layer count); the optimizer's on OptimizerConfig as Megatron-LM's flags name it */
+    if (l->activation_offload) {
+        fprintf(f, "cfg.model.cpu_offloading = True\n");
+        fprintf(f, "cfg.model.cpu_offloading_weights = False\n");
+        fprintf(f, "cfg.model.cpu_offloading_num_layers = %d\n", offload_activation_layers(m, l));
+    }
+    if (l->optimizer_offload_pct > 0) {
+        fprintf(f, "cfg.optimizer.optimizer_cpu_offload = True\n");
+        fprintf(f, "cfg.optimizer.optimizer_offload_fraction = %.2f\n",
+                l->optimizer_offload_pct / 100.0);
+        fprintf(f, "cfg.optimizer.overlap_cpu_optimizer_d2h_h2d = True\n");
+    }
     if (l->te_cross_entropy) { /* TransformerConfig: the loss fusion in TE's kernel */
         fprintf(f, "cfg.model.cross_entropy_loss_fusion = True\n");
         fprintf(f, "cfg.model.cross_entropy_fusion_impl = \"te\"\n");
@@ -230,7 +245,7 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     {
         const char *dt = l->optimizer_bf16_states ? "torch.bfloat16" : "torch.float32";
         fprintf(f, "cfg.optimizer.use_precision_aware_optimizer = %s\n",
-                py_bool(l->optimizer_bf16_states));
+                py_bool(l->optimizer_bf16_states || l->optimizer_offload_pct > 0));
         fprintf(f, "cfg.optimizer.main_grads_dtype = %s\n", dt);
         fprintf(f, "cfg.optimizer.exp_avg_dtype = %s\n", dt);
         fprintf(f, "cfg.optimizer.exp_avg_sq_dtype = %s\n", dt);

@@ -266,7 +266,10 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
         snprintf(buf + used, len > used ? len - used : 0, " · optimizer offload %d%%",
                  l->optimizer_offload_pct);
     used = strlen(buf);
-    if (l->activation_offload)
+    if (l->activation_offload && l->activation_offload_layers > 0)
+        snprintf(buf + used, len > used ? len - used : 0, " · activation offload (%d layers)",
+                 l->activation_offload_layers);
+    else if (l->activation_offload)
         snprintf(buf + used, len > used ? len - used : 0, " · activation offload");
     used = strlen(buf);
     if (l->rank_order != RANK_ORDER_DP_PP) /* issue 21: Megatron's --use-tp-pp-dp-mapping */

@@ -309,6 +309,10 @@ static int check_yaml_paths(const char *model, const layout *l)
         if ((i == LAYOUT_F_PP_FIRST_LAYERS && !l->pp_first_layers) ||
             (i == LAYOUT_F_PP_LAST_LAYERS && !l->pp_last_layers))
             continue;
+        /* cpu_offloading_num_layers: written with the activation offload only */
+        if (i == LAYOUT_F_ACTIVATION_OFFLOAD_LAYERS && !l->activation_offload) continue;
+        /* recompute_num_layers is read under full recompute only */
+        if (i == LAYOUT_F_RECOMPUTE_LAYERS && l->recompute != RECOMPUTE_FULL) continue;
         /* under fsdp2 the YAML has no megatron_config (plan check still reads it) */
         if (l->framework == FRAMEWORK_FSDP2 && strstr(path, "megatron_config")) continue;
         const char *key = layout_yaml_key((layout_field_id)i, l->framework);
@@ -345,12 +349,18 @@ static void test_yaml_paths_shared(void **state)
     int with_path = 0;
     for (int i = 0; i < LAYOUT_NFIELDS; i++)
         with_path += layout_yaml_path((layout_field_id)i, FRAMEWORK_MEGATRON) != NULL;
-    assert_int_equal(n, with_path - 2); /* less the uneven split's two, unset here */
+    /* less the uneven split's two and the activation offload's layer count, unset here */
+    assert_int_equal(n, with_path - 3);
     /* an uneven pipeline (issue 21) writes those two as well: 32 layers as 7 / 9 / 9 / 7 */
     layout u = l;
     u.pp = 4; u.vpp = 1; u.dp = 4;
     u.pp_first_layers = 7; u.pp_last_layers = 7;
-    assert_int_equal(check_yaml_paths("mixtral-8x7b", &u), with_path);
+    assert_int_equal(check_yaml_paths("mixtral-8x7b", &u), with_path - 1);
+    /* activation offload of 20 layers (pp 1, no recompute) writes cpu_offloading_num_layers */
+    layout a = l;
+    a.pp = 1; a.vpp = 1; a.dp = 16; a.recompute = RECOMPUTE_NONE; a.recompute_layers = 0;
+    a.activation_offload = true; a.activation_offload_layers = 20;
+    assert_int_equal(check_yaml_paths("mixtral-8x7b", &a), with_path - 3); /* no recompute */
     assert_null(layout_yaml_path(LAYOUT_F_DP, FRAMEWORK_MEGATRON));
     l = layout_default(FRAMEWORK_FSDP2);
     l.dp = 16; l.cp = 4; l.shard_size = 8; l.reshard_after_forward = false;

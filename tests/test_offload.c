@@ -87,8 +87,9 @@ static void test_optimizer_offload_estimate(void **state)
 }
 
 /* Activation offload: Megatron's rules (pp 1, no recompute), and all layers but one leave
- * the GPU: Llama-3.1-8B (32 layers) at TP 8 keeps 1/32 of its decoder activations plus one
- * layer's in flight. */
+ * the GPU: Llama-3.1-8B (32 layers) at TP 8 keeps 1/32 of its decoder activations (Transformer
+ * Engine's schedule releases each offloaded layer before a later layer's forward: peak
+ * (L - N) layers, cpu_offload.py's DefaultOffloadSynchronizer). */
 static void test_activation_offload(void **state)
 {
     (void)state;
@@ -107,11 +108,11 @@ static void test_activation_offload(void **state)
     assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e1, err, sizeof err), CM_OK);
     double dec0 = e0.memory.activations_bytes - e0.memory.logits_bytes;
     double dec1 = e1.memory.activations_bytes - e1.memory.logits_bytes;
-    /* 1/32 kept + one layer (1/32) in flight = 2/32 */
-    assert_true(fabs(dec1 - dec0 * 2.0 / 32) < 1e-6 * dec0);
+    /* 1/32 kept */
+    assert_true(fabs(dec1 - dec0 * 1.0 / 32) < 1e-6 * dec0);
     assert_true(e1.time.step_s >= e0.time.step_s); /* the copies never make it faster */
-    /* the host holds the other 30/32: the offloaded bytes the GPU no longer does */
-    assert_true(fabs(e1.memory.host_activation_bytes - dec0 * 30.0 / 32) < 1e-6 * dec0);
+    /* the host holds the other 31/32: the offloaded bytes the GPU no longer does */
+    assert_true(fabs(e1.memory.host_activation_bytes - dec0 * 31.0 / 32) < 1e-6 * dec0);
     assert_true(e1.feasible);
     /* ... for every GPU of the node at once: 8 x that against the DGX's 2048 GiB. Llama-3.1-70B
      * under Megatron-FSDP on 64 GPUs, seq 8192: one sequence per micro-batch parks 163 GiB per
@@ -139,12 +140,80 @@ static void test_activation_offload(void **state)
     assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e1, err, sizeof err), CM_ERULE);
 }
 
+/* Transformer Engine's copy schedule by hand (offload.h). Four layers of 1 s forward and
+ * backward, the first two offloaded, each copy 3 s (3 bytes over a 1 B/s link):
+ * forward: L0 [0,1], L1 [1,2]; copy0 [1,4], copy1 [4,7]; L2 waits for copy0 -> [4,5], L3 for
+ * copy1 -> [7,8]: 8 s for 4 s of compute, 4 s of waits. Backward: L3 [0,1]; at L2's start the
+ * reload of layer 1 is queued [1,4]; L2 [1,2]; at L1's start layer 0's [4,7]; L1 waits for
+ * its own -> [4,5]; L0 for its own -> [7,8]: 4 s again. A link 6x faster (copies 0.5 s) hides
+ * every copy behind a layer; offloading 3 of 4 (TE's most) leaves no layer between a copy and
+ * its deadline: each of L1..L3 waits a whole copy (0.5 s) in the forward. */
+static void test_activation_offload_schedule(void **state)
+{
+    (void)state;
+    system_spec sys = {0};
+    sys.pcie_bandwidth_bytes_per_s = 1;
+    double one[4] = {1, 1, 1, 1}, three[4] = {3, 3, 3, 3}, half[4] = {3, 3, 3, 3};
+    offload_activation_pass p = {.n = 4, .n_off = 2, .fwd_s = one, .bwd_s = one, .bytes = three};
+    double fw, bw;
+    offload_activation_wait_s(&sys, &p, &fw, &bw);
+    assert_true(fabs(fw - 4) < 1e-12);
+    assert_true(fabs(bw - 4) < 1e-12);
+    sys.pcie_bandwidth_bytes_per_s = 6; /* 0.5 s a copy */
+    p.bytes = half;
+    offload_activation_wait_s(&sys, &p, &fw, &bw);
+    assert_true(fw == 0 && bw == 0);
+    p.n_off = 3; /* L1 waits copy0 [1,1.5]; L2 copy1 [2.5,3]; L3 copy2 [4,4.5] */
+    offload_activation_wait_s(&sys, &p, &fw, &bw);
+    assert_true(fabs(fw - 1.5) < 1e-12);
+    assert_true(fabs(bw - 1.5) < 1e-12);
+    p.n_off = 9; /* clamped to n - 1 */
+    double fw9, bw9;
+    offload_activation_wait_s(&sys, &p, &fw9, &bw9);
+    assert_true(fw9 == fw && bw9 == bw);
+}
+
+/* --activation-offload-layers N: the first N of Llama-3.1-8B's 32 layers leave the GPU, so it
+ * keeps 32 - N layers' activations; N must be below 32 and needs the offload. */
+static void test_activation_offload_layers(void **state)
+{
+    (void)state;
+    model_spec m;
+    char err[CM_ERRLEN];
+    if (model_load("8b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    system_spec sys = load_system("h100");
+    training_spec t = training_default();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.tp = 8;
+    l.sp = true;
+    estimate e0, e1;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e0, err, sizeof err), CM_OK);
+    l.activation_offload = true;
+    l.activation_offload_layers = 20;
+    assert_int_equal(offload_activation_layers(&m, &l), 20);
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e1, err, sizeof err), CM_OK);
+    double dec0 = e0.memory.activations_bytes - e0.memory.logits_bytes;
+    double dec1 = e1.memory.activations_bytes - e1.memory.logits_bytes;
+    assert_true(fabs(dec1 - dec0 * 12.0 / 32) < 1e-6 * dec0);
+    assert_true(fabs(e1.memory.host_activation_bytes - dec0 * 20.0 / 32) < 1e-6 * dec0);
+    l.activation_offload_layers = 31; /* the most: the default's count */
+    assert_int_equal(offload_activation_layers(&m, &l), 31);
+    l.activation_offload_layers = 32;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e1, err, sizeof err), CM_ERULE);
+    assert_non_null(strstr(err, "below the model's 32 decoder layers"));
+    l.activation_offload = false;
+    l.activation_offload_layers = 4;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e1, err, sizeof err), CM_ERULE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_optimizer_step_by_hand),
         cmocka_unit_test(test_optimizer_offload_estimate),
         cmocka_unit_test(test_activation_offload),
+        cmocka_unit_test(test_activation_offload_schedule),
+        cmocka_unit_test(test_activation_offload_layers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
