@@ -10,6 +10,7 @@
  */
 #include "precision.h"
 #include "search.h"
+#include "offload.h"
 
 #include "layout_codec.h"
 #include "search_layouts.h"
@@ -286,6 +287,39 @@ static bool evaluate_variants(worker *w, const training_spec *t, const layout *l
  * --recompute-num-layers k) that still fit, which is faster. Returns the number of overlap
  * variants now in w->variant and ls.
  */
+/* Activation offload that fits with all layers but the last offloaded tries the fewest first
+ * layers that still fit (--activation-offload-layers N): less host-link traffic and host
+ * memory, never slower (offload.h). lv's variants and w->variant are replaced when it fits. */
+static void fewest_offload_layers(worker *w, const training_spec *t, layout *lv, int nv,
+                                  estimate_outcome *how)
+{
+    int most = offload_activation_layers(w->m, &lv[0]);
+    if (most < 2) return;
+    int lo = 1, hi = most; /* the fewest layers whose memory fits: in [lo, hi] */
+    while (lo < hi) {
+        layout p = lv[0];
+        p.activation_offload_layers = (lo + hi) / 2;
+        memory_breakdown mb = estimate_cache_memory_peak(w->cache, w->m, w->sys, t, &p);
+        if (memory_fits(&mb)) hi = p.activation_offload_layers;
+        else lo = p.activation_offload_layers + 1;
+    }
+    if (lo >= most) return;
+    estimate keep[6];
+    memcpy(keep, w->variant, (size_t)nv * sizeof *keep);
+    layout lf[6];
+    for (int k = 0; k < nv; k++) {
+        lf[k] = lv[k];
+        lf[k].activation_offload_layers = lo;
+    }
+    estimate_outcome h;
+    if (evaluate_variants(w, t, lf, nv, &h) && h != ESTIMATE_UNTIMED) {
+        memcpy(lv, lf, (size_t)nv * sizeof *lv);
+        *how = h;
+        return;
+    }
+    memcpy(w->variant, keep, (size_t)nv * sizeof *keep);
+}
+
 static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
                         estimate_outcome *how)
 {
@@ -330,6 +364,7 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
             if (!evaluate_variants(w, t, lv, nv, &h)) continue;
             count_layout(w, &lv[0], nv, h);
             if (h == ESTIMATE_UNTIMED) continue;
+            if (lv[0].activation_offload) fewest_offload_layers(w, t, lv, nv, &h);
             memcpy(ls, lv, (size_t)nv * sizeof *ls);
             *how = h;
             return nv;

@@ -407,6 +407,38 @@ static void test_etp_fold(void **state)
     search_result_free(r);
 }
 
+/* Megatron activation offload of the fewest layers that fit (--activation-offload-layers):
+ * Llama-3.1-70B on 64 GB200 at seq 8192, batch 256, FP8 tensorwise: the best plan is Bridge's
+ * recipe shape (TP 1, PP 1, Megatron-FSDP, micro-batch 2; v0.4.2
+ * LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2 offloads 40 of 80 layers) with some but not all
+ * layers offloaded, and one layer fewer would not fit. */
+static void test_partial_activation_offload(void **state)
+{
+    (void)state;
+    model_spec m = load_model("70b");
+    system_spec sys = load_system("gb200-nvl72");
+    training_spec t = training_default();
+    t.seq_len = 8192;
+    t.global_batch = 256;
+    search_options o = {.gpus = 64, .keep = 8, .frameworks = {false, true},
+                        .precisions = 1u << PRECISION_FP8, .fp8_recipe = FP8_RECIPE_TENSORWISE};
+    search_result *r = search_result_new();
+    char err[CM_ERRLEN];
+    assert_int_equal(search_run(&m, &sys, &t, &o, r, err, sizeof err), CM_OK);
+    assert_true(r->count > 0);
+    const estimate *b = &r->ranked[0];
+    assert_true(b->layout.activation_offload);
+    int n = b->layout.activation_offload_layers;
+    assert_true(n > 0 && n < m.layers - 1);
+    assert_true(b->feasible);
+    layout fewer = b->layout;
+    fewer.activation_offload_layers = n - 1;
+    estimate e;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &fewer, &e, err, sizeof err), CM_OK);
+    assert_false(e.feasible);
+    search_result_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -417,6 +449,7 @@ int main(void)
         cmocka_unit_test(test_uneven_variants_searched),
         cmocka_unit_test(test_account_split_searched),
         cmocka_unit_test(test_etp_fold),
+        cmocka_unit_test(test_partial_activation_offload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
