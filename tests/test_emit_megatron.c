@@ -516,6 +516,25 @@ static json_t *emit_megatron_cases(const char *dir)
             break;
         }
     }
+    /* Megatron CPU offload (issue 21): the partial activation offload the search picks for
+     * Llama-3.1-70B on 64 GB200 (FP8 tensorwise, seq 8192, batch 256; Bridge's recipe shape) */
+    {
+        model_spec m = load_model("70b");
+        system_spec gb = load_system("gb200-nvl72");
+        training_spec tl = training_default();
+        tl.seq_len = 8192;
+        tl.global_batch = 256;
+        search_options so = {.gpus = 64, .keep = 8, .frameworks = {false, true},
+                             .precisions = 1u << PRECISION_FP8,
+                             .fp8_recipe = FP8_RECIPE_TENSORWISE};
+        char err[CM_ERRLEN];
+        if (search_run(&m, &gb, &tl, &so, r, err, sizeof err) != CM_OK) fail_msg("%s", err);
+        if (r->count > 0 && r->ranked[0].layout.activation_offload)
+            json_array_append_new(cases,
+                                  mlm_case(&r->ranked[0], &m, &gb, "70b/64/gb200-fp8-offload"));
+        else
+            fail_msg("70b on 64 GB200: no activation-offload plan to validate");
+    }
     search_result_free(r);
     return cases;
 }
