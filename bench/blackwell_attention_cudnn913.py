@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes the calibration profiles data/systems/calibration/{b200,gb300-nvl72}-cudnn-9.13.json:
-the attention core as cuDNN 9.13 runs it on B200 and GB300, measured by NVIDIA, for runs made
+"""Writes the calibration profiles data/systems/calibration/{b200,gb200-nvl72,gb300-nvl72}-
+cudnn-9.13.json: the attention core as cuDNN 9.13 runs it on B200 and GB300, measured by NVIDIA
+(GB200 derived from B200, below), for runs made
 with that cuDNN (the NeMo 25.11 container's rows of tests/data/published_megatron_bridge_
 blackwell.csv).
 
@@ -31,6 +32,13 @@ at that commit and pass the two files.
 FLOPs as the benchmark counts them and as plan does: forward 4 b h s^2 d / 2 (causal), backward
 2.5x (checked: B200 s 8192 forward 2.199e12 / 1.589 ms = 1384 TFLOP/s as the file says).
 
+GB200 has no 9.13 row: its profile is B200's measurement x 2062/1965 (GB200 / B200
+device-reported maximum SM clock, ml-engineering compute/accelerator/README.md at 744d01e), the
+rule bench/blackwell_attention_table.py applies the other way (B200 from GB200), an ASSUMPTION.
+Cross-check: GB200's own 9.17 measurement (cudnn-frontend b372d39, 1584 / 1211 at s 8192) times
+GB300's 9.13.1 / 9.17 ratio (1716 / 1899, 1150 / 1292) gives 1431 / 1078, against
+1384.2 x 2062 / 1965 = 1452.5 and 994.9 x 2062 / 1965 = 1044.0 from B200 (within 2% / 4%).
+
 Only the (causal, head dim 128) group is measured; the profile replaces that group of the preset
 and keeps the others (no-mask and head dim 192 stay cuDNN 9.22's: costmodel/profile.c).
 
@@ -46,7 +54,7 @@ SRC = ("NVIDIA/cudnn-frontend " + COMMIT + " benchmark/sdpa_benchmark_training/a
        "sdpa_fp8_benchmark_results_NVIDIA_{gpu}.csv")
 
 
-def points(path):
+def points(path, scale=1.0):
     pts = []
     with open(path) as f:
         for r in csv.DictReader(f):
@@ -54,22 +62,31 @@ def points(path):
                 continue
             rows = int(r["batch_size"]) * int(r["num_q_heads"])
             pts.append([int(r["head_dim"]), "causal", rows, int(r["q_seqlen"]),
-                        round(float(r["fwd_tflops_per_sec"]), 1),
-                        round(float(r["bwd_tflops_per_sec"]), 1)])
+                        round(float(r["fwd_tflops_per_sec"]) * scale, 1),
+                        round(float(r["bwd_tflops_per_sec"]) * scale, 1)])
     pts.sort(key=lambda p: p[3])
     return pts
 
 
-def profile(base, gpu, pts):
+GB200_OVER_B200 = 2062.0 / 1965.0
+SCALED = (" x 2062/1965: GB200 has no cuDNN 9.13 measurement; B200's times the ratio of the "
+          "device-reported maximum SM clocks (ml-engineering compute/accelerator/README.md at "
+          "744d01e), the rule bench/blackwell_attention_table.py applies the other way: "
+          "ASSUMPTION (cross-check against GB200's own cuDNN 9.17 rates times GB300's 9.13/9.17 "
+          "ratio: within 2% forward, 4% backward at s 8192)")
+
+
+def profile(base, gpu, pts, scaled=False):
     src = SRC.format(gpu=gpu)
+    how = f"NVIDIA's measurement on one {gpu}" + (SCALED if scaled else "")
     return {
         "calibration_of": base,
-        "description": (f"{base} with the attention core as cuDNN 9.13.1 runs it (NVIDIA's "
-                        f"measurement on one {gpu}): for runs in containers built on "
-                        "nvcr.io/nvidia/pytorch:25.09 (NeMo 25.11 / Megatron-Bridge v0.2.0)."),
+        "description": (f"{base} with the attention core as cuDNN 9.13.1 runs it ({how}): for "
+                        "runs in containers built on nvcr.io/nvidia/pytorch:25.09 (NeMo 25.11 / "
+                        "Megatron-Bridge v0.2.0)."),
         "sources": {
             "attention_rates": (
-                f"{src}, bf16 rows (cuDNN frontend graphs, the path of Transformer Engine's "
+                f"{src}{SCALED if scaled else ''}, bf16 rows (cuDNN frontend graphs, the path of Transformer Engine's "
                 "fused attention), cuDNN 9.13.1 in nvcr.io/nvidia/pytorch:25.09-py3 (the "
                 "benchmark's README at that commit), batch 1, 128 query / 8 KV heads, head dim "
                 "128, causal, CUDA events, median of 10 after 5 warm-ups, free clock: burst "
@@ -80,7 +97,8 @@ def profile(base, gpu, pts):
                 "README.md."),
         },
         "attention_rates": {
-            "source": src + " (cuDNN 9.13.1, bf16, cuDNN frontend)",
+            "source": src + " (cuDNN 9.13.1, bf16, cuDNN frontend)" + (
+                " x 2062/1965 (GB200 from B200: ASSUMPTION)" if scaled else ""),
             "columns": ["head_dim", "mask", "batch_x_heads", "seq", "fwd_tflops",
                         "bwd_tflops"],
             "flops": "forward 4*b*h*s*s*d, x0.5 for causal; backward 2.5x the forward",
@@ -112,12 +130,14 @@ def main():
                  "sdpa_fp8_benchmark_results_NVIDIA_*.csv of NVIDIA/cudnn-frontend at " + COMMIT)
     out = sys.argv[3] if len(sys.argv) > 3 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "data", "systems", "calibration")
-    for csv_path, base, gpu in ((sys.argv[1], "b200", "B200"),
-                                (sys.argv[2], "gb300-nvl72", "GB300")):
-        pts = points(csv_path)
+    for csv_path, base, gpu, scale in ((sys.argv[1], "b200", "B200", 1.0),
+                                       (sys.argv[1], "gb200-nvl72", "B200", GB200_OVER_B200),
+                                       (sys.argv[2], "gb300-nvl72", "GB300", 1.0)):
+        pts = points(csv_path, scale)
         if len(pts) < 2:
             sys.exit(f"{csv_path}: no bf16 causal rows; pass the sdpa_fp8_benchmark_results file")
-        write(os.path.join(out, f"{base}-cudnn-9.13.json"), profile(base, gpu, pts))
+        write(os.path.join(out, f"{base}-cudnn-9.13.json"),
+              profile(base, gpu, pts, scaled=scale != 1.0))
 
 
 if __name__ == "__main__":
