@@ -33,13 +33,19 @@ static void group(attn_table *t)
     memcpy(t->p, sorted, (size_t)n * sizeof *sorted);
 }
 
+/* A fresh table identity (attn_table.id) for each table filled or changed. */
+static unsigned long next_id(void)
+{
+    static atomic_ulong loads;
+    return atomic_fetch_add(&loads, 1) + 1;
+}
+
 cm_status attn_table_from_json(const json_t *section, const char *path, attn_table *t,
                                char *err, size_t errlen)
 {
-    static atomic_ulong loads;
     t->n = 0;
     t->ngroups = 0;
-    t->id = atomic_fetch_add(&loads, 1) + 1;
+    t->id = next_id();
     if (!section) return CM_OK;
     const json_t *pts = json_is_object(section) ? json_object_get(section, "points") : NULL;
     if (!json_is_array(pts))
@@ -83,6 +89,29 @@ cm_status attn_table_from_json(const json_t *section, const char *path, attn_tab
     }
     group(t);
     return CM_OK;
+}
+
+bool attn_table_overlay(attn_table *t, const attn_table *over)
+{
+    if (over->n == 0) return true;
+    attn_point kept[ATTN_MAX_POINTS];
+    int n = 0;
+    for (int gi = 0; gi < t->ngroups; gi++) {
+        const attn_group *g = &t->g[gi];
+        bool replaced = false;
+        for (int k = 0; k < over->ngroups && !replaced; k++)
+            replaced = over->g[k].mask == g->mask && over->g[k].head_dim == g->head_dim;
+        if (replaced) continue;
+        memcpy(kept + n, t->p + g->first, (size_t)g->n * sizeof *kept);
+        n += g->n;
+    }
+    if (n + over->n > ATTN_MAX_POINTS) return false;
+    memcpy(t->p, over->p, (size_t)over->n * sizeof *t->p);
+    memcpy(t->p + over->n, kept, (size_t)n * sizeof *kept);
+    t->n = over->n + n;
+    group(t);
+    t->id = next_id();
+    return true;
 }
 
 /*

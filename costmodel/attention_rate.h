@@ -60,6 +60,12 @@ struct json_t;
 cm_status attn_table_from_json(const struct json_t *section, const char *path, attn_table *t,
                                char *err, size_t errlen);
 
+/* Replaces every (mask, head dim) group of t that `over` holds by over's points and keeps t's
+ * other groups (over's groups first, then t's in their order): a calibration profile's table
+ * measured with other software than the preset's (costmodel/profile.c). False, t unchanged,
+ * when the two would hold more than ATTN_MAX_POINTS points. */
+bool attn_table_overlay(attn_table *t, const attn_table *over);
+
 /* The forward and backward rates at a shape: the points of the mask and the nearest measured
  * head dim, bilinear in (log2 rows, log2 seq) between the measured grid's neighbours, clamped
  * at its edges. False when the table has no point for the mask. */

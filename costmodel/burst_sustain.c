@@ -20,8 +20,14 @@ void burst_sustain_apply(system_spec *sys)
     if (k >= 1) return;
     sys->gemm_efficiency_max *= k;
     sys->attention_efficiency *= k;
-    for (int i = 0; i < sys->attention_rates.n; i++) {
-        sys->attention_rates.p[i].fwd_flops_per_s *= (float)k;
-        sys->attention_rates.p[i].bwd_flops_per_s *= (float)k;
+    burst_sustain_derate_table(&sys->attention_rates, k);
+}
+
+void burst_sustain_derate_table(attn_table *t, double k)
+{
+    if (!(k > 0) || k >= 1) return;
+    for (int i = 0; i < t->n; i++) {
+        t->p[i].fwd_flops_per_s *= (float)k;
+        t->p[i].bwd_flops_per_s *= (float)k;
     }
 }

@@ -39,4 +39,9 @@ double burst_sustain_fraction(const system_spec *sys);
  * sys->sustained_over_burst. Called once by system_from_json. */
 void burst_sustain_apply(system_spec *sys);
 
+/* Multiplies every rate of an attention table by k (0 < k < 1; else nothing): the attention
+ * part of burst_sustain_apply, and a calibration profile's burst-measured attention table
+ * derated with its base system's sustained_over_burst (costmodel/profile.c). */
+void burst_sustain_derate_table(attn_table *t, double k);
+
 #endif

@@ -12,12 +12,15 @@
 #include "profile.h"
 #include "whole_file.h"
 
+#include "burst_sustain.h"
+
 #include "collective.h"
 
 #include <jansson.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -225,6 +228,28 @@ static cm_status apply_step_values(const json_t *st, const char *path, system_sp
     return CM_OK;
 }
 
+/* A profile's "attention_rates" (the preset's format): attention measured with other software
+ * than the preset's table (e.g. the cuDNN of an older container). Its (mask, head dim) groups
+ * replace the preset's, the others stay; its rates are burst figures like the preset's and are
+ * derated with the base's sustained_over_burst (burst_sustain.h). */
+static cm_status apply_attention(const json_t *attn, const char *path, system_spec *sys,
+                                 char *err, size_t errlen)
+{
+    attn_table *over = malloc(sizeof *over); /* ~20 KB: off the stack */
+    if (!over) return cm_fail(err, errlen, CM_ENOMEM, "out of memory reading '%s'", path);
+    cm_status st = attn_table_from_json(attn, path, over, err, errlen);
+    if (st == CM_OK) {
+        burst_sustain_derate_table(over, sys->sustained_over_burst);
+        if (!attn_table_overlay(&sys->attention_rates, over))
+            st = cm_fail(err, errlen, CM_EPARSE,
+                         "profile '%s': its attention_rates and the preset's other groups hold "
+                         "more than %d points together; drop points from the profile",
+                         path, ATTN_MAX_POINTS);
+    }
+    free(over);
+    return st;
+}
+
 /* Apply one profile's JSON object on sys; with_fields false when its scalar fields are already
  * in (a full system file, read by system_from_json). */
 static cm_status apply_profile(const json_t *root, const char *path, system_spec *sys,
@@ -236,6 +261,8 @@ static cm_status apply_profile(const json_t *root, const char *path, system_spec
     if (with_fields && (st = system_overlay_fields(root, path, sys, err, errlen)) != CM_OK)
         return st;
     if (step && (st = apply_step_values(step, path, sys, err, errlen)) != CM_OK) return st;
+    const json_t *attn = with_fields ? json_object_get(root, "attention_rates") : NULL;
+    if (attn && (st = apply_attention(attn, path, sys, err, errlen)) != CM_OK) return st;
     const json_t *cal = json_object_get(root, "calibration");
     if (cal && (st = apply_calibration(cal, path, sys, err, errlen)) != CM_OK) return st;
     return CM_OK;

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +42,27 @@ double published_median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* A row's plan_args with every word that starts with "data/" (a file of the tree, e.g. a
+ * calibration profile) made a quoted path under the source root, as the model files are. */
+static void expand_tree_paths(const char *args, const char *root, char *out, size_t len)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (const char *p = args; *p && o + 1 < len;) {
+        bool word_start = p == args || p[-1] == ' ';
+        if (word_start && !strncmp(p, "data/", 5)) {
+            size_t w = strcspn(p, " ");
+            int n = snprintf(out + o, len - o, "'%s/%.*s'", root, (int)w, p);
+            if (n < 0 || (size_t)n >= len - o) fail_msg("plan_args too long: %s", args);
+            o += (size_t)n;
+            p += w;
+        } else {
+            out[o++] = *p++;
+            out[o] = '\0';
+        }
+    }
+}
+
 /* One row through `plan estimate --format json`, with extra options appended: tokens/s per
  * GPU, the predicted peak GiB and whether it fits. */
 static void price(const csv_table *t, int r, const char *root, const char *extra,
@@ -52,14 +74,15 @@ static void price(const csv_table *t, int r, const char *root, const char *extra
         snprintf(model_arg, sizeof model_arg, "'%s/%s'", root, model);
     else
         snprintf(model_arg, sizeof model_arg, "%s", model);
+    char plan_args[2048];
+    expand_tree_paths(cell(t, r, "plan_args"), root, plan_args, sizeof plan_args);
     char args[4096];
     snprintf(args, sizeof args,
              "estimate --model %s --gpus %s --system %s --tp %s --pp %s --cp %s --vpp %s "
              "--ep %s --mbs %s --gbs %s --seq %s %s %s --format json",
              model_arg, cell(t, r, "gpus"), cell(t, r, "system"), cell(t, r, "tp"),
              cell(t, r, "pp"), cell(t, r, "cp"), cell(t, r, "vp"), cell(t, r, "ep"),
-             cell(t, r, "mbs"), cell(t, r, "gbs"), cell(t, r, "seq"), cell(t, r, "plan_args"),
-             extra);
+             cell(t, r, "mbs"), cell(t, r, "gbs"), cell(t, r, "seq"), plan_args, extra);
     static plan_run_result res;
     assert_int_equal(plan_run(&res, args), 0);
     if (res.status == 2) fail_msg("%s: plan %s\n%s", cell(t, r, "run_id"), args, res.err);

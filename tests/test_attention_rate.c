@@ -84,11 +84,60 @@ static void test_refused(void **state)
     assert_int_equal(T.n, 0);
 }
 
+/* attn_table_overlay: a profile's table measured with other software (costmodel/profile.c)
+ * replaces the groups it holds and keeps the base's others. Base: GRID (causal 128: 4 points,
+ * causal 64: 1 point); overlay: causal 128 at rows 16, seq 1024 and 4096 (70 / 35 and 210 /
+ * 105 TFLOP/s) and a no-mask 128 point. After: causal 128 is the overlay's two points only
+ * (seq 2048 halfway in log2: (70 + 210) / 2 = 140 forward, whatever the rows), causal 64 keeps
+ * GRID's 80 / 40, the no-mask group is the overlay's. */
+static void test_overlay(void **state)
+{
+    (void)state;
+    char err[256];
+    static attn_table over;
+    json_error_t je;
+    json_t *root = json_loads("{\"points\": [[128, \"causal\", 16, 1024, 70, 35],"
+                              "[128, \"causal\", 16, 4096, 210, 105],"
+                              "[128, \"none\", 16, 1024, 90, 45]]}",
+                              0, &je);
+    assert_non_null(root);
+    assert_int_equal(attn_table_from_json(root, "p.json", &over, err, sizeof err), CM_OK);
+    json_decref(root);
+    assert_int_equal(load(GRID, err, sizeof err), CM_OK);
+    double f, b;
+    assert_true(attn_table_rates(&T, ATTN_MASK_CAUSAL, 128, 64, 4096, &f, &b)); /* memo'd */
+    assert_true(near(f, 400e12));
+    unsigned long id = T.id;
+    assert_true(attn_table_overlay(&T, &over));
+    assert_true(T.id != id); /* a new identity: the memo of the old table is not read */
+    assert_int_equal(T.n, 4);
+    assert_int_equal(T.ngroups, 3);
+    assert_true(attn_table_rates(&T, ATTN_MASK_CAUSAL, 128, 64, 4096, &f, &b));
+    assert_true(near(f, 210e12) && near(b, 105e12));
+    assert_true(attn_table_rates(&T, ATTN_MASK_CAUSAL, 128, 64, 2048, &f, &b));
+    assert_true(near(f, 140e12) && near(b, 70e12));
+    assert_true(attn_table_rates(&T, ATTN_MASK_CAUSAL, 64, 16, 1024, &f, &b));
+    assert_true(near(f, 80e12) && near(b, 40e12));
+    assert_true(attn_table_rates(&T, ATTN_MASK_NONE, 128, 16, 1024, &f, &b));
+    assert_true(near(f, 90e12) && near(b, 45e12));
+    /* an empty overlay changes nothing; one that would not fit is refused, the table kept */
+    over.n = over.ngroups = 0;
+    assert_true(attn_table_overlay(&T, &over));
+    assert_int_equal(T.n, 4);
+    over.n = ATTN_MAX_POINTS;
+    over.ngroups = 1;
+    over.g[0] = (attn_group){.mask = ATTN_MASK_WINDOW, .head_dim = 128, .first = 0,
+                             .n = ATTN_MAX_POINTS};
+    assert_false(attn_table_overlay(&T, &over));
+    assert_int_equal(T.n, 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_interpolation),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_overlay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

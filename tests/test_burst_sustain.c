@@ -9,12 +9,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "burst_sustain.h"
+#include "profile.h"
 #include "system.h"
 
 static system_spec ref(double tdp_w, double max_clock_mhz)
@@ -93,12 +95,58 @@ static void test_presets(void **state)
     assert_true(fabs(s.gemm_efficiency_max - 0.70) < 1e-12);
 }
 
+/* The (causal, head dim 128, rows 128, seq 8192) and (no mask, ...) points of a system. */
+static void point_8192(const system_spec *s, attn_mask mask, double *fwd_tflops, double *bwd_tflops)
+{
+    *fwd_tflops = *bwd_tflops = -1;
+    for (int i = 0; i < s->attention_rates.n; i++) {
+        const attn_point *p = &s->attention_rates.p[i];
+        if (p->head_dim == 128 && p->mask == mask && fabsf(p->log2_seq - 13) < 1e-6 &&
+            fabsf(p->log2_rows - 7) < 1e-6) {
+            *fwd_tflops = p->fwd_flops_per_s / 1e12;
+            *bwd_tflops = p->bwd_flops_per_s / 1e12;
+        }
+    }
+}
+
+/* A calibration profile's attention table (data/systems/calibration/b200-cudnn-9.13.json:
+ * NVIDIA's cuDNN 9.13.1 measurement on B200, causal s 8192 1384.2 / 994.9 TFLOP/s burst) is
+ * derated like the preset's (x 0.853: 1180.72 / 848.65) and replaces only the causal head-dim
+ * 128 group: the no-mask point stays the preset's 1687.7 / 1338 x 0.853 = 1439.61 / 1141.31.
+ * The same through --calibration (profile_overlay) and through --system PROFILE. */
+static void test_profile_attention(void **state)
+{
+    (void)state;
+    const char *dir = getenv("PLAN_DATA_DIR");
+    if (!dir) skip();
+    char err[CM_ERRLEN], path[1024];
+    snprintf(path, sizeof path, "%s/systems/calibration/b200-cudnn-9.13.json", dir);
+    static system_spec s;
+    double f, b;
+    for (int via_chain = 0; via_chain < 2; via_chain++) {
+        if (via_chain) {
+            assert_int_equal(profile_load_system(path, dir, &s, err, sizeof err), CM_OK);
+        } else {
+            assert_int_equal(system_load("b200", dir, &s, err, sizeof err), CM_OK);
+            point_8192(&s, ATTN_MASK_CAUSAL, &f, &b); /* the preset's own, cuDNN 9.22 x clock */
+            assert_true(fabs(f - 1500 * 0.853) < 0.05 && fabs(b - 1269.3 * 0.853) < 0.05);
+            assert_int_equal(profile_overlay(path, &s, err, sizeof err), CM_OK);
+        }
+        point_8192(&s, ATTN_MASK_CAUSAL, &f, &b);
+        assert_true(fabs(f - 1180.72) < 0.05 && fabs(b - 848.65) < 0.05);
+        point_8192(&s, ATTN_MASK_NONE, &f, &b);
+        assert_true(fabs(f - 1439.61) < 0.05 && fabs(b - 1141.31) < 0.05);
+        assert_true(fabs(s.gemm_efficiency_max - 0.66534) < 1e-9); /* GEMMs untouched */
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fraction),
         cmocka_unit_test(test_apply),
         cmocka_unit_test(test_presets),
+        cmocka_unit_test(test_profile_attention),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

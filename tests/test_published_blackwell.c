@@ -43,7 +43,9 @@
  * that, since the Blackwell presets' burst GEMM and
  * attention rates are derated to the power cap and attention is read from cuDNN's measured
  * table (costmodel/burst_sustain.h; before: -7.9% .. +42.7%, median +13.5%, bounds -0.12 /
- * 0.45 / 0.18). Lower the bounds as the mechanisms there are priced */
+ * 0.45 / 0.18). Since bw10 the 25.11 rows price attention at their container's cuDNN 9.13
+ * (data/systems/calibration/SYSTEM-cudnn-9.13.json; bench/results/bw10_2026-11-28): range and median
+ * unchanged, B200 median +16.8% -> +12.4%. Lower the bounds as the mechanisms there are priced */
 #define ERR_MIN -0.17
 #define ERR_MAX 0.35
 #define MEDIAN_ERR_MAX 0.08
