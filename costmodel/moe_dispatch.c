@@ -14,14 +14,23 @@
  * generally achieve good bandwidth"). */
 enum { DEEPEP_SMS = 20, HYBRIDEP_SMS = 16 };
 
-/* DeepEP's normal kernels reach the links' bandwidth: docs/legacy.md, H800 (~160 GB/s NVLink,
- * CX7 400 Gb/s ~50 GB/s RDMA), DeepSeek-V3 pretraining shape: intranode EP8 153 GB/s dispatch /
- * 158 combine (0.96-0.99 of NVLink); internode EP16/32/64 43/58/51 GB/s RDMA ("logical"
- * bandwidth, counting local traffic: about the NIC's 50). We take 153/160 of the NVLink figure
- * and the NIC's full per-GPU bandwidth; the same for HybridEP (no published figure; an
+/* DeepEP's normal kernels against the links' bandwidth: deepseek-ai/DeepEP dd758ca
+ * docs/legacy.md (the V1 table, as README.md at 3b1045d), H800 (~160 GB/s NVLink, CX7 400 Gb/s
+ * ~50 GB/s RDMA), DeepSeek-V3 pretraining shape (4096 tokens, h 7168, top-4 of 8 groups, top-8,
+ * FP8 dispatch, BF16 combine): intranode EP 8 153 GB/s dispatch / 158 combine; internode EP
+ * 16/32/64 43/58/51 GB/s dispatch, 43/57/50 combine. The internode figures are "logical"
+ * bandwidth (README.md at dd758ca: it "contains local rank traffic"): the bytes of every token's
+ * copy to each node it reaches, its own node's included, over the time. This file's RDMA bytes
+ * are the copies to the other nodes only (flex_pass_s: nodes_per_token (nodes - 1) / nodes), so
+ * the NIC's achieved share is (nodes - 1) / nodes x logical / 50: EP 32 (4 nodes) 0.870
+ * dispatch / 0.855 combine, EP 64 (8 nodes) 0.8925 / 0.875; their mean 0.873 is
+ * FLEX_RDMA_EFFICIENCY (issue 20, moe10; it was 1.0, the NIC's full rate). EP 16 (2 nodes)
+ * leaves no RDMA figure: there the NVLink phase binds (235 MB x 7/8 of FP8 copies at 153 GB/s =
+ * 1.35 ms, the time its 43 GB/s of logical bytes, 4096 x 1.971 nodes x 7168, takes: 1.35 ms).
+ * We take 153/160 of the NVLink figure; the same for HybridEP (no published figure; an
  * ASSUMPTION that it matches DeepEP on bandwidth, at fewer SMs). */
 #define FLEX_NVLINK_EFFICIENCY (153.0 / 160.0)
-#define FLEX_RDMA_EFFICIENCY 1.0
+#define FLEX_RDMA_EFFICIENCY ((0.75 * (58.0 + 57.0) + 0.875 * (51.0 + 50.0)) / (4 * 50.0))
 
 double moe_load_factor(const training_spec *t)
 {

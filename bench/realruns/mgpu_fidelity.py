@@ -146,6 +146,12 @@ def layout(rec):
             a += ["--moe-expert-loop"]
         else:
             notes.append("experts looped in Python (priced as grouped GEMMs)")
+    # parallel_run.py before 2026-11-28 (no `permute` field) built the regrouping and padding
+    # index tensors on the host, per (rank, local expert), after the split-size sync; torchtitan
+    # builds them on the GPU (--permute device; bench/results/moe10_2026-11-28/README.md: 3-4%
+    # of the step at EP 4 on the same machine)
+    if par == "ep" and rec.get("route") != "balanced" and rec.get("permute", "host") == "host":
+        notes.append("expert permutation built on the host (the script's, not torchtitan's)")
     if par == "ep" and rec.get("route") == "balanced":
         notes.append("balanced routing, split sizes known on the host (diagnostic: no sync)")
     # parallel_run.py --layout cp set torch's rotate method to alltoall (its cp_rotate_method

@@ -78,6 +78,17 @@ p.add_argument("--route", choices=("topk", "balanced"), default="topk",
                     "balanced: token copy j of token t goes to expert (t*k + j) %% E (router still run, "
                     "its weights gathered there), split sizes known on the host, index tensors built "
                     "once: no count exchange, no device-to-host copy, no host index building")
+p.add_argument("--permute", choices=("device", "host"), default="device",
+               help="ep, top-k routing: how the received rows are regrouped by local expert (and, "
+                    "grouped, padded to 16 rows per expert). device (default since 2026-11-28): as "
+                    "torchtitan's _token_dispatch/_permute (torchtitan/distributed/expert_parallel.py, "
+                    "models/moe/utils.py generate_permute_indices): counts histogrammed on the GPU, one "
+                    "blocking device-to-host copy of the split sizes per MoE layer, the permutation and "
+                    "the grouped GEMMs' offsets computed on the GPU; the loop copies the per-expert "
+                    "counts to the host (its .tolist()) and runs torch.split. host (every run before "
+                    "2026-11-28, records without a `permute` field): torch.bincount, two .tolist() "
+                    "copies, and the index and padding tensors built on the host per (rank, expert) "
+                    "with torch.arange, sent to the GPU")
 p.add_argument("--profile", default="",
                help="after the timed steps, one more step under torch.profiler; rank 0 writes a "
                     "summary JSON (bench/realruns/trace_summary.py) here, and the gzipped trace "
@@ -167,6 +178,7 @@ rec = {
     "dp_replicate": args.replicate, "dp_shard": (DP // args.replicate) if args.layout == "tp" else None, "optimizer": "AdamW", "optimizer_impl": "fused",
     "grad_clip": args.clip or None, "experts_impl": args.experts if args.layout == "ep" else None,
     "route": args.route if args.layout == "ep" else None,
+    "permute": args.permute if args.layout == "ep" else None,
     "mixed_precision": "fp32 params, param_dtype bf16, reduce_dtype fp32", "attention": "sdpa",
     "command": "torchrun --nproc_per_node %d " % WS + " ".join(shlex.quote(a) for a in sys.argv),
     "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -234,6 +246,8 @@ class Experts(nn.Module):
         self.w2 = nn.Parameter(torch.empty(n, ffn, dim))
 
     def forward(self, x, counts):  # x: rows grouped by local expert, counts: python ints
+        if torch.is_tensor(counts):  # --permute device: counts on the GPU, nothing built on the host
+            return self._forward_device(x, counts)
         if self.mode == "grouped" and args.route == "balanced":
             key = tuple(counts)
             if getattr(self, "_key", None) != key:
@@ -268,6 +282,28 @@ class Experts(nn.Module):
             outs.append((F.silu(xe @ self.w1[e]) * (xe @ self.w3[e])) @ self.w2[e])
         return torch.cat(outs, 0)
 
+    def _forward_device(self, x, counts, w=None):
+        """torchtitan's two paths with the counts on the GPU. grouped: each expert's rows padded to
+        a multiple of 16 into a buffer of N + 16 E_local rows (torchtitan's max_len, no host
+        size), the offsets a cumsum on the GPU (models/moe/utils.py _permute; moe.py
+        _run_experts_grouped_mm). loop: counts.tolist() (a device-to-host sync, as torchtitan's
+        _run_experts_for_loop) and torch.split. w: (w1, w3, w2), the parameters by default."""
+        w1, w3, w2 = w if w is not None else (self.w1, self.w3, self.w2)
+        N = x.shape[0]
+        if self.mode != "grouped":
+            outs = []
+            for e, xe in enumerate(torch.split(x, counts.tolist(), dim=0)):
+                outs.append((F.silu(xe @ w1[e]) * (xe @ w3[e])) @ w2[e])
+            return torch.cat(outs, 0)
+        padded = (counts + 15) // 16 * 16
+        pad_end, end = torch.cumsum(padded, 0), torch.cumsum(counts, 0)
+        shift = (pad_end - padded) - (end - counts)  # padded start - start, per expert
+        pos = torch.arange(N, device=x.device) + torch.repeat_interleave(shift, counts, output_size=N)
+        offs = pad_end.to(torch.int32)
+        xp = x.new_zeros(N + 16 * counts.numel(), x.shape[1]).index_copy(0, pos, x)
+        h = F.silu(torch._grouped_mm(xp, w1, offs=offs)) * torch._grouped_mm(xp, w3, offs=offs)
+        return torch._grouped_mm(h, w2, offs=offs)[pos]
+
 
 class MoE(nn.Module):
     def __init__(self, a, cfg, group, ep):
@@ -291,6 +327,7 @@ class MoE(nn.Module):
         T = x.shape[0]
         with rf("moe.router"):
             scores = self.router(x).float().softmax(-1)
+            rc = None
             if args.route == "balanced":  # fixed equal assignment; the router's weights still used
                 topi = self._balanced_topi(T, x.device)
                 topw = scores.gather(1, topi)
@@ -306,19 +343,41 @@ class MoE(nn.Module):
                 per = T * self.k // self.E  # copies per expert from every rank
                 rc = [[per] * self.El for _ in range(self.ep)]
                 c_send = [per * self.El] * self.ep
+            elif args.permute == "device":  # torchtitan's _token_dispatch: one blocking copy
+                counts = torch.zeros(self.E, dtype=torch.int64, device=x.device).scatter_add_(
+                    0, flat, torch.ones_like(flat))  # per global expert, no sync (histc's role)
+                recv_counts = torch.empty_like(counts)
+                dist.all_to_all_single(recv_counts, counts, group=self.group)  # [src rank, local expert]
+                send_h = counts.view(self.ep, self.El).sum(1).to("cpu", non_blocking=True)
+                recv_h = recv_counts.view(self.ep, self.El).sum(1).to("cpu")  # the sync
+                c_send, rc = send_h.tolist(), None
+                c_recv = recv_h.tolist()
             else:
                 counts = torch.bincount(flat, minlength=self.E)  # token copies per global expert
                 recv_counts = torch.empty_like(counts)
                 dist.all_to_all_single(recv_counts, counts, group=self.group)  # [src rank, local expert]
                 c_send = counts.view(self.ep, self.El).sum(1).tolist()
                 rc = recv_counts.view(self.ep, self.El).tolist()  # host sync, as torchtitan's dispatch
-            c_recv = [sum(r) for r in rc]
+            if rc is not None:
+                c_recv = [sum(r) for r in rc]
             ROUTED.append(sum(c_recv))  # rows this rank's experts received (host ints already)
         with rf("moe.dispatch"):
             recv = a2a(xs.new_empty(sum(c_recv), d), xs, c_recv, c_send, group=self.group)
         with rf("moe.index"):
             key = (T, "idx")
-            if args.route == "balanced" and key in self._cache:
+            if rc is None:  # --permute device: regroup [src rank][local expert] -> [expert][rank]
+                N = sum(c_recv)
+                C = recv_counts.view(self.ep, self.El)
+                seg = torch.repeat_interleave(torch.arange(self.ep * self.El, device=x.device),
+                                              C.reshape(-1), output_size=N)  # r * El + e per row
+                idx = ((seg % self.El) * self.ep + seg // self.El).argsort(stable=True)
+                inv = torch.empty_like(idx)
+                inv[idx] = torch.arange(N, device=idx.device)
+                per_e = C.sum(0)  # rows per local expert, on the GPU
+                if not getattr(self, "_checked", False):  # once, in the first warm-up step
+                    self._checked = True
+                    self._check_device_permute(C, idx)
+            elif args.route == "balanced" and key in self._cache:
                 idx, inv = self._cache[key]
             else:
                 starts, o = [], 0  # regroup the received rows by local expert
@@ -334,7 +393,8 @@ class MoE(nn.Module):
                 inv[idx] = torch.arange(idx.numel(), device=idx.device)
                 if args.route == "balanced":
                     self._cache[key] = (idx, inv)
-            per_e = [sum(rc[r][e] for r in range(self.ep)) for e in range(self.El)]
+            if rc is not None:
+                per_e = [sum(rc[r][e] for r in range(self.ep)) for e in range(self.El)]
             xe = recv[idx]
         with rf("moe.experts"):
             out_local = self.experts(xe, per_e)
@@ -346,6 +406,40 @@ class MoE(nn.Module):
             y = back[unsort].view(T, self.k, d)
             y = (y.float() * topw.unsqueeze(-1)).sum(1).to(x.dtype)
         return y.view(b, s, d)
+
+    def _check_device_permute(self, C, idx):
+        """The first call only (a warm-up step): the GPU-built permutation equals the host-built
+        one of --permute host, and the grouped path's output equals the per-expert loop's."""
+        rc = C.tolist()
+        starts, o = [], 0
+        for r in range(self.ep):
+            row = []
+            for e in range(self.El):
+                row.append(o)
+                o += rc[r][e]
+            starts.append(row)
+        ref = [i for e in range(self.El) for r in range(self.ep)
+               for i in range(starts[r][e], starts[r][e] + rc[r][e])]
+        if idx.tolist() != ref:
+            raise RuntimeError("parallel_run: --permute device built a wrong permutation")
+        with torch.no_grad():
+            per_e = C.sum(0)
+            x = torch.randn(int(per_e.sum()), self.experts.w1.shape[1], device=C.device,
+                            dtype=torch.bfloat16)
+            w = [p.full_tensor() if isinstance(p, DTensor) else p
+                 for p in (self.experts.w1, self.experts.w3, self.experts.w2)]
+            w = [t.to(torch.bfloat16) for t in w]
+            outs, off = [], 0
+            for e, c in enumerate(per_e.tolist()):
+                xe = x[off:off + c]
+                off += c
+                outs.append((F.silu(xe @ w[0][e]) * (xe @ w[1][e])) @ w[2][e])
+            ref_out = torch.cat(outs, 0).float()
+            if self.experts.mode == "grouped":
+                got = self.experts._forward_device(x, per_e, w).float()
+                err = (got - ref_out).abs().max().item() / max(ref_out.abs().max().item(), 1e-6)
+                if err > 0.05:
+                    raise RuntimeError("parallel_run: grouped path differs from the loop (rel %.3g)" % err)
 
     def _balanced_topi(self, T, dev):
         key = (T, "topi")
