@@ -95,9 +95,16 @@ typedef struct {
                                   queue charges it (host_dispatch_host_of: its op's host time in
                                   this pass, shared evenly over the op's items); 0 where no host
                                   work is priced. plan measure spins it (--host-pace) */
+    bool host_sync;            /* after it the host waits for the GPU, where the cost model's
+                                  issue queue does (host_dispatch_host.sync: torchtitan EP's
+                                  split sizes copied to the host after the router); paced
+                                  steps only */
 } work_item;
 
-#define WORK_MAX_ITEMS 192 /* FSDP2: one item per eager kernel launch (~60 backward + recompute) */
+/* FSDP2: one item per eager kernel launch (~60 backward + recompute); torchtitan's per-expert
+ * loop (expert_loop.h) launches 3 zero fills, 3 slice copies and 3 adds per local expert in the
+ * backward: 573 items at 64 local experts (Qwen3-30B-A3B at EP 2) */
+#define WORK_MAX_ITEMS 1024
 #define WORK_MAX_STAGES 64
 
 typedef struct {
@@ -142,7 +149,8 @@ typedef struct {
     double p2p_bytes;          /* one transfer of a micro-batch's activations (per GPU) */
     double p2p_pred_s;         /* its predicted time (collective.h send_recv over the pp group) */
     double stage_optimizer_params[WORK_MAX_STAGES]; /* Adam's parameters on each stage */
-    double stage_root_params[WORK_MAX_STAGES];      /* embedding / output layer on each stage */
+    double stage_root_params[WORK_MAX_STAGES];      /* embedding / output layer on each stage,
+                                                       per GPU (sharded over tp) */
 
     /* Data-parallel traffic per layer unit, on its own stream. */
     bool dp_active;            /* group > 1 and some traffic, or torch FSDP2 (its copies run
@@ -157,7 +165,7 @@ typedef struct {
     bool reduce_each_micro;    /* FSDP2 reduces every micro-batch; Megatron the last one */
     bool fsdp;                 /* weights come from the gathered unit buffers */
     double layer_params;       /* one layer's parameters on this GPU (after tp) */
-    double root_params;        /* embedding + output layer parameters on this stage */
+    double root_params;        /* embedding + output layer parameters on this stage (per GPU) */
 
     /* Optimizer: Adam over this GPU's parameters (its shard, or everything under DDP). */
     double optimizer_params;

@@ -134,7 +134,7 @@ typedef struct {
 } recipe_item;
 
 #define RECIPE_MAX_OPS (2 * ELEMENTWISE_MAX + 32)
-#define RECIPE_MAX_ITEMS 512
+#define RECIPE_MAX_ITEMS 1024 /* torchtitan's per-expert loop: ~730 backward items at 64 local experts */
 
 typedef struct {
     int n;
