@@ -217,6 +217,15 @@ static cm_status exec_item(bk_run *x, const work_item *it, item_ctx ic, char *er
                                           x->c->fp8_scale[d],
                                           x->c->fp8_scale[d] + BK_FP8_SCALE_STRIDE, C, err,
                                           errlen));
+            } else if (it->looped && it->batch > 1) {
+                /* a kernel per expert (torchtitan's per-expert loop): the batch's GEMMs one by
+                 * one, each on its own slice (A m*k, B n*k, C m*n elements in every form) */
+                size_t sa = 2 * (size_t)it->m * (size_t)it->k, sb = 2 * (size_t)it->n * (size_t)it->k,
+                       sc = 2 * (size_t)it->m * (size_t)it->n;
+                for (int b = 0; b < it->batch; b++)
+                    BK_TRY(bk_gemm_launch(x->c, d, it->form, (long)it->m, (long)it->n,
+                                          (long)it->k, 1, A + b * sa, B + b * sb, C + b * sc, err,
+                                          errlen));
             } else {
                 BK_TRY(bk_gemm_launch(x->c, d, it->form, (long)it->m, (long)it->n, (long)it->k,
                                       it->batch, A, B, C, err, errlen));

@@ -101,6 +101,7 @@ static void work_item_of(const recipe *r, const recipe_item *s, work_item *it)
         it->n = s->n;
         it->k = s->k;
         it->weight_operand = s->weight_operand;
+        it->looped = s->looped;
         it->fp8 = s->low_precision;
         it->flops = 2.0 * s->m * s->n * s->k * s->batch;
     } else if (s->kind == RECIPE_ITEM_STREAM) {
@@ -607,7 +608,7 @@ static void print_list(FILE *f, const char *phase, const work_list *w, double re
         switch (it->kind) {
         case WORK_GEMM:
             fprintf(f, "%-6s m=%-6.0f n=%-6.0f k=%-6.0f batch=%-3d",
-                    it->fp8_block ? "fp8blk" : it->fp8 ? "fp8" : "gemm",
+                    it->fp8_block ? "fp8blk" : it->fp8 ? "fp8" : it->looped ? "loop" : "gemm",
                     it->m, it->n, it->k, it->batch);
             break;
         case WORK_STREAM:

@@ -79,6 +79,8 @@ typedef struct {
     double m, n, k;
     int batch;
     bool weight_operand;       /* B is a layer weight (FSDP: read from the gathered unit) */
+    bool looped;               /* the batch runs as `batch` GEMMs launched one by one (the
+                                  recipe's per-expert kernels, recipe_item.looped) */
     bool fp8;                  /* runs in FP8 (e4m3 operands, bf16 C): the recipe's low-precision
                                   Linears of a --precision fp8 layout (layer_recipe.h) */
     bool fp8_block;            /* the FP8 GEMM is blockwise (--fp8-recipe blockwise): A per 1x128

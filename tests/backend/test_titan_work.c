@@ -11,7 +11,8 @@
  *    4 x that before, 4.73 GiB of communication buffers at TP 4 where 1.79 GiB are the plan's;
  *  - torchtitan's per-expert loop (expert_loop.c) fits the work lists: Qwen3-30B-A3B at EP 2 has
  *    64 local experts, so a MoE layer's backward launches 3 x 64 = 192 zero fills and 192 slice
- *    copies of the stacked weights and 3 x 63 = 189 adds (one work item per launch);
+ *    copies of the stacked weights and 3 x 63 = 189 adds (one work item per launch), and its
+ *    expert GEMMs are looped (a kernel per expert, 64 each), the grouped path's are not;
  *  - torchtitan EP's split-size sync: the cost model's issue queue has the host wait for the GPU
  *    after the router's launches (host_dispatch.c q_sync), so exactly one forward item of a MoE
  *    layer, the router GEMM, carries host_sync (and its recompute under full checkpointing);
@@ -120,6 +121,25 @@ static void test_expert_loop_fits(void **state)
     assert_int_equal(count_named(&W.moe_bwd, "moe.loop.bwd.select.accumulate"), 189);
     assert_int_equal(count_named(&W.moe_bwd, "moe.loop.bwd.split"), 1);
     assert_int_equal(count_named(&W.moe_fwd, "moe.loop.cat"), 1);
+    /* the expert GEMMs: a kernel per expert, as the recipe prices them (64 launches each) */
+    int looped = 0;
+    for (int i = 0; i < W.moe_fwd.n; i++)
+        if (!strncmp(W.moe_fwd.item[i].name, "experts_", 8)) {
+            assert_true(W.moe_fwd.item[i].looped);
+            assert_int_equal(W.moe_fwd.item[i].batch, 64);
+            looped++;
+        }
+    for (int i = 0; i < W.moe_bwd.n; i++)
+        if (!strncmp(W.moe_bwd.item[i].name, "experts_", 8)) {
+            assert_true(W.moe_bwd.item[i].looped);
+            looped++;
+        }
+    assert_int_equal(looped, 6); /* up and down: forward, dgrad, wgrad */
+    /* torch._grouped_mm: one kernel for all of them */
+    t.moe_expert_loop = false;
+    build(&l, &t);
+    for (int i = 0; i < W.moe_fwd.n; i++) assert_false(W.moe_fwd.item[i].looped);
+    for (int i = 0; i < W.moe_bwd.n; i++) assert_false(W.moe_bwd.item[i].looped);
 }
 
 static void test_ep_host_sync(void **state)
