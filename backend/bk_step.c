@@ -60,7 +60,9 @@
  * launches, and the optimizer's host work after its kernel (a floor: the step ends when both
  * the GPU and the host are done, as the estimate's max(GPU, host)). It spins on the monotonic
  * clock (sleeping would oversleep by tens of microseconds); the backend's own issue time counts
- * towards each wait, so the pace is the model's and not the model's plus the backend's.
+ * towards each wait, so the pace is the model's and not the model's plus the backend's. Where the
+ * model's queue has the host wait for the GPU (torchtitan EP's split sizes after the router:
+ * work_item.host_sync), a paced step drains the compute streams there and paces on from then.
  */
 #include <math.h>
 #include <stdio.h>
@@ -86,6 +88,21 @@ static void bk_pace(bk_run *x, double s)
     double target = x->pace_t + s, t = mono_s();
     while (t < target) t = mono_s();
     x->pace_t = t > target ? t : target;
+}
+
+/* The host waits for the GPU (a device-to-host copy whose value it needs: torchtitan EP's split
+ * sizes, work_item.host_sync): each GPU's compute stream drained, and the host's issue point is
+ * now. Its lead over the GPU is gone, so the items after it reach the GPU at the host's pace, as
+ * the cost model's issue queue prices them (host_dispatch.c q_sync). */
+static cm_status bk_host_sync(bk_run *x, char *err, size_t errlen)
+{
+    EACH_DEV
+    {
+        CUDA_TRY(cudaSetDevice(x->c->dev[d]));
+        CUDA_TRY(cudaStreamSynchronize(x->c->compute[d]));
+    }
+    x->pace_t = mono_s();
+    return CM_OK;
 }
 
 /* A pointer to `need` bytes inside [base, base+size), placed by `slot` (wraps around). */
@@ -200,6 +217,15 @@ static cm_status exec_item(bk_run *x, const work_item *it, item_ctx ic, char *er
                                           x->c->fp8_scale[d],
                                           x->c->fp8_scale[d] + BK_FP8_SCALE_STRIDE, C, err,
                                           errlen));
+            } else if (it->looped && it->batch > 1) {
+                /* a kernel per expert (torchtitan's per-expert loop): the batch's GEMMs one by
+                 * one, each on its own slice (A m*k, B n*k, C m*n elements in every form) */
+                size_t sa = 2 * (size_t)it->m * (size_t)it->k, sb = 2 * (size_t)it->n * (size_t)it->k,
+                       sc = 2 * (size_t)it->m * (size_t)it->n;
+                for (int b = 0; b < it->batch; b++)
+                    BK_TRY(bk_gemm_launch(x->c, d, it->form, (long)it->m, (long)it->n,
+                                          (long)it->k, 1, A + b * sa, B + b * sb, C + b * sc, err,
+                                          errlen));
             } else {
                 BK_TRY(bk_gemm_launch(x->c, d, it->form, (long)it->m, (long)it->n, (long)it->k,
                                       it->batch, A, B, C, err, errlen));
@@ -277,6 +303,7 @@ static cm_status exec_list(bk_run *x, int s, const work_list *l, item_ctx ic, in
         if (x->inst_items)
             BK_TRY(bk_span_end(x, s, x->c->compute, i0, TRACE_TID_COMPUTE, it->name, mb, chunk, gl,
                                false, err, errlen));
+        if (it->host_sync && x->pace) BK_TRY(bk_host_sync(x, err, errlen));
     }
     if (ring_open) {
         DEV(cudaEventRecord(x->ev_cp1[d], x->cps[d]));

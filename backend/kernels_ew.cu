@@ -555,11 +555,11 @@ static int coalesce(const bkk_ew *e, long long size[3], long long st[3][3])
     return nd;
 }
 
-template <int VT, typename To, typename Ta, int NIN>
+template <int VT, typename To, typename Ta, int NIN, typename Tb = Ta>
 static void offsets_go(int N, const offset_calc &oc, char *out, const char *a, const char *b,
                        cudaStream_t st)
 {
-    ew_offsets_kernel<VT, To, Ta, Ta, NIN><<<(N + 128 * VT - 1) / (128 * VT), 128, 0, st>>>(
+    ew_offsets_kernel<VT, To, Ta, Tb, NIN><<<(N + 128 * VT - 1) / (128 * VT), 128, 0, st>>>(
         N, oc, out, a, b);
 }
 
@@ -598,7 +598,15 @@ static int launch_offsets_dims(const bkk_ew *e, int nd, long long size[3], long 
     }
     int eo = e->esize[0], ea = e->esize[1], eb = e->esize[2];
     int nin = (ea ? 1 : 0) + (eb ? 1 : 0);
-    if (nin == 2 && ea != eb) return (int)cudaErrorInvalidValue;
+    /* operands of two dtypes (an fp32 accumulator plus a bf16 tensor: PyTorch's ring attention
+     * adds each step's bf16 dK/dV half into its fp32 buffer, cp_ring_torch.c cp.dkv.add_half):
+     * TensorIterator's dynamic-cast path reads each in its own dtype, unroll 4 */
+    if (nin == 2 && ea != eb) {
+        if (eo == 4 && ea == 4 && eb == 2) offsets_go<4, float, float, 2, bf16>((int)N, oc, out, a, b, stream);
+        else if (eo == 2 && ea == 2 && eb == 4) offsets_go<4, bf16, bf16, 2, float>((int)N, oc, out, a, b, stream);
+        else return (int)cudaErrorInvalidValue;
+        return (int)cudaGetLastError();
+    }
     bool nocast = nin == 0 || ea == eo;
     /* gpu_kernel_impl_nocast: unroll 4 for results under 4 bytes, 2 otherwise; with a cast
      * (gpu_kernel_impl) 4 */

@@ -101,6 +101,7 @@ static void work_item_of(const recipe *r, const recipe_item *s, work_item *it)
         it->n = s->n;
         it->k = s->k;
         it->weight_operand = s->weight_operand;
+        it->looped = s->looped;
         it->fp8 = s->low_precision;
         it->flops = 2.0 * s->m * s->n * s->k * s->batch;
     } else if (s->kind == RECIPE_ITEM_STREAM) {
@@ -131,12 +132,16 @@ static void host_onto(const recipe *r, const recipe_items *items, const host_dis
     /* the lists hold the items in lists_of's order: phase by phase, the recipe's order within */
     static const recipe_phase order[3] = {RECIPE_FWD, RECIPE_RECOMPUTE, RECIPE_BWD};
     int nf = 0, nb = 0;
+    int seen[RECIPE_PHASES][RECIPE_MAX_OPS] = {{0}};
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < items->n; i++) {
             const recipe_item *s = &items->item[i];
             if (s->phase != order[k]) continue;
             work_item *it = order[k] == RECIPE_FWD ? &F->item[nf++] : &B->item[nb++];
             it->host_s = h->op_s[s->phase][s->op] / count[s->phase][s->op];
+            /* the queue's wait for the GPU comes after the op's last launch of the pass */
+            it->host_sync = h->sync[s->phase][s->op] &&
+                            ++seen[s->phase][s->op] == count[s->phase][s->op];
         }
 }
 
@@ -462,10 +467,11 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
         memory_layer_params_split(m, l, 1, &w->moe_dense_params, &w->moe_expert_params);
     }
     for (int s = 0; s < l->pp; s++) {
-        double r = 0;
-        if (s == 0) r += model_embedding_params(m);
-        if (s == l->pp - 1) r += model_output_params(m);
-        w->stage_root_params[s] = r;
+        /* the root unit's parameters on this GPU: the embedding and the output layer are
+         * sharded over tp (torchtitan's RowwiseParallel embedding and ColwiseParallel output,
+         * Megatron's VocabParallelEmbedding and ColumnParallelLinear), as the estimate's FSDP2
+         * copies of the root count them (fsdp_root_params / tp) */
+        w->stage_root_params[s] = fsdp_root_params(m, l, s) / l->tp;
         w->stage_optimizer_params[s] = stage_optimizer_params(m, l, s);
         /* the optimizer's host terms as estimate.c's optimizer_cost takes them */
         if (!l->offload) {
@@ -602,7 +608,7 @@ static void print_list(FILE *f, const char *phase, const work_list *w, double re
         switch (it->kind) {
         case WORK_GEMM:
             fprintf(f, "%-6s m=%-6.0f n=%-6.0f k=%-6.0f batch=%-3d",
-                    it->fp8_block ? "fp8blk" : it->fp8 ? "fp8" : "gemm",
+                    it->fp8_block ? "fp8blk" : it->fp8 ? "fp8" : it->looped ? "loop" : "gemm",
                     it->m, it->n, it->k, it->batch);
             break;
         case WORK_STREAM:
@@ -613,7 +619,8 @@ static void print_list(FILE *f, const char *phase, const work_list *w, double re
                     work_group_name(it->group), it->bytes, "");
             break;
         }
-        fprintf(f, "  pred %8.3f ms  x%.0f\n", it->pred_s * 1e3, reps * same);
+        fprintf(f, "  pred %8.3f ms  x%.0f%s\n", it->pred_s * 1e3, reps * same,
+                it->host_sync ? "  then the host waits for the GPU (paced)" : "");
     }
 }
 

@@ -79,6 +79,8 @@ typedef struct {
     double m, n, k;
     int batch;
     bool weight_operand;       /* B is a layer weight (FSDP: read from the gathered unit) */
+    bool looped;               /* the batch runs as `batch` GEMMs launched one by one (the
+                                  recipe's per-expert kernels, recipe_item.looped) */
     bool fp8;                  /* runs in FP8 (e4m3 operands, bf16 C): the recipe's low-precision
                                   Linears of a --precision fp8 layout (layer_recipe.h) */
     bool fp8_block;            /* the FP8 GEMM is blockwise (--fp8-recipe blockwise): A per 1x128
@@ -95,9 +97,16 @@ typedef struct {
                                   queue charges it (host_dispatch_host_of: its op's host time in
                                   this pass, shared evenly over the op's items); 0 where no host
                                   work is priced. plan measure spins it (--host-pace) */
+    bool host_sync;            /* after it the host waits for the GPU, where the cost model's
+                                  issue queue does (host_dispatch_host.sync: torchtitan EP's
+                                  split sizes copied to the host after the router); paced
+                                  steps only */
 } work_item;
 
-#define WORK_MAX_ITEMS 192 /* FSDP2: one item per eager kernel launch (~60 backward + recompute) */
+/* FSDP2: one item per eager kernel launch (~60 backward + recompute); torchtitan's per-expert
+ * loop (expert_loop.h) launches 3 zero fills, 3 slice copies and 3 adds per local expert in the
+ * backward: 573 items at 64 local experts (Qwen3-30B-A3B at EP 2) */
+#define WORK_MAX_ITEMS 1024
 #define WORK_MAX_STAGES 64
 
 typedef struct {
@@ -142,7 +151,8 @@ typedef struct {
     double p2p_bytes;          /* one transfer of a micro-batch's activations (per GPU) */
     double p2p_pred_s;         /* its predicted time (collective.h send_recv over the pp group) */
     double stage_optimizer_params[WORK_MAX_STAGES]; /* Adam's parameters on each stage */
-    double stage_root_params[WORK_MAX_STAGES];      /* embedding / output layer on each stage */
+    double stage_root_params[WORK_MAX_STAGES];      /* embedding / output layer on each stage,
+                                                       per GPU (sharded over tp) */
 
     /* Data-parallel traffic per layer unit, on its own stream. */
     bool dp_active;            /* group > 1 and some traffic, or torch FSDP2 (its copies run
@@ -157,7 +167,7 @@ typedef struct {
     bool reduce_each_micro;    /* FSDP2 reduces every micro-batch; Megatron the last one */
     bool fsdp;                 /* weights come from the gathered unit buffers */
     double layer_params;       /* one layer's parameters on this GPU (after tp) */
-    double root_params;        /* embedding + output layer parameters on this stage */
+    double root_params;        /* embedding + output layer parameters on this stage (per GPU) */
 
     /* Optimizer: Adam over this GPU's parameters (its shard, or everything under DDP). */
     double optimizer_params;

@@ -305,7 +305,10 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
                  * (torchtitan/distributed/expert_parallel.py at 31f33c14, _token_dispatch:
                  * .to("cpu", non_blocking=False) "would incur a device-to-host sync", then
                  * .tolist() for all_to_all_single_autograd); the backward reuses them. */
-                if (hc->ep_sync && !bwd && c->router) q_sync(q);
+                if (hc->ep_sync && !bwd && c->router) {
+                    q_sync(q);
+                    if (rec) rec->sync[ph][i] = true; /* plan measure waits there too */
+                }
                 if (hc->dtensor && o->kind == RECIPE_GEMM) /* decomposition and hooks */
                     q_push(q, dtensor_linear_dispatches(o, c->modules, bwd), 0);
             }

@@ -68,6 +68,9 @@ typedef struct {
     double gather_bwd_s;  /* the same before its backward (reshard after forward) */
     double reduce_s;      /* the reduce-scatter's: chunk_cat's host work, copy-in, collective */
     double serial_fwd_s, serial_bwd_s; /* the head: r->host_serial_fwd_s, host_serial_bwd_s */
+    bool sync[RECIPE_PHASES][RECIPE_MAX_OPS]; /* the host waits for the GPU after op i's launches
+                                                 in pass p (torchtitan EP's split sizes copied
+                                                 to the host after the router, q_sync) */
 } host_dispatch_host;
 
 /* Fills out for r as host_dispatch_pace prices it (layer, moe as there). Returns false (out all

@@ -600,7 +600,9 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
             rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
         }
         if (items) {
-            /* grouped GEMMs: batch = local experts, one weight each */
+            /* grouped GEMMs: batch = local experts, one weight each; a kernel per expert
+             * where the recipe prices one (kernels == local) */
+            int first_item = items->n;
             rb_gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
                       moe_experts_s(b, local, kernels, rows, up, h, ob));
             rb_gemm_item(b, ex, RECIPE_BWD, "experts_up.dgrad", RECIPE_FORM_DGRAD, rows, h, up,
@@ -613,6 +615,8 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
                       h, local, true, moe_experts_s(b, local, kernels, rows, down_in, h, ob));
             rb_gemm_item(b, ex, RECIPE_BWD, "experts_down.wgrad", RECIPE_FORM_WGRAD, h, down_in,
                       rows, local, false, moe_experts_s(b, local, kernels, down_in, h, rows, wb));
+            for (int i = first_item; i < items->n; i++)
+                items->item[i].looped = kernels > 1 && local > 1;
         }
         rb_quantize_ops(b, rows, up, h, local);
         rb_quantize_ops(b, rows, h, down_in, local);

@@ -123,6 +123,9 @@ typedef struct {
     double m, n, k;
     int batch;
     bool weight_operand;
+    bool looped;           /* GEMM: the batch's GEMMs are launched one by one (a kernel per
+                              expert: torchtitan's per-expert loop, the fsdp2 path's per-expert
+                              Linears), as the recipe prices them (layer_recipe.c `kernels`) */
     bool low_precision;    /* GEMM: a Linear the layout runs in its low-precision format (priced
                               so: precision.h says which; the backend runs it in FP8) */
     /* STREAM / COLL */
@@ -134,7 +137,7 @@ typedef struct {
 } recipe_item;
 
 #define RECIPE_MAX_OPS (2 * ELEMENTWISE_MAX + 32)
-#define RECIPE_MAX_ITEMS 512
+#define RECIPE_MAX_ITEMS 1024 /* torchtitan's per-expert loop: ~730 backward items at 64 local experts */
 
 typedef struct {
     int n;

@@ -25,6 +25,7 @@ rows are priced with --moe-expert-loop (torchtitan's per-expert loop, costmodel/
 where `plan estimate --help` lists it.
 
 Usage: python3 bench/realruns/mgpu_fidelity.py [DIR ...] [--plan build/cli/plan] [--format table|json]
+       [--pm PMDIR ...]  (plan measure JSONs of later runs, e.g. bench/results/meas10_2026-11-28/*)
        (default DIRs: bench/results/mgpu_2026-11-27/{full_h200x4,extra_h100x4}/jobs;
        the TP host-time check: bench/results/mgpu_2026-11-27/host_h100x4/jobs)
 """
@@ -58,6 +59,9 @@ ap = argparse.ArgumentParser()
 ap.add_argument("dirs", nargs="*")
 ap.add_argument("--plan", default="")
 ap.add_argument("--format", choices=("table", "json"), default="table")
+ap.add_argument("--pm", nargs="+", default=[],
+                help="folders of plan measure JSONs (pm-LABEL.json) measured later: a row takes "
+                     "the last folder's file that exists, before its own folder's")
 args = ap.parse_args()
 if not args.plan:
     for cand in ("build/cli/plan", "build-bk/cli/plan"):
@@ -262,6 +266,9 @@ def main():
                 row["step_err"] = err(row["pred_step_s"], row["real_step_s"])
                 row["mem_err"] = err(row["pred_mem_bytes"], row["real_mem_bytes"])
                 pm = os.path.join(d, "pm-%s.json" % r["label"])
+                for pd in args.pm:  # later plan measure runs of the same layout (--pm)
+                    if os.path.exists(os.path.join(pd, "pm-%s.json" % r["label"])):
+                        pm = os.path.join(pd, "pm-%s.json" % r["label"])
                 if os.path.exists(pm):
                     try:
                         m = json.load(open(pm))

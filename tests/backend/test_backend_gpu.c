@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "cp_ring_torch.h"
 #include "elementwise.h"
 #include "fsdp_copies.h"
 #include "precision.h"
@@ -363,13 +364,21 @@ static void eager_kernels(bk_ctx *c)
     fsdp_copies_unit(4.0 * 70001, 4, &fc);
     const elementwise_kernel *ks[4] = {&fc.cast_in, &fc.slot_in, &fc.copy_out, &fc.rs_cast};
     for (int i = 0; i < 4; i++, ran++) ew_case(c, ks[i]->name, &ks[i]->access);
+    /* PyTorch's ring attention merges and accumulators at CP 2 (cp_ring_torch.c): the fp32
+     * accumulators take bf16 halves (cp.dkv.add_half: an offsets kernel with fp32 and bf16
+     * inputs, which the launcher refused before meas10) */
+    static elementwise_list ring;
+    memset(&ring, 0, sizeof ring);
+    cp_ring_torch_kernels(24.0 * 64, 24.0 * 32, 2, &ring);
+    for (int i = 0; i < ring.n_fwd; i++, ran++) ew_case(c, ring.fwd[i].name, &ring.fwd[i].access);
+    for (int i = 0; i < ring.n_bwd; i++, ran++) ew_case(c, ring.bwd[i].name, &ring.bwd[i].access);
     ew_access col = {.pattern = EW_REDUCE_COL, .esize = {2, 2, 0}, .n = {1, 1000, 256}};
     col.stride[1][1] = 256, col.stride[1][2] = 1, col.stride[0][2] = 1;
     ew_case(c, "sum over 1000 rows", &col);
     ran++;
     if (failures == before)
-        printf("ok   eager kernels: %d of a layer, the loss head and FSDP2's copies match the "
-               "CPU\n", ran);
+        printf("ok   eager kernels: %d of a layer, the loss head, FSDP2's copies and the CP "
+               "ring's merges match the CPU\n", ran);
 }
 
 int main(void)
