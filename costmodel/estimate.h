@@ -113,6 +113,14 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
                                  const training_spec *t, const layout *ls, int n,
                                  estimate *outs, estimate_cache *cache, double prune_above_s,
                                  estimate_outcome *how);
+/* The same for a memory-knob try (planner/search.c memory_knobs) of a layout that passed
+ * layout_check: ls[0] differs from it only in recompute_layers, optimizer_offload_pct or
+ * activation_offload, so only the rules that read those three are checked again (the others
+ * gave their verdict on the layout tried; layout_check was ~8% of a try). */
+cm_status estimate_layout_search_try(const model_spec *m, const system_spec *sys,
+                                     const training_spec *t, const layout *ls, int n,
+                                     estimate *outs, estimate_cache *cache,
+                                     double prune_above_s, estimate_outcome *how);
 /* memory_peak(m, sys, t, l), through the cache's memory memo (the same figures). */
 memory_breakdown estimate_cache_memory_peak(estimate_cache *c, const model_spec *m,
                                             const system_spec *sys, const training_spec *t,

@@ -576,6 +576,29 @@ static void memory_of(const model_spec *m, const estimate_model_counts *counts,
     }
 }
 
+/* The rules of layout.c that read the fields a memory-knob try changes (check_rules: sizes,
+ * torchtitan-recompute-every-block, optimizer-offload-fraction,
+ * optimizer-offload-needs-distopt, activation-offload-pp1-no-recompute): no other rule reads
+ * recompute_layers, optimizer_offload_pct or activation_offload. */
+static bool knob_rules_hold(const layout *l)
+{
+    if (l->recompute_layers < 0 || l->recompute_layers > (1 << 20)) return false;
+    if (l->recompute_layers > 0 && l->framework == FRAMEWORK_TORCHTITAN) return false;
+    if (l->optimizer_offload_pct < 0 || l->optimizer_offload_pct > 100) return false;
+    if (l->optimizer_offload_pct > 0 &&
+        (l->framework != FRAMEWORK_MEGATRON || l->sharding != SHARDING_DISTOPT))
+        return false;
+    if (l->activation_offload && (l->framework != FRAMEWORK_MEGATRON || l->pp != 1 ||
+                                  l->recompute != RECOMPUTE_NONE))
+        return false;
+    return true;
+}
+
+static cm_status search_checked(const model_spec *m, const system_spec *sys,
+                                const training_spec *t, const layout *ls, int n, estimate *outs,
+                                estimate_cache *cache, double prune_above_s,
+                                estimate_outcome *how);
+
 cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
                                  const training_spec *t, const layout *ls, int n,
                                  estimate *outs, estimate_cache *cache, double prune_above_s,
@@ -584,6 +607,25 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     *how = ESTIMATE_UNTIMED;
     if (n < 1) return CM_EINVAL;
     if (layout_check(m, sys, t, &ls[0], 0, NULL, 0) != CM_OK) return CM_EINVAL;
+    return search_checked(m, sys, t, ls, n, outs, cache, prune_above_s, how);
+}
+
+cm_status estimate_layout_search_try(const model_spec *m, const system_spec *sys,
+                                     const training_spec *t, const layout *ls, int n,
+                                     estimate *outs, estimate_cache *cache,
+                                     double prune_above_s, estimate_outcome *how)
+{
+    *how = ESTIMATE_UNTIMED;
+    if (n < 1 || !knob_rules_hold(&ls[0])) return CM_EINVAL;
+    return search_checked(m, sys, t, ls, n, outs, cache, prune_above_s, how);
+}
+
+/* estimate_layout_search past ls[0]'s check */
+static cm_status search_checked(const model_spec *m, const system_spec *sys,
+                                const training_spec *t, const layout *ls, int n, estimate *outs,
+                                estimate_cache *cache, double prune_above_s,
+                                estimate_outcome *how)
+{
     /* the others differ in the overlap knobs only: their rules (layout.c) are all left */
     for (int i = 1; i < n; i++) {
         if (ls[i].overlap_param_gather &&

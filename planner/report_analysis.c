@@ -38,6 +38,11 @@
 typedef struct {
     long searches, layouts;
     long feat_count[2][REPORT_NFEATURES];
+    /* the run of visited layouts with one framework and feature mask not yet in feat_count
+     * (count_features: a layout's overlap variants come one after another), run_n long */
+    uint32_t run_mask;
+    int run_fw;
+    long run_n;
 } task_sums;
 
 typedef struct {
@@ -119,11 +124,29 @@ long report_planned_searches(const report_options *o)
     return planned_searches(gpus, ng, distinct_models(o->models, o->nmodels));
 }
 
-/* Layout l's features into the counts (report_feature_mask). */
+/* The pending run of count_features into the counts. */
+static void flush_features(task_sums *sums)
+{
+    long *count = sums->feat_count[sums->run_fw];
+    for (uint32_t m = sums->run_mask; m; m &= m - 1) count[__builtin_ctz(m)] += sums->run_n;
+    sums->run_n = 0;
+}
+
+/* Layout l's features into the counts (report_feature_mask): a layout with the framework and
+ * mask of the one before it lengthens the pending run (flush_features adds a run at once,
+ * the same sums), which a search's end flushes (search_point). */
 static void count_features(task_sums *sums, const layout *l)
 {
-    long *count = sums->feat_count[l->framework];
-    for (uint32_t m = report_feature_mask(l); m; m &= m - 1) count[__builtin_ctz(m)]++;
+    uint32_t m = report_feature_mask(l);
+    int fw = (int)l->framework;
+    if (sums->run_n > 0 && m == sums->run_mask && fw == sums->run_fw) {
+        sums->run_n++;
+        return;
+    }
+    if (sums->run_n > 0) flush_features(sums);
+    sums->run_mask = m;
+    sums->run_fw = fw;
+    sums->run_n = 1;
 }
 
 /* A layout that fits, timed or not: its features and its memory class. */
@@ -232,6 +255,7 @@ static cm_status search_point(const report *r, const model_spec *m, report_point
         o.simulate = 0;
     }
     cm_status st = search_run(m, &r->sys, &r->t, &o, sr, err, errlen);
+    if (sums->run_n > 0) flush_features(sums); /* the visitors' last run */
     if (st != CM_OK) return st;
     sums->searches++;
     sums->layouts += sr->evaluated;

@@ -136,7 +136,10 @@ struct worker {
     long best_seq[LAYOUT_NFRAMEWORKS], best_sharding_seq[LAYOUT_NFRAMEWORKS][3],
         closest_seq[LAYOUT_NFRAMEWORKS];
     estimate scratch;
-    estimate variant[6]; /* consider(): the overlap-knob variants of one layout */
+    /* consider(): the overlap-knob variants of one layout (variant), and a memory-knob try's
+     * (trial); a try that is taken swaps the two, one that is not leaves variant as it was */
+    estimate *variant, *trial;
+    estimate variant_buf[2][6];
     estimate_cache *cache; /* this thread's layer costs (estimate_search.c) */
     search_stats_tally tally; /* r->stats' counts, added up at the end of worker_run */
 };
@@ -277,19 +280,27 @@ static bool evaluate_variants(worker *w, const training_spec *t, const layout *l
                                   prune_threshold_s(w, &ls[0], t->global_batch), how) == CM_OK;
 }
 
-/*
- * The memory knobs (issue 21), searched where they can matter: each only saves memory at a
- * cost in time, so a layout tries them only when it does not fit without them and they can
- * free enough, and keeps the cheapest that fits: Megatron's optimizer CPU offload (25, 50, 75
- * or 100% of the distributed optimizer's shard, the least that frees enough) and activation
- * offload (pp 1, no recompute; with the whole optimizer offloaded too if need be). Full
- * recompute that fits tries the fewest layers a stage (--recompute-method block
- * --recompute-num-layers k) that still fit, which is faster. Returns the number of overlap
- * variants now in w->variant and ls.
- */
+/* A memory-knob try of ls (estimate_layout_search_try: only the rules of the knobs it sets
+ * are checked again) into w->trial. */
+static bool evaluate_try(worker *w, const training_spec *t, const layout *ls, int nv,
+                         estimate_outcome *how)
+{
+    return estimate_layout_search_try(w->m, w->sys, t, ls, nv, w->trial, w->cache,
+                                      prune_threshold_s(w, &ls[0], t->global_batch),
+                                      how) == CM_OK;
+}
+
+/* The try in w->trial becomes the layout's variants. */
+static void take_try(worker *w)
+{
+    estimate *v = w->variant;
+    w->variant = w->trial;
+    w->trial = v;
+}
+
 /* Activation offload that fits with all layers but the last offloaded tries the fewest first
  * layers that still fit (--activation-offload-layers N): less host-link traffic and host
- * memory, never slower (offload.h). lv's variants and w->variant are replaced when it fits. */
+ * memory, never slower (offload.h). When it fits, lv and w->variant become it. */
 static void fewest_offload_layers(worker *w, const training_spec *t, layout *lv, int nv,
                                   estimate_outcome *how)
 {
@@ -304,22 +315,29 @@ static void fewest_offload_layers(worker *w, const training_spec *t, layout *lv,
         else lo = p.activation_offload_layers + 1;
     }
     if (lo >= most) return;
-    estimate keep[6];
-    memcpy(keep, w->variant, (size_t)nv * sizeof *keep);
     layout lf[6];
     for (int k = 0; k < nv; k++) {
         lf[k] = lv[k];
         lf[k].activation_offload_layers = lo;
     }
     estimate_outcome h;
-    if (evaluate_variants(w, t, lf, nv, &h) && h != ESTIMATE_UNTIMED) {
+    if (evaluate_try(w, t, lf, nv, &h) && h != ESTIMATE_UNTIMED) {
+        take_try(w);
         memcpy(lv, lf, (size_t)nv * sizeof *lv);
         *how = h;
-        return;
     }
-    memcpy(w->variant, keep, (size_t)nv * sizeof *keep);
 }
 
+/*
+ * The memory knobs (issue 21), searched where they can matter: each only saves memory at a
+ * cost in time, so a layout tries them only when it does not fit without them and they can
+ * free enough, and keeps the cheapest that fits: Megatron's optimizer CPU offload (25, 50, 75
+ * or 100% of the distributed optimizer's shard, the least that frees enough) and activation
+ * offload (pp 1, no recompute; with the whole optimizer offloaded too if need be). Full
+ * recompute that fits tries the fewest layers a stage (--recompute-method block
+ * --recompute-num-layers k) that still fit, which is faster. Returns the number of overlap
+ * variants now in w->variant and ls.
+ */
 static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
                         estimate_outcome *how)
 {
@@ -348,11 +366,9 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
                 tries[n++].optimizer_offload_pct = 100;
             }
         }
-        /* the base's estimates, restored if no try fits (the tries overwrite w->variant):
-         * a copy, not a second evaluation (nothing of the base fits, so nothing of it was
-         * timed or pruned: its memory halves are all there is, and they do not change) */
-        estimate keep[6];
-        if (n > 0) memcpy(keep, w->variant, (size_t)nv * sizeof *keep);
+        /* the base's estimates stay in w->variant unless a try fits (the tries go to
+         * w->trial: nothing of the base fits, so nothing of it was timed or pruned, its
+         * memory halves are all there is) */
         for (int i = 0; i < n; i++) {
             layout lv[6];
             for (int k = 0; k < nv; k++) {
@@ -361,23 +377,21 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
                 lv[k].activation_offload = tries[i].activation_offload;
             }
             estimate_outcome h;
-            if (!evaluate_variants(w, t, lv, nv, &h)) continue;
+            if (!evaluate_try(w, t, lv, nv, &h)) continue;
             count_layout(w, &lv[0], nv, h);
             if (h == ESTIMATE_UNTIMED) continue;
+            take_try(w);
             if (lv[0].activation_offload) fewest_offload_layers(w, t, lv, nv, &h);
             memcpy(ls, lv, (size_t)nv * sizeof *ls);
             *how = h;
             return nv;
         }
         /* nothing fits: the layout without offload stays the one judged (closest) */
-        if (n > 0) memcpy(w->variant, keep, (size_t)nv * sizeof *keep);
         return nv;
     }
     if (l->recompute == RECOMPUTE_FULL && l->recompute_layers == 0) {
         int per = layout_max_stage_layers(w->m, l);
         if (per < 2) return nv;
-        estimate keep[6];
-        memcpy(keep, w->variant, (size_t)nv * sizeof *keep);
         layout lv[6];
         estimate_outcome h;
         /* one layer a stage first: if it fits it is the answer; if its lower bound already
@@ -386,12 +400,10 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
             lv[k] = ls[k];
             lv[k].recompute_layers = 1;
         }
-        if (!evaluate_variants(w, t, lv, nv, &h)) {
-            memcpy(w->variant, keep, (size_t)nv * sizeof *keep);
-            return nv;
-        }
+        if (!evaluate_try(w, t, lv, nv, &h)) return nv;
         if (h != ESTIMATE_UNTIMED) {
             count_layout(w, &lv[0], nv, h);
+            take_try(w);
             memcpy(ls, lv, (size_t)nv * sizeof *ls);
             *how = h;
             return nv;
@@ -404,18 +416,15 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
             if (memory_fits(&mb)) hi = p.recompute_layers;
             else lo = p.recompute_layers + 1;
         }
-        if (lo >= per) {
-            memcpy(w->variant, keep, (size_t)nv * sizeof *keep);
-            return nv;
-        }
+        if (lo >= per) return nv;
         for (int k = 0; k < nv; k++) lv[k].recompute_layers = lo;
-        if (evaluate_variants(w, t, lv, nv, &h) && h != ESTIMATE_UNTIMED) {
+        if (evaluate_try(w, t, lv, nv, &h) && h != ESTIMATE_UNTIMED) {
             count_layout(w, &lv[0], nv, h);
+            take_try(w);
             memcpy(ls, lv, (size_t)nv * sizeof *ls);
             *how = h;
             return nv;
         }
-        memcpy(w->variant, keep, (size_t)nv * sizeof *keep);
     }
     return nv;
 }
@@ -621,6 +630,8 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
         c.w[k] = (worker){.m = m, .sys = sys, .t = t, .opt = opt, .ring = c.ring,
                           .r = nthreads > 1 ? &parts[k] : r,
                           .cache = estimate_cache_new_for(0)};
+        c.w[k].variant = c.w[k].variant_buf[0];
+        c.w[k].trial = c.w[k].variant_buf[1];
         oom |= !c.w[k].cache;
         /* a pruned layout's memory is read only by a visitor (consider) */
         estimate_cache_skip_pruned_memory(c.w[k].cache, !opt->visit);
