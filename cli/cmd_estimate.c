@@ -44,8 +44,10 @@ static void usage(void)
            "  --optimizer-cpu-offload [--optimizer-offload-fraction F] --activation-offload\n"
            "                       Megatron CPU offload (distopt; activations: pp 1, no recompute)\n"
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"
-           "  --gemm-headroom on|off  GEMMs faster where the step's other work draws less than the\n"
-           "                       power cap (systems with a measured fit; default off)\n"
+           "  --gemm-headroom bubble|on|off  GEMMs faster where the step draws less than the power\n"
+           "                       cap (systems with a measured fit): bubble (default) counts\n"
+           "                       the pipeline bubble's idle time, on also memory-bound\n"
+           "                       kernels and exposed communication, off none\n"
            "  --attention flash|unfused --no-overlap --tp-comm-overlap\n"
            "  --overlap-grad-reduce --overlap-param-gather --grad-reduce-bf16\n"
            "  --pp-first-layers N --pp-last-layers N   uneven pipeline: decoder layers on the first /\n"
@@ -91,6 +93,9 @@ int cmd_estimate(int argc, char **argv)
     }
     if (!o.model_given)
         return cli_error("no model: give --model NAME|config.json (e.g. --model 8b)");
+    /* the pipeline bubble's power headroom unless --gemm-headroom says otherwise
+     * (gemm_headroom.h: GEMMs on ranks that idle in the bubble run faster, measured per rank) */
+    if (!o.gemm_headroom_given) o.gemm_headroom_bubble = true;
     layout l;
     model_spec m;
     system_spec sys;
