@@ -113,7 +113,10 @@ int cmd_estimate(int argc, char **argv)
         sim_workspace *w = sim_alloc();
         sim_options so = {.serialize = false, .trace = o.trace != NULL};
         if (!w) return cli_error("out of memory");
-        cm_status st = sim_estimate(w, &m, &sys, &o.training, &l, &so, &e, err, sizeof err);
+        /* the simulator's stages at the GEMM rate the closed form's power headroom found */
+        system_spec ss = sys;
+        if (e.time.gemm_headroom_rate > 1) ss.gemm_headroom_rate = e.time.gemm_headroom_rate;
+        cm_status st = sim_estimate(w, &m, &ss, &o.training, &l, &so, &e, err, sizeof err);
         if (st == CM_OK && o.trace) st = output_write_trace(w, o.trace, err, sizeof err);
         sim_free(w);
         if (st != CM_OK) return cli_error(err);
