@@ -392,9 +392,11 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             rc = parse_double("power-limit", optarg, 50, 5000, &o->power_limit_w);
             break;
         case OPT_GEMM_HEADROOM:
-            if (!strcmp(optarg, "on")) o->gemm_headroom_on = true;
-            else if (!strcmp(optarg, "off")) o->gemm_headroom_on = false;
-            else rc = cli_error("--gemm-headroom must be on or off");
+            o->gemm_headroom_given = true;
+            o->gemm_headroom_on = !strcmp(optarg, "on");
+            o->gemm_headroom_bubble = !strcmp(optarg, "bubble");
+            if (!o->gemm_headroom_on && !o->gemm_headroom_bubble && strcmp(optarg, "off"))
+                rc = cli_error("--gemm-headroom must be on or off (or bubble: plan estimate's default)");
             break;
         case 'h': *help = true; break;
         case ':': {
@@ -477,6 +479,7 @@ int cli_load_specs(const cli_options *o, model_spec *m, system_spec *sys)
     if (o->calibration && profile_overlay(o->calibration, sys, err, sizeof err) != CM_OK)
         return cli_error(err);
     sys->gemm_headroom_on = o->gemm_headroom_on; /* --gemm-headroom on (gemm_headroom.h) */
+    sys->gemm_headroom_bubble = o->gemm_headroom_bubble;
     return cli_apply_system_knobs(o->nvls, o->power_limit_w, sys);
 }
 

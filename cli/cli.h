@@ -47,6 +47,9 @@ typedef struct {
     cli_nvls nvls;            /* --nvls on|off (issue 22) */
     double power_limit_w;     /* --power-limit W (0: not given; issue 22) */
     bool gemm_headroom_on;    /* --gemm-headroom on: GEMMs at the rate the step's power allows */
+    bool gemm_headroom_bubble; /* --gemm-headroom bubble (plan estimate's default): from the
+                                  pipeline bubble's idle time alone */
+    bool gemm_headroom_given; /* --gemm-headroom was on the command line */
 } cli_options;
 
 /* Exit status for bad input (issue 2: "exit status 2"). */

@@ -46,8 +46,10 @@ static void usage(void)
            "  --activation-offload-layers N  offload the first N decoder layers' activations\n"
            "                       (--cpu-offloading-num-layers; default all but the last)\n"
            "  --seq N --gbs N --system NAME|FILE --calibration FILE\n"
-           "  --gemm-headroom on|off  GEMMs faster where the step's other work draws less than the\n"
-           "                       power cap (systems with a measured fit; default off)\n"
+           "  --gemm-headroom bubble|on|off  GEMMs faster where the step draws less than the power\n"
+           "                       cap (systems with a measured fit): bubble (default) counts\n"
+           "                       the pipeline bubble's idle time, on also memory-bound\n"
+           "                       kernels and exposed communication, off none\n"
            "  --attention flash|unfused --no-overlap --tp-comm-overlap\n"
            "  --overlap-grad-reduce --overlap-param-gather --grad-reduce-bf16\n"
            "  --pp-first-layers N --pp-last-layers N   uneven pipeline: decoder layers on the first /\n"
@@ -93,6 +95,9 @@ int cmd_estimate(int argc, char **argv)
     }
     if (!o.model_given)
         return cli_error("no model: give --model NAME|config.json (e.g. --model 8b)");
+    /* the pipeline bubble's power headroom unless --gemm-headroom says otherwise
+     * (gemm_headroom.h: GEMMs on ranks that idle in the bubble run faster, measured per rank) */
+    if (!o.gemm_headroom_given) o.gemm_headroom_bubble = true;
     layout l;
     model_spec m;
     system_spec sys;
@@ -110,7 +115,10 @@ int cmd_estimate(int argc, char **argv)
         sim_workspace *w = sim_alloc();
         sim_options so = {.serialize = false, .trace = o.trace != NULL};
         if (!w) return cli_error("out of memory");
-        cm_status st = sim_estimate(w, &m, &sys, &o.training, &l, &so, &e, err, sizeof err);
+        /* the simulator's stages at the GEMM rate the closed form's power headroom found */
+        system_spec ss = sys;
+        if (e.time.gemm_headroom_rate > 1) ss.gemm_headroom_rate = e.time.gemm_headroom_rate;
+        cm_status st = sim_estimate(w, &m, &ss, &o.training, &l, &so, &e, err, sizeof err);
         if (st == CM_OK && o.trace) st = output_write_trace(w, o.trace, err, sizeof err);
         sim_free(w);
         if (st != CM_OK) return cli_error(err);

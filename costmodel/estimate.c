@@ -601,8 +601,14 @@ void estimate_time_assemble(const model_spec *m, const system_spec *sys, const t
      * interleaved 1F1B, less under the zero-bubble V schedules */
     pp_stage_work work = {worst.fwd_s, worst.bwd_s - worst.wgrad_s, worst.wgrad_s};
     layout_pp_schedule sch = layout_pp_schedule_of(l);
-    double t_fill = t_mb; /* the V schedules hold the head on rank 0's second chunk */
-    if (worst.fill_s > 0 && sch != PP_SCHEDULE_ZBV && sch != PP_SCHEDULE_DUALPIPEV)
+    /* With the head's stage the slowest, the fill and drain are made of the other stages'
+     * time, under ZBV too: its head sits on rank 0's second chunk, and rank 0 idles only while
+     * the first micro-batch crosses the other ranks (the step simulator, which runs the V op by
+     * op with the head on rank 0: closed form 6.3% over it before at pp 4, 8B cut to 16 layers,
+     * m 8, within 3% now; bench/results/fid10_2026-11-28/README.md). DualPipeV keeps the
+     * busiest stage's time (its overlapped pairs are not modelled that way). */
+    double t_fill = t_mb;
+    if (worst.fill_s > 0 && sch != PP_SCHEDULE_DUALPIPEV)
         t_fill = worst.fill_s;
     tm->bubble_s = pp_schedule_bubble_s(l, t_fill, &work);
     tm->optimizer_s = opt_s;

@@ -18,7 +18,7 @@
 
 bool gemm_headroom_applies(const system_spec *sys)
 {
-    return sys->gemm_headroom_on && sys->gemm_power_exponent > 0 && sys->gemm_burst_ratio > 1 &&
+    return (sys->gemm_headroom_on || sys->gemm_headroom_bubble) && sys->gemm_power_exponent > 0 && sys->gemm_burst_ratio > 1 &&
            sys->tdp_w > 0 && sys->idle_power_w > 0 && sys->memory_bound_power_w > 0;
 }
 
@@ -101,6 +101,8 @@ void gemm_headroom_step(const model_spec *m, const system_spec *sys, const train
         at_cap_s = fmin(tm->dp_s, tm->dp_s * worst->fsdp_contention_s / worst->fsdp_s);
     double comm_s = fmax(0, tm->comm_exposed_s - at_cap_s);
     double idle_s = tm->bubble_s;
+    if (!sys->gemm_headroom_on) /* the bubble's idle alone (gemm_headroom.h) */
+        memory_s = comm_s = at_cap_s = 0;
     if (mix) *mix = (gemm_headroom_mix){gemm_s, attention_s, memory_s, idle_s, comm_s, at_cap_s};
     double rate = gemm_headroom_rate_comm(sys, gemm_s, memory_s, idle_s, comm_s);
     if (rate <= 1) return;

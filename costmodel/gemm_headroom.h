@@ -31,6 +31,20 @@
  * beside FSDP's collectives (recipe_price.c's contention) runs at the cap: GEMMs beside
  * back-to-back collectives drew 670-697 W at 1406-1496 MHz, the clock of GEMMs alone (1395 MHz),
  * so that time adds no headroom. Without gpu.comm_power_w exposed communication counts as idle.
+ *
+ * The bubble alone (sys->gemm_headroom_bubble; plan estimate's default, --gemm-headroom bubble):
+ * only the pipeline bubble's idle time I counts as spare (M = C = 0 above). Measured inside one
+ * torch.distributed.pipelining 1F1B step (pp 4, Llama-3 8B cut to 16 layers, seq 4096, 8
+ * micro-batches, 4 x H100; bench/results/pp_timeline_2026-11-27/profile and profile_rank3): the
+ * same kernels ran faster on rank 0, idle about half the step, than on rank 3, busy 92% of it:
+ * cuDNN SDPA forward 265.8 vs 294.6 us, backward 723.6 vs 821.0 us, nvjet 320x128 NNT
+ * (4096 x 4096 x 14336) 623.0 vs 652.5 us, 256x128 TNT 325.1 vs 344.0 us (5-13%; fid10's
+ * bench/results/fid10_2026-11-28/README.md). The memory-bound and communication terms stay behind
+ * --gemm-headroom on: with them the one-GPU and data-parallel rows go 3-8% fast
+ * (bench/results/mgpu8_2026-11-28/README.md), while the idle term is what the duty-cycle bench
+ * measured with idle gaps and what the pipeline ranks show. A layout without a pipeline has no
+ * bubble and keeps the sustained rate. plan search prices no headroom (estimate_search.c): it
+ * ranks every layout at the sustained rate.
  */
 #ifndef PLAN_GEMM_HEADROOM_H
 #define PLAN_GEMM_HEADROOM_H
@@ -40,7 +54,7 @@
 #include "estimate_internal.h"
 #include "system.h"
 
-/* --gemm-headroom on, and the system has the measured figures. */
+/* --gemm-headroom on or bubble, and the system has the measured figures. */
 bool gemm_headroom_applies(const system_spec *sys);
 
 /* The power cap the sustained rate holds at: gpu.power_limit_w below the TDP, else gpu.tdp_w. */

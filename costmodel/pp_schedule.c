@@ -11,7 +11,15 @@ static double bubble_units(const layout *l, const pp_stage_work *w)
     double p1 = l->pp - 1;
     double total = w ? w->fwd_s + w->input_s + w->weight_s : 0;
     switch (layout_pp_schedule_of(l)) {
-    case PP_SCHEDULE_INTERLEAVED_1F1B: return p1 / l->vpp;
+    case PP_SCHEDULE_INTERLEAVED_1F1B: {
+        double u = p1 / l->vpp;
+        /* torch's runtime (torchtitan): each warm-up send of rank 0 waits on its NCCL stream
+         * behind the receive placed before it, so the warm-up lengthens by (v-1) p (p-2) chunk
+         * forwards (pp_schedule.h) */
+        if (l->framework == FRAMEWORK_TORCHTITAN && l->vpp > 1 && total > 0)
+            u += (double)(l->vpp - 1) * l->pp * (l->pp - 2) * (w->fwd_s / l->vpp) / total;
+        return u;
+    }
     case PP_SCHEDULE_ZBV:
         if (total <= 0) return 0;
         return p1 * fmax(0, w->fwd_s + w->input_s - 2.0 * w->weight_s) / 2.0 / total;

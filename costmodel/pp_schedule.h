@@ -11,6 +11,19 @@
  *                    min(p - s, m) micro-batches.
  *   Interleaved1F1B  v chunks per rank, looped (Sec. 2.2.2). Bubble (p-1)(F+B)/v; the first
  *                    stage holds p (1 + (p-1)/(p v)) (Korthikanti et al. 2022 Sec. 4.2.3).
+ *                    Under torch's runtime (torchtitan) plus (v-1) p (p-2) chunk forwards
+ *                    (F/v each): _PipelineScheduleRuntime issues every send and receive in its
+ *                    lowered order on one NCCL stream (pp_p2p_order.h), and rank 0's send of
+ *                    micro-batch i waits behind its receive of micro-batch i-1's chunk-1 input,
+ *                    which arrives once i-1 has crossed all p ranks: the first chunk's p
+ *                    micro-batches leave rank 0 (p-1) chunk forwards apart instead of one, so
+ *                    the last rank's first backward starts at p^2 chunk forwards instead of
+ *                    2p, p (p-2) later, once per chunk boundary (v-1). Measured: the last rank's
+ *                    warm-up micro-batches 20 ms apart against one 7 ms forward (pp 4, v 2;
+ *                    bench/README.md "Pipeline steps measured rank by rank", point 4); the
+ *                    step simulator, which runs torch's order op by op, agrees within 2% at
+ *                    p 2-16, v 2-4 (bench/results/fid10_2026-11-28/README.md). Megatron's
+ *                    schedule keeps (p-1)/v.
  *   GPipe            every forward, then every backward (Huang et al. 2019). Bubble (p-1)(F+B);
  *                    every stage holds all m micro-batches.
  *   ZBVZeroBubble    2 chunks per rank in a V (rank s holds stages s and 2p-1-s); the backward

@@ -111,6 +111,8 @@ typedef struct {
      * sustained GEMM rate (system_gemm_power_scale) and on the attention kernels' rate
      * (compute_attention_rate_scale) in force; 0 means 1. */
     bool gemm_headroom_on;
+    bool gemm_headroom_bubble; /* the pipeline bubble's idle time alone (plan estimate's default;
+                                  gemm_headroom.h) */
     double gemm_headroom_rate;
     double attention_rate_scale;
 

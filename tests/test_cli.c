@@ -255,6 +255,21 @@ static void test_gemm_headroom_flag(void **state)
     assert_true(s_on < 0.97 * s_off);
     json_decref(off);
     json_decref(on);
+    /* a pipeline: plan estimate prices the bubble's headroom by default (--gemm-headroom
+     * bubble), --gemm-headroom off the sustained rate; the step is faster by the rate's share */
+    const char *pp = "estimate --model 8b --gpus 4 --framework torchtitan --pp 4 --mbs 1 --gbs 8 "
+                     "--seq 4096 --format json";
+    char pp_off[512];
+    snprintf(pp_off, sizeof pp_off, "%s --gemm-headroom off", pp);
+    json_t *d = run_json(pp), *o = run_json(pp_off);
+    double r_d = json_real_value(json_object_get(json_object_get(d, "time"), "gemm_headroom_rate"));
+    double r_o = json_real_value(json_object_get(json_object_get(o, "time"), "gemm_headroom_rate"));
+    double t_d = json_real_value(json_object_get(json_object_get(d, "time"), "step_s"));
+    double t_o = json_real_value(json_object_get(json_object_get(o, "time"), "step_s"));
+    assert_true(r_o == 1 && r_d > 1.01 && r_d <= 1.16);
+    assert_true(t_d < t_o && t_d > t_o / 1.16);
+    json_decref(d);
+    json_decref(o);
 }
 
 /* --precision / --fp8-recipe (issue 16): rules, JSON keys only for low precision, the emitted

@@ -179,6 +179,60 @@ static void test_step(void **state)
     assert_true(b_on.time.step_s == b_off.time.step_s);
 }
 
+/* The bubble alone (plan estimate's default, gemm_headroom.h): torchtitan 1F1B, Llama-3 8B cut to
+ * 16 layers, pp 4, 8 micro-batches of 4096 tokens on H100. The spare power is the bubble's idle
+ * time only, u = (1 - P_idle/P_cap) I / G, so the rate is the one gemm_headroom_rate gives with no
+ * memory-bound time, by hand: the fixed point of r = (1 + u r)^0.39 at most 1.16. A layout
+ * without a pipeline has no bubble and keeps the sustained step. */
+static void test_bubble_only(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    char err[CM_ERRLEN];
+    assert_int_equal(model_load("8b", data_dir(), &m, err, sizeof err), CM_OK);
+    assert_int_equal(system_load("h100", data_dir(), &s, err, sizeof err), CM_OK);
+    m.layers = 16;
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 8;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.tp = l.dp = 1;
+    l.pp = 4;
+    l.mbs = 1;
+    estimate off, bub, full;
+    assert_int_equal(estimate_layout(&m, &s, &t, &l, &off, err, sizeof err), CM_OK);
+    assert_true(off.time.bubble_s > 0.05 * off.time.step_s);
+    system_spec sb = s;
+    sb.gemm_headroom_bubble = true;
+    assert_int_equal(estimate_layout(&m, &sb, &t, &l, &bub, err, sizeof err), CM_OK);
+    estimate probe = off;
+    stage_time w = estimate_worst_stage(&m, &s, &t, &l, NULL, NULL);
+    gemm_headroom_mix mix;
+    gemm_headroom_step(&m, &sb, &t, &l, &w, &probe, &mix);
+    assert_true(mix.memory_s == 0 && mix.comm_s == 0 && mix.at_cap_s == 0);
+    assert_true(fabs(mix.idle_s - off.time.bubble_s) < 1e-12);
+    double u = (1 - s.idle_power_w / s.tdp_w) * mix.idle_s / mix.gemm_s, r = 1;
+    for (int i = 0; i < 500; i++) r = fmin(pow(1 + u * r, s.gemm_power_exponent), s.gemm_burst_ratio);
+    assert_true(r > 1.01);
+    assert_true(fabs(bub.time.gemm_headroom_rate - r) < 1e-9);
+    assert_true(bub.time.step_s < off.time.step_s);
+    /* the whole model (memory-bound time as well) gives at least as much */
+    system_spec sf = s;
+    sf.gemm_headroom_on = true;
+    assert_int_equal(estimate_layout(&m, &sf, &t, &l, &full, err, sizeof err), CM_OK);
+    assert_true(full.time.gemm_headroom_rate >= bub.time.gemm_headroom_rate - 1e-12);
+    /* no pipeline, no bubble: the sustained step */
+    layout one = layout_default(FRAMEWORK_TORCHTITAN);
+    one.tp = one.pp = one.dp = 1;
+    one.mbs = 1;
+    t.global_batch = 1;
+    estimate a, b;
+    assert_int_equal(estimate_layout(&m, &s, &t, &one, &a, err, sizeof err), CM_OK);
+    assert_int_equal(estimate_layout(&m, &sb, &t, &one, &b, err, sizeof err), CM_OK);
+    assert_true(a.time.step_s == b.time.step_s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -187,6 +241,7 @@ int main(void)
         cmocka_unit_test(test_h100_preset),
         cmocka_unit_test(test_comm_power),
         cmocka_unit_test(test_step),
+        cmocka_unit_test(test_bubble_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -539,6 +539,44 @@ static void test_torch_p2p_stream(void **state)
     sim_free(w);
 }
 
+/* The closed form's bubble (pp_schedule.c, estimate.c) against the simulator that runs the same
+ * stages op by op, torchtitan, Llama-3 8B, seq 4096, mbs 1, 8 micro-batches on
+ * H100: interleaved 1F1B pp 4 v 2 under torch's one-stream p2p order (before the serialized
+ * warm-up term the closed form was 9.6% under the simulator at 16 layers, now within 2%), and ZBV
+ * pp 4 with the head on rank 0, its bubble made of the other stages' time (was 6.3% over at 16
+ * layers, now within 4%). */
+static void test_closed_form_vs_sim_torchtitan(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load("8b", "h100", &m, &s);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 8;
+    layout_pp_schedule kinds[2] = {PP_SCHEDULE_INTERLEAVED_1F1B, PP_SCHEDULE_ZBV};
+    double tol[2] = {0.02, 0.04};
+    for (int i = 0; i < 2; i++) {
+        layout l = layout_default(FRAMEWORK_TORCHTITAN);
+        l.tp = l.dp = 1;
+        l.pp = 4;
+        l.vpp = 2;
+        l.mbs = 1;
+        l.pp_schedule = kinds[i];
+        l.sharding = SHARDING_FSDP;
+        l.reshard_after_forward = false; /* torchtitan under a pipeline (cli_layout_defaults) */
+        estimate e = estimate_of(&m, &s, &t, &l);
+        sim_workspace *w = sim_alloc();
+        sim_options o = {.serialize = false, .trace = false};
+        char err[CM_ERRLEN];
+        assert_int_equal(sim_estimate(w, &m, &s, &t, &l, &o, &e, err, sizeof err), CM_OK);
+        double rel = (e.time_sim.step_s - e.time.step_s) / e.time.step_s;
+        if (fabs(rel) > tol[i]) fail_msg("schedule %d: simulated %g s, closed form %g s", i,
+                                         e.time_sim.step_s, e.time.step_s);
+        sim_free(w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -551,6 +589,7 @@ int main(void)
         cmocka_unit_test(test_torch_interleaved_order),
         cmocka_unit_test(test_torch_p2p_lowering),
         cmocka_unit_test(test_torch_p2p_stream),
+        cmocka_unit_test(test_closed_form_vs_sim_torchtitan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
