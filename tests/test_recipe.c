@@ -413,6 +413,43 @@ static void test_dtensor_host_per_rank(void **state)
         fail_msg("TP 4 - TP 2 backward: %.6g s, by hand 2.14 - 0.60 = 1.54 ms", r.host_bwd_s - b2);
 }
 
+/* Issue 19: torchtitan's Float8 TP (float8 tensorwise, TP with SP) casts a block's input on its
+ * sequence shard before the float8 all-gather, and every TP Linear's backward transposes the
+ * float8 input it saved instead of casting the bf16 one again (recipe_builder.c
+ * rb_float8_tp_shard_cast). By hand, Llama-3.1-8B at TP 4, 4,096 tokens, torchao tensorwise
+ * (X 5 / 5, W 5 / 5, dY 8 bytes an element, precision.c): forward X of qkv and mlp_up over
+ * 1,024 rows (5 x 1024 x 4096 each), of attn_out and mlp_down over all 4,096 (5 x 4096 x 1024,
+ * 5 x 4096 x 3584), W 5 x (1536 + 1024 + 7168 + 3584) x 4096: 408,944,640 bytes (534,773,760
+ * with the casts after the gather); backward X 2 x 4096 x (4096 + 1024 + 4096 + 3584) +
+ * W 272,629,760 + dY 8 x 4096 x (1536 + 4096 + 7168 + 4096) = 931,135,488. The lp.quantize
+ * ops carry them at the eager elementwise rate (quant_eager). The rowwise recipe keeps its
+ * casts after the gather: X over 4,096 rows, 5 bytes each way. */
+static void test_float8_tp_shard_cast(void **state)
+{
+    (void)state;
+    load("8b", "h100");
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 1;
+    static recipe r;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.sharding = SHARDING_FSDP;
+    l.tp = 4, l.sp = true, l.mbs = 1, l.compile = true;
+    l.precision = PRECISION_FP8, l.fp8_recipe = FP8_RECIPE_TENSORWISE;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    double bw = S.hbm_bandwidth_bytes_per_s * S.eager_elementwise_efficiency;
+    near(op_named(&r, "lp.quantize")->fwd_s * bw, 408944640.0, "float8 TP forward cast bytes");
+    near(op_named(&r, "lp.quantize_bwd")->bwd_s * bw, 931135488.0, "float8 TP backward bytes");
+    l.fp8_recipe = FP8_RECIPE_ROWWISE;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    /* rowwise: X 5 + 5 over 4096 rows, W 5 + 5, dY 5 + 5 (precision.c) */
+    double x = 4096.0 * (4096 + 1024 + 4096 + 3584), w = 4096.0 * (1536 + 1024 + 7168 + 3584),
+           dy = 4096.0 * (1536 + 4096 + 7168 + 4096);
+    near(op_named(&r, "lp.quantize")->fwd_s * bw, 5 * x + 5 * w, "rowwise forward bytes");
+    near(op_named(&r, "lp.quantize_bwd")->bwd_s * bw, 5 * x + 5 * w + 10 * dy,
+         "rowwise backward bytes");
+}
+
 /* Issues 14 / 19: FSDP2 sharding over 2 ranks beside DTensor TP 2 issues a layer more slowly on
  * the H100 hosts (host.eager_fsdp_tp_fwd_scale 1.51, _bwd_scale 1.29, measured by
  * bench/results/mgpu9_2026-11-28). By hand, Llama-3.1-8B at seq 64 (host-bound): the forward
@@ -724,6 +761,7 @@ int main(void)
         cmocka_unit_test(test_dtensor_step_host),
         cmocka_unit_test(test_dtensor_host_per_rank),
         cmocka_unit_test(test_fsdp_tp_host_scale),
+        cmocka_unit_test(test_float8_tp_shard_cast),
         cmocka_unit_test(test_ep_split_sync),
         cmocka_unit_test(test_cp_ring_host),
         cmocka_unit_test(test_moe),
