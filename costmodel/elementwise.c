@@ -359,11 +359,14 @@ static void list_reset(elementwise_list *out)
  * the collective, always; all_gather_tensor runs torch/_utils.py _maybe_view_chunk_cat after
  * it, a view when res.shape[0] == group_size (batch 1) and torch.cat(torch.chunk(res,
  * group_size, dim=0), dim=gather_dim) otherwise. Each copy reads and writes the gathered
- * tensor (4 bytes an element in bf16; 2 for a float8 gather). Per block (attention, MLP or MoE: each enters with a
- * gather and leaves with a scatter) forward: the scatter's copy, and the gather's at batch > 1;
- * backward the same (a gather's backward is a scatter, a scatter's a gather). Measured on
- * 4 x H100 (bench/tp_chunk_cat.py, bench/results/tt10_2026-11-28). Eager: CatArrayBatchedCopy
- * at the eager elementwise rate; compiled: Inductor's copy kernel, a fused lump's rate.
+ * tensor (4 bytes an element in bf16; 2 for a float8 gather). Per block (attention, MLP or
+ * MoE: each enters with a gather and leaves with a scatter) forward: the scatter's copy, and
+ * the gather's at batch > 1; backward the same (a gather's backward is a scatter, a scatter's
+ * a gather). Measured on
+ * 4 x H100 (bench/tp_chunk_cat.py, bench/results/tt10_2026-11-28): the kernels and their rates
+ * are sp_copy_s's. The embedding's reduce-scatter and the output projection's gather (once a
+ * step, not a layer) are not listed. Async TP keeps them (its profiled step ran more copy time,
+ * bench/results/tt10_2026-11-28/README.md).
  */
 #define SP_COPY "sp." /* the names of its kernels (elementwise_kernel_s prices them apart) */
 #define SP_AG_COPY SP_COPY "ag_chunk_cat"
