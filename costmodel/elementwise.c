@@ -48,6 +48,7 @@
 
 #include <string.h>
 
+#include "async_tp.h"
 #include "compute.h"
 #include "hf_experts.h"
 #include "mcore_unfused.h"
@@ -348,6 +349,43 @@ static void list_reset(elementwise_list *out)
     out->n_fwd = out->n_bwd = 0;
 }
 
+/*
+ * torchtitan's sequence-parallel TP (issue 19): the copies torch's functional collectives add.
+ * DTensor turns the blocks' Shard(1) -> Replicate into funcol.all_gather_tensor(gather_dim=1)
+ * and Partial -> Shard(1) into funcol.reduce_scatter_tensor(scatter_dim=1) on the [b, s, h]
+ * activations; NCCL gathers and scatters along dim 0 only, so
+ * torch/distributed/_functional_collectives.py rearranges (pytorch/pytorch, main of 2026):
+ * reduce_scatter_tensor runs torch.cat(torch.chunk(self, group_size, dim=scatter_dim)) before
+ * the collective, always; all_gather_tensor runs torch/_utils.py _maybe_view_chunk_cat after
+ * it, a view when res.shape[0] == group_size (batch 1) and torch.cat(torch.chunk(res,
+ * group_size, dim=0), dim=gather_dim) otherwise. Each copy reads and writes the gathered
+ * tensor (4 bytes an element in bf16; 2 for a float8 gather). Per block (attention, MLP or
+ * MoE: each enters with a gather and leaves with a scatter) forward: the scatter's copy, and
+ * the gather's at batch > 1; backward the same (a gather's backward is a scatter, a scatter's
+ * a gather). Measured on
+ * 4 x H100 (bench/tp_chunk_cat.py, bench/results/tt10_2026-11-28): the kernels and their rates
+ * are sp_copy_s's. The embedding's reduce-scatter and the output projection's gather (once a
+ * step, not a layer) are not listed. Async TP keeps them (its profiled step ran more copy time,
+ * bench/results/tt10_2026-11-28/README.md).
+ */
+#define SP_COPY "sp." /* the names of its kernels (elementwise_kernel_s prices them apart) */
+#define SP_AG_COPY SP_COPY "ag_chunk_cat"
+static void sp_funcol_copies(const layout *l, double elems, elementwise_list *out)
+{
+    if (l->framework != FRAMEWORK_TORCHTITAN || l->tp <= 1 || !l->sp) return;
+    pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
+    add(f, SP_COPY "rs_chunk_cat", 4 * elems, 2, vec(2, 2, 0, elems));
+    add(b, SP_COPY "rs_chunk_cat.bwd", 4 * elems, 2, vec(2, 2, 0, elems));
+    if (l->mbs > 1) {
+        /* torchtitan's Float8 tensorwise TP gathers the forward's inputs in float8
+         * (async_tp_gather_elem_bytes): the copy moves 1-byte elements */
+        double ge = async_tp_gather_elem_bytes(l);
+        add(f, SP_AG_COPY, 2 * ge * elems, 2, vec(2, 2, 0, ge * elems / 2)); /* the
+                                                 backend copies the same bytes as bf16 pairs */
+        add(b, SP_AG_COPY ".bwd", 4 * elems, 2, vec(2, 2, 0, elems));
+    }
+}
+
 void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool moe,
                        elementwise_list *out)
 {
@@ -357,6 +395,7 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
      * once, the traffic of the fused lumps Transformer Engine runs (same list, same pricing) */
     if (!layout_is_pytorch(l) || l->compile) {
         fused_layer(m, l, tokens, moe, out);
+        sp_funcol_copies(l, tokens * m->hidden, out);
         return;
     }
     out->eager = true;
@@ -412,6 +451,7 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
             add(b, "moe.permute.bwd", 16 * rows * h, 1, lump(16 * rows * h));
         }
     }
+    sp_funcol_copies(l, tokens * h, out);
 }
 
 /* torchtitan's loss under TP (loss_parallel, its default with TP: the logits stay sharded on
@@ -529,9 +569,28 @@ double elementwise_eager_kernel_s(const system_spec *sys, const elementwise_kern
            sys->eager_kernel_gap_s;
 }
 
+/* The SP copies (sp_funcol_copies) as measured on 4 x H100 (bench/tp_chunk_cat.py,
+ * bench/results/tt10_2026-11-28): Inductor's copy kernels (triton_poi_fused_cat_*) moved
+ * 3.05-3.23 TB/s and eager torch.cat of the scatter's contiguous chunks
+ * (CatArrayBatchedCopy_vectorized) 2.92-3.07 TB/s, the streaming rate (0.87-0.96 of 3.35
+ * TB/s: compute_stream_s); eager torch.cat into the gather's strided output at batch 6
+ * (CatArrayBatchedCopy, no vectorized path) 1.19 TB/s, gpu.strided_cat_efficiency. */
+static double sp_copy_s(const system_spec *sys, const elementwise_list *e,
+                        const elementwise_kernel *k)
+{
+    if (!e->eager) return compute_stream_s(sys, k->bytes);
+    if (!strncmp(k->name, SP_AG_COPY, sizeof SP_AG_COPY - 1))
+        return k->bytes / (sys->hbm_bandwidth_bytes_per_s *
+                           (sys->strided_cat_efficiency > 0 ? sys->strided_cat_efficiency
+                                                            : sys->eager_elementwise_efficiency)) +
+               sys->eager_kernel_gap_s;
+    return compute_stream_s(sys, k->bytes) + sys->eager_kernel_gap_s;
+}
+
 double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
                             const elementwise_kernel *k)
 {
+    if (!strncmp(k->name, SP_COPY, sizeof SP_COPY - 1)) return sp_copy_s(sys, e, k);
     if (!e->eager) return compute_stream_s(sys, k->bytes);
     if (sys->loss_parallel_efficiency > 0 && !strncmp(k->name, LOSSP, sizeof LOSSP - 1))
         return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->loss_parallel_efficiency) +

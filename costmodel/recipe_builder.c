@@ -21,6 +21,8 @@ void rb_precision(builder *b, const layout *l)
     b->lp_shape = precision_gemm_shape_ratios(b->sys, l, &b->lp_shape_blockwise,
                                               &b->lp_shape_scale);
     b->quant_fwd_bytes = b->quant_bwd_bytes = 0;
+    b->x_fwd_cast_frac = 1.0;
+    b->x_saved_fp8 = false;
     /* torchao's float8 casts, compiled by Inductor into an amax pass and a cast pass, reach
      * 0.33-0.63 of the HBM peak on H100 (bench/results/fp8_rowwise_2026-11-28: 5 bytes an
      * element at 1.1-2.1 TB/s, tensorwise and rowwise, 8B/70B shapes), the rate of the eager
@@ -169,8 +171,31 @@ void rb_quantize_ops(builder *b, double tokens, double out, double in, double co
     if (!b->lp || b->keep_bf16) return;
     const precision_rules *p = &b->pr;
     double x = tokens * in, w = out * in, dy = tokens * out;
-    b->quant_fwd_bytes += copies * (p->x_fwd_bytes * x + p->w_fwd_bytes * w);
-    b->quant_bwd_bytes += copies * (p->x_bwd_bytes * x + p->w_bwd_bytes * w + p->dy_bwd_bytes * dy);
+    b->quant_fwd_bytes += copies * (p->x_fwd_bytes * x * b->x_fwd_cast_frac + p->w_fwd_bytes * w);
+    /* an input saved in float8 is transposed for wgrad (torchao float8_ops float8_mm makes
+     * the column-major operand with .t().contiguous().t(): read 1, write 1) */
+    double xb = b->x_saved_fp8 ? 2.0 : p->x_bwd_bytes;
+    b->quant_bwd_bytes += copies * (xb * x + p->w_bwd_bytes * w + p->dy_bwd_bytes * dy);
+}
+
+/* torchtitan's Float8 TP (float8 tensorwise with TP: parallelize_llama's Float8ColwiseParallel
+ * and PrepareFloat8ModuleInput) casts a block's input to float8 on its sequence shard, before
+ * the SP all-gather, which then moves float8 (pytorch/ao 36027d8
+ * torchao/float8/float8_tensor_parallel.py Float8ColwiseParallel._prepare_input_fn:
+ * hp_tensor_to_float8_dynamic of the Shard(1) DTensor, then redistribute to Replicate): the
+ * forward input cast of the Linears that enter the block covers tokens / tp rows, not the
+ * gathered tokens. Float8RowwiseParallel casts the Linears that leave the block in its prepare
+ * hook as well, so every TP Linear's input reaches torchao's matmul_with_hp_or_float8_args in
+ * float8, which saves it for backward as it came and, tensor_already_casted_to_fp8, does not
+ * cast it again for wgrad (torchao/float8/float8_linear.py backward): the backward transposes
+ * the float8 copy (x_saved_fp8). The rowwise recipe keeps TP in bf16 (its Linears cast after
+ * the gather). */
+double rb_float8_tp_shard_cast(const layout *l)
+{
+    bool float8_tp = l->framework == FRAMEWORK_TORCHTITAN && l->tp > 1 && l->sp &&
+                     l->precision == PRECISION_FP8 &&
+                     precision_fp8_recipe(l) == FP8_RECIPE_TENSORWISE;
+    return float8_tp ? 1.0 / l->tp : 1.0;
 }
 
 /* The layer's quantize kernels as two elementwise ops, forward and backward. */

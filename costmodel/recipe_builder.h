@@ -30,10 +30,21 @@ typedef struct {
     precision_rules pr;
     double quant_fwd_bytes, quant_bwd_bytes; /* the layer's quantize kernels (quantize_ops) */
     bool quant_eager; /* PyTorch's casts (torchao under Inductor): at the eager elementwise rate */
+    /* rows of the forward input cast of the Linear being added, over its GEMM rows: 1, or 1/tp
+     * where torchtitan's Float8 TP casts the sequence shard before the SP all-gather
+     * (layer_recipe.c, recipe_builder.c rb_float8_tp_shard_cast) */
+    double x_fwd_cast_frac;
+    /* the Linear's input reaches it already in float8 (torchtitan's Float8 TP: the prepare
+     * hooks cast it), so its backward transposes the saved float8 input instead of casting the
+     * bf16 one again (rb_float8_tp_shard_cast's comment) */
+    bool x_saved_fp8;
     recipe_block block; /* the block ops added now belong to (rb_op_add stamps it) */
 } builder;
 
 void rb_precision(builder *b, const layout *l);
+/* 1/tp where l's Linears that enter a TP block take a float8 input cast on the sequence shard
+ * (torchtitan, float8 tensorwise, TP with SP), else 1 */
+double rb_float8_tp_shard_cast(const layout *l);
 double rb_gemm_s(const builder *b, double m, double n, double k);
 double rb_gemm_fwd_bwd_s(const builder *b, double m, double n, double k);
 void rb_gemm_parts(const builder *b, double m, double n, double k, double *math_s,

@@ -81,6 +81,10 @@ typedef struct {
     double loss_parallel_efficiency;   /* the same for torch's loss_parallel kernels (whole
                                           fp32 logit shards, elementwise.c); 0: not measured,
                                           eager_elementwise_efficiency */
+    double strided_cat_efficiency;     /* the same for eager torch.cat's CatArrayBatchedCopy
+                                          into a strided output (the SP all-gather's
+                                          rearranging copy at batch > 1, elementwise.c); 0: not
+                                          measured, eager_elementwise_efficiency */
     double attention_efficiency;       /* achieved/peak of fused (flash) attention, fwd+bwd */
     attn_table attention_rates;        /* measured rates by shape ("attention_rates"; n 0: none,
                                           attention_efficiency stands), attention_rate.h */

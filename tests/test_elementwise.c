@@ -188,6 +188,73 @@ static void test_loss_parallel(void **state)
     for (int i = 0; i < e.n_fwd; i++) assert_true(strncmp(e.fwd[i].name, "lossp.", 6) != 0);
 }
 
+/* Issue 19: torchtitan's SP collectives' rearranging copies (elementwise.c sp_funcol_copies),
+ * Llama-3.1-8B at TP 4, 49,152 tokens a GPU (batch 6 x seq 8192, bench/tp_chunk_cat.py's
+ * shape): each copy reads and writes the gathered [b, s, h] bf16 tensor, 4 x 49152 x 4096 =
+ * 805,306,368 bytes; two forward and two backward for the reduce-scatters always, as many for
+ * the all-gathers at batch > 1 (a view at batch 1). Compiled, each at the streaming rate:
+ * 805306368 / (3.35e12 x 0.91) = 264.16 us (measured 262-264 us, triton_poi_fused_cat_*);
+ * eager, the scatter's vectorized cat the same plus the 1.5 us gap, the gather's strided cat at
+ * 0.357 of peak: 805306368 / (3.35e12 x 0.357) + 1.5 us = 674.86 us (measured 673.8 us). Float8
+ * tensorwise gathers its forward inputs in 1 byte: that copy is half. */
+static void test_sp_funcol_copies(void **state)
+{
+    (void)state;
+    model_spec m = llama8b();
+    layout l = one_gpu(FRAMEWORK_TORCHTITAN);
+    l.tp = 4, l.sp = true, l.mbs = 6, l.compile = true;
+    double tokens = 49152, one = 4.0 * tokens * 4096;
+    assert_true(one == 805306368.0);
+    elementwise_list e;
+    elementwise_layer(&m, &l, tokens, false, &e);
+    int c;
+    assert_true(named(e.fwd, e.n_fwd, "sp.rs_chunk_cat", &c) == one && c == 2);
+    assert_true(named(e.bwd, e.n_bwd, "sp.rs_chunk_cat.bwd", &c) == one && c == 2);
+    assert_true(named(e.fwd, e.n_fwd, "sp.ag_chunk_cat", &c) == one && c == 2);
+    assert_true(named(e.bwd, e.n_bwd, "sp.ag_chunk_cat.bwd", &c) == one && c == 2);
+    system_spec s;
+    memset(&s, 0, sizeof s);
+    s.hbm_bandwidth_bytes_per_s = 3.35e12;
+    s.hbm_efficiency = 0.91;
+    s.eager_elementwise_efficiency = 0.51;
+    s.eager_kernel_gap_s = 1.5e-6;
+    s.strided_cat_efficiency = 0.357;
+    const elementwise_kernel *ag = NULL, *rs = NULL;
+    for (int i = 0; i < e.n_fwd; i++) {
+        if (!strcmp(e.fwd[i].name, "sp.ag_chunk_cat")) ag = &e.fwd[i];
+        if (!strcmp(e.fwd[i].name, "sp.rs_chunk_cat")) rs = &e.fwd[i];
+    }
+    assert_non_null(ag);
+    assert_non_null(rs);
+    if (fabs(elementwise_kernel_s(&s, &e, ag) - 264.1648e-6) > 1e-9)
+        fail_msg("compiled gather copy %.8g s, by hand 264.165 us", elementwise_kernel_s(&s, &e, ag));
+    /* eager: the same kernels in the eager list, priced apart */
+    elementwise_list ee = e;
+    ee.eager = true;
+    if (fabs(elementwise_kernel_s(&s, &ee, ag) - 674.8612e-6) > 1e-9)
+        fail_msg("eager gather copy %.8g s, by hand 674.861 us", elementwise_kernel_s(&s, &ee, ag));
+    if (fabs(elementwise_kernel_s(&s, &ee, rs) - 265.6648e-6) > 1e-9)
+        fail_msg("eager scatter copy %.8g s, by hand 265.665 us", elementwise_kernel_s(&s, &ee, rs));
+    /* batch 1: the gather is a view, the scatter still copies */
+    l.mbs = 1;
+    elementwise_layer(&m, &l, 8192, false, &e);
+    for (int i = 0; i < e.n_fwd; i++) assert_true(strcmp(e.fwd[i].name, "sp.ag_chunk_cat") != 0);
+    assert_true(named(e.fwd, e.n_fwd, "sp.rs_chunk_cat", &c) == 4.0 * 8192 * 4096 && c == 2);
+    /* float8 tensorwise: the forward gather's copy moves 1-byte elements */
+    l.mbs = 6, l.precision = PRECISION_FP8, l.fp8_recipe = FP8_RECIPE_TENSORWISE;
+    elementwise_layer(&m, &l, tokens, false, &e);
+    assert_true(named(e.fwd, e.n_fwd, "sp.ag_chunk_cat", &c) == one / 2);
+    assert_true(named(e.bwd, e.n_bwd, "sp.ag_chunk_cat.bwd", &c) == one);
+    /* no copies without TP, nor under Megatron (Transformer Engine gathers along dim 0) */
+    l.tp = 1, l.sp = false;
+    elementwise_layer(&m, &l, tokens, false, &e);
+    for (int i = 0; i < e.n_fwd; i++) assert_true(strncmp(e.fwd[i].name, "sp.", 3) != 0);
+    layout mg = one_gpu(FRAMEWORK_MEGATRON);
+    mg.tp = 4, mg.sp = true, mg.mbs = 6;
+    elementwise_layer(&m, &mg, tokens, false, &e);
+    for (int i = 0; i < e.n_fwd; i++) assert_true(strncmp(e.fwd[i].name, "sp.", 3) != 0);
+}
+
 /* Megatron keeps Transformer Engine's fused lump: norms 2 x 4h, residual adds 12h, SwiGLU 6f,
  * RoPE 4(q+kv) per token = 188416 x 4096 = 771751936 bytes forward, twice that backward; the
  * loss 10 bytes per logit each way, at hbm_efficiency with no launch gap. */
@@ -382,6 +449,7 @@ int main(void)
         cmocka_unit_test(test_fsdp2_pipelined),
         cmocka_unit_test(test_fsdp2_copies),
         cmocka_unit_test(test_loss_parallel),
+        cmocka_unit_test(test_sp_funcol_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -211,12 +211,14 @@ static double median(double *v, int n)
 
 /*
  * Every row, one table. At this commit (h100-gt500, FLASH rates; bench/README.md):
- *   TPS/GPU over 31 priced rows: median |error| 16.5% (max 52.9%, Table 2 CP 8); the Float8
- *     rows within -3.3..+11.7% since torchao's casts run at the eager elementwise rate
- *     (recipe_builder.c), the bf16 rows +8.8..+52.9%, the four float8 rowwise rows +25.8..+39.5%
- *     (their bf16 twins' error: rowwise / bf16 is 1.024 and 0.849 against the published 1.004
- *     and 0.847); Table 6's CP rows run torch's all-gather rotate method across nodes
- *     (cp_allgather.h: CP 8 +52.4% -> +37.7%);
+ *   TPS/GPU over 31 priced rows: median |error| 14.3% (max 52.9%, Table 2 CP 8); the TP 8 rows
+ *     carry the rearranging copies of torch's functional collectives around every SP
+ *     all-gather and reduce-scatter (elementwise.c sp_funcol_copies, measured; async-TP 8B bf16
+ *     +36.4% -> +19.9%, 70B +23.2% -> +13.6%) and torchtitan's Float8 TP casts on the sequence
+ *     shard (recipe_builder.c rb_float8_tp_shard_cast); the bf16 rows +12.8..+20.8% outside
+ *     Table 2, the Float8 rows -3.3..+12.4%, the four float8 rowwise rows +15.6..+23.1%
+ *     (their bf16 twins' error); Table 6's CP rows run torch's all-gather rotate method across
+ *     nodes (cp_allgather.h: CP 8 +52.4% -> +38.6%);
  *   memory over 19 rows with a published figure: median |error| 8.0%; Table 2 within -7.2% to
  *     +1.0% (the ring's fp32 accumulators and gathered K/V in the layer in backward), the
  *     pipeline rows (Tables 5-6) 13-23% under, the trainy H200 rows -6.8% / -7.8% (torchtitan
