@@ -48,58 +48,6 @@ const char *recipe_kind_name(recipe_kind k)
 }
 
 
-/* transformers' grouped_mm experts (hf_experts.h): the two grouped GEMMs launch
- * HF_EXPERTS_GROUPED_MM_KERNELS kernels each (host_dispatch.c reads op.launches), and the
- * routing kernels around them. */
-static void hf_routing_ops(builder *b, const model_spec *m, const layout *l, double tokens,
-                           int experts_op)
-{
-    if (experts_op >= 0) b->r->op[experts_op].launches = 2 * HF_EXPERTS_GROUPED_MM_KERNELS;
-    elementwise_list el;
-    hf_experts_routing(m, l, tokens, &el);
-    rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
-    rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
-}
-
-/* torchtitan's routing kernels around the experts (titan_moe.h); `received`: the routed copies
- * this GPU's experts receive. */
-static void titan_routing_ops(builder *b, const model_spec *m, const layout *l, double tokens,
-                              double received, int experts_op)
-{
-    /* torchtitan's three torch._grouped_mm (w1, w3, w2), each a prepare_grouped_gemm_data and
-     * a CUTLASS kernel: 6 launches forward, 12 backward in the traces of
-     * bench/results/epstep_2026-11-27 (GroupedMmBackward0) */
-    if (experts_op >= 0) b->r->op[experts_op].launches = 3 * HF_EXPERTS_GROUPED_MM_KERNELS;
-    elementwise_list el;
-    titan_moe_routing(m, l, tokens, received, &el);
-    rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
-    rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
-}
-
-/* torchtitan's per-expert loop (expert_loop.h): every expert's GEMMs are launches of their own
- * (three Linear-shaped matmuls each for SwiGLU), so are its SwiGLU kernels (expert_loop_act),
- * and the loop's own kernels (expert_loop.c) join the layer. */
-static void expert_loop_ops(builder *b, const model_spec *m, const layout *l, int local,
-                            double received, int experts_op)
-{
-    int per = m->activation == MODEL_ACT_SWIGLU ? 3 : 2;
-    if (experts_op >= 0) b->r->op[experts_op].launches = per * local;
-    elementwise_list el;
-    expert_loop_kernels(m, l, local, received, &el);
-    rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
-    rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
-}
-
-/* The loop's SwiGLU kernels (elementwise.c's experts.* ops, priced by their total bytes) are
- * issued once per expert. */
-static void expert_loop_act(recipe *r, int local)
-{
-    for (int i = 0; i < r->n_ops; i++) {
-        recipe_op *o = &r->op[i];
-        if (o->kind == RECIPE_ELEMENTWISE && !strncmp(o->name, "experts.", 8)) o->launches *= local;
-    }
-}
-
 /* FSDP2's compute-stream copies of a unit of p parameters (fsdp_copies.h): the all-gather
  * copy-out of each gather (forward, and backward when resharded) and the reduce-scatter copy-in
  * of the backward. bk_measure runs them around the unit collectives: no items. */
@@ -121,35 +69,6 @@ static void fsdp_compute_copies(builder *b, const training_spec *t, const layout
            RECIPE_OVERLAP_NONE, out, l->reshard_after_forward ? out : 0);
     rb_op_add(b, "fsdp.rs_copy_in", RECIPE_FSDP_COPY, RECIPE_BWD, RECIPE_STREAM_COMPUTE,
            RECIPE_OVERLAP_NONE, 0, fsdp_rs_copy_in_s(b->sys, fc));
-}
-
-/* `local` experts' GEMMs of one shape in `kernels` launches: one grouped kernel pays the fixed
- * launch cost once (compute_grouped_gemm_s's rule), a GEMM per expert pays it each time; the
- * format (bf16 or low precision) as gemm_s. out_bytes > 0: Transformer Engine's per-expert
- * GEMMs, each with its output traffic of out_bytes per element (mcore_expert_gemm.h). */
-static double moe_experts_s(const builder *b, int local, int kernels, double m, double n,
-                            double k, double out_bytes)
-{
-    if (out_bytes > 0) {
-        double math_s, in_bytes;
-        rb_gemm_parts(b, m, n, k, &math_s, &in_bytes);
-        return local * mcore_expert_gemm_s(b->sys, math_s, in_bytes, m, n, k, out_bytes);
-    }
-    double one = rb_gemm_s(b, m, n, k);
-    if (kernels != 1) return local * one;
-    if (local < 1 || one <= 0) return 0;
-    return local * (one - b->sys->gemm_overhead_s) + b->sys->gemm_overhead_s;
-}
-
-/* Forward + dgrad + wgrad of moe_experts_s, as compute_gemm_fwd_bwd_s composes them; under
- * Transformer Engine (te) the outputs in bf16 and the weight gradient's in wgrad_bytes. */
-static double moe_experts_fwd_bwd_s(const builder *b, int local, int kernels, double m, double n,
-                                    double k, bool te, double wgrad_bytes)
-{
-    double o = te ? 2 : 0, w = te ? wgrad_bytes : 0;
-    return moe_experts_s(b, local, kernels, m, n, k, o) +
-           moe_experts_s(b, local, kernels, m, k, n, o) +
-           moe_experts_s(b, local, kernels, k, n, m, w);
 }
 
 /* An empty recipe (and item list) in l's number format: where recipe_layer and recipe_head
@@ -588,19 +507,19 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
          * gradient into main_grad (mcore_expert_gemm.h) */
         bool te = mcore_expert_gemm_applies(l);
         double ob = te ? 2 : 0, wb = te ? mcore_wgrad_out_bytes(t) : 0;
-        double f1 = moe_experts_s(b, local, kernels, rows, up, h, ob) +
-                    moe_experts_s(b, local, kernels, rows, h, down_in, ob);
-        double b1 = moe_experts_fwd_bwd_s(b, local, kernels, rows, up, h, te, wb) +
-                    moe_experts_fwd_bwd_s(b, local, kernels, rows, h, down_in, te, wb);
+        double f1 = rb_moe_experts_s(b, local, kernels, rows, up, h, ob) +
+                    rb_moe_experts_s(b, local, kernels, rows, h, down_in, ob);
+        double b1 = rb_moe_experts_fwd_bwd_s(b, local, kernels, rows, up, h, te, wb) +
+                    rb_moe_experts_fwd_bwd_s(b, local, kernels, rows, h, down_in, te, wb);
         int ex = rb_op_add(b, "experts", RECIPE_GEMM, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                         RECIPE_OVERLAP_NONE, f1, 0);
         if (ex >= 0) {
             r->op[ex].fwd_bwd_s = b1;
             r->op[ex].bwd_s = r->op[ex].fwd_bwd_s - r->op[ex].fwd_s;
         }
-        if (hf_experts_applies(l)) hf_routing_ops(b, m, l, tokens, ex);
-        else if (titan_moe_applies(l)) titan_routing_ops(b, m, l, tokens, rows * local, ex);
-        if (loop) expert_loop_ops(b, m, l, local, rows * local, ex);
+        if (hf_experts_applies(l)) rb_hf_routing_ops(b, m, l, tokens, ex);
+        else if (titan_moe_applies(l)) rb_titan_routing_ops(b, m, l, tokens, rows * local, ex);
+        if (loop) rb_expert_loop_ops(b, m, l, local, rows * local, ex);
         if (mcore_expert_bias_applies(m, l)) { /* fc2's bias, per expert (mcore_unfused.h) */
             elementwise_list el;
             mcore_expert_bias(m, l, local, rows, &el);
@@ -612,17 +531,17 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
              * where the recipe prices one (kernels == local) */
             int first_item = items->n;
             rb_gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
-                      moe_experts_s(b, local, kernels, rows, up, h, ob));
+                      rb_moe_experts_s(b, local, kernels, rows, up, h, ob));
             rb_gemm_item(b, ex, RECIPE_BWD, "experts_up.dgrad", RECIPE_FORM_DGRAD, rows, h, up,
-                      local, true, moe_experts_s(b, local, kernels, rows, h, up, ob));
+                      local, true, rb_moe_experts_s(b, local, kernels, rows, h, up, ob));
             rb_gemm_item(b, ex, RECIPE_BWD, "experts_up.wgrad", RECIPE_FORM_WGRAD, up, h, rows,
-                      local, false, moe_experts_s(b, local, kernels, h, up, rows, wb));
+                      local, false, rb_moe_experts_s(b, local, kernels, h, up, rows, wb));
             rb_gemm_item(b, ex, RECIPE_FWD, "experts_down", RECIPE_FORM_FWD, rows, h, down_in,
-                      local, true, moe_experts_s(b, local, kernels, rows, h, down_in, ob));
+                      local, true, rb_moe_experts_s(b, local, kernels, rows, h, down_in, ob));
             rb_gemm_item(b, ex, RECIPE_BWD, "experts_down.dgrad", RECIPE_FORM_DGRAD, rows, down_in,
-                      h, local, true, moe_experts_s(b, local, kernels, rows, down_in, h, ob));
+                      h, local, true, rb_moe_experts_s(b, local, kernels, rows, down_in, h, ob));
             rb_gemm_item(b, ex, RECIPE_BWD, "experts_down.wgrad", RECIPE_FORM_WGRAD, h, down_in,
-                      rows, local, false, moe_experts_s(b, local, kernels, down_in, h, rows, wb));
+                      rows, local, false, rb_moe_experts_s(b, local, kernels, down_in, h, rows, wb));
             for (int i = first_item; i < items->n; i++)
                 items->item[i].looped = kernels > 1 && local > 1;
         }
@@ -680,7 +599,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         elementwise_layer(m, l, tokens, moe, &el);
         rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
         rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
-        if (moe && expert_loop_applies(t, l)) expert_loop_act(r, m->experts / l->ep);
+        if (moe && expert_loop_applies(t, l)) rb_expert_loop_act(r, m->experts / l->ep);
         if (mcore_unfused_rope_applies(m, l)) { /* YaRN RoPE, unfused (mcore_unfused.h) */
             mcore_unfused_rope(m, l, tokens, t->seq_len / (l->cp > 0 ? l->cp : 1), &el);
             rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);

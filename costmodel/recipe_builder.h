@@ -110,4 +110,19 @@ void rb_mtp_modules(builder *b, const model_spec *m, const training_spec *t, con
 void rb_pace_priced(const system_spec *sys, const model_spec *m, const layout *l, recipe *r,
                     bool moe, recipe_time *price);
 
+/* recipe_moe.c: the experts' GEMM time of `local` experts of one shape in `kernels` launches
+ * (out_bytes > 0: Transformer Engine's per-expert GEMMs with their output traffic), forward +
+ * dgrad + wgrad of it, and the routing / per-expert-loop kernels around the experts op. */
+double rb_moe_experts_s(const builder *b, int local, int kernels, double m, double n, double k,
+                        double out_bytes);
+double rb_moe_experts_fwd_bwd_s(const builder *b, int local, int kernels, double m, double n,
+                                double k, bool te, double wgrad_bytes);
+void rb_hf_routing_ops(builder *b, const model_spec *m, const layout *l, double tokens,
+                       int experts_op);
+void rb_titan_routing_ops(builder *b, const model_spec *m, const layout *l, double tokens,
+                          double received, int experts_op);
+void rb_expert_loop_ops(builder *b, const model_spec *m, const layout *l, int local,
+                        double received, int experts_op);
+void rb_expert_loop_act(recipe *r, int local);
+
 #endif
