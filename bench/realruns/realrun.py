@@ -33,6 +33,18 @@ Several GPUs (FSDP2 over all ranks, data parallel): start it under torchrun; eac
 tokens, a step's time is the slowest rank's (max over ranks per step), the memory figures are the
 largest over ranks (and peak allocated/reserved per rank are listed); rank 0 writes the line.
 --sac op: torchtitan's op-level selective activation checkpointing (native only, see sac_context_fn).
+--cuda-graph (native only): forward + loss + backward of each step replayed from one CUDA graph, the
+way torchtitan's core Trainer runs it by default since f84224af0 (torchtitan/distributed/cudagraph.py,
+trainer.py at b5bcd76): the first call runs eager on a side stream (warm-up), the second captures the
+same callable into a private graph memory pool and replays it, later calls only replay; the inputs are
+copied into the captured input buffers before each replay; gradient clipping, the optimizer step and
+zero_grad(set_to_none=False) (the gradients must keep the addresses the graph accumulates into) stay
+eager. Written here from that description, not copied. It needs --fsdp-reshard default (torchtitan:
+"always" fails at capture, CUDA_ERROR_STREAM_CAPTURE_ISOLATION).
+--fsdp-reshard always (default here, as every earlier run): every decoder layer and the root resharded
+after forward. default: torchtitan's fsdp_reshard_after_forward "default" at PP 1 (distributed/
+fsdp.py apply_fsdp_to_decoder): the decoder layers and the embedding resharded, the final norm and the
+output layer (with a tied embedding: the three together) kept gathered from forward into backward.
 
 Usage: NCCL_NVLS_ENABLE=0 python3 bench/realruns/realrun.py --config llama-3.2-1b --seq 4096
            --mbs 2 [--ckpt | --sac op] [--impl native [--compile [--compile-loss]]] [--layers N]
@@ -68,6 +80,12 @@ p.add_argument("--compile-loss", action="store_true",
                help="native with --compile: torch.compile the loss function too, as torchtitan "
                     "does when compile.components holds \"loss\" (its default since 2025: "
                     "torchtitan/components/loss.py _maybe_compile, config/configs.py)")
+p.add_argument("--cuda-graph", action="store_true",
+               help="native only: forward+loss+backward replayed from one CUDA graph (torchtitan's "
+                    "default since f84224af0); needs --fsdp-reshard default")
+p.add_argument("--fsdp-reshard", choices=("always", "default"), default="always",
+               help="always: every unit resharded after forward (earlier runs); default: "
+                    "torchtitan's PP-1 default (final norm and output kept gathered)")
 p.add_argument("--optimizer", choices=("default", "foreach", "fused", "forloop"), default="",
                help="AdamW implementation (hf default: torch's default; native: fused)")
 p.add_argument("--clip", type=float, default=1.0, help="gradient clipping norm (0: none)")
@@ -88,6 +106,11 @@ if args.compile_loss and not (args.impl == "native" and args.compile):
     sys.exit("realrun: --compile-loss is for --impl native --compile")
 if args.sac and (args.impl != "native" or args.ckpt):
     sys.exit("realrun: --sac op is for --impl native without --ckpt (full checkpointing)")
+if args.cuda_graph and (args.impl != "native" or args.fsdp_reshard != "default"):
+    sys.exit("realrun: --cuda-graph is for --impl native with --fsdp-reshard default (torchtitan: "
+             "reshard always fails at capture)")
+if args.fsdp_reshard == "default" and args.impl != "native":
+    sys.exit("realrun: --fsdp-reshard default is for --impl native")
 
 rec = {
     "label": args.label,
@@ -112,6 +135,8 @@ rec = {
     "grad_clip": args.clip or None,
     "mixed_precision": "fp32 params, param_dtype bf16, reduce_dtype fp32",
     "reshard_after_forward": True,
+    "fsdp_reshard": args.fsdp_reshard,
+    "cuda_graph": bool(args.cuda_graph),
     "attention": "sdpa",
     "command": (("torchrun --nproc_per_node %s " % os.environ["WORLD_SIZE"]) if "TORCHELASTIC_RUN_ID" in os.environ
                 else "python3 ") + " ".join(shlex.quote(a) for a in sys.argv),
@@ -259,6 +284,45 @@ def sac_context_fn():
     return create_selective_checkpoint_contexts(policy)
 
 
+class GraphedCall:
+    """fn(*inputs) run as torchtitan's core Trainer runs its forward+backward under CUDA graphs:
+    call 1 eager on a side stream (lazy initialisation, autograd and FSDP2 state, the gradients'
+    first allocation happen outside any graph), call 2 captures fn on that stream into a private
+    memory pool and replays it, every later call copies its inputs into the captured ones and
+    replays. The returned value is graph-owned (overwritten by the next replay)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.calls = 0
+        self.graph = None
+        self.static = None
+        self.out = None
+        self.stream = torch.cuda.Stream()
+        self.pool = torch.cuda.graph_pool_handle()
+
+    def __call__(self, *inputs):
+        self.calls += 1
+        if self.calls == 1:
+            cur = torch.cuda.current_stream()
+            self.stream.wait_stream(cur)
+            with torch.cuda.stream(self.stream):
+                out = self.fn(*inputs)
+            cur.wait_stream(self.stream)
+            return out
+        if self.graph is None:
+            self.static = [x.clone() for x in inputs]
+            self.graph = torch.cuda.CUDAGraph()
+            t0 = time.perf_counter()
+            with torch.cuda.graph(self.graph, pool=self.pool, stream=self.stream,
+                                  capture_error_mode="thread_local"):
+                self.out = self.fn(*self.static)
+            rec["capture_s"] = round(time.perf_counter() - t0, 4)
+        for dst, src in zip(self.static, inputs):
+            dst.copy_(src)
+        self.graph.replay()
+        return self.out
+
+
 def make_opt(model):
     kw = {"lr": 1e-5}
     if args.optimizer == "fused":
@@ -299,7 +363,12 @@ def main():
         mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
         for layer in layers:
             fully_shard(layer, mp_policy=mp, reshard_after_forward=True)
-        fully_shard(model, mp_policy=mp, reshard_after_forward=True)
+        if args.fsdp_reshard == "default":  # torchtitan distributed/fsdp.py at PP 1
+            if not CFG.get("tie_word_embeddings", False):
+                fully_shard(model.tok_embeddings, mp_policy=mp, reshard_after_forward=True)
+            fully_shard(model, mp_policy=mp, reshard_after_forward=False)
+        else:
+            fully_shard(model, mp_policy=mp, reshard_after_forward=True)
         opt = make_opt(model)
         V = CFG["vocab_size"]
         g = torch.Generator(device=dev).manual_seed(1234 + dist.get_rank())  # each rank its own data
@@ -314,18 +383,33 @@ def main():
         if args.compile_loss:
             loss_fn = torch.compile(loss_fn)
 
-        def step():
+        def fwd_bwd(x, y):
             if args.impl == "hf":
-                loss = model(input_ids=inp, labels=inp).loss
+                loss = model(input_ids=x, labels=x).loss
             else:
-                logits = model(inp)
-                loss = loss_fn(logits, lab)
+                logits = model(x)
+                loss = loss_fn(logits, y)
+                del logits
             loss.backward()
+            return loss.detach()
+
+        run_fwd_bwd = GraphedCall(fwd_bwd) if args.cuda_graph else fwd_bwd
+
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+        fb_host = []
+
+        def step():
+            # torchtitan zeroes at the step's start, set_to_none only without graphs
+            opt.zero_grad(set_to_none=not args.cuda_graph)
+            ev[0].record()
+            h0 = time.perf_counter()
+            loss = run_fwd_bwd(inp, lab)
+            fb_host.append(time.perf_counter() - h0)  # host time of the call (graph: the replay's)
+            ev[1].record()
             if args.clip:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
             opt.step()
-            opt.zero_grad(set_to_none=True)
-            return loss.detach()
+            return loss.clone()
 
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(dev)
@@ -338,6 +422,9 @@ def main():
             torch.cuda.synchronize()
             dt = time.perf_counter() - t0
             losses.append(loss)
+            if i >= args.warmup:  # forward+backward's span on the GPU, and the host's call time
+                rec.setdefault("fwd_bwd_gpu_s", []).append(round(ev[0].elapsed_time(ev[1]) / 1e3, 6))
+                rec.setdefault("fwd_bwd_host_call_s", []).append(round(fb_host[-1], 6))
             if i < args.warmup:
                 rec.setdefault("warmup_times_s", []).append(round(dt, 5))
             else:
