@@ -68,6 +68,7 @@ enum {
     OPT_RECOMPUTE_MODULES, OPT_BF16_OPT_STATES, OPT_TE_CROSS_ENTROPY, OPT_CUDA_GRAPH_FULL,
     OPT_CUDA_GRAPH_ATTN, OPT_MOE_DISPATCHER_SMS, OPT_RANK_ORDER, OPT_CP_ROTATE,
     OPT_COMPILE_COMPONENTS,
+    OPT_CUDA_GRAPHS, OPT_NO_CUDA_GRAPHS,
 };
 
 static const struct option long_opts[] = {
@@ -103,6 +104,8 @@ static const struct option long_opts[] = {
     {"te-cross-entropy", no_argument, NULL, OPT_TE_CROSS_ENTROPY},
     {"cuda-graph-full-iteration", no_argument, NULL, OPT_CUDA_GRAPH_FULL},
     {"cuda-graph-attn", no_argument, NULL, OPT_CUDA_GRAPH_ATTN},
+    {"cuda-graphs", no_argument, NULL, OPT_CUDA_GRAPHS},
+    {"no-cuda-graphs", no_argument, NULL, OPT_NO_CUDA_GRAPHS},
     {"moe-dispatcher-sms", required_argument, NULL, OPT_MOE_DISPATCHER_SMS},
     {"no-reshard-after-forward", no_argument, NULL, OPT_NO_RESHARD},
     {"shard-size", required_argument, NULL, OPT_SHARD_SIZE},
@@ -363,6 +366,8 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_TE_CROSS_ENTROPY: l->te_cross_entropy = true; break;
         case OPT_CUDA_GRAPH_FULL: l->cuda_graph_full_iteration = true; break;
         case OPT_CUDA_GRAPH_ATTN: l->cuda_graph_attn = true; break;
+        case OPT_CUDA_GRAPHS: l->cuda_graphs = CUDA_GRAPHS_ON; break;
+        case OPT_NO_CUDA_GRAPHS: l->cuda_graphs = CUDA_GRAPHS_OFF; break;
         case OPT_MOE_DISPATCHER_SMS:
             rc = parse_int("moe-dispatcher-sms", optarg, 1, 256, &l->moe_dispatcher_sms);
             break;

@@ -17,6 +17,7 @@
  */
 #include "host_dispatch.h"
 
+#include "cuda_graphs.h"
 #include "dtensor_ops.h"
 #include "dtensor_step_host.h"
 #include "mcore_moe_host.h"
@@ -94,7 +95,10 @@ void host_dispatch_launches(const recipe *r, const layout *l, double *fwd, doubl
 
 bool host_dispatch_applies(const system_spec *sys, const layout *l)
 {
-    return layout_is_pytorch(l) && !l->compile && sys->host_eager_launch_s > 0;
+    /* under torchtitan's CUDA graphs the forward + loss + backward is one replay: no launch
+     * goes through the host's issue queue (cuda_graphs.h prices the replay) */
+    return layout_is_pytorch(l) && !l->compile && sys->host_eager_launch_s > 0 &&
+           !cuda_graphs_on(l);
 }
 
 

@@ -7,6 +7,7 @@
  * megatron/core/parallel_state.py. Each failure names the rule and the fix.
  */
 #include "layout.h"
+#include "cuda_graphs.h"
 #include "recompute_modules.h"
 #include "precision.h"
 
@@ -677,6 +678,12 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         FAIL(CM_ERULE, "dispatcher-sms-need-flex",
              "--moe-dispatcher-sms N is the SMs of Megatron's flex dispatcher (1-256): it needs "
              "--framework megatron, --ep above 1 and --moe-dispatcher deepep or hybridep");
+    { /* torchtitan's CUDA graphs asked for where torchtitan refuses them (cuda_graphs.c says
+       * which source each rule comes from) */
+        const char *rule = NULL;
+        char msg[CM_ERRLEN];
+        if (cuda_graphs_rule(l, &rule, msg, sizeof msg)) FAIL(CM_ERULE, rule, "%s", msg);
+    }
     if (l->cuda_graph_attn && l->framework != FRAMEWORK_MEGATRON)
         FAIL(CM_ERULE, "cuda-graph-attn-megatron-only",
              "--cuda-graph-attn is Megatron's per-layer CUDA graph of the attention block "

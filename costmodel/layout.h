@@ -65,6 +65,10 @@ typedef enum {
     MOE_DISPATCH_HYBRIDEP = 3,
 } layout_moe_dispatcher;
 
+/* torchtitan's CUDA-graphed forward + loss + backward (cuda_graphs.h): AUTO follows torchtitan
+ * (on where it allows it); ON / OFF: --cuda-graphs / --no-cuda-graphs. */
+typedef enum { CUDA_GRAPHS_AUTO = 0, CUDA_GRAPHS_ON = 1, CUDA_GRAPHS_OFF = 2 } layout_cuda_graphs;
+
 typedef struct {
     int seq_len;               /* tokens per sequence */
     int global_batch;          /* sequences per optimizer step */
@@ -193,6 +197,10 @@ typedef struct {
      * config/configs.py, components/loss.py _maybe_compile). Only with compile; see
      * layout_loss_compiled. */
     bool loss_eager;
+    /* torchtitan runs each micro-batch's forward + loss + backward as one CUDA graph replay
+     * (its default since f84224af0, TrainingConfig.disable_cuda_graphs; cuda_graphs.h): AUTO,
+     * on where torchtitan allows it; read it through cuda_graphs_on() */
+    layout_cuda_graphs cuda_graphs;
 } layout;
 
 /* The defaults a user gets when they name no option (seq 4096, gbs 1024, flash attention). */

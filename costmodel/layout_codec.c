@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_graphs.h"
 #include "precision.h"
 
 #define MCFG "trainer.policy.megatron_config."
@@ -151,6 +152,10 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
     /* a pricing knob (layout.h): no emitter writes it */
     L(LAYOUT_F_MOE_DISPATCHER_SMS, "moe_dispatcher_sms", LAYOUT_KIND_INT, moe_dispatcher_sms, NULL,
       NULL, false, 0, NULL, NULL),
+    /* torchtitan's CUDA graphs (cuda_graphs.h): emit_torchtitan.c writes
+     * --training.disable_cuda_graphs when off */
+    L(LAYOUT_F_CUDA_GRAPHS, "cuda_graphs", LAYOUT_KIND_CUDA_GRAPHS, cuda_graphs,
+      cuda_graphs_resolved, NULL, false, 0, NULL, NULL),
 };
 
 #undef L
@@ -192,6 +197,7 @@ static int stored_value(const layout_field *f, const void *p)
     case LAYOUT_KIND_MOE_DISPATCHER: return (int)*(const layout_moe_dispatcher *)p;
     case LAYOUT_KIND_PP_SCHEDULE: return (int)*(const layout_pp_schedule *)p;
     case LAYOUT_KIND_RANK_ORDER: return (int)*(const layout_rank_order *)p;
+    case LAYOUT_KIND_CUDA_GRAPHS: return (int)*(const layout_cuda_graphs *)p;
     default: return *(const int *)p;
     }
 }
@@ -212,6 +218,7 @@ static void store_value(const layout_field *f, void *p, int v)
         break;
     case LAYOUT_KIND_PP_SCHEDULE: *(layout_pp_schedule *)p = (layout_pp_schedule)v; break;
     case LAYOUT_KIND_RANK_ORDER: *(layout_rank_order *)p = (layout_rank_order)v; break;
+    case LAYOUT_KIND_CUDA_GRAPHS: *(layout_cuda_graphs *)p = (layout_cuda_graphs)v; break;
     default: *(int *)p = v;
     }
 }
@@ -249,7 +256,7 @@ void layout_field_text(const layout_field *f, const layout *l, const training_sp
         snprintf(buf, len, "hsdp");
         return;
     }
-    if (f->kind == LAYOUT_KIND_BOOL)
+    if (f->kind == LAYOUT_KIND_BOOL || f->kind == LAYOUT_KIND_CUDA_GRAPHS)
         snprintf(buf, len, "%s", v ? "true" : "false");
     else if (f->kind == LAYOUT_KIND_RECOMPUTE_MODULES)
         recompute_modules_text((unsigned)v, ',', buf, len);
@@ -270,6 +277,7 @@ static bool omitted_in_json(const layout_field *f, const layout *l)
     if (f->id == LAYOUT_F_PP_SCHEDULE) return l->pp_schedule == PP_SCHEDULE_DEFAULT;
     if (f->id == LAYOUT_F_ASYNC_TP) return !l->async_tp;
     if (f->id == LAYOUT_F_RANK_ORDER) return l->rank_order == RANK_ORDER_DP_PP;
+    if (f->id == LAYOUT_F_CUDA_GRAPHS) return l->framework != FRAMEWORK_TORCHTITAN && !cuda_graphs_on(l);
     if ((f->id >= LAYOUT_F_FP8_PARAM_GATHER && f->id <= LAYOUT_F_MOE_FP8_DISPATCH) ||
         f->id == LAYOUT_F_PP_FIRST_LAYERS || f->id == LAYOUT_F_PP_LAST_LAYERS ||
         f->id == LAYOUT_F_RECOMPUTE_MODULES || f->id == LAYOUT_F_OPTIMIZER_BF16_STATES ||
@@ -293,7 +301,8 @@ json_t *layout_json_set(json_t *obj, const layout *l, const training_spec *t)
         if (f->kind == LAYOUT_KIND_RECOMPUTE_MODULES)
             recompute_modules_text((unsigned)v, ',', mods, sizeof mods);
         json_t *j = f->kind == LAYOUT_KIND_INT    ? json_integer(v)
-                    : f->kind == LAYOUT_KIND_BOOL ? json_boolean(v)
+                    : f->kind == LAYOUT_KIND_BOOL || f->kind == LAYOUT_KIND_CUDA_GRAPHS
+                        ? json_boolean(v)
                     : f->kind == LAYOUT_KIND_RECOMPUTE_MODULES ? json_string(mods)
                                                   : json_string(enum_name(f, v));
         if (json_object_set_new(obj, f->key, j)) return NULL;
@@ -404,10 +413,12 @@ cm_status layout_from_json(const json_t *j, const char *where, layout *l, traini
             x = (int)json_integer_value(v);
             break;
         case LAYOUT_KIND_BOOL:
+        case LAYOUT_KIND_CUDA_GRAPHS:
             if (!json_is_boolean(v))
                 return cm_fail(err, errlen, CM_EPARSE, "%s.%s must be true or false", where,
                                f->key);
             x = json_is_true(v);
+            if (f->kind == LAYOUT_KIND_CUDA_GRAPHS) x = x ? CUDA_GRAPHS_ON : CUDA_GRAPHS_OFF;
             break;
         default:
             if (!json_is_string(v) || !parse_enum(f, json_string_value(v), &x))
@@ -430,8 +441,11 @@ cm_status layout_from_json(const json_t *j, const char *where, layout *l, traini
         if (!f->resolved) continue;
         void *p = (char *)&out + f->offset;
         int given = stored_value(f, p);
+        /* a tri-state's given value stands for its resolved bool (AUTO is the default 0) */
+        int want = f->kind == LAYOUT_KIND_CUDA_GRAPHS ? given == CUDA_GRAPHS_ON : given;
+        if (f->kind == LAYOUT_KIND_CUDA_GRAPHS && given == CUDA_GRAPHS_AUTO) continue;
         store_value(f, p, 0);
-        if (f->resolved(&out) != given) store_value(f, p, given);
+        if (f->resolved(&out) != want) store_value(f, p, given);
     }
     *l = out;
     if (t) *t = tout;
@@ -514,7 +528,9 @@ void layout_short_name(const layout *l, char *buf, size_t len)
         used = append(buf, len, used, " %s", layout_pp_schedule_name(l->pp_schedule));
     if (l->async_tp) used = append(buf, len, used, " async-tp");
     if (l->rank_order == RANK_ORDER_PP_DP) used = append(buf, len, used, " pp-dp");
-    if (l->framework == FRAMEWORK_TORCHTITAN && l->compile) append(buf, len, used, " compile");
+    if (l->framework == FRAMEWORK_TORCHTITAN && l->compile) used = append(buf, len, used, " compile");
+    /* torchtitan's CUDA graphs turned off where torchtitan would run them (cuda_graphs.h) */
+    if (cuda_graphs_allowed(l) && !cuda_graphs_on(l)) append(buf, len, used, " no-graphs");
 }
 
 bool layout_equal(const layout *a, const layout *b)

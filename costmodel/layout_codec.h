@@ -76,6 +76,8 @@ typedef enum {
     LAYOUT_F_CUDA_GRAPH_ATTN, /* Megatron's per-layer CUDA graph of the attention block: written
                                  only when on */
     LAYOUT_F_MOE_DISPATCHER_SMS, /* the flex dispatcher's SMs: written only when set */
+    LAYOUT_F_CUDA_GRAPHS, /* torchtitan's CUDA graphs, resolved true/false: written for torchtitan
+                             layouts only */
     LAYOUT_NFIELDS
 } layout_field_id;
 
@@ -93,6 +95,7 @@ typedef enum {
     LAYOUT_KIND_PP_SCHEDULE,
     LAYOUT_KIND_RECOMPUTE_MODULES, /* a bit set, written as Megatron's names joined by commas */
     LAYOUT_KIND_RANK_ORDER,
+    LAYOUT_KIND_CUDA_GRAPHS, /* layout_cuda_graphs, written and read as its resolved bool */
 } layout_field_kind;
 
 typedef struct {

@@ -17,6 +17,7 @@
 #include "async_tp.h"
 #include "cp_allgather.h"
 #include "moe_dispatch.h"
+#include "cuda_graphs.h"
 #include "memory_phases.h"
 #include "nccl_memory.h"
 #include "pp_schedule.h"
@@ -657,7 +658,11 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
          * below. Bench/realruns: Llama-3.2-3B seq 16k with checkpointing peaks at 64.5 GiB,
          * 7 GiB below params + grads + states + logits buffers. With gradient accumulation
          * the later micro-batches run with the gradients held. */
-        if (micro <= 1) r.total_bytes -= r.gradients_bytes;
+        bool graphs = cuda_graphs_on(l);
+        /* under torchtitan's CUDA graphs zero_grad(set_to_none=False) keeps them (cuda_graphs.h;
+         * measured: the graphed peak allocated is the eager one + the fp32 gradients within
+         * 0.1 GiB, bench/results/cg11_2026-11-28) */
+        if (micro <= 1 && !graphs) r.total_bytes -= r.gradients_bytes;
         train_peak_bytes = r.total_bytes;
         /* The optimizer step runs after the backward has freed the activations and the gathered
          * units: sharded params, grads and states, plus what the step itself allocates
@@ -678,7 +683,8 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
                                  r.framework_bytes;
             if (merge_bytes > r.total_bytes) r.total_bytes = merge_bytes;
         }
-        if (r.optimizer_step_bytes > r.total_bytes) r.total_bytes = r.optimizer_step_bytes;
+        double eager_step_bytes = r.optimizer_step_bytes;
+        if (!graphs && r.optimizer_step_bytes > r.total_bytes) r.total_bytes = r.optimizer_step_bytes;
         if (l->sharding == SHARDING_FSDP && l->pp == 1 && micro <= 1 && l->reshard_after_forward) {
             /* the first block's backward, the last of the blocks (memory_phases.h): the sharded
              * gradients of every unit but it and the root, its activations (recomputed: its
@@ -689,6 +695,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
             double ld = layer_params, le = 0;
             if (moe_layers > 0) memory_layer_params_split(m, l, 1, &ld, &le);
             double grads_made = r.gradients_bytes - 4.0 * ((ld + root_params) / nd + le / ne);
+            if (graphs) grads_made = r.gradients_bytes; /* kept since the step before */
             double last_act = act_layer_max + working;
             if (l->recompute == RECOMPUTE_FULL)
                 last_act = act_layer_max + memory_layer_checkpoint_bytes(m, t, l);
@@ -701,6 +708,16 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
                                    memory_backward_end_buffer_bytes(m, t, l, layer_params) +
                                    r.framework_bytes;
             if (r.backward_end_bytes > r.total_bytes) r.total_bytes = r.backward_end_bytes;
+        }
+        if (graphs) {
+            /* the graph's private memory pool keeps the captured forward + backward's peak for
+             * the whole step (torch.cuda.graph(pool=...): the pool's blocks serve only its
+             * graphs), so the optimizer's temporaries come on top of it, not of the sharded
+             * state alone: persistent + captured peak + temporaries, r.total_bytes holding the
+             * first two here */
+            r.optimizer_step_bytes = r.total_bytes + r.optimizer_temp_bytes;
+            if (r.optimizer_step_bytes < eager_step_bytes) r.optimizer_step_bytes = eager_step_bytes;
+            r.total_bytes = r.optimizer_step_bytes;
         }
     }
     r.block_stage = stage; /* r.largest_block_bytes: the activation part's */

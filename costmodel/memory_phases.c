@@ -1,6 +1,7 @@
 /* memory_phases.c — which torch buffers are alive at the same moment (memory_phases.h). */
 #include "memory_phases.h"
 
+#include "cuda_graphs.h"
 #include "memory.h"
 #include "schedule.h"
 
@@ -18,7 +19,17 @@ double memory_root_gathered_bytes(const model_spec *m, const layout *l, int stag
 double memory_root_at_loss_bytes(const model_spec *m, const layout *l, int stage)
 {
     if (stage != layout_head_stage(l)) return 0;
-    return layout_impl_of(l) == IMPL_HF ? memory_root_gathered_bytes(m, l, stage) : 0;
+    if (layout_impl_of(l) == IMPL_HF) return memory_root_gathered_bytes(m, l, stage);
+    /* CUDA-graphed torchtitan plans are written with fsdp_reshard_after_forward "default"
+     * (emit_torchtitan.c; "always" fails at capture, cuda_graphs.h), which keeps the final norm
+     * and the output layer gathered from forward into backward (torchtitan b5bcd76
+     * distributed/fsdp.py apply_fsdp_to_decoder), with a tied embedding the three: all of the
+     * root but an untied embedding (pp 1: one stage holds both) */
+    if (cuda_graphs_on(l) && l->reshard_after_forward) {
+        double emb = m->tied_embeddings ? 0 : 2.0 * model_embedding_params(m) / l->tp;
+        return memory_root_gathered_bytes(m, l, stage) - emb;
+    }
+    return 0;
 }
 
 double memory_logits_held_bytes(const model_spec *m, const training_spec *t, const layout *l)

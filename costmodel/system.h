@@ -173,6 +173,8 @@ typedef struct {
     double host_clip_tensor_s;          /* host time per parameter tensor of clip_grad_norm_ */
     double host_adamw_foreach_tensor_s; /* and of foreach AdamW.step on FSDP2's DTensors, and */
     double host_multi_tensor_launch_s;  /* per multi_tensor_apply launch (optimizer_host.h) */
+    double host_cuda_graph_replay_s;    /* host time of one graphed micro-batch's replay call
+                                           (torchtitan's CUDA graphs, cuda_graphs.h); 0: none */
     double host_mcore_moe_fwd_s;        /* Megatron-Core MoE layer, per micro-batch: the */
     double host_mcore_moe_fwd_ep_s;     /* host's forward issue time without the experts' GEMMs */
     double host_mcore_moe_post_sync_s;  /* at EP 1 and EP > 1, the part after the dispatcher's */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cli_number.h"
+#include "cuda_graphs.h"
 
 /* ---- shell words ---- */
 
@@ -125,6 +126,8 @@ static bool take_switch(reader *r, const char *f)
     else if (is(f, "--compile.no-enable_async_tensor_parallel")) l->async_tp = false;
     else if (is(f, "--training.enable_cpu_offload")) l->offload = true;
     else if (is(f, "--training.no-enable_cpu_offload")) l->offload = false;
+    else if (is(f, "--training.disable_cuda_graphs")) l->cuda_graphs = CUDA_GRAPHS_OFF;
+    else if (is(f, "--training.no-disable_cuda_graphs")) l->cuda_graphs = CUDA_GRAPHS_ON;
     else return false;
     return true;
 }
@@ -205,7 +208,8 @@ static bool is_switch(const char *f)
         "--parallelism.enable_sequence_parallel", "--parallelism.no-enable_sequence_parallel",
         "--compile.enable", "--compile.no-enable", "--compile.enable_async_tensor_parallel",
         "--compile.no-enable_async_tensor_parallel", "--training.enable_cpu_offload",
-        "--training.no-enable_cpu_offload"};
+        "--training.no-enable_cpu_offload", "--training.disable_cuda_graphs",
+        "--training.no-disable_cuda_graphs"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(f, names[i])) return true;
     return false;
@@ -302,6 +306,9 @@ cm_status check_read_torchtitan(const char *text, size_t len, check_config *cfg,
     cfg->titan_tokens_mb = 16384; /* num_tokens_per_microbatch_per_dp_rank default */
     cfg->titan_tokens_step = -1;
     cfg->layout.sp = true; /* enable_sequence_parallel default */
+    /* TrainingConfig.disable_cuda_graphs is False (f84224af0): a command without
+     * --training.disable_cuda_graphs runs them, and their rules apply (cuda_graphs.h) */
+    cfg->layout.cuda_graphs = CUDA_GRAPHS_ON;
     /* "# model: REF" (what --emit torchtitan writes) names the model */
     const char *mk = NULL;
     for (size_t i = 0; i + 9 <= len; i++)
@@ -402,6 +409,14 @@ int check_torchtitan_resolve(const model_spec *m, check_config *cfg, int gpus,
     }
     /* reshard after forward: "default" is not pp_enabled (distributed/fsdp.py) */
     l->reshard_after_forward = cfg->titan_reshard >= 0 ? cfg->titan_reshard == 1 : l->pp == 1;
+    /* f84224af0's commit message: "FSDP reshard_after_forward=always is unsupported" under CUDA
+     * graphs (its all-gathers on FSDP's own streams: CUDA_ERROR_STREAM_CAPTURE_ISOLATION) */
+    if (cfg->titan_reshard == 1 && l->cuda_graphs == CUDA_GRAPHS_ON)
+        add_violation(rep, CM_ERULE, "cuda-graphs-reshard-always",
+                      "--parallelism.fsdp_reshard_after_forward always fails at CUDA graph capture "
+                      "(torchtitan f84224af0), which this command runs (no "
+                      "--training.disable_cuda_graphs): write default (at PP 1 it reshards the "
+                      "decoder layers the same) or never, or add --training.disable_cuda_graphs");
     /* batch in tokens */
     if (cfg->titan_tokens_mb % t->seq_len)
         add_violation(rep, CM_ERULE, "torchtitan-tokens-per-sequence",
@@ -477,6 +492,8 @@ const char *check_torchtitan_fix(const char *rule)
         {"ep-divides-experts", "--parallelism.expert_parallel_degree"},
         {"batch-divisible", "--training.num_tokens_per_train_step"},
         {"torchtitan-hsdp-covers-cp", "--parallelism.data_parallel_shard_degree"},
+        {"cuda-graphs-no-pp", "--training.disable_cuda_graphs"},
+        {"cuda-graphs-blocking-ep", "--training.disable_cuda_graphs"},
     };
     for (size_t i = 0; i < sizeof fixes / sizeof *fixes; i++)
         if (!strcmp(rule, fixes[i].rule)) return fixes[i].fix;

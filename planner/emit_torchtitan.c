@@ -15,6 +15,8 @@
  *     per_stage with first/last_stage_less_layers 0 (so ceil(L / layers_per_stage) is exactly
  *     pp x stages per rank, distributed/pipeline_parallel.py _get_pipeline_metadata),
  *     num_pp_microbatches, context_parallel_degree, expert_parallel_degree;
+ *   training.disable_cuda_graphs (a tyro bool, False by default since f84224af0: the forward +
+ *     loss + backward replayed from a CUDA graph; written when the plan runs without them),
  *   training.num_tokens_per_microbatch_per_dp_rank ("input-token slots processed per
  *     data-parallel rank in one model forward, before context or tensor parallel sharding":
  *     micro-batch x sequence), num_tokens_per_train_step (the global batch in tokens; gradient
@@ -33,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_graphs.h"
 #include "emit_internal.h"
 #include "precision.h"
 
@@ -190,7 +193,12 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
     dp_degrees(l, &rep, &shard);
     flag_int(f, "--parallelism.data_parallel_replicate_degree", rep);
     flag_int(f, "--parallelism.data_parallel_shard_degree", shard);
-    flag(f, "--parallelism.fsdp_reshard_after_forward", l->reshard_after_forward ? "always" : "never");
+    /* under CUDA graphs "always" fails at capture and "default" works (torchtitan f84224af0;
+     * cuda_graphs.h): graphs run at PP 1 only, where "default" reshards every decoder layer as
+     * "always" does and keeps the final norm and output layer gathered (memory_phases.c) */
+    bool graphs = cuda_graphs_on(l);
+    flag(f, "--parallelism.fsdp_reshard_after_forward",
+         l->reshard_after_forward ? (graphs ? "default" : "always") : "never");
     flag_int(f, "--parallelism.tensor_parallel_degree", l->tp);
     if (l->tp > 1)
         flag(f, l->sp ? "--parallelism.enable_sequence_parallel"
@@ -229,6 +237,10 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
     flag_int(f, "--training.num_tokens_per_train_step", tokens_step);
     flag_int(f, "--training.max_context_length", t->seq_len);
     if (l->offload) flag(f, "--training.enable_cpu_offload", NULL);
+    /* torchtitan graphs forward + loss + backward by default (TrainingConfig.
+     * disable_cuda_graphs False, f84224af0) and refuses it with PP or a blocking EP
+     * dispatcher: off is said (cuda_graphs.h) */
+    if (!graphs) flag(f, "--training.disable_cuda_graphs", NULL);
     flag(f, l->compile ? "--compile.enable" : "--compile.no-enable", NULL);
     if (l->async_tp) flag(f, "--compile.enable_async_tensor_parallel", NULL);
     /* the loss left eager (layout.h loss_eager): compile.components is a tyro list, its

@@ -159,6 +159,9 @@ static void row_setup(const csv_table *t, int r, model_spec *m, system_spec *s, 
     tr->seq_len = icol(t, r, "seq");
     tr->global_batch = icol(t, r, "global_batch");
     *l = layout_default(FRAMEWORK_TORCHTITAN);
+    /* the published runs (2024-25, paper 2410.06511's torchtitan) ran eager: torchtitan's CUDA
+     * graphs came with f84224af0 (2026-08; costmodel/cuda_graphs.h) */
+    l->cuda_graphs = CUDA_GRAPHS_OFF;
     l->tp = icol(t, r, "tp");
     l->pp = icol(t, r, "pp");
     l->dp = icol(t, r, "dp");

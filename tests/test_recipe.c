@@ -265,6 +265,7 @@ static void test_dtensor_host_cost(void **state)
     t.global_batch = 1;
     static recipe r;
     layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.cuda_graphs = CUDA_GRAPHS_OFF; /* eager: the host floors under test (cuda_graphs.h) */
     l.sharding = SHARDING_FSDP;
     l.tp = 2, l.sp = true, l.mbs = 1;
     recipe_layer(&M, &S, &t, &l, false, &r, NULL);
@@ -332,6 +333,7 @@ static void test_dtensor_step_host(void **state)
     assert_int_equal(M.layers, 32);
     assert_false(M.tied_embeddings);
     layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.cuda_graphs = CUDA_GRAPHS_OFF; /* eager: the host floors under test (cuda_graphs.h) */
     l.sharding = SHARDING_FSDP;
     l.tp = 2, l.sp = true, l.mbs = 1, l.dp = 1;
     near(dtensor_step_host_pre_s(40.5e-6, 120.6e-6), 4 * 120.6e-6 + 45.1 * 40.5e-6, "pre-forward");
@@ -390,6 +392,7 @@ static void test_dtensor_host_per_rank(void **state)
     t.global_batch = 1;
     static recipe r;
     layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.cuda_graphs = CUDA_GRAPHS_OFF; /* eager: the host floors under test (cuda_graphs.h) */
     l.sharding = SHARDING_FSDP;
     l.tp = 2, l.sp = true, l.mbs = 1;
     recipe_layer(&M, &S, &t, &l, false, &r, NULL);
@@ -433,6 +436,7 @@ static void test_float8_tp_shard_cast(void **state)
     t.global_batch = 1;
     static recipe r;
     layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.cuda_graphs = CUDA_GRAPHS_OFF; /* eager: the host floors under test (cuda_graphs.h) */
     l.sharding = SHARDING_FSDP;
     l.tp = 4, l.sp = true, l.mbs = 1, l.compile = true;
     l.precision = PRECISION_FP8, l.fp8_recipe = FP8_RECIPE_TENSORWISE;
@@ -469,6 +473,7 @@ static void test_fsdp_tp_host_scale(void **state)
     t.global_batch = 2;
     static recipe r;
     layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.cuda_graphs = CUDA_GRAPHS_OFF; /* eager: the host floors under test (cuda_graphs.h) */
     l.sharding = SHARDING_FSDP;
     l.tp = 2, l.sp = true, l.mbs = 1, l.dp = 1;
     recipe_layer(&M, &S, &t, &l, false, &r, NULL);
@@ -502,6 +507,7 @@ static void test_ep_split_sync(void **state)
     t.global_batch = 2;
     static recipe r;
     layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.cuda_graphs = CUDA_GRAPHS_OFF; /* eager: the host floors under test (cuda_graphs.h) */
     l.sharding = SHARDING_FSDP;
     l.ep = 2, l.mbs = 1;
     recipe_layer(&M, &S, &t, &l, true, &r, NULL);
@@ -556,6 +562,7 @@ static void test_cp_ring_host(void **state)
     t.global_batch = 1;
     static recipe r;
     layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.cuda_graphs = CUDA_GRAPHS_OFF; /* eager: the host floors under test (cuda_graphs.h) */
     l.sharding = SHARDING_FSDP;
     l.cp = 4, l.mbs = 1;
     recipe_layer(&M, &S, &t, &l, false, &r, NULL);

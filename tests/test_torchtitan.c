@@ -49,6 +49,9 @@ static void load(const char *model, const char *system, model_spec *m, system_sp
 static layout titan(int tp, int pp, int dp, int cp)
 {
     layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    /* eager steps, as the published runs (torchtitan 9dec370, 2024-25) and the hand-worked
+     * numbers here were: torchtitan's CUDA graphs (since f84224af0) are test_cuda_graphs.c's */
+    l.cuda_graphs = CUDA_GRAPHS_OFF;
     l.tp = tp;
     l.pp = pp;
     l.dp = dp;
