@@ -61,7 +61,8 @@ def run_plan(argv):
 
 HELP = run_plan(["estimate", "--help"])
 HELP = HELP.stdout + HELP.stderr
-HAS = {f: (f in HELP) for f in ("--impl", "--compile", "--optimizer-impl", "--compile-components")}
+HAS = {f: (f in HELP) for f in ("--impl", "--compile", "--optimizer-impl", "--compile-components",
+                                  "--no-cuda-graphs")}
 
 SYSTEMS = (("H200", "h200"), ("H100", "h100"))
 
@@ -86,6 +87,10 @@ def layout_args(rec, cfgfile, system):
         # realrun.py compiles the loss only with --compile-loss (compile_loss in the record)
         if HAS["--compile-components"]:
             a += ["--compile-components", "model,loss" if rec.get("compile_loss") else "model"]
+    # the runs ran eager (realrun.py without --cuda-graph): pinned, as torchtitan plans would
+    # otherwise follow torchtitan's graphed default (costmodel/cuda_graphs.h)
+    if HAS["--no-cuda-graphs"] and not rec.get("cuda_graph"):
+        a += ["--no-cuda-graphs"]
     if HAS["--optimizer-impl"]:
         oi = rec.get("optimizer_impl", "default")
         a += ["--optimizer-impl", {"default": "foreach"}.get(oi, {"forloop": "for-loop"}.get(oi, oi))]

@@ -80,6 +80,7 @@ def plan(argv):
 HELP = plan(["estimate", "--help"])
 HELP = HELP.stdout + HELP.stderr
 HAS_TT = "torchtitan" in HELP
+HAS_GRAPHS = "--no-cuda-graphs" in HELP
 HAS_LOOP = "--moe-expert-loop" in HELP
 HAS_ROTATE = "--cp-rotate" in HELP
 
@@ -133,6 +134,11 @@ def layout(rec):
         # without "loss"; plan's default is torchtitan's, the loss compiled too)
         if not rec.get("compile_loss"):
             a += ["--compile-components", "model"]
+    # the real runs ran eager: no CUDA graph around forward + backward (torchtitan's default
+    # since f84224af0, which plan follows for torchtitan plans at PP 1 and EP 1: costmodel/
+    # cuda_graphs.h); pinned so that these comparisons keep pricing what ran
+    if HAS_GRAPHS:
+        a += ["--no-cuda-graphs"]
     if rec.get("async_tp"):  # parallel_run.py --async-tp (torchtitan's micro-pipeline TP)
         a += ["--async-tp"]
     # parallel_run.py's pipeline steps kept the last stage's outputs (torch's default
