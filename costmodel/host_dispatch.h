@@ -39,7 +39,8 @@ void host_dispatch_op_launches(const recipe_op *o, const layout *l, double *fwd,
  * router and two 3D expert tensors, transformers 5 / torchtitan). */
 double host_dispatch_layer_tensors(const model_spec *m, bool moe);
 
-/* Whether the host floor applies to l on sys (eager FSDP2 and a measured host time). */
+/* Whether the host floor applies to l on sys (eager FSDP2 and a measured host time; not under
+ * torchtitan's CUDA graphs, cuda_graphs.h). */
 bool host_dispatch_applies(const system_spec *sys, const layout *l);
 
 /* Sets r->host_fwd_s and r->host_bwd_s: the forward and the backward (with the recompute's

@@ -89,7 +89,7 @@ def layout_args(rec, cfgfile, system):
             a += ["--compile-components", "model,loss" if rec.get("compile_loss") else "model"]
     # the runs ran eager (realrun.py without --cuda-graph): pinned, as torchtitan plans would
     # otherwise follow torchtitan's graphed default (costmodel/cuda_graphs.h)
-    if HAS["--no-cuda-graphs"] and not rec.get("cuda_graph"):
+    if HAS["--no-cuda-graphs"]:
         a += ["--no-cuda-graphs"]
     if HAS["--optimizer-impl"]:
         oi = rec.get("optimizer_impl", "default")
@@ -107,6 +107,9 @@ def not_expressible(rec):
         why.append("plan has no --compile")
     if not system_of(rec.get("gpu")):
         why.append("no system preset for GPU %r" % rec.get("gpu"))
+    if rec.get("cuda_graph"):  # realrun.py --cuda-graph: torchtitan's graphed step, not fsdp2's
+        why.append("a CUDA-graphed step (torchtitan's; bench/results/cg11_2026-11-28/compare.py "
+                   "prices it)")
     return "; ".join(why)
 
 
