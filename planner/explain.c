@@ -5,6 +5,7 @@
  * goes. Nothing here is canned: a line appears only with the numbers behind it.
  */
 #include "explain.h"
+#include "cuda_graphs.h"
 #include "output.h"
 #include "units.h"
 
@@ -93,9 +94,16 @@ static void explain_torchtitan(ex *x, const layout *l)
         v.compile = v.async_tp = false;
         describe(x, "without torch.compile", v);
     }
+    if (cuda_graphs_on(l)) { /* torchtitan's default graphed step (cuda_graphs.h) */
+        layout v = *l;
+        v.cuda_graphs = CUDA_GRAPHS_OFF;
+        describe(x, "without CUDA graphs (--training.disable_cuda_graphs)", v);
+    }
     layout v = *l;
     v.reshard_after_forward = !v.reshard_after_forward;
-    describe(x, v.reshard_after_forward ? "with reshard_after_forward (always)"
+    /* graphed plans reshard with torchtitan's "default" policy (emit_torchtitan.c) */
+    describe(x, v.reshard_after_forward ? cuda_graphs_on(&v) ? "with reshard_after_forward (default)"
+                                                             : "with reshard_after_forward (always)"
                                         : "without reshard_after_forward (never)",
              v);
 }

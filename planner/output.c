@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "collective.h"
+#include "cuda_graphs.h"
 #include "explain.h"
 #include "layout_codec.h"
 #include "sim.h"
@@ -232,12 +233,13 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
                      l->vpp > 1 ? l->vpp == 2 ? ", 2 stages/rank" : ", stages/rank > 2" : "");
         snprintf(buf, len,
                  "torchtitan  TP %d · PP %d%s · DP %d · CP %d%s | micro-batch %d · SP %s · %s%s%s · "
-                 "recompute %s%s%s",
+                 "recompute %s%s%s%s",
                  l->tp, l->pp, sched, l->dp, l->cp, extra, l->mbs, l->sp ? "on" : "off",
                  l->shard_size ? "HSDP" : "FSDP2", l->reshard_after_forward ? "" : " no-reshard",
                  l->offload ? " offload" : "", layout_recompute_name(l->recompute),
                  !l->compile ? "" : l->loss_eager ? " · compile (loss eager)" : " · compile",
-                 l->async_tp ? " · async TP" : "");
+                 l->async_tp ? " · async TP" : "",
+                 cuda_graphs_on(l) ? " · CUDA graphs" : ""); /* cuda_graphs.h */
         output_precision_suffix(l, buf, len);
         output_split_suffix(l, buf, len);
         return;
