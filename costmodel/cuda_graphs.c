@@ -4,7 +4,11 @@
  */
 #include "cuda_graphs.h"
 
+#include <math.h>
 #include <stdio.h>
+
+#include "dtensor_step_host.h"
+#include "optimizer_host.h"
 
 bool cuda_graphs_allowed(const layout *l)
 {
@@ -59,4 +63,14 @@ double cuda_graphs_replay_host_s(const system_spec *sys, const layout *l)
 {
     return cuda_graphs_on(l) && sys->host_cuda_graph_replay_s > 0 ? sys->host_cuda_graph_replay_s
                                                                    : 0;
+}
+
+double cuda_graphs_optimizer_s(const system_spec *sys, const model_spec *m, const layout *l,
+                               double opt_gpu_s, double local_params, double graphs_gpu_s,
+                               int micro)
+{
+    double host = dtensor_step_host_optimizer_s(sys, m, l, 0);
+    if (!l->offload) host += optimizer_host_s(sys, m, l, 0, local_params);
+    double lead = graphs_gpu_s - micro * cuda_graphs_replay_host_s(sys, l);
+    return fmax(opt_gpu_s, host - lead);
 }

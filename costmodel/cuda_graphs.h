@@ -30,6 +30,7 @@
 #include <stddef.h>
 
 #include "layout.h"
+#include "model.h"
 #include "system.h"
 
 /* torchtitan would run l under CUDA graphs by default (its framework, PP 1, EP 1). */
@@ -47,5 +48,16 @@ bool cuda_graphs_rule(const layout *l, const char **rule, char *msg, size_t len)
  * and cudaGraphLaunch from Python), host.cuda_graph_replay_s of the system (measured,
  * bench/results/cg11_2026-11-28); 0 off graphs or where the preset has no figure. */
 double cuda_graphs_replay_host_s(const system_spec *sys, const layout *l);
+
+/* The optimizer step's time under graphs (pp 1: stage 0): the host launches the micro-batches'
+ * replays (replay_s each) and goes on to the clip and the optimizer (optimizer_host.h, and the
+ * DTensor step's, dtensor_step_host.h) while the GPU runs the graphs (graphs_gpu_s): the
+ * optimizer ends at max(graphs + its GPU time opt_gpu_s, replays + its host time), so its host
+ * time shows only beyond the GPU's lead. local_params: this rank's parameters (optimizer_host_s).
+ * Measured (bench/results/cg11_2026-11-28): the graphed step is its forward+backward's GPU span
+ * + 7.1 ms (SmolLM2-360M), where the eager step adds 16.4 ms after a host-paced backward. */
+double cuda_graphs_optimizer_s(const system_spec *sys, const model_spec *m, const layout *l,
+                               double opt_gpu_s, double local_params, double graphs_gpu_s,
+                               int micro);
 
 #endif

@@ -362,7 +362,7 @@ static double optimizer_cost(const model_spec *m, const system_spec *sys, const 
      * (dtensor_step_host.h); where the GPU has caught up with the host by then (a host-bound
      * backward, or clipping's .item()) it idles through it */
     /* under torchtitan's CUDA graphs the host issues both while the GPU still replays the
-     * micro-batches' graphs: the step's assembly (graphed_optimizer_s) prices them there */
+     * micro-batches' graphs: the step's assembly prices them there (cuda_graphs_optimizer_s) */
     if (!cuda_graphs_on(l)) {
         gpu_s += dtensor_step_host_optimizer_s(sys, m, l, stage);
         /* torch's clip and AdamW: the host's issue time as a floor (optimizer_host.h) */
@@ -370,22 +370,6 @@ static double optimizer_cost(const model_spec *m, const system_spec *sys, const 
     }
     double f = offload_optimizer_fraction(l); /* Megatron --optimizer-cpu-offload */
     return f > 0 ? offload_optimizer_step_s(sys, local, gpu_s, f) : gpu_s;
-}
-
-/* torchtitan's CUDA graphs (cuda_graphs.h): the host launches the micro-batches' replays (host
- * time replay_s each) and goes on to the clip and the optimizer (optimizer_host.h, and the
- * DTensor step's, dtensor_step_host.h) while the GPU runs the graphs (graphs_gpu_s): the
- * optimizer ends at max(graphs + its GPU time, replays + its host time), so its host time
- * shows only beyond the GPU's lead. Measured (bench/results/cg11_2026-11-28): SmolLM2-360M's
- * graphed step is its replay's GPU span + 7 ms, where the eager step exposes the clip's and the
- * optimizer's host time behind a host-paced backward (+16 ms). */
-static double graphed_optimizer_s(const model_spec *m, const system_spec *sys, const layout *l,
-                                  double opt_gpu_s, double local, double graphs_gpu_s, int micro)
-{
-    double host = dtensor_step_host_optimizer_s(sys, m, l, 0);
-    if (!l->offload) host += optimizer_host_s(sys, m, l, 0, local);
-    double lead = graphs_gpu_s - micro * cuda_graphs_replay_host_s(sys, l);
-    return fmax(opt_gpu_s, host - lead);
 }
 
 double estimate_optimizer_s(const model_spec *m, const system_spec *sys, const layout *l,
@@ -604,8 +588,8 @@ void estimate_time_assemble(const model_spec *m, const system_spec *sys, const t
         /* the first replay's launch before the GPU has work (the later ones are issued while
          * it runs the graph before), then the optimizer behind the graphs (cuda_graphs.h) */
         tm->compute_s += cuda_graphs_replay_host_s(sys, l);
-        opt_s = graphed_optimizer_s(m, sys, l, opt_s, local, tm->compute_s + tm->comm_exposed_s,
-                                    micro);
+        opt_s = cuda_graphs_optimizer_s(sys, m, l, opt_s, local,
+                                        tm->compute_s + tm->comm_exposed_s, micro);
     }
     tm->optimizer_s = opt_s;
     double step_var = 0; /* the step terms' share of the band */
