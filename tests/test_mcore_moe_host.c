@@ -70,6 +70,27 @@ static void test_times(void **state)
  * recompute the backward re-runs the forward's host time and its sync: short layer
  * max(2.6408 + 3.5904 - 0.3, 2.0 + 1.2304) = 5.9312 ms; long layer (backward 25 ms)
  * max(2.6408 + 3.5904 - 5, 25 + 0.4304) = 25.4304 ms. */
+/* The activation's second sync (moe11, mcore_moe_host.h), hand-worked: host forward 5 ms, 1.5
+ * after the dispatcher's sync, backward 3; GPU forward 4 ms with 0.5 exposed, 2 after the sync,
+ * backward 6 with 0.2 exposed. One sync: x = max(0, 1.5 - 2) = 0, forward max(5 - 0.5, 4) =
+ * 4.5 ms. With the second sync 0.3 ms (host) / 1.2 ms (GPU) after the first: the rest after it
+ * max(0, 1.2 - 0.8) = 0.4; forward max(1.2, 0.3) + max(4.5 - 1.2 + 0.4, 5 - 0.3) - 0.5 =
+ * 1.2 + 4.7 - 0.5 = 5.4 ms; the backward 3 - 0.2 = 2.8 ms either way. Zero windows give the
+ * one-sync floors. */
+static void test_floors_act_sync(void **state)
+{
+    (void)state;
+    mcore_moe_host_times h = {5e-3, 1.5e-3, 3e-3};
+    mcore_moe_gpu g = {4e-3, 0.5e-3, 6e-3, 0.2e-3, 2e-3, false};
+    double ff, bf;
+    mcore_moe_host_floors_act_sync(&h, &g, 0, 0, &ff, &bf);
+    near(ff, 4.5e-3);
+    near(bf, 2.8e-3);
+    mcore_moe_host_floors_act_sync(&h, &g, 0.3e-3, 1.2e-3, &ff, &bf);
+    near(ff, 5.4e-3);
+    near(bf, 2.8e-3);
+}
+
 static void test_floors(void **state)
 {
     (void)state;
@@ -214,6 +235,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_floors),
+        cmocka_unit_test(test_floors_act_sync),
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_graph_attn_knob),
     };
