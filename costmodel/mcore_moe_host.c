@@ -125,21 +125,40 @@ static double gpu_post_sync_s(const recipe *r, bool *recompute)
     return s;
 }
 
+/* The flex dispatchers' second sync (mcore_moe_host.h): DeepEP and HybridEP size their receive
+ * buffers from a count the host waits for inside the dispatch, before the data moves, and the
+ * count of received rows is read again after it: DeepEP's get_permuted_hidden_states_by_experts
+ * (num_out_tokens=tokens_per_expert.sum().item(), Megatron-LM d98e8a6
+ * megatron/core/transformer/moe/token_dispatcher.py 1450), HybridEP's tokens_per_expert,
+ * returned on the device (1177-1180), that TEGroupedMLP.forward turns into a list
+ * (experts.py 897; HybridEP pads in the dispatch, skip_routed_expert_padding). EP > 1 without
+ * an overlap of the exchange (the EP A2A overlap's schedule interleaves two micro-batches, the
+ * shared experts' runs beside it: left as one sync). */
+static bool flex_second_sync(const layout *l, const recipe *r)
+{
+    if (l->moe_dispatcher != MOE_DISPATCH_DEEPEP && l->moe_dispatcher != MOE_DISPATCH_HYBRIDEP)
+        return false;
+    for (int i = 0; i < r->n_ops; i++)
+        if (!strcmp(r->op[i].name, "ep.dispatch")) return r->op[i].overlap == RECIPE_OVERLAP_NONE;
+    return false; /* EP 1: no exchange */
+}
+
 /* The second sync's window (mcore_moe_host.h): the GPU's forward from the dispatcher's sync
  * to the activation's (the dispatch exchange, the first of the two sort_chunks kernels, fc1's
  * share of the experts' GEMMs, the clamp kernels), and the host's (fc1's per-expert GEMMs and
  * the clamp ops; the dispatch calls are in the measured post-sync constant and left to the
  * rest, on the low side). fc1's share of the experts' forward: its width over fc1's and fc2's,
  * 2f / (2f + f) for the GLU the clamp applies to. */
-static void act_sync_window(const system_spec *sys, const recipe *r, double *h_act_s,
-                            double *g_act_s)
+static void act_sync_window(const system_spec *sys, const recipe *r, bool clamp,
+                            double *h_act_s, double *g_act_s)
 {
     double gpu = 0, clamp_launches = 0;
     for (int i = 0; i < r->n_ops; i++) {
         const recipe_op *o = &r->op[i];
         if (o->phase != RECIPE_FWD) continue;
         if (!strcmp(o->name, "ep.dispatch")) gpu += o->fwd_s;
-        else if (!strcmp(o->name, "moe.sort_chunks")) gpu += o->fwd_s / 2;
+        if (!clamp) continue; /* the flex dispatchers' window: the exchange alone */
+        if (!strcmp(o->name, "moe.sort_chunks")) gpu += o->fwd_s / 2;
         else if (!strcmp(o->name, "experts")) gpu += o->fwd_s * 2.0 / 3.0;
         else if (!strncmp(o->name, "moe_act.", 8)) {
             gpu += o->fwd_s;
@@ -147,7 +166,9 @@ static void act_sync_window(const system_spec *sys, const recipe *r, double *h_a
         }
     }
     *g_act_s = gpu;
-    *h_act_s = r->local_experts * sys->host_te_gemm_s + clamp_launches * sys->host_eager_op_fwd_s;
+    *h_act_s = clamp ? r->local_experts * sys->host_te_gemm_s +
+                           clamp_launches * sys->host_eager_op_fwd_s
+                     : 0; /* the flex dispatchers: the exchange's launch alone, left out */
 }
 
 /* The eager ops Megatron-Core runs unfused (mcore_unfused.h): one host op per forward kernel,
@@ -198,7 +219,8 @@ static void set_floors(const system_spec *sys, const model_spec *m, const layout
                        false};
     g.post_sync_s = gpu_post_sync_s(r, &g.recompute);
     double ha = 0, ga = 0, ff, bf;
-    if (mcore_clamped_glu_applies(m, l)) act_sync_window(sys, r, &ha, &ga);
+    if (mcore_clamped_glu_applies(m, l)) act_sync_window(sys, r, true, &ha, &ga);
+    else if (flex_second_sync(l, r)) act_sync_window(sys, r, false, &ha, &ga);
     mcore_moe_host_floors_act_sync(&h, &g, ha, ga, &ff, &bf);
     r->host_fwd_s = ff;
     r->host_bwd_s = bf;

@@ -72,7 +72,10 @@ typedef struct {
  * whole forward's:
  *   forward + exposed exchange = max(g_A, h_A) + max(G - g_A + max(0, H_post - h_A - (G_post -
  *                                g_A)), H - h_A)
- * which is the one-sync floor when h_A = g_A = 0. The backward under the moe_act recompute
+ * which is the one-sync floor when h_A = g_A = 0. DeepEP and HybridEP sync twice without any
+ * clamp: inside the dispatch (the receive buffers' size) and after the exchange (the experts'
+ * counts on the host: mcore_moe_host.c flex_second_sync); there A is the exchange, h_A ~ 0.
+ * The backward under the moe_act recompute
  * syncs again at the re-run activation; the host's backward issue time there is already a
  * floor under each layer's backward (below), so nothing is added. */
 

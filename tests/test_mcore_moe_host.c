@@ -192,6 +192,49 @@ static void test_layout(void **state)
     assert_true(r.host_fwd_s == 0 && r.host_bwd_s == 0);
 }
 
+/* The flex dispatchers' second sync (moe11): Qwen3-30B-A3B at EP 8 with HybridEP (or DeepEP)
+ * syncs inside the dispatch and again when the experts read the received counts, after the
+ * exchange: the forward is at least the exchange plus the whole layer's host time,
+ * ep.dispatch + 4.7878 ms - the exposed exchange (mcore_moe_host_floors_act_sync with the
+ * host's window 0, the GPU's the exchange), above the all-to-all dispatcher's single sync.
+ * With the EP A2A overlap the exchange hides behind the paired micro-batch: one sync. */
+static void test_flex_second_sync(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (model_load("qwen3-30b-a3b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 64;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.sharding = SHARDING_DISTOPT;
+    l.ep = 8, l.dp = 8, l.mbs = 1;
+    static recipe r;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    double a2a_fwd = r.host_fwd_s;
+    l.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    double dispatch = -1;
+    for (int i = 0; i < r.n_ops; i++)
+        if (!strcmp(r.op[i].name, "ep.dispatch")) dispatch = r.op[i].fwd_s;
+    assert_true(dispatch > 0);
+    recipe bare = r;
+    bare.host_fwd_s = bare.host_bwd_s = 0;
+    recipe_time g;
+    recipe_price(&bare, &g);
+    assert_true(r.host_fwd_s >= dispatch + 4.7878e-3 - g.fwd_comm_s - 1e-12);
+    assert_true(r.host_fwd_s > a2a_fwd);
+    t.moe_ep_overlap = true;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    bare = r;
+    bare.host_fwd_s = bare.host_bwd_s = 0;
+    recipe_price(&bare, &g);
+    assert_true(r.host_fwd_s < dispatch + 4.7878e-3 - g.fwd_comm_s);
+}
+
 /* --cuda-graph-attn is Megatron's: another framework is refused with the rule's name; under
  * Megatron the knob round-trips through the layout JSON (written only when on). */
 static void test_graph_attn_knob(void **state)
@@ -237,6 +280,7 @@ int main(void)
         cmocka_unit_test(test_floors),
         cmocka_unit_test(test_floors_act_sync),
         cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_flex_second_sync),
         cmocka_unit_test(test_graph_attn_knob),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
