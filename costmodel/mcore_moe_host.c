@@ -12,7 +12,8 @@
  *    dispatcher's DeepEP manager reads tokens_per_expert.sum().item() and HybridEP's sums the
  *    counts on the host unless a token budget is set (1128-1180, 1440-1450), and TEGroupedMLP
  *    .forward takes tokens_per_expert.tolist() (experts.py 790): a sync per forward with every
- *    dispatcher; the backward reuses the host's split sizes (no sync);
+ *    dispatcher, and for DeepEP / HybridEP a second one after the exchange (flex_second_sync
+ *    below, moe11); the backward reuses the host's split sizes (no sync);
  *  - Transformer Engine v2.12 (5671fd3), pytorch/module/grouped_linear.py: the forward's one
  *    general_grouped_gemm over the local experts (202), the backward's dgrad (403) and wgrad
  *    (456); cpp_extensions/gemm.py 288 te_general_grouped_gemm ->

@@ -6,9 +6,10 @@
  * dispatcher's metadata (token counts per expert, their all-gather over the EP group, split
  * sizes), permute and unpermute, the all-to-all calls, and Transformer Engine's GroupedLinear,
  * which loops over the local experts on the host issuing one cuBLASLt GEMM per expert and pass.
- * And every dispatcher synchronises the host with the GPU once per forward (the token counts
- * the all-to-all and the grouped GEMM need as host integers): the host's lead is gone at every
- * MoE layer, so what it issues after the sync is not hidden behind the GPU work before it.
+ * And every dispatcher synchronises the host with the GPU at least once per forward (the token
+ * counts the all-to-all and the grouped GEMM need as host integers): the host's lead is gone at
+ * every MoE layer, so what it issues after the sync is not hidden behind the GPU work before it.
+ * DeepEP, HybridEP and GPT-OSS's clamped activation sync a second time (below, moe11).
  *
  * Priced as two floors under the layer's passes (recipe_price.c takes them like
  * host_dispatch.h's):
