@@ -526,6 +526,12 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
             rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
             rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
         }
+        if (mcore_clamped_glu_applies(m, l)) { /* the activation's clamps (mcore_unfused.h) */
+            elementwise_list el;
+            mcore_clamped_glu(m, l, rows * local, &el);
+            rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+            rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+        }
         if (items) {
             /* grouped GEMMs: batch = local experts, one weight each; a kernel per expert
              * where the recipe prices one (kernels == local) */

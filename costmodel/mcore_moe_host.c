@@ -12,7 +12,8 @@
  *    dispatcher's DeepEP manager reads tokens_per_expert.sum().item() and HybridEP's sums the
  *    counts on the host unless a token budget is set (1128-1180, 1440-1450), and TEGroupedMLP
  *    .forward takes tokens_per_expert.tolist() (experts.py 790): a sync per forward with every
- *    dispatcher; the backward reuses the host's split sizes (no sync);
+ *    dispatcher, and for DeepEP / HybridEP a second one after the exchange (flex_second_sync
+ *    below, moe11); the backward reuses the host's split sizes (no sync);
  *  - Transformer Engine v2.12 (5671fd3), pytorch/module/grouped_linear.py: the forward's one
  *    general_grouped_gemm over the local experts (202), the backward's dgrad (403) and wgrad
  *    (456); cpp_extensions/gemm.py 288 te_general_grouped_gemm ->
@@ -43,6 +44,8 @@
 
 #include <math.h>
 #include <string.h>
+
+#include "mcore_unfused.h"
 
 /* GEMMs TE issues per local expert: fc1 and fc2 forward; their dgrad and wgrad backward. */
 enum { TE_GEMMS_FWD = 2, TE_GEMMS_BWD = 4 };
@@ -77,6 +80,7 @@ void mcore_moe_host_floors(const mcore_moe_host_times *h, const mcore_moe_gpu *g
      * own post-sync work adds to the GPU's time */
     double x = fmax(0, h->post_sync_s - g->post_sync_s);
     *fwd_floor_s = fmax(h->fwd_s - g->fwd_comm_s, g->fwd_s + x);
+
     /* the backward: no sync, the host's lead carries; a plain floor. A recompute re-runs the
      * forward, its sync included, before the backward (Megatron's checkpointed layer,
      * transformer_block.py _checkpointed_forward; the "moe" recompute module) */
@@ -85,6 +89,19 @@ void mcore_moe_host_floors(const mcore_moe_host_times *h, const mcore_moe_gpu *g
         return;
     }
     *bwd_floor_s = fmax(h->bwd_s + h->fwd_s - g->bwd_comm_s, g->bwd_s + x);
+}
+
+void mcore_moe_host_floors_act_sync(const mcore_moe_host_times *h, const mcore_moe_gpu *g,
+                                    double h_act_s, double g_act_s, double *fwd_floor_s,
+                                    double *bwd_floor_s)
+{
+    mcore_moe_host_floors(h, g, fwd_floor_s, bwd_floor_s);
+    if (!(h_act_s > 0) && !(g_act_s > 0)) return;
+    /* the window up to the activation's sync, then the rest to the next dispatcher sync */
+    double gall = g->fwd_s + g->fwd_comm_s;
+    double xb = fmax(0, (h->post_sync_s - h_act_s) - (g->post_sync_s - g_act_s));
+    *fwd_floor_s = fmax(g_act_s, h_act_s) + fmax(gall - g_act_s + xb, h->fwd_s - h_act_s) -
+                   g->fwd_comm_s;
 }
 
 /* The GPU time of the layer's forward after the dispatcher's sync: the MoE block's compute
@@ -109,10 +126,56 @@ static double gpu_post_sync_s(const recipe *r, bool *recompute)
     return s;
 }
 
+/* The flex dispatchers' second sync (mcore_moe_host.h): DeepEP and HybridEP size their receive
+ * buffers from a count the host waits for inside the dispatch, before the data moves, and the
+ * count of received rows is read again after it: DeepEP's get_permuted_hidden_states_by_experts
+ * (num_out_tokens=tokens_per_expert.sum().item(), Megatron-LM d98e8a6
+ * megatron/core/transformer/moe/token_dispatcher.py 1450), HybridEP's tokens_per_expert,
+ * returned on the device (1177-1180), that TEGroupedMLP.forward turns into a list
+ * (experts.py 897; HybridEP pads in the dispatch, skip_routed_expert_padding). EP > 1 without
+ * an overlap of the exchange (the EP A2A overlap's schedule interleaves two micro-batches, the
+ * shared experts' runs beside it: left as one sync). */
+static bool flex_second_sync(const layout *l, const recipe *r)
+{
+    if (l->moe_dispatcher != MOE_DISPATCH_DEEPEP && l->moe_dispatcher != MOE_DISPATCH_HYBRIDEP)
+        return false;
+    for (int i = 0; i < r->n_ops; i++)
+        if (!strcmp(r->op[i].name, "ep.dispatch")) return r->op[i].overlap == RECIPE_OVERLAP_NONE;
+    return false; /* EP 1: no exchange */
+}
+
+/* The second sync's window (mcore_moe_host.h): the GPU's forward from the dispatcher's sync
+ * to the activation's (the dispatch exchange, the first of the two sort_chunks kernels, fc1's
+ * share of the experts' GEMMs, the clamp kernels), and the host's (fc1's per-expert GEMMs and
+ * the clamp ops; the dispatch calls are in the measured post-sync constant and left to the
+ * rest, on the low side). fc1's share of the experts' forward: its width over fc1's and fc2's,
+ * 2f / (2f + f) for the GLU the clamp applies to. */
+static void act_sync_window(const system_spec *sys, const recipe *r, bool clamp,
+                            double *h_act_s, double *g_act_s)
+{
+    double gpu = 0, clamp_launches = 0;
+    for (int i = 0; i < r->n_ops; i++) {
+        const recipe_op *o = &r->op[i];
+        if (o->phase != RECIPE_FWD) continue;
+        if (!strcmp(o->name, "ep.dispatch")) gpu += o->fwd_s;
+        if (!clamp) continue; /* the flex dispatchers' window: the exchange alone */
+        if (!strcmp(o->name, "moe.sort_chunks")) gpu += o->fwd_s / 2;
+        else if (!strcmp(o->name, "experts")) gpu += o->fwd_s * 2.0 / 3.0;
+        else if (!strncmp(o->name, "moe_act.", 8)) {
+            gpu += o->fwd_s;
+            clamp_launches += o->launches;
+        }
+    }
+    *g_act_s = gpu;
+    *h_act_s = clamp ? r->local_experts * sys->host_te_gemm_s +
+                           clamp_launches * sys->host_eager_op_fwd_s
+                     : 0; /* the flex dispatchers: the exchange's launch alone, left out */
+}
+
 /* The eager ops Megatron-Core runs unfused (mcore_unfused.h): one host op per forward kernel,
  * one backward node per forward op on a tensor that needs a gradient (RoPE's frequency table
  * has none), each at the system's measured bare-op host time; the RoPE ops come before the
- * dispatcher's sync, the experts' bias after it; under --cuda-graph-attn the RoPE ops replay
+ * dispatcher's sync, the experts' bias and the activation's clamps after it; under --cuda-graph-attn the RoPE ops replay
  * inside the attention block's graph (SelfAttention.forward applies the rotary embedding). */
 static void unfused_host(const system_spec *sys, const layout *l, const recipe *r,
                          mcore_moe_host_times *h)
@@ -121,7 +184,8 @@ static void unfused_host(const system_spec *sys, const layout *l, const recipe *
     for (int i = 0; i < r->n_ops; i++) {
         const recipe_op *o = &r->op[i];
         if (o->kind != RECIPE_ELEMENTWISE || o->phase != RECIPE_FWD) continue;
-        bool rope = !strncmp(o->name, "rope.yarn.", 10), bias = !strncmp(o->name, "moe_bias.", 9);
+        bool rope = !strncmp(o->name, "rope.yarn.", 10);
+        bool bias = !strncmp(o->name, "moe_bias.", 9) || !strncmp(o->name, "moe_act.", 8);
         if (!rope && !bias) continue;
         if (rope && l->cuda_graph_attn) continue; /* replayed in the attention block's graph */
         if (rope) pre += o->launches;
@@ -155,8 +219,10 @@ static void set_floors(const system_spec *sys, const model_spec *m, const layout
     mcore_moe_gpu g = {t->fwd_s, t->fwd_comm_s, t->bwd_s + t->recompute_s, t->bwd_comm_s, 0,
                        false};
     g.post_sync_s = gpu_post_sync_s(r, &g.recompute);
-    double ff, bf;
-    mcore_moe_host_floors(&h, &g, &ff, &bf);
+    double ha = 0, ga = 0, ff, bf;
+    if (mcore_clamped_glu_applies(m, l)) act_sync_window(sys, r, true, &ha, &ga);
+    else if (flex_second_sync(l, r)) act_sync_window(sys, r, false, &ha, &ga);
+    mcore_moe_host_floors_act_sync(&h, &g, ha, ga, &ff, &bf);
     r->host_fwd_s = ff;
     r->host_bwd_s = bf;
 }

@@ -6,9 +6,10 @@
  * dispatcher's metadata (token counts per expert, their all-gather over the EP group, split
  * sizes), permute and unpermute, the all-to-all calls, and Transformer Engine's GroupedLinear,
  * which loops over the local experts on the host issuing one cuBLASLt GEMM per expert and pass.
- * And every dispatcher synchronises the host with the GPU once per forward (the token counts
- * the all-to-all and the grouped GEMM need as host integers): the host's lead is gone at every
- * MoE layer, so what it issues after the sync is not hidden behind the GPU work before it.
+ * And every dispatcher synchronises the host with the GPU at least once per forward (the token
+ * counts the all-to-all and the grouped GEMM need as host integers): the host's lead is gone at
+ * every MoE layer, so what it issues after the sync is not hidden behind the GPU work before it.
+ * DeepEP, HybridEP and GPT-OSS's clamped activation sync a second time (below, moe11).
  *
  * Priced as two floors under the layer's passes (recipe_price.c takes them like
  * host_dispatch.h's):
@@ -57,16 +58,43 @@ typedef struct {
                                  or the "moe" module): its host time and sync again */
 } mcore_moe_gpu;
 
+/* The second sync (moe11, 2026-11-28): GPT-OSS's clamped quick-GEGLU (mcore_unfused.h) goes
+ * through weighted_bias_quick_geglu_impl, which builds its linear offset with
+ * torch.tensor(linear_offset, dtype=..., device=input.device) on every call (Megatron-LM d98e8a6
+ * megatron/core/fusions/fused_bias_geglu.py 433; the same at 0d8e071, b0cc270, 2edffadb,
+ * d0b3b77): a host-to-device copy from a Python scalar that waits for the GPU. Measured on 4 x
+ * H200 (bench/moe11_clamp_sync.py, bench/results/moe11_2026-11-28): with 50 ms of GPU work
+ * queued the call returns after 49.4 ms, as a device-to-host .tolist() does (a fill_ returns
+ * after 0.085 ms). So the forward syncs a second time after fc1 and the clamps: the host's
+ * lead is lost again and what it issues from there to the next layer's dispatcher sync (the
+ * activation, fc2's per-expert GEMMs, the experts' bias loop, the combine, the next layer's
+ * attention block, router and dispatcher preprocessing) paces the GPU. With A the window from
+ * the dispatcher's sync to the activation's (host h_A, GPU g_A with its exchange) and G, H the
+ * whole forward's:
+ *   forward + exposed exchange = max(g_A, h_A) + max(G - g_A + max(0, H_post - h_A - (G_post -
+ *                                g_A)), H - h_A)
+ * which is the one-sync floor when h_A = g_A = 0. DeepEP and HybridEP sync twice without any
+ * clamp: inside the dispatch (the receive buffers' size) and after the exchange (the experts'
+ * counts on the host: mcore_moe_host.c flex_second_sync); there A is the exchange, h_A ~ 0.
+ * The backward under the moe_act recompute
+ * syncs again at the re-run activation; the host's backward issue time there is already a
+ * floor under each layer's backward (below), so nothing is added. */
+
 /* The two floors (seconds) for recipe r's forward compute (recipe_time.fwd_s) and its backward
  * with recompute (bwd_s + recompute_s), given h and g. Pure, for tests; with
  * x = max(0, h.post_sync - g.post_sync), the host's time after the sync that the GPU does not
  * cover:
- *   fwd_floor = max(h.fwd - g.fwd_comm, g.fwd + x)
+ *   fwd_floor = max(h.fwd - g.fwd_comm, g.fwd + x)     (one sync; two: above)
  *   bwd_floor = max(h.bwd - g.bwd_comm, 0)                       without recompute
  *             = max(h.bwd + h.fwd - g.bwd_comm, g.bwd + x)       with it
  * the exposed communication already counts as time. */
 void mcore_moe_host_floors(const mcore_moe_host_times *h, const mcore_moe_gpu *g,
                            double *fwd_floor_s, double *bwd_floor_s);
+/* The same with the activation's second sync (above): h_act_s, g_act_s the host's and the GPU's
+ * (with the exchange) time from the dispatcher's sync to it; both 0 gives the one-sync floors. */
+void mcore_moe_host_floors_act_sync(const mcore_moe_host_times *h, const mcore_moe_gpu *g,
+                                    double h_act_s, double g_act_s, double *fwd_floor_s,
+                                    double *bwd_floor_s);
 
 /* Adds to h the host time of the layer's attention block (m's: with q/k norms where m has
  * them), which the host issues between two of the dispatcher's syncs beside the MoE block's

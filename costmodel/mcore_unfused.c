@@ -21,6 +21,12 @@
  *     to t's bf16 6 (the engine's validate_outputs), mul's for b: grad * p 8, cast to bf16 6
  *     (mul_tensor_backward), sum_to [h] 2; for p: grad * b 8, sum_to [rows, 1] 4; split's
  *     backward cats t's bf16 gradients 4: 44e in 6L + 2 launches.
+ * Clamped GLU (weighted_bias_quick_geglu_impl; e = rows x f, one half of fc1's output):
+ *   x_glu.clamp(max) 4 (a strided half in, contiguous out), x_linear.clamp(min, max) 4,
+ *   torch.cat of the two into [rows, 2f] 8: 16e in 3 launches.
+ *   Backward: the gate half's mask self <= max 3 (bf16 in, bool out), where(mask, grad, 0) 5;
+ *   the linear half's self >= min 3, self <= max 3, logical_and_ 3, where 5; chunk's backward
+ *   cats the two gradients 8: 30e in 7 launches.
  */
 #include "mcore_unfused.h"
 
@@ -37,6 +43,17 @@ bool mcore_unfused_rope_applies(const model_spec *m, const layout *l)
 bool mcore_expert_bias_applies(const model_spec *m, const layout *l)
 {
     return l->framework == FRAMEWORK_MEGATRON && m->expert_bias && m->experts > 0;
+}
+
+bool mcore_clamped_glu_applies(const model_spec *m, const layout *l)
+{
+    /* a full-iteration CUDA graph cannot hold the activation's synchronising copy
+     * (mcore_moe_host.h): the recipes that capture one run TE's fused grouped MLP instead
+     * (Megatron-Bridge v0.5.0 gpt_oss_workload_base_configs.py *_FP8_MX_V2
+     * cutedsl_fused_grouped_mlp=True -> NVTE_CUTEDSL_FUSED_GROUPED_MLP, perf_plugins.py 308),
+     * whose clamped GEGLU is one fused op (experts.py _is_fused_impl_supported) */
+    return l->framework == FRAMEWORK_MEGATRON && m->glu_limit > 0 && m->experts > 0 &&
+           !l->cuda_graph_full_iteration;
 }
 
 static void list_start(const layout *l, elementwise_list *out)
@@ -74,6 +91,19 @@ void mcore_unfused_rope(const model_spec *m, const layout *l, double tokens, dou
     double tp = l->tp > 0 ? l->tp : 1, d = m->head_dim;
     rope_call(f, b, true, tokens * m->heads * d / tp, seq * d);
     rope_call(f, b, false, tokens * m->kv_heads * d / tp, seq * d);
+}
+
+void mcore_clamped_glu(const model_spec *m, const layout *l, double rows, elementwise_list *out)
+{
+    list_start(l, out);
+    if (!mcore_clamped_glu_applies(m, l) || rows <= 0) return;
+    moe_kernel_pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
+    double e = rows * (double)m->expert_ffn / layout_etp(l); /* one half's elements */
+    moe_kernel_add(f, "moe_act.clamp", 4 * e, 2);
+    moe_kernel_add(f, "moe_act.clamp_cat", 8 * e, 1);
+    moe_kernel_add(b, "moe_act.clamp.bwd.mask", 3 * e, 4);
+    moe_kernel_add(b, "moe_act.clamp.bwd.where", 5 * e, 2);
+    moe_kernel_add(b, "moe_act.clamp.bwd.chunk_cat", 8 * e, 1);
 }
 
 void mcore_expert_bias(const model_spec *m, const layout *l, int local, double rows,

@@ -24,6 +24,24 @@
  *    the pieces, .to(bf16). Applies to Megatron with expert biases (gpt-oss add_bias_linear;
  *    fc1's bias is fused: TE GroupedLinear's epilogue, then weighted_bias_quick_geglu).
  *
+ *  - The experts' clamped GLU (moe11, 2026-11-28). GPT-OSS's swiglu_limit maps to Megatron's
+ *    activation_func_clamp_value 7.0 with quick_gelu and glu_linear_offset 1.0 (Megatron-Bridge
+ *    v0.4.2 src/megatron/bridge/models/gpt_oss/gpt_oss_bridge.py provider_bridge; v0.2.0 and
+ *    v0.3.0 gpt_oss_provider.py activation_func_clamp_value 7.0), and TEGroupedMLP's
+ *    bias_act_func (bias_activation_fusion on) calls weighted_bias_quick_geglu_impl
+ *    (Megatron-LM d98e8a6 megatron/core/fusions/fused_bias_geglu.py 410-440; the same at
+ *    0d8e071, b0cc270, 2edffadb, d0b3b77), which clamps outside the fused kernel: chunk the
+ *    fc1 output [rows, 2f] into its halves (views), x_glu.clamp(max=limit),
+ *    x_linear.clamp(-limit, limit), torch.cat of the two: three eager kernels over the routed
+ *    rows before the compiled weighted quick-GEGLU (elementwise.c's lump). Their backward
+ *    (PyTorch FunctionsManual.cpp clamp_backward: where(self <= max, grad, 0) for the gate
+ *    half, where((self >= min).logical_and_(self <= max), grad, 0) for the linear half, each
+ *    mask a kernel of its own; cat's backward is views; chunk's backward cats the two halves'
+ *    gradients). Under the "moe_act" recompute module the three forward kernels run again
+ *    before the backward (experts.py activation_checkpoint). Not under a full-iteration CUDA
+ *    graph: the recipes that capture one run TE's fused grouped MLP (its clamped GEGLU one
+ *    op; mcore_unfused.c), and a capture could not hold the path's synchronising copy.
+ *
  * Bytes per kernel (bf16 2, fp32 4, read plus written; PyTorch tools/autograd/derivatives.yaml
  * and FunctionsManual.cpp for the backward), e the elements of the tensor: see mcore_unfused.c.
  * Priced as eager kernels (elementwise_list.eager: eager_elementwise_efficiency and the gap per
@@ -52,6 +70,14 @@ bool mcore_expert_bias_applies(const model_spec *m, const layout *l);
  * frequency table over `seq` positions (the sequence per rank). */
 void mcore_unfused_rope(const model_spec *m, const layout *l, double tokens, double seq,
                         elementwise_list *out);
+
+/* Megatron with the experts' GLU clamped (model_spec.glu_limit > 0). */
+bool mcore_clamped_glu_applies(const model_spec *m, const layout *l);
+
+/* The clamp kernels of weighted_bias_quick_geglu_impl over `rows` routed rows on this GPU (all
+ * local experts), each of width m->expert_ffn / etp per half. Forward ops are named
+ * "moe_act.clamp*" (recompute_modules.c re-runs them under the moe_act module). */
+void mcore_clamped_glu(const model_spec *m, const layout *l, double rows, elementwise_list *out);
 
 /* _apply_bias over `local` experts of `rows` routed rows each, width h. */
 void mcore_expert_bias(const model_spec *m, const layout *l, int local, double rows,

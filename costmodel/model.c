@@ -494,6 +494,7 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
         spec->router_bias = (topk_method && strcmp(topk_method, "noaux_tc") == 0) || glm;
         spec->router_linear_bias = type_is(model_type, "gpt_oss");
         spec->expert_bias = type_is(model_type, "gpt_oss");
+        REAL_FIELD(glu_limit, KEYS("swiglu_limit"), "SwiGLU limit", 0, 0, 1e6);
         if (scoring && strcmp(scoring, "sigmoid") == 0)
             spec->router_scoring = MODEL_ROUTER_SIGMOID;
         else if (scoring && strcmp(scoring, "softmax") != 0) {

@@ -87,6 +87,8 @@ typedef struct {
     bool router_bias;     /* DeepSeek-V3 / GLM-4.5 e_score_correction_bias (E per MoE layer) */
     bool router_linear_bias; /* bias of the router linear (gpt-oss; E per MoE layer) */
     bool expert_bias;     /* biases on every expert's matrices (gpt-oss) */
+    double glu_limit;     /* swiglu_limit: the experts' GLU inputs clamped to it (gpt-oss 7.0),
+                             0 when absent (mcore_unfused.h prices Megatron's clamp kernels) */
     model_router_scoring router_scoring;
     int router_groups;    /* n_group (DeepSeek-V3 node-limited routing), 0 = none */
     int router_topk_groups; /* topk_group */

@@ -78,6 +78,11 @@ bool recompute_modules_reruns(unsigned mods, bool moe_layer, const char *name, i
     if ((mods & RECOMPUTE_MOD_CORE_ATTN) && kind == RECIPE_ATTENTION) return true;
     if ((mods & RECOMPUTE_MOD_MLA_UP_PROJ) && (!strcmp(name, "q_up") || !strcmp(name, "kv_up")))
         return true;
+    /* the experts' activation: its eager clamp kernels (mcore_unfused.h; the fused kernel is
+     * in the elementwise lump, not separated) */
+    if (moe_layer && (mods & (RECOMPUTE_MOD_MOE_ACT | RECOMPUTE_MOD_MOE)) &&
+        !strncmp(name, "moe_act.", 8) && kind == RECIPE_ELEMENTWISE)
+        return true;
     /* a checkpointed MLP or MoE block re-runs its whole forward, its TP collectives too */
     if (!moe_layer && (mods & RECOMPUTE_MOD_MLP))
         return !strcmp(name, "mlp_up") || !strcmp(name, "mlp_down") || !strcmp(name, "tp.mlp");

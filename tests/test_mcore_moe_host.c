@@ -70,6 +70,27 @@ static void test_times(void **state)
  * recompute the backward re-runs the forward's host time and its sync: short layer
  * max(2.6408 + 3.5904 - 0.3, 2.0 + 1.2304) = 5.9312 ms; long layer (backward 25 ms)
  * max(2.6408 + 3.5904 - 5, 25 + 0.4304) = 25.4304 ms. */
+/* The activation's second sync (moe11, mcore_moe_host.h), hand-worked: host forward 5 ms, 1.5
+ * after the dispatcher's sync, backward 3; GPU forward 4 ms with 0.5 exposed, 2 after the sync,
+ * backward 6 with 0.2 exposed. One sync: x = max(0, 1.5 - 2) = 0, forward max(5 - 0.5, 4) =
+ * 4.5 ms. With the second sync 0.3 ms (host) / 1.2 ms (GPU) after the first: the rest after it
+ * max(0, 1.2 - 0.8) = 0.4; forward max(1.2, 0.3) + max(4.5 - 1.2 + 0.4, 5 - 0.3) - 0.5 =
+ * 1.2 + 4.7 - 0.5 = 5.4 ms; the backward 3 - 0.2 = 2.8 ms either way. Zero windows give the
+ * one-sync floors. */
+static void test_floors_act_sync(void **state)
+{
+    (void)state;
+    mcore_moe_host_times h = {5e-3, 1.5e-3, 3e-3};
+    mcore_moe_gpu g = {4e-3, 0.5e-3, 6e-3, 0.2e-3, 2e-3, false};
+    double ff, bf;
+    mcore_moe_host_floors_act_sync(&h, &g, 0, 0, &ff, &bf);
+    near(ff, 4.5e-3);
+    near(bf, 2.8e-3);
+    mcore_moe_host_floors_act_sync(&h, &g, 0.3e-3, 1.2e-3, &ff, &bf);
+    near(ff, 5.4e-3);
+    near(bf, 2.8e-3);
+}
+
 static void test_floors(void **state)
 {
     (void)state;
@@ -171,6 +192,49 @@ static void test_layout(void **state)
     assert_true(r.host_fwd_s == 0 && r.host_bwd_s == 0);
 }
 
+/* The flex dispatchers' second sync (moe11): Qwen3-30B-A3B at EP 8 with HybridEP (or DeepEP)
+ * syncs inside the dispatch and again when the experts read the received counts, after the
+ * exchange: the forward is at least the exchange plus the whole layer's host time,
+ * ep.dispatch + 4.7878 ms - the exposed exchange (mcore_moe_host_floors_act_sync with the
+ * host's window 0, the GPU's the exchange), above the all-to-all dispatcher's single sync.
+ * With the EP A2A overlap the exchange hides behind the paired micro-batch: one sync. */
+static void test_flex_second_sync(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (model_load("qwen3-30b-a3b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 64;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.sharding = SHARDING_DISTOPT;
+    l.ep = 8, l.dp = 8, l.mbs = 1;
+    static recipe r;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    double a2a_fwd = r.host_fwd_s;
+    l.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    double dispatch = -1;
+    for (int i = 0; i < r.n_ops; i++)
+        if (!strcmp(r.op[i].name, "ep.dispatch")) dispatch = r.op[i].fwd_s;
+    assert_true(dispatch > 0);
+    recipe bare = r;
+    bare.host_fwd_s = bare.host_bwd_s = 0;
+    recipe_time g;
+    recipe_price(&bare, &g);
+    assert_true(r.host_fwd_s >= dispatch + 4.7878e-3 - g.fwd_comm_s - 1e-12);
+    assert_true(r.host_fwd_s > a2a_fwd);
+    t.moe_ep_overlap = true;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    bare = r;
+    bare.host_fwd_s = bare.host_bwd_s = 0;
+    recipe_price(&bare, &g);
+    assert_true(r.host_fwd_s < dispatch + 4.7878e-3 - g.fwd_comm_s);
+}
+
 /* --cuda-graph-attn is Megatron's: another framework is refused with the rule's name; under
  * Megatron the knob round-trips through the layout JSON (written only when on). */
 static void test_graph_attn_knob(void **state)
@@ -214,7 +278,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_floors),
+        cmocka_unit_test(test_floors_act_sync),
         cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_flex_second_sync),
         cmocka_unit_test(test_graph_attn_knob),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

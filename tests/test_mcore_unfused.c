@@ -90,6 +90,46 @@ static void test_kernels(void **state)
     near(total(e.bwd, e.n_bwd), 1020000);
 }
 
+/*
+ * The clamped GLU (moe11) over 200 routed rows, expert FFN 50: one half e = 10,000 elements.
+ *   forward: clamp of each half 4e = 40,000 x 2, cat 8e 80,000: 160,000 bytes (16e), 3 launches.
+ *   backward: masks 3e x 4 = 120,000, where 5e x 2 = 100,000, chunk's cat 8e 80,000: 300,000
+ *   bytes (30e), 7 launches.
+ * ETP 2 halves the width: 80,000 / 150,000. The measured kernels on H200 (bench/results/
+ * moe11_2026-11-28: 16e in 0.402 ms, 30e in 0.788 ms at e = 47,185,920) ran 1.88 / 1.80 TB/s.
+ */
+static void test_clamped_glu(void **state)
+{
+    (void)state;
+    model_spec m = toy();
+    m.glu_limit = 7.0;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.ep = 2, l.dp = 2;
+    elementwise_list e;
+    mcore_clamped_glu(&m, &l, 200, &e);
+    assert_true(e.eager);
+    near(total(e.fwd, e.n_fwd), 160000);
+    assert_int_equal(elementwise_launches(e.fwd, e.n_fwd), 3);
+    near(total(e.bwd, e.n_bwd), 300000);
+    assert_int_equal(elementwise_launches(e.bwd, e.n_bwd), 7);
+    for (int i = 0; i < e.n_fwd; i++) assert_true(!strncmp(e.fwd[i].name, "moe_act.", 8));
+    l.etp = 2, l.tp = 2;
+    mcore_clamped_glu(&m, &l, 200, &e);
+    near(total(e.fwd, e.n_fwd), 80000);
+    near(total(e.bwd, e.n_bwd), 150000);
+    /* not without the limit, outside Megatron, or under a full-iteration CUDA graph */
+    layout g = layout_default(FRAMEWORK_MEGATRON);
+    assert_true(mcore_clamped_glu_applies(&m, &g));
+    g.cuda_graph_full_iteration = true;
+    assert_false(mcore_clamped_glu_applies(&m, &g));
+    layout titan = layout_default(FRAMEWORK_TORCHTITAN);
+    assert_false(mcore_clamped_glu_applies(&m, &titan));
+    m.glu_limit = 0;
+    assert_false(mcore_clamped_glu_applies(&m, &l));
+    mcore_clamped_glu(&m, &l, 200, &e);
+    assert_int_equal(e.n_fwd + e.n_bwd, 0);
+}
+
 /* Megatron only; RoPE only for yarn without MLA or learned positions; the bias only with
  * expert biases. */
 static void test_applies(void **state)
@@ -134,8 +174,11 @@ static const recipe_op *op(const recipe *r, const char *name)
  *   = 17.2614e-6 s + 1.5e-6 = 18.7614e-6 s x 16 = 300.18e-6 s.
  *   rope.yarn.q.add: 6 x 4,096 x 64 x 64 = 100,663,296 B: 58.9195e-6 + 1.5e-6 = 60.4195e-6 s.
  * Host (host.eager_op_fwd_s 1.31e-5, eager_op_bwd_s 1.52e-5): forward ops 24 (RoPE, before
- * the sync) + 34 (bias, after it) = 58: 0.7598 ms, of it 0.4454 ms after the sync; backward
- * nodes 12 (RoPE without its tables) + 34 = 46: 0.6992 ms.
+ * the sync) + 34 (bias, after it) + 3 (the activation's clamps, moe11) = 61: 0.7991 ms, of it
+ * 0.4847 ms after the sync; backward nodes 12 (RoPE without its tables) + 34 + 3 = 49:
+ * 0.7448 ms (46 and 0.6992 ms before moe11 priced the clamps: changed on purpose).
+ * The clamps: e = 16,384 rows x 2,880 = 47,185,920 elements a half; moe_act.clamp_cat
+ * 8e = 377,487,360 B: 220.9436e-6 + 1.5e-6 s.
  */
 static void test_gptoss_layer(void **state)
 {
@@ -175,17 +218,28 @@ static void test_gptoss_layer(void **state)
     bare.host_fwd_s = bare.host_bwd_s = 0;
     recipe_time g;
     recipe_price(&bare, &g);
-    double bwd_host = h.bwd_s + 46 * 1.52e-5;
+    double bwd_host = h.bwd_s + 49 * 1.52e-5;
     near(r.host_bwd_s, fmax(0, bwd_host - g.bwd_comm_s));
-    assert_true(r.host_fwd_s >= h.fwd_s + 58 * 1.31e-5 - g.fwd_comm_s - 1e-12);
+    assert_true(r.host_fwd_s >= h.fwd_s + 61 * 1.31e-5 - g.fwd_comm_s - 1e-12);
+    near(op(&r, "moe_act.clamp_cat")->fwd_s, 377487360 / (3.35e12 * 0.51) + 1.5e-6);
+    /* the activation's sync (mcore_moe_host.h): without the limit, no clamps and one sync, a
+     * lower forward floor */
+    double fwd_two = r.host_fwd_s;
+    double limit = m.glu_limit;
+    m.glu_limit = 0;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    assert_true(r.host_fwd_s < fwd_two);
+    m.glu_limit = limit;
 
-    /* without the biases and with plain RoPE the layer has none of these ops */
+    /* without the biases, the clamps and with plain RoPE the layer has none of these ops */
     m.expert_bias = false;
+    m.glu_limit = 0;
     m.rope_scaling_type[0] = '\0';
     recipe_layer(&m, &s, &t, &l, true, &r, NULL);
     for (int i = 0; i < r.n_ops; i++) {
         assert_false(!strncmp(r.op[i].name, "moe_bias.", 9));
         assert_false(!strncmp(r.op[i].name, "rope.yarn.", 10));
+        assert_false(!strncmp(r.op[i].name, "moe_act.", 8));
     }
     assert_true(r.host_bwd_s <= fmax(0, h.bwd_s - g.bwd_comm_s) + 1e-12);
 }
@@ -195,6 +249,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernels),
         cmocka_unit_test(test_applies),
+        cmocka_unit_test(test_clamped_glu),
         cmocka_unit_test(test_gptoss_layer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
