@@ -45,8 +45,18 @@ double memory_layer_params_counted(const model_spec *m, const memory_model_count
 
 double memory_layer_params(const model_spec *m, const layout *l, int moe_layer)
 {
-    memory_model_counts c;
-    memory_model_counts_of(m, &c);
+    /* only the counts memory_layer_params_counted reads for this kind of layer (issue 21:
+     * counting all eight for every low-precision layer of every stage was a tenth of a
+     * --precision any search); the same doubles, so the same figure */
+    memory_model_counts c = {.attention = model_attention_params(m),
+                             .norm = model_norm_params(m)};
+    if (moe_layer) {
+        c.expert = model_expert_params(m);
+        c.router = model_router_params(m);
+        c.shared_expert = model_shared_expert_params(m);
+    } else {
+        c.dense_mlp = model_dense_mlp_params(m);
+    }
     return memory_layer_params_counted(m, &c, l, moe_layer);
 }
 
@@ -133,11 +143,18 @@ void memory_stage_lp_params(const model_spec *m, const layout *l, int stage,
     *dense_params = *expert_params = 0;
     if (!precision_param_gather(l)) return;
     int start = layout_stage_start(m, l, stage), n = layout_stage_layers(m, l, stage);
+    /* each kind's split computed once (issue 21: once a layer was a third of a --precision
+     * any search) and added a layer at a time as before: the same sums, bit for bit */
+    double d[2], e[2];
+    bool have[2] = {false, false};
     for (int i = start; i < start + n; i++) {
         if (precision_layer_bf16(m, l, i)) continue;
-        double d, e;
-        memory_layer_lp_params_split(m, l, memory_layer_is_moe(m, i), &d, &e);
-        *dense_params += d;
-        *expert_params += e;
+        int moe = memory_layer_is_moe(m, i);
+        if (!have[moe]) {
+            memory_layer_lp_params_split(m, l, moe, &d[moe], &e[moe]);
+            have[moe] = true;
+        }
+        *dense_params += d[moe];
+        *expert_params += e[moe];
     }
 }
