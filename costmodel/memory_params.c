@@ -137,24 +137,45 @@ void memory_layer_lp_params_split(const model_spec *m, const layout *l, int moe_
     *dense_params = memory_layer_linear_params(m, l, moe_layer) - e;
 }
 
+void memory_lp_layers_from(const model_spec *m, const layout *l, int start, int n, int *lo,
+                           int *split, int *hi)
+{
+    /* precision_layer_bf16 of a low-precision layout: below bf16_layers_start, or from
+     * layers - bf16_layers_end on (the layers past the model's end among them) */
+    int a = start > l->bf16_layers_start ? start : l->bf16_layers_start;
+    int b = start + n < m->layers - l->bf16_layers_end ? start + n
+                                                       : m->layers - l->bf16_layers_end;
+    if (b < a) b = a;
+    int s = model_is_moe(m) ? m->dense_first : b; /* the first MoE layer */
+    *lo = a;
+    *hi = b;
+    *split = s < a ? a : s > b ? b : s;
+}
+
 void memory_stage_lp_params(const model_spec *m, const layout *l, int stage,
                             double *dense_params, double *expert_params)
 {
     *dense_params = *expert_params = 0;
     if (!precision_param_gather(l)) return;
     int start = layout_stage_start(m, l, stage), n = layout_stage_layers(m, l, stage);
-    /* each kind's split computed once (issue 21: once a layer was a third of a --precision
-     * any search) and added a layer at a time as before: the same sums, bit for bit */
-    double d[2], e[2];
-    bool have[2] = {false, false};
-    for (int i = start; i < start + n; i++) {
-        if (precision_layer_bf16(m, l, i)) continue;
-        int moe = memory_layer_is_moe(m, i);
-        if (!have[moe]) {
-            memory_layer_lp_params_split(m, l, moe, &d[moe], &e[moe]);
-            have[moe] = true;
+    /* Each kind's split computed once and added a layer at a time in layer order, as the
+     * per-layer sum did: the same doubles, bit for bit (issue 21: the per-layer splits were a
+     * third of a --precision any search). */
+    int lo, split, hi;
+    memory_lp_layers_from(m, l, start, n, &lo, &split, &hi);
+    double d, e;
+    if (split > lo) {
+        memory_layer_lp_params_split(m, l, 0, &d, &e);
+        for (int i = lo; i < split; i++) {
+            *dense_params += d;
+            *expert_params += e;
         }
-        *dense_params += d[moe];
-        *expert_params += e[moe];
+    }
+    if (hi > split) {
+        memory_layer_lp_params_split(m, l, 1, &d, &e);
+        for (int i = split; i < hi; i++) {
+            *dense_params += d;
+            *expert_params += e;
+        }
     }
 }

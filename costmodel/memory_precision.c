@@ -30,13 +30,9 @@ void memory_precision_add(const model_spec *m, const layout *l, int stage, int n
     if (!precision_is_low(l)) return;
     precision_rules pr;
     precision_rules_of(l, &pr);
-    int start = layout_stage_start(m, l, stage);
-    int lp_dense = 0, lp_moe = 0;
-    for (int i = start; i < start + n_layers; i++)
-        if (!precision_layer_bf16(m, l, i)) {
-            if (memory_layer_is_moe(m, i)) lp_moe++;
-            else lp_dense++;
-        }
+    int lo, split, hi; /* the stage's low-precision layers, dense then MoE */
+    memory_lp_layers_from(m, l, layout_stage_start(m, l, stage), n_layers, &lo, &split, &hi);
+    int lp_dense = split - lo, lp_moe = hi - split;
     if (!lp_dense && !lp_moe) return;
     double lin_dense = memory_layer_linear_params(m, l, 0);
     double lin_moe = moe_layers ? memory_layer_linear_params(m, l, 1) : 0;
