@@ -373,6 +373,7 @@ typedef struct {
     double sharded;       /* this GPU's shard of them */
     double layer_params;  /* one layer's (the stage's MoE kind where it has MoE layers) */
     bool own_experts;     /* memory_experts_own_unit */
+    double kind_params[2]; /* a dense and an MoE layer's, for low precision (memory_precision.h) */
 } stage_figures;
 
 /* The stage's weights, gradients, optimizer state, communication buffers and framework
@@ -454,7 +455,7 @@ static double stage_state(const model_spec *m, const system_spec *sys, const tra
         break;
     }
 
-    memory_precision_add(m, l, s->stage, s->n_layers, s->moe_layers, r);
+    memory_precision_add(m, l, s->stage, s->n_layers, s->moe_layers, s->kind_params, r);
     r->optimizer_bytes *= 1 - fig->opt_host_fraction; /* its share on the host */
 
     r->comm_buffer_bytes += memory_pp_recv_buffers_bytes(m, t, l, s->stage, s->micro,
@@ -634,6 +635,10 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     double ne = fig->shard_ne;
     s.sharded = pd / nd + pe / ne; /* this GPU's shard of the stage's parameters */
     s.layer_params = layer_params_of(fig, m, l, s.moe_layers > 0);
+    if (precision_is_low(l)) {
+        s.kind_params[0] = layer_params_of(fig, m, l, 0);
+        if (s.moe_layers > 0) s.kind_params[1] = layer_params_of(fig, m, l, 1);
+    }
     s.own_experts = memory_experts_own_unit(l, s.moe_layers);
     s.micro = fig->micro < 1 ? 1 : fig->micro;
     s.in_flight = memory_in_flight(l, s.micro, stage);

@@ -25,7 +25,7 @@ static double layer_linears(const model_spec *m, const layout *l, int moe_layer)
  * (sharded under Megatron-FSDP, gathered in its units) shrinks to operand_bytes, and TE keeps
  * only the other layout beside it. bf16 first/last layers add nothing. */
 void memory_precision_add(const model_spec *m, const layout *l, int stage, int n_layers,
-                          int moe_layers, memory_breakdown *r)
+                          int moe_layers, const double layer_params[2], memory_breakdown *r)
 {
     if (!precision_is_low(l)) return;
     precision_rules pr;
@@ -34,8 +34,11 @@ void memory_precision_add(const model_spec *m, const layout *l, int stage, int n
     memory_lp_layers_from(m, l, layout_stage_start(m, l, stage), n_layers, &lo, &split, &hi);
     int lp_dense = split - lo, lp_moe = hi - split;
     if (!lp_dense && !lp_moe) return;
-    double lin_dense = memory_layer_linear_params(m, l, 0);
-    double lin_moe = moe_layers ? memory_layer_linear_params(m, l, 1) : 0;
+    /* memory_layer_linear_params of each kind, from the layer parameters given (the same
+     * difference of the same doubles) */
+    double lin_dense = layer_params[0] - model_norm_params(m);
+    double lin_moe = moe_layers ? layer_params[1] - model_norm_params(m) - model_router_params(m)
+                                : 0;
     double lin_stage = lp_dense * lin_dense + lp_moe * lin_moe;
     double lin_unit = moe_layers ? lin_moe : lin_dense;
     bool pg = precision_param_gather(l);
