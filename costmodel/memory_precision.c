@@ -25,7 +25,8 @@ static double layer_linears(const model_spec *m, const layout *l, int moe_layer)
  * (sharded under Megatron-FSDP, gathered in its units) shrinks to operand_bytes, and TE keeps
  * only the other layout beside it. bf16 first/last layers add nothing. */
 void memory_precision_add(const model_spec *m, const layout *l, int stage, int n_layers,
-                          int moe_layers, const double layer_params[2], memory_breakdown *r)
+                          int moe_layers, const double layer_params[2], const double *lp,
+                          memory_breakdown *r)
 {
     if (!precision_is_low(l)) return;
     precision_rules pr;
@@ -54,7 +55,12 @@ void memory_precision_add(const model_spec *m, const layout *l, int stage, int n
         r->comm_buffer_bytes -= (2.0 - pr.gather_bytes) * 2.0 * lin_unit; /* cur + prefetch */
     if (pg) {
         double lpd, lpe;
-        memory_stage_lp_params(m, l, stage, &lpd, &lpe);
+        if (lp) {
+            lpd = lp[0];
+            lpe = lp[1];
+        } else {
+            memory_stage_lp_params(m, l, stage, &lpd, &lpe);
+        }
         if (l->sharding == SHARDING_FSDP) {
             double nd = layout_shard_group(l), ne = layout_expert_dp(l);
             if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
