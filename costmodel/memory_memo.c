@@ -114,12 +114,13 @@ memory_stage_figures *memory_memo_stage_find(memory_memo *memo, const layout *l,
     return NULL;
 }
 
-void memory_memo_stage_put(memory_memo *memo, const layout *l, int stage,
-                           const memory_stage_figures *f)
+memory_stage_figures *memory_memo_stage_put(memory_memo *memo, const layout *l, int stage,
+                                            const memory_stage_figures *f)
 {
     memory_stage_key k = stage_key_of(l, stage);
     size_t s = stage_slot(&k);
     memo->stage_used[s] = true;
     memo->stage_key[s] = k;
     memo->stage[s] = *f;
+    return &memo->stage[s];
 }

@@ -47,7 +47,7 @@ typedef struct {
      * these bf16 first/last layers: it reads the key's fields, the knob and those two alone */
     bool have_lp;
     int lp_bf16_start, lp_bf16_end;
-    double lp_dense, lp_expert;
+    double lp[2]; /* dense, expert */
 } memory_stage_figures;
 
 typedef struct {
@@ -72,8 +72,8 @@ double memory_memo_activation_bytes(memory_memo *memo, int slot, const model_spe
 
 /* The stage figures held for (l, stage), or NULL; memory_memo_stage_put keeps new ones. */
 memory_stage_figures *memory_memo_stage_find(memory_memo *memo, const layout *l, int stage);
-void memory_memo_stage_put(memory_memo *memo, const layout *l, int stage,
-                           const memory_stage_figures *f);
+memory_stage_figures *memory_memo_stage_put(memory_memo *memo, const layout *l, int stage,
+                                            const memory_stage_figures *f);
 
 /* memory_peak with the memo (m must be the memo's model): the same figures. */
 memory_breakdown memory_peak_memo(const model_spec *m, memory_memo *memo,
