@@ -374,6 +374,8 @@ typedef struct {
     double sharded;       /* this GPU's shard of them */
     double layer_params;  /* one layer's (the stage's MoE kind where it has MoE layers) */
     bool own_experts;     /* memory_experts_own_unit */
+    double kind_params[2]; /* a dense and an MoE layer's, for low precision (memory_precision.h) */
+    const double *lp;      /* the stage's memory_stage_lp_params (the memo's), or NULL */
 } stage_figures;
 
 /* The stage's weights, gradients, optimizer state, communication buffers and framework
@@ -455,7 +457,8 @@ static double stage_state(const model_spec *m, const system_spec *sys, const tra
         break;
     }
 
-    memory_precision_add(m, l, s->stage, s->n_layers, s->moe_layers, r);
+    memory_precision_add(m, l, s->stage, s->n_layers, s->moe_layers, s->kind_params,
+                         s->lp, r);
     r->optimizer_bytes *= 1 - fig->opt_host_fraction; /* its share on the host */
 
     r->comm_buffer_bytes += memory_pp_recv_buffers_bytes(m, t, l, s->stage, s->micro,
@@ -613,28 +616,45 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     r.stage = stage;
     r.capacity_bytes = sys->hbm_bytes;
 
-    const memory_stage_figures *held = fig->memo ? memory_memo_stage_find(fig->memo, l, stage)
-                                                 : NULL;
-    memory_stage_figures sf;
-    if (held) {
-        sf = *held;
-    } else {
+    memory_stage_figures *held = fig->memo ? memory_memo_stage_find(fig->memo, l, stage) : NULL;
+    memory_stage_figures own;
+    if (!held) {
+        memory_stage_figures sf;
         sf.n_layers = layout_stage_layers(m, l, stage);
         sf.start = layout_stage_start(m, l, stage);
         sf.moe_layers = memory_moe_layers_from(m, sf.start, sf.n_layers);
         memory_stage_params_counted(m, fig->counts, l, stage, sf.n_layers, sf.moe_layers,
                              &sf.dense_params, &sf.expert_params);
-        if (fig->memo) memory_memo_stage_put(fig->memo, l, stage, &sf);
+        sf.have_lp = false;
+        if (fig->memo) held = memory_memo_stage_put(fig->memo, l, stage, &sf);
+        else own = sf;
     }
+    const memory_stage_figures *pf = held ? held : &own;
     layout_once(fig, m, t, l);
-    stage_figures s = {.stage = stage, .n_layers = sf.n_layers, .start = sf.start,
-                       .moe_layers = sf.moe_layers};
-    double pd = sf.dense_params, pe = sf.expert_params;
+    stage_figures s = {.stage = stage, .n_layers = pf->n_layers, .start = pf->start,
+                       .moe_layers = pf->moe_layers};
+    double pd = pf->dense_params, pe = pf->expert_params;
     s.params = pd + pe;
     double nd = fig->shard_nd;
     double ne = fig->shard_ne;
     s.sharded = pd / nd + pe / ne; /* this GPU's shard of the stage's parameters */
     s.layer_params = layer_params_of(fig, m, l, s.moe_layers > 0);
+    if (precision_is_low(l)) {
+        s.kind_params[0] = layer_params_of(fig, m, l, 0);
+        if (s.moe_layers > 0) s.kind_params[1] = layer_params_of(fig, m, l, 1);
+    }
+    /* --fp8-param-gather's low-precision parameters of the stage, kept in the memo beside its
+     * other figures (the same doubles: a --precision any search asks per candidate stage) */
+    if (held && precision_param_gather(l)) {
+        if (!held->have_lp || held->lp_bf16_start != l->bf16_layers_start ||
+            held->lp_bf16_end != l->bf16_layers_end) {
+            memory_stage_lp_params(m, l, stage, &held->lp[0], &held->lp[1]);
+            held->lp_bf16_start = l->bf16_layers_start;
+            held->lp_bf16_end = l->bf16_layers_end;
+            held->have_lp = true;
+        }
+        s.lp = held->lp;
+    }
     s.own_experts = memory_experts_own_unit(l, s.moe_layers);
     s.micro = fig->micro < 1 ? 1 : fig->micro;
     s.in_flight = memory_in_flight(l, s.micro, stage);

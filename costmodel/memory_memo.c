@@ -105,8 +105,7 @@ static size_t stage_slot(const memory_stage_key *k)
     return hash_words(k, sizeof *k) & (MEMORY_MEMO_STAGES - 1);
 }
 
-const memory_stage_figures *memory_memo_stage_find(const memory_memo *memo, const layout *l,
-                                                   int stage)
+memory_stage_figures *memory_memo_stage_find(memory_memo *memo, const layout *l, int stage)
 {
     memory_stage_key k = stage_key_of(l, stage);
     size_t s = stage_slot(&k);
@@ -115,12 +114,13 @@ const memory_stage_figures *memory_memo_stage_find(const memory_memo *memo, cons
     return NULL;
 }
 
-void memory_memo_stage_put(memory_memo *memo, const layout *l, int stage,
-                           const memory_stage_figures *f)
+memory_stage_figures *memory_memo_stage_put(memory_memo *memo, const layout *l, int stage,
+                                            const memory_stage_figures *f)
 {
     memory_stage_key k = stage_key_of(l, stage);
     size_t s = stage_slot(&k);
     memo->stage_used[s] = true;
     memo->stage_key[s] = k;
     memo->stage[s] = *f;
+    return &memo->stage[s];
 }

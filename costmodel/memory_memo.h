@@ -43,6 +43,11 @@ typedef struct {
 typedef struct {
     int n_layers, start, moe_layers;
     double dense_params, expert_params;
+    /* memory_stage_lp_params of a --fp8-param-gather layout (precision_param_gather) with
+     * these bf16 first/last layers: it reads the key's fields, the knob and those two alone */
+    bool have_lp;
+    int lp_bf16_start, lp_bf16_end;
+    double lp[2]; /* dense, expert */
 } memory_stage_figures;
 
 typedef struct {
@@ -66,10 +71,9 @@ double memory_memo_activation_bytes(memory_memo *memo, int slot, const model_spe
                                     const training_spec *t, const layout *l, int moe_layer);
 
 /* The stage figures held for (l, stage), or NULL; memory_memo_stage_put keeps new ones. */
-const memory_stage_figures *memory_memo_stage_find(const memory_memo *memo, const layout *l,
-                                                   int stage);
-void memory_memo_stage_put(memory_memo *memo, const layout *l, int stage,
-                           const memory_stage_figures *f);
+memory_stage_figures *memory_memo_stage_find(memory_memo *memo, const layout *l, int stage);
+memory_stage_figures *memory_memo_stage_put(memory_memo *memo, const layout *l, int stage,
+                                            const memory_stage_figures *f);
 
 /* memory_peak with the memo (m must be the memo's model): the same figures. */
 memory_breakdown memory_peak_memo(const model_spec *m, memory_memo *memo,

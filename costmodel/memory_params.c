@@ -45,8 +45,18 @@ double memory_layer_params_counted(const model_spec *m, const memory_model_count
 
 double memory_layer_params(const model_spec *m, const layout *l, int moe_layer)
 {
-    memory_model_counts c;
-    memory_model_counts_of(m, &c);
+    /* only the counts memory_layer_params_counted reads for this kind of layer (issue 21:
+     * counting all eight for every low-precision layer of every stage was a tenth of a
+     * --precision any search); the same doubles, so the same figure */
+    memory_model_counts c = {.attention = model_attention_params(m),
+                             .norm = model_norm_params(m)};
+    if (moe_layer) {
+        c.expert = model_expert_params(m);
+        c.router = model_router_params(m);
+        c.shared_expert = model_shared_expert_params(m);
+    } else {
+        c.dense_mlp = model_dense_mlp_params(m);
+    }
     return memory_layer_params_counted(m, &c, l, moe_layer);
 }
 
@@ -127,17 +137,45 @@ void memory_layer_lp_params_split(const model_spec *m, const layout *l, int moe_
     *dense_params = memory_layer_linear_params(m, l, moe_layer) - e;
 }
 
+void memory_lp_layers_from(const model_spec *m, const layout *l, int start, int n, int *lo,
+                           int *split, int *hi)
+{
+    /* precision_layer_bf16 of a low-precision layout: below bf16_layers_start, or from
+     * layers - bf16_layers_end on (the layers past the model's end among them) */
+    int a = start > l->bf16_layers_start ? start : l->bf16_layers_start;
+    int b = start + n < m->layers - l->bf16_layers_end ? start + n
+                                                       : m->layers - l->bf16_layers_end;
+    if (b < a) b = a;
+    int s = model_is_moe(m) ? m->dense_first : b; /* the first MoE layer */
+    *lo = a;
+    *hi = b;
+    *split = s < a ? a : s > b ? b : s;
+}
+
 void memory_stage_lp_params(const model_spec *m, const layout *l, int stage,
                             double *dense_params, double *expert_params)
 {
     *dense_params = *expert_params = 0;
     if (!precision_param_gather(l)) return;
     int start = layout_stage_start(m, l, stage), n = layout_stage_layers(m, l, stage);
-    for (int i = start; i < start + n; i++) {
-        if (precision_layer_bf16(m, l, i)) continue;
-        double d, e;
-        memory_layer_lp_params_split(m, l, memory_layer_is_moe(m, i), &d, &e);
-        *dense_params += d;
-        *expert_params += e;
+    /* Each kind's split computed once and added a layer at a time in layer order, as the
+     * per-layer sum did: the same doubles, bit for bit (issue 21: the per-layer splits were a
+     * third of a --precision any search). */
+    int lo, split, hi;
+    memory_lp_layers_from(m, l, start, n, &lo, &split, &hi);
+    double d, e;
+    if (split > lo) {
+        memory_layer_lp_params_split(m, l, 0, &d, &e);
+        for (int i = lo; i < split; i++) {
+            *dense_params += d;
+            *expert_params += e;
+        }
+    }
+    if (hi > split) {
+        memory_layer_lp_params_split(m, l, 1, &d, &e);
+        for (int i = split; i < hi; i++) {
+            *dense_params += d;
+            *expert_params += e;
+        }
     }
 }

@@ -19,5 +19,10 @@ void memory_stage_params_counted(const model_spec *m, const memory_model_counts 
                                  double *dense_params, double *expert_params);
 /* Linear (GEMM) parameters of one layer on one GPU (norms and router excluded). */
 double memory_layer_linear_params(const model_spec *m, const layout *l, int moe_layer);
+/* The low-precision layers (those precision_layer_bf16 leaves) among the n from global layer
+ * start on, of a low-precision l: [*lo, *hi), the dense ones [*lo, *split) before the MoE ones
+ * [*split, *hi) (memory_layer_is_moe). Empty: *lo == *hi. */
+void memory_lp_layers_from(const model_spec *m, const layout *l, int start, int n, int *lo,
+                           int *split, int *hi);
 
 #endif

@@ -25,21 +25,21 @@ static double layer_linears(const model_spec *m, const layout *l, int moe_layer)
  * (sharded under Megatron-FSDP, gathered in its units) shrinks to operand_bytes, and TE keeps
  * only the other layout beside it. bf16 first/last layers add nothing. */
 void memory_precision_add(const model_spec *m, const layout *l, int stage, int n_layers,
-                          int moe_layers, memory_breakdown *r)
+                          int moe_layers, const double layer_params[2], const double *lp,
+                          memory_breakdown *r)
 {
     if (!precision_is_low(l)) return;
     precision_rules pr;
     precision_rules_of(l, &pr);
-    int start = layout_stage_start(m, l, stage);
-    int lp_dense = 0, lp_moe = 0;
-    for (int i = start; i < start + n_layers; i++)
-        if (!precision_layer_bf16(m, l, i)) {
-            if (memory_layer_is_moe(m, i)) lp_moe++;
-            else lp_dense++;
-        }
+    int lo, split, hi; /* the stage's low-precision layers, dense then MoE */
+    memory_lp_layers_from(m, l, layout_stage_start(m, l, stage), n_layers, &lo, &split, &hi);
+    int lp_dense = split - lo, lp_moe = hi - split;
     if (!lp_dense && !lp_moe) return;
-    double lin_dense = memory_layer_linear_params(m, l, 0);
-    double lin_moe = moe_layers ? memory_layer_linear_params(m, l, 1) : 0;
+    /* memory_layer_linear_params of each kind, from the layer parameters given (the same
+     * difference of the same doubles) */
+    double lin_dense = layer_params[0] - model_norm_params(m);
+    double lin_moe = moe_layers ? layer_params[1] - model_norm_params(m) - model_router_params(m)
+                                : 0;
     double lin_stage = lp_dense * lin_dense + lp_moe * lin_moe;
     double lin_unit = moe_layers ? lin_moe : lin_dense;
     bool pg = precision_param_gather(l);
@@ -55,7 +55,12 @@ void memory_precision_add(const model_spec *m, const layout *l, int stage, int n
         r->comm_buffer_bytes -= (2.0 - pr.gather_bytes) * 2.0 * lin_unit; /* cur + prefetch */
     if (pg) {
         double lpd, lpe;
-        memory_stage_lp_params(m, l, stage, &lpd, &lpe);
+        if (lp) {
+            lpd = lp[0];
+            lpe = lp[1];
+        } else {
+            memory_stage_lp_params(m, l, stage, &lpd, &lpe);
+        }
         if (l->sharding == SHARDING_FSDP) {
             double nd = layout_shard_group(l), ne = layout_expert_dp(l);
             if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;

@@ -1,9 +1,9 @@
 /*
  * test_memory_memo.c — the search's memory memo (costmodel/memory_memo.h, issue 21) gives the
  * very figures memory_peak gives: every layout the Megatron, FSDP2 and torchtitan searches list
- * for a dense and two MoE models (each also in FP8 with --fp8-param-gather, with a full
- * recompute of one layer a stage, and with Megatron's optimizer and activation offload), in
- * the search's own order, so that neighbours hit the memo as they do in a search, compared
+ * for a dense and two MoE models (each also in FP8 with --fp8-param-gather, with and without
+ * bf16 first/last layers, with a full recompute of one layer a stage, and with Megatron's
+ * optimizer and activation offload), in the search's own order, so that neighbours hit the memo as they do in a search, compared
  * byte for byte with memory_peak. Also: a memo made for another model is not read.
  */
 #include <setjmp.h>
@@ -73,7 +73,15 @@ static void visit_layout(void *arg, const layout *l0)
         if (l.sharding != SHARDING_DDP) { /* FP8 with its parameter gather */
             l.precision = PRECISION_FP8;
             l.fp8_param_gather = true;
-            if (precision_check(w->sys, &l, NULL, 0) == CM_OK) same_as_direct(w, &l);
+            if (precision_check(w->sys, &l, NULL, 0) == CM_OK) {
+                same_as_direct(w, &l);
+                /* the memo's stage parameters of FP8 weights hold the bf16 first/last layers
+                 * they were counted for: the same stage with others must not take them */
+                l.bf16_layers_start = l.bf16_layers_end = 1;
+                same_as_direct(w, &l);
+                l.bf16_layers_start = l.bf16_layers_end = 0;
+                same_as_direct(w, &l);
+            }
         }
     }
 }

@@ -24,6 +24,7 @@
 #include "layout_codec.h"
 #include "layer_recipe.h"
 #include "memory.h"
+#include "memory_params.h"
 #include "moe_dispatch.h"
 #include "precision.h"
 
@@ -96,6 +97,66 @@ static void test_param_gather_memory(void **state)
     a = memory_stage(&m, &b200, &t, &mx, 0);
     b = memory_stage(&m, &b200, &t, &mxpg, 0);
     assert_true(REL(a.weights_bytes - b.weights_bytes, 2.0 * LIN_ALL) < 1e-12);
+}
+
+/* A stage's FP8 parameters are its low-precision layers' (memory_stage_lp_params, which adds
+ * each kind's split once per layer without calling it per layer): 8B with the first and last
+ * layer in bf16 holds 30 x LIN_LAYER on one stage; on 4 stages (8, 8, 8, 8 layers) the first
+ * and last hold 7 x LIN_LAYER, the middle ones 8. DeepSeek-V3 (3 dense layers, then MoE),
+ * pp 4 and 8, bf16 first 2 and last 1: each stage's figure is the per-layer sum of
+ * memory_layer_lp_params_split over its low-precision layers, bit for bit, and
+ * memory_lp_layers_from counts those layers of each kind (stage 0 of pp 8: layers 2..7 of
+ * 0..7 are low precision, 1 dense (layer 2) and 5 MoE). */
+static void test_stage_lp_params(void **state)
+{
+    (void)state;
+    model_spec m = load_model("8b");
+    layout l = megatron_fp8(FP8_RECIPE_TENSORWISE);
+    l.fp8_param_gather = true;
+    l.bf16_layers_start = l.bf16_layers_end = 1;
+    double lpd, lpe;
+    memory_stage_lp_params(&m, &l, 0, &lpd, &lpe);
+    assert_true(REL(lpd, 30 * LIN_LAYER) < 1e-12);
+    l.pp = 4;
+    static const double layers[4] = {7, 8, 8, 7};
+    for (int s = 0; s < 4; s++) {
+        memory_stage_lp_params(&m, &l, s, &lpd, &lpe);
+        assert_true(REL(lpd, layers[s] * LIN_LAYER) < 1e-12);
+        assert_true(lpe == 0);
+    }
+    model_spec d = load_model("deepseek-v3");
+    layout ld = megatron_fp8(FP8_RECIPE_TENSORWISE);
+    ld.fp8_param_gather = true;
+    ld.tp = 2;
+    ld.ep = 8;
+    ld.bf16_layers_start = 2;
+    ld.bf16_layers_end = 1;
+    static const int pps[2] = {4, 8};
+    for (int k = 0; k < 2; k++) {
+        ld.pp = pps[k];
+        for (int s = 0; s < ld.pp; s++) {
+            double want_d = 0, want_e = 0;
+            int start = layout_stage_start(&d, &ld, s), n = layout_stage_layers(&d, &ld, s);
+            int n_dense = 0, n_moe = 0;
+            for (int i = start; i < start + n; i++) {
+                if (precision_layer_bf16(&d, &ld, i)) continue;
+                int moe = memory_layer_is_moe(&d, i);
+                n_moe += moe;
+                n_dense += !moe;
+                double x, y;
+                memory_layer_lp_params_split(&d, &ld, moe, &x, &y);
+                want_d += x;
+                want_e += y;
+            }
+            memory_stage_lp_params(&d, &ld, s, &lpd, &lpe);
+            assert_true(lpd == want_d && lpe == want_e);
+            assert_true(lpd > 0);
+            int lo, split, hi; /* the same layers, counted in closed form */
+            memory_lp_layers_from(&d, &ld, start, n, &lo, &split, &hi);
+            assert_int_equal(split - lo, n_dense);
+            assert_int_equal(hi - split, n_moe);
+        }
+    }
 }
 
 /* The distributed optimizer's parameter all-gather with FP8 parameters: 2 bytes per parameter
@@ -438,6 +499,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_param_gather_memory),
         cmocka_unit_test(test_param_gather_bytes),
+        cmocka_unit_test(test_stage_lp_params),
         cmocka_unit_test(test_bf16_layers),
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_emit),
