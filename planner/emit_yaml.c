@@ -135,6 +135,15 @@ static void low_precision_yaml(ywriter *w, const layout *l)
         y_bool(w, "precompute_float8_dynamic_scale_for_fsdp", tensorwise);
         y_str(w, "filter_fqns", "output");
     }
+    /* Megatron's low-precision knobs the plan was priced with (plan check reads them back):
+     * --fp8-param-gather, --first-last-layers-bf16's counts, DeepEP's FP8 dispatch */
+    if (l->framework == FRAMEWORK_MEGATRON && l->fp8_param_gather)
+        y_bool(w, "fp8_param_gather", true);
+    if (l->framework == FRAMEWORK_MEGATRON && l->bf16_layers_start)
+        y_int(w, "bf16_layers_start", l->bf16_layers_start);
+    if (l->framework == FRAMEWORK_MEGATRON && l->bf16_layers_end)
+        y_int(w, "bf16_layers_end", l->bf16_layers_end);
+    if (l->moe_fp8_dispatch) y_bool(w, "moe_fp8_dispatch", true);
     y_map_end(w);
 }
 
