@@ -292,6 +292,15 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
 static void yaml_skyrl_gaps(FILE *f, const estimate *e)
 {
     const layout *l = &e->layout;
+    /* issue 16: the low_precision section is plan's (a low-precision plan only; the search
+     * picks FP8 by default on Hopper and Blackwell) */
+    if (precision_is_low(l))
+        fprintf(f, "# NOT IN SkyRL's schema (SkyRL rejects it; plan check reads it): "
+                   "trainer.low_precision, the plan's %s Linears: remove it and set the format in "
+                   "the trainer's own precision settings, or use --emit %s\n",
+                precision_label(l),
+                l->framework == FRAMEWORK_MEGATRON ? "megatron-args / --emit bridge"
+                                                   : "torchtitan (--framework torchtitan)");
     if (l->framework != FRAMEWORK_MEGATRON) return;
     char keys[256] = "";
     if (l->sharding == SHARDING_FSDP)

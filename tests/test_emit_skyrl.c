@@ -136,10 +136,15 @@ void test_yaml_has_skyrl_keys(void **state)
     training_spec t = training_default();
     char names[64][64];
     int n = presets(names, 64), files = 0, checked = 0;
+    /* issue 16: plan's default search tries FP8 (its YAML's low_precision section): three
+     * presets (dense small and large, MoE) searched as plan does, after every preset in bf16 */
+    static const char *const fp8[] = {"8b", "70b", "mixtral-8x7b"};
     search_result *r = search_result_new();
-    for (int i = 0; i < n; i++) {
-        model_spec m = load_model(names[i]);
+    for (int i = 0; i < n + 3; i++) {
+        const char *name = i < n ? names[i] : fp8[i - n];
+        model_spec m = load_model(name);
         search_options so = {.gpus = 64, .keep = 8, .frameworks = {true, true}};
+        if (i >= n) so.precisions = (1u << PRECISION_BF16) | (1u << PRECISION_FP8);
         char err[CM_ERRLEN];
         if (search_run(&m, &sys, &t, &so, r, err, sizeof err) != CM_OK) fail_msg("%s", err);
         const estimate *plans[8];
@@ -149,7 +154,7 @@ void test_yaml_has_skyrl_keys(void **state)
                 if (r->has_best_sharding[fw][sh]) plans[np++] = &r->best_sharding[fw][sh];
         for (int k = 0; k < np; k++) {
             char *text = NULL;
-            emit_context ctx = {.model_ref = names[i]};
+            emit_context ctx = {.model_ref = name};
             assert_int_equal(emit_yaml(plans[k], &m, &sys, &ctx, &text, err, sizeof err), CM_OK);
             yaml_parser_t parser;
             yaml_document_t doc;
