@@ -33,6 +33,16 @@ int cli_error(const char *msg)
     return CLI_EXIT_USAGE;
 }
 
+int cli_one_layout_precision(const cli_options *o)
+{
+    /* One layout has one format: the search's auto has nothing to choose here. */
+    if (o->precision_auto)
+        return cli_error("--precision auto searches formats, and this command prices one "
+                         "layout: name its format (bf16, fp8, mxfp8 or nvfp4), or leave the flag "
+                         "out for bf16");
+    return 0;
+}
+
 unsigned cli_precision_mask(const cli_options *o, const system_spec *sys)
 {
     if (o->precision_given) return 1u << o->layout.precision;
@@ -457,11 +467,8 @@ void cli_layout_defaults(const cli_options *o, layout *l)
 
 int cli_layout(const cli_options *o, layout *out)
 {
-    /* One layout has one format: the search's auto has nothing to choose here. */
-    if (o->precision_auto)
-        return cli_error("--precision auto searches formats, and this command prices one "
-                         "layout: name its format (bf16, fp8, mxfp8 or nvfp4), or leave the flag "
-                         "out for bf16");
+    int rc = cli_one_layout_precision(o);
+    if (rc) return rc;
     layout l = o->layout;
     cli_layout_defaults(o, &l);
     long mp = (long)l.tp * l.pp * l.cp;

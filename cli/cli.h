@@ -107,6 +107,10 @@ int cli_estimate(const cli_options *o, model_spec *m, system_spec *sys, layout *
  * cannot run), bf16 alone when it has none. */
 unsigned cli_precision_mask(const cli_options *o, const system_spec *sys);
 
+/* The commands of one layout (estimate, simulate, measure): --precision auto is refused with
+ * the reason (prints the line, returns CLI_EXIT_USAGE); 0 otherwise. */
+int cli_one_layout_precision(const cli_options *o);
+
 /* Print "plan: error: <msg>" on stderr and return CLI_EXIT_USAGE. */
 int cli_error(const char *msg);
 

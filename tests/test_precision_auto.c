@@ -344,6 +344,10 @@ static void test_bad_values(void **state)
     bad("estimate --model 8b --gpus 8 --precision auto",
         "--precision auto searches formats, and this command prices one layout");
     bad("estimate --model 8b --gpus 8 --precision any", "--precision auto searches formats");
+    bad("simulate --model 8b --gpus 8 --precision auto", "--precision auto searches formats");
+    bad("measure --model 8b --gpus 8 --precision auto --dry-run",
+        "--precision auto searches formats");
+    bad("compare-systems --model 8b --gpus 8 --precision fp8", "--precision auto (the default");
     bad("bench --models 8b --gpus 8 --precision fp16", "--precision must be auto");
     bad("bench --models 8b --gpus 8 --system a100-80g --precision fp8", "no peak_fp8_flops");
     bad("--model 8b --gpus 8 --system a100-80g --precision fp8", "no peak_fp8_flops");
