@@ -284,7 +284,8 @@ int cmd_search(int argc, char **argv)
                                  so.fp8_recipe, &pc);
     if (o.format == FORMAT_JSON) {
         json_t *j = output_plan_json(r, o.top, &m, &sys);
-        if (r->count > 0) json_object_set_new(j, "precision", precision_choice_json(&pc, &r->ranked[0]));
+        if (r->count > 0)
+            json_object_set_new(j, "precision", precision_choice_json(&pc, &r->ranked[0]));
         json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
         fputc('\n', stdout);
         json_decref(j);

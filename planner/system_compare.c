@@ -115,7 +115,8 @@ void system_compare_layout(const system_compare_row *row, char *buf, size_t len)
     const layout *l = &row->best.layout;
     char vpp[24] = "";
     if (l->vpp > 1) snprintf(vpp, sizeof vpp, " · VPP %d", l->vpp);
-    snprintf(buf, len, "%s TP %d · PP %d · DP %d · CP %d · EP %d%s · mbs %d · %s · recompute %s%s%s",
+    snprintf(buf, len,
+             "%s TP %d · PP %d · DP %d · CP %d · EP %d%s · mbs %d · %s · recompute %s%s%s",
              layout_framework_name(l->framework), l->tp, l->pp, l->dp, l->cp, l->ep, vpp, l->mbs,
              layout_sharding_name(l->sharding), layout_recompute_name(l->recompute),
              precision_is_low(l) ? " · " : "", precision_is_low(l) ? precision_label(l) : "");
