@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "precision.h"
+#include "precision_choice.h"
 #include "recompute_modules.h"
 #include "cli_number.h"
 #include "profile.h"
@@ -30,6 +31,22 @@ int cli_error(const char *msg)
 {
     fprintf(stderr, "plan: error: %s\n", msg);
     return CLI_EXIT_USAGE;
+}
+
+int cli_one_layout_precision(const cli_options *o)
+{
+    /* One layout has one format: the search's auto has nothing to choose here. */
+    if (o->precision_auto)
+        return cli_error("--precision auto searches formats, and this command prices one "
+                         "layout: name its format (bf16, fp8, mxfp8 or nvfp4), or leave the flag "
+                         "out for bf16");
+    return 0;
+}
+
+unsigned cli_precision_mask(const cli_options *o, const system_spec *sys)
+{
+    if (o->precision_given) return 1u << o->layout.precision;
+    return precision_choice_auto_mask(sys);
 }
 
 static int parse_int(const char *flag, const char *s, long lo, long hi, int *out)
@@ -275,15 +292,16 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_EXPANDABLE_SEGMENTS: o->training.expandable_segments = true; break;
         case OPT_PP_KEEP_OUTPUTS: o->training.pp_keep_outputs = true; break;
         case OPT_PRECISION:
-            if (!strcmp(optarg, "any")) {
-                o->precision_any = true;
+            if (!strcmp(optarg, "auto") || !strcmp(optarg, "any")) { /* any: auto's old name */
+                o->precision_auto = true;
                 o->precision_given = false;
                 l->precision = PRECISION_BF16;
             } else if (precision_parse(optarg, &l->precision)) {
                 o->precision_given = true;
-                o->precision_any = false;
+                o->precision_auto = false;
             } else {
-                rc = cli_error("--precision must be bf16, fp8, mxfp8, nvfp4 or any");
+                rc = cli_error("--precision must be auto, bf16, fp8, mxfp8 or nvfp4 (auto, the "
+                               "search's default: bf16 and what the GPU supports; any = auto)");
             }
             break;
         case OPT_FP8_RECIPE:
@@ -454,6 +472,8 @@ void cli_layout_defaults(const cli_options *o, layout *l)
 
 int cli_layout(const cli_options *o, layout *out)
 {
+    int rc = cli_one_layout_precision(o);
+    if (rc) return rc;
     layout l = o->layout;
     cli_layout_defaults(o, &l);
     long mp = (long)l.tp * l.pp * l.cp;

@@ -41,8 +41,9 @@ typedef struct {
     bool ops;                 /* --ops: print the layer recipe's priced operations (estimate) */
     bool no_simulate;         /* --no-simulate: search ranks by the closed form only */
     const char *trace;        /* --trace FILE: write the simulated step as a Chrome trace */
-    bool precision_any;       /* --precision any: the search tries every format the GPU and
-                                 framework support (layout.precision holds bf16 meanwhile) */
+    bool precision_auto;      /* --precision auto (or its older name any) was given: the
+                                 search's default anyway (cli_precision_mask); the commands
+                                 that price one layout refuse it (layout.precision holds bf16) */
     bool precision_given;     /* --precision named one format: the search uses it alone */
     cli_nvls nvls;            /* --nvls on|off (issue 22) */
     double power_limit_w;     /* --power-limit W (0: not given; issue 22) */
@@ -99,6 +100,16 @@ int cli_apply_system_knobs(cli_nvls nvls, double power_limit_w, system_spec *sys
  * `plan estimate` and `plan simulate` start from. Prints the error line and returns
  * CLI_EXIT_USAGE on bad input. */
 int cli_estimate(const cli_options *o, model_spec *m, system_spec *sys, layout *l, estimate *e);
+
+/* The precisions a search tries (search_options.precisions) for o's --precision: the one
+ * format named, or, by default (auto), bf16 and every low-precision format when the system
+ * has FP8 tensor cores (peak_fp8_flops; the search skips the formats a GPU or framework
+ * cannot run), bf16 alone when it has none. */
+unsigned cli_precision_mask(const cli_options *o, const system_spec *sys);
+
+/* The commands of one layout (estimate, simulate, measure): --precision auto is refused with
+ * the reason (prints the line, returns CLI_EXIT_USAGE); 0 otherwise. */
+int cli_one_layout_precision(const cli_options *o);
 
 /* Print "plan: error: <msg>" on stderr and return CLI_EXIT_USAGE. */
 int cli_error(const char *msg);

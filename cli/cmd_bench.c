@@ -23,6 +23,8 @@
 #include "measure_local.h"
 #include "units.h"
 #include "whole_file.h"
+#include "precision.h"
+#include "precision_choice.h"
 #include "profile.h"
 #include "search.h"
 #ifdef PLAN_HAVE_BACKEND
@@ -138,7 +140,32 @@ typedef struct {
     int gpus[MAXLIST];
     int ngpus;
     training_spec training;
+    /* --precision (issue 16): a named format pins it; by default (auto) each system's search
+     * tries bf16 and the low-precision formats its GPU has (precision_choice.h) */
+    bool precision_pinned;
+    layout_precision precision;
 } sweep;
+
+/* The search's precisions on sys for the sweep's --precision; a pinned format that none of
+ * the frameworks can run there is an error (the line says why), as plan --precision says. */
+static int sweep_precisions(const sweep *sw, const system_spec *sys, const bool *frameworks,
+                            unsigned *mask)
+{
+    if (!sw->precision_pinned) {
+        *mask = precision_choice_auto_mask(sys);
+        return 0;
+    }
+    char err[CM_ERRLEN] = "";
+    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
+        layout probe = layout_default((layout_framework)fw);
+        probe.precision = sw->precision;
+        if (frameworks[fw] && precision_check(sys, &probe, err, sizeof err) == CM_OK) {
+            *mask = 1u << sw->precision;
+            return 0;
+        }
+    }
+    return cli_error(err);
+}
 
 static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
 {
@@ -147,13 +174,24 @@ static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
     search_result *r = search_result_new();
     long total = (long)sw->systems.n * sw->models.n * sw->ngpus, done = 0, rows = 0;
     /* Every name must resolve before the file gets its header: bad input writes nothing. */
+    bool frameworks[LAYOUT_NFRAMEWORKS] = {false};
+    for (int f = 0; f < sw->frameworks.n; f++) {
+        layout_framework fw;
+        if (layout_parse_framework(sw->frameworks.items[f], &fw)) frameworks[fw] = true;
+    }
     for (int s = 0; s < sw->systems.n; s++) {
         system_spec sys;
+        unsigned mask;
+        int prc;
         if (profile_load_system(sw->systems.items[s], dir, &sys, err, sizeof err) != CM_OK ||
             (sw->calibration &&
              profile_overlay(sw->calibration, &sys, err, sizeof err) != CM_OK)) {
             search_result_free(r);
             return cli_error(err);
+        }
+        if ((prc = sweep_precisions(sw, &sys, frameworks, &mask))) {
+            search_result_free(r);
+            return prc;
         }
     }
     for (int mi = 0; mi < sw->models.n; mi++) {
@@ -184,6 +222,11 @@ static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
                     layout_framework fw;
                     if (layout_parse_framework(sw->frameworks.items[f], &fw)) /* checked when read */
                         o.frameworks[fw] = true;
+                }
+                int prc = sweep_precisions(sw, &sys, o.frameworks, &o.precisions);
+                if (prc) {
+                    search_result_free(r);
+                    return prc;
                 }
                 if (search_run(&m, &sys, &sw->training, &o, r, err, sizeof err) != CM_OK) {
                     search_result_free(r);
@@ -261,9 +304,10 @@ static int load_sweep_file(const char *path, sweep *sw)
 
 static void layout_key(const bench_row *r, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s %dx%s %s/%s tp%d pp%d dp%d cp%d ep%d v%d mbs%d %s", r->model, r->gpus,
-             r->system, r->framework, r->sharding, r->tp, r->pp, r->dp, r->cp, r->ep, r->vpp,
-             r->mbs, r->recompute);
+    snprintf(buf, len, "%s %dx%s %s/%s tp%d pp%d dp%d cp%d ep%d v%d mbs%d %s%s%s", r->model,
+             r->gpus, r->system, r->framework, r->sharding, r->tp, r->pp, r->dp, r->cp, r->ep,
+             r->vpp, r->mbs, r->recompute, strcmp(r->precision, "bf16") ? " " : "",
+             strcmp(r->precision, "bf16") ? r->precision : "");
 }
 
 /* The join of --compare in O((n + m) log n) (issue 18: it was a scan of A per row of B): A's
@@ -295,7 +339,7 @@ static int cmp_layout(const bench_row *a, const bench_row *b)
     const int y[] = {b->tp, b->pp, b->dp, b->cp, b->ep, b->vpp, b->mbs};
     for (int i = 0; i < 7; i++)
         if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
-    return strcmp(a->recompute, b->recompute);
+    return (c = strcmp(a->recompute, b->recompute)) ? c : strcmp(a->precision, b->precision);
 }
 
 static int by_layout(const void *p, const void *q)
@@ -426,8 +470,9 @@ static void csv_cell(FILE *f, const char *s, bool last)
     fputc(last ? '\n' : ',', f);
 }
 
-static int guide(FILE *out, const training_spec *t, const char *system)
+static int guide(FILE *out, const sweep *sw, const char *system)
 {
+    const training_spec *t = &sw->training;
     /* The FSDP2-vs-Megatron guide's table: dense 3B, 7B, 30B on 8-32 H100 under both
      * frameworks; Mixtral-8x7B and DeepSeek-V3 with Megatron (FSDP2 has no expert
      * parallelism; its best plan is shown where one fits). */
@@ -441,6 +486,10 @@ static int guide(FILE *out, const training_spec *t, const char *system)
     /* --system picks the cluster (h100 by default, as the guide): any preset, e.g.
      * gb200-nvl72, or a calibration profile. */
     if (profile_load_system(system, dir, &sys, err, sizeof err) != CM_OK) return cli_error(err);
+    const bool all[LAYOUT_NFRAMEWORKS] = {true, true, true};
+    unsigned mask;
+    int prc = sweep_precisions(sw, &sys, all, &mask);
+    if (prc) return prc;
     search_result *r = search_result_new();
     const char *hdr[] = {"Model", "Strategy", "GPUs", "Time/Step (s)",
                          "Throughput relative to FSDP2", "Layout", "Memory (GiB)", NULL};
@@ -456,7 +505,7 @@ static int guide(FILE *out, const training_spec *t, const char *system)
         for (int g = 0; g < 3 && !interrupted; g++) {
             /* issue 19: torchtitan beside the guide's two */
             search_options o = {.gpus = cases[c].gpus[g], .keep = 1,
-                                .frameworks = {true, true, true}};
+                                .frameworks = {true, true, true}, .precisions = mask};
             if (search_run(&m, &sys, t, &o, r, err, sizeof err) != CM_OK) {
                 search_result_free(r);
                 return cli_error(err);
@@ -478,9 +527,11 @@ static int guide(FILE *out, const training_spec *t, const char *system)
                                  r->best[FRAMEWORK_FSDP2].time.step_s / e->time.step_s);
                     char sizes[96];
                     layout_short_sizes(l, true, sizes, sizeof sizes);
-                    snprintf(lay, sizeof lay, "%s %s %s", sizes,
+                    snprintf(lay, sizeof lay, "%s %s %s%s%s", sizes,
                              layout_sharding_name(l->sharding),
-                             layout_recompute_name(l->recompute));
+                             layout_recompute_name(l->recompute),
+                             precision_is_low(l) ? " " : "",
+                             precision_is_low(l) ? precision_label(l) : "");
                     snprintf(mem, sizeof mem, "%.1f", e->memory.total_bytes / UNITS_GIB_BYTES);
                 }
                 const char *cells[] = {m.display, strategy, gpus, step, rel, lay, mem};
@@ -498,7 +549,7 @@ static void usage(void)
 {
     printf("usage: plan bench --models 3b,7b,30b --gpus 8,32,64 [--systems h100,h200]\n"
            "                  [--frameworks fsdp2,megatron,torchtitan] [--seq N] [--gbs N] [--measure]\n"
-           "                  [-o results.csv]\n"
+           "                  [--precision auto|bf16|fp8|mxfp8|nvfp4] [-o results.csv]\n"
            "       plan bench --sweep sweep.json [-o results.csv]\n"
            "       plan bench --compare A.csv B.csv\n"
            "       plan bench --preset guide [--system h100] [-o guide.csv]\n"
@@ -507,7 +558,11 @@ static void usage(void)
            "backend): rows whose layout runs whole on the local GPUs are run (warm-up + 3\n"
            "steps each, so use a small --gbs, e.g. 8), the others keep the measured columns\n"
            "empty and say why on stderr. A sweep file is JSON with any of: models, gpus,\n"
-           "systems, frameworks, seq, gbs.\n");
+           "systems, frameworks, seq, gbs. --precision auto (the default; any is its older\n"
+           "name) searches bf16 and the low-precision formats each system's GPU supports\n"
+           "(FP8 on Hopper, also MXFP8/NVFP4 on Blackwell, bf16 alone without FP8), as plan\n"
+           "does; the column precision says which each row runs; a format pins it (--precision\n"
+           "bf16: the bf16 sweep). The guide preset takes it too.\n");
 }
 
 int cmd_bench(int argc, char **argv)
@@ -521,6 +576,7 @@ int cmd_bench(int argc, char **argv)
         {"preset", required_argument, NULL, 'p'}, {"measure", no_argument, NULL, 'M'},
         {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
         {"calibration", required_argument, NULL, 'C'},
+        {"precision", required_argument, NULL, 'P'},
         {NULL, 0, NULL, 0},
     };
     sweep sw;
@@ -560,6 +616,12 @@ int cmd_bench(int argc, char **argv)
         case 'M': measure = true; break;
         case 'o': out_path = optarg; break;
         case 'C': sw.calibration = optarg; break;
+        case 'P':
+            sw.precision_pinned = strcmp(optarg, "auto") && strcmp(optarg, "any");
+            if (sw.precision_pinned && !precision_parse(optarg, &sw.precision))
+                rc = cli_error("--precision must be auto, bf16, fp8, mxfp8 or nvfp4 (auto, the "
+                               "default: bf16 and what each system's GPU supports; any = auto)");
+            break;
         case 'h': usage(); return 0;
         case ':': rc = cli_error("an option of plan bench needs a value (see plan bench --help)"); break;
         default: {
@@ -622,7 +684,7 @@ int cmd_bench(int argc, char **argv)
             measure_local_close(ml);
             return cli_error("unknown --preset: the only preset is 'guide'");
         }
-        rc = guide(out, &sw.training, sw.systems.n ? sw.systems.items[0] : "h100");
+        rc = guide(out, &sw, sw.systems.n ? sw.systems.items[0] : "h100");
     } else {
         if (!sw.models.n || !sw.ngpus) {
             whole_file_abort(&wf);

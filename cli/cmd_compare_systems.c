@@ -20,13 +20,16 @@ static void usage(void)
     printf("usage: plan compare-systems --model M --gpus N [--systems " DEFAULT_SYSTEMS "]\n"
            "                            [--price-per-gpu-hour P[,P...]] [--csv]\n"
            "                            [--seq N] [--gbs N] [--nvls on|off] [--power-limit W]\n"
+           "                            [--precision auto|bf16]\n"
            "Searches the model on each system at N GPUs (as plan --model M --gpus N --system S\n"
            "does) and prints one row per system: the recommended layout, step time, tokens/s,\n"
            "memory per GPU, GPU-hours per million tokens (= N x 1e6 / tokens_per_s / 3600) and,\n"
            "with a price per GPU-hour (one for all systems, or one per system in order), the\n"
            "cost per million tokens. --nvls on prices NVLS on the systems that have it.\n"
-           "--csv writes the same table as CSV. Exit status 0, 1 when it fits on none, 2 bad\n"
-           "input.\n");
+           "--csv writes the same table as CSV. --precision auto (the default, as plan's)\n"
+           "searches bf16 and the low-precision formats each system's GPU supports, so a\n"
+           "Hopper or Blackwell row may be FP8 and an A100 row bf16; --precision bf16 compares\n"
+           "the systems in bf16. Exit status 0, 1 when it fits on none, 2 bad input.\n");
 }
 
 typedef struct {
@@ -68,6 +71,9 @@ int cmd_compare_systems(int argc, char **argv)
     }
     if (!o.model_given || !o.gpus)
         return cli_error("plan compare-systems needs --model M and --gpus N");
+    if (o.precision_given && o.layout.precision != PRECISION_BF16)
+        return cli_error("plan compare-systems compares each system's best plan: --precision "
+                         "auto (the default: bf16 and the formats each GPU supports) or bf16");
     char err[CM_ERRLEN];
     if (training_check(&o.training, err, sizeof err) != CM_OK) return cli_error(err);
     model_spec m;
@@ -80,8 +86,10 @@ int cmd_compare_systems(int argc, char **argv)
         return cli_error("out of memory");
     }
     rc = cli_system_list_load(a.systems, a.prices, o.nvls, o.power_limit_w, sl);
-    if (!rc && system_compare_run(&m, &o.training, o.gpus, sl->sys, sl->name_ptrs, sl->prices,
-                                  sl->n, tab, err, sizeof err) != CM_OK)
+    /* issue 16: each system's own formats (--precision auto, plan's default), or bf16 */
+    if (!rc && system_compare_run_precision(&m, &o.training, o.gpus, sl->sys, sl->name_ptrs,
+                                            sl->prices, sl->n, !o.precision_given, tab, err,
+                                            sizeof err) != CM_OK)
         rc = cli_error(err);
     if (!rc) {
         if (a.csv) {

@@ -201,6 +201,7 @@ int cmd_measure(int argc, char **argv)
         return 0;
     }
     /* The same defaults as plan estimate (cmd_estimate.c). */
+    if ((rc = cli_one_layout_precision(&o))) return rc;
     layout l = o.layout;
     cli_layout_defaults(&o, &l);
     long mp = (long)l.tp * l.pp * l.cp;

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "output.h"
 #include "precision.h"
+#include "precision_choice.h"
 #include "search.h"
 #include "sim.h"
 
@@ -33,8 +34,12 @@ static void usage(void)
            "  --pp-keep-outputs    a pipelining loop that keeps the last stage's outputs\n"
            "                       (schedule.step's default return_outputs=True; torchtitan\n"
            "                       passes False): its bf16 logits of every micro-batch held\n"
-           "  --precision bf16|fp8|mxfp8|nvfp4|any   Linear GEMMs' format (default bf16; any:\n"
-           "                       search bf16 and every low-precision format the GPU supports)\n"
+           "  --precision auto|bf16|fp8|mxfp8|nvfp4   Linear GEMMs' format. auto (the default;\n"
+           "                       any is its older name): bf16 and every low-precision format\n"
+           "                       the GPU and framework support (FP8 on Hopper, also MXFP8 and\n"
+           "                       NVFP4 on Blackwell; bf16 alone on GPUs without FP8), and the\n"
+           "                       output says what the chosen one buys against bf16; a format\n"
+           "                       pins it (--precision bf16: the bf16 search)\n"
            "  --fp8-recipe delayed|tensorwise|blockwise|rowwise   fp8 scaling (default:\n"
            "                       megatron delayed, fsdp2 tensorwise, torchtitan rowwise)\n"
            "  --fp8-param-gather   Megatron low-precision plans only with FP8 parameters\n"
@@ -62,43 +67,6 @@ static void usage(void)
            "                       parallel folding), not only TP and 1\n"
            "exit status: 0 a layout fits, 1 none fits, 2 an error.\n"
            "other commands: plan estimate --help\n");
-}
-
-/* What the recommended plan's low precision buys: the same layout in bf16, both by the closed
- * form (step time and peak memory per GPU). */
-static void precision_note(const search_result *r, const model_spec *m, const system_spec *sys,
-                           const training_spec *t)
-{
-    if (r->count == 0) return;
-    const estimate *best = &r->ranked[0];
-    if (!precision_is_low(&best->layout)) {
-        printf("\nPrecision: bf16 %s.\n", sys->peak_fp8_flops_per_s > 0
-                                               ? "ranks first (low-precision layouts were "
-                                                 "searched too)"
-                                               : "(this GPU has no FP8 tensor cores)");
-        return;
-    }
-    layout b = precision_bf16_layout(&best->layout);
-    estimate e;
-    if (estimate_layout(m, sys, t, &b, &e, NULL, 0) != CM_OK) return;
-    const double gib = 1024.0 * 1024.0 * 1024.0;
-    printf("\nPrecision: %s. The same layout in bf16: %.2f s/step (%s: %.2f s, %.2fx faster), "
-           "%.1f GiB per GPU (%s: %.1f GiB)%s. MFU is against the bf16 peak.\n",
-           precision_label(&best->layout), e.time.step_s, precision_label(&best->layout),
-           best->time.step_s, e.time.step_s / best->time.step_s, e.memory.total_bytes / gib,
-           precision_label(&best->layout), best->memory.total_bytes / gib,
-           e.feasible ? "" : ", and it does not fit");
-    if (best->layout.fp8_param_gather) {
-        /* what the FP8 parameters buy on their own (precision.h) */
-        layout q = best->layout;
-        q.fp8_param_gather = false;
-        estimate eq;
-        if (estimate_layout(m, sys, t, &q, &eq, NULL, 0) == CM_OK)
-            printf("With --fp8-param-gather (FP8 parameters, FP8 all-gather): without it %.2f "
-                   "s/step and %.1f GiB per GPU%s.\n",
-                   eq.time.step_s, eq.memory.total_bytes / gib,
-                   eq.feasible ? "" : ", and it does not fit");
-    }
 }
 
 /* The search chooses the layout; a layout flag given to it was once silently ignored (issue
@@ -227,14 +195,11 @@ int cmd_search(int argc, char **argv)
         !o.framework_given || o.layout.framework == FRAMEWORK_MEGATRON;
     so.frameworks[FRAMEWORK_TORCHTITAN] =
         !o.framework_given || o.layout.framework == FRAMEWORK_TORCHTITAN;
-    /* Precision: bf16 alone unless asked; --precision any adds every low-precision format
-     * the system supports (the search skips what a framework cannot run). */
+    /* Precision (issue 16): --precision auto, the default, searches bf16 and every
+     * low-precision format when the GPU has FP8 tensor cores (the search skips what a GPU or
+     * framework cannot run), bf16 alone when it has none; a named format pins it. */
     so.fp8_recipe = o.layout.fp8_recipe;
-    if (o.precision_any)
-        so.precisions = (1u << PRECISION_BF16) | (1u << PRECISION_FP8) |
-                        (1u << PRECISION_MXFP8) | (1u << PRECISION_NVFP4);
-    else if (o.precision_given)
-        so.precisions = 1u << o.layout.precision;
+    so.precisions = cli_precision_mask(&o, &sys);
     if (o.precision_given) { /* one format: some searched framework must run it */
         char perr[CM_ERRLEN] = "";
         bool runs = false;
@@ -313,8 +278,15 @@ int cmd_search(int argc, char **argv)
             return cli_error(err);
         }
     }
+    /* which precision the recommended plan runs, and what it buys (precision_choice.h) */
+    precision_choice pc;
+    if (r->count > 0)
+        precision_choice_compare(&m, &sys, &r->ranked[0], so.precisions, o.precision_given,
+                                 so.fp8_recipe, &pc);
     if (o.format == FORMAT_JSON) {
         json_t *j = output_plan_json(r, o.top, &m, &sys);
+        if (r->count > 0)
+            json_object_set_new(j, "precision", precision_choice_json(&pc, &r->ranked[0]));
         json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
         fputc('\n', stdout);
         json_decref(j);
@@ -322,7 +294,7 @@ int cmd_search(int argc, char **argv)
         /* under --gbs-policy nearest, the batch the recommended plan runs */
         const training_spec *tu = sf.gbs_nearest && r->count ? &r->ranked[0].training : &o.training;
         output_plan_human(stdout, r, o.top, &m, &sys, tu);
-        if (o.precision_any || o.precision_given) precision_note(r, &m, &sys, &o.training);
+        if (r->count > 0) precision_choice_print(stdout, &pc, &r->ranked[0]);
         if (sf.gbs_nearest && r->count > 0)
             printf("\nGlobal batch (--gbs-policy nearest): the recommended plan runs %d "
                    "sequences per step (asked: %d); plans are ranked by time per sequence.\n",

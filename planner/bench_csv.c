@@ -14,6 +14,7 @@
 
 #include "input_file.h"
 #include "layout_codec.h"
+#include "precision.h"
 
 /* ---- the columns ---- */
 
@@ -24,11 +25,13 @@ typedef struct {
     col_kind kind;
     size_t offset, size; /* of the bench_row member */
     const char *fmt;     /* COL_INT, COL_REAL: how the number is written */
+    const char *absent;  /* a column files may lack (older versions): its value then; NULL:
+                            every file has it */
 } column;
 
-#define TEXT(n, m) {n, COL_TEXT, offsetof(bench_row, m), sizeof ((bench_row *)0)->m, NULL}
-#define INT(n, m) {n, COL_INT, offsetof(bench_row, m), sizeof(int), "%.0f"}
-#define REAL(n, m, f) {n, COL_REAL, offsetof(bench_row, m), sizeof(double), f}
+#define TEXT(n, m) {n, COL_TEXT, offsetof(bench_row, m), sizeof ((bench_row *)0)->m, NULL, NULL}
+#define INT(n, m) {n, COL_INT, offsetof(bench_row, m), sizeof(int), "%.0f", NULL}
+#define REAL(n, m, f) {n, COL_REAL, offsetof(bench_row, m), sizeof(double), f, NULL}
 
 /* Before and after the layout's columns. */
 static const column head[] = {TEXT("model", model), REAL("params", params, "%.0f")};
@@ -39,11 +42,15 @@ static const column tail[] = {
     REAL("tokens_per_s", tokens_per_s, "%.6g"),
     REAL("mfu", mfu, "%.4f"),
     REAL("memory_gib", memory_gib, "%.3f"),
-    {"feasible", COL_YESNO, offsetof(bench_row, feasible), sizeof(bool), NULL},
+    {"feasible", COL_YESNO, offsetof(bench_row, feasible), sizeof(bool), NULL, NULL},
     REAL("measured_step_s", measured_step_s, "%.6g"),
     REAL("measured_memory_gib", measured_memory_gib, "%.3f"),
     REAL("error_pct", error_pct, "%.2f"),
     TEXT("plan_version", version),
+    /* issue 16: the search tries low precision where the GPU has it; files written before
+     * were bf16 (added last, so the columns before it keep their positions) */
+    {"precision", COL_TEXT, offsetof(bench_row, precision), sizeof ((bench_row *)0)->precision,
+     NULL, "bf16"},
 };
 
 /* Where a bench_row keeps each layout field the codec makes a column (layout_codec.h). */
@@ -156,6 +163,7 @@ void bench_row_from_estimate(bench_row *r, const estimate *e, const char *system
     r->mfu = e->mfu;
     r->memory_gib = e->memory.total_bytes / UNITS_GIB_BYTES;
     r->feasible = e->feasible;
+    snprintf(r->precision, sizeof r->precision, "%s", precision_label(&e->layout));
     r->measured_step_s = r->measured_memory_gib = r->error_pct = NAN;
     snprintf(r->version, sizeof r->version, "%s", version);
 }
@@ -235,7 +243,7 @@ static void on_row(int ch, void *data)
             r->map[c] = -1;
             for (int i = 0; i < r->ncells; i++)
                 if (!strcmp(r->cells[i], columns[c].name)) r->map[c] = i;
-            if (r->map[c] < 0) {
+            if (r->map[c] < 0 && !columns[c].absent) {
                 snprintf(r->err, r->errlen,
                          "line 1 lacks the column '%s': is this a plan bench results file?",
                          columns[c].name);
@@ -255,7 +263,7 @@ static void on_row(int ch, void *data)
     memset(b, 0, sizeof *b);
     for (int c = 0; c < ncols; c++) {
         int i = r->map[c];
-        const char *s = i < r->ncells ? r->cells[i] : "";
+        const char *s = i < 0 ? columns[c].absent : i < r->ncells ? r->cells[i] : "";
         if (!set_cell(b, &columns[c], s)) {
             snprintf(r->err, r->errlen, "line %d, column '%s': '%s' is not a number", r->line,
                      columns[c].name, s);
@@ -341,7 +349,7 @@ bool bench_row_same_layout(const bench_row *a, const bench_row *b)
         return false;
     for (int i = layout_first; i < layout_first + layout_count; i++)
         if (!same_cell(a, b, &columns[i])) return false;
-    return true;
+    return !strcmp(a->precision, b->precision);
 }
 
 bool bench_row_same_config(const bench_row *a, const bench_row *b)

@@ -24,6 +24,7 @@ typedef struct {
     bool feasible;
     double measured_step_s, measured_memory_gib, error_pct; /* NaN when not measured */
     char version[32];
+    char precision[24]; /* the Linears' format and recipe ("bf16", "fp8-delayed"; issue 16) */
 } bench_row;
 
 /* Fill a row from an estimate (measured fields NaN). */
@@ -38,7 +39,7 @@ void bench_csv_write_row(FILE *f, const bench_row *r);
 int bench_csv_read(const char *path, bench_row **rows, char *err, size_t errlen);
 
 /* Two rows describe the same layout (model, system, gpus, framework, sharding, sizes, seq,
- * gbs, recompute). */
+ * gbs, recompute, precision). */
 bool bench_row_same_layout(const bench_row *a, const bench_row *b);
 
 /* Same sweep point (model, system, gpus, framework, sharding, seq, gbs): a different layout

@@ -12,6 +12,7 @@
  * defaults: torchtitan b5bcd76 torchtitan/config/configs.py (see emit_torchtitan.c).
  */
 #include "check_torchtitan.h"
+#include "precision.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,6 +291,15 @@ bool check_is_torchtitan(const char *text, size_t len)
     return yes;
 }
 
+/* Does a line of text start with prefix? */
+static bool has_line(const char *text, size_t len, const char *prefix)
+{
+    size_t k = strlen(prefix);
+    for (size_t i = 0; i + k <= len; i++)
+        if ((i == 0 || text[i - 1] == '\n') && !strncmp(text + i, prefix, k)) return true;
+    return false;
+}
+
 cm_status check_read_torchtitan(const char *text, size_t len, check_config *cfg,
                                 check_report *rep, char *err, size_t errlen)
 {
@@ -329,11 +339,16 @@ cm_status check_read_torchtitan(const char *text, size_t len, check_config *cfg,
     /* "# CP rotate method alltoall" (what --emit torchtitan writes for it with CP: no flag sets
      * it in today's torchtitan, emit_torchtitan.c); without CP it means nothing */
     static const char rot[] = "# CP rotate method alltoall";
-    for (size_t i = 0; cfg->layout.cp > 1 && i + sizeof rot - 1 <= len; i++)
-        if ((i == 0 || text[i - 1] == '\n') && !strncmp(text + i, rot, sizeof rot - 1)) {
-            cfg->layout.cp_rotate_alltoall = true;
-            break;
-        }
+    if (cfg->layout.cp > 1 && has_line(text, len, rot)) cfg->layout.cp_rotate_alltoall = true;
+    /* the low-precision converter (issue 16): torchtitan sets it in the config function, not
+     * by a flag, so --emit torchtitan states it as a comment (emit_torchtitan.c); a recipe its
+     * converter lacks ("NOT in this torchtitan") reads as bf16, as such a run would train */
+    if (has_line(text, len, "# float8 (fp8-rowwise): in the config function")) {
+        cfg->layout.precision = PRECISION_FP8;
+        cfg->layout.fp8_recipe = FP8_RECIPE_ROWWISE;
+    } else if (has_line(text, len, "# mxfp8: in the config function")) {
+        cfg->layout.precision = PRECISION_MXFP8;
+    }
     if (!cfg->torchtitan)
         return cm_fail(err, errlen, CM_EPARSE,
                        "no torchtitan command (torchrun ... -m torchtitan.train, or "

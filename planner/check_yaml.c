@@ -27,6 +27,8 @@
 #include <yaml.h>
 
 #include "layout_codec.h"
+#include "precision.h"
+#include "check_yaml_depth.h"
 
 #define violation check_violation
 #define note check_note
@@ -582,6 +584,35 @@ static cm_status read_rl_batch(reader *r, const yaml_node_t *root, const yaml_no
     return CM_OK;
 }
 
+/* trainer.low_precision (issue 16; emit_yaml.c writes it for a low-precision plan): the
+ * format, fp8 recipe and Megatron's knobs; without the section the plan is bf16. */
+static cm_status read_low_precision(reader *r, const yaml_node_t *tr, layout *l)
+{
+    const yaml_node_t *lp = NULL;
+    const char *prec = NULL, *recipe = NULL, *P = "trainer.low_precision.";
+    char path[96];
+#define LPATH(k) (snprintf(path, sizeof path, "%s%s", P, k), path)
+    TRY(section(r, tr, "low_precision", "trainer.low_precision", &lp));
+    if (!lp) return CM_OK;
+    TRY(get_str(r, lp, "precision", LPATH("precision"), &prec));
+    if (prec && !precision_parse(prec, &l->precision))
+        return bad(r, child(r, lp, "precision"), "%s must be bf16, fp8, mxfp8 or nvfp4, got "
+                   "'%.40s': fix the value", LPATH("precision"), prec);
+    TRY(get_str(r, lp, "fp8_recipe", LPATH("fp8_recipe"), &recipe));
+    if (recipe && !precision_parse_fp8_recipe(recipe, &l->fp8_recipe))
+        return bad(r, child(r, lp, "fp8_recipe"), "%s must be delayed, tensorwise, blockwise or "
+                   "rowwise, got '%.40s': fix the value", LPATH("fp8_recipe"), recipe);
+    TRY(get_bool(r, lp, "fp8_param_gather", LPATH("fp8_param_gather"), &l->fp8_param_gather,
+                 NULL));
+    TRY(get_int(r, lp, "bf16_layers_start", LPATH("bf16_layers_start"), 0, BIG,
+                &l->bf16_layers_start, NULL));
+    TRY(get_int(r, lp, "bf16_layers_end", LPATH("bf16_layers_end"), 0, BIG, &l->bf16_layers_end,
+                NULL));
+    return get_bool(r, lp, "moe_fp8_dispatch", LPATH("moe_fp8_dispatch"), &l->moe_fp8_dispatch,
+                    NULL);
+#undef LPATH
+}
+
 static cm_status read_trainer(reader *r, const yaml_node_t *root, check_config *cfg,
                               check_report *rep)
 {
@@ -705,42 +736,7 @@ static cm_status read_trainer(reader *r, const yaml_node_t *root, check_config *
     bool flash = true, flash_set;
     TRY(get_bool(r, tr, "flash_attn", "trainer.flash_attn", &flash, &flash_set));
     if (flash_set) t->attention = flash ? ATTENTION_FLASH : ATTENTION_UNFUSED;
-    return CM_OK;
-}
-
-/*
- * libyaml's scanner does work proportional to the flow-nesting depth for every token, so a
- * 40,000-deep "[[[[..." takes seconds to load (issue 18). A trainer config nests a few levels:
- * the events are walked first and the file is refused at the first collection deeper than
- * CHECK_MAX_YAML_DEPTH, before any document is built. Syntax errors are left to the load.
- */
-#define CHECK_MAX_YAML_DEPTH 64
-
-static cm_status check_yaml_depth(const char *text, size_t len, char *err, size_t errlen)
-{
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser))
-        return cm_fail(err, errlen, CM_ENOMEM, "out of memory in the YAML parser");
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    cm_status st = CM_OK;
-    int depth = 0;
-    for (;;) {
-        yaml_event_t ev;
-        if (!yaml_parser_parse(&parser, &ev)) break; /* reported by yaml_parser_load */
-        yaml_event_type_t type = ev.type;
-        if (type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT) depth++;
-        if (type == YAML_SEQUENCE_END_EVENT || type == YAML_MAPPING_END_EVENT) depth--;
-        if (depth > CHECK_MAX_YAML_DEPTH)
-            st = cm_fail(err, errlen, CM_EPARSE,
-                         "%lu:%lu: lists and mappings nest deeper than %d levels, the limit for "
-                         "a trainer config: this is not one",
-                         (unsigned long)ev.start_mark.line + 1,
-                         (unsigned long)ev.start_mark.column + 1, CHECK_MAX_YAML_DEPTH);
-        yaml_event_delete(&ev);
-        if (st != CM_OK || type == YAML_STREAM_END_EVENT) break;
-    }
-    yaml_parser_delete(&parser);
-    return st;
+    return read_low_precision(r, tr, l);
 }
 
 /* Does the file state the expandable-segments allocator (memory.h), as --emit yaml writes it

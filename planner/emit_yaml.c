@@ -135,6 +135,15 @@ static void low_precision_yaml(ywriter *w, const layout *l)
         y_bool(w, "precompute_float8_dynamic_scale_for_fsdp", tensorwise);
         y_str(w, "filter_fqns", "output");
     }
+    /* Megatron's low-precision knobs the plan was priced with (plan check reads them back):
+     * --fp8-param-gather, --first-last-layers-bf16's counts, DeepEP's FP8 dispatch */
+    if (l->framework == FRAMEWORK_MEGATRON && l->fp8_param_gather)
+        y_bool(w, "fp8_param_gather", true);
+    if (l->framework == FRAMEWORK_MEGATRON && l->bf16_layers_start)
+        y_int(w, "bf16_layers_start", l->bf16_layers_start);
+    if (l->framework == FRAMEWORK_MEGATRON && l->bf16_layers_end)
+        y_int(w, "bf16_layers_end", l->bf16_layers_end);
+    if (l->moe_fp8_dispatch) y_bool(w, "moe_fp8_dispatch", true);
     y_map_end(w);
 }
 
@@ -283,6 +292,15 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
 static void yaml_skyrl_gaps(FILE *f, const estimate *e)
 {
     const layout *l = &e->layout;
+    /* issue 16: the low_precision section is plan's (a low-precision plan only; the search
+     * picks FP8 by default on Hopper and Blackwell) */
+    if (precision_is_low(l))
+        fprintf(f, "# NOT IN SkyRL's schema (SkyRL rejects it; plan check reads it): "
+                   "trainer.low_precision, the plan's %s Linears: remove it and set the format in "
+                   "the trainer's own precision settings, or use --emit %s\n",
+                precision_label(l),
+                l->framework == FRAMEWORK_MEGATRON ? "megatron-args / --emit bridge"
+                                                   : "torchtitan (--framework torchtitan)");
     if (l->framework != FRAMEWORK_MEGATRON) return;
     char keys[256] = "";
     if (l->sharding == SHARDING_FSDP)

@@ -401,12 +401,15 @@ static void table_row(FILE *f, int rank, const estimate *e)
     char sim[24] = "-";
     if (e->simulated) snprintf(sim, sizeof sim, "%.2f", e->time_sim.step_s);
     fprintf(f, "%3d  %-8s %3d %3d %5d %3d %3d %3d %4d  %-3s %-9s %-9s %8.2f %8s %10.0f %5.1f%% "
-               "%7.1f%s\n",
+               "%7.1f%s%s%s%s\n",
             rank, l->framework == FRAMEWORK_TORCHTITAN ? "titan" : layout_framework_name(l->framework),
             l->tp, l->pp, l->dp, l->cp, l->ep,
             l->vpp, l->mbs, l->sp ? "on" : "off", sharding, layout_recompute_name(l->recompute),
             e->time.step_s, sim, e->tokens_per_s, 100 * e->mfu, e->memory.total_bytes / UNITS_GIB_BYTES,
-            l->rank_order == RANK_ORDER_PP_DP ? "  pp-dp" : "");
+            l->rank_order == RANK_ORDER_PP_DP ? "  pp-dp" : precision_is_low(l) ? "       " : "",
+            /* a low-precision row names its format (issue 16: the search mixes them) */
+            precision_is_low(l) ? "  " : "", precision_is_low(l) ? precision_label(l) : "",
+            precision_is_low(l) && l->fp8_param_gather ? " params" : "");
 }
 
 /* One framework's best against the recommended plan: its time and how much faster the

@@ -239,9 +239,11 @@ static cm_status search_point(const report *r, const model_spec *m, report_point
                               size_t errlen)
 {
     visit_ctx v = {sums, p};
-    /* The options `plan --model M --gpus N` searches with (cmd_search.c), so the report
-     * recommends what plan recommends: the best plans re-ranked by the step simulator, except
-     * under a refined profile, whose closed form is the calibrated figure. */
+    /* The options `plan --model M --gpus N --precision bf16` searches with (cmd_search.c), so
+     * the report recommends what plan recommends: the best plans re-ranked by the step
+     * simulator, except under a refined profile, whose closed form is the calibrated figure.
+     * bf16 (search_options.precisions 0): the guide compares the frameworks in bf16 and prices
+     * FP8 on each recommendation beside it (report_sec_summary.c), issue 16. */
     search_options o = {.gpus = p->gpus, .keep = SEARCH_SIMULATE_DEFAULT,
                         .frameworks = {true, true}, .visit = visit, .visit_arg = &v,
                         .visit_bound = visit_bound, .visit_fit = visit_fit,

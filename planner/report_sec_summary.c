@@ -2,9 +2,10 @@
  * report_sec_summary.c — the answer at the top of `plan report`: one box per model saying which
  * framework and layout to run on the user's GPUs, how much faster it is than the other
  * framework's best plan, and whether it fits with how much headroom, then one line per other
- * GPU count. The recommended plan is the one `plan --model M --gpus N` prints (the same search,
- * re-ranked by the step simulator, see report_best_of), and the box quotes plan's own layout
- * line so a reader can check it. The FP8 line prices the same layout with FP8 Linears (the
+ * GPU count. The recommended plan is the one `plan --model M --gpus N --precision bf16` prints
+ * (the same search, re-ranked by the step simulator, see report_best_of; the guide compares the
+ * frameworks in bf16, issue 16), and the box quotes plan's own layout line so a reader can
+ * check it. The FP8 line prices the same layout with FP8 Linears (the
  * framework's default recipe, precision.h), as `plan estimate ... --precision fp8` does.
  */
 #include "report_sections.h"
@@ -130,14 +131,14 @@ static void model_box(doc *d, const report *r, const report_model_result *mr)
     if (titan_wins)
         snprintf(fw_flag, sizeof fw_flag, " --framework %s", layout_framework_name(e->layout.framework));
     doc_p(d, "%s tokens/s per GPU · MFU %.1f%% · %.2f s per step of %d sequences. `plan --model "
-             "%s --gpus %d%s` recommends the same plan: `%s`.",
+             "%s --gpus %d%s --precision bf16` recommends the same plan: `%s`.",
           tok, 100 * e->mfu, e->time.step_s, e->training.global_batch, name, e->gpus, fw_flag,
           esc);
     if (titan_wins) {
         char tl[160];
         report_fmt_layout_short(&p->titan, tl, sizeof tl);
         doc_note(d, "**torchtitan is faster here:** %s, **%.2fx** this plan (section 2b); `plan "
-                    "--model %s --gpus %d` recommends it.",
+                    "--model %s --gpus %d --precision bf16` recommends it.",
                  tl, report_speedup(&p->titan, e), name, e->gpus);
     } else if (p && p->has_titan) { /* the third framework, backed by its own plan */
         char tl[160];
@@ -217,9 +218,11 @@ void report_section_summary(doc *d, const report *r)
 {
     doc_h(d, 2, "answer", "The answer");
     doc_p(d, "Each model's recommended plan at the largest of your GPU counts where it fits "
-             "(what `plan --model M --gpus N` recommends), how many times the speed of the best "
-             "plan of the other frameworks it runs, what FP8 would add, and the memory left; a "
-             "box per model follows with the detail.");
+             "(what `plan --model M --gpus N --precision bf16` recommends), how many times the "
+             "speed of the best plan of the other frameworks it runs, what FP8 would add, and the "
+             "memory left; a box per model follows with the detail. The guide compares the "
+             "frameworks in bf16; `plan` without `--precision` also searches FP8 where the GPU "
+             "has it, and the FP8 column is what that adds to the same plan.");
     glance_table(d, r);
     for (int i = 0; i < r->nmodels; i++) model_box(d, r, &r->models[i]);
 }

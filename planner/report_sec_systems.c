@@ -46,7 +46,7 @@ void report_section_systems(doc *d, const report *r)
     if (!r->nwhich_cluster) return;
     doc_h(d, 2, "systems", "Which cluster");
     doc_p(d, "The same models on each system of `--systems`, at the largest GPU count given, with the "
-             "plan `plan --model M --gpus N --system S` recommends on each. GPU-hours per million "
+             "plan `plan --model M --gpus N --system S --precision bf16` recommends on each. GPU-hours per million "
              "tokens = N x 10^6 / (tokens/s) / 3600; cost = GPU-hours x the price per GPU-hour "
              "given with `--price-per-gpu-hour` (none given: no cost). The NVLink domain is the "
              "scale-up domain the placement keeps TP, CP and EP inside.");

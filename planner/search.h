@@ -34,7 +34,8 @@ typedef struct {
      * are simulated, with each framework's best, and reordered by simulated step time. */
     int simulate;
     /* Precisions to search (issue 16), as a mask of 1 << layout_precision; 0: bf16 alone (the
-     * default: a search without --precision is what it was). Formats the system or framework
+     * library's default; the commands' --precision auto passes precision_choice_auto_mask,
+     * planner/precision_choice.h, and --precision bf16 leaves 0). Formats the system or framework
      * cannot train in (precision_check) are skipped. fp8_recipe: the recipe of fp8 layouts (0:
      * the framework's default). */
     unsigned precisions;

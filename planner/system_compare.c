@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "output.h"
+#include "precision.h"
+#include "precision_choice.h"
 #include "search.h"
 #include "units.h"
 
@@ -20,6 +22,15 @@ cm_status system_compare_run(const model_spec *m, const training_spec *t, int gp
                              const system_spec *systems, const char *const *names,
                              const double *prices, int n, system_compare_table *out, char *err,
                              size_t errlen)
+{
+    return system_compare_run_precision(m, t, gpus, systems, names, prices, n, false, out, err,
+                                        errlen);
+}
+
+cm_status system_compare_run_precision(const model_spec *m, const training_spec *t, int gpus,
+                                       const system_spec *systems, const char *const *names,
+                                       const double *prices, int n, bool low_precision,
+                                       system_compare_table *out, char *err, size_t errlen)
 {
     if (n < 1 || n > SYSTEM_COMPARE_MAX)
         return cm_fail(err, errlen, CM_EINVAL, "compare 1 to %d systems, not %d",
@@ -40,7 +51,8 @@ cm_status system_compare_run(const model_spec *m, const training_spec *t, int gp
         row->price_per_gpu_hour = prices ? prices[i] : 0;
         /* what `plan --model M --gpus N --system S` searches and recommends */
         search_options so = {.gpus = gpus, .keep = 32, .simulate = 32,
-                             .moe_dispatcher = MOE_DISPATCH_ALLTOALL};
+                             .moe_dispatcher = MOE_DISPATCH_ALLTOALL,
+                             .precisions = low_precision ? precision_choice_auto_mask(sys) : 0};
         /* a refined profile ranks by its calibrated closed form, as cmd_search.c does */
         if (sys->step.active) so.simulate = 0;
         so.frameworks[FRAMEWORK_FSDP2] = so.frameworks[FRAMEWORK_MEGATRON] = true;
@@ -103,9 +115,11 @@ void system_compare_layout(const system_compare_row *row, char *buf, size_t len)
     const layout *l = &row->best.layout;
     char vpp[24] = "";
     if (l->vpp > 1) snprintf(vpp, sizeof vpp, " · VPP %d", l->vpp);
-    snprintf(buf, len, "%s TP %d · PP %d · DP %d · CP %d · EP %d%s · mbs %d · %s · recompute %s",
+    snprintf(buf, len,
+             "%s TP %d · PP %d · DP %d · CP %d · EP %d%s · mbs %d · %s · recompute %s%s%s",
              layout_framework_name(l->framework), l->tp, l->pp, l->dp, l->cp, l->ep, vpp, l->mbs,
-             layout_sharding_name(l->sharding), layout_recompute_name(l->recompute));
+             layout_sharding_name(l->sharding), layout_recompute_name(l->recompute),
+             precision_is_low(l) ? " · " : "", precision_is_low(l) ? precision_label(l) : "");
 }
 
 void system_compare_print_text(FILE *f, const system_compare_table *tab)
@@ -159,7 +173,7 @@ void system_compare_print_csv(FILE *f, const system_compare_table *tab)
 {
     fprintf(f, "model,gpus,system,gpu,gpus_per_node,domain_gpus,fits,framework,tp,pp,dp,cp,ep,"
                "vpp,mbs,step_s,tokens_per_s,tokens_per_s_per_gpu,memory_bytes,mfu,"
-               "gpu_hours_per_mtok,price_per_gpu_hour,cost_per_mtok,why_not\n");
+               "gpu_hours_per_mtok,price_per_gpu_hour,cost_per_mtok,why_not,precision\n");
     for (int i = 0; i < tab->n; i++) {
         const system_compare_row *x = &tab->rows[i];
         const layout *l = &x->best.layout;
@@ -178,6 +192,7 @@ void system_compare_print_csv(FILE *f, const system_compare_table *tab)
         else
             fprintf(f, ",,,,,,,,,,,,,,,%.6g,,", x->price_per_gpu_hour);
         csv_field(f, x->why_not);
-        fputc('\n', f);
+        /* issue 16: the recommended plan's format (its system's own, under --precision auto) */
+        fprintf(f, ",%s\n", x->fits ? precision_label(l) : "");
     }
 }

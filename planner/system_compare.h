@@ -53,6 +53,14 @@ cm_status system_compare_run(const model_spec *m, const training_spec *t, int gp
                              const system_spec *systems, const char *const *names,
                              const double *prices, int n, system_compare_table *out, char *err,
                              size_t errlen);
+/* The same with each system searched, when low_precision, in bf16 and the low-precision
+ * formats its GPU has (precision_choice_auto_mask: what `plan --model M --gpus N --system S`
+ * searches by default, issue 16); system_compare_run is this with false (plan report's
+ * "Which cluster" compares in bf16, as the rest of the guide). */
+cm_status system_compare_run_precision(const model_spec *m, const training_spec *t, int gpus,
+                                       const system_spec *systems, const char *const *names,
+                                       const double *prices, int n, bool low_precision,
+                                       system_compare_table *out, char *err, size_t errlen);
 
 /* The index of the row with the lowest cost per million tokens (by GPU-hours where a price is
  * missing), -1 when nothing fits. */
