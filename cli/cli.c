@@ -46,7 +46,7 @@ int cli_one_layout_precision(const cli_options *o)
 unsigned cli_precision_mask(const cli_options *o, const system_spec *sys)
 {
     if (o->precision_given) return 1u << o->layout.precision;
-    return precision_choice_auto_mask(sys);
+    return o->precision_any ? precision_choice_any_mask(sys) : precision_choice_auto_mask(sys);
 }
 
 static int parse_int(const char *flag, const char *s, long lo, long hi, int *out)
@@ -292,16 +292,18 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_EXPANDABLE_SEGMENTS: o->training.expandable_segments = true; break;
         case OPT_PP_KEEP_OUTPUTS: o->training.pp_keep_outputs = true; break;
         case OPT_PRECISION:
-            if (!strcmp(optarg, "auto") || !strcmp(optarg, "any")) { /* any: auto's old name */
+            if (!strcmp(optarg, "auto") || !strcmp(optarg, "any")) {
                 o->precision_auto = true;
+                o->precision_any = !strcmp(optarg, "any"); /* auto plus NVFP4 */
                 o->precision_given = false;
                 l->precision = PRECISION_BF16;
             } else if (precision_parse(optarg, &l->precision)) {
                 o->precision_given = true;
-                o->precision_auto = false;
+                o->precision_auto = o->precision_any = false;
             } else {
-                rc = cli_error("--precision must be auto, bf16, fp8, mxfp8 or nvfp4 (auto, the "
-                               "search's default: bf16 and what the GPU supports; any = auto)");
+                rc = cli_error("--precision must be auto, any, bf16, fp8, mxfp8 or nvfp4 (auto, the "
+                               "search's default: bf16 and the 8-bit formats the GPU supports; any: "
+                               "also NVFP4)");
             }
             break;
         case OPT_FP8_RECIPE:

@@ -45,6 +45,7 @@ typedef struct {
                                  search's default anyway (cli_precision_mask); the commands
                                  that price one layout refuse it (layout.precision holds bf16) */
     bool precision_given;     /* --precision named one format: the search uses it alone */
+    bool precision_any;       /* --precision any: auto's formats and NVFP4 (precision_choice.h) */
     cli_nvls nvls;            /* --nvls on|off (issue 22) */
     double power_limit_w;     /* --power-limit W (0: not given; issue 22) */
     bool gemm_headroom_on;    /* --gemm-headroom on: GEMMs at the rate the step's power allows */

@@ -143,6 +143,7 @@ typedef struct {
     /* --precision (issue 16): a named format pins it; by default (auto) each system's search
      * tries bf16 and the low-precision formats its GPU has (precision_choice.h) */
     bool precision_pinned;
+    bool precision_any; /* --precision any: auto's formats and NVFP4 */
     layout_precision precision;
 } sweep;
 
@@ -152,7 +153,7 @@ static int sweep_precisions(const sweep *sw, const system_spec *sys, const bool 
                             unsigned *mask)
 {
     if (!sw->precision_pinned) {
-        *mask = precision_choice_auto_mask(sys);
+        *mask = sw->precision_any ? precision_choice_any_mask(sys) : precision_choice_auto_mask(sys);
         return 0;
     }
     char err[CM_ERRLEN] = "";
@@ -558,11 +559,11 @@ static void usage(void)
            "backend): rows whose layout runs whole on the local GPUs are run (warm-up + 3\n"
            "steps each, so use a small --gbs, e.g. 8), the others keep the measured columns\n"
            "empty and say why on stderr. A sweep file is JSON with any of: models, gpus,\n"
-           "systems, frameworks, seq, gbs. --precision auto (the default; any is its older\n"
-           "name) searches bf16 and the low-precision formats each system's GPU supports\n"
-           "(FP8 on Hopper, also MXFP8/NVFP4 on Blackwell, bf16 alone without FP8), as plan\n"
-           "does; the column precision says which each row runs; a format pins it (--precision\n"
-           "bf16: the bf16 sweep). The guide preset takes it too.\n");
+           "systems, frameworks, seq, gbs. --precision auto (the default) searches bf16 and\n"
+           "the 8-bit formats each system's GPU supports (FP8 on Hopper, also MXFP8 on\n"
+           "Blackwell, bf16 alone without FP8), as plan does; any adds NVFP4 where the GPU\n"
+           "has it; the column precision says which each row runs; a format pins it\n"
+           "(--precision bf16: the bf16 sweep). The guide preset takes it too.\n");
 }
 
 int cmd_bench(int argc, char **argv)
@@ -618,9 +619,11 @@ int cmd_bench(int argc, char **argv)
         case 'C': sw.calibration = optarg; break;
         case 'P':
             sw.precision_pinned = strcmp(optarg, "auto") && strcmp(optarg, "any");
+            sw.precision_any = !strcmp(optarg, "any");
             if (sw.precision_pinned && !precision_parse(optarg, &sw.precision))
-                rc = cli_error("--precision must be auto, bf16, fp8, mxfp8 or nvfp4 (auto, the "
-                               "default: bf16 and what each system's GPU supports; any = auto)");
+                rc = cli_error("--precision must be auto, any, bf16, fp8, mxfp8 or nvfp4 (auto, "
+                               "the default: bf16 and the 8-bit formats each system's GPU "
+                               "supports; any: also NVFP4)");
             break;
         case 'h': usage(); return 0;
         case ':': rc = cli_error("an option of plan bench needs a value (see plan bench --help)"); break;

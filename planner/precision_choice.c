@@ -16,7 +16,14 @@ unsigned precision_choice_auto_mask(const system_spec *sys)
 {
     unsigned bf16 = 1u << PRECISION_BF16;
     if (!(sys->peak_fp8_flops_per_s > 0)) return bf16;
-    return bf16 | (1u << PRECISION_FP8) | (1u << PRECISION_MXFP8) | (1u << PRECISION_NVFP4);
+    return bf16 | (1u << PRECISION_FP8) | (1u << PRECISION_MXFP8);
+}
+
+unsigned precision_choice_any_mask(const system_spec *sys)
+{
+    unsigned auto_mask = precision_choice_auto_mask(sys);
+    if (auto_mask == 1u << PRECISION_BF16) return auto_mask;
+    return auto_mask | (1u << PRECISION_NVFP4);
 }
 
 /* The formats of mask some framework can run on sys (precision_check of a probe layout under
@@ -174,7 +181,10 @@ json_t *precision_choice_json(const precision_choice *pc, const estimate *best)
     for (int p = 0; p < PRECISION_COUNT; p++)
         if (pc->searched & (1u << p))
             json_array_append_new(searched, json_string(precision_name((layout_precision)p)));
-    json_t *o = json_pack("{s:s, s:o, s:s, s:s}", "mode", pc->pinned ? "pinned" : "auto",
+    json_t *o = json_pack("{s:s, s:o, s:s, s:s}", "mode",
+                         pc->pinned ? "pinned"
+                         : (pc->searched & (1u << PRECISION_NVFP4)) ? "any" /* auto has no NVFP4 */
+                                                                     : "auto",
                           "searched", searched, "chosen", precision_name(best->layout.precision),
                           "label", precision_label(&best->layout));
     bool both = pc->have_other && estimate_time_priced(&pc->other) && estimate_time_priced(best);

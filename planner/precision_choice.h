@@ -16,10 +16,17 @@
 #include "estimate.h"
 
 /* The formats `--precision auto` searches on sys (a search_options.precisions mask): bf16, and
- * every low-precision format when the GPU has FP8 tensor cores (peak_fp8_flops: Hopper,
- * Blackwell; the search skips those a GPU or framework cannot run, precision_check); bf16
- * alone without them (A100). */
+ * the 8-bit formats (FP8, and MXFP8 where the GPU has it) when the GPU has FP8 tensor cores
+ * (peak_fp8_flops: Hopper, Blackwell; the search skips those a GPU or framework cannot run,
+ * precision_check); bf16 alone without them (A100). Issue 16 asks auto to search "both bf16
+ * and fp8"; NVFP4 (4-bit) is left to an explicit request, because its training recipe changes
+ * the numerics beyond what an 8-bit format does (NVIDIA's NVFP4 pretraining recipe keeps
+ * layers in higher precision, adds random Hadamard transforms and stochastic rounding: arXiv
+ * 2509.25149, section 4), which a planner should not choose on speed alone. */
 unsigned precision_choice_auto_mask(const system_spec *sys);
+
+/* `--precision any`: auto's formats plus NVFP4 where the GPU has FP4 tensor cores. */
+unsigned precision_choice_any_mask(const system_spec *sys);
 
 typedef struct {
     unsigned searched;     /* the formats the search could run here (mask of 1 << precision) */

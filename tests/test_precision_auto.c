@@ -210,6 +210,33 @@ static void test_default_a100_is_bf16(void **state)
     assert_null(strstr(R.out, "Precision:"));
 }
 
+/* On Blackwell auto searches the 8-bit formats (FP8 and MXFP8) and leaves NVFP4 to an explicit
+ * request (precision_choice.h); --precision any adds it. Llama-3.1-8B on 8 B200s: auto's plan is
+ * 8-bit, any's is NVFP4 (the fastest format there), and any's step is shorter. */
+static void test_blackwell_auto_is_8bit(void **state)
+{
+    (void)state;
+    json_t *a = run_json("--model 8b --gpus 8 --system b200 --top 1 --format json --no-simulate");
+    json_t *pa = json_object_get(a, "precision");
+    assert_string_equal(str(pa, "mode"), "auto");
+    json_t *sa = json_object_get(pa, "searched");
+    assert_int_equal(json_array_size(sa), 3);
+    assert_string_equal(json_string_value(json_array_get(sa, 2)), "mxfp8");
+    assert_string_not_equal(str(pa, "chosen"), "nvfp4");
+    assert_string_not_equal(str(pa, "chosen"), "bf16");
+    json_t *n = run_json("--model 8b --gpus 8 --system b200 --top 1 --format json --no-simulate "
+                         "--precision any");
+    json_t *pn = json_object_get(n, "precision");
+    assert_string_equal(str(pn, "mode"), "any");
+    assert_int_equal(json_array_size(json_object_get(pn, "searched")), 4);
+    assert_string_equal(str(pn, "chosen"), "nvfp4");
+    double step_a = num(json_array_get(json_object_get(a, "plans"), 0), "time", "step_s");
+    double step_n = num(json_array_get(json_object_get(n, "plans"), 0), "time", "step_s");
+    assert_true(step_n < step_a);
+    json_decref(a);
+    json_decref(n);
+}
+
 /* Where bf16 ranks first the output says so with the FP8 figures of the same layout; where the
  * framework cannot run the FP8 recipe asked, it says why. */
 static void test_bf16_wins_or_fp8_unavailable(void **state)
@@ -339,7 +366,7 @@ static void test_bad_values(void **state)
 {
     (void)state;
     bad("--model 8b --gpus 8 --precision fp16",
-        "--precision must be auto, bf16, fp8, mxfp8 or nvfp4");
+        "--precision must be auto, any, bf16, fp8, mxfp8 or nvfp4");
     bad("--model 8b --gpus 8 --precision", "needs a value");
     bad("estimate --model 8b --gpus 8 --precision auto",
         "--precision auto searches formats, and this command prices one layout");
@@ -359,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_default_h100_searches_fp8),
         cmocka_unit_test(test_bf16_pins),
         cmocka_unit_test(test_default_a100_is_bf16),
+        cmocka_unit_test(test_blackwell_auto_is_8bit),
         cmocka_unit_test(test_bf16_wins_or_fp8_unavailable),
         cmocka_unit_test(test_emitted_fp8_read_back),
         cmocka_unit_test(test_bench_precision),
