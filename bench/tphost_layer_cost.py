@@ -14,6 +14,9 @@ host's sum) with two values of d, so the script uses the model's own counts, and
 d = (median layer time - P) / N. The held-out runs (ho-*) and the Qwen3 runs are not used here.
 Standard library only. Usage (repository root, build/cli/plan built):
   python3 bench/tphost_layer_cost.py bench/results/tphost_2026-11-27/call*_h100x4/jobs/results.jsonl
+  SYSTEM=h200 python3 bench/tphost_layer_cost.py bench/results/tp11_2026-11-28/call1_h200x4/jobs/results.jsonl
+SYSTEM (default h100) names the preset whose host.eager_launch_s prices the plain launches P; the
+runs' GPU should be that preset's (tp11 measured the H200 x4 hosts this way).
 """
 import json
 import os
@@ -33,12 +36,12 @@ def steady(xs):
 
 
 def model_counts(tp, tmp):
-    """(P_fwd, N_fwd, P_bwd, N_bwd) of one Llama-3.1-8B layer at tp on the h100 preset."""
+    """(P_fwd, N_fwd, P_bwd, N_bwd) of one Llama-3.1-8B layer at tp on the SYSTEM preset (h100)."""
     cfg = json.load(open(os.path.join(ROOT, "bench", "realruns", "configs", "llama-3.1-8b.json")))
     cfg["num_hidden_layers"] = 8
     mp = os.path.join(tmp, "l8.json")
     json.dump(cfg, open(mp, "w"))
-    base = json.load(open(os.path.join(ROOT, "data", "systems", "h100.json")))
+    base = json.load(open(os.path.join(ROOT, "data", "systems", os.environ.get("SYSTEM", "h100") + ".json")))
     floors = []
     for d in (1e-3, 2e-3):
         s = json.loads(json.dumps(base))

@@ -246,8 +246,14 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
      * backward waits for the next stage's gradient, and the DTensor TP, CP ring and EP host
      * costs (host_dispatch.c) were measured as whole-layer host times that already hold what
      * their passes hide (carrying a lead there took the multi-GPU table's TP rows 5-12 points
-     * low). The launch queue's depth (about a thousand kernels) is not a limit here. */
-    if (l->pp == 1 && l->tp == 1 && l->cp == 1 && l->ep == 1 && host_exposed > 0) {
+     * low). The launch queue's depth (about a thousand kernels) is not a limit here.
+     * A compiled DTensor TP step carries it too: its blocks' host figure (host_dispatch.c
+     * compiled_layer_s) is the host alone (measured at a GPU-free shape), and the loss head's
+     * GPU backward (the vocabulary-parallel loss over the logits) is queued ahead of the first
+     * block's backward while the host issues the blocks: bench/results/tp11_2026-11-28, the
+     * compiled TP 4 step of tt10 (H100) +15.8% -> +2.0% and tp11's on its own host +7.3% ->
+     * -2.4% with it. */
+    if (l->pp == 1 && (l->tp == 1 || l->compile) && l->cp == 1 && l->ep == 1 && host_exposed > 0) {
         double lead = host_lead;
         if (lead < host_exposed) lead += head_host_lead_s(m, sys, t, l);
         s.bwd_s -= fmin(lead, host_exposed);

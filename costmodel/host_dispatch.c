@@ -93,12 +93,22 @@ void host_dispatch_launches(const recipe *r, const layout *l, double *fwd, doubl
     *recompute = re;
 }
 
+/* A torch.compile'd DTensor TP step (torchtitan compile with TP > 1): its blocks' host time is
+ * measured per block (compiled_layer_s); its loss head, embedding, clip and optimizer stay eager
+ * (parallel_run.py and torchtitan compile the decoder blocks; torchtitan's vocab-parallel loss is
+ * not compiled, layout.h layout_loss_compiled) and are priced as in an eager DTensor step. */
+static bool compiled_tp_applies(const system_spec *sys, const layout *l)
+{
+    return l->compile && dtensor_tp_applies(l) && sys->host_compiled_dtensor_fwd_layer_s > 0 &&
+           sys->host_eager_launch_s > 0;
+}
+
 bool host_dispatch_applies(const system_spec *sys, const layout *l)
 {
     /* under torchtitan's CUDA graphs the forward + loss + backward is one replay: no launch
      * goes through the host's issue queue (cuda_graphs.h prices the replay) */
-    return layout_is_pytorch(l) && !l->compile && sys->host_eager_launch_s > 0 &&
-           !cuda_graphs_on(l);
+    if (!layout_is_pytorch(l) || sys->host_eager_launch_s <= 0 || cuda_graphs_on(l)) return false;
+    return !l->compile || compiled_tp_applies(sys, l);
 }
 
 
@@ -433,6 +443,28 @@ static host_costs scaled(host_costs hc, double k)
     return hc;
 }
 
+/* The host time of one compiled decoder block (torchtitan compile with TP > 1), forward (bwd
+ * false) or backward: host.compiled_dtensor_*_layer_s + _rank_s x tp. Measured with the real
+ * runner at a GPU-free shape (bench/tp11_compiled_host.py on parallel_run.py --compile
+ * --host-split --seq 256 records, bench/results/tp11_2026-11-28): the host's clock per block,
+ * steady state, Qwen2.5-7B cut to 8 layers, TP 2 and 4 on two H200 x4 hosts. What it holds (the
+ * profiled compiled step of that folder and tt10's, FSDP:: and "Torch-Compiled Region" host
+ * ranges): FSDP2's pre-forward hook per block (its all-gather over the block's DTensor
+ * parameters), the compiled forward's call (Dynamo's guards, AOTAutograd's runtime wrapper that
+ * unwraps every DTensor parameter and input, Inductor's generated launches and the functional
+ * collectives' calls); backward the compiled backward's call, FSDP2's pre-backward and
+ * post-backward (reshard, the reduce-scatter's chunk_cat, the norm weights' Partial -> Replicate
+ * all-reduces under SequenceParallel). The eager DTensor dispatch counts of dtensor_ops.c do not
+ * apply inside a compiled block (one graph, no per-op DTensor dispatch). With FSDP2 sharding over
+ * more than one rank the hooks' sharded work grows as in an eager step (fsdp_tp_scale: the
+ * mechanism is FSDP2's own, outside the compiled graph). */
+static double compiled_layer_s(const system_spec *sys, const layout *l, bool bwd)
+{
+    double s = bwd ? sys->host_compiled_dtensor_bwd_layer_s + sys->host_compiled_dtensor_bwd_layer_rank_s * l->tp
+                   : sys->host_compiled_dtensor_fwd_layer_s + sys->host_compiled_dtensor_fwd_layer_rank_s * l->tp;
+    return s;
+}
+
 /* The host's pacing of r (host_dispatch_pace's figures into *p), and with rec the host time
  * it charges each op of each pass (host_dispatch_host_of). */
 typedef struct {
@@ -494,6 +526,17 @@ static void pace(const system_spec *sys, const model_spec *m, const layout *l, c
         if (rec) rec->serial_fwd_s = p->serial_fwd_s, rec->serial_bwd_s = p->serial_bwd_s;
         return;
     }
+    /* A compiled block: its measured host time per pass is the floor (the GPU runs a block's
+     * few fused kernels and collectives while the host issues the next block); a recompute
+     * (checkpoint_wrapper inside the compiled block) issues the forward again in the backward. */
+    if (l->compile) {
+        bool re = false;
+        for (int i = 0; i < r->n_ops; i++) re |= r->op[i].recompute;
+        p->fwd_s = compiled_layer_s(sys, l, false) * fsdp_tp_scale(sys, l, false);
+        p->bwd_s = (compiled_layer_s(sys, l, true) + (re ? compiled_layer_s(sys, l, false) : 0)) *
+                   fsdp_tp_scale(sys, l, true);
+        return;
+    }
     /* Two layers chained, so the host's lead carries over from the first; the second layer's
      * increment is the steady state of a deep stack (and rec records the second layer's
      * charges: the same as the first's, the lead aside). */
@@ -522,6 +565,7 @@ void host_dispatch_pace(const system_spec *sys, const model_spec *m, const layou
 {
     r->host_fwd_s = r->host_bwd_s = 0;
     r->host_serial_fwd_s = r->host_serial_bwd_s = 0;
+    r->host_hides_tp = layer && compiled_tp_applies(sys, l);
     if (layer && moe && mcore_moe_host_applies(sys, l)) { /* Megatron's MoE layer */
         mcore_moe_host_pace(sys, m, l, r);
         return;
@@ -539,6 +583,7 @@ bool host_dispatch_host_of(const system_spec *sys, const model_spec *m, const la
 {
     memset(out, 0, sizeof *out);
     if (layer && moe && mcore_moe_host_applies(sys, l)) return false;
+    if (layer && l->compile) return false; /* a compiled block's host time is not per op */
     if (!host_dispatch_applies(sys, l)) return false;
     pace_out p;
     pace(sys, m, l, r, layer, moe, &p, out);

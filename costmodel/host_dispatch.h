@@ -10,7 +10,11 @@
  * divided by the CUDA kernels it launched (bench/realruns/launch_overhead.py). It applies to
  * the eager FSDP2 implementations (hf, native); torch.compile'd blocks issue a few fused
  * kernels per block from generated code and are left out, and so is Megatron (TE's fused
- * kernels, large per-kernel work).
+ * kernels, large per-kernel work). Except a compiled DTensor TP step (torchtitan, compile, TP >
+ * 1): its blocks keep FSDP2's hooks and the compiled call's DTensor wrapping on the host, and at
+ * the real runs' shapes that host time sets the step (bench/results/tp11_2026-11-28): each block
+ * pass is floored at the measured host time of one compiled block (host.compiled_dtensor_*),
+ * the head, clip and optimizer stay priced as eager DTensor work.
  */
 #ifndef PLAN_HOST_DISPATCH_H
 #define PLAN_HOST_DISPATCH_H

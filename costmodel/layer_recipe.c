@@ -82,6 +82,7 @@ static void recipe_start(builder *b, const layout *l)
     b->r->shared_fwd_s = b->r->shared_bwd_s = 0;
     b->r->host_rs_copy_in_s = 0;
     b->r->host_serial_fwd_s = b->r->host_serial_bwd_s = 0;
+    b->r->host_hides_tp = false;
     b->r->ep_overlap_slowdown = b->r->ep_overlap_comm_slowdown = 1;
     b->r->fsdp_bwd_gather = l->reshard_after_forward;
     b->block = RECIPE_BLOCK_OTHER;

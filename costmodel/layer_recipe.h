@@ -154,6 +154,8 @@ typedef struct {
     double host_bwd_s;     /* issue queue paces them (host_dispatch.h); 0: no floor */
     double host_serial_fwd_s; /* DTensor TP's loss head: the step's host work outside the layers */
     double host_serial_bwd_s; /* that no GPU work overlaps (dtensor_step_host.h), added whole */
+    bool host_hides_tp;    /* the floors are a compiled block's host time (host_dispatch.c):
+                              the pass's exposed TP collectives run under them */
     double host_rs_copy_in_s; /* FSDP2: the host's own time before the backward's reduce-scatter
                                  copy-in launches (fsdp_rs_copy_in_host_s) */
     double shared_fwd_s, shared_bwd_s; /* MoE layer: the shared experts' GEMMs, the compute
@@ -181,6 +183,8 @@ typedef struct {
     double reduce_s;                  /* FSDP reduce-scatter of its gradients */
     double fwd_comm_s, bwd_comm_s;    /* tp_s + cp_s + ep_s split by pass, and the FSDP
                                          contention below */
+    double tp_fwd_s, tp_bwd_s;        /* tp_s split by pass (the backward's with the recompute's):
+                                         what a host floor hides (recipe_price_floor) */
     /* what FSDP's collectives and the compute they hide behind add to each pass by slowing each
      * other (overlap.h overlap_contended) */
     double fsdp_contention_fwd_s, fsdp_contention_bwd_s;

@@ -158,6 +158,11 @@ typedef struct {
     double host_dtensor_bwd_rank_s;     /* 2026-11-27); 0: not measured, the ratios above */
     double host_dtensor_optim_tensor_s; /* host time per parameter tensor of a fused AdamW
                                          * step over DTensors (dtensor_step_host.h); 0: none */
+    double host_compiled_dtensor_fwd_layer_s;      /* host time of one torch.compile'd decoder */
+    double host_compiled_dtensor_fwd_layer_rank_s; /* block of a DTensor TP step (torchtitan */
+    double host_compiled_dtensor_bwd_layer_s;      /* compile + TP > 1), forward and backward, */
+    double host_compiled_dtensor_bwd_layer_rank_s; /* = _s + _rank_s x tp (host_dispatch.c);
+                                                    * 0: not measured, no host floor */
     double host_fsdp_tp_fwd_scale;      /* a DTensor TP layer's host issue time with FSDP2 */
     double host_fsdp_tp_bwd_scale;      /* sharding over > 1 rank / at dp 1, forward and
                                            backward (host_dispatch.c); 0: not measured, 1 */

@@ -1,0 +1,144 @@
+"""One training step of bench/realruns/parallel_run.py, per layout: forward, loss, backward, gradient
+clipping with the norm over the whole model, the optimizer step and zero_grad.
+
+Why a module of its own: what a step *does* (the pipeline schedule's step, TP's loss_parallel,
+CP's context_parallel buffers, the plain forward/backward) is the thing each real run is compared
+with `plan estimate` on; keeping it apart from how it is built (prun_build.py) and how it is timed
+(prun_measure.py) keeps that one place to read. make_step() returns the step as a closure over the
+built namespace `b`; it reads b.inp / b.lab at each call (the CP loop re-slices them every step,
+context_parallel shards them in place). The record_function regions (step.forward, step.backward,
+step.clip, step.optimizer) name the parts in a --profile trace; STAMPS the host clock for
+--host-split.
+"""
+import inspect
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.distributed.tensor import DTensor
+
+from prun_measure import STAMPS
+
+
+def grad_norm_sq(params):
+    """Squared norm of the local view of these gradients (DTensor parts reduced over their mesh)."""
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return None
+    n = torch.nn.utils.get_total_norm(grads, foreach=True)
+    if isinstance(n, DTensor):
+        n = n.full_tensor()
+    return n.float() ** 2
+
+
+def clip(params_groups, max_norm, dev, world_sum_groups=()):
+    """Gradient clipping with the norm over the whole model: groups listed in world_sum_groups
+    hold different parameters on each rank (pipeline stages, experts) and their squared norms are
+    summed over all ranks; the other groups are already global (DTensor norms)."""
+    total = torch.zeros((), device=dev)
+    summed = torch.zeros((), device=dev)
+    for i, ps in enumerate(params_groups):
+        sq = grad_norm_sq(ps)
+        if sq is None:
+            continue
+        if i in world_sum_groups:
+            summed = summed + sq
+        else:
+            total = total + sq
+    if world_sum_groups:
+        dist.all_reduce(summed)
+    norm = (total + summed).sqrt()
+    coef = min(1.0, max_norm / (float(norm) + 1e-6))
+    if coef < 1.0:
+        for ps in params_groups:
+            for prm in ps:
+                if prm.grad is not None:
+                    prm.grad.mul_(coef)
+    return norm
+
+
+def make_step(ctx, b, dev):
+    """The step of ctx.args.layout over the built model b (prun_build.build)."""
+    args, rec = ctx.args, ctx.rec
+    if args.layout == "cp":
+        from torch.distributed.tensor.experimental import context_parallel
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        rot = None
+        for modname in ("torch.distributed.tensor.experimental._attention",
+                        "torch.distributed.tensor.experimental._context_parallel._attention"):
+            try:
+                mod = __import__(modname, fromlist=["set_rotate_method"])
+                mod.set_rotate_method("alltoall")
+                rot = modname + ".set_rotate_method('alltoall')"
+                break
+            except Exception:
+                continue
+        rec["cp_rotate_method"] = rot or "default (set_rotate_method not found)"
+        rec["attention"] = "sdpa flash/efficient under context_parallel"
+
+
+    def step():
+        if args.layout == "pp":
+            losses = []
+            kw = {}
+            if b.has_last:
+                kw = {"target": b.lab, "losses": losses}
+            # torchtitan's trainer does not keep the last stage's outputs (trainer.py
+            # pp_schedule.step(..., return_outputs=False), b5bcd76c6); torch's default keeps
+            # every micro-batch's logits until the step ends. Runs before 2026-11-27 20:00
+            # UTC kept them.
+            if "return_outputs" in inspect.signature(b.sched.step).parameters:
+                kw["return_outputs"] = False
+            rec["pp_keep_outputs"] = "return_outputs" not in kw
+            if b.has_first:
+                b.sched.step(b.inp, **kw)
+            else:
+                b.sched.step(**kw)
+            loss = torch.stack(losses).mean().detach() if losses else torch.zeros((), device=dev)
+        elif args.layout == "tp" and args.tp > 1 and not args.no_loss_parallel:
+            from torch.distributed.tensor.parallel import loss_parallel
+            from torch.profiler import record_function as rf
+            STAMPS.append(("start", time.perf_counter()))
+            with rf("step.forward"):
+                logits = b.model(b.inp)
+                STAMPS.append(("logits", time.perf_counter()))
+            with loss_parallel():
+                with rf("step.forward"):
+                    loss = F.cross_entropy(logits.flatten(0, 1).float(), b.lab.flatten(0, 1))
+                STAMPS.append(("loss", time.perf_counter()))
+                with rf("step.backward"):
+                    loss.backward()
+                STAMPS.append(("backward_end", time.perf_counter()))
+            loss = loss.detach()
+            if isinstance(loss, DTensor):
+                loss = loss.full_tensor()
+        elif args.layout == "cp":
+            with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):
+                with context_parallel(b.mesh, buffers=[b.inp, b.lab, b.model.freqs_cis],
+                                      buffer_seq_dims=[1, 1, 0], no_restore_buffers={b.inp, b.lab}):
+                    logits = b.model(b.inp)
+                    loss = F.cross_entropy(logits.flatten(0, 1).float(), b.lab.flatten(0, 1))
+                    loss.backward()
+            loss = loss.detach()
+        else:
+            from torch.profiler import record_function as rf
+            with rf("step.forward"):
+                logits = b.model(b.inp)
+                loss = F.cross_entropy(logits.flatten(0, 1).float(), b.lab.flatten(0, 1))
+            with rf("step.backward"):
+                loss.backward()
+            loss = loss.detach()
+        from torch.profiler import record_function as rf
+        with rf("step.clip"):
+            if args.clip:
+                clip(b.groups, args.clip, dev, b.world_groups)
+        STAMPS.append(("clip_end", time.perf_counter()))
+        with rf("step.optimizer"):
+            for opt in b.opts:
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+        STAMPS.append(("opt_end", time.perf_counter()))
+        return loss
+
+    return step
