@@ -330,61 +330,6 @@ double estimate_stage_layers_total(const model_spec *m, const system_spec *sys,
     return estimate_stage_total(&s);
 }
 
-/* Optimizer step of stage `stage`: Megatron's fused Adam streams ~30 bytes per local parameter
- * (fp32 grad read, fp32 master read+write, m and v read+write, bf16 param write); torch's AdamW
- * under FSDP2 the bytes of its implementation (impl.h: fused 28, foreach and for-loop 80) plus
- * clip_grad_norm_'s 12 (impl.h). *local_params: the parameters this GPU updates. */
-static double optimizer_cost(const model_spec *m, const system_spec *sys, const layout *l,
-                             int stage, double *local_params)
-{
-    double pd, pe;
-    memory_stage_params(m, l, stage, &pd, &pe);
-    double local = pd + pe;
-    if (l->sharding != SHARDING_DDP) {
-        double ne = layout_expert_dp(l);
-        if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
-        local = pd / layout_shard_group(l) + pe / ne;
-    }
-    *local_params = local;
-    if (l->offload) return local / sys->host_adam_params_per_s;
-    double per_param = 30.0;
-    /* bf16 gradient read and bf16 m, v read + write: 2 + 8 + 8 + 2 = 20 */
-    if (l->optimizer_bf16_states) per_param = 20.0;
-    if (layout_is_pytorch(l))
-        per_param = optimizer_impl_bytes_per_param(layout_optimizer_impl_of(l)) + 12.0;
-    /* --fp8-param-gather: the updated fp32 master is written to the parameter buffer in its
-     * low-precision format (Megatron quantizes the shard, fp8_utils.py quantize_param_shard)
-     * instead of bf16: operand_bytes instead of 2 per Linear weight */
-    double saved = 0;
-    if (precision_param_gather(l)) {
-        double lpd, lpe, ne = layout_expert_dp(l);
-        memory_stage_lp_params(m, l, stage, &lpd, &lpe);
-        if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
-        saved = (2.0 - precision_param_bytes(l)) * (lpd / layout_shard_group(l) + lpe / ne);
-    }
-    double gpu_s = compute_stream_s(sys, per_param * local - saved);
-    /* DTensor TP: the fused AdamW call is one DTensor dispatch over every parameter tensor,
-     * whose host work (unwrap and sharding propagation per tensor) comes before its kernels
-     * (dtensor_step_host.h); where the GPU has caught up with the host by then (a host-bound
-     * backward, or clipping's .item()) it idles through it */
-    /* under torchtitan's CUDA graphs the host issues both while the GPU still replays the
-     * micro-batches' graphs: the step's assembly prices them there (cuda_graphs_optimizer_s) */
-    if (!cuda_graphs_on(l)) {
-        gpu_s += dtensor_step_host_optimizer_s(sys, m, l, stage);
-        /* torch's clip and AdamW: the host's issue time as a floor (optimizer_host.h) */
-        if (!l->offload) gpu_s = fmax(gpu_s, optimizer_host_s(sys, m, l, stage, local));
-    }
-    double f = offload_optimizer_fraction(l); /* Megatron --optimizer-cpu-offload */
-    return f > 0 ? offload_optimizer_step_s(sys, local, gpu_s, f) : gpu_s;
-}
-
-double estimate_optimizer_s(const model_spec *m, const system_spec *sys, const layout *l,
-                            int stage)
-{
-    double local;
-    return optimizer_cost(m, sys, l, stage, &local);
-}
-
 /*
  * Step-level corrections (issue 4): the terms of system.h's system_step, fitted by `plan
  * measure --refine` (costmodel/refine.c) to training steps measured by the backend
@@ -548,7 +493,7 @@ void estimate_time_assemble(const model_spec *m, const system_spec *sys, const t
     }
 
     double local;
-    double opt_s = optimizer_cost(m, sys, l, 0, &local);
+    double opt_s = estimate_optimizer_local_s(m, sys, l, 0, &local);
 
     time_breakdown *tm = &out->time;
     tm->microbatch_s = t_mb;

@@ -81,4 +81,9 @@ void estimate_layer_times(const model_spec *m, const system_spec *sys, const tra
 void estimate_head_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
                         const layout *l, double *fwd_s, double *bwd_s);
 
+/* The optimizer step of pipeline stage `stage` (estimate_optimizer.c); *local_params: the
+ * parameters this GPU updates. */
+double estimate_optimizer_local_s(const model_spec *m, const system_spec *sys, const layout *l,
+                                  int stage, double *local_params);
+
 #endif

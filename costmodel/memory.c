@@ -232,54 +232,6 @@ double memory_layer_checkpoint_bytes(const model_spec *m, const training_spec *t
     return tokens * 2.0 * m->hidden / (l->sp ? l->tp : 1.0);
 }
 
-double memory_logits_bytes(const model_spec *m, const training_spec *t, const layout *l)
-{
-    double tokens = (double)l->mbs * t->seq_len / l->cp;
-    /* Megatron's vocab-parallel cross entropy keeps fp32 logits (Korthikanti Sec. 4.3: 4sbv/t).
-     * Hugging Face models under FSDP2 keep the bf16 logits, their fp32 upcast and the fp32
-     * log-softmax (transformers ForCausalLMLoss: logits.float(), then cross_entropy). */
-    double bytes_per = layout_is_pytorch(l) ? 10.0 : 4.0;
-    /* Megatron's fused loss in Transformer Engine's kernel (layout.h te_cross_entropy;
-     * transformer_engine/pytorch/triton/cross_entropy.py): the bf16 logits are kept and their
-     * gradient written into them, beside three fp32 figures per token */
-    if (!layout_is_pytorch(l) && l->te_cross_entropy) bytes_per = 2.0;
-    /* issue 14: the peak of torch's cross entropy on fp32 logits is in its backward:
-     * log_softmax keeps its fp32 output (4), nll_loss_backward fills the fp32 gradient (4) and
-     * _log_softmax_backward_data writes the fp32 gradient of the logits (4): 12 bytes per logit
-     * at once (the bf16 logits and their fp32 copy are gone by then: Hugging Face's
-     * ForCausalLMLoss drops them with the output object). The native trainer
-     * (bench/realruns/realrun.py, torchtitan's loss) keeps its bf16 logits in a local through
-     * the backward: 2 more. Seen in bench/realruns: Qwen2.5-1.5B seq 4096 mbs 8 ran out of
-     * memory asking for one more fp32 logits buffer (18.5 GiB = 32768 x 151936 x 4 B). */
-    if (layout_is_pytorch(l)) bytes_per = layout_impl_of(l) == IMPL_NATIVE ? 14.0 : 12.0;
-    /* torchtitan's loss_parallel (tp > 1, vocab-sharded logits): its fused backward,
-     * torch/distributed/tensor/parallel/loss.py _nll_loss_and_log_softmax_backward, returns
-     * (grad_input + torch.exp(x)) * grad_output: the zeroed grad_input, exp(x) and their sum
-     * (fp32 each) are alive at once beside the saved log-softmax x and the bf16 logits, 4 bytes
-     * a logit more than torch's nll_loss_backward + _log_softmax_backward_data */
-    if (l->framework == FRAMEWORK_TORCHTITAN && l->tp > 1 && layout_impl_of(l) == IMPL_NATIVE)
-        bytes_per += 4.0;
-    /* the loss compiled (layout_loss_compiled: torchtitan's default compile.components): one
-     * Inductor graph reads the bf16 logits and saves only per-token figures; its backward
-     * writes the logits' gradient in bf16. The bf16 logits (2, kept for the backward) and their
-     * bf16 gradient (2) are what is alive at the peak. Measured on one H100 (torch 2.11,
-     * bench/results/compile_loss_2026-11-28): the peak falls 9.2-9.5 bytes a logit from the
-     * eager loss's, against 14 - 4 = 10 here. */
-    if (layout_loss_compiled(l)) bytes_per = 4.0;
-    return tokens * bytes_per * (double)m->vocab / l->tp;
-}
-
-double memory_largest_block_bytes(const model_spec *m, const training_spec *t, const layout *l)
-{
-    /* TE's fused loss keeps no fp32 copy: its largest tensor is the bf16 logits themselves */
-    if ((!layout_is_pytorch(l) && l->te_cross_entropy) || layout_loss_compiled(l))
-        return (double)l->mbs * t->seq_len / l->cp * 2.0 * (double)m->vocab / l->tp;
-    /* torch's cross entropy allocates each fp32 buffer (the upcast, log_softmax's output, the
-     * gradients) as one tensor of tokens x vocab/tp; Megatron's vocab-parallel loss its fp32
-     * logits likewise (Korthikanti Sec. 4.3) */
-    return (double)l->mbs * t->seq_len / l->cp * 4.0 * (double)m->vocab / l->tp;
-}
-
 bool memory_fits(const memory_breakdown *mb)
 {
     return mb->need_bytes <= mb->capacity_bytes;
