@@ -184,10 +184,12 @@ static void test_emit_and_check(void **state)
     same_layout(&cfg.layout, &l, text);
     assert_int_equal(rep.nviolations, 0);
     /* the same text without the flag runs graphs in torchtitan: refused with PP */
-    char *cut = strstr(text, " \\\n  --training.disable_cuda_graphs");
+    static const char flag[] = " \\\n  --training.disable_cuda_graphs";
+    const char *cut = strstr(text, flag);
     assert_non_null(cut);
-    memmove(cut, cut + strlen(" \\\n  --training.disable_cuda_graphs"),
-            strlen(cut + strlen(" \\\n  --training.disable_cuda_graphs")) + 1);
+    size_t at = (size_t)(cut - text), len = sizeof flag - 1, tlen = strlen(text);
+    /* the text without the flag, by indices (GCC's -Warray-bounds misreads the pointer form) */
+    for (size_t k = at; k + len <= tlen; k++) text[k] = text[k + len];
     char err[CM_ERRLEN];
     assert_int_equal(check_read_torchtitan(text, strlen(text), &cfg, &rep, err, sizeof err), CM_OK);
     check_torchtitan_resolve(&m, &cfg, 0, &rep);
