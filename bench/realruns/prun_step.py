@@ -22,14 +22,25 @@ from prun_measure import STAMPS
 
 
 def grad_norm_sq(params):
-    """Squared norm of the local view of these gradients (DTensor parts reduced over their mesh)."""
+    """Squared norm of these gradients (DTensor parts reduced over their mesh). Gradients on
+    different meshes are normed apart and their squares added: Qwen3's q_norm / k_norm weights
+    stay on the data-parallel mesh under TP while the TP parameters are on dp x tp, and torch
+    2.11 refuses to stack norms of two meshes (bench/results/ho11_2026-11-28). With one mesh
+    this is the single get_total_norm call it always was."""
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
         return None
-    n = torch.nn.utils.get_total_norm(grads, foreach=True)
-    if isinstance(n, DTensor):
-        n = n.full_tensor()
-    return n.float() ** 2
+    by_mesh = {}
+    for g in grads:
+        by_mesh.setdefault(g.device_mesh if isinstance(g, DTensor) else None, []).append(g)
+    total = None
+    for gs in by_mesh.values():
+        n = torch.nn.utils.get_total_norm(gs, foreach=True)
+        if isinstance(n, DTensor):
+            n = n.full_tensor()
+        sq = n.float() ** 2
+        total = sq if total is None else total + sq
+    return total
 
 
 def clip(params_groups, max_norm, dev, world_sum_groups=()):
