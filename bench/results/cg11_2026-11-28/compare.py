@@ -6,7 +6,9 @@ fused AdamW, 1 micro-batch), once with --no-cuda-graphs and once with --cuda-gra
 preset of the GPU it ran on (H200: h200). Measured memory: peak allocated (and reserved) plus the
 bytes outside the allocator at the end (realrun.py measured_peak_bytes / _reserved_bytes); plan's
 total (and need) bytes. Errors are (predicted - measured) / measured.
-Usage: python3 bench/results/cg11_2026-11-28/compare.py [build/cli/plan]
+Usage: python3 bench/results/cg11_2026-11-28/compare.py [build/cli/plan [RESULTS.jsonl]]
+RESULTS (default: this folder's results.jsonl) may hold other runners' records too: only
+realrun.py's (those with fwd_bwd_gpu_s) are priced; bench/results/ho11_2026-11-28 uses that.
 """
 import json
 import os
@@ -31,7 +33,8 @@ def plan(rec, graphs):
 
 
 def main():
-    rows = [json.loads(l) for l in open(os.path.join(HERE, "results.jsonl"))]
+    path = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "results.jsonl")
+    rows = [r for r in map(json.loads, open(path)) if "fwd_bwd_gpu_s" in r]
     print("| run | graphs | measured step s | plan eager s | plan graphs s | err (its mode) "
           "| fwd+bwd GPU span s | plan compute s (its mode) | replay call ms "
           "| peak alloc + non-alloc GiB | plan GiB (its mode) | err | peak reserved + non-alloc GiB |")
