@@ -294,7 +294,8 @@ static void native_rope(pass f, pass b, double t, double w, bool is_q)
  * the reduced dimension is not the fastest-moving one, so Reduce.cuh's setReduceConfig puts
  * the outputs (d contiguous, 4 per thread) on block.x and the n_rep inputs on block.y, as it
  * does for a column sum, once per (token, kv head): a batched EW_REDUCE_COL. (Read as a row
- * sum of n_rep contiguous elements, the backend launched a warp per output: 30x slower.) */
+ * sum of n_rep contiguous elements, the backend launched a warp per output: 34x the predicted
+ * time, bench/results/meas12_2026-11-28.) */
 static ew_access reduce_mid(int e, double outer, double r, double d)
 {
     ew_access a = {.pattern = EW_REDUCE_COL, .esize = {e, e, 0}, .n = {L(outer), L(r), L(d)}};

@@ -116,7 +116,7 @@ def summary(name, xs):
 
 ran = [w for w in rows if not w["oom"]]
 for k, d in enumerate(dirs):
-    tag = os.path.basename(os.path.normpath(os.path.join(d, "..")))
+    tag = os.path.basename(os.path.normpath(d))
     summary("step, plan measure (%s)" % tag, [err(w["m"][k]["s"], w["real_s"]) for w in ran])
     summary("step unpaced (%s)" % tag, [err(w["m"][k]["u"], w["real_s"]) for w in ran])
     summary("memory, plan measure (%s)" % tag, [err(w["m"][k]["b"], w["real_b"]) for w in ran])
