@@ -247,26 +247,33 @@ static void col_grid(long long rows, long long w, int sms, unsigned *gx, unsigne
     *gy = (unsigned)y;
 }
 
+/* n0 > 1 ([n0, rows, w] -> [n0, w], a sum over a middle dimension): the columns are the n0 * w
+ * outputs, column c of output o reading in[o * rows * w + r * w + c]; w a multiple of 4 keeps a
+ * thread's 4 columns in one o (else the scalar path, column by column). */
 template <typename To, typename Ti>
 __global__ void __launch_bounds__(128)
     ew_reduce_col_kernel(To *out, const Ti *__restrict__ in, unsigned rows, unsigned w,
-                         float *staging, unsigned *sema)
+                         float *staging, unsigned *sema, unsigned n0)
 {
     __shared__ float part[4][32][4];
     __shared__ bool last;
     unsigned c0 = (blockIdx.x * 32 + threadIdx.x) * 4;
+    size_t wt = (size_t)w * n0; /* columns in all */
     float acc[4] = {0, 0, 0, 0};
-    bool full = c0 + 4 <= w && (w & 3) == 0 &&
+    bool full = c0 + 4 <= wt && (w & 3) == 0 &&
                 reinterpret_cast<uintptr_t>(in) % (4 * sizeof(Ti)) == 0;
+    size_t obase = n0 > 1 ? (size_t)(c0 / w) * rows * w + c0 % w : c0;
     for (unsigned r = blockIdx.y * 4 + threadIdx.y; r < rows; r += 4 * gridDim.y) {
-        const Ti *p = in + (size_t)r * w + c0;
+        const Ti *p = in + obase + (size_t)r * w;
         if (full) {
             avec<Ti, 4> v = *reinterpret_cast<const avec<Ti, 4> *>(p);
 #pragma unroll
             for (int j = 0; j < 4; j++) acc[j] += tof(v.v[j]);
         } else {
-            for (int j = 0; j < 4; j++)
-                if (c0 + j < w) acc[j] += tof(p[j]);
+            for (unsigned j = 0; j < 4 && c0 + j < wt; j++)
+                acc[j] += tof(n0 > 1 ? in[(size_t)((c0 + j) / w) * rows * w + (c0 + j) % w +
+                                          (size_t)r * w]
+                                     : p[j]);
         }
     }
 #pragma unroll
@@ -278,26 +285,45 @@ __global__ void __launch_bounds__(128)
             for (int j = 0; j < 4; j++) acc[j] += part[y][threadIdx.x][j];
     if (gridDim.y == 1) {
         if (threadIdx.y == 0)
-            for (int j = 0; j < 4; j++)
-                if (c0 + j < w) out[c0 + j] = fromf<To>(acc[j]);
+            for (unsigned j = 0; j < 4; j++)
+                if (c0 + j < wt) out[c0 + j] = fromf<To>(acc[j]);
         return;
     }
     if (threadIdx.y == 0)
-        for (int j = 0; j < 4; j++)
-            if (c0 + j < w) staging[(size_t)blockIdx.y * w + c0 + j] = acc[j];
+        for (unsigned j = 0; j < 4; j++)
+            if (c0 + j < wt) staging[(size_t)blockIdx.y * wt + c0 + j] = acc[j];
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0 && threadIdx.y == 0)
         last = atomicAdd(&sema[blockIdx.x], 1u) == gridDim.y - 1;
     __syncthreads();
-    if (!last || threadIdx.y != 0) return;
+    if (!last) return;
+    /* The last block sums the staging rows with all its threads, as Reduce.cuh's global_reduce
+     * does (is_last_block_done: threadIdx.y steps over ctas_per_output by blockDim.y, each
+     * thread's output_vec_size columns loaded together, then block_y_reduce in shared memory);
+     * one warp summing every row alone made the sum of a narrow weight's gradient (Qwen3's
+     * QK-norm, w = 128: 2112 staging rows) 5-15x the kernel's streaming time. */
     __threadfence();
-    for (int j = 0; j < 4; j++) {
-        if (c0 + j >= w) break;
-        float s = 0;
-        for (unsigned y = 0; y < gridDim.y; y++) s += __ldcg(&staging[(size_t)y * w + c0 + j]);
-        out[c0 + j] = fromf<To>(s);
+    float s4[4] = {0, 0, 0, 0};
+    bool vec4 = c0 + 4 <= wt && (wt & 3) == 0;
+    for (unsigned y = threadIdx.y; y < gridDim.y; y += 4) {
+        const float *q = staging + (size_t)y * wt + c0;
+        if (vec4) {
+            float4 v = __ldcg(reinterpret_cast<const float4 *>(q));
+            s4[0] += v.x, s4[1] += v.y, s4[2] += v.z, s4[3] += v.w;
+        } else {
+            for (unsigned j = 0; j < 4 && c0 + j < wt; j++) s4[j] += __ldcg(q + j);
+        }
     }
+    __syncthreads(); /* part[] is free again: every thread read its sums of the first pass */
+#pragma unroll
+    for (int j = 0; j < 4; j++) part[threadIdx.y][threadIdx.x][j] = s4[j];
+    __syncthreads();
+    if (threadIdx.y != 0) return;
+    for (int y = 1; y < 4; y++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) s4[j] += part[y][threadIdx.x][j];
+    for (unsigned j = 0; j < 4 && c0 + j < wt; j++) out[c0 + j] = fromf<To>(s4[j]);
 }
 
 /* -- cunn_SoftMaxForward / Backward (log_softmax): a block per row (1024 threads), ILP 4 vector
@@ -632,9 +658,9 @@ size_t bkk_ew_workspace_bytes(const bkk_ew *e, int sms)
 {
     if (e->pattern != BKK_EW_REDUCE_COL) return 0;
     unsigned gx, gy;
-    col_grid(e->n[1], e->n[2], sms, &gx, &gy);
+    col_grid(e->n[1], e->n[0] * e->n[2], sms, &gx, &gy);
     if (gy <= 1) return 0;
-    size_t staging = ((size_t)gy * e->n[2] * 4 + 255) & ~(size_t)255;
+    size_t staging = ((size_t)gy * e->n[0] * e->n[2] * 4 + 255) & ~(size_t)255;
     return staging + (size_t)gx * 4;
 }
 
@@ -687,12 +713,13 @@ int bkk_ew_launch(const bkk_ew *e, void *out, const void *a, const void *b, void
     }
     case BKK_EW_REDUCE_COL: {
         unsigned gx, gy;
-        col_grid(rows, w, sms, &gx, &gy);
+        long long n0 = e->n[0] > 1 ? e->n[0] : 1;
+        col_grid(rows, n0 * w, sms, &gx, &gy);
         float *staging = (float *)ws;
         unsigned *sema = NULL;
         if (gy > 1) {
             if (!ws) return (int)cudaErrorInvalidValue;
-            size_t sb = ((size_t)gy * w * 4 + 255) & ~(size_t)255;
+            size_t sb = ((size_t)gy * n0 * w * 4 + 255) & ~(size_t)255;
             sema = (unsigned *)((char *)ws + sb);
             cudaError_t r = cudaMemsetAsync(sema, 0, (size_t)gx * 4, st);
             if (r != cudaSuccess) return (int)r;
@@ -700,7 +727,8 @@ int bkk_ew_launch(const bkk_ew *e, void *out, const void *a, const void *b, void
         dim3 block(32, 4), grid(gx, gy);
         EW_TYPES2(eo, ea,
                   (ew_reduce_col_kernel<To, Ta><<<grid, block, 0, st>>>(
-                      (To *)out, (const Ta *)a, (unsigned)rows, (unsigned)w, staging, sema)));
+                      (To *)out, (const Ta *)a, (unsigned)rows, (unsigned)w, staging, sema,
+                      (unsigned)n0)));
         return (int)cudaGetLastError();
     }
     case BKK_EW_SOFTMAX_FWD:

@@ -289,13 +289,28 @@ static void native_rope(pass f, pass b, double t, double w, bool is_q)
 #undef N
 }
 
-static void native_repeat_kv(pass f, pass b, double t, double qw, double kw)
+/* repeat_kv's backward (expand's: sum_to over n_rep) reads the gradient of the repeated tensor
+ * as [t * kv_heads, n_rep, d] (n_rep at stride d, d contiguous) and sums the middle dimension:
+ * the reduced dimension is not the fastest-moving one, so Reduce.cuh's setReduceConfig puts
+ * the outputs (d contiguous, 4 per thread) on block.x and the n_rep inputs on block.y, as it
+ * does for a column sum, once per (token, kv head): a batched EW_REDUCE_COL. (Read as a row
+ * sum of n_rep contiguous elements, the backend launched a warp per output: 34x the predicted
+ * time, bench/results/meas12_2026-11-28.) */
+static ew_access reduce_mid(int e, double outer, double r, double d)
+{
+    ew_access a = {.pattern = EW_REDUCE_COL, .esize = {e, e, 0}, .n = {L(outer), L(r), L(d)}};
+    a.stride[1][0] = L(r) * L(d), a.stride[1][1] = L(d), a.stride[1][2] = 1;
+    a.stride[0][0] = L(d), a.stride[0][2] = 1;
+    return a;
+}
+
+static void native_repeat_kv(pass f, pass b, double t, double qw, double kw, double d)
 {
     if (qw <= kw) return;
     double e = t * qw; /* elements of the repeated k (and v) */
     double r = 2.0 + 2.0 * kw / qw;
     add(f, "repeat_kv.copy", r * e, 2, vec(2, 2, 0, e));
-    add(b, "repeat_kv.bwd.sum", r * e, 2, reduce(EW_REDUCE_ROW, 2, 2, t * kw, qw / kw));
+    add(b, "repeat_kv.bwd.sum", r * e, 2, reduce_mid(2, t * kw / d, qw / kw, d));
 }
 
 /* Transformer Engine's fused kernels under Megatron: RMSNorm/LayerNorm one pass (read and
@@ -423,7 +438,7 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
     if (!m->learned_positions && native) {
         native_rope(f, b, tokens, qw, true);
         native_rope(f, b, tokens, kw, false);
-        native_repeat_kv(f, b, tokens, qw, kw);
+        native_repeat_kv(f, b, tokens, qw, kw, qk);
     } else if (!m->learned_positions) {
         rope(f, b, tokens, qw, qk, true);
         rope(f, b, tokens, kw, qk, false);
@@ -607,8 +622,8 @@ long ew_operand_elems(const ew_access *a, int k)
     switch (a->pattern) {
     case EW_REDUCE_ROW:
         return k == 0 ? a->n[1] : a->n[1] * a->n[2];
-    case EW_REDUCE_COL:
-        return k == 0 ? a->n[2] : a->n[1] * a->n[2];
+    case EW_REDUCE_COL: /* [n0, rows, w] -> [n0, w] */
+        return k == 0 ? a->n[0] * a->n[2] : a->n[0] * a->n[1] * a->n[2];
     case EW_SOFTMAX_FWD:
     case EW_SOFTMAX_BWD:
     case EW_SPLIT_COPY:

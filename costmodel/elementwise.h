@@ -46,7 +46,8 @@ typedef enum {
                           (mean(-1), sum to [T, 1]): a warp per row, 16-byte loads */
     EW_REDUCE_COL,     /* reduce_kernel over rows, [rows, w] -> [w] (sum_to a [h] weight):
                           threads over columns, blocks split the rows and combine through a
-                          global staging buffer and semaphores (memset per launch) */
+                          global staging buffer and semaphores (memset per launch); n[0] > 1:
+                          [n0, rows, w] -> [n0, w], threads over all n0 * w outputs */
     EW_SOFTMAX_FWD,    /* cunn_SoftMaxForward (log_softmax): a block per row, three passes
                           over it (max, sum of exp, write) */
     EW_SOFTMAX_BWD,    /* cunn_SoftMaxBackward: a block per row, sum of grad, then write */

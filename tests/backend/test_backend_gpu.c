@@ -246,12 +246,13 @@ static void ew_reference(const ew_access *a, const void *A, const void *B, void 
             put(O, eo, r, (float)s);
         }
         break;
-    case EW_REDUCE_COL:
-        for (long c = 0; c < n2; c++) {
-            double s = 0;
-            for (long r = 0; r < n1; r++) s += get(A, ea, r * n2 + c);
-            put(O, eo, c, (float)s);
-        }
+    case EW_REDUCE_COL: /* [n0, n1, n2] -> [n0, n2] */
+        for (long o = 0; o < n0; o++)
+            for (long c = 0; c < n2; c++) {
+                double s = 0;
+                for (long r = 0; r < n1; r++) s += get(A, ea, (o * n1 + r) * n2 + c);
+                put(O, eo, o * n2 + c, (float)s);
+            }
         break;
     case EW_SOFTMAX_FWD:
         for (long r = 0; r < n1; r++) {
@@ -376,6 +377,22 @@ static void eager_kernels(bk_ctx *c)
     col.stride[1][1] = 256, col.stride[1][2] = 1, col.stride[0][2] = 1;
     ew_case(c, "sum over 1000 rows", &col);
     ran++;
+    /* a narrow weight's gradient (Qwen3's QK-norm, w = head_dim): hundreds of staging rows for
+     * the last block to sum */
+    ew_access narrow = {.pattern = EW_REDUCE_COL, .esize = {2, 2, 0}, .n = {1, 20000, 128}};
+    narrow.stride[1][1] = 128, narrow.stride[1][2] = 1, narrow.stride[0][2] = 1;
+    ew_case(c, "sum over 20000 rows of 128", &narrow);
+    ran++;
+    /* a sum over a middle dimension (repeat_kv's backward: [t * kv_heads, n_rep, d]), with d a
+     * multiple of 4 (vector loads) and not (column by column) */
+    long mids[2][3] = {{3000, 4, 64}, {777, 3, 30}};
+    for (int i = 0; i < 2; i++, ran++) {
+        ew_access mid = {.pattern = EW_REDUCE_COL, .esize = {2, 2, 0},
+                         .n = {mids[i][0], mids[i][1], mids[i][2]}};
+        mid.stride[1][0] = mids[i][1] * mids[i][2], mid.stride[1][1] = mids[i][2];
+        mid.stride[1][2] = 1, mid.stride[0][0] = mids[i][2], mid.stride[0][2] = 1;
+        ew_case(c, i ? "sum over a middle dimension (odd)" : "sum over a middle dimension", &mid);
+    }
     if (failures == before)
         printf("ok   eager kernels: %d of a layer, the loss head, FSDP2's copies and the CP "
                "ring's merges match the CPU\n", ran);
@@ -395,6 +412,12 @@ int main(void)
         return 1;
     }
     printf("device: %s\n", bk_device_name(c));
+    if (getenv("PLAN_GPU_TEST_EW_ONLY")) { /* only the eager kernels against the CPU */
+        eager_kernels(c);
+        bk_close(c);
+        printf(failures ? "FAILED: %d\n" : "all passed\n", failures);
+        return failures ? 1 : 0;
+    }
     /* GEMMs of each form against the reference, square-ish and odd shapes, batched. */
     long shapes[3][4] = {{320, 192, 256, 2}, {1000, 520, 712, 1}, {64, 2048, 128, 3}};
     for (int f = 0; f < 3; f++)
