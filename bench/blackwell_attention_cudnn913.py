@@ -76,6 +76,28 @@ SCALED = (" x 2062/1965: GB200 has no cuDNN 9.13 measurement; B200's times the r
           "ratio: within 2% forward, 4% backward at s 8192)")
 
 
+# Transformer Engine 2.9's scale swizzles, the same container's (bench/results/bw12_2026-11-28,
+# costmodel/precision.c "Scale swizzles"): one GB200 measurement, used for all three systems.
+SWIZZLE_GPU = {"scale_swizzle_kernel_s": 1.1e-6, "scale_swizzle_bytes_per_s": 9.83e11}
+
+
+def swizzle_source(base):
+    where = "measured on GB200." if base == "gb200-nvl72" else (
+        "B200 and GB300 as GB200 (no other measurement).")
+    return ("Megatron-Bridge v0.2.0 pins transformer-engine release_v2.9 (pyproject.toml lines "
+            "83, 119), whose GEMM swizzles each MXFP8/NVFP4 operand's scales in a kernel of its "
+            "own (transformer_engine/pytorch/csrc/extensions/gemm.cpp lines 237-240, "
+            "csrc/util.cpp lines 12-76 at v2.9; GEMM-ready scales from TE 99df881, v2.12). "
+            "Duration: NVIDIA/TransformerEngine PR #3519 (2026-09-15), GB200, CUDA-graph-captured "
+            "microbenchmarks of the direct swizzle: 1.1-4.3 us over shapes 64x64 to 16384x4128 in "
+            "both orientations: scale_swizzle_kernel_s = 1.1 us (the small shapes); "
+            "scale_swizzle_bytes_per_s = 2 x 16384 x 129 B (read + write of the 16384x4128 MXFP8 "
+            "operand's scales) / 4.3 us = 9.83e11 B/s. ASSUMPTIONS: the range's ends belong to "
+            "its smallest and largest shape; TE 2.9's kernel (the one the PR keeps for padded "
+            "scales) moves the same bytes as fast; " + where +
+            " Why: bench/results/bw12_2026-11-28/README.md.")
+
+
 def profile(base, gpu, pts, scaled=False):
     src = SRC.format(gpu=gpu)
     how = f"NVIDIA's measurement on one {gpu}" + (SCALED if scaled else "")
@@ -83,7 +105,9 @@ def profile(base, gpu, pts, scaled=False):
         "calibration_of": base,
         "description": (f"{base} with the attention core as cuDNN 9.13.1 runs it ({how}): for "
                         "runs in containers built on nvcr.io/nvidia/pytorch:25.09 (NeMo 25.11 / "
-                        "Megatron-Bridge v0.2.0)."),
+                        "Megatron-Bridge v0.2.0); and Transformer Engine 2.9's scale swizzle "
+                        "before every block-scaled GEMM (gpu.scale_swizzle_*), the same "
+                        "container's TE."),
         "sources": {
             "attention_rates": (
                 f"{src}{SCALED if scaled else ''}, bf16 rows (cuDNN frontend graphs, the path of Transformer Engine's "
@@ -95,7 +119,9 @@ def profile(base, gpu, pts, scaled=False):
                 "group, cuDNN 9.22's; the other groups stay. Written by "
                 "bench/blackwell_attention_cudnn913.py; why: bench/results/bw10_2026-11-28/"
                 "README.md."),
+            "scale_swizzle": swizzle_source(base),
         },
+        "gpu": dict(SWIZZLE_GPU),
         "attention_rates": {
             "source": src + " (cuDNN 9.13.1, bf16, cuDNN frontend)" + (
                 " x 2062/1965 (GB200 from B200: ASSUMPTION)" if scaled else ""),

@@ -104,7 +104,21 @@
  *    Megatron-Bridge FP8 rows (tests/test_published_h100.c) from +2.4% / +11.4% (8B / 405B) to
  *    +5.2% / +18.9%: the per-micro-batch charge stands in for a Hopper cost not yet found, so it
  *    stays until that is priced (bench/results/prec7_2026-11-28/README.md).
- *  - nvfp4 (TE NVFP4BlockScaling, arXiv 2509.25149): a global amax pass (2) for the per-tensor
+ *  - Scale swizzles (bw12): Transformer Engine v2.9 (the version Megatron-Bridge v0.2.0, i.e.
+ *    the 25.11 container, pins: pyproject.toml lines 83 and 119 at v0.2.0) swizzles the
+ *    scale-inverse tensor of each MXFP8 / NVFP4 GEMM operand into the tensor cores' layout
+ *    right before the GEMM, one kernel per operand (transformer_engine/pytorch/csrc/extensions/
+ *    gemm.cpp lines 237-240, swizzle_scaling_factors in csrc/util.cpp lines 12-76, and
+ *    multi_tensor_swizzle_scaling_factors for grouped GEMMs, gemm.cpp lines 488-491, at v2.9):
+ *    two kernels for fprop (input, weight), four in the backward (dgrad: output gradient,
+ *    weight; wgrad: input and output gradient, columnwise). TE 99df881 (first in v2.12) lets
+ *    the quantizers write GEMM-ready scales (linear.py sets optimize_for_gemm on the input and
+ *    output-gradient quantizers; the TE commits of Bridge v0.4.2 and v0.5.0 contain it), so
+ *    only systems whose profile carries gpu.scale_swizzle_* pay them (the 25.11 calibrations).
+ *    Each kernel reads and writes the operand's scales (elements / 32 bytes for MXFP8, / 16 for
+ *    NVFP4) and lasts at least the kernel's shortest duration: max(scale_swizzle_kernel_s,
+ *    2 x scale bytes / scale_swizzle_bytes_per_s).
+: a global amax pass (2) for the per-tensor
  *    fp32 scale, then 1x16 blocks with e4m3 scales in both layouts: 2 + 0.5 + 0.5 + 2/16.
  *
  * Memory. TE keeps the bf16 parameters and, per Linear, the cached low-precision weight and
@@ -472,6 +486,16 @@ const char *precision_gemm_ratio_source(const system_spec *sys)
                      "reaches the same fraction of its peak as bf16 does (speedup = the "
                      "system's peak ratio)"
                    : gpu_ratios[row].source;
+}
+
+double precision_scale_swizzle_s(const system_spec *sys, const layout *l, double elements)
+{
+    double per_element = l->precision == PRECISION_MXFP8   ? 1.0 / 32
+                         : l->precision == PRECISION_NVFP4 ? 1.0 / 16
+                                                           : 0.0;
+    if (per_element <= 0 || sys->scale_swizzle_bytes_per_s <= 0 || elements <= 0) return 0;
+    double moved_s = 2.0 * elements * per_element / sys->scale_swizzle_bytes_per_s;
+    return moved_s > sys->scale_swizzle_kernel_s ? moved_s : sys->scale_swizzle_kernel_s;
 }
 
 double precision_tp_gather_bytes(const layout *l)

@@ -137,6 +137,12 @@ bool precision_gemm_shape_ratios(const system_spec *sys, const layout *l, bool *
                                  double *scale);
 const char *precision_gemm_ratio_source(const system_spec *sys);
 
+/* The scale swizzles of Transformer Engine before 2.12 (system_spec.scale_swizzle_*; 0 where
+ * the system has none or the format has no block scales): seconds of the kernel that swizzles
+ * the scales of one GEMM operand of `elements` elements (all of a grouped GEMM's experts: one
+ * multi-tensor kernel), precision.c "Scale swizzles". */
+double precision_scale_swizzle_s(const system_spec *sys, const layout *l, double elements);
+
 /* Bytes per element of the forward's sequence-parallel all-gather into a Linear: Transformer
  * Engine (Megatron) quantizes the local input first and gathers it in its low-precision format
  * (rowwise data and scales: operand_bytes); 0 where the gather stays as it is (bf16 plans, the

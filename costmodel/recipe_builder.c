@@ -21,6 +21,8 @@ void rb_precision(builder *b, const layout *l)
     b->lp_shape = precision_gemm_shape_ratios(b->sys, l, &b->lp_shape_blockwise,
                                               &b->lp_shape_scale);
     b->quant_fwd_bytes = b->quant_bwd_bytes = 0;
+    b->swizzle_fwd_s = b->swizzle_bwd_s = 0;
+    b->l = l;
     b->x_fwd_cast_frac = 1.0;
     b->x_saved_fp8 = false;
     /* torchao's float8 casts, compiled by Inductor into an amax pass and a cast pass, reach
@@ -176,6 +178,14 @@ void rb_quantize_ops(builder *b, double tokens, double out, double in, double co
      * the column-major operand with .t().contiguous().t(): read 1, write 1) */
     double xb = b->x_saved_fp8 ? 2.0 : p->x_bwd_bytes;
     b->quant_bwd_bytes += copies * (xb * x + p->w_bwd_bytes * w + p->dy_bwd_bytes * dy);
+    /* the GEMMs' scale swizzles (precision.c "Scale swizzles"): fprop X, W; dgrad dY, W;
+     * wgrad X, dY; a grouped GEMM swizzles all its experts in one kernel */
+    const system_spec *s = b->sys;
+    b->swizzle_fwd_s += precision_scale_swizzle_s(s, b->l, copies * x) +
+                        precision_scale_swizzle_s(s, b->l, copies * w);
+    b->swizzle_bwd_s += 2 * precision_scale_swizzle_s(s, b->l, copies * dy) +
+                        precision_scale_swizzle_s(s, b->l, copies * w) +
+                        precision_scale_swizzle_s(s, b->l, copies * x);
 }
 
 /* torchtitan's Float8 TP (float8 tensorwise with TP: parallelize_llama's Float8ColwiseParallel
@@ -206,6 +216,8 @@ void rb_quantize_flush(builder *b)
     double eager_bw = b->sys->hbm_bandwidth_bytes_per_s * b->sys->eager_elementwise_efficiency;
     double tf = b->quant_eager ? fwd / eager_bw : compute_stream_s(b->sys, fwd),
            tb = b->quant_eager ? bwd / eager_bw : compute_stream_s(b->sys, bwd);
+    tf += b->swizzle_fwd_s; /* Transformer Engine < 2.12's scale swizzles (precision.h) */
+    tb += b->swizzle_bwd_s;
     int of = rb_op_add(b, "lp.quantize", RECIPE_ELEMENTWISE, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                     RECIPE_OVERLAP_NONE, tf, 0);
     rb_lump_item(b, of, RECIPE_FWD, "lp.quantize", fwd, tf);

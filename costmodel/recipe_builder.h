@@ -29,6 +29,8 @@ typedef struct {
     double lp_shape_scale;
     precision_rules pr;
     double quant_fwd_bytes, quant_bwd_bytes; /* the layer's quantize kernels (quantize_ops) */
+    double swizzle_fwd_s, swizzle_bwd_s;     /* their GEMMs' scale swizzles (precision.h) */
+    const layout *l;                         /* the layout rb_precision read */
     bool quant_eager; /* PyTorch's casts (torchao under Inductor): at the eager elementwise rate */
     /* rows of the forward input cast of the Linear being added, over its GEMM rows: 1, or 1/tp
      * where torchtitan's Float8 TP casts the sequence shard before the SP all-gather

@@ -96,6 +96,7 @@ static void mtp_projection(builder *b, const model_spec *m, const layout *l, dou
                      in_bwd);
     }
     b->quant_fwd_bytes = b->quant_bwd_bytes = 0;
+    b->swizzle_fwd_s = b->swizzle_bwd_s = 0;
     rb_linear(b, "mtp.eh_proj", tokens, h / tp, 2.0 * h);
     rb_quantize_flush(b);
 }

@@ -62,6 +62,8 @@ static const system_field fields[] = {
     F("gpu", "sustained_ref_power_w", sustained_ref_power_w, false, 0, 1e4),
     F("gpu", "sustained_ref_clock_mhz", sustained_ref_clock_mhz, false, 0, 1e4),
     F("gpu", "max_sm_clock_mhz", max_sm_clock_mhz, false, 0, 1e4),
+    F("gpu", "scale_swizzle_kernel_s", scale_swizzle_kernel_s, false, 0, 1e-3),
+    F("gpu", "scale_swizzle_bytes_per_s", scale_swizzle_bytes_per_s, false, 0, 1e14),
     I("node", "gpus_per_node", gpus_per_node, true, 1, 1024),
     F("node", "intra_bandwidth_bytes_per_s", intra_bandwidth_bytes_per_s, true, 1e9, 1e14),
     F("node", "intra_latency_s", intra_latency_s, true, 0, 1e-2),

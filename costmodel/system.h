@@ -97,6 +97,13 @@ typedef struct {
     double sustained_ref_clock_mhz;
     double max_sm_clock_mhz;
     double sustained_over_burst;
+    /* Transformer Engine before 2.12 swizzles a block-scaled (MXFP8, NVFP4) GEMM operand's
+     * scale-inverse tensor into the tensor cores' layout in a kernel of its own before every
+     * GEMM (precision_scale_swizzle_s): that kernel's shortest duration and the rate at which
+     * it moves the scales (read + write); 0: none, the quantizers write GEMM-ready scales
+     * (TE 2.12 on, the presets' software) */
+    double scale_swizzle_kernel_s;
+    double scale_swizzle_bytes_per_s;
     double tdp_w;                      /* board power the efficiency figures hold at (0: not
                                           given) */
     double power_limit_w;              /* power cap in use (0: the TDP); scales the sustained

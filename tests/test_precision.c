@@ -207,6 +207,51 @@ static void test_quantize_kernels_blackwell(void **state)
     assert_true(REL(op_time(&r, "lp.quantize_bwd", true), e * 4096.0 * 43008 / 2e12) < 1e-12);
 }
 
+/* Transformer Engine 2.9's scale swizzles (precision.c "Scale swizzles"), one 8B layer at T = 4096
+ * on the toy Blackwell, swizzles at 1e12 B/s with a 1 us floor. MXFP8 scales are elements / 32
+ * bytes, read and written: a kernel of E elements takes max(1e-6, E / 16e12) s. Every operand
+ * here has at least 4096 x 4096 = 16,777,216 elements (1.048576e-6 s), so the floor never binds:
+ *   forward  (X, W of 4 Linears)  (T sum(in) + sum(out*in)) / 16e12
+ *            = (109,051,904 + 218,103,808) / 16e12 = 2.0447232e-5 s
+ *   backward (dY twice, W, X)     (2 T sum(out) + sum(out*in) + T sum(in)) / 16e12
+ *            = (352,321,536 + 327,155,712) / 16e12 = 4.2467328e-5 s
+ * on top of test_quantize_kernels_blackwell's MXFP8 bytes. With a 1 ms floor every kernel takes
+ * it: 8 forward, 16 backward. NVFP4 scales are elements / 16 (twice the time), per-tensor FP8
+ * has none, and a system without the profile fields pays none. */
+static void test_scale_swizzle(void **state)
+{
+    (void)state;
+    model_spec m = load_model("8b");
+    system_spec s = toy();
+    snprintf(s.gpu_name, sizeof s.gpu_name, "B200-toy");
+    training_spec t = training_default();
+    static recipe r;
+    layout l = megatron_fp8(FP8_RECIPE_DEFAULT);
+    l.precision = PRECISION_MXFP8;
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    double qf = op_time(&r, "lp.quantize", false), qb = op_time(&r, "lp.quantize_bwd", true);
+    s.scale_swizzle_kernel_s = 1e-6;
+    s.scale_swizzle_bytes_per_s = 1e12;
+    assert_true(REL(precision_scale_swizzle_s(&s, &l, 4096.0 * 4096), 1.048576e-6) < 1e-12);
+    assert_true(REL(precision_scale_swizzle_s(&s, &l, 1024.0), 1e-6) < 1e-12);
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    assert_true(REL(op_time(&r, "lp.quantize", false), qf + 2.0447232e-5) < 1e-12);
+    assert_true(REL(op_time(&r, "lp.quantize_bwd", true), qb + 4.2467328e-5) < 1e-12);
+    s.scale_swizzle_kernel_s = 1e-3;
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    assert_true(REL(op_time(&r, "lp.quantize", false), qf + 8e-3) < 1e-12);
+    assert_true(REL(op_time(&r, "lp.quantize_bwd", true), qb + 16e-3) < 1e-12);
+    l.precision = PRECISION_NVFP4;
+    s.scale_swizzle_kernel_s = 0;
+    assert_true(REL(precision_scale_swizzle_s(&s, &l, 4096.0 * 4096), 2 * 1.048576e-6) < 1e-12);
+    l = megatron_fp8(FP8_RECIPE_TENSORWISE);
+    assert_true(precision_scale_swizzle_s(&s, &l, 4096.0 * 4096) == 0);
+    l.precision = PRECISION_MXFP8;
+    l.fp8_recipe = FP8_RECIPE_DEFAULT;
+    s.scale_swizzle_bytes_per_s = 0;
+    assert_true(precision_scale_swizzle_s(&s, &l, 4096.0 * 4096) == 0);
+}
+
 /* Megatron with TE quantizes a Linear's SP input before gathering it (recipe_tp.c, TE linear.py
  * _linear_forward): 8B at TP 2 with SP, 4096 tokens, FP8: the forward's two gathers (attention,
  * MLP) move 4096 x 4096 x 1 byte = 16,777,216 each, MXFP8 x (1 + 1/32) = 17,301,504; the
@@ -359,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_gemm_rates),
         cmocka_unit_test(test_quantize_kernels),
         cmocka_unit_test(test_quantize_kernels_blackwell),
+        cmocka_unit_test(test_scale_swizzle),
         cmocka_unit_test(test_tp_gather_quantized),
         cmocka_unit_test(test_memory_delayed),
         cmocka_unit_test(test_memory_fsdp2_float8_all_gather),
