@@ -19,6 +19,7 @@
 #include "moe_dispatch.h"
 #include "cuda_graphs.h"
 #include "memory_phases.h"
+#include "memory_pools.h"
 #include "nccl_memory.h"
 #include "pp_schedule.h"
 #include "recompute_modules.h"
@@ -133,8 +134,17 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * (wk's output is recomputed), the attention output and its fp32 log-sum-exp, the w1
          * output (w3's and the SiLU product are recomputed); MoE layers keep the fp32 router
          * logits, the shared experts' w1 outputs and the routed copies as above. The norms'
-         * outputs, RoPE and the residual sums are recomputed. */
-        double repl_s = 4.0 * h + (moe_layer ? 4.0 * m->experts : 0);
+         * outputs, RoPE and the residual sums are recomputed.
+         * Compiled, a dense block keeps no MLP output: eager SAC stores the output of every op
+         * its policy saves when the forward runs (torch/utils/checkpoint.py
+         * _CachingTorchDispatchMode), w2's among them (the 7th matmul: odd, saved), though the
+         * backward needs it only to rebuild the block's output; under torch.compile the policy
+         * becomes recompute tags of the joint graph and the partitioner saves only what the
+         * backward graph reads. Measured (bench/results/tt12_2026-11-28): eager minus compiled
+         * peak 1.00 / 2.00 GiB at 8 / 16 layers of 16,384 tokens (= 2h x tokens a layer), and
+         * 0.50 GiB at 8 layers of 8,192 (mgpu_2026-11-27 sac-op-eager/cmp-8bL8). */
+        double out_s = moe_layer || !l->compile ? 2.0 * h : 0;
+        double repl_s = 2.0 * h + out_s + (moe_layer ? 4.0 * m->experts : 0);
         double shard_s = 2.0 * a * qk + 2.0 * kv_heads * v + 2.0 * a * v + 4.0 * a +
                          (moe_layer ? m->shared_experts * 2.0 * m->shared_ffn : 2.0 * m->ffn);
         return tokens * (repl_s / (l->sp ? tp : 1.0) + shard_s / tp) + moe_bytes;
@@ -700,6 +710,15 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     if (!expandable && train_peak_bytes + r.largest_block_bytes > r.need_bytes)
         r.need_bytes = train_peak_bytes + r.largest_block_bytes;
     r.train_peak_bytes = train_peak_bytes;
+    /* torch.cuda's peak reserved (memory_pools.h): FSDP2's all-gather pool throughout, and its
+     * reduce-scatter pool's sharded gradients where the training peak runs without them (freed
+     * by zero_grad, or, under torch pipelining, made only in the last backward) */
+    double ag, rs;
+    memory_fsdp2_side_pools(m, l, stage, sharded, layer_params, moe_layers > 0, &ag, &rs);
+    bool sharded_grads_absent = (micro <= 1 && !cuda_graphs_on(l)) || (l->pp > 1 && micro > 1);
+    r.reserved_bytes = r.total_bytes - r.framework_bytes + ag;
+    if (sharded_grads_absent && train_peak_bytes - r.framework_bytes + ag + rs > r.reserved_bytes)
+        r.reserved_bytes = train_peak_bytes - r.framework_bytes + ag + rs;
     return r;
 }
 
