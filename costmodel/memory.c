@@ -137,7 +137,9 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * outputs, RoPE and the residual sums are recomputed.
          * Compiled, a dense block keeps no MLP output: eager SAC stores the output of every op
          * its policy saves when the forward runs (torch/utils/checkpoint.py
-         * _CachingTorchDispatchMode), w2's among them (the 7th matmul: odd, saved), though the
+         * _CachingTorchDispatchMode; CheckpointPolicy's docstring: "save additional tensors not
+         * limited to ones that are actually needed"), w2's among them (the 7th matmul: odd,
+         * saved; torchtitan 9dec370 parallelisms/parallelize_llama.py lines 214-258), though the
          * backward needs it only to rebuild the block's output; under torch.compile the policy
          * becomes recompute tags of the joint graph and the partitioner saves only what the
          * backward graph reads. Measured (bench/results/tt12_2026-11-28): eager minus compiled
