@@ -537,9 +537,13 @@ static stage_act_rest stage_activations(const model_spec *m, const training_spec
             r->loss_phase_bytes =
                 memory_loss_phase_bytes(m, l, stage, r->logits_bytes, all_gathered);
             r->blocks_phase_bytes = memory_blocks_phase_bytes(m, t, l, stage, fsdp_buffer_bytes);
-            double phase = r->loss_phase_bytes > r->blocks_phase_bytes ? r->loss_phase_bytes
-                                                                       : r->blocks_phase_bytes;
-            phase_relief_bytes = r->logits_bytes + fsdp_buffer_bytes - phase;
+            /* the layer in backward's transient (`working`: its recompute, its eager extras,
+             * the ring's buffers) exists only in the blocks' moment: the loss's buffers are
+             * freed before the first block's backward starts (tt12: eager minus compiled peak
+             * measured with no constant part, bench/results/tt12_2026-11-28) */
+            double blocks = r->blocks_phase_bytes + working;
+            double phase = r->loss_phase_bytes > blocks ? r->loss_phase_bytes : blocks;
+            phase_relief_bytes = r->logits_bytes + fsdp_buffer_bytes + working - phase;
         }
         /* torch pipelining: the other micro-batches' outputs wait on the last stage */
         r->logits_bytes += memory_pp_held_outputs_bytes(m, t, l, stage, micro);

@@ -222,13 +222,12 @@ static double median(double *v, int n)
  *     Table 2, the Float8 rows -3.3..+12.4%, the four float8 rowwise rows +15.6..+23.1%
  *     (their bf16 twins' error); Table 6's CP rows run torch's all-gather rotate method across
  *     nodes (cp_allgather.h: CP 8 +52.4% -> +38.6%);
- *   memory over 19 rows with a published figure: median |error| 6.2% (8.0% before tt12's
- *     side-stream pools and compiled SAC): Tables 1 and 3 -4.8..-5.7% eager, compiled and
- *     Float8 alike (-13.1..-2.7% before), Table 2 -0.2..+8.0% (CP 2-8 over: the ring's
- *     backward buffers, cp_allgather.h, may be too many now), Table 4 -6.2% / +0.5%, the
- *     pipeline rows (Tables 5-6) 9-19% under, the trainy H200 rows -8.4% / -10.4%
- *     (torchtitan e7c0cae compiles the loss: the bf16 logits and their gradient,
- *     layout_loss_compiled; +29% when it was priced eager).
+ *   memory over 19 rows with a published figure: median |error| 8.0% (8.0% before tt12 too, but
+ *     now coherent): Tables 1-3 -5.2..-8.0% eager, compiled, Float8 and every CP degree alike
+ *     (before -13.1..+1.0%; tt12's side-stream pools, compiled SAC and the layer in backward
+ *     kept off the loss's moment), Table 4 -16.9% / -10.9%, the pipeline rows (Tables 5-6)
+ *     9-19% under, the trainy H200 rows -8.4% / -10.4% (torchtitan e7c0cae compiles the loss:
+ *     the bf16 logits and their gradient, layout_loss_compiled; +29% when it was priced eager).
  * The bounds sit a few points outside those figures: a change that moves the whole table
  * fails here, one that moves a row past its sanity band fails below.
  */
