@@ -65,12 +65,17 @@ double cuda_graphs_replay_host_s(const system_spec *sys, const layout *l)
                                                                    : 0;
 }
 
+double cuda_graphs_host_issue_s(const system_spec *sys, const model_spec *m, const layout *l,
+                                double local_params, int micro)
+{
+    double host = dtensor_step_host_optimizer_s(sys, m, l, 0);
+    if (!l->offload) host += optimizer_host_s(sys, m, l, 0, local_params);
+    return micro * cuda_graphs_replay_host_s(sys, l) + host;
+}
+
 double cuda_graphs_optimizer_s(const system_spec *sys, const model_spec *m, const layout *l,
                                double opt_gpu_s, double local_params, double graphs_gpu_s,
                                int micro)
 {
-    double host = dtensor_step_host_optimizer_s(sys, m, l, 0);
-    if (!l->offload) host += optimizer_host_s(sys, m, l, 0, local_params);
-    double lead = graphs_gpu_s - micro * cuda_graphs_replay_host_s(sys, l);
-    return fmax(opt_gpu_s, host - lead);
+    return fmax(opt_gpu_s, cuda_graphs_host_issue_s(sys, m, l, local_params, micro) - graphs_gpu_s);
 }

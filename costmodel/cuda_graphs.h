@@ -49,6 +49,14 @@ bool cuda_graphs_rule(const layout *l, const char **rule, char *msg, size_t len)
  * bench/results/cg11_2026-11-28); 0 off graphs or where the preset has no figure. */
 double cuda_graphs_replay_host_s(const system_spec *sys, const layout *l);
 
+/* When the host has issued the step's last optimizer kernel under graphs, from the step's start:
+ * the micro-batches' replay launches (replay_s each), then the clip's and the optimizer's host
+ * time (optimizer_host.h, dtensor_step_host.h; pp 1: stage 0). local_params: this rank's
+ * parameters (optimizer_host_s). The step simulator ends the optimizer no earlier (sim.h
+ * sim_input.opt_host_end_s); cuda_graphs_optimizer_s is the same rule in the closed form. */
+double cuda_graphs_host_issue_s(const system_spec *sys, const model_spec *m, const layout *l,
+                                double local_params, int micro);
+
 /* The optimizer step's time under graphs (pp 1: stage 0): the host launches the micro-batches'
  * replays (replay_s each) and goes on to the clip and the optimizer (optimizer_host.h, and the
  * DTensor step's, dtensor_step_host.h) while the GPU runs the graphs (graphs_gpu_s): the

@@ -19,6 +19,7 @@
 #include "moe_dispatch.h"
 #include "cuda_graphs.h"
 #include "memory_phases.h"
+#include "memory_pools.h"
 #include "nccl_memory.h"
 #include "pp_schedule.h"
 #include "recompute_modules.h"
@@ -133,8 +134,19 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * (wk's output is recomputed), the attention output and its fp32 log-sum-exp, the w1
          * output (w3's and the SiLU product are recomputed); MoE layers keep the fp32 router
          * logits, the shared experts' w1 outputs and the routed copies as above. The norms'
-         * outputs, RoPE and the residual sums are recomputed. */
-        double repl_s = 4.0 * h + (moe_layer ? 4.0 * m->experts : 0);
+         * outputs, RoPE and the residual sums are recomputed.
+         * Compiled, a dense block keeps no MLP output: eager SAC stores the output of every op
+         * its policy saves when the forward runs (torch/utils/checkpoint.py
+         * _CachingTorchDispatchMode; CheckpointPolicy's docstring: "save additional tensors not
+         * limited to ones that are actually needed"), w2's among them (the 7th matmul: odd,
+         * saved; torchtitan 9dec370 parallelisms/parallelize_llama.py lines 214-258), though the
+         * backward needs it only to rebuild the block's output; under torch.compile the policy
+         * becomes recompute tags of the joint graph and the partitioner saves only what the
+         * backward graph reads. Measured (bench/results/tt12_2026-11-28): eager minus compiled
+         * peak 1.00 / 2.00 GiB at 8 / 16 layers of 16,384 tokens (= 2h x tokens a layer), and
+         * 0.50 GiB at 8 layers of 8,192 (mgpu_2026-11-27 sac-op-eager/cmp-8bL8). */
+        double out_s = moe_layer || !l->compile ? 2.0 * h : 0;
+        double repl_s = 2.0 * h + out_s + (moe_layer ? 4.0 * m->experts : 0);
         double shard_s = 2.0 * a * qk + 2.0 * kv_heads * v + 2.0 * a * v + 4.0 * a +
                          (moe_layer ? m->shared_experts * 2.0 * m->shared_ffn : 2.0 * m->ffn);
         return tokens * (repl_s / (l->sp ? tp : 1.0) + shard_s / tp) + moe_bytes;
@@ -525,9 +537,13 @@ static stage_act_rest stage_activations(const model_spec *m, const training_spec
             r->loss_phase_bytes =
                 memory_loss_phase_bytes(m, l, stage, r->logits_bytes, all_gathered);
             r->blocks_phase_bytes = memory_blocks_phase_bytes(m, t, l, stage, fsdp_buffer_bytes);
-            double phase = r->loss_phase_bytes > r->blocks_phase_bytes ? r->loss_phase_bytes
-                                                                       : r->blocks_phase_bytes;
-            phase_relief_bytes = r->logits_bytes + fsdp_buffer_bytes - phase;
+            /* the layer in backward's transient (`working`: its recompute, its eager extras,
+             * the ring's buffers) exists only in the blocks' moment: the loss's buffers are
+             * freed before the first block's backward starts (tt12: eager minus compiled peak
+             * measured with no constant part, bench/results/tt12_2026-11-28) */
+            double blocks = r->blocks_phase_bytes + working;
+            double phase = r->loss_phase_bytes > blocks ? r->loss_phase_bytes : blocks;
+            phase_relief_bytes = r->logits_bytes + fsdp_buffer_bytes + working - phase;
         }
         /* torch pipelining: the other micro-batches' outputs wait on the last stage */
         r->logits_bytes += memory_pp_held_outputs_bytes(m, t, l, stage, micro);
@@ -700,6 +716,15 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     if (!expandable && train_peak_bytes + r.largest_block_bytes > r.need_bytes)
         r.need_bytes = train_peak_bytes + r.largest_block_bytes;
     r.train_peak_bytes = train_peak_bytes;
+    /* torch.cuda's peak reserved (memory_pools.h): FSDP2's all-gather pool throughout, and its
+     * reduce-scatter pool's sharded gradients where the training peak runs without them (freed
+     * by zero_grad, or, under torch pipelining, made only in the last backward) */
+    double ag, rs;
+    memory_fsdp2_side_pools(m, l, stage, sharded, layer_params, moe_layers > 0, &ag, &rs);
+    bool sharded_grads_absent = (micro <= 1 && !cuda_graphs_on(l)) || (l->pp > 1 && micro > 1);
+    r.reserved_bytes = r.total_bytes - r.framework_bytes + ag;
+    if (sharded_grads_absent && train_peak_bytes - r.framework_bytes + ag + rs > r.reserved_bytes)
+        r.reserved_bytes = train_peak_bytes - r.framework_bytes + ag + rs;
     return r;
 }
 

@@ -41,6 +41,11 @@ typedef struct {
     double total_bytes;        /* the larger of the training peak and optimizer_step_bytes */
     double train_peak_bytes;   /* the forward/backward's peak before the optimizer step (the
                                   backend sizes its phases by it: backend/bk_pools.h) */
+    /* What torch.cuda's peak reserved would read (the allocator's, without framework_bytes):
+     * the peak allocated (total_bytes - framework_bytes) and, under torch FSDP2, the blocks its
+     * side-stream pools hold that the default stream cannot reuse (memory_pools.h). Not a
+     * feasibility figure: on a failed request the allocator frees cached blocks and retries. */
+    double reserved_bytes;
     double capacity_bytes;
     int stage;                 /* the pipeline stage these figures are for (the fullest) */
     /* Fragmentation (issue 14): torch's caching allocator must find the largest single request

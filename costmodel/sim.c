@@ -26,7 +26,9 @@
 #include <string.h>
 
 #include "collective.h"
+#include "cuda_graphs.h"
 #include "estimate_costs.h"
+#include "estimate_internal.h"
 #include "overlap.h"
 
 #include "sim_internal.h"
@@ -245,6 +247,15 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
     in->grad_sync_s = w->grad_sync;
     in->param_sync_s = w->param_sync;
     in->optimizer_s = w->optimizer;
+    if (cuda_graphs_on(l)) {
+        /* what the closed form charges a graphed step (estimate.c, cuda_graphs.h): the first
+         * replay's launch before the GPU has work; the optimizer behind the host's replays,
+         * clip and optimizer issue (the stage costs' optimizer_s is its GPU time there) */
+        double local;
+        estimate_optimizer_local_s(m, sys, l, 0, &local);
+        in->start_s = cuda_graphs_replay_host_s(sys, l);
+        in->opt_host_end_s = cuda_graphs_host_issue_s(sys, m, l, local, c.microbatches);
+    }
     return CM_OK;
 }
 
@@ -586,6 +597,9 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     w->ev_failed = false;
     w->ev_over = false;
     memset(w->st, 0, (size_t)p * sizeof *w->st);
+    for (int s = 0; s < p; s++) /* a graphed step's first replay launch (sim.h start_s) */
+        w->st[s].compute_free = w->st[s].coll_free = w->st[s].send_free[0] =
+            w->st[s].send_free[1] = w->st[s].p2p_free = in->start_s;
     for (int i = 0; i < nv * m; i++) w->arr_f[i] = w->arr_b[i] = -1;
 
     /* Chunk sums, first layers, bucket triggers. */
@@ -665,7 +679,7 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
         for (int s = 0; s < p; s++) {
             w->st[s].p2p_n = rc == 0 ? nout[s] : 0;
             w->st[s].p2p_pos = 0;
-            w->st[s].p2p_free = 0;
+            w->st[s].p2p_free = in->start_s;
         }
         free(nout);
         if (rc != 0)
@@ -728,7 +742,9 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     int critical = 0;
     for (int s = 0; s < p; s++) {
         sim_stage_stats *x = &w->stats[s];
-        double end = t_opt + in->optimizer_s[s];
+        /* under graphs, not before the host has issued it (sim.h opt_host_end_s) */
+        double opt_s = fmax(in->optimizer_s[s], in->opt_host_end_s - t_opt);
+        double end = t_opt + opt_s;
         record(w, s, TID_COMPUTE, EV_OPTIMIZER, t_opt, end, -1, -1, -1);
         bool gathered = !o->serialize && in->param_gather_overlap && in->buckets > 0;
         if (!gathered && in->param_sync_s[s] > 0) {
@@ -738,7 +754,7 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
         x->end_s = end;
         step = fmax(step, end);
         pipeline = fmax(pipeline, x->compute_end_s);
-        opt = fmax(opt, in->optimizer_s[s]);
+        opt = fmax(opt, opt_s);
         if (x->busy_s > busy) {
             busy = x->busy_s;
             critical = s;
@@ -747,7 +763,7 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     memset(out, 0, sizeof *out);
     out->step_s = step;
     out->compute_busy_s = busy;
-    out->bubble_s = pipeline - busy;
+    out->bubble_s = pipeline - busy - in->start_s; /* the replay's launch is no bubble */
     out->grad_sync_s = t_opt - pipeline;
     out->optimizer_s = opt;
     out->param_gather_s = fmax(0, step - t_opt - opt); /* 0, not -1e-16, when none */

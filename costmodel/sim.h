@@ -76,6 +76,11 @@ typedef struct {
     const double *grad_sync_s;       /* [pp] whole-stage gradient reduction, no overlap */
     const double *param_sync_s;      /* [pp] whole-stage parameter all-gather, no overlap */
     const double *optimizer_s;       /* [pp] */
+    /* torchtitan's CUDA-graphed step (cuda_graphs.h; pp 1): the host's launch of the first
+     * replay before any stream has work (start_s, every stream starts there), and when the
+     * host has issued the clip and the optimizer after the replays (opt_host_end_s, from the
+     * step's start): the optimizer ends no earlier. 0 and 0 without graphs. */
+    double start_s, opt_host_end_s;
 } sim_input;
 
 typedef struct {

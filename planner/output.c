@@ -113,6 +113,8 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
         /* the two moments of the training peak on the loss's stage (memory_phases.h) */
         json_object_set_new(mj, "loss_phase_bytes", json_real(mb->loss_phase_bytes));
         json_object_set_new(mj, "blocks_phase_bytes", json_real(mb->blocks_phase_bytes));
+        /* torch.cuda's peak reserved, FSDP2's side-stream pools included (memory_pools.h) */
+        json_object_set_new(mj, "reserved_bytes", json_real(mb->reserved_bytes));
     }
     json_object_set_new(
         o, "time",

@@ -31,7 +31,9 @@
 #include "host_dispatch.h"
 #include "layer_recipe.h"
 #include "layout_codec.h"
+#include "estimate_internal.h"
 #include "optimizer_host.h"
+#include "sim.h"
 
 static const char *data_dir(void)
 {
@@ -314,6 +316,70 @@ static void test_memory(void **state)
     assert_true(fabs(fe.total_bytes - me.total_bytes) < 1); /* eager: the loss peak stays */
 }
 
+/*
+ * The step simulator charges what the closed form charges a graphed step (estimate.c,
+ * cuda_graphs.h; before tt12 it charged neither): the first replay's launch r before the GPU has
+ * work, and the optimizer not before the host has issued the m replays, the clip and AdamW (at
+ * H = m r + their host time). Both then give graphed = max(bare + r, H), bare being the same
+ * plan priced the same way on a system whose host costs nothing (r and the optimizer's host
+ * constants 0: no graph charge at all). (The two differ from each other by FSDP2's overlap,
+ * which the simulator runs layer by layer.) Llama-3.2-1B on one H100, seq 64 and 4096, one and
+ * four micro-batches (GPU-bound: the launch alone shows), and the same on a host whose clip takes
+ * 2 ms a tensor instead of 22.1 us (host-bound: H sets the step).
+ */
+static void test_simulator_agrees(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load("1b", "h100", &m, &s);
+    system_spec bare_sys = s;
+    bare_sys.host_eager_launch_s = bare_sys.host_cuda_graph_replay_s = 0;
+    bare_sys.host_clip_tensor_s = bare_sys.host_adamw_foreach_tensor_s = 0;
+    bare_sys.host_multi_tensor_launch_s = 0;
+    system_spec slow_host = s;
+    slow_host.host_clip_tensor_s = 2e-3;
+    sim_workspace *w = sim_alloc();
+    assert_non_null(w);
+    static const struct { int seq, gbs; } cases[] = {{64, 1}, {64, 4}, {4096, 1}, {4096, 4}};
+    bool host_bound_seen = false, gpu_bound_seen = false;
+    for (size_t k = 0; k < 2 * sizeof cases / sizeof cases[0]; k++) {
+        size_t i = k / 2;
+        const system_spec *sys = k % 2 ? &slow_host : &s;
+        training_spec t = training_default();
+        t.seq_len = cases[i].seq;
+        t.global_batch = cases[i].gbs;
+        layout l = titan(1, 1, 1);
+        l.mbs = 1;
+        assert_true(cuda_graphs_on(&l));
+        char err[CM_ERRLEN];
+        estimate g, b;
+        if (estimate_layout(&m, sys, &t, &l, &g, err, sizeof err) != CM_OK) fail_msg("%s", err);
+        if (estimate_layout(&m, &bare_sys, &t, &l, &b, err, sizeof err) != CM_OK)
+            fail_msg("%s", err);
+        sim_options o = {.serialize = false, .trace = false};
+        if (sim_estimate(w, &m, sys, &t, &l, &o, &g, err, sizeof err) != CM_OK) fail_msg("%s", err);
+        if (sim_estimate(w, &m, &bare_sys, &t, &l, &o, &b, err, sizeof err) != CM_OK)
+            fail_msg("%s", err);
+        double local, r = sys->host_cuda_graph_replay_s;
+        estimate_optimizer_local_s(&m, sys, &l, 0, &local);
+        double h = cuda_graphs_host_issue_s(sys, &m, &l, local, cases[i].gbs);
+        assert_true(h > cases[i].gbs * r);
+        double want_cf = fmax(b.time.step_s + r, h), want_sim = fmax(b.time_sim.step_s + r, h);
+        print_message("  seq %d x %d: closed form %.4f ms (bare %.4f), simulated %.4f ms (bare "
+                      "%.4f), host issue %.4f ms\n",
+                      cases[i].seq, cases[i].gbs, 1e3 * g.time.step_s, 1e3 * b.time.step_s,
+                      1e3 * g.time_sim.step_s, 1e3 * b.time_sim.step_s, 1e3 * h);
+        assert_true(fabs(g.time.step_s - want_cf) <= 1e-9 * want_cf);
+        assert_true(fabs(g.time_sim.step_s - want_sim) <= 1e-9 * want_sim);
+        assert_true(fabs(g.time_sim.bubble_s) <= 1e-12); /* the launch is no bubble */
+        host_bound_seen |= h > b.time_sim.step_s + r;
+        gpu_bound_seen |= h < b.time_sim.step_s;
+    }
+    assert_true(host_bound_seen && gpu_bound_seen);
+    sim_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -322,6 +388,7 @@ int main(void)
         cmocka_unit_test(test_emit_and_check),
         cmocka_unit_test(test_host_bound_pricing),
         cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_simulator_agrees),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

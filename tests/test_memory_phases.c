@@ -16,6 +16,7 @@
 
 #include "memory.h"
 #include "memory_phases.h"
+#include "memory_pools.h"
 #include "nccl_memory.h"
 #include "pp_schedule.h"
 
@@ -391,6 +392,52 @@ static void test_pp_merged_outputs(void **state)
     assert_true(memory_pp_merged_outputs_bytes(&m, &t, &l, 3, 16) == 0);
 }
 
+/* FSDP2's side-stream pools (memory_pools.h), torchtitan's eager layout at Table 1's per-GPU
+ * shape (local batch 2 x seq 8192, per-op SAC):
+ *  - world size 1, as measured (bench/results/tt12_2026-11-28): nothing to gather; the
+ *    reduce-scatter pool holds the fp32 gradients, 4 x 2,795,573,248 = 11,182,292,992 B, which
+ *    is exactly what the run's reduce-scatter stream had allocated after its last step (its
+ *    segment 11,198,791,680 B), on top of the allocated peak;
+ *  - FSDP 8: the root gathered 2,101,354,496 B + one block 2 x 218,112,000 = 2,537,578,496 B of
+ *    all-gather pool, and the sharded gradients 4 x 2,795,573,248 / 8 = 1,397,786,624 B;
+ *  - under CUDA graphs the gradients stay allocated (zero_grad(set_to_none=False)): the
+ *    all-gather pool only. */
+static void test_side_pools(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    training_spec t = training_default();
+    t.seq_len = 8192;
+    double ag, rs;
+    layout l = titan(1, 1, 1, 1, 1);
+    l.mbs = 2;
+    l.recompute = RECOMPUTE_SELECTIVE;
+    l.cuda_graphs = CUDA_GRAPHS_OFF;
+    t.global_batch = 2;
+    memory_fsdp2_side_pools(&m, &l, 0, 2795573248.0, 218112000.0, false, &ag, &rs);
+    assert_true(ag == 0 && NEAR(rs, 11182292992.0));
+    memory_breakdown mb = memory_peak(&m, &sys, &t, &l);
+    assert_true(NEAR(mb.reserved_bytes, mb.train_peak_bytes - mb.framework_bytes + rs));
+    l.dp = 8;
+    t.global_batch = 16;
+    memory_fsdp2_side_pools(&m, &l, 0, 2795573248.0 / 8, 218112000.0, false, &ag, &rs);
+    assert_true(NEAR(ag, 2537578496.0) && NEAR(rs, 1397786624.0));
+    mb = memory_peak(&m, &sys, &t, &l);
+    assert_true(NEAR(mb.reserved_bytes, mb.train_peak_bytes - mb.framework_bytes + ag + rs));
+    l.cuda_graphs = CUDA_GRAPHS_ON;
+    l.reshard_after_forward = true;
+    mb = memory_peak(&m, &sys, &t, &l);
+    assert_true(NEAR(mb.reserved_bytes, mb.total_bytes - mb.framework_bytes + ag));
+    /* Megatron keeps its own buffers: reserved is the allocated peak */
+    layout meg = layout_default(FRAMEWORK_MEGATRON);
+    meg.dp = 8;
+    meg.mbs = 2;
+    mb = memory_peak(&m, &sys, &t, &meg);
+    assert_true(NEAR(mb.reserved_bytes, mb.total_bytes - mb.framework_bytes));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -400,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_pp_accumulation_buffers), cmocka_unit_test(test_hf_phi3_terms),
         cmocka_unit_test(test_backward_end),      cmocka_unit_test(test_titan_expert_units),
         cmocka_unit_test(test_pp_merged_outputs), cmocka_unit_test(test_zbv_head_stage),
+        cmocka_unit_test(test_side_pools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,6 +92,8 @@ p.add_argument("--clip", type=float, default=1.0, help="gradient clipping norm (
 p.add_argument("--warmup", type=int, default=3)
 p.add_argument("--steps", type=int, default=6)
 p.add_argument("--label", default="")
+p.add_argument("--stream-pools", action="store_true",
+               help="record each step's peaks and the allocator's segments by stream at the end")
 p.add_argument("--out", default="", help="append the JSON line to this file")
 args = p.parse_args()
 
@@ -334,6 +336,27 @@ def make_opt(model):
     return torch.optim.AdamW(model.parameters(), **kw)
 
 
+def stream_pools(dev):
+    """--stream-pools: the caching allocator's segments after the last step, by the stream they
+    were allocated on (its blocks serve only that stream: CUDACachingAllocator keeps one pool per
+    stream), with what is still allocated in them; the default stream is marked."""
+    default = torch.cuda.default_stream(dev).cuda_stream
+    pools = {}
+    for seg in torch.cuda.memory_snapshot():
+        if seg.get("device", dev.index) != dev.index:
+            continue
+        k = "default" if seg.get("stream") == default else "stream %s" % seg.get("stream")
+        p = pools.setdefault(k, {"segments": 0, "reserved_bytes": 0, "allocated_bytes": 0,
+                                 "largest_block_bytes": 0})
+        p["segments"] += 1
+        p["reserved_bytes"] += seg.get("total_size", 0)
+        p["allocated_bytes"] += seg.get("allocated_size", 0)
+        for b in seg.get("blocks", []):
+            if b.get("state") == "active_allocated":
+                p["largest_block_bytes"] = max(p["largest_block_bytes"], b.get("size", 0))
+    rec["stream_pools_end"] = pools
+
+
 def is_oom(e):
     return isinstance(e, torch.OutOfMemoryError) or "out of memory" in str(e).lower()
 
@@ -418,9 +441,17 @@ def main():
             phase = "warmup step %d" % i if i < args.warmup else "timed step %d" % (i - args.warmup)
             torch.cuda.synchronize()
             t0 = time.perf_counter()
+            if args.stream_pools:  # each step's own peaks (the run's are kept below)
+                torch.cuda.reset_peak_memory_stats(dev)
             loss = step()
             torch.cuda.synchronize()
             dt = time.perf_counter() - t0
+            if args.stream_pools:
+                sst = torch.cuda.memory_stats(dev)
+                rec.setdefault("step_peak_allocated_bytes", []).append(
+                    sst.get("allocated_bytes.all.peak", 0))
+                rec.setdefault("step_peak_reserved_bytes", []).append(
+                    sst.get("reserved_bytes.all.peak", 0))
             losses.append(loss)
             if i >= args.warmup:  # forward+backward's span on the GPU, and the host's call time
                 rec.setdefault("fwd_bwd_gpu_s", []).append(round(ev[0].elapsed_time(ev[1]) / 1e3, 6))
@@ -456,6 +487,8 @@ def main():
             if m:
                 rec["oom_tried_bytes"] = int(float(m.group(1)) * {"GiB": 1 << 30, "MiB": 1 << 20,
                                                                   "KiB": 1 << 10}[m.group(2)])
+    if args.stream_pools and phase == "done":
+        stream_pools(dev)
     st = torch.cuda.memory_stats(dev)
     u, _ = used(dev)
     mem = [st.get("allocated_bytes.all.peak", 0), st.get("reserved_bytes.all.peak", 0),
@@ -471,6 +504,9 @@ def main():
     (rec["peak_allocated_bytes"], rec["peak_reserved_bytes"], rec["peak_active_bytes"],
      rec["alloc_retries"], rec["allocator_ooms"], rec["device_used_end_bytes"],
      rec["nonalloc_end_bytes"]) = mem
+    if rec.get("step_peak_reserved_bytes"):  # the per-step resets cleared the run's peaks
+        rec["peak_allocated_bytes"] = max(rec["step_peak_allocated_bytes"])
+        rec["peak_reserved_bytes"] = max(rec["step_peak_reserved_bytes"])
     if not rec["oom"] and "error" not in rec:
         # peak of what the process holds: tensors at their peak + everything outside the allocator
         rec["measured_peak_bytes"] = rec["peak_allocated_bytes"] + rec["nonalloc_end_bytes"]
