@@ -39,6 +39,8 @@ static void usage(void)
            "                       no host time for its MoE layers (pricing only, not emitted)\n"
            "  --cuda-graph-attn    Megatron replays each attention block from a TE CUDA graph\n"
            "                       (scope attn): no host time for it (pricing only)\n"
+           "  --no-rope-fusion     Megatron's eager RoPE (apply_rope_fusion off; MLA's split\n"
+           "                       and concatenations too)\n"
            "  --cuda-graphs / --no-cuda-graphs  torchtitan replays forward+loss+backward from\n"
            "                       one CUDA graph (its default where it allows it: pp 1, ep 1)\n"
            "  --moe-dispatcher-sms N  SMs DeepEP/HybridEP hold (Megatron defaults 20 / 16;\n"

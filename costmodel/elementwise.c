@@ -333,7 +333,8 @@ static void fused_layer(const model_spec *m, const layout *l, double tokens, boo
         sharded += copies * (act_bytes * m->expert_ffn + 8.0 * h); /* act + permutes */
     }
     /* fused RoPE; YaRN's unfused kernels under Megatron are their own list (mcore_unfused.h) */
-    if (!m->learned_positions && !mcore_unfused_rope_applies(m, l))
+    if (!m->learned_positions && !mcore_unfused_rope_applies(m, l) &&
+        !mcore_unfused_mla_rope_applies(m, l))
         sharded += 4.0 * (a * qk + (m->mla ? a : m->kv_heads) * qk) / tp;
     /* two norms, two residual adds (read 2h, write h: 6h), 1-byte dropout masks */
     double repl = 2.0 * 4.0 * h + 12.0 * h + (m->dropout ? 2.0 * h : 0);
@@ -609,6 +610,11 @@ double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
     if (!e->eager) return compute_stream_s(sys, k->bytes);
     if (sys->loss_parallel_efficiency > 0 && !strncmp(k->name, LOSSP, sizeof LOSSP - 1))
         return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->loss_parallel_efficiency) +
+               sys->eager_kernel_gap_s;
+    /* Megatron's unfused MLA RoPE (mcore_unfused.h): kernels over narrow strided slices, at
+     * their own measured rate (gpu.mla_rope_unfused_efficiency) */
+    if (sys->mla_rope_unfused_efficiency > 0 && !strncmp(k->name, "rope.mla.", 9))
+        return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->mla_rope_unfused_efficiency) +
                sys->eager_kernel_gap_s;
     if (e->alone && sys->eager_elementwise_efficiency_alone > 0)
         return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->eager_elementwise_efficiency_alone) +

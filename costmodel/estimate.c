@@ -205,6 +205,7 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
         s.tp_s += c * x->tp_s;
         s.cp_s += c * x->cp_s;
         s.ep_s += c * x->ep_s;
+        s.ep_unpaired_s += c * x->ep_unpaired_s;
         if (l->sharding == SHARDING_FSDP) {
             /* One unit prefetched ahead: a layer's gather hides behind the previous layer's
              * compute; the reduce-scatter behind the next layer's backward. */
@@ -269,6 +270,7 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
 {
     stage_time s;
     int start = stage_layers_cost(m, sys, t, l, stage, kinds, &s);
+    s.stage = stage;
     int n = s.layers;
     /* torch pipelining gathers and reduces each unit once per step (fsdp_copies.h): what is
      * exposed once is spread over the step's micro-batches */
@@ -459,6 +461,26 @@ static void estimate_time_part(const model_spec *m, const system_spec *sys,
     gemm_headroom_step(m, sys, t, l, &worst, out, NULL);
 }
 
+/* Megatron's EP A2A overlap pairs a forward with a backward of another micro-batch only in the
+ * schedule's steady state (recipe_price.c prices that pairing): without pipelining the first
+ * micro-batch's forward and the last one's backward run alone (Megatron-LM d98e8a6
+ * pipeline_parallel/combined_1f1b.py combined_1f1b_schedule_for_no_pipelining, "Phases 0: 1st
+ * microbatch forward"); under the interleaved schedule rank r runs (p - r - 1) x 2 + (v - 1) x
+ * p + 1 warm-up forwards (of chunks) before its combined 1F1B steps and as many cool-down
+ * backwards after them (schedules.py get_pp_rank_microbatches 964-970, the +1 being "one extra
+ * micro-batch forward step before the 1f1b stages"; microbatch_group_size_per_vp_stage at its
+ * default, p), each exposing its whole exchange. Returns that count in micro-batches of the
+ * stage (a chunk is 1/v of one): each pays the layers' ep_unpaired_s once. */
+static double ep_unpaired_steps(const layout *l, int micro, int stage)
+{
+    if (l->framework != FRAMEWORK_MEGATRON || micro < 1) return 0;
+    if (l->pp <= 1) return 1;
+    int v = l->vpp > 1 ? l->vpp : 1;
+    long steps = 2L * (l->pp - stage - 1) + (long)(v - 1) * l->pp + 1;
+    if (steps > (long)micro * v) steps = (long)micro * v;
+    return (double)steps / v;
+}
+
 /* The step from the worst stage's micro-batch: data-parallel sync, optimizer, bubble, the
  * uncertainty band, throughput and feasibility. */
 void estimate_time_assemble(const model_spec *m, const system_spec *sys, const training_spec *t,
@@ -510,7 +532,7 @@ void estimate_time_assemble(const model_spec *m, const system_spec *sys, const t
     }
     tm->tp_s = micro * worst.tp_s;
     tm->cp_s = micro * worst.cp_s;
-    tm->ep_s = micro * worst.ep_s;
+    tm->ep_s = micro * worst.ep_s + ep_unpaired_steps(l, micro, worst.stage) * worst.ep_unpaired_s;
     tm->pp_s = micro * worst.pp_s;
     /* FSDP under torchtitan's pipeline: units stay gathered and gradients accumulate
      * unreduced across micro-batches (pytorch torch/distributed/pipelining/stage.py

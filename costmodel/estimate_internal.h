@@ -16,6 +16,8 @@ typedef recipe_time layer_time;
 
 typedef struct {
     double compute_s, tp_s, cp_s, ep_s, pp_s, fsdp_s;
+    double ep_unpaired_s; /* the layers' ep_unpaired_s (layer_recipe.h), summed */
+    int stage;            /* the pipeline rank this is the cost of */
     double fwd_s, bwd_s; /* compute only, for overlap of DP traffic */
     double wgrad_s;      /* the weight-gradient part of bwd_s (pp_schedule.h's W) */
     double fsdp_raw_s;   /* all FSDP traffic, hidden or not (the step terms' overlap) */

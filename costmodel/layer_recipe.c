@@ -612,6 +612,13 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
             rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
             rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
         }
+        if (mcore_unfused_mla_rope_applies(m, l)) { /* MLA's RoPE, unfused (mcore_unfused.h) */
+            b->block = RECIPE_BLOCK_ATTENTION; /* before the dispatch: the attention's side */
+            mcore_unfused_mla_rope(m, l, tokens, t->seq_len / (l->cp > 0 ? l->cp : 1), &el);
+            rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
+            rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
+            b->block = RECIPE_BLOCK_OTHER;
+        }
     }
     rb_quantize_flush(b);
     /* the backward's TP collectives: the same two per block, the gathers in bf16 */

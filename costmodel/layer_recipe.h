@@ -178,6 +178,9 @@ typedef struct {
     double tp_s;                      /* exposed TP/SP communication, fwd + bwd + recompute */
     double cp_s;                      /* exposed CP communication */
     double ep_s;                      /* exposed EP all-to-all */
+    double ep_unpaired_s;             /* under the EP A2A overlap: what one forward and one
+                                         backward run apart (no paired micro-batch) expose
+                                         beyond ep_s (recipe_price.c); 0 otherwise */
     double gather_s;                  /* FSDP all-gather of the unit (one gather), with
                                          FSDP2's copy-in ahead of it */
     double reduce_s;                  /* FSDP reduce-scatter of its gradients */

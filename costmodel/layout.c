@@ -688,6 +688,10 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         FAIL(CM_ERULE, "cuda-graph-attn-megatron-only",
              "--cuda-graph-attn is Megatron's per-layer CUDA graph of the attention block "
              "(cuda_graph_scope attn): use --framework megatron, or leave it out");
+    if (l->rope_unfused && l->framework != FRAMEWORK_MEGATRON)
+        FAIL(CM_ERULE, "no-rope-fusion-megatron-only",
+             "--no-rope-fusion is Megatron's eager RoPE (apply_rope_fusion off): use --framework "
+             "megatron, or leave it out");
     if (l->te_cross_entropy && l->framework != FRAMEWORK_MEGATRON)
         FAIL(CM_ERULE, "te-cross-entropy-megatron-only",
              "--te-cross-entropy is Megatron's fused cross entropy (Transformer Engine's kernel): "

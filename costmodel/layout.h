@@ -183,6 +183,15 @@ typedef struct {
      * _set_common_perf_overrides): compute beside an overlapped exchange has that many fewer.
      * A pricing knob: the emitters refuse it. */
     int moe_dispatcher_sms;
+    /* Megatron without Transformer Engine's fused RoPE (--no-rope-fusion; apply_rope_fusion
+     * false): q and k go through Megatron's eager rope_utils._apply_rotary_pos_emb_bshd, and
+     * multi-latent attention also splits q and kv and concatenates query and key eagerly
+     * (mcore_unfused.h). Megatron-LM's own default is the fused kernel (arguments.py
+     * --no-rope-fusion, store_false); Megatron-Bridge's DeepSeek provider defaults to unfused
+     * (deepseek_provider.py apply_rope_fusion = False), which its perf scripts left in place
+     * until v0.2.0 (fa0315ae2, the 25.09 rows). Emitted as --no-rope-fusion /
+     * cfg.model.apply_rope_fusion = False; never searched (it only costs time). */
+    bool rope_unfused;
     layout_rank_order rank_order; /* which of dp and pp is outermost (Megatron only) */
     /* torchtitan's context parallelism: how PyTorch's ring rotates K/V (torch.distributed.
      * tensor.experimental._attention set_rotate_method). false: "allgather", torch's default

@@ -76,6 +76,7 @@ typedef enum {
     LAYOUT_F_CUDA_GRAPH_ATTN, /* Megatron's per-layer CUDA graph of the attention block: written
                                  only when on */
     LAYOUT_F_MOE_DISPATCHER_SMS, /* the flex dispatcher's SMs: written only when set */
+    LAYOUT_F_ROPE_UNFUSED, /* Megatron's --no-rope-fusion: written only when on */
     LAYOUT_F_CUDA_GRAPHS, /* torchtitan's CUDA graphs, resolved true/false: written for torchtitan
                              layouts only */
     LAYOUT_NFIELDS

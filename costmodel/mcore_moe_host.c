@@ -172,7 +172,8 @@ static void act_sync_window(const system_spec *sys, const recipe *r, bool clamp,
                      : 0; /* the flex dispatchers: the exchange's launch alone, left out */
 }
 
-/* The eager ops Megatron-Core runs unfused (mcore_unfused.h): one host op per forward kernel,
+/* The eager ops Megatron-Core runs unfused (mcore_unfused.h; YaRN and MLA RoPE, the experts' bias,
+ * the clamps): one host op per forward kernel,
  * one backward node per forward op on a tensor that needs a gradient (RoPE's frequency table
  * has none), each at the system's measured bare-op host time; the RoPE ops come before the
  * dispatcher's sync, the experts' bias and the activation's clamps after it; under --cuda-graph-attn the RoPE ops replay
@@ -184,7 +185,7 @@ static void unfused_host(const system_spec *sys, const layout *l, const recipe *
     for (int i = 0; i < r->n_ops; i++) {
         const recipe_op *o = &r->op[i];
         if (o->kind != RECIPE_ELEMENTWISE || o->phase != RECIPE_FWD) continue;
-        bool rope = !strncmp(o->name, "rope.yarn.", 10);
+        bool rope = !strncmp(o->name, "rope.yarn.", 10) || !strncmp(o->name, "rope.mla.", 9);
         bool bias = !strncmp(o->name, "moe_bias.", 9) || !strncmp(o->name, "moe_act.", 8);
         if (!rope && !bias) continue;
         if (rope && l->cuda_graph_attn) continue; /* replayed in the attention block's graph */

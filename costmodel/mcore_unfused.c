@@ -1,5 +1,6 @@
 /*
- * mcore_unfused.c — Megatron-Core's eager kernels for YaRN RoPE and the experts' output bias
+ * mcore_unfused.c — Megatron-Core's eager kernels for YaRN (or unfused) RoPE, MLA's unfused RoPE
+ * with its splits and concatenations, and the experts' output bias
  * (mcore_unfused.h says where they come from). Bytes per launch, e the elements of the tensor a
  * kernel runs over (bf16 2 bytes, fp32 4; broadcast operands and [rows, 1] tensors left out, as
  * in elementwise.c):
@@ -14,6 +15,22 @@
  *     neg 2; chunk's backward cats the halves' gradients 4; t_'s two gradients accumulate 6;
  *     slice_backward of t_ (zeros 2, copy 4) and of the empty t_pass (zeros 2); t's two
  *     gradients accumulate 6: 34e in 9 launches.
+ * MLA RoPE, unfused (--no-rope-fusion; Megatron-LM d98e8a6 multi_latent_attention.py 931-981
+ *   qkv_up_proj_and_rope_apply without apply_rope_fusion, rope_utils.py 92-160). q [T, n, dn +
+ *   dr] and kv [T, n, dn + dv] (n = heads / tp) are split into views; each of q_pos_emb (e =
+ *   T n dr, a strided view) and k_pos_emb (e = T dr, one head) goes through
+ *   _apply_rotary_pos_emb_bshd with mla_rotary_interleaved: cat(t[..., 0::2], t[..., 1::2]) 4
+ *   (read and write e), the table as above, then the same 24e in 6 launches as the plain call;
+ *   backward the plain call's 34e in 9 launches plus the two strided slices' slice_backward
+ *   (zeros 2, copy of the half 2, each) and their sum 6: 48e in 14 launches.
+ *   query = cat(q_no_pe, q_pos_emb): 4 bytes per element of the query; key = cat(k_no_pe,
+ *   k_pos_emb.expand(n heads)): k_no_pe read (2 a nope element), key written (2 an element);
+ *   value.contiguous() copies the strided value 4 (query and key are contiguous already).
+ *   Backward: the cats' gradients are views; expand's is a sum over the heads (read T n dr);
+ *   torch.split's backward concatenates q's two gradients (4 an element of q) and kv's (4 an
+ *   element of kv). This replaces the fused lump's 4 bytes per element of q and k
+ *   (elementwise.c); under the mla_up_proj recompute module the forward kernels run again
+ *   (the checkpointed qkv_up_proj_and_rope_apply, recompute_modules.c).
  * Bias (_apply_bias; e = local x rows x h, L local experts):
  *   per expert b * p (fp32 result) 4 and t + b * p (bf16 and fp32 in, fp32 out) 10; torch.cat
  *     of the fp32 pieces 8; .to(bf16) 6: 28e in 2L + 2 launches.
@@ -37,7 +54,15 @@
 bool mcore_unfused_rope_applies(const model_spec *m, const layout *l)
 {
     return l->framework == FRAMEWORK_MEGATRON && !m->mla && !m->learned_positions &&
-           !strcmp(m->rope_scaling_type, "yarn");
+           (l->rope_unfused || !strcmp(m->rope_scaling_type, "yarn"));
+}
+
+bool mcore_unfused_mla_rope_applies(const model_spec *m, const layout *l)
+{
+    /* MLA's fused path takes yarn only: with plain RoPE Megatron refuses the fusion
+     * (transformer_config.py 3345, d98e8a6) and plan emits --no-rope-fusion (emit_megatron.c) */
+    return l->framework == FRAMEWORK_MEGATRON && m->mla &&
+           (l->rope_unfused || strcmp(m->rope_scaling_type, "yarn") != 0);
 }
 
 bool mcore_expert_bias_applies(const model_spec *m, const layout *l)
@@ -91,6 +116,49 @@ void mcore_unfused_rope(const model_spec *m, const layout *l, double tokens, dou
     double tp = l->tp > 0 ? l->tp : 1, d = m->head_dim;
     rope_call(f, b, true, tokens * m->heads * d / tp, seq * d);
     rope_call(f, b, false, tokens * m->kv_heads * d / tp, seq * d);
+}
+
+/* One call of _apply_rotary_pos_emb_bshd with mla_rotary_interleaved over e elements (the
+ * rope part of q, or of k), its table of `table` elements (header comment). */
+static void mla_rope_call(moe_kernel_pass f, moe_kernel_pass b, bool is_q, double e, double table)
+{
+#define N(s) (is_q ? "rope.mla.q." s : "rope.mla.k." s)
+    moe_kernel_add(f, N("interleave"), 4 * e, 1);
+    moe_kernel_add(f, N("table"), 36 * table / 6, 6);
+    moe_kernel_add(f, N("mul"), 4 * e, 2);
+    moe_kernel_add(f, N("neg"), 2 * e, 1);
+    moe_kernel_add(f, N("cat"), 4 * e, 1);
+    moe_kernel_add(f, N("add"), 6 * e, 1);
+    moe_kernel_add(f, N("cat_pass"), 4 * e, 1);
+    moe_kernel_add(b, N("bwd.mul"), 4 * e, 2);
+    moe_kernel_add(b, N("bwd.neg"), 2 * e, 1);
+    moe_kernel_add(b, N("bwd.chunk_cat"), 4 * e, 1);
+    moe_kernel_add(b, N("bwd.accumulate"), 6 * e, 2);
+    moe_kernel_add(b, N("bwd.slice_zeros"), 2 * e, 2);
+    moe_kernel_add(b, N("bwd.slice_copy"), 4 * e, 1);
+    moe_kernel_add(b, N("bwd.interleave_zeros"), 2 * e, 2);
+    moe_kernel_add(b, N("bwd.interleave_copy"), 2 * e, 2);
+    moe_kernel_add(b, N("bwd.interleave_accumulate"), 6 * e, 1);
+#undef N
+}
+
+void mcore_unfused_mla_rope(const model_spec *m, const layout *l, double tokens, double seq,
+                            elementwise_list *out)
+{
+    list_start(l, out);
+    if (!mcore_unfused_mla_rope_applies(m, l)) return;
+    moe_kernel_pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
+    double tp = l->tp > 0 ? l->tp : 1;
+    double tn = tokens * m->heads / tp; /* (token, head) pairs on this GPU */
+    double dn = m->qk_nope_dim, dr = m->qk_rope_dim, dv = m->v_head_dim;
+    mla_rope_call(f, b, true, tn * dr, seq * dr);
+    mla_rope_call(f, b, false, tokens * dr, seq * dr); /* k_pos_emb: one head */
+    moe_kernel_add(f, "rope.mla.query_cat", 4 * tn * (dn + dr), 1);
+    moe_kernel_add(f, "rope.mla.key_cat", 2 * tn * dn + 2 * tn * (dn + dr), 1);
+    moe_kernel_add(f, "rope.mla.value_copy", 4 * tn * dv, 1);
+    moe_kernel_add(b, "rope.mla.bwd.expand_sum", 2 * tn * dr, 1);
+    moe_kernel_add(b, "rope.mla.bwd.q_split_cat", 4 * tn * (dn + dr), 1);
+    moe_kernel_add(b, "rope.mla.bwd.kv_split_cat", 4 * tn * (dn + dv), 1);
 }
 
 void mcore_clamped_glu(const model_spec *m, const layout *l, double rows, elementwise_list *out)

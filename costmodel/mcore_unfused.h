@@ -15,8 +15,17 @@
  *    times mscale cast to bf16, t * cos + rotate_half(t) * sin (rotate_half: chunk, cat(-x2,
  *    x1)), then cat((t, t_pass)) with the empty pass-through part: eager kernels over q and k.
  *    Applies to Megatron with rope_scaling yarn and no MLA (DeepSeek's MLA RoPE is another
- *    path, left out). ASSUMPTION for other yarn models than GPT-OSS: the bridge maps them the
- *    same way.
+ *    path: the next item). ASSUMPTION for other yarn models than GPT-OSS: the bridge maps them
+ *    the same way. Any other RoPE takes this path under --no-rope-fusion (layout.h
+ *    rope_unfused).
+ *  - MLA's RoPE without the fusion (moe12, 2026-11-28). Megatron-Bridge's DeepSeek provider
+ *    sets apply_rope_fusion = False (src/megatron/bridge/models/deepseek/deepseek_provider.py
+ *    108 at fa0315ae2, the 25.09 perf scripts, which do not override it; from v0.2.0 on
+ *    scripts/performance/utils/helpers.py / overrides.py set it True). Megatron-LM's
+ *    MultiLatentAttention then runs qkv_up_proj_and_rope_apply's unfused branch (d98e8a6
+ *    multi_latent_attention.py 931-981): torch.split of q and kv, the interleaved RoPE on the
+ *    rope parts of q and k, torch.cat of query and of key (k's rope part expanded over the
+ *    heads), value.contiguous(). Kernels and bytes: mcore_unfused.c.
  *  - The experts' output bias. Megatron-LM TEGroupedMLP builds linear_fc2 with skip_bias_add
  *    and adds the bias in _apply_bias (megatron/core/transformer/moe/experts.py, 2edffadb
  *    251-265; the same at 0d8e071, b0cc270, d0b3b77): for every local expert t + b * p over
@@ -60,8 +69,18 @@
 #include "layout.h"
 #include "model.h"
 
-/* Megatron with rope_scaling yarn, no MLA, rotary positions. */
+/* Megatron with rope_scaling yarn or --no-rope-fusion, no MLA, rotary positions. */
 bool mcore_unfused_rope_applies(const model_spec *m, const layout *l);
+
+/* Megatron, MLA, and --no-rope-fusion (or a RoPE other than yarn, which MLA's fused kernel
+ * does not take). */
+bool mcore_unfused_mla_rope_applies(const model_spec *m, const layout *l);
+
+/* MLA's unfused RoPE, splits and concatenations of one layer over `tokens` per GPU (q's heads
+ * / tp), the table over `seq` positions. Ops are named "rope.mla.*" (recompute_modules.c re-runs
+ * the forward ones under mla_up_proj). */
+void mcore_unfused_mla_rope(const model_spec *m, const layout *l, double tokens, double seq,
+                            elementwise_list *out);
 
 /* Megatron with biases on the experts' matrices (model_spec.expert_bias). */
 bool mcore_expert_bias_applies(const model_spec *m, const layout *l);

@@ -169,12 +169,16 @@ void recipe_price(const recipe *r, recipe_time *out)
     out->wgrad_s = 0.5 * (f.gemm_fb - f.gemm);
     /* EP paired across micro-batches: the three phases of the merged schedule (above) */
     double ep_fwd = f.ep, tp_bwd = b.tp + re.tp, ep_bwd = b.ep + re.ep;
+    out->ep_unpaired_s = 0;
     if (f.ep_mb + b.ep_mb + re.ep_mb > 0) {
         double xf, xb;
         ep_pairing_exposed(&pair, r->ep_overlap_slowdown, r->ep_overlap_comm_slowdown, &xf,
                            &xb);
         ep_fwd += xf;
         ep_bwd += xb;
+        /* the schedule's unpaired forwards and backwards (estimate.c ep_unpaired_steps) run
+         * their exchanges in line and their compute alone: the whole exchange is exposed */
+        out->ep_unpaired_s = fmax(0, f.ep_mb + b.ep_mb + re.ep_mb - xf - xb);
     }
     /* EP beside the shared experts: what outlasts them in the same pass (the recompute pass
      * runs the shared experts' forward again) */

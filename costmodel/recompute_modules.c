@@ -78,6 +78,11 @@ bool recompute_modules_reruns(unsigned mods, bool moe_layer, const char *name, i
     if ((mods & RECOMPUTE_MOD_CORE_ATTN) && kind == RECIPE_ATTENTION) return true;
     if ((mods & RECOMPUTE_MOD_MLA_UP_PROJ) && (!strcmp(name, "q_up") || !strcmp(name, "kv_up")))
         return true;
+    /* and the unfused RoPE, splits and concatenations inside the checkpointed
+     * qkv_up_proj_and_rope_apply (mcore_unfused.h) */
+    if ((mods & RECOMPUTE_MOD_MLA_UP_PROJ) && kind == RECIPE_ELEMENTWISE &&
+        !strncmp(name, "rope.mla.", 9))
+        return true;
     /* the experts' activation: its eager clamp kernels (mcore_unfused.h; the fused kernel is
      * in the elementwise lump, not separated) */
     if (moe_layer && (mods & (RECOMPUTE_MOD_MOE_ACT | RECOMPUTE_MOD_MOE)) &&

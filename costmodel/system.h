@@ -85,6 +85,10 @@ typedef struct {
                                           into a strided output (the SP all-gather's
                                           rearranging copy at batch > 1, elementwise.c); 0: not
                                           measured, eager_elementwise_efficiency */
+    double mla_rope_unfused_efficiency; /* the same for Megatron's unfused MLA RoPE path
+                                           (narrow strided slices of q and kv, their cats:
+                                           mcore_unfused.h); 0: not measured,
+                                           eager_elementwise_efficiency */
     double attention_efficiency;       /* achieved/peak of fused (flash) attention, fwd+bwd */
     attn_table attention_rates;        /* measured rates by shape ("attention_rates"; n 0: none,
                                           attention_efficiency stands), attention_rate.h */

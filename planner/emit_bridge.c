@@ -236,6 +236,8 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
                 l->optimizer_offload_pct / 100.0);
         fprintf(f, "cfg.optimizer.overlap_cpu_optimizer_d2h_h2d = True\n");
     }
+    if (l->rope_unfused) /* TransformerConfig: Megatron's eager RoPE (layout.h) */
+        fprintf(f, "cfg.model.apply_rope_fusion = False\n");
     if (l->te_cross_entropy) { /* TransformerConfig: the loss fusion in TE's kernel */
         fprintf(f, "cfg.model.cross_entropy_loss_fusion = True\n");
         fprintf(f, "cfg.model.cross_entropy_fusion_impl = \"te\"\n");

@@ -241,6 +241,7 @@ static void architecture_flags(flag_list *fl, const model_spec *m, const trainin
             fl_unsupported(fl, "a second RoPE base (%.0f) for the sliding-window layers",
                            m->rope_local_theta);
         const char *rs = m->rope_scaling_type;
+        bool unfused = false; /* --no-rope-fusion written */
         if (!strcmp(rs, "llama3")) {
             /* Megatron's llama3 scaling fixes low/high frequency factors 1 and 4 and the
              * original context 8192 (megatron/core/models/common/embeddings/rotary_pos_
@@ -263,7 +264,10 @@ static void architecture_flags(flag_list *fl, const model_spec *m, const trainin
              * raises otherwise: transformer_config.py:3345, Megatron-LM d98e8a6) */
             fl_add(fl, "--rope-type", "rope");
             fl_add(fl, "--no-rope-fusion", NULL);
+            unfused = true;
         }
+        /* the layout's eager RoPE (layout.h rope_unfused), unless written just above */
+        if (l->rope_unfused && !unfused) fl_add(fl, "--no-rope-fusion", NULL);
     }
 
     /* sliding window and sinks */

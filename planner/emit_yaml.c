@@ -319,6 +319,10 @@ static void yaml_skyrl_gaps(FILE *f, const estimate *e)
 cm_status emit_yaml(const estimate *e, const model_spec *m, const system_spec *sys,
                     const emit_context *ctx, char **out, char *err, size_t errlen)
 {
+    if (e->layout.rope_unfused) /* no trainer-YAML key for it (codec) */
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "the trainer YAML does not state --no-rope-fusion (Megatron's eager "
+                       "RoPE): use --emit megatron-args or --emit bridge");
     if (e->layout.te_cross_entropy) /* two TransformerConfig fields: no one YAML key (codec) */
         return cm_fail(err, errlen, CM_EINVAL,
                        "the trainer YAML does not state --te-cross-entropy (Megatron's fused "

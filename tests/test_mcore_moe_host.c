@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "estimate.h"
 #include "layer_recipe.h"
 #include "layout_codec.h"
 #include "mcore_moe_host.h"
@@ -273,6 +274,46 @@ static void test_graph_attn_knob(void **state)
     json_decref(j);
 }
 
+/* The EP A2A overlap's unpaired steps (moe12): a layer's ep_unpaired_s is its whole exchange
+ * less what the pairing exposes; without pipelining Megatron runs the first forward and the
+ * last backward alone (combined_1f1b_schedule_for_no_pipelining), so the step's exposed EP is
+ * micro x the paired figure + one unpaired figure per layer: two estimates at M and 2M
+ * micro-batches differ by M paired micro-batches exactly, 2 e(M) - e(2M) = the 48 layers'
+ * unpaired figure. Without the overlap the term is 0. */
+static void test_ep_unpaired(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (model_load("qwen3-30b-a3b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 64;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.sharding = SHARDING_DISTOPT;
+    l.ep = 8, l.dp = 8, l.mbs = 1;
+    static recipe r;
+    recipe_time p;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    recipe_price(&r, &p);
+    assert_true(p.ep_unpaired_s == 0);
+    t.moe_ep_overlap = true;
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    recipe_price(&r, &p);
+    double raw = 0;
+    for (int i = 0; i < r.n_ops; i++)
+        if (r.op[i].kind == RECIPE_EP) raw += r.op[i].fwd_s + r.op[i].bwd_s;
+    assert_true(p.ep_unpaired_s > 0);
+    near(p.ep_unpaired_s, raw - p.ep_s);
+    estimate e1, e2;
+    if (estimate_layout(&m, &s, &t, &l, &e1, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    t.global_batch = 128;
+    if (estimate_layout(&m, &s, &t, &l, &e2, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    near(2 * e1.time.ep_s - e2.time.ep_s, m.layers * p.ep_unpaired_s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +323,7 @@ int main(void)
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_flex_second_sync),
         cmocka_unit_test(test_graph_attn_knob),
+        cmocka_unit_test(test_ep_unpaired),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  * output bias (costmodel/mcore_unfused.h, issues 15 and 20): their bytes and launches on a toy
  * model worked by hand; where they apply; and GPT-OSS 120B's layer at the published DGX-H100
  * row's shapes (TP 1, EP 8, MBS 1, seq 4096), priced by hand from the h100 preset, with the
- * host time the ops add to the Megatron MoE host floors.
+ * host time the ops add to the Megatron MoE host floors; DeepSeek-V3's MLA RoPE without the
+ * fusion (--no-rope-fusion) at its DGX-H100 row's shapes.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -20,6 +21,7 @@
 #include "layer_recipe.h"
 #include "mcore_moe_host.h"
 #include "mcore_unfused.h"
+#include "recompute_modules.h"
 
 static const char *data_dir(void)
 {
@@ -244,6 +246,66 @@ static void test_gptoss_layer(void **state)
     assert_true(r.host_bwd_s <= fmax(0, h.bwd_s - g.bwd_comm_s) + 1e-12);
 }
 
+/*
+ * DeepSeek-V3's MLA RoPE without the fusion (--no-rope-fusion, moe12) at the published DGX-H100
+ * row's attention shapes: TP 2 (64 of 128 heads a GPU), MBS 1, seq 4096; nope 128, rope 64, v
+ * 128. tn = 4,096 x 64 = 262,144 (token, head) pairs.
+ *   rope.mla.query_cat: 4 x tn x 192 = 201,326,592 B at 3.35e12 x 0.262 (h100 preset
+ *   gpu.mla_rope_unfused_efficiency, bench/results/moe12_2026-11-28) = 229.3798e-6 s + 1.5e-6.
+ *   rope.mla.q.add: 6 x tn x 64 = 100,663,296 B: 114.6899e-6 + 1.5e-6 s.
+ *   rope.mla.bwd.kv_split_cat: 4 x tn x 256 = 268,435,456 B.
+ * Off by default and under the fused path; under mla_up_proj the forward kernels re-run; the
+ * knob is Megatron's only and reaches the layout's JSON.
+ */
+static void test_mla_rope(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (model_load_json(HF_FIXTURE_DIR "/deepseek-v3.json", "deepseek-v3", &m, err,
+                        sizeof err) != CM_OK)
+        fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    near(s.mla_rope_unfused_efficiency, 0.262);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 8192;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.sharding = SHARDING_DISTOPT;
+    l.tp = 2, l.sp = true, l.ep = 64, l.dp = 64, l.mbs = 1;
+    l.moe_dispatcher = MOE_DISPATCH_DEEPEP;
+    assert_false(mcore_unfused_mla_rope_applies(&m, &l)); /* yarn: the fused kernel */
+    static recipe r, f;
+    recipe_layer(&m, &s, &t, &l, true, &f, NULL);
+    for (int i = 0; i < f.n_ops; i++) assert_true(strncmp(f.op[i].name, "rope.mla.", 9) != 0);
+    l.rope_unfused = true;
+    assert_true(mcore_unfused_mla_rope_applies(&m, &l));
+    assert_false(mcore_unfused_rope_applies(&m, &l)); /* MLA's own path, not the plain one */
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    const recipe_op *qc = op(&r, "rope.mla.query_cat");
+    near(qc->fwd_s, 201326592.0 / (3.35e12 * 0.262) + 1.5e-6);
+    assert_true(qc->block == RECIPE_BLOCK_ATTENTION);
+    near(op(&r, "rope.mla.q.add")->fwd_s, 100663296.0 / (3.35e12 * 0.262) + 1.5e-6);
+    near(op(&r, "rope.mla.bwd.kv_split_cat")->bwd_s, 268435456.0 / (3.35e12 * 0.262) + 1.5e-6);
+    assert_false(qc->recompute);
+    /* the fused lump no longer carries RoPE's 4 bytes per element of q and k */
+    assert_true(op(&r, "elementwise")->fwd_s < op(&f, "elementwise")->fwd_s);
+    /* the mla_up_proj module re-runs them with the up projections */
+    l.recompute = RECOMPUTE_SELECTIVE;
+    char bad[64];
+    assert_true(recompute_modules_parse("mla_up_proj", &l.recompute_modules, bad, sizeof bad));
+    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    assert_true(op(&r, "rope.mla.query_cat")->recompute);
+    assert_true(op(&r, "rope.mla.q.interleave")->recompute);
+    assert_false(op(&r, "rope.mla.bwd.q_split_cat")->recompute);
+    /* Megatron's only */
+    layout fs = layout_default(FRAMEWORK_FSDP2);
+    fs.dp = 8, fs.mbs = 1, fs.rope_unfused = true;
+    assert_int_equal(layout_check(&m, &s, &t, &fs, 8, err, sizeof err), CM_ERULE);
+    if (!strstr(err, "--no-rope-fusion is Megatron")) fail_msg("%s", err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -251,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_applies),
         cmocka_unit_test(test_clamped_glu),
         cmocka_unit_test(test_gptoss_layer),
+        cmocka_unit_test(test_mla_rope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
