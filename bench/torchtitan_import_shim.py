@@ -40,7 +40,7 @@ describe = _m.describe
 
 # packages whose absence is answered with a stub (imported by torchtitan at module level; none
 # of them decides whether a configuration is accepted)
-RUNTIME_ONLY = (
+RUNTIME_ONLY = (  # a tuple read at each call: --stub-torchao adds torchao (development)
     "spmd_types", "grain", "datasets", "torch_checkpointing", "wandb", "tensorboard",
     "tokenizers", "safetensors", "einops", "PIL", "huggingface_hub", "torchdata",
     "blobfile", "tiktoken", "sentencepiece", "fsspec", "torchft", "triton", "numpy",
@@ -113,10 +113,45 @@ def _touch(name):
 _m._touch = _touch  # the stubs call it by this name
 
 
+class _StubFinder:
+    """Answers every import under one package with a stub module (a package imported inside
+    try/except ImportError never raises for answer() to see)."""
+
+    def __init__(self, top):
+        self.top = top
+
+    def find_spec(self, name, path=None, target=None):  # noqa: ARG002
+        if name != self.top and not name.startswith(self.top + "."):
+            return None
+        import importlib.machinery
+
+        return importlib.machinery.ModuleSpec(name, self, is_package=True)
+
+    def create_module(self, spec):
+        STUBBED.append(("module", spec.name, "stubbed whole (development)"))
+        return _m._stub_module(spec.name)
+
+    def exec_module(self, module):
+        pass
+
+
+def stub_package(top):
+    """Development: stub the package `top` whole, and let the guard allow it."""
+    global RUNTIME_ONLY
+    RUNTIME_ONLY = RUNTIME_ONLY + (top,)
+    sys.meta_path.insert(0, _StubFinder(top))
+
+
 def no_torch():
     """Development mode: torch is absent; stub it whole (see the header)."""
     _m._stub_module("torch")
     STUBBED.append(("module", "torch", "--no-torch: no torch on this machine"))
+    # the device questions the converters ask (tools/utils.py has_cuda_capability): an H100/H200
+    cuda, version = _m._stub_module("torch.cuda"), _m._stub_module("torch.version")
+    cuda.is_available = lambda: True
+    cuda.get_device_capability = lambda *a, **k: (9, 0)
+    version.hip, version.cuda = None, "13.0"
+    STUBBED.append(("replaced", "torch.cuda", "--no-torch: answers an available (9, 0) GPU"))
 
 
 def answer(err, allow_torch):

@@ -96,6 +96,9 @@ def main():
     ap.add_argument("--cases", required=True)
     ap.add_argument("--json", help="write per-case results here")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--stub-torchao", action="store_true",
+                    help="development: stub torchao too, so that the config functions that "
+                    "build a float8/MX converter parse (the converter's own checks do not run)")
     opt = ap.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:0] = [here, opt.deps, opt.torchtitan]
@@ -103,6 +106,8 @@ def main():
 
     if opt.no_torch:
         shim.no_torch()
+    if opt.stub_torchao:
+        shim.stub_package("torchao")
     modules = ["torchtitan.config", "torchtitan.trainer", "torchtitan.distributed",
                "torchtitan.distributed.pipeline_parallel"]
     data = json.load(open(opt.cases))
@@ -137,6 +142,10 @@ def main():
         r = {"name": case["name"], "step": "parse", "error": None}
         log = io.StringIO()
         shim.TOUCHED.clear()
+        if opt.no_torch:  # the stub GPU answers the planned system's capability (Blackwell: 10.0)
+            blackwell = re.search(r"--system (b200|b300|gb200|gb300)", case["plan"])
+            torch.cuda.get_device_capability = (lambda cap: lambda *a, **k: cap)(
+                (10, 0) if blackwell else (9, 0))
         shim.guard(not opt.no_torch)  # --no-torch: development only, torch is all stubs
         try:
             world, args = torchrun_args(case["emitted"])
