@@ -129,6 +129,16 @@ def matrix():
         "--recompute", "full")
     add("dsv3-fp8-pp8-ep32", "deepseek-v3", 256, "--pp", "8", "--ep", "32", "--precision",
         "fp8", "--fp8-recipe", "rowwise", "--compile", "--recompute", "full")
+    # edges torchtitan refuses: plan's rule torchtitan-sp-tokens; a sequence past the shipped
+    # config's RoPE context is said in the emitted text ("NO torchtitan config ships")
+    add("8b-tp8-seq4100", "8b", 8, "--tp", "8", "--seq", "4100", "--gbs", "64")
+    add("8b-tp8-nosp-seq4100", "8b", 8, "--tp", "8", "--no-sp", "--seq", "4100", "--gbs", "64")
+    add("8b-seq256k", "8b", 8, "--seq", "262144", "--gbs", "8", "--recompute", "full")
+    add("8b-seq128k", "8b", 8, "--seq", "131072", "--gbs", "8", "--recompute", "full")
+    add("dsv2lite-seq32k", "deepseek-v2-lite", 8, "--seq", "32768", "--gbs", "8")
+    add("dsv2lite-seq16k", "deepseek-v2-lite", 8, "--seq", "16384", "--gbs", "8")
+    add("qwen3moe-seq64k", "qwen3-30b-a3b", 16, "--cp", "4", "--ep", "8", "--seq", "65536",
+        "--gbs", "16", "--recompute", "full")
     # a model torchtitan has no config for (the emitter says which config stands in)
     add("13b-fsdp8-noconfig", "13b", 8)
     return c

@@ -513,6 +513,7 @@ const char *check_torchtitan_fix(const char *rule)
         {"ep-divides-experts", "--parallelism.expert_parallel_degree"},
         {"batch-divisible", "--training.num_tokens_per_train_step"},
         {"torchtitan-hsdp-covers-cp", "--parallelism.data_parallel_shard_degree"},
+        {"torchtitan-sp-tokens", "--training.num_tokens_per_microbatch_per_dp_rank"},
         {"cuda-graphs-no-pp", "--training.disable_cuda_graphs"},
         {"cuda-graphs-blocking-ep", "--training.disable_cuda_graphs"},
     };

@@ -52,6 +52,18 @@ static const struct {
     {"qwen3-30b-a3b", "qwen3", "qwen3_30b_a3b"},
 };
 
+/* The RoPE context the shipped config functions build (b5bcd76 models/llama3, qwen3,
+ * deepseek_v3 __init__.py: each flavour's RoPE max_context_length); models/common/decoder.py
+ * update_from_config refuses a longer training sequence ("exceeds attention RoPE maximum
+ * supported sequence length"), and model_spec is not a command-line option. */
+static long rope_context(const char *config)
+{
+    if (!strncmp(config, "llama3_", 7)) return 131072;
+    if (!strcmp(config, "qwen3_30b_a3b")) return 40960;
+    if (!strncmp(config, "deepseek_v3_", 12)) return 4096 * 4;
+    return 0;
+}
+
 bool emit_serves(emit_format f, layout_framework fw)
 {
     switch (f) {
@@ -147,6 +159,14 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
                    "overrides.\n",
                 module, config);
     }
+    long rope = known ? rope_context(config) : 0;
+    if (rope > 0 && t->seq_len > rope)
+        fprintf(f, "# NO torchtitan config ships for sequence %d: %s builds RoPE for %ld "
+                   "positions and torchtitan\n# refuses a longer sequence "
+                   "(models/common/decoder.py update_from_config); copy it with a larger RoPE\n"
+                   "# max_context_length (README \"Writing your own\") and keep the "
+                   "overrides.\n",
+                t->seq_len, config, rope);
     /* the model plan check reads back (a preset, its Hugging Face repository or a path) */
     fprintf(f, "# model: ");
     emit_comment_text(f, emit_model_path(m, ctx));

@@ -9,9 +9,12 @@
  *  - a plan's low-precision format picks the shipped config that converts to it
  *    (llama3_8b_mxfp8, deepseek_v3_671b_float8), and a 405B plan in bf16 is told that
  *    llama3_405b converts to float8 rowwise;
- *  - plan check reads "--compile.components model,loss" (one comma-separated word) back.
+ *  - plan check reads "--compile.components model,loss" (one comma-separated word) back;
+ *  - what torchtitan's code refuses: the rule torchtitan-sp-tokens; a sequence past the
+ *    shipped config's RoPE context, said in the emitted text.
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,8 +34,9 @@ static const char *data_dir(void)
     return d ? d : "data";
 }
 
-/* The emitted command of a torchtitan layout of `model` on h100 (b200 for mxfp8). */
-static char *emit(const char *model, layout l)
+/* The emitted command of a torchtitan layout of `model` on h100 (b200 for mxfp8), at the
+ * default sequence, or at seq (> 0) with 8 sequences a step. */
+static char *emit_seq(const char *model, layout l, int seq)
 {
     model_spec m;
     system_spec s;
@@ -41,6 +45,10 @@ static char *emit(const char *model, layout l)
     if (model_load(model, data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
     if (system_load(sys, data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
     training_spec t = training_default();
+    if (seq > 0) {
+        t.seq_len = seq;
+        t.global_batch = 8;
+    }
     estimate e;
     if (estimate_layout(&m, &s, &t, &l, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
     char *text = NULL;
@@ -49,6 +57,8 @@ static char *emit(const char *model, layout l)
         fail_msg("%s", err);
     return text;
 }
+
+static char *emit(const char *model, layout l) { return emit_seq(model, l, 0); }
 
 static layout titan(int tp, int pp, int dp, int ep)
 {
@@ -168,6 +178,75 @@ static void test_405b(void **state)
     free(t);
 }
 
+/* Does layout l (with t) break the named rule (among its first 8 violations)? */
+static bool violates(const char *model, layout l, training_spec t, const char *rule)
+{
+    model_spec m;
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (model_load(model, data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    layout_violation v[8];
+    int n = layout_check_all(&m, &s, &t, &l, layout_gpus(&l), v, 8);
+    for (int i = 0; i < n && i < 8; i++)
+        if (!strcmp(v[i].rule, rule)) return true;
+    return false;
+}
+
+/* What torchtitan's own code refuses (bench/torchtitan_validate/README.md, "edges"): a
+ * micro-batch's tokens not divisible by tp (SP) x 2 cp (trainer.py Trainer.__init__). */
+static void test_rules_torchtitan_refuses(void **state)
+{
+    (void)state;
+    training_spec t = training_default();
+    t.global_batch = 64;
+    t.seq_len = 4100; /* 4100 = 8 x 512 + 4 */
+    layout l = titan(8, 1, 1, 1);
+    assert_true(violates("8b", l, t, "torchtitan-sp-tokens"));
+    l.sp = false; /* without SP the divisor is 1 (trainer.py: tp only with SP) */
+    assert_false(violates("8b", l, t, "torchtitan-sp-tokens"));
+    l.sp = true;
+    l.mbs = 2; /* 8200 = 8 x 1025 */
+    assert_false(violates("8b", l, t, "torchtitan-sp-tokens"));
+    /* CP 2 at TP 1: 2 x cp = 4 divides 4100 */
+    l = titan(1, 1, 4, 1);
+    l.cp = 2;
+    assert_false(violates("8b", l, t, "torchtitan-sp-tokens"));
+}
+
+/* A sequence past the shipped config's RoPE context (models/common/decoder.py
+ * update_from_config refuses it): no rule (an older torchtitan or the user's own config takes
+ * it, and the published long-context rows are priced), the emitted text says it. Llama 3.1
+ * 131072, Qwen3-30B-A3B 40960, deepseek_v3's flavours 4096 x 4 = 16384. */
+static void test_rope_context_said(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *model;
+        int seq;
+        const char *said; /* NULL: nothing said */
+    } rows[] = {
+        {"8b", 131072, NULL},
+        {"8b", 262144, "# NO torchtitan config ships for sequence 262144: llama3_8b builds RoPE "
+                       "for 131072 positions"},
+        {"deepseek-v2-lite", 16384, NULL},
+        {"deepseek-v2-lite", 32768, "deepseek_v3_16b builds RoPE for 16384 positions"},
+        {"qwen3-30b-a3b", 32768, NULL},
+        {"qwen3-30b-a3b", 65536, "qwen3_30b_a3b builds RoPE for 40960 positions"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        layout l = titan(1, 1, 8, 1);
+        l.recompute = RECOMPUTE_FULL;
+        l.cp = 8; /* the sequence fits a GPU only split */
+        l.dp = 1;
+        l.cuda_graphs = CUDA_GRAPHS_OFF;
+        char *t = emit_seq(rows[i].model, l, rows[i].seq);
+        if (rows[i].said) has(t, rows[i].said);
+        else lacks(t, "NO torchtitan config");
+        free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -175,6 +254,8 @@ int main(void)
         cmocka_unit_test(test_compile_components_always),
         cmocka_unit_test(test_precision_configs),
         cmocka_unit_test(test_405b),
+        cmocka_unit_test(test_rules_torchtitan_refuses),
+        cmocka_unit_test(test_rope_context_said),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
