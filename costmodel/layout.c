@@ -246,8 +246,19 @@ static bool rule_fail(rule_sink *s, cm_status code, const char *rule, const char
 static void check_torchtitan(const model_spec *m, const training_spec *t, const layout *l,
                              long micro, rule_sink *s)
 {
-    (void)t;
     (void)micro;
+    /* trainer.py:296-309 (Trainer.__init__): the tokens of a micro-batch must divide by tp
+     * (with sequence parallel) x 2 cp (with CP): "The number of tokens per pipeline microbatch
+     * ... must be divisible by ..." */
+    long tokens_mb = (long)l->mbs * t->seq_len;
+    long divisor = (l->sp ? l->tp : 1) * (l->cp > 1 ? 2L * l->cp : 1);
+    if (tokens_mb % divisor)
+        FAIL(CM_ERULE, "torchtitan-sp-tokens",
+             "torchtitan needs a micro-batch's tokens (%ld) divisible by %ld (tp with sequence "
+             "parallel x 2 cp, trainer.py Trainer.__init__): change --seq or --mbs",
+             tokens_mb, divisor);
+    /* a sequence past the shipped config's RoPE context is the emitter's to say
+     * (emit_torchtitan.c): an older torchtitan, or the user's own config, accepts it */
     /* torchtitan/models/llama3/parallelize.py applies fully_shard over dp_shard x cp (HSDP
      * with dp_replicate); plain DDP only without any other parallelism */
     if (l->sharding != SHARDING_FSDP)

@@ -193,8 +193,14 @@ static void take_value(reader *r, const char *f, const char *v)
         if (optimizer_impl_parse(v, &o) && o != OPTIMIZER_IMPL_DEFAULT) l->optimizer_impl = o;
         else note(r->rep, "--optimizer.implementation %s: not modelled, fused assumed", v);
     } else if (is(f, "--compile.components")) {
-        /* the first word of the list; take_word reads the rest until the next flag */
-        l->loss_eager = !is(v, "loss");
+        /* one comma-separated word (torchtitan's list_str_rule, config/manager.py) or, as
+         * before, words up to the next flag (take_word reads the rest) */
+        l->loss_eager = true;
+        for (const char *p = v; *p;) {
+            size_t n = strcspn(p, ",");
+            if (n == 4 && !strncmp(p, "loss", 4)) l->loss_eager = false;
+            p += n + (p[n] == ',');
+        }
         r->components = true;
     } else if (is(f, "--hf_assets_path")) {
         if (!c->model[0]) snprintf(c->model, sizeof c->model, "%s", v);
@@ -507,6 +513,7 @@ const char *check_torchtitan_fix(const char *rule)
         {"ep-divides-experts", "--parallelism.expert_parallel_degree"},
         {"batch-divisible", "--training.num_tokens_per_train_step"},
         {"torchtitan-hsdp-covers-cp", "--parallelism.data_parallel_shard_degree"},
+        {"torchtitan-sp-tokens", "--training.num_tokens_per_microbatch_per_dp_rank"},
         {"cuda-graphs-no-pp", "--training.disable_cuda_graphs"},
         {"cuda-graphs-blocking-ep", "--training.disable_cuda_graphs"},
     };

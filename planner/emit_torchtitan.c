@@ -52,6 +52,18 @@ static const struct {
     {"qwen3-30b-a3b", "qwen3", "qwen3_30b_a3b"},
 };
 
+/* The RoPE context the shipped config functions build (b5bcd76 models/llama3, qwen3,
+ * deepseek_v3 __init__.py: each flavour's RoPE max_context_length); models/common/decoder.py
+ * update_from_config refuses a longer training sequence ("exceeds attention RoPE maximum
+ * supported sequence length"), and model_spec is not a command-line option. */
+static long rope_context(const char *config)
+{
+    if (!strncmp(config, "llama3_", 7)) return 131072;
+    if (!strcmp(config, "qwen3_30b_a3b")) return 40960;
+    if (!strncmp(config, "deepseek_v3_", 12)) return 4096 * 4;
+    return 0;
+}
+
 bool emit_serves(emit_format f, layout_framework fw)
 {
     switch (f) {
@@ -117,6 +129,22 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
             config = recipes[i].config;
             known = true;
         }
+    /* the config functions that already convert to the plan's format (config_registry.py at
+     * b5bcd76): llama3_8b_mxfp8 (MXFP8LinearConverter), deepseek_v3_671b_float8 (rowwise
+     * Float8Linear + Float8GroupedExperts); llama3_405b itself converts every Linear but
+     * lm_head to float8 rowwise, so a 405B plan in another format has no shipped config */
+    bool rowwise = l->precision == PRECISION_FP8 && precision_fp8_recipe(l) == FP8_RECIPE_ROWWISE;
+    bool converted = false; /* the config function sets the plan's converter itself */
+    if (!strcmp(config, "llama3_8b") && known && l->precision == PRECISION_MXFP8) {
+        config = "llama3_8b_mxfp8";
+        converted = true;
+    } else if (!strcmp(config, "deepseek_v3_671b") && rowwise) {
+        config = "deepseek_v3_671b_float8";
+        converted = true;
+    } else if (!strcmp(config, "llama3_405b")) {
+        converted = rowwise;
+    }
+    bool f8_405b_mismatch = !strcmp(config, "llama3_405b") && !rowwise;
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -131,6 +159,14 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
                    "overrides.\n",
                 module, config);
     }
+    long rope = known ? rope_context(config) : 0;
+    if (rope > 0 && t->seq_len > rope)
+        fprintf(f, "# NO torchtitan config ships for sequence %d: %s builds RoPE for %ld "
+                   "positions and torchtitan\n# refuses a longer sequence "
+                   "(models/common/decoder.py update_from_config); copy it with a larger RoPE\n"
+                   "# max_context_length (README \"Writing your own\") and keep the "
+                   "overrides.\n",
+                t->seq_len, config, rope);
     /* the model plan check reads back (a preset, its Hugging Face repository or a path) */
     fprintf(f, "# model: ");
     emit_comment_text(f, emit_model_path(m, ctx));
@@ -139,10 +175,22 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
     fprintf(f, "# batch in tokens: micro-batch %d x sequence %d = %ld per data-parallel rank per "
                "forward; %d sequences = %ld per step\n",
             l->mbs, t->seq_len, tokens_mb, t->global_batch, tokens_step);
-    if (l->precision == PRECISION_FP8 && precision_fp8_recipe(l) == FP8_RECIPE_ROWWISE)
-        fprintf(f, "# float8 (%s): in the config function, model_registry(..., quantization="
+    if (f8_405b_mismatch)
+        fprintf(f, "# NO torchtitan config ships for %s Llama 3.1 405B: llama3_405b converts every "
+                   "Linear but lm_head\n# to float8 rowwise (models/llama3/config_registry.py); "
+                   "copy it without that converter\n# (README \"Writing your own\") and keep "
+                   "the overrides.\n",
+                precision_label(l));
+    if (rowwise && converted)
+        fprintf(f, "# float8 (%s): in the config function %s (its Float8LinearConverter, "
+                   "recipe rowwise)\n",
+                precision_label(l), config);
+    else if (rowwise)
+        /* model_registry(flavor, ..., converters=[...]) at b5bcd76; the output projection is
+         * lm_head (llama3_405b filters it the same way) */
+        fprintf(f, "# float8 (%s): in the config function, model_registry(..., converters="
                    "[Float8LinearConverter.Config(\n#   recipe_name=\"rowwise\", "
-                   "filter_fqns=[\"output\"], model_compile_enabled=%s)]) "
+                   "filter_fqns=[\"lm_head\"], model_compile_enabled=%s)]) "
                    "(components/quantization/float8.md)\n",
                 precision_label(l), l->compile ? "True" : "False");
     else if (l->precision == PRECISION_FP8)
@@ -152,6 +200,8 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
                    "torchao's Float8LinearConfig in your own converter,\n# or plan this layout "
                    "with --fp8-recipe rowwise\n",
                 precision_label(l), precision_label(l));
+    else if (l->precision == PRECISION_MXFP8 && converted)
+        fprintf(f, "# mxfp8: in the config function %s (its MXFP8LinearConverter)\n", config);
     else if (l->precision == PRECISION_MXFP8 || l->precision == PRECISION_NVFP4)
         fprintf(f, "# %s: in the config function, the %s converter "
                    "(torchtitan/components/quantization/%s.md)\n",
@@ -240,12 +290,21 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
     /* torchtitan graphs forward + loss + backward by default (TrainingConfig.
      * disable_cuda_graphs False, f84224af0) and refuses it with PP or a blocking EP
      * dispatcher: off is said (cuda_graphs.h) */
-    if (!graphs) flag(f, "--training.disable_cuda_graphs", NULL);
+    /* both ways: deepseek_v3_16b and _671b set disable_cuda_graphs=True themselves
+     * (models/deepseek_v3/config_registry.py), so a plan with graphs says so */
+    flag(f, graphs ? "--training.no-disable_cuda_graphs" : "--training.disable_cuda_graphs", NULL);
     flag(f, l->compile ? "--compile.enable" : "--compile.no-enable", NULL);
-    if (l->async_tp) flag(f, "--compile.enable_async_tensor_parallel", NULL);
-    /* the loss left eager (layout.h loss_eager): compile.components is a tyro list, its
-     * default ["model", "loss"] (config/configs.py) */
-    if (l->compile && l->loss_eager) flag(f, "--compile.components", "model");
+    /* both ways: llama3_405b turns async TP on itself (CompileConfig(enable=True,
+     * enable_async_tensor_parallel=True)), and CompileConfig.__post_init__ refuses it without
+     * --compile.enable, so a plan without it says so */
+    flag(f, l->async_tp ? "--compile.enable_async_tensor_parallel"
+                        : "--compile.no-enable_async_tensor_parallel",
+         NULL);
+    /* what is compiled, always when compiling: compile.components is a list (one
+     * comma-separated word, config/manager.py list_str_rule), default ["model", "loss"]
+     * (config/configs.py), but deepseek_v3_16b and _671b set ["loss"] and llama3_8b_mxfp8
+     * ["model"]; the loss left eager is layout.h loss_eager */
+    if (l->compile) flag(f, "--compile.components", l->loss_eager ? "model" : "model,loss");
     flag(f, "--optimizer.implementation",
          optimizer_impl_name((layout_optimizer_impl)layout_optimizer_impl_of(l)));
     flag_int(f, "--training.steps", 100);
