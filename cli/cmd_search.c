@@ -172,10 +172,15 @@ int cmd_search(int argc, char **argv)
                  fixed, fixed);
         return cli_error(msg);
     }
-    if (o.gemm_headroom_on)
-        return cli_error("--gemm-headroom on prices one layout (plan estimate); the search ranks "
-                         "every layout at the sustained GEMM rate: drop the flag here and pass it "
-                         "to plan estimate for the layout it picks");
+    if (o.gemm_headroom_on || o.gemm_headroom_bubble)
+        return cli_error(o.gemm_headroom_on
+                             ? "--gemm-headroom on prices one layout (plan estimate); the search "
+                               "ranks every layout at the sustained GEMM rate: drop the flag here "
+                               "and pass it to plan estimate for the layout it picks"
+                             : "--gemm-headroom bubble prices one layout (plan estimate's "
+                               "default); the search ranks every layout at the sustained GEMM "
+                               "rate: drop the flag here, plan estimate of the layout it picks "
+                               "adds the bubble's headroom");
     model_spec m;
     system_spec sys;
     if ((rc = cli_load_specs(&o, &m, &sys))) return rc;
