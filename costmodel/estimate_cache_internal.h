@@ -105,10 +105,13 @@ struct estimate_cache {
      * uneven split that follows each layout, the memory knobs' tries) cleared: a layout equal
      * to one byte for byte has its key, so its costs. A layout's overlap variants alternate
      * the first index; the recompute loop, innermost, the second; a Megatron-FSDP layout's
-     * bound reads its DDP form's costs (fsdp_layers_lower_bound) between its own. */
-    bool have_last[2][3][2];
-    layout last[2][3][2];
-    layer_kinds last_kinds[2][3][2];
+     * bound reads its DDP form's costs (fsdp_layers_lower_bound) between its own. The last
+     * index, 2 x precision + fp8_param_gather (the probe's: cleared where no recipe reads it),
+     * keeps a searched precision's apart from the others', which follow each layout in the
+     * list (search.c emit: before speed12 they took turns in one slot and never hit). */
+    bool have_last[2][3][2][2 * PRECISION_COUNT];
+    layout last[2][3][2][2 * PRECISION_COUNT];
+    layer_kinds last_kinds[2][3][2][2 * PRECISION_COUNT];
     long builds, hits;
 };
 

@@ -68,6 +68,11 @@ static layout cache_key(const layout *l)
     if (k.framework == FRAMEWORK_MEGATRON && k.sharding != SHARDING_FSDP) {
         k.dp = layout_gpus(l) == 1; /* 1: alone, 0: not */
         k.pp = 1;
+        /* --fp8-param-gather: read by a recipe only in the FSDP unit's all-gather
+         * (layer_recipe.c rb_fsdp_unit, precision_param_gather_bytes); the distributed
+         * optimizer's FP8 gather is the DP sync's (dp_sync.c) and its memory memory.c's, so
+         * the variant with it shares the one without's recipes (speed12) */
+        k.fp8_param_gather = false;
     }
     return k;
 }
@@ -314,11 +319,15 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
     probe.pp_first_layers = probe.pp_last_layers = 0;
     if (probe.sharding != SHARDING_FSDP) probe.sharding = SHARDING_DDP; /* as cache_key */
     probe.overlap_grad_reduce = probe.overlap_param_gather = false;
-    mask_padding(c, &probe); /* equal bytes are then equal fields */
     int v = l->tp_comm_overlap ? 1 : 0, rc = (int)l->recompute,
         fsdp = l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_FSDP;
-    if (c->have_last[v][rc][fsdp] && !memcmp(&probe, &c->last[v][rc][fsdp], sizeof probe)) {
-        *kinds = c->last_kinds[v][rc][fsdp];
+    /* as cache_key: Megatron's recipes read --fp8-param-gather in the FSDP unit alone */
+    if (l->framework == FRAMEWORK_MEGATRON && !fsdp) probe.fp8_param_gather = false;
+    mask_padding(c, &probe); /* equal bytes are then equal fields */
+    int p = (int)probe.precision * 2 + (probe.fp8_param_gather ? 1 : 0);
+    if (c->have_last[v][rc][fsdp][p] &&
+        !memcmp(&probe, &c->last[v][rc][fsdp][p], sizeof probe)) {
+        *kinds = c->last_kinds[v][rc][fsdp][p];
         c->hits += model_is_moe(m) ? 2 : 1;
         return;
     }
@@ -333,9 +342,9 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
         kinds->dense = kinds->dense_bf16 = kind_cost(c, m, sys, t, l, KIND_DENSE, &whole);
         kinds->moe = kinds->moe_bf16 = kinds->dense;
     }
-    c->last[v][rc][fsdp] = probe;
-    c->last_kinds[v][rc][fsdp] = *kinds;
-    c->have_last[v][rc][fsdp] = true;
+    c->last[v][rc][fsdp][p] = probe;
+    c->last_kinds[v][rc][fsdp][p] = *kinds;
+    c->have_last[v][rc][fsdp][p] = true;
 }
 
 /* The loss head's costs of l (it depends on the recompute setting through Megatron's MTP
