@@ -177,6 +177,7 @@ static cache_entry *new_entry(estimate_cache *c, int kind, const lookup_key *key
     e->key = key->k;
     e->hash = key->hash;
     e->priced = e->head_priced = 0;
+    e->r_rc = -1;
     return e;
 }
 
@@ -258,6 +259,7 @@ static cache_entry *build_entry(estimate_cache *c, const model_spec *m, const sy
         if (!ed) {
             ed = new_entry(c, kind, &kd);
             make_recipe(c, m, sys, t, &ld, kind, &kd, &ed->r, NULL, NULL);
+            ed->r_rc = (int)ld.recompute;
         }
         cache_entry *e = new_entry(c, kind, key); /* the next slot: not ed's */
         recipe_layer_fsdp_from_priced(m, sys, t, l, moe, &ed->r, &e->r, &e->x[l->recompute]);
@@ -266,6 +268,7 @@ static cache_entry *build_entry(estimate_cache *c, const model_spec *m, const sy
     }
     cache_entry *e = new_entry(c, kind, key);
     make_recipe(c, m, sys, t, l, kind, key, &e->r, &e->x[l->recompute], priced);
+    e->r_rc = (int)l->recompute; /* make_recipe sets the flags for l's */
     return e;
 }
 
@@ -291,6 +294,7 @@ static layer_time kind_cost(estimate_cache *c, const model_spec *m, const system
         e = build_entry(c, m, sys, t, l, kind, key, &priced);
     } else { /* the recipe held, not yet priced under rc */
         recipe_set_recompute_priced(sys, m, l, &e->r, kind == KIND_MOE, &e->x[rc]);
+        if (e->r_rc >= 0) e->r_rc = rc; /* Megatron-FSDP's stay untracked */
         priced = true;
         c->hits++;
     }
@@ -373,7 +377,15 @@ static void head_cost(estimate_cache *c, const model_spec *m, const system_spec 
         return;
     }
     *head = (layer_time){0};
-    estimate_head_cost(m, sys, t, l, &head->fwd_s, &head->bwd_s);
+    /* Megatron's MTP modules run a layer of the decoder's last kind with l's recompute
+     * setting (recipe_mtp.c): the entry's recipe where its flags are l's (r_rc) and its kind
+     * is that layer's, the very ops recipe_layer would build (make_recipe) */
+    bool last_moe = model_layer_is_moe(m, m->layers - 1);
+    const recipe *mtp = e && e->r_rc == rc && last_moe == (kind == KIND_MOE) &&
+                                layout_mtp_layers(m, l) > 0
+                            ? &e->r
+                            : NULL;
+    estimate_head_cost_mtp(m, sys, t, l, mtp, &head->fwd_s, &head->bwd_s);
     if (e) {
         e->head[rc] = *head;
         e->head_priced |= 1u << rc;

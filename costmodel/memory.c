@@ -18,6 +18,7 @@
 #include "pp_schedule.h"
 #include "recompute_modules.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "precision.h"
@@ -200,7 +201,7 @@ static double stage_state(const model_spec *m, const system_spec *sys, const tra
         break;
     }
 
-    memory_precision_add(m, l, s->stage, s->n_layers, s->moe_layers, s->kind_params,
+    memory_precision_add(m, l, s->stage, s->start, s->n_layers, s->moe_layers, s->kind_params,
                          s->lp, r);
     r->optimizer_bytes *= 1 - fig->opt_host_fraction; /* its share on the host */
 
@@ -370,10 +371,9 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
     return stage_memory(m, sys, t, l, stage, &fig);
 }
 
-static memory_breakdown stage_totals(const model_spec *m, const training_spec *t,
-                                     const layout *l,
-                                     const stage_figures *s, const layer_figures *fig,
-                                     const stage_act_rest *a, memory_breakdown *rp);
+static void stage_totals(const model_spec *m, const training_spec *t, const layout *l,
+                         const stage_figures *s, const layer_figures *fig,
+                         const stage_act_rest *a, memory_breakdown *r);
 
 /* The memo's slot for a Megatron full-recompute layout's stage (memory_full_snap), or NULL. */
 static memory_full_snap *full_snap_slot(const layer_figures *fig, const layout *l, int stage)
@@ -387,9 +387,11 @@ static bool full_snap_holds(const memory_full_snap *f, const system_spec *sys,
                             const training_spec *t, const layout *l, int stage)
 {
     if (!f->used || f->stage != stage || f->sys != sys) return false;
-    layout k = *l;
-    k.recompute_layers = 0;
-    return !memcmp(&k, &f->key, sizeof k) && !memcmp(t, &f->t, sizeof *t);
+    /* the layout's bytes but recompute_layers' */
+    const size_t at = offsetof(layout, recompute_layers), after = at + sizeof l->recompute_layers;
+    return !memcmp(l, &f->key, at) &&
+           !memcmp((const char *)l + after, (const char *)&f->key + after, sizeof *l - after) &&
+           !memcmp(t, &f->t, sizeof *t);
 }
 
 /* One stage's memory: its state part (stage_state), its activation part (stage_act_figures,
@@ -413,7 +415,8 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         stage_act_sum(l, &f, snap->act_off, &r);
         stage_figures s = {.stage = stage, .n_layers = snap->n_layers, .micro = snap->micro,
                            .moe_layers = snap->moe_layers};
-        return stage_totals(m, t, l, &s, fig, &f.rest, &r);
+        stage_totals(m, t, l, &s, fig, &f.rest, &r);
+        return r;
     }
     memset(&r, 0, sizeof r);
     r.stage = stage;
@@ -475,17 +478,16 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         snap->key.recompute_layers = 0;
     }
     stage_act_sum(l, &f, fig->act_off_layers, &r);
-    return stage_totals(m, t, l, &s, fig, &f.rest, &r);
+    stage_totals(m, t, l, &s, fig, &f.rest, &r);
+    return r;
 }
 
 /* The stage's totals from its parts (r, a); under torch, the optimizer step's and the
  * backward's end peaks (they read s and fig: a Megatron stage reads neither). */
-static memory_breakdown stage_totals(const model_spec *m, const training_spec *t,
-                                     const layout *l,
-                                     const stage_figures *s, const layer_figures *fig,
-                                     const stage_act_rest *a, memory_breakdown *rp)
+static void stage_totals(const model_spec *m, const training_spec *t, const layout *l,
+                         const stage_figures *s, const layer_figures *fig,
+                         const stage_act_rest *a, memory_breakdown *r)
 {
-    memory_breakdown r = *rp;
     int stage = s->stage;
     double sharded = s->sharded, layer_params = s->layer_params;
     bool own_experts = s->own_experts;
@@ -493,10 +495,10 @@ static memory_breakdown stage_totals(const model_spec *m, const training_spec *t
     double act_layer_max = a->act_layer_max, working = a->working;
     double nd = fig->shard_nd, ne = fig->shard_ne;
 
-    r.other_bytes = r.comm_buffer_bytes + r.framework_bytes;
-    r.total_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
-                    r.activations_bytes + r.other_bytes - a->phase_relief_bytes;
-    double train_peak_bytes = r.total_bytes; /* before the optimizer step's peak, below */
+    r->other_bytes = r->comm_buffer_bytes + r->framework_bytes;
+    r->total_bytes = r->weights_bytes + r->gradients_bytes + r->optimizer_bytes +
+                    r->activations_bytes + r->other_bytes - a->phase_relief_bytes;
+    double train_peak_bytes = r->total_bytes; /* before the optimizer step's peak, below */
     if (layout_is_pytorch(l) && !l->offload) {
         /* issue 14: torch's optimizer.zero_grad() sets the gradients to None (the default since
          * torch 2.0), so the step starts without them and the activations (with the loss's
@@ -509,29 +511,30 @@ static memory_breakdown stage_totals(const model_spec *m, const training_spec *t
         /* under torchtitan's CUDA graphs zero_grad(set_to_none=False) keeps them (cuda_graphs.h;
          * measured: the graphed peak allocated is the eager one + the fp32 gradients within
          * 0.1 GiB, bench/results/cg11_2026-11-28) */
-        if (micro <= 1 && !graphs) r.total_bytes -= r.gradients_bytes;
-        train_peak_bytes = r.total_bytes;
+        if (micro <= 1 && !graphs) r->total_bytes -= r->gradients_bytes;
+        train_peak_bytes = r->total_bytes;
         /* The optimizer step runs after the backward has freed the activations and the gathered
          * units: sharded params, grads and states, plus what the step itself allocates
          * (foreach: 4 bytes per parameter, impl.h; measured in bench/realruns: Llama-3.2-3B
          * peaks at 59.91 GiB = 20 bytes x 3.21e9 params with foreach, lower with fused). */
-        r.optimizer_temp_bytes =
+        r->optimizer_temp_bytes =
             optimizer_impl_temp_bytes_per_param(layout_optimizer_impl_of(l)) * sharded;
-        r.optimizer_step_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
-                                 r.optimizer_temp_bytes + r.framework_bytes;
+        r->optimizer_step_bytes = r->weights_bytes + r->gradients_bytes + r->optimizer_bytes +
+                                 r->optimizer_temp_bytes + r->framework_bytes;
         /* torch pipelining's step() merging the kept outputs (memory_phases.h): after the
          * gradients are reduced, the sharded state, the chunks and their concatenation; the
          * chunks stay through the optimizer step */
         double merged = memory_pp_merged_outputs_bytes(m, t, l, stage, micro);
         if (merged > 0) {
-            r.optimizer_step_bytes += merged / 2.0;
-            double grads_sharded = l->sharding == SHARDING_FSDP ? 4.0 * sharded : r.gradients_bytes;
-            double merge_bytes = r.weights_bytes + grads_sharded + r.optimizer_bytes + merged +
-                                 r.framework_bytes;
-            if (merge_bytes > r.total_bytes) r.total_bytes = merge_bytes;
+            r->optimizer_step_bytes += merged / 2.0;
+            double grads_sharded = l->sharding == SHARDING_FSDP ? 4.0 * sharded : r->gradients_bytes;
+            double merge_bytes = r->weights_bytes + grads_sharded + r->optimizer_bytes + merged +
+                                 r->framework_bytes;
+            if (merge_bytes > r->total_bytes) r->total_bytes = merge_bytes;
         }
-        double eager_step_bytes = r.optimizer_step_bytes;
-        if (!graphs && r.optimizer_step_bytes > r.total_bytes) r.total_bytes = r.optimizer_step_bytes;
+        double eager_step_bytes = r->optimizer_step_bytes;
+        if (!graphs && r->optimizer_step_bytes > r->total_bytes)
+            r->total_bytes = r->optimizer_step_bytes;
         if (l->sharding == SHARDING_FSDP && l->pp == 1 && micro <= 1 && l->reshard_after_forward) {
             /* the first block's backward, the last of the blocks (memory_phases.h): the sharded
              * gradients of every unit but it and the root, its activations (recomputed: its
@@ -541,8 +544,8 @@ static memory_breakdown stage_totals(const model_spec *m, const training_spec *t
              * parameters sharded over nd, its experts over ne (as `sharded` above) */
             double ld = layer_params, le = 0;
             if (moe_layers > 0) memory_layer_params_split(m, l, 1, &ld, &le);
-            double grads_made = r.gradients_bytes - 4.0 * ((ld + root_params) / nd + le / ne);
-            if (graphs) grads_made = r.gradients_bytes; /* kept since the step before */
+            double grads_made = r->gradients_bytes - 4.0 * ((ld + root_params) / nd + le / ne);
+            if (graphs) grads_made = r->gradients_bytes; /* kept since the step before */
             double last_act = act_layer_max + working;
             if (l->recompute == RECOMPUTE_FULL)
                 last_act = act_layer_max + memory_layer_checkpoint_bytes(m, t, l);
@@ -551,31 +554,31 @@ static memory_breakdown stage_totals(const model_spec *m, const training_spec *t
                  * (FSDP2 registers it on the unit's inputs): the routed copies' saved
                  * tensors are freed by then, the block's attention ones are not yet */
                 last_act -= memory_layer_routed_activation_bytes(m, t, l);
-            r.backward_end_bytes = r.weights_bytes + r.optimizer_bytes + grads_made + last_act +
+            r->backward_end_bytes = r->weights_bytes + r->optimizer_bytes + grads_made + last_act +
                                    memory_backward_end_buffer_bytes(m, t, l, layer_params) +
-                                   r.framework_bytes;
-            if (r.backward_end_bytes > r.total_bytes) r.total_bytes = r.backward_end_bytes;
+                                   r->framework_bytes;
+            if (r->backward_end_bytes > r->total_bytes) r->total_bytes = r->backward_end_bytes;
         }
         if (graphs) {
             /* the graph's private memory pool keeps the captured forward + backward's peak for
              * the whole step (torch.cuda.graph(pool=...): the pool's blocks serve only its
              * graphs), so the optimizer's temporaries come on top of it, not of the sharded
-             * state alone: persistent + captured peak + temporaries, r.total_bytes holding the
+             * state alone: persistent + captured peak + temporaries, r->total_bytes holding the
              * first two here */
-            r.optimizer_step_bytes = r.total_bytes + r.optimizer_temp_bytes;
-            if (r.optimizer_step_bytes < eager_step_bytes) r.optimizer_step_bytes = eager_step_bytes;
-            r.total_bytes = r.optimizer_step_bytes;
+            r->optimizer_step_bytes = r->total_bytes + r->optimizer_temp_bytes;
+            if (r->optimizer_step_bytes < eager_step_bytes)
+                r->optimizer_step_bytes = eager_step_bytes;
+            r->total_bytes = r->optimizer_step_bytes;
         }
     }
-    r.block_stage = stage; /* r.largest_block_bytes: the activation part's */
-    r.need_bytes = r.total_bytes;
+    r->block_stage = stage; /* r->largest_block_bytes: the activation part's */
+    r->need_bytes = r->total_bytes;
     /* torchtitan launches with expandable segments (run_train.sh: PYTORCH_ALLOC_CONF=
      * "expandable_segments:True", pytorch/torchtitan 0168bd5; --emit torchtitan exports it) */
     bool expandable = t->expandable_segments || l->framework == FRAMEWORK_TORCHTITAN;
-    if (!expandable && train_peak_bytes + r.largest_block_bytes > r.need_bytes)
-        r.need_bytes = train_peak_bytes + r.largest_block_bytes;
-    r.train_peak_bytes = train_peak_bytes;
-    return r;
+    if (!expandable && train_peak_bytes + r->largest_block_bytes > r->need_bytes)
+        r->need_bytes = train_peak_bytes + r->largest_block_bytes;
+    r->train_peak_bytes = train_peak_bytes;
 }
 
 memory_breakdown memory_peak(const model_spec *m, const system_spec *sys,
