@@ -437,7 +437,7 @@ void estimate_search_share_memory(const layout *ls, int n, estimate *outs)
 /*
  * Layouts known to fit without their memory breakdown: a pruned one needs none
  * (estimate_layout_search), so a search that prunes skips it where a twin that fits, and whose
- * memory is provably no less, has been seen. Two such twins, under Megatron (not offload, whose
+ * memory is provably no less, has been seen. Three such twins, under Megatron (not offload, whose
  * layouts are never pruned):
  *  - the distributed optimizer's memory is at most DDP's (memory.c stage_memory): the two
  *    differ only in the optimizer state (12 bytes a parameter over the shard, sharded <= params,
@@ -451,13 +451,22 @@ void estimate_search_share_memory(const layout *ls, int n, estimate *outs)
  *    the same way. Twin: the same layout without recompute. In bf16 only: low precision's bf16
  *    first/last layers are added in as differences (stage_memory), which need not keep the
  *    order in floating point.
+ *  - --fp8-param-gather's memory is at most the same low-precision layout's without it
+ *    (speed12): memory_precision_add is the only stage term that reads the knob (besides the
+ *    stage's low-precision parameters it passes in, memory.c), and with it the weight copy
+ *    beside each Linear weight is operand_bytes (pb) less, and the weights (the sharded
+ *    weights and the two gathered units under Megatron-FSDP) lose (2 - pb) bytes a
+ *    low-precision parameter, subtracted after the same sums: with 0 <= pb <= 2 each figure
+ *    is no larger. Twin: the same layout without the knob, listed just before it (search.c
+ *    emit).
  * A stage's total and need are sums (and maxima) of those terms in one order, each no larger,
  * so each candidate stage's figures and their peak are no larger: rounding is monotone. The
  * overlap variants' memory is their knob-off memory plus the same userbuffers in both. Every
  * layout seen to fit (computed, or known by a twin) is kept, keyed by the layout with the DP
  * overlap knobs (which no memory figure reads) cleared; twins come a few layouts before (the
- * sharding and recompute loops are the list's innermost, search_layouts.c); only those that can
- * be a twin (DDP, or no recompute) are kept.
+ * sharding and recompute loops are the list's innermost, search_layouts.c, and a layout's
+ * precisions follow it, search.c emit); only those that can be a twin (DDP, no recompute, or
+ * low precision without the gather) are kept.
  */
 static bool fit_key(const estimate_cache *c, const layout *l, lookup_key *key)
 {
@@ -494,14 +503,25 @@ static bool twin_fits(const estimate_cache *c, const layout *l)
         tw.recompute = RECOMPUTE_NONE;
         if (seen_fit(c, &tw)) return true;
     }
+    if (precision_param_gather(l)) {
+        double pb = precision_param_bytes(l); /* the premise: 0 <= pb <= 2 (header comment) */
+        if (pb >= 0 && pb <= 2.0) {
+            tw = *l;
+            tw.fp8_param_gather = false;
+            if (seen_fit(c, &tw)) return true;
+        }
+    }
     return false;
 }
 
 static void fit_put(estimate_cache *c, const layout *l)
 {
     lookup_key key;
-    /* only a possible twin: a DDP layout or one without recompute */
-    if (l->sharding != SHARDING_DDP && l->recompute != RECOMPUTE_NONE) return;
+    /* only a possible twin: a DDP layout, one without recompute, or a low-precision one
+     * without the parameter gather where the gather is allowed (not DDP) */
+    if (l->sharding != SHARDING_DDP && l->recompute != RECOMPUTE_NONE &&
+        !(precision_is_low(l) && !l->fp8_param_gather))
+        return;
     if (!fit_key(c, l, &key)) return;
     twin_slot *t = &c->twin[key.hash & (TWIN_SLOTS - 1)];
     t->used = true;

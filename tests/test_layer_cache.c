@@ -320,8 +320,9 @@ static void test_fsdp_bound_from_ddp(void **state)
 }
 
 /* The search's twin rules (estimate_search.c twin_fits): under Megatron the distributed
- * optimizer's memory is at most DDP's, and selective recompute of core attention alone (bf16)
- * at most no recompute's, stage peak and need alike, over dense and MoE models, pipeline and
+ * optimizer's memory is at most DDP's, selective recompute of core attention alone (bf16)
+ * at most no recompute's, and FP8 with --fp8-param-gather at most FP8 without it (speed12),
+ * stage peak and need alike, over dense and MoE models, pipeline and
  * not, flash and unfused attention, with TP overlap's userbuffers on and off. */
 static void test_twin_memory_order(void **state)
 {
@@ -372,10 +373,33 @@ static void test_twin_memory_order(void **state)
                                     if (at) assert_true(ms.total_bytes < mn.total_bytes);
                                     n++;
                                 }
+                                /* FP8 with --fp8-param-gather <= FP8 without (speed12), under
+                                 * the distributed optimizer and Megatron-FSDP, each recompute
+                                 * setting, with and without bf16 first/last layers */
+                                for (int sh = 1; sh < 3; sh++)
+                                    for (int rc = 0; rc < 3; rc++)
+                                        for (int bf = 0; bf < 2; bf++) {
+                                            layout no = l;
+                                            no.sharding = (layout_sharding)sh;
+                                            no.recompute = (layout_recompute)rc;
+                                            no.precision = PRECISION_FP8;
+                                            no.bf16_layers_start = no.bf16_layers_end = bf;
+                                            layout pg = no;
+                                            pg.fp8_param_gather = true;
+                                            if (layout_check(&m, &s, &t, &pg, 0, err,
+                                                             sizeof err) != CM_OK)
+                                                continue;
+                                            memory_breakdown mn = memory_peak(&m, &s, &t, &no);
+                                            memory_breakdown mp = memory_peak(&m, &s, &t, &pg);
+                                            assert_true(mp.need_bytes <= mn.need_bytes);
+                                            assert_true(mp.total_bytes <= mn.total_bytes);
+                                            assert_true(mp.weights_bytes < mn.weights_bytes);
+                                            n++;
+                                        }
                             }
         }
     }
-    assert_true(n >= 300);
+    assert_true(n >= 600);
 }
 
 int main(void)
