@@ -116,6 +116,12 @@ struct estimate_cache {
     layout last[2][3][2][2 * PRECISION_COUNT];
     layer_kinds last_kinds[2][3][2][2 * PRECISION_COUNT];
     long builds, hits;
+    /* the last layout_check_base (estimate_search.c layout_ok): its model, bf16 layout
+     * (padding zeroed), training spec and verdict */
+    bool have_check, check_ok;
+    const model_spec *check_m;
+    layout check_key;
+    training_spec check_t;
 };
 
 #endif
