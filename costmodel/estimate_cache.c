@@ -102,3 +102,8 @@ void estimate_cache_skip_pruned_memory(estimate_cache *c, bool skip)
 {
     if (c) c->skip_pruned_memory = skip;
 }
+
+void estimate_cache_check_per_layout(estimate_cache *c, bool several)
+{
+    if (c) c->check_per_layout = several;
+}

@@ -117,7 +117,8 @@ struct estimate_cache {
     layer_kinds last_kinds[2][3][2][2 * PRECISION_COUNT];
     long builds, hits;
     /* the last layout_check_base (estimate_search.c layout_ok): its model, bf16 layout
-     * (padding zeroed), training spec and verdict */
+     * (compared byte for byte), training spec and verdict */
+    bool check_per_layout; /* estimate_cache_check_per_layout */
     bool have_check, check_ok;
     const model_spec *check_m;
     layout check_key;

@@ -645,9 +645,10 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
 static bool layout_ok(estimate_cache *c, const model_spec *m, const system_spec *sys,
                       const training_spec *t, const layout *l)
 {
-    if (!c) return layout_check(m, sys, t, l, 0, NULL, 0) == CM_OK;
+    if (!c || !c->check_per_layout) return layout_check(m, sys, t, l, 0, NULL, 0) == CM_OK;
+    /* compared byte for byte, padding and all: equal bytes are equal fields (a layout and
+     * its precisions are copies of one, search.c emit, so their padding agrees) */
     layout b = precision_bf16_layout(l);
-    mask_padding(c, &b); /* equal bytes are then equal fields */
     if (!c->have_check || c->check_m != m || memcmp(&b, &c->check_key, sizeof b) ||
         memcmp(t, &c->check_t, sizeof *t)) {
         c->check_ok = layout_check_base(m, t, &b) == CM_OK;

@@ -635,6 +635,9 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
         oom |= !c.w[k].cache;
         /* a pruned layout's memory is read only by a visitor (consider) */
         estimate_cache_skip_pruned_memory(c.w[k].cache, !opt->visit);
+        /* each layout listed once per precision (emit): its precision-blind rules once */
+        unsigned mask = opt->precisions ? opt->precisions : 1u << PRECISION_BF16;
+        estimate_cache_check_per_layout(c.w[k].cache, (mask & (mask - 1)) != 0);
     }
     if (oom) {
         free_workers(c.w, nthreads);
