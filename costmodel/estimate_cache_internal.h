@@ -125,4 +125,10 @@ struct estimate_cache {
     training_spec check_t;
 };
 
+/* layout_check(l) == CM_OK (estimate_search.c's check of a listed layout), its precision-blind
+ * half (layout_check_base) from c where l's bf16 form is the last one checked: a search of
+ * several precisions lists each layout's in turn (estimate_cache_check_per_layout). */
+bool estimate_cache_layout_ok(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                              const training_spec *t, const layout *l);
+
 #endif

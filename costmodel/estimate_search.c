@@ -640,25 +640,6 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
                                 estimate_cache *cache, double prune_above_s,
                                 estimate_outcome *how);
 
-/* layout_check(l) == CM_OK, its precision-blind half (layout_check_base) from the cache where
- * l's bf16 form is the last one checked: the list gives each layout's precisions in turn. */
-static bool layout_ok(estimate_cache *c, const model_spec *m, const system_spec *sys,
-                      const training_spec *t, const layout *l)
-{
-    if (!c || !c->check_per_layout) return layout_check(m, sys, t, l, 0, NULL, 0) == CM_OK;
-    /* compared byte for byte, padding and all: equal bytes are equal fields (a layout and
-     * its precisions are copies of one, search.c emit, so their padding agrees) */
-    layout b = precision_bf16_layout(l);
-    if (!c->have_check || c->check_m != m || memcmp(&b, &c->check_key, sizeof b) ||
-        memcmp(t, &c->check_t, sizeof *t)) {
-        c->check_ok = layout_check_base(m, t, &b) == CM_OK;
-        c->check_key = b;
-        c->check_t = *t;
-        c->check_m = m;
-        c->have_check = true;
-    }
-    return c->check_ok && layout_check_precision(m, sys, l) == CM_OK;
-}
 
 cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
                                  const training_spec *t, const layout *ls, int n,
@@ -667,7 +648,7 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
 {
     *how = ESTIMATE_UNTIMED;
     if (n < 1) return CM_EINVAL;
-    if (!layout_ok(cache, m, sys, t, &ls[0])) return CM_EINVAL;
+    if (!estimate_cache_layout_ok(cache, m, sys, t, &ls[0])) return CM_EINVAL;
     return search_checked(m, sys, t, ls, n, outs, cache, prune_above_s, how);
 }
 
