@@ -84,8 +84,15 @@ static void root_copies_cost(const model_spec *m, const system_spec *sys, const 
 void estimate_head_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
                         const layout *l, double *fwd_s, double *bwd_s)
 {
+    estimate_head_cost_mtp(m, sys, t, l, NULL, fwd_s, bwd_s);
+}
+
+void estimate_head_cost_mtp(const model_spec *m, const system_spec *sys,
+                            const training_spec *t, const layout *l, const recipe *mtp_layer,
+                            double *fwd_s, double *bwd_s)
+{
     recipe r;
-    recipe_head(m, sys, t, l, &r, NULL);
+    recipe_head_mtp(m, sys, t, l, mtp_layer, &r, NULL);
     recipe_time x;
     recipe_price(&r, &x);
     /* the MTP modules' layer brings its TP/EP exchanges and recompute (recipe_mtp.c) */

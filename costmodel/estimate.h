@@ -99,6 +99,12 @@ void estimate_cache_expect(estimate_cache *c, long layouts);
  * for a caller that reads no memory of pruned layouts.
  * false (a new cache's): every pruned layout's memory is made, as documented below. */
 void estimate_cache_skip_pruned_memory(estimate_cache *c, bool skip);
+/* several true: the layouts come each with its precisions in turn (a search of more than one
+ * format), so estimate_layout_search checks the rules that read no precision field once a
+ * layout (layout_check_base) and the precision rules per format; false (a new cache's): the
+ * whole layout_check each time, the cheaper for a one-format search (speed12). The verdicts
+ * are the same. */
+void estimate_cache_check_per_layout(estimate_cache *c, bool several);
 void estimate_cache_free(estimate_cache *c);
 /* How many layer recipes the cache built and how many lookups it answered without building. */
 void estimate_cache_counts(const estimate_cache *c, long *builds, long *hits);

@@ -1,13 +1,16 @@
 /*
  * estimate_cache.c — making, sizing and freeing the search's layer-cost cache
  * (estimate_cache_internal.h; what it holds and how estimate_search.c uses it is said there and
- * in that file). Split from estimate_search.c (issue 21, speed6) to keep that file to its job.
+ * in that file). Split from estimate_search.c (issue 21, speed6) to keep that file to its job;
+ * also the check of a listed layout against the last one's (estimate_cache_layout_ok, speed12).
  */
 #include "estimate_cache_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "layout_codec.h"
+#include "precision.h"
 
 estimate_cache *estimate_cache_new(void) { return estimate_cache_new_for(0); }
 
@@ -101,4 +104,27 @@ void estimate_cache_counts(const estimate_cache *c, long *builds, long *hits)
 void estimate_cache_skip_pruned_memory(estimate_cache *c, bool skip)
 {
     if (c) c->skip_pruned_memory = skip;
+}
+
+void estimate_cache_check_per_layout(estimate_cache *c, bool several)
+{
+    if (c) c->check_per_layout = several;
+}
+
+bool estimate_cache_layout_ok(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                              const training_spec *t, const layout *l)
+{
+    if (!c || !c->check_per_layout) return layout_check(m, sys, t, l, 0, NULL, 0) == CM_OK;
+    /* compared byte for byte, padding and all: equal bytes are equal fields (a layout and
+     * its precisions are copies of one, search.c emit, so their padding agrees) */
+    layout b = precision_bf16_layout(l);
+    if (!c->have_check || c->check_m != m || memcmp(&b, &c->check_key, sizeof b) ||
+        memcmp(t, &c->check_t, sizeof *t)) {
+        c->check_ok = layout_check_base(m, t, &b) == CM_OK;
+        c->check_key = b;
+        c->check_t = *t;
+        c->check_m = m;
+        c->have_check = true;
+    }
+    return c->check_ok && layout_check_precision(m, sys, l) == CM_OK;
 }

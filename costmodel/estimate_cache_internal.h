@@ -27,6 +27,9 @@ typedef struct {
     layout key;              /* the cleared layout (cache_key), its padding zeroed */
     unsigned long hash;      /* the key's (lookup_key) */
     recipe r;                /* the kind's layer */
+    int r_rc;                /* the recompute setting r's flags hold (recipe_set_recompute), or
+                                -1 (Megatron-FSDP's: not tracked); the loss head's MTP layer
+                                takes r where it is l's (head_cost) */
     unsigned priced;         /* bit rc: x[rc] holds the layer priced under recompute rc */
     layer_time x[3];
     unsigned head_priced;    /* bit rc: head[rc] holds the loss head under recompute rc (it
@@ -105,11 +108,27 @@ struct estimate_cache {
      * uneven split that follows each layout, the memory knobs' tries) cleared: a layout equal
      * to one byte for byte has its key, so its costs. A layout's overlap variants alternate
      * the first index; the recompute loop, innermost, the second; a Megatron-FSDP layout's
-     * bound reads its DDP form's costs (fsdp_layers_lower_bound) between its own. */
-    bool have_last[2][3][2];
-    layout last[2][3][2];
-    layer_kinds last_kinds[2][3][2];
+     * bound reads its DDP form's costs (fsdp_layers_lower_bound) between its own. The last
+     * index, 2 x precision + fp8_param_gather (the probe's: cleared where no recipe reads it),
+     * keeps a searched precision's apart from the others', which follow each layout in the
+     * list (search.c emit: before speed12 they took turns in one slot and never hit). */
+    bool have_last[2][3][2][2 * PRECISION_COUNT];
+    layout last[2][3][2][2 * PRECISION_COUNT];
+    layer_kinds last_kinds[2][3][2][2 * PRECISION_COUNT];
     long builds, hits;
+    /* the last layout_check_base (estimate_search.c layout_ok): its model, bf16 layout
+     * (compared byte for byte), training spec and verdict */
+    bool check_per_layout; /* estimate_cache_check_per_layout */
+    bool have_check, check_ok;
+    const model_spec *check_m;
+    layout check_key;
+    training_spec check_t;
 };
+
+/* layout_check(l) == CM_OK (estimate_search.c's check of a listed layout), its precision-blind
+ * half (layout_check_base) from c where l's bf16 form is the last one checked: a search of
+ * several precisions lists each layout's in turn (estimate_cache_check_per_layout). */
+bool estimate_cache_layout_ok(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                              const training_spec *t, const layout *l);
 
 #endif

@@ -82,6 +82,10 @@ void estimate_layer_times(const model_spec *m, const system_spec *sys, const tra
                           const layout *l, layer_kinds *kinds);
 void estimate_head_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
                         const layout *l, double *fwd_s, double *bwd_s);
+/* estimate_head_cost with its MTP modules' layer given (layer_recipe.h recipe_head_mtp) */
+void estimate_head_cost_mtp(const model_spec *m, const system_spec *sys,
+                            const training_spec *t, const layout *l, const recipe *mtp_layer,
+                            double *fwd_s, double *bwd_s);
 
 /* The optimizer step of pipeline stage `stage` (estimate_optimizer.c); *local_params: the
  * parameters this GPU updates. */

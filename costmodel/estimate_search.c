@@ -68,6 +68,11 @@ static layout cache_key(const layout *l)
     if (k.framework == FRAMEWORK_MEGATRON && k.sharding != SHARDING_FSDP) {
         k.dp = layout_gpus(l) == 1; /* 1: alone, 0: not */
         k.pp = 1;
+        /* --fp8-param-gather: read by a recipe only in the FSDP unit's all-gather
+         * (layer_recipe.c rb_fsdp_unit, precision_param_gather_bytes); the distributed
+         * optimizer's FP8 gather is the DP sync's (dp_sync.c) and its memory memory.c's, so
+         * the variant with it shares the one without's recipes (speed12) */
+        k.fp8_param_gather = false;
     }
     return k;
 }
@@ -172,6 +177,7 @@ static cache_entry *new_entry(estimate_cache *c, int kind, const lookup_key *key
     e->key = key->k;
     e->hash = key->hash;
     e->priced = e->head_priced = 0;
+    e->r_rc = -1;
     return e;
 }
 
@@ -253,6 +259,7 @@ static cache_entry *build_entry(estimate_cache *c, const model_spec *m, const sy
         if (!ed) {
             ed = new_entry(c, kind, &kd);
             make_recipe(c, m, sys, t, &ld, kind, &kd, &ed->r, NULL, NULL);
+            ed->r_rc = (int)ld.recompute;
         }
         cache_entry *e = new_entry(c, kind, key); /* the next slot: not ed's */
         recipe_layer_fsdp_from_priced(m, sys, t, l, moe, &ed->r, &e->r, &e->x[l->recompute]);
@@ -261,6 +268,7 @@ static cache_entry *build_entry(estimate_cache *c, const model_spec *m, const sy
     }
     cache_entry *e = new_entry(c, kind, key);
     make_recipe(c, m, sys, t, l, kind, key, &e->r, &e->x[l->recompute], priced);
+    e->r_rc = (int)l->recompute; /* make_recipe sets the flags for l's */
     return e;
 }
 
@@ -286,6 +294,7 @@ static layer_time kind_cost(estimate_cache *c, const model_spec *m, const system
         e = build_entry(c, m, sys, t, l, kind, key, &priced);
     } else { /* the recipe held, not yet priced under rc */
         recipe_set_recompute_priced(sys, m, l, &e->r, kind == KIND_MOE, &e->x[rc]);
+        if (e->r_rc >= 0) e->r_rc = rc; /* Megatron-FSDP's stay untracked */
         priced = true;
         c->hits++;
     }
@@ -314,11 +323,15 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
     probe.pp_first_layers = probe.pp_last_layers = 0;
     if (probe.sharding != SHARDING_FSDP) probe.sharding = SHARDING_DDP; /* as cache_key */
     probe.overlap_grad_reduce = probe.overlap_param_gather = false;
-    mask_padding(c, &probe); /* equal bytes are then equal fields */
     int v = l->tp_comm_overlap ? 1 : 0, rc = (int)l->recompute,
         fsdp = l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_FSDP;
-    if (c->have_last[v][rc][fsdp] && !memcmp(&probe, &c->last[v][rc][fsdp], sizeof probe)) {
-        *kinds = c->last_kinds[v][rc][fsdp];
+    /* as cache_key: Megatron's recipes read --fp8-param-gather in the FSDP unit alone */
+    if (l->framework == FRAMEWORK_MEGATRON && !fsdp) probe.fp8_param_gather = false;
+    mask_padding(c, &probe); /* equal bytes are then equal fields */
+    int p = (int)probe.precision * 2 + (probe.fp8_param_gather ? 1 : 0);
+    if (c->have_last[v][rc][fsdp][p] &&
+        !memcmp(&probe, &c->last[v][rc][fsdp][p], sizeof probe)) {
+        *kinds = c->last_kinds[v][rc][fsdp][p];
         c->hits += model_is_moe(m) ? 2 : 1;
         return;
     }
@@ -333,9 +346,9 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
         kinds->dense = kinds->dense_bf16 = kind_cost(c, m, sys, t, l, KIND_DENSE, &whole);
         kinds->moe = kinds->moe_bf16 = kinds->dense;
     }
-    c->last[v][rc][fsdp] = probe;
-    c->last_kinds[v][rc][fsdp] = *kinds;
-    c->have_last[v][rc][fsdp] = true;
+    c->last[v][rc][fsdp][p] = probe;
+    c->last_kinds[v][rc][fsdp][p] = *kinds;
+    c->have_last[v][rc][fsdp][p] = true;
 }
 
 /* The loss head's costs of l (it depends on the recompute setting through Megatron's MTP
@@ -364,7 +377,15 @@ static void head_cost(estimate_cache *c, const model_spec *m, const system_spec 
         return;
     }
     *head = (layer_time){0};
-    estimate_head_cost(m, sys, t, l, &head->fwd_s, &head->bwd_s);
+    /* Megatron's MTP modules run a layer of the decoder's last kind with l's recompute
+     * setting (recipe_mtp.c): the entry's recipe where its flags are l's (r_rc) and its kind
+     * is that layer's, the very ops recipe_layer would build (make_recipe) */
+    bool last_moe = model_layer_is_moe(m, m->layers - 1);
+    const recipe *mtp = e && e->r_rc == rc && last_moe == (kind == KIND_MOE) &&
+                                layout_mtp_layers(m, l) > 0
+                            ? &e->r
+                            : NULL;
+    estimate_head_cost_mtp(m, sys, t, l, mtp, &head->fwd_s, &head->bwd_s);
     if (e) {
         e->head[rc] = *head;
         e->head_priced |= 1u << rc;
@@ -416,7 +437,7 @@ void estimate_search_share_memory(const layout *ls, int n, estimate *outs)
 /*
  * Layouts known to fit without their memory breakdown: a pruned one needs none
  * (estimate_layout_search), so a search that prunes skips it where a twin that fits, and whose
- * memory is provably no less, has been seen. Two such twins, under Megatron (not offload, whose
+ * memory is provably no less, has been seen. Three such twins, under Megatron (not offload, whose
  * layouts are never pruned):
  *  - the distributed optimizer's memory is at most DDP's (memory.c stage_memory): the two
  *    differ only in the optimizer state (12 bytes a parameter over the shard, sharded <= params,
@@ -430,13 +451,22 @@ void estimate_search_share_memory(const layout *ls, int n, estimate *outs)
  *    the same way. Twin: the same layout without recompute. In bf16 only: low precision's bf16
  *    first/last layers are added in as differences (stage_memory), which need not keep the
  *    order in floating point.
+ *  - --fp8-param-gather's memory is at most the same low-precision layout's without it
+ *    (speed12): memory_precision_add is the only stage term that reads the knob (besides the
+ *    stage's low-precision parameters it passes in, memory.c), and with it the weight copy
+ *    beside each Linear weight is operand_bytes (pb) less, and the weights (the sharded
+ *    weights and the two gathered units under Megatron-FSDP) lose (2 - pb) bytes a
+ *    low-precision parameter, subtracted after the same sums: with 0 <= pb <= 2 each figure
+ *    is no larger. Twin: the same layout without the knob, listed just before it (search.c
+ *    emit).
  * A stage's total and need are sums (and maxima) of those terms in one order, each no larger,
  * so each candidate stage's figures and their peak are no larger: rounding is monotone. The
  * overlap variants' memory is their knob-off memory plus the same userbuffers in both. Every
  * layout seen to fit (computed, or known by a twin) is kept, keyed by the layout with the DP
  * overlap knobs (which no memory figure reads) cleared; twins come a few layouts before (the
- * sharding and recompute loops are the list's innermost, search_layouts.c); only those that can
- * be a twin (DDP, or no recompute) are kept.
+ * sharding and recompute loops are the list's innermost, search_layouts.c, and a layout's
+ * precisions follow it, search.c emit); only those that can be a twin (DDP, no recompute, or
+ * low precision without the gather) are kept.
  */
 static bool fit_key(const estimate_cache *c, const layout *l, lookup_key *key)
 {
@@ -473,14 +503,25 @@ static bool twin_fits(const estimate_cache *c, const layout *l)
         tw.recompute = RECOMPUTE_NONE;
         if (seen_fit(c, &tw)) return true;
     }
+    if (precision_param_gather(l)) {
+        double pb = precision_param_bytes(l); /* the premise: 0 <= pb <= 2 (header comment) */
+        if (pb >= 0 && pb <= 2.0) {
+            tw = *l;
+            tw.fp8_param_gather = false;
+            if (seen_fit(c, &tw)) return true;
+        }
+    }
     return false;
 }
 
 static void fit_put(estimate_cache *c, const layout *l)
 {
     lookup_key key;
-    /* only a possible twin: a DDP layout or one without recompute */
-    if (l->sharding != SHARDING_DDP && l->recompute != RECOMPUTE_NONE) return;
+    /* only a possible twin: a DDP layout, one without recompute, or a low-precision one
+     * without the parameter gather where the gather is allowed (not DDP) */
+    if (l->sharding != SHARDING_DDP && l->recompute != RECOMPUTE_NONE &&
+        !(precision_is_low(l) && !l->fp8_param_gather))
+        return;
     if (!fit_key(c, l, &key)) return;
     twin_slot *t = &c->twin[key.hash & (TWIN_SLOTS - 1)];
     t->used = true;
@@ -599,6 +640,7 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
                                 estimate_cache *cache, double prune_above_s,
                                 estimate_outcome *how);
 
+
 cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
                                  const training_spec *t, const layout *ls, int n,
                                  estimate *outs, estimate_cache *cache, double prune_above_s,
@@ -606,7 +648,7 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
 {
     *how = ESTIMATE_UNTIMED;
     if (n < 1) return CM_EINVAL;
-    if (layout_check(m, sys, t, &ls[0], 0, NULL, 0) != CM_OK) return CM_EINVAL;
+    if (!estimate_cache_layout_ok(cache, m, sys, t, &ls[0])) return CM_EINVAL;
     return search_checked(m, sys, t, ls, n, outs, cache, prune_above_s, how);
 }
 

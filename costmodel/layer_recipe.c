@@ -716,7 +716,13 @@ void rb_pace_priced(const system_spec *sys, const model_spec *m, const layout *l
 void recipe_head(const model_spec *m, const system_spec *sys, const training_spec *t,
                  const layout *l, recipe *r, recipe_items *items)
 {
-    builder bd = {.sys = sys, .r = r, .items = items}, *b = &bd;
+    recipe_head_mtp(m, sys, t, l, NULL, r, items);
+}
+
+void recipe_head_mtp(const model_spec *m, const system_spec *sys, const training_spec *t,
+                     const layout *l, const recipe *mtp_layer, recipe *r, recipe_items *items)
+{
+    builder bd = {.sys = sys, .r = r, .items = items, .mtp_layer = mtp_layer}, *b = &bd;
     recipe_start(b, l);
     double tokens = (double)l->mbs * t->seq_len / l->cp;
     r->tokens = tokens;

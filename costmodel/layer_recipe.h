@@ -234,6 +234,12 @@ void recipe_set_recompute_priced(const system_spec *sys, const model_spec *m, co
  * FSDP2, the compute-stream copies of the last stage's root unit. */
 void recipe_head(const model_spec *m, const system_spec *sys, const training_spec *t,
                  const layout *l, recipe *r, recipe_items *items);
+/* recipe_head with its MTP modules' layer given (mtp_layer: the ops recipe_layer builds for
+ * l's last decoder layer kind with l's recompute setting; NULL: built here), for the search's
+ * layer-cost cache, which holds it (speed12: building it again was 3-5% of a DeepSeek-V3
+ * search). Read only without items. */
+void recipe_head_mtp(const model_spec *m, const system_spec *sys, const training_spec *t,
+                     const layout *l, const recipe *mtp_layer, recipe *r, recipe_items *items);
 
 /* The closed form's sums of r's ops (estimate.c's composition, in its order), with the host's
  * issue time as a floor under the compute (r->host_fwd_s, r->host_bwd_s). */

@@ -382,6 +382,14 @@ static void check_pp_schedule(const layout *l, long micro, bool batch_divides, r
              micro, 2 * l->pp);
 }
 
+/* The one rule of check_rules that reads a precision field (layout_check_precision). */
+static bool fp8_delayed_recompute_conflict(const layout *l)
+{
+    return (l->recompute_modules & (RECOMPUTE_MOD_MOE_ACT | RECOMPUTE_MOD_LAYERNORM)) &&
+           l->precision == PRECISION_FP8 &&
+           precision_fp8_recipe_resolved(l) == FP8_RECIPE_DELAYED;
+}
+
 static void check_rules(const model_spec *m, const training_spec *t, const layout *l, int gpus,
                         rule_sink *s)
 {
@@ -662,9 +670,7 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
                  "disable moe in recompute_modules when enabling "
                  "overlap_moe_expert_parallel_comm (transformer_config.py): drop moe or "
                  "--moe-ep-overlap");
-        if ((mods & (RECOMPUTE_MOD_MOE_ACT | RECOMPUTE_MOD_LAYERNORM)) &&
-            l->precision == PRECISION_FP8 &&
-            precision_fp8_recipe_resolved(l) == FP8_RECIPE_DELAYED)
+        if (fp8_delayed_recompute_conflict(l))
             FAIL(CM_ERULE, "recompute-modules-fp8-delayed",
                  "delayed scaling does not support moe_act and layernorm recompute for fp8 "
                  "(transformer_config.py): use --fp8-recipe tensorwise or blockwise");
@@ -746,6 +752,21 @@ cm_status layout_check(const model_spec *m, const system_spec *sys, const traini
 {
     rule_sink s = {.all = false, .err = err, .errlen = errlen, .first = CM_OK};
     check_rules(m, t, l, gpus, &s);
+    check_precision(m, sys, l, &s);
+    return s.n ? s.first : CM_OK;
+}
+
+cm_status layout_check_base(const model_spec *m, const training_spec *t, const layout *bf16)
+{
+    rule_sink s = {.all = false, .first = CM_OK};
+    check_rules(m, t, bf16, 0, &s);
+    return s.n ? s.first : CM_OK;
+}
+
+cm_status layout_check_precision(const model_spec *m, const system_spec *sys, const layout *l)
+{
+    if (fp8_delayed_recompute_conflict(l)) return CM_ERULE;
+    rule_sink s = {.all = false, .first = CM_OK};
     check_precision(m, sys, l, &s);
     return s.n ? s.first : CM_OK;
 }

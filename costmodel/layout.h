@@ -279,6 +279,17 @@ int layout_stage_start(const model_spec *m, const layout *l, int stage);
  * Check divisibility and the framework rules (DESIGN.md "Framework rules"). On failure err names
  * the rule and the fix. gpus is the job's GPU count (0: not checked).
  */
+/*
+ * layout_check in two halves (speed12: a search lists each layout once per precision, and the
+ * rules that read none of the precision fields need checking once): layout_check(l) is CM_OK
+ * exactly when layout_check_base(precision_bf16_layout(l)) and layout_check_precision(l) both
+ * are. _base: every rule but the precision ones, on a bf16 layout (its precision fields
+ * bf16's); _precision: the rules that read precision, fp8_recipe, fp8_param_gather,
+ * moe_fp8_dispatch or the bf16 first/last layers. Both: CM_OK or the first failure's status,
+ * no message.
+ */
+cm_status layout_check_base(const model_spec *m, const training_spec *t, const layout *bf16);
+cm_status layout_check_precision(const model_spec *m, const system_spec *sys, const layout *l);
 cm_status layout_check(const model_spec *m, const system_spec *sys, const training_spec *t,
                        const layout *l, int gpus, char *err, size_t errlen);
 cm_status training_check(const training_spec *t, char *err, size_t errlen);

@@ -1,12 +1,7 @@
 /*
- * memory.c — per-GPU memory of a layout (sources in memory.h).
- *
- * Activation bytes per token of one layer, split as Korthikanti et al. 2022 (Table 2) split
- * GPT's 34 s b h: the part every TP rank keeps whole unless sequence parallelism shards it
- * (norm inputs 2h+2h, QKV and FC1 inputs 2h+2h, two 1-byte dropout masks) = 10h for GPT, and
- * the part TP shards (Q, K, V, context 8h; MLP intermediates 16h for f = 4h) = 24h; plus
- * 5as per token for the unfused softmax/dropout, which selective recompute and flash
- * attention do not store. The tests check the GPT identity 34sbh + 5as^2b.
+ * memory.c — per-GPU memory of a layout (sources in memory.h): each candidate stage's state
+ * (weights, gradients, optimizer, buffers) and activations, and the peak over them. The
+ * per-layer activation bytes are memory_activations.c's.
  */
 #include "memory.h"
 #include "memory_memo.h"
@@ -24,225 +19,11 @@
 #include "pp_schedule.h"
 #include "recompute_modules.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "precision.h"
 
-/* Bytes per token kept whole on each TP rank (sharded by tp only under SP). */
-static double replicated_bytes_per_token(const model_spec *m, int moe_layer)
-{
-    double h = m->hidden;
-    double b = 8.0 * h;                  /* LN1 in, QKV in, LN2 in, FC1 (or router) in */
-    if (m->dropout) b += 2.0 * h;        /* attention-out and MLP-out dropout masks, 1 byte */
-    if (m->mla) b += 4.0 * m->q_lora_rank + 4.0 * m->kv_lora_rank; /* latent norms' in/out */
-    if (moe_layer) b += 4.0 * m->experts; /* fp32 router logits */
-    return b;
-}
-
-static double mlp_intermediate_bytes(const model_spec *m, double width)
-{
-    /* SwiGLU keeps gate and up outputs (2+2 bytes) and the product (2); GeLU its input and
-     * output (2+2). */
-    return (m->activation == MODEL_ACT_SWIGLU ? 6.0 : 4.0) * width;
-}
-
-double memory_hf_window_mask_bytes(const model_spec *m, const training_spec *t, const layout *l)
-{
-    /* Hugging Face transformers builds an explicit boolean mask [b, 1, s, s] when a sliding
-     * window is shorter than the sequence (layer_recipe.c, masking_utils.sdpa_mask); torch's
-     * scaled_dot_product_attention turns it into an additive mask of the query dtype in every
-     * call (aten/src/ATen/native/transformers/attention.cpp: convert_boolean_attn_mask(_cudnn),
-     * at::where over the mask: a new bf16 tensor of the mask's full shape, b s^2 x 2 bytes),
-     * and the attention op saves it for its backward (attn_bias): one per sliding layer,
-     * averaged over the layers as the rest of this function is. */
-    if (!layout_is_pytorch(l) || layout_impl_of(l) != IMPL_HF || m->sliding_window <= 0 ||
-        m->sliding_window >= t->seq_len || m->layers <= 0)
-        return 0;
-    double frac = (double)model_sliding_layers(m) / m->layers;
-    return frac * 2.0 * l->mbs * ((double)t->seq_len / l->cp) * t->seq_len;
-}
-
-double memory_layer_routed_activation_bytes(const model_spec *m, const training_spec *t,
-                                            const layout *l)
-{
-    double tokens = (double)l->mbs * t->seq_len / l->cp; /* per GPU */
-    double h = m->hidden;
-    precision_rules pr;
-    precision_rules_of(l, &pr);
-    /* Routed copies: top_k per token, spread evenly over the GPUs of the stage. Each copy
-     * keeps its permuted input (2h, whole on each expert-TP rank), the expert's
-     * intermediates (split by etp) and its output for the combine (2h). */
-    double etp = layout_etp(l);
-    /* the busiest EP rank holds its load factor times the mean (moe_dispatch.h) */
-    /* with DeepEP's FP8 dispatch the permuted input arrives, and is kept, in e4m3 with its
-     * scales (moe_dispatch_elem_bytes) */
-    double in_bytes = moe_dispatch_elem_bytes(l) * h * etp;
-    double per_copy = in_bytes + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h;
-    /* Low precision (precision.h): Transformer Engine's GroupedLinear saves the experts'
-     * inputs quantized as its Linear does (transformer_engine/pytorch/module/
-     * grouped_linear.py, _GroupedLinear.forward: inputmats = tex.split_quantize(...),
-     * saved for the backward): FC1's input (the permuted tokens) and FC2's (the
-     * activation's product) take saved_input_bytes a element instead of 2 */
-    if (pr.saved_input_bytes < 2.0 && !layout_is_pytorch(l)) {
-        double se = pr.saved_input_bytes;
-        if (moe_dispatch_elem_bytes(l) > se) per_copy -= (moe_dispatch_elem_bytes(l) - se) * h * etp;
-        per_copy -= (2.0 - se) * m->expert_ffn;
-    }
-    if (l->framework == FRAMEWORK_TORCHTITAN && !l->compile) {
-        /* eager torchtitan MoE (torchtitan/models/moe.py): GroupedExperts' SwiGLU saves
-         * silu's output too (8 bytes x expert_ffn, as the dense eager MLP), and the combine
-         * scores the expert output in fp32, routed_output.to(torch.float32) * top_scores,
-         * whose mul saves the fp32 copy: 4h a copy, not 2h */
-        if (m->activation == MODEL_ACT_SWIGLU) per_copy += 2.0 * m->expert_ffn;
-        per_copy += 2.0 * h;
-    }
-    return tokens * m->top_k * per_copy / l->tp * moe_load_factor(t);
-}
-
-double memory_layer_activation_bytes(const model_spec *m, const training_spec *t,
-                                     const layout *l, int moe_layer)
-{
-    double tokens = (double)l->mbs * t->seq_len / l->cp; /* per GPU */
-    precision_rules pr; /* the Linears' saved-input format (precision.h) */
-    precision_rules_of(l, &pr);
-    double tp = l->tp, h = m->hidden, a = m->heads;
-    double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
-    double v = m->mla ? m->v_head_dim : m->head_dim;
-    double kv_heads = m->mla ? m->heads : m->kv_heads;
-
-    /* Sharded by TP: Q, K, V and the attention output (context). */
-    double attn = 2.0 * (a * qk + kv_heads * qk + kv_heads * v + a * v);
-    if (t->attention == ATTENTION_FLASH) {
-        attn += 4.0 * a; /* fp32 log-sum-exp per head */
-    } else if (l->recompute != RECOMPUTE_SELECTIVE) {
-        /* softmax output (2), dropout mask (1) and dropout output (2) per score; without
-         * dropout only the softmax output. Scores per token: a * s. */
-        attn += (m->dropout ? 5.0 : 2.0) * a * t->seq_len;
-    }
-    double sharded = attn;
-    double moe_bytes = 0;
-    if (!moe_layer) {
-        sharded += mlp_intermediate_bytes(m, m->ffn);
-    } else {
-        sharded += m->shared_experts * mlp_intermediate_bytes(m, m->shared_ffn);
-        moe_bytes = memory_layer_routed_activation_bytes(m, t, l);
-    }
-    if (l->framework == FRAMEWORK_TORCHTITAN && l->recompute == RECOMPUTE_SELECTIVE) {
-        /* torchtitan's per-op SAC (layer_recipe.c titan_sac_recomputes: saved are the outputs
-         * of the matmuls it does not recompute, of SDPA and of the reduce-scatters): per token
-         * the block input x and the MLP output (2h each, sequence-sharded with SP), q and v
-         * (wk's output is recomputed), the attention output and its fp32 log-sum-exp, the w1
-         * output (w3's and the SiLU product are recomputed); MoE layers keep the fp32 router
-         * logits, the shared experts' w1 outputs and the routed copies as above. The norms'
-         * outputs, RoPE and the residual sums are recomputed.
-         * Compiled, a dense block keeps no MLP output: eager SAC stores the output of every op
-         * its policy saves when the forward runs (torch/utils/checkpoint.py
-         * _CachingTorchDispatchMode; CheckpointPolicy's docstring: "save additional tensors not
-         * limited to ones that are actually needed"), w2's among them (the 7th matmul: odd,
-         * saved; torchtitan 9dec370 parallelisms/parallelize_llama.py lines 214-258), though the
-         * backward needs it only to rebuild the block's output; under torch.compile the policy
-         * becomes recompute tags of the joint graph and the partitioner saves only what the
-         * backward graph reads. Measured (bench/results/tt12_2026-11-28): eager minus compiled
-         * peak 1.00 / 2.00 GiB at 8 / 16 layers of 16,384 tokens (= 2h x tokens a layer), and
-         * 0.50 GiB at 8 layers of 8,192 (mgpu_2026-11-27 sac-op-eager/cmp-8bL8). */
-        double out_s = moe_layer || !l->compile ? 2.0 * h : 0;
-        double repl_s = 2.0 * h + out_s + (moe_layer ? 4.0 * m->experts : 0);
-        double shard_s = 2.0 * a * qk + 2.0 * kv_heads * v + 2.0 * a * v + 4.0 * a +
-                         (moe_layer ? m->shared_experts * 2.0 * m->shared_ffn : 2.0 * m->ffn);
-        return tokens * (repl_s / (l->sp ? tp : 1.0) + shard_s / tp) + moe_bytes;
-    }
-    double repl = replicated_bytes_per_token(m, moe_layer);
-    /* Low precision (precision.h): where the recipe saves a Linear's input quantized (TE,
-     * DeepSeek-V3), the QKV and FC1 inputs (norm outputs) and the FC2 input (the activation's
-     * product) take saved_input_bytes instead of 2, and the output projection keeps its own
-     * quantized copy of the attention output beside the one flash attention saves. MoE expert
-     * inputs are left in bf16 here. */
-    if (pr.saved_input_bytes < 2.0) {
-        double s = pr.saved_input_bytes;
-        if (!m->mla) repl -= (2.0 - s) * h;   /* QKV input */
-        if (!moe_layer) {
-            repl -= (2.0 - s) * h;            /* FC1 input */
-            sharded -= (2.0 - s) * m->ffn;    /* FC2 input */
-        }
-        sharded += s * a * v;                 /* attention output, quantized for the projection */
-    }
-    if (layout_is_pytorch(l) && !l->compile) {
-        /* issue 14: what eager PyTorch code saves beyond Korthikanti's list.
-         * Both: the attention output is transposed to [b, s, heads, d] and made contiguous
-         * before o_proj, which saves that copy while SDPA keeps its own output: 2 a v more.
-         * Hugging Face: LlamaRMSNorm saves its fp32 upcast of the input (pow and x * rstd) and
-         * the bf16 normalized tensor weight * (.) multiplies, where a fused norm keeps only the
-         * bf16 input: 4h more per norm (two per layer); Qwen3's q/k norms the same 6 bytes per
-         * element of q and k (fp32 4 + bf16 2).
-         * Native (torchtitan): repeat_kv copies k and v to every query head before SDPA, which
-         * saves the repeated tensors: 4 (a - kv) d more. */
-        sharded += 2.0 * a * v;
-        /* Eager SwiGLU w2(silu(w1 x) * w3 x) saves four tensors of the FFN width, not the
-         * fused kernel's three: silu saves its input (w1's output), mul saves both operands
-         * (silu's output and w3's output), w2 its input (the product); torch
-         * tools/autograd/derivatives.yaml, entries silu (self) and mul.Tensor (self, other) */
-        if (!moe_layer && m->activation == MODEL_ACT_SWIGLU) sharded += 2.0 * m->ffn;
-        if (layout_impl_of(l) == IMPL_HF) {
-            if (m->norm == MODEL_NORM_RMS) repl += 2.0 * 4.0 * h;
-            if (m->qk_norm) sharded += 6.0 * (a + kv_heads) * qk;
-            /* A fused projection (Phi-3's qkv_proj, modeling_phi3.py Phi3Attention.forward):
-             * q, k and v are slices (views) of its one output; RoPE writes new q and k, which
-             * SDPA saves, but the v it saves is still a view, and a view keeps its whole base
-             * storage alive: the q and k parts of the fused output stay too, 2 (a + kv) d more
-             * than the separate projections' (whose q and k outputs RoPE's mul does not save,
-             * cos/sin needing no gradient: derivatives.yaml mul.Tensor). Phi-3's gate_up_proj
-             * keeps 2f through gate and up, the same four f-wide tensors as the eager SwiGLU. */
-            if (m->hf_fused_qkv) sharded += 2.0 * (a + kv_heads) * qk;
-        } else if (layout_impl_of(l) == IMPL_NATIVE && kv_heads < a) {
-            sharded += 4.0 * (a - kv_heads) * qk;
-        }
-    }
-    double repl_whole = 0;
-    if (l->framework == FRAMEWORK_TORCHTITAN && l->sp && l->tp > 1) {
-        /* DTensor sequence parallel (torchtitan's plan: PrepareModuleInput redistributes the
-         * norm's Shard(1) output to Replicate before the Colwise wq/wk/wv and w1/w3,
-         * torch/distributed/tensor/parallel/style.py): the Linear saves the all-gathered input
-         * it was given, the whole sequence on every TP rank. Megatron saves the sharded input
-         * and gathers it again in the backward (Korthikanti Sec. 4.2.2); DTensor does not. */
-        if (!m->mla) repl_whole += 2.0 * h;     /* QKV input */
-        if (!moe_layer) repl_whole += 2.0 * h;  /* FC1 (w1/w3) input */
-        repl -= repl_whole;
-    }
-    double total = tokens * (repl / (l->sp ? tp : 1.0) + repl_whole + sharded / tp) + moe_bytes;
-    total += memory_hf_window_mask_bytes(m, t, l);
-    unsigned mods = recompute_modules_of(l);
-    if (mods & ~RECOMPUTE_MOD_CORE_ATTN) {
-        /* Megatron's selective recompute by module (recompute_modules.h): each module frees
-         * what this function charged for it above, as the layer saves it */
-        double s = pr.saved_input_bytes < 2.0 ? pr.saved_input_bytes : 2.0;
-        double repl_div = l->sp ? tp : 1.0;
-        recompute_saved_terms st = {0};
-        /* the input norm's output (QKV input; MLA's down projections keep it in bf16) and the
-         * pre-MLP norm's (FC1 or router input) */
-        st.norm_outputs = tokens * (((m->mla ? 2.0 : s) + (moe_layer ? 2.0 : s)) * h) / repl_div;
-        if (m->mla) st.qkv_up = tokens * 2.0 * (2.0 * a * qk + a * v) / tp;
-        if (!moe_layer) {
-            st.dense_mlp = tokens * (mlp_intermediate_bytes(m, m->ffn) - (2.0 - s) * m->ffn) / tp;
-        } else {
-            double shared = m->shared_experts * mlp_intermediate_bytes(m, m->shared_ffn);
-            st.shared = tokens * shared / tp;
-            /* the activation's output, the experts' FC2 input: 2 bytes per intermediate */
-            st.expert_act = tokens * m->top_k * (layout_is_pytorch(l) ? 2.0 : s) * m->expert_ffn /
-                            tp * moe_load_factor(t);
-            st.moe_all = moe_bytes + st.shared + tokens * 4.0 * m->experts / repl_div;
-        }
-        double freed = recompute_modules_freed_bytes(mods, &st);
-        total = freed < total ? total - freed : 0;
-    }
-    return total;
-}
-
-double memory_layer_checkpoint_bytes(const model_spec *m, const training_spec *t,
-                                     const layout *l)
-{
-    double tokens = (double)l->mbs * t->seq_len / l->cp;
-    return tokens * 2.0 * m->hidden / (l->sp ? l->tp : 1.0);
-}
 
 bool memory_fits(const memory_breakdown *mb)
 {
@@ -421,7 +202,7 @@ static double stage_state(const model_spec *m, const system_spec *sys, const tra
         break;
     }
 
-    memory_precision_add(m, l, s->stage, s->n_layers, s->moe_layers, s->kind_params,
+    memory_precision_add(m, l, s->stage, s->start, s->n_layers, s->moe_layers, s->kind_params,
                          s->lp, r);
     r->optimizer_bytes *= 1 - fig->opt_host_fraction; /* its share on the host */
 
@@ -454,12 +235,21 @@ typedef struct {
     double phase_relief_bytes; /* what the components' own peaks do not hold at once */
 } stage_act_rest;
 
-/* The stage's activations (all in-flight micro-batches), their host share, the logits and the
- * largest block into r; torch FSDP2's loss and block phases read fsdp_buffer_bytes. */
-static stage_act_rest stage_activations(const model_spec *m, const training_spec *t,
-                                        const layout *l, const stage_figures *s,
-                                        layer_figures *fig, double fsdp_buffer_bytes,
-                                        memory_breakdown *r)
+/* The stage's activation figures that do not read recompute_layers (stage_act_figures); the
+ * rest (stage_act_sum) is what a full-recompute layer count changes. */
+typedef struct {
+    int n_layers;
+    bool full, head;
+    double act_full, ckpt, mtp_act, in_flight;
+    stage_act_rest rest;
+} stage_act_fig;
+
+/* The stage's activation figures; the logits, torch's phases and the largest block into r
+ * (none reads recompute_layers); torch FSDP2's loss and block phases read fsdp_buffer_bytes. */
+static stage_act_fig stage_act_figures(const model_spec *m, const training_spec *t,
+                                       const layout *l, const stage_figures *s,
+                                       layer_figures *fig, double fsdp_buffer_bytes,
+                                       memory_breakdown *r)
 {
     int stage = s->stage, n_layers = s->n_layers, start = s->start, moe_layers = s->moe_layers;
     int micro = s->micro;
@@ -494,40 +284,23 @@ static stage_act_rest stage_activations(const model_spec *m, const training_spec
                              : (mtp_moe ? layer_act(fig, m, t, l, 1) : act_dense) +
                                    4.0 * m->hidden * tokens);
     }
-    double per_micro;
+    stage_act_fig f = {.n_layers = n_layers, .full = l->recompute == RECOMPUTE_FULL,
+                       .head = head, .act_full = act_full, .mtp_act = mtp_act,
+                       .in_flight = s->in_flight};
     double working = 0;
-    if (l->recompute == RECOMPUTE_FULL) {
-        int rec = l->recompute_layers > 0 && l->recompute_layers < n_layers ? l->recompute_layers
-                                                                            : n_layers;
-        double ckpt = ckpt_of(fig, m, t, l);
-        per_micro = rec * ckpt + (n_layers - rec) * act_layer_max;
+    if (f.full) {
+        f.ckpt = ckpt_of(fig, m, t, l);
         working = act_layer_max; /* the layer being recomputed and back-propagated */
-    } else {
-        per_micro = act_full;
-        if (l->framework == FRAMEWORK_TORCHTITAN && l->recompute == RECOMPUTE_SELECTIVE) {
-            /* the layer being recomputed holds its whole activations during its backward */
-            layout whole = *l;
-            whole.recompute = RECOMPUTE_NONE;
-            working = memory_layer_activation_bytes(m, t, &whole, moe_layers > 0) - act_layer_max;
-            if (working < 0) working = 0;
-        }
+    } else if (l->framework == FRAMEWORK_TORCHTITAN && l->recompute == RECOMPUTE_SELECTIVE) {
+        /* the layer being recomputed holds its whole activations during its backward */
+        layout whole = *l;
+        whole.recompute = RECOMPUTE_NONE;
+        working = memory_layer_activation_bytes(m, t, &whole, moe_layers > 0) - act_layer_max;
+        if (working < 0) working = 0;
     }
-    per_micro += mtp_act;
     /* PyTorch's ring attention: the layer in backward also holds its fp32 accumulators, the
      * dK/dV exchanged and, by all-gather, the gathered K/V (cp_allgather.h) */
     working += fig->cp_transient_bytes;
-    r->activations_bytes = s->in_flight * per_micro + working;
-    /* Megatron activation offload (offload.h): the offloaded layers' activations wait on the
-     * host. Transformer Engine's schedule releases layer i's GPU copy before layer L-N+i's
-     * forward, so the saved activations held peak at L-N layers' (cpu_offload.py's
-     * DefaultOffloadSynchronizer docstring); the layer being computed is `working`. */
-    int act_off = fig->act_off_layers;
-    if (act_off > 0 && n_layers > 0) {
-        double saved = s->in_flight * act_off * (act_full / n_layers);
-        if (saved > r->activations_bytes) saved = r->activations_bytes;
-        r->activations_bytes -= saved;
-        r->host_activation_bytes = saved;
-    }
     double phase_relief_bytes = 0; /* what the components' own peaks do not hold at once */
     if (head) {
         /* each MTP module computes its own logits and loss (recipe_mtp.c) */
@@ -547,7 +320,6 @@ static stage_act_rest stage_activations(const model_spec *m, const training_spec
         }
         /* torch pipelining: the other micro-batches' outputs wait on the last stage */
         r->logits_bytes += memory_pp_held_outputs_bytes(m, t, l, stage, micro);
-        r->activations_bytes += r->logits_bytes;
     }
     /* The logits' fp32 buffers are allocated at the training peak (memory_logits_bytes). Seen
      * in bench/realruns (one H100, default allocator): Qwen3-4B seq 4096 mbs 1 predicted at
@@ -556,8 +328,39 @@ static stage_act_rest stage_activations(const model_spec *m, const training_spec
      * (Qwen3-4B checkpointed: 2.95 GiB free for 2.32; Qwen3-8B-L8 seq 8k mbs 2: 9.67 for
      * 9.27; native Llama-3.2-3B seq 8k mbs 2: 8.12 for 7.83). */
     r->largest_block_bytes = head ? memory_largest_block_bytes(m, t, l) : 0;
-    return (stage_act_rest){.act_layer_max = act_layer_max, .working = working,
-                            .phase_relief_bytes = phase_relief_bytes};
+    f.rest = (stage_act_rest){.act_layer_max = act_layer_max, .working = working,
+                              .phase_relief_bytes = phase_relief_bytes};
+    return f;
+}
+
+/* The stage's activations (all in-flight micro-batches, the logits on the head's stage) and
+ * their host share into r, from its figures and l's recompute_layers. */
+static void stage_act_sum(const layout *l, const stage_act_fig *f, int act_off,
+                          memory_breakdown *r)
+{
+    int n_layers = f->n_layers;
+    double act_layer_max = f->rest.act_layer_max;
+    double per_micro;
+    if (f->full) {
+        int rec = l->recompute_layers > 0 && l->recompute_layers < n_layers ? l->recompute_layers
+                                                                            : n_layers;
+        per_micro = rec * f->ckpt + (n_layers - rec) * act_layer_max;
+    } else {
+        per_micro = f->act_full;
+    }
+    per_micro += f->mtp_act;
+    r->activations_bytes = f->in_flight * per_micro + f->rest.working;
+    /* Megatron activation offload (offload.h): the offloaded layers' activations wait on the
+     * host. Transformer Engine's schedule releases layer i's GPU copy before layer L-N+i's
+     * forward, so the saved activations held peak at L-N layers' (cpu_offload.py's
+     * DefaultOffloadSynchronizer docstring); the layer being computed is `working`. */
+    if (act_off > 0 && n_layers > 0) {
+        double saved = f->in_flight * act_off * (f->act_full / n_layers);
+        if (saved > r->activations_bytes) saved = r->activations_bytes;
+        r->activations_bytes -= saved;
+        r->host_activation_bytes = saved;
+    }
+    if (f->head) r->activations_bytes += r->logits_bytes;
 }
 
 static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys,
@@ -573,13 +376,53 @@ memory_breakdown memory_stage(const model_spec *m, const system_spec *sys,
     return stage_memory(m, sys, t, l, stage, &fig);
 }
 
-/* One stage's memory: its state part (stage_state), its activation part (stage_activations),
- * and their totals; under torch, the optimizer step's and the backward's end peaks. */
+static void stage_totals(const model_spec *m, const training_spec *t, const layout *l,
+                         const stage_figures *s, const layer_figures *fig,
+                         const stage_act_rest *a, memory_breakdown *r);
+
+/* The memo's slot for a Megatron full-recompute layout's stage (memory_full_snap), or NULL. */
+static memory_full_snap *full_snap_slot(const layer_figures *fig, const layout *l, int stage)
+{
+    if (!fig->memo || l->framework != FRAMEWORK_MEGATRON || l->recompute != RECOMPUTE_FULL)
+        return NULL;
+    return &fig->memo->full[stage == 0 ? 0 : stage == 1 ? 1 : 2];
+}
+
+static bool full_snap_holds(const memory_full_snap *f, const system_spec *sys,
+                            const training_spec *t, const layout *l, int stage)
+{
+    if (!f->used || f->stage != stage || f->sys != sys) return false;
+    /* the layout's bytes but recompute_layers' */
+    const size_t at = offsetof(layout, recompute_layers), after = at + sizeof l->recompute_layers;
+    return !memcmp(l, &f->key, at) &&
+           !memcmp((const char *)l + after, (const char *)&f->key + after, sizeof *l - after) &&
+           !memcmp(t, &f->t, sizeof *t);
+}
+
+/* One stage's memory: its state part (stage_state), its activation part (stage_act_figures,
+ * stage_act_sum), and their totals; under torch, the optimizer step's and the backward's end
+ * peaks. A Megatron full-recompute stage held in the memo (memory_full_snap) takes all but
+ * the activations' sum from there. */
 static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys,
                                      const training_spec *t, const layout *l, int stage,
                                      layer_figures *fig)
 {
     memory_breakdown r;
+    memory_full_snap *snap = full_snap_slot(fig, l, stage);
+    if (snap && full_snap_holds(snap, sys, t, l, stage)) {
+        r = snap->r;
+        stage_act_fig f = {.n_layers = snap->n_layers, .full = true, .head = snap->head,
+                           .act_full = snap->act_full, .ckpt = snap->ckpt,
+                           .mtp_act = snap->mtp_act, .in_flight = snap->in_flight,
+                           .rest = {.act_layer_max = snap->act_layer_max,
+                                    .working = snap->working,
+                                    .phase_relief_bytes = snap->phase_relief_bytes}};
+        stage_act_sum(l, &f, snap->act_off, &r);
+        stage_figures s = {.stage = stage, .n_layers = snap->n_layers, .micro = snap->micro,
+                           .moe_layers = snap->moe_layers};
+        stage_totals(m, t, l, &s, fig, &f.rest, &r);
+        return r;
+    }
     memset(&r, 0, sizeof r);
     r.stage = stage;
     r.capacity_bytes = sys->hbm_bytes;
@@ -626,18 +469,41 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     s.own_experts = memory_experts_own_unit(l, s.moe_layers);
     s.micro = fig->micro < 1 ? 1 : fig->micro;
     s.in_flight = memory_in_flight(l, s.micro, stage);
-    double sharded = s.sharded, layer_params = s.layer_params;
-    bool own_experts = s.own_experts;
-    int micro = s.micro, moe_layers = s.moe_layers;
 
     double fsdp_buffer_bytes = stage_state(m, sys, t, l, &s, fig, &r);
-    stage_act_rest a = stage_activations(m, t, l, &s, fig, fsdp_buffer_bytes, &r);
-    double act_layer_max = a.act_layer_max, working = a.working;
+    stage_act_fig f = stage_act_figures(m, t, l, &s, fig, fsdp_buffer_bytes, &r);
+    if (snap) {
+        *snap = (memory_full_snap){
+            .used = true, .sys = sys, .key = *l, .t = *t, .stage = stage,
+            .act_off = fig->act_off_layers, .n_layers = f.n_layers, .micro = s.micro,
+            .moe_layers = s.moe_layers, .head = f.head, .r = r, .act_full = f.act_full,
+            .ckpt = f.ckpt, .mtp_act = f.mtp_act, .in_flight = f.in_flight,
+            .act_layer_max = f.rest.act_layer_max, .working = f.rest.working,
+            .phase_relief_bytes = f.rest.phase_relief_bytes};
+        snap->key.recompute_layers = 0;
+    }
+    stage_act_sum(l, &f, fig->act_off_layers, &r);
+    stage_totals(m, t, l, &s, fig, &f.rest, &r);
+    return r;
+}
 
-    r.other_bytes = r.comm_buffer_bytes + r.framework_bytes;
-    r.total_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
-                    r.activations_bytes + r.other_bytes - a.phase_relief_bytes;
-    double train_peak_bytes = r.total_bytes; /* before the optimizer step's peak, below */
+/* The stage's totals from its parts (r, a); under torch, the optimizer step's and the
+ * backward's end peaks (they read s and fig: a Megatron stage reads neither). */
+static void stage_totals(const model_spec *m, const training_spec *t, const layout *l,
+                         const stage_figures *s, const layer_figures *fig,
+                         const stage_act_rest *a, memory_breakdown *r)
+{
+    int stage = s->stage;
+    double sharded = s->sharded, layer_params = s->layer_params;
+    bool own_experts = s->own_experts;
+    int micro = s->micro, moe_layers = s->moe_layers;
+    double act_layer_max = a->act_layer_max, working = a->working;
+    double nd = fig->shard_nd, ne = fig->shard_ne;
+
+    r->other_bytes = r->comm_buffer_bytes + r->framework_bytes;
+    r->total_bytes = r->weights_bytes + r->gradients_bytes + r->optimizer_bytes +
+                    r->activations_bytes + r->other_bytes - a->phase_relief_bytes;
+    double train_peak_bytes = r->total_bytes; /* before the optimizer step's peak, below */
     if (layout_is_pytorch(l) && !l->offload) {
         /* issue 14: torch's optimizer.zero_grad() sets the gradients to None (the default since
          * torch 2.0), so the step starts without them and the activations (with the loss's
@@ -650,29 +516,30 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         /* under torchtitan's CUDA graphs zero_grad(set_to_none=False) keeps them (cuda_graphs.h;
          * measured: the graphed peak allocated is the eager one + the fp32 gradients within
          * 0.1 GiB, bench/results/cg11_2026-11-28) */
-        if (micro <= 1 && !graphs) r.total_bytes -= r.gradients_bytes;
-        train_peak_bytes = r.total_bytes;
+        if (micro <= 1 && !graphs) r->total_bytes -= r->gradients_bytes;
+        train_peak_bytes = r->total_bytes;
         /* The optimizer step runs after the backward has freed the activations and the gathered
          * units: sharded params, grads and states, plus what the step itself allocates
          * (foreach: 4 bytes per parameter, impl.h; measured in bench/realruns: Llama-3.2-3B
          * peaks at 59.91 GiB = 20 bytes x 3.21e9 params with foreach, lower with fused). */
-        r.optimizer_temp_bytes =
+        r->optimizer_temp_bytes =
             optimizer_impl_temp_bytes_per_param(layout_optimizer_impl_of(l)) * sharded;
-        r.optimizer_step_bytes = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes +
-                                 r.optimizer_temp_bytes + r.framework_bytes;
+        r->optimizer_step_bytes = r->weights_bytes + r->gradients_bytes + r->optimizer_bytes +
+                                 r->optimizer_temp_bytes + r->framework_bytes;
         /* torch pipelining's step() merging the kept outputs (memory_phases.h): after the
          * gradients are reduced, the sharded state, the chunks and their concatenation; the
          * chunks stay through the optimizer step */
         double merged = memory_pp_merged_outputs_bytes(m, t, l, stage, micro);
         if (merged > 0) {
-            r.optimizer_step_bytes += merged / 2.0;
-            double grads_sharded = l->sharding == SHARDING_FSDP ? 4.0 * sharded : r.gradients_bytes;
-            double merge_bytes = r.weights_bytes + grads_sharded + r.optimizer_bytes + merged +
-                                 r.framework_bytes;
-            if (merge_bytes > r.total_bytes) r.total_bytes = merge_bytes;
+            r->optimizer_step_bytes += merged / 2.0;
+            double grads_sharded = l->sharding == SHARDING_FSDP ? 4.0 * sharded : r->gradients_bytes;
+            double merge_bytes = r->weights_bytes + grads_sharded + r->optimizer_bytes + merged +
+                                 r->framework_bytes;
+            if (merge_bytes > r->total_bytes) r->total_bytes = merge_bytes;
         }
-        double eager_step_bytes = r.optimizer_step_bytes;
-        if (!graphs && r.optimizer_step_bytes > r.total_bytes) r.total_bytes = r.optimizer_step_bytes;
+        double eager_step_bytes = r->optimizer_step_bytes;
+        if (!graphs && r->optimizer_step_bytes > r->total_bytes)
+            r->total_bytes = r->optimizer_step_bytes;
         if (l->sharding == SHARDING_FSDP && l->pp == 1 && micro <= 1 && l->reshard_after_forward) {
             /* the first block's backward, the last of the blocks (memory_phases.h): the sharded
              * gradients of every unit but it and the root, its activations (recomputed: its
@@ -682,8 +549,8 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
              * parameters sharded over nd, its experts over ne (as `sharded` above) */
             double ld = layer_params, le = 0;
             if (moe_layers > 0) memory_layer_params_split(m, l, 1, &ld, &le);
-            double grads_made = r.gradients_bytes - 4.0 * ((ld + root_params) / nd + le / ne);
-            if (graphs) grads_made = r.gradients_bytes; /* kept since the step before */
+            double grads_made = r->gradients_bytes - 4.0 * ((ld + root_params) / nd + le / ne);
+            if (graphs) grads_made = r->gradients_bytes; /* kept since the step before */
             double last_act = act_layer_max + working;
             if (l->recompute == RECOMPUTE_FULL)
                 last_act = act_layer_max + memory_layer_checkpoint_bytes(m, t, l);
@@ -692,40 +559,40 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
                  * (FSDP2 registers it on the unit's inputs): the routed copies' saved
                  * tensors are freed by then, the block's attention ones are not yet */
                 last_act -= memory_layer_routed_activation_bytes(m, t, l);
-            r.backward_end_bytes = r.weights_bytes + r.optimizer_bytes + grads_made + last_act +
+            r->backward_end_bytes = r->weights_bytes + r->optimizer_bytes + grads_made + last_act +
                                    memory_backward_end_buffer_bytes(m, t, l, layer_params) +
-                                   r.framework_bytes;
-            if (r.backward_end_bytes > r.total_bytes) r.total_bytes = r.backward_end_bytes;
+                                   r->framework_bytes;
+            if (r->backward_end_bytes > r->total_bytes) r->total_bytes = r->backward_end_bytes;
         }
         if (graphs) {
             /* the graph's private memory pool keeps the captured forward + backward's peak for
              * the whole step (torch.cuda.graph(pool=...): the pool's blocks serve only its
              * graphs), so the optimizer's temporaries come on top of it, not of the sharded
-             * state alone: persistent + captured peak + temporaries, r.total_bytes holding the
+             * state alone: persistent + captured peak + temporaries, r->total_bytes holding the
              * first two here */
-            r.optimizer_step_bytes = r.total_bytes + r.optimizer_temp_bytes;
-            if (r.optimizer_step_bytes < eager_step_bytes) r.optimizer_step_bytes = eager_step_bytes;
-            r.total_bytes = r.optimizer_step_bytes;
+            r->optimizer_step_bytes = r->total_bytes + r->optimizer_temp_bytes;
+            if (r->optimizer_step_bytes < eager_step_bytes)
+                r->optimizer_step_bytes = eager_step_bytes;
+            r->total_bytes = r->optimizer_step_bytes;
         }
     }
-    r.block_stage = stage; /* r.largest_block_bytes: the activation part's */
-    r.need_bytes = r.total_bytes;
+    r->block_stage = stage; /* r->largest_block_bytes: the activation part's */
+    r->need_bytes = r->total_bytes;
     /* torchtitan launches with expandable segments (run_train.sh: PYTORCH_ALLOC_CONF=
      * "expandable_segments:True", pytorch/torchtitan 0168bd5; --emit torchtitan exports it) */
     bool expandable = t->expandable_segments || l->framework == FRAMEWORK_TORCHTITAN;
-    if (!expandable && train_peak_bytes + r.largest_block_bytes > r.need_bytes)
-        r.need_bytes = train_peak_bytes + r.largest_block_bytes;
-    r.train_peak_bytes = train_peak_bytes;
+    if (!expandable && train_peak_bytes + r->largest_block_bytes > r->need_bytes)
+        r->need_bytes = train_peak_bytes + r->largest_block_bytes;
+    r->train_peak_bytes = train_peak_bytes;
     /* torch.cuda's peak reserved (memory_pools.h): FSDP2's all-gather pool throughout, and its
      * reduce-scatter pool's sharded gradients where the training peak runs without them (freed
      * by zero_grad, or, under torch pipelining, made only in the last backward) */
     double ag, rs;
     memory_fsdp2_side_pools(m, l, stage, sharded, layer_params, moe_layers > 0, &ag, &rs);
     bool sharded_grads_absent = (micro <= 1 && !cuda_graphs_on(l)) || (l->pp > 1 && micro > 1);
-    r.reserved_bytes = r.total_bytes - r.framework_bytes + ag;
-    if (sharded_grads_absent && train_peak_bytes - r.framework_bytes + ag + rs > r.reserved_bytes)
-        r.reserved_bytes = train_peak_bytes - r.framework_bytes + ag + rs;
-    return r;
+    r->reserved_bytes = r->total_bytes - r->framework_bytes + ag;
+    if (sharded_grads_absent && train_peak_bytes - r->framework_bytes + ag + rs > r->reserved_bytes)
+        r->reserved_bytes = train_peak_bytes - r->framework_bytes + ag + rs;
 }
 
 memory_breakdown memory_peak(const model_spec *m, const system_spec *sys,

@@ -50,8 +50,26 @@ typedef struct {
     double lp[2]; /* dense, expert */
 } memory_stage_figures;
 
+/* One candidate stage of a Megatron full-recompute layout (memory.c stage_memory), kept for
+ * the layout's memory-knob tries (search.c memory_knobs: recompute_layers 1, then a bisection,
+ * straight after the layout itself): recompute_layers changes only the sum of the stage's
+ * activations (memory.c stage_act_sum), so a try takes everything else from here, the same
+ * doubles. Keyed by the whole layout with recompute_layers 0, the training spec, the system
+ * and the stage (a byte-for-byte match: equal bytes are equal fields). */
+typedef struct {
+    bool used;
+    const system_spec *sys;
+    layout key;
+    training_spec t;
+    int stage, act_off, n_layers, micro, moe_layers;
+    bool head;
+    memory_breakdown r; /* the state part, the logits, torch's phases and the largest block */
+    double act_full, ckpt, mtp_act, in_flight, act_layer_max, working, phase_relief_bytes;
+} memory_full_snap;
+
 typedef struct {
     const model_spec *model;  /* the model it was made for (memory_memo_init) */
+    memory_full_snap full[3]; /* the first stage, the second, the last (peak_of's candidates) */
     memory_model_counts counts;
     bool act_used[MEMORY_MEMO_ACT], stage_used[MEMORY_MEMO_STAGES];
     memory_act_key act_key[MEMORY_MEMO_ACT];

@@ -24,15 +24,15 @@ static double layer_linears(const model_spec *m, const layout *l, int moe_layer)
  * With --fp8-param-gather the weight itself is the low-precision copy: the bf16 weight
  * (sharded under Megatron-FSDP, gathered in its units) shrinks to operand_bytes, and TE keeps
  * only the other layout beside it. bf16 first/last layers add nothing. */
-void memory_precision_add(const model_spec *m, const layout *l, int stage, int n_layers,
-                          int moe_layers, const double layer_params[2], const double *lp,
-                          memory_breakdown *r)
+void memory_precision_add(const model_spec *m, const layout *l, int stage, int start,
+                          int n_layers, int moe_layers, const double layer_params[2],
+                          const double *lp, memory_breakdown *r)
 {
     if (!precision_is_low(l)) return;
     precision_rules pr;
     precision_rules_of(l, &pr);
     int lo, split, hi; /* the stage's low-precision layers, dense then MoE */
-    memory_lp_layers_from(m, l, layout_stage_start(m, l, stage), n_layers, &lo, &split, &hi);
+    memory_lp_layers_from(m, l, start, n_layers, &lo, &split, &hi);
     int lp_dense = split - lo, lp_moe = hi - split;
     if (!lp_dense && !lp_moe) return;
     /* memory_layer_linear_params of each kind, from the layer parameters given (the same
@@ -43,7 +43,7 @@ void memory_precision_add(const model_spec *m, const layout *l, int stage, int n
     double lin_stage = lp_dense * lin_dense + lp_moe * lin_moe;
     double lin_unit = moe_layers ? lin_moe : lin_dense;
     bool pg = precision_param_gather(l);
-    double pb = precision_param_bytes(l);
+    double pb = pg ? pr.operand_bytes : 2.0; /* precision_param_bytes, from pr */
     double copy = pg ? pr.weight_copy_bytes - pb : pr.weight_copy_bytes;
     if (l->sharding == SHARDING_FSDP)
         r->comm_buffer_bytes += copy * 2.0 * lin_unit;

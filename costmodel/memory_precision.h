@@ -12,12 +12,12 @@
 #include "model.h"
 
 /* Adds to r's weights_bytes and comm_buffer_bytes what l's precision adds to the stage of
- * n_layers layers (moe_layers of them MoE). layer_params: one dense layer's and one MoE
+ * n_layers layers from layer start (layout_stage_start; moe_layers of them MoE). layer_params: one dense layer's and one MoE
  * layer's memory_layer_params (the MoE one read only where moe_layers > 0), which the caller
  * holds already (memory.c's layer figures); lp: the stage's memory_stage_lp_params (dense,
  * expert) where the caller holds them, or NULL. */
-void memory_precision_add(const model_spec *m, const layout *l, int stage, int n_layers,
-                          int moe_layers, const double layer_params[2], const double *lp,
+void memory_precision_add(const model_spec *m, const layout *l, int stage, int start,
+                          int n_layers, int moe_layers, const double layer_params[2], const double *lp,
                           memory_breakdown *r);
 
 #endif

@@ -41,6 +41,10 @@ typedef struct {
      * bf16 one again (rb_float8_tp_shard_cast's comment) */
     bool x_saved_fp8;
     recipe_block block; /* the block ops added now belong to (rb_op_add stamps it) */
+    /* the MTP modules' transformer layer, recipe_layer's for the head's layout, already built
+     * (the search's layer-cost cache holds it: recipe_head_mtp), or NULL: rb_mtp_modules
+     * builds it */
+    const recipe *mtp_layer;
 } builder;
 
 void rb_precision(builder *b, const layout *l);

@@ -107,6 +107,14 @@ void rb_mtp_modules(builder *b, const model_spec *m, const training_spec *t, con
     int n = layout_mtp_layers(m, l);
     if (n <= 0) return;
     bool moe = model_layer_is_moe(m, m->layers - 1); /* the decoder's last layer's spec */
+    if (b->mtp_layer && !b->items) { /* built already: the same ops (builder.mtp_layer) */
+        for (int i = 0; i < n; i++) {
+            mtp_projection(b, m, l, tokens);
+            append_recipe(b, b->mtp_layer, NULL);
+            rb_output_head(b, m, l, tokens);
+        }
+        return;
+    }
     recipe layer;
     recipe_items *layer_items = NULL;
     if (b->items) {

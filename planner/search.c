@@ -565,9 +565,7 @@ static int search_threads(void)
 {
     const char *env = getenv("PLAN_THREADS");
     long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1) n = 1;
-    if (n > 16) n = 16;
-    return (int)n;
+    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }
 
 static void free_workers(worker *w, int n)
@@ -635,6 +633,8 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
         oom |= !c.w[k].cache;
         /* a pruned layout's memory is read only by a visitor (consider) */
         estimate_cache_skip_pruned_memory(c.w[k].cache, !opt->visit);
+        /* several precisions: each layout listed once per precision (emit) */
+        estimate_cache_check_per_layout(c.w[k].cache, opt->precisions & (opt->precisions - 1));
     }
     if (oom) {
         free_workers(c.w, nthreads);

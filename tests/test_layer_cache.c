@@ -198,6 +198,59 @@ static void test_search_form_matches(void **state)
     assert_true(builds <= 2 * 24);
 }
 
+/* speed12: the cache's shortcuts for the precisions a default search lists beside each layout
+ * (bf16, FP8, and FP8 with --fp8-param-gather under the distributed optimizer and
+ * Megatron-FSDP, in turn): a layout's costs from its own precision's last-hit slot, FP8 with
+ * the parameter gather on the recipes of FP8 without it (Megatron without FSDP reads the knob
+ * in no recipe), and DeepSeek-V3's MTP modules' layer in the loss head taken from the entry
+ * (head_cost): the figures estimate_layout gives, memory and step time. */
+static void test_search_form_precisions(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load("deepseek-v3", &m, &s);
+    training_spec t = training_default();
+    estimate_cache *c = estimate_cache_new_for(1 << 20);
+    assert_non_null(c);
+    int tps[] = {1, 2, 4, 8}, mbss[] = {1, 2};
+    long compared = 0, timed = 0, pg_timed = 0;
+    for (int rc = 0; rc < 3; rc++)
+        for (int a = 0; a < 4; a++)
+            for (int k = 0; k < 2; k++)
+                for (int sh = 0; sh < 3; sh++)
+                    for (int p = 0; p < 3; p++) {
+                        layout l = megatron(tps[a], 1, 8, mbss[k]);
+                        l.recompute = (layout_recompute)rc;
+                        l.sharding = (layout_sharding)sh;
+                        if (p > 0) l.precision = PRECISION_FP8;
+                        if (p == 2) {
+                            if (l.sharding == SHARDING_DDP) continue;
+                            l.fp8_param_gather = true;
+                        }
+                        estimate got, want;
+                        estimate_outcome how;
+                        char err[CM_ERRLEN];
+                        if (estimate_layout(&m, &s, &t, &l, &want, err, sizeof err) != CM_OK)
+                            continue;
+                        assert_int_equal(
+                            estimate_layout_search(&m, &s, &t, &l, 1, &got, c, 0, &how), CM_OK);
+                        compared++;
+                        assert_true(got.memory.need_bytes == want.memory.need_bytes);
+                        if (how != ESTIMATE_TIMED) continue;
+                        timed++;
+                        pg_timed += p == 2;
+                        assert_true(got.time.step_s == want.time.step_s);
+                    }
+    long builds, hits;
+    estimate_cache_counts(c, &builds, &hits);
+    estimate_cache_free(c);
+    assert_true(compared >= 150 && timed >= 30 && pg_timed >= 10);
+    /* at most 8 keys a precision (tp x mbs), a dense and an MoE kind each, bf16 and FP8: 28
+     * built when written (the FP8 parameter gather's layouts build none of their own) */
+    assert_true(builds <= 2 * 8 * 2);
+}
+
 /* The search's lower bound on a Megatron-FSDP layout (estimate_search.c
  * fsdp_layers_lower_bound), checked on its premises: the FSDP layer has its DDP form's GPU
  * forward sum, recompute and exposed TP/CP/EP times, and at least its backward sum (more by
@@ -267,8 +320,9 @@ static void test_fsdp_bound_from_ddp(void **state)
 }
 
 /* The search's twin rules (estimate_search.c twin_fits): under Megatron the distributed
- * optimizer's memory is at most DDP's, and selective recompute of core attention alone (bf16)
- * at most no recompute's, stage peak and need alike, over dense and MoE models, pipeline and
+ * optimizer's memory is at most DDP's, selective recompute of core attention alone (bf16)
+ * at most no recompute's, and FP8 with --fp8-param-gather at most FP8 without it (speed12),
+ * stage peak and need alike, over dense and MoE models, pipeline and
  * not, flash and unfused attention, with TP overlap's userbuffers on and off. */
 static void test_twin_memory_order(void **state)
 {
@@ -319,10 +373,33 @@ static void test_twin_memory_order(void **state)
                                     if (at) assert_true(ms.total_bytes < mn.total_bytes);
                                     n++;
                                 }
+                                /* FP8 with --fp8-param-gather <= FP8 without (speed12), under
+                                 * the distributed optimizer and Megatron-FSDP, each recompute
+                                 * setting, with and without bf16 first/last layers */
+                                for (int sh = 1; sh < 3; sh++)
+                                    for (int rc = 0; rc < 3; rc++)
+                                        for (int bf = 0; bf < 2; bf++) {
+                                            layout no = l;
+                                            no.sharding = (layout_sharding)sh;
+                                            no.recompute = (layout_recompute)rc;
+                                            no.precision = PRECISION_FP8;
+                                            no.bf16_layers_start = no.bf16_layers_end = bf;
+                                            layout pg = no;
+                                            pg.fp8_param_gather = true;
+                                            if (layout_check(&m, &s, &t, &pg, 0, err,
+                                                             sizeof err) != CM_OK)
+                                                continue;
+                                            memory_breakdown mn = memory_peak(&m, &s, &t, &no);
+                                            memory_breakdown mp = memory_peak(&m, &s, &t, &pg);
+                                            assert_true(mp.need_bytes <= mn.need_bytes);
+                                            assert_true(mp.total_bytes <= mn.total_bytes);
+                                            assert_true(mp.weights_bytes < mn.weights_bytes);
+                                            n++;
+                                        }
                             }
         }
     }
-    assert_true(n >= 300);
+    assert_true(n >= 600);
 }
 
 int main(void)
@@ -330,6 +407,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recompute_reset),
         cmocka_unit_test(test_search_form_matches),
+        cmocka_unit_test(test_search_form_precisions),
         cmocka_unit_test(test_priced_forms),
         cmocka_unit_test(test_fsdp_bound_from_ddp),
         cmocka_unit_test(test_twin_memory_order),

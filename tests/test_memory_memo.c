@@ -2,7 +2,7 @@
  * test_memory_memo.c — the search's memory memo (costmodel/memory_memo.h, issue 21) gives the
  * very figures memory_peak gives: every layout the Megatron, FSDP2 and torchtitan searches list
  * for a dense and two MoE models (each also in FP8 with --fp8-param-gather, with and without
- * bf16 first/last layers, with a full recompute of one layer a stage, and with Megatron's
+ * bf16 first/last layers, with a full recompute of one to three layers a stage, and with Megatron's
  * optimizer and activation offload), in the search's own order, so that neighbours hit the memo as they do in a search, compared
  * byte for byte with memory_peak. Also: a memo made for another model is not read.
  */
@@ -51,8 +51,14 @@ static void visit_layout(void *arg, const layout *l0)
     layout l = *l0;
     if (l.framework == FRAMEWORK_MEGATRON) {
         if (l.recompute == RECOMPUTE_FULL) {
-            l.recompute_layers = 1;
-            same_as_direct(w, &l);
+            /* the memory knobs' tries (search.c memory_knobs: one layer a stage, then a
+             * bisection) take the layout's stages from the memo (memory_full_snap, speed12):
+             * held once the layout itself was computed */
+            assert_true(w->memo.full[0].used && w->memo.full[0].key.recompute_layers == 0);
+            for (int k = 1; k <= 3; k++) {
+                l.recompute_layers = k;
+                same_as_direct(w, &l);
+            }
             l.recompute_layers = 0;
         }
         if (l.sharding == SHARDING_DISTOPT) {

@@ -27,6 +27,9 @@
 #include "memory_params.h"
 #include "moe_dispatch.h"
 #include "precision.h"
+#include "recompute_modules.h"
+#include "search_layouts.h"
+#include "search_torchtitan.h"
 
 #define REL(a, b) (fabs((a) - (b)) / fabs(b))
 #define LIN_LAYER 218103808.0
@@ -494,6 +497,68 @@ static void test_bf16_optimizer_states(void **state)
     assert_non_null(strstr(err, "distributed optimizer"));
 }
 
+/* layout_check in its two halves (layout.h, speed12: the search checks the precision-blind
+ * rules once per layout and the precision rules per precision): over the layouts the three
+ * searches list for a dense and an MoE model, on Hopper and Blackwell, each with every format,
+ * FP8 recipe, the parameter gather and the FP8 dispatch on and off, and Megatron's moe_act and
+ * layernorm recompute modules (the one rule that reads the FP8 recipe elsewhere), layout_check
+ * passes exactly when both halves do. */
+typedef struct {
+    const model_spec *m;
+    const system_spec *sys;
+    training_spec t;
+    long checked, ok, conflict;
+} halves_walk;
+
+static void halves_visit(void *arg, const layout *l0)
+{
+    halves_walk *w = arg;
+    for (int mods = 0; mods < 2; mods++)
+        for (int p = 0; p < PRECISION_COUNT; p++)
+            for (int r = 0; r < 5; r++)
+                for (int x = 0; x < 4; x++) {
+                    layout l = *l0;
+                    if (mods) {
+                        l.recompute = RECOMPUTE_SELECTIVE;
+                        l.recompute_modules = RECOMPUTE_MOD_MOE_ACT | RECOMPUTE_MOD_LAYERNORM;
+                    }
+                    l.precision = (layout_precision)p;
+                    l.fp8_recipe = (layout_fp8_recipe)r; /* default, delayed ... rowwise */
+                    l.fp8_param_gather = x & 1;
+                    l.moe_fp8_dispatch = x >> 1;
+                    bool whole = layout_check(w->m, w->sys, &w->t, &l, 0, NULL, 0) == CM_OK;
+                    layout b = precision_bf16_layout(&l);
+                    bool halves = layout_check_base(w->m, &w->t, &b) == CM_OK &&
+                                  layout_check_precision(w->m, w->sys, &l) == CM_OK;
+                    assert_true(whole == halves);
+                    w->checked++;
+                    w->ok += whole;
+                    w->conflict += mods && p == PRECISION_FP8 &&
+                                   precision_fp8_recipe_resolved(&l) == FP8_RECIPE_DELAYED &&
+                                   layout_check_base(w->m, &w->t, &b) == CM_OK && !whole;
+                }
+}
+
+static void test_check_halves(void **state)
+{
+    (void)state;
+    const char *models[] = {"mixtral-8x7b", "8b"}, *systems[] = {"h100", "b200"};
+    long conflict = 0;
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2; k++) {
+            model_spec m = load_model(models[i]);
+            system_spec sys = load_system(systems[k]);
+            halves_walk w = {.m = &m, .sys = &sys, .t = training_default()};
+            search_options o = {.gpus = 16, .keep = 8, .frameworks = {true, true, true}};
+            search_megatron_layouts(&m, &sys, &w.t, &o, halves_visit, &w);
+            search_fsdp2_layouts(&m, &sys, &w.t, &o, halves_visit, &w);
+            search_torchtitan_layouts(&m, &sys, &w.t, &o, halves_visit, &w);
+            assert_true(w.checked > 10000 && w.ok > 0 && w.ok < w.checked);
+            conflict += w.conflict;
+        }
+    assert_true(conflict > 0); /* the FP8-delayed recompute rule decided some */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -502,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_stage_lp_params),
         cmocka_unit_test(test_bf16_layers),
         cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_check_halves),
         cmocka_unit_test(test_emit),
         cmocka_unit_test(test_fp8_dispatch),
         cmocka_unit_test(test_blackwell_ratio),

@@ -1,0 +1,235 @@
+/*
+ * memory_activations.c — activation bytes of one decoder layer (memory.h), moved out of
+ * memory.c (speed12) so each file keeps one concept: this the per-layer figures, memory.c
+ * the stages built from them.
+ *
+ * Activation bytes per token of one layer, split as Korthikanti et al. 2022 (Table 2) split
+ * GPT's 34 s b h: the part every TP rank keeps whole unless sequence parallelism shards it
+ * (norm inputs 2h+2h, QKV and FC1 inputs 2h+2h, two 1-byte dropout masks) = 10h for GPT, and
+ * the part TP shards (Q, K, V, context 8h; MLP intermediates 16h for f = 4h) = 24h; plus
+ * 5as per token for the unfused softmax/dropout, which selective recompute and flash
+ * attention do not store. The tests check the GPT identity 34sbh + 5as^2b.
+ */
+#include "memory.h"
+#include "memory_params.h"
+#include "moe_dispatch.h"
+#include "precision.h"
+#include "recompute_modules.h"
+
+#include <string.h>
+
+/* Bytes per token kept whole on each TP rank (sharded by tp only under SP). */
+static double replicated_bytes_per_token(const model_spec *m, int moe_layer)
+{
+    double h = m->hidden;
+    double b = 8.0 * h;                  /* LN1 in, QKV in, LN2 in, FC1 (or router) in */
+    if (m->dropout) b += 2.0 * h;        /* attention-out and MLP-out dropout masks, 1 byte */
+    if (m->mla) b += 4.0 * m->q_lora_rank + 4.0 * m->kv_lora_rank; /* latent norms' in/out */
+    if (moe_layer) b += 4.0 * m->experts; /* fp32 router logits */
+    return b;
+}
+
+static double mlp_intermediate_bytes(const model_spec *m, double width)
+{
+    /* SwiGLU keeps gate and up outputs (2+2 bytes) and the product (2); GeLU its input and
+     * output (2+2). */
+    return (m->activation == MODEL_ACT_SWIGLU ? 6.0 : 4.0) * width;
+}
+
+double memory_hf_window_mask_bytes(const model_spec *m, const training_spec *t, const layout *l)
+{
+    /* Hugging Face transformers builds an explicit boolean mask [b, 1, s, s] when a sliding
+     * window is shorter than the sequence (layer_recipe.c, masking_utils.sdpa_mask); torch's
+     * scaled_dot_product_attention turns it into an additive mask of the query dtype in every
+     * call (aten/src/ATen/native/transformers/attention.cpp: convert_boolean_attn_mask(_cudnn),
+     * at::where over the mask: a new bf16 tensor of the mask's full shape, b s^2 x 2 bytes),
+     * and the attention op saves it for its backward (attn_bias): one per sliding layer,
+     * averaged over the layers as the rest of this function is. */
+    if (!layout_is_pytorch(l) || layout_impl_of(l) != IMPL_HF || m->sliding_window <= 0 ||
+        m->sliding_window >= t->seq_len || m->layers <= 0)
+        return 0;
+    double frac = (double)model_sliding_layers(m) / m->layers;
+    return frac * 2.0 * l->mbs * ((double)t->seq_len / l->cp) * t->seq_len;
+}
+
+double memory_layer_routed_activation_bytes(const model_spec *m, const training_spec *t,
+                                            const layout *l)
+{
+    double tokens = (double)l->mbs * t->seq_len / l->cp; /* per GPU */
+    double h = m->hidden;
+    precision_rules pr;
+    precision_rules_of(l, &pr);
+    /* Routed copies: top_k per token, spread evenly over the GPUs of the stage. Each copy
+     * keeps its permuted input (2h, whole on each expert-TP rank), the expert's
+     * intermediates (split by etp) and its output for the combine (2h). */
+    double etp = layout_etp(l);
+    /* the busiest EP rank holds its load factor times the mean (moe_dispatch.h) */
+    /* with DeepEP's FP8 dispatch the permuted input arrives, and is kept, in e4m3 with its
+     * scales (moe_dispatch_elem_bytes) */
+    double in_bytes = moe_dispatch_elem_bytes(l) * h * etp;
+    double per_copy = in_bytes + mlp_intermediate_bytes(m, m->expert_ffn) + 2.0 * h;
+    /* Low precision (precision.h): Transformer Engine's GroupedLinear saves the experts'
+     * inputs quantized as its Linear does (transformer_engine/pytorch/module/
+     * grouped_linear.py, _GroupedLinear.forward: inputmats = tex.split_quantize(...),
+     * saved for the backward): FC1's input (the permuted tokens) and FC2's (the
+     * activation's product) take saved_input_bytes a element instead of 2 */
+    if (pr.saved_input_bytes < 2.0 && !layout_is_pytorch(l)) {
+        double se = pr.saved_input_bytes;
+        if (moe_dispatch_elem_bytes(l) > se) per_copy -= (moe_dispatch_elem_bytes(l) - se) * h * etp;
+        per_copy -= (2.0 - se) * m->expert_ffn;
+    }
+    if (l->framework == FRAMEWORK_TORCHTITAN && !l->compile) {
+        /* eager torchtitan MoE (torchtitan/models/moe.py): GroupedExperts' SwiGLU saves
+         * silu's output too (8 bytes x expert_ffn, as the dense eager MLP), and the combine
+         * scores the expert output in fp32, routed_output.to(torch.float32) * top_scores,
+         * whose mul saves the fp32 copy: 4h a copy, not 2h */
+        if (m->activation == MODEL_ACT_SWIGLU) per_copy += 2.0 * m->expert_ffn;
+        per_copy += 2.0 * h;
+    }
+    return tokens * m->top_k * per_copy / l->tp * moe_load_factor(t);
+}
+
+double memory_layer_activation_bytes(const model_spec *m, const training_spec *t,
+                                     const layout *l, int moe_layer)
+{
+    double tokens = (double)l->mbs * t->seq_len / l->cp; /* per GPU */
+    precision_rules pr; /* the Linears' saved-input format (precision.h) */
+    precision_rules_of(l, &pr);
+    double tp = l->tp, h = m->hidden, a = m->heads;
+    double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
+    double v = m->mla ? m->v_head_dim : m->head_dim;
+    double kv_heads = m->mla ? m->heads : m->kv_heads;
+
+    /* Sharded by TP: Q, K, V and the attention output (context). */
+    double attn = 2.0 * (a * qk + kv_heads * qk + kv_heads * v + a * v);
+    if (t->attention == ATTENTION_FLASH) {
+        attn += 4.0 * a; /* fp32 log-sum-exp per head */
+    } else if (l->recompute != RECOMPUTE_SELECTIVE) {
+        /* softmax output (2), dropout mask (1) and dropout output (2) per score; without
+         * dropout only the softmax output. Scores per token: a * s. */
+        attn += (m->dropout ? 5.0 : 2.0) * a * t->seq_len;
+    }
+    double sharded = attn;
+    double moe_bytes = 0;
+    if (!moe_layer) {
+        sharded += mlp_intermediate_bytes(m, m->ffn);
+    } else {
+        sharded += m->shared_experts * mlp_intermediate_bytes(m, m->shared_ffn);
+        moe_bytes = memory_layer_routed_activation_bytes(m, t, l);
+    }
+    if (l->framework == FRAMEWORK_TORCHTITAN && l->recompute == RECOMPUTE_SELECTIVE) {
+        /* torchtitan's per-op SAC (layer_recipe.c titan_sac_recomputes: saved are the outputs
+         * of the matmuls it does not recompute, of SDPA and of the reduce-scatters): per token
+         * the block input x and the MLP output (2h each, sequence-sharded with SP), q and v
+         * (wk's output is recomputed), the attention output and its fp32 log-sum-exp, the w1
+         * output (w3's and the SiLU product are recomputed); MoE layers keep the fp32 router
+         * logits, the shared experts' w1 outputs and the routed copies as above. The norms'
+         * outputs, RoPE and the residual sums are recomputed.
+         * Compiled, a dense block keeps no MLP output: eager SAC stores the output of every op
+         * its policy saves when the forward runs (torch/utils/checkpoint.py
+         * _CachingTorchDispatchMode; CheckpointPolicy's docstring: "save additional tensors not
+         * limited to ones that are actually needed"), w2's among them (the 7th matmul: odd,
+         * saved; torchtitan 9dec370 parallelisms/parallelize_llama.py lines 214-258), though the
+         * backward needs it only to rebuild the block's output; under torch.compile the policy
+         * becomes recompute tags of the joint graph and the partitioner saves only what the
+         * backward graph reads. Measured (bench/results/tt12_2026-11-28): eager minus compiled
+         * peak 1.00 / 2.00 GiB at 8 / 16 layers of 16,384 tokens (= 2h x tokens a layer), and
+         * 0.50 GiB at 8 layers of 8,192 (mgpu_2026-11-27 sac-op-eager/cmp-8bL8). */
+        double out_s = moe_layer || !l->compile ? 2.0 * h : 0;
+        double repl_s = 2.0 * h + out_s + (moe_layer ? 4.0 * m->experts : 0);
+        double shard_s = 2.0 * a * qk + 2.0 * kv_heads * v + 2.0 * a * v + 4.0 * a +
+                         (moe_layer ? m->shared_experts * 2.0 * m->shared_ffn : 2.0 * m->ffn);
+        return tokens * (repl_s / (l->sp ? tp : 1.0) + shard_s / tp) + moe_bytes;
+    }
+    double repl = replicated_bytes_per_token(m, moe_layer);
+    /* Low precision (precision.h): where the recipe saves a Linear's input quantized (TE,
+     * DeepSeek-V3), the QKV and FC1 inputs (norm outputs) and the FC2 input (the activation's
+     * product) take saved_input_bytes instead of 2, and the output projection keeps its own
+     * quantized copy of the attention output beside the one flash attention saves. MoE expert
+     * inputs are left in bf16 here. */
+    if (pr.saved_input_bytes < 2.0) {
+        double s = pr.saved_input_bytes;
+        if (!m->mla) repl -= (2.0 - s) * h;   /* QKV input */
+        if (!moe_layer) {
+            repl -= (2.0 - s) * h;            /* FC1 input */
+            sharded -= (2.0 - s) * m->ffn;    /* FC2 input */
+        }
+        sharded += s * a * v;                 /* attention output, quantized for the projection */
+    }
+    if (layout_is_pytorch(l) && !l->compile) {
+        /* issue 14: what eager PyTorch code saves beyond Korthikanti's list.
+         * Both: the attention output is transposed to [b, s, heads, d] and made contiguous
+         * before o_proj, which saves that copy while SDPA keeps its own output: 2 a v more.
+         * Hugging Face: LlamaRMSNorm saves its fp32 upcast of the input (pow and x * rstd) and
+         * the bf16 normalized tensor weight * (.) multiplies, where a fused norm keeps only the
+         * bf16 input: 4h more per norm (two per layer); Qwen3's q/k norms the same 6 bytes per
+         * element of q and k (fp32 4 + bf16 2).
+         * Native (torchtitan): repeat_kv copies k and v to every query head before SDPA, which
+         * saves the repeated tensors: 4 (a - kv) d more. */
+        sharded += 2.0 * a * v;
+        /* Eager SwiGLU w2(silu(w1 x) * w3 x) saves four tensors of the FFN width, not the
+         * fused kernel's three: silu saves its input (w1's output), mul saves both operands
+         * (silu's output and w3's output), w2 its input (the product); torch
+         * tools/autograd/derivatives.yaml, entries silu (self) and mul.Tensor (self, other) */
+        if (!moe_layer && m->activation == MODEL_ACT_SWIGLU) sharded += 2.0 * m->ffn;
+        if (layout_impl_of(l) == IMPL_HF) {
+            if (m->norm == MODEL_NORM_RMS) repl += 2.0 * 4.0 * h;
+            if (m->qk_norm) sharded += 6.0 * (a + kv_heads) * qk;
+            /* A fused projection (Phi-3's qkv_proj, modeling_phi3.py Phi3Attention.forward):
+             * q, k and v are slices (views) of its one output; RoPE writes new q and k, which
+             * SDPA saves, but the v it saves is still a view, and a view keeps its whole base
+             * storage alive: the q and k parts of the fused output stay too, 2 (a + kv) d more
+             * than the separate projections' (whose q and k outputs RoPE's mul does not save,
+             * cos/sin needing no gradient: derivatives.yaml mul.Tensor). Phi-3's gate_up_proj
+             * keeps 2f through gate and up, the same four f-wide tensors as the eager SwiGLU. */
+            if (m->hf_fused_qkv) sharded += 2.0 * (a + kv_heads) * qk;
+        } else if (layout_impl_of(l) == IMPL_NATIVE && kv_heads < a) {
+            sharded += 4.0 * (a - kv_heads) * qk;
+        }
+    }
+    double repl_whole = 0;
+    if (l->framework == FRAMEWORK_TORCHTITAN && l->sp && l->tp > 1) {
+        /* DTensor sequence parallel (torchtitan's plan: PrepareModuleInput redistributes the
+         * norm's Shard(1) output to Replicate before the Colwise wq/wk/wv and w1/w3,
+         * torch/distributed/tensor/parallel/style.py): the Linear saves the all-gathered input
+         * it was given, the whole sequence on every TP rank. Megatron saves the sharded input
+         * and gathers it again in the backward (Korthikanti Sec. 4.2.2); DTensor does not. */
+        if (!m->mla) repl_whole += 2.0 * h;     /* QKV input */
+        if (!moe_layer) repl_whole += 2.0 * h;  /* FC1 (w1/w3) input */
+        repl -= repl_whole;
+    }
+    double total = tokens * (repl / (l->sp ? tp : 1.0) + repl_whole + sharded / tp) + moe_bytes;
+    total += memory_hf_window_mask_bytes(m, t, l);
+    unsigned mods = recompute_modules_of(l);
+    if (mods & ~RECOMPUTE_MOD_CORE_ATTN) {
+        /* Megatron's selective recompute by module (recompute_modules.h): each module frees
+         * what this function charged for it above, as the layer saves it */
+        double s = pr.saved_input_bytes < 2.0 ? pr.saved_input_bytes : 2.0;
+        double repl_div = l->sp ? tp : 1.0;
+        recompute_saved_terms st = {0};
+        /* the input norm's output (QKV input; MLA's down projections keep it in bf16) and the
+         * pre-MLP norm's (FC1 or router input) */
+        st.norm_outputs = tokens * (((m->mla ? 2.0 : s) + (moe_layer ? 2.0 : s)) * h) / repl_div;
+        if (m->mla) st.qkv_up = tokens * 2.0 * (2.0 * a * qk + a * v) / tp;
+        if (!moe_layer) {
+            st.dense_mlp = tokens * (mlp_intermediate_bytes(m, m->ffn) - (2.0 - s) * m->ffn) / tp;
+        } else {
+            double shared = m->shared_experts * mlp_intermediate_bytes(m, m->shared_ffn);
+            st.shared = tokens * shared / tp;
+            /* the activation's output, the experts' FC2 input: 2 bytes per intermediate */
+            st.expert_act = tokens * m->top_k * (layout_is_pytorch(l) ? 2.0 : s) * m->expert_ffn /
+                            tp * moe_load_factor(t);
+            st.moe_all = moe_bytes + st.shared + tokens * 4.0 * m->experts / repl_div;
+        }
+        double freed = recompute_modules_freed_bytes(mods, &st);
+        total = freed < total ? total - freed : 0;
+    }
+    return total;
+}
+
+double memory_layer_checkpoint_bytes(const model_spec *m, const training_spec *t,
+                                     const layout *l)
+{
+    double tokens = (double)l->mbs * t->seq_len / l->cp;
+    return tokens * 2.0 * m->hidden / (l->sp ? l->tp : 1.0);
+}
