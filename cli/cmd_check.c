@@ -37,8 +37,9 @@ static void usage(void)
            "  --model M            model, when trainer.policy.model.path is not a preset, its\n"
            "                       Hugging Face repository or a local config.json\n"
            "  --system NAME|FILE   GPU system (default h100); --calibration FILE\n"
-           "  --gemm-headroom bubble|on|off, --nvls, --power-limit W   priced as plan estimate\n"
-           "                       prices them (default: the bubble's GEMM headroom)\n"
+           "  --gemm-headroom bubble|on|off, --nvls on|off, --power-limit W   as plan estimate\n"
+           "                       takes them (default: the sustained GEMM rate, as the search\n"
+           "                       prices; a file plan estimate wrote names the flag it needs)\n"
            "  --gpus N             GPU count, when trainer.placement has none (overrides it)\n"
            "  --emit yaml|megatron-args|bridge|json   print the config in that form once it "
            "passes\n"
@@ -207,10 +208,12 @@ int cmd_check(int argc, char **argv)
     if (profile_load_system(o.system, dir, &sys, err, sizeof err) != CM_OK) return cli_error(err);
     if (o.calibration && profile_overlay(o.calibration, &sys, err, sizeof err) != CM_OK)
         return cli_error(err);
-    /* priced as plan estimate prices the same layout (cmd_estimate.c): the pipeline bubble's
-     * GEMM power headroom unless --gemm-headroom says otherwise, and --nvls / --power-limit */
+    /* --gemm-headroom, --nvls, --power-limit as plan estimate takes them; without the first,
+     * the sustained GEMM rate, as the search (plan --model M --gpus N) ranks and prices: a file
+     * written by plan estimate with the bubble's headroom says --gemm-headroom bubble in its
+     * "plan check FILE" line (emit_check_headroom_flag) */
     sys.gemm_headroom_on = o.gemm_headroom_on;
-    sys.gemm_headroom_bubble = o.gemm_headroom_given ? o.gemm_headroom_bubble : true;
+    sys.gemm_headroom_bubble = o.gemm_headroom_bubble;
     if ((rc = cli_apply_system_knobs(o.nvls, o.power_limit_w, &sys))) return rc;
 
     if (titan && check_torchtitan_resolve(&m, &cfg, o.gpus, &rep) == 0)

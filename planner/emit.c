@@ -147,6 +147,12 @@ void emit_python_quote(FILE *f, const char *s)
     json_decref(j);
 }
 
+const char *emit_check_headroom_flag(const estimate *e, const system_spec *sys)
+{
+    if (!(e->time.gemm_headroom_rate > 1)) return "";
+    return sys->gemm_headroom_on ? " --gemm-headroom on" : " --gemm-headroom bubble";
+}
+
 /* The comment block every text format starts with: what was planned and what it predicts. */
 void emit_header(FILE *f, const char *c, const estimate *e, const model_spec *m,
                    const system_spec *sys)

@@ -222,8 +222,8 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
                 m->layers, l->pp * l->vpp, m->layers / (l->pp * l->vpp),
                 m->layers / (l->pp * l->vpp) + 1);
     fprintf(f, "# PLACEHOLDER, not from the plan: --training.steps. Check or edit it, then: "
-               "plan check FILE --system %s\n",
-            sys->name);
+               "plan check FILE --system %s%s\n",
+            sys->name, emit_check_headroom_flag(e, sys));
     int gpn = sys->gpus_per_node > 0 ? sys->gpus_per_node : 1;
     /* torchrun starts the same number of processes on every node (emit_even_nodes), so that
      * nproc x nnodes is the plan's GPU count, which plan check reads back */

@@ -346,6 +346,7 @@ cm_status emit_yaml(const estimate *e, const model_spec *m, const system_spec *s
               "(the memory prediction assumes it)\n", f);
     fputs("# check or edit it, then: plan check FILE.yaml --system ", f);
     emit_comment_text(f, sys->name);
+    fputs(emit_check_headroom_flag(e, sys), f);
     fputc('\n', f);
 
     ywriter w = {.failed = 0};
