@@ -1,5 +1,10 @@
 #!/bin/bash
-# usage: tables.sh OUTDIR  (from /work/main)
+# tables.sh OUTDIR — every fidelity table of the session's README, written into OUTDIR: the
+# single-GPU and multi-GPU real-run tables (bench/realruns/fidelity.py, mgpu_fidelity.py over each
+# folder of real runs), this session's held-out runs, and the published-run tests. Run from the
+# repository root after building build/; no GPU. PLAN_PUBLISHED_RUNS names the published-runs CSV
+# (default ../shared/data/published_runs.csv beside the checkout).
+set -u
 O=$1; mkdir -p $O
 M=bench/realruns/mgpu_fidelity.py
 python3 bench/realruns/fidelity.py > $O/fidelity_1gpu.txt 2>&1
@@ -14,5 +19,5 @@ python3 $M bench/results/ho10_2026-11-28/h200x4/mgpu9-work/jobs > $O/mgpu_fideli
 python3 $M bench/results/ho11_2026-11-28/h200x2/jobs bench/results/ho11_2026-11-28/h200x2_b/jobs bench/results/ho11_2026-11-28/h200x4/jobs bench/results/ho11_2026-11-28/h200x4_clipfix/jobs > $O/mgpu_fidelity_ho11.txt 2>&1
 python3 bench/realruns/fidelity.py bench/results/ho12_2026-11-28/h200x1/results.jsonl > $O/fidelity_ho12_1gpu.txt 2>&1
 python3 $M bench/results/ho12_2026-11-28/h200x2/jobs > $O/mgpu_fidelity_ho12_2gpu.txt 2>&1
-for t in test_published_h100 test_published_blackwell test_golden test_published_torchtitan; do PLAN_PUBLISHED_RUNS=/work/shared/data/published_runs.csv meson test -C build $t -v 2>&1; done > $O/published.txt
+for t in test_published_h100 test_published_blackwell test_golden test_published_torchtitan; do PLAN_PUBLISHED_RUNS=${PLAN_PUBLISHED_RUNS:-$(pwd)/../shared/data/published_runs.csv} meson test -C build $t -v 2>&1; done > $O/published.txt
 for f in $O/*.txt; do echo "== $f"; grep -E "^step|^memory|median" $f | head -4; done
