@@ -7,6 +7,8 @@
 # max(2, N/2) rounds of `plan report -o guide.html` (wall, and user + sys). Raw lines (label,
 # what, seconds) to OUT_DIR/raw.txt, planner_speed's tables to OUT_DIR/planner_speed_LABEL.txt,
 # the load to OUT_DIR/load.txt; min and median of each to OUT_DIR/summary.txt.
+# EXTRA_PRECISIONS (default bf16): the --precision values timed beside the default search
+# (bench/speed11_measure.sh runs this with any).
 out=$1 n=$2
 shift 2
 mkdir -p "$out"
@@ -28,8 +30,10 @@ for i in $(seq "$n"); do
         label=${b%%=*} d=$(realpath "${b#*=}")
         run "$label" 405b "$d/cli/plan" --model 405b --gpus 16384
         run "$label" dsv3 "$d/cli/plan" --model deepseek-v3 --gpus 16384
-        run "$label" 405b-bf16 "$d/cli/plan" --model 405b --gpus 16384 --precision bf16
-        run "$label" dsv3-bf16 "$d/cli/plan" --model deepseek-v3 --gpus 16384 --precision bf16
+        for p in ${EXTRA_PRECISIONS:-bf16}; do
+            run "$label" "405b-$p" "$d/cli/plan" --model 405b --gpus 16384 --precision "$p"
+            run "$label" "dsv3-$p" "$d/cli/plan" --model deepseek-v3 --gpus 16384 --precision "$p"
+        done
         echo "# round $i $(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg)" \
             >>"$out/planner_speed_$label.txt"
         "$d/bench/planner_speed" 3 >>"$out/planner_speed_$label.txt" 2>&1
