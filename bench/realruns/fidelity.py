@@ -76,9 +76,16 @@ def system_of(gpu):
 
 def layout_args(rec, cfgfile, system):
     w = rec.get("world_size", 1)
-    a = ["estimate", "--model", cfgfile, "--system", system, "--framework", "fsdp2",
+    # realrun.py --sac op is torchtitan's per-op selective checkpointing policy (its help, and
+    # costmodel/recipe_recompute.c titan_sac_recomputes): plan's fsdp2 path has only full|none,
+    # its torchtitan framework prices that policy as --recompute selective (at one rank the two
+    # frameworks price the same step otherwise)
+    sac = rec.get("sac") == "op" and not rec.get("grad_ckpt")
+    recompute = "full" if rec.get("grad_ckpt") else ("selective" if sac else "none")
+    a = ["estimate", "--model", cfgfile, "--system", system,
+         "--framework", "torchtitan" if sac else "fsdp2",
          "--gpus", str(w), "--seq", str(rec["seq"]), "--mbs", str(rec["mbs"]),
-         "--gbs", str(rec["mbs"] * w), "--recompute", "full" if rec.get("grad_ckpt") else "none",
+         "--gbs", str(rec["mbs"] * w), "--recompute", recompute,
          "--format", "json"]
     if HAS["--impl"]:
         a += ["--impl", rec.get("impl", "hf")]

@@ -149,8 +149,15 @@ def layout(rec):
     if rec.get("grad_ckpt"):
         a += ["--recompute", "full"]
     elif rec.get("sac") == "op":
-        return fw, None, "not expressible: op-level selective checkpointing (torchtitan's policy); " \
-            "the FSDP2 path has only --recompute full|none"
+        # torchtitan's per-op selective checkpointing policy (realrun.py / parallel_run.py --sac
+        # op; costmodel/recipe_recompute.c titan_sac_recomputes): plan prices it under its
+        # torchtitan framework only (the fsdp2 path has --recompute full|none)
+        if fw != "torchtitan":
+            if not HAS_TT:
+                return fw, None, "not expressible: op-level selective checkpointing " \
+                    "(torchtitan's policy); the FSDP2 path has only --recompute full|none"
+            fw = a[1] = "torchtitan"
+        a += ["--recompute", "selective"]
     if par == "ep" and rec.get("experts_impl", "loop") == "loop":
         if HAS_LOOP and fw == "torchtitan":  # torchtitan's use_grouped_mm=False loop (expert_loop.h)
             a += ["--moe-expert-loop"]
