@@ -47,6 +47,7 @@ void cp_ring_torch_kernels(double e, double kv, int cp, elementwise_list *out)
     elementwise_kernel *f = out->fwd, *b = out->bwd;
     int *nf = &out->n_fwd, *nb = &out->n_bwd;
     out->eager = true;
+    out->inductor = false;
 
     put(f, nf, "cp.merge.out_to_fp32", 6 * e, cp, EW_UNROLLED, 4, 2, 0, e);
     put(f, nf, "cp.merge.diff", 12 * e, s, EW_OFFSETS, 4, 4, 4, e);

@@ -313,6 +313,67 @@ static void native_repeat_kv(pass f, pass b, double t, double qw, double kw, dou
     add(b, "repeat_kv.bwd.sum", r * e, 2, reduce_mid(2, t * kw / d, qw / kw, d));
 }
 
+/* A torch.compile'd native block (impl native, --compile; issue 14): the kernels Inductor
+ * generates for bench/realruns/native_llama.py's block (torchtitan's Llama), read off
+ * torch.profiler traces on one H200 (bench/compiled_kernels.py; kernel names, counts and times
+ * per layer in bench/results/compiled13_2026-11-28). Per token, bf16 2 / fp32 4 bytes read plus
+ * written, widths per GPU (q: qw, k and v: kw, hidden h over the norm rows, FFN f):
+ *   forward: input norm 4h; q and k cast to fp32 complex 6qw, 6kw (Qwen3's q/k norms fused into
+ *   these); the products with freqs_cis 8qw, 8kw, left to aten (Inductor generates no complex
+ *   code: eager elementwise_kernel launches in the trace); q back to bf16 6qw; k back to bf16
+ *   while repeated to the query heads 4kw + 2qw, v repeated 2kw + 2qw (kv heads < heads; else
+ *   k's cast 6kw); residual add + MLP norm 8h; SiLU(gate) * up 6f; residual add 6h.
+ *   backward: SwiGLU's 10f (grad, gate, up read; both gradients written); each norm's input
+ *   gradient with the gradients of its consumers summed in (attention norm: q, k, v projections
+ *   and the residual, 12h; MLP norm: gate, up and the residual, 10h) and its weight gradient 4h
+ *   each; q's gradient to fp32 complex 6qw; the conjugate products 8qw, 8kw (aten); k's gradient
+ *   summed over the repeats into fp32 complex 2qw + 4kw, v's summed 2qw + 2kw; q and k back to
+ *   bf16 6qw, 6kw; Qwen3's q/k norms' backward 8 (qw + kw) (fp32 gradient, bf16 input read,
+ *   bf16 gradient written). Inductor keeps the same saved tensors as eager here; the dense
+ *   block only (a MoE block keeps the fused lumps). */
+static void inductor_native_layer(const model_spec *m, const layout *l, double tokens,
+                                  elementwise_list *out)
+{
+    pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
+    double tp = l->tp, h = m->hidden;
+    double tr = l->sp ? tokens / tp : tokens;
+    double eh = tr * h, eq = tokens * m->heads * m->head_dim / tp;
+    double ek = tokens * m->kv_heads * m->head_dim / tp, ef = tokens * m->ffn / tp;
+    bool gqa = eq > ek;
+    out->inductor = true;
+    add(f, "inductor.rms_norm", 4 * eh, 1, vec(2, 2, 0, eh));
+    add(f, "inductor.rope.q.to_complex", 6 * eq, 1, contig(EW_UNROLLED, 4, 2, 0, eq));
+    add(f, "inductor.rope.k.to_complex", 6 * ek, 1, contig(EW_UNROLLED, 4, 2, 0, ek));
+    add(f, "aten.rope.q.complex_mul", 8 * eq, 1, bcast(4, tokens, eq / tokens, false));
+    add(f, "aten.rope.k.complex_mul", 8 * ek, 1, bcast(4, tokens, ek / tokens, false));
+    add(f, "inductor.rope.q.to_bf16", 6 * eq, 1, vec(2, 4, 0, eq));
+    if (gqa) {
+        add(f, "inductor.repeat_kv.k", 4 * ek + 2 * eq, 1, lump(4 * ek + 2 * eq));
+        add(f, "inductor.repeat_kv.v", 2 * ek + 2 * eq, 1, lump(2 * ek + 2 * eq));
+    } else {
+        add(f, "inductor.rope.k.to_bf16", 6 * ek, 1, vec(2, 4, 0, ek));
+    }
+    add(f, "inductor.add_rms_norm", 8 * eh, 1, lump(8 * eh));
+    add(f, "inductor.swiglu", 6 * ef, 1, vec(2, 2, 2, ef));
+    add(f, "inductor.add", 6 * eh, 1, vec(2, 2, 2, eh));
+    add(b, "inductor.swiglu.bwd", 10 * ef, 1, lump(10 * ef));
+    add(b, "inductor.rms_norm.bwd.attn", 12 * eh, 1, lump(12 * eh));
+    add(b, "inductor.rms_norm.bwd.mlp", 10 * eh, 1, lump(10 * eh));
+    add(b, "inductor.rms_norm.bwd.w", 4 * eh, 2, reduce(EW_REDUCE_COL, 2, 2, tr, h));
+    add(b, "inductor.rope.q.grad_cplx", 6 * eq, 1, contig(EW_UNROLLED, 4, 2, 0, eq));
+    add(b, "aten.rope.q.conj_mul", 8 * eq, 1, bcast(4, tokens, eq / tokens, false));
+    add(b, "aten.rope.k.conj_mul", 8 * ek, 1, bcast(4, tokens, ek / tokens, false));
+    if (gqa) {
+        add(b, "inductor.repeat_kv.k.bwd", 2 * eq + 4 * ek, 1, lump(2 * eq + 4 * ek));
+        add(b, "inductor.repeat_kv.v.bwd", 2 * eq + 2 * ek, 1, lump(2 * eq + 2 * ek));
+    } else {
+        add(b, "inductor.rope.k.grad_cplx", 6 * ek, 1, contig(EW_UNROLLED, 4, 2, 0, ek));
+    }
+    add(b, "inductor.rope.q.grad_bf16", 6 * eq, 1, vec(2, 4, 0, eq));
+    add(b, "inductor.rope.k.grad_bf16", 6 * ek, 1, vec(2, 4, 0, ek));
+    if (m->qk_norm) add(b, "inductor.qk_norm.bwd", 8 * (eq + ek), 1, lump(8 * (eq + ek)));
+}
+
 /* Transformer Engine's fused kernels under Megatron: RMSNorm/LayerNorm one pass (read and
  * write h: 4h), fused RoPE (read and write q, k: 4 bytes per element), fused SwiGLU (read 2f,
  * write f: 6f), GeLU 4f; backward twice the forward. One lump each way. */
@@ -362,6 +423,7 @@ static void list_reset(elementwise_list *out)
 {
     out->eager = false;
     out->alone = false;
+    out->inductor = false;
     out->n_fwd = out->n_bwd = 0;
 }
 
@@ -409,6 +471,14 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
     /* torch.compile'd blocks (issue 14): Inductor fuses each block's pointwise ops and
      * reductions into a few generated kernels that read each input once and write each output
      * once, the traffic of the fused lumps Transformer Engine runs (same list, same pricing) */
+    if (layout_is_pytorch(l) && l->compile && layout_impl_of(l) == IMPL_NATIVE && !moe &&
+        !m->mla && m->norm == MODEL_NORM_RMS && m->activation == MODEL_ACT_SWIGLU &&
+        !m->learned_positions) {
+        inductor_native_layer(m, l, tokens, out);
+        out->alone = layout_gpus(l) == 1;
+        sp_funcol_copies(l, tokens * m->hidden, out);
+        return;
+    }
     if (!layout_is_pytorch(l) || l->compile) {
         fused_layer(m, l, tokens, moe, out);
         sp_funcol_copies(l, tokens * m->hidden, out);
@@ -607,6 +677,14 @@ double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
                             const elementwise_kernel *k)
 {
     if (!strncmp(k->name, SP_COPY, sizeof SP_COPY - 1)) return sp_copy_s(sys, e, k);
+    if (e->inductor && !strncmp(k->name, "aten.", 5)) /* an op Inductor leaves eager */
+        return k->bytes / (sys->hbm_bandwidth_bytes_per_s *
+                           (e->alone && sys->eager_elementwise_efficiency_alone > 0
+                                ? sys->eager_elementwise_efficiency_alone
+                                : sys->eager_elementwise_efficiency)) +
+               sys->eager_kernel_gap_s;
+    if (e->inductor && sys->inductor_elementwise_efficiency > 0)
+        return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->inductor_elementwise_efficiency);
     if (!e->eager) return compute_stream_s(sys, k->bytes);
     if (sys->loss_parallel_efficiency > 0 && !strncmp(k->name, LOSSP, sizeof LOSSP - 1))
         return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->loss_parallel_efficiency) +

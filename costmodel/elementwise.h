@@ -87,6 +87,9 @@ typedef struct {
                    Transformer Engine kernels at hbm_efficiency */
     bool alone; /* one GPU (issue 14): no NCCL or FSDP2 copy kernels run beside them; priced
                    at eager_elementwise_efficiency_alone where the system gives it */
+    bool inductor; /* torch.compile'd native block: Inductor's generated kernels, priced at
+                      inductor_elementwise_efficiency where the system gives it; the aten ops it
+                      leaves eager (names "aten.") as eager kernels */
     int n_fwd, n_bwd;
     elementwise_kernel fwd[ELEMENTWISE_MAX], bwd[ELEMENTWISE_MAX];
 } elementwise_list;

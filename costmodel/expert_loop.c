@@ -41,6 +41,7 @@ void expert_loop_kernels(const model_spec *m, const layout *l, int local, double
     /* streaming kernels, not the blended eager rate (elementwise.h): each zero fill and add_
      * sweeps the whole stacked weight contiguously, as compute_stream_s's measured c = a + b */
     out->eager = false;
+    out->inductor = false;
     out->alone = layout_gpus(l) == 1;
     out->n_fwd = out->n_bwd = 0;
     if (local < 1) return;

@@ -117,6 +117,7 @@ void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
                         elementwise_list *out)
 {
     out->eager = true;
+    out->inductor = false;
     out->alone = layout_gpus(l) == 1;
     out->n_fwd = out->n_bwd = 0;
     pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};

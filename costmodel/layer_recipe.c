@@ -391,7 +391,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
     /* PyTorch's ring: the merges and fp32 accumulators around its SDPA calls (cp_ring_torch.h) */
     if (ring_merge_e > 0) {
         elementwise_list el; /* counts only: zeroing its arrays costs the search (elementwise.c) */
-        el.eager = true, el.alone = false, el.n_fwd = el.n_bwd = 0;
+        el.eager = true, el.alone = false, el.inductor = false, el.n_fwd = el.n_bwd = 0;
         cp_ring_torch_kernels(ring_merge_e, ring_merge_kv, l->cp, &el);
         rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
         rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);

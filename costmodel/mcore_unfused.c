@@ -84,6 +84,7 @@ bool mcore_clamped_glu_applies(const model_spec *m, const layout *l)
 static void list_start(const layout *l, elementwise_list *out)
 {
     out->eager = true;
+    out->inductor = false;
     out->alone = layout_gpus(l) == 1;
     out->n_fwd = out->n_bwd = 0;
 }

@@ -50,6 +50,7 @@ static const system_field fields[] = {
       0, 1.0),
     F("gpu", "loss_parallel_efficiency", loss_parallel_efficiency, false, 0, 1.0),
     F("gpu", "strided_cat_efficiency", strided_cat_efficiency, false, 0, 1.0),
+    F("gpu", "inductor_elementwise_efficiency", inductor_elementwise_efficiency, false, 0, 1.0),
     F("gpu", "mla_rope_unfused_efficiency", mla_rope_unfused_efficiency, false, 0, 1.0),
     F("gpu", "tdp_w", tdp_w, false, 0, 1e4),
     F("gpu", "power_limit_w", power_limit_w, false, 0, 1e4),

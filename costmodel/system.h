@@ -85,6 +85,9 @@ typedef struct {
                                           into a strided output (the SP all-gather's
                                           rearranging copy at batch > 1, elementwise.c); 0: not
                                           measured, eager_elementwise_efficiency */
+    double inductor_elementwise_efficiency; /* the same for the kernels torch.compile's Inductor
+                                           generates for a native block (elementwise.c
+                                           inductor_native_layer); 0: not measured, hbm_efficiency */
     double mla_rope_unfused_efficiency; /* the same for Megatron's unfused MLA RoPE path
                                            (narrow strided slices of q and kv, their cats:
                                            mcore_unfused.h); 0: not measured,

@@ -62,6 +62,7 @@ void titan_moe_routing(const model_spec *m, const layout *l, double tokens, doub
                        elementwise_list *out)
 {
     out->eager = true;
+    out->inductor = false;
     out->alone = layout_gpus(l) == 1;
     out->n_fwd = out->n_bwd = 0;
     moe_kernel_pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
