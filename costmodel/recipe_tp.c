@@ -96,7 +96,7 @@ static rb_tp_exposed tp_overlapped_block(const system_spec *sys, const layout *l
     double d2 = compute_gemm_s(sys, tokens, k2, out);
     double d2c = tp * compute_gemm_s(sys, tokens / tp, k2, out);
     double w1 = compute_gemm_s(sys, in, n1, tokens);
-    rb_tp_exposed e;
+    rb_tp_exposed e = {0};
     e.leave_fwd_s = overlap_tp_pipeline_s(f2, f2c, comm_ps, ps);
     e.fwd_s = overlap_tp_ring_exchange_s(f1, f1c, comm, tp) + e.leave_fwd_s;
     e.bwd_s = overlap_tp_ring_exchange_s(d2, d2c, comm, tp) + overlap_tp_bulk_s(w1, slow, comm);
@@ -153,11 +153,35 @@ static rb_tp_exposed tp_nccl_block(const builder *b, const rb_tp_ctx *c, double 
     double ag_dy = collective_time_s(sys, COLL_ALL_GATHER, dy_bytes, c->g);
     double dgrad = rb_gemm_s(b, tokens, in, n1); /* tokens x n1 -> in */
     double wgrad = rb_gemm_s(b, in, n1, tokens); /* in x n1 over the tokens */
-    rb_tp_exposed e;
+    rb_tp_exposed e = {0};
     e.leave_fwd_s = rs;
     e.fwd_s = ag_x + rs;
-    e.bwd_s = ag_dy + tp_nccl_beside_gemm_s(dgrad, ag_x) + tp_nccl_beside_gemm_s(wgrad, rs);
+    e.nccl_bwd = true;
+    e.dy_bytes = dy_bytes;
+    e.dy_s = ag_dy;
+    e.x_bytes = tp_gather_bytes(c, RECIPE_FWD);
+    e.x_s = tp_nccl_beside_gemm_s(dgrad, ag_x);
+    e.rs_s = tp_nccl_beside_gemm_s(wgrad, rs);
+    e.bwd_s = e.dy_s + e.x_s + e.rs_s;
     return e;
+}
+
+/* The items carry what the estimate counts (the backend's TP component equals the estimate's
+ * exposed TP): the two asynchronous collectives their exposed part, so `plan measure`, which
+ * runs each alone, measures them longer than predicted (it does not overlap them). */
+void rb_tp_backward_items(const rb_tp_ctx *c, int op, const rb_tp_exposed *e)
+{
+    if (!e || !e->nccl_bwd || c->l->tp <= 1) {
+        rb_tp_enter(c, op, RECIPE_BWD);
+        rb_tp_leave(c, op, RECIPE_BWD);
+        return;
+    }
+    rb_coll_item(c->b, op, RECIPE_BWD, "tp.sp_gather", COLL_ALL_GATHER, e->dy_bytes,
+                 RECIPE_GROUP_TP, e->dy_s);
+    rb_coll_item(c->b, op, RECIPE_BWD, "tp.sp_gather_wgrad", COLL_ALL_GATHER, e->x_bytes,
+                 RECIPE_GROUP_TP, e->x_s);
+    rb_coll_item(c->b, op, RECIPE_BWD, "tp.sp_reduce_scatter", COLL_REDUCE_SCATTER, c->act_bytes,
+                 RECIPE_GROUP_TP, e->rs_s);
 }
 
 /* Does l's TP overlap apply to the blocks of this layer (Megatron, tp > 1 with SP, the TP
@@ -177,6 +201,7 @@ bool rb_tp_block_overlap(const builder *b, const rb_tp_ctx *c, double tokens, do
                              double n1, double k2, double out, rb_tp_exposed *e)
 {
     const layout *l = c->l;
+    *e = (rb_tp_exposed){0};
     if (tp_overlap_applies(l, c->g)) {
         *e = tp_overlapped_block(b->sys, l, tokens, c->act_bytes, c->g, in, n1, k2, out);
         return true;
