@@ -402,13 +402,14 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
     rb_tp_leave(&tc, tp_attn, RECIPE_FWD);
     /* TE's userbuffer overlap or torchtitan's async TP of the attention block (not MLA's: its
      * down-projections are replicated Linears outside the pairs) */
-    rb_tp_exposed e;
+    rb_tp_exposed e, e_attn = {0}, e_mlp = {0};
     if (tp_attn >= 0 && !m->mla &&
         rb_tp_block_overlap(b, &tc, tokens, h, (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp,
                          model_q_dim(m) / tp, h, &e)) {
         r->op[tp_attn].fwd_s = e.fwd_s;
         r->op[tp_attn].leave_fwd_s = e.leave_fwd_s;
         r->op[tp_attn].bwd_s = e.bwd_s;
+        e_attn = e;
     }
 
     /* ---- MLP block */
@@ -596,6 +597,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         r->op[tp_mlp].fwd_s = e.fwd_s;
         r->op[tp_mlp].leave_fwd_s = e.leave_fwd_s;
         r->op[tp_mlp].bwd_s = e.bwd_s;
+        e_mlp = e;
     }
 
     /* ---- norms, RoPE, activation, residual adds, the backward's gradient accumulation: Hugging
@@ -621,11 +623,10 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         }
     }
     rb_quantize_flush(b);
-    /* the backward's TP collectives: the same two per block, the gathers in bf16 */
-    rb_tp_enter(&tc, tp_attn, RECIPE_BWD);
-    rb_tp_leave(&tc, tp_attn, RECIPE_BWD);
-    rb_tp_enter(&tc, tp_mlp, RECIPE_BWD);
-    rb_tp_leave(&tc, tp_mlp, RECIPE_BWD);
+    /* the backward's TP collectives: the same two per block, the gathers in bf16 (Megatron's
+     * NCCL path: three, recipe_tp.c tp_nccl_block) */
+    rb_tp_backward_items(&tc, tp_attn, &e_attn);
+    rb_tp_backward_items(&tc, tp_mlp, &e_mlp);
 
     rb_grad_accum_op(b, t, l, memory_layer_params(m, l, moe)); /* unfused sums (grad_accum.h) */
     if (l->sharding == SHARDING_FSDP) rb_fsdp_unit(b, m, sys, t, l, moe);

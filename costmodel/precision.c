@@ -506,6 +506,19 @@ double precision_tp_gather_bytes(const layout *l)
     return r.operand_bytes;
 }
 
+double precision_tp_grad_gather_bytes(const layout *l)
+{
+    if (!precision_is_low(l) || l->framework != FRAMEWORK_MEGATRON) return 0;
+    precision_rules r;
+    precision_rules_of(l, &r);
+    if (l->precision == PRECISION_MXFP8 || l->precision == PRECISION_NVFP4)
+        return 2.0 * r.operand_bytes;
+    if (l->precision == PRECISION_FP8 &&
+        (r.recipe == FP8_RECIPE_DELAYED || r.recipe == FP8_RECIPE_TENSORWISE))
+        return r.operand_bytes;
+    return 0;
+}
+
 const char *precision_label(const layout *l)
 {
     precision_rules r;

@@ -149,6 +149,16 @@ double precision_scale_swizzle_s(const system_spec *sys, const layout *l, double
  * other frameworks: async_tp_gather_elem_bytes). */
 double precision_tp_gather_bytes(const layout *l);
 
+/* Bytes per element of the backward's sequence-parallel all-gather of the row-parallel Linear's
+ * output gradient when Transformer Engine gathers it through NCCL (Megatron without
+ * userbuffers): quantized first, rowwise for dgrad and columnwise for wgrad (linear.py
+ * set_usage(rowwise=True, columnwise=True), base.py grad_output_preprocess gathers with the
+ * quantizer, TE 366798e). Per-tensor FP8 gathers its rowwise copy only (_all_gather_fp8):
+ * operand_bytes; MXFP8 and NVFP4 both copies (_all_gather_mxfp8 / _all_gather_nvfp4):
+ * 2 x operand_bytes. 0 where the gather stays bf16 (bf16 plans, FP8 blockwise: not priced,
+ * the other frameworks). */
+double precision_tp_grad_gather_bytes(const layout *l);
+
 /* Name of l's precision as the short name and the report show it ("fp8-delayed"). */
 const char *precision_label(const layout *l);
 

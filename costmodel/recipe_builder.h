@@ -94,6 +94,11 @@ typedef struct {
 typedef struct {
     double fwd_s, bwd_s;
     double leave_fwd_s; /* the forward's reduce-scatter part of fwd_s */
+    /* Megatron's NCCL path (recipe_tp.c tp_nccl_block): the backward's three collectives, their
+     * bytes and what each adds to bwd_s (the output gradient's all-gather whole, the input's
+     * all-gather and the dgrad reduce-scatter what outlasts the GEMM beside them) */
+    bool nccl_bwd;
+    double dy_bytes, dy_s, x_bytes, x_s, rs_s;
 } rb_tp_exposed;
 
 /* recipe_tp.c: the TP/SP collectives of a block (items entering and leaving it, the block's op)
@@ -104,6 +109,9 @@ void rb_tp_leave(const rb_tp_ctx *c, int op, recipe_phase phase);
 int rb_tp_op(const rb_tp_ctx *c, const char *name);
 bool rb_tp_block_overlap(const builder *b, const rb_tp_ctx *c, double tokens, double in,
                          double n1, double k2, double out, rb_tp_exposed *e);
+/* The backward's TP items of a block: the entering all-gather and leaving reduce-scatter (bf16),
+ * or, where e says Megatron's NCCL path priced it, its three collectives at what each adds. */
+void rb_tp_backward_items(const rb_tp_ctx *c, int op, const rb_tp_exposed *e);
 
 /* recipe_mtp.c: the output layer with its loss kernels (the head, and each MTP module's), and
  * the multi-token-prediction modules Megatron runs on the last stage (layout_mtp_layers). */

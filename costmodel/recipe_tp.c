@@ -5,9 +5,12 @@
  * Transformer Engine userbuffers, torchtitan's async TP). Split from layer_recipe.c (issue 13:
  * small rooms); the formulas and their sources are unchanged: Korthikanti et al. 2022 Sec.
  * 4.2.2 for the collectives (two per direction, the same volume with and without SP),
- * overlap.h and async_tp.h for the overlaps.
+ * overlap.h and async_tp.h for the overlaps; bw13 added the backward's asynchronous NCCL
+ * collectives of Megatron without userbuffers (tp_nccl_block).
  */
 #include "recipe_builder.h"
+
+#include <math.h>
 
 #include "async_tp.h"
 #include "compute.h"
@@ -93,11 +96,92 @@ static rb_tp_exposed tp_overlapped_block(const system_spec *sys, const layout *l
     double d2 = compute_gemm_s(sys, tokens, k2, out);
     double d2c = tp * compute_gemm_s(sys, tokens / tp, k2, out);
     double w1 = compute_gemm_s(sys, in, n1, tokens);
-    rb_tp_exposed e;
+    rb_tp_exposed e = {0};
     e.leave_fwd_s = overlap_tp_pipeline_s(f2, f2c, comm_ps, ps);
     e.fwd_s = overlap_tp_ring_exchange_s(f1, f1c, comm, tp) + e.leave_fwd_s;
     e.bwd_s = overlap_tp_ring_exchange_s(d2, d2c, comm, tp) + overlap_tp_bulk_s(w1, slow, comm);
     return e;
+}
+
+/*
+ * Megatron without userbuffers (no --tp-comm-overlap, or a TP group TE's userbuffers cannot
+ * reach): the SP collectives are NCCL calls, yet the column-parallel Linear's backward issues
+ * two of them asynchronously. Transformer Engine (module/linear.py and layernorm_linear.py
+ * backward, TE 366798e = Megatron-Bridge v0.4.2's: linear.py lines 668-671 and
+ * layernorm_linear.py 685-688 gather the saved input for the wgrad GEMM with async_op=True
+ * before the dgrad GEMM, "Tensor-parallel communication is overlapped with dgrad GEMM";
+ * linear.py 748-751 / layernorm_linear.py 760-763 reduce-scatter the dgrad output with
+ * async_op=True before the wgrad GEMM; the waits come after each GEMM, linear.py 774 and
+ * 938-941; the same calls in TE v2.9, the 25.11 container's, and at 4220403, v0.5.0's) and
+ * Megatron-Core's own Linear
+ * (tensor_parallel/layers.py at d98e8a6 lines 675-710, LinearWithGradAccumulationAndAsync
+ * Communication.backward) both do it. The row-parallel Linear's backward gathers its output
+ * gradient synchronously first (TE base.py grad_output_preprocess, lines 1186-1233), so the
+ * block's backward exposes that all-gather (quantized where TE quantizes it:
+ * precision_tp_grad_gather_bytes; the op's items still say bf16), plus whatever of
+ * the input all-gather outlasts the first Linear's dgrad GEMM and of the reduce-scatter
+ * outlasts its wgrad GEMM, each pair slowed by NCCL's measured contention (overlap.h
+ * OVERLAP_CONTENTION_AG_RS_*: H200s, bench/results/contention_2026-11-27; an ASSUMPTION on
+ * other GPUs). The input is gathered in the layout's low-precision format where the forward's
+ * is (TE passes the input quantizer to that gather, linear.py 668-673). The forward is
+ * unchanged: both its collectives sit between the GEMMs that need them. Without SP (an
+ * all-reduce of the dgrad output, async beside the wgrad GEMM in both sources) not priced:
+ * Megatron-LM before that code (the SC21 rows' 6985e58) ran it synchronously.
+ */
+static bool tp_nccl_backward_overlap_applies(const layout *l)
+{
+    return l->framework == FRAMEWORK_MEGATRON && l->tp > 1 && l->sp;
+}
+
+/* Exposed time of `comm_s` issued beside a GEMM of `gemm_s`, both slowed by the contention. */
+static double tp_nccl_beside_gemm_s(double gemm_s, double comm_s)
+{
+    double g, c;
+    overlap_contended(gemm_s, comm_s, OVERLAP_CONTENTION_AG_RS_COMPUTE,
+                      OVERLAP_CONTENTION_AG_RS_COMM, &g, &c);
+    return fmax(g, c) - gemm_s;
+}
+
+static rb_tp_exposed tp_nccl_block(const builder *b, const rb_tp_ctx *c, double tokens,
+                                   double in, double n1)
+{
+    const system_spec *sys = b->sys;
+    double rs = collective_time_s(sys, COLL_REDUCE_SCATTER, c->act_bytes, c->g);
+    double ag_x = collective_time_s(sys, COLL_ALL_GATHER, tp_gather_bytes(c, RECIPE_FWD), c->g);
+    double dy_elem = precision_tp_grad_gather_bytes(c->l);
+    double dy_bytes = c->lp_block && dy_elem > 0 ? c->act_bytes / 2.0 * dy_elem : c->ag_bytes;
+    double ag_dy = collective_time_s(sys, COLL_ALL_GATHER, dy_bytes, c->g);
+    double dgrad = rb_gemm_s(b, tokens, in, n1); /* tokens x n1 -> in */
+    double wgrad = rb_gemm_s(b, in, n1, tokens); /* in x n1 over the tokens */
+    rb_tp_exposed e = {0};
+    e.leave_fwd_s = rs;
+    e.fwd_s = ag_x + rs;
+    e.nccl_bwd = true;
+    e.dy_bytes = dy_bytes;
+    e.dy_s = ag_dy;
+    e.x_bytes = tp_gather_bytes(c, RECIPE_FWD);
+    e.x_s = tp_nccl_beside_gemm_s(dgrad, ag_x);
+    e.rs_s = tp_nccl_beside_gemm_s(wgrad, rs);
+    e.bwd_s = e.dy_s + e.x_s + e.rs_s;
+    return e;
+}
+
+/* The items carry what the estimate counts (the backend's TP component equals the estimate's
+ * exposed TP): the two asynchronous collectives their exposed part, so `plan measure`, which
+ * runs each alone, measures them longer than predicted (it does not overlap them). */
+void rb_tp_backward_items(const rb_tp_ctx *c, int op, const rb_tp_exposed *e)
+{
+    if (!e || !e->nccl_bwd || c->l->tp <= 1) {
+        rb_tp_enter(c, op, RECIPE_BWD);
+        rb_tp_leave(c, op, RECIPE_BWD);
+        return;
+    }
+    rb_coll_item(c->b, op, RECIPE_BWD, "tp.sp_gather", COLL_ALL_GATHER, e->dy_bytes,
+                 RECIPE_GROUP_TP, e->dy_s);
+    rb_coll_item(c->b, op, RECIPE_BWD, "tp.sp_gather_wgrad", COLL_ALL_GATHER, e->x_bytes,
+                 RECIPE_GROUP_TP, e->x_s);
+    rb_coll_item(c->b, op, RECIPE_BWD, "tp.sp_reduce_scatter", COLL_REDUCE_SCATTER, c->act_bytes,
+                 RECIPE_GROUP_TP, e->rs_s);
 }
 
 /* Does l's TP overlap apply to the blocks of this layer (Megatron, tp > 1 with SP, the TP
@@ -109,7 +193,7 @@ static bool tp_overlap_applies(const layout *l, layout_group g)
 }
 
 /* The exposed time of one TP block whose collectives overlap its GEMMs, into *e: Megatron's
- * userbuffers (tp_overlapped_block), or torchtitan's async TP (async_tp.h: Inductor's
+ * userbuffers (tp_overlapped_block), Megatron's NCCL path (tp_nccl_block), or torchtitan's async TP (async_tp.h: Inductor's
  * micro-pipeline TP pass fuses three of the four collectives, each with tp chunk GEMMs in the
  * layout's number format; symmetric memory, so NVLink only). False where neither applies.
  * first: tokens x in -> n1; last: tokens x k2 -> out (hidden). */
@@ -117,11 +201,16 @@ bool rb_tp_block_overlap(const builder *b, const rb_tp_ctx *c, double tokens, do
                              double n1, double k2, double out, rb_tp_exposed *e)
 {
     const layout *l = c->l;
+    *e = (rb_tp_exposed){0};
     if (tp_overlap_applies(l, c->g)) {
         *e = tp_overlapped_block(b->sys, l, tokens, c->act_bytes, c->g, in, n1, k2, out);
         return true;
     }
-    if (!async_tp_applies(l) || c->g.spans_nodes) return false;
+    if (!async_tp_applies(l) || c->g.spans_nodes) {
+        if (!tp_nccl_backward_overlap_applies(l)) return false;
+        *e = tp_nccl_block(b, c, tokens, in, n1);
+        return true;
+    }
     double rows = tokens / l->tp;
     async_tp_gemms gm = {
         rb_gemm_s(b, tokens, n1, in),  l->tp * rb_gemm_s(b, rows, n1, in),

@@ -1,7 +1,8 @@
 /*
  * test_overlap.c — Megatron-Core's overlap knobs (issue 15): the exposed-time formulas of
  * costmodel/overlap.h against hand-worked numbers, Megatron's DDP bucket size, the NCCL tree
- * all-reduce and PAT at scale, the knobs' rules, JSON and flags, and the search choosing them.
+ * all-reduce and PAT at scale, the knobs' rules, JSON and flags, the search choosing them, and
+ * the backward's asynchronous TP collectives of Megatron without userbuffers.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -15,11 +16,13 @@
 #include <cmocka.h>
 
 #include "collective.h"
+#include "compute.h"
 #include "emit.h"
 #include "estimate.h"
 #include "layer_recipe.h"
 #include "layout_codec.h"
 #include "overlap.h"
+#include "precision.h"
 #include "search.h"
 
 #define REL(a, b) (fabs((a) - (b)) / fabs(b))
@@ -212,6 +215,60 @@ static void test_overlap_hides_time(void **state)
     assert_true(dp.time.dp_s < on.time.dp_s);
 }
 
+/* Megatron without userbuffers (bw13, recipe_tp.c tp_nccl_block): 70B on H100, TP 8 with SP,
+ * bf16. The MLP block's forward keeps its all-gather + reduce-scatter; its backward exposes the
+ * row-parallel fc2's output-gradient all-gather, then the fc1 input's all-gather beside fc1's
+ * dgrad GEMM (tokens x 2 ffn/8 -> hidden) and the dgrad's reduce-scatter beside fc1's wgrad GEMM
+ * (hidden x 2 ffn/8 over the tokens), each pair at the measured NCCL contention (x1.176 GEMM,
+ * x1.363 collective): exposed = max(GEMM', collective') - GEMM. Both collectives are far
+ * shorter than their GEMMs here, so the backward is the all-gather plus the GEMMs' slowdowns. */
+static void test_tp_nccl_backward(void **state)
+{
+    (void)state;
+    model_spec m = load_model("70b");
+    system_spec s = load_system("h100");
+    training_spec t = training_default();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.tp = 8; l.pp = 4; l.dp = 8; l.sp = true;
+    recipe r;
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    double tokens = r.tokens, h = m.hidden, n1 = 2.0 * m.ffn / 8;
+    layout_group g = layout_tp_group(&s, &l);
+    double bytes = tokens * h * 2.0;
+    double ag = collective_time_s(&s, COLL_ALL_GATHER, bytes, g);
+    double rs = collective_time_s(&s, COLL_REDUCE_SCATTER, bytes, g);
+    double dgrad = compute_gemm_s(&s, tokens, h, n1), wgrad = compute_gemm_s(&s, h, n1, tokens);
+    double ge, ce, exposed = ag;
+    overlap_contended(dgrad, ag, 1.176, 1.363, &ge, &ce);
+    assert_true(ce < ge); /* hidden: only the GEMM's slowdown is left */
+    exposed += fmax(ge, ce) - dgrad;
+    overlap_contended(wgrad, rs, 1.176, 1.363, &ge, &ce);
+    exposed += fmax(ge, ce) - wgrad;
+    int seen = 0;
+    for (int i = 0; i < r.n_ops; i++) {
+        if (strcmp(r.op[i].name, "tp.mlp")) continue;
+        seen++;
+        assert_true(REL(r.op[i].fwd_s, ag + rs) < 1e-12);
+        assert_true(REL(r.op[i].leave_fwd_s, rs) < 1e-12);
+        assert_true(REL(r.op[i].bwd_s, exposed) < 1e-12);
+        assert_true(r.op[i].bwd_s < ag + rs); /* was ag + rs, all exposed, before bw13 */
+    }
+    assert_int_equal(seen, 1);
+    /* the output gradient's gather in TE's formats (precision.h): bf16 plans and other
+     * frameworks 0 (bf16), per-tensor FP8 its rowwise byte, MXFP8 / NVFP4 both copies */
+    assert_true(precision_tp_grad_gather_bytes(&l) == 0);
+    l.precision = PRECISION_FP8;
+    l.fp8_recipe = FP8_RECIPE_TENSORWISE;
+    assert_true(precision_tp_grad_gather_bytes(&l) == 1.0);
+    l.precision = PRECISION_MXFP8;
+    assert_true(precision_tp_grad_gather_bytes(&l) == 2.0 * (1.0 + 1.0 / 32));
+    l.precision = PRECISION_NVFP4;
+    assert_true(precision_tp_grad_gather_bytes(&l) == 2.0 * (0.5 + 1.0 / 16));
+    layout f = layout_default(FRAMEWORK_FSDP2);
+    f.precision = PRECISION_FP8;
+    assert_true(precision_tp_grad_gather_bytes(&f) == 0);
+}
+
 /* The search picks the knobs (the fastest variant of each layout) and --no-overlap keeps
  * them off. */
 static void test_search_chooses_knobs(void **state)
@@ -248,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_collectives_at_scale),
         cmocka_unit_test(test_knob_rules_json_flags),
         cmocka_unit_test(test_overlap_hides_time),
+        cmocka_unit_test(test_tp_nccl_backward),
         cmocka_unit_test(test_search_chooses_knobs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

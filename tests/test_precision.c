@@ -254,8 +254,12 @@ static void test_scale_swizzle(void **state)
 
 /* Megatron with TE quantizes a Linear's SP input before gathering it (recipe_tp.c, TE linear.py
  * _linear_forward): 8B at TP 2 with SP, 4096 tokens, FP8: the forward's two gathers (attention,
- * MLP) move 4096 x 4096 x 1 byte = 16,777,216 each, MXFP8 x (1 + 1/32) = 17,301,504; the
- * backward's stay bf16, 33,554,432; a bf16 plan gathers 33,554,432 both ways. */
+ * MLP) move 4096 x 4096 x 1 byte = 16,777,216 each, MXFP8 x (1 + 1/32) = 17,301,504; a bf16
+ * plan gathers 33,554,432. Backward (Megatron without userbuffers, since bw13: recipe_tp.c
+ * tp_nccl_block): the row-parallel Linear's output gradient is gathered quantized, FP8 its
+ * rowwise copy (16,777,216), MXFP8 both copies (2 x 17,301,504 = 34,603,008: TE base.py
+ * grad_output_preprocess with the quantizer, usage rowwise and columnwise), bf16 33,554,432;
+ * the column-parallel Linear's input for its wgrad (tp.sp_gather_wgrad) as the forward's. */
 static void test_tp_gather_quantized(void **state)
 {
     (void)state;
@@ -264,7 +268,7 @@ static void test_tp_gather_quantized(void **state)
     training_spec t = training_default();
     static recipe r;
     static recipe_items it;
-    const double want[3][2] = {{16777216.0, 33554432.0}, {17301504.0, 33554432.0},
+    const double want[3][2] = {{16777216.0, 16777216.0}, {17301504.0, 34603008.0},
                                {33554432.0, 33554432.0}};
     const layout_precision p[3] = {PRECISION_FP8, PRECISION_MXFP8, PRECISION_BF16};
     for (int k = 0; k < 3; k++) {
@@ -273,8 +277,12 @@ static void test_tp_gather_quantized(void **state)
         l.precision = p[k];
         l.fp8_recipe = p[k] == PRECISION_FP8 ? FP8_RECIPE_TENSORWISE : FP8_RECIPE_DEFAULT;
         recipe_layer(&m, &s, &t, &l, false, &r, &it);
-        int n[2] = {0, 0};
+        int n[2] = {0, 0}, nw = 0;
         for (int i = 0; i < it.n; i++) {
+            if (!strcmp(it.item[i].name, "tp.sp_gather_wgrad")) {
+                assert_true(it.item[i].phase == RECIPE_BWD && it.item[i].bytes == want[k][0]);
+                nw++;
+            }
             if (strcmp(it.item[i].name, "tp.sp_gather")) continue;
             int bwd = it.item[i].phase == RECIPE_BWD;
             if (it.item[i].phase == RECIPE_RECOMPUTE) continue;
@@ -283,6 +291,7 @@ static void test_tp_gather_quantized(void **state)
         }
         assert_int_equal(n[0], 2);
         assert_int_equal(n[1], 2);
+        assert_int_equal(nw, 2);
     }
 }
 
