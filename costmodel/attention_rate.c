@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-static const char *mask_names[ATTN_MASKS] = {"causal", "none", "window"};
+static const char *mask_names[ATTN_MASKS] = {"causal", "none", "window", "sliding"};
 
 /* Reorders t's points into its groups (attn_table's comment): stable, so within a group the
  * file's order stays (the nearest point's tie-break reads it). */
@@ -76,7 +76,8 @@ cm_status attn_table_from_json(const json_t *section, const char *path, attn_tab
         if (!ok || v[0] > 1024 || v[2] > 1e9 || v[3] > 1e9 || v[4] > 1e4 || v[5] > 1e4)
             return cm_fail(err, errlen, CM_EPARSE,
                            "system file '%s': attention_rates point %zu must be [head_dim, "
-                           "\"causal\"|\"none\"|\"window\", batch_x_heads, seq, fwd_tflops, "
+                           "\"causal\"|\"none\"|\"window\"|\"sliding\", batch_x_heads, seq, "
+                           "fwd_tflops, "
                            "bwd_tflops] with positive numbers in range",
                            path, i);
         attn_point *p = &t->p[t->n++];

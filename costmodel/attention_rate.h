@@ -20,10 +20,17 @@ typedef enum {
     ATTN_MASK_CAUSAL = 0, /* is_causal (flash skips the blocks above the diagonal) */
     ATTN_MASK_NONE,       /* no mask: every score */
     ATTN_MASK_WINDOW,     /* an explicit boolean (sliding-window causal) mask tensor */
+    ATTN_MASK_SLIDING,    /* the fused kernel's own sliding window (cuDNN via Transformer
+                             Engine's window_size) of ATTN_SLIDING_KEYS keys, which skips the
+                             blocks outside it; rates over the window's FLOPs (flops.c:
+                             w - w^2/(2s) keys per query), as NVIDIA's cuDNN benchmark counts */
     ATTN_MASKS
 } attn_mask;
 
 #define ATTN_MAX_POINTS 512
+/* The window the "sliding" points were measured at (NVIDIA/cudnn-frontend's gpt_oss SDPA
+ * benchmark: sliding_window_size 128); other windows keep the causal rate over their FLOPs */
+#define ATTN_SLIDING_KEYS 128
 
 typedef struct {
     float head_dim;

@@ -24,11 +24,14 @@ enum { DEEPEP_SMS = 20, HYBRIDEP_SMS = 16 };
  * are the copies to the other nodes only (flex_pass_s: nodes_per_token (nodes - 1) / nodes), so
  * the NIC's achieved share is (nodes - 1) / nodes x logical / 50: EP 32 (4 nodes) 0.870
  * dispatch / 0.855 combine, EP 64 (8 nodes) 0.8925 / 0.875; their mean 0.873 is
- * FLEX_RDMA_EFFICIENCY (issue 20, moe10; it was 1.0, the NIC's full rate). EP 16 (2 nodes)
- * leaves no RDMA figure: there the NVLink phase binds (235 MB x 7/8 of FP8 copies at 153 GB/s =
- * 1.35 ms, the time its 43 GB/s of logical bytes, 4096 x 1.971 nodes x 7168, takes: 1.35 ms).
- * We take 153/160 of the NVLink figure; the same for HybridEP (no published figure; an
- * ASSUMPTION that it matches DeepEP on bandwidth, at fewer SMs). */
+ * FLEX_RDMA_EFFICIENCY (issue 20, moe10; it was 1.0, the NIC's full rate).
+ * The intranode figure is of the same kind: DeepEP's test (tests/test_intranode.py at 3b1045d,
+ * 142-155) divides `recv_x.numel() * 2` (x the FP8 factor), the rows the rank receives, by the
+ * time; the dispatch sends a token once to each rank that holds one of its experts
+ * (Buffer.get_dispatch_layout's is_token_in_rank) and the rank's own rows count. So
+ * FLEX_NVLINK_EFFICIENCY x the link's rate divides those received bytes (flex_pass_s; moe13:
+ * before, it divided a copy per routed expert, the rank's own left out). HybridEP's measured
+ * rates, where a system gives them (node.hybridep_algbw), replace it for HybridEP. */
 #define FLEX_NVLINK_EFFICIENCY (153.0 / 160.0)
 #define FLEX_RDMA_EFFICIENCY ((0.75 * (58.0 + 57.0) + 0.875 * (51.0 + 50.0)) / (4 * 50.0))
 
@@ -60,13 +63,64 @@ double moe_nodes_per_token(const model_spec *m, int nodes)
     return nodes * (1.0 - none);
 }
 
+double moe_ranks_per_token(const model_spec *m, int ranks, int etp)
+{
+    if (ranks <= 1) return 1.0;
+    if (etp < 1) etp = 1;
+    /* the flex dispatcher routes over ETP x EP ranks: etp x top_k picks of etp x experts */
+    double experts = (double)m->experts * etp, per_rank = experts / ranks;
+    int picks = m->top_k * etp;
+    double pool_experts = experts, pool_ranks = ranks;
+    /* node-limited routing (DeepSeek-V3 n_group / topk_group): a token's experts lie in
+     * topk_group of the n_group expert groups; where the ranks split the groups evenly, its
+     * picks fall on the ranks of those groups alone */
+    if (etp == 1 && m->router_groups > 0 && m->router_topk_groups > 0 &&
+        ranks % m->router_groups == 0) {
+        pool_experts = experts * m->router_topk_groups / m->router_groups;
+        pool_ranks = (double)ranks * m->router_topk_groups / m->router_groups;
+    }
+    if (per_rank < 1.0) per_rank = 1.0;
+    /* P(a rank of the pool holds none of the picks) = C(pool - per_rank, k) / C(pool, k) */
+    double none = 1.0;
+    for (int i = 0; i < picks; i++) {
+        double num = pool_experts - per_rank - i, den = pool_experts - i;
+        if (num <= 0 || den <= 0) {
+            none = 0;
+            break;
+        }
+        none *= num / den;
+    }
+    return pool_ranks * (1.0 - none);
+}
+
+/* HybridEP's measured algorithm bandwidth at `ranks` (node.hybridep_algbw), linear between the
+ * measured EP sizes, the nearest one outside them; 0 where the system has none. */
+static double hybridep_algbw(const system_spec *sys, int ranks, bool combine)
+{
+    int n = sys->hybridep_algbw.n;
+    if (n <= 0) return 0;
+    const double *ep = sys->hybridep_algbw.ep;
+    const double *bw = combine ? sys->hybridep_algbw.combine_bytes_per_s
+                               : sys->hybridep_algbw.dispatch_bytes_per_s;
+    if (ranks <= ep[0]) return bw[0];
+    for (int i = 1; i < n; i++)
+        if (ranks <= ep[i])
+            return bw[i - 1] + (bw[i] - bw[i - 1]) * (ranks - ep[i - 1]) / (ep[i] - ep[i - 1]);
+    return bw[n - 1];
+}
+
 /* One pass of the flex dispatcher's two phases for `elem_bytes` per hidden element: the routed
- * copies leaving the node once per destination node over RDMA, and every copy over NVLink
- * inside the destination domain; pipelined. Returns its time; *copies_bytes: this rank's routed
- * copies (the backend's all-to-all stand-in), *rdma / *nvl: its bytes on each link. */
+ * tokens leaving the node once per destination node over RDMA, and over NVLink one row per
+ * token and receiving rank (moe_ranks_per_token: DeepEP and HybridEP send a token once to each
+ * rank holding one of its experts, and expand it to the experts there; HybridEP's buffers hold
+ * "max_num_of_tokens_per_rank x ranks" rows, deepseek-ai/DeepEP hybrid-ep 94a9f8f
+ * docs/Hybrid-EP_Implementation.md 4.2); pipelined. By symmetry a rank receives as many rows as
+ * its own tokens send. Returns its time; *copies_bytes: this rank's routed copies (the backend's
+ * all-to-all stand-in), *rdma / *nvl: its bytes on each link (nvl: the rows it receives, its
+ * own included, the convention the measured rates divide). */
 static double flex_pass_s(const model_spec *m, const system_spec *sys, const layout *l,
-                          double own_tokens, double f, double elem_bytes, double *copies_bytes,
-                          double *rdma, double *nvl)
+                          double own_tokens, double f, double elem_bytes, bool combine,
+                          double *copies_bytes, double *rdma, double *nvl)
 {
     /* one group over ETP x EP (etp innermost), etp copies of each routed token */
     int etp = layout_etp(l);
@@ -75,17 +129,19 @@ static double flex_pass_s(const model_spec *m, const system_spec *sys, const lay
     double copies = own_tokens * m->top_k * etp * h * elem_bytes * f;
     int per_node = g.members_per_node > 0 ? g.members_per_node : 1;
     int nodes = g.spans_nodes ? (g.size + per_node - 1) / per_node : 1;
-    double nv_bw = sys->intra_bandwidth_bytes_per_s * FLEX_NVLINK_EFFICIENCY;
+    double nv_bw = l->moe_dispatcher == MOE_DISPATCH_HYBRIDEP
+                       ? hybridep_algbw(sys, g.size, combine)
+                       : 0;
+    if (nv_bw <= 0) nv_bw = sys->intra_bandwidth_bytes_per_s * FLEX_NVLINK_EFFICIENCY;
     double lat = collective_latency_s(sys, g);
     *copies_bytes = copies;
+    *nvl = own_tokens * moe_ranks_per_token(m, g.size, etp) * h * elem_bytes * f;
     if (!g.spans_nodes) {
-        *nvl = copies * (g.size - 1) / g.size;
         *rdma = 0;
         return lat + *nvl / nv_bw;
     }
     double remote = moe_nodes_per_token(m, nodes) * (nodes - 1) / nodes;
     *rdma = own_tokens * h * elem_bytes * f * remote;
-    *nvl = copies * (per_node - 1) / per_node;
     double rdma_bw = system_inter_bandwidth_per_gpu(sys) * FLEX_RDMA_EFFICIENCY;
     double t_rdma = *rdma / rdma_bw, t_nv = *nvl / nv_bw;
     return lat + (t_rdma > t_nv ? t_rdma : t_nv);
@@ -98,8 +154,9 @@ static void flex_price(const model_spec *m, const system_spec *sys, const layout
                        moe_dispatch_cost *out)
 {
     double r, n;
-    out->combine_s = flex_pass_s(m, sys, l, own_tokens, f, 2.0, &out->combine_bytes, &r, &n);
-    out->dispatch_s = flex_pass_s(m, sys, l, own_tokens, f, dispatch_elem_bytes,
+    out->combine_s = flex_pass_s(m, sys, l, own_tokens, f, 2.0, true, &out->combine_bytes, &r,
+                                 &n);
+    out->dispatch_s = flex_pass_s(m, sys, l, own_tokens, f, dispatch_elem_bytes, false,
                                   &out->dispatch_bytes, &out->rdma_bytes, &out->nvlink_bytes);
     out->sms = sms;
     /* the backend's stand-in: an all-to-all of the routed copies over the EP group */

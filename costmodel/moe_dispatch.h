@@ -8,13 +8,17 @@
  *   allgather all-gather of every token's hidden state over the ETP x EP group, each rank keeps
  *             the copies routed to its experts; the combine is the matching reduce-scatter.
  *             The volume does not depend on top_k or on the routing.
- *   deepep    DeepEP's normal (training) kernels: within the NVLink domain a direct exchange of
- *             the routed copies; across domains one RDMA copy per token and destination node
+ *   deepep    DeepEP's normal (training) kernels: within the NVLink domain one row per token
+ *             and rank holding one of its experts (expanded to those experts on arrival), not
+ *             one per routed copy; across domains one RDMA copy per token and destination node
  *             (node-limited routing: DeepSeek-V3's topk_group caps the nodes), forwarded over
  *             NVLink to the ranks there. RDMA and NVLink phases are pipelined, so a pass takes
  *             the longer of the two. Runs on SMs it holds (Megatron --moe-deepep-num-sms, 20).
+ *             NVLink rate: DeepEP's H800 figure as a fraction of the link (moe_dispatch.c).
  *   hybridep  NVIDIA's HybridEP backend of the same flex dispatcher: the same two-phase
- *             pattern on fewer SMs (Megatron --moe-hybridep-num-sms, 16).
+ *             pattern on fewer SMs (Megatron --moe-hybridep-num-sms, 16); NVLink rate: its
+ *             published kernel rates by EP size where the system gives them
+ *             (node.hybridep_algbw), else DeepEP's.
  * The backward of each runs the reverse exchange of the same volume.
  *
  * Expert tensor parallelism (etp > 1; Megatron-LM d98e8a6 megatron/core/transformer/moe/
@@ -72,6 +76,12 @@ double moe_load_factor(const training_spec *t);
  * `nodes` of them: the expected distinct nodes among top_k experts (or, with node-limited
  * routing, topk_group expert groups) drawn without replacement. */
 double moe_nodes_per_token(const model_spec *m, int nodes);
+
+/* EP ranks one token's routed copies reach on average in a group of `ranks` (ETP x EP, etp
+ * innermost): the expected distinct ranks among its etp x top_k experts drawn without
+ * replacement (node-limited routing: within its topk_group expert groups). DeepEP and HybridEP
+ * send one row per token and such rank. */
+double moe_ranks_per_token(const model_spec *m, int ranks, int etp);
 
 /* Bytes per hidden element of l's dispatch (and of the combine's backward): 2, or DeepEP's FP8
  * with its scales. */

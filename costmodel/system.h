@@ -19,6 +19,8 @@
 
 #include "status.h"
 
+#define HYBRIDEP_ALGBW_MAX_POINTS 8
+
 /* One fitted collective (issue 4): t = alpha + bytes * bus_factor / busbw for this operation,
  * group size and span, with the fit's standard deviations. op is a collective_op. */
 typedef struct {
@@ -150,6 +152,15 @@ typedef struct {
     double intra_latency_s;
     double intra_busbw_efficiency;
     double call_latency_s;              /* fixed cost of one NCCL call (launch, protocol set-up) */
+    /* HybridEP's measured NVLink exchange rates by EP size (node.hybridep_algbw; moe_dispatch.c
+     * flex_pass_s): "algorithm bandwidth", the bytes a rank receives (one row per token and
+     * receiving rank, its own rows included) over the kernel's time; n 0: not measured */
+    struct {
+        int n;
+        double ep[HYBRIDEP_ALGBW_MAX_POINTS];
+        double dispatch_bytes_per_s[HYBRIDEP_ALGBW_MAX_POINTS];
+        double combine_bytes_per_s[HYBRIDEP_ALGBW_MAX_POINTS];
+    } hybridep_algbw;
 
     /* network */
     int nics_per_node;

@@ -87,6 +87,31 @@ static void test_nodes_per_token(void **state)
     assert_true(REL(moe_nodes_per_token(&free, 2), 2.0 * (1 - none)) < 1e-12);
 }
 
+/* Expected distinct EP ranks a token reaches: DeepEP and HybridEP send one row per token and
+ * such rank (moe_dispatch.c flex_pass_s). */
+static void test_ranks_per_token(void **state)
+{
+    (void)state;
+    model_spec free = moe_model(false), lim = moe_model(true);
+    assert_true(moe_ranks_per_token(&free, 1, 1) == 1.0);
+    /* 64 experts on 8 ranks (8 each), top-4: none = C(56,4)/C(64,4) */
+    double none = (56.0 * 55 * 54 * 53) / (64.0 * 63 * 62 * 61);
+    assert_true(REL(moe_ranks_per_token(&free, 8, 1), 8.0 * (1 - none)) < 1e-12);
+    /* one expert a rank: every pick its own rank */
+    assert_true(REL(moe_ranks_per_token(&free, 64, 1), 4.0) < 1e-12);
+    /* expert TP 2 over 16 ranks: 8 picks of 128 experts, 8 a rank */
+    none = 1;
+    for (int i = 0; i < 8; i++) none *= (120.0 - i) / (128.0 - i);
+    assert_true(REL(moe_ranks_per_token(&free, 16, 2), 16.0 * (1 - none)) < 1e-12);
+    /* node-limited, 8 groups on 8 ranks, 2 groups picked: the 4 picks on those 2 ranks, 8
+     * experts each: none = C(8,4)/C(16,4) of each */
+    none = (8.0 * 7 * 6 * 5) / (16.0 * 15 * 14 * 13);
+    assert_true(REL(moe_ranks_per_token(&lim, 8, 1), 2.0 * (1 - none)) < 1e-12);
+    /* 16 ranks (2 a group): the picks over the 4 ranks of the 2 groups, 4 experts each */
+    none = (12.0 * 11 * 10 * 9) / (16.0 * 15 * 14 * 13);
+    assert_true(REL(moe_ranks_per_token(&lim, 16, 1), 4.0 * (1 - none)) < 1e-12);
+}
+
 static void test_dispatchers(void **state)
 {
     (void)state;
@@ -121,10 +146,13 @@ static void test_dispatchers(void **state)
     assert_true(c.dispatch_op == COLL_ALL_GATHER && c.combine_op == COLL_REDUCE_SCATTER);
     assert_true(c.dispatch_bytes == 4096.0 * 1000 * 2 * 8);
 
-    /* deepep inside one node: 7/8 of the copies over NVLink at 153/160 of 100 GB/s, + 1 us */
+    /* deepep inside one node: one row per token and receiving rank (its own included) over
+     * NVLink at 153/160 of 100 GB/s, + 1 us */
     l.moe_dispatcher = MOE_DISPATCH_DEEPEP;
     moe_dispatch_price(&m, &s, &t, &l, tokens, &c);
-    double nv = copies * 7 / 8;
+    double nv = 4096.0 * moe_ranks_per_token(&m, 8, 1) * 1000 * 2;
+    assert_true(nv < copies);
+    assert_true(REL(c.nvlink_bytes, nv) < 1e-12);
     assert_true(REL(c.dispatch_s, 1e-6 + nv / (100e9 * 153 / 160)) < 1e-12);
     assert_int_equal(c.sms, 20);
     assert_true(c.rdma_bytes == 0);
@@ -139,6 +167,8 @@ static void test_dispatchers(void **state)
     moe_dispatch_price(&m, &s, &t, &l, tokens, &c);
     double nodes = moe_nodes_per_token(&m, 4);
     double rdma = 4096.0 * 1000 * 2 * nodes * 3 / 4;
+    nv = 4096.0 * moe_ranks_per_token(&m, 32, 1) * 1000 * 2;
+    assert_true(REL(c.nvlink_bytes, nv) < 1e-12);
     assert_true(REL(c.rdma_bytes, rdma) < 1e-12);
     double t_rdma = rdma / (25e9 * 0.873125), t_nv = nv / (100e9 * 153 / 160);
     assert_true(t_rdma > t_nv); /* the RDMA phase binds here */
@@ -210,12 +240,51 @@ static void test_expert_tp(void **state)
         assert_true(strcmp(r.op[i].name, "tp.mlp") != 0);
     }
     assert_int_equal(seen, 2);
-    /* flex: etp x top_k copies over the 16-rank ETP x EP group, 7/8 over NVLink */
+    /* flex: etp x top_k copies over the 16-rank ETP x EP group; over NVLink a row per token
+     * and receiving rank of that group */
     l.moe_dispatcher = MOE_DISPATCH_DEEPEP;
     moe_dispatch_price(&m, &s, &t, &l, 4096, &c);
     assert_true(c.dispatch_bytes == 32768000.0);
-    assert_true(REL(c.nvlink_bytes, 32768000.0 * 7 / 8) < 1e-12);
+    /* this rank routes its SP shard, 2048 tokens */
+    assert_true(REL(c.nvlink_bytes, 2048.0 * moe_ranks_per_token(&m, 16, 2) * 1000 * 2) < 1e-12);
     assert_true(c.etp_bytes == 0);
+}
+
+/* HybridEP with measured rates (node.hybridep_algbw): the received rows over the rate at the
+ * group's EP size, linear between the measured sizes, the nearest outside them; the combine its
+ * own rate; DeepEP keeps the link's share. */
+static void test_hybridep_algbw(void **state)
+{
+    (void)state;
+    system_spec s = toy_system();
+    s.gpus_per_node = 64;
+    s.hybridep_algbw.n = 2;
+    s.hybridep_algbw.ep[0] = 8;
+    s.hybridep_algbw.ep[1] = 32;
+    s.hybridep_algbw.dispatch_bytes_per_s[0] = 60e9;
+    s.hybridep_algbw.dispatch_bytes_per_s[1] = 40e9;
+    s.hybridep_algbw.combine_bytes_per_s[0] = 50e9;
+    s.hybridep_algbw.combine_bytes_per_s[1] = 30e9;
+    model_spec m = moe_model(false);
+    training_spec t = training_default();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+    int eps[] = {4, 8, 16, 32, 64};
+    double disp[] = {60e9, 60e9, 60e9 - 20e9 / 3, 40e9, 40e9};
+    double comb[] = {50e9, 50e9, 50e9 - 20e9 / 3, 30e9, 30e9};
+    for (int i = 0; i < 5; i++) {
+        l.dp = l.ep = eps[i];
+        moe_dispatch_cost c;
+        moe_dispatch_price(&m, &s, &t, &l, 4096, &c);
+        double nv = 4096.0 * moe_ranks_per_token(&m, eps[i], 1) * 1000 * 2;
+        double lat = collective_latency_s(&s, layout_ep_group(&s, &l));
+        assert_true(REL(c.dispatch_s, lat + nv / disp[i]) < 1e-12);
+        assert_true(REL(c.combine_s, lat + nv / comb[i]) < 1e-12);
+        l.moe_dispatcher = MOE_DISPATCH_DEEPEP;
+        moe_dispatch_price(&m, &s, &t, &l, 4096, &c);
+        assert_true(REL(c.dispatch_s, lat + nv / (100e9 * 153 / 160)) < 1e-12);
+        l.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+    }
 }
 
 /* One grouped kernel: each group's roofline, one fixed cost (2 us here). */
@@ -323,6 +392,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_factor),
         cmocka_unit_test(test_nodes_per_token),
+        cmocka_unit_test(test_ranks_per_token),
+        cmocka_unit_test(test_hybridep_algbw),
         cmocka_unit_test(test_dispatchers),
         cmocka_unit_test(test_grouped_gemm),
         cmocka_unit_test(test_sm_slowdown),

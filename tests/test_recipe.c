@@ -26,6 +26,7 @@
 #include "dtensor_step_host.h"
 #include "estimate_costs.h"
 #include "host_dispatch.h"
+#include "compute.h"
 #include "layer_recipe.h"
 #include "sim.h"
 #include "work.h"
@@ -710,6 +711,39 @@ static void test_window_mask_attention(void **state)
     near(bwd[0], 2.5 * flops / bw, "masked attention backward: 2.5x over the window rate");
 }
 
+/* Megatron/TE's own sliding window (cuDNN, window_size) of 128 keys: the sliding layers at
+ * the system's measured "sliding" rate over the window's FLOPs, the full layers at the causal
+ * rate (layer_recipe.c sliding_attention_s; NVIDIA's cuDNN benchmark of GPT-OSS's attention on
+ * GB200 in the b200 preset). Every other layer sliding, as GPT-OSS; head dim 64, seq 4096. A
+ * window the points were not measured at (127) keeps the causal rate over the mean FLOPs. */
+static void test_sliding_attention_te(void **state)
+{
+    (void)state;
+    load("8b", "b200");
+    training_spec t = training_default();
+    t.seq_len = 4096, t.global_batch = 8;
+    M.head_dim = 64;
+    M.sliding_period = 2, M.sliding_mask = 1, M.sliding_first_layer = 0;
+    layout l = megatron(1, 1, 8, false);
+    static recipe r;
+    double fw, bw, sfw, sbw, sc = compute_attention_rate_scale(&S);
+    assert_true(attn_table_rates(&S.attention_rates, ATTN_MASK_CAUSAL, 64, 32, 4096, &fw, &bw));
+    assert_true(attn_table_rates(&S.attention_rates, ATTN_MASK_SLIDING, 64, 32, 4096, &sfw, &sbw));
+    assert_true(sfw < 0.2 * fw && sbw < 0.2 * bw);
+    double full = 2.0 * 4096 * 4096 * 32 * 128; /* every score, d_qk + d_v = 128 */
+    M.sliding_window = 128;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    double f_f = 0.5 * full, f_s = full * (128 - 128.0 * 128 / 8192) / 4096;
+    near(op_named(&r, "attn.core")->fwd_s, 0.5 * (f_f / fw + f_s / sfw) / sc,
+         "sliding layers at the sliding rate, full ones at the causal rate (forward)");
+    near(op_named(&r, "attn.core")->bwd_s, 2.5 * 0.5 * (f_f / bw + f_s / sbw) / sc,
+         "the same, backward");
+    M.sliding_window = 127;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    double f127 = 0.5 * (f_f + full * (127 - 127.0 * 127 / 8192) / 4096);
+    near(op_named(&r, "attn.core")->fwd_s, f127 / (fw * sc), "another window: the causal rate");
+}
+
 /* On one GPU FSDP2's all-gather copy-in casts each fp32 parameter to bf16 with its own launch
  * (kernels-h100.json: 22 bfloat16_copy per Llama-3.2-1B layer where the model's RMSNorm casts
  * are 4); on several GPUs a foreach copy does it (fsdp_copies.h). At seq 64 the host paces, so
@@ -775,6 +809,7 @@ int main(void)
         cmocka_unit_test(test_low_precision),
         cmocka_unit_test(test_fsdp_from_ddp),
         cmocka_unit_test(test_window_mask_attention),
+        cmocka_unit_test(test_sliding_attention_te),
         cmocka_unit_test(test_single_gpu_cast_launches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
