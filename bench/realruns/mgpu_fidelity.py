@@ -177,6 +177,11 @@ def layout(rec):
         a += ["--cp-rotate", "alltoall"]
     if par == "cp" and fw == "fsdp2":
         notes.append("fsdp2 --cp is Ulysses, the run is ring attention")
+    # the smoke jobs (runs_mgpu_smoke2.txt) timed 2 steps after 1 warm-up: their median is the
+    # mean of the two, and the first step after a single warm-up runs 1.0-1.7x the steady step on
+    # some rank (bench/results/tt13_2026-11-28/README.md: the same jobs with 8 timed steps)
+    if rec.get("warmup", 3) < 2 and rec.get("steps", 6) <= 2:
+        notes.append("2 timed steps after 1 warm-up (the first still warming)")
     return fw, a, "; ".join(notes)
 
 

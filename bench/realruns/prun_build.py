@@ -134,6 +134,9 @@ def build(ctx, a, dev):
         wrap_blocks(model, args)
         shard_blocks(model, mesh["cp"])
         init_weights(model, dev)
+        if args.host_split:  # the same clock marks as tp's (prun_measure.add_host_split_hooks)
+            add_host_split_hooks(model)
+            hooked_layers = len(model.layers)
         groups = [list(model.parameters())]
         modules = [model]
     elif args.layout == "ep":

@@ -61,7 +61,7 @@ def parser():
     p.add_argument("--profile-rank", type=int, default=0, help="--profile: the rank whose trace is written")
     p.add_argument("--no-loss-parallel", action="store_true", help="tp: gather the logits instead")
     p.add_argument("--host-split", action="store_true",
-                   help="tp: the host's clock at each block's forward start and at the gradient of each "
+                   help="tp, cp: the host's clock at each block's forward start and at the gradient of each "
                         "block's input (a tensor hook: that block's backward has been issued), and around "
                         "the loss head, backward, clip and optimizer, every timed step (rank 0); medians per "
                         "block in host_split (bench/results/tphost_2026-11-27/README.md)")

@@ -128,9 +128,13 @@ def make_step(ctx, b, dev):
             with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):
                 with context_parallel(b.mesh, buffers=[b.inp, b.lab, b.model.freqs_cis],
                                       buffer_seq_dims=[1, 1, 0], no_restore_buffers={b.inp, b.lab}):
+                    STAMPS.append(("start", time.perf_counter()))
                     logits = b.model(b.inp)
+                    STAMPS.append(("logits", time.perf_counter()))
                     loss = F.cross_entropy(logits.flatten(0, 1).float(), b.lab.flatten(0, 1))
+                    STAMPS.append(("loss", time.perf_counter()))
                     loss.backward()
+                    STAMPS.append(("backward_end", time.perf_counter()))
             loss = loss.detach()
         else:
             from torch.profiler import record_function as rf
