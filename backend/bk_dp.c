@@ -4,8 +4,9 @@
  * the all-gather of its parameters and the reduction of its gradients over the data-parallel
  * group (and a Megatron MoE layer's experts over the expert-dp group), FSDP2's copy-in,
  * copy-out and reduce-scatter copy-in (fsdp_copies.h: the list the estimate prices, with
- * PyTorch's kernels for them; torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py), and
- * the stage's root unit. Each launches on the streams it is given and waits for nothing.
+ * PyTorch's kernels for them; torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py), torch
+ * pipelining's fp32 gradient sums between its one gather and one reduction a step, and the
+ * stage's root unit. Each launches on the streams it is given and waits for nothing.
  */
 #include <math.h>
 #include <stdio.h>
