@@ -4,8 +4,9 @@
  * the all-gather of its parameters and the reduction of its gradients over the data-parallel
  * group (and a Megatron MoE layer's experts over the expert-dp group), FSDP2's copy-in,
  * copy-out and reduce-scatter copy-in (fsdp_copies.h: the list the estimate prices, with
- * PyTorch's kernels for them; torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py), and
- * the stage's root unit. Each launches on the streams it is given and waits for nothing.
+ * PyTorch's kernels for them; torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py), torch
+ * pipelining's fp32 gradient sums between its one gather and one reduction a step, and the
+ * stage's root unit. Each launches on the streams it is given and waits for nothing.
  */
 #include <math.h>
 #include <stdio.h>
@@ -153,20 +154,52 @@ cm_status bk_fsdp2_copy_out(bk_run *x, int j, int kind, bool root, cudaStream_t 
     return CM_OK;
 }
 
-/* Reduce-scatter copy-in of layer unit j (chunk_cat): its bf16 gradients cast into the fp32
- * reduce buffer rbuf[j % 2]. */
+/* The fp32 accumulator of a unit of cnt elements per rank at acc_slot (fsdp2_acc): its slot of
+ * the gradient region, which the estimate sizes as the stage's unsharded fp32 gradients under
+ * torch pipelining (memory.c: FSDP2's unsharded accumulator). */
+static char *acc_buf(bk_run *x, int d, size_t cnt, size_t acc_slot)
+{
+    size_t g = (size_t)(x->grp[GROUP_DP].size > 1 ? x->grp[GROUP_DP].size : 1);
+    return bk_carve(x->grads[d], x->pools.g_bytes, 4 * cnt * g, acc_slot);
+}
+
+/* Reduce-scatter copy-in of layer unit j (chunk_cat) into the reduce buffer rbuf[j % 2]: its bf16
+ * gradients cast to fp32; under fsdp2_acc its fp32 sum copied (fsdp_copies.h rs_copy). */
 cm_status bk_fsdp2_rs_copy_in(bk_run *x, int j, int kind, cudaStream_t *streams, char *err,
                                   size_t errlen)
 {
     fsdp_copies fc;
-    unit_copies(x, x->pools.unit_cnt[kind], &fc);
-    bkk_ew rc = bk_ew_kernel(&fc.rs_cast.access);
+    size_t cnt = x->pools.unit_cnt[kind];
+    unit_copies(x, cnt, &fc);
+    bkk_ew rc = bk_ew_kernel(x->fsdp2_acc ? &fc.rs_copy.access : &fc.rs_cast.access);
     EACH_DEV
     {
         CUDA_TRY(cudaSetDevice(x->c->dev[d]));
-        CUDA_TRY(bkk_ew_launch(&rc, x->commbuf[d] + x->pools.rbuf_off[j % 2],
-                               x->commbuf[d] + x->pools.ggrad_off[j % 2], NULL, NULL, x->c->sms,
-                               streams[d]));
+        const char *src = x->fsdp2_acc ? acc_buf(x, d, cnt, (size_t)j * 4 * cnt)
+                                       : x->commbuf[d] + x->pools.ggrad_off[j % 2];
+        CUDA_TRY(bkk_ew_launch(&rc, x->commbuf[d] + x->pools.rbuf_off[j % 2], src, NULL, NULL,
+                               x->c->sms, streams[d]));
+    }
+    return CM_OK;
+}
+
+/* torch pipelining's no-sync backward (fsdp_copies.h; FSDP2 _fsdp_param.py
+ * to_accumulated_grad_if_needed / accumulate_unsharded_grad_if_needed): the unit's unsharded
+ * bf16 gradient cast into its fp32 accumulator in the first micro-batch, added into it after. */
+cm_status bk_fsdp2_grad_acc(bk_run *x, size_t cnt, bool first, size_t src_off, size_t acc_slot,
+                            cudaStream_t *streams, char *err, size_t errlen)
+{
+    fsdp_copies fc;
+    unit_copies(x, cnt, &fc);
+    bkk_ew k = bk_ew_kernel(first ? &fc.acc_cast.access : &fc.acc_add.access);
+    EACH_DEV
+    {
+        CUDA_TRY(cudaSetDevice(x->c->dev[d]));
+        char *acc = acc_buf(x, d, cnt, acc_slot);
+        const char *grad = x->commbuf[d] + src_off;
+        /* acc_add: out = the fp32 sum, a = the same sum, b = the bf16 gradient */
+        CUDA_TRY(first ? bkk_ew_launch(&k, acc, grad, NULL, NULL, x->c->sms, streams[d])
+                       : bkk_ew_launch(&k, acc, acc, grad, NULL, x->c->sms, streams[d]));
     }
     return CM_OK;
 }

@@ -293,6 +293,12 @@ cm_status bk_time_items(bk_run *x, const bk_timing *tm, bk_measure_result *out, 
                 BK_TRY(iso_time(x, ISO_COPY_OUT, NULL, false, kind, tm, &co, err, errlen));
                 BK_TRY(iso_time(x, ISO_COPY_REDUCE, NULL, false, kind, tm, &cr, err, errlen));
                 double cmp = units[kind] * (gathers * co + reduces * pieces[kind] * cr);
+                if (x->fsdp2_acc) { /* each micro-batch's fp32 sum (bk_step.c) */
+                    double ac, aa;
+                    BK_TRY(iso_time(x, ISO_ACC_CAST, NULL, false, kind, tm, &ac, err, errlen));
+                    BK_TRY(iso_time(x, ISO_ACC_ADD, NULL, false, kind, tm, &aa, err, errlen));
+                    cmp += units[kind] * (ac + (micro - 1) * aa);
+                }
                 out->copies_compute_s += cmp;
                 out->component_s[WC_FRAMEWORK] += cmp + units[kind] * gathers * ci;
             }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bk_pools.h"
+#include "fsdp_copies.h"
 
 #define ALIGN(x) (((x) + 255) & ~(size_t)255)
 
@@ -207,6 +208,10 @@ void bk_pools_size(const work_plan *w, const bk_pool_shape *sh, bk_pools *p)
      * and to Adam's fp32 gradient array */
     p->g_bytes = ALIGN((size_t)mb->gradients_bytes);
     size_t gmin = ALIGN((ucnt * g + p->ecnt * ge) * p->red_esz);
+    /* torch pipelining's fp32 sums (bk_step.c) hold the root unit's unsharded gradient too */
+    const layout *l = &w->layout;
+    if (sh->fsdp2_copies && fsdp_pipelined(l) && !l->reshard_after_forward && gmin < rcnt * g * 4)
+        gmin = ALIGN(rcnt * g * 4);
     if (p->g_bytes < gmin) p->g_bytes = gmin;
     if (p->g_bytes < n4) p->g_bytes = n4;
     /* the regions the step touches: the activations' operand regions (size_regions), the

@@ -59,6 +59,8 @@ typedef struct {
     char *grads[BK_MAX_GPUS];
     bk_pools pools;
     bool fsdp2_copies;         /* run FSDP2's copy-in / copy-out kernels */
+    bool fsdp2_acc;            /* torch pipelining's FSDP2 units: gathered once, gradients summed
+                                  in fp32 over the micro-batches, reduced once (fsdp_copies.h) */
     cudaEvent_t ev_used[BK_MAX_GPUS][2], ev_gath[BK_MAX_GPUS][2], ev_rdone[BK_MAX_GPUS][2];
     cudaEvent_t ev_bw[BK_MAX_GPUS], ev_join[BK_MAX_GPUS], ev_root[BK_MAX_GPUS];
     cudaEvent_t ev_rfree[BK_MAX_GPUS]; /* FSDP2: the compute stream is done with the root unit */
@@ -159,7 +161,8 @@ cm_status bk_step_issue(bk_run *x, char *err, size_t errlen);
 
 /* What plan measure times alone, on every used device's compute stream. */
 typedef enum {
-    ISO_ITEM, ISO_GATHER, ISO_REDUCE, ISO_ADAM, ISO_COPY_IN, ISO_COPY_OUT, ISO_COPY_REDUCE, ISO_P2P
+    ISO_ITEM, ISO_GATHER, ISO_REDUCE, ISO_ADAM, ISO_COPY_IN, ISO_COPY_OUT, ISO_COPY_REDUCE, ISO_P2P,
+    ISO_ACC_CAST, ISO_ACC_ADD
 } iso_kind;
 
 /* One launch of it: item it (head: of the output layer), a layer unit's gather or reduction
@@ -196,6 +199,11 @@ cm_status bk_fsdp2_copy_out(bk_run *x, int j, int kind, bool root, cudaStream_t 
                             char *err, size_t errlen);
 cm_status bk_fsdp2_rs_copy_in(bk_run *x, int j, int kind, cudaStream_t *streams, char *err,
                               size_t errlen);
+/* Under fsdp2_acc: a unit's unsharded bf16 gradient (src_off in the communication buffer, cnt
+ * elements per rank) cast into its fp32 accumulator (acc_slot in the gradient region) in the
+ * first micro-batch's backward (acc_cast), added into it in each later one (acc_add). */
+cm_status bk_fsdp2_grad_acc(bk_run *x, size_t cnt, bool first, size_t src_off, size_t acc_slot,
+                            cudaStream_t *streams, char *err, size_t errlen);
 /* The current stage's root unit: its gather (under FSDP2 with the copy-in first), its
  * gradients' reduction in unit-sized pieces. */
 cm_status bk_root_gather(bk_run *x, cudaStream_t *streams, char *err, size_t errlen);

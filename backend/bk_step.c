@@ -399,8 +399,10 @@ static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, si
         bool G = dp && w->gather_bytes > 0 && (w->gather_each_micro || mb == 0);
         DEV(cudaEventRecord(x->ev_used[d][0], c->compute[d]));
         DEV(cudaEventRecord(x->ev_used[d][1], c->compute[d]));
-        bool RU = dp && x->fsdp2_copies && op->chunk == 0 && root_cnt(x, s) > 0;
-        if (RU) BK_TRY(root_unshard(x, s, err, errlen)); /* FSDP2: at every forward */
+        bool RU = dp && x->fsdp2_copies && op->chunk == 0 && root_cnt(x, s) > 0 &&
+                  (w->gather_each_micro || mb == 0);
+        /* FSDP2: at every forward (torch pipelining: the first micro-batch's) */
+        if (RU) BK_TRY(root_unshard(x, s, err, errlen));
         if (s == 0 && op->chunk == 0) bk_pace(x, w->host_pre_fwd_s);
         if (G) BK_TRY(issue_gather(x, s, local0, first, err, errlen));
         for (int i = 0; i < L; i++) {
@@ -439,6 +441,11 @@ static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, si
         item_ctx ic = {.layer = j, .buf = j % 2, .head = false};
         BK_TRY(exec_list(x, s, layer_moe(x, gl) ? &w->moe_bwd : &w->layer_bwd, ic, gl, mb, ch, err,
                          errlen));
+        if (dp && x->fsdp2_acc) { /* the unit's bf16 gradient into its fp32 sum */
+            size_t n = x->pools.unit_cnt[layer_moe(x, gl)];
+            BK_TRY(bk_fsdp2_grad_acc(x, n, mb == 0, x->pools.ggrad_off[j % 2], (size_t)j * 4 * n,
+                                     c->compute, err, errlen));
+        }
         DEV(cudaEventRecord(x->ev_used[d][j % 2], c->compute[d]));
         bk_pace(x, w->host_reduce_s[layer_moe(x, gl)]);
         if (R) {
@@ -461,6 +468,10 @@ static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, si
     }
     if (s == 0 && op->chunk == 0) bk_pace(x, w->host_tail_bwd_s);
     if (RB && !head && s == 0 && op->chunk == 0) BK_TRY(root_unshard(x, s, err, errlen));
+    if (dp && x->fsdp2_acc && op->chunk == 0 && root_cnt(x, s) > 0) /* the root unit's sum */
+        BK_TRY(bk_fsdp2_grad_acc(x, root_cnt(x, s), mb == 0, x->pools.root_off,
+                                 (size_t)w->stage_layers[s] * 4 * x->pools.unit_cnt[0], c->compute,
+                                 err, errlen));
     if (R && op->chunk == 0 && root_cnt(x, s) > 0) {
         int i0;
         DEV(cudaEventRecord(x->ev_bw[d], c->compute[d]));
@@ -653,6 +664,12 @@ cm_status bk_step_alone(bk_run *x, iso_kind k, const work_item *it, bool head, i
         return bk_fsdp2_copy_out(x, 0, kind % 2, kind == 2, x->c->compute, err, errlen);
     case ISO_COPY_REDUCE: return bk_fsdp2_rs_copy_in(x, 0, kind % 2, x->c->compute, err, errlen);
     case ISO_P2P: return p2p_launch(x, 0, 0, 1, 0, x->c->compute, x->c->compute, err, errlen);
+    case ISO_ACC_CAST: /* torch pipelining's fp32 gradient sum of a unit (fsdp2_acc) */
+    case ISO_ACC_ADD: {
+        size_t n = kind == 2 ? root_cnt(x, 0) : x->pools.unit_cnt[kind];
+        size_t src = kind == 2 ? x->pools.root_off : x->pools.ggrad_off[0];
+        return bk_fsdp2_grad_acc(x, n, k == ISO_ACC_CAST, src, 0, x->c->compute, err, errlen);
+    }
     }
     return CM_OK;
 }

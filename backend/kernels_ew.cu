@@ -501,6 +501,19 @@ __global__ void __launch_bounds__(128)
         d[e] = __bfloat162float(s[e]);
 }
 
+/* -- chunk_cat_cuda_kernel<float, float> (fsdp_copies.h rs_copy): no cast, so copy_chunk_with_pad
+ * moves 16 bytes a thread, 2048 a block (ATen cuda/TensorShape.cu BLOCK_SIZE, BYTES_PER_THREAD) */
+__global__ void __launch_bounds__(128)
+    chunk_cat_f32_kernel(float *dst, const float *__restrict__ src, long long n)
+{
+    const float *s = src + (long long)blockIdx.y * n;
+    float *d = dst + (long long)blockIdx.y * n;
+    long long e = 4 * ((long long)blockIdx.x * blockDim.x + threadIdx.x);
+    bool vec = e + 3 < n && (((uintptr_t)(s + e) | (uintptr_t)(d + e)) & 15) == 0;
+    if (vec) *reinterpret_cast<float4 *>(d + e) = *reinterpret_cast<const float4 *>(s + e);
+    else for (long long k = e; k < e + 4 && k < n; k++) d[k] = s[k];
+}
+
 /* ---- launchers ---- */
 
 #define EW_TYPES2(eo, ea, CALL)                                                                \
@@ -774,10 +787,11 @@ int bkk_ew_launch(const bkk_ew *e, void *out, const void *a, const void *b, void
         return (int)cudaGetLastError();
     }
     case BKK_EW_CHUNK_CAT: {
-        if (eo != 4 || ea != 2) return (int)cudaErrorInvalidValue;
+        if (eo != 4 || (ea != 2 && ea != 4)) return (int)cudaErrorInvalidValue;
         if (rows <= 0 || w <= 0) return 0;
         dim3 grid((unsigned)((w * 4 + 2047) / 2048), (unsigned)rows);
-        chunk_cat_kernel<<<grid, 128, 0, st>>>((float *)out, (const bf16 *)a, w);
+        if (ea == 4) chunk_cat_f32_kernel<<<grid, 128, 0, st>>>((float *)out, (const float *)a, w);
+        else chunk_cat_kernel<<<grid, 128, 0, st>>>((float *)out, (const bf16 *)a, w);
         return (int)cudaGetLastError();
     }
     }

@@ -583,8 +583,17 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
             fsdp_copies_unit(up, g, &fc);
             double cmp = units * (gathers * fsdp_copy_out_s(sys, &fc) +
                                   micro * fsdp_rs_copy_in_s(sys, &fc));
+            double ins = gathers;
+            if (fsdp_pipelined(l) && !l->reshard_after_forward) {
+                /* torch pipelining: gathered once, the gradients summed in fp32 over the
+                 * micro-batches and reduced once (the recipe's fsdp.copy_out and fsdp.grad_acc,
+                 * estimate.c root_copies_cost; bk_step.c runs them) */
+                cmp = units * micro * (fsdp_pipelined_copy_out_s(sys, &fc, (int)micro) +
+                                       fsdp_pipelined_grad_s(sys, &fc, (int)micro));
+                ins = 1;
+            }
             w->pred_copies_compute_s += cmp;
-            w->pred_component_s[WC_FRAMEWORK] += cmp + units * gathers * fsdp_copy_in_s(sys, &fc);
+            w->pred_component_s[WC_FRAMEWORK] += cmp + units * ins * fsdp_copy_in_s(sys, &fc);
         }
     }
     w->host_pace = w->host_priced;
@@ -678,6 +687,11 @@ void work_plan_print(const work_plan *w, void *file)
                 "fsdp2.copies", fc.cast_in.bytes * fc.cast_in.count,
                 fc.slot_in.bytes * fc.slot_in.count, fc.cast_in.count, fc.copy_out.bytes,
                 fc.rs_cast.bytes);
+        if (fsdp_pipelined(l) && !l->reshard_after_forward)
+            fprintf(f, "  unit  %-22s fp32 sum of the unsharded gradient: %.4g bytes in the first "
+                       "micro-batch, %.4g in each later one; the reduce-scatter copy-in reads the "
+                       "fp32 sum (%.4g bytes) per layer\n",
+                    "fsdp2.grad_acc", fc.acc_cast.bytes, fc.acc_add.bytes, fc.rs_copy.bytes);
     }
     fprintf(f, "  step  %-22s adam over %.4g parameters%s", "optimizer", w->optimizer_params,
             w->optimizer_bf16_copy ? " (+ bf16 model copy)" : "");

@@ -363,8 +363,10 @@ static void eager_kernels(bk_ctx *c)
     }
     fsdp_copies fc;
     fsdp_copies_unit(4.0 * 70001, 4, &fc);
-    const elementwise_kernel *ks[4] = {&fc.cast_in, &fc.slot_in, &fc.copy_out, &fc.rs_cast};
-    for (int i = 0; i < 4; i++, ran++) ew_case(c, ks[i]->name, &ks[i]->access);
+    /* and torch pipelining's fp32 gradient sums with their fp32 chunk_cat (meas13) */
+    const elementwise_kernel *ks[7] = {&fc.cast_in, &fc.slot_in,  &fc.copy_out, &fc.rs_cast,
+                                       &fc.acc_cast, &fc.acc_add, &fc.rs_copy};
+    for (int i = 0; i < 7; i++, ran++) ew_case(c, ks[i]->name, &ks[i]->access);
     /* PyTorch's ring attention merges and accumulators at CP 2 (cp_ring_torch.c): the fp32
      * accumulators take bf16 halves (cp.dkv.add_half: an offsets kernel with fp32 and bf16
      * inputs, which the launcher refused before meas10) */

@@ -7,11 +7,15 @@ clip_grad_norm_: two models, two unknowns (per parameter tensor a, per launch b)
   final norm, lm_head). AdamW foreach: SmolLM2-360M's host time less its launches at b, per
   tensor (Mixtral's AdamW host clock is not used: its host waited on a full launch queue,
   'Command Buffer Full' 28 ms in the trace: the GPU set the pace there).
-Usage: python3 optimizer_host_fit.py"""
+Usage: python3 optimizer_host_fit.py [CALLDIR]
+  CALLDIR: a folder with prof/gap_profile.json and trace_summary.json of the same two runs
+  (default: call1 here, the H100 figures; bench/results/meas13_2026-11-28/gap holds the H200 ones)"""
 import json
 import os
+import sys
 
-H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "call1")
+H = (sys.argv[1] if len(sys.argv) > 1
+     else os.path.join(os.path.dirname(os.path.abspath(__file__)), "call1"))
 g = json.load(open(os.path.join(H, "prof", "gap_profile.json")))
 ts = json.load(open(os.path.join(H, "trace_summary.json")))
 TENSORS = {"smollm2-360m": 290, "mixtral-8x7b": 21}
