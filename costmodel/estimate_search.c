@@ -263,9 +263,8 @@ static cache_entry *build_entry(estimate_cache *c, const model_spec *m, const sy
         }
         cache_entry *e = new_entry(c, kind, key); /* the next slot: not ed's */
         recipe_layer_fsdp_from_priced(m, sys, t, l, moe, &ed->r, &e->r, &e->x[l->recompute]);
-        /* its recompute flags are l's (fsdp_from sets them: recipe_set_recompute), and its
-         * ops recipe_layer's for l (test_recipe same_fsdp): tracked like the others, so the
-         * MTP head takes it (head_cost; speed13) */
+        /* l's recompute flags and recipe_layer's ops (test_recipe same_fsdp): the MTP head
+         * takes it (head_cost; speed13) */
         e->r_rc = (int)l->recompute;
         *priced = true;
         return e;
@@ -312,11 +311,9 @@ static layer_time kind_cost(estimate_cache *c, const model_spec *m, const system
 }
 
 /* The dense and MoE layer costs of l (MoE = dense for a dense model), from the cache when it
- * has them: a pointer to the cache's last costs of l's slot (c->last_kinds, speed13: not
- * copied; valid until the next lookup of that slot: the tp_comm_overlap value, recompute
- * setting, Megatron-FSDP or not and precision of l), or own where l's layers are priced
- * outside the cache. The loss head's are head_cost's: only a layout that is timed, or whose first
- * stage is its last, needs them. */
+ * has them: the cache's last costs of l's slot (speed13: not copied; valid until that slot's
+ * next lookup), or own where l's layers are priced outside it. The loss head's are head_cost's:
+ * only a layout that is timed, or whose first stage is its last, needs them. */
 static const layer_kinds *layer_costs_ref(estimate_cache *c, const model_spec *m,
                                           const system_spec *sys, const training_spec *t,
                                           const layout *l, layer_kinds *own)
@@ -357,14 +354,6 @@ static const layer_kinds *layer_costs_ref(estimate_cache *c, const model_spec *m
     c->last[v][rc][fsdp][p] = probe;
     c->have_last[v][rc][fsdp][p] = true;
     return kinds;
-}
-
-/* layer_costs_ref's kinds copied into kinds */
-static void layer_costs(estimate_cache *c, const model_spec *m, const system_spec *sys,
-                        const training_spec *t, const layout *l, layer_kinds *kinds)
-{
-    const layer_kinds *k = layer_costs_ref(c, m, sys, t, l, kinds);
-    if (k != kinds) *kinds = *k;
 }
 
 /* The loss head's costs of l (it depends on the recompute setting through Megatron's MTP
@@ -434,20 +423,6 @@ static bool prunable(const system_spec *sys, const layout *l)
     if (layout_gpus(l) > sys->gpus_per_node && system_inter_bandwidth_per_gpu(sys) <= 0)
         return false;
     return true;
-}
-
-void estimate_search_share_memory(const layout *ls, int n, estimate *outs)
-{
-    int first[2] = {-1, -1};
-    for (int i = 0; i < n; i++) { /* the other variants: their group's memory half */
-        int k = ls[i].tp_comm_overlap;
-        if (first[k] < 0) {
-            first[k] = i;
-            continue;
-        }
-        outs[i] = outs[first[k]];
-        outs[i].layout = ls[i];
-    }
 }
 
 /*
@@ -596,8 +571,8 @@ static double fsdp_layers_lower_bound(estimate_cache *c, const model_spec *m,
         return -1;
     layout ld = *l;
     ld.sharding = SHARDING_DDP;
-    layer_kinds k; /* the DDP form's (its dense and MoE kinds; their bf16 copies set below) */
-    layer_costs(c, m, sys, t, &ld, &k);
+    layer_kinds own, k; /* the DDP form's (its dense and MoE kinds; bf16 copies set below) */
+    k = *layer_costs_ref(c, m, sys, t, &ld, &own); /* not uncached (above): the cache's */
     layer_time *x[2] = {&k.dense, &k.moe};
     for (int i = 0; i < 2; i++) {
         x[i]->fwd_s = x[i]->gpu_fwd_s;
