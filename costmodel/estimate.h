@@ -95,8 +95,10 @@ estimate_cache *estimate_cache_new_for(long layouts);
  * for a search that learns its length as it goes (planner/search.c); never shrunk. */
 void estimate_cache_expect(estimate_cache *c, long layouts);
 /* skip true: estimate_layout_search may leave a pruned layout's memory unmade where it knows
- * the layout fits without it (a twin with no less memory fits, estimate_search.c twin_fits):
- * for a caller that reads no memory of pruned layouts.
+ * the layout fits without it (a twin with no less memory fits, estimate_search.c twin_fits),
+ * and where no variant fits, fills only the first variant of each tp_comm_overlap value (the
+ * others: feasible false, nothing else written; speed13): for a caller that reads no memory of
+ * pruned layouts nor of a layout that fits nowhere but its first variant's.
  * false (a new cache's): every pruned layout's memory is made, as documented below. */
 void estimate_cache_skip_pruned_memory(estimate_cache *c, bool skip);
 /* several true: the layouts come each with its precisions in turn (a search of more than one

@@ -2,7 +2,8 @@
  * estimate_cache.c — making, sizing and freeing the search's layer-cost cache
  * (estimate_cache_internal.h; what it holds and how estimate_search.c uses it is said there and
  * in that file). Split from estimate_search.c (issue 21, speed6) to keep that file to its job;
- * also the check of a listed layout against the last one's (estimate_cache_layout_ok, speed12).
+ * also the check of a listed layout against the last one's (estimate_cache_layout_ok, speed12),
+ * and the overlap variants' shared memory (estimate_search_share_memory, moved here in speed13).
  */
 #include "estimate_cache_internal.h"
 
@@ -127,4 +128,18 @@ bool estimate_cache_layout_ok(estimate_cache *c, const model_spec *m, const syst
         c->have_check = true;
     }
     return c->check_ok && layout_check_precision(m, sys, l) == CM_OK;
+}
+
+void estimate_search_share_memory(const layout *ls, int n, estimate *outs)
+{
+    int first[2] = {-1, -1};
+    for (int i = 0; i < n; i++) { /* the other variants: their group's memory half */
+        int k = ls[i].tp_comm_overlap;
+        if (first[k] < 0) {
+            first[k] = i;
+            continue;
+        }
+        outs[i] = outs[first[k]];
+        outs[i].layout = ls[i];
+    }
 }

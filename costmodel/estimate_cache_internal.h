@@ -27,9 +27,9 @@ typedef struct {
     layout key;              /* the cleared layout (cache_key), its padding zeroed */
     unsigned long hash;      /* the key's (lookup_key) */
     recipe r;                /* the kind's layer */
-    int r_rc;                /* the recompute setting r's flags hold (recipe_set_recompute), or
-                                -1 (Megatron-FSDP's: not tracked); the loss head's MTP layer
-                                takes r where it is l's (head_cost) */
+    int r_rc;                /* the recompute setting r's flags hold (recipe_set_recompute;
+                                Megatron-FSDP's too since speed13), or -1 (not yet set); the
+                                loss head's MTP layer takes r where it is l's (head_cost) */
     unsigned priced;         /* bit rc: x[rc] holds the layer priced under recompute rc */
     layer_time x[3];
     unsigned head_priced;    /* bit rc: head[rc] holds the loss head under recompute rc (it

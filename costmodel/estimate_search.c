@@ -263,6 +263,9 @@ static cache_entry *build_entry(estimate_cache *c, const model_spec *m, const sy
         }
         cache_entry *e = new_entry(c, kind, key); /* the next slot: not ed's */
         recipe_layer_fsdp_from_priced(m, sys, t, l, moe, &ed->r, &e->r, &e->x[l->recompute]);
+        /* l's recompute flags and recipe_layer's ops (test_recipe same_fsdp): the MTP head
+         * takes it (head_cost; speed13) */
+        e->r_rc = (int)l->recompute;
         *priced = true;
         return e;
     }
@@ -294,7 +297,7 @@ static layer_time kind_cost(estimate_cache *c, const model_spec *m, const system
         e = build_entry(c, m, sys, t, l, kind, key, &priced);
     } else { /* the recipe held, not yet priced under rc */
         recipe_set_recompute_priced(sys, m, l, &e->r, kind == KIND_MOE, &e->x[rc]);
-        if (e->r_rc >= 0) e->r_rc = rc; /* Megatron-FSDP's stay untracked */
+        if (e->r_rc >= 0) e->r_rc = rc;
         priced = true;
         c->hits++;
     }
@@ -308,14 +311,16 @@ static layer_time kind_cost(estimate_cache *c, const model_spec *m, const system
 }
 
 /* The dense and MoE layer costs of l (MoE = dense for a dense model), from the cache when it
- * has them. The loss head's are head_cost's: only a layout that is timed, or whose first
- * stage is its last, needs them. */
-static void layer_costs(estimate_cache *c, const model_spec *m, const system_spec *sys,
-                        const training_spec *t, const layout *l, layer_kinds *kinds)
+ * has them: the cache's last costs of l's slot (speed13: not copied; valid until that slot's
+ * next lookup), or own where l's layers are priced outside it. The loss head's are head_cost's:
+ * only a layout that is timed, or whose first stage is its last, needs them. */
+static const layer_kinds *layer_costs_ref(estimate_cache *c, const model_spec *m,
+                                          const system_spec *sys, const training_spec *t,
+                                          const layout *l, layer_kinds *own)
 {
     if (uncached(l)) {
-        estimate_layer_times(m, sys, t, l, kinds);
-        return;
+        estimate_layer_times(m, sys, t, l, own);
+        return own;
     }
     layout probe = *l;
     probe.recompute_layers = 0;
@@ -329,11 +334,11 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
     if (l->framework == FRAMEWORK_MEGATRON && !fsdp) probe.fp8_param_gather = false;
     mask_padding(c, &probe); /* equal bytes are then equal fields */
     int p = (int)probe.precision * 2 + (probe.fp8_param_gather ? 1 : 0);
+    layer_kinds *kinds = &c->last_kinds[v][rc][fsdp][p];
     if (c->have_last[v][rc][fsdp][p] &&
         !memcmp(&probe, &c->last[v][rc][fsdp][p], sizeof probe)) {
-        *kinds = c->last_kinds[v][rc][fsdp][p];
         c->hits += model_is_moe(m) ? 2 : 1;
-        return;
+        return kinds;
     }
     lookup_key whole;
     key_of(c, l, &whole);
@@ -347,8 +352,8 @@ static void layer_costs(estimate_cache *c, const model_spec *m, const system_spe
         kinds->moe = kinds->moe_bf16 = kinds->dense;
     }
     c->last[v][rc][fsdp][p] = probe;
-    c->last_kinds[v][rc][fsdp][p] = *kinds;
     c->have_last[v][rc][fsdp][p] = true;
+    return kinds;
 }
 
 /* The loss head's costs of l (it depends on the recompute setting through Megatron's MTP
@@ -418,20 +423,6 @@ static bool prunable(const system_spec *sys, const layout *l)
     if (layout_gpus(l) > sys->gpus_per_node && system_inter_bandwidth_per_gpu(sys) <= 0)
         return false;
     return true;
-}
-
-void estimate_search_share_memory(const layout *ls, int n, estimate *outs)
-{
-    int first[2] = {-1, -1};
-    for (int i = 0; i < n; i++) { /* the other variants: their group's memory half */
-        int k = ls[i].tp_comm_overlap;
-        if (first[k] < 0) {
-            first[k] = i;
-            continue;
-        }
-        outs[i] = outs[first[k]];
-        outs[i].layout = ls[i];
-    }
 }
 
 /*
@@ -580,8 +571,8 @@ static double fsdp_layers_lower_bound(estimate_cache *c, const model_spec *m,
         return -1;
     layout ld = *l;
     ld.sharding = SHARDING_DDP;
-    layer_kinds k; /* the DDP form's (its dense and MoE kinds; their bf16 copies set below) */
-    layer_costs(c, m, sys, t, &ld, &k);
+    layer_kinds own, k; /* the DDP form's (its dense and MoE kinds; bf16 copies set below) */
+    k = *layer_costs_ref(c, m, sys, t, &ld, &own); /* not uncached (above): the cache's */
     layer_time *x[2] = {&k.dense, &k.moe};
     for (int i = 0; i < 2; i++) {
         x[i]->fwd_s = x[i]->gpu_fwd_s;
@@ -689,7 +680,10 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
     }
     int first[2] = {-1, -1};
     stage_time worst[2];
-    layer_kinds kinds[2];
+    layer_kinds kinds_own[2];
+    /* each k's layer costs: the cache's (layer_costs_ref; the lookups below of another k or of
+     * a Megatron-FSDP layout's DDP form use other slots) or kinds_own[k] */
+    const layer_kinds *kinds[2] = {&kinds_own[0], &kinds_own[1]};
     layer_time head[2];
     bool have_head[2] = {false, false}; /* head[k] priced (ensure_head) */
     bool have_kinds[2] = {false, false}; /* kinds[k] priced (layer_costs) */
@@ -740,8 +734,8 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
             if (ddp >= 0 && f * ddp * (1 - 1e-9) > prune_above_s) lb = f * ddp * (1 - 1e-9);
             if (lb < 0) {
                 if (!have_kinds[k]) {
-                    if (cache) layer_costs(cache, m, sys, t, l, &kinds[k]);
-                    else estimate_layer_times(m, sys, t, l, &kinds[k]);
+                    if (cache) kinds[k] = layer_costs_ref(cache, m, sys, t, l, &kinds_own[k]);
+                    else estimate_layer_times(m, sys, t, l, &kinds_own[k]);
                     have_kinds[k] = true;
                 }
                 /* the first stage's decoder layers alone first (estimate_stage_layers_total:
@@ -749,10 +743,10 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
                  * exceed the threshold is the whole stage priced. The decision is the same:
                  * every variant's lb here exceeds the threshold exactly when its whole-stage
                  * lb does. */
-                lb = f * estimate_stage_layers_total(m, sys, t, l, 0, &kinds[k]);
+                lb = f * estimate_stage_layers_total(m, sys, t, l, 0, kinds[k]);
                 if (lb <= prune_above_s) {
                     if (l->pp == 1) ensure_head(cache, m, sys, t, l, &head[k], &have_head[k]);
-                    stage_time s0 = estimate_stage_cost(m, sys, t, l, 0, &kinds[k], &head[k]);
+                    stage_time s0 = estimate_stage_cost(m, sys, t, l, 0, kinds[k], &head[k]);
                     lb = f * estimate_stage_total(&s0);
                 }
             }
@@ -769,6 +763,12 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
     }
     for (int k = 0; k < 2; k++) /* knob-off first: the knob-on memory is made from it */
         if (lazy[k]) memory_of(m, counts, cache, sys, t, ls, first, first[k], outs);
+    if (bound_s < 0 && cache && cache->skip_pruned_memory) {
+        /* nothing fits: a search without a visitor reads the first variant alone (its
+         * closest-to-fitting slot, search.c consider), the others' feasible flags aside */
+        for (int i = 0; i < n; i++) outs[i].feasible = false;
+        return CM_OK;
+    }
     estimate_search_share_memory(ls, n, outs);
     if (bound_s < 0) return CM_OK; /* nothing fits: every variant untimed */
     for (int i = 0; i < n; i++) {
@@ -776,12 +776,12 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
         if (!memory_fits(&outs[i].memory)) continue;
         if (i == first[k]) {
             if (!have_kinds[k]) { /* a variant the FSDP bound passed over, not pruned */
-                if (cache) layer_costs(cache, m, sys, t, &ls[i], &kinds[k]);
-                else estimate_layer_times(m, sys, t, &ls[i], &kinds[k]);
+                if (cache) kinds[k] = layer_costs_ref(cache, m, sys, t, &ls[i], &kinds_own[k]);
+                else estimate_layer_times(m, sys, t, &ls[i], &kinds_own[k]);
                 have_kinds[k] = true;
             }
             ensure_head(cache, m, sys, t, &ls[i], &head[k], &have_head[k]);
-            worst[k] = estimate_worst_stage(m, sys, t, &ls[i], &kinds[k], &head[k]);
+            worst[k] = estimate_worst_stage(m, sys, t, &ls[i], kinds[k], &head[k]);
         }
         *how = ESTIMATE_TIMED;
         estimate_time_assemble(m, sys, t, &ls[i], &worst[k], &outs[i]);
