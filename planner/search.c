@@ -37,7 +37,7 @@ static long parallel_degree(const layout *l)
 /* Step time per sequence of the batch the plan runs: plans of one batch compare by step time;
  * under --gbs-policy nearest their batches differ, and the time per sequence (the inverse of
  * Calculon's sample rate) ranks them. */
-double search_per_batch_s(double step_s, const estimate *a, const estimate *b)
+static double per_batch(double step_s, const estimate *a, const estimate *b)
 {
     int ga = a->training.global_batch, gb = b->training.global_batch;
     return ga == gb || ga < 1 ? step_s : step_s / ga;
@@ -45,8 +45,7 @@ double search_per_batch_s(double step_s, const estimate *a, const estimate *b)
 
 bool search_better(const estimate *a, const estimate *b)
 {
-    double ta = search_per_batch_s(a->time.step_s, a, b),
-           tb = search_per_batch_s(b->time.step_s, b, a);
+    double ta = per_batch(a->time.step_s, a, b), tb = per_batch(b->time.step_s, b, a);
     if (fabs(ta - tb) > 1e-9 * fmax(ta, tb)) return ta < tb;
     double ma = a->memory.total_bytes, mb = b->memory.total_bytes;
     if (fabs(ma - mb) > 1e-9 * fmax(ma, mb)) return ma < mb;
@@ -66,27 +65,6 @@ bool search_better(const estimate *a, const estimate *b)
  */
 typedef struct worker worker;
 
-/*
- * The prune threshold's seed (issues 13 and 21): before the list is evaluated, every
- * SEED_STRIDE-th layout of it is evaluated by a worker of its own, and the best of that
- * sample bound the threshold from the first layout on (a worker's own threshold is 0 until it
- * holds `keep` plans, and tightens only as its share of the list goes by). The sample's
- * layouts are in the list, so the `keep`-th best of the whole list is no slower than the
- * sample's, nor the best of a framework's sharding slower than the sample's best of it: a
- * layout whose lower bound exceeds both could not change the result, as for the worker's own
- * threshold (prune_threshold_s). Only which layouts are pruned rather than timed changes (the
- * bound and timed counts of --search-stats); the sample's evaluation is not counted there
- * but for its layer costs. Not with a visitor (plan report's, which sees every layout).
- */
-enum { SEED_STRIDE = 64 };
-
-typedef struct {
-    bool ranked_full;                             /* the sample held `keep` plans */
-    double ranked_s;                              /* the keep-th's step time per sequence */
-    bool has_best[LAYOUT_NFRAMEWORKS][3];         /* per framework and sharding */
-    double best_s[LAYOUT_NFRAMEWORKS][3];         /* its best step time per sequence */
-} prune_seed;
-
 /* Chunks in the ring per thread: enough that the enumerating thread rarely waits. */
 enum { RING_CHUNKS_PER_THREAD = 3 };
 
@@ -103,7 +81,6 @@ typedef struct {
     search_ring *ring; /* NULL: one thread */
     search_chunk *fill; /* the chunk being filled */
     long listed;        /* layouts enumerated so far */
-    worker *seed;       /* the seed pass's worker: every SEED_STRIDE-th layout to it alone */
 } ctx;
 
 static void emit_one(ctx *c, const layout *l);
@@ -140,15 +117,8 @@ static void emit(ctx *c, const layout *l)
 
 static void publish(ctx *c);
 
-static void seed_one(worker *w, const layout *l, long seq);
-
 static void emit_one(ctx *c, const layout *l)
 {
-    if (c->seed) {
-        if (c->listed % SEED_STRIDE == 0) seed_one(c->seed, l, c->listed);
-        c->listed++;
-        return;
-    }
     c->fill->v[c->fill->n++] = *l;
     c->listed++;
     if (c->fill->n == SEARCH_CHUNK_LAYOUTS) publish(c);
@@ -172,17 +142,7 @@ struct worker {
     estimate variant_buf[2][6];
     estimate_cache *cache; /* this thread's layer costs (estimate_search.c) */
     search_stats_tally tally; /* r->stats' counts, added up at the end of worker_run */
-    const prune_seed *seed;   /* the threshold's seed (NULL: none), read-only while running */
 };
-
-static void consider(worker *w, const layout *base, long seq);
-
-/* A layout of the seed pass, the cache's tables grown as run_chunk grows them. */
-static void seed_one(worker *w, const layout *l, long seq)
-{
-    estimate_cache_expect(w->cache, 2 * (seq / SEED_STRIDE + 1));
-    consider(w, l, seq);
-}
 
 static void count_layout(worker *w, const layout *l, int n, estimate_outcome how)
 {
@@ -293,35 +253,22 @@ static void consider_estimate(worker *w, const estimate *e, long seq, bool rank)
  * rank below `keep` plans already held, so skipping it leaves the result as it was (the merge
  * keeps the best `keep` of the workers' lists, each a superset of its share of them).
  */
-static double per_sequence_s(const estimate *e)
-{
-    return e->time.step_s / e->training.global_batch;
-}
-
 static double prune_threshold_s(const worker *w, const layout *l, int batch)
 {
     const search_result *r = w->r;
     const search_options *o = w->opt;
-    if (o->no_prune || (o->visit && !o->visit_bound)) return 0;
-    int fw = l->framework, sh = l->sharding;
-    double s = 0; /* per sequence; 0: none */
-    if (r->count >= o->keep && r->has_best_sharding[fw][sh]) {
-        /* per sequence of each plan's batch, as search_better ranks under --gbs-policy nearest */
-        double a = per_sequence_s(&r->ranked[r->count - 1]);
-        double b = per_sequence_s(&r->best_sharding[fw][sh]);
-        double c = o->visit ? o->visit_bound(l, o->visit_arg) : 0; /* the visitor's own */
-        if (c < 0) return 0;
-        if (c > a) a = c;
-        s = a > b ? a : b;
-    }
-    const prune_seed *sd = w->seed; /* the least of the two, each a bound (prune_seed) */
-    if (sd && sd->ranked_full && sd->has_best[fw][sh]) {
-        double a = sd->ranked_s, b = sd->best_s[fw][sh];
-        double t = a > b ? a : b;
-        if (s == 0 || t < s) s = t;
-    }
+    if (o->no_prune || (o->visit && !o->visit_bound) || r->count < o->keep) return 0;
+    if (!r->has_best_sharding[l->framework][l->sharding]) return 0;
+    const estimate *ea = &r->ranked[r->count - 1];
+    const estimate *eb = &r->best_sharding[l->framework][l->sharding];
+    /* per sequence of each plan's batch, as search_better ranks under --gbs-policy nearest */
+    double a = ea->time.step_s / ea->training.global_batch;
+    double b = eb->time.step_s / eb->training.global_batch;
+    double c = o->visit ? o->visit_bound(l, o->visit_arg) : 0; /* the visitor's own */
+    if (c < 0) return 0;
+    if (c > a) a = c;
     /* a margin far above search_better's 1e-9 tie tolerance: only clearly slower ones go */
-    return s * batch * (1 + 1e-6);
+    return (a > b ? a : b) * batch * (1 + 1e-6);
 }
 
 /* Evaluates ls[0..nv) (the overlap variants of one layout) into w->variant; returns false
@@ -661,62 +608,6 @@ static void merge_parts(const search_options *opt, worker *w, int nthreads, sear
     }
 }
 
-/* A worker for r, with a layer-cost cache of its own; false when out of memory. */
-static bool worker_init(worker *w, const ctx *c, search_result *r)
-{
-    const search_options *opt = c->opt;
-    *w = (worker){.m = c->m, .sys = c->sys, .t = c->t, .opt = opt, .ring = c->ring, .r = r,
-                  .cache = estimate_cache_new_for(0)};
-    w->variant = w->variant_buf[0];
-    w->trial = w->variant_buf[1];
-    if (!w->cache) return false;
-    /* a pruned layout's memory is read only by a visitor (consider) */
-    estimate_cache_skip_pruned_memory(w->cache, !opt->visit);
-    /* several precisions: each layout listed once per precision (emit) */
-    estimate_cache_check_per_layout(w->cache, opt->precisions & (opt->precisions - 1));
-    return true;
-}
-
-/* Every layout of the search to emit, in list order. */
-static void list_layouts(ctx *c)
-{
-    const search_options *opt = c->opt;
-    if (opt->frameworks[FRAMEWORK_MEGATRON])
-        search_megatron_layouts(c->m, c->sys, c->t, opt, emit_cb, c);
-    if (opt->frameworks[FRAMEWORK_FSDP2]) search_fsdp2_layouts(c->m, c->sys, c->t, opt, emit_cb, c);
-    if (opt->frameworks[FRAMEWORK_TORCHTITAN])
-        search_torchtitan_layouts(c->m, c->sys, c->t, opt, emit_cb, c);
-}
-
-/* The seed pass (prune_seed): every SEED_STRIDE-th layout of the list evaluated on this thread
- * by a worker of its own, its best into sd. It shares the first worker's layer-cost cache
- * (this thread's; the others' threads start after it), whose counts then include its own. */
-static bool seed_pass(ctx *c, prune_seed *sd)
-{
-    worker *w = malloc(sizeof *w);
-    search_result *sr = search_result_new();
-    bool ok = w && sr;
-    if (ok) {
-        *w = (worker){.m = c->m, .sys = c->sys, .t = c->t, .opt = c->opt, .r = sr,
-                      .cache = c->w[0].cache};
-        w->variant = w->variant_buf[0];
-        w->trial = w->variant_buf[1];
-        c->seed = w;
-        list_layouts(c);
-        c->seed = NULL;
-        c->listed = 0;
-        sd->ranked_full = sr->count >= c->opt->keep;
-        if (sd->ranked_full) sd->ranked_s = per_sequence_s(&sr->ranked[sr->count - 1]);
-        for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++)
-            for (int sh = 0; sh < 3; sh++)
-                if ((sd->has_best[fw][sh] = sr->has_best_sharding[fw][sh]))
-                    sd->best_s[fw][sh] = per_sequence_s(&sr->best_sharding[fw][sh]);
-    }
-    free(w);
-    search_result_free(sr);
-    return ok;
-}
-
 /* Enumerates the layouts and evaluates them into r: on several threads unless a visit
  * callback wants one order. */
 static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *sys,
@@ -733,12 +624,17 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
         c.tid = calloc((size_t)nthreads, sizeof *c.tid);
     }
     bool oom = !c.w || (nthreads > 1 ? !parts || !c.ring || !c.tid : !alone);
-    for (int k = 0; c.w && k < nthreads; k++)
-        oom |= !worker_init(&c.w[k], &c, nthreads > 1 ? &parts[k] : r);
-    prune_seed seed = {0};
-    if (!oom && !opt->visit && !opt->no_prune) {
-        oom = !seed_pass(&c, &seed);
-        for (int k = 0; k < nthreads; k++) c.w[k].seed = &seed;
+    for (int k = 0; c.w && k < nthreads; k++) {
+        c.w[k] = (worker){.m = m, .sys = sys, .t = t, .opt = opt, .ring = c.ring,
+                          .r = nthreads > 1 ? &parts[k] : r,
+                          .cache = estimate_cache_new_for(0)};
+        c.w[k].variant = c.w[k].variant_buf[0];
+        c.w[k].trial = c.w[k].variant_buf[1];
+        oom |= !c.w[k].cache;
+        /* a pruned layout's memory is read only by a visitor (consider) */
+        estimate_cache_skip_pruned_memory(c.w[k].cache, !opt->visit);
+        /* several precisions: each layout listed once per precision (emit) */
+        estimate_cache_check_per_layout(c.w[k].cache, opt->precisions & (opt->precisions - 1));
     }
     if (oom) {
         free_workers(c.w, nthreads);
@@ -755,7 +651,10 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
         c.fill->seq0 = 0;
         c.fill->n = 0;
     }
-    list_layouts(&c);
+    if (opt->frameworks[FRAMEWORK_MEGATRON])
+        search_megatron_layouts(m, sys, t, opt, emit_cb, &c);
+    if (opt->frameworks[FRAMEWORK_FSDP2]) search_fsdp2_layouts(m, sys, t, opt, emit_cb, &c);
+    if (opt->frameworks[FRAMEWORK_TORCHTITAN]) search_torchtitan_layouts(m, sys, t, opt, emit_cb, &c);
     finish_list(&c);
     if (nthreads == 1) cache_counts(r, &c.w[0]);
     else merge_parts(opt, c.w, nthreads, r);
@@ -764,6 +663,100 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
     search_ring_free(c.ring);
     free(c.tid);
     free_workers(c.w, nthreads);
+    return CM_OK;
+}
+
+/* Is a better than b by simulated step time (closed-form order on a tie)? */
+static bool simulated_better(const estimate *a, const estimate *b)
+{
+    double ta = per_batch(a->simulated ? a->time_sim.step_s : a->time.step_s, a, b);
+    double tb = per_batch(b->simulated ? b->time_sim.step_s : b->time.step_s, b, a);
+    if (fabs(ta - tb) > 1e-9 * fmax(ta, tb)) return ta < tb;
+    return search_better(a, b);
+}
+
+static bool same_layout(const estimate *a, const estimate *b)
+{
+    return layout_equal(&a->layout, &b->layout);
+}
+
+/*
+ * The closed form ranks every layout; the simulator re-ranks the best few, where its exact
+ * overlap of pipeline, gathers and reductions decides between layouts the closed form puts
+ * within a few percent of each other. The pool is the first k ranked plans plus each
+ * framework's best when it is not among them, so the FSDP2-vs-Megatron verdict compares
+ * simulated figures too. best[] is then the best of each framework by simulated time.
+ */
+cm_status search_rerank(const model_spec *m, const system_spec *sys, const training_spec *t,
+                        search_result *r, int k, char *err, size_t errlen)
+{
+    int n = k < r->count ? k : r->count;
+    if (n > SEARCH_KEEP_MAX - LAYOUT_NFRAMEWORKS)
+        n = SEARCH_KEEP_MAX - LAYOUT_NFRAMEWORKS; /* room for each framework's best */
+    estimate *pool = malloc((size_t)(n + LAYOUT_NFRAMEWORKS) * sizeof *pool);
+    sim_workspace *w = sim_alloc();
+    if (!pool || !w) {
+        free(pool);
+        sim_free(w);
+        return cm_fail(err, errlen, CM_ENOMEM, "out of memory re-ranking with the simulator");
+    }
+    int np = 0;
+    for (int i = 0; i < n; i++) pool[np++] = r->ranked[i];
+    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
+        if (!r->has_best[fw]) continue;
+        bool in = false;
+        for (int i = 0; i < n && !in; i++) in = same_layout(&pool[i], &r->best[fw]);
+        if (in) continue;
+        /* Take it out of the closed-form tail if it is there, so it is not listed twice. */
+        for (int i = n; i < r->count; i++)
+            if (same_layout(&r->ranked[i], &r->best[fw])) {
+                memmove(&r->ranked[i], &r->ranked[i + 1],
+                        (size_t)(r->count - i - 1) * sizeof *r->ranked);
+                r->count--;
+                break;
+            }
+        pool[np++] = r->best[fw];
+    }
+    /* A plan the simulator cannot time keeps its closed-form figure (and no time_simulated);
+     * only running out of memory stops the search. */
+    sim_options so = {.serialize = false, .trace = false};
+    for (int i = 0; i < np; i++) {
+        training_spec tp = *t; /* the batch the plan runs (--gbs-policy nearest) */
+        tp.global_batch = pool[i].training.global_batch;
+        cm_status st = sim_estimate(w, m, sys, &tp, &pool[i].layout, &so, &pool[i], err, errlen);
+        if (st == CM_ENOMEM) {
+            sim_free(w);
+            free(pool);
+            return st;
+        }
+    }
+    sim_free(w);
+    /* Stable insertion sort: np is at most SEARCH_KEEP_MAX + 2. */
+    for (int i = 1; i < np; i++) {
+        estimate x = pool[i];
+        int j = i;
+        while (j > 0 && simulated_better(&x, &pool[j - 1])) {
+            pool[j] = pool[j - 1];
+            j--;
+        }
+        pool[j] = x;
+    }
+    /* ranked = the re-ranked pool, then the rest in closed-form order, within SEARCH_KEEP_MAX */
+    int tail = r->count - n;
+    if (tail + np > SEARCH_KEEP_MAX) tail = SEARCH_KEEP_MAX - np;
+    if (tail < 0) tail = 0;
+    memmove(&r->ranked[np], &r->ranked[n], (size_t)tail * sizeof *r->ranked);
+    memcpy(r->ranked, pool, (size_t)np * sizeof *pool);
+    r->count = np + tail;
+    r->simulated = np;
+    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++)
+        for (int i = 0; i < np; i++)
+            if ((int)pool[i].layout.framework == fw) {
+                r->best[fw] = pool[i];
+                r->has_best[fw] = true;
+                break;
+            }
+    free(pool);
     return CM_OK;
 }
 

@@ -92,9 +92,6 @@ typedef struct {
 
 /* Is a better than b (step time, then memory headroom)? */
 bool search_better(const estimate *a, const estimate *b);
-/* step_s per sequence of a's batch where a and b run different batches (--gbs-policy
- * nearest), else step_s: the figure search_better compares. */
-double search_per_batch_s(double step_s, const estimate *a, const estimate *b);
 
 /* Runs the search. result is large: allocate it (search_result_new) rather than on the stack. */
 cm_status search_run(const model_spec *m, const system_spec *sys, const training_spec *t,
