@@ -10,7 +10,8 @@ here=$(dirname "$(realpath "$0")")
 export PLAN_DATA_DIR=$(realpath "${PLAN_DATA_DIR:-data}")
 sh "$here/speed13_identical.sh" "$old" "$new" "$out" >"$out/speed13_identical.txt" 2>&1
 rc=0
-# the counts-kept runs: speed12_identical_default.sh's, search_identical.sh's and stats_whole's
+# the counts-kept runs: speed12_identical_default.sh's, search_identical.sh's, speed11's
+# one-thread runs and stats_whole's
 if cat "$out"/identical_*.txt "$out"/search_identical.txt "$out"/report_cmp.txt \
     "$out"/stats_whole.txt | grep '^DIFFERS' | grep -v -e '--search-stats' -e '(with stats)' \
     -e '^DIFFERS PLAN_THREADS=1'; then rc=1; fi
@@ -35,6 +36,8 @@ done <<'LIST'
 --model 405b --gpus 8192 --system h200 --seq 8192
 --model 405b --gpus 16384 --search-stats
 --model deepseek-v3 --gpus 16384 --search-stats
+--model deepseek-v3 --gpus 16384 --precision any
+--model 70b --gpus 1024 --system b200 --precision any
 LIST
 rm -rf "$d"
 cat "$out/stats_less.txt"
