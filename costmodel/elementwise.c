@@ -677,15 +677,11 @@ double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
                             const elementwise_kernel *k)
 {
     if (!strncmp(k->name, SP_COPY, sizeof SP_COPY - 1)) return sp_copy_s(sys, e, k);
-    if (e->inductor && !strncmp(k->name, "aten.", 5)) /* an op Inductor leaves eager */
-        return k->bytes / (sys->hbm_bandwidth_bytes_per_s *
-                           (e->alone && sys->eager_elementwise_efficiency_alone > 0
-                                ? sys->eager_elementwise_efficiency_alone
-                                : sys->eager_elementwise_efficiency)) +
-               sys->eager_kernel_gap_s;
-    if (e->inductor && sys->inductor_elementwise_efficiency > 0)
+    /* an Inductor list's "aten." ops are the ones it leaves eager: priced below as eager */
+    bool aten = e->inductor && !strncmp(k->name, "aten.", 5);
+    if (e->inductor && !aten && sys->inductor_elementwise_efficiency > 0)
         return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->inductor_elementwise_efficiency);
-    if (!e->eager) return compute_stream_s(sys, k->bytes);
+    if (!e->eager && !aten) return compute_stream_s(sys, k->bytes);
     if (sys->loss_parallel_efficiency > 0 && !strncmp(k->name, LOSSP, sizeof LOSSP - 1))
         return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->loss_parallel_efficiency) +
                sys->eager_kernel_gap_s;
