@@ -16,8 +16,13 @@ synchronize between them. Kernel classes: gemm (nvjet / cutlass / xmma / gemm), 
 else). Times are per layer in ms; the forward pass includes the input's RoPE table lookup.
 Writes one JSON object (--out) with the GPU, torch version, and per spec and mode the classes.
 
+--modes adds the checkpointed eager blocks (sac: torchtitan's op-level policy; ckpt: full), whose
+backward pass includes the recompute. host_*_ms_per_layer: the host's wall time to issue each pass
+(perf_counter around the call, no synchronize inside): at a tiny sequence, where the GPU keeps up,
+the host's cost of the pass; kernels_per_layer: the CUDA kernels of the profiled passes.
+
 Usage (one GPU): python3 bench/compiled_kernels.py --out out.json
-        --specs llama-3.2-3b:4096:1,llama-3.2-1b:4096:4 --layers 4
+        --specs llama-3.2-3b:4096:1,llama-3.2-1b:4096:4 --layers 4 [--modes eager,sac,ckpt]
 """
 import argparse
 import json
@@ -25,6 +30,7 @@ import os
 import re
 import statistics
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "realruns"))
@@ -34,6 +40,10 @@ ap.add_argument("--specs", default="llama-3.2-3b:4096:1")
 ap.add_argument("--layers", type=int, default=4)
 ap.add_argument("--repeat", type=int, default=10)
 ap.add_argument("--out", default="")
+ap.add_argument("--modes", default="eager,compiled",
+                help="comma list of eager, compiled, sac (eager blocks under realrun.py --sac op's "
+                     "policy, sac_policy.py), ckpt (eager blocks fully checkpointed as realrun.py "
+                     "--ckpt wraps them)")
 args = ap.parse_args()
 
 import torch  # noqa: E402
@@ -53,7 +63,17 @@ def klass(name):
     return "eager_elementwise"
 
 
-def build(name, seq, mbs, compiled):
+def wrap(b, mode):
+    if mode in ("sac", "ckpt"):
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+        if mode == "sac":
+            from sac_policy import sac_context_fn
+            return checkpoint_wrapper(b, context_fn=sac_context_fn, preserve_rng_state=False)
+        return checkpoint_wrapper(b, preserve_rng_state=False)
+    return torch.compile(b, fullgraph=True) if mode == "compiled" else b
+
+
+def build(name, seq, mbs, mode):
     with open(os.path.join(HERE, "realruns", "configs", name + ".json")) as f:
         cfg = json.load(f)
     a = Args(cfg, args.layers)
@@ -63,7 +83,7 @@ def build(name, seq, mbs, compiled):
         b = TransformerBlock(a).to("cuda", torch.bfloat16)
         for p in b.parameters():
             torch.nn.init.normal_(p, 0.0, 0.02) if p.dim() > 1 else torch.nn.init.ones_(p)
-        blocks.append(torch.compile(b, fullgraph=True) if compiled else b)
+        blocks.append(wrap(b, mode))
     freqs = precompute_freqs_cis(a.head_dim, seq, a.theta, a.rope_scaling).to("cuda")
     x = (torch.randn(mbs, seq, a.dim, device="cuda", dtype=torch.bfloat16) * 0.5).requires_grad_()
     g = torch.randn(mbs, seq, a.dim, device="cuda", dtype=torch.bfloat16)
@@ -77,8 +97,8 @@ def fwd(blocks, freqs, x):
     return h
 
 
-def run(name, seq, mbs, compiled):
-    blocks, freqs, x, g = build(name, seq, mbs, compiled)
+def run(name, seq, mbs, mode):
+    blocks, freqs, x, g = build(name, seq, mbs, mode)
     for _ in range(3):  # compile + warm-up
         out = fwd(blocks, freqs, x)
         out.backward(g)
@@ -87,15 +107,20 @@ def run(name, seq, mbs, compiled):
             for p in b.parameters():
                 p.grad = None
     torch.cuda.synchronize()
-    tf, tb = [], []
+    tf, tb, hf, hb = [], [], [], []
     for _ in range(args.repeat):
         e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
         e0.record()
+        h0 = time.perf_counter()
         out = fwd(blocks, freqs, x)
+        h1 = time.perf_counter()
         e1.record()
         out.backward(g)
+        h2 = time.perf_counter()
         e2.record()
         torch.cuda.synchronize()
+        hf.append((h1 - h0) * 1e3)
+        hb.append((h2 - h1) * 1e3)
         tf.append(e0.elapsed_time(e1))
         tb.append(e1.elapsed_time(e2))
         x.grad = None
@@ -139,8 +164,14 @@ def run(name, seq, mbs, compiled):
         names[key][0] += 1
         names[key][1] += k.time_range.elapsed_us()
     per = 2 * args.layers * 1000.0  # us -> ms per layer
+    counts = {"fwd": 0, "bwd": 0}
+    for (p, c, n), (cnt, us) in names.items():
+        counts[p] += cnt
     res = {"fwd_ms_per_layer": statistics.median(tf) / args.layers,
            "bwd_ms_per_layer": statistics.median(tb) / args.layers,
+           "host_fwd_ms_per_layer": statistics.median(hf) / args.layers,
+           "host_bwd_ms_per_layer": statistics.median(hb) / args.layers,
+           "kernels_per_layer": {p: v / (2 * args.layers) for p, v in counts.items()},
            "classes_ms_per_layer": {p: {c: v / per for c, v in d.items()} for p, d in classes.items()},
            "top_kernels": sorted(([p, c, n, cnt / (2 * args.layers), us / per]
                                   for (p, c, n), (cnt, us) in names.items()),
@@ -157,10 +188,12 @@ def main():
         name, seq, mbs = spec.split(":")
         seq, mbs = int(seq), int(mbs)
         r = {}
-        for mode in ("eager", "compiled"):
-            r[mode] = run(name, seq, mbs, mode == "compiled")
-            print(spec, mode, "fwd %.3f bwd %.3f ms/layer" % (r[mode]["fwd_ms_per_layer"],
-                                                            r[mode]["bwd_ms_per_layer"]),
+        for mode in args.modes.split(","):
+            r[mode] = run(name, seq, mbs, mode)
+            print(spec, mode, "fwd %.3f bwd %.3f ms/layer (host %.3f / %.3f) kernels %s" % (
+                r[mode]["fwd_ms_per_layer"], r[mode]["bwd_ms_per_layer"],
+                r[mode]["host_fwd_ms_per_layer"], r[mode]["host_bwd_ms_per_layer"],
+                json.dumps(r[mode]["kernels_per_layer"])),
                   json.dumps(r[mode]["classes_ms_per_layer"]), flush=True)
         out["specs"][spec] = r
     if args.out:

@@ -136,6 +136,9 @@ typedef struct {
     bool titan;            /* torchtitan's model code (its grouped experts: modules_of) */
     double ring_fwd, ring_bwd; /* PyTorch's ring attention: the host time of the layer's
                                 * attention call, forward and backward (0: no ring) */
+    double sac_fwd, sac_replay; /* torchtitan's op-level SAC in an eager block: extra host time
+                                 * per forward kernel in the forward, and per forward kernel in
+                                 * the backward's replay of the forward (0: none; costs_of) */
 } host_costs;
 
 /* The host waits for the GPU (a device-to-host copy it needs the value of): its lead is gone,
@@ -268,14 +271,22 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
 {
     int ph = bwd ? RECIPE_BWD : only_recompute ? RECIPE_RECOMPUTE : RECIPE_FWD;
     double cdt = bwd ? hc->dt_bwd : hc->dt_fwd;
+    /* op-level SAC (costs_of): the forward's kernels each cost the policy's dispatch on top; the
+     * recompute replays every forward op through it, the saved ones (no kernel: host time only,
+     * replay[i]) as well as the re-run ones, each at sac_replay per forward kernel */
+    double sac_add = !bwd && !only_recompute ? hc->sac_fwd : 0;
+    bool sac_replay = only_recompute && hc->sac_replay > 0;
     double ns[RECIPE_MAX_OPS], gs[RECIPE_MAX_OPS];
+    bool replay[RECIPE_MAX_OPS];
     int live[RECIPE_MAX_OPS], n_live = 0; /* the ops with launches in this pass, in order */
     for (int i = 0; i < r->n_ops; i++) {
         const recipe_op *o = &r->op[i];
-        if (only_recompute && !o->recompute) continue;
+        if (only_recompute && !o->recompute && !sac_replay) continue;
         double n, g;
         op_launches(o, m, hc->titan, bwd, &n, &g);
-        if (only_recompute && o->kind == RECIPE_ELEMENTWISE) n = o->recompute_launches;
+        replay[i] = only_recompute && !o->recompute;
+        if (only_recompute && o->recompute && o->kind == RECIPE_ELEMENTWISE)
+            n = o->recompute_launches;
         if (n <= 0) continue;
         ns[i] = n;
         gs[i] = g;
@@ -294,7 +305,8 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
             const recipe_op *o = &r->op[i];
             const op_class *c = &cl[i];
             double n = ns[i], g = gs[i];
-            q->c = c->dtensor ? cdt : hc->plain;
+            q->c = (c->dtensor ? cdt : hc->plain) + sac_add;
+            if (sac_replay) q->c = hc->sac_replay;
             q->rec = rec ? &rec->op_s[ph][i] : NULL;
             int slot = c->slot;
             bool split = c->split;
@@ -308,11 +320,14 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
                                                                     : S_RES2 - S_RES1))) {
                 double half = n / 2; /* whole launches: the first place takes the odd one */
                 double here = s == slot ? n - (double)(long)half : (double)(long)half;
-                q_push(q, here, g);
+                if (replay[i]) q_host(q, here * q->c);
+                else q_push(q, here, g);
+            } else if (!split && s == slot && replay[i]) { /* the attention: its copy too */
+                q_host(q, (n + (o->kind == RECIPE_ATTENTION ? 1 : 0)) * q->c);
             } else if (!split && s == slot) {
                 q_push(q, n, g);
                 if (o->kind == RECIPE_ATTENTION) { /* the output's copy: a plain launch */
-                    q->c = hc->plain;
+                    q->c = sac_replay ? hc->sac_replay : hc->plain + sac_add;
                     q_push(q, 1, 0);
                 }
                 /* EP: the all-to-all's split sizes are copied to the host after the router
@@ -375,7 +390,18 @@ static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layou
 static host_costs costs_of(const system_spec *sys, const layout *l)
 {
     double c = sys->host_eager_launch_s;
-    host_costs hc = {c, c, c, false, false, l->framework == FRAMEWORK_TORCHTITAN, 0, 0};
+    host_costs hc = {c, c, c, false, false, l->framework == FRAMEWORK_TORCHTITAN, 0, 0, 0, 0};
+    /* torchtitan's op-level selective checkpointing in an eager block (recipe_recompute.c
+     * titan_sac_recomputes): torch.utils.checkpoint's selective-checkpoint dispatch mode runs
+     * the policy in Python for every aten op of the block's forward, and the backward replays
+     * the whole forward through it (the saved outputs fetched, the rest re-run). Measured as
+     * the host's extra time per forward kernel against the same eager block (bench/
+     * compiled_kernels.py --modes eager,sac, bench/results/sac14_2026-11-28). A compiled block
+     * applies the policy at trace time (no per-op dispatch; pace's compiled branch). */
+    if (hc.titan && l->recompute == RECOMPUTE_SELECTIVE && !l->compile) {
+        hc.sac_fwd = sys->host_sac_fwd_launch_s;
+        hc.sac_replay = sys->host_sac_replay_launch_s;
+    }
     /* PyTorch's ring attention (torchtitan's context parallelism, layer_recipe.c prices its
      * kernels): the host time of one layer's attention call through the ring, measured at CP
      * 2 and 4 as call + step x cp (bench/cp_ring_micro.py, bench/results/
@@ -440,6 +466,8 @@ static host_costs scaled(host_costs hc, double k)
     hc.dt_bwd *= k;
     hc.ring_fwd *= k;
     hc.ring_bwd *= k;
+    hc.sac_fwd *= k;
+    hc.sac_replay *= k;
     return hc;
 }
 

@@ -221,6 +221,11 @@ typedef struct {
     double host_eager_op_bwd_s;         /* forward and its backward node (bench/realruns/
                                            launch_overhead.py tiny_*_op_s); 0: not measured, none
                                            (Megatron's unfused kernels, mcore_unfused.h) */
+    double host_sac_fwd_launch_s;       /* torchtitan's op-level selective checkpointing in an */
+    double host_sac_replay_launch_s;    /* eager block: the host's extra time per forward kernel,
+                                           in the forward and in the backward's replay of the
+                                           forward (bench/compiled_kernels.py --modes eager,sac;
+                                           host_dispatch.c); 0: not measured, none */
 
     /* per-GPU memory the framework takes outside the model's tensors: CUDA context, cuBLAS
      * workspaces, NCCL buffers, allocator fragmentation. */

@@ -251,39 +251,12 @@ def build_native(dev):
             blk = checkpoint_wrapper(blk, preserve_rng_state=False)
         elif args.sac == "op":
             from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+            from sac_policy import sac_context_fn
             blk = checkpoint_wrapper(blk, context_fn=sac_context_fn, preserve_rng_state=False)
         if args.compile:  # torchtitan's apply_compile: wrap each block, FSDP's hooks stay outside
             blk = torch.compile(blk, fullgraph=True)
         model.layers.register_module(k, blk)
     return model, [model.layers[k] for k in blocks]
-
-
-def sac_context_fn():
-    """torchtitan's op-level selective checkpointing policy (torchtitan/distributed/
-    activation_checkpoint.py, _apply_op_sac): keep the outputs of the ops in the save list, but of
-    aten.mm only every other one (the 2nd, 4th, ... mm of a block in forward, and the same count
-    in the recompute, are recomputed); everything else is recomputed in the backward."""
-    from collections import defaultdict
-    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
-    ops = torch.ops.aten
-    save = {ops.mm.default}
-    for name in ("_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention",
-                 "_scaled_dot_product_cudnn_attention"):
-        if hasattr(ops, name):
-            save.add(getattr(ops, name).default)
-    if hasattr(torch.ops, "_c10d_functional"):
-        save.add(torch.ops._c10d_functional.reduce_scatter_tensor.default)
-    save.add(ops.max.default)
-    meta = defaultdict(int)
-
-    def policy(ctx, func, *a, **kw):
-        mode = "recompute" if ctx.is_recompute else "forward"
-        if func == ops.mm.default:
-            meta[mode + "_mm_count"] += 1
-        keep = func in save and not (func == ops.mm.default and meta[mode + "_mm_count"] % 2 == 0)
-        return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
-
-    return create_selective_checkpoint_contexts(policy)
 
 
 class GraphedCall:
