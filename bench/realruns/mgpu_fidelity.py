@@ -96,6 +96,12 @@ def config_for(rec, tmp, untie=False):
     if untie:
         cfg["tie_word_embeddings"] = False
         name += "-untied"
+    # bench/realruns/native_llama.py (realrun.py --impl native, parallel_run.py) has no sliding
+    # window: its attention is SDPA with is_causal over the whole sequence whatever the config
+    # says (Phi-3's sliding_window 2047). Price the model the run trained.
+    if rec.get("impl") == "native" and cfg.get("sliding_window"):
+        cfg["sliding_window"] = None
+        name += "-nowindow"
     if rec.get("layers") and rec["layers"] != cfg["num_hidden_layers"]:
         cfg["num_hidden_layers"] = rec["layers"]
         if "max_window_layers" in cfg:
