@@ -400,6 +400,12 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
             lv[k] = ls[k];
             lv[k].recompute_layers = 1;
         }
+        /* a pruned layout whose tries are all bounded out stays pruned: none is made (the
+         * result is the same, the counts hold none of them; speed15) */
+        if (*how == ESTIMATE_PRUNED && !w->opt->visit &&
+            estimate_search_recompute_tries_pruned(w->m, w->sys, t, lv, nv, w->cache,
+                                                   prune_threshold_s(w, lv, t->global_batch)))
+            return nv;
         if (!evaluate_try(w, t, lv, nv, &h)) return nv;
         if (h != ESTIMATE_UNTIMED) {
             count_layout(w, &lv[0], nv, h);
