@@ -24,7 +24,6 @@
 #include <string.h>
 #include <time.h>
 #include <pthread.h>
-#include <unistd.h>
 
 search_result *search_result_new(void) { return calloc(1, sizeof(search_result)); }
 void search_result_free(search_result *r) { free(r); }
@@ -566,14 +565,6 @@ static void finish_list(ctx *c)
     search_stats_tally_flush(&c->w[0].tally, &c->w[0].r->stats);
 }
 
-/* How many threads evaluate the list: PLAN_THREADS, else the cores online (at most 16). */
-static int search_threads(void)
-{
-    const char *env = getenv("PLAN_THREADS");
-    long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
-}
-
 static void free_workers(worker *w, int n)
 {
     if (w)
@@ -620,7 +611,7 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
                                         const training_spec *t, const search_options *opt,
                                         search_result *r, char *err, size_t errlen)
 {
-    int nthreads = opt->visit ? 1 : search_threads();
+    int nthreads = opt->visit ? 1 : search_ring_threads();
     ctx c = {.m = m, .sys = sys, .t = t, .opt = opt, .nthreads = nthreads};
     c.w = calloc((size_t)nthreads, sizeof *c.w);
     search_result *parts = nthreads > 1 ? calloc((size_t)nthreads, sizeof *parts) : NULL;
