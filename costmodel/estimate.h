@@ -129,6 +129,12 @@ cm_status estimate_layout_search_try(const model_spec *m, const system_spec *sys
                                      const training_spec *t, const layout *ls, int n,
                                      estimate *outs, estimate_cache *cache,
                                      double prune_above_s, estimate_outcome *how);
+/* Whether every full-recompute layer-count try of ls (a layout's overlap variants, with
+ * recompute_layers k >= 1 set) from k up is bounded above prune_above_s, so that none that fits
+ * could change a search's result (estimate_search_bound.c says why). */
+bool estimate_search_recompute_tries_pruned(const model_spec *m, const system_spec *sys,
+                                            const training_spec *t, const layout *ls, int n,
+                                            estimate_cache *c, double prune_above_s);
 /* memory_peak(m, sys, t, l), through the cache's memory memo (the same figures). */
 memory_breakdown estimate_cache_memory_peak(estimate_cache *c, const model_spec *m,
                                             const system_spec *sys, const training_spec *t,

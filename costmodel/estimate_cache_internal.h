@@ -8,6 +8,7 @@
 
 #include "estimate_internal.h"
 #include "memory_memo.h"
+#include "precision.h"
 
 #include <stddef.h>
 
@@ -130,5 +131,28 @@ struct estimate_cache {
  * several precisions lists each layout's in turn (estimate_cache_check_per_layout). */
 bool estimate_cache_layout_ok(estimate_cache *c, const model_spec *m, const system_spec *sys,
                               const training_spec *t, const layout *l);
+
+/* Does l take its layers' and head's costs from outside the cache (bf16 first/last layers: a
+ * second precision's recipes)? */
+static inline bool estimate_search_uncached(const layout *l)
+{
+    return precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0);
+}
+
+/* The dense and MoE layer costs of l (estimate_search.c): the cache's last costs of l's slot
+ * (valid until that slot's next lookup), or own where l's layers are priced outside it. */
+const layer_kinds *estimate_search_layer_costs(estimate_cache *c, const model_spec *m,
+                                               const system_spec *sys, const training_spec *t,
+                                               const layout *l, layer_kinds *own);
+
+/* The lower bounds a search prunes with (estimate_search_bound.c): may a bound skip l's
+ * timing; the factor f (step_s >= f x the first stage's micro-batch time) of l run in
+ * `microbatches` micro-batches; a Megatron-FSDP layout's first-stage decoder layers bounded
+ * from its DDP form's costs (-1: none). */
+bool estimate_search_prunable(const system_spec *sys, const layout *l);
+double estimate_search_bound_factor(const layout *l, int microbatches);
+double estimate_search_fsdp_layers_lb(estimate_cache *c, const model_spec *m,
+                                      const system_spec *sys, const training_spec *t,
+                                      const layout *l);
 
 #endif

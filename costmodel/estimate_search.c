@@ -77,13 +77,6 @@ static layout cache_key(const layout *l)
     return k;
 }
 
-/* Does l take its layers' and head's costs from outside the cache (bf16 first/last layers: a
- * second precision's recipes)? */
-static bool uncached(const layout *l)
-{
-    return precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0);
-}
-
 /* A lookup's key: cache_key with every byte no codec field holds zeroed (layout_codec.h: a
  * field added there is part of it), compared bytewise (equal bytes are equal fields), and its
  * hash. */
@@ -314,11 +307,11 @@ static layer_time kind_cost(estimate_cache *c, const model_spec *m, const system
  * has them: the cache's last costs of l's slot (speed13: not copied; valid until that slot's
  * next lookup), or own where l's layers are priced outside it. The loss head's are head_cost's:
  * only a layout that is timed, or whose first stage is its last, needs them. */
-static const layer_kinds *layer_costs_ref(estimate_cache *c, const model_spec *m,
-                                          const system_spec *sys, const training_spec *t,
-                                          const layout *l, layer_kinds *own)
+const layer_kinds *estimate_search_layer_costs(estimate_cache *c, const model_spec *m,
+                                               const system_spec *sys, const training_spec *t,
+                                               const layout *l, layer_kinds *own)
 {
-    if (uncached(l)) {
+    if (estimate_search_uncached(l)) {
         estimate_layer_times(m, sys, t, l, own);
         return own;
     }
@@ -362,7 +355,7 @@ static const layer_kinds *layer_costs_ref(estimate_cache *c, const model_spec *m
 static void head_cost(estimate_cache *c, const model_spec *m, const system_spec *sys,
                       const training_spec *t, const layout *l, layer_time *head)
 {
-    if (uncached(l)) {
+    if (estimate_search_uncached(l)) {
         estimate_head_cost(m, sys, t, l, &head->fwd_s, &head->bwd_s);
         return;
     }
@@ -411,18 +404,6 @@ static void ensure_head(estimate_cache *c, const model_spec *m, const system_spe
     if (c) head_cost(c, m, sys, t, l, head);
     else estimate_head_cost(m, sys, t, l, &head->fwd_s, &head->bwd_s);
     *have = true;
-}
-
-/* May a lower bound skip l's timing? Not where the step has calibrated terms (a fitted scale
- * or per-layer overhead could shrink it), nor where feasibility needs the timed figures (CPU
- * offload's host memory, FSDP2's or Megatron's; a multi-node plan without a network). */
-static bool prunable(const system_spec *sys, const layout *l)
-{
-    if (sys->step.active || l->offload || l->optimizer_offload_pct > 0 || l->activation_offload)
-        return false;
-    if (layout_gpus(l) > sys->gpus_per_node && system_inter_bandwidth_per_gpu(sys) <= 0)
-        return false;
-    return true;
 }
 
 /*
@@ -538,53 +519,6 @@ memory_breakdown estimate_cache_memory_peak(estimate_cache *c, const model_spec 
     return memory_peak_memo(m, &c->memo, sys, t, l);
 }
 
-/*
- * A lower bound on a Megatron-FSDP layout's first-stage decoder layers
- * (estimate_stage_layers_total with its own layer costs) from its DDP form's layer costs, so a
- * layout the bound prunes never prices its FSDP recipe (issue 21: those keys hold the shard
- * group, dp, so each is priced for one pipeline size; the DDP form's key holds no dp or pp and
- * is shared by all of them). Why it is a lower bound: the FSDP recipe is the DDP form's ops and
- * fields with the unit's gather and reduce-scatter appended (layer_recipe.c fsdp_from, for
- * Megatron nothing else: fsdp_copies_apply is FSDP2's and torchtitan's, l->offload FSDP2's),
- * and recipe_price puts those two only into gather_s and reduce_s (the EP pairing skips them),
- * so both recipes have the same GPU sums (gpu_fwd_s, gpu_bwd_s, recompute_s) and the same
- * tp_s, cp_s and ep_s. The FSDP layer's fwd_s and bwd_s are those sums raised by the host's
- * floor and serial time (recipe_price_floor: >= 0), and its stage adds the exposed FSDP time
- * (stage_layers_cost: fmax(0, .) terms and overlap_contended's contention, >= 0 with slowdowns
- * >= 1), where the DDP form's gather_s = reduce_s = 0 add nothing. stage_layers_cost is a sum
- * of those terms with non-negative counts, so with the DDP form's GPU sums as fwd_s and bwd_s
- * it is at most the FSDP layer's figure, but for two of its steps this leaves out: the host
- * lead it subtracts (only where pp, tp, cp and ep are all 1) and activation offload's exposed
- * copies (which shrink as fwd_s grows); those layouts get no bound here (-1), nor do layouts
- * with bf16 first/last layers (uncached). The caller takes it with a relative margin (1e-9)
- * far above the rounding of these sums (a few dozen terms: ~1e-14), so the inequality of the
- * exact sums holds for the computed ones.
- */
-static double fsdp_layers_lower_bound(estimate_cache *c, const model_spec *m,
-                                      const system_spec *sys, const training_spec *t,
-                                      const layout *l)
-{
-    if (l->framework != FRAMEWORK_MEGATRON || l->sharding != SHARDING_FSDP || uncached(l))
-        return -1;
-    if ((l->pp == 1 && l->tp == 1 && l->cp == 1 && l->ep == 1) ||
-        offload_activation_layers(m, l) > 0)
-        return -1;
-    layout ld = *l;
-    ld.sharding = SHARDING_DDP;
-    layer_kinds own, k; /* the DDP form's (its dense and MoE kinds; bf16 copies set below) */
-    k = *layer_costs_ref(c, m, sys, t, &ld, &own); /* not uncached (above): the cache's */
-    layer_time *x[2] = {&k.dense, &k.moe};
-    for (int i = 0; i < 2; i++) {
-        x[i]->fwd_s = x[i]->gpu_fwd_s;
-        x[i]->bwd_s = x[i]->gpu_bwd_s;
-        x[i]->gather_s = x[i]->reduce_s = 0;
-        x[i]->fsdp_contention_fwd_s = x[i]->fsdp_contention_bwd_s = 0;
-    }
-    k.dense_bf16 = k.dense;
-    k.moe_bf16 = k.moe;
-    return estimate_stage_layers_total(m, sys, t, l, 0, &k);
-}
-
 /* The memory of ls[i], the first variant of its tp_comm_overlap value, into outs[i]. */
 static void memory_of(const model_spec *m, const estimate_model_counts *counts,
                       estimate_cache *cache, const system_spec *sys, const training_spec *t,
@@ -681,7 +615,7 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
     int first[2] = {-1, -1};
     stage_time worst[2];
     layer_kinds kinds_own[2];
-    /* each k's layer costs: the cache's (layer_costs_ref; the lookups below of another k or of
+    /* each k's layer costs: the cache's (estimate_search_layer_costs; the lookups below of another k or of
      * a Megatron-FSDP layout's DDP form use other slots) or kinds_own[k] */
     const layer_kinds *kinds[2] = {&kinds_own[0], &kinds_own[1]};
     layer_time head[2];
@@ -697,7 +631,7 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
         /* a layout whose twin fits fits too (twin_fits): its breakdown waits until it is
          * timed (below), a pruned one never needs it */
         bool track = cache && cache->skip_pruned_memory && prune_above_s > 0;
-        if (track && prunable(sys, l) && twin_fits(cache, l)) {
+        if (track && estimate_search_prunable(sys, l) && twin_fits(cache, l)) {
             lazy[k] = true;
             outs[i].microbatches = layout_microbatches(l, t); /* the bound's, below */
             fit_put(cache, l);
@@ -711,30 +645,18 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
         }
         outs[i].feasible = false; /* untimed unless assembled below */
         if (!lazy[k] && !memory_fits(&outs[i].memory)) continue;
-        if (prune_above_s > 0 && prunable(sys, l)) {
-            /* the V schedules' bubble can be below (pp-1)/vpp of a stage (pp_schedule.h: ZB-H2
-             * and DualPipeV shrink it with the weight-gradient work), so their bound counts none */
-            layout_pp_schedule sch = layout_pp_schedule_of(l);
-            bool v_shape = sch == PP_SCHEDULE_ZBV || sch == PP_SCHEDULE_DUALPIPEV;
-            double bubble = l->pp > 1 && !v_shape ? (double)(l->pp - 1) / l->vpp : 0;
-            double f = outs[i].microbatches + bubble;
-            /* torchtitan's pipelines that keep their FSDP units gathered charge the worst
-             * stage's exposed FSDP time once a step, not once a micro-batch
-             * (estimate_time_assemble's fsdp_rounds): their step is at least m x (that
-             * stage's time less its FSDP time) + its FSDP time + the bubble >= its time + the
-             * bubble >= the first stage's time + the bubble, and the worst stage is not known
-             * from the first alone, so one micro-batch is all the bound can count */
-            if (l->framework == FRAMEWORK_TORCHTITAN && l->pp > 1 && !l->reshard_after_forward)
-                f = 1 + bubble;
-            /* Megatron-FSDP: its DDP form's bound first (fsdp_layers_lower_bound, <= the lb
-             * below): where it exceeds the threshold the FSDP layer is not priced; the
+        if (prune_above_s > 0 && estimate_search_prunable(sys, l)) {
+            /* the step is at least f x the first stage's micro-batch time */
+            double f = estimate_search_bound_factor(l, outs[i].microbatches);
+            /* Megatron-FSDP: its DDP form's bound first (estimate_search_fsdp_layers_lb, <=
+             * the lb below): where it exceeds the threshold the FSDP layer is not priced; the
              * decision is the same, as the one below is then over it too */
             double lb = -1;
-            double ddp = cache ? fsdp_layers_lower_bound(cache, m, sys, t, l) : -1;
+            double ddp = cache ? estimate_search_fsdp_layers_lb(cache, m, sys, t, l) : -1;
             if (ddp >= 0 && f * ddp * (1 - 1e-9) > prune_above_s) lb = f * ddp * (1 - 1e-9);
             if (lb < 0) {
                 if (!have_kinds[k]) {
-                    if (cache) kinds[k] = layer_costs_ref(cache, m, sys, t, l, &kinds_own[k]);
+                    if (cache) kinds[k] = estimate_search_layer_costs(cache, m, sys, t, l, &kinds_own[k]);
                     else estimate_layer_times(m, sys, t, l, &kinds_own[k]);
                     have_kinds[k] = true;
                 }
@@ -776,7 +698,7 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
         if (!memory_fits(&outs[i].memory)) continue;
         if (i == first[k]) {
             if (!have_kinds[k]) { /* a variant the FSDP bound passed over, not pruned */
-                if (cache) kinds[k] = layer_costs_ref(cache, m, sys, t, &ls[i], &kinds_own[k]);
+                if (cache) kinds[k] = estimate_search_layer_costs(cache, m, sys, t, &ls[i], &kinds_own[k]);
                 else estimate_layer_times(m, sys, t, &ls[i], &kinds_own[k]);
                 have_kinds[k] = true;
             }

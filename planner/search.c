@@ -24,7 +24,6 @@
 #include <string.h>
 #include <time.h>
 #include <pthread.h>
-#include <unistd.h>
 
 search_result *search_result_new(void) { return calloc(1, sizeof(search_result)); }
 void search_result_free(search_result *r) { free(r); }
@@ -400,6 +399,12 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
             lv[k] = ls[k];
             lv[k].recompute_layers = 1;
         }
+        /* a pruned layout whose tries are all bounded out stays pruned: none is made (the
+         * result is the same, the counts hold none of them; speed15) */
+        if (*how == ESTIMATE_PRUNED && !w->opt->visit &&
+            estimate_search_recompute_tries_pruned(w->m, w->sys, t, lv, nv, w->cache,
+                                                   prune_threshold_s(w, lv, t->global_batch)))
+            return nv;
         if (!evaluate_try(w, t, lv, nv, &h)) return nv;
         if (h != ESTIMATE_UNTIMED) {
             count_layout(w, &lv[0], nv, h);
@@ -560,14 +565,6 @@ static void finish_list(ctx *c)
     search_stats_tally_flush(&c->w[0].tally, &c->w[0].r->stats);
 }
 
-/* How many threads evaluate the list: PLAN_THREADS, else the cores online (at most 16). */
-static int search_threads(void)
-{
-    const char *env = getenv("PLAN_THREADS");
-    long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
-}
-
 static void free_workers(worker *w, int n)
 {
     if (w)
@@ -614,7 +611,7 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
                                         const training_spec *t, const search_options *opt,
                                         search_result *r, char *err, size_t errlen)
 {
-    int nthreads = opt->visit ? 1 : search_threads();
+    int nthreads = opt->visit ? 1 : search_ring_threads();
     ctx c = {.m = m, .sys = sys, .t = t, .opt = opt, .nthreads = nthreads};
     c.w = calloc((size_t)nthreads, sizeof *c.w);
     search_result *parts = nthreads > 1 ? calloc((size_t)nthreads, sizeof *parts) : NULL;

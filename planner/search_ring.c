@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 typedef enum { SLOT_FREE, SLOT_FILLING, SLOT_FULL, SLOT_WORKING } slot_state;
 
@@ -143,4 +144,11 @@ void search_ring_finish(search_ring *g, search_chunk *last, void *self)
     pthread_cond_broadcast(&g->cv);
     work(g, self);
     pthread_mutex_unlock(&g->mu);
+}
+
+int search_ring_threads(void)
+{
+    const char *env = getenv("PLAN_THREADS");
+    long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }

@@ -45,4 +45,8 @@ void search_ring_work(search_ring *g, void *worker);
  * self until none is left. Returns when every published chunk has been taken. */
 void search_ring_finish(search_ring *g, search_chunk *last, void *self);
 
+/* How many threads evaluate a search's list: PLAN_THREADS, else the cores online (at most
+ * 16). */
+int search_ring_threads(void);
+
 #endif
