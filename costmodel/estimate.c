@@ -692,6 +692,8 @@ static estimate_layer_costs export_layer(const model_spec *m, const layout *l,
     c.tp_s = x->tp_s;
     c.cp_s = x->cp_s;
     c.ep_s = x->ep_s;
+    c.ep_unpaired_fwd_s = x->ep_unpaired_fwd_s;
+    c.ep_unpaired_bwd_s = x->ep_unpaired_s - x->ep_unpaired_fwd_s;
     c.gather_s = x->gather_s;
     c.reduce_s = x->reduce_s;
     memory_layer_params_split(m, l, moe, &c.dense_params, &c.expert_params);
