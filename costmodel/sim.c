@@ -437,10 +437,8 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     /* Megatron's combined 1F1B (sim.h ep_unpaired): schedules.py get_pp_rank_microbatches
      * 964-970, the warm-up with its one extra forward; the cool-down as long (estimate.c
      * ep_unpaired_steps, the same count) */
-    for (int s = 0; s < p && in->ep_unpaired; s++) {
-        long n = 2L * (p - s - 1) + (long)(v - 1) * p + 1;
-        w->st[s].unpaired = n < (long)m * v ? (int)n : m * v;
-    }
+    for (int s = 0; s < p && in->ep_unpaired; s++)
+        w->st[s].unpaired = schedule_combined_unpaired(p, v, m, s);
     for (int s = 0; s < p; s++) /* a graphed step's first replay launch (sim.h start_s) */
         w->st[s].compute_free = w->st[s].coll_free = w->st[s].send_free[0] =
             w->st[s].send_free[1] = w->st[s].p2p_free = in->start_s;

@@ -142,10 +142,14 @@ static void check_agree(const char *model, const char *system, layout l, trainin
     sim_free(w);
 }
 
-/* Bound 8%: on the published rows the two differ by -8.0%..+6.0% (405B: the closed form's
- * exposed interleaved p2p, hidden in the simulator; DeepSeek-V3: chunks of unequal cost, the
- * head and MTP on one, stall the interleaved steady state the closed form times as the slowest
- * stage's sum), bench/results/sim15_2026-11-28/sim_rows_after.txt. */
+/* Bound 10%: here -1.9% (405B) and +7.3% (DeepSeek-V3: chunks of unequal cost, the head and
+ * MTP on the last rank's last chunk, stall the interleaved steady state the closed form times
+ * as the slowest stage's sum; and the unpaired warm-ups of ranks before the slowest one, which
+ * the closed form does not count, sit on the critical path). Over the 45 published rows with
+ * an uneven split or the A2A overlap the two differ by -19.2%..+6.0%, median -2.4%; the rows
+ * below -8% are 405B at pp 16 x vpp 8 (or 4), where the closed form charges every interleaved
+ * send as exposed (9.1 of 45.7 s) and the simulator hides them (Megatron's overlap_p2p_comm):
+ * bench/results/sim15_2026-11-28/README.md. */
 static void test_published_layouts(void **state)
 {
     (void)state;
@@ -161,7 +165,7 @@ static void test_published_layouts(void **state)
     l.mbs = 1;
     l.pp_first_layers = l.pp_last_layers = 15;
     l.recompute = RECOMPUTE_NONE;
-    check_agree("405b", "h100", l, t, 0.08, "405B pp 8 x vpp 8, 15/15");
+    check_agree("405b", "h100", l, t, 0.10, "405B pp 8 x vpp 8, 15/15");
 
     t = training_default(); /* DeepSeek-V3 on 1024 H100, EP A2A overlap, 7/6 over pp 8 x vpp 4 */
     t.seq_len = 4096;
@@ -179,7 +183,7 @@ static void test_published_layouts(void **state)
     l.pp_first_layers = 7;
     l.pp_last_layers = 6;
     l.recompute = RECOMPUTE_NONE;
-    check_agree("deepseek-v3", "h100", l, t, 0.08, "DeepSeek-V3 pp 8 x vpp 4, 7/6, A2A overlap");
+    check_agree("deepseek-v3", "h100", l, t, 0.10, "DeepSeek-V3 pp 8 x vpp 4, 7/6, A2A overlap");
 }
 
 /* The unpaired steps add what the closed form's count says: with one stage (no bubble, no

@@ -3,7 +3,8 @@
 {h100,blackwell}.csv) with an uneven pipeline split (--pp-first-layers/--pp-last-layers) or the EP
 A2A overlap (--moe-ep-overlap) and pp > 1, priced by `plan estimate --simulate --format json` as
 tests/published_runs.c prices it: the closed form's step, the simulator's, and their difference
-(or the simulator's error). Run from the repository root after building build/."""
+(or the simulator's error), and
+each one's tokens/s/GPU error against the published figure (+ = plan too fast). Run from the repository root after building build/."""
 import csv, json, shlex, subprocess, sys, os
 plan = sys.argv[1] if len(sys.argv) > 1 else "build/plan"
 root = os.getcwd()
@@ -30,6 +31,8 @@ for f in ("tests/data/published_megatron_bridge_h100.csv", "tests/data/published
         try:
             s = json.loads(sim.stdout)
             ts = s.get("time_simulated", {}).get("step_s")
-            print(f"{r['run_id'][:44]:44s} {tag:11s} pp{r['pp']} vp{r['vp']} est {step:8.4f} s  sim {ts:8.4f} s  {100*(ts/step-1):+6.1f}%")
+            pub = float(r["tokens_per_s_per_gpu"]); tok = e["tokens_per_s"] / float(r["gpus"])
+            print(f"{r['run_id'][:44]:44s} {tag:11s} pp{r['pp']} vp{r['vp']} est {step:8.4f} s  sim {ts:8.4f} s  {100*(ts/step-1):+6.1f}%"
+                  f"   vs published: est {100*(tok/pub-1):+6.1f}%  sim {100*(tok*step/ts/pub-1):+6.1f}%")
         except Exception:
             print(f"{r['run_id'][:44]:44s} {tag:11s} pp{r['pp']} vp{r['vp']} est {step:8.4f} s  sim: {(sim.stderr or sim.stdout).strip()[:110]}")
