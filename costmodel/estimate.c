@@ -40,6 +40,7 @@
 #include "cuda_graphs.h"
 #include "pp_schedule.h"
 #include "precision.h"
+#include "schedule.h"
 
 static layer_time layer_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
                              const layout *l, int moe)
@@ -483,9 +484,7 @@ static double ep_unpaired_steps(const layout *l, int micro, int stage)
     if (l->framework != FRAMEWORK_MEGATRON || micro < 1) return 0;
     if (l->pp <= 1) return 1;
     int v = l->vpp > 1 ? l->vpp : 1;
-    long steps = 2L * (l->pp - stage - 1) + (long)(v - 1) * l->pp + 1;
-    if (steps > (long)micro * v) steps = (long)micro * v;
-    return (double)steps / v;
+    return (double)schedule_combined_unpaired(l->pp, v, micro, stage) / v;
 }
 
 /* The step from the worst stage's micro-batch: data-parallel sync, optimizer, bubble, the
@@ -692,6 +691,8 @@ static estimate_layer_costs export_layer(const model_spec *m, const layout *l,
     c.tp_s = x->tp_s;
     c.cp_s = x->cp_s;
     c.ep_s = x->ep_s;
+    c.ep_unpaired_fwd_s = x->ep_unpaired_fwd_s;
+    c.ep_unpaired_bwd_s = x->ep_unpaired_s - x->ep_unpaired_fwd_s;
     c.gather_s = x->gather_s;
     c.reduce_s = x->reduce_s;
     memory_layer_params_split(m, l, moe, &c.dense_params, &c.expert_params);

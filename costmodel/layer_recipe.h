@@ -181,6 +181,8 @@ typedef struct {
     double ep_unpaired_s;             /* under the EP A2A overlap: what one forward and one
                                          backward run apart (no paired micro-batch) expose
                                          beyond ep_s (recipe_price.c); 0 otherwise */
+    double ep_unpaired_fwd_s;         /* the forward's part of it (the step simulator charges
+                                         an unpaired forward and backward apart, sim.c) */
     double gather_s;                  /* FSDP all-gather of the unit (one gather), with
                                          FSDP2's copy-in ahead of it */
     double reduce_s;                  /* FSDP reduce-scatter of its gradients */

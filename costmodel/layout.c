@@ -133,6 +133,17 @@ int layout_stage_layers(const model_spec *m, const layout *l, int stage)
     return base + ((stage >= 1 && stage <= rem) ? 1 : 0);
 }
 
+/* Megatron's --pipeline-model-parallel-layout as plan writes it (emit_megatron.c): a rank's
+ * layers spread over its chunks as evenly as they go, the gap left in the chunk holding the
+ * embedding (rank 0's first) or the loss (the last rank's last), as "Et|(tt|)*30mL" does. */
+int layout_chunk_layers(const model_spec *m, const layout *l, int rank, int chunk)
+{
+    int n = layout_stage_layers(m, l, rank), v = l->vpp > 1 ? l->vpp : 1;
+    int base = n / v, extra = n % v;
+    if (rank == l->pp - 1 && l->pp > 1) return base + (chunk < extra ? 1 : 0);
+    return base + (chunk >= v - extra ? 1 : 0);
+}
+
 int layout_max_stage_layers(const model_spec *m, const layout *l)
 {
     if (uneven_split(l)) { /* the first, the last and (pp > 2) the middle ones' count */

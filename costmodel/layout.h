@@ -269,6 +269,11 @@ int layout_stage_layers(const model_spec *m, const layout *l, int stage);
  * it from the model), 0 under Hugging Face and torchtitan training, which do not run them. */
 int layout_mtp_layers(const model_spec *m, const layout *l);
 int layout_max_stage_layers(const model_spec *m, const layout *l);
+/* Layers of virtual chunk `chunk` of rank `rank` (virtual stage chunk * pp + rank, Megatron's
+ * order): the rank's layers as even as they go, an uneven rank's gap in the chunk with the
+ * embedding (rank 0, chunk 0) or the loss (last rank, last chunk); layers / (pp * vpp) when
+ * the split is even. What emit_megatron.c writes and the step simulator (sim.c) runs. */
+int layout_chunk_layers(const model_spec *m, const layout *l, int rank, int chunk);
 /* Do the stages hold different layer counts (an uneven knob, or layers % pp)? Megatron needs
  * the split stated then (--pipeline-model-parallel-layout). */
 bool layout_split_uneven(const model_spec *m, const layout *l);

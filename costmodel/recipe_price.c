@@ -169,7 +169,7 @@ void recipe_price(const recipe *r, recipe_time *out)
     out->wgrad_s = 0.5 * (f.gemm_fb - f.gemm);
     /* EP paired across micro-batches: the three phases of the merged schedule (above) */
     double ep_fwd = f.ep, tp_bwd = b.tp + re.tp, ep_bwd = b.ep + re.ep;
-    out->ep_unpaired_s = 0;
+    out->ep_unpaired_s = out->ep_unpaired_fwd_s = 0;
     if (f.ep_mb + b.ep_mb + re.ep_mb > 0) {
         double xf, xb;
         ep_pairing_exposed(&pair, r->ep_overlap_slowdown, r->ep_overlap_comm_slowdown, &xf,
@@ -179,6 +179,10 @@ void recipe_price(const recipe *r, recipe_time *out)
         /* the schedule's unpaired forwards and backwards (estimate.c ep_unpaired_steps) run
          * their exchanges in line and their compute alone: the whole exchange is exposed */
         out->ep_unpaired_s = fmax(0, f.ep_mb + b.ep_mb + re.ep_mb - xf - xb);
+        /* the forward's part: its own exchange less what its pairing already exposed (the
+         * two parts scaled to sum to the above where one of them is below zero) */
+        double uf = fmax(0, f.ep_mb - xf), ub = fmax(0, b.ep_mb + re.ep_mb - xb);
+        out->ep_unpaired_fwd_s = uf + ub > 0 ? out->ep_unpaired_s * uf / (uf + ub) : 0;
     }
     /* EP beside the shared experts: what outlasts them in the same pass (the recompute pass
      * runs the shared experts' forward again) */

@@ -242,3 +242,10 @@ double schedule_peak_in_flight(layout_pp_schedule kind, int p, int v, int m, int
     free(ops);
     return n < 0 ? -1 : (double)peak / v;
 }
+
+int schedule_combined_unpaired(int p, int v, int m, int s)
+{
+    if (p < 1 || v < 1 || m < 1) return 0;
+    long n = p > 1 ? 2L * (p - s - 1) + (long)(v - 1) * p + 1 : 1;
+    return n < (long)m * v ? (int)n : m * v;
+}

@@ -69,4 +69,10 @@ bool schedule_is_v(layout_pp_schedule kind);
  * -1 when the schedule does not run with p, v, m (or out of memory). */
 double schedule_peak_in_flight(layout_pp_schedule kind, int p, int v, int m, int s);
 
+/* Megatron's combined 1F1B (the EP A2A overlap): the forward chunks stage s runs before its
+ * first paired step, 2(p-s-1) + (v-1)p + 1 (schedules.py get_pp_rank_microbatches 964-970, the
+ * + 1 the extra warm-up forward; 1 without pipelining, combined_1f1b.py), at most m x v; as many
+ * backwards end the step unpaired. estimate.c ep_unpaired_steps and sim.c both count these. */
+int schedule_combined_unpaired(int p, int v, int m, int s);
+
 #endif

@@ -34,7 +34,7 @@
 #include "sim_internal.h"
 
 /* Grow *p to hold n elements of size sz; false when out of memory. */
-static bool reserve(void *pp, int *cap, int n, size_t sz)
+bool sim_reserve(void *pp, int *cap, int n, size_t sz)
 {
     void **p = (void **)pp;
     if (n <= *cap && *p) return true;
@@ -67,6 +67,7 @@ void sim_free(sim_workspace *w)
     free(w->vfwd);
     free(w->vbwd);
     free(w->vwgrad);
+    free(w->vunp);
     free(w->param_ready);
     free(w->bucket_at);
     free(w->bucket_num);
@@ -86,178 +87,6 @@ int sim_op_count(const sim_workspace *w) { return w->nops; }
 const sim_op *sim_ops(const sim_workspace *w) { return w->ops; }
 const sim_stage_stats *sim_stages(const sim_workspace *w) { return w->stats; }
 int sim_trace_events(const sim_workspace *w) { return w->traced ? w->nev : 0; }
-
-/* ---- building the input from the cost model ---- */
-
-cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sys,
-                    const training_spec *t, const layout *l, char *err, size_t errlen)
-{
-    /* estimate_stage_costs checks the layout before it touches stages[], so grow the per-stage
-     * arrays only for a sane pp and let it report a bad one. */
-    int pp_need = l->pp >= 1 && l->pp <= (1 << 20) ? l->pp : 1;
-    if (!reserve(&w->stage_costs, &w->costs_cap, pp_need, sizeof *w->stage_costs) ||
-        !reserve(&w->grad_sync, &w->grad_cap, pp_need, sizeof *w->grad_sync) ||
-        !reserve(&w->param_sync, &w->param_cap, pp_need, sizeof *w->param_sync) ||
-        !reserve(&w->optimizer, &w->opt_cap, pp_need, sizeof *w->optimizer))
-        return cm_fail(err, errlen, CM_ENOMEM, "out of memory building the simulation");
-    estimate_costs c;
-    cm_status st = estimate_stage_costs(m, sys, t, l, &c, w->stage_costs, err, errlen);
-    if (st != CM_OK) return st;
-
-    int pp = l->pp, v = l->vpp, nv = pp * v, L = m->layers;
-    if (!reserve(&w->layer, &w->layer_cap, L, sizeof *w->layer) ||
-        !reserve(&w->vstage_layers, &w->vs_cap, nv, sizeof *w->vstage_layers))
-        return cm_fail(err, errlen, CM_ENOMEM, "out of memory building the simulation");
-    bool fsdp = l->sharding == SHARDING_FSDP;
-    for (int i = 0; i < L; i++) {
-        const estimate_layer_costs *x = estimate_costs_layer(&c, i);
-        sim_layer *y = &w->layer[i];
-        y->fwd_s = x->fwd_s + x->fwd_comm_s;
-        y->bwd_s = x->bwd_s + x->recompute_s + x->bwd_comm_s;
-        y->wgrad_s = x->wgrad_s;
-        y->gather_s = fsdp ? x->gather_s : 0;
-        y->reduce_s = fsdp ? x->reduce_s : 0;
-    }
-    /* Virtual stage k = chunk * pp + stage holds the k-th slice of the layers (Megatron's
-     * interleaved assignment, megatron/core/transformer/transformer_block.py; in a V schedule
-     * chunk 1 of stage s is virtual stage 2pp-1-s, schedule.h); layout_check makes the slices
-     * equal when vpp > 1. */
-    for (int k = 0; k < nv; k++)
-        w->vstage_layers[k] = v == 1 ? w->stage_costs[k].layers : L / nv;
-    for (int s = 0; s < pp; s++) {
-        w->grad_sync[s] = w->stage_costs[s].grad_sync_s;
-        w->param_sync[s] = w->stage_costs[s].param_sync_s;
-        w->optimizer[s] = w->stage_costs[s].optimizer_s;
-    }
-
-    /*
-     * Gradient buckets (Megatron DistributedDataParallel): parameters are packed in reverse
-     * order, the order backward produces their gradients, into buckets of at least
-     * max(40M, 1M x dp) parameters (overlap_dp_bucket_params; Megatron-Core
-     * distributed_data_parallel.py, ddp bucket_size default:
-     * "larger DP sizes need larger buckets" to stay bandwidth-bound); a bucket is reduced as
-     * soon as every gradient in it is ready in the last micro-batch. We close buckets at layer
-     * boundaries. The embedding (first stage) joins the bucket of its lowest layers, the output
-     * layer (last stage) the bucket of its highest. Without overlap Megatron uses one bucket
-     * (bucket_size = None); sim_run then uses the stage's grad_sync_s instead.
-     */
-    int nb = 0;
-    bool dp_buckets = !fsdp && (l->overlap_grad_reduce ||
-                                (l->overlap_param_gather && l->sharding == SHARDING_DISTOPT));
-    if (dp_buckets) {
-        if (!reserve(&w->bucket, &w->bucket_cap, L + nv, sizeof *w->bucket))
-            return cm_fail(err, errlen, CM_ENOMEM, "out of memory building the simulation");
-        double bucket_params = overlap_dp_bucket_params(l);
-        for (int s = 0; s < pp; s++) {
-            const estimate_stage *es = &w->stage_costs[s];
-            /* Stage extras: embedding and/or output layer (what the layers do not account). */
-            double xd = es->dense_params, xe = es->expert_params;
-            for (int ch = 0; ch < v; ch++) {
-                int k = ch * pp + s, lo = 0;
-                for (int j = 0; j < k; j++) lo += w->vstage_layers[j];
-                for (int i = lo; i < lo + w->vstage_layers[k]; i++) {
-                    const estimate_layer_costs *x = estimate_costs_layer(&c, i);
-                    xd -= x->dense_params;
-                    xe -= x->expert_params;
-                }
-            }
-            xd = fmax(0, xd);
-            xe = fmax(0, xe);
-            int stage_first_bucket = nb, lowest = -1, highest = -1;
-            for (int ch = v - 1; ch >= 0; ch--) {
-                int k = ch * pp + s, lo = 0;
-                for (int j = 0; j < k; j++) lo += w->vstage_layers[j];
-                int hi = lo + w->vstage_layers[k] - 1;
-                double pd = 0, pe = 0, lpd = 0, lpe = 0;
-                int top = hi;
-                for (int i = hi; i >= lo; i--) {
-                    const estimate_layer_costs *x = estimate_costs_layer(&c, i);
-                    pd += x->dense_params;
-                    pe += x->expert_params;
-                    lpd += x->lp_dense_params;
-                    lpe += x->lp_expert_params;
-                    if (pd + pe >= bucket_params || i == lo) {
-                        sim_bucket *b = &w->bucket[nb];
-                        b->vstage = k;
-                        b->first_layer = i;
-                        b->last_layer = top;
-                        b->reduce_s = pd; /* parameter counts for now; times below */
-                        b->gather_s = pe;
-                        b->lp_params[0] = lpd;
-                        b->lp_params[1] = lpe;
-                        if (ch == v - 1 && top == hi) highest = nb;
-                        if (ch == 0 && i == lo) lowest = nb;
-                        nb++;
-                        pd = pe = lpd = lpe = 0;
-                        top = i - 1;
-                    }
-                }
-            }
-            int home = (s == pp - 1 && pp > 1) ? highest : lowest;
-            if (home >= 0) {
-                w->bucket[home].reduce_s += xd;
-                w->bucket[home].gather_s += xe;
-            }
-            for (int b = stage_first_bucket; b < nb; b++) {
-                double pd = w->bucket[b].reduce_s, pe = w->bucket[b].gather_s;
-                w->bucket[b].reduce_s =
-                    estimate_dp_sync_s(sys, t, l, pd, pe, w->bucket[b].lp_params[0],
-                                       w->bucket[b].lp_params[1], &w->bucket[b].gather_s);
-            }
-        }
-    }
-
-    sim_input *in = &w->in;
-    memset(in, 0, sizeof *in);
-    in->pp = pp;
-    in->vpp = v;
-    in->schedule = layout_pp_schedule_of(l);
-    in->microbatches = c.microbatches;
-    in->layers = L;
-    in->layer = w->layer;
-    in->vstage_layers = w->vstage_layers;
-    in->head_fwd_s = c.head_fwd_s;
-    in->head_bwd_s = c.head_bwd_s;
-    for (int i = 0; i < 2; i++) {
-        in->root_gather_s[i] = c.root_gather_s[i];
-        in->root_reduce_s[i] = c.root_reduce_s[i];
-    }
-    in->p2p_s = c.p2p_s;
-    /* Megatron-LM overlaps p2p with compute only in the interleaved schedule: overlap_p2p_comm
-     * defaults on (arguments.py --no-overlap-p2p-communication) and is turned off for the
-     * non-interleaved one, whose send_forward_recv_backward waits for its transfers. */
-    in->p2p_overlap = v > 1;
-    /* torch.distributed.pipelining issues its sends as batch_isend_irecv and waits on them a step
-     * later (schedules.py _batch_p2p / fwd_sends_to_wait) under every schedule */
-    if (l->framework == FRAMEWORK_TORCHTITAN) in->p2p_overlap = true;
-    /* ScheduleInterleaved1F1B runs on _PipelineScheduleRuntime, whose sends and receives keep
-     * their lowered order on one NCCL stream (pp_p2p_order.h); Schedule1F1B is a single-stage
-     * schedule with its own loop, not modelled this way (bench/pp_torch_order.py: for 1F1B the
-     * two semantics give the same timeline) */
-    in->p2p_stream = l->framework == FRAMEWORK_TORCHTITAN && v > 1 && pp > 1 &&
-                     (in->schedule == PP_SCHEDULE_DEFAULT ||
-                      in->schedule == PP_SCHEDULE_INTERLEAVED_1F1B);
-    in->fsdp = fsdp;
-    in->fsdp_reshard = l->reshard_after_forward;
-    in->fsdp_accumulate = fsdp && l->framework == FRAMEWORK_TORCHTITAN && pp > 1;
-    in->grad_overlap = !fsdp && l->overlap_grad_reduce;
-    in->param_gather_overlap = l->sharding == SHARDING_DISTOPT && l->overlap_param_gather;
-    in->buckets = nb;
-    in->bucket = w->bucket;
-    in->grad_sync_s = w->grad_sync;
-    in->param_sync_s = w->param_sync;
-    in->optimizer_s = w->optimizer;
-    if (cuda_graphs_on(l)) {
-        /* what the closed form charges a graphed step (estimate.c, cuda_graphs.h): the first
-         * replay's launch before the GPU has work; the optimizer behind the host's replays,
-         * clip and optimizer issue (the stage costs' optimizer_s is its GPU time there) */
-        double local;
-        estimate_optimizer_local_s(m, sys, l, 0, &local);
-        in->start_s = cuda_graphs_replay_host_s(sys, l);
-        in->opt_host_end_s = cuda_graphs_host_issue_s(sys, m, l, local, c.microbatches);
-    }
-    return CM_OK;
-}
 
 /* ---- schedules ---- */
 
@@ -286,7 +115,7 @@ static void record(sim_workspace *w, int stage, int tid, int kind, double a, dou
         w->ev_over = true;
         return;
     }
-    if (!reserve(&w->ev, &w->ev_cap, w->nev + 1, sizeof *w->ev)) {
+    if (!sim_reserve(&w->ev, &w->ev_cap, w->nev + 1, sizeof *w->ev)) {
         w->ev_failed = true;
         return;
     }
@@ -373,10 +202,14 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
     /* the share of each layer's backward this op runs: all, all but W (I), or W alone */
     double wshare = part == SCHEDULE_INPUT ? -1.0 : part == SCHEDULE_WEIGHT ? 1.0 : 0.0;
 #define BWD_PART(x, wg) (part == SCHEDULE_FULL ? (x) : wshare > 0 ? (wg) : (x) - (wg))
+    /* an unpaired forward or backward of the EP A2A overlap exposes its whole exchange */
+    bool unp = fwd ? st->fwd_done < st->unpaired
+                   : part != SCHEDULE_WEIGHT && st->bwd_done >= m * in->vpp - st->unpaired;
+    double unp_s = unp ? w->vunp[2 * k + (fwd ? 0 : 1)] : 0;
     bool ag = in->fsdp && in->fsdp_reshard && part != SCHEDULE_WEIGHT; /* backward gathers */
     bool rs = in->fsdp && part != SCHEDULE_INPUT && last_mb;
     if (!(fwd ? fg : ag || rs) && !buckets && !params) {
-        t = t0 + (fwd ? w->vfwd[k] : BWD_PART(w->vbwd[k], w->vwgrad[k]));
+        t = t0 + (fwd ? w->vfwd[k] : BWD_PART(w->vbwd[k], w->vwgrad[k])) + unp_s;
     } else if (fwd) {
         /* FSDP forward: the first layer's gather is issued when the chunk starts; each next
          * layer's is issued as the current layer starts computing (FSDP2's one-unit forward
@@ -389,7 +222,7 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
         for (int j = lo; j <= hi; j++) {
             double start = fmax(t, ag_end);
             if (params) start = fmax(start, w->param_ready[j]);
-            double end = start + L[j].fwd_s;
+            double end = start + L[j].fwd_s + (unp ? L[j].ep_unpaired_fwd_s : 0);
             if (fg && j < hi)
                 ag_end = collective(w, s, ser ? end : start, L[j + 1].gather_s, EV_AG_LAYER,
                                     j + 1, mb);
@@ -414,7 +247,8 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
             double start = fmax(t, ag_end);
             if (ag && j > lo && !ser)
                 ag_end = collective(w, s, start, L[j - 1].gather_s, EV_AG_LAYER, j - 1, mb);
-            double end = start + BWD_PART(L[j].bwd_s, L[j].wgrad_s);
+            double end = start + BWD_PART(L[j].bwd_s, L[j].wgrad_s) +
+                         (unp ? L[j].ep_unpaired_bwd_s : 0);
             t = end;
             if (rs) {
                 double rs = collective(w, s, end, L[j].reduce_s, EV_RS_LAYER, j, mb);
@@ -467,6 +301,8 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
     }
     st->compute_free = t;
     st->next++;
+    if (fwd) st->fwd_done++;
+    else if (part != SCHEDULE_WEIGHT) st->bwd_done++;
 }
 
 /*
@@ -569,22 +405,23 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     int p = in->pp, v = in->vpp, m = in->microbatches, nv = p * v;
     int per_stage = schedule_max_ops(v, m);
     size_t nops = (size_t)p * per_stage;
-    if (!reserve(&w->sched, &w->sched_cap, (int)nops, sizeof *w->sched) ||
-        !reserve(&w->ops, &w->ops_cap, (int)nops, sizeof *w->ops) ||
-        !reserve(&w->arr_f, &w->arrf_cap, nv * m, sizeof *w->arr_f) ||
-        !reserve(&w->arr_b, &w->arrb_cap, nv * m, sizeof *w->arr_b) ||
-        !reserve(&w->vfirst, &w->vfirst_cap, nv, sizeof *w->vfirst) ||
-        !reserve(&w->vfwd, &w->vfwd_cap, nv, sizeof *w->vfwd) ||
-        !reserve(&w->vbwd, &w->vbwd_cap, nv, sizeof *w->vbwd) ||
-        !reserve(&w->vwgrad, &w->vw_cap, nv, sizeof *w->vwgrad) ||
-        !reserve(&w->param_ready, &w->pr_cap, in->layers + 1, sizeof *w->param_ready) ||
-        !reserve(&w->bucket_at, &w->ba_cap, in->layers + 1, sizeof *w->bucket_at) ||
-        !reserve(&w->bucket_num, &w->bn_cap, in->buckets + 1, sizeof *w->bucket_num) ||
-        !reserve(&w->stage_count, &w->sc_cap, p, sizeof *w->stage_count) ||
-        !reserve(&w->op_off, &w->off_cap, p, sizeof *w->op_off) ||
-        !reserve(&w->st, &w->st_cap, p, sizeof *w->st) ||
-        !reserve(&w->stats, &w->stats_cap, p, sizeof *w->stats) ||
-        !reserve(&w->queue, &w->queue_cap, p, sizeof *w->queue))
+    if (!sim_reserve(&w->sched, &w->sched_cap, (int)nops, sizeof *w->sched) ||
+        !sim_reserve(&w->ops, &w->ops_cap, (int)nops, sizeof *w->ops) ||
+        !sim_reserve(&w->arr_f, &w->arrf_cap, nv * m, sizeof *w->arr_f) ||
+        !sim_reserve(&w->arr_b, &w->arrb_cap, nv * m, sizeof *w->arr_b) ||
+        !sim_reserve(&w->vfirst, &w->vfirst_cap, nv, sizeof *w->vfirst) ||
+        !sim_reserve(&w->vfwd, &w->vfwd_cap, nv, sizeof *w->vfwd) ||
+        !sim_reserve(&w->vbwd, &w->vbwd_cap, nv, sizeof *w->vbwd) ||
+        !sim_reserve(&w->vwgrad, &w->vw_cap, nv, sizeof *w->vwgrad) ||
+        !sim_reserve(&w->vunp, &w->unp_cap, 2 * nv, sizeof *w->vunp) ||
+        !sim_reserve(&w->param_ready, &w->pr_cap, in->layers + 1, sizeof *w->param_ready) ||
+        !sim_reserve(&w->bucket_at, &w->ba_cap, in->layers + 1, sizeof *w->bucket_at) ||
+        !sim_reserve(&w->bucket_num, &w->bn_cap, in->buckets + 1, sizeof *w->bucket_num) ||
+        !sim_reserve(&w->stage_count, &w->sc_cap, p, sizeof *w->stage_count) ||
+        !sim_reserve(&w->op_off, &w->off_cap, p, sizeof *w->op_off) ||
+        !sim_reserve(&w->st, &w->st_cap, p, sizeof *w->st) ||
+        !sim_reserve(&w->stats, &w->stats_cap, p, sizeof *w->stats) ||
+        !sim_reserve(&w->queue, &w->queue_cap, p, sizeof *w->queue))
         return cm_fail(err, errlen, CM_ENOMEM, "out of memory in the simulation");
 
     w->run_in = in;
@@ -597,6 +434,11 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     w->ev_failed = false;
     w->ev_over = false;
     memset(w->st, 0, (size_t)p * sizeof *w->st);
+    /* Megatron's combined 1F1B (sim.h ep_unpaired): schedules.py get_pp_rank_microbatches
+     * 964-970, the warm-up with its one extra forward; the cool-down as long (estimate.c
+     * ep_unpaired_steps, the same count) */
+    for (int s = 0; s < p && in->ep_unpaired; s++)
+        w->st[s].unpaired = schedule_combined_unpaired(p, v, m, s);
     for (int s = 0; s < p; s++) /* a graphed step's first replay launch (sim.h start_s) */
         w->st[s].compute_free = w->st[s].coll_free = w->st[s].send_free[0] =
             w->st[s].send_free[1] = w->st[s].p2p_free = in->start_s;
@@ -606,13 +448,17 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     int first = 0;
     for (int k = 0; k < nv; k++) {
         w->vfirst[k] = first;
-        double f = 0, b = 0, wg = 0;
+        double f = 0, b = 0, wg = 0, uf = 0, ub = 0;
         for (int j = first; j < first + in->vstage_layers[k]; j++) {
             f += in->layer[j].fwd_s;
             b += in->layer[j].bwd_s;
             wg += in->layer[j].wgrad_s;
+            uf += in->layer[j].ep_unpaired_fwd_s;
+            ub += in->layer[j].ep_unpaired_bwd_s;
         }
         w->vwgrad[k] = wg;
+        w->vunp[2 * k] = uf;
+        w->vunp[2 * k + 1] = ub;
         if (k == nv - 1) {
             f += in->head_fwd_s;
             b += in->head_bwd_s;
@@ -668,9 +514,9 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
 
     if (in->p2p_stream) {
         int cap = pp_p2p_max_ops(v, m);
-        if (!reserve(&w->p2p, &w->p2p_cap, p * cap, sizeof *w->p2p) ||
-            !reserve(&w->half, &w->half_cap, 4 * nv * m, sizeof *w->half) ||
-            !reserve(&w->stage_count, &w->sc_cap, p, sizeof *w->stage_count))
+        if (!sim_reserve(&w->p2p, &w->p2p_cap, p * cap, sizeof *w->p2p) ||
+            !sim_reserve(&w->half, &w->half_cap, 4 * nv * m, sizeof *w->half) ||
+            !sim_reserve(&w->stage_count, &w->sc_cap, p, sizeof *w->stage_count))
             return cm_fail(err, errlen, CM_ENOMEM, "out of memory in the simulation");
         for (int s = 0; s < p; s++) w->stage_count[s] = w->st[s].nops;
         int *nout = malloc((size_t)p * sizeof *nout);

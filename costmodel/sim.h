@@ -33,6 +33,8 @@ typedef struct {
     double gather_s; /* FSDP all-gather of its parameters (before forward; again before
                         backward when resharded after forward) */
     double reduce_s; /* FSDP reduce-scatter of its gradients, after its backward */
+    double ep_unpaired_fwd_s, ep_unpaired_bwd_s; /* added to fwd_s (bwd_s) where it runs
+                                                     unpaired (sim_input ep_unpaired) */
 } sim_layer;
 
 /* A data-parallel gradient bucket: layers first..last of one virtual stage. */
@@ -71,6 +73,10 @@ typedef struct {
                                         micro-batches (torch.distributed.pipelining, sim.c) */
     bool grad_overlap;               /* reduce buckets during the last backward */
     bool param_gather_overlap;       /* gather buckets at the start, under the first forward */
+    bool ep_unpaired;                /* Megatron's EP A2A overlap (combined 1F1B): a stage's
+                                        first 2(pp-s-1) + (vpp-1)pp + 1 forward chunks and as
+                                        many last backwards have no partner micro-batch and
+                                        pay their layers' ep_unpaired_*_s (sim.c run_chunk) */
     int buckets;
     const sim_bucket *bucket;        /* [buckets], used by the two overlaps */
     const double *grad_sync_s;       /* [pp] whole-stage gradient reduction, no overlap */

@@ -30,11 +30,16 @@ typedef struct {
 
 typedef schedule_op sched_op;
 
+/* Grow *p (a pointer to an array) to hold n elements of size sz; false when out of memory. */
+bool sim_reserve(void *pp, int *cap, int n, size_t sz);
+
 typedef struct {
     double compute_free, send_free[2], coll_free;
     double busy;
     int next, nops;
     int p2p_pos, p2p_n; /* p2p_stream: its next SEND/RECV, and how many */
+    int fwd_done, bwd_done; /* forwards and backwards (full or I) run so far */
+    int unpaired;       /* ep_unpaired: its first and last this many run unpaired */
     double p2p_free;    /* p2p_stream: its NCCL stream is free */
     bool queued;
     unsigned tids_used;
@@ -57,6 +62,7 @@ struct sim_workspace {
     int *vfirst;                 /* first layer of each virtual stage */
     double *vfwd, *vbwd;         /* summed chunk durations (with the head on the last) */
     double *vwgrad;              /* the weight-gradient part of vbwd (zero-bubble W ops) */
+    double *vunp;                /* [2 * vstage]: its layers' ep_unpaired_{fwd,bwd}_s summed */
     double *param_ready;         /* [layer]: its parameters are gathered (first forward) */
     int *bucket_at;              /* [layer]: the bucket made ready by this layer's backward */
     int *bucket_num;             /* [bucket]: its number within its stage (trace names) */
@@ -70,7 +76,7 @@ struct sim_workspace {
     sim_stage_stats *stats;
     int *queue;                  /* [pp] ring of stages whose next chunk can run */
     int sched_cap, ops_cap, arrf_cap, arrb_cap, vfirst_cap, vfwd_cap, vbwd_cap, vw_cap, pr_cap, ba_cap,
-        bn_cap, sc_cap, st_cap, stats_cap, queue_cap, off_cap;
+        bn_cap, sc_cap, st_cap, stats_cap, queue_cap, off_cap, unp_cap;
     int per_stage, nops, pp;
     /* trace */
     bool tracing, traced;

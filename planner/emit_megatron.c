@@ -149,13 +149,6 @@ int emit_megatron_max_connections(const layout *l, const system_spec *sys)
  * leaves the gap in the chunk that holds the embedding (first rank: its first chunk) or the
  * loss (last rank: its last chunk), as Megatron-Bridge's DeepSeek-V3 H100 recipe does
  * ("Et|(tt|)*30mL"). Returns false when the text does not fit buf. */
-static int chunk_layers(const model_spec *m, const layout *l, int rank, int chunk)
-{
-    int n = layout_stage_layers(m, l, rank), v = l->vpp, base = n / v, extra = n % v;
-    if (rank == l->pp - 1 && l->pp > 1) return base + (chunk < extra ? 1 : 0);
-    return base + (chunk >= v - extra ? 1 : 0);
-}
-
 bool emit_pipeline_layout_text(const model_spec *m, const layout *l, char *buf, size_t len)
 {
     size_t used = 0;
@@ -163,7 +156,7 @@ bool emit_pipeline_layout_text(const model_spec *m, const layout *l, char *buf, 
     int stages = l->pp * (l->vpp > 1 ? l->vpp : 1);
     for (int vs = 0; vs < stages; vs++) {
         int rank = vs % l->pp, chunk = vs / l->pp;
-        int n = l->vpp > 1 ? chunk_layers(m, l, rank, chunk) : layout_stage_layers(m, l, rank);
+        int n = layout_chunk_layers(m, l, rank, chunk); /* the stage's layers at vpp 1 */
         bool first = vs == 0, last = vs == stages - 1;
         char stage[64];
         int k = snprintf(stage, sizeof stage, "%s%s", vs ? "|" : "", first ? "E" : "");
