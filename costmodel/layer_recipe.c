@@ -245,10 +245,12 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         rb_linear(b, "kv_down", tokens, m->kv_lora_rank + m->qk_rope_dim, h);
         rb_linear(b, "kv_up", tokens, a * (m->qk_nope_dim + vd) / tp, m->kv_lora_rank);
     } else {
-        b->x_fwd_cast_frac = rb_float8_tp_shard_cast(l);
-        b->x_saved_fp8 = b->x_fwd_cast_frac < 1.0;
+        b->x_saved_fp8 = rb_float8_tp_shard_cast(l) < 1.0;
+        b->x_fwd_cast_frac = rb_sp_input_cast_frac(l);
+        b->x_sp_gathered = true;
         rb_linear(b, "qkv", tokens, (model_q_dim(m) + 2.0 * model_kv_dim(m)) / tp, h);
         b->x_fwd_cast_frac = 1.0;
+        b->x_sp_gathered = false;
     }
 
     /* Attention core. Flash: compute.h's model, split over the batched GEMMs the backend runs
@@ -434,8 +436,9 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
     }
 
+    b->dy_sp_gathered = true;
     rb_linear(b, "attn_out", tokens, h, (m->mla ? a * vd : model_q_dim(m)) / tp);
-    b->x_saved_fp8 = false;
+    b->x_saved_fp8 = b->dy_sp_gathered = false;
     rb_tp_leave(&tc, tp_attn, RECIPE_FWD);
     /* TE's userbuffer overlap or torchtitan's async TP of the attention block (not MLA's: its
      * down-projections are replicated Linears outside the pairs) */
@@ -459,12 +462,15 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
     int tp_mlp = !moe || m->shared_experts > 0 ? rb_tp_op(&tc, "tp.mlp") : -1;
     rb_tp_enter(&tc, tp_mlp, RECIPE_FWD);
     if (!moe) {
-        b->x_fwd_cast_frac = rb_float8_tp_shard_cast(l);
-        b->x_saved_fp8 = b->x_fwd_cast_frac < 1.0;
+        b->x_saved_fp8 = rb_float8_tp_shard_cast(l) < 1.0;
+        b->x_fwd_cast_frac = rb_sp_input_cast_frac(l);
+        b->x_sp_gathered = true;
         rb_linear(b, "mlp_up", tokens, gate * m->ffn / tp, h);
         b->x_fwd_cast_frac = 1.0;
+        b->x_sp_gathered = false;
+        b->dy_sp_gathered = true;
         rb_linear(b, "mlp_down", tokens, h, (double)m->ffn / tp);
-        b->x_saved_fp8 = false;
+        b->x_saved_fp8 = b->dy_sp_gathered = false;
     } else {
         /* MoE block (Megatron's MoELayer): the router over this rank's tokens (its SP shard),
          * the dispatch of top_k copies of the tokens over the EP group, E/ep local experts as

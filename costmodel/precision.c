@@ -118,8 +118,45 @@
  *    Each kernel reads and writes the operand's scales (elements / 32 bytes for MXFP8, / 16 for
  *    NVFP4) and lasts at least the kernel's shortest duration: max(scale_swizzle_kernel_s,
  *    2 x scale bytes / scale_swizzle_bytes_per_s).
-: a global amax pass (2) for the per-tensor
- *    fp32 scale, then 1x16 blocks with e4m3 scales in both layouts: 2 + 0.5 + 0.5 + 2/16.
+ *  - nvfp4 (TE NVFP4BlockScaling; nvfp14 traced it at TE 366798e, the commit Megatron-Bridge
+ *    v0.4.2 pins, pyproject.toml line 123, and 4220403, v0.5.0's, line 131): a global amax pass
+ *    (2) for the per-tensor fp32 scale, then 1x16 blocks with e4m3 scales in both layouts:
+ *    2 + 0.5 + 0.5 + 2/16. Megatron builds the default recipe (megatron/core/fp4_utils.py
+ *    get_fp4_recipe, Megatron-LM d98e8a6), whose three techniques (arXiv 2509.25149 Sec. 4;
+ *    TE common/recipe/__init__.py NVFP4BlockScaling.__post_init__) add no HBM bytes:
+ *    the 16x16 random Hadamard transform on the columnwise (wgrad) copy of the input and output
+ *    gradient, and stochastic rounding of the output gradient, run inside the one fused kernel
+ *    nvte_quantize_with_hadamard_transform (rowwise cast + RHT + columnwise cast from one read;
+ *    pytorch/csrc/quantizer.cpp NVFP4Quantizer::quantize_impl, lines 2366-2377 at 366798e),
+ *    taken for bf16 inputs of rows % 64 == 0 and cols % 128 == 0 (line 2243: every Llama Linear
+ *    here), after nvte_hadamard_transform_amax, one read giving both amaxes (lines 2287-2300);
+ *    the weights' 16x16 2D block scales come from the same amax + cast kernels. The unfused
+ *    fallback (a bf16 RHT copy written and read again) is not priced. The Hadamard MMAs and
+ *    the Philox draws of stochastic rounding are arithmetic inside a memory-bound kernel: NOT
+ *    PRICED, unmeasured on Blackwell here (TE's B300 GEMM benchmark, below, hints at 12-15%).
+ *    Megatron-Bridge's performance recipes run every layer in NVFP4 (scripts/performance/
+ *    utils/precision.py get_precision_config "nvfp4": bf16_with_nvfp4_mixed() unchanged, no
+ *    first_last_layers_bf16; only the Llama-3 8B library recipe keeps its last 4 layers bf16).
+ *  - NVFP4 under SP (Megatron, tp > 1, precision_sp_shard_frac / _gather_fixup_bytes): TE
+ *    quantizes the column-parallel Linear's input on its sequence shard and gathers NVFP4
+ *    (module/linear.py lines 182-214 at 366798e: both usages from the shard, rowwise gathered
+ *    for fprop; the backward gathers the columnwise copy, lines 650-673), and quantizes the
+ *    row-parallel Linear's output gradient on its shard before gathering it (module/base.py
+ *    grad_output_preprocess, lines 1224-1229, through distributed.py _all_gather_nvfp4, which
+ *    quantizes the bf16 shard, line 1391): those casts cover tokens / tp rows. A gathered
+ *    columnwise NVFP4 copy arrives interleaved by rank and is reordered by tex.swap_first_dims,
+ *    data and scales (distributed.py _post_process_nvfp4_gather, lines 1274-1292, and
+ *    _swap_first_dims, 1246-1271): read + write of 0.5 + 1/16 bytes per gathered element, on the
+ *    compute stream, for the wgrad input and the output gradient. With userbuffers (no NVFP4
+ *    recipe here uses them) the fix-up is not priced. FP8 and MXFP8 quantize their SP shards the
+ *    same way (linear.py line 182): NOT PRICED, they keep the full-rows cast.
+ *    TE's B300 GEMM benchmark in autocast (te.Linear forwards with grad enabled, quantizing X
+ *    and W in both usages every call, docs/examples/gemm_profiling/gemm_profiling.rst at
+ *    d0067d0) against its pre-quantized run: quantization 2.689 ms per layer for NVFP4, 1.823
+ *    MXFP8, 2.335 FP8 current scaling, over 2.483e9 quantized elements: 4.73 TB/s at 5.125 B,
+ *    5.53 at 4.0625, 5.32 at 5: NVFP4's quantize moves its bytes 12-15% slower, the RHT and
+ *    stochastic rounding arithmetic or kernels this byte count misses (a single published
+ *    benchmark; not applied, bench/results/nvfp14_2026-11-28/README.md).
  *
  * Memory. TE keeps the bf16 parameters and, per Linear, the cached low-precision weight and
  * its transpose (fp8: 1 + 1 bytes per parameter; MXFP8 rowwise + columnwise 2 + 2/32; NVFP4
@@ -496,6 +533,25 @@ double precision_scale_swizzle_s(const system_spec *sys, const layout *l, double
     if (per_element <= 0 || sys->scale_swizzle_bytes_per_s <= 0 || elements <= 0) return 0;
     double moved_s = 2.0 * elements * per_element / sys->scale_swizzle_bytes_per_s;
     return moved_s > sys->scale_swizzle_kernel_s ? moved_s : sys->scale_swizzle_kernel_s;
+}
+
+static bool te_nvfp4_sp(const layout *l)
+{
+    return l->precision == PRECISION_NVFP4 && l->framework == FRAMEWORK_MEGATRON && l->tp > 1 &&
+           l->sp;
+}
+
+double precision_sp_shard_frac(const layout *l)
+{
+    return te_nvfp4_sp(l) ? 1.0 / l->tp : 1.0;
+}
+
+double precision_sp_gather_fixup_bytes(const layout *l)
+{
+    if (!te_nvfp4_sp(l) || l->tp_comm_overlap) return 0;
+    precision_rules r;
+    precision_rules_of(l, &r);
+    return 2.0 * r.operand_bytes; /* data 0.5 + scales 1/16, read and written */
 }
 
 double precision_tp_gather_bytes(const layout *l)

@@ -117,6 +117,15 @@ double precision_param_gather_bytes(const layout *l);
  * scaling, at most layers / pp each). */
 cm_status precision_check_model(const model_spec *m, const layout *l, char *err, size_t errlen);
 
+/* Transformer Engine's NVFP4 Linears under Megatron's sequence parallelism (tp > 1): the
+ * fraction of a TP-gathered operand's rows TE quantizes (1/tp: the column-parallel Linear's
+ * input and the row-parallel Linear's output gradient are quantized on the local sequence shard,
+ * then gathered in NVFP4), else 1; and the bytes per gathered element of the fix-up kernel that
+ * reorders a gathered columnwise (transposed) NVFP4 copy, data and scales read and written
+ * (2 x (0.5 + 1/16); 0 where it does not run). Sources in precision.c ("NVFP4 under SP"). */
+double precision_sp_shard_frac(const layout *l);
+double precision_sp_gather_fixup_bytes(const layout *l);
+
 /* The achieved fraction of the low-precision peak over the bf16 GEMM's achieved fraction of
  * the bf16 peak for l's recipe on sys's GPU: a calibration profile's fitted FP8 ratio
  * (sys->fp8_gemm_ratio, plan fit) for fp8 (sys->fp8_blockwise_gemm_ratio for the blockwise

@@ -25,6 +25,7 @@ void rb_precision(builder *b, const layout *l)
     b->l = l;
     b->x_fwd_cast_frac = 1.0;
     b->x_saved_fp8 = false;
+    b->x_sp_gathered = b->dy_sp_gathered = false;
     /* torchao's float8 casts, compiled by Inductor into an amax pass and a cast pass, reach
      * 0.33-0.63 of the HBM peak on H100 (bench/results/fp8_rowwise_2026-11-28: 5 bytes an
      * element at 1.1-2.1 TB/s, tensorwise and rowwise, 8B/70B shapes), the rate of the eager
@@ -177,7 +178,13 @@ void rb_quantize_ops(builder *b, double tokens, double out, double in, double co
     /* an input saved in float8 is transposed for wgrad (torchao float8_ops float8_mm makes
      * the column-major operand with .t().contiguous().t(): read 1, write 1) */
     double xb = b->x_saved_fp8 ? 2.0 : p->x_bwd_bytes;
-    b->quant_bwd_bytes += copies * (xb * x + p->w_bwd_bytes * w + p->dy_bwd_bytes * dy);
+    /* TE NVFP4 under SP: the row-parallel Linear's output gradient cast on its shard, and the
+     * reorder of each gathered columnwise copy (precision.c "NVFP4 under SP") */
+    double dyf = b->dy_sp_gathered ? precision_sp_shard_frac(b->l) : 1.0;
+    double fix = precision_sp_gather_fixup_bytes(b->l);
+    double fixed = (b->x_sp_gathered ? x : 0) + (b->dy_sp_gathered ? dy : 0);
+    b->quant_bwd_bytes += copies * (xb * x + p->w_bwd_bytes * w + p->dy_bwd_bytes * dy * dyf +
+                                    fix * fixed);
     /* the GEMMs' scale swizzles (precision.c "Scale swizzles"): fprop X, W; dgrad dY, W;
      * wgrad X, dY; a grouped GEMM swizzles all its experts in one kernel */
     const system_spec *s = b->sys;
@@ -206,6 +213,12 @@ double rb_float8_tp_shard_cast(const layout *l)
                      l->precision == PRECISION_FP8 &&
                      precision_fp8_recipe(l) == FP8_RECIPE_TENSORWISE;
     return float8_tp ? 1.0 / l->tp : 1.0;
+}
+
+double rb_sp_input_cast_frac(const layout *l)
+{
+    double f = rb_float8_tp_shard_cast(l);
+    return f < 1.0 ? f : precision_sp_shard_frac(l);
 }
 
 /* The layer's quantize kernels as two elementwise ops, forward and backward. */

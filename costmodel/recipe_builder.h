@@ -40,6 +40,10 @@ typedef struct {
      * hooks cast it), so its backward transposes the saved float8 input instead of casting the
      * bf16 one again (rb_float8_tp_shard_cast's comment) */
     bool x_saved_fp8;
+    /* the Linear being added takes a TP-gathered input (column parallel) or a TP-gathered
+     * output gradient (row parallel) under SP: TE's NVFP4 quantizes those on the sequence shard
+     * and reorders their gathered columnwise copy (precision_sp_shard_frac, _gather_fixup_bytes) */
+    bool x_sp_gathered, dy_sp_gathered;
     recipe_block block; /* the block ops added now belong to (rb_op_add stamps it) */
     /* the MTP modules' transformer layer, recipe_layer's for the head's layout, already built
      * (the search's layer-cost cache holds it: recipe_head_mtp), or NULL: rb_mtp_modules
@@ -51,6 +55,9 @@ void rb_precision(builder *b, const layout *l);
 /* 1/tp where l's Linears that enter a TP block take a float8 input cast on the sequence shard
  * (torchtitan, float8 tensorwise, TP with SP), else 1 */
 double rb_float8_tp_shard_cast(const layout *l);
+/* The forward input cast's fraction of the GEMM rows for a column-parallel Linear under SP:
+ * rb_float8_tp_shard_cast's, or TE NVFP4's shard (precision_sp_shard_frac) */
+double rb_sp_input_cast_frac(const layout *l);
 double rb_gemm_s(const builder *b, double m, double n, double k);
 double rb_gemm_fwd_bwd_s(const builder *b, double m, double n, double k);
 void rb_gemm_parts(const builder *b, double m, double n, double k, double *math_s,

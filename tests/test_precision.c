@@ -295,6 +295,48 @@ static void test_tp_gather_quantized(void **state)
     }
 }
 
+/* Transformer Engine's NVFP4 under Megatron's SP (precision.c "NVFP4 under SP", nvfp14): the 8B
+ * layer at T = 4096, TP 2, on the toy Blackwell (HBM 2e12 B/s). The Linears at TP 2: qkv
+ * 3072 x 4096, attn_out 4096 x 2048, mlp_up 14336 x 4096, mlp_down 4096 x 7168; NVFP4 moves
+ * e = 2 + 0.5 + 0.5 + 2/16 = 5.125 bytes per element of X, W and dY. TE casts the column-parallel
+ * inputs (qkv, mlp_up: 4096 wide) and the row-parallel output gradients (attn_out, mlp_down:
+ * 4096 wide) on their sequence shard, T / 2 rows:
+ *   forward  e (T (2048 + 2048 + 2048 + 7168) + sum(out*in) / 2)
+ *            = 5.125 (54,525,952 + 109,051,904) = 838,336,512 bytes
+ *   backward e T (3072 + 2048 + 14336 + 2048) = 5.125 x 88,080,384 = 451,411,968 bytes
+ * plus, without userbuffers, the reorder of the four gathered columnwise copies (qkv and mlp_up
+ * inputs, attn_out and mlp_down output gradients, T x 4096 each), read and written at
+ * 0.5 + 1/16: 1.125 x 4 x 4096 x 4096 = 75,497,472 bytes, 526,909,440 in all. Before nvfp14
+ * the full rows were cast (forward 5.125 (T 17408 + 109,051,904) = 924,319,744, backward
+ * 5.125 T 25600 = 537,395,200) and no reorder was charged. */
+static void test_nvfp4_sp_shard(void **state)
+{
+    (void)state;
+    model_spec m = load_model("8b");
+    system_spec s = toy();
+    snprintf(s.gpu_name, sizeof s.gpu_name, "B200-toy");
+    training_spec t = training_default();
+    static recipe r;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.tp = 2, l.dp = 4, l.sp = true, l.tp_comm_overlap = false;
+    l.precision = PRECISION_NVFP4;
+    assert_true(REL(precision_sp_shard_frac(&l), 0.5) < 1e-15);
+    assert_true(REL(precision_sp_gather_fixup_bytes(&l), 1.125) < 1e-15);
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    assert_true(REL(op_time(&r, "lp.quantize", false), 838336512.0 / 2e12) < 1e-12);
+    assert_true(REL(op_time(&r, "lp.quantize_bwd", true), 526909440.0 / 2e12) < 1e-12);
+    l.tp_comm_overlap = true; /* userbuffers: the shard casts stay, no reorder priced */
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    assert_true(REL(op_time(&r, "lp.quantize", false), 838336512.0 / 2e12) < 1e-12);
+    assert_true(REL(op_time(&r, "lp.quantize_bwd", true), 451411968.0 / 2e12) < 1e-12);
+    l.precision = PRECISION_MXFP8; /* other recipes: not priced, the full rows as before */
+    assert_true(precision_sp_shard_frac(&l) == 1.0 && precision_sp_gather_fixup_bytes(&l) == 0);
+    l.precision = PRECISION_NVFP4, l.sp = false, l.tp_comm_overlap = false;
+    assert_true(precision_sp_shard_frac(&l) == 1.0 && precision_sp_gather_fixup_bytes(&l) == 0);
+    l.sp = true, l.tp = 1;
+    assert_true(precision_sp_shard_frac(&l) == 1.0 && precision_sp_gather_fixup_bytes(&l) == 0);
+}
+
 /* Memory of 8B on one stage (tp 1, pp 1, distributed optimizer), delayed scaling: TE keeps the
  * FP8 weight and its transpose beside the bf16 weight, 2 bytes per Linear parameter,
  * 32 x 218,103,808 x 2 = 13,958,643,712 bytes, plus the amax history 3 x 1024 x 4 bytes for
@@ -415,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_quantize_kernels_blackwell),
         cmocka_unit_test(test_scale_swizzle),
         cmocka_unit_test(test_tp_gather_quantized),
+        cmocka_unit_test(test_nvfp4_sp_shard),
         cmocka_unit_test(test_memory_delayed),
         cmocka_unit_test(test_memory_fsdp2_float8_all_gather),
         cmocka_unit_test(test_rules),

@@ -52,6 +52,10 @@
  * and gathers the output gradient in TE's format (recipe_tp.c tp_nccl_block;
  * bench/results/bw13_2026-11-28): the five NVFP4 rows (no TP overlap in their recipe) move, 405B
  * -13.9..-10.9% -> -10.0..-7.8%, 70B GB200 +27.8 -> +31.5% (range -10.0..+31.5%, median +1.4%).
+ * Since nvfp14 TE's NVFP4 casts the SP-gathered operands on their sequence shard and reorders
+ * each gathered columnwise copy (precision.c "NVFP4 under SP"; bench/results/nvfp14_2026-11-28):
+ * the four 405B NVFP4 rows -10.0..-7.8% -> -8.6..-6.7%, 70B GB200 +31.5 -> +32.5% (range
+ * -9.9..+32.5%, median +1.4%).
  * Lower the bounds as the mechanisms there are priced */
 #define ERR_MIN -0.17
 #define ERR_MAX 0.35
