@@ -81,6 +81,28 @@ for name, val in list(vars(A).items()):
 # decoder blocks: forward start / end events (set once the model exists: patch prun_build.build)
 import prun_build  # noqa: E402
 _build = prun_build.build
+_shard = prun_build.shard_blocks
+OWN_GROUP = os.environ.get("CP_EVENTS_FSDP_OWN_GROUP") == "1"
+
+
+def shard_blocks(model, mesh, *a, **k):
+    """CP_EVENTS_FSDP_OWN_GROUP=1: FSDP2 on a process group of its own (a second NCCL
+    communicator over the same ranks), so that its all-gathers and reduce-scatters no longer
+    share one communicator, and so one issue order, with the ring's K/V and dK/dV exchanges.
+    parallel_run.py's cp layout uses mesh["cp"] for both; a 1-D mesh over the whole world uses
+    the default group."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import DeviceMesh
+    g = mesh.get_group()
+    print("CPEV fsdp group is default group: %s; own group: %s" % (g is dist.distributed_c10d._get_default_group(),
+                                                                  OWN_GROUP), flush=True)
+    if OWN_GROUP:
+        own = dist.new_group(list(range(dist.get_world_size())))
+        mesh = DeviceMesh.from_group(own, "cuda", mesh_dim_names=("fsdp",))
+    return _shard(model, mesh, *a, **k)
+
+
+prun_build.shard_blocks = shard_blocks
 
 
 def build(*a, **k):
@@ -128,16 +150,18 @@ def dump():
         out["kinds"][key] = {"calls_total": len(v), "calls_per_step": n_per_step,
                              "gpu_s_median": statistics.median(x[0] for x in tail),
                              "gpu_s_sum_per_step": sum(x[0] for x in tail) / max(1, steps),
-                             "host_s_median": statistics.median(x[1] for x in tail)}
+                             "host_s_median": statistics.median(x[1] for x in tail),
+                             "gpu_s_p90": sorted(x[0] for x in tail)[int(0.9 * (len(tail) - 1))],
+                             "gpu_s_max": max(x[0] for x in tail)}
     d = os.environ.get("CP_EVENTS_OUT", ".")
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "cp_events_rank%d.json" % rank), "w") as f:
         json.dump(out, f, indent=1)
     if rank == 0:
         for key, x in sorted(out["kinds"].items()):
-            print("CPEV %-70s n/step %3d gpu med %.3f ms sum/step %.1f ms host med %.3f ms" % (
-                key, x["calls_per_step"], 1e3 * x["gpu_s_median"], 1e3 * x["gpu_s_sum_per_step"],
-                1e3 * x["host_s_median"]), flush=True)
+            print("CPEV %-70s n/step %3d gpu med %.3f p90 %.3f max %.3f ms sum/step %.1f ms host med %.3f ms" % (
+                key, x["calls_per_step"], 1e3 * x["gpu_s_median"], 1e3 * x["gpu_s_p90"], 1e3 * x["gpu_s_max"],
+                1e3 * x["gpu_s_sum_per_step"], 1e3 * x["host_s_median"]), flush=True)
 
 
 atexit.register(dump)
