@@ -39,8 +39,18 @@ double estimate_optimizer_local_s(const model_spec *m, const system_spec *sys, c
     double per_param = 30.0;
     /* bf16 gradient read and bf16 m, v read + write: 2 + 8 + 8 + 2 = 20 */
     if (l->optimizer_bf16_states) per_param = 20.0;
-    if (layout_is_pytorch(l))
-        per_param = optimizer_impl_bytes_per_param(layout_optimizer_impl_of(l)) + 12.0;
+    /* torch's clip_grad_norm_ (foreach norm and scale) and foreach AdamW run as
+     * multi_tensor_apply kernels, which stream below a plain copy's rate
+     * (gpu.multi_tensor_efficiency: measured per GPU in clip's and AdamW's profiled kernels;
+     * 0: hbm_efficiency); fused AdamW's own kernel and the for-loop's are not measured */
+    double mt_bytes = 0;
+    if (layout_is_pytorch(l)) {
+        layout_optimizer_impl oi = layout_optimizer_impl_of(l);
+        per_param = optimizer_impl_bytes_per_param(oi) + 12.0;
+        if (sys->multi_tensor_efficiency > 0)
+            mt_bytes = (12.0 + (oi == OPTIMIZER_IMPL_FOREACH ? optimizer_impl_bytes_per_param(oi)
+                                                             : 0.0)) * local;
+    }
     /* --fp8-param-gather: the updated fp32 master is written to the parameter buffer in its
      * low-precision format (Megatron quantizes the shard, fp8_utils.py quantize_param_shard)
      * instead of bf16: operand_bytes instead of 2 per Linear weight */
@@ -51,7 +61,9 @@ double estimate_optimizer_local_s(const model_spec *m, const system_spec *sys, c
         if (l->shard_size > 0 && l->shard_size < ne) ne = l->shard_size;
         saved = (2.0 - precision_param_bytes(l)) * (lpd / layout_shard_group(l) + lpe / ne);
     }
-    double gpu_s = compute_stream_s(sys, per_param * local - saved);
+    double gpu_s = compute_stream_s(sys, per_param * local - saved - mt_bytes);
+    if (mt_bytes > 0)
+        gpu_s += mt_bytes / (sys->hbm_bandwidth_bytes_per_s * sys->multi_tensor_efficiency);
     /* DTensor TP: the fused AdamW call is one DTensor dispatch over every parameter tensor,
      * whose host work (unwrap and sharding propagation per tensor) comes before its kernels
      * (dtensor_step_host.h); where the GPU has caught up with the host by then (a host-bound

@@ -76,6 +76,9 @@ typedef struct {
     double gemm_efficiency_max;        /* achieved/peak on large bf16 GEMMs */
     double gemm_overhead_s;            /* fixed cost per GEMM kernel */
     double hbm_efficiency;             /* achieved/peak HBM bandwidth of streaming kernels */
+    double multi_tensor_efficiency;    /* the same for torch's foreach multi_tensor_apply kernels
+                                          (clip_grad_norm_, foreach AdamW: estimate_optimizer.c);
+                                          0: not measured, hbm_efficiency */
     double eager_elementwise_efficiency; /* the same for eager PyTorch elementwise (FSDP2 path) */
     double eager_kernel_gap_s;         /* idle time between back-to-back eager kernels (optional) */
     double eager_elementwise_efficiency_alone; /* the same with nothing beside them (one GPU:

@@ -1,6 +1,7 @@
 /*
  * test_optimizer_host.c — the host's issue time of torch's clip_grad_norm_ and AdamW step
- * (costmodel/optimizer_host.h) by hand, and its place as a floor under the optimizer's time.
+ * (costmodel/optimizer_host.h) by hand, and its place as a floor under the optimizer's time;
+ * the GPU side's multi_tensor_apply rate (gpu.multi_tensor_efficiency, estimate_optimizer.c).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -86,11 +87,42 @@ static void test_floor_in_estimate(void **state)
     if (fabs(slow - want) > 1e-9 || slow <= gpu) fail_msg("host floor %.6g s, want %.6g", slow, want);
 }
 
+/* gpu.multi_tensor_efficiency (unset in the presets: hbm_efficiency for every byte). Set, the
+ * foreach path's 92 B per parameter (AdamW 80 + clip 12) stream at it, so the GPU time scales by
+ * hbm_efficiency / multi_tensor_efficiency; under fused AdamW only clip's 12 B do (its own
+ * 28 B keep hbm_efficiency): 12 / 40 of the bytes. The host floor is off so the GPU time shows. */
+static void test_multi_tensor_rate(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (model_load("1b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    assert_true(s.multi_tensor_efficiency == 0);
+    s.host_clip_tensor_s = 0;
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    l.dp = 1, l.mbs = 1;
+    double base = estimate_optimizer_s(&m, &s, &l, 0);
+    l.optimizer_impl = OPTIMIZER_IMPL_FUSED;
+    double base_fused = estimate_optimizer_s(&m, &s, &l, 0);
+    system_spec t = s;
+    t.multi_tensor_efficiency = s.hbm_efficiency / 2; /* half the rate: twice the time */
+    l.optimizer_impl = OPTIMIZER_IMPL_FOREACH;
+    double slow = estimate_optimizer_s(&m, &t, &l, 0);
+    if (fabs(slow - 2 * base) > 1e-12) fail_msg("foreach %.9g s, want %.9g", slow, 2 * base);
+    l.optimizer_impl = OPTIMIZER_IMPL_FUSED;
+    double slow_fused = estimate_optimizer_s(&m, &t, &l, 0);
+    double want = base_fused * (28.0 + 2 * 12.0) / 40.0;
+    if (fabs(slow_fused - want) > 1e-12) fail_msg("fused %.9g s, want %.9g", slow_fused, want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_by_hand),
         cmocka_unit_test(test_floor_in_estimate),
+        cmocka_unit_test(test_multi_tensor_rate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

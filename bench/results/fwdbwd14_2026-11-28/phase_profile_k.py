@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""(fwdbwd14 copy: user annotations left out of the kernel classes, 80 kernels per phase)
+Where one real Hugging Face FSDP2 step spends its time, phase by phase (issue 14's outliers:
+small models predicted too fast). step_profile.py sums kernel time over a whole step; this splits
+the step into its phases (forward with the loss, backward, clip_grad_norm_, optimizer step,
+zero_grad) with a CUDA synchronize after each, so each phase's wall time can be set beside the
+GPU time its kernels took: wall - GPU busy = time the GPU waited for the host.
+
+Per run spec name:seq:mbs[:layers]:
+  step_s        median wall of 3 whole steps (no sync inside), as realrun.py times them
+  phase_wall_s  median wall per phase over 3 steps with a sync after each phase (unprofiled)
+  phases        one profiled step (CPU + CUDA activities, a record_function range per phase):
+                per phase the kernel count, kernel time by class, GPU busy (union of kernel
+                intervals) and the 12 kernels with most time (name, s, count)
+The model is built as realrun.py --impl hf builds it (transformers from config, fp32 params, SDPA,
+fully_shard per decoder layer + root, bf16/fp32 mixed precision, torch's default AdamW, clip 1.0).
+Usage: NCCL_NVLS_ENABLE=0 python3 bench/realruns/phase_profile.py --out out/phases.json
+           --runs smollm2-360m:2048:8,llama-3.2-1b:4096:1,phi-3-mini-4k:4096:2:16
+"""
+import argparse
+import json
+import os
+import statistics
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ap = argparse.ArgumentParser()
+ap.add_argument("--out", default="")
+ap.add_argument("--runs", default="smollm2-360m:2048:8,llama-3.2-1b:4096:1")
+args = ap.parse_args()
+for k, v in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29530"), ("RANK", "0"),
+             ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0"), ("NCCL_NVLS_ENABLE", "0")):
+    os.environ.setdefault(k, v)
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch.autograd.profiler import record_function  # noqa: E402
+from fsdp2_model import build_fsdp2_model  # noqa: E402
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
+
+dev = torch.device("cuda", 0)
+torch.cuda.set_device(dev)
+dist.init_process_group("nccl", device_id=dev)
+PHASES = ("fwd", "bwd", "clip", "opt", "zero")
+
+
+def build(name, layers=0):
+    """fsdp2_model.build_fsdp2_model on this script's device"""
+    return build_fsdp2_model(name, dev, layers)[:2]
+
+
+def cls(name):
+    n = name.lower()
+    if "nccl" in n:
+        return "nccl"
+    if "memcpy" in n or "memset" in n:
+        return "memcpy"
+    if "sdpa" in n or "fmha" in n or "flash" in n or "cudnn" in n:
+        return "attention"
+    if "nvjet" in n or "gemm" in n or "cublas" in n or "cutlass" in n or "splitk" in n:
+        return "gemm"
+    if "multi_tensor" in n or "foreach" in n:
+        return "optimizer"
+    return "elementwise"
+
+
+def union_s(iv):
+    iv.sort()
+    busy, cs, ce = 0.0, None, None
+    for s, e in iv:
+        if ce is None or s > ce:
+            if ce is not None:
+                busy += ce - cs
+            cs, ce = s, e
+        else:
+            ce = max(ce, e)
+    if ce is not None:
+        busy += ce - cs
+    return busy * 1e-6
+
+
+out = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "runs": []}
+for spec in args.runs.split(","):
+    name, seq, mbs, *cut = spec.split(":")
+    seq, mbs = int(seq), int(mbs)
+    model, V = build(name, int(cut[0]) if cut else 0)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    g = torch.Generator(device=dev).manual_seed(0)
+    ids = torch.randint(0, V, (mbs, seq + 1), device=dev, generator=g)
+    inp, lab = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
+    box = {}
+
+    def ph_fwd():
+        box["loss"] = model(input_ids=inp, labels=lab).loss
+
+    def ph_bwd():
+        box.pop("loss").backward()
+
+    fns = {"fwd": ph_fwd, "bwd": ph_bwd,
+           "clip": lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0),
+           "opt": opt.step, "zero": lambda: opt.zero_grad(set_to_none=True)}
+
+    def step(sync_phases=False, ranges=False):
+        w = {}
+        for p in PHASES:
+            t = time.perf_counter()
+            if ranges:
+                with record_function("phase_" + p):
+                    fns[p]()
+                    torch.cuda.synchronize()
+            else:
+                fns[p]()
+                if sync_phases:
+                    torch.cuda.synchronize()
+            w[p] = time.perf_counter() - t
+        return w
+
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(3):
+        t = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t)
+    pw = {p: [] for p in PHASES}
+    for _ in range(3):
+        for p, v in step(sync_phases=True).items():
+            pw[p].append(v)
+    with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+        step(ranges=True)
+    evs = prof.events()
+    rng = {}
+    for e in evs:
+        if e.name.startswith("phase_") and e.device_type == torch.autograd.DeviceType.CPU:
+            rng[e.name[6:]] = (e.time_range.start, e.time_range.end)
+    kern = [e for e in evs if e.device_type == torch.autograd.DeviceType.CUDA
+            and not getattr(e, "is_user_annotation", False)
+            and not e.name.startswith(("phase_", "FSDP::", "## ", "Optimizer.", "ProfilerStep"))]
+    phases = {}
+    for p in PHASES:
+        s0, e0 = rng.get(p, (0, 0))
+        ks = [e for e in kern if s0 <= e.time_range.start < e0]
+        by, top = {}, {}
+        for e in ks:
+            c = cls(e.name)
+            by[c] = by.get(c, 0.0) + e.device_time * 1e-6
+            k = e.name[:110]
+            t, n = top.get(k, (0.0, 0))
+            top[k] = (t + e.device_time * 1e-6, n + 1)
+        phases[p] = {"wall_profiled_s": (e0 - s0) * 1e-6, "kernels": len(ks),
+                     "kernel_s_by_class": by,
+                     "busy_s": union_s([(e.time_range.start, e.time_range.end) for e in ks
+                                        if cls(e.name) != "nccl"]),
+                     "top": [[k, round(t, 6), n] for k, (t, n) in
+                             sorted(top.items(), key=lambda kv: -kv[1][0])[:80]]}
+    r = {"model": name, "layers": int(cut[0]) if cut else None, "seq": seq, "mbs": mbs,
+         "step_s": statistics.median(ts), "step_times_s": [round(x, 5) for x in ts],
+         "phase_wall_s": {p: statistics.median(v) for p, v in pw.items()},
+         "phases": phases, "params": len(list(model.parameters())),
+         "peak_allocated_bytes": torch.cuda.max_memory_allocated(dev)}
+    print(json.dumps({k: v for k, v in r.items() if k != "phases"}), flush=True)
+    for p in PHASES:
+        q = phases[p]
+        print("  %-5s wall %.4f busy %.4f kernels %d %s" % (
+            p, r["phase_wall_s"][p], q["busy_s"], q["kernels"],
+            {k: round(v, 4) for k, v in q["kernel_s_by_class"].items()}), flush=True)
+    out["runs"].append(r)
+    del model, opt, box
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats(dev)
+if args.out:
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=1)
+dist.destroy_process_group()
