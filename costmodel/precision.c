@@ -148,8 +148,19 @@
  *    data and scales (distributed.py _post_process_nvfp4_gather, lines 1274-1292, and
  *    _swap_first_dims, 1246-1271): read + write of 0.5 + 1/16 bytes per gathered element, on the
  *    compute stream, for the wgrad input and the output gradient. With userbuffers (no NVFP4
- *    recipe here uses them) the fix-up is not priced. FP8 and MXFP8 quantize their SP shards the
- *    same way (linear.py line 182): NOT PRICED, they keep the full-rows cast.
+ *    recipe here uses them) the fix-up is not priced.
+ *    NOT PRICED (fp8sp15 traced them at 366798e; pricing them made the H100 and Blackwell
+ *    tables worse, so they keep the full-rows cast: bench/results/fp8sp15_2026-11-28, with the
+ *    patch): MXFP8 casts both usages from the shard in one kernel and gathers data and scales
+ *    as they are (distributed.py _all_gather_mxfp8, lines 1565, 1585-1629: no fix-up; under
+ *    userbuffers the output gradient is cast twice, rowwise then columnwise, linear.py 580-584
+ *    and 786-811). Per-tensor FP8 (delayed, current scaling) casts the shard rowwise only
+ *    (supports_only_rowwise_all_gather; linear.py 190-195, layernorm_linear.py 202-204,
+ *    distributed.py _all_gather_fp8 1011-1014, 1 byte per element gathered) and transposes the
+ *    gathered copy for wgrad (update_usage(columnwise_usage=True), linear.py 778 and 820,
+ *    layernorm_linear.py 824 and 831: _create_transpose, read 1 write 1, only where
+ *    is_non_tn_fp8_gemm_supported is false, i.e. before Blackwell; float8_tensor_storage.py
+ *    247-265).
  *    TE's B300 GEMM benchmark in autocast (te.Linear forwards with grad enabled, quantizing X
  *    and W in both usages every call, docs/examples/gemm_profiling/gemm_profiling.rst at
  *    d0067d0) against its pre-quantized run: quantization 2.689 ms per layer for NVFP4, 1.823
