@@ -144,6 +144,27 @@ static void check_agree(const char *model, const char *system, layout l, trainin
     sim_free(w);
 }
 
+/* DeepSeek-V3 on 1024 H100 with the EP A2A overlap, 7/6 over pp 8 x vpp 4. */
+static void deepseek_h100(training_spec *t, layout *l)
+{
+    *t = training_default();
+    t->seq_len = 4096;
+    t->global_batch = 8192;
+    t->moe_ep_overlap = true;
+    *l = layout_default(FRAMEWORK_MEGATRON);
+    l->tp = 2;
+    l->sp = true;
+    l->pp = 8;
+    l->vpp = 4;
+    l->dp = 64;
+    l->ep = 64;
+    l->etp = 1;
+    l->mbs = 1;
+    l->pp_first_layers = 7;
+    l->pp_last_layers = 6;
+    l->recompute = RECOMPUTE_NONE;
+}
+
 /* Bound 10%: here -1.9% (405B) and +6.8% (DeepSeek-V3: chunks of unequal cost, the head and
  * MTP on the last rank's last chunk, stall the interleaved steady state the closed form times
  * as the slowest stage's sum; +7.3% before the closed form charged the other ranks' unpaired
@@ -169,22 +190,7 @@ static void test_published_layouts(void **state)
     l.recompute = RECOMPUTE_NONE;
     check_agree("405b", "h100", l, t, 0.10, "405B pp 8 x vpp 8, 15/15");
 
-    t = training_default(); /* DeepSeek-V3 on 1024 H100, EP A2A overlap, 7/6 over pp 8 x vpp 4 */
-    t.seq_len = 4096;
-    t.global_batch = 8192;
-    t.moe_ep_overlap = true;
-    l = layout_default(FRAMEWORK_MEGATRON);
-    l.tp = 2;
-    l.sp = true;
-    l.pp = 8;
-    l.vpp = 4;
-    l.dp = 64;
-    l.ep = 64;
-    l.etp = 1;
-    l.mbs = 1;
-    l.pp_first_layers = 7;
-    l.pp_last_layers = 6;
-    l.recompute = RECOMPUTE_NONE;
+    deepseek_h100(&t, &l);
     check_agree("deepseek-v3", "h100", l, t, 0.10, "DeepSeek-V3 pp 8 x vpp 4, 7/6, A2A overlap");
 }
 
@@ -268,22 +274,9 @@ static void test_unpaired_path_published(void **state)
     model_spec m;
     system_spec s;
     load("deepseek-v3", "h100", &m, &s);
-    training_spec t = training_default();
-    t.seq_len = 4096;
-    t.global_batch = 8192;
-    t.moe_ep_overlap = true;
-    layout l = layout_default(FRAMEWORK_MEGATRON);
-    l.tp = 2;
-    l.sp = true;
-    l.pp = 8;
-    l.vpp = 4;
-    l.dp = 64;
-    l.ep = 64;
-    l.etp = 1;
-    l.mbs = 1;
-    l.pp_first_layers = 7;
-    l.pp_last_layers = 6;
-    l.recompute = RECOMPUTE_NONE;
+    training_spec t;
+    layout l;
+    deepseek_h100(&t, &l);
     sim_workspace *w = sim_alloc();
     char err[CM_ERRLEN];
     if (sim_build(w, &m, &s, &t, &l, err, sizeof err) != CM_OK) fail_msg("%s", err);
