@@ -435,12 +435,17 @@ stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
     int cands[3] = {0, l->pp > 1 ? 1 : 0, l->pp - 1};
     stage_time worst = estimate_stage_cost(m, sys, t, l, 0, &k, head);
     double first_s = estimate_stage_total(&worst), mid_s = first_s;
+    double first_u = worst.ep_unpaired_s, mid_u = first_u, last_u = first_u;
     bool last_worst = false;
     for (int i = 1; i < 3; i++) {
         if (cands[i] == 0) continue;
         stage_time s = estimate_stage_cost(m, sys, t, l, cands[i], &k, head);
         double ts = estimate_stage_total(&s);
-        if (i == 1 && cands[1] != cands[2]) mid_s = ts;
+        if (i == 1 && cands[1] != cands[2]) {
+            mid_s = ts;
+            mid_u = s.ep_unpaired_s;
+        }
+        if (i == 2) last_u = s.ep_unpaired_s;
         if (ts > estimate_stage_total(&worst)) {
             worst = s;
             last_worst = cands[i] == l->pp - 1;
@@ -456,6 +461,10 @@ stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
      * runs the stages op by op and gives the same (bench/README.md "Pipeline bubble with a
      * heavy last stage": the real pipelined runs' median error 8.1% -> 3.9%). */
     worst.fill_s = last_worst ? (mid_s > first_s ? mid_s : first_s) : 0;
+    /* the other stages' unpaired exchanges (ep_unpaired_path_s): the middle stages hold equal
+     * layers (layout_stage_layers), so the first, p - 2 middle ones and the last */
+    double all_u = first_u + (l->pp > 2 ? l->pp - 2 : 0) * mid_u + (l->pp > 1 ? last_u : 0);
+    worst.ep_unpaired_rest_s = fmax(0, all_u - worst.ep_unpaired_s);
     return worst;
 }
 
@@ -477,14 +486,24 @@ static void estimate_time_part(const model_spec *m, const system_spec *sys,
  * p + 1 warm-up forwards (of chunks) before its combined 1F1B steps and as many cool-down
  * backwards after them (schedules.py get_pp_rank_microbatches 964-970, the +1 being "one extra
  * micro-batch forward step before the 1f1b stages"; microbatch_group_size_per_vp_stage at its
- * default, p), each exposing its whole exchange. Returns that count in micro-batches of the
- * stage (a chunk is 1/v of one): each pays the layers' ep_unpaired_s once. */
-static double ep_unpaired_steps(const layout *l, int micro, int stage)
+ * default, p), each exposing its whole exchange (schedule_combined_unpaired counts them).
+ *
+ * The step pays those on its critical path, not w's own count (w the slowest stage): the first
+ * forward and last backward chunk of every stage before w (fill and drain), one forward and one
+ * backward chunk of every stage after w (w's first backward waits for that round trip, and its
+ * own first 2(p - w - 1) unpaired forwards run under it: the extra warm-up of earlier stages,
+ * schedules.py 959-962; the cool-down mirrors it), and w's remaining (v - 1)p + 1, the last
+ * stage's count. Each chunk is 1/v of its stage's ep_unpaired_s. The step simulator, which runs
+ * every stage's unpaired chunks, agrees exactly with w last (the MoE layouts' loss head) or all
+ * stages equal, within 17% of this term with w first or in the middle (then faster stages after
+ * it cover less of its warm-up; bench/results/unpaired15_2026-11-28/README.md). */
+static double ep_unpaired_path_s(const layout *l, int micro, const stage_time *w)
 {
     if (l->framework != FRAMEWORK_MEGATRON || micro < 1) return 0;
-    if (l->pp <= 1) return 1;
+    if (l->pp <= 1) return w->ep_unpaired_s;
     int v = l->vpp > 1 ? l->vpp : 1;
-    return (double)schedule_combined_unpaired(l->pp, v, micro, stage) / v;
+    int n = schedule_combined_unpaired(l->pp, v, micro, l->pp - 1);
+    return (n * w->ep_unpaired_s + w->ep_unpaired_rest_s) / v;
 }
 
 /* The step from the worst stage's micro-batch: data-parallel sync, optimizer, bubble, the
@@ -538,7 +557,7 @@ void estimate_time_assemble(const model_spec *m, const system_spec *sys, const t
     }
     tm->tp_s = micro * worst.tp_s;
     tm->cp_s = micro * worst.cp_s;
-    tm->ep_s = micro * worst.ep_s + ep_unpaired_steps(l, micro, worst.stage) * worst.ep_unpaired_s;
+    tm->ep_s = micro * worst.ep_s + ep_unpaired_path_s(l, micro, &worst);
     tm->pp_s = micro * worst.pp_s;
     /* FSDP under torchtitan's pipeline: units stay gathered and gradients accumulate
      * unreduced across micro-batches (pytorch torch/distributed/pipelining/stage.py

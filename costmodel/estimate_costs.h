@@ -25,7 +25,7 @@ typedef struct {
     double ep_unpaired_fwd_s, ep_unpaired_bwd_s; /* Megatron's EP A2A overlap: what a forward
                                   (backward) run without a partner micro-batch exposes beyond
                                   fwd_comm_s (bwd_comm_s) (recipe_price.c; estimate.c
-                                  ep_unpaired_steps counts them, sim.c runs them) */
+                                  ep_unpaired_path_s charges them, sim.c runs them) */
     double gather_s;      /* FSDP all-gather of the layer's parameters (0 without FSDP) */
     double reduce_s;      /* FSDP reduce-scatter of its gradients (0 without FSDP) */
     double dense_params;  /* its parameters on this GPU reduced over the dp*cp group */

@@ -17,6 +17,10 @@ typedef recipe_time layer_time;
 typedef struct {
     double compute_s, tp_s, cp_s, ep_s, pp_s, fsdp_s;
     double ep_unpaired_s; /* the layers' ep_unpaired_s (layer_recipe.h), summed */
+    double ep_unpaired_rest_s; /* estimate_worst_stage: the other stages' ep_unpaired_s summed
+                                * (the first, p - 2 copies of a middle one and the last, less
+                                * this one), which the step's fill and drain cross once each
+                                * (estimate.c ep_unpaired_path_s) */
     int stage;            /* the pipeline rank this is the cost of */
     double fwd_s, bwd_s; /* compute only, for overlap of DP traffic */
     double wgrad_s;      /* the weight-gradient part of bwd_s (pp_schedule.h's W) */

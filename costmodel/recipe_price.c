@@ -176,7 +176,7 @@ void recipe_price(const recipe *r, recipe_time *out)
                            &xb);
         ep_fwd += xf;
         ep_bwd += xb;
-        /* the schedule's unpaired forwards and backwards (estimate.c ep_unpaired_steps) run
+        /* the schedule's unpaired forwards and backwards (estimate.c ep_unpaired_path_s) run
          * their exchanges in line and their compute alone: the whole exchange is exposed */
         out->ep_unpaired_s = fmax(0, f.ep_mb + b.ep_mb + re.ep_mb - xf - xb);
         /* the forward's part: its own exchange less what its pairing already exposed (the

@@ -72,7 +72,8 @@ double schedule_peak_in_flight(layout_pp_schedule kind, int p, int v, int m, int
 /* Megatron's combined 1F1B (the EP A2A overlap): the forward chunks stage s runs before its
  * first paired step, 2(p-s-1) + (v-1)p + 1 (schedules.py get_pp_rank_microbatches 964-970, the
  * + 1 the extra warm-up forward; 1 without pipelining, combined_1f1b.py), at most m x v; as many
- * backwards end the step unpaired. estimate.c ep_unpaired_steps and sim.c both count these. */
+ * backwards end the step unpaired. sim.c runs them all; estimate.c ep_unpaired_path_s charges
+ * those on the step's critical path (the last stage's count for the slowest stage). */
 int schedule_combined_unpaired(int p, int v, int m, int s);
 
 #endif

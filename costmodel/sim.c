@@ -436,7 +436,7 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
     memset(w->st, 0, (size_t)p * sizeof *w->st);
     /* Megatron's combined 1F1B (sim.h ep_unpaired): schedules.py get_pp_rank_microbatches
      * 964-970, the warm-up with its one extra forward; the cool-down as long (estimate.c
-     * ep_unpaired_steps, the same count) */
+     * ep_unpaired_path_s charges the same count's critical-path part) */
     for (int s = 0; s < p && in->ep_unpaired; s++)
         w->st[s].unpaired = schedule_combined_unpaired(p, v, m, s);
     for (int s = 0; s < p; s++) /* a graphed step's first replay launch (sim.h start_s) */

@@ -173,7 +173,7 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
     in->fsdp_accumulate = fsdp && l->framework == FRAMEWORK_TORCHTITAN && pp > 1;
     in->grad_overlap = !fsdp && l->overlap_grad_reduce;
     in->param_gather_overlap = l->sharding == SHARDING_DISTOPT && l->overlap_param_gather;
-    /* the closed form's unpaired steps (estimate.c ep_unpaired_steps), op by op */
+    /* the closed form's unpaired steps (estimate.c ep_unpaired_path_s), op by op */
     in->ep_unpaired = l->framework == FRAMEWORK_MEGATRON && t->moe_ep_overlap;
     in->buckets = nb;
     in->bucket = w->bucket;

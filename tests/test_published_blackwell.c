@@ -65,7 +65,7 @@
  * on Blackwell", 2026-11-27); lower them as the mechanisms listed there are priced */
 #define MOE_ERR_MIN -0.11       /* -10.1% today (DeepSeek-V3 MXFP8 GB300 26.06, GBS 15360: -9.9%
                                    before moe12 priced the EP A2A overlap's unpaired warm-up and
-                                   cool-down steps, estimate.c ep_unpaired_steps; -8.1% before
+                                   cool-down steps, estimate.c ep_unpaired_path_s; -8.1% before
                                    later rounds, -6.0% before moe7's HybridEP SMs) */
 #define MOE_ERR_MAX 1.70        /* +148% today (GPT-OSS 120B BF16 GB200, 26.04.01); +296% (Qwen3-30B-
                                    A3B MXFP8 B200 at MBS 1, 25.11; now +33%) and bound 3.20 before
