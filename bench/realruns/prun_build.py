@@ -65,7 +65,7 @@ def tp_plan(model, tp_mesh, loss_parallel):
 
 
 def wrap_blocks(model, args):
-    """--ckpt / --compile on every decoder block, in torchtitan's order (TP, then activation
+    """--ckpt or --sac op / --compile on every decoder block, in torchtitan's order (TP, then activation
     checkpointing, then compile, then FSDP2): torchtitan/distributed/activation_checkpoint.py
     (ptd_checkpoint_wrapper, preserve_rng_state=False) and apply_compile."""
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
@@ -73,6 +73,9 @@ def wrap_blocks(model, args):
         blk = model.layers[k]
         if args.ckpt:
             blk = checkpoint_wrapper(blk, preserve_rng_state=False)
+        elif args.sac == "op":
+            from sac_policy import sac_context_fn
+            blk = checkpoint_wrapper(blk, context_fn=sac_context_fn, preserve_rng_state=False)
         if args.compile:
             blk = torch.compile(blk, fullgraph=True)
         model.layers.register_module(k, blk)

@@ -68,6 +68,9 @@ def parser():
     p.add_argument("--ckpt", action="store_true",
                    help="full activation checkpointing of every decoder block (checkpoint_wrapper, "
                         "non-reentrant, torchtitan's ac mode full), applied after TP and before FSDP2")
+    p.add_argument("--sac", choices=("", "op"), default="",
+                   help="op: torchtitan's op-level selective activation checkpointing of every decoder "
+                        "block (sac_policy.py, the policy realrun.py --sac op applies), in --ckpt's place")
     p.add_argument("--compile", action="store_true",
                    help="torch.compile(block, fullgraph=True) per decoder block after TP / checkpointing and "
                         "before FSDP2 (torchtitan's apply_compile order); tp, cp and pp layouts")
@@ -114,6 +117,8 @@ def parse(argv=None):
         sys.exit("parallel_run: --replicate R is for --layout tp with R dividing dp = %d" % DP)
     if args.async_tp and not (args.compile and args.layout == "tp" and args.tp > 1):
         sys.exit("parallel_run: --async-tp needs --layout tp, --tp > 1 and --compile (torchtitan's rule)")
+    if args.sac and args.ckpt:
+        sys.exit("parallel_run: --sac op and --ckpt are two checkpointing modes: give one")
     if args.compile and args.layout == "ep":
         sys.exit("parallel_run: --compile is for tp, cp and pp (the MoE dispatch syncs with the host)")
     if args.layout == "pp":
@@ -138,7 +143,7 @@ def parse(argv=None):
         "dp": DP if args.layout != "ep" else WS, "tp": args.tp, "pp": args.pp, "vpp": args.vpp,
         "cp": args.cp, "ep": args.ep, "schedule": schedule, "microbatches": args.microbatches,
         "seq": args.seq, "mbs": args.mbs, "gbs": args.mbs * args.microbatches * (DP if args.layout != "ep" else WS),
-        "grad_ckpt": bool(args.ckpt), "compile": bool(args.compile), "async_tp": bool(args.async_tp),
+        "grad_ckpt": bool(args.ckpt), "sac": args.sac or None, "compile": bool(args.compile), "async_tp": bool(args.async_tp),
         "dp_replicate": args.replicate, "dp_shard": (DP // args.replicate) if args.layout == "tp" else None, "optimizer": "AdamW", "optimizer_impl": "fused",
         "grad_clip": args.clip or None, "experts_impl": args.experts if args.layout == "ep" else None,
         "route": args.route if args.layout == "ep" else None,
