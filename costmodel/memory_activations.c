@@ -139,7 +139,25 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
         double repl_s = 2.0 * h + out_s + (moe_layer ? 4.0 * m->experts : 0);
         double shard_s = 2.0 * a * qk + 2.0 * kv_heads * v + 2.0 * a * v + 4.0 * a +
                          (moe_layer ? m->shared_experts * 2.0 * m->shared_ffn : 2.0 * m->ffn);
-        return tokens * (repl_s / (l->sp ? tp : 1.0) + shard_s / tp) + moe_bytes;
+        /* Eager DTensor TP with sequence parallel (torchtitan's plan: wo and w2 RowwiseParallel
+         * with output_layouts Shard(1), torch/distributed/tensor/parallel/style.py): a
+         * row-parallel Linear's local matmul output is a Partial sum over the whole sequence,
+         * [tokens, h] on every TP rank, which the output hook's reduce-scatter turns into the
+         * rank's Shard(1) part. The caching dispatch mode stores the output of every op the
+         * policy saves (above), and the policy saves reduce_scatter_tensor
+         * (bench/realruns/sac_policy.py, torchtitan's list): w2, the 7th matmul (saved), keeps
+         * its whole-sequence output (2h a token, not divided by TP) beside its reduce-scatter's
+         * (the 2h above); wo, the 4th (recomputed), still keeps its reduce-scatter's output
+         * (2h / tp). Measured: the TP + SAC runs of bench/results/sactp16_2026-11-28 and
+         * ho15_2026-11-28 were 5-8% above this term's absence, their runs without
+         * checkpointing within 2%. Compiled, the partitioner keeps only what the backward
+         * reads (above). */
+        double row_whole = 0;
+        if (l->sp && l->tp > 1 && !l->compile) {
+            repl_s += 2.0 * h;                    /* wo's reduce-scatter output */
+            if (!moe_layer) row_whole = 2.0 * h;  /* w2's local Partial output */
+        }
+        return tokens * (repl_s / (l->sp ? tp : 1.0) + row_whole + shard_s / tp) + moe_bytes;
     }
     double repl = replicated_bytes_per_token(m, moe_layer);
     /* Low precision (precision.h): where the recipe saves a Linear's input quantized (TE,

@@ -191,7 +191,13 @@ static void test_hf_phi3_terms(void **state)
  * SwiGLU 8f = 114688 (silu's input and output, w3's output, the product) + the contiguous
  * context copy 8192 + repeat_kv 4 x 24 x 128 = 12288: 188,544 B -> 772,276,224 B.
  * torchtitan tp 2 + SP: the norm inputs 4h / 2 = 8192, the gathered QKV and FC1 inputs whole
- * 4h = 16384, the rest / 2 = 155776 / 2 = 77888: 102,464 B -> 419,692,544 B. */
+ * 4h = 16384, the rest / 2 = 155776 / 2 = 77888: 102,464 B -> 419,692,544 B.
+ * torchtitan's per-op SAC, eager: per token the block input and w2's output 2 x 2h = 16384, q,
+ * v, the context 2 (4096 + 1024 + 4096) = 18432, LSE 128, w1's output 2f = 28672: 63,616 B ->
+ * 260,571,136 B at tp 1. At tp 2 + SP the row-parallel Linears add wo's reduce-scatter output
+ * (2h, sharded) and w2's whole-sequence Partial output (2h, not sharded): 6h / 2 = 12288 +
+ * 8192 + 47232 / 2 = 23616: 44,096 B -> 180,617,216 B. Compiled at tp 2 the block input only:
+ * 2h / 2 = 4096 + 23616 = 27,712 B -> 113,508,352 B. */
 static void test_activation_terms(void **state)
 {
     (void)state;
@@ -204,6 +210,12 @@ static void test_activation_terms(void **state)
     assert_true(NEAR(memory_layer_activation_bytes(&m, &t, &l, 0), 772276224.0));
     layout tp = titan(2, 1, 1, 1, 1);
     assert_true(NEAR(memory_layer_activation_bytes(&m, &t, &tp, 0), 419692544.0));
+    layout sac = titan(1, 1, 1, 1, 1);
+    sac.recompute = tp.recompute = RECOMPUTE_SELECTIVE;
+    assert_true(NEAR(memory_layer_activation_bytes(&m, &t, &sac, 0), 260571136.0));
+    assert_true(NEAR(memory_layer_activation_bytes(&m, &t, &tp, 0), 180617216.0));
+    tp.compile = true;
+    assert_true(NEAR(memory_layer_activation_bytes(&m, &t, &tp, 0), 113508352.0));
 }
 
 /* NCCL on the h200 preset: world 880,869,376 + 452,705,212 a further group + 416,983,723 a
