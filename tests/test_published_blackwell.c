@@ -4,8 +4,8 @@
  * dense models (Llama 3 8B/70B, Llama 3.1 405B) on DGX-B200, DGX-GB200 and DGX-GB300 (the
  * 25.11, 26.04.01 and 26.06 containers; the tables hold no dense DGX-B300 row), and the MoE
  * models (DeepSeek-V3, GPT-OSS 120B, Qwen3-30B-A3B, Qwen3-235B-A22B, Kimi-K2) on DGX-B200,
- * DGX-B300, DGX-GB200 and DGX-GB300 (the 25.11, 26.04.01 and 26.06 containers; rows with
- * kind=moe).
+ * DGX-B300, DGX-GB200 and DGX-GB300 (the 25.11, 26.04.01 and 26.06 containers, and GPT-OSS
+ * 120B at EP 64 on DGX-B200 and DGX-B300 from 26.02; rows with kind=moe).
  * Each row carries the knobs of the recipe at its release (the row's note names file and
  * config); the runner is the H100 test's (published_runs.c).
  *
@@ -77,8 +77,9 @@
                                    +18.5% once the attention block's host time and HybridEP's 32 SMs
                                    were priced (moe7; +21.5% before, bound 0.45; +39.0% before the
                                    MoE host term) */
-#define MOE_OOM_MAX 4           /* 4 today (5 and bound 7 before bwmoe16: the 25.11 GPT-OSS B200 row fits at its
-                                   recipe's EP 64): plan's memory for MoE runs at MBS 2-8 (see README) */
+#define MOE_OOM_MAX 4           /* 4 today (5 and bound 7 before bwmoe16: the 25.11 GPT-OSS B200
+                                   row fits at its recipe's EP 64): plan's memory for MoE runs at
+                                   MBS 2-8 (see README) */
 
 /* Which field of a row a group is keyed on. */
 typedef enum { BY_SYSTEM, BY_PRECISION, BY_MODEL } group_key;
