@@ -167,6 +167,42 @@ def main():
             for nm, w in (("r0", w0), ("r1", w1)):
                 print("    waits %s: n %d med %.3f p90 %.3f max %.1f sum/step %.2f ms" % (
                     nm, len(w), med(w), q(w, .9), max(w) if w else 0, sum(w) / max(1, len(res[0]))))
+    # the backward's waits by place in the ring call (CP 2: the K/V for step 1, the dK/dV of
+    # step 0 at step 1, the last dK/dV before the call returns)
+    for rank, t in sorted(tl.items()):
+        es = [e for s in steps_of(t, n) for e in s["entries"]]
+        pos, pend, k = {}, None, 0
+        for e in es:
+            if e[0] == "ring.bwd" and e[1] == "start":
+                k = 0
+            elif e[0] == "wpre" and e[1] == "ring.bwd":
+                pend = e
+            elif e[0] == "wpost" and e[1] == "ring.bwd" and pend is not None:
+                pos.setdefault(k, []).append((e[3] - pend[3]) * 1e3)
+                k += 1
+                pend = None
+        if pos:
+            print("rank %d ring.bwd waits by place: " % rank + " | ".join(
+                "#%d n %d med %.3f mean %.3f ms" % (i, len(v), med(v), sum(v) / len(v)) for i, v in sorted(pos.items())))
+    # the forward block's host time in four parts (block start -> ring call, the ring call,
+    # ring -> block end, block end -> next block), medians over blocks 1..L-2 per step: a slower
+    # host shows as every part slower alike, a specific cost as one part
+    for rank, t in sorted(tl.items()):
+        for k, s in enumerate(steps_of(t, n)):
+            es = s["entries"]
+            st = {e[1]: e[2] for e in es if e[0] == "stamp"}
+            rs = [e[2] for e in es if e[0] == "ring.fwd" and e[1] == "start"]
+            re_ = [e[2] for e in es if e[0] == "ring.fwd" and e[1] == "end"]
+            if len(rs) < L or len(re_) < L:
+                continue
+            parts = [[], [], [], []]
+            for b in range(1, L - 1):
+                parts[0].append(rs[b] - st["fwd%d" % b])
+                parts[1].append(re_[b] - rs[b])
+                parts[2].append(st["fwd_end%d" % b] - re_[b])
+                parts[3].append(st["fwd%d" % (b + 1)] - st["fwd_end%d" % b])
+            print("rank %d step %d forward block parts (ms): pre-ring %.2f ring %.2f post-ring %.2f between %.2f" % (
+                rank, k, *(1e3 * med(p) for p in parts)))
     if "--json" in a:
         out = a[a.index("--json") + 1]
         for rank in res:

@@ -16,12 +16,16 @@ records, per rank:
     the exchange is issued, and events before and after next_buffer(), whose wait_tensor makes
     the compute stream wait for the collective: the GPU time between the two is that wait;
   - the ring calls and their SDPA calls (cp_ring_events.py's wrappers report here too);
-  - Python's garbage collections (gc.callbacks): host start and stop, generation.
+  - Python's garbage collections (gc.callbacks): host start and stop, generation;
+  - the CPU each mark ran on (sched_getcpu), every thread's CPU time at start and exit
+    (/proc/self/task), the host's /proc/stat (steal time), for the host-speed question.
+CP_EVENTS_PIN="cpus of rank 0;cpus of rank 1" pins each rank's threads to its CPUs.
 CP_EVENTS_GC=off disables the collector after the imports (torchtitan's trainer does the same:
 torchtitan/tools/utils.py GarbageCollection, "used to avoid stragglers in garbage collection").
 At exit each rank writes $CP_EVENTS_OUT/timeline_rank<r>.json: anchors and entries
 [kind, tag, host_s, gpu_s] (gpu_s null where no event), host and GPU on the shared clock.
 """
+import ctypes
 import gc
 import json
 import os
@@ -30,7 +34,13 @@ import time
 
 import torch
 
-TL = []        # (kind, tag, host_s, event or None, anchor index)
+try:
+    _getcpu = ctypes.CDLL(None).sched_getcpu
+except Exception:  # not glibc
+    def _getcpu():
+        return -1
+
+TL = []        # (kind, tag, host_s, event or None, anchor index[, cpu])
 ANCHORS = []   # (host_s, event)
 GCS = []       # (phase, generation, host_s)
 CTX = {"ring": ""}  # the ring call in progress (ring.fwd / ring.bwd) for the rotater entries
@@ -49,7 +59,7 @@ def mark(kind, tag="", event=True):
         e.record()
     t = time.perf_counter()
     with LOCK:
-        TL.append((kind, tag, t, e, len(ANCHORS) - 1))
+        TL.append((kind, tag, t, e, len(ANCHORS) - 1, _getcpu()))
 
 
 def wrap_rotater(R):
@@ -68,7 +78,49 @@ def wrap_rotater(R):
     R.exchange_buffers, R.next_buffer = exchange_buffers, next_buffer
 
 
+def threads():
+    """Every thread of this process: name, user + system CPU seconds, the CPU it last ran on
+    (/proc/self/task/<tid>/stat fields 2, 14, 15, 39)."""
+    out = {}
+    hz = os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            st = open("/proc/self/task/%s/stat" % tid).read()
+        except OSError:
+            continue
+        name = st[st.index("(") + 1:st.rindex(")")]
+        f = st[st.rindex(")") + 2:].split()
+        out[tid] = [name, (int(f[11]) + int(f[12])) / hz, int(f[36])]
+    return out
+
+
+def cpu_stat():
+    """The host's /proc/stat cpu line (user nice system idle iowait irq softirq steal, ticks)."""
+    return [int(x) for x in open("/proc/stat").readline().split()[1:]]
+
+
+SNAP = {}
+
+
+def pin():
+    """CP_EVENTS_PIN="cpus of rank 0;cpus of rank 1;..." (comma lists): this process's threads
+    on those CPUs only (threads made later inherit it)."""
+    spec = os.environ.get("CP_EVENTS_PIN")
+    if not spec:
+        return None
+    rank = int(os.environ.get("RANK", 0))
+    cpus = {int(c) for c in spec.split(";")[rank].split(",") if c}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:
+            pass
+    return sorted(cpus)
+
+
 def install(prun_measure):
+    SNAP["pinned"] = pin()
+    SNAP["threads_start"], SNAP["stat_start"] = threads(), cpu_stat()
     _sync = torch.cuda.synchronize
 
     def synchronize(*a, **k):
@@ -106,13 +158,16 @@ def install(prun_measure):
 def dump(rank):
     out = {"rank": rank, "clock": str(time.get_clock_info("perf_counter")),
            "gc_enabled": gc.isenabled(), "anchors_host_s": [a[0] for a in ANCHORS],
-           "gc": GCS, "entries": []}
-    for kind, tag, t, e, ai in TL:
+           "gc": GCS, "entries": [], "pinned": SNAP.get("pinned"),
+           "threads_start": SNAP.get("threads_start"), "threads_end": threads(),
+           "stat_start": SNAP.get("stat_start"), "stat_end": cpu_stat()}
+    for x in TL:
+        kind, tag, t, e, ai = x[:5]
         g = None
         if e is not None and ai >= 0:
             h0, e0 = ANCHORS[ai]
             g = h0 + e0.elapsed_time(e) / 1e3
-        out["entries"].append([kind, tag, round(t, 7), None if g is None else round(g, 7)])
+        out["entries"].append([kind, tag, round(t, 7), None if g is None else round(g, 7)] + list(x[5:]))
     d = os.environ.get("CP_EVENTS_OUT", ".")
     os.makedirs(d, exist_ok=True)
     tmp = os.path.join(d, "timeline_rank%d.json.tmp" % rank)
