@@ -13,6 +13,9 @@ start/end (module hooks). Then it runs parallel_run.py unchanged (runpy, the sam
 At exit each rank writes $CP_EVENTS_OUT/cp_events_rank<r>.json: per call kind, the medians over
 the calls of the last --steps steps (the events of warm-up steps are dropped by count).
 
+CP_EVENTS_TIMELINE=1 (cp16) adds cp_timeline.py: every call on every rank, host and GPU on one
+clock, the ring's exchanges and waits, Python's garbage collections (timeline_rank<r>.json).
+
 Usage: torchrun --nproc_per_node 2 bench/realruns/cp_ring_events.py <parallel_run.py args>
 """
 import atexit
@@ -32,6 +35,12 @@ if not os.path.exists(os.path.join(HERE, "parallel_run.py")):  # run from a copy
 sys.path.insert(0, HERE)
 import torch.distributed.tensor.experimental._context_parallel._attention as A  # noqa: E402
 
+TIMELINE = os.environ.get("CP_EVENTS_TIMELINE") == "1"  # cp_timeline.py: every call, both ranks
+if TIMELINE:
+    import prun_measure  # noqa: E402
+    import cp_timeline  # noqa: E402
+    cp_timeline.install(prun_measure)
+
 REC = []  # (kind, start_event, end_event, host_s, meta)
 
 
@@ -46,6 +55,9 @@ def timed_op(op, kind):
         s.record()
         r = op(*a, **k)
         e.record()
+        if TIMELINE:
+            cp_timeline.TL.append(("sdpa", kind, t0, s, len(cp_timeline.ANCHORS) - 1))
+            cp_timeline.TL.append(("sdpa.end", kind, time.perf_counter(), e, len(cp_timeline.ANCHORS) - 1))
         meta = {"q": list(a[0].shape) if a else None, "k": list(a[1].shape) if len(a) > 1 else None,
                 "is_causal": k.get("is_causal")}
         REC.append((kind, s, e, time.perf_counter() - t0, meta))
@@ -63,8 +75,14 @@ def timed_ring(fn, kind):
         s, e = ev(), ev()
         t0 = time.perf_counter()
         s.record()
+        if TIMELINE:
+            cp_timeline.CTX["ring"] = kind
+            cp_timeline.TL.append((kind, "start", t0, s, len(cp_timeline.ANCHORS) - 1))
         r = fn(*a, **k)
         e.record()
+        if TIMELINE:
+            cp_timeline.TL.append((kind, "end", time.perf_counter(), e, len(cp_timeline.ANCHORS) - 1))
+            cp_timeline.CTX["ring"] = ""
         REC.append((kind, s, e, time.perf_counter() - t0, {}))
         return r
     return w
@@ -133,6 +151,8 @@ def dump():
     except Exception:
         return
     rank = int(os.environ.get("RANK", 0))
+    if TIMELINE:
+        cp_timeline.dump(rank)
     steps = 6
     if "--steps" in sys.argv:
         steps = int(sys.argv[sys.argv.index("--steps") + 1])

@@ -138,11 +138,15 @@ def make_step(ctx, b, dev):
             loss = loss.detach()
         else:
             from torch.profiler import record_function as rf
+            STAMPS.append(("start", time.perf_counter()))
             with rf("step.forward"):
                 logits = b.model(b.inp)
+                STAMPS.append(("logits", time.perf_counter()))
                 loss = F.cross_entropy(logits.flatten(0, 1).float(), b.lab.flatten(0, 1))
+                STAMPS.append(("loss", time.perf_counter()))
             with rf("step.backward"):
                 loss.backward()
+            STAMPS.append(("backward_end", time.perf_counter()))
             loss = loss.detach()
         from torch.profiler import record_function as rf
         with rf("step.clip"):
