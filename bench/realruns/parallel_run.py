@@ -51,6 +51,7 @@ Usage (repository root, on the GPU machine):
   NCCL_NVLS_ENABLE=0 torchrun --nproc_per_node 2 bench/realruns/parallel_run.py --layout tp --tp 2 \
       --config llama-3.1-8b --layers 8 --seq 4096 --mbs 1 --out results.jsonl
 """
+import gc
 import json
 import os
 import sys
@@ -98,6 +99,9 @@ def main():
     try:
         b = build(ctx, a, dev)
         step = make_step(ctx, b, dev)
+        if args.gc == "torchtitan":  # torchtitan's GarbageCollection (prun_cli.py --gc)
+            gc.disable()
+            gc.collect()
         timed_steps(ctx, b, step, dev)
     except Exception as e:
         import traceback

@@ -85,6 +85,14 @@ def parser():
     p.add_argument("--schedule", choices=("auto", "zbv"), default="auto",
                    help="pp: auto = 1F1B (--vpp 1) / interleaved 1F1B (--vpp > 1); zbv = "
                         "ScheduleZBVZeroBubble (--vpp 2, V-shaped stages: rank r holds r and 2 pp - 1 - r)")
+    p.add_argument("--gc", choices=("torchtitan", "python"), default="torchtitan",
+                   help="torchtitan (default since 2026-11-28): Python's automatic garbage collector off "
+                        "and one collection before the steps, as torchtitan's trainer runs "
+                        "(torchtitan/tools/utils.py GarbageCollection, b5bcd76 lines 100-130: gc.disable(), "
+                        "then a collection every training.gc_freq = 50 steps, none inside a run this "
+                        "short); python: the collector left on (every run before 2026-11-28: its "
+                        "generation-2 collections stalled the other ranks 130-173 ms, "
+                        "bench/results/cp16_2026-11-28)")
     p.add_argument("--clip", type=float, default=1.0)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--steps", type=int, default=6)
@@ -143,7 +151,7 @@ def parse(argv=None):
         "dp": DP if args.layout != "ep" else WS, "tp": args.tp, "pp": args.pp, "vpp": args.vpp,
         "cp": args.cp, "ep": args.ep, "schedule": schedule, "microbatches": args.microbatches,
         "seq": args.seq, "mbs": args.mbs, "gbs": args.mbs * args.microbatches * (DP if args.layout != "ep" else WS),
-        "grad_ckpt": bool(args.ckpt), "sac": args.sac or None, "compile": bool(args.compile), "async_tp": bool(args.async_tp),
+        "grad_ckpt": bool(args.ckpt), "sac": args.sac or None, "gc": args.gc, "compile": bool(args.compile), "async_tp": bool(args.async_tp),
         "dp_replicate": args.replicate, "dp_shard": (DP // args.replicate) if args.layout == "tp" else None, "optimizer": "AdamW", "optimizer_impl": "fused",
         "grad_clip": args.clip or None, "experts_impl": args.experts if args.layout == "ep" else None,
         "route": args.route if args.layout == "ep" else None,
