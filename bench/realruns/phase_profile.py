@@ -27,6 +27,10 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--out", default="")
 ap.add_argument("--top", type=int, default=12, help="kernels kept per phase (fwdbwd14 used 80)")
 ap.add_argument("--runs", default="smollm2-360m:2048:8,llama-3.2-1b:4096:1")
+ap.add_argument("--streams", action="store_true",
+                help="also split each phase's kernels by CUDA stream (from the profiler's trace)")
+ap.add_argument("--power", action="store_true",
+                help="NVML SM clock and power over the timed steps and per phase (nvml_sampler.py)")
 args = ap.parse_args()
 for k, v in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29530"), ("RANK", "0"),
              ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0"), ("NCCL_NVLS_ENABLE", "0")):
@@ -78,6 +82,50 @@ def union_s(iv):
     return busy * 1e-6
 
 
+def stream_split(prof, rng):
+    """Per phase and CUDA stream: kernel time by class, busy time and the top kernels, from the
+    profiler's Chrome trace (its kernel events carry args.stream; the FunctionEvents do not
+    reliably). Kernels are put in the phase whose host range holds their start, as above."""
+    import tempfile
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        tr = json.load(f)
+    os.unlink(path)
+    evs = tr["traceEvents"] if isinstance(tr, dict) else tr
+    # the trace's timestamps are in us on the same base as the FunctionEvents' time ranges
+    ph = {}
+    for e in evs:
+        if e.get("ph") == "X" and str(e.get("name", "")).startswith("phase_") \
+                and e.get("cat") in ("user_annotation", "cpu_op"):
+            ph.setdefault(e["name"][6:], (e["ts"], e["ts"] + e["dur"]))
+    out = {}
+    for p in PHASES:
+        s0, e0 = ph.get(p, (0, 0))
+        by = {}
+        for e in evs:
+            if e.get("ph") != "X" or e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+                continue
+            if not s0 <= e["ts"] < e0:
+                continue
+            st = str(e.get("args", {}).get("stream", "?"))
+            d = by.setdefault(st, {"kernels": 0, "kernel_s_by_class": {}, "iv": [], "top": {}})
+            c = cls(e["name"])
+            d["kernels"] += 1
+            d["kernel_s_by_class"][c] = d["kernel_s_by_class"].get(c, 0.0) + e["dur"] * 1e-6
+            d["iv"].append((e["ts"], e["ts"] + e["dur"]))
+            k = e["name"][:110]
+            t, n = d["top"].get(k, (0.0, 0))
+            d["top"][k] = (t + e["dur"] * 1e-6, n + 1)
+        for st, d in by.items():
+            d["busy_s"] = union_s(d.pop("iv"))
+            d["top"] = [[k, round(t, 6), n] for k, (t, n) in
+                        sorted(d["top"].items(), key=lambda kv: -kv[1][0])[:args.top]]
+        out[p] = by
+    return out
+
+
 out = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "runs": []}
 for spec in args.runs.split(","):
     name, seq, mbs, *cut = spec.split(":")
@@ -118,15 +166,35 @@ for spec in args.runs.split(","):
         step()
     torch.cuda.synchronize()
     ts = []
+    samp = None
+    if args.power:
+        from nvml_sampler import Sampler
+        samp = Sampler().__enter__()
     for _ in range(3):
         t = time.perf_counter()
         step()
         torch.cuda.synchronize()
         ts.append(time.perf_counter() - t)
+    t_steps_end = time.time()
     pw = {p: [] for p in PHASES}
+    pwin = {p: [] for p in PHASES}
     for _ in range(3):
+        t = time.time()
         for p, v in step(sync_phases=True).items():
             pw[p].append(v)
+            pwin[p].append((t, t + v))
+            t += v
+    power = None
+    if samp is not None:
+        samp.__exit__()
+        power = {"steps": samp.window(samp.t0, t_steps_end)}
+        for p in PHASES:
+            ss = [x for a, b in pwin[p] for x in samp.samples if a <= x[0] <= b]
+            ck = [x[2] for x in ss if x[2] is not None]
+            pws = [x[1] for x in ss if x[1] is not None]
+            power[p] = {"samples": len(ss),
+                        "sm_clock_mhz_median": statistics.median(ck) if ck else None,
+                        "power_w_median": statistics.median(pws) if pws else None}
     with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
         step(ranges=True)
     evs = prof.events()
@@ -157,12 +225,23 @@ for spec in args.runs.split(","):
                                         if cls(e.name) != "nccl"]),
                      "top": [[k, round(t, 6), n] for k, (t, n) in
                              sorted(top.items(), key=lambda kv: -kv[1][0])[:args.top]]}
+    if args.streams:
+        by_stream = stream_split(prof, rng)
     r = {"model": name, "layers": int(cut[0]) if cut else None, "seq": seq, "mbs": mbs,
          "step_s": statistics.median(ts), "step_times_s": [round(x, 5) for x in ts],
          "phase_wall_s": {p: statistics.median(v) for p, v in pw.items()},
          "phases": phases, "params": len(list(model.parameters())),
          "peak_allocated_bytes": torch.cuda.max_memory_allocated(dev)}
-    print(json.dumps({k: v for k, v in r.items() if k != "phases"}), flush=True)
+    if args.streams:
+        r["by_stream"] = by_stream
+    if power is not None:
+        r["power"] = power
+    print(json.dumps({k: v for k, v in r.items() if k not in ("phases", "by_stream")}), flush=True)
+    for p in PHASES if args.streams else ():
+        for st, q in by_stream[p].items():
+            print("  %-5s stream %-3s busy %.4f kernels %d %s" % (
+                p, st, q["busy_s"], q["kernels"],
+                {k: round(v, 4) for k, v in q["kernel_s_by_class"].items()}), flush=True)
     for p in PHASES:
         q = phases[p]
         print("  %-5s wall %.4f busy %.4f kernels %d %s" % (
