@@ -464,6 +464,19 @@ static void test_simulate(void **state)
     json_t *j = run_json("simulate --model 8b --gpus 16 --tp 2 --pp 4 --vpp 2 --format json");
     check_estimate_object(j);
     assert_true(json_array_size(json_object_get(j, "stages")) == 4);
+    /* its closed form and simulation are plan estimate --simulate's, the bubble's GEMM power
+     * headroom included by default (the same rate > 1, the same step times) */
+    json_decref(j);
+    j = run_json("simulate --model 8b --gpus 8 --tp 2 --pp 4 --vpp 2 --gbs 8 --format json");
+    json_t *est = run_json("estimate --model 8b --gpus 8 --tp 2 --pp 4 --vpp 2 --gbs 8 --simulate "
+                           "--format json");
+    json_t *jt = json_object_get(j, "time"), *et = json_object_get(est, "time");
+    assert_true(json_number_value(json_object_get(jt, "gemm_headroom_rate")) > 1.01);
+    assert_true(json_number_value(json_object_get(jt, "step_s")) ==
+                json_number_value(json_object_get(et, "step_s")));
+    assert_true(json_number_value(json_object_get(json_object_get(j, "time_simulated"), "step_s")) ==
+                json_number_value(json_object_get(json_object_get(est, "time_simulated"), "step_s")));
+    json_decref(est);
     json_decref(j);
 
     /* estimate --simulate: both figures; without it time_simulated is null */
