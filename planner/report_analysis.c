@@ -252,9 +252,13 @@ static cm_status search_point(const report *r, const model_spec *m, report_point
         o.visit = visit_classes;
         o.visit_bound = no_bound;
     }
-    if (need == NEED_CLASSES) { /* no plan at all: the fewest timed, none simulated */
+    if (need == NEED_CLASSES) {
+        /* no plan at all, only whether one fits: the first that fits is timed, the rest not
+         * (search.h untimed_after_first: the classes, features, evaluated and feasible are
+         * the whole search's), none simulated */
         o.keep = 1;
         o.simulate = 0;
+        o.untimed_after_first = true;
     }
     cm_status st = search_run(m, &r->sys, &r->t, &o, sr, err, errlen);
     if (sums->run_n > 0) flush_features(sums); /* the visitors' last run */

@@ -257,6 +257,7 @@ static double prune_threshold_s(const worker *w, const layout *l, int batch)
     const search_result *r = w->r;
     const search_options *o = w->opt;
     if (o->no_prune || (o->visit && !o->visit_bound) || r->count < o->keep) return 0;
+    if (o->untimed_after_first) return ESTIMATE_PRUNE_ALL_S;
     if (!r->has_best_sharding[l->framework][l->sharding]) return 0;
     const estimate *ea = &r->ranked[r->count - 1];
     const estimate *eb = &r->best_sharding[l->framework][l->sharding];
