@@ -87,7 +87,7 @@ cm_status estimate_layout(const model_spec *m, const system_spec *sys, const tra
  *    were: estimate_search_share_memory fills them, for a caller that reads them).
  *    prune_above_s = ESTIMATE_PRUNE_ALL_S: every variant that estimate_search_prunable allows
  *    is taken as over it, no bound taken (a caller that needs no time: planner/search.c
- *    search_options.untimed_after_first); one it does not allow is timed as always.
+ *    search_options.fits_only); one it does not allow is timed as always.
  * The caller has checked the training spec (training_check) once.
  */
 typedef struct estimate_cache estimate_cache;

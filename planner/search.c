@@ -257,7 +257,7 @@ static double prune_threshold_s(const worker *w, const layout *l, int batch)
     const search_result *r = w->r;
     const search_options *o = w->opt;
     if (o->no_prune || (o->visit && !o->visit_bound) || r->count < o->keep) return 0;
-    if (o->untimed_after_first) return ESTIMATE_PRUNE_ALL_S;
+    if (o->fits_only) return ESTIMATE_PRUNE_ALL_S;
     if (!r->has_best_sharding[l->framework][l->sharding]) return 0;
     const estimate *ea = &r->ranked[r->count - 1];
     const estimate *eb = &r->best_sharding[l->framework][l->sharding];
@@ -381,7 +381,8 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
             count_layout(w, &lv[0], nv, h);
             if (h == ESTIMATE_UNTIMED) continue;
             take_try(w);
-            if (lv[0].activation_offload) fewest_offload_layers(w, t, lv, nv, &h);
+            if (lv[0].activation_offload && !w->opt->fits_only)
+                fewest_offload_layers(w, t, lv, nv, &h);
             memcpy(ls, lv, (size_t)nv * sizeof *ls);
             *how = h;
             return nv;
@@ -389,7 +390,12 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
         /* nothing fits: the layout without offload stays the one judged (closest) */
         return nv;
     }
-    if (l->recompute == RECOMPUTE_FULL && l->recompute_layers == 0) {
+    /* search_options.fits_only: the tries below and fewest_offload_layers change only
+     * recompute_layers or activation_offload_layers (not read by such a caller) and which of
+     * the variants fit, and are taken only where some variant fits, as some of the layout
+     * they start from does (it fits: how is not UNTIMED); evaluated counts the variants
+     * either way, and a plan is ranked either way. So they are not made. */
+    if (l->recompute == RECOMPUTE_FULL && l->recompute_layers == 0 && !w->opt->fits_only) {
         int per = layout_max_stage_layers(w->m, l);
         if (per < 2) return nv;
         layout lv[6];

@@ -56,14 +56,16 @@ typedef struct {
     /* Time every layout that fits instead of skipping those whose lower bound cannot enter the
      * result (the result is the same either way: tests/test_search_prune.c). */
     bool no_prune;
-    /* For a caller that reads of the result only whether a plan fits (ranked non-empty) and
-     * what its visitor collects of fit and memory (visit_fit; evaluated and feasible): once a
-     * plan is ranked, no layout that the cost model could prune is timed or bounded (it goes
-     * to visit_fit where it fits, as a pruned one does). Every decision of the search but
-     * timing reads memory alone (the memory knobs' tries: search.c memory_knobs), so the
-     * visitor, evaluated and feasible are those of the search without it; the plans are then
-     * some plans that fit, not the best (plan report's classes-only points, speed16). */
-    bool untimed_after_first;
+    /* For a caller that reads of the result only `evaluated` and whether a plan fits (ranked
+     * non-empty), and whose visitor reads of a layout's variants their layouts less
+     * recompute_layers and activation_offload_layers, and whether any of them fits (not
+     * which): plan report's classes-only points (report_analysis.c, speed16). Once a plan is
+     * ranked, no layout that the cost model could prune is timed or bounded (it goes to
+     * visit_fit where it fits, as a pruned one does); a layout that fits makes no partial-
+     * recompute or fewest-offload-layers try (search.c memory_knobs). What such a caller reads
+     * is the whole search's (the argument is at memory_knobs); the plans are some that fit,
+     * not the best, and `feasible` may count fewer variants. */
+    bool fits_only;
     /* --gbs-policy nearest: a data-parallel size that does not divide the global batch runs
      * the largest multiple of it below (each estimate's training.global_batch says which),
      * and plans are ranked by time per sequence. false: the batch must divide evenly. */
