@@ -390,11 +390,8 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
         /* nothing fits: the layout without offload stays the one judged (closest) */
         return nv;
     }
-    /* search_options.fits_only: the tries below and fewest_offload_layers change only
-     * recompute_layers or activation_offload_layers (not read by such a caller) and which of
-     * the variants fit, and are taken only where some variant fits, as some of the layout
-     * they start from does (it fits: how is not UNTIMED); evaluated counts the variants
-     * either way, and a plan is ranked either way. So they are not made. */
+    /* fits_only (search.h): these tries and fewest_offload_layers change only layer counts
+     * and which variants fit; taken only where one fits, as one of their base does */
     if (l->recompute == RECOMPUTE_FULL && l->recompute_layers == 0 && !w->opt->fits_only) {
         int per = layout_max_stage_layers(w->m, l);
         if (per < 2) return nv;

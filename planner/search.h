@@ -63,8 +63,12 @@ typedef struct {
      * ranked, no layout that the cost model could prune is timed or bounded (it goes to
      * visit_fit where it fits, as a pruned one does); a layout that fits makes no partial-
      * recompute or fewest-offload-layers try (search.c memory_knobs). What such a caller reads
-     * is the whole search's (the argument is at memory_knobs); the plans are some that fit,
-     * not the best, and `feasible` may count fewer variants. */
+     * is the whole search's: a pruned layout fits and is feasible once timed (the pruning's
+     * contract), so it reaches the visitor as a timed one would; those tries change only
+     * recompute_layers or activation_offload_layers and which variants fit, and are taken only
+     * where some variant fits, as some variant of the layout they start from does; evaluated
+     * counts the variants either way; the first plan that fits is timed and ranked. The plans
+     * are then some that fit, not the best, and `feasible` may count fewer variants. */
     bool fits_only;
     /* --gbs-policy nearest: a data-parallel size that does not divide the global batch runs
      * the largest multiple of it below (each estimate's training.global_batch says which),
