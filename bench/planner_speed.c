@@ -44,6 +44,7 @@ static int bench_report(int repeats)
     static const int gpus[] = {8, 64, 256};
     model_spec m[4];
     system_spec sys;
+    cli_keep_freed_memory(); /* as cmd_report.c does */
     char err[CM_ERRLEN], dir[] = "/tmp/planner_speed.XXXXXX", path[64];
     for (int i = 0; i < 4; i++)
         if (model_load(names[i], cli_data_dir(), &m[i], err, sizeof err) != CM_OK) {

@@ -7,6 +7,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,17 @@ const char *cli_data_dir(void)
 {
     const char *d = getenv("PLAN_DATA_DIR");
     return (d && *d) ? d : PLAN_DATA_DIR_DEFAULT;
+}
+
+void cli_keep_freed_memory(void)
+{
+#ifdef __GLIBC__
+    /* chunks up to glibc's largest mmap threshold (32 MiB on 64-bit) come from the heap, and
+     * the heap's free top is kept up to 1 GiB (both mallopt(3)); a call that fails leaves the
+     * default, which only costs the faults */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
 }
 
 int cli_error(const char *msg)

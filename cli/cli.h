@@ -82,6 +82,14 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
 
 const char *cli_data_dir(void);
 
+/* For a command that runs many searches one after another (plan report: 85 for the guide):
+ * glibc keeps the memory a search frees for the next one instead of returning it to the
+ * kernel (each search allocates and frees its workers' layer-cost caches and partial results,
+ * tens of MB; given back, they were faulted in again by the next search: 117 k minor faults,
+ * about 0.5 s of the guide's 2.4 s as system time; speed16). Elsewhere (and with other C
+ * libraries) it does nothing. */
+void cli_keep_freed_memory(void);
+
 /* The layout the flags describe, with the defaults `plan estimate` documents (sharding and SP
  * by framework, dp = gpus / (tp*pp*cp)). Prints the error line and returns CLI_EXIT_USAGE. */
 int cli_layout(const cli_options *o, layout *l);

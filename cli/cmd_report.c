@@ -120,6 +120,7 @@ static int check_writable(const char *path)
 
 int cmd_report(int argc, char **argv)
 {
+    cli_keep_freed_memory(); /* its searches reuse each other's freed memory */
     enum { O_CAL = 1000, O_BENCH, O_SEQ, O_GBS, O_FORMAT, O_SYSTEMS, O_PRICES };
     static const struct option opts[] = {
         {"system", required_argument, NULL, 's'},   {"calibration", required_argument, NULL, O_CAL},

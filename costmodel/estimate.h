@@ -85,9 +85,13 @@ cm_status estimate_layout(const model_spec *m, const system_spec *sys, const tra
  *    it, nothing is timed and *how is ESTIMATE_PRUNED (the layouts fit; the outs of the first
  *    variant of each tp_comm_overlap value hold memory only, the others are left as they
  *    were: estimate_search_share_memory fills them, for a caller that reads them).
+ *    prune_above_s = ESTIMATE_PRUNE_ALL_S: every variant that estimate_search_prunable allows
+ *    is taken as over it, no bound taken (a caller that needs no time: planner/search.c
+ *    search_options.fits_only); one it does not allow is timed as always.
  * The caller has checked the training spec (training_check) once.
  */
 typedef struct estimate_cache estimate_cache;
+#define ESTIMATE_PRUNE_ALL_S 1e-300
 estimate_cache *estimate_cache_new(void);
 /* The same, sized for a search of about `layouts` layouts (its table of priced layers). */
 estimate_cache *estimate_cache_new_for(long layouts);

@@ -30,6 +30,7 @@
  */
 #include "estimate_cache_internal.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -645,7 +646,13 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
         }
         outs[i].feasible = false; /* untimed unless assembled below */
         if (!lazy[k] && !memory_fits(&outs[i].memory)) continue;
-        if (prune_above_s > 0 && estimate_search_prunable(sys, l)) {
+        if (prune_above_s > 0 && prune_above_s <= ESTIMATE_PRUNE_ALL_S &&
+            estimate_search_prunable(sys, l)) {
+            /* the caller needs no time (estimate.h): pruned without a bound. Sound as every
+             * pruning here is: a prunable variant that fits is feasible once timed
+             * (estimate_search_prunable), so the caller counts it the same either way */
+            if (bound_s < 0) bound_s = INFINITY;
+        } else if (prune_above_s > 0 && estimate_search_prunable(sys, l)) {
             /* the step is at least f x the first stage's micro-batch time */
             double f = estimate_search_bound_factor(l, outs[i].microbatches);
             /* Megatron-FSDP: its DDP form's bound first (estimate_search_fsdp_layers_lb, <=

@@ -252,9 +252,14 @@ static cm_status search_point(const report *r, const model_spec *m, report_point
         o.visit = visit_classes;
         o.visit_bound = no_bound;
     }
-    if (need == NEED_CLASSES) { /* no plan at all: the fewest timed, none simulated */
+    if (need == NEED_CLASSES) {
+        /* no plan at all, only whether one fits: the first that fits is timed, the rest not
+         * (search.h fits_only: visit_classes reads of a layout's variants their feature masks
+         * and memory class, which read neither layer count, and whether one fits; p->feasible
+         * is read by no section), none simulated */
         o.keep = 1;
         o.simulate = 0;
+        o.fits_only = true;
     }
     cm_status st = search_run(m, &r->sys, &r->t, &o, sr, err, errlen);
     if (sums->run_n > 0) flush_features(sums); /* the visitors' last run */

@@ -78,8 +78,10 @@ typedef struct {
     int npts;
     report_point *pts;        /* ascending GPU counts. Each holds what the sections read of it
                                  (report_analysis.c, point_need): past the user's counts, and
-                                 below the smallest of several, only evaluated, feasible and
-                                 fits; between them no best plan without EP; everything where
+                                 below the smallest of several, only evaluated, fits and
+                                 whether a plan fits (report_best_of non-NULL; feasible and
+                                 the plans themselves not the whole search's: search.h
+                                 fits_only); between them no best plan without EP; everything where
                                  the model fits at none of the user's counts */
     int min_gpus[REPORT_NCLASSES]; /* 0: never fits up to cap */
     int cap;                  /* the largest GPU count searched */

@@ -257,6 +257,7 @@ static double prune_threshold_s(const worker *w, const layout *l, int batch)
     const search_result *r = w->r;
     const search_options *o = w->opt;
     if (o->no_prune || (o->visit && !o->visit_bound) || r->count < o->keep) return 0;
+    if (o->fits_only) return ESTIMATE_PRUNE_ALL_S;
     if (!r->has_best_sharding[l->framework][l->sharding]) return 0;
     const estimate *ea = &r->ranked[r->count - 1];
     const estimate *eb = &r->best_sharding[l->framework][l->sharding];
@@ -380,7 +381,8 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
             count_layout(w, &lv[0], nv, h);
             if (h == ESTIMATE_UNTIMED) continue;
             take_try(w);
-            if (lv[0].activation_offload) fewest_offload_layers(w, t, lv, nv, &h);
+            if (lv[0].activation_offload && !w->opt->fits_only)
+                fewest_offload_layers(w, t, lv, nv, &h);
             memcpy(ls, lv, (size_t)nv * sizeof *ls);
             *how = h;
             return nv;
@@ -388,7 +390,9 @@ static int memory_knobs(worker *w, const training_spec *t, layout *ls, int nv,
         /* nothing fits: the layout without offload stays the one judged (closest) */
         return nv;
     }
-    if (l->recompute == RECOMPUTE_FULL && l->recompute_layers == 0) {
+    /* fits_only (search.h): these tries and fewest_offload_layers change only layer counts
+     * and which variants fit; taken only where one fits, as one of their base does */
+    if (l->recompute == RECOMPUTE_FULL && l->recompute_layers == 0 && !w->opt->fits_only) {
         int per = layout_max_stage_layers(w->m, l);
         if (per < 2) return nv;
         layout lv[6];

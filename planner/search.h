@@ -56,6 +56,20 @@ typedef struct {
     /* Time every layout that fits instead of skipping those whose lower bound cannot enter the
      * result (the result is the same either way: tests/test_search_prune.c). */
     bool no_prune;
+    /* For a caller that reads of the result only `evaluated` and whether a plan fits (ranked
+     * non-empty), and whose visitor reads of a layout's variants their layouts less
+     * recompute_layers and activation_offload_layers, and whether any of them fits (not
+     * which): plan report's classes-only points (report_analysis.c, speed16). Once a plan is
+     * ranked, no layout that the cost model could prune is timed or bounded (it goes to
+     * visit_fit where it fits, as a pruned one does); a layout that fits makes no partial-
+     * recompute or fewest-offload-layers try (search.c memory_knobs). What such a caller reads
+     * is the whole search's: a pruned layout fits and is feasible once timed (the pruning's
+     * contract), so it reaches the visitor as a timed one would; those tries change only
+     * recompute_layers or activation_offload_layers and which variants fit, and are taken only
+     * where some variant fits, as some variant of the layout they start from does; evaluated
+     * counts the variants either way; the first plan that fits is timed and ranked. The plans
+     * are then some that fit, not the best, and `feasible` may count fewer variants. */
+    bool fits_only;
     /* --gbs-policy nearest: a data-parallel size that does not divide the global batch runs
      * the largest multiple of it below (each estimate's training.global_batch says which),
      * and plans are ranked by time per sequence. false: the batch must divide evenly. */

@@ -58,6 +58,9 @@ static void check_point(const report_model_result *mr, const report_point *p,
                   plans ? ", plans compared" : "");
     assert_int_equal(p->evaluated, sr->evaluated);
     for (int k = 0; k < REPORT_NCLASSES; k++) assert_int_equal(p->fits[k], fits[k]);
+    /* whether a plan fits: the sections' report_best_of reads that at every point (speed16:
+     * the classes-only points time only their first, search.h fits_only) */
+    assert_int_equal(report_best_of(p) != NULL, sr->count > 0);
     if (!plans) return;
     assert_int_equal(p->rec_fw, sr->count > 0 ? (int)sr->ranked[0].layout.framework : -1);
     for (int fw = 0; fw < 2; fw++) {
