@@ -187,6 +187,10 @@ static void row_setup(const csv_table *t, int r, model_spec *m, system_spec *s, 
      * errors"; the 2025-06 runs did, components/loss.py build_cross_entropy_loss) */
     l->loss_eager = l->compile && !yes(t, r, "compile_loss");
     l->async_tp = yes(t, r, "async_tp");
+    /* the run's torchtitan built its own RMSNorm (9dec370 torchtitan/models/norms.py RMSNorm,
+     * norm_type "rmsnorm" in its llama3 tomls: eager x.float(), pow, mean, rsqrt, products,
+     * type_as) or nn.RMSNorm (since 3b39d7a, 2025-03-19): the CSV's rms_norm column */
+    l->rms_norm_unfused = !strcmp(col(t, r, "rms_norm"), "unfused");
     const char *f8 = col(t, r, "float8");
     if (strcmp(f8, "no")) {
         l->precision = PRECISION_FP8;
