@@ -22,7 +22,8 @@ static void usage(void)
            "  --calibration FILE   overlay a calibration profile on the system\n"
            "  --nvls on|off        price in-domain all-reduces with NVLink SHARP (systems that\n"
            "                       have it; default: the system file's node.nvls, off)\n"
-           "  --power-limit W      GPU power cap: GEMM rate x (W/TDP)^(1/3), an assumption\n"
+           "  --power-limit W      GPU power cap: GEMM and attention rates x (W/TDP)^beta (the\n"
+           "                       GPU's measured exponent, else 1/3), an assumption\n"
            "  --seq N              sequence length (default 4096)\n"
            "  --gbs N              global batch in sequences (default 1024)\n"
            "  --top N              rows in the ranked table (default 10)\n"
@@ -96,6 +97,7 @@ static const char *layout_flag_given(const cli_options *o)
          "--cuda-graph-full-iteration"},
         {l->cuda_graph_attn != d.cuda_graph_attn, "--cuda-graph-attn"},
         {l->rope_unfused != d.rope_unfused, "--no-rope-fusion"},
+        {l->rms_norm_unfused != d.rms_norm_unfused, "--rms-norm-unfused"},
         {l->cuda_graphs != d.cuda_graphs, "--cuda-graphs/--no-cuda-graphs"},
         {l->moe_dispatcher_sms != d.moe_dispatcher_sms, "--moe-dispatcher-sms"},
         {l->reshard_after_forward != d.reshard_after_forward, "--no-reshard-after-forward"},

@@ -56,7 +56,11 @@ double compute_grouped_gemm_fwd_bwd_s(const system_spec *sys, int groups, double
 
 double compute_attention_rate_scale(const system_spec *sys)
 {
-    return sys->attention_rate_scale > 0 ? sys->attention_rate_scale : 1;
+    /* attention kernels run at the power cap too (SDPA alone on an H100 at 700 W: 716 W, SW
+     * power cap in every sample, 1770 of 1980 MHz; bench/results/duty_2026-11-27/kinds), so a
+     * lower cap slows them as it slows GEMMs (system_power_cap_scale) */
+    double k = sys->attention_rate_scale > 0 ? sys->attention_rate_scale : 1;
+    return k * system_power_cap_scale(sys);
 }
 
 double compute_flash_forward_s(const system_spec *sys, double flops)

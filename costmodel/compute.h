@@ -35,8 +35,9 @@ double compute_grouped_gemm_fwd_bwd_s(const system_spec *sys, int groups, double
                                       double k);
 /* Fused (flash) attention: forward of `flops` and backward of 2.5x (FlashAttention-2, Dao
  * 2023, Sec. 3: the backward recomputes the scores; its benchmark counts 2.5x). */
-/* Multiplier on the fused attention kernels' rate (sys->attention_rate_scale; 1 when unset):
- * gemm_headroom.h sets it to find the step's attention time; priced steps leave it at 1. */
+/* Multiplier on the fused attention kernels' rate: sys->attention_rate_scale (1 when unset;
+ * gemm_headroom.h sets it to find the step's attention time) times the power cap's factor
+ * (system_power_cap_scale: 1 at the TDP). */
 double compute_attention_rate_scale(const system_spec *sys);
 double compute_flash_forward_s(const system_spec *sys, double flops);
 double compute_flash_backward_s(const system_spec *sys, double flops);

@@ -495,7 +495,8 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
     bool gated = m->activation == MODEL_ACT_SWIGLU;
 
     /* Norms (input_layernorm, post_attention_layernorm; Qwen3's per-head q/k norms). */
-    if (m->norm == MODEL_NORM_RMS && native) {
+    /* torchtitan 2024's own RMSNorm runs LlamaRMSNorm's eager ops (layout.h rms_norm_unfused) */
+    if (m->norm == MODEL_NORM_RMS && native && !l->rms_norm_unfused) {
         native_rms_norm(f, b, tr, h, 2);
         if (m->qk_norm) native_rms_norm(f, b, tokens, (qw + kw) / 2.0, 2);
     } else if (m->norm == MODEL_NORM_RMS) {
@@ -595,7 +596,7 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
     out->alone = layout_gpus(l) == 1;
     pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
     double tr = l->sp ? tokens / l->tp : tokens;
-    if (m->norm == MODEL_NORM_RMS && layout_impl_of(l) == IMPL_NATIVE) {
+    if (m->norm == MODEL_NORM_RMS && layout_impl_of(l) == IMPL_NATIVE && !l->rms_norm_unfused) {
         native_rms_norm(f, b, tr, m->hidden, 1);
     } else if (m->norm == MODEL_NORM_RMS) {
         rms_norm(f, b, tr, m->hidden, m->hidden, 1, false);

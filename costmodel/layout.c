@@ -716,6 +716,10 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         FAIL(CM_ERULE, "cuda-graph-attn-megatron-only",
              "--cuda-graph-attn is Megatron's per-layer CUDA graph of the attention block "
              "(cuda_graph_scope attn): use --framework megatron, or leave it out");
+    if (l->rms_norm_unfused && layout_impl_of(l) != IMPL_NATIVE)
+        FAIL(CM_ERULE, "rms-norm-unfused-native-only",
+             "--rms-norm-unfused is torchtitan 2024's own RMSNorm (native layer code): use "
+             "--framework torchtitan (or --impl native), or leave it out");
     if (l->rope_unfused && l->framework != FRAMEWORK_MEGATRON)
         FAIL(CM_ERULE, "no-rope-fusion-megatron-only",
              "--no-rope-fusion is Megatron's eager RoPE (apply_rope_fusion off): use --framework "

@@ -192,6 +192,13 @@ typedef struct {
      * until v0.2.0 (fa0315ae2, the 25.09 rows). Emitted as --no-rope-fusion /
      * cfg.model.apply_rope_fusion = False; never searched (it only costs time). */
     bool rope_unfused;
+    /* torchtitan's own RMSNorm of 2024 (torchtitan/models/norms.py RMSNorm at 9dec370, the
+     * llama3 tomls' norm_type = "rmsnorm"): x.float(), pow(2).mean(-1), rsqrt, the product,
+     * .type_as(x), * weight, i.e. the eager ops of Hugging Face's LlamaRMSNorm, in place of one
+     * fused F.rms_norm kernel (nn.RMSNorm since torchtitan 3b39d7a, 2025-03-19). Priced for
+     * eager native blocks only (elementwise.c); compiled blocks fuse either. A pricing knob for
+     * runs of that torchtitan: no emitter writes it. */
+    bool rms_norm_unfused;
     layout_rank_order rank_order; /* which of dp and pp is outermost (Megatron only) */
     /* torchtitan's context parallelism: how PyTorch's ring rotates K/V (torch.distributed.
      * tensor.experimental._attention set_rotate_method). false: "allgather", torch's default

@@ -409,12 +409,21 @@ int system_domain_gpus(const system_spec *sys)
     return sys->scaleup_domain_gpus > 0 ? sys->scaleup_domain_gpus : sys->gpus_per_node;
 }
 
+double system_power_cap_exponent(const system_spec *sys)
+{
+    return sys->gemm_power_exponent > 0 ? sys->gemm_power_exponent : 1.0 / 3.0;
+}
+
+double system_power_cap_scale(const system_spec *sys)
+{
+    if (sys->tdp_w <= 0 || sys->power_limit_w <= 0 || sys->power_limit_w >= sys->tdp_w) return 1;
+    return pow(sys->power_limit_w / sys->tdp_w, system_power_cap_exponent(sys));
+}
+
 double system_gemm_power_scale(const system_spec *sys)
 {
     double headroom = sys->gemm_headroom_rate > 0 ? sys->gemm_headroom_rate : 1;
-    if (sys->tdp_w <= 0 || sys->power_limit_w <= 0 || sys->power_limit_w >= sys->tdp_w)
-        return headroom;
-    return cbrt(sys->power_limit_w / sys->tdp_w) * headroom;
+    return system_power_cap_scale(sys) * headroom;
 }
 
 cm_status system_set_nvls(system_spec *sys, bool on, char *err, size_t errlen)
@@ -447,12 +456,19 @@ int system_knob_notes(const system_spec *sys, char *buf, size_t buflen)
     size_t len = 0;
     if (buflen) buf[0] = '\0';
     if (sys->power_limit_w > 0 && sys->tdp_w > 0) {
-        double k = system_gemm_power_scale(sys);
-        if (k < 1)
+        double k = system_power_cap_scale(sys);
+        if (k < 1 && sys->gemm_power_exponent > 0)
             snprintf(buf + len, buflen - len,
-                     "power limit %.0f W of the %.0f W TDP: sustained GEMM rate x %.3f = "
-                     "(limit/TDP)^(1/3), an ASSUMPTION (clock ~ power^(1/3)); no published "
-                     "bf16 relation (data/systems/README.md 'Power limit')\n",
+                     "power limit %.0f W of the %.0f W TDP: sustained GEMM and attention rates "
+                     "x %.3f = (limit/TDP)^%.2f, the exponent of rate on power measured at the "
+                     "TDP carried below it, an ASSUMPTION (data/systems/README.md 'Power "
+                     "limit')\n",
+                     sys->power_limit_w, sys->tdp_w, k, sys->gemm_power_exponent);
+        else if (k < 1)
+            snprintf(buf + len, buflen - len,
+                     "power limit %.0f W of the %.0f W TDP: sustained GEMM and attention rates "
+                     "x %.3f = (limit/TDP)^(1/3), an ASSUMPTION (clock ~ power^(1/3)); no "
+                     "measured exponent for this GPU (data/systems/README.md 'Power limit')\n",
                      sys->power_limit_w, sys->tdp_w, k);
         else
             snprintf(buf + len, buflen - len,

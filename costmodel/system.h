@@ -311,10 +311,16 @@ double system_inter_bandwidth_per_gpu(const system_spec *sys);
 /* GPUs of one scale-up (NVLink) domain: node.scaleup_domain_gpus, or gpus_per_node when the
  * preset gives none (every host-sized preset), so those place groups exactly as before. */
 int system_domain_gpus(const system_spec *sys);
-/* Factor on the sustained GEMM rate under gpu.power_limit_w below gpu.tdp_w: (limit/tdp)^(1/3),
- * an assumption (dynamic power ~ f V^2 with V ~ f, so clock ~ power^(1/3); no vendor gives the
- * relation; data/systems/README.md "Power limit"). 1 without a limit or TDP. Times
- * sys->gemm_headroom_rate where the step's power headroom is being priced (gemm_headroom.h). */
+/* Factor on the sustained GEMM and attention rates under gpu.power_limit_w below gpu.tdp_w:
+ * (limit/tdp)^beta. beta is gpu.gemm_power_exponent where the GPU has one (rate ~ power^beta,
+ * measured at the TDP cap: H100 0.39, bench/results/duty_2026-11-27; the same exponent fits its
+ * FP8 GEMM and SDPA points, bench/results/ttpub17_2026-11-28), carried below the cap as a power
+ * law; else 1/3, an assumption (dynamic power ~ f V^2 with V ~ f). data/systems/README.md
+ * "Power limit". 1 without a limit or TDP. */
+double system_power_cap_exponent(const system_spec *sys);
+double system_power_cap_scale(const system_spec *sys);
+/* system_power_cap_scale times sys->gemm_headroom_rate where the step's power headroom is being
+ * priced (gemm_headroom.h): the factor on the sustained GEMM rate. */
 double system_gemm_power_scale(const system_spec *sys);
 
 /* --nvls on|off: turn NVLink SHARP pricing of in-domain all-reduces on or off. On needs a

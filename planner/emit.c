@@ -285,6 +285,10 @@ cm_status emit_render(emit_format f, const estimate *e, const model_spec *m,
                        "plan does not write --moe-dispatcher-sms into a config: set "
                        "moe_deepep_num_sms / moe_hybridep_num_sms in your recipe, or plan "
                        "without it");
+    if (e->layout.rms_norm_unfused && f != EMIT_JSON)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "plan does not write --rms-norm-unfused into a config (torchtitan 2024's "
+                       "own RMSNorm; today's torchtitan has only nn.RMSNorm): plan without it");
     if (e->layout.cuda_graph_attn && f != EMIT_JSON)
         return cm_fail(err, errlen, CM_EINVAL,
                        "plan does not write --cuda-graph-attn into a config: set cuda_graph_impl "

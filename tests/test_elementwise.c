@@ -78,6 +78,37 @@ static void test_rmsnorm_bytes(void **state)
     assert_true(named(e.bwd, e.n_bwd, "rmsnorm.bwd.pow1_copy", &c) == 8 * T * 4096);
 }
 
+/* torchtitan 2024's own RMSNorm (layout.rms_norm_unfused): a native eager block and the head
+ * run LlamaRMSNorm's kernels (36 / 92 bytes an element, 6 / 13 launches) in place of the fused
+ * F.rms_norm (4 / 6 + 4); a compiled block is Inductor's either way. */
+static void test_rms_norm_unfused(void **state)
+{
+    (void)state;
+    model_spec m = llama8b();
+    layout l = one_gpu(FRAMEWORK_TORCHTITAN);
+    l.impl = IMPL_NATIVE;
+    elementwise_list fused, unfused;
+    elementwise_head(&m, &l, T, &fused);
+    l.rms_norm_unfused = true;
+    elementwise_head(&m, &l, T, &unfused);
+    int c;
+    assert_true(named(fused.fwd, fused.n_fwd, "rms_norm.fused", &c) == 4 * T * 4096);
+    double f = 0;
+    for (int i = 0; i < unfused.n_fwd; i++)
+        if (!strncmp(unfused.fwd[i].name, "rmsnorm.", 8)) f += unfused.fwd[i].bytes;
+    assert_true(f == 36 * T * 4096);
+    elementwise_layer(&m, &l, T, false, &unfused);
+    assert_true(named(unfused.bwd, unfused.n_bwd, "rmsnorm.bwd.pow1_copy", &c) == 8 * T * 4096);
+    assert_int_equal(c, 2); /* two norms a block */
+    l.compile = true;
+    elementwise_list cu, cf;
+    elementwise_layer(&m, &l, T, false, &cu);
+    l.rms_norm_unfused = false;
+    elementwise_layer(&m, &l, T, false, &cf);
+    assert_true(elementwise_bytes(cu.fwd, cu.n_fwd) == elementwise_bytes(cf.fwd, cf.n_fwd));
+    assert_true(elementwise_bytes(cu.bwd, cu.n_bwd) == elementwise_bytes(cf.bwd, cf.n_bwd));
+}
+
 /* One Llama-3.1-8B layer: forward 84Th + 20T(q+kv) + 10Tf = 1409286144 + 419430400 +
  * 587202560 = 2415919104 bytes in 26 launches (2 x 6 norm, 2 x 5 RoPE, 2 residual adds, silu,
  * mul); backward 214Th + 34T(q+kv) + 18Tf = 3590324224 + 713031680 + 1056964608 = 5360320512
@@ -443,7 +474,8 @@ static void test_fsdp2_pipelined(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rmsnorm_bytes),   cmocka_unit_test(test_llama8b_layer),
+        cmocka_unit_test(test_rmsnorm_bytes),   cmocka_unit_test(test_rms_norm_unfused),
+        cmocka_unit_test(test_llama8b_layer),
         cmocka_unit_test(test_sharding_halves), cmocka_unit_test(test_loss_head),
         cmocka_unit_test(test_megatron_fused),  cmocka_unit_test(test_access_patterns),
         cmocka_unit_test(test_fsdp2_pipelined),

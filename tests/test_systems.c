@@ -230,7 +230,8 @@ static void test_mesh_fabric(void **state)
     assert_double_equal(four, full * 3 / 7, 1);
 }
 
-/* A power limit below the TDP scales the GEMM rate by the cube root (an assumption). */
+/* A power limit below the TDP scales the GEMM rate by the cube root (an assumption) on a GPU
+ * without a measured gpu.gemm_power_exponent (h100-nvl). */
 static void test_power_limit(void **state)
 {
     (void)state;
