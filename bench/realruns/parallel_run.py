@@ -72,6 +72,7 @@ import torch.distributed as dist  # noqa: E402
 from native_llama import Args  # noqa: E402
 from prun_build import build  # noqa: E402
 from prun_measure import memory_fields, timed_steps, used, versions  # noqa: E402
+from host_speed_probe import host_speed_probe  # noqa: E402
 from prun_step import make_step  # noqa: E402
 
 
@@ -112,6 +113,11 @@ def main():
             rec["error"] = "%s: %s" % (type(e).__name__, str(e)[:1500])
             rec["error_phase"] = ctx.phase
     memory_fields(ctx, dev)
+    if ctx.phase == "done":
+        try:  # the machine's host speed (host_speed_probe.py), after the timed steps and memory
+            rec["host_probe"] = host_speed_probe(dev)
+        except Exception as e:  # the run's figures stay valid without it
+            rec["host_probe_error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
     rec["wall_s"] = round(time.perf_counter() - T0, 2)
     if RANK == 0 or "error" in rec or rec["oom"]:
         line = json.dumps(rec, sort_keys=True)
