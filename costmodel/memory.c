@@ -315,6 +315,32 @@ static stage_act_fig stage_act_figures(const model_spec *m, const training_spec 
              * freed before the first block's backward starts (tt12: eager minus compiled peak
              * measured with no constant part, bench/results/tt12_2026-11-28) */
             double blocks = r->blocks_phase_bytes + working;
+            if (l->pp == 1 && micro <= 1 && l->reshard_after_forward && !s->own_experts &&
+                n_layers >= 2) {
+                /* Plain FSDP2 (one unit a block): the blocks' moments one at a time
+                 * (memphase17, bench/results/memphase17_2026-11-28: the allocator trace of
+                 * one step replayed by owner). In the first block's backward every other
+                 * activation is held with its own gathered bf16 parameters, the prefetched
+                 * next block's and its bf16 gradients (2 + 2 + 2 bytes a layer parameter);
+                 * its reduce-scatter's fp32 input and sharded output (4 + 4/nd) come once
+                 * its saved activations are freed and stay until the next block's
+                 * post-backward, so the next block's backward holds one layer's activations
+                 * fewer with 6 + 4 + 4/nd. The pair's 16 bytes in fsdp_buffer_bytes charge
+                 * both at the first moment (Mixtral-8x7B L2, 1.41e9 parameters a layer:
+                 * 7.4-9.4 GiB high); the last block's own moment is backward_end_bytes. Both
+                 * moments are below the pair's figure, which this replaces here. */
+                double root = memory_root_gathered_bytes(m, l, stage);
+                double rest = r->blocks_phase_bytes - fsdp_buffer_bytes; /* logits held, head */
+                double lp = s->layer_params, nd = fig->shard_nd;
+                double first = rest + root + 6.0 * lp;
+                /* what the first block leaves when done: its saved activations (under full
+                 * recompute its checkpoint; the recomputed ones are `working`, held again by
+                 * the next block) */
+                double freed = f.full ? f.ckpt : act_layer_max;
+                double second = rest + root + (10.0 + 4.0 / nd) * lp - freed;
+                r->blocks_phase_bytes = first > second ? first : second;
+                blocks = r->blocks_phase_bytes + working; /* the layer in backward's transient */
+            }
             double phase = r->loss_phase_bytes > blocks ? r->loss_phase_bytes : blocks;
             phase_relief_bytes = r->logits_bytes + fsdp_buffer_bytes + working - phase;
         }
