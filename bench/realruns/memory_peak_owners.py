@@ -4,8 +4,7 @@ memory_phase_peaks.py, bench/results/memphase17_2026-11-28). One step (after 3 w
 under torch.cuda.memory._record_memory_history; the allocator's trace is replayed in order
 (alloc adds a block, free_completed removes it: the allocator's allocated-bytes counter moves there) to find, per phase, the moment of the most bytes
 allocated, and the blocks alive then are summed by the first stack frame that names a source file
-of torch.distributed.fsdp, transformers, torch.optim, torch.autograd or this script (the block's
-owner), with the phase boundaries marked as in memory_phase_peaks.py (forward end, each block's
+of torch.distributed, transformers, torch.optim, torch.autograd or torch.nn (memory_trace.py), with the phase boundaries marked as in memory_phase_peaks.py (forward end, each block's
 backward end, root tail, clip, optimizer step).
 
 Per spec name:seq:mbs[:layers[:ckpt]], one JSON line: per phase the peak bytes (replayed) and the
@@ -27,23 +26,11 @@ ap.add_argument("--runs", required=True)
 ap.add_argument("--warmup", type=int, default=3)
 args = ap.parse_args()
 
-KEYS = ("fsdp", "transformers", "torch/optim", "autograd", "nn/functional", "nn/modules",
-        "memory_peak_owners")
-
-
-def owner(frames):
-    for fr in frames:
-        fn = fr.get("filename", "")
-        if any(k in fn for k in KEYS):
-            return "%s:%s:%d" % (fn.split("site-packages/")[-1], fr.get("name", ""), fr.get("line", 0))
-    return "(no python frame)" if not frames else "%s:%d" % (frames[0].get("filename", "?"),
-                                                            frames[0].get("line", 0))
-
-
 def main():
     import torch
     import torch.distributed as dist
     from fsdp2_model import build_fsdp2_model
+    from memory_trace import live_blocks, replay_peaks
     local = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
@@ -97,12 +84,7 @@ def main():
             step()
         torch.cuda.synchronize()
         # the blocks alive at the step's start, from a snapshot before recording
-        start = torch.cuda.memory._snapshot()
-        live = {}
-        for seg in start["segments"]:
-            for b in seg["blocks"]:
-                if b["state"] == "active_allocated":
-                    live[b.get("address", seg["address"])] = (b["size"], "(alive at step start)")
+        live = live_blocks(torch.cuda.memory._snapshot())
         torch.cuda.memory._record_memory_history(max_entries=2000000, stacks="python")
         on[0] = True
         step()
@@ -117,27 +99,7 @@ def main():
         rec["start_bytes"] = sum(s for s, _ in live.values())
         bounds = [0] + [i for _, i in marks]
         labels = ["(before zero_grad)"] + [lab for lab, _ in marks]
-        phases = []
-        cur = sum(s for s, _ in live.values())
-        ev = 0
-        for k in range(1, len(bounds)):
-            best, best_live = cur, None
-            while ev < min(bounds[k], len(trace)):
-                e = trace[ev]
-                ev += 1
-                if e["action"] == "alloc":
-                    live[e["addr"]] = (e["size"], owner(e.get("frames", [])))
-                    cur += e["size"]
-                    if cur > best:
-                        best, best_live = cur, dict(live)
-                elif e["action"] == "free_completed" and e["addr"] in live:
-                    cur -= live.pop(e["addr"])[0]
-            by = {}
-            for s, o in (best_live or live).values():
-                by[o] = by.get(o, 0) + s
-            top = sorted(by.items(), key=lambda kv: -kv[1])[:14]
-            phases.append({"phase_until": labels[k], "peak_bytes": best,
-                           "owners": [[o, s] for o, s in top]})
+        phases = replay_peaks(trace, live, bounds, labels)
         rec["phases"] = phases
         print(json.dumps({"spec": spec, "peaks_GiB": [(p["phase_until"], round(p["peak_bytes"] / 2**30, 2))
                                                       for p in phases]}), flush=True)

@@ -58,6 +58,11 @@ def parser():
                         "of the timed steps, on every rank; the record gets `timeline`: per rank, per "
                         "step, [kind, stage, micro-batch, start ms, end ms] from the step's start "
                         "(bench/realruns/pp_timeline.py reads it)")
+    p.add_argument("--memory-owners", action="store_true",
+                   help="after the timed steps, one more step under torch.cuda.memory."
+                        "_record_memory_history; rank 0's record gets memory_owners: that step's peak "
+                        "allocated bytes and who holds them (memory_trace.py, bench/results/"
+                        "memphase17_2026-11-28)")
     p.add_argument("--profile-rank", type=int, default=0, help="--profile: the rank whose trace is written")
     p.add_argument("--no-loss-parallel", action="store_true", help="tp: gather the logits instead")
     p.add_argument("--host-split", action="store_true",

@@ -159,6 +159,25 @@ def profile_step(step, ctx):
         json.dump(summ, f, indent=1, sort_keys=True)
 
 
+def memory_owners_step(step, ctx, dev):
+    """One more step with the allocator's history recorded (--memory-owners): this rank's peak
+    allocated bytes over the step and who holds them (memory_trace.py), into rank 0's record."""
+    from memory_trace import live_blocks, replay_peaks
+    torch.cuda.synchronize()
+    live = live_blocks(torch.cuda.memory._snapshot())
+    torch.cuda.memory._record_memory_history(max_entries=2000000, stacks="python")
+    step()
+    torch.cuda.synchronize()
+    snap = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    trace = snap["device_traces"][torch.cuda.current_device()]
+    start = sum(s for s, _ in live.values())
+    res = replay_peaks(trace, live, [0, len(trace)], ["", "step"], top=20)[0]
+    ctx.rec["memory_owners"] = {"start_bytes": start, "peak_bytes": res["peak_bytes"],
+                                "max_memory_allocated": torch.cuda.max_memory_allocated(dev),
+                                "owners": res["owners"], "trace_events": len(trace)}
+
+
 def timed_steps(ctx, b, step, dev):
     """Runs --warmup + --steps steps of `step` (and the --profile step), fills ctx.rec; ctx.phase
     names the step being run for an error's record."""
@@ -217,6 +236,9 @@ def timed_steps(ctx, b, step, dev):
         except Exception as e:  # the timed steps stay valid without the trace
             rec["profile_error"] = "%s: %s" % (type(e).__name__, str(e)[:400])
             torch.cuda.synchronize()
+    if args.memory_owners:
+        ctx.phase = "memory-owners step"
+        memory_owners_step(step, ctx, dev)
     ctx.phase = "done"
     tt = torch.tensor(times, device=dev, dtype=torch.float64)
     dist.all_reduce(tt, op=dist.ReduceOp.MAX)
