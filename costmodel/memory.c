@@ -589,6 +589,19 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
                                    memory_backward_end_buffer_bytes(m, t, l, layer_params) +
                                    r->framework_bytes;
             if (r->backward_end_bytes > r->total_bytes) r->total_bytes = r->backward_end_bytes;
+            /* the root unit's post-backward, the backward's last moment (memphase17, the
+             * allocator trace of parallel_run.py --memory-owners: Llama-3.1-8B L2 s1k under
+             * TP 2, TP 2 x DP 2 and CP 2, and L8 s4k under TP 2, every peak there): every
+             * block's sharded fp32 gradient, the root's fp32 reduce-scatter input (4 bytes a
+             * root parameter of this rank) and sharded output (4/nd), and the output layer's
+             * bf16 weight gradient, made first of the root's and held until then. With a large
+             * vocabulary and few layers the root is most of the parameters. */
+            double root_made = graphs ? r->gradients_bytes
+                                      : r->gradients_bytes - 4.0 * root_params / nd;
+            double head_grad = 2.0 * (double)m->vocab * m->hidden / l->tp;
+            r->root_reduce_bytes = r->weights_bytes + r->optimizer_bytes + root_made +
+                                   (4.0 + 4.0 / nd) * root_params + head_grad + r->framework_bytes;
+            if (r->root_reduce_bytes > r->total_bytes) r->total_bytes = r->root_reduce_bytes;
         }
         if (graphs) {
             /* the graph's private memory pool keeps the captured forward + backward's peak for

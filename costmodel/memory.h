@@ -38,6 +38,10 @@ typedef struct {
     /* torch FSDP2 without pipelining: the last block's backward, every other gradient made
      * (memory_backward_end_buffer_bytes); 0 where it does not apply */
     double backward_end_bytes;
+    /* torch FSDP2 without pipelining: the root unit's (embedding, final norm, output layer)
+     * reduce-scatter at the backward's end, every block's sharded gradient made; 0 where it
+     * does not apply */
+    double root_reduce_bytes;
     double total_bytes;        /* the larger of the training peak and optimizer_step_bytes */
     double train_peak_bytes;   /* the forward/backward's peak before the optimizer step (the
                                   backend sizes its phases by it: backend/bk_pools.h) */

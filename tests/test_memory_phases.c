@@ -305,6 +305,12 @@ static void test_fsdp_stage_total(void **state)
     assert_true(NEAR(mb.blocks_phase_bytes, 6047768576.0));
     assert_true(NEAR(mb.framework_bytes, 1687027712.0));
     assert_true(NEAR(mb.total_bytes, 31993389056.0));
+    /* The root's reduce-scatter at the backward's end (memphase17, memory.c): weights + Adam
+     * 16,773,439,488 + every block's sharded gradient (5,591,146,496 - 4 x 1,050,677,248 / 2 =
+     * 3,489,792,000) + the root's fp32 input and sharded output ((4 + 4/2) x (2 V h + h =
+     * 1,050,677,248) = 6,304,063,488) + the output layer's bf16 gradient 1,050,673,152 +
+     * framework 1,687,027,712 = 29,304,995,840 B: below the loss moment with 8 layers. */
+    assert_true(NEAR(mb.root_reduce_bytes, 29304995840.0));
 }
 
 /* pp 2, 1F1B, 8 micro-batches, units not resharded (parallel_run.py, torchtitan under PP),
