@@ -54,6 +54,8 @@ typedef struct {
     int repeats;     /* timed repeats; the median is reported */
     double min_repeat_s; /* each repeat runs enough back-to-back launches to last this long */
     double warmup_s;     /* GEMMs: keep warming up this long (power/clock steady state), 0: none */
+    bool host_ahead;     /* GEMMs: the host issues a repeat's launches before the GPU starts them
+                            (bk_timing.h), so a repeat times the GPU's back-to-back work alone */
 } bk_timing;
 
 bk_timing bk_timing_default(void);
@@ -64,6 +66,7 @@ typedef struct {
     double flops_per_s;
     double check_error; /* FP8: relative error of sampled output rows of the timed GEMM against
                            an fp32 product of its e4m3 operands; bf16: 0 (bk_gemm_check) */
+    double host_s;   /* host seconds issuing one launch (median repeat) */
 } bk_gemm_result;
 
 /* Time one bf16 GEMM (fp32 accumulate) of the given form on device dev. Operands rotate among

@@ -196,6 +196,7 @@ void bk_close(bk_ctx *c)
         if (c->compute[d]) cudaStreamDestroy(c->compute[d]);
         if (c->comm[d]) cudaStreamDestroy(c->comm[d]);
     }
+    if (c->gate) cudaFreeHost((void *)c->gate);
     free(c);
 }
 

@@ -517,11 +517,13 @@ static cm_status gemm_time_copies(gemm_launch_arg *ga, const bk_timing *tm, cuda
                   .across_processes = false, .warmup = tm->warmup, .probe_launches = 3,
                   .launches_per_repeat = 0, .min_launches = 1, .max_launches = 200,
                   .unsized_launches = 100, .min_repeat_s = tm->min_repeat_s,
-                  .warmup_s = tm->warmup_s, .repeats = tm->repeats};
+                  .warmup_s = tm->warmup_s, .repeats = tm->repeats,
+                  .host_ahead = tm->host_ahead};
     bk_timed_result r;
     BK_TRY(bk_time(ctx, &t, &r, err, errlen));
     out->time_s = r.time_s;
     out->spread = r.spread;
+    out->host_s = r.host_s;
     out->flops_per_s = 2.0 * ga->m * ga->n * ga->k * ga->batch / out->time_s;
     out->check_error = 0;
     if (ga->fp8) BK_TRY(gemm_check_rows_fp8(ga, &out->check_error, err, errlen));

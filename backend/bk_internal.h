@@ -70,6 +70,8 @@ struct bk_ctx {
                                   CUBLASLT_WORKSPACE_SIZE) */
     float *block_scale[BK_MAX_GPUS]; /* device: scales of plan measure's blockwise FP8 GEMMs */
     size_t block_scale_n[BK_MAX_GPUS];
+    volatile uint32_t *gate;   /* mapped host memory: the host-ahead gate (bk_timing.c), made at
+                                  its first use */
     /* Cached communicators over devices 0..g-1 (calibrate), index g. */
     ncclComm_t prefix[BK_MAX_GPUS + 1][BK_MAX_GPUS];
     bool prefix_ok[BK_MAX_GPUS + 1];

@@ -11,6 +11,14 @@
  * event on each timed GPU's stream, the repeat's launches, a second event; its time is the
  * slowest GPU's (of every process when across_processes), divided by the launches. The result
  * is the median repeat and the spread (max - min) / median.
+ *
+ * host_ahead: a repeat's launches reach the GPU only once the host has issued all of them (a
+ * one-thread gate kernel ahead of the start event spins on a flag in mapped host memory that the
+ * host sets after the stop event), so the repeat times the GPU running them back to back, as in
+ * a step where the host runs ahead of the GPU. Without it a repeat starts its clock when the
+ * idle GPU reaches the start event, and any launch the host issues later than the GPU finishes
+ * the one before leaves the GPU waiting inside the timed span. The host's issue time per
+ * launch is reported either way (host_s).
  */
 #ifndef PLAN_BK_TIMING_H
 #define PLAN_BK_TIMING_H
@@ -54,6 +62,8 @@ typedef struct {
     double min_repeat_s;
     double warmup_s;           /* after the probe, warm-up launches lasting this long (0: none) */
     int repeats;               /* clamped to 1..BK_TIMING_MAX_REPEATS */
+    bool host_ahead;           /* hold the timed streams (a gate kernel before the start event)
+                                  until the host has issued the repeat's every launch */
 } bk_timed;
 
 typedef struct {
@@ -62,6 +72,7 @@ typedef struct {
     double min_s, max_s;
     int launches_per_repeat;
     int repeats;
+    double host_s;             /* host seconds issuing one launch, median repeat */
 } bk_timed_result;
 
 cm_status bk_time(bk_ctx *ctx, const bk_timed *t, bk_timed_result *out, char *err,

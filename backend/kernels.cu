@@ -314,3 +314,25 @@ extern "C" int bkk_bf16_to_f32(const void *in, float *out, size_t n, void *strea
         (const __nv_bfloat16 *)in, out, n);
     return (int)cudaGetLastError();
 }
+
+/* The host-ahead gate (bk_timing.c): one thread spins until the host sets gate[0] (mapped host
+ * memory) or timeout_ns pass on the GPU's global timer; a timeout is marked in gate[1]. */
+__global__ void gate_kernel(volatile uint32_t *gate, unsigned long long timeout_ns)
+{
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    while (gate[0] == 0) {
+        __nanosleep(500);
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        if (t - t0 > timeout_ns) {
+            gate[1] = 1;
+            break;
+        }
+    }
+}
+
+extern "C" int bkk_gate(volatile uint32_t *gate, double timeout_s, void *stream)
+{
+    gate_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(gate, (unsigned long long)(timeout_s * 1e9));
+    return (int)cudaGetLastError();
+}

@@ -38,6 +38,9 @@ int bkk_ref_rows_e4m3(int n, int k, const void *A, const void *B, const int *row
  * dimension roundup(m, 4)) and B's per 128x128 block (b_blk, leading dimension
  * roundup(ceil(k/128), 4)) or per 1x128 block (leading dimension roundup(n, 4)). */
 int bkk_fill_pow2(float *p, size_t n, uint32_t seed, void *stream);
+/* The host-ahead gate of bk_timing.c: a one-thread kernel that holds its stream until the host
+ * sets gate[0] (mapped host memory, device-visible), or timeout_s passes (then gate[1] = 1). */
+int bkk_gate(volatile uint32_t *gate, double timeout_s, void *stream);
 int bkk_ref_rows_e4m3_block(int m, int n, int k, const void *A, const void *B, const int *rows,
                             int nrows, const float *sa, const float *sb, int b_blk, float *out,
                             void *stream);

@@ -35,6 +35,15 @@ calibrate --warmup-ms N; torch: launches in tens until N ms passed): the GPU's c
 from the idle gap a process start or the other side's set-up leaves, which otherwise the first
 shapes timed after the gap pay (bench/results/fp8h200_2026-11-27/README.md).
 
+--timing host-ahead times the GPU's back-to-back work alone, on both sides (issue 16's short
+shapes): plan calibrate --timing host-ahead holds the stream behind a gate kernel until the host
+has issued the repeat's every launch (backend/bk_timing.h); torch queues torch.cuda._sleep long
+enough for its host to issue the repeat's launches behind it (twice the probe's host time per
+launch times the launches, plus 0.3 ms), checks by the GPU's own sleep time (an event before it)
+that the host finished issuing first, and doubles the hold and redoes a repeat where it did not.
+Either way each side's host seconds issuing one launch is recorded (torch: host_us column;
+backend: the "host us" column of plan calibrate's table in the log). Default: loop.
+
 Usage (on the GPU machine):
   python3 bench/fp8_backend.py --bin .carry/fp8bk --models 8b,70b --rounds 2 --out DIR
 Writes DIR/calibrate_<model>_round<r>.csv (plan fit input), DIR/torch_round<r>.tsv,
@@ -64,6 +73,9 @@ p.add_argument("--no-bf16", action="store_true", help="skip the backend's bf16 r
 p.add_argument("--warmup-ms", type=int, default=0,
                help="run each GEMM back to back this long before timing it, on both sides "
                     "(plan calibrate --warmup-ms)")
+p.add_argument("--timing", choices=["loop", "host-ahead"], default="loop",
+               help="repeats timed around the host's launches (loop) or with the host ahead of "
+                    "the GPU (host-ahead), on both sides")
 p.add_argument("--group", type=int, default=0,
                help="interleave plan and torch per group of N shapes (0: per model sweep)")
 args = p.parse_args()
@@ -114,7 +126,8 @@ def model_shapes(model):
 def plan_calibrate_group(model, rnd, gi, group):
     """plan calibrate of one group of shapes (--shape each), rows keyed by the model's names."""
     path = os.path.join(args.out, f"calibrate_{model}_round{rnd}_g{gi}.csv")
-    cmd = [os.path.join(args.bin, "plan"), "calibrate", "--ops", calib_ops(), "-o", path]
+    cmd = [os.path.join(args.bin, "plan"), "calibrate", "--ops", calib_ops(), "-o", path,
+           "--timing", args.timing]
     if args.warmup_ms:
         cmd += ["--warmup-ms", str(args.warmup_ms)]
     for _, m, n, k in group:
@@ -140,7 +153,8 @@ def plan_calibrate_group(model, rnd, gi, group):
 def plan_calibrate(model, rnd):
     path = os.path.join(args.out, f"calibrate_{model}_round{rnd}.csv")
     ops = calib_ops()
-    cmd = [os.path.join(args.bin, "plan"), "calibrate", "--ops", ops, "--model", model, "-o", path]
+    cmd = [os.path.join(args.bin, "plan"), "calibrate", "--ops", ops, "--model", model, "-o", path,
+           "--timing", args.timing]
     if args.warmup_ms:
         cmd += ["--warmup-ms", str(args.warmup_ms)]
     log(f"# run: {' '.join(cmd)}")
@@ -197,28 +211,10 @@ def torch_fp8(m, n, k):
         else:
             torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
 
-    warm_up(launch)
-    for _ in range(3):
-        launch()
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0.record()
-    for _ in range(3):
-        launch()
-    e1.record()
-    torch.cuda.synchronize()
-    one = max(e0.elapsed_time(e1) / 3e3, 1e-9)
-    iters = max(1, min(200, int(args.min_repeat_s / one + 0.999)))
-    times = []
-    for _ in range(args.repeats):
-        e0.record()
-        for _ in range(iters):
-            launch()
-        e1.record()
-        torch.cuda.synchronize()
-        times.append(e0.elapsed_time(e1) / 1e3 / iters)
+    t, spread = time_launch(launch)
     del sets
     torch.cuda.empty_cache()
-    return statistics.median(times), (max(times) - min(times)) / statistics.median(times), err
+    return t, spread, err
 
 
 BLOCK_API = {"how": None}
@@ -315,27 +311,56 @@ def warm_up(launch):
         torch.cuda.synchronize()
 
 
+HOST = {"s": 0.0, "redo": 0}  # the last time_launch's host seconds per launch; repeats redone
+SLEEP_HZ = 2.0e9  # torch.cuda._sleep's cycles per second, taken high: a slower clock holds longer
+
+
+def timed_repeat(launch, n, hold_s):
+    """One repeat of n launches: (GPU seconds per launch, host seconds issuing one, host ahead).
+    hold_s > 0 (--timing host-ahead): torch.cuda._sleep of that long queued first, so the
+    host issues the launches while the GPU sleeps; host ahead when the GPU's sleep (an event
+    before it to the start event) outlasted the host's issuing from the sleep's launch on."""
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ahead = True
+    if hold_s > 0:
+        ep = torch.cuda.Event(enable_timing=True)
+        ep.record()
+        h_sleep = time.perf_counter()
+        torch.cuda._sleep(int(hold_s * SLEEP_HZ))
+    e0.record()
+    h0 = time.perf_counter()
+    for _ in range(n):
+        launch()
+    h1 = time.perf_counter()
+    e1.record()
+    torch.cuda.synchronize()
+    if hold_s > 0:
+        ahead = ep.elapsed_time(e0) / 1e3 > h1 - h_sleep
+    return e0.elapsed_time(e1) / 1e3 / n, (h1 - h0) / n, ahead
+
+
 def time_launch(launch):
-    """The method of torch_fp8: warm-up, a probe sizing the repeats, the median of the repeats."""
+    """Warm-up, a probe sizing the repeats, the median of the repeats (method above), in the
+    --timing mode; HOST["s"] gets the median host seconds per launch."""
     warm_up(launch)
     for _ in range(3):
         launch()
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0.record()
-    for _ in range(3):
-        launch()
-    e1.record()
-    torch.cuda.synchronize()
-    one = max(e0.elapsed_time(e1) / 3e3, 1e-9)
+    ahead_mode = args.timing == "host-ahead"
+    one, host, _ = timed_repeat(launch, 3, 1e-3 if ahead_mode else 0)
+    one = max(one, 1e-9)
     iters = max(1, min(200, int(args.min_repeat_s / one + 0.999)))
-    times = []
+    hold = 2 * host * iters + 3e-4 if ahead_mode else 0
+    times, hosts = [], []
     for _ in range(args.repeats):
-        e0.record()
-        for _ in range(iters):
-            launch()
-        e1.record()
-        torch.cuda.synchronize()
-        times.append(e0.elapsed_time(e1) / 1e3 / iters)
+        for _attempt in range(4):
+            t, h, ahead = timed_repeat(launch, iters, hold)
+            if ahead:
+                break
+            hold *= 2
+            HOST["redo"] += 1
+        times.append(t)
+        hosts.append(h)
+    HOST["s"] = statistics.median(hosts)
     return statistics.median(times), (max(times) - min(times)) / statistics.median(times)
 
 
@@ -346,12 +371,12 @@ def torch_round(shapes, rnd, tag=None):
     TSV_STARTED[rnd] = True
     with open(path, "w" if first else "a") as f:
         if first:
-            f.write("model\tname\tm\tn\tk\ttime_s\ttflops\tspread\trel_err\n")
+            f.write("model\tname\tm\tn\tk\ttime_s\ttflops\tspread\trel_err\thost_us\n")
         for (model, name), (m, n, k) in shapes.items():
             t, spread, err = torch_fp8(m, n, k)
             out[(model, name)] = (t, err)
             f.write(f"{model}\t{name}\t{m}\t{n}\t{k}\t{t:.6e}\t{2 * m * n * k / t / 1e12:.1f}\t"
-                    f"{spread:.4f}\t{err:.3e}\n")
+                    f"{spread:.4f}\t{err:.3e}\t{HOST['s'] * 1e6:.2f}\n")
             if args.blockwise:
                 try:
                     t, spread, err = torch_fp8_block(m, n, k)
@@ -360,8 +385,10 @@ def torch_round(shapes, rnd, tag=None):
                     continue
                 out[(model, "blk:" + name)] = (t, err)
                 f.write(f"{model}\tblk:{name}\t{m}\t{n}\t{k}\t{t:.6e}\t"
-                        f"{2 * m * n * k / t / 1e12:.1f}\t{spread:.4f}\t{err:.3e}\n")
-    log(f"# torch round {rnd}{' ' + tag if tag else ''}: {len(out)} GEMMs timed -> {path}"
+                        f"{2 * m * n * k / t / 1e12:.1f}\t{spread:.4f}\t{err:.3e}\t"
+                        f"{HOST['s'] * 1e6:.2f}\n")
+    log(f"# torch round {rnd}{' ' + tag if tag else ''}: {len(out)} GEMMs timed -> {path}; "
+        f"--timing {args.timing}, host-ahead repeats redone so far {HOST['redo']}"
         + (f"; blockwise through {BLOCK_API['how']}" if args.blockwise else ""))
     return out
 

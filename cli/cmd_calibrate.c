@@ -43,6 +43,9 @@ static void usage(void)
            "  --shape MxNxK     time this GEMM (y[M,N] = x[M,K] W[N,K]^T) instead of the model's\n"
            "                    shapes; repeatable\n"
            "  --warmup-ms N     run each GEMM back to back this long before timing (default 0)\n"
+           "  --timing MODE     GEMM repeats: loop (CUDA events around the host's launches)\n"
+           "                    or host-ahead (the GPU starts once the host has issued every\n"
+           "                    launch of the repeat: its back-to-back time alone; default loop)\n"
            "  -o, --output FILE CSV output (default plan-calibrate.csv; - for stdout)\n"
            "  --list            print the measurements that would run, and stop\n"
            "Needs NVIDIA GPUs (the CUDA backend); exit status 3 when none is found.\n");
@@ -92,8 +95,8 @@ static cm_status calibrate_fp8(bk_ctx *ctx, const calib_shape *shapes, int nshap
                    "batch 2, 64x2048x128 batch 3): rel. error %.2e %s\n",
             worst, worst < FP8_CHECK_MAX ? "ok" : "FAILED");
     if (!(worst < FP8_CHECK_MAX)) *status = 1;
-    fprintf(human, "\n%-16s %6s %6s %6s %10s %8s %9s\n", "gemm (fp8 e4m3)", "m", "n", "k",
-            "time ms", "TFLOP/s", "check");
+    fprintf(human, "\n%-16s %6s %6s %6s %10s %8s %9s %8s\n", "gemm (fp8 e4m3)", "m", "n", "k",
+            "time ms", "TFLOP/s", "check", "host us");
     for (int i = 0; i < nshapes; i++) {
         const calib_shape *s = &shapes[i];
         fprintf(progress, "calibrate: gemm_fp8 %s\n", s->name);
@@ -108,8 +111,9 @@ static cm_status calibrate_fp8(bk_ctx *ctx, const calib_shape *shapes, int nshap
                        .tflops = g.flops_per_s / 1e12, .check_error = g.check_error,
                        .spread = g.spread};
         calib_csv_row(out, &r);
-        fprintf(human, "%-16s %6ld %6ld %6ld %10.4f %8.1f %9.2e%s\n", s->name, s->m, s->n, s->k,
-                g.time_s * 1e3, g.flops_per_s / 1e12, g.check_error, ok ? "" : " FAILED");
+        fprintf(human, "%-16s %6ld %6ld %6ld %10.4f %8.1f %9.2e %8.1f%s\n", s->name, s->m, s->n,
+                s->k, g.time_s * 1e3, g.flops_per_s / 1e12, g.check_error, g.host_s * 1e6,
+                ok ? "" : " FAILED");
     }
     return CM_OK;
 }
@@ -136,8 +140,8 @@ static cm_status calibrate_fp8_block(bk_ctx *ctx, const calib_shape *shapes, int
                    "%.2e %s\n",
             worst, worst < FP8_CHECK_MAX ? "ok" : "FAILED");
     if (!(worst < FP8_CHECK_MAX)) *status = 1;
-    fprintf(human, "\n%-16s %6s %6s %6s %10s %8s %9s\n", "gemm (fp8 block)", "m", "n", "k",
-            "time ms", "TFLOP/s", "check");
+    fprintf(human, "\n%-16s %6s %6s %6s %10s %8s %9s %8s\n", "gemm (fp8 block)", "m", "n", "k",
+            "time ms", "TFLOP/s", "check", "host us");
     for (int i = 0; i < nshapes; i++) {
         const calib_shape *s = &shapes[i];
         fprintf(progress, "calibrate: gemm_fp8_blockwise %s\n", s->name);
@@ -157,8 +161,9 @@ static cm_status calibrate_fp8_block(bk_ctx *ctx, const calib_shape *shapes, int
                        .tflops = g.flops_per_s / 1e12, .check_error = g.check_error,
                        .spread = g.spread};
         calib_csv_row(out, &r);
-        fprintf(human, "%-16s %6ld %6ld %6ld %10.4f %8.1f %9.2e%s\n", s->name, s->m, s->n, s->k,
-                g.time_s * 1e3, g.flops_per_s / 1e12, g.check_error, ok ? "" : " FAILED");
+        fprintf(human, "%-16s %6ld %6ld %6ld %10.4f %8.1f %9.2e %8.1f%s\n", s->name, s->m, s->n,
+                s->k, g.time_s * 1e3, g.flops_per_s / 1e12, g.check_error, g.host_s * 1e6,
+                ok ? "" : " FAILED");
     }
     return CM_OK;
 }
@@ -171,7 +176,8 @@ static int parse_pos(const char *flag, const char *s, int lo, int hi, int *out)
 
 int cmd_calibrate(int argc, char **argv)
 {
-    enum { O_OPS = 1000, O_MAX, O_GPUS, O_MODEL, O_TOKENS, O_REPEATS, O_LIST, O_SHAPE, O_WARM };
+    enum { O_OPS = 1000, O_MAX, O_GPUS, O_MODEL, O_TOKENS, O_REPEATS, O_LIST, O_SHAPE, O_WARM,
+           O_TIMING };
     static const struct option opts[] = {
         {"ops", required_argument, NULL, O_OPS},
         {"max-bytes", required_argument, NULL, O_MAX},
@@ -183,12 +189,14 @@ int cmd_calibrate(int argc, char **argv)
         {"list", no_argument, NULL, O_LIST},
         {"shape", required_argument, NULL, O_SHAPE},
         {"warmup-ms", required_argument, NULL, O_WARM},
+        {"timing", required_argument, NULL, O_TIMING},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     unsigned mask = CALIB_ALL;
     size_t max_bytes = 1u << 30;
     int gpus = 0, tokens = 4096, repeats = 7, list = 0, rc = 0, warm_ms = 0;
+    bool host_ahead = false;
     calib_shape user[MAX_SHAPES];
     int nuser = 0;
     const char *model = "8b", *outpath = "plan-calibrate.csv";
@@ -212,6 +220,11 @@ int cmd_calibrate(int argc, char **argv)
         case 'o': outpath = optarg; break;
         case O_LIST: list = 1; break;
         case O_WARM: rc = parse_pos("warmup-ms", optarg, 0, 60000, &warm_ms); break;
+        case O_TIMING:
+            if (strcmp(optarg, "loop") == 0) host_ahead = false;
+            else if (strcmp(optarg, "host-ahead") == 0) host_ahead = true;
+            else return cli_error("--timing needs loop or host-ahead");
+            break;
         case O_SHAPE: {
             long a, b, k;
             char tail;
@@ -276,6 +289,7 @@ int cmd_calibrate(int argc, char **argv)
     (void)repeats;
     (void)outpath;
     (void)warm_ms;
+    (void)host_ahead;
     return cli_error("this plan was built without the CUDA backend (nvcc, cuBLAS and NCCL were "
                      "not found at meson setup): see backend/README.md");
 #else
@@ -305,6 +319,7 @@ int cmd_calibrate(int argc, char **argv)
     bk_timing tm = bk_timing_default();
     tm.repeats = repeats;
     tm.warmup_s = warm_ms * 1e-3;
+    tm.host_ahead = host_ahead;
     calib_csv_header(out);
     fprintf(progress, "calibrate: %s, NCCL_NVLS_ENABLE=%s\n", bk_device_name(ctx),
             getenv("NCCL_NVLS_ENABLE"));
