@@ -8,8 +8,8 @@ just before the consuming chunk (torch 2.11 torch/distributed/pipelining/schedul
 channel, 32 p2p channels per NVLink peer on 2 x H200) sit on their SMs, spinning, until the
 peer's data comes, so the compute launched after it gets the SMs that are left.
 
-What it does (2 ranks, torchrun). Rank 0 runs one of three compute trains on the default stream,
-timed with CUDA events:
+What it does (2 ranks, torchrun). Rank 0 runs one of three compute trains (bench/chunk_trains.py)
+on the default stream, timed with CUDA events:
   layer  10 Qwen3-4B forward layers at 4096 tokens (QKV, flash SDPA, O, gate-up, SiLU*mul, down),
   fc1    8 Llama-8B FC1 GEMMs 4096 x 28672 x 4096,
   mem    40 element-wise adds of 128 Mi bf16 elements (memory-bound).
@@ -38,15 +38,14 @@ Usage: NCCL_NVLS_ENABLE=0 torchrun --standalone --nproc_per_node 2 bench/p2p_wai
 import argparse
 import datetime
 import json
-import math
 import os
 import statistics
-import tempfile
 import time
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
+
+import chunk_trains
 
 p = argparse.ArgumentParser()
 p.add_argument("--configs", default="default,32,16,8,2",
@@ -88,85 +87,7 @@ def seeded(n, seed):
     return torch.randn(n, device=dev, dtype=BF, generator=g)
 
 
-# ---- compute trains (rank 0 runs them; rank 1 builds them too, cheaply, so both ranks agree) ----
-def make_layer():
-    T, H, Q, KV, I = 4096, 2560, 4096, 1024, 9728
-    sets = []
-    for _ in range(4):
-        sets.append(dict(
-            wqkv=torch.randn(H, Q + 2 * KV, device=dev, dtype=BF) / math.sqrt(H),
-            wo=torch.randn(Q, H, device=dev, dtype=BF) / math.sqrt(Q),
-            wgu=torch.randn(H, 2 * I, device=dev, dtype=BF) / math.sqrt(H),
-            wd=torch.randn(I, H, device=dev, dtype=BF) / math.sqrt(I)))
-    x = torch.randn(T, H, device=dev, dtype=BF)
-    q = torch.randn(1, 32, T, 128, device=dev, dtype=BF)
-    k = torch.randn(1, 32, T, 128, device=dev, dtype=BF)
-    v = torch.randn(1, 32, T, 128, device=dev, dtype=BF)
-    a2 = torch.randn(T, Q, device=dev, dtype=BF)
-    h = torch.randn(T, I, device=dev, dtype=BF)
-    qkv = torch.empty(T, Q + 2 * KV, device=dev, dtype=BF)
-    y = torch.empty(T, H, device=dev, dtype=BF)
-    gu = torch.empty(T, 2 * I, device=dev, dtype=BF)
-    hm = torch.empty(T, I, device=dev, dtype=BF)
-
-    def train():
-        for i in range(10):
-            w = sets[i % 4]
-            torch.matmul(x, w["wqkv"], out=qkv)
-            F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            torch.matmul(a2, w["wo"], out=y)
-            torch.matmul(x, w["wgu"], out=gu)
-            torch.mul(F.silu(gu[:, :I]), gu[:, I:], out=hm)
-            torch.matmul(h, w["wd"], out=y)
-
-    def check():
-        torch.matmul(x, sets[0]["wgu"], out=gu)
-        ref = x.float() @ sets[0]["wgu"].float()
-        e1 = ((gu.float() - ref).norm() / ref.norm()).item()
-        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        qs, ks, vs = (t[:, :4].float() for t in (q, k, v))
-        r = F.scaled_dot_product_attention(qs, ks, vs, is_causal=True)
-        e2 = ((o[:, :4].float() - r).norm() / r.norm()).item()
-        return max(e1, e2)
-    return train, check
-
-
-def make_fc1():
-    T, H, I2 = 4096, 4096, 28672
-    x = torch.randn(T, H, device=dev, dtype=BF)
-    ws = [torch.randn(H, I2, device=dev, dtype=BF) / math.sqrt(H) for _ in range(2)]
-    out = torch.empty(T, I2, device=dev, dtype=BF)
-
-    def train():
-        for i in range(8):
-            torch.matmul(x, ws[i % 2], out=out)
-
-    def check():
-        torch.matmul(x, ws[0], out=out)
-        ref = x.float() @ ws[0].float()
-        return ((out.float() - ref).norm() / ref.norm()).item()
-    return train, check
-
-
-def make_mem():
-    n = 128 * 1024 * 1024
-    a, b = torch.randn(n, device=dev, dtype=BF), torch.randn(n, device=dev, dtype=BF)
-    c = torch.empty(n, device=dev, dtype=BF)
-
-    def train():
-        for _ in range(40):
-            torch.add(a, b, out=c)
-
-    def check():
-        c.fill_(float("nan"))
-        torch.add(a, b, out=c)
-        ref = a[:1 << 20].float() + b[:1 << 20].float()
-        bad = torch.isnan(c).any().item()
-        return 1.0 if bad else ((c[:1 << 20].float() - ref).norm() / ref.norm()).item()
-    return train, check
-
-
-MAKERS = {"layer": make_layer, "fc1": make_fc1, "mem": make_mem}
+MAKERS = {k: (lambda f=f: f(dev)) for k, f in chunk_trains.MAKERS.items()}
 
 # ---- buffers: rank 1 sends seeded data, rank 0 knows what to expect ----
 send_big, send_small, send_x = seeded(BIG, 11), seeded(SMALL, 12), seeded(XFER, 13)
@@ -260,17 +181,9 @@ def profile_kernels(fn):
         return None
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         fn()
-    fd, path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    prof.export_chrome_trace(path)
-    with open(path) as f:
-        tr = json.load(f)
-    os.unlink(path)
     kern = {}
     spans = {"nccl": [], "compute": []}
-    for e in tr.get("traceEvents", []):
-        if e.get("cat") != "kernel":
-            continue
+    for e in chunk_trains.kernel_events(prof):
         a = e.get("args", {})
         name = e.get("name", "")
         key = name[:90]
