@@ -9,30 +9,26 @@
 
 #include "estimate_internal.h"
 
-system_spec host_paced_gpu_only_system(const system_spec *sys)
+system_spec host_paced_host_scaled(const system_spec *sys, double k)
 {
     system_spec s = *sys;
-    s.host_eager_launch_s = 0;
-    s.host_dtensor_fwd_ratio = s.host_dtensor_bwd_ratio = 0;
-    s.host_dtensor_fwd_s = s.host_dtensor_bwd_s = 0;
-    s.host_dtensor_fwd_rank_s = s.host_dtensor_bwd_rank_s = 0;
-    s.host_dtensor_optim_tensor_s = 0;
-    s.host_compiled_dtensor_fwd_layer_s = s.host_compiled_dtensor_fwd_layer_rank_s = 0;
-    s.host_compiled_dtensor_bwd_layer_s = s.host_compiled_dtensor_bwd_layer_rank_s = 0;
-    s.host_fsdp_tp_fwd_scale = s.host_fsdp_tp_bwd_scale = 0;
-    s.host_cp_ring_fwd_call_s = s.host_cp_ring_fwd_step_s = 0;
-    s.host_cp_ring_bwd_call_s = s.host_cp_ring_bwd_step_s = 0;
-    s.host_chunk_cat_block_s = s.host_chunk_cat_block_large_s = s.host_chunk_cat_knee_blocks = 0;
-    s.host_clip_tensor_s = s.host_adamw_foreach_tensor_s = s.host_multi_tensor_launch_s = 0;
-    s.host_cuda_graph_replay_s = 0;
-    s.host_mcore_moe_fwd_s = s.host_mcore_moe_fwd_ep_s = 0;
-    s.host_mcore_moe_post_sync_s = s.host_mcore_moe_post_sync_ep_s = 0;
-    s.host_mcore_moe_bwd_s = s.host_mcore_moe_bwd_ep_s = 0;
-    s.host_mcore_attn_fwd_s = s.host_mcore_attn_bwd_s = 0;
-    s.host_mcore_qk_norm_fwd_s = s.host_mcore_qk_norm_bwd_s = 0;
-    s.host_te_gemm_s = 0;
-    s.host_eager_op_fwd_s = s.host_eager_op_bwd_s = 0;
-    s.host_sac_fwd_launch_s = s.host_sac_replay_launch_s = 0;
+    /* the host's times; the ratios (DTensor over plain, FSDP2's multi-rank scale) and the
+     * chunk_cat knee (a block count) are not times: they scale with the times they multiply */
+    double *times[] = {
+        &s.host_eager_launch_s, &s.host_dtensor_fwd_s, &s.host_dtensor_bwd_s,
+        &s.host_dtensor_fwd_rank_s, &s.host_dtensor_bwd_rank_s, &s.host_dtensor_optim_tensor_s,
+        &s.host_compiled_dtensor_fwd_layer_s, &s.host_compiled_dtensor_fwd_layer_rank_s,
+        &s.host_compiled_dtensor_bwd_layer_s, &s.host_compiled_dtensor_bwd_layer_rank_s,
+        &s.host_cp_ring_fwd_call_s, &s.host_cp_ring_fwd_step_s, &s.host_cp_ring_bwd_call_s,
+        &s.host_cp_ring_bwd_step_s, &s.host_chunk_cat_block_s, &s.host_chunk_cat_block_large_s,
+        &s.host_clip_tensor_s, &s.host_adamw_foreach_tensor_s, &s.host_multi_tensor_launch_s,
+        &s.host_cuda_graph_replay_s, &s.host_mcore_moe_fwd_s, &s.host_mcore_moe_fwd_ep_s,
+        &s.host_mcore_moe_post_sync_s, &s.host_mcore_moe_post_sync_ep_s, &s.host_mcore_moe_bwd_s,
+        &s.host_mcore_moe_bwd_ep_s, &s.host_mcore_attn_fwd_s, &s.host_mcore_attn_bwd_s,
+        &s.host_mcore_qk_norm_fwd_s, &s.host_mcore_qk_norm_bwd_s, &s.host_te_gemm_s,
+        &s.host_eager_op_fwd_s, &s.host_eager_op_bwd_s, &s.host_sac_fwd_launch_s,
+        &s.host_sac_replay_launch_s};
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) *times[i] *= k;
     return s;
 }
 
@@ -43,7 +39,7 @@ void host_paced_of(const model_spec *m, const system_spec *sys, const estimate *
     if (!estimate_time_priced(e) || !(e->time.step_s > 0)) return;
     const training_spec *t = &e->training;
     const layout *l = &e->layout;
-    system_spec s0 = host_paced_gpu_only_system(sys);
+    system_spec s0 = host_paced_host_scaled(sys, 0);
     estimate e0;
     if (estimate_layout(m, &s0, t, l, &e0, NULL, 0) != CM_OK) return;
     out->priced = true;
@@ -72,9 +68,15 @@ void host_paced_of(const model_spec *m, const system_spec *sys, const estimate *
         if (*parts[i] < tiny) *parts[i] = 0;
     out->gpu_only_step_s = e->time.step_s - out->host_paced_s;
     out->fraction = out->host_paced_s / e->time.step_s;
+    /* the same layout on a host HOST_PACED_SLOW_FACTOR times slower at every host term */
+    system_spec sk = host_paced_host_scaled(sys, HOST_PACED_SLOW_FACTOR);
+    estimate ek;
+    out->slow_host_step_s = e->time.step_s;
+    if (estimate_layout(m, &sk, t, l, &ek, NULL, 0) == CM_OK)
+        out->slow_host_step_s = fmax(e->time.step_s, ek.time.step_s);
 }
 
 bool host_paced_shown(const host_paced *h)
 {
-    return h->priced && h->fraction >= HOST_PACED_SHOWN_FRACTION;
+    return h->priced && h->slow_host_step_s - h->step_s >= HOST_PACED_SHOWN_SLOWDOWN * h->step_s;
 }

@@ -147,7 +147,9 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
             {"host_paced_fraction", h.fraction}, {"host_paced_fwd_s", h.host_paced_fwd_s},
             {"host_paced_bwd_s", h.host_paced_bwd_s},
             {"host_paced_optimizer_s", h.host_paced_optimizer_s},
-            {"fwd_pass_s", h.fwd_pass_s}, {"bwd_pass_s", h.bwd_pass_s}};
+            {"fwd_pass_s", h.fwd_pass_s}, {"bwd_pass_s", h.bwd_pass_s},
+            {"slow_host_step_s", h.slow_host_step_s},
+            {"slow_host_factor", HOST_PACED_SLOW_FACTOR}};
         for (size_t i = 0; i < sizeof hk / sizeof hk[0]; i++)
             json_object_set_new(tj, hk[i].key, h.priced ? json_real(hk[i].v) : json_null());
     }
@@ -323,13 +325,16 @@ void output_host_paced_line(FILE *f, const estimate *e, const model_spec *m,
     if (h.host_paced_optimizer_s > 0.0005 * h.step_s && used < sizeof parts)
         used += snprintf(parts + used, sizeof parts - used, "%soptimizer %s s", used ? ", " : "",
                          secs_3(h.host_paced_optimizer_s, a, sizeof a));
-    fprintf(f, "  host-paced   %.0f%% of the step: the GPU waits for the CPU to issue kernels%s%s%s; "
-               "GPU-only time "
-               "%s s/step\n",
-            100 * h.fraction, used ? " (" : "", parts, used ? ")" : "",
-            secs_3(h.gpu_only_step_s, a, sizeof a));
-    fprintf(f, "               steps this host-bound vary with the CPU (1.3-1.9x measured between "
-               "H200 hosts)\n");
+    if (h.fraction >= 0.005)
+        fprintf(f, "  host-paced   %.0f%% of the step: the GPU waits for the CPU to issue kernels%s%s%s; "
+                   "GPU-only time %s s/step\n",
+                100 * h.fraction, used ? " (" : "", parts, used ? ")" : "",
+                secs_3(h.gpu_only_step_s, a, sizeof a));
+    else /* GPU-paced, with the CPU's issue close behind */
+        fprintf(f, "  host-paced   none of the step, but the CPU issues kernels just ahead of the GPU\n");
+    fprintf(f, "               the step moves with the CPU (1.3-1.9x measured between H200 hosts of one "
+               "kind): on a CPU %.1fx slower, %s s/step\n",
+            HOST_PACED_SLOW_FACTOR, secs_3(h.slow_host_step_s, a, sizeof a));
 }
 
 static void human_numbers(FILE *f, const estimate *e, const model_spec *m,

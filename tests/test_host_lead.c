@@ -180,13 +180,15 @@ static void test_host_paced_share(void **state)
     assert_true(p.fraction > 0.5 && p.fraction < 1);
     /* the passes' share is all of it but the gathers the instant host's shorter forward no
      * longer hides (FSDP's exposed time grows on the GPU-only step) */
-    system_spec g = host_paced_gpu_only_system(&S);
+    system_spec g = host_paced_host_scaled(&S, 0);
     estimate e0;
     assert_int_equal(estimate_layout(&M, &g, &t, &l, &e0, err, sizeof err), CM_OK);
     double more_comm = e0.time.comm_exposed_s - e.time.comm_exposed_s;
     assert_true(more_comm >= 0);
     assert_true(fabs(p.host_paced_fwd_s + p.host_paced_bwd_s + p.host_paced_optimizer_s -
                      more_comm - p.host_paced_s) < 1e-12);
+    /* a host 1.5x slower: the layers' host-bound forward alone takes 16 x 0.5 x 2.2275 ms more */
+    assert_true(p.slow_host_step_s - e.time.step_s > M.layers * 0.5 * n * c - 1e-12);
 
     /* GPU-bound: Megatron (TE's kernels, no eager floor) and the same FSDP2 model at seq 4096
      * and micro-batch 4, where every pass's GPU time is over its host time: nothing */
@@ -196,6 +198,7 @@ static void test_host_paced_share(void **state)
     host_paced_of(&M, &S, &e, &p);
     assert_true(p.priced && p.host_paced_s == 0 && p.gpu_only_step_s == e.time.step_s);
     assert_true(p.host_paced_fwd_s == 0 && p.host_paced_bwd_s == 0 && !host_paced_shown(&p));
+    assert_true(p.slow_host_step_s == e.time.step_s);
     t.global_batch = 4;
     l.mbs = 4;
     assert_int_equal(estimate_layout(&M, &S, &t, &l, &e, err, sizeof err), CM_OK);
