@@ -28,11 +28,10 @@ beside the same for the bf16 4096x14336x4096 GEMM.
 Writes DIR/points.jsonl (one JSON line per point) and DIR/env.json.
 """
 import argparse
-import ctypes
 import json
 import os
 import statistics
-import threading
+import sys
 import time
 
 import torch
@@ -53,127 +52,10 @@ torch.backends.cuda.matmul.allow_tf32 = False
 
 
 # ---------------------------------------------------------------- NVML through ctypes
-class FieldValue(ctypes.Structure):
-    _fields_ = [("fieldId", ctypes.c_uint), ("scopeId", ctypes.c_uint),
-                ("timestamp", ctypes.c_longlong), ("latencyUsec", ctypes.c_longlong),
-                ("valueType", ctypes.c_int), ("nvmlReturn", ctypes.c_int),
-                ("value", ctypes.c_ulonglong)]
-
-
-class Nvml:
-    def __init__(self):
-        self.ok = False
-        try:
-            self.lib = ctypes.CDLL("libnvidia-ml.so.1")
-            assert self.lib.nvmlInit_v2() == 0
-            self.h = ctypes.c_void_p()
-            idx = int(os.environ.get("NVML_INDEX", "0"))
-            assert self.lib.nvmlDeviceGetHandleByIndex_v2(idx, ctypes.byref(self.h)) == 0
-            self.ok = True
-        except Exception as e:  # noqa: BLE001
-            print("NVML unavailable:", e)
-
-    def _u(self, fn, *args):
-        v = ctypes.c_uint()
-        r = getattr(self.lib, fn)(self.h, *args, ctypes.byref(v))
-        return v.value if r == 0 else None
-
-    def energy_mj(self):
-        v = ctypes.c_ulonglong()
-        r = self.lib.nvmlDeviceGetTotalEnergyConsumption(self.h, ctypes.byref(v))
-        return v.value if r == 0 else None
-
-    def power_instant_w(self):
-        fv = FieldValue(fieldId=186)  # NVML_FI_DEV_POWER_INSTANT
-        r = self.lib.nvmlDeviceGetFieldValues(self.h, 1, ctypes.byref(fv))
-        if r == 0 and fv.nvmlReturn == 0:
-            return (fv.value & 0xFFFFFFFF) / 1000.0
-        p = self._u("nvmlDeviceGetPowerUsage")
-        return p / 1000.0 if p is not None else None
-
-    def power_avg_w(self):
-        p = self._u("nvmlDeviceGetPowerUsage")
-        return p / 1000.0 if p is not None else None
-
-    def sm_clock(self):
-        return self._u("nvmlDeviceGetClockInfo", 1)  # NVML_CLOCK_SM
-
-    def mem_clock(self):
-        return self._u("nvmlDeviceGetClockInfo", 2)  # NVML_CLOCK_MEM
-
-    def max_sm_clock(self):
-        return self._u("nvmlDeviceGetMaxClockInfo", 1)
-
-    def temp(self):
-        return self._u("nvmlDeviceGetTemperature", 0)
-
-    def reasons(self):
-        v = ctypes.c_ulonglong()
-        r = self.lib.nvmlDeviceGetCurrentClocksThrottleReasons(self.h, ctypes.byref(v))
-        return v.value if r == 0 else None
-
-    def limit_w(self):
-        p = self._u("nvmlDeviceGetEnforcedPowerLimit")
-        return p / 1000.0 if p is not None else None
-
-
-NV = Nvml()
-
-
-class Sampler:
-    """Samples instant power, SM clock, temperature and clock-event reasons every ~4 ms."""
-
-    def __init__(self):
-        self.samples, self.stop = [], threading.Event()
-        self.th = threading.Thread(target=self.loop, daemon=True)
-
-    def loop(self):
-        while not self.stop.is_set():
-            if NV.ok:
-                try:
-                    self.samples.append((time.time(), NV.power_instant_w(), NV.sm_clock(),
-                                         NV.temp(), NV.reasons()))
-                except Exception:  # noqa: BLE001
-                    pass
-            time.sleep(0.004)
-
-    def __enter__(self):
-        self.e0, self.t0 = (NV.energy_mj() if NV.ok else None), time.time()
-        self.th.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.th.join()
-        self.e1, self.t1 = (NV.energy_mj() if NV.ok else None), time.time()
-
-    def summary(self):
-        s = self.samples
-        out = {"samples": len(s)}
-        if self.e0 is not None and self.e1 is not None and self.t1 > self.t0:
-            out["power_w_energy"] = round((self.e1 - self.e0) / 1000.0 / (self.t1 - self.t0), 1)
-        if s:
-            pw = [x[1] for x in s if x[1] is not None]
-            ck = [x[2] for x in s if x[2] is not None]
-            if pw:
-                out["power_w_instant_median"] = round(statistics.median(pw), 1)
-                out["power_w_instant_mean"] = round(statistics.fmean(pw), 1)
-                out["power_w_instant_p90"] = round(sorted(pw)[int(0.9 * (len(pw) - 1))], 1)
-            if ck:
-                out["sm_clock_mhz_median"] = statistics.median(ck)
-                out["sm_clock_mhz_mean"] = round(statistics.fmean(ck), 1)
-                out["sm_clock_mhz_max"] = max(ck)
-                out["sm_clock_mhz_min"] = min(ck)
-            tp = [x[3] for x in s if x[3] is not None]
-            if tp:
-                out["temp_c_max"] = max(tp)
-            rs = [x[4] for x in s if x[4] is not None]
-            if rs:
-                # 0x4 SW power cap, 0x8 HW slowdown, 0x20 SW thermal, 0x40 HW thermal, 0x80 HW power brake
-                out["reason_sw_power_cap_frac"] = round(sum(1 for r in rs if r & 0x4) / len(rs), 3)
-                out["reason_hw_slowdown_frac"] = round(sum(1 for r in rs if r & 0x8) / len(rs), 3)
-                out["reason_thermal_frac"] = round(sum(1 for r in rs if r & 0x60) / len(rs), 3)
-        return out
+# bench/realruns/nvml_sampler.py holds the calls (one copy); imported here, where this script
+# made its NVML handle before, so NVML starts after the arguments and torch as it did.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "realruns"))
+from nvml_sampler import NV, InstantSampler as Sampler  # noqa: E402
 
 
 def emit(rec):

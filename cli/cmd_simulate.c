@@ -55,6 +55,7 @@ static void human(const estimate *e, const model_spec *m, const system_spec *sys
     printf("  closed form  compute %.3f s · exposed comm %.3f s · bubble %.3f s · optimizer "
            "%.3f s\n",
            tm->compute_s, tm->comm_exposed_s, tm->bubble_s, tm->optimizer_s);
+    output_host_paced_line(stdout, e, m, sys); /* of the closed form's step (issue 14) */
     printf("  schedule     %s, %d stage%s x %d chunk%s x %d micro-batches; p2p %s; %s\n",
            in->pp == 1                           ? "gradient accumulation"
            : in->schedule == PP_SCHEDULE_DEFAULT ? (in->vpp > 1 ? "interleaved 1F1B" : "1F1B")

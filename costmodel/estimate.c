@@ -19,11 +19,9 @@
 #include "grad_accum.h"
 #include "estimate_internal.h"
 #include "gemm_headroom.h"
-#include "units.h"
 #include "estimate_costs.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "collective.h"
@@ -623,66 +621,8 @@ void estimate_time_assemble(const model_spec *m, const system_spec *sys, const t
     out->mfu = out->model_flops_per_step / (tm->step_s * peak);
     out->hfu = out->hardware_flops_per_step / (tm->step_s * peak);
 
-    /* Feasibility */
-    out->feasible = true;
-    const memory_breakdown *mb = &out->memory;
-    if (out->gpus > sys->gpus_per_node && system_inter_bandwidth_per_gpu(sys) <= 0) {
-        /* Every plan on more than one node has a group that crosses nodes (data-parallel
-         * replicas reduce gradients, pipeline stages send activations), whatever the framework
-         * and sharding; an HSDP plan once "fit" here because only its shard group was priced
-         * (issue 18). */
-        out->feasible = false;
-        snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
-                 "the plan spans %d nodes but system '%s' has no inter-node network "
-                 "(nics_per_node is 0): use at most %d GPUs, or a system with a network",
-                 (out->gpus + sys->gpus_per_node - 1) / sys->gpus_per_node, sys->name,
-                 sys->gpus_per_node);
-    } else if (mb->total_bytes > mb->capacity_bytes) {
-        out->feasible = false;
-        snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
-                 "out of memory on pipeline stage %d: needs %.1f GiB of %.1f GiB (%.1f GiB over)",
-                 mb->stage, mb->total_bytes / UNITS_GIB_BYTES, mb->capacity_bytes / UNITS_GIB_BYTES,
-                 (mb->total_bytes - mb->capacity_bytes) / UNITS_GIB_BYTES);
-    } else if (!memory_fits(mb)) {
-        /* fits by the byte count, but the allocator cannot be sure to place the largest
-         * block (memory.h, fragmentation) */
-        out->feasible = false;
-        snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
-                 "likely out of memory on stage %d (allocator fragmentation): %.1f of %.1f GiB "
-                 "leaves %.2f GiB, less than the %.2f GiB fp32 logits block; use a smaller "
-                 "micro-batch or --expandable-segments",
-                 mb->block_stage, mb->total_bytes / UNITS_GIB_BYTES,
-                 mb->capacity_bytes / UNITS_GIB_BYTES,
-                 (mb->capacity_bytes - mb->total_bytes) / UNITS_GIB_BYTES,
-                 mb->largest_block_bytes / UNITS_GIB_BYTES);
-    } else if (!estimate_time_priced(out)) {
-        out->feasible = false;
-        snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
-                 "a communication group spans nodes but system '%s' has no inter-node network",
-                 sys->name);
-    } else if (l->offload || offload_optimizer_fraction(l) > 0 || mb->host_activation_bytes > 0) {
-        double host_need = l->offload ? sys->gpus_per_node * 16.0 * local
-                           : offload_optimizer_fraction(l) > 0
-                               ? offload_optimizer_host_bytes(sys, local,
-                                                              offload_optimizer_fraction(l))
-                               : 0;
-        /* Megatron's activation offload parks each GPU's activations in (pinned) host memory,
-         * every GPU of the node at once */
-        host_need += sys->gpus_per_node * mb->host_activation_bytes;
-        if (host_need > sys->host_memory_bytes) {
-            out->feasible = false;
-            snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
-                     "CPU offload needs %.0f GiB of host memory per node, the node has %.0f GiB",
-                     host_need / UNITS_GIB_BYTES, sys->host_memory_bytes / UNITS_GIB_BYTES);
-        }
-    }
-}
-
-bool estimate_time_priced(const estimate *e)
-{
-    /* any step holding one unpriced transfer is at least COLL_UNPRICED_S; no real step comes
-     * within ten orders of magnitude of it */
-    return e->time.step_s < COLL_UNPRICED_S * 1e-10;
+    /* whether it can run (estimate_feasible.c) */
+    estimate_feasibility(sys, l, local, out);
 }
 
 cm_status estimate_layout(const model_spec *m, const system_spec *sys, const training_spec *t,

@@ -80,6 +80,10 @@ stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
  * half). */
 void estimate_time_assemble(const model_spec *m, const system_spec *sys, const training_spec *t,
                             const layout *l, const stage_time *worst_stage, estimate *out);
+/* out->feasible and out->infeasible_reason from its memory and step (estimate_feasible.c);
+ * local_params: the parameters this GPU updates, for CPU offload's host memory. */
+void estimate_feasibility(const system_spec *sys, const layout *l, double local_params,
+                          estimate *out);
 /* A dense and (MoE models) an MoE decoder layer's costs, priced (moe = dense otherwise), and
  * the same as bf16 first/last layers where l has them (== the others otherwise). */
 void estimate_layer_times(const model_spec *m, const system_spec *sys, const training_spec *t,

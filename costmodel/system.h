@@ -175,6 +175,8 @@ typedef struct {
     double pcie_bandwidth_bytes_per_s;  /* per GPU, per direction */
     double host_memory_bytes;           /* per node */
     double host_adam_params_per_s;      /* CPU Adam throughput per GPU's share of the host */
+    /* the host's times from here to host_sac_replay_launch_s: host_paced.c
+     * host_paced_host_scaled lists each (a new one joins it there) */
     double host_eager_launch_s;         /* host time per kernel of an eager PyTorch step
                                            (host_dispatch.h); 0: not measured, no floor */
     double host_dtensor_fwd_ratio;      /* the same per op on DTensors (DTensor TP), over plain */

@@ -14,6 +14,7 @@
 #include "collective.h"
 #include "cuda_graphs.h"
 #include "explain.h"
+#include "host_paced.h"
 #include "layout_codec.h"
 #include "sim.h"
 
@@ -135,6 +136,22 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
         json_object_foreach(tj, key, v)
             if (!(json_real_value(v) < COLL_UNPRICED_S * 1e-10)) json_object_set_new(tj, key, json_null());
         json_object_set_new(tj, "unpriced_reason", json_string(output_unpriced_reason(e)));
+    }
+    {   /* issue 14: how much of the step the host's kernel issue sets (host_paced.h); null
+         * where the step is unpriced */
+        host_paced h;
+        host_paced_of(m, sys, e, &h);
+        json_t *tj = json_object_get(o, "time");
+        struct { const char *key; double v; } hk[] = {
+            {"gpu_only_step_s", h.gpu_only_step_s}, {"host_paced_s", h.host_paced_s},
+            {"host_paced_fraction", h.fraction}, {"host_paced_fwd_s", h.host_paced_fwd_s},
+            {"host_paced_bwd_s", h.host_paced_bwd_s},
+            {"host_paced_optimizer_s", h.host_paced_optimizer_s},
+            {"fwd_pass_s", h.fwd_pass_s}, {"bwd_pass_s", h.bwd_pass_s},
+            {"slow_host_step_s", h.slow_host_step_s},
+            {"slow_host_factor", HOST_PACED_SLOW_FACTOR}};
+        for (size_t i = 0; i < sizeof hk / sizeof hk[0]; i++)
+            json_object_set_new(tj, hk[i].key, h.priced ? json_real(hk[i].v) : json_null());
     }
     /* The step simulator's figures (plan estimate --simulate, plan simulate, and the plans the
      * search re-ranked); null where it did not run. */
@@ -282,7 +299,46 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
     output_split_suffix(l, buf, len);
 }
 
-static void human_numbers(FILE *f, const estimate *e)
+/* Seconds to three significant digits, without an exponent (a pass of 0.0213 s or 51.2 s). */
+static const char *secs_3(double x, char *buf, size_t len)
+{
+    snprintf(buf, len, x >= 1000 ? "%.0f" : "%#.3g", x);
+    return buf;
+}
+
+void output_host_paced_line(FILE *f, const estimate *e, const model_spec *m,
+                            const system_spec *sys)
+{
+    host_paced h;
+    host_paced_of(m, sys, e, &h);
+    if (!host_paced_shown(&h)) return;
+    /* the passes the host sets, those over the time/step line's threshold */
+    char parts[160] = "", a[24], b[24];
+    size_t used = 0;
+    const char *names[2] = {"forward", "backward"};
+    double hp[2] = {h.host_paced_fwd_s, h.host_paced_bwd_s}, pass[2] = {h.fwd_pass_s, h.bwd_pass_s};
+    for (int i = 0; i < 2; i++)
+        if (hp[i] > 0.0005 * h.step_s && used < sizeof parts)
+            used += snprintf(parts + used, sizeof parts - used, "%s%s %s of %s s",
+                             used ? ", " : "", names[i], secs_3(hp[i], a, sizeof a),
+                             secs_3(pass[i], b, sizeof b));
+    if (h.host_paced_optimizer_s > 0.0005 * h.step_s && used < sizeof parts)
+        used += snprintf(parts + used, sizeof parts - used, "%soptimizer %s s", used ? ", " : "",
+                         secs_3(h.host_paced_optimizer_s, a, sizeof a));
+    if (h.fraction >= 0.005)
+        fprintf(f, "  host-paced   %.0f%% of the step: the GPU waits for the CPU to issue kernels%s%s%s; "
+                   "GPU-only time %s s/step\n",
+                100 * h.fraction, used ? " (" : "", parts, used ? ")" : "",
+                secs_3(h.gpu_only_step_s, a, sizeof a));
+    else /* GPU-paced, with the CPU's issue close behind */
+        fprintf(f, "  host-paced   none of the step, but the CPU issues kernels just ahead of the GPU\n");
+    fprintf(f, "               the step moves with the CPU (1.3-1.9x measured between H200 hosts of one "
+               "kind): on a CPU %.1fx slower, %s s/step\n",
+            HOST_PACED_SLOW_FACTOR, secs_3(h.slow_host_step_s, a, sizeof a));
+}
+
+static void human_numbers(FILE *f, const estimate *e, const model_spec *m,
+                          const system_spec *sys)
 {
     const memory_breakdown *mb = &e->memory;
     const time_breakdown *tm = &e->time;
@@ -334,6 +390,7 @@ static void human_numbers(FILE *f, const estimate *e)
         }
     fprintf(f, "%s · bubble %.2f s · optimizer %.3f s\n", any ? ")" : "", tm->bubble_s,
             tm->optimizer_s);
+    output_host_paced_line(f, e, m, sys);
     if (e->simulated) {
         const time_simulated *x = &e->time_sim;
         fprintf(f,
@@ -376,7 +433,7 @@ void output_estimate_human(FILE *f, const estimate *e, const model_spec *m,
             e->training.seq_len, e->training.global_batch);
     knob_notes(f, sys);
     fprintf(f, "%s\n", line);
-    human_numbers(f, e);
+    human_numbers(f, e, m, sys);
     placement_line(f, sys, e);
     if (precision_is_low(&e->layout))
         fprintf(f, "  low-precision GEMMs at %.3f x the bf16 GEMM's fraction of peak (%s)\n",
@@ -493,7 +550,7 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
     char line[256];
     output_layout_line(best, line, sizeof line);
     fprintf(f, "Recommended: %s\n", line);
-    human_numbers(f, best);
+    human_numbers(f, best, m, sys);
     placement_line(f, sys, best);
 
     output_verdict(f, r, best);

@@ -29,6 +29,12 @@ void output_layout_line(const estimate *e, char *buf, size_t len);
 
 void output_estimate_human(FILE *f, const estimate *e, const model_spec *m,
                            const system_spec *sys);
+/* The "host-paced" lines of an estimate (issue 14, costmodel/host_paced.h): what share of the
+ * step the CPU's kernel issue sets, the step on an instant host and on a host
+ * HOST_PACED_SLOW_FACTOR times slower; nothing where that slower host moves the step less than
+ * HOST_PACED_SHOWN_SLOWDOWN. plan estimate, the search's recommendation, plan simulate. */
+void output_host_paced_line(FILE *f, const estimate *e, const model_spec *m,
+                            const system_spec *sys);
 /* `plan estimate --ops`: the layer recipe's priced operations (dense layer, MoE layer, loss
  * head), per micro-batch, with the sums the estimate adds up (output_ops.c). */
 void output_recipe_ops(FILE *f, const estimate *e, const model_spec *m, const system_spec *sys);

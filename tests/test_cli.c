@@ -528,6 +528,70 @@ static void test_estimate_ops(void **state)
     assert_null(strstr(R.out, "MoE layer"));
 }
 
+/* Issue 14: how much of the step the host's kernel issue sets (costmodel/host_paced.h), in the
+ * JSON always and as a "host-paced" line where a host 1.5x slower adds 5% or more: a host-bound layout
+ * (Llama-3.2-1B under FSDP2 on one GPU, seq 128, one sequence: tests/test_host_lead.c checks
+ * its figures by hand) in plan estimate, the search's recommendation and plan simulate; none
+ * for a GPU-bound one. The figures add up to the printed step. */
+static void test_host_paced(void **state)
+{
+    (void)state;
+    const char *tiny = "--model 1b --gpus 1 --framework fsdp2 --seq 128 --gbs 1";
+    char args[512];
+    snprintf(args, sizeof args, "estimate %s --format json", tiny);
+    json_t *j = run_json(args);
+    json_t *t = json_object_get(j, "time");
+    double step = json_number_value(json_object_get(t, "step_s"));
+    double gpu = json_number_value(json_object_get(t, "gpu_only_step_s"));
+    double hp = json_number_value(json_object_get(t, "host_paced_s"));
+    double frac = json_number_value(json_object_get(t, "host_paced_fraction"));
+    double fwd = json_number_value(json_object_get(t, "host_paced_fwd_s"));
+    /* the JSON holds 12 significant digits */
+    assert_true(fabs(gpu + hp - step) < 1e-10 * step && fabs(frac - hp / step) < 1e-10);
+    assert_true(frac > 0.5 && frac < 1);
+    assert_true(fabs(fwd - 31.537e-3) < 0.01e-3); /* 16 x (2.2275 - 0.256) ms */
+    assert_true(fwd <= json_number_value(json_object_get(t, "fwd_pass_s")));
+    assert_true(json_number_value(json_object_get(t, "slow_host_step_s")) > step * 1.05);
+    assert_true(json_number_value(json_object_get(t, "slow_host_factor")) == 1.5);
+    json_decref(j);
+    snprintf(args, sizeof args, "estimate %s", tiny);
+    run(args);
+    assert_int_equal(R.status, 0);
+    assert_non_null(strstr(R.out, "  host-paced   "));
+    assert_non_null(strstr(R.out, "the GPU waits for the CPU to issue kernels (forward 0.0315 of"));
+    assert_non_null(strstr(R.out, "the step moves with the CPU"));
+    assert_non_null(strstr(R.out, "on a CPU 1.5x slower, 0.210 s/step"));
+    run(tiny); /* the search's recommendation */
+    assert_int_equal(R.status, 0);
+    assert_non_null(strstr(R.out, "Recommended: fsdp2"));
+    assert_non_null(strstr(R.out, "  host-paced   "));
+    snprintf(args, sizeof args, "simulate %s", tiny);
+    run(args);
+    assert_int_equal(R.status, 0);
+    assert_non_null(strstr(R.out, "  host-paced   "));
+    /* GPU-bound: zero in the JSON, no line */
+    j = run_json("estimate --model 8b --gpus 8 --tp 2 --pp 2 --format json");
+    t = json_object_get(j, "time");
+    assert_true(json_number_value(json_object_get(t, "host_paced_s")) == 0);
+    assert_true(json_number_value(json_object_get(t, "gpu_only_step_s")) ==
+                json_number_value(json_object_get(t, "step_s")));
+    assert_true(json_number_value(json_object_get(t, "slow_host_step_s")) ==
+                json_number_value(json_object_get(t, "step_s")));
+    json_decref(j);
+    run("estimate --model 8b --gpus 8 --tp 2 --pp 2");
+    assert_int_equal(R.status, 0);
+    assert_null(strstr(R.out, "host-paced"));
+    /* every plan of the search's JSON has the figures */
+    j = run_json("--model 30b --gpus 64 --format json --top 3");
+    json_t *plans = json_object_get(j, "plans");
+    for (size_t i = 0; i < json_array_size(plans); i++)
+        has_keys(json_array_get(plans, i), "time",
+                 (const char *const[]){"gpu_only_step_s", "host_paced_s", "host_paced_fraction",
+                                       "host_paced_fwd_s", "host_paced_bwd_s",
+                                       "host_paced_optimizer_s", "slow_host_step_s", NULL});
+    json_decref(j);
+}
+
 /* A profile in dir naming base as the system it overlays, with a collective fit. */
 static void write_profile(const char *dir, const char *name, const char *base)
 {
@@ -600,7 +664,7 @@ int main(void)
         cmocka_unit_test(test_estimate_json),     cmocka_unit_test(test_search_json),
         cmocka_unit_test(test_search_human),      cmocka_unit_test(test_infeasible_estimate),
         cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_gemm_headroom_flag),         cmocka_unit_test(test_bench_csv),
-        cmocka_unit_test(test_simulate),
+        cmocka_unit_test(test_simulate),          cmocka_unit_test(test_host_paced),
         cmocka_unit_test(test_estimate_ops),      cmocka_unit_test(test_profile_chains),
         cmocka_unit_test(test_precision),         cmocka_unit_test(test_megatron_moe_bias),
     };

@@ -2,8 +2,9 @@
  * test_host_lead.c — the host's lead over the GPU carried across a micro-batch (estimate.c
  * stage_layers_cost, recipe_price's host_lead_* / host_exposed_bwd_s): the GPU work the host
  * queued ahead during the forward and the loss head hides the backward's host excess (FSDP2's
- * chunk_cat), up to that lead, on a single stage; and FSDP2's chunk_cat host time at its two
- * measured rates (fsdp_copies.h).
+ * chunk_cat), up to that lead, on a single stage; FSDP2's chunk_cat host time at its two
+ * measured rates (fsdp_copies.h); and the host-paced share of a step (host_paced.h) that plan
+ * estimate prints, hand-checked on a host-bound layout and zero on GPU-bound ones.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -18,6 +19,7 @@
 
 #include "estimate_internal.h"
 #include "fsdp_copies.h"
+#include "host_paced.h"
 #include "layer_recipe.h"
 
 static const char *data_dir(void)
@@ -129,12 +131,89 @@ static void test_chunk_cat_two_rates(void **state)
     assert_true(fabs(fsdp_rs_copy_in_host_s(&one, 512000000.0, 1) - 6.87e-3) < 1e-15);
 }
 
+/*
+ * host_paced.h on a host-bound layout: Llama-3.2-1B under FSDP2 on one H100, seq 128, one
+ * sequence. A decoder layer's forward issues 55 launches at the preset's 40.5 us
+ * (host.eager_launch_s): its kernels and FSDP2's gather at world size 1 (copy-in, one bf16 cast
+ * and one copy-out per each of 9 tensors, the collective), 2.2275 ms against 0.256 ms of GPU
+ * work, so the 16 layers' forward is host-paced by 16 x (2.2275 - 0.256) = 31.5 ms; the loss
+ * head's 10 launches (0.405 ms) are under its 0.935 ms of GPU time (GPU-paced). The backward:
+ * the layers' host excess less the lead the head's GPU work gives the host (test above). And
+ * the figures add up to the step plan estimate prints: GPU-only + host-paced = step.
+ */
+static void test_host_paced_share(void **state)
+{
+    (void)state;
+    load();
+    training_spec t = train();
+    t.seq_len = 128;
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    l.mbs = 1;
+    static recipe r, h;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    recipe_time x, hx;
+    recipe_price(&r, &x);
+    double c = S.host_eager_launch_s, n = r.host_fwd_s / c;
+    assert_true(fabs(c - 40.5e-6) < 1e-12);
+    assert_true(fabs(n - 55) < 1e-9);          /* whole launches: 55 x 40.5 us = 2.2275 ms */
+    assert_true(x.gpu_fwd_s < 0.3e-3 && x.fwd_s == r.host_fwd_s); /* host-bound forward */
+    recipe_head(&M, &S, &t, &l, &h, NULL);
+    recipe_price(&h, &hx);
+    assert_true(fabs(h.host_fwd_s - 10 * c) < 1e-15 && hx.fwd_s == hx.gpu_fwd_s);
+    estimate e;
+    char err[CM_ERRLEN];
+    assert_int_equal(estimate_layout(&M, &S, &t, &l, &e, err, sizeof err), CM_OK);
+    assert_int_equal(e.microbatches, 1);
+    host_paced p;
+    host_paced_of(&M, &S, &e, &p);
+    assert_true(p.priced && host_paced_shown(&p));
+    double want_fwd = M.layers * (n * c - x.gpu_fwd_s); /* 31.5 ms */
+    assert_true(fabs(p.host_paced_fwd_s - want_fwd) < 1e-12);
+    assert_true(fabs(want_fwd - 31.537e-3) < 0.01e-3);
+    double head_lead = hx.host_lead_fwd_s + hx.host_lead_bwd_s;
+    double excess = M.layers * (r.host_bwd_s - (x.gpu_bwd_s + x.recompute_s));
+    assert_true(fabs(p.host_paced_bwd_s - (excess - fmin(head_lead, excess))) < 1e-12);
+    /* consistent with the printed step */
+    assert_true(p.step_s == e.time.step_s);
+    assert_true(fabs(p.gpu_only_step_s + p.host_paced_s - e.time.step_s) < 1e-15);
+    assert_true(fabs(p.fraction - p.host_paced_s / e.time.step_s) < 1e-15);
+    assert_true(p.fraction > 0.5 && p.fraction < 1);
+    /* the passes' share is all of it but the gathers the instant host's shorter forward no
+     * longer hides (FSDP's exposed time grows on the GPU-only step) */
+    system_spec g = host_paced_host_scaled(&S, 0);
+    estimate e0;
+    assert_int_equal(estimate_layout(&M, &g, &t, &l, &e0, err, sizeof err), CM_OK);
+    double more_comm = e0.time.comm_exposed_s - e.time.comm_exposed_s;
+    assert_true(more_comm >= 0);
+    assert_true(fabs(p.host_paced_fwd_s + p.host_paced_bwd_s + p.host_paced_optimizer_s -
+                     more_comm - p.host_paced_s) < 1e-12);
+    /* a host 1.5x slower: the layers' host-bound forward alone takes 16 x 0.5 x 2.2275 ms more */
+    assert_true(p.slow_host_step_s - e.time.step_s > M.layers * 0.5 * n * c - 1e-12);
+
+    /* GPU-bound: Megatron (TE's kernels, no eager floor) and the same FSDP2 model at seq 4096
+     * and micro-batch 4, where every pass's GPU time is over its host time: nothing */
+    layout lm = layout_default(FRAMEWORK_MEGATRON);
+    t.seq_len = 4096;
+    assert_int_equal(estimate_layout(&M, &S, &t, &lm, &e, err, sizeof err), CM_OK);
+    host_paced_of(&M, &S, &e, &p);
+    assert_true(p.priced && p.host_paced_s == 0 && p.gpu_only_step_s == e.time.step_s);
+    assert_true(p.host_paced_fwd_s == 0 && p.host_paced_bwd_s == 0 && !host_paced_shown(&p));
+    assert_true(p.slow_host_step_s == e.time.step_s);
+    t.global_batch = 4;
+    l.mbs = 4;
+    assert_int_equal(estimate_layout(&M, &S, &t, &l, &e, err, sizeof err), CM_OK);
+    host_paced_of(&M, &S, &e, &p);
+    assert_true(p.priced && p.host_paced_s == 0 && p.gpu_only_step_s == e.time.step_s);
+    assert_true(!host_paced_shown(&p));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_price_fields),
         cmocka_unit_test(test_lead_hides_backward_excess),
         cmocka_unit_test(test_chunk_cat_two_rates),
+        cmocka_unit_test(test_host_paced_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -357,7 +357,9 @@ static void test_no_network_no_time(void **state)
                      "import json,sys; d=json.load(sys.stdin); t=d[\"time\"]; "
                      "assert t[\"step_s\"] is None and d[\"tokens_per_s\"] is None, t; "
                      "assert \"no inter-node network\" in t[\"unpriced_reason\"], t; "
-                     "assert t[\"compute_s\"] > 0, t; print(\"json ok\")'",
+                     "assert t[\"compute_s\"] > 0, t; "
+                     "assert t[\"host_paced_s\"] is None and t[\"gpu_only_step_s\"] is None, t; "
+                     "print(\"json ok\")'",
                      commands[c], sys, plans[i]);
             assert_int_equal(plan_run(&run, args), 0);
             if (!strstr(run.out, "json ok") || has_huge_number(run.out))
