@@ -35,3 +35,39 @@ def build_fsdp2_model(name, dev, layers=0):
     fully_shard(model, mp_policy=mp, reshard_after_forward=True)
     ei = getattr(model.config, "_experts_implementation", None)
     return model, d["vocab_size"], (str(ei) if ei is not None else None)
+
+
+def marked_step(model, x, opt, mark):
+    """(step, hooks): one training step as realrun.py --impl hf runs it (zero_grad(set_to_none),
+    Hugging Face's own loss, backward, clip_grad_norm_ 1.0, the optimizer's step), calling
+    mark(label) at each boundary the memory scripts split a step at: "zero_grad", "forward + loss"
+    (when the loss's backward starts), "block I bwd" (each decoder block's full backward hook: its
+    input gradient exists), "root tail of backward", "clip", "optimizer step". Remove the hooks
+    when done. Used by memory_phase_peaks.py and memory_peak_owners.py."""
+    import torch
+    blocks = [m for n, m in model.named_modules() if n.endswith("layers")][0]
+    hooks = [b.register_full_backward_hook(lambda mod, gi, go, i=i: mark("block %d bwd" % i))
+             for i, b in enumerate(blocks)]
+
+    class LossMark(torch.autograd.Function):  # marks the moment the loss's backward starts
+        @staticmethod
+        def forward(ctx, t):
+            return t.view_as(t)
+
+        @staticmethod
+        def backward(ctx, gt):
+            mark("forward + loss")
+            return gt
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        mark("zero_grad")
+        loss = LossMark.apply(model(input_ids=x, labels=x).loss)
+        loss.backward()
+        mark("root tail of backward")
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        mark("clip")
+        opt.step()
+        mark("optimizer step")
+
+    return step, hooks

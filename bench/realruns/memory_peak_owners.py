@@ -29,7 +29,7 @@ args = ap.parse_args()
 def main():
     import torch
     import torch.distributed as dist
-    from fsdp2_model import build_fsdp2_model
+    from fsdp2_model import build_fsdp2_model, marked_step
     from memory_trace import live_blocks, replay_peaks
     local = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local)
@@ -55,30 +55,7 @@ def main():
                 snap = torch.cuda.memory._snapshot()
                 marks.append((label, len(snap["device_traces"][local])))
 
-        blocks = [m for n, m in model.named_modules() if n.endswith("layers")][0]
-        hooks = [b.register_full_backward_hook(lambda mod, gi, go, i=i: mark("block %d bwd" % i))
-                 for i, b in enumerate(blocks)]
-
-        class LossMark(torch.autograd.Function):
-            @staticmethod
-            def forward(ctx, t):
-                return t.view_as(t)
-
-            @staticmethod
-            def backward(ctx, gt):
-                mark("forward + loss")
-                return gt
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            mark("zero_grad")
-            loss = LossMark.apply(model(input_ids=x, labels=x).loss)
-            loss.backward()
-            mark("root tail of backward")
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            mark("clip")
-            opt.step()
-            mark("optimizer step")
+        step, hooks = marked_step(model, x, opt, mark)
 
         for _ in range(args.warmup):
             step()
