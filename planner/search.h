@@ -104,6 +104,11 @@ typedef struct {
     search_stats stats;         /* per-knob counts (search_stats.h) */
 } search_result;
 
+/* Step time per sequence of the batch the plan runs: plans of one batch compare by step time;
+ * under --gbs-policy nearest their batches differ, and the time per sequence (the inverse of
+ * Calculon's sample rate) ranks them. step_s is a's (or its simulated figure), b the other. */
+double search_per_batch(double step_s, const estimate *a, const estimate *b);
+
 /* Is a better than b (step time, then memory headroom)? */
 bool search_better(const estimate *a, const estimate *b);
 
