@@ -8,8 +8,13 @@
  * the machine's CPU, which a preset cannot hold: the same host-paced job ran 1.3-1.9x apart on
  * machines of one kind (H200: bench/results/tpck14_2026-11-28 0.197 against 0.284-0.305 s and
  * 1.33x for a Qwen3 TP 2 job; cp16_2026-11-28 0.302-0.459 s over ten runs of one CP 2 command;
- * sactp16_2026-11-28 0.372-0.639 s within one run; tt13_2026-11-28 up to ~1.9x). A user who
- * reads a step time should know how much of it is that.
+ * sactp16_2026-11-28 0.372-0.639 s within one run; tt13_2026-11-28 up to ~1.9x), and the host's
+ * speed moves from second to second on one machine: the host-speed probe that every parallel_run.py
+ * record carries (bench/realruns/host_speed_probe.py, one DTensor op) read, over 15 H200 records
+ * of three leases, min 28.7, quartiles 31.8 / 33.9 / 52.8, max 65.6 us: two states (10 records at
+ * 28-36 us, 5 at 50-66), Q3 / Q1 1.66, the "1.7x between the quartiles" the printed line quotes
+ * (bench/results/host18_2026-11-28, bench/host18_probe.py section 2). A user who reads a step time
+ * should know how much of it is that.
  *
  * The figure is the step less the same layout's step on a host that issues in no time
  * (host_paced_host_scaled(sys, 0): every host time of the system at zero, which each host
@@ -27,9 +32,11 @@
 #include "estimate.h"
 
 /* The slower host the figures price the step on: the middle of the spread measured between
- * machines of one kind (1.3-1.9x, above). A what-if at a cited spread, not a fitted figure: the
- * step's sensitivity to the CPU, which the host-paced share understates where a pass's host time
- * is near its GPU time (then all of the pass moves with the host, little of it is "host-paced":
+ * machines of one kind (1.3-1.9x, above); the probe's third quartile over its median is 1.56
+ * (above), and the h200 preset's DTensor figures sit at the median lease (data/systems/h200.json
+ * host.eager_dtensor_bwd_s), so 1.5 is the slow-quartile host. A what-if at a cited spread, not
+ * a fitted figure: the step's sensitivity to the CPU, which the host-paced share understates where
+ * a pass's host time is near its GPU time (then all of the pass moves with the host, little of it is "host-paced":
  * tpck14's Mistral-7B TP 2 step at 8k is 18% host-paced in the model, 0.189 s, and ran 0.197 s
  * on one H200 host and 0.284-0.305 s on two others, against 0.269 s priced at 1.5x;
  * bench/results/hostpace17_2026-11-28). */

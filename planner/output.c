@@ -332,8 +332,9 @@ void output_host_paced_line(FILE *f, const estimate *e, const model_spec *m,
                 secs_3(h.gpu_only_step_s, a, sizeof a));
     else /* GPU-paced, with the CPU's issue close behind */
         fprintf(f, "  host-paced   none of the step, but the CPU issues kernels just ahead of the GPU\n");
-    fprintf(f, "               the step moves with the CPU (1.3-1.9x measured between H200 hosts of one "
-               "kind): on a CPU %.1fx slower, %s s/step\n",
+    /* the range: the quartiles of the host-speed probe over 15 H200 records (host_paced.h) */
+    fprintf(f, "               the step moves with the CPU (H200 hosts: 1.7x between the quartiles of 15 "
+               "runs' host speed): on a CPU %.1fx slower, %s s/step\n",
             HOST_PACED_SLOW_FACTOR, secs_3(h.slow_host_step_s, a, sizeof a));
 }
 
