@@ -40,25 +40,40 @@ static void put(elementwise_kernel *k, int *n, const char *name, double bytes, i
     (*n)++;
 }
 
-void cp_ring_torch_kernels(double e, double kv, int cp, elementwise_list *out)
+bool cp_ring_torch_traced(const layout *l)
+{
+    return l->framework == FRAMEWORK_TORCHTITAN && l->cp > 1 && l->compile;
+}
+
+void cp_ring_torch_kernels(double e, double kv, int cp, bool traced, bool gather,
+                           elementwise_list *out)
 {
     if (cp < 2 || e <= 0) return;
     int s = cp - 1; /* steps after the local one */
     elementwise_kernel *f = out->fwd, *b = out->bwd;
     int *nf = &out->n_fwd, *nb = &out->n_bwd;
     out->eager = true;
-    out->inductor = false;
+    out->inductor = traced;
 
-    put(f, nf, "cp.merge.out_to_fp32", 6 * e, cp, EW_UNROLLED, 4, 2, 0, e);
-    put(f, nf, "cp.merge.diff", 12 * e, s, EW_OFFSETS, 4, 4, 4, e);
-    put(f, nf, "cp.merge.scale", 8 * e, s, EW_OFFSETS, 4, 4, 4, e);
-    put(f, nf, "cp.merge.update", 12 * e, s, EW_OFFSETS, 4, 4, 4, e);
-    put(f, nf, "cp.kv.cat", 8 * kv, s, EW_VECTORIZED, 2, 2, 0, 2 * kv);
+    if (traced) {
+        /* Inductor fuses a step's cast and merge (out - sigmoid(lse_b - lse) * (out - out_b)):
+         * read the fp32 accumulator and the bf16 step output, write the accumulator (the
+         * log-sum-exp's own ops left out, as above); step 0's cast stays */
+        put(f, nf, "cp.merge.out_to_fp32", 6 * e, 1, EW_UNROLLED, 4, 2, 0, e);
+        put(f, nf, "cp.merge.fused", 10 * e, s, EW_OFFSETS, 4, 4, 2, e);
+    } else {
+        put(f, nf, "cp.merge.out_to_fp32", 6 * e, cp, EW_UNROLLED, 4, 2, 0, e);
+        put(f, nf, "cp.merge.diff", 12 * e, s, EW_OFFSETS, 4, 4, 4, e);
+        put(f, nf, "cp.merge.scale", 8 * e, s, EW_OFFSETS, 4, 4, 4, e);
+        put(f, nf, "cp.merge.update", 12 * e, s, EW_OFFSETS, 4, 4, 4, e);
+    }
+    int cats = traced && gather ? 1 : s; /* traced: dead cats eliminated (header) */
+    put(f, nf, "cp.kv.cat", 8 * kv, cats, EW_VECTORIZED, 2, 2, 0, 2 * kv);
     put(f, nf, "cp.merge.out_to_bf16", 6 * e, 1, EW_VECTORIZED, 2, 4, 0, e);
 
     put(b, nb, "cp.dq.zeros", 4 * e, 1, EW_VECTORIZED, 4, 0, 0, e);
     put(b, nb, "cp.dkv.zeros", 4 * kv, 2, EW_VECTORIZED, 4, 0, 0, kv);
-    put(b, nb, "cp.kv.cat", 8 * kv, s, EW_VECTORIZED, 2, 2, 0, 2 * kv);
+    put(b, nb, "cp.kv.cat", 8 * kv, cats, EW_VECTORIZED, 2, 2, 0, 2 * kv);
     put(b, nb, "cp.dkv.add", 10 * kv, 2, EW_UNROLLED, 4, 4, 2, kv);
     put(b, nb, "cp.dkv.add_half", 5 * kv, 2 * s, EW_OFFSETS, 4, 4, 2, kv / 2);
     put(b, nb, "cp.dkv.update_cat", 8 * kv, 2 * s, EW_VECTORIZED, 4, 4, 0, kv);

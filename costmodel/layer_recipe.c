@@ -334,8 +334,10 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
             /* torch's default rotate method, all-gather (layout.h cp_rotate_alltoall; cp_allgather.h):
              * the K/V travel as one all-gather, the dK/dV still by the ring */
             bool gather = torch_ring && !l->cp_rotate_alltoall;
+            bool traced = torch_ring && cp_ring_torch_traced(l); /* compiled: nothing hides */
             if (gather) {
                 cp_allgather_cost g = cp_allgather_price(sys, gcp, chunk, l->cp, attn_fwd, attn_bwd);
+                if (traced) g.exposed_fwd_s = g.exposed_bwd_s = g.allgather_s;
                 int ag = rb_op_add(b, "cp.kv_allgather", RECIPE_CP, RECIPE_FWD,
                                    RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE, g.exposed_fwd_s,
                                    g.exposed_bwd_s);
@@ -346,8 +348,9 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
                                  g.gathered_bytes, RECIPE_GROUP_CP, g.allgather_s);
                 }
             }
-            int op = rb_op_add(b, "cp.ring", RECIPE_CP, RECIPE_FWD, RECIPE_STREAM_COMM,
-                            RECIPE_OVERLAP_ATTENTION, gather ? 0 : ring,
+            int op = rb_op_add(b, "cp.ring", RECIPE_CP, RECIPE_FWD,
+                            traced ? RECIPE_STREAM_COMPUTE : RECIPE_STREAM_COMM,
+                            traced ? RECIPE_OVERLAP_NONE : RECIPE_OVERLAP_ATTENTION, gather ? 0 : ring,
                             (gather ? 0 : ring) + (l->cp - 1) * pd);
             for (int i = 0; items && i < l->cp - 1; i++) {
                 if (!gather) {
@@ -431,7 +434,8 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
     if (ring_merge_e > 0) {
         elementwise_list el; /* counts only: zeroing its arrays costs the search (elementwise.c) */
         el.eager = true, el.alone = false, el.inductor = false, el.n_fwd = el.n_bwd = 0;
-        cp_ring_torch_kernels(ring_merge_e, ring_merge_kv, l->cp, &el);
+        cp_ring_torch_kernels(ring_merge_e, ring_merge_kv, l->cp, cp_ring_torch_traced(l),
+                              !l->cp_rotate_alltoall, &el);
         rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
         rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
     }

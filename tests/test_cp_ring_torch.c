@@ -40,7 +40,7 @@ static void test_bytes_by_hand(void **state)
     elementwise_list el = {.eager = true};
     double fb, bb;
     int fl, bl;
-    cp_ring_torch_kernels(1000, 250, 2, &el);
+    cp_ring_torch_kernels(1000, 250, 2, false, true, &el);
     sums(&el, &fb, &bb, &fl, &bl);
     assert_true(el.eager);
     assert_true(fabs(fb - 52000) < 1e-9);
@@ -49,7 +49,7 @@ static void test_bytes_by_hand(void **state)
     assert_int_equal(bl, 16);
 
     el = (elementwise_list){.eager = true};
-    cp_ring_torch_kernels(1000, 250, 4, &el);
+    cp_ring_torch_kernels(1000, 250, 4, false, true, &el);
     sums(&el, &fb, &bb, &fl, &bl);
     assert_true(fabs(fb - 132000) < 1e-9);
     assert_true(fabs(bb - 101500) < 1e-9);
@@ -58,7 +58,7 @@ static void test_bytes_by_hand(void **state)
 
     /* no ring, nothing */
     el = (elementwise_list){.eager = true};
-    cp_ring_torch_kernels(1000, 250, 1, &el);
+    cp_ring_torch_kernels(1000, 250, 1, false, true, &el);
     assert_int_equal(el.n_fwd + el.n_bwd, 0);
     /* the last dk + dv exchange, fp32: 2 x 4 x K */
     assert_true(fabs(cp_ring_torch_dkv_bytes(250) - 2000) < 1e-9);
@@ -73,7 +73,7 @@ static void test_measured_case(void **state)
     (void)state;
     double e = 16384.0 * 32 * 128;
     elementwise_list el = {.eager = true};
-    cp_ring_torch_kernels(e, e, 2, &el);
+    cp_ring_torch_kernels(e, e, 2, false, true, &el);
     double bytes = elementwise_bytes(el.fwd, el.n_fwd) + elementwise_bytes(el.bwd, el.n_bwd);
     assert_true(fabs(bytes - 194 * e) < 1);
     double ms = 1e3 * bytes / (4.8e12 * 0.59);
@@ -122,7 +122,7 @@ static void test_recipe_ops(void **state)
     assert_int_equal(tail->overlap, RECIPE_OVERLAP_NONE);
     double e = 4096.0 * 32 * 128;
     elementwise_list el = {.eager = true};
-    cp_ring_torch_kernels(e, e, 2, &el);
+    cp_ring_torch_kernels(e, e, 2, false, false, &el);
     double want = 0, got = 0;
     for (int i = 0; i < el.n_fwd; i++) want += el.fwd[i].count * elementwise_kernel_s(&s, &el, &el.fwd[i]);
     for (int i = 0; i < el.n_bwd; i++) want += el.bwd[i].count * elementwise_kernel_s(&s, &el, &el.bwd[i]);
@@ -143,12 +143,67 @@ static void test_recipe_ops(void **state)
     assert_null(find(&r, "cp.merge.diff"));
 }
 
+/* The ring traced into a compiled block (cp_ring_torch.h cp_ring_torch_traced): E = 1000,
+ * K = 250, c = 4, all-gather rotate: forward 6 E (step 0's cast) + 3 x 10 E (fused merges) +
+ * 8 K (the one cat the gather reads) + 6 E = 44000 bytes in 1 + 3 + 1 + 1 = 6 launches;
+ * backward the eager 101500 less two dropped cats of 8 K = 97500 in 30 - 2 = 28, Inductor's.
+ * In the recipe (8B, seq 8192, CP 2 on h200) the K/V all-gather is exposed whole in both
+ * passes and the dK/dV exchange runs on the compute stream, overlapping nothing. */
+static void test_traced_ring(void **state)
+{
+    (void)state;
+    elementwise_list el = {.eager = true};
+    double fb, bb;
+    int fl, bl;
+    cp_ring_torch_kernels(1000, 250, 4, true, true, &el);
+    sums(&el, &fb, &bb, &fl, &bl);
+    assert_true(el.inductor);
+    assert_true(fabs(fb - 44000) < 1e-9);
+    assert_true(fabs(bb - 97500) < 1e-9);
+    assert_int_equal(fl, 6);
+    assert_int_equal(bl, 28);
+
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.cp = 2;
+    assert_false(cp_ring_torch_traced(&l));
+    l.compile = true;
+    assert_true(cp_ring_torch_traced(&l));
+    layout mg = layout_default(FRAMEWORK_MEGATRON);
+    mg.cp = 2;
+    mg.compile = true;
+    assert_false(cp_ring_torch_traced(&mg));
+
+    const char *d = getenv("PLAN_DATA_DIR") ? getenv("PLAN_DATA_DIR") : "data";
+    model_spec m;
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (model_load("8b", d, &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h200", d, &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    training_spec t = training_default();
+    t.seq_len = 8192;
+    static recipe r;
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    layout_group g = layout_cp_group(&s, &l);
+    double chunk = 4096.0 * 32 * 256 * 2;
+    double ag = collective_time_s(&s, COLL_ALL_GATHER, 2 * chunk, g);
+    double pd = collective_time_s(&s, COLL_SEND_RECV, 2 * chunk, g);
+    const recipe_op *gather = find(&r, "cp.kv_allgather"), *ring = find(&r, "cp.ring");
+    assert_non_null(gather);
+    assert_non_null(ring);
+    assert_true(fabs(gather->fwd_s - ag) < 1e-12 && fabs(gather->bwd_s - ag) < 1e-12);
+    assert_int_equal(ring->overlap, RECIPE_OVERLAP_NONE);
+    assert_true(ring->fwd_s == 0 && fabs(ring->bwd_s - pd) < 1e-12);
+    assert_non_null(find(&r, "cp.merge.fused"));
+    assert_null(find(&r, "cp.merge.diff"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_by_hand),
         cmocka_unit_test(test_measured_case),
         cmocka_unit_test(test_recipe_ops),
+        cmocka_unit_test(test_traced_ring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

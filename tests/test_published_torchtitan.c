@@ -219,14 +219,20 @@ static double median(double *v, int n)
 
 /*
  * Every row, one table. At this commit (h100-gt500, FLASH rates; bench/README.md,
- * bench/results/ttpub17_2026-11-28):
- *   TPS/GPU over 31 priced rows: median |error| 8.9% (max 36.5%, Table 2 CP 8). The 500 W cap
+ * bench/results/ttpub18_2026-11-28, ttpub17_2026-11-28):
+ *   TPS/GPU over 31 priced rows: median |error| 8.4% (max 40.0%, Table 2 CP 8). ttpub18: under
+ *     torch.compile the CP ring is traced into the block's graph, where functional collectives
+ *     wait at once and Inductor does not move them (cp_ring_torch.h cp_ring_torch_traced): the
+ *     K/V all-gather and every dK/dV exchange exposed, the merges fused: Table 6 CP 2/4/8
+ *     +18/+17/+28% -> +10/+3/+13%, Table 2 CP 2/4/8 -3/+30/+37% -> -2/+33/+40% (8.9% -> 8.4%).
+ *     Earlier (ttpub17), median 12.8% -> 8.9%: the 500 W cap
  *     scales GEMMs and attention by (500/700)^0.39 (gpu.gemm_power_exponent, measured on an
  *     H100 at its 700 W cap; attention ran at that cap too): 12.8% -> 8.9%, band 9.2% (exponent
  *     1/3) .. 8.4% (0.55). Table 1-6 runs build torchtitan 9dec370's own eager RMSNorm (the CSV's
  *     rms_norm column): the eager T1/T3 rows -9.0% / -6.2% (+9.2% / +12.7% with one fused
- *     norm). Still off: Table 2 CP 4 / CP 8 +30% / +37% and Table 6's CP rows +17..+28% (not
- *     found: the SDPA shapes are the same at every CP degree), the Float8 T1/T3 rows -11% / -9%
+ *     norm). Still off: Table 2 CP 4 / CP 8 +33% / +40% (not found: the SDPA shapes are the
+ *     same at every CP degree; ttpub18's README lists what was checked), the Float8 T1/T3 rows
+ *     -11% / -9%
  *     (torchao's casts priced as measured standalone), the async-TP blog's bf16 and rowwise rows
  *     +9..+18%. Earlier: the TP 8 rows carry the rearranging copies of torch's functional
  *     collectives (elementwise.c sp_funcol_copies) and Float8 TP's casts on the sequence shard
@@ -235,7 +241,7 @@ static double median(double *v, int n)
  *   memory over 19 rows with a published figure: median |error| 8.0%: Tables 1-3 -5.2..-8.0%
  *     eager, compiled, Float8 and every CP degree alike (tt12's side-stream pools, compiled SAC
  *     and the layer in backward kept off the loss's moment), Table 4 -16.9% / -10.9%, the
- *     pipeline rows (Tables 5-6) 9-19% under, the trainy H200 rows -8.4% / -10.4% (torchtitan
+ *     pipeline rows (Tables 5-6) 9-19% under, the trainy H200 rows -12.6% / -14.8% (torchtitan
  *     e7c0cae compiles the loss: the bf16 logits and their gradient, layout_loss_compiled).
  * The bounds sit a few points outside those figures: a change that moves the whole table
  * fails here, one that moves a row past its sanity band fails below.

@@ -372,7 +372,7 @@ static void eager_kernels(bk_ctx *c)
      * inputs, which the launcher refused before meas10) */
     static elementwise_list ring;
     memset(&ring, 0, sizeof ring);
-    cp_ring_torch_kernels(24.0 * 64, 24.0 * 32, 2, &ring);
+    cp_ring_torch_kernels(24.0 * 64, 24.0 * 32, 2, false, true, &ring);
     for (int i = 0; i < ring.n_fwd; i++, ran++) ew_case(c, ring.fwd[i].name, &ring.fwd[i].access);
     for (int i = 0; i < ring.n_bwd; i++, ran++) ew_case(c, ring.bwd[i].name, &ring.bwd[i].access);
     ew_access col = {.pattern = EW_REDUCE_COL, .esize = {2, 2, 0}, .n = {1, 1000, 256}};
