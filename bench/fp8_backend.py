@@ -78,8 +78,18 @@ p.add_argument("--timing", choices=["loop", "host-ahead"], default="loop",
                     "the GPU (host-ahead), on both sides")
 p.add_argument("--group", type=int, default=0,
                help="interleave plan and torch per group of N shapes (0: per model sweep)")
+p.add_argument("--shapes", default=None,
+               help="file of 'model name m n k' lines: these shapes instead of plan calibrate's "
+                    "for --models (needs --group; bench/fp8h18_shapes.py writes one)")
+p.add_argument("--backend-blockwise", action="store_true",
+               help="the backend's blockwise rows too (plan fit input), without torch's side")
+p.add_argument("--deadline-s", type=float, default=0,
+               help="--group: start no group after this many seconds; what ran is kept")
 args = p.parse_args()
 os.makedirs(args.out, exist_ok=True)
+if args.shapes and not args.group:
+    raise SystemExit("--shapes needs --group")
+T0 = time.monotonic()
 
 dev = torch.device("cuda", 0)
 E4M3 = torch.float8_e4m3fn
@@ -104,11 +114,26 @@ def cublaslt_version():
 
 def calib_ops():
     return ("gemm_fp8" if args.no_bf16 else "gemm,gemm_fp8") + (
-        ",gemm_fp8_blockwise" if args.blockwise else "")
+        ",gemm_fp8_blockwise" if args.blockwise or args.backend_blockwise else "")
+
+
+def file_shapes():
+    """--shapes: {model: [(name, m, n, k)]} in the file's order."""
+    out = {}
+    for line in open(args.shapes):
+        f = line.split("#")[0].split()
+        if not f:
+            continue
+        if len(f) != 5:
+            raise SystemExit(f"{args.shapes}: want 'model name m n k', got: {line.strip()}")
+        out.setdefault(f[0], []).append((f[1], int(f[2]), int(f[3]), int(f[4])))
+    return out
 
 
 def model_shapes(model):
     """plan calibrate's GEMM shapes of a model, in its order: [(name, m, n, k)] (no GPU)."""
+    if args.shapes:
+        return file_shapes()[model]
     cmd = [os.path.join(args.bin, "plan"), "calibrate", "--ops", "gemm_fp8", "--model", model,
            "--list"]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -399,7 +424,7 @@ torch.zeros(1, device=dev) @ torch.zeros(1, device=dev)  # load cuBLAS(Lt)
 log(f"# torch {torch.__version__} cuda {torch.version.cuda} cublasLt {cublaslt_version()}")
 log(f"# command python3 bench/fp8_backend.py {' '.join(sys.argv[1:])}")
 
-models = args.models.split(",")
+models = list(file_shapes()) if args.shapes else args.models.split(",")
 plan_res = {}   # round -> {(model, name): row}
 torch_res = {}  # round -> {(model, name): (t, err)}
 shapes = {}
@@ -412,17 +437,23 @@ def grouped_rounds():
     for model in models:  # a shape two models share (8192^3) is timed with the first only
         lists[model] = [sh for sh in model_shapes(model) if sh[1:] not in seen_dims]
         seen_dims.update(sh[1:] for sh in lists[model])
-    for model in models:
-        for name, m, n, k in lists[model]:
-            shapes[(model, name)] = (m, n, k)
+    stopped = False
     for rnd in range(1, args.rounds + 1):
         plan_res[rnd], torch_res[rnd] = {}, {}
         for model in models:
             allrows, fields = [], None
             lst = lists[model]
             for gi in range(0, len(lst), args.group):
+                if args.deadline_s and time.monotonic() - T0 > args.deadline_s:
+                    if not stopped:
+                        log(f"# --deadline-s {args.deadline_s:g} passed: round {rnd}, {model} "
+                            f"stops before group {gi // args.group}; later groups not run")
+                    stopped = True
+                    break
                 group = lst[gi:gi + args.group]
                 sub = {(model, name): (m, n, k) for name, m, n, k in group}
+                if rnd == 1:
+                    shapes.update(sub)
                 order = ["plan", "torch"] if rnd % 2 == 1 else ["torch", "plan"]
                 for side in order:
                     if side == "plan":
@@ -432,11 +463,12 @@ def grouped_rounds():
                             plan_res[rnd][(model, row["op"], row["name"])] = row
                     else:
                         torch_res[rnd].update(torch_round(sub, rnd, tag=f"{model}_g{gi // args.group}"))
-            with open(os.path.join(args.out, f"calibrate_{model}_round{rnd}.csv"), "w",
-                      newline="") as f:
-                w = csv.DictWriter(f, fieldnames=fields, quoting=csv.QUOTE_ALL)
-                w.writeheader()
-                w.writerows(allrows)
+                # written after every group, so a run cut short keeps what it measured
+                with open(os.path.join(args.out, f"calibrate_{model}_round{rnd}.csv"), "w",
+                          newline="") as f:
+                    w = csv.DictWriter(f, fieldnames=fields, quoting=csv.QUOTE_ALL)
+                    w.writeheader()
+                    w.writerows(allrows)
 
 
 for rnd in range(1, args.rounds + 1 if not args.group else 0):
@@ -475,7 +507,10 @@ for (model, name), (m, n, k) in shapes.items():
     cells, ratios, checks = [], [], []
     bf16 = []
     for r in range(1, args.rounds + 1):
-        row = plan_res[r][(model, "gemm_fp8", name)]
+        row = plan_res.get(r, {}).get((model, "gemm_fp8", name))
+        if row is None or (model, name) not in torch_res.get(r, {}):
+            cells.append("- | - | -")  # not run (--deadline-s)
+            continue
         tb = float(row["time_s"])
         tt, terr = torch_res[r][(model, name)]
         ratios.append(tt / tb)
@@ -484,6 +519,8 @@ for (model, name), (m, n, k) in shapes.items():
         b = plan_res[r].get((model, "gemm", name))
         if b:
             bf16.append(float(b["time_s"]) / tb)
+    if not ratios:
+        continue
     mean = sum(ratios) / len(ratios)
     ratios_all.append(mean)
     cb = max(c[0] for c in checks)

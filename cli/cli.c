@@ -528,6 +528,11 @@ int cli_load_specs(const cli_options *o, model_spec *m, system_spec *sys)
     return cli_apply_system_knobs(o->nvls, o->power_limit_w, sys);
 }
 
+void cli_gemm_headroom_default(cli_options *o)
+{
+    if (!o->gemm_headroom_given) o->gemm_headroom_bubble = true;
+}
+
 int cli_apply_system_knobs(cli_nvls nvls, double power_limit_w, system_spec *sys)
 {
     char err[CM_ERRLEN];

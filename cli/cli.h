@@ -101,6 +101,12 @@ void cli_layout_defaults(const cli_options *o, layout *l);
 /* Load model and system named in o; prints the error line and returns CLI_EXIT_USAGE. */
 int cli_load_specs(const cli_options *o, model_spec *m, system_spec *sys);
 
+/* The GEMMs' power headroom a command that prices one layout takes without --gemm-headroom:
+ * the pipeline bubble's (gemm_headroom.h). plan estimate, plan simulate and plan check share it,
+ * so that the three print one step for one layout; the search alone ranks at the sustained rate
+ * (cmd_search.c refuses the flag). */
+void cli_gemm_headroom_default(cli_options *o);
+
 /* --nvls and --power-limit on a loaded system (system_set_nvls, system_set_power_limit);
  * prints the error line and returns CLI_EXIT_USAGE when the system cannot take them. */
 int cli_apply_system_knobs(cli_nvls nvls, double power_limit_w, system_spec *sys);

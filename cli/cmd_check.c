@@ -38,8 +38,9 @@ static void usage(void)
            "                       Hugging Face repository or a local config.json\n"
            "  --system NAME|FILE   GPU system (default h100); --calibration FILE\n"
            "  --gemm-headroom bubble|on|off, --nvls on|off, --power-limit W   as plan estimate\n"
-           "                       takes them (default: the sustained GEMM rate, as the search\n"
-           "                       prices; a file plan estimate wrote names the flag it needs)\n"
+           "                       takes them (default bubble, as plan estimate: the same step\n"
+           "                       for the same layout; a file the search wrote, which ranks at\n"
+           "                       the sustained rate, names --gemm-headroom off where it differs)\n"
            "  --gpus N             GPU count, when trainer.placement has none (overrides it)\n"
            "  --emit yaml|megatron-args|bridge|json   print the config in that form once it "
            "passes\n"
@@ -208,10 +209,12 @@ int cmd_check(int argc, char **argv)
     if (profile_load_system(o.system, dir, &sys, err, sizeof err) != CM_OK) return cli_error(err);
     if (o.calibration && profile_overlay(o.calibration, &sys, err, sizeof err) != CM_OK)
         return cli_error(err);
-    /* --gemm-headroom, --nvls, --power-limit as plan estimate takes them; without the first,
-     * the sustained GEMM rate, as the search (plan --model M --gpus N) ranks and prices: a file
-     * written by plan estimate with the bubble's headroom says --gemm-headroom bubble in its
-     * "plan check FILE" line (emit_check_headroom_flag) */
+    /* --gemm-headroom, --nvls, --power-limit as plan estimate takes them, and without the
+     * first plan estimate's default, the pipeline bubble's headroom (cli_gemm_headroom_default):
+     * a config checked prints the step plan estimate prints for its layout. A file written by
+     * the search, which ranks at the sustained rate, says --gemm-headroom off in its "plan check
+     * FILE" line where the two differ (emit_check_headroom_flag) */
+    cli_gemm_headroom_default(&o);
     sys.gemm_headroom_on = o.gemm_headroom_on;
     sys.gemm_headroom_bubble = o.gemm_headroom_bubble;
     if ((rc = cli_apply_system_knobs(o.nvls, o.power_limit_w, &sys))) return rc;

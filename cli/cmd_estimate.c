@@ -106,7 +106,7 @@ int cmd_estimate(int argc, char **argv)
         return cli_error("no model: give --model NAME|config.json (e.g. --model 8b)");
     /* the pipeline bubble's power headroom unless --gemm-headroom says otherwise
      * (gemm_headroom.h: GEMMs on ranks that idle in the bubble run faster, measured per rank) */
-    if (!o.gemm_headroom_given) o.gemm_headroom_bubble = true;
+    cli_gemm_headroom_default(&o);
     layout l;
     model_spec m;
     system_spec sys;

@@ -112,7 +112,7 @@ int cmd_simulate(int argc, char **argv)
      * cmd_estimate.c defaults it (before, plan simulate priced the sustained rate: its closed
      * form and simulated step were 8% slower than plan estimate's for an 8B PP 4 interleaved
      * layout, ppint16) */
-    if (!o.gemm_headroom_given) o.gemm_headroom_bubble = true;
+    cli_gemm_headroom_default(&o);
     layout l;
     model_spec m;
     system_spec sys;

@@ -16,10 +16,15 @@
 
 #include <math.h>
 
+bool gemm_headroom_fitted(const system_spec *sys)
+{
+    return sys->gemm_power_exponent > 0 && sys->gemm_burst_ratio > 1 && sys->tdp_w > 0 &&
+           sys->idle_power_w > 0 && sys->memory_bound_power_w > 0;
+}
+
 bool gemm_headroom_applies(const system_spec *sys)
 {
-    return (sys->gemm_headroom_on || sys->gemm_headroom_bubble) && sys->gemm_power_exponent > 0 && sys->gemm_burst_ratio > 1 &&
-           sys->tdp_w > 0 && sys->idle_power_w > 0 && sys->memory_bound_power_w > 0;
+    return (sys->gemm_headroom_on || sys->gemm_headroom_bubble) && gemm_headroom_fitted(sys);
 }
 
 double gemm_headroom_cap_w(const system_spec *sys)

@@ -54,6 +54,9 @@
 #include "estimate_internal.h"
 #include "system.h"
 
+/* The system has the measured figures the headroom needs (its power fit and burst ratio). */
+bool gemm_headroom_fitted(const system_spec *sys);
+
 /* --gemm-headroom on or bubble, and the system has the measured figures. */
 bool gemm_headroom_applies(const system_spec *sys);
 

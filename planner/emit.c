@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm_headroom.h"
 #include "output.h"
 
 
@@ -149,8 +150,13 @@ void emit_python_quote(FILE *f, const char *s)
 
 const char *emit_check_headroom_flag(const estimate *e, const system_spec *sys)
 {
-    if (!(e->time.gemm_headroom_rate > 1)) return "";
-    return sys->gemm_headroom_on ? " --gemm-headroom on" : " --gemm-headroom bubble";
+    /* plan check defaults to the bubble's headroom, as plan estimate does: a prediction priced
+     * that way needs no flag; one priced with every idle term needs "on"; one at the sustained
+     * rate (the search's, or --gemm-headroom off) needs "off" where the bubble would have
+     * counted (a pipeline on a system with the power fit; without a pipeline the two agree) */
+    if (sys->gemm_headroom_on) return e->time.gemm_headroom_rate > 1 ? " --gemm-headroom on" : "";
+    if (sys->gemm_headroom_bubble) return "";
+    return gemm_headroom_fitted(sys) && e->layout.pp > 1 ? " --gemm-headroom off" : "";
 }
 
 /* The comment block every text format starts with: what was planned and what it predicts. */

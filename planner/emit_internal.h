@@ -22,10 +22,10 @@ int emit_nodes_of(int gpus, const system_spec *sys);
 int emit_even_nodes(int gpus, const system_spec *sys);
 /* s with control characters dropped, safe inside a comment of any of the formats. */
 void emit_comment_text(FILE *f, const char *s);
-/* " --gemm-headroom bubble" (or " on") where the prediction counted the GEMMs' power headroom
- * (plan estimate's default, gemm_headroom.h), so that plan check FILE prices the file as the
- * command that wrote it did; "" otherwise (the search ranks at the sustained rate, as plan
- * check does by default). */
+/* The --gemm-headroom flag (" on", " off" or "") with which plan check FILE prices the file as
+ * the command that wrote it did: plan check, like plan estimate, counts the pipeline bubble's
+ * headroom by default (gemm_headroom.h); " on" where the prediction counted every idle term;
+ * " off" where it priced the sustained rate (the search) and the bubble would count. */
 const char *emit_check_headroom_flag(const estimate *e, const system_spec *sys);
 /* The opening comment lines (comment marker c): plan, prediction, fit. */
 void emit_header(FILE *f, const char *c, const estimate *e, const model_spec *m,

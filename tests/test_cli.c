@@ -270,15 +270,15 @@ static void test_gemm_headroom_flag(void **state)
     double t_o = json_real_value(json_object_get(json_object_get(o, "time"), "step_s"));
     assert_true(r_o == 1 && r_d > 1.01 && r_d <= 1.16);
     assert_true(t_d < t_o && t_d > t_o / 1.16);
-    /* plan check of that layout's emitted command: the file names the flag its prediction
-     * needs (--gemm-headroom bubble, plan estimate's default), and check with it gives the
-     * estimate's step; without it, the sustained rate, as the search prices (check loaded the
-     * system without any --gemm-headroom before: an emitted DeepSeek-V3 PP 8 command read back
-     * 2.5% slower than its header, whatever was asked) */
+    /* plan check of that layout's emitted command prices it as plan estimate does, with plan
+     * estimate's default (the bubble's headroom), so the file's "plan check FILE" line needs no
+     * flag and check gives the estimate's step; --gemm-headroom off, the sustained rate (check
+     * priced the sustained rate by default before: the same config, 8B PP 4, printed one step
+     * under plan estimate and a slower one under plan check) */
     run("estimate --model 8b --gpus 4 --framework torchtitan --pp 4 --mbs 1 --gbs 8 --seq 4096 "
         "--emit torchtitan");
     assert_int_equal(R.status, 0);
-    assert_non_null(strstr(R.out, "plan check FILE --system h100 --gemm-headroom bubble\n"));
+    assert_non_null(strstr(R.out, "plan check FILE --system h100\n"));
     const char *file = test_tmp_path("pp4.sh");
     FILE *f = fopen(file, "w");
     assert_non_null(f);
@@ -288,7 +288,7 @@ static void test_gemm_headroom_flag(void **state)
     for (int k = 0; k < 2; k++) {
         char check_args[600];
         snprintf(check_args, sizeof check_args, "check %s --emit json%s", file,
-                 k ? " --gemm-headroom bubble" : "");
+                 k ? " --gemm-headroom off" : "");
         run(check_args);
         assert_int_equal(R.status, 0);
         const char *brace = strchr(R.out, '{'); /* the report's lines, then the JSON */
@@ -299,10 +299,64 @@ static void test_gemm_headroom_flag(void **state)
         r_c[k] = json_real_value(json_object_get(json_object_get(c, "time"), "gemm_headroom_rate"));
         json_decref(c);
     }
-    assert_true(fabs(t_c[0] - t_o) < 1e-9 * t_o && r_c[0] == 1);
-    assert_true(fabs(t_c[1] - t_d) < 1e-9 * t_d && fabs(r_c[1] - r_d) < 1e-12);
+    assert_true(fabs(t_c[0] - t_d) < 1e-9 * t_d && fabs(r_c[0] - r_d) < 1e-12);
+    assert_true(fabs(t_c[1] - t_o) < 1e-9 * t_o && r_c[1] == 1);
     json_decref(d);
     json_decref(o);
+}
+
+/* plan check and plan estimate print the same step for the same config: check takes estimate's
+ * --gemm-headroom default (the pipeline bubble's, cli_gemm_headroom_default). Megatron layouts
+ * with a pipeline, where the default matters (the bubble's headroom is > 1), on H100 and H200:
+ * the trainer YAML plan estimate writes, read back as its "plan check FILE.yaml --system NAME"
+ * line says, which names no --gemm-headroom. */
+static void test_check_step_is_estimate_step(void **state)
+{
+    (void)state;
+    static const char *const layouts[] = {
+        "--model 8b --gpus 8 --system h100 --tp 2 --pp 2 --mbs 1 --gbs 64 --seq 4096",
+        "--model 70b --gpus 16 --system h200 --tp 4 --pp 4 --vpp 5 --mbs 1 --gbs 64 --seq 4096 "
+        "--precision fp8",
+    };
+    const char *file = test_tmp_path("check_step.yaml");
+    for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++) {
+        char args[600];
+        snprintf(args, sizeof args, "estimate %s --format json", layouts[i]);
+        json_t *j = run_json(args);
+        double rate =
+            json_real_value(json_object_get(json_object_get(j, "time"), "gemm_headroom_rate"));
+        assert_true(rate > 1); /* the default is at stake here */
+        json_decref(j);
+        snprintf(args, sizeof args, "estimate %s", layouts[i]);
+        run(args);
+        assert_int_equal(R.status, 0);
+        const char *s = strstr(R.out, "step time ");
+        assert_non_null(s);
+        char want[128];
+        snprintf(want, sizeof want, "%.*s", (int)strcspn(s, "\n"), s);
+        snprintf(args, sizeof args, "estimate %s --emit yaml", layouts[i]);
+        run(args);
+        assert_int_equal(R.status, 0);
+        FILE *f = fopen(file, "w");
+        assert_non_null(f);
+        fputs(R.out, f);
+        fclose(f);
+        const char *line = strstr(R.out, "plan check FILE.yaml");
+        assert_non_null(line);
+        line += strlen("plan check FILE.yaml");
+        char flags[128];
+        snprintf(flags, sizeof flags, "%.*s", (int)strcspn(line, "\n"), line);
+        assert_null(strstr(flags, "--gemm-headroom"));
+        snprintf(args, sizeof args, "check %s%s", file, flags);
+        run(args);
+        assert_int_equal(R.status, 0);
+        s = strstr(R.out, "step time ");
+        assert_non_null(s);
+        char got[128];
+        snprintf(got, sizeof got, "%.*s", (int)strcspn(s, "\n"), s);
+        assert_string_equal(got, want);
+    }
+    unlink(file);
 }
 
 /* --precision / --fp8-recipe (issue 16): rules, JSON keys only for low precision, the emitted
@@ -663,7 +717,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_estimate_json),     cmocka_unit_test(test_search_json),
         cmocka_unit_test(test_search_human),      cmocka_unit_test(test_infeasible_estimate),
-        cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_gemm_headroom_flag),         cmocka_unit_test(test_bench_csv),
+        cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_gemm_headroom_flag),
+        cmocka_unit_test(test_check_step_is_estimate_step),         cmocka_unit_test(test_bench_csv),
         cmocka_unit_test(test_simulate),          cmocka_unit_test(test_host_paced),
         cmocka_unit_test(test_estimate_ops),      cmocka_unit_test(test_profile_chains),
         cmocka_unit_test(test_precision),         cmocka_unit_test(test_megatron_moe_bias),

@@ -267,9 +267,27 @@ static void test_bf16_wins_or_fp8_unavailable(void **state)
     assert_non_null(strstr(R.out, "FP8 is not available for this plan: "));
 }
 
+/* The flags after "--system NAME" on the "plan check FILE" line of emitted text (the line a user
+ * runs: it names --gemm-headroom off where the search's sustained rate differs from plan check's
+ * default, the bubble's headroom), into out. */
+static void check_line_flags(const char *text, char *out, size_t outlen)
+{
+    const char *p = strstr(text, "plan check FILE");
+    assert_non_null(p);
+    p = strstr(p, "--system ");
+    assert_non_null(p);
+    p += strlen("--system ");
+    p += strcspn(p, " \n"); /* the system's name */
+    size_t n = strcspn(p, "\n");
+    assert_true(n < outlen);
+    memcpy(out, p, n);
+    out[n] = '\0';
+}
+
 /* The configs of an FP8 recommendation carry FP8, and plan check reads it back to the same
- * prediction: the trainer YAML (low_precision section, with --fp8-param-gather) and
- * torchtitan's command (its float8 converter line). */
+ * prediction, with the flags the file's "plan check FILE" line names: the trainer YAML
+ * (low_precision section, with --fp8-param-gather) and torchtitan's command (its float8
+ * converter line). */
 static void test_emitted_fp8_read_back(void **state)
 {
     (void)state;
@@ -283,6 +301,12 @@ static void test_emitted_fp8_read_back(void **state)
     snprintf(args, sizeof args, "--model 70b --gpus 64 --emit yaml > '%s'", path);
     run(args);
     assert_int_equal(R.status, 0);
+    run("--model 70b --gpus 64 --emit yaml");
+    char flags[256];
+    check_line_flags(R.out, flags, sizeof flags);
+    /* a pipeline (PP 2) ranked at the sustained rate: plan check's default would count the
+     * bubble's headroom, so the file says --gemm-headroom off */
+    assert_string_equal(flags, " --gemm-headroom off");
     snprintf(args, sizeof args, "check '%s' --emit json", path); /* the file read back */
     j = run_json(args);
     json_t *l = json_object_get(j, "layout");
@@ -290,7 +314,7 @@ static void test_emitted_fp8_read_back(void **state)
     assert_string_equal(str(l, "precision"), "fp8");
     assert_true(json_is_true(json_object_get(l, "fp8_param_gather")));
     json_decref(j);
-    snprintf(args, sizeof args, "check '%s'", path);
+    snprintf(args, sizeof args, "check '%s'%s", path, flags);
     run(args);
     assert_int_equal(R.status, 0);
     char want[64];
@@ -311,7 +335,9 @@ static void test_emitted_fp8_read_back(void **state)
     snprintf(args, sizeof args, "--model 8b --gpus 64 --framework torchtitan --emit torchtitan "
              "> '%s'", path);
     run(args);
-    snprintf(args, sizeof args, "check '%s'", path);
+    run("--model 8b --gpus 64 --framework torchtitan --emit torchtitan");
+    check_line_flags(R.out, flags, sizeof flags);
+    snprintf(args, sizeof args, "check '%s'%s", path, flags);
     run(args);
     assert_int_equal(R.status, 0);
     snprintf(want, sizeof want, "step time    %.2f s", step);
