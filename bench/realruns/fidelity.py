@@ -231,6 +231,7 @@ def main():
         sum(1 for w in rows if w["status"].startswith(("failed", "plan refused")))))
 
     def summary(name, xs, med_target, max_target):
+        xs = [x for x in xs if x is not None]  # a run without that figure (no memory recorded)
         if not xs:
             return
         a = [abs(x) for x in xs]

@@ -9,9 +9,10 @@ import os
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def build_fsdp2_model(name, dev, layers=0):
+def build_fsdp2_model(name, dev, layers=0, ckpt=False):
     """(model, vocab size, transformers' experts implementation or None) for configs/NAME.json
-    on device dev, cut to `layers` decoder layers when layers > 0."""
+    on device dev, cut to `layers` decoder layers when layers > 0; ckpt: gradient checkpointing
+    of every layer as realrun.py --ckpt sets it (before fully_shard, use_reentrant=False)."""
     import torch
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -28,6 +29,8 @@ def build_fsdp2_model(name, dev, layers=0):
     with torch.device(dev):
         model = AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa", dtype=torch.float32)
     model.train()
+    if ckpt:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     lay = [m for n, m in model.named_modules() if n.endswith("layers")][0]
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for layer in lay:

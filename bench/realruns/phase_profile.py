@@ -13,6 +13,11 @@ Per run spec name:seq:mbs[:layers]:
                 intervals) and the 12 kernels with most time (name, s, count)
 The model is built as realrun.py --impl hf builds it (transformers from config, fp32 params, SDPA,
 fully_shard per decoder layer + root, bf16/fp32 mixed precision, torch's default AdamW, clip 1.0).
+  fwd_bwd_gpu_s / fwd_bwd_host_call_s  per timed step, as realrun.py records them: CUDA events
+                around forward + backward, and the host's time in that call
+Spec name:seq:mbs[:layers[:ckpt]]: layers 0 = the whole model; ckpt = gradient checkpointing of
+every layer (realrun.py --ckpt). --trace-dir DIR: the profiled step's Chrome trace, gzipped, as
+DIR/trace_<name>[_L<layers>]_s<seq>_b<mbs>.json.gz (bench/realruns/trace_summary.py reads it).
 Usage: NCCL_NVLS_ENABLE=0 python3 bench/realruns/phase_profile.py --out out/phases.json
            --runs smollm2-360m:2048:8,llama-3.2-1b:4096:1,phi-3-mini-4k:4096:2:16
 """
@@ -29,6 +34,7 @@ ap.add_argument("--top", type=int, default=12, help="kernels kept per phase (fwd
 ap.add_argument("--runs", default="smollm2-360m:2048:8,llama-3.2-1b:4096:1")
 ap.add_argument("--streams", action="store_true",
                 help="also split each phase's kernels by CUDA stream (from the profiler's trace)")
+ap.add_argument("--trace-dir", default="", help="write each profiled step's Chrome trace (gzip) here")
 ap.add_argument("--power", action="store_true",
                 help="NVML SM clock and power over the timed steps and per phase (nvml_sampler.py)")
 args = ap.parse_args()
@@ -47,9 +53,9 @@ dist.init_process_group("nccl", device_id=dev)
 PHASES = ("fwd", "bwd", "clip", "opt", "zero")
 
 
-def build(name, layers=0):
+def build(name, layers=0, ckpt=False):
     """fsdp2_model.build_fsdp2_model on this script's device"""
-    return build_fsdp2_model(name, dev, layers)[:2]
+    return build_fsdp2_model(name, dev, layers, ckpt)[:2]
 
 
 def cls(name):
@@ -130,7 +136,8 @@ out = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "runs
 for spec in args.runs.split(","):
     name, seq, mbs, *cut = spec.split(":")
     seq, mbs = int(seq), int(mbs)
-    model, V = build(name, int(cut[0]) if cut else 0)
+    ckpt = len(cut) > 1 and cut[1] == "ckpt"
+    model, V = build(name, int(cut[0]) if cut else 0, ckpt)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
     g = torch.Generator(device=dev).manual_seed(0)
     ids = torch.randint(0, V, (mbs, seq + 1), device=dev, generator=g)
@@ -165,7 +172,20 @@ for spec in args.runs.split(","):
     for _ in range(3):
         step()
     torch.cuda.synchronize()
-    ts = []
+    ts, fb_gpu, fb_host = [], [], []
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+    for _ in range(3):  # realrun.py's step: events around forward + backward
+        torch.cuda.synchronize()
+        opt.zero_grad(set_to_none=True)
+        ev[0].record()
+        h = time.perf_counter()
+        model(input_ids=inp, labels=lab).loss.backward()
+        fb_host.append(time.perf_counter() - h)
+        ev[1].record()
+        fns["clip"]()
+        opt.step()
+        torch.cuda.synchronize()
+        fb_gpu.append(ev[0].elapsed_time(ev[1]) * 1e-3)
     samp = None
     if args.power:
         from nvml_sampler import Sampler
@@ -197,6 +217,19 @@ for spec in args.runs.split(","):
                         "power_w_median": statistics.median(pws) if pws else None}
     with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
         step(ranges=True)
+    if args.trace_dir:
+        import gzip
+        import shutil
+        import tempfile
+        os.makedirs(args.trace_dir, exist_ok=True)
+        tag = "%s%s_s%d_b%d" % (name, "_L%s" % cut[0] if cut else "", seq, mbs)
+        fd, tmp = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        prof.export_chrome_trace(tmp)
+        with open(tmp, "rb") as fi, gzip.open(os.path.join(args.trace_dir, "trace_%s.json.gz" % tag),
+                                             "wb", compresslevel=6) as fo:
+            shutil.copyfileobj(fi, fo)
+        os.unlink(tmp)
     evs = prof.events()
     rng = {}
     for e in evs:
@@ -228,6 +261,8 @@ for spec in args.runs.split(","):
     if args.streams:
         by_stream = stream_split(prof, rng)
     r = {"model": name, "layers": int(cut[0]) if cut else None, "seq": seq, "mbs": mbs,
+         "ckpt": ckpt, "fwd_bwd_gpu_s": [round(x, 6) for x in fb_gpu],
+         "fwd_bwd_host_call_s": [round(x, 6) for x in fb_host],
          "step_s": statistics.median(ts), "step_times_s": [round(x, 5) for x in ts],
          "phase_wall_s": {p: statistics.median(v) for p, v in pw.items()},
          "phases": phases, "params": len(list(model.parameters())),
@@ -248,10 +283,11 @@ for spec in args.runs.split(","):
             p, r["phase_wall_s"][p], q["busy_s"], q["kernels"],
             {k: round(v, 4) for k, v in q["kernel_s_by_class"].items()}), flush=True)
     out["runs"].append(r)
+    if args.out:  # after each run, so a run cut short by a time limit keeps the ones before it
+        with open(args.out + ".tmp", "w") as f:
+            json.dump(out, f, indent=1)
+        os.replace(args.out + ".tmp", args.out)
     del model, opt, box
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(dev)
-if args.out:
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
 dist.destroy_process_group()
