@@ -231,6 +231,21 @@ static void test_quant_pad(void **state)
     c.l.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
     recipe_layer(&c.m, &c.s, &c.t, &c.l, true, &r, NULL);
     for (int i = 0; i < r.n_ops; i++) assert_false(!strncmp(r.op[i].name, "moe.quant_pad", 13));
+    /* DeepEP: its permute pads from Megatron-LM 2edffadb on (no copies); --moe-expert-padding
+     * prices older Megatron-Core's, the same copies */
+    c.l.moe_dispatcher = MOE_DISPATCH_DEEPEP;
+    recipe_layer(&c.m, &c.s, &c.t, &c.l, true, &r, NULL);
+    for (int i = 0; i < r.n_ops; i++) assert_false(!strncmp(r.op[i].name, "moe.quant_pad", 13));
+    c.l.moe_expert_padding = true;
+    recipe_layer(&c.m, &c.s, &c.t, &c.l, true, &r, NULL);
+    near(op(&r, "moe.quant_pad")->fwd_s, 2 * one);
+    near(op(&r, "moe.quant_pad.bwd")->bwd_s, 2 * one);
+    char err[CM_ERRLEN];
+    if (layout_check(&c.m, &c.s, &c.t, &c.l, 8, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    /* the knob is DeepEP's: behind alltoall (priced anyway) or HybridEP it is refused */
+    c.l.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+    assert_int_equal(layout_check(&c.m, &c.s, &c.t, &c.l, 8, err, sizeof err), CM_ERULE);
+    if (!strstr(err, "--moe-expert-padding")) fail_msg("%s", err);
 }
 
 int main(void)
