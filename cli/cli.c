@@ -97,7 +97,7 @@ enum {
     OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_ACT_OFFLOAD_LAYERS, OPT_EXPANDABLE_SEGMENTS, OPT_PP_KEEP_OUTPUTS, OPT_PP_FIRST,
     OPT_PP_LAST,
     OPT_RECOMPUTE_MODULES, OPT_BF16_OPT_STATES, OPT_TE_CROSS_ENTROPY, OPT_CUDA_GRAPH_FULL,
-    OPT_CUDA_GRAPH_ATTN, OPT_NO_ROPE_FUSION, OPT_RMS_NORM_UNFUSED, OPT_MOE_DISPATCHER_SMS, OPT_RANK_ORDER, OPT_CP_ROTATE,
+    OPT_CUDA_GRAPH_ATTN, OPT_NO_ROPE_FUSION, OPT_RMS_NORM_UNFUSED, OPT_MOE_EXPERT_PADDING, OPT_MOE_DISPATCHER_SMS, OPT_RANK_ORDER, OPT_CP_ROTATE,
     OPT_COMPILE_COMPONENTS,
     OPT_CUDA_GRAPHS, OPT_NO_CUDA_GRAPHS,
 };
@@ -136,6 +136,7 @@ static const struct option long_opts[] = {
     {"cuda-graph-full-iteration", no_argument, NULL, OPT_CUDA_GRAPH_FULL},
     {"cuda-graph-attn", no_argument, NULL, OPT_CUDA_GRAPH_ATTN},
     {"rms-norm-unfused", no_argument, NULL, OPT_RMS_NORM_UNFUSED},
+    {"moe-expert-padding", no_argument, NULL, OPT_MOE_EXPERT_PADDING},
     {"no-rope-fusion", no_argument, NULL, OPT_NO_ROPE_FUSION},
     {"cuda-graphs", no_argument, NULL, OPT_CUDA_GRAPHS},
     {"no-cuda-graphs", no_argument, NULL, OPT_NO_CUDA_GRAPHS},
@@ -403,6 +404,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_CUDA_GRAPH_FULL: l->cuda_graph_full_iteration = true; break;
         case OPT_CUDA_GRAPH_ATTN: l->cuda_graph_attn = true; break;
         case OPT_RMS_NORM_UNFUSED: l->rms_norm_unfused = true; break;
+        case OPT_MOE_EXPERT_PADDING: l->moe_expert_padding = true; break;
         case OPT_NO_ROPE_FUSION: l->rope_unfused = true; break;
         case OPT_CUDA_GRAPHS: l->cuda_graphs = CUDA_GRAPHS_ON; break;
         case OPT_NO_CUDA_GRAPHS: l->cuda_graphs = CUDA_GRAPHS_OFF; break;

@@ -43,6 +43,8 @@ static void usage(void)
            "                       and concatenations too)\n"
            "  --rms-norm-unfused   torchtitan 2024's own RMSNorm (before 3b39d7a): eager blocks\n"
            "                       run its unfused ops, not one F.rms_norm (pricing only)\n"
+           "  --moe-expert-padding  Megatron-Core before 2edffadb: FP8/FP4 experts behind DeepEP\n"
+           "                       are padded and unpadded by TEGroupedMLP (pricing only)\n"
            "  --cuda-graphs / --no-cuda-graphs  torchtitan replays forward+loss+backward from\n"
            "                       one CUDA graph (its default where it allows it: pp 1, ep 1)\n"
            "  --moe-dispatcher-sms N  SMs DeepEP/HybridEP hold (Megatron defaults 20 / 16;\n"

@@ -51,7 +51,9 @@
 #include "async_tp.h"
 #include "compute.h"
 #include "hf_experts.h"
+#include "mcore_expert_gemm.h"
 #include "mcore_unfused.h"
+#include "precision.h"
 #include "titan_moe.h"
 
 typedef struct {
@@ -414,6 +416,25 @@ static void fused_layer(const model_spec *m, const layout *l, double tokens, boo
         double one = tokens * m->top_k / tp * 4.0 * h; /* bytes of each of the two kernels */
         out->fwd[out->n_fwd++] = (elementwise_kernel){"moe.sort_chunks", one, 2, lump(one)};
         out->bwd[out->n_bwd++] = (elementwise_kernel){"moe.sort_chunks.bwd", one, 2, lump(one)};
+    }
+    /* FP8/FP4 experts behind a dispatcher that leaves the per-expert counts unaligned (alltoall,
+     * allgather; the router's padding, moe_router_padding_for_quantization, is off in every
+     * published recipe): TEGroupedMLP.forward pads each local expert's rows to the quantization
+     * alignment, the rows and their probs, and unpads the output (Megatron-LM 0d8e071 experts.py
+     * 879-887, 2edffadb 344-352 and 398-399, d0b3b77 570-578; HybridEP pads in its dispatch and
+     * skips it; DeepEP's permute pads from 2edffadb on, before it: --moe-expert-padding). TE's
+     * Fp8Padding copies into a new buffer unless every count is already aligned (pytorch/module/
+     * fp8_padding.py forward, tex.fused_multi_row_padding, TE 366798e); the backward runs the
+     * inverse copies. Each of the two reads and writes the routed rows (4h). */
+    if (moe && mcore_expert_gemm_applies(l) && precision_is_low(l) &&
+        (l->moe_dispatcher == MOE_DISPATCH_ALLTOALL ||
+         l->moe_dispatcher == MOE_DISPATCH_ALLGATHER || l->moe_expert_padding)) {
+        double rows = tokens * m->top_k / tp, one = rows * 4.0 * h, probs = rows * 8.0;
+        out->fwd[out->n_fwd++] = (elementwise_kernel){"moe.quant_pad", one, 2, lump(one)};
+        out->fwd[out->n_fwd++] = (elementwise_kernel){"moe.quant_pad.probs", probs, 1, lump(probs)};
+        out->bwd[out->n_bwd++] = (elementwise_kernel){"moe.quant_pad.bwd", one, 2, lump(one)};
+        out->bwd[out->n_bwd++] =
+            (elementwise_kernel){"moe.quant_pad.probs.bwd", probs, 1, lump(probs)};
     }
 }
 

@@ -720,6 +720,10 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         FAIL(CM_ERULE, "rms-norm-unfused-native-only",
              "--rms-norm-unfused is torchtitan 2024's own RMSNorm (native layer code): use "
              "--framework torchtitan (or --impl native), or leave it out");
+    if (l->moe_expert_padding &&
+        (l->framework != FRAMEWORK_MEGATRON || l->moe_dispatcher != MOE_DISPATCH_DEEPEP))
+        FAIL(CM_ERULE, "moe-expert-padding-deepep-only", "--moe-expert-padding is Megatron-Core's "
+             "padding behind DeepEP before 2edffadb: use --moe-dispatcher deepep, or leave it out");
     if (l->rope_unfused && l->framework != FRAMEWORK_MEGATRON)
         FAIL(CM_ERULE, "no-rope-fusion-megatron-only",
              "--no-rope-fusion is Megatron's eager RoPE (apply_rope_fusion off): use --framework "

@@ -199,6 +199,14 @@ typedef struct {
      * eager native blocks only (elementwise.c); compiled blocks fuse either. A pricing knob for
      * runs of that torchtitan: no emitter writes it. */
     bool rms_norm_unfused;
+    /* Megatron-Core's TEGroupedMLP pads the experts' rows to the FP8/FP4 alignment behind the
+     * DeepEP dispatcher too (elementwise.c fused_layer prices the copies; behind alltoall and
+     * allgather always, behind HybridEP never): DeepEP's permute aligns the counts itself only
+     * from Megatron-LM 2edffadb (Megatron-Bridge v0.4.2; fused_permute_and_pad_with_probs,
+     * moe_utils.py 372-374), not at 0d8e071 / b0cc270 (Bridge v0.2.0 / v0.3.0) nor in
+     * megatron-core 0.14 / 0.15 (token_dispatcher.py _DeepepManager permute without align_size).
+     * A pricing knob for runs of those versions: no emitter writes it. */
+    bool moe_expert_padding;
     layout_rank_order rank_order; /* which of dp and pp is outermost (Megatron only) */
     /* torchtitan's context parallelism: how PyTorch's ring rotates K/V (torch.distributed.
      * tensor.experimental._attention set_rotate_method). false: "allgather", torch's default

@@ -158,6 +158,9 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
     /* a pricing knob (layout.h): no emitter writes it */
     L(LAYOUT_F_RMS_NORM_UNFUSED, "rms_norm_unfused", LAYOUT_KIND_BOOL, rms_norm_unfused, NULL,
       NULL, false, 0, NULL, NULL),
+    /* a pricing knob (layout.h): no emitter writes it */
+    L(LAYOUT_F_MOE_EXPERT_PADDING, "moe_expert_padding", LAYOUT_KIND_BOOL, moe_expert_padding,
+      NULL, NULL, false, 0, NULL, NULL),
     /* torchtitan's CUDA graphs (cuda_graphs.h): emit_torchtitan.c writes
      * --training.disable_cuda_graphs when off */
     L(LAYOUT_F_CUDA_GRAPHS, "cuda_graphs", LAYOUT_KIND_CUDA_GRAPHS, cuda_graphs,
@@ -291,6 +294,7 @@ static bool omitted_in_json(const layout_field *f, const layout *l)
         f->id == LAYOUT_F_CP_ROTATE_ALLTOALL || f->id == LAYOUT_F_LOSS_EAGER ||
         f->id == LAYOUT_F_CUDA_GRAPH_ATTN || f->id == LAYOUT_F_MOE_DISPATCHER_SMS ||
         f->id == LAYOUT_F_ROPE_UNFUSED || f->id == LAYOUT_F_RMS_NORM_UNFUSED ||
+        f->id == LAYOUT_F_MOE_EXPERT_PADDING ||
         f->id == LAYOUT_F_ACTIVATION_OFFLOAD_LAYERS)
         return layout_field_value(f, l, NULL) == 0;
     return false;

@@ -78,6 +78,7 @@ typedef enum {
     LAYOUT_F_MOE_DISPATCHER_SMS, /* the flex dispatcher's SMs: written only when set */
     LAYOUT_F_ROPE_UNFUSED, /* Megatron's --no-rope-fusion: written only when on */
     LAYOUT_F_RMS_NORM_UNFUSED, /* torchtitan 2024's own eager RMSNorm: written only when on */
+    LAYOUT_F_MOE_EXPERT_PADDING, /* TEGroupedMLP's padding behind DeepEP: written only when on */
     LAYOUT_F_CUDA_GRAPHS, /* torchtitan's CUDA graphs, resolved true/false: written for torchtitan
                              layouts only */
     LAYOUT_NFIELDS

@@ -295,6 +295,10 @@ cm_status emit_render(emit_format f, const estimate *e, const model_spec *m,
         return cm_fail(err, errlen, CM_EINVAL,
                        "plan does not write --rms-norm-unfused into a config (torchtitan 2024's "
                        "own RMSNorm; today's torchtitan has only nn.RMSNorm): plan without it");
+    if (e->layout.moe_expert_padding && f != EMIT_JSON)
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "plan does not write --moe-expert-padding into a config (the padding of "
+                       "Megatron-Core before 2edffadb behind DeepEP): plan without it");
     if (e->layout.cuda_graph_attn && f != EMIT_JSON)
         return cm_fail(err, errlen, CM_EINVAL,
                        "plan does not write --cuda-graph-attn into a config: set cuda_graph_impl "

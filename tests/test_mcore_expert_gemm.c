@@ -3,7 +3,8 @@
  * (costmodel/mcore_expert_gemm.h, issues 15 and 20): one GEMM worked by hand, the main_grad
  * bytes, where the model applies, and GPT-OSS 120B's experts at the published DGX-H100 row's
  * shapes against the H100 measurement (bench/results/moegemm_2026-11-28); and the alltoall
- * dispatcher's second permutation (sort_chunks_by_idxs, costmodel/elementwise.c fused_layer).
+ * dispatcher's second permutation (sort_chunks_by_idxs, costmodel/elementwise.c fused_layer) and
+ * TEGroupedMLP's FP8/FP4 quantization padding behind it (fused_layer).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -167,17 +168,31 @@ static void test_gptoss_experts(void **state)
  * preset's 3.35e12 x 0.91 B/s: 2 x 61.91 us = 0.1238 ms forward and backward. Not under the
  * flex dispatchers (DeepEP, HybridEP: their permute is their own), nor with one local expert.
  */
-static void test_sort_chunks(void **state)
-{
-    (void)state;
+/* GPT-OSS at the H100 row behind the alltoall dispatcher, its MoE layer's recipe in *r. */
+typedef struct {
     model_spec m;
     system_spec s;
     training_spec t;
     layout l;
-    gptoss_h100(&m, &s, &t, &l);
-    l.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+} gptoss_case;
+
+static void gptoss_alltoall(gptoss_case *c, recipe *r)
+{
+    gptoss_h100(&c->m, &c->s, &c->t, &c->l);
+    c->l.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+    recipe_layer(&c->m, &c->s, &c->t, &c->l, true, r, NULL);
+}
+
+static void test_sort_chunks(void **state)
+{
+    (void)state;
+    static gptoss_case c;
     static recipe r;
-    recipe_layer(&m, &s, &t, &l, true, &r, NULL);
+    gptoss_alltoall(&c, &r);
+    model_spec m = c.m;
+    system_spec s = c.s;
+    training_spec t = c.t;
+    layout l = c.l;
     double one = 4.0 * 4096 * 4 * 2880 / (3.35e12 * 0.91);
     near(op(&r, "moe.sort_chunks")->fwd_s, 2 * one);
     near(op(&r, "moe.sort_chunks.bwd")->bwd_s, 2 * one);
@@ -191,6 +206,48 @@ static void test_sort_chunks(void **state)
     near(op(&r, "moe.sort_chunks")->fwd_s, 2 * one);
 }
 
+/*
+ * TEGroupedMLP's quantization padding (costmodel/elementwise.c fused_layer): in FP8 behind the
+ * alltoall dispatcher the routed rows are padded before the experts and unpadded after (Megatron-LM
+ * 2edffadb experts.py 344-352, 398-399; TE 366798e fp8_padding.py), the inverse copies in the
+ * backward. At GPT-OSS's H100 row in FP8: 16,384 rows of 2,880 bf16 read and written, 188,743,680
+ * B per copy, two each way at 3.35e12 x 0.91 B/s (the sort's bytes), plus the fp32 probs padded
+ * (8 B a row: 131,072 B). None in bf16, and none behind HybridEP (it pads in its dispatch).
+ */
+static void test_quant_pad(void **state)
+{
+    (void)state;
+    static gptoss_case c;
+    static recipe r;
+    gptoss_alltoall(&c, &r); /* bf16: no padding */
+    for (int i = 0; i < r.n_ops; i++) assert_false(!strncmp(r.op[i].name, "moe.quant_pad", 13));
+    c.l.precision = PRECISION_FP8;
+    recipe_layer(&c.m, &c.s, &c.t, &c.l, true, &r, NULL);
+    double bw = 3.35e12 * 0.91, one = 4.0 * 4096 * 4 * 2880 / bw, probs = 8.0 * 4096 * 4 / bw;
+    near(op(&r, "moe.quant_pad")->fwd_s, 2 * one);
+    near(op(&r, "moe.quant_pad.bwd")->bwd_s, 2 * one);
+    near(op(&r, "moe.quant_pad.probs")->fwd_s, probs);
+    near(op(&r, "moe.quant_pad.probs.bwd")->bwd_s, probs);
+    c.l.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+    recipe_layer(&c.m, &c.s, &c.t, &c.l, true, &r, NULL);
+    for (int i = 0; i < r.n_ops; i++) assert_false(!strncmp(r.op[i].name, "moe.quant_pad", 13));
+    /* DeepEP: its permute pads from Megatron-LM 2edffadb on (no copies); --moe-expert-padding
+     * prices older Megatron-Core's, the same copies */
+    c.l.moe_dispatcher = MOE_DISPATCH_DEEPEP;
+    recipe_layer(&c.m, &c.s, &c.t, &c.l, true, &r, NULL);
+    for (int i = 0; i < r.n_ops; i++) assert_false(!strncmp(r.op[i].name, "moe.quant_pad", 13));
+    c.l.moe_expert_padding = true;
+    recipe_layer(&c.m, &c.s, &c.t, &c.l, true, &r, NULL);
+    near(op(&r, "moe.quant_pad")->fwd_s, 2 * one);
+    near(op(&r, "moe.quant_pad.bwd")->bwd_s, 2 * one);
+    char err[CM_ERRLEN];
+    if (layout_check(&c.m, &c.s, &c.t, &c.l, 8, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    /* the knob is DeepEP's: behind alltoall (priced anyway) or HybridEP it is refused */
+    c.l.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+    assert_int_equal(layout_check(&c.m, &c.s, &c.t, &c.l, 8, err, sizeof err), CM_ERULE);
+    if (!strstr(err, "--moe-expert-padding")) fail_msg("%s", err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -198,6 +255,7 @@ int main(void)
         cmocka_unit_test(test_wgrad_bytes_and_applies),
         cmocka_unit_test(test_gptoss_experts),
         cmocka_unit_test(test_sort_chunks),
+        cmocka_unit_test(test_quant_pad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
