@@ -207,33 +207,11 @@ def median_lease():
 
 
 def model_counts(tp, tmp):
-    """(P_bwd, N_bwd) of one Llama-3.1-8B layer at tp, seq 256, on the h200 preset: the plain
-    launches' host time and the DTensor dispatch count, read off `plan estimate --ops`'s host
-    issue floor at two dispatch costs (tphost_layer_cost.py's model_counts, with --no-cuda-graphs,
-    which torchtitan layouts now need for the eager floor to be printed)."""
-    import subprocess
-    cfg = json.load(open(os.path.join(ROOT, "bench", "realruns", "configs", "llama-3.1-8b.json")))
-    cfg["num_hidden_layers"] = 8
-    mp = os.path.join(tmp, "l8.json")
-    json.dump(cfg, open(mp, "w"))
-    base = json.load(open(os.path.join(ROOT, "data", "systems", "h200.json")))
-    floors = []
-    for d in (1e-3, 2e-3):
-        s = json.loads(json.dumps(base))
-        s["host"]["eager_dtensor_fwd_s"] = s["host"]["eager_dtensor_bwd_s"] = d
-        s["host"]["eager_dtensor_fwd_rank_s"] = s["host"]["eager_dtensor_bwd_rank_s"] = 0
-        sp = os.path.join(tmp, "sys.json")
-        json.dump(s, open(sp, "w"))
-        out = subprocess.run([os.path.join(ROOT, "build", "cli", "plan"), "estimate", "--model", mp,
-                              "--system", sp, "--framework", "torchtitan", "--gpus", str(tp), "--tp",
-                              str(tp), "--seq", "256", "--mbs", "1", "--gbs", "1", "--impl", "native",
-                              "--optimizer-impl", "fused", "--no-cuda-graphs", "--ops"],
-                             capture_output=True, text=True,
-                             env=dict(os.environ, PLAN_DATA_DIR=os.path.join(ROOT, "data"))).stdout
-        w = next(ln for ln in out.splitlines() if "host issue floor" in ln).split()
-        floors.append(float(w[6]) * 1e-3)
-    nb = (floors[1] - floors[0]) / 1e-3
-    return floors[0] - nb * 1e-3, nb
+    """(P_bwd, N_bwd) of one Llama-3.1-8B layer at tp, seq 256, on the h200 preset
+    (tphost_layer_cost.py's model_counts)."""
+    from tphost_layer_cost import model_counts as counts
+    _, _, p_bwd, n_bwd = counts(tp, tmp, "h200")
+    return p_bwd, n_bwd
 
 
 def rederive(r_bwd):

@@ -35,13 +35,15 @@ def steady(xs):
     return statistics.median(mid)
 
 
-def model_counts(tp, tmp):
-    """(P_fwd, N_fwd, P_bwd, N_bwd) of one Llama-3.1-8B layer at tp on the SYSTEM preset (h100)."""
+def model_counts(tp, tmp, system=None):
+    """(P_fwd, N_fwd, P_bwd, N_bwd) of one Llama-3.1-8B layer at tp on the system preset (default:
+    $SYSTEM, else h100). --no-cuda-graphs: torchtitan layouts at PP 1 default to a CUDA graph,
+    which prints no eager host issue floor."""
     cfg = json.load(open(os.path.join(ROOT, "bench", "realruns", "configs", "llama-3.1-8b.json")))
     cfg["num_hidden_layers"] = 8
     mp = os.path.join(tmp, "l8.json")
     json.dump(cfg, open(mp, "w"))
-    base = json.load(open(os.path.join(ROOT, "data", "systems", os.environ.get("SYSTEM", "h100") + ".json")))
+    base = json.load(open(os.path.join(ROOT, "data", "systems", (system or os.environ.get("SYSTEM", "h100")) + ".json")))
     floors = []
     for d in (1e-3, 2e-3):
         s = json.loads(json.dumps(base))
@@ -52,7 +54,7 @@ def model_counts(tp, tmp):
         out = subprocess.run([os.path.join(ROOT, "build", "cli", "plan"), "estimate", "--model", mp,
                               "--system", sp, "--framework", "torchtitan", "--gpus", str(tp), "--tp",
                               str(tp), "--seq", "256", "--mbs", "1", "--gbs", "1", "--impl", "native",
-                              "--optimizer-impl", "fused", "--ops"], capture_output=True, text=True,
+                              "--optimizer-impl", "fused", "--no-cuda-graphs", "--ops"], capture_output=True, text=True,
                              env=dict(os.environ, PLAN_DATA_DIR=os.path.join(ROOT, "data"))).stdout
         line = next(ln for ln in out.splitlines() if "host issue floor" in ln)
         w = line.split()
