@@ -33,7 +33,7 @@ import tempfile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from tphost_hosts import floor_ms, steady  # noqa: E402
+from tphost_hosts import eager_tp_blocks, floor_ms, steady  # noqa: E402
 
 
 R = "bench/results/"
@@ -173,16 +173,8 @@ def median_lease():
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         for fn in HOSTS + [P17]:
-            for r in recs(fn):
-                hs = r.get("host_split")
-                if not hs or (r.get("tp") or 1) < 2 or r.get("compile") or r.get("sac"):
-                    continue
-                if "H200" not in (r.get("gpu") or ""):
-                    continue
-                f, b = steady(hs["fwd_block_s"]), steady(hs["bwd_block_s"])
-                mf, mb = floor_ms(r, tmp)
-                if f and b and mf and mb:
-                    rows.setdefault(os.path.dirname(fn), []).append((r["label"], f * 1e3 / mf, b * 1e3 / mb))
+            for r, f, mf, b, mb in eager_tp_blocks(recs(fn), tmp):
+                rows.setdefault(os.path.dirname(fn), []).append((r["label"], f / mf, b / mb))
         w = recs(C1)[0]
         mf, mb = floor_ms(w, tmp)
     for fn, name in ((C1, "host18 call 1 (10 rounds)"), (C2, "host18 call 2 (32 single steps)")):

@@ -43,22 +43,27 @@ def floor_ms(rec, tmp):
     return (float(m.group(1)), float(m.group(2))) if m else (None, None)
 
 
+def eager_tp_blocks(records, tmp):
+    """(record, fwd block ms, plan's fwd floor ms, bwd block ms, plan's bwd floor ms) of every
+    eager TP --host-split record on an H200 (no compile, no SAC) whose figures all exist."""
+    for r in records:
+        hs = r.get("host_split")
+        if not hs or (r.get("tp") or 1) < 2 or r.get("compile") or r.get("sac"):
+            continue
+        if "H200" not in (r.get("gpu") or ""):
+            continue
+        f, b = steady(hs["fwd_block_s"]), steady(hs["bwd_block_s"])
+        mf, mb = floor_ms(r, tmp)
+        if f and b and mf and mb:
+            yield r, f * 1e3, mf, b * 1e3, mb
+
+
 def main():
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for fn in sys.argv[1:]:
-            for ln in open(fn):
-                r = json.loads(ln)
-                hs = r.get("host_split")
-                if not hs or (r.get("tp") or 1) < 2 or r.get("compile") or r.get("sac"):
-                    continue
-                if "H200" not in (r.get("gpu") or ""):
-                    continue
-                f, b = steady(hs["fwd_block_s"]), steady(hs["bwd_block_s"])
-                mf, mb = floor_ms(r, tmp)
-                if not (f and b and mf and mb):
-                    continue
-                rows.append((os.path.relpath(fn, ROOT), r["label"], f * 1e3, mf, b * 1e3, mb))
+            for r, f, mf, b, mb in eager_tp_blocks((json.loads(ln) for ln in open(fn)), tmp):
+                rows.append((os.path.relpath(fn, ROOT), r["label"], f, mf, b, mb))
     print("%-58s %-30s %7s %7s %6s | %7s %7s %6s" % ("file (one machine)", "run", "fwd ms", "model",
                                                      "ratio", "bwd ms", "model", "ratio"))
     per = {}

@@ -154,6 +154,17 @@ def per_step(args, rec, b, step, dev, RANK):
     rec["warmup"], rec["steps"] = args.warmup, PER_STEP
 
 
+def emit(rec, out, rank):
+    """Rank 0 prints the record as mgpu_driver.py reads it (REALRUN line) and appends it to out."""
+    if rank != 0:
+        return
+    line = json.dumps(rec, sort_keys=True)
+    print("REALRUN " + line, flush=True)
+    if out:
+        with open(out, "a") as f:
+            f.write(line + "\n")
+
+
 def main():
     args, CFG, RANK = ctx.args, ctx.CFG, ctx.RANK
     local = int(os.environ["LOCAL_RANK"])
@@ -174,12 +185,7 @@ def main():
         per_step(args, rec, b, step, dev, RANK)
         ctx.phase = "done"
         memory_fields(ctx, dev)
-        if RANK == 0:
-            line = json.dumps(rec, sort_keys=True)
-            print("REALRUN " + line, flush=True)
-            if args.out:
-                with open(args.out, "a") as f:
-                    f.write(line + "\n")
+        emit(rec, args.out, RANK)
         dist.destroy_process_group()
         return 0
     skeleton = copy.deepcopy(rec)
@@ -196,12 +202,7 @@ def main():
         memory_fields(ctx, dev)  # mgpu_driver.py's summary line reads the peaks
         rec["t_end_s"] = round(time.perf_counter() - T0, 2)
         rec["label"] = "%s-r%d" % (args.label, r)
-        if RANK == 0:
-            line = json.dumps(rec, sort_keys=True)
-            print("REALRUN " + line, flush=True)
-            if args.out:
-                with open(args.out, "a") as f:
-                    f.write(line + "\n")
+        emit(rec, args.out, RANK)
     dist.destroy_process_group()
     return 0
 
