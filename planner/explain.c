@@ -229,12 +229,8 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
     explain_tight(f, r);
 }
 
-/* A plan whose peak is within EXPLAIN_TIGHT_FRACTION of the GPU's memory: the memory model has
- * missed real peaks by up to 8.0% on one GPU and 6.6% on 2-4 GPUs over every real-run table
- * (bench/realruns fidelity.py, mgpu_fidelity.py; bench/results/memphase17_2026-11-28/tables_after,
- * README "Where the numbers stand"), so such a plan may not fit. Names the
+/* A plan whose peak is within EXPLAIN_TIGHT_FRACTION of the GPU's memory (explain.h): names the
  * fastest kept plan with that much room, for the user to weigh; the ranking is unchanged. */
-#define EXPLAIN_TIGHT_FRACTION 0.05
 
 static double step_of(const estimate *e) { return e->simulated ? e->time_sim.step_s : e->time.step_s; }
 
@@ -244,9 +240,8 @@ void explain_tight(FILE *f, const search_result *r)
     const memory_breakdown *mb = &r->ranked[0].memory;
     double room = mb->capacity_bytes - mb->total_bytes; /* the headroom the output shows */
     if (room >= EXPLAIN_TIGHT_FRACTION * mb->capacity_bytes) return;
-    fprintf(f, "- Tight: %.1f GiB headroom is under %.0f%% of the GPU, and the memory model has "
-               "missed real peaks by up to 8.0%% (one GPU) and 6.6%% (2-4 GPUs).",
-            room / UNITS_GIB_BYTES, 100 * EXPLAIN_TIGHT_FRACTION);
+    fprintf(f, "- Tight: %.1f GiB headroom is under %.0f%% of the GPU: %s.",
+            room / UNITS_GIB_BYTES, 100 * EXPLAIN_TIGHT_FRACTION, EXPLAIN_TIGHT_RISKS);
     for (int i = 1; i < r->count; i++) {
         const estimate *e = &r->ranked[i];
         if (!e->feasible ||

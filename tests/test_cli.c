@@ -147,6 +147,10 @@ static void test_search_human(void **state)
     while (end > alt && end[-1] != ' ') end--;
     gib = strtod(end, NULL);
     assert_true(gib > 0 && gib <= 0.95 * 79.2);
+    /* and the recommendation's memory line says why tight matters (explain.h: the model's
+     * measured misses, and the allocator's retries measured to cost 7-8.5% that close) */
+    assert_non_null(strstr(R.out, "tight: under 5% of the GPU left; the memory model has missed"));
+    assert_non_null(strstr(R.out, "ran 7-8.5% slower than priced"));
     /* the table marks rows in Megatron's other rank order and explains the mark */
     assert_non_null(strstr(R.out, "  pp-dp\n"));
     assert_non_null(strstr(R.out, "pp-dp = ranks in order tp-cp-ep-pp-dp"));
@@ -154,6 +158,7 @@ static void test_search_human(void **state)
     run("--model 8b --gpus 64 --precision bf16");
     assert_int_equal(R.status, 0);
     assert_null(strstr(R.out, "- Tight:"));
+    assert_null(strstr(R.out, "tight: under"));
     /* torchtitan's mesh order is fixed: no row can carry the mark, so no legend for it */
     run("--model 8b --gpus 64 --framework torchtitan");
     assert_int_equal(R.status, 0);
