@@ -617,11 +617,6 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
     }
     r->block_stage = stage; /* r->largest_block_bytes: the activation part's */
     r->need_bytes = r->total_bytes;
-    /* torchtitan launches with expandable segments (run_train.sh: PYTORCH_ALLOC_CONF=
-     * "expandable_segments:True", pytorch/torchtitan 0168bd5; --emit torchtitan exports it) */
-    bool expandable = t->expandable_segments || l->framework == FRAMEWORK_TORCHTITAN;
-    if (!expandable && train_peak_bytes + r->largest_block_bytes > r->need_bytes)
-        r->need_bytes = train_peak_bytes + r->largest_block_bytes;
     r->train_peak_bytes = train_peak_bytes;
     /* torch.cuda's peak reserved (memory_pools.h): FSDP2's all-gather pool throughout, and its
      * reduce-scatter pool's sharded gradients where the training peak runs without them (freed
@@ -632,6 +627,30 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
     r->reserved_bytes = r->total_bytes - r->framework_bytes + ag;
     if (sharded_grads_absent && train_peak_bytes - r->framework_bytes + ag + rs > r->reserved_bytes)
         r->reserved_bytes = train_peak_bytes - r->framework_bytes + ag + rs;
+    /* Fragmentation binds only under pressure. torch's caching allocator serves a request from
+     * a cached free block, else from cudaMalloc; only when cudaMalloc fails does it release its
+     * wholly free cached segments and retry, and only then can free memory left inside split
+     * segments keep a large request from being placed (CUDACachingAllocator.cpp malloc:
+     * alloc_block, release_available_cached_blocks, release_cached_blocks; torch docs, "CUDA
+     * memory management"). So the fp32 logits block needs a free block of its own on top of the
+     * training peak (the rule of 19f168d) only where the cache the step would otherwise hold,
+     * reserved_bytes + the context, exceeds the device. Measured: Qwen3-0.6B s8k mbs 4 on one
+     * H200 (ho18), 11.1 GiB free of 139.8 for an 18.55 GiB block, reserved predicted 130.9 GiB
+     * (measured 133.1 with the context): ran; Qwen2.5-1.5B s4k mbs 8 checkpointed on one H100,
+     * 1.9 GiB free for 18.55, reserved predicted 83.0 of 79.2: out of memory; the other 162
+     * single-GPU real runs keep their verdicts (bench/results/retry18_2026-11-28/README.md).
+     * Only where the reserved figure is a measured model (the FSDP2 path's pools,
+     * memory_pools.h); Megatron's reserved_bytes is its allocated total, a lower bound, so
+     * its plans keep the block whatever the cache.
+     * torchtitan launches with expandable segments (run_train.sh: PYTORCH_ALLOC_CONF=
+     * "expandable_segments:True", pytorch/torchtitan 0168bd5; --emit torchtitan exports it):
+     * segments grow, no block is kept. */
+    bool expandable = t->expandable_segments || l->framework == FRAMEWORK_TORCHTITAN;
+    bool cache_fits = l->framework == FRAMEWORK_FSDP2 &&
+                      r->reserved_bytes + r->framework_bytes <= r->capacity_bytes;
+    if (!expandable && !cache_fits &&
+        train_peak_bytes + r->largest_block_bytes > r->need_bytes)
+        r->need_bytes = train_peak_bytes + r->largest_block_bytes;
 }
 
 memory_breakdown memory_peak(const model_spec *m, const system_spec *sys,

@@ -190,6 +190,8 @@ def main():
                 row["pred_step_sim_s"] = j["time_simulated"].get("step_s")
             row["pred_mem_bytes"] = j["memory"]["total_bytes"]
             row["pred_reserved_bytes"] = j["memory"].get("reserved_bytes")
+            for k in ("need_bytes", "capacity_bytes", "framework_bytes", "largest_block_bytes"):
+                row["pred_" + k] = j["memory"].get(k)
             row["pred_feasible"] = bool(j["feasible"])
             row["infeasible_reason"] = j.get("infeasible_reason")
             row["feasible_agree"] = row["pred_feasible"] == (not r.get("oom"))
