@@ -22,12 +22,14 @@
 #include "estimate.h"
 #include "layer_recipe.h"
 
-static void sums(const elementwise_list *el, double *fb, double *bb, int *fl, int *bl)
+/* The list's forward and backward bytes and launches are the ones worked out by hand. */
+static void expect_sums(const elementwise_list *el, double fwd_bytes, double bwd_bytes,
+                        int fwd_launches, int bwd_launches)
 {
-    *fb = elementwise_bytes(el->fwd, el->n_fwd);
-    *bb = elementwise_bytes(el->bwd, el->n_bwd);
-    *fl = elementwise_launches(el->fwd, el->n_fwd);
-    *bl = elementwise_launches(el->bwd, el->n_bwd);
+    assert_true(fabs(elementwise_bytes(el->fwd, el->n_fwd) - fwd_bytes) < 1e-9);
+    assert_true(fabs(elementwise_bytes(el->bwd, el->n_bwd) - bwd_bytes) < 1e-9);
+    assert_int_equal(elementwise_launches(el->fwd, el->n_fwd), fwd_launches);
+    assert_int_equal(elementwise_launches(el->bwd, el->n_bwd), bwd_launches);
 }
 
 /* E = 1000, K = 250. c = 2: forward 12000 + 38000 + 2000 = 52000 bytes in 2 + 1 + 1 + 1 + 1 + 1
@@ -38,23 +40,13 @@ static void test_bytes_by_hand(void **state)
 {
     (void)state;
     elementwise_list el = {.eager = true};
-    double fb, bb;
-    int fl, bl;
     cp_ring_torch_kernels(1000, 250, 2, false, true, &el);
-    sums(&el, &fb, &bb, &fl, &bl);
     assert_true(el.eager);
-    assert_true(fabs(fb - 52000) < 1e-9);
-    assert_true(fabs(bb - 56500) < 1e-9);
-    assert_int_equal(fl, 7);
-    assert_int_equal(bl, 16);
+    expect_sums(&el, 52000, 56500, 7, 16);
 
     el = (elementwise_list){.eager = true};
     cp_ring_torch_kernels(1000, 250, 4, false, true, &el);
-    sums(&el, &fb, &bb, &fl, &bl);
-    assert_true(fabs(fb - 132000) < 1e-9);
-    assert_true(fabs(bb - 101500) < 1e-9);
-    assert_int_equal(fl, 17);
-    assert_int_equal(bl, 30);
+    expect_sums(&el, 132000, 101500, 17, 30);
 
     /* no ring, nothing */
     el = (elementwise_list){.eager = true};
@@ -153,15 +145,9 @@ static void test_traced_ring(void **state)
 {
     (void)state;
     elementwise_list el = {.eager = true};
-    double fb, bb;
-    int fl, bl;
     cp_ring_torch_kernels(1000, 250, 4, true, true, &el);
-    sums(&el, &fb, &bb, &fl, &bl);
     assert_true(el.inductor);
-    assert_true(fabs(fb - 44000) < 1e-9);
-    assert_true(fabs(bb - 97500) < 1e-9);
-    assert_int_equal(fl, 6);
-    assert_int_equal(bl, 28);
+    expect_sums(&el, 44000, 97500, 6, 28);
 
     layout l = layout_default(FRAMEWORK_TORCHTITAN);
     l.cp = 2;
