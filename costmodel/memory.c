@@ -617,11 +617,6 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
     }
     r->block_stage = stage; /* r->largest_block_bytes: the activation part's */
     r->need_bytes = r->total_bytes;
-    /* torchtitan launches with expandable segments (run_train.sh: PYTORCH_ALLOC_CONF=
-     * "expandable_segments:True", pytorch/torchtitan 0168bd5; --emit torchtitan exports it) */
-    bool expandable = t->expandable_segments || l->framework == FRAMEWORK_TORCHTITAN;
-    if (!expandable && train_peak_bytes + r->largest_block_bytes > r->need_bytes)
-        r->need_bytes = train_peak_bytes + r->largest_block_bytes;
     r->train_peak_bytes = train_peak_bytes;
     /* torch.cuda's peak reserved (memory_pools.h): FSDP2's all-gather pool throughout, and its
      * reduce-scatter pool's sharded gradients where the training peak runs without them (freed
@@ -632,6 +627,25 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
     r->reserved_bytes = r->total_bytes - r->framework_bytes + ag;
     if (sharded_grads_absent && train_peak_bytes - r->framework_bytes + ag + rs > r->reserved_bytes)
         r->reserved_bytes = train_peak_bytes - r->framework_bytes + ag + rs;
+    /* The block (memory.h, fragmentation; frag18): the training peak already holds the fp32
+     * logits buffers (memory_logits_bytes), so the block is not on top of it. Each step asks for
+     * them in the same sizes; the first step cudaMallocs their segments and later steps take
+     * them from the cache (c10/cuda/CUDACachingAllocator.cpp, DeviceCachingAllocator::malloc:
+     * get_free_block before alloc_block). Only when the allocator's reserved peak does not fit
+     * does it free unsplit cached segments and cudaMalloc again (release_cached_blocks; the
+     * H100 Qwen3-4B run: 3 retries), and then free memory stranded in split segments cannot
+     * serve the block: the training peak + the block must fit. Measured on one H200
+     * (bench/results/frag18_2026-11-28): Qwen3-0.6B s8k mbs 4 reserved 131.8 of 138.5 GiB, no
+     * retry, 6.7 GiB free on the device for its 18.55 GiB buffers, served by a cached 18.55 GiB
+     * block. Where the reserved peak is modelled (torch's layouts: memory_pools.h); elsewhere
+     * reserved_bytes is the allocated peak without the cache's slack, so the block stays.
+     * torchtitan launches with expandable segments (run_train.sh: PYTORCH_ALLOC_CONF=
+     * "expandable_segments:True", pytorch/torchtitan 0168bd5; --emit torchtitan exports it) */
+    bool expandable = t->expandable_segments || l->framework == FRAMEWORK_TORCHTITAN;
+    bool cached = layout_is_pytorch(l) &&
+                  r->reserved_bytes + r->framework_bytes <= r->capacity_bytes;
+    if (!expandable && !cached && train_peak_bytes + r->largest_block_bytes > r->need_bytes)
+        r->need_bytes = train_peak_bytes + r->largest_block_bytes;
 }
 
 memory_breakdown memory_peak(const model_spec *m, const system_spec *sys,
