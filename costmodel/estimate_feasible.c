@@ -52,12 +52,14 @@ void estimate_feasibility(const system_spec *sys, const layout *l, double local_
         out->feasible = false;
         snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
                  "likely out of memory on stage %d (allocator fragmentation): %.1f of %.1f GiB "
-                 "leaves %.2f GiB, less than the %.2f GiB fp32 logits block; use a smaller "
-                 "micro-batch or --expandable-segments",
+                 "leaves %.2f GiB, less than the %.2f GiB fp32 logits block, and the cache "
+                 "(%.1f GiB reserved) cannot keep it; use a smaller micro-batch or "
+                 "--expandable-segments",
                  mb->block_stage, mb->total_bytes / UNITS_GIB_BYTES,
                  mb->capacity_bytes / UNITS_GIB_BYTES,
                  (mb->capacity_bytes - mb->total_bytes) / UNITS_GIB_BYTES,
-                 mb->largest_block_bytes / UNITS_GIB_BYTES);
+                 mb->largest_block_bytes / UNITS_GIB_BYTES,
+                 (mb->reserved_bytes + mb->framework_bytes) / UNITS_GIB_BYTES);
     } else if (!estimate_time_priced(out)) {
         out->feasible = false;
         snprintf(out->infeasible_reason, sizeof out->infeasible_reason,

@@ -627,29 +627,26 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
     r->reserved_bytes = r->total_bytes - r->framework_bytes + ag;
     if (sharded_grads_absent && train_peak_bytes - r->framework_bytes + ag + rs > r->reserved_bytes)
         r->reserved_bytes = train_peak_bytes - r->framework_bytes + ag + rs;
-    /* Fragmentation binds only under pressure. torch's caching allocator serves a request from
-     * a cached free block, else from cudaMalloc; only when cudaMalloc fails does it release its
-     * wholly free cached segments and retry, and only then can free memory left inside split
-     * segments keep a large request from being placed (CUDACachingAllocator.cpp malloc:
-     * alloc_block, release_available_cached_blocks, release_cached_blocks; torch docs, "CUDA
-     * memory management"). So the fp32 logits block needs a free block of its own on top of the
-     * training peak (the rule of 19f168d) only where the cache the step would otherwise hold,
-     * reserved_bytes + the context, exceeds the device. Measured: Qwen3-0.6B s8k mbs 4 on one
-     * H200 (ho18), 11.1 GiB free of 139.8 for an 18.55 GiB block, reserved predicted 130.9 GiB
-     * (measured 133.1 with the context): ran; Qwen2.5-1.5B s4k mbs 8 checkpointed on one H100,
-     * 1.9 GiB free for 18.55, reserved predicted 83.0 of 79.2: out of memory; the other 162
-     * single-GPU real runs keep their verdicts (bench/results/retry18_2026-11-28/README.md).
-     * Only where the reserved figure is a measured model (the FSDP2 path's pools,
-     * memory_pools.h); Megatron's reserved_bytes is its allocated total, a lower bound, so
-     * its plans keep the block whatever the cache.
+    /* The block (memory.h, fragmentation; frag18): the training peak already holds the fp32
+     * logits buffers (memory_logits_bytes), so the block is not on top of it. Each step asks for
+     * them in the same sizes; the first step cudaMallocs their segments and later steps take
+     * them from the cache (c10/cuda/CUDACachingAllocator.cpp, DeviceCachingAllocator::malloc:
+     * get_free_block before alloc_block). Only when the allocator's reserved peak does not fit
+     * does it free unsplit cached segments and cudaMalloc again (release_cached_blocks; the
+     * H100 Qwen3-4B run: 3 retries), and then free memory stranded in split segments cannot
+     * serve the block: the training peak + the block must fit. Measured on one H200
+     * (bench/results/frag18_2026-11-28): Qwen3-0.6B s8k mbs 4 reserved 131.8 of 138.5 GiB, no
+     * retry, 6.7 GiB free on the device for its 18.55 GiB buffers, served by a cached 18.55 GiB
+     * block. Over every single-GPU real run the verdicts agree 168 of 168 (163 of 164 with the
+     * block always; bench/results/retry18_2026-11-28). Where the reserved peak is modelled
+     * (torch's layouts: memory_pools.h); elsewhere
+     * reserved_bytes is the allocated peak without the cache's slack, so the block stays.
      * torchtitan launches with expandable segments (run_train.sh: PYTORCH_ALLOC_CONF=
-     * "expandable_segments:True", pytorch/torchtitan 0168bd5; --emit torchtitan exports it):
-     * segments grow, no block is kept. */
+     * "expandable_segments:True", pytorch/torchtitan 0168bd5; --emit torchtitan exports it) */
     bool expandable = t->expandable_segments || l->framework == FRAMEWORK_TORCHTITAN;
-    bool cache_fits = l->framework == FRAMEWORK_FSDP2 &&
-                      r->reserved_bytes + r->framework_bytes <= r->capacity_bytes;
-    if (!expandable && !cache_fits &&
-        train_peak_bytes + r->largest_block_bytes > r->need_bytes)
+    bool cached = layout_is_pytorch(l) &&
+                  r->reserved_bytes + r->framework_bytes <= r->capacity_bytes;
+    if (!expandable && !cached && train_peak_bytes + r->largest_block_bytes > r->need_bytes)
         r->need_bytes = train_peak_bytes + r->largest_block_bytes;
 }
 

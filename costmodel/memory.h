@@ -48,18 +48,22 @@ typedef struct {
     /* What torch.cuda's peak reserved would read (the allocator's, without framework_bytes):
      * the peak allocated (total_bytes - framework_bytes) and, under torch FSDP2, the blocks its
      * side-stream pools hold that the default stream cannot reuse (memory_pools.h). Not a
-     * feasibility figure: on a failed request the allocator frees cached blocks and retries. */
+     * feasibility figure by itself: on a failed request the allocator frees cached blocks and
+     * retries; it decides whether the logits block needs room of its own (below). */
     double reserved_bytes;
     double capacity_bytes;
     int stage;                 /* the pipeline stage these figures are for (the fullest) */
     /* Fragmentation (issue 14): torch's caching allocator must find the largest single request
      * as one contiguous block. At the training peak that is one fp32 logits buffer (4 bytes a
-     * logit, memory_largest_block_bytes); with the default allocator free memory left inside
-     * split segments cannot serve it, so a plan needs total + that block to be safe, unless
-     * training_spec.expandable_segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
-     * lets segments grow. need_bytes is what a plan must fit in capacity_bytes: the larger of
-     * total_bytes and the training peak + largest_block_bytes (max over the stages for
-     * memory_peak; block_stage is where it binds). */
+     * logit, memory_largest_block_bytes). The training peak already holds it, and from the
+     * second step on it comes from the cache (same sizes every step), so it needs no room of
+     * its own while the reserved peak fits (reserved_bytes + framework_bytes <= capacity, torch
+     * layouts: frag18). Where it does not, the allocator frees unsplit cached segments and
+     * cudaMallocs again, and free memory left inside split segments cannot serve the block:
+     * then a plan needs the training peak + that block, unless training_spec.expandable_segments
+     * (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) lets segments grow. need_bytes is what
+     * a plan must fit in capacity_bytes: total_bytes, or that sum where the block binds (max over
+     * the stages for memory_peak; block_stage is where it binds). */
     double largest_block_bytes;
     double need_bytes;
     int block_stage;

@@ -4,9 +4,9 @@
  * micro-batch, unless segments can grow (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,
  * which torchtitan's launcher sets). The case is bench/realruns' Qwen3-4B on one H100: seq 4096
  * micro-batch 1 without checkpointing ran out of memory (the model had said it fits, 77.3 of
- * 79.2 GiB), the same with checkpointing ran (76.2 GiB). The block binds only under pressure:
- * where the FSDP2 path's reserved cache + context exceeds the device (retry18: Qwen3-0.6B seq
- * 8192 micro-batch 4 on one H200 ran with 11.1 GiB free for an 18.55 GiB block).
+ * 79.2 GiB), the same with checkpointing ran (76.2 GiB). The block counts only where the
+ * allocator's reserved peak does not fit (frag18, retry18): Qwen3-0.6B seq 8192 micro-batch 4 on
+ * one H200 ran with 6.7 GiB free on the device for 18.55 GiB buffers, served from the cache.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -108,12 +108,13 @@ static void test_qwen3_4b_h100(void **state)
     assert_true(e.memory.capacity_bytes - e.memory.total_bytes > 2489319424.0);
 }
 
-/* The block binds only under pressure. Qwen3-4B's out-of-memory run: its predicted reserved
- * cache + context exceeds the H100, so the block binds (above). bench/results/ho18's Qwen3-0.6B
- * s8k mbs 4 on one H200 ran with less free than its block (4 B x 32768 tokens x 151936 =
- * 19,914,555,392 B): its cache fits the device, so no block is needed; the same layout under
- * Megatron (no measured reserved model) keeps the block. */
-static void test_block_only_under_pressure(void **state)
+/* frag18: the block is in the training peak and, where the reserved peak fits, served from the
+ * cache (memory.c, stage_totals). Qwen3-0.6B seq 8192 micro-batch 4, FSDP2 on one H200: ran
+ * (peak allocated 124.3 GiB, reserved 131.8 GiB of 138.5 usable, no allocator retry) though
+ * capacity - total (11.1 GiB) is less than its 18.55 GiB fp32 logits buffer
+ * (4 B x 32768 tokens x 151936 = 19,914,555,392 B). The H100 Qwen3-4B run above stays
+ * infeasible: its reserved peak (92.1 GiB predicted, 96.2 measured on an H200) exceeds 79.2. */
+static void test_block_served_from_cache(void **state)
 {
     (void)state;
     model_spec m;
@@ -125,20 +126,39 @@ static void test_block_only_under_pressure(void **state)
     if (system_load("h200", data_dir(), &sys, err, sizeof err) != CM_OK) fail_msg("%s", err);
     layout l;
     training_spec t;
+    estimate e;
     run_layout(&l, &t, false);
     t.seq_len = 8192;
     t.global_batch = 4;
     l.mbs = 4;
-    memory_breakdown mb = memory_peak(&m, &sys, &t, &l);
-    assert_true(fabs(mb.largest_block_bytes - 19914555392.0) < 1);
-    assert_true(mb.capacity_bytes - mb.total_bytes < mb.largest_block_bytes); /* the old rule's case */
-    assert_true(mb.reserved_bytes + mb.framework_bytes <= mb.capacity_bytes);
-    assert_true(mb.need_bytes == mb.total_bytes);
-    assert_true(memory_fits(&mb));
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err), CM_OK);
+    const memory_breakdown *mb = &e.memory;
+    assert_true(fabs(mb->largest_block_bytes - 19914555392.0) < 1);
+    assert_true(mb->capacity_bytes - mb->total_bytes < mb->largest_block_bytes);
+    assert_true(mb->reserved_bytes + mb->framework_bytes <= mb->capacity_bytes);
+    assert_true(mb->need_bytes == mb->total_bytes);
+    assert_true(e.feasible);
 
+    /* the H100 Qwen3-4B run: reserved over capacity, the block on top of the training peak */
+    load(&m, &sys);
+    run_layout(&l, &t, false);
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err), CM_OK);
+    assert_true(e.memory.reserved_bytes + e.memory.framework_bytes > e.memory.capacity_bytes);
+    assert_false(e.feasible);
+
+    /* the same Qwen3-0.6B layout under Megatron (reserved = allocated, no measured cache
+     * model) keeps the block */
+    if (model_load(REALRUNS_CONFIGS_DIR "/qwen3-0.6b.json", data_dir(), &m, err, sizeof err) !=
+        CM_OK)
+        fail_msg("%s", err);
+    if (system_load("h200", data_dir(), &sys, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    run_layout(&l, &t, false);
+    t.seq_len = 8192;
+    t.global_batch = 4;
+    l.mbs = 4;
     l.framework = FRAMEWORK_MEGATRON;
-    mb = memory_peak(&m, &sys, &t, &l);
-    assert_true(mb.need_bytes > mb.total_bytes);
+    memory_breakdown mg = memory_peak(&m, &sys, &t, &l);
+    assert_true(mg.need_bytes > mg.total_bytes);
 }
 
 /* torchtitan launches with expandable segments (run_train.sh): no block term. */
@@ -195,7 +215,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_largest_block_by_hand),
-        cmocka_unit_test(test_block_only_under_pressure),
+        cmocka_unit_test(test_block_served_from_cache),
         cmocka_unit_test(test_qwen3_4b_h100),
         cmocka_unit_test(test_torchtitan_expandable),
         cmocka_unit_test(test_yaml_round_trip),
