@@ -22,6 +22,15 @@
 #include "estimate.h"
 #include "layer_recipe.h"
 
+/* Llama-3.1-8B and the h200 preset, the recipes' model and system. */
+static void load_8b_h200(model_spec *m, system_spec *s)
+{
+    const char *d = getenv("PLAN_DATA_DIR") ? getenv("PLAN_DATA_DIR") : "data";
+    char err[CM_ERRLEN];
+    if (model_load("8b", d, m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h200", d, s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+}
+
 /* The list's forward and backward bytes and launches are the ones worked out by hand. */
 static void expect_sums(const elementwise_list *el, double fwd_bytes, double bwd_bytes,
                         int fwd_launches, int bwd_launches)
@@ -87,13 +96,9 @@ static const recipe_op *find(const recipe *r, const char *name)
 static void test_recipe_ops(void **state)
 {
     (void)state;
-    const char *d = getenv("PLAN_DATA_DIR");
-    d = d ? d : "data";
     model_spec m;
     system_spec s;
-    char err[CM_ERRLEN];
-    if (model_load("8b", d, &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
-    if (system_load("h200", d, &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    load_8b_h200(&m, &s);
     training_spec t = training_default();
     t.seq_len = 8192;
     static recipe r;
@@ -159,12 +164,9 @@ static void test_traced_ring(void **state)
     mg.compile = true;
     assert_false(cp_ring_torch_traced(&mg));
 
-    const char *d = getenv("PLAN_DATA_DIR") ? getenv("PLAN_DATA_DIR") : "data";
     model_spec m;
     system_spec s;
-    char err[CM_ERRLEN];
-    if (model_load("8b", d, &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
-    if (system_load("h200", d, &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    load_8b_h200(&m, &s);
     training_spec t = training_default();
     t.seq_len = 8192;
     static recipe r;
