@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Why torch.cuda's peak *reserved* exceeds its peak *allocated* in a Hugging Face FSDP2 step on
+one GPU (issue 14, memory truth: plan's memory.reserved_bytes is 6.7% under the measured peak
+reserved over the 71 single-GPU runs, up to 20% on checkpointed ones). Records the allocator's
+trace (torch.cuda.memory._record_memory_history) from before the first step through `--steps`
+steps and replays it: allocated bytes move at alloc / free_completed, reserved bytes at
+segment_alloc / segment_free (and segment_map / segment_unmap under expandable segments). For
+every reservation it writes the request that caused it (the alloc event that follows: its size,
+stream and owner frame), the step and phase it came in, and the allocated and reserved bytes then;
+at the step's allocated peak it writes how much reserved memory was free and in which segments.
+PYTORCH_CUDA_ALLOC_CONF is read from the environment (record it; run once per setting).
+
+Usage (one GPU): NCCL_NVLS_ENABLE=0 torchrun --nproc_per_node 1 bench/realruns/reserved_growth.py
+                     --out $OUT/reserved.jsonl --runs llama-3.2-3b:4096:2:0:ckpt
+spec: name:seq:mbs[:layers[:ckpt]] (configs/NAME.json, as memory_peak_owners.py).
+"""
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--out", required=True)
+ap.add_argument("--runs", required=True)
+ap.add_argument("--steps", type=int, default=3)
+args = ap.parse_args()
+
+SEG_UP = ("segment_alloc", "segment_map")
+SEG_DOWN = ("segment_free", "segment_unmap")
+
+
+def replay(trace, marks, owner):
+    """Walk the trace once: the reservations with their cause, and the allocated peak's state."""
+    alloc = reserved = 0
+    live = {}            # addr -> (size, stream)
+    segs = []            # reservations in order
+    mark_at = dict((i, lab) for lab, i in marks)
+    phase = "(start)"
+    peak = {"allocated": -1}
+    pending = []         # reservations waiting for the alloc that caused them
+    for k, e in enumerate(trace):
+        if k in mark_at:
+            phase = mark_at[k]
+        a = e["action"]
+        if a == "alloc":
+            live[e["addr"]] = (e["size"], e.get("stream", 0))
+            alloc += e["size"]
+            for s in pending:
+                s["request_bytes"] = e["size"]
+                s["request_owner"] = owner(e.get("frames", []))
+                s["allocated_before_request"] = alloc - e["size"]
+            pending = []
+            if alloc > peak["allocated"]:
+                peak = {"allocated": alloc, "reserved": reserved, "index": k, "phase": phase,
+                        "live": dict(live)}
+        elif a == "free_completed" and e["addr"] in live:
+            alloc -= live.pop(e["addr"])[0]
+        elif a in SEG_UP:
+            reserved += e["size"]
+            s = {"index": k, "action": a, "bytes": e["size"], "stream": e.get("stream", 0),
+                 "addr": e["addr"], "phase": phase, "reserved_after": reserved}
+            segs.append(s)
+            pending.append(s)
+        elif a in SEG_DOWN:
+            reserved -= e["size"]
+            segs.append({"index": k, "action": a, "bytes": e["size"], "phase": phase,
+                         "reserved_after": reserved})
+    return segs, peak
+
+
+def main():
+    import torch
+    import torch.distributed as dist
+    from fsdp2_model import build_fsdp2_model, marked_step
+    from memory_trace import owner
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local)
+    dev = torch.device("cuda", local)
+    dist.init_process_group("nccl", device_id=dev)
+    conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+    for spec in args.runs.split(","):
+        parts = spec.split(":")
+        name, seq, mbs = parts[0], int(parts[1]), int(parts[2])
+        layers = int(parts[3]) if len(parts) > 3 and parts[3] else 0
+        ckpt = len(parts) > 4 and parts[4] == "ckpt"
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        rec = {"spec": spec, "alloc_conf": conf, "gpu": torch.cuda.get_device_name(dev),
+               "torch": torch.__version__}
+        torch.cuda.memory._record_memory_history(max_entries=4000000, stacks="python")
+        model, vocab, _ = build_fsdp2_model(name, dev, layers, ckpt)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        g = torch.Generator(device=dev).manual_seed(1234)
+        x = torch.randint(0, vocab, (mbs, seq), device=dev, generator=g)
+        marks = []
+        step_no = [0]
+
+        def mark(label):
+            if label.startswith("block"):  # a snapshot copies the whole trace: phases only
+                return
+            snap = torch.cuda.memory._snapshot()
+            marks.append(("step %d: %s" % (step_no[0], label), len(snap["device_traces"][local])))
+
+        step, hooks = marked_step(model, x, opt, mark)
+        for i in range(args.steps):
+            step_no[0] = i
+            step()
+        torch.cuda.synchronize()
+        snap = torch.cuda.memory._snapshot()
+        torch.cuda.memory._record_memory_history(enabled=None)
+        for h in hooks:
+            h.remove()
+        trace = snap["device_traces"][local]
+        st = torch.cuda.memory_stats()
+        rec["max_allocated_bytes"] = st["allocated_bytes.all.peak"]
+        rec["max_reserved_bytes"] = st["reserved_bytes.all.peak"]
+        rec["trace_events"] = len(trace)
+        segs, peak = replay(trace, marks, owner)
+        rec["replayed_peak_allocated_bytes"] = peak["allocated"]
+        rec["reserved_at_allocated_peak_bytes"] = peak["reserved"]
+        rec["allocated_peak_phase"] = peak["phase"]
+        rec["reservations"] = segs
+        # the segments at the end (nothing is released without empty_cache): size, bytes in use
+        # at the allocated peak inside each, stream, the largest block in use then
+        live = peak["live"]
+        out = []
+        for seg in snap["segments"]:
+            lo, size = seg["address"], seg["total_size"]
+            used = [s for a, (s, _) in live.items() if lo <= a < lo + size]
+            out.append({"addr": lo, "bytes": size, "stream": seg.get("stream", 0),
+                        "pool": seg.get("segment_type", ""),
+                        "used_at_peak_bytes": sum(used), "blocks_at_peak": len(used)})
+        out.sort(key=lambda s: -(s["bytes"] - s["used_at_peak_bytes"]))
+        rec["segments"] = out
+        print(json.dumps({"spec": spec, "conf": conf,
+                          "max_alloc_GiB": round(rec["max_allocated_bytes"] / 2**30, 2),
+                          "max_res_GiB": round(rec["max_reserved_bytes"] / 2**30, 2),
+                          "reservations": len([s for s in segs if s["action"] in SEG_UP]),
+                          "peak_phase": peak["phase"]}), flush=True)
+        with open(args.out, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        del model, opt, x
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
