@@ -15,6 +15,7 @@ Usage (one GPU): NCCL_NVLS_ENABLE=0 torchrun --nproc_per_node 1 bench/realruns/r
 spec: name:seq:mbs[:layers[:ckpt]] (configs/NAME.json, as memory_peak_owners.py).
 """
 import argparse
+import gc
 import json
 import os
 import sys
@@ -142,7 +143,12 @@ def main():
                           "peak_phase": peak["phase"]}), flush=True)
         with open(args.out, "a") as f:
             f.write(json.dumps(rec) + "\n")
-        del model, opt, x
+        # the step closure and the hooks hold the model: drop them before the next spec, or its
+        # segments stay reserved and inflate the next spec's peak reserved (the first data were
+        # taken without this: bench/results/reserved19_2026-11-29/README.md)
+        del step, hooks, model, opt, x
+        gc.collect()
+        torch.cuda.empty_cache()
     dist.destroy_process_group()
 
 
