@@ -268,8 +268,8 @@ def fp8_convert(model):
         cfg = Float8LinearConfig(enable_fsdp_float8_all_gather=False)
 
     def keep(mod, fqn):
-        return (mod.in_features % 16 == 0 and mod.out_features % 16 == 0
-                and "output" not in fqn)
+        return (isinstance(mod, torch.nn.Linear) and mod.in_features % 16 == 0
+                and mod.out_features % 16 == 0 and "output" not in fqn)
 
     convert_to_float8_training(model, config=cfg, module_filter_fn=keep)
     n = sum(1 for m in model.modules() if type(m).__name__ == "Float8Linear")
