@@ -262,8 +262,10 @@ def fp8_convert(model):
     from torchao.float8 import Float8LinearConfig, convert_to_float8_training
     if args.fp8 == "rowwise":
         cfg = Float8LinearConfig.from_recipe_name("rowwise")
-        import torch._inductor.config
-        torch._inductor.config.emulate_precision_casts = True
+        # "import torch._inductor.config" here would make torch a local name of this function (the
+        # tensorwise runs of 2026-11-29 died of it, NameError in keep below)
+        import torch._inductor.config as inductor_config
+        inductor_config.emulate_precision_casts = True
     else:
         cfg = Float8LinearConfig(enable_fsdp_float8_all_gather=False)
 
