@@ -5,7 +5,8 @@ For each run line (bench/realruns/realrun.py wrote it on a GPU machine) this run
 `plan estimate` for the same model and layout: the run's config.json (cut to the run's layer count
 when the run was cut), the system preset of the run's GPU (h100 / h200), --framework fsdp2, --gpus
 equal to the run's world size, --seq, --mbs and --gbs = mbs x world size (one micro-batch per
-step), --recompute full when the run checkpointed every layer, JSON output. It prints one row per
+step), --recompute full when the run checkpointed every layer, JSON output; an FP8 run
+(realrun.py --fp8) as --framework torchtitan --precision fp8 --fp8-recipe RECIPE. It prints one row per
 run and the medians and maxima of the errors, with the sign convention of the project:
 error = (predicted - measured) / measured.
 
@@ -62,7 +63,7 @@ def run_plan(argv):
 HELP = run_plan(["estimate", "--help"])
 HELP = HELP.stdout + HELP.stderr
 HAS = {f: (f in HELP) for f in ("--impl", "--compile", "--optimizer-impl", "--compile-components",
-                                  "--no-cuda-graphs")}
+                                  "--no-cuda-graphs", "--fp8-recipe")}
 
 SYSTEMS = (("H200", "h200"), ("H100", "h100"))
 
@@ -82,8 +83,12 @@ def layout_args(rec, cfgfile, system):
     # frameworks price the same step otherwise)
     sac = rec.get("sac") == "op" and not rec.get("grad_ckpt")
     recompute = "full" if rec.get("grad_ckpt") else ("selective" if sac else "none")
+    # realrun.py --fp8 (2026-11-29 on): torchao float8 set up as torchtitan's converter does it
+    # (realrun.py fp8_convert): priced as torchtitan's float8 with the run's recipe, output layer
+    # bf16 as plan keeps it; at one rank fsdp2 and torchtitan price the same step otherwise
+    fp8 = rec.get("precision") == "fp8" and rec.get("fp8_recipe")
     a = ["estimate", "--model", cfgfile, "--system", system,
-         "--framework", "torchtitan" if sac else "fsdp2",
+         "--framework", "torchtitan" if (sac or fp8) else "fsdp2",
          "--gpus", str(w), "--seq", str(rec["seq"]), "--mbs", str(rec["mbs"]),
          "--gbs", str(rec["mbs"] * w), "--recompute", recompute,
          "--format", "json"]
@@ -101,6 +106,8 @@ def layout_args(rec, cfgfile, system):
     if HAS["--optimizer-impl"]:
         oi = rec.get("optimizer_impl", "default")
         a += ["--optimizer-impl", {"default": "foreach"}.get(oi, {"forloop": "for-loop"}.get(oi, oi))]
+    if fp8:
+        a += ["--precision", "fp8", "--fp8-recipe", rec["fp8_recipe"]]
     if args.simulate:
         a += ["--simulate"]
     return a
@@ -114,6 +121,8 @@ def not_expressible(rec):
         why.append("plan has no --compile")
     if not system_of(rec.get("gpu")):
         why.append("no system preset for GPU %r" % rec.get("gpu"))
+    if rec.get("precision") == "fp8" and not HAS["--fp8-recipe"]:
+        why.append("plan has no --fp8-recipe")
     if rec.get("cuda_graph"):  # realrun.py --cuda-graph: torchtitan's graphed step, not fsdp2's
         why.append("a CUDA-graphed step (torchtitan's; bench/results/cg11_2026-11-28/compare.py "
                    "prices it)")
@@ -160,7 +169,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for r in recs:
             row = {"run": r.get("label"), "file": r["_file"], "gpu": system_of(r.get("gpu")),
-                   "impl": r.get("impl", "hf") + ("+compile" if r.get("compile") else ""),
+                   "impl": r.get("impl", "hf") + ("+compile" if r.get("compile") else "") +
+                   ("+fp8" + {"tensorwise": "tw", "rowwise": "rw"}.get(r.get("fp8_recipe"), "")
+                    if r.get("precision") == "fp8" else ""),
                    "model": r.get("model"), "layers": r.get("layers"), "seq": r.get("seq"),
                    "mbs": r.get("mbs"), "ckpt": r.get("grad_ckpt"), "oom": r.get("oom", False)}
             if "error" in r:
@@ -204,21 +215,21 @@ def main():
         return
     pct = lambda x: "" if x is None else "%+.1f%%" % (100 * x)  # noqa: E731
     gib = lambda x: "" if x is None else "%.1f" % (x / GIB)  # noqa: E731
-    hdr = "%-27s %-4s %-14s %8s %8s %8s %7s %7s %8s %4s %4s %s" % (
+    hdr = "%-27s %-4s %-18s %8s %8s %8s %7s %7s %8s %4s %4s %s" % (
         "run", "gpu", "impl", "meas_s", "pred_s", "err", "mem_GiB", "pred", "err", "fits", "pred",
         "agree")
     print(hdr)
     print("-" * len(hdr))
     for w in rows:
         if w["status"] != "ok":
-            print("%-27s %-4s %-14s %8s %8s %8s %7s  %s" % (
+            print("%-27s %-4s %-18s %8s %8s %8s %7s  %s" % (
                 w["run"], w["gpu"] or "?", w["impl"],
                 "" if w.get("meas_step_s") is None else "%.4f" % w["meas_step_s"], "", "",
                 gib(w.get("meas_mem_bytes") or w.get("meas_mem_at_oom_bytes")), w["status"]))
             continue
         mm = w.get("meas_mem_bytes")
         mtxt = gib(mm) if mm else ">" + gib(w.get("meas_mem_at_oom_bytes"))
-        print("%-27s %-4s %-14s %8s %8.4f %8s %7s %7s %8s %4s %4s %s" % (
+        print("%-27s %-4s %-18s %8s %8.4f %8s %7s %7s %8s %4s %4s %s" % (
             w["run"], w["gpu"], w["impl"],
             "OOM" if w["oom"] else "%.4f" % w["meas_step_s"], w["pred_step_s"],
             pct(w.get("step_err")), mtxt, gib(w["pred_mem_bytes"]), pct(w.get("mem_err")),

@@ -41,13 +41,17 @@ copied into the captured input buffers before each replay; gradient clipping, th
 zero_grad(set_to_none=False) (the gradients must keep the addresses the graph accumulates into) stay
 eager. Written here from that description, not copied. It needs --fsdp-reshard default (torchtitan:
 "always" fails at capture, CUDA_ERROR_STREAM_CAPTURE_ISOLATION).
+--fp8 tensorwise|rowwise (native only): torchao's float8 training of the blocks' linears (fp8_convert;
+torchao on PYTHONPATH, FP8_TORCHAO_REF naming its source), converted before checkpointing, compile and
+fully_shard; the line carries precision, fp8_recipe, fp8_linears, fp8_config and versions.torchao.
 --fsdp-reshard always (default here, as every earlier run): every decoder layer and the root resharded
 after forward. default: torchtitan's fsdp_reshard_after_forward "default" at PP 1 (distributed/
 fsdp.py apply_fsdp_to_decoder): the decoder layers and the embedding resharded, the final norm and the
 output layer (with a tied embedding: the three together) kept gathered from forward into backward.
 
 Usage: NCCL_NVLS_ENABLE=0 python3 bench/realruns/realrun.py --config llama-3.2-1b --seq 4096
-           --mbs 2 [--ckpt | --sac op] [--impl native [--compile [--compile-loss]]] [--layers N]
+           --mbs 2 [--ckpt | --sac op] [--impl native [--compile [--compile-loss]] [--fp8 tensorwise|rowwise]]
+           [--layers N]
            --out results.jsonl
        NCCL_NVLS_ENABLE=0 torchrun --nproc_per_node 4 bench/realruns/realrun.py --config llama-3.2-1b ...
 """
@@ -76,6 +80,10 @@ p.add_argument("--sac", choices=("", "op"), default="",
                     "(torchtitan's policy: save every mm output except every second one, save the "
                     "flash / efficient / cuDNN attention outputs, recompute the rest)")
 p.add_argument("--compile", action="store_true", help="native only: torch.compile each block")
+p.add_argument("--fp8", choices=("", "tensorwise", "rowwise"), default="",
+               help="native only: torchao float8 training of the decoder blocks' linear layers "
+                    "(convert_to_float8_training, the output layer and any dim not a multiple of 16 "
+                    "left in bf16), as torchtitan's float8 converter does (see fp8_convert)")
 p.add_argument("--compile-loss", action="store_true",
                help="native with --compile: torch.compile the loss function too, as torchtitan "
                     "does when compile.components holds \"loss\" (its default since 2025: "
@@ -111,6 +119,8 @@ if args.sac and (args.impl != "native" or args.ckpt):
 if args.cuda_graph and (args.impl != "native" or args.fsdp_reshard != "default"):
     sys.exit("realrun: --cuda-graph is for --impl native with --fsdp-reshard default (torchtitan: "
              "reshard always fails at capture)")
+if args.fp8 and args.impl != "native":
+    sys.exit("realrun: --fp8 is for --impl native")
 if args.fsdp_reshard == "default" and args.impl != "native":
     sys.exit("realrun: --fsdp-reshard default is for --impl native")
 
@@ -140,6 +150,8 @@ rec = {
     "fsdp_reshard": args.fsdp_reshard,
     "cuda_graph": bool(args.cuda_graph),
     "attention": "sdpa",
+    "precision": "fp8" if args.fp8 else "bf16",
+    "fp8_recipe": args.fp8 or None,
     "command": (("torchrun --nproc_per_node %s " % os.environ["WORLD_SIZE"]) if "TORCHELASTIC_RUN_ID" in os.environ
                 else "python3 ") + " ".join(shlex.quote(a) for a in sys.argv),
     "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -187,6 +199,11 @@ def versions():
     if args.impl == "hf":
         import transformers
         v["transformers"] = transformers.__version__
+    if args.fp8:
+        import torchao
+        # a source tree on PYTHONPATH has no package metadata: FP8_TORCHAO_REF names it
+        v["torchao"] = os.environ.get("FP8_TORCHAO_REF") or getattr(torchao, "__version__", "?")
+        v["torchao_file"] = torchao.__file__
     return v
 
 
@@ -231,6 +248,37 @@ def build_hf(dev):
     return model, layers
 
 
+def fp8_convert(model):
+    """--fp8: torchao's float8 training on the model's nn.Linear layers, the way torchtitan's float8
+    converter sets it up (torchtitan/components/quantization/float8.py at 1ea5d511, the last commit
+    with the tensorwise recipe, lines 97-132; at b5bcd76 lines 113-123 the same for rowwise):
+    rowwise: Float8LinearConfig.from_recipe_name("rowwise") and
+    torch._inductor.config.emulate_precision_casts = True; tensorwise (no recipe name there):
+    Float8LinearConfig(enable_fsdp_float8_all_gather=dp_shard_enabled and the user's flag), False
+    at one rank and by default. The filter is torchtitan's module_filter_fn (components/
+    quantization/utils.py at b5bcd76 lines 16-30: both dims multiples of 16, no filtered fqn) with
+    filter_fqns=["output"] as its float8.md's example sets (the lm head stays bf16). Called before
+    activation checkpointing, torch.compile and fully_shard (torchtitan's order)."""
+    from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+    if args.fp8 == "rowwise":
+        cfg = Float8LinearConfig.from_recipe_name("rowwise")
+        # "import torch._inductor.config" here would make torch a local name of this function (the
+        # tensorwise runs of 2026-11-29 died of it, NameError in keep below)
+        import torch._inductor.config as inductor_config
+        inductor_config.emulate_precision_casts = True
+    else:
+        cfg = Float8LinearConfig(enable_fsdp_float8_all_gather=False)
+
+    def keep(mod, fqn):
+        return (isinstance(mod, torch.nn.Linear) and mod.in_features % 16 == 0
+                and mod.out_features % 16 == 0 and "output" not in fqn)
+
+    convert_to_float8_training(model, config=cfg, module_filter_fn=keep)
+    n = sum(1 for m in model.modules() if type(m).__name__ == "Float8Linear")
+    rec["fp8_linears"] = n
+    rec["fp8_config"] = str(cfg)[:2000]
+
+
 def build_native(dev):
     sys.path.insert(0, HERE)
     from native_llama import Args, Transformer
@@ -243,6 +291,8 @@ def build_native(dev):
                 prm.fill_(1.0)
             else:
                 prm.normal_(0.0, 0.02)
+    if args.fp8:
+        fp8_convert(model)
     blocks = list(model.layers.keys())
     for k in blocks:
         blk = model.layers[k]
