@@ -215,10 +215,20 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
         s.cp_s += c * x->cp_s;
         s.ep_s += c * x->ep_s;
         s.ep_unpaired_s += c * x->ep_unpaired_s;
-        if (layout_grads_sharded(l)) {
+        if (layout_zero2(l)) {
+            /* ZeRO-2: no gathers; the reduce-scatter queue stalls the backward only when full,
+             * and drains beside the forward that follows (shard_grads.h), per chunk of the
+             * stage's layers */
+            double chunk = (double)n / (l->vpp > 1 ? l->vpp : 1);
+            double lp = memory_layer_params(m, l, k == 1 || k == 3);
+            s.fsdp_s += c * (shard_grads_bwd_stall_s(x->reduce_s, x->bwd_s + rf * x->recompute_s,
+                                                     x->fwd_s, chunk, lp) / chunk +
+                             x->fsdp_contention_fwd_s + x->fsdp_contention_bwd_s);
+            s.fsdp_contention_s += c * (x->fsdp_contention_fwd_s + x->fsdp_contention_bwd_s);
+            s.fsdp_raw_s += c * x->reduce_s;
+        } else if (layout_grads_sharded(l)) {
             /* One unit prefetched ahead: a layer's gather hides behind the previous layer's
-             * compute; the reduce-scatter behind the next layer's backward (ZeRO-2's too:
-             * shard_grads.h, no gather). */
+             * compute; the reduce-scatter behind the next layer's backward. */
             double ag_bwd = l->reshard_after_forward ? x->gather_s : 0;
             s.fsdp_s += c * (fmax(0, x->gather_s - x->fwd_s) +
                              fmax(0, ag_bwd + x->reduce_s - (x->bwd_s + rf * x->recompute_s)) +
@@ -286,7 +296,14 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
      * exposed once is spread over the step's micro-batches */
     int micro = layout_microbatches(l, t);
     double once = fsdp_pipelined(l) && !l->reshard_after_forward && micro > 1 ? 1.0 / micro : 1.0;
-    if (layout_grads_sharded(l) && n > 0) {
+    if (layout_zero2(l) && n > 0) {
+        /* what is still queued after the step's last backward (shard_grads.h) */
+        const layer_time *first = layer_kind_of(m, l, kinds, start);
+        double tail = shard_grads_tail_s(first->reduce_s, (double)n / (l->vpp > 1 ? l->vpp : 1),
+                                         memory_layer_params(m, l, memory_layer_is_moe(m, start)));
+        s.fsdp_s += tail / (micro > 0 ? micro : 1);
+        s.fsdp_raw_s += first->reduce_s;
+    } else if (layout_grads_sharded(l) && n > 0) {
         const layer_time *first = layer_kind_of(m, l, kinds, start);
         s.fsdp_s += once * (first->gather_s + first->reduce_s); /* nothing to hide the first/last */
         s.fsdp_raw_s += once * (first->gather_s + first->reduce_s);

@@ -1,6 +1,7 @@
 /* shard_grads.c — ZeRO-2 under Megatron: predicates and rules (shard_grads.h). */
 #include "shard_grads.h"
 
+#include <math.h>
 #include <stdio.h>
 
 #include "recipe_builder.h"
@@ -60,4 +61,27 @@ void rb_shard_grads_unit(builder *b, const training_spec *t, const layout *l, do
     double rs_s = collective_time_s(b->sys, COLL_REDUCE_SCATTER, red * params, g);
     rb_op_add(b, "fsdp.reduce_scatter", RECIPE_FSDP_REDUCE, RECIPE_BWD, RECIPE_STREAM_COMM,
               RECIPE_OVERLAP_LAYER, 0, rs_s);
+}
+
+/* megatron_fsdp.py 439-441: the capacity, in parameters, never below 1e9 */
+static double queue_layers(double unit_params)
+{
+    if (unit_params <= 0) return 0;
+    double cap = fmax(1e9, 2.0 * unit_params);
+    return cap / unit_params;
+}
+
+double shard_grads_bwd_stall_s(double rs_s, double bwd_s, double fwd_s, double layers,
+                               double unit_params)
+{
+    if (layers <= 0 || rs_s <= bwd_s) return 0;
+    double q = queue_layers(unit_params);
+    double queue = layers > q ? bwd_s + (layers - q) * rs_s - layers * bwd_s : 0;
+    double stream = layers * (rs_s - bwd_s - fwd_s);
+    return fmax(0, fmax(queue, stream));
+}
+
+double shard_grads_tail_s(double rs_s, double layers, double unit_params)
+{
+    return fmin(queue_layers(unit_params), layers) * rs_s;
 }

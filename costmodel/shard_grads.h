@@ -18,9 +18,11 @@
  * What it changes (each where the model composes it):
  *   - the layer recipe (layer_recipe.c): the unit's gradient reduce-scatter over the dp x cp
  *     shard group in every micro-batch's backward, on the communication stream; no gather;
- *   - the step (estimate.c, dp_sync.c): that reduce-scatter exposed past the next layer's
- *     backward as Megatron-FSDP's (the FSDP branch), and no step-end gradient reduce-scatter;
- *     the updated parameters are gathered once a step, as the distributed optimizer's;
+ *   - the step (estimate.c, dp_sync.c): what of those reduce-scatters the compute stream waits
+ *     for, from Megatron-FSDP's bounded reduce-scatter queue (shard_grads_bwd_stall_s below),
+ *     plus the measured contention of a collective beside the GEMMs (overlap.h), and no
+ *     step-end gradient reduce-scatter; the updated parameters are gathered once a step, as
+ *     the distributed optimizer's;
  *   - memory (memory.c): main gradients grad_bytes / (dp x cp) a parameter, plus the two
  *     unsharded gradient buckets in flight that Megatron-FSDP's optim_grads_params holds;
  *   - the accumulation copy of Megatron-FSDP's unfused gradient path (grad_accum.h path 2).
@@ -41,5 +43,31 @@ bool layout_grads_sharded(const layout *l);
 bool layout_zero2(const layout *l);
 
 /* (Its rules, layout_shard_grads_rule, are declared in layout.h beside the rank order's.) */
+
+/*
+ * The compute-stream time one backward of a chunk of `layers` decoder layers loses to ZeRO-2's
+ * reduce-scatters (rs_s a layer), each layer's backward bwd_s, the forward that follows it
+ * fwd_s a layer, unit_params parameters a layer on this GPU.
+ *
+ * Megatron-FSDP issues each unit's reduce-scatter on its own stream as the unit's gradients are
+ * ready and lets the compute stream run on until the queue of reduce-scatters not yet done
+ * holds more than suggested_RS_queue_capacity parameters, max(1e9, 2 x the mean unit's)
+ * (megatron_fsdp.py 420-443); past that the compute stream waits on the oldest one's event
+ * (param_and_grad_buffer.py 3912-3946, GradReducePipeline.reduce_gradients and
+ * wait_for_previous_grad_reduce). So a backward of n layers whose reduce-scatters outrun it
+ * stalls only once the queue is full, q = capacity / unit_params layers behind, and what is
+ * queued at its end drains beside the compute that follows: in 1F1B's steady state (and in
+ * gradient accumulation) the next micro-batch's forward of a chunk of the same size. The loss
+ * is the larger of the queue's bound, bwd + (n - q) rs - n bwd, and the stream's throughput
+ * bound, n rs - n bwd - n fwd, never below 0. (Megatron-FSDP's optim_grads_params prices its
+ * reduce-scatter exposed past each layer's backward, estimate.c: there the next forward's
+ * all-gathers hold the network.)
+ */
+double shard_grads_bwd_stall_s(double rs_s, double bwd_s, double fwd_s, double layers,
+                               double unit_params);
+
+/* What of the reduce-scatters is still queued when the step's last backward of such a chunk
+ * ends (nothing follows it): min(q, layers) of them, paid once a step. */
+double shard_grads_tail_s(double rs_s, double layers, double unit_params);
 
 #endif

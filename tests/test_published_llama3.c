@@ -11,13 +11,13 @@
  * the mechanisms and what is still wrong):
  *
  *   - every row is expressible and banded (the TP overlap is not stated);
- *   - the 8K rows' bands stay within +-35% (today -24..-18% and -23..-17%: the per-micro-batch
- *     fp32 gradient reduce-scatter priced exposed past each layer's backward; without
- *     --shard-grads, i.e. the distributed optimizer, +23..+29%);
- *   - the 128K row within -10..+60% (today +41..+48% against the tokens/s derived from the
- *     paper's MFU definition, 6N + 12LHQT; +0..+6% if its attention term were causal-halved);
- *   - the DP 128 run is predicted to fit with both values of the knob (it ran); the DP 64 one
- *     is not today (2.4-5.0 GiB over), counted and printed as a wrong answer.
+ *   - the 8K rows' bands stay within +-12%, issue 15's bar for a row's error (today -1.6..+6.3%
+ *     and -0.7..+7.2%; with the distributed optimizer in place of --shard-grads, the only
+ *     expression plan had before, +25.5..+38.4% and +28.1..+41.0%, and out of memory);
+ *   - the 128K row within -10..+70% (today +48..+56% against the tokens/s derived from the
+ *     paper's MFU definition, 6N + 12LHQT; +6..+11% if its attention term were causal-halved);
+ *   - the DP 128 runs are predicted to fit with both values of the knob (they ran); the DP 64
+ *     one is not today (81.5-84.0 GiB of 79.2), counted and printed as a wrong answer.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -33,9 +33,9 @@
 #include "published_runs.h"
 
 #define MAXROWS 8
-#define BAND_8K_MAX 0.35   /* the 8K rows' band edges, |error| */
+#define BAND_8K_MAX 0.12   /* the 8K rows' band edges, |error| */
 #define BAND_128K_LO -0.10 /* the 128K row's band */
-#define BAND_128K_HI 0.60
+#define BAND_128K_HI 0.70
 #define NOT_FIT_MAX 1      /* rows with a knob value predicted not to fit (today 1: DP 64) */
 
 static void test_llama3_meta(void **state)
@@ -59,8 +59,9 @@ static void test_llama3_meta(void **state)
             assert_true(fabs(r->lo_err) <= BAND_8K_MAX && fabs(r->hi_err) <= BAND_8K_MAX);
         }
     }
-    /* the DP 128 run (16 micro-batches: 128 layer-micro-batches held on stage 1) fits */
+    /* the DP 128 runs (16 micro-batches: 128 layer-micro-batches held on stage 1) fit */
     assert_int_equal(rows[1].n_alts_fit, rows[1].n_alts);
+    assert_int_equal(rows[2].n_alts_fit, rows[2].n_alts);
     assert_true(not_fit <= NOT_FIT_MAX);
 }
 

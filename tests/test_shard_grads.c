@@ -24,6 +24,7 @@
 #include "estimate.h"
 #include "layout_codec.h"
 #include "memory.h"
+#include "shard_grads.h"
 
 #define REL(a, b) (fabs((a) - (b)) / fabs(b))
 
@@ -105,8 +106,9 @@ static void test_memory(void **state)
 }
 
 /* Time: the distributed optimizer reduce-scatters once a step (its exposed DP time the same at 8
- * and 16 micro-batches); ZeRO-2 reduce-scatters in every micro-batch, exposed past each layer's
- * backward, so doubling the micro-batches doubles its DP time. */
+ * and 16 micro-batches); ZeRO-2 reduce-scatters in every micro-batch, so doubling the
+ * micro-batches doubles its DP time but for what is queued after the step's last backward, paid
+ * once (shard_grads.h): 0.115 s at 8, 0.210 s at 16 for this layout on H100s. */
 static void test_time_per_microbatch(void **state)
 {
     (void)state;
@@ -127,8 +129,26 @@ static void test_time_per_microbatch(void **state)
     }
     assert_true(dp[1][0] > dp[0][0]);
     assert_true(REL(dp[0][1], dp[0][0]) < 0.05);
-    assert_true(REL(dp[1][1], 2.0 * dp[1][0]) < 0.05);
+    assert_true(dp[1][1] > 1.6 * dp[1][0] && dp[1][1] < 2.0 * dp[1][0]);
     free(p);
+}
+
+/* The queue's stall by hand (shard_grads.h), in ms: a 405B layer at TP 8 (398.5M parameters,
+ * capacity 1e9 = 2.509 layers), reduce-scatter 34.6, backward 20, forward 10. One layer a chunk:
+ * the stream bound 34.6 - 20 - 10 = 4.6. Eight: the queue bound 20 + (8 - 2.509) 34.6 - 160 =
+ * 49.99 over the stream's 36.8. A reduce-scatter shorter than the backward: 0. A small unit
+ * (100M): capacity 1e9 = 10 layers, eight fit in the queue, the stream bound 8 x 4.6. */
+static void test_stall_by_hand(void **state)
+{
+    (void)state;
+    assert_true(fabs(shard_grads_bwd_stall_s(34.6, 20, 10, 1, 398.5e6) - 4.6) < 1e-9);
+    double q = 1e9 / 398.5e6;
+    assert_true(fabs(shard_grads_bwd_stall_s(34.6, 20, 10, 8, 398.5e6) -
+                     (20 + (8 - q) * 34.6 - 160)) < 1e-9);
+    assert_true(shard_grads_bwd_stall_s(15, 20, 10, 8, 398.5e6) == 0);
+    assert_true(fabs(shard_grads_bwd_stall_s(34.6, 20, 10, 8, 100e6) - 8 * 4.6) < 1e-9);
+    assert_true(fabs(shard_grads_tail_s(34.6, 8, 398.5e6) - q * 34.6) < 1e-9);
+    assert_true(fabs(shard_grads_tail_s(34.6, 1, 398.5e6) - 34.6) < 1e-9);
 }
 
 static __attribute__((noinline)) char *render(const planned *p, emit_format f)
@@ -185,6 +205,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_stall_by_hand),
         cmocka_unit_test(test_time_per_microbatch),
         cmocka_unit_test(test_emit_and_check),
     };
