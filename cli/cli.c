@@ -97,7 +97,7 @@ enum {
     OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_ACT_OFFLOAD_LAYERS, OPT_EXPANDABLE_SEGMENTS, OPT_PP_KEEP_OUTPUTS, OPT_PP_FIRST,
     OPT_PP_LAST,
     OPT_RECOMPUTE_MODULES, OPT_BF16_OPT_STATES, OPT_TE_CROSS_ENTROPY, OPT_CUDA_GRAPH_FULL,
-    OPT_CUDA_GRAPH_ATTN, OPT_NO_ROPE_FUSION, OPT_RMS_NORM_UNFUSED, OPT_MOE_EXPERT_PADDING, OPT_MOE_DISPATCHER_SMS, OPT_RANK_ORDER, OPT_CP_ROTATE,
+    OPT_CUDA_GRAPH_ATTN, OPT_NO_ROPE_FUSION, OPT_SHARD_GRADS, OPT_RMS_NORM_UNFUSED, OPT_MOE_EXPERT_PADDING, OPT_MOE_DISPATCHER_SMS, OPT_RANK_ORDER, OPT_CP_ROTATE,
     OPT_COMPILE_COMPONENTS,
     OPT_CUDA_GRAPHS, OPT_NO_CUDA_GRAPHS,
 };
@@ -138,6 +138,7 @@ static const struct option long_opts[] = {
     {"rms-norm-unfused", no_argument, NULL, OPT_RMS_NORM_UNFUSED},
     {"moe-expert-padding", no_argument, NULL, OPT_MOE_EXPERT_PADDING},
     {"no-rope-fusion", no_argument, NULL, OPT_NO_ROPE_FUSION},
+    {"shard-grads", no_argument, NULL, OPT_SHARD_GRADS},
     {"cuda-graphs", no_argument, NULL, OPT_CUDA_GRAPHS},
     {"no-cuda-graphs", no_argument, NULL, OPT_NO_CUDA_GRAPHS},
     {"moe-dispatcher-sms", required_argument, NULL, OPT_MOE_DISPATCHER_SMS},
@@ -406,6 +407,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_RMS_NORM_UNFUSED: l->rms_norm_unfused = true; break;
         case OPT_MOE_EXPERT_PADDING: l->moe_expert_padding = true; break;
         case OPT_NO_ROPE_FUSION: l->rope_unfused = true; break;
+        case OPT_SHARD_GRADS: l->shard_grads = true; break;
         case OPT_CUDA_GRAPHS: l->cuda_graphs = CUDA_GRAPHS_ON; break;
         case OPT_NO_CUDA_GRAPHS: l->cuda_graphs = CUDA_GRAPHS_OFF; break;
         case OPT_MOE_DISPATCHER_SMS:

@@ -97,6 +97,7 @@ static const char *layout_flag_given(const cli_options *o)
          "--cuda-graph-full-iteration"},
         {l->cuda_graph_attn != d.cuda_graph_attn, "--cuda-graph-attn"},
         {l->rope_unfused != d.rope_unfused, "--no-rope-fusion"},
+        {l->shard_grads != d.shard_grads, "--shard-grads"},
         {l->rms_norm_unfused != d.rms_norm_unfused, "--rms-norm-unfused"},
         {l->moe_expert_padding != d.moe_expert_padding, "--moe-expert-padding"},
         {l->cuda_graphs != d.cuda_graphs, "--cuda-graphs/--no-cuda-graphs"},

@@ -8,6 +8,7 @@
 
 #include "collective.h"
 #include "precision.h"
+#include "shard_grads.h"
 
 /* Data-parallel synchronisation of dense_params (over dp*cp) and expert_params (over the expert
  * data-parallel group) gradients: DDP all-reduces them; the distributed optimizer reduce-
@@ -37,6 +38,9 @@ double estimate_dp_sync_s(const system_spec *sys, const training_spec *t, const 
         double be = 2.0 * (pe - lp_expert_params) + pb * lp_expert_params;
         *gather_s = collective_time_s(sys, COLL_ALL_GATHER, bd, gdp) +
                     collective_time_s(sys, COLL_ALL_GATHER, be, gedp);
+        /* ZeRO-2 (shard_grads.h): the gradients left in every micro-batch's backward, unit by
+         * unit (the layer recipes' fsdp.reduce_scatter, estimate.c's root_traffic) */
+        if (layout_zero2(l)) grad = 0;
     }
     return grad;
 }

@@ -39,6 +39,7 @@
 #include "pp_schedule.h"
 #include "precision.h"
 #include "schedule.h"
+#include "shard_grads.h"
 
 static layer_time layer_cost(const model_spec *m, const system_spec *sys, const training_spec *t,
                              const layout *l, int moe)
@@ -131,12 +132,14 @@ static void root_traffic(const model_spec *m, const system_spec *sys, const trai
                          const layout *l, int stage, double *gather_s, double *reduce_s)
 {
     *gather_s = *reduce_s = 0;
-    if (l->sharding != SHARDING_FSDP) return;
+    if (!layout_grads_sharded(l)) return;
     double pr = fsdp_root_params(m, l, stage) / l->tp;
     if (pr <= 0) return;
     layout_group g = layout_shard_place(sys, l);
     double red = layout_is_pytorch(l) ? 4.0 : (t->grad_reduce_bf16 ? 2.0 : 4.0);
-    *gather_s = collective_time_s(sys, COLL_ALL_GATHER, 2.0 * pr, g);
+    /* ZeRO-2 (shard_grads.h): replicated parameters, nothing gathered */
+    if (l->sharding == SHARDING_FSDP)
+        *gather_s = collective_time_s(sys, COLL_ALL_GATHER, 2.0 * pr, g);
     *reduce_s = collective_time_s(sys, COLL_REDUCE_SCATTER, red * pr, g);
 }
 
@@ -212,7 +215,18 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
         s.cp_s += c * x->cp_s;
         s.ep_s += c * x->ep_s;
         s.ep_unpaired_s += c * x->ep_unpaired_s;
-        if (l->sharding == SHARDING_FSDP) {
+        if (layout_zero2(l)) {
+            /* ZeRO-2: no gathers; the reduce-scatter queue stalls the backward only when full,
+             * and drains beside the forward that follows (shard_grads.h), per chunk of the
+             * stage's layers */
+            double chunk = (double)n / (l->vpp > 1 ? l->vpp : 1);
+            double lp = memory_layer_params(m, l, k == 1 || k == 3);
+            s.fsdp_s += c * (shard_grads_bwd_stall_s(x->reduce_s, x->bwd_s + rf * x->recompute_s,
+                                                     x->fwd_s, chunk, lp) / chunk +
+                             x->fsdp_contention_fwd_s + x->fsdp_contention_bwd_s);
+            s.fsdp_contention_s += c * (x->fsdp_contention_fwd_s + x->fsdp_contention_bwd_s);
+            s.fsdp_raw_s += c * x->reduce_s;
+        } else if (layout_grads_sharded(l)) {
             /* One unit prefetched ahead: a layer's gather hides behind the previous layer's
              * compute; the reduce-scatter behind the next layer's backward. */
             double ag_bwd = l->reshard_after_forward ? x->gather_s : 0;
@@ -282,7 +296,14 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
      * exposed once is spread over the step's micro-batches */
     int micro = layout_microbatches(l, t);
     double once = fsdp_pipelined(l) && !l->reshard_after_forward && micro > 1 ? 1.0 / micro : 1.0;
-    if (l->sharding == SHARDING_FSDP && n > 0) {
+    if (layout_zero2(l) && n > 0) {
+        /* what is still queued after the step's last backward (shard_grads.h) */
+        const layer_time *first = layer_kind_of(m, l, kinds, start);
+        double tail = shard_grads_tail_s(first->reduce_s, (double)n / (l->vpp > 1 ? l->vpp : 1),
+                                         memory_layer_params(m, l, memory_layer_is_moe(m, start)));
+        s.fsdp_s += tail / (micro > 0 ? micro : 1);
+        s.fsdp_raw_s += first->reduce_s;
+    } else if (layout_grads_sharded(l) && n > 0) {
         const layer_time *first = layer_kind_of(m, l, kinds, start);
         s.fsdp_s += once * (first->gather_s + first->reduce_s); /* nothing to hide the first/last */
         s.fsdp_raw_s += once * (first->gather_s + first->reduce_s);
@@ -590,8 +611,9 @@ void estimate_time_assemble(const model_spec *m, const system_spec *sys, const t
     tm->optimizer_s = opt_s;
     double step_var = 0; /* the step terms' share of the band */
     if (sys->step.active) {
-        double hidden = l->sharding == SHARDING_FSDP ? fsdp_rounds * (worst.fsdp_raw_s - worst.fsdp_s)
-                                                     : dp_raw - dp_s;
+        double hidden = layout_grads_sharded(l) ? fsdp_rounds * (worst.fsdp_raw_s - worst.fsdp_s)
+                                                : 0;
+        if (l->sharding != SHARDING_FSDP) hidden += dp_raw - dp_s; /* ZeRO-2: both */
         step_var = apply_step_terms(&sys->step, l, micro * worst.layers, fmax(0, hidden), tm);
     }
     tm->step_s = tm->compute_s + tm->comm_exposed_s + tm->bubble_s + tm->optimizer_s;

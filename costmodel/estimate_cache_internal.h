@@ -133,10 +133,12 @@ bool estimate_cache_layout_ok(estimate_cache *c, const model_spec *m, const syst
                               const training_spec *t, const layout *l);
 
 /* Does l take its layers' and head's costs from outside the cache (bf16 first/last layers: a
- * second precision's recipes)? */
+ * second precision's recipes; ZeRO-2 under Megatron, never searched, whose unit reduce-scatter
+ * reads the dp the cache keys of Megatron's other shardings drop: shard_grads.h)? */
 static inline bool estimate_search_uncached(const layout *l)
 {
-    return precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0);
+    return (precision_is_low(l) && (l->bf16_layers_start > 0 || l->bf16_layers_end > 0)) ||
+           (l->shard_grads && l->framework == FRAMEWORK_MEGATRON);
 }
 
 /* The dense and MoE layer costs of l (estimate_search.c): the cache's last costs of l's slot

@@ -2,11 +2,12 @@
 #include "grad_accum.h"
 
 #include "compute.h"
+#include "shard_grads.h"
 
 /* Megatron-FSDP (grad_accum.h, path 2): plan emits it with --no-gradient-accumulation-fusion. */
 static bool mfsdp_unfused(const layout *l)
 {
-    return l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_FSDP;
+    return l->framework == FRAMEWORK_MEGATRON && layout_grads_sharded(l); /* both strategies */
 }
 
 bool grad_accum_unfused(const training_spec *t, const layout *l)

@@ -36,6 +36,7 @@
 #include "titan_moe.h"
 #include "expert_loop.h"
 #include "moe_dispatch.h"
+#include "shard_grads.h"
 
 static const char *kind_names[RECIPE_KINDS] = {
     "gemm", "attention", "elementwise", "fsdp_copy", "tp", "cp", "ep", "fsdp_gather",
@@ -677,6 +678,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
 
     rb_grad_accum_op(b, t, l, memory_layer_params(m, l, moe)); /* unfused sums (grad_accum.h) */
     if (l->sharding == SHARDING_FSDP) rb_fsdp_unit(b, m, sys, t, l, moe);
+    else if (layout_zero2(l)) rb_shard_grads_unit(b, t, l, memory_layer_params(m, l, moe));
 
     recipe_set_recompute(sys, m, l, r, moe, false);
     if (items) {

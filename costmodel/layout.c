@@ -732,10 +732,10 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         FAIL(CM_ERULE, "te-cross-entropy-megatron-only",
              "--te-cross-entropy is Megatron's fused cross entropy (Transformer Engine's kernel): "
              "use --framework megatron, or leave it out");
-    { /* the rank order's rules (layout_place.c says where each comes from) */
-        const char *rule = NULL;
-        char msg[CM_ERRLEN];
-        if (layout_rank_order_rule(l, &rule, msg, sizeof msg)) FAIL(CM_ERULE, rule, "%s", msg);
+    { /* the rank order's rules (layout_place.c says where each comes from), ZeRO-2's */
+        const char *rule = NULL; char msg[CM_ERRLEN];
+        if (layout_rank_order_rule(l, &rule, msg, sizeof msg) ||
+            layout_shard_grads_rule(l, &rule, msg, sizeof msg)) FAIL(CM_ERULE, rule, "%s", msg);
     }
     /* Megatron-FSDP combines with pipeline parallelism: Megatron-LM's validate_args (commit
      * d98e8a6, megatron/training/arguments.py:1031-1033) asserts pipeline size 1 only for

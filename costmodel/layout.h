@@ -192,6 +192,19 @@ typedef struct {
      * until v0.2.0 (fa0315ae2, the 25.09 rows). Emitted as --no-rope-fusion /
      * cfg.model.apply_rope_fusion = False; never searched (it only costs time). */
     bool rope_unfused;
+    /* ZeRO-2 under Megatron: Megatron-FSDP's data-parallel sharding strategy "optim_grads"
+     * (--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads): the optimizer state
+     * and the fp32 main gradients sharded over dp x cp, the bf16 parameters replicated (no
+     * gather per micro-batch; the updated shards gathered once a step, as the distributed
+     * optimizer's). Each FSDP unit (decoder layer) reduce-scatters its gradients in every
+     * micro-batch's backward, overlapped (megatron/core/distributed/fsdp/mcore_fsdp_adapter.py
+     * 166-169: "optim_grads: Additionally, RS communication groups on all microbatches";
+     * megatron_fsdp.py 331-337 forces overlap_grad_reduce), into the sharded accumulator.
+     * The layout's sharding stays SHARDING_DISTOPT (what the parameters and optimizer do).
+     * The Llama 3 paper's FSDP is this split (Dubey et al. 2024, arXiv 2407.21783, Sec. 3.3.2:
+     * "shards optimizer states and gradients, but for model shards we do not reshard after
+     * forward"; fp32 reduce-scatter). Never searched. */
+    bool shard_grads;
     /* torchtitan's own RMSNorm of 2024 (torchtitan/models/norms.py RMSNorm at 9dec370, the
      * llama3 tomls' norm_type = "rmsnorm"): x.float(), pow(2).mean(-1), rsqrt, the product,
      * .type_as(x), * weight, i.e. the eager ops of Hugging Face's LlamaRMSNorm, in place of one
@@ -366,6 +379,8 @@ bool layout_rank_order_alternative(const system_spec *sys, const layout *l, layo
 /* The Megatron rules of the rank order into msg (rule name into *rule; msg NULL: no text);
  * false when l breaks none. */
 bool layout_rank_order_rule(const layout *l, const char **rule, char *msg, size_t len);
+/* The rules of --shard-grads (ZeRO-2 under Megatron, shard_grads.h), the same way. */
+bool layout_shard_grads_rule(const layout *l, const char **rule, char *msg, size_t len);
 /* Sentences on how l's TP, CP and EP groups sit on the NVLink domains (crossing hosts inside
  * a rack-scale domain; inside only when each domain runs whole groups; spanning domains) into
  * buf ("" when there is nothing to say). Returns how many of them leave the domain. */

@@ -165,6 +165,10 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
      * --training.disable_cuda_graphs when off */
     L(LAYOUT_F_CUDA_GRAPHS, "cuda_graphs", LAYOUT_KIND_CUDA_GRAPHS, cuda_graphs,
       cuda_graphs_resolved, NULL, false, 0, NULL, NULL),
+    /* emit_megatron.c writes it (--use-megatron-fsdp --data-parallel-sharding-strategy
+     * optim_grads); no trainer-YAML key */
+    L(LAYOUT_F_SHARD_GRADS, "shard_grads", LAYOUT_KIND_BOOL, shard_grads, NULL, NULL, false, 0,
+      NULL, NULL),
 };
 
 #undef L
@@ -294,7 +298,7 @@ static bool omitted_in_json(const layout_field *f, const layout *l)
         f->id == LAYOUT_F_CP_ROTATE_ALLTOALL || f->id == LAYOUT_F_LOSS_EAGER ||
         f->id == LAYOUT_F_CUDA_GRAPH_ATTN || f->id == LAYOUT_F_MOE_DISPATCHER_SMS ||
         f->id == LAYOUT_F_ROPE_UNFUSED || f->id == LAYOUT_F_RMS_NORM_UNFUSED ||
-        f->id == LAYOUT_F_MOE_EXPERT_PADDING ||
+        f->id == LAYOUT_F_MOE_EXPERT_PADDING || f->id == LAYOUT_F_SHARD_GRADS ||
         f->id == LAYOUT_F_ACTIVATION_OFFLOAD_LAYERS)
         return layout_field_value(f, l, NULL) == 0;
     return false;

@@ -81,6 +81,7 @@ typedef enum {
     LAYOUT_F_MOE_EXPERT_PADDING, /* TEGroupedMLP's padding behind DeepEP: written only when on */
     LAYOUT_F_CUDA_GRAPHS, /* torchtitan's CUDA graphs, resolved true/false: written for torchtitan
                              layouts only */
+    LAYOUT_F_SHARD_GRADS, /* Megatron-FSDP optim_grads (ZeRO-2): written only when on */
     LAYOUT_NFIELDS
 } layout_field_id;
 

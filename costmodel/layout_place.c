@@ -268,7 +268,7 @@ bool layout_rank_order_rule(const layout *l, const char **rule, char *msg, size_
     }
     /* Megatron-Bridge 067f987 src/megatron/bridge/training/config.py:1124: "use_tp_pp_dp_mapping
      * is not supported with Megatron FSDP" (and :1160 for MFSDP v2) */
-    if (l->sharding == SHARDING_FSDP) {
+    if (l->sharding == SHARDING_FSDP || l->shard_grads) {
         *rule = "rank-order-not-with-megatron-fsdp";
         RULE_MSG("Megatron-FSDP is not compatible with --use-tp-pp-dp-mapping (Megatron-Bridge "
                  "config.py): use --rank-order tp-cp-ep-dp-pp or --sharding distopt");

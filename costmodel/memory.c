@@ -18,6 +18,7 @@
 #include "nccl_memory.h"
 #include "pp_schedule.h"
 #include "recompute_modules.h"
+#include "shard_grads.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -146,6 +147,13 @@ static double stage_state(const model_spec *m, const system_spec *sys, const tra
         if (l->optimizer_bf16_states) { /* bf16 main grads, bf16 Adam m and v (layout.h) */
             r->gradients_bytes = 2.0 * params;
             r->optimizer_bytes = 8.0 * sharded;
+        }
+        if (layout_zero2(l)) {
+            /* ZeRO-2 (shard_grads.h): the main gradients sharded as the optimizer state, and
+             * Megatron-FSDP's two unsharded gradient buckets in flight (the unit being
+             * reduce-scattered and the next, as optim_grads_params holds below) */
+            r->gradients_bytes = (l->optimizer_bf16_states ? 2.0 : grad_bytes) * sharded;
+            r->comm_buffer_bytes = 2.0 * grad_bytes * layer_params;
         }
         break;
     case SHARDING_FSDP:

@@ -146,4 +146,9 @@ void rb_expert_loop_ops(builder *b, const model_spec *m, const layout *l, int lo
                         double received, int experts_op);
 void rb_expert_loop_act(recipe *r, int local);
 
+/* ZeRO-2 under Megatron (shard_grads.c): the unit's gradient reduce-scatter of every
+ * micro-batch's backward over the dp x cp shard group, params parameters of the layer on this
+ * GPU */
+void rb_shard_grads_unit(builder *b, const training_spec *t, const layout *l, double params);
+
 #endif

@@ -13,6 +13,7 @@
 #include "estimate_costs.h"
 #include "estimate_internal.h"
 #include "overlap.h"
+#include "shard_grads.h"
 
 #include "sim_internal.h"
 
@@ -22,6 +23,11 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
     /* estimate_stage_costs checks the layout before it touches stages[], so grow the per-stage
      * arrays only for a sane pp and let it report a bad one. */
     int pp_need = l->pp >= 1 && l->pp <= (1 << 20) ? l->pp : 1;
+    /* ZeRO-2's per-micro-batch unit reduce-scatters with the distributed optimizer's per-step
+     * parameter gather (shard_grads.h) are priced by the closed form only */
+    if (layout_zero2(l))
+        return cm_fail(err, errlen, CM_EINVAL, "the step simulator does not run --shard-grads "
+                                               "(ZeRO-2); the closed form prices it");
     if (!sim_reserve(&w->stage_costs, &w->costs_cap, pp_need, sizeof *w->stage_costs) ||
         !sim_reserve(&w->grad_sync, &w->grad_cap, pp_need, sizeof *w->grad_sync) ||
         !sim_reserve(&w->param_sync, &w->param_cap, pp_need, sizeof *w->param_sync) ||

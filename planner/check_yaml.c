@@ -28,6 +28,7 @@
 
 #include "layout_codec.h"
 #include "precision.h"
+#include "shard_grads.h"
 #include "check_yaml_depth.h"
 
 #define violation check_violation
@@ -451,12 +452,18 @@ static cm_status read_megatron(reader *r, const yaml_node_t *mc, check_config *c
             violation(rep, CM_ERULE, "megatron-fsdp-required-flags",
                       "Megatron-FSDP needs the distributed optimizer (--use-distributed-"
                       "optimizer): set use_distributed_optimizer: true");
-        if (strategy && strcmp(strategy, "optim_grads_params"))
+        if (strategy && !strcmp(strategy, "optim_grads")) {
+            /* ZeRO-2 (costmodel/shard_grads.h): the distributed optimizer's replicated
+             * parameters with the gradients sharded */
+            l->sharding = SHARDING_DISTOPT;
+            l->shard_grads = true;
+        } else if (strategy && strcmp(strategy, "optim_grads_params")) {
             violation(rep, CM_ERULE, "megatron-fsdp-required-flags",
                       "Megatron-FSDP is planned with --data-parallel-sharding-strategy "
-                      "optim_grads_params, got '%.40s': set data_parallel_sharding_strategy: "
-                      "optim_grads_params",
+                      "optim_grads_params or optim_grads, got '%.40s': set "
+                      "data_parallel_sharding_strategy to one of them",
                       strategy);
+        }
         if (ckpt && strcmp(ckpt, "fsdp_dtensor"))
             violation(rep, CM_ERULE, "megatron-fsdp-checkpoint-format",
                       "Megatron-FSDP works with no checkpoint format but fsdp_dtensor, got "

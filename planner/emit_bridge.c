@@ -21,6 +21,7 @@
 #include "offload.h"
 #include "recompute_modules.h"
 #include "precision.h"
+#include "shard_grads.h"
 
 /* Megatron Bridge's mixed-precision recipe for l (megatron/bridge/training/mixed_precision.py),
  * NULL for bf16 (the recipe configs default to bf16_mixed). */
@@ -264,7 +265,7 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     fprintf(f, "from megatron.bridge.training.mixed_precision import get_mixed_precision_config\n");
     fprintf(f, "cfg.mixed_precision = get_mixed_precision_config(\"%s\")\n", mp ? mp : "bf16_mixed");
     fprintf(f, "cfg.mixed_precision.grad_reduce_in_fp32 = %s\n",
-            py_bool(!emit_megatron_fsdp(l) && !t->grad_reduce_bf16));
+            py_bool((!emit_megatron_fsdp(l) || layout_zero2(l)) && !t->grad_reduce_bf16));
     if (mp) {
         /* what the prediction assumed where the recipe differs: FP8 parameters or bf16 ones
          * beside TE's low-precision copies, and which decoder layers stay bf16
@@ -307,7 +308,8 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
         fprintf(f, "# Megatron-FSDP, required:\n");
         fprintf(f, "cfg.dist.use_megatron_fsdp = True\n");
         fprintf(f, "cfg.ddp.use_megatron_fsdp = True\n");
-        fprintf(f, "cfg.ddp.data_parallel_sharding_strategy = \"optim_grads_params\"\n");
+        fprintf(f, "cfg.ddp.data_parallel_sharding_strategy = \"%s\"\n",
+                layout_zero2(l) ? "optim_grads" : "optim_grads_params");
         fprintf(f, "cfg.ddp.average_in_collective = False\n");
         fprintf(f, "cfg.model.gradient_accumulation_fusion = False\n");
         fprintf(f, "cfg.checkpoint.ckpt_format = \"fsdp_dtensor\"\n");

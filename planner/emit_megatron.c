@@ -12,6 +12,7 @@
 #include "recompute_modules.h"
 
 #include "precision.h"
+#include "shard_grads.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,7 +82,8 @@ static void fl_unsupported(flag_list *fl, const char *fmt, ...)
 
 bool emit_megatron_fsdp(const layout *l)
 {
-    return l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_FSDP;
+    /* optim_grads_params (ZeRO-3), or optim_grads with --shard-grads (costmodel/shard_grads.h) */
+    return l->framework == FRAMEWORK_MEGATRON && layout_grads_sharded(l);
 }
 
 /* Megatron-LM's low-precision flags for l's precision (precision.h): FP8 "hybrid" (e4m3
@@ -417,14 +419,16 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
     if (emit_megatron_fsdp(l)) {
         /* required (DESIGN.md, Framework rules) */
         fl_add(fl, "--use-megatron-fsdp", NULL);
-        fl_add(fl, "--data-parallel-sharding-strategy", "optim_grads_params");
+        fl_add(fl, "--data-parallel-sharding-strategy",
+               layout_zero2(l) ? "optim_grads" : "optim_grads_params");
         fl_add(fl, "--no-gradient-accumulation-fusion", NULL);
         fl_add(fl, "--use-distributed-optimizer", NULL);
         fl_add(fl, "--ckpt-format", "fsdp_dtensor");
         /* recommended */
         fl_add(fl, "--calculate-per-token-loss", NULL);
         fl_add(fl, "--init-model-with-meta-device", NULL);
-        fl_add(fl, "--grad-reduce-in-bf16", NULL);
+        /* ZeRO-2: as priced (the Llama 3 paper's reduce-scatter is fp32, shard_grads.h) */
+        if (!layout_zero2(l) || t->grad_reduce_bf16) fl_add(fl, "--grad-reduce-in-bf16", NULL);
         fl_add(fl, "--fsdp-double-buffer", NULL);
         fl_add(fl, "--use-nccl-ub", NULL);
     } else {
@@ -565,9 +569,11 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
         fputc('\n', f);
     }
     if (emit_megatron_fsdp(&e->layout)) {
-        fprintf(f, "# Megatron-FSDP: the first five FSDP flags are required, the next five "
+        bool bf16_rec = !layout_zero2(&e->layout) || e->training.grad_reduce_bf16;
+        fprintf(f, "# Megatron-FSDP: the first five FSDP flags are required, the next %s "
                    "recommended (--fsdp-double-buffer\n"
-                   "# and --use-nccl-ub trade peak memory for speed).\n");
+                   "# and --use-nccl-ub trade peak memory for speed).\n",
+                bf16_rec ? "five" : "four");
         fprintf(f, "# Leave CUDA_DEVICE_MAX_CONNECTIONS unset (unset CUDA_DEVICE_MAX_CONNECTIONS): "
                    "setting it can slow TP/CP.\n");
         if (!e->training.grad_reduce_bf16)

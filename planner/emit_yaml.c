@@ -18,6 +18,7 @@
 #include "layout_codec.h"
 #include "output.h"
 #include "precision.h"
+#include "shard_grads.h"
 #include "units.h"
 
 /* ---- trainer YAML ---- */
@@ -242,7 +243,7 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
             y_int(w, "cpu_offloading_num_layers", offload_activation_layers(m, l));
         }
         y_map_end(w);
-        bool fsdp = l->sharding == SHARDING_FSDP;
+        bool fsdp = layout_grads_sharded(l); /* ZeRO-3 or ZeRO-2 (shard_grads.h) */
         y_map_start(w, "optimizer_config_kwargs");
         y_bool(w, YKEY(LAYOUT_F_SHARDING), l->sharding != SHARDING_DDP);
         if (l->optimizer_offload_pct > 0) { /* Megatron CPU offload (costmodel/offload.h) */
@@ -257,7 +258,8 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
         /* not in SkyRL's schema (yaml_skyrl_gaps() names them in the header) */
         if (fsdp) {
             y_bool(w, "use_megatron_fsdp", true);
-            y_str(w, "data_parallel_sharding_strategy", "optim_grads_params");
+            y_str(w, "data_parallel_sharding_strategy",
+                  layout_zero2(l) ? "optim_grads" : "optim_grads_params");
             y_str(w, "ckpt_format", "fsdp_dtensor");
         }
         if (l->shard_size > 0 && l->sharding != SHARDING_DDP)
@@ -303,7 +305,7 @@ static void yaml_skyrl_gaps(FILE *f, const estimate *e)
                                                    : "torchtitan (--framework torchtitan)");
     if (l->framework != FRAMEWORK_MEGATRON) return;
     char keys[256] = "";
-    if (l->sharding == SHARDING_FSDP)
+    if (layout_grads_sharded(l))
         strcat(keys, " use_megatron_fsdp, data_parallel_sharding_strategy, ckpt_format,");
     if (l->shard_size > 0 && l->sharding != SHARDING_DDP)
         strcat(keys, " num_distributed_optimizer_instances,");

@@ -268,6 +268,7 @@ void output_layout_line(const estimate *e, char *buf, size_t len)
              "recompute %s",
              l->tp, l->pp, l->dp, l->cp, extra, l->vpp, l->mbs, l->sp ? "on" : "off",
              l->sharding == SHARDING_FSDP      ? "megatron-fsdp"
+             : l->shard_grads                  ? "megatron-fsdp optim_grads (ZeRO-2)"
              : l->sharding == SHARDING_DISTOPT ? "distributed optimizer"
                                                : "ddp",
              layout_recompute_name(l->recompute));

@@ -133,6 +133,8 @@ int published_runs_price(const char *csv_path, const char *source_root, publishe
             char alts[CELL];
             snprintf(alts, sizeof alts, "%s", unknown);
             double lo = 1e300, hi = -1e300;
+            o->lo_gib = 1e300;
+            o->hi_gib = -1e300;
             char *save = NULL;
             for (char *a = strtok_r(alts, "|", &save); a; a = strtok_r(NULL, "|", &save)) {
                 double pred, gib;
@@ -140,6 +142,10 @@ int published_runs_price(const char *csv_path, const char *source_root, publishe
                 price(tab, r, source_root, a, &pred, &gib, &ok);
                 lo = fmin(lo, pred / pub - 1);
                 hi = fmax(hi, pred / pub - 1);
+                o->lo_gib = fmin(o->lo_gib, gib);
+                o->hi_gib = fmax(o->hi_gib, gib);
+                o->n_alts++;
+                o->n_alts_fit += ok;
             }
             printf("%-38s %-8s %-11s %9.0f %9s %+6.1f%%..%+.1f%%  band over an unstated knob (%s)\n",
                    id, rel, o->system, pub, "-", 100 * lo, 100 * hi, unknown);

@@ -26,6 +26,9 @@ typedef struct {
     double lo_err, hi_err;
     double mem_gib;
     bool fits;
+    /* banded rows: the predicted peak GiB over the knob's values, and how many of them fit */
+    double lo_gib, hi_gib;
+    int n_alts, n_alts_fit;
 } published_row;
 
 /* Reads csv_path (columns as tests/data/published_megatron_bridge_h100.csv), prices every
