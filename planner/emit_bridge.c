@@ -260,12 +260,13 @@ cm_status emit_bridge(const estimate *e, const model_spec *m, const system_spec 
     fprintf(f, "cfg.optimizer.clip_grad = 1.0\n");
     /* Precision through Bridge's MixedPrecisionConfig: runtime_config_update() runs its setup(),
      * which writes grad_reduce_in_fp32 and pipeline_dtype over cfg.ddp and cfg.model, so the
-     * plan's gradient-reduce precision goes here (Megatron-FSDP reduces in bf16) */
+     * plan's gradient-reduce precision goes here: the one the prediction priced, for
+     * Megatron-FSDP too (bf16 is recommended there; plan --grad-reduce-bf16 prices it) */
     const char *mp = bridge_precision_recipe(l);
     fprintf(f, "from megatron.bridge.training.mixed_precision import get_mixed_precision_config\n");
     fprintf(f, "cfg.mixed_precision = get_mixed_precision_config(\"%s\")\n", mp ? mp : "bf16_mixed");
     fprintf(f, "cfg.mixed_precision.grad_reduce_in_fp32 = %s\n",
-            py_bool((!emit_megatron_fsdp(l) || layout_zero2(l)) && !t->grad_reduce_bf16));
+            py_bool(!t->grad_reduce_bf16));
     if (mp) {
         /* what the prediction assumed where the recipe differs: FP8 parameters or bf16 ones
          * beside TE's low-precision copies, and which decoder layers stay bf16

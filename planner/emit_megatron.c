@@ -427,8 +427,10 @@ static void megatron_flags(flag_list *fl, const estimate *e, const model_spec *m
         /* recommended */
         fl_add(fl, "--calculate-per-token-loss", NULL);
         fl_add(fl, "--init-model-with-meta-device", NULL);
-        /* ZeRO-2: as priced (the Llama 3 paper's reduce-scatter is fp32, shard_grads.h) */
-        if (!layout_zero2(l) || t->grad_reduce_bf16) fl_add(fl, "--grad-reduce-in-bf16", NULL);
+        /* recommended (DESIGN.md), but emitted only when the plan priced it: the script runs
+         * what the prediction describes (ZeRO-2 and ZeRO-3 alike; the header says how to
+         * price it) */
+        if (t->grad_reduce_bf16) fl_add(fl, "--grad-reduce-in-bf16", NULL);
         fl_add(fl, "--fsdp-double-buffer", NULL);
         fl_add(fl, "--use-nccl-ub", NULL);
     } else {
@@ -569,7 +571,7 @@ cm_status emit_megatron_args(const estimate *e, const model_spec *m, const syste
         fputc('\n', f);
     }
     if (emit_megatron_fsdp(&e->layout)) {
-        bool bf16_rec = !layout_zero2(&e->layout) || e->training.grad_reduce_bf16;
+        bool bf16_rec = e->training.grad_reduce_bf16;
         fprintf(f, "# Megatron-FSDP: the first five FSDP flags are required, the next %s "
                    "recommended (--fsdp-double-buffer\n"
                    "# and --use-nccl-ub trade peak memory for speed).\n",

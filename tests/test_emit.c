@@ -484,7 +484,7 @@ static void test_megatron_args(void **state)
         "--use-megatron-fsdp \\", "--data-parallel-sharding-strategy optim_grads_params",
         "--no-gradient-accumulation-fusion", "--use-distributed-optimizer",
         "--ckpt-format fsdp_dtensor", "--calculate-per-token-loss",
-        "--init-model-with-meta-device", "--grad-reduce-in-bf16", "--fsdp-double-buffer",
+        "--init-model-with-meta-device", "--fsdp-double-buffer",
         "--use-nccl-ub", "CUDA_DEVICE_MAX_CONNECTIONS", "--num-experts 8", "--moe-router-topk 2",
         "--moe-ffn-hidden-size 14336", "--expert-model-parallel-size 8",
         "--recompute-granularity full", "--recompute-method uniform", "--recompute-num-layers 1",
@@ -494,7 +494,18 @@ static void test_megatron_args(void **state)
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         if (!strstr(text, want[i])) fail_msg("missing %s in\n%s", want[i], text);
     assert_null(strstr(text, "--sequence-parallel"));
+    /* recommended, but the estimate priced fp32 gradient reduction: the script does not switch
+     * to bf16 behind the prediction's back; with --grad-reduce-bf16 it is priced and emitted */
+    assert_null(strstr(text, "\n--grad-reduce-in-bf16"));
+    assert_non_null(strstr(text, "plan --grad-reduce-bf16 predicts with it"));
     free(text);
+    t.grad_reduce_bf16 = true;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err), CM_OK);
+    assert_int_equal(emit_megatron_args(&e, &m, &sys, &ctx, &text, err, sizeof err), CM_OK);
+    assert_non_null(strstr(text, "\n--grad-reduce-in-bf16"));
+    free(text);
+    t.grad_reduce_bf16 = false;
+    assert_int_equal(estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err), CM_OK);
     /* Megatron-Bridge has no recipe and no bridge for Mixtral (AutoBridge refuses
      * MixtralForCausalLM: bench/BRIDGE.md): said, instead of a script that cannot start */
     assert_int_equal(emit_bridge(&e, &m, &sys, &ctx, &text, err, sizeof err), CM_EINVAL);

@@ -119,12 +119,18 @@ static void test_bridge_survives_runtime_update(void **state)
     assert_null(strstr(text, "cfg.mixed_precision = \"bf16_mixed\""));
     free(text);
     t.grad_reduce_bf16 = false;
-    /* Megatron-FSDP reduces in bf16 */
+    /* Megatron-FSDP: the reduce precision the prediction priced (fp32 unless
+     * --grad-reduce-bf16), not the recommended bf16 behind the prediction's back */
     l = layout_default(FRAMEWORK_MEGATRON);
     l.dp = 16; l.sharding = SHARDING_FSDP;
     text = bridge_text("8b", l, t);
+    want_line(text, "cfg.mixed_precision.grad_reduce_in_fp32 = True");
+    free(text);
+    t.grad_reduce_bf16 = true;
+    text = bridge_text("8b", l, t);
     want_line(text, "cfg.mixed_precision.grad_reduce_in_fp32 = False");
     free(text);
+    t.grad_reduce_bf16 = false;
     /* GPT-3 175B: the recipe's comm_overlap turns TP overlap on; the plan's values replace it
      * (its userbuffer shapes kept), DP overlaps as planned */
     l = layout_default(FRAMEWORK_MEGATRON);
