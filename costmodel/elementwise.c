@@ -571,7 +571,7 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
         return;
     }
     /* Gemma 2's final-logit soft-capping (transformers 5.17.0 models/gemma2/modeling_gemma2.py
-     * Gemma2ForCausalLM.forward, lines 527-531: logits / cap, torch.tanh, * cap) on the bf16
+     * Gemma2ForCausalLM.forward, lines 528-530: logits / cap, torch.tanh, * cap) on the bf16
      * logits before the loss: three vectorized bf16 kernels of 4 bytes a logit; backward
      * (derivatives.yaml mul.Tensor, tanh: tanh_backward(grad, result), div.Tensor) grad * cap 4,
      * tanh_backward reading grad and the saved output 6, grad / cap 4, after the cast back */
