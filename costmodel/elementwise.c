@@ -56,72 +56,11 @@
 #include "precision.h"
 #include "titan_moe.h"
 
-typedef struct {
-    elementwise_kernel *k;
-    int *n;
-} pass;
-
-static void add(pass p, const char *name, double bytes, int count, ew_access a)
-{
-    if (*p.n >= ELEMENTWISE_MAX || count <= 0 || bytes <= 0) return;
-    p.k[*p.n] = (elementwise_kernel){name, bytes, count, a};
-    (*p.n)++;
-}
-
-/* ---- access patterns (elementwise.h); element sizes: bf16 2, fp32 4 ------------------------ */
-
-static long L(double x) { return x < 1 ? 1 : (long)(x + 0.5); }
-
-/* Contiguous operands over `elems` elements; eb/ea 0: fewer inputs. */
-static ew_access contig(ew_pattern p, int eo, int ea, int eb, double elems)
-{
-    ew_access a = {.pattern = p, .esize = {eo, ea, eb}, .n = {1, 1, L(elems)}};
-    for (int k = 0; k < 3; k++)
-        if (a.esize[k]) a.stride[k][2] = 1;
-    return a;
-}
+#include "elementwise_internal.h"
 
 ew_access ew_contiguous(ew_pattern p, int eo, int ea, int eb, double elems)
 {
     return contig(p, eo, ea, eb, elems);
-}
-
-static ew_access vec(int eo, int ea, int eb, double elems)
-{
-    return contig(EW_VECTORIZED, eo, ea, eb, elems);
-}
-
-/* A simple count of `bytes`: a bf16 kernel reading half of them and writing half. */
-static ew_access lump(double bytes) { return vec(2, 2, 0, bytes / 4); }
-
-/* [rows, w] (.) b, b broadcast: a [w] row over every row (col = false: norm weight), or a
- * [rows, 1] column over every column (col = true: rstd). */
-static ew_access bcast(int e, double rows, double w, bool col)
-{
-    ew_access a = {.pattern = EW_OFFSETS, .esize = {e, e, e}, .n = {1, L(rows), L(w)}};
-    for (int k = 0; k < 2; k++) a.stride[k][1] = L(w), a.stride[k][2] = 1;
-    if (col) a.stride[2][1] = 1;
-    else a.stride[2][2] = 1;
-    return a;
-}
-
-/* Unary [rows, 1] expanded to [rows, w] (mean_backward: grad.expand() / h). */
-static ew_access expand(int e, double rows, double w)
-{
-    ew_access a = {.pattern = EW_OFFSETS, .esize = {e, e, 0}, .n = {1, L(rows), L(w)}};
-    a.stride[0][1] = L(w), a.stride[0][2] = 1;
-    a.stride[1][1] = 1;
-    return a;
-}
-
-/* A reduction of [rows, w] over w (row) or over rows (col). */
-static ew_access reduce(ew_pattern p, int eo, int ea, double rows, double w)
-{
-    ew_access a = {.pattern = p, .esize = {eo, ea, 0}, .n = {1, L(rows), L(w)}};
-    a.stride[1][1] = L(w), a.stride[1][2] = 1;
-    if (p == EW_REDUCE_ROW) a.stride[0][1] = 1;
-    else a.stride[0][2] = 1;
-    return a;
 }
 
 /* RoPE's shapes over t tokens, hd heads of d (bf16). q (and k) keep q_proj's [b, s, heads, d]
@@ -179,44 +118,6 @@ static ew_access rope_access(rope_op op, double t, double hd, double d)
         break;
     }
     return a;
-}
-
-/* LlamaRMSNorm over t rows of width w, normalised over nw (h; Qwen3's q/k norms: head_dim),
- * `count` times (header comment: 36 and 92 bytes); qk: Qwen3's per-head q/k norms, named
- * apart. */
-static void rms_norm(pass f, pass b, double t, double w, double nw, int count, bool qk)
-{
-    static const char *const names[2][19] = {
-        {"rmsnorm.to_fp32", "rmsnorm.pow", "rmsnorm.mean", "rmsnorm.mul_rstd",
-         "rmsnorm.to_bf16", "rmsnorm.mul_weight", "rmsnorm.bwd.mul_weight", "rmsnorm.bwd.mul_x",
-         "rmsnorm.bwd.sum_weight", "rmsnorm.bwd.to_fp32", "rmsnorm.bwd.mul_rstd",
-         "rmsnorm.bwd.mul_x_fp32", "rmsnorm.bwd.sum_rstd", "rmsnorm.bwd.mean",
-         "rmsnorm.bwd.pow1_copy", "rmsnorm.bwd.mul_2", "rmsnorm.bwd.mul_grad",
-         "rmsnorm.bwd.add_fp32", "rmsnorm.bwd.to_bf16"},
-        {"qknorm.to_fp32", "qknorm.pow", "qknorm.mean", "qknorm.mul_rstd", "qknorm.to_bf16",
-         "qknorm.mul_weight", "qknorm.bwd.mul_weight", "qknorm.bwd.mul_x",
-         "qknorm.bwd.sum_weight", "qknorm.bwd.to_fp32", "qknorm.bwd.mul_rstd",
-         "qknorm.bwd.mul_x_fp32", "qknorm.bwd.sum_rstd", "qknorm.bwd.mean",
-         "qknorm.bwd.pow1_copy", "qknorm.bwd.mul_2", "qknorm.bwd.mul_grad",
-         "qknorm.bwd.add_fp32", "qknorm.bwd.to_bf16"},
-    };
-    /* bytes per element: 6 forward kernels, then 13 backward ones */
-    static const double per[19] = {6, 8, 4, 8, 6, 4, 4, 6, 2, 6, 8, 12, 4, 4, 8, 8, 12, 12, 6};
-    double e = t * w, r = e / nw;
-    /* the kernel of each (bf16 2, fp32 4): x.to(fp32) casts; pow contiguous; mean over h;
-     * x * rstd broadcasts [T,1]; .to(bf16) vectorized; weight * x broadcasts [h]; backward:
-     * grad * weight broadcast, grad * x contiguous, sum_to [h] over rows, cast, grad * rstd
-     * broadcast, grad * x fp32, sum_to [T,1] over h, expand / h, pow(1)'s Memcpy, 2 * x,
-     * grad * (2x), the fp32 add, the cast back */
-    const ew_access acc[19] = {
-        contig(EW_UNROLLED, 4, 2, 0, e), vec(4, 4, 0, e), reduce(EW_REDUCE_ROW, 4, 4, r, nw),
-        bcast(4, r, nw, true), vec(2, 4, 0, e), bcast(2, r, nw, false),
-        bcast(2, r, nw, false), vec(2, 2, 2, e), reduce(EW_REDUCE_COL, 2, 2, r, nw),
-        contig(EW_UNROLLED, 4, 2, 0, e), bcast(4, r, nw, true), vec(4, 4, 4, e),
-        reduce(EW_REDUCE_ROW, 4, 4, r, nw), expand(4, r, nw), vec(4, 4, 0, e), vec(4, 4, 0, e),
-        vec(4, 4, 4, e), vec(4, 4, 4, e), vec(2, 4, 0, e),
-    };
-    for (int i = 0; i < 19; i++) add(i < 6 ? f : b, names[qk][i], per[i] * e, count, acc[i]);
 }
 
 /* q * cos + rotate_half(q) * sin over t rows of width w, heads of d (header comment: 20 and 34
@@ -306,13 +207,26 @@ static ew_access reduce_mid(int e, double outer, double r, double d)
     return a;
 }
 
-static void native_repeat_kv(pass f, pass b, double t, double qw, double kw, double d)
+/* share: the fraction of the layers that run it (the bytes of the mean layer); copy: false
+ * where the expand + reshape is a view (one KV head: elementwise_hf_repeat_kv) */
+static void repeat_kv(pass f, pass b, double t, double qw, double kw, double d, double share,
+                      bool copy)
 {
-    if (qw <= kw) return;
+    if (qw <= kw || share <= 0) return;
     double e = t * qw; /* elements of the repeated k (and v) */
     double r = 2.0 + 2.0 * kw / qw;
-    add(f, "repeat_kv.copy", r * e, 2, vec(2, 2, 0, e));
-    add(b, "repeat_kv.bwd.sum", r * e, 2, reduce_mid(2, t * kw / d, qw / kw, d));
+    if (copy) add(f, "repeat_kv.copy", share * r * e, 2, vec(2, 2, 0, e));
+    add(b, "repeat_kv.bwd.sum", share * r * e, 2, reduce_mid(2, t * kw / d, qw / kw, d));
+}
+
+void elementwise_hf_repeat_kv(const model_spec *m, const layout *l, double tokens, double share,
+                              elementwise_list *out)
+{
+    if (share <= 0 || m->mla || !out->eager || layout_impl_of(l) != IMPL_HF) return;
+    pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
+    double qw = m->heads * (double)m->head_dim / l->tp;
+    double kw = m->kv_heads * (double)m->head_dim / l->tp;
+    repeat_kv(f, b, tokens, qw, kw, m->head_dim, share, m->kv_heads > 1);
 }
 
 /* A torch.compile'd native block (impl native, --compile; issue 14): the kernels Inductor
@@ -515,15 +429,22 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
     double qw = a * qk / tp, kw = (m->mla ? a : m->kv_heads) * qk / tp;
     bool gated = m->activation == MODEL_ACT_SWIGLU;
 
-    /* Norms (input_layernorm, post_attention_layernorm; Qwen3's per-head q/k norms). */
+    /* Norms (input_layernorm, post_attention_layernorm; Qwen3's per-head q/k norms; Gemma 2/3
+     * also pre_feedforward_layernorm and post_feedforward_layernorm, Gemma3DecoderLayer /
+     * Gemma2DecoderLayer in transformers 5.17.0: four per layer, each GemmaRMSNorm). */
     /* torchtitan 2024's own RMSNorm runs LlamaRMSNorm's eager ops (layout.h rms_norm_unfused) */
+    int norms = m->sandwich_norm ? 4 : 2;
     if (m->norm == MODEL_NORM_RMS && native && !l->rms_norm_unfused) {
         native_rms_norm(f, b, tr, h, 2);
         if (m->qk_norm) native_rms_norm(f, b, tokens, (qw + kw) / 2.0, 2);
-    } else if (m->norm == MODEL_NORM_RMS) {
-        rms_norm(f, b, tr, h, h, 2, false);
+    } else if (m->norm == MODEL_NORM_RMS && m->norm_fp32_scale && !native) {
+        ew_gemma_rms_norm(f, b, tr, h, h, norms, false);
         if (m->qk_norm) /* q and k: mean width */
-            rms_norm(f, b, tokens, (qw + kw) / 2.0, qk, 2, true);
+            ew_gemma_rms_norm(f, b, tokens, (qw + kw) / 2.0, qk, 2, true);
+    } else if (m->norm == MODEL_NORM_RMS) {
+        ew_rms_norm(f, b, tr, h, h, norms, false);
+        if (m->qk_norm) /* q and k: mean width */
+            ew_rms_norm(f, b, tokens, (qw + kw) / 2.0, qk, 2, true);
     } else {
         add(f, "layernorm", 4 * tr * h, 2, lump(4 * tr * h));
         add(b, "layernorm.bwd", 8 * tr * h, 2, lump(8 * tr * h));
@@ -531,7 +452,7 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
     if (!m->learned_positions && native) {
         native_rope(f, b, tokens, qw, true);
         native_rope(f, b, tokens, kw, false);
-        native_repeat_kv(f, b, tokens, qw, kw, qk);
+        repeat_kv(f, b, tokens, qw, kw, qk, 1.0, true);
     } else if (!m->learned_positions) {
         rope(f, b, tokens, qw, qk, true);
         rope(f, b, tokens, kw, qk, false);
@@ -619,8 +540,11 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
     double tr = l->sp ? tokens / l->tp : tokens;
     if (m->norm == MODEL_NORM_RMS && layout_impl_of(l) == IMPL_NATIVE && !l->rms_norm_unfused) {
         native_rms_norm(f, b, tr, m->hidden, 1);
+    } else if (m->norm == MODEL_NORM_RMS && m->norm_fp32_scale &&
+               layout_impl_of(l) != IMPL_NATIVE) {
+        ew_gemma_rms_norm(f, b, tr, m->hidden, m->hidden, 1, false);
     } else if (m->norm == MODEL_NORM_RMS) {
-        rms_norm(f, b, tr, m->hidden, m->hidden, 1, false);
+        ew_rms_norm(f, b, tr, m->hidden, m->hidden, 1, false);
     } else {
         add(f, "layernorm", 4 * tr * m->hidden, 1, lump(4 * tr * m->hidden));
         add(b, "layernorm.bwd", 8 * tr * m->hidden, 1, lump(8 * tr * m->hidden));
@@ -646,6 +570,17 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
         loss_parallel(f, b, tokens, v);
         return;
     }
+    /* Gemma 2's final-logit soft-capping (transformers 5.17.0 models/gemma2/modeling_gemma2.py
+     * Gemma2ForCausalLM.forward, lines 528-530: logits / cap, torch.tanh, * cap) on the bf16
+     * logits before the loss: three vectorized bf16 kernels of 4 bytes a logit; backward
+     * (derivatives.yaml mul.Tensor, tanh: tanh_backward(grad, result), div.Tensor) grad * cap 4,
+     * tanh_backward reading grad and the saved output 6, grad / cap 4, after the cast back */
+    bool softcap = m->final_logit_softcap > 0 && layout_impl_of(l) == IMPL_HF;
+    if (softcap) {
+        add(f, "softcap.div", 4 * e, 1, vec(2, 2, 0, e));
+        add(f, "softcap.tanh", 4 * e, 1, vec(2, 2, 0, e));
+        add(f, "softcap.mul", 4 * e, 1, vec(2, 2, 0, e));
+    }
     add(f, "loss.to_fp32", 6 * e, 1, contig(EW_UNROLLED, 4, 2, 0, e));
     add(f, "loss.log_softmax", 8 * e, 1, reduce(EW_SOFTMAX_FWD, 4, 4, tokens, v));
     add(b, "loss.bwd.zeros", 4 * e, 1, vec(4, 0, 0, e));
@@ -655,6 +590,11 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
     sb.stride[0][2] = sb.stride[2][2] = 1;
     add(b, "loss.bwd.log_softmax", 12 * e, 1, sb);
     add(b, "loss.bwd.to_bf16", 6 * e, 1, vec(2, 4, 0, e));
+    if (softcap) {
+        add(b, "softcap.bwd.mul", 4 * e, 1, vec(2, 2, 0, e));
+        add(b, "softcap.bwd.tanh", 6 * e, 1, vec(2, 2, 2, e));
+        add(b, "softcap.bwd.div", 4 * e, 1, vec(2, 2, 0, e));
+    }
 }
 
 double elementwise_bytes(const elementwise_kernel *k, int n)

@@ -100,6 +100,17 @@ typedef struct {
 void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool moe,
                        elementwise_list *out);
 
+/* Hugging Face's SDPA call on the layers it gives an explicit (sliding-window) mask, `share` of
+ * them (memory_hf_window_mask_share): transformers 5.17.0 integrations/sdpa_attention.py
+ * sdpa_attention_forward (lines 97-102; use_gqa_in_sdpa, line 36: enable_gqa only without a
+ * mask) expands k and v to every query head with repeat_kv (lines 15-24) before SDPA: a copy of
+ * each (unless there is one KV head, where expand + reshape is a view: bench/results/
+ * gemma19_2026-11-29 sdpa_probe.json, no copy kernel and nothing kept at 1 KV head, two
+ * direct_copy kernels at 8 of 16), and in the backward a sum over the repeats. Appended to a
+ * layer's eager list; nothing for other lists. */
+void elementwise_hf_repeat_kv(const model_spec *m, const layout *l, double tokens, double share,
+                              elementwise_list *out);
+
 /* The loss head of the last stage: final norm (eager), logits.float() and cross-entropy over
  * vocab / tp logits per token. The lm_head GEMM is not in it. */
 void elementwise_head(const model_spec *m, const layout *l, double tokens, elementwise_list *out);

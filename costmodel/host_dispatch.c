@@ -27,12 +27,12 @@
 
 /* Parameter tensors of one decoder layer as the model code holds them (each a copy-out after
  * every all-gather at world size 1: split_with_sizes_copy per tensor; bench/realruns/results/
- * kernels-h100.json shows 21 device-to-device copies per Llama layer): q, k, v, o, two norms,
- * Qwen3's q/k norms, the MLP's gate, up, down (the MoE block: router and the experts' two 3D
- * tensors, transformers 5). */
+ * kernels-h100.json shows 21 device-to-device copies per Llama layer): q, k, v, o, two norms
+ * (Gemma 2/3: four), Qwen3's q/k norms, the MLP's gate, up, down (the MoE block: router and
+ * the experts' two 3D tensors, transformers 5). */
 double host_dispatch_layer_tensors(const model_spec *m, bool moe)
 {
-    double n = 4 + 2 + (m->qk_norm ? 2 : 0);
+    double n = 4 + (m->sandwich_norm ? 4 : 2) + (m->qk_norm ? 2 : 0);
     if (moe) n += 1 + 2 + (m->shared_experts ? 3 : 0);
     else n += m->activation == MODEL_ACT_SWIGLU ? 3 : 2;
     return n;

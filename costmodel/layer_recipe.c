@@ -261,16 +261,17 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
     double attn_fwd, attn_bwd;
     double rows_a = tokens * a / tp;
     double pqk = 0, ppv = 0, sm_f = 0, sm_b = 0, sm_f_s = 0, sm_b_s = 0;
-    /* Hugging Face transformers builds an explicit boolean mask when a sliding window is
-     * shorter than the sequence (masking_utils.sdpa_mask: is_causal can only stand for the
-     * plain causal mask); SDPA then runs cuDNN's flash kernel with the mask (the kernel names
-     * in bench/realruns/results/launch-h100.json), which computes every block of the s x s
-     * scores: the non-causal work. Measured there at Phi-3-mini's shape: 1.8x (s 2048) and
-     * 2.9x (s 4096) the is_causal time, forward + backward. Where the system has measured
-     * rates by shape (attention_rate.h) the masked path's own rate is read instead, over the
-     * causal FLOPs the rates are defined with. */
-    bool explicit_mask = layout_impl_of(l) == IMPL_HF && m->sliding_window > 0 &&
-                         m->sliding_window < t->seq_len;
+    /* Hugging Face transformers builds an explicit boolean mask for its sliding layers once the
+     * sequence reaches the window (memory_hf_window_mask_share: masking_utils.sdpa_mask, which
+     * is_causal can stand for only on the full layers); SDPA then runs cuDNN's flash kernel
+     * with the mask (the kernel names in bench/realruns/results/launch-h100.json), which
+     * computes every block of the s x s scores: the non-causal work. Measured there at
+     * Phi-3-mini's shape: 1.8x (s 2048) and 2.9x (s 4096) the is_causal time, forward +
+     * backward. Where the system has measured rates by shape (attention_rate.h) the masked
+     * path's own rate is read instead, over the causal FLOPs the rates are defined with; the
+     * full-attention layers (Gemma 2/3) get no mask: is_causal, at the causal rate. */
+    double mask_share = memory_hf_window_mask_share(m, t, l);
+    bool explicit_mask = mask_share > 0;
     bool causal = t->causal && !explicit_mask;
     if (t->attention == ATTENTION_FLASH) {
         double seq_q = t->seq_len / (l->cp > 0 ? l->cp : 1); /* queries per sequence here */
@@ -279,9 +280,10 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
                          : t->causal   ? ATTN_MASK_CAUSAL
                                        : ATTN_MASK_NONE;
         double f = flops_attention_core_forward(m, tokens, t->seq_len, causal) / tp;
-        double fw, bw;
+        /* the table's d counts 4 s^2 d FLOPs a (sequence, head): MLA's is (qk + v) / 2 = 160 */
+        double fw, bw, hd = 0.5 * (qk + vd);
         if (sys->attention_rates.n > 0 &&
-            attn_table_rates(&sys->attention_rates, mask, qk, rows, seq_q, &fw, &bw)) {
+            attn_table_rates(&sys->attention_rates, mask, hd, rows, seq_q, &fw, &bw)) {
             /* The rates of the window mask divide the causal FLOPs, half the s x s scores
              * (bench/attention_sweep.py: "x0.5 for causal and window"), not the window's own
              * count: the masked kernel computes every block whatever the window. Counting the
@@ -294,8 +296,15 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
                 f = 0.5 * flops_attention_core_forward(m, tokens, t->seq_len, false) / tp;
             attn_fwd = f / (fw * compute_attention_rate_scale(sys));
             attn_bwd = 2.5 * f / (bw * compute_attention_rate_scale(sys));
+            double cfw, cbw, sc = compute_attention_rate_scale(sys); /* full layers: causal */
+            if (explicit_mask && mask_share < 1 && t->causal &&
+                attn_table_rates(&sys->attention_rates, ATTN_MASK_CAUSAL, hd, rows, seq_q, &cfw,
+                                 &cbw)) {
+                attn_fwd = mask_share * attn_fwd + (1 - mask_share) * f / (cfw * sc);
+                attn_bwd = mask_share * attn_bwd + (1 - mask_share) * 2.5 * f / (cbw * sc);
+            }
             if (causal && layout_impl_of(l) == IMPL_TE)
-                sliding_attention_s(m, sys, t, tokens / tp, qk, rows, seq_q, fw, bw, &attn_fwd,
+                sliding_attention_s(m, sys, t, tokens / tp, hd, rows, seq_q, fw, bw, &attn_fwd,
                                     &attn_bwd);
         } else {
             attn_fwd = compute_flash_forward_s(sys, f);
@@ -654,6 +663,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
     {
         elementwise_list el;
         elementwise_layer(m, l, tokens, moe, &el);
+        elementwise_hf_repeat_kv(m, l, tokens, memory_hf_window_mask_share(m, t, l), &el);
         rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
         rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
         if (moe && expert_loop_applies(t, l)) rb_expert_loop_act(r, m->experts / l->ep);

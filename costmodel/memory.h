@@ -70,9 +70,12 @@ typedef struct {
     double host_activation_bytes; /* Megatron activation offload (offload.h): the activations
                                      this GPU parks in host memory at the peak (0 without it) */
 } memory_breakdown;
+/* The share of the layers to which Hugging Face gives an explicit (sliding-window) attention
+ * mask: its sliding layers once the sequence reaches the window, else 0 (--impl hf only). */
+double memory_hf_window_mask_share(const model_spec *m, const training_spec *t, const layout *l);
 /* The additive attention mask torch's SDPA makes from Hugging Face's explicit sliding-window
  * mask and saves per layer (b s^2 x 2 bytes, averaged over the layers by the share of sliding
- * ones); 0 unless --impl hf with a window shorter than the sequence. */
+ * ones); 0 unless --impl hf with a window no longer than the sequence. */
 double memory_hf_window_mask_bytes(const model_spec *m, const training_spec *t, const layout *l);
 /* Activation bytes one layer stores for backward, per micro-batch, on one GPU, without
  * recompute or with selective recompute (Korthikanti Table 2, generalised to GQA, SwiGLU, MoE,

@@ -36,20 +36,33 @@ static double mlp_intermediate_bytes(const model_spec *m, double width)
     return (m->activation == MODEL_ACT_SWIGLU ? 6.0 : 4.0) * width;
 }
 
+double memory_hf_window_mask_share(const model_spec *m, const training_spec *t, const layout *l)
+{
+    /* Hugging Face transformers builds an explicit boolean mask [b, 1, s, s] for its sliding
+     * layers once the sequence reaches the window (transformers 5.17.0 masking_utils.py
+     * _ignore_causal_mask_sdpa, line 263: no skip when kv_length >= local_attention_size, the
+     * sliding_window create_sliding_window_causal_mask passes; the full-attention layers'
+     * create_causal_mask is skipped, mask None, and sdpa_attention.py line 124 passes
+     * is_causal). Measured on one H200 (bench/results/gemma19_2026-11-29): Gemma-2-9B cut to 4
+     * layers at seq 6144 runs its sliding layers 0 and 2 through the masked cuDNN kernels
+     * (4.6 ms forward) and 1 and 3 causal (0.95 ms). */
+    if (!layout_is_pytorch(l) || layout_impl_of(l) != IMPL_HF || m->sliding_window <= 0 ||
+        m->sliding_window > t->seq_len || m->layers <= 0)
+        return 0;
+    return (double)model_sliding_layers(m) / m->layers;
+}
+
 double memory_hf_window_mask_bytes(const model_spec *m, const training_spec *t, const layout *l)
 {
-    /* Hugging Face transformers builds an explicit boolean mask [b, 1, s, s] when a sliding
-     * window is shorter than the sequence (layer_recipe.c, masking_utils.sdpa_mask); torch's
-     * scaled_dot_product_attention turns it into an additive mask of the query dtype in every
-     * call (aten/src/ATen/native/transformers/attention.cpp: convert_boolean_attn_mask(_cudnn),
-     * at::where over the mask: a new bf16 tensor of the mask's full shape, b s^2 x 2 bytes),
-     * and the attention op saves it for its backward (attn_bias): one per sliding layer,
-     * averaged over the layers as the rest of this function is. */
-    if (!layout_is_pytorch(l) || layout_impl_of(l) != IMPL_HF || m->sliding_window <= 0 ||
-        m->sliding_window >= t->seq_len || m->layers <= 0)
-        return 0;
-    double frac = (double)model_sliding_layers(m) / m->layers;
-    return frac * 2.0 * l->mbs * ((double)t->seq_len / l->cp) * t->seq_len;
+    /* torch's scaled_dot_product_attention turns HF's boolean mask into an additive mask of the
+     * query dtype in every call (aten/src/ATen/native/transformers/attention.cpp:
+     * convert_boolean_attn_mask(_cudnn), at::where over the mask: a new bf16 tensor of the
+     * mask's full shape, b s^2 x 2 bytes), and the attention op saves it for its backward
+     * (attn_bias): one per sliding layer, averaged over the layers as the rest of this file is
+     * (seen in bench/results/gemma19_2026-11-29 owners.jsonl: sdpa_attention.py line 158 holds
+     * the outputs and 22 such masks of Gemma-3-1B, 2.19 GiB at seq 2048, mbs 8) */
+    return memory_hf_window_mask_share(m, t, l) * 2.0 * l->mbs * ((double)t->seq_len / l->cp) *
+           t->seq_len;
 }
 
 double memory_layer_routed_activation_bytes(const model_spec *m, const training_spec *t,
@@ -191,8 +204,28 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * tools/autograd/derivatives.yaml, entries silu (self) and mul.Tensor (self, other) */
         if (!moe_layer && m->activation == MODEL_ACT_SWIGLU) sharded += 2.0 * m->ffn;
         if (layout_impl_of(l) == IMPL_HF) {
-            if (m->norm == MODEL_NORM_RMS) repl += 2.0 * 4.0 * h;
-            if (m->qk_norm) sharded += 6.0 * (a + kv_heads) * qk;
+            /* GemmaRMSNorm (model.h norm_fp32_scale; elementwise_norm.c) keeps two fp32 tensors
+             * and no bf16 one: x.float() (pow's and x * rstd's input) and x_hat (the product
+             * with 1 + weight saves it), 8 bytes an element, for each of its norms (four with
+             * Gemma 2/3's sandwich norms); only the input and pre-MLP norms' bf16 outputs are
+             * kept, by q/k/v and gate/up (the base's QKV and FC1 inputs), so the base's two
+             * norm inputs (4h) go. Measured (bench/results/gemma19_2026-11-29 owners.jsonl,
+             * the allocator's owners at the peak): Gemma-3-1B seq 2048 mbs 8 keeps 9.41 GiB
+             * from modeling_gemma3.py line 146 (x.float()) and 9.43 GiB from line 143 (x *
+             * rstd): 8 x (4 x 1152 + (4 + 1) x 256) B a token and layer plus the final norm's. */
+            int norms = m->sandwich_norm ? 4 : 2;
+            if (m->norm == MODEL_NORM_RMS && m->norm_fp32_scale)
+                repl += norms * 8.0 * h - 4.0 * h;
+            else if (m->norm == MODEL_NORM_RMS)
+                repl += 2.0 * 4.0 * h;
+            if (m->qk_norm) sharded += (m->norm_fp32_scale ? 8.0 : 6.0) * (a + kv_heads) * qk;
+            /* repeat_kv's copies on the layers with an explicit mask (elementwise.h
+             * elementwise_hf_repeat_kv): SDPA saves the repeated k and v, a d each, where the
+             * base counts kv d (seen: sdpa_attention.py repeat_kv line 24 holds 0.375 GiB for
+             * Gemma-2-9B's two sliding layers of four, 12,288 tokens: 2 x 2 x 16 x 256 B a
+             * token and layer); none at one KV head (a view) */
+            if (m->kv_heads > 1 && m->kv_heads < m->heads)
+                sharded += memory_hf_window_mask_share(m, t, l) * 2.0 * (a - kv_heads) * (qk + v);
             /* A fused projection (Phi-3's qkv_proj, modeling_phi3.py Phi3Attention.forward):
              * q, k and v are slices (views) of its one output; RoPE writes new q and k, which
              * SDPA saves, but the v it saves is still a view, and a view keeps its whole base

@@ -27,6 +27,15 @@ double memory_logits_bytes(const model_spec *m, const training_spec *t, const la
      * the backward: 2 more. Seen in bench/realruns: Qwen2.5-1.5B seq 4096 mbs 8 ran out of
      * memory asking for one more fp32 logits buffer (18.5 GiB = 32768 x 151936 x 4 B). */
     if (layout_is_pytorch(l)) bytes_per = layout_impl_of(l) == IMPL_NATIVE ? 14.0 : 12.0;
+    /* Gemma 2's final-logit soft-capping (elementwise.c elementwise_head: logits / cap, tanh,
+     * * cap on the bf16 logits) leaves one bf16 logits tensor alive through the loss's backward,
+     * the tanh output its backward reads (derivatives.yaml tanh: tanh_backward(grad, result)):
+     * 2 bytes a logit more. Measured on one H200 (bench/results/gemma19_2026-11-29
+     * owners.jsonl, Gemma-2-9B cut to 4 layers, seq 6144, mbs 2: at the loss backward's peak two
+     * fp32 buffers without a Python frame 23.44 GiB, log_softmax's output 11.72 GiB and a bf16
+     * tensor of the soft-capping lines 5.86 GiB: 14 x 12,288 x 256,000 B) */
+    if (layout_is_pytorch(l) && layout_impl_of(l) == IMPL_HF && m->final_logit_softcap > 0)
+        bytes_per += 2.0;
     /* torchtitan's loss_parallel (tp > 1, vocab-sharded logits): its fused backward,
      * torch/distributed/tensor/parallel/loss.py _nll_loss_and_log_softmax_backward, returns
      * (grad_input + torch.exp(x)) * grad_output: the zeroed grad_input, exp(x) and their sum

@@ -360,6 +360,10 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
     REAL_FIELD(norm_eps, KEYS("rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps"),
                "norm epsilon", 0, 0, 1);
     spec->sandwich_norm = type_is(model_type, "gemma2") || type_starts(model_type, "gemma3");
+    /* GemmaRMSNorm (transformers models/gemma/, gemma2/, gemma3/ modeling files): output =
+     * _norm(x.float()) * (1.0 + weight.float()), then type_as(x); costmodel/elementwise_norm.c */
+    spec->norm_fp32_scale = type_is(model_type, "gemma") || type_is(model_type, "gemma2") ||
+                            type_starts(model_type, "gemma3");
     spec->learned_positions = gpt_style || cj_get_str(cfg, "position_embedding_type") != NULL;
     if (spec->learned_positions && spec->max_positions == 0) {
         st = cm_fail(err, errlen, CM_EPARSE,

@@ -53,6 +53,8 @@ typedef struct {
     bool hf_fused_qkv;    /* Hugging Face code projects q, k, v with one Linear (Phi-3 qkv_proj)
                            * and slices the views q, k, v from its output */
     bool sandwich_norm;   /* four norms per layer: pre and post attention and MLP (Gemma 2/3) */
+    bool norm_fp32_scale; /* the RMSNorm scales by (1 + weight) in fp32 and casts after
+                           * (GemmaRMSNorm: Gemma 1/2/3), not weight x the bf16 cast (Llama) */
     bool dropout;         /* dropout active in training (GPT-style configs); stores masks */
 
     /* Positions and norms (0 where the config does not say). */

@@ -150,9 +150,10 @@ static void test_backward_end(void **state)
  * and 32 KV heads of 96, sliding_window 2047 on every layer), seq 4096, mbs 2 (the held-out
  * fsdp-hf-phi3-ws4, bench/results/heldout2_2026-11-27). SDPA's additive copy of the explicit
  * window mask, bf16 [2, 1, 4096, 4096]: 2 x 2 x 4096 x 4096 = 67,108,864 B a layer; at seq 2048
- * 2 x 2 x 2048 x 2048 = 16,777,216 B; none at seq 2047 (the window covers the sequence) nor for
- * the native code. The fused qkv_proj's output kept by the v view: q and k parts, 2 bytes x
- * (32 + 32) x 96 = 12,288 B a token, x 8192 tokens = 100,663,296 B a layer more. */
+ * 2 x 2 x 2048 x 2048 = 16,777,216 B; at seq 2047 2 x 2 x 2047^2 = 16,760,836 B (transformers
+ * builds the mask once the sequence reaches the window); none at 2046 nor for the native code.
+ * The fused qkv_proj's output kept by the v view: q and k parts, 2 bytes x (32 + 32) x 96 =
+ * 12,288 B a token, x 8192 tokens = 100,663,296 B a layer more. */
 static void test_hf_phi3_terms(void **state)
 {
     (void)state;
@@ -176,7 +177,11 @@ static void test_hf_phi3_terms(void **state)
     assert_true(NEAR(fused - separate, 100663296.0));
     t.seq_len = 2048;
     assert_true(NEAR(memory_hf_window_mask_bytes(&m, &t, &l), 16777216.0));
+    /* transformers 5.17.0 masking_utils.py _ignore_causal_mask_sdpa, line 263: the mask is
+     * built once kv_length >= the window, so at seq 2047 too (2 x 2 x 2047^2 B); none at 2046 */
     t.seq_len = 2047;
+    assert_true(NEAR(memory_hf_window_mask_bytes(&m, &t, &l), 16760836.0));
+    t.seq_len = 2046;
     assert_true(memory_hf_window_mask_bytes(&m, &t, &l) == 0);
     t.seq_len = 4096;
     l.impl = IMPL_NATIVE;

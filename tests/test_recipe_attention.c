@@ -80,11 +80,40 @@ static void test_sliding_attention_te(void **state)
     near(op_named(&r, "attn.core")->fwd_s, f127 / (fw * sc), "another window: the causal rate");
 }
 
+/* Hugging Face's mask only on the sliding layers (gemma19; transformers 5.17.0 masking_utils.py
+ * _ignore_causal_mask_sdpa: the full layers' mask is skipped, SDPA runs is_causal): every other
+ * layer sliding, as Gemma 2, window 2048 < seq 4096, head dim 256 (Gemma's, the H200 table's
+ * points measured in bench/results/gemma19_2026-11-29). Both kinds divide the same causal
+ * FLOPs, half the s x s scores: the sliding half at the window rate, the full half at the
+ * causal rate. */
+static void test_window_mask_full_layers(void **state)
+{
+    (void)state;
+    load("8b", "h200");
+    training_spec t = training_default();
+    t.seq_len = 4096, t.global_batch = 1;
+    layout l = fsdp2(1);
+    static recipe r;
+    M.head_dim = 256;
+    M.sliding_window = 2048, M.sliding_period = 2, M.sliding_mask = 1, M.sliding_first_layer = 0;
+    recipe_layer(&M, &S, &t, &l, false, &r, NULL);
+    double wf, wb, cf, cb, sc = compute_attention_rate_scale(&S);
+    assert_true(attn_table_rates(&S.attention_rates, ATTN_MASK_WINDOW, 256, 32, 4096, &wf, &wb));
+    assert_true(attn_table_rates(&S.attention_rates, ATTN_MASK_CAUSAL, 256, 32, 4096, &cf, &cb));
+    assert_true(cf > 3 * wf && cb > 3 * wb); /* measured: 556 / 409 against 130 / 107 TFLOP/s */
+    double flops = 0.5 * 2.0 * 4096.0 * 4096.0 * 32 * (256 + 256); /* 1.10e12 */
+    near(op_named(&r, "attn.core")->fwd_s, 0.5 * (flops / wf + flops / cf) / sc,
+         "sliding layers at the window rate, full ones causal (forward)");
+    near(op_named(&r, "attn.core")->bwd_s, 2.5 * 0.5 * (flops / wb + flops / cb) / sc,
+         "the same, backward");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_window_mask_attention),
         cmocka_unit_test(test_sliding_attention_te),
+        cmocka_unit_test(test_window_mask_full_layers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
