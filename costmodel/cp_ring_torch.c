@@ -36,7 +36,7 @@ static void put(elementwise_kernel *k, int *n, const char *name, double bytes, i
                 ew_pattern p, int eo, int ea, int eb, double elems)
 {
     if (*n >= ELEMENTWISE_MAX || count <= 0 || bytes <= 0) return;
-    k[*n] = (elementwise_kernel){name, bytes, count, ew_contiguous(p, eo, ea, eb, elems)};
+    k[*n] = (elementwise_kernel){name, bytes, count, ew_contiguous(p, eo, ea, eb, elems), 0};
     (*n)++;
 }
 

@@ -316,8 +316,9 @@ static void fused_layer(const model_spec *m, const layout *l, double tokens, boo
     /* two norms, two residual adds (read 2h, write h: 6h), 1-byte dropout masks */
     double repl = 2.0 * 4.0 * h + 12.0 * h + (m->dropout ? 2.0 * h : 0);
     double fwd = tokens * (repl / seq_div + sharded);
-    out->fwd[out->n_fwd++] = (elementwise_kernel){"elementwise", fwd, 1, lump(fwd)};
-    out->bwd[out->n_bwd++] = (elementwise_kernel){"elementwise.bwd", 2.0 * fwd, 1, lump(2.0 * fwd)};
+    out->fwd[out->n_fwd++] = (elementwise_kernel){"elementwise", fwd, 1, lump(fwd), 0};
+    out->bwd[out->n_bwd++] =
+        (elementwise_kernel){"elementwise.bwd", 2.0 * fwd, 1, lump(2.0 * fwd), 0};
     /* Megatron's alltoall dispatcher with several local experts sorts the received tokens by
      * local expert after the all-to-all and restores their order before the combine's
      * (Megatron-LM 2edffadb megatron/core/transformer/moe/token_dispatcher.py
@@ -328,8 +329,8 @@ static void fused_layer(const model_spec *m, const layout *l, double tokens, boo
     if (moe && l->framework == FRAMEWORK_MEGATRON && l->moe_dispatcher == MOE_DISPATCH_ALLTOALL &&
         l->ep > 1 && m->experts / l->ep > 1) {
         double one = tokens * m->top_k / tp * 4.0 * h; /* bytes of each of the two kernels */
-        out->fwd[out->n_fwd++] = (elementwise_kernel){"moe.sort_chunks", one, 2, lump(one)};
-        out->bwd[out->n_bwd++] = (elementwise_kernel){"moe.sort_chunks.bwd", one, 2, lump(one)};
+        out->fwd[out->n_fwd++] = (elementwise_kernel){"moe.sort_chunks", one, 2, lump(one), 0};
+        out->bwd[out->n_bwd++] = (elementwise_kernel){"moe.sort_chunks.bwd", one, 2, lump(one), 0};
     }
     /* FP8/FP4 experts behind a dispatcher that leaves the per-expert counts unaligned (alltoall,
      * allgather; the router's padding, moe_router_padding_for_quantization, is off in every
@@ -344,11 +345,12 @@ static void fused_layer(const model_spec *m, const layout *l, double tokens, boo
         (l->moe_dispatcher == MOE_DISPATCH_ALLTOALL ||
          l->moe_dispatcher == MOE_DISPATCH_ALLGATHER || l->moe_expert_padding)) {
         double rows = tokens * m->top_k / tp, one = rows * 4.0 * h, probs = rows * 8.0;
-        out->fwd[out->n_fwd++] = (elementwise_kernel){"moe.quant_pad", one, 2, lump(one)};
-        out->fwd[out->n_fwd++] = (elementwise_kernel){"moe.quant_pad.probs", probs, 1, lump(probs)};
-        out->bwd[out->n_bwd++] = (elementwise_kernel){"moe.quant_pad.bwd", one, 2, lump(one)};
+        out->fwd[out->n_fwd++] = (elementwise_kernel){"moe.quant_pad", one, 2, lump(one), 0};
+        out->fwd[out->n_fwd++] =
+            (elementwise_kernel){"moe.quant_pad.probs", probs, 1, lump(probs), 0};
+        out->bwd[out->n_bwd++] = (elementwise_kernel){"moe.quant_pad.bwd", one, 2, lump(one), 0};
         out->bwd[out->n_bwd++] =
-            (elementwise_kernel){"moe.quant_pad.probs.bwd", probs, 1, lump(probs)};
+            (elementwise_kernel){"moe.quant_pad.probs.bwd", probs, 1, lump(probs), 0};
     }
 }
 
@@ -525,13 +527,13 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
          * the backward reads them and writes their gradient in place (4) */
         if (l->te_cross_entropy) {
             double fb = 2.0 * tokens * v, bb = 4.0 * tokens * v;
-            out->fwd[out->n_fwd++] = (elementwise_kernel){"loss.te", fb, 1, lump(fb)};
-            out->bwd[out->n_bwd++] = (elementwise_kernel){"loss.te.bwd", bb, 1, lump(bb)};
+            out->fwd[out->n_fwd++] = (elementwise_kernel){"loss.te", fb, 1, lump(fb), 0};
+            out->bwd[out->n_bwd++] = (elementwise_kernel){"loss.te.bwd", bb, 1, lump(bb), 0};
             return;
         }
         double lb = 10.0 * tokens * v;
-        out->fwd[out->n_fwd++] = (elementwise_kernel){"loss", lb, 1, lump(lb)};
-        out->bwd[out->n_bwd++] = (elementwise_kernel){"loss.bwd", lb, 1, lump(lb)};
+        out->fwd[out->n_fwd++] = (elementwise_kernel){"loss", lb, 1, lump(lb), 0};
+        out->bwd[out->n_bwd++] = (elementwise_kernel){"loss.bwd", lb, 1, lump(lb), 0};
         return;
     }
     out->eager = true;
@@ -721,9 +723,9 @@ void elementwise_unfused_softmax(const system_spec *sys, double scores, bool dro
     *bwd_s = compute_stream_s(sys, *bwd_bytes - drop_b);
     if (dropout) {
         elementwise_kernel kf = {"attn.dropout", drop_f, 1,
-                                 ew_contiguous(EW_VECTORIZED, 2, 2, 0, scores)};
+                                 ew_contiguous(EW_VECTORIZED, 2, 2, 0, scores), 0};
         elementwise_kernel kb = {"attn.dropout.bwd", drop_b, 1,
-                                 ew_contiguous(EW_VECTORIZED, 2, 2, 1, scores)};
+                                 ew_contiguous(EW_VECTORIZED, 2, 2, 1, scores), 0};
         *fwd_s += elementwise_eager_kernel_s(sys, &kf);
         *bwd_s += elementwise_eager_kernel_s(sys, &kb);
     }

@@ -78,6 +78,9 @@ typedef struct {
     double bytes;     /* HBM bytes one launch reads plus writes */
     int count;        /* identical launches per layer (or per head) and pass */
     ew_access access; /* the kernel PyTorch runs for it (backend/kernels_ew.cu runs the same) */
+    int inner;        /* of its count, the launches C++ issues inside an op dispatch that another
+                       * launch began (cub's sort passes, index_put_'s sort and update kernels):
+                       * host time host.eager_inner_launch_s each (host_dispatch.c); 0: none */
 } elementwise_kernel;
 
 #define ELEMENTWISE_MAX 64

@@ -18,7 +18,7 @@ typedef struct {
 static inline void add(pass p, const char *name, double bytes, int count, ew_access a)
 {
     if (*p.n >= ELEMENTWISE_MAX || count <= 0 || bytes <= 0) return;
-    p.k[*p.n] = (elementwise_kernel){name, bytes, count, a};
+    p.k[*p.n] = (elementwise_kernel){name, bytes, count, a, 0};
     (*p.n)++;
 }
 

@@ -31,23 +31,23 @@ void fsdp_copies_unit(double params, int shard_group, fsdp_copies *out)
     /* multi_tensor_apply: a block per 65536-element chunk, a launch per 320 blocks */
     int launches = (int)ceil(ceil(n / FSDP_FOREACH_CHUNK) / FSDP_FOREACH_MAX_BLOCKS);
     out->cast_in = (elementwise_kernel){"fsdp.copy_in.cast", 6.0 * n / launches, launches,
-                                        shape(EW_FOREACH_COPY, 2, 4, 1, n)};
+                                        shape(EW_FOREACH_COPY, 2, 4, 1, n), 0};
     out->slot_in = (elementwise_kernel){"fsdp.copy_in.slot", 4.0 * n / launches, launches,
-                                        shape(EW_FOREACH_COPY, 2, 2, 1, n)};
+                                        shape(EW_FOREACH_COPY, 2, 2, 1, n), 0};
     out->copy_out = (elementwise_kernel){"fsdp.copy_out", 4.0 * g * n, 1,
-                                         shape(EW_SPLIT_COPY, 2, 2, g, n)};
+                                         shape(EW_SPLIT_COPY, 2, 2, g, n), 0};
     out->rs_cast = (elementwise_kernel){"fsdp.rs_copy_in", 6.0 * g * n, 1,
-                                        shape(EW_CHUNK_CAT, 4, 2, g, n)};
+                                        shape(EW_CHUNK_CAT, 4, 2, g, n), 0};
     /* the unsharded gradient: g n elements (one launch per parameter tensor in torch; priced
      * as one, the ~10 launch gaps of a layer left out) */
     out->acc_cast = (elementwise_kernel){"fsdp.acc_cast", 6.0 * g * n, 1,
-                                         shape(EW_UNROLLED, 4, 2, 1, g * n)};
+                                         shape(EW_UNROLLED, 4, 2, 1, g * n), 0};
     out->acc_add = (elementwise_kernel){"fsdp.acc_add", 10.0 * g * n, 1,
-                                        shape(EW_UNROLLED, 4, 4, 1, g * n)};
+                                        shape(EW_UNROLLED, 4, 4, 1, g * n), 0};
     out->acc_add.access.esize[2] = 2;
     for (int d = 1; d < 3; d++) out->acc_add.access.stride[2][d] = out->acc_add.access.stride[0][d];
     out->rs_copy = (elementwise_kernel){"fsdp.rs_copy_in", 8.0 * g * n, 1,
-                                        shape(EW_CHUNK_CAT, 4, 4, g, n)};
+                                        shape(EW_CHUNK_CAT, 4, 4, g, n), 0};
 }
 
 bool fsdp_pipelined(const layout *l) { return fsdp_copies_apply(l) && l->pp > 1; }

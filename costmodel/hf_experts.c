@@ -12,33 +12,48 @@
  *     4TE, write fp32 values and int64 indices 12S), router_top_value /= sum(-1): a row sum
  *     (4S + 4T) and an in-place divide (8S + 4T); `.to(router_logits.dtype)` is fp32 -> fp32, no
  *     kernel, so the routing weights stay fp32.
- *   Experts (src/transformers/integrations/moe.py at huggingface/transformers 8b584a67,
- *     grouped_mm_experts_forward): token_idx = arange(T) 8T, then .expand().reshape() copies it
- *     to S int64 (8T + 8S); hidden_states[token_idx] gathers S rows (4Sh + 8S); perm =
- *     argsort(expert_ids), inv_perm = argsort(perm): each an iota of the values and a cub radix
- *     sort of int64 keys and values (8S + 32S over two launches); expert_ids[perm] (24S) and
- *     sample_weights[perm] (20S); selected_hidden_states[perm] (4Sh + 8S); the offsets:
- *     expert_ids_g.int() 12S, histc (a zero fill and kernelHistogram1D, 4S + 4E), cumsum (cub
- *     scan init + scan, 8E); two torch._grouped_mm (layer_recipe.c prices the GEMMs; each is
- *     HF_EXPERTS_GROUPED_MM_KERNELS launches); SwiGLU on the chunked halves (elementwise.c
- *     "experts.act" / "experts.mul"); out * sample_weights_g.unsqueeze(-1): bf16 times fp32
- *     promotes to an fp32 [S, h] (read 2Sh + 4S, write 4Sh); out[inv_perm] gathers it back
- *     (8Sh + 8S); .view(T, k, h).sum(dim=1) (read 4Sh, write 4Th); .to(bf16) 6Th.
+ *   Experts (src/transformers/integrations/moe.py of transformers 5.17.0 as installed on the
+ *     H200 machines, grouped_mm_experts_forward, the default experts implementation there for
+ *     Mixtral and Qwen3-MoE: bench/results/moe19_2026-11-29/call1/experts_src.txt 377-481): one
+ *     torch.sort(expert_ids) (the values' copy, the indices' iota and a cub radix sort of int64
+ *     keys and values, 40S in all); perm // top_k (16S); hidden_states[perm // top_k] gathers S
+ *     rows (4Sh + 8S); sample_weights[perm] (16S); the offsets: expert_ids_g.int() 12S, histc
+ *     (a zero fill and kernelHistogram1D, 4S + 4E), cumsum (cub scan init + scan, 8E); the EP
+ *     sentinel mask (expert_ids_g >= E, 9S) and clamp_ (16S); masked_fill_ of the gathered rows
+ *     (4Sh + S); two torch._grouped_mm (layer_recipe.c prices the GEMMs; each is
+ *     HF_EXPERTS_GROUPED_MM_KERNELS launches), each followed by an out-of-place masked_fill of
+ *     its output ([S, 2f]: 8Sf + S, [S, h]: 4Sh + S); SwiGLU on the chunked halves
+ *     (elementwise.c "experts.act" / "experts.mul"); out * sample_weights_g.unsqueeze(-1): bf16
+ *     times fp32 promotes to an fp32 [S, h] (read 2Sh + 4S, write 4Sh); inv_perm[perm] =
+ *     arange(S) (an iota and an index_put_ without accumulation, 32S); out[inv_perm] gathers it
+ *     back (8Sh + 8S); .view(T, k, h).sum(dim=1) (read 4Sh, write 4Th); .to(bf16) 6Th. (The
+ *     8b584a67 version ran two argsorts, a token_idx copy and a second [S, h] gather instead.)
  *   Backward (PyTorch tools/autograd/derivatives.yaml): _to_copy back to fp32 6Th; sum's
  *     backward expands the gradient, the view's backward materialises it (read 4Th, write 4Sh);
  *     each gather's backward (index -> index_put_ with accumulate=True into zeros, aten/src/
  *     ATen/native/cuda/Indexing.cu index_put_with_sort_kernel): a zero fill of the source, an
  *     iota and a cub sort of the S indices, and indexing_backward_kernel reading the S gradient
  *     rows and reading + writing a destination row per update (rows w wide: zeros rows w e,
- *     sort 40S, update 3 S w e + 8S): for out[inv_perm] (S rows of h, fp32), selected_hidden_
- *     states[perm] (S rows of h, bf16), hidden_states[token_idx] (T rows of h, bf16, k updates
- *     per row) and sample_weights[perm] (S values); the product's backward: grad * w (fp32,
- *     8Sh + 4S), its cast to out_g's bf16 (6Sh), grad * out (10Sh) and its sum over h to the
- *     [S, 1] weight gradient (4Sh + 4S); the router's: the divide and row sum backward and the
- *     gradient accumulation of router_top_value (four kernels over S fp32 values, 12S each),
- *     topk's backward (a zero fill 4TE and a scatter 12S), softmax backward 12TE and the cast
- *     to the bf16 logits 6TE; chunk's backward cats the gate and up gradients into [S, 2f]
- *     bf16 (8Sf).
+ *     sort 40S, update 3 S w e + 8S): for out[inv_perm] (S rows of h, fp32),
+ *     hidden_states[perm // top_k] (T rows of h, bf16, k updates per row) and
+ *     sample_weights[perm] (S values); each masked_fill's backward masks the gradient the same
+ *     way (the same bytes); the product's backward: grad * w (fp32, 8Sh + 4S), its cast to
+ *     out_g's bf16 (6Sh), grad * out (10Sh) and its sum over h to the [S, 1] weight gradient
+ *     (4Sh + 4S); the router's: the divide and row sum backward and the gradient accumulation
+ *     of router_top_value (four kernels over S fp32 values, 12S each), topk's backward (a zero
+ *     fill 4TE and a scatter 12S), softmax backward 12TE and the cast to the bf16 logits 6TE;
+ *     chunk's backward cats the gate and up gradients into [S, 2f] bf16 (8Sf).
+ * Launches one op's dispatch issues from C++ after its first (the sort's copy, iota and cub
+ * passes; topk's second kernel; histc's and cumsum's second; index_put_'s index kernels and
+ * sort, whose update kernel counts as the dispatch's own) are marked inner
+ * (elementwise_kernel.inner): the host pays them host.eager_inner_launch_s each, not an eager
+ * op (host_dispatch.c). Measured in the profiled Qwen3-30B-A3B step of bench/results/
+ * moe19_2026-11-29 (op_launches.py): aten::sort 22 launches a call, the index backward's
+ * aten::_index_put_impl_ 13, histc and cumsum 2, topk 2. This list: 28 launches forward, 30
+ * backward at the toy shape of tests/test_hf_experts.c (every sort one cub tile); the profiled
+ * step launched 129 kernels forward and 211 backward per layer, FSDP2's copies included
+ * (layer_gpu.py there).
+ * Before the 5.17 update (8b584a67's list):
  * 25 launches forward, 31 backward, plus 2 x 2 grouped-GEMM launches forward and 4 x 2 backward,
  * at seq 64 where every sort is one cub tile; above 4864 sorted items each argsort is an iota and
  * 20 cub kernels and each index backward 14 launches (moe_sort_kernels, moe_index_backward).
@@ -73,12 +88,17 @@ bool hf_experts_applies(const layout *l)
 
 typedef moe_kernel_pass pass;
 
-void moe_kernel_add(pass p, const char *name, double bytes, int count)
+void moe_kernel_add_inner(pass p, const char *name, double bytes, int count, int inner)
 {
     if (*p.n >= ELEMENTWISE_MAX || count <= 0 || bytes <= 0) return;
     ew_access a = ew_contiguous(EW_VECTORIZED, 2, 2, 0, bytes / 4);
-    p.k[*p.n] = (elementwise_kernel){name, bytes, count, a};
+    p.k[*p.n] = (elementwise_kernel){name, bytes, count, a, inner < count ? inner : count};
     (*p.n)++;
+}
+
+void moe_kernel_add(pass p, const char *name, double bytes, int count)
+{
+    moe_kernel_add_inner(p, name, bytes, count, 0);
 }
 
 /* Kernels of one cub radix sort (header comment). A single tile holds 256 threads x 19 items
@@ -109,7 +129,9 @@ void moe_index_backward(pass b, const char *zeros, const char *sort, const char 
     double bits = rows > 1 ? ceil(log2(rows)) : 1;
     moe_kernel_add(b, zeros, rows * w * e, 1);
     int n = (tiled ? 4 : 1) + moe_sort_kernels(updates, bits); /* the same 40 B per index */
-    moe_kernel_add(b, sort, 40.0 * updates / n, n);
+    /* index_put_'s sort and update run inside its one dispatch: the sort's launches are inner
+     * to the update's (elementwise_kernel.inner) */
+    moe_kernel_add_inner(b, sort, 40.0 * updates / n, n, n);
     moe_kernel_add(b, update, 3.0 * updates * w * e + 8.0 * updates, 1);
 }
 
@@ -124,19 +146,23 @@ void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
     double T = tokens, k = m->top_k, S = T * k, h = m->hidden, E = m->experts;
     double fw = (double)m->expert_ffn;
 
-    /* forward */
+    /* forward (transformers 5.17.0 grouped_mm_experts_forward, header comment) */
     moe_kernel_add(f, "moe.router.to_fp32", 6 * T * E, 1);
     moe_kernel_add(f, "moe.router.softmax", 8 * T * E, 1);
-    moe_kernel_add(f, "moe.router.topk", (4 * T * E + 12 * S) / 2, 2);
+    moe_kernel_add_inner(f, "moe.router.topk", (4 * T * E + 12 * S) / 2, 2, 1);
     moe_kernel_add(f, "moe.router.renorm", (12 * S + 8 * T) / 2, 2);
-    moe_kernel_add(f, "moe.token_idx", (16 * T + 8 * S) / 2, 2);
+    int sort = 2 + moe_sort_kernels(S, 64); /* the values' copy, the indices' iota, cub */
+    moe_kernel_add_inner(f, "moe.sort", 40 * S / sort, sort, sort - 1);
+    moe_kernel_add(f, "moe.gather_idx", 16 * S, 1);
     moe_kernel_add(f, "moe.gather", 4 * S * h + 8 * S, 1);
-    int sorts = 2 * (1 + moe_sort_kernels(S, 64)); /* two argsorts, 80 B per copy in all */
-    moe_kernel_add(f, "moe.argsort", 80 * S / sorts, sorts);
-    moe_kernel_add(f, "moe.permute.idx", 22 * S, 2);
-    moe_kernel_add(f, "moe.permute", 4 * S * h + 8 * S, 1);
-    moe_kernel_add(f, "moe.offsets", (16 * S + 12 * E) / 5, 5);
+    moe_kernel_add(f, "moe.weights.gather", 16 * S, 1);
+    moe_kernel_add_inner(f, "moe.offsets", (16 * S + 12 * E) / 5, 5, 2);
+    moe_kernel_add(f, "moe.sentinel", 25 * S / 2, 2);
+    moe_kernel_add(f, "moe.premask", 4 * S * h + S, 1);
+    moe_kernel_add(f, "moe.mask.up", 8 * S * fw + S, 1);
+    moe_kernel_add(f, "moe.mask.down", 4 * S * h + S, 1);
     moe_kernel_add(f, "moe.weight_mul", 6 * S * h + 4 * S, 1);
+    moe_kernel_add(f, "moe.inv_perm", 32 * S / 2, 2);
     moe_kernel_add(f, "moe.unpermute", 8 * S * h + 8 * S, 1);
     moe_kernel_add(f, "moe.topk_sum", 4 * S * h + 4 * T * h, 1);
     moe_kernel_add(f, "moe.to_bf16", 6 * T * h, 1);
@@ -150,15 +176,16 @@ void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
     moe_kernel_add(b, "moe.bwd.weight_mul.to_bf16", 6 * S * h, 1);
     moe_kernel_add(b, "moe.bwd.weight_grad", 10 * S * h, 1);
     moe_kernel_add(b, "moe.bwd.weight_grad.sum", 4 * S * h + 4 * S, 1);
+    moe_kernel_add(b, "moe.bwd.mask.down", 4 * S * h + S, 1);
     moe_index_backward(b, "moe.bwd.weights.zeros", "moe.bwd.weights.sort", "moe.bwd.weights",
                        S, 1, 4, S);
+    moe_kernel_add(b, "moe.bwd.chunk_cat", 8 * S * fw, 1);
+    moe_kernel_add(b, "moe.bwd.mask.up", 8 * S * fw + S, 1);
+    moe_kernel_add(b, "moe.bwd.premask", 4 * S * h + S, 1);
+    moe_index_backward(b, "moe.bwd.gather.zeros", "moe.bwd.gather.sort", "moe.bwd.gather",
+                       T, h, 2, S);
     moe_kernel_add(b, "moe.bwd.router.renorm", 12 * S, 4);
     moe_kernel_add(b, "moe.bwd.router.topk", (4 * T * E + 12 * S) / 2, 2);
     moe_kernel_add(b, "moe.bwd.router.softmax", 12 * T * E, 1);
     moe_kernel_add(b, "moe.bwd.router.to_bf16", 6 * T * E, 1);
-    moe_kernel_add(b, "moe.bwd.chunk_cat", 8 * S * fw, 1);
-    moe_index_backward(b, "moe.bwd.permute.zeros", "moe.bwd.permute.sort", "moe.bwd.permute",
-                       S, h, 2, S);
-    moe_index_backward(b, "moe.bwd.gather.zeros", "moe.bwd.gather.sort", "moe.bwd.gather",
-                       T, h, 2, S);
 }

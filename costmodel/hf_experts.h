@@ -44,6 +44,9 @@ typedef struct {
     int *n;
 } moe_kernel_pass;
 void moe_kernel_add(moe_kernel_pass p, const char *name, double bytes, int count);
+/* moe_kernel_add with `inner` of its launches issued by C++ inside a dispatch another began
+ * (elementwise_kernel.inner) */
+void moe_kernel_add_inner(moe_kernel_pass p, const char *name, double bytes, int count, int inner);
 void moe_index_backward(moe_kernel_pass b, const char *zeros, const char *sort,
                         const char *update, double rows, double w, double e, double updates);
 

@@ -130,6 +130,8 @@ static void q_host(queue *q, double s)
 
 typedef struct {
     double plain;          /* per launch on plain tensors (host.eager_launch_s) */
+    double inner;          /* per launch C++ issues inside a dispatch after its first
+                            * (host.eager_inner_launch_s; plain where the preset has none) */
     double dt_fwd, dt_bwd; /* per DTensor dispatch, forward and backward */
     bool dtensor;          /* torchtitan TP: the plan's ops run on DTensors (dtensor_ops.h) */
     bool ep_sync;          /* torchtitan EP: the forward waits for the split sizes (q_sync) */
@@ -307,6 +309,14 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
             double n = ns[i], g = gs[i];
             q->c = (c->dtensor ? cdt : hc->plain) + sac_add;
             if (sac_replay) q->c = hc->sac_replay;
+            /* launches C++ issues inside one op's dispatch (cub's sort passes, index_put_'s
+             * kernels: elementwise_kernel.inner) cost the host a launch, not an eager op each:
+             * the op's host time spread over its launches */
+            if (o->kind == RECIPE_ELEMENTWISE && o->inner_launches > 0 && !c->dtensor &&
+                !sac_replay) {
+                double in = o->inner_launches < n ? o->inner_launches : n;
+                q->c = (q->c * (n - in) + hc->inner * in) / n;
+            }
             q->rec = rec ? &rec->op_s[ph][i] : NULL;
             int slot = c->slot;
             bool split = c->split;
@@ -390,7 +400,8 @@ static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layou
 static host_costs costs_of(const system_spec *sys, const layout *l)
 {
     double c = sys->host_eager_launch_s;
-    host_costs hc = {c, c, c, false, false, l->framework == FRAMEWORK_TORCHTITAN, 0, 0, 0, 0};
+    double in = sys->host_eager_inner_launch_s > 0 ? sys->host_eager_inner_launch_s : c;
+    host_costs hc = {c, in, c, c, false, false, l->framework == FRAMEWORK_TORCHTITAN, 0, 0, 0, 0};
     /* torchtitan's op-level selective checkpointing in an eager block (recipe_recompute.c
      * titan_sac_recomputes): torch.utils.checkpoint's selective-checkpoint dispatch mode runs
      * the policy in Python for every aten op of the block's forward, and the backward replays
@@ -462,6 +473,7 @@ static double fsdp_tp_scale(const system_spec *sys, const layout *l, bool bwd)
 static host_costs scaled(host_costs hc, double k)
 {
     hc.plain *= k;
+    hc.inner *= k;
     hc.dt_fwd *= k;
     hc.dt_bwd *= k;
     hc.ring_fwd *= k;

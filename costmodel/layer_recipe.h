@@ -100,6 +100,8 @@ typedef struct {
                               (the closed form subtracts the forward after summing) */
     int launches;          /* kernels one pass of it launches (elementwise: its count; else 1;
                               host_dispatch.c counts GEMM and attention backward launches) */
+    int inner_launches;    /* elementwise: how many of them C++ issues inside a dispatch another
+                              began (elementwise_kernel.inner); 0 otherwise */
     double leave_fwd_s;    /* TP op: the part of fwd_s the block's leaving collective (SP
                               reduce-scatter or all-reduce) adds */
     bool recompute_enter_only; /* TP op: the recompute stops early, before the block's last

@@ -90,6 +90,7 @@ int rb_op_add(builder *b, const char *name, recipe_kind kind, recipe_phase phase
     o->bwd_s = bwd_s;
     o->fwd_bwd_s = 0;
     o->launches = 1;
+    o->inner_launches = 0;
     o->leave_fwd_s = 0;
     o->recompute_enter_only = false;
     o->block = b->block;
@@ -274,7 +275,10 @@ void rb_elementwise_ops(builder *b, const elementwise_list *e, const elementwise
         int op = rb_op_add(b, k[i].name, RECIPE_ELEMENTWISE, phase, RECIPE_STREAM_COMPUTE,
                         RECIPE_OVERLAP_NONE, phase == RECIPE_FWD ? all : 0,
                         phase == RECIPE_BWD ? all : 0);
-        if (op >= 0) b->r->op[op].launches = k[i].count;
+        if (op >= 0) {
+            b->r->op[op].launches = k[i].count;
+            b->r->op[op].inner_launches = k[i].inner < k[i].count ? k[i].inner : k[i].count;
+        }
         if (!b->items) continue;
         for (int j = 0; j < k[i].count; j++)
             rb_stream_item(b, op, phase, k[i].name, k[i].bytes, &k[i].access, one);

@@ -208,6 +208,9 @@ typedef struct {
     double host_clip_tensor_s;          /* host time per parameter tensor of clip_grad_norm_ */
     double host_adamw_foreach_tensor_s; /* and of foreach AdamW.step on FSDP2's DTensors, and */
     double host_multi_tensor_launch_s;  /* per multi_tensor_apply launch (optimizer_host.h) */
+    double host_eager_inner_launch_s;   /* per launch issued from C++ inside one eager op's
+                                         * dispatch after its first (cub sort passes, index_put_'s
+                                         * kernels; host_dispatch.c); 0: each at eager_launch_s */
     double host_cuda_graph_replay_s;    /* host time of one graphed micro-batch's replay call
                                            (torchtitan's CUDA graphs, cuda_graphs.h); 0: none */
     double host_mcore_moe_fwd_s;        /* Megatron-Core MoE layer, per micro-batch: the */

@@ -46,19 +46,25 @@ static const elementwise_kernel *find(const elementwise_kernel *k, int n, const 
 }
 
 /*
- * Forward bytes (hf_experts.c header), T 1000, S 2000, h 100, E 10:
+ * Forward bytes (hf_experts.c header: transformers 5.17.0's path), T 1000, S 2000, h 100, E 10,
+ * f 50:
  *   router: cast 6TE 60,000 + softmax 8TE 80,000 + topk 4TE + 12S 64,000 + renorm 12S + 8T
- *   32,000; token_idx 16T + 8S 32,000; gather 4Sh + 8S 816,000; argsorts 80S 160,000; index
- *   permutes 44S 88,000; hidden permute 816,000; offsets 16S + 12E 32,120; weight product
- *   6Sh + 4S 1,208,000; unpermute 8Sh + 8S 1,616,000; top-k sum 4Sh + 4Th 1,200,000; cast 6Th
- *   600,000: 6,804,120 bytes in 25 launches.
+ *   32,000; sort 40S 80,000 (3 launches: S under one cub tile); perm // k 16S 32,000; gather
+ *   4Sh + 8S 816,000; weights gather 16S 32,000; offsets 16S + 12E 32,120; sentinel 25S
+ *   50,000; pre-mask 4Sh + S 802,000; up mask 8Sf + S 802,000; down mask 4Sh + S 802,000;
+ *   weight product 6Sh + 4S 1,208,000; inv_perm 32S 64,000; unpermute 8Sh + 8S 1,616,000;
+ *   top-k sum 4Sh + 4Th 1,200,000; cast 6Th 600,000: 8,372,120 bytes in 28 launches.
  * Backward: cast 6Th 600,000; expand 4Th + 4Sh 1,200,000; unpermute's index_put_ (zeros 4Sh
- *   800,000, sorts 40S 80,000, update 12Sh + 8S 2,416,000) 3,296,000; grad * w 8Sh + 4S
+ *   800,000, sort 40S 80,000, update 12Sh + 8S 2,416,000) 3,296,000; grad * w 8Sh + 4S
  *   1,608,000; its bf16 cast 6Sh 1,200,000; grad * out 10Sh 2,000,000; its sum 4Sh + 4S
- *   808,000; the weights' index_put_ (4S + 40S + 20S) 128,000; router: renorm 48S 96,000, topk
- *   4TE + 12S 64,000, softmax 12TE 120,000, cast 6TE 60,000; chunk cat 8Sf 800,000; the hidden
- *   permute's index_put_ (2Sh 400,000 + 80,000 + 6Sh + 8S 1,216,000) 1,696,000; the gather's
- *   (2Th 200,000 + 80,000 + 1,216,000) 1,496,000: 15,172,000 bytes in 31 launches.
+ *   808,000; down mask 4Sh + S 802,000; the weights' index_put_ (4S + 40S + 20S) 128,000;
+ *   chunk cat 8Sf 800,000; up mask 8Sf + S 802,000; pre-mask 4Sh + S 802,000; the gather's
+ *   index_put_ (2Th 200,000 + 80,000 + 6Sh + 8S 1,216,000) 1,496,000; router: renorm 48S
+ *   96,000, topk 4TE + 12S 64,000, softmax 12TE 120,000, cast 6TE 60,000: 15,882,000 bytes in
+ *   30 launches.
+ * Inner launches (issued inside a dispatch another began): topk's second, the sort's 2 after
+ *   its first, histc's and cumsum's second: 5 forward; each index_put_'s sort (an iota and one
+ *   cub tile): 2 x 3 = 6 backward.
  */
 static void test_routing_bytes(void **state)
 {
@@ -69,15 +75,23 @@ static void test_routing_bytes(void **state)
     elementwise_list e;
     hf_experts_routing(&m, &l, 1000, &e);
     assert_true(e.eager && e.alone);
-    assert_int_equal(elementwise_launches(e.fwd, e.n_fwd), 25);
-    assert_int_equal(elementwise_launches(e.bwd, e.n_bwd), 31);
-    assert_true(elementwise_bytes(e.fwd, e.n_fwd) == 6804120.0);
-    assert_true(elementwise_bytes(e.bwd, e.n_bwd) == 15172000.0);
+    assert_int_equal(elementwise_launches(e.fwd, e.n_fwd), 28);
+    assert_int_equal(elementwise_launches(e.bwd, e.n_bwd), 30);
+    assert_true(elementwise_bytes(e.fwd, e.n_fwd) == 8372120.0);
+    assert_true(elementwise_bytes(e.bwd, e.n_bwd) == 15882000.0);
+    int inner_f = 0, inner_b = 0;
+    for (int i = 0; i < e.n_fwd; i++) inner_f += e.fwd[i].inner;
+    for (int i = 0; i < e.n_bwd; i++) inner_b += e.bwd[i].inner;
+    assert_int_equal(inner_f, 5);
+    assert_int_equal(inner_b, 6);
+    assert_int_equal(find(e.fwd, e.n_fwd, "moe.sort")->inner, 2);
+    assert_int_equal(find(e.bwd, e.n_bwd, "moe.bwd.gather.sort")->inner, 2);
+    assert_int_equal(find(e.bwd, e.n_bwd, "moe.bwd.gather")->inner, 0);
     assert_true(find(e.fwd, e.n_fwd, "moe.unpermute")->bytes == 1616000.0);
     assert_true(find(e.bwd, e.n_bwd, "moe.bwd.gather")->bytes == 1216000.0);
 
     /* priced by bytes: HBM 2e12 B/s at the one-GPU eager efficiency 0.5, 1 us between
-     * kernels: forward 6,804,120 / 1e12 s + 25 us */
+     * kernels: forward 8,372,120 / 1e12 s + 28 us */
     system_spec s;
     memset(&s, 0, sizeof s);
     s.hbm_bandwidth_bytes_per_s = 2e12;
@@ -85,7 +99,7 @@ static void test_routing_bytes(void **state)
     s.eager_elementwise_efficiency_alone = 0.5;
     s.eager_kernel_gap_s = 1e-6;
     double t = elementwise_pass_s(&s, &e, e.fwd, e.n_fwd);
-    assert_true(fabs(t - (6.80412e-6 + 25e-6)) < 1e-12);
+    assert_true(fabs(t - (8.37212e-6 + 28e-6)) < 1e-12);
 
     /* not HF's eager code: torch.compile, the native model, expert parallelism */
     layout c = l;
@@ -106,6 +120,14 @@ static const recipe_op *op_named(const recipe *r, const char *name)
     return NULL;
 }
 
+/* Qwen3-30B-A3B's config and the system preset `sys` from the data directory */
+static void load_qwen3_moe(model_spec *m, system_spec *s, const char *sys)
+{
+    char err[CM_ERRLEN];
+    if (model_load("qwen3-30b-a3b", data_dir(), m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load(sys, data_dir(), s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+}
+
 /* Qwen3-30B-A3B on one H100 under FSDP2: HF runs its 128 experts as two torch._grouped_mm
  * calls, which pay the GEMM fixed cost once each; the per-expert form (the native model here)
  * pays it 128 times: the forward differs by 2 x 127 x gemm_overhead_s, forward + backward by
@@ -116,9 +138,7 @@ static void test_recipe_grouped(void **state)
     (void)state;
     model_spec m;
     system_spec s;
-    char err[CM_ERRLEN];
-    if (model_load("qwen3-30b-a3b", data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
-    if (system_load("h100", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    load_qwen3_moe(&m, &s, "h100");
     training_spec t = training_default();
     layout hf = layout_default(FRAMEWORK_FSDP2), nat = hf;
     nat.impl = IMPL_NATIVE;
@@ -140,11 +160,44 @@ static void test_recipe_grouped(void **state)
     assert_non_null(op_named(&rn, "moe.permute.bwd"));
 }
 
+/* The host's price of the inner launches (host_dispatch.c): Qwen3-30B-A3B at seq 64, mbs 1 on
+ * one GPU (S = 512 routed copies: every sort one cub tile), every launch at 1 s of host time so
+ * that each pass is the host's. The routing path has 5 inner launches forward and 6 backward
+ * (test_routing_bytes); at host.eager_inner_launch_s 0.25 s each costs 0.75 s less than at the
+ * eager rate: the forward's host floor moves by 3.75 s, the backward's by 4.5 s; at 0 (a
+ * preset without the figure) they cost the eager rate. */
+static void test_inner_launch_host(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load_qwen3_moe(&m, &s, "h100");
+    assert_true(s.host_eager_inner_launch_s == 0);
+    training_spec t = training_default();
+    t.seq_len = 64;
+    t.global_batch = 1;
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    l.mbs = 1;
+    s.host_eager_launch_s = 1.0;
+    static recipe r0, r1;
+    recipe_layer(&m, &s, &t, &l, true, &r0, NULL);
+    s.host_eager_inner_launch_s = 0.25;
+    recipe_layer(&m, &s, &t, &l, true, &r1, NULL);
+    assert_true(fabs((r0.host_fwd_s - r1.host_fwd_s) - 3.75) < 1e-9);
+    assert_true(fabs((r0.host_bwd_s - r1.host_bwd_s) - 4.5) < 1e-9);
+    /* the H200 preset carries the measured figure (data/systems/h200.json) */
+    model_spec m2;
+    system_spec h;
+    load_qwen3_moe(&m2, &h, "h200");
+    assert_true(h.host_eager_inner_launch_s == 5.85e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routing_bytes),
         cmocka_unit_test(test_recipe_grouped),
+        cmocka_unit_test(test_inner_launch_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
