@@ -421,9 +421,12 @@ static void ensure_head(estimate_cache *c, const model_spec *m, const system_spe
  *    recompute saves: memory_layer_activation_bytes drops the unfused softmax term and is the
  *    same otherwise (recompute_modules_of frees nothing else for core attention alone), and
  *    of a stage only the activations read the setting (full recompute's branch aside), summed
- *    the same way. Twin: the same layout without recompute. In bf16 only: low precision's bf16
- *    first/last layers are added in as differences (stage_memory), which need not keep the
- *    order in floating point.
+ *    the same way. Twin: the same layout without recompute. In bf16, or with flash attention
+ *    (speed19): low precision's bf16 first/last layers are added in as differences
+ *    (stage_memory), which need not keep the order in floating point, but with flash attention
+ *    the two settings' per-layer bytes are the same doubles (the softmax term is the unfused
+ *    path's alone; precision_rules_of, the saved-input terms and the bf16 layers' copy,
+ *    precision_bf16_layout, read no recompute field), so every sum is the same: equal memory.
  *  - --fp8-param-gather's memory is at most the same low-precision layout's without it
  *    (speed12): memory_precision_add is the only stage term that reads the knob (besides the
  *    stage's low-precision parameters it passes in, memory.c), and with it the weight copy
@@ -461,7 +464,7 @@ static bool seen_fit(const estimate_cache *c, const layout *l)
     return t->used && t->hash == key.hash && !memcmp(&t->key, &key.k, sizeof key.k);
 }
 
-static bool twin_fits(const estimate_cache *c, const layout *l)
+static bool twin_fits(const estimate_cache *c, const training_spec *t, const layout *l)
 {
     if (l->framework != FRAMEWORK_MEGATRON) return false;
     layout tw;
@@ -471,7 +474,8 @@ static bool twin_fits(const estimate_cache *c, const layout *l)
         tw.optimizer_bf16_states = false;
         if (seen_fit(c, &tw)) return true;
     }
-    if (l->recompute == RECOMPUTE_SELECTIVE && l->recompute_modules == 0 && !precision_is_low(l)) {
+    if (l->recompute == RECOMPUTE_SELECTIVE && l->recompute_modules == 0 &&
+        (!precision_is_low(l) || t->attention == ATTENTION_FLASH)) {
         tw = *l;
         tw.recompute = RECOMPUTE_NONE;
         if (seen_fit(c, &tw)) return true;
@@ -632,7 +636,7 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
         /* a layout whose twin fits fits too (twin_fits): its breakdown waits until it is
          * timed (below), a pruned one never needs it */
         bool track = cache && cache->skip_pruned_memory && prune_above_s > 0;
-        if (track && estimate_search_prunable(sys, l) && twin_fits(cache, l)) {
+        if (track && estimate_search_prunable(sys, l) && twin_fits(cache, t, l)) {
             lazy[k] = true;
             outs[i].microbatches = layout_microbatches(l, t); /* the bound's, below */
             fit_put(cache, l);
