@@ -524,6 +524,57 @@ memory_breakdown estimate_cache_memory_peak(estimate_cache *c, const model_spec 
     return memory_peak_memo(m, &c->memo, sys, t, l);
 }
 
+/*
+ * A selective-recompute layout's memory from its twin without recompute (speed19): under
+ * Megatron with flash attention and core attention alone recomputed (recompute_modules 0) the
+ * two breakdowns are the same doubles. memory.c reads the recompute setting only in
+ * memory_layer_activation_bytes (the unfused softmax term, and the modules
+ * recompute_modules_of frees: none for core attention alone), in full recompute's branches
+ * and in torchtitan's and torch's (layout_is_pytorch) branches; precision_rules_of,
+ * precision_bf16_layout and every other figure memory.c takes read no recompute field
+ * (memory_precision.c, memory_params.c, memory_phases.c, memory_logits.c, memory_pools.c,
+ * nccl_memory.c, pp_schedule.c, offload.c, overlap.c, async_tp.c, cp_allgather.c). So every
+ * term is computed from the same values in the same order. The twin comes a few layouts
+ * before (the recompute loop is the list's innermost but for the uneven and rank-order
+ * variants and the precisions, search_layouts.c, search.c emit). want: the kind of layout
+ * the slot serves (NONE: kept, SELECTIVE: looked up).
+ */
+static memory_twin_slot *memory_twin(estimate_cache *c, const training_spec *t,
+                                     const layout *l, layout_recompute want, lookup_key *key)
+{
+    if (l->framework != FRAMEWORK_MEGATRON || t->attention != ATTENTION_FLASH ||
+        l->recompute != want || (want == RECOMPUTE_SELECTIVE && l->recompute_modules != 0))
+        return NULL;
+    key->k = *l;
+    key->k.recompute = RECOMPUTE_NONE;
+    key->k.overlap_grad_reduce = key->k.overlap_param_gather = false; /* read by no figure */
+    mask_padding(c, &key->k);
+    key->hash = hash_key(&key->k);
+    return &c->memory_twin[key->hash & (MEMORY_TWIN_SLOTS - 1)];
+}
+
+static bool memory_twin_get(estimate_cache *c, const system_spec *sys, const training_spec *t,
+                            const layout *l, memory_breakdown *out)
+{
+    lookup_key key;
+    const memory_twin_slot *s = memory_twin(c, t, l, RECOMPUTE_SELECTIVE, &key);
+    if (!s || !s->used || s->hash != key.hash || s->sys != sys ||
+        memcmp(&s->key, &key.k, sizeof key.k) || memcmp(&s->t, t, sizeof *t))
+        return false;
+    *out = s->memory;
+    return true;
+}
+
+static void memory_twin_put(estimate_cache *c, const system_spec *sys, const training_spec *t,
+                            const layout *l, const memory_breakdown *mb)
+{
+    lookup_key key;
+    memory_twin_slot *s = memory_twin(c, t, l, RECOMPUTE_NONE, &key);
+    if (!s) return;
+    *s = (memory_twin_slot){.used = true, .hash = key.hash, .sys = sys, .t = *t, .key = key.k,
+                            .memory = *mb};
+}
+
 /* The memory of ls[i], the first variant of its tp_comm_overlap value, into outs[i]. */
 static void memory_of(const model_spec *m, const estimate_model_counts *counts,
                       estimate_cache *cache, const system_spec *sys, const training_spec *t,
@@ -541,7 +592,13 @@ static void memory_of(const model_spec *m, const estimate_model_counts *counts,
         outs[i].memory.total_bytes += ub;
         outs[i].memory.need_bytes += ub;
     } else if (cache) {
-        estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, &outs[i]);
+        memory_breakdown mb;
+        if (cache->memo.model == m && memory_twin_get(cache, sys, t, l, &mb)) {
+            estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, &mb, &outs[i]);
+            return;
+        }
+        estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, NULL, &outs[i]);
+        if (cache->memo.model == m) memory_twin_put(cache, sys, t, l, &outs[i].memory);
     } else {
         estimate_memory_part_counted(m, counts, sys, t, l, &outs[i]);
     }
