@@ -438,10 +438,11 @@ void estimate_memory_part_counted(const model_spec *m, const estimate_model_coun
 
 void estimate_memory_part_memo(const model_spec *m, const estimate_model_counts *c,
                                memory_memo *memo, const system_spec *sys,
-                               const training_spec *t, const layout *l, estimate *out)
+                               const training_spec *t, const layout *l,
+                               const memory_breakdown *known, estimate *out)
 {
     estimate_identity(m, c, t, l, out);
-    out->memory = memory_peak_memo(m, memo, sys, t, l);
+    out->memory = known ? *known : memory_peak_memo(m, memo, sys, t, l);
 }
 
 stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,

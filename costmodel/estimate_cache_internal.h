@@ -86,6 +86,19 @@ typedef struct {
     layout key;
 } twin_slot;
 
+/* A Megatron layout's memory without recompute, kept for its selective-recompute twin
+ * (estimate_search.c memory_of: under flash attention the two are the same breakdown),
+ * direct-mapped by the key's hash (fit_key's: the DP overlap knobs cleared). */
+enum { MEMORY_TWIN_SLOTS = 64 };
+typedef struct {
+    bool used;
+    unsigned long hash;
+    const system_spec *sys;
+    training_spec t;
+    layout key;
+    memory_breakdown memory;
+} memory_twin_slot;
+
 struct estimate_cache {
     /* 0xff for each byte of a layout a codec field holds, 0 for the rest (padding): a key is
      * the layout's words masked with it */
@@ -95,6 +108,7 @@ struct estimate_cache {
      * breakdown (estimate_cache_skip_pruned_memory) */
     bool skip_pruned_memory;
     twin_slot twin[TWIN_SLOTS];
+    memory_twin_slot memory_twin[MEMORY_TWIN_SLOTS]; /* memory_of's (speed19) */
     estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
     memory_memo memo;             /* memory.c's per-layer and per-stage figures (the same model) */
     priced_slot *priced;          /* n_priced of them, a power of two */

@@ -53,10 +53,12 @@ void estimate_memory_part_counted(const model_spec *m, const estimate_model_coun
                                   const system_spec *sys, const training_spec *t,
                                   const layout *l, estimate *out);
 /* estimate_memory_part_counted with the search's memo of per-layer and per-stage memory
- * figures (memory_memo.h, m's): the same figures. */
+ * figures (memory_memo.h, m's): the same figures. known (not NULL): l's memory breakdown,
+ * already known to the caller (memory_peak's figures, e.g. a twin's equal ones), taken as is. */
 void estimate_memory_part_memo(const model_spec *m, const estimate_model_counts *c,
                                memory_memo *memo, const system_spec *sys,
-                               const training_spec *t, const layout *l, estimate *out);
+                               const training_spec *t, const layout *l,
+                               const memory_breakdown *known, estimate *out);
 /* Stage `stage`'s micro-batch from its layers' costs; head: the loss head's fwd_s/bwd_s
  * (NULL: priced here). */
 stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,

@@ -421,9 +421,12 @@ static void ensure_head(estimate_cache *c, const model_spec *m, const system_spe
  *    recompute saves: memory_layer_activation_bytes drops the unfused softmax term and is the
  *    same otherwise (recompute_modules_of frees nothing else for core attention alone), and
  *    of a stage only the activations read the setting (full recompute's branch aside), summed
- *    the same way. Twin: the same layout without recompute. In bf16 only: low precision's bf16
- *    first/last layers are added in as differences (stage_memory), which need not keep the
- *    order in floating point.
+ *    the same way. Twin: the same layout without recompute. In bf16, or with flash attention
+ *    (speed19): low precision's bf16 first/last layers are added in as differences
+ *    (stage_memory), which need not keep the order in floating point, but with flash attention
+ *    the two settings' per-layer bytes are the same doubles (the softmax term is the unfused
+ *    path's alone; precision_rules_of, the saved-input terms and the bf16 layers' copy,
+ *    precision_bf16_layout, read no recompute field), so every sum is the same: equal memory.
  *  - --fp8-param-gather's memory is at most the same low-precision layout's without it
  *    (speed12): memory_precision_add is the only stage term that reads the knob (besides the
  *    stage's low-precision parameters it passes in, memory.c), and with it the weight copy
@@ -461,7 +464,7 @@ static bool seen_fit(const estimate_cache *c, const layout *l)
     return t->used && t->hash == key.hash && !memcmp(&t->key, &key.k, sizeof key.k);
 }
 
-static bool twin_fits(const estimate_cache *c, const layout *l)
+static bool twin_fits(const estimate_cache *c, const training_spec *t, const layout *l)
 {
     if (l->framework != FRAMEWORK_MEGATRON) return false;
     layout tw;
@@ -471,7 +474,8 @@ static bool twin_fits(const estimate_cache *c, const layout *l)
         tw.optimizer_bf16_states = false;
         if (seen_fit(c, &tw)) return true;
     }
-    if (l->recompute == RECOMPUTE_SELECTIVE && l->recompute_modules == 0 && !precision_is_low(l)) {
+    if (l->recompute == RECOMPUTE_SELECTIVE && l->recompute_modules == 0 &&
+        (!precision_is_low(l) || t->attention == ATTENTION_FLASH)) {
         tw = *l;
         tw.recompute = RECOMPUTE_NONE;
         if (seen_fit(c, &tw)) return true;
@@ -520,6 +524,57 @@ memory_breakdown estimate_cache_memory_peak(estimate_cache *c, const model_spec 
     return memory_peak_memo(m, &c->memo, sys, t, l);
 }
 
+/*
+ * A selective-recompute layout's memory from its twin without recompute (speed19): under
+ * Megatron with flash attention and core attention alone recomputed (recompute_modules 0) the
+ * two breakdowns are the same doubles. memory.c reads the recompute setting only in
+ * memory_layer_activation_bytes (the unfused softmax term, and the modules
+ * recompute_modules_of frees: none for core attention alone), in full recompute's branches
+ * and in torchtitan's and torch's (layout_is_pytorch) branches; precision_rules_of,
+ * precision_bf16_layout and every other figure memory.c takes read no recompute field
+ * (memory_precision.c, memory_params.c, memory_phases.c, memory_logits.c, memory_pools.c,
+ * nccl_memory.c, pp_schedule.c, offload.c, overlap.c, async_tp.c, cp_allgather.c). So every
+ * term is computed from the same values in the same order. The twin comes a few layouts
+ * before (the recompute loop is the list's innermost but for the uneven and rank-order
+ * variants and the precisions, search_layouts.c, search.c emit). want: the kind of layout
+ * the slot serves (NONE: kept, SELECTIVE: looked up).
+ */
+static memory_twin_slot *memory_twin(estimate_cache *c, const training_spec *t,
+                                     const layout *l, layout_recompute want, lookup_key *key)
+{
+    if (l->framework != FRAMEWORK_MEGATRON || t->attention != ATTENTION_FLASH ||
+        l->recompute != want || (want == RECOMPUTE_SELECTIVE && l->recompute_modules != 0))
+        return NULL;
+    key->k = *l;
+    key->k.recompute = RECOMPUTE_NONE;
+    key->k.overlap_grad_reduce = key->k.overlap_param_gather = false; /* read by no figure */
+    mask_padding(c, &key->k);
+    key->hash = hash_key(&key->k);
+    return &c->memory_twin[key->hash & (MEMORY_TWIN_SLOTS - 1)];
+}
+
+static bool memory_twin_get(estimate_cache *c, const system_spec *sys, const training_spec *t,
+                            const layout *l, memory_breakdown *out)
+{
+    lookup_key key;
+    const memory_twin_slot *s = memory_twin(c, t, l, RECOMPUTE_SELECTIVE, &key);
+    if (!s || !s->used || s->hash != key.hash || s->sys != sys ||
+        memcmp(&s->key, &key.k, sizeof key.k) || memcmp(&s->t, t, sizeof *t))
+        return false;
+    *out = s->memory;
+    return true;
+}
+
+static void memory_twin_put(estimate_cache *c, const system_spec *sys, const training_spec *t,
+                            const layout *l, const memory_breakdown *mb)
+{
+    lookup_key key;
+    memory_twin_slot *s = memory_twin(c, t, l, RECOMPUTE_NONE, &key);
+    if (!s) return;
+    *s = (memory_twin_slot){.used = true, .hash = key.hash, .sys = sys, .t = *t, .key = key.k,
+                            .memory = *mb};
+}
+
 /* The memory of ls[i], the first variant of its tp_comm_overlap value, into outs[i]. */
 static void memory_of(const model_spec *m, const estimate_model_counts *counts,
                       estimate_cache *cache, const system_spec *sys, const training_spec *t,
@@ -537,7 +592,13 @@ static void memory_of(const model_spec *m, const estimate_model_counts *counts,
         outs[i].memory.total_bytes += ub;
         outs[i].memory.need_bytes += ub;
     } else if (cache) {
-        estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, &outs[i]);
+        memory_breakdown mb;
+        if (cache->memo.model == m && memory_twin_get(cache, sys, t, l, &mb)) {
+            estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, &mb, &outs[i]);
+            return;
+        }
+        estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, NULL, &outs[i]);
+        if (cache->memo.model == m) memory_twin_put(cache, sys, t, l, &outs[i].memory);
     } else {
         estimate_memory_part_counted(m, counts, sys, t, l, &outs[i]);
     }
@@ -632,7 +693,7 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
         /* a layout whose twin fits fits too (twin_fits): its breakdown waits until it is
          * timed (below), a pruned one never needs it */
         bool track = cache && cache->skip_pruned_memory && prune_above_s > 0;
-        if (track && estimate_search_prunable(sys, l) && twin_fits(cache, l)) {
+        if (track && estimate_search_prunable(sys, l) && twin_fits(cache, t, l)) {
             lazy[k] = true;
             outs[i].microbatches = layout_microbatches(l, t); /* the bound's, below */
             fit_put(cache, l);
