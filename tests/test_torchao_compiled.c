@@ -134,8 +134,8 @@ static void test_saved_inputs(void **state)
     near(base - memory_layer_activation_bytes(&m, &t, &tw, 0), 184549376.0, "tensorwise saved");
     layout eg = titan_fp8(FP8_RECIPE_ROWWISE, false), bfe = layout_default(FRAMEWORK_TORCHTITAN);
     bfe.compile = false;
-    near(memory_layer_activation_bytes(&m, &t, &eg, 0), memory_layer_activation_bytes(&m, &t, &bfe, 0),
-         "eager unchanged");
+    near(memory_layer_activation_bytes(&m, &t, &eg, 0),
+         memory_layer_activation_bytes(&m, &t, &bfe, 0), "eager unchanged");
     rw.tp = 2;
     assert_false(memory_torchao_compiled_recompute(&m, &rw, 0));
     layout fs = fsdp2(1); /* plain FSDP2 with torchao tensorwise: the same */
