@@ -77,6 +77,10 @@ double memory_hf_window_mask_share(const model_spec *m, const training_spec *t, 
  * mask and saves per layer (b s^2 x 2 bytes, averaged over the layers by the share of sliding
  * ones); 0 unless --impl hf with a window no longer than the sequence. */
 double memory_hf_window_mask_bytes(const model_spec *m, const training_spec *t, const layout *l);
+/* Does l's dense layer run torchao float8 in a torch.compile'd block, whose graph recomputes the
+ * QKV, FC1 and FC2 inputs inside the backward's casts instead of saving them
+ * (memory_activations.c; measured, bench/results/fp8b19_2026-11-29)? */
+bool memory_torchao_compiled_recompute(const model_spec *m, const layout *l, int moe_layer);
 /* Activation bytes one layer stores for backward, per micro-batch, on one GPU, without
  * recompute or with selective recompute (Korthikanti Table 2, generalised to GQA, SwiGLU, MoE,
  * MLA and flash attention). */

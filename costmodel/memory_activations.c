@@ -102,6 +102,29 @@ double memory_layer_routed_activation_bytes(const model_spec *m, const training_
     return tokens * m->top_k * per_copy / l->tp * moe_load_factor(t);
 }
 
+/* torchao float8 (tensorwise or rowwise, FSDP2 / torchtitan) in a torch.compile'd dense block
+ * without TP: torchao's matmul_with_hp_or_float8_args saves its bf16 input for the backward
+ * (ctx.save_for_backward(input_hp, weight_hp_t), torchao/float8/float8_linear.py line 45 at
+ * v0.18.0, 5f2baf9), but that backward reads the input only to cast it again (the wgrad
+ * operand, line 185), so Inductor's partitioner recomputes an input that is a norm or a
+ * product of saved tensors inside that cast kernel instead of keeping it; in bf16 the wgrad
+ * GEMM reads the input itself and the graph keeps it. Measured (bench/fp8b19_probe.py,
+ * bench/results/fp8b19_2026-11-29/probe.json: one compiled Llama-3.1-8B block, 8192 tokens,
+ * what the forward saves through saved_tensors_hooks): bf16 keeps 1179.7 MB, rowwise and
+ * tensorwise 810.6 MB; the two norm outputs (QKV and w1/w3 input, 8192 x 4096 bf16 each) and
+ * the SwiGLU product (w2's input, 8192 x 14336) are gone, (2 x 2 x 4096 + 2 x 14336) B x 8192
+ * = 369.1 MB, and the real 8-layer runs held 2.95 GB (= 8 x 369 MB) less at the peak
+ * (f8-l8b-L8-s8k-b1-bf16 / -rw / -tw, 56.30 / 53.35 / 53.35 GB). With TP (Float8 TP casts
+ * before the gather), under SAC (its own saved list) or in MoE layers it was not measured. */
+bool memory_torchao_compiled_recompute(const model_spec *m, const layout *l, int moe_layer)
+{
+    if (!layout_is_pytorch(l) || !l->compile || l->precision != PRECISION_FP8 || l->tp > 1 ||
+        moe_layer || m->mla || m->activation != MODEL_ACT_SWIGLU)
+        return false;
+    layout_fp8_recipe r = precision_fp8_recipe(l);
+    return r == FP8_RECIPE_TENSORWISE || r == FP8_RECIPE_ROWWISE;
+}
+
 double memory_layer_activation_bytes(const model_spec *m, const training_spec *t,
                                      const layout *l, int moe_layer)
 {
@@ -186,6 +209,12 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
             sharded -= (2.0 - s) * m->ffn;    /* FC2 input */
         }
         sharded += s * a * v;                 /* attention output, quantized for the projection */
+    }
+    if (memory_torchao_compiled_recompute(m, l, moe_layer)) {
+        /* torchao float8 under torch.compile: the QKV, FC1 and FC2 inputs are not saved (see
+         * memory_torchao_compiled_recompute) */
+        repl -= 4.0 * h;
+        sharded -= 2.0 * m->ffn;
     }
     if (layout_is_pytorch(l) && !l->compile) {
         /* issue 14: what eager PyTorch code saves beyond Korthikanti's list.

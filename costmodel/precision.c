@@ -443,10 +443,25 @@ static int gpu_ratio_row(const system_spec *sys)
     return -1;
 }
 
+/* The rules' GEMM ratio, except rowwise on a system that measured its rowwise GEMMs against its
+ * per-tensor ones in torchao's compiled block (gpu.fp8_rowwise_over_tensorwise_gemm): there the
+ * per-tensor ratio times that measurement. On one H200 (torch 2.11.0+cu130, bench/fp8b19_probe.py,
+ * bench/results/fp8b19_2026-11-29/probe.json) torch._scaled_mm ran the rowwise block's GEMMs
+ * through cuBLASLt's nvjet outer-vector-scaled kernels in 7.6795 ms, the tensorwise block's in
+ * 7.6798 ms (bf16 14.074), where H100's measurement (RATIO_ROWWISE) put rowwise 8% slower. */
+static double rule_gemm_ratio(const system_spec *sys, const precision_rules *r)
+{
+    if (r->precision == PRECISION_FP8 && r->recipe == FP8_RECIPE_ROWWISE &&
+        sys->fp8_rowwise_over_tensorwise_gemm > 0)
+        return RATIO_PER_TENSOR * sys->fp8_rowwise_over_tensorwise_gemm;
+    return r->gemm_efficiency_ratio;
+}
+
 double precision_gemm_ratio(const system_spec *sys, const layout *l)
 {
     precision_rules r;
     precision_rules_of(l, &r);
+    r.gemm_efficiency_ratio = rule_gemm_ratio(sys, &r);
     if (!precision_is_low(l)) return 1.0;
     /* A calibration profile's ratio (plan fit of plan calibrate's gemm_fp8 rows: per-tensor
      * scaled e4m3 GEMMs through cuBLASLt) replaces the table for FP8; blockwise scaling takes
@@ -511,7 +526,7 @@ bool precision_gemm_shape_ratios(const system_spec *sys, const layout *l, bool *
     if (!*blockwise) {
         precision_rules r;
         precision_rules_of(l, &r);
-        *scale = r.gemm_efficiency_ratio / RATIO_PER_TENSOR;
+        *scale = rule_gemm_ratio(sys, &r) / RATIO_PER_TENSOR;
     }
     return true;
 }

@@ -222,12 +222,34 @@ double rb_sp_input_cast_frac(const layout *l)
     return f < 1.0 ? f : precision_sp_shard_frac(l);
 }
 
+/* torchao's float8 casts in a torch.compile'd block (FSDP2 / torchtitan, no TP), where the
+ * system measured them: the FP8 block's kernels other than GEMMs and attention, less the bf16
+ * block's, against the bytes rb_quantize_ops counts (X 5 + 5, W 5 + 5, dY 5 + 5 rowwise; dY 8
+ * tensorwise). On one H200 (bench/fp8b19_probe.py, bench/results/fp8b19_2026-11-29/probe.json:
+ * one Llama-3.1-8B block, 8192 tokens, torch.profiler): rowwise 7.740 - 1.413 = 6.327 ms for
+ * 7.885 GB, 1.246 TB/s = 0.2596 of 4.8 TB/s; tensorwise 5.354 - 1.413 = 3.941 ms for 7.180 GB,
+ * 1.822 TB/s = 0.3796. The compiled casts fuse with the recomputed norms and SwiGLU product
+ * (memory.h memory_torchao_compiled_recompute), reduce along the tokens for the wgrad operands
+ * and write transposed copies: slower than the isolated casts (0.33-0.63 of peak on H100,
+ * bench/results/fp8_rowwise_2026-11-28). 0: not measured (the eager rate). */
+double rb_torchao_compiled_cast_efficiency(const system_spec *sys, const layout *l)
+{
+    if (!layout_is_pytorch(l) || !l->compile || l->precision != PRECISION_FP8 || l->tp > 1)
+        return 0;
+    layout_fp8_recipe r = precision_fp8_recipe(l);
+    return r == FP8_RECIPE_ROWWISE      ? sys->torchao_cast_efficiency_rowwise
+           : r == FP8_RECIPE_TENSORWISE ? sys->torchao_cast_efficiency_tensorwise
+                                        : 0;
+}
+
 /* The layer's quantize kernels as two elementwise ops, forward and backward. */
 void rb_quantize_flush(builder *b)
 {
     if (!b->lp) return;
     double fwd = b->quant_fwd_bytes, bwd = b->quant_bwd_bytes;
     double eager_bw = b->sys->hbm_bandwidth_bytes_per_s * b->sys->eager_elementwise_efficiency;
+    double cast_eff = rb_torchao_compiled_cast_efficiency(b->sys, b->l);
+    if (b->quant_eager && cast_eff > 0) eager_bw = b->sys->hbm_bandwidth_bytes_per_s * cast_eff;
     double tf = b->quant_eager ? fwd / eager_bw : compute_stream_s(b->sys, fwd),
            tb = b->quant_eager ? bwd / eager_bw : compute_stream_s(b->sys, bwd);
     tf += b->swizzle_fwd_s; /* Transformer Engine < 2.12's scale swizzles (precision.h) */

@@ -52,6 +52,9 @@ typedef struct {
 } builder;
 
 void rb_precision(builder *b, const layout *l);
+/* The measured rate of torchao's compiled float8 casts as a fraction of the HBM peak
+ * (gpu.torchao_cast_efficiency_rowwise / _tensorwise), 0 where not measured or not that case. */
+double rb_torchao_compiled_cast_efficiency(const system_spec *sys, const layout *l);
 /* 1/tp where l's Linears that enter a TP block take a float8 input cast on the sequence shard
  * (torchtitan, float8 tensorwise, TP with SP), else 1 */
 double rb_float8_tp_shard_cast(const layout *l);

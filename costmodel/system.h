@@ -97,6 +97,16 @@ typedef struct {
                                            (narrow strided slices of q and kv, their cats:
                                            mcore_unfused.h); 0: not measured,
                                            eager_elementwise_efficiency */
+    double torchao_cast_efficiency_rowwise; /* the same for torchao float8's casts in a
+                                           torch.compile'd block, against the bytes
+                                           precision.c counts (rb_quantize_flush), rowwise /
+                                           tensorwise; 0: not measured,
+                                           eager_elementwise_efficiency */
+    double torchao_cast_efficiency_tensorwise;
+    double fp8_rowwise_over_tensorwise_gemm; /* the rowwise FP8 GEMMs' rate over the
+                                           per-tensor ones' in torchao's compiled block
+                                           (precision_gemm_ratio); 0: not measured,
+                                           RATIO_ROWWISE / RATIO_PER_TENSOR (H100) */
     double attention_efficiency;       /* achieved/peak of fused (flash) attention, fwd+bwd */
     attn_table attention_rates;        /* measured rates by shape ("attention_rates"; n 0: none,
                                           attention_efficiency stands), attention_rate.h */

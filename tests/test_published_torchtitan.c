@@ -241,8 +241,10 @@ static double median(double *v, int n)
  *   memory over 19 rows with a published figure: median |error| 8.0%: Tables 1-3 -5.2..-8.0%
  *     eager, compiled, Float8 and every CP degree alike (tt12's side-stream pools, compiled SAC
  *     and the layer in backward kept off the loss's moment), Table 4 -16.9% / -10.9%, the
- *     pipeline rows (Tables 5-6) 9-19% under, the trainy H200 rows -12.6% / -14.8% (torchtitan
- *     e7c0cae compiles the loss: the bf16 logits and their gradient, layout_loss_compiled).
+ *     pipeline rows (Tables 5-6) 9-19% under, the trainy H200 rows -14.1% / -16.2% (torchtitan
+ *     e7c0cae compiles the loss: the bf16 logits and their gradient, layout_loss_compiled;
+ *     -12.6% / -14.8% before fp8b19's compiled-torchao saved-input term, which their SAC
+ *     layer recomputed in the backward takes too).
  * The bounds sit a few points outside those figures: a change that moves the whole table
  * fails here, one that moves a row past its sanity band fails below.
  */
@@ -361,7 +363,11 @@ static double row_tps(const csv_table *t, int r, bool preset_attention)
  * The SDPA backend on the rows where nothing else is in question: the trainy H200 runs (700 W,
  * the machine of the h200 preset, FSDP only). With the preset's cuDNN rates the model was
  * +19.5% / +21.7% fast; with the FLASH rates the runs' torch used, -1.2% / +0.4% (the loss
- * compiled as their torchtitan ran it, torchao's casts at the eager elementwise rate). Asserted:
+ * compiled as their torchtitan ran it, torchao's casts at the eager elementwise rate); -4.7% /
+ * -3.1% by 2026-11-29, and -8.7% / -7.2% since fp8b19 priced the compiled tensorwise casts at
+ * their measured H200 rate (gpu.torchao_cast_efficiency_tensorwise 0.3796 against the eager
+ * 0.51; measured without float8 all-gather, where these runs cast the weights on the FSDP shard
+ * before the gather and not in the block: not priced, bench/results/fp8b19_2026-11-29). Asserted:
  * within 10% with FLASH, and FLASH slower than cuDNN by more than 10% at this shape (8B,
  * 64 (sequence, head) pairs of s 8192: FLASH 331 / 281 TFLOP/s fwd / bwd against the h200
  * preset's cuDNN table).
