@@ -265,6 +265,36 @@ bool precision_is_low(const layout *l)
     return l->precision != PRECISION_BF16;
 }
 
+/*
+ * torchao's float8 all-gather under FSDP2 (tensorwise; the table's row assumes it): torchtitan
+ * turns it on only where FSDP shards the parameters (torchtitan 1ea5d511
+ * torchtitan/components/quantization/float8.py lines 97-132: enable_fsdp_float8_all_gather =
+ * dp_shard_enabled and float8.enable_fsdp_float8_all_gather), so on one data-parallel shard the
+ * weights move and stay in bf16. Where it is on, each weight is cast to float8 on its shard
+ * before the all-gather (pytorch/ao v0.18.0 torchao/float8/fsdp_utils.py,
+ * WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather, with the scales precomputed after the
+ * optimizer step: precompute_float8_dynamic_scale_for_fsdp, emitted), and the Linear receives a
+ * float8 weight it does not cast again (float8_linear.py: tensor_already_casted_to_fp8): the
+ * layer's weight casts cover 1 / shard of the weight, once per gather (forward; backward again
+ * only where the unit is gathered again, reshard_after_forward). fp8b19 found the full-size
+ * casts charged inside the layer on torchtitan's trainy H200 rows
+ * (bench/results/fp8b19_2026-11-29/README.md).
+ */
+static void torchao_fsdp_float8_gather(const layout *l, precision_rules *out)
+{
+    if (!layout_is_pytorch(l) || l->precision != PRECISION_FP8 ||
+        out->recipe != FP8_RECIPE_TENSORWISE || out->gather_bytes >= 2.0)
+        return;
+    int dp_shard = l->shard_size > 0 ? l->shard_size : l->dp;
+    if (l->sharding != SHARDING_FSDP || dp_shard <= 1) {
+        out->gather_bytes = 2.0; /* bf16 all-gather: the weights cast in the layer */
+        return;
+    }
+    double shard = layout_shard_group(l);
+    out->w_fwd_bytes /= shard;
+    out->w_bwd_bytes = l->reshard_after_forward ? out->w_bwd_bytes / shard : 0;
+}
+
 void precision_rules_of(const layout *l, precision_rules *out)
 {
     layout_fp8_recipe rec = l->precision == PRECISION_FP8 ? precision_fp8_recipe(l)
@@ -274,6 +304,7 @@ void precision_rules_of(const layout *l, precision_rules *out)
         if (rules_table[i].precision == l->precision && rules_table[i].recipe == rec &&
             (rules_table[i].framework < 0 || rules_table[i].framework == (int)l->framework)) {
             *out = rules_table[i];
+            torchao_fsdp_float8_gather(l, out);
             return;
         }
     *out = rules_table[0];

@@ -123,10 +123,14 @@ static void test_gemm_rates(void **state)
  * X, W forward and dY backward), T = 4096 tokens:
  *   forward  4 T sum(in) + 4 sum(out*in) = 4*4096*26624 + 4*218103808 = 1,308,622,848 bytes
  *   backward 4 T sum(out) = 4*4096*43008 = 704,643,072 bytes
- * at 2e12 B/s: 6.54311424e-4 s and 3.52321536e-4 s. Tensorwise under FSDP2 (torchao: amax
- * pass + cast, the backward casts again): forward 5 T sum(in) + 5 sum(out*in) = 1,635,778,560;
- * backward 5 T sum(in) + 5 sum(out*in) + 8 T sum(out) = 1,635,778,560 + 1,409,286,144, at the
- * eager elementwise rate (torchao's casts under Inductor, recipe_builder.c: 2e12 x 0.5 here).
+ * at 2e12 B/s: 6.54311424e-4 s and 3.52321536e-4 s. Tensorwise under FSDP2 on one data-parallel
+ * shard (torchao: amax pass + cast, the backward casts again; no float8 all-gather there):
+ * forward 5 T sum(in) + 5 sum(out*in) = 1,635,778,560; backward 5 T sum(in) + 5 sum(out*in) +
+ * 8 T sum(out) = 1,635,778,560 + 1,409,286,144, at the eager elementwise rate (torchao's casts
+ * under Inductor, recipe_builder.c: 2e12 x 0.5 here). On 8 shards the float8 all-gather casts
+ * each weight on its shard (precision.c torchao_fsdp_float8_gather): the weight terms / 8,
+ * forward 545,259,520 + 136,314,880 = 681,574,400, backward (gathered again, reshard after
+ * forward) 545,259,520 + 136,314,880 + 1,409,286,144 = 2,090,860,544.
  * Rowwise under torchtitan (torchao axiswise, each operand cast once per GEMM that reads it,
  * 5 bytes each time): forward as tensorwise, backward 5 T sum(in) + 5 sum(out*in) +
  * 10 T sum(out) = 1,635,778,560 + 1,761,607,680. Under Megatron (TE current scaling: amax
@@ -148,7 +152,7 @@ static void test_quantize_kernels(void **state)
     assert_true(REL(op_time(&r, "lp.quantize", false), 1962934272.0 / 2e12) < 1e-12);
     assert_true(REL(op_time(&r, "lp.quantize_bwd", true), 1056964608.0 / 2e12) < 1e-12);
     l = layout_default(FRAMEWORK_FSDP2);
-    l.dp = 8;
+    l.dp = 1;
     l.precision = PRECISION_FP8;
     l.fp8_recipe = FP8_RECIPE_TENSORWISE;
     s.eager_elementwise_efficiency = 0.5;
@@ -156,6 +160,16 @@ static void test_quantize_kernels(void **state)
     assert_true(REL(op_time(&r, "lp.quantize", false), 1635778560.0 / 1e12) < 1e-12);
     assert_true(REL(op_time(&r, "lp.quantize_bwd", true), (1635778560.0 + 1409286144.0) / 1e12) <
                 1e-12);
+    precision_rules pr;
+    precision_rules_of(&l, &pr);
+    assert_true(pr.gather_bytes == 2.0); /* one shard: no float8 all-gather */
+    l.dp = 8;
+    assert_true(l.reshard_after_forward && l.sharding == SHARDING_FSDP);
+    recipe_layer(&m, &s, &t, &l, false, &r, NULL);
+    assert_true(REL(op_time(&r, "lp.quantize", false), 681574400.0 / 1e12) < 1e-12);
+    assert_true(REL(op_time(&r, "lp.quantize_bwd", true), 2090860544.0 / 1e12) < 1e-12);
+    precision_rules_of(&l, &pr);
+    assert_true(pr.gather_bytes == 1.0);
     l.framework = FRAMEWORK_TORCHTITAN;
     l.fp8_recipe = FP8_RECIPE_DEFAULT; /* torchtitan's: rowwise */
     recipe_layer(&m, &s, &t, &l, false, &r, NULL);
