@@ -1,6 +1,9 @@
 /* compute.c — kernel-time models; see compute.h for the sources. */
 #include "compute.h"
 
+#include "attention_rate.h"
+#include "flops.h"
+
 double compute_gemm_s(const system_spec *sys, double m, double n, double k)
 {
     if (m <= 0 || n <= 0 || k <= 0) return 0;
@@ -78,4 +81,38 @@ double compute_flash_backward_s(const system_spec *sys, double flops)
 double compute_stream_s(const system_spec *sys, double bytes)
 {
     return bytes / (sys->hbm_bandwidth_bytes_per_s * sys->hbm_efficiency);
+}
+
+/* The attention core of the mean layer of a model whose sliding-window layers run the fused
+ * kernel's own window (Transformer Engine's window_size, cuDNN): its full layers at the causal
+ * rate (fw, bw) over their FLOPs, its sliding layers at the measured "sliding" rate over the
+ * window's FLOPs, where the system has one for the model's window (ATTN_SLIDING_KEYS). At a
+ * window of 128 keys the kernel's per-tile work, not the window's FLOPs, sets its time:
+ * NVIDIA/cudnn-frontend fb682ce benchmark/sdpa_benchmark_training/results/gpt_oss/gb200 (cuDNN
+ * 9.22, head dim 64, 256 (batch, head) rows, seq 4096) 0.210 ms forward, 0.465 ms backward,
+ * 161 / 182 TFLOP/s of the window's FLOPs against 1342 / 1094 causal at head dim 128; before
+ * (moe13) plan priced those FLOPs at the causal rate, ~7x too fast. Leaves *fwd_s and *bwd_s
+ * as they are otherwise. */
+void compute_sliding_attention_s(const model_spec *m, const system_spec *sys,
+                                 const training_spec *t, double tokens, double head_dim,
+                                double rows, double seq_q, double fw, double bw, double *fwd_s,
+                                double *bwd_s)
+{
+    int n_slide = model_sliding_layers(m);
+    if (n_slide <= 0 || m->sliding_window != ATTN_SLIDING_KEYS ||
+        m->sliding_window >= t->seq_len || sys->attention_rates.n == 0)
+        return;
+    double sfw, sbw;
+    if (!attn_table_rates(&sys->attention_rates, ATTN_MASK_SLIDING, head_dim, rows, seq_q, &sfw,
+                          &sbw))
+        return;
+    int slide = -1, full = -1;
+    for (int i = 0; i < m->layers && (slide < 0 || full < 0); i++)
+        *(model_layer_is_sliding(m, i) ? &slide : &full) = i;
+    double f_s = flops_attention_core_forward_layer(m, slide, tokens, t->seq_len, true);
+    double f_f = full >= 0 ? flops_attention_core_forward_layer(m, full, tokens, t->seq_len, true)
+                           : 0;
+    double scale = compute_attention_rate_scale(sys), n = m->layers, ns = n_slide;
+    *fwd_s = ((n - ns) * f_f / fw + ns * f_s / sfw) / (n * scale);
+    *bwd_s = 2.5 * ((n - ns) * f_f / bw + ns * f_s / sbw) / (n * scale);
 }

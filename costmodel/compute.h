@@ -11,6 +11,8 @@
 #ifndef PLAN_COMPUTE_H
 #define PLAN_COMPUTE_H
 
+#include "layout.h"
+#include "model.h"
 #include "system.h"
 
 /* One bf16 GEMM C[m,n] = A[m,k] B[k,n]. */
@@ -39,6 +41,15 @@ double compute_grouped_gemm_fwd_bwd_s(const system_spec *sys, int groups, double
  * gemm_headroom.h sets it to find the step's attention time) times the power cap's factor
  * (system_power_cap_scale: 1 at the TDP). */
 double compute_attention_rate_scale(const system_spec *sys);
+
+/* The attention core of the mean layer of a model whose sliding-window layers run the fused
+ * kernel's own window: its full layers at the causal rate (fw, bw), its sliding layers at the
+ * system's measured "sliding" rate over the window's FLOPs (compute.c says where the rate is
+ * from). Writes *fwd_s and *bwd_s where it applies; leaves them as they are otherwise. */
+void compute_sliding_attention_s(const model_spec *m, const system_spec *sys,
+                                 const training_spec *t, double tokens, double head_dim,
+                                 double rows, double seq_q, double fw, double bw, double *fwd_s,
+                                 double *bwd_s);
 double compute_flash_forward_s(const system_spec *sys, double flops);
 double compute_flash_backward_s(const system_spec *sys, double flops);
 /* A memory-bound kernel moving `bytes` through HBM. */
