@@ -14,7 +14,7 @@
  *     kernel, so the routing weights stay fp32.
  *   Experts (src/transformers/integrations/moe.py of transformers 5.17.0 as installed on the
  *     H200 machines, grouped_mm_experts_forward, the default experts implementation there for
- *     Mixtral and Qwen3-MoE: bench/results/moe19_2026-11-29/call1/experts_src.txt 377-481): one
+ *     Mixtral and Qwen3-MoE, lines 377-481 of that file; read on the device, not copied here): one
  *     torch.sort(expert_ids) (the values' copy, the indices' iota and a cub radix sort of int64
  *     keys and values, 40S in all); perm // top_k (16S); hidden_states[perm // top_k] gathers S
  *     rows (4Sh + 8S); sample_weights[perm] (16S); the offsets: expert_ids_g.int() 12S, histc

@@ -20,13 +20,14 @@ realrun.py does, so every step sees the same tokens):
   mallopt        (last spec, --mallopt) the same steps again after mallopt fixes glibc's mmap and
                  trim thresholds (no fresh pages for chunk_cat's metadata vectors afterwards)
 facts: versions, CPU, transparent huge pages, glibc; the experts implementation transformers picked
-and the source of transformers/integrations/moe.py as installed (experts_src.txt); the cost of a
+and the path and sha256 of transformers/integrations/moe.py as installed (read it there; not copied); the cost of a
 first-touch page fault on this host (an anonymous mapping touched page by page).
 Usage: NCCL_NVLS_ENABLE=0 python3 moe_host_probe.py --out DIR --runs SPEC,... [--trace N] [--mallopt]
 """
 import argparse
 import ctypes
 import gzip
+import hashlib
 import json
 import mmap
 import os
@@ -116,7 +117,8 @@ from fsdp2_model import build_fsdp2_model  # noqa: E402
 facts.update(torch=torch.__version__, cuda=torch.version.cuda, transformers=transformers.__version__)
 try:
     import transformers.integrations.moe as hf_moe
-    shutil.copyfile(hf_moe.__file__, os.path.join(args.out, "experts_src.txt"))
+    with open(hf_moe.__file__, "rb") as src:
+        facts["experts_src_sha256"] = hashlib.sha256(src.read()).hexdigest()
     facts["experts_src_file"] = hf_moe.__file__
 except Exception as e:
     facts["experts_src_file"] = "unavailable: %s" % e
