@@ -144,6 +144,8 @@ def config_for(rec, tmp):
         cfg["num_hidden_layers"] = rec["layers"]
         if "max_window_layers" in cfg:
             cfg["max_window_layers"] = min(cfg["max_window_layers"], rec["layers"])
+        if isinstance(cfg.get("layer_types"), list):  # per-layer kinds (gpt-oss): the first N
+            cfg["layer_types"] = cfg["layer_types"][:rec["layers"]]
         name += "-L%d" % rec["layers"]
     out = os.path.join(tmp, name + ".json")
     with open(out, "w") as f:

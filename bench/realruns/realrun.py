@@ -221,6 +221,8 @@ def build_hf(dev):
         for k in ("max_window_layers",):
             if k in d:
                 d[k] = min(d[k], args.layers)
+        if isinstance(d.get("layer_types"), list):  # per-layer kinds (gpt-oss): the first N
+            d["layer_types"] = d["layer_types"][:args.layers]
     d["use_cache"] = False
     cfg = AutoConfig.for_model(d.pop("model_type"), **d)
     with torch.device(dev):
