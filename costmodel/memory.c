@@ -121,6 +121,12 @@ typedef struct {
     double layer_params;  /* one layer's (the stage's MoE kind where it has MoE layers) */
     bool own_experts;     /* memory_experts_own_unit */
     double kind_params[2]; /* a dense and an MoE layer's, for low precision (memory_precision.h) */
+    /* The parameters of the stage's last three layers in backward order (0: its last layer,
+     * the first back-propagated; past its first layer, the first layer's kind again): FSDP's
+     * units in flight are neighbours, and with dense-first MoE models (memory_layer_is_moe) a
+     * stage can hold one large MoE layer beside dense ones. Equal to layer_params where the
+     * stage's layers are of one kind. */
+    double bwd_params[3];
     const double *lp;      /* the stage's memory_stage_lp_params (the memo's), or NULL */
 } stage_figures;
 
@@ -153,7 +159,7 @@ static double stage_state(const model_spec *m, const system_spec *sys, const tra
              * Megatron-FSDP's two unsharded gradient buckets in flight (the unit being
              * reduce-scattered and the next, as optim_grads_params holds below) */
             r->gradients_bytes = (l->optimizer_bf16_states ? 2.0 : grad_bytes) * sharded;
-            r->comm_buffer_bytes = 2.0 * grad_bytes * layer_params;
+            r->comm_buffer_bytes = grad_bytes * (s->bwd_params[0] + s->bwd_params[1]);
         }
         break;
     case SHARDING_FSDP:
@@ -170,7 +176,7 @@ static double stage_state(const model_spec *m, const system_spec *sys, const tra
             /* the two units in flight: two blocks, or with torchtitan's expert units one
              * experts unit and one block unit, one layer between them (memory_phases.h
              * memory_experts_own_unit) */
-            double pair = (s->own_experts ? 1.0 : 2.0) * layer_params;
+            double pair = s->own_experts ? layer_params : s->bwd_params[0] + s->bwd_params[1];
             r->comm_buffer_bytes = (2.0 + 4.0) * pair;                     /* bf16 + fp32 grads */
             if (l->pp > 1 && fig->micro > 1) {
                 /* torch pipelining reduces only in the last micro-batch's backward
@@ -201,7 +207,8 @@ static double stage_state(const model_spec *m, const system_spec *sys, const tra
                 r->gradients_bytes = 2.0 * sharded;
                 r->optimizer_bytes = 8.0 * sharded;
             }
-            r->comm_buffer_bytes = 2.0 * 2.0 * layer_params + 2.0 * grad_bytes * layer_params;
+            double pair = s->bwd_params[0] + s->bwd_params[1];
+            r->comm_buffer_bytes = 2.0 * pair + grad_bytes * pair;
         }
         if (!l->reshard_after_forward)
             r->comm_buffer_bytes += 2.0 * params; /* every unit stays gathered until backward */
@@ -339,13 +346,22 @@ static stage_act_fig stage_act_figures(const model_spec *m, const training_spec 
                  * moments are below the pair's figure, which this replaces here. */
                 double root = memory_root_gathered_bytes(m, l, stage);
                 double rest = r->blocks_phase_bytes - fsdp_buffer_bytes; /* logits held, head */
-                double lp = s->layer_params, nd = fig->shard_nd;
-                double first = rest + root + 6.0 * lp;
+                /* by layer (bwd_params: the first block's, the next's, the one after): the
+                 * first moment holds the first block's gathered parameters and bf16 gradients
+                 * and the next one's prefetch; the second the next block's three and the
+                 * first block's reduce-scatter buffers. With one kind of layer 6 and 10 + 4/nd
+                 * bytes a layer parameter; a cut GLM-4.5 (3 dense layers, then one MoE layer of
+                 * 3.93e9 parameters; held-out ho20) holds the MoE layer's 4 + 4/nd once, not
+                 * 14 bytes. */
+                const double *bp = s->bwd_params;
+                double nd = fig->shard_nd;
+                double first = rest + root + 4.0 * bp[0] + 2.0 * bp[1];
                 /* what the first block leaves when done: its saved activations (under full
                  * recompute its checkpoint; the recomputed ones are `working`, held again by
                  * the next block) */
                 double freed = f.full ? f.ckpt : act_layer_max;
-                double second = rest + root + (10.0 + 4.0 / nd) * lp - freed;
+                double second =
+                    rest + root + 4.0 * bp[1] + 2.0 * bp[2] + (4.0 + 4.0 / nd) * bp[0] - freed;
                 r->blocks_phase_bytes = first > second ? first : second;
                 blocks = r->blocks_phase_bytes + working; /* the layer in backward's transient */
             }
@@ -484,6 +500,13 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
     double ne = fig->shard_ne;
     s.sharded = pd / nd + pe / ne; /* this GPU's shard of the stage's parameters */
     s.layer_params = layer_params_of(fig, m, l, s.moe_layers > 0);
+    for (int k = 0; k < 3; k++) {
+        int i = s.start + s.n_layers - 1 - k;
+        if (i < s.start) i = s.start;
+        s.bwd_params[k] =
+            s.moe_layers > 0 ? layer_params_of(fig, m, l, memory_layer_is_moe(m, i) ? 1 : 0)
+                             : s.layer_params;
+    }
     if (precision_is_low(l)) {
         s.kind_params[0] = layer_params_of(fig, m, l, 0);
         if (s.moe_layers > 0) s.kind_params[1] = layer_params_of(fig, m, l, 1);

@@ -234,19 +234,34 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
 
 static double step_of(const estimate *e) { return e->simulated ? e->time_sim.step_s : e->time.step_s; }
 
+bool explain_cache_tight(const memory_breakdown *mb)
+{
+    double cache = mb->reserved_bytes + mb->framework_bytes;
+    return mb->total_bytes <= mb->capacity_bytes &&
+           mb->capacity_bytes - mb->total_bytes >= EXPLAIN_TIGHT_FRACTION * mb->capacity_bytes &&
+           mb->capacity_bytes - cache < EXPLAIN_TIGHT_FRACTION * mb->capacity_bytes;
+}
+
 void explain_tight(FILE *f, const search_result *r)
 {
     if (r->count == 0) return;
     const memory_breakdown *mb = &r->ranked[0].memory;
     double room = mb->capacity_bytes - mb->total_bytes; /* the headroom the output shows */
-    if (room >= EXPLAIN_TIGHT_FRACTION * mb->capacity_bytes) return;
-    fprintf(f, "- Tight: %.1f GiB headroom is under %.0f%% of the GPU: %s.",
-            room / UNITS_GIB_BYTES, 100 * EXPLAIN_TIGHT_FRACTION, EXPLAIN_TIGHT_RISKS);
+    if (explain_cache_tight(mb))
+        fprintf(f, "- Cache tight: %.1f GiB headroom, but torch's reserved peak (%.1f GiB with the "
+                   "context) leaves under %.0f%% of the GPU: %s.",
+                room / UNITS_GIB_BYTES, (mb->reserved_bytes + mb->framework_bytes) / UNITS_GIB_BYTES,
+                100 * EXPLAIN_TIGHT_FRACTION, EXPLAIN_CACHE_TIGHT_RISKS);
+    else if (room >= EXPLAIN_TIGHT_FRACTION * mb->capacity_bytes) return;
+    else
+        fprintf(f, "- Tight: %.1f GiB headroom is under %.0f%% of the GPU: %s.",
+                room / UNITS_GIB_BYTES, 100 * EXPLAIN_TIGHT_FRACTION, EXPLAIN_TIGHT_RISKS);
     for (int i = 1; i < r->count; i++) {
         const estimate *e = &r->ranked[i];
         if (!e->feasible ||
             e->memory.capacity_bytes - e->memory.total_bytes <
-                EXPLAIN_TIGHT_FRACTION * e->memory.capacity_bytes)
+                EXPLAIN_TIGHT_FRACTION * e->memory.capacity_bytes ||
+            explain_cache_tight(&e->memory))
             continue;
         /* compare like with like: simulated figures only when both were re-ranked */
         bool sim = e->simulated && r->ranked[0].simulated;

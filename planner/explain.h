@@ -5,6 +5,7 @@
 #ifndef PLAN_EXPLAIN_H
 #define PLAN_EXPLAIN_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "search.h"
@@ -28,6 +29,19 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
     "the memory model has missed real peaks by up to 8.0% (one GPU) and 6.6% (2-4 GPUs), and a "   \
     "step this close ran 7-8.5% slower than priced (the allocator freeing and re-allocating its "  \
     "cache, unpriced)"
+/* Where the peak allocated leaves room but torch's reserved peak (memory_breakdown.reserved_bytes
+ * + framework_bytes, memory_pools.h) comes within EXPLAIN_TIGHT_FRACTION of the capacity, the
+ * caching allocator reaches the GPU's memory, frees its cache and retries (cudaFree and
+ * cudaMalloc, synchronizing): measured on one H200, a cut GLM-4.5 (4 layers, s4k; 13% free by
+ * allocation, 1.4% by reserved) ran 6 retries and its steps 0.59 s until the cache settled,
+ * 0.37-0.40 s after (1.5x; bench/results/ho20_2026-11-29); Mistral-7B at 0.9% free by reserved
+ * ran 7-8.5% slower every step (retry18). Not priced: how many steps it takes to settle is not
+ * predictable from the sizes alone. */
+bool explain_cache_tight(const memory_breakdown *mb);
+#define EXPLAIN_CACHE_TIGHT_RISKS                                                                   \
+    "torch's allocator then frees its cache and retries (synchronizing), unpriced: measured steps " \
+    "ran 7-8.5% slower (Mistral-7B) and 1.5x slower until the cache settled (GLM-4.5 cut to 4 "     \
+    "layers)"
 void explain_tight(FILE *f, const search_result *r);
 
 #endif

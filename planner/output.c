@@ -367,6 +367,11 @@ static void human_numbers(FILE *f, const estimate *e, const model_spec *m,
         mb->capacity_bytes - mb->total_bytes < EXPLAIN_TIGHT_FRACTION * mb->capacity_bytes)
         fprintf(f, "               tight: under %.0f%% of the GPU left; %s\n",
                 100 * EXPLAIN_TIGHT_FRACTION, EXPLAIN_TIGHT_RISKS);
+    else if (explain_cache_tight(mb))
+        fprintf(f, "               cache tight: torch's reserved peak %.1f GiB (with the context) "
+                   "leaves under %.0f%% of the GPU; %s\n",
+                (mb->reserved_bytes + mb->framework_bytes) / UNITS_GIB_BYTES,
+                100 * EXPLAIN_TIGHT_FRACTION, EXPLAIN_CACHE_TIGHT_RISKS);
     fprintf(f,
             "               weights %.1f · gradients %.1f · optimizer %.1f · activations %.1f "
             "(logits %.1f) · other %.1f GiB\n",

@@ -159,6 +159,21 @@ static void test_search_human(void **state)
     assert_int_equal(R.status, 0);
     assert_null(strstr(R.out, "- Tight:"));
     assert_null(strstr(R.out, "tight: under"));
+    /* GLM-4.5 cut to 4 layers on one H200 (tests/data/hf/glm-4.5-L4.json, the held-out
+     * ho20-glm45-L4-s4k-b1): 18.1 GiB headroom by allocation, but torch's reserved peak within
+     * 5% of the GPU: the allocator's retries are named (measured: 6 retries, steps 1.5x slower
+     * until the cache settled), not the model's misses */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "estimate --model %s/../tests/data/hf/glm-4.5-L4.json --system h200 --gpus 1 "
+             "--framework fsdp2 --seq 4096 --mbs 1 --gbs 1",
+             getenv("PLAN_DATA_DIR"));
+    run(cmd);
+    assert_int_equal(R.status, 0);
+    assert_non_null(strstr(R.out, "memory/GPU   121.7 GiB of 139.8 GiB (headroom 18.1 GiB)"));
+    assert_non_null(strstr(R.out, "cache tight: torch's reserved peak "));
+    assert_non_null(strstr(R.out, "1.5x slower until the cache settled"));
+    assert_null(strstr(R.out, "tight: under"));
     /* torchtitan's mesh order is fixed: no row can carry the mark, so no legend for it */
     run("--model 8b --gpus 64 --framework torchtitan");
     assert_int_equal(R.status, 0);

@@ -466,6 +466,41 @@ static void test_side_pools(void **state)
     assert_true(NEAR(mb.reserved_bytes, mb.total_bytes - mb.framework_bytes));
 }
 
+/* FSDP2's units in flight are neighbours (memory.c stage_figures.bwd_params): GLM-4.5 cut to 4
+ * layers (bench/realruns/configs/glm-4.5.json: h 5120, 96 heads and 8 KV heads of 128 with q/k/v
+ * bias and q/k norms, 3 dense layers of f 12288, then one MoE layer of 160 experts of 1536 and
+ * a shared expert; V 151552 untied), one H200, HF eager, seq 4096, mbs 1 (held-out
+ * ho20-glm45-L4-s4k-b1, bench/results/ho20_2026-11-29). A dense layer: attention 62,914,560 x 2
+ * + 10,485,760 + bias 14,336 + q/k norms 256 + norms 10,240 = 136,339,712, MLP 188,743,680:
+ * D = 325,083,392. The MoE layer: 136,339,712 + experts 3,774,873,600 + shared 23,592,960 +
+ * router 819,200 + its 160 score-correction biases (a buffer in transformers, counted here):
+ * M = 3,935,625,632 (the run's 6,462,773,248 parameters = 3 D + M - 160 + 2 V h + h).
+ * The backward meets M first, beside D: the units' buffers are (2 + 4 + 2) x (M + D) + the
+ * root's 2 x (2 V h + h) = 37,189,467,392 B, not 8 x 2 M (66.1e9). The blocks' moments then stay
+ * under the optimizer step, the peak: 20 x 6,462,773,408 = 129,255,468,160 B besides the
+ * framework's (measured 129,324,480,512 allocated). */
+static void test_dense_first_neighbours(void **state)
+{
+    (void)state;
+    char err[CM_ERRLEN];
+    model_spec m;
+    system_spec sys;
+    if (model_load(REALRUNS_CONFIGS_DIR "/glm-4.5.json", data_dir(), &m, err, sizeof err) != CM_OK)
+        fail_msg("%s", err);
+    m.layers = 4;
+    if (system_load("h200", data_dir(), &sys, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 1;
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    l.dp = 1;
+    l.mbs = 1;
+    memory_breakdown mb = memory_peak(&m, &sys, &t, &l);
+    assert_true(NEAR(mb.comm_buffer_bytes, 37189467392.0));
+    assert_true(NEAR(mb.total_bytes, mb.optimizer_step_bytes));
+    assert_true(NEAR(mb.total_bytes - mb.framework_bytes, 129255468160.0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -475,7 +510,7 @@ int main(void)
         cmocka_unit_test(test_pp_accumulation_buffers), cmocka_unit_test(test_hf_phi3_terms),
         cmocka_unit_test(test_backward_end),      cmocka_unit_test(test_titan_expert_units),
         cmocka_unit_test(test_pp_merged_outputs), cmocka_unit_test(test_zbv_head_stage),
-        cmocka_unit_test(test_side_pools),
+        cmocka_unit_test(test_side_pools),        cmocka_unit_test(test_dense_first_neighbours),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
