@@ -70,6 +70,8 @@ static void usage(void)
            "  --pp-keep-outputs    a pipelining loop that keeps the last stage's outputs\n"
            "                       (schedule.step's default return_outputs=True; torchtitan\n"
            "                       passes False): its bf16 logits of every micro-batch held\n"
+           "  --hold-logits        a native loop that keeps the bf16 logits through the backward\n"
+           "                       (no `del pred` before loss.backward(), as torchtitan does)\n"
            "  --precision bf16|fp8|mxfp8|nvfp4 --fp8-recipe delayed|tensorwise|blockwise|rowwise\n"
            "                       the layout's format; without it bf16, whatever the GPU: an\n"
            "                       estimate is of one layout, and its format is part of it (the\n"

@@ -35,6 +35,8 @@ static void usage(void)
            "  --pp-keep-outputs    a pipelining loop that keeps the last stage's outputs\n"
            "                       (schedule.step's default return_outputs=True; torchtitan\n"
            "                       passes False): its bf16 logits of every micro-batch held\n"
+           "  --hold-logits        a native loop that keeps the bf16 logits through the backward\n"
+           "                       (no `del pred` before loss.backward(), as torchtitan does)\n"
            "  --precision auto|any|bf16|fp8|mxfp8|nvfp4   Linear GEMMs' format. auto (the\n"
            "                       default): bf16 and the 8-bit formats the GPU and framework\n"
            "                       support (FP8 on Hopper, also MXFP8 on Blackwell; bf16 alone\n"

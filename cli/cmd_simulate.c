@@ -26,6 +26,8 @@ static void usage(void)
            "  --pp-keep-outputs    a pipelining loop that keeps the last stage's outputs\n"
            "                       (schedule.step's default return_outputs=True; torchtitan\n"
            "                       passes False): its bf16 logits of every micro-batch held\n"
+           "  --hold-logits        a native loop that keeps the bf16 logits through the backward\n"
+           "                       (no `del pred` before loss.backward(), as torchtitan does)\n"
            "  --trace FILE         write the simulated step as a Chrome/Perfetto trace\n"
            "                       (open in https://ui.perfetto.dev or chrome://tracing)\n"
            "  --gemm-headroom bubble|on|off  the GEMMs' power headroom, as plan estimate\n"

@@ -94,6 +94,10 @@ typedef struct {
                                   with its default return_outputs=True: the last stage keeps
                                   every micro-batch's output (memory_phases.h); torchtitan's
                                   trainer passes False */
+    bool hold_logits;          /* a native torch training loop that keeps the model's output (the
+                                  bf16 logits) in a local through the backward (memory_phases.h
+                                  memory_logits_held_bytes); torchtitan's trainer frees it first
+                                  (`del pred`, torchtitan/trainer.py:795 at b5bcd76), the default */
 } training_spec;
 
 typedef struct {

@@ -263,9 +263,27 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
              * cos/sin needing no gradient: derivatives.yaml mul.Tensor). Phi-3's gate_up_proj
              * keeps 2f through gate and up, the same four f-wide tensors as the eager SwiGLU. */
             if (m->hf_fused_qkv) sharded += 2.0 * (a + kv_heads) * qk;
-        } else if (layout_impl_of(l) == IMPL_NATIVE && kv_heads < a) {
-            sharded += 4.0 * (a - kv_heads) * qk;
+        } else if (layout_impl_of(l) == IMPL_NATIVE) {
+            /* the native block's cuDNN attention output is already [b, s, heads, d] in memory,
+             * so .transpose(1, 2).contiguous() before wo copies nothing (measured below) */
+            sharded -= 2.0 * a * v;
         }
+    }
+    if (layout_is_pytorch(l) && layout_impl_of(l) == IMPL_NATIVE) {
+        /* The native (torchtitan-style) block, eager or compiled, measured on one H200 (torch
+         * 2.11, bench/realruns/sac_saved_probe.py, bench/results/sac20_2026-11-29: the slope of
+         * the memory held after the blocks' forward between 1 and 3 layers, a token and layer):
+         * compiled Llama-3.1-8B 151,688 B, Llama-3.2-3B 98,408 B, Qwen3-8B 149,800 B, each
+         * equal to the base above plus: repeat_kv's copies of k and v to every query head, which
+         * SDPA saves (4 (a - kv) d; the graph keeps them as eager does), the two RMSNorms' fp32
+         * rstd (4 bytes a token each, F.rms_norm's saved statistic) and, with Qwen3's q/k
+         * norms, their inputs and rstd (2 (a + kv) d + 4 (a + kv)). Eager, the same terms
+         * without the contiguous copy: Llama-3.1-8B 178,312, Llama-3.2-3B 112,744, Qwen3-8B
+         * 172,328 measured, each 2 kv d (2,048 B) under this sum; that tensor is not
+         * identified and is left out. */
+        if (kv_heads < a) sharded += 4.0 * (a - kv_heads) * qk;
+        repl += 8.0;
+        if (m->qk_norm) sharded += 2.0 * (a + kv_heads) * qk + 4.0 * (a + kv_heads);
     }
     double repl_whole = 0;
     if (l->framework == FRAMEWORK_TORCHTITAN && l->sp && l->tp > 1) {

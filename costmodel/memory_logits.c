@@ -22,11 +22,17 @@ double memory_logits_bytes(const model_spec *m, const training_spec *t, const la
      * log_softmax keeps its fp32 output (4), nll_loss_backward fills the fp32 gradient (4) and
      * _log_softmax_backward_data writes the fp32 gradient of the logits (4): 12 bytes per logit
      * at once (the bf16 logits and their fp32 copy are gone by then: Hugging Face's
-     * ForCausalLMLoss drops them with the output object). The native trainer
-     * (bench/realruns/realrun.py, torchtitan's loss) keeps its bf16 logits in a local through
-     * the backward: 2 more. Seen in bench/realruns: Qwen2.5-1.5B seq 4096 mbs 8 ran out of
-     * memory asking for one more fp32 logits buffer (18.5 GiB = 32768 x 151936 x 4 B). */
-    if (layout_is_pytorch(l)) bytes_per = layout_impl_of(l) == IMPL_NATIVE ? 14.0 : 12.0;
+     * ForCausalLMLoss drops them with the output object; torchtitan's trainer deletes its
+     * `pred` before loss.backward(), torchtitan/trainer.py:795 at b5bcd76, and so does
+     * bench/realruns/realrun.py since 7caf997). A native loop that keeps its bf16 logits in a
+     * local through the backward (training_spec.hold_logits: bench/realruns/parallel_run.py,
+     * realrun.py before 7caf997) holds 2 more. Measured on one H200 (bench/results/
+     * sac20_2026-11-29): Llama-3.1-8B cut to 16 layers, s4k, mbs 4, SAC, peak allocated 90.07 GiB
+     * under realrun.py and 93.99 GiB under parallel_run.py, 3.92 GiB apart = 2 x 16,384 x
+     * 128,256 B. Seen in bench/realruns: Qwen2.5-1.5B seq 4096 mbs 8 ran out of memory asking
+     * for one more fp32 logits buffer (18.5 GiB = 32768 x 151936 x 4 B). */
+    if (layout_is_pytorch(l))
+        bytes_per = layout_impl_of(l) == IMPL_NATIVE && t->hold_logits ? 14.0 : 12.0;
     /* Gemma 2's final-logit soft-capping (elementwise.c elementwise_head: logits / cap, tanh,
      * * cap on the bf16 logits) leaves one bf16 logits tensor alive through the loss's backward,
      * the tanh output its backward reads (derivatives.yaml tanh: tanh_backward(grad, result)):

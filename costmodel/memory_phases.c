@@ -34,7 +34,7 @@ double memory_root_at_loss_bytes(const model_spec *m, const layout *l, int stage
 
 double memory_logits_held_bytes(const model_spec *m, const training_spec *t, const layout *l)
 {
-    if (!layout_is_pytorch(l) || layout_impl_of(l) == IMPL_HF) return 0;
+    if (!t->hold_logits || !layout_is_pytorch(l) || layout_impl_of(l) == IMPL_HF) return 0;
     return (double)l->mbs * t->seq_len / l->cp * 2.0 * (double)m->vocab / l->tp;
 }
 

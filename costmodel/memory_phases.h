@@ -44,9 +44,11 @@ double memory_root_gathered_bytes(const model_spec *m, const layout *l, int stag
  * Without reshard_after_forward every unit stays gathered; memory.c counts them apart. */
 double memory_root_at_loss_bytes(const model_spec *m, const layout *l, int stage);
 
-/* Bytes a torch trainer keeps of one micro-batch's logits while the blocks' backward runs:
- * the native trainers hold the bf16 logits in a local until the step returns (2 bytes a logit,
- * the same 2 of memory_logits_bytes' 14); Hugging Face drops them with the output object. */
+/* Bytes a torch trainer keeps of one micro-batch's logits while the blocks' backward runs: a
+ * native loop that holds the bf16 logits in a local until the step returns
+ * (training_spec.hold_logits: 2 bytes a logit, the same 2 of memory_logits_bytes' 14); 0 for
+ * torchtitan's trainer (`del pred` before the backward) and Hugging Face (the output object is
+ * dropped). */
 double memory_logits_held_bytes(const model_spec *m, const training_spec *t, const layout *l);
 
 /* torch.distributed.pipelining keeps every micro-batch's output on the last stage until the

@@ -62,7 +62,7 @@ def run_plan(argv):
 
 HELP = run_plan(["estimate", "--help"])
 HELP = HELP.stdout + HELP.stderr
-HAS = {f: (f in HELP) for f in ("--impl", "--compile", "--optimizer-impl", "--compile-components",
+HAS = {f: (f in HELP) for f in ("--impl", "--hold-logits", "--compile", "--optimizer-impl", "--compile-components",
                                   "--no-cuda-graphs", "--fp8-recipe")}
 
 SYSTEMS = (("H200", "h200"), ("H100", "h100"))
@@ -73,6 +73,16 @@ def system_of(gpu):
         if key in (gpu or ""):
             return name
     return None
+
+
+# realrun.py's native step kept its bf16 logits in a local through loss.backward() until commit
+# 7caf997 (2026-11-28 07:00:10 UTC), which deletes them first as torchtitan's trainer does
+# (torchtitan/trainer.py:795 at b5bcd76): the runs before it are priced with --hold-logits.
+HOLD_LOGITS_UNTIL = "2026-11-28T07:00:10Z"
+
+
+def held_logits(rec):
+    return rec.get("impl") == "native" and rec.get("date", "9") < HOLD_LOGITS_UNTIL
 
 
 def layout_args(rec, cfgfile, system):
@@ -108,6 +118,8 @@ def layout_args(rec, cfgfile, system):
         a += ["--optimizer-impl", {"default": "foreach"}.get(oi, {"forloop": "for-loop"}.get(oi, oi))]
     if fp8:
         a += ["--precision", "fp8", "--fp8-recipe", rec["fp8_recipe"]]
+    if HAS["--hold-logits"] and held_logits(rec):
+        a += ["--hold-logits"]
     if args.simulate:
         a += ["--simulate"]
     return a

@@ -81,6 +81,7 @@ HELP = plan(["estimate", "--help"])
 HELP = HELP.stdout + HELP.stderr
 HAS_TT = "torchtitan" in HELP
 HAS_GRAPHS = "--no-cuda-graphs" in HELP
+HAS_HOLD = "--hold-logits" in HELP
 HAS_LOOP = "--moe-expert-loop" in HELP
 HAS_ROTATE = "--cp-rotate" in HELP
 
@@ -151,6 +152,12 @@ def layout(rec):
     # return_outputs=True) until it recorded pp_keep_outputs: false, as torchtitan's trainer runs
     if par == "pp" and rec.get("pp_keep_outputs", True):
         a += ["--pp-keep-outputs"]
+    # parallel_run.py's steps (prun_step.py) keep the model's output, the bf16 logits, in a local
+    # through loss.backward(); realrun.py deletes it first since 7caf997 (2026-11-28 07:00:10
+    # UTC), as torchtitan's trainer does (`del pred`, torchtitan/trainer.py:795 at b5bcd76)
+    if HAS_HOLD and rec.get("impl") == "native" and (
+            rec.get("framework") == "torch-native" or rec.get("date", "9") < "2026-11-28T07:00:10Z"):
+        a += ["--hold-logits"]
     notes = []
     if rec.get("grad_ckpt"):
         a += ["--recompute", "full"]
