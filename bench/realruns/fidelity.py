@@ -13,7 +13,10 @@ error = (predicted - measured) / measured.
   measured step    median of the run's timed steps (wall time between CUDA syncs)
   measured memory  peak allocated + the bytes the process holds outside the allocator at the end
                    (CUDA context, NCCL, loaded kernels, library workspaces): what issue 14 defines
-                   memory.total_bytes to be; peak reserved + the same is shown in --format json
+                   memory.total_bytes to be
+  reserved         the run's peak reserved (torch.cuda reserved_bytes.all.peak) + the same bytes
+                   outside the allocator, against plan's memory.reserved_bytes + framework_bytes
+                   (column res_err; its summary line "reserved")
   feasible         measured: the run did not go out of memory; predicted: plan's "feasible"
 
 A run the planner cannot express is listed as not expressible, with why (a planner without
@@ -223,15 +226,18 @@ def main():
             if not r.get("oom"):
                 row["step_err"] = err(row["pred_step_s"], row["meas_step_s"])
                 row["mem_err"] = err(row["pred_mem_bytes"], row["meas_mem_bytes"])
+                if row["pred_reserved_bytes"] is not None:
+                    row["res_err"] = err(row["pred_reserved_bytes"] + row["pred_framework_bytes"],
+                                         row["meas_mem_reserved_bytes"])
             rows.append(row)
     if args.format == "json":
         print(json.dumps(rows, indent=1))
         return
     pct = lambda x: "" if x is None else "%+.1f%%" % (100 * x)  # noqa: E731
     gib = lambda x: "" if x is None else "%.1f" % (x / GIB)  # noqa: E731
-    hdr = "%-27s %-4s %-18s %8s %8s %8s %7s %7s %8s %4s %4s %s" % (
-        "run", "gpu", "impl", "meas_s", "pred_s", "err", "mem_GiB", "pred", "err", "fits", "pred",
-        "agree")
+    hdr = "%-27s %-4s %-18s %8s %8s %8s %7s %7s %8s %8s %4s %4s %s" % (
+        "run", "gpu", "impl", "meas_s", "pred_s", "err", "mem_GiB", "pred", "err", "res_err",
+        "fits", "pred", "agree")
     print(hdr)
     print("-" * len(hdr))
     for w in rows:
@@ -243,10 +249,11 @@ def main():
             continue
         mm = w.get("meas_mem_bytes")
         mtxt = gib(mm) if mm else ">" + gib(w.get("meas_mem_at_oom_bytes"))
-        print("%-27s %-4s %-18s %8s %8.4f %8s %7s %7s %8s %4s %4s %s" % (
+        print("%-27s %-4s %-18s %8s %8.4f %8s %7s %7s %8s %8s %4s %4s %s" % (
             w["run"], w["gpu"], w["impl"],
             "OOM" if w["oom"] else "%.4f" % w["meas_step_s"], w["pred_step_s"],
             pct(w.get("step_err")), mtxt, gib(w["pred_mem_bytes"]), pct(w.get("mem_err")),
+            pct(w.get("res_err")),
             "no" if w["oom"] else "yes", "yes" if w["pred_feasible"] else "no",
             "yes" if w["feasible_agree"] else "NO"))
     ok = [w for w in rows if w["status"] == "ok"]
@@ -274,6 +281,7 @@ def main():
         print("-- %s (%d runs that ran)" % (gpu or "all", len(sub)))
         summary("step", [w["step_err"] for w in sub], 5, 12)
         summary("memory", [w["mem_err"] for w in sub], 5, 10)
+        summary("reserved", [w.get("res_err") for w in sub], 5, 10)
     bad = [w["run"] for w in ok if not w["feasible_agree"]]
     print("feasibility agrees on %d of %d runs%s" % (len(ok) - len(bad), len(ok),
                                                      (": wrong on " + ", ".join(bad)) if bad else ""))

@@ -12,7 +12,12 @@ PYTORCH_CUDA_ALLOC_CONF is read from the environment (record it; run once per se
 
 Usage (one GPU): NCCL_NVLS_ENABLE=0 torchrun --nproc_per_node 1 bench/realruns/reserved_growth.py
                      --out $OUT/reserved.jsonl --runs llama-3.2-3b:4096:2:0:ckpt
-spec: name:seq:mbs[:layers[:ckpt]] (configs/NAME.json, as memory_peak_owners.py).
+spec: name:seq:mbs[:layers[:mode]] (configs/NAME.json, as memory_peak_owners.py); mode: ckpt
+(Hugging Face, every layer checkpointed), native (native_llama.py as realrun.py --impl native
+builds it: fused AdamW, the loss as torchtitan's cross_entropy_loss), native-compile (the same
+with each block torch.compile'd, fullgraph, before fully_shard), or empty (Hugging Face).
+Run ONE spec per process (several work, but a process that built and compiled one model is not
+the clean state the real runs started from).
 """
 import argparse
 import gc
@@ -42,9 +47,11 @@ def replay(trace, marks, owner):
     phase = "(start)"
     peak = {"allocated": -1}
     pending = []         # reservations waiting for the alloc that caused them
+    phases = {}          # phase -> [allocated peak, reserved at its end] (the step's shape)
     for k, e in enumerate(trace):
         if k in mark_at:
             phase = mark_at[k]
+        ph = phases.setdefault(phase, [0, 0])
         a = e["action"]
         if a == "alloc":
             live[e["addr"]] = (e["size"], e.get("stream", 0))
@@ -54,6 +61,7 @@ def replay(trace, marks, owner):
                 s["request_owner"] = owner(e.get("frames", []))
                 s["allocated_before_request"] = alloc - e["size"]
             pending = []
+            ph[0] = max(ph[0], alloc)
             if alloc > peak["allocated"]:
                 peak = {"allocated": alloc, "reserved": reserved, "index": k, "phase": phase,
                         "live": dict(live)}
@@ -61,15 +69,79 @@ def replay(trace, marks, owner):
             alloc -= live.pop(e["addr"])[0]
         elif a in SEG_UP:
             reserved += e["size"]
+            ph[1] = reserved
             s = {"index": k, "action": a, "bytes": e["size"], "stream": e.get("stream", 0),
                  "addr": e["addr"], "phase": phase, "reserved_after": reserved}
             segs.append(s)
             pending.append(s)
         elif a in SEG_DOWN:
             reserved -= e["size"]
+            ph[1] = reserved
             segs.append({"index": k, "action": a, "bytes": e["size"], "phase": phase,
                          "reserved_after": reserved})
+    last = 0
+    for lab in phases:  # a phase that reserved nothing ends at the reserved of the one before
+        phases[lab][1] = phases[lab][1] or last
+        last = phases[lab][1]
+    peak["phases"] = [{"phase": lab, "allocated_peak_bytes": v[0], "reserved_end_bytes": v[1]}
+                      for lab, v in phases.items()]
     return segs, peak
+
+
+def build_native(name, dev, layers, compile_blocks):
+    """(model, vocab, step factory) for native_llama.py's Transformer as realrun.py --impl native
+    builds it (N(0, 0.02) init, per-block torch.compile before fully_shard, fully_shard per block
+    and on the root, reshard after forward, fp32 params, bf16 compute, fp32 reduce)."""
+    import torch
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    from native_llama import Args, Transformer
+    with open(os.path.join(HERE, "configs", name + ".json")) as f:
+        cfg = json.load(f)
+    a = Args(cfg, layers or None)
+    seq = int(args.runs.split(",")[0].split(":")[1])
+    with torch.device(dev):
+        model = Transformer(a, seq)
+    with torch.no_grad():
+        for n, prm in model.named_parameters():
+            if "norm" in n:
+                prm.fill_(1.0)
+            else:
+                prm.normal_(0.0, 0.02)
+    keys = list(model.layers.keys())
+    for k in keys:
+        blk = model.layers[k]
+        if compile_blocks:
+            blk = torch.compile(blk, fullgraph=True)
+        model.layers.register_module(k, blk)
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for k in keys:
+        fully_shard(model.layers[k], mp_policy=mp, reshard_after_forward=True)
+    fully_shard(model, mp_policy=mp, reshard_after_forward=True)
+    return model, cfg["vocab_size"]
+
+
+def native_step(model, x, y, opt, mark):
+    """realrun.py --impl native's step (zero_grad(set_to_none), logits, torchtitan's loss:
+    cross_entropy of the fp32 upcast, backward, clip 1.0, fused AdamW step) with
+    marked_step's phase marks."""
+    import torch
+    import torch.nn.functional as F
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        mark("zero_grad")
+        logits = model(x)
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten(0, 1))
+        del logits
+        mark("forward + loss")
+        loss.backward()
+        mark("root tail of backward")
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        mark("clip")
+        opt.step()
+        mark("optimizer step")
+
+    return step, []
 
 
 def main():
@@ -86,16 +158,26 @@ def main():
         parts = spec.split(":")
         name, seq, mbs = parts[0], int(parts[1]), int(parts[2])
         layers = int(parts[3]) if len(parts) > 3 and parts[3] else 0
-        ckpt = len(parts) > 4 and parts[4] == "ckpt"
+        mode = parts[4] if len(parts) > 4 else ""
+        if mode not in ("", "ckpt", "native", "native-compile"):
+            sys.exit("reserved_growth: unknown mode %r in %s" % (mode, spec))
+        ckpt = mode == "ckpt"
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
         rec = {"spec": spec, "alloc_conf": conf, "gpu": torch.cuda.get_device_name(dev),
                "torch": torch.__version__}
         torch.cuda.memory._record_memory_history(max_entries=4000000, stacks="python")
-        model, vocab, _ = build_fsdp2_model(name, dev, layers, ckpt)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        native = mode.startswith("native")
+        if native:
+            model, vocab = build_native(name, dev, layers, mode == "native-compile")
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
+        else:
+            model, vocab, _ = build_fsdp2_model(name, dev, layers, ckpt)
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
         g = torch.Generator(device=dev).manual_seed(1234)
-        x = torch.randint(0, vocab, (mbs, seq), device=dev, generator=g)
+        ids = torch.randint(0, vocab, (mbs, seq + 1), device=dev, generator=g)
+        x, y = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
+        del ids
         marks = []
         step_no = [0]
 
@@ -105,7 +187,10 @@ def main():
             snap = torch.cuda.memory._snapshot()
             marks.append(("step %d: %s" % (step_no[0], label), len(snap["device_traces"][local])))
 
-        step, hooks = marked_step(model, x, opt, mark)
+        if native:
+            step, hooks = native_step(model, x, y, opt, mark)
+        else:
+            step, hooks = marked_step(model, x, opt, mark)
         for i in range(args.steps):
             step_no[0] = i
             step()
@@ -123,6 +208,7 @@ def main():
         rec["replayed_peak_allocated_bytes"] = peak["allocated"]
         rec["reserved_at_allocated_peak_bytes"] = peak["reserved"]
         rec["allocated_peak_phase"] = peak["phase"]
+        rec["phases"] = peak["phases"]
         rec["reservations"] = segs
         # the segments at the end (nothing is released without empty_cache): size, bytes in use
         # at the allocated peak inside each, stream, the largest block in use then
@@ -146,7 +232,7 @@ def main():
         # the step closure and the hooks hold the model: drop them before the next spec, or its
         # segments stay reserved and inflate the next spec's peak reserved (the first data were
         # taken without this: bench/results/reserved19_2026-11-29/README.md)
-        del step, hooks, model, opt, x
+        del step, hooks, model, opt, x, y
         gc.collect()
         torch.cuda.empty_cache()
     dist.destroy_process_group()
