@@ -311,7 +311,12 @@ static void test_published_rows(void **state)
     assert_int_equal(n_refused, 1);
     assert_true(mt < 0.12);
     assert_true(max_t < 0.45);
-    assert_true(mm < 0.10);
+    /* 0.10 until sac20 (bench/results/sac20_2026-11-29): plan then held the bf16 logits through
+     * the backward, which torchtitan's trainer deletes first (`del pred` since e29b6b4d4,
+     * 2024-06-12, before these runs); without them plan's reserved figure is 12-18% under these
+     * rows' peak reserved (expandable segments), the allocator's reserve that plan does not
+     * price (bench/results/resv20_2026-11-29) */
+    assert_true(mm < 0.16);
     free_rows(&t);
 }
 
