@@ -79,6 +79,11 @@ def parser():
     p.add_argument("--compile", action="store_true",
                    help="torch.compile(block, fullgraph=True) per decoder block after TP / checkpointing and "
                         "before FSDP2 (torchtitan's apply_compile order); tp, cp and pp layouts")
+    p.add_argument("--cp-rotate", choices=("alltoall", "allgather"), default="alltoall",
+                   help="cp layout: torch's K/V rotate method (set_rotate_method). alltoall (the default, every "
+                        "cp run before 2026-11-29); allgather: torch's own default and torchtitan 9dec370's "
+                        "(config_manager.py experimental.context_parallel_rotate_method), the method of "
+                        "torchtitan's 2024-12 published CP tables (bench/results/ttcp20_2026-11-29)")
     p.add_argument("--async-tp", action="store_true",
                    help="tp layout with --compile: torchtitan's async TP (torchtitan/distributed/"
                         "tensor_parallel.py maybe_enable_async_tp: torch._inductor.config._micro_pipeline_tp "
@@ -132,6 +137,8 @@ def parse(argv=None):
         sys.exit("parallel_run: --async-tp needs --layout tp, --tp > 1 and --compile (torchtitan's rule)")
     if args.sac and args.ckpt:
         sys.exit("parallel_run: --sac op and --ckpt are two checkpointing modes: give one")
+    if args.cp_rotate != "alltoall" and args.layout != "cp":
+        sys.exit("parallel_run: --cp-rotate is for --layout cp")
     if args.compile and args.layout == "ep":
         sys.exit("parallel_run: --compile is for tp, cp and pp (the MoE dispatch syncs with the host)")
     if args.layout == "pp":

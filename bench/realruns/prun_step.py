@@ -80,8 +80,8 @@ def make_step(ctx, b, dev):
                         "torch.distributed.tensor.experimental._context_parallel._attention"):
             try:
                 mod = __import__(modname, fromlist=["set_rotate_method"])
-                mod.set_rotate_method("alltoall")
-                rot = modname + ".set_rotate_method('alltoall')"
+                mod.set_rotate_method(args.cp_rotate)
+                rot = modname + ".set_rotate_method('%s')" % args.cp_rotate
                 break
             except Exception:
                 continue
