@@ -189,7 +189,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
     double vd = m->mla ? m->v_head_dim : m->head_dim;
     rb_tp_ctx tc = {b, l, tokens * h * 2.0, layout_tp_group(sys, l), 0,
                  tokens * h * async_tp_gather_elem_bytes(l), tokens * h * precision_tp_gather_bytes(l),
-                 true};
+                 true, t->tp_dgrad_allreduce_sync};
     if (l->tp > 1)
         tc.one_s = l->sp ? collective_time_s(sys, COLL_ALL_GATHER, tc.ag_bytes, tc.g) +
                                collective_time_s(sys, COLL_REDUCE_SCATTER, tc.act_bytes, tc.g)

@@ -6,7 +6,9 @@
  *   - weight gradients summed across micro-batches outside the GEMM (costmodel/grad_accum.h):
  *     6 bytes a parameter for each micro-batch after the first;
  *   - the unfused attention core's dropout on the s x s probabilities, PyTorch's eager kernel
- *     (layer_recipe.c): 5 bytes a score forward and 5 backward at the eager rate.
+ *     (layer_recipe.c): 5 bytes a score forward and 5 backward at the eager rate;
+ * and one term of the code after it: the TP all-reduce of the input gradient beside the wgrad
+ * GEMM (recipe_tp.c), which the 2021 code ran synchronously.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -181,6 +183,48 @@ static void test_layer_op(void **state)
     sim_free(w);
 }
 
+/* Megatron's column-parallel Linear without SP all-reduces its input gradient asynchronously
+ * beside its wgrad GEMM (recipe_tp.c tp_nccl_allreduce_block; Megatron-LM since 16c90445e7,
+ * 2021-09-02); before, synchronously (training_spec.tp_dgrad_allreduce_sync, the SC'21 rows).
+ * Korthikanti's 22B GPT (hidden 6144, 64 heads of 96, FFN 24576) at TP 8, micro-batch 4, seq
+ * 2048, no SP, on a100-80g:
+ *   all-reduce of 8192 x 6144 x 2 = 100,663,296 bytes over 8 GPUs: x 2 x 7/8 / (300e9 x 0.78)
+ *     = 0.752824 ms + 14 steps x 1.5 us + 18 us per call = 0.791824 ms (forward and, sync,
+ *     backward of each block);
+ *   qkv wgrad 6144 x 2304 over 8192 tokens: 2.31928e11 FLOP / (312e12 x 0.75) = 0.991146 ms
+ *     + 2.5 us = 0.993646 ms (fc1's, 6144 x 3072: 1.324028 ms);
+ *   side by side, GEMM x1.176 and collective x1.363 (overlap.h): the collective's 1.079256 ms
+ *     ends inside the GEMM's 1.168528 ms, which it stretched by 1.079256 x (1 - 1/1.176)
+ *     = 0.161521 ms: what each block's backward exposes. */
+static void test_tp_dgrad_allreduce(void **state)
+{
+    (void)state;
+    load_a100();
+    model_spec m = gpt_1_7b(true);
+    snprintf(m.name, sizeof m.name, "gpt-22b");
+    m.layers = 48, m.hidden = 6144, m.heads = m.kv_heads = 64, m.head_dim = 96, m.ffn = 24576;
+    char err[CM_ERRLEN];
+    assert_int_equal(model_validate(&m, err, sizeof err), CM_OK);
+    training_spec t = training_default();
+    t.seq_len = 2048, t.global_batch = 4, t.attention = ATTENTION_UNFUSED;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.tp = 8, l.pp = l.dp = l.cp = 1, l.mbs = 4, l.sp = false;
+    static recipe r;
+    recipe_layer(&m, &S, &t, &l, false, &r, NULL);
+    for (int i = 0; i < 2; i++) {
+        const recipe_op *o = &r.op[0];
+        for (int k = 0; k < r.n_ops; k++)
+            if (!strcmp(r.op[k].name, i ? "tp.mlp" : "tp.attention")) o = &r.op[k];
+        assert_int_equal(o->kind, RECIPE_TP);
+        assert_true(fabs(o->fwd_s - 0.791824e-3) < 1e-9);
+        assert_true(fabs(o->bwd_s - 0.161521e-3) < 1e-9);
+    }
+    t.tp_dgrad_allreduce_sync = true; /* 2021: the whole all-reduce */
+    recipe_layer(&m, &S, &t, &l, false, &r, NULL);
+    assert_true(fabs(op_bwd(&r, "tp.attention") - 0.791824e-3) < 1e-9);
+    assert_true(fabs(op_bwd(&r, "tp.mlp") - 0.791824e-3) < 1e-9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -188,6 +232,7 @@ int main(void)
         cmocka_unit_test(test_estimate),
         cmocka_unit_test(test_attention_dropout),
         cmocka_unit_test(test_layer_op),
+        cmocka_unit_test(test_tp_dgrad_allreduce),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
