@@ -8,7 +8,8 @@
  *   - the unfused attention core's dropout on the s x s probabilities, PyTorch's eager kernel
  *     (layer_recipe.c): 5 bytes a score forward and 5 backward at the eager rate;
  * and one term of the code after it: the TP all-reduce of the input gradient beside the wgrad
- * GEMM (recipe_tp.c), which the 2021 code ran synchronously.
+ * GEMM (recipe_tp.c), which the 2021 code ran synchronously; and the eager kernels of Megatron's
+ * own attention layer around the unfused core (elementwise_legacy.c).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -21,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "elementwise.h"
 #include "estimate.h"
 #include "grad_accum.h"
 #include "layer_recipe.h"
@@ -183,6 +185,22 @@ static void test_layer_op(void **state)
     sim_free(w);
 }
 
+/* Korthikanti et al. 2022's 22B GPT (Table 3: 48 layers, hidden 6144, 64 heads, FFN 24576) at
+ * TP 8, micro-batch 4, seq 2048, unfused attention, as tests/golden.c prices it */
+static model_spec gpt_22b(training_spec *t, layout *l, bool sp)
+{
+    model_spec m = gpt_1_7b(true);
+    snprintf(m.name, sizeof m.name, "gpt-22b");
+    m.layers = 48, m.hidden = 6144, m.heads = m.kv_heads = 64, m.head_dim = 96, m.ffn = 24576;
+    char err[CM_ERRLEN];
+    assert_int_equal(model_validate(&m, err, sizeof err), CM_OK);
+    *t = training_default();
+    t->seq_len = 2048, t->global_batch = 4, t->attention = ATTENTION_UNFUSED;
+    *l = layout_default(FRAMEWORK_MEGATRON);
+    l->tp = 8, l->pp = l->dp = l->cp = 1, l->mbs = 4, l->sp = sp;
+    return m;
+}
+
 /* Megatron's column-parallel Linear without SP all-reduces its input gradient asynchronously
  * beside its wgrad GEMM (recipe_tp.c tp_nccl_allreduce_block; Megatron-LM since 16c90445e7,
  * 2021-09-02); before, synchronously (training_spec.tp_dgrad_allreduce_sync, the SC'21 rows).
@@ -200,15 +218,9 @@ static void test_tp_dgrad_allreduce(void **state)
 {
     (void)state;
     load_a100();
-    model_spec m = gpt_1_7b(true);
-    snprintf(m.name, sizeof m.name, "gpt-22b");
-    m.layers = 48, m.hidden = 6144, m.heads = m.kv_heads = 64, m.head_dim = 96, m.ffn = 24576;
-    char err[CM_ERRLEN];
-    assert_int_equal(model_validate(&m, err, sizeof err), CM_OK);
-    training_spec t = training_default();
-    t.seq_len = 2048, t.global_batch = 4, t.attention = ATTENTION_UNFUSED;
-    layout l = layout_default(FRAMEWORK_MEGATRON);
-    l.tp = 8, l.pp = l.dp = l.cp = 1, l.mbs = 4, l.sp = false;
+    training_spec t;
+    layout l;
+    model_spec m = gpt_22b(&t, &l, false);
     static recipe r;
     recipe_layer(&m, &S, &t, &l, false, &r, NULL);
     for (int i = 0; i < 2; i++) {
@@ -225,6 +237,44 @@ static void test_tp_dgrad_allreduce(void **state)
     assert_true(fabs(op_bwd(&r, "tp.mlp") - 0.791824e-3) < 1e-9);
 }
 
+/* Megatron's own attention layer of 2021-22 around the unfused core (elementwise_legacy.c), the
+ * 22B layer at TP 8, micro-batch 4 (8192 tokens; q = k = v = 768 wide on a GPU, QKV 2304), eager
+ * kernels at 2.039e12 x 0.51 = 1.03989e12 B/s plus 1.5 us:
+ *   core: the context copy 4 x 8192 x 768 = 25,165,824 B forward (25.700 us), baddbmm's alpha
+ *     mul on dQ and dK 4 x 8192 x 1536 = 50,331,648 B backward (49.901 us);
+ *   QKV Linear: bias add 4 x 8192 x 2304 = 75,497,472 B forward (74.101 us); backward the bias
+ *     gradient's column sum 2 x 8192 x 2304 = 37,748,736 B (37.801 us) and the split's cat
+ *     75,497,472 B (74.101 us). */
+static void test_legacy_attention_kernels(void **state)
+{
+    (void)state;
+    load_a100();
+    training_spec t;
+    layout l;
+    model_spec m = gpt_22b(&t, &l, true);
+    static elementwise_list c, q;
+    elementwise_megatron_unfused_attention(&m, &l, 8192, &c, &q);
+    assert_int_equal(c.n_fwd, 1);
+    assert_int_equal(c.n_bwd, 1);
+    assert_true(c.fwd[0].bytes == 25165824.0 && c.bwd[0].bytes == 50331648.0);
+    assert_true(fabs(elementwise_pass_s(&S, &c, c.fwd, 1) - 25.700467e-6) < 1e-11);
+    assert_true(fabs(elementwise_pass_s(&S, &c, c.bwd, 1) - 49.900935e-6) < 1e-11);
+    static recipe r;
+    recipe_layer(&m, &S, &t, &l, false, &r, NULL);
+    double f = -1, b1 = -1, b2 = -1;
+    for (int i = 0; i < r.n_ops; i++) {
+        if (!strcmp(r.op[i].name, "qkv.bias_add")) f = r.op[i].fwd_s;
+        if (!strcmp(r.op[i].name, "qkv.bias_grad")) b1 = r.op[i].bwd_s;
+        if (!strcmp(r.op[i].name, "qkv.split_cat")) b2 = r.op[i].bwd_s;
+    }
+    assert_true(fabs(f - 74.101402e-6) < 1e-11);
+    assert_true(fabs(b1 - 37.800701e-6) < 1e-11);
+    assert_true(fabs(b2 - 74.101402e-6) < 1e-11);
+    t.attention = ATTENTION_FLASH; /* today's layer: none of them */
+    recipe_layer(&m, &S, &t, &l, false, &r, NULL);
+    for (int i = 0; i < r.n_ops; i++) assert_null(strstr(r.op[i].name, "qkv."));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_attention_dropout),
         cmocka_unit_test(test_layer_op),
         cmocka_unit_test(test_tp_dgrad_allreduce),
+        cmocka_unit_test(test_legacy_attention_kernels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
