@@ -9,7 +9,8 @@
  *     (layer_recipe.c): 5 bytes a score forward and 5 backward at the eager rate;
  * and one term of the code after it: the TP all-reduce of the input gradient beside the wgrad
  * GEMM (recipe_tp.c), which the 2021 code ran synchronously; and the eager kernels of Megatron's
- * own attention layer around the unfused core (elementwise_legacy.c).
+ * own attention layer around the unfused core (elementwise_legacy.c), and the 2022 local DDP's
+ * division of its gradient buffer (grad_accum.h).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -275,6 +276,35 @@ static void test_legacy_attention_kernels(void **state)
     for (int i = 0; i < r.n_ops; i++) assert_null(strstr(r.op[i].name, "qkv."));
 }
 
+/* 2022's local DDP divides its fp32 gradient buffer by DP, 1 included (grad_accum.h
+ * grad_buffer_divide_s): 8 bytes per parameter of the stage at 1.79432e12 B/s once a step,
+ * before the optimizer. The 22B at TP 8, PP 1, DP 1: its parameters on a GPU
+ * (memory_stage_params, about 2.76e9) x 8 / 1.79432e12 = about 12.3 ms, in the optimizer's
+ * term of the closed form and of the stage costs the simulator reads. */
+static void test_grad_buffer_divide(void **state)
+{
+    (void)state;
+    load_a100();
+    training_spec t;
+    layout l;
+    model_spec m = gpt_22b(&t, &l, true);
+    l.recompute = RECOMPUTE_SELECTIVE;
+    assert_true(grad_buffer_divide_s(&S, &t, 1e9) == 0);
+    t.grad_buffer_divide = true;
+    assert_true(fabs(grad_buffer_divide_s(&S, &t, 1e9) - 8e9 / 1.79432e12) < 1e-12);
+    double pd, pe;
+    memory_stage_params(&m, &l, 0, &pd, &pe);
+    double want = 8.0 * (pd + pe) / 1.79432e12;
+    assert_true(want > 12.0e-3 && want < 12.6e-3);
+    char err[CM_ERRLEN];
+    estimate on, off;
+    assert_int_equal(estimate_layout(&m, &S, &t, &l, &on, err, sizeof err), CM_OK);
+    t.grad_buffer_divide = false;
+    assert_int_equal(estimate_layout(&m, &S, &t, &l, &off, err, sizeof err), CM_OK);
+    assert_true(fabs(on.time.optimizer_s - off.time.optimizer_s - want) < 1e-9);
+    assert_true(fabs(on.time.step_s - off.time.step_s - want) < 1e-9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -284,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_layer_op),
         cmocka_unit_test(test_tp_dgrad_allreduce),
         cmocka_unit_test(test_legacy_attention_kernels),
+        cmocka_unit_test(test_grad_buffer_divide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
