@@ -118,6 +118,14 @@ void elementwise_hf_repeat_kv(const model_spec *m, const layout *l, double token
  * vocab / tp logits per token. The lm_head GEMM is not in it. */
 void elementwise_head(const model_spec *m, const layout *l, double tokens, elementwise_list *out);
 
+/* Megatron-LM's own attention layer of 2021-22 (training.attention = unfused; elementwise_legacy.c):
+ * eager kernels beside the unfused core. core: the context's permute-contiguous copy forward
+ * (recomputed with the core) and baddbmm's alpha mul on dQ and dK backward; qkv: the QKV
+ * Linear's separate bias add forward, its bias gradient and the cat of dQ, dK, dV (torch.split's
+ * backward) backward. Empty lists outside Megatron and for MLA. */
+void elementwise_megatron_unfused_attention(const model_spec *m, const layout *l, double tokens,
+                                            elementwise_list *core, elementwise_list *qkv);
+
 /* Bytes and launches of n kernels (count included). */
 double elementwise_bytes(const elementwise_kernel *k, int n);
 int elementwise_launches(const elementwise_kernel *k, int n);

@@ -561,6 +561,11 @@ void estimate_time_assemble(const model_spec *m, const system_spec *sys, const t
 
     double local;
     double opt_s = estimate_optimizer_local_s(m, sys, l, 0, &local);
+    {   /* 2022's local DDP divides the gradient buffer first (grad_accum.h) */
+        double pd0, pe0;
+        memory_stage_params(m, l, 0, &pd0, &pe0);
+        opt_s += grad_buffer_divide_s(sys, t, pd0 + pe0);
+    }
 
     time_breakdown *tm = &out->time;
     tm->microbatch_s = t_mb;
@@ -756,7 +761,8 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
         e->grad_sync_s =
             estimate_dp_sync_s(sys, t, l, e->dense_params, e->expert_params, e->lp_dense_params,
                                e->lp_expert_params, &e->param_sync_s);
-        e->optimizer_s = estimate_optimizer_s(m, sys, l, s);
+        e->optimizer_s = estimate_optimizer_s(m, sys, l, s) +
+                         grad_buffer_divide_s(sys, t, e->dense_params + e->expert_params);
     }
     return CM_OK;
 }

@@ -31,3 +31,9 @@ double grad_accum_step_s(const system_spec *sys, const training_spec *t, double 
     if (!t->grad_accum_unfused || micro <= 1 || !(params > 0)) return 0;
     return (micro - 1) * compute_stream_s(sys, GRAD_ACCUM_UNFUSED_BYTES_PER_PARAM * params);
 }
+
+double grad_buffer_divide_s(const system_spec *sys, const training_spec *t, double params)
+{
+    if (!t->grad_buffer_divide || !(params > 0)) return 0;
+    return compute_stream_s(sys, 8.0 * params);
+}

@@ -57,4 +57,15 @@ double grad_accum_layer_bytes(const training_spec *t, const layout *l, double pa
 double grad_accum_step_s(const system_spec *sys, const training_spec *t, double params,
                          int micro);
 
+/* Megatron-LM's local DDP of 2022 (the code of Korthikanti et al. 2022, 9aad9203aa: --DDP-impl
+ * local and contiguous gradient buffers, both its defaults, arguments.py lines 730-737): every
+ * step, after the last backward and before the optimizer, allreduce_gradients divides each
+ * fp32 gradient buffer by the data-parallel size in place and then all-reduces it
+ * (megatron/model/distributed.py lines 195-202, `buffer_.data /= world_size`; training.py lines
+ * 446-449), whatever that size, 1 included: read and write 4 bytes per parameter of the stage.
+ * Seconds of that pass for `params` parameters, 0 unless t->grad_buffer_divide. (Megatron-Core
+ * today scales only when the factor is not 1, distributed_data_parallel.py at d98e8a6 lines
+ * 271-278, param_and_grad_buffer.py 666-667: not priced.) */
+double grad_buffer_divide_s(const system_spec *sys, const training_spec *t, double params);
+
 #endif

@@ -189,7 +189,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
     double vd = m->mla ? m->v_head_dim : m->head_dim;
     rb_tp_ctx tc = {b, l, tokens * h * 2.0, layout_tp_group(sys, l), 0,
                  tokens * h * async_tp_gather_elem_bytes(l), tokens * h * precision_tp_gather_bytes(l),
-                 true};
+                 true, t->tp_dgrad_allreduce_sync};
     if (l->tp > 1)
         tc.one_s = l->sp ? collective_time_s(sys, COLL_ALL_GATHER, tc.ag_bytes, tc.g) +
                                collective_time_s(sys, COLL_REDUCE_SCATTER, tc.act_bytes, tc.g)
@@ -283,6 +283,15 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         attn_bwd = 2.0 * attn_fwd;
         double scores = rows_a * t->seq_len;
         elementwise_unfused_softmax(sys, scores, m->dropout, &sm_f, &sm_b, &sm_f_s, &sm_b_s);
+        /* Megatron's own attention layer around it (elementwise_legacy.c): the core's copies
+         * join its lumps; the QKV Linear's bias and split kernels are ops of their own */
+        elementwise_list lc, lq;
+        elementwise_megatron_unfused_attention(m, l, tokens, &lc, &lq);
+        sm_f += elementwise_bytes(lc.fwd, lc.n_fwd), sm_b += elementwise_bytes(lc.bwd, lc.n_bwd);
+        sm_f_s += elementwise_pass_s(sys, &lc, lc.fwd, lc.n_fwd);
+        sm_b_s += elementwise_pass_s(sys, &lc, lc.bwd, lc.n_bwd);
+        rb_elementwise_ops(b, &lq, lq.fwd, lq.n_fwd, RECIPE_FWD);
+        rb_elementwise_ops(b, &lq, lq.bwd, lq.n_bwd, RECIPE_BWD);
         attn_fwd += sm_f_s;
         attn_bwd += sm_b_s;
     }

@@ -90,6 +90,13 @@ typedef struct {
     bool grad_accum_unfused;   /* weight gradients summed across micro-batches by a separate
                                   16-bit add (2021 Megatron-LM, no gradient accumulation
                                   fusion): grad_accum.h; false: fused into the wgrad GEMM */
+    bool tp_dgrad_allreduce_sync; /* TP without SP: the column-parallel Linear's backward
+                                  all-reduces its input gradient synchronously, as Megatron-LM
+                                  did before 16c90445e7 (2021-09-02; the SC'21 scripts' 6985e58);
+                                  false: asynchronously beside its wgrad GEMM (recipe_tp.c) */
+    bool grad_buffer_divide;   /* Megatron-LM's local DDP of 2022 divides its whole fp32
+                                  gradient buffer by the DP size in place before the all-reduce,
+                                  at every DP size, DP 1 too (grad_accum.h) */
     bool pp_keep_outputs;      /* a torch.distributed.pipelining loop calling schedule.step()
                                   with its default return_outputs=True: the last stage keeps
                                   every micro-batch's output (memory_phases.h); torchtitan's

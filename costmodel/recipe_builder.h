@@ -98,6 +98,7 @@ typedef struct {
      * the blocks whose first Linear gathers (lp_block) */
     double ag_lp_bytes;
     bool lp_block;
+    bool dgrad_allreduce_sync; /* training_spec.tp_dgrad_allreduce_sync */
 } rb_tp_ctx;
 
 /* A TP block's exposed time with its collectives overlapped (recipe_tp.c). */
@@ -109,6 +110,10 @@ typedef struct {
      * all-gather and the dgrad reduce-scatter what outlasts the GEMM beside them) */
     bool nccl_bwd;
     double dy_bytes, dy_s, x_bytes, x_s, rs_s;
+    /* without SP (recipe_tp.c tp_nccl_allreduce_block): the first Linear's dgrad all-reduce,
+     * what of it outlasts the wgrad GEMM beside it */
+    bool nccl_ar_bwd;
+    double ar_s;
 } rb_tp_exposed;
 
 /* recipe_tp.c: the TP/SP collectives of a block (items entering and leaving it, the block's op)

@@ -124,13 +124,38 @@ static rb_tp_exposed tp_overlapped_block(const system_spec *sys, const layout *l
  * OVERLAP_CONTENTION_AG_RS_*: H200s, bench/results/contention_2026-11-27; an ASSUMPTION on
  * other GPUs). The input is gathered in the layout's low-precision format where the forward's
  * is (TE passes the input quantizer to that gather, linear.py 668-673). The forward is
- * unchanged: both its collectives sit between the GEMMs that need them. Without SP (an
- * all-reduce of the dgrad output, async beside the wgrad GEMM in both sources) not priced:
- * Megatron-LM before that code (the SC21 rows' 6985e58) ran it synchronously.
+ * unchanged: both its collectives sit between the GEMMs that need them. Without SP see
+ * tp_nccl_allreduce_block.
  */
 static bool tp_nccl_backward_overlap_applies(const layout *l)
 {
     return l->framework == FRAMEWORK_MEGATRON && l->tp > 1 && l->sp;
+}
+
+/* Megatron with TP and without SP: the block's backward has one collective, the all-reduce of
+ * the column-parallel Linear's input gradient, and both Megatron's own Linear and Transformer
+ * Engine's issue it asynchronously before the wgrad GEMM and wait after it: Megatron-LM
+ * megatron/core/tensor_parallel/layers.py at d98e8a6 lines 693-697 (`allreduce_dgrad`, set at
+ * 1144-1146 for TP without SP); TE module/linear.py and layernorm_linear.py / layernorm_mlp.py
+ * backward, `allreduce(dgrad, tp_group, async_op=True)` in the SP reduce-scatter's `else` branch
+ * (the place tp_nccl_block cites); in 2022 megatron/mpu/layers.py at 9aad9203aa (the code of
+ * Korthikanti et al. 2022) lines 277-283, default on (arguments.py
+ * --no-async-tensor-model-parallel-allreduce). It came with 16c90445e7 (2021-09-02,
+ * ColumnParallelLinearWithAsyncAllreduce); the code before it (SC'21's 6985e58) all-reduced
+ * synchronously: training_spec.tp_dgrad_allreduce_sync keeps that. The row-parallel Linear's
+ * backward has no collective, and the forward's all-reduce sits between the GEMMs that need
+ * it, so what changes is the backward's all-reduce: what of it outlasts the wgrad GEMM, the
+ * pair slowed by the same measured contention as the SP collectives (an all-reduce is a
+ * reduce-scatter and an all-gather on the same channels; an ASSUMPTION, not measured as such).
+ * Korthikanti et al. 2022 Table 4 (22B, TP 8, one layer) shows it: the backward with SP
+ * (11.8 ms) is no faster than without (11.9 ms) although SP runs the layer norms and dropouts
+ * on 1/8 of the tokens, which saves 0.5 ms of the 7.7 ms forward and twice that in the
+ * backward; a synchronous all-reduce would have made the backward without SP ~1.3 ms slower
+ * than with it (bench/results/sp20_2026-11-29). */
+static bool tp_nccl_allreduce_applies(const rb_tp_ctx *c)
+{
+    const layout *l = c->l;
+    return l->framework == FRAMEWORK_MEGATRON && l->tp > 1 && !l->sp && !c->dgrad_allreduce_sync;
 }
 
 /* Exposed time of `comm_s` issued beside a GEMM of `gemm_s`, both slowed by the contention. */
@@ -166,11 +191,30 @@ static rb_tp_exposed tp_nccl_block(const builder *b, const rb_tp_ctx *c, double 
     return e;
 }
 
+static rb_tp_exposed tp_nccl_allreduce_block(const builder *b, const rb_tp_ctx *c,
+                                             double tokens, double in, double n1)
+{
+    double ar = collective_time_s(b->sys, COLL_ALL_REDUCE, c->act_bytes, c->g);
+    double wgrad = rb_gemm_s(b, in, n1, tokens); /* in x n1 over the tokens */
+    rb_tp_exposed e = {0};
+    e.fwd_s = c->one_s; /* the forward's all-reduce, between the GEMMs */
+    e.leave_fwd_s = ar;
+    e.nccl_ar_bwd = true;
+    e.ar_s = tp_nccl_beside_gemm_s(wgrad, ar);
+    e.bwd_s = e.ar_s;
+    return e;
+}
+
 /* The items carry what the estimate counts (the backend's TP component equals the estimate's
  * exposed TP): the two asynchronous collectives their exposed part, so `plan measure`, which
  * runs each alone, measures them longer than predicted (it does not overlap them). */
 void rb_tp_backward_items(const rb_tp_ctx *c, int op, const rb_tp_exposed *e)
 {
+    if (e && e->nccl_ar_bwd && c->l->tp > 1) {
+        rb_coll_item(c->b, op, RECIPE_BWD, "tp.all_reduce", COLL_ALL_REDUCE, c->act_bytes,
+                     RECIPE_GROUP_TP, e->ar_s);
+        return;
+    }
     if (!e || !e->nccl_bwd || c->l->tp <= 1) {
         rb_tp_enter(c, op, RECIPE_BWD);
         rb_tp_leave(c, op, RECIPE_BWD);
@@ -207,6 +251,10 @@ bool rb_tp_block_overlap(const builder *b, const rb_tp_ctx *c, double tokens, do
         return true;
     }
     if (!async_tp_applies(l) || c->g.spans_nodes) {
+        if (tp_nccl_allreduce_applies(c)) {
+            *e = tp_nccl_allreduce_block(b, c, tokens, in, n1);
+            return true;
+        }
         if (!tp_nccl_backward_overlap_applies(l)) return false;
         *e = tp_nccl_block(b, c, tokens, in, n1);
         return true;

@@ -72,6 +72,11 @@ int golden_run(const char *csv_path, const char *data_dir, golden_row *rows, int
          * runs (Korthikanti) had gradient accumulation fusion for bf16 main grads (Megatron-LM
          * 83b1e42f30, 2022-02-13) and their 16-bit type is not stated: left fused */
         tr.grad_accum_unfused = !has(cell(t, r, "source_group"), "Korthikanti");
+        /* and all-reduces the column-parallel Linear's input gradient synchronously (the
+         * asynchronous one came with Megatron-LM 16c90445e7, 2021-09-02: recipe_tp.c) */
+        tr.tp_dgrad_allreduce_sync = tr.grad_accum_unfused;
+        /* the 2022 code's local DDP divides its gradient buffer by DP, 1 included (grad_accum.h) */
+        tr.grad_buffer_divide = !tr.grad_accum_unfused;
         m.max_positions = tr.seq_len;
         m.tied_embeddings = true;
         m.learned_positions = true;

@@ -6,7 +6,11 @@
  *   - weight gradients summed across micro-batches outside the GEMM (costmodel/grad_accum.h):
  *     6 bytes a parameter for each micro-batch after the first;
  *   - the unfused attention core's dropout on the s x s probabilities, PyTorch's eager kernel
- *     (layer_recipe.c): 5 bytes a score forward and 5 backward at the eager rate.
+ *     (layer_recipe.c): 5 bytes a score forward and 5 backward at the eager rate;
+ * and one term of the code after it: the TP all-reduce of the input gradient beside the wgrad
+ * GEMM (recipe_tp.c), which the 2021 code ran synchronously; and the eager kernels of Megatron's
+ * own attention layer around the unfused core (elementwise_legacy.c), and the 2022 local DDP's
+ * division of its gradient buffer (grad_accum.h).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -19,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "elementwise.h"
 #include "estimate.h"
 #include "grad_accum.h"
 #include "layer_recipe.h"
@@ -181,6 +186,125 @@ static void test_layer_op(void **state)
     sim_free(w);
 }
 
+/* Korthikanti et al. 2022's 22B GPT (Table 3: 48 layers, hidden 6144, 64 heads, FFN 24576) at
+ * TP 8, micro-batch 4, seq 2048, unfused attention, as tests/golden.c prices it */
+static model_spec gpt_22b(training_spec *t, layout *l, bool sp)
+{
+    model_spec m = gpt_1_7b(true);
+    snprintf(m.name, sizeof m.name, "gpt-22b");
+    m.layers = 48, m.hidden = 6144, m.heads = m.kv_heads = 64, m.head_dim = 96, m.ffn = 24576;
+    char err[CM_ERRLEN];
+    assert_int_equal(model_validate(&m, err, sizeof err), CM_OK);
+    *t = training_default();
+    t->seq_len = 2048, t->global_batch = 4, t->attention = ATTENTION_UNFUSED;
+    *l = layout_default(FRAMEWORK_MEGATRON);
+    l->tp = 8, l->pp = l->dp = l->cp = 1, l->mbs = 4, l->sp = sp;
+    return m;
+}
+
+/* Megatron's column-parallel Linear without SP all-reduces its input gradient asynchronously
+ * beside its wgrad GEMM (recipe_tp.c tp_nccl_allreduce_block; Megatron-LM since 16c90445e7,
+ * 2021-09-02); before, synchronously (training_spec.tp_dgrad_allreduce_sync, the SC'21 rows).
+ * Korthikanti's 22B GPT (hidden 6144, 64 heads of 96, FFN 24576) at TP 8, micro-batch 4, seq
+ * 2048, no SP, on a100-80g:
+ *   all-reduce of 8192 x 6144 x 2 = 100,663,296 bytes over 8 GPUs: x 2 x 7/8 / (300e9 x 0.78)
+ *     = 0.752824 ms + 14 steps x 1.5 us + 18 us per call = 0.791824 ms (forward and, sync,
+ *     backward of each block);
+ *   qkv wgrad 6144 x 2304 over 8192 tokens: 2.31928e11 FLOP / (312e12 x 0.75) = 0.991146 ms
+ *     + 2.5 us = 0.993646 ms (fc1's, 6144 x 3072: 1.324028 ms);
+ *   side by side, GEMM x1.176 and collective x1.363 (overlap.h): the collective's 1.079256 ms
+ *     ends inside the GEMM's 1.168528 ms, which it stretched by 1.079256 x (1 - 1/1.176)
+ *     = 0.161521 ms: what each block's backward exposes. */
+static void test_tp_dgrad_allreduce(void **state)
+{
+    (void)state;
+    load_a100();
+    training_spec t;
+    layout l;
+    model_spec m = gpt_22b(&t, &l, false);
+    static recipe r;
+    recipe_layer(&m, &S, &t, &l, false, &r, NULL);
+    for (int i = 0; i < 2; i++) {
+        const recipe_op *o = &r.op[0];
+        for (int k = 0; k < r.n_ops; k++)
+            if (!strcmp(r.op[k].name, i ? "tp.mlp" : "tp.attention")) o = &r.op[k];
+        assert_int_equal(o->kind, RECIPE_TP);
+        assert_true(fabs(o->fwd_s - 0.791824e-3) < 1e-9);
+        assert_true(fabs(o->bwd_s - 0.161521e-3) < 1e-9);
+    }
+    t.tp_dgrad_allreduce_sync = true; /* 2021: the whole all-reduce */
+    recipe_layer(&m, &S, &t, &l, false, &r, NULL);
+    assert_true(fabs(op_bwd(&r, "tp.attention") - 0.791824e-3) < 1e-9);
+    assert_true(fabs(op_bwd(&r, "tp.mlp") - 0.791824e-3) < 1e-9);
+}
+
+/* Megatron's own attention layer of 2021-22 around the unfused core (elementwise_legacy.c), the
+ * 22B layer at TP 8, micro-batch 4 (8192 tokens; q = k = v = 768 wide on a GPU, QKV 2304), eager
+ * kernels at 2.039e12 x 0.51 = 1.03989e12 B/s plus 1.5 us:
+ *   core: the context copy 4 x 8192 x 768 = 25,165,824 B forward (25.700 us), baddbmm's alpha
+ *     mul on dQ and dK 4 x 8192 x 1536 = 50,331,648 B backward (49.901 us);
+ *   QKV Linear: bias add 4 x 8192 x 2304 = 75,497,472 B forward (74.101 us); backward the bias
+ *     gradient's column sum 2 x 8192 x 2304 = 37,748,736 B (37.801 us) and the split's cat
+ *     75,497,472 B (74.101 us). */
+static void test_legacy_attention_kernels(void **state)
+{
+    (void)state;
+    load_a100();
+    training_spec t;
+    layout l;
+    model_spec m = gpt_22b(&t, &l, true);
+    static elementwise_list c, q;
+    elementwise_megatron_unfused_attention(&m, &l, 8192, &c, &q);
+    assert_int_equal(c.n_fwd, 1);
+    assert_int_equal(c.n_bwd, 1);
+    assert_true(c.fwd[0].bytes == 25165824.0 && c.bwd[0].bytes == 50331648.0);
+    assert_true(fabs(elementwise_pass_s(&S, &c, c.fwd, 1) - 25.700467e-6) < 1e-11);
+    assert_true(fabs(elementwise_pass_s(&S, &c, c.bwd, 1) - 49.900935e-6) < 1e-11);
+    static recipe r;
+    recipe_layer(&m, &S, &t, &l, false, &r, NULL);
+    double f = -1, b1 = -1, b2 = -1;
+    for (int i = 0; i < r.n_ops; i++) {
+        if (!strcmp(r.op[i].name, "qkv.bias_add")) f = r.op[i].fwd_s;
+        if (!strcmp(r.op[i].name, "qkv.bias_grad")) b1 = r.op[i].bwd_s;
+        if (!strcmp(r.op[i].name, "qkv.split_cat")) b2 = r.op[i].bwd_s;
+    }
+    assert_true(fabs(f - 74.101402e-6) < 1e-11);
+    assert_true(fabs(b1 - 37.800701e-6) < 1e-11);
+    assert_true(fabs(b2 - 74.101402e-6) < 1e-11);
+    t.attention = ATTENTION_FLASH; /* today's layer: none of them */
+    recipe_layer(&m, &S, &t, &l, false, &r, NULL);
+    for (int i = 0; i < r.n_ops; i++) assert_null(strstr(r.op[i].name, "qkv."));
+}
+
+/* 2022's local DDP divides its fp32 gradient buffer by DP, 1 included (grad_accum.h
+ * grad_buffer_divide_s): 8 bytes per parameter of the stage at 1.79432e12 B/s once a step,
+ * before the optimizer. The 22B at TP 8, PP 1, DP 1: its parameters on a GPU
+ * (memory_stage_params, about 2.76e9) x 8 / 1.79432e12 = about 12.3 ms, in the optimizer's
+ * term of the closed form and of the stage costs the simulator reads. */
+static void test_grad_buffer_divide(void **state)
+{
+    (void)state;
+    load_a100();
+    training_spec t;
+    layout l;
+    model_spec m = gpt_22b(&t, &l, true);
+    l.recompute = RECOMPUTE_SELECTIVE;
+    assert_true(grad_buffer_divide_s(&S, &t, 1e9) == 0);
+    t.grad_buffer_divide = true;
+    assert_true(fabs(grad_buffer_divide_s(&S, &t, 1e9) - 8e9 / 1.79432e12) < 1e-12);
+    double pd, pe;
+    memory_stage_params(&m, &l, 0, &pd, &pe);
+    double want = 8.0 * (pd + pe) / 1.79432e12;
+    assert_true(want > 12.0e-3 && want < 12.6e-3);
+    char err[CM_ERRLEN];
+    estimate on, off;
+    assert_int_equal(estimate_layout(&m, &S, &t, &l, &on, err, sizeof err), CM_OK);
+    t.grad_buffer_divide = false;
+    assert_int_equal(estimate_layout(&m, &S, &t, &l, &off, err, sizeof err), CM_OK);
+    assert_true(fabs(on.time.optimizer_s - off.time.optimizer_s - want) < 1e-9);
+    assert_true(fabs(on.time.step_s - off.time.step_s - want) < 1e-9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -188,6 +312,9 @@ int main(void)
         cmocka_unit_test(test_estimate),
         cmocka_unit_test(test_attention_dropout),
         cmocka_unit_test(test_layer_op),
+        cmocka_unit_test(test_tp_dgrad_allreduce),
+        cmocka_unit_test(test_legacy_attention_kernels),
+        cmocka_unit_test(test_grad_buffer_divide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
