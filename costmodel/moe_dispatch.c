@@ -93,15 +93,15 @@ double moe_ranks_per_token(const model_spec *m, int ranks, int etp)
     return pool_ranks * (1.0 - none);
 }
 
-/* HybridEP's measured algorithm bandwidth at `ranks` (node.hybridep_algbw), linear between the
- * measured EP sizes, the nearest one outside them; 0 where the system has none. */
-static double hybridep_algbw(const system_spec *sys, int ranks, bool combine)
+/* A measured algorithm bandwidth at `ranks` (node.hybridep_algbw inside the NVLink domain,
+ * network.hybridep_rdma_algbw across it), linear between the measured EP sizes, the nearest
+ * one outside them; 0 where the system has none. */
+static double ep_rate(const system_ep_rates *r, int ranks, bool combine)
 {
-    int n = sys->hybridep_algbw.n;
+    int n = r->n;
     if (n <= 0) return 0;
-    const double *ep = sys->hybridep_algbw.ep;
-    const double *bw = combine ? sys->hybridep_algbw.combine_bytes_per_s
-                               : sys->hybridep_algbw.dispatch_bytes_per_s;
+    const double *ep = r->ep;
+    const double *bw = combine ? r->combine_bytes_per_s : r->dispatch_bytes_per_s;
     if (ranks <= ep[0]) return bw[0];
     for (int i = 1; i < n; i++)
         if (ranks <= ep[i])
@@ -130,7 +130,7 @@ static double flex_pass_s(const model_spec *m, const system_spec *sys, const lay
     int per_node = g.members_per_node > 0 ? g.members_per_node : 1;
     int nodes = g.spans_nodes ? (g.size + per_node - 1) / per_node : 1;
     double nv_bw = l->moe_dispatcher == MOE_DISPATCH_HYBRIDEP
-                       ? hybridep_algbw(sys, g.size, combine)
+                       ? ep_rate(&sys->hybridep_algbw, g.size, combine)
                        : 0;
     if (nv_bw <= 0) nv_bw = sys->intra_bandwidth_bytes_per_s * FLEX_NVLINK_EFFICIENCY;
     double lat = collective_latency_s(sys, g);
@@ -140,8 +140,21 @@ static double flex_pass_s(const model_spec *m, const system_spec *sys, const lay
         *rdma = 0;
         return lat + *nvl / nv_bw;
     }
-    double remote = moe_nodes_per_token(m, nodes) * (nodes - 1) / nodes;
+    double nodes_per_token = moe_nodes_per_token(m, nodes);
+    double remote = nodes_per_token * (nodes - 1) / nodes;
     *rdma = own_tokens * h * elem_bytes * f * remote;
+    /* HybridEP across nodes, where the system gives its measured rates
+     * (network.hybridep_rdma_algbw): the kernel's time is the "logical" bytes, every token's
+     * copy to each node it reaches, its own node's included (deepseek-ai/DeepEP hybrid-ep
+     * 1dddd19 tests/utils.py count_rdma_send_from_routing_map, "we do not set the local node
+     * map to zeros"), over the measured rate. It replaces the two-phase bound below: at two
+     * nodes HybridEP's measured kernels on H100 run 1.2-1.4x longer than that bound (bench/
+     * results/bwmoe20_2026-11-29), at four and eight nodes as long. */
+    double rdma_algbw = l->moe_dispatcher == MOE_DISPATCH_HYBRIDEP
+                            ? ep_rate(&sys->hybridep_rdma_algbw, g.size, combine)
+                            : 0;
+    if (rdma_algbw > 0)
+        return lat + own_tokens * nodes_per_token * h * elem_bytes * f / rdma_algbw;
     double rdma_bw = system_inter_bandwidth_per_gpu(sys) * FLEX_RDMA_EFFICIENCY;
     double t_rdma = *rdma / rdma_bw, t_nv = *nvl / nv_bw;
     return lat + (t_rdma > t_nv ? t_rdma : t_nv);

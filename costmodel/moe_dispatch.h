@@ -18,7 +18,9 @@
  *   hybridep  NVIDIA's HybridEP backend of the same flex dispatcher: the same two-phase
  *             pattern on fewer SMs (Megatron --moe-hybridep-num-sms, 16); NVLink rate: its
  *             published kernel rates by EP size where the system gives them
- *             (node.hybridep_algbw), else DeepEP's.
+ *             (node.hybridep_algbw), else DeepEP's; across nodes, where the system gives
+ *             them, its published IB rates by EP size replace the two-phase bound
+ *             (network.hybridep_rdma_algbw: H100, 1.2-1.4x the bound at two nodes).
  * The backward of each runs the reverse exchange of the same volume.
  *
  * Expert tensor parallelism (etp > 1; Megatron-LM d98e8a6 megatron/core/transformer/moe/

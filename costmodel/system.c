@@ -273,19 +273,20 @@ json_t *system_read_json(const char *path, cm_status *st, char *err, size_t errl
     return root;
 }
 
-/* node.hybridep_algbw: {"source": "...", "points": [[ep, dispatch_bytes_per_s,
- * combine_bytes_per_s], ...]} in increasing EP size (moe_dispatch.c reads them). */
-static cm_status hybridep_algbw_from_json(const json_t *sec, const char *path, system_spec *sys,
-                                          char *err, size_t errlen)
+/* node.hybridep_algbw and network.hybridep_rdma_algbw: {"source": "...", "points": [[ep,
+ * dispatch_bytes_per_s, combine_bytes_per_s], ...]} in increasing EP size (moe_dispatch.c reads
+ * them); `key` names the field in the messages. */
+static cm_status ep_rates_from_json(const json_t *sec, const char *path, const char *key,
+                                    system_ep_rates *r, char *err, size_t errlen)
 {
     if (!sec) return CM_OK;
     const json_t *pts = json_is_object(sec) ? json_object_get(sec, "points") : NULL;
     size_t n = json_is_array(pts) ? json_array_size(pts) : 0;
     if (n == 0 || n > HYBRIDEP_ALGBW_MAX_POINTS)
         return cm_fail(err, errlen, CM_EPARSE,
-                       "system file '%s': node.hybridep_algbw needs \"points\", 1 to %d "
+                       "system file '%s': %s needs \"points\", 1 to %d "
                        "[ep, dispatch_bytes_per_s, combine_bytes_per_s] rows",
-                       path, HYBRIDEP_ALGBW_MAX_POINTS);
+                       path, key, HYBRIDEP_ALGBW_MAX_POINTS);
     for (size_t i = 0; i < n; i++) {
         const json_t *row = json_array_get(pts, i);
         double v[3];
@@ -294,17 +295,17 @@ static cm_status hybridep_algbw_from_json(const json_t *sec, const char *path, s
             const json_t *x = json_array_get(row, k);
             ok = json_is_number(x) && (v[k] = json_number_value(x)) > 0 && v[k] < 1e14;
         }
-        if (ok && i > 0) ok = v[0] > sys->hybridep_algbw.ep[i - 1];
+        if (ok && i > 0) ok = v[0] > r->ep[i - 1];
         if (!ok)
             return cm_fail(err, errlen, CM_EPARSE,
-                           "system file '%s': node.hybridep_algbw point %zu must be [ep, "
+                           "system file '%s': %s point %zu must be [ep, "
                            "dispatch_bytes_per_s, combine_bytes_per_s], positive, EP increasing",
-                           path, i);
-        sys->hybridep_algbw.ep[i] = v[0];
-        sys->hybridep_algbw.dispatch_bytes_per_s[i] = v[1];
-        sys->hybridep_algbw.combine_bytes_per_s[i] = v[2];
+                           path, key, i);
+        r->ep[i] = v[0];
+        r->dispatch_bytes_per_s[i] = v[1];
+        r->combine_bytes_per_s[i] = v[2];
     }
-    sys->hybridep_algbw.n = (int)n;
+    r->n = (int)n;
     return CM_OK;
 }
 
@@ -334,8 +335,13 @@ cm_status system_from_json(const json_t *root, const char *path, const char *nam
     cm_status st = attn_table_from_json(json_object_get(root, "attention_rates"), path,
                                         &sys->attention_rates, err, errlen);
     if (st != CM_OK) return st;
-    st = hybridep_algbw_from_json(node ? json_object_get(node, "hybridep_algbw") : NULL, path,
-                                  sys, err, errlen);
+    st = ep_rates_from_json(node ? json_object_get(node, "hybridep_algbw") : NULL, path,
+                            "node.hybridep_algbw", &sys->hybridep_algbw, err, errlen);
+    if (st != CM_OK) return st;
+    const json_t *net = json_object_get(root, "network");
+    st = ep_rates_from_json(net ? json_object_get(net, "hybridep_rdma_algbw") : NULL, path,
+                            "network.hybridep_rdma_algbw", &sys->hybridep_rdma_algbw, err,
+                            errlen);
     if (st != CM_OK) return st;
     st = apply_fields(root, path, sys, false, err, errlen);
     if (st == CM_OK) burst_sustain_apply(sys);

@@ -21,6 +21,16 @@
 
 #define HYBRIDEP_ALGBW_MAX_POINTS 8
 
+/* A measured MoE exchange rate by EP size: "algorithm bandwidth" of a dispatch and a combine
+ * kernel at each measured EP size, EP increasing (node.hybridep_algbw,
+ * network.hybridep_rdma_algbw; moe_dispatch.c reads them); n 0: not measured. */
+typedef struct {
+    int n;
+    double ep[HYBRIDEP_ALGBW_MAX_POINTS];
+    double dispatch_bytes_per_s[HYBRIDEP_ALGBW_MAX_POINTS];
+    double combine_bytes_per_s[HYBRIDEP_ALGBW_MAX_POINTS];
+} system_ep_rates;
+
 /* One fitted collective (issue 4): t = alpha + bytes * bus_factor / busbw for this operation,
  * group size and span, with the fit's standard deviations. op is a collective_op. */
 typedef struct {
@@ -168,14 +178,13 @@ typedef struct {
     /* HybridEP's measured NVLink exchange rates by EP size (node.hybridep_algbw; moe_dispatch.c
      * flex_pass_s): "algorithm bandwidth", the bytes a rank receives (one row per token and
      * receiving rank, its own rows included) over the kernel's time; n 0: not measured */
-    struct {
-        int n;
-        double ep[HYBRIDEP_ALGBW_MAX_POINTS];
-        double dispatch_bytes_per_s[HYBRIDEP_ALGBW_MAX_POINTS];
-        double combine_bytes_per_s[HYBRIDEP_ALGBW_MAX_POINTS];
-    } hybridep_algbw;
+    system_ep_rates hybridep_algbw;
 
     /* network */
+    /* HybridEP's measured exchange rates across nodes by EP size (network.hybridep_rdma_algbw;
+     * moe_dispatch.c flex_pass_s): DeepEP's "logical" convention, the bytes of every token's
+     * copy to each node it reaches, its own node's included, over the kernel's time */
+    system_ep_rates hybridep_rdma_algbw;
     int nics_per_node;
     double nic_bandwidth_bytes_per_s;   /* per NIC, per direction */
     double inter_latency_s;

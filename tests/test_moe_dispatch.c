@@ -287,6 +287,53 @@ static void test_hybridep_algbw(void **state)
     }
 }
 
+/* HybridEP across nodes with measured rates (network.hybridep_rdma_algbw): every token's copy
+ * to each node it reaches, its own node's included, over the rate at the EP size. EP 16 on
+ * nodes of 8: 64 experts top-4, 32 a node; P(a node gets none) = C(32,4)/C(64,4) = 35960/635376
+ * = 0.0565964, so 2 x 0.9434036 = 1.8868072 nodes a token; 4096 x 1.8868072 x 1000 x 2 =
+ * 15.456724 MB over 72 GB/s = 214.677 us (dispatch), over 63 GB/s = 245.345 us (combine).
+ * Inside one node (EP 8) the table is not used; DeepEP never uses it. */
+static void test_hybridep_rdma_algbw(void **state)
+{
+    (void)state;
+    system_spec s = toy_system();
+    s.hybridep_rdma_algbw.n = 1;
+    s.hybridep_rdma_algbw.ep[0] = 16;
+    s.hybridep_rdma_algbw.dispatch_bytes_per_s[0] = 72e9;
+    s.hybridep_rdma_algbw.combine_bytes_per_s[0] = 63e9;
+    model_spec m = moe_model(false);
+    training_spec t = training_default();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+    l.dp = l.ep = 16;
+    assert_true(REL(moe_nodes_per_token(&m, 2), 2 * (1 - 35960.0 / 635376)) < 1e-12);
+    moe_dispatch_cost c, d;
+    moe_dispatch_price(&m, &s, &t, &l, 4096, &c);
+    double lat = collective_latency_s(&s, layout_ep_group(&s, &l));
+    assert_true(fabs(c.dispatch_s - lat - 214.677e-6) < 1e-9);
+    assert_true(fabs(c.combine_s - lat - 245.345e-6) < 1e-9);
+    /* the bytes that leave the node are unchanged: half of the logical copies */
+    assert_true(REL(c.rdma_bytes, 4096 * 1.8868072 * 1000 * 2 / 2) < 1e-6);
+    /* without the table: the two-phase bound, here the RDMA phase: 7.728362 MB over 25 GB/s x
+     * DeepEP's 0.873125 = 354.05 us (the NVLink phase: 4096 x 3.7204 rows x 2000 B over 95.6
+     * GB/s = 318.7 us) */
+    s.hybridep_rdma_algbw.n = 0;
+    moe_dispatch_price(&m, &s, &t, &l, 4096, &d);
+    assert_true(fabs(d.dispatch_s - lat - 354.05e-6) < 0.01e-6 && d.rdma_bytes == c.rdma_bytes);
+    /* DeepEP ignores it */
+    s.hybridep_rdma_algbw.n = 1;
+    l.moe_dispatcher = MOE_DISPATCH_DEEPEP;
+    moe_dispatch_price(&m, &s, &t, &l, 4096, &c);
+    assert_true(c.dispatch_s == d.dispatch_s);
+    /* inside one node: the NVLink path */
+    l.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+    l.dp = l.ep = 8;
+    moe_dispatch_price(&m, &s, &t, &l, 4096, &c);
+    s.hybridep_rdma_algbw.n = 0;
+    moe_dispatch_price(&m, &s, &t, &l, 4096, &d);
+    assert_true(c.dispatch_s == d.dispatch_s && c.combine_s == d.combine_s);
+}
+
 /* One grouped kernel: each group's roofline, one fixed cost (2 us here). */
 static void test_grouped_gemm(void **state)
 {
@@ -394,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_nodes_per_token),
         cmocka_unit_test(test_ranks_per_token),
         cmocka_unit_test(test_hybridep_algbw),
+        cmocka_unit_test(test_hybridep_rdma_algbw),
         cmocka_unit_test(test_dispatchers),
         cmocka_unit_test(test_grouped_gemm),
         cmocka_unit_test(test_sm_slowdown),

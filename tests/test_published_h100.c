@@ -34,7 +34,10 @@
 #define MOE_MEDIAN_MAX 0.20 /* 15.1% today over 15 rows since the attention block's host time
                                is priced beside the MoE block's (moe7, bench/results/
                                moe7_2026-11-28; 27.9% before, bound 0.45; 75.3% before the MoE
-                               host term): GPT-OSS 120B +21..+25%, Qwen3-30B-A3B EP 16 +14..+16% */
+                               host term): GPT-OSS 120B +21..+25%, Qwen3-30B-A3B EP 16 +14..+16%;
+                               6.9% since bwmoe20 priced HybridEP's measured H100 rates across
+                               nodes (network.hybridep_rdma_algbw): Qwen3-30B-A3B EP 16 (2 nodes)
+                               +9.3..+11.0% -> +5.6..+7.2% (7.1% before) */
 #define MOE_MAX_MAX 0.85    /* 74.8% today (Qwen3-30B-A3B, 26.02: the recipe that ran 1.77x faster
                                in 26.02.01; 116% before, bound 1.30; 234% before the host term) */
 
