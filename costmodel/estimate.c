@@ -308,9 +308,7 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
         s.fsdp_s += once * (first->gather_s + first->reduce_s); /* nothing to hide the first/last */
         s.fsdp_raw_s += once * (first->gather_s + first->reduce_s);
     }
-    /* the head where it runs: the last rank, or rank 0 under the V schedules, whose last
-     * virtual stage is there (layout_head_stage; memory_params.c puts its weights there too) */
-    if (stage == layout_head_stage(l)) {
+    if (stage == l->pp - 1) {
         double hf, hb;
         if (head) {
             hf = head->fwd_s;
@@ -456,10 +454,9 @@ stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
     else estimate_layer_times(m, sys, t, l, &k);
     int cands[3] = {0, l->pp > 1 ? layout_busiest_middle_stage(m, l) : 0, l->pp - 1};
     stage_time worst = estimate_stage_cost(m, sys, t, l, 0, &k, head);
-    double first_s = estimate_stage_total(&worst), mid_s = first_s, last_s = first_s;
+    double first_s = estimate_stage_total(&worst), mid_s = first_s;
     double first_u = worst.ep_unpaired_s, mid_u = first_u, last_u = first_u;
-    int head_stage = layout_head_stage(l);
-    bool head_worst = l->pp > 1 && head_stage == 0;
+    bool last_worst = false;
     for (int i = 1; i < 3; i++) {
         if (cands[i] == 0) continue;
         stage_time s = estimate_stage_cost(m, sys, t, l, cands[i], &k, head);
@@ -468,13 +465,10 @@ stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
             mid_s = ts;
             mid_u = s.ep_unpaired_s;
         }
-        if (i == 2) {
-            last_u = s.ep_unpaired_s;
-            last_s = ts;
-        }
+        if (i == 2) last_u = s.ep_unpaired_s;
         if (ts > estimate_stage_total(&worst)) {
             worst = s;
-            head_worst = cands[i] == head_stage;
+            last_worst = cands[i] == l->pp - 1;
         }
     }
     /* The last stage the slowest (the loss head on it): the fill and drain run through the
@@ -486,9 +480,7 @@ stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
      * stage's micro-batch, the search's lower bound (estimate_search.c). The step simulator
      * runs the stages op by op and gives the same (bench/README.md "Pipeline bubble with a
      * heavy last stage": the real pipelined runs' median error 8.1% -> 3.9%). */
-    /* (under the V schedules the head is on rank 0: the others are a middle one and the last) */
-    double other_s = head_stage == 0 ? last_s : first_s;
-    worst.fill_s = head_worst ? (mid_s > other_s ? mid_s : other_s) : 0;
+    worst.fill_s = last_worst ? (mid_s > first_s ? mid_s : first_s) : 0;
     /* the other stages' unpaired exchanges (ep_unpaired_path_s): the middle stages hold equal
      * layers (layout_stage_layers), so the first, p - 2 middle ones and the last */
     double all_u = first_u + (l->pp > 2 ? l->pp - 2 : 0) * mid_u + (l->pp > 1 ? last_u : 0);

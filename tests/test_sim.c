@@ -546,13 +546,14 @@ static void test_torch_p2p_stream(void **state)
  * pp 4 with the head on rank 0, its bubble made of the other stages' time (was 6.3% over at 16
  * layers, now within 4%). Those on equal virtual stages (4 layers each: --pp-first-layers 4
  * --pp-last-layers 4, torchtitan's less 0 / 0); torchtitan's default split (less 1 / 1,
- * pp_split.c: 4/5/4/4/4/4/4/3, ranks 8/9/8/7 interleaved, 7/9/8/8 in the V) within 4% / 5%
- * (ttpp20: +3.0% interleaved, the closed form's fill and drain priced from the busiest rank's
- * chunks, which are not all the same size). ZBV's bound moved from 4% to 5% with ttpp20: the
- * closed form now prices the head on rank 0, where the V puts it (layout_head_stage, as the
- * memory model and the simulator already did; it had priced it on rank 3), together with the
- * embedding's root-unit copies, which the simulator does not run: even split -2.5% -> -4.6%,
- * torchtitan's default split -9.7% (head on rank 3) -> -4.2%. */
+ * pp_split.c: 4/5/4/4/4/4/4/3, ranks 8/9/8/7 interleaved, 7/9/8/8 in the V): interleaved within
+ * 4% (ttpp20: +3.0%, the closed form's fill and drain priced from the busiest rank's chunks,
+ * which are not all the same size); ZBV within 11% (ttpp20: -9.7%): the closed form prices the
+ * head on the last rank (estimate_stage_cost), a stand-in exact only while the V's ranks hold
+ * equal layers; the V puts it on rank 0 (layout_head_stage, as memory and the simulator do),
+ * which torchtitan's default split leaves with 7 layers, rank 1 with 9. Pricing it there
+ * (bench/results/ttpp20_2026-11-29/zbv_head_on_rank0.patch) gives -4.2% here but moves the
+ * real ZBV runs' table both ways (README there): not kept. */
 static void test_closed_form_vs_sim_torchtitan(void **state)
 {
     (void)state;
@@ -564,7 +565,7 @@ static void test_closed_form_vs_sim_torchtitan(void **state)
     t.global_batch = 8;
     layout_pp_schedule kinds[4] = {PP_SCHEDULE_INTERLEAVED_1F1B, PP_SCHEDULE_ZBV,
                                    PP_SCHEDULE_INTERLEAVED_1F1B, PP_SCHEDULE_ZBV};
-    double tol[4] = {0.02, 0.05, 0.04, 0.05};
+    double tol[4] = {0.02, 0.04, 0.04, 0.11};
     for (int i = 0; i < 4; i++) {
         layout l = layout_default(FRAMEWORK_TORCHTITAN);
         if (i < 2) l.pp_first_layers = l.pp_last_layers = 4; /* equal virtual stages */
