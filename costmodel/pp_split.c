@@ -9,14 +9,14 @@
  *
  * torchtitan splits virtual stages (pp x vpp of them; a single-stage schedule has one a rank)
  * by torchtitan b5bcd76 torchtitan/distributed/pipeline_parallel.py
- * _generate_llm_fqn_per_model_part (lines 369-466): the embedding counts as
+ * _generate_llm_fqn_per_model_part (lines 357-467): the embedding counts as
  * `first_stage_less_layers` (a) layers and the norm + output as `last_stage_less_layers` (b)
  * (config/configs.py:197-207, both 1 by default), E = layers + a + b effective layers go
  * E / S to each of the S stages and one more to the first E % S of them, and stage 0 gives
  * a of its share to the embedding, stage S-1 b of its share to the head. The stages sit on the
  * ranks in a loop (stage c*pp + r on rank r) or, for ZBVZeroBubble and DualPipeV, in a V
- * (rank r holds stages r and 2pp-1-r): _get_pp_rank_to_stage_indices_mapping (lines 432-470 of
- * that file's second half). torchtitan 9dec370 (the published 2024-12 runs) split with
+ * (rank r holds stages r and 2pp-1-r): _get_pp_rank_to_stage_indices_mapping (lines 532-569).
+ * torchtitan 9dec370 (the published 2024-12 runs) split with
  * generate_split_points instead (the first stage base = layers / S, the remainder on stages
  * 1..r): for Llama 3.1 405B's 126 layers on 8 or 16 stages both give 15/16x6/15 and 7/8x14/7.
  *
@@ -94,7 +94,7 @@ bool layout_titan_split_keys(const model_spec *m, const layout *l, int *a_out, i
     if (b_out) *b_out = b;
     if (stages_out) *stages_out = S;
     if (a < 0 || b < 0) return false;
-    /* torchtitan's own checks (pipeline_parallel.py:395-418): stages <= E, each "less" at
+    /* torchtitan's own checks (pipeline_parallel.py:386-420): stages <= E, each "less" at
      * most E / S; then the split it generates must be the one priced */
     int e = L + a + b;
     if (S > e || a > e / S || b > e / S) return false;
