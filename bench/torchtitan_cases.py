@@ -72,6 +72,16 @@ def matrix():
     add("8b-pp3-1f1b", "8b", 24, "--pp", "3")
     add("8b-pp4-uneven", "8b", 16, "--pp", "4", "--pp-first-layers", "7", "--pp-last-layers",
         "7")
+    # torchtitan's split of virtual stages (costmodel/pp_split.c): 4 a rank reached only with
+    # the even split stated (less 0, layers_per_stage 2); 3 / 3 on the ends (less 2 / 1)
+    add("8b-pp4-interleaved-v4-even", "8b", 16, "--pp", "4", "--vpp", "4",
+        "--pp-schedule", "Interleaved1F1B", "--pp-first-layers", "2", "--pp-last-layers", "2")
+    add("8b-pp4-interleaved-uneven", "8b", 16, "--pp", "4", "--vpp", "2",
+        "--pp-first-layers", "3", "--pp-last-layers", "3")
+    add("8b-pp4-zbv-uneven", "8b", 16, "--pp", "4", "--vpp", "2", "--pp-schedule",
+        "ZBVZeroBubble", "--pp-first-layers", "3", "--pp-last-layers", "3")
+    add("405b-tp8-pp8-interleaved", "405b", 512, "--tp", "8", "--pp", "8", "--vpp", "2",
+        "--recompute", "full", "--gbs", "256", "--mbs", "2")
     add("70b-tp8-pp4", "70b", 64, "--tp", "8", "--pp", "4")
     add("70b-tp8-pp4-interleaved", "70b", 64, "--tp", "8", "--pp", "4", "--vpp", "2")
     add("70b-tp8-pp4-zbv", "70b", 64, "--tp", "8", "--pp", "4", "--vpp", "2",

@@ -189,6 +189,8 @@ def main():
                     split = [sum(1 for n in p if n.startswith("layers.")) for p in parts]
                     r["split"] = split
                     want = costed_split(case)
+                    if want == "equal":
+                        want = [split[0]] * len(split) if len(set(split)) != 1 else split
                     if want is not None and want != split:
                         raise AssertionError(f"torchtitan splits {split}, plan costed {want}")
                 counts["pipeline"] += 1
@@ -272,21 +274,17 @@ def intent_differs(config, lay):
 
 
 def costed_split(case):
-    """The decoder layers per (virtual) stage plan costed, where the emitted command pins them
-    (pipeline_parallel_layers_per_stage given: the layers divide, or the uneven first/last
-    split); None where torchtitan is left to split (the emitted text says so)."""
+    """The decoder layers per (virtual) stage plan costed (costmodel/pp_split.c): the emitted
+    comment "# decoder layers per pipeline stage (...): 7/8/.../7" where the split is uneven,
+    else the layers in equal parts; None without a pipeline."""
     lay, text = case["layout"], case["emitted"]
-    m = re.search(r"--parallelism\.pipeline_parallel_layers_per_stage (\d+)", text)
-    if not m:
-        return None
-    per = int(m.group(1))
-    first = int(re.search(r"first_stage_less_layers (\d+)", text).group(1))
-    last = int(re.search(r"last_stage_less_layers (\d+)", text).group(1))
     n = lay["pp"] * lay["vpp"]
-    out = [per] * n
-    out[0] -= first
-    out[-1] -= last
-    return out
+    if lay["pp"] < 2:
+        return None
+    m = re.search(r"# decoder layers per pipeline stage \(.*?\): ([0-9/]+)", text)
+    if m:
+        return [int(x) for x in m.group(1).split("/")]
+    return "equal"  # no comment: plan costed equal stages
 
 
 if __name__ == "__main__":

@@ -452,7 +452,7 @@ stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
     layer_kinds k;
     if (kinds_in) k = *kinds_in;
     else estimate_layer_times(m, sys, t, l, &k);
-    int cands[3] = {0, l->pp > 1 ? 1 : 0, l->pp - 1};
+    int cands[3] = {0, l->pp > 1 ? layout_busiest_middle_stage(m, l) : 0, l->pp - 1};
     stage_time worst = estimate_stage_cost(m, sys, t, l, 0, &k, head);
     double first_s = estimate_stage_total(&worst), mid_s = first_s;
     double first_u = worst.ep_unpaired_s, mid_u = first_u, last_u = first_u;
@@ -726,7 +726,7 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
     costs->p2p_s = l->pp > 1 ? p2p_cost(m, sys, t, l) : 0;
 
     /* The closed form's choice of the slowest stage (estimate_layout). */
-    int cands[3] = {0, l->pp > 1 ? 1 : 0, l->pp - 1};
+    int cands[3] = {0, l->pp > 1 ? layout_busiest_middle_stage(m, l) : 0, l->pp - 1};
     stage_time worst = estimate_stage_cost(m, sys, t, l, 0, &k, NULL);
     for (int i = 1; i < 3; i++) {
         if (cands[i] == 0) continue;

@@ -1,6 +1,6 @@
 /*
- * layout.c — defaults, the pipeline split and the framework rules of a layout (the enums'
- * names: layout_names.c; rank placement into NVLink domains: layout_place.c).
+ * layout.c — defaults and the framework rules of a layout (the enums' names: layout_names.c;
+ * rank placement into NVLink domains: layout_place.c; the pipeline split: pp_split.c).
  *
  * The rules are DESIGN.md's "Framework rules" (from the Megatron-FSDP and FSDP2 documentation)
  * plus the divisibility Megatron-LM asserts in megatron/training/arguments.py and
@@ -104,85 +104,9 @@ int layout_expert_dp(const layout *l)
     return l->dp * l->cp * l->tp / (l->ep * layout_etp(l));
 }
 
-/* With pp_first_layers / pp_last_layers: the given stage(s) hold that many, the others the
- * rest in equal parts (layout_check requires them to divide). */
-static bool uneven_split(const layout *l)
-{
-    return l->pp >= 2 && (l->pp_first_layers > 0 || l->pp_last_layers > 0);
-}
-
 int layout_mtp_layers(const model_spec *m, const layout *l)
 {
     return l->framework == FRAMEWORK_MEGATRON && m->mtp_layers > 0 ? m->mtp_layers : 0;
-}
-
-int layout_stage_layers(const model_spec *m, const layout *l, int stage)
-{
-    if (uneven_split(l)) {
-        if (stage == 0 && l->pp_first_layers > 0) return l->pp_first_layers;
-        if (stage == l->pp - 1 && l->pp_last_layers > 0) return l->pp_last_layers;
-        int fixed = (l->pp_first_layers > 0) + (l->pp_last_layers > 0);
-        int rest = m->layers - l->pp_first_layers - l->pp_last_layers;
-        return l->pp > fixed ? rest / (l->pp - fixed) : 0;
-    }
-    int base = m->layers / l->pp, rem = m->layers % l->pp;
-    if (rem == 0) return base;
-    /* Stage 0 holds the embedding and the most in-flight activations, the last stage the
-     * logits: the extra layers go to stages 1..rem (Megatron's --decoder-first-pipeline-num-
-     * layers lets users do the same). With rem == pp-1 every stage but the first gets one. */
-    return base + ((stage >= 1 && stage <= rem) ? 1 : 0);
-}
-
-/* Megatron's --pipeline-model-parallel-layout as plan writes it (emit_megatron.c): a rank's
- * layers spread over its chunks as evenly as they go, the gap left in the chunk holding the
- * embedding (rank 0's first) or the loss (the last rank's last), as "Et|(tt|)*30mL" does. */
-int layout_chunk_layers(const model_spec *m, const layout *l, int rank, int chunk)
-{
-    int n = layout_stage_layers(m, l, rank), v = l->vpp > 1 ? l->vpp : 1;
-    int base = n / v, extra = n % v;
-    if (rank == l->pp - 1 && l->pp > 1) return base + (chunk < extra ? 1 : 0);
-    return base + (chunk >= v - extra ? 1 : 0);
-}
-
-int layout_max_stage_layers(const model_spec *m, const layout *l)
-{
-    if (uneven_split(l)) { /* the first, the last and (pp > 2) the middle ones' count */
-        int most = 0, first = layout_stage_layers(m, l, 0);
-        int last = layout_stage_layers(m, l, l->pp - 1);
-        if (first > most) most = first;
-        if (last > most) most = last;
-        if (l->pp > 2) {
-            int mid = layout_stage_layers(m, l, 1);
-            if (mid > most) most = mid;
-        }
-        return most;
-    }
-    return m->layers / l->pp + (m->layers % l->pp ? 1 : 0);
-}
-
-bool layout_split_uneven(const model_spec *m, const layout *l)
-{
-    return l->pp > 1 && (uneven_split(l) || m->layers % l->pp);
-}
-
-int layout_stage_start(const model_spec *m, const layout *l, int stage)
-{
-    if (!uneven_split(l)) {
-        /* stage x base, and one more for each of stages 1..rem before it */
-        int rem = m->layers % l->pp;
-        return stage * (m->layers / l->pp) + (stage >= 1 ? (stage - 1 < rem ? stage - 1 : rem) : 0);
-    }
-    /* the sum of the stages before it, in closed form: stage 0, the middle ones (each the
-     * same count) and, past them all, the last */
-    int n = stage < l->pp ? stage : l->pp;
-    if (n <= 0) return 0;
-    int start = layout_stage_layers(m, l, 0);
-    if (n >= 2) {
-        int mids = n == l->pp ? n - 2 : n - 1;
-        if (mids > 0) start += mids * layout_stage_layers(m, l, 1);
-        if (n == l->pp) start += layout_stage_layers(m, l, l->pp - 1);
-    }
-    return start;
 }
 
 cm_status training_check(const training_spec *t, char *err, size_t errlen)
@@ -303,16 +227,28 @@ static void check_torchtitan(const model_spec *m, const training_spec *t, const 
         FAIL(CM_ERULE, "async-tp-needs-compile",
              "async TP (--async-tp) is an Inductor pass over sequence-parallel TP collectives: it "
              "needs --compile, --tp > 1 and --sp (torchtitan config/configs.py)");
-    /* pipeline_parallel.py: the first / last stage hold (layers per stage - their "less"), at
-     * most a middle stage's count (the "less" is >= 0) */
-    if (l->pp > 2 && (l->pp_first_layers > 0 || l->pp_last_layers > 0) && l->vpp == 1 &&
-        m->layers >= l->pp) {
-        int mid = layout_stage_layers(m, l, 1);
-        if (layout_stage_layers(m, l, 0) > mid || layout_stage_layers(m, l, l->pp - 1) > mid)
+    /* pipeline_parallel.py _generate_llm_fqn_per_model_part (pp_split.c): the split must be
+     * one torchtitan's first/last_stage_less_layers (>= 0) produce, and the stage count one
+     * its keys reach: the schedule's default stages a rank (1, or 2 for multi-stage
+     * schedules, _get_pipeline_metadata) or ceil(E / pipeline_parallel_layers_per_stage) */
+    if (l->pp >= 2 && m->layers >= l->pp) {
+        int a, b, S;
+        layout_pp_schedule sch = layout_pp_schedule_of(l);
+        int spr = sch == PP_SCHEDULE_1F1B || sch == PP_SCHEDULE_GPIPE ? 1 : 2;
+        if (!layout_titan_split_keys(m, l, &a, &b, &S))
             FAIL(CM_ERULE, "torchtitan-uneven-less",
-                 "torchtitan's uneven split gives the first and last stage fewer layers than the "
-                 "others (pipeline_parallel_first/last_stage_less_layers >= 0), not more: lower "
-                 "--pp-first-layers / --pp-last-layers");
+                 "torchtitan splits %d layers over %d stages from first/last_stage_less_layers "
+                 ">= 0 (distributed/pipeline_parallel.py): this split is not one it makes (the "
+                 "first stage at most one layer above the fullest middle one, the last at most "
+                 "the emptiest middle one's, each at least 0): change --pp-first-layers / "
+                 "--pp-last-layers or --vpp",
+                 m->layers, S);
+        else if ((l->vpp > 1 ? l->vpp : 1) != spr && !layout_titan_layers_per_stage(m, l))
+            FAIL(CM_ERULE, "torchtitan-stages-unreachable",
+                 "torchtitan reaches %d stages (vpp %d) only through "
+                 "pipeline_parallel_layers_per_stage k, ceil((%d + %d + %d) / k) stages, and no "
+                 "k gives %d: choose another --vpp, or --pp-first-layers / --pp-last-layers",
+                 S, l->vpp, m->layers, a, b, S);
     }
     /* models/common/decoder.py (update_from_config): "Weight tying is not supported with
      * Pipeline Parallel" (NotImplementedError), the embedding and the output layer being on
@@ -442,13 +378,21 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         int fixed = (l->pp_first_layers > 0) + (l->pp_last_layers > 0);
         long rest = (long)m->layers - l->pp_first_layers - l->pp_last_layers;
         int middle = l->pp - fixed;
-        if (l->pp < 2 || (l->vpp > 1 && l->framework != FRAMEWORK_MEGATRON))
+        if (l->pp < 2 || (l->vpp > 1 && l->framework == FRAMEWORK_FSDP2))
             FAIL(CM_ERULE, "uneven-pp-needs-pp",
                  "--pp-first-layers / --pp-last-layers set the first and last of pp >= 2 stages "
-                 "(with virtual stages only under Megatron, written as its "
-                 "--pipeline-model-parallel-layout): drop them, or set --pp >= 2 (and --vpp 1 "
-                 "outside Megatron)");
-        else if (middle == 0 ? rest != 0 : (rest < middle || rest % middle))
+                 "(Megatron's --pipeline-model-parallel-layout, torchtitan's first/last_stage_"
+                 "less_layers): drop them, or set --pp >= 2 under megatron or torchtitan");
+        else if (l->framework == FRAMEWORK_TORCHTITAN) {
+            /* the first and last VIRTUAL stage; the rest as even as it goes, at least one
+             * layer a stage (pp_split.c; check_torchtitan tests torchtitan's own rule) */
+            int S = l->pp * (l->vpp > 1 ? l->vpp : 1);
+            if (rest < S - fixed)
+                FAIL(CM_ERULE, "uneven-pp-divides",
+                     "%d layers less %d on the first and %d on the last stage leave %ld for the "
+                     "%d other virtual stage(s), fewer than one each: change the counts",
+                     m->layers, l->pp_first_layers, l->pp_last_layers, rest, S - fixed);
+        } else if (middle == 0 ? rest != 0 : (rest < middle || rest % middle))
             FAIL(CM_ERULE, "uneven-pp-divides",
                  "%d layers less %d on the first and %d on the last stage leave %ld for the %d "
                  "other stage(s), which must split evenly with at least one each "
@@ -467,7 +411,7 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
          * 0) or the loss (last rank) with at least one decoder layer (Megatron-Bridge's H100
          * DeepSeek-V3 recipe: "Et|(tt|)*30mL"; Llama-3.1-405B's account-for-embedding/loss
          * split, 15/16.../15 layers over pp 8 x vpp 8, is the same thing). */
-        if (uneven_split(l) && l->framework == FRAMEWORK_MEGATRON) {
+        if (l->framework == FRAMEWORK_MEGATRON && (l->pp_first_layers > 0 || l->pp_last_layers > 0)) {
             for (int st = 0; st < l->pp; st++) {
                 int n = layout_stage_layers(m, l, st), need = l->vpp;
                 if (st == 0 || st == l->pp - 1) need = l->vpp - 1 > 0 ? l->vpp - 1 : 1;
@@ -479,14 +423,12 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
                          "--pp-first-layers / --pp-last-layers",
                          st, n, need);
             }
-        } else if (m->layers % ((long)l->pp * l->vpp))
+        } else if (l->framework != FRAMEWORK_TORCHTITAN && m->layers % ((long)l->pp * l->vpp))
+            /* torchtitan splits unevenly (pp_split.c; its rules in check_torchtitan) */
             FAIL(CM_ERULE, "vpp-divides-layers",
                  "the interleaved schedule needs layers (%d) divisible by pp*vpp = %ld "
-                 "(%s): change --vpp or --pp",
-                 m->layers, (long)l->pp * l->vpp,
-                 l->framework == FRAMEWORK_TORCHTITAN
-                     ? "torchtitan splits unevenly, plan models equal virtual stages only"
-                     : "Megatron-LM arguments.py");
+                 "(Megatron-LM arguments.py): change --vpp or --pp",
+                 m->layers, (long)l->pp * l->vpp);
     }
     long dp_mbs = (long)l->dp * l->mbs;
     bool batch_divides = t->global_batch % dp_mbs == 0;

@@ -115,9 +115,11 @@ typedef struct {
     int vpp;                   /* virtual pipeline stages per rank (interleaved 1F1B) */
     /* Uneven pipeline (issue 21): decoder layers on the first / last stage, the other stages
      * sharing the rest evenly (Megatron's --decoder-first/last-pipeline-num-layers, written as
-     * --pipeline-model-parallel-layout; torchtitan's first/last_stage_less_layers); 0 = the
-     * default split (layout_stage_layers). The embedding and the head make those two stages
-     * heavier, so fewer layers there balance the pipeline. */
+     * --pipeline-model-parallel-layout; torchtitan's first/last_stage_less_layers, where they
+     * are the first and last VIRTUAL stage's and the others share the rest as evenly as it goes,
+     * pp_split.c); 0 = the default split (layout_stage_layers; torchtitan's less 1 / 1). The
+     * embedding and the head make those two stages heavier, so fewer layers there balance the
+     * pipeline. */
     int pp_first_layers, pp_last_layers;
     int mbs;                   /* micro-batch size in sequences */
     bool sp;                   /* Megatron sequence parallel (with tp > 1) */
@@ -301,7 +303,8 @@ int layout_shard_group(const layout *l);
 /* Data-parallel size of the expert weights: dp*cp*tp / (ep*etp). */
 int layout_expert_dp(const layout *l);
 
-/* Layers on pipeline stage s; uneven remainders go to the middle stages, not the first. */
+/* Layers on pipeline stage (rank) s; uneven remainders go to the middle stages, not the
+ * first; under torchtitan the sum of the rank's virtual stages (pp_split.c). */
 int layout_stage_layers(const model_spec *m, const layout *l, int stage);
 /* Multi-token-prediction modules the last stage runs: the model's num_nextn_predict_layers
  * under Megatron (which runs them when --mtp-num-layers is set, as plan's Megatron configs set
@@ -313,6 +316,22 @@ int layout_max_stage_layers(const model_spec *m, const layout *l);
  * embedding (rank 0, chunk 0) or the loss (last rank, last chunk); layers / (pp * vpp) when
  * the split is even. What emit_megatron.c writes and the step simulator (sim.c) runs. */
 int layout_chunk_layers(const model_spec *m, const layout *l, int rank, int chunk);
+/* Layers of virtual stage k (0 .. pp*vpp-1, in model order): torchtitan's split
+ * (pp_split.c); otherwise layout_chunk_layers of rank k % pp, chunk k / pp. */
+int layout_vstage_layers(const model_spec *m, const layout *l, int k);
+/* torchtitan's _generate_llm_fqn_per_model_part: decoder layers of stage `stage` of `stages`
+ * for `layers` layers with first/last_stage_less_layers a / b (pp_split.c). */
+int layout_titan_generate(int layers, int stages, int a, int b, int stage);
+/* The first/last_stage_less_layers (a, b) and stage count that make torchtitan split l's
+ * layers as l's split does; false when no such keys exist (a "less" below 0, torchtitan's
+ * checks, or a split its rule does not produce). */
+bool layout_titan_split_keys(const model_spec *m, const layout *l, int *a, int *b, int *stages);
+/* torchtitan's pipeline_parallel_layers_per_stage k giving l's pp*vpp stages (ceil(E/k)), 0 if
+ * none does. */
+int layout_titan_layers_per_stage(const model_spec *m, const layout *l);
+/* The middle stage (1..pp-2) holding the most layers: 1 but under torchtitan's split, whose
+ * middle ranks may differ by a layer or two (the V schedules). */
+int layout_busiest_middle_stage(const model_spec *m, const layout *l);
 /* Do the stages hold different layer counts (an uneven knob, or layers % pp)? Megatron needs
  * the split stated then (--pipeline-model-parallel-layout). */
 bool layout_split_uneven(const model_spec *m, const layout *l);

@@ -718,7 +718,9 @@ static memory_breakdown peak_of(const model_spec *m, const system_spec *sys,
     memory_breakdown best = stage_memory(m, sys, t, l, 0, &fig);
     double need = best.need_bytes, block = best.largest_block_bytes;
     int block_stage = best.block_stage;
-    int later[2] = {1, l->pp - 1}; /* the second stage and the last */
+    /* the second stage (under torchtitan's split the middle one with the most layers,
+     * pp_split.c) and the last */
+    int later[2] = {layout_busiest_middle_stage(m, l), l->pp - 1};
     for (int i = 0; i < 2; i++) {
         if (later[i] < 1 || later[i] >= l->pp || (i == 1 && later[1] == later[0])) continue;
         memory_breakdown r = stage_memory(m, sys, t, l, later[i], &fig);

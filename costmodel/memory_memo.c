@@ -4,6 +4,7 @@
  * picks until another key takes it (the search's neighbours share them).
  */
 #include "memory_memo.h"
+#include "schedule.h"
 
 #include <string.h>
 
@@ -97,6 +98,10 @@ static memory_stage_key stage_key_of(const layout *l, int stage)
                           .pp_first_layers = l->pp_first_layers,
                           .pp_last_layers = l->pp_last_layers, .framework = (int)l->framework,
                           .stage = stage, .head_stage = layout_head_stage(l)};
+    if (l->framework == FRAMEWORK_TORCHTITAN) {
+        k.vpp = l->vpp;
+        k.v_shape = schedule_is_v(layout_pp_schedule_of(l));
+    }
     return k;
 }
 

@@ -37,7 +37,8 @@ typedef struct {
  * MTP modules on the last stage), the stage and the stage holding the head (layout_head_stage:
  * rank 0 under the V schedules). */
 typedef struct {
-    int tp, ep, etp, pp, pp_first_layers, pp_last_layers, framework, stage, head_stage, pad;
+    int tp, ep, etp, pp, pp_first_layers, pp_last_layers, framework, stage, head_stage;
+    int vpp, v_shape, pad; /* torchtitan's split is of the virtual stages (pp_split.c) */
 } memory_stage_key;
 
 typedef struct {

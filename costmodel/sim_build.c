@@ -57,10 +57,10 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
      * interleaved assignment, megatron/core/transformer/transformer_block.py; in a V schedule
      * chunk 1 of stage s is virtual stage 2pp-1-s, schedule.h); layout_check makes the slices
      * equal when vpp > 1 but for Megatron's uneven split, whose chunks are those plan writes
-     * as --pipeline-model-parallel-layout (layout_chunk_layers). */
+     * as --pipeline-model-parallel-layout (layout_chunk_layers), and torchtitan's, which
+     * splits the virtual stages themselves (layout_vstage_layers, pp_split.c). */
     for (int k = 0; k < nv; k++)
-        w->vstage_layers[k] =
-            v == 1 ? w->stage_costs[k].layers : layout_chunk_layers(m, l, k % pp, k / pp);
+        w->vstage_layers[k] = v == 1 ? w->stage_costs[k].layers : layout_vstage_layers(m, l, k);
     for (int s = 0; s < pp; s++) {
         w->grad_sync[s] = w->stage_costs[s].grad_sync_s;
         w->param_sync[s] = w->stage_costs[s].param_sync_s;

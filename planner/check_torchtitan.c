@@ -405,27 +405,29 @@ int check_torchtitan_resolve(const model_spec *m, check_config *cfg, int gpus,
                 l->vpp = (int)(stages / l->pp);
         }
     }
-    if (l->pp > 1 && (cfg->titan_first_less || cfg->titan_last_less)) {
-        /* torchtitan's split (pipeline_parallel.py generate_llm_fqn_per_model_part): (layers +
-         * less_first + less_last) over the stages, the first `extra` stages one more, the first
-         * and last stage giving their "less" to the embedding and the head. plan models it when
-         * every middle stage holds the same count (issue 21's uneven first/last stages). */
-        long eff = (long)m->layers + cfg->titan_first_less + cfg->titan_last_less;
-        long stages = (long)l->pp * l->vpp, base = eff / stages, extra = eff % stages;
-        long first = base + (extra > 0) - cfg->titan_first_less;
-        long last = base + (stages - 1 < extra) - cfg->titan_last_less;
-        bool middles_equal = stages <= 3 || extra <= 1 || extra >= stages - 1;
-        /* the count an end stage has when not set apart: the middle stages' (two stages: the
-         * other end's, when both are equal) */
-        long ref = stages > 2 ? base + (1 < extra) : (first == last ? first : -1);
-        if (l->vpp == 1 && middles_equal && first >= 1 && last >= 1) {
-            l->pp_first_layers = first == ref ? 0 : (int)first;
-            l->pp_last_layers = last == ref ? 0 : (int)last;
-        } else {
-            note(rep, "pipeline_parallel_first/last_stage_less_layers %d/%d: torchtitan's split "
-                      "has unequal middle stages here, which plan does not model; it splits the "
-                      "layers evenly (set both to 0, as --emit torchtitan does)",
-                 cfg->titan_first_less, cfg->titan_last_less);
+    if (l->pp > 1) {
+        /* torchtitan's split (pipeline_parallel.py _generate_llm_fqn_per_model_part,
+         * layout_titan_generate): (layers + less_first + less_last) over the stages, the first
+         * `extra` stages one more, the first and last stage giving their "less" to the
+         * embedding and the head. Read back as plan's fields (pp_split.c): 0 / 0 for the
+         * default less 1 / 1, else the first and last virtual stage's layers, which plan's
+         * rule (the rest as even as it goes, the extra on the earliest) spreads as
+         * torchtitan does; an end stage left without a decoder layer has no field value. */
+        int a = cfg->titan_first_less, b = cfg->titan_last_less;
+        int stages = l->pp * l->vpp;
+        l->pp_first_layers = l->pp_last_layers = 0;
+        if (a != 1 || b != 1) {
+            int first = layout_titan_generate(m->layers, stages, a, b, 0);
+            int last = layout_titan_generate(m->layers, stages, a, b, stages - 1);
+            if (first >= 1 && last >= 1) {
+                l->pp_first_layers = first;
+                l->pp_last_layers = last;
+            } else {
+                note(rep, "pipeline_parallel_first/last_stage_less_layers %d/%d leave an end stage "
+                          "without a decoder layer (%d / %d), which plan's fields state only for "
+                          "the default 1/1 split: it prices torchtitan's default split instead",
+                     a, b, first, last);
+            }
         }
     }
     /* reshard after forward: "default" is not pp_enabled (distributed/fsdp.py) */

@@ -215,12 +215,15 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
                    "_attention.set_rotate_method(\"alltoall\")\n# before training (torchtitan "
                    "releases before #2555: --experimental.context_parallel_rotate_method "
                    "alltoall)\n");
-    if (l->pp > 1 && m->layers % ((long)l->pp * l->vpp))
-        fprintf(f, "# %d layers do not divide into %d stages: torchtitan splits them itself "
-                   "(generate_llm_fqn_per_model_part);\n# plan costed %d or %d layers a "
-                   "stage.\n",
-                m->layers, l->pp * l->vpp, m->layers / (l->pp * l->vpp),
-                m->layers / (l->pp * l->vpp) + 1);
+    if (l->pp > 1 && layout_split_uneven(m, l)) {
+        /* the split torchtitan makes from the keys below, as plan costed it */
+        fprintf(f, "# decoder layers per pipeline stage (torchtitan's split of %d layers over %d "
+                   "stages):",
+                m->layers, l->pp * l->vpp);
+        for (int k = 0; k < l->pp * l->vpp; k++)
+            fprintf(f, "%s%d", k ? "/" : " ", layout_vstage_layers(m, l, k));
+        fprintf(f, "\n");
+    }
     fprintf(f, "# PLACEHOLDER, not from the plan: --training.steps. Check or edit it, then: "
                "plan check FILE --system %s%s\n",
             sys->name, emit_check_headroom_flag(e, sys));
@@ -258,26 +261,16 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
     if (l->pp > 1) {
         flag(f, "--parallelism.pipeline_parallel_schedule",
              layout_pp_schedule_name(layout_pp_schedule_of(l)));
-        if (l->vpp == 1 && (l->pp_first_layers > 0 || l->pp_last_layers > 0)) {
-            /* the uneven split (issue 21): M layers a stage with the first/last stage M - F /
-             * M - L "less" (generate_llm_fqn_per_model_part: (layers + less_first + less_last)
-             * / pp = M a stage, the first and last giving their "less" to the embedding and
-             * the head), which is F / M... / L exactly; layout_check keeps F, L <= M */
-            int first = layout_stage_layers(m, l, 0), last = layout_stage_layers(m, l, l->pp - 1);
-            int mid = l->pp > 2 ? layout_stage_layers(m, l, 1) : (first > last ? first : last);
-            flag_int(f, "--parallelism.pipeline_parallel_layers_per_stage", mid);
-            flag_int(f, "--parallelism.pipeline_parallel_first_stage_less_layers", mid - first);
-            flag_int(f, "--parallelism.pipeline_parallel_last_stage_less_layers", mid - last);
-        } else {
-            /* an exact count only when the layers divide; else torchtitan's own split, which
-             * differs from the costed one (extra layers on stages 1..r) by at most a layer a
-             * stage */
-            if (m->layers % ((long)l->pp * l->vpp) == 0)
-                flag_int(f, "--parallelism.pipeline_parallel_layers_per_stage",
-                         m->layers / ((long)l->pp * l->vpp));
-            flag_int(f, "--parallelism.pipeline_parallel_first_stage_less_layers", 0);
-            flag_int(f, "--parallelism.pipeline_parallel_last_stage_less_layers", 0);
-        }
+        /* the costed split (pp_split.c) in torchtitan's keys: first/last_stage_less_layers a
+         * / b, and pipeline_parallel_layers_per_stage k wherever one gives the pp x vpp
+         * stages (ceil((layers + a + b) / k), _get_pipeline_metadata; without it the
+         * schedule's default, 1 or 2 a rank, which layout_check requires then) */
+        int a = 1, b = 1, stages = l->pp * l->vpp;
+        layout_titan_split_keys(m, l, &a, &b, &stages);
+        int k = layout_titan_layers_per_stage(m, l);
+        if (k > 0) flag_int(f, "--parallelism.pipeline_parallel_layers_per_stage", k);
+        flag_int(f, "--parallelism.pipeline_parallel_first_stage_less_layers", a);
+        flag_int(f, "--parallelism.pipeline_parallel_last_stage_less_layers", b);
         /* every micro-batch of the step in one schedule: no gradient accumulation around it */
         flag_int(f, "--parallelism.num_pp_microbatches", e->microbatches);
     }

@@ -6,7 +6,9 @@
  *    async TP hides them; across nodes it only loses), dividing the attention and KV heads;
  *    sequence parallel on (torchtitan's enable_sequence_parallel default); async TP off and
  *    on where the TP group stays in its domain (symmetric memory).
- *  - PP dividing the layers: 1F1B; Interleaved1F1B with 2 stages per rank (torchtitan's default
+ *  - PP up to the layer count, split as torchtitan splits by default (first/last_stage_less_
+ *    layers 1, costmodel/pp_split.c) plus one uneven variant (search_uneven.c): 1F1B;
+ *    Interleaved1F1B with 2 stages per rank (torchtitan's default
  *    for multi-stage schedules, pipeline_parallel.py); ZBVZeroBubble and DualPipeV (2 per rank,
  *    uncompiled: torch.distributed.pipelining refuses compiled stages for them). GPipe holds
  *    every micro-batch for the same bubble as 1F1B, so it is never better and is not tried.
@@ -61,7 +63,6 @@ void search_torchtitan_layouts(const model_spec *m, const system_spec *sys,
                     for (int si = 0; si < (pp > 1 ? 4 : 1); si++) {
                         layout_pp_schedule sched = pp > 1 ? scheds[si] : PP_SCHEDULE_DEFAULT;
                         int vpp = sched == PP_SCHEDULE_DEFAULT || sched == PP_SCHEDULE_1F1B ? 1 : 2;
-                        if (vpp > 1 && m->layers % (pp * vpp)) continue;
                         bool v_shape = sched == PP_SCHEDULE_ZBV || sched == PP_SCHEDULE_DUALPIPEV;
                         for (size_t mb = 0; mb < sizeof mbs_list / sizeof *mbs_list; mb++) {
                             int mbs = mbs_list[mb];

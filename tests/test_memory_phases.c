@@ -274,6 +274,8 @@ static void test_zbv_head_stage(void **state)
     layout in = titan(1, 4, 1, 1, 1), zb;
     in.vpp = 2;
     in.pp_schedule = PP_SCHEDULE_INTERLEAVED_1F1B;
+    /* the run's equal stages (parallel_run.py), not torchtitan's default split (pp_split.c) */
+    in.pp_first_layers = in.pp_last_layers = 1; /* 8 layers, 8 stages */
     zb = in;
     zb.pp_schedule = PP_SCHEDULE_ZBV;
     assert_int_equal(layout_head_stage(&in), 3);
@@ -414,6 +416,7 @@ static void test_pp_merged_outputs(void **state)
     t.pp_keep_outputs = true;
     layout l = titan(1, 4, 1, 1, 1);
     l.optimizer_impl = OPTIMIZER_IMPL_FUSED;
+    l.pp_first_layers = l.pp_last_layers = 4; /* the run's equal stages (parallel_run.py) */
     assert_true(NEAR(memory_pp_merged_outputs_bytes(&m, &t, &l, 3, 16), 33621540864.0));
     assert_true(memory_pp_merged_outputs_bytes(&m, &t, &l, 2, 16) == 0);
     memory_breakdown mb = memory_stage(&m, &sys, &t, &l, 3);

@@ -544,7 +544,16 @@ static void test_torch_p2p_stream(void **state)
  * H100: interleaved 1F1B pp 4 v 2 under torch's one-stream p2p order (before the serialized
  * warm-up term the closed form was 9.6% under the simulator at 16 layers, now within 2%), and ZBV
  * pp 4 with the head on rank 0, its bubble made of the other stages' time (was 6.3% over at 16
- * layers, now within 4%). */
+ * layers, now within 4%). Those on equal virtual stages (4 layers each: --pp-first-layers 4
+ * --pp-last-layers 4, torchtitan's less 0 / 0); torchtitan's default split (less 1 / 1,
+ * pp_split.c: 4/5/4/4/4/4/4/3, ranks 8/9/8/7 interleaved, 7/9/8/8 in the V): interleaved within
+ * 4% (ttpp20: +3.0%, the closed form's fill and drain priced from the busiest rank's chunks,
+ * which are not all the same size); ZBV within 11% (ttpp20: -9.7%): the closed form prices the
+ * head on the last rank (estimate_stage_cost), a stand-in exact only while the V's ranks hold
+ * equal layers; the V puts it on rank 0 (layout_head_stage, as memory and the simulator do),
+ * which torchtitan's default split leaves with 7 layers, rank 1 with 9. Pricing it there
+ * (bench/results/ttpp20_2026-11-29/zbv_head_on_rank0.patch) gives -4.2% here but moves the
+ * real ZBV runs' table both ways (README there): not kept. */
 static void test_closed_form_vs_sim_torchtitan(void **state)
 {
     (void)state;
@@ -554,10 +563,12 @@ static void test_closed_form_vs_sim_torchtitan(void **state)
     training_spec t = training_default();
     t.seq_len = 4096;
     t.global_batch = 8;
-    layout_pp_schedule kinds[2] = {PP_SCHEDULE_INTERLEAVED_1F1B, PP_SCHEDULE_ZBV};
-    double tol[2] = {0.02, 0.04};
-    for (int i = 0; i < 2; i++) {
+    layout_pp_schedule kinds[4] = {PP_SCHEDULE_INTERLEAVED_1F1B, PP_SCHEDULE_ZBV,
+                                   PP_SCHEDULE_INTERLEAVED_1F1B, PP_SCHEDULE_ZBV};
+    double tol[4] = {0.02, 0.04, 0.04, 0.11};
+    for (int i = 0; i < 4; i++) {
         layout l = layout_default(FRAMEWORK_TORCHTITAN);
+        if (i < 2) l.pp_first_layers = l.pp_last_layers = 4; /* equal virtual stages */
         l.tp = l.dp = 1;
         l.pp = 4;
         l.vpp = 2;
@@ -571,7 +582,9 @@ static void test_closed_form_vs_sim_torchtitan(void **state)
         char err[CM_ERRLEN];
         assert_int_equal(sim_estimate(w, &m, &s, &t, &l, &o, &e, err, sizeof err), CM_OK);
         double rel = (e.time_sim.step_s - e.time.step_s) / e.time.step_s;
-        if (fabs(rel) > tol[i]) fail_msg("schedule %d: simulated %g s, closed form %g s", i,
+        print_message("  case %d: simulated %.4f s, closed form %.4f s (%+.1f%%)\n", i,
+                      e.time_sim.step_s, e.time.step_s, 100 * rel);
+        if (fabs(rel) > tol[i]) fail_msg("case %d: simulated %g s, closed form %g s", i,
                                          e.time_sim.step_s, e.time.step_s);
         sim_free(w);
     }

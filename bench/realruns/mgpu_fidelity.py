@@ -129,6 +129,12 @@ def layout(rec):
             a += ["--" + k, str(rec[k])]
     if rec.get("vpp", 1) > 1:
         a += ["--vpp", str(rec["vpp"])]
+    # parallel_run.py splits the layers into pp x vpp stages of equal size (prun_build.py,
+    # "layers do not split" otherwise); plan's torchtitan default is torchtitan's own split
+    # (first/last_stage_less_layers 1, costmodel/pp_split.c), so the run's is stated
+    if fw == "torchtitan" and par == "pp" and rec.get("layers"):
+        per = rec["layers"] // (rec.get("pp", 1) * rec.get("vpp", 1))
+        a += ["--pp-first-layers", str(per), "--pp-last-layers", str(per)]
     if rec.get("schedule") == "zbv":  # parallel_run.py --schedule zbv: ScheduleZBVZeroBubble
         a += ["--pp-schedule", "ZBVZeroBubble"]
     if (rec.get("dp_replicate") or 1) > 1:  # HSDP: FSDP2 inside groups of dp_shard ranks
