@@ -308,7 +308,11 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
         s.fsdp_s += once * (first->gather_s + first->reduce_s); /* nothing to hide the first/last */
         s.fsdp_raw_s += once * (first->gather_s + first->reduce_s);
     }
-    if (stage == l->pp - 1) {
+    /* the head where it runs: the last rank, or rank 0 under the V schedules, whose last
+     * virtual stage is there (layout_head_stage; memory_params.c puts its weights there too;
+     * torchtitan b5bcd76 distributed/pipeline_parallel.py:551-567 maps rank r to stages r and
+     * 2pp-1-r, and 357-467 gives the last stage the norm and output) */
+    if (stage == layout_head_stage(l)) {
         double hf, hb;
         if (head) {
             hf = head->fwd_s;
@@ -454,9 +458,10 @@ stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
     else estimate_layer_times(m, sys, t, l, &k);
     int cands[3] = {0, l->pp > 1 ? layout_busiest_middle_stage(m, l) : 0, l->pp - 1};
     stage_time worst = estimate_stage_cost(m, sys, t, l, 0, &k, head);
-    double first_s = estimate_stage_total(&worst), mid_s = first_s;
+    double first_s = estimate_stage_total(&worst), mid_s = first_s, last_s = first_s;
     double first_u = worst.ep_unpaired_s, mid_u = first_u, last_u = first_u;
-    bool last_worst = false;
+    int head_stage = layout_head_stage(l);
+    bool head_worst = l->pp > 1 && head_stage == 0;
     for (int i = 1; i < 3; i++) {
         if (cands[i] == 0) continue;
         stage_time s = estimate_stage_cost(m, sys, t, l, cands[i], &k, head);
@@ -465,10 +470,13 @@ stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
             mid_s = ts;
             mid_u = s.ep_unpaired_s;
         }
-        if (i == 2) last_u = s.ep_unpaired_s;
+        if (i == 2) {
+            last_u = s.ep_unpaired_s;
+            last_s = ts;
+        }
         if (ts > estimate_stage_total(&worst)) {
             worst = s;
-            last_worst = cands[i] == l->pp - 1;
+            head_worst = cands[i] == head_stage;
         }
     }
     /* The last stage the slowest (the loss head on it): the fill and drain run through the
@@ -480,7 +488,9 @@ stage_time estimate_worst_stage(const model_spec *m, const system_spec *sys,
      * stage's micro-batch, the search's lower bound (estimate_search.c). The step simulator
      * runs the stages op by op and gives the same (bench/README.md "Pipeline bubble with a
      * heavy last stage": the real pipelined runs' median error 8.1% -> 3.9%). */
-    worst.fill_s = last_worst ? (mid_s > first_s ? mid_s : first_s) : 0;
+    /* (under the V schedules the head is on rank 0: the others are a middle one and the last) */
+    double other_s = head_stage == 0 ? last_s : first_s;
+    worst.fill_s = head_worst ? (mid_s > other_s ? mid_s : other_s) : 0;
     /* the other stages' unpaired exchanges (ep_unpaired_path_s): the middle stages hold equal
      * layers (layout_stage_layers), so the first, p - 2 middle ones and the last */
     double all_u = first_u + (l->pp > 2 ? l->pp - 2 : 0) * mid_u + (l->pp > 1 ? last_u : 0);
@@ -720,6 +730,11 @@ cm_status estimate_stage_costs(const model_spec *m, const system_spec *sys,
     costs->bf16_layers_end = precision_is_low(l) ? l->bf16_layers_end : 0;
     costs->first_moe_layer = model_is_moe(m) ? m->dense_first : m->layers;
     estimate_head_cost(m, sys, t, l, &costs->head_fwd_s, &costs->head_bwd_s);
+    if (l->pp > 1) { /* what estimate_stage_cost adds to stage 0 (its copy-in is in fsdp_s) */
+        double rin;
+        root_copies_cost(m, sys, l, 0, costs->microbatches, &costs->first_root_fwd_s,
+                         &costs->first_root_bwd_s, &rin);
+    }
     root_traffic(m, sys, t, l, 0, &costs->root_gather_s[0], &costs->root_reduce_s[0]);
     if (l->pp > 1)
         root_traffic(m, sys, t, l, l->pp - 1, &costs->root_gather_s[1], &costs->root_reduce_s[1]);

@@ -62,6 +62,9 @@ typedef struct {
     estimate_layer_costs dense_bf16, moe_bf16;
     int bf16_layers_start, bf16_layers_end;
     double head_fwd_s, head_bwd_s; /* output layer and loss, on the last stage */
+    /* FSDP2's compute-stream copies of the first stage's root unit (the embedding) with a
+     * pipeline, per micro-batch (estimate.c root_copies_cost): 0 without FSDP2 or pipeline */
+    double first_root_fwd_s, first_root_bwd_s;
     /* FSDP root unit of the first and of the last stage (with one stage: one unit, [0]): one
      * all-gather, and one reduce-scatter, per micro-batch; exposed (estimate.c root_traffic). */
     double root_gather_s[2], root_reduce_s[2];

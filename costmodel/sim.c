@@ -229,6 +229,7 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
             t = end;
         }
         if (last_vs) t += in->head_fwd_s;
+        if (k == 0) t += in->first_root_fwd_s;
     } else {
         /* Backward: the head's first, then the layers from the top down. Resharded FSDP
          * parameters are gathered again, one layer ahead; each layer's gradients are
@@ -262,6 +263,9 @@ static void run_chunk(sim_workspace *w, const sim_options *o, int s, double read
                            w->bucket_num[w->bucket_at[j]], -1);
             }
         }
+        /* the embedding's gradient accumulation and reduce-scatter copy-in, after its backward
+         * (the input half's, as the closed form's bwd_s holds it) */
+        if (k == 0 && part != SCHEDULE_WEIGHT) t += in->first_root_bwd_s;
     }
 
 #undef BWD_PART
@@ -462,6 +466,10 @@ cm_status sim_run(sim_workspace *w, const sim_input *in, const sim_options *o,
         if (k == nv - 1) {
             f += in->head_fwd_s;
             b += in->head_bwd_s;
+        }
+        if (k == 0) {
+            f += in->first_root_fwd_s;
+            b += in->first_root_bwd_s;
         }
         w->vfwd[k] = f;
         w->vbwd[k] = b;

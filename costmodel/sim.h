@@ -56,6 +56,7 @@ typedef struct {
     const sim_layer *layer;          /* [layers], model order */
     const int *vstage_layers;        /* [pp * vpp]: layers of virtual stage k, in model order */
     double head_fwd_s, head_bwd_s;   /* output layer and loss, after the last virtual stage */
+    double first_root_fwd_s, first_root_bwd_s; /* the embedding's FSDP2 copies: virtual stage 0 */
     /* FSDP root unit (embedding on the first stage; final norm and output layer on the last;
      * one unit with one stage): [0] first stage, [1] last. Gathered before the first (last)
      * virtual stage's forward and, resharded, before its backward; reduce-scattered after. */

@@ -155,6 +155,8 @@ cm_status sim_build(sim_workspace *w, const model_spec *m, const system_spec *sy
     in->vstage_layers = w->vstage_layers;
     in->head_fwd_s = c.head_fwd_s;
     in->head_bwd_s = c.head_bwd_s;
+    in->first_root_fwd_s = c.first_root_fwd_s;
+    in->first_root_bwd_s = c.first_root_bwd_s;
     for (int i = 0; i < 2; i++) {
         in->root_gather_s[i] = c.root_gather_s[i];
         in->root_reduce_s[i] = c.root_reduce_s[i];

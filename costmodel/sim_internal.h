@@ -60,7 +60,8 @@ struct sim_workspace {
     sim_op *ops;
     double *arr_f, *arr_b;       /* [vstage * m + mb]: input there; < 0 not yet */
     int *vfirst;                 /* first layer of each virtual stage */
-    double *vfwd, *vbwd;         /* summed chunk durations (with the head on the last) */
+    double *vfwd, *vbwd;         /* summed chunk durations (with the head on the last, the
+                                    embedding's FSDP2 copies on the first) */
     double *vwgrad;              /* the weight-gradient part of vbwd (zero-bubble W ops) */
     double *vunp;                /* [2 * vstage]: its layers' ep_unpaired_{fwd,bwd}_s summed */
     double *param_ready;         /* [layer]: its parameters are gathered (first forward) */

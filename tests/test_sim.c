@@ -540,20 +540,22 @@ static void test_torch_p2p_stream(void **state)
 }
 
 /* The closed form's bubble (pp_schedule.c, estimate.c) against the simulator that runs the same
- * stages op by op, torchtitan, Llama-3 8B, seq 4096, mbs 1, 8 micro-batches on
- * H100: interleaved 1F1B pp 4 v 2 under torch's one-stream p2p order (before the serialized
- * warm-up term the closed form was 9.6% under the simulator at 16 layers, now within 2%), and ZBV
- * pp 4 with the head on rank 0, its bubble made of the other stages' time (was 6.3% over at 16
- * layers, now within 4%). Those on equal virtual stages (4 layers each: --pp-first-layers 4
- * --pp-last-layers 4, torchtitan's less 0 / 0); torchtitan's default split (less 1 / 1,
- * pp_split.c: 4/5/4/4/4/4/4/3, ranks 8/9/8/7 interleaved, 7/9/8/8 in the V): interleaved within
- * 4% (ttpp20: +3.0%, the closed form's fill and drain priced from the busiest rank's chunks,
- * which are not all the same size); ZBV within 11% (ttpp20: -9.7%): the closed form prices the
- * head on the last rank (estimate_stage_cost), a stand-in exact only while the V's ranks hold
- * equal layers; the V puts it on rank 0 (layout_head_stage, as memory and the simulator do),
- * which torchtitan's default split leaves with 7 layers, rank 1 with 9. Pricing it there
- * (bench/results/ttpp20_2026-11-29/zbv_head_on_rank0.patch) gives -4.2% here but moves the
- * real ZBV runs' table both ways (README there): not kept. */
+ * stages op by op, torchtitan, Llama-3 8B, seq 4096, mbs 1, 8 micro-batches on H100:
+ * interleaved 1F1B pp 4 v 2 under torch's one-stream p2p order (before the serialized warm-up
+ * term the closed form was 9.6% under the simulator at 16 layers), and ZBV pp 4, its bubble made
+ * of the other stages' time. Each on equal virtual stages (4 layers each: --pp-first-layers 4
+ * --pp-last-layers 4, torchtitan's less 0 / 0) and at torchtitan's default split (less 1 / 1,
+ * pp_split.c: 4/5/4/4/4/4/4/3, ranks 8/9/8/7 interleaved, 7/9/8/8 in the V).
+ * Interleaved: +2.0% equal (bound 3%; +1.1% before the simulator ran rank 0's embedding copies,
+ * below), +3.3% default (bound 4%: the closed form's fill and drain priced from the busiest
+ * rank's chunks, not all the same size).
+ * ZBV: the closed form prices the head on rank 0 (layout_head_stage; torchtitan b5bcd76
+ * distributed/pipeline_parallel.py:551-567 gives rank r stages r and 2pp-1-r, and 357-467 the
+ * last stage the norm and output: the norm, output and loss run on rank 0), as memory and the
+ * simulator do, and the simulator runs rank 0's FSDP2 copies of the embedding (the fp32
+ * gradient accumulation per micro-batch, root_copies_cost) that the closed form charges there:
+ * -3.3% equal, -2.8% default, bound 4% (zbv20; they were -2.5% / -9.7% with the head on the last
+ * rank, -4.6% / -4.2% with the head moved but the simulator without the copies). */
 static void test_closed_form_vs_sim_torchtitan(void **state)
 {
     (void)state;
@@ -565,7 +567,7 @@ static void test_closed_form_vs_sim_torchtitan(void **state)
     t.global_batch = 8;
     layout_pp_schedule kinds[4] = {PP_SCHEDULE_INTERLEAVED_1F1B, PP_SCHEDULE_ZBV,
                                    PP_SCHEDULE_INTERLEAVED_1F1B, PP_SCHEDULE_ZBV};
-    double tol[4] = {0.02, 0.04, 0.04, 0.11};
+    double tol[4] = {0.03, 0.04, 0.04, 0.04};
     for (int i = 0; i < 4; i++) {
         layout l = layout_default(FRAMEWORK_TORCHTITAN);
         if (i < 2) l.pp_first_layers = l.pp_last_layers = 4; /* equal virtual stages */
