@@ -219,7 +219,9 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
     if (layout_is_pytorch(l) && !l->compile) {
         /* issue 14: what eager PyTorch code saves beyond Korthikanti's list.
          * Both: the attention output is transposed to [b, s, heads, d] and made contiguous
-         * before o_proj, which saves that copy while SDPA keeps its own output: 2 a v more.
+         * before o_proj, which saves that copy while SDPA keeps its own output: 2 a v more
+         * where the transpose is not already contiguous (both branches below take it back
+         * where it is).
          * Hugging Face: LlamaRMSNorm saves its fp32 upcast of the input (pow and x * rstd) and
          * the bf16 normalized tensor weight * (.) multiplies, where a fused norm keeps only the
          * bf16 input: 4h more per norm (two per layer); Qwen3's q/k norms the same 6 bytes per
@@ -247,7 +249,28 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
                 repl += norms * 8.0 * h - 4.0 * h;
             else if (m->norm == MODEL_NORM_RMS)
                 repl += 2.0 * 4.0 * h;
-            if (m->qk_norm) sharded += (m->norm_fp32_scale ? 8.0 : 6.0) * (a + kv_heads) * qk;
+            /* and each RMSNorm's fp32 rstd, which x * rsqrt(.) saves (derivatives.yaml
+             * mul.Tensor): 4 bytes a row, per token for the layer norms and per head for the
+             * q/k norms (seen: modeling_llama.py line 66 and modeling_qwen3.py line 63 save
+             * [b, s, 1] and [b, s, heads, 1] fp32 tensors, bench/results/hfsav20_2026-11-29) */
+            if (m->norm == MODEL_NORM_RMS) repl += norms * 4.0;
+            if (m->qk_norm) {
+                sharded += (m->norm_fp32_scale ? 8.0 : 6.0) * (a + kv_heads) * qk;
+                sharded += 4.0 * (a + kv_heads);
+            }
+            /* The contiguous copy of the attention output (above) is made only where SDPA's
+             * output is laid out [b, heads, s, d]: torch's attention kernels give the output
+             * the query's layout, and separate q/k/v projections' q (a view of q_proj's
+             * [b, s, heads, d] output, RoPE's result keeping that layout) yields an output
+             * already [b, s, heads, d], so o_proj's .transpose(1, 2).contiguous() copies
+             * nothing. Phi-3's q is a slice of the fused qkv output, not dense, and RoPE's
+             * result is a fresh [b, heads, s, d] tensor: the output follows it and the copy is
+             * made. Measured (bench/realruns/hf_saved_probe.py, bench/results/
+             * hfsav20_2026-11-29: strides of the tensors sdpa_attention.py line 158 saves, and
+             * whether o_proj's saved input (modeling_llama.py line 280, modeling_phi3.py line
+             * 262) shares SDPA's output storage): Llama-3.1-8B and Qwen3-8B share it, Phi-3-mini
+             * keeps its own copy. */
+            if (!m->hf_fused_qkv) sharded -= 2.0 * a * v;
             /* repeat_kv's copies on the layers with an explicit mask (elementwise.h
              * elementwise_hf_repeat_kv): SDPA saves the repeated k and v, a d each, where the
              * base counts kv d (seen: sdpa_attention.py repeat_kv line 24 holds 0.375 GiB for
@@ -279,8 +302,11 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * rstd (4 bytes a token each, F.rms_norm's saved statistic) and, with Qwen3's q/k
          * norms, their inputs and rstd (2 (a + kv) d + 4 (a + kv)). Eager, the same terms
          * without the contiguous copy: Llama-3.1-8B 178,312, Llama-3.2-3B 112,744, Qwen3-8B
-         * 172,328 measured, each 2 kv d (2,048 B) under this sum; that tensor is not
-         * identified and is left out. */
+         * 172,328 measured, each 2 kv d (2,048 B) under this sum; with a warm-up before the
+         * baseline (bench/realruns/hf_saved_probe.py, bench/results/hfsav20_2026-11-29) the
+         * slope is this sum exactly (Llama-3.1-8B 180,360, Qwen3-8B 174,376 at s4k b2) and the
+         * saved storages add up to it: the 2 kv d was a one-time allocation of sac20's first
+         * measurement, not a per-layer tensor. */
         if (kv_heads < a) sharded += 4.0 * (a - kv_heads) * qk;
         repl += 8.0;
         if (m->qk_norm) sharded += 2.0 * (a + kv_heads) * qk + 4.0 * (a + kv_heads);
