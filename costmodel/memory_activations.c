@@ -220,15 +220,28 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
         /* issue 14: what eager PyTorch code saves beyond Korthikanti's list.
          * Both: the attention output is transposed to [b, s, heads, d] and made contiguous
          * before o_proj, which saves that copy while SDPA keeps its own output: 2 a v more
-         * where the transpose is not already contiguous (both branches below take it back
-         * where it is).
+         * where the transpose is not already contiguous (below).
          * Hugging Face: LlamaRMSNorm saves its fp32 upcast of the input (pow and x * rstd) and
          * the bf16 normalized tensor weight * (.) multiplies, where a fused norm keeps only the
          * bf16 input: 4h more per norm (two per layer); Qwen3's q/k norms the same 6 bytes per
          * element of q and k (fp32 4 + bf16 2).
          * Native (torchtitan): repeat_kv copies k and v to every query head before SDPA, which
          * saves the repeated tensors: 4 (a - kv) d more. */
-        sharded += 2.0 * a * v;
+        /* The contiguous copy is made only where SDPA's output is laid out [b, heads, s, d]:
+         * torch's attention kernels give the output the query's layout. Separate q/k/v
+         * projections' q (a view of q_proj's [b, s, heads, d] output, RoPE's result keeping
+         * that layout) yields an output already [b, s, heads, d], so o_proj's
+         * .transpose(1, 2).contiguous() copies nothing; the native block's cuDNN output is the
+         * same. Phi-3's q is a slice of the fused qkv output, not dense, and RoPE's result is a
+         * fresh [b, heads, s, d] tensor: the output follows it and the copy is made. Measured
+         * (bench/realruns/hf_saved_probe.py, bench/results/hfsav20_2026-11-29: strides of the
+         * tensors sdpa_attention.py line 158 saves, and whether o_proj's saved input
+         * (modeling_llama.py line 280, modeling_phi3.py line 262) shares SDPA's output
+         * storage): Llama-3.1-8B and Qwen3-8B share it, Phi-3-mini keeps its own copy; the
+         * native block, bench/results/sac20_2026-11-29. */
+        int impl = layout_impl_of(l);
+        bool context_copy = impl == IMPL_HF ? m->hf_fused_qkv : impl != IMPL_NATIVE;
+        if (context_copy) sharded += 2.0 * a * v;
         /* Eager SwiGLU w2(silu(w1 x) * w3 x) saves four tensors of the FFN width, not the
          * fused kernel's three: silu saves its input (w1's output), mul saves both operands
          * (silu's output and w3's output), w2 its input (the product); torch
@@ -258,19 +271,6 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
                 sharded += (m->norm_fp32_scale ? 8.0 : 6.0) * (a + kv_heads) * qk;
                 sharded += 4.0 * (a + kv_heads);
             }
-            /* The contiguous copy of the attention output (above) is made only where SDPA's
-             * output is laid out [b, heads, s, d]: torch's attention kernels give the output
-             * the query's layout, and separate q/k/v projections' q (a view of q_proj's
-             * [b, s, heads, d] output, RoPE's result keeping that layout) yields an output
-             * already [b, s, heads, d], so o_proj's .transpose(1, 2).contiguous() copies
-             * nothing. Phi-3's q is a slice of the fused qkv output, not dense, and RoPE's
-             * result is a fresh [b, heads, s, d] tensor: the output follows it and the copy is
-             * made. Measured (bench/realruns/hf_saved_probe.py, bench/results/
-             * hfsav20_2026-11-29: strides of the tensors sdpa_attention.py line 158 saves, and
-             * whether o_proj's saved input (modeling_llama.py line 280, modeling_phi3.py line
-             * 262) shares SDPA's output storage): Llama-3.1-8B and Qwen3-8B share it, Phi-3-mini
-             * keeps its own copy. */
-            if (!m->hf_fused_qkv) sharded -= 2.0 * a * v;
             /* repeat_kv's copies on the layers with an explicit mask (elementwise.h
              * elementwise_hf_repeat_kv): SDPA saves the repeated k and v, a d each, where the
              * base counts kv d (seen: sdpa_attention.py repeat_kv line 24 holds 0.375 GiB for
@@ -286,10 +286,6 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
              * cos/sin needing no gradient: derivatives.yaml mul.Tensor). Phi-3's gate_up_proj
              * keeps 2f through gate and up, the same four f-wide tensors as the eager SwiGLU. */
             if (m->hf_fused_qkv) sharded += 2.0 * (a + kv_heads) * qk;
-        } else if (layout_impl_of(l) == IMPL_NATIVE) {
-            /* the native block's cuDNN attention output is already [b, s, heads, d] in memory,
-             * so .transpose(1, 2).contiguous() before wo copies nothing (measured below) */
-            sharded -= 2.0 * a * v;
         }
     }
     if (layout_is_pytorch(l) && layout_impl_of(l) == IMPL_NATIVE) {

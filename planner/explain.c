@@ -234,11 +234,16 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
 
 static double step_of(const estimate *e) { return e->simulated ? e->time_sim.step_s : e->time.step_s; }
 
+bool explain_peak_tight(const memory_breakdown *mb)
+{
+    return mb->total_bytes <= mb->capacity_bytes &&
+           mb->capacity_bytes - mb->total_bytes < EXPLAIN_TIGHT_FRACTION * mb->capacity_bytes;
+}
+
 bool explain_cache_tight(const memory_breakdown *mb)
 {
     double cache = mb->reserved_bytes + mb->framework_bytes;
-    return mb->total_bytes <= mb->capacity_bytes &&
-           mb->capacity_bytes - mb->total_bytes >= EXPLAIN_TIGHT_FRACTION * mb->capacity_bytes &&
+    return mb->total_bytes <= mb->capacity_bytes && !explain_peak_tight(mb) &&
            mb->capacity_bytes - cache < EXPLAIN_TIGHT_FRACTION * mb->capacity_bytes;
 }
 
@@ -258,10 +263,8 @@ void explain_tight(FILE *f, const search_result *r)
                 room / UNITS_GIB_BYTES, 100 * EXPLAIN_TIGHT_FRACTION, EXPLAIN_TIGHT_RISKS);
     for (int i = 1; i < r->count; i++) {
         const estimate *e = &r->ranked[i];
-        if (!e->feasible ||
-            e->memory.capacity_bytes - e->memory.total_bytes <
-                EXPLAIN_TIGHT_FRACTION * e->memory.capacity_bytes ||
-            explain_cache_tight(&e->memory))
+        /* a feasible plan's peak fits (need_bytes >= total_bytes) */
+        if (!e->feasible || explain_peak_tight(&e->memory) || explain_cache_tight(&e->memory))
             continue;
         /* compare like with like: simulated figures only when both were re-ranked */
         bool sim = e->simulated && r->ranked[0].simulated;

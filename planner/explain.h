@@ -38,6 +38,8 @@ void explain_plan(FILE *f, const search_result *r, const model_spec *m, const sy
  * ran 7-8.5% slower every step (retry18). Not priced: how many steps it takes to settle is not
  * predictable from the sizes alone. */
 bool explain_cache_tight(const memory_breakdown *mb);
+/* The peak fits but leaves under EXPLAIN_TIGHT_FRACTION of the GPU (the "tight" line). */
+bool explain_peak_tight(const memory_breakdown *mb);
 #define EXPLAIN_CACHE_TIGHT_RISKS                                                                   \
     "torch's allocator then frees its cache and retries (synchronizing), unpriced: measured steps " \
     "ran 7-8.5% slower (Mistral-7B) and 1.5x slower until the cache settled (GLM-4.5 cut to 4 "     \

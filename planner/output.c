@@ -363,8 +363,7 @@ static void human_numbers(FILE *f, const estimate *e, const model_spec *m,
             mb->total_bytes / UNITS_GIB_BYTES, mb->capacity_bytes / UNITS_GIB_BYTES,
             mb->total_bytes <= mb->capacity_bytes ? "headroom" : "OVER by",
             fabs(mb->capacity_bytes - mb->total_bytes) / UNITS_GIB_BYTES, mb->stage);
-    if (mb->total_bytes <= mb->capacity_bytes &&
-        mb->capacity_bytes - mb->total_bytes < EXPLAIN_TIGHT_FRACTION * mb->capacity_bytes)
+    if (explain_peak_tight(mb))
         fprintf(f, "               tight: under %.0f%% of the GPU left; %s\n",
                 100 * EXPLAIN_TIGHT_FRACTION, EXPLAIN_TIGHT_RISKS);
     else if (explain_cache_tight(mb))
