@@ -6,8 +6,9 @@ GPU's busy time (union of kernel intervals) and the step's wall time. Built as r
 builds the model (transformers from config, fp32 params, SDPA, FSDP2 per layer + root,
 bf16/fp32 mixed precision, torch's default AdamW, clip 1.0).
 Usage: NCCL_NVLS_ENABLE=0 python3 bench/realruns/step_profile.py --out out/profile.json
-       --runs name:seq:mbs[:layers],...  (layers: cut the model as realrun.py --layers does,
-       e.g. qwen3-30b-a3b:4096:1:4 and mixtral-8x7b:4096:1:2, the MoE runs of the realruns)
+       --runs name:seq:mbs[:layers[:ckpt]],...  (layers: cut the model as realrun.py --layers does,
+       e.g. qwen3-30b-a3b:4096:1:4 and mixtral-8x7b:4096:1:2, the MoE runs of the realruns;
+       ckpt: gradient checkpointing of every layer as realrun.py --ckpt; layers 0 = uncut)
 """
 import argparse
 import json
@@ -33,9 +34,9 @@ torch.cuda.set_device(dev)
 dist.init_process_group("nccl", device_id=dev)
 
 
-def build(name, layers=0):
+def build(name, layers=0, ckpt=False):
     """fsdp2_model.build_fsdp2_model on this script's device"""
-    return build_fsdp2_model(name, dev, layers)[:2]
+    return build_fsdp2_model(name, dev, layers, ckpt)[:2]
 
 
 def cls(name):
@@ -57,7 +58,8 @@ out = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "runs
 for spec in args.runs.split(","):
     name, seq, mbs, *cut = spec.split(":")
     seq, mbs = int(seq), int(mbs)
-    model, V = build(name, int(cut[0]) if cut else 0)
+    ckpt = len(cut) > 1 and cut[1] == "ckpt"
+    model, V = build(name, int(cut[0]) if cut else 0, ckpt)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
     ids = torch.randint(0, V, (mbs, seq + 1), device=dev)
     inp, lab = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
@@ -106,7 +108,7 @@ for spec in args.runs.split(","):
         k = e.name[:100]
         t, n = top.get(k, (0.0, 0))
         top[k] = (t + e.device_time * 1e-6, n + 1)
-    r = {"model": name, "layers": int(cut[0]) if cut else None, "seq": seq, "mbs": mbs,
+    r = {"model": name, "layers": int(cut[0]) if cut else None, "seq": seq, "mbs": mbs, "ckpt": ckpt,
          "step_s_median": sorted(ts)[1],
          "top_kernels": [[k, round(t, 6), n] for k, (t, n) in
                          sorted(top.items(), key=lambda kv: -kv[1][0])[:args.top]],
