@@ -659,7 +659,8 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
     r->reserved_bytes = r->total_bytes - r->framework_bytes + ag;
     if (sharded_grads_absent && train_peak_bytes - r->framework_bytes + ag + rs > r->reserved_bytes)
         r->reserved_bytes = train_peak_bytes - r->framework_bytes + ag + rs;
-    bool expandable = t->expandable_segments || l->framework == FRAMEWORK_TORCHTITAN;
+    bool expandable = (t->expandable_segments || l->framework == FRAMEWORK_TORCHTITAN) &&
+                      !t->no_expandable_segments;
     if (expandable && r->loss_phase_bytes > 0) {
         /* the loss's moment (memory_holes.h): its allocated bytes (the training peak, less what
          * the blocks' moment holds above it where that set the peak) and the holes it leaves */

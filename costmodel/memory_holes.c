@@ -1,6 +1,7 @@
 /* memory_holes.c — the free bytes of the reserved peak at the loss's moment (memory_holes.h). */
 #include "memory_holes.h"
 
+#include "cuda_graphs.h"
 #include "memory.h"
 #include "memory_phases.h"
 #include "memory_pools.h"
@@ -10,8 +11,8 @@ double memory_loss_holes_bytes(const model_spec *m, const training_spec *t, cons
                                double chain_block_bytes)
 {
     if (!layout_is_pytorch(l) || l->sharding != SHARDING_FSDP || l->offload || l->pp > 1 ||
-        layout_impl_of(l) != IMPL_NATIVE || stage != layout_head_stage(l))
-        return 0;
+        layout_impl_of(l) != IMPL_NATIVE || stage != layout_head_stage(l) || cuda_graphs_on(l))
+        return 0; /* a CUDA graph's private pool allocates its own way: not measured */
     double holes = 0;
     /* the bf16 logits, deleted before the backward of an eager loss (a compiled loss's graph
      * keeps them for its backward; a loop that holds them holds them allocated) */

@@ -33,8 +33,8 @@
 #include "model.h"
 
 /* The bytes free in the default stream's pool at the loss backward's peak on stage `stage`
- * (0 off the head stage, outside torch FSDP2 with the native model, with pipeline parallelism:
- * not measured there). layer_params: one block's parameters on this GPU, moe_block its kind;
+ * (0 off the head stage, outside torch FSDP2 with the native model, with pipeline parallelism
+ * or CUDA graphs: not measured there). layer_params: one block's parameters on this GPU, moe_block its kind;
  * chain_block_bytes: the loss's largest single buffer (memory_largest_block_bytes), which a
  * hole must be smaller than to stay free. */
 double memory_loss_holes_bytes(const model_spec *m, const training_spec *t, const layout *l,
