@@ -94,7 +94,7 @@ enum {
     OPT_MOE_SHARED_OVERLAP, OPT_MOE_EXPERT_LOOP, OPT_NVLS, OPT_POWER_LIMIT, OPT_GEMM_HEADROOM, OPT_PP_SCHEDULE, OPT_ASYNC_TP,
     OPT_RESHARD, OPT_FP8_PARAM_GATHER, OPT_BF16_FIRST, OPT_BF16_LAST,
     OPT_MOE_FP8_DISPATCH, OPT_OPT_OFFLOAD,
-    OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_ACT_OFFLOAD_LAYERS, OPT_EXPANDABLE_SEGMENTS, OPT_PP_KEEP_OUTPUTS, OPT_HOLD_LOGITS, OPT_PP_FIRST,
+    OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_ACT_OFFLOAD_LAYERS, OPT_EXPANDABLE_SEGMENTS, OPT_NO_EXPANDABLE_SEGMENTS, OPT_PP_KEEP_OUTPUTS, OPT_HOLD_LOGITS, OPT_PP_FIRST,
     OPT_PP_LAST,
     OPT_RECOMPUTE_MODULES, OPT_BF16_OPT_STATES, OPT_TE_CROSS_ENTROPY, OPT_CUDA_GRAPH_FULL,
     OPT_CUDA_GRAPH_ATTN, OPT_NO_ROPE_FUSION, OPT_SHARD_GRADS, OPT_RMS_NORM_UNFUSED, OPT_MOE_EXPERT_PADDING, OPT_MOE_DISPATCHER_SMS, OPT_RANK_ORDER, OPT_CP_ROTATE,
@@ -152,6 +152,7 @@ static const struct option long_opts[] = {
     {"overlap-param-gather", no_argument, NULL, OPT_OVERLAP_PARAM_GATHER},
     {"grad-reduce-bf16", no_argument, NULL, OPT_GRAD_BF16},
     {"expandable-segments", no_argument, NULL, OPT_EXPANDABLE_SEGMENTS},
+    {"no-expandable-segments", no_argument, NULL, OPT_NO_EXPANDABLE_SEGMENTS},
     {"pp-keep-outputs", no_argument, NULL, OPT_PP_KEEP_OUTPUTS},
     {"hold-logits", no_argument, NULL, OPT_HOLD_LOGITS},
     {"precision", required_argument, NULL, OPT_PRECISION},
@@ -204,8 +205,9 @@ int cli_parse(int argc, char **argv, cli_options *o, bool *help)
 
 int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options *o, bool *help)
 {
-    /* the shared rows, then the command's own */
-    enum { MAX_OPTS = 96 };
+    /* the shared rows, then the command's own (room for both: past it a command's last rows
+     * were dropped silently — plan refine's --refine at 83 shared + 12 own rows) */
+    enum { MAX_OPTS = 160 };
     struct option all[MAX_OPTS];
     int n = 0;
     for (const struct option *p = long_opts; p->name; p++) all[n++] = *p;
@@ -309,6 +311,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_OVERLAP_PARAM_GATHER: l->overlap_param_gather = true; break;
         case OPT_GRAD_BF16: o->training.grad_reduce_bf16 = true; break;
         case OPT_EXPANDABLE_SEGMENTS: o->training.expandable_segments = true; break;
+        case OPT_NO_EXPANDABLE_SEGMENTS: o->training.no_expandable_segments = true; break;
         case OPT_PP_KEEP_OUTPUTS: o->training.pp_keep_outputs = true; break;
         case OPT_HOLD_LOGITS: o->training.hold_logits = true; break;
         case OPT_PRECISION:

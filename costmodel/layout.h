@@ -87,6 +87,9 @@ typedef struct {
     bool expandable_segments;  /* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments
                                   grow, so the largest block needs no free block of its own
                                   (memory.h need_bytes) */
+    bool no_expandable_segments; /* torch's default allocator where the framework would set
+                                  expandable segments (torchtitan's launcher does): a run
+                                  without PYTORCH_CUDA_ALLOC_CONF (memory_holes.h) */
     bool grad_accum_unfused;   /* weight gradients summed across micro-batches by a separate
                                   16-bit add (2021 Megatron-LM, no gradient accumulation
                                   fusion): grad_accum.h; false: fused into the wgrad GEMM */

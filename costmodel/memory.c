@@ -14,6 +14,7 @@
 #include "moe_dispatch.h"
 #include "cuda_graphs.h"
 #include "memory_phases.h"
+#include "memory_holes.h"
 #include "memory_pools.h"
 #include "nccl_memory.h"
 #include "pp_schedule.h"
@@ -658,6 +659,19 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
     r->reserved_bytes = r->total_bytes - r->framework_bytes + ag;
     if (sharded_grads_absent && train_peak_bytes - r->framework_bytes + ag + rs > r->reserved_bytes)
         r->reserved_bytes = train_peak_bytes - r->framework_bytes + ag + rs;
+    bool expandable = (t->expandable_segments || l->framework == FRAMEWORK_TORCHTITAN) &&
+                      !t->no_expandable_segments;
+    if (expandable && r->loss_phase_bytes > 0) {
+        /* the loss's moment (memory_holes.h): its allocated bytes (the training peak, less what
+         * the blocks' moment holds above it where that set the peak) and the holes it leaves */
+        double blocks = r->blocks_phase_bytes + working;
+        double loss_alloc = train_peak_bytes - r->framework_bytes -
+                            (blocks > r->loss_phase_bytes ? blocks - r->loss_phase_bytes : 0);
+        double loss_res = loss_alloc + ag + (sharded_grads_absent ? rs : 0) +
+                          memory_loss_holes_bytes(m, t, l, stage, layer_params, moe_layers > 0,
+                                                  memory_largest_block_bytes(m, t, l));
+        if (loss_res > r->reserved_bytes) r->reserved_bytes = loss_res;
+    }
     /* The block (memory.h, fragmentation; frag18): the training peak already holds the fp32
      * logits buffers (memory_logits_bytes), so the block is not on top of it. Each step asks for
      * them in the same sizes; the first step cudaMallocs their segments and later steps take
@@ -674,7 +688,6 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
      * reserved_bytes is the allocated peak without the cache's slack, so the block stays.
      * torchtitan launches with expandable segments (run_train.sh: PYTORCH_ALLOC_CONF=
      * "expandable_segments:True", pytorch/torchtitan 0168bd5; --emit torchtitan exports it) */
-    bool expandable = t->expandable_segments || l->framework == FRAMEWORK_TORCHTITAN;
     bool cached = layout_is_pytorch(l) &&
                   r->reserved_bytes + r->framework_bytes <= r->capacity_bytes;
     if (!expandable && !cached && train_peak_bytes + r->largest_block_bytes > r->need_bytes)

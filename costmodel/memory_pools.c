@@ -5,6 +5,19 @@
 #include "memory_phases.h"
 #include "precision.h"
 
+double memory_fsdp2_block_gathered_bytes(const model_spec *m, const layout *l, double layer_params,
+                                         bool moe_block)
+{
+    double block = 2.0 * layer_params;
+    if (precision_is_low(l)) {
+        precision_rules pr;
+        precision_rules_of(l, &pr);
+        if (pr.gather_bytes < 2.0)
+            block -= (2.0 - pr.gather_bytes) * memory_layer_linear_params(m, l, moe_block);
+    }
+    return block;
+}
+
 void memory_fsdp2_side_pools(const model_spec *m, const layout *l, int stage, double sharded_params,
                              double layer_params, bool moe_block, double *all_gather_bytes,
                              double *reduce_scatter_bytes)
@@ -15,14 +28,7 @@ void memory_fsdp2_side_pools(const model_spec *m, const layout *l, int stage, do
      * torchtitan's MixedPrecisionPolicy reduce_dtype) */
     *reduce_scatter_bytes = 4.0 * sharded_params;
     if (layout_shard_group(l) <= 1) return; /* nothing to gather */
-    /* a block gathered in bf16 (param_dtype), its Linear weights in torchao's float8 where the
-     * layout all-gathers them so (memory_precision.c, the same rule) */
-    double block = 2.0 * layer_params;
-    if (precision_is_low(l)) {
-        precision_rules pr;
-        precision_rules_of(l, &pr);
-        if (pr.gather_bytes < 2.0)
-            block -= (2.0 - pr.gather_bytes) * memory_layer_linear_params(m, l, moe_block);
-    }
-    *all_gather_bytes = memory_root_gathered_bytes(m, l, stage) + block;
+    /* the root and a block, as gathered (memory_fsdp2_block_gathered_bytes) */
+    *all_gather_bytes = memory_root_gathered_bytes(m, l, stage) +
+                        memory_fsdp2_block_gathered_bytes(m, l, layer_params, moe_block);
 }

@@ -52,4 +52,9 @@ void memory_fsdp2_side_pools(const model_spec *m, const layout *l, int stage, do
                              double layer_params, bool moe_block, double *all_gather_bytes,
                              double *reduce_scatter_bytes);
 
+/* One block's gathered parameters on the default stream: bf16 (param_dtype), its Linear weights
+ * in torchao's float8 where the layout all-gathers them so (memory_precision.c, the same rule). */
+double memory_fsdp2_block_gathered_bytes(const model_spec *m, const layout *l, double layer_params,
+                                         bool moe_block);
+
 #endif

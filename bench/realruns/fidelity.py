@@ -66,7 +66,8 @@ def run_plan(argv):
 HELP = run_plan(["estimate", "--help"])
 HELP = HELP.stdout + HELP.stderr
 HAS = {f: (f in HELP) for f in ("--impl", "--hold-logits", "--compile", "--optimizer-impl", "--compile-components",
-                                  "--no-cuda-graphs", "--fp8-recipe")}
+                                  "--no-cuda-graphs", "--fp8-recipe",
+                                  "--no-expandable-segments")}
 
 SYSTEMS = (("H200", "h200"), ("H100", "h100"))
 
@@ -121,6 +122,13 @@ def layout_args(rec, cfgfile, system):
         a += ["--optimizer-impl", {"default": "foreach"}.get(oi, {"forloop": "for-loop"}.get(oi, oi))]
     if fp8:
         a += ["--precision", "fp8", "--fp8-recipe", rec["fp8_recipe"]]
+    # the run's allocator (its env): expandable segments priced as such (memory_holes.h); a run
+    # priced as torchtitan (which plan gives torchtitan's launcher setting, expandable) without
+    # it ran torch's default allocator
+    if "expandable_segments:True" in ((rec.get("env") or {}).get("PYTORCH_CUDA_ALLOC_CONF") or ""):
+        a += ["--expandable-segments"]
+    elif HAS["--no-expandable-segments"] and "torchtitan" in a:
+        a += ["--no-expandable-segments"]
     if HAS["--hold-logits"] and held_logits(rec):
         a += ["--hold-logits"]
     if args.simulate:

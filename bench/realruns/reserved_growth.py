@@ -15,7 +15,13 @@ Usage (one GPU): NCCL_NVLS_ENABLE=0 torchrun --nproc_per_node 1 bench/realruns/r
 spec: name:seq:mbs[:layers[:mode]] (configs/NAME.json, as memory_peak_owners.py); mode: ckpt
 (Hugging Face, every layer checkpointed), native (native_llama.py as realrun.py --impl native
 builds it: fused AdamW, the loss as torchtitan's cross_entropy_loss), native-compile (the same
-with each block torch.compile'd, fullgraph, before fully_shard), or empty (Hugging Face).
+with each block torch.compile'd, fullgraph, before fully_shard), native-sac (realrun.py --sac op:
+torchtitan's per-op selective checkpointing, sac_policy.py), or empty (Hugging Face).
+--foreach: the native modes' AdamW as torchtitan 9dec370 built it (foreach=True, fused=False;
+torchtitan/optimizer.py build_optimizers) instead of fused.
+--dump DIR: also writes DIR/trace_<n>.jsonl.gz, the allocator trace itself, one event a line
+([action, addr, size, stream, phase, owner]; owner only for alloc), to find where the free bytes
+sit at the peak *reserved* (bench/results/ttmem21_2026-11-29/holes.py).
 Run ONE spec per process (several work, but a process that built and compiled one model is not
 the clean state the real runs started from).
 """
@@ -32,6 +38,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--out", required=True)
 ap.add_argument("--runs", required=True)
 ap.add_argument("--steps", type=int, default=3)
+ap.add_argument("--foreach", action="store_true")
+ap.add_argument("--dump", default="")
 args = ap.parse_args()
 
 SEG_UP = ("segment_alloc", "segment_map")
@@ -88,7 +96,7 @@ def replay(trace, marks, owner):
     return segs, peak
 
 
-def build_native(name, dev, layers, compile_blocks):
+def build_native(name, dev, layers, compile_blocks, sac=False):
     """(model, vocab, step factory) for native_llama.py's Transformer as realrun.py --impl native
     builds it (N(0, 0.02) init, per-block torch.compile before fully_shard, fully_shard per block
     and on the root, reshard after forward, fp32 params, bf16 compute, fp32 reduce)."""
@@ -110,6 +118,11 @@ def build_native(name, dev, layers, compile_blocks):
     keys = list(model.layers.keys())
     for k in keys:
         blk = model.layers[k]
+        if sac:
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import \
+                checkpoint_wrapper
+            from sac_policy import sac_context_fn
+            blk = checkpoint_wrapper(blk, context_fn=sac_context_fn, preserve_rng_state=False)
         if compile_blocks:
             blk = torch.compile(blk, fullgraph=True)
         model.layers.register_module(k, blk)
@@ -144,6 +157,22 @@ def native_step(model, x, y, opt, mark):
     return step, []
 
 
+def dump_trace(trace, marks, owner, spec):
+    """The trace itself, compact: one [action, addr, size, stream, phase, owner] a line."""
+    import gzip
+    os.makedirs(args.dump, exist_ok=True)
+    mark_at = dict((i, lab) for lab, i in marks)
+    phase = "(start)"
+    path = os.path.join(args.dump, "trace_%s.jsonl.gz" % spec.replace(":", "_"))
+    with gzip.open(path + ".tmp", "wt") as f:
+        for k, e in enumerate(trace):
+            phase = mark_at.get(k, phase)
+            own = owner(e.get("frames", [])) if e["action"] == "alloc" else ""
+            f.write(json.dumps([e["action"], e["addr"], e["size"], e.get("stream", 0), phase,
+                                own]) + "\n")
+    os.replace(path + ".tmp", path)
+
+
 def main():
     import torch
     import torch.distributed as dist
@@ -159,7 +188,7 @@ def main():
         name, seq, mbs = parts[0], int(parts[1]), int(parts[2])
         layers = int(parts[3]) if len(parts) > 3 and parts[3] else 0
         mode = parts[4] if len(parts) > 4 else ""
-        if mode not in ("", "ckpt", "native", "native-compile"):
+        if mode not in ("", "ckpt", "native", "native-compile", "native-sac"):
             sys.exit("reserved_growth: unknown mode %r in %s" % (mode, spec))
         ckpt = mode == "ckpt"
         torch.cuda.empty_cache()
@@ -169,8 +198,12 @@ def main():
         torch.cuda.memory._record_memory_history(max_entries=4000000, stacks="python")
         native = mode.startswith("native")
         if native:
-            model, vocab = build_native(name, dev, layers, mode == "native-compile")
-            opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
+            model, vocab = build_native(name, dev, layers, mode == "native-compile",
+                                        mode == "native-sac")
+            if args.foreach:
+                opt = torch.optim.AdamW(model.parameters(), lr=1e-5, foreach=True, fused=False)
+            else:
+                opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
         else:
             model, vocab, _ = build_fsdp2_model(name, dev, layers, ckpt)
             opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
@@ -205,6 +238,8 @@ def main():
         rec["max_reserved_bytes"] = st["reserved_bytes.all.peak"]
         rec["trace_events"] = len(trace)
         segs, peak = replay(trace, marks, owner)
+        if args.dump:
+            dump_trace(trace, marks, owner, spec)
         rec["replayed_peak_allocated_bytes"] = peak["allocated"]
         rec["reserved_at_allocated_peak_bytes"] = peak["reserved"]
         rec["allocated_peak_phase"] = peak["phase"]
