@@ -209,10 +209,18 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
      * were dropped silently — plan refine's --refine at 83 shared + 12 own rows) */
     enum { MAX_OPTS = 160 };
     struct option all[MAX_OPTS];
-    int n = 0;
+    int n = 0, want = 1;
+    for (const struct option *p = long_opts; p->name; p++) want++;
+    for (const struct option *p = own ? own->opts : NULL; p && p->name; p++) want++;
+    if (want > MAX_OPTS) /* a build with more rows than room: say so, never drop one */
+    {
+        char msg[128];
+        snprintf(msg, sizeof msg, "internal: %d option rows exceed the parser's %d; raise "
+                 "MAX_OPTS in cli/cli.c", want - 1, MAX_OPTS - 1);
+        return cli_error(msg);
+    }
     for (const struct option *p = long_opts; p->name; p++) all[n++] = *p;
-    for (const struct option *p = own ? own->opts : NULL; p && p->name && n < MAX_OPTS - 1; p++)
-        all[n++] = *p;
+    for (const struct option *p = own ? own->opts : NULL; p && p->name; p++) all[n++] = *p;
     all[n] = (struct option){NULL, 0, NULL, 0};
     char shorts[64];
     snprintf(shorts, sizeof shorts, ":m:g:s:h%s", own && own->short_opts ? own->short_opts : "");
