@@ -197,6 +197,37 @@ static cm_status read_pp_layout(yr_reader *r, const yaml_node_t *tk, layout *l)
     return CM_OK;
 }
 
+/* The MoE dispatcher (emit_yaml.c): SkyRL's moe_token_dispatcher_type, absent = its default
+ * alltoall (a956457 config.py:464); flex runs Megatron-Core's moe_flex_dispatcher_backend,
+ * absent = deepep (transformer_config.py:806 at 71e418e, SkyRL's pin). */
+static cm_status read_moe_dispatcher(yr_reader *r, const yaml_node_t *mc, const yaml_node_t *tk,
+                                     const char *P, layout *l)
+{
+    char path[160], bpath[160];
+    const char *type = NULL, *backend = NULL;
+    snprintf(path, sizeof path, "%s.moe_token_dispatcher_type", P);
+    snprintf(bpath, sizeof bpath, "%s.transformer_config_kwargs.moe_flex_dispatcher_backend", P);
+    TRY(yr_get_str(r, mc, "moe_token_dispatcher_type", path, &type));
+    if (tk) TRY(yr_get_str(r, tk, "moe_flex_dispatcher_backend", bpath, &backend));
+    layout_moe_dispatcher d = MOE_DISPATCH_ALLTOALL;
+    if (type && strcmp(type, "alltoall") && strcmp(type, "allgather") && strcmp(type, "flex"))
+        return yr_bad(r, yr_child(r, mc, "moe_token_dispatcher_type"),
+                      "%s must be alltoall, allgather or flex, got '%.40s': fix the value", path,
+                      type);
+    if (type && !strcmp(type, "allgather")) d = MOE_DISPATCH_ALLGATHER;
+    if (type && !strcmp(type, "flex")) {
+        d = MOE_DISPATCH_DEEPEP;
+        if (backend && !strcmp(backend, "hybridep")) d = MOE_DISPATCH_HYBRIDEP;
+        else if (backend && strcmp(backend, "deepep"))
+            return yr_bad(r, yr_child(r, tk, "moe_flex_dispatcher_backend"),
+                          "%s must be deepep or hybridep (plan prices those two), got '%.40s': "
+                          "fix the value",
+                          bpath, backend);
+    }
+    l->moe_dispatcher = d;
+    return CM_OK;
+}
+
 static cm_status read_megatron(yr_reader *r, const yaml_node_t *mc, check_config *cfg,
                                bool megatron, bool gc, bool gc_set, check_report *rep)
 {
@@ -212,6 +243,7 @@ static cm_status read_megatron(yr_reader *r, const yaml_node_t *mc, check_config
     const yaml_node_t *tk = NULL, *ok = NULL;
     TRY(yr_section(r, mc, "transformer_config_kwargs", MPATH("transformer_config_kwargs"), &tk));
     TRY(yr_section(r, mc, "optimizer_config_kwargs", MPATH("optimizer_config_kwargs"), &ok));
+    TRY(read_moe_dispatcher(r, mc, tk, P, l));
     const yaml_node_t *vsrc = !yr_child(r, mc, YKEY(LAYOUT_F_VPP)) && tk ? tk : mc;
     const yaml_node_t *ssrc = !yr_child(r, mc, YKEY(LAYOUT_F_SP)) && tk ? tk : mc;
     TRY(yr_get_int(r, vsrc, YKEY(LAYOUT_F_VPP),

@@ -56,7 +56,7 @@ static void assert_same_layout(const layout *a, const layout *b, const char *wha
                  (long)b->f);
     SAME(framework) SAME(tp) SAME(pp) SAME(dp) SAME(cp) SAME(ep) SAME(etp) SAME(vpp) SAME(mbs)
     SAME(sp) SAME(sharding) SAME(reshard_after_forward) SAME(shard_size) SAME(recompute)
-    SAME(recompute_layers) SAME(offload)
+    SAME(recompute_layers) SAME(offload) SAME(moe_dispatcher)
 #undef SAME
 }
 
@@ -181,6 +181,15 @@ static void test_round_trip_unusual_layouts(void **state)
     l = layout_default(FRAMEWORK_MEGATRON);
     l.pp = 8; l.dp = 8; l.sharding = SHARDING_DDP; l.recompute = RECOMPUTE_SELECTIVE;
     cases[n].model = "30b"; cases[n].l = l; cases[n].t = t; n++; /* 60 layers on 8 stages */
+    /* cfg21: the MoE dispatcher (SkyRL's moe_token_dispatcher_type, Megatron-Core's flex
+     * backend); read back as SkyRL's default alltoall before, priced 0.4% off for DeepEP */
+    layout_moe_dispatcher disp[3] = {MOE_DISPATCH_DEEPEP, MOE_DISPATCH_HYBRIDEP,
+                                     MOE_DISPATCH_ALLGATHER};
+    for (int k = 0; k < 3; k++) {
+        l = layout_default(FRAMEWORK_MEGATRON);
+        l.dp = 16; l.ep = 8; l.etp = 1; l.moe_dispatcher = disp[k];
+        cases[n].model = "qwen3-30b-a3b"; cases[n].l = l; cases[n].t = t; n++;
+    }
     for (int i = 0; i < n; i++) {
         model_spec m = load_model(cases[i].model);
         estimate e;
