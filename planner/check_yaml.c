@@ -199,11 +199,22 @@ static cm_status read_pp_layout(yr_reader *r, const yaml_node_t *tk, layout *l)
 
 /* The MoE dispatcher (emit_yaml.c): SkyRL's moe_token_dispatcher_type, absent = its default
  * alltoall (a956457 config.py:464); flex runs Megatron-Core's moe_flex_dispatcher_backend,
- * absent = deepep (transformer_config.py:806 at 71e418e, SkyRL's pin). */
-static cm_status read_moe_dispatcher(yr_reader *r, const yaml_node_t *mc, const yaml_node_t *tk,
-                                     const char *P, layout *l)
+ * absent = deepep (transformer_config.py:806 at 71e418e, SkyRL's pin). The EP all-to-all and
+ * shared-expert overlaps from transformer_config_kwargs (absent = off). */
+static cm_status read_moe(yr_reader *r, const yaml_node_t *mc, const yaml_node_t *tk,
+                          const char *P, check_config *cfg)
 {
+    layout *l = &cfg->layout;
     char path[160], bpath[160];
+    if (tk) {
+        snprintf(path, sizeof path, "%s.transformer_config_kwargs.overlap_moe_expert_parallel_comm",
+                 P);
+        TRY(yr_get_bool(r, tk, "overlap_moe_expert_parallel_comm", path,
+                        &cfg->training.moe_ep_overlap, NULL));
+        snprintf(path, sizeof path, "%s.transformer_config_kwargs.moe_shared_expert_overlap", P);
+        TRY(yr_get_bool(r, tk, "moe_shared_expert_overlap", path,
+                        &cfg->training.moe_shared_overlap, NULL));
+    }
     const char *type = NULL, *backend = NULL;
     snprintf(path, sizeof path, "%s.moe_token_dispatcher_type", P);
     snprintf(bpath, sizeof bpath, "%s.transformer_config_kwargs.moe_flex_dispatcher_backend", P);
@@ -243,7 +254,7 @@ static cm_status read_megatron(yr_reader *r, const yaml_node_t *mc, check_config
     const yaml_node_t *tk = NULL, *ok = NULL;
     TRY(yr_section(r, mc, "transformer_config_kwargs", MPATH("transformer_config_kwargs"), &tk));
     TRY(yr_section(r, mc, "optimizer_config_kwargs", MPATH("optimizer_config_kwargs"), &ok));
-    TRY(read_moe_dispatcher(r, mc, tk, P, l));
+    TRY(read_moe(r, mc, tk, P, cfg));
     const yaml_node_t *vsrc = !yr_child(r, mc, YKEY(LAYOUT_F_VPP)) && tk ? tk : mc;
     const yaml_node_t *ssrc = !yr_child(r, mc, YKEY(LAYOUT_F_SP)) && tk ? tk : mc;
     TRY(yr_get_int(r, vsrc, YKEY(LAYOUT_F_VPP),

@@ -216,6 +216,16 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
          * (megatron_worker.py:488-490) */
         if (model_is_moe(m) && flex)
             y_str(w, "moe_flex_dispatcher_backend", layout_moe_dispatcher_name(l->moe_dispatcher));
+        /* the MoE overlaps, ModelParallelConfig fields there (model_parallel_config.py:262,
+         * 267): the EP all-to-all overlap with its delayed weight gradients when priced, the
+         * shared-expert overlap both ways (a provider may default it on), as --emit bridge
+         * states them. cfg21: unwritten before, so the plan's overlap did not run */
+        if (model_is_moe(m) && t->moe_ep_overlap) {
+            y_bool(w, "overlap_moe_expert_parallel_comm", true);
+            y_bool(w, "delay_wgrad_compute", true);
+        }
+        if (model_is_moe(m) && m->shared_experts > 0)
+            y_bool(w, "moe_shared_expert_overlap", t->moe_shared_overlap);
         /* the uneven split (issue 21), TransformerConfig's own fields; with virtual stages
          * those need every stage's layers divisible by vpp (transformer_config.py), else the
          * split goes as Megatron's layout string, TransformerConfig.pipeline_model_parallel_

@@ -91,6 +91,8 @@ static void round_trip(const estimate *e, const model_spec *m, const system_spec
     assert_int_equal(cfg.training.global_batch, e->training.global_batch);
     assert_int_equal(cfg.training.attention, e->training.attention);
     assert_int_equal(cfg.training.grad_reduce_bf16, e->training.grad_reduce_bf16);
+    assert_int_equal(cfg.training.moe_ep_overlap, e->training.moe_ep_overlap);
+    assert_int_equal(cfg.training.moe_shared_overlap, e->training.moe_shared_overlap);
     if (e->layout.framework == FRAMEWORK_MEGATRON) {
         assert_int_equal(cfg.layout.overlap_grad_reduce, e->layout.overlap_grad_reduce);
         assert_int_equal(cfg.layout.overlap_param_gather, e->layout.overlap_param_gather);
@@ -158,7 +160,7 @@ static void test_round_trip_unusual_layouts(void **state)
         const char *model;
         layout l;
         training_spec t;
-    } cases[8];
+    } cases[10];
     int n = 0;
     training_spec t = training_default();
     layout l = layout_default(FRAMEWORK_MEGATRON);
@@ -190,6 +192,15 @@ static void test_round_trip_unusual_layouts(void **state)
         l.dp = 16; l.ep = 8; l.etp = 1; l.moe_dispatcher = disp[k];
         cases[n].model = "qwen3-30b-a3b"; cases[n].l = l; cases[n].t = t; n++;
     }
+    /* and the MoE overlaps (transformer_config_kwargs): the EP all-to-all overlap, the
+     * shared-expert overlap; both read back off before (the step priced without them) */
+    l.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+    training_spec t3 = t;
+    t3.moe_ep_overlap = true;
+    cases[n].model = "qwen3-30b-a3b"; cases[n].l = l; cases[n].t = t3; n++;
+    t3 = t;
+    t3.moe_shared_overlap = true;
+    cases[n].model = "deepseek-v2-lite"; cases[n].l = l; cases[n].t = t3; n++;
     for (int i = 0; i < n; i++) {
         model_spec m = load_model(cases[i].model);
         estimate e;
