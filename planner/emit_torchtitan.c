@@ -210,9 +210,10 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
     /* the MoE dispatcher is the model config's, not a flag: model_registry(...,
      * moe_comm_backend=...) picks standard (all-to-all), deepep or hybridep
      * (models/common/config_utils.py build_token_dispatcher_config); cfg21: unsaid before, so a
-     * DeepEP/HybridEP plan's command ran all-to-all. plan check reads the line back */
-    if (l->ep > 1 && model_is_moe(m) &&
-        (l->moe_dispatcher == MOE_DISPATCH_DEEPEP || l->moe_dispatcher == MOE_DISPATCH_HYBRIDEP))
+     * DeepEP/HybridEP plan's command ran all-to-all. plan check reads the line back, so it is
+     * written whenever the layout names one (fuzz_trainer_yaml: a dense or EP-1 command with
+     * the line read back DeepEP and was re-emitted without it) */
+    if (l->moe_dispatcher == MOE_DISPATCH_DEEPEP || l->moe_dispatcher == MOE_DISPATCH_HYBRIDEP)
         fprintf(f, "# MoE dispatcher (%s): in the config function, model_registry(..., "
                    "moe_comm_backend=\"%s\")\n# (models/common/config_utils.py; DeepEP "
                    "installed)\n",
