@@ -80,6 +80,17 @@ emit lay-dsv3-deepep           $E --model deepseek-v3 --gpus 1024 --pp 16 --ep 6
 emit lay-dsv3-hybridep         $E --model deepseek-v3 --gpus 1024 --pp 16 --ep 64 --moe-dispatcher hybridep
 emit lay-dsv3-fp8-blockwise    $E --model deepseek-v3 --gpus 1024 --pp 16 --ep 64 --precision fp8 --fp8-recipe blockwise
 emit lay-dsv3-uneven           $E --model deepseek-v3 --gpus 1024 --pp 16 --ep 64 --pp-first-layers 3 --pp-last-layers 2
+# cfg21 (2026-11-29): what the emitter writes since the last Bridge run (70362bc): activation
+# offload (cpu_offloading_num_layers), with the optimizer's; Megatron-FSDP ZeRO-2 (optim_grads)
+# with and without the bf16 gradient reduce; the tp-pp-dp rank order; MLA's eager RoPE (the
+# dispatcher's SM count and Megatron's CUDA graphs are refused by plan for config output)
+emit lay-8b-act-offload       $E --model 8b --gpus 16 --tp 2 --activation-offload-layers 8
+emit lay-8b-offload-both      $E --model 8b --gpus 16 --sharding distopt --optimizer-cpu-offload --activation-offload-layers 4
+emit lay-70b-zero2            $E --model 70b --gpus 64 --tp 8 --pp 2 --gbs 256 --overlap-grad-reduce --overlap-param-gather --shard-grads
+emit lay-70b-zero2-bf16       $E --model 70b --gpus 64 --tp 8 --pp 2 --gbs 256 --overlap-grad-reduce --shard-grads --grad-reduce-bf16
+emit lay-8b-fsdp-gradbf16     $E --model 8b --gpus 16 --sharding fsdp --grad-reduce-bf16
+emit lay-30b-tp-pp-dp         $E --model 30b --gpus 64 --tp 4 --pp 2 --rank-order tp-cp-ep-pp-dp
+emit lay-v2lite-norope-fusion $E --model deepseek-v2-lite --gpus 16 --ep 8 --no-rope-fusion
 for f in tests/data/hf/*.json; do
     b=$(basename "$f" .json)
     emit "hf-$b-64" --model "$f" --gpus 64 --framework megatron

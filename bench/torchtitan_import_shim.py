@@ -152,6 +152,63 @@ def no_torch():
     cuda.get_device_capability = lambda *a, **k: (9, 0)
     version.hip, version.cuda = None, "13.0"
     STUBBED.append(("replaced", "torch.cuda", "--no-torch: answers an available (9, 0) GPU"))
+    _pipeline_schedules()
+
+
+def _pipeline_schedules():
+    """--no-torch: the schedule classes' hierarchy and get_schedule_class's lookup, the only
+    parts of torch.distributed.pipelining.schedules that torchtitan's pipeline metadata and
+    stage mapping read (pipeline_parallel.py: issubclass(..., PipelineScheduleSingle), the
+    V-style test `in (ScheduleZBVZeroBubble, ScheduleDualPipeV)`). Facts, not code, from torch's
+    torch/distributed/pipelining/schedules.py (pytorch/pytorch 00722e6): Schedule1F1B and
+    ScheduleGPipe derive from PipelineScheduleSingle; ScheduleInterleaved1F1B, ScheduleLoopedBFS,
+    ScheduleInterleavedZeroBubble, ScheduleZBVZeroBubble and ScheduleDualPipeV from
+    _PipelineScheduleRuntime(PipelineScheduleMulti); get_schedule_class matches the name
+    case-insensitively and raises ValueError on an unknown one. Without this a stub class is
+    never single-stage and every 1F1B/GPipe case fails the pipeline step on a machine without
+    torch (the artefact of the 2026-11-28 CPU runs). The real torch (GPU machine) replaces all
+    of it; the schedules' constructors, which need stages, run on neither."""
+    mod = _m._stub_module("torch.distributed.pipelining.schedules")
+
+    class _PipelineSchedule:  # noqa: B903 - a class for issubclass only
+        pass
+
+    class PipelineScheduleSingle(_PipelineSchedule):
+        pass
+
+    class PipelineScheduleMulti(_PipelineSchedule):
+        pass
+
+    class _PipelineScheduleRuntime(PipelineScheduleMulti):
+        pass
+
+    single = ("Schedule1F1B", "ScheduleGPipe")
+    multi = ("ScheduleInterleaved1F1B", "ScheduleLoopedBFS", "ScheduleInterleavedZeroBubble",
+             "ScheduleZBVZeroBubble", "ScheduleDualPipeV")
+    classes = {"_PipelineSchedule": _PipelineSchedule,
+               "PipelineScheduleSingle": PipelineScheduleSingle,
+               "PipelineScheduleMulti": PipelineScheduleMulti,
+               "_PipelineScheduleRuntime": _PipelineScheduleRuntime}
+    for n in single:
+        classes[n] = type(n, (PipelineScheduleSingle,), {})
+    for n in multi:
+        classes[n] = type(n, (_PipelineScheduleRuntime,), {})
+    for n, c in classes.items():
+        setattr(mod, n, c)
+    names = {n[len("Schedule"):] if n.startswith("Schedule") else n: c
+             for n, c in classes.items() if not n.startswith("_")}
+
+    def get_schedule_class(schedule_name):
+        low = {k.lower(): k for k in names}
+        if schedule_name.lower() not in low:
+            raise ValueError(f"Unknown schedule name '{schedule_name}'. The valid options are "
+                             f"{list(names)}")
+        return names[low[schedule_name.lower()]]
+
+    mod.get_schedule_class = get_schedule_class
+    STUBBED.append(("replaced", "torch.distributed.pipelining.schedules",
+                    "--no-torch: schedule class hierarchy and get_schedule_class (torch source "
+                    "facts, pytorch 00722e6)"))
 
 
 def answer(err, allow_torch):

@@ -10,6 +10,9 @@ runs, in torchtitan b5bcd76's code (a checkout given by --torchtitan):
                tyro parses the --section.option overrides and the activation-checkpoint
                subcommand, the dataclasses' __post_init__ checks run (TrainingConfig,
                ParallelismConfig, CompileConfig, Trainer.Config: batch, CUDA graphs, ...)
+               Then "as plan costed": the parsed config against the layout plan costed
+               (cfg21 added the DP replicate/shard degrees, FSDP's resolved reshard, the
+               batch in tokens and the optimizer implementation)
   2. dims      ParallelDims.from_config(config.parallelism, world_size): its _validate
                (the product of the degrees is the world size, EP divides dp_shard x cp x tp)
   3. trainer   the checks Trainer.__init__ makes before it needs a GPU, run from trainer.py's
@@ -18,12 +21,15 @@ runs, in torchtitan b5bcd76's code (a checkout given by --torchtitan):
                config's update_from_config (TP divides the heads and KV heads, EP divides the
                experts, CP needs FlexAttention and the spmd_types backend, the sequence fits
                RoPE); the config overrides; _validate_cuda_graphs with the model's dispatcher;
-               the tokens per step divisible by one accumulation step's tokens
+               the tokens per step divisible by one accumulation step's tokens; plan's micro-batches
+               per step are torchtitan's pipeline micro-batches (one flush) with PP, its
+               accumulation steps without
   4. pipeline  with PP: _get_pipeline_metadata (stages per rank for the schedule class torch's
                get_schedule_class returns), _generate_llm_fqn_per_model_part (the split) and
                _get_pp_rank_to_stage_indices_mapping for every PP rank (V schedules: two
-               stages a rank); the decoder layers per stage are compared with the ones plan
-               costed where the emitted command pins them
+               stages a rank); the stage count is plan's pp x vpp and the decoder layers per
+               stage are the ones plan costed (cfg21: --no-torch builds the schedule classes'
+               hierarchy from torch's source facts, torchtitan_import_shim._pipeline_schedules)
 
 Prints one line per case and the counts; exit 0 when every case passes 1-4.
 Usage: python3 bench/torchtitan_validate.py --torchtitan DIR --deps DIR --cases cases.json
@@ -109,7 +115,7 @@ def main():
     if opt.stub_torchao:
         shim.stub_package("torchao")
     modules = ["torchtitan.config", "torchtitan.trainer", "torchtitan.distributed",
-               "torchtitan.distributed.pipeline_parallel"]
+               "torchtitan.distributed.pipeline_parallel", "torchtitan.distributed.fsdp"]
     data = json.load(open(opt.cases))
     cases = data["cases"]
     for c in cases:
@@ -126,6 +132,8 @@ def main():
     from torchtitan.config.override import apply_overrides
     from torchtitan.distributed import ParallelDims
     from torchtitan.distributed import pipeline_parallel as ppmod
+    from torchtitan.distributed.fsdp import \
+        get_fsdp_reshard_after_forward_policy as reshard_policy
 
     versions = {"torch": getattr(torch, "__version__", "stub"), "tyro": tyro.__version__,
                 "python": sys.version.split()[0]}
@@ -154,7 +162,7 @@ def main():
                 config = ConfigManager().parse_args(list(args))
                 counts["parse"] += 1
                 r["step"] = "intent"
-                differs = intent_differs(config, case["layout"])
+                differs = intent_differs(config, case["layout"], reshard_policy)
                 if differs:
                     raise AssertionError("torchtitan reads " + "; ".join(differs))
                 counts["intent"] += 1
@@ -176,6 +184,16 @@ def main():
                 for where, code in blocks:
                     exec(code, ns)  # noqa: S102 - torchtitan's own statements
                 r["gradient_accumulation_steps"] = self_.gradient_accumulation_steps
+                # cfg21: the micro-batches a data-parallel rank runs a step are the ones plan
+                # costed, in one pipeline flush with PP (plan prices m micro-batches through
+                # one schedule, the bubble once), as accumulation steps without
+                mb = case["layout"]["microbatches"]
+                want = (mb, 1) if pd.pp_enabled else (1, mb)
+                got = (self_.num_pp_microbatches, self_.gradient_accumulation_steps)
+                if got != want:
+                    raise AssertionError(
+                        f"torchtitan runs {got[0]} pipeline micro-batches x {got[1]} "
+                        f"accumulation steps, plan costed {want[0]} x {want[1]}")
                 counts["trainer"] += 1
                 r["step"] = "pipeline"
                 if pd.pp_enabled:
@@ -188,6 +206,10 @@ def main():
                             rank, pd.pp, par.pipeline_parallel_schedule, nstages)
                     split = [sum(1 for n in p if n.startswith("layers.")) for p in parts]
                     r["split"] = split
+                    if len(split) != case["layout"]["pp"] * case["layout"]["vpp"]:
+                        raise AssertionError(f"torchtitan builds {len(split)} stages, plan "
+                                             f"costed {case['layout']['pp']} x "
+                                             f"{case['layout']['vpp']}")
                     want = costed_split(case)
                     if want == "equal":
                         want = [split[0]] * len(split) if len(set(split)) != 1 else split
@@ -230,6 +252,10 @@ def main():
           "{trainer}/{total}, pipeline {pipeline}/{total}; unchecked (torchao absent) "
           "{unchecked}; refused as the emitted text says (no shipped config fits) "
           "{expected}".format(**counts))
+    back = {}
+    for c in cases:
+        back[c.get("readback", "not recorded")] = back.get(c.get("readback", "not recorded"), 0) + 1
+    print(f"plan check reads the emitted text back (torchtitan_cases.py): {back}")
     for rf in data.get("refused_by_plan", []):
         print(f"refused by plan (not emitted): {rf['name']}: {rf['message'][:160]}")
     if opt.json:
@@ -242,7 +268,7 @@ def main():
     return 0 if done == counts["total"] else 1
 
 
-def intent_differs(config, lay):
+def intent_differs(config, lay, reshard_policy):
     """What the parsed Trainer.Config says against the layout plan costed (the config function's
     own settings can survive the overrides): [] when they agree."""
     par, tr, cc = config.parallelism, config.training, config.compile
@@ -260,6 +286,24 @@ def intent_differs(config, lay):
         ("training.enable_cpu_offload", tr.enable_cpu_offload, lay["offload"]),
         ("training.max_context_length", tr.max_context_length, lay["seq"]),
         ("activation_checkpoint", ac, want_ac),
+    ]
+    # cfg21: the data-parallel split (HSDP: plan's shard group counts dp x cp ranks, FSDP
+    # shards over dp_shard x cp, parallel_dims.py), FSDP's reshard as torchtitan resolves the
+    # policy (distributed/fsdp.py get_fsdp_reshard_after_forward_policy), the batch in tokens,
+    # the optimizer implementation
+    shard = lay["shard_size"] if lay.get("shard_size") else lay["dp"] * lay["cp"]
+    replicate = lay["dp"] * lay["cp"] // shard
+    rows += [
+        ("data_parallel_replicate_degree", par.data_parallel_replicate_degree, replicate),
+        ("data_parallel_shard_degree", par.data_parallel_shard_degree, lay["dp"] // replicate),
+        ("reshard after forward (resolved)",
+         reshard_policy(par.fsdp_reshard_after_forward, lay["pp"] > 1),
+         lay["reshard_after_forward"]),
+        ("training.num_tokens_per_microbatch_per_dp_rank",
+         tr.num_tokens_per_microbatch_per_dp_rank, lay["mbs"] * lay["seq"]),
+        ("training.num_tokens_per_train_step", tr.num_tokens_per_train_step,
+         lay["gbs"] * lay["seq"]),
+        ("optimizer.implementation", config.optimizer.implementation, lay["optimizer_impl"]),
     ]
     if lay["tp"] > 1:
         rows.append(("enable_sequence_parallel", par.enable_sequence_parallel, lay["sp"]))

@@ -215,6 +215,14 @@ static void check_torchtitan(const model_spec *m, const training_spec *t, const 
              "torchtitan's expert parallelism borrows ranks from FSDP and TP and keeps each "
              "expert whole (no expert TP degree, config/configs.py): set --etp 1 with --ep %d",
              l->ep);
+    /* models/common/config_utils.py build_token_dispatcher_config (b5bcd76): the comm
+     * backends are standard (all-to-all), deepep, hybridep and minimal_async_ep; no
+     * all-gather dispatcher (cfg21: it was priced and the command ran all-to-all) */
+    if (l->ep > 1 && l->moe_dispatcher == MOE_DISPATCH_ALLGATHER)
+        FAIL(CM_ERULE, "torchtitan-no-allgather-dispatch",
+             "torchtitan has no all-gather MoE dispatcher (its moe_comm_backend: standard "
+             "all-to-all, deepep, hybridep; models/common/config_utils.py): use --moe-dispatcher "
+             "alltoall, deepep or hybridep");
     if (l->ep > 1 && l->shard_size > 0 && ((long)l->shard_size * l->tp) % l->ep)
         FAIL(CM_ERULE, "torchtitan-ep-within-shard",
              "expert_parallel_degree %d must divide dp_shard * cp * tp = %ld "

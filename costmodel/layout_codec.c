@@ -83,8 +83,9 @@ const layout_field layout_fields[LAYOUT_NFIELDS] = {
     L(LAYOUT_F_OVERLAP_PARAM_GATHER, "overlap_param_gather", LAYOUT_KIND_BOOL,
       overlap_param_gather, NULL, NULL, false, 0, MCFG "ddp_config.overlap_param_gather",
       NULL),
-    /* not a trainer-YAML key: Megatron splits it into --moe-token-dispatcher-type and
-     * --moe-flex-dispatcher-backend (emit.c) */
+    /* no one trainer-YAML key: Megatron splits it into --moe-token-dispatcher-type and
+     * --moe-flex-dispatcher-backend (emit.c); the trainer YAML into SkyRL's
+     * moe_token_dispatcher_type and the flex backend (emit_yaml.c, check_yaml.c) */
     L(LAYOUT_F_MOE_DISPATCHER, "moe_dispatcher", LAYOUT_KIND_MOE_DISPATCHER, moe_dispatcher,
       NULL, NULL, false, 0, NULL, NULL),
     /* issue 19: torch.distributed.pipelining's schedule and torchtitan's async TP; no trainer-

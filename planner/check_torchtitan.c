@@ -354,7 +354,17 @@ cm_status check_read_torchtitan(const char *text, size_t len, check_config *cfg,
         cfg->layout.fp8_recipe = FP8_RECIPE_ROWWISE;
     } else if (has_line(text, len, "# mxfp8: in the config function")) {
         cfg->layout.precision = PRECISION_MXFP8;
+    } else if (has_line(text, len, "# nvfp4: in the config function")) {
+        /* torchtitan b5bcd76 ships the converter (components/quantization/nvfp4.py; its
+         * config functions llama3_debugmodel_nvfp4, llama3_8b_first_85_pct_layers_nvfp4):
+         * the comment names it as for MXFP8 (cfg21: read back as bf16 before) */
+        cfg->layout.precision = PRECISION_NVFP4;
     }
+    /* the MoE dispatcher the config function picks (emit_torchtitan.c writes the line) */
+    if (has_line(text, len, "# MoE dispatcher (deepep): in the config function"))
+        cfg->layout.moe_dispatcher = MOE_DISPATCH_DEEPEP;
+    else if (has_line(text, len, "# MoE dispatcher (hybridep): in the config function"))
+        cfg->layout.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
     if (!cfg->torchtitan)
         return cm_fail(err, errlen, CM_EPARSE,
                        "no torchtitan command (torchrun ... -m torchtitan.train, or "

@@ -207,6 +207,18 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
                    "(torchtitan/components/quantization/%s.md)\n",
                 precision_label(l), l->precision == PRECISION_MXFP8 ? "MXFP8Linear" : "NVFP4",
                 l->precision == PRECISION_MXFP8 ? "mxfp8" : "nvfp4");
+    /* the MoE dispatcher is the model config's, not a flag: model_registry(...,
+     * moe_comm_backend=...) picks standard (all-to-all), deepep or hybridep
+     * (models/common/config_utils.py build_token_dispatcher_config); cfg21: unsaid before, so a
+     * DeepEP/HybridEP plan's command ran all-to-all. plan check reads the line back, so it is
+     * written whenever the layout names one (fuzz_trainer_yaml: a dense or EP-1 command with
+     * the line read back DeepEP and was re-emitted without it) */
+    if (l->moe_dispatcher == MOE_DISPATCH_DEEPEP || l->moe_dispatcher == MOE_DISPATCH_HYBRIDEP)
+        fprintf(f, "# MoE dispatcher (%s): in the config function, model_registry(..., "
+                   "moe_comm_backend=\"%s\")\n# (models/common/config_utils.py; DeepEP "
+                   "installed)\n",
+                layout_moe_dispatcher_name(l->moe_dispatcher),
+                layout_moe_dispatcher_name(l->moe_dispatcher));
     /* the rotate method (costmodel/cp_allgather.h): torchtitan b5bcd76 has no option for it
      * (context_parallel_rotate_method was dropped by #2555) and runs torch's default,
      * allgather; the 2024-25 releases took --experimental.context_parallel_rotate_method */

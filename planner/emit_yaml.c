@@ -190,6 +190,15 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
         y_int(w, YKEY(LAYOUT_F_EP), l->ep);
         if (l->etp > 0) y_int(w, YKEY(LAYOUT_F_ETP), l->etp);
         else y_null(w, YKEY(LAYOUT_F_ETP)); /* null: same as TP (Megatron default) */
+        /* the MoE dispatcher: SkyRL's megatron_config.moe_token_dispatcher_type (a956457
+         * config.py:464, default alltoall, set on the provider by megatron_worker.py:481);
+         * DeepEP and HybridEP are the flex dispatcher's backends, below. cfg21: unwritten
+         * before, so a DeepEP, HybridEP or allgather plan ran SkyRL's alltoall */
+        bool flex = l->moe_dispatcher == MOE_DISPATCH_DEEPEP ||
+                    l->moe_dispatcher == MOE_DISPATCH_HYBRIDEP;
+        if (model_is_moe(m) || l->moe_dispatcher != MOE_DISPATCH_ALLTOALL) /* read back */
+            y_str(w, "moe_token_dispatcher_type",
+                  flex ? "flex" : layout_moe_dispatcher_name(l->moe_dispatcher));
         const char *granularity = YKEY(LAYOUT_F_RECOMPUTE);
         const char *num_layers = YKEY(LAYOUT_F_RECOMPUTE_LAYERS);
         /* SkyRL's MegatronConfig (skyrl/train/config/config.py, SkyRL a956457) rejects keys
@@ -202,6 +211,21 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
         y_bool(w, YKEY(LAYOUT_F_TP_COMM_OVERLAP), l->tp_comm_overlap);
         if (l->vpp > 1) y_int(w, YKEY(LAYOUT_F_VPP), l->vpp);
         else y_null(w, YKEY(LAYOUT_F_VPP));
+        /* TransformerConfig.moe_flex_dispatcher_backend (Megatron-Core 71e418e, SkyRL's pin:
+         * transformer_config.py:806, default deepep), which SkyRL sets from these kwargs
+         * (megatron_worker.py:488-490) */
+        if (flex)
+            y_str(w, "moe_flex_dispatcher_backend", layout_moe_dispatcher_name(l->moe_dispatcher));
+        /* the MoE overlaps, ModelParallelConfig fields there (model_parallel_config.py:262,
+         * 267): the EP all-to-all overlap with its delayed weight gradients when priced, the
+         * shared-expert overlap both ways (a provider may default it on), as --emit bridge
+         * states them. cfg21: unwritten before, so the plan's overlap did not run */
+        if (t->moe_ep_overlap) {
+            y_bool(w, "overlap_moe_expert_parallel_comm", true);
+            y_bool(w, "delay_wgrad_compute", true);
+        }
+        if ((model_is_moe(m) && m->shared_experts > 0) || t->moe_shared_overlap)
+            y_bool(w, "moe_shared_expert_overlap", t->moe_shared_overlap);
         /* the uneven split (issue 21), TransformerConfig's own fields; with virtual stages
          * those need every stage's layers divisible by vpp (transformer_config.py), else the
          * split goes as Megatron's layout string, TransformerConfig.pipeline_model_parallel_

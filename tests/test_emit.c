@@ -56,7 +56,7 @@ static void assert_same_layout(const layout *a, const layout *b, const char *wha
                  (long)b->f);
     SAME(framework) SAME(tp) SAME(pp) SAME(dp) SAME(cp) SAME(ep) SAME(etp) SAME(vpp) SAME(mbs)
     SAME(sp) SAME(sharding) SAME(reshard_after_forward) SAME(shard_size) SAME(recompute)
-    SAME(recompute_layers) SAME(offload)
+    SAME(recompute_layers) SAME(offload) SAME(moe_dispatcher)
 #undef SAME
 }
 
@@ -91,6 +91,8 @@ static void round_trip(const estimate *e, const model_spec *m, const system_spec
     assert_int_equal(cfg.training.global_batch, e->training.global_batch);
     assert_int_equal(cfg.training.attention, e->training.attention);
     assert_int_equal(cfg.training.grad_reduce_bf16, e->training.grad_reduce_bf16);
+    assert_int_equal(cfg.training.moe_ep_overlap, e->training.moe_ep_overlap);
+    assert_int_equal(cfg.training.moe_shared_overlap, e->training.moe_shared_overlap);
     if (e->layout.framework == FRAMEWORK_MEGATRON) {
         assert_int_equal(cfg.layout.overlap_grad_reduce, e->layout.overlap_grad_reduce);
         assert_int_equal(cfg.layout.overlap_param_gather, e->layout.overlap_param_gather);
@@ -158,7 +160,7 @@ static void test_round_trip_unusual_layouts(void **state)
         const char *model;
         layout l;
         training_spec t;
-    } cases[8];
+    } cases[10];
     int n = 0;
     training_spec t = training_default();
     layout l = layout_default(FRAMEWORK_MEGATRON);
@@ -181,6 +183,24 @@ static void test_round_trip_unusual_layouts(void **state)
     l = layout_default(FRAMEWORK_MEGATRON);
     l.pp = 8; l.dp = 8; l.sharding = SHARDING_DDP; l.recompute = RECOMPUTE_SELECTIVE;
     cases[n].model = "30b"; cases[n].l = l; cases[n].t = t; n++; /* 60 layers on 8 stages */
+    /* cfg21: the MoE dispatcher (SkyRL's moe_token_dispatcher_type, Megatron-Core's flex
+     * backend); read back as SkyRL's default alltoall before, priced 0.4% off for DeepEP */
+    layout_moe_dispatcher disp[3] = {MOE_DISPATCH_DEEPEP, MOE_DISPATCH_HYBRIDEP,
+                                     MOE_DISPATCH_ALLGATHER};
+    for (int k = 0; k < 3; k++) {
+        l = layout_default(FRAMEWORK_MEGATRON);
+        l.dp = 16; l.ep = 8; l.etp = 1; l.moe_dispatcher = disp[k];
+        cases[n].model = "qwen3-30b-a3b"; cases[n].l = l; cases[n].t = t; n++;
+    }
+    /* and the MoE overlaps (transformer_config_kwargs): the EP all-to-all overlap, the
+     * shared-expert overlap; both read back off before (the step priced without them) */
+    l.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+    training_spec t3 = t;
+    t3.moe_ep_overlap = true;
+    cases[n].model = "qwen3-30b-a3b"; cases[n].l = l; cases[n].t = t3; n++;
+    t3 = t;
+    t3.moe_shared_overlap = true;
+    cases[n].model = "deepseek-v2-lite"; cases[n].l = l; cases[n].t = t3; n++;
     for (int i = 0; i < n; i++) {
         model_spec m = load_model(cases[i].model);
         estimate e;

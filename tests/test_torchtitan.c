@@ -376,11 +376,11 @@ static void test_rules(void **state)
 }
 
 /* --emit torchtitan, read back by plan check's reader: the same layout, the same estimate. */
-static void round_trip(const char *model, layout l, const training_spec *t)
+static void round_trip_on(const char *model, const char *sys, layout l, const training_spec *t)
 {
     model_spec m;
     system_spec s;
-    load(model, "h100", &m, &s);
+    load(model, sys, &m, &s);
     estimate e, e2;
     char err[CM_ERRLEN];
     if (estimate_layout(&m, &s, t, &l, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
@@ -413,6 +413,11 @@ static void round_trip(const char *model, layout l, const training_spec *t)
     assert_true(e2.time.step_s == e.time.step_s);
     assert_true(e2.memory.total_bytes == e.memory.total_bytes);
     free(text);
+}
+
+static void round_trip(const char *model, layout l, const training_spec *t)
+{
+    round_trip_on(model, "h100", l, t);
 }
 
 static void test_emit_round_trip(void **state)
@@ -463,6 +468,24 @@ static void test_emit_round_trip(void **state)
     l = titan(1, 1, 32, 1);
     l.compile = l.loss_eager = true;
     round_trip("8b", l, &t);
+    /* the low-precision converters, each said in a comment line the reader takes back:
+     * float8 rowwise (the converter to add to llama3_8b), MXFP8 through llama3_8b_mxfp8 and
+     * through the converter to add (70B), NVFP4 (the converter to add; cfg21: read back as
+     * bf16 before, a step priced 44% slower than the plan that wrote it) */
+    l = titan(1, 1, 8, 1);
+    l.compile = true;
+    l.precision = PRECISION_FP8;
+    l.fp8_recipe = FP8_RECIPE_ROWWISE;
+    round_trip("8b", l, &t);
+    l.fp8_recipe = FP8_RECIPE_DEFAULT;
+    l.precision = PRECISION_MXFP8;
+    round_trip_on("8b", "b200", l, &t);
+    l.precision = PRECISION_NVFP4;
+    round_trip_on("8b", "b200", l, &t);
+    l = titan(8, 1, 8, 1);
+    l.compile = true;
+    l.precision = PRECISION_MXFP8;
+    round_trip_on("70b", "b200", l, &t);
 }
 
 /* torchtitan's compiled loss (layout.h loss_eager, layout_loss_compiled). Llama-3.1-8B,

@@ -11,7 +11,8 @@
  *    llama3_405b converts to float8 rowwise;
  *  - plan check reads "--compile.components model,loss" (one comma-separated word) back;
  *  - what torchtitan's code refuses: the rule torchtitan-sp-tokens; a sequence past the
- *    shipped config's RoPE context, said in the emitted text.
+ *    shipped config's RoPE context, said in the emitted text;
+ *  - the MoE dispatcher, the model config's (a comment read back; no all-gather backend).
  */
 #include <setjmp.h>
 #include <stdbool.h>
@@ -251,6 +252,42 @@ static void test_rope_context_said(void **state)
     }
 }
 
+/* The MoE dispatcher is torchtitan's model config (model_registry(..., moe_comm_backend=...),
+ * models/common/config_utils.py build_token_dispatcher_config at b5bcd76): a DeepEP or
+ * HybridEP plan says so in a comment that plan check reads back (cfg21: the command ran
+ * all-to-all and check read it so, Qwen3-30B-A3B EP 8: 78.1 s priced, 81.5 s read back);
+ * all-gather is no torchtitan backend: a rule. */
+static void test_moe_dispatcher(void **state)
+{
+    (void)state;
+    layout_moe_dispatcher d[2] = {MOE_DISPATCH_DEEPEP, MOE_DISPATCH_HYBRIDEP};
+    const char *said[2] = {"# MoE dispatcher (deepep): in the config function, model_registry("
+                           "..., moe_comm_backend=\"deepep\")",
+                           "moe_comm_backend=\"hybridep\")"};
+    for (int i = 0; i < 2; i++) {
+        layout l = titan(1, 1, 8, 8);
+        l.moe_dispatcher = d[i];
+        char *t = emit("qwen3-30b-a3b", l);
+        has(t, said[i]);
+        check_config cfg;
+        check_report rep;
+        char err[CM_ERRLEN];
+        assert_int_equal(check_read_torchtitan(t, strlen(t), &cfg, &rep, err, sizeof err), CM_OK);
+        assert_int_equal(cfg.layout.moe_dispatcher, d[i]);
+        free(t);
+    }
+    layout l = titan(1, 1, 8, 8);
+    char *t = emit("qwen3-30b-a3b", l); /* all-to-all: torchtitan's standard backend */
+    lacks(t, "MoE dispatcher");
+    free(t);
+    l.moe_dispatcher = MOE_DISPATCH_ALLGATHER;
+    assert_true(violates("qwen3-30b-a3b", l, training_default(),
+                         "torchtitan-no-allgather-dispatch"));
+    l.ep = 1; /* no expert parallelism: the local dispatch, whatever the name */
+    assert_false(violates("qwen3-30b-a3b", l, training_default(),
+                          "torchtitan-no-allgather-dispatch"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_405b),
         cmocka_unit_test(test_rules_torchtitan_refuses),
         cmocka_unit_test(test_rope_context_said),
+        cmocka_unit_test(test_moe_dispatcher),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -87,7 +87,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         a->vpp != b->vpp || a->mbs != b->mbs || a->sp != b->sp || a->sharding != b->sharding ||
         a->reshard_after_forward != b->reshard_after_forward || a->shard_size != b->shard_size ||
         a->recompute != b->recompute || a->recompute_layers != b->recompute_layers ||
-        a->offload != b->offload || e.training.seq_len != back.training.seq_len ||
+        a->offload != b->offload || a->moe_dispatcher != b->moe_dispatcher ||
+        e.training.moe_ep_overlap != back.training.moe_ep_overlap ||
+        e.training.moe_shared_overlap != back.training.moe_shared_overlap ||
+        e.training.seq_len != back.training.seq_len ||
         e.training.global_batch != back.training.global_batch) {
         fprintf(stderr, "round trip changed the layout:\n%s\n", text);
         abort();
