@@ -105,9 +105,16 @@ void gemm_headroom_step(const model_spec *m, const system_spec *sys, const train
     if (worst->fsdp_s > 0 && worst->fsdp_contention_s > 0)
         at_cap_s = fmin(tm->dp_s, tm->dp_s * worst->fsdp_contention_s / worst->fsdp_s);
     double comm_s = fmax(0, tm->comm_exposed_s - at_cap_s);
-    double idle_s = tm->bubble_s;
-    if (!sys->gemm_headroom_on) /* the bubble's idle alone (gemm_headroom.h) */
+    if (!sys->gemm_headroom_on) /* the bubble's wait alone (gemm_headroom.h) */
         memory_s = comm_s = at_cap_s = 0;
+    /* The bubble is not an idle GPU: a pipelined rank waits in NCCL kernels (the receive posted
+     * ahead of the compute that needs it, the end-of-step all-reduce waiting for the slowest
+     * stage), which spin at gpu.comm_power_w (idle power where the system has none). Measured in
+     * the H100 PP 4 step's traces (bench/results/pp21_2026-11-29/pp_wait_power.txt): NCCL kernels
+     * run through 98% of rank 0's wait and 93% of rank 3's, and rank 3's GEMMs ran x1.072 of
+     * the sustained rate: x1.081 with the wait at comm_power_w, x1.123 at idle_power_w. */
+    comm_s += tm->bubble_s;
+    double idle_s = 0; /* no pipeline, no bubble: nothing else idles the GPU in this model */
     if (mix) *mix = (gemm_headroom_mix){gemm_s, attention_s, memory_s, idle_s, comm_s, at_cap_s};
     double rate = gemm_headroom_rate_comm(sys, gemm_s, memory_s, idle_s, comm_s);
     if (rate <= 1) return;

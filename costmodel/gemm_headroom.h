@@ -33,7 +33,12 @@
  * so that time adds no headroom. Without gpu.comm_power_w exposed communication counts as idle.
  *
  * The bubble alone (sys->gemm_headroom_bubble; plan estimate's default, --gemm-headroom bubble):
- * only the pipeline bubble's idle time I counts as spare (M = C = 0 above). Measured inside one
+ * only the pipeline bubble counts as spare (M = 0 above), and at P_comm, not P_idle: a pipelined
+ * rank waits in NCCL kernels (the receive posted ahead of the compute that needs it, the
+ * end-of-step all-reduce waiting for the slowest stage), which cover 98% and 93% of the waits of
+ * ranks 0 and 3 in the traces below; with the wait at P_idle the critical rank 3's GEMMs came out
+ * x1.123 of the sustained rate, at P_comm x1.081, measured x1.072
+ * (bench/results/pp21_2026-11-29/pp_wait_power.py; the pipelined rows' step 2-3% short before). Measured inside one
  * torch.distributed.pipelining 1F1B step (pp 4, Llama-3 8B cut to 16 layers, seq 4096, 8
  * micro-batches, 4 x H100; bench/results/pp_timeline_2026-11-27/profile and profile_rank3): the
  * same kernels ran faster on rank 0, idle about half the step, than on rank 3, busy 92% of it:

@@ -181,9 +181,9 @@ static void test_step(void **state)
 }
 
 /* The bubble alone (plan estimate's default, gemm_headroom.h): torchtitan 1F1B, Llama-3 8B cut to
- * 16 layers, pp 4, 8 micro-batches of 4096 tokens on H100. The spare power is the bubble's idle
- * time only, u = (1 - P_idle/P_cap) I / G, so the rate is the one gemm_headroom_rate gives with no
- * memory-bound time, by hand: the fixed point of r = (1 + u r)^0.39 at most 1.16. A layout
+ * 16 layers, pp 4, 8 micro-batches of 4096 tokens on H100. The spare power is the bubble's wait
+ * only, in NCCL kernels: u = (1 - P_comm/P_cap) I / G, so the rate is the one gemm_headroom_rate
+ * gives with no memory-bound time, by hand: the fixed point of r = (1 + u r)^0.39 at most 1.16. A layout
  * without a pipeline has no bubble and keeps the sustained step. */
 static void test_bubble_only(void **state)
 {
@@ -211,9 +211,11 @@ static void test_bubble_only(void **state)
     stage_time w = estimate_worst_stage(&m, &s, &t, &l, NULL, NULL);
     gemm_headroom_mix mix;
     gemm_headroom_step(&m, &sb, &t, &l, &w, &probe, &mix);
-    assert_true(mix.memory_s == 0 && mix.comm_s == 0 && mix.at_cap_s == 0);
-    assert_true(fabs(mix.idle_s - off.time.bubble_s) < 1e-12);
-    double u = (1 - s.idle_power_w / s.tdp_w) * mix.idle_s / mix.gemm_s, r = 1;
+    /* the bubble is NCCL waits at gpu.comm_power_w (gemm_headroom.h; pp21's traces) */
+    assert_true(mix.memory_s == 0 && mix.idle_s == 0 && mix.at_cap_s == 0);
+    assert_true(fabs(mix.comm_s - off.time.bubble_s) < 1e-12);
+    assert_true(s.comm_power_w > s.idle_power_w);
+    double u = (1 - s.comm_power_w / s.tdp_w) * mix.comm_s / mix.gemm_s, r = 1;
     for (int i = 0; i < 500; i++) r = fmin(pow(1 + u * r, s.gemm_power_exponent), s.gemm_burst_ratio);
     assert_true(r > 1.01);
     assert_true(fabs(bub.time.gemm_headroom_rate - r) < 1e-9);
