@@ -447,7 +447,20 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
              t->global_batch, l->dp, l->mbs);
     long micro = t->global_batch / dp_mbs;
     layout_pp_schedule sched = layout_pp_schedule_of(l);
-    if (batch_divides && l->vpp > 1 && sched == PP_SCHEDULE_INTERLEAVED_1F1B && micro % l->pp)
+    /* torchtitan runs torch's ScheduleInterleaved1F1B, which needs the micro-batch count
+     * divisible only by its rounds, max(1, m / pp) (schedule.h schedule_pipeline_torch, the
+     * order the simulator runs; torchtitan b5bcd76 distributed/pipeline_parallel.py:305 only
+     * warns below pp x vpp): 10 micro-batches on pp 4 run there, not under Megatron */
+    long rounds = micro / l->pp > 1 ? micro / l->pp : 1;
+    if (batch_divides && l->vpp > 1 && sched == PP_SCHEDULE_INTERLEAVED_1F1B &&
+        l->framework == FRAMEWORK_TORCHTITAN && micro % rounds)
+        FAIL(CM_ERULE, "vpp-microbatches",
+             "torch's interleaved 1F1B needs the micro-batch count (%ld) divisible by its "
+             "rounds, max(1, micro-batches / pp) = %ld (torch.distributed.pipelining "
+             "ScheduleInterleaved1F1B): change --gbs or --mbs",
+             micro, rounds);
+    else if (batch_divides && l->vpp > 1 && sched == PP_SCHEDULE_INTERLEAVED_1F1B &&
+             l->framework != FRAMEWORK_TORCHTITAN && micro % l->pp)
         FAIL(CM_ERULE, "vpp-microbatches",
              "the interleaved schedule needs the micro-batch count (%ld) divisible by "
              "pp (%d) (Megatron-LM schedules.py): change --gbs or --mbs",

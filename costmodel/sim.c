@@ -378,11 +378,15 @@ static cm_status check_input(const sim_input *in, char *err, size_t errlen)
                        in->pp, in->vpp, in->microbatches, SIM_MAX_CHUNKS);
     bool looped = in->schedule == PP_SCHEDULE_DEFAULT ||
                   in->schedule == PP_SCHEDULE_INTERLEAVED_1F1B;
-    if (in->vpp > 1 && looped && (in->pp < 2 || in->microbatches % in->pp))
+    /* torch's order (p2p_stream: torchtitan) needs m divisible by its rounds, max(1, m / p);
+     * Megatron's by p (schedule.h) */
+    int rounds = in->microbatches / in->pp > 1 ? in->microbatches / in->pp : 1;
+    int divisor = in->p2p_stream ? rounds : in->pp;
+    if (in->vpp > 1 && looped && (in->pp < 2 || in->microbatches % divisor))
         return cm_fail(err, errlen, CM_EINVAL,
                        "the interleaved schedule needs pp >= 2 and micro-batches (%d) divisible "
-                       "by pp (%d)",
-                       in->microbatches, in->pp);
+                       "by %s (%d)",
+                       in->microbatches, in->p2p_stream ? "torch's rounds" : "pp", divisor);
     if (!in->vstage_layers || !in->optimizer_s || !in->grad_sync_s || !in->param_sync_s ||
         (in->layers > 0 && !in->layer) || (in->buckets > 0 && !in->bucket))
         return cm_fail(err, errlen, CM_EINVAL, "simulation input lacks an array");
