@@ -54,7 +54,7 @@ int main(int argc, char **argv)
     }
     l.recompute = strstr(mode, "ckpt") ? RECOMPUTE_FULL : RECOMPUTE_NONE;
     alloc_step_reserved r;
-    if (alloc_step_replay(&m, &t, &l, &r) != 0) {
+    if (alloc_step_replay(&m, &t, &l, 0, &r) != 0) {
         fprintf(stderr, "reserved_replay: this spec is not covered by the replay\n");
         return 1;
     }

@@ -21,6 +21,7 @@ typedef struct {
     uint64_t addr, size;
     int stream, prev, next; /* prev/next: neighbours in the segment, -1 at its ends */
     int free_at;            /* index in the free array, -1 while allocated or unused */
+    int seg;                /* its segment */
     bool small, live;       /* small pool; slot in use */
 } block;
 
@@ -36,7 +37,8 @@ struct alloc_replay {
     int *free_list, nfree;  /* free (cached) blocks */
     segment *seg;
     int nseg, segcap;
-    uint64_t next_addr, reserved, allocated, peak_allocated;
+    uint64_t next_addr, reserved, allocated, peak_allocated, peak_reserved, capacity;
+    bool out_of_memory, released;
 };
 
 alloc_replay *alloc_replay_new(void)
@@ -139,11 +141,28 @@ int alloc_replay_malloc(alloc_replay *a, uint64_t bytes, int stream)
         best = new_block(a);
         if (best < 0) return -1;
         uint64_t seg_bytes = allocation_size(size);
+        /* a cudaMalloc beyond the device: release_cached_blocks (free every cached block that
+         * is a whole segment, any stream) and retry; release_available_cached_blocks does
+         * nothing without max_split_size (malloc's retry chain) */
+        if (a->capacity > 0 && a->reserved + seg_bytes > a->capacity) {
+            a->released = true;
+            for (int k = a->nfree - 1; k >= 0; k--) {
+                int i = a->free_list[k];
+                if (k >= a->nfree || a->b[i].prev >= 0 || a->b[i].next >= 0) continue;
+                a->reserved -= a->b[i].size;
+                a->seg[a->b[i].seg].bytes = 0;
+                free_remove(a, i);
+                release_block(a, i);
+            }
+            if (a->reserved + seg_bytes > a->capacity) a->out_of_memory = true;
+        }
         a->b[best] = (block){.addr = a->next_addr, .size = seg_bytes, .stream = stream,
-                             .prev = -1, .next = -1, .free_at = -1, .small = small, .live = true};
+                             .prev = -1, .next = -1, .free_at = -1, .seg = a->nseg,
+                             .small = small, .live = true};
         a->seg[a->nseg++] = (segment){.bytes = seg_bytes, .stream = stream};
         a->next_addr += seg_bytes;
         a->reserved += seg_bytes;
+        if (a->reserved > a->peak_reserved) a->peak_reserved = a->reserved;
     }
     /* should_split, then alloc_found_block's split: the remainder stays cached */
     uint64_t remaining = a->b[best].size - size;
@@ -152,8 +171,8 @@ int alloc_replay_malloc(alloc_replay *a, uint64_t bytes, int stream)
         if (r < 0) return -1;
         block *blk = &a->b[best];
         a->b[r] = (block){.addr = blk->addr + size, .size = remaining, .stream = stream,
-                          .prev = best, .next = blk->next, .free_at = -1, .small = small,
-                          .live = true};
+                          .prev = best, .next = blk->next, .free_at = -1, .seg = blk->seg,
+                          .small = small, .live = true};
         if (blk->next >= 0) a->b[blk->next].prev = r;
         blk->next = r;
         blk->size = size;
@@ -192,6 +211,10 @@ void alloc_replay_free(alloc_replay *a, int handle)
 }
 
 uint64_t alloc_replay_reserved_bytes(const alloc_replay *a) { return a->reserved; }
+uint64_t alloc_replay_peak_reserved_bytes(const alloc_replay *a) { return a->peak_reserved; }
+bool alloc_replay_out_of_memory(const alloc_replay *a) { return a->out_of_memory; }
+bool alloc_replay_released(const alloc_replay *a) { return a->released; }
+void alloc_replay_set_capacity(alloc_replay *a, uint64_t bytes) { a->capacity = bytes; }
 uint64_t alloc_replay_allocated_bytes(const alloc_replay *a) { return a->allocated; }
 uint64_t alloc_replay_peak_allocated_bytes(const alloc_replay *a) { return a->peak_allocated; }
 int alloc_replay_segments(const alloc_replay *a) { return a->nseg; }

@@ -22,8 +22,10 @@
  *  - should_split: the block is split when the remainder is at least kMinBlockSize (small
  *    pool) or more than kSmallSize (large pool); otherwise the request takes the whole block;
  *  - free_block / try_merge_blocks: a freed block merges with its free neighbours of the same
- *    segment; segments are never returned to CUDA (release_cached_blocks runs only on a failed
- *    cudaMalloc or empty_cache, neither replayed here).
+ *    segment; segments are never returned to CUDA except when a cudaMalloc fails: then
+ *    release_cached_blocks frees every cached block that is a whole segment (any stream) and
+ *    the cudaMalloc is retried (malloc's chain; release_available_cached_blocks returns false
+ *    without max_split_size). A failed cudaMalloc is one beyond alloc_replay_set_capacity.
  * Addresses are modelled as the order of cudaMalloc (a new segment lies above every earlier
  * one), which decides only ties between equal-sized free blocks.
  *
@@ -47,11 +49,19 @@ int alloc_replay_malloc(alloc_replay *a, uint64_t bytes, int stream);
 /* Free the block of a handle from alloc_replay_malloc (once). */
 void alloc_replay_free(alloc_replay *a, int handle);
 
-/* What torch.cuda.memory_stats would read: reserved_bytes.all.current / .peak (segments never
- * return, so the two are equal here) and allocated_bytes.all.current / .peak (rounded sizes). */
+/* What torch.cuda.memory_stats would read: reserved_bytes.all.current and allocated_bytes.all
+ * .current / .peak (rounded sizes). */
 uint64_t alloc_replay_reserved_bytes(const alloc_replay *a);
 uint64_t alloc_replay_allocated_bytes(const alloc_replay *a);
 uint64_t alloc_replay_peak_allocated_bytes(const alloc_replay *a);
+/* reserved_bytes.all.peak (below the current only after segments were released) */
+uint64_t alloc_replay_peak_reserved_bytes(const alloc_replay *a);
+/* The bytes cudaMalloc can give (0, the default: unlimited); past them a new segment first
+ * releases the cached whole segments, and one that still does not fit is out of memory. */
+void alloc_replay_set_capacity(alloc_replay *a, uint64_t bytes);
+bool alloc_replay_out_of_memory(const alloc_replay *a);
+/* Did a cudaMalloc ever reach the capacity (so that the cache was released)? */
+bool alloc_replay_released(const alloc_replay *a);
 /* Reserved bytes of one stream's segments. */
 uint64_t alloc_replay_stream_reserved_bytes(const alloc_replay *a, int stream);
 /* Segments cudaMalloc'd so far. */

@@ -10,6 +10,7 @@
 #include "alloc_step.h"
 
 #include "alloc_replay.h"
+#include "memory.h"
 #include "impl.h"
 
 #include <string.h>
@@ -473,26 +474,29 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
     (void)state;
     (void)sh;
     out->side_bytes = (double)alloc_replay_stream_reserved_bytes(a, SIDE_STREAM);
-    out->peak_bytes = (double)alloc_replay_reserved_bytes(a);
+    out->peak_bytes = (double)alloc_replay_peak_reserved_bytes(a);
     out->peak_allocated_bytes = (double)alloc_replay_peak_allocated_bytes(a);
 }
 
 bool alloc_step_covered(const model_spec *m, const training_spec *t, const layout *l)
 {
-    (void)t;
     if (!layout_is_pytorch(l) || l->sharding != SHARDING_FSDP) return false;
     if (l->tp * l->pp * l->dp * l->cp != 1 || l->compile || l->offload) return false;
+    if (layout_microbatches(l, t) > 1 || l->precision != PRECISION_BF16) return false;
     if (l->recompute != RECOMPUTE_NONE && l->recompute != RECOMPUTE_FULL) return false;
     if (l->recompute == RECOMPUTE_FULL && l->recompute_layers != 0) return false;
+    if (t->attention != ATTENTION_FLASH || t->hold_logits) return false;
     if (model_is_moe(m) || m->mla || m->hf_fused_qkv || m->sandwich_norm || m->dropout ||
-        m->learned_positions || m->activation != MODEL_ACT_SWIGLU)
+        m->learned_positions || m->activation != MODEL_ACT_SWIGLU || m->norm_fp32_scale ||
+        m->final_logit_softcap > 0 || m->attn_logit_softcap > 0 || m->rotary_fraction < 1 ||
+        m->attention_sinks || m->ffn <= 0 || memory_hf_window_mask_share(m, t, l) > 0)
         return false;
     int impl = layout_impl_of(l);
     return impl == IMPL_HF || impl == IMPL_NATIVE;
 }
 
 int alloc_step_replay(const model_spec *m, const training_spec *t, const layout *l,
-                      alloc_step_reserved *out)
+                      double allocator_capacity_bytes, alloc_step_reserved *out)
 {
     memset(out, 0, sizeof *out);
     if (!alloc_step_covered(m, t, l) || m->layers > 512) return -1;
@@ -507,7 +511,20 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
     layer_params_of(&d);
     ctx c = {.a = alloc_replay_new()};
     if (!c.a) return -1;
+    if (allocator_capacity_bytes > 0)
+        alloc_replay_set_capacity(c.a, (uint64_t)allocator_capacity_bytes);
     replay_steps(&c, &d, out);
+    out->out_of_memory = alloc_replay_out_of_memory(c.a);
+    out->cache_released = alloc_replay_released(c.a);
     alloc_replay_delete(c.a);
     return c.fail ? -1 : 0;
+}
+
+alloc_step_key alloc_step_key_of(const training_spec *t, const layout *l,
+                                 double allocator_capacity_bytes)
+{
+    return (alloc_step_key){.seq_len = t->seq_len, .mbs = l->mbs, .recompute = (int)l->recompute,
+                            .impl = layout_impl_of(l),
+                            .optimizer_impl = layout_optimizer_impl_of(l),
+                            .allocator_capacity_bytes = allocator_capacity_bytes};
 }

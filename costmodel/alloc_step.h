@@ -34,14 +34,27 @@ typedef struct {
     double build_bytes, fwd0_bytes, bwd0_bytes, opt0_bytes, step1_bytes, step2_bytes;
     double side_bytes;          /* FSDP2's reduce-scatter stream's segments */
     double peak_bytes;          /* all streams, what reserved_bytes.all.peak reads */
+    bool cache_released;        /* a cudaMalloc reached the capacity: the cache was released */
+    bool out_of_memory;         /* a cudaMalloc failed even after the cache was released */
     double peak_allocated_bytes;
 } alloc_step_reserved;
 
-/* Is l's step one that alloc_step_replay covers (above)? */
+/* Is l's step one that alloc_step_replay covers (above; one micro-batch a step)? */
 bool alloc_step_covered(const model_spec *m, const training_spec *t, const layout *l);
 
-/* Replay three steps of l; 0 on success, -1 when not covered or out of host memory. */
+/* Replay three steps of l on a device whose cudaMalloc can give allocator_capacity_bytes (the
+ * GPU's memory less what lies outside the allocator; 0: unlimited); 0 on success, -1 when not
+ * covered or out of host memory. */
 int alloc_step_replay(const model_spec *m, const training_spec *t, const layout *l,
-                      alloc_step_reserved *out);
+                      double allocator_capacity_bytes, alloc_step_reserved *out);
+
+/* What the replay reads of a training spec, layout and device beyond the model (the memo's key,
+ * memory_memo.h): the sequence, micro-batch, recompute, layer code and AdamW path. */
+typedef struct {
+    int seq_len, mbs, recompute, impl, optimizer_impl, pad;
+    double allocator_capacity_bytes;
+} alloc_step_key;
+alloc_step_key alloc_step_key_of(const training_spec *t, const layout *l,
+                                 double allocator_capacity_bytes);
 
 #endif

@@ -129,3 +129,24 @@ memory_stage_figures *memory_memo_stage_put(memory_memo *memo, const layout *l, 
     memo->stage[s] = *f;
     return &memo->stage[s];
 }
+
+_Static_assert(sizeof(alloc_step_key) % sizeof(unsigned long) == 0,
+               "the replay's key is hashed and compared by whole words");
+
+bool memory_memo_replay(memory_memo *memo, const model_spec *m, const training_spec *t,
+                        const layout *l, double allocator_capacity_bytes,
+                        alloc_step_reserved *out)
+{
+    if (!alloc_step_covered(m, t, l)) return false;
+    if (!memo || memo->model != m)
+        return alloc_step_replay(m, t, l, allocator_capacity_bytes, out) == 0;
+    alloc_step_key k = alloc_step_key_of(t, l, allocator_capacity_bytes);
+    memory_replay_slot *s = &memo->replay[hash_words(&k, sizeof k) & (MEMORY_MEMO_REPLAY - 1)];
+    if (!s->used || !same_words(&s->key, &k, sizeof k)) {
+        s->used = true;
+        s->key = k;
+        s->ok = alloc_step_replay(m, t, l, allocator_capacity_bytes, &s->r) == 0;
+    }
+    *out = s->r;
+    return s->ok;
+}

@@ -88,10 +88,37 @@ static void test_hand_worked(void **state)
     alloc_replay_delete(a);
 }
 
+/* A device of 100 MiB (malloc's retry chain): a cudaMalloc past it releases the cached blocks
+ * that are whole segments, then retries; one that still does not fit is out of memory. */
+static void test_capacity(void **state)
+{
+    (void)state;
+    alloc_replay *a = alloc_replay_new();
+    assert_non_null(a);
+    alloc_replay_set_capacity(a, 100 * MIB);
+    int h1 = alloc_replay_malloc(a, 40 * MIB, 0);
+    int h2 = alloc_replay_malloc(a, 30 * MIB, 0);
+    assert_int_equal(alloc_replay_reserved_bytes(a), 70 * MIB);
+    alloc_replay_free(a, h1); /* a whole 40 MiB segment cached */
+    /* 50 MiB fits no cached block; 70 + 50 > 100: the 40 MiB segment is released (30 left),
+     * 30 + 50 fits */
+    int h3 = alloc_replay_malloc(a, 50 * MIB, 0);
+    assert_int_equal(alloc_replay_reserved_bytes(a), 80 * MIB);
+    assert_int_equal(alloc_replay_peak_reserved_bytes(a), 80 * MIB);
+    assert_true(alloc_replay_released(a));
+    assert_false(alloc_replay_out_of_memory(a));
+    /* 30 MiB more: 80 + 30 > 100 and nothing cached is a whole segment: out of memory */
+    int h4 = alloc_replay_malloc(a, 30 * MIB, 0);
+    assert_true(alloc_replay_out_of_memory(a));
+    (void)h2; (void)h3; (void)h4;
+    alloc_replay_delete(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_worked),
+        cmocka_unit_test(test_capacity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
