@@ -111,10 +111,10 @@ static int norm_fwd(ctx *c, const dims *d, double rows, double width, saved *sv)
     int r = A(c, 4.0 * rows);
     F(c, ve);
     int n32 = A(c, 4.0 * rows * width);
+    keep(c, sv, x32); /* the variable is rebound to x * rstd */
     int nb = A(c, 2.0 * rows * width);
     F(c, n32);
     int out = A(c, 2.0 * rows * width);
-    keep(c, sv, x32);
     keep(c, sv, r);
     keep(c, sv, nb);
     return out;
@@ -189,9 +189,10 @@ static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
     int hs = A(c, 2.0 * t * h);
     F(c, o);
     int n2 = norm_fwd(c, d, t, h, sv);
+    /* down(act(gate(x)) * up(x)): each operand dies as soon as the next op has run */
     int g = A(c, 2.0 * t * d->f), s = A(c, 2.0 * t * d->f);
-    int u = A(c, 2.0 * t * d->f), p = A(c, 2.0 * t * d->f);
     keep(c, sv, g);
+    int u = A(c, 2.0 * t * d->f), p = A(c, 2.0 * t * d->f);
     keep(c, sv, s);
     keep(c, sv, u);
     int dn = A(c, 2.0 * t * h);
