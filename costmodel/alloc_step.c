@@ -521,11 +521,25 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
     return c.fail ? -1 : 0;
 }
 
-alloc_step_key alloc_step_key_of(const training_spec *t, const layout *l,
+alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, const layout *l,
                                  double allocator_capacity_bytes)
 {
-    return (alloc_step_key){.seq_len = t->seq_len, .mbs = l->mbs, .recompute = (int)l->recompute,
-                            .impl = layout_impl_of(l),
-                            .optimizer_impl = layout_optimizer_impl_of(l),
-                            .allocator_capacity_bytes = allocator_capacity_bytes};
+    alloc_step_key k;
+    memset(&k, 0, sizeof k);
+    k.seq_len = t->seq_len;
+    k.mbs = l->mbs;
+    k.recompute = (int)l->recompute;
+    k.impl = layout_impl_of(l);
+    k.optimizer_impl = layout_optimizer_impl_of(l);
+    k.allocator_capacity_bytes = allocator_capacity_bytes;
+    k.layers = m->layers;
+    k.hidden = m->hidden;
+    k.heads = m->heads;
+    k.kv_heads = m->kv_heads;
+    k.head_dim = m->head_dim;
+    k.ffn = m->ffn;
+    k.vocab = m->vocab;
+    k.flags = (m->qk_norm ? 1 : 0) | (m->qkv_bias ? 2 : 0) | (m->attn_out_bias ? 4 : 0) |
+              (m->tied_embeddings ? 8 : 0);
+    return k;
 }

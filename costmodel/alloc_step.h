@@ -48,13 +48,16 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
 int alloc_step_replay(const model_spec *m, const training_spec *t, const layout *l,
                       double allocator_capacity_bytes, alloc_step_reserved *out);
 
-/* What the replay reads of a training spec, layout and device beyond the model (the memo's key,
- * memory_memo.h): the sequence, micro-batch, recompute, layer code and AdamW path. */
+/* Everything the replay reads of a covered layout (the memo's key, memory_memo.h): the
+ * sequence, micro-batch, recompute, layer code, AdamW path, the allocator's capacity and the
+ * model's shape; ints, longs and a double: no padding. */
 typedef struct {
     int seq_len, mbs, recompute, impl, optimizer_impl, pad;
     double allocator_capacity_bytes;
+    /* the model's fields the list reads (for a cache that serves any model) */
+    long layers, hidden, heads, kv_heads, head_dim, ffn, vocab, flags;
 } alloc_step_key;
-alloc_step_key alloc_step_key_of(const training_spec *t, const layout *l,
+alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, const layout *l,
                                  double allocator_capacity_bytes);
 
 #endif

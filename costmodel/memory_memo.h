@@ -72,7 +72,7 @@ typedef struct {
 /* The allocator replay of a covered single-GPU layout (alloc_step.h), keyed by what it reads
  * beyond the model: a search of one GPU asks it for a handful of micro-batch, recompute and
  * implementation choices */
-enum { MEMORY_MEMO_REPLAY = 16 };
+enum { MEMORY_MEMO_REPLAY = 64 };
 typedef struct {
     bool used, ok;
     alloc_step_key key;
