@@ -688,7 +688,20 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
      * reserved_bytes is the allocated peak without the cache's slack, so the block stays.
      * torchtitan launches with expandable segments (run_train.sh: PYTORCH_ALLOC_CONF=
      * "expandable_segments:True", pytorch/torchtitan 0168bd5; --emit torchtitan exports it) */
-    bool cached = layout_is_pytorch(l) &&
+    /* One GPU's FSDP2 step under the default allocator (alloc_step.h, issue 14): the replay of
+     * its tensors through the caching allocator gives the peak reserved, segments and all
+     * (measured against the traces of bench/results/resv20_2026-11-29, alloc21_2026-11-29);
+     * never under the allocated peak. Where the replay's reserved reaches the device, the
+     * allocator releases its cache and the block below needs room of its own (frag18). */
+    alloc_step_reserved rp;
+    bool replay_released = false;
+    if (!expandable && memory_memo_replay(fig->memo, m, t, l,
+                                          r->capacity_bytes - r->framework_bytes, &rp)) {
+        double allocated = r->total_bytes - r->framework_bytes;
+        r->reserved_bytes = rp.peak_bytes > allocated ? rp.peak_bytes : allocated;
+        replay_released = rp.cache_released;
+    }
+    bool cached = layout_is_pytorch(l) && !replay_released &&
                   r->reserved_bytes + r->framework_bytes <= r->capacity_bytes;
     if (!expandable && !cached && train_peak_bytes + r->largest_block_bytes > r->need_bytes)
         r->need_bytes = train_peak_bytes + r->largest_block_bytes;

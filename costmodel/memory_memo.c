@@ -129,3 +129,31 @@ memory_stage_figures *memory_memo_stage_put(memory_memo *memo, const layout *l, 
     memo->stage[s] = *f;
     return &memo->stage[s];
 }
+
+_Static_assert(sizeof(alloc_step_key) % sizeof(unsigned long) == 0,
+               "the replay's key is hashed and compared by whole words");
+
+/* Callers without a search's memo share this thread's replays, keyed by everything a replay
+ * reads: refine's fit (plan measure --refine --realruns) estimates the same 30 covered layouts
+ * of the single-GPU real runs hundreds of times each */
+enum { THREAD_REPLAYS = 256 };
+static _Thread_local memory_replay_slot thread_replays[THREAD_REPLAYS];
+
+bool memory_memo_replay(memory_memo *memo, const model_spec *m, const training_spec *t,
+                        const layout *l, double allocator_capacity_bytes,
+                        alloc_step_reserved *out)
+{
+    if (!alloc_step_covered(m, t, l)) return false;
+    alloc_step_key k = alloc_step_key_of(m, t, l, allocator_capacity_bytes);
+    unsigned long h = hash_words(&k, sizeof k);
+    memory_replay_slot *s = memo && memo->model == m
+                                ? &memo->replay[h & (MEMORY_MEMO_REPLAY - 1)]
+                                : &thread_replays[h & (THREAD_REPLAYS - 1)];
+    if (!s->used || !same_words(&s->key, &k, sizeof k)) {
+        s->used = true;
+        s->key = k;
+        s->ok = alloc_step_replay(m, t, l, allocator_capacity_bytes, &s->r) == 0;
+    }
+    *out = s->r;
+    return s->ok;
+}

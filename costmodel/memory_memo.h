@@ -15,6 +15,7 @@
 #ifndef PLAN_MEMORY_MEMO_H
 #define PLAN_MEMORY_MEMO_H
 
+#include "alloc_step.h"
 #include "memory.h"
 
 /* direct-mapped by the key's hash: a slot holds the last key that maps to it */
@@ -68,8 +69,19 @@ typedef struct {
     double act_full, ckpt, mtp_act, in_flight, act_layer_max, working, phase_relief_bytes;
 } memory_full_snap;
 
+/* The allocator replay of a covered single-GPU layout (alloc_step.h), keyed by what it reads
+ * beyond the model: a search of one GPU asks it for a handful of micro-batch, recompute and
+ * implementation choices */
+enum { MEMORY_MEMO_REPLAY = 64 };
+typedef struct {
+    bool used, ok;
+    alloc_step_key key;
+    alloc_step_reserved r;
+} memory_replay_slot;
+
 typedef struct {
     const model_spec *model;  /* the model it was made for (memory_memo_init) */
+    memory_replay_slot replay[MEMORY_MEMO_REPLAY];
     memory_full_snap full[3]; /* the first stage, the second, the last (peak_of's candidates) */
     memory_model_counts counts;
     bool act_used[MEMORY_MEMO_ACT], stage_used[MEMORY_MEMO_STAGES];
@@ -93,6 +105,12 @@ double memory_memo_activation_bytes(memory_memo *memo, int slot, const model_spe
 memory_stage_figures *memory_memo_stage_find(memory_memo *memo, const layout *l, int stage);
 memory_stage_figures *memory_memo_stage_put(memory_memo *memo, const layout *l, int stage,
                                             const memory_stage_figures *f);
+
+/* alloc_step_replay of a covered l (alloc_step_covered), through memo when not NULL (m must be
+ * its model); false when not covered or the replay failed. */
+bool memory_memo_replay(memory_memo *memo, const model_spec *m, const training_spec *t,
+                        const layout *l, double allocator_capacity_bytes,
+                        alloc_step_reserved *out);
 
 /* memory_peak with the memo (m must be the memo's model): the same figures. */
 memory_breakdown memory_peak_memo(const model_spec *m, memory_memo *memo,

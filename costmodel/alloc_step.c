@@ -1,0 +1,545 @@
+/*
+ * alloc_step.c — plan's list of one GPU's FSDP2 steps, tensor by tensor, replayed through the
+ * caching allocator (alloc_step.h). Each tensor is allocated where the program makes it and
+ * freed where its last reference drops (a Python variable rebound, a function returning, the
+ * backward consuming what autograd saved). Sizes from the model and the micro-batch; the saved
+ * set per layer is bench/results/hfsav20_2026-11-29's (Hugging Face and native, to the byte);
+ * the loss chain is memory_logits.c's; the backward's gradients follow each op's derivative
+ * (torch tools/autograd/derivatives.yaml: what a formula reads and what it returns).
+ */
+#include "alloc_step.h"
+
+#include "alloc_replay.h"
+#include "memory.h"
+#include "impl.h"
+
+#include <string.h>
+
+enum { MAX_SAVED = 48, MAX_LAYER_PARAMS = 24, SIDE_STREAM = 1 };
+
+typedef struct {
+    double T, s, h, q, kv, hd, f, V, a; /* tokens, sequence, widths, vocabulary, heads */
+    bool native, ckpt, foreach, qk_norm, qkv_bias, o_bias, tied;
+    int layers, nlp;                    /* decoder layers, parameters per layer */
+    double lp[MAX_LAYER_PARAMS];        /* one layer's parameters, registration order */
+} dims;
+
+typedef struct {
+    alloc_replay *a;
+    bool fail;
+} ctx;
+
+typedef struct {
+    int h[MAX_SAVED];
+    int n;
+} saved;
+
+static int A(ctx *c, double bytes)
+{
+    int h = alloc_replay_malloc(c->a, (uint64_t)(bytes + 0.5), 0);
+    if (h < 0) c->fail = true;
+    return h;
+}
+
+static void F(ctx *c, int h)
+{
+    alloc_replay_free(c->a, h);
+}
+
+/* saved for the backward, or (sv NULL: under a checkpoint's forward) freed now */
+static void keep(ctx *c, saved *sv, int h)
+{
+    if (!sv) {
+        F(c, h);
+        return;
+    }
+    if (sv->n < MAX_SAVED) sv->h[sv->n++] = h;
+    else c->fail = true;
+}
+
+static void release(ctx *c, saved *sv)
+{
+    for (int i = 0; i < sv->n; i++) F(c, sv->h[i]);
+    sv->n = 0;
+}
+
+/* One layer's parameters in registration order: transformers' LlamaDecoderLayer (self_attn
+ * q, k, v, o with Qwen2's q/k/v biases and Qwen3's q_norm, k_norm after o_proj; mlp gate, up,
+ * down; input and post-attention norms) or native_llama.py's TransformerBlock (wq, wk, wv, wo,
+ * q/k norms; w1, w2, w3; the two norms). */
+static void layer_params_of(dims *d)
+{
+    int n = 0;
+    d->lp[n++] = d->q * d->h;
+    if (!d->native && d->qkv_bias) d->lp[n++] = d->q;
+    d->lp[n++] = d->kv * d->h;
+    if (!d->native && d->qkv_bias) d->lp[n++] = d->kv;
+    d->lp[n++] = d->kv * d->h;
+    if (!d->native && d->qkv_bias) d->lp[n++] = d->kv;
+    d->lp[n++] = d->h * d->q;
+    if (d->o_bias) d->lp[n++] = d->h;
+    if (d->qk_norm) {
+        d->lp[n++] = d->hd;
+        d->lp[n++] = d->hd;
+    }
+    d->lp[n++] = d->f * d->h;
+    d->lp[n++] = d->f * d->h;
+    d->lp[n++] = d->h * d->f;
+    d->lp[n++] = d->h;
+    d->lp[n++] = d->h;
+    d->nlp = n;
+}
+
+/* ---- forward ---- */
+
+/* transformers' LlamaRMSNorm over rows x width (modeling_llama.py lines 63-67): x.to(fp32)
+ * (saved by pow and by the mul), pow(2), mean, + eps, rsqrt (saved), x * rstd, .to(bf16)
+ * (saved by the weight's mul), weight * that (the output). Native: F.rms_norm's fused kernel
+ * saves its input (the caller's tensor, kept by the caller's `saved`) and the fp32 rstd. */
+static int norm_fwd(ctx *c, const dims *d, double rows, double width, saved *sv)
+{
+    if (d->native) {
+        keep(c, sv, A(c, 4.0 * rows));
+        return A(c, 2.0 * rows * width);
+    }
+    int x32 = A(c, 4.0 * rows * width);
+    int p = A(c, 4.0 * rows * width);
+    int v = A(c, 4.0 * rows);
+    F(c, p);
+    int ve = A(c, 4.0 * rows);
+    F(c, v);
+    int r = A(c, 4.0 * rows);
+    F(c, ve);
+    int n32 = A(c, 4.0 * rows * width);
+    keep(c, sv, x32); /* the variable is rebound to x * rstd */
+    int nb = A(c, 2.0 * rows * width);
+    F(c, n32);
+    int out = A(c, 2.0 * rows * width);
+    keep(c, sv, r);
+    keep(c, sv, nb);
+    return out;
+}
+
+/* Rotary embedding of a [T, w] projection: HF's (x * cos) + (rotate_half(x) * sin), rotate_half
+ * a cat of -x2 and x1; native's complex product on the fp32 view, cast back (type_as). Returns
+ * the rotated tensor; the input is the caller's. */
+static int rope_fwd(ctx *c, const dims *d, double w)
+{
+    double t = d->T;
+    if (d->native) {
+        int f32 = A(c, 4.0 * t * w);
+        int prod = A(c, 4.0 * t * w);
+        int out = A(c, 2.0 * t * w);
+        F(c, f32);
+        F(c, prod);
+        return out;
+    }
+    int xc = A(c, 2.0 * t * w);
+    int neg = A(c, 1.0 * t * w);
+    int cat = A(c, 2.0 * t * w);
+    F(c, neg);
+    int xs = A(c, 2.0 * t * w);
+    F(c, cat);
+    int out = A(c, 2.0 * t * w);
+    F(c, xc);
+    F(c, xs);
+    return out;
+}
+
+/* One decoder layer's forward on input x (the caller's; under a checkpoint, sv is NULL and
+ * nothing is kept). Returns the output. */
+static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
+{
+    double t = d->T, h = d->h, q = d->q, kv = d->kv;
+    int n1 = norm_fwd(c, d, t, h, sv);
+    int xq = A(c, 2.0 * t * q), xk = A(c, 2.0 * t * kv), xv = A(c, 2.0 * t * kv);
+    int qn = xq, kn = xk;
+    if (d->qk_norm) { /* per head, over head_dim; HF's projections die with the norm's return */
+        qn = norm_fwd(c, d, t * d->a, d->hd, sv);
+        if (!d->native) F(c, xq);
+        kn = norm_fwd(c, d, t * kv / d->hd, d->hd, sv);
+        if (!d->native) F(c, xk);
+    }
+    int qe = rope_fwd(c, d, q), ke = rope_fwd(c, d, kv);
+    if (qn != xq) F(c, qn);
+    if (kn != xk) F(c, kn);
+    /* the projections: native F.rms_norm on q/k saved them (kept); else they die here */
+    if (d->native && d->qk_norm) {
+        keep(c, sv, xq);
+        keep(c, sv, xk);
+    } else if (!d->qk_norm) {
+        F(c, xq);
+        F(c, xk);
+    }
+    int keys = ke, values = xv;
+    if (d->native && q > kv) { /* repeat_kv's expand + reshape copies */
+        keys = A(c, 2.0 * t * q);
+        values = A(c, 2.0 * t * q);
+        F(c, ke);
+        F(c, xv);
+    }
+    int out = A(c, 2.0 * t * q), lse = A(c, 4.0 * t * d->a);
+    int o = A(c, 2.0 * t * h);
+    keep(c, sv, n1);
+    keep(c, sv, qe);
+    keep(c, sv, keys);
+    keep(c, sv, values);
+    keep(c, sv, out);
+    keep(c, sv, lse);
+    int hs = A(c, 2.0 * t * h);
+    F(c, o);
+    int n2 = norm_fwd(c, d, t, h, sv);
+    /* down(act(gate(x)) * up(x)): each operand dies as soon as the next op has run */
+    int g = A(c, 2.0 * t * d->f), s = A(c, 2.0 * t * d->f);
+    keep(c, sv, g);
+    int u = A(c, 2.0 * t * d->f), p = A(c, 2.0 * t * d->f);
+    keep(c, sv, s);
+    keep(c, sv, u);
+    int dn = A(c, 2.0 * t * h);
+    keep(c, sv, p);
+    keep(c, sv, n2);
+    int y = A(c, 2.0 * t * h);
+    F(c, dn);
+    /* the residual h: native's ffn_norm saved it; HF's dies on return */
+    if (d->native) keep(c, sv, hs);
+    else F(c, hs);
+    /* x: native's attention_norm saved it (the caller's reference is dropped below) */
+    (void)x;
+    return y;
+}
+
+/* ---- backward ---- */
+
+/* The RMSNorm's backward from the output's gradient g (consumed): returns the input's. */
+static int norm_bwd(ctx *c, const dims *d, double rows, double width, int g)
+{
+    if (d->native) {
+        int gi = A(c, 2.0 * rows * width);
+        F(c, g);
+        return gi;
+    }
+    int gnb = A(c, 2.0 * rows * width); /* weight * nb: d/d nb */
+    F(c, g);
+    int g32 = A(c, 4.0 * rows * width); /* .to(bf16) backward */
+    F(c, gnb);
+    int gxa = A(c, 4.0 * rows * width); /* x * rstd: grad * rstd */
+    int tmp = A(c, 4.0 * rows * width); /* grad * x, summed for rstd */
+    int gr = A(c, 4.0 * rows);
+    F(c, tmp);
+    F(c, g32);
+    int gve = A(c, 4.0 * rows);         /* rsqrt backward */
+    F(c, gr);
+    int gp = A(c, 4.0 * rows * width);  /* mean backward (expand) */
+    F(c, gve);
+    int gxb = A(c, 4.0 * rows * width); /* pow backward */
+    F(c, gp);
+    F(c, gxb);                          /* accumulated into gxa */
+    int gi = A(c, 2.0 * rows * width);  /* .to(fp32) backward */
+    F(c, gxa);
+    return gi;
+}
+
+/* One layer's backward from the output's gradient dy (consumed); weight gradients (bf16)
+ * appended to wg. Returns the input's gradient. */
+static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
+{
+    double t = d->T, h = d->h, q = d->q, kv = d->kv, f = d->f;
+    int gp = A(c, 2.0 * t * f);
+    wg[(*nwg)++] = A(c, 2.0 * h * f); /* down */
+    int gs = A(c, 2.0 * t * f), gu = A(c, 2.0 * t * f);
+    F(c, gp);
+    int gn2 = A(c, 2.0 * t * h);
+    wg[(*nwg)++] = A(c, 2.0 * h * f); /* up */
+    F(c, gu);
+    int gg = A(c, 2.0 * t * f);       /* silu backward */
+    F(c, gs);
+    int gn2b = A(c, 2.0 * t * h);
+    wg[(*nwg)++] = A(c, 2.0 * h * f); /* gate */
+    F(c, gg);
+    F(c, gn2b);
+    int gh = norm_bwd(c, d, t, h, gn2);
+    int gsum = A(c, 2.0 * t * h);     /* the residual's sum of gradients */
+    F(c, gh);
+    F(c, dy);
+    int go = A(c, 2.0 * t * q);
+    wg[(*nwg)++] = A(c, 2.0 * h * q); /* o */
+    int gq = A(c, 2.0 * t * q), gk = A(c, 2.0 * t * kv), gv = A(c, 2.0 * t * kv);
+    F(c, go);
+    int gn1 = A(c, 2.0 * t * h);
+    wg[(*nwg)++] = A(c, 2.0 * h * kv); /* v */
+    F(c, gv);
+    double w[2] = {kv, q};
+    int gr[2] = {gk, gq};
+    for (int i = 0; i < 2; i++) { /* rotary backward, the q/k norm's, the projection's */
+        int a1 = A(c, 2.0 * t * w[i]), a2 = A(c, 2.0 * t * w[i]);
+        F(c, gr[i]);
+        int gx = A(c, 2.0 * t * w[i]);
+        F(c, a1);
+        F(c, a2);
+        if (d->qk_norm) gx = norm_bwd(c, d, t * w[i] / d->hd, d->hd, gx);
+        int gin = A(c, 2.0 * t * h);
+        wg[(*nwg)++] = A(c, 2.0 * h * w[i]);
+        F(c, gx);
+        F(c, gin);                    /* accumulated into gn1 */
+    }
+    int gx = norm_bwd(c, d, t, h, gn1);
+    int gin = A(c, 2.0 * t * h);
+    F(c, gx);
+    F(c, gsum);
+    return gin;
+}
+
+/* ---- the program ---- */
+
+typedef struct {
+    int *orig, *sharded; /* the fp32 parameters */
+    int n;
+} params;
+
+static void unit_params(const dims *d, int unit, double *p, int *n)
+{
+    *n = 0;
+    if (unit < d->layers) {
+        for (int i = 0; i < d->nlp; i++) p[(*n)++] = d->lp[i];
+        return;
+    }
+    p[(*n)++] = d->V * d->h; /* embedding */
+    p[(*n)++] = d->h;        /* final norm */
+    if (!d->tied) p[(*n)++] = d->V * d->h;
+}
+
+static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
+{
+    alloc_replay *a = c->a;
+    int L = d->layers;
+    /* build: transformers' from_config under torch.device(cuda), fp32: the embedding, the
+     * layers, the final norm, the head (a tied head's own weight made, then dropped) */
+    int emb = A(c, 4.0 * d->V * d->h);
+    int lay[L > 0 ? L : 1][MAX_LAYER_PARAMS];
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < d->nlp; i++) lay[l][i] = A(c, 4.0 * d->lp[i]);
+    int fnorm = A(c, 4.0 * d->h);
+    int head = A(c, 4.0 * d->V * d->h);
+    if (d->tied) F(c, head);
+    if (d->native) A(c, 8.0 * d->s * d->hd / 2); /* freqs_cis, complex64 */
+    /* fully_shard per layer, then the root: each unit's sharded copies (FSDPParam
+     * _init_sharded_param's new_zeros), the originals dropped with the unit's param list */
+    int sh[L + 1][MAX_LAYER_PARAMS];
+    double pu[MAX_LAYER_PARAMS];
+    int npu;
+    for (int u = 0; u <= L; u++) {
+        unit_params(d, u, pu, &npu);
+        for (int i = 0; i < npu; i++) sh[u][i] = A(c, 4.0 * pu[i]);
+        if (u < L) {
+            for (int i = 0; i < npu; i++) F(c, lay[u][i]);
+        } else {
+            F(c, emb);
+            F(c, fnorm);
+            if (!d->tied) F(c, head);
+        }
+    }
+    A(c, 8.0 * d->T); /* the input ids (and labels: the same tensor) */
+    out->build_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
+
+    int side[L + 1];
+    bool have_side = false;
+    int state[2 * (L + 1) * MAX_LAYER_PARAMS];
+    for (int step = 0; step < 3; step++) {
+        if (have_side) /* zero_grad(set_to_none): the sharded gradients */
+            for (int u = 0; u <= L; u++) F(c, side[u]);
+        /* root pre-forward: its bf16 parameters, kept until its post-backward (FSDP2 does not
+         * reshard the root after forward) */
+        int rootp[3], nroot;
+        unit_params(d, L, pu, &nroot);
+        for (int i = 0; i < nroot; i++) rootp[i] = A(c, 2.0 * pu[i]);
+        int x = A(c, 2.0 * d->T * d->h); /* embedding output */
+        int cosb = -1, sinb = -1;
+        if (!d->native) { /* HF's rotary tables, [1, s, head_dim] */
+            double r = d->s * d->hd;
+            int fr = A(c, 2.0 * r), em = A(c, 4.0 * r), c32 = A(c, 4.0 * r), s32 = A(c, 4.0 * r);
+            cosb = A(c, 2.0 * r);
+            sinb = A(c, 2.0 * r);
+            F(c, fr);
+            F(c, em);
+            F(c, c32);
+            F(c, s32);
+        }
+        saved sv[L > 0 ? L : 1];
+        int ckin[L > 0 ? L : 1];
+        for (int l = 0; l < L; l++) {
+            int bp[MAX_LAYER_PARAMS];
+            for (int i = 0; i < d->nlp; i++) bp[i] = A(c, 2.0 * d->lp[i]);
+            sv[l].n = 0;
+            int y = layer_fwd(c, d, x, d->ckpt ? NULL : &sv[l]);
+            if (d->ckpt) ckin[l] = x;          /* the checkpoint keeps its input */
+            else if (d->native) keep(c, &sv[l], x); /* attention_norm saved it */
+            else F(c, x);
+            x = y;
+            for (int i = 0; i < d->nlp; i++) F(c, bp[i]); /* reshard after forward */
+        }
+        saved fs = {.n = 0};
+        int nf = norm_fwd(c, d, d->T, d->h, &fs);
+        if (d->native) keep(c, &fs, x);
+        else F(c, x);
+        /* the loss chain (memory_logits.c): bf16 logits, the fp32 upcast, log_softmax's
+         * output (saved); the upcast dies with the loss function, the bf16 logits with the
+         * model's output (HF) or `del logits` (native) */
+        double L2 = 2.0 * d->T * d->V, L4 = 2.0 * L2;
+        int lg = A(c, L2), up = A(c, L4), ls = A(c, L4);
+        F(c, up);
+        F(c, lg);
+        if (step == 0) out->fwd0_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
+        /* backward: nll_loss_backward's fp32 gradient, _log_softmax_backward_data's, the
+         * upcast's backward to bf16; the head's input and weight gradients */
+        int gn = A(c, L4), gl = A(c, L4);
+        F(c, gn);
+        F(c, ls);
+        int gb = A(c, L2);
+        F(c, gl);
+        int gnf = A(c, 2.0 * d->T * d->h);
+        int ghead = A(c, 2.0 * d->V * d->h);
+        F(c, gb);
+        F(c, nf);
+        int dy = norm_bwd(c, d, d->T, d->h, gnf);
+        release(c, &fs);
+        for (int l = L - 1; l >= 0; l--) {
+            int bp[MAX_LAYER_PARAMS];
+            for (int i = 0; i < d->nlp; i++) bp[i] = A(c, 2.0 * d->lp[i]);
+            if (d->ckpt) { /* recompute the layer's forward, saving */
+                sv[l].n = 0;
+                F(c, layer_fwd(c, d, ckin[l], &sv[l]));
+            }
+            int wg[MAX_LAYER_PARAMS], nwg = 0;
+            int gx = layer_bwd(c, d, dy, wg, &nwg);
+            release(c, &sv[l]);
+            if (d->ckpt) F(c, ckin[l]);
+            dy = gx;
+            /* post-backward: the fp32 reduce-scatter output on FSDP2's stream, the unsharded
+             * gradients and parameters dropped */
+            double units = 0;
+            for (int i = 0; i < d->nlp; i++) units += d->lp[i];
+            side[l] = alloc_replay_malloc(a, (uint64_t)(4.0 * units), SIDE_STREAM);
+            for (int i = 0; i < nwg; i++) F(c, wg[i]);
+            for (int i = 0; i < d->nlp; i++) F(c, bp[i]);
+        }
+        int gemb = A(c, 2.0 * d->V * d->h); /* embedding backward */
+        F(c, dy);
+        if (d->tied) F(c, gemb); /* summed into the head's */
+        double root = 0;
+        for (int i = 0; i < nroot; i++) root += pu[i];
+        side[L] = alloc_replay_malloc(a, (uint64_t)(4.0 * root), SIDE_STREAM);
+        have_side = true;
+        F(c, ghead);
+        if (!d->tied) F(c, gemb);
+        for (int i = 0; i < nroot; i++) F(c, rootp[i]);
+        if (cosb >= 0) {
+            F(c, cosb);
+            F(c, sinb);
+        }
+        if (step == 0) out->bwd0_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
+        /* clip_grad_norm_: foreach norms (0-d fp32 each) and their stack */
+        int total = (L + 1) * MAX_LAYER_PARAMS, np = 0;
+        int nrm[total];
+        for (int u = 0; u <= L; u++) {
+            unit_params(d, u, pu, &npu);
+            for (int i = 0; i < npu; i++) nrm[np++] = A(c, 4.0);
+        }
+        int stk = A(c, 4.0 * np);
+        for (int i = 0; i < np; i++) F(c, nrm[i]);
+        F(c, stk);
+        /* AdamW, parameters in model.parameters() order (the embedding, the layers, the
+         * final norm, an untied head): the state at the first step, exp_avg then exp_avg_sq
+         * per parameter (adam.py _init_group); foreach's sqrt list (_multi_tensor_adam) */
+        double order[total];
+        int no = 0;
+        unit_params(d, L, pu, &npu);
+        order[no++] = pu[0];
+        for (int l = 0; l < L; l++)
+            for (int i = 0; i < d->nlp; i++) order[no++] = d->lp[i];
+        for (int i = 1; i < npu; i++) order[no++] = pu[i];
+        if (step == 0)
+            for (int i = 0; i < no; i++) {
+                state[2 * i] = A(c, 4.0 * order[i]);
+                state[2 * i + 1] = A(c, 4.0 * order[i]);
+                if (!d->foreach) A(c, 4.0); /* fused: the step count on the device */
+            }
+        if (d->foreach) {
+            int tmp[total];
+            for (int i = 0; i < no; i++) tmp[i] = A(c, 4.0 * order[i]);
+            for (int i = 0; i < no; i++) F(c, tmp[i]);
+        }
+        if (step == 0) out->opt0_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
+        if (step == 1) out->step1_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
+        if (step == 2) out->step2_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
+    }
+    (void)state;
+    (void)sh;
+    out->side_bytes = (double)alloc_replay_stream_reserved_bytes(a, SIDE_STREAM);
+    out->peak_bytes = (double)alloc_replay_peak_reserved_bytes(a);
+    out->peak_allocated_bytes = (double)alloc_replay_peak_allocated_bytes(a);
+}
+
+bool alloc_step_covered(const model_spec *m, const training_spec *t, const layout *l)
+{
+    if (!layout_is_pytorch(l) || l->sharding != SHARDING_FSDP) return false;
+    if (l->tp * l->pp * l->dp * l->cp != 1 || l->compile || l->offload) return false;
+    if (layout_microbatches(l, t) > 1 || l->precision != PRECISION_BF16) return false;
+    if (l->recompute != RECOMPUTE_NONE && l->recompute != RECOMPUTE_FULL) return false;
+    if (l->recompute == RECOMPUTE_FULL && l->recompute_layers != 0) return false;
+    if (t->attention != ATTENTION_FLASH || t->hold_logits) return false;
+    if (model_is_moe(m) || m->mla || m->hf_fused_qkv || m->sandwich_norm || m->dropout ||
+        m->learned_positions || m->activation != MODEL_ACT_SWIGLU || m->norm_fp32_scale ||
+        m->final_logit_softcap > 0 || m->attn_logit_softcap > 0 || m->rotary_fraction < 1 ||
+        m->attention_sinks || m->ffn <= 0 || memory_hf_window_mask_share(m, t, l) > 0)
+        return false;
+    int impl = layout_impl_of(l);
+    return impl == IMPL_HF || impl == IMPL_NATIVE;
+}
+
+int alloc_step_replay(const model_spec *m, const training_spec *t, const layout *l,
+                      double allocator_capacity_bytes, alloc_step_reserved *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!alloc_step_covered(m, t, l) || m->layers > 512) return -1;
+    dims d = {.T = (double)l->mbs * t->seq_len, .s = t->seq_len, .h = m->hidden,
+              .q = model_q_dim(m), .kv = model_kv_dim(m), .hd = m->head_dim, .f = m->ffn,
+              .V = m->vocab, .a = m->heads, .native = layout_impl_of(l) == IMPL_NATIVE,
+              .ckpt = l->recompute == RECOMPUTE_FULL,
+              .qk_norm = m->qk_norm, .qkv_bias = m->qkv_bias, .o_bias = m->attn_out_bias,
+              .tied = m->tied_embeddings, .layers = m->layers};
+    int opt = layout_optimizer_impl_of(l);
+    d.foreach = opt == OPTIMIZER_IMPL_FOREACH;
+    layer_params_of(&d);
+    ctx c = {.a = alloc_replay_new()};
+    if (!c.a) return -1;
+    if (allocator_capacity_bytes > 0)
+        alloc_replay_set_capacity(c.a, (uint64_t)allocator_capacity_bytes);
+    replay_steps(&c, &d, out);
+    out->out_of_memory = alloc_replay_out_of_memory(c.a);
+    out->cache_released = alloc_replay_released(c.a);
+    alloc_replay_delete(c.a);
+    return c.fail ? -1 : 0;
+}
+
+alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, const layout *l,
+                                 double allocator_capacity_bytes)
+{
+    alloc_step_key k;
+    memset(&k, 0, sizeof k);
+    k.seq_len = t->seq_len;
+    k.mbs = l->mbs;
+    k.recompute = (int)l->recompute;
+    k.impl = layout_impl_of(l);
+    k.optimizer_impl = layout_optimizer_impl_of(l);
+    k.allocator_capacity_bytes = allocator_capacity_bytes;
+    k.layers = m->layers;
+    k.hidden = m->hidden;
+    k.heads = m->heads;
+    k.kv_heads = m->kv_heads;
+    k.head_dim = m->head_dim;
+    k.ffn = m->ffn;
+    k.vocab = m->vocab;
+    k.flags = (m->qk_norm ? 1 : 0) | (m->qkv_bias ? 2 : 0) | (m->attn_out_bias ? 4 : 0) |
+              (m->tied_embeddings ? 8 : 0);
+    return k;
+}

@@ -1,0 +1,63 @@
+/*
+ * alloc_step.h — the caching allocator's reserved memory for one GPU's torch FSDP2 training
+ * steps, by replaying plan's own list of the tensors those steps allocate and free
+ * (alloc_replay.h) instead of adding slack to totals (issue 14; the mechanism:
+ * bench/results/resv20_2026-11-29, the validation: bench/results/alloc21_2026-11-29).
+ *
+ * The list, in program order: the model built in fp32 on the device and each FSDP2 unit's
+ * sharded copies (fully_shard per decoder layer, then the root); per step the root's and each
+ * layer's bf16 parameters (FSDP2's cast at world size 1), the rotary tables, every tensor of a
+ * decoder layer's forward with its lifetime (saved for the backward or freed when its Python
+ * reference drops; the saved set is hfsav20's, tensor by tensor), the loss chain (bf16 logits,
+ * fp32 upcast, log-softmax output; in the backward nll's and log-softmax's fp32 gradients and
+ * the bf16 one), the backward's gradients and bf16 weight gradients layer by layer with the
+ * fp32 reduce-scatter output on FSDP2's side stream, then AdamW: its two fp32 states per
+ * parameter made at the first step in parameter order (torch/optim/adam.py _init_group) and,
+ * for the foreach implementation, the list of sqrt temporaries (_multi_tensor_adam). Steps 0,
+ * 1 and 2 are replayed; segments are never returned.
+ *
+ * Covered: one GPU (dp = tp = pp = cp = 1), torch FSDP2 (the guide's trainer or torchtitan),
+ * dense decoder layers of the Llama family (Llama, Qwen2, Qwen3's q/k norms), Hugging Face or
+ * native layer code, no recompute or full recompute of every layer, eager. Anything else is
+ * reported as not covered.
+ */
+#ifndef PLAN_ALLOC_STEP_H
+#define PLAN_ALLOC_STEP_H
+
+#include <stdbool.h>
+
+#include "layout.h"
+#include "model.h"
+
+typedef struct {
+    /* reserved bytes of the default stream after each phase (cumulative: segments stay) */
+    double build_bytes, fwd0_bytes, bwd0_bytes, opt0_bytes, step1_bytes, step2_bytes;
+    double side_bytes;          /* FSDP2's reduce-scatter stream's segments */
+    double peak_bytes;          /* all streams, what reserved_bytes.all.peak reads */
+    bool cache_released;        /* a cudaMalloc reached the capacity: the cache was released */
+    bool out_of_memory;         /* a cudaMalloc failed even after the cache was released */
+    double peak_allocated_bytes;
+} alloc_step_reserved;
+
+/* Is l's step one that alloc_step_replay covers (above; one micro-batch a step)? */
+bool alloc_step_covered(const model_spec *m, const training_spec *t, const layout *l);
+
+/* Replay three steps of l on a device whose cudaMalloc can give allocator_capacity_bytes (the
+ * GPU's memory less what lies outside the allocator; 0: unlimited); 0 on success, -1 when not
+ * covered or out of host memory. */
+int alloc_step_replay(const model_spec *m, const training_spec *t, const layout *l,
+                      double allocator_capacity_bytes, alloc_step_reserved *out);
+
+/* Everything the replay reads of a covered layout (the memo's key, memory_memo.h): the
+ * sequence, micro-batch, recompute, layer code, AdamW path, the allocator's capacity and the
+ * model's shape; ints, longs and a double: no padding. */
+typedef struct {
+    int seq_len, mbs, recompute, impl, optimizer_impl, pad;
+    double allocator_capacity_bytes;
+    /* the model's fields the list reads (for a cache that serves any model) */
+    long layers, hidden, heads, kv_heads, head_dim, ffn, vocab, flags;
+} alloc_step_key;
+alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, const layout *l,
+                                 double allocator_capacity_bytes);
+
+#endif
