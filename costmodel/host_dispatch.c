@@ -591,7 +591,7 @@ static void pace(const system_spec *sys, const model_spec *m, const layout *l, c
         host_dispatch_launches(r, l, &lf, &lb, &lr);
         if (hc.dtensor)
             for (int i = 0; i < r->n_ops; i++) {
-                double k = modules_of(&r->op[i], m, hc.titan);
+                double k = name_facts_of(&r->op[i], m)->modules[hc.titan ? 1 : 0];
                 lf += dtensor_linear_dispatches(&r->op[i], k, false);
                 lb += dtensor_linear_dispatches(&r->op[i], k, true);
             }
@@ -600,7 +600,7 @@ static void pace(const system_spec *sys, const model_spec *m, const layout *l, c
         p->bwd_s = lb * hb.dt_bwd + lr * hb.dt_fwd;
         if (rec) /* the same launches, op by op */
             for (int i = 0; i < r->n_ops; i++) {
-                double of, ob, orc, k = modules_of(&r->op[i], m, hc.titan);
+                double of, ob, orc, k = name_facts_of(&r->op[i], m)->modules[hc.titan ? 1 : 0];
                 host_dispatch_op_launches(&r->op[i], l, &of, &ob, &orc);
                 if (hc.dtensor) {
                     of += dtensor_linear_dispatches(&r->op[i], k, false);
