@@ -735,7 +735,11 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
                  * lb does. */
                 lb = f * estimate_stage_layers_total(m, sys, t, l, 0, kinds[k]);
                 if (lb <= prune_above_s) {
-                    if (l->pp == 1) ensure_head(cache, m, sys, t, l, &head[k], &have_head[k]);
+                    /* the first stage holds the head where it is the head's stage: pp 1, and
+                     * the V schedules' rank 0 (layout_head_stage; speed21: before, only pp 1
+                     * priced it, and a V-schedule layout's bound read head[k] unset) */
+                    if (layout_head_stage(l) == 0)
+                        ensure_head(cache, m, sys, t, l, &head[k], &have_head[k]);
                     stage_time s0 = estimate_stage_cost(m, sys, t, l, 0, kinds[k], &head[k]);
                     lb = f * estimate_stage_total(&s0);
                 }

@@ -23,6 +23,7 @@
 #include "mcore_moe_host.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 /* Parameter tensors of one decoder layer as the model code holds them (each a copy-out after
@@ -204,15 +205,14 @@ static int slot_elementwise(const char *n, bool *split)
 }
 
 /* Launches (n) and GPU time per launch (g) of op o in the forward (bwd false) or backward. */
-static void op_launches(const recipe_op *o, const model_spec *m, bool titan, bool bwd, double *n,
-                        double *g)
+static void op_launches(const recipe_op *o, double modules, bool bwd, double *n, double *g)
 {
     *n = 0, *g = 0;
     double t = 0;
     switch (o->kind) {
     case RECIPE_GEMM: {
         /* >1: hf_experts.h's grouped kernels; else the modules the op stands for */
-        double k = o->launches > 1 ? o->launches : modules_of(o, m, titan);
+        double k = o->launches > 1 ? o->launches : modules; /* modules_of(o, ...) */
         *n = bwd ? 2 * k : k;
         t = bwd ? o->fwd_bwd_s - o->fwd_s : o->fwd_s;
         break;
@@ -245,30 +245,69 @@ typedef struct {
     double modules;    /* modules_of: the Linear modules behind a GEMM op */
 } op_class;
 
+/* What classify reads of an op's name and kind, which are all it depends on besides the
+ * host's costs and the model (speed21: the names' compares, ~2% of DeepSeek-V3's search at
+ * 16384 GPUs, made once per name instead of once per op of every pacing). An op's name is a
+ * static string (recipe_op.name, elementwise_kernel.name), so its address stands for it: each
+ * thread keeps the facts of the names it met by address, and a slot taken by another address
+ * or kind is computed again. modules_of reads the model and torchtitan besides the name, so
+ * it is kept for both of its model-dependent answers (titan off and on) with the activation it
+ * was computed for. */
+typedef struct {
+    const char *name;    /* NULL: empty slot */
+    recipe_kind kind;
+    int act;             /* the model's activation the modules were computed for */
+    signed char slot;
+    bool split, dtensor_op, router, cp;
+    double modules[2];   /* modules_of with titan false, true */
+} name_facts;
+
+enum { NAME_FACTS_SLOTS = 256 };
+
+static const name_facts *name_facts_of(const recipe_op *o, const model_spec *m)
+{
+    static _Thread_local name_facts memo[NAME_FACTS_SLOTS];
+    unsigned long a = (unsigned long)(uintptr_t)o->name;
+    name_facts *f = &memo[((a >> 3) ^ (a >> 11) ^ (unsigned long)o->kind) & (NAME_FACTS_SLOTS - 1)];
+    if (f->name == o->name && f->kind == o->kind && f->act == (int)m->activation) return f;
+    f->name = o->name;
+    f->kind = o->kind;
+    f->act = (int)m->activation;
+    f->split = false;
+    if (o->kind == RECIPE_GEMM) f->slot = (signed char)slot_gemm(o->name);
+    else if (o->kind == RECIPE_ATTENTION) f->slot = S_ATTN;
+    else f->slot = (signed char)slot_elementwise(o->name, &f->split);
+    f->dtensor_op = dtensor_layer_op(o);
+    f->router = !strcmp(o->name, "router");
+    f->cp = starts(o->name, "cp.");
+    f->modules[0] = modules_of(o, m, false);
+    f->modules[1] = modules_of(o, m, true);
+    return f;
+}
+
 static void classify(const recipe *r, const model_spec *m, const host_costs *hc, op_class *cl)
 {
     for (int i = 0; i < r->n_ops; i++) {
         const recipe_op *o = &r->op[i];
+        const name_facts *f = name_facts_of(o, m);
         op_class *c = &cl[i];
-        c->split = false;
-        if (o->kind == RECIPE_GEMM) c->slot = (signed char)slot_gemm(o->name);
-        else if (o->kind == RECIPE_ATTENTION) c->slot = S_ATTN;
-        else c->slot = (signed char)slot_elementwise(o->name, &c->split);
-        c->dtensor = hc->dtensor && dtensor_layer_op(o);
-        c->router = !strcmp(o->name, "router");
-        c->ring_merge = hc->ring_fwd > 0 && o->kind == RECIPE_ELEMENTWISE && starts(o->name, "cp.");
+        c->split = f->split;
+        c->slot = f->slot;
+        c->dtensor = hc->dtensor && f->dtensor_op;
+        c->router = f->router;
+        c->ring_merge = hc->ring_fwd > 0 && o->kind == RECIPE_ELEMENTWISE && f->cp;
         if (c->ring_merge) {
             c->slot = S_ATTN;
             c->split = false;
         }
-        c->modules = modules_of(o, m, hc->titan);
+        c->modules = f->modules[hc->titan ? 1 : 0];
     }
 }
 
 /* One pass of one layer through the queue: the forward slots in order, or the backward in the
  * reverse order; only_recompute: the ops a recompute re-runs. Each op's launches, time and
  * host cost are taken once, then the slots walked over them in the ops' order. */
-static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_costs *hc,
+static void run_pass(queue *q, const recipe *r, const host_costs *hc,
                      const op_class *cl, bool bwd, bool only_recompute, host_dispatch_host *rec)
 {
     int ph = bwd ? RECIPE_BWD : only_recompute ? RECIPE_RECOMPUTE : RECIPE_FWD;
@@ -285,7 +324,7 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
         const recipe_op *o = &r->op[i];
         if (only_recompute && !o->recompute && !sac_replay) continue;
         double n, g;
-        op_launches(o, m, hc->titan, bwd, &n, &g);
+        op_launches(o, cl[i].modules, bwd, &n, &g);
         replay[i] = only_recompute && !o->recompute;
         if (only_recompute && o->recompute && o->kind == RECIPE_ELEMENTWISE)
             n = o->recompute_launches;
@@ -293,6 +332,29 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
         ns[i] = n;
         gs[i] = g;
         live[n_live++] = i;
+    }
+    /* the live ops of each slot, in the ops' order (speed21): an op runs at its slot, a split
+     * one at its second place too (S_NORM2, S_RES2); walking each slot's own list makes the
+     * same calls in the same order as walking every live op at every slot and skipping the
+     * others (whose q->c and q->rec settings were dead: each push sets its own first) */
+    int at[S_N + 1] = {0}, by_slot[2 * RECIPE_MAX_OPS];
+    int n_in = 0; /* the live ops with a slot (every kind op_launches gives launches has) */
+    for (int j = 0; j < n_live; j++) {
+        const op_class *c = &cl[live[j]];
+        if (c->slot < 0 || c->slot >= S_N) continue; /* matched no slot: never ran */
+        live[n_in++] = live[j];
+        at[c->slot + 1]++;
+        if (c->split) at[c->slot + (c->slot == S_NORM1 ? S_NORM2 - S_NORM1 : S_RES2 - S_RES1) + 1]++;
+    }
+    for (int s = 0; s < S_N; s++) at[s + 1] += at[s];
+    int fill[S_N];
+    memcpy(fill, at, sizeof fill);
+    for (int j = 0; j < n_in; j++) {
+        const op_class *c = &cl[live[j]];
+        by_slot[fill[c->slot]++] = live[j];
+        if (c->split)
+            by_slot[fill[c->slot + (c->slot == S_NORM1 ? S_NORM2 - S_NORM1 : S_RES2 - S_RES1)]++] =
+                live[j];
     }
     for (int step = 0; step < S_N; step++) {
         int s = bwd ? S_N - 1 - step : step;
@@ -302,8 +364,8 @@ static void run_pass(queue *q, const recipe *r, const model_spec *m, const host_
             q->rec = rec ? &rec->pass_s[ph] : NULL;
             q_push(q, dtensor_norm_dispatches(), 0);
         }
-        for (int j = 0; j < n_live; j++) {
-            int i = live[j];
+        for (int j = at[s]; j < at[s + 1]; j++) {
+            int i = by_slot[j];
             const recipe_op *o = &r->op[i];
             const op_class *c = &cl[i];
             double n = ns[i], g = gs[i];
@@ -529,7 +591,7 @@ static void pace(const system_spec *sys, const model_spec *m, const layout *l, c
         host_dispatch_launches(r, l, &lf, &lb, &lr);
         if (hc.dtensor)
             for (int i = 0; i < r->n_ops; i++) {
-                double k = modules_of(&r->op[i], m, hc.titan);
+                double k = name_facts_of(&r->op[i], m)->modules[hc.titan ? 1 : 0];
                 lf += dtensor_linear_dispatches(&r->op[i], k, false);
                 lb += dtensor_linear_dispatches(&r->op[i], k, true);
             }
@@ -538,7 +600,7 @@ static void pace(const system_spec *sys, const model_spec *m, const layout *l, c
         p->bwd_s = lb * hb.dt_bwd + lr * hb.dt_fwd;
         if (rec) /* the same launches, op by op */
             for (int i = 0; i < r->n_ops; i++) {
-                double of, ob, orc, k = modules_of(&r->op[i], m, hc.titan);
+                double of, ob, orc, k = name_facts_of(&r->op[i], m)->modules[hc.titan ? 1 : 0];
                 host_dispatch_op_launches(&r->op[i], l, &of, &ob, &orc);
                 if (hc.dtensor) {
                     of += dtensor_linear_dispatches(&r->op[i], k, false);
@@ -589,11 +651,11 @@ static void pace(const system_spec *sys, const model_spec *m, const layout *l, c
     for (int k = 0; k < 2; k++) {
         host_dispatch_host *h = k == 1 ? rec : NULL;
         run_fsdp(&q, r, m, l, false, moe, h);
-        run_pass(&q, r, m, &hf, cl, false, false, h);
+        run_pass(&q, r, &hf, cl, false, false, h);
         f_end[k] = q.gpu;
         run_fsdp(&qb, r, m, l, true, moe, h);
-        if (any_re) run_pass(&qb, r, m, &hb, cl, false, true, h);
-        run_pass(&qb, r, m, &hb, cl, true, false, h);
+        if (any_re) run_pass(&qb, r, &hb, cl, false, true, h);
+        run_pass(&qb, r, &hb, cl, true, false, h);
         b_end[k] = qb.gpu;
     }
     p->fwd_s = f_end[1] - f_end[0];
