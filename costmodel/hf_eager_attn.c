@@ -102,11 +102,12 @@ double hf_eager_transient_bytes(const model_spec *m, const training_spec *t, con
      * GPT-OSS's forward holds the masked scores (the variable attn_weights, until it is
      * reassigned after the softmax) and the max-subtracted logits (combined_logits, until the
      * function returns) beside the saved softmax output; its backward, slice_backward's padded
-     * gradient and PV's dP, then the softmax gradient, beside the same. Llama's backward holds
-     * dP in bf16 and its fp32 copy (_to_copy's backward) beside the fp32 softmax output, the
-     * bf16 probabilities already released with PV's node: 2 + 4 bytes a score, less the 2 of
-     * the released copy. Dropout adds its backward's bf16 product. */
-    double per_score = 4.0 + (m->dropout ? 2.0 : 0.0);
+     * gradient and PV's dP, then the softmax gradient, beside the same: 4 bytes a score.
+     * Llama's backward, once PV's node has released the bf16 probabilities, holds the fp32
+     * softmax output, the fp32 gradient of .to(bf16) and the fp32 softmax gradient: 12 bytes
+     * a score against the 6 saved, 6 more (its forward: 10 at the softmax, the masked scores,
+     * the fp32 copy and the output). Dropout adds its backward's bf16 product. */
+    double per_score = (m->attention_sinks ? 4.0 : 6.0) + (m->dropout ? 2.0 : 0.0);
     double transient = per_score * scores;
     /* The additive masks the model builds once per forward, bf16 [b, 1, s, s] (masking_utils.py
      * eager_mask, lines 539-605: never skipped for eager, allow_is_causal_skip=False), one per
@@ -155,10 +156,16 @@ void hf_eager_score_kernels(const model_spec *m, const training_spec *t, const l
         add(b, "eager.max.bwd", 2 * sk, 1, vec(2, 0, 0, sk));
         add(b, "eager.grad_sum", 6 * sk, 1, vec(2, 2, 2, sk));
     } else {
-        add(f, "eager.softmax", 6 * sc, 1, contig(EW_SOFTMAX_FWD, 4, 2, 0, sc));
+        /* softmax(x, dtype=float32) of a bf16 x converts x first: only Half takes the fused
+         * half_to_float kernel (aten/src/ATen/native/SoftMax.cpp softmax(input_, dim_, dtype)),
+         * so an fp32 copy, the fp32 softmax and .to(bf16); backward the copies' casts around an
+         * fp32 softmax backward */
+        add(f, "eager.softmax.to_fp32", 6 * sc, 1, contig(EW_UNROLLED, 4, 2, 0, sc));
+        add(f, "eager.softmax", 8 * sc, 1, contig(EW_SOFTMAX_FWD, 4, 4, 0, sc));
         add(f, "eager.to_bf16", 6 * sc, 1, vec(2, 4, 0, sc));
-        add(b, "eager.to_fp32.bwd", 6 * sc, 1, contig(EW_UNROLLED, 4, 2, 0, sc));
-        add(b, "eager.softmax.bwd", 10 * sc, 1, contig(EW_SOFTMAX_BWD, 2, 4, 4, sc));
+        add(b, "eager.to_bf16.bwd", 6 * sc, 1, contig(EW_UNROLLED, 4, 2, 0, sc));
+        add(b, "eager.softmax.bwd", 12 * sc, 1, contig(EW_SOFTMAX_BWD, 4, 4, 4, sc));
+        add(b, "eager.softmax.to_fp32.bwd", 6 * sc, 1, vec(2, 4, 0, sc));
     }
     if (m->dropout) { /* native_dropout: output and a 1-byte mask; backward grad * mask * scale */
         add(f, "eager.dropout", 5 * sc, 1, vec(2, 2, 0, sc));
