@@ -2,8 +2,8 @@
  * hf_eager_attn.c — transformers' eager attention under --impl hf (hf_eager_attn.h): the
  * kernels over the scores, what autograd keeps of them, and the transient peak, derived op by op
  * from the eager functions of transformers 5.17.0 and PyTorch's autograd formulas
- * (tools/autograd/derivatives.yaml), checked on one H200 by bench/realruns/eager_attn_probe.py
- * (bench/results/hfeager21_2026-11-29).
+ * (tools/autograd/derivatives.yaml); bench/realruns/eager_attn_probe.py measures them on a GPU
+ * (not yet run: bench/results/hfeager21_2026-11-29 says why).
  *
  * Two variants. Llama's (models/llama/modeling_llama.py lines 204-211; Gemma 2's lines 201-214
  * add the soft-cap): matmul(q, repeat_kv(k)^T) * scaling; [/ softcap, tanh, * softcap]; + mask;
