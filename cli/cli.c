@@ -439,6 +439,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             break;
         }
         case OPT_ATTENTION:
+            o->training.attention_set = true;
             if (!strcmp(optarg, "flash")) o->training.attention = ATTENTION_FLASH;
             else if (!strcmp(optarg, "unfused")) o->training.attention = ATTENTION_UNFUSED;
             else rc = cli_error("--attention must be flash or unfused");

@@ -32,6 +32,7 @@
 #include "async_tp.h"
 #include "hf_experts.h"
 #include "mcore_expert_gemm.h"
+#include "hf_eager_attn.h"
 #include "mcore_unfused.h"
 #include "titan_moe.h"
 #include "expert_loop.h"
@@ -239,7 +240,9 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
     double mask_share = memory_hf_window_mask_share(m, t, l);
     bool explicit_mask = mask_share > 0;
     bool causal = t->causal && !explicit_mask;
-    if (t->attention == ATTENTION_FLASH) {
+    training_attention attention = layout_attention_of(m, t, l); /* hf_eager_attn.h */
+    bool hf_eager = hf_eager_attn_applies(m, t, l);
+    if (attention == ATTENTION_FLASH) {
         double seq_q = t->seq_len / (l->cp > 0 ? l->cp : 1); /* queries per sequence here */
         double rows = tokens / seq_q * a / tp; /* (sequence, head) pairs on this GPU */
         attn_mask mask = explicit_mask ? ATTN_MASK_WINDOW
@@ -282,11 +285,18 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         attn_fwd = pqk + ppv;
         attn_bwd = 2.0 * attn_fwd;
         double scores = rows_a * t->seq_len;
-        elementwise_unfused_softmax(sys, scores, m->dropout, &sm_f, &sm_b, &sm_f_s, &sm_b_s);
         /* Megatron's own attention layer around it (elementwise_legacy.c): the core's copies
-         * join its lumps; the QKV Linear's bias and split kernels are ops of their own */
+         * join its lumps; the QKV Linear's bias and split kernels are ops of their own.
+         * transformers' eager attention instead: every kernel over the scores an eager op of
+         * its own beside the two batched matmuls (hf_eager_attn.h), no lumps. */
         elementwise_list lc, lq;
-        elementwise_megatron_unfused_attention(m, l, tokens, &lc, &lq);
+        if (hf_eager) {
+            lc.n_fwd = lc.n_bwd = 0;
+            hf_eager_score_kernels(m, t, l, rows_a, &lq);
+        } else {
+            elementwise_unfused_softmax(sys, scores, m->dropout, &sm_f, &sm_b, &sm_f_s, &sm_b_s);
+            elementwise_megatron_unfused_attention(m, l, tokens, &lc, &lq);
+        }
         sm_f += elementwise_bytes(lc.fwd, lc.n_fwd), sm_b += elementwise_bytes(lc.bwd, lc.n_bwd);
         sm_f_s += elementwise_pass_s(sys, &lc, lc.fwd, lc.n_fwd);
         sm_b_s += elementwise_pass_s(sys, &lc, lc.bwd, lc.n_bwd);
@@ -379,7 +389,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
          * rank, mbs sequences: batch = mbs*heads/tp */
         int batch = (int)(l->mbs * (a / tp));
         double sq = (double)t->seq_len / l->cp;
-        if (t->attention == ATTENTION_FLASH) {
+        if (attention == ATTENTION_FLASH) {
             double pf = attn_fwd / 2.0, pb = attn_bwd / 5.0;
             double sk = causal ? t->seq_len / 2.0 : t->seq_len; /* keys per query */
             rb_gemm_item(b, attn, RECIPE_FWD, "attn.qk", RECIPE_FORM_FWD, sq, sk, qk, batch, false,
@@ -402,7 +412,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
                       pqk);
             rb_gemm_item(b, attn, RECIPE_FWD, "attn.pv", RECIPE_FORM_DGRAD, sq, vd, sk, batch,
                       false, ppv);
-            rb_lump_item(b, attn, RECIPE_FWD, "attn.softmax", sm_f, sm_f_s);
+            if (sm_f > 0) rb_lump_item(b, attn, RECIPE_FWD, "attn.softmax", sm_f, sm_f_s);
             rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dv", RECIPE_FORM_WGRAD, sk, vd, sq, batch,
                       false, ppv);
             rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dp", RECIPE_FORM_FWD, sq, sk, vd, batch,
@@ -411,7 +421,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
                       false, ppv);
             rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dk", RECIPE_FORM_WGRAD, sk, qk, sq, batch,
                       false, pqk);
-            rb_lump_item(b, attn, RECIPE_BWD, "attn.softmax_bwd", sm_b, sm_b_s);
+            if (sm_b > 0) rb_lump_item(b, attn, RECIPE_BWD, "attn.softmax_bwd", sm_b, sm_b_s);
         }
     }
 
@@ -638,7 +648,9 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
     {
         elementwise_list el;
         elementwise_layer(m, l, tokens, moe, &el);
-        elementwise_hf_repeat_kv(m, l, tokens, memory_hf_window_mask_share(m, t, l), &el);
+        /* repeat_kv before SDPA on the masked layers, before every eager attention */
+        elementwise_hf_repeat_kv(m, l, tokens, hf_eager ? 1.0 : memory_hf_window_mask_share(m, t, l),
+                                 &el);
         rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
         rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
         if (moe && expert_loop_applies(t, l)) rb_expert_loop_act(r, m->experts / l->ep);

@@ -8,6 +8,7 @@
  */
 #include "layout.h"
 #include "cuda_graphs.h"
+#include "hf_eager_attn.h"
 #include "recompute_modules.h"
 #include "precision.h"
 
@@ -375,6 +376,12 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
              "tensor parallel size %d must divide the attention heads (%d) and KV "
              "groups (%d): pick a tp that divides both",
              l->tp, m->heads, m->kv_heads);
+    if (hf_eager_flash_refused(m, t, l)) /* hf_eager_attn.h */
+        FAIL(CM_ERULE, "hf-no-sdpa",
+             "transformers has no SDPA (flash) attention for model_type %s (its class sets "
+             "_supports_sdpa = False): under --impl hf it trains with eager attention; drop "
+             "--attention flash or give --attention unfused",
+             m->hf_model_type);
     if (l->pp > m->layers)
         FAIL(CM_ERULE, "pp-fits-layers", "pipeline size %d exceeds the %d layers: use pp <= %d",
              l->pp, m->layers, m->layers);

@@ -72,7 +72,10 @@ typedef enum { CUDA_GRAPHS_AUTO = 0, CUDA_GRAPHS_ON = 1, CUDA_GRAPHS_OFF = 2 } l
 typedef struct {
     int seq_len;               /* tokens per sequence */
     int global_batch;          /* sequences per optimizer step */
-    training_attention attention; /* flash (fused, s^2 never stored) or unfused (2021 Megatron) */
+    training_attention attention; /* flash (fused, s^2 never stored) or unfused (2021 Megatron;
+                                     under impl hf transformers' eager attention) */
+    bool attention_set;        /* --attention given (hf_eager_attn.h: the default under impl hf
+                                  follows the model's class, an explicit flash is checked) */
     bool grad_reduce_bf16;     /* reduce gradients in bf16 (--grad-reduce-in-bf16) */
     bool causal;               /* causal mask: flash attention skips the masked half */
     double moe_imbalance;      /* busiest expert rank's routed tokens / the mean (>= 1; 0 reads

@@ -11,6 +11,7 @@
  * attention do not store. The tests check the GPT identity 34sbh + 5as^2b.
  */
 #include "memory.h"
+#include "hf_eager_attn.h"
 #include "memory_params.h"
 #include "moe_dispatch.h"
 #include "precision.h"
@@ -47,7 +48,8 @@ double memory_hf_window_mask_share(const model_spec *m, const training_spec *t, 
      * layers at seq 6144 runs its sliding layers 0 and 2 through the masked cuDNN kernels
      * (4.6 ms forward) and 1 and 3 causal (0.95 ms). */
     if (!layout_is_pytorch(l) || layout_impl_of(l) != IMPL_HF || m->sliding_window <= 0 ||
-        m->sliding_window > t->seq_len || m->layers <= 0)
+        m->sliding_window > t->seq_len || m->layers <= 0 ||
+        layout_attention_of(m, t, l) != ATTENTION_FLASH) /* eager: hf_eager_attn.h */
         return 0;
     return (double)model_sliding_layers(m) / m->layers;
 }
@@ -138,8 +140,13 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
 
     /* Sharded by TP: Q, K, V and the attention output (context). */
     double attn = 2.0 * (a * qk + kv_heads * qk + kv_heads * v + a * v);
-    if (t->attention == ATTENTION_FLASH) {
+    bool hf_eager = hf_eager_attn_applies(m, t, l);
+    if (layout_attention_of(m, t, l) == ATTENTION_FLASH) {
         attn += 4.0 * a; /* fp32 log-sum-exp per head */
+    } else if (hf_eager) {
+        /* transformers' eager attention (hf_eager_attn.h): its softmax output and copies, and
+         * repeat_kv's k and v at every query head */
+        attn += hf_eager_saved_bytes_per_token(m, t, l);
     } else if (l->recompute != RECOMPUTE_SELECTIVE) {
         /* softmax output (2), dropout mask (1) and dropout output (2) per score; without
          * dropout only the softmax output. Scores per token: a * s. */
@@ -241,6 +248,9 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * native block, bench/results/sac20_2026-11-29. */
         int impl = layout_impl_of(l);
         bool context_copy = impl == IMPL_HF ? m->hf_fused_qkv : impl != IMPL_NATIVE;
+        /* eager attention saves no output of its own: PV's matmul keeps its operands, o_proj
+         * the one contiguous copy (modeling_gpt_oss.py line 262) */
+        if (hf_eager) context_copy = false;
         if (context_copy) sharded += 2.0 * a * v;
         /* Eager SwiGLU w2(silu(w1 x) * w3 x) saves four tensors of the FFN width, not the
          * fused kernel's three: silu saves its input (w1's output), mul saves both operands
@@ -285,7 +295,9 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
              * than the separate projections' (whose q and k outputs RoPE's mul does not save,
              * cos/sin needing no gradient: derivatives.yaml mul.Tensor). Phi-3's gate_up_proj
              * keeps 2f through gate and up, the same four f-wide tensors as the eager SwiGLU. */
-            if (m->hf_fused_qkv) sharded += 2.0 * (a + kv_heads) * qk;
+            /* (Eager attention keeps no view of the fused output: repeat_kv's copy, or matmul's
+             * reshape of the transposed v, is what PV saves.) */
+            if (m->hf_fused_qkv && !hf_eager) sharded += 2.0 * (a + kv_heads) * qk;
         }
     }
     if (layout_is_pytorch(l) && layout_impl_of(l) == IMPL_NATIVE) {

@@ -4,6 +4,7 @@
  * picks until another key takes it (the search's neighbours share them).
  */
 #include "memory_memo.h"
+#include "hf_eager_attn.h"
 #include "schedule.h"
 
 #include <string.h>
@@ -15,14 +16,14 @@ void memory_memo_init(memory_memo *memo, const model_spec *m)
     memory_model_counts_of(m, &memo->counts);
 }
 
-static memory_act_key act_key_of(const training_spec *t, const layout *l)
+static memory_act_key act_key_of(const model_spec *m, const training_spec *t, const layout *l)
 {
     memory_act_key k;
     memset(&k, 0, sizeof k);
     k.moe_imbalance = t->moe_imbalance;
     k.moe_capacity_factor = t->moe_capacity_factor;
     k.seq_len = t->seq_len;
-    k.attention = (int)t->attention;
+    k.attention = (int)layout_attention_of(m, t, l); /* what the layout runs (hf_eager_attn.h) */
     k.mbs = l->mbs;
     k.cp = l->cp;
     k.tp = l->tp;
@@ -71,7 +72,7 @@ _Static_assert(sizeof(memory_act_key) % sizeof(unsigned long) == 0 &&
 
 int memory_memo_activation_slot(memory_memo *memo, const training_spec *t, const layout *l)
 {
-    memory_act_key k = act_key_of(t, l);
+    memory_act_key k = act_key_of(memo->model, t, l);
     int s = (int)(hash_words(&k, sizeof k) & (MEMORY_MEMO_ACT - 1));
     if (!memo->act_used[s] || !same_words(&memo->act_key[s], &k, sizeof k)) {
         memo->act_used[s] = true;

@@ -5,7 +5,8 @@ For each run line (bench/realruns/realrun.py wrote it on a GPU machine) this run
 `plan estimate` for the same model and layout: the run's config.json (cut to the run's layer count
 when the run was cut), the system preset of the run's GPU (h100 / h200), --framework fsdp2, --gpus
 equal to the run's world size, --seq, --mbs and --gbs = mbs x world size (one micro-batch per
-step), --recompute full when the run checkpointed every layer, JSON output; an FP8 run
+step), --recompute full when the run checkpointed every layer, --attention unfused for a run
+with transformers' eager attention (realrun.py --attn eager; flash otherwise), JSON output; an FP8 run
 (realrun.py --fp8) as --framework torchtitan --precision fp8 --fp8-recipe RECIPE. It prints one row per
 run and the medians and maxima of the errors, with the sign convention of the project:
 error = (predicted - measured) / measured.
@@ -67,7 +68,7 @@ HELP = run_plan(["estimate", "--help"])
 HELP = HELP.stdout + HELP.stderr
 HAS = {f: (f in HELP) for f in ("--impl", "--hold-logits", "--compile", "--optimizer-impl", "--compile-components",
                                   "--no-cuda-graphs", "--fp8-recipe",
-                                  "--no-expandable-segments")}
+                                  "--no-expandable-segments", "--attention")}
 
 SYSTEMS = (("H200", "h200"), ("H100", "h100"))
 
@@ -129,6 +130,10 @@ def layout_args(rec, cfgfile, system):
         a += ["--expandable-segments"]
     elif HAS["--no-expandable-segments"] and "torchtitan" in a:
         a += ["--no-expandable-segments"]
+    # the run's attention (realrun.py --attn; records before it ran SDPA): transformers' eager
+    # attention is plan's --attention unfused under --impl hf (costmodel/hf_eager_attn.h)
+    if HAS["--attention"]:
+        a += ["--attention", "unfused" if rec.get("attention") == "eager" else "flash"]
     if HAS["--hold-logits"] and held_logits(rec):
         a += ["--hold-logits"]
     if args.simulate:

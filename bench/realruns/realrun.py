@@ -4,7 +4,8 @@ Issue 14's ground truth: what a user's training step really costs (time and memo
 `plan estimate` of the same model and layout (bench/realruns/fidelity.py does that).
 
 Two implementations of the model, both from a Hugging Face config.json (bench/realruns/configs/):
-  --impl hf      transformers' AutoModelForCausalLM.from_config(attn_implementation="sdpa"), fp32
+  --impl hf      transformers' AutoModelForCausalLM.from_config(attn_implementation="sdpa", or
+                 "eager" under --attn eager), fp32
                  parameters, loss from model(input_ids, labels=...) (Hugging Face's own loss:
                  bf16 logits upcast to fp32), gradient checkpointing through
                  model.gradient_checkpointing_enable(use_reentrant=False), AdamW as torch builds it
@@ -32,6 +33,11 @@ World size 1 is a one-rank NCCL process group started here (or by torchrun when 
 Several GPUs (FSDP2 over all ranks, data parallel): start it under torchrun; each rank draws its own
 tokens, a step's time is the slowest rank's (max over ranks per step), the memory figures are the
 largest over ranks (and peak allocated/reserved per rank are listed); rank 0 writes the line.
+--attn eager (hf only; default sdpa): transformers' eager_attention_forward (QK^T and PV as matmuls over
+the explicit s x s scores) instead of SDPA, as a user must run a model whose class refuses SDPA
+(transformers 5.17: GptOssForCausalLM, models/gpt_oss/modeling_gpt_oss.py line 387 _supports_sdpa =
+False). Nothing falls back: asking sdpa of such a model fails at build with transformers' message, and the
+record carries the choice ("attention") and what transformers set (attn_implementation).
 --sac op: torchtitan's op-level selective activation checkpointing (native only, see sac_context_fn).
 --cuda-graph (native only): forward + loss + backward of each step replayed from one CUDA graph, the
 way torchtitan's core Trainer runs it by default since f84224af0 (torchtitan/distributed/cudagraph.py,
@@ -75,6 +81,9 @@ p.add_argument("--seq", type=int, default=4096)
 p.add_argument("--mbs", type=int, default=1)
 p.add_argument("--layers", type=int, default=0, help="cut the model to N decoder layers")
 p.add_argument("--ckpt", action="store_true", help="activation (gradient) checkpointing, every layer")
+p.add_argument("--attn", choices=("sdpa", "eager"), default="sdpa",
+               help="hf only: transformers' attn_implementation (default sdpa; eager: "
+                    "eager_attention_forward, s x s scores in the open); never falls back")
 p.add_argument("--sac", choices=("", "op"), default="",
                help="native only: selective activation checkpointing per block, op level "
                     "(torchtitan's policy: save every mm output except every second one, save the "
@@ -121,6 +130,8 @@ if args.cuda_graph and (args.impl != "native" or args.fsdp_reshard != "default")
              "reshard always fails at capture)")
 if args.fp8 and args.impl != "native":
     sys.exit("realrun: --fp8 is for --impl native")
+if args.attn != "sdpa" and args.impl != "hf":
+    sys.exit("realrun: --attn eager is for --impl hf (the native block always calls SDPA)")
 if args.fsdp_reshard == "default" and args.impl != "native":
     sys.exit("realrun: --fsdp-reshard default is for --impl native")
 
@@ -149,7 +160,7 @@ rec = {
     "reshard_after_forward": True,
     "fsdp_reshard": args.fsdp_reshard,
     "cuda_graph": bool(args.cuda_graph),
-    "attention": "sdpa",
+    "attention": args.attn,
     "precision": "fp8" if args.fp8 else "bf16",
     "fp8_recipe": args.fp8 or None,
     "command": (("torchrun --nproc_per_node %s " % os.environ["WORLD_SIZE"]) if "TORCHELASTIC_RUN_ID" in os.environ
@@ -227,15 +238,18 @@ def build_hf(dev):
     cfg = AutoConfig.for_model(d.pop("model_type"), **d)
     with torch.device(dev):
         try:
-            model = AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa", dtype=torch.float32)
+            model = AutoModelForCausalLM.from_config(cfg, attn_implementation=args.attn, dtype=torch.float32)
         except TypeError:
-            model = AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa",
+            model = AutoModelForCausalLM.from_config(cfg, attn_implementation=args.attn,
                                                      torch_dtype=torch.float32)
     if any(p.dtype != torch.float32 for p in model.parameters()):
         model = model.float()
     if any(p.device.type != "cuda" for p in model.parameters()):
         model = model.to(dev)
     rec["attn_implementation"] = getattr(model.config, "_attn_implementation", None)
+    if rec["attn_implementation"] != args.attn:  # no silent fallback: the run is not what was asked
+        raise RuntimeError("asked attn_implementation=%r, transformers set %r"
+                           % (args.attn, rec["attn_implementation"]))
     ei = getattr(model.config, "_experts_implementation", None)
     if ei is not None:
         rec["experts_implementation"] = str(ei)
