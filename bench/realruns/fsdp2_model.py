@@ -9,10 +9,11 @@ import os
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def build_fsdp2_model(name, dev, layers=0, ckpt=False):
+def build_fsdp2_model(name, dev, layers=0, ckpt=False, attn="sdpa"):
     """(model, vocab size, transformers' experts implementation or None) for configs/NAME.json
     on device dev, cut to `layers` decoder layers when layers > 0; ckpt: gradient checkpointing
-    of every layer as realrun.py --ckpt sets it (before fully_shard, use_reentrant=False)."""
+    of every layer as realrun.py --ckpt sets it (before fully_shard, use_reentrant=False); attn:
+    transformers' attn_implementation (realrun.py --attn: sdpa, or eager)."""
     import torch
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -24,10 +25,12 @@ def build_fsdp2_model(name, dev, layers=0, ckpt=False):
         d["num_hidden_layers"] = layers
         if "max_window_layers" in d:
             d["max_window_layers"] = min(d["max_window_layers"], layers)
+        if isinstance(d.get("layer_types"), list):  # per-layer kinds (gpt-oss): the first N
+            d["layer_types"] = d["layer_types"][:layers]
     d["use_cache"] = False
     cfg = AutoConfig.for_model(d.pop("model_type"), **d)
     with torch.device(dev):
-        model = AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa", dtype=torch.float32)
+        model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn, dtype=torch.float32)
     model.train()
     if ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})

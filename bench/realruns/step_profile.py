@@ -8,7 +8,8 @@ bf16/fp32 mixed precision, torch's default AdamW, clip 1.0).
 Usage: NCCL_NVLS_ENABLE=0 python3 bench/realruns/step_profile.py --out out/profile.json
        --runs name:seq:mbs[:layers[:ckpt]],...  (layers: cut the model as realrun.py --layers does,
        e.g. qwen3-30b-a3b:4096:1:4 and mixtral-8x7b:4096:1:2, the MoE runs of the realruns;
-       ckpt: gradient checkpointing of every layer as realrun.py --ckpt; layers 0 = uncut)
+       ckpt: gradient checkpointing of every layer as realrun.py --ckpt, or nockpt; layers 0 =
+       uncut; a fifth field "eager": transformers' eager attention, realrun.py --attn eager)
 """
 import argparse
 import json
@@ -34,9 +35,9 @@ torch.cuda.set_device(dev)
 dist.init_process_group("nccl", device_id=dev)
 
 
-def build(name, layers=0, ckpt=False):
+def build(name, layers=0, ckpt=False, attn="sdpa"):
     """fsdp2_model.build_fsdp2_model on this script's device"""
-    return build_fsdp2_model(name, dev, layers, ckpt)[:2]
+    return build_fsdp2_model(name, dev, layers, ckpt, attn)[:2]
 
 
 def cls(name):
@@ -59,7 +60,8 @@ for spec in args.runs.split(","):
     name, seq, mbs, *cut = spec.split(":")
     seq, mbs = int(seq), int(mbs)
     ckpt = len(cut) > 1 and cut[1] == "ckpt"
-    model, V = build(name, int(cut[0]) if cut else 0, ckpt)
+    attn = "eager" if len(cut) > 2 and cut[2] == "eager" else "sdpa"
+    model, V = build(name, int(cut[0]) if cut else 0, ckpt, attn)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
     ids = torch.randint(0, V, (mbs, seq + 1), device=dev)
     inp, lab = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
@@ -108,7 +110,7 @@ for spec in args.runs.split(","):
         k = e.name[:100]
         t, n = top.get(k, (0.0, 0))
         top[k] = (t + e.device_time * 1e-6, n + 1)
-    r = {"model": name, "layers": int(cut[0]) if cut else None, "seq": seq, "mbs": mbs, "ckpt": ckpt,
+    r = {"model": name, "layers": int(cut[0]) if cut else None, "seq": seq, "mbs": mbs, "ckpt": ckpt, "attn": attn,
          "step_s_median": sorted(ts)[1],
          "top_kernels": [[k, round(t, 6), n] for k, (t, n) in
                          sorted(top.items(), key=lambda kv: -kv[1][0])[:args.top]],
