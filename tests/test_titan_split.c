@@ -309,6 +309,52 @@ static void test_simulated(void **state)
     }
 }
 
+/* torch's interleaved 1F1B (the order the simulator runs, schedule.h) needs the micro-batch
+ * count divisible by its rounds, max(1, m / pp), not by pp as Megatron's does: pp 4, dp 2,
+ * mbs 2: gbs 40 is 10 micro-batches in 2 rounds of 5 (runs), gbs 12 is 3 in one round (runs),
+ * gbs 36 is 9 in 2 rounds (refused); Megatron refuses 10 on pp 4. Found by cfg21. */
+static void test_interleaved_rounds(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load("8b", "h100", &m, &s);
+    layout l = titan(1, 4, 2, 2, PP_SCHEDULE_INTERLEAVED_1F1B);
+    l.mbs = 2;
+    training_spec t = training_default();
+    layout_violation v[8];
+    t.global_batch = 40;
+    assert_int_equal(layout_check_all(&m, &s, &t, &l, 8, v, 8), 0);
+    t.global_batch = 12;
+    assert_int_equal(layout_check_all(&m, &s, &t, &l, 8, v, 8), 0);
+    t.global_batch = 36;
+    assert_int_equal(layout_check_all(&m, &s, &t, &l, 8, v, 8), 1);
+    assert_string_equal(v[0].rule, "vpp-microbatches");
+    assert_non_null(strstr(v[0].message, "rounds"));
+    /* and the simulator runs the 10 micro-batches in torch's order */
+    t.global_batch = 40;
+    estimate e;
+    char err[CM_ERRLEN];
+    l.cuda_graphs = CUDA_GRAPHS_OFF;
+    if (estimate_layout(&m, &s, &t, &l, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    sim_workspace *w = sim_alloc();
+    assert_non_null(w);
+    sim_options o = {.serialize = false, .trace = false};
+    if (sim_estimate(w, &m, &s, &t, &l, &o, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    sim_free(w);
+    /* 2 rounds of 5 leave a longer fill than 10 / pp's closed form prices: not shorter */
+    assert_true(e.time_sim.step_s >= e.time.step_s * 0.99);
+    layout meg = layout_default(FRAMEWORK_MEGATRON);
+    meg.pp = 4;
+    meg.dp = 2;
+    meg.vpp = 2;
+    meg.mbs = 2;
+    int k = layout_check_all(&m, &s, &t, &meg, 8, v, 8);
+    bool refused = false;
+    for (int j = 0; j < k && j < 8; j++) refused |= !strcmp(v[j].rule, "vpp-microbatches");
+    assert_true(refused);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_zbv_by_hand),
         cmocka_unit_test(test_fields_make_every_titan_split),
         cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_interleaved_rounds),
         cmocka_unit_test(test_emit_and_check_round_trip),
         cmocka_unit_test(test_simulated),
     };
