@@ -10,6 +10,7 @@
 #include "cuda_graphs.h"
 #include "hf_eager_attn.h"
 #include "recompute_modules.h"
+#include "schedule.h"
 #include "precision.h"
 
 #include <stdarg.h>
@@ -458,7 +459,7 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
      * divisible only by its rounds, max(1, m / pp) (schedule.h schedule_pipeline_torch, the
      * order the simulator runs; torchtitan b5bcd76 distributed/pipeline_parallel.py:305 only
      * warns below pp x vpp): 10 micro-batches on pp 4 run there, not under Megatron */
-    long rounds = micro / l->pp > 1 ? micro / l->pp : 1;
+    long rounds = schedule_torch_rounds(l->pp, micro);
     if (batch_divides && l->vpp > 1 && sched == PP_SCHEDULE_INTERLEAVED_1F1B &&
         l->framework == FRAMEWORK_TORCHTITAN && micro % rounds)
         FAIL(CM_ERULE, "vpp-microbatches",

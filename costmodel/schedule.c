@@ -37,7 +37,7 @@ int schedule_pipeline(int p, int v, int m, int s, schedule_op *out)
 int schedule_pipeline_torch(int p, int v, int m, int s, schedule_op *out)
 {
     if (v == 1) return schedule_pipeline(p, v, m, s, out);
-    int rounds = m / p > 1 ? m / p : 1;
+    int rounds = schedule_torch_rounds(p, m);
     if (m % rounds) return -1;
     int round = m / rounds, total = m * v, n = 0;
     int warm = (v - 1) * round + 2 * (p - s - 1);
@@ -58,6 +58,11 @@ int schedule_pipeline_torch(int p, int v, int m, int s, schedule_op *out)
     }
     free(nf);
     return n;
+}
+
+int schedule_torch_rounds(int p, long m)
+{
+    return p > 0 && m / p > 1 ? (int)(m / p) : 1;
 }
 
 int schedule_max_ops(int v, int m) { return 3 * v * m; }

@@ -45,6 +45,10 @@ int schedule_pipeline(int p, int v, int m, int s, schedule_op *out);
  * Schedule1F1B, the order above. Needs m divisible by the rounds; returns -1 otherwise. */
 int schedule_pipeline_torch(int p, int v, int m, int s, schedule_op *out);
 
+/* torch's ScheduleInterleaved1F1B rounds for m micro-batches on p stages: max(1, m / p); m must
+ * be divisible by them (schedule_pipeline_torch; the layout rule and the search use the same). */
+int schedule_torch_rounds(int p, long m);
+
 /* The most ops one stage runs in a step: 2 m v, or 3 m v where the backward is split. */
 int schedule_max_ops(int v, int m);
 

@@ -380,8 +380,7 @@ static cm_status check_input(const sim_input *in, char *err, size_t errlen)
                   in->schedule == PP_SCHEDULE_INTERLEAVED_1F1B;
     /* torch's order (p2p_stream: torchtitan) needs m divisible by its rounds, max(1, m / p);
      * Megatron's by p (schedule.h) */
-    int rounds = in->microbatches / in->pp > 1 ? in->microbatches / in->pp : 1;
-    int divisor = in->p2p_stream ? rounds : in->pp;
+    int divisor = in->p2p_stream ? schedule_torch_rounds(in->pp, in->microbatches) : in->pp;
     if (in->vpp > 1 && looped && (in->pp < 2 || in->microbatches % divisor))
         return cm_fail(err, errlen, CM_EINVAL,
                        "the interleaved schedule needs pp >= 2 and micro-batches (%d) divisible "

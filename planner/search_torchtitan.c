@@ -25,6 +25,7 @@
  */
 #include "search_torchtitan.h"
 #include "search_layouts.h"
+#include "schedule.h"
 #include "search_uneven.h"
 
 void search_torchtitan_layouts(const model_spec *m, const system_spec *sys,
@@ -68,8 +69,9 @@ void search_torchtitan_layouts(const model_spec *m, const system_spec *sys,
                             int mbs = mbs_list[mb];
                             if (t->global_batch % (dp * mbs)) break;
                             int micro = t->global_batch / (dp * mbs);
-                            int rounds = micro / pp > 1 ? micro / pp : 1; /* torch's (layout.c) */
-                            if (sched == PP_SCHEDULE_INTERLEAVED_1F1B && micro % rounds) continue;
+                            if (sched == PP_SCHEDULE_INTERLEAVED_1F1B &&
+                                micro % schedule_torch_rounds(pp, micro))
+                                continue;
                             if (sched == PP_SCHEDULE_DUALPIPEV && micro < 2 * pp) continue;
                             for (int sh = 0; sh < (hsdp ? 2 : 1); sh++)
                                 for (int rs = (pp > 1 ? 0 : 1); rs >= 0; rs--)
