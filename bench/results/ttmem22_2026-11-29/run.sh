@@ -13,7 +13,7 @@ i=0
 for item in "$@"; do
   i=$((i+1)); spec=${item%%+*}; extra=""
   case "$item" in *+cl*) extra="$extra --compile-loss";; esac
-  case "$item" in *+fp8fsdp*) extra="$extra --fp8 tensorwise-fsdp";; esac
+  case "$item" in *+fp8fsdp*) extra="$extra --fp8 tensorwise-fsdp";; *+fp8*) extra="$extra --fp8 tensorwise";; esac
   ( t0=$SECONDS
     MASTER_PORT=$((29600+i)) timeout 95 python3 ../../bench/realruns/reserved_growth_tt.py --out $OUT/reserved_$i.jsonl \
        --runs "$spec" --steps 3 --dump $OUT/trace_$i $extra > $OUT/log_$i.txt 2>&1
