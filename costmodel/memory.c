@@ -678,9 +678,10 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
     }
     /* async TP's symmetric-memory workspace (async_tp.h) is device memory that torch's caching
      * allocator never sees: _SymmetricMemory.empty_strided_p2p allocates it through
-     * CUDASymmetricMemoryAllocator::alloc (torch/csrc/distributed/c10d/CUDASymmetricMemory.cu,
-     * cuMemCreate + cuMemMap, in its 2024 form and at b4258b3), so torch.cuda's reserved_bytes
-     * leaves it out; total_bytes and need_bytes keep it (it occupies the device) */
+     * CUDASymmetricMemoryAllocator::alloc (torch/csrc/distributed/c10d/CUDASymmetricMemory.cu:
+     * cuMemCreate_ then map_block, read in its POSIX-handle form of the 2024 releases and at
+     * b4258b3), so torch.cuda's reserved_bytes leaves it out; total_bytes and need_bytes keep
+     * it (it occupies the device) */
     r->reserved_bytes -= fig->async_tp_bytes;
     /* The block (memory.h, fragmentation; frag18): the training peak already holds the fp32
      * logits buffers (memory_logits_bytes), so the block is not on top of it. Each step asks for

@@ -17,7 +17,8 @@ spec: name:seq:mbs[:layers[:mode]] (configs/NAME.json, as memory_peak_owners.py)
 builds it: fused AdamW, the loss as torchtitan's cross_entropy_loss), native-compile (the same
 with each block torch.compile'd, fullgraph, before fully_shard), native-sac (realrun.py --sac op:
 torchtitan's per-op selective checkpointing, sac_policy.py), or empty (Hugging Face).
-native-sac-compile (native-sac with each checkpointed block torch.compile'd, fullgraph: torchtitan's
+native-full (each block under torch's checkpoint wrapper with no policy: torchtitan's full AC,
+9dec370 parallelize_llama.py _apply_ac_to_transformer_block), native-sac-compile (native-sac with each checkpointed block torch.compile'd, fullgraph: torchtitan's
 order, checkpoint wrapper then compile then fully_shard).
 --compile-loss: the native loss torch.compile'd (torchtitan since 2025, components/loss.py
 build_cross_entropy_loss at e7c0cae). --fp8 tensorwise|tensorwise-fsdp: torchao float8 on the
@@ -107,7 +108,7 @@ def replay(trace, marks, owner):
     return segs, peak
 
 
-def build_native(name, dev, layers, compile_blocks, sac=False):
+def build_native(name, dev, layers, compile_blocks, sac=False, full=False):
     """(model, vocab, step factory) for native_llama.py's Transformer as realrun.py --impl native
     builds it (N(0, 0.02) init, per-block torch.compile before fully_shard, fully_shard per block
     and on the root, reshard after forward, fp32 params, bf16 compute, fp32 reduce)."""
@@ -140,6 +141,10 @@ def build_native(name, dev, layers, compile_blocks, sac=False):
     keys = list(model.layers.keys())
     for k in keys:
         blk = model.layers[k]
+        if full:
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import \
+                checkpoint_wrapper
+            blk = checkpoint_wrapper(blk, preserve_rng_state=False)
         if sac:
             from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import \
                 checkpoint_wrapper
@@ -222,7 +227,7 @@ def main():
         layers = int(parts[3]) if len(parts) > 3 and parts[3] else 0
         mode = parts[4] if len(parts) > 4 else ""
         if mode not in ("", "ckpt", "native", "native-compile", "native-sac",
-                        "native-sac-compile"):
+                        "native-sac-compile", "native-full"):
             sys.exit("reserved_growth: unknown mode %r in %s" % (mode, spec))
         ckpt = mode == "ckpt"
         torch.cuda.empty_cache()
@@ -235,7 +240,8 @@ def main():
         if native:
             model, vocab = build_native(name, dev, layers,
                                         mode in ("native-compile", "native-sac-compile"),
-                                        mode in ("native-sac", "native-sac-compile"))
+                                        mode in ("native-sac", "native-sac-compile"),
+                                        mode == "native-full")
             if args.foreach:
                 opt = torch.optim.AdamW(model.parameters(), lr=1e-5, foreach=True, fused=False)
             else:
