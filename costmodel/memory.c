@@ -676,6 +676,13 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
                                                   memory_largest_block_bytes(m, t, l));
         if (loss_res > r->reserved_bytes) r->reserved_bytes = loss_res;
     }
+    /* async TP's symmetric-memory workspace (async_tp.h) is device memory that torch's caching
+     * allocator never sees: _SymmetricMemory.empty_strided_p2p allocates it through
+     * CUDASymmetricMemoryAllocator::alloc (torch/csrc/distributed/c10d/CUDASymmetricMemory.cu:
+     * cuMemCreate_ then map_block, read in its POSIX-handle form of the 2024 releases and at
+     * b4258b3), so torch.cuda's reserved_bytes leaves it out; total_bytes and need_bytes keep
+     * it (it occupies the device) */
+    r->reserved_bytes -= fig->async_tp_bytes;
     /* The block (memory.h, fragmentation; frag18): the training peak already holds the fp32
      * logits buffers (memory_logits_bytes), so the block is not on top of it. Each step asks for
      * them in the same sizes; the first step cudaMallocs their segments and later steps take
@@ -706,7 +713,8 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
         replay_released = rp.cache_released;
     }
     bool cached = layout_is_pytorch(l) && !replay_released &&
-                  r->reserved_bytes + r->framework_bytes <= r->capacity_bytes;
+                  r->reserved_bytes + fig->async_tp_bytes + r->framework_bytes <=
+                      r->capacity_bytes;
     if (!expandable && !cached && train_peak_bytes + r->largest_block_bytes > r->need_bytes)
         r->need_bytes = train_peak_bytes + r->largest_block_bytes;
 }

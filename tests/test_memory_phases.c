@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "async_tp.h"
 #include "memory.h"
 #include "memory_phases.h"
 #include "memory_holes.h"
@@ -494,6 +495,33 @@ static void test_side_pools(void **state)
     assert_true(NEAR(mb.reserved_bytes, mb.total_bytes - mb.framework_bytes));
 }
 
+/* ttmem22: async TP's symmetric-memory workspace occupies the device (total_bytes) but lies
+ * outside torch's caching allocator (CUDASymmetricMemoryAllocator::alloc, cuMemCreate), so
+ * the reserved figure does not hold it: Table 4's layout, TP 8 x FSDP 32, full recompute,
+ * local batch 16 x 8192, with and without async TP */
+static void test_async_tp_workspace_unreserved(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    training_spec t = training_default();
+    t.seq_len = 8192;
+    t.global_batch = 512;
+    layout l = titan(8, 1, 32, 1, 1);
+    l.mbs = 16;
+    l.recompute = RECOMPUTE_FULL;
+    l.compile = true;
+    l.cuda_graphs = CUDA_GRAPHS_OFF;
+    memory_breakdown sync = memory_peak(&m, &sys, &t, &l);
+    l.async_tp = true;
+    double ws = async_tp_workspace_bytes(&m, &t, &l);
+    assert_true(NEAR(ws, 2.0 * (16 * 8192 / 8) * 4096 * 2)); /* two (tokens/tp) x h bf16 chunks */
+    memory_breakdown async = memory_peak(&m, &sys, &t, &l);
+    assert_true(NEAR(async.total_bytes - sync.total_bytes, ws));
+    assert_true(NEAR(async.reserved_bytes, sync.reserved_bytes));
+}
+
 /* FSDP2's units in flight are neighbours (memory.c stage_figures.bwd_params): GLM-4.5 cut to 4
  * layers (bench/realruns/configs/glm-4.5.json: h 5120, 96 heads and 8 KV heads of 128 with q/k/v
  * bias and q/k norms, 3 dense layers of f 12288, then one MoE layer of 160 experts of 1536 and
@@ -539,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_backward_end),      cmocka_unit_test(test_titan_expert_units),
         cmocka_unit_test(test_pp_merged_outputs), cmocka_unit_test(test_zbv_head_stage),
         cmocka_unit_test(test_side_pools),        cmocka_unit_test(test_dense_first_neighbours),
+        cmocka_unit_test(test_async_tp_workspace_unreserved),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -240,7 +240,10 @@ static double median(double *v, int n)
  *     collectives (elementwise.c sp_funcol_copies) and Float8 TP's casts on the sequence shard
  *     (recipe_builder.c rb_float8_tp_shard_cast); Table 6 runs torch's all-gather rotate method
  *     across nodes (cp_allgather.h);
- *   memory over 20 rows with a published figure (ttmem21, the loss's holes under expandable
+ *   memory over 20 rows with a published figure: median |error| 7.0% (ttmem22: async TP's
+ *     symmetric-memory workspace left out of torch's reserved figure, where the caching
+ *     allocator never sees it: t4_2d_async -10.0% -> -10.8%, the async pipeline rows 0.2-0.3
+ *     points lower). Before it (ttmem21, the loss's holes under expandable
  *     segments, memory_holes.h): median |error| 6.8%, Tables 1-3 -2.4..-5.2%, Table 4 -16.1% /
  *     -10.0%, the pipeline rows (Tables 5-6, not priced there) -8.5..-18.5%, trainy -11.3% /
  *     -13.4% (compiled loss: its logits stay allocated, no hole); before it 14.2%, every row

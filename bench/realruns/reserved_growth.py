@@ -17,6 +17,16 @@ spec: name:seq:mbs[:layers[:mode]] (configs/NAME.json, as memory_peak_owners.py)
 builds it: fused AdamW, the loss as torchtitan's cross_entropy_loss), native-compile (the same
 with each block torch.compile'd, fullgraph, before fully_shard), native-sac (realrun.py --sac op:
 torchtitan's per-op selective checkpointing, sac_policy.py), or empty (Hugging Face).
+native-full (each block under torch's checkpoint wrapper with no policy: torchtitan's full AC,
+9dec370 parallelize_llama.py _apply_ac_to_transformer_block), native-sac-compile (native-sac with each checkpointed block torch.compile'd, fullgraph: torchtitan's
+order, checkpoint wrapper then compile then fully_shard).
+--compile-loss: the native loss torch.compile'd (torchtitan since 2025, components/loss.py
+build_cross_entropy_loss at e7c0cae). --fp8 tensorwise|tensorwise-fsdp: torchao float8 on the
+blocks' linears before checkpointing (realrun.py fp8_convert's filter: the output layer stays bf16);
+tensorwise-fsdp also all-gathers the float8 weights (enable_fsdp_float8_all_gather=True,
+force_recompute_fp8_weight_in_bwd=True) and precomputes their scales after the optimizer step
+(precompute_float8_dynamic_scale_for_fsdp), as the trainy runs' overrides of torchtitan e7c0cae set
+(torchtitan/components/quantization/float8.py lines 79-128 at e7c0cae). torchao from PYTHONPATH.
 --foreach: the native modes' AdamW as torchtitan 9dec370 built it (foreach=True, fused=False;
 torchtitan/optimizer.py build_optimizers) instead of fused.
 --dump DIR: also writes DIR/trace_<n>.jsonl.gz, the allocator trace itself, one event a line
@@ -40,6 +50,8 @@ ap.add_argument("--runs", required=True)
 ap.add_argument("--steps", type=int, default=3)
 ap.add_argument("--foreach", action="store_true")
 ap.add_argument("--dump", default="")
+ap.add_argument("--compile-loss", action="store_true")
+ap.add_argument("--fp8", default="", choices=["", "tensorwise", "tensorwise-fsdp"])
 args = ap.parse_args()
 
 SEG_UP = ("segment_alloc", "segment_map")
@@ -96,7 +108,7 @@ def replay(trace, marks, owner):
     return segs, peak
 
 
-def build_native(name, dev, layers, compile_blocks, sac=False):
+def build_native(name, dev, layers, compile_blocks, sac=False, full=False):
     """(model, vocab, step factory) for native_llama.py's Transformer as realrun.py --impl native
     builds it (N(0, 0.02) init, per-block torch.compile before fully_shard, fully_shard per block
     and on the root, reshard after forward, fp32 params, bf16 compute, fp32 reduce)."""
@@ -115,9 +127,24 @@ def build_native(name, dev, layers, compile_blocks, sac=False):
                 prm.fill_(1.0)
             else:
                 prm.normal_(0.0, 0.02)
+    if args.fp8:
+        from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+        fsdp8 = args.fp8 == "tensorwise-fsdp"
+        cfg8 = Float8LinearConfig(enable_fsdp_float8_all_gather=fsdp8,
+                                  force_recompute_fp8_weight_in_bwd=fsdp8)
+
+        def keep(mod, fqn):
+            return (isinstance(mod, torch.nn.Linear) and mod.in_features % 16 == 0
+                    and mod.out_features % 16 == 0 and "output" not in fqn)
+
+        convert_to_float8_training(model, config=cfg8, module_filter_fn=keep)
     keys = list(model.layers.keys())
     for k in keys:
         blk = model.layers[k]
+        if full:
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import \
+                checkpoint_wrapper
+            blk = checkpoint_wrapper(blk, preserve_rng_state=False)
         if sac:
             from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import \
                 checkpoint_wrapper
@@ -140,11 +167,20 @@ def native_step(model, x, y, opt, mark):
     import torch
     import torch.nn.functional as F
 
+    def loss_fn(pred, labels):
+        return F.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))
+
+    if args.compile_loss:
+        loss_fn = torch.compile(loss_fn)
+    precompute = None
+    if args.fp8 == "tensorwise-fsdp":
+        from torchao.float8 import precompute_float8_dynamic_scale_for_fsdp as precompute
+
     def step():
         opt.zero_grad(set_to_none=True)
         mark("zero_grad")
         logits = model(x)
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten(0, 1))
+        loss = loss_fn(logits, y)
         del logits
         mark("forward + loss")
         loss.backward()
@@ -152,6 +188,8 @@ def native_step(model, x, y, opt, mark):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         mark("clip")
         opt.step()
+        if precompute is not None:
+            precompute(model)
         mark("optimizer step")
 
     return step, []
@@ -188,18 +226,22 @@ def main():
         name, seq, mbs = parts[0], int(parts[1]), int(parts[2])
         layers = int(parts[3]) if len(parts) > 3 and parts[3] else 0
         mode = parts[4] if len(parts) > 4 else ""
-        if mode not in ("", "ckpt", "native", "native-compile", "native-sac"):
+        if mode not in ("", "ckpt", "native", "native-compile", "native-sac",
+                        "native-sac-compile", "native-full"):
             sys.exit("reserved_growth: unknown mode %r in %s" % (mode, spec))
         ckpt = mode == "ckpt"
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-        rec = {"spec": spec, "alloc_conf": conf, "gpu": torch.cuda.get_device_name(dev),
+        rec = {"spec": spec, "compile_loss": args.compile_loss, "fp8": args.fp8,
+               "alloc_conf": conf, "gpu": torch.cuda.get_device_name(dev),
                "torch": torch.__version__}
         torch.cuda.memory._record_memory_history(max_entries=4000000, stacks="python")
         native = mode.startswith("native")
         if native:
-            model, vocab = build_native(name, dev, layers, mode == "native-compile",
-                                        mode == "native-sac")
+            model, vocab = build_native(name, dev, layers,
+                                        mode in ("native-compile", "native-sac-compile"),
+                                        mode in ("native-sac", "native-sac-compile"),
+                                        mode == "native-full")
             if args.foreach:
                 opt = torch.optim.AdamW(model.parameters(), lr=1e-5, foreach=True, fused=False)
             else:
