@@ -100,9 +100,9 @@ unit = 2.0 * b * H * s * s
 
 
 def frames(fr):
-    names = [x.get("name", "") for x in fr]
-    keep = [n for n in names if ("at::native" in n or "autograd" in n or "modeling_gpt_oss" in
-                                 x.get("filename", "")) and "alloc" not in n.lower()]
+    keep = [x.get("name", "") for x in fr
+            if ("at::native" in x.get("name", "") or "autograd" in x.get("name", ""))
+            and "alloc" not in x.get("name", "").lower()]
     py = ["%s:%d" % (x.get("filename", "").split("/")[-1], x.get("line", 0)) for x in fr
           if "modeling_gpt_oss" in x.get("filename", "")]
     return (py[:1] + keep[:6])

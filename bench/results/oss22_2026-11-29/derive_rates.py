@@ -24,8 +24,6 @@ classes = {  # class: the (op, layout) cases run by that kernel (the probe's ker
     "score_offsets_efficiency": [("scale", "strided_s+1"), ("copy_into_slice", "strided_s+1"),
                                  ("mask_add", "contig"), ("sub_max", "rows_s+1")],
     "score_reduce_row_efficiency": [("max", "rows_s+1")],
-    "score_softmax_unaligned_fwd_efficiency": [("softmax", "rows_s+1")],
-    "score_softmax_unaligned_bwd_efficiency": [("softmax_bwd", "rows_s+1")],
 }
 out = {}
 for name, cases in classes.items():
@@ -42,6 +40,43 @@ out["score_cat_array_efficiency"] = round(statistics.median(small) / PEAK, 3)
 print("%-42s %.3f  (32-bit indexable outputs: %s TB/s; larger, offsets path: %s TB/s)" % (
     "score_cat_array_efficiency", statistics.median(small) / PEAK,
     " ".join("%.2f" % (x / 1e12) for x in small), " ".join("%.2f" % (x / 1e12) for x in large)))
+# The softmax kernels and the casts inside transformers' own eager functions (device/eager_probe.jsonl,
+# bench/realruns/eager_attn_probe.py; and the b 2 s 4096 kernel list of odd_stride.jsonl):
+# _softmax_backward_data launches a vectorized grad * output (aten::mul under it in
+# device/attribution.jsonl's op tree) before cunn_SoftMaxBackward, so the kernel is timed alone
+# here (the op-level figures of odd_stride.jsonl's softmax_bwd hold both)
+fn = [json.loads(x) for x in open(os.path.join(HERE, "device", "eager_probe.jsonl"))]
+kl = [r for r in rows if r["section"] == "kernels"][0]
+fn.append({"shape": "gpt-oss-20b s4096 b2", "b": 2, "heads": 64, "seq": 4096, "sinks": True,
+           "kernels": {k[0]: [k[2], k[1]] for k in kl["kernels_ms"]}})
+
+
+def ktime(kern, prefix):
+    return sum(v[0] for k, v in kern.items() if k.startswith(prefix)) / 1e3
+
+
+sm = {"fwd_bf16": [], "bwd_bf16": [], "fwd_fp32": [], "bwd_fp32": [], "unrolled": []}
+for r in fn:
+    sc = r["b"] * r["heads"] * r["seq"] * r["seq"]
+    sk = r["b"] * r["heads"] * r["seq"] * (r["seq"] + (1 if r["sinks"] else 0))
+    k = r["kernels"]
+    if r["sinks"]:
+        sm["fwd_bf16"].append(4 * sk / ktime(k, "void at::native::(anonymous namespace)::cunn_SoftMaxForward"))
+        sm["bwd_bf16"].append(6 * sk / ktime(k, "void at::native::(anonymous namespace)::cunn_SoftMaxBackward"))
+    else:
+        sm["fwd_fp32"].append(8 * sc / ktime(k, "void at::native::(anonymous namespace)::cunn_SoftMaxForward"))
+        sm["bwd_fp32"].append(12 * sc / ktime(k, "void at::native::(anonymous namespace)::cunn_SoftMaxBackward"))
+        # bf16 -> fp32 casts: the softmax's input copy and .to(bf16)'s gradient, 6 bytes a score each
+        sm["unrolled"].append(12 * sc / ktime(k, "void at::native::unrolled_elementwise_kernel<at::native::direct_copy"))
+for key, name in (("fwd_bf16", "score_softmax_unaligned_fwd_efficiency"),
+                  ("bwd_bf16", "score_softmax_unaligned_bwd_efficiency"),
+                  ("fwd_fp32", "score_softmax_fp32_fwd_efficiency"),
+                  ("bwd_fp32", "score_softmax_fp32_bwd_efficiency"),
+                  ("unrolled", "score_unrolled_efficiency")):
+    v = sm[key]
+    out[name] = round(statistics.median(v) / PEAK, 3)
+    print("%-42s %.3f  (in the eager functions: %s TB/s)" % (name, statistics.median(v) / PEAK,
+          " ".join("%.2f" % (x / 1e12) for x in v)))
 for name, case in (("gemm_align1_nn_flops", "pv_fwd_stride_s+1"), ("gemm_align1_tn_flops", "dv_stride_s+1")):
     v = [r["flops_per_s"] for r in gm if r["case"] == case]
     out[name] = float("%.3g" % statistics.median(v))
