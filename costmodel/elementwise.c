@@ -57,6 +57,7 @@
 #include "titan_moe.h"
 
 #include "elementwise_internal.h"
+#include "hf_eager_attn.h"
 
 ew_access ew_contiguous(ew_pattern p, int eo, int ea, int eb, double elems)
 {
@@ -646,6 +647,11 @@ double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
     if (e->inductor && !aten && sys->inductor_elementwise_efficiency > 0)
         return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->inductor_elementwise_efficiency);
     if (!e->eager && !aten) return compute_stream_s(sys, k->bytes);
+    /* transformers' eager attention's score kernels at their measured rates (hf_eager_attn.h) */
+    if (!strncmp(k->name, "eager.", 6)) {
+        double s = hf_eager_kernel_s(sys, e, k);
+        if (s >= 0) return s;
+    }
     if (sys->loss_parallel_efficiency > 0 && !strncmp(k->name, LOSSP, sizeof LOSSP - 1))
         return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->loss_parallel_efficiency) +
                sys->eager_kernel_gap_s;

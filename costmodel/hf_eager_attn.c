@@ -2,8 +2,11 @@
  * hf_eager_attn.c — transformers' eager attention under --impl hf (hf_eager_attn.h): the
  * kernels over the scores, what autograd keeps of them, and the transient peak, derived op by op
  * from the eager functions of transformers 5.17.0 and PyTorch's autograd formulas
- * (tools/autograd/derivatives.yaml); bench/realruns/eager_attn_probe.py measures them on a GPU
- * (not yet run: bench/results/hfeager21_2026-11-29 says why).
+ * (tools/autograd/derivatives.yaml), and priced at the rates of the kernels PyTorch launches
+ * for them, measured at the scores' shapes on one H200 (bench/realruns/odd_stride_probe.py,
+ * eager_attn_probe.py, eager_attn_attribution.py; bench/results/oss22_2026-11-29): GPT-OSS's
+ * sink column makes every view over the scores rows of s + 1 (odd), which sends P @ V to
+ * cuBLAS's 2-byte-aligned GEMMs and the copies and scales of slices to the offset path.
  *
  * Two variants. Llama's (models/llama/modeling_llama.py lines 204-211; Gemma 2's lines 201-214
  * add the soft-cap): matmul(q, repeat_kv(k)^T) * scaling; [/ softcap, tanh, * softcap]; + mask;
@@ -20,6 +23,7 @@
  */
 #include "hf_eager_attn.h"
 
+#include <math.h>
 #include <string.h>
 #include <strings.h>
 
@@ -98,16 +102,22 @@ double hf_eager_transient_bytes(const model_spec *m, const training_spec *t, con
     if (!hf_eager_attn_applies(m, t, l)) return 0;
     double rows = (double)l->mbs * t->seq_len / (l->cp > 0 ? l->cp : 1) * m->heads / l->tp;
     double scores = rows * hf_eager_keys(m, t);
-    /* Beyond the layer's saved bytes, two bf16 score tensors at the peak of each variant:
-     * GPT-OSS's forward holds the masked scores (the variable attn_weights, until it is
-     * reassigned after the softmax) and the max-subtracted logits (combined_logits, until the
-     * function returns) beside the saved softmax output; its backward, slice_backward's padded
-     * gradient and PV's dP, then the softmax gradient, beside the same: 4 bytes a score.
+    /* Beyond the layer's saved bytes, GPT-OSS's peak is in its backward: three bf16 s x (s + 1)
+     * gradients beside the saved softmax output, 6 bytes a score. Measured on one H200
+     * (bench/realruns/odd_stride_probe.py and memory_peak_owners.py, bench/results/
+     * oss22_2026-11-29): the allocator trace of transformers' own eager_attention_forward
+     * (b 2, s 4096) peaks 3.03 score tensors above its start in the forward (the masked scores
+     * of line 249, the cat of 252 and the max-subtracted logits of 257, before the softmax's
+     * output exists: two beyond the one it keeps) and 4.05 in the backward (the softmax output
+     * of line 258 and three s x (s + 1) tensors the autograd engine allocated: three beyond);
+     * in a GPT-OSS-20B L2 s8k b1 FSDP2 step the first block's backward holds both layers'
+     * softmax outputs and three such gradients (80.47 GiB, the step's peak). hfeager21 had
+     * two (4 bytes a score): the L2 s8k b2 run went out of memory allocating a 16 GiB one.
      * Llama's backward, once PV's node has released the bf16 probabilities, holds the fp32
      * softmax output, the fp32 gradient of .to(bf16) and the fp32 softmax gradient: 12 bytes
      * a score against the 6 saved, 6 more (its forward: 10 at the softmax, the masked scores,
      * the fp32 copy and the output). Dropout adds its backward's bf16 product. */
-    double per_score = (m->attention_sinks ? 4.0 : 6.0) + (m->dropout ? 2.0 : 0.0);
+    double per_score = 6.0 + (m->dropout ? 2.0 : 0.0);
     double transient = per_score * scores;
     /* The additive masks the model builds once per forward, bf16 [b, 1, s, s] (masking_utils.py
      * eager_mask, lines 539-605: never skipped for eager, allow_is_causal_skip=False), one per
@@ -122,6 +132,32 @@ double hf_eager_transient_bytes(const model_spec *m, const training_spec *t, con
     return transient;
 }
 
+/* A 2-byte [rows, w] slice whose rows lie `so` (output) and `sa` (input) elements apart: the
+ * copy into the cat's output or slice_backward's padded gradient, the scale of the cat
+ * gradient's slice (elementwise_kernel<128, 4>: a strided operand) */
+static ew_access strided(double rows, double w, double so, double sa)
+{
+    ew_access a = {.pattern = EW_OFFSETS, .esize = {2, 2, 0}, .n = {1, L(rows), L(w)}};
+    a.stride[0][1] = L(so), a.stride[0][2] = 1;
+    a.stride[1][1] = L(sa), a.stride[1][2] = 1;
+    return a;
+}
+
+/* The softmax over [rows, w] contiguous rows (eb: the backward's second input) */
+static ew_access rows_of(ew_pattern p, int e, int eb, double rows, double w)
+{
+    ew_access a = {.pattern = p, .esize = {e, e, eb}, .n = {1, L(rows), L(w)}};
+    for (int k = 0; k < 3; k++)
+        if (a.esize[k]) a.stride[k][1] = L(w), a.stride[k][2] = 1;
+    return a;
+}
+
+/* A row of w elements of e bytes starts 16-byte aligned on every row: the condition for
+ * 16-byte vector loads of each row (PyTorch's vectorized paths check the pointer they load
+ * from, at::native::memory::can_vectorize_up_to; cuBLASLt picks its kernels by the alignment
+ * of the leading dimension's bytes). GPT-OSS's rows of s + 1 bf16 columns are 2-byte aligned. */
+static bool rows_aligned_16(double w, int e) { return fmod(w * e, 16.0) == 0; }
+
 void hf_eager_score_kernels(const model_spec *m, const training_spec *t, const layout *l,
                             double rows, elementwise_list *out)
 {
@@ -133,42 +169,112 @@ void hf_eager_score_kernels(const model_spec *m, const training_spec *t, const l
     pass f = {out->fwd, &out->n_fwd}, b = {out->bwd, &out->n_bwd};
     double s = t->seq_len, k = hf_eager_keys(m, t);
     double sc = rows * s, sk = rows * k; /* scores, and with the sink column */
-    /* bytes read + written per element: bf16 2, fp32 4; the mask [b, 1, s, s] is read once per
-     * head (broadcast), counted as a read of the scores' size */
+    double heads = (double)m->heads / l->tp;
+    /* bytes read + written per element: bf16 2, fp32 4; each operand once (the mask
+     * [b, 1, s, s] once, not once per head: bench/realruns/odd_stride_probe.py's convention,
+     * with which gpu.score_* are measured) */
     add(f, "eager.scale", 4 * sc, 1, vec(2, 2, 0, sc));
-    add(b, "eager.scale.bwd", 4 * sc, 1, vec(2, 2, 0, sc));
     if (m->attn_logit_softcap > 0) { /* Gemma 2: / softcap, tanh, * softcap */
         add(f, "eager.softcap", 12 * sc, 1, vec(2, 2, 0, sc));
         add(b, "eager.softcap.bwd", 14 * sc, 1, vec(2, 2, 2, sc)); /* tanh_backward reads 2 */
     }
-    add(f, "eager.mask_add", 6 * sc, 1, bcast(2, rows, s, false));
+    add(f, "eager.mask_add", 4 * sc + 2 * sc / heads, 1, bcast(2, rows, s, false));
     if (m->attention_sinks) {
-        add(f, "eager.sinks_cat", 4 * sk, 1, vec(2, 2, 0, sk));
+        /* torch.cat with the expanded sinks (Shape.cu cat_out_cuda): CatArrayBatchedCopy while
+         * the output is 32-bit indexable, else a copy_ of each input into its narrow of the
+         * output; priced apart by name (hf_eager_kernel_s) */
+        add(f, HF_EAGER_CAT, 2 * sc + 2 * sk, 1, strided(rows, s, k, s));
         add(f, "eager.max", 2 * sk, 1, reduce(EW_REDUCE_ROW, 2, 2, rows, k));
         add(f, "eager.sub_max", 4 * sk, 1, bcast(2, rows, k, true));
-        add(f, "eager.softmax", 4 * sk, 1, contig(EW_SOFTMAX_FWD, 2, 2, 0, sk));
-        /* backward: slice_backward (zeros of the padded shape, then the copy), the softmax's,
-         * sub's gradient of the max (neg, then sum_to [rows, 1]), max's (zeros, scatter) and
-         * the sum of the two gradients of the cat's output */
-        add(b, "eager.slice.bwd", 2 * sk + 4 * sc, 1, vec(2, 2, 0, sc));
-        add(b, "eager.softmax.bwd", 6 * sk, 1, contig(EW_SOFTMAX_BWD, 2, 2, 2, sk));
-        add(b, "eager.sub.bwd", 6 * sk, 1, vec(2, 2, 0, sk));
+        add(f, "eager.softmax", 4 * sk, 1, rows_of(EW_SOFTMAX_FWD, 2, 0, rows, k));
+        /* backward: slice_backward (zeros of the padded shape, then the copy into its slice),
+         * the softmax's, sub's gradient of the max (neg, then sum_to [rows, 1]), max's (zeros,
+         * scatter) and the sum of the two gradients of the cat's output; the scale's gradient
+         * reads the cat gradient's slice (rows of s + 1) */
+        add(b, "eager.slice.bwd.zeros", 2 * sk, 1, vec(2, 0, 0, sk));
+        add(b, "eager.slice.bwd.copy", 4 * sc, 1, strided(rows, s, k, s));
+        /* _softmax_backward_data: a vectorized grad * output, then the backward kernel (the
+         * profiler's op tree, bench/results/oss22_2026-11-29 device/attribution.jsonl) */
+        add(b, "eager.softmax.bwd.mul", 6 * sk, 1, vec(2, 2, 2, sk));
+        add(b, "eager.softmax.bwd", 6 * sk, 1, rows_of(EW_SOFTMAX_BWD, 2, 2, rows, k));
+        add(b, "eager.sub.bwd.neg", 4 * sk, 1, vec(2, 2, 0, sk));
+        add(b, "eager.sub.bwd.sum", 2 * sk, 1, reduce(EW_REDUCE_ROW, 2, 2, rows, k));
         add(b, "eager.max.bwd", 2 * sk, 1, vec(2, 0, 0, sk));
         add(b, "eager.grad_sum", 6 * sk, 1, vec(2, 2, 2, sk));
+        add(b, "eager.scale.bwd", 4 * sc, 1, strided(rows, s, s, k));
     } else {
+        add(b, "eager.scale.bwd", 4 * sc, 1, vec(2, 2, 0, sc));
         /* softmax(x, dtype=float32) of a bf16 x converts x first: only Half takes the fused
          * half_to_float kernel (aten/src/ATen/native/SoftMax.cpp softmax(input_, dim_, dtype)),
          * so an fp32 copy, the fp32 softmax and .to(bf16); backward the copies' casts around an
          * fp32 softmax backward */
         add(f, "eager.softmax.to_fp32", 6 * sc, 1, contig(EW_UNROLLED, 4, 2, 0, sc));
-        add(f, "eager.softmax", 8 * sc, 1, contig(EW_SOFTMAX_FWD, 4, 4, 0, sc));
+        add(f, "eager.softmax", 8 * sc, 1, rows_of(EW_SOFTMAX_FWD, 4, 0, rows, s));
         add(f, "eager.to_bf16", 6 * sc, 1, vec(2, 4, 0, sc));
         add(b, "eager.to_bf16.bwd", 6 * sc, 1, contig(EW_UNROLLED, 4, 2, 0, sc));
-        add(b, "eager.softmax.bwd", 12 * sc, 1, contig(EW_SOFTMAX_BWD, 4, 4, 4, sc));
+        add(b, "eager.softmax.bwd.mul", 12 * sc, 1, vec(4, 4, 4, sc));
+        add(b, "eager.softmax.bwd", 12 * sc, 1, rows_of(EW_SOFTMAX_BWD, 4, 4, rows, s));
         add(b, "eager.softmax.to_fp32.bwd", 6 * sc, 1, vec(2, 4, 0, sc));
     }
     if (m->dropout) { /* native_dropout: output and a 1-byte mask; backward grad * mask * scale */
         add(f, "eager.dropout", 5 * sc, 1, vec(2, 2, 0, sc));
         add(b, "eager.dropout.bwd", 5 * sc, 1, vec(2, 2, 0, sc));
     }
+}
+
+double hf_eager_kernel_s(const system_spec *sys, const elementwise_list *e,
+                         const elementwise_kernel *k)
+{
+    const ew_access *a = &k->access;
+    double eff = 0;
+    if (!strcmp(k->name, HF_EAGER_CAT)) {
+        /* canUse32BitIndexMath(result): the output's highest offset fits an int32 */
+        double out_elems = (double)a->n[1] * a->stride[0][1];
+        eff = out_elems <= 2147483647.0 ? sys->score_cat_array_efficiency
+                                        : sys->score_offsets_efficiency;
+    } else {
+        switch (a->pattern) {
+        case EW_VECTORIZED: eff = sys->score_vectorized_efficiency; break;
+        case EW_OFFSETS: eff = sys->score_offsets_efficiency; break;
+        case EW_UNROLLED: eff = sys->score_unrolled_efficiency; break;
+        case EW_REDUCE_ROW: eff = sys->score_reduce_row_efficiency; break;
+        case EW_SOFTMAX_FWD: /* measured: bf16 over rows of s + 1, fp32 over rows of s */
+        case EW_SOFTMAX_BWD: {
+            bool fwd = a->pattern == EW_SOFTMAX_FWD;
+            bool aligned = rows_aligned_16((double)a->n[2], a->esize[1]);
+            if (a->esize[1] == 2 && !aligned)
+                eff = fwd ? sys->score_softmax_unaligned_fwd_efficiency
+                          : sys->score_softmax_unaligned_bwd_efficiency;
+            else if (a->esize[1] == 4 && aligned)
+                eff = fwd ? sys->score_softmax_fp32_fwd_efficiency
+                          : sys->score_softmax_fp32_bwd_efficiency;
+            break;
+        }
+        default: break;
+        }
+    }
+    if (eff <= 0) return -1.0;
+    /* measured alone on one GPU; beside NCCL and FSDP2's copies the eager kernels' measured
+     * ratio (gpu.eager_elementwise_efficiency over its _alone figure) */
+    if (!e->alone && sys->eager_elementwise_efficiency_alone > 0)
+        eff *= sys->eager_elementwise_efficiency / sys->eager_elementwise_efficiency_alone;
+    return k->bytes / (sys->hbm_bandwidth_bytes_per_s * eff) + sys->eager_kernel_gap_s;
+}
+
+void hf_eager_pv_gemm_s(const system_spec *sys, const model_spec *m, const training_spec *t,
+                        double rows, double vd, double aligned_s, double *fwd_s, double *dv_s)
+{
+    *fwd_s = *dv_s = aligned_s;
+    /* P @ V (modeling_gpt_oss.py line 261) reads the probabilities as probs[..., :-1] (line
+     * 259): a slice whose rows are keys elements apart, the GEMM's leading dimension. An odd
+     * one leaves cuBLAS the 2-byte-aligned kernels (cutlass_75 ..._align1: measured, gpu.
+     * gemm_align1_*); dV = P^T @ dO reads the same slice transposed. Leading dimensions even
+     * but not a multiple of 8 run between (measured at one shape, not priced). */
+    double keys = hf_eager_keys(m, t);
+    if (fmod(keys, 2.0) == 0) return;
+    double flops = 2.0 * rows * vd * t->seq_len;
+    if (sys->gemm_align1_nn_flops_per_s > 0)
+        *fwd_s = flops / sys->gemm_align1_nn_flops_per_s + sys->gemm_overhead_s;
+    if (sys->gemm_align1_tn_flops_per_s > 0)
+        *dv_s = flops / sys->gemm_align1_tn_flops_per_s + sys->gemm_overhead_s;
 }

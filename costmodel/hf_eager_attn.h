@@ -21,6 +21,7 @@
 #include "elementwise.h"
 #include "layout.h"
 #include "model.h"
+#include "system.h"
 
 /* true for the model types whose transformers 5.17.0 class sets _supports_sdpa = False (the
  * decoder language models among them: gpt_oss, deepseek_v4, granite_swa, granitemoe_swa, hy_v4,
@@ -52,9 +53,26 @@ double hf_eager_saved_bytes_per_token(const model_spec *m, const training_spec *
  * the model's additive masks, alive through the step (memory.c adds it once, as `working`). */
 double hf_eager_transient_bytes(const model_spec *m, const training_spec *t, const layout *l);
 
+/* The name of GPT-OSS's cat with the sinks (hf_eager_kernel_s prices it by its output's size) */
+#define HF_EAGER_CAT "eager.sinks_cat"
+
 /* The eager kernels over the scores of one layer (rows = tokens x heads / tp query rows),
  * forward and backward, as an eager list (elementwise.h). */
 void hf_eager_score_kernels(const model_spec *m, const training_spec *t, const layout *l,
                             double rows, elementwise_list *out);
+
+/* One launch of a kernel of hf_eager_score_kernels (names "eager.") at the rate measured for the
+ * kernel PyTorch runs for it at the scores' shapes (system.h gpu.score_*; its access pattern,
+ * and for the softmax whether its rows are 16-byte aligned), with the eager launch gap; < 0
+ * where the system has no such rate (the caller's eager rate then). */
+double hf_eager_kernel_s(const system_spec *sys, const elementwise_list *e,
+                         const elementwise_kernel *k);
+
+/* P @ V and its dV over `rows` query rows (tokens x heads / tp) with value head dim vd:
+ * aligned_s, or where the probabilities' rows are an odd number of elements apart (GPT-OSS's
+ * sink column: a slice of rows of s + 1) the measured 2-byte-aligned GEMM rates
+ * (gpu.gemm_align1_*). */
+void hf_eager_pv_gemm_s(const system_spec *sys, const model_spec *m, const training_spec *t,
+                        double rows, double vd, double aligned_s, double *fwd_s, double *dv_s);
 
 #endif

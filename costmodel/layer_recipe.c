@@ -227,7 +227,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
      * fused scale-mask-softmax, dropout; bytes per score fwd 4 (+5 with dropout), bwd 6 (+5). */
     double attn_fwd, attn_bwd;
     double rows_a = tokens * a / tp;
-    double pqk = 0, ppv = 0, sm_f = 0, sm_b = 0, sm_f_s = 0, sm_b_s = 0;
+    double pqk = 0, ppv = 0, pv_fwd = 0, pdv = 0, sm_f = 0, sm_b = 0, sm_f_s = 0, sm_b_s = 0;
     /* Hugging Face transformers builds an explicit boolean mask for its sliding layers once the
      * sequence reaches the window (memory_hf_window_mask_share: masking_utils.sdpa_mask, which
      * is_causal can stand for only on the full layers); SDPA then runs cuDNN's flash kernel
@@ -282,8 +282,11 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
     } else {
         pqk = compute_gemm_s(sys, rows_a, t->seq_len, qk);
         ppv = compute_gemm_s(sys, rows_a, vd, t->seq_len);
-        attn_fwd = pqk + ppv;
-        attn_bwd = 2.0 * attn_fwd;
+        pv_fwd = pdv = ppv;
+        /* transformers' eager P @ V over a slice of odd row stride (hf_eager_attn.h) */
+        if (hf_eager) hf_eager_pv_gemm_s(sys, m, t, rows_a, vd, ppv, &pv_fwd, &pdv);
+        attn_fwd = pqk + pv_fwd;
+        attn_bwd = 2.0 * pqk + ppv + pdv; /* dP, dK; dQ; dV */
         double scores = rows_a * t->seq_len;
         /* Megatron's own attention layer around it (elementwise_legacy.c): the core's copies
          * join its lumps; the QKV Linear's bias and split kernels are ops of their own.
@@ -411,10 +414,10 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
             rb_gemm_item(b, attn, RECIPE_FWD, "attn.qk", RECIPE_FORM_FWD, sq, sk, qk, batch, false,
                       pqk);
             rb_gemm_item(b, attn, RECIPE_FWD, "attn.pv", RECIPE_FORM_DGRAD, sq, vd, sk, batch,
-                      false, ppv);
+                      false, pv_fwd);
             if (sm_f > 0) rb_lump_item(b, attn, RECIPE_FWD, "attn.softmax", sm_f, sm_f_s);
             rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dv", RECIPE_FORM_WGRAD, sk, vd, sq, batch,
-                      false, ppv);
+                      false, pdv);
             rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dp", RECIPE_FORM_FWD, sq, sk, vd, batch,
                       false, pqk);
             rb_gemm_item(b, attn, RECIPE_BWD, "attn.bwd.dq", RECIPE_FORM_DGRAD, sq, qk, sk, batch,

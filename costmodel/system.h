@@ -103,6 +103,25 @@ typedef struct {
     double inductor_elementwise_efficiency; /* the same for the kernels torch.compile's Inductor
                                            generates for a native block (elementwise.c
                                            inductor_native_layer); 0: not measured, hbm_efficiency */
+    /* transformers' eager attention's kernels over the b x heads x s x keys scores
+     * (hf_eager_attn.c), by the kernel PyTorch launches, measured at the scores' shapes
+     * (bench/realruns/odd_stride_probe.py); 0: not measured, the eager rates above */
+    double score_vectorized_efficiency; /* vectorized_elementwise_kernel, contiguous operands */
+    double score_offsets_efficiency;    /* elementwise_kernel<128, 4>: a broadcast or strided
+                                           operand (the mask, a slice of rows of s + 1) */
+    double score_cat_array_efficiency;  /* CatArrayBatchedCopy of torch.cat with an expanded
+                                           input (a 32-bit-indexable output) */
+    double score_reduce_row_efficiency; /* reduce_kernel over a row of the scores (max) */
+    double score_softmax_unaligned_fwd_efficiency; /* bf16 softmax over rows whose bytes are
+                                           not a multiple of 16 (s + 1 columns), forward */
+    double score_softmax_unaligned_bwd_efficiency; /* and backward (its kernel) */
+    double score_softmax_fp32_fwd_efficiency; /* fp32 softmax over 16-byte aligned rows */
+    double score_softmax_fp32_bwd_efficiency; /* and backward (its kernel) */
+    double score_unrolled_efficiency;   /* unrolled_elementwise_kernel: bf16 -> fp32 casts */
+    double gemm_align1_nn_flops_per_s;  /* bf16 batched GEMM with an operand's leading dimension
+                                           odd (2-byte aligned): cuBLAS's cutlass align1
+                                           kernels; P @ V with P a slice of rows of s + 1 */
+    double gemm_align1_tn_flops_per_s;  /* the same with that operand transposed (P^T @ dO) */
     double mla_rope_unfused_efficiency; /* the same for Megatron's unfused MLA RoPE path
                                            (narrow strided slices of q and kv, their cats:
                                            mcore_unfused.h); 0: not measured,

@@ -631,6 +631,22 @@ static cm_status read_trainer(yr_reader *r, const yaml_node_t *root, check_confi
     bool flash = true, flash_set;
     TRY(yr_get_bool(r, tr, "flash_attn", "trainer.flash_attn", &flash, &flash_set));
     if (flash_set) t->attention = flash ? ATTENTION_FLASH : ATTENTION_UNFUSED;
+    /* plan's own key (emit_yaml.c): the attention implementation the plan priced, as
+     * transformers names it; it decides over flash_attn */
+    const char *attn_impl = NULL;
+    TRY(yr_get_str(r, tr, "attn_implementation", "trainer.attn_implementation", &attn_impl));
+    if (attn_impl) {
+        if (!strcmp(attn_impl, "eager"))
+            t->attention = ATTENTION_UNFUSED;
+        else if (!strcmp(attn_impl, "sdpa") || !strncmp(attn_impl, "flash_attention_", 16))
+            t->attention = ATTENTION_FLASH;
+        else
+            return yr_bad(r, yr_child(r, tr, "attn_implementation"),
+                          "trainer.attn_implementation \"%s\" is not one plan prices: give "
+                          "eager, sdpa or flash_attention_2",
+                          attn_impl);
+        t->attention_set = true;
+    }
     return read_low_precision(r, tr, l);
 }
 

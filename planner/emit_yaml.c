@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <yaml.h>
 
+#include "hf_eager_attn.h"
 #include "layout_codec.h"
 #include "output.h"
 #include "precision.h"
@@ -306,7 +308,13 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
     y_map_start(w, "algorithm"); /* SkyRL's trainer.algorithm.max_seq_len */
     y_int(w, YKEY(LAYOUT_F_SEQ), t->seq_len);
     y_map_end(w);
-    y_bool(w, "flash_attn", t->attention == ATTENTION_FLASH);
+    /* The attention the plan priced (layout_attention_of: a model whose transformers class
+     * refuses SDPA, GPT-OSS, is priced with eager attention under --impl hf unless asked
+     * otherwise). SkyRL's flash_attn picks flash_attention_2 (true) or sdpa (false)
+     * (skyrl/backends/skyrl_train/workers/model_wrapper.py line 87, SkyRL a956457); neither is
+     * the eager attention, which plan's own key attn_implementation states (yaml_skyrl_gaps). */
+    y_bool(w, "flash_attn", layout_attention_of(m, t, l) == ATTENTION_FLASH);
+    if (hf_eager_attn_applies(m, t, l)) y_str(w, "attn_implementation", "eager");
     y_bool(w, "bf16", true);
     if (precision_is_low(l)) low_precision_yaml(w, l);
     y_map_end(w); /* trainer */
@@ -315,9 +323,21 @@ static void yaml_body(ywriter *w, const estimate *e, const model_spec *m, const 
 
 /* The keys of this plan's YAML that SkyRL's config schema lacks (it rejects unknown keys): said
  * in the header, so the user knows the plan needs Megatron-LM directly (--emit megatron-args). */
-static void yaml_skyrl_gaps(FILE *f, const estimate *e)
+static void yaml_skyrl_gaps(FILE *f, const estimate *e, const model_spec *m)
 {
     const layout *l = &e->layout;
+    /* transformers' eager attention (hf_eager_attn.h): SkyRL has no key for it, and for GPT-OSS
+     * it patches in its own flex attention whatever flash_attn says (model_wrapper.py lines
+     * 166-184 at a956457: set_attn_implementation("custom_flex")), which plan does not price */
+    if (hf_eager_attn_applies(m, &e->training, l))
+        fprintf(f, "# NOT IN SkyRL's schema (SkyRL rejects it; plan check reads it): "
+                   "trainer.attn_implementation: eager, the attention this plan priced "
+                   "(transformers' eager_attention_forward%s); SkyRL's flash_attn: false runs "
+                   "sdpa%s: remove the key and expect another step time\n",
+                m->attention_sinks ? ", its sink column" : "",
+                !strcasecmp(m->hf_model_type, "gpt_oss")
+                    ? ", and for gpt_oss SkyRL runs its own flex attention patch"
+                    : "");
     /* issue 16: the low_precision section is plan's (a low-precision plan only; the search
      * picks FP8 by default on Hopper and Blackwell) */
     if (precision_is_low(l))
@@ -366,7 +386,7 @@ cm_status emit_yaml(const estimate *e, const model_spec *m, const system_spec *s
     FILE *f = open_memstream(&buf, &len);
     if (!f) return cm_fail(err, errlen, CM_ENOMEM, "out of memory while writing the YAML");
     emit_header(f, "#", e, m, sys);
-    yaml_skyrl_gaps(f, e);
+    yaml_skyrl_gaps(f, e, m);
     if (e->training.expandable_segments) /* memory.h: the prediction assumed it */
         fputs("# launch with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the environment "
               "(the memory prediction assumes it)\n", f);

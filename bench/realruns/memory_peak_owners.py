@@ -7,7 +7,8 @@ allocated, and the blocks alive then are summed by the first stack frame that na
 of torch.distributed, transformers, torch.optim, torch.autograd or torch.nn (memory_trace.py), with the phase boundaries marked as in memory_phase_peaks.py (forward end, each block's
 backward end, root tail, clip, optimizer step).
 
-Per spec name:seq:mbs[:layers[:ckpt]], one JSON line: per phase the peak bytes (replayed) and the
+Per spec name:seq:mbs[:layers[:ckpt[:eager]]] (eager: transformers' eager attention, realrun.py
+--attn eager), one JSON line: per phase the peak bytes (replayed) and the
 owners' bytes at that moment (largest first), plus the bytes alive at the step's start.
 Usage (one GPU): NCCL_NVLS_ENABLE=0 torchrun --nproc_per_node 1 bench/realruns/memory_peak_owners.py
                      --out $OUT/peak_owners.jsonl --runs mixtral-8x7b:4096:4:2
@@ -24,6 +25,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--out", required=True)
 ap.add_argument("--runs", required=True)
 ap.add_argument("--warmup", type=int, default=3)
+ap.add_argument("--largest", type=int, default=0, help="also list the N largest blocks at each peak")
 args = ap.parse_args()
 
 def main():
@@ -40,8 +42,9 @@ def main():
         name, seq, mbs = parts[0], int(parts[1]), int(parts[2])
         layers = int(parts[3]) if len(parts) > 3 and parts[3] else 0
         ckpt = len(parts) > 4 and parts[4] == "ckpt"
+        attn = "eager" if len(parts) > 5 and parts[5] == "eager" else "sdpa"
         rec = {"spec": spec, "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__}
-        model, vocab, _ = build_fsdp2_model(name, dev, layers)
+        model, vocab, _ = build_fsdp2_model(name, dev, layers, attn=attn)
         if ckpt:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
@@ -63,6 +66,7 @@ def main():
         # the blocks alive at the step's start, from a snapshot before recording
         live = live_blocks(torch.cuda.memory._snapshot())
         torch.cuda.memory._record_memory_history(max_entries=2000000, stacks="python")
+        torch.cuda.reset_peak_memory_stats()
         on[0] = True
         step()
         on[0] = False
@@ -73,10 +77,11 @@ def main():
             h.remove()
         trace = snap["device_traces"][local]
         rec["trace_events"] = len(trace)
+        rec["max_allocated_bytes"] = torch.cuda.max_memory_allocated()
         rec["start_bytes"] = sum(s for s, _ in live.values())
         bounds = [0] + [i for _, i in marks]
         labels = ["(before zero_grad)"] + [lab for lab, _ in marks]
-        phases = replay_peaks(trace, live, bounds, labels)
+        phases = replay_peaks(trace, live, bounds, labels, largest=args.largest)
         rec["phases"] = phases
         print(json.dumps({"spec": spec, "peaks_GiB": [(p["phase_until"], round(p["peak_bytes"] / 2**30, 2))
                                                       for p in phases]}), flush=True)

@@ -31,10 +31,11 @@ def live_blocks(snapshot):
     return live
 
 
-def replay_peaks(trace, live, bounds, labels, top=14):
+def replay_peaks(trace, live, bounds, labels, top=14, largest=0):
     """Per interval [bounds[k-1], bounds[k]) of the trace: {"phase_until": labels[k], "peak_bytes",
     "owners": [[owner, bytes], ...] at that interval's peak}, largest owners first. `live` is the
-    {address: (bytes, owner)} at the trace's start and is updated in place."""
+    {address: (bytes, owner)} at the trace's start and is updated in place. largest > 0: also
+    "largest": the `largest` biggest blocks alive at the peak, [bytes, owner] each."""
     cur = sum(s for s, _ in live.values())
     ev, out = 0, []
     for k in range(1, len(bounds)):
@@ -54,4 +55,7 @@ def replay_peaks(trace, live, bounds, labels, top=14):
             by[o] = by.get(o, 0) + s
         owners = sorted(by.items(), key=lambda kv: -kv[1])[:top]
         out.append({"phase_until": labels[k], "peak_bytes": best, "owners": [[o, s] for o, s in owners]})
+        if largest:
+            out[-1]["largest"] = sorted(([s, o] for s, o in best_live.values()),
+                                        key=lambda r: -r[0])[:largest]
     return out
