@@ -291,6 +291,20 @@ static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
 
 /* ---- the program ---- */
 
+/* FSDP2's reduce-scatter input for a unit of `params` parameters (torch 2.11.0,
+ * torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce: `reduce_scatter_input
+ * = reduce_scatter_comm.allocate(...)`, DefaultAllocMixin.allocate's torch.empty at line 59 in
+ * the traces of bench/results/ho21_2026-11-29/reserved70b), fp32 (reduce_dtype), on the
+ * compute stream, made at world size 1 too (the copy to the output replaces the collective).
+ * foreach_reduce returns it and the param group keeps it (its reduce-scatter state) until the
+ * next unit's post-backward has waited on its event and dropped it, just before allocating
+ * its own: the previous input `prev` (-1: none) is freed first. Returns the new input. */
+static int rs_input_swap(ctx *c, int prev, double params)
+{
+    if (prev >= 0) F(c, prev);
+    return A(c, 4.0 * params);
+}
+
 typedef struct {
     int *orig, *sharded; /* the fp32 parameters */
     int n;
@@ -366,6 +380,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         }
         saved sv[L > 0 ? L : 1];
         int ckin[L > 0 ? L : 1];
+        int rs_in = -1;
         for (int l = 0; l < L; l++) {
             int bp[MAX_LAYER_PARAMS];
             for (int i = 0; i < d->nlp; i++) bp[i] = A(c, 2.0 * d->lp[i]);
@@ -414,24 +429,31 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             release(c, &sv[l]);
             if (d->ckpt) F(c, ckin[l]);
             dy = gx;
-            /* post-backward: the fp32 reduce-scatter output on FSDP2's stream, the unsharded
-             * gradients and parameters dropped */
+            /* post-backward (FSDPParamGroup.post_backward): reshard (the bf16 parameters
+             * dropped), then foreach_reduce: the previous unit's reduce-scatter input released,
+             * this unit's fp32 input on the compute stream, the unsharded gradients dropped
+             * once copied in, the fp32 output on FSDP2's stream (rs_input_swap) */
             double units = 0;
             for (int i = 0; i < d->nlp; i++) units += d->lp[i];
-            side[l] = alloc_replay_malloc(a, (uint64_t)(4.0 * units), SIDE_STREAM);
-            for (int i = 0; i < nwg; i++) F(c, wg[i]);
             for (int i = 0; i < d->nlp; i++) F(c, bp[i]);
+            rs_in = rs_input_swap(c, rs_in, units);
+            for (int i = 0; i < nwg; i++) F(c, wg[i]);
+            side[l] = alloc_replay_malloc(a, (uint64_t)(4.0 * units), SIDE_STREAM);
         }
         int gemb = A(c, 2.0 * d->V * d->h); /* embedding backward */
         F(c, dy);
         if (d->tied) F(c, gemb); /* summed into the head's */
         double root = 0;
         for (int i = 0; i < nroot; i++) root += pu[i];
-        side[L] = alloc_replay_malloc(a, (uint64_t)(4.0 * root), SIDE_STREAM);
-        have_side = true;
+        for (int i = 0; i < nroot; i++) F(c, rootp[i]);
+        rs_in = rs_input_swap(c, rs_in, root);
         F(c, ghead);
         if (!d->tied) F(c, gemb);
-        for (int i = 0; i < nroot; i++) F(c, rootp[i]);
+        side[L] = alloc_replay_malloc(a, (uint64_t)(4.0 * root), SIDE_STREAM);
+        have_side = true;
+        /* the backward's final callback waits for the last reduce-scatter and drops its input */
+        F(c, rs_in);
+        rs_in = -1;
         if (cosb >= 0) {
             F(c, cosb);
             F(c, sinb);
