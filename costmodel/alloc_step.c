@@ -291,6 +291,25 @@ static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
 
 /* ---- the program ---- */
 
+/* The root unit's parameters gathered (FSDPParamGroup.unshard at world size 1, torch 2.11.0
+ * traced in bench/results/ho21_2026-11-29/reserved70b): per parameter the fp32 shard cast to
+ * bf16 (_fsdp_common.py _to_dtype_if_needed, line 167), the all-gather output's storage
+ * (_fsdp_param.py alloc_storage, line 931; init_all_gather_outputs the first time), the copy,
+ * the cast dropped. */
+static void root_unshard(ctx *c, const double *params, int n, int *out)
+{
+    for (int i = 0; i < n; i++) {
+        int cast = A(c, 2.0 * params[i]);
+        out[i] = A(c, 2.0 * params[i]);
+        F(c, cast);
+    }
+}
+
+static void root_reshard(ctx *c, int n, const int *params)
+{
+    for (int i = 0; i < n; i++) F(c, params[i]);
+}
+
 /* FSDP2's reduce-scatter input for a unit of `params` parameters (torch 2.11.0,
  * torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce: `reduce_scatter_input
  * = reduce_scatter_comm.allocate(...)`, DefaultAllocMixin.allocate's torch.empty at line 59 in
@@ -365,7 +384,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
          * reshard the root after forward) */
         int rootp[3], nroot;
         unit_params(d, L, pu, &nroot);
-        for (int i = 0; i < nroot; i++) rootp[i] = A(c, 2.0 * pu[i]);
+        root_unshard(c, pu, nroot, rootp);
         int x = A(c, 2.0 * d->T * d->h); /* embedding output */
         int cosb = -1, sinb = -1;
         if (!d->native) { /* HF's rotary tables, [1, s, head_dim] */
@@ -400,17 +419,28 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
          * output (saved); the upcast dies with the loss function, the bf16 logits with the
          * model's output (HF) or `del logits` (native) */
         double L2 = 2.0 * d->T * d->V, L4 = 2.0 * L2;
-        int lg = A(c, L2), up = A(c, L4), ls = A(c, L4);
+        /* the root's post-forward reshards it (fully_shard(model, reshard_after_forward=True),
+         * bench/realruns/fsdp2_model.py): its bf16 parameters dropped when the model returns,
+         * after the loss under HF (transformers computes it in forward), before it natively
+         * (the loss is the caller's); they are gathered again by the pre-backward hook FSDP2
+         * registers on the forward's outputs: at the backward's start under HF (the loss is an
+         * output), once the logits' gradient is made natively */
+        int lg = A(c, L2);
+        if (d->native) root_reshard(c, nroot, rootp);
+        int up = A(c, L4), ls = A(c, L4);
         F(c, up);
+        if (!d->native) root_reshard(c, nroot, rootp);
         F(c, lg);
         if (step == 0) out->fwd0_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
         /* backward: nll_loss_backward's fp32 gradient, _log_softmax_backward_data's, the
          * upcast's backward to bf16; the head's input and weight gradients */
+        if (!d->native) root_unshard(c, pu, nroot, rootp);
         int gn = A(c, L4), gl = A(c, L4);
         F(c, gn);
         F(c, ls);
         int gb = A(c, L2);
         F(c, gl);
+        if (d->native) root_unshard(c, pu, nroot, rootp);
         int gnf = A(c, 2.0 * d->T * d->h);
         int ghead = A(c, 2.0 * d->V * d->h);
         F(c, gb);
