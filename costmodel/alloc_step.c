@@ -113,10 +113,10 @@ static int norm_fwd(ctx *c, const dims *d, double rows, double width, saved *sv)
     int n32 = A(c, 4.0 * rows * width);
     keep(c, sv, x32); /* the variable is rebound to x * rstd */
     int nb = A(c, 2.0 * rows * width);
-    F(c, n32);
     int out = A(c, 2.0 * rows * width);
     keep(c, sv, r);
     keep(c, sv, nb);
+    F(c, n32); /* the local holds x * rstd until the return (traced: res22's l1b s16k) */
     return out;
 }
 
@@ -291,12 +291,12 @@ static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
 
 /* ---- the program ---- */
 
-/* The root unit's parameters gathered (FSDPParamGroup.unshard at world size 1, torch 2.11.0
+/* A unit's parameters gathered (FSDPParamGroup.unshard at world size 1, torch 2.11.0
  * traced in bench/results/ho21_2026-11-29/reserved70b): per parameter the fp32 shard cast to
  * bf16 (_fsdp_common.py _to_dtype_if_needed, line 167), the all-gather output's storage
  * (_fsdp_param.py alloc_storage, line 931; init_all_gather_outputs the first time), the copy,
  * the cast dropped. */
-static void root_unshard(ctx *c, const double *params, int n, int *out)
+static void unit_unshard(ctx *c, const double *params, int n, int *out)
 {
     for (int i = 0; i < n; i++) {
         int cast = A(c, 2.0 * params[i]);
@@ -305,7 +305,7 @@ static void root_unshard(ctx *c, const double *params, int n, int *out)
     }
 }
 
-static void root_reshard(ctx *c, int n, const int *params)
+static void unit_reshard(ctx *c, int n, const int *params)
 {
     for (int i = 0; i < n; i++) F(c, params[i]);
 }
@@ -380,11 +380,10 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
     for (int step = 0; step < 3; step++) {
         if (have_side) /* zero_grad(set_to_none): the sharded gradients */
             for (int u = 0; u <= L; u++) F(c, side[u]);
-        /* root pre-forward: its bf16 parameters, kept until its post-backward (FSDP2 does not
-         * reshard the root after forward) */
+        /* root pre-forward: its bf16 parameters, until its post-forward (below) */
         int rootp[3], nroot;
         unit_params(d, L, pu, &nroot);
-        root_unshard(c, pu, nroot, rootp);
+        unit_unshard(c, pu, nroot, rootp);
         int x = A(c, 2.0 * d->T * d->h); /* embedding output */
         int cosb = -1, sinb = -1;
         if (!d->native) { /* HF's rotary tables, [1, s, head_dim] */
@@ -402,7 +401,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         int rs_in = -1;
         for (int l = 0; l < L; l++) {
             int bp[MAX_LAYER_PARAMS];
-            for (int i = 0; i < d->nlp; i++) bp[i] = A(c, 2.0 * d->lp[i]);
+            unit_unshard(c, d->lp, d->nlp, bp);
             sv[l].n = 0;
             int y = layer_fwd(c, d, x, d->ckpt ? NULL : &sv[l]);
             if (d->ckpt) ckin[l] = x;          /* the checkpoint keeps its input */
@@ -426,21 +425,21 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
          * registers on the forward's outputs: at the backward's start under HF (the loss is an
          * output), once the logits' gradient is made natively */
         int lg = A(c, L2);
-        if (d->native) root_reshard(c, nroot, rootp);
+        if (d->native) unit_reshard(c, nroot, rootp);
         int up = A(c, L4), ls = A(c, L4);
         F(c, up);
-        if (!d->native) root_reshard(c, nroot, rootp);
+        if (!d->native) unit_reshard(c, nroot, rootp);
         F(c, lg);
         if (step == 0) out->fwd0_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
         /* backward: nll_loss_backward's fp32 gradient, _log_softmax_backward_data's, the
          * upcast's backward to bf16; the head's input and weight gradients */
-        if (!d->native) root_unshard(c, pu, nroot, rootp);
+        if (!d->native) unit_unshard(c, pu, nroot, rootp);
         int gn = A(c, L4), gl = A(c, L4);
         F(c, gn);
         F(c, ls);
         int gb = A(c, L2);
         F(c, gl);
-        if (d->native) root_unshard(c, pu, nroot, rootp);
+        if (d->native) unit_unshard(c, pu, nroot, rootp);
         int gnf = A(c, 2.0 * d->T * d->h);
         int ghead = A(c, 2.0 * d->V * d->h);
         F(c, gb);
@@ -449,7 +448,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         release(c, &fs);
         for (int l = L - 1; l >= 0; l--) {
             int bp[MAX_LAYER_PARAMS];
-            for (int i = 0; i < d->nlp; i++) bp[i] = A(c, 2.0 * d->lp[i]);
+            unit_unshard(c, d->lp, d->nlp, bp);
             if (d->ckpt) { /* recompute the layer's forward, saving */
                 sv[l].n = 0;
                 F(c, layer_fwd(c, d, ckin[l], &sv[l]));
@@ -568,6 +567,7 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
         alloc_replay_set_capacity(c.a, (uint64_t)allocator_capacity_bytes);
     replay_steps(&c, &d, out);
     out->out_of_memory = alloc_replay_out_of_memory(c.a);
+    out->oom_need_bytes = (double)alloc_replay_oom_need_bytes(c.a);
     out->cache_released = alloc_replay_released(c.a);
     alloc_replay_delete(c.a);
     return c.fail ? -1 : 0;

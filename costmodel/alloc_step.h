@@ -36,6 +36,7 @@ typedef struct {
     double peak_bytes;          /* all streams, what reserved_bytes.all.peak reads */
     bool cache_released;        /* a cudaMalloc reached the capacity: the cache was released */
     bool out_of_memory;         /* a cudaMalloc failed even after the cache was released */
+    double oom_need_bytes;      /* then the reserved bytes it needed (alloc_replay.h), else 0 */
     double peak_allocated_bytes;
 } alloc_step_reserved;
 

@@ -3,8 +3,9 @@
 build/bench/reserved_replay) against every allocator trace taken so far, column by column (GiB,
 default stream unless "side"): resv20's five specs and reserved19's Llama-3.2-3B ckpt
 (bench/results/resv20_2026-11-29/decompose.txt) and ho21's two Llama-3.1-70B specs
-(bench/results/ho21_2026-11-29/reserved70b/decompose.txt). alloc21's validate.py with the 70B
-traces added.
+(bench/results/ho21_2026-11-29/reserved70b/decompose.txt) and res22's Llama-3.2-1B s16k b2 ckpt and
+Llama-3.1-8B L12 s8k b2 native (bench/results/res22_2026-11-29/traces/decompose.txt). alloc21's
+validate.py with those traces added.
 
 Usage (repository root, after building build/):
     python3 bench/results/res22_2026-11-29/validate.py
@@ -15,7 +16,8 @@ import sys
 
 ROOT = os.getcwd()
 TRACES = [os.path.join(ROOT, "bench/results/resv20_2026-11-29/decompose.txt"),
-          os.path.join(ROOT, "bench/results/ho21_2026-11-29/reserved70b/decompose.txt")]
+          os.path.join(ROOT, "bench/results/ho21_2026-11-29/reserved70b/decompose.txt"),
+          os.path.join(ROOT, "bench/results/res22_2026-11-29/traces/decompose.txt")]
 CONFIGS = os.path.join(ROOT, "bench/realruns/configs")
 REPLAY = os.path.join(ROOT, "build/bench/reserved_replay")
 MODES = {"": "hf", "ckpt": "ckpt", "native": "native", "native-compile": None}
