@@ -5,8 +5,11 @@
  * stream, its total, FSDP2's reduce-scatter stream, the peak reserved and the peak allocated.
  * Used by bench/results/alloc21_2026-11-29/validate.py.
  *
- * Usage: reserved_replay CONFIG.json SEQ MBS LAYERS MODE   (LAYERS 0: the config's; MODE one
- * of hf, ckpt, native, native-ckpt)
+ * Usage: reserved_replay CONFIG.json SEQ MBS LAYERS MODE [CAPACITY_GIB]   (LAYERS 0: the
+ * config's; MODE one of hf, ckpt, native, native-ckpt, optionally ending in +fused or +foreach
+ * for AdamW's path, default foreach under hf and fused natively; CAPACITY_GIB: what cudaMalloc can give,
+ * the device's memory less what lies outside the allocator, default unlimited; with it the line
+ * also says whether the cache was released and whether a cudaMalloc still failed)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +22,9 @@
 
 int main(int argc, char **argv)
 {
-    if (argc != 6) {
-        fprintf(stderr, "usage: reserved_replay CONFIG.json SEQ MBS LAYERS hf|ckpt|native|native-ckpt\n");
+    if (argc != 6 && argc != 7) {
+        fprintf(stderr, "usage: reserved_replay CONFIG.json SEQ MBS LAYERS hf|ckpt|native|native-ckpt[+fused|+foreach] "
+                        "[CAPACITY_GIB]\n");
         return 2;
     }
     model_spec m;
@@ -31,8 +35,9 @@ int main(int argc, char **argv)
     }
     int seq = atoi(argv[2]), mbs = atoi(argv[3]), layers = atoi(argv[4]);
     const char *mode = argv[5];
-    if (seq <= 0 || mbs <= 0 || layers < 0) {
-        fprintf(stderr, "reserved_replay: SEQ and MBS must be positive, LAYERS >= 0\n");
+    double capacity_gib = argc == 7 ? atof(argv[6]) : 0;
+    if (seq <= 0 || mbs <= 0 || layers < 0 || capacity_gib < 0) {
+        fprintf(stderr, "reserved_replay: SEQ and MBS must be positive, LAYERS and CAPACITY_GIB >= 0\n");
         return 1;
     }
     if (layers > 0) m.layers = layers;
@@ -42,6 +47,14 @@ int main(int argc, char **argv)
     layout l = layout_default(FRAMEWORK_FSDP2);
     l.dp = 1;
     l.mbs = mbs;
+    /* MODE may end in +fused or +foreach: AdamW's path (default: foreach for HF, fused native) */
+    char base[32];
+    const char *plus = strchr(mode, '+');
+    size_t n = plus ? (size_t)(plus - mode) : strlen(mode);
+    if (n >= sizeof base) n = sizeof base - 1;
+    memcpy(base, mode, n);
+    base[n] = 0;
+    mode = base;
     if (!strcmp(mode, "hf") || !strcmp(mode, "ckpt")) {
         l.impl = IMPL_HF;
         l.optimizer_impl = OPTIMIZER_IMPL_FOREACH;
@@ -52,18 +65,26 @@ int main(int argc, char **argv)
         fprintf(stderr, "reserved_replay: unknown mode '%s'\n", mode);
         return 1;
     }
+    if (plus && !strcmp(plus, "+fused")) l.optimizer_impl = OPTIMIZER_IMPL_FUSED;
+    else if (plus && !strcmp(plus, "+foreach")) l.optimizer_impl = OPTIMIZER_IMPL_FOREACH;
+    else if (plus) {
+        fprintf(stderr, "reserved_replay: unknown optimizer '%s' (+fused or +foreach)\n", plus);
+        return 1;
+    }
     l.recompute = strstr(mode, "ckpt") ? RECOMPUTE_FULL : RECOMPUTE_NONE;
     alloc_step_reserved r;
-    if (alloc_step_replay(&m, &t, &l, 0, &r) != 0) {
+    const double g = 1073741824.0;
+    if (alloc_step_replay(&m, &t, &l, capacity_gib * g, &r) != 0) {
         fprintf(stderr, "reserved_replay: this spec is not covered by the replay\n");
         return 1;
     }
-    const double g = 1073741824.0;
     printf("W %.2f fwd0 %.2f bwd0 %.2f opt0 %.2f step1 %.2f step2 %.2f main %.2f side %.2f "
            "peak %.2f alloc %.2f\n",
            r.build_bytes / g, (r.fwd0_bytes - r.build_bytes) / g,
            (r.bwd0_bytes - r.fwd0_bytes) / g, (r.opt0_bytes - r.bwd0_bytes) / g,
            (r.step1_bytes - r.opt0_bytes) / g, (r.step2_bytes - r.step1_bytes) / g,
            r.step2_bytes / g, r.side_bytes / g, r.peak_bytes / g, r.peak_allocated_bytes / g);
+    if (capacity_gib > 0)
+        printf("released %s oom %s\n", r.cache_released ? "yes" : "no", r.out_of_memory ? "yes" : "no");
     return 0;
 }

@@ -39,6 +39,7 @@ struct alloc_replay {
     int nseg, segcap;
     uint64_t next_addr, reserved, allocated, peak_allocated, peak_reserved, capacity;
     bool out_of_memory, released;
+    uint64_t oom_need; /* the most a failed cudaMalloc needed: reserved after release + segment */
 };
 
 alloc_replay *alloc_replay_new(void)
@@ -154,7 +155,10 @@ int alloc_replay_malloc(alloc_replay *a, uint64_t bytes, int stream)
                 free_remove(a, i);
                 release_block(a, i);
             }
-            if (a->reserved + seg_bytes > a->capacity) a->out_of_memory = true;
+            if (a->reserved + seg_bytes > a->capacity) { /* torch raises OutOfMemoryError */
+                a->out_of_memory = true;
+                if (a->reserved + seg_bytes > a->oom_need) a->oom_need = a->reserved + seg_bytes;
+            }
         }
         a->b[best] = (block){.addr = a->next_addr, .size = seg_bytes, .stream = stream,
                              .prev = -1, .next = -1, .free_at = -1, .seg = a->nseg,
@@ -214,6 +218,7 @@ uint64_t alloc_replay_reserved_bytes(const alloc_replay *a) { return a->reserved
 uint64_t alloc_replay_peak_reserved_bytes(const alloc_replay *a) { return a->peak_reserved; }
 bool alloc_replay_out_of_memory(const alloc_replay *a) { return a->out_of_memory; }
 bool alloc_replay_released(const alloc_replay *a) { return a->released; }
+uint64_t alloc_replay_oom_need_bytes(const alloc_replay *a) { return a->oom_need; }
 void alloc_replay_set_capacity(alloc_replay *a, uint64_t bytes) { a->capacity = bytes; }
 uint64_t alloc_replay_allocated_bytes(const alloc_replay *a) { return a->allocated; }
 uint64_t alloc_replay_peak_allocated_bytes(const alloc_replay *a) { return a->peak_allocated; }

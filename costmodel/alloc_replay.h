@@ -60,6 +60,10 @@ uint64_t alloc_replay_peak_reserved_bytes(const alloc_replay *a);
  * releases the cached whole segments, and one that still does not fit is out of memory. */
 void alloc_replay_set_capacity(alloc_replay *a, uint64_t bytes);
 bool alloc_replay_out_of_memory(const alloc_replay *a);
+/* Of the cudaMallocs that failed even after the release (out of memory), the most reserved
+ * memory one would have needed: the segments kept after the release plus the new segment (0
+ * when none failed); less the capacity, by how much the device was short. */
+uint64_t alloc_replay_oom_need_bytes(const alloc_replay *a);
 /* Did a cudaMalloc ever reach the capacity (so that the cache was released)? */
 bool alloc_replay_released(const alloc_replay *a);
 /* Reserved bytes of one stream's segments. */

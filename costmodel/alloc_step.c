@@ -113,10 +113,10 @@ static int norm_fwd(ctx *c, const dims *d, double rows, double width, saved *sv)
     int n32 = A(c, 4.0 * rows * width);
     keep(c, sv, x32); /* the variable is rebound to x * rstd */
     int nb = A(c, 2.0 * rows * width);
-    F(c, n32);
     int out = A(c, 2.0 * rows * width);
     keep(c, sv, r);
     keep(c, sv, nb);
+    F(c, n32); /* the local holds x * rstd until the return (traced: res22's l1b s16k) */
     return out;
 }
 
@@ -291,6 +291,39 @@ static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
 
 /* ---- the program ---- */
 
+/* A unit's parameters gathered (FSDPParamGroup.unshard at world size 1, torch 2.11.0
+ * traced in bench/results/ho21_2026-11-29/reserved70b): per parameter the fp32 shard cast to
+ * bf16 (_fsdp_common.py _to_dtype_if_needed, line 167), the all-gather output's storage
+ * (_fsdp_param.py alloc_storage, line 931; init_all_gather_outputs the first time), the copy,
+ * the cast dropped. */
+static void unit_unshard(ctx *c, const double *params, int n, int *out)
+{
+    for (int i = 0; i < n; i++) {
+        int cast = A(c, 2.0 * params[i]);
+        out[i] = A(c, 2.0 * params[i]);
+        F(c, cast);
+    }
+}
+
+static void unit_reshard(ctx *c, int n, const int *params)
+{
+    for (int i = 0; i < n; i++) F(c, params[i]);
+}
+
+/* FSDP2's reduce-scatter input for a unit of `params` parameters (torch 2.11.0,
+ * torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce: `reduce_scatter_input
+ * = reduce_scatter_comm.allocate(...)`, DefaultAllocMixin.allocate's torch.empty at line 59 in
+ * the traces of bench/results/ho21_2026-11-29/reserved70b), fp32 (reduce_dtype), on the
+ * compute stream, made at world size 1 too (the copy to the output replaces the collective).
+ * foreach_reduce returns it and the param group keeps it (its reduce-scatter state) until the
+ * next unit's post-backward has waited on its event and dropped it, just before allocating
+ * its own: the previous input `prev` (-1: none) is freed first. Returns the new input. */
+static int rs_input_swap(ctx *c, int prev, double params)
+{
+    if (prev >= 0) F(c, prev);
+    return A(c, 4.0 * params);
+}
+
 typedef struct {
     int *orig, *sharded; /* the fp32 parameters */
     int n;
@@ -347,11 +380,10 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
     for (int step = 0; step < 3; step++) {
         if (have_side) /* zero_grad(set_to_none): the sharded gradients */
             for (int u = 0; u <= L; u++) F(c, side[u]);
-        /* root pre-forward: its bf16 parameters, kept until its post-backward (FSDP2 does not
-         * reshard the root after forward) */
+        /* root pre-forward: its bf16 parameters, until its post-forward (below) */
         int rootp[3], nroot;
         unit_params(d, L, pu, &nroot);
-        for (int i = 0; i < nroot; i++) rootp[i] = A(c, 2.0 * pu[i]);
+        unit_unshard(c, pu, nroot, rootp);
         int x = A(c, 2.0 * d->T * d->h); /* embedding output */
         int cosb = -1, sinb = -1;
         if (!d->native) { /* HF's rotary tables, [1, s, head_dim] */
@@ -366,9 +398,10 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         }
         saved sv[L > 0 ? L : 1];
         int ckin[L > 0 ? L : 1];
+        int rs_in = -1;
         for (int l = 0; l < L; l++) {
             int bp[MAX_LAYER_PARAMS];
-            for (int i = 0; i < d->nlp; i++) bp[i] = A(c, 2.0 * d->lp[i]);
+            unit_unshard(c, d->lp, d->nlp, bp);
             sv[l].n = 0;
             int y = layer_fwd(c, d, x, d->ckpt ? NULL : &sv[l]);
             if (d->ckpt) ckin[l] = x;          /* the checkpoint keeps its input */
@@ -385,17 +418,28 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
          * output (saved); the upcast dies with the loss function, the bf16 logits with the
          * model's output (HF) or `del logits` (native) */
         double L2 = 2.0 * d->T * d->V, L4 = 2.0 * L2;
-        int lg = A(c, L2), up = A(c, L4), ls = A(c, L4);
+        /* the root's post-forward reshards it (fully_shard(model, reshard_after_forward=True),
+         * bench/realruns/fsdp2_model.py): its bf16 parameters dropped when the model returns,
+         * after the loss under HF (transformers computes it in forward), before it natively
+         * (the loss is the caller's); they are gathered again by the pre-backward hook FSDP2
+         * registers on the forward's outputs: at the backward's start under HF (the loss is an
+         * output), once the logits' gradient is made natively */
+        int lg = A(c, L2);
+        if (d->native) unit_reshard(c, nroot, rootp);
+        int up = A(c, L4), ls = A(c, L4);
         F(c, up);
+        if (!d->native) unit_reshard(c, nroot, rootp);
         F(c, lg);
         if (step == 0) out->fwd0_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
         /* backward: nll_loss_backward's fp32 gradient, _log_softmax_backward_data's, the
          * upcast's backward to bf16; the head's input and weight gradients */
+        if (!d->native) unit_unshard(c, pu, nroot, rootp);
         int gn = A(c, L4), gl = A(c, L4);
         F(c, gn);
         F(c, ls);
         int gb = A(c, L2);
         F(c, gl);
+        if (d->native) unit_unshard(c, pu, nroot, rootp);
         int gnf = A(c, 2.0 * d->T * d->h);
         int ghead = A(c, 2.0 * d->V * d->h);
         F(c, gb);
@@ -404,7 +448,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         release(c, &fs);
         for (int l = L - 1; l >= 0; l--) {
             int bp[MAX_LAYER_PARAMS];
-            for (int i = 0; i < d->nlp; i++) bp[i] = A(c, 2.0 * d->lp[i]);
+            unit_unshard(c, d->lp, d->nlp, bp);
             if (d->ckpt) { /* recompute the layer's forward, saving */
                 sv[l].n = 0;
                 F(c, layer_fwd(c, d, ckin[l], &sv[l]));
@@ -414,24 +458,31 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             release(c, &sv[l]);
             if (d->ckpt) F(c, ckin[l]);
             dy = gx;
-            /* post-backward: the fp32 reduce-scatter output on FSDP2's stream, the unsharded
-             * gradients and parameters dropped */
+            /* post-backward (FSDPParamGroup.post_backward): reshard (the bf16 parameters
+             * dropped), then foreach_reduce: the previous unit's reduce-scatter input released,
+             * this unit's fp32 input on the compute stream, the unsharded gradients dropped
+             * once copied in, the fp32 output on FSDP2's stream (rs_input_swap) */
             double units = 0;
             for (int i = 0; i < d->nlp; i++) units += d->lp[i];
-            side[l] = alloc_replay_malloc(a, (uint64_t)(4.0 * units), SIDE_STREAM);
-            for (int i = 0; i < nwg; i++) F(c, wg[i]);
             for (int i = 0; i < d->nlp; i++) F(c, bp[i]);
+            rs_in = rs_input_swap(c, rs_in, units);
+            for (int i = 0; i < nwg; i++) F(c, wg[i]);
+            side[l] = alloc_replay_malloc(a, (uint64_t)(4.0 * units), SIDE_STREAM);
         }
         int gemb = A(c, 2.0 * d->V * d->h); /* embedding backward */
         F(c, dy);
         if (d->tied) F(c, gemb); /* summed into the head's */
         double root = 0;
         for (int i = 0; i < nroot; i++) root += pu[i];
-        side[L] = alloc_replay_malloc(a, (uint64_t)(4.0 * root), SIDE_STREAM);
-        have_side = true;
+        for (int i = 0; i < nroot; i++) F(c, rootp[i]);
+        rs_in = rs_input_swap(c, rs_in, root);
         F(c, ghead);
         if (!d->tied) F(c, gemb);
-        for (int i = 0; i < nroot; i++) F(c, rootp[i]);
+        side[L] = alloc_replay_malloc(a, (uint64_t)(4.0 * root), SIDE_STREAM);
+        have_side = true;
+        /* the backward's final callback waits for the last reduce-scatter and drops its input */
+        F(c, rs_in);
+        rs_in = -1;
         if (cosb >= 0) {
             F(c, cosb);
             F(c, sinb);
@@ -516,6 +567,7 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
         alloc_replay_set_capacity(c.a, (uint64_t)allocator_capacity_bytes);
     replay_steps(&c, &d, out);
     out->out_of_memory = alloc_replay_out_of_memory(c.a);
+    out->oom_need_bytes = (double)alloc_replay_oom_need_bytes(c.a);
     out->cache_released = alloc_replay_released(c.a);
     alloc_replay_delete(c.a);
     return c.fail ? -1 : 0;

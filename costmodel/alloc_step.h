@@ -10,8 +10,11 @@
  * decoder layer's forward with its lifetime (saved for the backward or freed when its Python
  * reference drops; the saved set is hfsav20's, tensor by tensor), the loss chain (bf16 logits,
  * fp32 upcast, log-softmax output; in the backward nll's and log-softmax's fp32 gradients and
- * the bf16 one), the backward's gradients and bf16 weight gradients layer by layer with the
- * fp32 reduce-scatter output on FSDP2's side stream, then AdamW: its two fp32 states per
+ * the bf16 one), the backward's gradients and bf16 weight gradients layer by layer with
+ * FSDP2's fp32 reduce-scatter input on the compute stream (held until the next unit's
+ * post-backward) and output on its side stream, the root resharded after its forward and
+ * gathered again for the backward (each gather a bf16 cast, then the storage: res22's
+ * traces), then AdamW: its two fp32 states per
  * parameter made at the first step in parameter order (torch/optim/adam.py _init_group) and,
  * for the foreach implementation, the list of sqrt temporaries (_multi_tensor_adam). Steps 0,
  * 1 and 2 are replayed; segments are never returned.
@@ -36,6 +39,7 @@ typedef struct {
     double peak_bytes;          /* all streams, what reserved_bytes.all.peak reads */
     bool cache_released;        /* a cudaMalloc reached the capacity: the cache was released */
     bool out_of_memory;         /* a cudaMalloc failed even after the cache was released */
+    double oom_need_bytes;      /* then the reserved bytes it needed (alloc_replay.h), else 0 */
     double peak_allocated_bytes;
 } alloc_step_reserved;
 

@@ -46,6 +46,16 @@ void estimate_feasibility(const system_spec *sys, const layout *l, double local_
                  "out of memory on pipeline stage %d: needs %.1f GiB of %.1f GiB (%.1f GiB over)",
                  mb->stage, mb->total_bytes / UNITS_GIB_BYTES, mb->capacity_bytes / UNITS_GIB_BYTES,
                  (mb->total_bytes - mb->capacity_bytes) / UNITS_GIB_BYTES);
+    } else if (!memory_fits(mb) && mb->replay_oom) {
+        /* the allocator replay of the step ran out of memory on this device (memory.h) */
+        out->feasible = false;
+        snprintf(out->infeasible_reason, sizeof out->infeasible_reason,
+                 "likely out of memory on stage %d (allocator fragmentation): %.1f of %.1f GiB "
+                 "at the peak, but torch's caching allocator, replayed, strands free memory in "
+                 "split segments (%.1f GiB needed); use a smaller micro-batch or "
+                 "--expandable-segments",
+                 mb->block_stage, mb->total_bytes / UNITS_GIB_BYTES,
+                 mb->capacity_bytes / UNITS_GIB_BYTES, mb->need_bytes / UNITS_GIB_BYTES);
     } else if (!memory_fits(mb)) {
         /* fits by the byte count, but the allocator cannot be sure to place the largest
          * block (memory.h, fragmentation) */

@@ -702,19 +702,37 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
     /* One GPU's FSDP2 step under the default allocator (alloc_step.h, issue 14): the replay of
      * its tensors through the caching allocator gives the peak reserved, segments and all
      * (measured against the traces of bench/results/resv20_2026-11-29, alloc21_2026-11-29);
-     * never under the allocated peak. Where the replay's reserved reaches the device, the
-     * allocator releases its cache and the block below needs room of its own (frag18). */
+     * never under the allocated peak; replayed against the device, it also gives the verdict
+     * (below). */
     alloc_step_reserved rp;
-    bool replay_released = false;
+    bool replayed = false;
     if (!expandable && memory_memo_replay(fig->memo, m, t, l,
                                           r->capacity_bytes - r->framework_bytes, &rp)) {
         double allocated = r->total_bytes - r->framework_bytes;
         r->reserved_bytes = rp.peak_bytes > allocated ? rp.peak_bytes : allocated;
-        replay_released = rp.cache_released;
+        replayed = true;
     }
-    bool cached = layout_is_pytorch(l) && !replay_released &&
-                  r->reserved_bytes + fig->async_tp_bytes + r->framework_bytes <=
-                      r->capacity_bytes;
+    /* The verdict of a replayed layout is the replay's (res22, bench/results/res22_2026-11-29):
+     * replayed against what cudaMalloc can give (the device less framework_bytes), the step
+     * goes out of memory when a request finds no cached block, no cudaMalloc fits, and even
+     * after the cache's unsplit segments are freed the retried cudaMalloc does not fit
+     * (c10/cuda/CUDACachingAllocator.cpp at 001074d2, its header comment: "If the cudaMalloc
+     * fails, the allocator will free all cached blocks that are not split and retry the
+     * allocation"; malloc's chain then raises OutOfMemoryError). The memory stranded in split
+     * segments is what the replay keeps, segment by segment, so it answers the frag18 question
+     * (does the largest block find room?) itself, in step 1 as well as step 0 (ho21b's native
+     * Qwen2.5-3B s8k b2: out of memory in step 1's log-softmax gradient, 9.27 GiB asked with
+     * 119.6 GiB allocated and 10.4 GiB stranded, as the run's message reads). need_bytes is
+     * then what that failed cudaMalloc needed (reserved after the release + its segment + the
+     * framework): more than the device. Elsewhere frag18's block rule stays. */
+    if (replayed) {
+        r->replay_oom = rp.out_of_memory;
+        if (rp.out_of_memory && rp.oom_need_bytes + r->framework_bytes > r->need_bytes)
+            r->need_bytes = rp.oom_need_bytes + r->framework_bytes;
+        return;
+    }
+    bool cached = layout_is_pytorch(l) &&
+                  r->reserved_bytes + fig->async_tp_bytes + r->framework_bytes <= r->capacity_bytes;
     if (!expandable && !cached && train_peak_bytes + r->largest_block_bytes > r->need_bytes)
         r->need_bytes = train_peak_bytes + r->largest_block_bytes;
 }
@@ -756,6 +774,7 @@ static memory_breakdown peak_of(const model_spec *m, const system_spec *sys,
     memory_breakdown best = stage_memory(m, sys, t, l, 0, &fig);
     double need = best.need_bytes, block = best.largest_block_bytes;
     int block_stage = best.block_stage;
+    bool replay_oom = best.replay_oom;
     /* the second stage (under torchtitan's split the middle one with the most layers,
      * pp_split.c) and the last */
     int later[2] = {layout_busiest_middle_stage(m, l), l->pp - 1};
@@ -766,6 +785,7 @@ static memory_breakdown peak_of(const model_spec *m, const system_spec *sys,
             need = r.need_bytes;
             block = r.largest_block_bytes;
             block_stage = r.block_stage;
+            replay_oom = r.replay_oom;
         }
         if (r.total_bytes > best.total_bytes) best = r;
     }
@@ -773,5 +793,6 @@ static memory_breakdown peak_of(const model_spec *m, const system_spec *sys,
     best.need_bytes = need > best.total_bytes ? need : best.total_bytes;
     best.largest_block_bytes = block;
     best.block_stage = block_stage;
+    best.replay_oom = replay_oom;
     return best;
 }

@@ -67,6 +67,10 @@ typedef struct {
     double largest_block_bytes;
     double need_bytes;
     int block_stage;
+    /* the caching allocator's replay of a covered single-GPU step (alloc_step.h) ran out of
+     * memory on this device: a cudaMalloc failed after the cache's release (need_bytes is then
+     * what it needed); the verdict is the replay's (memory.c, stage_totals) */
+    bool replay_oom;
     double host_activation_bytes; /* Megatron activation offload (offload.h): the activations
                                      this GPU parks in host memory at the peak (0 without it) */
 } memory_breakdown;

@@ -3,9 +3,11 @@
  * against the allocator traces of bench/results/resv20_2026-11-29 (decompose.txt, one H200,
  * torch 2.11, default allocator) and reserved19 (Llama-3.2-3B ckpt): what each phase reserved
  * on the default stream, FSDP2's reduce-scatter stream and the peak, GiB, within 0.3 GiB (the
- * replay's table: bench/results/alloc21_2026-11-29/README.md). Qwen2.5-1.5B ckpt's step 1
- * reserves one more fp32 logits buffer in the trace than in the replay (not found why: the
- * README); its other phases are checked. Also: what the replay does not cover.
+ * replay's table: bench/results/alloc21_2026-11-29/README.md), and since res22 against the traces
+ * of bench/results/ho21_2026-11-29/reserved70b (Llama-3.1-70B L4 s4k b2, L3 s8k b1: FSDP2's
+ * reduce-scatter input and the root's reshard after forward) and res22_2026-11-29/traces
+ * (Llama-3.2-1B s16k b2 ckpt, Llama-3.1-8B L12 s8k b2 native), every column (res22's
+ * validate.txt). Also: what the replay does not cover, and the device's capacity.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -20,6 +22,21 @@
 #include "status.h"
 
 #define GIB 1073741824.0
+
+static void spec(const char *config, int seq, int mbs, bool ckpt, model_spec *m, training_spec *t,
+                 layout *l);
+
+/* spec() with the run's layer count (0: the config's) and code (native: fused AdamW) */
+static void spec_cut(const char *config, int seq, int mbs, bool ckpt, int layers, bool native,
+                     model_spec *m, training_spec *t, layout *l)
+{
+    spec(config, seq, mbs, ckpt, m, t, l);
+    if (layers > 0) m->layers = layers;
+    if (native) {
+        l->impl = IMPL_NATIVE;
+        l->optimizer_impl = OPTIMIZER_IMPL_FUSED;
+    }
+}
 
 static void spec(const char *config, int seq, int mbs, bool ckpt, model_spec *m, training_spec *t,
                  layout *l)
@@ -40,12 +57,13 @@ static void spec(const char *config, int seq, int mbs, bool ckpt, model_spec *m,
 }
 
 /* traced GiB: build, fwd0, bwd0, opt0, step1 (default stream), side, peak; < 0: not checked */
-static void check(const char *config, int seq, int mbs, bool ckpt, const double tr[7])
+static void check_cut(const char *config, int seq, int mbs, bool ckpt, int layers, bool native,
+                      double tol_gib, const double tr[7])
 {
     model_spec m;
     training_spec t;
     layout l;
-    spec(config, seq, mbs, ckpt, &m, &t, &l);
+    spec_cut(config, seq, mbs, ckpt, layers, native, &m, &t, &l);
     assert_true(alloc_step_covered(&m, &t, &l));
     alloc_step_reserved r;
     assert_int_equal(alloc_step_replay(&m, &t, &l, 0, &r), 0);
@@ -54,11 +72,16 @@ static void check(const char *config, int seq, int mbs, bool ckpt, const double 
                      r.peak_bytes};
     for (int i = 0; i < 7; i++) {
         if (tr[i] < 0) continue;
-        if (fabs(got[i] / GIB - tr[i]) > 0.3)
+        if (fabs(got[i] / GIB - tr[i]) > tol_gib)
             fail_msg("%s column %d: replay %.2f GiB, traced %.2f", config, i, got[i] / GIB, tr[i]);
     }
     assert_true(r.step2_bytes == r.step1_bytes); /* step 2 reserves nothing (the traces) */
     assert_false(r.out_of_memory);
+}
+
+static void check(const char *config, int seq, int mbs, bool ckpt, const double tr[7])
+{
+    check_cut(config, seq, mbs, ckpt, 0, false, 0.3, tr);
 }
 
 static void test_traces(void **state)
@@ -70,12 +93,33 @@ static void test_traces(void **state)
     check("qwen3-4b", 4096, 1, false, q34b);
     const double l3b[7] = {14.91, 9.79, 3.91, 19.36, 13.70, 12.02, 73.70};
     check("llama-3.2-3b", 4096, 2, true, l3b);
-    const double q25[7] = {7.59, 50.75, 18.55, 0.00, -1, 5.79, -1};
+    /* step 1's fourth fp32 logits buffer: the root's bf16 parameters gathered again by its
+     * pre-backward hook land in the bf16 logits' freed segment (res22) */
+    const double q25[7] = {7.59, 50.75, 18.55, 0.00, 18.55, 5.79, 101.23};
     check("qwen2.5-1.5b", 4096, 8, true, q25);
 }
 
+/* res22: hidden 8192 (the root's 7.83 GiB fp32 reduce-scatter input, ho21's traces: the replay
+ * had 113.31 and 100.47 GiB), a 32k-token checkpointed step and a native one. Within 0.35 GiB:
+ * the 70B L3 s8k b1's optimizer step reserves 0.25 GiB less in the replay than traced and its
+ * forward 0.06 less (peak 108.53 of 108.84; where that quarter GiB goes was not found). */
+static void test_traces_res22(void **state)
+{
+    (void)state;
+    const double l70a[7] = {31.60, 17.29, 11.74, 25.28, 19.57, 20.59, 126.07};
+    check_cut("llama-3.1-70b", 4096, 2, false, 4, false, 0.35, l70a);
+    const double l70b[7] = {28.41, 14.22, 11.74, 17.49, 19.57, 17.40, 108.84};
+    check_cut("llama-3.1-70b", 8192, 1, false, 3, false, 0.35, l70b);
+    const double l1b[7] = {6.57, 42.64, 15.66, 0.00, 0.00, 4.64, 69.51};
+    check_cut("llama-3.2-1b", 16384, 2, true, 0, false, 0.3, l1b);
+    const double l8b[7] = {18.40, 50.95, 7.83, 0.00, 27.65, 13.69, 118.51};
+    check_cut("llama-3.1-8b", 8192, 2, false, 12, true, 0.3, l8b);
+}
+
 /* The allocator's capacity: a Qwen3-4B step on an 80 GB device releases the cache (the traced
- * peak reserved on the H200 is 95.19 GiB) and its peak reserved stays within the device. */
+ * peak reserved on the H200 is 95.19 GiB). On the H100 (77.88 GiB usable) it went out of memory
+ * (bench/realruns/results/h100-2026-11-24.jsonl, q3-4b-s4k-b1): at 78 GiB the replay does too
+ * (its threshold is 78.05 GiB, res22's margins.txt), at 79 it does not and stays within it. */
 static void test_capacity(void **state)
 {
     (void)state;
@@ -86,7 +130,13 @@ static void test_capacity(void **state)
     alloc_step_reserved r;
     assert_int_equal(alloc_step_replay(&m, &t, &l, 78.0 * GIB, &r), 0);
     assert_true(r.cache_released);
-    assert_true(r.peak_bytes <= 78.0 * GIB);
+    assert_true(r.out_of_memory);
+    assert_true(r.oom_need_bytes > 78.0 * GIB);
+    assert_int_equal(alloc_step_replay(&m, &t, &l, 79.0 * GIB, &r), 0);
+    assert_true(r.cache_released);
+    assert_false(r.out_of_memory);
+    assert_true(r.oom_need_bytes == 0);
+    assert_true(r.peak_bytes <= 79.0 * GIB);
 }
 
 static void test_not_covered(void **state)
@@ -114,6 +164,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_traces),
+        cmocka_unit_test(test_traces_res22),
         cmocka_unit_test(test_capacity),
         cmocka_unit_test(test_not_covered),
     };
