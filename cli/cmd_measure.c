@@ -380,13 +380,17 @@ int cmd_measure(int argc, char **argv)
         json_object_set_new(j, "measured", me);
         json_object_set_new(j, "error", er);
         json_t *items = json_array();
-        double micro = w.microbatches, L = w.layers;
+        /* launches per step of each list, as bk_time_items counts them into the components:
+         * the dense list runs on the stage's dense layers only (none in an all-MoE model, whose
+         * layers all run the MoE list), the head's only where the stage has the head */
+        double micro = w.microbatches, dense = w.layers - w.moe_layers;
+        double head = w.has_head ? micro : 0;
         json_object_set_new(j, "pipeline", bk_measure_extra_json(&w, &r));
         json_t *parts[6] = {
-            items_json(&w.layer_fwd, r.layer_fwd_s, micro * L, "fwd"),
-            items_json(&w.layer_bwd, r.layer_bwd_s, micro * L, "bwd"),
-            items_json(&w.head_fwd, r.head_fwd_s, micro, "head_fwd"),
-            items_json(&w.head_bwd, r.head_bwd_s, micro, "head_bwd"),
+            items_json(&w.layer_fwd, r.layer_fwd_s, micro * dense, "fwd"),
+            items_json(&w.layer_bwd, r.layer_bwd_s, micro * dense, "bwd"),
+            items_json(&w.head_fwd, r.head_fwd_s, head, "head_fwd"),
+            items_json(&w.head_bwd, r.head_bwd_s, head, "head_bwd"),
             items_json(&w.moe_fwd, r.moe_fwd_s, micro * w.moe_layers, "moe_fwd"),
             items_json(&w.moe_bwd, r.moe_bwd_s, micro * w.moe_layers, "moe_bwd"),
         };

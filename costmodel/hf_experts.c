@@ -101,6 +101,28 @@ void moe_kernel_add(pass p, const char *name, double bytes, int count)
     moe_kernel_add_inner(p, name, bytes, count, 0);
 }
 
+/* A masked_fill over `rows` rows of `w` bf16 elements with a [rows, 1] mask broadcast along the
+ * rows (the sentinel mask of the gathered rows and of each grouped GEMM's output, and their
+ * backwards, header comment): read and write 4 rows w bytes plus the mask. The mask's stride-0
+ * operand sends TensorIterator to the offset path: the profiled Hugging Face DeepSeek-V2-Lite
+ * step on one H200 (bench/results/ho21_2026-11-29/prof/gap, trace of L6 s4096 b1) runs them as
+ * elementwise_kernel<128, 4, gpu_kernel_impl_nocast<masked_fill_kernel>>, 141 us for the
+ * 201 MB [S, h] ones and 193 us for the 277 MB [S, 2f] ones (1.43 TB/s), where the backend's
+ * vectorized copy of the same bytes took 51 and 68 us (bench/results/meas22_2026-11-29). The
+ * estimate prices bytes alone; the access is what backend/kernels_ew.cu runs: the offset kernel
+ * with the mask as a bf16 [rows, 1] operand (PyTorch's is bool: rows bytes either way against
+ * 4 rows w). */
+static void moe_mask_add(pass p, const char *name, double rows, double w)
+{
+    if (*p.n >= ELEMENTWISE_MAX || rows <= 0 || w <= 0) return;
+    long R = (long)llround(rows), W = (long)llround(w);
+    ew_access a = {.pattern = EW_OFFSETS, .esize = {2, 2, 2}, .n = {1, R, W}};
+    for (int k = 0; k < 2; k++) a.stride[k][1] = W, a.stride[k][2] = 1;
+    a.stride[2][1] = 1; /* the mask: one element per row, broadcast along it */
+    p.k[*p.n] = (elementwise_kernel){name, 4 * rows * w + rows, 1, a, 0};
+    (*p.n)++;
+}
+
 /* Kernels of one cub radix sort (header comment). A single tile holds 256 threads x 19 items
  * (cub/device/dispatch/dispatch_radix_sort.cuh, SingleTilePolicy of the sm90 policy); above it
  * the onesweep path runs a histogram, an exclusive scan and one pass per 8 key bits, each with
@@ -158,9 +180,9 @@ void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
     moe_kernel_add(f, "moe.weights.gather", 16 * S, 1);
     moe_kernel_add_inner(f, "moe.offsets", (16 * S + 12 * E) / 5, 5, 2);
     moe_kernel_add(f, "moe.sentinel", 25 * S / 2, 2);
-    moe_kernel_add(f, "moe.premask", 4 * S * h + S, 1);
-    moe_kernel_add(f, "moe.mask.up", 8 * S * fw + S, 1);
-    moe_kernel_add(f, "moe.mask.down", 4 * S * h + S, 1);
+    moe_mask_add(f, "moe.premask", S, h);
+    moe_mask_add(f, "moe.mask.up", S, 2 * fw);
+    moe_mask_add(f, "moe.mask.down", S, h);
     moe_kernel_add(f, "moe.weight_mul", 6 * S * h + 4 * S, 1);
     moe_kernel_add(f, "moe.inv_perm", 32 * S / 2, 2);
     moe_kernel_add(f, "moe.unpermute", 8 * S * h + 8 * S, 1);
@@ -176,12 +198,12 @@ void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
     moe_kernel_add(b, "moe.bwd.weight_mul.to_bf16", 6 * S * h, 1);
     moe_kernel_add(b, "moe.bwd.weight_grad", 10 * S * h, 1);
     moe_kernel_add(b, "moe.bwd.weight_grad.sum", 4 * S * h + 4 * S, 1);
-    moe_kernel_add(b, "moe.bwd.mask.down", 4 * S * h + S, 1);
+    moe_mask_add(b, "moe.bwd.mask.down", S, h);
     moe_index_backward(b, "moe.bwd.weights.zeros", "moe.bwd.weights.sort", "moe.bwd.weights",
                        S, 1, 4, S);
     moe_kernel_add(b, "moe.bwd.chunk_cat", 8 * S * fw, 1);
-    moe_kernel_add(b, "moe.bwd.mask.up", 8 * S * fw + S, 1);
-    moe_kernel_add(b, "moe.bwd.premask", 4 * S * h + S, 1);
+    moe_mask_add(b, "moe.bwd.mask.up", S, 2 * fw);
+    moe_mask_add(b, "moe.bwd.premask", S, h);
     moe_index_backward(b, "moe.bwd.gather.zeros", "moe.bwd.gather.sort", "moe.bwd.gather",
                        T, h, 2, S);
     moe_kernel_add(b, "moe.bwd.router.renorm", 12 * S, 4);

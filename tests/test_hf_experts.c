@@ -133,6 +133,30 @@ static void load_qwen3_moe(model_spec *m, system_spec *s, const char *sys)
  * pays it 128 times: the forward differs by 2 x 127 x gemm_overhead_s, forward + backward by
  * 6 x 127 x it. The host issues 4 grouped-GEMM launches forward (8 backward); the routing
  * kernels replace the generic permute lumps. */
+/* The masked_fills run PyTorch's offset kernel (a [S, 1] mask broadcast along each row of w):
+ * toy S 2000, h 100, 2f 100; the mask spans S elements, the output S w (hf_experts.c
+ * moe_mask_add). The other routing kernels stay contiguous. */
+static void test_mask_access(void **state)
+{
+    (void)state;
+    model_spec m = toy_moe();
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    elementwise_list e;
+    hf_experts_routing(&m, &l, 1000, &e);
+    const char *fwd[] = {"moe.premask", "moe.mask.up", "moe.mask.down"};
+    const char *bwd[] = {"moe.bwd.premask", "moe.bwd.mask.up", "moe.bwd.mask.down"};
+    for (int i = 0; i < 6; i++) {
+        const elementwise_kernel *k =
+            i < 3 ? find(e.fwd, e.n_fwd, fwd[i]) : find(e.bwd, e.n_bwd, bwd[i - 3]);
+        assert_non_null(k);
+        assert_int_equal(k->access.pattern, EW_OFFSETS);
+        assert_int_equal(ew_operand_elems(&k->access, 2), 2000);
+        assert_int_equal(ew_operand_elems(&k->access, 0), 2000 * 100);
+        assert_true(k->bytes == 4.0 * ew_elements(&k->access) + 2000);
+    }
+    assert_int_equal(find(e.fwd, e.n_fwd, "moe.gather")->access.pattern, EW_VECTORIZED);
+}
+
 static void test_recipe_grouped(void **state)
 {
     (void)state;
@@ -196,6 +220,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routing_bytes),
+        cmocka_unit_test(test_mask_access),
         cmocka_unit_test(test_recipe_grouped),
         cmocka_unit_test(test_inner_launch_host),
     };
