@@ -271,3 +271,19 @@ bool rb_tp_block_overlap(const builder *b, const rb_tp_ctx *c, double tokens, do
     e->leave_fwd_s = x.fwd_leave_s;
     return true;
 }
+
+/* torchtitan's per-op SAC re-runs a block's SP all-gather in the backward (recipe_recompute.c).
+ * Under async TP Inductor's micro-pipeline pass fuses that gather, in the backward graph too,
+ * with the matmuls that take the gathered input as their first operand and are re-run: the
+ * recomputed wk (n1_re = the KV width / tp) or w3 (ffn / tp), not the whole first GEMM of the
+ * forward; the wgrads read the gathered input transposed and are not fused. The op's
+ * sac_enter_s gets that fused gather's exposed time (async_tp_block with the smaller GEMM). */
+void rb_tp_sac_regather(const builder *b, const rb_tp_ctx *c, int op, double tokens, double in,
+                        double n1_re, double k2, double out)
+{
+    rb_tp_exposed e;
+    if (op < 0 || !async_tp_applies(c->l) || c->g.spans_nodes ||
+        !rb_tp_block_overlap(b, c, tokens, in, n1_re, k2, out, &e))
+        return;
+    b->r->op[op].sac_enter_s = e.fwd_s - e.leave_fwd_s;
+}
