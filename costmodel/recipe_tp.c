@@ -260,10 +260,16 @@ bool rb_tp_block_overlap(const builder *b, const rb_tp_ctx *c, double tokens, do
         return true;
     }
     double rows = tokens / l->tp;
+    /* the fused ops' tp chunk GEMMs (tokens / tp rows each) run below the whole GEMM's rate:
+     * their last wave of tiles is partly empty (measured on an H200, GH100's 132 SMs, at the
+     * TP 8 shard shapes of Llama-3.1-8B/70B: whole / chunks 0.926 median over bf16, float8
+     * tensorwise and rowwise, bench/results/atp22_2026-11-29; absent: 1) */
+    double ck = l->tp / (b->sys->tp_chunk_gemm_efficiency > 0 ? b->sys->tp_chunk_gemm_efficiency
+                                                              : 1.0);
     async_tp_gemms gm = {
-        rb_gemm_s(b, tokens, n1, in),  l->tp * rb_gemm_s(b, rows, n1, in),
-        rb_gemm_s(b, tokens, out, k2), l->tp * rb_gemm_s(b, rows, out, k2),
-        rb_gemm_s(b, tokens, k2, out), l->tp * rb_gemm_s(b, rows, k2, out),
+        rb_gemm_s(b, tokens, n1, in),  ck * rb_gemm_s(b, rows, n1, in),
+        rb_gemm_s(b, tokens, out, k2), ck * rb_gemm_s(b, rows, out, k2),
+        rb_gemm_s(b, tokens, k2, out), ck * rb_gemm_s(b, rows, k2, out),
     };
     async_tp_exposed x = async_tp_block(b->sys, l, c->g, tokens * out, &gm);
     e->fwd_s = x.fwd_s;
