@@ -53,6 +53,22 @@ double async_tp_gather_elem_bytes(const layout *l)
     return float8_tp ? 1.0 : 2.0;
 }
 
+/* Does Inductor fuse the block's SP all-gathers with their matmuls? Only where the gathered
+ * tensor is itself the matmul's left operand (micro_pipeline_tp.py _find_consumer_matmuls: a
+ * user of the gather's result that is mm / _scaled_mm, or a reshape feeding one; every stored
+ * version, e.g. code-index ids 9484693 and 131213859). bf16 and torchtitan's Float8 TP
+ * (tensorwise: cast before the gather, async_tp_gather_elem_bytes) are; any other low-precision
+ * recipe gathers bf16 and quantizes the gathered tensor (torchao Float8Linear's rowwise casts,
+ * amax then scale, on the replicated input: torchtitan 820504e parallelize_llama.py lines
+ * 56-72 keep plain Colwise/RowwiseParallel for rowwise, "all distributed communication is done
+ * in high precision"), so the gather's users are the cast's ops, not a matmul: the gather stays
+ * an NCCL all-gather, forward and backward; the matmul -> reduce-scatter still fuses
+ * (_find_producer_matmul finds the _scaled_mm, its bf16 output reshaped). */
+static bool async_tp_gather_fused(const layout *l)
+{
+    return l->precision == PRECISION_BF16 || async_tp_gather_elem_bytes(l) < 2.0;
+}
+
 bool async_tp_applies(const layout *l)
 {
     return l->async_tp && l->framework == FRAMEWORK_TORCHTITAN && l->compile && l->tp > 1 &&
@@ -80,10 +96,12 @@ async_tp_exposed async_tp_block(const system_spec *sys, const layout *l, layout_
      * local shard; reduce-scatter: the first chunk's production) with nothing to pull beside
      * it: overlap.h's ring exchange, splits = tp, no SMs taken by the copies */
     e.fwd_leave_s = overlap_tp_ring_exchange_s(gm->last_s, gm->last_chunks_s, rs, tp) + reduce;
-    e.fwd_s = overlap_tp_ring_exchange_s(gm->first_s, gm->first_chunks_s, ag, tp) +
-              e.fwd_leave_s;
-    e.bwd_s = overlap_tp_ring_exchange_s(gm->dgrad_s, gm->dgrad_chunks_s, ag, tp) +
-              collective_time_s(sys, COLL_REDUCE_SCATTER, rs_bytes, g);
+    double gather_fwd_s = overlap_tp_ring_exchange_s(gm->first_s, gm->first_chunks_s, ag, tp);
+    double gather_bwd_s = overlap_tp_ring_exchange_s(gm->dgrad_s, gm->dgrad_chunks_s, ag, tp);
+    if (!async_tp_gather_fused(l)) /* NCCL's, exposed as without async TP (atp22) */
+        gather_fwd_s = gather_bwd_s = collective_time_s(sys, COLL_ALL_GATHER, ag_bytes, g);
+    e.fwd_s = gather_fwd_s + e.fwd_leave_s;
+    e.bwd_s = gather_bwd_s + collective_time_s(sys, COLL_REDUCE_SCATTER, rs_bytes, g);
     return e;
 }
 

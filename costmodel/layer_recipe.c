@@ -452,6 +452,8 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         r->op[tp_attn].leave_fwd_s = e.leave_fwd_s;
         r->op[tp_attn].bwd_s = e.bwd_s;
         e_attn = e;
+        rb_tp_sac_regather(b, &tc, tp_attn, tokens, h, model_kv_dim(m) / tp,
+                           model_q_dim(m) / tp, h);
     }
 
     /* ---- MLP block */
@@ -643,6 +645,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         r->op[tp_mlp].leave_fwd_s = e.leave_fwd_s;
         r->op[tp_mlp].bwd_s = e.bwd_s;
         e_mlp = e;
+        if (gate > 1) rb_tp_sac_regather(b, &tc, tp_mlp, tokens, h, m->ffn / tp, m->ffn / tp, h);
     }
 
     /* ---- norms, RoPE, activation, residual adds, the backward's gradient accumulation: Hugging

@@ -106,6 +106,11 @@ typedef struct {
                               reduce-scatter or all-reduce) adds */
     bool recompute_enter_only; /* TP op: the recompute stops early, before the block's last
                                   GEMM, so re-runs the entering all-gather alone */
+    double sac_enter_s;    /* TP op under torchtitan's per-op SAC with async TP: the re-run
+                              gather's exposed time, fused with the recomputed consumers only
+                              (wk; w3), not the forward's whole first GEMM (recipe_tp.c
+                              rb_tp_sac_regather); < 0: as in the forward */
+    bool recompute_sac_enter; /* set by recipe_set_recompute where sac_enter_s applies */
     recipe_block block;    /* the layer block it belongs to */
     recipe_ep_part ep_part;/* EP op: dispatch or combine */
 } recipe_op;

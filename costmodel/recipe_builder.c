@@ -93,6 +93,8 @@ int rb_op_add(builder *b, const char *name, recipe_kind kind, recipe_phase phase
     o->inner_launches = 0;
     o->leave_fwd_s = 0;
     o->recompute_enter_only = false;
+    o->sac_enter_s = -1;
+    o->recompute_sac_enter = false;
     o->block = b->block;
     o->ep_part = RECIPE_EP_NONE;
     return r->n_ops++;

@@ -127,6 +127,9 @@ bool rb_tp_block_overlap(const builder *b, const rb_tp_ctx *c, double tokens, do
 /* The backward's TP items of a block: the entering all-gather and leaving reduce-scatter (bf16),
  * or, where e says Megatron's NCCL path priced it, its three collectives at what each adds. */
 void rb_tp_backward_items(const rb_tp_ctx *c, int op, const rb_tp_exposed *e);
+/* Per-op SAC under async TP: the re-run gather fused with the re-run consumers (n1_re wide). */
+void rb_tp_sac_regather(const builder *b, const rb_tp_ctx *c, int op, double tokens, double in,
+                        double n1_re, double k2, double out);
 
 /* recipe_mtp.c: the output layer with its loss kernels (the head, and each MTP module's), and
  * the multi-token-prediction modules Megatron runs on the last stage (layout_mtp_layers). */

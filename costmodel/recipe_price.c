@@ -99,6 +99,7 @@ static void ep_pairing_exposed(ep_pairing *p, double sg, double sc, double *fwd_
 double recipe_op_recompute_s(const recipe_op *o)
 {
     if (!o->recompute) return 0;
+    if (o->recompute_sac_enter && o->sac_enter_s >= 0) return o->sac_enter_s;
     if (o->recompute_enter_only) return o->fwd_s - o->leave_fwd_s;
     if (o->kind != RECIPE_ELEMENTWISE || o->launches <= 0) return o->fwd_s;
     return o->fwd_s * o->recompute_launches / o->launches;

@@ -39,12 +39,24 @@ static bool recompute_stops_early(const layout *l)
  * every elementwise op (norms, RoPE, SiLU x gate), and keeps the attention core. This recipe
  * fuses wq/wk/wv and w1/w3 into one op each, so the recomputed Linears are priced as attn_out
  * (wo) and mlp_down (w2, the FLOPs of w3); wk's, 4-6% of a GQA block's Linear FLOPs, is left
- * out. The SP all-gather that feeds the recomputed wk and w3 is not repeated here (the TP op
- * holds the gather and the reduce-scatter together): both small against the GEMMs.
+ * out.
+ * The sequence-parallel all-gathers that enter each block ARE re-run (atp22): the policy saves
+ * `_c10d_functional.reduce_scatter_tensor` but not `all_gather_into_tensor` (torchtitan
+ * 820504e torchtitan/models/llama3/parallelize_llama.py lines 218-227, `_save_list`; b5bcd76's
+ * _get_default_save_ops likewise), so the gathered block input, which the recomputed wk / w3
+ * and the wgrads of wq..wv / w1, w3 read, is PREFER_RECOMPUTE. Eager SAC re-runs it in the
+ * recompute; under torch.compile the min-cut partitioner honours the tag over its own ban on
+ * recomputing collectives (torch/_functorch/partitioners.py: must_recompute() covers
+ * MUST_RECOMPUTE and PREFER_RECOMPUTE, and should_ban_recomputation returns False for it before
+ * the collective check applies). So the TP ops re-run their entering gather only (the
+ * reduce-scatters are saved), as the full recompute's MLP block does (recompute_enter_only);
+ * its exposure is the forward's (under async TP: fused with the block's first GEMM as in the
+ * forward, though the recompute's consumers are only wk and w3: a lower bound there).
  */
 static bool titan_sac_recomputes(const recipe_op *o)
 {
     if (o->kind == RECIPE_ELEMENTWISE) return o->phase == RECIPE_FWD;
+    if (o->kind == RECIPE_TP) return true; /* the entering all-gather only (caller) */
     if (o->kind != RECIPE_GEMM) return false;
     return !strcmp(o->name, "attn_out") || !strcmp(o->name, "mlp_down") ||
            !strcmp(o->name, "shared_down");
@@ -84,6 +96,15 @@ void recipe_set_recompute(const system_spec *sys, const model_spec *m, const lay
         /* nor the MLP's reduce-scatter after it (its output is the block's, which no gradient
          * of the block needs); the attention block's is re-run: the MLP's input needs it */
         o->recompute_enter_only = early && o->recompute && !strcmp(o->name, "tp.mlp");
+        /* torchtitan's per-op SAC: a TP op re-runs its SP all-gather, not its saved
+         * reduce-scatter; without SP there is no gather to re-run (the all-reduce's output is
+         * the block's, which no gradient needs) */
+        if (o->kind == RECIPE_TP && l->recompute == RECOMPUTE_SELECTIVE &&
+            l->framework == FRAMEWORK_TORCHTITAN) {
+            o->recompute = l->sp;
+            o->recompute_enter_only = l->sp;
+        }
+        o->recompute_sac_enter = o->recompute_enter_only && l->recompute == RECOMPUTE_SELECTIVE;
         o->recompute_launches = o->recompute ? o->launches : 0;
         /* the second of the two residual adds (after the MLP) is not re-run either; the host's
          * queue (host_dispatch.c) gives a split op's odd launch to its first place, as here */

@@ -260,14 +260,36 @@ bool rb_tp_block_overlap(const builder *b, const rb_tp_ctx *c, double tokens, do
         return true;
     }
     double rows = tokens / l->tp;
+    /* the fused ops' tp chunk GEMMs (tokens / tp rows each) run below the whole GEMM's rate:
+     * their last wave of tiles is partly empty (measured on an H200, GH100's 132 SMs, at the
+     * TP 8 shard shapes of Llama-3.1-8B/70B: whole / chunks 0.926 median over bf16, float8
+     * tensorwise and rowwise, bench/results/atp22_2026-11-29; absent: 1) */
+    double ck = l->tp / (b->sys->tp_chunk_gemm_efficiency > 0 ? b->sys->tp_chunk_gemm_efficiency
+                                                              : 1.0);
     async_tp_gemms gm = {
-        rb_gemm_s(b, tokens, n1, in),  l->tp * rb_gemm_s(b, rows, n1, in),
-        rb_gemm_s(b, tokens, out, k2), l->tp * rb_gemm_s(b, rows, out, k2),
-        rb_gemm_s(b, tokens, k2, out), l->tp * rb_gemm_s(b, rows, k2, out),
+        rb_gemm_s(b, tokens, n1, in),  ck * rb_gemm_s(b, rows, n1, in),
+        rb_gemm_s(b, tokens, out, k2), ck * rb_gemm_s(b, rows, out, k2),
+        rb_gemm_s(b, tokens, k2, out), ck * rb_gemm_s(b, rows, k2, out),
     };
     async_tp_exposed x = async_tp_block(b->sys, l, c->g, tokens * out, &gm);
     e->fwd_s = x.fwd_s;
     e->bwd_s = x.bwd_s;
     e->leave_fwd_s = x.fwd_leave_s;
     return true;
+}
+
+/* torchtitan's per-op SAC re-runs a block's SP all-gather in the backward (recipe_recompute.c).
+ * Under async TP Inductor's micro-pipeline pass fuses that gather, in the backward graph too,
+ * with the matmuls that take the gathered input as their first operand and are re-run: the
+ * recomputed wk (n1_re = the KV width / tp) or w3 (ffn / tp), not the whole first GEMM of the
+ * forward; the wgrads read the gathered input transposed and are not fused. The op's
+ * sac_enter_s gets that fused gather's exposed time (async_tp_block with the smaller GEMM). */
+void rb_tp_sac_regather(const builder *b, const rb_tp_ctx *c, int op, double tokens, double in,
+                        double n1_re, double k2, double out)
+{
+    rb_tp_exposed e;
+    if (op < 0 || !async_tp_applies(c->l) || c->g.spans_nodes ||
+        !rb_tp_block_overlap(b, c, tokens, in, n1_re, k2, out, &e))
+        return;
+    b->r->op[op].sac_enter_s = e.fwd_s - e.leave_fwd_s;
 }

@@ -51,6 +51,7 @@ static const system_field fields[] = {
       0, 1.0),
     F("gpu", "loss_parallel_efficiency", loss_parallel_efficiency, false, 0, 1.0),
     F("gpu", "strided_cat_efficiency", strided_cat_efficiency, false, 0, 1.0),
+    F("gpu", "tp_chunk_gemm_efficiency", tp_chunk_gemm_efficiency, false, 0, 1.0),
     F("gpu", "inductor_elementwise_efficiency", inductor_elementwise_efficiency, false, 0, 1.0),
     F("gpu", "mla_rope_unfused_efficiency", mla_rope_unfused_efficiency, false, 0, 1.0),
     F("gpu", "score_vectorized_efficiency", score_vectorized_efficiency, false, 0, 1.0),

@@ -100,6 +100,9 @@ typedef struct {
                                           into a strided output (the SP all-gather's
                                           rearranging copy at batch > 1, elementwise.c); 0: not
                                           measured, eager_elementwise_efficiency */
+    double tp_chunk_gemm_efficiency;   /* a GEMM run as tp row chunks (tokens / tp rows each,
+                                          torchtitan's async TP fused ops) over the same GEMM
+                                          whole, time ratio whole / chunks; 0: not measured, 1 */
     double inductor_elementwise_efficiency; /* the same for the kernels torch.compile's Inductor
                                            generates for a native block (elementwise.c
                                            inductor_native_layer); 0: not measured, hbm_efficiency */

@@ -221,8 +221,15 @@ static double median(double *v, int n)
 
 /*
  * Every row, one table. At this commit (h100-gt500, FLASH rates; bench/README.md,
- * bench/results/ttpub18_2026-11-28, ttpub17_2026-11-28):
- *   TPS/GPU over 31 priced rows: median |error| 8.4% (max 40.0%, Table 2 CP 8). ttpub18: under
+ * bench/results/atp22_2026-11-29, ttpub18_2026-11-28, ttpub17_2026-11-28):
+ *   TPS/GPU over 32 priced rows: median |error| 7.3% (max 39.9%, Table 2 CP 8). atp22 (8.4% ->
+ *     7.3%): torchtitan's per-op SAC re-runs the SP all-gathers (recipe_recompute.c), async TP
+ *     fuses no gather that is quantized after it (rowwise float8, async_tp.c) and its tp chunk
+ *     GEMMs run at 0.926 of the whole GEMM's rate (measured, gpu.tp_chunk_gemm_efficiency):
+ *     async-TP table 8B bf16 / async / tw / tw async / rw / rw async +13.6 / +13.9 / +6.8 /
+ *     +2.4 / +17.2 / +17.6% -> +8.2 / +9.8 / +3.9 / +0.5 / +12.3 / +7.3%, 70B async +12.0 ->
+ *     +9.5%, rw async +17.2 -> +8.5%, tw async -5.8 -> -7.2% (worse); 70B bf16 +8.9%, rw +11.2%
+ *     unchanged (full AC already re-ran the gathers). Earlier, 8.4%; ttpub18: under
  *     torch.compile the CP ring is traced into the block's graph, where functional collectives
  *     wait at once and Inductor does not move them (cp_ring_torch.h cp_ring_torch_traced): the
  *     K/V all-gather and every dK/dV exchange exposed, the merges fused: Table 6 CP 2/4/8
