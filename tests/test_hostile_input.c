@@ -581,6 +581,46 @@ static void test_sim_bounds(void **state)
     assert_non_null(strstr(run.out, "Recommended"));
 }
 
+/* plan refine --from: a measured step of 1e308 s (or 1e-300 s) was fitted, printing a 300-digit
+ * step, +inf% and exit 0; a misspelt enum in a layout was answered with every enum of the
+ * layout and not the one at fault (robust22). */
+static void test_refine_from_values(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    static const char *form =
+        "{\"plans\": [{\"layout\": {\"framework\": \"megatron\", \"tp\": 1, \"dp\": 8, "
+        "\"mbs\": 1, \"sharding\": \"distopt\", \"recompute\": \"%s\"}, "
+        "\"measured_step_s\": %s%s},"
+        " {\"layout\": {\"framework\": \"megatron\", \"tp\": 2, \"dp\": 4, \"mbs\": 1, "
+        "\"sharding\": \"distopt\"}, \"measured_step_s\": 40}]}";
+    static const struct {
+        const char *recompute, *step, *extra, *needle;
+    } cases[] = {
+        {"none", "1e308", "", "measured_step_s must be a number of seconds between 1e-06 and 86400"},
+        {"none", "1e-300", "", "measured_step_s must be a number of seconds between"},
+        {"none", "42", ", \"measured_spread\": -1", "measured_spread must be a number from 0"},
+        {"none", "42", ", \"measured_memory_bytes\": 1e300", "measured_memory_bytes one of bytes"},
+        {"bogus", "42", "", "plans[0].layout.recompute must be none, selective or full, not 'bogus'"},
+        {"none", "42", "", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, form, cases[i].recompute, cases[i].step, cases[i].extra);
+        write_file(tmp("measured.json"), text);
+        if (cases[i].needle) {
+            expect_usage_error(cases[i].needle, "refine --from %s --model 8b --gpus 8",
+                               tmp("measured.json"));
+            assert_ptr_equal(strchr(run.err, '\n'), run.err + strlen(run.err) - 1);
+        } else {
+            char args[1024];
+            snprintf(args, sizeof args, "refine --from %s --model 8b --gpus 8", tmp("measured.json"));
+            assert_int_equal(plan_run(&run, args), 0);
+            if (run.status != 0) fail_msg("plan %s: exit %d: %s", args, run.status, run.err);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -594,6 +634,7 @@ int main(void)
         cmocka_unit_test(test_compare_join_bounded),
         cmocka_unit_test(test_yaml_comment_unicode_breaks),
         cmocka_unit_test(test_report_display_markup),
+        cmocka_unit_test(test_refine_from_values),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
