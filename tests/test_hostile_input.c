@@ -621,6 +621,32 @@ static void test_refine_from_values(void **state)
     }
 }
 
+/* Values the command line took silently (robust22): calibrate --ops "," selected nothing and
+ * ran nothing with exit 0, and a list past 255 characters lost its last names; a full-recompute
+ * layer count past the stage's layers was printed as given ("1000 layers a stage"), and one
+ * given with selective or no recompute was dropped (Megatron refuses it). */
+static void test_silent_values(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    expect_usage_error("--ops names no operation in ','", "calibrate --list --ops ,");
+    char args[1024] = "calibrate --list --ops ";
+    for (int i = 0; i < 60; i++) strcat(args, "gemm,");
+    strcat(args, "all_reduce");
+    expect_usage_error("--ops list is 310 characters, over 255", "%s", args);
+    expect_usage_error("--recompute-layers 1000 is more than the 32 layers of the fullest pipeline "
+                       "stage: give 1 to 32",
+                       "estimate --model 8b --gpus 8 --recompute full --recompute-layers 1000");
+    expect_usage_error("the 16 layers of the fullest",
+                       "simulate --model 8b --gpus 8 --pp 2 --recompute full --recompute-layers 17");
+    expect_usage_error("--recompute-layers counts the layers of full recompute",
+                       "estimate --model 8b --gpus 8 --recompute selective --recompute-layers 4");
+    assert_int_equal(plan_run(&run, "estimate --model 8b --gpus 8 --pp 2 --recompute full "
+                                    "--recompute-layers 16"), 0);
+    assert_int_equal(run.status, 0);
+    assert_non_null(strstr(run.out, "recompute full (16 layers a stage)"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -635,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_yaml_comment_unicode_breaks),
         cmocka_unit_test(test_report_display_markup),
         cmocka_unit_test(test_refine_from_values),
+        cmocka_unit_test(test_silent_values),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
