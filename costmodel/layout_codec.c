@@ -336,27 +336,6 @@ json_t *layout_to_json(const layout *l)
     return o;
 }
 
-/* What a field of kind k accepts, for the message that refuses another value (one field and
- * its values, not every enum of the layout). */
-static const char *enum_values(layout_field_kind k)
-{
-    switch (k) {
-    case LAYOUT_KIND_FRAMEWORK: return "fsdp2, megatron or torchtitan";
-    case LAYOUT_KIND_SHARDING: return "ddp, distopt or fsdp";
-    case LAYOUT_KIND_RECOMPUTE: return "none, selective or full";
-    case LAYOUT_KIND_PRECISION: return "bf16, fp8, mxfp8 or nvfp4";
-    case LAYOUT_KIND_FP8_RECIPE: return "delayed, tensorwise, blockwise or rowwise";
-    case LAYOUT_KIND_IMPL: return "hf, native or te";
-    case LAYOUT_KIND_OPTIMIZER_IMPL: return "fused, foreach or for-loop";
-    case LAYOUT_KIND_MOE_DISPATCHER: return "alltoall, allgather, deepep or hybridep";
-    case LAYOUT_KIND_PP_SCHEDULE:
-        return "1F1B, Interleaved1F1B, GPipe, ZBVZeroBubble or DualPipeV";
-    case LAYOUT_KIND_RECOMPUTE_MODULES: return "Megatron's module names joined by commas";
-    case LAYOUT_KIND_RANK_ORDER: return "tp-cp-ep-dp-pp or tp-cp-ep-pp-dp";
-    default: return "a value plan knows";
-    }
-}
-
 static int parse_enum(const layout_field *f, const char *s, int *out)
 {
     int ok = 0;
@@ -459,8 +438,18 @@ cm_status layout_from_json(const json_t *j, const char *where, layout *l, traini
             break;
         default:
             if (!json_is_string(v) || !parse_enum(f, json_string_value(v), &x))
-                return cm_fail(err, errlen, CM_EPARSE, "%s.%s must be %s%s%.60s%s", where, f->key,
-                               enum_values(f->kind), json_is_string(v) ? ", not '" : "",
+                /* the field and its value first: the list alone did not say which was wrong */
+                return cm_fail(err, errlen, CM_EPARSE,
+                               "%s.%s is %s%.60s%s, which plan does not know: sharding must be "
+                               "ddp, distopt or fsdp, recompute none, "
+                               "selective or full, precision bf16, fp8, mxfp8 or nvfp4, "
+                               "fp8_recipe delayed, tensorwise, blockwise or rowwise, impl hf, native or "
+                               "te, optimizer_impl fused, foreach or for-loop, moe_dispatcher "
+                               "alltoall, allgather, deepep or hybridep and pp_schedule 1F1B, "
+                               "Interleaved1F1B, GPipe, ZBVZeroBubble or DualPipeV, "
+                               "recompute_modules Megatron's module names joined by commas, "
+                               "rank_order tp-cp-ep-dp-pp or tp-cp-ep-pp-dp",
+                               where, f->key, json_is_string(v) ? "'" : "not a string",
                                json_is_string(v) ? json_string_value(v) : "",
                                json_is_string(v) ? "'" : "");
         }

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "check.h"
 #include "emit.h"
@@ -601,7 +602,7 @@ static void test_refine_from_values(void **state)
         {"none", "1e-300", "", "measured_step_s must be a number of seconds between"},
         {"none", "42", ", \"measured_spread\": -1", "measured_spread must be a number from 0"},
         {"none", "42", ", \"measured_memory_bytes\": 1e300", "measured_memory_bytes one of bytes"},
-        {"bogus", "42", "", "plans[0].layout.recompute must be none, selective or full, not 'bogus'"},
+        {"bogus", "42", "", "plans[0].layout.recompute is 'bogus', which plan does not know: sharding must be"},
         {"none", "42", "", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -621,7 +622,8 @@ static void test_refine_from_values(void **state)
     }
 }
 
-/* Values the command line took silently (robust22): calibrate --ops "," selected nothing and
+/* Values the command line took silently (robust22): compare-systems ignored the shared options
+ * it does not use; calibrate --ops "," selected nothing and
  * ran nothing with exit 0, and a list past 255 characters lost its last names; a full-recompute
  * layer count past the stage's layers was printed as given ("1000 layers a stage"), and one
  * given with selective or no recompute was dropped (Megatron refuses it). */
@@ -641,10 +643,63 @@ static void test_silent_values(void **state)
                        "simulate --model 8b --gpus 8 --pp 2 --recompute full --recompute-layers 17");
     expect_usage_error("--recompute-layers counts the layers of full recompute",
                        "estimate --model 8b --gpus 8 --recompute selective --recompute-layers 4");
+    /* compare-systems took every shared option and ignored most (--format json printed text) */
+    expect_usage_error("plan compare-systems does not take --format",
+                       "compare-systems --model 8b --gpus 8 --systems h100 --format json");
+    expect_usage_error("does not take --tp", "compare-systems --model 8b --gpus 8 --tp 2");
+    expect_usage_error("does not take --system:", "compare-systems --model 8b --gpus 8 -s h100");
+    assert_int_equal(plan_run(&run, "compare-systems --model 8b --gpus 8 --systems h100 "
+                                    "--seq 2048 --gbs 64 --precision bf16 --csv"), 0);
+    assert_int_equal(run.status, 0);
     assert_int_equal(plan_run(&run, "estimate --model 8b --gpus 8 --pp 2 --recompute full "
                                     "--recompute-layers 16"), 0);
     assert_int_equal(run.status, 0);
     assert_non_null(strstr(run.out, "recompute full (16 layers a stage)"));
+}
+
+/* A name longer than its field was cut inside a UTF-8 character (a display name of 100 'é'
+ * in 127 bytes), and a file name need not be UTF-8 at all: the JSON output then lost its whole
+ * "model" object (jansson refuses such a string) and the emitted YAML was not UTF-8, so plan
+ * check could not read it back (robust22). Names are now cut between characters and stray
+ * bytes written as '?'. */
+static void test_utf8_names(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE") || !getenv("PLAN_DATA_DIR")) skip();
+    char preset[512], display[256] = "";
+    snprintf(preset, sizeof preset, "%s/models/8b.json", getenv("PLAN_DATA_DIR"));
+    json_error_t je;
+    json_t *cfg = json_load_file(preset, 0, &je);
+    assert_non_null(cfg);
+    for (int i = 0; i < 100; i++) strcat(display, "\xc3\xa9"); /* é */
+    json_object_set_new(json_object_get(cfg, "_plan"), "display", json_string(display));
+    const char *paths[] = {tmp("long-display.json"), tmp("name-\xff\xfe.json")};
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(json_dump_file(cfg, paths[k], 0), 0);
+        char args[1024];
+        snprintf(args, sizeof args, "estimate --model '%s' --gpus 8 --format json", paths[k]);
+        assert_int_equal(plan_run(&run, args), 0);
+        json_t *out = json_loads(run.out, 0, &je);
+        assert_non_null(out);
+        const json_t *model = json_object_get(out, "model");
+        if (!json_is_object(model)) fail_msg("plan %s: no \"model\" object", args);
+        if (k == 0)
+            assert_int_equal(strlen(json_string_value(json_object_get(model, "display"))), 126);
+        json_decref(out);
+        snprintf(args, sizeof args, "estimate --model '%s' --gpus 8 --emit yaml > %s", paths[k],
+                 tmp("emitted.yaml"));
+        assert_int_equal(plan_run(&run, args), 0);
+        assert_int_equal(run.status, 0);
+        snprintf(args, sizeof args, "check %s --model '%s' --gpus 8", tmp("emitted.yaml"),
+                 paths[k]);
+        assert_int_equal(plan_run(&run, args), 0);
+        if (run.status != 0) fail_msg("plan %s: exit %d: %s", args, run.status, run.err);
+    }
+    /* the file name's stray bytes as '?' */
+    snprintf(preset, sizeof preset, "estimate --model '%s' --gpus 8 --format json", paths[1]);
+    assert_int_equal(plan_run(&run, preset), 0);
+    assert_non_null(strstr(run.out, "\"name\": \"name-??\""));
+    json_decref(cfg);
 }
 
 int main(void)
@@ -662,6 +717,7 @@ int main(void)
         cmocka_unit_test(test_report_display_markup),
         cmocka_unit_test(test_refine_from_values),
         cmocka_unit_test(test_silent_values),
+        cmocka_unit_test(test_utf8_names),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
