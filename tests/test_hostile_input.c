@@ -13,7 +13,11 @@
  *  - a system without a network: no multi-node plan fits, for any framework or sharding;
  *  - plan fit: NaN, infinite and overflowing cells are refused naming the line;
  *  - the simulator refuses more than SIM_MAX_CHUNKS and a trace of more than
- *    SIM_MAX_TRACE_EVENTS events.
+ *    SIM_MAX_TRACE_EVENTS events;
+ *  - (robust22) refine --from refuses absurd measured values and names a bad enum's field;
+ *    options a command ignored are refused (compare-systems, check, calibrate --ops ",",
+ *    --recompute-layers past a stage or without full recompute); names cut inside a UTF-8
+ *    character no longer drop the JSON "model" object or break the emitted YAML.
  * Library calls where the library decides; the rest through `plan` (PLAN_EXE).
  */
 #define _GNU_SOURCE /* setresuid (test_unprivileged.h) */
@@ -622,8 +626,8 @@ static void test_refine_from_values(void **state)
     }
 }
 
-/* Values the command line took silently (robust22): compare-systems ignored the shared options
- * it does not use; calibrate --ops "," selected nothing and
+/* Values the command line took silently (robust22): compare-systems and plan check ignored the
+ * shared options they do not use; calibrate --ops "," selected nothing and
  * ran nothing with exit 0, and a list past 255 characters lost its last names; a full-recompute
  * layer count past the stage's layers was printed as given ("1000 layers a stage"), and one
  * given with selective or no recompute was dropped (Megatron refuses it). */
@@ -650,6 +654,17 @@ static void test_silent_values(void **state)
     expect_usage_error("does not take --system:", "compare-systems --model 8b --gpus 8 -s h100");
     assert_int_equal(plan_run(&run, "compare-systems --model 8b --gpus 8 --systems h100 "
                                     "--seq 2048 --gbs 64 --precision bf16 --csv"), 0);
+    assert_int_equal(run.status, 0);
+    /* plan check likewise (--trace wrote no trace, --format json printed text) */
+    snprintf(args, sizeof args, "estimate --model 8b --gpus 8 --emit yaml > %s", tmp("c.yaml"));
+    assert_int_equal(plan_run(&run, args), 0);
+    assert_int_equal(run.status, 0);
+    expect_usage_error("plan check does not take --trace", "check %s --trace %s", tmp("c.yaml"),
+                       tmp("t.json"));
+    expect_usage_error("plan check does not take --format", "check %s --format json",
+                       tmp("c.yaml"));
+    snprintf(args, sizeof args, "check %s --system h100 --gpus 8", tmp("c.yaml"));
+    assert_int_equal(plan_run(&run, args), 0);
     assert_int_equal(run.status, 0);
     assert_int_equal(plan_run(&run, "estimate --model 8b --gpus 8 --pp 2 --recompute full "
                                     "--recompute-layers 16"), 0);
