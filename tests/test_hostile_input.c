@@ -655,6 +655,9 @@ static void test_silent_values(void **state)
     assert_int_equal(plan_run(&run, "compare-systems --model 8b --gpus 8 --systems h100 "
                                     "--seq 2048 --gbs 64 --precision bf16 --csv"), 0);
     assert_int_equal(run.status, 0);
+    /* plan fit said "unknown option or missing value" without naming it */
+    expect_usage_error("plan fit: unknown option '--tp'", "fit x.csv --tp 2");
+    expect_usage_error("plan fit: this option needs a value: '-o'", "fit x.csv -o");
     /* plan check likewise (--trace wrote no trace, --format json printed text) */
     snprintf(args, sizeof args, "estimate --model 8b --gpus 8 --emit yaml > %s", tmp("c.yaml"));
     assert_int_equal(plan_run(&run, args), 0);
