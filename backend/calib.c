@@ -20,6 +20,10 @@ cm_status calib_parse_ops(const char *list, unsigned *mask, char *err, size_t er
                        "all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, "
                        "collectives or all");
     char buf[256];
+    if (strlen(list) >= sizeof buf) /* was cut at 255 characters, dropping the names past it */
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "--ops list is %zu characters, over %zu: name each operation once",
+                       strlen(list), sizeof buf - 1);
     snprintf(buf, sizeof buf, "%s", list);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char name[64];
@@ -66,6 +70,12 @@ cm_status calib_parse_ops(const char *list, unsigned *mask, char *err, size_t er
                            "all_to_all, send_recv, collectives or all",
                            tok);
     }
+    if (!*mask) /* "," or ",,": no operation named, and calibrate ran nothing with exit 0 */
+        return cm_fail(err, errlen, CM_EINVAL,
+                       "--ops names no operation in '%s': give gemm, gemm_fp8, "
+                       "gemm_fp8_blockwise, all_reduce, all_gather, reduce_scatter, all_to_all, "
+                       "send_recv, collectives or all",
+                       list);
     return CM_OK;
 }
 

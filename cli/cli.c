@@ -238,8 +238,8 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
      * process read after that argv was gone (found by tests/fuzz/fuzz_cli). */
     optind = 0;
     opterr = 0;
-    int c, rc = 0;
-    while ((c = getopt_long(argc, argv, shorts, all, NULL)) != -1) {
+    int c, rc = 0, idx;
+    while ((idx = -1, c = getopt_long(argc, argv, shorts, all, &idx)) != -1) {
         layout *l = &o->layout;
         if (is_own(own, c) || (c == ':' && is_own(own, optopt))) {
             /* value: "" for an option without one, NULL when a needed one is missing */
@@ -248,6 +248,13 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             if (rc) return rc;
             continue;
         }
+        /* the shared options given, by name, for the commands that take only some of them */
+        if (c != ':' && c != '?' && o->n_given < CLI_MAX_GIVEN)
+            o->given[o->n_given++] = idx >= 0 ? all[idx].name
+                                   : c == 'm' ? "model"
+                                   : c == 'g' ? "gpus"
+                                   : c == 's' ? "system"
+                                              : "help";
         switch (c) {
         case 'm':
             o->model = optarg;
@@ -585,4 +592,14 @@ int cli_parse_int(const char *flag, const char *s, long lo, long hi, int *out)
     }
     *out = (int)v;
     return 0;
+}
+
+const char *cli_given_other(const cli_options *o, const char *const *allowed)
+{
+    for (int i = 0; i < o->n_given; i++) {
+        bool ok = false;
+        for (const char *const *a = allowed; *a && !ok; a++) ok = !strcmp(*a, o->given[i]);
+        if (!ok) return o->given[i];
+    }
+    return NULL;
 }

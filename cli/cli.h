@@ -19,6 +19,8 @@ typedef enum { FORMAT_HUMAN = 0, FORMAT_JSON = 1 } cli_format;
 /* --nvls: not given (the system file's node.nvls stands), on or off. */
 typedef enum { CLI_NVLS_UNSET = 0, CLI_NVLS_ON, CLI_NVLS_OFF } cli_nvls;
 
+#define CLI_MAX_GIVEN 64
+
 typedef struct {
     const char *model;
     bool model_given;         /* --model was given (plan and plan estimate require it) */
@@ -52,7 +54,16 @@ typedef struct {
     bool gemm_headroom_bubble; /* --gemm-headroom bubble (plan estimate's default): from the
                                   pipeline bubble's idle time alone */
     bool gemm_headroom_given; /* --gemm-headroom was on the command line */
+    /* the shared options given, by long name (the first CLI_MAX_GIVEN; a command's own options
+     * are not listed): cli_given_other */
+    const char *given[CLI_MAX_GIVEN];
+    int n_given;
 } cli_options;
+
+/* The first shared option given that is not in allowed (long names, NULL-terminated), or NULL:
+ * for a command that takes only some of them (compare-systems ignored --tp, --format json or
+ * --system silently). */
+const char *cli_given_other(const cli_options *o, const char *const *allowed);
 
 /* Exit status for bad input (issue 2: "exit status 2"). */
 #define CLI_EXIT_USAGE 2

@@ -163,6 +163,19 @@ int cmd_check(int argc, char **argv)
     if (layout_flags_given(&o))
         return cli_error("plan check reads the layout and training shape from the YAML; layout "
                          "flags such as --tp or --seq do not apply: edit the file instead");
+    /* the rest it ignored silently (--format json printed text, --trace wrote nothing) */
+    static const char *const takes[] = {"model",         "gpus", "system",      "calibration",
+                                        "emit",          "nvls", "power-limit", "gemm-headroom",
+                                        "help",          NULL};
+    const char *other = cli_given_other(&o, takes);
+    if (other) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "plan check does not take --%s (it takes --model --gpus --system --calibration "
+                 "--emit --nvls --power-limit --gemm-headroom): plan estimate takes it",
+                 other);
+        return cli_error(msg);
+    }
 
     char err[CM_ERRLEN] = "";
     size_t len = 0;

@@ -71,6 +71,19 @@ int cmd_compare_systems(int argc, char **argv)
     }
     if (!o.model_given || !o.gpus)
         return cli_error("plan compare-systems needs --model M and --gpus N");
+    static const char *const takes[] = {"model", "gpus", "seq", "gbs", "nvls", "power-limit",
+                                        "precision", "help", NULL};
+    const char *other = cli_given_other(&o, takes);
+    if (other) {
+        char msg[400];
+        snprintf(msg, sizeof msg,
+                 "plan compare-systems does not take --%s: it searches each system of "
+                 "--systems for its best plan (options: --model --gpus --systems "
+                 "--price-per-gpu-hour --csv --seq --gbs --nvls --power-limit --precision); "
+                 "plan or plan estimate takes --%s",
+                 other, other);
+        return cli_error(msg);
+    }
     if (o.precision_given && o.layout.precision != PRECISION_BF16)
         return cli_error("plan compare-systems compares each system's best plan: --precision "
                          "auto (the default: bf16 and the formats each GPU supports) or bf16");

@@ -90,7 +90,13 @@ int cmd_fit(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'C': collectives_only = true; break;
         case 'h': usage(); return 0;
-        default: return cli_error("plan fit: unknown option or missing value (see plan fit --help)");
+        default: { /* name the option, as the other commands do */
+            char msg[200];
+            snprintf(msg, sizeof msg, "plan fit: %s '%.100s' (see plan fit --help)",
+                     c == ':' ? "this option needs a value:" : "unknown option",
+                     argv[optind - 1]);
+            return cli_error(msg);
+        }
         }
     }
     if (argc - optind != 1) return cli_error("plan fit needs one calibrate CSV: plan fit FILE.csv -o profile.json");

@@ -149,3 +149,38 @@ cm_status input_file_open(const char *path, const char *what, const char *hint, 
     *out = f;
     return CM_OK;
 }
+
+/* The length of the UTF-8 character at s (1-4), or 0 when s does not start a valid one
+ * (overlong forms, surrogates and code points past U+10FFFF included, as jansson refuses). */
+static size_t utf8_char_len(const unsigned char *s)
+{
+    if (s[0] < 0x80) return 1;
+    size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
+    if (!len || s[0] > 0xf4 || s[0] == 0xc0 || s[0] == 0xc1) return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) ||
+        (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
+        return 0;
+    return len;
+}
+
+void input_text_copy(char *dst, size_t n, const char *src)
+{
+    if (!n) return;
+    size_t used = 0;
+    const unsigned char *s = (const unsigned char *)src;
+    while (*s) {
+        size_t len = utf8_char_len(s);
+        if (used + (len ? len : 1) >= n) break;
+        if (len) {
+            memcpy(dst + used, s, len);
+            used += len;
+            s += len;
+        } else {
+            dst[used++] = '?';
+            s++;
+        }
+    }
+    dst[used] = '\0';
+}

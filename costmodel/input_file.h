@@ -37,4 +37,11 @@ cm_status input_file_open(const char *path, const char *what, const char *hint, 
 int input_file_over_cap(const char *path, const char *what, long max_bytes, size_t read_bytes,
                         char *err, size_t errlen);
 
+/* Copies a name read from an input (a file name, a config's display name) into a fixed field
+ * of n bytes as valid UTF-8: cut before a character that does not fit, never inside one, and
+ * each byte that is not part of a UTF-8 character (a file name in another encoding) as '?'.
+ * A name cut inside a character dropped the whole "model" object from the JSON output and made
+ * the emitted YAML unreadable (robust22). */
+void input_text_copy(char *dst, size_t n, const char *src);
+
 #endif

@@ -618,6 +618,17 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
         FAIL(CM_ERULE, "param-gather-needs-grad-reduce",
              "Megatron requires --overlap-grad-reduce with --overlap-param-gather "
              "(arguments.py): add --overlap-grad-reduce");
+    /* a layer count is full recompute's (transformer_config.py d98e8a6 l.1927: with selective
+     * "recompute_num_layers must be None"); past a stage's layers it was printed as given */
+    if (l->recompute_layers > 0 && l->recompute != RECOMPUTE_FULL)
+        FAIL(CM_ERULE, "recompute-layers-need-full",
+             "--recompute-layers counts the layers of full recompute: add --recompute full, or "
+             "drop it");
+    if (l->recompute_layers > 0 && s->n == 0 && l->recompute_layers > layout_max_stage_layers(m, l))
+        FAIL(CM_EINVAL, "recompute-layers-fit-stage",
+             "--recompute-layers %d is more than the %d layers of the fullest pipeline stage: "
+             "give 1 to %d, or drop it to recompute every layer",
+             l->recompute_layers, layout_max_stage_layers(m, l), layout_max_stage_layers(m, l));
     /* Megatron's selective recompute by module (recompute_modules.h; transformer_config.py
      * __post_init__ at d98e8a6) */
     if (l->recompute_modules) {

@@ -438,8 +438,10 @@ cm_status layout_from_json(const json_t *j, const char *where, layout *l, traini
             break;
         default:
             if (!json_is_string(v) || !parse_enum(f, json_string_value(v), &x))
+                /* the field and its value first: the list alone did not say which was wrong */
                 return cm_fail(err, errlen, CM_EPARSE,
-                               "%s: sharding must be ddp, distopt or fsdp, recompute none, "
+                               "%s.%s is %s%.60s%s, which plan does not know: sharding must be "
+                               "ddp, distopt or fsdp, recompute none, "
                                "selective or full, precision bf16, fp8, mxfp8 or nvfp4, "
                                "fp8_recipe delayed, tensorwise, blockwise or rowwise, impl hf, native or "
                                "te, optimizer_impl fused, foreach or for-loop, moe_dispatcher "
@@ -447,7 +449,9 @@ cm_status layout_from_json(const json_t *j, const char *where, layout *l, traini
                                "Interleaved1F1B, GPipe, ZBVZeroBubble or DualPipeV, "
                                "recompute_modules Megatron's module names joined by commas, "
                                "rank_order tp-cp-ep-dp-pp or tp-cp-ep-pp-dp",
-                               where);
+                               where, f->key, json_is_string(v) ? "'" : "not a string",
+                               json_is_string(v) ? json_string_value(v) : "",
+                               json_is_string(v) ? "'" : "");
         }
         store_value(f, p, x);
     }

@@ -59,7 +59,7 @@ static void stem_of(const char *path, char *out, size_t outlen)
 {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    snprintf(out, outlen, "%s", base);
+    input_text_copy(out, outlen, base);
     char *dot = strrchr(out, '.');
     if (dot && strcmp(dot, ".json") == 0) *dot = '\0';
 }
@@ -296,7 +296,7 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
 
     long v;
     if (name)
-        snprintf(spec->name, sizeof spec->name, "%s", name);
+        input_text_copy(spec->name, sizeof spec->name, name);
     else
         stem_of(path, spec->name, sizeof spec->name);
     snprintf(spec->display, sizeof spec->display, "%s", spec->name);
@@ -564,9 +564,9 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
     const json_t *plan = cj_get(root, "_plan");
     if (plan && json_is_object(plan)) {
         const char *disp = cj_get_str(plan, "display");
-        if (disp) snprintf(spec->display, sizeof spec->display, "%s", disp);
+        if (disp) input_text_copy(spec->display, sizeof spec->display, disp);
         const char *repo = cj_get_str(plan, "hf_repo");
-        if (repo) snprintf(spec->hf_repo, sizeof spec->hf_repo, "%s", repo);
+        if (repo) input_text_copy(spec->hf_repo, sizeof spec->hf_repo, repo);
         double x;
         if (cj_get_num(plan, &x, KEYS("published_params_total"))) spec->published_params_total = x;
         if (cj_get_num(plan, &x, KEYS("published_params_active"))) spec->published_params_active = x;

@@ -330,15 +330,16 @@ cm_status system_from_json(const json_t *root, const char *path, const char *nam
 {
     memset(sys, 0, sizeof *sys);
     const json_t *v = json_object_get(root, "name");
-    snprintf(sys->name, sizeof sys->name, "%s",
-             name ? name : (json_is_string(v) ? json_string_value(v) : path));
+    /* names from the file (or a path) into fixed fields, whole UTF-8 characters only */
+    input_text_copy(sys->name, sizeof sys->name,
+                    name ? name : (json_is_string(v) ? json_string_value(v) : path));
     v = json_object_get(root, "description");
-    if (json_is_string(v)) snprintf(sys->description, sizeof sys->description, "%s",
-                                    json_string_value(v));
+    if (json_is_string(v))
+        input_text_copy(sys->description, sizeof sys->description, json_string_value(v));
     const json_t *gpu = json_object_get(root, "gpu");
     v = gpu ? json_object_get(gpu, "name") : NULL;
-    snprintf(sys->gpu_name, sizeof sys->gpu_name, "%s", json_is_string(v) ? json_string_value(v)
-                                                                          : "GPU");
+    input_text_copy(sys->gpu_name, sizeof sys->gpu_name,
+                    json_is_string(v) ? json_string_value(v) : "GPU");
     const json_t *node = json_object_get(root, "node");
     v = node ? json_object_get(node, "fabric") : NULL;
     if (v && (!json_is_string(v) || (strcmp(json_string_value(v), "switch") &&

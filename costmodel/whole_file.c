@@ -167,15 +167,19 @@ void whole_file_abort(whole_file *w)
     release(w);
 }
 
-cm_status whole_file_commit(whole_file *w, char *err, size_t errlen)
+cm_status whole_file_finish(whole_file *w, char *err, size_t errlen)
 {
     if (!w->f) return cm_fail(err, errlen, CM_EIO, "writing an output file that is not open");
     if (w->is_stdout) {
         errno = 0;
         int bad = fflush(stdout) != 0 || ferror(stdout);
         int e = errno;
-        release(w);
-        return bad ? whole_file_fail("standard output", e, err, errlen) : CM_OK;
+        w->f = NULL;
+        if (bad) {
+            release(w);
+            return whole_file_fail("standard output", e, err, errlen);
+        }
+        return CM_OK;
     }
     int bad = fflush(w->f) != 0 || ferror(w->f);
     int e = 0;
@@ -186,18 +190,31 @@ cm_status whole_file_commit(whole_file *w, char *err, size_t errlen)
     if (fclose(w->f) != 0) bad = 1;
     if (!e) e = sink_errno(w);
     w->f = NULL;
-    if (!bad && w->tmp_path && rename(w->tmp_path, w->path) != 0) {
-        bad = 1;
-        e = errno;
-    }
     if (bad) {
         cm_status st = whole_file_fail(w->path, e, err, errlen);
         if (w->tmp_path) unlink(w->tmp_path);
         release(w);
         return st;
     }
+    return CM_OK;
+}
+
+cm_status whole_file_publish(whole_file *w, char *err, size_t errlen)
+{
+    if (w->tmp_path && rename(w->tmp_path, w->path) != 0) {
+        cm_status st = whole_file_fail(w->path, errno, err, errlen);
+        unlink(w->tmp_path);
+        release(w);
+        return st;
+    }
     release(w);
     return CM_OK;
+}
+
+cm_status whole_file_commit(whole_file *w, char *err, size_t errlen)
+{
+    cm_status st = whole_file_finish(w, err, errlen);
+    return st != CM_OK ? st : whole_file_publish(w, err, errlen);
 }
 
 cm_status whole_file_json(const json_t *j, const char *path, size_t flags, char *err,

@@ -34,6 +34,13 @@ cm_status whole_file_open(whole_file *w, const char *path, char *err, size_t err
  * failure the temporary file is removed and the target is untouched. Always releases w. */
 cm_status whole_file_commit(whole_file *w, char *err, size_t errlen);
 
+/* whole_file_commit in two steps, for one output made of several files (a Markdown report and
+ * its charts): finish checks every write and syncs the temporary file (on failure it is removed
+ * and w released); publish renames it over the target and releases w. Between the two,
+ * whole_file_abort still removes it, so every file can be finished before any is published. */
+cm_status whole_file_finish(whole_file *w, char *err, size_t errlen);
+cm_status whole_file_publish(whole_file *w, char *err, size_t errlen);
+
 /* Gives up: closes and removes the temporary file; the target is untouched. Safe on a w that
  * failed to open or was already committed. */
 void whole_file_abort(whole_file *w);

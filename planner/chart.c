@@ -92,10 +92,12 @@ cm_status chart_svg(const chart *c, const char *id_prefix, char **svg, size_t *l
                    "reconfigure (meson setup --reconfigure -Dcharts=enabled)");
 }
 
-cm_status chart_png(const chart *c, const char *path, char *err, size_t errlen)
+cm_status chart_png_staged(const chart *c, const char *path, whole_file *w, char *err,
+                           size_t errlen)
 {
     (void)c;
     (void)path;
+    memset(w, 0, sizeof *w);
     return cm_fail(err, errlen, CM_EINVAL,
                    "this build of plan has no cairo, so no charts: install libcairo2-dev and "
                    "reconfigure (meson setup --reconfigure -Dcharts=enabled)");
@@ -557,8 +559,10 @@ static cairo_status_t png_write(void *closure, const unsigned char *data, unsign
                                                                : CAIRO_STATUS_WRITE_ERROR;
 }
 
-cm_status chart_png(const chart *c, const char *path, char *err, size_t errlen)
+cm_status chart_png_staged(const chart *c, const char *path, whole_file *w, char *err,
+                           size_t errlen)
 {
+    memset(w, 0, sizeof *w); /* whole_file_abort is safe on it whatever happens below */
     const double scale = 1.5; /* crisper on high-density screens */
     cairo_surface_t *s =
         cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)(W * scale), (int)(H * scale));
@@ -573,20 +577,26 @@ cm_status chart_png(const chart *c, const char *path, char *err, size_t errlen)
                        cairo_status_to_string(st));
     }
     /* Written whole (whole_file.h): a full disk leaves no half PNG behind. */
-    whole_file w;
-    cm_status ws = whole_file_open(&w, path, err, errlen);
+    cm_status ws = whole_file_open(w, path, err, errlen);
     if (ws != CM_OK) {
         cairo_surface_destroy(s);
         return ws;
     }
-    st = cairo_surface_write_to_png_stream(s, png_write, w.f);
+    st = cairo_surface_write_to_png_stream(s, png_write, w->f);
     cairo_surface_destroy(s);
     if (st != CAIRO_STATUS_SUCCESS) {
         int e = errno;
-        whole_file_abort(&w);
+        whole_file_abort(w);
         return whole_file_fail(path, st == CAIRO_STATUS_WRITE_ERROR ? e : 0, err, errlen);
     }
-    return whole_file_commit(&w, err, errlen);
+    return whole_file_finish(w, err, errlen);
 }
 
 #endif
+
+cm_status chart_png(const chart *c, const char *path, char *err, size_t errlen)
+{
+    whole_file w;
+    cm_status st = chart_png_staged(c, path, &w, err, errlen);
+    return st != CM_OK ? st : whole_file_publish(&w, err, errlen);
+}

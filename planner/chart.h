@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "status.h"
+#include "whole_file.h"
 
 #define CHART_MAX_SERIES 8
 #define CHART_MAX_POINTS 48
@@ -64,6 +65,10 @@ cm_status chart_svg(const chart *c, const char *id_prefix, char **svg, size_t *l
                     size_t errlen);
 /* Render as a PNG file. */
 cm_status chart_png(const chart *c, const char *path, char *err, size_t errlen);
+/* The same, written and synced but not yet in place: whole_file_publish(w) puts it there,
+ * whole_file_abort(w) drops it (a report publishes its charts only when all were written). */
+cm_status chart_png_staged(const chart *c, const char *path, whole_file *w, char *err,
+                           size_t errlen);
 
 /* Release cairo's font and surface caches (call once, when no chart is being drawn; keeps leak
  * checkers quiet about memory cairo would otherwise hold until exit). */

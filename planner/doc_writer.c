@@ -187,14 +187,17 @@ void doc_begin(doc *d, const char *title, const char *css)
 }
 
 /*
- * Markdown's charts are drawn and written as PNG files (each whole: a temporary file, synced,
- * then renamed) at doc_end, on every core: the text that links to them does not wait for them,
- * and the files' syncs overlap. Each file is the one drawn in place would be; the first that
- * fails, in the document's order, is the document's failure.
+ * Markdown's charts are drawn and written as PNG files (each whole: a temporary file, synced)
+ * at doc_end, on every core: the text that links to them does not wait for them, and the
+ * files' syncs overlap. Each file is the one drawn in place would be; the first that fails, in
+ * the document's order, is the document's failure. None is renamed into place before
+ * doc_publish, after every chart and the document itself were written: a failed report left
+ * the charts written before the failure beside the old document (found by robust22).
  */
 struct doc_png {
     chart c;
     char path[2 * PATH_MAX + 2];
+    whole_file w; /* written and synced by doc_end, put in place by doc_publish */
     cm_status st;
     char err[CM_ERRLEN];
 };
@@ -214,7 +217,7 @@ static void *write_pngs(void *arg)
         pthread_mutex_unlock(&w->mu);
         if (k < 0) return NULL;
         struct doc_png *p = &w->png[k];
-        p->st = chart_png(&p->c, p->path, p->err, sizeof p->err);
+        p->st = chart_png_staged(&p->c, p->path, &p->w, p->err, sizeof p->err);
     }
 }
 
@@ -235,9 +238,33 @@ void doc_end(doc *d)
             }
         }
     }
+}
+
+/* Drops the staged charts and forgets them. */
+static void doc_drop_pngs(doc *d)
+{
+    for (int k = 0; k < d->npng; k++)
+        if (d->png[k].st == CM_OK) whole_file_abort(&d->png[k].w);
     free(d->png);
     d->png = NULL;
     d->npng = d->png_cap = 0;
+}
+
+cm_status doc_publish(doc *d, char *err, size_t errlen)
+{
+    cm_status st = d->st;
+    if (st != CM_OK) snprintf(err, errlen, "%s", d->err);
+    for (int k = 0; st == CM_OK && k < d->npng; k++) {
+        st = whole_file_publish(&d->png[k].w, err, errlen);
+        d->png[k].st = CM_EIO; /* released either way */
+    }
+    doc_drop_pngs(d);
+    return st;
+}
+
+void doc_abort(doc *d)
+{
+    doc_drop_pngs(d);
 }
 
 void doc_h(doc *d, int level, const char *id, const char *fmt, ...)

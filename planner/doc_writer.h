@@ -56,8 +56,14 @@ void doc_init(doc *d, FILE *f, doc_format fmt, const char *path);
 
 /* HTML: the doctype, head (title, inline style sheet css) and <body>; Markdown: nothing. */
 void doc_begin(doc *d, const char *title, const char *css);
-/* Closes an open list; HTML: </body></html>; Markdown: writes the PNG charts. */
+/* Closes an open list; HTML: </body></html>; Markdown: writes the PNG charts, not yet in
+ * place: then doc_publish (once the document itself is written) or doc_abort, always. */
 void doc_end(doc *d);
+/* Puts the charts doc_end wrote in place; on a failure (d->st, or a rename) the rest are
+ * dropped and err says why. */
+cm_status doc_publish(doc *d, char *err, size_t errlen);
+/* Drops the charts doc_end wrote, leaving any old ones as they were. */
+void doc_abort(doc *d);
 
 /* A heading of level 1..6 with an anchor id (made safe by doc_safe_id). */
 void doc_h(doc *d, int level, const char *id, const char *fmt, ...)

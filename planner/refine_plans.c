@@ -14,6 +14,10 @@
 #include "layout_codec.h"
 #include "search.h"
 
+/* the measured step times --from accepts, in seconds */
+#define REFINE_MIN_STEP_S 1e-6
+#define REFINE_MAX_STEP_S 86400.0
+
 /* ---- the records ---- */
 
 json_t *refine_plans_json(const refine_plan *plans, int n)
@@ -108,16 +112,33 @@ cm_status refine_plans_read(const char *path, const char *model_ref, const model
             st = cm_fail(err, errlen, CM_EPARSE, "'%s': %s", path, msg);
             break;
         }
+        /* a step of a microsecond to a day: past them (1e308, 1e-300) the fit and the table
+         * printed inf and 300-digit numbers with exit 0 */
         const json_t *ts = json_object_get(p, "measured_step_s");
-        if (!json_is_number(ts) || !(json_number_value(ts) > 0)) {
+        if (!json_is_number(ts) || !(json_number_value(ts) >= REFINE_MIN_STEP_S) ||
+            !(json_number_value(ts) <= REFINE_MAX_STEP_S)) {
             st = cm_fail(err, errlen, CM_EPARSE,
-                         "'%s': plans[%zu].measured_step_s must be a positive number of seconds",
+                         "'%s': plans[%zu].measured_step_s must be a number of seconds between "
+                         "%g and %g",
+                         path, i, REFINE_MIN_STEP_S, REFINE_MAX_STEP_S);
+            break;
+        }
+        const json_t *sp = json_object_get(p, "measured_spread"),
+                     *mm = json_object_get(p, "measured_memory_bytes");
+        if ((sp && !(json_is_number(sp) && json_number_value(sp) >= 0 &&
+                     json_number_value(sp) <= 1e3)) ||
+            (mm && !(json_is_number(mm) && json_number_value(mm) >= 0 &&
+                     json_number_value(mm) <= 1e15))) {
+            st = cm_fail(err, errlen, CM_EPARSE,
+                         "'%s': plans[%zu]: measured_spread must be a number from 0 to 1000 ((max - "
+                         "min) / median of the repeats) and measured_memory_bytes one of bytes "
+                         "from 0 to 1e15",
                          path, i);
             break;
         }
         r->obs.measured_step_s = json_number_value(ts);
-        r->spread = json_number_value(json_object_get(p, "measured_spread"));
-        r->mem_meas = json_number_value(json_object_get(p, "measured_memory_bytes"));
+        r->spread = json_number_value(sp);
+        r->mem_meas = json_number_value(mm);
         r->rank = (int)json_integer_value(json_object_get(p, "rank"));
         *n = (int)i + 1;
     }

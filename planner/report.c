@@ -137,8 +137,19 @@ cm_status report_write(report *r, report_format fmt, const char *path, char *err
     r->stats.charts = d.charts;
     r->stats.images = d.images;
     if (d.st != CM_OK) {
+        doc_abort(&d);
         whole_file_abort(&w);
         return cm_fail(err, errlen, d.st, "%s", d.err);
     }
-    return whole_file_commit(&w, err, errlen);
+    /* the guide and its charts written first, then put in place: a failure leaves the old
+     * guide and the old charts together */
+    if ((st = whole_file_finish(&w, err, errlen)) != CM_OK) {
+        doc_abort(&d);
+        return st;
+    }
+    if ((st = doc_publish(&d, err, errlen)) != CM_OK) {
+        whole_file_abort(&w);
+        return st;
+    }
+    return whole_file_publish(&w, err, errlen);
 }

@@ -4,7 +4,7 @@
  * backquotes, quotes and backslashes. The shell text, run by bash with torchrun stubbed, passes
  * exactly the JSON's argv and runs nothing; the Bridge Python parses and names the repository
  * verbatim; the YAML reads back the same path; the JSON is valid; every comment stays a
- * comment. Apart from the Megatron flags' own tests because it covers every format.
+ * comment; torchtitan's command runs with torchrun stubbed and reads back (robust22). Apart from the Megatron flags' own tests because it covers every format.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "check_torchtitan.h"
 #include "test_emit_megatron.h"
 
 static const char hostile[] = "evil\n$(touch /tmp/plan_pwned_$$)`touch /tmp/plan_pwned_bq`"
@@ -187,6 +188,35 @@ void test_hostile_strings(void **state)
                         hostile);
     json_decref(j);
     free(text);
+
+    /* torchtitan's command (robust22: the one emitter the test did not cover): the names stay
+     * in comments, bash runs it with torchrun stubbed and nothing else, plan check reads it */
+    l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.tp = 2; l.pp = 2; l.dp = 2; l.sp = true; l.sharding = SHARDING_FSDP;
+    if (estimate_layout(&m, &sys, &t, &l, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    assert_int_equal(emit_render(EMIT_TORCHTITAN, &e, &m, &sys, &ctx, &text, err, sizeof err),
+                     CM_OK);
+    line = text;
+    while (*line == '#') line = strchr(line, '\n') + 1;
+    assert_true(!strncmp(line, "export ", 7) || !strncmp(line, "torchrun ", 9));
+    assert_null(strstr(line, "touch")); /* no name past the comments */
+    snprintf(path, sizeof path, "%s/titan.sh", dir);
+    write_text(path, text);
+    if (check_read_torchtitan(text, strlen(text), &cfg, &rep, err, sizeof err) != CM_OK)
+        fail_msg("the torchtitan command does not read back: %s\n%s", err, text);
+    free(text);
+    if (system("command -v bash > /dev/null 2>&1") == 0) {
+        snprintf(cmd, sizeof cmd,
+                 "cd '%s' && bash -c 'torchrun() { printf \"%%s\\n\" \"$@\" > titan_argv.txt; }; "
+                 ". ./titan.sh' 2> bash.err",
+                 dir);
+        assert_int_equal(system(cmd), 0);
+        snprintf(path, sizeof path, "%s/titan_argv.txt", dir);
+        char *got = read_text(path);
+        assert_non_null(got);
+        assert_non_null(strstr(got, "torchtitan.train\n"));
+        assert_int_equal(access("/tmp/plan_pwned_bq", F_OK), -1);
+    }
 
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     assert_int_equal(system(cmd), 0);

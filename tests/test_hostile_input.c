@@ -13,7 +13,11 @@
  *  - a system without a network: no multi-node plan fits, for any framework or sharding;
  *  - plan fit: NaN, infinite and overflowing cells are refused naming the line;
  *  - the simulator refuses more than SIM_MAX_CHUNKS and a trace of more than
- *    SIM_MAX_TRACE_EVENTS events.
+ *    SIM_MAX_TRACE_EVENTS events;
+ *  - (robust22) refine --from refuses absurd measured values and names a bad enum's field;
+ *    options a command ignored are refused (compare-systems, check, calibrate --ops ",",
+ *    --recompute-layers past a stage or without full recompute); names cut inside a UTF-8
+ *    character no longer drop the JSON "model" object or break the emitted YAML.
  * Library calls where the library decides; the rest through `plan` (PLAN_EXE).
  */
 #define _GNU_SOURCE /* setresuid (test_unprivileged.h) */
@@ -32,6 +36,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "check.h"
 #include "emit.h"
@@ -581,6 +586,140 @@ static void test_sim_bounds(void **state)
     assert_non_null(strstr(run.out, "Recommended"));
 }
 
+/* plan refine --from: a measured step of 1e308 s (or 1e-300 s) was fitted, printing a 300-digit
+ * step, +inf% and exit 0; a misspelt enum in a layout was answered with every enum of the
+ * layout and not the one at fault (robust22). */
+static void test_refine_from_values(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    static const char *form =
+        "{\"plans\": [{\"layout\": {\"framework\": \"megatron\", \"tp\": 1, \"dp\": 8, "
+        "\"mbs\": 1, \"sharding\": \"distopt\", \"recompute\": \"%s\"}, "
+        "\"measured_step_s\": %s%s},"
+        " {\"layout\": {\"framework\": \"megatron\", \"tp\": 2, \"dp\": 4, \"mbs\": 1, "
+        "\"sharding\": \"distopt\"}, \"measured_step_s\": 40}]}";
+    static const struct {
+        const char *recompute, *step, *extra, *needle;
+    } cases[] = {
+        {"none", "1e308", "", "measured_step_s must be a number of seconds between 1e-06 and 86400"},
+        {"none", "1e-300", "", "measured_step_s must be a number of seconds between"},
+        {"none", "42", ", \"measured_spread\": -1", "measured_spread must be a number from 0"},
+        {"none", "42", ", \"measured_memory_bytes\": 1e300", "measured_memory_bytes one of bytes"},
+        {"bogus", "42", "", "plans[0].layout.recompute is 'bogus', which plan does not know: sharding must be"},
+        {"none", "42", "", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, form, cases[i].recompute, cases[i].step, cases[i].extra);
+        write_file(tmp("measured.json"), text);
+        if (cases[i].needle) {
+            expect_usage_error(cases[i].needle, "refine --from %s --model 8b --gpus 8",
+                               tmp("measured.json"));
+            assert_ptr_equal(strchr(run.err, '\n'), run.err + strlen(run.err) - 1);
+        } else {
+            char args[1024];
+            snprintf(args, sizeof args, "refine --from %s --model 8b --gpus 8", tmp("measured.json"));
+            assert_int_equal(plan_run(&run, args), 0);
+            if (run.status != 0) fail_msg("plan %s: exit %d: %s", args, run.status, run.err);
+        }
+    }
+}
+
+/* Values the command line took silently (robust22): compare-systems and plan check ignored the
+ * shared options they do not use; calibrate --ops "," selected nothing and
+ * ran nothing with exit 0, and a list past 255 characters lost its last names; a full-recompute
+ * layer count past the stage's layers was printed as given ("1000 layers a stage"), and one
+ * given with selective or no recompute was dropped (Megatron refuses it). */
+static void test_silent_values(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE")) skip();
+    expect_usage_error("--ops names no operation in ','", "calibrate --list --ops ,");
+    char args[1024] = "calibrate --list --ops ";
+    for (int i = 0; i < 60; i++) strcat(args, "gemm,");
+    strcat(args, "all_reduce");
+    expect_usage_error("--ops list is 310 characters, over 255", "%s", args);
+    expect_usage_error("--recompute-layers 1000 is more than the 32 layers of the fullest pipeline "
+                       "stage: give 1 to 32",
+                       "estimate --model 8b --gpus 8 --recompute full --recompute-layers 1000");
+    expect_usage_error("the 16 layers of the fullest",
+                       "simulate --model 8b --gpus 8 --pp 2 --recompute full --recompute-layers 17");
+    expect_usage_error("--recompute-layers counts the layers of full recompute",
+                       "estimate --model 8b --gpus 8 --recompute selective --recompute-layers 4");
+    /* compare-systems took every shared option and ignored most (--format json printed text) */
+    expect_usage_error("plan compare-systems does not take --format",
+                       "compare-systems --model 8b --gpus 8 --systems h100 --format json");
+    expect_usage_error("does not take --tp", "compare-systems --model 8b --gpus 8 --tp 2");
+    expect_usage_error("does not take --system:", "compare-systems --model 8b --gpus 8 -s h100");
+    assert_int_equal(plan_run(&run, "compare-systems --model 8b --gpus 8 --systems h100 "
+                                    "--seq 2048 --gbs 64 --precision bf16 --csv"), 0);
+    assert_int_equal(run.status, 0);
+    /* plan fit said "unknown option or missing value" without naming it */
+    expect_usage_error("plan fit: unknown option '--tp'", "fit x.csv --tp 2");
+    expect_usage_error("plan fit: this option needs a value: '-o'", "fit x.csv -o");
+    /* plan check likewise (--trace wrote no trace, --format json printed text) */
+    snprintf(args, sizeof args, "estimate --model 8b --gpus 8 --emit yaml > %s", tmp("c.yaml"));
+    assert_int_equal(plan_run(&run, args), 0);
+    assert_int_equal(run.status, 0);
+    expect_usage_error("plan check does not take --trace", "check %s --trace %s", tmp("c.yaml"),
+                       tmp("t.json"));
+    expect_usage_error("plan check does not take --format", "check %s --format json",
+                       tmp("c.yaml"));
+    snprintf(args, sizeof args, "check %s --system h100 --gpus 8", tmp("c.yaml"));
+    assert_int_equal(plan_run(&run, args), 0);
+    assert_int_equal(run.status, 0);
+    assert_int_equal(plan_run(&run, "estimate --model 8b --gpus 8 --pp 2 --recompute full "
+                                    "--recompute-layers 16"), 0);
+    assert_int_equal(run.status, 0);
+    assert_non_null(strstr(run.out, "recompute full (16 layers a stage)"));
+}
+
+/* A name longer than its field was cut inside a UTF-8 character (a display name of 100 'é'
+ * in 127 bytes), and a file name need not be UTF-8 at all: the JSON output then lost its whole
+ * "model" object (jansson refuses such a string) and the emitted YAML was not UTF-8, so plan
+ * check could not read it back (robust22). Names are now cut between characters and stray
+ * bytes written as '?'. */
+static void test_utf8_names(void **state)
+{
+    (void)state;
+    if (!getenv("PLAN_EXE") || !getenv("PLAN_DATA_DIR")) skip();
+    char preset[512], display[256] = "";
+    snprintf(preset, sizeof preset, "%s/models/8b.json", getenv("PLAN_DATA_DIR"));
+    json_error_t je;
+    json_t *cfg = json_load_file(preset, 0, &je);
+    assert_non_null(cfg);
+    for (int i = 0; i < 100; i++) strcat(display, "\xc3\xa9"); /* é */
+    json_object_set_new(json_object_get(cfg, "_plan"), "display", json_string(display));
+    const char *paths[] = {tmp("long-display.json"), tmp("name-\xff\xfe.json")};
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(json_dump_file(cfg, paths[k], 0), 0);
+        char args[1024];
+        snprintf(args, sizeof args, "estimate --model '%s' --gpus 8 --format json", paths[k]);
+        assert_int_equal(plan_run(&run, args), 0);
+        json_t *out = json_loads(run.out, 0, &je);
+        assert_non_null(out);
+        const json_t *model = json_object_get(out, "model");
+        if (!json_is_object(model)) fail_msg("plan %s: no \"model\" object", args);
+        if (k == 0)
+            assert_int_equal(strlen(json_string_value(json_object_get(model, "display"))), 126);
+        json_decref(out);
+        snprintf(args, sizeof args, "estimate --model '%s' --gpus 8 --emit yaml > %s", paths[k],
+                 tmp("emitted.yaml"));
+        assert_int_equal(plan_run(&run, args), 0);
+        assert_int_equal(run.status, 0);
+        snprintf(args, sizeof args, "check %s --model '%s' --gpus 8", tmp("emitted.yaml"),
+                 paths[k]);
+        assert_int_equal(plan_run(&run, args), 0);
+        if (run.status != 0) fail_msg("plan %s: exit %d: %s", args, run.status, run.err);
+    }
+    /* the file name's stray bytes as '?' */
+    snprintf(preset, sizeof preset, "estimate --model '%s' --gpus 8 --format json", paths[1]);
+    assert_int_equal(plan_run(&run, preset), 0);
+    assert_non_null(strstr(run.out, "\"name\": \"name-??\""));
+    json_decref(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -594,6 +733,9 @@ int main(void)
         cmocka_unit_test(test_compare_join_bounded),
         cmocka_unit_test(test_yaml_comment_unicode_breaks),
         cmocka_unit_test(test_report_display_markup),
+        cmocka_unit_test(test_refine_from_values),
+        cmocka_unit_test(test_silent_values),
+        cmocka_unit_test(test_utf8_names),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
