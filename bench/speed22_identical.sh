@@ -39,7 +39,10 @@ rc=0 n_same=0 n_counts=0 n_diff=0
 mask_secs() { sed -e 's/ in [0-9.]* s;/ in S s;/'; }
 drop_stats() { sed -e '/^Search statistics/,$d'; }
 same() { echo "same        $1" >>"$rep"; n_same=$((n_same + 1)); }
-counts() { echo "counts only $1" >>"$rep"; n_counts=$((n_counts + 1)); }
+counts() { # label OLD NEW: the count lines that moved, indented
+    { echo "counts only $1"; diff "$2" "$3" | grep '^[<>]' | head -8 | sed 's/^/    /'; } >>"$rep"
+    n_counts=$((n_counts + 1))
+}
 differs() {
     { echo "DIFFERS     $1"; diff "$2" "$3" | head -10; } >>"$rep"
     n_diff=$((n_diff + 1)) rc=1
@@ -55,7 +58,7 @@ while read -r args; do
     else
         drop_stats <"$d/o" >"$d/o2"
         drop_stats <"$d/n" >"$d/n2"
-        if [ -s "$d/o2" ] && cmp -s "$d/o2" "$d/n2"; then counts "$label"
+        if [ -s "$d/o2" ] && cmp -s "$d/o2" "$d/n2"; then counts "$label" "$d/o" "$d/n"
         else differs "$label" "$d/o2" "$d/n2"; fi
     fi
     label="PLAN_THREADS=1 plan $args --format json --top 64"
@@ -69,7 +72,10 @@ while read -r args; do
     else
         jq -S 'del(.search.seconds, .search.stats)' "$d/oj" >"$d/o2" 2>&1
         jq -S 'del(.search.seconds, .search.stats)' "$d/nj" >"$d/n2" 2>&1
-        if [ -s "$d/o2" ] && cmp -s "$d/o2" "$d/n2"; then counts "$label"
+        if [ -s "$d/o2" ] && cmp -s "$d/o2" "$d/n2"; then
+            jq -S '.search.stats' "$d/oj" >"$d/o2"
+            jq -S '.search.stats' "$d/nj" >"$d/n2"
+            counts "$label" "$d/o2" "$d/n2"
         else differs "$label" "$d/o2" "$d/n2"; fi
     fi
     label="PLAN_THREADS=2 plan $args"
