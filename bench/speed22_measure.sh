@@ -15,12 +15,12 @@ d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 { date -u; echo "# label threads wall_s user_s | command"; } >>"$f"
 run() { # run LABEL BINARY THREADS ARGS...
-    label=$1 b=$2 th=$3
+    label=$1 bb=$2 th=$3
     shift 3
     if [ "$th" = 1 ]; then
-        r=$(PLAN_THREADS=1 /usr/bin/time -f "%e %U" "$b" "$@" 2>&1 >/dev/null | tail -1)
+        r=$(PLAN_THREADS=1 /usr/bin/time -f "%e %U" "$bb" "$@" 2>&1 >/dev/null | tail -1)
     else
-        r=$(/usr/bin/time -f "%e %U" "$b" "$@" 2>&1 >/dev/null | tail -1)
+        r=$(/usr/bin/time -f "%e %U" "$bb" "$@" 2>&1 >/dev/null | tail -1)
     fi
     echo "$label $th $r | plan $*" >>"$f"
 }
