@@ -90,6 +90,11 @@ typedef struct {
  * (estimate_search.c memory_of: under flash attention the two are the same breakdown),
  * direct-mapped by the key's hash (fit_key's: the DP overlap knobs cleared). */
 enum { MEMORY_TWIN_SLOTS = 64 };
+
+/* Megatron-FSDP bounds remembered (estimate_search_bound.c estimate_search_fsdp_layers_lb): a
+ * layout, its --fp8-param-gather twin (search.c emit lists it next), and each one's first
+ * full-recompute layer-count try (search.c memory_knobs). */
+enum { FSDP_LB_MEMO = 4 };
 typedef struct {
     bool used;
     unsigned long hash;
@@ -131,6 +136,16 @@ struct estimate_cache {
     layout last[2][3][2][2 * PRECISION_COUNT];
     layer_kinds last_kinds[2][3][2][2 * PRECISION_COUNT];
     long builds, hits;
+    /* estimate_search_fsdp_layers_lb's last answers (speed22), keyed by the layout's bytes
+     * with --fp8-param-gather cleared (estimate_search_bound.c says why), round-robin */
+    struct {
+        bool used;
+        const model_spec *m;
+        const system_spec *sys;
+        layout key;
+        double lb_s;
+    } fsdp_lb[FSDP_LB_MEMO];
+    int fsdp_lb_next;
     /* the last layout_check_base (estimate_search.c layout_ok): its model, bf16 layout
      * (compared byte for byte), training spec and verdict */
     bool check_per_layout; /* estimate_cache_check_per_layout */

@@ -9,6 +9,8 @@
 
 #include "offload.h"
 
+#include <string.h>
+
 /* May a lower bound skip l's timing? Not where the step has calibrated terms (a fitted scale
  * or per-layer overhead could shrink it), nor where feasibility needs the timed figures (CPU
  * offload's host memory, FSDP2's or Megatron's; a multi-node plan without a network). */
@@ -61,6 +63,31 @@ double estimate_search_bound_factor(const layout *l, int microbatches)
  * far above the rounding of these sums (a few dozen terms: ~1e-14), so the inequality of the
  * exact sums holds for the computed ones.
  */
+/*
+ * The bound of a layout equal byte for byte to one of the last few, less --fp8-param-gather,
+ * is that one's (speed22: a low-precision Megatron-FSDP layout is listed without and with the
+ * gather, search.c emit, and the two differ in that field alone). Why the gather changes no
+ * figure of the bound: the DDP form's layer costs are looked up without it (cache_key and
+ * estimate_search_layer_costs clear it for Megatron without FSDP: its recipes read it only in
+ * the FSDP unit's all-gather, layer_recipe.c rb_fsdp_unit), and estimate_stage_layers_total
+ * (estimate.c stage_layers_cost) reads of l the stage split, the precision and its bf16
+ * layers, the recompute fields, activation offload, layout_zero2 (false: it needs the
+ * distributed optimizer, shard_grads.c), layout_grads_sharded, reshard_after_forward, vpp,
+ * and pp/tp/compile/cp/ep for the host lead: none of these reads fp8_param_gather
+ * (precision_param_gather's readers are memory, the optimizer step, the DP sync, the FSDP unit
+ * and the rules). The host lead's branch prices the head with l (head_host_lead_s), so a
+ * layout that can take it (pp, cp, ep 1 and compile) is not remembered; nor is the training
+ * spec read, but by activation offload's waits (no bound, above) and that head. The key
+ * compares bytes (padding included): unequal padding is only a miss.
+ */
+static bool fsdp_lb_memo_key(const layout *l, layout *key)
+{
+    if (l->compile && l->pp == 1 && l->cp == 1 && l->ep == 1) return false;
+    memcpy(key, l, sizeof *key);
+    key->fp8_param_gather = false;
+    return true;
+}
+
 double estimate_search_fsdp_layers_lb(estimate_cache *c, const model_spec *m,
                                       const system_spec *sys, const training_spec *t,
                                       const layout *l)
@@ -70,6 +97,13 @@ double estimate_search_fsdp_layers_lb(estimate_cache *c, const model_spec *m,
     if ((l->pp == 1 && l->tp == 1 && l->cp == 1 && l->ep == 1) ||
         offload_activation_layers(m, l) > 0)
         return -1;
+    layout key;
+    bool memo = fsdp_lb_memo_key(l, &key);
+    if (memo)
+        for (int i = 0; i < FSDP_LB_MEMO; i++)
+            if (c->fsdp_lb[i].used && c->fsdp_lb[i].m == m && c->fsdp_lb[i].sys == sys &&
+                !memcmp(&c->fsdp_lb[i].key, &key, sizeof key))
+                return c->fsdp_lb[i].lb_s;
     layout ld = *l;
     ld.sharding = SHARDING_DDP;
     layer_kinds own, k; /* the DDP form's (its dense and MoE kinds; bf16 copies set below) */
@@ -83,7 +117,17 @@ double estimate_search_fsdp_layers_lb(estimate_cache *c, const model_spec *m,
     }
     k.dense_bf16 = k.dense;
     k.moe_bf16 = k.moe;
-    return estimate_stage_layers_total(m, sys, t, l, 0, &k);
+    double lb_s = estimate_stage_layers_total(m, sys, t, l, 0, &k);
+    if (memo) {
+        int i = c->fsdp_lb_next;
+        c->fsdp_lb_next = (i + 1) % FSDP_LB_MEMO;
+        c->fsdp_lb[i].used = true;
+        c->fsdp_lb[i].m = m;
+        c->fsdp_lb[i].sys = sys;
+        memcpy(&c->fsdp_lb[i].key, &key, sizeof key); /* the padding too */
+        c->fsdp_lb[i].lb_s = lb_s;
+    }
+    return lb_s;
 }
 
 /*

@@ -146,16 +146,23 @@ static bool rule_fail(rule_sink *s, cm_status code, const char *rule, const char
 
 static bool rule_fail(rule_sink *s, cm_status code, const char *rule, const char *fmt, ...)
 {
+    /* the message is formatted only where it is kept: a search checks each listed layout
+     * without a buffer and reads the verdict alone (speed22: 27 k formatted and dropped in
+     * DeepSeek-V3's search at 16384 GPUs) */
+    bool want_err = s->n == 0 && s->err && s->errlen, want_out = s->out && s->n < s->max;
     char msg[CM_ERRLEN];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
+    msg[0] = '\0';
+    if (want_err || want_out) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+    }
     if (s->n == 0) {
         s->first = code;
-        if (s->err && s->errlen) snprintf(s->err, s->errlen, "%s", msg);
+        if (want_err) snprintf(s->err, s->errlen, "%s", msg);
     }
-    if (s->out && s->n < s->max) {
+    if (want_out) {
         layout_violation *v = &s->out[s->n];
         v->rule = rule;
         v->code = code;

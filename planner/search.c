@@ -141,6 +141,7 @@ struct worker {
 
 static void count_layout(worker *w, const layout *l, int n, estimate_outcome how)
 {
+    if (w->opt->no_stats) return; /* nothing reads them (search.h) */
     search_stats_tally_count(&w->tally, &w->r->stats, l, n, how);
 }
 

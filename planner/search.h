@@ -80,6 +80,11 @@ typedef struct {
     /* Expert tensor parallelism folded (Megatron-Core's parallel folding, issue 20): every
      * divisor of tp as the MoE layers' etp, not only tp and 1 (plan --etp-fold). */
     bool etp_fold;
+    /* Leave search_result.stats' per-knob counts (layouts listed, out on memory, out on the
+     * bound, timed) at zero: for a caller that prints none of them (plan's human output
+     * without --search-stats; speed22: the tally was 2% of DeepSeek-V3's search at 16384
+     * GPUs). The layer-cost counts are kept. false: counted. */
+    bool no_stats;
 } search_options;
 
 /* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */
