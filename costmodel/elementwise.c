@@ -54,6 +54,7 @@
 #include "mcore_expert_gemm.h"
 #include "mcore_unfused.h"
 #include "precision.h"
+#include "softmax_rows.h"
 #include "titan_moe.h"
 
 #include "elementwise_internal.h"
@@ -650,6 +651,11 @@ double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
     /* transformers' eager attention's score kernels at their measured rates (hf_eager_attn.h) */
     if (!strncmp(k->name, "eager.", 6)) {
         double s = hf_eager_kernel_s(sys, e, k);
+        if (s >= 0) return s;
+    }
+    /* the loss's log_softmax over rows L2 cannot hold: its passes' re-reads (softmax_rows.h) */
+    {
+        double s = softmax_rows_kernel_s(sys, e, k);
         if (s >= 0) return s;
     }
     if (sys->loss_parallel_efficiency > 0 && !strncmp(k->name, LOSSP, sizeof LOSSP - 1))

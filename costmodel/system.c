@@ -67,6 +67,8 @@ static const system_field fields[] = {
     F("gpu", "score_softmax_fp32_bwd_efficiency", score_softmax_fp32_bwd_efficiency, false, 0,
       1.0),
     F("gpu", "score_unrolled_efficiency", score_unrolled_efficiency, false, 0, 1.0),
+    F("gpu", "softmax_rows_efficiency", softmax_rows_efficiency, false, 0, 1.0),
+    F("gpu", "l2_bytes", l2_bytes, false, 0, 1e10),
     F("gpu", "gemm_align1_nn_flops", gemm_align1_nn_flops_per_s, false, 0, 1e17),
     F("gpu", "gemm_align1_tn_flops", gemm_align1_tn_flops_per_s, false, 0, 1e17),
     F("gpu", "torchao_cast_efficiency_rowwise", torchao_cast_efficiency_rowwise, false, 0, 1.0),

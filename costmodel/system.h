@@ -121,6 +121,11 @@ typedef struct {
     double score_softmax_fp32_fwd_efficiency; /* fp32 softmax over 16-byte aligned rows */
     double score_softmax_fp32_bwd_efficiency; /* and backward (its kernel) */
     double score_unrolled_efficiency;   /* unrolled_elementwise_kernel: bf16 -> fp32 casts */
+    double softmax_rows_efficiency;     /* PyTorch's row softmax kernels over fp32 rows that L2
+                                           cannot hold (the HF loss's log_softmax), against all
+                                           the bytes their passes move (softmax_rows.h); 0: not
+                                           measured, the list's bytes at the eager rate */
+    double l2_bytes;                    /* the GPU's L2 cache (0: not given; softmax_rows.c) */
     double gemm_align1_nn_flops_per_s;  /* bf16 batched GEMM with an operand's leading dimension
                                            odd (2-byte aligned): cuBLAS's cutlass align1
                                            kernels; P @ V with P a slice of rows of s + 1 */

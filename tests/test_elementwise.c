@@ -471,6 +471,59 @@ static void test_fsdp2_pipelined(void **state)
     assert_true(fsdp_pipelined(&l));
 }
 
+/* Issue 14: the loss's log_softmax over fp32 rows of the vocabulary (softmax_rows.h). H200
+ * figures (4.8 TB/s, eager alone 0.59, gap 1.5 us, 132 SMs, L2 50 MiB, softmax_rows 0.851).
+ * Gemma-2-27B's 256,000 vocabulary at 8192 tokens (e = 2,097,152,000 logits): the forward's
+ * 1024-thread blocks, two an SM, hold 264 rows x 1,024,000 bytes > L2, so it moves 16 bytes a
+ * logit: 33,554,432,000 / (4.8e12 x 0.851) + 1.5 us = 8.2160 ms (measured in the real steps of
+ * bench/results/ho21_2026-11-29/prof: 8.07 and 8.65 ms; priced before at 8 bytes and 0.59:
+ * 5.92 ms); the backward the same 16 bytes (measured 8.26, 8.30 ms; before 8.89 ms). Phi-3's
+ * 32,064 at 8192 tokens (e = 262,668,288): the forward's 264 rows x 128,256 bytes fit L2 and
+ * keep 8 bytes at the eager rate (2,101,346,304 / 2.832e12 + 1.5 us = 0.74351 ms, measured
+ * 0.839); the backward's 512-thread blocks, four an SM, hold 528 rows (67.7 MB) and move 16
+ * (4,202,692,608 / 4.0848e12 + 1.5 us = 1.03035 ms, measured 1.096). */
+static void test_loss_softmax_rows(void **state)
+{
+    (void)state;
+    system_spec s;
+    memset(&s, 0, sizeof s);
+    s.hbm_bandwidth_bytes_per_s = 4.8e12;
+    s.eager_elementwise_efficiency = 0.51;
+    s.eager_elementwise_efficiency_alone = 0.59;
+    s.eager_kernel_gap_s = 1.5e-6;
+    s.sm_count = 132;
+    s.l2_bytes = 52428800;
+    s.softmax_rows_efficiency = 0.851;
+    struct { double vocab, fwd_s, bwd_s; } c[] = {{256000, 8.2160e-3, 8.2160e-3},
+                                                  {32064, 0.74351e-3, 1.03035e-3}};
+    for (int i = 0; i < 2; i++) {
+        model_spec m = llama8b();
+        m.vocab = (long)c[i].vocab;
+        layout l = one_gpu(FRAMEWORK_FSDP2);
+        elementwise_list e;
+        elementwise_head(&m, &l, 8192, &e);
+        double f = -1, b = -1;
+        for (int j = 0; j < e.n_fwd; j++)
+            if (!strcmp(e.fwd[j].name, "loss.log_softmax")) f = elementwise_kernel_s(&s, &e, &e.fwd[j]);
+        for (int j = 0; j < e.n_bwd; j++)
+            if (!strcmp(e.bwd[j].name, "loss.bwd.log_softmax"))
+                b = elementwise_kernel_s(&s, &e, &e.bwd[j]);
+        if (fabs(f - c[i].fwd_s) > 1e-4 * c[i].fwd_s || fabs(b - c[i].bwd_s) > 1e-4 * c[i].bwd_s)
+            fail_msg("vocab %.0f: log_softmax %.6g / %.6g s, by hand %.6g / %.6g", c[i].vocab, f, b,
+                     c[i].fwd_s, c[i].bwd_s);
+    }
+    /* without the L2 size the list's bytes at the eager rate stand */
+    s.l2_bytes = 0;
+    model_spec m = llama8b();
+    m.vocab = 256000;
+    layout l = one_gpu(FRAMEWORK_FSDP2);
+    elementwise_list e;
+    elementwise_head(&m, &l, 8192, &e);
+    for (int j = 0; j < e.n_fwd; j++)
+        if (!strcmp(e.fwd[j].name, "loss.log_softmax"))
+            assert_true(fabs(elementwise_kernel_s(&s, &e, &e.fwd[j]) - 5.9253e-3) < 1e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -482,6 +535,7 @@ int main(void)
         cmocka_unit_test(test_fsdp2_copies),
         cmocka_unit_test(test_loss_parallel),
         cmocka_unit_test(test_sp_funcol_copies),
+        cmocka_unit_test(test_loss_softmax_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
