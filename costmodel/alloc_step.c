@@ -19,6 +19,7 @@ enum { MAX_SAVED = 48, MAX_LAYER_PARAMS = 24, SIDE_STREAM = 1 };
 
 typedef struct {
     double T, s, h, q, kv, hd, f, V, a; /* tokens, sequence, widths, vocabulary, heads */
+    double rf;                          /* rotary fraction (Phi-3's partial_rotary_factor) */
     bool native, ckpt, foreach, qk_norm, qkv_bias, o_bias, tied;
     bool fused;                         /* HF Phi-3's qkv_proj and gate_up_proj (model.h) */
     int layers, nlp;                    /* decoder layers, parameters per layer */
@@ -314,11 +315,12 @@ static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
  * apply_rotary_pos_emb, Phi3Attention.forward; its RoPE ends in torch.cat([rotated, q_pass]),
  * a copy even with the full rotary dimension, q_pass empty). */
 
-/* Phi-3's rotary embedding of a [T, w] slice: q_rot * cos, rotate_half's neg and cat,
- * rotate_half(q) * sin, their sum, then the cat with the empty pass-through part. */
-static int phi3_rope_fwd(ctx *c, const dims *d, double w)
+/* Phi-3's rotary embedding of a [T, w] slice: on its first rf x w columns (q_rot, a view)
+ * q_rot * cos, rotate_half's neg and cat, rotate_half(q_rot) * sin, their sum; then the cat with
+ * the pass-through part (empty at rf = 1, Phi-4-mini's last quarter at 0.75): a full-width copy. */
+static int phi3_rope_fwd(ctx *c, const dims *d, double width)
 {
-    double t = d->T;
+    double t = d->T, w = width * d->rf;
     int xc = A(c, 2.0 * t * w);
     int neg = A(c, 1.0 * t * w);
     int cat = A(c, 2.0 * t * w);
@@ -328,7 +330,7 @@ static int phi3_rope_fwd(ctx *c, const dims *d, double w)
     int sum = A(c, 2.0 * t * w);
     F(c, xc);
     F(c, xs);
-    int out = A(c, 2.0 * t * w);
+    int out = A(c, 2.0 * t * width);
     F(c, sum);
     return out;
 }
@@ -399,14 +401,16 @@ static int phi3_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
     double w[2] = {kv, q};
     int gr[2] = {gk, gq};
     for (int i = 0; i < 2; i++) {
-        int a1 = A(c, 2.0 * t * w[i]), a2 = A(c, 2.0 * t * w[i]);
+        double wr = w[i] * d->rf; /* the rotated columns */
+        int a1 = A(c, 2.0 * t * wr), a2 = A(c, 2.0 * t * wr);
         F(c, gr[i]);
-        int gx = A(c, 2.0 * t * w[i]);
+        int gx = A(c, 2.0 * t * wr);
         F(c, a1);
         F(c, a2);
         int grot = A(c, 2.0 * t * w[i]); /* q_rot's slice backward */
         F(c, gx);
-        int gpass = A(c, 2.0 * t * w[i]); /* q_pass's (empty) slice backward, summed */
+        int gpass = A(c, 2.0 * t * w[i]); /* q_pass's slice backward (of an empty slice at rf
+                                           * = 1), summed */
         F(c, gpass);
         int gfull = A(c, 2.0 * t * qkv); /* the fused output's slice backward, summed */
         F(c, grot);
@@ -520,7 +524,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         int x = A(c, 2.0 * d->T * d->h); /* embedding output */
         int cosb = -1, sinb = -1;
         if (!d->native) { /* HF's rotary tables, [1, s, head_dim] */
-            double r = d->s * d->hd;
+            double r = d->s * d->hd * d->rf; /* [1, s, rotary dim] */
             int fr = A(c, 2.0 * r), em = A(c, 4.0 * r), c32 = A(c, 4.0 * r), s32 = A(c, 4.0 * r);
             cosb = A(c, 2.0 * r);
             sinb = A(c, 2.0 * r);
@@ -674,9 +678,11 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     if (t->attention != ATTENTION_FLASH || t->hold_logits) return false;
     /* Phi-3's fused projections: Hugging Face code only (the native block has its own) */
     if (m->hf_fused_qkv && layout_impl_of(l) != IMPL_HF) return false;
+    /* partial rotary: Phi-3's apply_rotary_pos_emb only (Llama's rotates the whole head) */
+    if (m->rotary_fraction < 1 && !m->hf_fused_qkv) return false;
     if (model_is_moe(m) || m->mla || m->sandwich_norm || m->dropout ||
         m->learned_positions || m->activation != MODEL_ACT_SWIGLU || m->norm_fp32_scale ||
-        m->final_logit_softcap > 0 || m->attn_logit_softcap > 0 || m->rotary_fraction < 1 ||
+        m->final_logit_softcap > 0 || m->attn_logit_softcap > 0 ||
         m->attention_sinks || m->ffn <= 0 || memory_hf_window_mask_share(m, t, l) > 0)
         return false;
     int impl = layout_impl_of(l);
@@ -693,7 +699,8 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
               .V = m->vocab, .a = m->heads, .native = layout_impl_of(l) == IMPL_NATIVE,
               .ckpt = l->recompute == RECOMPUTE_FULL,
               .qk_norm = m->qk_norm, .qkv_bias = m->qkv_bias, .o_bias = m->attn_out_bias,
-              .tied = m->tied_embeddings, .layers = m->layers, .fused = m->hf_fused_qkv};
+              .tied = m->tied_embeddings, .layers = m->layers, .fused = m->hf_fused_qkv,
+              .rf = m->rotary_fraction > 0 && m->rotary_fraction < 1 ? m->rotary_fraction : 1};
     int opt = layout_optimizer_impl_of(l);
     d.foreach = opt == OPTIMIZER_IMPL_FOREACH;
     layer_params_of(&d);
@@ -729,5 +736,6 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
     k.vocab = m->vocab;
     k.flags = (m->qk_norm ? 1 : 0) | (m->qkv_bias ? 2 : 0) | (m->attn_out_bias ? 4 : 0) |
               (m->tied_embeddings ? 8 : 0) | (m->hf_fused_qkv ? 16 : 0);
+    k.rotary_ppm = (long)(m->rotary_fraction * 1e6 + 0.5);
     return k;
 }
