@@ -19,7 +19,9 @@ enum { MAX_SAVED = 48, MAX_LAYER_PARAMS = 24, SIDE_STREAM = 1 };
 
 typedef struct {
     double T, s, h, q, kv, hd, f, V, a; /* tokens, sequence, widths, vocabulary, heads */
+    double rf;                          /* rotary fraction (Phi-3's partial_rotary_factor) */
     bool native, ckpt, foreach, qk_norm, qkv_bias, o_bias, tied;
+    bool fused;                         /* HF Phi-3's qkv_proj and gate_up_proj (model.h) */
     int layers, nlp;                    /* decoder layers, parameters per layer */
     double lp[MAX_LAYER_PARAMS];        /* one layer's parameters, registration order */
 } dims;
@@ -70,6 +72,17 @@ static void release(ctx *c, saved *sv)
 static void layer_params_of(dims *d)
 {
     int n = 0;
+    if (d->fused) { /* Phi3DecoderLayer: self_attn (o_proj, then qkv_proj), mlp (gate_up_proj,
+                     * down_proj), the two norms (modeling_phi3.py Phi3Attention.__init__) */
+        d->lp[n++] = d->h * d->q;
+        d->lp[n++] = d->h * (d->q + 2.0 * d->kv);
+        d->lp[n++] = 2.0 * d->f * d->h;
+        d->lp[n++] = d->h * d->f;
+        d->lp[n++] = d->h;
+        d->lp[n++] = d->h;
+        d->nlp = n;
+        return;
+    }
     d->lp[n++] = d->q * d->h;
     if (!d->native && d->qkv_bias) d->lp[n++] = d->q;
     d->lp[n++] = d->kv * d->h;
@@ -289,6 +302,130 @@ static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
     return gin;
 }
 
+/* ---- Hugging Face Phi-3 (fused qkv_proj and gate_up_proj) ----
+ * The saved set is hfsav20's, measured on transformers 5.17.0 (bench/results/hfsav20_2026-11-29,
+ * saved_hf_phi-3-mini-4k_L1.json: each saved storage with its modeling_phi3.py line): the norms
+ * as Llama's (lines 279-281); qkv_proj's whole output (line 229; SDPA saves v, a view of it, and a
+ * view keeps its base); q and k after RoPE (line 240), fresh [b, heads, s, d] tensors; the SDPA
+ * output and its log-sum-exp (sdpa_attention.py line 158); o_proj's own input (line 262), the
+ * contiguous copy of the output, which follows q's layout; gate_up_proj's whole output (line 59;
+ * silu's input and mul's `up` are its chunk views, line 62), silu's output (activations.py line
+ * 103) and the product down_proj saves (line 64). The temporaries and their order follow the
+ * module's code (transformers modeling_phi3.py at 00d4b3d2, the version read: Phi3MLP.forward,
+ * apply_rotary_pos_emb, Phi3Attention.forward; its RoPE ends in torch.cat([rotated, q_pass]),
+ * a copy even with the full rotary dimension, q_pass empty). */
+
+/* Phi-3's rotary embedding of a [T, w] slice: on its first rf x w columns (q_rot, a view)
+ * q_rot * cos, rotate_half's neg and cat, rotate_half(q_rot) * sin, their sum; then the cat with
+ * the pass-through part (empty at rf = 1, Phi-4-mini's last quarter at 0.75): a full-width copy. */
+static int phi3_rope_fwd(ctx *c, const dims *d, double width)
+{
+    double t = d->T, w = width * d->rf;
+    int xc = A(c, 2.0 * t * w);
+    int neg = A(c, 1.0 * t * w);
+    int cat = A(c, 2.0 * t * w);
+    F(c, neg);
+    int xs = A(c, 2.0 * t * w);
+    F(c, cat);
+    int sum = A(c, 2.0 * t * w);
+    F(c, xc);
+    F(c, xs);
+    int out = A(c, 2.0 * t * width);
+    F(c, sum);
+    return out;
+}
+
+static int phi3_layer_fwd(ctx *c, const dims *d, saved *sv)
+{
+    double t = d->T, h = d->h, q = d->q, kv = d->kv, f = d->f;
+    int n1 = norm_fwd(c, d, t, h, sv);
+    int qkv = A(c, 2.0 * t * (q + 2.0 * kv));
+    int qe = phi3_rope_fwd(c, d, q), ke = phi3_rope_fwd(c, d, kv);
+    int out = A(c, 2.0 * t * q), lse = A(c, 4.0 * t * d->a);
+    int cc = A(c, 2.0 * t * q); /* the transpose's contiguous copy, o_proj's input */
+    int o = A(c, 2.0 * t * h);
+    keep(c, sv, n1);
+    keep(c, sv, qkv);
+    keep(c, sv, qe);
+    keep(c, sv, ke);
+    keep(c, sv, out);
+    keep(c, sv, lse);
+    keep(c, sv, cc);
+    int hs = A(c, 2.0 * t * h); /* resid_attn_dropout at p = 0 returns its input */
+    F(c, o);
+    int n2 = norm_fwd(c, d, t, h, sv);
+    int gu = A(c, 4.0 * t * f); /* gate_up_proj */
+    int s = A(c, 2.0 * t * f);  /* silu(gate) */
+    int p = A(c, 2.0 * t * f);  /* up * silu(gate) */
+    keep(c, sv, gu);
+    keep(c, sv, s);
+    int dn = A(c, 2.0 * t * h);
+    keep(c, sv, p);
+    keep(c, sv, n2);
+    int y = A(c, 2.0 * t * h);
+    F(c, dn);
+    F(c, hs);
+    return y;
+}
+
+/* The backward: down_proj, mul, silu, chunk's backward (split_backward: one cat of both
+ * gradients, derivatives.yaml split.Tensor), gate_up_proj; o_proj, SDPA, each RoPE's backward
+ * then slice_backward's zero-filled full-size gradient for q_rot and for the empty q_pass
+ * (derivatives.yaml slice.Tensor: slice_backward_wrapper), summed; each q/k/v slice of the fused
+ * output likewise a full-size gradient, summed in place into the first; qkv_proj. */
+static int phi3_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
+{
+    double t = d->T, h = d->h, q = d->q, kv = d->kv, f = d->f, qkv = q + 2.0 * kv;
+    int gp = A(c, 2.0 * t * f);
+    wg[(*nwg)++] = A(c, 2.0 * h * f); /* down */
+    int gup = A(c, 2.0 * t * f), gs = A(c, 2.0 * t * f);
+    F(c, gp);
+    int gg = A(c, 2.0 * t * f); /* silu backward */
+    F(c, gs);
+    int ggu = A(c, 4.0 * t * f); /* chunk backward */
+    F(c, gg);
+    F(c, gup);
+    int gn2 = A(c, 2.0 * t * h);
+    wg[(*nwg)++] = A(c, 4.0 * h * f); /* gate_up */
+    F(c, ggu);
+    int gh = norm_bwd(c, d, t, h, gn2);
+    int gsum = A(c, 2.0 * t * h);
+    F(c, gh);
+    F(c, dy);
+    int go = A(c, 2.0 * t * q);
+    wg[(*nwg)++] = A(c, 2.0 * h * q); /* o */
+    int gq = A(c, 2.0 * t * q), gk = A(c, 2.0 * t * kv), gv = A(c, 2.0 * t * kv);
+    F(c, go);
+    int gqkv = A(c, 2.0 * t * qkv); /* v's slice backward */
+    F(c, gv);
+    double w[2] = {kv, q};
+    int gr[2] = {gk, gq};
+    for (int i = 0; i < 2; i++) {
+        double wr = w[i] * d->rf; /* the rotated columns */
+        int a1 = A(c, 2.0 * t * wr), a2 = A(c, 2.0 * t * wr);
+        F(c, gr[i]);
+        int gx = A(c, 2.0 * t * wr);
+        F(c, a1);
+        F(c, a2);
+        int grot = A(c, 2.0 * t * w[i]); /* q_rot's slice backward */
+        F(c, gx);
+        int gpass = A(c, 2.0 * t * w[i]); /* q_pass's slice backward (of an empty slice at rf
+                                           * = 1), summed */
+        F(c, gpass);
+        int gfull = A(c, 2.0 * t * qkv); /* the fused output's slice backward, summed */
+        F(c, grot);
+        F(c, gfull);
+    }
+    int gn1 = A(c, 2.0 * t * h);
+    wg[(*nwg)++] = A(c, 2.0 * h * qkv); /* qkv */
+    F(c, gqkv);
+    int gx = norm_bwd(c, d, t, h, gn1);
+    int gin = A(c, 2.0 * t * h);
+    F(c, gx);
+    F(c, gsum);
+    return gin;
+}
+
 /* ---- the program ---- */
 
 /* A unit's parameters gathered (FSDPParamGroup.unshard at world size 1, torch 2.11.0
@@ -387,7 +524,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         int x = A(c, 2.0 * d->T * d->h); /* embedding output */
         int cosb = -1, sinb = -1;
         if (!d->native) { /* HF's rotary tables, [1, s, head_dim] */
-            double r = d->s * d->hd;
+            double r = d->s * d->hd * d->rf; /* [1, s, rotary dim] */
             int fr = A(c, 2.0 * r), em = A(c, 4.0 * r), c32 = A(c, 4.0 * r), s32 = A(c, 4.0 * r);
             cosb = A(c, 2.0 * r);
             sinb = A(c, 2.0 * r);
@@ -403,7 +540,8 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             int bp[MAX_LAYER_PARAMS];
             unit_unshard(c, d->lp, d->nlp, bp);
             sv[l].n = 0;
-            int y = layer_fwd(c, d, x, d->ckpt ? NULL : &sv[l]);
+            int y = d->fused ? phi3_layer_fwd(c, d, d->ckpt ? NULL : &sv[l])
+                             : layer_fwd(c, d, x, d->ckpt ? NULL : &sv[l]);
             if (d->ckpt) ckin[l] = x;          /* the checkpoint keeps its input */
             else if (d->native) keep(c, &sv[l], x); /* attention_norm saved it */
             else F(c, x);
@@ -451,10 +589,10 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             unit_unshard(c, d->lp, d->nlp, bp);
             if (d->ckpt) { /* recompute the layer's forward, saving */
                 sv[l].n = 0;
-                F(c, layer_fwd(c, d, ckin[l], &sv[l]));
+                F(c, d->fused ? phi3_layer_fwd(c, d, &sv[l]) : layer_fwd(c, d, ckin[l], &sv[l]));
             }
             int wg[MAX_LAYER_PARAMS], nwg = 0;
-            int gx = layer_bwd(c, d, dy, wg, &nwg);
+            int gx = d->fused ? phi3_layer_bwd(c, d, dy, wg, &nwg) : layer_bwd(c, d, dy, wg, &nwg);
             release(c, &sv[l]);
             if (d->ckpt) F(c, ckin[l]);
             dy = gx;
@@ -538,9 +676,13 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     if (l->recompute != RECOMPUTE_NONE && l->recompute != RECOMPUTE_FULL) return false;
     if (l->recompute == RECOMPUTE_FULL && l->recompute_layers != 0) return false;
     if (t->attention != ATTENTION_FLASH || t->hold_logits) return false;
-    if (model_is_moe(m) || m->mla || m->hf_fused_qkv || m->sandwich_norm || m->dropout ||
+    /* Phi-3's fused projections: Hugging Face code only (the native block has its own) */
+    if (m->hf_fused_qkv && layout_impl_of(l) != IMPL_HF) return false;
+    /* partial rotary: Phi-3's apply_rotary_pos_emb only (Llama's rotates the whole head) */
+    if (m->rotary_fraction < 1 && !m->hf_fused_qkv) return false;
+    if (model_is_moe(m) || m->mla || m->sandwich_norm || m->dropout ||
         m->learned_positions || m->activation != MODEL_ACT_SWIGLU || m->norm_fp32_scale ||
-        m->final_logit_softcap > 0 || m->attn_logit_softcap > 0 || m->rotary_fraction < 1 ||
+        m->final_logit_softcap > 0 || m->attn_logit_softcap > 0 ||
         m->attention_sinks || m->ffn <= 0 || memory_hf_window_mask_share(m, t, l) > 0)
         return false;
     int impl = layout_impl_of(l);
@@ -557,7 +699,8 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
               .V = m->vocab, .a = m->heads, .native = layout_impl_of(l) == IMPL_NATIVE,
               .ckpt = l->recompute == RECOMPUTE_FULL,
               .qk_norm = m->qk_norm, .qkv_bias = m->qkv_bias, .o_bias = m->attn_out_bias,
-              .tied = m->tied_embeddings, .layers = m->layers};
+              .tied = m->tied_embeddings, .layers = m->layers, .fused = m->hf_fused_qkv,
+              .rf = m->rotary_fraction > 0 && m->rotary_fraction < 1 ? m->rotary_fraction : 1};
     int opt = layout_optimizer_impl_of(l);
     d.foreach = opt == OPTIMIZER_IMPL_FOREACH;
     layer_params_of(&d);
@@ -592,6 +735,7 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
     k.ffn = m->ffn;
     k.vocab = m->vocab;
     k.flags = (m->qk_norm ? 1 : 0) | (m->qkv_bias ? 2 : 0) | (m->attn_out_bias ? 4 : 0) |
-              (m->tied_embeddings ? 8 : 0);
+              (m->tied_embeddings ? 8 : 0) | (m->hf_fused_qkv ? 16 : 0);
+    k.rotary_ppm = (long)(m->rotary_fraction * 1e6 + 0.5);
     return k;
 }

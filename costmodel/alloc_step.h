@@ -21,8 +21,10 @@
  *
  * Covered: one GPU (dp = tp = pp = cp = 1), torch FSDP2 (the guide's trainer or torchtitan),
  * dense decoder layers of the Llama family (Llama, Qwen2, Qwen3's q/k norms), Hugging Face or
- * native layer code, no recompute or full recompute of every layer, eager. Anything else is
- * reported as not covered.
+ * native layer code, and Hugging Face Phi-3 layers (fused qkv_proj and gate_up_proj, partial
+ * rotary: Phi-4, Phi-4-mini; bench/results/cov22_2026-11-29) where no explicit window mask is
+ * built, no recompute or full recompute of every layer, eager. Anything else is reported as not
+ * covered.
  */
 #ifndef PLAN_ALLOC_STEP_H
 #define PLAN_ALLOC_STEP_H
@@ -60,6 +62,7 @@ typedef struct {
     double allocator_capacity_bytes;
     /* the model's fields the list reads (for a cache that serves any model) */
     long layers, hidden, heads, kv_heads, head_dim, ffn, vocab, flags;
+    long rotary_ppm; /* rotary fraction in millionths (Phi-3's partial rotary) */
 } alloc_step_key;
 alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, const layout *l,
                                  double allocator_capacity_bytes);
