@@ -4,11 +4,13 @@
 # Run from the repository root of the GPU machine's tree; D (default .carry/meas12) holds
 # plan, plan-gpu, runs.tsv and configs/ (make_runs.py). Writes $OUT/meas12/: machine.txt,
 # log.txt, LABEL.json (plan measure --format json), LABEL.err (its stderr).
-# LIMIT: seconds after which no new run starts (default 120).
+# LIMIT: seconds after which no new run starts (default 120). NAME (default meas12) names the
+# carry folder, the output folder and the pack; RUN_TIMEOUT the seconds per run (default 40).
 set -u
-D=${D:-.carry/meas12}
+NAME=${NAME:-meas12}
+D=${D:-.carry/$NAME}
 LIMIT=${LIMIT:-120}
-R=$OUT/meas12
+R=$OUT/$NAME
 mkdir -p "$R"
 export NCCL_NVLS_ENABLE=0 PLAN_DATA_DIR=$PWD/data
 if ldd "$D/plan-gpu" | grep -q "not found"; then
@@ -34,9 +36,9 @@ while IFS=$'\t' read -r lab args; do
   if [ $(( $(date +%s) - start )) -gt "$LIMIT" ]; then echo "$lab not run (time limit)" >> "$log"; continue; fi
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
-  timeout 40 "$D/plan" $args > "$R/$lab.json" 2> "$R/$lab.err" < /dev/null
+  timeout "${RUN_TIMEOUT:-40}" "$D/plan" $args > "$R/$lab.json" 2> "$R/$lab.err" < /dev/null
   rc=$?
   printf "%-26s rc %d %6.1f s  %s\n" "$lab" $rc "$(awk "BEGIN{print $(date +%s.%N) - $t0}")" "$args" >> "$log"
 done < "$D/runs.tsv"
 tail -n 30 "$log"
-tar czf "$OUT/meas12.tgz" -C "$OUT" meas12 && rm -rf "$R"
+tar czf "$OUT/$NAME.tgz" -C "$OUT" "$NAME" && rm -rf "$R"

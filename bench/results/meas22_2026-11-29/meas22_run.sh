@@ -1,42 +1,10 @@
 #!/bin/bash
-# meas22_run.sh — issue 14: `plan measure` of every single-GPU H200 real run, one process per
-# run (meas12_run.sh with its names changed; plan measure times the step unpaced and host-paced, then the items alone).
-# Run from the repository root of the GPU machine's tree; D (default .carry/meas22) holds
-# plan, plan-gpu, runs.tsv and configs/ (make_runs.py). Writes $OUT/meas22/: machine.txt,
-# log.txt, LABEL.json (plan measure --format json), LABEL.err (its stderr).
-# LIMIT: seconds after which no new run starts (default 120).
-set -u
-D=${D:-.carry/meas22}
-LIMIT=${LIMIT:-120}
-R=$OUT/meas22
-mkdir -p "$R"
-export NCCL_NVLS_ENABLE=0 PLAN_DATA_DIR=$PWD/data
-if ldd "$D/plan-gpu" | grep -q "not found"; then
-  libs=$(find /usr /opt /usr/local -name 'libcublas.so.13' -o -name 'libnccl.so.2' 2>/dev/null |
-         grep -v site-packages | xargs -r -n1 dirname | sort -u | tr '\n' ':')
-  export LD_LIBRARY_PATH=${libs}${LD_LIBRARY_PATH:-}
-fi
-{
-  date -u +%FT%TZ
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
-  nvidia-smi -L
-  lscpu | grep -E "Model name|^CPU\(s\)"
-  uname -r
-  ldd "$D/plan-gpu" | grep -E "cublas|nccl|mpi|not found"
-  ls -l /usr/local/cuda 2>/dev/null; nvcc --version 2>/dev/null | tail -1
-  python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" 2>/dev/null
-  (cd "$D" && sha256sum plan plan-gpu)
-} > "$R/machine.txt" 2>&1
-start=$(date +%s)
-log=$R/log.txt
-while IFS=$'\t' read -r lab args; do
-  [ -z "$lab" ] && continue
-  if [ $(( $(date +%s) - start )) -gt "$LIMIT" ]; then echo "$lab not run (time limit)" >> "$log"; continue; fi
-  t0=$(date +%s.%N)
-  # shellcheck disable=SC2086
-  timeout 30 "$D/plan" $args > "$R/$lab.json" 2> "$R/$lab.err" < /dev/null
-  rc=$?
-  printf "%-26s rc %d %6.1f s  %s\n" "$lab" $rc "$(awk "BEGIN{print $(date +%s.%N) - $t0}")" "$args" >> "$log"
-done < "$D/runs.tsv"
-tail -n 30 "$log"
-tar czf "$OUT/meas22.tgz" -C "$OUT" meas22 && rm -rf "$R"
+# meas22_run.sh — issue 14: `plan measure` of the single-GPU H200 real runs of make_runs.py's
+# list, one process per run: meas12's runner (bench/results/meas12_2026-11-28/meas12_run.sh) with
+# NAME=meas22 and 30 s a run. Run from the repository root of the GPU machine's tree; D (default
+# .carry/meas22) holds plan, plan-gpu, runs.tsv and configs/; LIMIT as there. Writes $OUT/meas22.tgz.
+# When carried without the repository's bench/results, copy meas12_run.sh beside this file.
+HERE=$(cd "$(dirname "$0")" && pwd)
+RUNNER=$HERE/meas12_run.sh
+[ -f "$RUNNER" ] || RUNNER=bench/results/meas12_2026-11-28/meas12_run.sh
+NAME=meas22 RUN_TIMEOUT=30 exec bash "$RUNNER"
