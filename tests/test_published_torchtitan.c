@@ -352,6 +352,14 @@ static void test_flash_rates(void **state)
     assert_true(attn_table_rates(flash_rates(), ATTN_MASK_CAUSAL, 128, 64, 8192, &fw, &bw));
     assert_float_equal(fw, 331e12, 1e9);
     assert_float_equal(bw, 2.5 / (3.5 / 294e12 - 1 / 331e12), 0.1e12);
+    /* Table 2's ring blocks (32 (sequence, head) rows of s 32768: Llama 3.1 8B at 32k tokens a
+     * GPU) read the file's point at that shape, measured on one H200 (bench/results/
+     * cp23_2026-11-29: causal 32k x 32k, 24.78 ms forward, 70.16 ms backward: 4 x 32 x 32768^2
+     * x 128 / 2 = 8.80 TFLOP forward -> 355.0, x 2.5 -> 313.4 TFLOP/s), not the s 16384
+     * point (337.0 / 304.3) clamped in */
+    assert_true(attn_table_rates(flash_rates(), ATTN_MASK_CAUSAL, 128, 32, 32768, &fw, &bw));
+    assert_float_equal(fw, 355.0e12, 1e9);
+    assert_float_equal(bw, 313.4e12, 1e9);
     system_spec s;
     char err[CM_ERRLEN];
     if (system_load("h100-gt500", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
