@@ -10,60 +10,11 @@
 #include "alloc_step.h"
 
 #include "alloc_replay.h"
+#include "alloc_step_internal.h"
 #include "memory.h"
 #include "impl.h"
 
 #include <string.h>
-
-enum { MAX_SAVED = 48, MAX_LAYER_PARAMS = 24, SIDE_STREAM = 1 };
-
-typedef struct {
-    double T, s, h, q, kv, hd, f, V, a; /* tokens, sequence, widths, vocabulary, heads */
-    double rf;                          /* rotary fraction (Phi-3's partial_rotary_factor) */
-    bool native, ckpt, foreach, qk_norm, qkv_bias, o_bias, tied;
-    bool fused;                         /* HF Phi-3's qkv_proj and gate_up_proj (model.h) */
-    int layers, nlp;                    /* decoder layers, parameters per layer */
-    double lp[MAX_LAYER_PARAMS];        /* one layer's parameters, registration order */
-} dims;
-
-typedef struct {
-    alloc_replay *a;
-    bool fail;
-} ctx;
-
-typedef struct {
-    int h[MAX_SAVED];
-    int n;
-} saved;
-
-static int A(ctx *c, double bytes)
-{
-    int h = alloc_replay_malloc(c->a, (uint64_t)(bytes + 0.5), 0);
-    if (h < 0) c->fail = true;
-    return h;
-}
-
-static void F(ctx *c, int h)
-{
-    alloc_replay_free(c->a, h);
-}
-
-/* saved for the backward, or (sv NULL: under a checkpoint's forward) freed now */
-static void keep(ctx *c, saved *sv, int h)
-{
-    if (!sv) {
-        F(c, h);
-        return;
-    }
-    if (sv->n < MAX_SAVED) sv->h[sv->n++] = h;
-    else c->fail = true;
-}
-
-static void release(ctx *c, saved *sv)
-{
-    for (int i = 0; i < sv->n; i++) F(c, sv->h[i]);
-    sv->n = 0;
-}
 
 /* One layer's parameters in registration order: transformers' LlamaDecoderLayer (self_attn
  * q, k, v, o with Qwen2's q/k/v biases and Qwen3's q_norm, k_norm after o_proj; mlp gate, up,
@@ -109,7 +60,7 @@ static void layer_params_of(dims *d)
  * (saved by pow and by the mul), pow(2), mean, + eps, rsqrt (saved), x * rstd, .to(bf16)
  * (saved by the weight's mul), weight * that (the output). Native: F.rms_norm's fused kernel
  * saves its input (the caller's tensor, kept by the caller's `saved`) and the fp32 rstd. */
-static int norm_fwd(ctx *c, const dims *d, double rows, double width, saved *sv)
+int alloc_step_norm_fwd(ctx *c, const dims *d, double rows, double width, saved *sv)
 {
     if (d->native) {
         keep(c, sv, A(c, 4.0 * rows));
@@ -164,13 +115,13 @@ static int rope_fwd(ctx *c, const dims *d, double w)
 static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
 {
     double t = d->T, h = d->h, q = d->q, kv = d->kv;
-    int n1 = norm_fwd(c, d, t, h, sv);
+    int n1 = alloc_step_norm_fwd(c, d, t, h, sv);
     int xq = A(c, 2.0 * t * q), xk = A(c, 2.0 * t * kv), xv = A(c, 2.0 * t * kv);
     int qn = xq, kn = xk;
     if (d->qk_norm) { /* per head, over head_dim; HF's projections die with the norm's return */
-        qn = norm_fwd(c, d, t * d->a, d->hd, sv);
+        qn = alloc_step_norm_fwd(c, d, t * d->a, d->hd, sv);
         if (!d->native) F(c, xq);
-        kn = norm_fwd(c, d, t * kv / d->hd, d->hd, sv);
+        kn = alloc_step_norm_fwd(c, d, t * kv / d->hd, d->hd, sv);
         if (!d->native) F(c, xk);
     }
     int qe = rope_fwd(c, d, q), ke = rope_fwd(c, d, kv);
@@ -201,7 +152,7 @@ static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
     keep(c, sv, lse);
     int hs = A(c, 2.0 * t * h);
     F(c, o);
-    int n2 = norm_fwd(c, d, t, h, sv);
+    int n2 = alloc_step_norm_fwd(c, d, t, h, sv);
     /* down(act(gate(x)) * up(x)): each operand dies as soon as the next op has run */
     int g = A(c, 2.0 * t * d->f), s = A(c, 2.0 * t * d->f);
     keep(c, sv, g);
@@ -224,7 +175,7 @@ static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
 /* ---- backward ---- */
 
 /* The RMSNorm's backward from the output's gradient g (consumed): returns the input's. */
-static int norm_bwd(ctx *c, const dims *d, double rows, double width, int g)
+int alloc_step_norm_bwd(ctx *c, const dims *d, double rows, double width, int g)
 {
     if (d->native) {
         int gi = A(c, 2.0 * rows * width);
@@ -270,7 +221,7 @@ static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
     wg[(*nwg)++] = A(c, 2.0 * h * f); /* gate */
     F(c, gg);
     F(c, gn2b);
-    int gh = norm_bwd(c, d, t, h, gn2);
+    int gh = alloc_step_norm_bwd(c, d, t, h, gn2);
     int gsum = A(c, 2.0 * t * h);     /* the residual's sum of gradients */
     F(c, gh);
     F(c, dy);
@@ -289,137 +240,13 @@ static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
         int gx = A(c, 2.0 * t * w[i]);
         F(c, a1);
         F(c, a2);
-        if (d->qk_norm) gx = norm_bwd(c, d, t * w[i] / d->hd, d->hd, gx);
+        if (d->qk_norm) gx = alloc_step_norm_bwd(c, d, t * w[i] / d->hd, d->hd, gx);
         int gin = A(c, 2.0 * t * h);
         wg[(*nwg)++] = A(c, 2.0 * h * w[i]);
         F(c, gx);
         F(c, gin);                    /* accumulated into gn1 */
     }
-    int gx = norm_bwd(c, d, t, h, gn1);
-    int gin = A(c, 2.0 * t * h);
-    F(c, gx);
-    F(c, gsum);
-    return gin;
-}
-
-/* ---- Hugging Face Phi-3 (fused qkv_proj and gate_up_proj) ----
- * The saved set is hfsav20's, measured on transformers 5.17.0 (bench/results/hfsav20_2026-11-29,
- * saved_hf_phi-3-mini-4k_L1.json: each saved storage with its modeling_phi3.py line): the norms
- * as Llama's (lines 279-281); qkv_proj's whole output (line 229; SDPA saves v, a view of it, and a
- * view keeps its base); q and k after RoPE (line 240), fresh [b, heads, s, d] tensors; the SDPA
- * output and its log-sum-exp (sdpa_attention.py line 158); o_proj's own input (line 262), the
- * contiguous copy of the output, which follows q's layout; gate_up_proj's whole output (line 59;
- * silu's input and mul's `up` are its chunk views, line 62), silu's output (activations.py line
- * 103) and the product down_proj saves (line 64). The temporaries and their order follow the
- * module's code (transformers modeling_phi3.py at 00d4b3d2, the version read: Phi3MLP.forward,
- * apply_rotary_pos_emb, Phi3Attention.forward; its RoPE ends in torch.cat([rotated, q_pass]),
- * a copy even with the full rotary dimension, q_pass empty). */
-
-/* Phi-3's rotary embedding of a [T, w] slice: on its first rf x w columns (q_rot, a view)
- * q_rot * cos, rotate_half's neg and cat, rotate_half(q_rot) * sin, their sum; then the cat with
- * the pass-through part (empty at rf = 1, Phi-4-mini's last quarter at 0.75): a full-width copy. */
-static int phi3_rope_fwd(ctx *c, const dims *d, double width)
-{
-    double t = d->T, w = width * d->rf;
-    int xc = A(c, 2.0 * t * w);
-    int neg = A(c, 1.0 * t * w);
-    int cat = A(c, 2.0 * t * w);
-    F(c, neg);
-    int xs = A(c, 2.0 * t * w);
-    F(c, cat);
-    int sum = A(c, 2.0 * t * w);
-    F(c, xc);
-    F(c, xs);
-    int out = A(c, 2.0 * t * width);
-    F(c, sum);
-    return out;
-}
-
-static int phi3_layer_fwd(ctx *c, const dims *d, saved *sv)
-{
-    double t = d->T, h = d->h, q = d->q, kv = d->kv, f = d->f;
-    int n1 = norm_fwd(c, d, t, h, sv);
-    int qkv = A(c, 2.0 * t * (q + 2.0 * kv));
-    int qe = phi3_rope_fwd(c, d, q), ke = phi3_rope_fwd(c, d, kv);
-    int out = A(c, 2.0 * t * q), lse = A(c, 4.0 * t * d->a);
-    int cc = A(c, 2.0 * t * q); /* the transpose's contiguous copy, o_proj's input */
-    int o = A(c, 2.0 * t * h);
-    keep(c, sv, n1);
-    keep(c, sv, qkv);
-    keep(c, sv, qe);
-    keep(c, sv, ke);
-    keep(c, sv, out);
-    keep(c, sv, lse);
-    keep(c, sv, cc);
-    int hs = A(c, 2.0 * t * h); /* resid_attn_dropout at p = 0 returns its input */
-    F(c, o);
-    int n2 = norm_fwd(c, d, t, h, sv);
-    int gu = A(c, 4.0 * t * f); /* gate_up_proj */
-    int s = A(c, 2.0 * t * f);  /* silu(gate) */
-    int p = A(c, 2.0 * t * f);  /* up * silu(gate) */
-    keep(c, sv, gu);
-    keep(c, sv, s);
-    int dn = A(c, 2.0 * t * h);
-    keep(c, sv, p);
-    keep(c, sv, n2);
-    int y = A(c, 2.0 * t * h);
-    F(c, dn);
-    F(c, hs);
-    return y;
-}
-
-/* The backward: down_proj, mul, silu, chunk's backward (split_backward: one cat of both
- * gradients, derivatives.yaml split.Tensor), gate_up_proj; o_proj, SDPA, each RoPE's backward
- * then slice_backward's zero-filled full-size gradient for q_rot and for the empty q_pass
- * (derivatives.yaml slice.Tensor: slice_backward_wrapper), summed; each q/k/v slice of the fused
- * output likewise a full-size gradient, summed in place into the first; qkv_proj. */
-static int phi3_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
-{
-    double t = d->T, h = d->h, q = d->q, kv = d->kv, f = d->f, qkv = q + 2.0 * kv;
-    int gp = A(c, 2.0 * t * f);
-    wg[(*nwg)++] = A(c, 2.0 * h * f); /* down */
-    int gup = A(c, 2.0 * t * f), gs = A(c, 2.0 * t * f);
-    F(c, gp);
-    int gg = A(c, 2.0 * t * f); /* silu backward */
-    F(c, gs);
-    int ggu = A(c, 4.0 * t * f); /* chunk backward */
-    F(c, gg);
-    F(c, gup);
-    int gn2 = A(c, 2.0 * t * h);
-    wg[(*nwg)++] = A(c, 4.0 * h * f); /* gate_up */
-    F(c, ggu);
-    int gh = norm_bwd(c, d, t, h, gn2);
-    int gsum = A(c, 2.0 * t * h);
-    F(c, gh);
-    F(c, dy);
-    int go = A(c, 2.0 * t * q);
-    wg[(*nwg)++] = A(c, 2.0 * h * q); /* o */
-    int gq = A(c, 2.0 * t * q), gk = A(c, 2.0 * t * kv), gv = A(c, 2.0 * t * kv);
-    F(c, go);
-    int gqkv = A(c, 2.0 * t * qkv); /* v's slice backward */
-    F(c, gv);
-    double w[2] = {kv, q};
-    int gr[2] = {gk, gq};
-    for (int i = 0; i < 2; i++) {
-        double wr = w[i] * d->rf; /* the rotated columns */
-        int a1 = A(c, 2.0 * t * wr), a2 = A(c, 2.0 * t * wr);
-        F(c, gr[i]);
-        int gx = A(c, 2.0 * t * wr);
-        F(c, a1);
-        F(c, a2);
-        int grot = A(c, 2.0 * t * w[i]); /* q_rot's slice backward */
-        F(c, gx);
-        int gpass = A(c, 2.0 * t * w[i]); /* q_pass's slice backward (of an empty slice at rf
-                                           * = 1), summed */
-        F(c, gpass);
-        int gfull = A(c, 2.0 * t * qkv); /* the fused output's slice backward, summed */
-        F(c, grot);
-        F(c, gfull);
-    }
-    int gn1 = A(c, 2.0 * t * h);
-    wg[(*nwg)++] = A(c, 2.0 * h * qkv); /* qkv */
-    F(c, gqkv);
-    int gx = norm_bwd(c, d, t, h, gn1);
+    int gx = alloc_step_norm_bwd(c, d, t, h, gn1);
     int gin = A(c, 2.0 * t * h);
     F(c, gx);
     F(c, gsum);
@@ -540,7 +367,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             int bp[MAX_LAYER_PARAMS];
             unit_unshard(c, d->lp, d->nlp, bp);
             sv[l].n = 0;
-            int y = d->fused ? phi3_layer_fwd(c, d, d->ckpt ? NULL : &sv[l])
+            int y = d->fused ? alloc_step_phi3_layer_fwd(c, d, d->ckpt ? NULL : &sv[l])
                              : layer_fwd(c, d, x, d->ckpt ? NULL : &sv[l]);
             if (d->ckpt) ckin[l] = x;          /* the checkpoint keeps its input */
             else if (d->native) keep(c, &sv[l], x); /* attention_norm saved it */
@@ -549,7 +376,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             for (int i = 0; i < d->nlp; i++) F(c, bp[i]); /* reshard after forward */
         }
         saved fs = {.n = 0};
-        int nf = norm_fwd(c, d, d->T, d->h, &fs);
+        int nf = alloc_step_norm_fwd(c, d, d->T, d->h, &fs);
         if (d->native) keep(c, &fs, x);
         else F(c, x);
         /* the loss chain (memory_logits.c): bf16 logits, the fp32 upcast, log_softmax's
@@ -582,17 +409,17 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         int ghead = A(c, 2.0 * d->V * d->h);
         F(c, gb);
         F(c, nf);
-        int dy = norm_bwd(c, d, d->T, d->h, gnf);
+        int dy = alloc_step_norm_bwd(c, d, d->T, d->h, gnf);
         release(c, &fs);
         for (int l = L - 1; l >= 0; l--) {
             int bp[MAX_LAYER_PARAMS];
             unit_unshard(c, d->lp, d->nlp, bp);
             if (d->ckpt) { /* recompute the layer's forward, saving */
                 sv[l].n = 0;
-                F(c, d->fused ? phi3_layer_fwd(c, d, &sv[l]) : layer_fwd(c, d, ckin[l], &sv[l]));
+                F(c, d->fused ? alloc_step_phi3_layer_fwd(c, d, &sv[l]) : layer_fwd(c, d, ckin[l], &sv[l]));
             }
             int wg[MAX_LAYER_PARAMS], nwg = 0;
-            int gx = d->fused ? phi3_layer_bwd(c, d, dy, wg, &nwg) : layer_bwd(c, d, dy, wg, &nwg);
+            int gx = d->fused ? alloc_step_phi3_layer_bwd(c, d, dy, wg, &nwg) : layer_bwd(c, d, dy, wg, &nwg);
             release(c, &sv[l]);
             if (d->ckpt) F(c, ckin[l]);
             dy = gx;

@@ -1,0 +1,73 @@
+/*
+ * alloc_step_internal.h — what the allocator replay's modules share (alloc_step.h): one layer's
+ * dimensions, the replay context, a layer's saved set, and the RMSNorm every layer kind uses.
+ * Sizes are bytes; A allocates on the compute stream, F frees, keep saves for the backward (or,
+ * under a checkpoint's forward, frees at once).
+ */
+#ifndef PLAN_ALLOC_STEP_INTERNAL_H
+#define PLAN_ALLOC_STEP_INTERNAL_H
+
+#include "alloc_replay.h"
+
+#include <stdbool.h>
+
+enum { MAX_SAVED = 48, MAX_LAYER_PARAMS = 24, SIDE_STREAM = 1 };
+
+typedef struct {
+    double T, s, h, q, kv, hd, f, V, a; /* tokens, sequence, widths, vocabulary, heads */
+    double rf;                          /* rotary fraction (Phi-3's partial_rotary_factor) */
+    bool native, ckpt, foreach, qk_norm, qkv_bias, o_bias, tied;
+    bool fused;                         /* HF Phi-3's qkv_proj and gate_up_proj (model.h) */
+    int layers, nlp;                    /* decoder layers, parameters per layer */
+    double lp[MAX_LAYER_PARAMS];        /* one layer's parameters, registration order */
+} dims;
+
+typedef struct {
+    alloc_replay *a;
+    bool fail;
+} ctx;
+
+typedef struct {
+    int h[MAX_SAVED];
+    int n;
+} saved;
+
+static inline int A(ctx *c, double bytes)
+{
+    int h = alloc_replay_malloc(c->a, (uint64_t)(bytes + 0.5), 0);
+    if (h < 0) c->fail = true;
+    return h;
+}
+
+static inline void F(ctx *c, int h)
+{
+    alloc_replay_free(c->a, h);
+}
+
+/* saved for the backward, or (sv NULL: under a checkpoint's forward) freed now */
+static inline void keep(ctx *c, saved *sv, int h)
+{
+    if (!sv) {
+        F(c, h);
+        return;
+    }
+    if (sv->n < MAX_SAVED) sv->h[sv->n++] = h;
+    else c->fail = true;
+}
+
+static inline void release(ctx *c, saved *sv)
+{
+    for (int i = 0; i < sv->n; i++) F(c, sv->h[i]);
+    sv->n = 0;
+}
+
+/* transformers' LlamaRMSNorm (or F.rms_norm natively) over rows x width: forward returns the
+ * output, saving into sv; backward consumes the output's gradient g, returns the input's */
+int alloc_step_norm_fwd(ctx *c, const dims *d, double rows, double width, saved *sv);
+int alloc_step_norm_bwd(ctx *c, const dims *d, double rows, double width, int g);
+
+/* Hugging Face Phi-3's decoder layer (alloc_step_phi3.c) */
+int alloc_step_phi3_layer_fwd(ctx *c, const dims *d, saved *sv);
+int alloc_step_phi3_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
+
+#endif
