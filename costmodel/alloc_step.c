@@ -110,6 +110,25 @@ static int rope_fwd(ctx *c, const dims *d, double w)
     return out;
 }
 
+/* SDPA's additive copy of the boolean mask, in every masked call (torch
+ * aten/src/ATen/native/transformers/attention.cpp convert_boolean_attn_mask_cudnn: at::where over
+ * attn_mask.logical_not(), a bool temporary, giving the query dtype: bf16 [b, 1, s, s]); the
+ * cuDNN attention saves it as attn_bias (hfsav20's Phi-3-mini: sdpa_attention.py line 158). */
+int alloc_step_mask_sdpa(ctx *c, const dims *d)
+{
+    double ss = d->T * d->s; /* b s^2 */
+    int inv = A(c, 1.0 * ss);
+    int add = A(c, 2.0 * ss);
+    F(c, inv);
+    return add;
+}
+
+/* HF's boolean window mask [b, 1, s, s] (masking_utils.sdpa_mask), once per forward */
+static int mask_build(ctx *c, const dims *d)
+{
+    return A(c, 1.0 * d->T * d->s);
+}
+
 /* One decoder layer's forward on input x (the caller's; under a checkpoint, sv is NULL and
  * nothing is kept). Returns the output. */
 static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
@@ -136,12 +155,15 @@ static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
         F(c, xk);
     }
     int keys = ke, values = xv;
-    if (d->native && q > kv) { /* repeat_kv's expand + reshape copies */
+    /* repeat_kv's expand + reshape copies: native_llama.py, and transformers when a mask is
+     * passed (sdpa_attention.py use_gqa_in_sdpa: enable_gqa only with attention_mask None) */
+    if ((d->native || d->mask) && q > kv) {
         keys = A(c, 2.0 * t * q);
         values = A(c, 2.0 * t * q);
         F(c, ke);
         F(c, xv);
     }
+    int mb = d->mask ? alloc_step_mask_sdpa(c, d) : -1;
     int out = A(c, 2.0 * t * q), lse = A(c, 4.0 * t * d->a);
     int o = A(c, 2.0 * t * h);
     keep(c, sv, n1);
@@ -150,6 +172,7 @@ static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
     keep(c, sv, values);
     keep(c, sv, out);
     keep(c, sv, lse);
+    if (mb >= 0) keep(c, sv, mb);
     int hs = A(c, 2.0 * t * h);
     F(c, o);
     int n2 = alloc_step_norm_fwd(c, d, t, h, sv);
@@ -227,8 +250,20 @@ static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
     F(c, dy);
     int go = A(c, 2.0 * t * q);
     wg[(*nwg)++] = A(c, 2.0 * h * q); /* o */
-    int gq = A(c, 2.0 * t * q), gk = A(c, 2.0 * t * kv), gv = A(c, 2.0 * t * kv);
-    F(c, go);
+    int gq, gk, gv;
+    if (d->mask && q > kv) { /* SDPA's gradients of the repeated k, v; repeat_kv's backward
+                              * (expand's: a sum over the repeats) */
+        gq = A(c, 2.0 * t * q);
+        int gkr = A(c, 2.0 * t * q), gvr = A(c, 2.0 * t * q);
+        F(c, go);
+        gv = A(c, 2.0 * t * kv);
+        F(c, gvr);
+        gk = A(c, 2.0 * t * kv);
+        F(c, gkr);
+    } else {
+        gq = A(c, 2.0 * t * q), gk = A(c, 2.0 * t * kv), gv = A(c, 2.0 * t * kv);
+        F(c, go);
+    }
     int gn1 = A(c, 2.0 * t * h);
     wg[(*nwg)++] = A(c, 2.0 * h * kv); /* v */
     F(c, gv);
@@ -349,6 +384,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         unit_params(d, L, pu, &nroot);
         unit_unshard(c, pu, nroot, rootp);
         int x = A(c, 2.0 * d->T * d->h); /* embedding output */
+        int mk = d->mask ? mask_build(c, d) : -1;
         int cosb = -1, sinb = -1;
         if (!d->native) { /* HF's rotary tables, [1, s, head_dim] */
             double r = d->s * d->hd * d->rf; /* [1, s, rotary dim] */
@@ -379,6 +415,8 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         int nf = alloc_step_norm_fwd(c, d, d->T, d->h, &fs);
         if (d->native) keep(c, &fs, x);
         else F(c, x);
+        /* the mask dies with the model's forward; a checkpoint's recompute keeps it (below) */
+        if (mk >= 0 && !d->ckpt) F(c, mk);
         /* the loss chain (memory_logits.c): bf16 logits, the fp32 upcast, log_softmax's
          * output (saved); the upcast dies with the loss function, the bf16 logits with the
          * model's output (HF) or `del logits` (native) */
@@ -422,6 +460,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             int gx = d->fused ? alloc_step_phi3_layer_bwd(c, d, dy, wg, &nwg) : layer_bwd(c, d, dy, wg, &nwg);
             release(c, &sv[l]);
             if (d->ckpt) F(c, ckin[l]);
+            if (d->ckpt && l == 0 && mk >= 0) F(c, mk);
             dy = gx;
             /* post-backward (FSDPParamGroup.post_backward): reshard (the bf16 parameters
              * dropped), then foreach_reduce: the previous unit's reduce-scatter input released,
@@ -510,8 +549,11 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     if (model_is_moe(m) || m->mla || m->sandwich_norm || m->dropout ||
         m->learned_positions || m->activation != MODEL_ACT_SWIGLU || m->norm_fp32_scale ||
         m->final_logit_softcap > 0 || m->attn_logit_softcap > 0 ||
-        m->attention_sinks || m->ffn <= 0 || memory_hf_window_mask_share(m, t, l) > 0)
+        m->attention_sinks || m->ffn <= 0)
         return false;
+    /* a window mask: every layer's (Mistral-7B-v0.1, Phi-3-mini), not Gemma's or Qwen2's mix */
+    double share = memory_hf_window_mask_share(m, t, l);
+    if (share > 0 && share < 1) return false;
     int impl = layout_impl_of(l);
     return impl == IMPL_HF || impl == IMPL_NATIVE;
 }
@@ -527,7 +569,8 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
               .ckpt = l->recompute == RECOMPUTE_FULL,
               .qk_norm = m->qk_norm, .qkv_bias = m->qkv_bias, .o_bias = m->attn_out_bias,
               .tied = m->tied_embeddings, .layers = m->layers, .fused = m->hf_fused_qkv,
-              .rf = m->rotary_fraction > 0 && m->rotary_fraction < 1 ? m->rotary_fraction : 1};
+              .rf = m->rotary_fraction > 0 && m->rotary_fraction < 1 ? m->rotary_fraction : 1,
+              .mask = memory_hf_window_mask_share(m, t, l) > 0};
     int opt = layout_optimizer_impl_of(l);
     d.foreach = opt == OPTIMIZER_IMPL_FOREACH;
     layer_params_of(&d);
@@ -564,5 +607,6 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
     k.flags = (m->qk_norm ? 1 : 0) | (m->qkv_bias ? 2 : 0) | (m->attn_out_bias ? 4 : 0) |
               (m->tied_embeddings ? 8 : 0) | (m->hf_fused_qkv ? 16 : 0);
     k.rotary_ppm = (long)(m->rotary_fraction * 1e6 + 0.5);
+    k.mask = memory_hf_window_mask_share(m, t, l) > 0;
     return k;
 }

@@ -18,6 +18,7 @@ typedef struct {
     double rf;                          /* rotary fraction (Phi-3's partial_rotary_factor) */
     bool native, ckpt, foreach, qk_norm, qkv_bias, o_bias, tied;
     bool fused;                         /* HF Phi-3's qkv_proj and gate_up_proj (model.h) */
+    bool mask;                          /* HF's explicit [b, 1, s, s] window mask (SDPA's copy) */
     int layers, nlp;                    /* decoder layers, parameters per layer */
     double lp[MAX_LAYER_PARAMS];        /* one layer's parameters, registration order */
 } dims;
@@ -65,6 +66,10 @@ static inline void release(ctx *c, saved *sv)
  * output, saving into sv; backward consumes the output's gradient g, returns the input's */
 int alloc_step_norm_fwd(ctx *c, const dims *d, double rows, double width, saved *sv);
 int alloc_step_norm_bwd(ctx *c, const dims *d, double rows, double width, int g);
+
+/* SDPA's additive bf16 copy of HF's boolean window mask, made in every masked attention call
+ * (alloc_step.c); the caller saves it (keep) */
+int alloc_step_mask_sdpa(ctx *c, const dims *d);
 
 /* Hugging Face Phi-3's decoder layer (alloc_step_phi3.c) */
 int alloc_step_phi3_layer_fwd(ctx *c, const dims *d, saved *sv);

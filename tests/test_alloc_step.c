@@ -8,7 +8,8 @@
  * reduce-scatter input and the root's reshard after forward) and res22_2026-11-29/traces
  * (Llama-3.2-1B s16k b2 ckpt, Llama-3.1-8B L12 s8k b2 native), every column (res22's
  * validate.txt). Since cov22: Hugging Face Phi-3 layers (fused qkv_proj, gate_up_proj) against
- * the Phi-4 real runs of bench/results/ho20_2026-11-29 (peak_reserved_bytes). Also: what the
+ * the Phi-4 real runs of bench/results/ho20_2026-11-29 (peak_reserved_bytes); since rep23
+ * window-masked layers (Phi-3-mini, Mistral-7B-v0.1) against their runs. Also: what the
  * replay does not cover, and the device's capacity.
  */
 #include <math.h>
@@ -148,15 +149,44 @@ static void test_phi3_fused(void **state)
      * ho19_2026-11-29/results.jsonl) 100,044,636,160 B = 93.17 GiB, the replay 92.98 (before
      * cov22 not covered: res_err -15.9%) */
     phi4("phi-4-mini", 8192, 1, true, 0, 93.17);
-    /* Phi-3-mini's 2047-token window takes an explicit mask (not replayed); the native block
-     * has no fused projection (not replayed for a Phi-3 config) */
+    /* the native block has no fused projection (not replayed for a Phi-3 config) */
     model_spec m;
     training_spec t;
     layout l;
-    spec("phi-3-mini-4k", 4096, 2, false, &m, &t, &l);
-    assert_false(alloc_step_covered(&m, &t, &l));
     spec_cut("phi-4", 4096, 4, false, 6, true, &m, &t, &l);
     assert_false(alloc_step_covered(&m, &t, &l));
+}
+
+/* rep23: Hugging Face layers with an explicit window mask (every layer's window below the
+ * sequence: Phi-3-mini's 2047, Mistral-7B-v0.1's 4096): SDPA's bf16 copy of the mask saved per
+ * layer, the boolean mask per forward, repeat_kv's copies under GQA. The runs' peak_reserved_bytes
+ * (one H200): ho13-phi3-s2k-b4 (bench/results/ho13_2026-11-28/one_h200/results.jsonl)
+ * 112,147,300,352 B = 104.45 GiB; ho18-phi3-L16-s8k-b2-ckpt (ho18_2026-11-28/one_h200)
+ * 48,576,331,776 B = 45.24 GiB; ho20-mistral01-L8-s8k-b1 and -L16-s16k-b1-ckpt
+ * (ho20_2026-11-29/results.jsonl) 53,928,263,680 B = 50.22 GiB and 84,813,021,184 B = 78.99 GiB.
+ * Before rep23 none was covered (fidelity.py res_err -4.4%, -16.3%, -5.6%, -11.3%). */
+static void window(const char *config, int seq, int mbs, bool ckpt, int layers, double run_gib)
+{
+    model_spec m;
+    training_spec t;
+    layout l;
+    spec_cut(config, seq, mbs, ckpt, layers, false, &m, &t, &l);
+    assert_true(m.sliding_window > 0 && m.sliding_window <= seq);
+    assert_true(alloc_step_covered(&m, &t, &l));
+    alloc_step_reserved r;
+    assert_int_equal(alloc_step_replay(&m, &t, &l, 0, &r), 0);
+    if (fabs(r.peak_bytes / GIB - run_gib) > 0.5)
+        fail_msg("%s L%d s%d b%d: replay %.2f GiB, run %.2f", config, layers, seq, mbs,
+                 r.peak_bytes / GIB, run_gib);
+}
+
+static void test_window_mask(void **state)
+{
+    (void)state;
+    window("phi-3-mini-4k", 2048, 4, false, 0, 104.45);
+    window("phi-3-mini-4k", 8192, 2, true, 16, 45.24);
+    window("mistral-7b-v0.1", 8192, 1, false, 8, 50.22);
+    window("mistral-7b-v0.1", 16384, 1, true, 16, 78.99);
 }
 
 /* The allocator's capacity: a Qwen3-4B step on an 80 GB device releases the cache (the traced
@@ -209,6 +239,7 @@ int main(void)
         cmocka_unit_test(test_traces),
         cmocka_unit_test(test_traces_res22),
         cmocka_unit_test(test_phi3_fused),
+        cmocka_unit_test(test_window_mask),
         cmocka_unit_test(test_capacity),
         cmocka_unit_test(test_not_covered),
     };
