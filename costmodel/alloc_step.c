@@ -51,6 +51,10 @@ static void layer_params_of(dims *d)
     d->lp[n++] = d->h * d->f;
     d->lp[n++] = d->h;
     d->lp[n++] = d->h;
+    if (d->gemma) { /* Gemma's pre-feedforward and post-feedforward norms */
+        d->lp[n++] = d->h;
+        d->lp[n++] = d->h;
+    }
     d->nlp = n;
 }
 
@@ -87,7 +91,7 @@ int alloc_step_norm_fwd(ctx *c, const dims *d, double rows, double width, saved 
 /* Rotary embedding of a [T, w] projection: HF's (x * cos) + (rotate_half(x) * sin), rotate_half
  * a cat of -x2 and x1; native's complex product on the fp32 view, cast back (type_as). Returns
  * the rotated tensor; the input is the caller's. */
-static int rope_fwd(ctx *c, const dims *d, double w)
+int alloc_step_rope_fwd(ctx *c, const dims *d, double w)
 {
     double t = d->T;
     if (d->native) {
@@ -143,7 +147,7 @@ static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
         kn = alloc_step_norm_fwd(c, d, t * kv / d->hd, d->hd, sv);
         if (!d->native) F(c, xk);
     }
-    int qe = rope_fwd(c, d, q), ke = rope_fwd(c, d, kv);
+    int qe = alloc_step_rope_fwd(c, d, q), ke = alloc_step_rope_fwd(c, d, kv);
     if (qn != xq) F(c, qn);
     if (kn != xk) F(c, kn);
     /* the projections: native F.rms_norm on q/k saved them (kept); else they die here */
@@ -157,13 +161,13 @@ static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
     int keys = ke, values = xv;
     /* repeat_kv's expand + reshape copies: native_llama.py, and transformers when a mask is
      * passed (sdpa_attention.py use_gqa_in_sdpa: enable_gqa only with attention_mask None) */
-    if ((d->native || d->mask) && q > kv) {
+    if ((d->native || d->lmask) && q > kv) {
         keys = A(c, 2.0 * t * q);
         values = A(c, 2.0 * t * q);
         F(c, ke);
         F(c, xv);
     }
-    int mb = d->mask ? alloc_step_mask_sdpa(c, d) : -1;
+    int mb = d->lmask ? alloc_step_mask_sdpa(c, d) : -1;
     int out = A(c, 2.0 * t * q), lse = A(c, 4.0 * t * d->a);
     int o = A(c, 2.0 * t * h);
     keep(c, sv, n1);
@@ -251,7 +255,7 @@ static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
     int go = A(c, 2.0 * t * q);
     wg[(*nwg)++] = A(c, 2.0 * h * q); /* o */
     int gq, gk, gv;
-    if (d->mask && q > kv) { /* SDPA's gradients of the repeated k, v; repeat_kv's backward
+    if (d->lmask && q > kv) { /* SDPA's gradients of the repeated k, v; repeat_kv's backward
                               * (expand's: a sum over the repeats) */
         gq = A(c, 2.0 * t * q);
         int gkr = A(c, 2.0 * t * q), gvr = A(c, 2.0 * t * q);
@@ -289,6 +293,25 @@ static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
 }
 
 /* ---- the program ---- */
+
+/* Layer l's forward and backward, by the layer code; lmask: whether its SDPA takes the mask */
+static int any_layer_fwd(ctx *c, const dims *d, int l, int x, saved *sv)
+{
+    dims dl = *d;
+    dl.lmask = d->mask && model_layer_is_sliding(d->m, l);
+    if (d->fused) return alloc_step_phi3_layer_fwd(c, &dl, sv);
+    if (d->gemma) return alloc_step_gemma_layer_fwd(c, &dl, sv);
+    return layer_fwd(c, &dl, x, sv);
+}
+
+static int any_layer_bwd(ctx *c, const dims *d, int l, int dy, int *wg, int *nwg)
+{
+    dims dl = *d;
+    dl.lmask = d->mask && model_layer_is_sliding(d->m, l);
+    if (d->fused) return alloc_step_phi3_layer_bwd(c, &dl, dy, wg, nwg);
+    if (d->gemma) return alloc_step_gemma_layer_bwd(c, &dl, dy, wg, nwg);
+    return layer_bwd(c, &dl, dy, wg, nwg);
+}
 
 /* A unit's parameters gathered (FSDPParamGroup.unshard at world size 1, torch 2.11.0
  * traced in bench/results/ho21_2026-11-29/reserved70b): per parameter the fp32 shard cast to
@@ -384,13 +407,18 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         unit_params(d, L, pu, &nroot);
         unit_unshard(c, pu, nroot, rootp);
         int x = A(c, 2.0 * d->T * d->h); /* embedding output */
+        if (d->gemma) { /* times sqrt(hidden) (Gemma3TextScaledWordEmbedding, Gemma2's normalizer) */
+            int xs = A(c, 2.0 * d->T * d->h);
+            F(c, x);
+            x = xs;
+        }
         int mk = d->mask ? mask_build(c, d) : -1;
-        int cosb = -1, sinb = -1;
-        if (!d->native) { /* HF's rotary tables, [1, s, head_dim] */
+        int cosb[2] = {-1, -1}, sinb[2] = {-1, -1};
+        for (int k = 0; !d->native && k < d->rotary_tables; k++) { /* HF's cos/sin [1, s, hd] */
             double r = d->s * d->hd * d->rf; /* [1, s, rotary dim] */
             int fr = A(c, 2.0 * r), em = A(c, 4.0 * r), c32 = A(c, 4.0 * r), s32 = A(c, 4.0 * r);
-            cosb = A(c, 2.0 * r);
-            sinb = A(c, 2.0 * r);
+            cosb[k] = A(c, 2.0 * r);
+            sinb[k] = A(c, 2.0 * r);
             F(c, fr);
             F(c, em);
             F(c, c32);
@@ -403,8 +431,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             int bp[MAX_LAYER_PARAMS];
             unit_unshard(c, d->lp, d->nlp, bp);
             sv[l].n = 0;
-            int y = d->fused ? alloc_step_phi3_layer_fwd(c, d, d->ckpt ? NULL : &sv[l])
-                             : layer_fwd(c, d, x, d->ckpt ? NULL : &sv[l]);
+            int y = any_layer_fwd(c, d, l, x, d->ckpt ? NULL : &sv[l]);
             if (d->ckpt) ckin[l] = x;          /* the checkpoint keeps its input */
             else if (d->native) keep(c, &sv[l], x); /* attention_norm saved it */
             else F(c, x);
@@ -412,7 +439,8 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             for (int i = 0; i < d->nlp; i++) F(c, bp[i]); /* reshard after forward */
         }
         saved fs = {.n = 0};
-        int nf = alloc_step_norm_fwd(c, d, d->T, d->h, &fs);
+        int nf = d->gemma ? alloc_step_gemma_norm_fwd(c, d->T, d->h, &fs)
+                          : alloc_step_norm_fwd(c, d, d->T, d->h, &fs);
         if (d->native) keep(c, &fs, x);
         else F(c, x);
         /* the mask dies with the model's forward; a checkpoint's recompute keeps it (below) */
@@ -427,7 +455,14 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
          * (the loss is the caller's); they are gathered again by the pre-backward hook FSDP2
          * registers on the forward's outputs: at the backward's start under HF (the loss is an
          * output), once the logits' gradient is made natively */
-        int lg = A(c, L2);
+        int lg = A(c, L2), th = -1;
+        if (d->softcap > 0) { /* Gemma 2: logits / cap, tanh (saved), * cap (the logits) */
+            int dv = A(c, L2);
+            F(c, lg);
+            th = A(c, L2);
+            F(c, dv);
+            lg = A(c, L2);
+        }
         if (d->native) unit_reshard(c, nroot, rootp);
         int up = A(c, L4), ls = A(c, L4);
         F(c, up);
@@ -442,22 +477,32 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         F(c, ls);
         int gb = A(c, L2);
         F(c, gl);
+        if (th >= 0) { /* the soft-cap's backward: mul's, tanh's (its output dies), div's */
+            int gm = A(c, L2);
+            F(c, gb);
+            int gt = A(c, L2);
+            F(c, gm);
+            F(c, th);
+            gb = A(c, L2);
+            F(c, gt);
+        }
         if (d->native) unit_unshard(c, pu, nroot, rootp);
         int gnf = A(c, 2.0 * d->T * d->h);
         int ghead = A(c, 2.0 * d->V * d->h);
         F(c, gb);
         F(c, nf);
-        int dy = alloc_step_norm_bwd(c, d, d->T, d->h, gnf);
+        int dy = d->gemma ? alloc_step_gemma_norm_bwd(c, d->T, d->h, gnf, true)
+                          : alloc_step_norm_bwd(c, d, d->T, d->h, gnf);
         release(c, &fs);
         for (int l = L - 1; l >= 0; l--) {
             int bp[MAX_LAYER_PARAMS];
             unit_unshard(c, d->lp, d->nlp, bp);
             if (d->ckpt) { /* recompute the layer's forward, saving */
                 sv[l].n = 0;
-                F(c, d->fused ? alloc_step_phi3_layer_fwd(c, d, &sv[l]) : layer_fwd(c, d, ckin[l], &sv[l]));
+                F(c, any_layer_fwd(c, d, l, ckin[l], &sv[l]));
             }
             int wg[MAX_LAYER_PARAMS], nwg = 0;
-            int gx = d->fused ? alloc_step_phi3_layer_bwd(c, d, dy, wg, &nwg) : layer_bwd(c, d, dy, wg, &nwg);
+            int gx = any_layer_bwd(c, d, l, dy, wg, &nwg);
             release(c, &sv[l]);
             if (d->ckpt) F(c, ckin[l]);
             if (d->ckpt && l == 0 && mk >= 0) F(c, mk);
@@ -473,6 +518,11 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             for (int i = 0; i < nwg; i++) F(c, wg[i]);
             side[l] = alloc_replay_malloc(a, (uint64_t)(4.0 * units), SIDE_STREAM);
         }
+        if (d->gemma) { /* the scaling's backward */
+            int gs = A(c, 2.0 * d->T * d->h);
+            F(c, dy);
+            dy = gs;
+        }
         int gemb = A(c, 2.0 * d->V * d->h); /* embedding backward */
         F(c, dy);
         if (d->tied) F(c, gemb); /* summed into the head's */
@@ -487,10 +537,11 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         /* the backward's final callback waits for the last reduce-scatter and drops its input */
         F(c, rs_in);
         rs_in = -1;
-        if (cosb >= 0) {
-            F(c, cosb);
-            F(c, sinb);
-        }
+        for (int k = 0; k < 2; k++)
+            if (cosb[k] >= 0) {
+                F(c, cosb[k]);
+                F(c, sinb[k]);
+            }
         if (step == 0) out->bwd0_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
         /* clip_grad_norm_: foreach norms (0-d fp32 each) and their stack */
         int total = (L + 1) * MAX_LAYER_PARAMS, np = 0;
@@ -546,14 +597,15 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     if (m->hf_fused_qkv && layout_impl_of(l) != IMPL_HF) return false;
     /* partial rotary: Phi-3's apply_rotary_pos_emb only (Llama's rotates the whole head) */
     if (m->rotary_fraction < 1 && !m->hf_fused_qkv) return false;
-    if (model_is_moe(m) || m->mla || m->sandwich_norm || m->dropout ||
-        m->learned_positions || m->activation != MODEL_ACT_SWIGLU || m->norm_fp32_scale ||
-        m->final_logit_softcap > 0 || m->attn_logit_softcap > 0 ||
-        m->attention_sinks || m->ffn <= 0)
+    /* Gemma 2/3 (sandwich GemmaRMSNorms; the attention soft-cap is a keyword SDPA ignores,
+     * bench/results/gemma19_2026-11-29): Hugging Face code only */
+    bool gemma = m->sandwich_norm && m->norm_fp32_scale;
+    if (gemma != (m->sandwich_norm || m->norm_fp32_scale)) return false;
+    if (gemma && layout_impl_of(l) != IMPL_HF) return false;
+    if ((m->final_logit_softcap > 0 || m->attn_logit_softcap > 0) && !gemma) return false;
+    if (model_is_moe(m) || m->mla || m->dropout || m->learned_positions ||
+        m->activation != MODEL_ACT_SWIGLU || m->attention_sinks || m->ffn <= 0)
         return false;
-    /* a window mask: every layer's (Mistral-7B-v0.1, Phi-3-mini), not Gemma's or Qwen2's mix */
-    double share = memory_hf_window_mask_share(m, t, l);
-    if (share > 0 && share < 1) return false;
     int impl = layout_impl_of(l);
     return impl == IMPL_HF || impl == IMPL_NATIVE;
 }
@@ -570,7 +622,9 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
               .qk_norm = m->qk_norm, .qkv_bias = m->qkv_bias, .o_bias = m->attn_out_bias,
               .tied = m->tied_embeddings, .layers = m->layers, .fused = m->hf_fused_qkv,
               .rf = m->rotary_fraction > 0 && m->rotary_fraction < 1 ? m->rotary_fraction : 1,
-              .mask = memory_hf_window_mask_share(m, t, l) > 0};
+              .mask = memory_hf_window_mask_share(m, t, l) > 0, .m = m,
+              .gemma = m->sandwich_norm && m->norm_fp32_scale, .softcap = m->final_logit_softcap,
+              .rotary_tables = m->rope_local_theta > 0 ? 2 : 1};
     int opt = layout_optimizer_impl_of(l);
     d.foreach = opt == OPTIMIZER_IMPL_FOREACH;
     layer_params_of(&d);
@@ -605,8 +659,10 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
     k.ffn = m->ffn;
     k.vocab = m->vocab;
     k.flags = (m->qk_norm ? 1 : 0) | (m->qkv_bias ? 2 : 0) | (m->attn_out_bias ? 4 : 0) |
-              (m->tied_embeddings ? 8 : 0) | (m->hf_fused_qkv ? 16 : 0);
+              (m->tied_embeddings ? 8 : 0) | (m->hf_fused_qkv ? 16 : 0) |
+              (m->sandwich_norm && m->norm_fp32_scale ? 32 : 0) |
+              (m->final_logit_softcap > 0 ? 64 : 0) | (m->rope_local_theta > 0 ? 128 : 0);
     k.rotary_ppm = (long)(m->rotary_fraction * 1e6 + 0.5);
-    k.mask = memory_hf_window_mask_share(m, t, l) > 0;
+    k.mask = (long)(memory_hf_window_mask_share(m, t, l) * 1e6 + 0.5); /* sliding layers' share */
     return k;
 }

@@ -8,6 +8,7 @@
 #define PLAN_ALLOC_STEP_INTERNAL_H
 
 #include "alloc_replay.h"
+#include "model.h"
 
 #include <stdbool.h>
 
@@ -18,7 +19,12 @@ typedef struct {
     double rf;                          /* rotary fraction (Phi-3's partial_rotary_factor) */
     bool native, ckpt, foreach, qk_norm, qkv_bias, o_bias, tied;
     bool fused;                         /* HF Phi-3's qkv_proj and gate_up_proj (model.h) */
-    bool mask;                          /* HF's explicit [b, 1, s, s] window mask (SDPA's copy) */
+    bool mask;                          /* HF builds an explicit [b, 1, s, s] window mask */
+    bool lmask;                         /* this layer's SDPA takes it (its sliding layers) */
+    bool gemma;                         /* HF Gemma 2/3 layers (four GemmaRMSNorms, model.h) */
+    double softcap;                     /* Gemma 2's final-logit soft-capping, 0: none */
+    int rotary_tables;                  /* HF's cos/sin pairs a forward (Gemma 3: 2) */
+    const model_spec *m;                /* for the per-layer pattern (model_layer_is_sliding) */
     int layers, nlp;                    /* decoder layers, parameters per layer */
     double lp[MAX_LAYER_PARAMS];        /* one layer's parameters, registration order */
 } dims;
@@ -70,6 +76,16 @@ int alloc_step_norm_bwd(ctx *c, const dims *d, double rows, double width, int g)
 /* SDPA's additive bf16 copy of HF's boolean window mask, made in every masked attention call
  * (alloc_step.c); the caller saves it (keep) */
 int alloc_step_mask_sdpa(ctx *c, const dims *d);
+
+/* transformers' rotate_half RoPE of a [T, w] projection (alloc_step.c) */
+int alloc_step_rope_fwd(ctx *c, const dims *d, double w);
+
+/* Hugging Face Gemma 2/3's decoder layer and its GemmaRMSNorm (alloc_step_gemma.c); the norm's
+ * backward frees g only when consume (a residual's gradient flows on) */
+int alloc_step_gemma_norm_fwd(ctx *c, double rows, double width, saved *sv);
+int alloc_step_gemma_norm_bwd(ctx *c, double rows, double width, int g, bool consume);
+int alloc_step_gemma_layer_fwd(ctx *c, const dims *d, saved *sv);
+int alloc_step_gemma_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
 
 /* Hugging Face Phi-3's decoder layer (alloc_step_phi3.c) */
 int alloc_step_phi3_layer_fwd(ctx *c, const dims *d, saved *sv);

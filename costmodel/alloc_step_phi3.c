@@ -44,7 +44,7 @@ int alloc_step_phi3_layer_fwd(ctx *c, const dims *d, saved *sv)
     int n1 = alloc_step_norm_fwd(c, d, t, h, sv);
     int qkv = A(c, 2.0 * t * (q + 2.0 * kv));
     int qe = phi3_rope_fwd(c, d, q), ke = phi3_rope_fwd(c, d, kv);
-    int mb = d->mask ? alloc_step_mask_sdpa(c, d) : -1;
+    int mb = d->lmask ? alloc_step_mask_sdpa(c, d) : -1;
     int out = A(c, 2.0 * t * q), lse = A(c, 4.0 * t * d->a);
     int cc = A(c, 2.0 * t * q); /* the transpose's contiguous copy, o_proj's input */
     int o = A(c, 2.0 * t * h);

@@ -9,7 +9,8 @@
  * (Llama-3.2-1B s16k b2 ckpt, Llama-3.1-8B L12 s8k b2 native), every column (res22's
  * validate.txt). Since cov22: Hugging Face Phi-3 layers (fused qkv_proj, gate_up_proj) against
  * the Phi-4 real runs of bench/results/ho20_2026-11-29 (peak_reserved_bytes); since rep23
- * window-masked layers (Phi-3-mini, Mistral-7B-v0.1) against their runs. Also: what the
+ * window-masked layers (Phi-3-mini, Mistral-7B-v0.1) and Gemma 2/3 against their runs. Also:
+ * what the
  * replay does not cover, and the device's capacity.
  */
 #include <math.h>
@@ -189,6 +190,53 @@ static void test_window_mask(void **state)
     window("mistral-7b-v0.1", 16384, 1, true, 16, 78.99);
 }
 
+/* rep23: Hugging Face Gemma 2/3 layers (four GemmaRMSNorms in fp32, the mask on the sliding
+ * layers only, Gemma 2's final-logit soft-cap, Gemma 3's two rotary tables). The runs'
+ * peak_reserved_bytes (one H200): ho19-gemma2-9b-L8-s8k-b1 and ho19-gemma3-1b-s4k-b4
+ * (bench/results/ho19_2026-11-29/results.jsonl) 100,210,311,168 B = 93.33 GiB and
+ * 137,468,313,600 B = 128.03 GiB; ho21-gemma2-27b-L10-s8k-b1-ckpt (ho21_2026-11-29) 148,358,823,936
+ * B = 138.17 GiB; ho22-g3-27b-L12-s8k-b1-ckpt (ho22_2026-11-29) 140,555,321,344 B = 130.90 GiB.
+ * Before rep23 none was covered (fidelity.py res_err -10.4%, -13.4%, -4.3%, -6.4%). On the
+ * H200's 138.5 GiB usable (139.8 less plan's 1.30 outside the allocator, as res22) the 27B runs
+ * fit after releasing the cache, as they ran (alloc_retries 12 and 1), and
+ * ho22-oom-g3-27b-L16-s8k-b1-ckpt does not (it went out of memory). */
+/* A run on the H200's 138.5 GiB usable: the replay's peak within 0.5 GiB of the run's, the cache
+ * released exactly when the run's allocator retried (realrun.py's alloc_retries > 0) */
+static void at_capacity(const char *config, int seq, int mbs, bool ckpt, int layers,
+                        double run_gib, bool retried)
+{
+    model_spec m;
+    training_spec t;
+    layout l;
+    spec_cut(config, seq, mbs, ckpt, layers, false, &m, &t, &l);
+    assert_true(alloc_step_covered(&m, &t, &l));
+    alloc_step_reserved r;
+    assert_int_equal(alloc_step_replay(&m, &t, &l, 138.5 * GIB, &r), 0);
+    if (fabs(r.peak_bytes / GIB - run_gib) > 0.5 || r.cache_released != retried)
+        fail_msg("%s L%d s%d b%d: replay %.2f GiB (released %d), run %.2f (retried %d)", config,
+                 layers, seq, mbs, r.peak_bytes / GIB, r.cache_released, run_gib, retried);
+    assert_false(r.out_of_memory);
+}
+
+static void test_gemma(void **state)
+{
+    (void)state;
+    at_capacity("gemma-2-9b", 8192, 1, false, 8, 93.33, false);
+    at_capacity("gemma-3-1b", 4096, 4, false, 0, 128.03, false);
+    at_capacity("gemma-2-27b", 8192, 1, true, 10, 138.17, true); /* unlimited: 158.8 GiB */
+    at_capacity("gemma-3-27b", 8192, 1, true, 12, 130.90, true); /* unlimited: 146.8 GiB */
+    model_spec m;
+    training_spec t;
+    layout l;
+    alloc_step_reserved r;
+    spec_cut("gemma-3-27b", 8192, 1, true, 16, false, &m, &t, &l);
+    assert_int_equal(alloc_step_replay(&m, &t, &l, 138.5 * GIB, &r), 0);
+    assert_true(r.out_of_memory);
+    /* the native block is not Gemma's */
+    spec_cut("gemma-2-9b", 8192, 1, false, 8, true, &m, &t, &l);
+    assert_false(alloc_step_covered(&m, &t, &l));
+}
+
 /* The allocator's capacity: a Qwen3-4B step on an 80 GB device releases the cache (the traced
  * peak reserved on the H200 is 95.19 GiB). On the H100 (77.88 GiB usable) it went out of memory
  * (bench/realruns/results/h100-2026-11-24.jsonl, q3-4b-s4k-b1): at 78 GiB the replay does too
@@ -240,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_traces_res22),
         cmocka_unit_test(test_phi3_fused),
         cmocka_unit_test(test_window_mask),
+        cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_capacity),
         cmocka_unit_test(test_not_covered),
     };
