@@ -116,21 +116,26 @@ int alloc_step_rope_fwd(ctx *c, const dims *d, double w)
 
 /* SDPA's additive copy of the boolean mask, in every masked call (torch
  * aten/src/ATen/native/transformers/attention.cpp convert_boolean_attn_mask_cudnn: at::where over
- * attn_mask.logical_not(), a bool temporary, giving the query dtype: bf16 [b, 1, s, s]); the
- * cuDNN attention saves it as attn_bias (hfsav20's Phi-3-mini: sdpa_attention.py line 158). */
+ * the mask, giving the query dtype: bf16 [b, 1, s, s]; rep23's traces show no boolean temporary
+ * before it, only two 2-byte scalars) saved by the cuDNN attention as attn_bias (hfsav20's
+ * Phi-3-mini: sdpa_attention.py line 158). */
 int alloc_step_mask_sdpa(ctx *c, const dims *d)
 {
-    double ss = d->T * d->s; /* b s^2 */
-    int inv = A(c, 1.0 * ss);
-    int add = A(c, 2.0 * ss);
-    F(c, inv);
-    return add;
+    return A(c, 2.0 * d->T * d->s);
 }
 
-/* HF's boolean window mask [b, 1, s, s] (masking_utils.sdpa_mask), once per forward */
+/* HF's boolean window mask [b, 1, s, s], once per forward (masking_utils.sdpa_mask; rep23's
+ * traces: inner_mask's sliding overlay, and_mask's result, causal_mask_function's, and_mask's
+ * second result, the first three dropped as made) */
 static int mask_build(ctx *c, const dims *d)
 {
-    return A(c, 1.0 * d->T * d->s);
+    double ss = d->T * d->s;
+    int overlay = A(c, ss), first = A(c, ss);
+    F(c, overlay);
+    int causal = A(c, ss), mask = A(c, ss);
+    F(c, causal);
+    F(c, first);
+    return mask;
 }
 
 /* One decoder layer's forward on input x (the caller's; under a checkpoint, sv is NULL and
