@@ -12,6 +12,7 @@
 #include "alloc_replay.h"
 #include "alloc_step_internal.h"
 #include "memory.h"
+#include "hf_experts.h"
 #include "impl.h"
 
 #include <string.h>
@@ -46,9 +47,15 @@ static void layer_params_of(dims *d)
         d->lp[n++] = d->hd;
         d->lp[n++] = d->hd;
     }
-    d->lp[n++] = d->f * d->h;
-    d->lp[n++] = d->f * d->h;
-    d->lp[n++] = d->h * d->f;
+    if (d->moe) { /* the experts' gate_up_proj [E, 2f, h] and down_proj [E, h, f], the router */
+        d->lp[n++] = d->E * 2.0 * d->ef * d->h;
+        d->lp[n++] = d->E * d->h * d->ef;
+        d->lp[n++] = d->E * d->h;
+    } else {
+        d->lp[n++] = d->f * d->h;
+        d->lp[n++] = d->f * d->h;
+        d->lp[n++] = d->h * d->f;
+    }
     d->lp[n++] = d->h;
     d->lp[n++] = d->h;
     if (d->gemma) { /* Gemma's pre-feedforward and post-feedforward norms */
@@ -138,18 +145,20 @@ static int mask_build(ctx *c, const dims *d)
     return mask;
 }
 
-/* One decoder layer's forward on input x (the caller's; under a checkpoint, sv is NULL and
- * nothing is kept). Returns the output. */
-static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
+/* The attention's forward from the input norm's output n1 (saved here) to o_proj's output
+ * (returned): the q, k, v projections, the q/k norms, RoPE, repeat_kv's copies (a masked layer
+ * under GQA), the mask's copy, SDPA; what SDPA and the projections save is kept. */
+int alloc_step_attn_fwd(ctx *c, const dims *d, int n1, saved *sv)
 {
     double t = d->T, h = d->h, q = d->q, kv = d->kv;
-    int n1 = alloc_step_norm_fwd(c, d, t, h, sv);
     int xq = A(c, 2.0 * t * q), xk = A(c, 2.0 * t * kv), xv = A(c, 2.0 * t * kv);
     int qn = xq, kn = xk;
     if (d->qk_norm) { /* per head, over head_dim; HF's projections die with the norm's return */
-        qn = alloc_step_norm_fwd(c, d, t * d->a, d->hd, sv);
+        qn = d->gemma ? alloc_step_gemma_norm_fwd(c, t * d->a, d->hd, sv)
+                      : alloc_step_norm_fwd(c, d, t * d->a, d->hd, sv);
         if (!d->native) F(c, xq);
-        kn = alloc_step_norm_fwd(c, d, t * kv / d->hd, d->hd, sv);
+        kn = d->gemma ? alloc_step_gemma_norm_fwd(c, t * kv / d->hd, d->hd, sv)
+                      : alloc_step_norm_fwd(c, d, t * kv / d->hd, d->hd, sv);
         if (!d->native) F(c, xk);
     }
     int qe = alloc_step_rope_fwd(c, d, q), ke = alloc_step_rope_fwd(c, d, kv);
@@ -165,8 +174,9 @@ static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
     }
     int keys = ke, values = xv;
     /* repeat_kv's expand + reshape copies: native_llama.py, and transformers when a mask is
-     * passed (sdpa_attention.py use_gqa_in_sdpa: enable_gqa only with attention_mask None) */
-    if ((d->native || d->lmask) && q > kv) {
+     * passed (sdpa_attention.py use_gqa_in_sdpa: enable_gqa only with attention_mask None); at
+     * one KV head transformers' reshape is a view (gemma19 item 5) */
+    if ((d->native || (d->lmask && kv > d->hd)) && q > kv) {
         keys = A(c, 2.0 * t * q);
         values = A(c, 2.0 * t * q);
         F(c, ke);
@@ -182,17 +192,58 @@ static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
     keep(c, sv, out);
     keep(c, sv, lse);
     if (mb >= 0) keep(c, sv, mb);
+    return o;
+}
+
+/* The dense gated MLP, down(act(gate(x)) * up(x)) (SiLU or GELU: each saves its input), from
+ * the norm's output (the caller keeps it) to down's output: each operand dies as soon as the
+ * next op has run. */
+int alloc_step_mlp_fwd(ctx *c, const dims *d, saved *sv)
+{
+    double t = d->T, f = d->f;
+    int g = A(c, 2.0 * t * f), s = A(c, 2.0 * t * f);
+    keep(c, sv, g);
+    int u = A(c, 2.0 * t * f), p = A(c, 2.0 * t * f);
+    keep(c, sv, s);
+    keep(c, sv, u);
+    int dn = A(c, 2.0 * t * d->h);
+    keep(c, sv, p);
+    return dn;
+}
+
+/* Its backward from the output's gradient g (freed once down's backward ran when consume):
+ * returns the input's gradient, the weight gradients appended to wg. */
+int alloc_step_mlp_bwd(ctx *c, const dims *d, int g, bool consume, int *wg, int *nwg)
+{
+    double t = d->T, h = d->h, f = d->f;
+    int gp = A(c, 2.0 * t * f);
+    wg[(*nwg)++] = A(c, 2.0 * h * f); /* down */
+    if (consume) F(c, g);
+    int gs = A(c, 2.0 * t * f), gu = A(c, 2.0 * t * f);
+    F(c, gp);
+    int gn2 = A(c, 2.0 * t * h);
+    wg[(*nwg)++] = A(c, 2.0 * h * f); /* up */
+    F(c, gu);
+    int gg = A(c, 2.0 * t * f);       /* the activation's backward */
+    F(c, gs);
+    int gn2b = A(c, 2.0 * t * h);
+    wg[(*nwg)++] = A(c, 2.0 * h * f); /* gate */
+    F(c, gg);
+    F(c, gn2b);
+    return gn2;
+}
+
+/* One decoder layer's forward on input x (the caller's; under a checkpoint, sv is NULL and
+ * nothing is kept). Returns the output. */
+static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
+{
+    double t = d->T, h = d->h;
+    int n1 = alloc_step_norm_fwd(c, d, t, h, sv);
+    int o = alloc_step_attn_fwd(c, d, n1, sv);
     int hs = A(c, 2.0 * t * h);
     F(c, o);
     int n2 = alloc_step_norm_fwd(c, d, t, h, sv);
-    /* down(act(gate(x)) * up(x)): each operand dies as soon as the next op has run */
-    int g = A(c, 2.0 * t * d->f), s = A(c, 2.0 * t * d->f);
-    keep(c, sv, g);
-    int u = A(c, 2.0 * t * d->f), p = A(c, 2.0 * t * d->f);
-    keep(c, sv, s);
-    keep(c, sv, u);
-    int dn = A(c, 2.0 * t * h);
-    keep(c, sv, p);
+    int dn = d->moe ? alloc_step_moe_fwd(c, d, sv) : alloc_step_mlp_fwd(c, d, sv);
     keep(c, sv, n2);
     int y = A(c, 2.0 * t * h);
     F(c, dn);
@@ -235,30 +286,12 @@ int alloc_step_norm_bwd(ctx *c, const dims *d, double rows, double width, int g)
     return gi;
 }
 
-/* One layer's backward from the output's gradient dy (consumed); weight gradients (bf16)
- * appended to wg. Returns the input's gradient. */
-static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
+/* SDPA's backward from its output's gradient go (consumed) through repeat_kv's (a masked layer
+ * under GQA), the rotary embedding's, the q/k norms' and the q, k, v projections': returns the
+ * gradient of the projections' input, the weight gradients appended to wg. */
+int alloc_step_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
 {
-    double t = d->T, h = d->h, q = d->q, kv = d->kv, f = d->f;
-    int gp = A(c, 2.0 * t * f);
-    wg[(*nwg)++] = A(c, 2.0 * h * f); /* down */
-    int gs = A(c, 2.0 * t * f), gu = A(c, 2.0 * t * f);
-    F(c, gp);
-    int gn2 = A(c, 2.0 * t * h);
-    wg[(*nwg)++] = A(c, 2.0 * h * f); /* up */
-    F(c, gu);
-    int gg = A(c, 2.0 * t * f);       /* silu backward */
-    F(c, gs);
-    int gn2b = A(c, 2.0 * t * h);
-    wg[(*nwg)++] = A(c, 2.0 * h * f); /* gate */
-    F(c, gg);
-    F(c, gn2b);
-    int gh = alloc_step_norm_bwd(c, d, t, h, gn2);
-    int gsum = A(c, 2.0 * t * h);     /* the residual's sum of gradients */
-    F(c, gh);
-    F(c, dy);
-    int go = A(c, 2.0 * t * q);
-    wg[(*nwg)++] = A(c, 2.0 * h * q); /* o */
+    double t = d->T, h = d->h, q = d->q, kv = d->kv;
     int gq, gk, gv;
     if (d->lmask && q > kv) { /* SDPA's gradients of the repeated k, v; repeat_kv's backward
                               * (expand's: a sum over the repeats) */
@@ -284,12 +317,32 @@ static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
         int gx = A(c, 2.0 * t * w[i]);
         F(c, a1);
         F(c, a2);
-        if (d->qk_norm) gx = alloc_step_norm_bwd(c, d, t * w[i] / d->hd, d->hd, gx);
+        if (d->qk_norm && d->gemma)
+            gx = alloc_step_gemma_norm_bwd(c, t * w[i] / d->hd, d->hd, gx, true);
+        else if (d->qk_norm)
+            gx = alloc_step_norm_bwd(c, d, t * w[i] / d->hd, d->hd, gx);
         int gin = A(c, 2.0 * t * h);
         wg[(*nwg)++] = A(c, 2.0 * h * w[i]);
         F(c, gx);
         F(c, gin);                    /* accumulated into gn1 */
     }
+    return gn1;
+}
+
+/* One layer's backward from the output's gradient dy (consumed); weight gradients (bf16)
+ * appended to wg. Returns the input's gradient. */
+static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
+{
+    double t = d->T, h = d->h, q = d->q;
+    int gn2 = d->moe ? alloc_step_moe_bwd(c, d, dy, wg, nwg)
+                     : alloc_step_mlp_bwd(c, d, dy, false, wg, nwg);
+    int gh = alloc_step_norm_bwd(c, d, t, h, gn2);
+    int gsum = A(c, 2.0 * t * h);     /* the residual's sum of gradients */
+    F(c, gh);
+    F(c, dy);
+    int go = A(c, 2.0 * t * q);
+    wg[(*nwg)++] = A(c, 2.0 * h * q); /* o */
+    int gn1 = alloc_step_attn_bwd(c, d, go, wg, nwg);
     int gx = alloc_step_norm_bwd(c, d, t, h, gn1);
     int gin = A(c, 2.0 * t * h);
     F(c, gx);
@@ -608,8 +661,15 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     if (gemma != (m->sandwich_norm || m->norm_fp32_scale)) return false;
     if (gemma && layout_impl_of(l) != IMPL_HF) return false;
     if ((m->final_logit_softcap > 0 || m->attn_logit_softcap > 0) && !gemma) return false;
-    if (model_is_moe(m) || m->mla || m->dropout || m->learned_positions ||
-        m->activation != MODEL_ACT_SWIGLU || m->attention_sinks || m->ffn <= 0)
+    if (m->mla || m->dropout || m->learned_positions || m->activation != MODEL_ACT_SWIGLU ||
+        m->attention_sinks || m->ffn <= 0)
+        return false;
+    /* MoE: Hugging Face's softmax-routed blocks in every layer, experts alone (Qwen3-MoE,
+     * Mixtral; alloc_step_moe.c), eager (the grouped_mm experts: hf_experts.h) */
+    if (model_is_moe(m) &&
+        (!hf_experts_applies(l) || model_moe_layers(m) != m->layers || m->shared_experts > 0 ||
+         m->router_scoring != MODEL_ROUTER_SOFTMAX || m->router_bias || m->router_linear_bias ||
+         m->expert_bias || m->router_groups > 0 || m->glu_limit > 0))
         return false;
     int impl = layout_impl_of(l);
     return impl == IMPL_HF || impl == IMPL_NATIVE;
@@ -629,7 +689,9 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
               .rf = m->rotary_fraction > 0 && m->rotary_fraction < 1 ? m->rotary_fraction : 1,
               .mask = memory_hf_window_mask_share(m, t, l) > 0, .m = m,
               .gemma = m->sandwich_norm && m->norm_fp32_scale, .softcap = m->final_logit_softcap,
-              .rotary_tables = m->rope_local_theta > 0 ? 2 : 1};
+              .rotary_tables = m->rope_local_theta > 0 ? 2 : 1, .moe = model_is_moe(m),
+              .norm_topk = m->norm_topk_prob, .E = m->experts, .topk = m->top_k,
+              .ef = (double)m->expert_ffn};
     int opt = layout_optimizer_impl_of(l);
     d.foreach = opt == OPTIMIZER_IMPL_FOREACH;
     layer_params_of(&d);
@@ -666,7 +728,11 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
     k.flags = (m->qk_norm ? 1 : 0) | (m->qkv_bias ? 2 : 0) | (m->attn_out_bias ? 4 : 0) |
               (m->tied_embeddings ? 8 : 0) | (m->hf_fused_qkv ? 16 : 0) |
               (m->sandwich_norm && m->norm_fp32_scale ? 32 : 0) |
-              (m->final_logit_softcap > 0 ? 64 : 0) | (m->rope_local_theta > 0 ? 128 : 0);
+              (m->final_logit_softcap > 0 ? 64 : 0) | (m->rope_local_theta > 0 ? 128 : 0) |
+              (m->norm_topk_prob ? 256 : 0);
+    k.experts = m->experts;
+    k.top_k = m->top_k;
+    k.expert_ffn = m->expert_ffn;
     k.rotary_ppm = (long)(m->rotary_fraction * 1e6 + 0.5);
     k.mask = (long)(memory_hf_window_mask_share(m, t, l) * 1e6 + 0.5); /* sliding layers' share */
     return k;

@@ -75,48 +75,15 @@ int alloc_step_gemma_norm_bwd(ctx *c, double rows, double width, int g, bool con
 
 int alloc_step_gemma_layer_fwd(ctx *c, const dims *d, saved *sv)
 {
-    double t = d->T, h = d->h, q = d->q, kv = d->kv, f = d->f;
+    double t = d->T, h = d->h;
     int n1 = alloc_step_gemma_norm_fwd(c, t, h, sv);
-    int xq = A(c, 2.0 * t * q), xk = A(c, 2.0 * t * kv), xv = A(c, 2.0 * t * kv);
-    int qn = xq, kn = xk;
-    if (d->qk_norm) { /* Gemma 3: per head, over head_dim; the projections die with the norm */
-        qn = alloc_step_gemma_norm_fwd(c, t * d->a, d->hd, sv);
-        F(c, xq);
-        kn = alloc_step_gemma_norm_fwd(c, t * kv / d->hd, d->hd, sv);
-        F(c, xk);
-    }
-    int qe = alloc_step_rope_fwd(c, d, q), ke = alloc_step_rope_fwd(c, d, kv);
-    F(c, qn);
-    F(c, kn);
-    int keys = ke, values = xv;
-    if (d->lmask && q > kv && kv > d->hd) { /* repeat_kv's copies (one KV head: a view) */
-        keys = A(c, 2.0 * t * q);
-        values = A(c, 2.0 * t * q);
-        F(c, ke);
-        F(c, xv);
-    }
-    int mb = d->lmask ? alloc_step_mask_sdpa(c, d) : -1;
-    int out = A(c, 2.0 * t * q), lse = A(c, 4.0 * t * d->a);
-    int o = A(c, 2.0 * t * h);
-    keep(c, sv, n1);
-    keep(c, sv, qe);
-    keep(c, sv, keys);
-    keep(c, sv, values);
-    keep(c, sv, out);
-    keep(c, sv, lse);
-    if (mb >= 0) keep(c, sv, mb);
+    int o = alloc_step_attn_fwd(c, d, n1, sv);
     int pa = alloc_step_gemma_norm_fwd(c, t, h, sv); /* post_attention_layernorm */
     F(c, o);
     int hs = A(c, 2.0 * t * h); /* residual + hidden_states */
     F(c, pa);
     int n2 = alloc_step_gemma_norm_fwd(c, t, h, sv); /* pre_feedforward_layernorm */
-    int g = A(c, 2.0 * t * f), s = A(c, 2.0 * t * f);
-    keep(c, sv, g);
-    int u = A(c, 2.0 * t * f), p = A(c, 2.0 * t * f);
-    keep(c, sv, s);
-    keep(c, sv, u);
-    int dn = A(c, 2.0 * t * h);
-    keep(c, sv, p);
+    int dn = alloc_step_mlp_fwd(c, d, sv);
     keep(c, sv, n2);
     int pf = alloc_step_gemma_norm_fwd(c, t, h, sv); /* post_feedforward_layernorm */
     F(c, dn);
@@ -128,22 +95,9 @@ int alloc_step_gemma_layer_fwd(ctx *c, const dims *d, saved *sv)
 
 int alloc_step_gemma_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
 {
-    double t = d->T, h = d->h, q = d->q, kv = d->kv, f = d->f;
+    double t = d->T, h = d->h, q = d->q;
     int gdn = alloc_step_gemma_norm_bwd(c, t, h, dy, false); /* dy also flows to the residual */
-    int gp = A(c, 2.0 * t * f);
-    wg[(*nwg)++] = A(c, 2.0 * h * f); /* down */
-    F(c, gdn);
-    int gs = A(c, 2.0 * t * f), gu = A(c, 2.0 * t * f);
-    F(c, gp);
-    int gn2 = A(c, 2.0 * t * h);
-    wg[(*nwg)++] = A(c, 2.0 * h * f); /* up */
-    F(c, gu);
-    int gg = A(c, 2.0 * t * f);       /* gelu's backward */
-    F(c, gs);
-    int gn2b = A(c, 2.0 * t * h);
-    wg[(*nwg)++] = A(c, 2.0 * h * f); /* gate */
-    F(c, gg);
-    F(c, gn2b);
+    int gn2 = alloc_step_mlp_bwd(c, d, gdn, true, wg, nwg);
     int gh = alloc_step_gemma_norm_bwd(c, t, h, gn2, true);
     int gsum = A(c, 2.0 * t * h);     /* the residual's sum of gradients */
     F(c, gh);
@@ -152,36 +106,7 @@ int alloc_step_gemma_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
     int go = A(c, 2.0 * t * q);
     wg[(*nwg)++] = A(c, 2.0 * h * q); /* o */
     F(c, gpa);
-    int gq, gk, gv;
-    if (d->lmask && q > kv) { /* the repeated k, v's gradients; expand's backward sums them */
-        gq = A(c, 2.0 * t * q);
-        int gkr = A(c, 2.0 * t * q), gvr = A(c, 2.0 * t * q);
-        F(c, go);
-        gv = A(c, 2.0 * t * kv);
-        F(c, gvr);
-        gk = A(c, 2.0 * t * kv);
-        F(c, gkr);
-    } else {
-        gq = A(c, 2.0 * t * q), gk = A(c, 2.0 * t * kv), gv = A(c, 2.0 * t * kv);
-        F(c, go);
-    }
-    int gn1 = A(c, 2.0 * t * h);
-    wg[(*nwg)++] = A(c, 2.0 * h * kv); /* v */
-    F(c, gv);
-    double w[2] = {kv, q};
-    int gr[2] = {gk, gq};
-    for (int i = 0; i < 2; i++) { /* rotary backward, the q/k norm's, the projection's */
-        int a1 = A(c, 2.0 * t * w[i]), a2 = A(c, 2.0 * t * w[i]);
-        F(c, gr[i]);
-        int gx = A(c, 2.0 * t * w[i]);
-        F(c, a1);
-        F(c, a2);
-        if (d->qk_norm) gx = alloc_step_gemma_norm_bwd(c, t * w[i] / d->hd, d->hd, gx, true);
-        int gin = A(c, 2.0 * t * h);
-        wg[(*nwg)++] = A(c, 2.0 * h * w[i]);
-        F(c, gx);
-        F(c, gin);                    /* accumulated into gn1 */
-    }
+    int gn1 = alloc_step_attn_bwd(c, d, go, wg, nwg);
     int gx = alloc_step_gemma_norm_bwd(c, t, h, gn1, true);
     int gin = A(c, 2.0 * t * h);
     F(c, gx);

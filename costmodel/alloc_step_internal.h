@@ -25,6 +25,8 @@ typedef struct {
     double softcap;                     /* Gemma 2's final-logit soft-capping, 0: none */
     int rotary_tables;                  /* HF's cos/sin pairs a forward (Gemma 3: 2) */
     const model_spec *m;                /* for the per-layer pattern (model_layer_is_sliding) */
+    bool moe, norm_topk;                /* HF MoE blocks (alloc_step_moe.c), renormalised top-k */
+    double E, topk, ef;                 /* experts, top-k, one expert's FFN width */
     int layers, nlp;                    /* decoder layers, parameters per layer */
     double lp[MAX_LAYER_PARAMS];        /* one layer's parameters, registration order */
 } dims;
@@ -77,6 +79,15 @@ int alloc_step_norm_bwd(ctx *c, const dims *d, double rows, double width, int g)
  * (alloc_step.c); the caller saves it (keep) */
 int alloc_step_mask_sdpa(ctx *c, const dims *d);
 
+/* The attention from the input norm's output to o_proj's output, and its backward down to the
+ * q, k, v projections' input (alloc_step.c) */
+int alloc_step_attn_fwd(ctx *c, const dims *d, int n1, saved *sv);
+int alloc_step_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg);
+
+/* The dense gated MLP and its backward (alloc_step.c); the backward frees g when consume */
+int alloc_step_mlp_fwd(ctx *c, const dims *d, saved *sv);
+int alloc_step_mlp_bwd(ctx *c, const dims *d, int g, bool consume, int *wg, int *nwg);
+
 /* transformers' rotate_half RoPE of a [T, w] projection (alloc_step.c) */
 int alloc_step_rope_fwd(ctx *c, const dims *d, double w);
 
@@ -86,6 +97,11 @@ int alloc_step_gemma_norm_fwd(ctx *c, double rows, double width, saved *sv);
 int alloc_step_gemma_norm_bwd(ctx *c, double rows, double width, int g, bool consume);
 int alloc_step_gemma_layer_fwd(ctx *c, const dims *d, saved *sv);
 int alloc_step_gemma_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
+
+/* A Hugging Face MoE block (router and grouped_mm experts, alloc_step_moe.c): the forward
+ * returns the block's output, the backward the input's gradient (dy not consumed) */
+int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv);
+int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
 
 /* Hugging Face Phi-3's decoder layer (alloc_step_phi3.c) */
 int alloc_step_phi3_layer_fwd(ctx *c, const dims *d, saved *sv);
