@@ -10,60 +10,12 @@
 #include "alloc_step.h"
 
 #include "alloc_replay.h"
+#include "alloc_step_internal.h"
 #include "memory.h"
+#include "hf_experts.h"
 #include "impl.h"
 
 #include <string.h>
-
-enum { MAX_SAVED = 48, MAX_LAYER_PARAMS = 24, SIDE_STREAM = 1 };
-
-typedef struct {
-    double T, s, h, q, kv, hd, f, V, a; /* tokens, sequence, widths, vocabulary, heads */
-    double rf;                          /* rotary fraction (Phi-3's partial_rotary_factor) */
-    bool native, ckpt, foreach, qk_norm, qkv_bias, o_bias, tied;
-    bool fused;                         /* HF Phi-3's qkv_proj and gate_up_proj (model.h) */
-    int layers, nlp;                    /* decoder layers, parameters per layer */
-    double lp[MAX_LAYER_PARAMS];        /* one layer's parameters, registration order */
-} dims;
-
-typedef struct {
-    alloc_replay *a;
-    bool fail;
-} ctx;
-
-typedef struct {
-    int h[MAX_SAVED];
-    int n;
-} saved;
-
-static int A(ctx *c, double bytes)
-{
-    int h = alloc_replay_malloc(c->a, (uint64_t)(bytes + 0.5), 0);
-    if (h < 0) c->fail = true;
-    return h;
-}
-
-static void F(ctx *c, int h)
-{
-    alloc_replay_free(c->a, h);
-}
-
-/* saved for the backward, or (sv NULL: under a checkpoint's forward) freed now */
-static void keep(ctx *c, saved *sv, int h)
-{
-    if (!sv) {
-        F(c, h);
-        return;
-    }
-    if (sv->n < MAX_SAVED) sv->h[sv->n++] = h;
-    else c->fail = true;
-}
-
-static void release(ctx *c, saved *sv)
-{
-    for (int i = 0; i < sv->n; i++) F(c, sv->h[i]);
-    sv->n = 0;
-}
 
 /* One layer's parameters in registration order: transformers' LlamaDecoderLayer (self_attn
  * q, k, v, o with Qwen2's q/k/v biases and Qwen3's q_norm, k_norm after o_proj; mlp gate, up,
@@ -95,11 +47,21 @@ static void layer_params_of(dims *d)
         d->lp[n++] = d->hd;
         d->lp[n++] = d->hd;
     }
-    d->lp[n++] = d->f * d->h;
-    d->lp[n++] = d->f * d->h;
-    d->lp[n++] = d->h * d->f;
+    if (d->moe) { /* the experts' gate_up_proj [E, 2f, h] and down_proj [E, h, f], the router */
+        d->lp[n++] = d->E * 2.0 * d->ef * d->h;
+        d->lp[n++] = d->E * d->h * d->ef;
+        d->lp[n++] = d->E * d->h;
+    } else {
+        d->lp[n++] = d->f * d->h;
+        d->lp[n++] = d->f * d->h;
+        d->lp[n++] = d->h * d->f;
+    }
     d->lp[n++] = d->h;
     d->lp[n++] = d->h;
+    if (d->gemma) { /* Gemma's pre-feedforward and post-feedforward norms */
+        d->lp[n++] = d->h;
+        d->lp[n++] = d->h;
+    }
     d->nlp = n;
 }
 
@@ -109,7 +71,7 @@ static void layer_params_of(dims *d)
  * (saved by pow and by the mul), pow(2), mean, + eps, rsqrt (saved), x * rstd, .to(bf16)
  * (saved by the weight's mul), weight * that (the output). Native: F.rms_norm's fused kernel
  * saves its input (the caller's tensor, kept by the caller's `saved`) and the fp32 rstd. */
-static int norm_fwd(ctx *c, const dims *d, double rows, double width, saved *sv)
+int alloc_step_norm_fwd(ctx *c, const dims *d, double rows, double width, saved *sv)
 {
     if (d->native) {
         keep(c, sv, A(c, 4.0 * rows));
@@ -136,7 +98,7 @@ static int norm_fwd(ctx *c, const dims *d, double rows, double width, saved *sv)
 /* Rotary embedding of a [T, w] projection: HF's (x * cos) + (rotate_half(x) * sin), rotate_half
  * a cat of -x2 and x1; native's complex product on the fp32 view, cast back (type_as). Returns
  * the rotated tensor; the input is the caller's. */
-static int rope_fwd(ctx *c, const dims *d, double w)
+int alloc_step_rope_fwd(ctx *c, const dims *d, double w)
 {
     double t = d->T;
     if (d->native) {
@@ -159,21 +121,47 @@ static int rope_fwd(ctx *c, const dims *d, double w)
     return out;
 }
 
-/* One decoder layer's forward on input x (the caller's; under a checkpoint, sv is NULL and
- * nothing is kept). Returns the output. */
-static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
+/* SDPA's additive copy of the boolean mask, in every masked call (torch
+ * aten/src/ATen/native/transformers/attention.cpp convert_boolean_attn_mask_cudnn: at::where over
+ * the mask, giving the query dtype: bf16 [b, 1, s, s]; rep23's traces show no boolean temporary
+ * before it, only two 2-byte scalars) saved by the cuDNN attention as attn_bias (hfsav20's
+ * Phi-3-mini: sdpa_attention.py line 158). */
+int alloc_step_mask_sdpa(ctx *c, const dims *d)
+{
+    return A(c, 2.0 * d->T * d->s);
+}
+
+/* HF's boolean window mask [b, 1, s, s], once per forward (masking_utils.sdpa_mask; rep23's
+ * traces: inner_mask's sliding overlay, and_mask's result, causal_mask_function's, and_mask's
+ * second result, the first three dropped as made) */
+static int mask_build(ctx *c, const dims *d)
+{
+    double ss = d->T * d->s;
+    int overlay = A(c, ss), first = A(c, ss);
+    F(c, overlay);
+    int causal = A(c, ss), mask = A(c, ss);
+    F(c, causal);
+    F(c, first);
+    return mask;
+}
+
+/* The attention's forward from the input norm's output n1 (saved here) to o_proj's output
+ * (returned): the q, k, v projections, the q/k norms, RoPE, repeat_kv's copies (a masked layer
+ * under GQA), the mask's copy, SDPA; what SDPA and the projections save is kept. */
+int alloc_step_attn_fwd(ctx *c, const dims *d, int n1, saved *sv)
 {
     double t = d->T, h = d->h, q = d->q, kv = d->kv;
-    int n1 = norm_fwd(c, d, t, h, sv);
     int xq = A(c, 2.0 * t * q), xk = A(c, 2.0 * t * kv), xv = A(c, 2.0 * t * kv);
     int qn = xq, kn = xk;
     if (d->qk_norm) { /* per head, over head_dim; HF's projections die with the norm's return */
-        qn = norm_fwd(c, d, t * d->a, d->hd, sv);
+        qn = d->gemma ? alloc_step_gemma_norm_fwd(c, t * d->a, d->hd, sv)
+                      : alloc_step_norm_fwd(c, d, t * d->a, d->hd, sv);
         if (!d->native) F(c, xq);
-        kn = norm_fwd(c, d, t * kv / d->hd, d->hd, sv);
+        kn = d->gemma ? alloc_step_gemma_norm_fwd(c, t * kv / d->hd, d->hd, sv)
+                      : alloc_step_norm_fwd(c, d, t * kv / d->hd, d->hd, sv);
         if (!d->native) F(c, xk);
     }
-    int qe = rope_fwd(c, d, q), ke = rope_fwd(c, d, kv);
+    int qe = alloc_step_rope_fwd(c, d, q), ke = alloc_step_rope_fwd(c, d, kv);
     if (qn != xq) F(c, qn);
     if (kn != xk) F(c, kn);
     /* the projections: native F.rms_norm on q/k saved them (kept); else they die here */
@@ -185,12 +173,16 @@ static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
         F(c, xk);
     }
     int keys = ke, values = xv;
-    if (d->native && q > kv) { /* repeat_kv's expand + reshape copies */
+    /* repeat_kv's expand + reshape copies: native_llama.py, and transformers when a mask is
+     * passed (sdpa_attention.py use_gqa_in_sdpa: enable_gqa only with attention_mask None); at
+     * one KV head transformers' reshape is a view (gemma19 item 5) */
+    if ((d->native || (d->lmask && kv > d->hd)) && q > kv) {
         keys = A(c, 2.0 * t * q);
         values = A(c, 2.0 * t * q);
         F(c, ke);
         F(c, xv);
     }
+    int mb = d->lmask ? alloc_step_mask_sdpa(c, d) : -1;
     int out = A(c, 2.0 * t * q), lse = A(c, 4.0 * t * d->a);
     int o = A(c, 2.0 * t * h);
     keep(c, sv, n1);
@@ -199,17 +191,59 @@ static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
     keep(c, sv, values);
     keep(c, sv, out);
     keep(c, sv, lse);
-    int hs = A(c, 2.0 * t * h);
-    F(c, o);
-    int n2 = norm_fwd(c, d, t, h, sv);
-    /* down(act(gate(x)) * up(x)): each operand dies as soon as the next op has run */
-    int g = A(c, 2.0 * t * d->f), s = A(c, 2.0 * t * d->f);
+    if (mb >= 0) keep(c, sv, mb);
+    return o;
+}
+
+/* The dense gated MLP, down(act(gate(x)) * up(x)) (SiLU or GELU: each saves its input), from
+ * the norm's output (the caller keeps it) to down's output: each operand dies as soon as the
+ * next op has run. */
+int alloc_step_mlp_fwd(ctx *c, const dims *d, saved *sv)
+{
+    double t = d->T, f = d->f;
+    int g = A(c, 2.0 * t * f), s = A(c, 2.0 * t * f);
     keep(c, sv, g);
-    int u = A(c, 2.0 * t * d->f), p = A(c, 2.0 * t * d->f);
+    int u = A(c, 2.0 * t * f), p = A(c, 2.0 * t * f);
     keep(c, sv, s);
     keep(c, sv, u);
-    int dn = A(c, 2.0 * t * h);
+    int dn = A(c, 2.0 * t * d->h);
     keep(c, sv, p);
+    return dn;
+}
+
+/* Its backward from the output's gradient g (freed once down's backward ran when consume):
+ * returns the input's gradient, the weight gradients appended to wg. */
+int alloc_step_mlp_bwd(ctx *c, const dims *d, int g, bool consume, int *wg, int *nwg)
+{
+    double t = d->T, h = d->h, f = d->f;
+    int gp = A(c, 2.0 * t * f);
+    wg[(*nwg)++] = A(c, 2.0 * h * f); /* down */
+    if (consume) F(c, g);
+    int gs = A(c, 2.0 * t * f), gu = A(c, 2.0 * t * f);
+    F(c, gp);
+    int gn2 = A(c, 2.0 * t * h);
+    wg[(*nwg)++] = A(c, 2.0 * h * f); /* up */
+    F(c, gu);
+    int gg = A(c, 2.0 * t * f);       /* the activation's backward */
+    F(c, gs);
+    int gn2b = A(c, 2.0 * t * h);
+    wg[(*nwg)++] = A(c, 2.0 * h * f); /* gate */
+    F(c, gg);
+    F(c, gn2b);
+    return gn2;
+}
+
+/* One decoder layer's forward on input x (the caller's; under a checkpoint, sv is NULL and
+ * nothing is kept). Returns the output. */
+static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
+{
+    double t = d->T, h = d->h;
+    int n1 = alloc_step_norm_fwd(c, d, t, h, sv);
+    int o = alloc_step_attn_fwd(c, d, n1, sv);
+    int hs = A(c, 2.0 * t * h);
+    F(c, o);
+    int n2 = alloc_step_norm_fwd(c, d, t, h, sv);
+    int dn = d->moe ? alloc_step_moe_fwd(c, d, sv) : alloc_step_mlp_fwd(c, d, sv);
     keep(c, sv, n2);
     int y = A(c, 2.0 * t * h);
     F(c, dn);
@@ -224,7 +258,7 @@ static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
 /* ---- backward ---- */
 
 /* The RMSNorm's backward from the output's gradient g (consumed): returns the input's. */
-static int norm_bwd(ctx *c, const dims *d, double rows, double width, int g)
+int alloc_step_norm_bwd(ctx *c, const dims *d, double rows, double width, int g)
 {
     if (d->native) {
         int gi = A(c, 2.0 * rows * width);
@@ -252,32 +286,26 @@ static int norm_bwd(ctx *c, const dims *d, double rows, double width, int g)
     return gi;
 }
 
-/* One layer's backward from the output's gradient dy (consumed); weight gradients (bf16)
- * appended to wg. Returns the input's gradient. */
-static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
+/* SDPA's backward from its output's gradient go (consumed) through repeat_kv's (a masked layer
+ * under GQA), the rotary embedding's, the q/k norms' and the q, k, v projections': returns the
+ * gradient of the projections' input, the weight gradients appended to wg. */
+int alloc_step_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
 {
-    double t = d->T, h = d->h, q = d->q, kv = d->kv, f = d->f;
-    int gp = A(c, 2.0 * t * f);
-    wg[(*nwg)++] = A(c, 2.0 * h * f); /* down */
-    int gs = A(c, 2.0 * t * f), gu = A(c, 2.0 * t * f);
-    F(c, gp);
-    int gn2 = A(c, 2.0 * t * h);
-    wg[(*nwg)++] = A(c, 2.0 * h * f); /* up */
-    F(c, gu);
-    int gg = A(c, 2.0 * t * f);       /* silu backward */
-    F(c, gs);
-    int gn2b = A(c, 2.0 * t * h);
-    wg[(*nwg)++] = A(c, 2.0 * h * f); /* gate */
-    F(c, gg);
-    F(c, gn2b);
-    int gh = norm_bwd(c, d, t, h, gn2);
-    int gsum = A(c, 2.0 * t * h);     /* the residual's sum of gradients */
-    F(c, gh);
-    F(c, dy);
-    int go = A(c, 2.0 * t * q);
-    wg[(*nwg)++] = A(c, 2.0 * h * q); /* o */
-    int gq = A(c, 2.0 * t * q), gk = A(c, 2.0 * t * kv), gv = A(c, 2.0 * t * kv);
-    F(c, go);
+    double t = d->T, h = d->h, q = d->q, kv = d->kv;
+    int gq, gk, gv;
+    if (d->lmask && q > kv) { /* SDPA's gradients of the repeated k, v; repeat_kv's backward
+                              * (expand's: a sum over the repeats) */
+        gq = A(c, 2.0 * t * q);
+        int gkr = A(c, 2.0 * t * q), gvr = A(c, 2.0 * t * q);
+        F(c, go);
+        gv = A(c, 2.0 * t * kv);
+        F(c, gvr);
+        gk = A(c, 2.0 * t * kv);
+        F(c, gkr);
+    } else {
+        gq = A(c, 2.0 * t * q), gk = A(c, 2.0 * t * kv), gv = A(c, 2.0 * t * kv);
+        F(c, go);
+    }
     int gn1 = A(c, 2.0 * t * h);
     wg[(*nwg)++] = A(c, 2.0 * h * kv); /* v */
     F(c, gv);
@@ -289,137 +317,33 @@ static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
         int gx = A(c, 2.0 * t * w[i]);
         F(c, a1);
         F(c, a2);
-        if (d->qk_norm) gx = norm_bwd(c, d, t * w[i] / d->hd, d->hd, gx);
+        if (d->qk_norm && d->gemma)
+            gx = alloc_step_gemma_norm_bwd(c, t * w[i] / d->hd, d->hd, gx, true);
+        else if (d->qk_norm)
+            gx = alloc_step_norm_bwd(c, d, t * w[i] / d->hd, d->hd, gx);
         int gin = A(c, 2.0 * t * h);
         wg[(*nwg)++] = A(c, 2.0 * h * w[i]);
         F(c, gx);
         F(c, gin);                    /* accumulated into gn1 */
     }
-    int gx = norm_bwd(c, d, t, h, gn1);
-    int gin = A(c, 2.0 * t * h);
-    F(c, gx);
-    F(c, gsum);
-    return gin;
+    return gn1;
 }
 
-/* ---- Hugging Face Phi-3 (fused qkv_proj and gate_up_proj) ----
- * The saved set is hfsav20's, measured on transformers 5.17.0 (bench/results/hfsav20_2026-11-29,
- * saved_hf_phi-3-mini-4k_L1.json: each saved storage with its modeling_phi3.py line): the norms
- * as Llama's (lines 279-281); qkv_proj's whole output (line 229; SDPA saves v, a view of it, and a
- * view keeps its base); q and k after RoPE (line 240), fresh [b, heads, s, d] tensors; the SDPA
- * output and its log-sum-exp (sdpa_attention.py line 158); o_proj's own input (line 262), the
- * contiguous copy of the output, which follows q's layout; gate_up_proj's whole output (line 59;
- * silu's input and mul's `up` are its chunk views, line 62), silu's output (activations.py line
- * 103) and the product down_proj saves (line 64). The temporaries and their order follow the
- * module's code (transformers modeling_phi3.py at 00d4b3d2, the version read: Phi3MLP.forward,
- * apply_rotary_pos_emb, Phi3Attention.forward; its RoPE ends in torch.cat([rotated, q_pass]),
- * a copy even with the full rotary dimension, q_pass empty). */
-
-/* Phi-3's rotary embedding of a [T, w] slice: on its first rf x w columns (q_rot, a view)
- * q_rot * cos, rotate_half's neg and cat, rotate_half(q_rot) * sin, their sum; then the cat with
- * the pass-through part (empty at rf = 1, Phi-4-mini's last quarter at 0.75): a full-width copy. */
-static int phi3_rope_fwd(ctx *c, const dims *d, double width)
+/* One layer's backward from the output's gradient dy (consumed); weight gradients (bf16)
+ * appended to wg. Returns the input's gradient. */
+static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
 {
-    double t = d->T, w = width * d->rf;
-    int xc = A(c, 2.0 * t * w);
-    int neg = A(c, 1.0 * t * w);
-    int cat = A(c, 2.0 * t * w);
-    F(c, neg);
-    int xs = A(c, 2.0 * t * w);
-    F(c, cat);
-    int sum = A(c, 2.0 * t * w);
-    F(c, xc);
-    F(c, xs);
-    int out = A(c, 2.0 * t * width);
-    F(c, sum);
-    return out;
-}
-
-static int phi3_layer_fwd(ctx *c, const dims *d, saved *sv)
-{
-    double t = d->T, h = d->h, q = d->q, kv = d->kv, f = d->f;
-    int n1 = norm_fwd(c, d, t, h, sv);
-    int qkv = A(c, 2.0 * t * (q + 2.0 * kv));
-    int qe = phi3_rope_fwd(c, d, q), ke = phi3_rope_fwd(c, d, kv);
-    int out = A(c, 2.0 * t * q), lse = A(c, 4.0 * t * d->a);
-    int cc = A(c, 2.0 * t * q); /* the transpose's contiguous copy, o_proj's input */
-    int o = A(c, 2.0 * t * h);
-    keep(c, sv, n1);
-    keep(c, sv, qkv);
-    keep(c, sv, qe);
-    keep(c, sv, ke);
-    keep(c, sv, out);
-    keep(c, sv, lse);
-    keep(c, sv, cc);
-    int hs = A(c, 2.0 * t * h); /* resid_attn_dropout at p = 0 returns its input */
-    F(c, o);
-    int n2 = norm_fwd(c, d, t, h, sv);
-    int gu = A(c, 4.0 * t * f); /* gate_up_proj */
-    int s = A(c, 2.0 * t * f);  /* silu(gate) */
-    int p = A(c, 2.0 * t * f);  /* up * silu(gate) */
-    keep(c, sv, gu);
-    keep(c, sv, s);
-    int dn = A(c, 2.0 * t * h);
-    keep(c, sv, p);
-    keep(c, sv, n2);
-    int y = A(c, 2.0 * t * h);
-    F(c, dn);
-    F(c, hs);
-    return y;
-}
-
-/* The backward: down_proj, mul, silu, chunk's backward (split_backward: one cat of both
- * gradients, derivatives.yaml split.Tensor), gate_up_proj; o_proj, SDPA, each RoPE's backward
- * then slice_backward's zero-filled full-size gradient for q_rot and for the empty q_pass
- * (derivatives.yaml slice.Tensor: slice_backward_wrapper), summed; each q/k/v slice of the fused
- * output likewise a full-size gradient, summed in place into the first; qkv_proj. */
-static int phi3_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
-{
-    double t = d->T, h = d->h, q = d->q, kv = d->kv, f = d->f, qkv = q + 2.0 * kv;
-    int gp = A(c, 2.0 * t * f);
-    wg[(*nwg)++] = A(c, 2.0 * h * f); /* down */
-    int gup = A(c, 2.0 * t * f), gs = A(c, 2.0 * t * f);
-    F(c, gp);
-    int gg = A(c, 2.0 * t * f); /* silu backward */
-    F(c, gs);
-    int ggu = A(c, 4.0 * t * f); /* chunk backward */
-    F(c, gg);
-    F(c, gup);
-    int gn2 = A(c, 2.0 * t * h);
-    wg[(*nwg)++] = A(c, 4.0 * h * f); /* gate_up */
-    F(c, ggu);
-    int gh = norm_bwd(c, d, t, h, gn2);
-    int gsum = A(c, 2.0 * t * h);
+    double t = d->T, h = d->h, q = d->q;
+    int gn2 = d->moe ? alloc_step_moe_bwd(c, d, dy, wg, nwg)
+                     : alloc_step_mlp_bwd(c, d, dy, false, wg, nwg);
+    int gh = alloc_step_norm_bwd(c, d, t, h, gn2);
+    int gsum = A(c, 2.0 * t * h);     /* the residual's sum of gradients */
     F(c, gh);
     F(c, dy);
     int go = A(c, 2.0 * t * q);
     wg[(*nwg)++] = A(c, 2.0 * h * q); /* o */
-    int gq = A(c, 2.0 * t * q), gk = A(c, 2.0 * t * kv), gv = A(c, 2.0 * t * kv);
-    F(c, go);
-    int gqkv = A(c, 2.0 * t * qkv); /* v's slice backward */
-    F(c, gv);
-    double w[2] = {kv, q};
-    int gr[2] = {gk, gq};
-    for (int i = 0; i < 2; i++) {
-        double wr = w[i] * d->rf; /* the rotated columns */
-        int a1 = A(c, 2.0 * t * wr), a2 = A(c, 2.0 * t * wr);
-        F(c, gr[i]);
-        int gx = A(c, 2.0 * t * wr);
-        F(c, a1);
-        F(c, a2);
-        int grot = A(c, 2.0 * t * w[i]); /* q_rot's slice backward */
-        F(c, gx);
-        int gpass = A(c, 2.0 * t * w[i]); /* q_pass's slice backward (of an empty slice at rf
-                                           * = 1), summed */
-        F(c, gpass);
-        int gfull = A(c, 2.0 * t * qkv); /* the fused output's slice backward, summed */
-        F(c, grot);
-        F(c, gfull);
-    }
-    int gn1 = A(c, 2.0 * t * h);
-    wg[(*nwg)++] = A(c, 2.0 * h * qkv); /* qkv */
-    F(c, gqkv);
-    int gx = norm_bwd(c, d, t, h, gn1);
+    int gn1 = alloc_step_attn_bwd(c, d, go, wg, nwg);
+    int gx = alloc_step_norm_bwd(c, d, t, h, gn1);
     int gin = A(c, 2.0 * t * h);
     F(c, gx);
     F(c, gsum);
@@ -427,6 +351,25 @@ static int phi3_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
 }
 
 /* ---- the program ---- */
+
+/* Layer l's forward and backward, by the layer code; lmask: whether its SDPA takes the mask */
+static int any_layer_fwd(ctx *c, const dims *d, int l, int x, saved *sv)
+{
+    dims dl = *d;
+    dl.lmask = d->mask && model_layer_is_sliding(d->m, l);
+    if (d->fused) return alloc_step_phi3_layer_fwd(c, &dl, sv);
+    if (d->gemma) return alloc_step_gemma_layer_fwd(c, &dl, sv);
+    return layer_fwd(c, &dl, x, sv);
+}
+
+static int any_layer_bwd(ctx *c, const dims *d, int l, int dy, int *wg, int *nwg)
+{
+    dims dl = *d;
+    dl.lmask = d->mask && model_layer_is_sliding(d->m, l);
+    if (d->fused) return alloc_step_phi3_layer_bwd(c, &dl, dy, wg, nwg);
+    if (d->gemma) return alloc_step_gemma_layer_bwd(c, &dl, dy, wg, nwg);
+    return layer_bwd(c, &dl, dy, wg, nwg);
+}
 
 /* A unit's parameters gathered (FSDPParamGroup.unshard at world size 1, torch 2.11.0
  * traced in bench/results/ho21_2026-11-29/reserved70b): per parameter the fp32 shard cast to
@@ -522,12 +465,18 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         unit_params(d, L, pu, &nroot);
         unit_unshard(c, pu, nroot, rootp);
         int x = A(c, 2.0 * d->T * d->h); /* embedding output */
-        int cosb = -1, sinb = -1;
-        if (!d->native) { /* HF's rotary tables, [1, s, head_dim] */
+        if (d->gemma) { /* times sqrt(hidden) (Gemma3TextScaledWordEmbedding, Gemma2's normalizer) */
+            int xs = A(c, 2.0 * d->T * d->h);
+            F(c, x);
+            x = xs;
+        }
+        int mk = d->mask ? mask_build(c, d) : -1;
+        int cosb[2] = {-1, -1}, sinb[2] = {-1, -1};
+        for (int k = 0; !d->native && k < d->rotary_tables; k++) { /* HF's cos/sin [1, s, hd] */
             double r = d->s * d->hd * d->rf; /* [1, s, rotary dim] */
             int fr = A(c, 2.0 * r), em = A(c, 4.0 * r), c32 = A(c, 4.0 * r), s32 = A(c, 4.0 * r);
-            cosb = A(c, 2.0 * r);
-            sinb = A(c, 2.0 * r);
+            cosb[k] = A(c, 2.0 * r);
+            sinb[k] = A(c, 2.0 * r);
             F(c, fr);
             F(c, em);
             F(c, c32);
@@ -540,8 +489,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             int bp[MAX_LAYER_PARAMS];
             unit_unshard(c, d->lp, d->nlp, bp);
             sv[l].n = 0;
-            int y = d->fused ? phi3_layer_fwd(c, d, d->ckpt ? NULL : &sv[l])
-                             : layer_fwd(c, d, x, d->ckpt ? NULL : &sv[l]);
+            int y = any_layer_fwd(c, d, l, x, d->ckpt ? NULL : &sv[l]);
             if (d->ckpt) ckin[l] = x;          /* the checkpoint keeps its input */
             else if (d->native) keep(c, &sv[l], x); /* attention_norm saved it */
             else F(c, x);
@@ -549,9 +497,12 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             for (int i = 0; i < d->nlp; i++) F(c, bp[i]); /* reshard after forward */
         }
         saved fs = {.n = 0};
-        int nf = norm_fwd(c, d, d->T, d->h, &fs);
+        int nf = d->gemma ? alloc_step_gemma_norm_fwd(c, d->T, d->h, &fs)
+                          : alloc_step_norm_fwd(c, d, d->T, d->h, &fs);
         if (d->native) keep(c, &fs, x);
         else F(c, x);
+        /* the mask dies with the model's forward; a checkpoint's recompute keeps it (below) */
+        if (mk >= 0 && !d->ckpt) F(c, mk);
         /* the loss chain (memory_logits.c): bf16 logits, the fp32 upcast, log_softmax's
          * output (saved); the upcast dies with the loss function, the bf16 logits with the
          * model's output (HF) or `del logits` (native) */
@@ -562,7 +513,14 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
          * (the loss is the caller's); they are gathered again by the pre-backward hook FSDP2
          * registers on the forward's outputs: at the backward's start under HF (the loss is an
          * output), once the logits' gradient is made natively */
-        int lg = A(c, L2);
+        int lg = A(c, L2), th = -1;
+        if (d->softcap > 0) { /* Gemma 2: logits / cap, tanh (saved), * cap (the logits) */
+            int dv = A(c, L2);
+            F(c, lg);
+            th = A(c, L2);
+            F(c, dv);
+            lg = A(c, L2);
+        }
         if (d->native) unit_reshard(c, nroot, rootp);
         int up = A(c, L4), ls = A(c, L4);
         F(c, up);
@@ -577,24 +535,35 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         F(c, ls);
         int gb = A(c, L2);
         F(c, gl);
+        if (th >= 0) { /* the soft-cap's backward: mul's, tanh's (its output dies), div's */
+            int gm = A(c, L2);
+            F(c, gb);
+            int gt = A(c, L2);
+            F(c, gm);
+            F(c, th);
+            gb = A(c, L2);
+            F(c, gt);
+        }
         if (d->native) unit_unshard(c, pu, nroot, rootp);
         int gnf = A(c, 2.0 * d->T * d->h);
         int ghead = A(c, 2.0 * d->V * d->h);
         F(c, gb);
         F(c, nf);
-        int dy = norm_bwd(c, d, d->T, d->h, gnf);
+        int dy = d->gemma ? alloc_step_gemma_norm_bwd(c, d->T, d->h, gnf, true)
+                          : alloc_step_norm_bwd(c, d, d->T, d->h, gnf);
         release(c, &fs);
         for (int l = L - 1; l >= 0; l--) {
             int bp[MAX_LAYER_PARAMS];
             unit_unshard(c, d->lp, d->nlp, bp);
             if (d->ckpt) { /* recompute the layer's forward, saving */
                 sv[l].n = 0;
-                F(c, d->fused ? phi3_layer_fwd(c, d, &sv[l]) : layer_fwd(c, d, ckin[l], &sv[l]));
+                F(c, any_layer_fwd(c, d, l, ckin[l], &sv[l]));
             }
             int wg[MAX_LAYER_PARAMS], nwg = 0;
-            int gx = d->fused ? phi3_layer_bwd(c, d, dy, wg, &nwg) : layer_bwd(c, d, dy, wg, &nwg);
+            int gx = any_layer_bwd(c, d, l, dy, wg, &nwg);
             release(c, &sv[l]);
             if (d->ckpt) F(c, ckin[l]);
+            if (d->ckpt && l == 0 && mk >= 0) F(c, mk);
             dy = gx;
             /* post-backward (FSDPParamGroup.post_backward): reshard (the bf16 parameters
              * dropped), then foreach_reduce: the previous unit's reduce-scatter input released,
@@ -606,6 +575,11 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             rs_in = rs_input_swap(c, rs_in, units);
             for (int i = 0; i < nwg; i++) F(c, wg[i]);
             side[l] = alloc_replay_malloc(a, (uint64_t)(4.0 * units), SIDE_STREAM);
+        }
+        if (d->gemma) { /* the scaling's backward */
+            int gs = A(c, 2.0 * d->T * d->h);
+            F(c, dy);
+            dy = gs;
         }
         int gemb = A(c, 2.0 * d->V * d->h); /* embedding backward */
         F(c, dy);
@@ -621,10 +595,11 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         /* the backward's final callback waits for the last reduce-scatter and drops its input */
         F(c, rs_in);
         rs_in = -1;
-        if (cosb >= 0) {
-            F(c, cosb);
-            F(c, sinb);
-        }
+        for (int k = 0; k < 2; k++)
+            if (cosb[k] >= 0) {
+                F(c, cosb[k]);
+                F(c, sinb[k]);
+            }
         if (step == 0) out->bwd0_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
         /* clip_grad_norm_: foreach norms (0-d fp32 each) and their stack */
         int total = (L + 1) * MAX_LAYER_PARAMS, np = 0;
@@ -680,10 +655,21 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     if (m->hf_fused_qkv && layout_impl_of(l) != IMPL_HF) return false;
     /* partial rotary: Phi-3's apply_rotary_pos_emb only (Llama's rotates the whole head) */
     if (m->rotary_fraction < 1 && !m->hf_fused_qkv) return false;
-    if (model_is_moe(m) || m->mla || m->sandwich_norm || m->dropout ||
-        m->learned_positions || m->activation != MODEL_ACT_SWIGLU || m->norm_fp32_scale ||
-        m->final_logit_softcap > 0 || m->attn_logit_softcap > 0 ||
-        m->attention_sinks || m->ffn <= 0 || memory_hf_window_mask_share(m, t, l) > 0)
+    /* Gemma 2/3 (sandwich GemmaRMSNorms; the attention soft-cap is a keyword SDPA ignores,
+     * bench/results/gemma19_2026-11-29): Hugging Face code only */
+    bool gemma = m->sandwich_norm && m->norm_fp32_scale;
+    if (gemma != (m->sandwich_norm || m->norm_fp32_scale)) return false;
+    if (gemma && layout_impl_of(l) != IMPL_HF) return false;
+    if ((m->final_logit_softcap > 0 || m->attn_logit_softcap > 0) && !gemma) return false;
+    if (m->mla || m->dropout || m->learned_positions || m->activation != MODEL_ACT_SWIGLU ||
+        m->attention_sinks || m->ffn <= 0)
+        return false;
+    /* MoE: Hugging Face's softmax-routed blocks in every layer, experts alone (Qwen3-MoE,
+     * Mixtral; alloc_step_moe.c), eager (the grouped_mm experts: hf_experts.h) */
+    if (model_is_moe(m) &&
+        (!hf_experts_applies(l) || model_moe_layers(m) != m->layers || m->shared_experts > 0 ||
+         m->router_scoring != MODEL_ROUTER_SOFTMAX || m->router_bias || m->router_linear_bias ||
+         m->expert_bias || m->router_groups > 0 || m->glu_limit > 0))
         return false;
     int impl = layout_impl_of(l);
     return impl == IMPL_HF || impl == IMPL_NATIVE;
@@ -700,7 +686,12 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
               .ckpt = l->recompute == RECOMPUTE_FULL,
               .qk_norm = m->qk_norm, .qkv_bias = m->qkv_bias, .o_bias = m->attn_out_bias,
               .tied = m->tied_embeddings, .layers = m->layers, .fused = m->hf_fused_qkv,
-              .rf = m->rotary_fraction > 0 && m->rotary_fraction < 1 ? m->rotary_fraction : 1};
+              .rf = m->rotary_fraction > 0 && m->rotary_fraction < 1 ? m->rotary_fraction : 1,
+              .mask = memory_hf_window_mask_share(m, t, l) > 0, .m = m,
+              .gemma = m->sandwich_norm && m->norm_fp32_scale, .softcap = m->final_logit_softcap,
+              .rotary_tables = m->rope_local_theta > 0 ? 2 : 1, .moe = model_is_moe(m),
+              .norm_topk = m->norm_topk_prob, .E = m->experts, .topk = m->top_k,
+              .ef = (double)m->expert_ffn};
     int opt = layout_optimizer_impl_of(l);
     d.foreach = opt == OPTIMIZER_IMPL_FOREACH;
     layer_params_of(&d);
@@ -735,7 +726,14 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
     k.ffn = m->ffn;
     k.vocab = m->vocab;
     k.flags = (m->qk_norm ? 1 : 0) | (m->qkv_bias ? 2 : 0) | (m->attn_out_bias ? 4 : 0) |
-              (m->tied_embeddings ? 8 : 0) | (m->hf_fused_qkv ? 16 : 0);
+              (m->tied_embeddings ? 8 : 0) | (m->hf_fused_qkv ? 16 : 0) |
+              (m->sandwich_norm && m->norm_fp32_scale ? 32 : 0) |
+              (m->final_logit_softcap > 0 ? 64 : 0) | (m->rope_local_theta > 0 ? 128 : 0) |
+              (m->norm_topk_prob ? 256 : 0);
+    k.experts = m->experts;
+    k.top_k = m->top_k;
+    k.expert_ffn = m->expert_ffn;
     k.rotary_ppm = (long)(m->rotary_fraction * 1e6 + 0.5);
+    k.mask = (long)(memory_hf_window_mask_share(m, t, l) * 1e6 + 0.5); /* sliding layers' share */
     return k;
 }

@@ -63,6 +63,8 @@ typedef struct {
     /* the model's fields the list reads (for a cache that serves any model) */
     long layers, hidden, heads, kv_heads, head_dim, ffn, vocab, flags;
     long rotary_ppm; /* rotary fraction in millionths (Phi-3's partial rotary) */
+    long mask;       /* the share of layers taking HF's window mask, in millionths */
+    long experts, top_k, expert_ffn; /* MoE blocks (0: dense) */
 } alloc_step_key;
 alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, const layout *l,
                                  double allocator_capacity_bytes);

@@ -8,7 +8,10 @@
  * reduce-scatter input and the root's reshard after forward) and res22_2026-11-29/traces
  * (Llama-3.2-1B s16k b2 ckpt, Llama-3.1-8B L12 s8k b2 native), every column (res22's
  * validate.txt). Since cov22: Hugging Face Phi-3 layers (fused qkv_proj, gate_up_proj) against
- * the Phi-4 real runs of bench/results/ho20_2026-11-29 (peak_reserved_bytes). Also: what the
+ * the Phi-4 real runs of bench/results/ho20_2026-11-29 (peak_reserved_bytes); since rep23
+ * window-masked layers (Phi-3-mini, Mistral-7B-v0.1), Gemma 2/3 and Hugging Face MoE blocks
+ * (Qwen3-MoE, Mixtral) against their runs and resv20's Qwen3-30B-A3B trace. Also:
+ * what the
  * replay does not cover, and the device's capacity.
  */
 #include <math.h>
@@ -148,14 +151,112 @@ static void test_phi3_fused(void **state)
      * ho19_2026-11-29/results.jsonl) 100,044,636,160 B = 93.17 GiB, the replay 92.98 (before
      * cov22 not covered: res_err -15.9%) */
     phi4("phi-4-mini", 8192, 1, true, 0, 93.17);
-    /* Phi-3-mini's 2047-token window takes an explicit mask (not replayed); the native block
-     * has no fused projection (not replayed for a Phi-3 config) */
+    /* the native block has no fused projection (not replayed for a Phi-3 config) */
     model_spec m;
     training_spec t;
     layout l;
-    spec("phi-3-mini-4k", 4096, 2, false, &m, &t, &l);
-    assert_false(alloc_step_covered(&m, &t, &l));
     spec_cut("phi-4", 4096, 4, false, 6, true, &m, &t, &l);
+    assert_false(alloc_step_covered(&m, &t, &l));
+}
+
+/* rep23: Hugging Face layers with an explicit window mask (every layer's window below the
+ * sequence: Phi-3-mini's 2047, Mistral-7B-v0.1's 4096): SDPA's bf16 copy of the mask saved per
+ * layer, the boolean mask per forward, repeat_kv's copies under GQA. The runs' peak_reserved_bytes
+ * (one H200): ho13-phi3-s2k-b4 (bench/results/ho13_2026-11-28/one_h200/results.jsonl)
+ * 112,147,300,352 B = 104.45 GiB; ho18-phi3-L16-s8k-b2-ckpt (ho18_2026-11-28/one_h200)
+ * 48,576,331,776 B = 45.24 GiB; ho20-mistral01-L8-s8k-b1 and -L16-s16k-b1-ckpt
+ * (ho20_2026-11-29/results.jsonl) 53,928,263,680 B = 50.22 GiB and 84,813,021,184 B = 78.99 GiB.
+ * Before rep23 none was covered (fidelity.py res_err -4.4%, -16.3%, -5.6%, -11.3%). */
+static void window(const char *config, int seq, int mbs, bool ckpt, int layers, double run_gib)
+{
+    model_spec m;
+    training_spec t;
+    layout l;
+    spec_cut(config, seq, mbs, ckpt, layers, false, &m, &t, &l);
+    assert_true(m.sliding_window > 0 && m.sliding_window <= seq);
+    assert_true(alloc_step_covered(&m, &t, &l));
+    alloc_step_reserved r;
+    assert_int_equal(alloc_step_replay(&m, &t, &l, 0, &r), 0);
+    if (fabs(r.peak_bytes / GIB - run_gib) > 0.5)
+        fail_msg("%s L%d s%d b%d: replay %.2f GiB, run %.2f", config, layers, seq, mbs,
+                 r.peak_bytes / GIB, run_gib);
+}
+
+static void test_window_mask(void **state)
+{
+    (void)state;
+    window("phi-3-mini-4k", 2048, 4, false, 0, 104.45);
+    window("phi-3-mini-4k", 8192, 2, true, 16, 45.24);
+    window("mistral-7b-v0.1", 8192, 1, false, 8, 50.22);
+    window("mistral-7b-v0.1", 16384, 1, true, 16, 78.99);
+}
+
+/* rep23: Hugging Face Gemma 2/3 layers (four GemmaRMSNorms in fp32, the mask on the sliding
+ * layers only, Gemma 2's final-logit soft-cap, Gemma 3's two rotary tables). The runs'
+ * peak_reserved_bytes (one H200): ho19-gemma2-9b-L8-s8k-b1 and ho19-gemma3-1b-s4k-b4
+ * (bench/results/ho19_2026-11-29/results.jsonl) 100,210,311,168 B = 93.33 GiB and
+ * 137,468,313,600 B = 128.03 GiB; ho21-gemma2-27b-L10-s8k-b1-ckpt (ho21_2026-11-29) 148,358,823,936
+ * B = 138.17 GiB; ho22-g3-27b-L12-s8k-b1-ckpt (ho22_2026-11-29) 140,555,321,344 B = 130.90 GiB.
+ * Before rep23 none was covered (fidelity.py res_err -10.4%, -13.4%, -4.3%, -6.4%). On the
+ * H200's 138.5 GiB usable (139.8 less plan's 1.30 outside the allocator, as res22) the 27B runs
+ * fit after releasing the cache, as they ran (alloc_retries 12 and 1), and
+ * ho22-oom-g3-27b-L16-s8k-b1-ckpt does not (it went out of memory). */
+/* A run on the H200's 138.5 GiB usable: the replay's peak within 0.5 GiB of the run's, the cache
+ * released exactly when the run's allocator retried (realrun.py's alloc_retries > 0) */
+static void at_capacity(const char *config, int seq, int mbs, bool ckpt, int layers,
+                        double run_gib, bool retried)
+{
+    model_spec m;
+    training_spec t;
+    layout l;
+    spec_cut(config, seq, mbs, ckpt, layers, false, &m, &t, &l);
+    assert_true(alloc_step_covered(&m, &t, &l));
+    alloc_step_reserved r;
+    assert_int_equal(alloc_step_replay(&m, &t, &l, 138.5 * GIB, &r), 0);
+    if (fabs(r.peak_bytes / GIB - run_gib) > 0.5 || r.cache_released != retried)
+        fail_msg("%s L%d s%d b%d: replay %.2f GiB (released %d), run %.2f (retried %d)", config,
+                 layers, seq, mbs, r.peak_bytes / GIB, r.cache_released, run_gib, retried);
+    assert_false(r.out_of_memory);
+}
+
+static void test_gemma(void **state)
+{
+    (void)state;
+    at_capacity("gemma-2-9b", 8192, 1, false, 8, 93.33, false);
+    at_capacity("gemma-3-1b", 4096, 4, false, 0, 128.03, false);
+    at_capacity("gemma-2-27b", 8192, 1, true, 10, 138.17, true); /* unlimited: 158.8 GiB */
+    at_capacity("gemma-3-27b", 8192, 1, true, 12, 130.90, true); /* unlimited: 146.8 GiB */
+    model_spec m;
+    training_spec t;
+    layout l;
+    alloc_step_reserved r;
+    spec_cut("gemma-3-27b", 8192, 1, true, 16, false, &m, &t, &l);
+    assert_int_equal(alloc_step_replay(&m, &t, &l, 138.5 * GIB, &r), 0);
+    assert_true(r.out_of_memory);
+    /* the native block is not Gemma's */
+    spec_cut("gemma-2-9b", 8192, 1, false, 8, true, &m, &t, &l);
+    assert_false(alloc_step_covered(&m, &t, &l));
+}
+
+/* rep23: Hugging Face MoE blocks (softmax router, the grouped_mm experts: Qwen3-MoE, Mixtral).
+ * resv20's trace of Qwen3-30B-A3B L4 s4k b1 (bench/results/resv20_2026-11-29/decompose.txt, one
+ * H200), every column within 0.3 GiB (the forward's is 0.25 over); ho19-mixtral-L4-s4k-b1
+ * (bench/results/ho19_2026-11-29/results.jsonl) 127,263,571,968 B = 118.52 GiB and
+ * ho12-mixtral-L2-s4k-b1 (ho12_2026-11-28/h200x1) 69,717,721,088 B = 64.93 GiB, within 0.5 GiB.
+ * Before rep23 MoE was not covered (fidelity.py res_err -16.2% on the H100 run of the traced
+ * shape, -4.3% and +4.5% on the Mixtral runs). DeepSeek's (MLA, shared experts, sigmoid router)
+ * stays uncovered. */
+static void test_moe(void **state)
+{
+    (void)state;
+    const double q3moe[7] = {15.09, 8.06, 4.64, 19.64, 9.29, 11.61, 68.32};
+    check_cut("qwen3-30b-a3b", 4096, 1, false, 4, false, 0.3, q3moe);
+    at_capacity("mixtral-8x7b", 4096, 1, false, 4, 118.52, false);
+    at_capacity("mixtral-8x7b", 4096, 1, false, 2, 64.93, false);
+    model_spec m;
+    training_spec t;
+    layout l;
+    spec_cut("deepseek-v2-lite", 4096, 1, false, 6, false, &m, &t, &l);
     assert_false(alloc_step_covered(&m, &t, &l));
 }
 
@@ -197,7 +298,7 @@ static void test_not_covered(void **state)
     l.dp = 1;
     t.global_batch = 8; /* two micro-batches */
     assert_false(alloc_step_covered(&m, &t, &l));
-    spec("qwen3-30b-a3b", 4096, 1, false, &m, &t, &l); /* MoE */
+    spec("deepseek-v2-lite", 4096, 1, false, &m, &t, &l); /* MLA, shared experts */
     assert_false(alloc_step_covered(&m, &t, &l));
     alloc_step_reserved r;
     assert_int_equal(alloc_step_replay(&m, &t, &l, 0, &r), -1);
@@ -209,6 +310,9 @@ int main(void)
         cmocka_unit_test(test_traces),
         cmocka_unit_test(test_traces_res22),
         cmocka_unit_test(test_phi3_fused),
+        cmocka_unit_test(test_window_mask),
+        cmocka_unit_test(test_gemma),
+        cmocka_unit_test(test_moe),
         cmocka_unit_test(test_capacity),
         cmocka_unit_test(test_not_covered),
     };

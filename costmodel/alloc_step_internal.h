@@ -1,0 +1,110 @@
+/*
+ * alloc_step_internal.h — what the allocator replay's modules share (alloc_step.h): one layer's
+ * dimensions, the replay context, a layer's saved set, and the RMSNorm every layer kind uses.
+ * Sizes are bytes; A allocates on the compute stream, F frees, keep saves for the backward (or,
+ * under a checkpoint's forward, frees at once).
+ */
+#ifndef PLAN_ALLOC_STEP_INTERNAL_H
+#define PLAN_ALLOC_STEP_INTERNAL_H
+
+#include "alloc_replay.h"
+#include "model.h"
+
+#include <stdbool.h>
+
+enum { MAX_SAVED = 48, MAX_LAYER_PARAMS = 24, SIDE_STREAM = 1 };
+
+typedef struct {
+    double T, s, h, q, kv, hd, f, V, a; /* tokens, sequence, widths, vocabulary, heads */
+    double rf;                          /* rotary fraction (Phi-3's partial_rotary_factor) */
+    bool native, ckpt, foreach, qk_norm, qkv_bias, o_bias, tied;
+    bool fused;                         /* HF Phi-3's qkv_proj and gate_up_proj (model.h) */
+    bool mask;                          /* HF builds an explicit [b, 1, s, s] window mask */
+    bool lmask;                         /* this layer's SDPA takes it (its sliding layers) */
+    bool gemma;                         /* HF Gemma 2/3 layers (four GemmaRMSNorms, model.h) */
+    double softcap;                     /* Gemma 2's final-logit soft-capping, 0: none */
+    int rotary_tables;                  /* HF's cos/sin pairs a forward (Gemma 3: 2) */
+    const model_spec *m;                /* for the per-layer pattern (model_layer_is_sliding) */
+    bool moe, norm_topk;                /* HF MoE blocks (alloc_step_moe.c), renormalised top-k */
+    double E, topk, ef;                 /* experts, top-k, one expert's FFN width */
+    int layers, nlp;                    /* decoder layers, parameters per layer */
+    double lp[MAX_LAYER_PARAMS];        /* one layer's parameters, registration order */
+} dims;
+
+typedef struct {
+    alloc_replay *a;
+    bool fail;
+} ctx;
+
+typedef struct {
+    int h[MAX_SAVED];
+    int n;
+} saved;
+
+static inline int A(ctx *c, double bytes)
+{
+    int h = alloc_replay_malloc(c->a, (uint64_t)(bytes + 0.5), 0);
+    if (h < 0) c->fail = true;
+    return h;
+}
+
+static inline void F(ctx *c, int h)
+{
+    alloc_replay_free(c->a, h);
+}
+
+/* saved for the backward, or (sv NULL: under a checkpoint's forward) freed now */
+static inline void keep(ctx *c, saved *sv, int h)
+{
+    if (!sv) {
+        F(c, h);
+        return;
+    }
+    if (sv->n < MAX_SAVED) sv->h[sv->n++] = h;
+    else c->fail = true;
+}
+
+static inline void release(ctx *c, saved *sv)
+{
+    for (int i = 0; i < sv->n; i++) F(c, sv->h[i]);
+    sv->n = 0;
+}
+
+/* transformers' LlamaRMSNorm (or F.rms_norm natively) over rows x width: forward returns the
+ * output, saving into sv; backward consumes the output's gradient g, returns the input's */
+int alloc_step_norm_fwd(ctx *c, const dims *d, double rows, double width, saved *sv);
+int alloc_step_norm_bwd(ctx *c, const dims *d, double rows, double width, int g);
+
+/* SDPA's additive bf16 copy of HF's boolean window mask, made in every masked attention call
+ * (alloc_step.c); the caller saves it (keep) */
+int alloc_step_mask_sdpa(ctx *c, const dims *d);
+
+/* The attention from the input norm's output to o_proj's output, and its backward down to the
+ * q, k, v projections' input (alloc_step.c) */
+int alloc_step_attn_fwd(ctx *c, const dims *d, int n1, saved *sv);
+int alloc_step_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg);
+
+/* The dense gated MLP and its backward (alloc_step.c); the backward frees g when consume */
+int alloc_step_mlp_fwd(ctx *c, const dims *d, saved *sv);
+int alloc_step_mlp_bwd(ctx *c, const dims *d, int g, bool consume, int *wg, int *nwg);
+
+/* transformers' rotate_half RoPE of a [T, w] projection (alloc_step.c) */
+int alloc_step_rope_fwd(ctx *c, const dims *d, double w);
+
+/* Hugging Face Gemma 2/3's decoder layer and its GemmaRMSNorm (alloc_step_gemma.c); the norm's
+ * backward frees g only when consume (a residual's gradient flows on) */
+int alloc_step_gemma_norm_fwd(ctx *c, double rows, double width, saved *sv);
+int alloc_step_gemma_norm_bwd(ctx *c, double rows, double width, int g, bool consume);
+int alloc_step_gemma_layer_fwd(ctx *c, const dims *d, saved *sv);
+int alloc_step_gemma_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
+
+/* A Hugging Face MoE block (router and grouped_mm experts, alloc_step_moe.c): the forward
+ * returns the block's output, the backward the input's gradient (dy not consumed) */
+int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv);
+int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
+
+/* Hugging Face Phi-3's decoder layer (alloc_step_phi3.c) */
+int alloc_step_phi3_layer_fwd(ctx *c, const dims *d, saved *sv);
+int alloc_step_phi3_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
+
+#endif

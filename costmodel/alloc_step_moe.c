@@ -1,0 +1,156 @@
+/*
+ * alloc_step_moe.c — a Hugging Face transformers 5.x MoE block (softmax top-k router and the
+ * routed experts as fused 3-D parameters, run by the grouped_mm experts implementation the
+ * realruns recorded: Qwen3-MoE, Mixtral) as the allocator replay lists it (alloc_step.h,
+ * alloc_step_internal.h). The ops and their tensors are hf_experts.c's list (transformers 5.17.0
+ * integrations/moe.py grouped_mm_experts_forward, read on the device there; the router
+ * Qwen3MoeTopKRouter.forward), T tokens, S = T k routed copies, E experts, f the expert width:
+ *  - router: F.linear's bf16 logits [T, E]; softmax(dtype=float): the fp32 cast and the fp32
+ *    output (saved), the logits dropped with the name; topk's fp32 values and int64 indices;
+ *    the row sum the in-place divide keeps; `.to(router_logits.dtype)` is fp32 to fp32;
+ *  - experts: torch.sort of the expert ids (values and the permutation, int64 [S]); perm // k;
+ *    the gathered rows hidden_states[perm // k] [S, h] (saved by the grouped GEMM); the sorted
+ *    weights; the int32 ids, histc and cumsum (E-sized); the sentinel mask (bool [S], saved by
+ *    the masked fills) and the in-place masked fill of the rows; the first grouped GEMM's
+ *    [S, 2f] and its out-of-place masked fill (kept: silu's and mul's views); silu and the
+ *    product (kept); the second grouped GEMM's [S, h] and its masked fill (kept by the weight
+ *    product); the product with the fp32 weights, fp32 [S, h]; inv_perm and the arange
+ *    scattered into it; the fp32 gather back; the sum over k, fp32 [T, h]; its bf16 cast,
+ *    the block's output. The function's locals die when it returns.
+ *  - backward, op by op as derivatives.yaml and hf_experts.c list them (each gather's backward an
+ *    index_put_ with accumulate into zeros).
+ * What the code does not say (lifetimes of locals inside the function) follows Python: a name
+ * holds its tensor until it is rebound or the function returns.
+ */
+#include "alloc_step_internal.h"
+
+/* The block's output (bf16 [T, h]); the input's reference is the caller's (saved by the router's
+ * linear: the caller keeps it). */
+int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv)
+{
+    double t = d->T, h = d->h, E = d->E, k = d->topk, S = t * k, f = d->ef;
+    /* router */
+    int rl = A(c, 2.0 * t * E);
+    int c32 = A(c, 4.0 * t * E);
+    int sm = A(c, 4.0 * t * E);
+    F(c, c32);
+    F(c, rl);
+    int tv = A(c, 4.0 * S), ti = A(c, 8.0 * S);
+    int rs = -1;
+    if (d->norm_topk) rs = A(c, 4.0 * t);
+    /* experts: sort, gather, offsets, mask */
+    int vals = A(c, 8.0 * S), perm = A(c, 8.0 * S);
+    int tok = A(c, 8.0 * S);
+    int xg = A(c, 2.0 * S * h);
+    int wg = A(c, 4.0 * S);
+    int ids = A(c, 4.0 * S);
+    int hist = A(c, 4.0 * E), offs = A(c, 4.0 * E);
+    int mask = A(c, 1.0 * S);
+    int gu = A(c, 4.0 * S * f);
+    int gum = A(c, 4.0 * S * f); /* masked fill, out of place: the name rebound */
+    F(c, gu);
+    int s = A(c, 2.0 * S * f), p = A(c, 2.0 * S * f);
+    int o = A(c, 2.0 * S * h);
+    int om = A(c, 2.0 * S * h);
+    F(c, o);
+    int pw = A(c, 4.0 * S * h); /* bf16 x fp32 weights: fp32 */
+    int inv = A(c, 8.0 * S), ar = A(c, 8.0 * S);
+    F(c, ar);
+    int og = A(c, 4.0 * S * h);
+    int sum = A(c, 4.0 * t * h);
+    int out = A(c, 2.0 * t * h);
+    /* saved for the backward */
+    keep(c, sv, sm);
+    keep(c, sv, ti);
+    keep(c, sv, tv);
+    if (rs >= 0) keep(c, sv, rs);
+    keep(c, sv, perm);
+    keep(c, sv, tok);
+    keep(c, sv, xg);
+    keep(c, sv, wg);
+    keep(c, sv, offs);
+    keep(c, sv, mask);
+    keep(c, sv, gum);
+    keep(c, sv, s);
+    keep(c, sv, p);
+    keep(c, sv, om);
+    keep(c, sv, inv);
+    /* the locals at the return */
+    F(c, vals);
+    F(c, ids);
+    F(c, hist);
+    F(c, pw);
+    F(c, og);
+    F(c, sum);
+    return out;
+}
+
+/* An index's backward (index_put_ with accumulate into zeros) over `rows` x w bytes: the zeros,
+ * the sort of the indices and its temporaries; returns the gradient. */
+static int index_bwd(ctx *c, double bytes, double updates)
+{
+    int z = A(c, bytes);
+    int k1 = A(c, 8.0 * updates), k2 = A(c, 8.0 * updates);
+    F(c, k1);
+    F(c, k2);
+    return z;
+}
+
+/* From the output's gradient dy (not consumed: the residual's too): returns the input's
+ * gradient; the weight gradients (gate_up, down, router) appended to wgr in registration order
+ * of their making. */
+int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg)
+{
+    double t = d->T, h = d->h, E = d->E, k = d->topk, S = t * k, f = d->ef;
+    (void)dy;
+    int g32 = A(c, 4.0 * t * h); /* .to(bf16)'s backward */
+    int ge = A(c, 4.0 * S * h);  /* sum's backward, materialised by the view's */
+    F(c, g32);
+    int gpw = index_bwd(c, 4.0 * S * h, S); /* og = pw[inv]'s backward */
+    F(c, ge);
+    int gw32 = A(c, 4.0 * S * h); /* grad * w */
+    int gom = A(c, 2.0 * S * h);  /* to om's bf16 */
+    F(c, gw32);
+    int gx = A(c, 4.0 * S * h);   /* grad * om, summed over h */
+    int gwt = A(c, 4.0 * S);
+    F(c, gx);
+    F(c, gpw);
+    int gomm = A(c, 2.0 * S * h); /* the masked fill's backward */
+    F(c, gom);
+    int gp = A(c, 2.0 * S * f);
+    wgr[(*nwg)++] = A(c, 2.0 * E * h * f); /* down_proj */
+    F(c, gomm);
+    int gs = A(c, 2.0 * S * f), gup = A(c, 2.0 * S * f);
+    F(c, gp);
+    int gg = A(c, 2.0 * S * f); /* silu's backward */
+    F(c, gs);
+    int ggu = A(c, 4.0 * S * f); /* chunk's backward: the cat */
+    F(c, gg);
+    F(c, gup);
+    int ggum = A(c, 4.0 * S * f); /* the masked fill's backward */
+    F(c, ggu);
+    int gxg = A(c, 2.0 * S * h);
+    wgr[(*nwg)++] = A(c, 4.0 * E * f * h); /* gate_up_proj */
+    F(c, ggum);
+    int gxm = A(c, 2.0 * S * h); /* the in-place masked fill's backward */
+    F(c, gxg);
+    int gin = index_bwd(c, 2.0 * t * h, S); /* hidden_states[perm // k]'s backward */
+    F(c, gxm);
+    int gws = index_bwd(c, 4.0 * S, S); /* sample_weights[perm]'s backward */
+    F(c, gwt);
+    /* router: the divide's and sum's backward, topk's (zeros, scatter), softmax's, the cast's,
+     * the linear's (its input gradient accumulated into gin) */
+    int gd = A(c, 4.0 * S);
+    F(c, gws);
+    int gtk = A(c, 4.0 * t * E);
+    F(c, gd);
+    int gsm = A(c, 4.0 * t * E);
+    F(c, gtk);
+    int gl = A(c, 2.0 * t * E);
+    F(c, gsm);
+    int gr = A(c, 2.0 * t * h);
+    wgr[(*nwg)++] = A(c, 2.0 * E * h); /* the router */
+    F(c, gl);
+    F(c, gr); /* accumulated into gin */
+    return gin;
+}
