@@ -1,0 +1,82 @@
+/*
+ * test_mcore_saved.c — what a Megatron-Core decoder layer keeps for its backward, term by term,
+ * against hand-worked numbers (costmodel/memory_activations.c; bench/results/mcmem23_2026-11-29):
+ * the routed copies (the probabilities applied in the experts' activation, so the combine keeps
+ * no expert output), with PyTorch's path, which keeps it, beside for contrast.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "memory.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PLAN_DATA_DIR");
+    return d ? d : "data";
+}
+
+static model_spec load(const char *name)
+{
+    char err[CM_ERRLEN];
+    model_spec m;
+    if (model_load(name, data_dir(), &m, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    return m;
+}
+
+static training_spec seq4k(void)
+{
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    return t;
+}
+
+/* Qwen3-30B-A3B (hidden 2048, top 8 of 128 experts, expert FFN 768, SwiGLU), one sequence of
+ * 4096 tokens, bf16, EP 8. Megatron: each routed copy keeps its permuted input (FC1's, 2 x 2048),
+ * the weighted SwiGLU's input (FC1's output, 2 x 2 x 768) and product (FC2's input, 2 x 768),
+ * and its fp32 probability (4): 4096 + 4608 + 4 = 8708 bytes, x 8 copies x 4096 tokens =
+ * 285,343,744 bytes. torchtitan (compiled) also keeps the expert output the combine weights,
+ * 2 x 2048 more a copy: 4096 x 8 x (4096 + 4608 + 4096) = 419,430,400. */
+static void test_routed_copies_by_hand(void **state)
+{
+    (void)state;
+    model_spec m = load("qwen3-30b-a3b");
+    training_spec t = seq4k();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.ep = 8;
+    l.dp = 8;
+    assert_float_equal(memory_layer_routed_activation_bytes(&m, &t, &l), 285343744.0, 1.0);
+    layout tt = layout_default(FRAMEWORK_TORCHTITAN);
+    tt.ep = 8;
+    tt.dp = 8;
+    tt.compile = true;
+    assert_float_equal(memory_layer_routed_activation_bytes(&m, &t, &tt), 419430400.0, 1.0);
+}
+
+/* MXFP8 (Megatron, --precision mxfp8): TE's GroupedLinear keeps FC1's and FC2's inputs as their
+ * columnwise MXFP8 copies, 1 + 1/32 bytes an element: per copy 2048 x 33/32 + 4 x 768 +
+ * 768 x 33/32 + 4 = 2112 + 3072 + 792 + 4 = 5980 bytes, x 8 x 4096 = 195,952,640. */
+static void test_routed_copies_mxfp8_by_hand(void **state)
+{
+    (void)state;
+    model_spec m = load("qwen3-30b-a3b");
+    training_spec t = seq4k();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.ep = 8;
+    l.dp = 8;
+    l.precision = PRECISION_MXFP8;
+    assert_float_equal(memory_layer_routed_activation_bytes(&m, &t, &l), 195952640.0, 1.0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_routed_copies_by_hand),
+        cmocka_unit_test(test_routed_copies_mxfp8_by_hand),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
