@@ -166,6 +166,17 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * dropout only the softmax output. Scores per token: a * s. */
         attn += (m->dropout ? 5.0 : 2.0) * a * t->seq_len;
     }
+    if (!layout_is_pytorch(l) && m->qk_norm && !m->mla) {
+        /* Megatron's q/k norms (qk_layernorm: TENorm, Transformer Engine's RMSNorm op) run on
+         * the query (reshaped out of the fused QKV output: a copy) and the key (a strided view,
+         * made contiguous by the op), and the op saves that input and its fp32 rstd per row,
+         * a row being a head (transformer_engine/pytorch/ops/basic/rmsnorm.py, forward:
+         * x = input_.contiguous() ..., ctx.save_for_backward(x, rstdevs); TE v2.14 f031cf8;
+         * megatron/core/transformer/attention.py get_query_key_value_tensors, Megatron-LM
+         * 2edffad): 2 (a + kv) d + 4 (a + kv) a token beside the normed, rotated q and k
+         * attention keeps (counted above) */
+        attn += 2.0 * (a + kv_heads) * qk + 4.0 * (a + kv_heads);
+    }
     double sharded = attn;
     double moe_bytes = 0;
     if (!moe_layer) {

@@ -2,7 +2,8 @@
  * test_mcore_saved.c — what a Megatron-Core decoder layer keeps for its backward, term by term,
  * against hand-worked numbers (costmodel/memory_activations.c; bench/results/mcmem23_2026-11-29):
  * the routed copies (the probabilities applied in the experts' activation, so the combine keeps
- * no expert output), with PyTorch's path, which keeps it, beside for contrast.
+ * no expert output), with PyTorch's path, which keeps it, beside for contrast; the q/k norms'
+ * saved inputs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -72,11 +73,35 @@ static void test_routed_copies_mxfp8_by_hand(void **state)
     assert_float_equal(memory_layer_routed_activation_bytes(&m, &t, &l), 195952640.0, 1.0);
 }
 
+/* Qwen3's q/k norms under Megatron (32 query heads, 4 KV heads, head dim 128): Transformer
+ * Engine's RMSNorm keeps its input, 2 x (32 + 4) x 128 = 9216 bytes a token, and its fp32 rstd
+ * per head, 4 x 36 = 144: 9360 x 4096 tokens = 38,338,560 bytes a layer, dense or MoE; half of
+ * it at TP 2. */
+static void test_qk_norm_inputs_by_hand(void **state)
+{
+    (void)state;
+    model_spec m = load("qwen3-30b-a3b");
+    assert_true(m.qk_norm);
+    model_spec plain = m;
+    plain.qk_norm = false;
+    training_spec t = seq4k();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    for (int moe = 0; moe <= 1; moe++)
+        assert_float_equal(memory_layer_activation_bytes(&m, &t, &l, moe) -
+                               memory_layer_activation_bytes(&plain, &t, &l, moe),
+                           38338560.0, 1.0);
+    l.tp = 2;
+    assert_float_equal(memory_layer_activation_bytes(&m, &t, &l, 0) -
+                           memory_layer_activation_bytes(&plain, &t, &l, 0),
+                       38338560.0 / 2, 1.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routed_copies_by_hand),
         cmocka_unit_test(test_routed_copies_mxfp8_by_hand),
+        cmocka_unit_test(test_qk_norm_inputs_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
