@@ -3,7 +3,7 @@
  * against hand-worked numbers (costmodel/memory_activations.c; bench/results/mcmem23_2026-11-29):
  * the routed copies (the probabilities applied in the experts' activation, so the combine keeps
  * no expert output), with PyTorch's path, which keeps it, beside for contrast; the q/k norms'
- * saved inputs.
+ * saved inputs; HybridEP's registered buffers.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "memory.h"
+#include "moe_dispatch.h"
 
 static const char *data_dir(void)
 {
@@ -96,12 +97,55 @@ static void test_qk_norm_inputs_by_hand(void **state)
                        38338560.0 / 2, 1.0);
 }
 
+static system_spec sys_of(const char *name)
+{
+    char err[CM_ERRLEN];
+    system_spec s;
+    if (system_load(name, data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    return s;
+}
+
+/* HybridEP's buffers (moe_dispatch.c): rows = the rank's tokens x the EP group; per row a bf16
+ * token (2h), fp32 probabilities of the domain's experts (4 x experts per rank x ranks per
+ * NVLink domain) and fp32 scaling factors (4 x h / 128).
+ * Qwen3-30B-A3B on B300, EP 8 in one host, MBS 8 x 4096: 262,144 rows x (4096 + 4 x 16 x 8 +
+ * 4 x 16) = 262,144 x 4672 = 1,224,736,768 bytes.
+ * DeepSeek-V3 on GB300 NVL72, EP 32 inside the rack, MBS 2 x 4096: 262,144 rows x (14336 +
+ * 4 x 8 x 32 + 4 x 56) = 262,144 x 15584 = 4,085,252,096.
+ * Qwen3-30B-A3B on H100, EP 16 over two 8-GPU hosts, MBS 1: 65,536 rows x (4096 + 4 x 8 x 8 +
+ * 64) = 65,536 x 4416 = 289,406,976. The all-to-all dispatcher: none. */
+static void test_hybridep_buffers_by_hand(void **state)
+{
+    (void)state;
+    training_spec t = seq4k();
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+    l.ep = 8;
+    l.dp = 8;
+    l.mbs = 8;
+    model_spec q = load("qwen3-30b-a3b");
+    system_spec b300 = sys_of("b300");
+    assert_float_equal(moe_dispatch_buffer_bytes(&q, &b300, &t, &l), 1224736768.0, 1.0);
+    model_spec d = load("deepseek-v3");
+    system_spec gb300 = sys_of("gb300-nvl72");
+    l.ep = l.dp = 32;
+    l.mbs = 2;
+    assert_float_equal(moe_dispatch_buffer_bytes(&d, &gb300, &t, &l), 4085252096.0, 1.0);
+    system_spec h100 = sys_of("h100");
+    l.ep = l.dp = 16;
+    l.mbs = 1;
+    assert_float_equal(moe_dispatch_buffer_bytes(&q, &h100, &t, &l), 289406976.0, 1.0);
+    l.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+    assert_float_equal(moe_dispatch_buffer_bytes(&q, &h100, &t, &l), 0.0, 0.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routed_copies_by_hand),
         cmocka_unit_test(test_routed_copies_mxfp8_by_hand),
         cmocka_unit_test(test_qk_norm_inputs_by_hand),
+        cmocka_unit_test(test_hybridep_buffers_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
