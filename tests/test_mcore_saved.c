@@ -43,20 +43,23 @@ static training_spec seq4k(void)
  * and its fp32 probability (4): 4096 + 4608 + 4 = 8708 bytes, x 8 copies x 4096 tokens =
  * 285,343,744 bytes. torchtitan (compiled) also keeps the expert output the combine weights,
  * 2 x 2048 more a copy: 4096 x 8 x (4096 + 4608 + 4096) = 419,430,400. */
+/* Qwen3-30B-A3B's routed bytes a layer, 4096 tokens at EP 8, under `framework` and `precision` */
+static double qwen3_routed(int framework, layout_precision precision)
+{
+    model_spec m = load("qwen3-30b-a3b");
+    training_spec t = seq4k();
+    layout l = layout_default(framework);
+    l.ep = l.dp = 8;
+    l.precision = precision;
+    l.compile = framework == FRAMEWORK_TORCHTITAN;
+    return memory_layer_routed_activation_bytes(&m, &t, &l);
+}
+
 static void test_routed_copies_by_hand(void **state)
 {
     (void)state;
-    model_spec m = load("qwen3-30b-a3b");
-    training_spec t = seq4k();
-    layout l = layout_default(FRAMEWORK_MEGATRON);
-    l.ep = 8;
-    l.dp = 8;
-    assert_float_equal(memory_layer_routed_activation_bytes(&m, &t, &l), 285343744.0, 1.0);
-    layout tt = layout_default(FRAMEWORK_TORCHTITAN);
-    tt.ep = 8;
-    tt.dp = 8;
-    tt.compile = true;
-    assert_float_equal(memory_layer_routed_activation_bytes(&m, &t, &tt), 419430400.0, 1.0);
+    assert_float_equal(qwen3_routed(FRAMEWORK_MEGATRON, PRECISION_BF16), 285343744.0, 1.0);
+    assert_float_equal(qwen3_routed(FRAMEWORK_TORCHTITAN, PRECISION_BF16), 419430400.0, 1.0);
 }
 
 /* MXFP8 (Megatron, --precision mxfp8): TE's GroupedLinear keeps FC1's and FC2's inputs as their
@@ -65,13 +68,7 @@ static void test_routed_copies_by_hand(void **state)
 static void test_routed_copies_mxfp8_by_hand(void **state)
 {
     (void)state;
-    model_spec m = load("qwen3-30b-a3b");
-    training_spec t = seq4k();
-    layout l = layout_default(FRAMEWORK_MEGATRON);
-    l.ep = 8;
-    l.dp = 8;
-    l.precision = PRECISION_MXFP8;
-    assert_float_equal(memory_layer_routed_activation_bytes(&m, &t, &l), 195952640.0, 1.0);
+    assert_float_equal(qwen3_routed(FRAMEWORK_MEGATRON, PRECISION_MXFP8), 195952640.0, 1.0);
 }
 
 /* Qwen3's q/k norms under Megatron (32 query heads, 4 KV heads, head dim 128): Transformer
