@@ -230,6 +230,7 @@ static double stage_state(const model_spec *m, const system_spec *sys, const tra
                                                          s->in_flight);
     r->comm_buffer_bytes += fig->userbuffer_bytes; /* --tp-comm-overlap */
     r->comm_buffer_bytes += fig->async_tp_bytes;   /* torchtitan --async-tp */
+    if (s->moe_layers > 0) r->comm_buffer_bytes += moe_dispatch_buffer_bytes(m, sys, t, l);
     r->framework_bytes = sys->framework_reserved_bytes;
     if (layout_is_pytorch(l) && sys->cuda_context_bytes > 0) {
         /* issue 14: measured piece by piece (system.h); one communicator for the FSDP group,

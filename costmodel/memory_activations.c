@@ -76,7 +76,8 @@ double memory_layer_routed_activation_bytes(const model_spec *m, const training_
     precision_rules_of(l, &pr);
     /* Routed copies: top_k per token, spread evenly over the GPUs of the stage. Each copy
      * keeps its permuted input (2h, whole on each expert-TP rank), the expert's
-     * intermediates (split by etp) and its output for the combine (2h). */
+     * intermediates (split by etp) and, where the combine weights it by its probability
+     * (PyTorch), its output (2h); Megatron weights it in the activation (below). */
     double etp = layout_etp(l);
     /* the busiest EP rank holds its load factor times the mean (moe_dispatch.h) */
     /* with DeepEP's FP8 dispatch the permuted input arrives, and is kept, in e4m3 with its
@@ -92,6 +93,19 @@ double memory_layer_routed_activation_bytes(const model_spec *m, const training_
         double se = pr.saved_input_bytes;
         if (moe_dispatch_elem_bytes(l) > se) per_copy -= (moe_dispatch_elem_bytes(l) - se) * h * etp;
         per_copy -= (2.0 - se) * m->expert_ffn;
+    }
+    if (!layout_is_pytorch(l)) {
+        /* Megatron-Core (since core_r0.12.0) weights each copy by its router probability in
+         * the experts' activation, not in the combine: TEGroupedMLP.forward passes
+         * permuted_probs to bias_act_func (weighted_bias_swiglu_impl), whose
+         * WeightedSwiGLUFunction saves the activation's input and the probs [copies, 1]
+         * (megatron/core/fusions/fused_bias_swiglu.py), and every dispatcher's combine then
+         * runs without probs: unpermute(..., probs absent) in the all-to-all and all-gather
+         * dispatchers, HybridEPCombine / DeepEP's combine save no tensor (token_dispatcher.py,
+         * fused_a2a.py; Megatron-LM 2edffad, the submodule of Megatron-Bridge v0.4.2). So no
+         * copy keeps its expert output (the 2h above); it keeps its probability, 4 bytes: fp32,
+         * as HybridEP and DeepEP require (_HybridEPManager.dispatch: token_probs.float()) */
+        per_copy += 4.0 - 2.0 * h;
     }
     if (l->framework == FRAMEWORK_TORCHTITAN && !l->compile) {
         /* eager torchtitan MoE (torchtitan/models/moe.py): GroupedExperts' SwiGLU saves
@@ -151,6 +165,17 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
         /* softmax output (2), dropout mask (1) and dropout output (2) per score; without
          * dropout only the softmax output. Scores per token: a * s. */
         attn += (m->dropout ? 5.0 : 2.0) * a * t->seq_len;
+    }
+    if (!layout_is_pytorch(l) && m->qk_norm && !m->mla) {
+        /* Megatron's q/k norms (qk_layernorm: TENorm, Transformer Engine's RMSNorm op) run on
+         * the query (reshaped out of the fused QKV output: a copy) and the key (a strided view,
+         * made contiguous by the op), and the op saves that input and its fp32 rstd per row,
+         * a row being a head (transformer_engine/pytorch/ops/basic/rmsnorm.py, forward:
+         * x = input_.contiguous() ..., ctx.save_for_backward(x, rstdevs); TE v2.14 f031cf8;
+         * megatron/core/transformer/attention.py get_query_key_value_tensors, Megatron-LM
+         * 2edffad): 2 (a + kv) d + 4 (a + kv) a token beside the normed, rotated q and k
+         * attention keeps (counted above) */
+        attn += 2.0 * (a + kv_heads) * qk + 4.0 * (a + kv_heads);
     }
     double sharded = attn;
     double moe_bytes = 0;

@@ -82,7 +82,10 @@
                                    +18.5% once the attention block's host time and HybridEP's 32 SMs
                                    were priced (moe7; +21.5% before, bound 0.45; +39.0% before the
                                    MoE host term) */
-#define MOE_OOM_MAX 4           /* 4 today (5 and bound 7 before bwmoe16: the 25.11 GPT-OSS B200
+#define MOE_OOM_MAX 0           /* 0 today since mcmem23: Megatron keeps no routed expert output
+                                   for the combine (the probabilities are applied in the experts'
+                                   activation; bench/results/mcmem23_2026-11-29); 4 before
+                                   (5 and bound 7 before bwmoe16: the 25.11 GPT-OSS B200
                                    row fits at its recipe's EP 64): plan's memory for MoE runs at
                                    MBS 2-8 (see README) */
 

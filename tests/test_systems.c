@@ -104,6 +104,12 @@ static void test_new_preset_figures(void **state)
     assert_double_equal(g.intra_bandwidth_bytes_per_s, 900e9, 1);
     assert_false(g.nvls_enabled);
     assert_true(g.nvls_busbw_bytes_per_s > 0);
+    /* usable HBM: nvidia-smi's total less B200's 729 MiB nvidia-smi vs CUDA-visible gap
+     * (data/systems/README.md "Capacity convention"): GB200 189471, B300 275040 and GB300
+     * 284208 MiB -> 188742, 274311 and 283479 MiB */
+    assert_double_equal(g.hbm_bytes, 197910000000.0, 1);
+    assert_double_equal(load("b300").hbm_bytes, 274311.0 * 1048576, 1);
+    assert_double_equal(load("gb300-nvl72").hbm_bytes, 283479.0 * 1048576, 1);
     system_spec h8 = load("h800");
     assert_double_equal(h8.intra_bandwidth_bytes_per_s, 200e9, 1);
     assert_double_equal(h8.intra_busbw_efficiency * h8.intra_bandwidth_bytes_per_s, 160e9, 1);
