@@ -73,7 +73,11 @@ double mcore_expert_gemm_s(const system_spec *sys, double math_s, double in_byte
  * quantizer: MXFP8 and blockwise one kernel an expert; current scaling three
  * (Float8CurrentScalingQuantizer::quantize_impl, pytorch/csrc/quantizer.cpp 980-1030:
  * nvte_compute_amax_with_config, nvte_compute_scale_from_amax, nvte_quantize_v2); NVFP4 one
- * fused split kernel (FUSED_NVFP4). precision.c prices the bytes as one kernel; the launches per
+ * fused split kernel (FUSED_NVFP4). The same loop at TE v2.9-v2.12 (cast.cpp 118-147 / 120-149),
+ * the containers of the published rows; Megatron-Core's one-launch GroupedTensor path
+ * (moe_use_grouped_tensor, default off at d98e8a6) is absent from the Megatron-LM commits
+ * Megatron-Bridge v0.4.2 / v0.5.0 pin (2edffadb, d0b3b77). precision.c prices the bytes as one
+ * kernel; the launches per
  * expert add, measured on one H200 (bench/bwmoe23_moe_pieces.py, bench/results/bwmoe23_2026-11-29,
  * split_fit.py): a bandwidth-bound kernel split into one launch per expert, graph-replayed, takes
  * per extra launch 1.26 us + its traffic / 23.4 TB/s (2.0-11.6 us at 17-235 MB a launch, six
