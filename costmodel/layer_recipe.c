@@ -600,8 +600,10 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
             for (int i = first_item; i < items->n; i++)
                 items->item[i].looped = kernels > 1 && local > 1;
         }
+        double qf = b->quant_fwd_bytes, qb = b->quant_bwd_bytes;
         rb_quantize_ops(b, rows, up, h, local);
         rb_quantize_ops(b, rows, h, down_in, local);
+        rb_expert_quantize_split(b, local, b->quant_fwd_bytes - qf, b->quant_bwd_bytes - qb);
         if (dc.etp_bytes > 0) {
             int sc = rb_op_add(b, "ep.etp_scatter", RECIPE_EP, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                             RECIPE_OVERLAP_NONE, dc.etp_scatter_s, dc.etp_gather_s);

@@ -2,6 +2,8 @@
  * mcore_expert_gemm.h for the sources and the measurement. */
 #include "mcore_expert_gemm.h"
 
+#include "precision.h"
+
 /* The preset's GEMM rate is the sustained rate of this square product (data/systems/h100.json
  * gpu.gemm_efficiency_max: 8192^3 torch.mm), output traffic included. */
 #define REFERENCE_K 8192.0
@@ -30,4 +32,28 @@ double mcore_expert_gemm_s(const system_spec *sys, double math_s, double in_byte
     double main_loop = math_s * (1 - ref_share), reads = in_bytes / hbm;
     return sys->gemm_overhead_s + (main_loop > reads ? main_loop : reads) +
            m * n * out_bytes / hbm;
+}
+
+int mcore_expert_quantize_kernels(const layout *l)
+{
+    if (!mcore_expert_gemm_applies(l)) return 0;
+    switch (l->precision) {
+    case PRECISION_MXFP8: return 1;
+    case PRECISION_FP8:
+        switch (precision_fp8_recipe(l)) {
+        case FP8_RECIPE_TENSORWISE: return 3; /* amax, scale, cast */
+        case FP8_RECIPE_BLOCKWISE: return 1;
+        default: return 0; /* delayed scaling: nvte_multi_cast_transpose over all experts */
+        }
+    default: return 0; /* bf16; NVFP4's fused split quantize */
+    }
+}
+
+double mcore_expert_quantize_split_s(const system_spec *sys, const layout *l, int local,
+                                     int tensors, double bytes)
+{
+    int k = mcore_expert_quantize_kernels(l);
+    if (local < 2 || k == 0 || tensors <= 0 || !(sys->expert_split_bytes_per_s > 0)) return 0;
+    return (local - 1) * (k * tensors * sys->expert_split_launch_s +
+                          bytes / local / sys->expert_split_bytes_per_s);
 }

@@ -62,4 +62,36 @@ double mcore_wgrad_out_bytes(const training_spec *t);
 double mcore_expert_gemm_s(const system_spec *sys, double math_s, double in_bytes, double m,
                            double n, double k, double out_bytes);
 
+/*
+ * The experts' quantize kernels, one launch per local expert (issue 20, bwmoe23). GroupedLinear
+ * quantizes its input (forward) and its output gradient (backward) with
+ * _split_quantization._split_quantize (Transformer Engine d0067d0
+ * transformer_engine/pytorch/module/grouped_linear.py 820, 1315) -> tex.split_quantize
+ * (pytorch/csrc/extensions/cast.cpp 1895-2058): MXFP8 and FP8 blockwise get one bulk allocation,
+ * then multi_tensor_quantize_impl (cast.cpp 894-938) runs the fused nvte_multi_cast_transpose only
+ * for delayed-scaling Float8Quantizers with both layouts, and otherwise each expert's own
+ * quantizer: MXFP8 and blockwise one kernel an expert; current scaling three
+ * (Float8CurrentScalingQuantizer::quantize_impl, pytorch/csrc/quantizer.cpp 980-1030:
+ * nvte_compute_amax_with_config, nvte_compute_scale_from_amax, nvte_quantize_v2); NVFP4 one
+ * fused split kernel (FUSED_NVFP4). The same loop at TE v2.9-v2.12 (cast.cpp 118-147 / 120-149),
+ * the containers of the published rows; Megatron-Core's one-launch GroupedTensor path
+ * (moe_use_grouped_tensor, default off at d98e8a6) is absent from the Megatron-LM commits
+ * Megatron-Bridge v0.4.2 / v0.5.0 pin (2edffadb, d0b3b77). precision.c prices the bytes as one
+ * kernel; the launches per
+ * expert add, measured on one H200 (bench/bwmoe23_moe_pieces.py, bench/results/bwmoe23_2026-11-29,
+ * split_fit.py): a bandwidth-bound kernel split into one launch per expert, graph-replayed, takes
+ * per extra launch 1.26 us + its traffic / 23.4 TB/s (2.0-11.6 us at 17-235 MB a launch, six
+ * shapes of the published rows, within 0.7 us of that line); the split launches run at 2.7-3.6
+ * TB/s where the same bytes in one launch run at 3.9-4.2. The quantize kernels are TE's, the
+ * measured kernel torch's in-place scale: ASSUMPTION that the split costs the same.
+ */
+/* Kernels TE launches per local expert for each tensor it quantizes; 0: one launch for all. */
+int mcore_expert_quantize_kernels(const layout *l);
+/* The GPU time the per-expert launches add to one pass of `local` experts' quantize kernels
+ * priced as one: `tensors` tensors quantized per expert, `bytes` their traffic over all experts:
+ * (local - 1) x (kernels x tensors x gpu.expert_split_launch_s + bytes / local /
+ * gpu.expert_split_bytes_per_s). 0 where the system has no measurement or TE does not apply. */
+double mcore_expert_quantize_split_s(const system_spec *sys, const layout *l, int local,
+                                     int tensors, double bytes);
+
 #endif

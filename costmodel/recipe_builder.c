@@ -22,6 +22,7 @@ void rb_precision(builder *b, const layout *l)
                                               &b->lp_shape_scale);
     b->quant_fwd_bytes = b->quant_bwd_bytes = 0;
     b->swizzle_fwd_s = b->swizzle_bwd_s = 0;
+    b->quant_split_fwd_s = b->quant_split_bwd_s = 0;
     b->l = l;
     b->x_fwd_cast_frac = 1.0;
     b->x_saved_fp8 = false;
@@ -256,6 +257,8 @@ void rb_quantize_flush(builder *b)
            tb = b->quant_eager ? bwd / eager_bw : compute_stream_s(b->sys, bwd);
     tf += b->swizzle_fwd_s; /* Transformer Engine < 2.12's scale swizzles (precision.h) */
     tb += b->swizzle_bwd_s;
+    tf += b->quant_split_fwd_s; /* TE's per-expert launches (mcore_expert_gemm.h) */
+    tb += b->quant_split_bwd_s;
     int of = rb_op_add(b, "lp.quantize", RECIPE_ELEMENTWISE, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                     RECIPE_OVERLAP_NONE, tf, 0);
     rb_lump_item(b, of, RECIPE_FWD, "lp.quantize", fwd, tf);

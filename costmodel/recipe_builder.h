@@ -30,6 +30,8 @@ typedef struct {
     precision_rules pr;
     double quant_fwd_bytes, quant_bwd_bytes; /* the layer's quantize kernels (quantize_ops) */
     double swizzle_fwd_s, swizzle_bwd_s;     /* their GEMMs' scale swizzles (precision.h) */
+    double quant_split_fwd_s, quant_split_bwd_s; /* TE's per-expert quantize launches
+                                                    (mcore_expert_gemm.h) */
     const layout *l;                         /* the layout rb_precision read */
     bool quant_eager; /* PyTorch's casts (torchao under Inductor): at the eager elementwise rate */
     /* rows of the forward input cast of the Linear being added, over its GEMM rows: 1, or 1/tp
@@ -80,6 +82,9 @@ void rb_coll_item(builder *b, int op, recipe_phase phase, const char *name, coll
                       double bytes, recipe_group g, double pred_s);
 void rb_quantize_ops(builder *b, double tokens, double out, double in, double copies);
 void rb_quantize_flush(builder *b);
+/* After the experts' rb_quantize_ops: the time of their quantize kernels' per-expert launches
+ * (mcore_expert_gemm.h), from the bytes those calls added (fwd_bytes, bwd_bytes). */
+void rb_expert_quantize_split(builder *b, int local, double fwd_bytes, double bwd_bytes);
 void rb_linear(builder *b, const char *name, double tokens, double out, double in);
 void rb_grad_accum_op(builder *b, const training_spec *t, const layout *l, double params);
 void rb_elementwise_ops(builder *b, const elementwise_list *e, const elementwise_kernel *k,

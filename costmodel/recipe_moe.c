@@ -93,3 +93,12 @@ double rb_moe_experts_fwd_bwd_s(const builder *b, int local, int kernels, double
            rb_moe_experts_s(b, local, kernels, m, k, n, o) +
            rb_moe_experts_s(b, local, kernels, k, n, m, w);
 }
+
+/* GroupedLinear quantizes two tensors per expert in each pass (fc1's and fc2's input forward,
+ * their output gradients backward: mcore_expert_gemm.h) */
+void rb_expert_quantize_split(builder *b, int local, double fwd_bytes, double bwd_bytes)
+{
+    if (!b->lp || b->keep_bf16) return;
+    b->quant_split_fwd_s += mcore_expert_quantize_split_s(b->sys, b->l, local, 2, fwd_bytes);
+    b->quant_split_bwd_s += mcore_expert_quantize_split_s(b->sys, b->l, local, 2, bwd_bytes);
+}

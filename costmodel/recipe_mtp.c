@@ -97,6 +97,7 @@ static void mtp_projection(builder *b, const model_spec *m, const layout *l, dou
     }
     b->quant_fwd_bytes = b->quant_bwd_bytes = 0;
     b->swizzle_fwd_s = b->swizzle_bwd_s = 0;
+    b->quant_split_fwd_s = b->quant_split_bwd_s = 0;
     rb_linear(b, "mtp.eh_proj", tokens, h / tp, 2.0 * h);
     rb_quantize_flush(b);
 }

@@ -53,6 +53,8 @@ static const system_field fields[] = {
     F("gpu", "strided_cat_efficiency", strided_cat_efficiency, false, 0, 1.0),
     F("gpu", "tp_chunk_gemm_efficiency", tp_chunk_gemm_efficiency, false, 0, 1.0),
     F("gpu", "inductor_elementwise_efficiency", inductor_elementwise_efficiency, false, 0, 1.0),
+    F("gpu", "expert_split_launch_s", expert_split_launch_s, false, 0, 1e-3),
+    F("gpu", "expert_split_bytes_per_s", expert_split_bytes_per_s, false, 0, 1e15),
     F("gpu", "mla_rope_unfused_efficiency", mla_rope_unfused_efficiency, false, 0, 1.0),
     F("gpu", "score_vectorized_efficiency", score_vectorized_efficiency, false, 0, 1.0),
     F("gpu", "score_offsets_efficiency", score_offsets_efficiency, false, 0, 1.0),

@@ -130,6 +130,10 @@ typedef struct {
                                            odd (2-byte aligned): cuBLAS's cutlass align1
                                            kernels; P @ V with P a slice of rows of s + 1 */
     double gemm_align1_tn_flops_per_s;  /* the same with that operand transposed (P^T @ dO) */
+    double expert_split_launch_s;       /* a bandwidth-bound kernel split into one launch per
+                                           local expert: the fixed cost of each extra launch */
+    double expert_split_bytes_per_s;    /* ... and its traffic's extra cost, bytes / this
+                                           (mcore_expert_gemm.h; 0: not measured, not priced) */
     double mla_rope_unfused_efficiency; /* the same for Megatron's unfused MLA RoPE path
                                            (narrow strided slices of q and kv, their cats:
                                            mcore_unfused.h); 0: not measured,

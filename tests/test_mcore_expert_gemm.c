@@ -248,6 +248,77 @@ static void test_quant_pad(void **state)
     if (!strstr(err, "--moe-expert-padding")) fail_msg("%s", err);
 }
 
+/*
+ * TE's quantize kernels launched per local expert (mcore_expert_gemm.h): at 1 us a launch and
+ * 1e12 B/s for the split traffic, 16 local experts, 2 tensors, 16e6 B over all experts: current
+ * scaling (3 kernels: amax, scale, cast) 15 x (3 x 2 x 1 us + 16e6 / 16 / 1e12 s) = 15 x 7 us =
+ * 105 us; MXFP8 (1 kernel) 15 x (2 + 1) = 45 us; delayed scaling (one fused multi-tensor cast for
+ * all experts), NVFP4 (one fused split kernel), bf16, one local expert, torchtitan, or a system
+ * without the measurement: nothing.
+ */
+static void test_quantize_split_by_hand(void **state)
+{
+    (void)state;
+    system_spec s;
+    memset(&s, 0, sizeof s);
+    s.expert_split_launch_s = 1e-6;
+    s.expert_split_bytes_per_s = 1e12;
+    layout l = layout_default(FRAMEWORK_MEGATRON);
+    l.precision = PRECISION_FP8;
+    l.fp8_recipe = FP8_RECIPE_TENSORWISE;
+    assert_int_equal(mcore_expert_quantize_kernels(&l), 3);
+    near(mcore_expert_quantize_split_s(&s, &l, 16, 2, 16e6), 105e-6);
+    near(mcore_expert_quantize_split_s(&s, &l, 1, 2, 16e6), 0);
+    l.precision = PRECISION_MXFP8;
+    near(mcore_expert_quantize_split_s(&s, &l, 16, 2, 16e6), 45e-6);
+    l.precision = PRECISION_NVFP4;
+    near(mcore_expert_quantize_split_s(&s, &l, 16, 2, 16e6), 0);
+    l.precision = PRECISION_BF16;
+    near(mcore_expert_quantize_split_s(&s, &l, 16, 2, 16e6), 0);
+    l.precision = PRECISION_FP8;
+    l.fp8_recipe = FP8_RECIPE_DELAYED;
+    near(mcore_expert_quantize_split_s(&s, &l, 16, 2, 16e6), 0);
+    l.fp8_recipe = FP8_RECIPE_BLOCKWISE;
+    near(mcore_expert_quantize_split_s(&s, &l, 16, 2, 16e6), 45e-6);
+    layout tt = layout_default(FRAMEWORK_TORCHTITAN);
+    tt.precision = PRECISION_FP8;
+    near(mcore_expert_quantize_split_s(&s, &tt, 16, 2, 16e6), 0);
+    s.expert_split_bytes_per_s = 0; /* not measured: not priced */
+    near(mcore_expert_quantize_split_s(&s, &l, 16, 2, 16e6), 0);
+}
+
+/*
+ * In the layer: GPT-OSS 120B at the H100 row (16 local experts) in FP8 with current scaling.
+ * With the per-byte term switched off (an unbounded rate) and 1 us a launch, the quantize ops
+ * grow by 15 extra launches x 3 kernels x 2 tensors = 90 us each way over the same layer without
+ * the measurement. The h100 and h200 presets carry the H200 measurement (1.262 us; 23.44e12 B/s
+ * on H200, x 3.35 / 4.8 on H100: bench/results/bwmoe23_2026-11-29/split_fit.txt).
+ */
+static void test_quantize_split_in_layer(void **state)
+{
+    (void)state;
+    static gptoss_case c;
+    static recipe r;
+    gptoss_alltoall(&c, &r);
+    near(c.s.expert_split_launch_s, 1.262e-6);
+    near(c.s.expert_split_bytes_per_s, 1.636e13);
+    c.l.precision = PRECISION_FP8;
+    c.l.fp8_recipe = FP8_RECIPE_TENSORWISE;
+    c.s.expert_split_bytes_per_s = 0;
+    recipe_layer(&c.m, &c.s, &c.t, &c.l, true, &r, NULL);
+    double f0 = op(&r, "lp.quantize")->fwd_s, b0 = op(&r, "lp.quantize_bwd")->bwd_s;
+    c.s.expert_split_launch_s = 1e-6;
+    c.s.expert_split_bytes_per_s = 1e300;
+    recipe_layer(&c.m, &c.s, &c.t, &c.l, true, &r, NULL);
+    near(op(&r, "lp.quantize")->fwd_s - f0, 90e-6);
+    near(op(&r, "lp.quantize_bwd")->bwd_s - b0, 90e-6);
+    system_spec h200;
+    char err[CM_ERRLEN];
+    if (system_load("h200", data_dir(), &h200, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    near(h200.expert_split_launch_s, 1.262e-6);
+    near(h200.expert_split_bytes_per_s, 2.344e13);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +327,8 @@ int main(void)
         cmocka_unit_test(test_gptoss_experts),
         cmocka_unit_test(test_sort_chunks),
         cmocka_unit_test(test_quant_pad),
+        cmocka_unit_test(test_quantize_split_by_hand),
+        cmocka_unit_test(test_quantize_split_in_layer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
