@@ -49,11 +49,12 @@ int bkk_ref_rows_e4m3_block(int m, int n, int k, const void *A, const void *B, c
  * ew_pattern's order), run the way PyTorch's kernel of that pattern runs. Operands: out, a, b
  * (bf16 for element size 2, fp32 for 4). Binary kernels compute a * b, unary ones a (with the
  * cast), output-only ones write zeros; reductions sum; softmax is log_softmax and its backward
- * (a = gradient, b = output); the FSDP2 copies copy (with the cast). */
+ * (a = gradient, b = output); the FSDP2 copies copy (with the cast); the index accumulation
+ * sums each destination row's run of source rows in order. */
 enum {
     BKK_EW_VECTORIZED = 0, BKK_EW_UNROLLED, BKK_EW_OFFSETS, BKK_EW_CAT, BKK_EW_REDUCE_ROW,
     BKK_EW_REDUCE_COL, BKK_EW_SOFTMAX_FWD, BKK_EW_SOFTMAX_BWD, BKK_EW_FOREACH_COPY,
-    BKK_EW_SPLIT_COPY, BKK_EW_CHUNK_CAT, BKK_EW_COUNT
+    BKK_EW_SPLIT_COPY, BKK_EW_CHUNK_CAT, BKK_EW_INDEX_ACCUM, BKK_EW_COUNT
 };
 
 typedef struct {
@@ -68,6 +69,8 @@ size_t bkk_ew_workspace_bytes(const bkk_ew *e, int sms);
 /* ws: bkk_ew_workspace_bytes of device memory (NULL when 0). */
 int bkk_ew_launch(const bkk_ew *e, void *out, const void *a, const void *b, void *ws, int sms,
                   void *stream);
+/* BKK_EW_INDEX_ACCUM's launch (kernels_index.cu): out [n[1], n[2]], a [n[1] x n[0], n[2]]. */
+int bkk_index_accum_launch(const bkk_ew *e, void *out, const void *a, void *stream);
 
 #ifdef __cplusplus
 }

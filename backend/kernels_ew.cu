@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "kernels_cast.cuh"
 
 /* ==== Eager PyTorch kernels (costmodel/elementwise.h patterns) ===============================
  *
@@ -27,13 +28,6 @@
  * The values are real (tests/backend/test_backend_gpu.c checks every kernel of a layer's list
  * against a CPU reference). */
 
-typedef __nv_bfloat16 bf16;
-
-static __device__ __forceinline__ float tof(float x) { return x; }
-static __device__ __forceinline__ float tof(bf16 x) { return __bfloat162float(x); }
-template <typename T> static __device__ __forceinline__ T fromf(float x);
-template <> __device__ __forceinline__ float fromf<float>(float x) { return x; }
-template <> __device__ __forceinline__ bf16 fromf<bf16>(float x) { return __float2bfloat16(x); }
 
 /* memory::aligned_vector */
 template <typename T, int N> struct alignas(sizeof(T) * N) avec {
@@ -794,6 +788,7 @@ int bkk_ew_launch(const bkk_ew *e, void *out, const void *a, const void *b, void
         else chunk_cat_kernel<<<grid, 128, 0, st>>>((float *)out, (const bf16 *)a, w);
         return (int)cudaGetLastError();
     }
+    case BKK_EW_INDEX_ACCUM: return bkk_index_accum_launch(e, out, a, st);
     }
     return (int)cudaErrorInvalidValue;
 }

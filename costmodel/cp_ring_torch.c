@@ -28,7 +28,8 @@
  * At c = 2, E = K (repeated heads): 58 E forward + 136 E backward; the profiled rank 0 of the
  * 32-head, head dim 128, seq 32768 case moved (by the same counting, its half-row merges)
  * 47 E + 137 E in 1.16 + 3.14 ms, 2.87 TB/s = 0.60 of the H200's 4.8: the eager kernels' rate
- * the presets already carry (gpu.eager_elementwise_efficiency_alone 0.59, measured apart).
+ * the presets already carry (gpu.eager_elementwise_efficiency_alone, 0.59 as then measured apart; 0.62
+ * since refit23 took the loss's log_softmax out of it).
  */
 #include "cp_ring_torch.h"
 

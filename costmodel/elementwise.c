@@ -653,6 +653,11 @@ double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
         double s = hf_eager_kernel_s(sys, e, k);
         if (s >= 0) return s;
     }
+    /* index_put_ with accumulate over runs of duplicate indices (hf_experts.h) */
+    {
+        double s = moe_index_accum_s(sys, e, k);
+        if (s >= 0) return s;
+    }
     /* the loss's log_softmax over rows L2 cannot hold: its passes' re-reads (softmax_rows.h) */
     {
         double s = softmax_rows_kernel_s(sys, e, k);
@@ -687,6 +692,8 @@ long ew_operand_elems(const ew_access *a, int k)
         return a->n[1] * a->n[2];
     case EW_FOREACH_COPY:
         return a->n[0] * a->n[1] * a->n[2];
+    case EW_INDEX_ACCUM:
+        return k == 0 ? a->n[1] * a->n[2] : (k == 1 ? a->n[0] * a->n[1] * a->n[2] : 0);
     default:
         break;
     }
@@ -703,7 +710,7 @@ const char *ew_pattern_name(ew_pattern p)
     static const char *const names[EW_PATTERN_COUNT] = {
         "vectorized", "unrolled_cast", "offsets",     "cat",          "reduce_row",
         "reduce_col", "softmax_fwd",   "softmax_bwd", "foreach_copy", "split_copy",
-        "chunk_cat",
+        "chunk_cat",  "index_accum",
     };
     return p >= 0 && p < EW_PATTERN_COUNT ? names[p] : "?";
 }

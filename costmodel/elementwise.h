@@ -57,6 +57,10 @@ typedef enum {
                           of [world, chunk] rows, 128-thread blocks */
     EW_CHUNK_CAT,      /* chunk_cat_cuda_kernel<float, BFloat16>: a scalar bf16 -> fp32 cast
                           per element, 128-thread blocks, a grid row per rank's chunk */
+    EW_INDEX_ACCUM,    /* indexing_backward_kernel (index_put_ with accumulate, sorted indices):
+                          a warp per destination row and 128-feature slice walks the row's run
+                          of duplicate indices serially, a read-modify-write of the row per
+                          duplicate (hf_experts.h moe_index_backward_runs) */
     EW_PATTERN_COUNT
 } ew_pattern;
 
@@ -65,7 +69,9 @@ typedef enum {
  * broadcast); EW_CAT: n is each input's logical shape, stride[1] and stride[2] the two inputs',
  * stride[0] the output's, the second input placed n[2] * stride[0][2] further; reductions and
  * softmax: [n[1], n[2]] contiguous rows; FSDP2's copies: n[1] ranks' chunks of n[2] elements
- * (EW_FOREACH_COPY: n[2] elements in all). */
+ * (EW_FOREACH_COPY: n[2] elements in all); EW_INDEX_ACCUM: n[1] destination rows of n[2]
+ * elements (output), each accumulating a run of n[0] source rows (input a, [n[1] x n[0], n[2]]):
+ * n[0] is the longest run, which the kernel's time follows. */
 typedef struct {
     ew_pattern pattern;
     int esize[3];      /* bytes per element of output, a, b; 0: no such operand */

@@ -33,7 +33,8 @@
  * own stream ahead of the all-gather, which waits for it (all_gather_stream.wait_stream), so it
  * is part of the gather's time and hides behind compute where the gather does. It still moves
  * HBM bytes beside the compute kernels; that contention is not modelled apart: the measured
- * eager efficiency (0.51) was taken in the concurrent step, the same kernels alone reach 0.59.
+ * eager efficiency (0.51) was taken in the concurrent step, the same kernels alone reach 0.59 (0.62
+ * without the loss's log_softmax, bench/eager_rates.py).
  */
 #ifndef PLAN_FSDP_COPIES_H
 #define PLAN_FSDP_COPIES_H

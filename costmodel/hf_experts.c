@@ -79,6 +79,7 @@
 #include "hf_experts.h"
 
 #include <math.h>
+#include <string.h>
 
 bool hf_experts_applies(const layout *l)
 {
@@ -157,6 +158,70 @@ void moe_index_backward(pass b, const char *zeros, const char *sort, const char 
     moe_kernel_add(b, update, 3.0 * updates * w * e + 8.0 * updates, 1);
 }
 
+void moe_index_backward_runs(pass b, const char *zeros, const char *sort, const char *update,
+                             double rows, double w, double e, double updates, double run)
+{
+    moe_index_backward(b, zeros, sort, update, rows, w, e, updates);
+    if (*b.n <= 0 || run < 1) return;
+    elementwise_kernel *k = &b.k[*b.n - 1];
+    if (strcmp(k->name, update)) return;
+    /* indexing_backward_kernel<scalar_t, 4>: the runs' destination rows, the source rows
+     * (elementwise.h EW_INDEX_ACCUM; backend/kernels_ew.cu index_accum_kernel) */
+    k->access = (ew_access){.pattern = EW_INDEX_ACCUM,
+                            .esize = {(int)e, (int)e, 0},
+                            .n = {llround(run), llround(rows), llround(w)}};
+}
+
+double moe_longest_run(double updates, double experts, double top_k)
+{
+    if (experts <= 1 || updates <= 0) return updates > 0 ? updates : 0;
+    double u = updates / experts, q = 1.0 - (top_k < experts ? top_k / experts : 0);
+    return u + sqrt(2.0 * u * q * log(experts));
+}
+
+double moe_index_accum_s(const system_spec *sys, const elementwise_list *e,
+                         const elementwise_kernel *k)
+{
+    const ew_access *a = &k->access;
+    if (a->pattern != EW_INDEX_ACCUM || sys->index_accum_step_s <= 0 ||
+        sys->index_accum_bytes_per_s <= 0)
+        return -1.0;
+    double run = (double)a->n[0], rows = (double)a->n[1], w = (double)a->n[2];
+    double warps = rows * ceil(w / 128.0), step_bytes = 3.0 * (w < 128 ? w : 128) * a->esize[0];
+    double chain_s =
+        run * (sys->index_accum_step_s + warps * step_bytes / sys->index_accum_bytes_per_s);
+    double eff = e->alone && sys->eager_elementwise_efficiency_alone > 0
+                     ? sys->eager_elementwise_efficiency_alone
+                     : sys->eager_elementwise_efficiency;
+    double bytes_s = k->bytes / (sys->hbm_bandwidth_bytes_per_s * eff);
+    return (chain_s > bytes_s ? chain_s : bytes_s) + sys->eager_kernel_gap_s;
+}
+
+/* GPT-OSS's expert biases (model_spec.expert_bias) on the grouped_mm path (transformers 5.17.0
+ * integrations/moe.py as installed on the H200 machine, lines 417-457, read by bench/realruns/
+ * bias_gather_probe.py; models/gpt_oss/modeling_gpt_oss.py line 68 decorates GptOssExperts
+ * with use_experts_implementation(..., has_bias=True)): gate_up_proj_bias[expert_ids_g] and
+ * down_proj_bias[expert_ids_g] gather an [E, 2f] and an [E, h] bf16 table into [S, 2f] and
+ * [S, h] (vectorized_gather_kernel: the S rows written, the table read from L2, 8 bytes an
+ * index), each added in place to its grouped GEMM's output (out.add_(bias), lines 107 and 372:
+ * read 2 x 2, write 2 bytes an element); backward: the add passes the gradient through, each
+ * gather's backward is index_put_ with accumulate into the [E, w] table over the S sorted
+ * expert ids: E runs of about S / E duplicates (moe_index_backward_runs). */
+static void hf_experts_bias(const model_spec *m, double T, pass f, pass b)
+{
+    if (!m->expert_bias) return;
+    double S = T * m->top_k, E = m->experts, h = m->hidden, w2 = 2.0 * m->expert_ffn;
+    double run = moe_longest_run(S, E, m->top_k);
+    moe_kernel_add(f, "moe.bias.gather.up", 2 * S * w2 + 8 * S, 1);
+    moe_kernel_add(f, "moe.bias.add.up", 6 * S * w2, 1);
+    moe_kernel_add(f, "moe.bias.gather.down", 2 * S * h + 8 * S, 1);
+    moe_kernel_add(f, "moe.bias.add.down", 6 * S * h, 1);
+    moe_index_backward_runs(b, "moe.bwd.bias.down.zeros", "moe.bwd.bias.down.sort",
+                            "moe.bwd.bias.down", E, h, 2, S, run);
+    moe_index_backward_runs(b, "moe.bwd.bias.up.zeros", "moe.bwd.bias.up.sort", "moe.bwd.bias.up",
+                            E, w2, 2, S, run);
+}
+
 void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
                         elementwise_list *out)
 {
@@ -210,4 +275,5 @@ void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
     moe_kernel_add(b, "moe.bwd.router.topk", (4 * T * E + 12 * S) / 2, 2);
     moe_kernel_add(b, "moe.bwd.router.softmax", 12 * T * E, 1);
     moe_kernel_add(b, "moe.bwd.router.to_bf16", 6 * T * E, 1);
+    hf_experts_bias(m, T, f, b);
 }

@@ -50,6 +50,31 @@ void moe_kernel_add_inner(moe_kernel_pass p, const char *name, double bytes, int
 void moe_index_backward(moe_kernel_pass b, const char *zeros, const char *sort,
                         const char *update, double rows, double w, double e, double updates);
 
+/* The backward of x[idx] where idx holds `updates` indices into `rows` rows that arrive as runs
+ * of duplicates (a bias table gathered per routed row: rows = experts): as moe_index_backward,
+ * but the update kernel is an EW_INDEX_ACCUM over the longest run `run`, which its time follows
+ * (moe_index_accum_s). */
+void moe_index_backward_runs(moe_kernel_pass b, const char *zeros, const char *sort,
+                             const char *update, double rows, double w, double e, double updates,
+                             double run);
+
+/* The longest run of one expert's rows among `updates` = T k routed rows sorted by expert, when
+ * each of T tokens picks k of E experts uniformly at random (a freshly initialised router): the
+ * count per expert is binomial, mean u = updates / E, variance u (1 - k / E), and the largest of
+ * E such counts lies near u + sqrt(2 u (1 - k / E) ln E) (the expected maximum of E Gaussians;
+ * bench/results/refit23_2026-11-29: 2-4% above the measured longest runs). */
+double moe_longest_run(double updates, double experts, double top_k);
+
+/* Time of one EW_INDEX_ACCUM launch (PyTorch's indexing_backward_kernel over sorted indices;
+ * ATen cuda/Indexing.cu: a warp per distinct index and 128-feature slice, duplicates walked
+ * serially): the longest run's steps, each the system's step latency plus the share of the
+ * memory traffic of every warp in flight, run x (gpu.index_accum_step_s + rows ceil(w / 128) x
+ * 3 min(w, 128) e / gpu.index_accum_bytes_per_s), or its bytes at the eager rate when longer;
+ * -1 for another pattern or where the system does not give the two fields. Measured on one
+ * H200 (bench/realruns/bias_gather_probe.py, bench/results/refit23_2026-11-29). */
+double moe_index_accum_s(const system_spec *sys, const elementwise_list *e,
+                         const elementwise_kernel *k);
+
 /* Kernels the host launches for one cub radix sort of `items` keys of `key_bits` significant
  * bits (torch.sort / argsort, index_put_'s sort of its indices): one single-tile kernel up to
  * MOE_SORT_SINGLE_TILE_ITEMS, else a histogram, a scan and a pass per 8 bits, each after a

@@ -40,9 +40,13 @@ double softmax_rows_kernel_s(const system_spec *sys, const elementwise_list *e,
 {
     double extra = softmax_rows_reread_bytes(sys, k);
     if (extra <= 0 || sys->softmax_rows_efficiency <= 0) return -1.0;
-    double eff = sys->softmax_rows_efficiency;
-    /* measured in one-GPU steps; beside NCCL and FSDP2's copies the eager kernels' ratio */
-    if (!e->alone && sys->eager_elementwise_efficiency_alone > 0)
-        eff *= sys->eager_elementwise_efficiency / sys->eager_elementwise_efficiency_alone;
-    return (k->bytes + extra) / (sys->hbm_bandwidth_bytes_per_s * eff) + sys->eager_kernel_gap_s;
+    /* measured in one-GPU steps and not scaled beside NCCL: in the profiled 4-GPU FSDP2 step of
+     * Llama-3.1-8B the two kernels ran 2.016 / 2.143 ms (a second profile 1.998 / 2.136), alone
+     * on one H200 2.019 / 2.127 (bench/results/fsdp2_kernels_8b_h200x4.tsv,
+     * patterns_fsdp2_kernels_8b_h200x4.tsv, eager_kernels_2layers_h200.tsv; bench/ew_classes.py):
+     * nothing runs beside the loss (its gathers are done, the root's reduce-scatter waits for
+     * the head's backward) */
+    (void)e;
+    return (k->bytes + extra) / (sys->hbm_bandwidth_bytes_per_s * sys->softmax_rows_efficiency) +
+           sys->eager_kernel_gap_s;
 }

@@ -34,8 +34,9 @@
 double softmax_rows_reread_bytes(const system_spec *sys, const elementwise_kernel *k);
 
 /* Seconds of one launch of k where softmax_rows_reread_bytes is positive and the system
- * carries gpu.softmax_rows_efficiency: all of its bytes at that measured rate (scaled beside
- * NCCL as the eager kernels are, when e is not alone); -1 otherwise (price it as before). */
+ * carries gpu.softmax_rows_efficiency: all of its bytes at that measured rate, one GPU or many
+ * (the multi-GPU FSDP2 step ran these kernels at their one-GPU rate: softmax_rows.c); -1
+ * otherwise (price it as before). */
 double softmax_rows_kernel_s(const system_spec *sys, const elementwise_list *e,
                              const elementwise_kernel *k);
 

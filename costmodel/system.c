@@ -71,6 +71,8 @@ static const system_field fields[] = {
     F("gpu", "score_unrolled_efficiency", score_unrolled_efficiency, false, 0, 1.0),
     F("gpu", "softmax_rows_efficiency", softmax_rows_efficiency, false, 0, 1.0),
     F("gpu", "l2_bytes", l2_bytes, false, 0, 1e10),
+    F("gpu", "index_accum_step_s", index_accum_step_s, false, 0, 1e-3),
+    F("gpu", "index_accum_bytes_per_s", index_accum_bytes_per_s, false, 0, 1e14),
     F("gpu", "gemm_align1_nn_flops", gemm_align1_nn_flops_per_s, false, 0, 1e17),
     F("gpu", "gemm_align1_tn_flops", gemm_align1_tn_flops_per_s, false, 0, 1e17),
     F("gpu", "torchao_cast_efficiency_rowwise", torchao_cast_efficiency_rowwise, false, 0, 1.0),

@@ -126,6 +126,11 @@ typedef struct {
                                            the bytes their passes move (softmax_rows.h); 0: not
                                            measured, the list's bytes at the eager rate */
     double l2_bytes;                    /* the GPU's L2 cache (0: not given; softmax_rows.c) */
+    double index_accum_step_s;          /* indexing_backward_kernel: one duplicate of a run,
+                                           the latency floor of a warp's read-modify-write step
+                                           (hf_experts.h moe_index_accum_s); 0: not measured */
+    double index_accum_bytes_per_s;     /* and the rate that the steps of all warps in flight
+                                           share (each step 3 x 128 features read or written) */
     double gemm_align1_nn_flops_per_s;  /* bf16 batched GEMM with an operand's leading dimension
                                            odd (2-byte aligned): cuBLAS's cutlass align1
                                            kernels; P @ V with P a slice of rows of s + 1 */

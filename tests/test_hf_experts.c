@@ -113,6 +113,73 @@ static void test_routing_bytes(void **state)
     assert_false(hf_experts_applies(&c));
 }
 
+/*
+ * GPT-OSS's expert biases (model_spec.expert_bias; hf_experts.c hf_experts_bias), GPT-OSS-20B's
+ * MoE block (h 2880, E 32, top_k 4, f 2880: 2f 5760) over T 8192 tokens (S 32,768):
+ *   forward: the two gathers write S x 2f and S x h bf16 plus 8 bytes an index:
+ *   2 x 32768 x 5760 + 8 x 32768 = 377,749,504 and 2 x 32768 x 2880 + 262,144 = 189,005,824;
+ *   the in-place adds 6 S 2f = 1,132,462,080 and 6 S h = 566,231,040.
+ *   backward: each gather's index_put_ over E = 32 rows, S updates: update 3 S w 2 + 8 S:
+ *   1,132,724,224 (up) and 566,493,184 (down); an EW_INDEX_ACCUM of the longest run
+ *   u + sqrt(2 u (1 - k/E) ln E), u = 1024: 1024 + sqrt(2048 x 0.875 x ln 32 = 6210.6) =
+ *   1102.8 -> 1103 steps, 32 rows of 5760.
+ *   price (gpu.index_accum_step_s 0.922 us, gpu.index_accum_bytes_per_s 3.98e12, gap 1 us):
+ *   warps 32 x 45 = 1440, a step 0.922e-6 + 1440 x 768 / 3.98e12 = 1.19987e-6 s, x 1103 =
+ *   1.323456e-3 s, over its bytes at 4.8e12 x 0.62 (0.3806 ms): 1.324456 ms with the gap
+ *   (measured 1.28 ms at this shape, 1.35 inside transformers' GptOssMLP: bench/results/
+ *   refit23_2026-11-29). Without the two fields: its bytes, 0.3806 + 0.001 ms, as before.
+ */
+static void test_gpt_oss_bias(void **state)
+{
+    (void)state;
+    model_spec m;
+    memset(&m, 0, sizeof m);
+    m.hidden = 2880;
+    m.experts = 32;
+    m.top_k = 4;
+    m.expert_ffn = 2880;
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    elementwise_list e;
+    hf_experts_routing(&m, &l, 8192, &e);
+    int nf = e.n_fwd, nb = e.n_bwd;
+    m.expert_bias = true;
+    hf_experts_routing(&m, &l, 8192, &e);
+    assert_int_equal(e.n_fwd, nf + 4);
+    assert_int_equal(e.n_bwd, nb + 6);
+    assert_true(find(e.fwd, e.n_fwd, "moe.bias.gather.up")->bytes == 377749504.0);
+    assert_true(find(e.fwd, e.n_fwd, "moe.bias.gather.down")->bytes == 189005824.0);
+    assert_true(find(e.fwd, e.n_fwd, "moe.bias.add.up")->bytes == 1132462080.0);
+    assert_true(find(e.fwd, e.n_fwd, "moe.bias.add.down")->bytes == 566231040.0);
+    const elementwise_kernel *up = find(e.bwd, e.n_bwd, "moe.bwd.bias.up");
+    assert_true(up->bytes == 1132724224.0);
+    assert_true(find(e.bwd, e.n_bwd, "moe.bwd.bias.down")->bytes == 566493184.0);
+    assert_int_equal(up->access.pattern, EW_INDEX_ACCUM);
+    assert_int_equal(up->access.n[0], 1103);
+    assert_int_equal(up->access.n[1], 32);
+    assert_int_equal(up->access.n[2], 5760);
+    assert_int_equal(ew_operand_elems(&up->access, 0), 32 * 5760);
+    assert_int_equal(ew_operand_elems(&up->access, 1), 1103L * 32 * 5760);
+    assert_true(fabs(moe_longest_run(32768, 32, 4) - 1102.81) < 0.01);
+    /* the other index backward kernels keep their access */
+    assert_int_equal(find(e.bwd, e.n_bwd, "moe.bwd.gather")->access.pattern, EW_VECTORIZED);
+
+    system_spec s;
+    memset(&s, 0, sizeof s);
+    s.hbm_bandwidth_bytes_per_s = 4.8e12;
+    s.eager_elementwise_efficiency = 0.51;
+    s.eager_elementwise_efficiency_alone = 0.62;
+    s.eager_kernel_gap_s = 1e-6;
+    double bytes_s = 1132724224.0 / (4.8e12 * 0.62) + 1e-6;
+    assert_true(fabs(elementwise_kernel_s(&s, &e, up) - bytes_s) < 1e-12);
+    s.index_accum_step_s = 0.922e-6;
+    s.index_accum_bytes_per_s = 3.98e12;
+    assert_true(fabs(elementwise_kernel_s(&s, &e, up) - 1.324456e-3) < 1e-8);
+    /* a run no longer than the bytes take: the bytes (the hidden-state gather's k = 4) */
+    elementwise_kernel k4 = *up;
+    k4.access.n[0] = 4;
+    assert_true(fabs(elementwise_kernel_s(&s, &e, &k4) - bytes_s) < 1e-12);
+}
+
 static const recipe_op *op_named(const recipe *r, const char *name)
 {
     for (int i = 0; i < r->n_ops; i++)
@@ -220,6 +287,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routing_bytes),
+        cmocka_unit_test(test_gpt_oss_bias),
         cmocka_unit_test(test_mask_access),
         cmocka_unit_test(test_recipe_grouped),
         cmocka_unit_test(test_inner_launch_host),

@@ -277,6 +277,16 @@ static void ew_reference(const ew_access *a, const void *A, const void *B, void 
     case EW_CHUNK_CAT:
         for (long i = 0; i < n0 * n1 * n2; i++) put(O, eo, i, get(A, ea, i));
         break;
+    case EW_INDEX_ACCUM: /* row r sums source rows r n0 .. r n0 + n0 - 1 in order, rounded to
+                            the output's type after each (a read-modify-write per step) */
+        for (long r = 0; r < n1; r++)
+            for (long j = 0; j < n2; j++) {
+                put(O, eo, r * n2 + j, get(A, ea, r * n0 * n2 + j));
+                for (long c = 1; c < n0; c++)
+                    put(O, eo, r * n2 + j,
+                        get(O, eo, r * n2 + j) + get(A, ea, (r * n0 + c) * n2 + j));
+            }
+        break;
     default:
         break;
     }
@@ -395,9 +405,16 @@ static void eager_kernels(bk_ctx *c)
         mid.stride[1][2] = 1, mid.stride[0][0] = mids[i][2], mid.stride[0][2] = 1;
         ew_case(c, i ? "sum over a middle dimension (odd)" : "sum over a middle dimension", &mid);
     }
+    /* index_put_ with accumulate over runs of duplicates (GPT-OSS's bias gathers' backward:
+     * hf_experts.c moe_index_backward_runs): 5 rows of 300 (a partial 128-feature slice), runs of
+     * 7, bf16 and fp32 */
+    for (int es = 2; es <= 4; es += 2, ran++) {
+        ew_access ia = {.pattern = EW_INDEX_ACCUM, .esize = {es, es, 0}, .n = {7, 5, 300}};
+        ew_case(c, es == 2 ? "index accumulation (bf16)" : "index accumulation (fp32)", &ia);
+    }
     if (failures == before)
-        printf("ok   eager kernels: %d of a layer, the loss head, FSDP2's copies and the CP "
-               "ring's merges match the CPU\n", ran);
+        printf("ok   eager kernels: %d of a layer, the loss head, FSDP2's copies, the CP "
+               "ring's merges and the index accumulation match the CPU\n", ran);
 }
 
 int main(void)
