@@ -193,6 +193,17 @@ static void row_setup(const csv_table *t, int r, model_spec *m, system_spec *s, 
      * norm_type "rmsnorm" in its llama3 tomls: eager x.float(), pow, mean, rsqrt, products,
      * type_as) or nn.RMSNorm (since 3b39d7a, 2025-03-19): the CSV's rms_norm column */
     l->rms_norm_unfused = !strcmp(col(t, r, "rms_norm"), "unfused");
+    /* the run's AdamW path (the CSV's optimizer column): 9dec370, behind Tables 1-6, built
+     * torch.optim.AdamW with fused = --optimizer.fused (store_true, default off) and foreach =
+     * not fused (torchtitan/optimizer.py build_optimizers, config_manager.py "--optimizer.fused"):
+     * foreach; the 2025 runs' torchtitan (e7c0cae, 820504e, 2887250) defaults
+     * optimizer.implementation to "fused" (config_manager.py line 139), plan's torchtitan default */
+    const char *opt = col(t, r, "optimizer");
+    l->optimizer_impl = !strcmp(opt, "foreach") ? OPTIMIZER_IMPL_FOREACH
+                        : !strcmp(opt, "fused") ? OPTIMIZER_IMPL_FUSED
+                                                : OPTIMIZER_IMPL_DEFAULT;
+    if (l->optimizer_impl == OPTIMIZER_IMPL_DEFAULT)
+        fail_msg("row %s: optimizer '%s' is not fused or foreach", col(t, r, "run_id"), opt);
     const char *f8 = col(t, r, "float8");
     if (strcmp(f8, "no")) {
         l->precision = PRECISION_FP8;
@@ -375,6 +386,40 @@ static void test_flash_rates(void **state)
     assert_float_equal(compute_attention_rate_scale(&s), pow(500.0 / 700.0, 0.39), 1e-12);
 }
 
+/*
+ * The optimizer step of Table 1's compiled row by hand: torchtitan 9dec370 ran torch's foreach
+ * AdamW (the CSV's optimizer column, row_setup) and clip_grad_norm_(foreach=True): 80 bytes a
+ * local parameter for AdamW's multi_tensor passes (impl.h) and 12 for the clip's norm and scale,
+ * over Llama 3.1 8B's 8,030,261,248 parameters on 8 FSDP ranks, at the preset's streaming rate
+ * (2.4 TB/s x 0.91; h100-gt500 has no multi_tensor_efficiency): 92 x 1,003,782,656 /
+ * 2.184e12 = 42.28 ms. Priced as fused (28 + 12 bytes: 18.38 ms) before tt23.
+ */
+static void test_optimizer_impl(void **state)
+{
+    (void)state;
+    csv_table t;
+    read_rows(&t);
+    int seen = 0;
+    for (int r = 1; r < t.rows; r++) {
+        if (strcmp(col(&t, r, "run_id"), "t1_fsdp_compile")) continue;
+        model_spec m;
+        system_spec s;
+        training_spec tr;
+        layout l;
+        row_setup(&t, r, &m, &s, &tr, &l, false);
+        estimate e;
+        char err[CM_ERRLEN];
+        if (estimate_layout(&m, &s, &tr, &l, &e, err, sizeof err) != CM_OK) fail_msg("%s", err);
+        double want = 92.0 * (8030261248.0 / 8) / (2.4e12 * 0.91);
+        print_message("  t1_fsdp_compile optimizer %.3f ms (hand %.3f)\n", 1e3 * e.time.optimizer_s,
+                      1e3 * want);
+        assert_float_equal(e.time.optimizer_s, want, 1e-5);
+        seen++;
+    }
+    assert_int_equal(seen, 1);
+    free_rows(&t);
+}
+
 /* TPS/GPU of row r, its attention priced with the FLASH rates (the run's backend) or with the
  * preset's own table (cuDNN, today's torch). */
 static double row_tps(const csv_table *t, int r, bool preset_attention)
@@ -428,6 +473,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flash_rates),
+        cmocka_unit_test(test_optimizer_impl),
         cmocka_unit_test(test_sdpa_backend),
         cmocka_unit_test(test_published_rows),
     };
