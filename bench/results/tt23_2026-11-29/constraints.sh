@@ -72,3 +72,13 @@ awk -v s5=$s5 -v s6=$s6 -v a5=$a5 -v a6=$a6 'BEGIN{
 read sc ac gc qc cc < <(t1)
 awk -v sb=$sc -v ab=$ac 'BEGIN{ pb = 16384/6667;
   printf "Table 1 compiled bf16: the miss %.3f s as attention alone (32 x %.1f ms a layer) would need x = %.3f\n", pb-sb, ab, (pb-sb)/(32*ab/1e3) }'
+# 4. Table 6 CP 1 -> CP 2 (405B, 32,768 tokens a CP rank at both; the ring crosses nodes at CP 2):
+#    attention a rank doubles and the ring comes in. Published: 8 x seq / (64 x cp x TPS).
+t6() { t56 --dp $((8/$1)) --cp $1 --mbs 1 --gbs $((64/$1)) --seq $((32768*$1)); }
+read u1 b1 x1 y1 z1 < <(t6 1)
+read u2 b2 x2 y2 z2 < <(t6 2)
+awk -v s1=$u1 -v s2=$u2 -v a1=$b1 -v a2=$b2 'BEGIN{
+  p1 = 8*32768/(64*76); p2 = 8*65536/(128*47);
+  A = 15*16*(a2-a1)/1e3;
+  printf "Table 6 CP 1 -> CP 2: published +%.2f s (TPS rounding +-1 s), plan +%.2f s (%.2f -> %.2f); plan attention increment %.2f s\n", p2-p1, s2-s1, s1, s2, A;
+  printf "  the increment'\''s miss as attention alone: x = %.3f (the cross-node ring and its exposure inside it too)\n", ((p2-p1)-(s2-s1))/A }'
