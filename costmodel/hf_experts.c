@@ -79,6 +79,7 @@
 #include "hf_experts.h"
 
 #include <math.h>
+#include <string.h>
 
 bool hf_experts_applies(const layout *l)
 {
@@ -157,6 +158,41 @@ void moe_index_backward(pass b, const char *zeros, const char *sort, const char 
     moe_kernel_add(b, update, 3.0 * updates * w * e + 8.0 * updates, 1);
 }
 
+/* The routing weights' product out * w[:, None] and its backward grad * w: [rows, h] by a
+ * [rows, 1] operand broadcast along the row (header comment, elementwise.c's offset rate):
+ * output eo bytes, the rows ea, the weights 4 (fp32). */
+static ew_access weight_access(double rows, double h, int eo, int ea)
+{
+    long R = (long)llround(rows), W = (long)llround(h);
+    ew_access a = {.pattern = EW_OFFSETS, .esize = {eo, ea, 4}, .n = {1, R, W}};
+    for (int k = 0; k < 2; k++) a.stride[k][1] = W, a.stride[k][2] = 1;
+    a.stride[2][1] = 1;
+    return a;
+}
+
+static void set_half(elementwise_kernel *k, int n, const char *name, ew_access a)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(k[i].name, name)) k[i].access = a;
+}
+
+void hf_experts_halves(const model_spec *m, double rows, elementwise_list *e)
+{
+    if (m->activation != MODEL_ACT_SWIGLU) return;
+    long R = (long)llround(rows), F = (long)m->expert_ffn;
+    /* out contiguous [R, F]; a, b: a contiguous operand or a half of [R, 2F] (row stride 2F) */
+    ew_access act = {.pattern = EW_OFFSETS, .esize = {2, 2, 0}, .n = {1, R, F}};
+    act.stride[0][1] = F, act.stride[1][1] = 2 * F;
+    act.stride[0][2] = act.stride[1][2] = 1;
+    ew_access mul = act;
+    mul.esize[2] = 2;
+    mul.stride[1][1] = F, mul.stride[2][1] = 2 * F, mul.stride[2][2] = 1;
+    set_half(e->fwd, e->n_fwd, "experts.act", act);
+    set_half(e->fwd, e->n_fwd, "experts.mul", mul);
+    set_half(e->bwd, e->n_bwd, "experts.bwd.mul", mul);
+    set_half(e->bwd, e->n_bwd, "experts.bwd.act", mul);
+}
+
 void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
                         elementwise_list *out)
 {
@@ -184,6 +220,7 @@ void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
     moe_mask_add(f, "moe.mask.up", S, 2 * fw);
     moe_mask_add(f, "moe.mask.down", S, h);
     moe_kernel_add(f, "moe.weight_mul", 6 * S * h + 4 * S, 1);
+    f.k[*f.n - 1].access = weight_access(S, h, 4, 2);
     moe_kernel_add(f, "moe.inv_perm", 32 * S / 2, 2);
     moe_kernel_add(f, "moe.unpermute", 8 * S * h + 8 * S, 1);
     moe_kernel_add(f, "moe.topk_sum", 4 * S * h + 4 * T * h, 1);
@@ -195,6 +232,7 @@ void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
     moe_index_backward(b, "moe.bwd.unpermute.zeros", "moe.bwd.unpermute.sort",
                        "moe.bwd.unpermute", S, h, 4, S);
     moe_kernel_add(b, "moe.bwd.weight_mul", 8 * S * h + 4 * S, 1);
+    b.k[*b.n - 1].access = weight_access(S, h, 4, 4);
     moe_kernel_add(b, "moe.bwd.weight_mul.to_bf16", 6 * S * h, 1);
     moe_kernel_add(b, "moe.bwd.weight_grad", 10 * S * h, 1);
     moe_kernel_add(b, "moe.bwd.weight_grad.sum", 4 * S * h + 4 * S, 1);

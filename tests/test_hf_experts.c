@@ -157,6 +157,69 @@ static void test_mask_access(void **state)
     assert_int_equal(find(e.fwd, e.n_fwd, "moe.gather")->access.pattern, EW_VECTORIZED);
 }
 
+/* The offset-path kernels of the HF MoE block at the offset path's rate (elementwise.c,
+ * gpu.score_offsets_efficiency; their accesses from hf_experts.c): the
+ * forward pre-mask of the toy (802,000 bytes) at 4.8e12 B/s x 0.354 = 1.6992e12 B/s plus a
+ * 1.5 us gap, 0.4720 + 1.5 = 1.9720 us on one GPU (before: the alone rate 0.59, 2.8320e12 B/s,
+ * 0.2832 + 1.5 us); beside NCCL (not alone) x 0.51 / 0.59. A vectorized routing kernel (the
+ * gather, 816,000 bytes) keeps the blended rate, and so does a mask on a preset without the
+ * offset figure. */
+static void test_mask_offsets_rate(void **state)
+{
+    (void)state;
+    model_spec m = toy_moe();
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    elementwise_list e;
+    hf_experts_routing(&m, &l, 1000, &e);
+    assert_true(e.alone);
+    system_spec s;
+    memset(&s, 0, sizeof s);
+    s.hbm_bandwidth_bytes_per_s = 4.8e12;
+    s.eager_elementwise_efficiency = 0.51;
+    s.eager_elementwise_efficiency_alone = 0.59;
+    s.eager_kernel_gap_s = 1.5e-6;
+    s.score_offsets_efficiency = 0.354;
+    const elementwise_kernel *mask = find(e.fwd, e.n_fwd, "moe.premask");
+    double t = elementwise_kernel_s(&s, &e, mask);
+    assert_true(fabs(t - (802000.0 / 1.6992e12 + 1.5e-6)) < 1e-15);
+    assert_true(fabs(t - 1.9720e-6) < 1e-9);
+    double g = elementwise_kernel_s(&s, &e, find(e.fwd, e.n_fwd, "moe.gather"));
+    assert_true(fabs(g - (816000.0 / 2.832e12 + 1.5e-6)) < 1e-15);
+    e.alone = false;
+    t = elementwise_kernel_s(&s, &e, mask);
+    assert_true(fabs(t - (802000.0 / (4.8e12 * 0.354 * 0.51 / 0.59) + 1.5e-6)) < 1e-15);
+    e.alone = true;
+    s.score_offsets_efficiency = 0;
+    t = elementwise_kernel_s(&s, &e, mask);
+    assert_true(fabs(t - (802000.0 / 2.832e12 + 1.5e-6)) < 1e-15);
+    /* the routing weights' product (1,208,000 bytes) and its backward: a [S, 1] fp32 operand */
+    s.score_offsets_efficiency = 0.354;
+    const elementwise_kernel *w = find(e.fwd, e.n_fwd, "moe.weight_mul");
+    assert_int_equal(w->access.pattern, EW_OFFSETS);
+    assert_true(w->access.esize[0] == 4 && w->access.esize[2] == 4 && w->access.stride[2][2] == 0);
+    assert_true(fabs(elementwise_kernel_s(&s, &e, w) - (1208000.0 / 1.6992e12 + 1.5e-6)) < 1e-15);
+    assert_int_equal(find(e.bwd, e.n_bwd, "moe.bwd.weight_mul")->access.pattern, EW_OFFSETS);
+    /* the experts' SwiGLU in a layer's list: the halves of gate_up (row stride 2f = 100) */
+    elementwise_list x;
+    elementwise_layer(&m, &l, 1000, true, &x);
+    const elementwise_kernel *a = find(x.fwd, x.n_fwd, "experts.act");
+    assert_int_equal(a->access.pattern, EW_OFFSETS);
+    assert_true(a->access.n[1] == 2000 && a->access.n[2] == 50 && a->access.stride[1][1] == 100);
+    assert_true(a->access.stride[0][1] == 50);
+    const char *half[] = {"experts.mul", "experts.bwd.mul", "experts.bwd.act"};
+    for (int i = 0; i < 3; i++) {
+        const elementwise_kernel *k = i ? find(x.bwd, x.n_bwd, half[i]) : find(x.fwd, x.n_fwd, half[i]);
+        assert_int_equal(k->access.pattern, EW_OFFSETS);
+        assert_true(k->access.stride[2][1] == 100 && k->access.stride[1][1] == 50);
+    }
+    /* 2000 x 50 x 4 bytes = 400,000 at the offset rate */
+    assert_true(fabs(elementwise_kernel_s(&s, &x, a) - (400000.0 / 1.6992e12 + 1.5e-6)) < 1e-15);
+    /* the dense MLP's and the shared experts' SwiGLU stay vectorized */
+    m.ffn = 64;
+    elementwise_layer(&m, &l, 1000, false, &x);
+    assert_int_equal(find(x.fwd, x.n_fwd, "mlp.act")->access.pattern, EW_VECTORIZED);
+}
+
 static void test_recipe_grouped(void **state)
 {
     (void)state;
@@ -221,6 +284,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routing_bytes),
         cmocka_unit_test(test_mask_access),
+        cmocka_unit_test(test_mask_offsets_rate),
         cmocka_unit_test(test_recipe_grouped),
         cmocka_unit_test(test_inner_launch_host),
     };
