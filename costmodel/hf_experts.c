@@ -49,7 +49,8 @@
  * (elementwise_kernel.inner): the host pays them host.eager_inner_launch_s each, not an eager
  * op (host_dispatch.c). Measured in the profiled Qwen3-30B-A3B step of bench/results/
  * moe19_2026-11-29 (op_launches.py): aten::sort 22 launches a call, the index backward's
- * aten::_index_put_impl_ 13, histc and cumsum 2, topk 2. This list: 28 launches forward, 30
+ * aten::_index_put_impl_ 13, histc and cumsum 2, topk 2. This list (before host23 added the
+ * out-of-place masked_fills' clones, 2 forward and 3 backward): 28 launches forward, 30
  * backward at the toy shape of tests/test_hf_experts.c (every sort one cub tile); the profiled
  * step launched 129 kernels forward and 211 backward per layer, FSDP2's copies included
  * (layer_gpu.py there).
@@ -122,6 +123,22 @@ static void moe_mask_add(pass p, const char *name, double rows, double w)
     a.stride[2][1] = 1; /* the mask: one element per row, broadcast along it */
     p.k[*p.n] = (elementwise_kernel){name, 4 * rows * w + rows, 1, a, 0};
     (*p.n)++;
+}
+
+/* An out-of-place masked_fill (x.masked_fill(mask, v): the grouped GEMMs' outputs, and every
+ * mask's backward, grad.masked_fill(mask, 0)): at::masked_fill clones its input and fills the
+ * clone in place (aten/src/ATen/native/TensorAdvancedIndexing.cpp masked_fill), so a device copy
+ * of the rows (read and write 2 bytes an element; cudaMemcpyAsync, issued inside the op's
+ * dispatch: an inner launch) runs before moe_mask_add's kernel. Measured in the profiled
+ * DeepSeek-V2-Lite step of bench/results/host23_2026-11-29 (call1, one H200): the stacks
+ * aten::masked_fill > aten::clone > aten::copy_ (Memcpy DtoD), two in the forward (0.957 GB in
+ * 0.220 ms) and three in the backward (1.36 GB in 0.314 ms) of a layer, 4.33-4.35 TB/s: the
+ * streaming rate (elementwise.c prices the "moe.*.clone" copies so); the forward's first mask
+ * (masked_fill_) is in place, no clone. */
+static void moe_mask_clone_add(pass p, const char *clone, const char *name, double rows, double w)
+{
+    moe_kernel_add_inner(p, clone, 4 * rows * w, 1, 1);
+    moe_mask_add(p, name, rows, w);
 }
 
 /* Kernels of one cub radix sort (header comment). A single tile holds 256 threads x 19 items
@@ -217,8 +234,8 @@ void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
     moe_kernel_add_inner(f, "moe.offsets", (16 * S + 12 * E) / 5, 5, 2);
     moe_kernel_add(f, "moe.sentinel", 25 * S / 2, 2);
     moe_mask_add(f, "moe.premask", S, h);
-    moe_mask_add(f, "moe.mask.up", S, 2 * fw);
-    moe_mask_add(f, "moe.mask.down", S, h);
+    moe_mask_clone_add(f, "moe.mask.up.clone", "moe.mask.up", S, 2 * fw);
+    moe_mask_clone_add(f, "moe.mask.down.clone", "moe.mask.down", S, h);
     moe_kernel_add(f, "moe.weight_mul", 6 * S * h + 4 * S, 1);
     f.k[*f.n - 1].access = weight_access(S, h, 4, 2);
     moe_kernel_add(f, "moe.inv_perm", 32 * S / 2, 2);
@@ -236,12 +253,12 @@ void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
     moe_kernel_add(b, "moe.bwd.weight_mul.to_bf16", 6 * S * h, 1);
     moe_kernel_add(b, "moe.bwd.weight_grad", 10 * S * h, 1);
     moe_kernel_add(b, "moe.bwd.weight_grad.sum", 4 * S * h + 4 * S, 1);
-    moe_mask_add(b, "moe.bwd.mask.down", S, h);
+    moe_mask_clone_add(b, "moe.bwd.mask.down.clone", "moe.bwd.mask.down", S, h);
     moe_index_backward(b, "moe.bwd.weights.zeros", "moe.bwd.weights.sort", "moe.bwd.weights",
                        S, 1, 4, S);
     moe_kernel_add(b, "moe.bwd.chunk_cat", 8 * S * fw, 1);
-    moe_mask_add(b, "moe.bwd.mask.up", S, 2 * fw);
-    moe_mask_add(b, "moe.bwd.premask", S, h);
+    moe_mask_clone_add(b, "moe.bwd.mask.up.clone", "moe.bwd.mask.up", S, 2 * fw);
+    moe_mask_clone_add(b, "moe.bwd.premask.clone", "moe.bwd.premask", S, h);
     moe_index_backward(b, "moe.bwd.gather.zeros", "moe.bwd.gather.sort", "moe.bwd.gather",
                        T, h, 2, S);
     moe_kernel_add(b, "moe.bwd.router.renorm", 12 * S, 4);
