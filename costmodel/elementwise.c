@@ -478,6 +478,7 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
         double rows = tokens * m->top_k / tp; /* routed copies of this GPU's tokens */
         activation(m, f, b, rows, (double)m->expert_ffn, "experts.act", "experts.mul",
                    "experts.bwd.mul", "experts.bwd.act");
+        if (hf_experts_applies(l)) hf_experts_halves(m, rows, out);
         /* else hf_experts.c / titan_moe.c list the routing kernels */
         if (!hf_experts_applies(l) && !titan_moe_applies(l)) {
             add(f, "moe.permute", 8 * rows * h, 1, lump(8 * rows * h));
@@ -671,6 +672,28 @@ double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
     if (sys->mla_rope_unfused_efficiency > 0 && !strncmp(k->name, "rope.mla.", 9))
         return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->mla_rope_unfused_efficiency) +
                sys->eager_kernel_gap_s;
+    /* transformers' MoE block's offset-path kernels over the routed rows (hf_experts.c: the
+     * masked_fills with a [rows, 1] mask, the routing-weight products with a [rows, 1] weight,
+     * the experts' SwiGLU over the chunked halves of gate_up's output) at the offset path's
+     * measured rate (gpu.score_offsets_efficiency, the same elementwise_kernel<128, 4> template
+     * measured alone); the blended eager rates below were measured on dense layers' kernel
+     * lists. In the profiled DeepSeek-V2-Lite step of bench/results/host23_2026-11-29 (call1, L8
+     * s2k b4, one H200) the three forward masks moved 1.36 GB in 0.923 ms, the weight product
+     * 0.60 GB in 0.415 ms, the SiLU 0.28 GB in 0.189 ms: 1.46-1.47 TB/s, against 2.83 TB/s at
+     * the alone rate these kernels had before. */
+    /* the clone of an out-of-place masked_fill there (hf_experts.c moe_mask_clone_add): a
+     * device copy at the streaming rate */
+    size_t len = strlen(k->name);
+    if (e->eager && !strncmp(k->name, "moe.", 4) && len > 6 && !strcmp(k->name + len - 6, ".clone"))
+        return compute_stream_s(sys, k->bytes) + sys->eager_kernel_gap_s;
+    if (e->eager && k->access.pattern == EW_OFFSETS &&
+        (!strncmp(k->name, "moe.", 4) || !strncmp(k->name, "experts.", 8)) &&
+        sys->score_offsets_efficiency > 0) {
+        double eff = sys->score_offsets_efficiency;
+        if (!e->alone && sys->eager_elementwise_efficiency_alone > 0)
+            eff *= sys->eager_elementwise_efficiency / sys->eager_elementwise_efficiency_alone;
+        return k->bytes / (sys->hbm_bandwidth_bytes_per_s * eff) + sys->eager_kernel_gap_s;
+    }
     if (e->alone && sys->eager_elementwise_efficiency_alone > 0)
         return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->eager_elementwise_efficiency_alone) +
                sys->eager_kernel_gap_s;

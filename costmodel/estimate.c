@@ -64,7 +64,7 @@ static void root_copies_cost(const model_spec *m, const system_spec *sys, const 
     double p = fsdp_root_params(m, l, stage) / l->tp;
     if (!fsdp_copies_apply(l) || p <= 0) return;
     fsdp_copies fc;
-    fsdp_copies_unit(p, layout_shard_group(l), &fc);
+    fsdp_copies_of(l, p, &fc);
     if (fsdp_pipelined(l) && !l->reshard_after_forward) {
         /* once per step, the gradients summed in fp32 between (fsdp_copies.h) */
         *fwd_s = fsdp_pipelined_copy_out_s(sys, &fc, micro);

@@ -5,6 +5,8 @@
  */
 #include "fsdp_copies.h"
 
+#include "compute.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -28,6 +30,7 @@ void fsdp_copies_unit(double params, int shard_group, fsdp_copies *out)
     double g = shard_group > 0 ? shard_group : 1;
     double n = ceil(params / g);
     if (n <= 0) return;
+    out->params = g * n;
     /* multi_tensor_apply: a block per 65536-element chunk, a launch per 320 blocks */
     int launches = (int)ceil(ceil(n / FSDP_FOREACH_CHUNK) / FSDP_FOREACH_MAX_BLOCKS);
     out->cast_in = (elementwise_kernel){"fsdp.copy_in.cast", 6.0 * n / launches, launches,
@@ -48,6 +51,12 @@ void fsdp_copies_unit(double params, int shard_group, fsdp_copies *out)
     for (int d = 1; d < 3; d++) out->acc_add.access.stride[2][d] = out->acc_add.access.stride[0][d];
     out->rs_copy = (elementwise_kernel){"fsdp.rs_copy_in", 8.0 * g * n, 1,
                                         shape(EW_CHUNK_CAT, 4, 4, g, n), 0};
+}
+
+void fsdp_copies_of(const layout *l, double params, fsdp_copies *out)
+{
+    fsdp_copies_unit(params, layout_shard_group(l), out);
+    out->one_gpu = layout_gpus(l) == 1;
 }
 
 bool fsdp_pipelined(const layout *l) { return fsdp_copies_apply(l) && l->pp > 1; }
@@ -72,11 +81,14 @@ static double all_launches_s(const system_spec *sys, const elementwise_kernel *k
 
 double fsdp_copy_in_s(const system_spec *sys, const fsdp_copies *c)
 {
+    if (c->one_gpu) return 0; /* no all-gather at one rank (fsdp_copies.h) */
     return all_launches_s(sys, &c->cast_in) + all_launches_s(sys, &c->slot_in);
 }
 
 double fsdp_copy_out_s(const system_spec *sys, const fsdp_copies *c)
 {
+    /* one rank: the unshard's per-tensor cast (6 bytes) and copy (4 bytes), streaming */
+    if (c->one_gpu) return compute_stream_s(sys, 10.0 * c->params);
     return all_launches_s(sys, &c->copy_out);
 }
 

@@ -35,6 +35,20 @@
  * HBM bytes beside the compute kernels; that contention is not modelled apart: the measured
  * eager efficiency (0.51) was taken in the concurrent step, the same kernels alone reach 0.59 (0.62
  * without the loss's log_softmax, bench/eager_rates.py).
+ *
+ * A shard group of one rank (one GPU) runs none of this around its gathers: FSDPParamGroup.unshard
+ * returns before foreach_all_gather when the all-gather group's size is 1, and wait_for_unshard
+ * (FSDP2's pre-forward and pre-backward, on the compute stream) fills each parameter's unsharded
+ * bf16 tensor from its fp32 shard itself (pytorch/pytorch torch/distributed/fsdp/_fully_shard/
+ * _fsdp_param_group.py at 002a76fb, the world_size == 1 branches). Measured in real one-GPU
+ * Hugging Face steps (torch 2.11, bench/results/host23_2026-11-29, torch.profiler): each
+ * parameter tensor of a unit gets one bfloat16_copy kernel (aten::to) and one Memcpy DtoD
+ * (aten::copy_) under FSDP::pre_forward / pre_backward, all on the compute stream (146 + 146 for
+ * Llama-3.2-1B's 16 x 9 + 2 tensors); no copy-in stream, no collective. The two move 10 bytes a
+ * parameter (read 4 write 2, read 2 write 2) at the streaming rate: a DeepSeek-V2-Lite MoE unit
+ * (584.7 M parameters) 0.85 + 0.56 ms = 4.15 TB/s, a Llama-3.2-1B layer 3.7 TB/s
+ * (fsdp_copy_out_s prices them at compute_stream_s, gpu.hbm_efficiency). The reduce-scatter's
+ * copy-in (chunk_cat) runs at one rank as at several.
  */
 #ifndef PLAN_FSDP_COPIES_H
 #define PLAN_FSDP_COPIES_H
@@ -59,6 +73,8 @@ typedef struct {
     elementwise_kernel acc_cast; /* fsdp.acc_cast */
     elementwise_kernel acc_add;  /* fsdp.acc_add */
     elementwise_kernel rs_copy;  /* fsdp.rs_copy_in of the fp32 sum */
+    double params;               /* the unsharded unit (g n parameters) */
+    bool one_gpu;                /* FSDP2's one-rank unshard instead (header comment) */
 } fsdp_copies;
 
 /* multi_tensor_apply's limits (aten/src/ATen/native/cuda/MultiTensorApply.cuh). */
@@ -71,8 +87,17 @@ bool fsdp_copies_apply(const layout *l);
 /* The copies of one unit of `params` parameters on this GPU over a shard group of g ranks. */
 void fsdp_copies_unit(double params, int shard_group, fsdp_copies *out);
 
+/* The copies of a unit of `params` parameters as layout l runs them: fsdp_copies_unit over l's
+ * shard group, and on one GPU FSDP2's one-rank unshard (one_gpu; header comment). Measured on one
+ * GPU only: a one-rank FSDP mesh beside TP or PP (parallel_run.py's dp 1) runs the same branch of
+ * FSDP2 but keeps the multi-rank list here (its real runs were not profiled for it), and so does
+ * the backend (backend/bk_dp.c runs fsdp_copies_unit's kernels). */
+void fsdp_copies_of(const layout *l, double params, fsdp_copies *out);
+
 /* Per all-gather: copy-in (copy-in stream, ahead of the gather) and copy-out (compute stream);
- * per reduce-scatter: its copy-in (compute stream). */
+ * per reduce-scatter: its copy-in (compute stream). One GPU (one_gpu, header comment): no
+ * copy-in (0), and the copy-out is the unshard's cast and copy of every parameter, 10 bytes each
+ * at the streaming rate. */
 double fsdp_copy_in_s(const system_spec *sys, const fsdp_copies *c);
 double fsdp_copy_out_s(const system_spec *sys, const fsdp_copies *c);
 double fsdp_rs_copy_in_s(const system_spec *sys, const fsdp_copies *c);

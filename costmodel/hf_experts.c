@@ -49,7 +49,8 @@
  * (elementwise_kernel.inner): the host pays them host.eager_inner_launch_s each, not an eager
  * op (host_dispatch.c). Measured in the profiled Qwen3-30B-A3B step of bench/results/
  * moe19_2026-11-29 (op_launches.py): aten::sort 22 launches a call, the index backward's
- * aten::_index_put_impl_ 13, histc and cumsum 2, topk 2. This list: 28 launches forward, 30
+ * aten::_index_put_impl_ 13, histc and cumsum 2, topk 2. This list (before host23 added the
+ * out-of-place masked_fills' clones, 2 forward and 3 backward): 28 launches forward, 30
  * backward at the toy shape of tests/test_hf_experts.c (every sort one cub tile); the profiled
  * step launched 129 kernels forward and 211 backward per layer, FSDP2's copies included
  * (layer_gpu.py there).
@@ -122,6 +123,22 @@ static void moe_mask_add(pass p, const char *name, double rows, double w)
     a.stride[2][1] = 1; /* the mask: one element per row, broadcast along it */
     p.k[*p.n] = (elementwise_kernel){name, 4 * rows * w + rows, 1, a, 0};
     (*p.n)++;
+}
+
+/* An out-of-place masked_fill (x.masked_fill(mask, v): the grouped GEMMs' outputs, and every
+ * mask's backward, grad.masked_fill(mask, 0)): at::masked_fill clones its input and fills the
+ * clone in place (aten/src/ATen/native/TensorAdvancedIndexing.cpp masked_fill), so a device copy
+ * of the rows (read and write 2 bytes an element; cudaMemcpyAsync, issued inside the op's
+ * dispatch: an inner launch) runs before moe_mask_add's kernel. Measured in the profiled
+ * DeepSeek-V2-Lite step of bench/results/host23_2026-11-29 (call1, one H200): the stacks
+ * aten::masked_fill > aten::clone > aten::copy_ (Memcpy DtoD), two in the forward (0.957 GB in
+ * 0.220 ms) and three in the backward (1.36 GB in 0.314 ms) of a layer, 4.33-4.35 TB/s: the
+ * streaming rate (elementwise.c prices the "moe.*.clone" copies so); the forward's first mask
+ * (masked_fill_) is in place, no clone. */
+static void moe_mask_clone_add(pass p, const char *clone, const char *name, double rows, double w)
+{
+    moe_kernel_add_inner(p, clone, 4 * rows * w, 1, 1);
+    moe_mask_add(p, name, rows, w);
 }
 
 /* Kernels of one cub radix sort (header comment). A single tile holds 256 threads x 19 items
@@ -222,6 +239,41 @@ static void hf_experts_bias(const model_spec *m, double T, pass f, pass b)
                             E, w2, 2, S, run);
 }
 
+/* The routing weights' product out * w[:, None] and its backward grad * w: [rows, h] by a
+ * [rows, 1] operand broadcast along the row (header comment, elementwise.c's offset rate):
+ * output eo bytes, the rows ea, the weights 4 (fp32). */
+static ew_access weight_access(double rows, double h, int eo, int ea)
+{
+    long R = (long)llround(rows), W = (long)llround(h);
+    ew_access a = {.pattern = EW_OFFSETS, .esize = {eo, ea, 4}, .n = {1, R, W}};
+    for (int k = 0; k < 2; k++) a.stride[k][1] = W, a.stride[k][2] = 1;
+    a.stride[2][1] = 1;
+    return a;
+}
+
+static void set_half(elementwise_kernel *k, int n, const char *name, ew_access a)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(k[i].name, name)) k[i].access = a;
+}
+
+void hf_experts_halves(const model_spec *m, double rows, elementwise_list *e)
+{
+    if (m->activation != MODEL_ACT_SWIGLU) return;
+    long R = (long)llround(rows), F = (long)m->expert_ffn;
+    /* out contiguous [R, F]; a, b: a contiguous operand or a half of [R, 2F] (row stride 2F) */
+    ew_access act = {.pattern = EW_OFFSETS, .esize = {2, 2, 0}, .n = {1, R, F}};
+    act.stride[0][1] = F, act.stride[1][1] = 2 * F;
+    act.stride[0][2] = act.stride[1][2] = 1;
+    ew_access mul = act;
+    mul.esize[2] = 2;
+    mul.stride[1][1] = F, mul.stride[2][1] = 2 * F, mul.stride[2][2] = 1;
+    set_half(e->fwd, e->n_fwd, "experts.act", act);
+    set_half(e->fwd, e->n_fwd, "experts.mul", mul);
+    set_half(e->bwd, e->n_bwd, "experts.bwd.mul", mul);
+    set_half(e->bwd, e->n_bwd, "experts.bwd.act", mul);
+}
+
 void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
                         elementwise_list *out)
 {
@@ -246,9 +298,10 @@ void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
     moe_kernel_add_inner(f, "moe.offsets", (16 * S + 12 * E) / 5, 5, 2);
     moe_kernel_add(f, "moe.sentinel", 25 * S / 2, 2);
     moe_mask_add(f, "moe.premask", S, h);
-    moe_mask_add(f, "moe.mask.up", S, 2 * fw);
-    moe_mask_add(f, "moe.mask.down", S, h);
+    moe_mask_clone_add(f, "moe.mask.up.clone", "moe.mask.up", S, 2 * fw);
+    moe_mask_clone_add(f, "moe.mask.down.clone", "moe.mask.down", S, h);
     moe_kernel_add(f, "moe.weight_mul", 6 * S * h + 4 * S, 1);
+    f.k[*f.n - 1].access = weight_access(S, h, 4, 2);
     moe_kernel_add(f, "moe.inv_perm", 32 * S / 2, 2);
     moe_kernel_add(f, "moe.unpermute", 8 * S * h + 8 * S, 1);
     moe_kernel_add(f, "moe.topk_sum", 4 * S * h + 4 * T * h, 1);
@@ -260,15 +313,16 @@ void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
     moe_index_backward(b, "moe.bwd.unpermute.zeros", "moe.bwd.unpermute.sort",
                        "moe.bwd.unpermute", S, h, 4, S);
     moe_kernel_add(b, "moe.bwd.weight_mul", 8 * S * h + 4 * S, 1);
+    b.k[*b.n - 1].access = weight_access(S, h, 4, 4);
     moe_kernel_add(b, "moe.bwd.weight_mul.to_bf16", 6 * S * h, 1);
     moe_kernel_add(b, "moe.bwd.weight_grad", 10 * S * h, 1);
     moe_kernel_add(b, "moe.bwd.weight_grad.sum", 4 * S * h + 4 * S, 1);
-    moe_mask_add(b, "moe.bwd.mask.down", S, h);
+    moe_mask_clone_add(b, "moe.bwd.mask.down.clone", "moe.bwd.mask.down", S, h);
     moe_index_backward(b, "moe.bwd.weights.zeros", "moe.bwd.weights.sort", "moe.bwd.weights",
                        S, 1, 4, S);
     moe_kernel_add(b, "moe.bwd.chunk_cat", 8 * S * fw, 1);
-    moe_mask_add(b, "moe.bwd.mask.up", S, 2 * fw);
-    moe_mask_add(b, "moe.bwd.premask", S, h);
+    moe_mask_clone_add(b, "moe.bwd.mask.up.clone", "moe.bwd.mask.up", S, 2 * fw);
+    moe_mask_clone_add(b, "moe.bwd.premask.clone", "moe.bwd.premask", S, h);
     moe_index_backward(b, "moe.bwd.gather.zeros", "moe.bwd.gather.sort", "moe.bwd.gather",
                        T, h, 2, S);
     moe_kernel_add(b, "moe.bwd.router.renorm", 12 * S, 4);

@@ -34,6 +34,14 @@ bool hf_experts_applies(const layout *l);
 void hf_experts_routing(const model_spec *m, const layout *l, double tokens,
                         elementwise_list *out);
 
+/* The experts' SwiGLU kernels of an elementwise list (elementwise.c's "experts.act",
+ * "experts.mul", "experts.bwd.mul", "experts.bwd.act" over `rows` routed rows of the expert
+ * width) set to the access transformers' grouped_mm path runs: gate and up are the two halves of
+ * one [rows, 2f] output (chunk(2, dim=-1)), views with a row stride of 2f, so SiLU, the product
+ * and their backward take TensorIterator's offset path (elementwise_kernel<128, 4> in the
+ * profiled step of bench/results/host23_2026-11-29). Bytes unchanged. */
+void hf_experts_halves(const model_spec *m, double rows, elementwise_list *e);
+
 /* Building blocks of a routing kernel list (here and titan_moe.c): `count` launches of `bytes`
  * each into a pass (fwd or bwd of an elementwise_list), priced by bytes as contiguous bf16
  * traffic; and the backward of x[idx] for `updates` indices into `rows` rows of `w` elements of

@@ -439,11 +439,16 @@ static void run_fsdp(queue *q, const recipe *r, const model_spec *m, const layou
      * backward, against the model's 2 RMSNorm casts per pass, bench/realruns/results/
      * kernels-h100.json; 357 in SmolLM2-360M's forward = 32 x (9 + 2) + 5, bench/results/
      * sgpu_2026-11-27/phases.json) where several GPUs run the foreach copy of fsdp_copies.h.
-     * Host work only: the casts run on the copy-in stream, priced in fsdp.copy_in. */
+     * Their GPU time is the unshard's (fsdp.copy_out at one rank: on the compute stream,
+     * fsdp_copies.h), with the copies that follow them. */
     double casts = layout_gpus(l) == 1 ? tensors : 0;
+    /* The copy-in's and the all-gather's own launches (2); none at one GPU, where FSDP2's
+     * unshard skips the all-gather (fsdp_copies.h): its pre-forward launched 146 casts and 146
+     * copies and nothing else for Llama-3.2-1B's 16 x 9 + 2 tensors (bench/results/
+     * host23_2026-11-29, the profiled step of call1). */
     if (!bwd || l->reshard_after_forward) {
         q->rec = rec ? (bwd ? &rec->gather_bwd_s : &rec->gather_fwd_s) : NULL;
-        q_push(q, 2 + casts, 0);
+        q_push(q, (casts > 0 ? 0 : 2) + casts, 0);
         q_push(q, tensors, out_s / tensors);
     }
     if (bwd) {

@@ -104,7 +104,7 @@ static void rb_fsdp_unit(builder *b, const model_spec *m, const system_spec *sys
     double copy_in = 0;
     if (fsdp_copies_apply(l)) {
         fsdp_copies fc;
-        fsdp_copies_unit(p, layout_shard_group(l), &fc);
+        fsdp_copies_of(l, p, &fc);
         fsdp_compute_copies(b, t, l, &fc);
         copy_in = fsdp_copy_in_s(sys, &fc);
         /* the host's part of the reduce-scatter copy-in: one chunk_cat per FSDP unit;
@@ -790,7 +790,7 @@ void recipe_head_mtp(const model_spec *m, const system_spec *sys, const training
     double p = fsdp_root_params(m, l, l->pp - 1) / l->tp;
     if (fsdp_copies_apply(l) && p > 0) {
         fsdp_copies fc;
-        fsdp_copies_unit(p, layout_shard_group(l), &fc);
+        fsdp_copies_of(l, p, &fc);
         fsdp_compute_copies(b, t, l, &fc);
     }
     host_dispatch_pace(sys, m, l, r, false, false);

@@ -437,6 +437,42 @@ static void test_fsdp2_copies(void **state)
     assert_true(fabs(want - 0.0631289) < 1e-6);
 }
 
+/* One GPU (fsdp_copies.h fsdp_copies_of): FSDP2's unshard skips the all-gather and fills the
+ * unsharded bf16 parameters from the fp32 shards on the compute stream, a cast (read 4, write 2
+ * bytes) and a copy (read 2, write 2) a parameter. One Llama-3.1-8B layer (218,112,000
+ * parameters) on one GPU: no copy-in; the copy-out 10 x 218,112,000 = 2.18112 GB at the
+ * streaming rate 4.8e12 x 0.90 = 4.32e12 B/s, 0.504889 ms (before: no unshard, the copy-in's
+ * 10 bytes a parameter at the eager rate and the copy-out's 4, 0.891 + 0.356 ms). On four GPUs,
+ * and for fsdp_copies_unit's one-rank list (the backend's, torch pipelining's), both stay as
+ * test_fsdp2_copies and test_fsdp2_pipelined have them. */
+static void test_fsdp2_one_rank(void **state)
+{
+    (void)state;
+    system_spec s;
+    memset(&s, 0, sizeof s);
+    s.hbm_bandwidth_bytes_per_s = 4.8e12;
+    s.hbm_efficiency = 0.90;
+    s.eager_elementwise_efficiency = 0.51;
+    s.eager_kernel_gap_s = 1.5e-6;
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    l.sharding = SHARDING_FSDP;
+    fsdp_copies c;
+    fsdp_copies_of(&l, 218112000.0, &c);
+    assert_true(c.one_gpu);
+    assert_true(fsdp_copy_in_s(&s, &c) == 0);
+    double out = fsdp_copy_out_s(&s, &c);
+    assert_true(fabs(out - 2181120000.0 / 4.32e12) < 1e-12);
+    assert_true(fabs(out - 0.000504889) < 1e-9);
+    l.dp = 4;
+    fsdp_copies_of(&l, 4 * 218112000.0, &c);
+    assert_false(c.one_gpu);
+    assert_true(fabs(fsdp_copy_out_s(&s, &c) - (4 * 872448000.0 / 2.448e12 + 1.5e-6)) < 1e-12);
+    assert_true(fsdp_copy_in_s(&s, &c) > 0);
+    fsdp_copies_unit(218112000.0, 1, &c);
+    assert_false(c.one_gpu);
+    assert_true(fabs(fsdp_copy_out_s(&s, &c) - (872448000.0 / 2.448e12 + 1.5e-6)) < 1e-12);
+}
+
 /* torch pipelining (fsdp_copies.h): one Llama-3.1-8B layer (218,112,000 parameters) on a
  * one-rank FSDP mesh, 8 micro-batches: the copy-out once per step (4 bytes a parameter), and
  * per step one fp32 cast (6), seven fp32 += bf16 adds (10 each) and one fp32 chunk_cat (8):
@@ -542,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_sharding_halves), cmocka_unit_test(test_loss_head),
         cmocka_unit_test(test_megatron_fused),  cmocka_unit_test(test_access_patterns),
         cmocka_unit_test(test_fsdp2_pipelined),
+        cmocka_unit_test(test_fsdp2_one_rank),
         cmocka_unit_test(test_fsdp2_copies),
         cmocka_unit_test(test_loss_parallel),
         cmocka_unit_test(test_sp_funcol_copies),

@@ -53,7 +53,9 @@ static const elementwise_kernel *find(const elementwise_kernel *k, int n, const 
  *   4Sh + 8S 816,000; weights gather 16S 32,000; offsets 16S + 12E 32,120; sentinel 25S
  *   50,000; pre-mask 4Sh + S 802,000; up mask 8Sf + S 802,000; down mask 4Sh + S 802,000;
  *   weight product 6Sh + 4S 1,208,000; inv_perm 32S 64,000; unpermute 8Sh + 8S 1,616,000;
- *   top-k sum 4Sh + 4Th 1,200,000; cast 6Th 600,000: 8,372,120 bytes in 28 launches.
+ *   top-k sum 4Sh + 4Th 1,200,000; cast 6Th 600,000: 8,372,120 bytes in 28 launches; and the
+ *   clones of the two out-of-place masks (up 8Sf 800,000, down 4Sh 800,000; host23): 9,972,120
+ *   bytes in 30 launches.
  * Backward: cast 6Th 600,000; expand 4Th + 4Sh 1,200,000; unpermute's index_put_ (zeros 4Sh
  *   800,000, sort 40S 80,000, update 12Sh + 8S 2,416,000) 3,296,000; grad * w 8Sh + 4S
  *   1,608,000; its bf16 cast 6Sh 1,200,000; grad * out 10Sh 2,000,000; its sum 4Sh + 4S
@@ -61,10 +63,10 @@ static const elementwise_kernel *find(const elementwise_kernel *k, int n, const 
  *   chunk cat 8Sf 800,000; up mask 8Sf + S 802,000; pre-mask 4Sh + S 802,000; the gather's
  *   index_put_ (2Th 200,000 + 80,000 + 6Sh + 8S 1,216,000) 1,496,000; router: renorm 48S
  *   96,000, topk 4TE + 12S 64,000, softmax 12TE 120,000, cast 6TE 60,000: 15,882,000 bytes in
- *   30 launches.
+ *   30 launches; and the three masks' clones (4Sh, 8Sf, 4Sh: 2,400,000): 18,282,000 in 33.
  * Inner launches (issued inside a dispatch another began): topk's second, the sort's 2 after
- *   its first, histc's and cumsum's second: 5 forward; each index_put_'s sort (an iota and one
- *   cub tile): 2 x 3 = 6 backward.
+ *   its first, histc's and cumsum's second, the two clones: 7 forward; each index_put_'s sort
+ *   (an iota and one cub tile): 2 x 3 = 6, and the three clones: 9 backward.
  */
 static void test_routing_bytes(void **state)
 {
@@ -75,31 +77,35 @@ static void test_routing_bytes(void **state)
     elementwise_list e;
     hf_experts_routing(&m, &l, 1000, &e);
     assert_true(e.eager && e.alone);
-    assert_int_equal(elementwise_launches(e.fwd, e.n_fwd), 28);
-    assert_int_equal(elementwise_launches(e.bwd, e.n_bwd), 30);
-    assert_true(elementwise_bytes(e.fwd, e.n_fwd) == 8372120.0);
-    assert_true(elementwise_bytes(e.bwd, e.n_bwd) == 15882000.0);
+    assert_int_equal(elementwise_launches(e.fwd, e.n_fwd), 30);
+    assert_int_equal(elementwise_launches(e.bwd, e.n_bwd), 33);
+    assert_true(elementwise_bytes(e.fwd, e.n_fwd) == 9972120.0);
+    assert_true(elementwise_bytes(e.bwd, e.n_bwd) == 18282000.0);
     int inner_f = 0, inner_b = 0;
     for (int i = 0; i < e.n_fwd; i++) inner_f += e.fwd[i].inner;
     for (int i = 0; i < e.n_bwd; i++) inner_b += e.bwd[i].inner;
-    assert_int_equal(inner_f, 5);
-    assert_int_equal(inner_b, 6);
+    assert_int_equal(inner_f, 7);
+    assert_int_equal(inner_b, 9);
+    assert_true(find(e.fwd, e.n_fwd, "moe.mask.up.clone")->bytes == 800000.0);
+    assert_int_equal(find(e.bwd, e.n_bwd, "moe.bwd.premask.clone")->inner, 1);
     assert_int_equal(find(e.fwd, e.n_fwd, "moe.sort")->inner, 2);
     assert_int_equal(find(e.bwd, e.n_bwd, "moe.bwd.gather.sort")->inner, 2);
     assert_int_equal(find(e.bwd, e.n_bwd, "moe.bwd.gather")->inner, 0);
     assert_true(find(e.fwd, e.n_fwd, "moe.unpermute")->bytes == 1616000.0);
     assert_true(find(e.bwd, e.n_bwd, "moe.bwd.gather")->bytes == 1216000.0);
 
-    /* priced by bytes: HBM 2e12 B/s at the one-GPU eager efficiency 0.5, 1 us between
-     * kernels: forward 8,372,120 / 1e12 s + 28 us */
+    /* priced by bytes: HBM 2e12 B/s at the one-GPU eager efficiency 0.5 (the clones at the
+     * streaming efficiency, 0.5 here too), 1 us between kernels: forward 9,972,120 / 1e12 s +
+     * 30 us */
     system_spec s;
     memset(&s, 0, sizeof s);
     s.hbm_bandwidth_bytes_per_s = 2e12;
     s.eager_elementwise_efficiency = 0.5;
     s.eager_elementwise_efficiency_alone = 0.5;
     s.eager_kernel_gap_s = 1e-6;
+    s.hbm_efficiency = 0.5;
     double t = elementwise_pass_s(&s, &e, e.fwd, e.n_fwd);
-    assert_true(fabs(t - (8.37212e-6 + 28e-6)) < 1e-12);
+    assert_true(fabs(t - (9.97212e-6 + 30e-6)) < 1e-12);
 
     /* not HF's eager code: torch.compile, the native model, expert parallelism */
     layout c = l;
@@ -224,6 +230,69 @@ static void test_mask_access(void **state)
     assert_int_equal(find(e.fwd, e.n_fwd, "moe.gather")->access.pattern, EW_VECTORIZED);
 }
 
+/* The offset-path kernels of the HF MoE block at the offset path's rate (elementwise.c,
+ * gpu.score_offsets_efficiency; their accesses from hf_experts.c): the
+ * forward pre-mask of the toy (802,000 bytes) at 4.8e12 B/s x 0.354 = 1.6992e12 B/s plus a
+ * 1.5 us gap, 0.4720 + 1.5 = 1.9720 us on one GPU (before: the alone rate 0.59, 2.8320e12 B/s,
+ * 0.2832 + 1.5 us); beside NCCL (not alone) x 0.51 / 0.59. A vectorized routing kernel (the
+ * gather, 816,000 bytes) keeps the blended rate, and so does a mask on a preset without the
+ * offset figure. */
+static void test_mask_offsets_rate(void **state)
+{
+    (void)state;
+    model_spec m = toy_moe();
+    layout l = layout_default(FRAMEWORK_FSDP2);
+    elementwise_list e;
+    hf_experts_routing(&m, &l, 1000, &e);
+    assert_true(e.alone);
+    system_spec s;
+    memset(&s, 0, sizeof s);
+    s.hbm_bandwidth_bytes_per_s = 4.8e12;
+    s.eager_elementwise_efficiency = 0.51;
+    s.eager_elementwise_efficiency_alone = 0.59;
+    s.eager_kernel_gap_s = 1.5e-6;
+    s.score_offsets_efficiency = 0.354;
+    const elementwise_kernel *mask = find(e.fwd, e.n_fwd, "moe.premask");
+    double t = elementwise_kernel_s(&s, &e, mask);
+    assert_true(fabs(t - (802000.0 / 1.6992e12 + 1.5e-6)) < 1e-15);
+    assert_true(fabs(t - 1.9720e-6) < 1e-9);
+    double g = elementwise_kernel_s(&s, &e, find(e.fwd, e.n_fwd, "moe.gather"));
+    assert_true(fabs(g - (816000.0 / 2.832e12 + 1.5e-6)) < 1e-15);
+    e.alone = false;
+    t = elementwise_kernel_s(&s, &e, mask);
+    assert_true(fabs(t - (802000.0 / (4.8e12 * 0.354 * 0.51 / 0.59) + 1.5e-6)) < 1e-15);
+    e.alone = true;
+    s.score_offsets_efficiency = 0;
+    t = elementwise_kernel_s(&s, &e, mask);
+    assert_true(fabs(t - (802000.0 / 2.832e12 + 1.5e-6)) < 1e-15);
+    /* the routing weights' product (1,208,000 bytes) and its backward: a [S, 1] fp32 operand */
+    s.score_offsets_efficiency = 0.354;
+    const elementwise_kernel *w = find(e.fwd, e.n_fwd, "moe.weight_mul");
+    assert_int_equal(w->access.pattern, EW_OFFSETS);
+    assert_true(w->access.esize[0] == 4 && w->access.esize[2] == 4 && w->access.stride[2][2] == 0);
+    assert_true(fabs(elementwise_kernel_s(&s, &e, w) - (1208000.0 / 1.6992e12 + 1.5e-6)) < 1e-15);
+    assert_int_equal(find(e.bwd, e.n_bwd, "moe.bwd.weight_mul")->access.pattern, EW_OFFSETS);
+    /* the experts' SwiGLU in a layer's list: the halves of gate_up (row stride 2f = 100) */
+    elementwise_list x;
+    elementwise_layer(&m, &l, 1000, true, &x);
+    const elementwise_kernel *a = find(x.fwd, x.n_fwd, "experts.act");
+    assert_int_equal(a->access.pattern, EW_OFFSETS);
+    assert_true(a->access.n[1] == 2000 && a->access.n[2] == 50 && a->access.stride[1][1] == 100);
+    assert_true(a->access.stride[0][1] == 50);
+    const char *half[] = {"experts.mul", "experts.bwd.mul", "experts.bwd.act"};
+    for (int i = 0; i < 3; i++) {
+        const elementwise_kernel *k = i ? find(x.bwd, x.n_bwd, half[i]) : find(x.fwd, x.n_fwd, half[i]);
+        assert_int_equal(k->access.pattern, EW_OFFSETS);
+        assert_true(k->access.stride[2][1] == 100 && k->access.stride[1][1] == 50);
+    }
+    /* 2000 x 50 x 4 bytes = 400,000 at the offset rate */
+    assert_true(fabs(elementwise_kernel_s(&s, &x, a) - (400000.0 / 1.6992e12 + 1.5e-6)) < 1e-15);
+    /* the dense MLP's and the shared experts' SwiGLU stay vectorized */
+    m.ffn = 64;
+    elementwise_layer(&m, &l, 1000, false, &x);
+    assert_int_equal(find(x.fwd, x.n_fwd, "mlp.act")->access.pattern, EW_VECTORIZED);
+}
+
 static void test_recipe_grouped(void **state)
 {
     (void)state;
@@ -253,9 +322,10 @@ static void test_recipe_grouped(void **state)
 
 /* The host's price of the inner launches (host_dispatch.c): Qwen3-30B-A3B at seq 64, mbs 1 on
  * one GPU (S = 512 routed copies: every sort one cub tile), every launch at 1 s of host time so
- * that each pass is the host's. The routing path has 5 inner launches forward and 6 backward
- * (test_routing_bytes); at host.eager_inner_launch_s 0.25 s each costs 0.75 s less than at the
- * eager rate: the forward's host floor moves by 3.75 s, the backward's by 4.5 s; at 0 (a
+ * that each pass is the host's. The routing path has 7 inner launches forward and 9 backward
+ * (test_routing_bytes: 5 and 6 before host23's masked_fill clones, one inner launch each); at
+ * host.eager_inner_launch_s 0.25 s each costs 0.75 s less than at the eager rate: the forward's
+ * host floor moves by 5.25 s, the backward's by 6.75 s; at 0 (a
  * preset without the figure) they cost the eager rate. */
 static void test_inner_launch_host(void **state)
 {
@@ -274,8 +344,8 @@ static void test_inner_launch_host(void **state)
     recipe_layer(&m, &s, &t, &l, true, &r0, NULL);
     s.host_eager_inner_launch_s = 0.25;
     recipe_layer(&m, &s, &t, &l, true, &r1, NULL);
-    assert_true(fabs((r0.host_fwd_s - r1.host_fwd_s) - 3.75) < 1e-9);
-    assert_true(fabs((r0.host_bwd_s - r1.host_bwd_s) - 4.5) < 1e-9);
+    assert_true(fabs((r0.host_fwd_s - r1.host_fwd_s) - 5.25) < 1e-9);
+    assert_true(fabs((r0.host_bwd_s - r1.host_bwd_s) - 6.75) < 1e-9);
     /* the H200 preset carries the measured figure (data/systems/h200.json) */
     model_spec m2;
     system_spec h;
@@ -289,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_routing_bytes),
         cmocka_unit_test(test_gpt_oss_bias),
         cmocka_unit_test(test_mask_access),
+        cmocka_unit_test(test_mask_offsets_rate),
         cmocka_unit_test(test_recipe_grouped),
         cmocka_unit_test(test_inner_launch_host),
     };
