@@ -36,8 +36,8 @@ int alloc_step_eager_mask(ctx *c, const dims *d)
     return mask;
 }
 
-/* The forward from the rotated q (qe), the keys and the values (after repeat_kv) to the
- * context o_proj reads (returned); qe, keys and values are saved by the two matmuls. */
+/* The forward from the rotated q (qe), the keys and the values (after repeat_kv) to o_proj's
+ * output (returned); qe, keys and values are saved by the two matmuls, the context by o_proj. */
 int alloc_step_eager_attn_fwd(ctx *c, const dims *d, int qe, int keys, int values, saved *sv)
 {
     double S = d->T * d->a * d->s; /* scores: b x heads x s x s */
@@ -60,7 +60,7 @@ int alloc_step_eager_attn_fwd(ctx *c, const dims *d, int qe, int keys, int value
     keep(c, sv, p32);
     keep(c, sv, pb);
     keep(c, sv, ctxo);
-    return ctxo;
+    return A(c, 2.0 * d->T * d->h); /* o_proj's output */
 }
 
 /* frees what a node saved, taking it off the layer's saved set (released after the layer) */

@@ -107,8 +107,8 @@ int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv);
 int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
 
 /* transformers' eager attention (alloc_step_eager.c): the additive mask built once per
- * forward; the scores from the rotated q, the keys and values after repeat_kv to the context
- * o_proj reads; the backward from the context's gradient (consumed) to the gradients of q and
+ * forward; the scores from the rotated q, the keys and values after repeat_kv to o_proj's
+ * output; the backward from the context's gradient (consumed) to the gradients of q and
  * of k and v before repeat_kv, freeing the saved parts as autograd does (c->layer_saved) */
 int alloc_step_eager_mask(ctx *c, const dims *d);
 int alloc_step_eager_attn_fwd(ctx *c, const dims *d, int qe, int keys, int values, saved *sv);
