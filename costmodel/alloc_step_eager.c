@@ -93,9 +93,10 @@ void alloc_step_eager_attn_bwd(ctx *c, const dims *d, int go, int *gq, int *gk, 
     drop(c, sv, values);
     int g32 = A(c, 4.0 * S); /* .to(bf16)'s backward: to fp32 */
     F(c, gpb);
-    /* _softmax_backward_data: its result, the grad * output product beside it (bench/results/
-     * oss22_2026-11-29: a vectorized mul before the softmax backward kernel, both alive with
-     * the input gradient and the saved output) */
+    /* _softmax_backward_data: the structured kernel's result, then `Tensor tmp = grad * output`
+     * inside softmax_backward_cuda_out (torch aten/src/ATen/native/cuda/SoftMax.cu at 000cace5;
+     * oss22_2026-11-29 profiled the vectorized mul), both alive with the input gradient and the
+     * saved output: 16 bytes a score */
     int gx = A(c, 4.0 * S);
     int prod = A(c, 4.0 * S);
     F(c, prod);
