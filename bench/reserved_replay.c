@@ -6,7 +6,8 @@
  * Used by bench/results/alloc21_2026-11-29/validate.py.
  *
  * Usage: reserved_replay CONFIG.json SEQ MBS LAYERS MODE [CAPACITY_GIB]   (LAYERS 0: the
- * config's; MODE one of hf, ckpt, native, native-ckpt, optionally ending in +fused or +foreach
+ * config's; MODE one of hf, ckpt, eager, eager-ckpt (transformers' eager attention), native,
+ * native-ckpt, optionally ending in +fused or +foreach
  * for AdamW's path, default foreach under hf and fused natively; CAPACITY_GIB: what cudaMalloc can give,
  * the device's memory less what lies outside the allocator, default unlimited; with it the line
  * also says whether the cache was released and whether a cudaMalloc still failed)
@@ -23,7 +24,7 @@
 int main(int argc, char **argv)
 {
     if (argc != 6 && argc != 7) {
-        fprintf(stderr, "usage: reserved_replay CONFIG.json SEQ MBS LAYERS hf|ckpt|native|native-ckpt[+fused|+foreach] "
+        fprintf(stderr, "usage: reserved_replay CONFIG.json SEQ MBS LAYERS hf|ckpt|eager|eager-ckpt|native|native-ckpt[+fused|+foreach] "
                         "[CAPACITY_GIB]\n");
         return 2;
     }
@@ -55,7 +56,9 @@ int main(int argc, char **argv)
     memcpy(base, mode, n);
     base[n] = 0;
     mode = base;
-    if (!strcmp(mode, "hf") || !strcmp(mode, "ckpt")) {
+    if (!strcmp(mode, "hf") || !strcmp(mode, "ckpt") || !strcmp(mode, "eager") ||
+        !strcmp(mode, "eager-ckpt")) { /* eager: transformers' eager attention */
+        if (!strncmp(mode, "eager", 5)) t.attention = ATTENTION_UNFUSED;
         l.impl = IMPL_HF;
         l.optimizer_impl = OPTIMIZER_IMPL_FOREACH;
     } else if (!strcmp(mode, "native") || !strcmp(mode, "native-ckpt")) {

@@ -12,6 +12,7 @@
 #include "alloc_replay.h"
 #include "alloc_step_internal.h"
 #include "memory.h"
+#include "hf_eager_attn.h"
 #include "hf_experts.h"
 #include "impl.h"
 
@@ -176,11 +177,15 @@ int alloc_step_attn_fwd(ctx *c, const dims *d, int n1, saved *sv)
     /* repeat_kv's expand + reshape copies: native_llama.py, and transformers when a mask is
      * passed (sdpa_attention.py use_gqa_in_sdpa: enable_gqa only with attention_mask None); at
      * one KV head transformers' reshape is a view (gemma19 item 5) */
-    if ((d->native || (d->lmask && kv > d->hd)) && q > kv) {
+    if ((d->native || ((d->lmask || d->eager) && kv > d->hd)) && q > kv) {
         keys = A(c, 2.0 * t * q);
         values = A(c, 2.0 * t * q);
         F(c, ke);
         F(c, xv);
+    }
+    if (d->eager) { /* eager_attention_forward (alloc_step_eager.c) */
+        keep(c, sv, n1);
+        return alloc_step_eager_attn_fwd(c, d, qe, keys, values, sv);
     }
     int mb = d->lmask ? alloc_step_mask_sdpa(c, d) : -1;
     int out = A(c, 2.0 * t * q), lse = A(c, 4.0 * t * d->a);
@@ -293,7 +298,9 @@ int alloc_step_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
 {
     double t = d->T, h = d->h, q = d->q, kv = d->kv;
     int gq, gk, gv;
-    if (d->lmask && q > kv) { /* SDPA's gradients of the repeated k, v; repeat_kv's backward
+    if (d->eager) {
+        alloc_step_eager_attn_bwd(c, d, go, &gq, &gk, &gv);
+    } else if (d->lmask && q > kv) { /* SDPA's gradients of the repeated k, v; repeat_kv's backward
                               * (expand's: a sum over the repeats) */
         gq = A(c, 2.0 * t * q);
         int gkr = A(c, 2.0 * t * q), gvr = A(c, 2.0 * t * q);
@@ -470,7 +477,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             F(c, x);
             x = xs;
         }
-        int mk = d->mask ? mask_build(c, d) : -1;
+        int mk = d->mask ? mask_build(c, d) : d->eager ? alloc_step_eager_mask(c, d) : -1;
         int cosb[2] = {-1, -1}, sinb[2] = {-1, -1};
         for (int k = 0; !d->native && k < d->rotary_tables; k++) { /* HF's cos/sin [1, s, hd] */
             double r = d->s * d->hd * d->rf; /* [1, s, rotary dim] */
@@ -560,6 +567,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
                 F(c, any_layer_fwd(c, d, l, ckin[l], &sv[l]));
             }
             int wg[MAX_LAYER_PARAMS], nwg = 0;
+            c->layer_saved = &sv[l];
             int gx = any_layer_bwd(c, d, l, dy, wg, &nwg);
             release(c, &sv[l]);
             if (d->ckpt) F(c, ckin[l]);
@@ -650,7 +658,13 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     if (layout_microbatches(l, t) > 1 || l->precision != PRECISION_BF16) return false;
     if (l->recompute != RECOMPUTE_NONE && l->recompute != RECOMPUTE_FULL) return false;
     if (l->recompute == RECOMPUTE_FULL && l->recompute_layers != 0) return false;
-    if (t->attention != ATTENTION_FLASH || t->hold_logits) return false;
+    if (t->hold_logits) return false;
+    /* transformers' eager attention (alloc_step_eager.c): Llama's function, one causal mask */
+    bool eager = hf_eager_attn_applies(m, t, l);
+    if (layout_attention_of(m, t, l) != ATTENTION_FLASH &&
+        (!eager || m->hf_fused_qkv || m->sliding_window > 0 || m->attn_logit_softcap > 0 ||
+         model_is_moe(m)))
+        return false;
     /* Phi-3's fused projections: Hugging Face code only (the native block has its own) */
     if (m->hf_fused_qkv && layout_impl_of(l) != IMPL_HF) return false;
     /* partial rotary: Phi-3's apply_rotary_pos_emb only (Llama's rotates the whole head) */
@@ -690,7 +704,7 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
               .mask = memory_hf_window_mask_share(m, t, l) > 0, .m = m,
               .gemma = m->sandwich_norm && m->norm_fp32_scale, .softcap = m->final_logit_softcap,
               .rotary_tables = m->rope_local_theta > 0 ? 2 : 1, .moe = model_is_moe(m),
-              .norm_topk = m->norm_topk_prob, .E = m->experts, .topk = m->top_k,
+              .norm_topk = m->norm_topk_prob, .eager = hf_eager_attn_applies(m, t, l), .E = m->experts, .topk = m->top_k,
               .ef = (double)m->expert_ffn};
     int opt = layout_optimizer_impl_of(l);
     d.foreach = opt == OPTIMIZER_IMPL_FOREACH;
@@ -729,7 +743,7 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
               (m->tied_embeddings ? 8 : 0) | (m->hf_fused_qkv ? 16 : 0) |
               (m->sandwich_norm && m->norm_fp32_scale ? 32 : 0) |
               (m->final_logit_softcap > 0 ? 64 : 0) | (m->rope_local_theta > 0 ? 128 : 0) |
-              (m->norm_topk_prob ? 256 : 0);
+              (m->norm_topk_prob ? 256 : 0) | (hf_eager_attn_applies(m, t, l) ? 512 : 0);
     k.experts = m->experts;
     k.top_k = m->top_k;
     k.expert_ffn = m->expert_ffn;

@@ -23,8 +23,10 @@
  * dense decoder layers of the Llama family (Llama, Qwen2, Qwen3's q/k norms), Hugging Face or
  * native layer code, and Hugging Face Phi-3 layers (fused qkv_proj and gate_up_proj, partial
  * rotary: Phi-4, Phi-4-mini; bench/results/cov22_2026-11-29) where no explicit window mask is
- * built, no recompute or full recompute of every layer, eager. Anything else is reported as not
- * covered.
+ * built, no recompute or full recompute of every layer, eager. Since rep23 also window masks,
+ * Gemma 2/3 and softmax-routed HF MoE blocks; since cmp23 transformers' eager attention
+ * (attn_implementation="eager": the explicit scores, alloc_step_eager.c) in the Llama-family HF
+ * layers with one causal mask. Anything else is reported as not covered.
  */
 #ifndef PLAN_ALLOC_STEP_H
 #define PLAN_ALLOC_STEP_H

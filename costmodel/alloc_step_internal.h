@@ -22,6 +22,7 @@ typedef struct {
     bool mask;                          /* HF builds an explicit [b, 1, s, s] window mask */
     bool lmask;                         /* this layer's SDPA takes it (its sliding layers) */
     bool gemma;                         /* HF Gemma 2/3 layers (four GemmaRMSNorms, model.h) */
+    bool eager;                         /* transformers' eager attention (hf_eager_attn.h) */
     double softcap;                     /* Gemma 2's final-logit soft-capping, 0: none */
     int rotary_tables;                  /* HF's cos/sin pairs a forward (Gemma 3: 2) */
     const model_spec *m;                /* for the per-layer pattern (model_layer_is_sliding) */
@@ -32,14 +33,16 @@ typedef struct {
 } dims;
 
 typedef struct {
-    alloc_replay *a;
-    bool fail;
-} ctx;
-
-typedef struct {
     int h[MAX_SAVED];
     int n;
 } saved;
+
+typedef struct {
+    alloc_replay *a;
+    bool fail;
+    saved *layer_saved; /* the saved set of the layer in its backward (eager attention frees
+                         * its parts as autograd's nodes run: alloc_step_eager.c) */
+} ctx;
 
 static inline int A(ctx *c, double bytes)
 {
@@ -102,6 +105,14 @@ int alloc_step_gemma_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
  * returns the block's output, the backward the input's gradient (dy not consumed) */
 int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv);
 int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
+
+/* transformers' eager attention (alloc_step_eager.c): the additive mask built once per
+ * forward; the scores from the rotated q, the keys and values after repeat_kv to o_proj's
+ * output; the backward from the context's gradient (consumed) to the gradients of q and
+ * of k and v before repeat_kv, freeing the saved parts as autograd does (c->layer_saved) */
+int alloc_step_eager_mask(ctx *c, const dims *d);
+int alloc_step_eager_attn_fwd(ctx *c, const dims *d, int qe, int keys, int values, saved *sv);
+void alloc_step_eager_attn_bwd(ctx *c, const dims *d, int go, int *gq, int *gk, int *gv);
 
 /* Hugging Face Phi-3's decoder layer (alloc_step_phi3.c) */
 int alloc_step_phi3_layer_fwd(ctx *c, const dims *d, saved *sv);
