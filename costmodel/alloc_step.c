@@ -25,6 +25,10 @@
 static void layer_params_of(dims *d)
 {
     int n = 0;
+    if (d->mla) { /* DeepSeek-V2/V3: dense first layers and MoE ones (alloc_step_mla.c) */
+        alloc_step_mla_params(d);
+        return;
+    }
     if (d->fused) { /* Phi3DecoderLayer: self_attn (o_proj, then qkv_proj), mlp (gate_up_proj,
                      * down_proj), the two norms (modeling_phi3.py Phi3Attention.__init__) */
         d->lp[n++] = d->h * d->q;
@@ -244,11 +248,13 @@ static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
 {
     double t = d->T, h = d->h;
     int n1 = alloc_step_norm_fwd(c, d, t, h, sv);
-    int o = alloc_step_attn_fwd(c, d, n1, sv);
+    int o = d->mla ? alloc_step_mla_attn_fwd(c, d, n1, sv) : alloc_step_attn_fwd(c, d, n1, sv);
     int hs = A(c, 2.0 * t * h);
     F(c, o);
     int n2 = alloc_step_norm_fwd(c, d, t, h, sv);
-    int dn = d->moe ? alloc_step_moe_fwd(c, d, sv) : alloc_step_mlp_fwd(c, d, sv);
+    int dn = d->moe && d->mla ? alloc_step_ds_moe_fwd(c, d, sv)
+             : d->moe        ? alloc_step_moe_fwd(c, d, sv)
+                             : alloc_step_mlp_fwd(c, d, sv);
     keep(c, sv, n2);
     int y = A(c, 2.0 * t * h);
     F(c, dn);
@@ -340,16 +346,17 @@ int alloc_step_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
  * appended to wg. Returns the input's gradient. */
 static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
 {
-    double t = d->T, h = d->h, q = d->q;
-    int gn2 = d->moe ? alloc_step_moe_bwd(c, d, dy, wg, nwg)
-                     : alloc_step_mlp_bwd(c, d, dy, false, wg, nwg);
+    double t = d->T, h = d->h, q = d->mla ? d->a * d->vd : d->q; /* o_proj's input width */
+    int gn2 = d->moe && d->mla ? alloc_step_ds_moe_bwd(c, d, dy, wg, nwg)
+              : d->moe        ? alloc_step_moe_bwd(c, d, dy, wg, nwg)
+                              : alloc_step_mlp_bwd(c, d, dy, false, wg, nwg);
     int gh = alloc_step_norm_bwd(c, d, t, h, gn2);
     int gsum = A(c, 2.0 * t * h);     /* the residual's sum of gradients */
     F(c, gh);
     F(c, dy);
     int go = A(c, 2.0 * t * q);
     wg[(*nwg)++] = A(c, 2.0 * h * q); /* o */
-    int gn1 = alloc_step_attn_bwd(c, d, go, wg, nwg);
+    int gn1 = d->mla ? alloc_step_mla_attn_bwd(c, d, go, wg, nwg) : alloc_step_attn_bwd(c, d, go, wg, nwg);
     int gx = alloc_step_norm_bwd(c, d, t, h, gn1);
     int gin = A(c, 2.0 * t * h);
     F(c, gx);
@@ -364,6 +371,7 @@ static int any_layer_fwd(ctx *c, const dims *d, int l, int x, saved *sv)
 {
     dims dl = *d;
     dl.lmask = d->mask && model_layer_is_sliding(d->m, l);
+    dl.moe = d->moe && l >= d->dense_first;
     if (d->fused) return alloc_step_phi3_layer_fwd(c, &dl, sv);
     if (d->gemma) return alloc_step_gemma_layer_fwd(c, &dl, sv);
     return layer_fwd(c, &dl, x, sv);
@@ -373,6 +381,7 @@ static int any_layer_bwd(ctx *c, const dims *d, int l, int dy, int *wg, int *nwg
 {
     dims dl = *d;
     dl.lmask = d->mask && model_layer_is_sliding(d->m, l);
+    dl.moe = d->moe && l >= d->dense_first;
     if (d->fused) return alloc_step_phi3_layer_bwd(c, &dl, dy, wg, nwg);
     if (d->gemma) return alloc_step_gemma_layer_bwd(c, &dl, dy, wg, nwg);
     return layer_bwd(c, &dl, dy, wg, nwg);
@@ -416,11 +425,20 @@ typedef struct {
     int n;
 } params;
 
+/* Layer l's parameters: a dense first layer's or the others' (DeepSeek's first_k_dense_replace) */
+static const double *layer_lp(const dims *d, int l, int *n)
+{
+    *n = l < d->dense_first ? d->nlpd : d->nlp;
+    return l < d->dense_first ? d->lpd : d->lp;
+}
+
 static void unit_params(const dims *d, int unit, double *p, int *n)
 {
     *n = 0;
     if (unit < d->layers) {
-        for (int i = 0; i < d->nlp; i++) p[(*n)++] = d->lp[i];
+        int nl;
+        const double *lp = layer_lp(d, unit, &nl);
+        for (int i = 0; i < nl; i++) p[(*n)++] = lp[i];
         return;
     }
     p[(*n)++] = d->V * d->h; /* embedding */
@@ -436,8 +454,11 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
      * layers, the final norm, the head (a tied head's own weight made, then dropped) */
     int emb = A(c, 4.0 * d->V * d->h);
     int lay[L > 0 ? L : 1][MAX_LAYER_PARAMS];
-    for (int l = 0; l < L; l++)
-        for (int i = 0; i < d->nlp; i++) lay[l][i] = A(c, 4.0 * d->lp[i]);
+    for (int l = 0; l < L; l++) {
+        int nl;
+        const double *lp = layer_lp(d, l, &nl);
+        for (int i = 0; i < nl; i++) lay[l][i] = A(c, 4.0 * lp[i]);
+    }
     int fnorm = A(c, 4.0 * d->h);
     int head = A(c, 4.0 * d->V * d->h);
     if (d->tied) F(c, head);
@@ -493,15 +514,16 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         int ckin[L > 0 ? L : 1];
         int rs_in = -1;
         for (int l = 0; l < L; l++) {
-            int bp[MAX_LAYER_PARAMS];
-            unit_unshard(c, d->lp, d->nlp, bp);
+            int bp[MAX_LAYER_PARAMS], nl;
+            const double *lp = layer_lp(d, l, &nl);
+            unit_unshard(c, lp, nl, bp);
             sv[l].n = 0;
             int y = any_layer_fwd(c, d, l, x, d->ckpt ? NULL : &sv[l]);
             if (d->ckpt) ckin[l] = x;          /* the checkpoint keeps its input */
             else if (d->native) keep(c, &sv[l], x); /* attention_norm saved it */
             else F(c, x);
             x = y;
-            for (int i = 0; i < d->nlp; i++) F(c, bp[i]); /* reshard after forward */
+            for (int i = 0; i < nl; i++) F(c, bp[i]); /* reshard after forward */
         }
         saved fs = {.n = 0};
         int nf = d->gemma ? alloc_step_gemma_norm_fwd(c, d->T, d->h, &fs)
@@ -560,8 +582,9 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
                           : alloc_step_norm_bwd(c, d, d->T, d->h, gnf);
         release(c, &fs);
         for (int l = L - 1; l >= 0; l--) {
-            int bp[MAX_LAYER_PARAMS];
-            unit_unshard(c, d->lp, d->nlp, bp);
+            int bp[MAX_LAYER_PARAMS], nl;
+            const double *lp = layer_lp(d, l, &nl);
+            unit_unshard(c, lp, nl, bp);
             if (d->ckpt) { /* recompute the layer's forward, saving */
                 sv[l].n = 0;
                 F(c, any_layer_fwd(c, d, l, ckin[l], &sv[l]));
@@ -578,8 +601,8 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
              * this unit's fp32 input on the compute stream, the unsharded gradients dropped
              * once copied in, the fp32 output on FSDP2's stream (rs_input_swap) */
             double units = 0;
-            for (int i = 0; i < d->nlp; i++) units += d->lp[i];
-            for (int i = 0; i < d->nlp; i++) F(c, bp[i]);
+            for (int i = 0; i < nl; i++) units += lp[i];
+            for (int i = 0; i < nl; i++) F(c, bp[i]);
             rs_in = rs_input_swap(c, rs_in, units);
             for (int i = 0; i < nwg; i++) F(c, wg[i]);
             side[l] = alloc_replay_malloc(a, (uint64_t)(4.0 * units), SIDE_STREAM);
@@ -626,8 +649,11 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         int no = 0;
         unit_params(d, L, pu, &npu);
         order[no++] = pu[0];
-        for (int l = 0; l < L; l++)
-            for (int i = 0; i < d->nlp; i++) order[no++] = d->lp[i];
+        for (int l = 0; l < L; l++) {
+            int nl;
+            const double *lp = layer_lp(d, l, &nl);
+            for (int i = 0; i < nl; i++) order[no++] = lp[i];
+        }
         for (int i = 1; i < npu; i++) order[no++] = pu[i];
         if (step == 0)
             for (int i = 0; i < no; i++) {
@@ -651,44 +677,6 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
     out->peak_allocated_bytes = (double)alloc_replay_peak_allocated_bytes(a);
 }
 
-bool alloc_step_covered(const model_spec *m, const training_spec *t, const layout *l)
-{
-    if (!layout_is_pytorch(l) || l->sharding != SHARDING_FSDP) return false;
-    if (l->tp * l->pp * l->dp * l->cp != 1 || l->compile || l->offload) return false;
-    if (layout_microbatches(l, t) > 1 || l->precision != PRECISION_BF16) return false;
-    if (l->recompute != RECOMPUTE_NONE && l->recompute != RECOMPUTE_FULL) return false;
-    if (l->recompute == RECOMPUTE_FULL && l->recompute_layers != 0) return false;
-    if (t->hold_logits) return false;
-    /* transformers' eager attention (alloc_step_eager.c): Llama's function, one causal mask */
-    bool eager = hf_eager_attn_applies(m, t, l);
-    if (layout_attention_of(m, t, l) != ATTENTION_FLASH &&
-        (!eager || m->hf_fused_qkv || m->sliding_window > 0 || m->attn_logit_softcap > 0 ||
-         model_is_moe(m)))
-        return false;
-    /* Phi-3's fused projections: Hugging Face code only (the native block has its own) */
-    if (m->hf_fused_qkv && layout_impl_of(l) != IMPL_HF) return false;
-    /* partial rotary: Phi-3's apply_rotary_pos_emb only (Llama's rotates the whole head) */
-    if (m->rotary_fraction < 1 && !m->hf_fused_qkv) return false;
-    /* Gemma 2/3 (sandwich GemmaRMSNorms; the attention soft-cap is a keyword SDPA ignores,
-     * bench/results/gemma19_2026-11-29): Hugging Face code only */
-    bool gemma = m->sandwich_norm && m->norm_fp32_scale;
-    if (gemma != (m->sandwich_norm || m->norm_fp32_scale)) return false;
-    if (gemma && layout_impl_of(l) != IMPL_HF) return false;
-    if ((m->final_logit_softcap > 0 || m->attn_logit_softcap > 0) && !gemma) return false;
-    if (m->mla || m->dropout || m->learned_positions || m->activation != MODEL_ACT_SWIGLU ||
-        m->attention_sinks || m->ffn <= 0)
-        return false;
-    /* MoE: Hugging Face's softmax-routed blocks in every layer, experts alone (Qwen3-MoE,
-     * Mixtral; alloc_step_moe.c), eager (the grouped_mm experts: hf_experts.h) */
-    if (model_is_moe(m) &&
-        (!hf_experts_applies(l) || model_moe_layers(m) != m->layers || m->shared_experts > 0 ||
-         m->router_scoring != MODEL_ROUTER_SOFTMAX || m->router_bias || m->router_linear_bias ||
-         m->expert_bias || m->router_groups > 0 || m->glu_limit > 0))
-        return false;
-    int impl = layout_impl_of(l);
-    return impl == IMPL_HF || impl == IMPL_NATIVE;
-}
-
 int alloc_step_replay(const model_spec *m, const training_spec *t, const layout *l,
                       double allocator_capacity_bytes, alloc_step_reserved *out)
 {
@@ -704,8 +692,17 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
               .mask = memory_hf_window_mask_share(m, t, l) > 0, .m = m,
               .gemma = m->sandwich_norm && m->norm_fp32_scale, .softcap = m->final_logit_softcap,
               .rotary_tables = m->rope_local_theta > 0 ? 2 : 1, .moe = model_is_moe(m),
-              .norm_topk = m->norm_topk_prob, .eager = hf_eager_attn_applies(m, t, l), .E = m->experts, .topk = m->top_k,
-              .ef = (double)m->expert_ffn};
+              .norm_topk = m->norm_topk_prob, .eager = hf_eager_attn_applies(m, t, l),
+              .E = m->experts, .topk = m->top_k,
+              .ef = (double)m->expert_ffn, .mla = m->mla,
+              .v3 = strcmp(m->hf_model_type, "deepseek_v3") == 0, .rq = m->q_lora_rank,
+              .rkv = m->kv_lora_rank, .rr = m->qk_rope_dim, .vd = m->v_head_dim,
+              .sf = (double)m->shared_ffn * m->shared_experts,
+              .dense_first = m->mla && model_is_moe(m) ? m->dense_first : 0};
+    if (m->mla) { /* HF's rotary table is the rope dim wide */
+        d.rf = m->qk_rope_dim / (double)m->head_dim;
+        d.moe = model_moe_layers(m) > 0;
+    }
     int opt = layout_optimizer_impl_of(l);
     d.foreach = opt == OPTIMIZER_IMPL_FOREACH;
     layer_params_of(&d);
@@ -748,6 +745,15 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
     k.top_k = m->top_k;
     k.expert_ffn = m->expert_ffn;
     k.rotary_ppm = (long)(m->rotary_fraction * 1e6 + 0.5);
+    if (m->mla) { /* DeepSeek's MLA and MoE (alloc_step_mla.c) */
+        k.flags |= 512 | (strcmp(m->hf_model_type, "deepseek_v3") == 0 ? 1024 : 0);
+        k.q_lora_rank = m->q_lora_rank;
+        k.kv_lora_rank = m->kv_lora_rank;
+        k.qk_rope_dim = m->qk_rope_dim;
+        k.v_head_dim = m->v_head_dim;
+        k.shared_ffn = (long)m->shared_ffn * m->shared_experts;
+        k.dense_first = m->dense_first;
+    }
     k.mask = (long)(memory_hf_window_mask_share(m, t, l) * 1e6 + 0.5); /* sliding layers' share */
     return k;
 }

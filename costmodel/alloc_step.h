@@ -67,6 +67,7 @@ typedef struct {
     long rotary_ppm; /* rotary fraction in millionths (Phi-3's partial rotary) */
     long mask;       /* the share of layers taking HF's window mask, in millionths */
     long experts, top_k, expert_ffn; /* MoE blocks (0: dense) */
+    long q_lora_rank, kv_lora_rank, qk_rope_dim, v_head_dim, shared_ffn, dense_first; /* MLA */
 } alloc_step_key;
 alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, const layout *l,
                                  double allocator_capacity_bytes);

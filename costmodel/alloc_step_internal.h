@@ -30,6 +30,12 @@ typedef struct {
     double E, topk, ef;                 /* experts, top-k, one expert's FFN width */
     int layers, nlp;                    /* decoder layers, parameters per layer */
     double lp[MAX_LAYER_PARAMS];        /* one layer's parameters, registration order */
+    /* DeepSeek-V2/V3 (alloc_step_mla.c): MLA's ranks and widths, the shared experts' total
+     * width, the dense first layers and their parameters (lpd: layers below dense_first) */
+    bool mla, v3;                       /* MLA; DeepSeek-V3's rope code (else V2's complex) */
+    double rq, rkv, rr, vd, sf;         /* q/kv lora ranks (rq 0: q_proj), rope dim, v dim */
+    int dense_first, nlpd;
+    double lpd[MAX_LAYER_PARAMS];
 } dims;
 
 typedef struct {
@@ -113,6 +119,22 @@ int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
 int alloc_step_eager_mask(ctx *c, const dims *d);
 int alloc_step_eager_attn_fwd(ctx *c, const dims *d, int qe, int keys, int values, saved *sv);
 void alloc_step_eager_attn_bwd(ctx *c, const dims *d, int go, int *gq, int *gk, int *gv);
+
+/* The experts of a Hugging Face MoE block (alloc_step_moe.c) after its router: the router's
+ * saved tensors pre[] are kept first; the backward returns the input's gradient and, in *gws,
+ * the gradient of the routing weights [T, k] fp32 */
+int alloc_step_moe_experts_fwd(ctx *c, const dims *d, saved *sv, const int *pre, int npre);
+int alloc_step_moe_experts_bwd(ctx *c, const dims *d, int *wgr, int *nwg, int *gws);
+
+/* DeepSeek-V2/V3 (alloc_step_mla.c): MLA from the input norm's output n1 (kept here) to
+ * o_proj's output, and its backward to n1's gradient; DeepseekV2Moe (router, routed and shared
+ * experts) from the norm's output (the caller keeps it) and its backward (dy not consumed);
+ * the layers' parameters (lp: an MoE layer's, lpd: a dense one's) */
+int alloc_step_mla_attn_fwd(ctx *c, const dims *d, int n1, saved *sv);
+int alloc_step_mla_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg);
+int alloc_step_ds_moe_fwd(ctx *c, const dims *d, saved *sv);
+int alloc_step_ds_moe_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
+void alloc_step_mla_params(dims *d);
 
 /* Hugging Face Phi-3's decoder layer (alloc_step_phi3.c) */
 int alloc_step_phi3_layer_fwd(ctx *c, const dims *d, saved *sv);

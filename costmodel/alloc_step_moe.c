@@ -28,7 +28,7 @@
  * linear: the caller keeps it). */
 int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv)
 {
-    double t = d->T, h = d->h, E = d->E, k = d->topk, S = t * k, f = d->ef;
+    double t = d->T, E = d->E, S = t * d->topk;
     /* router */
     int rl = A(c, 2.0 * t * E);
     int c32 = A(c, 4.0 * t * E);
@@ -38,6 +38,15 @@ int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv)
     int tv = A(c, 4.0 * S), ti = A(c, 8.0 * S);
     int rs = -1;
     if (d->norm_topk) rs = A(c, 4.0 * t);
+    int pre[4] = {sm, ti, tv, rs};
+    return alloc_step_moe_experts_fwd(c, d, sv, pre, rs >= 0 ? 4 : 3);
+}
+
+/* The experts from the router's outputs (sort, gather, offsets, mask, the grouped GEMMs, the
+ * weighting and the gather back); the router's saved tensors pre[] kept first. */
+int alloc_step_moe_experts_fwd(ctx *c, const dims *d, saved *sv, const int *pre, int npre)
+{
+    double t = d->T, h = d->h, E = d->E, k = d->topk, S = t * k, f = d->ef;
     /* experts: sort, gather, offsets, mask */
     int vals = A(c, 8.0 * S), perm = A(c, 8.0 * S);
     int tok = A(c, 8.0 * S);
@@ -60,10 +69,7 @@ int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv)
     int sum = A(c, 4.0 * t * h);
     int out = A(c, 2.0 * t * h);
     /* saved for the backward */
-    keep(c, sv, sm);
-    keep(c, sv, ti);
-    keep(c, sv, tv);
-    if (rs >= 0) keep(c, sv, rs);
+    for (int i = 0; i < npre; i++) keep(c, sv, pre[i]);
     keep(c, sv, perm);
     keep(c, sv, tok);
     keep(c, sv, xg);
@@ -101,8 +107,32 @@ static int index_bwd(ctx *c, double bytes, double updates)
  * of their making. */
 int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg)
 {
-    double t = d->T, h = d->h, E = d->E, k = d->topk, S = t * k, f = d->ef;
+    double t = d->T, h = d->h, E = d->E, k = d->topk, S = t * k;
     (void)dy;
+    int gws;
+    int gin = alloc_step_moe_experts_bwd(c, d, wgr, nwg, &gws);
+    /* router: the divide's and sum's backward, topk's (zeros, scatter), softmax's, the cast's,
+     * the linear's (its input gradient accumulated into gin) */
+    int gd = A(c, 4.0 * S);
+    F(c, gws);
+    int gtk = A(c, 4.0 * t * E);
+    F(c, gd);
+    int gsm = A(c, 4.0 * t * E);
+    F(c, gtk);
+    int gl = A(c, 2.0 * t * E);
+    F(c, gsm);
+    int gr = A(c, 2.0 * t * h);
+    wgr[(*nwg)++] = A(c, 2.0 * E * h); /* the router */
+    F(c, gl);
+    F(c, gr); /* accumulated into gin */
+    return gin;
+}
+
+/* The experts' backward (the output's gradient is the caller's): returns the input's gradient,
+ * the routing weights' in *gws; the weight gradients (down, gate_up) appended to wgr. */
+int alloc_step_moe_experts_bwd(ctx *c, const dims *d, int *wgr, int *nwg, int *gws)
+{
+    double t = d->T, h = d->h, E = d->E, k = d->topk, S = t * k, f = d->ef;
     int g32 = A(c, 4.0 * t * h); /* .to(bf16)'s backward */
     int ge = A(c, 4.0 * S * h);  /* sum's backward, materialised by the view's */
     F(c, g32);
@@ -136,21 +166,7 @@ int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg)
     F(c, gxg);
     int gin = index_bwd(c, 2.0 * t * h, S); /* hidden_states[perm // k]'s backward */
     F(c, gxm);
-    int gws = index_bwd(c, 4.0 * S, S); /* sample_weights[perm]'s backward */
+    *gws = index_bwd(c, 4.0 * S, S); /* sample_weights[perm]'s backward */
     F(c, gwt);
-    /* router: the divide's and sum's backward, topk's (zeros, scatter), softmax's, the cast's,
-     * the linear's (its input gradient accumulated into gin) */
-    int gd = A(c, 4.0 * S);
-    F(c, gws);
-    int gtk = A(c, 4.0 * t * E);
-    F(c, gd);
-    int gsm = A(c, 4.0 * t * E);
-    F(c, gtk);
-    int gl = A(c, 2.0 * t * E);
-    F(c, gsm);
-    int gr = A(c, 2.0 * t * h);
-    wgr[(*nwg)++] = A(c, 2.0 * E * h); /* the router */
-    F(c, gl);
-    F(c, gr); /* accumulated into gin */
     return gin;
 }

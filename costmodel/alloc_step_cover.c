@@ -1,0 +1,64 @@
+/*
+ * alloc_step_cover.c — which layouts the allocator replay of one FSDP2 step (alloc_step.c)
+ * covers: the layer kinds whose tensors it lists (Llama-style Hugging Face and native layers,
+ * Phi-3's fused projections, Gemma 2/3, sliding-window masks, transformers' eager attention,
+ * Hugging Face MoE blocks, DeepSeek-V2/V3's MLA), one GPU, bf16, no or full recompute. Outside
+ * it memory.c prices reserved memory without the replay. Its own file because each family
+ * added to the replay adds a rule here.
+ */
+#include "alloc_step.h"
+
+#include "hf_eager_attn.h"
+#include "hf_experts.h"
+#include "impl.h"
+
+#include <string.h>
+
+bool alloc_step_covered(const model_spec *m, const training_spec *t, const layout *l)
+{
+    if (!layout_is_pytorch(l) || l->sharding != SHARDING_FSDP) return false;
+    if (l->tp * l->pp * l->dp * l->cp != 1 || l->compile || l->offload) return false;
+    if (layout_microbatches(l, t) > 1 || l->precision != PRECISION_BF16) return false;
+    if (l->recompute != RECOMPUTE_NONE && l->recompute != RECOMPUTE_FULL) return false;
+    if (l->recompute == RECOMPUTE_FULL && l->recompute_layers != 0) return false;
+    if (t->hold_logits) return false;
+    /* transformers' eager attention (alloc_step_eager.c): Llama's function, one causal mask */
+    bool eager = hf_eager_attn_applies(m, t, l);
+    if (layout_attention_of(m, t, l) != ATTENTION_FLASH &&
+        (!eager || m->hf_fused_qkv || m->sliding_window > 0 || m->attn_logit_softcap > 0 ||
+         model_is_moe(m)))
+        return false;
+    /* Phi-3's fused projections: Hugging Face code only (the native block has its own) */
+    if (m->hf_fused_qkv && layout_impl_of(l) != IMPL_HF) return false;
+    /* partial rotary: Phi-3's apply_rotary_pos_emb only (Llama's rotates the whole head) */
+    if (m->rotary_fraction < 1 && !m->hf_fused_qkv) return false;
+    /* Gemma 2/3 (sandwich GemmaRMSNorms; the attention soft-cap is a keyword SDPA ignores,
+     * bench/results/gemma19_2026-11-29): Hugging Face code only */
+    bool gemma = m->sandwich_norm && m->norm_fp32_scale;
+    if (gemma != (m->sandwich_norm || m->norm_fp32_scale)) return false;
+    if (gemma && layout_impl_of(l) != IMPL_HF) return false;
+    if ((m->final_logit_softcap > 0 || m->attn_logit_softcap > 0) && !gemma) return false;
+    /* DeepSeek-V2/V3's MLA (alloc_step_mla.c): Hugging Face code; V2's softmax router without
+     * groups (DeepseekV2Moe, topk_method greedy); V3's sigmoid router is not listed */
+    bool ds = strcmp(m->hf_model_type, "deepseek_v2") == 0 ||
+              strcmp(m->hf_model_type, "deepseek_v3") == 0;
+    if (m->mla && (!ds || layout_impl_of(l) != IMPL_HF || m->moe_layer_freq > 1 || eager))
+        return false;
+    if (m->mla && model_moe_layers(m) > 0 &&
+        (m->router_scoring != MODEL_ROUTER_SOFTMAX || m->router_groups > 1 || m->router_bias ||
+         m->norm_topk_prob || m->shared_experts <= 0 || m->shared_ffn != m->expert_ffn))
+        return false;
+    if (m->dropout || m->learned_positions || m->activation != MODEL_ACT_SWIGLU ||
+        m->attention_sinks || m->ffn <= 0)
+        return false;
+    /* MoE: Hugging Face's softmax-routed blocks in every layer, experts alone (Qwen3-MoE,
+     * Mixtral; alloc_step_moe.c), eager (the grouped_mm experts: hf_experts.h) */
+    if (model_is_moe(m) && (!m->mla || model_moe_layers(m) > 0) &&
+        (!hf_experts_applies(l) ||
+         (!m->mla && (model_moe_layers(m) != m->layers || m->shared_experts > 0)) ||
+         m->router_scoring != MODEL_ROUTER_SOFTMAX || m->router_bias || m->router_linear_bias ||
+         m->expert_bias || m->router_groups > (m->mla ? 1 : 0) || m->glu_limit > 0))
+        return false;
+    int impl = layout_impl_of(l);
+    return impl == IMPL_HF || impl == IMPL_NATIVE;
+}
