@@ -642,7 +642,7 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     *how = ESTIMATE_UNTIMED;
     if (n < 1) return CM_EINVAL;
     if (!estimate_cache_layout_ok(cache, m, sys, t, &ls[0])) return CM_EINVAL;
-    if (estimate_search_variants_ok(ls, n) &&
+    if (cache && cache->bound_first && estimate_search_variants_ok(ls, n) &&
         estimate_search_bounded_first(m, sys, t, ls, n, cache, prune_above_s)) {
         *how = ESTIMATE_BOUNDED;
         return CM_OK;
