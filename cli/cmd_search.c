@@ -201,7 +201,8 @@ int cmd_search(int argc, char **argv)
                          .bf16_layers_end = o.layout.bf16_layers_end,
                          .moe_fp8_dispatch = o.layout.moe_fp8_dispatch,
                          /* the per-knob counts: printed by --search-stats, in the JSON */
-                         .no_stats = !sf.stats && o.format != FORMAT_JSON};
+                         .no_stats = !sf.stats && o.format != FORMAT_JSON,
+                         .bound_first = true};
     /* The kept plans (at least SEARCH_SIMULATE_DEFAULT) are re-ranked by the step simulator —
      * except under a refined profile: its step terms were fitted to the closed form against
      * measured steps (plan measure --refine), so the refined closed form is the calibrated

@@ -105,6 +105,21 @@ void estimate_cache_expect(estimate_cache *c, long layouts);
  * pruned layouts nor of a layout that fits nowhere but its first variant's.
  * false (a new cache's): every pruned layout's memory is made, as documented below. */
 void estimate_cache_skip_pruned_memory(estimate_cache *c, bool skip);
+/* first true (speed23): estimate_layout_search takes the lower bound of a layout's step before
+ * its memory, and where it exceeds prune_above_s for every variant (and for every full-
+ * recompute layer-count and optimizer-offload try planner/search.c's memory knobs would make
+ * of it) answers ESTIMATE_BOUNDED without the memory (estimate_search_bound.c
+ * estimate_search_bounded_first says why no plan a search keeps can change): for a search
+ * that keeps no layout which cannot beat the threshold, visits none and does not count the
+ * feasible ones exactly. false (a new cache's): memory first, as documented below. */
+void estimate_cache_bound_first(estimate_cache *c, bool first);
+/* The lower bound on l's step that estimate_cache_bound_first prunes by (the larger where a
+ * Megatron-FSDP layout has two), its layer costs priced where c does not hold them; -1 where
+ * it takes none of l. Never above the step estimate_layout gives l, nor that of l with fewer
+ * full-recompute layers (recompute_layers >= 1) or an optimizer-offload fraction
+ * (tests/test_bound_first.c checks it over many layouts). */
+double estimate_search_first_bound_s(const model_spec *m, const system_spec *sys,
+                                     const training_spec *t, const layout *l, estimate_cache *c);
 /* several true: the layouts come each with its precisions in turn (a search of more than one
  * format), so estimate_layout_search checks the rules that read no precision field once a
  * layout (layout_check_base) and the precision rules per format; false (a new cache's): the
@@ -119,6 +134,8 @@ typedef enum {
     ESTIMATE_UNTIMED = 0, /* nothing fits in memory */
     ESTIMATE_TIMED,       /* the fitting variants are estimated whole */
     ESTIMATE_PRUNED,      /* they fit, but their step exceeds prune_above_s */
+    ESTIMATE_BOUNDED,     /* every variant's step exceeds prune_above_s, memory not made
+                             (estimate_cache_bound_first): outs untouched */
 } estimate_outcome;
 
 cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,

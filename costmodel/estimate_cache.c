@@ -3,7 +3,8 @@
  * (estimate_cache_internal.h; what it holds and how estimate_search.c uses it is said there and
  * in that file). Split from estimate_search.c (issue 21, speed6) to keep that file to its job;
  * also the check of a listed layout against the last one's (estimate_cache_layout_ok, speed12),
- * and the overlap variants' shared memory (estimate_search_share_memory, moved here in speed13).
+ * and the overlap variants' shared memory (estimate_search_share_memory, moved here in speed13),
+ * and the rules a memory-knob try or an overlap variant could break (moved here in speed23).
  */
 #include "estimate_cache_internal.h"
 
@@ -107,6 +108,11 @@ void estimate_cache_skip_pruned_memory(estimate_cache *c, bool skip)
     if (c) c->skip_pruned_memory = skip;
 }
 
+void estimate_cache_bound_first(estimate_cache *c, bool first)
+{
+    if (c) c->bound_first = first;
+}
+
 void estimate_cache_check_per_layout(estimate_cache *c, bool several)
 {
     if (c) c->check_per_layout = several;
@@ -142,4 +148,36 @@ void estimate_search_share_memory(const layout *ls, int n, estimate *outs)
         outs[i] = outs[first[k]];
         outs[i].layout = ls[i];
     }
+}
+
+/* The rules of layout.c that read the fields a memory-knob try changes (check_rules: sizes,
+ * torchtitan-recompute-every-block, optimizer-offload-fraction,
+ * optimizer-offload-needs-distopt, activation-offload-pp1-no-recompute): no other rule reads
+ * recompute_layers, optimizer_offload_pct or activation_offload. */
+bool estimate_search_knob_rules_hold(const layout *l)
+{
+    if (l->recompute_layers < 0 || l->recompute_layers > (1 << 20)) return false;
+    if (l->recompute_layers > 0 && l->framework == FRAMEWORK_TORCHTITAN) return false;
+    if (l->optimizer_offload_pct < 0 || l->optimizer_offload_pct > 100) return false;
+    if (l->optimizer_offload_pct > 0 &&
+        (l->framework != FRAMEWORK_MEGATRON || l->sharding != SHARDING_DISTOPT))
+        return false;
+    if (l->activation_offload && (l->framework != FRAMEWORK_MEGATRON || l->pp != 1 ||
+                                  l->recompute != RECOMPUTE_NONE))
+        return false;
+    return true;
+}
+
+/* ls[1..n) differ from ls[0] in the overlap knobs only: their rules (layout.c) are all left */
+bool estimate_search_variants_ok(const layout *ls, int n)
+{
+    for (int i = 1; i < n; i++) {
+        if (ls[i].overlap_param_gather &&
+            (ls[i].sharding == SHARDING_DDP || !ls[i].overlap_grad_reduce))
+            return false;
+        if (ls[i].tp_comm_overlap && (ls[i].framework != FRAMEWORK_MEGATRON || ls[i].tp == 1 ||
+                                      !ls[i].sp))
+            return false;
+    }
+    return true;
 }

@@ -112,6 +112,7 @@ struct estimate_cache {
     /* layouts seen to fit (twin_fits), and whether a pruned layout may skip its memory
      * breakdown (estimate_cache_skip_pruned_memory) */
     bool skip_pruned_memory;
+    bool bound_first; /* estimate_cache_bound_first */
     twin_slot twin[TWIN_SLOTS];
     memory_twin_slot memory_twin[MEMORY_TWIN_SLOTS]; /* memory_of's (speed19) */
     estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
@@ -175,15 +176,29 @@ static inline bool estimate_search_uncached(const layout *l)
 const layer_kinds *estimate_search_layer_costs(estimate_cache *c, const model_spec *m,
                                                const system_spec *sys, const training_spec *t,
                                                const layout *l, layer_kinds *own);
+/* The same where the cache holds them priced (its last costs, an entry or a priced slot), NULL
+ * where it would have to build or price them, or l is priced outside it (speed23). */
+const layer_kinds *estimate_search_layer_costs_held(estimate_cache *c, const model_spec *m,
+                                                    const layout *l);
+
+/* The rules a memory-knob try and the overlap variants could break (estimate_cache.c). */
+bool estimate_search_knob_rules_hold(const layout *l);
+bool estimate_search_variants_ok(const layout *ls, int n);
 
 /* The lower bounds a search prunes with (estimate_search_bound.c): may a bound skip l's
  * timing; the factor f (step_s >= f x the first stage's micro-batch time) of l run in
  * `microbatches` micro-batches; a Megatron-FSDP layout's first-stage decoder layers bounded
- * from its DDP form's costs (-1: none). */
+ * from its DDP form's costs (-1: none; held: only from costs the cache holds,
+ * estimate_search_layer_costs_held, and -2 where it holds none). */
 bool estimate_search_prunable(const system_spec *sys, const layout *l);
 double estimate_search_bound_factor(const layout *l, int microbatches);
 double estimate_search_fsdp_layers_lb(estimate_cache *c, const model_spec *m,
                                       const system_spec *sys, const training_spec *t,
-                                      const layout *l);
+                                      const layout *l, bool held);
+/* estimate_layout_search's bound before the memory (speed23): true where the cache asks for
+ * it and every variant of ls is bounded out without its memory. */
+bool estimate_search_bounded_first(const model_spec *m, const system_spec *sys,
+                                   const training_spec *t, const layout *ls, int n,
+                                   estimate_cache *c, double prune_above_s);
 
 #endif

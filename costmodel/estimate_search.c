@@ -269,23 +269,27 @@ static cache_entry *build_entry(estimate_cache *c, const model_spec *m, const sy
     return e;
 }
 
-/* The layer of the kind (MoE or not) of l, priced, from the cache when it has it. */
-static layer_time kind_cost(estimate_cache *c, const model_spec *m, const system_spec *sys,
-                            const training_spec *t, const layout *l, int kind,
-                            const lookup_key *key)
+/* The layer of the kind (MoE or not) of l, priced, from the cache when it has it, into *x.
+ * peek: only from the cache (false where it is not priced there, nothing built or priced). */
+static bool kind_cost(estimate_cache *c, const model_spec *m, const system_spec *sys,
+                      const training_spec *t, const layout *l, int kind, const lookup_key *key,
+                      bool peek, layer_time *x)
 {
     int rc = (int)l->recompute;
     unsigned long hash = slot_hash(key, kind, rc);
     cache_entry *e = entry_of(c, kind, key);
     if (e && (e->priced & (1u << rc))) {
         c->hits++;
-        return e->x[rc];
+        *x = e->x[rc];
+        return true;
     }
     priced_slot *slot = slot_of(c, key, kind, rc, hash);
     if (slot) {
         c->hits++;
-        return slot->x;
+        *x = slot->x;
+        return true;
     }
+    if (peek) return false;
     bool priced = false;
     if (!e) {
         e = build_entry(c, m, sys, t, l, kind, key, &priced);
@@ -301,18 +305,20 @@ static layer_time kind_cost(estimate_cache *c, const model_spec *m, const system
     *slot = (priced_slot){.used = true, .rc = rc, .kind = kind, .hash = hash, .key = key->k,
                           .x = e->x[rc], .head_priced = (e->head_priced >> rc) & 1u,
                           .head = e->head[rc]};
-    return e->x[rc];
+    *x = e->x[rc];
+    return true;
 }
 
 /* The dense and MoE layer costs of l (MoE = dense for a dense model), from the cache when it
  * has them: the cache's last costs of l's slot (speed13: not copied; valid until that slot's
  * next lookup), or own where l's layers are priced outside it. The loss head's are head_cost's:
  * only a layout that is timed, or whose first stage is its last, needs them. */
-const layer_kinds *estimate_search_layer_costs(estimate_cache *c, const model_spec *m,
-                                               const system_spec *sys, const training_spec *t,
-                                               const layout *l, layer_kinds *own)
+static const layer_kinds *layer_costs(estimate_cache *c, const model_spec *m,
+                                      const system_spec *sys, const training_spec *t,
+                                      const layout *l, layer_kinds *own, bool peek)
 {
     if (estimate_search_uncached(l)) {
+        if (peek) return NULL;
         estimate_layer_times(m, sys, t, l, own);
         return own;
     }
@@ -336,18 +342,35 @@ const layer_kinds *estimate_search_layer_costs(estimate_cache *c, const model_sp
     }
     lookup_key whole;
     key_of(c, l, &whole);
+    layer_time dx, mx; /* into kinds once both are there (a peek may find one alone) */
     if (model_is_moe(m)) {
         lookup_key dense;
         dense_key_of(&whole, &dense);
-        kinds->dense = kinds->dense_bf16 = kind_cost(c, m, sys, t, l, KIND_DENSE, &dense);
-        kinds->moe = kinds->moe_bf16 = kind_cost(c, m, sys, t, l, KIND_MOE, &whole);
+        if (!kind_cost(c, m, sys, t, l, KIND_DENSE, &dense, peek, &dx) ||
+            !kind_cost(c, m, sys, t, l, KIND_MOE, &whole, peek, &mx))
+            return NULL;
     } else {
-        kinds->dense = kinds->dense_bf16 = kind_cost(c, m, sys, t, l, KIND_DENSE, &whole);
-        kinds->moe = kinds->moe_bf16 = kinds->dense;
+        if (!kind_cost(c, m, sys, t, l, KIND_DENSE, &whole, peek, &dx)) return NULL;
+        mx = dx;
     }
+    kinds->dense = kinds->dense_bf16 = dx;
+    kinds->moe = kinds->moe_bf16 = mx;
     c->last[v][rc][fsdp][p] = probe;
     c->have_last[v][rc][fsdp][p] = true;
     return kinds;
+}
+
+const layer_kinds *estimate_search_layer_costs(estimate_cache *c, const model_spec *m,
+                                               const system_spec *sys, const training_spec *t,
+                                               const layout *l, layer_kinds *own)
+{
+    return layer_costs(c, m, sys, t, l, own, false);
+}
+
+const layer_kinds *estimate_search_layer_costs_held(estimate_cache *c, const model_spec *m,
+                                                    const layout *l)
+{
+    return layer_costs(c, m, NULL, NULL, l, NULL, true);
 }
 
 /* The loss head's costs of l (it depends on the recompute setting through Megatron's MTP
@@ -604,28 +627,11 @@ static void memory_of(const model_spec *m, const estimate_model_counts *counts,
     }
 }
 
-/* The rules of layout.c that read the fields a memory-knob try changes (check_rules: sizes,
- * torchtitan-recompute-every-block, optimizer-offload-fraction,
- * optimizer-offload-needs-distopt, activation-offload-pp1-no-recompute): no other rule reads
- * recompute_layers, optimizer_offload_pct or activation_offload. */
-static bool knob_rules_hold(const layout *l)
-{
-    if (l->recompute_layers < 0 || l->recompute_layers > (1 << 20)) return false;
-    if (l->recompute_layers > 0 && l->framework == FRAMEWORK_TORCHTITAN) return false;
-    if (l->optimizer_offload_pct < 0 || l->optimizer_offload_pct > 100) return false;
-    if (l->optimizer_offload_pct > 0 &&
-        (l->framework != FRAMEWORK_MEGATRON || l->sharding != SHARDING_DISTOPT))
-        return false;
-    if (l->activation_offload && (l->framework != FRAMEWORK_MEGATRON || l->pp != 1 ||
-                                  l->recompute != RECOMPUTE_NONE))
-        return false;
-    return true;
-}
-
 static cm_status search_checked(const model_spec *m, const system_spec *sys,
                                 const training_spec *t, const layout *ls, int n, estimate *outs,
                                 estimate_cache *cache, double prune_above_s,
                                 estimate_outcome *how);
+
 
 
 cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
@@ -636,6 +642,11 @@ cm_status estimate_layout_search(const model_spec *m, const system_spec *sys,
     *how = ESTIMATE_UNTIMED;
     if (n < 1) return CM_EINVAL;
     if (!estimate_cache_layout_ok(cache, m, sys, t, &ls[0])) return CM_EINVAL;
+    if (cache && cache->bound_first && estimate_search_variants_ok(ls, n) &&
+        estimate_search_bounded_first(m, sys, t, ls, n, cache, prune_above_s)) {
+        *how = ESTIMATE_BOUNDED;
+        return CM_OK;
+    }
     return search_checked(m, sys, t, ls, n, outs, cache, prune_above_s, how);
 }
 
@@ -645,7 +656,7 @@ cm_status estimate_layout_search_try(const model_spec *m, const system_spec *sys
                                      double prune_above_s, estimate_outcome *how)
 {
     *how = ESTIMATE_UNTIMED;
-    if (n < 1 || !knob_rules_hold(&ls[0])) return CM_EINVAL;
+    if (n < 1 || !estimate_search_knob_rules_hold(&ls[0])) return CM_EINVAL;
     return search_checked(m, sys, t, ls, n, outs, cache, prune_above_s, how);
 }
 
@@ -655,15 +666,7 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
                                 estimate_cache *cache, double prune_above_s,
                                 estimate_outcome *how)
 {
-    /* the others differ in the overlap knobs only: their rules (layout.c) are all left */
-    for (int i = 1; i < n; i++) {
-        if (ls[i].overlap_param_gather &&
-            (ls[i].sharding == SHARDING_DDP || !ls[i].overlap_grad_reduce))
-            return CM_EINVAL;
-        if (ls[i].tp_comm_overlap && (ls[i].framework != FRAMEWORK_MEGATRON || ls[i].tp == 1 ||
-                                      !ls[i].sp))
-            return CM_EINVAL;
-    }
+    if (!estimate_search_variants_ok(ls, n)) return CM_EINVAL;
     /* memory and the stages' micro-batch times depend on tp_comm_overlap alone among the
      * knobs (its userbuffers, its exposed TP time): once per value */
     estimate_model_counts own;
@@ -720,7 +723,7 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
              * the lb below): where it exceeds the threshold the FSDP layer is not priced; the
              * decision is the same, as the one below is then over it too */
             double lb = -1;
-            double ddp = cache ? estimate_search_fsdp_layers_lb(cache, m, sys, t, l) : -1;
+            double ddp = cache ? estimate_search_fsdp_layers_lb(cache, m, sys, t, l, false) : -1;
             if (ddp >= 0 && f * ddp * (1 - 1e-9) > prune_above_s) lb = f * ddp * (1 - 1e-9);
             if (lb < 0) {
                 if (!have_kinds[k]) {

@@ -90,7 +90,7 @@ static bool fsdp_lb_memo_key(const layout *l, layout *key)
 
 double estimate_search_fsdp_layers_lb(estimate_cache *c, const model_spec *m,
                                       const system_spec *sys, const training_spec *t,
-                                      const layout *l)
+                                      const layout *l, bool held)
 {
     if (l->framework != FRAMEWORK_MEGATRON || l->sharding != SHARDING_FSDP || estimate_search_uncached(l))
         return -1;
@@ -107,7 +107,10 @@ double estimate_search_fsdp_layers_lb(estimate_cache *c, const model_spec *m,
     layout ld = *l;
     ld.sharding = SHARDING_DDP;
     layer_kinds own, k; /* the DDP form's (its dense and MoE kinds; bf16 copies set below) */
-    k = *estimate_search_layer_costs(c, m, sys, t, &ld, &own); /* not uncached (above): the cache's */
+    const layer_kinds *kp = held ? estimate_search_layer_costs_held(c, m, &ld)
+                                 : estimate_search_layer_costs(c, m, sys, t, &ld, &own);
+    if (!kp) return -2;
+    k = *kp; /* not uncached (above): the cache's */
     layer_time *x[2] = {&k.dense, &k.moe};
     for (int i = 0; i < 2; i++) {
         x[i]->fwd_s = x[i]->gpu_fwd_s;
@@ -152,31 +155,128 @@ double estimate_search_fsdp_layers_lb(estimate_cache *c, const model_spec *m,
  * prunable, bf16 first/last layers, Megatron-FSDP without its DDP-form bound), or with no
  * threshold.
  */
-bool estimate_search_recompute_tries_pruned(const model_spec *m, const system_spec *sys,
-                                            const training_spec *t, const layout *ls, int n,
-                                            estimate_cache *c, double prune_above_s)
+/* Whether every variant of ls is bounded above prune_above_s by f x its first stage's decoder
+ * layers (estimate_stage_layers_total, or Megatron-FSDP's from its DDP form), with the relative
+ * margin the callers document. held (speed23's bound before the memory): only from layer costs
+ * the cache holds priced (false where it holds none), and a Megatron-FSDP layout whose DDP-form
+ * bound does not settle it tries its own costs (the bound search_checked itself starts from);
+ * otherwise (speed15's tries, as before) costs are priced where not held, and a Megatron-FSDP
+ * layout without its DDP-form bound has none. */
+static bool layers_bounded(const model_spec *m, const system_spec *sys, const training_spec *t,
+                           const layout *ls, int n, estimate_cache *c, double prune_above_s,
+                           double margin, bool held)
 {
-    if (!c || prune_above_s <= 0) return false;
     bool done[2] = {false, false}; /* the bound depends on tp_comm_overlap alone of the knobs */
     for (int i = 0; i < n; i++) {
         const layout *l = &ls[i];
         if (done[l->tp_comm_overlap]) continue;
         done[l->tp_comm_overlap] = true;
-        if (l->framework != FRAMEWORK_MEGATRON || l->recompute != RECOMPUTE_FULL ||
-            l->recompute_layers < 1 || estimate_search_uncached(l) ||
-            !estimate_search_prunable(sys, l) || offload_activation_layers(m, l) > 0)
+        if (estimate_search_uncached(l) || !estimate_search_prunable(sys, l) ||
+            offload_activation_layers(m, l) > 0)
             return false;
-        double layers_s;
-        if (l->sharding == SHARDING_FSDP) {
-            layers_s = estimate_search_fsdp_layers_lb(c, m, sys, t, l);
-            if (layers_s < 0) return false;
-        } else {
-            layer_kinds own;
-            layers_s = estimate_stage_layers_total(
-                m, sys, t, l, 0, estimate_search_layer_costs(c, m, sys, t, l, &own));
-        }
         double f = estimate_search_bound_factor(l, layout_microbatches(l, t));
-        if (!(f * layers_s * (1 - 1e-8) > prune_above_s)) return false;
+        double layers_s = -1;
+        if (l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_FSDP) {
+            layers_s = estimate_search_fsdp_layers_lb(c, m, sys, t, l, held);
+            if (layers_s == -1 && !held) return false;
+            if (held && !(f * layers_s * (1 - margin) > prune_above_s)) layers_s = -1;
+        }
+        if (layers_s < 0) {
+            layer_kinds own;
+            const layer_kinds *k = held ? estimate_search_layer_costs_held(c, m, l)
+                                        : estimate_search_layer_costs(c, m, sys, t, l, &own);
+            if (!k) return false;
+            layers_s = estimate_stage_layers_total(m, sys, t, l, 0, k);
+        }
+        if (!(f * layers_s * (1 - margin) > prune_above_s)) return false;
     }
     return true;
+}
+
+bool estimate_search_recompute_tries_pruned(const model_spec *m, const system_spec *sys,
+                                            const training_spec *t, const layout *ls, int n,
+                                            estimate_cache *c, double prune_above_s)
+{
+    if (!c || prune_above_s <= 0) return false;
+    for (int i = 0; i < n; i++)
+        if (ls[i].framework != FRAMEWORK_MEGATRON || ls[i].recompute != RECOMPUTE_FULL ||
+            ls[i].recompute_layers < 1)
+            return false;
+    return layers_bounded(m, sys, t, ls, n, c, prune_above_s, 1e-8, false);
+}
+
+
+/*
+ * speed23: the bound before the memory. A search that prunes (planner/search.c) made every
+ * listed layout's memory breakdown first (memory.c, ~29% of DeepSeek-V3's search at 16384
+ * GPUs) and then its step's lower bound; most layouts that fit are then pruned by that bound
+ * (1.27 M of 1.33 M there). Here the bound comes first: where f x the first stage's decoder
+ * layers of every variant (layers_bounded; the very bound search_checked starts from, or
+ * Megatron-FSDP's from its DDP form, <= it: estimate_search_fsdp_layers_lb's proof) exceeds
+ * the threshold with the 1e-8 margin, no variant that fits could be timed (search_checked
+ * prunes it: its lb is >= this one, and above the threshold), so the layout is answered
+ * ESTIMATE_BOUNDED without its memory: whether it fits is not known. Only from layer costs the
+ * cache already holds priced: a layout whose costs are not there goes memory first as before
+ * (pricing them first, where the layout may not even fit, cost more than the memory saved:
+ * DeepSeek-V3 at 16384 GPUs, 14.94 G -> 15.71 G instructions, 96 k -> 158 k recipes built).
+ *
+ * What the planner would still have done with such a layout, and why none of it can change a
+ * plan it shows:
+ *  - a full-recompute Megatron layout that fits tries fewer recomputed layers (memory_knobs),
+ *    each faster than it: the bound is taken at recompute_layers 1, the fastest of them and
+ *    <= the layout's own (the monotonicity proof above estimate_search_recompute_tries_pruned),
+ *    so every try would be bounded out too;
+ *  - a distributed-optimizer layout that does not fit tries optimizer CPU offload: the try's
+ *    layer costs are the layout's (cache_key clears optimizer_offload_pct), no term of the
+ *    bound reads the fraction (stage_layers_cost, the bound factor), and its step is >= the
+ *    bound as every step is (estimate_time_assemble: m x the worst stage plus non-negative
+ *    terms; the offload only adds the optimizer's host time), so it could only be timed slower
+ *    than the threshold, or found not to fit;
+ *  - activation offload (Megatron, pp 1, no recompute) changes the layer costs' key and adds
+ *    waits to the stage: those layouts are not bounded here;
+ *  - a layout that does not fit can be its framework's "closest to fitting", shown only where
+ *    the framework has no feasible plan (output.c, report_sec_summary.c), while a threshold
+ *    exists only once its framework and sharding have one (search.c prune_threshold_s).
+ * So the plans, their ranking, the best per framework and sharding and every figure shown of
+ * them stay the same; the counts of feasible layouts and of each outcome move (the caller
+ * reports how many were bounded before their memory).
+ */
+bool estimate_search_bounded_first(const model_spec *m, const system_spec *sys,
+                                   const training_spec *t, const layout *ls, int n,
+                                   estimate_cache *c, double prune_above_s)
+{
+    if (!c || !c->bound_first || prune_above_s <= ESTIMATE_PRUNE_ALL_S || n > 6) return false;
+    const layout *l = &ls[0];
+    if (l->framework == FRAMEWORK_MEGATRON && l->pp == 1 && l->recompute == RECOMPUTE_NONE)
+        return false; /* activation offload may be tried (above) */
+    layout lb[6];
+    for (int i = 0; i < n; i++) {
+        lb[i] = ls[i];
+        if (lb[i].framework == FRAMEWORK_MEGATRON && lb[i].recompute == RECOMPUTE_FULL &&
+            lb[i].recompute_layers == 0)
+            lb[i].recompute_layers = 1;
+    }
+    return layers_bounded(m, sys, t, lb, n, c, prune_above_s, 1e-8, true);
+}
+
+double estimate_search_first_bound_s(const model_spec *m, const system_spec *sys,
+                                     const training_spec *t, const layout *l, estimate_cache *c)
+{
+    if (!c || estimate_search_uncached(l) || !estimate_search_prunable(sys, l) ||
+        offload_activation_layers(m, l) > 0 ||
+        (l->framework == FRAMEWORK_MEGATRON && l->pp == 1 && l->recompute == RECOMPUTE_NONE))
+        return -1;
+    layout b = *l; /* as estimate_search_bounded_first takes it */
+    if (b.framework == FRAMEWORK_MEGATRON && b.recompute == RECOMPUTE_FULL &&
+        b.recompute_layers == 0)
+        b.recompute_layers = 1;
+    double f = estimate_search_bound_factor(&b, layout_microbatches(&b, t));
+    layer_kinds own;
+    double lb = f * estimate_stage_layers_total(
+                        m, sys, t, &b, 0, estimate_search_layer_costs(c, m, sys, t, &b, &own));
+    if (b.framework == FRAMEWORK_MEGATRON && b.sharding == SHARDING_FSDP) {
+        double ddp = estimate_search_fsdp_layers_lb(c, m, sys, t, &b, false);
+        if (ddp >= 0 && f * ddp > lb) lb = f * ddp;
+    }
+    return lb;
 }

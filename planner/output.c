@@ -193,8 +193,9 @@ json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
                                 : json_null());
     json_object_set_new(o, "closest_by_framework", closest);
     json_object_set_new(o, "search",
-                        json_pack("{s:I, s:I, s:f, s:i}", "evaluated", (json_int_t)r->evaluated,
-                                  "feasible", (json_int_t)r->feasible, "seconds", r->seconds,
+                        json_pack("{s:I, s:I, s:I, s:f, s:i}", "evaluated",
+                                  (json_int_t)r->evaluated, "feasible", (json_int_t)r->feasible,
+                                  "unchecked", (json_int_t)r->unchecked, "seconds", r->seconds,
                                   "simulated", r->simulated));
     json_object_set_new(json_object_get(o, "search"), "stats", search_stats_json(&r->stats));
     return o;
@@ -565,8 +566,11 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
 
     output_verdict(f, r, best);
 
-    fprintf(f, "\nTop %d of %ld feasible layouts:\n", top < r->count ? top : r->count,
-            r->feasible);
+    fprintf(f, "\nTop %d of %ld feasible layouts", top < r->count ? top : r->count, r->feasible);
+    /* speed23: layouts bounded out before their memory was made (search_options
+     * bound_first) are not known to fit or not */
+    if (r->unchecked > 0) fprintf(f, " (%ld more not checked for memory)", r->unchecked);
+    fprintf(f, ":\n");
     fprintf(f, "  #  framework tp  pp    dp  cp  ep vpp  mbs  sp  sharding  recompute  step_s    "
                "sim_s   tokens/s    MFU mem_GiB\n");
     /* the rank-order mark is explained only where a shown row carries it */
@@ -580,8 +584,12 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
 
     fprintf(f, "\nWhy:\n");
     explain_plan(f, r, m, sys, t);
-    fprintf(f, "\nSearched %ld layouts (%ld feasible) in %.3f s", r->evaluated, r->feasible,
-            r->seconds);
+    fprintf(f, "\nSearched %ld layouts (%ld feasible", r->evaluated, r->feasible);
+    if (r->unchecked > 0)
+        fprintf(f, "; %ld not checked for memory: their step's lower bound already exceeds the "
+                   "plans kept",
+                r->unchecked);
+    fprintf(f, ") in %.3f s", r->seconds);
     if (r->simulated > 0)
         fprintf(f, "; the top %d re-ranked by the step simulator (sim_s; --no-simulate: closed "
                    "form only)",

@@ -477,6 +477,11 @@ static void consider(worker *w, const layout *base, long seq)
     estimate_outcome how;
     if (!evaluate_variants(w, &t, ls, nv, &how)) return;
     count_layout(w, base, nv, how);
+    if (how == ESTIMATE_BOUNDED) { /* bounded before its memory: not known to fit */
+        w->r->evaluated += nv;
+        w->r->unchecked++;
+        return;
+    }
     if (!w->opt->no_memory_knobs) nv = memory_knobs(w, &t, ls, nv, &how);
     if (how == ESTIMATE_PRUNED) { /* it fits: counted as the feasible layout it is */
         w->r->evaluated += nv;
@@ -592,6 +597,7 @@ static void merge_parts(const search_options *opt, worker *w, int nthreads, sear
         search_result *p = pk->r;
         r->evaluated += p->evaluated;
         r->feasible += p->feasible;
+        r->unchecked += p->unchecked;
         search_stats_add(&r->stats, &p->stats);
         cache_counts(r, pk);
         for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
@@ -631,6 +637,8 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
         oom |= !c.w[k].cache;
         /* a pruned layout's memory is read only by a visitor (consider) */
         estimate_cache_skip_pruned_memory(c.w[k].cache, !opt->visit);
+        estimate_cache_bound_first(c.w[k].cache, opt->bound_first && !opt->visit &&
+                                                     !opt->fits_only && !opt->no_prune);
         /* several precisions: each layout listed once per precision (emit) */
         estimate_cache_check_per_layout(c.w[k].cache, opt->precisions & (opt->precisions - 1));
     }

@@ -85,6 +85,13 @@ typedef struct {
      * without --search-stats; speed22: the tally was 2% of DeepSeek-V3's search at 16384
      * GPUs). The layer-cost counts are kept. false: counted. */
     bool no_stats;
+    /* speed23: take a layout's step-time lower bound before its memory, and leave a layout
+     * whose bound already exceeds the plans kept unchecked for memory
+     * (estimate_cache_bound_first): the plans, their ranking and the best per framework and
+     * sharding are the same, but `feasible` counts only the layouts checked, and `unchecked`
+     * says how many were not. Ignored with a visitor, fits_only or no_prune. false: memory
+     * first, every layout's feasibility known. */
+    bool bound_first;
 } search_options;
 
 /* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */
@@ -94,6 +101,7 @@ typedef struct {
     int gpus;                   /* the GPU count searched */
     long evaluated;             /* layouts passed through the cost model */
     long feasible;
+    long unchecked;             /* listed layouts left unchecked for memory (bound_first) */
     double seconds;
     int count;                  /* ranked plans kept, best first */
     int simulated;              /* how many of them (the first) the simulator re-ranked */

@@ -2,7 +2,8 @@
  * search_stats.h — what each search knob cost (issue 21): for every knob, how many listed
  * layouts take a value other than the plain one (what the knob added to the space), and how
  * many of those went out on memory (not timed), on the lower bound (fit, but could not enter
- * the result) or were timed whole. `plan --search-stats` prints it; the JSON output holds it.
+ * the result) or were timed whole, and (speed23) how many went out on the lower bound before
+ * their memory was made. `plan --search-stats` prints it; the JSON output holds it.
  */
 #ifndef PLAN_SEARCH_STATS_H
 #define PLAN_SEARCH_STATS_H
@@ -20,7 +21,9 @@ typedef enum {
 } search_knob;
 
 /* Indexes of the per-knob counters. */
-enum { STAT_LISTED, STAT_MEMORY, STAT_BOUND, STAT_TIMED, STAT_KINDS };
+/* STAT_UNCHECKED: out on the lower bound before the memory was made (search_options
+ * bound_first, speed23): whether those fit is not known */
+enum { STAT_LISTED, STAT_MEMORY, STAT_BOUND, STAT_TIMED, STAT_UNCHECKED, STAT_KINDS };
 
 typedef struct {
     long layouts[STAT_KINDS];          /* all listed layouts (overlap variants not counted) */
