@@ -54,6 +54,7 @@ int alloc_step_eager_attn_fwd(ctx *c, const dims *d, int qe, int keys, int value
     int out = A(c, 2.0 * d->T * d->q); /* P @ V, [b, heads, s, d] */
     int ctxo = A(c, 2.0 * d->T * d->q); /* transpose(1, 2).contiguous(), saved by o_proj */
     F(c, out);
+    if (sv) sv->eager_at = sv->n; /* the backward finds them there */
     keep(c, sv, qe);
     keep(c, sv, keys);
     keep(c, sv, values);
@@ -80,9 +81,17 @@ void alloc_step_eager_attn_bwd(ctx *c, const dims *d, int go, int *gq, int *gk, 
 {
     double t = d->T, q = d->q, kv = d->kv, S = t * d->a * d->s;
     saved *sv = c->layer_saved;
-    /* the layer's saved set in alloc_step_eager_attn_fwd's order (its last six) */
-    int n = sv->n, qe = sv->h[n - 6], keys = sv->h[n - 5], values = sv->h[n - 4];
-    int p32 = sv->h[n - 3], pb = sv->h[n - 2], ctxo = sv->h[n - 1];
+    /* the six alloc_step_eager_attn_fwd kept, where it kept them (cmp23's version read the
+     * set's last six: the MLP's and the post-attention norm's, which the rest of the layer's
+     * forward had appended since, so the probabilities and the softmax output stayed to the
+     * layer's end) */
+    int at = sv->eager_at;
+    int qe = sv->h[at], keys = sv->h[at + 1], values = sv->h[at + 2];
+    int p32 = sv->h[at + 3], pb = sv->h[at + 4], ctxo = sv->h[at + 5];
+    /* what the layer's forward saved after them: the post-attention RMSNorm's and the MLP's
+     * tensors, released as their nodes ran (the MLP's backward and that norm's, before this) */
+    for (int i = at + 6; i < sv->n; i++) F(c, sv->h[i]);
+    sv->n = at + 6;
     bool rep = q > kv && kv > d->hd; /* repeat_kv copied k and v (one KV head: a view) */
     drop(c, sv, ctxo);               /* o_proj's node has run */
     /* PV's bmm: grad @ V^T, then P^T @ grad */

@@ -41,6 +41,7 @@ typedef struct {
 typedef struct {
     int h[MAX_SAVED];
     int n;
+    int eager_at; /* where eager attention's six saved tensors start (alloc_step_eager.c) */
 } saved;
 
 typedef struct {

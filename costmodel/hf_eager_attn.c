@@ -113,11 +113,16 @@ double hf_eager_transient_bytes(const model_spec *m, const training_spec *t, con
      * in a GPT-OSS-20B L2 s8k b1 FSDP2 step the first block's backward holds both layers'
      * softmax outputs and three such gradients (80.47 GiB, the step's peak). hfeager21 had
      * two (4 bytes a score): the L2 s8k b2 run went out of memory allocating a 16 GiB one.
-     * Llama's backward, once PV's node has released the bf16 probabilities, holds the fp32
-     * softmax output, the fp32 gradient of .to(bf16) and the fp32 softmax gradient: 12 bytes
-     * a score against the 6 saved, 6 more (its forward: 10 at the softmax, the masked scores,
-     * the fp32 copy and the output). Dropout adds its backward's bf16 product. */
-    double per_score = 6.0 + (m->dropout ? 2.0 : 0.0);
+     * Llama's backward peaks inside _softmax_backward_data, after PV's node has released the
+     * bf16 probabilities: the saved fp32 softmax output, the fp32 gradient .to(bf16)'s backward
+     * made (derivatives.yaml _to_copy), the structured kernel's fp32 result and the fp32
+     * `Tensor tmp = grad * output` of softmax_backward_cuda_out (torch aten/src/ATen/native/
+     * cuda/SoftMax.cu at 000cace5 and e9865f53): 16 bytes a score, 10 beyond the 6 saved (its
+     * forward: 10 at the softmax, the masked scores, the fp32 copy and the output). Measured
+     * under full checkpointing, where this is the step's peak (bench/results/eagerck23_
+     * 2026-11-29: the allocator replay with this list is within 0.7 GiB of both runs). Dropout
+     * adds its backward's bf16 product. */
+    double per_score = (m->attention_sinks ? 6.0 : 10.0) + (m->dropout ? 2.0 : 0.0);
     double transient = per_score * scores;
     /* The additive masks the model builds once per forward, bf16 [b, 1, s, s] (masking_utils.py
      * eager_mask, lines 539-605: never skipped for eager, allow_is_causal_skip=False), one per

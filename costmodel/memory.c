@@ -615,8 +615,8 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
             double grads_made = r->gradients_bytes - 4.0 * ((ld + root_params) / nd + le / ne);
             if (graphs) grads_made = r->gradients_bytes; /* kept since the step before */
             double last_act = act_layer_max + working;
-            if (l->recompute == RECOMPUTE_FULL)
-                last_act = act_layer_max + memory_layer_checkpoint_bytes(m, t, l);
+            if (l->recompute == RECOMPUTE_FULL) /* the recomputed layer and its transient */
+                last_act = working + memory_layer_checkpoint_bytes(m, t, l);
             else if (own_experts && l->recompute == RECOMPUTE_NONE && !l->compile)
                 /* the experts unit's post-backward runs once its experts' backward is done
                  * (FSDP2 registers it on the unit's inputs): the routed copies' saved

@@ -106,6 +106,12 @@ static void test_saved(void **state)
     assert_true(hf_eager_saved_bytes_per_token(&q, &t, &hf) == 0); /* flash by default */
     t.attention = ATTENTION_UNFUSED;
     near(hf_eager_saved_bytes_per_token(&q, &t, &hf), 792576);
+    /* Llama's layer in backward peaks inside _softmax_backward_data (SoftMax.cu
+     * softmax_backward_cuda_out: the result and `grad * output`, both fp32, beside the fp32
+     * incoming gradient and the saved fp32 output): 16 bytes a score, 10 beyond the 6 saved,
+     * 10 x 32 x 4096^2 = 5,368,709,120, and the bf16 mask 2 x 4096^2 = 33,554,432 (eagerck23;
+     * 6 bytes a score before, -16.6% on the checkpointed run) */
+    near(hf_eager_transient_bytes(&q, &t, &hf), 5402263552.0);
 }
 
 /*
