@@ -29,6 +29,10 @@ static void layer_params_of(dims *d)
         alloc_step_mla_params(d);
         return;
     }
+    if (d->gptoss) {
+        alloc_step_gptoss_params(d);
+        return;
+    }
     if (d->fused) { /* Phi3DecoderLayer: self_attn (o_proj, then qkv_proj), mlp (gate_up_proj,
                      * down_proj), the two norms (modeling_phi3.py Phi3Attention.__init__) */
         d->lp[n++] = d->h * d->q;
@@ -139,7 +143,7 @@ int alloc_step_mask_sdpa(ctx *c, const dims *d)
 /* HF's boolean window mask [b, 1, s, s], once per forward (masking_utils.sdpa_mask; rep23's
  * traces: inner_mask's sliding overlay, and_mask's result, causal_mask_function's, and_mask's
  * second result, the first three dropped as made) */
-static int mask_build(ctx *c, const dims *d)
+int alloc_step_mask_build(ctx *c, const dims *d)
 {
     double ss = d->T * d->s;
     int overlay = A(c, ss), first = A(c, ss);
@@ -373,6 +377,7 @@ static int any_layer_fwd(ctx *c, const dims *d, int l, int x, saved *sv)
     dl.lmask = d->mask && model_layer_is_sliding(d->m, l);
     dl.moe = d->moe && l >= d->dense_first;
     if (d->fused) return alloc_step_phi3_layer_fwd(c, &dl, sv);
+    if (d->gptoss) return alloc_step_gptoss_layer_fwd(c, &dl, sv);
     if (d->gemma) return alloc_step_gemma_layer_fwd(c, &dl, sv);
     return layer_fwd(c, &dl, x, sv);
 }
@@ -383,6 +388,7 @@ static int any_layer_bwd(ctx *c, const dims *d, int l, int dy, int *wg, int *nwg
     dl.lmask = d->mask && model_layer_is_sliding(d->m, l);
     dl.moe = d->moe && l >= d->dense_first;
     if (d->fused) return alloc_step_phi3_layer_bwd(c, &dl, dy, wg, nwg);
+    if (d->gptoss) return alloc_step_gptoss_layer_bwd(c, &dl, dy, wg, nwg);
     if (d->gemma) return alloc_step_gemma_layer_bwd(c, &dl, dy, wg, nwg);
     return layer_bwd(c, &dl, dy, wg, nwg);
 }
@@ -498,7 +504,15 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             F(c, x);
             x = xs;
         }
-        int mk = d->mask ? mask_build(c, d) : d->eager ? alloc_step_eager_mask(c, d) : -1;
+        int mk = d->mask    ? alloc_step_mask_build(c, d)
+                 : d->eager ? alloc_step_eager_mask(c, d)
+                            : -1;
+        int mk2 = -1;
+        if (d->gptoss) { /* GPT-OSS: the sliding layers' eager mask beside the causal one */
+            int mb = alloc_step_mask_build(c, d);
+            mk2 = A(c, 2.0 * d->T * d->s);
+            F(c, mb);
+        }
         int cosb[2] = {-1, -1}, sinb[2] = {-1, -1};
         for (int k = 0; !d->native && k < d->rotary_tables; k++) { /* HF's cos/sin [1, s, hd] */
             double r = d->s * d->hd * d->rf; /* [1, s, rotary dim] */
@@ -526,12 +540,14 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             for (int i = 0; i < nl; i++) F(c, bp[i]); /* reshard after forward */
         }
         saved fs = {.n = 0};
-        int nf = d->gemma ? alloc_step_gemma_norm_fwd(c, d->T, d->h, &fs)
-                          : alloc_step_norm_fwd(c, d, d->T, d->h, &fs);
+        int nf = d->gemma    ? alloc_step_gemma_norm_fwd(c, d->T, d->h, &fs)
+                 : d->gptoss ? alloc_step_gptoss_norm_fwd(c, d->T, d->h, &fs)
+                             : alloc_step_norm_fwd(c, d, d->T, d->h, &fs);
         if (d->native) keep(c, &fs, x);
         else F(c, x);
         /* the mask dies with the model's forward; a checkpoint's recompute keeps it (below) */
         if (mk >= 0 && !d->ckpt) F(c, mk);
+        if (mk2 >= 0 && !d->ckpt) F(c, mk2);
         /* the loss chain (memory_logits.c): bf16 logits, the fp32 upcast, log_softmax's
          * output (saved); the upcast dies with the loss function, the bf16 logits with the
          * model's output (HF) or `del logits` (native) */
@@ -578,8 +594,9 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         int ghead = A(c, 2.0 * d->V * d->h);
         F(c, gb);
         F(c, nf);
-        int dy = d->gemma ? alloc_step_gemma_norm_bwd(c, d->T, d->h, gnf, true)
-                          : alloc_step_norm_bwd(c, d, d->T, d->h, gnf);
+        int dy = d->gemma    ? alloc_step_gemma_norm_bwd(c, d->T, d->h, gnf, true)
+                 : d->gptoss ? alloc_step_gptoss_norm_bwd(c, d->T, d->h, gnf)
+                             : alloc_step_norm_bwd(c, d, d->T, d->h, gnf);
         release(c, &fs);
         for (int l = L - 1; l >= 0; l--) {
             int bp[MAX_LAYER_PARAMS], nl;
@@ -595,6 +612,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             release(c, &sv[l]);
             if (d->ckpt) F(c, ckin[l]);
             if (d->ckpt && l == 0 && mk >= 0) F(c, mk);
+            if (d->ckpt && l == 0 && mk2 >= 0) F(c, mk2);
             dy = gx;
             /* post-backward (FSDPParamGroup.post_backward): reshard (the bf16 parameters
              * dropped), then foreach_reduce: the previous unit's reduce-scatter input released,
@@ -699,6 +717,11 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
               .rkv = m->kv_lora_rank, .rr = m->qk_rope_dim, .vd = m->v_head_dim,
               .sf = (double)m->shared_ffn * m->shared_experts,
               .dense_first = m->mla && model_is_moe(m) ? m->dense_first : 0};
+    if (m->attention_sinks) { /* GPT-OSS: its table is half a head wide (emb = freqs) */
+        d.gptoss = true;
+        d.mask = false;
+        d.rf = 0.5;
+    }
     if (m->mla) { /* HF's rotary table is the rope dim wide */
         d.rf = m->qk_rope_dim / (double)m->head_dim;
         d.moe = model_moe_layers(m) > 0;
@@ -745,6 +768,7 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
     k.top_k = m->top_k;
     k.expert_ffn = m->expert_ffn;
     k.rotary_ppm = (long)(m->rotary_fraction * 1e6 + 0.5);
+    if (m->attention_sinks) k.flags |= 2048; /* GPT-OSS's layer (alloc_step_gptoss.c) */
     if (m->mla) { /* DeepSeek's MLA and MoE (alloc_step_mla.c) */
         k.flags |= 512 | (strcmp(m->hf_model_type, "deepseek_v3") == 0 ? 1024 : 0);
         k.q_lora_rank = m->q_lora_rank;

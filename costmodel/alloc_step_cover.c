@@ -2,9 +2,9 @@
  * alloc_step_cover.c — which layouts the allocator replay of one FSDP2 step (alloc_step.c)
  * covers: the layer kinds whose tensors it lists (Llama-style Hugging Face and native layers,
  * Phi-3's fused projections, Gemma 2/3, sliding-window masks, transformers' eager attention,
- * Hugging Face MoE blocks, DeepSeek-V2/V3's MLA), one GPU, bf16, no or full recompute. Outside
- * it memory.c prices reserved memory without the replay. Its own file because each family
- * added to the replay adds a rule here.
+ * Hugging Face MoE blocks, DeepSeek-V2/V3's MLA, GPT-OSS), one GPU, bf16, no or full
+ * recompute. Outside it memory.c prices reserved memory without the replay. Its own file
+ * because each family added to the replay adds a rule here.
  */
 #include "alloc_step.h"
 
@@ -24,6 +24,13 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     if (t->hold_logits) return false;
     /* transformers' eager attention (alloc_step_eager.c): Llama's function, one causal mask */
     bool eager = hf_eager_attn_applies(m, t, l);
+    /* GPT-OSS (alloc_step_gptoss.c): its eager function with sinks, its two masks, biased
+     * router and experts on the grouped_mm path, clamped GLU; Hugging Face code, MoE in every
+     * layer (transformers' GptOssModel) */
+    if (m->attention_sinks)
+        return eager && strcmp(m->hf_model_type, "gpt_oss") == 0 && layout_impl_of(l) == IMPL_HF &&
+               hf_experts_applies(l) && model_moe_layers(m) == m->layers && !m->mla &&
+               m->shared_experts == 0 && !m->dropout && m->ffn > 0 && m->expert_ffn > 0;
     if (layout_attention_of(m, t, l) != ATTENTION_FLASH &&
         (!eager || m->hf_fused_qkv || m->sliding_window > 0 || m->attn_logit_softcap > 0 ||
          model_is_moe(m)))

@@ -23,6 +23,7 @@ typedef struct {
     bool lmask;                         /* this layer's SDPA takes it (its sliding layers) */
     bool gemma;                         /* HF Gemma 2/3 layers (four GemmaRMSNorms, model.h) */
     bool eager;                         /* transformers' eager attention (hf_eager_attn.h) */
+    bool gptoss;                        /* HF GPT-OSS layers (sinks, alloc_step_gptoss.c) */
     double softcap;                     /* Gemma 2's final-logit soft-capping, 0: none */
     int rotary_tables;                  /* HF's cos/sin pairs a forward (Gemma 3: 2) */
     const model_spec *m;                /* for the per-layer pattern (model_layer_is_sliding) */
@@ -136,6 +137,21 @@ int alloc_step_mla_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg);
 int alloc_step_ds_moe_fwd(ctx *c, const dims *d, saved *sv);
 int alloc_step_ds_moe_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
 void alloc_step_mla_params(dims *d);
+
+/* An index's backward (index_put_ with accumulate into zeros of `bytes`, sorting `updates`
+ * indices: alloc_step_moe.c); returns the gradient */
+int alloc_step_index_bwd(ctx *c, double bytes, double updates);
+
+/* HF's boolean window mask [b, 1, s, s], once per forward (alloc_step.c) */
+int alloc_step_mask_build(ctx *c, const dims *d);
+
+/* Hugging Face GPT-OSS (alloc_step_gptoss.c): the layer's parameters, its RMSNorm (fp32
+ * weight product; the final norm too), its decoder layer under eager attention with sinks */
+void alloc_step_gptoss_params(dims *d);
+int alloc_step_gptoss_norm_fwd(ctx *c, double rows, double width, saved *sv);
+int alloc_step_gptoss_norm_bwd(ctx *c, double rows, double width, int g);
+int alloc_step_gptoss_layer_fwd(ctx *c, const dims *d, saved *sv);
+int alloc_step_gptoss_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
 
 /* Hugging Face Phi-3's decoder layer (alloc_step_phi3.c) */
 int alloc_step_phi3_layer_fwd(ctx *c, const dims *d, saved *sv);

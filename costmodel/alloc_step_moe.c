@@ -93,7 +93,7 @@ int alloc_step_moe_experts_fwd(ctx *c, const dims *d, saved *sv, const int *pre,
 
 /* An index's backward (index_put_ with accumulate into zeros) over `rows` x w bytes: the zeros,
  * the sort of the indices and its temporaries; returns the gradient. */
-static int index_bwd(ctx *c, double bytes, double updates)
+int alloc_step_index_bwd(ctx *c, double bytes, double updates)
 {
     int z = A(c, bytes);
     int k1 = A(c, 8.0 * updates), k2 = A(c, 8.0 * updates);
@@ -136,7 +136,7 @@ int alloc_step_moe_experts_bwd(ctx *c, const dims *d, int *wgr, int *nwg, int *g
     int g32 = A(c, 4.0 * t * h); /* .to(bf16)'s backward */
     int ge = A(c, 4.0 * S * h);  /* sum's backward, materialised by the view's */
     F(c, g32);
-    int gpw = index_bwd(c, 4.0 * S * h, S); /* og = pw[inv]'s backward */
+    int gpw = alloc_step_index_bwd(c, 4.0 * S * h, S); /* og = pw[inv]'s backward */
     F(c, ge);
     int gw32 = A(c, 4.0 * S * h); /* grad * w */
     int gom = A(c, 2.0 * S * h);  /* to om's bf16 */
@@ -164,9 +164,9 @@ int alloc_step_moe_experts_bwd(ctx *c, const dims *d, int *wgr, int *nwg, int *g
     F(c, ggum);
     int gxm = A(c, 2.0 * S * h); /* the in-place masked fill's backward */
     F(c, gxg);
-    int gin = index_bwd(c, 2.0 * t * h, S); /* hidden_states[perm // k]'s backward */
+    int gin = alloc_step_index_bwd(c, 2.0 * t * h, S); /* hidden_states[perm // k]'s backward */
     F(c, gxm);
-    *gws = index_bwd(c, 4.0 * S, S); /* sample_weights[perm]'s backward */
+    *gws = alloc_step_index_bwd(c, 4.0 * S, S); /* sample_weights[perm]'s backward */
     F(c, gwt);
     return gin;
 }
