@@ -74,7 +74,7 @@ static void root_copies_cost(const model_spec *m, const system_spec *sys, const 
     }
     *fwd_s = fsdp_copy_out_s(sys, &fc);
     *bwd_s = (l->reshard_after_forward ? fsdp_copy_out_s(sys, &fc) : 0) +
-             fsdp_rs_copy_in_s(sys, &fc);
+             fsdp_rs_copy_in_s(sys, &fc) + fsdp_rs_one_rank_s(sys, &fc);
     *copy_in_s = fsdp_gathers_per_microbatch(l) * fsdp_copy_in_s(sys, &fc);
 }
 

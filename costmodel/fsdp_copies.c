@@ -97,6 +97,11 @@ double fsdp_rs_copy_in_s(const system_spec *sys, const fsdp_copies *c)
     return all_launches_s(sys, &c->rs_cast);
 }
 
+double fsdp_rs_one_rank_s(const system_spec *sys, const fsdp_copies *c)
+{
+    return c->one_gpu ? compute_stream_s(sys, 8.0 * c->params) : 0;
+}
+
 double fsdp_rs_copy_in_host_s(const system_spec *sys, double params, int shard_group)
 {
     double g = shard_group > 0 ? shard_group : 1;

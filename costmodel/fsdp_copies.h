@@ -102,6 +102,20 @@ double fsdp_copy_in_s(const system_spec *sys, const fsdp_copies *c);
 double fsdp_copy_out_s(const system_spec *sys, const fsdp_copies *c);
 double fsdp_rs_copy_in_s(const system_spec *sys, const fsdp_copies *c);
 
+/* One GPU (one_gpu): the reduce-scatter of a one-rank group is a device copy of the fp32
+ * reduce-scatter input into its output (read 4, write 4 bytes a parameter), a Memcpy DtoD
+ * (aten::copy_) on FSDP2's reduce-scatter stream. It runs beside the compute stream but the
+ * compute stream's next kernel does not run with it: in the profiled one-GPU DeepSeek-V2-Lite
+ * L8 s2k b4 step of bench/results/host23_2026-11-29 (call1, one H200, torch 2.11) each of the
+ * seven decoder units' copies took 1.098-1.103 ms (584.7 M parameters, 4.68 GB: 4.25 TB/s), and
+ * in the four where the compute stream had work the next unit's first unshard cast (q_proj,
+ * 6.3 M elements, ~10 us alone) started with the copy and lasted 1.099-1.105 ms; in
+ * Llama-3.2-1B s2k b2's profile a 4096-block cast that overlapped a 116 us copy lasted 120 us
+ * (bench/results/moebwd23_2026-11-29). So the copy is compute-stream time in the backward:
+ * 8 bytes a parameter at the streaming rate (compute_stream_s, gpu.hbm_efficiency). Several
+ * ranks: 0 (the collective is NCCL's, priced as communication). */
+double fsdp_rs_one_rank_s(const system_spec *sys, const fsdp_copies *c);
+
 /* The host's own time in the reduce-scatter copy-in of a unit of `params` parameters over
  * `shard_group` ranks, before its kernel launches. torch._chunk_cat's CUDA path
  * (aten/src/ATen/native/cuda/TensorShape.cu at PyTorch 2.x: get_chunk_cat_metadata, pack_vecs)

@@ -71,6 +71,9 @@ static void fsdp_compute_copies(builder *b, const training_spec *t, const layout
            RECIPE_OVERLAP_NONE, out, l->reshard_after_forward ? out : 0);
     rb_op_add(b, "fsdp.rs_copy_in", RECIPE_FSDP_COPY, RECIPE_BWD, RECIPE_STREAM_COMPUTE,
            RECIPE_OVERLAP_NONE, 0, fsdp_rs_copy_in_s(b->sys, fc));
+    if (fc->one_gpu) /* the one-rank reduce-scatter's copy (fsdp_copies.h) */
+        rb_op_add(b, "fsdp.rs_one_rank", RECIPE_FSDP_COPY, RECIPE_BWD, RECIPE_STREAM_COMPUTE,
+                  RECIPE_OVERLAP_NONE, 0, fsdp_rs_one_rank_s(b->sys, fc));
 }
 
 /* An empty recipe (and item list) in l's number format: where recipe_layer and recipe_head

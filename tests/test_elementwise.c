@@ -463,11 +463,16 @@ static void test_fsdp2_one_rank(void **state)
     double out = fsdp_copy_out_s(&s, &c);
     assert_true(fabs(out - 2181120000.0 / 4.32e12) < 1e-12);
     assert_true(fabs(out - 0.000504889) < 1e-9);
+    /* the one-rank reduce-scatter's copy (fsdp_copies.h): 8 x 218,112,000 B at 4.32e12 B/s */
+    double rs = fsdp_rs_one_rank_s(&s, &c);
+    assert_true(fabs(rs - 1744896000.0 / 4.32e12) < 1e-12);
+    assert_true(fabs(rs - 0.000403911) < 1e-9);
     l.dp = 4;
     fsdp_copies_of(&l, 4 * 218112000.0, &c);
     assert_false(c.one_gpu);
     assert_true(fabs(fsdp_copy_out_s(&s, &c) - (4 * 872448000.0 / 2.448e12 + 1.5e-6)) < 1e-12);
     assert_true(fsdp_copy_in_s(&s, &c) > 0);
+    assert_true(fsdp_rs_one_rank_s(&s, &c) == 0);
     fsdp_copies_unit(218112000.0, 1, &c);
     assert_false(c.one_gpu);
     assert_true(fabs(fsdp_copy_out_s(&s, &c) - (872448000.0 / 2.448e12 + 1.5e-6)) < 1e-12);
