@@ -274,6 +274,7 @@ static void test_mask_offsets_rate(void **state)
     assert_int_equal(find(e.bwd, e.n_bwd, "moe.bwd.weight_mul")->access.pattern, EW_OFFSETS);
     /* the experts' SwiGLU in a layer's list: the halves of gate_up (row stride 2f = 100) */
     elementwise_list x;
+    m.heads = m.kv_heads = 4, m.head_dim = 25; /* the layer's attention kernels need its heads */
     elementwise_layer(&m, &l, 1000, true, &x);
     const elementwise_kernel *a = find(x.fwd, x.n_fwd, "experts.act");
     assert_int_equal(a->access.pattern, EW_OFFSETS);
