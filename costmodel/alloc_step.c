@@ -508,7 +508,8 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
                  : d->eager ? alloc_step_eager_mask(c, d)
                             : -1;
         int mk2 = -1;
-        if (d->gptoss) { /* GPT-OSS: the sliding layers' eager mask beside the causal one */
+        if (d->gptoss || d->eager_window) { /* the sliding layers' eager mask beside the causal
+                                              * one (GPT-OSS; Gemma 2/3: alloc_step_eager.c) */
             int mb = alloc_step_mask_build(c, d);
             mk2 = A(c, 2.0 * d->T * d->s);
             F(c, mb);
@@ -717,6 +718,11 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
               .rkv = m->kv_lora_rank, .rr = m->qk_rope_dim, .vd = m->v_head_dim,
               .sf = (double)m->shared_ffn * m->shared_experts,
               .dense_first = m->mla && model_is_moe(m) ? m->dense_first : 0};
+    if (d.eager && d.gemma) { /* Gemma 2/3 under eager (alloc_step_eager.c) */
+        d.attn_softcap = m->attn_logit_softcap;
+        d.eager_window = m->sliding_window > 0 && model_sliding_layers(m) > 0 &&
+                         model_sliding_layers(m) < m->layers;
+    }
     if (m->attention_sinks) { /* GPT-OSS: its table is half a head wide (emb = freqs) */
         d.gptoss = true;
         d.mask = false;
@@ -763,7 +769,8 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
               (m->tied_embeddings ? 8 : 0) | (m->hf_fused_qkv ? 16 : 0) |
               (m->sandwich_norm && m->norm_fp32_scale ? 32 : 0) |
               (m->final_logit_softcap > 0 ? 64 : 0) | (m->rope_local_theta > 0 ? 128 : 0) |
-              (m->norm_topk_prob ? 256 : 0) | (hf_eager_attn_applies(m, t, l) ? 512 : 0);
+              (m->norm_topk_prob ? 256 : 0) | (hf_eager_attn_applies(m, t, l) ? 512 : 0) |
+              (m->attn_logit_softcap > 0 ? 4096 : 0) | (m->sliding_window > 0 ? 8192 : 0);
     k.experts = m->experts;
     k.top_k = m->top_k;
     k.expert_ffn = m->expert_ffn;

@@ -22,7 +22,8 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     if (l->recompute != RECOMPUTE_NONE && l->recompute != RECOMPUTE_FULL) return false;
     if (l->recompute == RECOMPUTE_FULL && l->recompute_layers != 0) return false;
     if (t->hold_logits) return false;
-    /* transformers' eager attention (alloc_step_eager.c): Llama's function, one causal mask */
+    /* transformers' eager attention (alloc_step_eager.c): Llama's function, one causal mask;
+     * Gemma 2/3's soft-cap and second (sliding) mask */
     bool eager = hf_eager_attn_applies(m, t, l);
     /* GPT-OSS (alloc_step_gptoss.c): its eager function with sinks, its two masks, biased
      * router and experts on the grouped_mm path, clamped GLU; Hugging Face code, MoE in every
@@ -31,8 +32,12 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
         return eager && strcmp(m->hf_model_type, "gpt_oss") == 0 && layout_impl_of(l) == IMPL_HF &&
                hf_experts_applies(l) && model_moe_layers(m) == m->layers && !m->mla &&
                m->shared_experts == 0 && !m->dropout && m->ffn > 0 && m->expert_ffn > 0;
+    /* Gemma 2/3 under eager: Llama's function plus Gemma 2's soft-cap and the sliding layers'
+     * mask (alloc_step_eager.c) */
+    bool gemma_eager = eager && m->sandwich_norm && m->norm_fp32_scale;
     if (layout_attention_of(m, t, l) != ATTENTION_FLASH &&
-        (!eager || m->hf_fused_qkv || m->sliding_window > 0 || m->attn_logit_softcap > 0 ||
+        (!eager || m->hf_fused_qkv ||
+         (!gemma_eager && (m->sliding_window > 0 || m->attn_logit_softcap > 0)) ||
          model_is_moe(m)))
         return false;
     /* Phi-3's fused projections: Hugging Face code only (the native block has its own) */

@@ -21,13 +21,26 @@
  * Autograd frees a node's saved tensors once it has run (retain_graph False); the engine runs
  * the ready node created last first, so the scores' chain runs down to QK^T's backward before
  * repeat_kv's backward of v.
+ *
+ * Gemma 2 / Gemma 3 (bench/results/gemeager23_2026-11-29): transformers 5.17.0
+ * models/gemma2/modeling_gemma2.py eager_attention_forward (lines 201-214, as hf_eager_attn.c
+ * cites; Gemma 3's modeling_gemma3.py has the same function, its softcap None) is Llama's with
+ * the scale query_pre_attn_scalar**-0.5 (the same mul by a Python scalar) and, between the scale
+ * and the mask add, Gemma 2's soft-cap:
+ *   attn_weights = attn_weights / softcap; torch.tanh(attn_weights); attn_weights * softcap
+ * derivatives.yaml: div and mul by a wrapped scalar save only the 0-dim scalar; tanh saves its
+ * result (tanh_backward(grad, result)); each backward allocates one gradient of the scores'
+ * shape and dtype. The sliding layers take their own additive mask (below).
  */
 #include "alloc_step_internal.h"
 
 /* The additive mask transformers builds once per forward for eager (masking_utils.py
  * eager_mask, lines 539-605: sdpa_mask with allow_is_causal_skip=False, then torch.where(mask,
  * 0, dtype min)): the boolean causal mask [b, 1, s, s] and the bf16 result, the boolean
- * dropped when eager_mask returns. */
+ * dropped when eager_mask returns. Models with sliding layers (Gemma 2/3, GPT-OSS) get a second
+ * from create_sliding_window_causal_mask, built in alloc_step.c as the boolean window mask
+ * (alloc_step_mask_build's temporaries) and then its bf16 copy; hf_eager_attn.c counts the
+ * same two. */
 int alloc_step_eager_mask(ctx *c, const dims *d)
 {
     int mb = A(c, d->T * d->s);
@@ -44,6 +57,14 @@ int alloc_step_eager_attn_fwd(ctx *c, const dims *d, int qe, int keys, int value
     int w = A(c, 2.0 * S);         /* matmul(q, k^T) */
     int sw = A(c, 2.0 * S);        /* * scaling */
     F(c, w);
+    int th = -1;
+    if (d->attn_softcap > 0) { /* Gemma 2: / softcap, tanh (its result saved), * softcap */
+        int dv = A(c, 2.0 * S);
+        F(c, sw);
+        th = A(c, 2.0 * S);
+        F(c, dv);
+        sw = A(c, 2.0 * S);
+    }
     int am = A(c, 2.0 * S);        /* + causal_mask */
     F(c, sw);
     int x32 = A(c, 4.0 * S);       /* softmax's conversion of its input */
@@ -61,6 +82,7 @@ int alloc_step_eager_attn_fwd(ctx *c, const dims *d, int qe, int keys, int value
     keep(c, sv, p32);
     keep(c, sv, pb);
     keep(c, sv, ctxo);
+    if (th >= 0) keep(c, sv, th); /* the seventh */
     return A(c, 2.0 * d->T * d->h); /* o_proj's output */
 }
 
@@ -88,10 +110,11 @@ void alloc_step_eager_attn_bwd(ctx *c, const dims *d, int go, int *gq, int *gk, 
     int at = sv->eager_at;
     int qe = sv->h[at], keys = sv->h[at + 1], values = sv->h[at + 2];
     int p32 = sv->h[at + 3], pb = sv->h[at + 4], ctxo = sv->h[at + 5];
+    int ne = d->attn_softcap > 0 ? 7 : 6, th = ne == 7 ? sv->h[at + 6] : -1;
     /* what the layer's forward saved after them: the post-attention RMSNorm's and the MLP's
      * tensors, released as their nodes ran (the MLP's backward and that norm's, before this) */
-    for (int i = at + 6; i < sv->n; i++) F(c, sv->h[i]);
-    sv->n = at + 6;
+    for (int i = at + ne; i < sv->n; i++) F(c, sv->h[i]);
+    sv->n = at + ne;
     bool rep = q > kv && kv > d->hd; /* repeat_kv copied k and v (one KV head: a view) */
     drop(c, sv, ctxo);               /* o_proj's node has run */
     /* PV's bmm: grad @ V^T, then P^T @ grad */
@@ -113,6 +136,15 @@ void alloc_step_eager_attn_bwd(ctx *c, const dims *d, int go, int *gq, int *gk, 
     drop(c, sv, p32);
     int gb = A(c, 2.0 * S); /* the conversion's backward: to bf16 */
     F(c, gx);
+    if (th >= 0) { /* the soft-cap's (the mask add passes its gradient on): * softcap's, */
+        int gm = A(c, 2.0 * S);
+        F(c, gb);
+        int gt = A(c, 2.0 * S); /* tanh_backward(grad, result), then the node releases tanh's */
+        F(c, gm);
+        drop(c, sv, th);
+        gb = A(c, 2.0 * S); /* / softcap's */
+        F(c, gt);
+    }
     int gs = A(c, 2.0 * S); /* the scale's (the mask add passes its gradient on) */
     F(c, gb);
     *gq = A(c, 2.0 * t * q); /* QK^T's bmm: grad @ K, then grad^T @ Q */

@@ -23,6 +23,8 @@ typedef struct {
     bool lmask;                         /* this layer's SDPA takes it (its sliding layers) */
     bool gemma;                         /* HF Gemma 2/3 layers (four GemmaRMSNorms, model.h) */
     bool eager;                         /* transformers' eager attention (hf_eager_attn.h) */
+    double attn_softcap;                /* Gemma 2's attention soft-cap under eager, 0: none */
+    bool eager_window;                  /* eager with sliding layers: their own additive mask */
     bool gptoss;                        /* HF GPT-OSS layers (sinks, alloc_step_gptoss.c) */
     double softcap;                     /* Gemma 2's final-logit soft-capping, 0: none */
     int rotary_tables;                  /* HF's cos/sin pairs a forward (Gemma 3: 2) */
@@ -42,7 +44,8 @@ typedef struct {
 typedef struct {
     int h[MAX_SAVED];
     int n;
-    int eager_at; /* where eager attention's six saved tensors start (alloc_step_eager.c) */
+    int eager_at; /* where eager attention's six saved tensors start (alloc_step_eager.c; a
+                   * seventh, tanh's output, under Gemma 2's soft-cap) */
 } saved;
 
 typedef struct {

@@ -408,6 +408,62 @@ static void test_eager_attention(void **state)
     eager_ckpt("qwen3-4b", 20, 53.08, 62.37, 58370948608.0);
 }
 
+/* gemeager23: Gemma 2/3 under transformers' eager attention (alloc_step_eager.c: Gemma 2's
+ * soft-cap, / cap, tanh, * cap, tanh's bf16 result saved; the sliding layers' second additive
+ * mask). No ordinary eager Gemma run exists (bench/results/gemeager23_2026-11-29), so the check
+ * is the analytic model (hf_eager_attn.c, checked on the Gemma SDPA runs): what eager adds over
+ * SDPA at the same layout, in the replay's peak allocated and in memory_peak's total, within
+ * 0.1 GiB (0.00-0.02 at these shapes). And tanh's saved output by hand: Gemma-2-2B s2048 b2 has
+ * 2 x 8 x 2048^2 = 67,108,864 scores a layer, 2 bytes each, 26 layers alive at the loss:
+ * 3,489,660,928 B = 3.25 GiB more than the same layers without the cap (the replay: 1 MiB less,
+ * the small temporaries alive at the two peaks differ; within 2 MiB). */
+static void gemma_eager(const char *config, int seq, int mbs, int layers)
+{
+    model_spec m;
+    training_spec t;
+    layout l;
+    spec_cut(config, seq, mbs, false, layers, false, &m, &t, &l);
+    system_spec sys;
+    char err[CM_ERRLEN];
+    if (system_load("h200", "data", &sys, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    alloc_step_reserved r[2];
+    double total[2];
+    for (int e = 0; e < 2; e++) {
+        t.attention = e ? ATTENTION_UNFUSED : ATTENTION_FLASH;
+        t.attention_set = true;
+        if (!alloc_step_covered(&m, &t, &l)) fail_msg("%s s%d b%d: not covered", config, seq, mbs);
+        assert_int_equal(alloc_step_replay(&m, &t, &l, 0, &r[e]), 0);
+        total[e] = memory_peak(&m, &sys, &t, &l).total_bytes;
+    }
+    double dr = (r[1].peak_allocated_bytes - r[0].peak_allocated_bytes) / GIB;
+    double dm = (total[1] - total[0]) / GIB;
+    if (fabs(dr - dm) > 0.1)
+        fail_msg("%s s%d b%d: eager adds %.3f GiB in the replay, %.3f analytic", config, seq, mbs,
+                 dr, dm);
+}
+
+static void test_gemma_eager(void **state)
+{
+    (void)state;
+    gemma_eager("gemma-2-2b", 2048, 2, 0);
+    gemma_eager("gemma-2-2b", 4096, 1, 0);
+    gemma_eager("gemma-3-1b", 4096, 2, 0);
+    gemma_eager("gemma-2-9b", 4096, 1, 8);
+    model_spec m;
+    training_spec t;
+    layout l;
+    spec("gemma-2-2b", 2048, 2, false, &m, &t, &l);
+    t.attention = ATTENTION_UNFUSED;
+    t.attention_set = true;
+    alloc_step_reserved capped, plain;
+    assert_int_equal(alloc_step_replay(&m, &t, &l, 0, &capped), 0);
+    m.attn_logit_softcap = 0;
+    assert_int_equal(alloc_step_replay(&m, &t, &l, 0, &plain), 0);
+    double extra = capped.peak_allocated_bytes - plain.peak_allocated_bytes;
+    if (fabs(extra - 3489660928.0) > 2097152) /* the peak moment's small temporaries: 1 MiB */
+        fail_msg("tanh saved %.0f B, want 3489660928", extra);
+}
+
 /* oss23: GPT-OSS's layer under transformers' eager attention with sinks (alloc_step_gptoss.c)
  * against the ordinary single-H200 runs (transformers 5.17.0, torch 2.11.0): ho21b-gptoss20-
  * L3-s4k-b2-eager, -L6-s2k-b2-ckpt-eager (bench/results/ho21_2026-11-29/b/results.jsonl),
@@ -504,6 +560,7 @@ int main(void)
         cmocka_unit_test(test_mla),
         cmocka_unit_test(test_capacity),
         cmocka_unit_test(test_eager_attention),
+        cmocka_unit_test(test_gemma_eager),
         cmocka_unit_test(test_gpt_oss),
         cmocka_unit_test(test_not_covered),
     };
