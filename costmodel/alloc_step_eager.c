@@ -87,7 +87,7 @@ int alloc_step_eager_attn_fwd(ctx *c, const dims *d, int qe, int keys, int value
 }
 
 /* frees what a node saved, taking it off the layer's saved set (released after the layer) */
-static void drop(ctx *c, saved *sv, int h)
+void alloc_step_drop_saved(ctx *c, saved *sv, int h)
 {
     for (int i = 0; i < sv->n; i++)
         if (sv->h[i] == h) {
@@ -116,13 +116,13 @@ void alloc_step_eager_attn_bwd(ctx *c, const dims *d, int go, int *gq, int *gk, 
     for (int i = at + ne; i < sv->n; i++) F(c, sv->h[i]);
     sv->n = at + ne;
     bool rep = q > kv && kv > d->hd; /* repeat_kv copied k and v (one KV head: a view) */
-    drop(c, sv, ctxo);               /* o_proj's node has run */
+    alloc_step_drop_saved(c, sv, ctxo);               /* o_proj's node has run */
     /* PV's bmm: grad @ V^T, then P^T @ grad */
     int gpb = A(c, 2.0 * S);
     int gvr = A(c, 2.0 * t * (rep ? q : kv));
     F(c, go);
-    drop(c, sv, pb);
-    drop(c, sv, values);
+    alloc_step_drop_saved(c, sv, pb);
+    alloc_step_drop_saved(c, sv, values);
     int g32 = A(c, 4.0 * S); /* .to(bf16)'s backward: to fp32 */
     F(c, gpb);
     /* _softmax_backward_data: the structured kernel's result, then `Tensor tmp = grad * output`
@@ -133,7 +133,7 @@ void alloc_step_eager_attn_bwd(ctx *c, const dims *d, int go, int *gq, int *gk, 
     int prod = A(c, 4.0 * S);
     F(c, prod);
     F(c, g32);
-    drop(c, sv, p32);
+    alloc_step_drop_saved(c, sv, p32);
     int gb = A(c, 2.0 * S); /* the conversion's backward: to bf16 */
     F(c, gx);
     if (th >= 0) { /* the soft-cap's (the mask add passes its gradient on): * softcap's, */
@@ -141,7 +141,7 @@ void alloc_step_eager_attn_bwd(ctx *c, const dims *d, int go, int *gq, int *gk, 
         F(c, gb);
         int gt = A(c, 2.0 * S); /* tanh_backward(grad, result), then the node releases tanh's */
         F(c, gm);
-        drop(c, sv, th);
+        alloc_step_drop_saved(c, sv, th);
         gb = A(c, 2.0 * S); /* / softcap's */
         F(c, gt);
     }
@@ -150,8 +150,8 @@ void alloc_step_eager_attn_bwd(ctx *c, const dims *d, int go, int *gq, int *gk, 
     *gq = A(c, 2.0 * t * q); /* QK^T's bmm: grad @ K, then grad^T @ Q */
     int gkr = A(c, 2.0 * t * (rep ? q : kv));
     F(c, gs);
-    drop(c, sv, qe);
-    drop(c, sv, keys);
+    alloc_step_drop_saved(c, sv, qe);
+    alloc_step_drop_saved(c, sv, keys);
     if (rep) { /* repeat_kv's backward (expand's: the sum over the repeats), v then k */
         *gv = A(c, 2.0 * t * kv);
         F(c, gvr);

@@ -172,16 +172,6 @@ static int sinks_fwd(ctx *c, const dims *d, int qe, int keys, int values, saved 
     return A(c, 2.0 * t * d->h); /* o_proj */
 }
 
-static void drop(ctx *c, saved *sv, int h)
-{
-    for (int i = 0; i < sv->n; i++)
-        if (sv->h[i] == h) {
-            sv->h[i] = sv->h[--sv->n];
-            F(c, h);
-            return;
-        }
-}
-
 /* Its backward from the context's gradient go (consumed) to the gradients of the rotated q and
  * of k and v before repeat_kv; the saved parts freed as their nodes run (c->layer_saved) */
 static void sinks_bwd(ctx *c, const dims *d, int go, int *gq, int *gk, int *gv)
@@ -191,32 +181,32 @@ static void sinks_bwd(ctx *c, const dims *d, int go, int *gq, int *gk, int *gv)
     int n = sv->n, qe = sv->h[n - 6], keys = sv->h[n - 5], values = sv->h[n - 4];
     int mi = sv->h[n - 3], probs = sv->h[n - 2], ctxo = sv->h[n - 1];
     bool rep = q > kv && kv > d->hd;
-    drop(c, sv, ctxo);
+    alloc_step_drop_saved(c, sv, ctxo);
     int gp = A(c, 2.0 * S); /* PV's bmm: grad @ V^T, P^T @ grad */
     int gvr = A(c, 2.0 * t * (rep ? q : kv));
     F(c, go);
-    drop(c, sv, values);
+    alloc_step_drop_saved(c, sv, values);
     int gsl = A(c, 2.0 * S1); /* slice_backward: zeros [.., s + 1], the copy into the slice */
     F(c, gp);
     int gx = A(c, 2.0 * S1);   /* _softmax_backward_data's result */
     int prod = A(c, 2.0 * S1); /* its grad * output */
     F(c, prod);
     F(c, gsl);
-    drop(c, sv, probs);
+    alloc_step_drop_saved(c, sv, probs);
     int ng = A(c, 2.0 * S1);   /* SubBackward0: -grad, summed to the max's [.., 1] */
     int ngs = A(c, 2.0 * t * d->a);
     F(c, ng);
     int gm = A(c, 2.0 * S1);   /* MaxBackward0: zeros, the scatter; added into gx in place */
     F(c, ngs);
-    drop(c, sv, mi);
+    alloc_step_drop_saved(c, sv, mi);
     F(c, gm);
     int gs = A(c, 2.0 * S);    /* the scale's, over the cat gradient's slice (mask add: none) */
     F(c, gx);
     *gq = A(c, 2.0 * t * q);   /* QK^T's bmm */
     int gkr = A(c, 2.0 * t * (rep ? q : kv));
     F(c, gs);
-    drop(c, sv, qe);
-    drop(c, sv, keys);
+    alloc_step_drop_saved(c, sv, qe);
+    alloc_step_drop_saved(c, sv, keys);
     if (rep) { /* repeat_kv's backward: v, then k */
         *gv = A(c, 2.0 * t * kv);
         F(c, gvr);

@@ -117,6 +117,9 @@ int alloc_step_gemma_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
 int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv);
 int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
 
+/* frees what a node saved, taking it off the layer's saved set (alloc_step_eager.c) */
+void alloc_step_drop_saved(ctx *c, saved *sv, int h);
+
 /* transformers' eager attention (alloc_step_eager.c): the additive mask built once per
  * forward; the scores from the rotated q, the keys and values after repeat_kv to o_proj's
  * output; the backward from the context's gradient (consumed) to the gradients of q and
