@@ -12,7 +12,7 @@
 #include "async_tp.h"
 #include "cp_allgather.h"
 #include "hf_eager_attn.h"
-#include "moe_dispatch.h"
+#include "moe_buffers.h"
 #include "cuda_graphs.h"
 #include "memory_phases.h"
 #include "memory_holes.h"
@@ -229,8 +229,9 @@ static double stage_state(const model_spec *m, const system_spec *sys, const tra
     r->comm_buffer_bytes += memory_pp_recv_buffers_bytes(m, t, l, s->stage, s->micro,
                                                          s->in_flight);
     r->comm_buffer_bytes += fig->userbuffer_bytes; /* --tp-comm-overlap */
-    r->comm_buffer_bytes += fig->async_tp_bytes;   /* torchtitan --async-tp */
-    if (s->moe_layers > 0) r->comm_buffer_bytes += moe_dispatch_buffer_bytes(m, sys, t, l);
+    double moe_buf = s->moe_layers > 0 ? moe_dispatch_buffer_bytes(m, sys, t, l) : 0;
+    r->outside_allocator_bytes = fig->async_tp_bytes + moe_buf; /* --async-tp; moe_buffers.h */
+    r->comm_buffer_bytes += r->outside_allocator_bytes;
     r->framework_bytes = sys->framework_reserved_bytes;
     if (layout_is_pytorch(l) && sys->cuda_context_bytes > 0) {
         /* issue 14: measured piece by piece (system.h); one communicator for the FSDP group,
@@ -677,13 +678,13 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
                                                   memory_largest_block_bytes(m, t, l));
         if (loss_res > r->reserved_bytes) r->reserved_bytes = loss_res;
     }
-    /* async TP's symmetric-memory workspace (async_tp.h) is device memory that torch's caching
-     * allocator never sees: _SymmetricMemory.empty_strided_p2p allocates it through
-     * CUDASymmetricMemoryAllocator::alloc (torch/csrc/distributed/c10d/CUDASymmetricMemory.cu:
-     * cuMemCreate_ then map_block, read in its POSIX-handle form of the 2024 releases and at
-     * b4258b3), so torch.cuda's reserved_bytes leaves it out; total_bytes and need_bytes keep
-     * it (it occupies the device) */
-    r->reserved_bytes -= fig->async_tp_bytes;
+    /* device memory torch's caching allocator never sees, so torch.cuda's reserved_bytes
+     * leaves it out while total_bytes and need_bytes keep it (it occupies the device): async
+     * TP's symmetric-memory workspace (async_tp.h; _SymmetricMemory.empty_strided_p2p goes
+     * through CUDASymmetricMemoryAllocator::alloc, torch/csrc/distributed/c10d/
+     * CUDASymmetricMemory.cu: cuMemCreate_ then map_block, 2024 releases and b4258b3) and
+     * DeepEP's / HybridEP's buffers (cudaMalloc, cuMem, NVSHMEM: moe_buffers.h) */
+    r->reserved_bytes -= r->outside_allocator_bytes;
     /* The block (memory.h, fragmentation; frag18): the training peak already holds the fp32
      * logits buffers (memory_logits_bytes), so the block is not on top of it. Each step asks for
      * them in the same sizes; the first step cudaMallocs their segments and later steps take
@@ -732,8 +733,8 @@ static void stage_totals(const model_spec *m, const training_spec *t, const layo
             r->need_bytes = rp.oom_need_bytes + r->framework_bytes;
         return;
     }
-    bool cached = layout_is_pytorch(l) &&
-                  r->reserved_bytes + fig->async_tp_bytes + r->framework_bytes <= r->capacity_bytes;
+    double device_bytes = r->reserved_bytes + r->outside_allocator_bytes + r->framework_bytes;
+    bool cached = layout_is_pytorch(l) && device_bytes <= r->capacity_bytes;
     if (!expandable && !cached && train_peak_bytes + r->largest_block_bytes > r->need_bytes)
         r->need_bytes = train_peak_bytes + r->largest_block_bytes;
 }

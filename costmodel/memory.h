@@ -26,6 +26,9 @@ typedef struct {
     double comm_buffer_bytes;  /* gathered FSDP units and gradient buckets in flight */
     double framework_bytes;    /* CUDA context, workspaces, NCCL, allocator slack */
     double other_bytes;        /* comm_buffer_bytes + framework_bytes */
+    double outside_allocator_bytes; /* part of comm_buffer_bytes that torch's caching allocator
+                                       never sees (async TP's workspace, DeepEP's / HybridEP's
+                                       buffers): in total_bytes, not in reserved_bytes */
     double optimizer_temp_bytes; /* what the optimizer step allocates while it runs (torch's
                                     foreach AdamW: the sqrt list, impl.h) */
     double optimizer_step_bytes; /* held during the optimizer step: weights, gradients, states,

@@ -249,28 +249,3 @@ double moe_dispatch_comm_slowdown(const moe_dispatch_cost *dc)
 {
     return dc->sms <= 0 ? OVERLAP_CONTENTION_A2A_COMM : 1.0;
 }
-
-double moe_dispatch_buffer_bytes(const model_spec *m, const system_spec *sys,
-                                 const training_spec *t, const layout *l)
-{
-    if (layout_is_pytorch(l) || l->moe_dispatcher != MOE_DISPATCH_HYBRIDEP || l->ep <= 1 ||
-        !model_is_moe(m))
-        return 0;
-    /* Megatron builds one HybridEPBuffer over the dispatcher's group (ETP x EP) at the first
-     * dispatch with max_num_of_tokens_per_rank = the rank's tokens (fused_a2a.py
-     * init_hybrid_ep_buffer, x.shape[-2]; Megatron-LM 2edffad). Its NVLink coordinator sizes
-     * for every token of the group landing on one rank, max_num_of_tokens = tokens x ranks per
-     * NVLink domain x domains, and allocates (deepseek-ai/DeepEP hybrid-ep 94a9f8f,
-     * csrc/hybrid_ep/buffer/intranode.cu allocate_combine_buffers / allocate_dispatch_buffers;
-     * use_shared_buffer True by default since 1dddd19, hybrid_ep_buffer.py): a bf16 token
-     * buffer, max_num_of_tokens x hidden x 2, shared by dispatch and combine; fp32
-     * probabilities for the domain's experts, max_num_of_tokens x experts per rank x ranks per
-     * domain x 4, also shared; and fp32 scaling factors, max_num_of_tokens x (hidden / 128)
-     * x 4, the dispatch's own. Its chunk flags and preprocessing scratch are kilobytes. */
-    int etp = layout_etp(l);
-    layout_group g = layout_group_place(sys, l->ep * etp, 1);
-    double per_domain = g.spans_nodes ? g.members_per_node : g.size;
-    double rows = (double)l->mbs * t->seq_len / l->cp / l->tp * g.size;
-    int h = m->hidden;
-    return rows * (2.0 * h + 4.0 * (double)(m->experts / l->ep) * per_domain + 4.0 * (h / 128));
-}

@@ -94,14 +94,7 @@ double moe_dispatch_elem_bytes(const layout *l);
 void moe_dispatch_price(const model_spec *m, const system_spec *sys, const training_spec *t,
                         const layout *l, double tokens, moe_dispatch_cost *out);
 
-/* Device bytes of the dispatcher's own registered buffers, allocated once per GPU and held
- * for the run (beside PyTorch's allocator): HybridEP's (Megatron's flex dispatcher with the
- * hybridep back-end) one token buffer shared by dispatch and combine, its probabilities and
- * FP8 scaling factors, sized for the worst case of every EP rank's tokens; 0 for the NCCL
- * dispatchers (their all-to-all outputs are activations) and, not priced yet, DeepEP's
- * buffers and HybridEP's RDMA buffers across NVLink domains. Sources in moe_dispatch.c. */
-double moe_dispatch_buffer_bytes(const model_spec *m, const system_spec *sys,
-                                 const training_spec *t, const layout *l);
+/* The back-ends' own device buffers: moe_buffers.h. */
 
 /* How much slower the compute beside an overlapped exchange runs, and the exchange beside the
  * compute (Megatron's EP A2A overlap, recipe_price.c). DeepEP and HybridEP hold the SM counts
