@@ -573,7 +573,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         int up = A(c, L4), ls = A(c, L4);
         F(c, up);
         if (!d->native) unit_reshard(c, nroot, rootp);
-        F(c, lg);
+        if (!d->hold) F(c, lg); /* held: a local until the step function returns (below) */
         if (step == 0) out->fwd0_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
         /* backward: nll_loss_backward's fp32 gradient, _log_softmax_backward_data's, the
          * upcast's backward to bf16; the head's input and weight gradients */
@@ -687,6 +687,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             for (int i = 0; i < no; i++) tmp[i] = A(c, 4.0 * order[i]);
             for (int i = 0; i < no; i++) F(c, tmp[i]);
         }
+        if (d->hold) F(c, lg); /* realrun.py before 7caf997: zero_grad, then the return */
         if (step == 0) out->opt0_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
         if (step == 1) out->step1_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
         if (step == 2) out->step2_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
@@ -707,6 +708,7 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
               .q = model_q_dim(m), .kv = model_kv_dim(m), .hd = m->head_dim, .f = m->ffn,
               .V = m->vocab, .a = m->heads, .native = layout_impl_of(l) == IMPL_NATIVE,
               .ckpt = l->recompute == RECOMPUTE_FULL, .compiled = l->compile,
+              .hold = t->hold_logits,
               .qk_norm = m->qk_norm, .qkv_bias = m->qkv_bias, .o_bias = m->attn_out_bias,
               .tied = m->tied_embeddings, .layers = m->layers, .fused = m->hf_fused_qkv,
               .rf = m->rotary_fraction > 0 && m->rotary_fraction < 1 ? m->rotary_fraction : 1,
@@ -773,7 +775,7 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
               (m->final_logit_softcap > 0 ? 64 : 0) | (m->rope_local_theta > 0 ? 128 : 0) |
               (m->norm_topk_prob ? 256 : 0) | (hf_eager_attn_applies(m, t, l) ? 512 : 0) |
               (m->attn_logit_softcap > 0 ? 4096 : 0) | (m->sliding_window > 0 ? 8192 : 0) |
-              (l->compile ? 16384 : 0);
+              (l->compile ? 16384 : 0) | (t->hold_logits ? 32768 : 0);
     k.experts = m->experts;
     k.top_k = m->top_k;
     k.expert_ffn = m->expert_ffn;

@@ -30,7 +30,8 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     if (layout_microbatches(l, t) > 1 || l->precision != PRECISION_BF16) return false;
     if (l->recompute != RECOMPUTE_NONE && l->recompute != RECOMPUTE_FULL) return false;
     if (l->recompute == RECOMPUTE_FULL && l->recompute_layers != 0) return false;
-    if (t->hold_logits) return false;
+    /* a native loop that held its logits (training_spec.hold_logits): alloc_step.c keeps them */
+    if (t->hold_logits && layout_impl_of(l) != IMPL_NATIVE) return false;
     /* transformers' eager attention (alloc_step_eager.c): Llama's function, one causal mask;
      * Gemma 2/3's soft-cap and second (sliding) mask */
     bool eager = hf_eager_attn_applies(m, t, l);

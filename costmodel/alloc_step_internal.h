@@ -27,6 +27,7 @@ typedef struct {
     bool eager_window;                  /* eager with sliding layers: their own additive mask */
     bool gptoss;                        /* HF GPT-OSS layers (sinks, alloc_step_gptoss.c) */
     bool compiled;                      /* native blocks under torch.compile (alloc_step_compiled.c) */
+    bool hold;                          /* native: the bf16 logits held to the step's end */
     double softcap;                     /* Gemma 2's final-logit soft-capping, 0: none */
     int rotary_tables;                  /* HF's cos/sin pairs a forward (Gemma 3: 2) */
     const model_spec *m;                /* for the per-layer pattern (model_layer_is_sliding) */
