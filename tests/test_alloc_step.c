@@ -580,8 +580,8 @@ static void test_compiled_native(void **state)
  * bench/realruns/results/h200-2026-11-24.jsonl, one H200, Llama-3.2-1B s4096 b4. nat-l1b-s4k-b4
  * (eager): peak allocated 70,257,006,592 B = 65.43 GiB, reserved 82,913,001,472 = 77.22 GiB;
  * nat-l1b-s4k-b4-cmp (compiled blocks): 65,962,039,296 = 61.43, 78,618,034,176 = 73.22. Not
- * covered before (memory.c: 9.4% and 9.9% under). Held, the logits keep step 0's 4008 MiB
- * block: AdamW's states and step 1's chain fall elsewhere. */
+ * covered before (memory.c: 9.4% and 9.9% under); the replay keeps the logits to the step's end
+ * (alloc_step.c, d->hold). */
 static void held_logits(bool compile, double alloc_gib, double res_gib)
 {
     model_spec m;
