@@ -7,7 +7,7 @@
  *
  * Usage: reserved_replay CONFIG.json SEQ MBS LAYERS MODE [CAPACITY_GIB]   (LAYERS 0: the
  * config's; MODE one of hf, ckpt, eager, eager-ckpt (transformers' eager attention), native,
- * native-ckpt, optionally ending in +fused or +foreach
+ * native-ckpt, native-compile (each block torch.compile'd), optionally ending in +fused or +foreach
  * for AdamW's path, default foreach under hf and fused natively; CAPACITY_GIB: what cudaMalloc can give,
  * the device's memory less what lies outside the allocator, default unlimited; with it the line
  * also says whether the cache was released and whether a cudaMalloc still failed)
@@ -24,7 +24,7 @@
 int main(int argc, char **argv)
 {
     if (argc != 6 && argc != 7) {
-        fprintf(stderr, "usage: reserved_replay CONFIG.json SEQ MBS LAYERS hf|ckpt|eager|eager-ckpt|native|native-ckpt[+fused|+foreach] "
+        fprintf(stderr, "usage: reserved_replay CONFIG.json SEQ MBS LAYERS hf|ckpt|eager|eager-ckpt|native|native-ckpt|native-compile[+fused|+foreach] "
                         "[CAPACITY_GIB]\n");
         return 2;
     }
@@ -61,8 +61,11 @@ int main(int argc, char **argv)
         if (!strncmp(mode, "eager", 5)) t.attention = ATTENTION_UNFUSED;
         l.impl = IMPL_HF;
         l.optimizer_impl = OPTIMIZER_IMPL_FOREACH;
-    } else if (!strcmp(mode, "native") || !strcmp(mode, "native-ckpt")) {
+    } else if (!strcmp(mode, "native") || !strcmp(mode, "native-ckpt") ||
+               !strcmp(mode, "native-compile")) { /* native-compile: blocks torch.compile'd */
         l.impl = IMPL_NATIVE;
+        l.compile = !strcmp(mode, "native-compile");
+        l.loss_eager = true; /* realrun.py compiles the blocks only */
         l.optimizer_impl = OPTIMIZER_IMPL_FUSED;
     } else {
         fprintf(stderr, "reserved_replay: unknown mode '%s'\n", mode);

@@ -379,6 +379,7 @@ static int any_layer_fwd(ctx *c, const dims *d, int l, int x, saved *sv)
     if (d->fused) return alloc_step_phi3_layer_fwd(c, &dl, sv);
     if (d->gptoss) return alloc_step_gptoss_layer_fwd(c, &dl, sv);
     if (d->gemma) return alloc_step_gemma_layer_fwd(c, &dl, sv);
+    if (d->compiled) return alloc_step_compiled_layer_fwd(c, &dl, sv);
     return layer_fwd(c, &dl, x, sv);
 }
 
@@ -390,6 +391,7 @@ static int any_layer_bwd(ctx *c, const dims *d, int l, int dy, int *wg, int *nwg
     if (d->fused) return alloc_step_phi3_layer_bwd(c, &dl, dy, wg, nwg);
     if (d->gptoss) return alloc_step_gptoss_layer_bwd(c, &dl, dy, wg, nwg);
     if (d->gemma) return alloc_step_gemma_layer_bwd(c, &dl, dy, wg, nwg);
+    if (d->compiled) return alloc_step_compiled_layer_bwd(c, &dl, dy, wg, nwg);
     return layer_bwd(c, &dl, dy, wg, nwg);
 }
 
@@ -571,7 +573,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         int up = A(c, L4), ls = A(c, L4);
         F(c, up);
         if (!d->native) unit_reshard(c, nroot, rootp);
-        F(c, lg);
+        if (!d->hold) F(c, lg); /* held: a local until the step function returns (below) */
         if (step == 0) out->fwd0_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
         /* backward: nll_loss_backward's fp32 gradient, _log_softmax_backward_data's, the
          * upcast's backward to bf16; the head's input and weight gradients */
@@ -685,6 +687,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             for (int i = 0; i < no; i++) tmp[i] = A(c, 4.0 * order[i]);
             for (int i = 0; i < no; i++) F(c, tmp[i]);
         }
+        if (d->hold) F(c, lg); /* realrun.py before 7caf997: zero_grad, then the return */
         if (step == 0) out->opt0_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
         if (step == 1) out->step1_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
         if (step == 2) out->step2_bytes = (double)alloc_replay_stream_reserved_bytes(a, 0);
@@ -704,7 +707,8 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
     dims d = {.T = (double)l->mbs * t->seq_len, .s = t->seq_len, .h = m->hidden,
               .q = model_q_dim(m), .kv = model_kv_dim(m), .hd = m->head_dim, .f = m->ffn,
               .V = m->vocab, .a = m->heads, .native = layout_impl_of(l) == IMPL_NATIVE,
-              .ckpt = l->recompute == RECOMPUTE_FULL,
+              .ckpt = l->recompute == RECOMPUTE_FULL, .compiled = l->compile,
+              .hold = t->hold_logits,
               .qk_norm = m->qk_norm, .qkv_bias = m->qkv_bias, .o_bias = m->attn_out_bias,
               .tied = m->tied_embeddings, .layers = m->layers, .fused = m->hf_fused_qkv,
               .rf = m->rotary_fraction > 0 && m->rotary_fraction < 1 ? m->rotary_fraction : 1,
@@ -770,7 +774,8 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
               (m->sandwich_norm && m->norm_fp32_scale ? 32 : 0) |
               (m->final_logit_softcap > 0 ? 64 : 0) | (m->rope_local_theta > 0 ? 128 : 0) |
               (m->norm_topk_prob ? 256 : 0) | (hf_eager_attn_applies(m, t, l) ? 512 : 0) |
-              (m->attn_logit_softcap > 0 ? 4096 : 0) | (m->sliding_window > 0 ? 8192 : 0);
+              (m->attn_logit_softcap > 0 ? 4096 : 0) | (m->sliding_window > 0 ? 8192 : 0) |
+              (l->compile ? 16384 : 0) | (t->hold_logits ? 32768 : 0);
     k.experts = m->experts;
     k.top_k = m->top_k;
     k.expert_ffn = m->expert_ffn;

@@ -2,7 +2,8 @@
  * alloc_step_cover.c — which layouts the allocator replay of one FSDP2 step (alloc_step.c)
  * covers: the layer kinds whose tensors it lists (Llama-style Hugging Face and native layers,
  * Phi-3's fused projections, Gemma 2/3, sliding-window masks, transformers' eager attention,
- * Hugging Face MoE blocks, DeepSeek-V2/V3's MLA, GPT-OSS), one GPU, bf16, no or full
+ * Hugging Face MoE blocks, DeepSeek-V2/V3's MLA, GPT-OSS, native blocks under torch.compile),
+ * one GPU, bf16, no or full
  * recompute. Outside it memory.c prices reserved memory without the replay. Its own file
  * because each family added to the replay adds a rule here.
  */
@@ -17,11 +18,20 @@
 bool alloc_step_covered(const model_spec *m, const training_spec *t, const layout *l)
 {
     if (!layout_is_pytorch(l) || l->sharding != SHARDING_FSDP) return false;
-    if (l->tp * l->pp * l->dp * l->cp != 1 || l->compile || l->offload) return false;
+    if (l->tp * l->pp * l->dp * l->cp != 1 || l->offload) return false;
+    /* torch.compile'd native blocks (alloc_step_compiled.c): the graph read is the Llama-style
+     * GQA block without q/k norms, no recompute, the loss eager */
+    if (l->compile &&
+        (layout_impl_of(l) != IMPL_NATIVE || l->recompute != RECOMPUTE_NONE || m->qk_norm ||
+         model_q_dim(m) <= model_kv_dim(m) || layout_loss_compiled(l) || model_is_moe(m) ||
+         m->mla || m->hf_fused_qkv || m->sandwich_norm || m->norm_fp32_scale ||
+         m->attention_sinks || m->rotary_fraction < 1))
+        return false;
     if (layout_microbatches(l, t) > 1 || l->precision != PRECISION_BF16) return false;
     if (l->recompute != RECOMPUTE_NONE && l->recompute != RECOMPUTE_FULL) return false;
     if (l->recompute == RECOMPUTE_FULL && l->recompute_layers != 0) return false;
-    if (t->hold_logits) return false;
+    /* a native loop that held its logits (training_spec.hold_logits): alloc_step.c keeps them */
+    if (t->hold_logits && layout_impl_of(l) != IMPL_NATIVE) return false;
     /* transformers' eager attention (alloc_step_eager.c): Llama's function, one causal mask;
      * Gemma 2/3's soft-cap and second (sliding) mask */
     bool eager = hf_eager_attn_applies(m, t, l);

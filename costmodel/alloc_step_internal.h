@@ -26,6 +26,8 @@ typedef struct {
     double attn_softcap;                /* Gemma 2's attention soft-cap under eager, 0: none */
     bool eager_window;                  /* eager with sliding layers: their own additive mask */
     bool gptoss;                        /* HF GPT-OSS layers (sinks, alloc_step_gptoss.c) */
+    bool compiled;                      /* native blocks under torch.compile (alloc_step_compiled.c) */
+    bool hold;                          /* native: the bf16 logits held to the step's end */
     double softcap;                     /* Gemma 2's final-logit soft-capping, 0: none */
     int rotary_tables;                  /* HF's cos/sin pairs a forward (Gemma 3: 2) */
     const model_spec *m;                /* for the per-layer pattern (model_layer_is_sliding) */
@@ -143,6 +145,12 @@ int alloc_step_mla_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg);
 int alloc_step_ds_moe_fwd(ctx *c, const dims *d, saved *sv);
 int alloc_step_ds_moe_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
 void alloc_step_mla_params(dims *d);
+
+/* native_llama.py's block under torch.compile (alloc_step_compiled.c): Inductor's buffers; the
+ * forward keeps its saved set in sv (the caller then keeps the input), the backward frees them
+ * from c->layer_saved where the graph drops them */
+int alloc_step_compiled_layer_fwd(ctx *c, const dims *d, saved *sv);
+int alloc_step_compiled_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
 
 /* An index's backward (index_put_ with accumulate into zeros of `bytes`, sorting `updates`
  * indices: alloc_step_moe.c); returns the gradient */

@@ -31,7 +31,9 @@ force_recompute_fp8_weight_in_bwd=True) and precomputes their scales after the o
 torchtitan/optimizer.py build_optimizers) instead of fused.
 --dump DIR: also writes DIR/trace_<n>.jsonl.gz, the allocator trace itself, one event a line
 ([action, addr, size, stream, phase, owner]; owner only for alloc), to find where the free bytes
-sit at the peak *reserved* (bench/results/ttmem21_2026-11-29/holes.py).
+sit at the peak *reserved* (bench/results/ttmem21_2026-11-29/holes.py); an alloc made inside
+Inductor's generated code also names that code's file and line (" @file.py:call:line";
+TORCHINDUCTOR_CACHE_DIR keeps the files: bench/results/ccomp24_2026-11-29).
 Run ONE spec per process (several work, but a process that built and compiled one model is not
 the clean state the real runs started from).
 """
@@ -206,6 +208,12 @@ def dump_trace(trace, marks, owner, spec):
         for k, e in enumerate(trace):
             phase = mark_at.get(k, phase)
             own = owner(e.get("frames", [])) if e["action"] == "alloc" else ""
+            if own:  # a compiled graph's buffer: also the generated code's line (ccomp24)
+                gen = [fr for fr in e.get("frames", []) if "torchinductor" in fr.get("filename", "")
+                       or "inductor_cache" in fr.get("filename", "")]
+                if gen:
+                    own += " @%s:%s:%d" % (os.path.basename(gen[0]["filename"]),
+                                           gen[0].get("name", ""), gen[0].get("line", 0))
             f.write(json.dumps([e["action"], e["addr"], e["size"], e.get("stream", 0), phase,
                                 own]) + "\n")
     os.replace(path + ".tmp", path)
