@@ -60,6 +60,10 @@ static void layer_params_of(dims *d)
         d->lp[n++] = d->E * 2.0 * d->ef * d->h;
         d->lp[n++] = d->E * d->h * d->ef;
         d->lp[n++] = d->E * d->h;
+        if (d->shared_gate) { /* Qwen2-MoE: shared_expert's gate, up, down; shared_expert_gate */
+            for (int i = 0; i < 3; i++) d->lp[n++] = d->sf * d->h;
+            d->lp[n++] = d->h;
+        }
     } else {
         d->lp[n++] = d->f * d->h;
         d->lp[n++] = d->f * d->h;
@@ -732,6 +736,7 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
         d.mask = false;
         d.rf = 0.5;
     }
+    d.shared_gate = d.moe && !m->mla && m->shared_experts > 0; /* Qwen2-MoE (alloc_step_cover.c) */
     if (m->mla) { /* HF's rotary table is the rope dim wide */
         d.rf = m->qk_rope_dim / (double)m->head_dim;
         d.moe = model_moe_layers(m) > 0;
@@ -789,6 +794,10 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
         k.v_head_dim = m->v_head_dim;
         k.shared_ffn = (long)m->shared_ffn * m->shared_experts;
         k.dense_first = m->dense_first;
+    }
+    if (!m->mla && m->shared_experts > 0) { /* Qwen2-MoE's gated shared expert (alloc_step_moe.c) */
+        k.flags |= 16384;
+        k.shared_ffn = (long)m->shared_ffn * m->shared_experts;
     }
     k.mask = (long)(memory_hf_window_mask_share(m, t, l) * 1e6 + 0.5); /* sliding layers' share */
     return k;

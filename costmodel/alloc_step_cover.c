@@ -2,10 +2,10 @@
  * alloc_step_cover.c — which layouts the allocator replay of one FSDP2 step (alloc_step.c)
  * covers: the layer kinds whose tensors it lists (Llama-style Hugging Face and native layers,
  * Phi-3's fused projections, Gemma 2/3, sliding-window masks, transformers' eager attention,
- * Hugging Face MoE blocks, DeepSeek-V2/V3's MLA, GPT-OSS, native blocks under torch.compile),
- * one GPU, bf16, no or full
- * recompute. Outside it memory.c prices reserved memory without the replay. Its own file
- * because each family added to the replay adds a rule here.
+ * Hugging Face MoE blocks, Qwen2-MoE's shared expert, DeepSeek-V2/V3's MLA, GPT-OSS, native
+ * blocks under torch.compile), one GPU, bf16, no or full recompute. Outside it memory.c prices
+ * reserved memory without the replay. Its own file because each family added to the replay adds
+ * a rule here.
  */
 #include "alloc_step.h"
 
@@ -74,10 +74,14 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
         m->attention_sinks || m->ffn <= 0)
         return false;
     /* MoE: Hugging Face's softmax-routed blocks in every layer, experts alone (Qwen3-MoE,
-     * Mixtral; alloc_step_moe.c), eager (the grouped_mm experts: hf_experts.h) */
+     * Mixtral; alloc_step_moe.c) or with Qwen2-MoE's one sigmoid-gated shared expert
+     * (shared_expert_intermediate_size), eager (the grouped_mm experts: hf_experts.h) */
+    bool qwen2_shared = strcmp(m->hf_model_type, "qwen2_moe") == 0 && m->shared_experts == 1 &&
+                        layout_impl_of(l) == IMPL_HF;
     if (model_is_moe(m) && (!m->mla || model_moe_layers(m) > 0) &&
         (!hf_experts_applies(l) ||
-         (!m->mla && (model_moe_layers(m) != m->layers || m->shared_experts > 0)) ||
+         (!m->mla && (model_moe_layers(m) != m->layers ||
+                      (m->shared_experts > 0 && !qwen2_shared))) ||
          m->router_scoring != MODEL_ROUTER_SOFTMAX || m->router_bias || m->router_linear_bias ||
          m->expert_bias || m->router_groups > (m->mla ? 1 : 0) || m->glu_limit > 0))
         return false;

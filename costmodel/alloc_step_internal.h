@@ -32,6 +32,8 @@ typedef struct {
     int rotary_tables;                  /* HF's cos/sin pairs a forward (Gemma 3: 2) */
     const model_spec *m;                /* for the per-layer pattern (model_layer_is_sliding) */
     bool moe, norm_topk;                /* HF MoE blocks (alloc_step_moe.c), renormalised top-k */
+    bool shared_gate;                   /* Qwen2-MoE's shared expert (width sf) scaled by
+                                         * sigmoid(shared_expert_gate(x)) (alloc_step_moe.c) */
     double E, topk, ef;                 /* experts, top-k, one expert's FFN width */
     int layers, nlp;                    /* decoder layers, parameters per layer */
     double lp[MAX_LAYER_PARAMS];        /* one layer's parameters, registration order */

@@ -21,14 +21,33 @@
  *    index_put_ with accumulate into zeros).
  * What the code does not say (lifetimes of locals inside the function) follows Python: a name
  * holds its tensor until it is rebound or the function returns.
+ * Qwen2-MoE's block (Qwen2MoeSparseMoeBlock.forward, huggingface/transformers 8fb1742
+ * src/transformers/models/qwen2_moe/modular_qwen2_moe.py lines 121-132; __init__ lines 114-119:
+ * gate, experts, shared_expert, shared_expert_gate) adds a shared expert and its gate around
+ * the same router and experts, in this order:
+ *  - shared_expert(x): Qwen2MoeMLP, down(act(gate(x)) * up(x)) at width sf (alloc_step_mlp_fwd:
+ *    gate's and up's [T, sf] outputs, silu's, the product, all saved; down's [T, h] output);
+ *  - the router and the experts as above (5.17's router is Qwen3-MoE's, which inherits
+ *    Qwen2MoeTopKRouter; 8fb1742's still scattered the weights into a [T, E] fp32 tensor);
+ *  - shared_expert_gate(x) [T, 1] bf16, sigmoid (its [T, 1] output saved by sigmoid and by the
+ *    mul), sigmoid * shared_output [T, h] (mul saves both operands: down's output stays until
+ *    the backward), `expert_output += ...` in place; the product dies at the return.
+ * Backward (autograd runs the node made last first): mul's (grad * shared_output [T, h], summed
+ * to [T, 1] once made; grad * sigmoid [T, h], the shared output's gradient), sigmoid's [T, 1],
+ * the gate's linear ([T, h] input gradient, [1, h] weight gradient); then the experts' and the
+ * router's; the shared MLP's (made first, run last), consuming its output's gradient. The
+ * input's gradients are summed into the first one made (the gate's).
  */
 #include "alloc_step_internal.h"
+
+static int shared_fwd(ctx *c, const dims *d, saved *sv);
 
 /* The block's output (bf16 [T, h]); the input's reference is the caller's (saved by the router's
  * linear: the caller keeps it). */
 int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv)
 {
     double t = d->T, E = d->E, S = t * d->topk;
+    if (d->shared_gate) return shared_fwd(c, d, sv);
     /* router */
     int rl = A(c, 2.0 * t * E);
     int c32 = A(c, 4.0 * t * E);
@@ -102,13 +121,15 @@ int alloc_step_index_bwd(ctx *c, double bytes, double updates)
     return z;
 }
 
+static int shared_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
+
 /* From the output's gradient dy (not consumed: the residual's too): returns the input's
  * gradient; the weight gradients (gate_up, down, router) appended to wgr in registration order
  * of their making. */
 int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg)
 {
     double t = d->T, h = d->h, E = d->E, k = d->topk, S = t * k;
-    (void)dy;
+    if (d->shared_gate) return shared_bwd(c, d, dy, wgr, nwg);
     int gws;
     int gin = alloc_step_moe_experts_bwd(c, d, wgr, nwg, &gws);
     /* router: the divide's and sum's backward, topk's (zeros, scatter), softmax's, the cast's,
@@ -169,4 +190,48 @@ int alloc_step_moe_experts_bwd(ctx *c, const dims *d, int *wgr, int *nwg, int *g
     *gws = alloc_step_index_bwd(c, 4.0 * S, S); /* sample_weights[perm]'s backward */
     F(c, gwt);
     return gin;
+}
+
+/* Qwen2-MoE's block (the file's header): the shared expert, the router and experts, the gate's
+ * sigmoid times the shared output added in place to the experts' output, which is returned. */
+static int shared_fwd(ctx *c, const dims *d, saved *sv)
+{
+    double t = d->T, h = d->h;
+    dims ds = *d;
+    ds.f = d->sf;
+    ds.shared_gate = false;
+    int sh = alloc_step_mlp_fwd(c, &ds, sv);
+    int out = alloc_step_moe_fwd(c, &ds, sv);
+    int gl = A(c, 2.0 * t); /* shared_expert_gate(x) */
+    int sg = A(c, 2.0 * t); /* its sigmoid */
+    F(c, gl);
+    int pr = A(c, 2.0 * t * h);
+    keep(c, sv, sg);
+    keep(c, sv, sh);
+    F(c, pr); /* added into out in place; the name dies at the return */
+    return out;
+}
+
+/* Its backward from dy (not consumed): the input's gradient returned, the weight gradients
+ * (shared_expert_gate; the experts', the router's; the shared MLP's down, up, gate) appended. */
+static int shared_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg)
+{
+    double t = d->T, h = d->h;
+    dims ds = *d;
+    ds.f = d->sf;
+    ds.shared_gate = false;
+    int gfull = A(c, 2.0 * t * h); /* grad * shared_output, before sum_to_size */
+    int gsh = A(c, 2.0 * t * h);   /* grad * sigmoid: the shared output's gradient */
+    int gsg = A(c, 2.0 * t);
+    F(c, gfull);
+    int ggl = A(c, 2.0 * t);       /* sigmoid's backward */
+    F(c, gsg);
+    int gx = A(c, 2.0 * t * h);    /* the gate's linear: the input's gradient, then the weight's */
+    wgr[(*nwg)++] = A(c, 2.0 * h);
+    F(c, ggl);
+    int gin = alloc_step_moe_bwd(c, &ds, dy, wgr, nwg);
+    F(c, gin);                     /* accumulated into gx */
+    int gm = alloc_step_mlp_bwd(c, &ds, gsh, true, wgr, nwg);
+    F(c, gm);                      /* accumulated into gx */
+    return gx;
 }

@@ -1,0 +1,83 @@
+/*
+ * test_alloc_step_moe.c — the allocator replay's Hugging Face MoE block with Qwen2-MoE's gated
+ * shared expert (costmodel/alloc_step_moe.c, replay24), by hand-checkable bytes: what the
+ * block's forward leaves alive beyond the routed-only block's (the shared expert's saved
+ * tensors), and that its backward frees all it makes but the gradients it returns.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "alloc_step_internal.h"
+
+/* Qwen1.5-MoE-A2.7B's block (bench/realruns/configs/qwen1.5-moe-a2.7b.json: hidden 2048, 60
+ * experts of width 1408, top 4, shared_expert_intermediate_size 5632) at 8192 tokens (s4k b2):
+ * every tensor a multiple of the allocator's 512-byte rounding, so allocated bytes are exact. */
+static dims block(bool shared)
+{
+    dims d = {.T = 8192, .h = 2048, .E = 60, .topk = 4, .ef = 1408, .sf = 5632, .f = 5632,
+              .moe = true, .shared_gate = shared};
+    return d;
+}
+
+/* The forward's live bytes (the saved set and the output), and after the backward with the
+ * output's gradient dy alive: what is live beyond before it (the returned gradients) */
+static void run(bool shared, uint64_t *fwd_bytes, uint64_t *bwd_extra_bytes, int *nwg)
+{
+    dims d = block(shared);
+    ctx c = {.a = alloc_replay_new()};
+    assert_non_null(c.a);
+    saved sv = {.n = 0};
+    c.layer_saved = &sv;
+    int out = alloc_step_moe_fwd(&c, &d, &sv);
+    *fwd_bytes = alloc_replay_allocated_bytes(c.a);
+    int dy = A(&c, 2.0 * d.T * d.h);
+    uint64_t before = alloc_replay_allocated_bytes(c.a);
+    int wg[MAX_LAYER_PARAMS];
+    *nwg = 0;
+    int gx = alloc_step_moe_bwd(&c, &d, dy, wg, nwg);
+    *bwd_extra_bytes = alloc_replay_allocated_bytes(c.a) - before;
+    F(&c, gx);
+    for (int i = 0; i < *nwg; i++) F(&c, wg[i]);
+    F(&c, dy);
+    F(&c, out);
+    release(&c, &sv);
+    assert_int_equal(alloc_replay_allocated_bytes(c.a), 0); /* nothing leaks */
+    assert_false(c.fail);
+    alloc_replay_delete(c.a);
+}
+
+/* Saved per token by the shared expert (Qwen2MoeMLP at width 5632 and the gate's product):
+ * gate_proj's, silu's, up_proj's outputs and their product, bf16: 4 x 2 x 5632 = 45,056 B;
+ * down_proj's output, kept by the mul with the sigmoid: 2 x 2048 = 4,096 B; the sigmoid's
+ * [T, 1] bf16: 2 B. 49,154 B a token, 402,669,568 B at 8192 tokens. */
+static void test_shared_saved(void **state)
+{
+    (void)state;
+    uint64_t f0, f1, b0, b1;
+    int n0, n1;
+    run(false, &f0, &b0, &n0);
+    run(true, &f1, &b1, &n1);
+    assert_int_equal(f1 - f0, 8192ull * 49154);
+    /* the backward returns the input's gradient and the weight gradients (bf16): the routed
+     * block's three (gate_up [E, 2f, h], down [E, h, f], router [E, h]), then the shared
+     * expert's gate [1, h], its down, up and gate [sf, h] each */
+    assert_int_equal(n0, 3);
+    assert_int_equal(n1, 7);
+    uint64_t routed = 2ull * (60 * 2 * 1408 * 2048 + 60 * 2048 * 1408 + 60 * 2048);
+    uint64_t grad_in = 2ull * 8192 * 2048;
+    assert_int_equal(b0, grad_in + routed);
+    /* 2 x 2048 = 4,096 B, rounded up to 512: 4,096 */
+    assert_int_equal(b1, grad_in + routed + 4096 + 3ull * 2 * 5632 * 2048);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shared_saved),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
