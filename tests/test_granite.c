@@ -7,7 +7,10 @@
  *   residual.mul: two bf16 scalar multiplies a layer, 4 bytes an element: 2 x 4 x 4096 x 4096 =
  *   134,217,728 B forward, the same backward;
  *   embed.mul: 4 x 4096 x 4096 = 67,108,864 B each way; logits.div: 4 x 4096 x 49,155 =
- *   805,355,520 B each way; none of them for Llama, nor for Megatron's fused lists.
+ *   805,355,520 B each way; none of them for Llama, nor for Megatron's fused lists;
+ *   the output layer's three GEMMs of 2 x 4096 x 49,155 x 4096 = 1,649,368,104,960 FLOPs each
+ *   at the system's odd-width rates (set here to 2e14, 1e14 and 4e14 FLOP/s), plus the fixed
+ *   cost per GEMM; at 49,152 or under Megatron (which pads the vocabulary) the ordinary GEMM.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -20,7 +23,9 @@
 
 #include <cmocka.h>
 
+#include "compute.h"
 #include "elementwise.h"
+#include "layer_recipe.h"
 
 #define NEAR(x, want) (fabs((x) - (want)) <= 1e-9 * fabs(want) + 1e-12)
 
@@ -91,10 +96,60 @@ static void test_multipliers(void **state)
     assert_true(bytes_named(e.fwd, e.n_fwd, "residual.mul") == 0);
 }
 
+static void lm_head_s(const model_spec *m, const system_spec *s, const layout *l, double *fwd,
+                      double *bwd)
+{
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 1;
+    static recipe r;
+    recipe_head(m, s, &t, l, &r, NULL);
+    *fwd = *bwd = -1;
+    for (int i = 0; i < r.n_ops; i++)
+        if (!strcmp(r.op[i].name, "lm_head")) {
+            *fwd = r.op[i].fwd_s;
+            *bwd = r.op[i].bwd_s;
+        }
+}
+
+static void test_odd_output_width(void **state)
+{
+    (void)state;
+    model_spec m;
+    load_granite(&m);
+    system_spec s;
+    char err[CM_ERRLEN];
+    if (system_load("h200", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    /* the preset carries measured rates (data/systems/h200.json); the test sets its own */
+    assert_true(s.gemm_odd_out_fwd_flops_per_s > 0 && s.gemm_odd_out_dgrad_flops_per_s > 0 &&
+                s.gemm_odd_out_wgrad_flops_per_s > 0);
+    s.gemm_odd_out_fwd_flops_per_s = 2e14;
+    s.gemm_odd_out_dgrad_flops_per_s = 1e14;
+    s.gemm_odd_out_wgrad_flops_per_s = 4e14;
+    layout l;
+    training_spec t;
+    hf_one_gpu(&l, &t);
+    double fwd, bwd, f = 1649368104960.0, o = s.gemm_overhead_s;
+    lm_head_s(&m, &s, &l, &fwd, &bwd);
+    assert_true(NEAR(fwd, f / 2e14 + o));
+    assert_true(NEAR(bwd, f / 1e14 + f / 4e14 + 2 * o));
+    /* an aligned width: the ordinary GEMM */
+    model_spec even = m;
+    even.vocab = 49152;
+    lm_head_s(&even, &s, &l, &fwd, &bwd);
+    assert_true(NEAR(fwd, compute_gemm_s(&s, 4096, 49152, 4096)));
+    /* Megatron pads the vocabulary: the ordinary GEMM at the configured width */
+    layout mg = layout_default(FRAMEWORK_MEGATRON);
+    mg.mbs = 1;
+    lm_head_s(&m, &s, &mg, &fwd, &bwd);
+    assert_true(NEAR(fwd, compute_gemm_s(&s, 4096, 49155, 4096)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_multipliers),
+        cmocka_unit_test(test_odd_output_width),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
