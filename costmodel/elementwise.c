@@ -462,6 +462,14 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
         rope(f, b, tokens, kw, qk, false);
     }
     add(f, "residual.add", 6 * tr * h, 2, vec(2, 2, 2, tr * h));
+    /* Granite's residual_multiplier (transformers models/granite/modeling_granite.py at
+     * b6dd89b4, GraniteDecoderLayer.forward: residual + hidden_states * residual_multiplier,
+     * after attention and after the MLP): a bf16 scalar multiply before each add, and its
+     * backward (derivatives.yaml mul.Scalar: grad * other), 4 bytes an element each */
+    if (m->residual_multiplier > 0 && layout_impl_of(l) == IMPL_HF) {
+        add(f, "residual.mul", 4 * tr * h, 2, vec(2, 2, 0, tr * h));
+        add(b, "residual.bwd.mul", 4 * tr * h, 2, vec(2, 2, 0, tr * h));
+    }
     /* Gradient accumulation of the tensors read twice (header comment). */
     add(b, "grad.add", 6 * tr * h, 2 + (m->mla ? 1 : 2) + (gated ? 1 : 0), vec(2, 2, 2, tr * h));
     if (m->dropout) {
@@ -586,6 +594,15 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
         add(f, "softcap.tanh", 4 * e, 1, vec(2, 2, 0, e));
         add(f, "softcap.mul", 4 * e, 1, vec(2, 2, 0, e));
     }
+    /* Granite's multipliers (modeling_granite.py at b6dd89b4): GraniteModel.forward scales the
+     * embeddings (inputs_embeds * embedding_multiplier, [tokens, hidden] bf16), and
+     * GraniteForCausalLM.forward divides the bf16 logits (logits / logits_scaling) before the
+     * loss; each a vectorized kernel of 4 bytes an element forward and one backward (mul.Scalar,
+     * div.Scalar: grad scaled). Listed with the head, the model's once-a-micro-batch kernels. */
+    bool granite = layout_impl_of(l) == IMPL_HF && !l->compile; /* compiled: not measured */
+    if (granite && m->embedding_multiplier > 0)
+        add(f, "embed.mul", 4 * tr * m->hidden, 1, vec(2, 2, 0, tr * m->hidden));
+    if (granite && m->logits_scaling > 0) add(f, "logits.div", 4 * e, 1, vec(2, 2, 0, e));
     add(f, "loss.to_fp32", 6 * e, 1, contig(EW_UNROLLED, 4, 2, 0, e));
     add(f, "loss.log_softmax", 8 * e, 1, reduce(EW_SOFTMAX_FWD, 4, 4, tokens, v));
     add(b, "loss.bwd.zeros", 4 * e, 1, vec(4, 0, 0, e));
@@ -600,6 +617,9 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
         add(b, "softcap.bwd.tanh", 6 * e, 1, vec(2, 2, 2, e));
         add(b, "softcap.bwd.div", 4 * e, 1, vec(2, 2, 0, e));
     }
+    if (granite && m->logits_scaling > 0) add(b, "logits.bwd.div", 4 * e, 1, vec(2, 2, 0, e));
+    if (granite && m->embedding_multiplier > 0)
+        add(b, "embed.bwd.mul", 4 * tr * m->hidden, 1, vec(2, 2, 0, tr * m->hidden));
 }
 
 double elementwise_bytes(const elementwise_kernel *k, int n)

@@ -418,6 +418,12 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
                0, 1e9);
     REAL_FIELD(attn_logit_softcap, KEYS("attn_logit_softcapping"), "attention logit soft-cap", 0,
                0, 1e9);
+    /* Granite's multipliers (transformers models/granite, granitemoe, granitemoeshared,
+     * granitemoehybrid): a kernel each wherever the key is present, whatever its value */
+    REAL_FIELD(residual_multiplier, KEYS("residual_multiplier"), "residual multiplier", 0, 0, 1e9);
+    REAL_FIELD(embedding_multiplier, KEYS("embedding_multiplier"), "embedding multiplier", 0, 0,
+               1e9);
+    REAL_FIELD(logits_scaling, KEYS("logits_scaling"), "logits scaling", 0, 0, 1e9);
     if ((st = parse_sliding(cfg, model_type, spec, &s)) != CM_OK) goto done;
     spec->attention_sinks = type_is(model_type, "gpt_oss");
 

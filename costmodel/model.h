@@ -76,6 +76,9 @@ typedef struct {
     bool attention_sinks;        /* learned per-head sink logits (gpt-oss): heads params/layer */
     double final_logit_softcap;  /* Gemma 2 final_logit_softcapping, 0 = none */
     double attn_logit_softcap;   /* Gemma 2 attn_logit_softcapping, 0 = none */
+    double residual_multiplier;  /* Granite: each residual branch scaled before its add, 0 = none */
+    double embedding_multiplier; /* Granite: the embeddings scaled, 0 = none */
+    double logits_scaling;       /* Granite: the logits divided by it, 0 = none */
 
     /* MoE (experts == 0: dense) */
     int experts;

@@ -267,26 +267,50 @@ void rb_quantize_flush(builder *b)
     rb_lump_item(b, ob, RECIPE_BWD, "lp.quantize_bwd", bwd, tb);
 }
 
+/* The three GEMMs of a bf16 Linear with odd out-features under a PyTorch framework, which
+ * keeps the width it is given (Megatron pads the vocabulary to make_vocab_size_divisible_by x
+ * tp: megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding): y [tokens, out],
+ * dy and dy^T have rows of out bf16 elements, 2-byte aligned, so cuBLAS leaves its 16-byte
+ * aligned kernels for slower ones, at the rates measured at the output layer's shapes
+ * (gpu.gemm_odd_out_*: bench/results/granite24_2026-11-29). An even width not a multiple of
+ * 8 is not priced (not measured). Writes the three times and returns true where it applies. */
+static bool odd_out_gemms_s(const builder *b, double tokens, double out, double in,
+                            double *fwd_s, double *dgrad_s, double *wgrad_s)
+{
+    const system_spec *sys = b->sys;
+    if ((b->lp && !b->keep_bf16) || !b->l || !layout_is_pytorch(b->l) || out != floor(out) ||
+        fmod(out, 2.0) == 0 || sys->gemm_odd_out_fwd_flops_per_s <= 0 ||
+        sys->gemm_odd_out_dgrad_flops_per_s <= 0 || sys->gemm_odd_out_wgrad_flops_per_s <= 0)
+        return false;
+    double flops = 2.0 * tokens * out * in;
+    *fwd_s = flops / sys->gemm_odd_out_fwd_flops_per_s + sys->gemm_overhead_s;
+    *dgrad_s = flops / sys->gemm_odd_out_dgrad_flops_per_s + sys->gemm_overhead_s;
+    *wgrad_s = flops / sys->gemm_odd_out_wgrad_flops_per_s + sys->gemm_overhead_s;
+    return true;
+}
+
 /* A Linear of `tokens` rows, out x in weight: forward, and dgrad + wgrad in the backward, each
- * a compute_gemm_s of the shapes compute_gemm_fwd_bwd_s adds up. */
+ * a compute_gemm_s of the shapes compute_gemm_fwd_bwd_s adds up (odd_out_gemms_s's rates where
+ * out is odd). */
 void rb_linear(builder *b, const char *name, double tokens, double out, double in)
 {
     int op = rb_op_add(b, name, RECIPE_GEMM, RECIPE_FWD, RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE,
                     0, 0);
     if (op < 0) return;
     recipe_op *o = &b->r->op[op];
+    double dgrad_s = rb_gemm_s(b, tokens, in, out), wgrad_s = rb_gemm_s(b, in, out, tokens);
     o->fwd_s = rb_gemm_s(b, tokens, out, in);
     o->fwd_bwd_s = rb_gemm_fwd_bwd_s(b, tokens, out, in);
+    if (odd_out_gemms_s(b, tokens, out, in, &o->fwd_s, &dgrad_s, &wgrad_s))
+        o->fwd_bwd_s = o->fwd_s + dgrad_s + wgrad_s;
     o->bwd_s = o->fwd_bwd_s - o->fwd_s;
     if (b->items) {
         char nm[32];
         rb_gemm_item(b, op, RECIPE_FWD, name, RECIPE_FORM_FWD, tokens, out, in, 1, true, o->fwd_s);
         snprintf(nm, sizeof nm, "%s.dgrad", name);
-        rb_gemm_item(b, op, RECIPE_BWD, nm, RECIPE_FORM_DGRAD, tokens, in, out, 1, true,
-                  rb_gemm_s(b, tokens, in, out));
+        rb_gemm_item(b, op, RECIPE_BWD, nm, RECIPE_FORM_DGRAD, tokens, in, out, 1, true, dgrad_s);
         snprintf(nm, sizeof nm, "%s.wgrad", name);
-        rb_gemm_item(b, op, RECIPE_BWD, nm, RECIPE_FORM_WGRAD, out, in, tokens, 1, false,
-                  rb_gemm_s(b, in, out, tokens));
+        rb_gemm_item(b, op, RECIPE_BWD, nm, RECIPE_FORM_WGRAD, out, in, tokens, 1, false, wgrad_s);
     }
     rb_quantize_ops(b, tokens, out, in, 1);
 }

@@ -135,6 +135,10 @@ typedef struct {
                                            odd (2-byte aligned): cuBLAS's cutlass align1
                                            kernels; P @ V with P a slice of rows of s + 1 */
     double gemm_align1_tn_flops_per_s;  /* the same with that operand transposed (P^T @ dO) */
+    double gemm_odd_out_fwd_flops_per_s;   /* bf16 Linear y = x W^T of odd out-features (rows of
+                                              y 2-byte aligned): the forward GEMM's rate */
+    double gemm_odd_out_dgrad_flops_per_s; /* its input gradient dy @ W (dy's rows odd) */
+    double gemm_odd_out_wgrad_flops_per_s; /* its weight gradient dy^T @ x */
     double expert_split_launch_s;       /* a bandwidth-bound kernel split into one launch per
                                            local expert: the fixed cost of each extra launch */
     double expert_split_bytes_per_s;    /* ... and its traffic's extra cost, bytes / this
