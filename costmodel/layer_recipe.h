@@ -138,6 +138,10 @@ typedef struct {
     /* STREAM / COLL */
     double bytes;
     ew_access access;
+    bool param_operands;   /* STREAM: FSDP2's one-GPU unit copies (recipe_fsdp.c
+                              rb_fsdp_copies): operands the size of a unit's parameters,
+                              which the backend takes from its weight and gradient regions, not
+                              the activation pool */
     collective_op coll;
     recipe_group group;
     double pred_s;         /* the cost model's time of this one launch */
