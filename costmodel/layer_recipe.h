@@ -90,7 +90,8 @@ typedef struct {
     recipe_stream stream;
     recipe_overlap overlap;
     bool recompute;        /* its forward runs again before the backward (full: every forward
-                              op but the FSDP transfers; selective: the attention core) */
+                              op but the FSDP transfers and FSDP2's copies; selective: the
+                              attention core) */
     int recompute_launches;/* how many of its forward launches the recompute re-runs: all of
                               them, or fewer where torch's non-reentrant checkpoint stops early
                               (layer_recipe.c recompute_stops_early); 0 when !recompute */
