@@ -261,6 +261,9 @@ cm_status bk_time_items(bk_run *x, const bk_timing *tm, bk_measure_result *out, 
             BK_TRY(iso_time(x, ISO_ITEM, &lists[j]->item[i], j == 2 || j == 3, 0, tm, &res[j][i],
                             err, errlen));
             out->component_s[lists[j]->item[i].component] += reps[j] * res[j][i];
+            /* FSDP2's one-GPU copies: compute-stream items (work_plan.fsdp2_copy_items) */
+            if (lists[j]->item[i].component == WC_FRAMEWORK)
+                out->copies_compute_s += reps[j] * res[j][i];
         }
     if (w->dp_active && (x->grp[GROUP_DP].size > 1 || x->fsdp2_copies)) {
         double gathers = w->gather_each_micro ? micro * (w->gather_in_bwd ? 2 : 1) : 1;

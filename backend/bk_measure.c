@@ -294,7 +294,8 @@ static cm_status measure_run(bk_run *x, int dpl, const char *plan_name, int step
 
     /* The arena: the plan's persistent tensors and its largest phase, grown where what the step
      * touches at once needs more (bk_pools.h). */
-    x->fsdp2_copies = w->fsdp && w->dp_active && layout_is_pytorch(l); /* world size 1 too */
+    /* one GPU: the copies are the lists' items (work_plan.fsdp2_copy_items) */
+    x->fsdp2_copies = w->fsdp && w->dp_active && layout_is_pytorch(l) && !w->fsdp2_copy_items;
     x->fsdp2_acc = x->fsdp2_copies && fsdp_pipelined(l) && !l->reshard_after_forward;
     x->cp_overlap = l->cp > 1 && layout_cp_is_ring(l); /* ring CP: Megatron, torchtitan */
     bk_pool_shape shape = {.stages = x->P, .dp_group = x->grp[GROUP_DP].size,

@@ -71,6 +71,23 @@ static size_t ew_bytes(const ew_access *a, int k)
     return (size_t)ew_operand_elems(a, k) * (size_t)a->esize[k];
 }
 
+/* The largest input and output of the items whose operands are a unit's parameters
+ * (work_item.param_operands). */
+static void param_operand_bytes(const work_plan *w, size_t *in, size_t *out)
+{
+    const work_list *lists[6] = {&w->layer_fwd, &w->layer_bwd, &w->head_fwd,
+                                 &w->head_bwd,  &w->moe_fwd,   &w->moe_bwd};
+    *in = *out = 0;
+    for (int j = 0; j < 6; j++)
+        for (int i = 0; i < lists[j]->n; i++) {
+            const work_item *it = &lists[j]->item[i];
+            if (it->kind != WORK_STREAM || !it->param_operands) continue;
+            size_t a = ew_bytes(&it->access, 1), o = ew_bytes(&it->access, 0);
+            if (a > *in) *in = a;
+            if (o > *out) *out = o;
+        }
+}
+
 /* The activation pool's regions: x, y and z as large as the largest operand of any item. */
 static void size_regions(const work_plan *w, const bk_pool_shape *sh, bk_pools *p)
 {
@@ -85,6 +102,8 @@ static void size_regions(const work_plan *w, const bk_pool_shape *sh, bk_pools *
                 a = bk_gemm_a_bytes(it);
                 b = it->weight_operand ? 0 : bk_gemm_b_bytes(it);
                 cc = bk_item_weight_grad(it) ? 0 : bk_gemm_c_bytes(it);
+            } else if (it->kind == WORK_STREAM && it->param_operands) {
+                continue; /* from the weights into the gradients (bk_pools_size) */
             } else if (it->kind == WORK_STREAM) { /* a in x, b in z, output and scratch in y */
                 a = ew_bytes(&it->access, 1);
                 b = ew_bytes(&it->access, 2);
@@ -214,6 +233,15 @@ void bk_pools_size(const work_plan *w, const bk_pool_shape *sh, bk_pools *p)
         gmin = ALIGN(rcnt * g * 4);
     if (p->g_bytes < gmin) p->g_bytes = gmin;
     if (p->g_bytes < n4) p->g_bytes = n4;
+    /* FSDP2's one-GPU copy items read a unit's parameters from the weights and write them
+     * into the gradients (bk_step.c exec_item) */
+    size_t pin = 0, pout = 0;
+    param_operand_bytes(w, &pin, &pout);
+    if (p->g_bytes < ALIGN(pout)) p->g_bytes = ALIGN(pout);
+    if (p->persist_bytes < ALIGN(pin)) {
+        p->o_bytes += ALIGN(pin) - p->persist_bytes;
+        p->persist_bytes = p->w_bytes + p->o_bytes;
+    }
     /* the regions the step touches: the activations' operand regions (size_regions), the
      * communication buffers, the pipeline's */
     p->act_bytes = p->cp_off + p->cp_sz;
@@ -252,6 +280,6 @@ void bk_pools_whole_shape(const work_plan *w, bk_pool_shape *sh)
     sh->pp_slots = sh->stages > 1 ? work_pp_slots(sh->stages, w->vpp > 1 ? w->vpp : 1,
                                                   w->microbatches)
                                   : 1;
-    sh->fsdp2_copies = w->fsdp && w->dp_active && layout_is_pytorch(l);
+    sh->fsdp2_copies = w->fsdp && w->dp_active && layout_is_pytorch(l) && !w->fsdp2_copy_items;
     sh->cp_overlap = l->cp > 1 && layout_cp_is_ring(l);
 }

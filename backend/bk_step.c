@@ -48,7 +48,10 @@
  *    gathered unit, compute stream); per reduce-scatter the copy-in (chunk_cat of the bf16
  *    gradients into the fp32 buffer, compute stream). The root unit too: FSDP2 gathers it at each
  *    forward (and, resharded, again before the output layer's backward) and chunk_cats its
- *    gradients before reducing them. Reported as their own component (WC_FRAMEWORK).
+ *    gradients before reducing them. Reported as their own component (WC_FRAMEWORK). On one GPU
+ *    FSDP2 runs no collective and none of these: there its unshard's cast and copy, chunk_cat and
+ *    the one-rank reduce-scatter's fp32 copy are the layer's and the head's items (the recipe's,
+ *    recipe_fsdp.c rb_fsdp_copies), issued in the lists on the compute stream.
  * Spans of the instrumented step (bk_instrument.c) are marked around chunks, sends, collectives
  * and (for a trace) items as they are issued.
  *
@@ -231,6 +234,22 @@ static cm_status exec_item(bk_run *x, const work_item *it, item_ctx ic, char *er
                                       it->batch, A, B, C, err, errlen));
             }
         }
+    } else if (it->kind == WORK_STREAM && it->param_operands) {
+        /* FSDP2's one-GPU unit copies (the unshard's cast and copy, chunk_cat, the one-rank
+         * reduce-scatter's copy): from the weights, into the gradients, each a unit's
+         * parameters in size (bk_pools.c sizes both regions for the largest) */
+        bkk_ew e = bk_ew_kernel(&it->access);
+        EACH_DEV
+        {
+            CUDA_TRY(cudaSetDevice(x->c->dev[d]));
+            const ew_access *a = &it->access;
+            size_t in = (size_t)ew_operand_elems(a, 1) * (size_t)a->esize[1];
+            size_t out = (size_t)ew_operand_elems(a, 0) * (size_t)a->esize[0];
+            size_t slot = (size_t)(ic.head ? w->layers : ic.layer) * out;
+            CUDA_TRY(bkk_ew_launch(&e, bk_carve(x->grads[d], x->pools.g_bytes, out, slot),
+                                   bk_carve(x->state[d], x->pools.persist_bytes, in, slot), NULL,
+                                   NULL, x->c->sms, x->c->compute[d]));
+        }
     } else if (it->kind == WORK_STREAM) {
         /* the kernel PyTorch runs for it: a from x, b from z, the output (and any scratch) in y */
         bkk_ew e = bk_ew_kernel(&it->access);
@@ -390,7 +409,9 @@ static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, si
     int L = work_chunk_layer_count(w, s, op->chunk);
     int local0 = w->vpp > 1 ? op->chunk * w->chunk_layers : 0;
     bool head = s == w->pp - 1 && op->chunk == w->vpp - 1;
-    /* FSDP2 at world size 1: its copies, the collectives skipped (group_coll) */
+    /* FSDP2 over a one-rank mesh beside TP or PP: its copies, the collectives skipped
+     * (group_coll); on one GPU its copies are the lists' items (w->fsdp2_copy_items) and dp
+     * is off */
     bool dp = w->dp_active && (x->grp[GROUP_DP].size > 1 || x->fsdp2_copies);
     int mb = op->microbatch, micro = w->microbatches;
     int ch = w->vpp > 1 ? op->chunk : -1;

@@ -107,6 +107,7 @@ static void work_item_of(const recipe *r, const recipe_item *s, work_item *it)
     } else if (s->kind == RECIPE_ITEM_STREAM) {
         it->bytes = s->bytes;
         it->access = s->access;
+        it->param_operands = s->param_operands;
     } else {
         it->op = s->coll;
         it->bytes = s->bytes;
@@ -521,6 +522,10 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
      * estimate's fsdp2 copies) run as on more GPUs */
     w->dp_active = dpg > 1 || (w->moe && !w->fsdp && layout_expert_dp(l) > 1) ||
                    (w->fsdp && fsdp_copies_apply(l));
+    /* one GPU: the recipe's items are FSDP2's copies (recipe_fsdp.c rb_fsdp_copies) */
+    fsdp_copies one;
+    fsdp_copies_of(l, 1, &one);
+    w->fsdp2_copy_items = w->fsdp && fsdp_copies_apply(l) && one.one_gpu;
 
     /* Optimizer shard of the reported stage (estimate.c). */
     w->optimizer_params = w->stage_optimizer_params[w->stage];
@@ -537,8 +542,12 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
     double reps[6] = {micro * nd, micro * nd, micro * nm, micro * nm,
                       w->has_head ? micro : 0, w->has_head ? micro : 0};
     for (int j = 0; j < 6; j++)
-        for (int i = 0; i < lists[j]->n; i++)
-            w->pred_component_s[lists[j]->item[i].component] += reps[j] * lists[j]->item[i].pred_s;
+        for (int i = 0; i < lists[j]->n; i++) {
+            const work_item *it = &lists[j]->item[i];
+            w->pred_component_s[it->component] += reps[j] * it->pred_s;
+            /* FSDP2's one-GPU copies: compute-stream items */
+            if (it->component == WC_FRAMEWORK) w->pred_copies_compute_s += reps[j] * it->pred_s;
+        }
     if (w->dp_active) {
         layout_group g = w->group_place[GROUP_DP];
         double gathers = w->gather_each_micro ? micro * (w->gather_in_bwd ? 2 : 1) : 1;
@@ -571,7 +580,7 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
      * are not work items): per layer unit and the stage's root unit, a copy-in and a copy-out
      * per all-gather, a reduce-scatter copy-in per reduction. The copy-outs and the
      * reduce-scatter copy-ins are compute-stream time in the estimate. */
-    if (fsdp_copies_apply(l)) {
+    if (fsdp_copies_apply(l) && !w->fsdp2_copy_items) {
         int g = layout_shard_group(l);
         double gathers = micro * fsdp_gathers_per_microbatch(l);
         for (int kind = 0; kind < 3; kind++) {
@@ -679,7 +688,12 @@ void work_plan_print(const work_plan *w, void *file)
                 w->reduce_each_micro ? ", every micro-batch" : ", last micro-batch",
                 w->reduce_fp32 ? "fp32" : "bf16");
     }
-    if (fsdp_copies_apply(l)) {
+    if (w->fsdp2_copy_items)
+        fprintf(f, "  unit  %-22s one GPU: no collective; FSDP2's unshard (cast and copy), "
+                   "chunk_cat and the one-rank reduce-scatter's copy are the fsdp.* items above "
+                   "(fsdp_copies.h)\n",
+                "fsdp2.copies");
+    else if (fsdp_copies_apply(l)) {
         fsdp_copies fc;
         fsdp_copies_unit(w->layer_params, layout_shard_group(l), &fc);
         fprintf(f, "  unit  %-22s copy-in %.4g + %.4g bytes (%d launches each), copy-out %.4g, "

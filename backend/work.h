@@ -53,7 +53,8 @@ typedef enum {
     WC_DP,            /* FSDP gathers / reductions, DP gradient sync (comm stream) */
     WC_OPTIMIZER,
     WC_FRAMEWORK,     /* FSDP2's copies around its collectives (fsdp_copies.h): copy-in,
-                         copy-out, reduce-scatter copy-in, of the layer units and the root */
+                         copy-out, reduce-scatter copy-in, of the layer units and the root;
+                         on one GPU the recipe's items for them (work_item.param_operands) */
     WC_COUNT
 } work_component;
 
@@ -88,6 +89,9 @@ typedef struct {
     /* STREAM / COLL */
     double bytes;
     ew_access access;          /* STREAM: the kernel's pattern and operands (elementwise.h) */
+    bool param_operands;       /* STREAM: operands the size of a unit's parameters (FSDP2's
+                                  one-GPU copies, recipe_item.param_operands): read from the
+                                  weight region, written into the gradient region */
     collective_op op;
     work_group group;
     bool fp32;                 /* collective in fp32 (gradient reductions) */
@@ -157,6 +161,9 @@ typedef struct {
     /* Data-parallel traffic per layer unit, on its own stream. */
     bool dp_active;            /* group > 1 and some traffic, or torch FSDP2 (its copies run
                                   around the collectives, at world size 1 too) */
+    bool fsdp2_copy_items;     /* FSDP2 on one GPU: its compute-stream copies are the lists'
+                                  items (recipe_fsdp.c rb_fsdp_copies), so the unit
+                                  traffic around the layers runs none (no collective either) */
     collective_op gather_op;   /* ALL_GATHER of bf16 params (FSDP, distributed optimizer) */
     double gather_bytes;       /* nccl size (the gathered output), 0: none */
     bool gather_each_micro;    /* FSDP: every micro-batch; distopt: once per step */
@@ -202,8 +209,9 @@ typedef struct {
     estimate est;
     double pred_component_s[WC_COUNT]; /* raw (not overlap-adjusted) item sums per step */
     double pred_copies_compute_s;      /* of pred_component_s[WC_FRAMEWORK], the compute
-                                          stream's (copy-out, reduce-scatter copy-in), which the
-                                          estimate's compute time holds */
+                                          stream's (copy-out, reduce-scatter copy-in; on one GPU
+                                          the copy items), which the estimate's compute time
+                                          holds */
 } work_plan;
 
 /*

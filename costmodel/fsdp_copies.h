@@ -91,7 +91,8 @@ void fsdp_copies_unit(double params, int shard_group, fsdp_copies *out);
  * shard group, and on one GPU FSDP2's one-rank unshard (one_gpu; header comment). Measured on one
  * GPU only: a one-rank FSDP mesh beside TP or PP (parallel_run.py's dp 1) runs the same branch of
  * FSDP2 but keeps the multi-rank list here (its real runs were not profiled for it), and so does
- * the backend (backend/bk_dp.c runs fsdp_copies_unit's kernels). */
+ * the backend (backend/bk_dp.c runs fsdp_copies_unit's kernels). On one GPU the layer recipe
+ * gives the one-GPU copies items (recipe_fsdp.c rb_fsdp_copies), which the backend runs. */
 void fsdp_copies_of(const layout *l, double params, fsdp_copies *out);
 
 /* Per all-gather: copy-in (copy-in stream, ahead of the gather) and copy-out (compute stream);

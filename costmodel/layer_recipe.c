@@ -50,32 +50,6 @@ const char *recipe_kind_name(recipe_kind k)
 }
 
 
-/* FSDP2's compute-stream copies of a unit of p parameters (fsdp_copies.h): the all-gather
- * copy-out of each gather (forward, and backward when resharded) and the reduce-scatter copy-in
- * of the backward. bk_measure runs them around the unit collectives: no items. */
-static void fsdp_compute_copies(builder *b, const training_spec *t, const layout *l,
-                                const fsdp_copies *fc)
-{
-    double out = fsdp_copy_out_s(b->sys, fc);
-    if (fsdp_pipelined(l) && !l->reshard_after_forward) {
-        /* torch pipelining: gathered once and reduced once per step, the gradients summed in
-         * fp32 between (fsdp_copies.h) */
-        int m = layout_microbatches(l, t);
-        rb_op_add(b, "fsdp.copy_out", RECIPE_FSDP_COPY, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-                  RECIPE_OVERLAP_NONE, fsdp_pipelined_copy_out_s(b->sys, fc, m), 0);
-        rb_op_add(b, "fsdp.grad_acc", RECIPE_FSDP_COPY, RECIPE_BWD, RECIPE_STREAM_COMPUTE,
-                  RECIPE_OVERLAP_NONE, 0, fsdp_pipelined_grad_s(b->sys, fc, m));
-        return;
-    }
-    rb_op_add(b, "fsdp.copy_out", RECIPE_FSDP_COPY, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
-           RECIPE_OVERLAP_NONE, out, l->reshard_after_forward ? out : 0);
-    rb_op_add(b, "fsdp.rs_copy_in", RECIPE_FSDP_COPY, RECIPE_BWD, RECIPE_STREAM_COMPUTE,
-           RECIPE_OVERLAP_NONE, 0, fsdp_rs_copy_in_s(b->sys, fc));
-    if (fc->one_gpu) /* the one-rank reduce-scatter's copy (fsdp_copies.h) */
-        rb_op_add(b, "fsdp.rs_one_rank", RECIPE_FSDP_COPY, RECIPE_BWD, RECIPE_STREAM_COMPUTE,
-                  RECIPE_OVERLAP_NONE, 0, fsdp_rs_one_rank_s(b->sys, fc));
-}
-
 /* An empty recipe (and item list) in l's number format: where recipe_layer and recipe_head
  * start. */
 static void recipe_start(builder *b, const layout *l)
@@ -108,7 +82,7 @@ static void rb_fsdp_unit(builder *b, const model_spec *m, const system_spec *sys
     if (fsdp_copies_apply(l)) {
         fsdp_copies fc;
         fsdp_copies_of(l, p, &fc);
-        fsdp_compute_copies(b, t, l, &fc);
+        rb_fsdp_copies(b, t, l, &fc);
         copy_in = fsdp_copy_in_s(sys, &fc);
         /* the host's part of the reduce-scatter copy-in: one chunk_cat per FSDP unit;
          * torchtitan wraps an EP block's experts as a unit of their own on the expert-data
@@ -794,7 +768,7 @@ void recipe_head_mtp(const model_spec *m, const system_spec *sys, const training
     if (fsdp_copies_apply(l) && p > 0) {
         fsdp_copies fc;
         fsdp_copies_of(l, p, &fc);
-        fsdp_compute_copies(b, t, l, &fc);
+        rb_fsdp_copies(b, t, l, &fc);
     }
     host_dispatch_pace(sys, m, l, r, false, false);
 }

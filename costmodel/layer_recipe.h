@@ -90,7 +90,8 @@ typedef struct {
     recipe_stream stream;
     recipe_overlap overlap;
     bool recompute;        /* its forward runs again before the backward (full: every forward
-                              op but the FSDP transfers; selective: the attention core) */
+                              op but the FSDP transfers and FSDP2's copies; selective: the
+                              attention core) */
     int recompute_launches;/* how many of its forward launches the recompute re-runs: all of
                               them, or fewer where torch's non-reentrant checkpoint stops early
                               (layer_recipe.c recompute_stops_early); 0 when !recompute */
@@ -138,6 +139,10 @@ typedef struct {
     /* STREAM / COLL */
     double bytes;
     ew_access access;
+    bool param_operands;   /* STREAM: FSDP2's one-GPU unit copies (recipe_fsdp.c
+                              rb_fsdp_copies): operands the size of a unit's parameters,
+                              which the backend takes from its weight and gradient regions, not
+                              the activation pool */
     collective_op coll;
     recipe_group group;
     double pred_s;         /* the cost model's time of this one launch */

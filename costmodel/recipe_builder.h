@@ -12,6 +12,7 @@
 #include "collective.h"
 #include "elementwise.h"
 #include "layer_recipe.h"
+#include "fsdp_copies.h"
 #include "precision.h"
 
 typedef struct {
@@ -87,6 +88,8 @@ void rb_quantize_flush(builder *b);
 void rb_expert_quantize_split(builder *b, int local, double fwd_bytes, double bwd_bytes);
 void rb_linear(builder *b, const char *name, double tokens, double out, double in);
 void rb_grad_accum_op(builder *b, const training_spec *t, const layout *l, double params);
+/* FSDP2's compute-stream copies of a unit (recipe_fsdp.c): ops, and on one GPU their items. */
+void rb_fsdp_copies(builder *b, const training_spec *t, const layout *l, const fsdp_copies *fc);
 void rb_elementwise_ops(builder *b, const elementwise_list *e, const elementwise_kernel *k,
                             int n, recipe_phase phase);
 /* The TP/SP collectives entering (SP all-gather) and leaving (SP reduce-scatter, or the

@@ -79,9 +79,13 @@ void recipe_set_recompute(const system_spec *sys, const model_spec *m, const lay
     bool early = l->recompute == RECOMPUTE_FULL && !moe && recompute_stops_early(l);
     for (int i = 0; i < r->n_ops; i++) {
         recipe_op *o = &r->op[i];
+        /* FSDP's transfers and FSDP2's copies are not re-run: the recomputed forward finds
+         * the unit unsharded by its pre-backward hook (FSDPState._pre_forward returns at once
+         * in PRE_BACKWARD, "the pre-backward hook is responsible for the unshard":
+         * torch/distributed/fsdp/_fully_shard/_fsdp_state.py at pytorch 01c9f4fc) */
         if (l->recompute == RECOMPUTE_FULL)
             o->recompute = o->phase == RECIPE_FWD && o->kind != RECIPE_FSDP_GATHER &&
-                           o->kind != RECIPE_FSDP_REDUCE;
+                           o->kind != RECIPE_FSDP_REDUCE && o->kind != RECIPE_FSDP_COPY;
         else if (l->recompute == RECOMPUTE_SELECTIVE && l->framework == FRAMEWORK_TORCHTITAN)
             o->recompute = titan_sac_recomputes(o);
         else if (l->recompute == RECOMPUTE_SELECTIVE && l->framework == FRAMEWORK_MEGATRON)

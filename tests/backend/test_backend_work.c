@@ -84,7 +84,7 @@ static void test_sums_match_estimate(void **state)
     load("8b", "h200-x4");
     training_spec t = training_default();
     t.global_batch = 8;
-    layout cases[8];
+    layout cases[9];
     int n = 0;
     cases[n++] = fsdp2(4);
     cases[n++] = megatron(2, 2, true);
@@ -94,6 +94,7 @@ static void test_sums_match_estimate(void **state)
     cases[n] = megatron(1, 4, false), cases[n].sharding = SHARDING_DDP, n++;
     cases[n] = megatron(1, 2, false), cases[n].cp = 2, n++;
     cases[n] = fsdp2(2), cases[n].cp = 2, n++;
+    cases[n++] = fsdp2(1); /* one GPU: FSDP2's copies are items (test_fsdp2_one_gpu_items) */
     for (int i = 0; i < n; i++) {
         for (int att = 0; att < 2; att++) {
             training_spec tt = t;
@@ -217,6 +218,77 @@ static void test_fsdp2_items_and_copies(void **state)
     layout mg = megatron(2, 2, true);
     build(&mg, &t);
     assert_true(W.pred_component_s[WC_FRAMEWORK] == 0 && W.pred_copies_compute_s == 0);
+}
+
+/* The item of list w named `name` (the n-th of that name, from 0), or NULL. */
+static const work_item *item_named(const work_list *w, const char *name, int nth)
+{
+    for (int i = 0; i < w->n; i++)
+        if (!strcmp(w->item[i].name, name) && nth-- == 0) return &w->item[i];
+    return NULL;
+}
+
+static void unit_copy(const work_item *it, double bytes, ew_pattern pat, int eo, int ea)
+{
+    assert_non_null(it);
+    assert_true(it->kind == WORK_STREAM && it->param_operands && it->component == WC_FRAMEWORK);
+    near(it->bytes, bytes, 1e-12);
+    assert_int_equal(it->access.pattern, pat);
+    assert_int_equal(it->access.esize[0], eo);
+    assert_int_equal(it->access.esize[1], ea);
+}
+
+/* issue 14 (bkmeas24): on one GPU FSDP2 runs no collective; per unit it casts each fp32
+ * parameter to bf16 (6 bytes a parameter) and copies it into the unsharded parameter (4) at each
+ * unshard (forward, and backward when resharded), chunk_cats the bf16 gradients to fp32 (6) and
+ * copies them into the fp32 shard (the one-rank reduce-scatter, 8) (fsdp_copies.h). The recipe
+ * prices them and the backend runs them as the lists' items, from the weights into the
+ * gradients. Llama-3.1-8B, one micro-batch: a layer unit is p = 218,112,000 parameters, the root
+ * unit (embedding, output layer, final norm) r = 2 x 128,256 x 4,096 + 4,096 = 1,050,677,248;
+ * compute-stream time (2 x 10 + 8) bytes x (32 p + r) at the streaming rate, plus 33 chunk_cats
+ * of 6 (32 p + r) bytes at the eager rate and a launch gap each. */
+static void test_fsdp2_one_gpu_items(void **state)
+{
+    (void)state;
+    load("8b", "h200");
+    training_spec t = training_default();
+    t.global_batch = 1;
+    layout l = fsdp2(1);
+    build(&l, &t);
+    double p = 218112000.0, r = 1050677248.0;
+    near(W.layer_params, p, 1e-12);
+    near(W.root_params, r, 1e-12);
+    assert_true(W.fsdp2_copy_items && W.dp_active && W.gather_in_bwd);
+    unit_copy(item_named(&W.layer_fwd, "fsdp.unshard.cast", 0), 6 * p, EW_VECTORIZED, 2, 4);
+    unit_copy(item_named(&W.layer_fwd, "fsdp.unshard.copy", 0), 4 * p, EW_VECTORIZED, 2, 2);
+    unit_copy(item_named(&W.layer_bwd, "fsdp.unshard.cast", 0), 6 * p, EW_VECTORIZED, 2, 4);
+    unit_copy(item_named(&W.layer_bwd, "fsdp.unshard.copy", 0), 4 * p, EW_VECTORIZED, 2, 2);
+    unit_copy(item_named(&W.layer_bwd, "fsdp.rs_copy_in", 0), 6 * p, EW_CHUNK_CAT, 4, 2);
+    unit_copy(item_named(&W.layer_bwd, "fsdp.rs_one_rank", 0), 8 * p, EW_VECTORIZED, 4, 4);
+    unit_copy(item_named(&W.head_fwd, "fsdp.unshard.cast", 0), 6 * r, EW_VECTORIZED, 2, 4);
+    unit_copy(item_named(&W.head_bwd, "fsdp.rs_one_rank", 0), 8 * r, EW_VECTORIZED, 4, 4);
+    assert_null(item_named(&W.layer_fwd, "fsdp.unshard.cast", 1));
+    assert_null(item_named(&W.layer_fwd, "fsdp.rs_copy_in", 0));
+    double stream = S.hbm_bandwidth_bytes_per_s * S.hbm_efficiency;
+    double eager = S.hbm_bandwidth_bytes_per_s * S.eager_elementwise_efficiency;
+    double u = 32 * p + r;
+    near(W.pred_copies_compute_s, 28 * u / stream + 6 * u / eager + 33 * S.eager_kernel_gap_s,
+         1e-12);
+    near(W.pred_component_s[WC_FRAMEWORK], W.pred_copies_compute_s, 1e-12);
+    /* without resharding the backward unshards nothing */
+    l.reshard_after_forward = false;
+    build(&l, &t);
+    assert_null(item_named(&W.layer_bwd, "fsdp.unshard.cast", 0));
+    near(W.pred_copies_compute_s, 18 * u / stream + 6 * u / eager + 33 * S.eager_kernel_gap_s,
+         1e-12);
+    /* several GPUs: the copies run around the collectives, not as items */
+    l = fsdp2(4);
+    t.global_batch = 4;
+    load("8b", "h200-x4");
+    build(&l, &t);
+    assert_false(W.fsdp2_copy_items);
+    assert_null(item_named(&W.layer_fwd, "fsdp.unshard.cast", 0));
+    assert_null(item_named(&W.layer_bwd, "fsdp.rs_one_rank", 0));
 }
 
 static layout titan(int tp, int pp, int dp, int cp)
@@ -590,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_pp_schedule),         cmocka_unit_test(test_pp_issue_order),
         cmocka_unit_test(test_moe_work),            cmocka_unit_test(test_trace_writer),
         cmocka_unit_test(test_mla_work),            cmocka_unit_test(test_fsdp2_items_and_copies),
+        cmocka_unit_test(test_fsdp2_one_gpu_items),
         cmocka_unit_test(test_fp8_work),            cmocka_unit_test(test_fp8_blockwise_work),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -358,6 +358,70 @@ static void test_optimizer_phase(void **state)
     assert_true(p.total_bytes == 12288 + 4608);
 }
 
+/* A contiguous copy item of n elements (bytes per element: out eo, in ea) over a unit's
+ * parameters (work_item.param_operands: FSDP2's one-GPU copies). */
+static work_item unit_copy(double n, int eo, int ea)
+{
+    work_item it = {.kind = WORK_STREAM, .component = WC_FRAMEWORK, .param_operands = true,
+                    .bytes = (eo + ea) * n};
+    it.access.pattern = EW_VECTORIZED;
+    it.access.esize[0] = eo;
+    it.access.esize[1] = ea;
+    it.access.n[0] = it.access.n[1] = 1;
+    it.access.n[2] = (long)n;
+    it.access.stride[0][2] = it.access.stride[1][2] = 1;
+    return it;
+}
+
+/* issue 14 (bkmeas24): FSDP2 on one GPU, its copies as items whose operands are a unit's
+ * parameters: they read the weights and write the gradients, so they size those two regions and
+ * not the activation regions, and the communication buffers have no copy-in buffer. The plan of
+ * test_optimizer_phase with a layer's one-rank reduce-scatter copy (1500 fp32 elements: 6000
+ * bytes each side) and the root's unshard cast (3500 elements: reads 14000 fp32 bytes, writes
+ * 7000 bf16). */
+static void test_one_gpu_copies(void **state)
+{
+    (void)state;
+    memset(&W, 0, sizeof W);
+    W.fsdp = true;
+    W.dp_active = true;
+    W.fsdp2_copy_items = true;
+    W.reduce_fp32 = true;
+    W.est.memory.weights_bytes = 4000;
+    W.est.memory.gradients_bytes = 4000;
+    W.est.memory.optimizer_bytes = 8000;
+    W.est.memory.activations_bytes = 3000;
+    W.est.memory.framework_bytes = 1000;
+    W.est.memory.optimizer_temp_bytes = 6000;
+    W.est.memory.train_peak_bytes = 16000;
+    W.est.memory.optimizer_step_bytes = 23000;
+    W.est.memory.total_bytes = 23000;
+    W.layer_params = 100;
+    W.stage_optimizer_params[0] = 1000;
+    add(&W.layer_fwd, gemm(GEMM_FWD, 16, 16, 16, 1, true));
+    add(&W.layer_bwd, unit_copy(1500, 4, 4));
+    add(&W.head_fwd, unit_copy(3500, 2, 4));
+    bk_pool_shape sh = {.stages = 1, .dp_group = 1, .edp_group = 1, .pp_slots = 1};
+    bk_pools p;
+    bk_pools_size(&W, &sh, &p);
+    /* activation regions as without the copies: 768 + 768 + 256 */
+    assert_int_equal(p.act_bytes, 1792);
+    /* communication buffers without the copy-in's: 2816 - 256 */
+    assert_int_equal(p.comm_bytes, 2560);
+    /* the gradients hold the largest output, ALIGN(7000) = 7168 > 4096 */
+    assert_int_equal(p.g_bytes, 7168);
+    /* the persistent part the largest input, ALIGN(14000) = 14080 > 12288: the optimizer
+     * states' part grows, 14080 - 4096 */
+    assert_int_equal(p.persist_bytes, 14080);
+    assert_int_equal(p.o_bytes, 9984);
+    /* the phase region is still the optimizer phase's 10240; the gradients at its end */
+    assert_int_equal(p.phase_bytes, 10240);
+    assert_int_equal(p.g_off, 14080 + 10240 - 7168);
+    assert_true(p.extra_bytes == 14080 - 12288);
+    bk_pools_whole_shape(&W, &sh);
+    assert_false(sh.fsdp2_copies);
+}
+
 /* Operand sizes of GEMM items (bf16, batched). */
 static void test_gemm_bytes(void **state)
 {
@@ -379,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_moe_ring),
         cmocka_unit_test(test_optimizer_phase),
         cmocka_unit_test(test_gemm_bytes),
+        cmocka_unit_test(test_one_gpu_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
