@@ -113,6 +113,10 @@ void estimate_cache_skip_pruned_memory(estimate_cache *c, bool skip);
  * that keeps no layout which cannot beat the threshold, visits none and does not count the
  * feasible ones exactly. false (a new cache's): memory first, as documented below. */
 void estimate_cache_bound_first(estimate_cache *c, bool first);
+/* speed24: whole: every layout that does not fit gets its whole breakdown; false (the
+ * default): a search that prunes stops it at the first candidate stage that does not fit,
+ * where nothing else of it is read (estimate_search_bound.c estimate_search_memory_verdict_only). */
+void estimate_cache_unfit_memory_whole(estimate_cache *c, bool whole);
 /* The lower bound on l's step that estimate_cache_bound_first prunes by (the larger where a
  * Megatron-FSDP layout has two), its layer costs priced where c does not hold them; -1 where
  * it takes none of l. Never above the step estimate_layout gives l, nor that of l with fewer

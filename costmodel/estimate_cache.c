@@ -113,6 +113,11 @@ void estimate_cache_bound_first(estimate_cache *c, bool first)
     if (c) c->bound_first = first;
 }
 
+void estimate_cache_unfit_memory_whole(estimate_cache *c, bool whole)
+{
+    if (c) c->unfit_memory_whole = whole;
+}
+
 void estimate_cache_check_per_layout(estimate_cache *c, bool several)
 {
     if (c) c->check_per_layout = several;

@@ -3,7 +3,8 @@
  * timing it (estimate_search.c's pruning), kept apart from the evaluation they gate: which
  * layouts may be pruned, the micro-batch factor of the bound, Megatron-FSDP's bound from its
  * DDP form, and (speed15) the bound that settles a full-recompute layout's layer-count tries
- * before any of them is made (estimate_search_recompute_tries_pruned).
+ * before any of them is made (estimate_search_recompute_tries_pruned); and (speed24) where a
+ * layout's memory may stop at its first candidate stage that does not fit.
  */
 #include "estimate_cache_internal.h"
 
@@ -279,4 +280,23 @@ double estimate_search_first_bound_s(const model_spec *m, const system_spec *sys
         if (ddp >= 0 && f * ddp > lb) lb = f * ddp;
     }
     return lb;
+}
+
+/*
+ * speed24: may l's memory breakdown stop at a candidate stage that does not fit (memory_memo.h
+ * verdict_only: the need is at least each candidate stage's, a lower bound)?
+ * Only where nothing but its verdict is read when it does not fit: a search that prunes (no
+ * visitor: skip_pruned_memory), with a threshold (prune_above_s > 0 only once l's framework
+ * and sharding hold a plan, planner/search.c prune_threshold_s; a layout that does not fit is
+ * read only as its framework's "closest to fitting", shown only where the framework has no
+ * plan: output.c), not fits_only, a prunable layout (no offload try), and not Megatron's
+ * distributed optimizer, whose optimizer-offload tries read the excess and the optimizer
+ * bytes (planner/search.c memory_knobs; activation offload is tried at pp 1: one stage).
+ */
+bool estimate_search_memory_verdict_only(const estimate_cache *c, const system_spec *sys,
+                                         const layout *l, double prune_above_s)
+{
+    return !c->unfit_memory_whole && c->skip_pruned_memory &&
+           prune_above_s > ESTIMATE_PRUNE_ALL_S && estimate_search_prunable(sys, l) &&
+           !(l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_DISTOPT);
 }

@@ -639,6 +639,7 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
         estimate_cache_skip_pruned_memory(c.w[k].cache, !opt->visit);
         estimate_cache_bound_first(c.w[k].cache, opt->bound_first && !opt->visit &&
                                                      !opt->fits_only && !opt->no_prune);
+        estimate_cache_unfit_memory_whole(c.w[k].cache, opt->unfit_memory_whole);
         /* several precisions: each layout listed once per precision (emit) */
         estimate_cache_check_per_layout(c.w[k].cache, opt->precisions & (opt->precisions - 1));
     }
