@@ -601,8 +601,7 @@ static void memory_twin_put(estimate_cache *c, const system_spec *sys, const tra
 /* The memory of ls[i], the first variant of its tp_comm_overlap value, into outs[i]. */
 static void memory_of(const model_spec *m, const estimate_model_counts *counts,
                       estimate_cache *cache, const system_spec *sys, const training_spec *t,
-                      const layout *ls, const int *first, int i, estimate *outs,
-                      double prune_above_s)
+                      const layout *ls, const int *first, int i, estimate *outs)
 {
     const layout *l = &ls[i];
     if (l->tp_comm_overlap && first[0] >= 0 && l->framework == FRAMEWORK_MEGATRON) {
@@ -621,7 +620,8 @@ static void memory_of(const model_spec *m, const estimate_model_counts *counts,
             estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, &mb, &outs[i]);
             return;
         }
-        cache->memo.verdict_only = estimate_search_memory_verdict_only(cache, sys, l, prune_above_s);
+        cache->memo.verdict_only = estimate_search_memory_verdict_only(cache, sys, l);
+        cache->memo.stop_over_bytes = cache->unfit_stop_over_bytes;
         cache->memo.partial = false;
         estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, NULL, &outs[i]);
         cache->memo.verdict_only = false;
@@ -707,10 +707,10 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
             fit_put(cache, l);
         } else {
             if (k == 1 && lazy[0]) { /* the knob-on memory is made from the knob-off one */
-                memory_of(m, counts, cache, sys, t, ls, first, first[0], outs, prune_above_s);
+                memory_of(m, counts, cache, sys, t, ls, first, first[0], outs);
                 lazy[0] = false;
             }
-            memory_of(m, counts, cache, sys, t, ls, first, i, outs, prune_above_s);
+            memory_of(m, counts, cache, sys, t, ls, first, i, outs);
             if (track && memory_fits(&outs[i].memory)) fit_put(cache, l);
         }
         outs[i].feasible = false; /* untimed unless assembled below */
@@ -764,7 +764,7 @@ static cm_status search_checked(const model_spec *m, const system_spec *sys,
         return CM_OK;
     }
     for (int k = 0; k < 2; k++) /* knob-off first: the knob-on memory is made from it */
-        if (lazy[k]) memory_of(m, counts, cache, sys, t, ls, first, first[k], outs, prune_above_s);
+        if (lazy[k]) memory_of(m, counts, cache, sys, t, ls, first, first[k], outs);
     if (bound_s < 0 && cache && cache->skip_pruned_memory) {
         /* nothing fits: a search without a visitor reads the first variant alone (its
          * closest-to-fitting slot, search.c consider), the others' feasible flags aside */

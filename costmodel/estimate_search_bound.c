@@ -283,20 +283,21 @@ double estimate_search_first_bound_s(const model_spec *m, const system_spec *sys
 }
 
 /*
- * speed24: may l's memory breakdown stop at a candidate stage that does not fit (memory_memo.h
- * verdict_only: the need is at least each candidate stage's, a lower bound)?
- * Only where nothing but its verdict is read when it does not fit: a search that prunes (no
- * visitor: skip_pruned_memory), with a threshold (prune_above_s > 0 only once l's framework
- * and sharding hold a plan, planner/search.c prune_threshold_s; a layout that does not fit is
- * read only as its framework's "closest to fitting", shown only where the framework has no
- * plan: output.c), not fits_only, a prunable layout (no offload try), and not Megatron's
- * distributed optimizer, whose optimizer-offload tries read the excess and the optimizer
- * bytes (planner/search.c memory_knobs; activation offload is tried at pp 1: one stage).
+ * speed24: may l's memory breakdown stop at a candidate stage that exceeds the device by more
+ * than the cache's unfit_stop_over_bytes (memory_memo.h verdict_only: the layout's need is at
+ * least each candidate stage's, a lower bound)? Only where a layout that does not fit is read
+ * for nothing but its verdict and whether it is over by more than that: a search without a
+ * visitor (skip_pruned_memory) reads such a layout only as its framework's "closest to
+ * fitting" (planner/search.c fold_closest: the least excess), and gives as unfit_stop_over_bytes
+ * the excess of the closest it holds (infinite while it holds none), so a layout stopped is
+ * over by more than the closest and could not have replaced it; a prunable layout (no offload
+ * try), and not Megatron's distributed optimizer, whose optimizer-offload tries read the
+ * excess and the optimizer bytes (planner/search.c memory_knobs; activation offload is tried
+ * at pp 1: one stage, nothing to stop).
  */
 bool estimate_search_memory_verdict_only(const estimate_cache *c, const system_spec *sys,
-                                         const layout *l, double prune_above_s)
+                                         const layout *l)
 {
-    return !c->unfit_memory_whole && c->skip_pruned_memory &&
-           prune_above_s > ESTIMATE_PRUNE_ALL_S && estimate_search_prunable(sys, l) &&
+    return !c->unfit_memory_whole && c->skip_pruned_memory && estimate_search_prunable(sys, l) &&
            !(l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_DISTOPT);
 }

@@ -760,8 +760,9 @@ static memory_breakdown peak_of(const model_spec *m, const system_spec *sys,
     int later[2] = {layout_busiest_middle_stage(m, l), l->pp - 1};
     for (int i = 0; i < 2; i++) {
         if (later[i] < 1 || later[i] >= l->pp || (i == 1 && later[1] == later[0])) continue;
-        if (fig.memo && fig.memo->verdict_only && need > best.capacity_bytes) {
-            fig.memo->partial = true; /* does not fit: the rest unread (memory_memo.h) */
+        if (fig.memo && fig.memo->verdict_only &&
+            need - best.capacity_bytes > fig.memo->stop_over_bytes) {
+            fig.memo->partial = true; /* too far over: the rest unread (memory_memo.h) */
             break;
         }
         memory_breakdown r = stage_memory(m, sys, t, l, later[i], &fig);

@@ -473,7 +473,13 @@ static void consider(worker *w, const layout *base, long seq)
         return;
     }
     /* A layout that does not fit in memory is not timed: it can only be "closest to
-     * fitting", which needs its memory alone (search_run times the one kept). */
+     * fitting", which needs its memory alone (search_run times the one kept); one over the
+     * device by more than the closest held cannot be it, so its memory may stop at a stage
+     * over by that much (estimate_cache_unfit_stop_over; speed24) */
+    const search_result *r = w->r;
+    estimate_cache_unfit_stop_over(w->cache, r->has_closest[base->framework]
+                                                 ? over_capacity(&r->closest[base->framework])
+                                                 : INFINITY);
     estimate_outcome how;
     if (!evaluate_variants(w, &t, ls, nv, &how)) return;
     count_layout(w, base, nv, how);

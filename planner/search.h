@@ -92,11 +92,10 @@ typedef struct {
      * says how many were not. Ignored with a visitor, fits_only or no_prune. false: memory
      * first, every layout's feasibility known. */
     bool bound_first;
-    /* speed24: every layout that does not fit gets its whole memory breakdown. false: a
-     * search that prunes stops a layout's breakdown at its first candidate stage that does
-     * not fit where only the verdict is read (estimate_cache_unfit_memory_whole): the same
-     * plans, counts and figures shown; only a framework's "closest to fitting", which is shown
-     * only where that framework has no plan, may be another layout. For tests. */
+    /* speed24: every layout that does not fit gets its whole memory breakdown. false: without
+     * a visitor, a layout's breakdown stops at a candidate stage over the device by more than
+     * the closest to fitting held (estimate_cache_unfit_stop_over): the same result, counts
+     * and figures (tests/test_memory_verdict.c). For tests. */
     bool unfit_memory_whole;
 } search_options;
 
