@@ -113,6 +113,13 @@ void estimate_cache_skip_pruned_memory(estimate_cache *c, bool skip);
  * that keeps no layout which cannot beat the threshold, visits none and does not count the
  * feasible ones exactly. false (a new cache's): memory first, as documented below. */
 void estimate_cache_bound_first(estimate_cache *c, bool first);
+/* speed24: with skip_pruned_memory (above), a layout whose memory exceeds the device by more
+ * than over_bytes (estimate_cache_unfit_stop_over; negative: 0) is read for nothing else: its
+ * breakdown may stop at the first candidate stage over by that much (the rest unmade; the
+ * verdict and "over by more than over_bytes" are the whole's; estimate_search_bound.c
+ * estimate_search_memory_verdict_only says where). whole true: never stopped. */
+void estimate_cache_unfit_memory_whole(estimate_cache *c, bool whole);
+void estimate_cache_unfit_stop_over(estimate_cache *c, double over_bytes);
 /* The lower bound on l's step that estimate_cache_bound_first prunes by (the larger where a
  * Megatron-FSDP layout has two), its layer costs priced where c does not hold them; -1 where
  * it takes none of l. Never above the step estimate_layout gives l, nor that of l with fewer

@@ -8,6 +8,7 @@
  */
 #include "estimate_cache_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,7 @@ estimate_cache *estimate_cache_new_for(long layouts)
     c->priced = calloc(c->n_priced, sizeof *c->priced);
     c->n_stored = stored_for(c->n_priced);
     c->stored = calloc(c->n_stored, sizeof *c->stored);
+    c->unfit_stop_over_bytes = INFINITY; /* nothing stopped until the caller says */
     if (!c->priced || !c->stored) {
         free(c->priced);
         free(c->stored);
@@ -111,6 +113,16 @@ void estimate_cache_skip_pruned_memory(estimate_cache *c, bool skip)
 void estimate_cache_bound_first(estimate_cache *c, bool first)
 {
     if (c) c->bound_first = first;
+}
+
+void estimate_cache_unfit_memory_whole(estimate_cache *c, bool whole)
+{
+    if (c) c->unfit_memory_whole = whole;
+}
+
+void estimate_cache_unfit_stop_over(estimate_cache *c, double over_bytes)
+{
+    if (c) c->unfit_stop_over_bytes = over_bytes > 0 ? over_bytes : 0;
 }
 
 void estimate_cache_check_per_layout(estimate_cache *c, bool several)

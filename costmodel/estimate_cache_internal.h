@@ -113,6 +113,8 @@ struct estimate_cache {
      * breakdown (estimate_cache_skip_pruned_memory) */
     bool skip_pruned_memory;
     bool bound_first; /* estimate_cache_bound_first */
+    bool unfit_memory_whole; /* estimate_cache_unfit_memory_whole */
+    double unfit_stop_over_bytes; /* estimate_cache_unfit_stop_over */
     twin_slot twin[TWIN_SLOTS];
     memory_twin_slot memory_twin[MEMORY_TWIN_SLOTS]; /* memory_of's (speed19) */
     estimate_model_counts counts; /* the model's, counted on first use (one model a cache) */
@@ -191,6 +193,10 @@ bool estimate_search_variants_ok(const layout *ls, int n);
  * from its DDP form's costs (-1: none; held: only from costs the cache holds,
  * estimate_search_layer_costs_held, and -2 where it holds none). */
 bool estimate_search_prunable(const system_spec *sys, const layout *l);
+/* estimate_search_bound.c: whether l's memory may stop at a stage over the device by more than
+ * unfit_stop_over_bytes (memory_memo.h verdict_only) */
+bool estimate_search_memory_verdict_only(const estimate_cache *c, const system_spec *sys,
+                                         const layout *l);
 double estimate_search_bound_factor(const layout *l, int microbatches);
 double estimate_search_fsdp_layers_lb(estimate_cache *c, const model_spec *m,
                                       const system_spec *sys, const training_spec *t,

@@ -620,8 +620,13 @@ static void memory_of(const model_spec *m, const estimate_model_counts *counts,
             estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, &mb, &outs[i]);
             return;
         }
+        cache->memo.verdict_only = estimate_search_memory_verdict_only(cache, sys, l);
+        cache->memo.stop_over_bytes = cache->unfit_stop_over_bytes;
+        cache->memo.partial = false;
         estimate_memory_part_memo(m, counts, &cache->memo, sys, t, l, NULL, &outs[i]);
-        if (cache->memo.model == m) memory_twin_put(cache, sys, t, l, &outs[i].memory);
+        cache->memo.verdict_only = false;
+        if (cache->memo.model == m && !cache->memo.partial)
+            memory_twin_put(cache, sys, t, l, &outs[i].memory);
     } else {
         estimate_memory_part_counted(m, counts, sys, t, l, &outs[i]);
     }

@@ -3,7 +3,8 @@
  * timing it (estimate_search.c's pruning), kept apart from the evaluation they gate: which
  * layouts may be pruned, the micro-batch factor of the bound, Megatron-FSDP's bound from its
  * DDP form, and (speed15) the bound that settles a full-recompute layout's layer-count tries
- * before any of them is made (estimate_search_recompute_tries_pruned).
+ * before any of them is made (estimate_search_recompute_tries_pruned); and (speed24) where a
+ * layout's memory may stop at its first candidate stage that does not fit.
  */
 #include "estimate_cache_internal.h"
 
@@ -249,14 +250,19 @@ bool estimate_search_bounded_first(const model_spec *m, const system_spec *sys,
     const layout *l = &ls[0];
     if (l->framework == FRAMEWORK_MEGATRON && l->pp == 1 && l->recompute == RECOMPUTE_NONE)
         return false; /* activation offload may be tried (above) */
+    /* the variants with full recompute of every layer taken at one layer: copies where one
+     * is (speed24: copied only then; the copy was 1% of DeepSeek-V3's search at 16384 GPUs) */
+    const layout *v = ls;
     layout lb[6];
     for (int i = 0; i < n; i++) {
-        lb[i] = ls[i];
-        if (lb[i].framework == FRAMEWORK_MEGATRON && lb[i].recompute == RECOMPUTE_FULL &&
-            lb[i].recompute_layers == 0)
-            lb[i].recompute_layers = 1;
+        if (ls[i].framework != FRAMEWORK_MEGATRON || ls[i].recompute != RECOMPUTE_FULL ||
+            ls[i].recompute_layers != 0)
+            continue;
+        if (v == ls) memcpy(lb, ls, (size_t)n * sizeof *ls);
+        v = lb;
+        lb[i].recompute_layers = 1;
     }
-    return layers_bounded(m, sys, t, lb, n, c, prune_above_s, 1e-8, true);
+    return layers_bounded(m, sys, t, v, n, c, prune_above_s, 1e-8, true);
 }
 
 double estimate_search_first_bound_s(const model_spec *m, const system_spec *sys,
@@ -279,4 +285,24 @@ double estimate_search_first_bound_s(const model_spec *m, const system_spec *sys
         if (ddp >= 0 && f * ddp > lb) lb = f * ddp;
     }
     return lb;
+}
+
+/*
+ * speed24: may l's memory breakdown stop at a candidate stage that exceeds the device by more
+ * than the cache's unfit_stop_over_bytes (memory_memo.h verdict_only: the layout's need is at
+ * least each candidate stage's, a lower bound)? Only where a layout that does not fit is read
+ * for nothing but its verdict and whether it is over by more than that: a search without a
+ * visitor (skip_pruned_memory) reads such a layout only as its framework's "closest to
+ * fitting" (planner/search.c fold_closest: the least excess), and gives as unfit_stop_over_bytes
+ * the excess of the closest it holds (infinite while it holds none), so a layout stopped is
+ * over by more than the closest and could not have replaced it; a prunable layout (no offload
+ * try), and not Megatron's distributed optimizer, whose optimizer-offload tries read the
+ * excess and the optimizer bytes (planner/search.c memory_knobs; activation offload is tried
+ * at pp 1: one stage, nothing to stop).
+ */
+bool estimate_search_memory_verdict_only(const estimate_cache *c, const system_spec *sys,
+                                         const layout *l)
+{
+    return !c->unfit_memory_whole && c->skip_pruned_memory && estimate_search_prunable(sys, l) &&
+           !(l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_DISTOPT);
 }

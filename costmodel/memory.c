@@ -27,7 +27,6 @@
 
 #include "precision.h"
 
-
 bool memory_fits(const memory_breakdown *mb)
 {
     return mb->need_bytes <= mb->capacity_bytes;
@@ -748,7 +747,41 @@ memory_breakdown memory_peak(const model_spec *m, const system_spec *sys,
 }
 
 static memory_breakdown peak_of(const model_spec *m, const system_spec *sys,
-                                const training_spec *t, const layout *l, layer_figures *f);
+                                const training_spec *t, const layout *l, layer_figures *f)
+{
+    /* Candidates: the first stage (most in flight, embedding), the first stage given an extra
+     * layer, and the last (head, logits). Later middle stages hold fewer micro-batches. */
+    layer_figures fig = *f;
+    memory_breakdown best = stage_memory(m, sys, t, l, 0, &fig);
+    double need = best.need_bytes, block = best.largest_block_bytes;
+    int block_stage = best.block_stage;
+    bool replay_oom = best.replay_oom;
+    /* the second stage (under torchtitan's split the middle one with the most layers,
+     * pp_split.c) and the last */
+    int later[2] = {layout_busiest_middle_stage(m, l), l->pp - 1};
+    for (int i = 0; i < 2; i++) {
+        if (later[i] < 1 || later[i] >= l->pp || (i == 1 && later[1] == later[0])) continue;
+        if (fig.memo && fig.memo->verdict_only &&
+            need - best.capacity_bytes > fig.memo->stop_over_bytes) {
+            fig.memo->partial = true; /* too far over: the rest unread (memory_memo.h) */
+            break;
+        }
+        memory_breakdown r = stage_memory(m, sys, t, l, later[i], &fig);
+        if (r.need_bytes > need) {
+            need = r.need_bytes;
+            block = r.largest_block_bytes;
+            block_stage = r.block_stage;
+            replay_oom = r.replay_oom;
+        }
+        if (r.total_bytes > best.total_bytes) best = r;
+    }
+    /* the fullest stage's figures, and what the binding stage needs with its block */
+    best.need_bytes = need > best.total_bytes ? need : best.total_bytes;
+    best.largest_block_bytes = block;
+    best.block_stage = block_stage;
+    best.replay_oom = replay_oom;
+    return best;
+}
 
 memory_breakdown memory_peak_counted(const model_spec *m, const memory_model_counts *c,
                                      const system_spec *sys, const training_spec *t,
@@ -765,36 +798,4 @@ memory_breakdown memory_peak_memo(const model_spec *m, memory_memo *memo,
     if (memo->model != m) return memory_peak(m, sys, t, l); /* another model's memo */
     layer_figures fig = {.counts = &memo->counts, .memo = memo, .act_slot = -1};
     return peak_of(m, sys, t, l, &fig);
-}
-
-static memory_breakdown peak_of(const model_spec *m, const system_spec *sys,
-                                const training_spec *t, const layout *l, layer_figures *f)
-{
-    /* Candidates: the first stage (most in flight, embedding), the first stage given an extra
-     * layer, and the last (head, logits). Later middle stages hold fewer micro-batches. */
-    layer_figures fig = *f;
-    memory_breakdown best = stage_memory(m, sys, t, l, 0, &fig);
-    double need = best.need_bytes, block = best.largest_block_bytes;
-    int block_stage = best.block_stage;
-    bool replay_oom = best.replay_oom;
-    /* the second stage (under torchtitan's split the middle one with the most layers,
-     * pp_split.c) and the last */
-    int later[2] = {layout_busiest_middle_stage(m, l), l->pp - 1};
-    for (int i = 0; i < 2; i++) {
-        if (later[i] < 1 || later[i] >= l->pp || (i == 1 && later[1] == later[0])) continue;
-        memory_breakdown r = stage_memory(m, sys, t, l, later[i], &fig);
-        if (r.need_bytes > need) {
-            need = r.need_bytes;
-            block = r.largest_block_bytes;
-            block_stage = r.block_stage;
-            replay_oom = r.replay_oom;
-        }
-        if (r.total_bytes > best.total_bytes) best = r;
-    }
-    /* the fullest stage's figures, and what the binding stage needs with its block */
-    best.need_bytes = need > best.total_bytes ? need : best.total_bytes;
-    best.largest_block_bytes = block;
-    best.block_stage = block_stage;
-    best.replay_oom = replay_oom;
-    return best;
 }

@@ -90,6 +90,16 @@ typedef struct {
     double act_bytes[MEMORY_MEMO_ACT][2];
     memory_stage_key stage_key[MEMORY_MEMO_STAGES];
     memory_stage_figures stage[MEMORY_MEMO_STAGES];
+    /* speed24: set by a caller that reads of the next lookups only whether the layout fits and,
+     * where it does not, whether it exceeds the device by more than stop_over_bytes (>= 0):
+     * once a candidate stage's need exceeds the device by more than that, so does the
+     * layout's (its need is the largest of the stages', memory.c peak_of), so the later stages
+     * are not made and partial is set; the breakdown then holds the stages made so far, its
+     * need at most the whole's but more than stop_over_bytes over the device. Never set where
+     * another figure of a layout that does not fit is read (its optimizer or activation
+     * bytes, its exact excess). */
+    bool verdict_only, partial;
+    double stop_over_bytes;
 } memory_memo;
 
 /* An empty memo for m, with m's counts (memory_model_counts_of). */

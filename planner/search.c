@@ -473,7 +473,13 @@ static void consider(worker *w, const layout *base, long seq)
         return;
     }
     /* A layout that does not fit in memory is not timed: it can only be "closest to
-     * fitting", which needs its memory alone (search_run times the one kept). */
+     * fitting", which needs its memory alone (search_run times the one kept); one over the
+     * device by more than the closest held cannot be it, so its memory may stop at a stage
+     * over by that much (estimate_cache_unfit_stop_over; speed24) */
+    const search_result *r = w->r;
+    estimate_cache_unfit_stop_over(w->cache, r->has_closest[base->framework]
+                                                 ? over_capacity(&r->closest[base->framework])
+                                                 : INFINITY);
     estimate_outcome how;
     if (!evaluate_variants(w, &t, ls, nv, &how)) return;
     count_layout(w, base, nv, how);
@@ -639,6 +645,7 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
         estimate_cache_skip_pruned_memory(c.w[k].cache, !opt->visit);
         estimate_cache_bound_first(c.w[k].cache, opt->bound_first && !opt->visit &&
                                                      !opt->fits_only && !opt->no_prune);
+        estimate_cache_unfit_memory_whole(c.w[k].cache, opt->unfit_memory_whole);
         /* several precisions: each layout listed once per precision (emit) */
         estimate_cache_check_per_layout(c.w[k].cache, opt->precisions & (opt->precisions - 1));
     }

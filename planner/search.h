@@ -92,6 +92,11 @@ typedef struct {
      * says how many were not. Ignored with a visitor, fits_only or no_prune. false: memory
      * first, every layout's feasibility known. */
     bool bound_first;
+    /* speed24: every layout that does not fit gets its whole memory breakdown. false: without
+     * a visitor, a layout's breakdown stops at a candidate stage over the device by more than
+     * the closest to fitting held (estimate_cache_unfit_stop_over): the same result, counts
+     * and figures (tests/test_memory_verdict.c). For tests. */
+    bool unfit_memory_whole;
 } search_options;
 
 /* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */
