@@ -32,7 +32,6 @@ bool memory_fits(const memory_breakdown *mb)
     return mb->need_bytes <= mb->capacity_bytes;
 }
 
-
 double memory_in_flight(const layout *l, int microbatches, int stage)
 {
     return pp_schedule_in_flight(l, microbatches, stage); /* per schedule (pp_schedule.h) */
