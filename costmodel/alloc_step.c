@@ -792,13 +792,10 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
         k.kv_lora_rank = m->kv_lora_rank;
         k.qk_rope_dim = m->qk_rope_dim;
         k.v_head_dim = m->v_head_dim;
-        k.shared_ffn = (long)m->shared_ffn * m->shared_experts;
         k.dense_first = m->dense_first;
     }
-    if (!m->mla && m->shared_experts > 0) { /* Qwen2-MoE's gated shared expert (alloc_step_moe.c) */
-        k.flags |= 16384;
-        k.shared_ffn = (long)m->shared_ffn * m->shared_experts;
-    }
+    k.shared_ffn = (long)m->shared_ffn * m->shared_experts; /* MLA's, or Qwen2-MoE's gated one */
+    if (!m->mla && m->shared_experts > 0) k.flags |= 16384; /* (alloc_step_moe.c) */
     k.mask = (long)(memory_hf_window_mask_share(m, t, l) * 1e6 + 0.5); /* sliding layers' share */
     return k;
 }
