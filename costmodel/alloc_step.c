@@ -15,7 +15,6 @@
 #include "hf_eager_attn.h"
 #include "hf_experts.h"
 #include "impl.h"
-
 #include <string.h>
 
 /* One layer's parameters in registration order: transformers' LlamaDecoderLayer (self_attn
