@@ -446,7 +446,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         b->x_saved_fp8 = rb_float8_tp_shard_cast(l) < 1.0;
         b->x_fwd_cast_frac = rb_sp_input_cast_frac(l);
         b->x_sp_gathered = true;
-        rb_linear(b, "mlp_up", tokens, gate * m->ffn / tp, h);
+        rb_linear_parts(b, "mlp_up", tokens, gate * m->ffn / tp, h, (int)gate);
         b->x_fwd_cast_frac = 1.0;
         b->x_sp_gathered = false;
         b->dy_sp_gathered = true;
@@ -607,7 +607,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
         if (m->shared_experts) {
             double sw = (double)m->shared_experts * m->shared_ffn;
             int su = b->r->n_ops;
-            rb_linear(b, "shared_up", tokens, gate * sw / tp, h);
+            rb_linear_parts(b, "shared_up", tokens, gate * sw / tp, h, (int)gate);
             rb_linear(b, "shared_down", tokens, h, sw / tp);
             for (int i = su; i < b->r->n_ops; i++) {
                 r->shared_fwd_s += r->op[i].fwd_s;

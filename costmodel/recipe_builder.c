@@ -267,32 +267,89 @@ void rb_quantize_flush(builder *b)
     rb_lump_item(b, ob, RECIPE_BWD, "lp.quantize_bwd", bwd, tb);
 }
 
-/* The three GEMMs of a bf16 Linear with odd out-features under a PyTorch framework, which
- * keeps the width it is given (Megatron pads the vocabulary to make_vocab_size_divisible_by x
- * tp: megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding): y [tokens, out],
- * dy and dy^T have rows of out bf16 elements, 2-byte aligned, so cuBLAS leaves its 16-byte
- * aligned kernels for slower ones, at the rates measured at the output layer's shapes
- * (gpu.gemm_odd_out_*: bench/results/granite24_2026-11-29). An even width not a multiple of
- * 8 is not priced (not measured). Writes the three times and returns true where it applies. */
-static bool odd_out_gemms_s(const builder *b, double tokens, double out, double in,
-                            double *fwd_s, double *dgrad_s, double *wgrad_s)
+/* The measured rates of the three GEMMs of a bf16 Linear whose out-features `width` are not a
+ * multiple of 8 (rows of y, dy and dy^T not 16-byte aligned, so cuBLAS leaves its nvjet_sm90
+ * kernels), by alignment class: odd (gpu.gemm_odd_out_*), 2 mod 4 and 4 mod 8
+ * (gpu.gemm_out_2mod4_*, gpu.gemm_out_4mod8_*), all measured at the output layer's shapes
+ * (bench/results/granite24_2026-11-29, oddgemm24_2026-11-29). False for a multiple of 8 or
+ * a class without rates (not measured: the aligned GEMM). */
+static bool out_class_rates(const system_spec *sys, double width, double rate[3])
+{
+    long long w = (long long)width;
+    const double *r = w % 2   ? (const double[3]){sys->gemm_odd_out_fwd_flops_per_s,
+                                                  sys->gemm_odd_out_dgrad_flops_per_s,
+                                                  sys->gemm_odd_out_wgrad_flops_per_s}
+                      : w % 4 ? (const double[3]){sys->gemm_out_2mod4_fwd_flops_per_s,
+                                                  sys->gemm_out_2mod4_dgrad_flops_per_s,
+                                                  sys->gemm_out_2mod4_wgrad_flops_per_s}
+                      : w % 8 ? (const double[3]){sys->gemm_out_4mod8_fwd_flops_per_s,
+                                                  sys->gemm_out_4mod8_dgrad_flops_per_s,
+                                                  sys->gemm_out_4mod8_wgrad_flops_per_s}
+                              : NULL;
+    if (!r || !(r[0] > 0) || !(r[1] > 0) || !(r[2] > 0)) return false;
+    for (int i = 0; i < 3; i++) rate[i] = r[i];
+    return true;
+}
+
+/* The three GEMMs (forward, dgrad, wgrad) of one rank's Linear of `width` out-features (an
+ * integer): the aligned GEMMs, or at out_class_rates' rates plus the fixed cost each, never
+ * faster than the aligned GEMM (an unaligned operand only narrows cuBLAS's choice). */
+static void rank_gemms_s(const builder *b, double tokens, double width, double in, double t[3])
 {
     const system_spec *sys = b->sys;
-    if ((b->lp && !b->keep_bf16) || !b->l || !layout_is_pytorch(b->l) || out != floor(out) ||
-        fmod(out, 2.0) == 0 || sys->gemm_odd_out_fwd_flops_per_s <= 0 ||
-        sys->gemm_odd_out_dgrad_flops_per_s <= 0 || sys->gemm_odd_out_wgrad_flops_per_s <= 0)
+    t[0] = rb_gemm_s(b, tokens, width, in);
+    t[1] = rb_gemm_s(b, tokens, in, width);
+    t[2] = rb_gemm_s(b, in, width, tokens);
+    double rate[3];
+    if (!out_class_rates(sys, width, rate)) return;
+    double flops = 2.0 * tokens * width * in;
+    for (int i = 0; i < 3; i++) t[i] = fmax(t[i], flops / rate[i] + sys->gemm_overhead_s);
+}
+
+/* The three GEMMs of a bf16 Linear (of `parts` Linears of equal width fused into one GEMM by
+ * the recipe: gate and up) whose out-features are not a multiple of 8, under a PyTorch
+ * framework, which keeps the width it is given (Megatron pads the vocabulary to
+ * make_vocab_size_divisible_by x tp: megatron/training/tokenizer/tokenizer.py
+ * _vocab_size_with_padding; left as it was). A width that tp does not divide is sharded as
+ * DTensor's Shard does (torch.chunk: ceil(n / tp) on the first ranks, the rest on the last;
+ * torch/distributed/tensor/placement_types.py Shard._split_tensor), and the slower of the two
+ * widths is the step's. Writes the three times and returns true where it applies. */
+static bool unaligned_out_gemms_s(const builder *b, double tokens, double out, double in,
+                                  int parts, double *fwd_s, double *dgrad_s, double *wgrad_s)
+{
+    if ((b->lp && !b->keep_bf16) || !b->l || !layout_is_pytorch(b->l) || parts < 1) return false;
+    double width = out / parts, rate[3];
+    int tp = b->l->tp > 1 ? b->l->tp : 1;
+    double widths[2] = {width, 0};
+    if (width != floor(width)) {
+        double n = round(width * tp), c = ceil(n / tp);
+        if (fabs(n - width * tp) > 1e-6 || tp == 1) return false;
+        widths[0] = c;
+        widths[1] = n - (tp - 1) * c;
+    }
+    if (!out_class_rates(b->sys, widths[0], rate) &&
+        !(widths[1] >= 1 && out_class_rates(b->sys, widths[1], rate)))
         return false;
-    double flops = 2.0 * tokens * out * in;
-    *fwd_s = flops / sys->gemm_odd_out_fwd_flops_per_s + sys->gemm_overhead_s;
-    *dgrad_s = flops / sys->gemm_odd_out_dgrad_flops_per_s + sys->gemm_overhead_s;
-    *wgrad_s = flops / sys->gemm_odd_out_wgrad_flops_per_s + sys->gemm_overhead_s;
+    double best[3] = {0, 0, 0};
+    for (int k = 0; k < 2; k++) {
+        if (!(widths[k] >= 1)) continue;
+        double t[3];
+        rank_gemms_s(b, tokens, widths[k], in, t);
+        if (parts * (t[0] + t[1] + t[2]) > best[0] + best[1] + best[2])
+            for (int i = 0; i < 3; i++) best[i] = parts * t[i];
+    }
+    *fwd_s = best[0];
+    *dgrad_s = best[1];
+    *wgrad_s = best[2];
     return true;
 }
 
 /* A Linear of `tokens` rows, out x in weight: forward, and dgrad + wgrad in the backward, each
- * a compute_gemm_s of the shapes compute_gemm_fwd_bwd_s adds up (odd_out_gemms_s's rates where
- * out is odd). */
-void rb_linear(builder *b, const char *name, double tokens, double out, double in)
+ * a compute_gemm_s of the shapes compute_gemm_fwd_bwd_s adds up (unaligned_out_gemms_s's rates
+ * where out / parts, the width of each of the `parts` Linears the GEMM stands for, is not a
+ * multiple of 8). */
+void rb_linear_parts(builder *b, const char *name, double tokens, double out, double in,
+                     int parts)
 {
     int op = rb_op_add(b, name, RECIPE_GEMM, RECIPE_FWD, RECIPE_STREAM_COMPUTE, RECIPE_OVERLAP_NONE,
                     0, 0);
@@ -301,7 +358,7 @@ void rb_linear(builder *b, const char *name, double tokens, double out, double i
     double dgrad_s = rb_gemm_s(b, tokens, in, out), wgrad_s = rb_gemm_s(b, in, out, tokens);
     o->fwd_s = rb_gemm_s(b, tokens, out, in);
     o->fwd_bwd_s = rb_gemm_fwd_bwd_s(b, tokens, out, in);
-    if (odd_out_gemms_s(b, tokens, out, in, &o->fwd_s, &dgrad_s, &wgrad_s))
+    if (unaligned_out_gemms_s(b, tokens, out, in, parts, &o->fwd_s, &dgrad_s, &wgrad_s))
         o->fwd_bwd_s = o->fwd_s + dgrad_s + wgrad_s;
     o->bwd_s = o->fwd_bwd_s - o->fwd_s;
     if (b->items) {
@@ -313,6 +370,12 @@ void rb_linear(builder *b, const char *name, double tokens, double out, double i
         rb_gemm_item(b, op, RECIPE_BWD, nm, RECIPE_FORM_WGRAD, out, in, tokens, 1, false, wgrad_s);
     }
     rb_quantize_ops(b, tokens, out, in, 1);
+}
+
+/* rb_linear_parts of one Linear. */
+void rb_linear(builder *b, const char *name, double tokens, double out, double in)
+{
+    rb_linear_parts(b, name, tokens, out, in, 1);
 }
 
 /* Each kernel of an elementwise pass as an op, and each of its launches as an item, so that the

@@ -87,6 +87,10 @@ void rb_quantize_flush(builder *b);
  * (mcore_expert_gemm.h), from the bytes those calls added (fwd_bytes, bwd_bytes). */
 void rb_expert_quantize_split(builder *b, int local, double fwd_bytes, double bwd_bytes);
 void rb_linear(builder *b, const char *name, double tokens, double out, double in);
+/* rb_linear of a GEMM that stands for `parts` Linears of out / parts out-features each (the
+ * alignment of each is the one cuBLAS sees) */
+void rb_linear_parts(builder *b, const char *name, double tokens, double out, double in,
+                     int parts);
 void rb_grad_accum_op(builder *b, const training_spec *t, const layout *l, double params);
 /* FSDP2's compute-stream copies of a unit (recipe_fsdp.c): ops, and on one GPU their items. */
 void rb_fsdp_copies(builder *b, const training_spec *t, const layout *l, const fsdp_copies *fc);

@@ -139,6 +139,13 @@ typedef struct {
                                               y 2-byte aligned): the forward GEMM's rate */
     double gemm_odd_out_dgrad_flops_per_s; /* its input gradient dy @ W (dy's rows odd) */
     double gemm_odd_out_wgrad_flops_per_s; /* its weight gradient dy^T @ x */
+    double gemm_out_2mod4_fwd_flops_per_s;   /* the same three GEMMs where out-features are 2
+                                                mod 4 (rows 4-byte aligned); 0: not measured */
+    double gemm_out_2mod4_dgrad_flops_per_s;
+    double gemm_out_2mod4_wgrad_flops_per_s;
+    double gemm_out_4mod8_fwd_flops_per_s;   /* ... and 4 mod 8 (rows 8-byte aligned) */
+    double gemm_out_4mod8_dgrad_flops_per_s;
+    double gemm_out_4mod8_wgrad_flops_per_s;
     double expert_split_launch_s;       /* a bandwidth-bound kernel split into one launch per
                                            local expert: the fixed cost of each extra launch */
     double expert_split_bytes_per_s;    /* ... and its traffic's extra cost, bytes / this
