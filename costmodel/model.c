@@ -16,6 +16,7 @@
 #include "model.h"
 #include "input_file.h"
 #include "config_json.h"
+#include "model_families.h"
 
 #include <dirent.h>
 #include <jansson.h>
@@ -290,6 +291,9 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
     }
     const char *model_type = cj_get_str(cfg, "model_type");
     /* A text_config without its own model_type inherits the outer one's text variant. */
+    /* Types plan cannot represent (linear attention, state-space layers, ...): one line */
+    cm_status refused = model_family_check(cfg, model_type, path, err, errlen);
+    if (refused != CM_OK) return refused;
     json_t *owned = with_type_defaults(cfg, model_type, spec);
     if (!owned) return cm_fail(err, errlen, CM_ENOMEM, "out of memory reading '%s'", path);
     cfg = owned;
@@ -429,7 +433,7 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
     spec->routed_scaling_factor = 1;
     if (spec->experts > 0) {
         INT_FIELD(top_k, KEYS("num_experts_per_tok", "experts_per_token", "moe_topk",
-                              "moe_router_topk"),
+                              "moe_router_topk", "moe_k"),
                   "experts per token", false, 0, 0, INT_MAX);
         if (spec->top_k <= 0 || spec->top_k > spec->experts) {
             st = cm_fail(err, errlen, CM_EPARSE,
@@ -440,7 +444,8 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
         /* Mixtral and gpt-oss keep the expert width in intermediate_size. */
         INT_FIELD(expert_ffn, KEYS("moe_intermediate_size", "moe_ffn_hidden_size"),
                   "expert intermediate size", false, spec->ffn, 1, INT_MAX);
-        INT_FIELD(shared_experts, KEYS("n_shared_experts", "num_shared_experts"),
+        INT_FIELD(shared_experts,
+                  KEYS("n_shared_experts", "num_shared_experts", "moe_num_shared_experts"),
                   "shared expert count", false, 0, 0, INT_MAX);
         spec->shared_ffn = spec->expert_ffn;
         long shared_width;
@@ -451,6 +456,7 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
         if (shared_width > 0) { /* Qwen2-MoE: one shared expert of that width */
             spec->shared_experts = 1;
             spec->shared_ffn = shared_width;
+            spec->shared_expert_gate = true; /* its sigmoid shared_expert_gate */
         }
         INT_FIELD(dense_first, KEYS("first_k_dense_replace"), "first_k_dense_replace", false, 0,
                   0, INT_MAX);
@@ -542,6 +548,9 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
 #undef INT_FIELD
 #undef REAL_FIELD
 #undef BOOL_FIELD
+
+    /* the layer structure of the types whose layer is not Llama's (model_families.c) */
+    if ((st = model_family_apply(cfg, model_type, spec, &s)) != CM_OK) goto done;
 
     /* Model cards of DeepSeek-V2/V3, Kimi-K2 (DeepSeek-V3 architecture) and gpt-oss count the
      * active parameters without the input embedding (a table lookup, not compute). */
