@@ -314,7 +314,8 @@ static void fused_layer(const model_spec *m, const layout *l, double tokens, boo
     /* fused RoPE; YaRN's unfused kernels under Megatron are their own list (mcore_unfused.h) */
     if (!m->learned_positions && !mcore_unfused_rope_applies(m, l) &&
         !mcore_unfused_mla_rope_applies(m, l))
-        sharded += 4.0 * (a * qk + (m->mla ? a : m->kv_heads) * qk) / tp;
+        sharded += 4.0 * (a * qk + (m->mla ? a : m->kv_heads) * qk) / tp *
+                   model_rope_layer_share(m); /* NoPE layers rotate nothing */
     /* the norms (two; one where a parallel block shares it, four with sandwich norms), two
      * residual adds (read 2h, write h: 6h), 1-byte dropout masks */
     double repl = model_layer_norms(m) * 4.0 * h + 12.0 * h + (m->dropout ? 2.0 * h : 0);
@@ -455,12 +456,14 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
         add(b, "layernorm.bwd", 8 * tr * h, norms, lump(8 * tr * h));
     }
     if (!m->learned_positions && native) {
-        native_rope(f, b, tokens, qw, true);
-        native_rope(f, b, tokens, kw, false);
+        double rt = tokens * model_rope_layer_share(m); /* NoPE layers rotate nothing */
+        native_rope(f, b, rt, qw, true);
+        native_rope(f, b, rt, kw, false);
         repeat_kv(f, b, tokens, qw, kw, qk, 1.0, true);
     } else if (!m->learned_positions) {
-        rope(f, b, tokens, qw, qk, true);
-        rope(f, b, tokens, kw, qk, false);
+        double rt = tokens * model_rope_layer_share(m);
+        rope(f, b, rt, qw, qk, true);
+        rope(f, b, rt, kw, qk, false);
     }
     add(f, "residual.add", 6 * tr * h, 2, vec(2, 2, 2, tr * h));
     /* Gradient accumulation of the tensors read twice (header comment). */

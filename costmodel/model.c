@@ -179,6 +179,7 @@ cm_status model_load_json_string(const char *text, size_t len, const char *name,
  *    "sliding_attention" / "full_attention" per layer; stored as its shortest period (<= 64);
  *  - Gemma 2: every other layer from layer 0 (Gemma2DecoderLayer: is_sliding = not layer % 2);
  *  - Gemma 3: sliding_window_pattern p, layer i global when (i + 1) % p == 0 (5 local : 1 global);
+ *    Cohere2 and EXAONE 4 likewise (p 4 by default);
  *  - Qwen2/2.5/3: only with use_sliding_window, from layer max_window_layers on;
  *  - otherwise (Mistral-7B-v0.1, Phi-3) every layer, when sliding_window is set.
  * use_sliding_window false (Qwen) switches it off whatever sliding_window says.
@@ -247,11 +248,26 @@ static cm_status parse_sliding(const json_t *cfg, const char *model_type, model_
     if (type_is(model_type, "gemma2")) {
         spec->sliding_period = 2;
         spec->sliding_mask = 1;
-    } else if (type_starts(model_type, "gemma3")) {
+    } else if (type_starts(model_type, "gemma3") || type_is(model_type, "cohere2") ||
+               type_is(model_type, "exaone4")) {
+        /* Cohere2Config and Exaone4Config build layer_types by the same rule, period 4 by
+         * default (transformers 5.17.0 configuration_cohere2.py 96-100, configuration_exaone4.py
+         * 103-108); EXAONE 4 may write the pattern as a string such as "LLLG" */
         long p;
-        if ((st = cj_read_int(cfg, KEYS("sliding_window_pattern"), "sliding window pattern", false,
-                           6, 1, 64, &p, s)) != CM_OK)
+        const char *ps = cj_get_str(cfg, "sliding_window_pattern");
+        if (ps && type_is(model_type, "exaone4")) {
+            size_t n = strlen(ps);
+            if (n < 1 || n > 64 || ps[n - 1] != 'G' || strspn(ps, "L") != n - 1)
+                return cm_fail(s->err, s->errlen, CM_EPARSE,
+                               "%s: sliding_window_pattern \"%s\" is not modelled (L...LG)",
+                               s->path, ps);
+            p = (long)n;
+        } else if ((st = cj_read_int(cfg, KEYS("sliding_window_pattern"),
+                                     "sliding window pattern", false,
+                                     type_starts(model_type, "gemma3") ? 6 : 4, 1, 64, &p, s)) !=
+                   CM_OK) {
             return st;
+        }
         spec->sliding_period = (int)p;
         spec->sliding_mask = ((uint64_t)1 << (p - 1)) - 1; /* all but the period's last */
     } else if (type_starts(model_type, "qwen")) {

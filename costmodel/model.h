@@ -69,6 +69,8 @@ typedef struct {
                            * Cohere's and StableLM's per-head norms keep weights per head), not
                            * one head_dim vector shared by the heads (Qwen3) */
     bool lm_head_bias;    /* the output layer has a bias of vocab entries (PhiMoE lm_head_bias) */
+    int nope_layers;      /* layers that apply no RoPE (SmolLM3 no_rope_layers; Cohere2's and
+                           * EXAONE 4's full-attention layers beside sliding ones), 0 usually */
     int act_params;       /* learned parameters of the MLP activation per layer (Apertus's
                            * xIELU: alpha_p and alpha_n), 0 for the usual ones */
     bool norm_fp32_scale; /* the RMSNorm scales by (1 + weight) in fp32 and casts after
@@ -174,6 +176,9 @@ double model_norm_params(const model_spec *m);        /* the layer's hidden-widt
 /* Hidden-width norms per decoder layer: 2 (pre-attention, pre-MLP), 4 with sandwich norms, 1
  * where a parallel block's attention and MLP share one (model.h shared_block_norm). */
 int model_layer_norms(const model_spec *m);
+/* Share of the layers that rotate q and k (1 but for model.h nope_layers): the per-layer RoPE
+ * kernels' bytes are this share of a rotating layer's, on average over the layers. */
+double model_rope_layer_share(const model_spec *m);
 double model_dense_mlp_params(const model_spec *m);   /* dense MLP of ffn width */
 double model_expert_params(const model_spec *m);      /* one routed expert */
 double model_shared_expert_params(const model_spec *m); /* all shared experts of a layer */

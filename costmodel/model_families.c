@@ -185,5 +185,26 @@ cm_status model_family_apply(const json_t *cfg, const char *model_type, model_sp
         /* the shared experts: one MLP of moe_intermediate_size x moe_num_shared_experts */
         spec->shared_ffn = spec->expert_ffn;
     }
+    /* NoPE layers. SmolLM3: no_rope_layers[i] == 0 (default: every no_rope_layer_interval-th,
+     * modeling_smollm3.py 200, 222); Cohere2 and EXAONE 4 rotate only their sliding layers once
+     * a window is set (modeling_cohere2.py 229-230, modeling_exaone4.py 241-242). */
+    if (is(model_type, "smollm3")) {
+        const json_t *nope = cj_get(cfg, "no_rope_layers");
+        spec->nope_layers = 0;
+        if (nope && json_is_array(nope)) {
+            for (size_t i = 0; i < json_array_size(nope); i++)
+                spec->nope_layers += json_is_integer(json_array_get(nope, i)) &&
+                                     json_integer_value(json_array_get(nope, i)) == 0;
+        } else {
+            long every;
+            if ((st = cj_read_int(cfg, KEYS("no_rope_layer_interval"), "no_rope_layer_interval",
+                                  false, 4, 1, INT_MAX, &every, s)) != CM_OK)
+                return st;
+            spec->nope_layers = (int)(spec->layers / every);
+        }
+    } else if ((is(model_type, "cohere2") || is(model_type, "exaone4")) &&
+               spec->sliding_window > 0) {
+        spec->nope_layers = spec->layers - model_sliding_layers(spec);
+    }
     return CM_OK;
 }

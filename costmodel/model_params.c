@@ -86,6 +86,12 @@ int model_layer_norms(const model_spec *m)
     return m->parallel_block && m->shared_block_norm ? 1 : 2;
 }
 
+double model_rope_layer_share(const model_spec *m)
+{
+    if (m->nope_layers <= 0 || m->layers <= 0) return 1.0;
+    return m->nope_layers >= m->layers ? 0.0 : 1.0 - (double)m->nope_layers / m->layers;
+}
+
 /* Parameters of one hidden-width norm: RMSNorm a weight, LayerNorm weight and bias (Cohere's
  * LayerNorm has no bias). */
 static double norm_width_params(const model_spec *m)

@@ -177,6 +177,18 @@ static void test_layer_structure(void **state)
     assert_true(m.router_bias && m.router_scoring == MODEL_ROUTER_SIGMOID && m.qk_norm);
     load("phimoe", &m);
     assert_true(m.norm == MODEL_NORM_LAYER && m.lm_head_bias);
+    /* NoPE layers and sliding patterns: SmolLM3 rotates 27 of 36 layers (no_rope_layers);
+     * Cohere2's pattern 4 makes 24 of 32 layers sliding, and only those rotate */
+    load("smollm3", &m);
+    assert_int_equal(m.nope_layers, 9);
+    assert_true(model_rope_layer_share(&m) == 0.75);
+    load("cohere2", &m);
+    assert_int_equal(model_sliding_layers(&m), 24);
+    assert_false(model_layer_is_sliding(&m, 3));
+    assert_int_equal(m.nope_layers, 8);
+    load("exaone4", &m); /* no window: every layer global, every layer rotates */
+    assert_int_equal(model_sliding_layers(&m), 0);
+    assert_int_equal(m.nope_layers, 0);
 }
 
 int main(void)
