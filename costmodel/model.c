@@ -370,6 +370,7 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
     if ((st = cj_read_str(cfg, KEYS("hidden_act", "activation_function", "hidden_activation"),
                        &act, &s)) != CM_OK)
         goto done;
+    snprintf(spec->hidden_act, sizeof spec->hidden_act, "%s", act ? act : "");
     bool plain = plain_mlp_type(model_type);
     spec->activation = plain ? MODEL_ACT_GELU : MODEL_ACT_SWIGLU;
 

@@ -140,6 +140,8 @@ typedef struct {
     double published_precision;
     bool published_active_excludes_embedding; /* DeepSeek, Kimi-K2, gpt-oss count active without
                                                 * the input table (also the model type's default) */
+    char hidden_act[24];  /* the config's hidden_act ("silu", "gelu_pytorch_tanh", "relu2",
+                           * "xielu"), or "" */
 } model_spec;
 
 /* Read a config.json (path) into spec. name is the preset name or NULL (file stem used). */

@@ -155,6 +155,7 @@ static void test_layer_structure(void **state)
     assert_true(model_dense_mlp_params(&m) == 2.0 * 3072 * 12288 + 12288 + 3072);
     load("arcee", &m);
     assert_true(m.activation == MODEL_ACT_GELU);
+    assert_string_equal(m.hidden_act, "relu2"); /* emitted as Megatron's --squared-relu */
     load("apertus", &m);
     assert_true(m.activation == MODEL_ACT_GELU && m.act_params == 2 && m.qk_norm);
     /* GLM-4: four norms a layer */
