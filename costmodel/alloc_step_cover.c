@@ -73,6 +73,12 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     if (m->dropout || m->learned_positions || m->activation != MODEL_ACT_SWIGLU ||
         m->attention_sinks || m->ffn <= 0)
         return false;
+    /* layers whose op list is not the replay's (model.h, arch24): LayerNorm, parallel blocks,
+     * norms after the sublayers, q/k norms over the whole projection, biased MLPs, a biased
+     * head, an activation with weights */
+    if (m->norm != MODEL_NORM_RMS || m->parallel_block || m->post_norm || m->qk_norm_full ||
+        m->mlp_bias || m->lm_head_bias || m->act_params > 0)
+        return false;
     /* MoE: Hugging Face's softmax-routed blocks in every layer, experts alone (Qwen3-MoE,
      * Mixtral; alloc_step_moe.c) or with Qwen2-MoE's one sigmoid-gated shared expert
      * (shared_expert_intermediate_size), eager (the grouped_mm experts: hf_experts.h) */

@@ -314,9 +314,11 @@ static void fused_layer(const model_spec *m, const layout *l, double tokens, boo
     /* fused RoPE; YaRN's unfused kernels under Megatron are their own list (mcore_unfused.h) */
     if (!m->learned_positions && !mcore_unfused_rope_applies(m, l) &&
         !mcore_unfused_mla_rope_applies(m, l))
-        sharded += 4.0 * (a * qk + (m->mla ? a : m->kv_heads) * qk) / tp;
-    /* two norms, two residual adds (read 2h, write h: 6h), 1-byte dropout masks */
-    double repl = 2.0 * 4.0 * h + 12.0 * h + (m->dropout ? 2.0 * h : 0);
+        sharded += 4.0 * (a * qk + (m->mla ? a : m->kv_heads) * qk) / tp *
+                   model_rope_layer_share(m); /* NoPE layers rotate nothing */
+    /* the norms (two; one where a parallel block shares it, four with sandwich norms), two
+     * residual adds (read 2h, write h: 6h), 1-byte dropout masks */
+    double repl = model_layer_norms(m) * 4.0 * h + 12.0 * h + (m->dropout ? 2.0 * h : 0);
     double fwd = tokens * (repl / seq_div + sharded);
     out->fwd[out->n_fwd++] = (elementwise_kernel){"elementwise", fwd, 1, lump(fwd), 0};
     out->bwd[out->n_bwd++] =
@@ -437,9 +439,9 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
      * also pre_feedforward_layernorm and post_feedforward_layernorm, Gemma3DecoderLayer /
      * Gemma2DecoderLayer in transformers 5.17.0: four per layer, each GemmaRMSNorm). */
     /* torchtitan 2024's own RMSNorm runs LlamaRMSNorm's eager ops (layout.h rms_norm_unfused) */
-    int norms = m->sandwich_norm ? 4 : 2;
+    int norms = model_layer_norms(m); /* one where a parallel block shares it (Cohere) */
     if (m->norm == MODEL_NORM_RMS && native && !l->rms_norm_unfused) {
-        native_rms_norm(f, b, tr, h, 2);
+        native_rms_norm(f, b, tr, h, norms);
         if (m->qk_norm) native_rms_norm(f, b, tokens, (qw + kw) / 2.0, 2);
     } else if (m->norm == MODEL_NORM_RMS && m->norm_fp32_scale && !native) {
         ew_gemma_rms_norm(f, b, tr, h, h, norms, false);
@@ -450,16 +452,18 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
         if (m->qk_norm) /* q and k: mean width */
             ew_rms_norm(f, b, tokens, (qw + kw) / 2.0, qk, 2, true);
     } else {
-        add(f, "layernorm", 4 * tr * h, 2, lump(4 * tr * h));
-        add(b, "layernorm.bwd", 8 * tr * h, 2, lump(8 * tr * h));
+        add(f, "layernorm", 4 * tr * h, norms, lump(4 * tr * h));
+        add(b, "layernorm.bwd", 8 * tr * h, norms, lump(8 * tr * h));
     }
     if (!m->learned_positions && native) {
-        native_rope(f, b, tokens, qw, true);
-        native_rope(f, b, tokens, kw, false);
+        double rt = tokens * model_rope_layer_share(m); /* NoPE layers rotate nothing */
+        native_rope(f, b, rt, qw, true);
+        native_rope(f, b, rt, kw, false);
         repeat_kv(f, b, tokens, qw, kw, qk, 1.0, true);
     } else if (!m->learned_positions) {
-        rope(f, b, tokens, qw, qk, true);
-        rope(f, b, tokens, kw, qk, false);
+        double rt = tokens * model_rope_layer_share(m);
+        rope(f, b, rt, qw, qk, true);
+        rope(f, b, rt, kw, qk, false);
     }
     add(f, "residual.add", 6 * tr * h, 2, vec(2, 2, 2, tr * h));
     /* Granite's residual_multiplier (transformers models/granite/modeling_granite.py at

@@ -33,7 +33,7 @@
  * the experts' two 3D tensors, transformers 5). */
 double host_dispatch_layer_tensors(const model_spec *m, bool moe)
 {
-    double n = 4 + (m->sandwich_norm ? 4 : 2) + (m->qk_norm ? 2 : 0);
+    double n = 4 + model_layer_norms(m) + (m->qk_norm ? 2 : 0);
     if (moe) n += 1 + 2 + (m->shared_experts ? 3 : 0);
     else n += m->activation == MODEL_ACT_SWIGLU ? 3 : 2;
     return n;

@@ -24,6 +24,12 @@ static double replicated_bytes_per_token(const model_spec *m, int moe_layer)
 {
     double h = m->hidden;
     double b = 8.0 * h;                  /* LN1 in, QKV in, LN2 in, FC1 (or router) in */
+    /* a parallel block (model.h): attention and MLP read one layer input x, kept once; their
+     * inputs are one shared norm's output (Cohere, Falcon-7B) or two norms' (GPT-NeoX) */
+    if (m->parallel_block) b = m->shared_block_norm ? 4.0 * h : 6.0 * h;
+    /* GLM-4's post-sublayer norms (sandwich norms without Gemma's fp32 scale, whose own terms
+     * are memory_layer_activation_bytes') save their inputs, o_proj's and down_proj's outputs */
+    if (m->sandwich_norm && !m->norm_fp32_scale) b += 4.0 * h;
     if (m->dropout) b += 2.0 * h;        /* attention-out and MLP-out dropout masks, 1 byte */
     if (m->mla) b += 4.0 * m->q_lora_rank + 4.0 * m->kv_lora_rank; /* latent norms' in/out */
     if (moe_layer) b += 4.0 * m->experts; /* fp32 router logits */
@@ -292,11 +298,11 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
              * the allocator's owners at the peak): Gemma-3-1B seq 2048 mbs 8 keeps 9.41 GiB
              * from modeling_gemma3.py line 146 (x.float()) and 9.43 GiB from line 143 (x *
              * rstd): 8 x (4 x 1152 + (4 + 1) x 256) B a token and layer plus the final norm's. */
-            int norms = m->sandwich_norm ? 4 : 2;
+            int norms = model_layer_norms(m);
             if (m->norm == MODEL_NORM_RMS && m->norm_fp32_scale)
                 repl += norms * 8.0 * h - 4.0 * h;
             else if (m->norm == MODEL_NORM_RMS)
-                repl += 2.0 * 4.0 * h;
+                repl += norms * 4.0 * h;
             /* and each RMSNorm's fp32 rstd, which x * rsqrt(.) saves (derivatives.yaml
              * mul.Tensor): 4 bytes a row, per token for the layer norms and per head for the
              * q/k norms (seen: modeling_llama.py line 66 and modeling_qwen3.py line 63 save

@@ -16,6 +16,7 @@
 #include "model.h"
 #include "input_file.h"
 #include "config_json.h"
+#include "model_families.h"
 
 #include <dirent.h>
 #include <jansson.h>
@@ -178,6 +179,7 @@ cm_status model_load_json_string(const char *text, size_t len, const char *name,
  *    "sliding_attention" / "full_attention" per layer; stored as its shortest period (<= 64);
  *  - Gemma 2: every other layer from layer 0 (Gemma2DecoderLayer: is_sliding = not layer % 2);
  *  - Gemma 3: sliding_window_pattern p, layer i global when (i + 1) % p == 0 (5 local : 1 global);
+ *    Cohere2 and EXAONE 4 likewise (p 4 by default);
  *  - Qwen2/2.5/3: only with use_sliding_window, from layer max_window_layers on;
  *  - otherwise (Mistral-7B-v0.1, Phi-3) every layer, when sliding_window is set.
  * use_sliding_window false (Qwen) switches it off whatever sliding_window says.
@@ -246,11 +248,26 @@ static cm_status parse_sliding(const json_t *cfg, const char *model_type, model_
     if (type_is(model_type, "gemma2")) {
         spec->sliding_period = 2;
         spec->sliding_mask = 1;
-    } else if (type_starts(model_type, "gemma3")) {
+    } else if (type_starts(model_type, "gemma3") || type_is(model_type, "cohere2") ||
+               type_is(model_type, "exaone4")) {
+        /* Cohere2Config and Exaone4Config build layer_types by the same rule, period 4 by
+         * default (transformers 5.17.0 configuration_cohere2.py 96-100, configuration_exaone4.py
+         * 103-108); EXAONE 4 may write the pattern as a string such as "LLLG" */
         long p;
-        if ((st = cj_read_int(cfg, KEYS("sliding_window_pattern"), "sliding window pattern", false,
-                           6, 1, 64, &p, s)) != CM_OK)
+        const char *ps = cj_get_str(cfg, "sliding_window_pattern");
+        if (ps && type_is(model_type, "exaone4")) {
+            size_t n = strlen(ps);
+            if (n < 1 || n > 64 || ps[n - 1] != 'G' || strspn(ps, "L") != n - 1)
+                return cm_fail(s->err, s->errlen, CM_EPARSE,
+                               "%s: sliding_window_pattern \"%s\" is not modelled (L...LG)",
+                               s->path, ps);
+            p = (long)n;
+        } else if ((st = cj_read_int(cfg, KEYS("sliding_window_pattern"),
+                                     "sliding window pattern", false,
+                                     type_starts(model_type, "gemma3") ? 6 : 4, 1, 64, &p, s)) !=
+                   CM_OK) {
             return st;
+        }
         spec->sliding_period = (int)p;
         spec->sliding_mask = ((uint64_t)1 << (p - 1)) - 1; /* all but the period's last */
     } else if (type_starts(model_type, "qwen")) {
@@ -290,6 +307,9 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
     }
     const char *model_type = cj_get_str(cfg, "model_type");
     /* A text_config without its own model_type inherits the outer one's text variant. */
+    /* Types plan cannot represent (linear attention, state-space layers, ...): one line */
+    cm_status refused = model_family_check(cfg, model_type, path, err, errlen);
+    if (refused != CM_OK) return refused;
     json_t *owned = with_type_defaults(cfg, model_type, spec);
     if (!owned) return cm_fail(err, errlen, CM_ENOMEM, "out of memory reading '%s'", path);
     cfg = owned;
@@ -350,6 +370,7 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
     if ((st = cj_read_str(cfg, KEYS("hidden_act", "activation_function", "hidden_activation"),
                        &act, &s)) != CM_OK)
         goto done;
+    snprintf(spec->hidden_act, sizeof spec->hidden_act, "%s", act ? act : "");
     bool plain = plain_mlp_type(model_type);
     spec->activation = plain ? MODEL_ACT_GELU : MODEL_ACT_SWIGLU;
 
@@ -435,7 +456,7 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
     spec->routed_scaling_factor = 1;
     if (spec->experts > 0) {
         INT_FIELD(top_k, KEYS("num_experts_per_tok", "experts_per_token", "moe_topk",
-                              "moe_router_topk"),
+                              "moe_router_topk", "moe_k"),
                   "experts per token", false, 0, 0, INT_MAX);
         if (spec->top_k <= 0 || spec->top_k > spec->experts) {
             st = cm_fail(err, errlen, CM_EPARSE,
@@ -446,7 +467,8 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
         /* Mixtral and gpt-oss keep the expert width in intermediate_size. */
         INT_FIELD(expert_ffn, KEYS("moe_intermediate_size", "moe_ffn_hidden_size"),
                   "expert intermediate size", false, spec->ffn, 1, INT_MAX);
-        INT_FIELD(shared_experts, KEYS("n_shared_experts", "num_shared_experts"),
+        INT_FIELD(shared_experts,
+                  KEYS("n_shared_experts", "num_shared_experts", "moe_num_shared_experts"),
                   "shared expert count", false, 0, 0, INT_MAX);
         spec->shared_ffn = spec->expert_ffn;
         long shared_width;
@@ -457,6 +479,7 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
         if (shared_width > 0) { /* Qwen2-MoE: one shared expert of that width */
             spec->shared_experts = 1;
             spec->shared_ffn = shared_width;
+            spec->shared_expert_gate = true; /* its sigmoid shared_expert_gate */
         }
         INT_FIELD(dense_first, KEYS("first_k_dense_replace"), "first_k_dense_replace", false, 0,
                   0, INT_MAX);
@@ -548,6 +571,9 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
 #undef INT_FIELD
 #undef REAL_FIELD
 #undef BOOL_FIELD
+
+    /* the layer structure of the types whose layer is not Llama's (model_families.c) */
+    if ((st = model_family_apply(cfg, model_type, spec, &s)) != CM_OK) goto done;
 
     /* Model cards of DeepSeek-V2/V3, Kimi-K2 (DeepSeek-V3 architecture) and gpt-oss count the
      * active parameters without the input embedding (a table lookup, not compute). */

@@ -49,10 +49,30 @@ typedef struct {
                            * add_bias_linear) */
     bool attn_out_bias;   /* bias on the attention output only (attention_bias: Llama, gpt-oss) */
     bool mlp_bias;        /* biases on the dense MLP matrices only (Llama's mlp_bias) */
-    bool qk_norm;         /* per-head RMSNorm on q and k (Qwen3, Gemma 3, GLM-4.5 use_qk_norm) */
+    bool qk_norm;         /* norms on q and k (Qwen3, Gemma 3, GLM-4.5 use_qk_norm: per head,
+                           * one head_dim weight; qk_norm_full: weights over all heads) */
     bool hf_fused_qkv;    /* Hugging Face code projects q, k, v with one Linear (Phi-3 qkv_proj)
                            * and slices the views q, k, v from its output */
-    bool sandwich_norm;   /* four norms per layer: pre and post attention and MLP (Gemma 2/3) */
+    bool sandwich_norm;   /* four norms per layer: pre and post attention and MLP (Gemma 2/3,
+                           * GLM-4's Glm4DecoderLayer) */
+    bool post_norm;       /* the layer's two norms act on the attention and MLP outputs before
+                           * the residual add, not on their inputs (OLMo 2, EXAONE 4.0): the
+                           * same norms and kernels in another place */
+    bool parallel_block;  /* attention and MLP both read the layer's input and their outputs
+                           * join one residual (GPT-NeoX use_parallel_residual, Falcon
+                           * parallel_attn, Cohere) */
+    bool shared_block_norm; /* with parallel_block: one input norm feeds both (Cohere, Falcon-7B,
+                             * StableLM's parallel form): one norm per layer, not two */
+    bool norm_no_bias;    /* LayerNorm without its bias (CohereLayerNorm): h weights per norm */
+    bool qk_norm_full;    /* the q/k norms' weights span every head: heads x head_dim and
+                           * kv_heads x head_dim (OLMo 2 / OLMoE norm the whole projection;
+                           * Cohere's and StableLM's per-head norms keep weights per head), not
+                           * one head_dim vector shared by the heads (Qwen3) */
+    bool lm_head_bias;    /* the output layer has a bias of vocab entries (PhiMoE lm_head_bias) */
+    int nope_layers;      /* layers that apply no RoPE (SmolLM3 no_rope_layers; Cohere2's and
+                           * EXAONE 4's full-attention layers beside sliding ones), 0 usually */
+    int act_params;       /* learned parameters of the MLP activation per layer (Apertus's
+                           * xIELU: alpha_p and alpha_n), 0 for the usual ones */
     bool norm_fp32_scale; /* the RMSNorm scales by (1 + weight) in fp32 and casts after
                            * (GemmaRMSNorm: Gemma 1/2/3), not weight x the bf16 cast (Llama) */
     bool dropout;         /* dropout active in training (GPT-style configs); stores masks */
@@ -86,6 +106,8 @@ typedef struct {
     long expert_ffn;      /* intermediate size of one routed expert */
     int shared_experts;
     long shared_ffn;      /* intermediate size of one shared expert */
+    bool shared_expert_gate; /* a sigmoid gate (h x 1 Linear) scales the shared expert's output
+                              * (Qwen2MoeSparseMoeBlock shared_expert_gate) */
     int dense_first;      /* first k layers are dense MLP (DeepSeek first_k_dense_replace) */
     int moe_layer_freq;   /* layer i >= dense_first is MoE when (i + moe_layer_phase) % freq == 0 */
     int moe_layer_phase;  /* 0: DeepSeek moe_layer_freq; 1: Qwen decoder_sparse_step */
@@ -121,6 +143,8 @@ typedef struct {
     double published_precision;
     bool published_active_excludes_embedding; /* DeepSeek, Kimi-K2, gpt-oss count active without
                                                 * the input table (also the model type's default) */
+    char hidden_act[24];  /* the config's hidden_act ("silu", "gelu_pytorch_tanh", "relu2",
+                           * "xielu"), or "" */
 } model_spec;
 
 /* Read a config.json (path) into spec. name is the preset name or NULL (file stem used). */
@@ -153,7 +177,13 @@ int model_sliding_layers(const model_spec *m);
 
 /* Per-layer parameter counts (whole layer, unsharded). */
 double model_attention_params(const model_spec *m);   /* projections + biases + qk/mla norms */
-double model_norm_params(const model_spec *m);        /* the layer's two pre-norms */
+double model_norm_params(const model_spec *m);        /* the layer's hidden-width norms */
+/* Hidden-width norms per decoder layer: 2 (pre-attention, pre-MLP), 4 with sandwich norms, 1
+ * where a parallel block's attention and MLP share one (model.h shared_block_norm). */
+int model_layer_norms(const model_spec *m);
+/* Share of the layers that rotate q and k (1 but for model.h nope_layers): the per-layer RoPE
+ * kernels' bytes are this share of a rotating layer's, on average over the layers. */
+double model_rope_layer_share(const model_spec *m);
 double model_dense_mlp_params(const model_spec *m);   /* dense MLP of ffn width */
 double model_expert_params(const model_spec *m);      /* one routed expert */
 double model_shared_expert_params(const model_spec *m); /* all shared experts of a layer */

@@ -71,17 +71,37 @@ double model_attention_params(const model_spec *m)
     double p = h * qd + 2.0 * h * kvd + qd * h;
     if (m->qkv_bias) p += qd + 2.0 * kvd;
     if (m->out_bias || m->attn_out_bias) p += h;
-    if (m->qk_norm) p += 2.0 * m->head_dim;
+    if (m->qk_norm && m->qk_norm_full) p += qd + kvd; /* OLMo 2 q_norm(q width), k_norm(kv) */
+    else if (m->qk_norm) p += 2.0 * m->head_dim;
     if (m->attention_sinks) p += a; /* gpt-oss self_attn.sinks: one logit per head */
     return p;
 }
 
-double model_norm_params(const model_spec *m)
+int model_layer_norms(const model_spec *m)
 {
     /* Gemma 2/3 also normalise the outputs of attention and MLP (post_attention_layernorm,
-     * pre_feedforward_layernorm, post_feedforward_layernorm besides input_layernorm). */
-    double norms = m->sandwich_norm ? 4.0 : 2.0;
-    return (m->norm == MODEL_NORM_LAYER ? 2.0 : 1.0) * norms * m->hidden;
+     * pre_feedforward_layernorm, post_feedforward_layernorm besides input_layernorm); Cohere's
+     * and Falcon-7B's parallel blocks read one input_layernorm. */
+    if (m->sandwich_norm) return 4;
+    return m->parallel_block && m->shared_block_norm ? 1 : 2;
+}
+
+double model_rope_layer_share(const model_spec *m)
+{
+    if (m->nope_layers <= 0 || m->layers <= 0) return 1.0;
+    return m->nope_layers >= m->layers ? 0.0 : 1.0 - (double)m->nope_layers / m->layers;
+}
+
+/* Parameters of one hidden-width norm: RMSNorm a weight, LayerNorm weight and bias (Cohere's
+ * LayerNorm has no bias). */
+static double norm_width_params(const model_spec *m)
+{
+    return (m->norm == MODEL_NORM_LAYER && !m->norm_no_bias ? 2.0 : 1.0) * m->hidden;
+}
+
+double model_norm_params(const model_spec *m)
+{
+    return model_layer_norms(m) * norm_width_params(m);
 }
 
 static double mlp_params(const model_spec *m, double width, bool bias)
@@ -93,7 +113,7 @@ static double mlp_params(const model_spec *m, double width, bool bias)
 
 double model_dense_mlp_params(const model_spec *m)
 {
-    return mlp_params(m, m->ffn, m->out_bias || m->mlp_bias);
+    return mlp_params(m, m->ffn, m->out_bias || m->mlp_bias) + m->act_params;
 }
 /* gpt-oss experts: gate_up_proj_bias (2f) and down_proj_bias (h) per expert. */
 double model_expert_params(const model_spec *m)
@@ -105,7 +125,7 @@ double model_shared_expert_params(const model_spec *m)
 {
     if (m->shared_experts == 0) return 0;
     double p = m->shared_experts * mlp_params(m, m->shared_ffn, false);
-    if (m->shared_ffn != m->expert_ffn) p += m->hidden; /* Qwen2-MoE shared_expert_gate (h x 1) */
+    if (m->shared_expert_gate) p += m->hidden; /* Qwen2-MoE shared_expert_gate (h x 1) */
     return p;
 }
 
@@ -125,8 +145,9 @@ double model_embedding_params(const model_spec *m)
 
 double model_output_params(const model_spec *m)
 {
-    double final_norm = (m->norm == MODEL_NORM_LAYER ? 2.0 : 1.0) * m->hidden;
-    return final_norm + (m->tied_embeddings ? 0 : (double)m->vocab * m->hidden);
+    double final_norm = norm_width_params(m);
+    return final_norm + (m->tied_embeddings ? 0 : (double)m->vocab * m->hidden) +
+           (m->lm_head_bias ? (double)m->vocab : 0);
 }
 
 static double moe_block_params(const model_spec *m, int experts_counted)

@@ -220,6 +220,21 @@ static void architecture_flags(flag_list *fl, const model_spec *m, const trainin
     if (m->qk_norm) fl_add(fl, "--qk-layernorm", NULL);
     if (m->sandwich_norm)
         fl_unsupported(fl, "the post-attention and post-MLP norms (Gemma's four norms per layer)");
+    /* layer forms Megatron-LM's GPT layer does not build (model.h; arch24) */
+    if (m->parallel_block)
+        fl_unsupported(fl, "attention and MLP in parallel on the same input (parallel block)");
+    if (m->post_norm) fl_unsupported(fl, "norms after attention and MLP instead of before them");
+    if (m->qk_norm_full)
+        fl_unsupported(fl, "q/k norm weights over every head (--qk-layernorm shares one per head)");
+    if (m->norm == MODEL_NORM_LAYER && m->norm_no_bias)
+        fl_unsupported(fl, "LayerNorm without a bias");
+    if (m->lm_head_bias) fl_unsupported(fl, "a bias on the output layer");
+    /* plain MLPs: Megatron's default activation is GeLU; ReLU^2 is --squared-relu */
+    if (m->activation == MODEL_ACT_GELU && !strcmp(m->hidden_act, "relu2"))
+        fl_add(fl, "--squared-relu", NULL);
+    else if (m->activation == MODEL_ACT_GELU && m->hidden_act[0] &&
+             strncmp(m->hidden_act, "gelu", 4))
+        fl_unsupported(fl, "the MLP activation \"%s\"", m->hidden_act);
 
     /* positions */
     bool yarn = !strcmp(m->rope_scaling_type, "yarn");
