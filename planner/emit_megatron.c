@@ -9,6 +9,7 @@
 #include "emit.h"
 #include "offload.h"
 #include "emit_internal.h"
+#include "megatron_form.h"
 #include "recompute_modules.h"
 
 #include "precision.h"
@@ -27,6 +28,8 @@
  * a True-default bool -> --no-foo-bar / --disable-foo-bar, or the field's argparse_meta name). */
 
 #define MAX_FLAGS 128
+_Static_assert(FLAG_VALUE_MAX == MEGATRON_FORM_PATTERN_CHARS,
+               "the emitter states the per-layer patterns megatron_form.c checks");
 
 typedef struct {
     const char *flag;
@@ -41,7 +44,7 @@ typedef struct {
     int n;
     bool overflow;
     /* architecture the flags cannot state, one sentence each */
-    char unsupported[8][200];
+    char unsupported[MEGATRON_FORM_MAX][MEGATRON_FORM_ITEM_CHARS];
     int nunsupported;
 } flag_list;
 
@@ -177,25 +180,13 @@ bool emit_pipeline_layout_text(const model_spec *m, const layout *l, char *buf, 
     return true;
 }
 
-/* A Python list expression of one 0/1 per layer (Megatron's moe_freq_type patterns). */
-static bool layer_pattern(const model_spec *m, bool (*on)(const model_spec *, int), char *buf,
-                          size_t len)
-{
-    size_t used = 0;
-    for (int i = 0; i < m->layers; i++) {
-        if (used + 3 >= len) return false;
-        buf[used++] = i ? ',' : '[';
-        buf[used++] = on(m, i) ? '1' : '0';
-    }
-    if (used + 2 > len) return false;
-    buf[used++] = ']';
-    buf[used] = '\0';
-    return true;
-}
-
 static void architecture_flags(flag_list *fl, const model_spec *m, const training_spec *t,
                                const layout *l)
 {
+    /* what the flags below cannot state of the model, in the order they would state it (one
+     * list with the search's output: megatron_form.c); the layout's own items follow */
+    fl->nunsupported = megatron_form_missing(m, fl->unsupported,
+                                             (int)(sizeof fl->unsupported / sizeof *fl->unsupported));
     fl_add(fl, "--num-layers", "%d", m->layers);
     fl_add(fl, "--hidden-size", "%d", m->hidden);
     fl_add(fl, "--ffn-hidden-size", "%ld", m->ffn);
@@ -218,23 +209,11 @@ static void architecture_flags(flag_list *fl, const model_spec *m, const trainin
     fl_add(fl, "--normalization", m->norm == MODEL_NORM_RMS ? "RMSNorm" : "LayerNorm");
     if (m->norm_eps > 0) fl_add(fl, "--norm-epsilon", "%g", m->norm_eps);
     if (m->qk_norm) fl_add(fl, "--qk-layernorm", NULL);
-    if (m->sandwich_norm)
-        fl_unsupported(fl, "the post-attention and post-MLP norms (Gemma's four norms per layer)");
-    /* layer forms Megatron-LM's GPT layer does not build (model.h; arch24) */
-    if (m->parallel_block)
-        fl_unsupported(fl, "attention and MLP in parallel on the same input (parallel block)");
-    if (m->post_norm) fl_unsupported(fl, "norms after attention and MLP instead of before them");
-    if (m->qk_norm_full)
-        fl_unsupported(fl, "q/k norm weights over every head (--qk-layernorm shares one per head)");
-    if (m->norm == MODEL_NORM_LAYER && m->norm_no_bias)
-        fl_unsupported(fl, "LayerNorm without a bias");
-    if (m->lm_head_bias) fl_unsupported(fl, "a bias on the output layer");
+    /* sandwich and post norms, parallel blocks, full-width q/k norms, bias-free LayerNorm, an
+     * output-layer bias: not built (megatron_form.c) */
     /* plain MLPs: Megatron's default activation is GeLU; ReLU^2 is --squared-relu */
     if (m->activation == MODEL_ACT_GELU && !strcmp(m->hidden_act, "relu2"))
         fl_add(fl, "--squared-relu", NULL);
-    else if (m->activation == MODEL_ACT_GELU && m->hidden_act[0] &&
-             strncmp(m->hidden_act, "gelu", 4))
-        fl_unsupported(fl, "the MLP activation \"%s\"", m->hidden_act);
 
     /* positions */
     bool yarn = !strcmp(m->rope_scaling_type, "yarn");
@@ -247,9 +226,7 @@ static void architecture_flags(flag_list *fl, const model_spec *m, const trainin
         if (m->rope_theta > 0) fl_add(fl, "--rotary-base", "%.0f", m->rope_theta);
         if (m->rotary_fraction > 0 && m->rotary_fraction < 1)
             fl_add(fl, "--rotary-percent", "%g", m->rotary_fraction);
-        if (m->rope_local_theta > 0 && m->rope_local_theta != m->rope_theta)
-            fl_unsupported(fl, "a second RoPE base (%.0f) for the sliding-window layers",
-                           m->rope_local_theta);
+        /* a second RoPE base for the sliding-window layers: not built (megatron_form.c) */
         const char *rs = m->rope_scaling_type;
         bool unfused = false; /* --no-rope-fusion written */
         if (!strcmp(rs, "llama3")) {
@@ -268,7 +245,7 @@ static void architecture_flags(flag_list *fl, const model_spec *m, const trainin
                    m->rope_scaling_factor == (int)m->rope_scaling_factor) {
             fl_add(fl, "--rotary-seq-len-interpolation-factor", "%d", (int)m->rope_scaling_factor);
         } else if (rs[0] && strcmp(rs, "default")) {
-            fl_unsupported(fl, "RoPE scaling \"%s\" (factor %g)", rs, m->rope_scaling_factor);
+            /* other scaling kinds: not built (megatron_form.c) */
         } else if (m->mla) {
             /* MLA defaults to yarn; its fused RoPE works with yarn only (TransformerConfig
              * raises otherwise: transformer_config.py:3345, Megatron-LM d98e8a6) */
@@ -286,31 +263,22 @@ static void architecture_flags(flag_list *fl, const model_spec *m, const trainin
         fl_add(fl, "--window-size", "%d,0", m->sliding_window);
         if (sliding < m->layers) {
             char pat[FLAG_VALUE_MAX];
-            if (layer_pattern(m, model_layer_is_sliding, pat, sizeof pat))
+            if (megatron_layer_pattern(m, model_layer_is_sliding, pat, sizeof pat))
                 fl_add(fl, "--window-attn-skip-freq", "%s", pat);
-            else
-                fl_unsupported(fl, "the sliding-window layer pattern (too long to state)");
         }
     }
     if (m->attention_sinks) fl_add(fl, "--softmax-type", "learnable");
-    if (m->attn_logit_softcap > 0)
-        fl_unsupported(fl, "attention logit soft-capping (%g)", m->attn_logit_softcap);
-    if (m->final_logit_softcap > 0)
-        fl_unsupported(fl, "final logit soft-capping (%g)", m->final_logit_softcap);
+    /* logit soft-capping: not built (megatron_form.c) */
 
     if (!m->tied_embeddings) fl_add(fl, "--untie-embeddings-and-output-weights", NULL);
 
     /* biases: Megatron's add_bias_linear puts a bias on every linear (qkv, attention output,
      * both MLP matrices, experts); add_qkv_bias on qkv alone */
     bool mlp_biased = m->mlp_bias || m->expert_bias;
-    if (m->out_bias || (m->attn_out_bias && mlp_biased)) {
-        if (!m->qkv_bias)
-            fl_unsupported(fl, "biases on the output and MLP matrices without a qkv bias");
-    } else {
+    /* the bias sets neither flag states: megatron_form.c */
+    if (!(m->out_bias || (m->attn_out_bias && mlp_biased))) {
         fl_add(fl, "--disable-bias-linear", NULL);
         if (m->qkv_bias) fl_add(fl, "--add-qkv-bias", NULL);
-        if (m->attn_out_bias) fl_unsupported(fl, "a bias on the attention output alone");
-        if (mlp_biased) fl_unsupported(fl, "biases on the MLP matrices alone");
     }
     if (!m->dropout) {
         fl_add(fl, "--attention-dropout", "0.0");
@@ -333,16 +301,12 @@ static void architecture_flags(flag_list *fl, const model_spec *m, const trainin
                    m->shared_experts * m->shared_ffn);
         if (model_moe_layers(m) < m->layers) {
             char pat[FLAG_VALUE_MAX];
-            if (layer_pattern(m, model_layer_is_moe, pat, sizeof pat))
+            if (megatron_layer_pattern(m, model_layer_is_moe, pat, sizeof pat))
                 fl_add(fl, "--moe-layer-freq", "%s", pat);
-            else
-                fl_unsupported(fl, "the MoE layer pattern (too long to state)");
         }
         if (m->router_scoring == MODEL_ROUTER_SIGMOID) {
+            /* without renormalised top-k weights: not built (megatron_form.c) */
             fl_add(fl, "--moe-router-score-function", "sigmoid");
-            if (!m->norm_topk_prob && m->top_k > 1)
-                fl_unsupported(fl, "sigmoid router weights that are not renormalised over the "
-                                   "top-k");
         } else {
             fl_add(fl, "--moe-router-score-function", "softmax");
             /* Megatron's default softmaxes the top-k logits (renormalised weights); pre-softmax
@@ -364,9 +328,7 @@ static void architecture_flags(flag_list *fl, const model_spec *m, const trainin
         } else {
             fl_add(fl, "--moe-router-load-balancing-type", "none");
         }
-        if (m->router_linear_bias || m->expert_bias)
-            fl_unsupported(fl, "biases on the router and on every expert (gpt-oss) beyond "
-                               "Megatron's add_bias_linear");
+        /* biases on the router and every expert: not built (megatron_form.c) */
         /* no --moe-expert-capacity-factor: dropless, every token reaches its experts, as
          * costed */
         fl_add(fl, "--moe-grouped-gemm", NULL);

@@ -16,6 +16,7 @@
 #include "explain.h"
 #include "host_paced.h"
 #include "layout_codec.h"
+#include "megatron_form.h"
 #include "sim.h"
 
 
@@ -50,6 +51,19 @@ json_t *output_time_simulated_json(const estimate *e)
                      "grad_sync_s", x->grad_sync_s, "optimizer_s", x->optimizer_s,
                      "param_gather_s", x->param_gather_s, "critical_stage", x->critical_stage,
                      "closed_form_step_s", e->time.step_s);
+}
+
+/* What Megatron-LM's GPT layer would leave out of the model (megatron_form.h), joined with
+ * "; "; false when it builds the model's layers as they are. */
+static bool megatron_without(const model_spec *m, char *buf, size_t len)
+{
+    char items[MEGATRON_FORM_MAX][MEGATRON_FORM_ITEM_CHARS];
+    int n = megatron_form_missing(m, items, MEGATRON_FORM_MAX);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && used < len; i++)
+        used += snprintf(buf + used, len - used, "%s%s", i ? "; " : "", items[i]);
+    return n > 0;
 }
 
 json_t *output_estimate_json(const estimate *e, const model_spec *m, const system_spec *sys)
@@ -163,6 +177,16 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
     json_object_set_new(o, "mfu", priced ? json_real(e->mfu) : json_null());
     json_object_set_new(o, "hfu", priced ? json_real(e->hfu) : json_null());
     json_object_set_new(o, "feasible", json_boolean(e->feasible));
+    /* Megatron plans: the model forms Megatron-LM would train without ([] when none; null for
+     * the other frameworks, which run the model as it is) */
+    json_t *without = json_null();
+    if (l->framework == FRAMEWORK_MEGATRON) {
+        char items[MEGATRON_FORM_MAX][MEGATRON_FORM_ITEM_CHARS];
+        int n = megatron_form_missing(m, items, MEGATRON_FORM_MAX);
+        without = json_array();
+        for (int i = 0; i < n; i++) json_array_append_new(without, json_string(items[i]));
+    }
+    json_object_set_new(o, "megatron_trains_without", without);
     json_object_set_new(o, "infeasible_reason",
                         e->feasible ? json_null() : json_string(e->infeasible_reason));
     return o;
@@ -417,6 +441,57 @@ static void human_numbers(FILE *f, const estimate *e, const model_spec *m,
 
 /* Which dimensions' groups leave the NVLink domain (layout_span_summary), for a multi-domain
  * Megatron plan: the rank order decides between DP and PP (issue 21). */
+/* Under a Megatron plan: what Megatron-LM would train the model without. */
+static void megatron_form_line(FILE *f, const estimate *e, const model_spec *m)
+{
+    char without[MEGATRON_FORM_MAX * (MEGATRON_FORM_ITEM_CHARS + 2)];
+    if (e->layout.framework != FRAMEWORK_MEGATRON || !megatron_without(m, without, sizeof without))
+        return;
+    fprintf(f, "  Megatron-LM  would train this model without: %s (its GPT layer cannot "
+               "build them; --emit megatron-args marks them NOT EXPRESSIBLE)\n",
+            without);
+}
+
+/* Under a recommended Megatron plan that Megatron-LM cannot build exactly: the fastest FSDP2
+ * plan (it runs the model's own Hugging Face modeling code), its rank and time against the
+ * recommendation; the ranking is unchanged. */
+static void megatron_exact_line(FILE *f, const search_result *r, const estimate *best,
+                                const model_spec *m)
+{
+    char without[8];
+    if (best->layout.framework != FRAMEWORK_MEGATRON ||
+        !megatron_without(m, without, sizeof without))
+        return;
+    if (!r->searched[FRAMEWORK_FSDP2]) {
+        fprintf(f, "               FSDP2 (the model's own code, which builds it exactly) was not "
+                   "searched (--framework)\n");
+        return;
+    }
+    if (!r->has_best[FRAMEWORK_FSDP2]) {
+        fprintf(f, "               no FSDP2 plan (the model's own code, which builds it exactly) "
+                   "fits\n");
+        return;
+    }
+    int rank = 0;
+    const estimate *o = &r->best[FRAMEWORK_FSDP2];
+    for (int i = 0; i < r->count; i++)
+        if (r->ranked[i].layout.framework == FRAMEWORK_FSDP2) {
+            o = &r->ranked[i];
+            rank = i + 1;
+            break;
+        }
+    /* like with like: simulated figures only when both were re-ranked */
+    bool sim = o->simulated && best->simulated;
+    double t0 = sim ? best->time_sim.step_s : best->time.step_s;
+    double t1 = sim ? o->time_sim.step_s : o->time.step_s;
+    char line[256], at[24] = "";
+    output_layout_line(o, line, sizeof line);
+    if (rank) snprintf(at, sizeof at, " is #%d", rank);
+    fprintf(f, "               the fastest plan that builds it exactly (FSDP2, the model's own "
+               "code)%s: %s, %.2f s/step (%+.1f%%)\n",
+            at, line, t1, 100 * (t1 - t0) / t0);
+}
+
 static void placement_line(FILE *f, const system_spec *sys, const estimate *e)
 {
     char s[512];
@@ -446,6 +521,7 @@ void output_estimate_human(FILE *f, const estimate *e, const model_spec *m,
     fprintf(f, "%s\n", line);
     human_numbers(f, e, m, sys);
     placement_line(f, sys, e);
+    megatron_form_line(f, e, m);
     if (precision_is_low(&e->layout))
         fprintf(f, "  low-precision GEMMs at %.3f x the bf16 GEMM's fraction of peak (%s)\n",
                 precision_gemm_ratio(sys, &e->layout), precision_gemm_ratio_source(sys));
@@ -484,7 +560,8 @@ static void table_row(FILE *f, int rank, const estimate *e)
 
 /* One framework's best against the recommended plan: its time and how much faster the
  * recommendation is; or why it has none. */
-static void verdict_line(FILE *f, const search_result *r, const estimate *best, int other)
+static void verdict_line(FILE *f, const search_result *r, const estimate *best, int other,
+                         const model_spec *m)
 {
     char line[256];
     if (r->has_best[other]) {
@@ -497,6 +574,7 @@ static void verdict_line(FILE *f, const search_result *r, const estimate *best, 
         fprintf(f, "best %s plan takes %.2f s/step%s (%s)\n  -> %s is %.2fx faster here\n",
                 layout_framework_name((layout_framework)other), to, sim ? " simulated" : "",
                 line, layout_framework_name(best->layout.framework), to / tb);
+        megatron_form_line(f, o, m);
     } else if (r->has_closest[other]) {
         fprintf(f, "no %s layout fits (closest: %s)\n",
                 layout_framework_name((layout_framework)other),
@@ -510,14 +588,15 @@ static void verdict_line(FILE *f, const search_result *r, const estimate *best, 
 /* The framework verdict: FSDP2 (the guide's trainer path) against Megatron as before; a
  * three-way comparison when torchtitan was searched too (issue 19), one line per framework
  * that the recommendation is not. */
-static void output_verdict(FILE *f, const search_result *r, const estimate *best)
+static void output_verdict(FILE *f, const search_result *r, const estimate *best,
+                           const model_spec *m)
 {
     bool titan = r->searched[FRAMEWORK_TORCHTITAN];
     if (!titan) {
         int other = best->layout.framework == FRAMEWORK_MEGATRON ? FRAMEWORK_FSDP2
                                                                  : FRAMEWORK_MEGATRON;
         fprintf(f, "\nFSDP2 vs Megatron: ");
-        verdict_line(f, r, best, other);
+        verdict_line(f, r, best, other, m);
         return;
     }
     if (!r->searched[FRAMEWORK_FSDP2] && !r->searched[FRAMEWORK_MEGATRON]) {
@@ -530,7 +609,7 @@ static void output_verdict(FILE *f, const search_result *r, const estimate *best
     for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
         if (fw == (int)best->layout.framework || !r->searched[fw]) continue;
         fprintf(f, "  ");
-        verdict_line(f, r, best, fw);
+        verdict_line(f, r, best, fw, m);
     }
 }
 
@@ -563,8 +642,10 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
     fprintf(f, "Recommended: %s\n", line);
     human_numbers(f, best, m, sys);
     placement_line(f, sys, best);
+    megatron_form_line(f, best, m);
+    megatron_exact_line(f, r, best, m);
 
-    output_verdict(f, r, best);
+    output_verdict(f, r, best, m);
 
     fprintf(f, "\nTop %d of %ld feasible layouts", top < r->count ? top : r->count, r->feasible);
     /* speed23: layouts bounded out before their memory was made (search_options
