@@ -52,6 +52,12 @@ void compute_sliding_attention_s(const model_spec *m, const system_spec *sys,
                                  double *bwd_s);
 double compute_flash_forward_s(const system_spec *sys, double flops);
 double compute_flash_backward_s(const system_spec *sys, double flops);
+/* SDPA's flash kernels with dropout_p > 0 (transformers passes the config's attention_dropout
+ * while training): the mask drawn per computed score in the forward and again in the backward
+ * (cuDNN's sm90 flash kernels run either way); adds scores x the system's measured time a score
+ * to *fwd_s and *bwd_s (bench/results/sdpadrop24_2026-11-29); nothing where it has none. */
+void compute_sdpa_dropout_add_s(const system_spec *sys, double scores, double *fwd_s,
+                                double *bwd_s);
 /* A memory-bound kernel moving `bytes` through HBM. */
 double compute_stream_s(const system_spec *sys, double bytes);
 

@@ -256,6 +256,10 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
             attn_fwd = compute_flash_forward_s(sys, f);
             attn_bwd = compute_flash_backward_s(sys, f);
         }
+        /* transformers' SDPA call with dropout_p = attention_dropout while training; the
+         * scores computed are the FLOPs over 4 hd each (causal: half of s x s) */
+        if (layout_impl_of(l) == IMPL_HF && m->attention_dropout > 0)
+            compute_sdpa_dropout_add_s(sys, f / (4.0 * hd), &attn_fwd, &attn_bwd);
     } else {
         pqk = compute_gemm_s(sys, rows_a, t->seq_len, qk);
         ppv = compute_gemm_s(sys, rows_a, vd, t->seq_len);

@@ -411,6 +411,10 @@ static cm_status model_from_json(const json_t *root, const char *path, const cha
                     use_qk_norm;
     spec->dropout = dropout_positive(cfg, KEYS("resid_pdrop", "attn_pdrop", "hidden_dropout",
                                                "attention_dropout", "hidden_dropout_prob"));
+    double attn_p;
+    spec->attention_dropout =
+        cj_get_num(cfg, &attn_p, KEYS("attention_dropout", "attn_pdrop")) && attn_p > 0 ? attn_p
+                                                                                        : 0;
 
     /* Positions: RoPE base and scaling, partial rotary. */
     REAL_FIELD(rope_theta, KEYS("rope_theta", "rotary_emb_base"), "RoPE base", 0, 1e-9, 1e300);

@@ -145,6 +145,8 @@ typedef struct {
                                                 * the input table (also the model type's default) */
     char hidden_act[24];  /* the config's hidden_act ("silu", "gelu_pytorch_tanh", "relu2",
                            * "xielu"), or "" */
+    double attention_dropout; /* attention_dropout (attn_pdrop): the dropout_p transformers
+                               * passes to SDPA while training; 0 when absent */
 } model_spec;
 
 /* Read a config.json (path) into spec. name is the preset name or NULL (file stem used). */

@@ -146,6 +146,10 @@ typedef struct {
     double gemm_out_4mod8_fwd_flops_per_s;   /* ... and 4 mod 8 (rows 8-byte aligned) */
     double gemm_out_4mod8_dgrad_flops_per_s;
     double gemm_out_4mod8_wgrad_flops_per_s;
+    double sdpa_dropout_fwd_s_per_score; /* SDPA's flash kernels with dropout_p > 0: the time a
+                                          * computed score adds forward (its mask drawn) */
+    double sdpa_dropout_bwd_s_per_score; /* and backward (drawn again); 0: not measured, not
+                                          * priced (attention_rate.h attention_dropout_add_s) */
     double expert_split_launch_s;       /* a bandwidth-bound kernel split into one launch per
                                            local expert: the fixed cost of each extra launch */
     double expert_split_bytes_per_s;    /* ... and its traffic's extra cost, bytes / this
