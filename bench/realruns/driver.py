@@ -57,7 +57,7 @@ for i, a in enumerate(lines):
         skipped.append(label)
         continue
     cmd = [sys.executable, os.path.join("bench", "realruns", "realrun.py")] + a + ["--out", results]
-    e = dict(env, MASTER_PORT=str(29600 + i))
+    e = dict(env, MASTER_PORT=str(int(os.environ.get("DRIVER_PORT_BASE", "29600")) + i))  # lanes differ
     t0 = time.perf_counter()
     log.write("\n===== %s: %s\n" % (label, " ".join(shlex.quote(c) for c in cmd)))
     log.flush()

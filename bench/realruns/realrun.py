@@ -257,8 +257,11 @@ def build_hf(dev):
     if args.ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     layers = None
+    n_layers = model.config.num_hidden_layers
     for name, mod in model.named_modules():
-        if name.endswith("layers") and isinstance(mod, torch.nn.ModuleList):
+        # the decoder layers: "...layers" in most types, "transformer.h" in Falcon
+        if isinstance(mod, torch.nn.ModuleList) and (name.endswith("layers") or
+                                                     (name.endswith(".h") and len(mod) == n_layers)):
             layers = list(mod)
             break
     return model, layers
