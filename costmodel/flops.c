@@ -10,6 +10,7 @@
  */
 #include "flops.h"
 #include "hf_eager_attn.h"
+#include "hf_sdpa_math.h"
 #include "recompute_modules.h"
 
 double flops_attention_matrix_params(const model_spec *m)
@@ -103,7 +104,8 @@ double flops_hardware_per_step(const model_spec *m, const training_spec *t, cons
     double tokens = (double)t->global_batch * t->seq_len;
     double hw = flops_model_per_step(m, t);
     /* Unfused attention computes the masked half too. */
-    bool core_causal = t->causal && layout_attention_of(m, t, l) == ATTENTION_FLASH;
+    bool core_causal = t->causal && layout_attention_of(m, t, l) == ATTENTION_FLASH &&
+                       !hf_sdpa_math_applies(m, t, l); /* the math backend: all of s x s */
     if (!core_causal && t->causal)
         hw += 3.0 * m->layers * (flops_attention_core_forward(m, tokens, t->seq_len, false) -
                                  flops_attention_core_forward(m, tokens, t->seq_len, true));

@@ -33,6 +33,7 @@
 #include "hf_experts.h"
 #include "mcore_expert_gemm.h"
 #include "hf_eager_attn.h"
+#include "hf_sdpa_math.h"
 #include "mcore_unfused.h"
 #include "titan_moe.h"
 #include "expert_loop.h"
@@ -260,6 +261,10 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
          * scores computed are the FLOPs over 4 hd each (causal: half of s x s) */
         if (layout_impl_of(l) == IMPL_HF && m->attention_dropout > 0)
             compute_sdpa_dropout_add_s(sys, f / (4.0 * hd), &attn_fwd, &attn_bwd);
+        /* no fused kernel takes transformers' arguments: SDPA's math backend over the whole
+         * s x s at its measured rate (hf_sdpa_math.h) */
+        if (hf_sdpa_math_applies(m, t, l))
+            hf_sdpa_math_s(sys, m, t, rows_a, &attn_fwd, &attn_bwd);
     } else {
         pqk = compute_gemm_s(sys, rows_a, t->seq_len, qk);
         ppv = compute_gemm_s(sys, rows_a, vd, t->seq_len);

@@ -12,6 +12,7 @@
 #include "async_tp.h"
 #include "cp_allgather.h"
 #include "hf_eager_attn.h"
+#include "hf_sdpa_math.h"
 #include "moe_buffers.h"
 #include "cuda_graphs.h"
 #include "memory_phases.h"
@@ -73,10 +74,12 @@ static void layout_once(layer_figures *f, const model_spec *m, const training_sp
     f->opt_host_fraction = offload_optimizer_fraction(l);
     f->userbuffer_bytes = overlap_tp_userbuffer_bytes(m, t, l);
     f->async_tp_bytes = async_tp_workspace_bytes(m, t, l);
-    /* the layer in flight's own buffers: PyTorch's ring attention's, and transformers' eager
-     * attention's score tensors and masks (hf_eager_attn.h) */
+    /* the layer in flight's own buffers: PyTorch's ring attention's, transformers' eager
+     * attention's score tensors and masks (hf_eager_attn.h), SDPA's math backend's
+     * (hf_sdpa_math.h) */
     f->cp_transient_bytes = cp_torch_backward_transient_bytes(m, t, l) +
-                            hf_eager_transient_bytes(m, t, l);
+                            hf_eager_transient_bytes(m, t, l) +
+                            hf_sdpa_math_transient_bytes(m, t, l);
     f->have_layout = true;
 }
 

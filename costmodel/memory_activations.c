@@ -12,6 +12,7 @@
  */
 #include "memory.h"
 #include "hf_eager_attn.h"
+#include "hf_sdpa_math.h"
 #include "memory_params.h"
 #include "moe_dispatch.h"
 #include "precision.h"
@@ -161,7 +162,10 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
     /* Sharded by TP: Q, K, V and the attention output (context). */
     double attn = 2.0 * (a * qk + kv_heads * qk + kv_heads * v + a * v);
     bool hf_eager = hf_eager_attn_applies(m, t, l);
-    if (layout_attention_of(m, t, l) == ATTENTION_FLASH) {
+    if (hf_sdpa_math_applies(m, t, l)) {
+        /* SDPA's math backend (hf_sdpa_math.h): fp32 scores and copies, no log-sum-exp */
+        attn += hf_sdpa_math_saved_bytes_per_token(m, t, l);
+    } else if (layout_attention_of(m, t, l) == ATTENTION_FLASH) {
         attn += 4.0 * a; /* fp32 log-sum-exp per head */
     } else if (hf_eager) {
         /* transformers' eager attention (hf_eager_attn.h): its softmax output and copies, and

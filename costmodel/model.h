@@ -94,6 +94,9 @@ typedef struct {
     uint64_t sliding_mask;
     int sliding_first_layer;     /* Qwen2 max_window_layers */
     bool attention_sinks;        /* learned per-head sink logits (gpt-oss): heads params/layer */
+    bool sdpa_kv_broadcast;      /* transformers hands SDPA k and v with fewer heads than q and
+                                  * no enable_gqa (Falcon's multi_query: one K/V head), which no
+                                  * fused backend takes: SDPA's math path (hf_sdpa_math.h) */
     double final_logit_softcap;  /* Gemma 2 final_logit_softcapping, 0 = none */
     double attn_logit_softcap;   /* Gemma 2 attn_logit_softcapping, 0 = none */
     double residual_multiplier;  /* Granite: each residual branch scaled before its add, 0 = none */

@@ -124,6 +124,10 @@ cm_status model_family_apply(const json_t *cfg, const char *model_type, model_sp
                               false, new_arch ? 2 : 1, 1, 2, &ln, s)) != CM_OK)
             return st;
         spec->kv_heads = new_arch || !multi_query ? (int)kv : 1;
+        /* multi_query without the new architecture: _split_heads gives k, v one head and
+         * FalconAttention.forward passes them to SDPA beside q's heads, without enable_gqa
+         * (transformers 5.17.0 modeling_falcon.py lines 280-283, 344-357; hf_sdpa_math.h) */
+        spec->sdpa_kv_broadcast = !new_arch && multi_query && spec->heads > 1;
         /* FalconDecoderLayer: a parallel block has ln_attn and ln_mlp when
          * num_ln_in_parallel_attn is 2 (the new architecture's default), else input_layernorm
          * alone */

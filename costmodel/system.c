@@ -86,6 +86,8 @@ static const system_field fields[] = {
     F("gpu", "gemm_out_4mod8_wgrad_flops", gemm_out_4mod8_wgrad_flops_per_s, false, 0, 1e17),
     F("gpu", "sdpa_dropout_fwd_s_per_score", sdpa_dropout_fwd_s_per_score, false, 0, 1e-9),
     F("gpu", "sdpa_dropout_bwd_s_per_score", sdpa_dropout_bwd_s_per_score, false, 0, 1e-9),
+    F("gpu", "sdpa_math_fwd_s_per_score", sdpa_math_fwd_s_per_score, false, 0, 1e-9),
+    F("gpu", "sdpa_math_bwd_s_per_score", sdpa_math_bwd_s_per_score, false, 0, 1e-9),
     F("gpu", "torchao_cast_efficiency_rowwise", torchao_cast_efficiency_rowwise, false, 0, 1.0),
     F("gpu", "torchao_cast_efficiency_tensorwise", torchao_cast_efficiency_tensorwise, false, 0,
       1.0),

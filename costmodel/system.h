@@ -150,6 +150,9 @@ typedef struct {
                                           * computed score adds forward (its mask drawn) */
     double sdpa_dropout_bwd_s_per_score; /* and backward (drawn again); 0: not measured, not
                                           * priced (attention_rate.h attention_dropout_add_s) */
+    double sdpa_math_fwd_s_per_score;    /* SDPA's math backend (hf_sdpa_math.h), forward, a
+                                          * score of the whole s x s (fp32, head dim 64) */
+    double sdpa_math_bwd_s_per_score;    /* and backward; 0: not measured (flash pricing kept) */
     double expert_split_launch_s;       /* a bandwidth-bound kernel split into one launch per
                                            local expert: the fixed cost of each extra launch */
     double expert_split_bytes_per_s;    /* ... and its traffic's extra cost, bytes / this
