@@ -78,11 +78,13 @@ double compute_flash_backward_s(const system_spec *sys, double flops)
                           compute_attention_rate_scale(sys));
 }
 
-void compute_sdpa_dropout_add_s(const system_spec *sys, double scores, double *fwd_s,
-                                double *bwd_s)
+void compute_sdpa_dropout_add_s(const system_spec *sys, double causal_scores, double masked_scores,
+                                double *fwd_s, double *bwd_s)
 {
-    *fwd_s += scores * sys->sdpa_dropout_fwd_s_per_score;
-    *bwd_s += scores * sys->sdpa_dropout_bwd_s_per_score;
+    *fwd_s += causal_scores * sys->sdpa_dropout_fwd_s_per_score +
+              masked_scores * sys->sdpa_masked_dropout_fwd_s_per_score;
+    *bwd_s += causal_scores * sys->sdpa_dropout_bwd_s_per_score +
+              masked_scores * sys->sdpa_masked_dropout_bwd_s_per_score;
 }
 
 double compute_stream_s(const system_spec *sys, double bytes)

@@ -54,10 +54,12 @@ double compute_flash_forward_s(const system_spec *sys, double flops);
 double compute_flash_backward_s(const system_spec *sys, double flops);
 /* SDPA's flash kernels with dropout_p > 0 (transformers passes the config's attention_dropout
  * while training): the mask drawn per computed score in the forward and again in the backward
- * (cuDNN's sm90 flash kernels run either way); adds scores x the system's measured time a score
- * to *fwd_s and *bwd_s (bench/results/sdpadrop24_2026-11-29); nothing where it has none. */
-void compute_sdpa_dropout_add_s(const system_spec *sys, double scores, double *fwd_s,
-                                double *bwd_s);
+ * (cuDNN's sm90 flash kernels run either way); adds causal_scores x the system's measured time a
+ * score of the is_causal call (bench/results/sdpadrop24_2026-11-29) and masked_scores x its
+ * time a score under an explicit mask (every score of s x s: the masked kernel computes every
+ * block; bench/results/sc2step25_2026-11-29) to *fwd_s and *bwd_s; nothing where it has none. */
+void compute_sdpa_dropout_add_s(const system_spec *sys, double causal_scores, double masked_scores,
+                                double *fwd_s, double *bwd_s);
 /* A memory-bound kernel moving `bytes` through HBM. */
 double compute_stream_s(const system_spec *sys, double bytes);
 

@@ -258,9 +258,21 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
             attn_bwd = compute_flash_backward_s(sys, f);
         }
         /* transformers' SDPA call with dropout_p = attention_dropout while training; the
-         * scores computed are the FLOPs over 4 hd each (causal: half of s x s) */
-        if (layout_impl_of(l) == IMPL_HF && m->attention_dropout > 0)
-            compute_sdpa_dropout_add_s(sys, f / (4.0 * hd), &attn_fwd, &attn_bwd);
+         * scores computed are the FLOPs over 4 hd each (causal: half of s x s). Under the
+         * explicit window mask (the sliding layers' share) the kernel computes every score of
+         * s x s and its dropout costs more a score, forward and backward (measured on H200,
+         * bench/results/sc2step25_2026-11-29: StarCoder2-7B at seq 4096, mbs 2, 1.94 ms
+         * forward and 3.27 ms backward a layer over the mask without dropout, against 0.67 and
+         * 0.31 at is_causal); the full-attention layers keep the causal count and rate. */
+        if (layout_impl_of(l) == IMPL_HF && m->attention_dropout > 0) {
+            double full = flops_attention_core_forward(m, tokens, t->seq_len, false) / tp /
+                          (4.0 * hd);
+            if (explicit_mask)
+                compute_sdpa_dropout_add_s(sys, (1 - mask_share) * 0.5 * full, mask_share * full,
+                                           &attn_fwd, &attn_bwd);
+            else
+                compute_sdpa_dropout_add_s(sys, f / (4.0 * hd), 0, &attn_fwd, &attn_bwd);
+        }
         /* no fused kernel takes transformers' arguments: SDPA's math backend over the whole
          * s x s at its measured rate (hf_sdpa_math.h) */
         if (hf_sdpa_math_applies(m, t, l))

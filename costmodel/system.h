@@ -153,6 +153,10 @@ typedef struct {
     double sdpa_math_fwd_s_per_score;    /* SDPA's math backend (hf_sdpa_math.h), forward, a
                                           * score of the whole s x s (fp32, head dim 64) */
     double sdpa_math_bwd_s_per_score;    /* and backward; 0: not measured (flash pricing kept) */
+    double sdpa_masked_dropout_fwd_s_per_score; /* the same with an explicit attention mask
+                                                 * (transformers' window mask): a score of the
+                                                 * full s x s the masked kernel computes, forward */
+    double sdpa_masked_dropout_bwd_s_per_score; /* and backward; 0: not measured, not priced */
     double expert_split_launch_s;       /* a bandwidth-bound kernel split into one launch per
                                            local expert: the fixed cost of each extra launch */
     double expert_split_bytes_per_s;    /* ... and its traffic's extra cost, bytes / this

@@ -9,11 +9,12 @@ import os
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def build_fsdp2_model(name, dev, layers=0, ckpt=False, attn="sdpa"):
+def build_fsdp2_model(name, dev, layers=0, ckpt=False, attn="sdpa", overrides=None):
     """(model, vocab size, transformers' experts implementation or None) for configs/NAME.json
     on device dev, cut to `layers` decoder layers when layers > 0; ckpt: gradient checkpointing
     of every layer as realrun.py --ckpt sets it (before fully_shard, use_reentrant=False); attn:
-    transformers' attn_implementation (realrun.py --attn: sdpa, or eager)."""
+    transformers' attn_implementation (realrun.py --attn: sdpa, or eager); overrides: config keys
+    to set after loading (a probe's controlled variant, e.g. {"residual_dropout": 0.0})."""
     import torch
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -28,6 +29,7 @@ def build_fsdp2_model(name, dev, layers=0, ckpt=False, attn="sdpa"):
         if isinstance(d.get("layer_types"), list):  # per-layer kinds (gpt-oss): the first N
             d["layer_types"] = d["layer_types"][:layers]
     d["use_cache"] = False
+    d.update(overrides or {})
     cfg = AutoConfig.for_model(d.pop("model_type"), **d)
     with torch.device(dev):
         model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn, dtype=torch.float32)
