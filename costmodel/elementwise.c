@@ -51,6 +51,7 @@
 #include "async_tp.h"
 #include "compute.h"
 #include "hf_experts.h"
+#include "hf_xielu.h"
 #include "mcore_expert_gemm.h"
 #include "mcore_unfused.h"
 #include "precision.h"
@@ -480,7 +481,8 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
         add(f, "dropout", 2 * tr * h, 1, lump(2 * tr * h));
         add(b, "dropout.bwd", 4 * tr * h, 1, lump(4 * tr * h));
     }
-    if (!moe) {
+    if (!moe && hf_xielu_applies(m, l)) hf_xielu_kernels(tokens * m->ffn / tp, out);
+    else if (!moe) {
         activation(m, f, b, tokens, m->ffn / tp, "mlp.act", "mlp.mul", "mlp.bwd.mul",
                    "mlp.bwd.act");
     } else {
@@ -698,21 +700,21 @@ double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
                sys->eager_kernel_gap_s;
     /* transformers' MoE block's offset-path kernels over the routed rows (hf_experts.c: the
      * masked_fills with a [rows, 1] mask, the routing-weight products with a [rows, 1] weight,
-     * the experts' SwiGLU over the chunked halves of gate_up's output) at the offset path's
+     * the experts' SwiGLU over the chunked halves of gate_up's output; and Apertus's xIELU
+     * products with its 0-dim and one-element operands, hf_xielu.c) at the offset path's
      * measured rate (gpu.score_offsets_efficiency, the same elementwise_kernel<128, 4> template
      * measured alone); the blended eager rates below were measured on dense layers' kernel
      * lists. In the profiled DeepSeek-V2-Lite step of bench/results/host23_2026-11-29 (call1, L8
      * s2k b4, one H200) the three forward masks moved 1.36 GB in 0.923 ms, the weight product
      * 0.60 GB in 0.415 ms, the SiLU 0.28 GB in 0.189 ms: 1.46-1.47 TB/s, against 2.83 TB/s at
-     * the alone rate these kernels had before. */
-    /* the clone of an out-of-place masked_fill there (hf_experts.c moe_mask_clone_add): a
-     * device copy at the streaming rate */
+     * the alone rate these kernels had before. The clone of an out-of-place masked_fill there
+     * (hf_experts.c moe_mask_clone_add): a device copy at the streaming rate. */
     size_t len = strlen(k->name);
     if (e->eager && !strncmp(k->name, "moe.", 4) && len > 6 && !strcmp(k->name + len - 6, ".clone"))
         return compute_stream_s(sys, k->bytes) + sys->eager_kernel_gap_s;
-    if (e->eager && k->access.pattern == EW_OFFSETS &&
-        (!strncmp(k->name, "moe.", 4) || !strncmp(k->name, "experts.", 8)) &&
-        sys->score_offsets_efficiency > 0) {
+    if (e->eager && k->access.pattern == EW_OFFSETS && sys->score_offsets_efficiency > 0 &&
+        (!strncmp(k->name, "moe.", 4) || !strncmp(k->name, "experts.", 8) ||
+         !strncmp(k->name, "xielu.", 6))) {
         double eff = sys->score_offsets_efficiency;
         if (!e->alone && sys->eager_elementwise_efficiency_alone > 0)
             eff *= sys->eager_elementwise_efficiency / sys->eager_elementwise_efficiency_alone;

@@ -36,7 +36,7 @@ double host_dispatch_layer_tensors(const model_spec *m, bool moe)
     double n = 4 + model_layer_norms(m) + (m->qk_norm ? 2 : 0);
     if (moe) n += 1 + 2 + (m->shared_experts ? 3 : 0);
     else n += m->activation == MODEL_ACT_SWIGLU ? 3 : 2;
-    return n;
+    return n + m->act_params; /* Apertus's xIELU: alpha_p and alpha_n, one-element tensors */
 }
 
 /* Linear modules behind one GEMM op of the recipe (the recipe merges q, k, v into "qkv" and

@@ -13,6 +13,7 @@
 #include "cp_allgather.h"
 #include "hf_eager_attn.h"
 #include "hf_sdpa_math.h"
+#include "hf_xielu.h"
 #include "moe_buffers.h"
 #include "cuda_graphs.h"
 #include "memory_phases.h"
@@ -20,13 +21,12 @@
 #include "memory_pools.h"
 #include "nccl_memory.h"
 #include "pp_schedule.h"
+#include "precision.h"
 #include "recompute_modules.h"
 #include "shard_grads.h"
 
 #include <stddef.h>
 #include <string.h>
-
-#include "precision.h"
 
 bool memory_fits(const memory_breakdown *mb)
 {
@@ -56,7 +56,7 @@ typedef struct {
     double opt_host_fraction;   /* offload_optimizer_fraction */
     double userbuffer_bytes;    /* overlap_tp_userbuffer_bytes */
     double async_tp_bytes;      /* async_tp_workspace_bytes */
-    double cp_transient_bytes;  /* cp_torch_backward_transient_bytes + hf_eager_transient_bytes */
+    double cp_transient_bytes;  /* the layer in flight's own buffers (layout_once) */
     double ckpt_bytes;          /* memory_layer_checkpoint_bytes (have_ckpt) */
 } layer_figures;
 
@@ -76,10 +76,10 @@ static void layout_once(layer_figures *f, const model_spec *m, const training_sp
     f->async_tp_bytes = async_tp_workspace_bytes(m, t, l);
     /* the layer in flight's own buffers: PyTorch's ring attention's, transformers' eager
      * attention's score tensors and masks (hf_eager_attn.h), SDPA's math backend's
-     * (hf_sdpa_math.h) */
+     * (hf_sdpa_math.h), xIELU's backward (hf_xielu.h) */
     f->cp_transient_bytes = cp_torch_backward_transient_bytes(m, t, l) +
                             hf_eager_transient_bytes(m, t, l) +
-                            hf_sdpa_math_transient_bytes(m, t, l);
+                            hf_sdpa_math_transient_bytes(m, t, l) + hf_xielu_transient_bytes(m, t, l);
     f->have_layout = true;
 }
 

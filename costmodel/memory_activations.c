@@ -13,6 +13,7 @@
 #include "memory.h"
 #include "hf_eager_attn.h"
 #include "hf_sdpa_math.h"
+#include "hf_xielu.h"
 #include "memory_params.h"
 #include "moe_dispatch.h"
 #include "precision.h"
@@ -292,6 +293,8 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * (silu's output and w3's output), w2 its input (the product); torch
          * tools/autograd/derivatives.yaml, entries silu (self) and mul.Tensor (self, other) */
         if (!moe_layer && m->activation == MODEL_ACT_SWIGLU) sharded += 2.0 * m->ffn;
+        /* Apertus's xIELU, op by op: its mask and three more f-wide tensors (hf_xielu.h) */
+        if (!moe_layer) sharded += hf_xielu_saved_bytes_per_token(m, l);
         if (layout_impl_of(l) == IMPL_HF) {
             /* GemmaRMSNorm (model.h norm_fp32_scale; elementwise_norm.c) keeps two fp32 tensors
              * and no bf16 one: x.float() (pow's and x * rstd's input) and x_hat (the product
