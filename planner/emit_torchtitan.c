@@ -38,6 +38,7 @@
 #include "cuda_graphs.h"
 #include "emit_internal.h"
 #include "precision.h"
+#include "titan_form.h"
 
 /* torchtitan's config functions for the presets it ships (torchtitan/models/<module>/
  * config_registry.py at b5bcd76). */
@@ -158,6 +159,22 @@ cm_status emit_torchtitan(const estimate *e, const model_spec *m, const system_s
                    "function that\n# builds this model (README \"Writing your own\") and keep the "
                    "overrides.\n",
                 module, config);
+        /* the forms no torchtitan model class has: the same list as the search's output */
+        char items[FORM_LIST_MAX][FORM_LIST_ITEM_CHARS];
+        int n = titan_form_missing(m, items, FORM_LIST_MAX);
+        if (n > 0) {
+            fprintf(f, "# NO torchtitan %s model class has these forms of this model: write its "
+                       "model code first\n# (torchtitan/models/README.md \"Adding the model\"); "
+                       "the plan was priced for it:\n",
+                    TITAN_FORM_COMMIT);
+            for (int i = 0; i < n; i++) {
+                fprintf(f, "#   - ");
+                emit_comment_text(f, items[i]);
+                fputc('\n', f);
+            }
+            fprintf(f, "# (torchtitan's experimental transformers_modeling_backend runs the "
+                       "Hugging Face code instead;\n# plan does not price it)\n");
+        }
     }
     long rope = known ? rope_context(config) : 0;
     if (rope > 0 && t->seq_len > rope)

@@ -11,11 +11,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "form_list.h"
 #include "model.h"
 
-/* Most sentences kept, and the longest one (with its NUL). */
-#define MEGATRON_FORM_MAX 8
-#define MEGATRON_FORM_ITEM_CHARS 200
+/* Most sentences kept, and the longest one (with its NUL): form_list.h's. */
+#define MEGATRON_FORM_MAX FORM_LIST_MAX
+#define MEGATRON_FORM_ITEM_CHARS FORM_LIST_ITEM_CHARS
 /* The longest per-layer pattern (--window-attn-skip-freq, --moe-layer-freq) stated; the
  * emitter's flag value (emit_internal.h FLAG_VALUE_MAX) is the same length. */
 #define MEGATRON_FORM_PATTERN_CHARS 2048

@@ -17,6 +17,7 @@
 #include "host_paced.h"
 #include "layout_codec.h"
 #include "megatron_form.h"
+#include "titan_form.h"
 #include "sim.h"
 
 
@@ -53,17 +54,35 @@ json_t *output_time_simulated_json(const estimate *e)
                      "closed_form_step_s", e->time.step_s);
 }
 
-/* What Megatron-LM's GPT layer would leave out of the model (megatron_form.h), joined with
- * "; "; false when it builds the model's layers as they are. */
-static bool megatron_without(const model_spec *m, char *buf, size_t len)
+/* What a plan's framework cannot build of the model with its own model code, as sentences
+ * (megatron_form.h: Megatron-LM's GPT layer; titan_form.h: torchtitan's model classes); 0 for
+ * FSDP2, which runs the model's own Hugging Face code. */
+static int framework_form_missing(layout_framework fw, const model_spec *m,
+                                  char items[][FORM_LIST_ITEM_CHARS])
 {
-    char items[MEGATRON_FORM_MAX][MEGATRON_FORM_ITEM_CHARS];
-    int n = megatron_form_missing(m, items, MEGATRON_FORM_MAX);
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < n && used < len; i++)
-        used += snprintf(buf + used, len - used, "%s%s", i ? "; " : "", items[i]);
-    return n > 0;
+    if (fw == FRAMEWORK_MEGATRON) return megatron_form_missing(m, items, FORM_LIST_MAX);
+    if (fw == FRAMEWORK_TORCHTITAN) return titan_form_missing(m, items, FORM_LIST_MAX);
+    return 0;
+}
+
+/* The same joined with "; "; false when the framework builds the model's layers as they are. */
+static bool framework_form_text(layout_framework fw, const model_spec *m, char *buf, size_t len)
+{
+    char items[FORM_LIST_MAX][FORM_LIST_ITEM_CHARS];
+    int n = framework_form_missing(fw, m, items);
+    return form_list_join((const char(*)[FORM_LIST_ITEM_CHARS])items, n, buf, len);
+}
+
+/* The list as a JSON array for the plans of framework fw ([] when its code builds the model),
+ * null for the other frameworks' plans. */
+static json_t *framework_form_json(const layout *l, layout_framework fw, const model_spec *m)
+{
+    if (l->framework != fw) return json_null();
+    char items[FORM_LIST_MAX][FORM_LIST_ITEM_CHARS];
+    int n = framework_form_missing(fw, m, items);
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(a, json_string(items[i]));
+    return a;
 }
 
 json_t *output_estimate_json(const estimate *e, const model_spec *m, const system_spec *sys)
@@ -177,16 +196,13 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
     json_object_set_new(o, "mfu", priced ? json_real(e->mfu) : json_null());
     json_object_set_new(o, "hfu", priced ? json_real(e->hfu) : json_null());
     json_object_set_new(o, "feasible", json_boolean(e->feasible));
-    /* Megatron plans: the model forms Megatron-LM would train without ([] when none; null for
-     * the other frameworks, which run the model as it is) */
-    json_t *without = json_null();
-    if (l->framework == FRAMEWORK_MEGATRON) {
-        char items[MEGATRON_FORM_MAX][MEGATRON_FORM_ITEM_CHARS];
-        int n = megatron_form_missing(m, items, MEGATRON_FORM_MAX);
-        without = json_array();
-        for (int i = 0; i < n; i++) json_array_append_new(without, json_string(items[i]));
-    }
-    json_object_set_new(o, "megatron_trains_without", without);
+    /* Megatron plans: the model forms Megatron-LM would train without; torchtitan plans: the
+     * forms none of torchtitan's model classes has ([] when none; null for the other
+     * frameworks' plans) */
+    json_object_set_new(o, "megatron_trains_without",
+                        framework_form_json(l, FRAMEWORK_MEGATRON, m));
+    json_object_set_new(o, "torchtitan_model_code_lacks",
+                        framework_form_json(l, FRAMEWORK_TORCHTITAN, m));
     json_object_set_new(o, "infeasible_reason",
                         e->feasible ? json_null() : json_string(e->infeasible_reason));
     return o;
@@ -441,27 +457,31 @@ static void human_numbers(FILE *f, const estimate *e, const model_spec *m,
 
 /* Which dimensions' groups leave the NVLink domain (layout_span_summary), for a multi-domain
  * Megatron plan: the rank order decides between DP and PP (issue 21). */
-/* Under a Megatron plan: what Megatron-LM would train the model without. */
-static void megatron_form_line(FILE *f, const estimate *e, const model_spec *m)
+/* Under a Megatron plan: what Megatron-LM would train the model without; under a torchtitan
+ * plan: what torchtitan's model code would need (titan_form.h). */
+static void framework_form_line(FILE *f, const estimate *e, const model_spec *m)
 {
-    char without[MEGATRON_FORM_MAX * (MEGATRON_FORM_ITEM_CHARS + 2)];
-    if (e->layout.framework != FRAMEWORK_MEGATRON || !megatron_without(m, without, sizeof without))
-        return;
-    fprintf(f, "  Megatron-LM  would train this model without: %s (its GPT layer cannot "
-               "build them; --emit megatron-args marks them NOT EXPRESSIBLE)\n",
-            without);
+    char without[FORM_LIST_MAX * (FORM_LIST_ITEM_CHARS + 2)];
+    layout_framework fw = e->layout.framework;
+    if (!framework_form_text(fw, m, without, sizeof without)) return;
+    if (fw == FRAMEWORK_MEGATRON)
+        fprintf(f, "  Megatron-LM  would train this model without: %s (its GPT layer cannot "
+                   "build them; --emit megatron-args marks them NOT EXPRESSIBLE)\n",
+                without);
+    else
+        fprintf(f, "  torchtitan   %s has no model class with: %s; this plan assumes %s's "
+                   "layers written as torchtitan model code (--emit torchtitan says so)\n",
+                TITAN_FORM_COMMIT, without, m->display);
 }
 
-/* Under a recommended Megatron plan that Megatron-LM cannot build exactly: the fastest FSDP2
- * plan (it runs the model's own Hugging Face modeling code), its rank and time against the
- * recommendation; the ranking is unchanged. */
-static void megatron_exact_line(FILE *f, const search_result *r, const estimate *best,
-                                const model_spec *m)
+/* Under a recommended Megatron or torchtitan plan whose framework cannot build the model with
+ * its own code: the fastest FSDP2 plan (it runs the model's own Hugging Face modeling code),
+ * its rank and time against the recommendation; the ranking is unchanged. */
+static void exact_plan_line(FILE *f, const search_result *r, const estimate *best,
+                            const model_spec *m)
 {
     char without[8];
-    if (best->layout.framework != FRAMEWORK_MEGATRON ||
-        !megatron_without(m, without, sizeof without))
-        return;
+    if (!framework_form_text(best->layout.framework, m, without, sizeof without)) return;
     if (!r->searched[FRAMEWORK_FSDP2]) {
         fprintf(f, "               FSDP2 (the model's own code, which builds it exactly) was not "
                    "searched (--framework)\n");
@@ -521,7 +541,7 @@ void output_estimate_human(FILE *f, const estimate *e, const model_spec *m,
     fprintf(f, "%s\n", line);
     human_numbers(f, e, m, sys);
     placement_line(f, sys, e);
-    megatron_form_line(f, e, m);
+    framework_form_line(f, e, m);
     if (precision_is_low(&e->layout))
         fprintf(f, "  low-precision GEMMs at %.3f x the bf16 GEMM's fraction of peak (%s)\n",
                 precision_gemm_ratio(sys, &e->layout), precision_gemm_ratio_source(sys));
@@ -574,7 +594,7 @@ static void verdict_line(FILE *f, const search_result *r, const estimate *best, 
         fprintf(f, "best %s plan takes %.2f s/step%s (%s)\n  -> %s is %.2fx faster here\n",
                 layout_framework_name((layout_framework)other), to, sim ? " simulated" : "",
                 line, layout_framework_name(best->layout.framework), to / tb);
-        megatron_form_line(f, o, m);
+        framework_form_line(f, o, m);
     } else if (r->has_closest[other]) {
         fprintf(f, "no %s layout fits (closest: %s)\n",
                 layout_framework_name((layout_framework)other),
@@ -642,8 +662,8 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
     fprintf(f, "Recommended: %s\n", line);
     human_numbers(f, best, m, sys);
     placement_line(f, sys, best);
-    megatron_form_line(f, best, m);
-    megatron_exact_line(f, r, best, m);
+    framework_form_line(f, best, m);
+    exact_plan_line(f, r, best, m);
 
     output_verdict(f, r, best, m);
 

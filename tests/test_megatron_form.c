@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "plan_run.h"
+#include "form_json_check.h"
 
 #define TYPES HF_FIXTURE_DIR "/types/"
 
@@ -62,46 +63,14 @@ static void test_parallel_block_estimate_text(void **state)
     assert_null(strstr(R.out, "Megatron-LM  would train"));
 }
 
-/* every plan in the JSON: Megatron's carry the list, the others null */
-static void check_plans(const char *args, const char *first_item)
-{
-    run_ok(args);
-    json_error_t je;
-    json_t *j = json_loads(R.out, 0, &je);
-    if (!j) fail_msg("plan %s: output is not JSON (%s)", args, je.text);
-    json_t *plans = json_object_get(j, "plans");
-    assert_true(json_array_size(plans) > 0);
-    int megatron = 0;
-    size_t i;
-    json_t *p;
-    json_array_foreach(plans, i, p) {
-        json_t *without = json_object_get(p, "megatron_trains_without");
-        assert_non_null(without);
-        const char *fw = json_string_value(json_object_get(json_object_get(p, "layout"),
-                                                           "framework"));
-        if (strcmp(fw, "megatron")) {
-            assert_true(json_is_null(without));
-            continue;
-        }
-        megatron++;
-        assert_true(json_is_array(without));
-        if (!first_item) {
-            assert_int_equal(json_array_size(without), 0);
-        } else {
-            assert_true(json_array_size(without) > 0);
-            assert_string_equal(json_string_value(json_array_get(without, 0)), first_item);
-        }
-    }
-    assert_true(megatron > 0);
-    json_decref(j);
-}
-
 static void test_json(void **state)
 {
     (void)state;
-    check_plans("--model " TYPES "olmo2.json --gpus 8 --format json --top 40",
-                "norms after attention and MLP instead of before them");
-    check_plans("--model 8b --gpus 8 --format json --top 40", NULL);
+    check_form_json(&R, "--model " TYPES "olmo2.json --gpus 8 --format json --top 40",
+                    "megatron_trains_without", "megatron",
+                    "norms after attention and MLP instead of before them");
+    check_form_json(&R, "--model 8b --gpus 8 --format json --top 40",
+                    "megatron_trains_without", "megatron", NULL);
 }
 
 static void test_llama_says_nothing(void **state)
