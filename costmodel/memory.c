@@ -10,10 +10,6 @@
 #include "offload.h"
 #include "overlap.h"
 #include "async_tp.h"
-#include "cp_allgather.h"
-#include "hf_eager_attn.h"
-#include "hf_sdpa_math.h"
-#include "hf_xielu.h"
 #include "moe_buffers.h"
 #include "cuda_graphs.h"
 #include "memory_phases.h"
@@ -74,12 +70,7 @@ static void layout_once(layer_figures *f, const model_spec *m, const training_sp
     f->opt_host_fraction = offload_optimizer_fraction(l);
     f->userbuffer_bytes = overlap_tp_userbuffer_bytes(m, t, l);
     f->async_tp_bytes = async_tp_workspace_bytes(m, t, l);
-    /* the layer in flight's own buffers: PyTorch's ring attention's, transformers' eager
-     * attention's score tensors and masks (hf_eager_attn.h), SDPA's math backend's
-     * (hf_sdpa_math.h), xIELU's backward (hf_xielu.h) */
-    f->cp_transient_bytes = cp_torch_backward_transient_bytes(m, t, l) +
-                            hf_eager_transient_bytes(m, t, l) +
-                            hf_sdpa_math_transient_bytes(m, t, l) + hf_xielu_transient_bytes(m, t, l);
+    f->cp_transient_bytes = memory_layer_transient_bytes(m, t, l);
     f->have_layout = true;
 }
 

@@ -88,6 +88,10 @@ double memory_hf_window_mask_bytes(const model_spec *m, const training_spec *t, 
  * QKV, FC1 and FC2 inputs inside the backward's casts instead of saving them
  * (memory_activations.c; measured, bench/results/fp8b19_2026-11-29)? */
 bool memory_torchao_compiled_recompute(const model_spec *m, const layout *l, int moe_layer);
+/* The layer in flight's own buffers, beyond what it keeps (memory_activations.c): PyTorch's
+ * ring attention's backward, transformers' eager attention's score tensors and masks
+ * (hf_eager_attn.h), SDPA's math backend's (hf_sdpa_math.h), xIELU's backward (hf_xielu.h). */
+double memory_layer_transient_bytes(const model_spec *m, const training_spec *t, const layout *l);
 /* Activation bytes one layer stores for backward, per micro-batch, on one GPU, without
  * recompute or with selective recompute (Korthikanti Table 2, generalised to GQA, SwiGLU, MoE,
  * MLA and flash attention). */

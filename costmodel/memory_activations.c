@@ -11,6 +11,7 @@
  * attention do not store. The tests check the GPT identity 34sbh + 5as^2b.
  */
 #include "memory.h"
+#include "cp_allgather.h"
 #include "hf_eager_attn.h"
 #include "hf_sdpa_math.h"
 #include "hf_xielu.h"
@@ -402,4 +403,10 @@ double memory_layer_checkpoint_bytes(const model_spec *m, const training_spec *t
 {
     double tokens = (double)l->mbs * t->seq_len / l->cp;
     return tokens * 2.0 * m->hidden / (l->sp ? l->tp : 1.0);
+}
+
+double memory_layer_transient_bytes(const model_spec *m, const training_spec *t, const layout *l)
+{
+    return cp_torch_backward_transient_bytes(m, t, l) + hf_eager_transient_bytes(m, t, l) +
+           hf_sdpa_math_transient_bytes(m, t, l) + hf_xielu_transient_bytes(m, t, l);
 }
