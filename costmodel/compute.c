@@ -92,6 +92,12 @@ double compute_stream_s(const system_spec *sys, double bytes)
     return bytes / (sys->hbm_bandwidth_bytes_per_s * sys->hbm_efficiency);
 }
 
+double compute_fill_s(const system_spec *sys, double bytes)
+{
+    if (sys->fill_efficiency <= 0) return compute_stream_s(sys, bytes);
+    return bytes / (sys->hbm_bandwidth_bytes_per_s * sys->fill_efficiency);
+}
+
 /* The attention core of the mean layer of a model whose sliding-window layers run the fused
  * kernel's own window (Transformer Engine's window_size, cuDNN): its full layers at the causal
  * rate (fw, bw) over their FLOPs, its sliding layers at the measured "sliding" rate over the

@@ -62,5 +62,9 @@ void compute_sdpa_dropout_add_s(const system_spec *sys, double causal_scores, do
                                 double *fwd_s, double *bwd_s);
 /* A memory-bound kernel moving `bytes` through HBM. */
 double compute_stream_s(const system_spec *sys, double bytes);
+/* A write-only stream of `bytes` (a fill: torch.zeros of a large buffer) at gpu.fill_efficiency
+ * (measured on H200: 0.706 where c = a + b runs 0.917, bench/results/moe25_2026-11-29);
+ * compute_stream_s where the system has no fill rate. */
+double compute_fill_s(const system_spec *sys, double bytes);
 
 #endif

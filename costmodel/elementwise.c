@@ -674,7 +674,9 @@ double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
     bool aten = e->inductor && !strncmp(k->name, "aten.", 5);
     if (e->inductor && !aten && sys->inductor_elementwise_efficiency > 0)
         return k->bytes / (sys->hbm_bandwidth_bytes_per_s * sys->inductor_elementwise_efficiency);
-    if (!e->eager && !aten) return compute_stream_s(sys, k->bytes);
+    const ew_access *a = &k->access; /* a fill (vectorized, no input) at compute_fill_s */
+    bool fill = a->pattern == EW_VECTORIZED && a->esize[0] > 0 && !a->esize[1] && !a->esize[2];
+    if (!e->eager && !aten) return (fill ? compute_fill_s : compute_stream_s)(sys, k->bytes);
     /* transformers' eager attention's score kernels at their measured rates (hf_eager_attn.h) */
     if (!strncmp(k->name, "eager.", 6)) {
         double s = hf_eager_kernel_s(sys, e, k);

@@ -18,7 +18,10 @@
  * copies 0.37 ms, 93 in-place adds 9.30 ms (9.7 GB and 28.1 GB: 3.3 and 3.0 TB/s): the HBM's
  * streaming rate (hbm_efficiency, 0.91 of 3.35 TB/s = 3.05 TB/s on H100, measured for c = a + b
  * on 4 GiB buffers), not the blended eager elementwise rate (0.51), so they are priced as
- * compute_stream_s prices a stream.
+ * compute_stream_s prices a stream; the zero fills, which only write, at gpu.fill_efficiency
+ * where the system has it: on H200 (bench/results/moe25_2026-11-29, EP 2, Qwen3-235B-A22B's
+ * layer, 64 local experts, W = 805 MB) 384 fills ran at 3.39 TB/s (0.706 of 4.8) while the
+ * 378 adds beside them ran at 4.40 TB/s (0.917, hbm_efficiency's c = a + b).
  * Not here: torchtitan's loop copies num_tokens_per_expert to the host (.tolist()), under EP a
  * second sync after the dispatch's (host_dispatch.c prices one per layer); parallel_run.py has
  * those counts on the host already. And parallel_run.py slices x[off:off + c] where torchtitan
@@ -52,6 +55,7 @@ void expert_loop_kernels(const model_spec *m, const layout *l, int local, double
     /* bytes per launch */
     moe_kernel_add(f, "moe.loop.cat", 4 * R * h, 1);
     moe_kernel_add(b, "moe.loop.bwd.select.zeros", W, weights * local);
+    b.k[*b.n - 1].access = ew_contiguous(EW_VECTORIZED, 2, 0, 0, W / 2); /* a fill: no input */
     moe_kernel_add(b, "moe.loop.bwd.select.copy", 4.0 * h * fw, weights * local);
     moe_kernel_add(b, "moe.loop.bwd.select.accumulate", 3.0 * W, weights * (local - 1));
     moe_kernel_add(b, "moe.loop.bwd.split", 4 * R * h, 1);

@@ -44,6 +44,7 @@ static const system_field fields[] = {
     F("gpu", "gemm_overhead_s", gemm_overhead_s, true, 0, 1e-3),
     F("gpu", "hbm_efficiency", hbm_efficiency, true, 0.05, 1.0),
     F("gpu", "multi_tensor_efficiency", multi_tensor_efficiency, false, 0, 1.0),
+    F("gpu", "fill_efficiency", fill_efficiency, false, 0, 1.0),
     F("gpu", "attention_efficiency", attention_efficiency, true, 0.05, 1.0),
     F("gpu", "eager_elementwise_efficiency", eager_elementwise_efficiency, true, 0.02, 1.0),
     F("gpu", "eager_kernel_gap_s", eager_kernel_gap_s, false, 0, 1e-4),

@@ -89,6 +89,10 @@ typedef struct {
     double multi_tensor_efficiency;    /* the same for torch's foreach multi_tensor_apply kernels
                                           (clip_grad_norm_, foreach AdamW: estimate_optimizer.c);
                                           0: not measured, hbm_efficiency */
+    double fill_efficiency;            /* the same for a write-only stream (FillFunctor over a
+                                          large contiguous buffer: torch.zeros of a stacked
+                                          expert weight, expert_loop.c); 0: not measured,
+                                          hbm_efficiency */
     double eager_elementwise_efficiency; /* the same for eager PyTorch elementwise (FSDP2 path) */
     double eager_kernel_gap_s;         /* idle time between back-to-back eager kernels (optional) */
     double eager_elementwise_efficiency_alone; /* the same with nothing beside them (one GPU:

@@ -2,7 +2,8 @@
  * test_titan_moe.c — torchtitan's MoE routing kernels (costmodel/titan_moe.h): their bytes and
  * launches on a toy MoE layer worked by hand, with and without expert parallelism; where the
  * list applies; and the recipe of a torchtitan EP layer carrying them in place of the generic
- * permute lump; FSDP2's chunk_cat host time (fsdp_copies.h) for torchtitan's expert unit.
+ * permute lump; FSDP2's chunk_cat host time (fsdp_copies.h) for torchtitan's expert unit; the
+ * per-expert loop's kernels and its zero fills at the measured fill rate (gpu.fill_efficiency).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -301,6 +302,56 @@ static void test_expert_loop(void **state)
     assert_true(op_named(&r, "experts")->bwd_s > grouped_bwd); /* 64 small GEMMs, a cost each */
 }
 
+/* The loop's zero fills are write-only streams (a FillFunctor with no input operand): on H200
+ * they ran at 3.39 TB/s (gpu.fill_efficiency 0.706 of 4.8 TB/s), where the in-place adds beside
+ * them ran at 4.40 TB/s, hbm_efficiency's c = a + b (bench/results/moe25_2026-11-29, the
+ * profiled EP 2 loop step of Qwen3-235B-A22B's layer: 384 fills of 805,306,368 B at 237.5 us
+ * median, 378 adds of 3 x that at 549.0 us). Qwen3-30B-A3B at EP 2 on h200: 192 fills of the
+ * 64 x 2048 x 768 bf16 weight, 201,326,592 B each: 192 x 201,326,592 / (4.8e12 x 0.706) =
+ * 11.407 ms; the 189 adds of 3 x 201,326,592 B at 4.8e12 x 0.90: 26.424 ms. A system without a
+ * fill rate (h100) prices the fills at hbm_efficiency as before. */
+static void test_expert_loop_fill_rate(void **state)
+{
+    (void)state;
+    model_spec m = toy_moe();
+    m.activation = MODEL_ACT_SWIGLU;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.ep = 2, l.dp = 2;
+    elementwise_list e;
+    expert_loop_kernels(&m, &l, 5, 2000, &e);
+    const elementwise_kernel *z = find(e.bwd, e.n_bwd, "moe.loop.bwd.select.zeros");
+    assert_int_equal(z->access.pattern, EW_VECTORIZED); /* written, nothing read */
+    assert_int_equal(z->access.esize[0], 2);
+    assert_int_equal(z->access.esize[1], 0);
+    assert_int_equal(z->access.esize[2], 0);
+
+    model_spec q;
+    system_spec s, h;
+    char err[CM_ERRLEN];
+    if (model_load("qwen3-30b-a3b", data_dir(), &q, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h200", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &h, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    assert_true(s.fill_efficiency == 0.706);
+    assert_true(h.fill_efficiency == 0);
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 2;
+    t.moe_expert_loop = true;
+    layout lq = layout_default(FRAMEWORK_TORCHTITAN);
+    lq.ep = 2, lq.dp = 2, lq.mbs = 1, lq.impl = IMPL_NATIVE;
+    lq.sharding = SHARDING_FSDP;
+    static recipe r;
+    recipe_layer(&q, &s, &t, &lq, true, &r, NULL);
+    double W = 64.0 * 2048 * 768 * 2;
+    assert_true(fabs(op_named(&r, "moe.loop.bwd.select.zeros")->bwd_s - 11.4066e-3) < 1e-6);
+    assert_true(fabs(op_named(&r, "moe.loop.bwd.select.zeros")->bwd_s -
+                     192 * W / (4.8e12 * 0.706)) < 1e-12);
+    assert_true(fabs(op_named(&r, "moe.loop.bwd.select.accumulate")->bwd_s - 26.424e-3) < 1e-6);
+    recipe_layer(&q, &h, &t, &lq, true, &r, NULL);
+    assert_true(fabs(op_named(&r, "moe.loop.bwd.select.zeros")->bwd_s -
+                     192 * W / (h.hbm_bandwidth_bytes_per_s * h.hbm_efficiency)) < 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -309,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_chunk_cat_host),
         cmocka_unit_test(test_sort_launches),
         cmocka_unit_test(test_expert_loop),
+        cmocka_unit_test(test_expert_loop_fill_rate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

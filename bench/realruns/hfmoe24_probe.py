@@ -8,6 +8,9 @@ events at the forward's start, after the forward call, after the backward call (
 span and host call time, step wall time between syncs), then one step under torch.profiler (CPU
 + CUDA), its Chrome trace gzipped for host23_layers.py. Also copies the installed transformers
 files named by --copy (the source this step ran) into OUT/src/.
+Under torchrun (helper moe25: the two-GPU Phi-3.5-MoE row) each rank uses GPU LOCAL_RANK and its
+own data (seed 1234 + rank, as realrun.py), FSDP2 shards over all ranks, and every rank writes its
+own probe-rR.json and trace-...-rR.json.gz (one process: probe.json and trace-... as before).
 Usage: NCCL_NVLS_ENABLE=0 python3 bench/realruns/hfmoe24_probe.py --out DIR \
            --runs olmoe-1b-7b:4096:2:3,qwen1.5-moe-a2.7b:4096:1:3:ckpt [--steps 4]
 """
@@ -41,17 +44,20 @@ import torch.distributed as dist  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 from fsdp2_model import build_fsdp2_model  # noqa: E402
 
-dev = torch.device("cuda", 0)
+dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
 torch.cuda.set_device(dev)
+RANK, WS = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+SUFFIX = "-r%d" % RANK if WS > 1 else ""  # one file per rank under torchrun
 os.makedirs(args.out, exist_ok=True)
 out = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
        "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__,
-       "command": "python3 " + " ".join(sys.argv), "cpu_count": os.cpu_count(), "runs": []}
+       "command": "python3 " + " ".join(sys.argv), "cpu_count": os.cpu_count(), "world_size": WS,
+       "rank": RANK, "runs": []}
 import transformers  # noqa: E402
 out["transformers"] = transformers.__version__
 src = os.path.dirname(transformers.__file__)
 os.makedirs(os.path.join(args.out, "src"), exist_ok=True)
-for rel in args.copy.split(","):
+for rel in (args.copy.split(",") if RANK == 0 else []):
     try:
         shutil.copy(os.path.join(src, rel), os.path.join(args.out, "src", rel.replace("/", "__")))
     except OSError as e:
@@ -98,7 +104,9 @@ for spec in args.runs.split(","):
             if rec is not None:
                 rec.append((h1 - h0, h2 - h1))
 
-        inp = torch.randint(0, V, (mbs, seq), device=dev, generator=g)
+        inp = torch.randint(0, V, (mbs, seq), device=dev, generator=g) if WS == 1 else \
+            torch.randint(0, V, (mbs, seq), device=dev,
+                          generator=torch.Generator(device=dev).manual_seed(1234 + RANK))
         for _ in range(2):
             step(inp)
         hs, ws, gf, gb = [], [], [], []
@@ -114,7 +122,7 @@ for spec in args.runs.split(","):
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             step(inp)
             torch.cuda.synchronize()
-        tp = os.path.join(args.out, "trace-" + tag + ".json")
+        tp = os.path.join(args.out, "trace-" + tag + SUFFIX + ".json")
         prof.export_chrome_trace(tp)
         with open(tp, "rb") as fi, gzip.open(tp + ".gz", "wb", compresslevel=6) as fo:
             shutil.copyfileobj(fi, fo)
@@ -126,6 +134,6 @@ for spec in args.runs.split(","):
     torch.cuda.empty_cache()
     print(json.dumps(r), flush=True)
     out["runs"].append(r)
-    with open(os.path.join(args.out, "probe.json"), "w") as f:
+    with open(os.path.join(args.out, "probe%s.json" % SUFFIX), "w") as f:
         json.dump(out, f, indent=1)
 dist.destroy_process_group()
