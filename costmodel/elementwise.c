@@ -27,11 +27,10 @@
  *   Residual adds 6h each; backward: add passes the gradient through, but every tensor read
  *   twice gets its two gradients summed (autograd InputBuffer): the residual stream twice, the
  *   attention input twice (separate q, k, v projections), the MLP input once (gate, up).
- * The attention core (SDPA; its transpose/reshape is a view when the output keeps q's layout)
- * and the GEMMs are priced elsewhere. Not derived, the former simple counts kept: LayerNorm (one
- * fused native kernel, 4h, backward 8h), GeLU (4f, backward 8f), dropout masks (2h, backward
- * 4h), the MoE token permutes (8h per routed copy, backward 16h); MoE experts are priced as one
- * SwiGLU over all routed rows (HF loops over experts: the same bytes in more launches).
+ * The attention core (SDPA; a view when the output keeps q's layout) and the GEMMs are priced
+ * elsewhere. Not derived, the former simple counts kept: LayerNorm (one fused native kernel, 4h,
+ * backward 8h), GeLU (4f, backward 8f), dropout masks (2h, backward 4h), the MoE token permutes
+ * (8h per routed copy, backward 16h); MoE experts are one SwiGLU over all routed rows.
  *
  * Each entry carries the kernel PyTorch runs for it (ew_access, elementwise.h), from the op's
  * operands: contiguous same-dtype ops are vectorized (silu, the SwiGLU and residual products
@@ -678,15 +677,11 @@ double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
     bool fill = a->pattern == EW_VECTORIZED && a->esize[0] > 0 && !a->esize[1] && !a->esize[2];
     if (!e->eager && !aten) return (fill ? compute_fill_s : compute_stream_s)(sys, k->bytes);
     /* transformers' eager attention's score kernels at their measured rates (hf_eager_attn.h) */
-    if (!strncmp(k->name, "eager.", 6)) {
-        double s = hf_eager_kernel_s(sys, e, k);
-        if (s >= 0) return s;
-    }
+    double s_hf = !strncmp(k->name, "eager.", 6) ? hf_eager_kernel_s(sys, e, k) : -1;
+    if (s_hf >= 0) return s_hf;
     /* index_put_ with accumulate over runs of duplicate indices (hf_experts.h) */
-    {
-        double s = moe_index_accum_s(sys, e, k);
-        if (s >= 0) return s;
-    }
+    double s_acc = moe_index_accum_s(sys, e, k);
+    if (s_acc >= 0) return s_acc;
     /* the loss's log_softmax over rows L2 cannot hold: its passes' re-reads (softmax_rows.h) */
     {
         double s = softmax_rows_kernel_s(sys, e, k);
