@@ -8,6 +8,7 @@
  * a rule here.
  */
 #include "alloc_step.h"
+#include "alloc_step_internal.h"
 
 #include "hf_eager_attn.h"
 #include "hf_experts.h"
@@ -52,8 +53,16 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
         return false;
     /* Phi-3's fused projections: Hugging Face code only (the native block has its own) */
     if (m->hf_fused_qkv && layout_impl_of(l) != IMPL_HF) return false;
-    /* partial rotary: Phi-3's apply_rotary_pos_emb only (Llama's rotates the whole head) */
-    if (m->rotary_fraction < 1 && !m->hf_fused_qkv) return false;
+    /* the layer forms beyond Llama's (alloc_step_forms.c): Hugging Face code, SDPA when there
+     * is dropout; the others' op lists are not listed */
+    dims form = {.rf = m->rotary_fraction};
+    if (alloc_step_form_of(m, &form) != 0) return false;
+    bool formed = form.block != ALLOC_BLOCK_LLAMA || form.norm_form != ALLOC_NORM_LLAMA ||
+                  form.qk_full || form.qk_wfull || form.drop || form.rope32 || form.plain;
+    if (formed && (layout_impl_of(l) != IMPL_HF || (form.drop && eager))) return false;
+    /* partial rotary: Phi-3's apply_rotary_pos_emb and StableLM's only (Llama's rotates the
+     * whole head) */
+    if (m->rotary_fraction < 1 && !m->hf_fused_qkv && !form.rope_part) return false;
     /* Gemma 2/3 (sandwich GemmaRMSNorms; the attention soft-cap is a keyword SDPA ignores,
      * bench/results/gemma19_2026-11-29): Hugging Face code only */
     bool gemma = m->sandwich_norm && m->norm_fp32_scale;
@@ -70,14 +79,8 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
         (m->router_scoring != MODEL_ROUTER_SOFTMAX || m->router_groups > 1 || m->router_bias ||
          m->norm_topk_prob || m->shared_experts <= 0 || m->shared_ffn != m->expert_ffn))
         return false;
-    if (m->dropout || m->learned_positions || m->activation != MODEL_ACT_SWIGLU ||
-        m->attention_sinks || m->ffn <= 0)
-        return false;
-    /* layers whose op list is not the replay's (model.h, arch24): LayerNorm, parallel blocks,
-     * norms after the sublayers, q/k norms over the whole projection, biased MLPs, a biased
-     * head, an activation with weights */
-    if (m->norm != MODEL_NORM_RMS || m->parallel_block || m->post_norm || m->qk_norm_full ||
-        m->mlp_bias || m->lm_head_bias || m->act_params > 0)
+    if ((m->dropout && !form.drop) || m->learned_positions ||
+        (m->activation != MODEL_ACT_SWIGLU && !form.plain) || m->attention_sinks || m->ffn <= 0)
         return false;
     /* MoE: Hugging Face's softmax-routed blocks in every layer, experts alone (Qwen3-MoE,
      * Mixtral; alloc_step_moe.c) or with Qwen2-MoE's one sigmoid-gated shared expert
