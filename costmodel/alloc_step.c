@@ -117,9 +117,13 @@ int alloc_step_attn_fwd(ctx *c, const dims *d, int n1, saved *sv)
                       : alloc_step_norm_fwd(c, d, t * hk, kv / hk, sv);
         if (!d->native) F(c, xk);
     }
-    int qe = alloc_step_rope_fwd(c, d, q), ke = alloc_step_rope_fwd(c, d, kv);
-    if (qn != xq) F(c, qn);
-    if (kn != xk) F(c, kn);
+    if (d->nope_l) { /* Cohere2's full-attention layers rotate nothing (alloc_step_forms.c) */
+        xq = xk = -1;
+    }
+    int qe = d->nope_l ? qn : alloc_step_rope_fwd(c, d, q);
+    int ke = d->nope_l ? kn : alloc_step_rope_fwd(c, d, kv);
+    if (qn != xq && qn != qe) F(c, qn);
+    if (kn != xk && kn != ke) F(c, kn);
     /* the projections: native F.rms_norm on q/k saved them (kept); else they die here */
     if (d->native && d->qk_norm) {
         keep(c, sv, xq);
@@ -281,9 +285,9 @@ int alloc_step_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
     double w[2] = {kv, q};
     int gr[2] = {gk, gq};
     for (int i = 0; i < 2; i++) { /* rotary backward, the q/k norm's, the projection's */
-        int a1 = A(c, 2.0 * t * w[i]), a2 = A(c, 2.0 * t * w[i]);
-        F(c, gr[i]);
-        int gx = A(c, 2.0 * t * w[i]);
+        int a1 = d->nope_l ? -1 : A(c, 2.0 * t * w[i]), a2 = d->nope_l ? -1 : A(c, 2.0 * t * w[i]);
+        if (!d->nope_l) F(c, gr[i]);
+        int gx = d->nope_l ? gr[i] : A(c, 2.0 * t * w[i]);
         F(c, a1);
         F(c, a2);
         if (d->qk_norm && d->gemma)
@@ -329,6 +333,7 @@ static int any_layer_fwd(ctx *c, const dims *d, int l, int x, saved *sv)
 {
     dims dl = *d;
     dl.lmask = d->mask && model_layer_is_sliding(d->m, l);
+    dl.nope_l = d->nope2 && !model_layer_is_sliding(d->m, l);
     dl.moe = d->moe && l >= d->dense_first;
     if (d->fused) return alloc_step_phi3_layer_fwd(c, &dl, sv);
     if (d->gptoss) return alloc_step_gptoss_layer_fwd(c, &dl, sv);
@@ -342,6 +347,7 @@ static int any_layer_bwd(ctx *c, const dims *d, int l, int dy, int *wg, int *nwg
 {
     dims dl = *d;
     dl.lmask = d->mask && model_layer_is_sliding(d->m, l);
+    dl.nope_l = d->nope2 && !model_layer_is_sliding(d->m, l);
     dl.moe = d->moe && l >= d->dense_first;
     if (d->fused) return alloc_step_phi3_layer_bwd(c, &dl, dy, wg, nwg);
     if (d->gptoss) return alloc_step_gptoss_layer_bwd(c, &dl, dy, wg, nwg);
@@ -771,7 +777,7 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
         k.flags |= (long)(fm.block | fm.norm_form << 2 | fm.qk_full << 4 | fm.qk_wfull << 5 |
                           fm.plain << 6 | fm.drop << 7 | fm.drop_emb << 8 | fm.rope32 << 9 |
                           fm.rope_part << 10 | fm.logit_scale << 11 | fm.ln_bias << 12 |
-                          fm.mlp_bias << 13 | fm.norms << 14)
+                          fm.mlp_bias << 13 | fm.norms << 14 | fm.neox << 17 | fm.nope2 << 18)
                    << 20;
     return k;
 }

@@ -32,6 +32,23 @@ void alloc_step_layer_params(dims *d)
         alloc_step_gptoss_params(d);
         return;
     }
+    if (d->neox) { /* GPTNeoXLayer (modeling_gpt_neox.py 243-249): the two LayerNorms, then
+                    * query_key_value and dense (182-183), dense_h_to_4h and dense_4h_to_h (40-41) */
+        for (int i = 0; i < 2; i++) {
+            d->lp[n++] = d->h;
+            d->lp[n++] = d->h;
+        }
+        d->lp[n++] = 3.0 * d->q * d->h;
+        d->lp[n++] = 3.0 * d->q;
+        d->lp[n++] = d->h * d->q;
+        d->lp[n++] = d->h;
+        d->lp[n++] = d->f * d->h;
+        d->lp[n++] = d->f;
+        d->lp[n++] = d->h * d->f;
+        d->lp[n++] = d->h;
+        d->nlp = n;
+        return;
+    }
     if (d->fused) { /* Phi3DecoderLayer: self_attn (o_proj, then qkv_proj), mlp (gate_up_proj,
                      * down_proj), the two norms (modeling_phi3.py Phi3Attention.__init__) */
         d->lp[n++] = d->h * d->q;
@@ -94,8 +111,10 @@ int alloc_step_form_of(const model_spec *m, dims *d)
     const char *ty = m->hf_model_type;
     bool nobias = !m->qkv_bias && !m->out_bias && !m->attn_out_bias && !m->mlp_bias;
     bool common = m->norm_fp32_scale == 0 && !m->sandwich_norm && !m->hf_fused_qkv &&
-                  !m->lm_head_bias && m->act_params == 0 && m->nope_layers == 0 &&
-                  !m->learned_positions && !m->attention_sinks && !m->mla;
+                  !m->lm_head_bias && m->act_params == 0 && !m->learned_positions &&
+                  !m->attention_sinks && !m->mla;
+    bool cohere2 = !strcmp(ty, "cohere2");
+    if (!cohere2) common = common && m->nope_layers == 0;
     bool swiglu = m->activation == MODEL_ACT_SWIGLU;
     d->norms = 2;
     if (!strcmp(ty, "olmoe")) { /* Llama's block and norm; q_norm(q_proj(x)) over the whole
@@ -121,14 +140,20 @@ int alloc_step_form_of(const model_spec *m, dims *d)
         d->qk_full = d->qk_wfull = olmo2;
         return 0;
     }
-    if (!strcmp(ty, "cohere")) {
+    if (cohere2) { /* Cohere's layer; RoPE only in the sliding layers (modeling_cohere2.py 198,
+                    * 229-230), whose window mask masking_utils builds (395) */
+        if (m->nope_layers != m->layers - model_sliding_layers(m) || m->sliding_window <= 0)
+            return -1;
+        d->nope2 = m->nope_layers > 0;
+    }
+    if (!strcmp(ty, "cohere") || cohere2) {
         /* one CohereLayerNorm (fp32 ops, weight only: modeling_cohere.py 51-65) feeding
          * attention and MLP, x + attn + mlp (330-344); per-head q/k norms of the same code with
          * weights [heads, head_dim] (238-244, 261-263); RoPE in fp32 on interleaved pairs
          * (175-208); logits * logit_scale (503) */
         if (!common || m->norm != MODEL_NORM_LAYER || !m->norm_no_bias || !m->parallel_block ||
             !m->shared_block_norm || m->post_norm || !nobias || m->dropout || !swiglu ||
-            m->sliding_window > 0 || (m->qk_norm && !m->qk_norm_full))
+            (m->sliding_window > 0) != cohere2 || (m->qk_norm && (!m->qk_norm_full || cohere2)))
             return -1;
         d->block = ALLOC_BLOCK_PARALLEL;
         d->norm_form = ALLOC_NORM_COHERE;
@@ -171,6 +196,22 @@ int alloc_step_form_of(const model_spec *m, dims *d)
         d->ln_bias = d->plain = d->mlp_bias = sc2;
         d->drop = m->dropout;
         d->drop_emb = m->dropout && sc2;
+        return 0;
+    }
+    if (!strcmp(ty, "gpt_neox")) {
+        /* two nn.LayerNorms; use_parallel_residual: x + attn(ln1(x)) + mlp(ln2(x)), else
+         * Llama's order (modeling_gpt_neox.py 259-281); one biased query_key_value whose
+         * [b, heads, s, 3 d] view is chunked into q, k, v (218-221); RoPE on rotary_pct of
+         * each head, then cats (133-151); dense_h_to_4h, GELU, dense_4h_to_h, biased */
+        if (!common || m->norm != MODEL_NORM_LAYER || m->norm_no_bias || m->post_norm ||
+            m->qk_norm || m->shared_block_norm || !m->qkv_bias || !m->attn_out_bias ||
+            !m->mlp_bias || m->dropout || swiglu || strncmp(m->hidden_act, "gelu", 4) != 0 ||
+            m->sliding_window > 0 || m->kv_heads != m->heads)
+            return -1;
+        d->block = m->parallel_block ? ALLOC_BLOCK_PARALLEL : ALLOC_BLOCK_SEQ;
+        d->norm_form = ALLOC_NORM_LN;
+        d->ln_bias = d->plain = d->mlp_bias = d->neox = true;
+        d->rope_part = true;
         return 0;
     }
     /* any other type with a form arch24 read: not listed */
@@ -313,6 +354,63 @@ int alloc_step_form_rope_fwd(ctx *c, const dims *d, double w)
 
 /* ---- blocks ---- */
 
+/* GPT-NeoX's attention from n1 (kept) to dense's output: query_key_value's [T, 3q] output (v, a
+ * chunk view of it, is saved by SDPA and keeps it), q and k rotated and cat'ed (fresh [b, heads,
+ * s, d] tensors, saved), SDPA's output and log-sum-exp, the transpose's contiguous copy (SDPA's
+ * output follows q's layout; dense saves the copy), dense's output. Backward as Phi-3's fused
+ * projection (alloc_step_phi3.c): SDPA's gradients, v's chunk backward (a full-size gradient),
+ * each RoPE's and slice's backward summed into it, query_key_value's. */
+static int neox_attn_fwd(ctx *c, const dims *d, int n1, saved *sv)
+{
+    double t = d->T, q = d->q;
+    int qkv = A(c, 6.0 * t * q);
+    int qe = alloc_step_form_rope_fwd(c, d, q), ke = alloc_step_form_rope_fwd(c, d, q);
+    int out = A(c, 2.0 * t * q), lse = A(c, 4.0 * t * d->a), cc = A(c, 2.0 * t * q);
+    int o = A(c, 2.0 * t * d->h);
+    keep(c, sv, n1);
+    keep(c, sv, qkv);
+    keep(c, sv, qe);
+    keep(c, sv, ke);
+    keep(c, sv, out);
+    keep(c, sv, lse);
+    keep(c, sv, cc);
+    return o;
+}
+
+static int neox_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
+{
+    double t = d->T, q = d->q, wr = q * d->rf;
+    int gq = A(c, 2.0 * t * q), gk = A(c, 2.0 * t * q), gv = A(c, 2.0 * t * q);
+    F(c, go);
+    int gqkv = A(c, 6.0 * t * q);
+    F(c, gv);
+    int gr[2] = {gk, gq};
+    for (int i = 0; i < 2; i++) {
+        int a1 = A(c, 2.0 * t * wr), a2 = A(c, 2.0 * t * wr);
+        int grot = A(c, 2.0 * t * wr); /* the cat's backward: the rotated part */
+        F(c, a1);
+        F(c, a2);
+        int gfull = A(c, 6.0 * t * q); /* the slices' and chunk's backward, summed */
+        F(c, grot);
+        F(c, gr[i]);
+        F(c, gfull);
+    }
+    int gn1 = A(c, 2.0 * t * d->h);
+    wg[(*nwg)++] = A(c, 6.0 * d->h * q); /* query_key_value */
+    F(c, gqkv);
+    return gn1;
+}
+
+static int attn_fwd(ctx *c, const dims *d, int n1, saved *sv)
+{
+    return d->neox ? neox_attn_fwd(c, d, n1, sv) : alloc_step_attn_fwd(c, d, n1, sv);
+}
+
+static int attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
+{
+    return d->neox ? neox_attn_bwd(c, d, go, wg, nwg) : alloc_step_attn_bwd(c, d, go, wg, nwg);
+}
+
 /* native_dropout on a [T, h] bf16 tensor (p > 0): its output and its bool mask, saved; the
  * input freed. Backward: grad * mask * scale, a new tensor; g consumed. */
 static int dropout_fwd(ctx *c, const dims *d, int x, saved *sv)
@@ -377,7 +475,7 @@ int alloc_step_form_layer_fwd(ctx *c, const dims *d, int x, saved *sv)
     double t = d->T, h = d->h;
     bool hold_x = sv && !d->ckpt;
     if (d->block == ALLOC_BLOCK_POST) {
-        int o = alloc_step_attn_fwd(c, d, hold_x ? x : -1, sv);
+        int o = attn_fwd(c, d, hold_x ? x : -1, sv);
         int p1 = alloc_step_norm_fwd(c, d, t, h, sv);
         F(c, o);
         int hs = A(c, 2.0 * t * h);
@@ -392,10 +490,13 @@ int alloc_step_form_layer_fwd(ctx *c, const dims *d, int x, saved *sv)
     }
     int n1 = alloc_step_norm_fwd(c, d, t, h, sv);
     if (d->norm_form == ALLOC_NORM_LN && hold_x) keep(c, sv, x);
-    int o = alloc_step_attn_fwd(c, d, n1, sv);
+    int o = attn_fwd(c, d, n1, sv);
     if (d->drop) o = dropout_fwd(c, d, o, sv);
-    if (d->block == ALLOC_BLOCK_PARALLEL) { /* x + attn + mlp, the MLP on the same n1 */
+    if (d->block == ALLOC_BLOCK_PARALLEL) { /* x + attn + mlp, the MLP on the same n1 or
+                                             * (GPT-NeoX) on its own norm's output of x */
+        int n2 = d->norms > 1 ? alloc_step_norm_fwd(c, d, t, h, sv) : -1;
         int dn = mlp_fwd(c, d, sv);
+        if (n2 >= 0) keep(c, sv, n2);
         int s1 = A(c, 2.0 * t * h);
         F(c, o);
         int y = A(c, 2.0 * t * h);
@@ -430,7 +531,7 @@ int alloc_step_form_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
         int go = A(c, 2.0 * t * q);
         wg[(*nwg)++] = A(c, 2.0 * h * q); /* o */
         F(c, gp1);
-        int ga = alloc_step_attn_bwd(c, d, go, wg, nwg);
+        int ga = attn_bwd(c, d, go, wg, nwg);
         int gin = A(c, 2.0 * t * h);
         F(c, ga);
         F(c, gsum);
@@ -438,15 +539,20 @@ int alloc_step_form_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
     }
     if (d->block == ALLOC_BLOCK_PARALLEL) { /* the MLP's nodes run first (made last) */
         int gm = mlp_bwd(c, d, dy, false, wg, nwg);
+        int gx2 = d->norms > 1 ? alloc_step_norm_bwd(c, d, t, h, gm) : -1;
         int go = A(c, 2.0 * t * q);
         wg[(*nwg)++] = A(c, 2.0 * h * q); /* o */
-        int ga = alloc_step_attn_bwd(c, d, go, wg, nwg);
-        int gn = A(c, 2.0 * t * h);       /* the two gradients of the norm's output summed */
-        F(c, gm);
-        F(c, ga);
-        int gx = alloc_step_norm_bwd(c, d, t, h, gn);
+        int ga = attn_bwd(c, d, go, wg, nwg);
+        if (gx2 < 0) { /* the two gradients of the shared norm's output summed */
+            int gn = A(c, 2.0 * t * h);
+            F(c, gm);
+            F(c, ga);
+            ga = gn;
+        }
+        int gx = alloc_step_norm_bwd(c, d, t, h, ga);
         int gin = A(c, 2.0 * t * h);
         F(c, gx);
+        F(c, gx2);
         F(c, dy);
         return gin;
     }
@@ -460,7 +566,7 @@ int alloc_step_form_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
     int go = A(c, 2.0 * t * q);
     wg[(*nwg)++] = A(c, 2.0 * h * q); /* o */
     F(c, gdo);
-    int gn1 = alloc_step_attn_bwd(c, d, go, wg, nwg);
+    int gn1 = attn_bwd(c, d, go, wg, nwg);
     int gx = alloc_step_norm_bwd(c, d, t, h, gn1);
     int gin = A(c, 2.0 * t * h);
     F(c, gx);

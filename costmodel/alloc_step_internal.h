@@ -55,6 +55,9 @@ typedef struct {
     bool rope32, rope_part;             /* Cohere's fp32 interleaved RoPE; StableLM's partial */
     bool logit_scale;                   /* Cohere: logits * logit_scale, a [T, V] bf16 copy */
     int norms;                          /* the layer's norms (1: a parallel block's shared one) */
+    bool neox;                          /* GPT-NeoX's fused query_key_value, norms registered first */
+    bool nope2, nope_l;                 /* Cohere2: the full-attention layers apply no RoPE;
+                                         * this layer is one */
 } dims;
 
 enum { ALLOC_NORM_LLAMA = 0, ALLOC_NORM_FP32W, ALLOC_NORM_LN, ALLOC_NORM_COHERE };
