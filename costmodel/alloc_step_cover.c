@@ -34,7 +34,8 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     /* a native loop that held its logits (training_spec.hold_logits): alloc_step.c keeps them */
     if (t->hold_logits && layout_impl_of(l) != IMPL_NATIVE) return false;
     /* transformers' eager attention (alloc_step_eager.c): Llama's function, one causal mask;
-     * Gemma 2/3's soft-cap and second (sliding) mask */
+     * Gemma 2/3's soft-cap and second (sliding) mask; around HF MoE blocks too (replay25:
+     * ho24b's OLMoE row), not MLA's */
     bool eager = hf_eager_attn_applies(m, t, l);
     /* GPT-OSS (alloc_step_gptoss.c): its eager function with sinks, its two masks, biased
      * router and experts on the grouped_mm path, clamped GLU; Hugging Face code, MoE in every
@@ -49,7 +50,7 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     if (layout_attention_of(m, t, l) != ATTENTION_FLASH &&
         (!eager || m->hf_fused_qkv ||
          (!gemma_eager && (m->sliding_window > 0 || m->attn_logit_softcap > 0)) ||
-         model_is_moe(m)))
+         (model_is_moe(m) && m->mla)))
         return false;
     /* Phi-3's fused projections: Hugging Face code only (the native block has its own) */
     if (m->hf_fused_qkv && layout_impl_of(l) != IMPL_HF) return false;

@@ -323,7 +323,8 @@ static void test_qwen2_moe(void **state)
  * 5.17.0), peak_reserved_bytes and peak_allocated_bytes in GiB: Command-R (CohereLayerNorm,
  * parallel block, logit scale), OLMo 2 (post-norms, q/k norms over the projection), StarCoder2
  * (LayerNorm, biases, plain MLP, dropout), StableLM 2 (LayerNorm, q/k/v biases, partial RoPE),
- * OLMoE (q/k norms over the projection, MoE). Before them each fell outside the replay. */
+ * OLMoE (q/k norms over the projection, MoE; with eager attention too). Before them each fell
+ * outside the replay. */
 static void test_forms(void **state)
 {
     (void)state;
@@ -338,6 +339,16 @@ static void test_forms(void **state)
     mla_run("stablelm-2-1.6b", 4096, 4, false, 0, 77.211, 67.761);
     mla_run("olmoe-1b-7b", 4096, 1, true, 12, 99.320, 97.685);
     mla_run("olmoe-1b-7b", 8192, 2, false, 4, 54.615, 43.508);
+    /* ho24b-olmoe-L6-s2k-b4-eager: transformers' eager attention around the MoE block */
+    model_spec m;
+    training_spec t;
+    layout l;
+    spec_cut("olmoe-1b-7b", 2048, 4, false, 6, false, &m, &t, &l);
+    t.attention = ATTENTION_UNFUSED;
+    alloc_step_reserved r;
+    assert_int_equal(alloc_step_replay(&m, &t, &l, 0, &r), 0);
+    assert_true(fabs(r.peak_allocated_bytes / GIB - 54.016) < 0.1);
+    assert_true(fabs(r.peak_bytes / GIB / 68.068 - 1) < 0.04);
 }
 
 static void test_mla(void **state)
