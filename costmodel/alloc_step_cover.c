@@ -3,7 +3,8 @@
  * covers: the layer kinds whose tensors it lists (Llama-style Hugging Face and native layers,
  * Phi-3's fused projections, Gemma 2/3, sliding-window masks, transformers' eager attention,
  * Hugging Face MoE blocks, Qwen2-MoE's shared expert, DeepSeek-V2/V3's MLA, GPT-OSS, native
- * blocks under torch.compile), one GPU, bf16, no or full recompute. Outside it memory.c prices
+ * blocks under torch.compile, the layer forms of alloc_step_forms.c), one GPU, bf16, no or full
+ * recompute. Outside it memory.c prices
  * reserved memory without the replay. Its own file because each family added to the replay adds
  * a rule here.
  */
