@@ -18,8 +18,8 @@
  * its submodules; a Linear's weight before its bias): transformers' LlamaDecoderLayer (q, k, v,
  * o with Qwen2's q/k/v biases; Qwen3's q_norm, k_norm after o_proj; mlp gate, up, down; the
  * norms) and the forms' (the same order: self_attn, mlp, then the norms, modeling_cohere.py
- * 297-299, modeling_olmo2.py 289-293, modeling_stablelm.py 320-324, modeling_starcoder2.py
- * 196-199), or native_llama.py's TransformerBlock (wq, wk, wv, wo, q/k norms; w1, w2, w3; the
+ * 299-301, modeling_olmo2.py 289-293, modeling_stablelm.py 335-340, modeling_starcoder2.py
+ * 209-212), or native_llama.py's TransformerBlock (wq, wk, wv, wo, q/k norms; w1, w2, w3; the
  * two norms). */
 void alloc_step_layer_params(dims *d)
 {
@@ -32,8 +32,8 @@ void alloc_step_layer_params(dims *d)
         alloc_step_gptoss_params(d);
         return;
     }
-    if (d->neox) { /* GPTNeoXLayer (modeling_gpt_neox.py 243-249): the two LayerNorms, then
-                    * query_key_value and dense (182-183), dense_h_to_4h and dense_4h_to_h (40-41) */
+    if (d->neox) { /* GPTNeoXLayer (modeling_gpt_neox.py 243-248): the two LayerNorms, then
+                    * query_key_value and dense (192-193), dense_h_to_4h and dense_4h_to_h (41-42) */
         for (int i = 0; i < 2; i++) {
             d->lp[n++] = d->h;
             d->lp[n++] = d->h;
@@ -164,8 +164,8 @@ int alloc_step_form_of(const model_spec *m, dims *d)
     }
     if (!strcmp(ty, "stablelm")) {
         /* nn.LayerNorm (weight, bias); use_parallel_residual: one norm, x + attn + mlp, else
-         * Llama's order (modeling_stablelm.py 320-324, 333-357); q/k/v biases (250-252); RoPE
-         * on the first partial_rotary_factor of each head, then a cat (293-306); qk_layernorm's
+         * Llama's order (modeling_stablelm.py 335-340, 353-383); q/k/v biases (250-252); RoPE
+         * on the first partial_rotary_factor of each head, then a cat (290-303); qk_layernorm's
          * per-head ModuleList is not listed */
         if (!common || m->norm != MODEL_NORM_LAYER || m->norm_no_bias || m->post_norm ||
             m->qk_norm || m->out_bias || m->attn_out_bias || m->mlp_bias || m->dropout ||
@@ -179,9 +179,9 @@ int alloc_step_form_of(const model_spec *m, dims *d)
         return 0;
     }
     if (!strcmp(ty, "starcoder2") || !strcmp(ty, "seed_oss")) {
-        /* StarCoder2: nn.LayerNorm (modeling_starcoder2.py 196-197), biased q, k, v, o, c_fc,
-         * c_proj (54-55, 158-161), c_fc -> gelu_pytorch_tanh -> c_proj (57-61); dropout on o_proj's
-         * and c_proj's outputs (61, 188-190) and on the embeddings (Starcoder2Model.forward).
+        /* StarCoder2: nn.LayerNorm (modeling_starcoder2.py 211-212), biased q, k, v, o, c_fc,
+         * c_proj (57-58, 153-156), c_fc -> gelu_pytorch_tanh -> c_proj (62-67); dropout on o_proj's
+         * and c_proj's outputs (66, 198) and on the embeddings (377).
          * Seed-OSS: Llama's norm and MLP, dropout on o_proj's and down_proj's outputs
          * (modeling_seed_oss.py 83, 223) */
         bool sc2 = ty[1] == 't';
@@ -200,9 +200,9 @@ int alloc_step_form_of(const model_spec *m, dims *d)
     }
     if (!strcmp(ty, "gpt_neox")) {
         /* two nn.LayerNorms; use_parallel_residual: x + attn(ln1(x)) + mlp(ln2(x)), else
-         * Llama's order (modeling_gpt_neox.py 259-281); one biased query_key_value whose
-         * [b, heads, s, 3 d] view is chunked into q, k, v (218-221); RoPE on rotary_pct of
-         * each head, then cats (133-151); dense_h_to_4h, GELU, dense_4h_to_h, biased */
+         * Llama's order (modeling_gpt_neox.py 271-281); one biased query_key_value whose
+         * [b, heads, s, 3 d] view is chunked into q, k, v (206-207); RoPE on rotary_pct of
+         * each head, then cats (118-151); dense_h_to_4h, GELU, dense_4h_to_h, biased */
         if (!common || m->norm != MODEL_NORM_LAYER || m->norm_no_bias || m->post_norm ||
             m->qk_norm || m->shared_block_norm || !m->qkv_bias || !m->attn_out_bias ||
             !m->mlp_bias || m->dropout || swiglu || strncmp(m->hidden_act, "gelu", 4) != 0 ||
@@ -319,9 +319,10 @@ int alloc_step_form_norm_bwd(ctx *c, const dims *d, double rows, double width, i
 
 /* ---- RoPE ----
  * Cohere (modeling_cohere.py 175-208): q.float(), q * cos, rotate_half's strided halves, -x2,
- * stack, rotate_half(q) * sin, the sum, .to(bf16), all fp32 but the last. StableLM (modeling_
- * stablelm.py 293-306): Llama's rotate_half RoPE on the first rf of each head (a view), then
- * torch.cat((rotated, pass)): a full-width copy. */
+ * stack, rotate_half(q) * sin, the sum, .to(bf16), all fp32 but the last. StableLM and GPT-NeoX
+ * (modeling_stablelm.py 290-303, modeling_gpt_neox.py 118-151): Llama's rotate_half RoPE on the
+ * first rf of each head (a view), then torch.cat((rotated, pass)): a full-width copy, as
+ * Phi-3's. */
 int alloc_step_form_rope_fwd(ctx *c, const dims *d, double w)
 {
     double t = d->T;
@@ -339,17 +340,7 @@ int alloc_step_form_rope_fwd(ctx *c, const dims *d, double w)
         F(c, xf);
         return out;
     }
-    double wr = w * d->rf;
-    int xc = A(c, 2.0 * t * wr), neg = A(c, 1.0 * t * wr), cat = A(c, 2.0 * t * wr);
-    F(c, neg);
-    int xs = A(c, 2.0 * t * wr);
-    F(c, cat);
-    int rot = A(c, 2.0 * t * wr);
-    F(c, xc);
-    F(c, xs);
-    int out = A(c, 2.0 * t * w);
-    F(c, rot);
-    return out;
+    return alloc_step_partial_rope_fwd(c, d, w); /* Phi-3's (alloc_step_phi3.c) */
 }
 
 /* ---- blocks ---- */

@@ -199,7 +199,9 @@ int alloc_step_form_rope_fwd(ctx *c, const dims *d, double w);
 int alloc_step_form_layer_fwd(ctx *c, const dims *d, int x, saved *sv);
 int alloc_step_form_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
 
-/* Hugging Face Phi-3's decoder layer (alloc_step_phi3.c) */
+/* Hugging Face Phi-3's decoder layer (alloc_step_phi3.c); its RoPE of the first rf of each head
+ * of a [T, width] projection, then the cat with the rest (StableLM's and GPT-NeoX's too) */
+int alloc_step_partial_rope_fwd(ctx *c, const dims *d, double width);
 int alloc_step_phi3_layer_fwd(ctx *c, const dims *d, saved *sv);
 int alloc_step_phi3_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
 
