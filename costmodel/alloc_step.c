@@ -17,66 +17,6 @@
 #include "impl.h"
 #include <string.h>
 
-/* One layer's parameters in registration order: transformers' LlamaDecoderLayer (self_attn
- * q, k, v, o with Qwen2's q/k/v biases and Qwen3's q_norm, k_norm after o_proj; mlp gate, up,
- * down; input and post-attention norms) or native_llama.py's TransformerBlock (wq, wk, wv, wo,
- * q/k norms; w1, w2, w3; the two norms). */
-static void layer_params_of(dims *d)
-{
-    int n = 0;
-    if (d->mla) { /* DeepSeek-V2/V3: dense first layers and MoE ones (alloc_step_mla.c) */
-        alloc_step_mla_params(d);
-        return;
-    }
-    if (d->gptoss) {
-        alloc_step_gptoss_params(d);
-        return;
-    }
-    if (d->fused) { /* Phi3DecoderLayer: self_attn (o_proj, then qkv_proj), mlp (gate_up_proj,
-                     * down_proj), the two norms (modeling_phi3.py Phi3Attention.__init__) */
-        d->lp[n++] = d->h * d->q;
-        d->lp[n++] = d->h * (d->q + 2.0 * d->kv);
-        d->lp[n++] = 2.0 * d->f * d->h;
-        d->lp[n++] = d->h * d->f;
-        d->lp[n++] = d->h;
-        d->lp[n++] = d->h;
-        d->nlp = n;
-        return;
-    }
-    d->lp[n++] = d->q * d->h;
-    if (!d->native && d->qkv_bias) d->lp[n++] = d->q;
-    d->lp[n++] = d->kv * d->h;
-    if (!d->native && d->qkv_bias) d->lp[n++] = d->kv;
-    d->lp[n++] = d->kv * d->h;
-    if (!d->native && d->qkv_bias) d->lp[n++] = d->kv;
-    d->lp[n++] = d->h * d->q;
-    if (d->o_bias) d->lp[n++] = d->h;
-    if (d->qk_norm) {
-        d->lp[n++] = d->hd;
-        d->lp[n++] = d->hd;
-    }
-    if (d->moe) { /* the experts' gate_up_proj [E, 2f, h] and down_proj [E, h, f], the router */
-        d->lp[n++] = d->E * 2.0 * d->ef * d->h;
-        d->lp[n++] = d->E * d->h * d->ef;
-        d->lp[n++] = d->E * d->h;
-        if (d->shared_gate) { /* Qwen2-MoE: shared_expert's gate, up, down; shared_expert_gate */
-            for (int i = 0; i < 3; i++) d->lp[n++] = d->sf * d->h;
-            d->lp[n++] = d->h;
-        }
-    } else {
-        d->lp[n++] = d->f * d->h;
-        d->lp[n++] = d->f * d->h;
-        d->lp[n++] = d->h * d->f;
-    }
-    d->lp[n++] = d->h;
-    d->lp[n++] = d->h;
-    if (d->gemma) { /* Gemma's pre-feedforward and post-feedforward norms */
-        d->lp[n++] = d->h;
-        d->lp[n++] = d->h;
-    }
-    d->nlp = n;
-}
-
 /* ---- forward ---- */
 
 /* transformers' LlamaRMSNorm over rows x width (modeling_llama.py lines 63-67): x.to(fp32)
@@ -85,6 +25,7 @@ static void layer_params_of(dims *d)
  * saves its input (the caller's tensor, kept by the caller's `saved`) and the fp32 rstd. */
 int alloc_step_norm_fwd(ctx *c, const dims *d, double rows, double width, saved *sv)
 {
+    if (d->norm_form != ALLOC_NORM_LLAMA) return alloc_step_form_norm_fwd(c, d, rows, width, sv);
     if (d->native) {
         keep(c, sv, A(c, 4.0 * rows));
         return A(c, 2.0 * rows * width);
@@ -113,6 +54,7 @@ int alloc_step_norm_fwd(ctx *c, const dims *d, double rows, double width, saved 
 int alloc_step_rope_fwd(ctx *c, const dims *d, double w)
 {
     double t = d->T;
+    if (d->rope32 || d->rope_part) return alloc_step_form_rope_fwd(c, d, w);
     if (d->native) {
         int f32 = A(c, 4.0 * t * w);
         int prod = A(c, 4.0 * t * w);
@@ -165,17 +107,23 @@ int alloc_step_attn_fwd(ctx *c, const dims *d, int n1, saved *sv)
     double t = d->T, h = d->h, q = d->q, kv = d->kv;
     int xq = A(c, 2.0 * t * q), xk = A(c, 2.0 * t * kv), xv = A(c, 2.0 * t * kv);
     int qn = xq, kn = xk;
-    if (d->qk_norm) { /* per head, over head_dim; HF's projections die with the norm's return */
+    double hq = d->qk_full ? 1 : d->a, hk = d->qk_full ? 1 : kv / d->hd; /* rows a token */
+    if (d->qk_norm) { /* per head or over the projection (OLMo 2); HF's projections die with
+                       * the norm's return */
         qn = d->gemma ? alloc_step_gemma_norm_fwd(c, t * d->a, d->hd, sv)
-                      : alloc_step_norm_fwd(c, d, t * d->a, d->hd, sv);
+                      : alloc_step_norm_fwd(c, d, t * hq, q / hq, sv);
         if (!d->native) F(c, xq);
         kn = d->gemma ? alloc_step_gemma_norm_fwd(c, t * kv / d->hd, d->hd, sv)
-                      : alloc_step_norm_fwd(c, d, t * kv / d->hd, d->hd, sv);
+                      : alloc_step_norm_fwd(c, d, t * hk, kv / hk, sv);
         if (!d->native) F(c, xk);
     }
-    int qe = alloc_step_rope_fwd(c, d, q), ke = alloc_step_rope_fwd(c, d, kv);
-    if (qn != xq) F(c, qn);
-    if (kn != xk) F(c, kn);
+    if (d->nope_l) { /* Cohere2's full-attention layers rotate nothing (alloc_step_forms.c) */
+        xq = xk = -1;
+    }
+    int qe = d->nope_l ? qn : alloc_step_rope_fwd(c, d, q);
+    int ke = d->nope_l ? kn : alloc_step_rope_fwd(c, d, kv);
+    if (qn != xq && qn != qe) F(c, qn);
+    if (kn != xk && kn != ke) F(c, kn);
     /* the projections: native F.rms_norm on q/k saved them (kept); else they die here */
     if (d->native && d->qk_norm) {
         keep(c, sv, xq);
@@ -200,7 +148,11 @@ int alloc_step_attn_fwd(ctx *c, const dims *d, int n1, saved *sv)
     }
     int mb = d->lmask ? alloc_step_mask_sdpa(c, d) : -1;
     int out = A(c, 2.0 * t * q), lse = A(c, 4.0 * t * d->a);
+    /* StableLM's q is a cat's [b, heads, s, d] output, so SDPA's output is too and the
+     * transpose's .contiguous() copies it: o_proj saves the copy (Phi-3's cc, cov22) */
+    int cc = d->rope_part ? A(c, 2.0 * t * q) : -1;
     int o = A(c, 2.0 * t * h);
+    if (cc >= 0) keep(c, sv, cc);
     keep(c, sv, n1);
     keep(c, sv, qe);
     keep(c, sv, keys);
@@ -278,6 +230,7 @@ static int layer_fwd(ctx *c, const dims *d, int x, saved *sv)
 /* The RMSNorm's backward from the output's gradient g (consumed): returns the input's. */
 int alloc_step_norm_bwd(ctx *c, const dims *d, double rows, double width, int g)
 {
+    if (d->norm_form != ALLOC_NORM_LLAMA) return alloc_step_form_norm_bwd(c, d, rows, width, g);
     if (d->native) {
         int gi = A(c, 2.0 * rows * width);
         F(c, g);
@@ -332,13 +285,15 @@ int alloc_step_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
     double w[2] = {kv, q};
     int gr[2] = {gk, gq};
     for (int i = 0; i < 2; i++) { /* rotary backward, the q/k norm's, the projection's */
-        int a1 = A(c, 2.0 * t * w[i]), a2 = A(c, 2.0 * t * w[i]);
-        F(c, gr[i]);
-        int gx = A(c, 2.0 * t * w[i]);
+        int a1 = d->nope_l ? -1 : A(c, 2.0 * t * w[i]), a2 = d->nope_l ? -1 : A(c, 2.0 * t * w[i]);
+        if (!d->nope_l) F(c, gr[i]);
+        int gx = d->nope_l ? gr[i] : A(c, 2.0 * t * w[i]);
         F(c, a1);
         F(c, a2);
         if (d->qk_norm && d->gemma)
             gx = alloc_step_gemma_norm_bwd(c, t * w[i] / d->hd, d->hd, gx, true);
+        else if (d->qk_norm && d->qk_full)
+            gx = alloc_step_norm_bwd(c, d, t, w[i], gx);
         else if (d->qk_norm)
             gx = alloc_step_norm_bwd(c, d, t * w[i] / d->hd, d->hd, gx);
         int gin = A(c, 2.0 * t * h);
@@ -378,10 +333,12 @@ static int any_layer_fwd(ctx *c, const dims *d, int l, int x, saved *sv)
 {
     dims dl = *d;
     dl.lmask = d->mask && model_layer_is_sliding(d->m, l);
+    dl.nope_l = d->nope2 && !model_layer_is_sliding(d->m, l);
     dl.moe = d->moe && l >= d->dense_first;
     if (d->fused) return alloc_step_phi3_layer_fwd(c, &dl, sv);
     if (d->gptoss) return alloc_step_gptoss_layer_fwd(c, &dl, sv);
     if (d->gemma) return alloc_step_gemma_layer_fwd(c, &dl, sv);
+    if (d->block != ALLOC_BLOCK_LLAMA) return alloc_step_form_layer_fwd(c, &dl, x, sv);
     if (d->compiled) return alloc_step_compiled_layer_fwd(c, &dl, sv);
     return layer_fwd(c, &dl, x, sv);
 }
@@ -390,10 +347,12 @@ static int any_layer_bwd(ctx *c, const dims *d, int l, int dy, int *wg, int *nwg
 {
     dims dl = *d;
     dl.lmask = d->mask && model_layer_is_sliding(d->m, l);
+    dl.nope_l = d->nope2 && !model_layer_is_sliding(d->m, l);
     dl.moe = d->moe && l >= d->dense_first;
     if (d->fused) return alloc_step_phi3_layer_bwd(c, &dl, dy, wg, nwg);
     if (d->gptoss) return alloc_step_gptoss_layer_bwd(c, &dl, dy, wg, nwg);
     if (d->gemma) return alloc_step_gemma_layer_bwd(c, &dl, dy, wg, nwg);
+    if (d->block != ALLOC_BLOCK_LLAMA) return alloc_step_form_layer_bwd(c, &dl, dy, wg, nwg);
     if (d->compiled) return alloc_step_compiled_layer_bwd(c, &dl, dy, wg, nwg);
     return layer_bwd(c, &dl, dy, wg, nwg);
 }
@@ -504,9 +463,13 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         unit_params(d, L, pu, &nroot);
         unit_unshard(c, pu, nroot, rootp);
         int x = A(c, 2.0 * d->T * d->h); /* embedding output */
-        if (d->gemma) { /* times sqrt(hidden) (Gemma3TextScaledWordEmbedding, Gemma2's normalizer) */
+        int emask = -1, x0 = -1; /* StarCoder2's embedding dropout: its mask; its input, a
+                                  * local of the model's forward (alloc_step_forms.c) */
+        if (d->gemma || d->drop_emb) { /* times sqrt(hidden) (Gemma3TextScaledWordEmbedding,
+                                        * Gemma2's normalizer), or the dropout */
             int xs = A(c, 2.0 * d->T * d->h);
-            F(c, x);
+            if (d->drop_emb) emask = A(c, 1.0 * d->T * d->h), x0 = x;
+            else F(c, x);
             x = xs;
         }
         int mk = d->mask    ? alloc_step_mask_build(c, d)
@@ -541,7 +504,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             int y = any_layer_fwd(c, d, l, x, d->ckpt ? NULL : &sv[l]);
             if (d->ckpt) ckin[l] = x;          /* the checkpoint keeps its input */
             else if (d->native) keep(c, &sv[l], x); /* attention_norm saved it */
-            else F(c, x);
+            else if (d->block != ALLOC_BLOCK_POST && d->norm_form != ALLOC_NORM_LN) F(c, x);
             x = y;
             for (int i = 0; i < nl; i++) F(c, bp[i]); /* reshard after forward */
         }
@@ -549,8 +512,9 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         int nf = d->gemma    ? alloc_step_gemma_norm_fwd(c, d->T, d->h, &fs)
                  : d->gptoss ? alloc_step_gptoss_norm_fwd(c, d->T, d->h, &fs)
                              : alloc_step_norm_fwd(c, d, d->T, d->h, &fs);
-        if (d->native) keep(c, &fs, x);
+        if (d->native || d->norm_form == ALLOC_NORM_LN) keep(c, &fs, x);
         else F(c, x);
+        F(c, x0);
         /* the mask dies with the model's forward; a checkpoint's recompute keeps it (below) */
         if (mk >= 0 && !d->ckpt) F(c, mk);
         if (mk2 >= 0 && !d->ckpt) F(c, mk2);
@@ -565,6 +529,11 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
          * registers on the forward's outputs: at the backward's start under HF (the loss is an
          * output), once the logits' gradient is made natively */
         int lg = A(c, L2), th = -1;
+        if (d->logit_scale) { /* Cohere: logits * logit_scale */
+            int sc = A(c, L2);
+            F(c, lg);
+            lg = sc;
+        }
         if (d->softcap > 0) { /* Gemma 2: logits / cap, tanh (saved), * cap (the logits) */
             int dv = A(c, L2);
             F(c, lg);
@@ -586,6 +555,11 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         F(c, ls);
         int gb = A(c, L2);
         F(c, gl);
+        if (d->logit_scale) {
+            int gs = A(c, L2);
+            F(c, gb);
+            gb = gs;
+        }
         if (th >= 0) { /* the soft-cap's backward: mul's, tanh's (its output dies), div's */
             int gm = A(c, L2);
             F(c, gb);
@@ -631,9 +605,10 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             for (int i = 0; i < nwg; i++) F(c, wg[i]);
             side[l] = alloc_replay_malloc(a, (uint64_t)(4.0 * units), SIDE_STREAM);
         }
-        if (d->gemma) { /* the scaling's backward */
+        if (d->gemma || d->drop_emb) { /* the scaling's or the dropout's backward */
             int gs = A(c, 2.0 * d->T * d->h);
             F(c, dy);
+            F(c, emask);
             dy = gs;
         }
         int gemb = A(c, 2.0 * d->V * d->h); /* embedding backward */
@@ -742,7 +717,8 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
     }
     int opt = layout_optimizer_impl_of(l);
     d.foreach = opt == OPTIMIZER_IMPL_FOREACH;
-    layer_params_of(&d);
+    if (alloc_step_form_of(m, &d) != 0) return -1;
+    alloc_step_layer_params(&d);
     ctx c = {.a = alloc_replay_new()};
     if (!c.a) return -1;
     if (allocator_capacity_bytes > 0)
@@ -796,5 +772,12 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
     k.shared_ffn = (long)m->shared_ffn * m->shared_experts; /* MLA's, or Qwen2-MoE's gated one */
     if (!m->mla && m->shared_experts > 0) k.flags |= 16384; /* (alloc_step_moe.c) */
     k.mask = (long)(memory_hf_window_mask_share(m, t, l) * 1e6 + 0.5); /* sliding layers' share */
+    dims fm = {.rf = m->rotary_fraction}; /* the layer form (alloc_step_forms.c) */
+    if (alloc_step_form_of(m, &fm) == 0)
+        k.flags |= (long)(fm.block | fm.norm_form << 2 | fm.qk_full << 4 | fm.qk_wfull << 5 |
+                          fm.plain << 6 | fm.drop << 7 | fm.drop_emb << 8 | fm.rope32 << 9 |
+                          fm.rope_part << 10 | fm.logit_scale << 11 | fm.ln_bias << 12 |
+                          fm.mlp_bias << 13 | fm.norms << 14 | fm.neox << 17 | fm.nope2 << 18)
+                   << 20;
     return k;
 }

@@ -26,7 +26,11 @@
  * built, no recompute or full recompute of every layer, eager. Since rep23 also window masks,
  * Gemma 2/3 and softmax-routed HF MoE blocks; since cmp23 transformers' eager attention
  * (attn_implementation="eager": the explicit scores, alloc_step_eager.c) in the Llama-family HF
- * layers with one causal mask. Anything else is reported as not covered.
+ * layers with one causal mask. Since replay25 the Hugging Face layer forms beyond Llama's
+ * (alloc_step_forms.c): OLMo 2, EXAONE 4.0 (post-norms), OLMoE (q/k norms over the projection),
+ * Command-R and Cohere2 (CohereLayerNorm, parallel block), StableLM, StarCoder2 and GPT-NeoX
+ * (nn.LayerNorm, biases, plain MLPs, dropout), Seed-OSS (dropout). Anything else is reported as
+ * not covered.
  */
 #ifndef PLAN_ALLOC_STEP_H
 #define PLAN_ALLOC_STEP_H

@@ -3,11 +3,13 @@
  * covers: the layer kinds whose tensors it lists (Llama-style Hugging Face and native layers,
  * Phi-3's fused projections, Gemma 2/3, sliding-window masks, transformers' eager attention,
  * Hugging Face MoE blocks, Qwen2-MoE's shared expert, DeepSeek-V2/V3's MLA, GPT-OSS, native
- * blocks under torch.compile), one GPU, bf16, no or full recompute. Outside it memory.c prices
+ * blocks under torch.compile, the layer forms of alloc_step_forms.c), one GPU, bf16, no or full
+ * recompute. Outside it memory.c prices
  * reserved memory without the replay. Its own file because each family added to the replay adds
  * a rule here.
  */
 #include "alloc_step.h"
+#include "alloc_step_internal.h"
 
 #include "hf_eager_attn.h"
 #include "hf_experts.h"
@@ -33,7 +35,8 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     /* a native loop that held its logits (training_spec.hold_logits): alloc_step.c keeps them */
     if (t->hold_logits && layout_impl_of(l) != IMPL_NATIVE) return false;
     /* transformers' eager attention (alloc_step_eager.c): Llama's function, one causal mask;
-     * Gemma 2/3's soft-cap and second (sliding) mask */
+     * Gemma 2/3's soft-cap and second (sliding) mask; around HF MoE blocks too (replay25:
+     * ho24b's OLMoE row), not MLA's */
     bool eager = hf_eager_attn_applies(m, t, l);
     /* GPT-OSS (alloc_step_gptoss.c): its eager function with sinks, its two masks, biased
      * router and experts on the grouped_mm path, clamped GLU; Hugging Face code, MoE in every
@@ -48,12 +51,20 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     if (layout_attention_of(m, t, l) != ATTENTION_FLASH &&
         (!eager || m->hf_fused_qkv ||
          (!gemma_eager && (m->sliding_window > 0 || m->attn_logit_softcap > 0)) ||
-         model_is_moe(m)))
+         (model_is_moe(m) && m->mla)))
         return false;
     /* Phi-3's fused projections: Hugging Face code only (the native block has its own) */
     if (m->hf_fused_qkv && layout_impl_of(l) != IMPL_HF) return false;
-    /* partial rotary: Phi-3's apply_rotary_pos_emb only (Llama's rotates the whole head) */
-    if (m->rotary_fraction < 1 && !m->hf_fused_qkv) return false;
+    /* the layer forms beyond Llama's (alloc_step_forms.c): Hugging Face code, SDPA when there
+     * is dropout; the others' op lists are not listed */
+    dims form = {.rf = m->rotary_fraction};
+    if (alloc_step_form_of(m, &form) != 0) return false;
+    bool formed = form.block != ALLOC_BLOCK_LLAMA || form.norm_form != ALLOC_NORM_LLAMA ||
+                  form.qk_full || form.qk_wfull || form.drop || form.rope32 || form.plain;
+    if (formed && (layout_impl_of(l) != IMPL_HF || (form.drop && eager))) return false;
+    /* partial rotary: Phi-3's apply_rotary_pos_emb and StableLM's only (Llama's rotates the
+     * whole head) */
+    if (m->rotary_fraction < 1 && !m->hf_fused_qkv && !form.rope_part) return false;
     /* Gemma 2/3 (sandwich GemmaRMSNorms; the attention soft-cap is a keyword SDPA ignores,
      * bench/results/gemma19_2026-11-29): Hugging Face code only */
     bool gemma = m->sandwich_norm && m->norm_fp32_scale;
@@ -70,14 +81,8 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
         (m->router_scoring != MODEL_ROUTER_SOFTMAX || m->router_groups > 1 || m->router_bias ||
          m->norm_topk_prob || m->shared_experts <= 0 || m->shared_ffn != m->expert_ffn))
         return false;
-    if (m->dropout || m->learned_positions || m->activation != MODEL_ACT_SWIGLU ||
-        m->attention_sinks || m->ffn <= 0)
-        return false;
-    /* layers whose op list is not the replay's (model.h, arch24): LayerNorm, parallel blocks,
-     * norms after the sublayers, q/k norms over the whole projection, biased MLPs, a biased
-     * head, an activation with weights */
-    if (m->norm != MODEL_NORM_RMS || m->parallel_block || m->post_norm || m->qk_norm_full ||
-        m->mlp_bias || m->lm_head_bias || m->act_params > 0)
+    if ((m->dropout && !form.drop) || m->learned_positions ||
+        (m->activation != MODEL_ACT_SWIGLU && !form.plain) || m->attention_sinks || m->ffn <= 0)
         return false;
     /* MoE: Hugging Face's softmax-routed blocks in every layer, experts alone (Qwen3-MoE,
      * Mixtral; alloc_step_moe.c) or with Qwen2-MoE's one sigmoid-gated shared expert

@@ -43,7 +43,25 @@ typedef struct {
     double rq, rkv, rr, vd, sf;         /* q/kv lora ranks (rq 0: q_proj), rope dim, v dim */
     int dense_first, nlpd;
     double lpd[MAX_LAYER_PARAMS];
+    /* Layer forms beyond Llama's (alloc_step_forms.c, transformers 5.17.0): the norm's code,
+     * the block's shape, q/k norms over the whole projection, biases, a plain MLP, dropout */
+    int norm_form;                      /* ALLOC_NORM_* */
+    int block;                          /* ALLOC_BLOCK_* */
+    bool ln_bias;                       /* nn.LayerNorm's bias (a parameter of h) */
+    bool qk_full;                       /* q/k norms over [T, q] and [T, kv] (OLMo 2, OLMoE) */
+    bool qk_wfull;                      /* q/k norm weights of q and kv (Cohere's per head) */
+    bool plain;                         /* c_fc, GELU, c_proj (StarCoder2) */
+    bool mlp_bias, drop, drop_emb;      /* MLP biases; residual and embedding dropout */
+    bool rope32, rope_part;             /* Cohere's fp32 interleaved RoPE; StableLM's partial */
+    bool logit_scale;                   /* Cohere: logits * logit_scale, a [T, V] bf16 copy */
+    int norms;                          /* the layer's norms (1: a parallel block's shared one) */
+    bool neox;                          /* GPT-NeoX's fused query_key_value, norms registered first */
+    bool nope2, nope_l;                 /* Cohere2: the full-attention layers apply no RoPE;
+                                         * this layer is one */
 } dims;
+
+enum { ALLOC_NORM_LLAMA = 0, ALLOC_NORM_FP32W, ALLOC_NORM_LN, ALLOC_NORM_COHERE };
+enum { ALLOC_BLOCK_LLAMA = 0, ALLOC_BLOCK_SEQ, ALLOC_BLOCK_PARALLEL, ALLOC_BLOCK_POST };
 
 typedef struct {
     int h[MAX_SAVED];
@@ -169,7 +187,21 @@ int alloc_step_gptoss_norm_bwd(ctx *c, double rows, double width, int g);
 int alloc_step_gptoss_layer_fwd(ctx *c, const dims *d, saved *sv);
 int alloc_step_gptoss_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
 
-/* Hugging Face Phi-3's decoder layer (alloc_step_phi3.c) */
+/* Layer forms (alloc_step_forms.c): the form of m's layers (0 on success, -1 where
+ * transformers' op list for it is not listed), one layer's parameters in registration order,
+ * the norms of another code than Llama's (called by alloc_step_norm_fwd/bwd; g -1: the
+ * gradient is not consumed), RoPE other than Llama's, and a decoder layer of a form's block */
+int alloc_step_form_of(const model_spec *m, dims *d);
+void alloc_step_layer_params(dims *d);
+int alloc_step_form_norm_fwd(ctx *c, const dims *d, double rows, double width, saved *sv);
+int alloc_step_form_norm_bwd(ctx *c, const dims *d, double rows, double width, int g);
+int alloc_step_form_rope_fwd(ctx *c, const dims *d, double w);
+int alloc_step_form_layer_fwd(ctx *c, const dims *d, int x, saved *sv);
+int alloc_step_form_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
+
+/* Hugging Face Phi-3's decoder layer (alloc_step_phi3.c); its RoPE of the first rf of each head
+ * of a [T, width] projection, then the cat with the rest (StableLM's and GPT-NeoX's too) */
+int alloc_step_partial_rope_fwd(ctx *c, const dims *d, double width);
 int alloc_step_phi3_layer_fwd(ctx *c, const dims *d, saved *sv);
 int alloc_step_phi3_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
 

@@ -20,8 +20,9 @@
 
 /* Phi-3's rotary embedding of a [T, w] slice: on its first rf x w columns (q_rot, a view)
  * q_rot * cos, rotate_half's neg and cat, rotate_half(q_rot) * sin, their sum; then the cat with
- * the pass-through part (empty at rf = 1, Phi-4-mini's last quarter at 0.75): a full-width copy. */
-static int phi3_rope_fwd(ctx *c, const dims *d, double width)
+ * the pass-through part (empty at rf = 1, Phi-4-mini's last quarter at 0.75): a full-width copy.
+ * StableLM's and GPT-NeoX's RoPE is the same (alloc_step_forms.c). */
+int alloc_step_partial_rope_fwd(ctx *c, const dims *d, double width)
 {
     double t = d->T, w = width * d->rf;
     int xc = A(c, 2.0 * t * w);
@@ -43,7 +44,7 @@ int alloc_step_phi3_layer_fwd(ctx *c, const dims *d, saved *sv)
     double t = d->T, h = d->h, q = d->q, kv = d->kv, f = d->f;
     int n1 = alloc_step_norm_fwd(c, d, t, h, sv);
     int qkv = A(c, 2.0 * t * (q + 2.0 * kv));
-    int qe = phi3_rope_fwd(c, d, q), ke = phi3_rope_fwd(c, d, kv);
+    int qe = alloc_step_partial_rope_fwd(c, d, q), ke = alloc_step_partial_rope_fwd(c, d, kv);
     int mb = d->lmask ? alloc_step_mask_sdpa(c, d) : -1;
     int out = A(c, 2.0 * t * q), lse = A(c, 4.0 * t * d->a);
     int cc = A(c, 2.0 * t * q); /* the transpose's contiguous copy, o_proj's input */

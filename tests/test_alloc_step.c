@@ -318,6 +318,39 @@ static void test_qwen2_moe(void **state)
     assert_false(alloc_step_covered(&m, &t, &l));
 }
 
+/* replay25: the layer forms beyond Llama's (alloc_step_forms.c) against the ordinary runs of
+ * bench/results/ho24_2026-11-29/first/a and ho24b_2026-11-29/first/a (one H200, transformers
+ * 5.17.0), peak_reserved_bytes and peak_allocated_bytes in GiB: Command-R (CohereLayerNorm,
+ * parallel block, logit scale), OLMo 2 (post-norms, q/k norms over the projection), StarCoder2
+ * (LayerNorm, biases, plain MLP, dropout), StableLM 2 (LayerNorm, q/k/v biases, partial RoPE),
+ * OLMoE (q/k norms over the projection, MoE; with eager attention too). Before them each fell
+ * outside the replay. */
+static void test_forms(void **state)
+{
+    (void)state;
+    mla_run("command-r-35b", 2048, 1, false, 3, 101.684, 85.063);
+    mla_run("command-r-35b", 4096, 1, true, 4, 120.877, 100.376);
+    mla_run("olmo2-7b", 4096, 2, false, 8, 66.070, 54.776);
+    mla_run("olmo2-7b", 8192, 1, false, 6, 55.822, 46.164);
+    mla_run("olmo2-7b", 2048, 4, false, 10, 76.213, 63.390);
+    mla_run("starcoder2-7b", 4096, 2, false, 6, 45.389, 32.777);
+    mla_run("starcoder2-7b", 8192, 1, true, 8, 48.156, 40.889);
+    mla_run("starcoder2-7b", 4096, 4, false, 4, 44.043, 35.110);
+    mla_run("stablelm-2-1.6b", 4096, 4, false, 0, 77.211, 67.761);
+    mla_run("olmoe-1b-7b", 4096, 1, true, 12, 99.320, 97.685);
+    mla_run("olmoe-1b-7b", 8192, 2, false, 4, 54.615, 43.508);
+    /* ho24b-olmoe-L6-s2k-b4-eager: transformers' eager attention around the MoE block */
+    model_spec m;
+    training_spec t;
+    layout l;
+    spec_cut("olmoe-1b-7b", 2048, 4, false, 6, false, &m, &t, &l);
+    t.attention = ATTENTION_UNFUSED;
+    alloc_step_reserved r;
+    assert_int_equal(alloc_step_replay(&m, &t, &l, 0, &r), 0);
+    assert_true(fabs(r.peak_allocated_bytes / GIB - 54.016) < 0.1);
+    assert_true(fabs(r.peak_bytes / GIB / 68.068 - 1) < 0.04);
+}
+
 static void test_mla(void **state)
 {
     (void)state;
@@ -666,6 +699,7 @@ int main(void)
         cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_qwen2_moe),
+        cmocka_unit_test(test_forms),
         cmocka_unit_test(test_mla),
         cmocka_unit_test(test_capacity),
         cmocka_unit_test(test_eager_attention),
