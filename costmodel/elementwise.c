@@ -8,14 +8,7 @@
  * The eager list, op by op (transformers modeling_llama.py; PyTorch tools/autograd/
  * derivatives.yaml entries _to_copy, pow.Tensor_Scalar, mean.dim, rsqrt, mul.Tensor, neg,
  * slice.Tensor, cat, view, silu, _log_softmax, nll_loss_forward, and FunctionsManual.cpp):
- *   LlamaRMSNorm forward: x.to(fp32) 6, pow(2) 8, mean(-1) 4, var + eps and rsqrt [T,1],
- *     x * rsqrt 8, .to(bf16) 6, weight * x 4: 36 bytes per element.
- *   Its backward: mul.Tensor -> grad * weight 4 and grad * x 6 summed to [h] 2 (the engine's
- *     sum_to for the broadcast weight); _to_copy_backward -> bf16 to fp32 6; mul -> grad * rstd 8
- *     and grad * x 12 summed to [T,1] 4; rsqrt: -0.5 * grad * result.pow(3) on [T,1];
- *     mean_backward: grad.expand(...) / h materialised 4; pow_backward: grad * (2 *
- *     self.pow(1)): pow(1) is a copy (Pow.cpp pow_Tensor_Scalar_out) 8, 2 * x 8, grad * 12;
- *     the two fp32 gradients of x accumulate 12; _to_copy_backward -> fp32 to bf16 6: 92 bytes.
+ *   LlamaRMSNorm: 36 bytes per element forward, 92 backward (elementwise_norm.c).
  *   RoPE q * cos + rotate_half(q) * sin, per element of q (or k): q * cos 4, neg(x2) 2 (half
  *     the width), cat 4, * sin 4, add 6 = 20. Backward: grad * sin and grad * cos 4 each, cat
  *     backward is views, neg 2, slice_backward_wrapper (FunctionsManual.cpp) -> zeros of the
@@ -451,6 +444,9 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
         ew_rms_norm(f, b, tr, h, h, norms, false);
         if (m->qk_norm) /* q and k: mean width */
             ew_rms_norm(f, b, tokens, (qw + kw) / 2.0, qk, 2, true);
+    } else if (ew_cohere_norm(m, l)) { /* CohereLayerNorm's fp32 ops (elementwise_norm.c) */
+        ew_cohere_layer_norm(f, b, tr, h, h, norms, false);
+        if (m->qk_norm) ew_cohere_layer_norm(f, b, tokens, (qw + kw) / 2.0, qk, 2, true);
     } else {
         add(f, "layernorm", 4 * tr * h, norms, lump(4 * tr * h));
         add(b, "layernorm.bwd", 8 * tr * h, norms, lump(8 * tr * h));
@@ -563,6 +559,8 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
         ew_gemma_rms_norm(f, b, tr, m->hidden, m->hidden, 1, false);
     } else if (m->norm == MODEL_NORM_RMS) {
         ew_rms_norm(f, b, tr, m->hidden, m->hidden, 1, false);
+    } else if (ew_cohere_norm(m, l)) {
+        ew_cohere_layer_norm(f, b, tr, m->hidden, m->hidden, 1, false);
     } else {
         add(f, "layernorm", 4 * tr * m->hidden, 1, lump(4 * tr * m->hidden));
         add(b, "layernorm.bwd", 8 * tr * m->hidden, 1, lump(8 * tr * m->hidden));
@@ -608,6 +606,9 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
     if (granite && m->embedding_multiplier > 0)
         add(f, "embed.mul", 4 * tr * m->hidden, 1, vec(2, 2, 0, tr * m->hidden));
     if (granite && m->logits_scaling > 0) add(f, "logits.div", 4 * e, 1, vec(2, 2, 0, e));
+    /* Cohere's logits * logit_scale (modeling_cohere.py CohereForCausalLM.forward), the same */
+    bool cohere = ew_cohere_norm(m, l);
+    if (cohere) add(f, "logits.mul_scale", 4 * e, 1, vec(2, 2, 0, e));
     add(f, "loss.to_fp32", 6 * e, 1, contig(EW_UNROLLED, 4, 2, 0, e));
     add(f, "loss.log_softmax", 8 * e, 1, reduce(EW_SOFTMAX_FWD, 4, 4, tokens, v));
     add(b, "loss.bwd.zeros", 4 * e, 1, vec(4, 0, 0, e));
@@ -623,6 +624,7 @@ void elementwise_head(const model_spec *m, const layout *l, double tokens, eleme
         add(b, "softcap.bwd.div", 4 * e, 1, vec(2, 2, 0, e));
     }
     if (granite && m->logits_scaling > 0) add(b, "logits.bwd.div", 4 * e, 1, vec(2, 2, 0, e));
+    if (cohere) add(b, "logits.bwd.mul_scale", 4 * e, 1, vec(2, 2, 0, e));
     if (granite && m->embedding_multiplier > 0)
         add(b, "embed.bwd.mul", 4 * tr * m->hidden, 1, vec(2, 2, 0, tr * m->hidden));
 }

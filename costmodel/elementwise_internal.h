@@ -82,4 +82,10 @@ void ew_rms_norm(pass f, pass b, double t, double w, double nw, int count, bool 
  * cast back (elementwise_norm.c). */
 void ew_gemma_rms_norm(pass f, pass b, double t, double w, double nw, int count, bool qk);
 
+/* CohereLayerNorm (Command-R, Command-R7B): a LayerNorm without bias in fp32 eager ops
+ * (elementwise_norm.c). */
+void ew_cohere_layer_norm(pass f, pass b, double t, double w, double nw, int count, bool qk);
+/* Whether m's norms are CohereLayerNorm run eagerly (Hugging Face code, not compiled). */
+bool ew_cohere_norm(const model_spec *m, const layout *l);
+
 #endif
