@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exact_model.h"
 #include "precision.h"
 #include "precision_choice.h"
 #include "recompute_modules.h"
@@ -99,7 +100,7 @@ enum {
     OPT_RECOMPUTE_MODULES, OPT_BF16_OPT_STATES, OPT_TE_CROSS_ENTROPY, OPT_CUDA_GRAPH_FULL,
     OPT_CUDA_GRAPH_ATTN, OPT_NO_ROPE_FUSION, OPT_SHARD_GRADS, OPT_RMS_NORM_UNFUSED, OPT_MOE_EXPERT_PADDING, OPT_MOE_DISPATCHER_SMS, OPT_RANK_ORDER, OPT_CP_ROTATE,
     OPT_COMPILE_COMPONENTS,
-    OPT_CUDA_GRAPHS, OPT_NO_CUDA_GRAPHS,
+    OPT_CUDA_GRAPHS, OPT_NO_CUDA_GRAPHS, OPT_EXACT_MODEL,
 };
 
 static const struct option long_opts[] = {
@@ -185,6 +186,7 @@ static const struct option long_opts[] = {
     {"optimizer-offload-fraction", required_argument, NULL, OPT_OPT_OFFLOAD_FRACTION},
     {"activation-offload", no_argument, NULL, OPT_ACT_OFFLOAD},
     {"activation-offload-layers", required_argument, NULL, OPT_ACT_OFFLOAD_LAYERS},
+    {"exact-model", no_argument, NULL, OPT_EXACT_MODEL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -315,6 +317,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
             else
                 l->loss_eager = !strcmp(optarg, "model");
             break;
+        case OPT_EXACT_MODEL: o->exact_model = true; break;
         case OPT_OFFLOAD: l->offload = true; break;
         case OPT_NO_OVERLAP:
             /* the layout's overlap knobs off, and the search keeps them off */
@@ -569,11 +572,23 @@ int cli_apply_system_knobs(cli_nvls nvls, double power_limit_w, system_spec *sys
     return 0;
 }
 
+int cli_exact_model_check(const cli_options *o, const model_spec *m)
+{
+    layout_framework fw = o->layout.framework;
+    if (!o->exact_model || exact_model_builds(fw, m)) return 0;
+    char how[96], msg[1024];
+    if (o->framework_given) snprintf(how, sizeof how, "--framework %s", layout_framework_name(fw));
+    else snprintf(how, sizeof how, "%s (the default framework here)", layout_framework_name(fw));
+    exact_model_refusal(fw, m, how, msg, sizeof msg);
+    return cli_error(msg);
+}
+
 int cli_estimate(const cli_options *o, model_spec *m, system_spec *sys, layout *l, estimate *e)
 {
     int rc;
     if ((rc = cli_layout(o, l))) return rc;
     if ((rc = cli_load_specs(o, m, sys))) return rc;
+    if ((rc = cli_exact_model_check(o, m))) return rc;
     char err[CM_ERRLEN];
     if (layout_check(m, sys, &o->training, l, o->gpus, err, sizeof err) != CM_OK ||
         estimate_layout(m, sys, &o->training, l, e, err, sizeof err) != CM_OK)

@@ -54,6 +54,8 @@ typedef struct {
     bool gemm_headroom_bubble; /* --gemm-headroom bubble (plan estimate's default): from the
                                   pipeline bubble's idle time alone */
     bool gemm_headroom_given; /* --gemm-headroom was on the command line */
+    bool exact_model;         /* --exact-model: only frameworks whose own model code builds the
+                                 model as it is (planner/exact_model.h) */
     /* the shared options given, by long name (the first CLI_MAX_GIVEN; a command's own options
      * are not listed): cli_given_other */
     const char *given[CLI_MAX_GIVEN];
@@ -136,6 +138,12 @@ unsigned cli_precision_mask(const cli_options *o, const system_spec *sys);
 /* The commands of one layout (estimate, simulate, measure): --precision auto is refused with
  * the reason (prints the line, returns CLI_EXIT_USAGE); 0 otherwise. */
 int cli_one_layout_precision(const cli_options *o);
+
+/* --exact-model with one framework (--framework, or a one-layout command's default):
+ * prints the error line (what the framework lacks; drop --exact-model or pick another
+ * framework) and returns CLI_EXIT_USAGE when that framework's own model code cannot build m;
+ * 0 when it can or the flag was not given. */
+int cli_exact_model_check(const cli_options *o, const model_spec *m);
 
 /* Print "plan: error: <msg>" on stderr and return CLI_EXIT_USAGE. */
 int cli_error(const char *msg);

@@ -17,6 +17,7 @@
 #include "bench_csv.h"
 #include "cli.h"
 #include "cli_number.h"
+#include "exact_model.h"
 #include "commands.h"
 #include "layout_codec.h"
 #include "sweep_file.h"
@@ -145,6 +146,9 @@ typedef struct {
     bool precision_pinned;
     bool precision_any; /* --precision any: auto's formats and NVFP4 */
     layout_precision precision;
+    /* --exact-model: a model's rows only for the frameworks whose own code builds it as it is
+     * (exact_model.h); the others' rows are left out, one stderr line each */
+    bool exact_model;
 } sweep;
 
 /* The search's precisions on sys for the sweep's --precision; a pinned format that none of
@@ -166,6 +170,27 @@ static int sweep_precisions(const sweep *sw, const system_spec *sys, const bool 
         }
     }
     return cli_error(err);
+}
+
+/* --exact-model: some framework of the sweep must build m as it is, else the model would have
+ * no row: the error names the first framework asked and what it lacks. 0 otherwise. */
+static int exact_model_some(const sweep *sw, const bool *frameworks, const model_spec *m)
+{
+    if (!sw->exact_model) return 0;
+    int first = -1;
+    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
+        if (!frameworks[fw]) continue;
+        if (exact_model_builds((layout_framework)fw, m)) return 0;
+        if (first < 0) first = fw;
+    }
+    char why[1024], msg[1400];
+    exact_model_reason((layout_framework)first, m, why, sizeof why);
+    snprintf(msg, sizeof msg,
+             "--exact-model: no framework of --frameworks builds %s as it is (%s: %s); drop "
+             "--exact-model, add fsdp2 to --frameworks (it runs the model's own code), or "
+             "leave the model out",
+             m->display, layout_framework_name((layout_framework)first), why);
+    return cli_error(msg);
 }
 
 static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
@@ -201,6 +226,11 @@ static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
             search_result_free(r);
             return cli_error(err);
         }
+        int erc = exact_model_some(sw, frameworks, &m);
+        if (erc) {
+            search_result_free(r);
+            return erc;
+        }
     }
     bench_csv_write_header(out);
     for (int s = 0; s < sw->systems.n && !interrupted; s++) {
@@ -218,7 +248,8 @@ static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
                 return cli_error(err);
             }
             for (int g = 0; g < sw->ngpus && !interrupted; g++) {
-                search_options o = {.gpus = sw->gpus[g], .keep = 1};
+                search_options o = {.gpus = sw->gpus[g], .keep = 1,
+                                    .exact_model = sw->exact_model};
                 for (int f = 0; f < sw->frameworks.n; f++) {
                     layout_framework fw;
                     if (layout_parse_framework(sw->frameworks.items[f], &fw)) /* checked when read */
@@ -236,6 +267,13 @@ static int run_sweep(const sweep *sw, FILE *out, measure_local *ml)
                 done++;
                 fprintf(stderr, "[%ld/%ld] %s on %d x %s: %ld layouts, %ld fit\n", done, total,
                         m.name, o.gpus, sys.name, r->evaluated, r->feasible);
+                for (int fw = 0; fw < LAYOUT_NFRAMEWORKS && s == 0 && g == 0; fw++) {
+                    char why[1024];
+                    if (r->excluded[fw] &&
+                        exact_model_reason((layout_framework)fw, &m, why, sizeof why))
+                        fprintf(stderr, "bench: %s: no rows for %s (--exact-model): %s\n",
+                                m.name, layout_framework_name((layout_framework)fw), why);
+                }
                 for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
                     if (!o.frameworks[fw]) continue;
                     bool any = false;
@@ -506,7 +544,8 @@ static int guide(FILE *out, const sweep *sw, const char *system)
         for (int g = 0; g < 3 && !interrupted; g++) {
             /* issue 19: torchtitan beside the guide's two */
             search_options o = {.gpus = cases[c].gpus[g], .keep = 1,
-                                .frameworks = {true, true, true}, .precisions = mask};
+                                .frameworks = {true, true, true}, .precisions = mask,
+                                .exact_model = sw->exact_model};
             if (search_run(&m, &sys, t, &o, r, err, sizeof err) != CM_OK) {
                 search_result_free(r);
                 return cli_error(err);
@@ -550,7 +589,7 @@ static void usage(void)
 {
     printf("usage: plan bench --models 3b,7b,30b --gpus 8,32,64 [--systems h100,h200]\n"
            "                  [--frameworks fsdp2,megatron,torchtitan] [--seq N] [--gbs N] [--measure]\n"
-           "                  [--precision auto|bf16|fp8|mxfp8|nvfp4] [-o results.csv]\n"
+           "                  [--precision auto|bf16|fp8|mxfp8|nvfp4] [--exact-model] [-o results.csv]\n"
            "       plan bench --sweep sweep.json [-o results.csv]\n"
            "       plan bench --compare A.csv B.csv\n"
            "       plan bench --preset guide [--system h100] [-o guide.csv]\n"
@@ -563,7 +602,11 @@ static void usage(void)
            "the 8-bit formats each system's GPU supports (FP8 on Hopper, also MXFP8 on\n"
            "Blackwell, bf16 alone without FP8), as plan does; any adds NVFP4 where the GPU\n"
            "has it; the column precision says which each row runs; a format pins it\n"
-           "(--precision bf16: the bf16 sweep). The guide preset takes it too.\n");
+           "(--precision bf16: the bf16 sweep). The guide preset takes it too.\n"
+           "--exact-model: a model's rows only for the frameworks whose own model code builds\n"
+           "it as it is (FSDP2 always; Megatron-LM and torchtitan unless they lack one of its\n"
+           "forms); each framework left out is one stderr line per model, no CSV row (the\n"
+           "columns are unchanged); a model that no framework asked builds is an error.\n");
 }
 
 int cmd_bench(int argc, char **argv)
@@ -578,6 +621,7 @@ int cmd_bench(int argc, char **argv)
         {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
         {"calibration", required_argument, NULL, 'C'},
         {"precision", required_argument, NULL, 'P'},
+        {"exact-model", no_argument, NULL, 'X'},
         {NULL, 0, NULL, 0},
     };
     sweep sw;
@@ -615,6 +659,7 @@ int cmd_bench(int argc, char **argv)
         case 'c': do_compare = true; break;
         case 'p': preset = optarg; break;
         case 'M': measure = true; break;
+        case 'X': sw.exact_model = true; break;
         case 'o': out_path = optarg; break;
         case 'C': sw.calibration = optarg; break;
         case 'P':

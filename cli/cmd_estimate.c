@@ -14,6 +14,8 @@ static void usage(void)
 {
     printf("usage: plan estimate --model M [--gpus N] [layout] [options]\n"
            "  --framework fsdp2|megatron|torchtitan (default megatron)\n"
+           "  --exact-model        refuse the framework (error, exit 2) when its own model code\n"
+           "                       cannot build the model as it is (plan --help)\n"
            "  --pp-schedule 1F1B|Interleaved1F1B|GPipe|ZBVZeroBubble|DualPipeV (torchtitan;\n"
            "                       default 1F1B, Interleaved1F1B with --vpp > 1)\n"
            "  --async-tp           torchtitan async TP (needs --compile, --tp > 1, SP)\n"

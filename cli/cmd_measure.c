@@ -217,6 +217,7 @@ int cmd_measure(int argc, char **argv)
     model_spec m;
     system_spec sys;
     if ((rc = cli_load_specs(&o, &m, &sys))) return rc;
+    if ((rc = cli_exact_model_check(&o, &m))) return rc; /* as plan estimate */
     char err[CM_ERRLEN];
     if (layout_check(&m, &sys, &o.training, &l, o.gpus, err, sizeof err) != CM_OK)
         return cli_error(err);

@@ -357,6 +357,10 @@ int cmd_refine(int argc, char **argv)
     bool help;
     int rc = cli_parse_own(argc, argv, &own, &co, &help);
     if (rc) return rc;
+    if (co.exact_model) /* its plans are the top of a search by framework, not filtered */
+        return cli_error("plan refine does not take --exact-model: run plan --exact-model to "
+                         "see which frameworks build the model, then plan refine --framework "
+                         "with one of them");
     if (ro.realruns) return refine_realruns(ro.realruns, &co, ro.terms, ro.out, command);
     model_spec m;
     system_spec sys;

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "exact_model.h"
 #include "output.h"
 #include "precision.h"
 #include "precision_choice.h"
@@ -28,6 +29,11 @@ static void usage(void)
            "  --gbs N              global batch in sequences (default 1024)\n"
            "  --top N              rows in the ranked table (default 10)\n"
            "  --framework F        search only fsdp2, megatron or torchtitan (default: all three)\n"
+           "  --exact-model        search only the frameworks whose own model code builds the\n"
+           "                       model as it is: FSDP2 always (the model's code); Megatron-LM\n"
+           "                       and torchtitan unless they lack one of its forms (post-norms,\n"
+           "                       parallel blocks, LayerNorm, ...); one line says each left out.\n"
+           "                       With --framework: an error if that framework cannot build it\n"
            "  --attention flash|unfused, --no-overlap (overlap knobs off, not\n"
            "  searched), --grad-reduce-bf16\n"
            "  --expandable-segments  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: no free block\n"
@@ -192,6 +198,9 @@ int cmd_search(int argc, char **argv)
     model_spec m;
     system_spec sys;
     if ((rc = cli_load_specs(&o, &m, &sys))) return rc;
+    /* --framework X --exact-model: X must build the model as it is (without --framework the
+     * search leaves out the frameworks that cannot, and says which) */
+    if (o.framework_given && (rc = cli_exact_model_check(&o, &m))) return rc;
     search_options so = {.gpus = o.gpus, .keep = o.top < 32 ? 32 : o.top,
                          .no_overlap = o.no_overlap, .no_prune = sf.no_prune,
                          .gbs_nearest = sf.gbs_nearest, .etp_fold = sf.etp_fold,
@@ -202,7 +211,7 @@ int cmd_search(int argc, char **argv)
                          .moe_fp8_dispatch = o.layout.moe_fp8_dispatch,
                          /* the per-knob counts: printed by --search-stats, in the JSON */
                          .no_stats = !sf.stats && o.format != FORMAT_JSON,
-                         .bound_first = true};
+                         .bound_first = true, .exact_model = o.exact_model};
     /* The kept plans (at least SEARCH_SIMULATE_DEFAULT) are re-ranked by the step simulator —
      * except under a refined profile: its step terms were fitted to the closed form against
      * measured steps (plan measure --refine), so the refined closed form is the calibrated
@@ -260,6 +269,18 @@ int cmd_search(int argc, char **argv)
         /* The best plan the format can state: a trainer YAML, Megatron's flags and a Bridge
          * recipe do not hold a torchtitan layout, nor --emit torchtitan the others (issue 19);
          * the fastest plan of the frameworks the format serves */
+        /* --exact-model left out the framework whose config the format states: say why */
+        int own_fw = o.emit == EMIT_TORCHTITAN ? FRAMEWORK_TORCHTITAN
+                   : o.emit == EMIT_MEGATRON_ARGS || o.emit == EMIT_BRIDGE ? FRAMEWORK_MEGATRON
+                                                                           : -1;
+        if (own_fw >= 0 && r->excluded[own_fw]) {
+            char how[96], msg[1024];
+            snprintf(how, sizeof how, "%s (the framework --emit %s configures)",
+                     layout_framework_name((layout_framework)own_fw), emit_format_name(o.emit));
+            exact_model_refusal((layout_framework)own_fw, &m, how, msg, sizeof msg);
+            search_result_free(r);
+            return cli_error(msg);
+        }
         const estimate *pick = &r->ranked[0];
         bool found = false;
         for (int i = 0; i < r->count && !found; i++)

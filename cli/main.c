@@ -59,7 +59,10 @@ static void usage(void)
            PLAN_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         printf("  %-16s %s\n", commands[i].name, commands[i].help);
-    printf("\nplan <command> --help shows a command's options.\n");
+    printf("\nplan <command> --help shows a command's options. Among them, for search,\n"
+           "estimate, simulate, measure and bench: --exact-model keeps only the frameworks\n"
+           "whose own model code builds the model as it is (FSDP2 always; Megatron-LM and\n"
+           "torchtitan unless they lack one of its forms).\n");
 }
 
 /* Does this invocation of c need the GPU backend? Not for the answers given without GPUs. */

@@ -16,6 +16,7 @@
 #include "explain.h"
 #include "host_paced.h"
 #include "layout_codec.h"
+#include "exact_model.h"
 #include "megatron_form.h"
 #include "titan_form.h"
 #include "sim.h"
@@ -54,15 +55,12 @@ json_t *output_time_simulated_json(const estimate *e)
                      "closed_form_step_s", e->time.step_s);
 }
 
-/* What a plan's framework cannot build of the model with its own model code, as sentences
- * (megatron_form.h: Megatron-LM's GPT layer; titan_form.h: torchtitan's model classes); 0 for
- * FSDP2, which runs the model's own Hugging Face code. */
+/* What a plan's framework cannot build of the model with its own model code, as sentences:
+ * exact_model.h (0 for FSDP2, which runs the model's own Hugging Face code). */
 static int framework_form_missing(layout_framework fw, const model_spec *m,
                                   char items[][FORM_LIST_ITEM_CHARS])
 {
-    if (fw == FRAMEWORK_MEGATRON) return megatron_form_missing(m, items, FORM_LIST_MAX);
-    if (fw == FRAMEWORK_TORCHTITAN) return titan_form_missing(m, items, FORM_LIST_MAX);
-    return 0;
+    return exact_model_missing(fw, m, items);
 }
 
 /* The same joined with "; "; false when the framework builds the model's layers as they are. */
@@ -83,6 +81,22 @@ static json_t *framework_form_json(const layout *l, layout_framework fw, const m
     json_t *a = json_array();
     for (int i = 0; i < n; i++) json_array_append_new(a, json_string(items[i]));
     return a;
+}
+
+/* {"megatron": [its missing forms], ...} for the frameworks an --exact-model search left out
+ * ({} when none). */
+static json_t *exact_model_excluded_json(const search_result *r, const model_spec *m)
+{
+    json_t *x = json_object();
+    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
+        if (!r->excluded[fw]) continue;
+        char items[FORM_LIST_MAX][FORM_LIST_ITEM_CHARS];
+        int n = framework_form_missing((layout_framework)fw, m, items);
+        json_t *a = json_array();
+        for (int i = 0; i < n; i++) json_array_append_new(a, json_string(items[i]));
+        json_object_set_new(x, layout_framework_name((layout_framework)fw), a);
+    }
+    return x;
 }
 
 json_t *output_estimate_json(const estimate *e, const model_spec *m, const system_spec *sys)
@@ -238,6 +252,9 @@ json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
                                   "unchecked", (json_int_t)r->unchecked, "seconds", r->seconds,
                                   "simulated", r->simulated));
     json_object_set_new(json_object_get(o, "search"), "stats", search_stats_json(&r->stats));
+    if (r->exact_model) /* --exact-model: the frameworks left out, each with its whole list */
+        json_object_set_new(json_object_get(o, "search"), "exact_model_excluded",
+                            exact_model_excluded_json(r, m));
     return o;
 }
 
@@ -584,7 +601,11 @@ static void verdict_line(FILE *f, const search_result *r, const estimate *best, 
                          const model_spec *m)
 {
     char line[256];
-    if (r->has_best[other]) {
+    if (r->excluded[other]) {
+        fprintf(f, "%s left out (--exact-model: its own model code cannot build %s as it is, "
+                   "above)\n",
+                layout_framework_name((layout_framework)other), m->display);
+    } else if (r->has_best[other]) {
         /* Compare like with like: simulated figures when the search re-ranked both. */
         const estimate *o = &r->best[other];
         bool sim = o->simulated && best->simulated;
@@ -611,7 +632,7 @@ static void verdict_line(FILE *f, const search_result *r, const estimate *best, 
 static void output_verdict(FILE *f, const search_result *r, const estimate *best,
                            const model_spec *m)
 {
-    bool titan = r->searched[FRAMEWORK_TORCHTITAN];
+    bool titan = r->searched[FRAMEWORK_TORCHTITAN] || r->excluded[FRAMEWORK_TORCHTITAN];
     if (!titan) {
         int other = best->layout.framework == FRAMEWORK_MEGATRON ? FRAMEWORK_FSDP2
                                                                  : FRAMEWORK_MEGATRON;
@@ -624,13 +645,26 @@ static void output_verdict(FILE *f, const search_result *r, const estimate *best
                    "torchtitan); plan without --framework compares the three\n");
         return;
     }
-    fprintf(f, "\nFSDP2 vs Megatron vs torchtitan: %s is the fastest here\n",
-            layout_framework_name(best->layout.framework));
+    bool left_out = false;
+    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) left_out = left_out || r->excluded[fw];
+    fprintf(f, "\nFSDP2 vs Megatron vs torchtitan: %s is the fastest here%s\n",
+            layout_framework_name(best->layout.framework),
+            left_out ? " of the frameworks that build the model as it is (--exact-model)" : "");
     for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
-        if (fw == (int)best->layout.framework || !r->searched[fw]) continue;
+        if (fw == (int)best->layout.framework || (!r->searched[fw] && !r->excluded[fw])) continue;
         fprintf(f, "  ");
         verdict_line(f, r, best, fw, m);
     }
+}
+
+/* --exact-model: one line per framework left out, naming the first forms its code lacks. */
+static void exact_model_lines(FILE *f, const search_result *r, const model_spec *m)
+{
+    char why[FORM_LIST_MAX * (FORM_LIST_ITEM_CHARS + 2) + 256];
+    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++)
+        if (r->excluded[fw] && exact_model_reason((layout_framework)fw, m, why, sizeof why))
+            fprintf(f, "Left out (--exact-model): %s: %s\n",
+                    layout_framework_name((layout_framework)fw), why);
 }
 
 void output_plan_human(FILE *f, const search_result *r, int top, const model_spec *m,
@@ -642,6 +676,7 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
             r->gpus, sys->gpu_name, sys->gpus_per_node, t->seq_len,
             t->global_batch);
     knob_notes(f, sys);
+    exact_model_lines(f, r, m);
     fputc('\n', f);
     if (r->count == 0) {
         fprintf(f, "No layout fits.\n");

@@ -10,6 +10,8 @@
  */
 #include "precision.h"
 #include "search.h"
+
+#include "exact_model.h"
 #include "offload.h"
 
 #include "layout_codec.h"
@@ -695,7 +697,17 @@ cm_status search_run(const model_spec *m, const system_spec *sys, const training
     memset(result, 0, sizeof *result);
     result->gpus = opt->gpus;
     result->no_overlap = opt->no_overlap;
-    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) result->searched[fw] = opt->frameworks[fw];
+    /* --exact-model: the frameworks whose own model code cannot build m are not enumerated */
+    search_options o = *opt;
+    result->exact_model = opt->exact_model;
+    for (int fw = 0; fw < LAYOUT_NFRAMEWORKS; fw++) {
+        if (o.exact_model && o.frameworks[fw] && !exact_model_builds((layout_framework)fw, m)) {
+            o.frameworks[fw] = false;
+            result->excluded[fw] = true;
+        }
+        result->searched[fw] = o.frameworks[fw];
+    }
+    opt = &o;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     st = enumerate_and_evaluate(m, sys, t, opt, result, err, errlen);

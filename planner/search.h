@@ -97,6 +97,11 @@ typedef struct {
      * the closest to fitting held (estimate_cache_unfit_stop_over): the same result, counts
      * and figures (tests/test_memory_verdict.c). For tests. */
     bool unfit_memory_whole;
+    /* plan --exact-model: of the frameworks asked, search only those whose own model code
+     * builds the model as it is (exact_model.h: FSDP2 always; Megatron-LM and torchtitan when
+     * their form lists are empty); the others are left out and search_result.excluded says
+     * which. false: every framework asked is searched, whatever it lacks. */
+    bool exact_model;
 } search_options;
 
 /* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */
@@ -112,6 +117,8 @@ typedef struct {
     int simulated;              /* how many of them (the first) the simulator re-ranked */
     bool no_overlap;            /* searched with the overlap knobs kept off (--no-overlap) */
     bool searched[LAYOUT_NFRAMEWORKS]; /* the frameworks this search enumerated */
+    bool exact_model;           /* searched with search_options.exact_model */
+    bool excluded[LAYOUT_NFRAMEWORKS]; /* asked, but left out by exact_model */
     estimate ranked[SEARCH_KEEP_MAX];
     bool has_best[LAYOUT_NFRAMEWORKS]; /* best feasible plan of each framework */
     estimate best[LAYOUT_NFRAMEWORKS];
