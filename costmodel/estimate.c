@@ -227,14 +227,27 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
             s.fsdp_contention_s += c * (x->fsdp_contention_fwd_s + x->fsdp_contention_bwd_s);
             s.fsdp_raw_s += c * x->reduce_s;
         } else if (layout_grads_sharded(l)) {
-            /* One unit prefetched ahead: a layer's gather hides behind the previous layer's
-             * compute; the reduce-scatter behind the next layer's backward. */
+            /* the prefetched traffic's exposure in layer order, below */
             double ag_bwd = l->reshard_after_forward ? x->gather_s : 0;
-            s.fsdp_s += c * (fmax(0, x->gather_s - x->fwd_s) +
-                             fmax(0, ag_bwd + x->reduce_s - (x->bwd_s + rf * x->recompute_s)) +
-                             x->fsdp_contention_fwd_s + x->fsdp_contention_bwd_s);
+            s.fsdp_s += c * (x->fsdp_contention_fwd_s + x->fsdp_contention_bwd_s);
             s.fsdp_contention_s += c * (x->fsdp_contention_fwd_s + x->fsdp_contention_bwd_s);
             s.fsdp_raw_s += c * (x->gather_s + ag_bwd + x->reduce_s);
+        }
+    }
+    /* One unit prefetched ahead, in layer order: layer j's gather hides behind layer j-1's
+     * forward; layer j's backward hides layer j-1's gather and layer j+1's reduce-scatter. At
+     * the ends a layer pairs with its own traffic, so uniform layers give count x (gather -
+     * fwd) and count x (gather + reduce - bwd); a dense first layer before MoE ones (GLM-4.5,
+     * DeepSeek-V3) hides the first MoE layer's gather and reduce-scatter behind its own, shorter
+     * compute (bench/results/hfmoe2r25_2026-11-29). */
+    if (!layout_zero2(l) && layout_grads_sharded(l)) {
+        for (int j = 0; j < n; j++) {
+            const layer_time *x = layer_kind_of(m, l, kinds, start + j);
+            const layer_time *below = j > 0 ? layer_kind_of(m, l, kinds, start + j - 1) : x;
+            const layer_time *above = j + 1 < n ? layer_kind_of(m, l, kinds, start + j + 1) : x;
+            double ag_bwd = l->reshard_after_forward ? below->gather_s : 0;
+            s.fsdp_s += fmax(0, x->gather_s - below->fwd_s) +
+                        fmax(0, ag_bwd + above->reduce_s - (x->bwd_s + rf * x->recompute_s));
         }
     }
     if (act_off > 0 && n <= 1024) {
