@@ -37,6 +37,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from native_config import native_config  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 GIB = float(1 << 30)
@@ -94,15 +97,16 @@ def config_for(rec, tmp, untie=False):
     with open(os.path.join(ROOT, rec["config"])) as f:
         cfg = json.load(f)
     name = rec["model"]
+    # bench/realruns/native_llama.py (realrun.py --impl native, parallel_run.py) builds plain
+    # Llama blocks from the config (no biases, RoPE over the whole head, no post-norms, no sliding
+    # window: SDPA with is_causal over the whole sequence, Phi-3's sliding_window 2047 too):
+    # price the model the run trained (native_config.py)
+    if rec.get("impl") == "native":
+        cfg = native_config(cfg)
+        name += "-native"
     if untie:
         cfg["tie_word_embeddings"] = False
         name += "-untied"
-    # bench/realruns/native_llama.py (realrun.py --impl native, parallel_run.py) has no sliding
-    # window: its attention is SDPA with is_causal over the whole sequence whatever the config
-    # says (Phi-3's sliding_window 2047). Price the model the run trained.
-    if rec.get("impl") == "native" and cfg.get("sliding_window"):
-        cfg["sliding_window"] = None
-        name += "-nowindow"
     if rec.get("layers") and rec["layers"] != cfg["num_hidden_layers"]:
         cfg["num_hidden_layers"] = rec["layers"]
         if "max_window_layers" in cfg:
