@@ -99,3 +99,25 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     int impl = layout_impl_of(l);
     return impl == IMPL_HF || impl == IMPL_NATIVE;
 }
+
+double alloc_step_layer_saved_bytes(const model_spec *m, const training_spec *t, const layout *l,
+                                    int layer)
+{
+    dims d;
+    if (alloc_step_dims_of(m, t, l, &d) != 0) return -1;
+    d.ckpt = false;
+    ctx c = {.a = alloc_replay_new()};
+    if (!c.a) return -1;
+    int x = A(&c, 2.0 * d.T * d.h);
+    double x_bytes = (double)alloc_replay_allocated_bytes(c.a);
+    saved sv = {.n = 0};
+    c.layer_saved = &sv;
+    int y = alloc_step_any_layer_fwd(&c, &d, layer, x, &sv);
+    F(&c, y);
+    bool kept = d.native; /* native's attention_norm saves x (alloc_step.c replay_steps) */
+    for (int i = 0; i < sv.n; i++) kept = kept || sv.h[i] == x;
+    double bytes = (double)alloc_replay_allocated_bytes(c.a) - (kept ? 0 : x_bytes);
+    release(&c, &sv);
+    alloc_replay_delete(c.a);
+    return c.fail ? -1 : bytes;
+}

@@ -11,6 +11,7 @@
  * attention do not store. The tests check the GPT identity 34sbh + 5as^2b.
  */
 #include "memory.h"
+#include "alloc_step_internal.h"
 #include "cp_allgather.h"
 #include "hf_eager_attn.h"
 #include "hf_sdpa_math.h"
@@ -284,7 +285,16 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * storage): Llama-3.1-8B and Qwen3-8B share it, Phi-3-mini keeps its own copy; the
          * native block, bench/results/sac20_2026-11-29. */
         int impl = layout_impl_of(l);
-        bool context_copy = impl == IMPL_HF ? m->hf_fused_qkv : impl != IMPL_NATIVE;
+        /* the Hugging Face layer form (alloc_step_forms.c, the allocator replay's table of
+         * forms: transformers 5.17.0's norms, blocks, q/k norms and RoPE by model type); a
+         * type it does not list keeps Llama's rules below */
+        dims form = {.rf = m->rotary_fraction};
+        if (impl != IMPL_HF || alloc_step_form_of(m, &form) != 0) form = (dims){.rf = 1};
+        /* StableLM's and GPT-NeoX's partial RoPE ends in a torch.cat, a fresh [b, heads, s, d]
+         * q, so SDPA's output is laid out so too and o_proj saves its contiguous copy, as
+         * Phi-3's (alloc_step_attn_fwd's cc; replay25: StableLM's allocated -2.5%) */
+        bool context_copy = impl == IMPL_HF ? m->hf_fused_qkv || form.rope_part
+                                            : impl != IMPL_NATIVE;
         /* eager attention saves no output of its own: PV's matmul keeps its operands, o_proj
          * the one contiguous copy (modeling_gpt_oss.py line 262) */
         if (hf_eager) context_copy = false;
@@ -316,9 +326,29 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
              * q/k norms (seen: modeling_llama.py line 66 and modeling_qwen3.py line 63 save
              * [b, s, 1] and [b, s, heads, 1] fp32 tensors, bench/results/hfsav20_2026-11-29) */
             if (m->norm == MODEL_NORM_RMS) repl += norms * 4.0;
+            /* The forms' norms, as alloc_step_forms.c lists them (memforms25):
+             * Olmo2RMSNorm (modeling_olmo2.py 61-65) keeps x * rstd in fp32 for the weight's
+             * product, not LlamaRMSNorm's bf16 copy: 2 bytes an element more. OLMo 2 applies
+             * it after the sublayers (x + norm(attn(x))), where the attention saves x itself
+             * and the MLP the sum (the base's two norm inputs and outputs, 8h, are those two
+             * and the two fp32 x copies' halves: the same count).
+             * CohereLayerNorm (modeling_cohere.py 51-65), all fp32 ops: x - mean twice (pow's
+             * and the product's), rsqrt's output and the normalised product, 12 bytes an
+             * element where the base counts the input's 2, beside rsqrt's fp32 row; and
+             * weight.float(), 4h a call.
+             * nn.LayerNorm (native_layer_norm): the input (the base's) and fp32 mean and rstd,
+             * 8 bytes a row. */
+            if (form.norm_form == ALLOC_NORM_FP32W) repl += norms * 2.0 * h;
+            if (form.norm_form == ALLOC_NORM_COHERE) repl += norms * (10.0 * h + 4.0);
+            if (form.norm_form == ALLOC_NORM_LN) repl += norms * 8.0;
             if (m->qk_norm) {
-                sharded += (m->norm_fp32_scale ? 8.0 : 6.0) * (a + kv_heads) * qk;
-                sharded += 4.0 * (a + kv_heads);
+                /* per head (a + kv rows a token), or over the whole projection (OLMo 2,
+                 * OLMoE: one row each for q and k); bytes an element as the layer norms' */
+                double e = m->norm_fp32_scale || form.norm_form == ALLOC_NORM_FP32W ? 8.0
+                           : form.norm_form == ALLOC_NORM_COHERE                    ? 12.0
+                                                                                    : 6.0;
+                sharded += e * (a + kv_heads) * qk;
+                sharded += 4.0 * (form.qk_full ? 2.0 : a + kv_heads);
             }
             /* repeat_kv's copies on the layers with an explicit mask (elementwise.h
              * elementwise_hf_repeat_kv): SDPA saves the repeated k and v, a d each, where the
@@ -336,7 +366,9 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
              * keeps 2f through gate and up, the same four f-wide tensors as the eager SwiGLU. */
             /* (Eager attention keeps no view of the fused output: repeat_kv's copy, or matmul's
              * reshape of the transposed v, is what PV saves.) */
-            if (m->hf_fused_qkv && !hf_eager) sharded += 2.0 * (a + kv_heads) * qk;
+            /* GPT-NeoX's query_key_value is chunked the same way (modeling_gpt_neox.py
+             * 206-207: SDPA saves v, a view; RoPE's cat makes q and k anew) */
+            if ((m->hf_fused_qkv || form.neox) && !hf_eager) sharded += 2.0 * (a + kv_heads) * qk;
         }
     }
     if (layout_is_pytorch(l) && layout_impl_of(l) == IMPL_NATIVE) {
