@@ -14,6 +14,7 @@
 #include "alloc_step_internal.h"
 #include "cp_allgather.h"
 #include "hf_eager_attn.h"
+#include "hf_experts.h"
 #include "hf_sdpa_math.h"
 #include "hf_xielu.h"
 #include "memory_params.h"
@@ -116,6 +117,17 @@ double memory_layer_routed_activation_bytes(const model_spec *m, const training_
          * copy keeps its expert output (the 2h above); it keeps its probability, 4 bytes: fp32,
          * as HybridEP and DeepEP require (_HybridEPManager.dispatch: token_probs.float()) */
         per_copy += 4.0 - 2.0 * h;
+    }
+    if (layout_impl_of(l) == IMPL_HF && hf_experts_applies(l) && !l->compile) {
+        /* transformers' grouped_mm experts (hf_experts.h), as the allocator replay lists them
+         * (alloc_step_moe.c, from integrations/moe.py grouped_mm_experts_forward of 5.17.0):
+         * each copy keeps the first grouped GEMM's masked [S, 2f] output, silu's and the
+         * product (8 bytes x expert_ffn: eager SwiGLU's four tensors, 2 more than the fused
+         * six above) and its int64 sort permutation, token index and inverse permutation, its
+         * fp32 routing weight and bool sentinel mask (8 + 8 + 8 + 4 + 1); per token the router
+         * keeps topk's fp32 values and int64 indices (12 a copy) and, renormalised, the row sum
+         * (4 a token) (memforms25) */
+        per_copy += 2.0 * m->expert_ffn + 41.0 + (m->norm_topk_prob ? 4.0 / m->top_k : 0);
     }
     if (l->framework == FRAMEWORK_TORCHTITAN && !l->compile) {
         /* eager torchtitan MoE (torchtitan/models/moe.py): GroupedExperts' SwiGLU saves
@@ -304,6 +316,13 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * (silu's output and w3's output), w2 its input (the product); torch
          * tools/autograd/derivatives.yaml, entries silu (self) and mul.Tensor (self, other) */
         if (!moe_layer && m->activation == MODEL_ACT_SWIGLU) sharded += 2.0 * m->ffn;
+        /* Qwen2-MoE's shared expert (alloc_step_moe.c shared_fwd: Qwen2MoeMLP, the same eager
+         * SwiGLU at its width, and sigmoid(shared_expert_gate(x)) * shared_output, whose mul
+         * saves down's [T, h] output and sigmoid's [T, 1] one) (memforms25) */
+        if (moe_layer && layout_impl_of(l) == IMPL_HF && hf_experts_applies(l) && !m->mla &&
+            m->shared_experts == 1 && !strcmp(m->hf_model_type, "qwen2_moe") &&
+            m->activation == MODEL_ACT_SWIGLU)
+            sharded += 2.0 * m->shared_ffn + 2.0 * h + 2.0;
         /* Apertus's xIELU, op by op: its mask and three more f-wide tensors (hf_xielu.h) */
         if (!moe_layer) sharded += hf_xielu_saved_bytes_per_token(m, l);
         if (layout_impl_of(l) == IMPL_HF) {

@@ -2,8 +2,8 @@
  * test_memory_forms.c — the analytic per-layer activation bytes (memory_activations.c) of the
  * Hugging Face layer forms beyond Llama's agree with the allocator replay's tensor lists
  * (alloc_step_forms.c, replay25) that memforms25 derived them from: one OLMo 2 and one
- * Command-R layer counted by hand, and every listed family against the replay's own saved set
- * (alloc_step_layer_saved_bytes).
+ * Command-R layer counted by hand, and every listed family (and the HF MoE blocks of
+ * alloc_step_moe.c) against the replay's own saved set (alloc_step_layer_saved_bytes).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -66,7 +66,7 @@ static void test_cohere_layer(void **state)
     assert_true(fabs(memory_layer_activation_bytes(&m, &t, &l, 0) - 4096.0 * 360708) < 1);
 }
 
-/* every dense family alloc_step_forms.c lists: the analytic bytes, averaged over the layers,
+/* every family alloc_step_forms.c lists: the analytic bytes, averaged over the layers,
  * equal the replay's saved set but for CohereLayerNorm's fp32 weight copy (4h a layer) */
 static void check_family(const char *config, int layers)
 {
@@ -97,6 +97,12 @@ static void test_families(void **state)
     check_family("pythia-6.9b", 0);
     check_family("exaone4-1.2b", 0);
     check_family("seed-oss-36b", 4);
+    /* Hugging Face MoE blocks on the grouped_mm experts (alloc_step_moe.c): OLMoE's (and its
+     * q/k norms over the projection), Qwen2-MoE's gated shared expert, Qwen3-MoE's, Mixtral's */
+    check_family("olmoe-1b-7b", 4);
+    check_family("qwen1.5-moe-a2.7b", 4);
+    check_family("qwen3-30b-a3b", 4);
+    check_family("mixtral-8x7b", 2);
     check_family("llama-3.1-8b", 0);
     check_family("qwen3-0.6b", 0);
 }
