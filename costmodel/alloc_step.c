@@ -329,7 +329,7 @@ static int layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
 /* ---- the program ---- */
 
 /* Layer l's forward and backward, by the layer code; lmask: whether its SDPA takes the mask */
-static int any_layer_fwd(ctx *c, const dims *d, int l, int x, saved *sv)
+int alloc_step_any_layer_fwd(ctx *c, const dims *d, int l, int x, saved *sv)
 {
     dims dl = *d;
     dl.lmask = d->mask && model_layer_is_sliding(d->m, l);
@@ -501,7 +501,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             const double *lp = layer_lp(d, l, &nl);
             unit_unshard(c, lp, nl, bp);
             sv[l].n = 0;
-            int y = any_layer_fwd(c, d, l, x, d->ckpt ? NULL : &sv[l]);
+            int y = alloc_step_any_layer_fwd(c, d, l, x, d->ckpt ? NULL : &sv[l]);
             if (d->ckpt) ckin[l] = x;          /* the checkpoint keeps its input */
             else if (d->native) keep(c, &sv[l], x); /* attention_norm saved it */
             else if (d->block != ALLOC_BLOCK_POST && d->norm_form != ALLOC_NORM_LN) F(c, x);
@@ -584,7 +584,7 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
             unit_unshard(c, lp, nl, bp);
             if (d->ckpt) { /* recompute the layer's forward, saving */
                 sv[l].n = 0;
-                F(c, any_layer_fwd(c, d, l, ckin[l], &sv[l]));
+                F(c, alloc_step_any_layer_fwd(c, d, l, ckin[l], &sv[l]));
             }
             int wg[MAX_LAYER_PARAMS], nwg = 0;
             c->layer_saved = &sv[l];
@@ -677,11 +677,8 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
     out->peak_allocated_bytes = (double)alloc_replay_peak_allocated_bytes(a);
 }
 
-int alloc_step_replay(const model_spec *m, const training_spec *t, const layout *l,
-                      double allocator_capacity_bytes, alloc_step_reserved *out)
+int alloc_step_dims_of(const model_spec *m, const training_spec *t, const layout *l, dims *out)
 {
-    memset(out, 0, sizeof *out);
-    if (!alloc_step_covered(m, t, l) || m->layers > 512) return -1;
     dims d = {.T = (double)l->mbs * t->seq_len, .s = t->seq_len, .h = m->hidden,
               .q = model_q_dim(m), .kv = model_kv_dim(m), .hd = m->head_dim, .f = m->ffn,
               .V = m->vocab, .a = m->heads, .native = layout_impl_of(l) == IMPL_NATIVE,
@@ -719,6 +716,17 @@ int alloc_step_replay(const model_spec *m, const training_spec *t, const layout 
     d.foreach = opt == OPTIMIZER_IMPL_FOREACH;
     if (alloc_step_form_of(m, &d) != 0) return -1;
     alloc_step_layer_params(&d);
+    *out = d;
+    return 0;
+}
+
+int alloc_step_replay(const model_spec *m, const training_spec *t, const layout *l,
+                      double allocator_capacity_bytes, alloc_step_reserved *out)
+{
+    memset(out, 0, sizeof *out);
+    dims d;
+    if (!alloc_step_covered(m, t, l) || m->layers > 512 || alloc_step_dims_of(m, t, l, &d) != 0)
+        return -1;
     ctx c = {.a = alloc_replay_new()};
     if (!c.a) return -1;
     if (allocator_capacity_bytes > 0)

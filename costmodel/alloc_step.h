@@ -60,6 +60,13 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
 int alloc_step_replay(const model_spec *m, const training_spec *t, const layout *l,
                       double allocator_capacity_bytes, alloc_step_reserved *out);
 
+/* The bytes layer `layer`'s forward leaves saved for its backward in the replay's list (its
+ * input counted where the layer keeps it; its output not), for l's micro-batch on one GPU and
+ * the layer form alloc_step_form_of gives m, whatever else l is; -1 where the form is not
+ * listed. The tests hold memory_layer_activation_bytes to it (memforms25). */
+double alloc_step_layer_saved_bytes(const model_spec *m, const training_spec *t, const layout *l,
+                                    int layer);
+
 /* Everything the replay reads of a covered layout (the memo's key, memory_memo.h): the
  * sequence, micro-batch, recompute, layer code, AdamW path, the allocator's capacity and the
  * model's shape; ints, longs and a double: no padding. */

@@ -6,7 +6,8 @@
  * blocks under torch.compile, the layer forms of alloc_step_forms.c), one GPU, bf16, no or full
  * recompute. Outside it memory.c prices
  * reserved memory without the replay. Its own file because each family added to the replay adds
- * a rule here.
+ * a rule here. Also one layer's saved bytes by the replay's list (alloc_step_layer_saved_bytes),
+ * which the tests hold memory_activations.c's analytic figure to (memforms25).
  */
 #include "alloc_step.h"
 #include "alloc_step_internal.h"
@@ -98,4 +99,26 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
         return false;
     int impl = layout_impl_of(l);
     return impl == IMPL_HF || impl == IMPL_NATIVE;
+}
+
+double alloc_step_layer_saved_bytes(const model_spec *m, const training_spec *t, const layout *l,
+                                    int layer)
+{
+    dims d;
+    if (alloc_step_dims_of(m, t, l, &d) != 0) return -1;
+    d.ckpt = false;
+    ctx c = {.a = alloc_replay_new()};
+    if (!c.a) return -1;
+    int x = A(&c, 2.0 * d.T * d.h);
+    double x_bytes = (double)alloc_replay_allocated_bytes(c.a);
+    saved sv = {.n = 0};
+    c.layer_saved = &sv;
+    int y = alloc_step_any_layer_fwd(&c, &d, layer, x, &sv);
+    F(&c, y);
+    bool kept = d.native; /* native's attention_norm saves x (alloc_step.c replay_steps) */
+    for (int i = 0; i < sv.n; i++) kept = kept || sv.h[i] == x;
+    double bytes = (double)alloc_replay_allocated_bytes(c.a) - (kept ? 0 : x_bytes);
+    release(&c, &sv);
+    alloc_replay_delete(c.a);
+    return c.fail ? -1 : bytes;
 }

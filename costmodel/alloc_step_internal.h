@@ -8,6 +8,7 @@
 #define PLAN_ALLOC_STEP_INTERNAL_H
 
 #include "alloc_replay.h"
+#include "layout.h"
 #include "model.h"
 
 #include <stdbool.h>
@@ -186,6 +187,12 @@ int alloc_step_gptoss_norm_fwd(ctx *c, double rows, double width, saved *sv);
 int alloc_step_gptoss_norm_bwd(ctx *c, double rows, double width, int g);
 int alloc_step_gptoss_layer_fwd(ctx *c, const dims *d, saved *sv);
 int alloc_step_gptoss_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg);
+
+/* The replay's dimensions of m's layers under t and l (alloc_step.c; 0, or -1 where the layer
+ * form is not listed), and layer l's forward on input x by its layer code (sv NULL: under a
+ * checkpoint's forward) */
+int alloc_step_dims_of(const model_spec *m, const training_spec *t, const layout *l, dims *out);
+int alloc_step_any_layer_fwd(ctx *c, const dims *d, int l, int x, saved *sv);
 
 /* Layer forms (alloc_step_forms.c): the form of m's layers (0 on success, -1 where
  * transformers' op list for it is not listed), one layer's parameters in registration order,

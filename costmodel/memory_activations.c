@@ -11,8 +11,10 @@
  * attention do not store. The tests check the GPT identity 34sbh + 5as^2b.
  */
 #include "memory.h"
+#include "alloc_step_internal.h"
 #include "cp_allgather.h"
 #include "hf_eager_attn.h"
+#include "hf_experts.h"
 #include "hf_sdpa_math.h"
 #include "hf_xielu.h"
 #include "memory_params.h"
@@ -115,6 +117,17 @@ double memory_layer_routed_activation_bytes(const model_spec *m, const training_
          * copy keeps its expert output (the 2h above); it keeps its probability, 4 bytes: fp32,
          * as HybridEP and DeepEP require (_HybridEPManager.dispatch: token_probs.float()) */
         per_copy += 4.0 - 2.0 * h;
+    }
+    if (layout_impl_of(l) == IMPL_HF && hf_experts_applies(l) && !l->compile) {
+        /* transformers' grouped_mm experts (hf_experts.h), as the allocator replay lists them
+         * (alloc_step_moe.c, from integrations/moe.py grouped_mm_experts_forward of 5.17.0):
+         * each copy keeps the first grouped GEMM's masked [S, 2f] output, silu's and the
+         * product (8 bytes x expert_ffn: eager SwiGLU's four tensors, 2 more than the fused
+         * six above) and its int64 sort permutation, token index and inverse permutation, its
+         * fp32 routing weight and bool sentinel mask (8 + 8 + 8 + 4 + 1); per token the router
+         * keeps topk's fp32 values and int64 indices (12 a copy) and, renormalised, the row sum
+         * (4 a token) (memforms25) */
+        per_copy += 2.0 * m->expert_ffn + 41.0 + (m->norm_topk_prob ? 4.0 / m->top_k : 0);
     }
     if (l->framework == FRAMEWORK_TORCHTITAN && !l->compile) {
         /* eager torchtitan MoE (torchtitan/models/moe.py): GroupedExperts' SwiGLU saves
@@ -284,7 +297,16 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * storage): Llama-3.1-8B and Qwen3-8B share it, Phi-3-mini keeps its own copy; the
          * native block, bench/results/sac20_2026-11-29. */
         int impl = layout_impl_of(l);
-        bool context_copy = impl == IMPL_HF ? m->hf_fused_qkv : impl != IMPL_NATIVE;
+        /* the Hugging Face layer form (alloc_step_forms.c, the allocator replay's table of
+         * forms: transformers 5.17.0's norms, blocks, q/k norms and RoPE by model type); a
+         * type it does not list keeps Llama's rules below */
+        dims form = {.rf = m->rotary_fraction};
+        if (impl != IMPL_HF || alloc_step_form_of(m, &form) != 0) form = (dims){.rf = 1};
+        /* StableLM's and GPT-NeoX's partial RoPE ends in a torch.cat, a fresh [b, heads, s, d]
+         * q, so SDPA's output is laid out so too and o_proj saves its contiguous copy, as
+         * Phi-3's (alloc_step_attn_fwd's cc; replay25: StableLM's allocated -2.5%) */
+        bool context_copy = impl == IMPL_HF ? m->hf_fused_qkv || form.rope_part
+                                            : impl != IMPL_NATIVE;
         /* eager attention saves no output of its own: PV's matmul keeps its operands, o_proj
          * the one contiguous copy (modeling_gpt_oss.py line 262) */
         if (hf_eager) context_copy = false;
@@ -294,6 +316,13 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
          * (silu's output and w3's output), w2 its input (the product); torch
          * tools/autograd/derivatives.yaml, entries silu (self) and mul.Tensor (self, other) */
         if (!moe_layer && m->activation == MODEL_ACT_SWIGLU) sharded += 2.0 * m->ffn;
+        /* Qwen2-MoE's shared expert (alloc_step_moe.c shared_fwd: Qwen2MoeMLP, the same eager
+         * SwiGLU at its width, and sigmoid(shared_expert_gate(x)) * shared_output, whose mul
+         * saves down's [T, h] output and sigmoid's [T, 1] one) (memforms25) */
+        if (moe_layer && layout_impl_of(l) == IMPL_HF && hf_experts_applies(l) && !m->mla &&
+            m->shared_experts == 1 && !strcmp(m->hf_model_type, "qwen2_moe") &&
+            m->activation == MODEL_ACT_SWIGLU)
+            sharded += 2.0 * m->shared_ffn + 2.0 * h + 2.0;
         /* Apertus's xIELU, op by op: its mask and three more f-wide tensors (hf_xielu.h) */
         if (!moe_layer) sharded += hf_xielu_saved_bytes_per_token(m, l);
         if (layout_impl_of(l) == IMPL_HF) {
@@ -316,9 +345,29 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
              * q/k norms (seen: modeling_llama.py line 66 and modeling_qwen3.py line 63 save
              * [b, s, 1] and [b, s, heads, 1] fp32 tensors, bench/results/hfsav20_2026-11-29) */
             if (m->norm == MODEL_NORM_RMS) repl += norms * 4.0;
+            /* The forms' norms, as alloc_step_forms.c lists them (memforms25):
+             * Olmo2RMSNorm (modeling_olmo2.py 61-65) keeps x * rstd in fp32 for the weight's
+             * product, not LlamaRMSNorm's bf16 copy: 2 bytes an element more. OLMo 2 applies
+             * it after the sublayers (x + norm(attn(x))), where the attention saves x itself
+             * and the MLP the sum (the base's two norm inputs and outputs, 8h, are those two
+             * and the two fp32 x copies' halves: the same count).
+             * CohereLayerNorm (modeling_cohere.py 51-65), all fp32 ops: x - mean twice (pow's
+             * and the product's), rsqrt's output and the normalised product, 12 bytes an
+             * element where the base counts the input's 2, beside rsqrt's fp32 row; and
+             * weight.float(), 4h a call.
+             * nn.LayerNorm (native_layer_norm): the input (the base's) and fp32 mean and rstd,
+             * 8 bytes a row. */
+            if (form.norm_form == ALLOC_NORM_FP32W) repl += norms * 2.0 * h;
+            if (form.norm_form == ALLOC_NORM_COHERE) repl += norms * (10.0 * h + 4.0);
+            if (form.norm_form == ALLOC_NORM_LN) repl += norms * 8.0;
             if (m->qk_norm) {
-                sharded += (m->norm_fp32_scale ? 8.0 : 6.0) * (a + kv_heads) * qk;
-                sharded += 4.0 * (a + kv_heads);
+                /* per head (a + kv rows a token), or over the whole projection (OLMo 2,
+                 * OLMoE: one row each for q and k); bytes an element as the layer norms' */
+                double e = m->norm_fp32_scale || form.norm_form == ALLOC_NORM_FP32W ? 8.0
+                           : form.norm_form == ALLOC_NORM_COHERE                    ? 12.0
+                                                                                    : 6.0;
+                sharded += e * (a + kv_heads) * qk;
+                sharded += 4.0 * (form.qk_full ? 2.0 : a + kv_heads);
             }
             /* repeat_kv's copies on the layers with an explicit mask (elementwise.h
              * elementwise_hf_repeat_kv): SDPA saves the repeated k and v, a d each, where the
@@ -336,7 +385,9 @@ double memory_layer_activation_bytes(const model_spec *m, const training_spec *t
              * keeps 2f through gate and up, the same four f-wide tensors as the eager SwiGLU. */
             /* (Eager attention keeps no view of the fused output: repeat_kv's copy, or matmul's
              * reshape of the transposed v, is what PV saves.) */
-            if (m->hf_fused_qkv && !hf_eager) sharded += 2.0 * (a + kv_heads) * qk;
+            /* GPT-NeoX's query_key_value is chunked the same way (modeling_gpt_neox.py
+             * 206-207: SDPA saves v, a view; RoPE's cat makes q and k anew) */
+            if ((m->hf_fused_qkv || form.neox) && !hf_eager) sharded += 2.0 * (a + kv_heads) * qk;
         }
     }
     if (layout_is_pytorch(l) && layout_impl_of(l) == IMPL_NATIVE) {
