@@ -65,6 +65,7 @@ static void recipe_start(builder *b, const layout *l)
     b->r->host_hides_tp = false;
     b->r->ep_overlap_slowdown = b->r->ep_overlap_comm_slowdown = 1;
     b->r->fsdp_bwd_gather = l->reshard_after_forward;
+    b->r->eager_beside_keep = 1;
     b->block = RECIPE_BLOCK_OTHER;
     if (b->items) {
         b->items->n = 0;
@@ -682,6 +683,7 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
     rb_grad_accum_op(b, t, l, memory_layer_params(m, l, moe)); /* unfused sums (grad_accum.h) */
     if (l->sharding == SHARDING_FSDP) rb_fsdp_unit(b, m, sys, t, l, moe);
     else if (layout_zero2(l)) rb_shard_grads_unit(b, t, l, memory_layer_params(m, l, moe));
+    recipe_eager_beside(r, l, items);
 
     recipe_set_recompute(sys, m, l, r, moe, false);
     if (items) {
@@ -747,6 +749,7 @@ static void fsdp_from(const model_spec *m, const system_spec *sys, const trainin
     if (r->n_ops > 0 && !strcmp(r->op[r->n_ops - 1].name, "grad_accum")) r->n_ops--;
     rb_grad_accum_op(b, t, l, memory_layer_params(m, l, moe));
     rb_fsdp_unit(b, m, sys, t, l, moe);
+    recipe_eager_beside(r, l, NULL);
     recipe_set_recompute(sys, m, l, r, moe, false);
     if (price) rb_pace_priced(sys, m, l, r, moe, price);
     else host_dispatch_pace(sys, m, l, r, true, moe);

@@ -114,6 +114,11 @@ typedef struct {
     bool recompute_sac_enter; /* set by recipe_set_recompute where sac_enter_s applies */
     recipe_block block;    /* the layer block it belongs to */
     recipe_ep_part ep_part;/* EP op: dispatch or combine */
+    double beside_s;       /* eager elementwise op of a layout over several GPUs: what its time
+                              (fwd_s or bwd_s, by its phase) holds over the same kernels priced
+                              alone (gpu.eager_elementwise_efficiency, measured beside FSDP's
+                              collectives, against _alone), as built: recipe_eager_beside
+                              keeps recipe.eager_beside_keep of it in fwd_s / bwd_s */
 } recipe_op;
 
 /* Items: what the backend launches. Forms and groups as backend/work.h's. */
@@ -176,6 +181,8 @@ typedef struct {
                                           much slower (recipe_price.c, moe_dispatch.h); 1
                                           without the overlap */
     double ep_overlap_comm_slowdown;   /* and the exchange beside the compute this much */
+    double eager_beside_keep;          /* the part of its eager ops' beside_s their times
+                                          keep (recipe_eager_beside, eager_beside.c); 1: all */
     bool fsdp_bwd_gather;              /* FSDP re-gathers the unit for its backward
                                           (reshard after forward): the backward's collectives
                                           are that gather and the reduce-scatter */
@@ -254,6 +261,15 @@ void recipe_head(const model_spec *m, const system_spec *sys, const training_spe
  * search). Read only without items. */
 void recipe_head_mtp(const model_spec *m, const system_spec *sys, const training_spec *t,
                      const layout *l, const recipe *mtp_layer, recipe *r, recipe_items *items);
+
+/* Eager kernels beside FSDP's collectives (eager_beside.c): a PyTorch layout's eager ops keep
+ * the part of their beside_s that the unit's collectives cover of the layer, relative to the
+ * step that measured the slower rate (overlap.h OVERLAP_EAGER_BESIDE_REF): r->eager_beside_keep
+ * set and each eager op's time (and its items' in `items`, NULL: none) cut to it. Nothing for
+ * Megatron, for layers without FSDP's collectives over 2 ranks or more, or beside TP, CP or EP
+ * exchanges. Idempotent; before the host's pacing reads the ops (host_dispatch.h), so that its
+ * queue runs the times the price sums, and before the recompute's items copy the forward's. */
+void recipe_eager_beside(recipe *r, const layout *l, recipe_items *items);
 
 /* The closed form's sums of r's ops (estimate.c's composition, in its order), with the host's
  * issue time as a floor under the compute (r->host_fwd_s, r->host_bwd_s). */

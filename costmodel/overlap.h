@@ -85,6 +85,19 @@ double overlap_dp_exposed_s(double bucket_s, int buckets, double window_s);
 #define OVERLAP_CONTENTION_A2A_COMPUTE 1.213
 #define OVERLAP_CONTENTION_A2A_COMM 1.522
 
+/*
+ * The share of an eager FSDP2 layer that its collectives covered in the step whose profile
+ * measured gpu.eager_elementwise_efficiency (bench/fsdp2_step.py: Llama-3.1-8B, 4 x H200,
+ * seq 4096, micro-batch 1, reshard after forward; bench/BACKEND.md "Eager elementwise
+ * kernels"), in plan's own terms: (gather + backward gather + reduce-scatter) over (forward +
+ * backward) of one decoder layer, `plan estimate --model 8b --system h200 --framework fsdp2
+ * --gpus 4 --gbs 4 --seq 4096 --mbs 1 --impl hf --ops`: (1.141 + 1.141 + 1.796) / (4.340 +
+ * 9.351) ms = 0.298. recipe_price.c keeps the slower rate's extra time of a layer's eager
+ * kernels in proportion to its own share over this one (at most all of it);
+ * tests/test_eager_beside.c checks the figure against the estimate.
+ */
+#define OVERLAP_EAGER_BESIDE_REF 0.298
+
 /* Compute of comp_s (alone) and a collective of comm_s (alone) started together on two
  * streams, each slowed while the other runs (compute by sg, the collective by sc): how long
  * each stream is busy. If the collective ends first (comm_s x sc <= comp_s x sg) the compute

@@ -98,6 +98,7 @@ int rb_op_add(builder *b, const char *name, recipe_kind kind, recipe_phase phase
     o->recompute_sac_enter = false;
     o->block = b->block;
     o->ep_part = RECIPE_EP_NONE;
+    o->beside_s = 0;
     return r->n_ops++;
 }
 
@@ -383,6 +384,8 @@ void rb_linear(builder *b, const char *name, double tokens, double out, double i
 void rb_elementwise_ops(builder *b, const elementwise_list *e, const elementwise_kernel *k,
                             int n, recipe_phase phase)
 {
+    elementwise_list alone = *e; /* the same kernels with nothing beside them */
+    alone.alone = true;
     for (int i = 0; i < n; i++) {
         double one = elementwise_kernel_s(b->sys, e, &k[i]);
         double all = k[i].count * one;
@@ -390,6 +393,9 @@ void rb_elementwise_ops(builder *b, const elementwise_list *e, const elementwise
                         RECIPE_OVERLAP_NONE, phase == RECIPE_FWD ? all : 0,
                         phase == RECIPE_BWD ? all : 0);
         if (op >= 0) {
+            if (e->eager && !e->alone)
+                b->r->op[op].beside_s =
+                    fmax(0, all - k[i].count * elementwise_kernel_s(b->sys, &alone, &k[i]));
             b->r->op[op].launches = k[i].count;
             b->r->op[op].inner_launches = k[i].inner < k[i].count ? k[i].inner : k[i].count;
         }
