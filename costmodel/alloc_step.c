@@ -708,6 +708,11 @@ int alloc_step_dims_of(const model_spec *m, const training_spec *t, const layout
         d.rf = 0.5;
     }
     d.shared_gate = d.moe && !m->mla && m->shared_experts > 0; /* Qwen2-MoE (alloc_step_cover.c) */
+    if (d.moe && strcmp(m->hf_model_type, "glm4_moe") == 0) { /* GLM-4.5 (alloc_step_moe.c) */
+        d.glm = true;
+        d.shared_gate = false;
+        d.dense_first = m->dense_first;
+    }
     if (m->mla) { /* HF's rotary table is the rope dim wide */
         d.rf = m->qk_rope_dim / (double)m->head_dim;
         d.moe = model_moe_layers(m) > 0;
@@ -778,7 +783,10 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
         k.dense_first = m->dense_first;
     }
     k.shared_ffn = (long)m->shared_ffn * m->shared_experts; /* MLA's, or Qwen2-MoE's gated one */
-    if (!m->mla && m->shared_experts > 0) k.flags |= 16384; /* (alloc_step_moe.c) */
+    if (!m->mla && m->shared_experts > 0) { /* (alloc_step_moe.c; GLM-4.5's its own) */
+        k.flags |= 16384 | (strcmp(m->hf_model_type, "glm4_moe") == 0 ? 65536 : 0);
+        k.dense_first = m->dense_first;
+    }
     k.mask = (long)(memory_hf_window_mask_share(m, t, l) * 1e6 + 0.5); /* sliding layers' share */
     dims fm = {.rf = m->rotary_fraction}; /* the layer form (alloc_step_forms.c) */
     if (alloc_step_form_of(m, &fm) == 0)

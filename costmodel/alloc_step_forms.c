@@ -60,6 +60,14 @@ void alloc_step_layer_params(dims *d)
         d->nlp = n;
         return;
     }
+    if (d->glm && d->dense_first > 0) { /* GLM-4.5's dense first layers: Glm4MoeMLP of f */
+        dims dd = *d;
+        dd.moe = dd.glm = false;
+        dd.dense_first = 0;
+        alloc_step_layer_params(&dd);
+        for (int i = 0; i < dd.nlp; i++) d->lpd[i] = dd.lp[i];
+        d->nlpd = dd.nlp;
+    }
     d->lp[n++] = d->q * d->h;
     if (!d->native && d->qkv_bias) d->lp[n++] = d->q;
     d->lp[n++] = d->kv * d->h;
@@ -76,9 +84,12 @@ void alloc_step_layer_params(dims *d)
         d->lp[n++] = d->E * 2.0 * d->ef * d->h;
         d->lp[n++] = d->E * d->h * d->ef;
         d->lp[n++] = d->E * d->h;
-        if (d->shared_gate) { /* Qwen2-MoE: shared_expert's gate, up, down; shared_expert_gate */
+        if (d->shared_gate || d->glm) { /* Qwen2-MoE: shared_expert's gate, up, down;
+                                          * shared_expert_gate. GLM-4.5 (Glm4MoeMoE.__init__,
+                                          * modeling_glm4_moe.py 389-393): experts, gate,
+                                          * shared_experts, no gate of its own */
             for (int i = 0; i < 3; i++) d->lp[n++] = d->sf * d->h;
-            d->lp[n++] = d->h;
+            if (d->shared_gate) d->lp[n++] = d->h;
         }
     } else if (d->plain) { /* c_fc, c_proj (modeling_starcoder2.py 54-55) */
         d->lp[n++] = d->f * d->h;
@@ -212,6 +223,17 @@ int alloc_step_form_of(const model_spec *m, dims *d)
         d->norm_form = ALLOC_NORM_LN;
         d->ln_bias = d->plain = d->mlp_bias = d->neox = true;
         d->rope_part = true;
+        return 0;
+    }
+    if (!strcmp(ty, "glm4_moe")) {
+        /* Llama's block and norm, biased q, k, v (modeling_glm4_moe.py 199-207); RoPE on the
+         * first partial_rotary_factor of each head, then a cat (167-182), as StableLM's;
+         * use_qk_norm: per-head RMSNorms before the transpose (209-212, 226-228), Qwen3's */
+        if (!common || m->norm != MODEL_NORM_RMS || m->parallel_block || m->post_norm ||
+            m->qk_norm_full || m->attn_out_bias || m->mlp_bias || m->dropout || !swiglu ||
+            m->sliding_window > 0)
+            return -1;
+        d->rope_part = d->rf < 1;
         return 0;
     }
     /* any other type with a form arch24 read: not listed */

@@ -37,10 +37,29 @@
  * the gate's linear ([T, h] input gradient, [1, h] weight gradient); then the experts' and the
  * router's; the shared MLP's (made first, run last), consuming its output's gradient. The
  * input's gradients are summed into the first one made (the gate's).
+ * GLM-4.5's block (transformers 5.17.0 models/glm4_moe/modeling_glm4_moe.py, the copy arch24
+ * took off the device: Glm4MoeMoE.forward 395-402, Glm4MoeTopkRouter.forward 292-317; the
+ * decoder layer's dense Glm4MoeMLP below first_k_dense_replace, 414-417):
+ *  - router, in fp32: hidden_states.type(float32) [T, h] and weight.type(float32) [E, h], both
+ *    saved by F.linear; the fp32 logits [T, E] (returned: the block's `_` holds them to its
+ *    return); sigmoid, saved; + e_score_correction_bias; the group scores (topk(2) over one
+ *    group's view, its sum), topk over the groups, zeros_like and scatter_; the mask's expand
+ *    and reshape (a copy: the view has stride 0), .bool() and ~ (bool [T, E], saved by
+ *    masked_fill while its output lives), masked_fill out of place; topk(k)'s values (dropped)
+ *    and int64 indices (saved by gather); scores.gather, fp32 [T, k]; the denominator (sum
+ *    + 1e-20) and the in-place divide (kept as Qwen3-MoE's); the product with
+ *    routed_scaling_factor, the weights the experts take; the router's locals die at its return;
+ *  - the experts as above; shared_experts(residuals) (a Glm4MoeMLP of width sf, no gate); the sum.
+ * Backward: the shared MLP's (made last), the experts', the router's: the scalar product's, the
+ * divide's two gradients and the sum's expanded one, gather's (fp32 zeros, scatter_add),
+ * sigmoid's, the fp32 linear's input and weight gradients, the casts back to bf16 (the
+ * weight's made last, run first); the input's gradients summed into the shared MLP's.
  */
 #include "alloc_step_internal.h"
 
 static int shared_fwd(ctx *c, const dims *d, saved *sv);
+static int glm_fwd(ctx *c, const dims *d, saved *sv);
+static int glm_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
 
 /* The block's output (bf16 [T, h]); the input's reference is the caller's (saved by the router's
  * linear: the caller keeps it). */
@@ -48,6 +67,7 @@ int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv)
 {
     double t = d->T, E = d->E, S = t * d->topk;
     if (d->shared_gate) return shared_fwd(c, d, sv);
+    if (d->glm) return glm_fwd(c, d, sv);
     /* router */
     int rl = A(c, 2.0 * t * E);
     int c32 = A(c, 4.0 * t * E);
@@ -130,6 +150,7 @@ int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg)
 {
     double t = d->T, h = d->h, E = d->E, k = d->topk, S = t * k;
     if (d->shared_gate) return shared_bwd(c, d, dy, wgr, nwg);
+    if (d->glm) return glm_bwd(c, d, dy, wgr, nwg);
     int gws;
     int gin = alloc_step_moe_experts_bwd(c, d, wgr, nwg, &gws);
     /* router: the divide's and sum's backward, topk's (zeros, scatter), softmax's, the cast's,
@@ -233,5 +254,98 @@ static int shared_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg)
     F(c, gin);                     /* accumulated into gx */
     int gm = alloc_step_mlp_bwd(c, &ds, gsh, true, wgr, nwg);
     F(c, gm);                      /* accumulated into gx */
+    return gx;
+}
+
+/* GLM-4.5's block (the file's header): the fp32 sigmoid router, the experts, the shared expert
+ * of width sf added to their output. */
+static int glm_fwd(ctx *c, const dims *d, saved *sv)
+{
+    double t = d->T, h = d->h, E = d->E, S = t * d->topk;
+    /* Glm4MoeTopkRouter.forward */
+    int x32 = A(c, 4.0 * t * h); /* hidden_states.type(float32), saved by F.linear */
+    int w32 = A(c, 4.0 * E * h); /* weight.type(float32), saved */
+    int lg = A(c, 4.0 * t * E);  /* router_logits: the block's `_` holds it to its return */
+    int sc = A(c, 4.0 * t * E);  /* sigmoid, saved */
+    int sfc = A(c, 4.0 * t * E); /* + e_score_correction_bias */
+    int gv = A(c, 8.0 * t), gi = A(c, 16.0 * t); /* group topk(2) over [T, 1, E/1] */
+    int gs = A(c, 4.0 * t);
+    F(c, gv);
+    F(c, gi);
+    int g1v = A(c, 4.0 * t), g1i = A(c, 8.0 * t); /* topk over the groups */
+    F(c, g1v);
+    int gm = A(c, 4.0 * t);      /* zeros_like(group_scores), scatter_ in place */
+    int smk = A(c, 4.0 * t * E); /* expand(...).reshape: a copy of the stride-0 view */
+    int sb = A(c, 1.0 * t * E);  /* .bool() */
+    int nb = A(c, 1.0 * t * E);  /* ~: saved by masked_fill while its output lives */
+    F(c, sb);
+    int sfm = A(c, 4.0 * t * E); /* masked_fill, out of place: the name rebound */
+    F(c, sfc);
+    int tkv = A(c, 4.0 * S), idx = A(c, 8.0 * S); /* topk(k): values dropped ([1]) */
+    F(c, tkv);
+    int tw = A(c, 4.0 * S); /* scores.gather(1, idx) */
+    int den = -1;
+    if (d->norm_topk) { /* sum + 1e-20; topk_weights /= denominator in place */
+        int sm = A(c, 4.0 * t);
+        den = A(c, 4.0 * t);
+        F(c, sm);
+    }
+    int tws = A(c, 4.0 * S); /* * routed_scaling_factor: the weights the experts take */
+    /* the router's locals at its return (router_logits is returned) */
+    F(c, gs);
+    F(c, g1i);
+    F(c, gm);
+    F(c, smk);
+    F(c, nb);
+    F(c, sfm);
+    int pre[6] = {x32, w32, sc, idx, tw, den};
+    int eo = alloc_step_moe_experts_fwd(c, d, sv, pre, den >= 0 ? 6 : 5);
+    dims ds = *d;
+    ds.f = d->sf;
+    int sh = alloc_step_mlp_fwd(c, &ds, sv); /* shared_experts(residuals) */
+    int out = A(c, 2.0 * t * h);
+    F(c, eo);
+    F(c, sh);
+    F(c, tws);
+    F(c, lg);
+    return out;
+}
+
+/* Its backward from dy (not consumed): the shared expert's nodes (made last) first, then the
+ * experts' and the router's (the scalar product's, the divide's, the sum's, gather's into fp32
+ * zeros, sigmoid's, the fp32 linear's, the casts' back to bf16); the input's gradients summed
+ * into the shared expert's. Weight gradients: shared down, up, gate; experts'; the router's. */
+static int glm_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg)
+{
+    double t = d->T, h = d->h, E = d->E, S = t * d->topk;
+    dims ds = *d;
+    ds.f = d->sf;
+    int gx = alloc_step_mlp_bwd(c, &ds, dy, false, wgr, nwg);
+    int gws;
+    int gin = alloc_step_moe_experts_bwd(c, d, wgr, nwg, &gws);
+    F(c, gin); /* accumulated into gx */
+    int g1 = A(c, 4.0 * S); /* * routed_scaling_factor */
+    F(c, gws);
+    int gtw = g1;
+    if (d->norm_topk) { /* the divide's two gradients, the sum's expanded one added */
+        int gself = A(c, 4.0 * S), tmp = A(c, 4.0 * S);
+        int gden = A(c, 4.0 * t);
+        F(c, tmp);
+        F(c, g1);
+        gtw = A(c, 4.0 * S);
+        F(c, gself);
+        F(c, gden);
+    }
+    int gsc = A(c, 4.0 * t * E); /* gather's backward: zeros, scatter_add */
+    F(c, gtw);
+    int gl = A(c, 4.0 * t * E); /* sigmoid's */
+    F(c, gsc);
+    int gx32 = A(c, 4.0 * t * h), gw32 = A(c, 4.0 * E * h); /* the fp32 linear's */
+    F(c, gl);
+    wgr[(*nwg)++] = A(c, 2.0 * E * h); /* the weight's cast back (made last, run first) */
+    F(c, gw32);
+    int gxb = A(c, 2.0 * t * h);
+    F(c, gx32);
+    F(c, gxb); /* accumulated into gx */
     return gx;
 }
