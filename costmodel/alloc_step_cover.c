@@ -5,8 +5,9 @@
  * Hugging Face MoE blocks, Qwen2-MoE's shared expert, GLM-4.5's block, DeepSeek-V2/V3's MLA,
  * GPT-OSS, native blocks under torch.compile, the layer forms of alloc_step_forms.c), one GPU,
  * bf16, no or full recompute. Outside it memory.c prices reserved memory without the replay.
- * Its own file because each family added to the replay adds a rule here. Also one layer's saved bytes by the replay's list (alloc_step_layer_saved_bytes),
- * which the tests hold memory_activations.c's analytic figure to (memforms25).
+ * Its own file because each family added to the replay adds a rule here. Also one layer's
+ * saved bytes by the replay's list (alloc_step_layer_saved_bytes), which the tests hold
+ * memory_activations.c's analytic figure to (memforms25).
  */
 #include "alloc_step.h"
 #include "alloc_step_internal.h"
