@@ -335,6 +335,19 @@ static void test_glm4_moe(void **state)
     mla_run("glm-4.5", 8192, 1, true, 4, 135.252, 120.445);
 }
 
+/* moereplay25: ERNIE-4.5-MoE's block (dense first layer; the fp32 softmax router with
+ * moe_statics' bias; bf16 routing weights into the grouped_mm experts; two ungated shared
+ * experts as one MLP, run first; fp32 interleaved RoPE: alloc_step_moe.c, alloc_step_forms.c)
+ * against ho25b-ernie45moe-L4-s4k-b2 (bench/results/ho25b_2026-11-29/single.jsonl, one H200,
+ * transformers 5.17.0): peak_reserved_bytes 71,223,476,224 B = 66.332 GiB,
+ * peak_allocated_bytes 55,238,993,408 B = 51.445 GiB (replay 64.49 / 51.38). Before
+ * moereplay25 not covered (fidelity.py res_err -13.8%). */
+static void test_ernie45_moe(void **state)
+{
+    (void)state;
+    mla_run("ernie-4.5-21b-a3b", 4096, 2, false, 4, 66.332, 51.445);
+}
+
 /* replay25: the layer forms beyond Llama's (alloc_step_forms.c) against the ordinary runs of
  * bench/results/ho24_2026-11-29/first/a and ho24b_2026-11-29/first/a (one H200, transformers
  * 5.17.0), peak_reserved_bytes and peak_allocated_bytes in GiB: Command-R (CohereLayerNorm,
@@ -717,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_qwen2_moe),
         cmocka_unit_test(test_glm4_moe),
+        cmocka_unit_test(test_ernie45_moe),
         cmocka_unit_test(test_forms),
         cmocka_unit_test(test_mla),
         cmocka_unit_test(test_capacity),
