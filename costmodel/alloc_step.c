@@ -18,7 +18,6 @@
 #include <string.h>
 
 /* ---- forward ---- */
-
 /* transformers' LlamaRMSNorm over rows x width (modeling_llama.py lines 63-67): x.to(fp32)
  * (saved by pow and by the mul), pow(2), mean, + eps, rsqrt (saved), x * rstd, .to(bf16)
  * (saved by the weight's mul), weight * that (the output). Native: F.rms_norm's fused kernel
@@ -486,8 +485,8 @@ static void replay_steps(ctx *c, const dims *d, alloc_step_reserved *out)
         for (int k = 0; !d->native && k < d->rotary_tables; k++) { /* HF's cos/sin [1, s, hd] */
             double r = d->s * d->hd * d->rf; /* [1, s, rotary dim] */
             int fr = A(c, 2.0 * r), em = A(c, 4.0 * r), c32 = A(c, 4.0 * r), s32 = A(c, 4.0 * r);
-            cosb[k] = A(c, 2.0 * r);
-            sinb[k] = A(c, 2.0 * r);
+            cosb[k] = A(c, (d->ernie ? 4.0 : 2.0) * r); /* ERNIE's stay fp32 (alloc_step_moe.c) */
+            sinb[k] = A(c, (d->ernie ? 4.0 : 2.0) * r);
             F(c, fr);
             F(c, em);
             F(c, c32);
@@ -708,6 +707,12 @@ int alloc_step_dims_of(const model_spec *m, const training_spec *t, const layout
         d.rf = 0.5;
     }
     d.shared_gate = d.moe && !m->mla && m->shared_experts > 0; /* Qwen2-MoE (alloc_step_cover.c) */
+    d.ernie = strcmp(m->hf_model_type, "ernie4_5_moe") == 0; /* ERNIE-4.5 (alloc_step_moe.c) */
+    if (d.moe && (strcmp(m->hf_model_type, "glm4_moe") == 0 || d.ernie)) { /* and GLM-4.5's */
+        d.glm = !d.ernie;
+        d.shared_gate = false;
+        d.dense_first = m->dense_first;
+    }
     if (m->mla) { /* HF's rotary table is the rope dim wide */
         d.rf = m->qk_rope_dim / (double)m->head_dim;
         d.moe = model_moe_layers(m) > 0;
@@ -778,7 +783,11 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
         k.dense_first = m->dense_first;
     }
     k.shared_ffn = (long)m->shared_ffn * m->shared_experts; /* MLA's, or Qwen2-MoE's gated one */
-    if (!m->mla && m->shared_experts > 0) k.flags |= 16384; /* (alloc_step_moe.c) */
+    if (!m->mla && m->shared_experts > 0) { /* (alloc_step_moe.c; GLM-4.5's its own) */
+        k.flags |= 16384 | (strcmp(m->hf_model_type, "glm4_moe") == 0 ? 65536 : 0) |
+                   (strcmp(m->hf_model_type, "ernie4_5_moe") == 0 ? 131072 : 0);
+        k.dense_first = m->dense_first;
+    }
     k.mask = (long)(memory_hf_window_mask_share(m, t, l) * 1e6 + 0.5); /* sliding layers' share */
     dims fm = {.rf = m->rotary_fraction}; /* the layer form (alloc_step_forms.c) */
     if (alloc_step_form_of(m, &fm) == 0)

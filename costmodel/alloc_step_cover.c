@@ -2,12 +2,12 @@
  * alloc_step_cover.c — which layouts the allocator replay of one FSDP2 step (alloc_step.c)
  * covers: the layer kinds whose tensors it lists (Llama-style Hugging Face and native layers,
  * Phi-3's fused projections, Gemma 2/3, sliding-window masks, transformers' eager attention,
- * Hugging Face MoE blocks, Qwen2-MoE's shared expert, DeepSeek-V2/V3's MLA, GPT-OSS, native
- * blocks under torch.compile, the layer forms of alloc_step_forms.c), one GPU, bf16, no or full
- * recompute. Outside it memory.c prices
- * reserved memory without the replay. Its own file because each family added to the replay adds
- * a rule here. Also one layer's saved bytes by the replay's list (alloc_step_layer_saved_bytes),
- * which the tests hold memory_activations.c's analytic figure to (memforms25).
+ * Hugging Face MoE blocks, Qwen2-MoE's shared expert, GLM-4.5's and ERNIE-4.5's blocks,
+ * DeepSeek-V2/V3's MLA, GPT-OSS, native blocks under torch.compile, the layer forms of
+ * alloc_step_forms.c), one GPU, bf16, no or full recompute. Outside it memory.c prices reserved memory without the replay.
+ * Its own file because each family added to the replay adds a rule here. Also one layer's
+ * saved bytes by the replay's list (alloc_step_layer_saved_bytes), which the tests hold
+ * memory_activations.c's analytic figure to (memforms25).
  */
 #include "alloc_step.h"
 #include "alloc_step_internal.h"
@@ -90,12 +90,25 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
      * (shared_expert_intermediate_size), eager (the grouped_mm experts: hf_experts.h) */
     bool qwen2_shared = strcmp(m->hf_model_type, "qwen2_moe") == 0 && m->shared_experts == 1 &&
                         layout_impl_of(l) == IMPL_HF;
+    /* GLM-4.5 (Glm4MoeMoE, alloc_step_moe.c): dense first layers, then the fp32 sigmoid router
+     * with the correction bias in one group and an ungated shared expert */
+    bool glm = strcmp(m->hf_model_type, "glm4_moe") == 0 && layout_impl_of(l) == IMPL_HF &&
+               m->router_scoring == MODEL_ROUTER_SIGMOID && m->router_bias &&
+               m->router_groups <= 1 && m->shared_experts > 0 && m->moe_layer_freq <= 1;
+    /* ERNIE-4.5 (Ernie4_5_MoeSparseMoeBlock, alloc_step_moe.c): dense first layers, the fp32
+     * softmax router with moe_statics' bias, ungated shared experts first */
+    bool ernie = strcmp(m->hf_model_type, "ernie4_5_moe") == 0 && layout_impl_of(l) == IMPL_HF &&
+                 m->router_scoring == MODEL_ROUTER_SOFTMAX && m->shared_experts > 0 &&
+                 m->moe_layer_freq <= 1;
+    glm = glm || ernie;
     if (model_is_moe(m) && (!m->mla || model_moe_layers(m) > 0) &&
         (!hf_experts_applies(l) ||
-         (!m->mla && (model_moe_layers(m) != m->layers ||
-                      (m->shared_experts > 0 && !qwen2_shared))) ||
-         m->router_scoring != MODEL_ROUTER_SOFTMAX || m->router_bias || m->router_linear_bias ||
-         m->expert_bias || m->router_groups > (m->mla ? 1 : 0) || m->glu_limit > 0))
+         (!m->mla && (model_moe_layers(m) != m->layers - (glm ? m->dense_first : 0) ||
+                      (m->shared_experts > 0 && !qwen2_shared && !glm))) ||
+         (!glm && (m->router_scoring != MODEL_ROUTER_SOFTMAX || m->router_bias)) ||
+         (ernie && m->router_groups > 0) ||
+         m->router_linear_bias || m->expert_bias || m->router_groups > (m->mla || glm ? 1 : 0) ||
+         m->glu_limit > 0))
         return false;
     int impl = layout_impl_of(l);
     return impl == IMPL_HF || impl == IMPL_NATIVE;

@@ -60,6 +60,14 @@ void alloc_step_layer_params(dims *d)
         d->nlp = n;
         return;
     }
+    if ((d->glm || d->ernie) && d->dense_first > 0) { /* dense first layers: an MLP of f */
+        dims dd = *d;
+        dd.moe = dd.glm = dd.ernie = false;
+        dd.dense_first = 0;
+        alloc_step_layer_params(&dd);
+        for (int i = 0; i < dd.nlp; i++) d->lpd[i] = dd.lp[i];
+        d->nlpd = dd.nlp;
+    }
     d->lp[n++] = d->q * d->h;
     if (!d->native && d->qkv_bias) d->lp[n++] = d->q;
     d->lp[n++] = d->kv * d->h;
@@ -72,13 +80,23 @@ void alloc_step_layer_params(dims *d)
         d->lp[n++] = d->qk_wfull ? d->q : d->hd;
         d->lp[n++] = d->qk_wfull ? d->kv : d->hd;
     }
-    if (d->moe) { /* the experts' gate_up_proj [E, 2f, h] and down_proj [E, h, f], the router */
+    if (d->moe && d->ernie) { /* Ernie4_5_MoeSparseMoeBlock.__init__ (379-384): the router's
+                               * weight (moe_statics' bias, E, frozen: not listed), the experts',
+                               * the shared experts' gate, up, down */
+        d->lp[n++] = d->E * d->h;
+        d->lp[n++] = d->E * 2.0 * d->ef * d->h;
+        d->lp[n++] = d->E * d->h * d->ef;
+        for (int i = 0; i < 3; i++) d->lp[n++] = d->sf * d->h;
+    } else if (d->moe) { /* the experts' gate_up_proj [E, 2f, h] and down_proj [E, h, f], the router */
         d->lp[n++] = d->E * 2.0 * d->ef * d->h;
         d->lp[n++] = d->E * d->h * d->ef;
         d->lp[n++] = d->E * d->h;
-        if (d->shared_gate) { /* Qwen2-MoE: shared_expert's gate, up, down; shared_expert_gate */
+        if (d->shared_gate || d->glm) { /* Qwen2-MoE: shared_expert's gate, up, down;
+                                          * shared_expert_gate. GLM-4.5 (Glm4MoeMoE.__init__,
+                                          * modeling_glm4_moe.py 389-393): experts, gate,
+                                          * shared_experts, no gate of its own */
             for (int i = 0; i < 3; i++) d->lp[n++] = d->sf * d->h;
-            d->lp[n++] = d->h;
+            if (d->shared_gate) d->lp[n++] = d->h;
         }
     } else if (d->plain) { /* c_fc, c_proj (modeling_starcoder2.py 54-55) */
         d->lp[n++] = d->f * d->h;
@@ -214,6 +232,27 @@ int alloc_step_form_of(const model_spec *m, dims *d)
         d->rope_part = true;
         return 0;
     }
+    if (!strcmp(ty, "glm4_moe")) {
+        /* Llama's block and norm, biased q, k, v (modeling_glm4_moe.py 199-207); RoPE on the
+         * first partial_rotary_factor of each head, then a cat (167-182), as StableLM's;
+         * use_qk_norm: per-head RMSNorms before the transpose (209-212, 226-228), Qwen3's */
+        if (!common || m->norm != MODEL_NORM_RMS || m->parallel_block || m->post_norm ||
+            m->qk_norm_full || m->attn_out_bias || m->mlp_bias || m->dropout || !swiglu ||
+            m->sliding_window > 0)
+            return -1;
+        d->rope_part = d->rf < 1;
+        return 0;
+    }
+    if (!strcmp(ty, "ernie4_5_moe")) {
+        /* Llama's block, norm and MLP, no biases (use_bias); RoPE in fp32 on interleaved pairs
+         * with fp32 tables (modeling_ernie4_5_moe.py 125-137, 166-178) */
+        if (!common || m->norm != MODEL_NORM_RMS || m->parallel_block || m->post_norm ||
+            m->qk_norm || !nobias || m->dropout || !swiglu || m->sliding_window > 0 ||
+            m->rotary_fraction < 1)
+            return -1;
+        d->rope32 = true;
+        return 0;
+    }
     /* any other type with a form arch24 read: not listed */
     if (m->norm != MODEL_NORM_RMS || m->parallel_block || m->post_norm || m->qk_norm_full ||
         m->mlp_bias || m->lm_head_bias || m->act_params > 0 || m->dropout ||
@@ -326,6 +365,25 @@ int alloc_step_form_norm_bwd(ctx *c, const dims *d, double rows, double width, i
 int alloc_step_form_rope_fwd(ctx *c, const dims *d, double w)
 {
     double t = d->T;
+    if (d->ernie) { /* ERNIE (modeling_ernie4_5_moe.py 166-178): q.float() * cos (cos, a
+                     * repeat_interleave'd copy of the fp32 table's half, is what the product
+                     * saves: [1, s, hd], not listed); rotate_half(q) in bf16 (-x2 half wide,
+                     * stack), .float(), * sin, the sum, .to(bf16) */
+        int xf = A(c, 4.0 * t * w), xc = A(c, 4.0 * t * w);
+        F(c, xf);
+        int neg = A(c, 1.0 * t * w), st = A(c, 2.0 * t * w);
+        F(c, neg);
+        int sf = A(c, 4.0 * t * w);
+        F(c, st);
+        int xs = A(c, 4.0 * t * w);
+        F(c, sf);
+        int sum = A(c, 4.0 * t * w);
+        F(c, xc);
+        F(c, xs);
+        int out = A(c, 2.0 * t * w);
+        F(c, sum);
+        return out;
+    }
     if (d->rope32) {
         int xf = A(c, 4.0 * t * w), xc = A(c, 4.0 * t * w), neg = A(c, 2.0 * t * w);
         int st = A(c, 4.0 * t * w);

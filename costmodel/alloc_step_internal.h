@@ -35,6 +35,12 @@ typedef struct {
     bool moe, norm_topk;                /* HF MoE blocks (alloc_step_moe.c), renormalised top-k */
     bool shared_gate;                   /* Qwen2-MoE's shared expert (width sf) scaled by
                                          * sigmoid(shared_expert_gate(x)) (alloc_step_moe.c) */
+    bool glm;                           /* GLM-4.5's block: fp32 sigmoid router with the
+                                         * correction bias, an ungated shared expert (width sf)
+                                         * added after the experts (alloc_step_moe.c) */
+    bool ernie;                         /* ERNIE-4.5's: fp32 softmax router, bf16 routing
+                                         * weights, the shared experts first; fp32 RoPE tables
+                                         * and interleaved fp32 RoPE (alloc_step_moe.c) */
     double E, topk, ef;                 /* experts, top-k, one expert's FFN width */
     int layers, nlp;                    /* decoder layers, parameters per layer */
     double lp[MAX_LAYER_PARAMS];        /* one layer's parameters, registration order */

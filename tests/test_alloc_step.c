@@ -318,6 +318,36 @@ static void test_qwen2_moe(void **state)
     assert_false(alloc_step_covered(&m, &t, &l));
 }
 
+/* moereplay25: GLM-4.5's block (dense first layers, the fp32 sigmoid router with its
+ * correction bias, one ungated shared expert: alloc_step_moe.c; q/k/v biases, partial RoPE and
+ * a cat: alloc_step_forms.c) against ordinary one-H200 runs (transformers 5.17.0), GiB:
+ * ho25b-glm45air-L2-s4k-b2 (bench/results/ho25b_2026-11-29/single.jsonl) peak_reserved_bytes
+ * 101,502,156,800 B = 94.531, peak_allocated_bytes 76,605,864,448 B = 71.345 (replay 94.51 /
+ * 71.28); GLM-4.5 with per-head q/k norms: ho22-glm45-L4-s2k-b2 (ho22_2026-11-29/a) 137.891 /
+ * 120.443, ho20b-glm45-L4-s8k-b1-ckpt (ho20_2026-11-29/b) 135.252 / 120.445 (replay 139.97 and
+ * 139.91 / 120.38: the peak is the optimizer step's, not the blocks'). Before moereplay25
+ * glm4_moe was not covered (fidelity.py res_err -14.3% for the GLM-4.5-Air row). */
+static void test_glm4_moe(void **state)
+{
+    (void)state;
+    mla_run("glm-4.5-air", 4096, 2, false, 2, 94.531, 71.345);
+    mla_run("glm-4.5", 2048, 2, false, 4, 137.891, 120.443);
+    mla_run("glm-4.5", 8192, 1, true, 4, 135.252, 120.445);
+}
+
+/* moereplay25: ERNIE-4.5-MoE's block (dense first layer; the fp32 softmax router with
+ * moe_statics' bias; bf16 routing weights into the grouped_mm experts; two ungated shared
+ * experts as one MLP, run first; fp32 interleaved RoPE: alloc_step_moe.c, alloc_step_forms.c)
+ * against ho25b-ernie45moe-L4-s4k-b2 (bench/results/ho25b_2026-11-29/single.jsonl, one H200,
+ * transformers 5.17.0): peak_reserved_bytes 71,223,476,224 B = 66.332 GiB,
+ * peak_allocated_bytes 55,238,993,408 B = 51.445 GiB (replay 64.49 / 51.38). Before
+ * moereplay25 not covered (fidelity.py res_err -13.8%). */
+static void test_ernie45_moe(void **state)
+{
+    (void)state;
+    mla_run("ernie-4.5-21b-a3b", 4096, 2, false, 4, 66.332, 51.445);
+}
+
 /* replay25: the layer forms beyond Llama's (alloc_step_forms.c) against the ordinary runs of
  * bench/results/ho24_2026-11-29/first/a and ho24b_2026-11-29/first/a (one H200, transformers
  * 5.17.0), peak_reserved_bytes and peak_allocated_bytes in GiB: Command-R (CohereLayerNorm,
@@ -699,6 +729,8 @@ int main(void)
         cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_qwen2_moe),
+        cmocka_unit_test(test_glm4_moe),
+        cmocka_unit_test(test_ernie45_moe),
         cmocka_unit_test(test_forms),
         cmocka_unit_test(test_mla),
         cmocka_unit_test(test_capacity),

@@ -23,11 +23,20 @@ static dims block(bool shared)
     return d;
 }
 
+/* GLM-4.5-Air's block (bench/realruns/configs/glm-4.5-air.json: hidden 4096, 128 experts of
+ * width 1408, top 8, renormalised, one shared expert of 1408) at 8192 tokens (s4k b2); glm
+ * false: the same experts behind Qwen3-MoE's softmax router */
+static dims glm_block(bool glm)
+{
+    dims d = {.T = 8192, .h = 4096, .E = 128, .topk = 8, .ef = 1408, .sf = 1408, .f = 10944,
+              .moe = true, .norm_topk = true, .glm = glm};
+    return d;
+}
+
 /* The forward's live bytes (the saved set and the output), and after the backward with the
  * output's gradient dy alive: what is live beyond before it (the returned gradients) */
-static void run(bool shared, uint64_t *fwd_bytes, uint64_t *bwd_extra_bytes, int *nwg)
+static void run_dims(dims d, uint64_t *fwd_bytes, uint64_t *bwd_extra_bytes, int *nwg)
 {
-    dims d = block(shared);
     ctx c = {.a = alloc_replay_new()};
     assert_non_null(c.a);
     saved sv = {.n = 0};
@@ -48,6 +57,11 @@ static void run(bool shared, uint64_t *fwd_bytes, uint64_t *bwd_extra_bytes, int
     assert_int_equal(alloc_replay_allocated_bytes(c.a), 0); /* nothing leaks */
     assert_false(c.fail);
     alloc_replay_delete(c.a);
+}
+
+static void run(bool shared, uint64_t *fwd_bytes, uint64_t *bwd_extra_bytes, int *nwg)
+{
+    run_dims(block(shared), fwd_bytes, bwd_extra_bytes, nwg);
 }
 
 /* Saved per token by the shared expert (Qwen2MoeMLP at width 5632 and the gate's product):
@@ -74,10 +88,33 @@ static void test_shared_saved(void **state)
     assert_int_equal(b1, grad_in + routed + 4096 + 3ull * 2 * 5632 * 2048);
 }
 
+/* GLM-4.5's block against the softmax-routed one (moereplay25; Glm4MoeTopkRouter.forward and
+ * Glm4MoeMoE.forward, transformers 5.17.0 modeling_glm4_moe.py 292-317, 395-402). Saved beyond
+ * it: F.linear's fp32 input x.float() [T, h] (4 x 4096 = 16,384 B a token) and fp32 weight
+ * [E, h] (4 x 128 x 4096 = 2,097,152 B once); sigmoid's fp32 [T, E] output for the softmax's,
+ * the gathered weights [T, k] for topk's values, the indices and the denominator for the sum's:
+ * the same bytes; the shared expert's four [T, 1408] bf16 tensors (4 x 2 x 1408 = 11,264 B a
+ * token). 27,648 B a token: 226,492,416 + 2,097,152 = 228,589,568 B. */
+static void test_glm_saved(void **state)
+{
+    (void)state;
+    uint64_t f0, f1, b0, b1;
+    int n0, n1;
+    run_dims(glm_block(false), &f0, &b0, &n0);
+    run_dims(glm_block(true), &f1, &b1, &n1);
+    assert_int_equal(f1 - f0, 228589568ull);
+    /* the weight gradients: the experts' two and the router's [E, h] bf16, then the shared
+     * expert's down, up, gate [1408, h] */
+    assert_int_equal(n0, 3);
+    assert_int_equal(n1, 6);
+    assert_int_equal(b1 - b0, 3ull * 2 * 1408 * 4096);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shared_saved),
+        cmocka_unit_test(test_glm_saved),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
