@@ -45,6 +45,8 @@ static void usage(void)
            "                       passes False): its bf16 logits of every micro-batch held\n"
            "  --hold-logits        a native loop that keeps the bf16 logits through the backward\n"
            "                       (no `del pred` before loss.backward(), as torchtitan does)\n"
+           "  --one-rank-groups N  N process groups of one rank beyond the layout's (a device\n"
+           "                       mesh's size-1 dimensions): an NCCL communicator each\n"
            "  --precision auto|any|bf16|fp8|mxfp8|nvfp4   Linear GEMMs' format. auto (the\n"
            "                       default): bf16 and the 8-bit formats the GPU and framework\n"
            "                       support (FP8 on Hopper, also MXFP8 on Blackwell; bf16 alone\n"

@@ -32,6 +32,8 @@ static void usage(void)
            "                       passes False): its bf16 logits of every micro-batch held\n"
            "  --hold-logits        a native loop that keeps the bf16 logits through the backward\n"
            "                       (no `del pred` before loss.backward(), as torchtitan does)\n"
+           "  --one-rank-groups N  N process groups of one rank beyond the layout's (a device\n"
+           "                       mesh's size-1 dimensions): an NCCL communicator each\n"
            "  --trace FILE         write the simulated step as a Chrome/Perfetto trace\n"
            "                       (open in https://ui.perfetto.dev or chrome://tracing)\n"
            "  --gemm-headroom bubble|on|off  the GEMMs' power headroom, as plan estimate\n"

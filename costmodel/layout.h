@@ -111,6 +111,10 @@ typedef struct {
                                   bf16 logits) in a local through the backward (memory_phases.h
                                   memory_logits_held_bytes); torchtitan's trainer frees it first
                                   (`del pred`, torchtitan/trainer.py:795 at b5bcd76), the default */
+    int one_rank_groups;       /* process groups of one rank the training program creates beyond
+                                  those nccl_memory.h counts for the layout (a DeviceMesh
+                                  dimension of size 1 that is not a fake backend: each one an
+                                  eagerly split NCCL communicator of its own); 0, the default */
 } training_spec;
 
 typedef struct {
