@@ -34,6 +34,8 @@ static void usage(void)
            "                       (no `del pred` before loss.backward(), as torchtitan does)\n"
            "  --one-rank-groups N  N process groups of one rank beyond the layout's (a device\n"
            "                       mesh's size-1 dimensions): an NCCL communicator each\n"
+           "  --moe-pad-index-copy a torch MoE padding the experts' rows by index_copy: autograd\n"
+           "                       keeps the unpadded rows too (2h bytes a routed copy)\n"
            "  --trace FILE         write the simulated step as a Chrome/Perfetto trace\n"
            "                       (open in https://ui.perfetto.dev or chrome://tracing)\n"
            "  --gemm-headroom bubble|on|off  the GEMMs' power headroom, as plan estimate\n"

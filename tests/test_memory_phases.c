@@ -236,7 +236,8 @@ static void test_activation_terms(void **state)
  * 2,167,542,034; ep 4 over 4 GPUs (FSDP's group is the world): 1 group, 3 peers ->
  * 2,584,525,757; cp 2 over 2 GPUs: no group, 1 peer -> 1,297,853,099; one GPU: -1. HSDP 2 x 2
  * on 4 GPUs: the replicate and the shard group, 2 -> 1,786,279,800 (one before issue 14's
- * split: the shard group, as wide as dp, went uncounted; bench/results/mem26_2026-11-29). */
+ * split: the shard group, as wide as dp, went uncounted; bench/results/mem26_2026-11-29). Two
+ * further one-rank groups add 2 x 406,847,488 (framework.nccl_one_rank_group_bytes). */
 static void test_nccl_terms(void **state)
 {
     (void)state;
@@ -256,6 +257,10 @@ static void test_nccl_terms(void **state)
     h.shard_size = 2;
     assert_int_equal(nccl_memory_groups(&h), 2);
     assert_true(NEAR(nccl_memory_bytes(&sys, &h), 1786279800.0));
+    /* a program's size-1 mesh dimensions (--one-rank-groups): 406,847,488 B each on h200 */
+    assert_true(NEAR(nccl_memory_bytes_with(&sys, &a, 2) - nccl_memory_bytes(&sys, &a),
+                     2 * 406847488.0));
+    assert_true(nccl_memory_bytes_with(&sys, &e, 2) == -1);
 }
 
 /* Interleaved 1F1B, p 4, v 2, m 8: rank r holds 2 (3 - r) + 4 + 1 chunks of half a stage:

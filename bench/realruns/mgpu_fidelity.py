@@ -88,6 +88,7 @@ HAS_HOLD = "--hold-logits" in HELP
 HAS_LOOP = "--moe-expert-loop" in HELP
 HAS_ROTATE = "--cp-rotate" in HELP
 HAS_ONE_RANK = "--one-rank-groups" in HELP
+HAS_PAD_COPY = "--moe-pad-index-copy" in HELP
 
 
 def system_of(gpu):
@@ -199,6 +200,11 @@ def layout(rec):
                     "(torchtitan's policy); the FSDP2 path has only --recompute full|none"
             fw = a[1] = "torchtitan"
         a += ["--recompute", "selective"]
+    # parallel_run.py's grouped experts pad each expert's rows by index_copy into a zero buffer
+    # (prun_moe.py; parallel_run.py before the split), whose autograd node keeps the unpadded
+    # rows too; torchtitan gathers them (--moe-pad-index-copy, costmodel/memory_activations.c)
+    if par == "ep" and rec.get("experts_impl") == "grouped" and HAS_PAD_COPY:
+        a += ["--moe-pad-index-copy"]
     if par == "ep" and rec.get("experts_impl", "loop") == "loop":
         if HAS_LOOP and fw == "torchtitan":  # torchtitan's use_grouped_mm=False loop (expert_loop.h)
             a += ["--moe-expert-loop"]
