@@ -404,6 +404,11 @@ static void test_titan_expert_units(void **state)
     assert_true(NEAR(mb.comm_buffer_bytes, 6497312768.0));
     assert_true(NEAR(mb.backward_end_bytes - mb.framework_bytes, 29181394944.0));
     assert_true(NEAR(mb.total_bytes, mb.backward_end_bytes));
+    /* a grouped MoE padding by index_copy (--moe-pad-index-copy): autograd keeps the unpadded
+     * rows too, 2h = 8,192 B a copy more: 4,096 x 2 copies x (139,264 + 8,192) = 1,207,959,552 */
+    training_spec tp = t;
+    tp.moe_pad_index_copy = true;
+    assert_true(NEAR(memory_layer_routed_activation_bytes(&m, &tp, &l), 1207959552.0));
     /* no expert units without ep, nor outside torchtitan */
     layout one = titan(1, 1, 2, 1, 1);
     assert_false(memory_experts_own_unit(&one, 2));
