@@ -111,6 +111,14 @@ typedef struct {
                                   bf16 logits) in a local through the backward (memory_phases.h
                                   memory_logits_held_bytes); torchtitan's trainer frees it first
                                   (`del pred`, torchtitan/trainer.py:795 at b5bcd76), the default */
+    int one_rank_groups;       /* process groups of one rank the training program creates beyond
+                                  those nccl_memory.h counts for the layout (a DeviceMesh
+                                  dimension of size 1 that is not a fake backend: each one an
+                                  eagerly split NCCL communicator of its own); 0, the default */
+    bool moe_pad_index_copy;   /* a torch MoE that pads each expert's rows for the grouped GEMM by
+                                  index_copy into a zero buffer (bench/realruns/prun_moe.py):
+                                  autograd's IndexCopyBackward0 keeps the unpadded rows too
+                                  (memory_activations.c); torchtitan gathers them (the default) */
 } training_spec;
 
 typedef struct {

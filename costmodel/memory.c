@@ -235,7 +235,7 @@ static double stage_state(const model_spec *m, const system_spec *sys, const tra
             comms += (l->tp > 1) + (l->cp > 1) + (l->pp > 1) + (l->ep > 1);
         double nccl = comms * sys->nccl_communicator_bytes;
         /* over >= 2 ranks: the measured world, group and peer figures (nccl_memory.h) */
-        double nccl_mr = nccl_memory_bytes(sys, l);
+        double nccl_mr = nccl_memory_bytes_with(sys, l, t->one_rank_groups);
         if (nccl_mr >= 0) nccl = nccl_mr;
         r->framework_bytes = sys->cuda_context_bytes + nccl + sys->library_workspace_bytes;
     }

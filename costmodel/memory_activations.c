@@ -137,6 +137,16 @@ double memory_layer_routed_activation_bytes(const model_spec *m, const training_
         if (m->activation == MODEL_ACT_SWIGLU) per_copy += 2.0 * m->expert_ffn;
         per_copy += 2.0 * h;
     }
+    if (t->moe_pad_index_copy && layout_is_pytorch(l)) {
+        /* the experts' input padded per expert as x.new_zeros(...).index_copy(0, pos, x)
+         * (bench/realruns/prun_moe.py, grouped): torch's derivative of index_copy for `source`
+         * is grad.index_select(dim, index).expand_as(source) (tools/autograd/derivatives.yaml),
+         * so the generated IndexCopyBackward0 holds `SavedVariable source_`: the unpadded
+         * routed rows (2h a copy) stay alive beside the padded buffer the grouped GEMM saves
+         * (in_bytes above). torchtitan permutes by a gather, routed_input_RD[permuted_indices]
+         * (torchtitan/models/common/token_dispatcher.py _permute at b5bcd76), no copy kept. */
+        per_copy += 2.0 * h;
+    }
     return tokens * m->top_k * per_copy / l->tp * moe_load_factor(t);
 }
 

@@ -37,6 +37,7 @@ static memory_act_key act_key_of(const model_spec *m, const training_spec *t, co
     k.fp8_recipe = (int)l->fp8_recipe;
     k.etp = l->etp;
     k.moe_fp8_dispatch = l->moe_fp8_dispatch;
+    k.moe_pad_index_copy = t->moe_pad_index_copy;
     return k;
 }
 

@@ -25,12 +25,13 @@ enum { MEMORY_MEMO_ACT = 64, MEMORY_MEMO_STAGES = 64 };
  * attention kind and MoE load (moe_load_factor), and of the layout the micro-batch, cp, tp,
  * sp, recompute (and its modules), framework, compile, implementation, precision and FP8
  * recipe (precision_rules_of), the expert TP (layout_etp) and DeepEP's FP8 dispatch
- * (moe_dispatch_elem_bytes); ints and doubles only, so no padding. */
+ * (moe_dispatch_elem_bytes), and the training spec's moe_pad_index_copy; ints and doubles
+ * only, so no padding. */
 typedef struct {
     double moe_imbalance, moe_capacity_factor;
     int seq_len, attention;
     int mbs, cp, tp, sp, recompute, recompute_modules, framework, compile, impl, precision,
-        fp8_recipe, etp, moe_fp8_dispatch, pad;
+        fp8_recipe, etp, moe_fp8_dispatch, moe_pad_index_copy;
 } memory_act_key;
 
 /* What a stage's layer counts and parameters read (layout_stage_layers, layout_stage_start,

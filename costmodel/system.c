@@ -174,6 +174,7 @@ static const system_field fields[] = {
     F("framework", "nccl_world_communicator_bytes", nccl_world_communicator_bytes, false, 0, 1e11),
     F("framework", "nccl_group_bytes", nccl_group_bytes, false, 0, 1e11),
     F("framework", "nccl_p2p_peer_bytes", nccl_p2p_peer_bytes, false, 0, 1e11),
+    F("framework", "nccl_one_rank_group_bytes", nccl_one_rank_group_bytes, false, 0, 1e11),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 

@@ -330,6 +330,7 @@ typedef struct {
     double nccl_world_communicator_bytes;
     double nccl_group_bytes;
     double nccl_p2p_peer_bytes;
+    double nccl_one_rank_group_bytes; /* one further communicator of a single rank (nccl_memory.h) */
 
     /* Calibration (a profile overlaid with --calibration or a profile file as --system). */
     double gemm_efficiency_sd;          /* standard deviation of the fitted efficiency */

@@ -234,7 +234,10 @@ static void test_activation_terms(void **state)
 /* NCCL on the h200 preset: world 880,869,376 + 452,705,212 a further group + 416,983,723 a
  * p2p peer. tp 2 x dp 2: 2 groups -> 1,786,279,800; pp 4: the pp group and 2 neighbours ->
  * 2,167,542,034; ep 4 over 4 GPUs (FSDP's group is the world): 1 group, 3 peers ->
- * 2,584,525,757; cp 2 over 2 GPUs: no group, 1 peer -> 1,297,853,099; one GPU: -1. */
+ * 2,584,525,757; cp 2 over 2 GPUs: no group, 1 peer -> 1,297,853,099; one GPU: -1. HSDP 2 x 2
+ * on 4 GPUs: the replicate and the shard group, 2 -> 1,786,279,800 (one before issue 14's
+ * split: the shard group, as wide as dp, went uncounted; bench/results/mem26_2026-11-29). Two
+ * further one-rank groups add 2 x 406,847,488 (framework.nccl_one_rank_group_bytes). */
 static void test_nccl_terms(void **state)
 {
     (void)state;
@@ -250,6 +253,14 @@ static void test_nccl_terms(void **state)
     assert_true(NEAR(nccl_memory_bytes(&sys, &c), 2584525757.0));
     assert_true(NEAR(nccl_memory_bytes(&sys, &d), 1297853099.0));
     assert_true(nccl_memory_bytes(&sys, &e) == -1);
+    layout h = titan(1, 1, 4, 1, 1);
+    h.shard_size = 2;
+    assert_int_equal(nccl_memory_groups(&h), 2);
+    assert_true(NEAR(nccl_memory_bytes(&sys, &h), 1786279800.0));
+    /* a program's size-1 mesh dimensions (--one-rank-groups): 406,847,488 B each on h200 */
+    assert_true(NEAR(nccl_memory_bytes_with(&sys, &a, 2) - nccl_memory_bytes(&sys, &a),
+                     2 * 406847488.0));
+    assert_true(nccl_memory_bytes_with(&sys, &e, 2) == -1);
 }
 
 /* Interleaved 1F1B, p 4, v 2, m 8: rank r holds 2 (3 - r) + 4 + 1 chunks of half a stage:
@@ -393,6 +404,11 @@ static void test_titan_expert_units(void **state)
     assert_true(NEAR(mb.comm_buffer_bytes, 6497312768.0));
     assert_true(NEAR(mb.backward_end_bytes - mb.framework_bytes, 29181394944.0));
     assert_true(NEAR(mb.total_bytes, mb.backward_end_bytes));
+    /* a grouped MoE padding by index_copy (--moe-pad-index-copy): autograd keeps the unpadded
+     * rows too, 2h = 8,192 B a copy more: 4,096 x 2 copies x (139,264 + 8,192) = 1,207,959,552 */
+    training_spec tp = t;
+    tp.moe_pad_index_copy = true;
+    assert_true(NEAR(memory_layer_routed_activation_bytes(&m, &tp, &l), 1207959552.0));
     /* no expert units without ep, nor outside torchtitan */
     layout one = titan(1, 1, 2, 1, 1);
     assert_false(memory_experts_own_unit(&one, 2));

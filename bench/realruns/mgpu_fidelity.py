@@ -87,6 +87,8 @@ HAS_GRAPHS = "--no-cuda-graphs" in HELP
 HAS_HOLD = "--hold-logits" in HELP
 HAS_LOOP = "--moe-expert-loop" in HELP
 HAS_ROTATE = "--cp-rotate" in HELP
+HAS_ONE_RANK = "--one-rank-groups" in HELP
+HAS_PAD_COPY = "--moe-pad-index-copy" in HELP
 
 
 def system_of(gpu):
@@ -168,6 +170,23 @@ def layout(rec):
     if HAS_HOLD and rec.get("impl") == "native" and (
             rec.get("framework") == "torch-native" or rec.get("date", "9") < "2026-11-28T07:00:10Z"):
         a += ["--hold-logits"]
+    # parallel_run.py's tp layout (tp, tp x dp, HSDP) builds its device mesh with a dimension for
+    # every axis, size 1 too, and torch splits an NCCL communicator for each (init_process_group
+    # with device_id: DeviceMesh._init_process_groups calls split_group per dimension); torchtitan
+    # gives size-1 axes a fake backend (parallel_dims.py _mesh_exist at b5bcd76). The mesh was
+    # (dp, tp) until 6796bf1 and (rep, dp, tp) since (its records carry dp_replicate). plan's
+    # group figure (nccl_memory.h) already holds the one size-1 group of the (dp, tp) mesh at dp 1
+    # (the runs it was measured on): state the others
+    if HAS_ONE_RANK and par in ("tp", "hsdp") and "parallel_run" in rec.get("command", "parallel_run"):
+        dp, tp = rec.get("dp", 1) or 1, rec.get("tp", 1) or 1
+        if "dp_replicate" in rec and rec["dp_replicate"] is not None:
+            rep = rec["dp_replicate"] or 1
+            dims = (rep, dp // rep, tp)
+        else:
+            dims = (dp, tp)
+        extra = sum(1 for d in dims if d == 1) - (1 if dp == 1 else 0)
+        if extra > 0:
+            a += ["--one-rank-groups", str(extra)]
     notes = []
     if rec.get("grad_ckpt"):
         a += ["--recompute", "full"]
@@ -181,6 +200,11 @@ def layout(rec):
                     "(torchtitan's policy); the FSDP2 path has only --recompute full|none"
             fw = a[1] = "torchtitan"
         a += ["--recompute", "selective"]
+    # parallel_run.py's grouped experts pad each expert's rows by index_copy into a zero buffer
+    # (prun_moe.py; parallel_run.py before the split), whose autograd node keeps the unpadded
+    # rows too; torchtitan gathers them (--moe-pad-index-copy, costmodel/memory_activations.c)
+    if par == "ep" and rec.get("experts_impl") == "grouped" and HAS_PAD_COPY:
+        a += ["--moe-pad-index-copy"]
     if par == "ep" and rec.get("experts_impl", "loop") == "loop":
         if HAS_LOOP and fw == "torchtitan":  # torchtitan's use_grouped_mm=False loop (expert_loop.h)
             a += ["--moe-expert-loop"]
@@ -248,6 +272,15 @@ def main():
                 if not oom:
                     row["real_step_s"] = r["step_s_median"]
                     row["real_mem_bytes"] = r["measured_peak_bytes"]
+                    # the two parts of the real figure (issue 14's split): the caching
+                    # allocator's peak and what the device holds outside it at the end
+                    row["real_alloc_bytes"] = r.get("peak_allocated_bytes")
+                    row["real_nonalloc_bytes"] = r.get("nonalloc_end_bytes")
+                    row["real_context_bytes"] = r.get("cuda_context_bytes")
+                    row["real_after_nccl_bytes"] = r.get("context_after_nccl_bytes")
+                    for k in ("tp", "pp", "cp", "ep", "dp", "dp_replicate", "dp_shard", "vpp",
+                              "sac", "compile", "async_tp", "date", "world_size"):
+                        row["rec_" + k] = r.get(k)
                 fw, a, note = layout(r)
                 row["fw"], row["note"] = fw, note
                 row["flagged"] = bool(note)  # a mechanism the planner has no term for
@@ -303,6 +336,7 @@ def main():
                 row["status"] = "ok"
                 row["pred_step_s"] = j["time"]["step_s"]
                 row["pred_mem_bytes"] = j["memory"]["total_bytes"]
+                row["pred_framework_bytes"] = j["memory"]["framework_bytes"]
                 row["pred_feasible"] = bool(j["feasible"])
                 row["step_err"] = err(row["pred_step_s"], row["real_step_s"])
                 row["mem_err"] = err(row["pred_mem_bytes"], row["real_mem_bytes"])

@@ -72,3 +72,36 @@ print("P per peer: pp %.0f, ep %.0f, cp %.0f -> %.0f B" % (p_pp, p_ep, p_cp, P))
 print("G per group: %s -> %.0f B" % (", ".join("%.0f" % x for x in gs), G))
 for k, v in sorted(ex.items()):
     print("  check %-5s ws%d: model %.3f GB, measured %.3f GB" % (k[0], k[1], (k[3] * G + k[4] * P) / 1e9, v / 1e9))
+
+# One further one-rank group (framework.nccl_one_rank_group_bytes; issue 14, mem26): parallel_run.py's
+# TP mesh went from (dp, tp) to (rep, dp, tp) in 6796bf1 (records since carry dp_replicate); at
+# rep 1 that is one more size-1 dimension, an NCCL communicator split for it. The same layouts'
+# median nonalloc_end - context_after_nccl before and after, over every multi-GPU folder of the
+# fidelity tables (later runs: bench/results/ho1*, mgpu8, mgpu9, tpck14, sactp16, ...).
+later = {}
+for fn in sorted(glob.glob(os.path.join(ROOT, "bench/results/*/*/jobs/results.jsonl")) +
+                 glob.glob(os.path.join(ROOT, "bench/results/*/*/results.jsonl")) +
+                 glob.glob(os.path.join(ROOT, "bench/results/*/*/*/jobs/results.jsonl")) +
+                 glob.glob(os.path.join(ROOT, "bench/realruns/results/*/results.jsonl"))):
+    if "/ho26" in fn:  # held out
+        continue
+    for ln in open(fn):
+        if not ln.strip():
+            continue
+        r = json.loads(ln)
+        if (r.get("parallelism") != "tp" or r.get("async_tp") or "nonalloc_end_bytes" not in r or
+                r.get("world_size", 1) < 2 or r.get("error") or r.get("oom") or
+                "parallel_run" not in r.get("command", "")):
+            continue
+        era = "rep" if r.get("dp_replicate") is not None else "dp,tp"
+        key = (r["tp"], r.get("dp", 1), era, r["label"], r["date"])
+        later[key] = r["nonalloc_end_bytes"] - r["context_after_nccl_bytes"]
+med = {}
+for (tp, dp, era, _, _), v in later.items():
+    med.setdefault((tp, dp, era), []).append(v)
+for (tp, dp) in sorted({(k[0], k[1]) for k in med}):
+    a, b = med.get((tp, dp, "dp,tp")), med.get((tp, dp, "rep"))
+    if a and b:
+        print("one-rank group: tp %d dp %d: (dp, tp) mesh %.0f B (n=%d), (rep, dp, tp) %.0f B (n=%d): +%.0f B" % (
+            tp, dp, statistics.median(a), len(a), statistics.median(b), len(b),
+            statistics.median(b) - statistics.median(a)))
