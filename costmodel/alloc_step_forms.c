@@ -80,13 +80,14 @@ void alloc_step_layer_params(dims *d)
         d->lp[n++] = d->qk_wfull ? d->q : d->hd;
         d->lp[n++] = d->qk_wfull ? d->kv : d->hd;
     }
-    if (d->moe && d->ernie) { /* Ernie4_5_MoeSparseMoeBlock.__init__ (379-384): the router's
-                               * weight (moe_statics' bias, E, frozen: not listed), the experts',
-                               * the shared experts' gate, up, down */
+    if (d->moe && (d->ernie || d->phimoe)) { /* Ernie4_5_MoeSparseMoeBlock.__init__ (379-384):
+                               * the router's weight (moe_statics' bias, E, frozen: not listed),
+                               * the experts', the shared experts' gate, up, down; PhiMoE's
+                               * router and experts (modeling_phimoe.py 507-508) */
         d->lp[n++] = d->E * d->h;
         d->lp[n++] = d->E * 2.0 * d->ef * d->h;
         d->lp[n++] = d->E * d->h * d->ef;
-        for (int i = 0; i < 3; i++) d->lp[n++] = d->sf * d->h;
+        for (int i = 0; i < 3 && d->ernie; i++) d->lp[n++] = d->sf * d->h;
     } else if (d->moe) { /* the experts' gate_up_proj [E, 2f, h] and down_proj [E, h, f], the router */
         d->lp[n++] = d->E * 2.0 * d->ef * d->h;
         d->lp[n++] = d->E * d->h * d->ef;
@@ -241,6 +242,23 @@ int alloc_step_form_of(const model_spec *m, dims *d)
             m->sliding_window > 0)
             return -1;
         d->rope_part = d->rf < 1;
+        return 0;
+    }
+    if (!strcmp(ty, "phimoe")) {
+        /* nn.LayerNorms (weight, bias) in Llama's order (modeling_phimoe.py 538-541, 552-566),
+         * attention_bias's q, k, v, o biases (193-204), the MoE block of alloc_step_phimoe.c;
+         * lm_head's bias (756) is a small-pool parameter of V, not listed; sliding_window is
+         * HF's window mask, which alloc_step.c's mask flag reads */
+        if (m->act_params > 0 || m->norm_fp32_scale != 0 || m->sandwich_norm ||
+            m->hf_fused_qkv || m->learned_positions || m->attention_sinks || m->mla ||
+            m->nope_layers != 0 || m->norm != MODEL_NORM_LAYER || m->norm_no_bias ||
+            m->parallel_block || m->post_norm || m->qk_norm || m->mlp_bias || m->dropout ||
+            !swiglu || m->rotary_fraction < 1)
+            return -1;
+        d->block = ALLOC_BLOCK_SEQ;
+        d->norm_form = ALLOC_NORM_LN;
+        d->ln_bias = true;
+        d->phimoe = model_is_moe(m);
         return 0;
     }
     if (!strcmp(ty, "ernie4_5_moe")) {

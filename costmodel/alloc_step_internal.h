@@ -41,6 +41,8 @@ typedef struct {
     bool ernie;                         /* ERNIE-4.5's: fp32 softmax router, bf16 routing
                                          * weights, the shared experts first; fp32 RoPE tables
                                          * and interleaved fp32 RoPE (alloc_step_moe.c) */
+    bool phimoe;                        /* PhiMoE's: input jitter, the sparsemixer router, bf16
+                                         * routing weights (alloc_step_phimoe.c) */
     double E, topk, ef;                 /* experts, top-k, one expert's FFN width */
     int layers, nlp;                    /* decoder layers, parameters per layer */
     double lp[MAX_LAYER_PARAMS];        /* one layer's parameters, registration order */
@@ -145,6 +147,11 @@ int alloc_step_gemma_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
  * returns the block's output, the backward the input's gradient (dy not consumed) */
 int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv);
 int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
+
+/* PhiMoE's block (alloc_step_phimoe.c): the forward from the norm's output (the caller keeps
+ * it), the backward to its gradient (dy not consumed) */
+int alloc_step_phimoe_fwd(ctx *c, const dims *d, saved *sv);
+int alloc_step_phimoe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
 
 /* frees what a node saved, taking it off the layer's saved set (alloc_step_eager.c) */
 void alloc_step_drop_saved(ctx *c, saved *sv, int h);

@@ -82,6 +82,7 @@ int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv)
 {
     double t = d->T, E = d->E, S = t * d->topk;
     if (d->shared_gate) return shared_fwd(c, d, sv);
+    if (d->phimoe) return alloc_step_phimoe_fwd(c, d, sv);
     if (d->glm || d->ernie) return glm_fwd(c, d, sv);
     /* router */
     int rl = A(c, 2.0 * t * E);
@@ -101,7 +102,7 @@ int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv)
 int alloc_step_moe_experts_fwd(ctx *c, const dims *d, saved *sv, const int *pre, int npre)
 {
     double t = d->T, h = d->h, E = d->E, k = d->topk, S = t * k, f = d->ef;
-    double wb = d->ernie ? 2.0 : 4.0; /* the routing weights' bytes: ERNIE's are bf16 */
+    double wb = d->ernie || d->phimoe ? 2.0 : 4.0; /* routing weights: ERNIE's, PhiMoE's bf16 */
     /* experts: sort, gather, offsets, mask */
     int vals = A(c, 8.0 * S), perm = A(c, 8.0 * S);
     int tok = A(c, 8.0 * S);
@@ -166,6 +167,7 @@ int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg)
 {
     double t = d->T, h = d->h, E = d->E, k = d->topk, S = t * k;
     if (d->shared_gate) return shared_bwd(c, d, dy, wgr, nwg);
+    if (d->phimoe) return alloc_step_phimoe_bwd(c, d, dy, wgr, nwg);
     if (d->glm || d->ernie) return glm_bwd(c, d, dy, wgr, nwg);
     int gws;
     int gin = alloc_step_moe_experts_bwd(c, d, wgr, nwg, &gws);
@@ -191,7 +193,7 @@ int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg)
 int alloc_step_moe_experts_bwd(ctx *c, const dims *d, int *wgr, int *nwg, int *gws)
 {
     double t = d->T, h = d->h, E = d->E, k = d->topk, S = t * k, f = d->ef;
-    double wb = d->ernie ? 2.0 : 4.0; /* bf16 weights: no casts, bf16 gradients */
+    double wb = d->ernie || d->phimoe ? 2.0 : 4.0; /* bf16 weights: no casts, bf16 grads */
     int g32 = wb == 2.0 ? -1 : A(c, 4.0 * t * h); /* .to(bf16)'s backward */
     int ge = A(c, wb * S * h);  /* sum's backward, materialised by the view's */
     if (g32 >= 0) F(c, g32);

@@ -348,6 +348,18 @@ static void test_ernie45_moe(void **state)
     mla_run("ernie-4.5-21b-a3b", 4096, 2, false, 4, 66.332, 51.445);
 }
 
+/* replay26: PhiMoE's layer (nn.LayerNorms with biases, attention biases, input jitter, the
+ * sparsemixer router, bf16 routing weights into the grouped_mm experts: alloc_step_phimoe.c)
+ * against ho25-phimoe-L2-s4k-b2 (bench/results/ho25_2026-11-29/single.jsonl, one H200,
+ * transformers 5.17.0): peak_reserved_bytes 62,597,890,048 B = 58.299 GiB,
+ * peak_allocated_bytes 57,336,636,928 B = 53.399 GiB (replay 58.22 / 53.34). Before replay26
+ * not covered (fidelity.py res_err +5.9%). */
+static void test_phimoe(void **state)
+{
+    (void)state;
+    mla_run("phi-3.5-moe", 4096, 2, false, 2, 58.299, 53.399);
+}
+
 /* replay25: the layer forms beyond Llama's (alloc_step_forms.c) against the ordinary runs of
  * bench/results/ho24_2026-11-29/first/a and ho24b_2026-11-29/first/a (one H200, transformers
  * 5.17.0), peak_reserved_bytes and peak_allocated_bytes in GiB: Command-R (CohereLayerNorm,
@@ -731,6 +743,7 @@ int main(void)
         cmocka_unit_test(test_qwen2_moe),
         cmocka_unit_test(test_glm4_moe),
         cmocka_unit_test(test_ernie45_moe),
+        cmocka_unit_test(test_phimoe),
         cmocka_unit_test(test_forms),
         cmocka_unit_test(test_mla),
         cmocka_unit_test(test_capacity),
