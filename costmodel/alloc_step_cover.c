@@ -14,6 +14,7 @@
 
 #include "hf_eager_attn.h"
 #include "hf_experts.h"
+#include "hf_sdpa_math.h"
 #include "impl.h"
 
 #include <string.h>
@@ -63,6 +64,10 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     bool formed = form.block != ALLOC_BLOCK_LLAMA || form.norm_form != ALLOC_NORM_LLAMA ||
                   form.qk_full || form.qk_wfull || form.drop || form.rope32 || form.plain;
     if (formed && (layout_impl_of(l) != IMPL_HF || (form.drop && eager))) return false;
+    /* Falcon's attention: Falcon-7B's multi_query under SDPA's math backend only
+     * (alloc_step_falcon.c) */
+    if (!strcmp(m->hf_model_type, "falcon") && (!form.falcon || !hf_sdpa_math_applies(m, t, l)))
+        return false;
     /* partial rotary: Phi-3's apply_rotary_pos_emb and StableLM's only (Llama's rotates the
      * whole head) */
     if (m->rotary_fraction < 1 && !m->hf_fused_qkv && !form.rope_part) return false;

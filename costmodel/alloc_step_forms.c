@@ -49,6 +49,18 @@ void alloc_step_layer_params(dims *d)
         d->nlp = n;
         return;
     }
+    if (d->falcon) { /* FalconDecoderLayer: self_attention (query_key_value, dense), mlp
+                      * (dense_h_to_4h, dense_4h_to_h), input_layernorm (modeling_falcon.py
+                      * 555-573, 245-250, 531-533) */
+        d->lp[n++] = (d->q + 2.0 * d->hd) * d->h;
+        d->lp[n++] = d->h * d->q;
+        d->lp[n++] = d->f * d->h;
+        d->lp[n++] = d->h * d->f;
+        d->lp[n++] = d->h;
+        d->lp[n++] = d->h;
+        d->nlp = n;
+        return;
+    }
     if (d->fused) { /* Phi3DecoderLayer: self_attn (o_proj, then qkv_proj), mlp (gate_up_proj,
                      * down_proj), the two norms (modeling_phi3.py Phi3Attention.__init__) */
         d->lp[n++] = d->h * d->q;
@@ -242,6 +254,24 @@ int alloc_step_form_of(const model_spec *m, dims *d)
             m->sliding_window > 0)
             return -1;
         d->rope_part = d->rf < 1;
+        return 0;
+    }
+    if (!strcmp(ty, "falcon")) {
+        /* Falcon-7B: parallel_attn with one nn.LayerNorm (input_layernorm, modeling_falcon.py
+         * 563-573), x + (mlp(n) += attn(n)) (dropout_add with p 0 returns its input); the
+         * multi_query attention under SDPA's math backend (alloc_step_falcon.c); FalconMLP's
+         * dense_h_to_4h, GELU, dense_4h_to_h (526-539); no biases (bias false). Falcon-40B's
+         * new_decoder_architecture and ALiBi are not listed */
+        if (!common || m->norm != MODEL_NORM_LAYER || m->norm_no_bias || !m->parallel_block ||
+            !m->shared_block_norm || m->post_norm || m->qk_norm || !nobias || m->dropout ||
+            swiglu || strncmp(m->hidden_act, "gelu", 4) != 0 || m->sliding_window > 0 ||
+            m->rotary_fraction < 1)
+            return -1;
+        d->block = ALLOC_BLOCK_PARALLEL;
+        d->norm_form = ALLOC_NORM_LN;
+        d->norms = 1;
+        d->ln_bias = d->plain = true;
+        d->falcon = m->sdpa_kv_broadcast && m->kv_heads == 1; /* else not listed (the cover) */
         return 0;
     }
     if (!strcmp(ty, "phimoe")) {
@@ -470,11 +500,13 @@ static int neox_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
 
 static int attn_fwd(ctx *c, const dims *d, int n1, saved *sv)
 {
+    if (d->falcon) return alloc_step_falcon_attn_fwd(c, d, n1, sv);
     return d->neox ? neox_attn_fwd(c, d, n1, sv) : alloc_step_attn_fwd(c, d, n1, sv);
 }
 
 static int attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
 {
+    if (d->falcon) return alloc_step_falcon_attn_bwd(c, d, go, wg, nwg);
     return d->neox ? neox_attn_bwd(c, d, go, wg, nwg) : alloc_step_attn_bwd(c, d, go, wg, nwg);
 }
 

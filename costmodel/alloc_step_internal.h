@@ -65,6 +65,8 @@ typedef struct {
     bool logit_scale;                   /* Cohere: logits * logit_scale, a [T, V] bf16 copy */
     int norms;                          /* the layer's norms (1: a parallel block's shared one) */
     bool neox;                          /* GPT-NeoX's fused query_key_value, norms registered first */
+    bool falcon;                        /* Falcon-7B's multi_query attention under SDPA's math
+                                         * backend (alloc_step_falcon.c) */
     bool nope2, nope_l;                 /* Cohere2: the full-attention layers apply no RoPE;
                                          * this layer is one */
 } dims;
@@ -152,6 +154,11 @@ int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
  * it), the backward to its gradient (dy not consumed) */
 int alloc_step_phimoe_fwd(ctx *c, const dims *d, saved *sv);
 int alloc_step_phimoe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
+
+/* Falcon-7B's attention (alloc_step_falcon.c): from the norm's output n1 (kept) to dense's
+ * output; the backward from dense's input gradient (consumed) to n1's */
+int alloc_step_falcon_attn_fwd(ctx *c, const dims *d, int n1, saved *sv);
+int alloc_step_falcon_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg);
 
 /* frees what a node saved, taking it off the layer's saved set (alloc_step_eager.c) */
 void alloc_step_drop_saved(ctx *c, saved *sv, int h);

@@ -132,6 +132,10 @@ cm_status model_family_apply(const json_t *cfg, const char *model_type, model_sp
          * num_ln_in_parallel_attn is 2 (the new architecture's default), else input_layernorm
          * alone */
         spec->shared_block_norm = spec->parallel_block && ln == 1;
+        /* FalconMLP's get_activation(config.activation), FalconConfig's default "gelu" */
+        const char *act = cj_get_str(cfg, "activation");
+        if (!spec->hidden_act[0])
+            snprintf(spec->hidden_act, sizeof spec->hidden_act, "%s", act ? act : "gelu");
     } else if (is(model_type, "stablelm")) {
         BOOL_KEY("use_qkv_bias", false, &spec->qkv_bias);
         BOOL_KEY("use_parallel_residual", false, &spec->parallel_block);
