@@ -79,6 +79,7 @@ typedef struct {
     int n;
     int eager_at; /* where eager attention's six saved tensors start (alloc_step_eager.c; a
                    * seventh, tanh's output, under Gemma 2's soft-cap) */
+    int moe_at;   /* 1 + where the grouped_mm experts' eleven start (alloc_step_moe.c), 0: none */
 } saved;
 
 typedef struct {

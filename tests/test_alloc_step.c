@@ -348,6 +348,22 @@ static void test_ernie45_moe(void **state)
     mla_run("ernie-4.5-21b-a3b", 4096, 2, false, 4, 66.332, 51.445);
 }
 
+/* replay26: the grouped_mm experts' backward frees their saved tensors as the nodes that saved
+ * them run (alloc_step_moe.c), not at the layer's end. At 16,384 tokens Mixtral's layer
+ * backward held 3.5 GiB of them (the masked gate_up output, silu's output and the product,
+ * [S, 2f] and twice [S, f] bf16 at S 32,768, f 14,336) beside the gate_up gradients and so
+ * peaked above the optimizer step: 59.69 and 59.81 GiB against the runs' 59.01, which is the
+ * optimizer step's (every Mixtral L2 run peaks there whatever its tokens).
+ * ho17-mixtral-L2-s4k-b4 (ho17_2026-11-28/one_h200): 81,231,085,568 B = 75.652 GiB reserved,
+ * 63,361,275,904 B = 59.010 GiB allocated; ho15-mixtral-L2-s2k-b8-ckpt (ho15_2026-11-28/
+ * one_h200): 71,347,208,192 B = 66.447 GiB, 59.010 GiB. */
+static void test_moe_saved_freed(void **state)
+{
+    (void)state;
+    mla_run("mixtral-8x7b", 4096, 4, false, 2, 75.652, 59.010);
+    mla_run("mixtral-8x7b", 2048, 8, true, 2, 66.447, 59.010);
+}
+
 /* replay26: PhiMoE's layer (nn.LayerNorms with biases, attention biases, input jitter, the
  * sparsemixer router, bf16 routing weights into the grouped_mm experts: alloc_step_phimoe.c)
  * against ho25-phimoe-L2-s4k-b2 (bench/results/ho25_2026-11-29/single.jsonl, one H200,
@@ -744,6 +760,7 @@ int main(void)
         cmocka_unit_test(test_glm4_moe),
         cmocka_unit_test(test_ernie45_moe),
         cmocka_unit_test(test_phimoe),
+        cmocka_unit_test(test_moe_saved_freed),
         cmocka_unit_test(test_forms),
         cmocka_unit_test(test_mla),
         cmocka_unit_test(test_capacity),

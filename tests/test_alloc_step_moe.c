@@ -2,7 +2,8 @@
  * test_alloc_step_moe.c — the allocator replay's Hugging Face MoE block with Qwen2-MoE's gated
  * shared expert (costmodel/alloc_step_moe.c, replay24), by hand-checkable bytes: what the
  * block's forward leaves alive beyond the routed-only block's (the shared expert's saved
- * tensors), and that its backward frees all it makes but the gradients it returns; PhiMoE's
+ * tensors), and that its backward frees all it makes but the gradients it returns, and the
+ * experts' saved tensors as their nodes run (replay26); PhiMoE's
  * block (costmodel/alloc_step_phimoe.c, replay26) by the same hand count.
  */
 #include <setjmp.h>
@@ -84,9 +85,16 @@ static void test_shared_saved(void **state)
     assert_int_equal(n1, 7);
     uint64_t routed = 2ull * (60 * 2 * 1408 * 2048 + 60 * 2048 * 1408 + 60 * 2048);
     uint64_t grad_in = 2ull * 8192 * 2048;
-    assert_int_equal(b0, grad_in + routed);
+    /* and frees, as their nodes run, the eleven tensors the experts saved (replay26; before,
+     * they stayed to the layer's end): at S = 32,768 copies, the int64 permutation, token
+     * index and inverse permutation 3 x 262,144; the gathered rows and the masked down output
+     * bf16 [S, h] 2 x 134,217,728; the fp32 sorted weights 131,072; the offsets (240 B, a
+     * 512-byte block); the bool mask 32,768; the masked gate_up output bf16 [S, 2f]
+     * 184,549,376; silu's output and the product, 2 x 92,274,688: 638,484,992 B */
+    uint64_t experts_saved = 638484992ull;
+    assert_int_equal(b0 + experts_saved, grad_in + routed);
     /* 2 x 2048 = 4,096 B, rounded up to 512: 4,096 */
-    assert_int_equal(b1, grad_in + routed + 4096 + 3ull * 2 * 5632 * 2048);
+    assert_int_equal(b1 + experts_saved, grad_in + routed + 4096 + 3ull * 2 * 5632 * 2048);
 }
 
 /* GLM-4.5's block against the softmax-routed one (moereplay25; Glm4MoeTopkRouter.forward and
@@ -135,9 +143,10 @@ static void test_phimoe_saved(void **state)
     run_dims(d, &f, &b, &n);
     assert_int_equal(f, 1310016000ull);
     /* returned: the input's gradient [T, h] and, bf16, down [E, h, f], gate_up [E, 2f, h], the
-     * router [E, h] */
+     * router [E, h]; freed: the experts' saved 1,107,739,136 B (above) */
     assert_int_equal(n, 3);
-    assert_int_equal(b, 2ull * 8192 * 4096 + 2ull * (16ull * 4096 * 6400 * 3 + 16 * 4096));
+    assert_int_equal(b + 1107739136ull,
+                     2ull * 8192 * 4096 + 2ull * (16ull * 4096 * 6400 * 3 + 16 * 4096));
 }
 
 int main(void)
