@@ -289,6 +289,7 @@ int alloc_step_form_of(const model_spec *m, dims *d)
         d->norm_form = ALLOC_NORM_LN;
         d->ln_bias = true;
         d->phimoe = model_is_moe(m);
+        d->jitter = m->input_jitter;
         return 0;
     }
     if (!strcmp(ty, "ernie4_5_moe")) {

@@ -43,6 +43,7 @@ typedef struct {
                                          * and interleaved fp32 RoPE (alloc_step_moe.c) */
     bool phimoe;                        /* PhiMoE's: input jitter, the sparsemixer router, bf16
                                          * routing weights (alloc_step_phimoe.c) */
+    bool jitter;                        /* PhiMoE's input_jitter_noise > 0 (model.h) */
     double E, topk, ef;                 /* experts, top-k, one expert's FFN width */
     int layers, nlp;                    /* decoder layers, parameters per layer */
     double lp[MAX_LAYER_PARAMS];        /* one layer's parameters, registration order */

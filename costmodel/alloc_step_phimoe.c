@@ -9,7 +9,7 @@
  * copy arch24's device call took, bench/results/arch24_2026-11-29; line numbers are that file's).
  * T tokens, E experts, h the width; [T, E] tensors are bf16 unless said:
  *  - PhimoeSparseMoeBlock.forward (514-525): in training with input_jitter_noise > 0 (0.01 in
- *    Phi-3.5-MoE's config) `hidden_states *= torch.empty_like(hidden_states).uniform_(...)`, in
+ *    Phi-3.5-MoE's config; PhimoeConfig's default 0.0: then neither jitter runs) `hidden_states *= torch.empty_like(hidden_states).uniform_(...)`, in
  *    place on the post-attention LayerNorm's output: mul_'s node saves the noise, bf16 [T, h]
  *    (derivatives.yaml mul: self's gradient is grad * other; other needs none). reshape(-1, h)
  *    is a view.
@@ -102,8 +102,10 @@ int alloc_step_phimoe_fwd(ctx *c, const dims *d, saved *sv)
 {
     double t = d->T, h = d->h, E = d->E;
     int pre[12], np = 0, sel1, sel2;
-    pre[np++] = A(c, 2.0 * t * h); /* the block's jitter noise, saved by mul_ */
-    pre[np++] = A(c, 2.0 * t * h); /* the router's */
+    if (d->jitter) {
+        pre[np++] = A(c, 2.0 * t * h); /* the block's jitter noise, saved by mul_ */
+        pre[np++] = A(c, 2.0 * t * h); /* the router's */
+    }
     int rl = A(c, 2.0 * t * E);    /* router_logits: the block's `_` */
     int m1 = mixer_pass(c, d, rl, pre, &np, &sel1);
     int ms = A(c, 2.0 * t * E); /* torch.scatter(scores, selected, -inf): lives to the return */
@@ -144,6 +146,7 @@ int alloc_step_phimoe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg)
     wgr[(*nwg)++] = A(c, 2.0 * E * h);    /* and its weight's */
     F(c, gsc);
     F(c, gr);                             /* summed in place into the experts' */
+    if (!d->jitter) return gin;
     int base = A(c, 2.0 * t * h);         /* CopySlices: the base's gradient */
     int cl = A(c, 2.0 * t * h);           /* the slice's clone */
     int mm = A(c, 2.0 * t * h);           /* grad * the router's noise */

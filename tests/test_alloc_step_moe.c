@@ -137,7 +137,7 @@ static void test_phimoe_saved(void **state)
 {
     (void)state;
     dims d = {.T = 8192, .h = 4096, .E = 16, .topk = 2, .ef = 6400, .f = 6400, .moe = true,
-              .phimoe = true};
+              .phimoe = true, .jitter = true};
     uint64_t f, b;
     int n;
     run_dims(d, &f, &b, &n);
