@@ -4,7 +4,7 @@
  * Phi-3's fused projections, Gemma 2/3, sliding-window masks, transformers' eager attention,
  * Hugging Face MoE blocks, Qwen2-MoE's shared expert, GLM-4.5's and ERNIE-4.5's blocks,
  * DeepSeek-V2/V3's MLA, GPT-OSS, native blocks under torch.compile, the layer forms of
- * alloc_step_forms.c), one GPU, bf16, no or full recompute. Outside it memory.c prices reserved memory without the replay.
+ * alloc_step_forms.c with PhiMoE's block and Falcon-7B's attention), one GPU, bf16, no or full recompute. Outside it memory.c prices reserved memory without the replay.
  * Its own file because each family added to the replay adds a rule here. Also one layer's
  * saved bytes by the replay's list (alloc_step_layer_saved_bytes), which the tests hold
  * memory_activations.c's analytic figure to (memforms25).
