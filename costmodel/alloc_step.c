@@ -163,8 +163,7 @@ int alloc_step_attn_fwd(ctx *c, const dims *d, int n1, saved *sv)
 }
 
 /* The dense gated MLP, down(act(gate(x)) * up(x)) (SiLU or GELU: each saves its input), from
- * the norm's output (the caller keeps it) to down's output: each operand dies as soon as the
- * next op has run. */
+ * the norm's output (the caller keeps it) to down's output; operands die after the next op. */
 int alloc_step_mlp_fwd(ctx *c, const dims *d, saved *sv)
 {
     double t = d->T, f = d->f;
@@ -794,7 +793,8 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
         k.flags |= (long)(fm.block | fm.norm_form << 2 | fm.qk_full << 4 | fm.qk_wfull << 5 |
                           fm.plain << 6 | fm.drop << 7 | fm.drop_emb << 8 | fm.rope32 << 9 |
                           fm.rope_part << 10 | fm.logit_scale << 11 | fm.ln_bias << 12 |
-                          fm.mlp_bias << 13 | fm.norms << 14 | fm.neox << 17 | fm.nope2 << 18)
+                          fm.mlp_bias << 13 | fm.norms << 14 | fm.neox << 17 | fm.nope2 << 18 |
+                          fm.phimoe << 19 | fm.jitter << 20 | fm.falcon << 21)
                    << 20;
     return k;
 }

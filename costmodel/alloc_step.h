@@ -29,8 +29,9 @@
  * layers with one causal mask. Since replay25 the Hugging Face layer forms beyond Llama's
  * (alloc_step_forms.c): OLMo 2, EXAONE 4.0 (post-norms), OLMoE (q/k norms over the projection),
  * Command-R and Cohere2 (CohereLayerNorm, parallel block), StableLM, StarCoder2 and GPT-NeoX
- * (nn.LayerNorm, biases, plain MLPs, dropout), Seed-OSS (dropout). Anything else is reported as
- * not covered.
+ * (nn.LayerNorm, biases, plain MLPs, dropout), Seed-OSS (dropout). Since replay26 PhiMoE
+ * (alloc_step_phimoe.c: input jitter, the sparsemixer router) and Falcon-7B (alloc_step_falcon.c:
+ * multi_query under SDPA's math backend). Anything else is reported as not covered.
  */
 #ifndef PLAN_ALLOC_STEP_H
 #define PLAN_ALLOC_STEP_H

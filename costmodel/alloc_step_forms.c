@@ -49,6 +49,18 @@ void alloc_step_layer_params(dims *d)
         d->nlp = n;
         return;
     }
+    if (d->falcon) { /* FalconDecoderLayer: self_attention (query_key_value, dense), mlp
+                      * (dense_h_to_4h, dense_4h_to_h), input_layernorm (modeling_falcon.py
+                      * 555-573, 245-250, 531-533) */
+        d->lp[n++] = (d->q + 2.0 * d->hd) * d->h;
+        d->lp[n++] = d->h * d->q;
+        d->lp[n++] = d->f * d->h;
+        d->lp[n++] = d->h * d->f;
+        d->lp[n++] = d->h;
+        d->lp[n++] = d->h;
+        d->nlp = n;
+        return;
+    }
     if (d->fused) { /* Phi3DecoderLayer: self_attn (o_proj, then qkv_proj), mlp (gate_up_proj,
                      * down_proj), the two norms (modeling_phi3.py Phi3Attention.__init__) */
         d->lp[n++] = d->h * d->q;
@@ -80,13 +92,14 @@ void alloc_step_layer_params(dims *d)
         d->lp[n++] = d->qk_wfull ? d->q : d->hd;
         d->lp[n++] = d->qk_wfull ? d->kv : d->hd;
     }
-    if (d->moe && d->ernie) { /* Ernie4_5_MoeSparseMoeBlock.__init__ (379-384): the router's
-                               * weight (moe_statics' bias, E, frozen: not listed), the experts',
-                               * the shared experts' gate, up, down */
+    if (d->moe && (d->ernie || d->phimoe)) { /* Ernie4_5_MoeSparseMoeBlock.__init__ (379-384):
+                               * the router's weight (moe_statics' bias, E, frozen: not listed),
+                               * the experts', the shared experts' gate, up, down; PhiMoE's
+                               * router and experts (modeling_phimoe.py 507-508) */
         d->lp[n++] = d->E * d->h;
         d->lp[n++] = d->E * 2.0 * d->ef * d->h;
         d->lp[n++] = d->E * d->h * d->ef;
-        for (int i = 0; i < 3; i++) d->lp[n++] = d->sf * d->h;
+        for (int i = 0; i < 3 && d->ernie; i++) d->lp[n++] = d->sf * d->h;
     } else if (d->moe) { /* the experts' gate_up_proj [E, 2f, h] and down_proj [E, h, f], the router */
         d->lp[n++] = d->E * 2.0 * d->ef * d->h;
         d->lp[n++] = d->E * d->h * d->ef;
@@ -241,6 +254,42 @@ int alloc_step_form_of(const model_spec *m, dims *d)
             m->sliding_window > 0)
             return -1;
         d->rope_part = d->rf < 1;
+        return 0;
+    }
+    if (!strcmp(ty, "falcon")) {
+        /* Falcon-7B: parallel_attn with one nn.LayerNorm (input_layernorm, modeling_falcon.py
+         * 563-573), x + (mlp(n) += attn(n)) (dropout_add with p 0 returns its input); the
+         * multi_query attention under SDPA's math backend (alloc_step_falcon.c); FalconMLP's
+         * dense_h_to_4h, GELU, dense_4h_to_h (526-539); no biases (bias false). Falcon-40B's
+         * new_decoder_architecture and ALiBi are not listed */
+        if (!common || m->norm != MODEL_NORM_LAYER || m->norm_no_bias || !m->parallel_block ||
+            !m->shared_block_norm || m->post_norm || m->qk_norm || !nobias || m->dropout ||
+            swiglu || strncmp(m->hidden_act, "gelu", 4) != 0 || m->sliding_window > 0 ||
+            m->rotary_fraction < 1)
+            return -1;
+        d->block = ALLOC_BLOCK_PARALLEL;
+        d->norm_form = ALLOC_NORM_LN;
+        d->norms = 1;
+        d->ln_bias = d->plain = true;
+        d->falcon = m->sdpa_kv_broadcast && m->kv_heads == 1; /* else not listed (the cover) */
+        return 0;
+    }
+    if (!strcmp(ty, "phimoe")) {
+        /* nn.LayerNorms (weight, bias) in Llama's order (modeling_phimoe.py 538-541, 552-566),
+         * attention_bias's q, k, v, o biases (193-204), the MoE block of alloc_step_phimoe.c;
+         * lm_head's bias (756) is a small-pool parameter of V, not listed; sliding_window is
+         * HF's window mask, which alloc_step.c's mask flag reads */
+        if (m->act_params > 0 || m->norm_fp32_scale != 0 || m->sandwich_norm ||
+            m->hf_fused_qkv || m->learned_positions || m->attention_sinks || m->mla ||
+            m->nope_layers != 0 || m->norm != MODEL_NORM_LAYER || m->norm_no_bias ||
+            m->parallel_block || m->post_norm || m->qk_norm || m->mlp_bias || m->dropout ||
+            !swiglu || m->rotary_fraction < 1)
+            return -1;
+        d->block = ALLOC_BLOCK_SEQ;
+        d->norm_form = ALLOC_NORM_LN;
+        d->ln_bias = true;
+        d->phimoe = model_is_moe(m);
+        d->jitter = m->input_jitter;
         return 0;
     }
     if (!strcmp(ty, "ernie4_5_moe")) {
@@ -452,11 +501,13 @@ static int neox_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
 
 static int attn_fwd(ctx *c, const dims *d, int n1, saved *sv)
 {
+    if (d->falcon) return alloc_step_falcon_attn_fwd(c, d, n1, sv);
     return d->neox ? neox_attn_fwd(c, d, n1, sv) : alloc_step_attn_fwd(c, d, n1, sv);
 }
 
 static int attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
 {
+    if (d->falcon) return alloc_step_falcon_attn_bwd(c, d, go, wg, nwg);
     return d->neox ? neox_attn_bwd(c, d, go, wg, nwg) : alloc_step_attn_bwd(c, d, go, wg, nwg);
 }
 

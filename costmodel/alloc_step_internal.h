@@ -41,6 +41,9 @@ typedef struct {
     bool ernie;                         /* ERNIE-4.5's: fp32 softmax router, bf16 routing
                                          * weights, the shared experts first; fp32 RoPE tables
                                          * and interleaved fp32 RoPE (alloc_step_moe.c) */
+    bool phimoe;                        /* PhiMoE's: input jitter, the sparsemixer router, bf16
+                                         * routing weights (alloc_step_phimoe.c) */
+    bool jitter;                        /* PhiMoE's input_jitter_noise > 0 (model.h) */
     double E, topk, ef;                 /* experts, top-k, one expert's FFN width */
     int layers, nlp;                    /* decoder layers, parameters per layer */
     double lp[MAX_LAYER_PARAMS];        /* one layer's parameters, registration order */
@@ -63,6 +66,8 @@ typedef struct {
     bool logit_scale;                   /* Cohere: logits * logit_scale, a [T, V] bf16 copy */
     int norms;                          /* the layer's norms (1: a parallel block's shared one) */
     bool neox;                          /* GPT-NeoX's fused query_key_value, norms registered first */
+    bool falcon;                        /* Falcon-7B's multi_query attention under SDPA's math
+                                         * backend (alloc_step_falcon.c) */
     bool nope2, nope_l;                 /* Cohere2: the full-attention layers apply no RoPE;
                                          * this layer is one */
 } dims;
@@ -75,6 +80,7 @@ typedef struct {
     int n;
     int eager_at; /* where eager attention's six saved tensors start (alloc_step_eager.c; a
                    * seventh, tanh's output, under Gemma 2's soft-cap) */
+    int moe_at;   /* 1 + where the grouped_mm experts' eleven start (alloc_step_moe.c), 0: none */
 } saved;
 
 typedef struct {
@@ -145,6 +151,16 @@ int alloc_step_gemma_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
  * returns the block's output, the backward the input's gradient (dy not consumed) */
 int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv);
 int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
+
+/* PhiMoE's block (alloc_step_phimoe.c): the forward from the norm's output (the caller keeps
+ * it), the backward to its gradient (dy not consumed) */
+int alloc_step_phimoe_fwd(ctx *c, const dims *d, saved *sv);
+int alloc_step_phimoe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
+
+/* Falcon-7B's attention (alloc_step_falcon.c): from the norm's output n1 (kept) to dense's
+ * output; the backward from dense's input gradient (consumed) to n1's */
+int alloc_step_falcon_attn_fwd(ctx *c, const dims *d, int n1, saved *sv);
+int alloc_step_falcon_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg);
 
 /* frees what a node saved, taking it off the layer's saved set (alloc_step_eager.c) */
 void alloc_step_drop_saved(ctx *c, saved *sv, int h);

@@ -18,7 +18,12 @@
  *    scattered into it; the fp32 gather back; the sum over k, fp32 [T, h]; its bf16 cast,
  *    the block's output. The function's locals die when it returns.
  *  - backward, op by op as derivatives.yaml and hf_experts.c list them (each gather's backward an
- *    index_put_ with accumulate into zeros).
+ *    index_put_ with accumulate into zeros); each node's saved tensors freed once it has run
+ *    (autograd releases them after the node's apply, retain_graph False), in the order the
+ *    nodes run: inv, the masked down output and the weights, the product, silu's output, the
+ *    masked gate_up output (silu's gate and mul's up are its views), the gathered rows and the
+ *    offsets, the mask, the token index, the permutation (replay26: kept to the layer's end
+ *    before, Mixtral's backward at 16k tokens peaked 0.7-0.8 GiB above the runs).
  * What the code does not say (lifetimes of locals inside the function) follows Python: a name
  * holds its tensor until it is rebound or the function returns.
  * Qwen2-MoE's block (Qwen2MoeSparseMoeBlock.forward, huggingface/transformers 8fb1742
@@ -82,6 +87,7 @@ int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv)
 {
     double t = d->T, E = d->E, S = t * d->topk;
     if (d->shared_gate) return shared_fwd(c, d, sv);
+    if (d->phimoe) return alloc_step_phimoe_fwd(c, d, sv);
     if (d->glm || d->ernie) return glm_fwd(c, d, sv);
     /* router */
     int rl = A(c, 2.0 * t * E);
@@ -101,7 +107,7 @@ int alloc_step_moe_fwd(ctx *c, const dims *d, saved *sv)
 int alloc_step_moe_experts_fwd(ctx *c, const dims *d, saved *sv, const int *pre, int npre)
 {
     double t = d->T, h = d->h, E = d->E, k = d->topk, S = t * k, f = d->ef;
-    double wb = d->ernie ? 2.0 : 4.0; /* the routing weights' bytes: ERNIE's are bf16 */
+    double wb = d->ernie || d->phimoe ? 2.0 : 4.0; /* routing weights: ERNIE's, PhiMoE's bf16 */
     /* experts: sort, gather, offsets, mask */
     int vals = A(c, 8.0 * S), perm = A(c, 8.0 * S);
     int tok = A(c, 8.0 * S);
@@ -125,6 +131,7 @@ int alloc_step_moe_experts_fwd(ctx *c, const dims *d, saved *sv, const int *pre,
     int out = wb == 2.0 ? sum : A(c, 2.0 * t * h); /* .to(bf16): bf16 to bf16 returns it */
     /* saved for the backward */
     for (int i = 0; i < npre; i++) keep(c, sv, pre[i]);
+    if (sv) sv->moe_at = sv->n + 1; /* the backward frees them node by node */
     keep(c, sv, perm);
     keep(c, sv, tok);
     keep(c, sv, xg);
@@ -166,6 +173,7 @@ int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg)
 {
     double t = d->T, h = d->h, E = d->E, k = d->topk, S = t * k;
     if (d->shared_gate) return shared_bwd(c, d, dy, wgr, nwg);
+    if (d->phimoe) return alloc_step_phimoe_bwd(c, d, dy, wgr, nwg);
     if (d->glm || d->ernie) return glm_bwd(c, d, dy, wgr, nwg);
     int gws;
     int gin = alloc_step_moe_experts_bwd(c, d, wgr, nwg, &gws);
@@ -191,12 +199,25 @@ int alloc_step_moe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg)
 int alloc_step_moe_experts_bwd(ctx *c, const dims *d, int *wgr, int *nwg, int *gws)
 {
     double t = d->T, h = d->h, E = d->E, k = d->topk, S = t * k, f = d->ef;
-    double wb = d->ernie ? 2.0 : 4.0; /* bf16 weights: no casts, bf16 gradients */
+    double wb = d->ernie || d->phimoe ? 2.0 : 4.0; /* bf16 weights: no casts, bf16 grads */
+    /* what the forward saved (alloc_step_moe_experts_fwd's order), freed as the nodes that
+     * saved it run (autograd releases a node's saved tensors after it ran) */
+    saved *sv = c->layer_saved;
+    int at = sv && sv->moe_at > 0 ? sv->moe_at - 1 : -1, h11[11];
+    for (int i = 0; i < 11; i++) h11[i] = at >= 0 ? sv->h[at + i] : -1;
+    int perm = h11[0], tok = h11[1], xg = h11[2], wgt = h11[3], mask = h11[5], gum = h11[6];
+    int sl = h11[7], pr = h11[8], om = h11[9], inv = h11[10];
+    if (sv) sv->moe_at = 0;
+#define DROP(x)                                                                                    \
+    do {                                                                                           \
+        if (sv && (x) >= 0) alloc_step_drop_saved(c, sv, x);                                      \
+    } while (0)
     int g32 = wb == 2.0 ? -1 : A(c, 4.0 * t * h); /* .to(bf16)'s backward */
     int ge = A(c, wb * S * h);  /* sum's backward, materialised by the view's */
     if (g32 >= 0) F(c, g32);
     int gpw = alloc_step_index_bwd(c, wb * S * h, S); /* og = pw[inv]'s backward */
     F(c, ge);
+    DROP(inv);
     int gw32 = A(c, wb * S * h); /* grad * w */
     int gom = gw32;              /* to om's bf16 */
     if (wb != 2.0) {
@@ -207,15 +228,20 @@ int alloc_step_moe_experts_bwd(ctx *c, const dims *d, int *wgr, int *nwg, int *g
     int gwt = A(c, wb * S);
     F(c, gx);
     F(c, gpw);
+    DROP(om);
+    DROP(wgt);
     int gomm = A(c, 2.0 * S * h); /* the masked fill's backward */
     F(c, gom);
     int gp = A(c, 2.0 * S * f);
     wgr[(*nwg)++] = A(c, 2.0 * E * h * f); /* down_proj */
     F(c, gomm);
+    DROP(pr);
     int gs = A(c, 2.0 * S * f), gup = A(c, 2.0 * S * f);
     F(c, gp);
+    DROP(sl);
     int gg = A(c, 2.0 * S * f); /* silu's backward */
     F(c, gs);
+    DROP(gum); /* silu's gate and mul's up, its views */
     int ggu = A(c, 4.0 * S * f); /* chunk's backward: the cat */
     F(c, gg);
     F(c, gup);
@@ -224,12 +250,18 @@ int alloc_step_moe_experts_bwd(ctx *c, const dims *d, int *wgr, int *nwg, int *g
     int gxg = A(c, 2.0 * S * h);
     wgr[(*nwg)++] = A(c, 4.0 * E * f * h); /* gate_up_proj */
     F(c, ggum);
+    DROP(xg);
+    DROP(h11[4]); /* offs, which both grouped GEMMs saved */
     int gxm = A(c, 2.0 * S * h); /* the in-place masked fill's backward */
     F(c, gxg);
+    DROP(mask);
     int gin = alloc_step_index_bwd(c, 2.0 * t * h, S); /* hidden_states[perm // k]'s backward */
     F(c, gxm);
+    DROP(tok);
     *gws = alloc_step_index_bwd(c, wb * S, S); /* sample_weights[perm]'s backward */
     F(c, gwt);
+    DROP(perm);
+#undef DROP
     return gin;
 }
 

@@ -38,6 +38,8 @@ static double replicated_bytes_per_token(const model_spec *m, int moe_layer)
     if (m->dropout) b += 2.0 * h;        /* attention-out and MLP-out dropout masks, 1 byte */
     if (m->mla) b += 4.0 * m->q_lora_rank + 4.0 * m->kv_lora_rank; /* latent norms' in/out */
     if (moe_layer) b += 4.0 * m->experts; /* fp32 router logits */
+    /* PhiMoE's input jitter: two bf16 noises mul_ saves (model.h, alloc_step_phimoe.c) */
+    if (moe_layer && m->input_jitter) b += 4.0 * h;
     return b;
 }
 

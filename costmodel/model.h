@@ -69,6 +69,9 @@ typedef struct {
                            * Cohere's and StableLM's per-head norms keep weights per head), not
                            * one head_dim vector shared by the heads (Qwen3) */
     bool lm_head_bias;    /* the output layer has a bias of vocab entries (PhiMoE lm_head_bias) */
+    bool input_jitter;    /* PhiMoE's input_jitter_noise > 0: in training the MoE block and its
+                           * router each multiply their input in place by uniform noise, which
+                           * mul_ saves (modeling_phimoe.py 481-484, 516-519) */
     int nope_layers;      /* layers that apply no RoPE (SmolLM3 no_rope_layers; Cohere2's and
                            * EXAONE 4's full-attention layers beside sliding ones), 0 usually */
     int act_params;       /* learned parameters of the MLP activation per layer (Apertus's

@@ -132,6 +132,10 @@ cm_status model_family_apply(const json_t *cfg, const char *model_type, model_sp
          * num_ln_in_parallel_attn is 2 (the new architecture's default), else input_layernorm
          * alone */
         spec->shared_block_norm = spec->parallel_block && ln == 1;
+        /* FalconMLP's get_activation(config.activation), FalconConfig's default "gelu" */
+        const char *act = cj_get_str(cfg, "activation");
+        if (!spec->hidden_act[0])
+            snprintf(spec->hidden_act, sizeof spec->hidden_act, "%s", act ? act : "gelu");
     } else if (is(model_type, "stablelm")) {
         BOOL_KEY("use_qkv_bias", false, &spec->qkv_bias);
         BOOL_KEY("use_parallel_residual", false, &spec->parallel_block);
@@ -142,6 +146,11 @@ cm_status model_family_apply(const json_t *cfg, const char *model_type, model_sp
         BOOL_KEY("attention_out_bias", false, &spec->attn_out_bias);
     } else if (is(model_type, "phimoe")) {
         BOOL_KEY("lm_head_bias", false, &spec->lm_head_bias);
+        double jitter; /* PhimoeConfig's default input_jitter_noise is 0.0 */
+        if ((st = cj_read_real(cfg, KEYS("input_jitter_noise"), "input_jitter_noise", 0, 0, 1,
+                               &jitter, s)) != CM_OK)
+            return st;
+        spec->input_jitter = jitter > 0;
     } else if (is(model_type, "cohere") || is(model_type, "cohere2")) {
         spec->parallel_block = spec->shared_block_norm = true;
         if (is(model_type, "cohere")) spec->qk_norm_full = spec->qk_norm; /* per-head weights */

@@ -348,6 +348,34 @@ static void test_ernie45_moe(void **state)
     mla_run("ernie-4.5-21b-a3b", 4096, 2, false, 4, 66.332, 51.445);
 }
 
+/* replay26: the grouped_mm experts' backward frees their saved tensors as the nodes that saved
+ * them run (alloc_step_moe.c), not at the layer's end. At 16,384 tokens Mixtral's layer
+ * backward held 3.5 GiB of them (the masked gate_up output, silu's output and the product,
+ * [S, 2f] and twice [S, f] bf16 at S 32,768, f 14,336) beside the gate_up gradients and so
+ * peaked above the optimizer step: 59.69 and 59.81 GiB against the runs' 59.01, which is the
+ * optimizer step's (every Mixtral L2 run peaks there whatever its tokens).
+ * ho17-mixtral-L2-s4k-b4 (ho17_2026-11-28/one_h200): 81,231,085,568 B = 75.652 GiB reserved,
+ * 63,361,275,904 B = 59.010 GiB allocated; ho15-mixtral-L2-s2k-b8-ckpt (ho15_2026-11-28/
+ * one_h200): 71,347,208,192 B = 66.447 GiB, 59.010 GiB. */
+static void test_moe_saved_freed(void **state)
+{
+    (void)state;
+    mla_run("mixtral-8x7b", 4096, 4, false, 2, 75.652, 59.010);
+    mla_run("mixtral-8x7b", 2048, 8, true, 2, 66.447, 59.010);
+}
+
+/* replay26: PhiMoE's layer (nn.LayerNorms with biases, attention biases, input jitter, the
+ * sparsemixer router, bf16 routing weights into the grouped_mm experts: alloc_step_phimoe.c)
+ * against ho25-phimoe-L2-s4k-b2 (bench/results/ho25_2026-11-29/single.jsonl, one H200,
+ * transformers 5.17.0): peak_reserved_bytes 62,597,890,048 B = 58.299 GiB,
+ * peak_allocated_bytes 57,336,636,928 B = 53.399 GiB (replay 58.22 / 53.34). Before replay26
+ * not covered (fidelity.py res_err +5.9%). */
+static void test_phimoe(void **state)
+{
+    (void)state;
+    mla_run("phi-3.5-moe", 4096, 2, false, 2, 58.299, 53.399);
+}
+
 /* replay25: the layer forms beyond Llama's (alloc_step_forms.c) against the ordinary runs of
  * bench/results/ho24_2026-11-29/first/a and ho24b_2026-11-29/first/a (one H200, transformers
  * 5.17.0), peak_reserved_bytes and peak_allocated_bytes in GiB: Command-R (CohereLayerNorm,
@@ -731,6 +759,8 @@ int main(void)
         cmocka_unit_test(test_qwen2_moe),
         cmocka_unit_test(test_glm4_moe),
         cmocka_unit_test(test_ernie45_moe),
+        cmocka_unit_test(test_phimoe),
+        cmocka_unit_test(test_moe_saved_freed),
         cmocka_unit_test(test_forms),
         cmocka_unit_test(test_mla),
         cmocka_unit_test(test_capacity),

@@ -2,7 +2,9 @@
  * test_alloc_step_moe.c — the allocator replay's Hugging Face MoE block with Qwen2-MoE's gated
  * shared expert (costmodel/alloc_step_moe.c, replay24), by hand-checkable bytes: what the
  * block's forward leaves alive beyond the routed-only block's (the shared expert's saved
- * tensors), and that its backward frees all it makes but the gradients it returns.
+ * tensors), and that its backward frees all it makes but the gradients it returns, and the
+ * experts' saved tensors as their nodes run (replay26); PhiMoE's
+ * block (costmodel/alloc_step_phimoe.c, replay26) by the same hand count.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -83,9 +85,16 @@ static void test_shared_saved(void **state)
     assert_int_equal(n1, 7);
     uint64_t routed = 2ull * (60 * 2 * 1408 * 2048 + 60 * 2048 * 1408 + 60 * 2048);
     uint64_t grad_in = 2ull * 8192 * 2048;
-    assert_int_equal(b0, grad_in + routed);
+    /* and frees, as their nodes run, the eleven tensors the experts saved (replay26; before,
+     * they stayed to the layer's end): at S = 32,768 copies, the int64 permutation, token
+     * index and inverse permutation 3 x 262,144; the gathered rows and the masked down output
+     * bf16 [S, h] 2 x 134,217,728; the fp32 sorted weights 131,072; the offsets (240 B, a
+     * 512-byte block); the bool mask 32,768; the masked gate_up output bf16 [S, 2f]
+     * 184,549,376; silu's output and the product, 2 x 92,274,688: 638,484,992 B */
+    uint64_t experts_saved = 638484992ull;
+    assert_int_equal(b0 + experts_saved, grad_in + routed);
     /* 2 x 2048 = 4,096 B, rounded up to 512: 4,096 */
-    assert_int_equal(b1, grad_in + routed + 4096 + 3ull * 2 * 5632 * 2048);
+    assert_int_equal(b1 + experts_saved, grad_in + routed + 4096 + 3ull * 2 * 5632 * 2048);
 }
 
 /* GLM-4.5's block against the softmax-routed one (moereplay25; Glm4MoeTopkRouter.forward and
@@ -110,11 +119,42 @@ static void test_glm_saved(void **state)
     assert_int_equal(b1 - b0, 3ull * 2 * 1408 * 4096);
 }
 
+/* PhiMoE's block (bench/realruns/configs/phi-3.5-moe.json: hidden 4096, 16 experts of width
+ * 6400, top 2) at T = 8192 tokens (s4k b2), S = 2T = 16,384 routed copies. What its forward
+ * leaves alive (modeling_phimoe.py 480-525, 349-469; alloc_step_phimoe.c's header):
+ *  - the two input-jitter noises mul_ saves, bf16 [T, h]: 2 x 2 x 8192 x 4096 = 134,217,728;
+ *  - per sparsemixer pass: masked_fill's bool mask [T, E] 131,072, softmax's bf16 [T, E]
+ *    262,144, gather's [T, 1] 16,384, the int64 selection [T, 1] 65,536: x 2 = 950,272;
+ *  - the grouped_mm experts with bf16 routing weights: perm, token index, inverse permutation,
+ *    int64 [S]: 3 x 131,072; the gathered rows and the masked down output, bf16 [S, h]:
+ *    2 x 134,217,728; the sorted weights bf16 [S] 32,768; the offsets int32 [E] (64, rounded
+ *    to 512); the bool mask [S] 16,384; the masked gate_up output bf16 [S, 2f] 419,430,400;
+ *    silu's output and the product, bf16 [S, f]: 2 x 209,715,200: 1,107,739,136 in all;
+ *  - the output, the bf16 sum over k, [T, h]: 67,108,864.
+ * 1,310,016,000 B. (With Qwen3-MoE's softmax router and fp32 routing weights the list differs:
+ * before replay26 the block was not listed, alloc_step_layer_saved_bytes refused the form.) */
+static void test_phimoe_saved(void **state)
+{
+    (void)state;
+    dims d = {.T = 8192, .h = 4096, .E = 16, .topk = 2, .ef = 6400, .f = 6400, .moe = true,
+              .phimoe = true, .jitter = true};
+    uint64_t f, b;
+    int n;
+    run_dims(d, &f, &b, &n);
+    assert_int_equal(f, 1310016000ull);
+    /* returned: the input's gradient [T, h] and, bf16, down [E, h, f], gate_up [E, 2f, h], the
+     * router [E, h]; freed: the experts' saved 1,107,739,136 B (above) */
+    assert_int_equal(n, 3);
+    assert_int_equal(b + 1107739136ull,
+                     2ull * 8192 * 4096 + 2ull * (16ull * 4096 * 6400 * 3 + 16 * 4096));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shared_saved),
         cmocka_unit_test(test_glm_saved),
+        cmocka_unit_test(test_phimoe_saved),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -111,12 +111,34 @@ static void test_families(void **state)
     check_family("qwen3-0.6b", 0);
 }
 
+/* replay26: PhiMoE's input jitter (modeling_phimoe.py 481-484, 516-519: the block and its
+ * router each multiply the norm's output in place by bf16 uniform noise, which mul_ saves):
+ * 2 x 2 x 4096 B a token of an MoE layer, 134,217,728 B at s4k b2, as the replay lists them
+ * (alloc_step_phimoe.c); the rest of its layer is within 24 B a token of the replay's list
+ * (the sparsemixer's [T, E] and [T, 1] tensors against the analytic router terms) */
+static void test_phimoe_jitter(void **state)
+{
+    (void)state;
+    model_spec m, quiet;
+    training_spec t;
+    layout l;
+    spec("phi-3.5-moe", 4096, 2, &m, &t, &l);
+    assert_true(m.input_jitter);
+    quiet = m;
+    quiet.input_jitter = false;
+    double with = memory_layer_activation_bytes(&m, &t, &l, 1);
+    assert_true(fabs(with - memory_layer_activation_bytes(&quiet, &t, &l, 1) - 134217728.0) < 1);
+    double replay = alloc_step_layer_saved_bytes(&m, &t, &l, 0);
+    assert_true(fabs(replay - with) <= 24.0 * 8192 + 512); /* and the offsets' 512-B block */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_olmo2_layer),
         cmocka_unit_test(test_cohere_layer),
         cmocka_unit_test(test_families),
+        cmocka_unit_test(test_phimoe_jitter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
