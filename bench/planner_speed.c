@@ -138,6 +138,13 @@ int main(int argc, char **argv)
         }
         qsort(secs, repeats, sizeof *secs, cmp);
         double med = secs[repeats / 2];
+        /* the counts from one more search on one thread: they count the work done, which on
+         * several threads moves from run to run (det26; search.h one_thread) */
+        o.one_thread = true;
+        if (search_run(&m, &sys, &t, &o, r, err, sizeof err) != CM_OK) {
+            fprintf(stderr, "planner_speed: %s\n", err);
+            return 1;
+        }
         printf("%-14s %7d %-9s %10ld %10ld %8ld %8ld %9ld %10.4f %10.4f %14.0f\n",
                cases[c].model, cases[c].gpus, cases[c].bf16 ? "bf16" : "auto", r->evaluated,
                r->feasible, r->stats.layouts[STAT_TIMED], r->stats.layouts[STAT_BOUND],

@@ -78,7 +78,12 @@ static void usage(void)
            "  --gbs-policy exact|nearest   exact (default): --gbs must split evenly; nearest:\n"
            "                       each DP size uses the largest multiple of it not above --gbs\n"
            "  --search-stats       per-knob counts: layouts listed, out on memory, out on the\n"
-           "                       lower bound, timed; --no-prune: time every layout that fits\n"
+           "                       lower bound, timed (searched on one thread: on several,\n"
+           "                       what each does depends on their interleaving)\n"
+           "  --count-fits         check every layout's memory and count those that fit (by\n"
+           "                       default a layout whose step's lower bound already exceeds\n"
+           "                       the plans kept is not checked); --no-prune: time every\n"
+           "                       layout that fits\n"
            "  --etp-fold           MoE layers' expert TP: every divisor of TP (Megatron's\n"
            "                       parallel folding), not only TP and 1\n"
            "exit status: 0 a layout fits, 1 none fits, 2 an error.\n"
@@ -136,16 +141,18 @@ static const char *layout_flag_given(const cli_options *o)
 
 /* The search's own options (beside cli.c's shared ones). */
 typedef struct {
-    bool stats, no_prune, gbs_nearest, etp_fold;
+    bool stats, no_prune, gbs_nearest, etp_fold, count_fits;
 } search_flags;
 
-enum { OPT_SEARCH_STATS = CLI_OWN_OPT, OPT_NO_PRUNE, OPT_GBS_POLICY, OPT_ETP_FOLD };
+enum { OPT_SEARCH_STATS = CLI_OWN_OPT, OPT_NO_PRUNE, OPT_GBS_POLICY, OPT_ETP_FOLD,
+       OPT_COUNT_FITS };
 
 static const struct option search_opts[] = {
     {"search-stats", no_argument, NULL, OPT_SEARCH_STATS},
     {"no-prune", no_argument, NULL, OPT_NO_PRUNE},
     {"gbs-policy", required_argument, NULL, OPT_GBS_POLICY},
     {"etp-fold", no_argument, NULL, OPT_ETP_FOLD},
+    {"count-fits", no_argument, NULL, OPT_COUNT_FITS},
     {NULL, 0, NULL, 0},
 };
 
@@ -156,6 +163,7 @@ static int take_search_opt(int opt, const char *value, void *arg)
     case OPT_SEARCH_STATS: f->stats = true; return 0;
     case OPT_NO_PRUNE: f->no_prune = true; return 0;
     case OPT_ETP_FOLD: f->etp_fold = true; return 0;
+    case OPT_COUNT_FITS: f->count_fits = true; return 0;
     case OPT_GBS_POLICY:
         if (value && !strcmp(value, "exact")) f->gbs_nearest = false;
         else if (value && !strcmp(value, "nearest")) f->gbs_nearest = true;
@@ -213,9 +221,12 @@ int cmd_search(int argc, char **argv)
                          .bf16_layers_start = o.layout.bf16_layers_start,
                          .bf16_layers_end = o.layout.bf16_layers_end,
                          .moe_fp8_dispatch = o.layout.moe_fp8_dispatch,
-                         /* the per-knob counts: printed by --search-stats, in the JSON */
-                         .no_stats = !sf.stats && o.format != FORMAT_JSON,
-                         .bound_first = true, .exact_model = o.exact_model};
+                         /* the per-knob counts: printed by --search-stats alone (human or
+                          * JSON), on one thread: they count the work done, which on several
+                          * threads moves from run to run (det26) */
+                         .no_stats = !sf.stats, .one_thread = sf.stats,
+                         /* --count-fits: every layout's memory checked, the fits counted */
+                         .bound_first = !sf.count_fits, .exact_model = o.exact_model};
     /* The kept plans (at least SEARCH_SIMULATE_DEFAULT) are re-ranked by the step simulator —
      * except under a refined profile: its step terms were fitted to the closed form against
      * measured steps (plan measure --refine), so the refined closed form is the calibrated
@@ -327,7 +338,7 @@ int cmd_search(int argc, char **argv)
         precision_choice_compare(&m, &sys, &r->ranked[0], so.precisions, o.precision_given,
                                  so.fp8_recipe, &pc);
     if (o.format == FORMAT_JSON) {
-        json_t *j = output_plan_json(r, o.top, &m, &sys);
+        json_t *j = output_plan_json(r, o.top, &m, &sys, sf.stats);
         if (r->count > 0)
             json_object_set_new(j, "precision", precision_choice_json(&pc, &r->ranked[0]));
         json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12));

@@ -223,7 +223,7 @@ json_t *output_estimate_json(const estimate *e, const model_spec *m, const syste
 }
 
 json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
-                         const system_spec *sys)
+                         const system_spec *sys, bool stats)
 {
     json_t *o = json_object();
     json_t *plans = json_array();
@@ -246,12 +246,18 @@ json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
                                 ? output_estimate_json(&r->closest[f], m, sys)
                                 : json_null());
     json_object_set_new(o, "closest_by_framework", closest);
-    json_object_set_new(o, "search",
-                        json_pack("{s:I, s:I, s:I, s:f, s:i}", "evaluated",
-                                  (json_int_t)r->evaluated, "feasible", (json_int_t)r->feasible,
-                                  "unchecked", (json_int_t)r->unchecked, "seconds", r->seconds,
-                                  "simulated", r->simulated));
-    json_object_set_new(json_object_get(o, "search"), "stats", search_stats_json(&r->stats));
+    /* det26: "feasible" is the number of layouts that fit where the search counted them
+     * (feasible_counted), else null; what the search did (the layouts left unchecked for
+     * memory, the per-knob counts) only where asked (stats: plan --search-stats, one thread) */
+    json_t *search = json_pack("{s:I, s:o, s:f, s:i}", "evaluated", (json_int_t)r->evaluated,
+                               "feasible",
+                               r->feasible_counted ? json_integer(r->feasible) : json_null(),
+                               "seconds", r->seconds, "simulated", r->simulated);
+    if (stats) {
+        json_object_set_new(search, "unchecked", json_integer(r->unchecked));
+        json_object_set_new(search, "stats", search_stats_json(&r->stats));
+    }
+    json_object_set_new(o, "search", search);
     if (r->exact_model) /* --exact-model: the frameworks left out, each with its whole list */
         json_object_set_new(json_object_get(o, "search"), "exact_model_excluded",
                             exact_model_excluded_json(r, m));
@@ -702,11 +708,12 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
 
     output_verdict(f, r, best, m);
 
-    fprintf(f, "\nTop %d of %ld feasible layouts", top < r->count ? top : r->count, r->feasible);
-    /* speed23: layouts bounded out before their memory was made (search_options
-     * bound_first) are not known to fit or not */
-    if (r->unchecked > 0) fprintf(f, " (%ld more not checked for memory)", r->unchecked);
-    fprintf(f, ":\n");
+    /* det26: the feasible count only where it is the number of layouts that fit; under the
+     * bound before the memory (speed23) it counted the layouts checked, which on several
+     * threads moved from run to run (search.h feasible_counted) */
+    int shown = top < r->count ? top : r->count;
+    if (r->feasible_counted) fprintf(f, "\nTop %d of %ld feasible layouts:\n", shown, r->feasible);
+    else fprintf(f, "\nTop %d of %ld layouts searched:\n", shown, r->evaluated);
     fprintf(f, "  #  framework tp  pp    dp  cp  ep vpp  mbs  sp  sharding  recompute  step_s    "
                "sim_s   tokens/s    MFU mem_GiB\n");
     /* the rank-order mark is explained only where a shown row carries it */
@@ -720,12 +727,12 @@ void output_plan_human(FILE *f, const search_result *r, int top, const model_spe
 
     fprintf(f, "\nWhy:\n");
     explain_plan(f, r, m, sys, t);
-    fprintf(f, "\nSearched %ld layouts (%ld feasible", r->evaluated, r->feasible);
-    if (r->unchecked > 0)
-        fprintf(f, "; %ld not checked for memory: their step's lower bound already exceeds the "
-                   "plans kept",
-                r->unchecked);
-    fprintf(f, ") in %.3f s", r->seconds);
+    fprintf(f, "\nSearched %ld layouts", r->evaluated);
+    if (r->feasible_counted) fprintf(f, " (%ld feasible)", r->feasible);
+    else fprintf(f, " (a layout whose step's lower bound already exceeds the plans kept is not "
+                    "checked for memory; --count-fits checks every one and counts those that "
+                    "fit)");
+    fprintf(f, " in %.3f s", r->seconds);
     if (r->simulated > 0)
         fprintf(f, "; the top %d re-ranked by the step simulator (sim_s; --no-simulate: closed "
                    "form only)",

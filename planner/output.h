@@ -20,9 +20,10 @@ cm_status output_write_trace(const struct sim_workspace *w, const char *path, ch
 json_t *output_time_simulated_json(const estimate *e);
 /* One estimate as the public JSON object (caller owns the reference). */
 json_t *output_estimate_json(const estimate *e, const model_spec *m, const system_spec *sys);
-/* {"plans": [...], "search": {...}} */
+/* {"plans": [...], "search": {...}}; stats: search.unchecked and search.stats (the per-knob
+ * counts: what the search did, plan --search-stats) too. */
 json_t *output_plan_json(const search_result *r, int top, const model_spec *m,
-                         const system_spec *sys);
+                         const system_spec *sys, bool stats);
 
 /* One-line layout description: "megatron TP 8 · PP 4 · DP 2 ..." */
 void output_layout_line(const estimate *e, char *buf, size_t len);

@@ -626,7 +626,7 @@ static cm_status enumerate_and_evaluate(const model_spec *m, const system_spec *
                                         const training_spec *t, const search_options *opt,
                                         search_result *r, char *err, size_t errlen)
 {
-    int nthreads = opt->visit ? 1 : search_ring_threads();
+    int nthreads = opt->visit || opt->one_thread ? 1 : search_ring_threads();
     ctx c = {.m = m, .sys = sys, .t = t, .opt = opt, .nthreads = nthreads};
     c.w = calloc((size_t)nthreads, sizeof *c.w);
     search_result *parts = nthreads > 1 ? calloc((size_t)nthreads, sizeof *parts) : NULL;
@@ -697,6 +697,9 @@ cm_status search_run(const model_spec *m, const system_spec *sys, const training
     memset(result, 0, sizeof *result);
     result->gpus = opt->gpus;
     result->no_overlap = opt->no_overlap;
+    /* the bound before the memory is taken as enumerate_and_evaluate sets it per cache */
+    result->feasible_counted =
+        !opt->fits_only && !(opt->bound_first && !opt->visit && !opt->no_prune);
     /* --exact-model: the frameworks whose own model code cannot build m are not enumerated */
     search_options o = *opt;
     result->exact_model = opt->exact_model;

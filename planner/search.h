@@ -102,6 +102,12 @@ typedef struct {
      * their form lists are empty); the others are left out and search_result.excluded says
      * which. false: every framework asked is searched, whatever it lacks. */
     bool exact_model;
+    /* det26: evaluate on one thread whatever PLAN_THREADS says: for a caller that prints the
+     * per-knob counts (plan --search-stats), which count the work the search did, and on
+     * several threads that work depends on which chunks each worker saw before (each prunes
+     * by its own partial result and bounds before the memory only from its own cache). The
+     * plans are the same either way (merge_parts). false: PLAN_THREADS, else every core. */
+    bool one_thread;
 } search_options;
 
 /* How many plans `plan` re-ranks with the simulator unless told --no-simulate. */
@@ -110,8 +116,13 @@ typedef struct {
 typedef struct {
     int gpus;                   /* the GPU count searched */
     long evaluated;             /* layouts passed through the cost model */
-    long feasible;
+    long feasible;              /* exact only where feasible_counted (below) */
     long unchecked;             /* listed layouts left unchecked for memory (bound_first) */
+    /* det26: every listed layout's memory was checked (no bound before the memory, no
+     * fits_only), so `feasible` is the number of layouts that fit, whatever the threads did
+     * (tests/test_search_threads.c). false: `feasible` counts only the layouts checked, which
+     * on several threads depends on their interleaving: not a figure to print. */
+    bool feasible_counted;
     double seconds;
     int count;                  /* ranked plans kept, best first */
     int simulated;              /* how many of them (the first) the simulator re-ranked */
