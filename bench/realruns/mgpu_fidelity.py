@@ -120,7 +120,11 @@ def config_for(rec, tmp, untie=False):
 
 def layout(rec):
     """(framework, flags, note) for plan estimate of this run."""
-    par = rec.get("parallelism") or "fsdp"
+    # parallel_run.py's composed meshes (pp x dp x tp, dp x cp x tp, ep inside dp; since
+    # 2026-11-29, bench/results/compose26_2026-11-29) name every dimension in `parallelism`
+    # ("pp+dp", "dp+cp", "ep+efsdp") and their layout in `layout`: priced as that layout, plan
+    # taking dp = gpus / (tp pp cp) and EP out of dp_shard as torchtitan does
+    par = rec.get("layout") or rec.get("parallelism") or "fsdp"
     fw, extra = FRAMEWORK[par]
     if USE_TORCHTITAN and HAS_TT and par in TORCHTITAN:
         fw, extra = "torchtitan", []
@@ -365,7 +369,9 @@ def main():
         summary("memory: estimate vs real", [w["mem_err"] for w in sel], 5)
         summary("step: plan measure vs real", [w.get("measure_err") for w in sel], 5)
         summary("memory: measure vs real", [w.get("measure_mem_err") for w in sel], 5)
-    for par in ("fsdp", "hsdp", "tp", "pp", "cp", "ep"):
+    pars = ["fsdp", "hsdp", "tp", "pp", "cp", "ep"]
+    pars += sorted(set(w["par"] for w in ok) - set(pars))  # composed meshes ("pp+dp", ...)
+    for par in pars:
         sel = [w for w in ok if w["par"] == par]
         if sel:
             print("-- %s" % par)
