@@ -200,6 +200,8 @@ def parse(argv=None):
     }
     if composed:  # fields a one-dimensional run's record never had (its bytes stay as they were)
         rec["layout"] = args.layout
+        if args.tp > 1:
+            rec["loss_parallel"] = not args.no_loss_parallel
         rec["dp_shard"] = WS if args.layout == "ep" else DP  # torchtitan: EP borrows from dp_shard
         if args.layout == "ep":
             rec["efsdp"] = WS // args.ep  # FSDP2 of the experts over the ranks holding the same ones

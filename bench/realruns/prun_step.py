@@ -97,8 +97,8 @@ def make_step(ctx, b, dev):
 
     # loss_parallel for TP beside pp or cp (the tp layout's own branch below has its own)
     lp = args.layout in ("pp", "cp") and args.tp > 1 and not args.no_loss_parallel
-    if lp:
-        from torch.distributed.tensor.parallel import loss_parallel
+    if lp:  # its own name: step()'s tp branch imports loss_parallel as a local of step()
+        from torch.distributed.tensor.parallel import loss_parallel as lp_context
 
     def step():
         if args.layout == "pp":
@@ -118,7 +118,7 @@ def make_step(ctx, b, dev):
                 if b.dp_group is not None:
                     dist.all_reduce(gt, group=b.dp_group)
                 GLOBAL_TOKENS[0] = gt
-            with (loss_parallel() if lp else contextlib.nullcontext()):
+            with (lp_context() if lp else contextlib.nullcontext()):
                 if b.has_first:
                     b.sched.step(b.inp, **kw)
                 else:
@@ -148,7 +148,7 @@ def make_step(ctx, b, dev):
             with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):
                 with context_parallel(b.cp_mesh, buffers=[b.inp, b.lab, b.model.freqs_cis],
                                       buffer_seq_dims=[1, 1, 0], no_restore_buffers={b.inp, b.lab}):
-                    with (loss_parallel() if lp else contextlib.nullcontext()):  # cp x tp
+                    with (lp_context() if lp else contextlib.nullcontext()):  # cp x tp
                         STAMPS.append(("start", time.perf_counter()))
                         logits = b.model(b.inp)
                         STAMPS.append(("logits", time.perf_counter()))
