@@ -18,6 +18,10 @@ expert-parallel runs as --framework megatron --impl native (the planner's FSDP2 
 TP/PP/EP, and its --cp is Ulysses all-to-all, not ring attention). When `plan estimate --help`
 lists a `torchtitan` framework, the rows marked "torchtitan" in TORCHTITAN switch to it (set
 USE_TORCHTITAN = False to keep megatron). The printed `fw` column says which flag priced each row.
+parallel_run.py's composed meshes (pp x dp x tp, dp x cp x tp, EP below the world size; their
+records carry `layout`, and `parallelism` names every dimension, "pp+dp", "dp+cp", "cp+tp",
+"ep+efsdp") are priced as their layout with --gpus = world size, plan taking dp = gpus / (tp pp
+cp) and EP out of dp_shard as torchtitan does (bench/results/compose26_2026-11-29).
 Rows whose real mechanism the planner has no term for are flagged in `note`; `note` also says
 where a row is priced as it ran rather than as the layout is usually run (SDPA FLASH kernels; an
 embedding tie the run broke), and those rows are not flagged. parallel_run.py's --experts loop
@@ -122,7 +126,11 @@ def config_for(rec, tmp, untie=False):
 
 def layout(rec):
     """(framework, flags, note) for plan estimate of this run."""
-    par = rec.get("parallelism") or "fsdp"
+    # parallel_run.py's composed meshes (pp x dp x tp, dp x cp x tp, ep inside dp; since
+    # 2026-11-29, bench/results/compose26_2026-11-29) name every dimension in `parallelism`
+    # ("pp+dp", "dp+cp", "ep+efsdp") and their layout in `layout`: priced as that layout, plan
+    # taking dp = gpus / (tp pp cp) and EP out of dp_shard as torchtitan does
+    par = rec.get("layout") or rec.get("parallelism") or "fsdp"
     fw, extra = FRAMEWORK[par]
     if USE_TORCHTITAN and HAS_TT and par in TORCHTITAN:
         fw, extra = "torchtitan", []
@@ -222,6 +230,12 @@ def layout(rec):
     # field); torch's and torchtitan's default is allgather (costmodel/cp_allgather.h)
     if par == "cp" and fw == "torchtitan" and HAS_ROTATE and "alltoall" in (rec.get("cp_rotate_method") or ""):
         a += ["--cp-rotate", "alltoall"]
+    # parallel_run.py --no-loss-parallel gathers the logits over tp (ColwiseParallel output
+    # Replicate, a whole-vocabulary loss on every TP rank); plan prices torchtitan's loss_parallel
+    # and has no flag for the gathered form (no row before compose26 ran it)
+    if rec.get("tp", 1) > 1 and ("--no-loss-parallel" in (rec.get("command") or "") or
+                                 rec.get("loss_parallel") is False):
+        notes.append("logits gathered over tp (--no-loss-parallel; plan prices loss_parallel)")
     if par == "cp" and fw == "fsdp2":
         notes.append("fsdp2 --cp is Ulysses, the run is ring attention")
     # the smoke jobs (runs_mgpu_smoke2.txt) timed 2 steps after 1 warm-up: their median is the
@@ -399,7 +413,9 @@ def main():
         summary("memory: estimate vs real", [w["mem_err"] for w in sel], 5)
         summary("step: plan measure vs real", [w.get("measure_err") for w in sel], 5)
         summary("memory: measure vs real", [w.get("measure_mem_err") for w in sel], 5)
-    for par in ("fsdp", "hsdp", "tp", "pp", "cp", "ep"):
+    pars = ["fsdp", "hsdp", "tp", "pp", "cp", "ep"]
+    pars += sorted(set(w["par"] for w in ok) - set(pars))  # composed meshes ("pp+dp", ...)
+    for par in pars:
         sel = [w for w in ok if w["par"] == par]
         if sel:
             print("-- %s" % par)

@@ -20,11 +20,18 @@ holds a different part of the model), loss F.cross_entropy(logits.float()).
                 stage, Schedule1F1B (--vpp 1) or ScheduleInterleaved1F1B (--vpp > 1, rank r holds
                 stages r, r + pp, ...), --microbatches micro-batches of --mbs sequences per step;
                 FSDP2 per stage on a one-rank mesh, reshard_after_forward=False (torchtitan's
-                choice under PP).
+                choice under PP). Composed (since 2026-11-29): world = pp x dp x --tp, the mesh
+                (pp, dp, tp) in torchtitan's order; each stage TP'd (the tp layout's plan, without
+                the modules the stage lacks), then FSDP2 over dp (reshard_after_forward=False);
+                each dp rank its own data; torchtitan's pipelined loss (token sum / global tokens
+                all-reduced over dp, scale_grads=False, FSDP2's gradient division off); the
+                clipping norm's stage squares summed over the pp group only.
   --layout cp   context parallel: torch.distributed.tensor.experimental.context_parallel over
                 the cp ranks (inputs, labels and RoPE table sharded on the sequence with the
                 causal load balancer; ring attention, rotate method alltoall, flash/efficient
-                SDPA), FSDP2 over the same ranks (torchtitan's dp_shard x cp).
+                SDPA), FSDP2 over the same ranks (torchtitan's dp_shard x cp). Composed: world =
+                dp x cp x --tp, mesh (dp, cp, tp); FSDP2 over dp x cp flattened, context parallel
+                over cp, TP (with loss_parallel) over tp; each dp rank its own data.
   --layout ep   expert parallel: every decoder layer's MLP is a mixture of experts (the config's
                 num_experts, num_experts_per_tok, moe_intermediate_size: Qwen3-MoE), softmax
                 router, top-k, the experts split over the ep ranks (E/ep each, one SwiGLU per
@@ -32,6 +39,10 @@ holds a different part of the model), loss F.cross_entropy(logits.float()).
                 per-rank counts exchanged first (torch.distributed.nn.functional: autograd
                 through both all-to-alls); the non-expert parameters FSDP2 over all ranks,
                 each rank's experts FSDP2 on a one-rank mesh (torchtitan's ep = dp_shard layout).
+                Composed: --ep below the world size, torchtitan's sparse mesh (efsdp, ep), ep
+                innermost: the all-to-alls over the ep group, the experts FSDP2 over efsdp
+                (world / ep ranks), the rest FSDP2 over all ranks; expert squares of the
+                clipping norm summed over the ep group.
 
 Timing as realrun.py: wall time of each whole step (forward, backward, clip, optimizer step,
 zero_grad) between torch.cuda.synchronize() calls, after --warmup steps; a step lasts as long as

@@ -125,12 +125,18 @@ def parse(argv=None):
     if WS % model_par:
         sys.exit("parallel_run: world size %d is not a multiple of tp*pp*cp = %d" % (WS, model_par))
     DP = WS // model_par
-    if args.layout == "pp" and args.pp != WS:
-        sys.exit("parallel_run: --layout pp runs pp = world size (no dp beside it)")
-    if args.layout == "ep" and args.ep != WS:
-        sys.exit("parallel_run: --layout ep runs ep = world size (experts carved out of dp)")
-    if args.layout == "cp" and args.cp != WS:
-        sys.exit("parallel_run: --layout cp runs cp = world size")
+    # the composed meshes (bench/results/compose26_2026-11-29/README.md): pp x dp x tp, dp x cp x tp,
+    # ep inside dp (torchtitan's efsdp x ep); pp = world size, cp = world size, ep = world size are
+    # the one-dimensional layouts every run before 2026-11-29 ran, unchanged
+    if args.layout == "pp" and (args.pp < 2 or args.cp != 1 or args.ep != 1):
+        sys.exit("parallel_run: --layout pp runs pp >= 2 (times --tp, dp the rest; no cp, no ep)")
+    if args.layout == "ep" and (args.ep < 2 or WS % args.ep or model_par != 1):
+        sys.exit("parallel_run: --layout ep runs ep >= 2 dividing the world size (experts carved out "
+                 "of dp; no tp, pp, cp)")
+    if args.layout == "cp" and (args.cp < 2 or args.pp != 1 or args.ep != 1):
+        sys.exit("parallel_run: --layout cp runs cp >= 2 (times --tp, dp the rest; no pp, no ep)")
+    if args.layout == "tp" and (args.pp != 1 or args.cp != 1 or args.ep != 1):
+        sys.exit("parallel_run: --layout tp runs tp x dp (no pp, cp, ep: use those layouts)")
     if args.replicate > 1 and (args.layout != "tp" or DP % args.replicate):
         sys.exit("parallel_run: --replicate R is for --layout tp with R dividing dp = %d" % DP)
     if args.async_tp and not (args.compile and args.layout == "tp" and args.tp > 1):
@@ -150,6 +156,22 @@ def parse(argv=None):
     else:
         schedule = None
         args.microbatches = 1
+    # a composed mesh: a layout's degree beside data parallelism or TP
+    composed = ((args.layout in ("pp", "cp") and (DP > 1 or args.tp > 1)) or
+                (args.layout == "ep" and args.ep < WS))
+    if composed and (args.replicate > 1 or args.schedule == "zbv" or args.host_split):
+        sys.exit("parallel_run: a composed pp / cp / ep mesh runs without --replicate, --schedule zbv "
+                 "and --host-split")
+    if args.layout == "tp":
+        par = ("hsdp" if args.replicate > 1 else "fsdp") if args.tp == 1 else "tp"
+    elif not composed:
+        par = args.layout
+    elif args.layout == "pp":  # torchtitan's mesh order, outermost first: pp, dp, cp, tp (ep apart)
+        par = "+".join(n for n, d in (("pp", 2), ("dp", DP), ("tp", args.tp)) if d > 1)
+    elif args.layout == "cp":
+        par = "+".join(n for n, d in (("dp", DP), ("cp", 2), ("tp", args.tp)) if d > 1)
+    else:
+        par = "ep+efsdp"
 
     rec = {
         "label": args.label, "impl": "native",
@@ -158,7 +180,7 @@ def parse(argv=None):
         "model_type": CFG.get("model_type"),
         "layers": args.layers or CFG["num_hidden_layers"], "layers_full": CFG["num_hidden_layers"],
         "framework": "torch-native",
-        "parallelism": ("hsdp" if args.replicate > 1 else "fsdp") if args.layout == "tp" and args.tp == 1 else args.layout,
+        "parallelism": par,
         "world_size": WS,
         "dp": DP if args.layout != "ep" else WS, "tp": args.tp, "pp": args.pp, "vpp": args.vpp,
         "cp": args.cp, "ep": args.ep, "schedule": schedule, "microbatches": args.microbatches,
@@ -176,10 +198,23 @@ def parse(argv=None):
                                                   "CUDA_VISIBLE_DEVICES")},
         "oom": False,
     }
+    if composed:  # fields a one-dimensional run's record never had (its bytes stay as they were)
+        rec["layout"] = args.layout
+        if args.tp > 1:
+            rec["loss_parallel"] = not args.no_loss_parallel
+        rec["dp_shard"] = WS if args.layout == "ep" else DP  # torchtitan: EP borrows from dp_shard
+        if args.layout == "ep":
+            rec["efsdp"] = WS // args.ep  # FSDP2 of the experts over the ranks holding the same ones
+        if args.layout == "cp":
+            rec["fsdp_mesh"] = "dp x cp flattened (torchtitan's dp_shard_cp)"
+        if args.layout == "pp":
+            rec["fsdp_reshard_after_forward"] = False
+            rec["pp_loss"] = ("torchtitan: sum over tokens / global tokens (all-reduced over dp every "
+                              "step), scale_grads=False, FSDP gradient division off")
     try:
         rec["cpu_model"] = next(ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo")
                                 if ln.startswith("model name"))
     except Exception:
         pass
     return types.SimpleNamespace(args=args, CFG=CFG, cfg_path=cfg_path, WS=WS, RANK=RANK, DP=DP,
-                                 schedule=schedule, rec=rec)
+                                 schedule=schedule, rec=rec, composed=composed)

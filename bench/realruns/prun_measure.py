@@ -254,8 +254,8 @@ def timed_steps(ctx, b, step, dev):
     rec["step_s_median"], rec["step_s_min"], rec["step_s_max"] = med, min(times), max(times)
     rec["tokens_per_s"] = rec["gbs"] * args.seq / med
     lt = torch.stack([losses[0].float(), losses[-1].float()])
-    if args.layout == "pp":  # only the rank holding the last stage has the loss
-        dist.all_reduce(lt)
+    if args.layout == "pp":  # only the rank holding the last stage has the loss (over pp)
+        dist.all_reduce(lt, group=b.loss_group)
     rec["loss_first"], rec["loss_last"] = float(lt[0]), float(lt[1])
     if args.layout == "ep" and ROUTED:  # the routed load per rank over every MoE call
         rt = torch.tensor([float(sum(ROUTED)), float(len(ROUTED))], device=dev, dtype=torch.float64)

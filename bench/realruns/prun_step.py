@@ -10,6 +10,7 @@ context_parallel shards them in place). The record_function regions (step.forwar
 step.clip, step.optimizer) name the parts in a --profile trace; STAMPS the host clock for
 --host-split.
 """
+import contextlib
 import inspect
 import time
 
@@ -18,6 +19,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.distributed.tensor import DTensor
 
+from prun_build import GLOBAL_TOKENS
 from prun_measure import STAMPS
 
 
@@ -43,23 +45,27 @@ def grad_norm_sq(params):
     return total
 
 
-def clip(params_groups, max_norm, dev, world_sum_groups=()):
-    """Gradient clipping with the norm over the whole model: groups listed in world_sum_groups
-    hold different parameters on each rank (pipeline stages, experts) and their squared norms are
-    summed over all ranks; the other groups are already global (DTensor norms)."""
+def clip(params_groups, max_norm, dev, sum_groups=None):
+    """Gradient clipping with the norm over the whole model: the groups keyed in sum_groups (index
+    -> process group, None for the world) hold different parameters on different ranks (pipeline
+    stages over pp, experts over ep) and their squared norms are summed over that process group
+    (torchtitan distributed/utils.py clip_grad_norm_: over the pp mesh, b5bcd76); the other groups
+    are already global (DTensor norms). Groups sharing a process group share one all-reduce."""
+    sum_groups = sum_groups or {}
     total = torch.zeros((), device=dev)
-    summed = torch.zeros((), device=dev)
+    summed = {}
     for i, ps in enumerate(params_groups):
         sq = grad_norm_sq(ps)
-        if sq is None:
-            continue
-        if i in world_sum_groups:
-            summed = summed + sq
-        else:
+        if i in sum_groups:  # this rank joins the all-reduce even without gradients
+            key = id(sum_groups[i])
+            prev = summed.get(key, (sum_groups[i], torch.zeros((), device=dev)))
+            summed[key] = (prev[0], prev[1] + (sq if sq is not None else 0.0))
+        elif sq is not None:
             total = total + sq
-    if world_sum_groups:
-        dist.all_reduce(summed)
-    norm = (total + summed).sqrt()
+    for grp, sq in summed.values():
+        dist.all_reduce(sq, group=grp)
+        total = total + sq
+    norm = total.sqrt()
     coef = min(1.0, max_norm / (float(norm) + 1e-6))
     if coef < 1.0:
         for ps in params_groups:
@@ -89,6 +95,11 @@ def make_step(ctx, b, dev):
         rec["attention"] = "sdpa flash/efficient under context_parallel"
 
 
+    # loss_parallel for TP beside pp or cp (the tp layout's own branch below has its own)
+    lp = args.layout in ("pp", "cp") and args.tp > 1 and not args.no_loss_parallel
+    if lp:  # its own name: step()'s tp branch imports loss_parallel as a local of step()
+        from torch.distributed.tensor.parallel import loss_parallel as lp_context
+
     def step():
         if args.layout == "pp":
             losses = []
@@ -102,11 +113,20 @@ def make_step(ctx, b, dev):
             if "return_outputs" in inspect.signature(b.sched.step).parameters:
                 kw["return_outputs"] = False
             rec["pp_keep_outputs"] = "return_outputs" not in kw
-            if b.has_first:
-                b.sched.step(b.inp, **kw)
-            else:
-                b.sched.step(**kw)
+            if ctx.composed:  # torchtitan's train_step: the global token count, all-reduced over dp
+                gt = torch.tensor(b.lab.numel(), device=dev, dtype=torch.int64)
+                if b.dp_group is not None:
+                    dist.all_reduce(gt, group=b.dp_group)
+                GLOBAL_TOKENS[0] = gt
+            with (lp_context() if lp else contextlib.nullcontext()):
+                if b.has_first:
+                    b.sched.step(b.inp, **kw)
+                else:
+                    b.sched.step(**kw)
+            losses = [x.full_tensor() if isinstance(x, DTensor) else x for x in losses]
             loss = torch.stack(losses).mean().detach() if losses else torch.zeros((), device=dev)
+            if ctx.composed and losses:  # the sum of token sums / global tokens -> this rank's mean
+                loss = (torch.stack(losses).sum() * GLOBAL_TOKENS[0] / b.lab.numel()).detach()
         elif args.layout == "tp" and args.tp > 1 and not args.no_loss_parallel:
             from torch.distributed.tensor.parallel import loss_parallel
             from torch.profiler import record_function as rf
@@ -126,16 +146,19 @@ def make_step(ctx, b, dev):
                 loss = loss.full_tensor()
         elif args.layout == "cp":
             with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):
-                with context_parallel(b.mesh, buffers=[b.inp, b.lab, b.model.freqs_cis],
+                with context_parallel(b.cp_mesh, buffers=[b.inp, b.lab, b.model.freqs_cis],
                                       buffer_seq_dims=[1, 1, 0], no_restore_buffers={b.inp, b.lab}):
-                    STAMPS.append(("start", time.perf_counter()))
-                    logits = b.model(b.inp)
-                    STAMPS.append(("logits", time.perf_counter()))
-                    loss = F.cross_entropy(logits.flatten(0, 1).float(), b.lab.flatten(0, 1))
-                    STAMPS.append(("loss", time.perf_counter()))
-                    loss.backward()
-                    STAMPS.append(("backward_end", time.perf_counter()))
+                    with (lp_context() if lp else contextlib.nullcontext()):  # cp x tp
+                        STAMPS.append(("start", time.perf_counter()))
+                        logits = b.model(b.inp)
+                        STAMPS.append(("logits", time.perf_counter()))
+                        loss = F.cross_entropy(logits.flatten(0, 1).float(), b.lab.flatten(0, 1))
+                        STAMPS.append(("loss", time.perf_counter()))
+                        loss.backward()
+                        STAMPS.append(("backward_end", time.perf_counter()))
             loss = loss.detach()
+            if isinstance(loss, DTensor):
+                loss = loss.full_tensor()
         else:
             from torch.profiler import record_function as rf
             STAMPS.append(("start", time.perf_counter()))
