@@ -12,7 +12,6 @@ W=/tmp/tpck26-work; rm -rf $W; mkdir -p $W/jobs/prof
 T0=$(date +%s)
 { date -u; nproc; lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|NUMA"; nvidia-smi -L
   nvidia-smi topo -m
-  python3 -c 'import torch,sys;print("torch",torch.__version__,"cuda",torch.version.cuda,"nccl",torch.cuda.nccl.version(),"python",sys.version.split()[0])'
 } > $W/facts.txt 2>&1
 lscpu -e > $W/lscpu_e.txt 2>&1
 cat $W/facts.txt
