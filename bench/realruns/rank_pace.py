@@ -37,7 +37,7 @@ def rank_pace(fn):
           launch[e["args"]["correlation"]]["ts"] < clip_ts]
     host_end = max(launch[e["args"]["correlation"]]["ts"] for e in bw)
     gpu_end = max(e["ts"] + e["dur"] for e in bw)
-    busy, last = 0.0, t0
+    busy = 0.0
     for e in bw:
         busy += e["dur"]
     nccl_s = sum(e["dur"] for s in streams if nccl(s) for e in streams[s] if e["ts"] < gpu_end)
