@@ -82,7 +82,7 @@ import torch.distributed as dist  # noqa: E402
 
 from native_llama import Args  # noqa: E402
 from prun_build import build  # noqa: E402
-from prun_measure import memory_fields, timed_steps, used, versions  # noqa: E402
+from prun_measure import memory_fields, pin_rank, timed_steps, used, versions  # noqa: E402
 from host_speed_probe import host_speed_probe  # noqa: E402
 from prun_step import make_step  # noqa: E402
 
@@ -90,6 +90,9 @@ from prun_step import make_step  # noqa: E402
 def main():
     args, rec, CFG, RANK = ctx.args, ctx.rec, ctx.CFG, ctx.RANK
     local = int(os.environ["LOCAL_RANK"])
+    if os.environ.get("PRUN_PIN") == "1":  # diagnostic: each rank on its own share of the CPUs
+        pin_rank(local, int(os.environ["LOCAL_WORLD_SIZE"]))
+        rec["pinned"] = True
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
     torch.zeros(1, device=dev)

@@ -63,7 +63,7 @@ def parser():
                         "_record_memory_history; rank 0's record gets memory_owners: that step's peak "
                         "allocated bytes and who holds them (memory_trace.py, bench/results/"
                         "memphase17_2026-11-28)")
-    p.add_argument("--profile-rank", type=int, default=0, help="--profile: the rank whose trace is written")
+    p.add_argument("--profile-rank", type=int, default=0, help="--profile: the rank whose trace is written; -1: every rank writes its own (PATH.rN.json, PATH.rN.trace.json.gz)")
     p.add_argument("--no-loss-parallel", action="store_true", help="tp: gather the logits instead")
     p.add_argument("--host-split", action="store_true",
                    help="tp, cp: the host's clock at each block's forward start and at the gradient of each "

@@ -121,6 +121,30 @@ def host_split_summary(steps, L):
 
 
 
+def cpu_placement():
+    """This process's CPU affinity and the CPU each of its threads last ran on (/proc)."""
+    out = {"affinity": sorted(os.sched_getaffinity(0)), "threads": {}}
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open("/proc/self/task/%s/stat" % tid) as f:
+                st = f.read()
+            name = st[st.index("(") + 1:st.rindex(")")]
+            fields = st[st.rindex(")") + 2:].split()
+            # field 39 (processor) is index 36 after the comm; utime+stime (14, 15) in ticks
+            out["threads"][tid] = [name, int(fields[36]), int(fields[11]) + int(fields[12])]
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def pin_rank(rank, ws):
+    """PRUN_PIN=1: restrict this rank to the ws-th part of the CPUs it may use (a diagnostic)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    n = len(cpus) // ws
+    if n >= 1:
+        os.sched_setaffinity(0, cpus[rank * n:(rank + 1) * n])
+
+
 def profile_step(step, ctx):
     """One step under torch.profiler (CPU + CUDA activity); rank 0 writes the gzipped Chrome trace
     (PATH.trace.json.gz) and its summary (bench/realruns/trace_summary.py) to PATH. Its step time
@@ -141,9 +165,11 @@ def profile_step(step, ctx):
     PROFILING[0] = False
     args, rec = ctx.args, ctx.rec
     rec["profiled_step_s_rank0"], rec["profiled_host_issue_s_rank0"] = round(dt, 5), round(t_host, 5)
-    if ctx.RANK != args.profile_rank:
+    if args.profile_rank >= 0 and ctx.RANK != args.profile_rank:
         return
     stem = args.profile[:-5] if args.profile.endswith(".json") else args.profile
+    if args.profile_rank < 0:  # --profile-rank -1: every rank writes its own trace and summary
+        stem += ".r%d" % ctx.RANK
     tmp = stem + ".trace.json"
     prof.export_chrome_trace(tmp)
     try:
@@ -155,7 +181,7 @@ def profile_step(step, ctx):
     os.remove(tmp)
     summ["profiled_step_s"], summ["host_issue_s"] = dt, t_host
     summ["label"], summ["route"] = args.label, args.route
-    with open(args.profile, "w") as f:
+    with open(stem + ".json" if args.profile_rank < 0 else args.profile, "w") as f:
         json.dump(summ, f, indent=1, sort_keys=True)
 
 
@@ -228,6 +254,12 @@ def timed_steps(ctx, b, step, dev):
                 split_steps.append(list(STAMPS))
     if args.host_split and split_steps:
         rec["host_split"] = host_split_summary(split_steps, b.hooked_layers)
+        # every rank's summary too: host-paced ranks meet at every collective, so the step goes
+        # at the slowest rank's host, not rank 0's (bench/results/tpck26_2026-11-29)
+        every = [None] * WS
+        dist.all_gather_object(every, {"host_split": rec["host_split"], "cpu": cpu_placement(),
+                                       "host_issue_s": rec.get("host_issue_times_rank0_s")})
+        rec["host_split_ranks"] = every
     del STAMPS[:]
     if args.profile:
         ctx.phase = "profiled step"
