@@ -548,12 +548,6 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
              "--moe-expert-loop prices torchtitan's per-expert loop (use_grouped_mm off), which "
              "this layout does not run: use --framework torchtitan without --compile, tp 1 and "
              "cp 1, or drop --moe-expert-loop");
-    /* the share of new row counts prices the loop's GEMM shapes (expert_loop.h): nothing else
-     * runs a GEMM per expert row count */
-    if (t && t->moe_new_count_share > 0 && !t->moe_expert_loop)
-        FAIL(CM_ERULE, "moe-new-counts-needs-loop",
-             "--moe-new-counts prices the per-expert loop's new GEMM shapes: add "
-             "--moe-expert-loop or drop --moe-new-counts");
     if (l->shard_size > 0) {
         if (l->sharding == SHARDING_DDP)
             FAIL(CM_ERULE, "hsdp-needs-sharding",
