@@ -92,7 +92,7 @@ enum {
     OPT_IMPL, OPT_COMPILE, OPT_OPTIMIZER_IMPL,
     OPT_TP_COMM_OVERLAP, OPT_OVERLAP_GRAD_REDUCE, OPT_OVERLAP_PARAM_GATHER,
     OPT_MOE_DISPATCHER, OPT_MOE_IMBALANCE, OPT_MOE_CAPACITY, OPT_MOE_EP_OVERLAP,
-    OPT_MOE_SHARED_OVERLAP, OPT_MOE_EXPERT_LOOP, OPT_NVLS, OPT_POWER_LIMIT, OPT_GEMM_HEADROOM, OPT_PP_SCHEDULE, OPT_ASYNC_TP,
+    OPT_MOE_SHARED_OVERLAP, OPT_MOE_EXPERT_LOOP, OPT_MOE_NEW_COUNTS, OPT_NVLS, OPT_POWER_LIMIT, OPT_GEMM_HEADROOM, OPT_PP_SCHEDULE, OPT_ASYNC_TP,
     OPT_RESHARD, OPT_FP8_PARAM_GATHER, OPT_BF16_FIRST, OPT_BF16_LAST,
     OPT_MOE_FP8_DISPATCH, OPT_OPT_OFFLOAD,
     OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_ACT_OFFLOAD_LAYERS, OPT_EXPANDABLE_SEGMENTS, OPT_NO_EXPANDABLE_SEGMENTS, OPT_PP_KEEP_OUTPUTS, OPT_HOLD_LOGITS, OPT_ONE_RANK_GROUPS, OPT_MOE_PAD_INDEX_COPY, OPT_PP_FIRST,
@@ -169,6 +169,7 @@ static const struct option long_opts[] = {
     {"moe-ep-overlap", no_argument, NULL, OPT_MOE_EP_OVERLAP},
     {"moe-shared-expert-overlap", no_argument, NULL, OPT_MOE_SHARED_OVERLAP},
     {"moe-expert-loop", no_argument, NULL, OPT_MOE_EXPERT_LOOP},
+    {"moe-new-counts", required_argument, NULL, OPT_MOE_NEW_COUNTS},
     {"nvls", required_argument, NULL, OPT_NVLS},
     {"power-limit", required_argument, NULL, OPT_POWER_LIMIT},
     {"gemm-headroom", required_argument, NULL, OPT_GEMM_HEADROOM},
@@ -377,6 +378,9 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_MOE_EP_OVERLAP: o->training.moe_ep_overlap = true; break;
         case OPT_MOE_SHARED_OVERLAP: o->training.moe_shared_overlap = true; break;
         case OPT_MOE_EXPERT_LOOP: o->training.moe_expert_loop = true; break;
+        case OPT_MOE_NEW_COUNTS:
+            rc = parse_double("moe-new-counts", optarg, 0.0, 1.0, &o->training.moe_new_count_share);
+            break;
         case OPT_FP8_PARAM_GATHER: l->fp8_param_gather = true; break;
         case OPT_BF16_FIRST:
             rc = parse_int("bf16-first-layers", optarg, 0, 100000, &l->bf16_layers_start);

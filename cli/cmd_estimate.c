@@ -99,6 +99,8 @@ static void usage(void)
            "  --moe-ep-overlap (Megatron --overlap-moe-expert-parallel-comm, pp 1 or vpp)\n"
            "  --moe-shared-expert-overlap (shared experts beside the alltoall exchange)\n"
            "  --moe-expert-loop (torchtitan: experts as a per-expert loop, use_grouped_mm off)\n"
+           "  --moe-new-counts S   with the loop: share of a step's per-expert row counts new to\n"
+           "                       the process (cuBLAS's heuristic per new GEMM shape; default 0)\n"
            "  --format human|json\n"
            "  --ops                also print the layer recipe: each GEMM, attention core,\n"
            "                       kernel and collective with its time per micro-batch\n"

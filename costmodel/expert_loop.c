@@ -60,3 +60,19 @@ void expert_loop_kernels(const model_spec *m, const layout *l, int local, double
     moe_kernel_add(b, "moe.loop.bwd.select.accumulate", 3.0 * W, weights * (local - 1));
     moe_kernel_add(b, "moe.loop.bwd.split", 4 * R * h, 1);
 }
+
+void expert_loop_new_shape_host(const model_spec *m, const system_spec *sys, double new_share,
+                                double *fwd_s, double *bwd_s)
+{
+    *fwd_s = *bwd_s = 0;
+    double c = sys ? sys->host_gemm_new_shape_s : 0;
+    if (!(c > 0) || !(new_share > 0)) return;
+    bool gated = m->activation == MODEL_ACT_SWIGLU;
+    /* forward: x @ w1 and h @ w2 take new shapes, x @ w3 the shape x @ w1 just ran (SwiGLU);
+     * backward: each MmBackward0 runs a dgrad and a wgrad, w2's two and the first of w3/w1's
+     * two are new shapes, the second's repeat them */
+    double fwd_new = 2, fwd_all = gated ? 3 : 2, bwd_new = 4, bwd_all = gated ? 6 : 4;
+    double share = new_share < 1 ? new_share : 1;
+    *fwd_s = share * c * fwd_new / fwd_all;
+    *bwd_s = share * c * bwd_new / bwd_all;
+}

@@ -19,6 +19,7 @@
 #include "elementwise.h"
 #include "layout.h"
 #include "model.h"
+#include "system.h"
 
 /* Does the layer run torchtitan's per-expert loop: --moe-expert-loop on torchtitan's eager MoE
  * code (titan_moe_applies). */
@@ -30,5 +31,14 @@ bool expert_loop_applies(const training_spec *t, const layout *l);
  * (one cat). out->eager and out->alone as elementwise_layer sets them. */
 void expert_loop_kernels(const model_spec *m, const layout *l, int local, double received,
                          elementwise_list *out);
+
+/* Host time per launch of the loop's expert GEMMs beyond the host's per-launch cost, forward
+ * (*fwd_s) and backward (*bwd_s): cuBLAS chooses each GEMM's algorithm by a heuristic the first
+ * time the process runs that shape and caches it per shape, and every expert's GEMMs take that
+ * expert's row count as a dimension, so a row count new to the process makes its GEMMs new
+ * shapes (expert_loop.c has the counts and the measurement). Zeros where the system has no
+ * host.gemm_new_shape_s. */
+void expert_loop_new_shape_host(const model_spec *m, const system_spec *sys, double new_share,
+                                double *fwd_s, double *bwd_s);
 
 #endif

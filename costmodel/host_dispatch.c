@@ -379,6 +379,10 @@ static void run_pass(queue *q, const recipe *r, const host_costs *hc,
                 double in = o->inner_launches < n ? o->inner_launches : n;
                 q->c = (q->c * (n - in) + hc->inner * in) / n;
             }
+            /* torchtitan's per-expert loop: cuBLAS's heuristic for the GEMM shapes a step's
+             * new row counts make (expert_loop.h); a recompute repeats the forward's shapes */
+            if (o->kind == RECIPE_GEMM && !only_recompute)
+                q->c += bwd ? o->host_extra_bwd_s : o->host_extra_fwd_s;
             q->rec = rec ? &rec->op_s[ph][i] : NULL;
             int slot = c->slot;
             bool split = c->split;

@@ -22,7 +22,7 @@ system_spec host_paced_host_scaled(const system_spec *sys, double k)
         &s.host_cp_ring_fwd_call_s, &s.host_cp_ring_fwd_step_s, &s.host_cp_ring_bwd_call_s,
         &s.host_cp_ring_bwd_step_s, &s.host_chunk_cat_block_s, &s.host_chunk_cat_block_large_s,
         &s.host_clip_tensor_s, &s.host_adamw_foreach_tensor_s, &s.host_multi_tensor_launch_s,
-        &s.host_eager_inner_launch_s,
+        &s.host_eager_inner_launch_s, &s.host_gemm_new_shape_s,
         &s.host_cuda_graph_replay_s, &s.host_mcore_moe_fwd_s, &s.host_mcore_moe_fwd_ep_s,
         &s.host_mcore_moe_post_sync_s, &s.host_mcore_moe_post_sync_ep_s, &s.host_mcore_moe_bwd_s,
         &s.host_mcore_moe_bwd_ep_s, &s.host_mcore_attn_fwd_s, &s.host_mcore_attn_bwd_s,

@@ -119,6 +119,10 @@ typedef struct {
                               alone (gpu.eager_elementwise_efficiency, measured beside FSDP's
                               collectives, against _alone), as built: recipe_eager_beside
                               keeps recipe.eager_beside_keep of it in fwd_s / bwd_s */
+    double host_extra_fwd_s; /* GEMM: host time per forward launch beyond the host's per-launch
+                                cost (torchtitan's per-expert loop: cuBLAS's heuristic for the
+                                row counts new to the process, expert_loop.h); 0: none */
+    double host_extra_bwd_s; /* the same per backward launch */
 } recipe_op;
 
 /* Items: what the backend launches. Forms and groups as backend/work.h's. */

@@ -87,6 +87,10 @@ typedef struct {
                                   hidden behind the shared experts of the same pass */
     bool moe_expert_loop;      /* torchtitan's experts as a per-expert Python loop
                                   (use_grouped_mm=False; expert_loop.h), not grouped GEMMs */
+    double moe_new_count_share;/* with the loop: the share of a step's per-expert row counts
+                                  that the process has not run before, each a new GEMM shape
+                                  for cuBLAS's heuristic (expert_loop.h); 0: every count seen
+                                  before, a long run's warm cache */
     bool expandable_segments;  /* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments
                                   grow, so the largest block needs no free block of its own
                                   (memory.h need_bytes) */

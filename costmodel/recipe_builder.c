@@ -99,6 +99,7 @@ int rb_op_add(builder *b, const char *name, recipe_kind kind, recipe_phase phase
     o->block = b->block;
     o->ep_part = RECIPE_EP_NONE;
     o->beside_s = 0;
+    o->host_extra_fwd_s = o->host_extra_bwd_s = 0;
     return r->n_ops++;
 }
 

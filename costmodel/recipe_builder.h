@@ -165,8 +165,9 @@ void rb_hf_routing_ops(builder *b, const model_spec *m, const layout *l, double 
                        int experts_op);
 void rb_titan_routing_ops(builder *b, const model_spec *m, const layout *l, double tokens,
                           double received, int experts_op);
+/* new_share: training_spec.moe_new_count_share (expert_loop_new_shape_host) */
 void rb_expert_loop_ops(builder *b, const model_spec *m, const layout *l, int local,
-                        double received, int experts_op);
+                        double received, int experts_op, double new_share);
 void rb_expert_loop_act(recipe *r, int local);
 
 /* ZeRO-2 under Megatron (shard_grads.c): the unit's gradient reduce-scatter of every

@@ -45,10 +45,15 @@ void rb_titan_routing_ops(builder *b, const model_spec *m, const layout *l, doub
  * (three Linear-shaped matmuls each for SwiGLU), so are its SwiGLU kernels (expert_loop_act),
  * and the loop's own kernels (expert_loop.c) join the layer. */
 void rb_expert_loop_ops(builder *b, const model_spec *m, const layout *l, int local,
-                            double received, int experts_op)
+                            double received, int experts_op, double new_share)
 {
     int per = m->activation == MODEL_ACT_SWIGLU ? 3 : 2;
-    if (experts_op >= 0) b->r->op[experts_op].launches = per * local;
+    if (experts_op >= 0) {
+        recipe_op *o = &b->r->op[experts_op];
+        o->launches = per * local;
+        expert_loop_new_shape_host(m, b->sys, new_share, &o->host_extra_fwd_s,
+                                   &o->host_extra_bwd_s);
+    }
     elementwise_list el;
     expert_loop_kernels(m, l, local, received, &el);
     rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);

@@ -147,6 +147,7 @@ static const system_field fields[] = {
     F("host", "adamw_foreach_tensor_s", host_adamw_foreach_tensor_s, false, 0, 1e-2),
     F("host", "multi_tensor_launch_s", host_multi_tensor_launch_s, false, 0, 1e-2),
     F("host", "eager_inner_launch_s", host_eager_inner_launch_s, false, 0, 1e-2),
+    F("host", "gemm_new_shape_s", host_gemm_new_shape_s, false, 0, 1e-2),
     F("host", "cuda_graph_replay_s", host_cuda_graph_replay_s, false, 0, 1e-1),
     F("host", "cp_ring_fwd_call_s", host_cp_ring_fwd_call_s, false, 0, 1.0),
     F("host", "cp_ring_fwd_step_s", host_cp_ring_fwd_step_s, false, 0, 1.0),

@@ -292,6 +292,10 @@ typedef struct {
     double host_eager_inner_launch_s;   /* per launch issued from C++ inside one eager op's
                                          * dispatch after its first (cub sort passes, index_put_'s
                                          * kernels; host_dispatch.c); 0: each at eager_launch_s */
+    double host_gemm_new_shape_s;       /* host time cuBLAS adds to a GEMM whose shape the process
+                                         * has not run before (its algorithm heuristic, cached per
+                                         * shape): torchtitan's per-expert loop (expert_loop.h);
+                                         * 0: not measured, none */
     double host_cuda_graph_replay_s;    /* host time of one graphed micro-batch's replay call
                                            (torchtitan's CUDA graphs, cuda_graphs.h); 0: none */
     double host_mcore_moe_fwd_s;        /* Megatron-Core MoE layer, per micro-batch: the */

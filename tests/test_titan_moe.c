@@ -3,7 +3,8 @@
  * launches on a toy MoE layer worked by hand, with and without expert parallelism; where the
  * list applies; and the recipe of a torchtitan EP layer carrying them in place of the generic
  * permute lump; FSDP2's chunk_cat host time (fsdp_copies.h) for torchtitan's expert unit; the
- * per-expert loop's kernels and its zero fills at the measured fill rate (gpu.fill_efficiency).
+ * per-expert loop's kernels and its zero fills at the measured fill rate (gpu.fill_efficiency);
+ * the host time of cuBLAS's heuristic for the loop's new GEMM shapes (expert_loop_new_shape_host).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -352,6 +353,63 @@ static void test_expert_loop_fill_rate(void **state)
                      192 * W / (h.hbm_bandwidth_bytes_per_s * h.hbm_efficiency)) < 1e-12);
 }
 
+/* cuBLAS's heuristic for the loop's new GEMM shapes (expert_loop_new_shape_host): a row count
+ * new to the process makes 2 of an expert's 3 forward GEMMs new shapes (x @ w1, h @ w2; x @ w3
+ * repeats x @ w1's) and 4 of its 6 backward ones (w2's dgrad and wgrad, then the first of w3's
+ * and w1's pairs). Qwen3-30B-A3B at EP 2 on h200 (64 local experts), half the counts new: 32
+ * experts x 2 = 64 forward queries over the experts op's 192 launches (c / 3 each, c =
+ * host.gemm_new_shape_s) and 32 x 4 = 128 backward over 384 launches (c / 3 each); the host's
+ * issue time of the experts op grows by exactly 64 c and 128 c. A gated-less model: every GEMM
+ * of a new count is new (c x share per launch); a system without the figure (h100): none. */
+static void test_expert_loop_new_shapes(void **state)
+{
+    (void)state;
+    model_spec q;
+    system_spec s, h;
+    char err[CM_ERRLEN];
+    if (model_load("qwen3-30b-a3b", data_dir(), &q, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h200", data_dir(), &s, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load("h100", data_dir(), &h, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    double c = s.host_gemm_new_shape_s;
+    assert_true(c > 0);
+    assert_true(h.host_gemm_new_shape_s == 0);
+    double f, b;
+    expert_loop_new_shape_host(&q, &s, 0.5, &f, &b);
+    assert_true(fabs(f - c / 3) < 1e-15 && fabs(b - c / 3) < 1e-15);
+    expert_loop_new_shape_host(&q, &h, 0.5, &f, &b);
+    assert_true(f == 0 && b == 0);
+    expert_loop_new_shape_host(&q, &s, 0, &f, &b);
+    assert_true(f == 0 && b == 0);
+    model_spec g = toy_moe();
+    g.activation = MODEL_ACT_GELU;
+    expert_loop_new_shape_host(&g, &s, 0.25, &f, &b);
+    assert_true(fabs(f - c / 4) < 1e-15 && fabs(b - c / 4) < 1e-15);
+
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 2;
+    t.moe_expert_loop = true;
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.ep = 2, l.dp = 2, l.mbs = 1, l.impl = IMPL_NATIVE;
+    l.sharding = SHARDING_FSDP;
+    static recipe r0, r1;
+    static host_dispatch_host h0, h1;
+    recipe_layer(&q, &s, &t, &l, true, &r0, NULL);
+    t.moe_new_count_share = 0.5;
+    recipe_layer(&q, &s, &t, &l, true, &r1, NULL);
+    int ex = -1;
+    for (int i = 0; i < r1.n_ops; i++)
+        if (!strcmp(r1.op[i].name, "experts")) ex = i;
+    assert_true(ex >= 0 && !strcmp(r0.op[ex].name, "experts"));
+    assert_true(r0.op[ex].host_extra_fwd_s == 0 && r0.op[ex].host_extra_bwd_s == 0);
+    assert_true(fabs(r1.op[ex].host_extra_fwd_s - c / 3) < 1e-15);
+    assert_true(host_dispatch_host_of(&s, &q, &l, &r0, true, true, &h0));
+    assert_true(host_dispatch_host_of(&s, &q, &l, &r1, true, true, &h1));
+    assert_true(fabs(h1.op_s[RECIPE_FWD][ex] - h0.op_s[RECIPE_FWD][ex] - 64 * c) < 1e-12);
+    assert_true(fabs(h1.op_s[RECIPE_BWD][ex] - h0.op_s[RECIPE_BWD][ex] - 128 * c) < 1e-12);
+    assert_true(r1.host_fwd_s > r0.host_fwd_s && r1.host_bwd_s > r0.host_bwd_s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -361,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_sort_launches),
         cmocka_unit_test(test_expert_loop),
         cmocka_unit_test(test_expert_loop_fill_rate),
+        cmocka_unit_test(test_expert_loop_new_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,6 +93,7 @@ HAS_LOOP = "--moe-expert-loop" in HELP
 HAS_ROTATE = "--cp-rotate" in HELP
 HAS_ONE_RANK = "--one-rank-groups" in HELP
 HAS_PAD_COPY = "--moe-pad-index-copy" in HELP
+HAS_NEWCOUNTS = "--moe-new-counts" in HELP
 
 
 def system_of(gpu):
@@ -122,6 +123,22 @@ def config_for(rec, tmp, untie=False):
     with open(out, "w") as f:
         json.dump(cfg, f)
     return out
+
+
+# the per-expert loop's share of new row counts per timed step (rank 0), measured by re-running a
+# command whose record predates the count (bench/results/ep26_2026-11-29/analyze.py --write): the
+# counts follow from the command (seed, data, learning rate, steps), so a record of the same
+# command ran the same share
+SHARES = os.path.join(ROOT, "bench", "results", "ep26_2026-11-29", "loop_new_count_share.json")
+
+
+def same_command_share(rec):
+    if not os.path.exists(SHARES):
+        return None
+    for e in json.load(open(SHARES)):
+        if all(rec.get(k) == v for k, v in e["command_key"].items()):
+            return e["loop_new_count_share_rank0"]
+    return None
 
 
 def layout(rec):
@@ -216,6 +233,16 @@ def layout(rec):
     if par == "ep" and rec.get("experts_impl", "loop") == "loop":
         if HAS_LOOP and fw == "torchtitan":  # torchtitan's use_grouped_mm=False loop (expert_loop.h)
             a += ["--moe-expert-loop"]
+            # the share of per-expert row counts new to the process in the timed steps, as the
+            # run counted them (prun_moe.py loop_tally, since 2026-11-29 ep26): each a new GEMM
+            # shape for cuBLAS's heuristic (expert_loop.h); older records did not count them
+            sh = rec.get("loop_new_count_share_rank0")
+            if not sh:  # the same command measured again (same seed, data and steps): its share
+                sh = same_command_share(rec)  # (a measured input, not a missing term: no note)
+            # without a measured share the row is priced as plan's default, every count seen
+            # before (a long run's warm cache): ho13, ho18 and ho25's EP 2 loop rows, the H100 ones
+            if HAS_NEWCOUNTS and sh:
+                a += ["--moe-new-counts", "%.4f" % statistics.median(sh)]
         else:
             notes.append("experts looped in Python (priced as grouped GEMMs)")
     # parallel_run.py before 2026-11-28 (no `permute` field) built the regrouping and padding

@@ -22,7 +22,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from prun_moe import ROUTED
+from prun_moe import LOOP_TALLY, ROUTED
 
 
 def versions():
@@ -236,6 +236,7 @@ def timed_steps(ctx, b, step, dev):
         del marks[:]
         start = torch.cuda.Event(enable_timing=True)
         start.record()
+        tally0 = list(LOOP_TALLY)
         t0 = time.perf_counter()
         loss = step()
         t_host = time.perf_counter() - t0  # the host has issued the step (with --clip, the
@@ -247,6 +248,9 @@ def timed_steps(ctx, b, step, dev):
         else:
             times.append(dt)
             rec.setdefault("host_issue_times_rank0_s", []).append(round(t_host, 5))
+            if LOOP_TALLY[1] > tally0[1]:  # --experts loop: the step's share of new row counts
+                rec.setdefault("loop_new_count_share_rank0", []).append(round(
+                    (LOOP_TALLY[0] - tally0[0]) / (LOOP_TALLY[1] - tally0[1]), 4))
             if marks:
                 tl.append([[k, st_i, mb, round(start.elapsed_time(e0), 3), round(start.elapsed_time(e1), 3)]
                            for k, st_i, mb, e0, e1 in marks])

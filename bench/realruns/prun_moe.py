@@ -18,6 +18,22 @@ from torch.distributed.tensor import DTensor
 from native_llama import Attention
 
 ROUTED = []  # --layout ep: routed rows received by this rank's experts, per MoE layer call
+# --experts loop: the per-expert row counts this process has run (each expert's three GEMMs take
+# its row count as a dimension; cuBLAS picks an algorithm by a heuristic the first time it meets
+# a shape, bench/results/ep26_2026-11-29), and [new, all] tallies of the nonzero counts since
+# the start (prun_measure.py turns them into the record's loop_new_count_share)
+LOOP_SEEN = set()
+LOOP_TALLY = [0, 0]
+
+
+def loop_tally(counts):
+    """Counts the loop's nonzero per-expert row counts, and those new to the process."""
+    for c in counts:
+        if c:
+            LOOP_TALLY[1] += 1
+            if c not in LOOP_SEEN:
+                LOOP_SEEN.add(c)
+                LOOP_TALLY[0] += 1
 
 
 class Experts(nn.Module):
@@ -64,6 +80,7 @@ class Experts(nn.Module):
             h = F.silu(torch._grouped_mm(xp, self.w1, offs=offs)) * torch._grouped_mm(xp, self.w3, offs=offs)
             return torch._grouped_mm(h, self.w2, offs=offs)[pos]
         outs, off = [], 0
+        loop_tally(counts)
         for e, c in enumerate(counts):
             xe = x[off:off + c]
             off += c
@@ -80,7 +97,9 @@ class Experts(nn.Module):
         N = x.shape[0]
         if self.mode != "grouped":
             outs = []
-            for e, xe in enumerate(torch.split(x, counts.tolist(), dim=0)):
+            cl = counts.tolist()
+            loop_tally(cl)
+            for e, xe in enumerate(torch.split(x, cl, dim=0)):
                 outs.append((F.silu(xe @ w1[e]) * (xe @ w3[e])) @ w2[e])
             return torch.cat(outs, 0)
         padded = (counts + 15) // 16 * 16
