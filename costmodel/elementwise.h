@@ -138,7 +138,8 @@ int elementwise_launches(const elementwise_kernel *k, int n);
 
 /* Time of one launch of k: its bytes at the list's rate (the memory term of compute.h's
  * roofline); eager kernels at the system's measured eager_elementwise_efficiency plus the idle
- * gap between back-to-back eager kernels (eager_kernel_gap_s; both in data/systems). */
+ * gap between back-to-back eager kernels (eager_kernel_gap_s; both in data/systems). It reads
+ * e's flags (eager, alone, inductor), never e's kernels: k need not be one of them. */
 double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
                             const elementwise_kernel *k);
 

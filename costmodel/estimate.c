@@ -159,15 +159,6 @@ void estimate_layer_times(const model_spec *m, const system_spec *sys, const tra
     }
 }
 
-/* The kind of global layer i. */
-static const layer_time *layer_kind_of(const model_spec *m, const layout *l,
-                                       const layer_kinds *k, int i)
-{
-    bool moe = memory_layer_is_moe(m, i);
-    if (precision_layer_bf16(m, l, i)) return moe ? &k->moe_bf16 : &k->dense_bf16;
-    return moe ? &k->moe : &k->dense;
-}
-
 /* Stage `stage`'s decoder layers into s (zeroed first): every sum of estimate_stage_cost up to
  * its layers' last term, so that what it adds after them (the first FSDP unit's traffic, the
  * head, the root units, the pipeline sends) only adds non-negative terms to these sums.
@@ -183,15 +174,15 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
     /* count each kind's layers, then add count x time (in the kinds' order) */
     const layer_time *kind[4] = {&kinds->dense, &kinds->moe, &kinds->dense_bf16,
                                  &kinds->moe_bf16};
-    int counts[4] = {0, 0, 0, 0};
+    int counts[4] = {0, 0, 0, 0}, first_moe = -1; /* -1: some layer bf16 */
     if (precision_is_low(l) &&
         (l->bf16_layers_start > 0 || l->bf16_layers_end > 0 || start + n > m->layers)) {
         for (int i = start; i < start + n; i++)
             counts[(memory_layer_is_moe(m, i) ? 1 : 0) + (precision_layer_bf16(m, l, i) ? 2 : 0)]++;
     } else { /* no bf16 layers (precision_layer_bf16): the MoE ones are from dense_first on */
-        int first_moe = !model_is_moe(m)            ? start + n
-                        : m->dense_first > start ? m->dense_first
-                                                 : start;
+        first_moe = !model_is_moe(m)            ? start + n
+                    : m->dense_first > start ? m->dense_first
+                                             : start;
         counts[1] = first_moe < start + n ? start + n - first_moe : 0;
         counts[0] = n - counts[1];
     }
@@ -240,16 +231,8 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
      * fwd) and count x (gather + reduce - bwd); a dense first layer before MoE ones (GLM-4.5,
      * DeepSeek-V3) hides the first MoE layer's gather and reduce-scatter behind its own, shorter
      * compute (bench/results/hfmoe2r25_2026-11-29). */
-    if (!layout_zero2(l) && layout_grads_sharded(l)) {
-        for (int j = 0; j < n; j++) {
-            const layer_time *x = layer_kind_of(m, l, kinds, start + j);
-            const layer_time *below = j > 0 ? layer_kind_of(m, l, kinds, start + j - 1) : x;
-            const layer_time *above = j + 1 < n ? layer_kind_of(m, l, kinds, start + j + 1) : x;
-            double ag_bwd = l->reshard_after_forward ? below->gather_s : 0;
-            s.fsdp_s += fmax(0, x->gather_s - below->fwd_s) +
-                        fmax(0, ag_bwd + above->reduce_s - (x->bwd_s + rf * x->recompute_s));
-        }
-    }
+    if (!layout_zero2(l) && layout_grads_sharded(l))
+        s.fsdp_s = fsdp_prefetch_exposed_add(m, l, kinds, start, n, first_moe, rf, s.fsdp_s);
     if (act_off > 0 && n <= 1024) {
         /* Megatron activation offload (offload.h): the waits Transformer Engine's schedule of
          * the copies puts on the compute stream, layer by layer */
@@ -258,7 +241,7 @@ static int stage_layers_cost(const model_spec *m, const system_spec *sys,
                                  model_is_moe(m) ? memory_layer_activation_bytes(m, t, l, true)
                                                  : 0};
         for (int j = 0; j < n; j++) {
-            const layer_time *x = layer_kind_of(m, l, kinds, start + j);
+            const layer_time *x = estimate_layer_kind_of(m, l, kinds, start + j);
             fwd[j] = x->fwd_s;
             bwd[j] = x->bwd_s;
             bytes[j] = layer_bytes[memory_layer_is_moe(m, start + j) ? 1 : 0];
@@ -311,13 +294,13 @@ stage_time estimate_stage_cost(const model_spec *m, const system_spec *sys,
     double once = fsdp_pipelined(l) && !l->reshard_after_forward && micro > 1 ? 1.0 / micro : 1.0;
     if (layout_zero2(l) && n > 0) {
         /* what is still queued after the step's last backward (shard_grads.h) */
-        const layer_time *first = layer_kind_of(m, l, kinds, start);
+        const layer_time *first = estimate_layer_kind_of(m, l, kinds, start);
         double tail = shard_grads_tail_s(first->reduce_s, (double)n / (l->vpp > 1 ? l->vpp : 1),
                                          memory_layer_params(m, l, memory_layer_is_moe(m, start)));
         s.fsdp_s += tail / (micro > 0 ? micro : 1);
         s.fsdp_raw_s += first->reduce_s;
     } else if (layout_grads_sharded(l) && n > 0) {
-        const layer_time *first = layer_kind_of(m, l, kinds, start);
+        const layer_time *first = estimate_layer_kind_of(m, l, kinds, start);
         s.fsdp_s += once * (first->gather_s + first->reduce_s); /* nothing to hide the first/last */
         s.fsdp_raw_s += once * (first->gather_s + first->reduce_s);
     }

@@ -39,6 +39,18 @@ typedef struct {
     layer_time dense, moe, dense_bf16, moe_bf16;
 } layer_kinds;
 
+/* The kind of global layer i (memory_layer_is_moe, precision_layer_bf16). */
+const layer_time *estimate_layer_kind_of(const model_spec *m, const layout *l,
+                                         const layer_kinds *k, int i);
+/* sum_s plus the FSDP traffic prefetched one unit ahead that stage layers start..start+n-1
+ * leave exposed, added layer by layer in layer order (fsdp_prefetch.c): layer j's gather hides
+ * behind layer j-1's forward, its backward hides layer j-1's gather (resharded after the
+ * forward) and layer j+1's reduce-scatter; at the ends a layer pairs with its own. first_moe:
+ * where no layer is bf16, the first MoE layer (start + n: none), else -1; rf: the share of
+ * the recompute time in the backward. */
+double fsdp_prefetch_exposed_add(const model_spec *m, const layout *l, const layer_kinds *kinds,
+                                 int start, int n, int first_moe, double rf, double sum_s);
+
 /* Identity and memory of l into out (zeroed first); no time. */
 void estimate_memory_part(const model_spec *m, const system_spec *sys, const training_spec *t,
                           const layout *l, estimate *out);
