@@ -8,7 +8,8 @@
 # Usage: bash .carry/meas26/meas26_call.sh [CUT1 CUT2 JOB_LIMIT]
 set -u
 C=.carry/meas26
-CUT1=${1:-125}; CUT2=${2:-160}; LIM=${3:-30}
+CUT1=${1:-135}; CUT2=${2:-165}; LIM=${3:-30}
+export HARD=185
 export T0=$(date +%s)
 R=/tmp/meas26r; rm -rf $R; mkdir -p $R/probe
 for b in base fix; do mkdir -p $C/$b && tar xJf $C/$b.tar.xz -C $C/$b; done

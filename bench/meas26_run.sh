@@ -7,7 +7,7 @@
 # file, BIN = the folder holding plan and plan-gpu, W = where the results go, T0 = the call's
 # start, date +%s):  C=.carry/meas26 BIN=... W=... T0=... bash $C/meas26_run.sh JOBS START_CUTOFF_S JOB_LIMIT_S [STEPS]
 # A job starts only while less than START_CUTOFF_S seconds have passed since T0; each gets
-# JOB_LIMIT_S. Writes into W: facts.txt, log.txt, pm-LABEL.json (plan measure --format json),
+# JOB_LIMIT_S, and none runs past HARD (default 185) s after T0. Writes into W: facts.txt, log.txt, pm-LABEL.json (plan measure --format json),
 # LABEL.err (stderr: the human report's progress lines). bench/meas26_call.sh runs it.
 set -u
 C=${C:-.carry/meas26}
@@ -18,6 +18,7 @@ JOBS=$1
 CUTOFF=${2:-150}
 LIMIT=${3:-40}
 STEPS=${4:-3}
+HARD=${HARD:-185}
 export NCCL_NVLS_ENABLE=0 PLAN_DATA_DIR=$PWD/data OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p $W
 if ldd $BIN/plan-gpu | grep -q "not found"; then
@@ -32,9 +33,10 @@ while read -r label ng np cfg rest; do
   [ -z "$label" ] && continue
   el=$(( $(date +%s) - T0 ))
   if [ $el -gt $CUTOFF ]; then echo "skip $label (cut-off, +$el s)" >> $W/log.txt; continue; fi
+  lim=$(( HARD - el )); [ $lim -gt $LIMIT ] && lim=$LIMIT   # never past HARD s after T0
   devs=$(seq -s, 0 $((ng-1)))
   t=$(date +%s%N)
-  CUDA_VISIBLE_DEVICES=$devs timeout $LIMIT mpirun -np $np --bind-to none -x NCCL_NVLS_ENABLE -x PLAN_DATA_DIR \
+  CUDA_VISIBLE_DEVICES=$devs timeout $lim mpirun -np $np --bind-to none -x NCCL_NVLS_ENABLE -x PLAN_DATA_DIR \
      -x LD_LIBRARY_PATH $BIN/plan measure --model $C/$cfg --steps $STEPS --format json $rest \
      < /dev/null > $W/pm-$label.json 2> $W/$label.err
   rc=$?
