@@ -5,11 +5,11 @@
 # meas26_mm_host_probe.py. Steps: the matmul host probe on GPU 0; the jobs of meas26_jobs.txt
 # with the base binaries until CUT1 s; meas26_jobs_fix.txt with the fix binaries until CUT2 s.
 # Writes $OUT/meas26.tgz (probe/, base/, fix/) and $OUT/log.txt.
-# Usage: bash .carry/meas26/meas26_call.sh [CUT1 CUT2 JOB_LIMIT]
+# Usage: bash .carry/meas26/meas26_call.sh [CUT1 CUT2 JOB_LIMIT HARD]
 set -u
 C=.carry/meas26
 CUT1=${1:-135}; CUT2=${2:-165}; LIM=${3:-30}
-export HARD=185
+export HARD=${4:-185}
 export T0=$(date +%s)
 R=/tmp/meas26r; rm -rf $R; mkdir -p $R/probe
 for b in base fix; do mkdir -p $C/$b && tar xJf $C/$b.tar.xz -C $C/$b; done
