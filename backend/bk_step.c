@@ -65,7 +65,9 @@
  * clock (sleeping would oversleep by tens of microseconds); the backend's own issue time counts
  * towards each wait, so the pace is the model's and not the model's plus the backend's. Where the
  * model's queue has the host wait for the GPU (torchtitan EP's split sizes after the router:
- * work_item.host_sync), a paced step drains the compute streams there and paces on from then.
+ * work_item.host_sync), a paced step drains the compute streams there and paces on from then;
+ * so it does before the optimizer of a torchtitan layout (the clip's float(norm),
+ * work_plan.host_sync_clip).
  */
 #include <math.h>
 #include <stdio.h>
@@ -643,6 +645,9 @@ cm_status bk_step_issue(bk_run *x, char *err, size_t errlen)
             DEV(cudaEventRecord(x->ev_pjoin[dir][d], x->ps[dir][d]));
             DEV(cudaStreamWaitEvent(c->compute[d], x->ev_pjoin[dir][d], 0));
         }
+    /* torchtitan layouts: the clip's float(norm) makes the host wait for the whole backward
+     * before the optimizer's host work (work_plan.host_sync_clip) */
+    if (w->host_sync_clip && x->pace) BK_TRY(bk_host_sync(x, err, errlen));
     double t0 = x->pace_t, host_opt = 0;
     for (int s = 0; s < x->P; s++) {
         int i0;

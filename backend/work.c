@@ -482,6 +482,14 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
                 w->host_priced = true;
         }
     }
+    /* The torchtitan layouts' real step (bench/realruns/parallel_run.py, prun_step.py clip)
+     * takes the clip coefficient from float(norm): the host waits there until the GPU has run
+     * the whole backward (its reduce-scatters too, whose gradients the norm reads), then issues
+     * the scaling and the optimizer, while the GPU idles. Every profiled torchtitan step shows
+     * it (bench/results/prof26_2026-11-29/prof, each summary JSON: cudaStreamSynchronize in step.clip,
+     * 5.5-120 ms). FSDP2's trainer (realrun.py) clips with clip_grad_norm_, which keeps the
+     * coefficient on the GPU: no wait. */
+    w->host_sync_clip = w->host_priced && l->framework == FRAMEWORK_TORCHTITAN;
     w->root_params = w->stage_root_params[w->stage];
     int dpg = l->sharding == SHARDING_FSDP ? layout_shard_group(l) : l->dp * l->cp;
     w->group_size[GROUP_DP] = dpg;
@@ -723,10 +731,12 @@ void work_plan_print(const work_plan *w, void *file)
             work_host_layer_s(w, true, &hf, &hb);
             fprintf(f, "; MoE layer fwd %.3f ms, bwd %.3f ms", hf * 1e3, hb * 1e3);
         }
-        fprintf(f, "; head fwd %.3f ms, bwd %.3f ms; optimizer %.3f ms (floor)\n",
+        fprintf(f, "; head fwd %.3f ms, bwd %.3f ms; optimizer %.3f ms (floor)%s\n",
                 (work_list_host_s(&w->head_fwd) + w->host_pre_fwd_s) * 1e3,
                 (work_list_host_s(&w->head_bwd) + w->host_tail_bwd_s) * 1e3,
-                w->host_optimizer_s[w->stage] * 1e3);
+                w->host_optimizer_s[w->stage] * 1e3,
+                w->host_sync_clip ? ", after the host waits for the GPU (the clip's float(norm))"
+                                  : "");
     }
     fprintf(f, "predicted per step (raw item sums): ");
     for (int c = 0; c < WC_COUNT; c++)

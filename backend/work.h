@@ -204,6 +204,9 @@ typedef struct {
                                                      the optimizer's GPU time (optimizer_host.h) */
     double host_optimizer_pre_s[WORK_MAX_STAGES]; /* DTensor TP's AdamW dispatch, before its
                                                      kernels (dtensor_step_host.h) */
+    bool host_sync_clip; /* the host waits for the GPU before the clip's scaling and the
+                            optimizer's host work: the torchtitan layouts' real step
+                            (bench/realruns/prun_step.py clip: coef from float(norm)) */
 
     /* Predictions */
     estimate est;

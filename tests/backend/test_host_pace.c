@@ -21,7 +21,9 @@
  *  - the GPU work the estimate prices on one GPU runs there too: FSDP2's copies (dp_active at
  *    world size 1) and the bytes torch's clip + AdamW move beyond the fused Adam kernel's 28 per
  *    parameter (estimate.c optimizer_cost: impl bytes + 12): foreach 80 + 12 - 28 = 64, fused
- *    28 + 12 - 28 = 12, Megatron's own kernel 0.
+ *    28 + 12 - 28 = 12, Megatron's own kernel 0;
+ *  - torchtitan layouts wait for the GPU before the optimizer (the clip's float(norm)), FSDP2's
+ *    and Megatron's do not (work_plan.host_sync_clip).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -227,12 +229,38 @@ static void test_single_gpu_work(void **state)
     near(W.optimizer_extra_bytes_per_param, 0, 0, "Megatron");
 }
 
+/* The clip's wait for the GPU (work_plan.host_sync_clip): torchtitan layouts, whose real step
+ * takes the clip coefficient from float(norm) (bench/realruns/prun_step.py clip); not FSDP2's
+ * trainer (clip_grad_norm_ keeps it on the GPU, realrun.py), not Megatron (no host pacing). */
+static void test_clip_sync(void **state)
+{
+    (void)state;
+    load("8b");
+    training_spec t = train(4096, 2);
+    layout l = layout_default(FRAMEWORK_TORCHTITAN);
+    l.sharding = SHARDING_FSDP;
+    l.impl = IMPL_NATIVE;
+    l.tp = 2, l.dp = 1, l.mbs = 1, l.sp = true;
+    build(&l, &t);
+    assert_true(W.host_priced && W.host_sync_clip);
+    l = fsdp2_one_gpu();
+    build(&l, &t);
+    assert_true(W.host_priced);
+    assert_false(W.host_sync_clip);
+    l = layout_default(FRAMEWORK_MEGATRON);
+    l.sharding = SHARDING_DISTOPT;
+    l.tp = 2, l.dp = 1;
+    build(&l, &t);
+    assert_false(W.host_sync_clip);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_host_bound_sums), cmocka_unit_test(test_moe_host_bound),
         cmocka_unit_test(test_optimizer_host),  cmocka_unit_test(test_gpu_bound),
         cmocka_unit_test(test_not_priced),      cmocka_unit_test(test_single_gpu_work),
+        cmocka_unit_test(test_clip_sync),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
