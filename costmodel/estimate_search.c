@@ -54,6 +54,12 @@ static layout cache_key(const layout *l)
     k.vpp = 1;
     k.pp_first_layers = k.pp_last_layers = 0; /* how many layers a stage, not what one costs */
     k.optimizer_offload_pct = 0; /* the optimizer step only */
+    /* the pipeline schedule: read by the bubble (estimate.c, pp_schedule.c), the stage split
+     * (pp_split.c), the memory (memory.c, memory_phases.c, memory_memo.c, memory_params.c and
+     * memory_holes.c through layout_head_stage) and the rules, never by a layer's or the loss
+     * head's recipe (layer_recipe.c, recipe_head_mtp: the head's FSDP2 root copies take the
+     * last stage, pp - 1); torchtitan's layouts are listed under each schedule (speed26) */
+    k.pp_schedule = PP_SCHEDULE_DEFAULT;
     /* the rank order places the DP, expert-DP and PP groups only (layout_place.c), which no
      * recipe prices without FSDP, and Megatron-FSDP refuses the other order */
     if (k.sharding != SHARDING_FSDP) k.rank_order = RANK_ORDER_DP_PP;

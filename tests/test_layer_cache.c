@@ -402,6 +402,58 @@ static void test_twin_memory_order(void **state)
     assert_true(n >= 600);
 }
 
+/* speed26: torchtitan's layouts are listed under each pipeline schedule, which no layer or
+ * loss-head recipe reads (the cache's key leaves it out, estimate_search.c cache_key): the
+ * cached form's figures under every schedule are estimate_layout's, and each key's recipes
+ * are built once for all schedules (6 keys, tp x mbs, a dense model: at most 6 builds, where a
+ * key that holds the schedule builds them again for each schedule that runs). */
+static void test_schedule_shares_recipes(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec s;
+    load("8b", &m, &s);
+    training_spec t = training_default();
+    estimate_cache *c = estimate_cache_new_for(1 << 20);
+    assert_non_null(c);
+    int tps[] = {1, 2, 4}, mbss[] = {1, 2};
+    long compared = 0, timed = 0;
+    int schedules_timed = 0;
+    for (int sch = 0; sch < PP_SCHEDULE_COUNT; sch++) {
+        long timed_before = timed;
+        for (int a = 0; a < 3; a++)
+            for (int k = 0; k < 2; k++) {
+                layout l = layout_default(FRAMEWORK_TORCHTITAN);
+                l.tp = tps[a];
+                l.pp = 4;
+                l.dp = 8;
+                l.mbs = mbss[k];
+                l.pp_schedule = (layout_pp_schedule)sch;
+                l.vpp = sch == PP_SCHEDULE_INTERLEAVED_1F1B || sch == PP_SCHEDULE_ZBV ||
+                                sch == PP_SCHEDULE_DUALPIPEV
+                            ? 2
+                            : 1;
+                estimate got, want;
+                estimate_outcome how;
+                char err[CM_ERRLEN];
+                if (estimate_layout(&m, &s, &t, &l, &want, err, sizeof err) != CM_OK) continue;
+                assert_int_equal(estimate_layout_search(&m, &s, &t, &l, 1, &got, c, 0, &how),
+                                 CM_OK);
+                compared++;
+                assert_true(got.memory.need_bytes == want.memory.need_bytes);
+                if (how != ESTIMATE_TIMED) continue;
+                timed++;
+                assert_true(got.time.step_s == want.time.step_s);
+            }
+        schedules_timed += timed > timed_before;
+    }
+    long builds, hits;
+    estimate_cache_counts(c, &builds, &hits);
+    estimate_cache_free(c);
+    assert_true(compared >= 12 && schedules_timed >= 3);
+    assert_true(builds <= 6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -411,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_priced_forms),
         cmocka_unit_test(test_fsdp_bound_from_ddp),
         cmocka_unit_test(test_twin_memory_order),
+        cmocka_unit_test(test_schedule_shares_recipes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
