@@ -9,6 +9,7 @@
 #include "layout.h"
 #include "cuda_graphs.h"
 #include "hf_eager_attn.h"
+#include "hf_trainer_rules.h"
 #include "recompute_modules.h"
 #include "schedule.h"
 #include "precision.h"
@@ -141,6 +142,7 @@ typedef struct {
 } rule_sink;
 
 /* Records one failure; returns true when the caller should stop checking. */
+
 static bool rule_fail(rule_sink *s, cm_status code, const char *rule, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
@@ -390,16 +392,13 @@ static void check_rules(const model_spec *m, const training_spec *t, const layou
              "_supports_sdpa = False): under --impl hf it trains with eager attention; drop "
              "--attention flash or give --attention unfused",
              m->hf_model_type);
-    /* OLMo-2's rotary embedding hands its layers fp32 cos/sin; FSDP2's pre-forward hook casts
-     * them to bf16 but does not run again in a non-reentrant checkpoint's recomputation, whose
-     * metadata check then fails (CheckpointError; transformers 5.17.0 + torch 2.11, seen twice:
-     * bench/results/ho24_2026-11-29, ho25_2026-11-29 ho25-fsdp-hf-olmo2-7b-s4k-b1-ckpt-ws2). */
     if (layout_impl_of(l) == IMPL_HF && l->recompute == RECOMPUTE_FULL &&
-        !strcmp(m->hf_model_type, "olmo2"))
-        FAIL(CM_ERULE, "hf-olmo2-full-recompute",
-             "transformers' OLMo-2 under FSDP2's bf16 mixed precision fails its first step with "
-             "full (non-reentrant) recompute (CheckpointError on the rotary tables): use "
-             "--recompute none or selective");
+        hf_rotary_tables_fp32(m->hf_model_type)) /* hf_trainer_rules.h */
+        FAIL(CM_ERULE, "hf-fp32-rope-full-recompute",
+             "transformers' %s hands its layers fp32 rotary tables, and under FSDP2's bf16 mixed "
+             "precision full (non-reentrant) recompute fails the first step (CheckpointError on "
+             "the rotary tables): use --recompute none or selective",
+             m->hf_model_type);
     if (l->pp > m->layers)
         FAIL(CM_ERULE, "pp-fits-layers", "pipeline size %d exceeds the %d layers: use pp <= %d",
              l->pp, m->layers, m->layers);

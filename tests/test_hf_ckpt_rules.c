@@ -1,10 +1,12 @@
 /*
- * test_hf_ckpt_rules.c — the rule that refuses full recompute for transformers' OLMo-2 under
- * the FSDP2 trainer (costmodel/layout.c "hf-olmo2-full-recompute"): the run crashes in its first
- * step (CheckpointError on the rotary tables, seen on one and on two H200s:
- * bench/results/ho24_2026-11-29/README.md, bench/results/ho25_2026-11-29/README.md). The rule
- * must fire for OLMo-2 + Hugging Face code + full recompute only: not without recompute, not
- * for selective recompute (never run), not for a Llama, not for torchtitan's own model code.
+ * test_hf_ckpt_rules.c — the rule that refuses full recompute under the FSDP2 trainer for
+ * transformers model types whose rotary tables reach the layers in fp32 (costmodel/layout.c
+ * "hf-fp32-rope-full-recompute", hf_trainer_rules.h): OLMo-2 and ERNIE-4.5 runs crash in their
+ * first step (CheckpointError on the rotary tables; OLMo-2 on one and on two H200s,
+ * bench/results/ho24_2026-11-29/README.md, ho25_2026-11-29/README.md; ERNIE-4.5-0.3B on one
+ * H200, bench/results/ho27_2026-11-29). The rule must fire for those types + Hugging Face code +
+ * full recompute only: not without recompute, not for selective recompute (never run), not for a
+ * Llama, not for torchtitan's own model code.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,7 +29,7 @@ static void load(const char *name, model_spec *m)
     if (model_load(path, d ? d : "data", m, err, sizeof err) != CM_OK) fail_msg("%s", err);
 }
 
-/* Whether layout_check_all lists the OLMo-2 rule for this model, framework and recompute. */
+/* Whether layout_check_all lists the fp32-rotary rule for this model, framework and recompute. */
 static bool refused(const char *model, layout_framework fw, layout_recompute r)
 {
     model_spec m;
@@ -46,7 +48,7 @@ static bool refused(const char *model, layout_framework fw, layout_recompute r)
     layout_violation v[32];
     int n = layout_check_all(&m, &sys, &t, &l, 1, v, 32);
     for (int i = 0; i < n && i < 32; i++)
-        if (!strcmp(v[i].rule, "hf-olmo2-full-recompute")) return true;
+        if (!strcmp(v[i].rule, "hf-fp32-rope-full-recompute")) return true;
     return false;
 }
 
@@ -65,11 +67,21 @@ static void test_olmo2_other_layouts_kept(void **state)
     assert_false(refused("llama-3.1-8b", FRAMEWORK_FSDP2, RECOMPUTE_FULL));
 }
 
+static void test_ernie45_full_refused(void **state)
+{
+    (void)state;
+    assert_true(refused("ernie-4.5-0.3b", FRAMEWORK_FSDP2, RECOMPUTE_FULL));
+    assert_true(refused("ernie-4.5-21b-a3b", FRAMEWORK_FSDP2, RECOMPUTE_FULL));
+    assert_false(refused("ernie-4.5-0.3b", FRAMEWORK_FSDP2, RECOMPUTE_NONE));
+    assert_false(refused("ernie-4.5-21b-a3b", FRAMEWORK_TORCHTITAN, RECOMPUTE_FULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_olmo2_full_refused),
         cmocka_unit_test(test_olmo2_other_layouts_kept),
+        cmocka_unit_test(test_ernie45_full_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
