@@ -111,6 +111,10 @@ typedef struct {
                                   with its default return_outputs=True: the last stage keeps
                                   every micro-batch's output (memory_phases.h); torchtitan's
                                   trainer passes False */
+    bool pp_fsdp_rs_held;      /* torch.distributed.pipelining before pytorch#144535
+                                  (2025-01-10): FSDP2's last reduce-scatter input of each local
+                                  stage stays referenced into the next step (memory_phases.h
+                                  memory_pp_held_rs_input_bytes); false: the torch of today */
     bool hold_logits;          /* a native torch training loop that keeps the model's output (the
                                   bf16 logits) in a local through the backward (memory_phases.h
                                   memory_logits_held_bytes); torchtitan's trainer frees it first

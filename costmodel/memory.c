@@ -220,6 +220,7 @@ static double stage_state(const model_spec *m, const system_spec *sys, const tra
 
     r->comm_buffer_bytes += memory_pp_recv_buffers_bytes(m, t, l, s->stage, s->micro,
                                                          s->in_flight);
+    r->comm_buffer_bytes += memory_pp_held_rs_input_bytes(t, l, s->micro, s->bwd_params[0]);
     r->comm_buffer_bytes += fig->userbuffer_bytes; /* --tp-comm-overlap */
     double moe_buf = s->moe_layers > 0 ? moe_dispatch_buffer_bytes(m, sys, t, l) : 0;
     r->outside_allocator_bytes = fig->async_tp_bytes + moe_buf; /* --async-tp; moe_buffers.h */

@@ -67,6 +67,16 @@ double memory_pp_recv_buffers_bytes(const model_spec *m, const training_spec *t,
     return (act * act_extra + (double)grad * microbatches) * tokens * m->hidden * 2.0;
 }
 
+double memory_pp_held_rs_input_bytes(const training_spec *t, const layout *l, int microbatches,
+                                     double last_block_params)
+{
+    if (!t->pp_fsdp_rs_held || l->framework != FRAMEWORK_TORCHTITAN ||
+        l->sharding != SHARDING_FSDP || l->pp < 2 || microbatches < 2)
+        return 0;
+    int v = l->vpp > 1 ? l->vpp : 1;
+    return v * 4.0 * last_block_params;
+}
+
 double memory_pp_merged_outputs_bytes(const model_spec *m, const training_spec *t,
                                       const layout *l, int stage, int microbatches)
 {

@@ -82,6 +82,25 @@ double memory_pp_held_outputs_bytes(const model_spec *m, const training_spec *t,
 double memory_pp_recv_buffers_bytes(const model_spec *m, const training_spec *t, const layout *l,
                                     int stage, int microbatches, double in_flight);
 
+/* The fp32 reduce-scatter input FSDP2 keeps after a torchtitan pipeline rank's step under torch
+ * before pytorch/pytorch#144535 (2025-01-10, "[Pipelining] Fix FSDP+PP stream sync bug": "one
+ * key hook was missed for FSDP, the '_root_post_backward_final_callback'"), i.e. the torch of
+ * torchtitan's 2024-12 tables (1963fc8, 2024-12-23). Pipelining runs every micro-batch's
+ * backward with set_is_last_backward(False) and, after the last one, calls each unit's
+ * FSDPParamGroup.post_backward by hand (stage.py backward_maybe_with_nosync, run_post_backward).
+ * Each post_backward first drops the previous unit's reduce-scatter input, then keeps its own in
+ * comm_ctx.reduce_scatter_state (_fsdp_param_group.py post_backward, "post_backward_reduce");
+ * only FSDPState._root_post_backward_final_callback with is_last_backward set drops the last one,
+ * and before #144535 run_post_backward did not call it (the autograd-queued one ran with
+ * is_last_backward False). So the last unit's input -- the stage's last block (all_states is the
+ * root first, then the blocks in order), unsharded, in the reduce dtype (fp32: torchtitan's
+ * mixed_precision_reduce) -- stays allocated through the next step until its last backward:
+ * 4 x that block's parameters, once per local stage (each model chunk is its own FSDP root with
+ * its own comm_ctx). Only with training_spec.pp_fsdp_rs_held (--pp-fsdp-rs-held), torchtitan,
+ * FSDP, pp > 1 and more than one micro-batch; zero otherwise. */
+double memory_pp_held_rs_input_bytes(const training_spec *t, const layout *l, int microbatches,
+                                     double last_block_params);
+
 /* What the same schedule.step() adds at its end on the last stage: with return_outputs left
  * True, PipelineScheduleSingle.step (and PipelineScheduleMulti.step) returns
  * self._merge_outputs(self._stage.output_chunks) after _step_microbatches, gradients reduced

@@ -449,6 +449,46 @@ static void test_pp_merged_outputs(void **state)
     assert_true(memory_pp_merged_outputs_bytes(&m, &t, &l, 3, 16) == 0);
 }
 
+/* The reduce-scatter input FSDP2 kept across steps under torch before pytorch#144535
+ * (memory_phases.h memory_pp_held_rs_input_bytes): Llama-3.1-8B cut to 16 layers, torchtitan
+ * FSDP 2 x PP 4 (1F1B), 8 micro-batches of seq 4096. The stage's last block, unsharded, fp32:
+ * 4 x 218,112,000 = 872,448,000 B more reserved on every stage (the parameters of a block:
+ * attention 4096 x (4096 + 2 x 1024 + 4096), MLP 3 x 4096 x 14336, two norms 4096 each);
+ * Interleaved1F1B with two local stages: two roots, 1,744,896,000 B; none with one micro-batch
+ * (no accumulation: torch reduces in that backward) nor without the flag. */
+static void test_pp_held_rs_input(void **state)
+{
+    (void)state;
+    model_spec m;
+    system_spec sys;
+    load(&m, &sys);
+    m.layers = 16;
+    training_spec t = training_default();
+    t.seq_len = 4096;
+    t.global_batch = 16; /* dp 2 x 8 micro-batches of 1 */
+    layout l = titan(1, 4, 2, 1, 1);
+    l.sharding = SHARDING_FSDP;
+    l.reshard_after_forward = false;
+    for (int vpp = 1; vpp <= 2; vpp++) {
+        l.vpp = vpp;
+        l.pp_schedule = vpp > 1 ? PP_SCHEDULE_INTERLEAVED_1F1B : PP_SCHEDULE_1F1B;
+        for (int stage = 0; stage < 4; stage++) {
+            t.pp_fsdp_rs_held = false;
+            memory_breakdown a = memory_stage(&m, &sys, &t, &l, stage);
+            t.pp_fsdp_rs_held = true;
+            memory_breakdown b = memory_stage(&m, &sys, &t, &l, stage);
+            assert_true(NEAR(b.reserved_bytes - a.reserved_bytes, vpp * 872448000.0));
+            assert_true(NEAR(b.total_bytes - a.total_bytes, vpp * 872448000.0));
+        }
+    }
+    l.vpp = 1;
+    l.pp_schedule = PP_SCHEDULE_1F1B;
+    assert_true(NEAR(memory_pp_held_rs_input_bytes(&t, &l, 8, 218112000.0), 872448000.0));
+    assert_true(memory_pp_held_rs_input_bytes(&t, &l, 1, 218112000.0) == 0);
+    t.pp_fsdp_rs_held = false;
+    assert_true(memory_pp_held_rs_input_bytes(&t, &l, 8, 218112000.0) == 0);
+}
+
 /* FSDP2's side-stream pools (memory_pools.h), torchtitan's eager layout at Table 1's per-GPU
  * shape (local batch 2 x seq 8192, per-op SAC):
  *  - world size 1, as measured (bench/results/tt12_2026-11-28): nothing to gather; the
@@ -584,6 +624,7 @@ int main(void)
         cmocka_unit_test(test_pp_merged_outputs), cmocka_unit_test(test_zbv_head_stage),
         cmocka_unit_test(test_side_pools),        cmocka_unit_test(test_dense_first_neighbours),
         cmocka_unit_test(test_async_tp_workspace_unreserved),
+        cmocka_unit_test(test_pp_held_rs_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -198,6 +198,11 @@ static void row_setup(const csv_table *t, int r, model_spec *m, system_spec *s, 
      * not fused (torchtitan/optimizer.py build_optimizers, config_manager.py "--optimizer.fused"):
      * foreach; the 2025 runs' torchtitan (e7c0cae, 820504e, 2887250) defaults
      * optimizer.implementation to "fused" (config_manager.py line 139), plan's torchtitan default */
+    /* the torch behind the run: the 2024-12 tables name torch 1963fc8 (2024-12-23; the
+     * benchmark file's "Versions and Dates"), before pytorch#144535 (2025-01-10), whose
+     * pipelining left FSDP2's last reduce-scatter input of each local stage allocated into the
+     * next step (memory_phases.h memory_pp_held_rs_input_bytes); the 2025 runs' torch has it */
+    tr->pp_fsdp_rs_held = !strcmp(col(t, r, "source"), "benchmarks/llama3_h100_202412_torchtitan.md");
     const char *opt = col(t, r, "optimizer");
     l->optimizer_impl = !strcmp(opt, "foreach") ? OPTIMIZER_IMPL_FOREACH
                         : !strcmp(opt, "fused") ? OPTIMIZER_IMPL_FUSED
@@ -349,8 +354,11 @@ static void test_published_rows(void **state)
      * (median 14.2%, bound 0.16). ttmem21 (bench/results/ttmem21_2026-11-29): under expandable
      * segments the loss's backward maps new memory above the holes the bf16 logits and the
      * gathered root and block leave (memory_holes.h, measured by the allocator's trace): median
-     * 6.8%, Tables 1-3 -2.4..-5.2% */
-    assert_true(mm < 0.09);
+     * 6.8%, Tables 1-3 -2.4..-5.2%. ttpub27 (bench/results/ttpub27_2026-11-29): torch
+     * 1963fc8's pipelining kept each local stage's last fp32 reduce-scatter input into the next
+     * step (memory_pp_held_rs_input_bytes): the six pipeline rows +1.48 GiB (+2.97 interleaved),
+     * median 7.0% -> 6.0% */
+    assert_true(mm < 0.065);
     free_rows(&t);
 }
 
