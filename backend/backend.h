@@ -184,7 +184,7 @@ typedef struct {
      * GPU of this process: cuBLAS calls at a shape the loop had not issued before and at one it
      * had, the median host time of each, and new counts owed that no unused pair was left for */
     int loop_new_calls, loop_seen_calls;
-    double loop_new_call_s, loop_seen_call_s;
+    double loop_new_call_s, loop_new_call_mean_s, loop_seen_call_s;
     long loop_new_exhausted;
 } bk_measure_result;
 

@@ -155,11 +155,14 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-void bk_loop_stats(const bk_run *x, int *n_new, double *new_s, int *n_seen, double *seen_s,
-                   long *exhausted)
+void bk_loop_stats(const bk_run *x, int *n_new, double *new_s, double *new_mean_s, int *n_seen,
+                   double *seen_s, long *exhausted)
 {
     *n_new = x->loop_new_n;
     *n_seen = x->loop_seen_n;
+    double sum = 0;
+    for (int i = 0; x->loop_new_s && i < x->loop_new_n; i++) sum += x->loop_new_s[i];
+    *new_mean_s = x->loop_new_n ? sum / x->loop_new_n : 0;
     *new_s = x->loop_new_s ? median(x->loop_new_s, x->loop_new_n) : 0;
     *seen_s = x->loop_seen_s ? median(x->loop_seen_s, x->loop_seen_n) : 0;
     *exhausted = x->rows.exhausted;

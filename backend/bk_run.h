@@ -179,10 +179,11 @@ const int *bk_loop_rows(const bk_run *x, int gl, int mb);
  * its cuBLAS call's host time to the paced issue point (the model's pace covers the rest). */
 cm_status bk_loop_launch(bk_run *x, int d, bool first_dev, const work_item *it, const int *rows,
                          const char *A, const char *B, char *C, char *err, size_t errlen);
-/* Medians of the loop's cuBLAS call host times in paced steps (new shapes, seen shapes), and
- * their counts, for the report. */
-void bk_loop_stats(const bk_run *x, int *n_new, double *new_s, int *n_seen, double *seen_s,
-                   long *exhausted);
+/* The loop's cuBLAS call host times in paced steps, for the report: at new shapes their count,
+ * median and mean (a tail of slow heuristics makes the mean what a host-bound step pays), at
+ * seen shapes their count and median. */
+void bk_loop_stats(const bk_run *x, int *n_new, double *new_s, double *new_mean_s, int *n_seen,
+                   double *seen_s, long *exhausted);
 
 /* ---- bk_step.c: issuing ---------------------------------------------------------------------- */
 
