@@ -180,6 +180,12 @@ typedef struct {
     int pp_slots;              /* receive buffers per direction */
     int pp_checked;            /* transfers whose received bytes were compared with the sent */
     unsigned long long pp_wrong_bytes; /* bytes that differ (0: every transfer exact) */
+    /* torchtitan's per-expert loop under --moe-new-counts (bk_loop.c), paced steps, the first
+     * GPU of this process: cuBLAS calls at a shape the loop had not issued before and at one it
+     * had, the median host time of each, and new counts owed that no unused pair was left for */
+    int loop_new_calls, loop_seen_calls;
+    double loop_new_call_s, loop_new_call_mean_s, loop_seen_call_s;
+    long loop_new_exhausted;
 } bk_measure_result;
 
 /* Allocate what the plan holds on each GPU and execute `steps` timed training steps of w (after

@@ -235,19 +235,41 @@ static cm_status lt_plan_get(bk_ctx *ctx, int i, work_gemm_form form, long m, lo
     return CM_OK;
 }
 
+/* A form's cuBLAS operations and leading dimensions: of the first (B) and second (A) operand
+ * in cuBLAS's order. */
+static cm_status form_ops(work_gemm_form form, long m, long n, long k, cublasOperation_t *ta,
+                          cublasOperation_t *tb, int *lda, int *ldb, char *err, size_t errlen)
+{
+    switch (form) {
+    case GEMM_FWD: *ta = CUBLAS_OP_T; *tb = CUBLAS_OP_N; *lda = (int)k; *ldb = (int)k; break;
+    case GEMM_DGRAD: *ta = CUBLAS_OP_N; *tb = CUBLAS_OP_N; *lda = (int)n; *ldb = (int)k; break;
+    case GEMM_WGRAD: *ta = CUBLAS_OP_N; *tb = CUBLAS_OP_T; *lda = (int)n; *ldb = (int)m; break;
+    default: return cm_fail(err, errlen, CM_EINVAL, "unknown GEMM form %d", (int)form);
+    }
+    return CM_OK;
+}
+
+cm_status bk_gemm_launch_blas(bk_ctx *ctx, int i, work_gemm_form form, long m, long n, long k,
+                              const void *A, const void *B, void *C, char *err, size_t errlen)
+{
+    const float one = 1.0f, zero = 0.0f;
+    cublasOperation_t ta = CUBLAS_OP_N, tb = CUBLAS_OP_N;
+    int lda = 0, ldb = 0;
+    BK_TRY(form_ops(form, m, n, k, &ta, &tb, &lda, &ldb, err, errlen));
+    CUBLAS_TRY(cublasGemmEx(ctx->blas[i], ta, tb, (int)n, (int)m, (int)k, &one, B, CUDA_R_16BF,
+                            lda, A, CUDA_R_16BF, ldb, &zero, C, CUDA_R_16BF, (int)n,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return CM_OK;
+}
+
 cm_status bk_gemm_launch(bk_ctx *ctx, int i, work_gemm_form form, long m, long n, long k,
                          int batch, const void *A, const void *B, void *C, char *err,
                          size_t errlen)
 {
     const float one = 1.0f, zero = 0.0f;
-    cublasOperation_t ta, tb;
-    int lda, ldb; /* of the first (B) and second (A) operand in cuBLAS order */
-    switch (form) {
-    case GEMM_FWD: ta = CUBLAS_OP_T; tb = CUBLAS_OP_N; lda = (int)k; ldb = (int)k; break;
-    case GEMM_DGRAD: ta = CUBLAS_OP_N; tb = CUBLAS_OP_N; lda = (int)n; ldb = (int)k; break;
-    case GEMM_WGRAD: ta = CUBLAS_OP_N; tb = CUBLAS_OP_T; lda = (int)n; ldb = (int)m; break;
-    default: return cm_fail(err, errlen, CM_EINVAL, "unknown GEMM form %d", (int)form);
-    }
+    cublasOperation_t ta = CUBLAS_OP_N, tb = CUBLAS_OP_N;
+    int lda = 0, ldb = 0; /* of the first (B) and second (A) operand in cuBLAS order */
+    BK_TRY(form_ops(form, m, n, k, &ta, &tb, &lda, &ldb, err, errlen));
     long long sa = (long long)n * k, sb = (long long)m * k, sc = (long long)m * n;
     bk_lt_plan *p;
     BK_TRY(lt_plan_get(ctx, i, form, m, n, k, batch, ta, tb, lda, ldb, 0, NULL, NULL, A, B, C,

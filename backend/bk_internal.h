@@ -130,6 +130,13 @@ cm_status bk_gemm_launch(bk_ctx *ctx, int i, work_gemm_form form, long m, long n
                          int batch, const void *A, const void *B, void *C, char *err,
                          size_t errlen);
 
+/* One bf16 GEMM of the given form by cublasGemmEx with cuBLAS's default algorithm, the call
+ * torch.mm makes on its default BLAS backend (at::cuda::blas::gemm): cuBLAS picks the algorithm
+ * by its heuristic at a shape's first call in the process and caches it per shape (bk_loop.c
+ * runs torchtitan's per-expert loop through it, so that new row counts pay for it). */
+cm_status bk_gemm_launch_blas(bk_ctx *ctx, int i, work_gemm_form form, long m, long n, long k,
+                              const void *A, const void *B, void *C, char *err, size_t errlen);
+
 /* One FP8 GEMM C[m,n] = sa sb A[m,k] B[n,k]^T: e4m3 A and B, both K-major (row-major m x k and
  * n x k, whatever the form: Hopper's FP8 tensor cores take only the "TN" layout, so a framework's
  * dgrad and wgrad read the transposed FP8 copies its cast-transpose kernels wrote), per-tensor

@@ -288,6 +288,7 @@ static cm_status measure_run(bk_run *x, int dpl, const char *plan_name, int step
     const layout *l = &w->layout;
     BK_TRY(make_schedule(x, plan_name, out, err, errlen));
     BK_TRY(make_groups(x, l, dpl, err, errlen));
+    BK_TRY(bk_loop_setup(x, err, errlen));
     double base, freemin;
     BK_TRY(baseline(x, &base, &freemin, err, errlen));
     out->baseline_used_bytes = base;
@@ -370,6 +371,8 @@ static cm_status measure_run(bk_run *x, int dpl, const char *plan_name, int step
     x->inst_items = trace != NULL;
     BK_TRY(time_steps(x, 0, 1, &r, err, errlen));
     out->instrumented_step_s = r.time_s;
+    bk_loop_stats(x, &out->loop_new_calls, &out->loop_new_call_s, &out->loop_new_call_mean_s,
+                  &out->loop_seen_calls, &out->loop_seen_call_s, &out->loop_new_exhausted);
     BK_TRY(sync_all(x, err, errlen));
     x->inst = x->inst_items = false;
     x->pace = false; /* items alone: the GPU's time */
@@ -421,6 +424,7 @@ static void release(bk_run *x)
         free(x->events[d].e);
     }
     destroy_groups(x);
+    bk_loop_free(x);
     free(x->sched);
     free(x->order);
     free(x->marks);
@@ -528,6 +532,14 @@ size_t bk_measure_extra_text(const work_plan *w, const bk_measure_result *r, cha
             "GEMMs), ep %d, expert dp %d\n",
             w->moe_layers, w->local_experts, w->expert_rows, w->layout.ep,
             w->group_size[GROUP_EDP]);
+    if (w->loop_new_share > 0)
+        PUT("  expert loop at %.0f%% new row counts (paced steps, first GPU): %d cuBLAS calls at "
+            "a new shape, median host %.1f us, mean %.1f us; %d at a seen one, median %.1f us; "
+            "model's price of a new shape beyond a launch %.1f us%s\n",
+            100 * w->loop_new_share, r->loop_new_calls, r->loop_new_call_s * 1e6,
+            r->loop_new_call_mean_s * 1e6,
+            r->loop_seen_calls, r->loop_seen_call_s * 1e6, w->gemm_new_shape_s * 1e6,
+            r->loop_new_exhausted ? " (some passes ran out of unused counts)" : "");
 #undef PUT
     return n;
 }
@@ -556,6 +568,17 @@ json_t *bk_measure_extra_json(const work_plan *w, const bk_measure_result *r)
                                             "bubble_s", r->stage_bubble_s[s], "blocked_on_sends_s",
                                             r->stage_pp_wait_s[s]));
     json_object_set_new(j, "stages", st);
+    if (w->loop_new_share > 0)
+        json_object_set_new(j, "expert_loop",
+                            json_pack("{s:f, s:i, s:f, s:f, s:i, s:f, s:f, s:I}",
+                                      "new_count_share", w->loop_new_share, "new_shape_calls",
+                                      r->loop_new_calls, "new_shape_call_host_s",
+                                      r->loop_new_call_s, "new_shape_call_host_mean_s",
+                                      r->loop_new_call_mean_s,
+                                      "seen_shape_calls", r->loop_seen_calls,
+                                      "seen_shape_call_host_s", r->loop_seen_call_s,
+                                      "model_new_shape_s", w->gemm_new_shape_s,
+                                      "counts_owed_not_issued", (json_int_t)r->loop_new_exhausted));
     if (w->moe)
         json_object_set_new(j, "moe",
                             json_pack("{s:i, s:i, s:f, s:i, s:i, s:f, s:f}", "moe_layers",

@@ -17,6 +17,7 @@
 #include "bk_internal.h"
 #include "bk_pools.h"
 #include "bk_timing.h"
+#include "work_rows.h"
 
 #define BK_MAX_SLOTS 8
 
@@ -95,6 +96,17 @@ typedef struct {
      * s) the issue has reached by the cost model's account */
     bool pace;
     double pace_t;
+    /* torchtitan's per-expert loop under --moe-new-counts (bk_loop.c, work_plan.loop_new_share):
+     * each (layer, micro-batch) pass's row counts, drawn in its forward (work_rows.h), read by
+     * its recompute and backward; the GEMM shapes the loop has issued (cuBLAS's own cache
+     * is per shape); the host time of the loop's cuBLAS calls in paced steps */
+    work_rows rows;
+    int *loop_rows;            /* [layer][micro-batch][local expert]; NULL: no new counts */
+    int loop_layers, loop_mbs;
+    unsigned long long *loop_shapes; /* open addressing, 0 = empty */
+    int loop_shape_cap, loop_shape_n;
+    double *loop_new_s, *loop_seen_s;
+    int loop_new_n, loop_seen_n, loop_sample_cap;
 } bk_run;
 
 static inline int stage_of(const bk_run *x, int d) { return d / x->S; }
@@ -151,6 +163,27 @@ static inline char *recv_buf(const bk_run *x, int dir, int d, int slot)
         CUDA_TRY(cudaSetDevice(x->c->dev[d]));                                                 \
         CUDA_TRY(call);                                                                        \
     }
+
+/* ---- bk_loop.c: torchtitan's per-expert loop at changing row counts ------------------------ */
+
+/* The count table and the shape set, where the plan issues new row counts. */
+cm_status bk_loop_setup(bk_run *x, char *err, size_t errlen);
+void bk_loop_free(bk_run *x);
+/* The counts of layer gl's pass of micro-batch mb: drawn (forward: new ones in paced steps,
+ * else every expert at the balanced count) or read back (recompute, backward); NULL without a
+ * table (the looped items then run at the balanced count as before). */
+const int *bk_loop_draw(bk_run *x, int gl, int mb);
+const int *bk_loop_rows(const bk_run *x, int gl, int mb);
+/* A looped item's GEMMs on device d at the counts rows[]: each expert's slice of the operands
+ * that carry the rows placed one after another; a shape the loop has not issued before adds
+ * its cuBLAS call's host time to the paced issue point (the model's pace covers the rest). */
+cm_status bk_loop_launch(bk_run *x, int d, bool first_dev, const work_item *it, const int *rows,
+                         const char *A, const char *B, char *C, char *err, size_t errlen);
+/* The loop's cuBLAS call host times in paced steps, for the report: at new shapes their count,
+ * median and mean (a tail of slow heuristics makes the mean what a host-bound step pays), at
+ * seen shapes their count and median. */
+void bk_loop_stats(const bk_run *x, int *n_new, double *new_s, double *new_mean_s, int *n_seen,
+                   double *seen_s, long *exhausted);
 
 /* ---- bk_step.c: issuing ---------------------------------------------------------------------- */
 

@@ -154,6 +154,8 @@ typedef struct {
     int layer;   /* which layer's weights and gradient slices (index within the stage) */
     int buf;     /* FSDP unit buffer (layer % 2) */
     bool head;   /* the output layer: weights of the root unit */
+    const int *rows; /* the per-expert loop's row counts of this pass (bk_loop.c); NULL: the
+                        balanced count */
 } item_ctx;
 
 /* One blockwise FP8 item (--fp8-recipe blockwise): e4m3 operands K-major as for per-tensor FP8,
@@ -222,6 +224,9 @@ static cm_status exec_item(bk_run *x, const work_item *it, item_ctx ic, char *er
                                           x->c->fp8_scale[d],
                                           x->c->fp8_scale[d] + BK_FP8_SCALE_STRIDE, C, err,
                                           errlen));
+            } else if (it->looped && it->batch > 1 && ic.rows) {
+                BK_TRY(bk_loop_launch(x, d, d == (x->dlo > x->olo ? x->dlo : x->olo), it,
+                                      ic.rows, A, B, C, err, errlen));
             } else if (it->looped && it->batch > 1) {
                 /* a kernel per expert (torchtitan's per-expert loop): the batch's GEMMs one by
                  * one, each on its own slice (A m*k, B n*k, C m*n elements in every form) */
@@ -435,7 +440,8 @@ static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, si
             if (G) DEV(cudaStreamWaitEvent(c->compute[d], x->ev_gath[d][j % 2], 0));
             if (G && x->fsdp2_copies)
                 BK_TRY(bk_fsdp2_copy_out(x, j, layer_moe(x, gl), false, c->compute, err, errlen));
-            item_ctx ic = {.layer = j, .buf = j % 2, .head = false};
+            item_ctx ic = {.layer = j, .buf = j % 2, .head = false,
+                           .rows = layer_moe(x, gl) ? bk_loop_draw(x, gl, mb) : NULL};
             BK_TRY(exec_list(x, s, layer_moe(x, gl) ? &w->moe_fwd : &w->layer_fwd, ic, gl, mb, ch,
                              err, errlen));
             DEV(cudaEventRecord(x->ev_used[d][j % 2], c->compute[d]));
@@ -461,7 +467,8 @@ static cm_status run_chunk(bk_run *x, int s, const work_pp_op *op, char *err, si
         if (GB && x->fsdp2_copies)
             BK_TRY(bk_fsdp2_copy_out(x, j, layer_moe(x, gl), false, c->compute, err, errlen));
         if (R && w->fsdp) DEV(cudaStreamWaitEvent(c->compute[d], x->ev_rdone[d][j % 2], 0));
-        item_ctx ic = {.layer = j, .buf = j % 2, .head = false};
+        item_ctx ic = {.layer = j, .buf = j % 2, .head = false,
+                       .rows = layer_moe(x, gl) ? bk_loop_rows(x, gl, mb) : NULL};
         BK_TRY(exec_list(x, s, layer_moe(x, gl) ? &w->moe_bwd : &w->layer_bwd, ic, gl, mb, ch, err,
                          errlen));
         if (dp && x->fsdp2_acc) { /* the unit's bf16 gradient into its fp32 sum */

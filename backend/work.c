@@ -346,6 +346,22 @@ static void host_layer(work_plan *w, const system_spec *sys, const model_spec *m
     w->host_priced = true;
 }
 
+/* torchtitan's per-expert loop with a share of new row counts (--moe-new-counts): plan measure
+ * issues the new counts (work_rows.h) and cuBLAS charges their heuristic, so the issue queue
+ * leaves out the model's price for it (recipe_op.host_extra_*, expert_loop.h) before its host
+ * times go onto the items: the paced host is the model's per-launch work, the new shapes' cost
+ * the library's own. */
+static void loop_rows_of(const system_spec *sys, const training_spec *t, recipe *r,
+                         const recipe_items *items, work_plan *w)
+{
+    bool looped = false;
+    for (int i = 0; i < items->n; i++) looped |= items->item[i].looped && items->item[i].batch > 1;
+    if (!looped || !(t->moe_new_count_share > 0)) return;
+    w->loop_new_share = t->moe_new_count_share < 1 ? t->moe_new_count_share : 1;
+    w->gemm_new_shape_s = sys->host_gemm_new_shape_s;
+    for (int i = 0; i < r->n_ops; i++) r->op[i].host_extra_fwd_s = r->op[i].host_extra_bwd_s = 0;
+}
+
 cm_status work_plan_build(const model_spec *m, const system_spec *sys, const training_spec *t,
                           const layout *l, work_plan *w, char *err, size_t errlen)
 {
@@ -432,6 +448,7 @@ cm_status work_plan_build(const model_spec *m, const system_spec *sys, const tra
         w->local_experts = r.local_experts;
         w->expert_rows = r.expert_rows;
         st = lists_of(&r, items, &w->moe_fwd, &w->moe_bwd, err, errlen);
+        loop_rows_of(sys, t, &r, items, w);
         if (st == CM_OK) host_layer(w, sys, m, l, &r, items, true, &h);
     }
     /* Output layer and loss on the last stage; always built, since the whole pipeline runs
@@ -678,6 +695,10 @@ void work_plan_print(const work_plan *w, void *file)
     if (w->moe_layers) {
         fprintf(f, "  MoE layers: %d local experts x %.0f rows each\n", w->local_experts,
                 w->expert_rows);
+        if (w->loop_new_share > 0)
+            fprintf(f, "  expert loop: %.0f%% of each pass's row counts new to the process "
+                       "(pairs %.0f +- d, cuBLAS's heuristic paid, not paced)\n",
+                    100 * w->loop_new_share, w->expert_rows);
         print_list(f, "fwd", &w->moe_fwd, (double)w->moe_layers * w->microbatches);
         print_list(f, "bwd", &w->moe_bwd, (double)w->moe_layers * w->microbatches);
     }

@@ -143,6 +143,14 @@ typedef struct {
     work_list moe_fwd, moe_bwd;
     int local_experts;         /* experts / ep on each GPU */
     double expert_rows;        /* rows per local expert per micro-batch: tokens*k*ep*etp/(E*tp) */
+    double loop_new_share;     /* torchtitan's per-expert loop under --moe-new-counts S: the share
+                                  of each pass's per-expert row counts plan measure issues new to
+                                  the process (work_rows.h), so that cuBLAS pays its heuristic for
+                                  the new GEMM shapes itself; the looped items' host_s then leave
+                                  out the model's price for them (host.gemm_new_shape_s). 0:
+                                  every expert at expert_rows */
+    double gemm_new_shape_s;   /* the model's price of a new shape (host.gemm_new_shape_s), for
+                                  the report beside what cuBLAS took */
     double moe_layer_params;   /* one MoE layer's parameters on this GPU (after tp and ep) */
     double moe_dense_params;   /* of which attention, norms, router, shared experts */
     double moe_expert_params;  /* of which routed experts (reduced over the expert-dp group) */

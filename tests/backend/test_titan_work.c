@@ -16,8 +16,18 @@
  *  - torchtitan EP's split-size sync: the cost model's issue queue has the host wait for the GPU
  *    after the router's launches (host_dispatch.c q_sync), so exactly one forward item of a MoE
  *    layer, the router GEMM, carries host_sync (and its recompute under full checkpointing);
- *    no item does without EP, nor under Megatron.
+ *    no item does without EP, nor under Megatron;
+ *  - the loop's row counts under --moe-new-counts (work_rows.c, bench/results/meas27_2026-11-29):
+ *    each pass's counts add up to the balanced rows (c0 x experts), the share's new counts come
+ *    as pairs c0 +- d never handed out before, the rest are c0; at 512 rows and 64 experts, half
+ *    new: 32 new a pass, 10 passes 320 distinct counts; share 0.82 over 10 passes 524 new
+ *    (0.82 x 640 = 524.8, in whole pairs); 4 rows and 8 experts: only d = 1..3 exist, 6 new;
+ *  - under a share the looped items' host pacing leaves out the model's price of the new shapes
+ *    (plan measure issues them and cuBLAS takes its own time): Qwen3-30B-A3B at EP 2 on h200,
+ *    the MoE lists' host times at share 0.5 equal those at share 0, while the estimate's host
+ *    time grows (host.gemm_new_shape_s).
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,18 +39,21 @@
 
 #include "bk_pools.h"
 #include "work.h"
+#include "work_rows.h"
 
 static model_spec M;
 static system_spec S;
 static work_plan W;
 
-static void load(const char *model)
+static void load_on(const char *model, const char *sys)
 {
     char err[CM_ERRLEN];
     const char *d = getenv("PLAN_DATA_DIR") ? getenv("PLAN_DATA_DIR") : "data";
     if (model_load(model, d, &M, err, sizeof err) != CM_OK) fail_msg("%s", err);
-    if (system_load("h100", d, &S, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    if (system_load(sys, d, &S, err, sizeof err) != CM_OK) fail_msg("%s", err);
 }
+
+static void load(const char *model) { load_on(model, "h100"); }
 
 static void build(const layout *l, const training_spec *t)
 {
@@ -172,12 +185,95 @@ static void test_ep_host_sync(void **state)
     assert_int_equal(count_sync(&W.moe_fwd, &name), 0);
 }
 
+static void test_loop_rows(void **state)
+{
+    (void)state;
+    enum { E = 64, C0 = 512, PASSES = 10 };
+    int counts[E];
+    unsigned char is_new[E];
+    static unsigned char used[2 * C0];
+    work_rows r;
+    work_rows_init(&r, C0, E, 0.5);
+    int distinct = 0;
+    for (int p = 0; p < PASSES; p++) {
+        int made = work_rows_next(&r, counts, is_new);
+        assert_int_equal(made, 32);
+        long sum = 0;
+        int n_new = 0;
+        for (int b = 0; b < E; b++) {
+            sum += counts[b];
+            assert_true(counts[b] >= 1 && counts[b] <= 2 * C0 - 1);
+            if (is_new[b]) {
+                n_new++;
+                assert_int_not_equal(counts[b], C0);
+                assert_false(used[counts[b]]); /* never handed out before */
+                used[counts[b]] = 1;
+                distinct++;
+            } else {
+                assert_int_equal(counts[b], C0);
+            }
+        }
+        assert_int_equal(sum, (long)C0 * E);
+        assert_int_equal(n_new, 32);
+    }
+    assert_int_equal(distinct, 320);
+    assert_int_equal(r.exhausted, 0);
+    /* a share that is not a whole number of pairs a pass: kept over the passes */
+    work_rows_init(&r, C0, E, 0.82);
+    long total = 0;
+    for (int p = 0; p < PASSES; p++) total += work_rows_next(&r, counts, NULL);
+    assert_int_equal(total, 524);
+    /* share 0: the balanced count everywhere */
+    work_rows_init(&r, C0, E, 0);
+    assert_int_equal(work_rows_next(&r, counts, is_new), 0);
+    for (int b = 0; b < E; b++) assert_int_equal(counts[b], C0);
+    /* 4 rows: the pairs 4 +- 1, 2, 3 only */
+    work_rows_init(&r, 4, 8, 1);
+    assert_int_equal(work_rows_next(&r, counts, NULL), 6);
+    assert_int_equal(r.exhausted, 2);
+    assert_int_equal(work_rows_next(&r, counts, NULL), 0);
+    assert_int_equal(r.exhausted, 10);
+}
+
+static double host_sum(const work_list *w)
+{
+    double s = w->host_lead_s;
+    for (int i = 0; i < w->n; i++) s += w->item[i].host_s;
+    return s;
+}
+
+static void test_loop_pace_without_new_shape_price(void **state)
+{
+    (void)state;
+    load_on("qwen3-30b-a3b", "h200");
+    assert_true(S.host_gemm_new_shape_s > 0);
+    layout l = titan(1, 2, 2);
+    training_spec t = train(4096, 2, true);
+    build(&l, &t);
+    assert_true(W.loop_new_share == 0);
+    double f0 = host_sum(&W.moe_fwd), b0 = host_sum(&W.moe_bwd);
+    double est0 = W.est.time.step_s;
+    t.moe_new_count_share = 0.5;
+    build(&l, &t);
+    assert_true(W.loop_new_share == 0.5);
+    assert_true(W.gemm_new_shape_s == S.host_gemm_new_shape_s);
+    assert_true(fabs(host_sum(&W.moe_fwd) - f0) < 1e-12);
+    assert_true(fabs(host_sum(&W.moe_bwd) - b0) < 1e-12);
+    assert_true(W.est.time.step_s > est0 + 1e-3); /* the estimate still prices them */
+    /* grouped experts: no loop, no new counts issued */
+    t.moe_expert_loop = false;
+    build(&l, &t);
+    assert_true(W.loop_new_share == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_root_sharded_by_tp),
         cmocka_unit_test(test_expert_loop_fits),
         cmocka_unit_test(test_ep_host_sync),
+        cmocka_unit_test(test_loop_rows),
+        cmocka_unit_test(test_loop_pace_without_new_shape_price),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
