@@ -118,7 +118,7 @@ static ew_access rope_access(rope_op op, double t, double hd, double d)
 /* q * cos + rotate_half(q) * sin over t rows of width w, heads of d (header comment: 20 and 34
  * bytes). Of the backward's two gradient sums one adds contiguous [heads, s, d] tensors
  * (vectorized), the other q*cos's gradient in q's layout to them (mixed layouts). */
-static void rope(pass f, pass b, double t, double w, double d, bool is_q)
+static void rope(pass f, pass b, double t, double w, double d, bool is_q, bool view_copy)
 {
     double e = t * w, hd = w / d;
 #define N(s) (is_q ? "rope.q." s : "rope.k." s)
@@ -132,7 +132,7 @@ static void rope(pass f, pass b, double t, double w, double d, bool is_q)
     add(b, N("bwd.slice_copy"), 2 * e, 2, rope_access(ROPE_SLICE, t, hd, d));
     add(b, N("bwd.add"), 6 * e, 1, vec(2, 2, 2, e));
     add(b, N("bwd.add_mixed"), 6 * e, 1, rope_access(ROPE_ADD_MIXED, t, hd, d));
-    add(b, N("bwd.view_copy"), 4 * e, 1, rope_access(ROPE_VIEW, t, hd, d));
+    if (view_copy) add(b, N("bwd.view_copy"), 4 * e, 1, rope_access(ROPE_VIEW, t, hd, d));
 #undef N
 }
 
@@ -458,8 +458,8 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
         repeat_kv(f, b, tokens, qw, kw, qk, 1.0, true);
     } else if (!m->learned_positions) {
         double rt = tokens * model_rope_layer_share(m);
-        rope(f, b, rt, qw, qk, true);
-        rope(f, b, rt, kw, qk, false);
+        rope(f, b, rt, qw, qk, true, true); /* Falcon: k at every head (hf_split_heads.h) */
+        rope(f, b, rt, m->hf_split_broadcast ? qw : kw, qk, false, !m->hf_split_broadcast);
     }
     add(f, "residual.add", 6 * tr * h, 2, vec(2, 2, 2, tr * h));
     /* Granite's residual_multiplier (transformers models/granite/modeling_granite.py at
@@ -713,7 +713,7 @@ double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
         return compute_stream_s(sys, k->bytes) + sys->eager_kernel_gap_s;
     if (e->eager && k->access.pattern == EW_OFFSETS && sys->score_offsets_efficiency > 0 &&
         (!strncmp(k->name, "moe.", 4) || !strncmp(k->name, "experts.", 8) ||
-         !strncmp(k->name, "xielu.", 6))) {
+         !strncmp(k->name, "xielu.", 6) || !strncmp(k->name, "split.", 6))) {
         double eff = sys->score_offsets_efficiency;
         if (!e->alone && sys->eager_elementwise_efficiency_alone > 0)
             eff *= sys->eager_elementwise_efficiency / sys->eager_elementwise_efficiency_alone;

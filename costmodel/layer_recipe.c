@@ -34,6 +34,7 @@
 #include "mcore_expert_gemm.h"
 #include "hf_eager_attn.h"
 #include "hf_sdpa_math.h"
+#include "hf_split_heads.h"
 #include "mcore_unfused.h"
 #include "titan_moe.h"
 #include "expert_loop.h"
@@ -655,9 +656,9 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
     {
         elementwise_list el;
         elementwise_layer(m, l, tokens, moe, &el);
-        /* repeat_kv before SDPA on the masked layers, before every eager attention */
-        elementwise_hf_repeat_kv(m, l, tokens, hf_eager ? 1.0 : memory_hf_window_mask_share(m, t, l),
-                                 &el);
+        /* repeat_kv before SDPA on the masked layers, before every eager attention, or
+         * Falcon's own copies (hf_split_heads.h) */
+        hf_split_heads_kernels(m, t, l, tokens, hf_eager, &el);
         rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
         rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
         if (moe && expert_loop_applies(t, l)) rb_expert_loop_act(r, m->experts / l->ep);

@@ -59,11 +59,15 @@ double memory_hf_window_mask_share(const model_spec *m, const training_spec *t, 
      * create_causal_mask is skipped, mask None, and sdpa_attention.py line 124 passes
      * is_causal). Measured on one H200 (bench/results/gemma19_2026-11-29): Gemma-2-9B cut to 4
      * layers at seq 6144 runs its sliding layers 0 and 2 through the masked cuDNN kernels
-     * (4.6 ms forward) and 1 and 3 causal (0.95 ms). */
-    if (!layout_is_pytorch(l) || layout_impl_of(l) != IMPL_HF || m->sliding_window <= 0 ||
-        m->sliding_window > t->seq_len || m->layers <= 0 ||
+     * (4.6 ms forward) and 1 and 3 causal (0.95 ms).
+     * Falcon materializes its causal mask for every layer (model.h hf_mask_always): all of
+     * them run the masked kernels (hf_split_heads.h), unless SDPA's math backend takes the
+     * call (Falcon-7B's multi_query, hf_sdpa_math.h, priced apart). */
+    if (!layout_is_pytorch(l) || layout_impl_of(l) != IMPL_HF || m->layers <= 0 ||
         layout_attention_of(m, t, l) != ATTENTION_FLASH) /* eager: hf_eager_attn.h */
         return 0;
+    if (m->hf_mask_always) return hf_sdpa_math_applies(m, t, l) ? 0 : 1;
+    if (m->sliding_window <= 0 || m->sliding_window > t->seq_len) return 0;
     return (double)model_sliding_layers(m) / m->layers;
 }
 

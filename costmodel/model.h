@@ -100,6 +100,12 @@ typedef struct {
     bool sdpa_kv_broadcast;      /* transformers hands SDPA k and v with fewer heads than q and
                                   * no enable_gqa (Falcon's multi_query: one K/V head), which no
                                   * fused backend takes: SDPA's math path (hf_sdpa_math.h) */
+    bool hf_mask_always;         /* transformers' model class materializes the causal mask for
+                                  * every call (Falcon: create_causal_mask with
+                                  * allow_is_causal_skip=False): SDPA's masked path on every
+                                  * layer (hf_split_heads.h) */
+    bool hf_split_broadcast;     /* Falcon's new_decoder_architecture: _split_heads copies k and
+                                  * v to every query head before RoPE (hf_split_heads.h) */
     double final_logit_softcap;  /* Gemma 2 final_logit_softcapping, 0 = none */
     double attn_logit_softcap;   /* Gemma 2 attn_logit_softcapping, 0 = none */
     double residual_multiplier;  /* Granite: each residual branch scaled before its add, 0 = none */

@@ -128,6 +128,12 @@ cm_status model_family_apply(const json_t *cfg, const char *model_type, model_sp
          * FalconAttention.forward passes them to SDPA beside q's heads, without enable_gqa
          * (transformers 5.17.0 modeling_falcon.py lines 280-283, 344-357; hf_sdpa_math.h) */
         spec->sdpa_kv_broadcast = !new_arch && multi_query && spec->heads > 1;
+        /* FalconModel.forward: create_causal_mask(..., allow_is_causal_skip=False) (lines
+         * 763-769, "Always materialize the mask so alibi can be added"); the new architecture's
+         * _split_heads broadcasts each group's k and v to its query heads and flattens (copies)
+         * them before RoPE (lines 265-275, 330-336; hf_split_heads.h) */
+        spec->hf_mask_always = true;
+        spec->hf_split_broadcast = new_arch && spec->kv_heads < spec->heads;
         /* FalconDecoderLayer: a parallel block has ln_attn and ln_mlp when
          * num_ln_in_parallel_attn is 2 (the new architecture's default), else input_layernorm
          * alone */

@@ -98,6 +98,7 @@ static void test_layer_bytes(void **state)
     falcon7b(&m, 0);
     flash = m;
     flash.sdpa_kv_broadcast = false;
+    flash.hf_mask_always = false; /* the plain flash list (no explicit-mask terms, falcon27) */
     double with = memory_layer_activation_bytes(&m, &t, &l, 0);
     double without = memory_layer_activation_bytes(&flash, &t, &l, 0);
     assert_true(fabs((with - without) - 5132550144.0) < 1.0);
