@@ -95,7 +95,7 @@ enum {
     OPT_MOE_SHARED_OVERLAP, OPT_MOE_EXPERT_LOOP, OPT_MOE_NEW_COUNTS, OPT_NVLS, OPT_POWER_LIMIT, OPT_GEMM_HEADROOM, OPT_PP_SCHEDULE, OPT_ASYNC_TP,
     OPT_RESHARD, OPT_FP8_PARAM_GATHER, OPT_BF16_FIRST, OPT_BF16_LAST,
     OPT_MOE_FP8_DISPATCH, OPT_OPT_OFFLOAD,
-    OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_ACT_OFFLOAD_LAYERS, OPT_EXPANDABLE_SEGMENTS, OPT_NO_EXPANDABLE_SEGMENTS, OPT_PP_KEEP_OUTPUTS, OPT_PP_FSDP_RS_HELD, OPT_HOLD_LOGITS, OPT_ONE_RANK_GROUPS, OPT_MOE_PAD_INDEX_COPY, OPT_PP_FIRST,
+    OPT_OPT_OFFLOAD_FRACTION, OPT_ACT_OFFLOAD, OPT_ACT_OFFLOAD_LAYERS, OPT_EXPANDABLE_SEGMENTS, OPT_NO_EXPANDABLE_SEGMENTS, OPT_PP_KEEP_OUTPUTS, OPT_PP_FSDP_RS_HELD, OPT_HOLD_LOGITS, OPT_ONE_RANK_GROUPS, OPT_MOE_PAD_INDEX_COPY, OPT_MOE_GATHER_ROUTING, OPT_PP_FIRST,
     OPT_PP_LAST,
     OPT_RECOMPUTE_MODULES, OPT_BF16_OPT_STATES, OPT_TE_CROSS_ENTROPY, OPT_CUDA_GRAPH_FULL,
     OPT_CUDA_GRAPH_ATTN, OPT_NO_ROPE_FUSION, OPT_SHARD_GRADS, OPT_RMS_NORM_UNFUSED, OPT_MOE_EXPERT_PADDING, OPT_MOE_DISPATCHER_SMS, OPT_RANK_ORDER, OPT_CP_ROTATE,
@@ -159,6 +159,7 @@ static const struct option long_opts[] = {
     {"hold-logits", no_argument, NULL, OPT_HOLD_LOGITS},
     {"one-rank-groups", required_argument, NULL, OPT_ONE_RANK_GROUPS},
     {"moe-pad-index-copy", no_argument, NULL, OPT_MOE_PAD_INDEX_COPY},
+    {"moe-gather-routing", no_argument, NULL, OPT_MOE_GATHER_ROUTING},
     {"precision", required_argument, NULL, OPT_PRECISION},
     {"fp8-recipe", required_argument, NULL, OPT_FP8_RECIPE},
     {"impl", required_argument, NULL, OPT_IMPL},
@@ -338,6 +339,7 @@ int cli_parse_own(int argc, char **argv, const cli_own_options *own, cli_options
         case OPT_PP_FSDP_RS_HELD: o->training.pp_fsdp_rs_held = true; break;
         case OPT_HOLD_LOGITS: o->training.hold_logits = true; break;
         case OPT_MOE_PAD_INDEX_COPY: o->training.moe_pad_index_copy = true; break;
+        case OPT_MOE_GATHER_ROUTING: o->training.moe_gather_routing = true; break;
         case OPT_ONE_RANK_GROUPS:
             rc = parse_int("one-rank-groups", optarg, 0, 64, &o->training.one_rank_groups);
             break;

@@ -85,6 +85,8 @@ static void usage(void)
            "                       mesh's size-1 dimensions): an NCCL communicator each\n"
            "  --moe-pad-index-copy a torch MoE padding the experts' rows by index_copy: autograd\n"
            "                       keeps the unpadded rows too (2h bytes a routed copy)\n"
+           "  --moe-gather-routing a torch MoE regrouping tokens by gathers both ways, top-k\n"
+           "                       weights as a [T,k,h] fp32 product (parallel_run.py's EP layer)\n"
            "  --precision bf16|fp8|mxfp8|nvfp4 --fp8-recipe delayed|tensorwise|blockwise|rowwise\n"
            "                       the layout's format; without it bf16, whatever the GPU: an\n"
            "                       estimate is of one layout, and its format is part of it (the\n"

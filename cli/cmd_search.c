@@ -52,6 +52,8 @@ static void usage(void)
            "                       mesh's size-1 dimensions): an NCCL communicator each\n"
            "  --moe-pad-index-copy a torch MoE padding the experts' rows by index_copy: autograd\n"
            "                       keeps the unpadded rows too (2h bytes a routed copy)\n"
+           "  --moe-gather-routing a torch MoE regrouping tokens by gathers both ways, top-k\n"
+           "                       weights as a [T,k,h] fp32 product (parallel_run.py's EP layer)\n"
            "  --precision auto|any|bf16|fp8|mxfp8|nvfp4   Linear GEMMs' format. auto (the\n"
            "                       default): bf16 and the 8-bit formats the GPU and framework\n"
            "                       support (FP8 on Hopper, also MXFP8 on Blackwell; bf16 alone\n"

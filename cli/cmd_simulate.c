@@ -39,6 +39,8 @@ static void usage(void)
            "                       mesh's size-1 dimensions): an NCCL communicator each\n"
            "  --moe-pad-index-copy a torch MoE padding the experts' rows by index_copy: autograd\n"
            "                       keeps the unpadded rows too (2h bytes a routed copy)\n"
+           "  --moe-gather-routing a torch MoE regrouping tokens by gathers both ways, top-k\n"
+           "                       weights as a [T,k,h] fp32 product (parallel_run.py's EP layer)\n"
            "  --trace FILE         write the simulated step as a Chrome/Perfetto trace\n"
            "                       (open in https://ui.perfetto.dev or chrome://tracing)\n"
            "  --gemm-headroom bubble|on|off  the GEMMs' power headroom, as plan estimate\n"

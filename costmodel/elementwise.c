@@ -42,6 +42,7 @@
 
 #include "async_tp.h"
 #include "compute.h"
+#include "gather_moe.h"
 #include "hf_experts.h"
 #include "hf_xielu.h"
 #include "mcore_expert_gemm.h"
@@ -707,9 +708,9 @@ double elementwise_kernel_s(const system_spec *sys, const elementwise_list *e,
      * s2k b4, one H200) the three forward masks moved 1.36 GB in 0.923 ms, the weight product
      * 0.60 GB in 0.415 ms, the SiLU 0.28 GB in 0.189 ms: 1.46-1.47 TB/s, against 2.83 TB/s at
      * the alone rate these kernels had before. The clone of an out-of-place masked_fill there
-     * (hf_experts.c moe_mask_clone_add): a device copy at the streaming rate. */
-    size_t len = strlen(k->name);
-    if (e->eager && !strncmp(k->name, "moe.", 4) && len > 6 && !strcmp(k->name + len - 6, ".clone"))
+     * (hf_experts.c moe_mask_clone_add): a device copy at the streaming rate; so is a gather of
+     * whole rows through an index (gather_moe.h gather_moe_copy_kernel has the measurement). */
+    if (e->eager && gather_moe_copy_kernel(k->name))
         return compute_stream_s(sys, k->bytes) + sys->eager_kernel_gap_s;
     if (e->eager && k->access.pattern == EW_OFFSETS && sys->score_offsets_efficiency > 0 &&
         (!strncmp(k->name, "moe.", 4) || !strncmp(k->name, "experts.", 8) ||

@@ -567,7 +567,8 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
             r->op[ex].bwd_s = r->op[ex].fwd_bwd_s - r->op[ex].fwd_s;
         }
         if (hf_experts_applies(l)) rb_hf_routing_ops(b, m, l, tokens, ex);
-        else if (titan_moe_applies(l)) rb_titan_routing_ops(b, m, l, tokens, rows * local, ex);
+        else if (titan_moe_applies(l))
+            rb_titan_routing_ops(b, m, l, tokens, rows * local, ex, t->moe_gather_routing, !loop);
         if (loop) rb_expert_loop_ops(b, m, l, local, rows * local, ex, t->moe_new_count_share);
         if (mcore_expert_bias_applies(m, l)) { /* fc2's bias, per expert (mcore_unfused.h) */
             elementwise_list el;

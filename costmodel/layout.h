@@ -127,6 +127,11 @@ typedef struct {
                                   index_copy into a zero buffer (bench/realruns/prun_moe.py):
                                   autograd's IndexCopyBackward0 keeps the unpadded rows too
                                   (memory_activations.c); torchtitan gathers them (the default) */
+    bool moe_gather_routing;   /* a torch MoE regrouping its routed tokens by gathers both ways
+                                  and weighting the top-k outputs as a [T, k, h] fp32 product
+                                  (bench/realruns/prun_moe.py): autograd runs an index_put_ with
+                                  accumulate per gather (gather_moe.h); torchtitan's form (the
+                                  default) is titan_moe.h's */
 } training_spec;
 
 typedef struct {

@@ -163,8 +163,9 @@ double rb_moe_experts_fwd_bwd_s(const builder *b, int local, int kernels, double
                                 double k, bool te, double wgrad_bytes);
 void rb_hf_routing_ops(builder *b, const model_spec *m, const layout *l, double tokens,
                        int experts_op);
+/* gather: training_spec.moe_gather_routing (gather_moe.h); padded: grouped experts */
 void rb_titan_routing_ops(builder *b, const model_spec *m, const layout *l, double tokens,
-                          double received, int experts_op);
+                          double received, int experts_op, bool gather, bool padded);
 /* new_share: training_spec.moe_new_count_share (expert_loop_new_shape_host) */
 void rb_expert_loop_ops(builder *b, const model_spec *m, const layout *l, int local,
                         double received, int experts_op, double new_share);

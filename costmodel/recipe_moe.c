@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "expert_loop.h"
+#include "gather_moe.h"
 #include "hf_experts.h"
 #include "mcore_expert_gemm.h"
 #include "titan_moe.h"
@@ -26,17 +27,19 @@ void rb_hf_routing_ops(builder *b, const model_spec *m, const layout *l, double 
     rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
 }
 
-/* torchtitan's routing kernels around the experts (titan_moe.h); `received`: the routed copies
- * this GPU's experts receive. */
+/* torchtitan's routing kernels around the experts (titan_moe.h), or with `gather` those of a
+ * MoE that regroups by gathers both ways (gather_moe.h; `padded`: grouped experts); `received`:
+ * the routed copies this GPU's experts receive. */
 void rb_titan_routing_ops(builder *b, const model_spec *m, const layout *l, double tokens,
-                              double received, int experts_op)
+                              double received, int experts_op, bool gather, bool padded)
 {
     /* torchtitan's three torch._grouped_mm (w1, w3, w2), each a prepare_grouped_gemm_data and
      * a CUTLASS kernel: 6 launches forward, 12 backward in the traces of
      * bench/results/epstep_2026-11-27 (GroupedMmBackward0) */
     if (experts_op >= 0) b->r->op[experts_op].launches = 3 * HF_EXPERTS_GROUPED_MM_KERNELS;
     elementwise_list el;
-    titan_moe_routing(m, l, tokens, received, &el);
+    if (gather) gather_moe_routing(m, l, tokens, received, padded, &el);
+    else titan_moe_routing(m, l, tokens, received, &el);
     rb_elementwise_ops(b, &el, el.fwd, el.n_fwd, RECIPE_FWD);
     rb_elementwise_ops(b, &el, el.bwd, el.n_bwd, RECIPE_BWD);
 }

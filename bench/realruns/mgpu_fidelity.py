@@ -94,6 +94,7 @@ HAS_ROTATE = "--cp-rotate" in HELP
 HAS_ONE_RANK = "--one-rank-groups" in HELP
 HAS_PAD_COPY = "--moe-pad-index-copy" in HELP
 HAS_NEWCOUNTS = "--moe-new-counts" in HELP
+HAS_GATHER = "--moe-gather-routing" in HELP
 
 
 def system_of(gpu):
@@ -230,6 +231,12 @@ def layout(rec):
     # rows too; torchtitan gathers them (--moe-pad-index-copy, costmodel/memory_activations.c)
     if par == "ep" and rec.get("experts_impl") == "grouped" and HAS_PAD_COPY:
         a += ["--moe-pad-index-copy"]
+    # parallel_run.py's MoE layer (prun_moe.py, the same code since c19503f) regroups the routed
+    # tokens by gathers both ways and weights the top-k outputs as a [T, k, h] fp32 product:
+    # five index_put_ backwards a layer where torchtitan's scatters run two (costmodel/
+    # gather_moe.h, bench/results/epg27_2026-11-29)
+    if par == "ep" and fw == "torchtitan" and HAS_GATHER and "parallel_run" in rec.get("command", "parallel_run"):
+        a += ["--moe-gather-routing"]
     if par == "ep" and rec.get("experts_impl", "loop") == "loop":
         if HAS_LOOP and fw == "torchtitan":  # torchtitan's use_grouped_mm=False loop (expert_loop.h)
             a += ["--moe-expert-loop"]

@@ -22,7 +22,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from prun_moe import LOOP_TALLY, ROUTED
+from prun_moe import COUNTS_LOG, COUNTS_ON, LOOP_TALLY, ROUTED
 
 
 def versions():
@@ -185,6 +185,21 @@ def profile_step(step, ctx):
         json.dump(summ, f, indent=1, sort_keys=True)
 
 
+def counts_dump(ctx, steps):
+    """PRUN_COUNTS_OUT=PATH: this rank's routing counts of every MoE call of the warm-up and timed
+    steps (prun_moe.py COUNTS_LOG, in call order: step-major, layer-minor) as PATH.rN.json."""
+    COUNTS_ON[0] = False
+    calls = [(c.tolist(), r.tolist()) for c, r in COUNTS_LOG]
+    del COUNTS_LOG[:]
+    out = {"rank": ctx.RANK, "steps": steps, "warmup": ctx.args.warmup, "layers": ctx.args.layers,
+           "ep": ctx.args.ep, "label": ctx.args.label,
+           "note": "per call: [token copies of this rank per global expert, copies sent here "
+                   "per (source rank, local expert) flattened]",
+           "calls": calls}
+    with open("%s.r%d.json" % (os.environ["PRUN_COUNTS_OUT"], ctx.RANK), "w") as f:
+        json.dump(out, f)
+
+
 def memory_owners_step(step, ctx, dev):
     """One more step with the allocator's history recorded (--memory-owners): this rank's peak
     allocated bytes over the step and who holds them (memory_trace.py), into rank 0's record."""
@@ -224,6 +239,7 @@ def timed_steps(ctx, b, step, dev):
             stg.backward_one_chunk = timed(stg, "B", stg.backward_one_chunk)
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(dev)
+    COUNTS_ON[0] = bool(os.environ.get("PRUN_COUNTS_OUT")) and args.layout == "ep"
     times, losses = [], []
     tl = []
     split_steps = []
@@ -265,6 +281,8 @@ def timed_steps(ctx, b, step, dev):
                                        "host_issue_s": rec.get("host_issue_times_rank0_s")})
         rec["host_split_ranks"] = every
     del STAMPS[:]
+    if COUNTS_ON[0]:
+        counts_dump(ctx, args.warmup + args.steps)
     if args.profile:
         ctx.phase = "profiled step"
         try:
@@ -300,6 +318,15 @@ def timed_steps(ctx, b, step, dev):
         per = [float(x[0]) / max(1.0, float(x[1])) for x in allr]
         rec["ep_routed_rows_per_rank"] = [round(x, 1) for x in per]
         rec["ep_load_max_over_mean"] = round(max(per) / (sum(per) / len(per)), 4)
+        # every all-to-all waits for the busiest rank of that call: the pace is the mean over
+        # calls of each call's max / mean (bench/results/epg27_2026-11-29: 1.10 against the
+        # aggregate's 1.05 for OLMoE at EP 2, the hot rank changing from layer to layer)
+        calls = [None] * WS
+        dist.all_gather_object(calls, list(ROUTED))
+        n = min(len(c) for c in calls)
+        if n:
+            pc = [max(c[i] for c in calls) / (sum(c[i] for c in calls) / WS) for i in range(n)]
+            rec["ep_load_per_call_max_over_mean"] = round(sum(pc) / n, 4)
 
 
 def memory_fields(ctx, dev):

@@ -24,6 +24,12 @@ ROUTED = []  # --layout ep: routed rows received by this rank's experts, per MoE
 # the start (prun_measure.py turns them into the record's loop_new_count_share)
 LOOP_SEEN = set()
 LOOP_TALLY = [0, 0]
+# PRUN_COUNTS_OUT (bench/results/epg27_2026-11-29): every top-k MoE call's routing counts with
+# --permute device, kept as the GPU tensors the layer already made (no copy, no sync): this
+# rank's token copies per global expert, and the copies each (source rank, local expert) sends
+# here. Written per rank after the timed steps (prun_measure.py counts_dump).
+COUNTS_LOG = []
+COUNTS_ON = [False]
 
 
 def loop_tally(counts):
@@ -160,6 +166,8 @@ class MoE(nn.Module):
                 recv_h = recv_counts.view(self.ep, self.El).sum(1).to("cpu")  # the sync
                 c_send, rc = send_h.tolist(), None
                 c_recv = recv_h.tolist()
+                if COUNTS_ON[0]:
+                    COUNTS_LOG.append((counts, recv_counts))
             else:
                 counts = torch.bincount(flat, minlength=self.E)  # token copies per global expert
                 recv_counts = torch.empty_like(counts)
