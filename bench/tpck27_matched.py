@@ -61,6 +61,7 @@ import torch.nn as nn  # noqa: E402
 from native_llama import Args  # noqa: E402
 from prun_measure import STAMPS, host_split_summary, used, versions  # noqa: E402
 from prun_step import make_step  # noqa: E402
+from host_speed_probe import _per_op_us as per_op_us  # noqa: E402  (the record probe's timer)
 
 MODE = ["none"]
 
@@ -99,18 +100,6 @@ def wrap_blocks(model, args):
 
 
 prun_build.wrap_blocks = wrap_blocks  # build() looks it up at call time
-
-
-def per_op_us(fn, n=200, rounds=7):
-    fn(n)
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn(n)
-        out.append((time.perf_counter() - t0) / n * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(out)
 
 
 def probe(dev, mesh):
@@ -354,7 +343,7 @@ def main():
                         rec.pop("host_split", None)
                         tag = "%s-%s-L%d-s%d-b%d-%s" % (A.label, cfg, L, seq, mbs, m)
                         rec.update({"label": tag, "seq": seq, "mbs": mbs, "gbs": mbs * ctx.DP,
-                                    "grad_ckpt": m == "ckpt", "sac": "op" if m == "sac" else None,
+                                    "grad_ckpt": m.startswith("ckpt"), "sac": "op" if m == "sac" else None,
                                     "warmup": A.warmup, "steps": len(tt[m]),
                                     "step_times_s": [round(x, 5) for x in tt[m]],
                                     "step_s_median": statistics.median(tt[m]),
