@@ -74,6 +74,21 @@ double dtensor_linear_dispatches(const recipe_op *o, double modules, bool bwd)
     return modules * ((bwd ? LINEAR_BWD_EXTRA : LINEAR_FWD_EXTRA) + hooks);
 }
 
+/* The mm's saved inputs are packed before the mm runs (the generated VariableType code builds
+ * its SavedVariables ahead of the redispatch), so the stop comes after the parallel style's
+ * input hook (Rowwise: from_local of the local input; Colwise: none, its input is already the
+ * DTensor PrepareModuleInput made) and the decomposition's t and view, before the mm and its
+ * _unsafe_view. Counted on real TP 2 blocks under torch.utils.checkpoint (bench/results/
+ * tpck27_2026-11-29, counts-*.json: the recompute of a steady Llama block dispatches 7 t and 7
+ * view but 6 mm and 6 _unsafe_view on DTensors: w2's t and view run, its mm does not). */
+enum { LINEAR_STOP_EXTRA = 2, ROWWISE_STOP_HOOKS = 1 };
+
+double dtensor_linear_stop_dispatches(const recipe_op *o, double modules)
+{
+    if (o->kind != RECIPE_GEMM || modules <= 0) return 0;
+    return modules * (LINEAR_STOP_EXTRA + (rowwise(o->name) ? ROWWISE_STOP_HOOKS : 0));
+}
+
 double dtensor_norm_dispatches(void)
 {
     return NORM_HOOKS;

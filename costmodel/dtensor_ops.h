@@ -31,6 +31,11 @@ bool dtensor_layer_op(const recipe_op *o);
  * the parallel style's hooks (dtensor_ops.c gives the count and its sources). */
 double dtensor_linear_dispatches(const recipe_op *o, double modules, bool bwd);
 
+/* Of those, the ones a recompute that torch's non-reentrant checkpoint stops early in this GEMM
+ * op's autograd save still issues (recipe_op.recompute_stops_here): each module's input hook and
+ * the decomposition's ops before the mm (dtensor_ops.c). */
+double dtensor_linear_stop_dispatches(const recipe_op *o, double modules);
+
 /* The same for one SequenceParallel norm with the PrepareModuleInput that follows it, per pass
  * (a decoder layer has two). */
 double dtensor_norm_dispatches(void);

@@ -142,6 +142,8 @@ typedef struct {
     double sac_fwd, sac_replay; /* torchtitan's op-level SAC in an eager block: extra host time
                                  * per forward kernel in the forward, and per forward kernel in
                                  * the backward's replay of the forward (0: none; costs_of) */
+    double ckpt_fwd, ckpt_bwd;  /* torch.utils.checkpoint around a DTensor TP block: host time
+                                 * per saved tensor, forward and backward (0: none; costs_of) */
 } host_costs;
 
 /* The host waits for the GPU (a device-to-host copy it needs the value of): its lead is gone,
@@ -419,6 +421,16 @@ static void run_pass(queue *q, const recipe *r, const host_costs *hc,
             }
         }
     }
+    /* DTensor TP, torch's non-reentrant checkpoint stopping early: the op whose saved inputs
+     * are the block's last (recipe_op.recompute_stops_here, after every re-run op) still runs
+     * its input hook and the Linear's decomposition up to the GEMM (dtensor_ops.c) */
+    if (only_recompute && !sac_replay && hc->dtensor)
+        for (int i = 0; i < r->n_ops; i++) {
+            if (!r->op[i].recompute_stops_here) continue;
+            q->c = cdt;
+            q->rec = rec ? &rec->op_s[ph][i] : NULL;
+            q_push(q, dtensor_linear_stop_dispatches(&r->op[i], cl[i].modules), 0);
+        }
     q->c = hc->plain;
     q->rec = NULL;
 }
@@ -472,7 +484,7 @@ static host_costs costs_of(const system_spec *sys, const layout *l)
 {
     double c = sys->host_eager_launch_s;
     double in = sys->host_eager_inner_launch_s > 0 ? sys->host_eager_inner_launch_s : c;
-    host_costs hc = {c, in, c, c, false, false, l->framework == FRAMEWORK_TORCHTITAN, 0, 0, 0, 0};
+    host_costs hc = {c, in, c, c, false, false, l->framework == FRAMEWORK_TORCHTITAN, 0, 0, 0, 0, 0, 0};
     /* torchtitan's op-level selective checkpointing in an eager block (recipe_recompute.c
      * titan_sac_recomputes): torch.utils.checkpoint's selective-checkpoint dispatch mode runs
      * the policy in Python for every aten op of the block's forward, and the backward replays
@@ -495,6 +507,15 @@ static host_costs costs_of(const system_spec *sys, const layout *l)
     }
     if (!dtensor_tp_applies(l)) return hc;
     hc.dtensor = true;
+    /* torchtitan's full activation checkpointing of an eager block (checkpoint_wrapper:
+     * torch.utils.checkpoint, non-reentrant): its saved-tensor hooks run in Python for every
+     * tensor the block's autograd saves, the pack hook in the forward (a holder and the
+     * tensor's metadata), the recompute's pack hook and the unpack hook in the backward
+     * (ckpt_saved_tensors). Timed in real TP 2 steps (bench/results/tpck27_2026-11-29) */
+    if (l->recompute == RECOMPUTE_FULL && !l->compile) {
+        hc.ckpt_fwd = sys->host_ckpt_fwd_saved_tensor_s;
+        hc.ckpt_bwd = sys->host_ckpt_bwd_saved_tensor_s;
+    }
     /* Measured on real DTensor TP layers (host.eager_dtensor_*_s and *_rank_s; bench/results/
      * tphost_2026-11-27/README.md, bench/tphost_layer_cost.py): the host's clock at each
      * block's forward start and at each block input's gradient (parallel_run.py --host-split),
@@ -551,6 +572,8 @@ static host_costs scaled(host_costs hc, double k)
     hc.ring_bwd *= k;
     hc.sac_fwd *= k;
     hc.sac_replay *= k;
+    hc.ckpt_fwd *= k;
+    hc.ckpt_bwd *= k;
     return hc;
 }
 
@@ -574,6 +597,36 @@ static double compiled_layer_s(const system_spec *sys, const layout *l, bool bwd
     double s = bwd ? sys->host_compiled_dtensor_bwd_layer_s + sys->host_compiled_dtensor_bwd_layer_rank_s * l->tp
                    : sys->host_compiled_dtensor_fwd_layer_s + sys->host_compiled_dtensor_fwd_layer_rank_s * l->tp;
     return s;
+}
+
+/* Tensors a dense decoder block's forward saves for its backward, as autograd packs them (each a
+ * call of torch.utils.checkpoint's pack hook, and in the backward of its unpack hook and of the
+ * recompute's pack hook), by the derivative formulas of pytorch's tools/autograd/
+ * derivatives.yaml (the tensors each backward formula reads): every Linear's mm its input and
+ * its weight (2 a module); an RMSNorm (_fused_rms_norm) its input, weight and rstd (3 a norm;
+ * native_layer_norm 5: input, weight, bias, mean, rstd); the attention core (SDPA's flash /
+ * cudnn / efficient kernels) query, key, value, output, logsumexp and the philox seed and offset
+ * (7); RoPE's complex product its other operand (the table: the activation's own factor needs
+ * no gradient of the table, 1 each for q and k); SiLU its input (1) and the gate's product both
+ * factors (2). Casts, views, copies and residual adds save none. A Llama block: 7 x 2 + 2 x 3 +
+ * 7 + 2 + 1 + 2 = 32, what the timed hooks counted on Llama-3.1-8B at TP 2 (256 pack calls in 8
+ * blocks, bench/results/tpck27_2026-11-29/x2b). Ops of other names (q/k norms, MoE) count none. */
+static double ckpt_saved_tensors(const recipe *r, const op_class *cl)
+{
+    double n = 0;
+    for (int i = 0; i < r->n_ops; i++) {
+        const recipe_op *o = &r->op[i];
+        if (o->phase != RECIPE_FWD) continue;
+        if (o->kind == RECIPE_GEMM) n += 2 * cl[i].modules;
+        else if (o->kind == RECIPE_ATTENTION) n += 7;
+        else if (o->kind != RECIPE_ELEMENTWISE) continue;
+        else if (starts(o->name, "rmsnorm.") || starts(o->name, "rms_norm.")) n += 3.0 * o->launches;
+        else if (starts(o->name, "layernorm")) n += 5.0 * o->launches;
+        else if (starts(o->name, "rope_complex.") && strstr(o->name, ".mul")) n += o->launches;
+        else if (!strcmp(o->name, "mlp.act")) n += o->launches;
+        else if (!strcmp(o->name, "mlp.mul")) n += 2.0 * o->launches;
+    }
+    return n;
 }
 
 /* The host's pacing of r (host_dispatch_pace's figures into *p), and with rec the host time
@@ -655,14 +708,22 @@ static void pace(const system_spec *sys, const model_spec *m, const layout *l, c
     for (int i = 0; i < r->n_ops; i++) any_re |= r->op[i].recompute;
     op_class cl[RECIPE_MAX_OPS];
     classify(r, m, &hc, cl);
+    /* a checkpointed DTensor block's saved-tensor hooks (costs_of), on the host alone */
+    double saved = any_re && !moe && hc.ckpt_fwd + hc.ckpt_bwd > 0 ? ckpt_saved_tensors(r, cl) : 0;
     queue q = {0, 0, hf.plain, NULL}, qb = {0, 0, hb.plain, NULL};
     double f_end[2], b_end[2];
     for (int k = 0; k < 2; k++) {
         host_dispatch_host *h = k == 1 ? rec : NULL;
         run_fsdp(&q, r, m, l, false, moe, h);
         run_pass(&q, r, &hf, cl, false, false, h);
+        q.rec = h ? &h->pass_s[RECIPE_FWD] : NULL;
+        q_host(&q, saved * hf.ckpt_fwd);
+        q.rec = NULL;
         f_end[k] = q.gpu;
         run_fsdp(&qb, r, m, l, true, moe, h);
+        qb.rec = h ? &h->pass_s[RECIPE_RECOMPUTE] : NULL;
+        q_host(&qb, saved * hb.ckpt_bwd);
+        qb.rec = NULL;
         if (any_re) run_pass(&qb, r, &hb, cl, false, true, h);
         run_pass(&qb, r, &hb, cl, true, false, h);
         b_end[k] = qb.gpu;

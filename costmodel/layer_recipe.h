@@ -112,6 +112,10 @@ typedef struct {
                               (wk; w3), not the forward's whole first GEMM (recipe_tp.c
                               rb_tp_sac_regather); < 0: as in the forward */
     bool recompute_sac_enter; /* set by recipe_set_recompute where sac_enter_s applies */
+    bool recompute_stops_here; /* GEMM: torch's non-reentrant checkpoint stops early in this
+                                  op's autograd save (its saved inputs are the block's last):
+                                  the recompute runs its module's input hook and its Linear's
+                                  decomposition up to the GEMM, not the GEMM (host only) */
     recipe_block block;    /* the layer block it belongs to */
     recipe_ep_part ep_part;/* EP op: dispatch or combine */
     double beside_s;       /* eager elementwise op of a layout over several GPUs: what its time

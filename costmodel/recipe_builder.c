@@ -96,6 +96,7 @@ int rb_op_add(builder *b, const char *name, recipe_kind kind, recipe_phase phase
     o->recompute_enter_only = false;
     o->sac_enter_s = -1;
     o->recompute_sac_enter = false;
+    o->recompute_stops_here = false;
     o->block = b->block;
     o->ep_part = RECIPE_EP_NONE;
     o->beside_s = 0;

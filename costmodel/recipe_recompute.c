@@ -96,7 +96,10 @@ void recipe_set_recompute(const system_spec *sys, const model_spec *m, const lay
             o->recompute = o->kind == RECIPE_ATTENTION;
         else
             o->recompute = false;
-        if (early && !strcmp(o->name, "mlp_down")) o->recompute = false;
+        /* the stop is raised in the pack hook of the GEMM's saved inputs, after the module's
+         * input hook and the Linear's decomposition before the GEMM have run (host_dispatch.c) */
+        o->recompute_stops_here = early && !strcmp(o->name, "mlp_down");
+        if (o->recompute_stops_here) o->recompute = false;
         /* nor the MLP's reduce-scatter after it (its output is the block's, which no gradient
          * of the block needs); the attention block's is re-run: the MLP's input needs it */
         o->recompute_enter_only = early && o->recompute && !strcmp(o->name, "tp.mlp");

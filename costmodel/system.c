@@ -168,6 +168,8 @@ static const system_field fields[] = {
     F("host", "eager_op_bwd_s", host_eager_op_bwd_s, false, 0, 1e-2),
     F("host", "sac_fwd_launch_s", host_sac_fwd_launch_s, false, 0, 1e-2),
     F("host", "sac_replay_launch_s", host_sac_replay_launch_s, false, 0, 1e-2),
+    F("host", "ckpt_fwd_saved_tensor_s", host_ckpt_fwd_saved_tensor_s, false, 0, 1e-3),
+    F("host", "ckpt_bwd_saved_tensor_s", host_ckpt_bwd_saved_tensor_s, false, 0, 1e-3),
     F("framework", "reserved_bytes", framework_reserved_bytes, true, 0, 1e11),
     F("framework", "cuda_context_bytes", cuda_context_bytes, false, 0, 1e11),
     F("framework", "nccl_communicator_bytes", nccl_communicator_bytes, false, 0, 1e11),
