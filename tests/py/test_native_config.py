@@ -7,7 +7,8 @@ each run's record counts that model's parameters (`params`). plan, given the con
 native_config() writes (cut to the run's layers, as fidelity.py and mgpu_fidelity.py cut it), must
 count the same parameters. With the config as it was handed before (the Hugging Face config.json
 itself), GLM-4-9B cut to 8 layers counted 102,400 more (q/k/v biases 8 x 4,608 and the two
-post-norms 8 x 8,192) and Qwen2.5-14B cut to 16 layers 16 x 7,168 more (q/k/v biases).
+post-norms 8 x 8,192) and Qwen2.5-14B cut to 16 layers 16 x 7,168 more (q/k/v biases); the EP
+run of Qwen1.5-MoE cut to 6 layers 6 x 34,605,056 more (the shared expert and its gate).
 Usage: test_native_config.py PLAN ROOT (meson passes both). Standard library only.
 """
 import json
@@ -27,6 +28,10 @@ RECORDS = [
     ("bench/results/ho25_2026-11-29/x2all/results.jsonl", "ho25-pp2-zbv-q25-14bL16-m8"),
     ("bench/results/ho25_2026-11-29/x2all/results.jsonl", "ho25-tp2-phi4L8-s8k-b1"),
     ("bench/results/ho22_2026-11-29/x2/jobs/results.jsonl", "ho22-tp2-nemo12L8-s8k-b1"),
+    # an EP run of parallel_run.py's MoEBlock (routed experts only) from a config with a shared
+    # expert: Qwen1.5-MoE's 5632-wide shared expert and its gate, never built (ho27)
+    ("bench/results/ho27_2026-11-29/x2all/results.jsonl", "ho27-ep2-grp-q15moeL6-s4k-b2"),
+    ("bench/results/ho26_2026-11-29/x4all/results.jsonl", "ho26-ep4-grp-olmoeL8-s4k-b2"),
 ]
 
 
