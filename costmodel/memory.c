@@ -17,6 +17,7 @@
 #include "memory_pools.h"
 #include "nccl_memory.h"
 #include "pp_schedule.h"
+#include "pp_zbv_memory.h"
 #include "precision.h"
 #include "recompute_modules.h"
 #include "shard_grads.h"
@@ -540,6 +541,10 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         snap->key.recompute_layers = 0;
     }
     stage_act_sum(l, &f, fig->act_off_layers, &r);
+    /* ZBVZeroBubble's split backward keeps more than the chunks in flight (pp_zbv_memory.h) */
+    double loss_over = r.loss_phase_bytes - r.blocks_phase_bytes - f.rest.working;
+    r.activations_bytes += pp_zbv_stage_bytes(m, t, l, stage, f.n_layers, s.layer_params,
+                                              f.full ? f.n_layers * f.ckpt : f.act_full, loss_over);
     stage_totals(m, t, l, &s, fig, &f.rest, &r);
     return r;
 }

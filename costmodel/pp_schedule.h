@@ -37,7 +37,8 @@
  *                    forwards before its first backward (schedules.py warm-up: 2(p-s)-1 of
  *                    chunk 0, s pairs, then chunk 1's first): p stage-micro-batches held on
  *                    every stage, the same peak as 1F1B's first stage (Sec. 6: "the same peak
- *                    memory as 1F1B").
+ *                    memory as 1F1B"). Under torch's runtime the split backward keeps more
+ *                    (W's bf16 weight gradients, I's output gradients): pp_zbv_memory.h.
  *   DualPipeV        DeepSeek's DualPipe cut in half into a V (schedules.py ScheduleDualPipeV;
  *                    deepseek-ai/DualPipe README): bubble (PP/2-1)(F&B + B - 3W) for DualPipe
  *                    on PP ranks, with B the full backward; the V on p ranks is DualPipe on 2p,
