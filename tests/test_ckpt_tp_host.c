@@ -15,6 +15,8 @@
  * counts 7 mm x 2 + 2 RMSNorms x 3 + the attention's 7 + RoPE's 2 + SiLU's 1 + the gate's 2), at
  * host.ckpt_fwd_saved_tensor_s 8.18 us and host.ckpt_bwd_saved_tensor_s 26.3 us: 261.8 us more
  * forward and 841.6 us more backward host time per block.
+ * And autograd's DTensor detach of each saved input it unpacks under those hooks (18 a Llama block
+ * at host.ckpt_dtensor_detach_s 9.66 us, bench/results/tpck27b_2026-11-29): 173.88 us more.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -94,8 +96,9 @@ static void test_no_dtensor_no_charge(void **state)
     assert_true(fabs(w2_recompute_s(2, RECOMPUTE_NONE)) < 1e-15);
 }
 
-/* the layer's host charges with the preset as is, and with the hooks' times at 0 */
-static void hook_charges(layout_recompute rc, double *fwd_s, double *recompute_s)
+/* the layer's host charges with the preset as is, and with the hooks' times (detach false) or
+ * the unpack's DTensor detach time (detach true) at 0 */
+static void charges(layout_recompute rc, bool detach, double *fwd_s, double *recompute_s)
 {
     training_spec t = training_default();
     t.seq_len = 256;
@@ -104,12 +107,18 @@ static void hook_charges(layout_recompute rc, double *fwd_s, double *recompute_s
     static host_dispatch_host h1, h0;
     layout l = titan_tp(2, rc);
     system_spec s0 = S;
-    s0.host_ckpt_fwd_saved_tensor_s = s0.host_ckpt_bwd_saved_tensor_s = 0;
+    if (detach) s0.host_ckpt_dtensor_detach_s = 0;
+    else s0.host_ckpt_fwd_saved_tensor_s = s0.host_ckpt_bwd_saved_tensor_s = 0;
     recipe_layer(&M, &S, &t, &l, false, &r, NULL);
     assert_true(host_dispatch_host_of(&S, &M, &l, &r, true, false, &h1));
     assert_true(host_dispatch_host_of(&s0, &M, &l, &r, true, false, &h0));
     *fwd_s = h1.pass_s[RECIPE_FWD] - h0.pass_s[RECIPE_FWD];
     *recompute_s = h1.pass_s[RECIPE_RECOMPUTE] - h0.pass_s[RECIPE_RECOMPUTE];
+}
+
+static void hook_charges(layout_recompute rc, double *fwd_s, double *recompute_s)
+{
+    charges(rc, false, fwd_s, recompute_s);
 }
 
 static void test_saved_tensor_hooks(void **state)
@@ -129,12 +138,32 @@ static void test_saved_tensor_hooks(void **state)
     assert_true(fabs(f) < 1e-15 && fabs(b) < 1e-15);
 }
 
+/* The unpack's DTensor detach of each saved input of the block's DTensor ops (tpck27b): 7 Linears
+ * x 2 (input, weight) + 2 RMSNorms x 2 (input, weight; rstd, an output, is detached without hooks
+ * too) = 18 a Llama block, at host.ckpt_dtensor_detach_s 9.66 us: 173.88 us of the backward, none
+ * in the forward, none under op SAC or without recompute. */
+static void test_unpack_detach(void **state)
+{
+    (void)state;
+    load();
+    assert_true(fabs(S.host_ckpt_dtensor_detach_s - 9.66e-6) < 1e-15);
+    double f, b;
+    charges(RECOMPUTE_FULL, true, &f, &b);
+    assert_true(fabs(f) < 1e-15);
+    assert_true(fabs(b - 18 * 9.66e-6) < 1e-12);
+    charges(RECOMPUTE_SELECTIVE, true, &f, &b);
+    assert_true(fabs(f) < 1e-15 && fabs(b) < 1e-15);
+    charges(RECOMPUTE_NONE, true, &f, &b);
+    assert_true(fabs(f) < 1e-15 && fabs(b) < 1e-15);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stop_dispatches),
         cmocka_unit_test(test_no_dtensor_no_charge),
         cmocka_unit_test(test_saved_tensor_hooks),
+        cmocka_unit_test(test_unpack_detach),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
