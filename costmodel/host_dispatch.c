@@ -613,9 +613,14 @@ static double compiled_layer_s(const system_spec *sys, const layout *l, bool bwd
  * no gradient of the table, 1 each for q and k); SiLU its input (1) and the gate's product both
  * factors (2). Casts, views, copies and residual adds save none. A Llama block: 7 x 2 + 2 x 3 +
  * 7 + 2 + 1 + 2 = 32, what the timed hooks counted on Llama-3.1-8B at TP 2 (256 pack calls in 8
- * blocks, bench/results/tpck27_2026-11-29/x2b). Ops of other names (q/k norms, MoE) count none.
+ * blocks, bench/results/tpck27_2026-11-29/x2b). Qwen3's native q/k norms are _fused_rms_norm too
+ * (rms_norm.fused, 2 more: 38 a block). torchtitan 2024's unfused RMSNorm (rmsnorm.*, Qwen3's
+ * qknorm.*: LlamaRMSNorm's eager ops) 6 a norm: pow its input, rsqrt its result (the recipe's mean
+ * kernel carries the [T, 1] chain), x * rstd and weight * x both factors; its casts none. MoE
+ * blocks count none (not measured).
  * With dt_inputs: only the saved inputs of the block's DTensor ops (dtensor_layer_op: the Linears'
- * mm 2, RMSNorm's input and weight 2, LayerNorm's 3; not the norms' rstd / mean, outputs), each
+ * mm 2, RMSNorm's input and weight 2, LayerNorm's 3, the unfused RMSNorm's 5; not the norms'
+ * rstd / mean, outputs), each
  * unpacked with a DTensor detach that the block without hooks does not run: autograd returns a
  * saved input as is, and wraps an unpack hook's tensor anew (torch/csrc/autograd/saved_variable.cpp
  * SavedVariable::unpack, make_variable: shallow_copy_and_detach, for a tensor subclass a detach
@@ -623,6 +628,13 @@ static double compiled_layer_s(const system_spec *sys, const layout *l, bool bwd
  * adds (49 against 11, counts-llama-3.1-8b-L8.json) the other 20 are the recompute's pack hook's
  * own (torch/utils/checkpoint.py _recomputation_hook: x.detach() if x.requires_grad), inside the
  * timed host.ckpt_bwd_saved_tensor_s (bench/results/tpck27b_2026-11-29). */
+static double unfused_rms_norm_saved(const char *op, bool dt_inputs)
+{
+    if (!strcmp(op, "pow")) return 1;
+    if (!strcmp(op, "mean")) return dt_inputs ? 0 : 1; /* rsqrt's result: an output */
+    return !strcmp(op, "mul_rstd") || !strcmp(op, "mul_weight") ? 2 : 0;
+}
+
 static double ckpt_saved_tensors(const recipe *r, const op_class *cl, bool dt_inputs)
 {
     double n = 0;
@@ -633,8 +645,9 @@ static double ckpt_saved_tensors(const recipe *r, const op_class *cl, bool dt_in
         else if (dt_inputs && !dtensor_layer_op(o)) continue;
         else if (o->kind == RECIPE_ATTENTION) n += 7;
         else if (o->kind != RECIPE_ELEMENTWISE) continue;
-        else if (starts(o->name, "rmsnorm.") || starts(o->name, "rms_norm."))
-            n += (dt_inputs ? 2.0 : 3.0) * o->launches;
+        else if (starts(o->name, "rms_norm.")) n += (dt_inputs ? 2.0 : 3.0) * o->launches;
+        else if (starts(o->name, "rmsnorm.") || starts(o->name, "qknorm."))
+            n += unfused_rms_norm_saved(strchr(o->name, '.') + 1, dt_inputs) * o->launches;
         else if (starts(o->name, "layernorm"))
             n += (dt_inputs ? 3.0 : 5.0) * o->launches;
         else if (starts(o->name, "rope_complex.") && strstr(o->name, ".mul")) n += o->launches;

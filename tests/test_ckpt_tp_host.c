@@ -23,6 +23,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,6 +158,51 @@ static void test_unpack_detach(void **state)
     assert_true(fabs(f) < 1e-15 && fabs(b) < 1e-15);
 }
 
+/* the forward's hook charge and the backward's detach charge of a TP 2 block of m under lay */
+static void model_charges(const model_spec *m, layout lay, double *hooks_fwd_s, double *detach_s)
+{
+    training_spec t = training_default();
+    t.seq_len = 256;
+    t.global_batch = 1;
+    static recipe r;
+    static host_dispatch_host h1, h0, hd;
+    system_spec s0 = S, sd = S;
+    s0.host_ckpt_fwd_saved_tensor_s = s0.host_ckpt_bwd_saved_tensor_s = 0;
+    sd.host_ckpt_dtensor_detach_s = 0;
+    recipe_layer(m, &S, &t, &lay, false, &r, NULL);
+    assert_true(host_dispatch_host_of(&S, m, &lay, &r, true, false, &h1));
+    assert_true(host_dispatch_host_of(&s0, m, &lay, &r, true, false, &h0));
+    assert_true(host_dispatch_host_of(&sd, m, &lay, &r, true, false, &hd));
+    *hooks_fwd_s = h1.pass_s[RECIPE_FWD] - h0.pass_s[RECIPE_FWD];
+    *detach_s = h1.pass_s[RECIPE_RECOMPUTE] - hd.pass_s[RECIPE_RECOMPUTE];
+}
+
+/* Saved tensors by derivatives.yaml beyond the fused Llama block: torchtitan 2024's unfused
+ * RMSNorm (LlamaRMSNorm's eager ops: pow 1, rsqrt's result 1, x * rstd 2, weight * x 2 = 6 a norm,
+ * 5 of them inputs) gives a Llama-3.1-8B block 7 x 2 + 2 x 6 + 12 = 38 saved tensors (310.84 us of
+ * forward hooks; it counted 18 a norm, 62, before) and 7 x 2 + 2 x 5 = 24 unpack detaches (231.84
+ * us); Qwen3-8B's native q/k norms are two more _fused_rms_norm: 32 + 6 = 38 (310.84 us). */
+static void test_norm_saved_tensors(void **state)
+{
+    (void)state;
+    load();
+    double f, d;
+    layout l = titan_tp(2, RECOMPUTE_FULL);
+    l.rms_norm_unfused = true;
+    model_charges(&M, l, &f, &d);
+    assert_true(fabs(f - 38 * 8.18e-6) < 1e-12);
+    assert_true(fabs(d - 24 * 9.66e-6) < 1e-12);
+    static model_spec q;
+    char err[CM_ERRLEN];
+    const char *dd = getenv("PLAN_DATA_DIR") ? getenv("PLAN_DATA_DIR") : "data";
+    char path[1024];
+    snprintf(path, sizeof path, "%s/../tests/data/hf/qwen3-8b.json", dd);
+    if (model_load(path, dd, &q, err, sizeof err) != CM_OK) fail_msg("%s", err);
+    assert_true(q.qk_norm);
+    model_charges(&q, titan_tp(2, RECOMPUTE_FULL), &f, &d);
+    assert_true(fabs(f - 38 * 8.18e-6) < 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -164,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_no_dtensor_no_charge),
         cmocka_unit_test(test_saved_tensor_hooks),
         cmocka_unit_test(test_unpack_detach),
+        cmocka_unit_test(test_norm_saved_tensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
