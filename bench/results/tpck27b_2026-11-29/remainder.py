@@ -13,20 +13,18 @@ recorded data only (bench/results/tpck27_2026-11-29: x2, x2b; no new measurement
    unpack's DTensor detaches (18 a block at the rank's measured detach probe); the forward's ckpt -
    none less the forward pack hooks.
 
-Usage (repository root, after building build/): python3 bench/results/tpck27b_2026-11-29/remainder.py
-PLAN_DATA_DIR overrides the data folder (default: the repository's data/)."""
+Usage (repository root, after building build/): python3 bench/results/tpck27b_2026-11-29/remainder.py"""
 import json
 import os
-import re
 import statistics
-import subprocess
+import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 SRC = os.path.join(HERE, "..", "tpck27_2026-11-29")
-DATA = os.environ.get("PLAN_DATA_DIR", os.path.join(ROOT, "data"))
-RC = {"none": "none", "ckpt": "full", "ckpt-noes": "full", "ckpt-nodet": "full"}
+sys.path.insert(0, SRC)
+from analyze import plan_floor  # noqa: E402  (tpck27's plan estimate call)
 PRESET_PROBE_US = 33.9
 UNPACK_DETACHES = 18  # host_dispatch.c ckpt_saved_tensors(dt_inputs) for a Llama block
 
@@ -39,16 +37,8 @@ def mode_of(label):
 
 
 def plan_step_s(rec, mode, tmp):
-    cfg = json.load(open(os.path.join(ROOT, rec["config"])))
-    cfg["num_hidden_layers"] = rec["layers"]
-    fn = os.path.join(tmp, "m.json")
-    json.dump(cfg, open(fn, "w"))
-    a = [os.path.join(ROOT, "build/cli/plan"), "estimate", "--model", fn, "--system", "h200",
-         "--framework", "torchtitan", "--gpus", "2", "--tp", "2", "--seq", str(rec["seq"]),
-         "--mbs", str(rec["mbs"]), "--gbs", str(rec["mbs"]), "--impl", "native",
-         "--optimizer-impl", "fused", "--no-cuda-graphs", "--recompute", RC[mode], "--format", "json"]
-    out = subprocess.run(a, capture_output=True, text=True, env=dict(os.environ, PLAN_DATA_DIR=DATA))
-    return json.loads(out.stdout)["time"]["step_s"]
+    """plan's step time for rec's shape under mode (tpck27's analyze.py, the same flags)."""
+    return plan_floor(rec, mode, tmp)[2]
 
 
 def steady(xs):
