@@ -144,6 +144,7 @@ typedef struct {
                                  * the backward's replay of the forward (0: none; costs_of) */
     double ckpt_fwd, ckpt_bwd;  /* torch.utils.checkpoint around a DTensor TP block: host time
                                  * per saved tensor, forward and backward (0: none; costs_of) */
+    double ckpt_detach;         /* and per DTensor detach of a saved input's unpack (costs_of) */
 } host_costs;
 
 /* The host waits for the GPU (a device-to-host copy it needs the value of): its lead is gone,
@@ -484,7 +485,7 @@ static host_costs costs_of(const system_spec *sys, const layout *l)
 {
     double c = sys->host_eager_launch_s;
     double in = sys->host_eager_inner_launch_s > 0 ? sys->host_eager_inner_launch_s : c;
-    host_costs hc = {c, in, c, c, false, false, l->framework == FRAMEWORK_TORCHTITAN, 0, 0, 0, 0, 0, 0};
+    host_costs hc = {c, in, c, c, false, false, l->framework == FRAMEWORK_TORCHTITAN, 0, 0, 0, 0, 0, 0, 0};
     /* torchtitan's op-level selective checkpointing in an eager block (recipe_recompute.c
      * titan_sac_recomputes): torch.utils.checkpoint's selective-checkpoint dispatch mode runs
      * the policy in Python for every aten op of the block's forward, and the backward replays
@@ -515,6 +516,7 @@ static host_costs costs_of(const system_spec *sys, const layout *l)
     if (l->recompute == RECOMPUTE_FULL && !l->compile) {
         hc.ckpt_fwd = sys->host_ckpt_fwd_saved_tensor_s;
         hc.ckpt_bwd = sys->host_ckpt_bwd_saved_tensor_s;
+        hc.ckpt_detach = sys->host_ckpt_dtensor_detach_s;
     }
     /* Measured on real DTensor TP layers (host.eager_dtensor_*_s and *_rank_s; bench/results/
      * tphost_2026-11-27/README.md, bench/tphost_layer_cost.py): the host's clock at each
@@ -574,6 +576,7 @@ static host_costs scaled(host_costs hc, double k)
     hc.sac_replay *= k;
     hc.ckpt_fwd *= k;
     hc.ckpt_bwd *= k;
+    hc.ckpt_detach *= k;
     return hc;
 }
 
@@ -610,18 +613,43 @@ static double compiled_layer_s(const system_spec *sys, const layout *l, bool bwd
  * no gradient of the table, 1 each for q and k); SiLU its input (1) and the gate's product both
  * factors (2). Casts, views, copies and residual adds save none. A Llama block: 7 x 2 + 2 x 3 +
  * 7 + 2 + 1 + 2 = 32, what the timed hooks counted on Llama-3.1-8B at TP 2 (256 pack calls in 8
- * blocks, bench/results/tpck27_2026-11-29/x2b). Ops of other names (q/k norms, MoE) count none. */
-static double ckpt_saved_tensors(const recipe *r, const op_class *cl)
+ * blocks, bench/results/tpck27_2026-11-29/x2b). Qwen3's native q/k norms are _fused_rms_norm too
+ * (rms_norm.fused, 2 more: 38 a block). torchtitan 2024's unfused RMSNorm (rmsnorm.*, Qwen3's
+ * qknorm.*: LlamaRMSNorm's eager ops) 6 a norm: pow its input, rsqrt its result (the recipe's mean
+ * kernel carries the [T, 1] chain), x * rstd and weight * x both factors; its casts none. MoE
+ * blocks count none (not measured).
+ * With dt_inputs: only the saved inputs of the block's DTensor ops (dtensor_layer_op: the Linears'
+ * mm 2, RMSNorm's input and weight 2, LayerNorm's 3, the unfused RMSNorm's 5; not the norms'
+ * rstd / mean, outputs), each
+ * unpacked with a DTensor detach that the block without hooks does not run: autograd returns a
+ * saved input as is, and wraps an unpack hook's tensor anew (torch/csrc/autograd/saved_variable.cpp
+ * SavedVariable::unpack, make_variable: shallow_copy_and_detach, for a tensor subclass a detach
+ * through Python dispatch). 18 a Llama block: of the 38 DTensor detaches the checkpointed backward
+ * adds (49 against 11, counts-llama-3.1-8b-L8.json) the other 20 are the recompute's pack hook's
+ * own (torch/utils/checkpoint.py _recomputation_hook: x.detach() if x.requires_grad), inside the
+ * timed host.ckpt_bwd_saved_tensor_s (bench/results/tpck27b_2026-11-29). */
+static double unfused_rms_norm_saved(const char *op, bool dt_inputs)
+{
+    if (!strcmp(op, "pow")) return 1;
+    if (!strcmp(op, "mean")) return dt_inputs ? 0 : 1; /* rsqrt's result: an output */
+    return !strcmp(op, "mul_rstd") || !strcmp(op, "mul_weight") ? 2 : 0;
+}
+
+static double ckpt_saved_tensors(const recipe *r, const op_class *cl, bool dt_inputs)
 {
     double n = 0;
     for (int i = 0; i < r->n_ops; i++) {
         const recipe_op *o = &r->op[i];
         if (o->phase != RECIPE_FWD) continue;
         if (o->kind == RECIPE_GEMM) n += 2 * cl[i].modules;
+        else if (dt_inputs && !dtensor_layer_op(o)) continue;
         else if (o->kind == RECIPE_ATTENTION) n += 7;
         else if (o->kind != RECIPE_ELEMENTWISE) continue;
-        else if (starts(o->name, "rmsnorm.") || starts(o->name, "rms_norm.")) n += 3.0 * o->launches;
-        else if (starts(o->name, "layernorm")) n += 5.0 * o->launches;
+        else if (starts(o->name, "rms_norm.")) n += (dt_inputs ? 2.0 : 3.0) * o->launches;
+        else if (starts(o->name, "rmsnorm.") || starts(o->name, "qknorm."))
+            n += unfused_rms_norm_saved(strchr(o->name, '.') + 1, dt_inputs) * o->launches;
+        else if (starts(o->name, "layernorm"))
+            n += (dt_inputs ? 3.0 : 5.0) * o->launches;
         else if (starts(o->name, "rope_complex.") && strstr(o->name, ".mul")) n += o->launches;
         else if (!strcmp(o->name, "mlp.act")) n += o->launches;
         else if (!strcmp(o->name, "mlp.mul")) n += 2.0 * o->launches;
@@ -709,7 +737,8 @@ static void pace(const system_spec *sys, const model_spec *m, const layout *l, c
     op_class cl[RECIPE_MAX_OPS];
     classify(r, m, &hc, cl);
     /* a checkpointed DTensor block's saved-tensor hooks (costs_of), on the host alone */
-    double saved = any_re && !moe && hc.ckpt_fwd + hc.ckpt_bwd > 0 ? ckpt_saved_tensors(r, cl) : 0;
+    double saved = any_re && !moe && hc.ckpt_fwd + hc.ckpt_bwd > 0 ? ckpt_saved_tensors(r, cl, false) : 0;
+    double detaches = any_re && !moe && hc.ckpt_detach > 0 ? ckpt_saved_tensors(r, cl, true) : 0;
     queue q = {0, 0, hf.plain, NULL}, qb = {0, 0, hb.plain, NULL};
     double f_end[2], b_end[2];
     for (int k = 0; k < 2; k++) {
@@ -722,7 +751,7 @@ static void pace(const system_spec *sys, const model_spec *m, const layout *l, c
         f_end[k] = q.gpu;
         run_fsdp(&qb, r, m, l, true, moe, h);
         qb.rec = h ? &h->pass_s[RECIPE_RECOMPUTE] : NULL;
-        q_host(&qb, saved * hb.ckpt_bwd);
+        q_host(&qb, saved * hb.ckpt_bwd + detaches * hb.ckpt_detach);
         qb.rec = NULL;
         if (any_re) run_pass(&qb, r, &hb, cl, false, true, h);
         run_pass(&qb, r, &hb, cl, true, false, h);

@@ -29,7 +29,7 @@ system_spec host_paced_host_scaled(const system_spec *sys, double k)
         &s.host_mcore_qk_norm_fwd_s, &s.host_mcore_qk_norm_bwd_s, &s.host_te_gemm_s,
         &s.host_eager_op_fwd_s, &s.host_eager_op_bwd_s, &s.host_sac_fwd_launch_s,
         &s.host_sac_replay_launch_s, &s.host_ckpt_fwd_saved_tensor_s,
-        &s.host_ckpt_bwd_saved_tensor_s};
+        &s.host_ckpt_bwd_saved_tensor_s, &s.host_ckpt_dtensor_detach_s};
     for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) *times[i] *= k;
     return s;
 }

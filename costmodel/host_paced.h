@@ -66,7 +66,7 @@ typedef struct {
 } host_paced;
 
 /* sys with every host time k times its own (system.h's host_eager_launch_s ...
- * host_ckpt_bwd_saved_tensor_s block: the times, not the ratios; host_memory_bytes and
+ * host_ckpt_dtensor_detach_s block: the times, not the ratios; host_memory_bytes and
  * host_adam_params_per_s kept); k = 0: a host that issues in no time. A new host time in
  * system.h joins the list in host_paced.c. */
 system_spec host_paced_host_scaled(const system_spec *sys, double k);

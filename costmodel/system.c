@@ -170,6 +170,7 @@ static const system_field fields[] = {
     F("host", "sac_replay_launch_s", host_sac_replay_launch_s, false, 0, 1e-2),
     F("host", "ckpt_fwd_saved_tensor_s", host_ckpt_fwd_saved_tensor_s, false, 0, 1e-3),
     F("host", "ckpt_bwd_saved_tensor_s", host_ckpt_bwd_saved_tensor_s, false, 0, 1e-3),
+    F("host", "ckpt_dtensor_detach_s", host_ckpt_dtensor_detach_s, false, 0, 1e-3),
     F("framework", "reserved_bytes", framework_reserved_bytes, true, 0, 1e11),
     F("framework", "cuda_context_bytes", cuda_context_bytes, false, 0, 1e11),
     F("framework", "nccl_communicator_bytes", nccl_communicator_bytes, false, 0, 1e11),

@@ -256,7 +256,7 @@ typedef struct {
     double pcie_bandwidth_bytes_per_s;  /* per GPU, per direction */
     double host_memory_bytes;           /* per node */
     double host_adam_params_per_s;      /* CPU Adam throughput per GPU's share of the host */
-    /* the host's times from here to host_ckpt_bwd_saved_tensor_s: host_paced.c
+    /* the host's times from here to host_ckpt_dtensor_detach_s: host_paced.c
      * host_paced_host_scaled lists each (a new one joins it there) */
     double host_eager_launch_s;         /* host time per kernel of an eager PyTorch step
                                            (host_dispatch.h); 0: not measured, no floor */
@@ -325,6 +325,9 @@ typedef struct {
                                             and in the backward (the recompute's pack and the
                                             unpack; bench/results/tpck27_2026-11-29,
                                             host_dispatch.c); 0: not measured, none */
+    double host_ckpt_dtensor_detach_s;   /* one DTensor detach: autograd's unpack of each saved
+                                            DTensor under those hooks (bench/results/
+                                            tpck27b_2026-11-29, host_dispatch.c); 0: none */
 
     /* per-GPU memory the framework takes outside the model's tensors: CUDA context, cuBLAS
      * workspaces, NCCL buffers, allocator fragmentation. */
