@@ -550,16 +550,16 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
          * kernel's fixed cost for all of them; so does transformers 5.x (hf_experts.h); the
          * fsdp2 trainer path's other model code one GEMM per expert */
         bool loop = expert_loop_applies(t, l); /* torchtitan's per-expert loop (expert_loop.h) */
-        int kernels = (l->framework == FRAMEWORK_FSDP2 && !hf_experts_applies(l)) || loop ? local
-                                                                                         : 1;
+        int kernels = (l->framework == FRAMEWORK_FSDP2 && !hf_experts_applies(l)) || loop ? local : 1;
         /* Megatron with Transformer Engine: GroupedLinear's GEMM per expert, the weight
          * gradient into main_grad (mcore_expert_gemm.h) */
         bool te = mcore_expert_gemm_applies(l);
         double ob = te ? 2 : 0, wb = te ? mcore_wgrad_out_bytes(t) : 0;
-        double f1 = rb_moe_experts_s(b, local, kernels, rows, up, h, ob) +
-                    rb_moe_experts_s(b, local, kernels, rows, h, down_in, ob);
-        double b1 = rb_moe_experts_fwd_bwd_s(b, local, kernels, rows, up, h, te, wb) +
-                    rb_moe_experts_fwd_bwd_s(b, local, kernels, rows, h, down_in, te, wb);
+        grouped_form fm = rb_grouped_mm_form(l, kernels, te), fk = fm ? GROUPED_K : fm;
+        double f1 = rb_moe_experts_s(b, local, kernels, rows, up, h, ob, fm) +
+                    rb_moe_experts_s(b, local, kernels, rows, h, down_in, ob, fm);
+        double b1 = rb_moe_experts_fwd_bwd_s(b, local, kernels, rows, up, h, te, wb, fm) +
+                    rb_moe_experts_fwd_bwd_s(b, local, kernels, rows, h, down_in, te, wb, fm);
         int ex = rb_op_add(b, "experts", RECIPE_GEMM, RECIPE_FWD, RECIPE_STREAM_COMPUTE,
                         RECIPE_OVERLAP_NONE, f1, 0);
         if (ex >= 0) {
@@ -587,17 +587,17 @@ static void build_layer(const model_spec *m, const system_spec *sys, const train
              * where the recipe prices one (kernels == local) */
             int first_item = items->n;
             rb_gemm_item(b, ex, RECIPE_FWD, "experts_up", RECIPE_FORM_FWD, rows, up, h, local, true,
-                      rb_moe_experts_s(b, local, kernels, rows, up, h, ob));
+                      rb_moe_experts_s(b, local, kernels, rows, up, h, ob, fm));
             rb_gemm_item(b, ex, RECIPE_BWD, "experts_up.dgrad", RECIPE_FORM_DGRAD, rows, h, up,
-                      local, true, rb_moe_experts_s(b, local, kernels, rows, h, up, ob));
+                      local, true, rb_moe_experts_s(b, local, kernels, rows, h, up, ob, fm));
             rb_gemm_item(b, ex, RECIPE_BWD, "experts_up.wgrad", RECIPE_FORM_WGRAD, up, h, rows,
-                      local, false, rb_moe_experts_s(b, local, kernels, h, up, rows, wb));
+                      local, false, rb_moe_experts_s(b, local, kernels, h, up, rows, wb, fk));
             rb_gemm_item(b, ex, RECIPE_FWD, "experts_down", RECIPE_FORM_FWD, rows, h, down_in,
-                      local, true, rb_moe_experts_s(b, local, kernels, rows, h, down_in, ob));
+                      local, true, rb_moe_experts_s(b, local, kernels, rows, h, down_in, ob, fm));
             rb_gemm_item(b, ex, RECIPE_BWD, "experts_down.dgrad", RECIPE_FORM_DGRAD, rows, down_in,
-                      h, local, true, rb_moe_experts_s(b, local, kernels, rows, down_in, h, ob));
+                      h, local, true, rb_moe_experts_s(b, local, kernels, rows, down_in, h, ob, fm));
             rb_gemm_item(b, ex, RECIPE_BWD, "experts_down.wgrad", RECIPE_FORM_WGRAD, h, down_in,
-                      rows, local, false, rb_moe_experts_s(b, local, kernels, down_in, h, rows, wb));
+                      rows, local, false, rb_moe_experts_s(b, local, kernels, down_in, h, rows, wb, fk));
             for (int i = first_item; i < items->n; i++)
                 items->item[i].looped = kernels > 1 && local > 1;
         }

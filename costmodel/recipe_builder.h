@@ -13,6 +13,7 @@
 #include "elementwise.h"
 #include "layer_recipe.h"
 #include "fsdp_copies.h"
+#include "grouped_rate.h"
 #include "precision.h"
 
 typedef struct {
@@ -155,12 +156,19 @@ void rb_pace_priced(const system_spec *sys, const model_spec *m, const layout *l
                     bool moe, recipe_time *price);
 
 /* recipe_moe.c: the experts' GEMM time of `local` experts of one shape in `kernels` launches
- * (out_bytes > 0: Transformer Engine's per-expert GEMMs with their output traffic), forward +
- * dgrad + wgrad of it, and the routing / per-expert-loop kernels around the experts op. */
+ * (out_bytes > 0: Transformer Engine's per-expert GEMMs with their output traffic; form other
+ * than GROUPED_NONE: one torch._grouped_mm of that form, priced from the system's measured
+ * table where it has one, grouped_rate.h), forward + dgrad + wgrad of it (grouped_mm: the
+ * three as torch._grouped_mm calls), and the routing / per-expert-loop kernels around the
+ * experts op. */
 double rb_moe_experts_s(const builder *b, int local, int kernels, double m, double n, double k,
-                        double out_bytes);
+                        double out_bytes, grouped_form form);
 double rb_moe_experts_fwd_bwd_s(const builder *b, int local, int kernels, double m, double n,
-                                double k, bool te, double wgrad_bytes);
+                                double k, bool te, double wgrad_bytes, grouped_form form);
+/* GROUPED_M where the experts' GEMMs are torch._grouped_mm calls (one kernel for the local
+ * experts, no Transformer Engine, Hugging Face's grouped_mm experts or torchtitan's
+ * GroupedExperts), else GROUPED_NONE */
+grouped_form rb_grouped_mm_form(const layout *l, int kernels, bool te);
 void rb_hf_routing_ops(builder *b, const model_spec *m, const layout *l, double tokens,
                        int experts_op);
 /* gather: training_spec.moe_gather_routing (gather_moe.h); padded: grouped experts */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "expert_loop.h"
+#include "compute.h"
 #include "gather_moe.h"
 #include "hf_experts.h"
 #include "mcore_expert_gemm.h"
@@ -78,28 +79,47 @@ void rb_expert_loop_act(recipe *r, int local)
  * format (bf16 or low precision) as gemm_s. out_bytes > 0: Transformer Engine's per-expert
  * GEMMs, each with its output traffic of out_bytes per element (mcore_expert_gemm.h). */
 double rb_moe_experts_s(const builder *b, int local, int kernels, double m, double n,
-                            double k, double out_bytes)
+                            double k, double out_bytes, grouped_form form)
 {
     if (out_bytes > 0) {
         double math_s, in_bytes;
         rb_gemm_parts(b, m, n, k, &math_s, &in_bytes);
         return local * mcore_expert_gemm_s(b->sys, math_s, in_bytes, m, n, k, out_bytes);
     }
+    double ratio;
+    if (form != GROUPED_NONE && kernels == 1 && local >= 1 && (!b->lp || b->keep_bf16) &&
+        m > 0 && n > 0 && k > 0 &&
+        grouped_table_ratio(&b->sys->grouped_gemm_rates, form, local, form == GROUPED_K ? k : m,
+                            n, form == GROUPED_K ? m : k, &ratio))
+        /* the measured call's time (its launch inside it): the flat model's math term at the
+         * measured rate ratio (grouped_rate.h), at most the flat rate: a grouped call does the
+         * dense GEMM's tiles plus its groups' edges, and the table's ratios over 1 (to 1.16,
+         * large experts at ~1k rows) are within the run's own dense-rate spread (633-684
+         * TFLOP/s) and its short timed windows, not a faster kernel (grpmm27 README) */
+        return local * compute_gemm_math_s(b->sys, b->sys->peak_bf16_flops_per_s,
+                                           ratio < 1 ? ratio : 1, m, n, k);
     double one = rb_gemm_s(b, m, n, k);
     if (kernels != 1) return local * one;
     if (local < 1 || one <= 0) return 0;
     return local * (one - b->sys->gemm_overhead_s) + b->sys->gemm_overhead_s;
 }
 
+grouped_form rb_grouped_mm_form(const layout *l, int kernels, bool te)
+{
+    return kernels == 1 && !te && (hf_experts_applies(l) || titan_moe_applies(l)) ? GROUPED_M
+                                                                                 : GROUPED_NONE;
+}
+
 /* Forward + dgrad + wgrad of moe_experts_s, as compute_gemm_fwd_bwd_s composes them; under
  * Transformer Engine (te) the outputs in bf16 and the weight gradient's in wgrad_bytes. */
 double rb_moe_experts_fwd_bwd_s(const builder *b, int local, int kernels, double m, double n,
-                                    double k, bool te, double wgrad_bytes)
+                                    double k, bool te, double wgrad_bytes, grouped_form form)
 {
     double o = te ? 2 : 0, w = te ? wgrad_bytes : 0;
-    return rb_moe_experts_s(b, local, kernels, m, n, k, o) +
-           rb_moe_experts_s(b, local, kernels, m, k, n, o) +
-           rb_moe_experts_s(b, local, kernels, k, n, m, w);
+    grouped_form fm = form, fk = form != GROUPED_NONE ? GROUPED_K : GROUPED_NONE;
+    return rb_moe_experts_s(b, local, kernels, m, n, k, o, fm) +
+           rb_moe_experts_s(b, local, kernels, m, k, n, o, fm) +
+           rb_moe_experts_s(b, local, kernels, k, n, m, w, fk);
 }
 
 /* GroupedLinear quantizes two tensors per expert in each pass (fc1's and fc2's input forward,

@@ -381,6 +381,9 @@ cm_status system_from_json(const json_t *root, const char *path, const char *nam
     cm_status st = attn_table_from_json(json_object_get(root, "attention_rates"), path,
                                         &sys->attention_rates, err, errlen);
     if (st != CM_OK) return st;
+    st = grouped_table_from_json(json_object_get(root, "grouped_gemm_rates"), path,
+                                 &sys->grouped_gemm_rates, err, errlen);
+    if (st != CM_OK) return st;
     st = ep_rates_from_json(node ? json_object_get(node, "hybridep_algbw") : NULL, path,
                             "node.hybridep_algbw", &sys->hybridep_algbw, err, errlen);
     if (st != CM_OK) return st;

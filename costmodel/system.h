@@ -16,6 +16,7 @@
 
 #include "attention_rate.h"
 #include "fp8_shape.h"
+#include "grouped_rate.h"
 
 #include "status.h"
 
@@ -182,6 +183,9 @@ typedef struct {
     double attention_efficiency;       /* achieved/peak of fused (flash) attention, fwd+bwd */
     attn_table attention_rates;        /* measured rates by shape ("attention_rates"; n 0: none,
                                           attention_efficiency stands), attention_rate.h */
+    grouped_table grouped_gemm_rates;  /* torch._grouped_mm's rate by expert shape
+                                          ("grouped_gemm_rates"; n 0: the flat GEMM rate
+                                          stands), grouped_rate.h */
     int sm_count;                      /* streaming multiprocessors (0: not given; overlap.c) */
     /* Burst figures derated to the power cap (burst_sustain.h; 0: the figures are sustained):
      * the family's reference sustained/burst ratio, its cap and highest SM clock, this GPU's
