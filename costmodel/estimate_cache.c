@@ -64,6 +64,31 @@ void estimate_cache_expect(estimate_cache *c, long layouts)
     }
 }
 
+/* The bytes of the field at offset, width bytes, cleared in mask. */
+static void clear_field(unsigned long *mask, size_t offset, size_t width)
+{
+    memset((unsigned char *)mask + offset, 0, width);
+}
+
+/* c->probe_mask from c->held_mask: the fields estimate_search.c's layer_costs probe clears
+ * (its comment lists them; each one's cleared value, 0, false, SHARDING_DDP, is zero bytes) */
+static void probe_masks(estimate_cache *c)
+{
+    _Static_assert(SHARDING_DDP == 0, "the probe clears the sharding to zero bytes");
+    for (int i = 0; i < PROBE_MASKS; i++) {
+        unsigned long *pm = c->probe_mask[i];
+        memcpy(pm, c->held_mask, sizeof c->held_mask);
+        clear_field(pm, offsetof(layout, recompute_layers), sizeof(int));
+        clear_field(pm, offsetof(layout, optimizer_offload_pct), sizeof(int));
+        clear_field(pm, offsetof(layout, pp_first_layers), sizeof(int));
+        clear_field(pm, offsetof(layout, pp_last_layers), sizeof(int));
+        clear_field(pm, offsetof(layout, overlap_grad_reduce), sizeof(bool));
+        clear_field(pm, offsetof(layout, overlap_param_gather), sizeof(bool));
+        if (i != PROBE_FSDP) clear_field(pm, offsetof(layout, sharding), sizeof(layout_sharding));
+        if (i == PROBE_MEGATRON) clear_field(pm, offsetof(layout, fp8_param_gather), sizeof(bool));
+    }
+}
+
 estimate_cache *estimate_cache_new_for(long layouts)
 {
     estimate_cache *c = calloc(1, sizeof(estimate_cache));
@@ -88,6 +113,7 @@ estimate_cache *estimate_cache_new_for(long layouts)
     }
     for (size_t b = 0; b < sizeof(layout); b++)
         if (held[b]) ((unsigned char *)c->held_mask)[b] = 0xff;
+    probe_masks(c);
     return c;
 }
 void estimate_cache_free(estimate_cache *c)

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 
+enum { PROBE_FSDP, PROBE_OTHER, PROBE_MEGATRON, PROBE_MASKS };
 enum { CACHE_ENTRIES = 8, PRICED_SLOTS_MIN = 1 << 10, PRICED_SLOTS_MAX = 1 << 15,
        TWIN_SLOTS = 256 };
 
@@ -25,7 +26,7 @@ enum { KIND_DENSE, KIND_MOE, KINDS };
 
 typedef struct {
     bool used;
-    layout key;              /* the cleared layout (cache_key), its padding zeroed */
+    layout key;              /* the cleared layout (estimate_cache_key), padding zeroed */
     unsigned long hash;      /* the key's (lookup_key) */
     recipe r;                /* the kind's layer */
     int r_rc;                /* the recompute setting r's flags hold (recipe_set_recompute;
@@ -38,10 +39,10 @@ typedef struct {
     layer_time head[3];
 } cache_entry;
 
-/* A key's layer priced under one recompute setting, kept after its recipe leaves the entries
- * above: the search meets a key again one pipeline size later (the key holds no dp or pp for
- * Megatron without FSDP, cache_key), long after eight other keys. Direct-mapped by the hash
- * (of key, kind and recompute); a slot is overwritten by the next key that maps to it. */
+/* A key's layer priced under one recompute setting, kept after its recipe leaves the entries above:
+ * the search meets a key again one pipeline size later (the key holds no dp or pp for Megatron
+ * without FSDP, estimate_cache_key), long after eight other keys. Direct-mapped by the hash (of
+ * key, kind and recompute); a slot is overwritten by the next key that maps to it. */
 typedef struct {
     bool used;
     int rc, kind;
@@ -108,6 +109,14 @@ struct estimate_cache {
     /* 0xff for each byte of a layout a codec field holds, 0 for the rest (padding): a key is
      * the layout's words masked with it */
     unsigned long held_mask[(sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long)];
+    /* held_mask less the bytes of the fields the last costs' probe clears (estimate_search.c
+     * layer_costs): [PROBE_FSDP] a layout with FSDP sharding keeps its sharding and
+     * --fp8-param-gather; [PROBE_OTHER] another clears its sharding to DDP (0); [PROBE_MEGATRON]
+     * Megatron without FSDP clears --fp8-param-gather too. Every cleared field's cleared value
+     * is all zero bytes, so the probe is the layout's words masked (speed27: the fields cleared
+     * one by one and the words masked after stalled each masked word's load on those stores) */
+    unsigned long probe_mask[PROBE_MASKS]
+                           [(sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long)];
     bool have_counts;
     /* layouts seen to fit (twin_fits), and whether a pruned layout may skip its memory
      * breakdown (estimate_cache_skip_pruned_memory) */
@@ -125,16 +134,16 @@ struct estimate_cache {
     size_t n_stored;
     cache_entry e[KINDS][CACHE_ENTRIES];
     int next[KINDS];              /* round-robin eviction */
-    /* the last layer costs (layer_costs) of each [tp_comm_overlap][recompute][Megatron-FSDP],
-     * keyed by the layout with the fields that cache_key clears and the list's neighbours vary
-     * (the sharding loop's DDP and distributed optimizer and their DP overlap knobs, the
-     * uneven split that follows each layout, the memory knobs' tries) cleared: a layout equal
-     * to one byte for byte has its key, so its costs. A layout's overlap variants alternate
-     * the first index; the recompute loop, innermost, the second; a Megatron-FSDP layout's
-     * bound reads its DDP form's costs (fsdp_layers_lower_bound) between its own. The last
-     * index, 2 x precision + fp8_param_gather (the probe's: cleared where no recipe reads it),
-     * keeps a searched precision's apart from the others', which follow each layout in the
-     * list (search.c emit: before speed12 they took turns in one slot and never hit). */
+    /* the last layer costs (layer_costs) of each [tp_comm_overlap][recompute][Megatron-FSDP], keyed
+     * by the layout with the fields that estimate_cache_key clears and the list's neighbours vary
+     * (the sharding loop's DDP and distributed optimizer and their DP overlap knobs, the uneven
+     * split that follows each layout, the memory knobs' tries) cleared: a layout equal to one byte
+     * for byte has its key, so its costs. A layout's overlap variants alternate the first index;
+     * the recompute loop, innermost, the second; a Megatron-FSDP layout's bound reads its DDP
+     * form's costs (fsdp_layers_lower_bound) between its own. The last index, 2 x precision +
+     * fp8_param_gather (the probe's: cleared where no recipe reads it), keeps a searched
+     * precision's apart from the others', which follow each layout in the list (search.c emit:
+     * before speed12 they took turns in one slot and never hit). */
     bool have_last[2][3][2][2 * PRECISION_COUNT];
     layout last[2][3][2][2 * PRECISION_COUNT];
     layer_kinds last_kinds[2][3][2][2 * PRECISION_COUNT];
@@ -157,6 +166,29 @@ struct estimate_cache {
     layout check_key;
     training_spec check_t;
 };
+
+/* The layer-cost cache's keys (estimate_cache_key.c). A lookup's key: estimate_cache_key with
+ * every byte no codec field holds zeroed (layout_codec.h: a field added there is part of it),
+ * compared bytewise (equal bytes are equal fields), and its hash. */
+typedef struct {
+    layout k;
+    unsigned long hash;
+} lookup_key;
+/* l with the fields no layer recipe reads cleared (its comment lists them and why) */
+layout estimate_cache_key(const layout *l);
+/* FNV-1a over k's 8-byte words and its tail */
+unsigned long estimate_key_hash(const layout *k);
+/* every byte of k no codec field holds zeroed (c->held_mask) */
+void estimate_key_mask(const estimate_cache *c, layout *k);
+/* dst = src's words masked with mask (held_mask's shape) */
+void estimate_key_masked_copy(layout *dst, const layout *src, const unsigned long *mask);
+/* l's whole key (the MoE kind's, or a dense model's dense kind's) */
+void estimate_key_of(const estimate_cache *c, const layout *l, lookup_key *key);
+/* an MoE model's dense kind's key from its whole one: the expert fields cleared */
+void estimate_key_dense(const lookup_key *whole, lookup_key *key);
+/* both of l's keys of an MoE model (estimate_key_of, estimate_key_dense), hashed in one pass */
+void estimate_key_moe_pair(const estimate_cache *c, const layout *l, lookup_key *whole,
+                           lookup_key *dense);
 
 /* layout_check(l) == CM_OK (estimate_search.c's check of a listed layout), its precision-blind
  * half (layout_check_base) from c where l's bf16 form is the last one checked: a search of

@@ -1,0 +1,150 @@
+/*
+ * estimate_cache_key.c — the layer-cost cache's keys (estimate_cache_internal.h): which fields
+ * of a layout a layer recipe does not read (cleared), the key's bytes (padding zeroed), its
+ * hash, and the masked probe of the cache's last costs. Apart from estimate_search.c, which
+ * looks the keys up (speed27: that file had reached its 800 lines).
+ */
+#include "estimate_cache_internal.h"
+
+#include <string.h>
+
+/* The fields a layer recipe does not read, cleared (estimate_search.c's header comment). */
+layout estimate_cache_key(const layout *l)
+{
+    layout k = *l;
+    k.recompute = RECOMPUTE_NONE;
+    k.recompute_layers = 0;
+    if (k.sharding != SHARDING_FSDP) k.sharding = SHARDING_DDP;
+    k.overlap_grad_reduce = k.overlap_param_gather = false;
+    k.vpp = 1;
+    k.pp_first_layers = k.pp_last_layers = 0; /* how many layers a stage, not what one costs */
+    k.optimizer_offload_pct = 0; /* the optimizer step only */
+    /* the pipeline schedule: read by the bubble (estimate.c, pp_schedule.c), the stage split
+     * (pp_split.c), the memory (memory.c, memory_phases.c, memory_memo.c, memory_params.c and
+     * memory_holes.c through layout_head_stage) and the rules, never by a layer's or the loss
+     * head's recipe (layer_recipe.c, recipe_head_mtp: the head's FSDP2 root copies take the
+     * last stage, pp - 1); torchtitan's layouts are listed under each schedule (speed26) */
+    k.pp_schedule = PP_SCHEDULE_DEFAULT;
+    /* the rank order places the DP, expert-DP and PP groups only (layout_place.c), which no
+     * recipe prices without FSDP, and Megatron-FSDP refuses the other order */
+    if (k.sharding != SHARDING_FSDP) k.rank_order = RANK_ORDER_DP_PP;
+    /* Megatron without FSDP: the recipes read dp and pp only as layout_gpus(l) == 1 (alone:
+     * elementwise.c). What they read of the layout (layer_recipe.c, recipe_builder.c,
+     * recipe_price.c, host_dispatch.c, elementwise.c, moe_dispatch.c, overlap.c's TP terms,
+     * async_tp.c, recompute_modules.c, precision.c's rules, attention_rate.c): tp, cp, ep,
+     * etp, mbs, sp, the precision fields, the implementation, recompute (flags only) and
+     * tp_comm_overlap; dp only in the FSDP branches (the shard group) and through
+     * layout_gpus; pp only in recipe_head's FSDP2 root copies (fsdp_copies_apply: FSDP2 or
+     * torchtitan with FSDP). The training spec's global batch, which follows dp under
+     * --gbs-policy nearest, is read by none of them. */
+    if (k.framework == FRAMEWORK_MEGATRON && k.sharding != SHARDING_FSDP) {
+        k.dp = layout_gpus(l) == 1; /* 1: alone, 0: not */
+        k.pp = 1;
+        /* --fp8-param-gather: read by a recipe only in the FSDP unit's all-gather
+         * (layer_recipe.c rb_fsdp_unit, precision_param_gather_bytes); the distributed
+         * optimizer's FP8 gather is the DP sync's (dp_sync.c) and its memory memory.c's, so
+         * the variant with it shares the one without's recipes (speed12) */
+        k.fp8_param_gather = false;
+    }
+    return k;
+}
+
+/* FNV-1a over the key's 8-byte words and its tail. */
+unsigned long estimate_key_hash(const layout *k)
+{
+    const unsigned char *b = (const unsigned char *)k;
+    unsigned long h = 1469598103934665603ul;
+    size_t i = 0;
+    for (; i + sizeof(unsigned long) <= sizeof *k; i += sizeof(unsigned long)) {
+        unsigned long w;
+        memcpy(&w, b + i, sizeof w);
+        h = (h ^ w) * 1099511628211ul;
+    }
+    for (; i < sizeof *k; i++) h = (h ^ b[i]) * 1099511628211ul;
+    return h ^ (h >> 29);
+}
+
+/* Every byte of k no codec field holds (padding, whatever it held) zeroed: the words masked
+ * (the tail of a layout whose size is not a multiple of a word masked bytewise). */
+void estimate_key_mask(const estimate_cache *c, layout *k)
+{
+    unsigned char *kb = (unsigned char *)k;
+    const unsigned char *mb = (const unsigned char *)c->held_mask;
+    size_t i = 0;
+    for (; i + sizeof(unsigned long) <= sizeof *k; i += sizeof(unsigned long)) {
+        unsigned long w, mw;
+        memcpy(&w, kb + i, sizeof w);
+        memcpy(&mw, mb + i, sizeof mw);
+        w &= mw;
+        memcpy(kb + i, &w, sizeof w);
+    }
+    for (; i < sizeof *k; i++) kb[i] &= mb[i];
+}
+
+/* dst = src's words masked with mask (a layout's worth of words: held_mask's shape). */
+void estimate_key_masked_copy(layout *dst, const layout *src, const unsigned long *mask)
+{
+    const unsigned char *sb = (const unsigned char *)src, *mb = (const unsigned char *)mask;
+    unsigned char *db = (unsigned char *)dst;
+    size_t i = 0;
+    for (; i + sizeof(unsigned long) <= sizeof *dst; i += sizeof(unsigned long)) {
+        unsigned long w, mw;
+        memcpy(&w, sb + i, sizeof w);
+        memcpy(&mw, mb + i, sizeof mw);
+        w &= mw;
+        memcpy(db + i, &w, sizeof w);
+    }
+    for (; i < sizeof *dst; i++) db[i] = sb[i] & mb[i];
+}
+
+/* l's whole key (the MoE kind's, or a dense model's dense kind's) into key. */
+void estimate_key_of(const estimate_cache *c, const layout *l, lookup_key *key)
+{
+    layout k = estimate_cache_key(l);
+    estimate_key_mask(c, &k);
+    key->k = k;
+    key->hash = estimate_key_hash(&key->k);
+}
+
+/* The dense kind's key of an MoE model, from the whole one: the expert fields cleared. */
+void estimate_key_dense(const lookup_key *whole, lookup_key *key)
+{
+    key->k = whole->k;
+    key->k.ep = 1;
+    key->k.etp = 0;
+    key->k.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+    key->hash = estimate_key_hash(&key->k);
+}
+
+/* An MoE model's whole key of l and its dense kind's (estimate_key_of, estimate_key_dense), the two
+ * hashes taken in one pass: two FNV-1a chains side by side, each word's multiply waiting on the one
+ * before it in its own chain alone (speed27: one after the other, the chains' latency was a third
+ * of the lookup's time). The same values as those two. */
+void estimate_key_moe_pair(const estimate_cache *c, const layout *l, lookup_key *whole,
+                           lookup_key *dense)
+{
+    layout k = estimate_cache_key(l);
+    estimate_key_mask(c, &k);
+    whole->k = k;
+    dense->k = k;
+    dense->k.ep = 1;
+    dense->k.etp = 0;
+    dense->k.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+    const unsigned char *a = (const unsigned char *)&whole->k;
+    const unsigned char *b = (const unsigned char *)&dense->k;
+    unsigned long ha = 1469598103934665603ul, hb = ha;
+    size_t i = 0;
+    for (; i + sizeof(unsigned long) <= sizeof k; i += sizeof(unsigned long)) {
+        unsigned long wa, wb;
+        memcpy(&wa, a + i, sizeof wa);
+        memcpy(&wb, b + i, sizeof wb);
+        ha = (ha ^ wa) * 1099511628211ul;
+        hb = (hb ^ wb) * 1099511628211ul;
+    }
+    for (; i < sizeof k; i++) {
+        ha = (ha ^ a[i]) * 1099511628211ul;
+        hb = (hb ^ b[i]) * 1099511628211ul;
+    }
+    whole->hash = ha ^ (ha >> 29);
+    dense->hash = hb ^ (hb >> 29);
+}
