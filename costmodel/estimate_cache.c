@@ -163,7 +163,7 @@ bool estimate_cache_layout_ok(estimate_cache *c, const model_spec *m, const syst
     /* compared byte for byte, padding and all: equal bytes are equal fields (a layout and
      * its precisions are copies of one, search.c emit, so their padding agrees) */
     layout b = precision_bf16_layout(l);
-    if (!c->have_check || c->check_m != m || memcmp(&b, &c->check_key, sizeof b) ||
+    if (!c->have_check || c->check_m != m || !estimate_same_layout(&b, &c->check_key) ||
         memcmp(t, &c->check_t, sizeof *t)) {
         c->check_ok = layout_check_base(m, t, &b) == CM_OK;
         c->check_key = b;

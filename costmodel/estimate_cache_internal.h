@@ -11,6 +11,7 @@
 #include "precision.h"
 
 #include <stddef.h>
+#include <string.h>
 
 enum { PROBE_FSDP, PROBE_OTHER, PROBE_MEGATRON, PROBE_MASKS };
 enum { CACHE_ENTRIES = 8, PRICED_SLOTS_MIN = 1 << 10, PRICED_SLOTS_MAX = 1 << 15,
@@ -166,6 +167,24 @@ struct estimate_cache {
     layout check_key;
     training_spec check_t;
 };
+
+/* Whether a and b hold the same bytes, as !memcmp(a, b, sizeof(layout)): the words XORed and
+ * ORed together, inline (speed27: memcmp's call was 5% of DeepSeek-V3's search at 16384 GPUs,
+ * nearly all of it comparing keys equal or nearly so, where it cannot stop early). */
+static inline bool estimate_same_layout(const layout *a, const layout *b)
+{
+    const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
+    unsigned long d = 0;
+    size_t i = 0;
+    for (; i + sizeof(unsigned long) <= sizeof(layout); i += sizeof(unsigned long)) {
+        unsigned long wx, wy;
+        memcpy(&wx, x + i, sizeof wx);
+        memcpy(&wy, y + i, sizeof wy);
+        d |= wx ^ wy;
+    }
+    for (; i < sizeof(layout); i++) d |= (unsigned long)(x[i] ^ y[i]);
+    return d == 0;
+}
 
 /* The layer-cost cache's keys (estimate_cache_key.c). A lookup's key: estimate_cache_key with
  * every byte no codec field holds zeroed (layout_codec.h: a field added there is part of it),

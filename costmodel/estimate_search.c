@@ -51,7 +51,7 @@ static cache_entry *entry_of(estimate_cache *c, int kind, const lookup_key *key)
 {
     for (int i = 0; i < CACHE_ENTRIES; i++) {
         cache_entry *e = &c->e[kind][i];
-        if (e->used && e->hash == key->hash && !memcmp(&e->key, &key->k, sizeof key->k))
+        if (e->used && e->hash == key->hash && estimate_same_layout(&e->key, &key->k))
             return e;
     }
     return NULL;
@@ -62,7 +62,7 @@ static priced_slot *slot_of(estimate_cache *c, const lookup_key *key, int kind, 
 {
     priced_slot *slot = &c->priced[hash & (c->n_priced - 1)];
     if (slot->used && slot->hash == hash && slot->rc == rc && slot->kind == kind &&
-        !memcmp(&slot->key, &key->k, sizeof key->k))
+        estimate_same_layout(&slot->key, &key->k))
         return slot;
     return NULL;
 }
@@ -119,7 +119,7 @@ static void make_recipe(estimate_cache *c, const model_spec *m, const system_spe
     bool moe = kind == KIND_MOE;
     stored_recipe *st = &c->stored[(key->hash ^ (unsigned long)kind) & (c->n_stored - 1)];
     if (st->used && st->hash == key->hash && st->kind == kind &&
-        !memcmp(&st->key, &key->k, sizeof key->k)) {
+        estimate_same_layout(&st->key, &key->k)) {
         int n_ops;
         memcpy(&n_ops, st->bytes + offsetof(recipe, n_ops), sizeof n_ops);
         memcpy(r, st->bytes, offsetof(recipe, op) + (size_t)n_ops * sizeof r->op[0]);
@@ -255,7 +255,7 @@ static const layer_kinds *layer_costs(estimate_cache *c, const model_spec *m,
     int p = (int)probe.precision * 2 + (probe.fp8_param_gather ? 1 : 0);
     layer_kinds *kinds = &c->last_kinds[v][rc][fsdp][p];
     if (c->have_last[v][rc][fsdp][p] &&
-        !memcmp(&probe, &c->last[v][rc][fsdp][p], sizeof probe)) {
+        estimate_same_layout(&probe, &c->last[v][rc][fsdp][p])) {
         c->hits += model_is_moe(m) ? 2 : 1;
         return kinds;
     }
@@ -405,7 +405,7 @@ static bool seen_fit(const estimate_cache *c, const layout *l)
     lookup_key key;
     if (!fit_key(c, l, &key)) return false;
     const twin_slot *t = &c->twin[key.hash & (TWIN_SLOTS - 1)];
-    return t->used && t->hash == key.hash && !memcmp(&t->key, &key.k, sizeof key.k);
+    return t->used && t->hash == key.hash && estimate_same_layout(&t->key, &key.k);
 }
 
 static bool twin_fits(const estimate_cache *c, const training_spec *t, const layout *l)
@@ -503,7 +503,7 @@ static bool memory_twin_get(estimate_cache *c, const system_spec *sys, const tra
     lookup_key key;
     const memory_twin_slot *s = memory_twin(c, t, l, RECOMPUTE_SELECTIVE, &key);
     if (!s || !s->used || s->hash != key.hash || s->sys != sys ||
-        memcmp(&s->key, &key.k, sizeof key.k) || memcmp(&s->t, t, sizeof *t))
+        !estimate_same_layout(&s->key, &key.k) || memcmp(&s->t, t, sizeof *t))
         return false;
     *out = s->memory;
     return true;

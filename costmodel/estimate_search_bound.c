@@ -100,7 +100,7 @@ double estimate_search_fsdp_layers_lb(estimate_cache *c, const model_spec *m,
     if (memo)
         for (int i = 0; i < FSDP_LB_MEMO; i++)
             if (c->fsdp_lb[i].used && c->fsdp_lb[i].m == m && c->fsdp_lb[i].sys == sys &&
-                !memcmp(&c->fsdp_lb[i].key, &key, sizeof key))
+                estimate_same_layout(&c->fsdp_lb[i].key, &key))
                 return c->fsdp_lb[i].lb_s;
     layout ld = *l;
     ld.sharding = SHARDING_DDP;
