@@ -114,6 +114,7 @@ estimate_cache *estimate_cache_new_for(long layouts)
     for (size_t b = 0; b < sizeof(layout); b++)
         if (held[b]) ((unsigned char *)c->held_mask)[b] = 0xff;
     probe_masks(c);
+    estimate_key_masks(c);
     return c;
 }
 void estimate_cache_free(estimate_cache *c)

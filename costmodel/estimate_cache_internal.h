@@ -14,6 +14,10 @@
 #include <string.h>
 
 enum { PROBE_FSDP, PROBE_OTHER, PROBE_MEGATRON, PROBE_MASKS };
+/* estimate_cache_key's cases (estimate_cache_key.c key_case): FSDP sharding; another sharding
+ * outside Megatron; Megatron without FSDP on several GPUs; the same alone (layout_gpus 1) */
+enum { KEY_FSDP, KEY_OTHER, KEY_MEGATRON, KEY_MEGATRON_ALONE, KEY_CASES };
+enum { LAYOUT_WORDS = (sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long) };
 enum { CACHE_ENTRIES = 8, PRICED_SLOTS_MIN = 1 << 10, PRICED_SLOTS_MAX = 1 << 15,
        TWIN_SLOTS = 256 };
 
@@ -116,8 +120,15 @@ struct estimate_cache {
      * Megatron without FSDP clears --fp8-param-gather too. Every cleared field's cleared value
      * is all zero bytes, so the probe is the layout's words masked (speed27: the fields cleared
      * one by one and the words masked after stalled each masked word's load on those stores) */
-    unsigned long probe_mask[PROBE_MASKS]
-                           [(sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long)];
+    unsigned long probe_mask[PROBE_MASKS][LAYOUT_WORDS];
+    /* estimate_cache_key's bytes masked, as words: a case's key is the layout's words ANDed with
+     * key_mask and ORed with key_set (the fields it sets to a value: vpp 1, and under Megatron
+     * without FSDP pp 1 and dp 1 alone / 0), within held_mask; an MoE model's dense kind's key
+     * is the whole key's ANDed with dense_mask and ORed with dense_set (ep 1, etp and the
+     * dispatcher 0). estimate_cache_key.c key_masks; test_layer_cache checks them against
+     * estimate_cache_key (speed27: its field stores stalled the key's word loads) */
+    unsigned long key_mask[KEY_CASES][LAYOUT_WORDS], key_set[KEY_CASES][LAYOUT_WORDS];
+    unsigned long dense_mask[LAYOUT_WORDS], dense_set[LAYOUT_WORDS];
     bool have_counts;
     /* layouts seen to fit (twin_fits), and whether a pruned layout may skip its memory
      * breakdown (estimate_cache_skip_pruned_memory) */
@@ -205,6 +216,8 @@ void estimate_key_masked_copy(layout *dst, const layout *src, const unsigned lon
 void estimate_key_of(const estimate_cache *c, const layout *l, lookup_key *key);
 /* an MoE model's dense kind's key from its whole one: the expert fields cleared */
 void estimate_key_dense(const lookup_key *whole, lookup_key *key);
+/* c's key masks (estimate_cache.c, once held_mask is set) */
+void estimate_key_masks(estimate_cache *c);
 /* both of l's keys of an MoE model (estimate_key_of, estimate_key_dense), hashed in one pass */
 void estimate_key_moe_pair(const estimate_cache *c, const layout *l, lookup_key *whole,
                            lookup_key *dense);

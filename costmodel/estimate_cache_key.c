@@ -6,6 +6,7 @@
  */
 #include "estimate_cache_internal.h"
 
+#include <stddef.h>
 #include <string.h>
 
 /* The fields a layer recipe does not read, cleared (estimate_search.c's header comment). */
@@ -47,6 +48,65 @@ layout estimate_cache_key(const layout *l)
         k.fp8_param_gather = false;
     }
     return k;
+}
+
+/* The bytes of a field, width bytes at offset, set in mask (0xff) or cleared (0). */
+static void field_bytes(unsigned long *mask, size_t offset, size_t width, int value)
+{
+    memset((unsigned char *)mask + offset, value, width);
+}
+
+/* estimate_cache_key's fields as masks (the cache's key_mask, key_set; dense_mask, dense_set):
+ * each field it clears is cleared in every case's mask, each it sets to a value is cleared in
+ * the mask and holds the value in the set words, all within held_mask. */
+void estimate_key_masks(estimate_cache *c)
+{
+    for (int k = 0; k < KEY_CASES; k++) {
+        unsigned long *km = c->key_mask[k];
+        layout set;
+        memset(&set, 0, sizeof set);
+        memcpy(km, c->held_mask, sizeof c->held_mask);
+        field_bytes(km, offsetof(layout, recompute), sizeof(layout_recompute), 0);
+        field_bytes(km, offsetof(layout, recompute_layers), sizeof(int), 0);
+        field_bytes(km, offsetof(layout, overlap_grad_reduce), sizeof(bool), 0);
+        field_bytes(km, offsetof(layout, overlap_param_gather), sizeof(bool), 0);
+        field_bytes(km, offsetof(layout, vpp), sizeof(int), 0);
+        set.vpp = 1;
+        field_bytes(km, offsetof(layout, pp_first_layers), sizeof(int), 0);
+        field_bytes(km, offsetof(layout, pp_last_layers), sizeof(int), 0);
+        field_bytes(km, offsetof(layout, optimizer_offload_pct), sizeof(int), 0);
+        field_bytes(km, offsetof(layout, pp_schedule), sizeof(layout_pp_schedule), 0);
+        if (k != KEY_FSDP) { /* to SHARDING_DDP and RANK_ORDER_DP_PP: zero bytes */
+            field_bytes(km, offsetof(layout, sharding), sizeof(layout_sharding), 0);
+            field_bytes(km, offsetof(layout, rank_order), sizeof(layout_rank_order), 0);
+        }
+        if (k == KEY_MEGATRON || k == KEY_MEGATRON_ALONE) {
+            field_bytes(km, offsetof(layout, dp), sizeof(int), 0);
+            set.dp = k == KEY_MEGATRON_ALONE;
+            field_bytes(km, offsetof(layout, pp), sizeof(int), 0);
+            set.pp = 1;
+            field_bytes(km, offsetof(layout, fp8_param_gather), sizeof(bool), 0);
+        }
+        memcpy(c->key_set[k], &set, sizeof set);
+        for (int w = 0; w < LAYOUT_WORDS; w++) c->key_set[k][w] &= c->held_mask[w];
+    }
+    layout dset;
+    memset(&dset, 0, sizeof dset);
+    memset(c->dense_mask, 0xff, sizeof c->dense_mask);
+    field_bytes(c->dense_mask, offsetof(layout, ep), sizeof(int), 0);
+    dset.ep = 1;
+    field_bytes(c->dense_mask, offsetof(layout, etp), sizeof(int), 0);
+    field_bytes(c->dense_mask, offsetof(layout, moe_dispatcher), sizeof(layout_moe_dispatcher), 0);
+    memcpy(c->dense_set, &dset, sizeof dset);
+    for (int w = 0; w < LAYOUT_WORDS; w++) c->dense_set[w] &= c->held_mask[w];
+}
+
+/* l's case of estimate_cache_key (KEY_*). */
+static int key_case(const layout *l)
+{
+    if (l->sharding == SHARDING_FSDP) return KEY_FSDP;
+    if (l->framework != FRAMEWORK_MEGATRON) return KEY_OTHER;
+    return layout_gpus(l) == 1 ? KEY_MEGATRON_ALONE : KEY_MEGATRON;
 }
 
 /* FNV-1a over the key's 8-byte words and its tail. */
@@ -97,13 +157,24 @@ void estimate_key_masked_copy(layout *dst, const layout *src, const unsigned lon
     for (; i < sizeof *dst; i++) db[i] = sb[i] & mb[i];
 }
 
-/* l's whole key (the MoE kind's, or a dense model's dense kind's) into key. */
+/* l's whole key (the MoE kind's, or a dense model's dense kind's) into key: estimate_cache_key
+ * masked, as the words of l ANDed and ORed with its case's masks. */
 void estimate_key_of(const estimate_cache *c, const layout *l, lookup_key *key)
 {
-    layout k = estimate_cache_key(l);
-    estimate_key_mask(c, &k);
-    key->k = k;
-    key->hash = estimate_key_hash(&key->k);
+    _Static_assert(sizeof(layout) % sizeof(unsigned long) == 0, "a layout is whole words");
+    int kc = key_case(l);
+    const unsigned long *km = c->key_mask[kc], *ks = c->key_set[kc];
+    const unsigned char *src = (const unsigned char *)l;
+    unsigned char *dst = (unsigned char *)&key->k;
+    unsigned long h = 1469598103934665603ul;
+    for (int i = 0; i < LAYOUT_WORDS; i++) {
+        unsigned long w;
+        memcpy(&w, src + i * sizeof w, sizeof w);
+        w = (w & km[i]) | ks[i];
+        memcpy(dst + i * sizeof w, &w, sizeof w);
+        h = (h ^ w) * 1099511628211ul;
+    }
+    key->hash = h ^ (h >> 29);
 }
 
 /* The dense kind's key of an MoE model, from the whole one: the expert fields cleared. */
@@ -116,34 +187,28 @@ void estimate_key_dense(const lookup_key *whole, lookup_key *key)
     key->hash = estimate_key_hash(&key->k);
 }
 
-/* An MoE model's whole key of l and its dense kind's (estimate_key_of, estimate_key_dense), the two
- * hashes taken in one pass: two FNV-1a chains side by side, each word's multiply waiting on the one
- * before it in its own chain alone (speed27: one after the other, the chains' latency was a third
- * of the lookup's time). The same values as those two. */
+/* An MoE model's whole key of l and its dense kind's (estimate_key_of, estimate_key_dense), each
+ * from l's words by the masks, the two hashes taken in one pass: two FNV-1a chains side by side,
+ * each word's multiply waiting on the one before it in its own chain alone (speed27: one after
+ * the other, the chains' latency was a third of the lookup's time). The same values as those
+ * two. */
 void estimate_key_moe_pair(const estimate_cache *c, const layout *l, lookup_key *whole,
                            lookup_key *dense)
 {
-    layout k = estimate_cache_key(l);
-    estimate_key_mask(c, &k);
-    whole->k = k;
-    dense->k = k;
-    dense->k.ep = 1;
-    dense->k.etp = 0;
-    dense->k.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
-    const unsigned char *a = (const unsigned char *)&whole->k;
-    const unsigned char *b = (const unsigned char *)&dense->k;
+    int kc = key_case(l);
+    const unsigned long *km = c->key_mask[kc], *ks = c->key_set[kc];
+    const unsigned char *src = (const unsigned char *)l;
+    unsigned char *a = (unsigned char *)&whole->k, *b = (unsigned char *)&dense->k;
     unsigned long ha = 1469598103934665603ul, hb = ha;
-    size_t i = 0;
-    for (; i + sizeof(unsigned long) <= sizeof k; i += sizeof(unsigned long)) {
+    for (int i = 0; i < LAYOUT_WORDS; i++) {
         unsigned long wa, wb;
-        memcpy(&wa, a + i, sizeof wa);
-        memcpy(&wb, b + i, sizeof wb);
+        memcpy(&wa, src + i * sizeof wa, sizeof wa);
+        wa = (wa & km[i]) | ks[i];
+        wb = (wa & c->dense_mask[i]) | c->dense_set[i];
+        memcpy(a + i * sizeof wa, &wa, sizeof wa);
+        memcpy(b + i * sizeof wb, &wb, sizeof wb);
         ha = (ha ^ wa) * 1099511628211ul;
         hb = (hb ^ wb) * 1099511628211ul;
-    }
-    for (; i < sizeof k; i++) {
-        ha = (ha ^ a[i]) * 1099511628211ul;
-        hb = (hb ^ b[i]) * 1099511628211ul;
     }
     whole->hash = ha ^ (ha >> 29);
     dense->hash = hb ^ (hb >> 29);
