@@ -70,8 +70,9 @@ static void clear_field(unsigned long *mask, size_t offset, size_t width)
     memset((unsigned char *)mask + offset, 0, width);
 }
 
-/* c->probe_mask from c->held_mask: the fields estimate_search.c's layer_costs probe clears
- * (its comment lists them; each one's cleared value, 0, false, SHARDING_DDP, is zero bytes) */
+/* c->probe_mask and c->fit_mask from c->held_mask: the fields estimate_search.c's layer_costs
+ * probe and fit_key clear (their comments list them; each one's cleared value, 0, false,
+ * SHARDING_DDP, RECOMPUTE_NONE, is zero bytes) */
 static void probe_masks(estimate_cache *c)
 {
     _Static_assert(SHARDING_DDP == 0, "the probe clears the sharding to zero bytes");
@@ -86,6 +87,21 @@ static void probe_masks(estimate_cache *c)
         clear_field(pm, offsetof(layout, overlap_param_gather), sizeof(bool));
         if (i != PROBE_FSDP) clear_field(pm, offsetof(layout, sharding), sizeof(layout_sharding));
         if (i == PROBE_MEGATRON) clear_field(pm, offsetof(layout, fp8_param_gather), sizeof(bool));
+    }
+    _Static_assert(RECOMPUTE_NONE == 0, "a twin clears the recompute setting to zero bytes");
+    for (int i = 0; i < FIT_MASKS; i++) {
+        unsigned long *fm = c->fit_mask[i];
+        memcpy(fm, c->held_mask, sizeof c->held_mask);
+        clear_field(fm, offsetof(layout, overlap_grad_reduce), sizeof(bool));
+        clear_field(fm, offsetof(layout, overlap_param_gather), sizeof(bool));
+        if (i == FIT_DDP_TWIN) {
+            clear_field(fm, offsetof(layout, sharding), sizeof(layout_sharding));
+            clear_field(fm, offsetof(layout, optimizer_bf16_states), sizeof(bool));
+        }
+        if (i == FIT_NO_RECOMPUTE_TWIN)
+            clear_field(fm, offsetof(layout, recompute), sizeof(layout_recompute));
+        if (i == FIT_NO_GATHER_TWIN)
+            clear_field(fm, offsetof(layout, fp8_param_gather), sizeof(bool));
     }
 }
 

@@ -17,6 +17,8 @@ enum { PROBE_FSDP, PROBE_OTHER, PROBE_MEGATRON, PROBE_MASKS };
 /* estimate_cache_key's cases (estimate_cache_key.c key_case): FSDP sharding; another sharding
  * outside Megatron; Megatron without FSDP on several GPUs; the same alone (layout_gpus 1) */
 enum { KEY_FSDP, KEY_OTHER, KEY_MEGATRON, KEY_MEGATRON_ALONE, KEY_CASES };
+/* twin_fits' keys (estimate_search.c fit_key): the layout's own, and its three twins' */
+enum { FIT_SELF, FIT_DDP_TWIN, FIT_NO_RECOMPUTE_TWIN, FIT_NO_GATHER_TWIN, FIT_MASKS };
 enum { LAYOUT_WORDS = (sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long) };
 enum { CACHE_ENTRIES = 8, PRICED_SLOTS_MIN = 1 << 10, PRICED_SLOTS_MAX = 1 << 15,
        TWIN_SLOTS = 256 };
@@ -129,6 +131,10 @@ struct estimate_cache {
      * estimate_cache_key (speed27: its field stores stalled the key's word loads) */
     unsigned long key_mask[KEY_CASES][LAYOUT_WORDS], key_set[KEY_CASES][LAYOUT_WORDS];
     unsigned long dense_mask[LAYOUT_WORDS], dense_set[LAYOUT_WORDS];
+    /* fit_key's (estimate_search.c): held_mask less the DP overlap knobs, and for each twin
+     * less the fields twin_fits sets to zero bytes in it (DDP's: the sharding to SHARDING_DDP
+     * and optimizer_bf16_states; no recompute's: recompute; no gather's: fp8_param_gather) */
+    unsigned long fit_mask[FIT_MASKS][LAYOUT_WORDS];
     bool have_counts;
     /* layouts seen to fit (twin_fits), and whether a pruned layout may skip its memory
      * breakdown (estimate_cache_skip_pruned_memory) */
@@ -216,6 +222,8 @@ void estimate_key_masked_copy(layout *dst, const layout *src, const unsigned lon
 void estimate_key_of(const estimate_cache *c, const layout *l, lookup_key *key);
 /* an MoE model's dense kind's key from its whole one: the expert fields cleared */
 void estimate_key_dense(const lookup_key *whole, lookup_key *key);
+/* l's words masked with mask into key, and their hash (estimate_key_hash's) */
+void estimate_key_masked(const layout *l, const unsigned long *mask, lookup_key *key);
 /* c's key masks (estimate_cache.c, once held_mask is set) */
 void estimate_key_masks(estimate_cache *c);
 /* both of l's keys of an MoE model (estimate_key_of, estimate_key_dense), hashed in one pass */

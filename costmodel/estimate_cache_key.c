@@ -177,6 +177,22 @@ void estimate_key_of(const estimate_cache *c, const layout *l, lookup_key *key)
     key->hash = h ^ (h >> 29);
 }
 
+/* l's words masked with mask into key, hashed as they go (estimate_key_hash's value). */
+void estimate_key_masked(const layout *l, const unsigned long *mask, lookup_key *key)
+{
+    const unsigned char *src = (const unsigned char *)l;
+    unsigned char *dst = (unsigned char *)&key->k;
+    unsigned long h = 1469598103934665603ul;
+    for (int i = 0; i < LAYOUT_WORDS; i++) {
+        unsigned long w;
+        memcpy(&w, src + i * sizeof w, sizeof w);
+        w &= mask[i];
+        memcpy(dst + i * sizeof w, &w, sizeof w);
+        h = (h ^ w) * 1099511628211ul;
+    }
+    key->hash = h ^ (h >> 29);
+}
+
 /* The dense kind's key of an MoE model, from the whole one: the expert fields cleared. */
 void estimate_key_dense(const lookup_key *whole, lookup_key *key)
 {

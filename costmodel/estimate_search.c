@@ -388,22 +388,23 @@ static void ensure_head(estimate_cache *c, const model_spec *m, const system_spe
  * precisions follow it, search.c emit); only those that can be a twin (DDP, no recompute, or
  * low precision without the gather) are kept.
  */
-static bool fit_key(const estimate_cache *c, const layout *l, lookup_key *key)
+/* The key of l (FIT_SELF) or of its twin (FIT_*_TWIN: l with the twin's fields set, each to
+ * zero bytes, twin_fits): the DP overlap knobs cleared, the padding zeroed, by one masking
+ * (estimate_cache.c probe_masks; speed27: the twin's copy and field stores stalled the key's
+ * word loads). The fields read here are no twin's. */
+static bool fit_key(const estimate_cache *c, const layout *l, int which, lookup_key *key)
 {
     if (l->framework != FRAMEWORK_MEGATRON || l->optimizer_offload_pct > 0 ||
         l->activation_offload)
         return false;
-    key->k = *l;
-    key->k.overlap_grad_reduce = key->k.overlap_param_gather = false;
-    estimate_key_mask(c, &key->k);
-    key->hash = estimate_key_hash(&key->k);
+    estimate_key_masked(l, c->fit_mask[which], key);
     return true;
 }
 
-static bool seen_fit(const estimate_cache *c, const layout *l)
+static bool seen_fit(const estimate_cache *c, const layout *l, int which)
 {
     lookup_key key;
-    if (!fit_key(c, l, &key)) return false;
+    if (!fit_key(c, l, which, &key)) return false;
     const twin_slot *t = &c->twin[key.hash & (TWIN_SLOTS - 1)];
     return t->used && t->hash == key.hash && estimate_same_layout(&t->key, &key.k);
 }
@@ -411,26 +412,17 @@ static bool seen_fit(const estimate_cache *c, const layout *l)
 static bool twin_fits(const estimate_cache *c, const training_spec *t, const layout *l)
 {
     if (l->framework != FRAMEWORK_MEGATRON) return false;
-    layout tw;
-    if (l->sharding == SHARDING_DISTOPT) {
-        tw = *l;
-        tw.sharding = SHARDING_DDP;
-        tw.optimizer_bf16_states = false;
-        if (seen_fit(c, &tw)) return true;
-    }
+    /* the twin under DDP without bf16 states */
+    if (l->sharding == SHARDING_DISTOPT && seen_fit(c, l, FIT_DDP_TWIN)) return true;
+    /* the twin without recompute */
     if (l->recompute == RECOMPUTE_SELECTIVE && l->recompute_modules == 0 &&
-        (!precision_is_low(l) || t->attention == ATTENTION_FLASH)) {
-        tw = *l;
-        tw.recompute = RECOMPUTE_NONE;
-        if (seen_fit(c, &tw)) return true;
-    }
+        (!precision_is_low(l) || t->attention == ATTENTION_FLASH) &&
+        seen_fit(c, l, FIT_NO_RECOMPUTE_TWIN))
+        return true;
     if (precision_param_gather(l)) {
         double pb = precision_param_bytes(l); /* the premise: 0 <= pb <= 2 (header comment) */
-        if (pb >= 0 && pb <= 2.0) {
-            tw = *l;
-            tw.fp8_param_gather = false;
-            if (seen_fit(c, &tw)) return true;
-        }
+        /* the twin without the gather */
+        if (pb >= 0 && pb <= 2.0 && seen_fit(c, l, FIT_NO_GATHER_TWIN)) return true;
     }
     return false;
 }
@@ -443,7 +435,7 @@ static void fit_put(estimate_cache *c, const layout *l)
     if (l->sharding != SHARDING_DDP && l->recompute != RECOMPUTE_NONE &&
         !(precision_is_low(l) && !l->fp8_param_gather))
         return;
-    if (!fit_key(c, l, &key)) return;
+    if (!fit_key(c, l, FIT_SELF, &key)) return;
     twin_slot *t = &c->twin[key.hash & (TWIN_SLOTS - 1)];
     t->used = true;
     t->hash = key.hash;
