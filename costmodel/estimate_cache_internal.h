@@ -210,7 +210,8 @@ typedef struct {
     layout k;
     unsigned long hash;
 } lookup_key;
-/* l with the fields no layer recipe reads cleared (its comment lists them and why) */
+/* l with the fields no layer recipe reads cleared (its comment lists them and why): the
+ * definition the masked keys below are tested against (tests/test_cache_key.c) */
 layout estimate_cache_key(const layout *l);
 /* FNV-1a over k's 8-byte words and its tail */
 unsigned long estimate_key_hash(const layout *k);

@@ -9,7 +9,10 @@
 #include <stddef.h>
 #include <string.h>
 
-/* The fields a layer recipe does not read, cleared (estimate_search.c's header comment). */
+/* The fields a layer recipe does not read, cleared (estimate_search.c's header comment): the
+ * key's definition. The search builds it from masks (estimate_key_masks below, faster);
+ * tests/test_cache_key.c holds the two to the same bytes, so a field cleared here must be
+ * cleared there too. */
 layout estimate_cache_key(const layout *l)
 {
     layout k = *l;

@@ -1,9 +1,12 @@
-/* test_cache_key.c — the layer-cost cache's keys made by word masks
+/*
+ * test_cache_key.c — the layer-cost cache's keys made by word masks
  * (costmodel/estimate_cache_key.c, speed27) are estimate_cache_key's fields with the padding
- * zeroed, and their hashes FNV-1a's over those bytes: estimate_key_of and estimate_key_moe_pair
- * against estimate_cache_key, estimate_key_mask, estimate_key_hash and estimate_key_dense (the
- * definitions), byte for byte, over layouts of every framework, sharding, recompute setting and
- * rank order, alone and not, with random values in the other fields and random padding. */
+ * zeroed, and their hashes FNV-1a's over those bytes: estimate_key_of and
+ * estimate_key_moe_pair against estimate_cache_key, estimate_key_mask, estimate_key_hash and
+ * estimate_key_dense (the definitions), byte for byte, over layouts of every framework,
+ * sharding, recompute setting and rank order, alone and not, with random values in the other
+ * fields and random padding.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
