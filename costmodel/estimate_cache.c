@@ -88,6 +88,8 @@ static void probe_masks(estimate_cache *c)
         if (i != PROBE_FSDP) clear_field(pm, offsetof(layout, sharding), sizeof(layout_sharding));
         if (i == PROBE_MEGATRON) clear_field(pm, offsetof(layout, fp8_param_gather), sizeof(bool));
     }
+    memset(c->fsdp_lb_mask, 0xff, sizeof c->fsdp_lb_mask);
+    clear_field(c->fsdp_lb_mask, offsetof(layout, fp8_param_gather), sizeof(bool));
     _Static_assert(RECOMPUTE_NONE == 0, "a twin clears the recompute setting to zero bytes");
     for (int i = 0; i < FIT_MASKS; i++) {
         unsigned long *fm = c->fit_mask[i];

@@ -135,6 +135,9 @@ struct estimate_cache {
      * less the fields twin_fits sets to zero bytes in it (DDP's: the sharding to SHARDING_DDP
      * and optimizer_bf16_states; no recompute's: recompute; no gather's: fp8_param_gather) */
     unsigned long fit_mask[FIT_MASKS][LAYOUT_WORDS];
+    /* every byte but fp8_param_gather's (estimate_search_bound.c fsdp_lb_memo_key: the memo's
+     * key keeps the padding) */
+    unsigned long fsdp_lb_mask[LAYOUT_WORDS];
     bool have_counts;
     /* layouts seen to fit (twin_fits), and whether a pruned layout may skip its memory
      * breakdown (estimate_cache_skip_pruned_memory) */

@@ -78,11 +78,12 @@ double estimate_search_bound_factor(const layout *l, int microbatches)
  * with l (head_host_lead_s), so a layout that can take it (pp, cp, ep 1 and compile) is not
  * remembered; nor is the training spec read, but by activation offload's waits (no bound, above)
  * and that head. The key compares bytes (padding included): unequal padding is only a miss. */
-static bool fsdp_lb_memo_key(const layout *l, layout *key)
+static bool fsdp_lb_memo_key(const estimate_cache *c, const layout *l, layout *key)
 {
     if (l->compile && l->pp == 1 && l->cp == 1 && l->ep == 1) return false;
-    memcpy(key, l, sizeof *key);
-    key->fp8_param_gather = false;
+    /* l's bytes with --fp8-param-gather's cleared, by one masking (speed27: the copy and the
+     * field's store stalled the compare's word loads) */
+    estimate_key_masked_copy(key, l, c->fsdp_lb_mask);
     return true;
 }
 
@@ -96,7 +97,7 @@ double estimate_search_fsdp_layers_lb(estimate_cache *c, const model_spec *m,
         offload_activation_layers(m, l) > 0)
         return -1;
     layout key;
-    bool memo = fsdp_lb_memo_key(l, &key);
+    bool memo = fsdp_lb_memo_key(c, l, &key);
     if (memo)
         for (int i = 0; i < FSDP_LB_MEMO; i++)
             if (c->fsdp_lb[i].used && c->fsdp_lb[i].m == m && c->fsdp_lb[i].sys == sys &&
@@ -108,7 +109,10 @@ double estimate_search_fsdp_layers_lb(estimate_cache *c, const model_spec *m,
     const layer_kinds *kp = held ? estimate_search_layer_costs_held(c, m, &ld)
                                  : estimate_search_layer_costs(c, m, sys, t, &ld, &own);
     if (!kp) return -2;
-    k = *kp; /* not uncached (above): the cache's */
+    /* not uncached (above): the cache's; the bf16 kinds are set from these below, so only
+     * these two are copied (speed27: the whole 704 bytes' rep movs was a quarter of this) */
+    k.dense = kp->dense;
+    k.moe = kp->moe;
     layer_time *x[2] = {&k.dense, &k.moe};
     for (int i = 0; i < 2; i++) {
         x[i]->fwd_s = x[i]->gpu_fwd_s;
