@@ -88,6 +88,16 @@ static void probe_masks(estimate_cache *c)
         if (i != PROBE_FSDP) clear_field(pm, offsetof(layout, sharding), sizeof(layout_sharding));
         if (i == PROBE_MEGATRON) clear_field(pm, offsetof(layout, fp8_param_gather), sizeof(bool));
     }
+    /* precision_bf16_layout's fields (precision.c), each set to zero bytes */
+    _Static_assert(PRECISION_BF16 == 0 && FP8_RECIPE_DEFAULT == 0,
+                   "the bf16 layout's fields are zero bytes");
+    memset(c->bf16_mask, 0xff, sizeof c->bf16_mask);
+    clear_field(c->bf16_mask, offsetof(layout, precision), sizeof(layout_precision));
+    clear_field(c->bf16_mask, offsetof(layout, fp8_recipe), sizeof(layout_fp8_recipe));
+    clear_field(c->bf16_mask, offsetof(layout, fp8_param_gather), sizeof(bool));
+    clear_field(c->bf16_mask, offsetof(layout, moe_fp8_dispatch), sizeof(bool));
+    clear_field(c->bf16_mask, offsetof(layout, bf16_layers_start), sizeof(int));
+    clear_field(c->bf16_mask, offsetof(layout, bf16_layers_end), sizeof(int));
     memset(c->fsdp_lb_mask, 0xff, sizeof c->fsdp_lb_mask);
     clear_field(c->fsdp_lb_mask, offsetof(layout, fp8_param_gather), sizeof(bool));
     _Static_assert(RECOMPUTE_NONE == 0, "a twin clears the recompute setting to zero bytes");
@@ -181,7 +191,8 @@ bool estimate_cache_layout_ok(estimate_cache *c, const model_spec *m, const syst
     if (!c || !c->check_per_layout) return layout_check(m, sys, t, l, 0, NULL, 0) == CM_OK;
     /* compared byte for byte, padding and all: equal bytes are equal fields (a layout and
      * its precisions are copies of one, search.c emit, so their padding agrees) */
-    layout b = precision_bf16_layout(l);
+    layout b; /* precision_bf16_layout(l)'s bytes, by one masking (c->bf16_mask) */
+    estimate_key_masked_copy(&b, l, c->bf16_mask);
     if (!c->have_check || c->check_m != m || !estimate_same_layout(&b, &c->check_key) ||
         memcmp(t, &c->check_t, sizeof *t)) {
         c->check_ok = layout_check_base(m, t, &b) == CM_OK;

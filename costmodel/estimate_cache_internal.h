@@ -113,6 +113,18 @@ typedef struct {
 } memory_twin_slot;
 
 struct estimate_cache {
+    /* the last layout_check_base (estimate_cache.c estimate_cache_layout_ok): its model, bf16
+     * layout (compared byte for byte), training spec and verdict; first in the struct, beside
+     * the masks, since every listed layout reads them (speed27: at the end, past the entries'
+     * recipes, the first read missed the caches) */
+    bool check_per_layout; /* estimate_cache_check_per_layout */
+    bool have_check, check_ok;
+    const model_spec *check_m;
+    layout check_key;
+    training_spec check_t;
+    /* every byte but those precision_bf16_layout sets, to zero bytes (estimate_cache.c
+     * estimate_cache_layout_ok: the bf16 layout by one masking) */
+    unsigned long bf16_mask[LAYOUT_WORDS];
     /* 0xff for each byte of a layout a codec field holds, 0 for the rest (padding): a key is
      * the layout's words masked with it */
     unsigned long held_mask[(sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long)];
@@ -179,13 +191,6 @@ struct estimate_cache {
         double lb_s;
     } fsdp_lb[FSDP_LB_MEMO];
     int fsdp_lb_next;
-    /* the last layout_check_base (estimate_search.c layout_ok): its model, bf16 layout
-     * (compared byte for byte), training spec and verdict */
-    bool check_per_layout; /* estimate_cache_check_per_layout */
-    bool have_check, check_ok;
-    const model_spec *check_m;
-    layout check_key;
-    training_spec check_t;
 };
 
 /* Whether a and b hold the same bytes, as !memcmp(a, b, sizeof(layout)): the words XORed and

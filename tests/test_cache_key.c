@@ -90,8 +90,49 @@ static void test_keys_match(void **state)
     estimate_cache_free(c);
 }
 
+/* The other masks against the field stores they replace: the last costs' probe (as
+ * estimate_search.c layer_costs built it before speed27), the Megatron-FSDP bound's memo key
+ * (estimate_search_bound.c before speed27) and the bf16 layout (precision_bf16_layout). */
+static void test_masks_match(void **state)
+{
+    (void)state;
+    estimate_cache *c = estimate_cache_new();
+    assert_non_null(c);
+    const int fws[] = {FRAMEWORK_MEGATRON, FRAMEWORK_FSDP2, FRAMEWORK_TORCHTITAN};
+    for (int fw = 0; fw < 3; fw++)
+        for (int sh = 0; sh < 3; sh++)
+            for (int r = 0; r < 300; r++) {
+                layout l = random_layout(fws[fw], sh, (int)(next_u() % 3), r & 1);
+                l.precision = (layout_precision)(next_u() % PRECISION_COUNT);
+                layout want = l, got;
+                want.recompute_layers = 0;
+                want.optimizer_offload_pct = 0;
+                want.pp_first_layers = want.pp_last_layers = 0;
+                if (want.sharding != SHARDING_FSDP) want.sharding = SHARDING_DDP;
+                want.overlap_grad_reduce = want.overlap_param_gather = false;
+                if (l.framework == FRAMEWORK_MEGATRON && l.sharding != SHARDING_FSDP)
+                    want.fp8_param_gather = false;
+                estimate_key_mask(c, &want);
+                estimate_key_masked_copy(&got, &l,
+                                         c->probe_mask[l.sharding == SHARDING_FSDP ? PROBE_FSDP
+                                                       : l.framework == FRAMEWORK_MEGATRON
+                                                           ? PROBE_MEGATRON
+                                                           : PROBE_OTHER]);
+                assert_memory_equal(&want, &got, sizeof want);
+                want = l;
+                want.fp8_param_gather = false;
+                estimate_key_masked_copy(&got, &l, c->fsdp_lb_mask);
+                assert_memory_equal(&want, &got, sizeof want);
+                want = precision_bf16_layout(&l);
+                estimate_key_masked_copy(&got, &l, c->bf16_mask);
+                assert_memory_equal(&want, &got, sizeof want);
+            }
+    estimate_cache_free(c);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_keys_match)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_keys_match),
+                                       cmocka_unit_test(test_masks_match)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
