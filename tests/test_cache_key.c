@@ -92,7 +92,8 @@ static void test_keys_match(void **state)
 
 /* The other masks against the field stores they replace: the last costs' probe (as
  * estimate_search.c layer_costs built it before speed27), the Megatron-FSDP bound's memo key
- * (estimate_search_bound.c before speed27) and the bf16 layout (precision_bf16_layout). */
+ * (estimate_search_bound.c before speed27), the bf16 layout (precision_bf16_layout) and
+ * twin_fits' keys (estimate_search.c before speed27). */
 static void test_masks_match(void **state)
 {
     (void)state;
@@ -126,6 +127,23 @@ static void test_masks_match(void **state)
                 want = precision_bf16_layout(&l);
                 estimate_key_masked_copy(&got, &l, c->bf16_mask);
                 assert_memory_equal(&want, &got, sizeof want);
+                /* twin_fits' keys (estimate_search.c fit_key): the twin's fields set, the DP
+                 * overlap knobs cleared, the padding zeroed, and the hash */
+                for (int which = 0; which < FIT_MASKS; which++) {
+                    want = l;
+                    if (which == FIT_DDP_TWIN) {
+                        want.sharding = SHARDING_DDP;
+                        want.optimizer_bf16_states = false;
+                    }
+                    if (which == FIT_NO_RECOMPUTE_TWIN) want.recompute = RECOMPUTE_NONE;
+                    if (which == FIT_NO_GATHER_TWIN) want.fp8_param_gather = false;
+                    want.overlap_grad_reduce = want.overlap_param_gather = false;
+                    estimate_key_mask(c, &want);
+                    lookup_key fk;
+                    estimate_key_masked(&l, c->fit_mask[which], &fk);
+                    assert_memory_equal(&want, &fk.k, sizeof want);
+                    assert_true(estimate_key_hash(&want) == fk.hash);
+                }
             }
     estimate_cache_free(c);
 }
