@@ -131,17 +131,7 @@ unsigned long estimate_key_hash(const layout *k)
  * (the tail of a layout whose size is not a multiple of a word masked bytewise). */
 void estimate_key_mask(const estimate_cache *c, layout *k)
 {
-    unsigned char *kb = (unsigned char *)k;
-    const unsigned char *mb = (const unsigned char *)c->held_mask;
-    size_t i = 0;
-    for (; i + sizeof(unsigned long) <= sizeof *k; i += sizeof(unsigned long)) {
-        unsigned long w, mw;
-        memcpy(&w, kb + i, sizeof w);
-        memcpy(&mw, mb + i, sizeof mw);
-        w &= mw;
-        memcpy(kb + i, &w, sizeof w);
-    }
-    for (; i < sizeof *k; i++) kb[i] &= mb[i];
+    estimate_key_masked_copy(k, k, c->held_mask); /* word by word: in place is safe */
 }
 
 /* dst = src's words masked with mask (a layout's worth of words: held_mask's shape). */
@@ -160,40 +150,38 @@ void estimate_key_masked_copy(layout *dst, const layout *src, const unsigned lon
     for (; i < sizeof *dst; i++) db[i] = sb[i] & mb[i];
 }
 
-/* l's whole key (the MoE kind's, or a dense model's dense kind's) into key: estimate_cache_key
- * masked, as the words of l ANDed and ORed with its case's masks. */
-void estimate_key_of(const estimate_cache *c, const layout *l, lookup_key *key)
+/* l's words ANDed with mask and ORed with set into key, hashed as they go (estimate_key_hash's
+ * value). */
+static void masked_set_key(const layout *l, const unsigned long *mask, const unsigned long *set,
+                           lookup_key *key)
 {
     _Static_assert(sizeof(layout) % sizeof(unsigned long) == 0, "a layout is whole words");
-    int kc = key_case(l);
-    const unsigned long *km = c->key_mask[kc], *ks = c->key_set[kc];
     const unsigned char *src = (const unsigned char *)l;
     unsigned char *dst = (unsigned char *)&key->k;
     unsigned long h = 1469598103934665603ul;
     for (int i = 0; i < LAYOUT_WORDS; i++) {
         unsigned long w;
         memcpy(&w, src + i * sizeof w, sizeof w);
-        w = (w & km[i]) | ks[i];
+        w = (w & mask[i]) | set[i];
         memcpy(dst + i * sizeof w, &w, sizeof w);
         h = (h ^ w) * 1099511628211ul;
     }
     key->hash = h ^ (h >> 29);
 }
 
+/* l's whole key (the MoE kind's, or a dense model's dense kind's) into key: estimate_cache_key
+ * masked, as the words of l ANDed and ORed with its case's masks. */
+void estimate_key_of(const estimate_cache *c, const layout *l, lookup_key *key)
+{
+    int kc = key_case(l);
+    masked_set_key(l, c->key_mask[kc], c->key_set[kc], key);
+}
+
 /* l's words masked with mask into key, hashed as they go (estimate_key_hash's value). */
 void estimate_key_masked(const layout *l, const unsigned long *mask, lookup_key *key)
 {
-    const unsigned char *src = (const unsigned char *)l;
-    unsigned char *dst = (unsigned char *)&key->k;
-    unsigned long h = 1469598103934665603ul;
-    for (int i = 0; i < LAYOUT_WORDS; i++) {
-        unsigned long w;
-        memcpy(&w, src + i * sizeof w, sizeof w);
-        w &= mask[i];
-        memcpy(dst + i * sizeof w, &w, sizeof w);
-        h = (h ^ w) * 1099511628211ul;
-    }
-    key->hash = h ^ (h >> 29);
+    static const unsigned long none[LAYOUT_WORDS];
+    masked_set_key(l, mask, none, key);
 }
 
 /* The dense kind's key of an MoE model, from the whole one: the expert fields cleared. */
