@@ -11,7 +11,15 @@
 #include "precision.h"
 
 #include <stddef.h>
+#include <string.h>
 
+enum { PROBE_FSDP, PROBE_OTHER, PROBE_MEGATRON, PROBE_MASKS };
+/* estimate_cache_key's cases (estimate_cache_key.c key_case): FSDP sharding; another sharding
+ * outside Megatron; Megatron without FSDP on several GPUs; the same alone (layout_gpus 1) */
+enum { KEY_FSDP, KEY_OTHER, KEY_MEGATRON, KEY_MEGATRON_ALONE, KEY_CASES };
+/* twin_fits' keys (estimate_search.c fit_key): the layout's own, and its three twins' */
+enum { FIT_SELF, FIT_DDP_TWIN, FIT_NO_RECOMPUTE_TWIN, FIT_NO_GATHER_TWIN, FIT_MASKS };
+enum { LAYOUT_WORDS = (sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long) };
 enum { CACHE_ENTRIES = 8, PRICED_SLOTS_MIN = 1 << 10, PRICED_SLOTS_MAX = 1 << 15,
        TWIN_SLOTS = 256 };
 
@@ -25,7 +33,7 @@ enum { KIND_DENSE, KIND_MOE, KINDS };
 
 typedef struct {
     bool used;
-    layout key;              /* the cleared layout (cache_key), its padding zeroed */
+    layout key;              /* the cleared layout (estimate_cache_key), padding zeroed */
     unsigned long hash;      /* the key's (lookup_key) */
     recipe r;                /* the kind's layer */
     int r_rc;                /* the recompute setting r's flags hold (recipe_set_recompute;
@@ -38,10 +46,10 @@ typedef struct {
     layer_time head[3];
 } cache_entry;
 
-/* A key's layer priced under one recompute setting, kept after its recipe leaves the entries
- * above: the search meets a key again one pipeline size later (the key holds no dp or pp for
- * Megatron without FSDP, cache_key), long after eight other keys. Direct-mapped by the hash
- * (of key, kind and recompute); a slot is overwritten by the next key that maps to it. */
+/* A key's layer priced under one recompute setting, kept after its recipe leaves the entries above:
+ * the search meets a key again one pipeline size later (the key holds no dp or pp for Megatron
+ * without FSDP, estimate_cache_key), long after eight other keys. Direct-mapped by the hash (of
+ * key, kind and recompute); a slot is overwritten by the next key that maps to it. */
 typedef struct {
     bool used;
     int rc, kind;
@@ -105,9 +113,43 @@ typedef struct {
 } memory_twin_slot;
 
 struct estimate_cache {
+    /* the last layout_check_base (estimate_cache.c estimate_cache_layout_ok): its model, bf16
+     * layout (compared byte for byte), training spec and verdict; first in the struct, beside
+     * the masks, since every listed layout reads them (speed27: at the end, past the entries'
+     * recipes, the first read missed the caches) */
+    bool check_per_layout; /* estimate_cache_check_per_layout */
+    bool have_check, check_ok;
+    const model_spec *check_m;
+    layout check_key;
+    training_spec check_t;
+    /* every byte but those precision_bf16_layout sets, to zero bytes (estimate_cache.c
+     * estimate_cache_layout_ok: the bf16 layout by one masking) */
+    unsigned long bf16_mask[LAYOUT_WORDS];
     /* 0xff for each byte of a layout a codec field holds, 0 for the rest (padding): a key is
      * the layout's words masked with it */
     unsigned long held_mask[(sizeof(layout) + sizeof(unsigned long) - 1) / sizeof(unsigned long)];
+    /* held_mask less the bytes of the fields the last costs' probe clears (estimate_search.c
+     * layer_costs): [PROBE_FSDP] a layout with FSDP sharding keeps its sharding and
+     * --fp8-param-gather; [PROBE_OTHER] another clears its sharding to DDP (0); [PROBE_MEGATRON]
+     * Megatron without FSDP clears --fp8-param-gather too. Every cleared field's cleared value
+     * is all zero bytes, so the probe is the layout's words masked (speed27: the fields cleared
+     * one by one and the words masked after stalled each masked word's load on those stores) */
+    unsigned long probe_mask[PROBE_MASKS][LAYOUT_WORDS];
+    /* estimate_cache_key's bytes masked, as words: a case's key is the layout's words ANDed with
+     * key_mask and ORed with key_set (the fields it sets to a value: vpp 1, and under Megatron
+     * without FSDP pp 1 and dp 1 alone / 0), within held_mask; an MoE model's dense kind's key
+     * is the whole key's ANDed with dense_mask and ORed with dense_set (ep 1, etp and the
+     * dispatcher 0). estimate_cache_key.c key_masks; test_layer_cache checks them against
+     * estimate_cache_key (speed27: its field stores stalled the key's word loads) */
+    unsigned long key_mask[KEY_CASES][LAYOUT_WORDS], key_set[KEY_CASES][LAYOUT_WORDS];
+    unsigned long dense_mask[LAYOUT_WORDS], dense_set[LAYOUT_WORDS];
+    /* fit_key's (estimate_search.c): held_mask less the DP overlap knobs, and for each twin
+     * less the fields twin_fits sets to zero bytes in it (DDP's: the sharding to SHARDING_DDP
+     * and optimizer_bf16_states; no recompute's: recompute; no gather's: fp8_param_gather) */
+    unsigned long fit_mask[FIT_MASKS][LAYOUT_WORDS];
+    /* every byte but fp8_param_gather's (estimate_search_bound.c fsdp_lb_memo_key: the memo's
+     * key keeps the padding) */
+    unsigned long fsdp_lb_mask[LAYOUT_WORDS];
     bool have_counts;
     /* layouts seen to fit (twin_fits), and whether a pruned layout may skip its memory
      * breakdown (estimate_cache_skip_pruned_memory) */
@@ -125,16 +167,16 @@ struct estimate_cache {
     size_t n_stored;
     cache_entry e[KINDS][CACHE_ENTRIES];
     int next[KINDS];              /* round-robin eviction */
-    /* the last layer costs (layer_costs) of each [tp_comm_overlap][recompute][Megatron-FSDP],
-     * keyed by the layout with the fields that cache_key clears and the list's neighbours vary
-     * (the sharding loop's DDP and distributed optimizer and their DP overlap knobs, the
-     * uneven split that follows each layout, the memory knobs' tries) cleared: a layout equal
-     * to one byte for byte has its key, so its costs. A layout's overlap variants alternate
-     * the first index; the recompute loop, innermost, the second; a Megatron-FSDP layout's
-     * bound reads its DDP form's costs (fsdp_layers_lower_bound) between its own. The last
-     * index, 2 x precision + fp8_param_gather (the probe's: cleared where no recipe reads it),
-     * keeps a searched precision's apart from the others', which follow each layout in the
-     * list (search.c emit: before speed12 they took turns in one slot and never hit). */
+    /* the last layer costs (layer_costs) of each [tp_comm_overlap][recompute][Megatron-FSDP], keyed
+     * by the layout with the fields that estimate_cache_key clears and the list's neighbours vary
+     * (the sharding loop's DDP and distributed optimizer and their DP overlap knobs, the uneven
+     * split that follows each layout, the memory knobs' tries) cleared: a layout equal to one byte
+     * for byte has its key, so its costs. A layout's overlap variants alternate the first index;
+     * the recompute loop, innermost, the second; a Megatron-FSDP layout's bound reads its DDP
+     * form's costs (fsdp_layers_lower_bound) between its own. The last index, 2 x precision +
+     * fp8_param_gather (the probe's: cleared where no recipe reads it), keeps a searched
+     * precision's apart from the others', which follow each layout in the list (search.c emit:
+     * before speed12 they took turns in one slot and never hit). */
     bool have_last[2][3][2][2 * PRECISION_COUNT];
     layout last[2][3][2][2 * PRECISION_COUNT];
     layer_kinds last_kinds[2][3][2][2 * PRECISION_COUNT];
@@ -149,14 +191,53 @@ struct estimate_cache {
         double lb_s;
     } fsdp_lb[FSDP_LB_MEMO];
     int fsdp_lb_next;
-    /* the last layout_check_base (estimate_search.c layout_ok): its model, bf16 layout
-     * (compared byte for byte), training spec and verdict */
-    bool check_per_layout; /* estimate_cache_check_per_layout */
-    bool have_check, check_ok;
-    const model_spec *check_m;
-    layout check_key;
-    training_spec check_t;
 };
+
+/* Whether a and b hold the same bytes, as !memcmp(a, b, sizeof(layout)): the words XORed and
+ * ORed together, inline (speed27: memcmp's call was 5% of DeepSeek-V3's search at 16384 GPUs,
+ * nearly all of it comparing keys equal or nearly so, where it cannot stop early). */
+static inline bool estimate_same_layout(const layout *a, const layout *b)
+{
+    const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
+    unsigned long d = 0;
+    size_t i = 0;
+    for (; i + sizeof(unsigned long) <= sizeof(layout); i += sizeof(unsigned long)) {
+        unsigned long wx, wy;
+        memcpy(&wx, x + i, sizeof wx);
+        memcpy(&wy, y + i, sizeof wy);
+        d |= wx ^ wy;
+    }
+    for (; i < sizeof(layout); i++) d |= (unsigned long)(x[i] ^ y[i]);
+    return d == 0;
+}
+
+/* The layer-cost cache's keys (estimate_cache_key.c). A lookup's key: estimate_cache_key with
+ * every byte no codec field holds zeroed (layout_codec.h: a field added there is part of it),
+ * compared bytewise (equal bytes are equal fields), and its hash. */
+typedef struct {
+    layout k;
+    unsigned long hash;
+} lookup_key;
+/* l with the fields no layer recipe reads cleared (its comment lists them and why): the
+ * definition the masked keys below are tested against (tests/test_cache_key.c) */
+layout estimate_cache_key(const layout *l);
+/* FNV-1a over k's 8-byte words and its tail */
+unsigned long estimate_key_hash(const layout *k);
+/* every byte of k no codec field holds zeroed (c->held_mask) */
+void estimate_key_mask(const estimate_cache *c, layout *k);
+/* dst = src's words masked with mask (held_mask's shape) */
+void estimate_key_masked_copy(layout *dst, const layout *src, const unsigned long *mask);
+/* l's whole key (the MoE kind's, or a dense model's dense kind's) */
+void estimate_key_of(const estimate_cache *c, const layout *l, lookup_key *key);
+/* an MoE model's dense kind's key from its whole one: the expert fields cleared */
+void estimate_key_dense(const lookup_key *whole, lookup_key *key);
+/* l's words masked with mask into key, and their hash (estimate_key_hash's) */
+void estimate_key_masked(const layout *l, const unsigned long *mask, lookup_key *key);
+/* c's key masks (estimate_cache.c, once held_mask is set) */
+void estimate_key_masks(estimate_cache *c);
+/* both of l's keys of an MoE model (estimate_key_of, estimate_key_dense), hashed in one pass */
+void estimate_key_moe_pair(const estimate_cache *c, const layout *l, lookup_key *whole,
+                           lookup_key *dense);
 
 /* layout_check(l) == CM_OK (estimate_search.c's check of a listed layout), its precision-blind
  * half (layout_check_base) from c where l's bf16 form is the last one checked: a search of

@@ -11,8 +11,9 @@
  *    sizes, precision, implementation and TP overlap but not on its recompute setting (only
  *    the ops' recompute flags and the host's pacing do: recipe_set_recompute), nor on DDP
  *    versus the distributed optimizer, the DP overlap knobs or the virtual pipeline size, and
- *    under Megatron without FSDP not on dp or pp (cache_key says why). The cache keeps a few
- *    built recipes keyed by the layout with those fields cleared, and each recompute setting's
+ *    under Megatron without FSDP not on dp or pp (estimate_cache_key.c says why). The cache
+ *    keeps a few built recipes keyed by the layout with those fields cleared, and each
+ *    recompute setting's
  *    priced layers in a larger table (the same key a pipeline size later finds them there).
  *    Built recipes also stay in a larger store (stored_recipe) for the key's next build.
  *    An MoE model's dense layers are keyed without the expert fields (KIND_DENSE), and the
@@ -40,109 +41,6 @@
 #include "overlap.h"
 #include "precision.h"
 
-
-
-
-/* The fields a layer recipe does not read, cleared (see the header comment). */
-static layout cache_key(const layout *l)
-{
-    layout k = *l;
-    k.recompute = RECOMPUTE_NONE;
-    k.recompute_layers = 0;
-    if (k.sharding != SHARDING_FSDP) k.sharding = SHARDING_DDP;
-    k.overlap_grad_reduce = k.overlap_param_gather = false;
-    k.vpp = 1;
-    k.pp_first_layers = k.pp_last_layers = 0; /* how many layers a stage, not what one costs */
-    k.optimizer_offload_pct = 0; /* the optimizer step only */
-    /* the pipeline schedule: read by the bubble (estimate.c, pp_schedule.c), the stage split
-     * (pp_split.c), the memory (memory.c, memory_phases.c, memory_memo.c, memory_params.c and
-     * memory_holes.c through layout_head_stage) and the rules, never by a layer's or the loss
-     * head's recipe (layer_recipe.c, recipe_head_mtp: the head's FSDP2 root copies take the
-     * last stage, pp - 1); torchtitan's layouts are listed under each schedule (speed26) */
-    k.pp_schedule = PP_SCHEDULE_DEFAULT;
-    /* the rank order places the DP, expert-DP and PP groups only (layout_place.c), which no
-     * recipe prices without FSDP, and Megatron-FSDP refuses the other order */
-    if (k.sharding != SHARDING_FSDP) k.rank_order = RANK_ORDER_DP_PP;
-    /* Megatron without FSDP: the recipes read dp and pp only as layout_gpus(l) == 1 (alone:
-     * elementwise.c). What they read of the layout (layer_recipe.c, recipe_builder.c,
-     * recipe_price.c, host_dispatch.c, elementwise.c, moe_dispatch.c, overlap.c's TP terms,
-     * async_tp.c, recompute_modules.c, precision.c's rules, attention_rate.c): tp, cp, ep,
-     * etp, mbs, sp, the precision fields, the implementation, recompute (flags only) and
-     * tp_comm_overlap; dp only in the FSDP branches (the shard group) and through
-     * layout_gpus; pp only in recipe_head's FSDP2 root copies (fsdp_copies_apply: FSDP2 or
-     * torchtitan with FSDP). The training spec's global batch, which follows dp under
-     * --gbs-policy nearest, is read by none of them. */
-    if (k.framework == FRAMEWORK_MEGATRON && k.sharding != SHARDING_FSDP) {
-        k.dp = layout_gpus(l) == 1; /* 1: alone, 0: not */
-        k.pp = 1;
-        /* --fp8-param-gather: read by a recipe only in the FSDP unit's all-gather
-         * (layer_recipe.c rb_fsdp_unit, precision_param_gather_bytes); the distributed
-         * optimizer's FP8 gather is the DP sync's (dp_sync.c) and its memory memory.c's, so
-         * the variant with it shares the one without's recipes (speed12) */
-        k.fp8_param_gather = false;
-    }
-    return k;
-}
-
-/* A lookup's key: cache_key with every byte no codec field holds zeroed (layout_codec.h: a
- * field added there is part of it), compared bytewise (equal bytes are equal fields), and its
- * hash. */
-typedef struct {
-    layout k;
-    unsigned long hash;
-} lookup_key;
-
-/* FNV-1a over the key's 8-byte words and its tail. */
-static unsigned long hash_key(const layout *k)
-{
-    const unsigned char *b = (const unsigned char *)k;
-    unsigned long h = 1469598103934665603ul;
-    size_t i = 0;
-    for (; i + sizeof(unsigned long) <= sizeof *k; i += sizeof(unsigned long)) {
-        unsigned long w;
-        memcpy(&w, b + i, sizeof w);
-        h = (h ^ w) * 1099511628211ul;
-    }
-    for (; i < sizeof *k; i++) h = (h ^ b[i]) * 1099511628211ul;
-    return h ^ (h >> 29);
-}
-
-/* Every byte of k no codec field holds (padding, whatever it held) zeroed: the words masked
- * (the tail of a layout whose size is not a multiple of a word masked bytewise). */
-static void mask_padding(const estimate_cache *c, layout *k)
-{
-    unsigned char *kb = (unsigned char *)k;
-    const unsigned char *mb = (const unsigned char *)c->held_mask;
-    size_t i = 0;
-    for (; i + sizeof(unsigned long) <= sizeof *k; i += sizeof(unsigned long)) {
-        unsigned long w, mw;
-        memcpy(&w, kb + i, sizeof w);
-        memcpy(&mw, mb + i, sizeof mw);
-        w &= mw;
-        memcpy(kb + i, &w, sizeof w);
-    }
-    for (; i < sizeof *k; i++) kb[i] &= mb[i];
-}
-
-/* l's whole key (the MoE kind's, or a dense model's dense kind's) into key. */
-static void key_of(const estimate_cache *c, const layout *l, lookup_key *key)
-{
-    layout k = cache_key(l);
-    mask_padding(c, &k);
-    key->k = k;
-    key->hash = hash_key(&key->k);
-}
-
-/* The dense kind's key of an MoE model, from the whole one: the expert fields cleared. */
-static void dense_key_of(const lookup_key *whole, lookup_key *key)
-{
-    key->k = whole->k;
-    key->k.ep = 1;
-    key->k.etp = 0;
-    key->k.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
-    key->hash = hash_key(&key->k);
-}
-
 /* The priced slots' hash: the key's, the kind's and the recompute setting's. */
 static unsigned long slot_hash(const lookup_key *key, int kind, int rc)
 {
@@ -153,7 +51,7 @@ static cache_entry *entry_of(estimate_cache *c, int kind, const lookup_key *key)
 {
     for (int i = 0; i < CACHE_ENTRIES; i++) {
         cache_entry *e = &c->e[kind][i];
-        if (e->used && e->hash == key->hash && !memcmp(&e->key, &key->k, sizeof key->k))
+        if (e->used && e->hash == key->hash && estimate_same_layout(&e->key, &key->k))
             return e;
     }
     return NULL;
@@ -164,9 +62,23 @@ static priced_slot *slot_of(estimate_cache *c, const lookup_key *key, int kind, 
 {
     priced_slot *slot = &c->priced[hash & (c->n_priced - 1)];
     if (slot->used && slot->hash == hash && slot->rc == rc && slot->kind == kind &&
-        !memcmp(&slot->key, &key->k, sizeof key->k))
+        estimate_same_layout(&slot->key, &key->k))
         return slot;
     return NULL;
+}
+
+/* The priced slot of key, kind and rc asked of the memory ahead of its read (kind_cost): the
+ * table outgrows the caches, and the dense and MoE kinds' slots then arrive together instead of
+ * one after the other (speed27). The bytes a hit reads: the slot's head, key and layer. */
+static void prefetch_slot(const estimate_cache *c, const lookup_key *key, int kind, int rc)
+{
+#if defined(__GNUC__)
+    const char *p = (const char *)&c->priced[slot_hash(key, kind, rc) & (c->n_priced - 1)];
+    for (size_t off = 0; off < offsetof(priced_slot, head_priced); off += 64)
+        __builtin_prefetch(p + off);
+#else
+    (void)c, (void)key, (void)kind, (void)rc;
+#endif
 }
 
 static cache_entry *new_entry(estimate_cache *c, int kind, const lookup_key *key)
@@ -187,10 +99,10 @@ static void kind_key(const estimate_cache *c, const model_spec *m, const layout 
 {
     if (kind == KIND_DENSE && model_is_moe(m)) {
         lookup_key whole;
-        key_of(c, l, &whole);
-        dense_key_of(&whole, key);
+        estimate_key_of(c, l, &whole);
+        estimate_key_dense(&whole, key);
     } else {
-        key_of(c, l, key);
+        estimate_key_of(c, l, key);
     }
 }
 
@@ -207,7 +119,7 @@ static void make_recipe(estimate_cache *c, const model_spec *m, const system_spe
     bool moe = kind == KIND_MOE;
     stored_recipe *st = &c->stored[(key->hash ^ (unsigned long)kind) & (c->n_stored - 1)];
     if (st->used && st->hash == key->hash && st->kind == kind &&
-        !memcmp(&st->key, &key->k, sizeof key->k)) {
+        estimate_same_layout(&st->key, &key->k)) {
         int n_ops;
         memcpy(&n_ops, st->bytes + offsetof(recipe, n_ops), sizeof n_ops);
         memcpy(r, st->bytes, offsetof(recipe, op) + (size_t)n_ops * sizeof r->op[0]);
@@ -328,34 +240,37 @@ static const layer_kinds *layer_costs(estimate_cache *c, const model_spec *m,
         estimate_layer_times(m, sys, t, l, own);
         return own;
     }
-    layout probe = *l;
-    probe.recompute_layers = 0;
-    probe.optimizer_offload_pct = 0;
-    probe.pp_first_layers = probe.pp_last_layers = 0;
-    if (probe.sharding != SHARDING_FSDP) probe.sharding = SHARDING_DDP; /* as cache_key */
-    probe.overlap_grad_reduce = probe.overlap_param_gather = false;
+    /* the probe: l with recompute_layers, optimizer_offload_pct, the uneven split's pp_first_layers
+     * and pp_last_layers and the DP overlap knobs cleared, the sharding DDP unless FSDP (as
+     * estimate_cache_key), and under Megatron without FSDP --fp8-param-gather cleared (as
+     * estimate_cache_key: Megatron's recipes read it in the FSDP unit alone); its padding zeroed,
+     * so equal bytes are equal fields. All in one masking (estimate_cache.c probe_masks). */
     int v = l->tp_comm_overlap ? 1 : 0, rc = (int)l->recompute,
         fsdp = l->framework == FRAMEWORK_MEGATRON && l->sharding == SHARDING_FSDP;
-    /* as cache_key: Megatron's recipes read --fp8-param-gather in the FSDP unit alone */
-    if (l->framework == FRAMEWORK_MEGATRON && !fsdp) probe.fp8_param_gather = false;
-    mask_padding(c, &probe); /* equal bytes are then equal fields */
+    layout probe;
+    estimate_key_masked_copy(&probe, l,
+                c->probe_mask[l->sharding == SHARDING_FSDP         ? PROBE_FSDP
+                              : l->framework == FRAMEWORK_MEGATRON ? PROBE_MEGATRON
+                                                                   : PROBE_OTHER]);
     int p = (int)probe.precision * 2 + (probe.fp8_param_gather ? 1 : 0);
     layer_kinds *kinds = &c->last_kinds[v][rc][fsdp][p];
     if (c->have_last[v][rc][fsdp][p] &&
-        !memcmp(&probe, &c->last[v][rc][fsdp][p], sizeof probe)) {
+        estimate_same_layout(&probe, &c->last[v][rc][fsdp][p])) {
         c->hits += model_is_moe(m) ? 2 : 1;
         return kinds;
     }
     lookup_key whole;
-    key_of(c, l, &whole);
     layer_time dx, mx; /* into kinds once both are there (a peek may find one alone) */
     if (model_is_moe(m)) {
         lookup_key dense;
-        dense_key_of(&whole, &dense);
+        estimate_key_moe_pair(c, l, &whole, &dense);
+        prefetch_slot(c, &dense, KIND_DENSE, rc);
+        prefetch_slot(c, &whole, KIND_MOE, rc);
         if (!kind_cost(c, m, sys, t, l, KIND_DENSE, &dense, peek, &dx) ||
             !kind_cost(c, m, sys, t, l, KIND_MOE, &whole, peek, &mx))
             return NULL;
     } else {
+        estimate_key_of(c, l, &whole);
         if (!kind_cost(c, m, sys, t, l, KIND_DENSE, &whole, peek, &dx)) return NULL;
         mx = dx;
     }
@@ -392,7 +307,7 @@ static void head_cost(estimate_cache *c, const model_spec *m, const system_spec 
     int kind = model_is_moe(m) ? KIND_MOE : KIND_DENSE;
     int rc = (int)l->recompute;
     lookup_key key;
-    key_of(c, l, &key);
+    estimate_key_of(c, l, &key);
     unsigned long hash = slot_hash(&key, kind, rc);
     cache_entry *e = entry_of(c, kind, &key);
     if (e && (e->head_priced & (1u << rc))) {
@@ -473,49 +388,41 @@ static void ensure_head(estimate_cache *c, const model_spec *m, const system_spe
  * precisions follow it, search.c emit); only those that can be a twin (DDP, no recompute, or
  * low precision without the gather) are kept.
  */
-static bool fit_key(const estimate_cache *c, const layout *l, lookup_key *key)
+/* The key of l (FIT_SELF) or of its twin (FIT_*_TWIN: l with the twin's fields set, each to
+ * zero bytes, twin_fits): the DP overlap knobs cleared, the padding zeroed, by one masking
+ * (estimate_cache.c probe_masks; speed27: the twin's copy and field stores stalled the key's
+ * word loads). The fields read here are no twin's. */
+static bool fit_key(const estimate_cache *c, const layout *l, int which, lookup_key *key)
 {
     if (l->framework != FRAMEWORK_MEGATRON || l->optimizer_offload_pct > 0 ||
         l->activation_offload)
         return false;
-    key->k = *l;
-    key->k.overlap_grad_reduce = key->k.overlap_param_gather = false;
-    mask_padding(c, &key->k);
-    key->hash = hash_key(&key->k);
+    estimate_key_masked(l, c->fit_mask[which], key);
     return true;
 }
 
-static bool seen_fit(const estimate_cache *c, const layout *l)
+static bool seen_fit(const estimate_cache *c, const layout *l, int which)
 {
     lookup_key key;
-    if (!fit_key(c, l, &key)) return false;
+    if (!fit_key(c, l, which, &key)) return false;
     const twin_slot *t = &c->twin[key.hash & (TWIN_SLOTS - 1)];
-    return t->used && t->hash == key.hash && !memcmp(&t->key, &key.k, sizeof key.k);
+    return t->used && t->hash == key.hash && estimate_same_layout(&t->key, &key.k);
 }
 
 static bool twin_fits(const estimate_cache *c, const training_spec *t, const layout *l)
 {
     if (l->framework != FRAMEWORK_MEGATRON) return false;
-    layout tw;
-    if (l->sharding == SHARDING_DISTOPT) {
-        tw = *l;
-        tw.sharding = SHARDING_DDP;
-        tw.optimizer_bf16_states = false;
-        if (seen_fit(c, &tw)) return true;
-    }
+    /* the twin under DDP without bf16 states */
+    if (l->sharding == SHARDING_DISTOPT && seen_fit(c, l, FIT_DDP_TWIN)) return true;
+    /* the twin without recompute */
     if (l->recompute == RECOMPUTE_SELECTIVE && l->recompute_modules == 0 &&
-        (!precision_is_low(l) || t->attention == ATTENTION_FLASH)) {
-        tw = *l;
-        tw.recompute = RECOMPUTE_NONE;
-        if (seen_fit(c, &tw)) return true;
-    }
+        (!precision_is_low(l) || t->attention == ATTENTION_FLASH) &&
+        seen_fit(c, l, FIT_NO_RECOMPUTE_TWIN))
+        return true;
     if (precision_param_gather(l)) {
         double pb = precision_param_bytes(l); /* the premise: 0 <= pb <= 2 (header comment) */
-        if (pb >= 0 && pb <= 2.0) {
-            tw = *l;
-            tw.fp8_param_gather = false;
-            if (seen_fit(c, &tw)) return true;
-        }
+        /* the twin without the gather */
+        if (pb >= 0 && pb <= 2.0 && seen_fit(c, l, FIT_NO_GATHER_TWIN)) return true;
     }
     return false;
 }
@@ -528,7 +435,7 @@ static void fit_put(estimate_cache *c, const layout *l)
     if (l->sharding != SHARDING_DDP && l->recompute != RECOMPUTE_NONE &&
         !(precision_is_low(l) && !l->fp8_param_gather))
         return;
-    if (!fit_key(c, l, &key)) return;
+    if (!fit_key(c, l, FIT_SELF, &key)) return;
     twin_slot *t = &c->twin[key.hash & (TWIN_SLOTS - 1)];
     t->used = true;
     t->hash = key.hash;
@@ -577,8 +484,8 @@ static memory_twin_slot *memory_twin(estimate_cache *c, const training_spec *t,
     key->k = *l;
     key->k.recompute = RECOMPUTE_NONE;
     key->k.overlap_grad_reduce = key->k.overlap_param_gather = false; /* read by no figure */
-    mask_padding(c, &key->k);
-    key->hash = hash_key(&key->k);
+    estimate_key_mask(c, &key->k);
+    key->hash = estimate_key_hash(&key->k);
     return &c->memory_twin[key->hash & (MEMORY_TWIN_SLOTS - 1)];
 }
 
@@ -588,7 +495,7 @@ static bool memory_twin_get(estimate_cache *c, const system_spec *sys, const tra
     lookup_key key;
     const memory_twin_slot *s = memory_twin(c, t, l, RECOMPUTE_SELECTIVE, &key);
     if (!s || !s->used || s->hash != key.hash || s->sys != sys ||
-        memcmp(&s->key, &key.k, sizeof key.k) || memcmp(&s->t, t, sizeof *t))
+        !estimate_same_layout(&s->key, &key.k) || memcmp(&s->t, t, sizeof *t))
         return false;
     *out = s->memory;
     return true;

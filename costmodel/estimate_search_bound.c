@@ -64,28 +64,26 @@ double estimate_search_bound_factor(const layout *l, int microbatches)
  * far above the rounding of these sums (a few dozen terms: ~1e-14), so the inequality of the
  * exact sums holds for the computed ones.
  */
-/*
- * The bound of a layout equal byte for byte to one of the last few, less --fp8-param-gather,
- * is that one's (speed22: a low-precision Megatron-FSDP layout is listed without and with the
- * gather, search.c emit, and the two differ in that field alone). Why the gather changes no
- * figure of the bound: the DDP form's layer costs are looked up without it (cache_key and
- * estimate_search_layer_costs clear it for Megatron without FSDP: its recipes read it only in
- * the FSDP unit's all-gather, layer_recipe.c rb_fsdp_unit), and estimate_stage_layers_total
- * (estimate.c stage_layers_cost) reads of l the stage split, the precision and its bf16
- * layers, the recompute fields, activation offload, layout_zero2 (false: it needs the
- * distributed optimizer, shard_grads.c), layout_grads_sharded, reshard_after_forward, vpp,
- * and pp/tp/compile/cp/ep for the host lead: none of these reads fp8_param_gather
- * (precision_param_gather's readers are memory, the optimizer step, the DP sync, the FSDP unit
- * and the rules). The host lead's branch prices the head with l (head_host_lead_s), so a
- * layout that can take it (pp, cp, ep 1 and compile) is not remembered; nor is the training
- * spec read, but by activation offload's waits (no bound, above) and that head. The key
- * compares bytes (padding included): unequal padding is only a miss.
- */
-static bool fsdp_lb_memo_key(const layout *l, layout *key)
+/* The bound of a layout equal byte for byte to one of the last few, less --fp8-param-gather, is
+ * that one's (speed22: a low-precision Megatron-FSDP layout is listed without and with the gather,
+ * search.c emit, and the two differ in that field alone). Why the gather changes no figure of the
+ * bound: the DDP form's layer costs are looked up without it (estimate_cache_key and
+ * estimate_search_layer_costs clear it for Megatron without FSDP: its recipes read it only in the
+ * FSDP unit's all-gather, layer_recipe.c rb_fsdp_unit), and estimate_stage_layers_total (estimate.c
+ * stage_layers_cost) reads of l the stage split, the precision and its bf16 layers, the recompute
+ * fields, activation offload, layout_zero2 (false: it needs the distributed optimizer,
+ * shard_grads.c), layout_grads_sharded, reshard_after_forward, vpp, and pp/tp/compile/cp/ep for the
+ * host lead: none of these reads fp8_param_gather (precision_param_gather's readers are memory, the
+ * optimizer step, the DP sync, the FSDP unit and the rules). The host lead's branch prices the head
+ * with l (head_host_lead_s), so a layout that can take it (pp, cp, ep 1 and compile) is not
+ * remembered; nor is the training spec read, but by activation offload's waits (no bound, above)
+ * and that head. The key compares bytes (padding included): unequal padding is only a miss. */
+static bool fsdp_lb_memo_key(const estimate_cache *c, const layout *l, layout *key)
 {
     if (l->compile && l->pp == 1 && l->cp == 1 && l->ep == 1) return false;
-    memcpy(key, l, sizeof *key);
-    key->fp8_param_gather = false;
+    /* l's bytes with --fp8-param-gather's cleared, by one masking (speed27: the copy and the
+     * field's store stalled the compare's word loads) */
+    estimate_key_masked_copy(key, l, c->fsdp_lb_mask);
     return true;
 }
 
@@ -99,11 +97,11 @@ double estimate_search_fsdp_layers_lb(estimate_cache *c, const model_spec *m,
         offload_activation_layers(m, l) > 0)
         return -1;
     layout key;
-    bool memo = fsdp_lb_memo_key(l, &key);
+    bool memo = fsdp_lb_memo_key(c, l, &key);
     if (memo)
         for (int i = 0; i < FSDP_LB_MEMO; i++)
             if (c->fsdp_lb[i].used && c->fsdp_lb[i].m == m && c->fsdp_lb[i].sys == sys &&
-                !memcmp(&c->fsdp_lb[i].key, &key, sizeof key))
+                estimate_same_layout(&c->fsdp_lb[i].key, &key))
                 return c->fsdp_lb[i].lb_s;
     layout ld = *l;
     ld.sharding = SHARDING_DDP;
@@ -111,7 +109,10 @@ double estimate_search_fsdp_layers_lb(estimate_cache *c, const model_spec *m,
     const layer_kinds *kp = held ? estimate_search_layer_costs_held(c, m, &ld)
                                  : estimate_search_layer_costs(c, m, sys, t, &ld, &own);
     if (!kp) return -2;
-    k = *kp; /* not uncached (above): the cache's */
+    /* not uncached (above): the cache's; the bf16 kinds are set from these below, so only
+     * these two are copied (speed27: the whole 704 bytes' rep movs was a quarter of this) */
+    k.dense = kp->dense;
+    k.moe = kp->moe;
     layer_time *x[2] = {&k.dense, &k.moe};
     for (int i = 0; i < 2; i++) {
         x[i]->fwd_s = x[i]->gpu_fwd_s;
@@ -134,28 +135,23 @@ double estimate_search_fsdp_layers_lb(estimate_cache *c, const model_spec *m,
     return lb_s;
 }
 
-/*
- * Whether every try of a layer count ls[0].recompute_layers or more of ls (the overlap
- * variants of one Megatron full-recompute layout, the count set on each) is bounded above
- * prune_above_s: then no such try that fits can change a search's result (it is pruned, or
- * timed slower than the threshold), so the search need not make them (planner/search.c
- * memory_knobs; speed15: 97% of those tries were pruned after their memory and bound had been
- * made, 12% of DeepSeek-V3's search at 16384 GPUs).
- *
- * Why the bound of the count k = ls[0].recompute_layers holds for every larger count: the
- * count enters a step's lower bound (estimate_search.c: f x the first stage's decoder layers,
- * estimate_stage_layers_total, or Megatron-FSDP's from its DDP form, each <= the bound the
- * try itself would be judged by) only through stage_layers_cost's rf (the recomputed share,
- * k / n, 1 from n on), which is non-decreasing in k: per layer kind, the backward
- * c x (bwd_s + rf x recompute_s) with recompute_s >= 0, and under FSDP the exposed
- * c x fmax(0, gather + reduce - (bwd_s + rf x recompute_s)) beside it, the two summing to
- * c x fmax(bwd_s + rf x recompute_s, gather + reduce), non-decreasing; no other term, nor f,
- * reads the count (the layer costs are keyed without it: cache_key). The bound is taken with
- * a relative margin (1e-8) far above the rounding of these sums (~1e-14), so the inequality of
- * the exact sums holds for the computed ones. False where a variant has no such bound (not
- * prunable, bf16 first/last layers, Megatron-FSDP without its DDP-form bound), or with no
- * threshold.
- */
+/* Whether every try of a layer count ls[0].recompute_layers or more of ls (the overlap variants of
+ * one Megatron full-recompute layout, the count set on each) is bounded above prune_above_s: then
+ * no such try that fits can change a search's result (it is pruned, or timed slower than the
+ * threshold), so the search need not make them (planner/search.c memory_knobs; speed15: 97% of
+ * those tries were pruned after their memory and bound had been made, 12% of DeepSeek-V3's search
+ * at 16384 GPUs). Why the bound of the count k = ls[0].recompute_layers holds for every larger
+ * count: the count enters a step's lower bound (estimate_search.c: f x the first stage's decoder
+ * layers, estimate_stage_layers_total, or Megatron-FSDP's from its DDP form, each <= the bound the
+ * try itself would be judged by) only through stage_layers_cost's rf (the recomputed share, k / n,
+ * 1 from n on), which is non-decreasing in k: per layer kind, the backward c x (bwd_s + rf x
+ * recompute_s) with recompute_s >= 0, and under FSDP the exposed c x fmax(0, gather + reduce -
+ * (bwd_s + rf x recompute_s)) beside it, the two summing to c x fmax(bwd_s + rf x recompute_s,
+ * gather + reduce), non-decreasing; no other term, nor f, reads the count (the layer costs are
+ * keyed without it: estimate_cache_key). The bound is taken with a relative margin (1e-8) far above
+ * the rounding of these sums (~1e-14), so the inequality of the exact sums holds for the computed
+ * ones. False where a variant has no such bound (not prunable, bf16 first/last layers,
+ * Megatron-FSDP without its DDP-form bound), or with no threshold. */
 /* Whether every variant of ls is bounded above prune_above_s by f x its first stage's decoder
  * layers (estimate_stage_layers_total, or Megatron-FSDP's from its DDP form), with the relative
  * margin the callers document. held (speed23's bound before the memory): only from layer costs
@@ -228,7 +224,7 @@ bool estimate_search_recompute_tries_pruned(const model_spec *m, const system_sp
  *    <= the layout's own (the monotonicity proof above estimate_search_recompute_tries_pruned),
  *    so every try would be bounded out too;
  *  - a distributed-optimizer layout that does not fit tries optimizer CPU offload: the try's
- *    layer costs are the layout's (cache_key clears optimizer_offload_pct), no term of the
+ *    layer costs are the layout's (estimate_cache_key clears optimizer_offload_pct), no term of the
  *    bound reads the fraction (stage_layers_cost, the bound factor), and its step is >= the
  *    bound as every step is (estimate_time_assemble: m x the worst stage plus non-negative
  *    terms; the offload only adds the optimizer's host time), so it could only be timed slower

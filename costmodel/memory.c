@@ -474,7 +474,8 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         stage_totals(m, t, l, &s, fig, &f.rest, &r);
         return r;
     }
-    memset(&r, 0, sizeof r);
+    static const memory_breakdown zero; /* a copy: memset's rep stos cost more here (speed27) */
+    r = zero;
     r.stage = stage;
     r.capacity_bytes = sys->hbm_bytes;
 
