@@ -19,6 +19,18 @@
 
 #include <string.h>
 
+bool alloc_step_glm_block(const model_spec *m)
+{
+    /* dots.llm1 (transformers 5.17.0 models/dots1/modeling_dots1.py, the copy arch24 took off
+     * the device): Dots1TopkRouter, Dots1Experts, Dots1MoE and Dots1DecoderLayer (279-430) are
+     * modeling_glm4_moe.py's Glm4MoeTopkRouter, Glm4MoeExperts, Glm4MoeMoE and
+     * Glm4MoeDecoderLayer line for line but for the name and e_score_correction_bias's dtype
+     * (the default, bf16 under a bf16 load, against fp32: the sum with the fp32 sigmoid is fp32
+     * either way); its attention is Qwen3's (per-head q/k norms, whole-head RoPE, no biases:
+     * alloc_step_forms.c's default form) */
+    return !strcmp(m->hf_model_type, "glm4_moe") || !strcmp(m->hf_model_type, "dots1");
+}
+
 bool alloc_step_covered(const model_spec *m, const training_spec *t, const layout *l)
 {
     if (!layout_is_pytorch(l) || l->sharding != SHARDING_FSDP) return false;
@@ -97,7 +109,7 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
                         layout_impl_of(l) == IMPL_HF;
     /* GLM-4.5 (Glm4MoeMoE, alloc_step_moe.c): dense first layers, then the fp32 sigmoid router
      * with the correction bias in one group and an ungated shared expert */
-    bool glm = strcmp(m->hf_model_type, "glm4_moe") == 0 && layout_impl_of(l) == IMPL_HF &&
+    bool glm = alloc_step_glm_block(m) && layout_impl_of(l) == IMPL_HF &&
                m->router_scoring == MODEL_ROUTER_SIGMOID && m->router_bias &&
                m->router_groups <= 1 && m->shared_experts > 0 && m->moe_layer_freq <= 1;
     /* ERNIE-4.5 (Ernie4_5_MoeSparseMoeBlock, alloc_step_moe.c): dense first layers, the fp32

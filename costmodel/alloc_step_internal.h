@@ -214,6 +214,9 @@ int alloc_step_gptoss_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg
  * form is not listed), and layer l's forward on input x by its layer code (sv NULL: under a
  * checkpoint's forward) */
 int alloc_step_dims_of(const model_spec *m, const training_spec *t, const layout *l, dims *out);
+/* Whether m's MoE layers are GLM-4.5's block (alloc_step_moe.c glm_fwd): glm4_moe's, and
+ * dots1's, whose Dots1MoE and Dots1TopkRouter are the same code (alloc_step_cover.c) */
+bool alloc_step_glm_block(const model_spec *m);
 int alloc_step_any_layer_fwd(ctx *c, const dims *d, int l, int x, saved *sv);
 
 /* Layer forms (alloc_step_forms.c): the form of m's layers (0 on success, -1 where
