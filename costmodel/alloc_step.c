@@ -794,7 +794,7 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
                           fm.plain << 6 | fm.drop << 7 | fm.drop_emb << 8 | fm.rope32 << 9 |
                           fm.rope_part << 10 | fm.logit_scale << 11 | fm.ln_bias << 12 |
                           fm.mlp_bias << 13 | fm.norms << 14 | fm.neox << 17 | fm.nope2 << 18 |
-                          fm.phimoe << 19 | fm.jitter << 20 | fm.falcon << 21)
-                   << 20;
+                          fm.phimoe << 19 | fm.jitter << 20 | fm.falcon << 21 |
+                          fm.falcon_nda << 22) << 20;
     return k;
 }

@@ -4,7 +4,8 @@
  * Phi-3's fused projections, Gemma 2/3, sliding-window masks, transformers' eager attention,
  * Hugging Face MoE blocks, Qwen2-MoE's shared expert, GLM-4.5's and ERNIE-4.5's blocks,
  * DeepSeek-V2/V3's MLA, GPT-OSS, native blocks under torch.compile, the layer forms of
- * alloc_step_forms.c with PhiMoE's block and Falcon-7B's attention), one GPU, bf16, no or full recompute. Outside it memory.c prices reserved memory without the replay.
+ * alloc_step_forms.c with PhiMoE's block and Falcon-7B's and Falcon-40B's attention, dots.llm1 as
+ * GLM-4.5), one GPU, bf16, no or full recompute. Outside it memory.c prices reserved memory without the replay.
  * Its own file because each family added to the replay adds a rule here. Also one layer's
  * saved bytes by the replay's list (alloc_step_layer_saved_bytes), which the tests hold
  * memory_activations.c's analytic figure to (memforms25).
@@ -76,9 +77,11 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     bool formed = form.block != ALLOC_BLOCK_LLAMA || form.norm_form != ALLOC_NORM_LLAMA ||
                   form.qk_full || form.qk_wfull || form.drop || form.rope32 || form.plain;
     if (formed && (layout_impl_of(l) != IMPL_HF || (form.drop && eager))) return false;
-    /* Falcon's attention: Falcon-7B's multi_query under SDPA's math backend only
-     * (alloc_step_falcon.c) */
-    if (!strcmp(m->hf_model_type, "falcon") && (!form.falcon || !hf_sdpa_math_applies(m, t, l)))
+    /* Falcon's attention: Falcon-7B's multi_query under SDPA's math backend, Falcon-40B's new
+     * architecture under SDPA (alloc_step_falcon.c) */
+    if (!strcmp(m->hf_model_type, "falcon") &&
+        !(form.falcon ? hf_sdpa_math_applies(m, t, l)
+                      : form.falcon_nda && layout_attention_of(m, t, l) == ATTENTION_FLASH))
         return false;
     /* partial rotary: Phi-3's apply_rotary_pos_emb and StableLM's only (Llama's rotates the
      * whole head) */

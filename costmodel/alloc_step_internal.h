@@ -68,6 +68,9 @@ typedef struct {
     bool neox;                          /* GPT-NeoX's fused query_key_value, norms registered first */
     bool falcon;                        /* Falcon-7B's multi_query attention under SDPA's math
                                          * backend (alloc_step_falcon.c) */
+    bool falcon_nda;                    /* Falcon-40B's new_decoder_architecture: k, v copied to
+                                         * every query head, the masked cuDNN attention, ln_attn
+                                         * and ln_mlp (alloc_step_falcon.c) */
     bool nope2, nope_l;                 /* Cohere2: the full-attention layers apply no RoPE;
                                          * this layer is one */
 } dims;
@@ -161,6 +164,8 @@ int alloc_step_phimoe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
  * output; the backward from dense's input gradient (consumed) to n1's */
 int alloc_step_falcon_attn_fwd(ctx *c, const dims *d, int n1, saved *sv);
 int alloc_step_falcon_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg);
+int alloc_step_falcon_nda_attn_fwd(ctx *c, const dims *d, int n1, saved *sv);
+int alloc_step_falcon_nda_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg);
 
 /* frees what a node saved, taking it off the layer's saved set (alloc_step_eager.c) */
 void alloc_step_drop_saved(ctx *c, saved *sv, int h);
