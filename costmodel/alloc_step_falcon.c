@@ -115,6 +115,27 @@ static int rope_bwd(ctx *c, const dims *d, double w, int g)
     return gx;
 }
 
+/* The split's backward from the gradients of v's and k's index copies and of q's slice (each
+ * consumed): each into zeros of fused_qkv's shape [T, q + 2 kv] (index_put_ with accumulate,
+ * the slice's copy), summed in place into the first; then query_key_value's input and weight
+ * gradients. Returns n1's. */
+static int split_bwd(ctx *c, const dims *d, int gv, int gk, int gq, int *wg, int *nwg)
+{
+    double t = d->T, fw = 2.0 * t * (d->q + 2.0 * d->kv);
+    int gf = alloc_step_index_bwd(c, fw, t);
+    F(c, gv);
+    int g2 = alloc_step_index_bwd(c, fw, t);
+    F(c, gk);
+    F(c, g2);
+    int g3 = A(c, fw);
+    F(c, gq);
+    F(c, g3);
+    int gn1 = A(c, 2.0 * t * d->h);
+    wg[(*nwg)++] = A(c, 2.0 * d->h * (d->q + 2.0 * d->kv));
+    F(c, gf);
+    return gn1;
+}
+
 /* From dense's input gradient go (consumed) to n1's. */
 int alloc_step_falcon_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
 {
@@ -160,21 +181,7 @@ int alloc_step_falcon_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
     F(c, gqs);
     gk = rope_bwd(c, d, hd, gk);
     gq = rope_bwd(c, d, q, gq);
-    /* the split's backward: v's and k's index, q's slice, each into zeros of fused_qkv's
-     * shape, summed in place into the first */
-    double fw = 2.0 * t * (q + 2.0 * hd);
-    int gf = alloc_step_index_bwd(c, fw, t);
-    F(c, gv);
-    int g2 = alloc_step_index_bwd(c, fw, t);
-    F(c, gk);
-    F(c, g2);
-    int g3 = A(c, fw);
-    F(c, gq);
-    F(c, g3);
-    int gn1 = A(c, 2.0 * t * d->h);   /* query_key_value: the input's, the weight's */
-    wg[(*nwg)++] = A(c, 2.0 * d->h * (q + 2.0 * hd));
-    F(c, gf);
-    return gn1;
+    return split_bwd(c, d, gv, gk, gq, wg, nwg);
 }
 
 /*
@@ -245,17 +252,5 @@ int alloc_step_falcon_nda_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *
     F(c, gv);
     int gks = A(c, 2.0 * t * kv);
     F(c, gk);
-    double fw = 2.0 * t * (q + 2.0 * kv);
-    int gf = alloc_step_index_bwd(c, fw, t);
-    F(c, gvs);
-    int g2 = alloc_step_index_bwd(c, fw, t);
-    F(c, gks);
-    F(c, g2);
-    int g3 = A(c, fw);
-    F(c, gq);
-    F(c, g3);
-    int gn1 = A(c, 2.0 * t * d->h); /* query_key_value: the input's, the weight's */
-    wg[(*nwg)++] = A(c, 2.0 * d->h * (q + 2.0 * kv));
-    F(c, gf);
-    return gn1;
+    return split_bwd(c, d, gvs, gks, gq, wg, nwg);
 }
