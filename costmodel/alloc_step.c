@@ -707,7 +707,7 @@ int alloc_step_dims_of(const model_spec *m, const training_spec *t, const layout
     }
     d.shared_gate = d.moe && !m->mla && m->shared_experts > 0; /* Qwen2-MoE (alloc_step_cover.c) */
     d.ernie = strcmp(m->hf_model_type, "ernie4_5_moe") == 0; /* ERNIE-4.5 (alloc_step_moe.c) */
-    if (d.moe && (strcmp(m->hf_model_type, "glm4_moe") == 0 || d.ernie)) { /* and GLM-4.5's */
+    if (d.moe && (alloc_step_glm_block(m) || d.ernie)) { /* and GLM-4.5's */
         d.glm = !d.ernie;
         d.shared_gate = false;
         d.dense_first = m->dense_first;
@@ -783,7 +783,7 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
     }
     k.shared_ffn = (long)m->shared_ffn * m->shared_experts; /* MLA's, or Qwen2-MoE's gated one */
     if (!m->mla && m->shared_experts > 0) { /* (alloc_step_moe.c; GLM-4.5's its own) */
-        k.flags |= 16384 | (strcmp(m->hf_model_type, "glm4_moe") == 0 ? 65536 : 0) |
+        k.flags |= 16384 | (alloc_step_glm_block(m) ? 65536 : 0) |
                    (strcmp(m->hf_model_type, "ernie4_5_moe") == 0 ? 131072 : 0);
         k.dense_first = m->dense_first;
     }
@@ -794,7 +794,7 @@ alloc_step_key alloc_step_key_of(const model_spec *m, const training_spec *t, co
                           fm.plain << 6 | fm.drop << 7 | fm.drop_emb << 8 | fm.rope32 << 9 |
                           fm.rope_part << 10 | fm.logit_scale << 11 | fm.ln_bias << 12 |
                           fm.mlp_bias << 13 | fm.norms << 14 | fm.neox << 17 | fm.nope2 << 18 |
-                          fm.phimoe << 19 | fm.jitter << 20 | fm.falcon << 21)
-                   << 20;
+                          fm.phimoe << 19 | fm.jitter << 20 | fm.falcon << 21 |
+                          fm.falcon_nda << 22) << 20;
     return k;
 }

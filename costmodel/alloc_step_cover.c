@@ -4,7 +4,8 @@
  * Phi-3's fused projections, Gemma 2/3, sliding-window masks, transformers' eager attention,
  * Hugging Face MoE blocks, Qwen2-MoE's shared expert, GLM-4.5's and ERNIE-4.5's blocks,
  * DeepSeek-V2/V3's MLA, GPT-OSS, native blocks under torch.compile, the layer forms of
- * alloc_step_forms.c with PhiMoE's block and Falcon-7B's attention), one GPU, bf16, no or full recompute. Outside it memory.c prices reserved memory without the replay.
+ * alloc_step_forms.c with PhiMoE's block and Falcon-7B's and Falcon-40B's attention, dots.llm1 as
+ * GLM-4.5), one GPU, bf16, no or full recompute. Outside it memory.c prices reserved memory without the replay.
  * Its own file because each family added to the replay adds a rule here. Also one layer's
  * saved bytes by the replay's list (alloc_step_layer_saved_bytes), which the tests hold
  * memory_activations.c's analytic figure to (memforms25).
@@ -18,6 +19,18 @@
 #include "impl.h"
 
 #include <string.h>
+
+bool alloc_step_glm_block(const model_spec *m)
+{
+    /* dots.llm1 (transformers 5.17.0 models/dots1/modeling_dots1.py, the copy arch24 took off
+     * the device): Dots1TopkRouter, Dots1Experts, Dots1MoE and Dots1DecoderLayer (279-430) are
+     * modeling_glm4_moe.py's Glm4MoeTopkRouter, Glm4MoeExperts, Glm4MoeMoE and
+     * Glm4MoeDecoderLayer line for line but for the name and e_score_correction_bias's dtype
+     * (the default, bf16 under a bf16 load, against fp32: the sum with the fp32 sigmoid is fp32
+     * either way); its attention is Qwen3's (per-head q/k norms, whole-head RoPE, no biases:
+     * alloc_step_forms.c's default form) */
+    return !strcmp(m->hf_model_type, "glm4_moe") || !strcmp(m->hf_model_type, "dots1");
+}
 
 bool alloc_step_covered(const model_spec *m, const training_spec *t, const layout *l)
 {
@@ -64,9 +77,11 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
     bool formed = form.block != ALLOC_BLOCK_LLAMA || form.norm_form != ALLOC_NORM_LLAMA ||
                   form.qk_full || form.qk_wfull || form.drop || form.rope32 || form.plain;
     if (formed && (layout_impl_of(l) != IMPL_HF || (form.drop && eager))) return false;
-    /* Falcon's attention: Falcon-7B's multi_query under SDPA's math backend only
-     * (alloc_step_falcon.c) */
-    if (!strcmp(m->hf_model_type, "falcon") && (!form.falcon || !hf_sdpa_math_applies(m, t, l)))
+    /* Falcon's attention: Falcon-7B's multi_query under SDPA's math backend, Falcon-40B's new
+     * architecture under SDPA (alloc_step_falcon.c) */
+    if (!strcmp(m->hf_model_type, "falcon") &&
+        !(form.falcon ? hf_sdpa_math_applies(m, t, l)
+                      : form.falcon_nda && layout_attention_of(m, t, l) == ATTENTION_FLASH))
         return false;
     /* partial rotary: Phi-3's apply_rotary_pos_emb and StableLM's only (Llama's rotates the
      * whole head) */
@@ -97,7 +112,7 @@ bool alloc_step_covered(const model_spec *m, const training_spec *t, const layou
                         layout_impl_of(l) == IMPL_HF;
     /* GLM-4.5 (Glm4MoeMoE, alloc_step_moe.c): dense first layers, then the fp32 sigmoid router
      * with the correction bias in one group and an ungated shared expert */
-    bool glm = strcmp(m->hf_model_type, "glm4_moe") == 0 && layout_impl_of(l) == IMPL_HF &&
+    bool glm = alloc_step_glm_block(m) && layout_impl_of(l) == IMPL_HF &&
                m->router_scoring == MODEL_ROUTER_SIGMOID && m->router_bias &&
                m->router_groups <= 1 && m->shared_experts > 0 && m->moe_layer_freq <= 1;
     /* ERNIE-4.5 (Ernie4_5_MoeSparseMoeBlock, alloc_step_moe.c): dense first layers, the fp32

@@ -1,6 +1,8 @@
 /*
  * alloc_step_falcon.c — Hugging Face Falcon-7B's attention (multi_query: one K/V head, fused
- * query_key_value, SDPA's math backend) as the allocator replay lists it (alloc_step.h,
+ * query_key_value, SDPA's math backend), and Falcon-40B's (new_decoder_architecture: k and v
+ * copied to every query head, the masked cuDNN attention; below the first) as the allocator
+ * replay lists it (alloc_step.h,
  * alloc_step_internal.h); the rest of its layer is alloc_step_forms.c's parallel block with one
  * nn.LayerNorm and the plain MLP (dense_h_to_4h, GELU, dense_4h_to_h). Its own file because the
  * math backend's fp32 s x s tensors are a list no other attention of the replay has
@@ -113,6 +115,27 @@ static int rope_bwd(ctx *c, const dims *d, double w, int g)
     return gx;
 }
 
+/* The split's backward from the gradients of v's and k's index copies and of q's slice (each
+ * consumed): each into zeros of fused_qkv's shape [T, q + 2 kv] (index_put_ with accumulate,
+ * the slice's copy), summed in place into the first; then query_key_value's input and weight
+ * gradients. Returns n1's. */
+static int split_bwd(ctx *c, const dims *d, int gv, int gk, int gq, int *wg, int *nwg)
+{
+    double t = d->T, fw = 2.0 * t * (d->q + 2.0 * d->kv);
+    int gf = alloc_step_index_bwd(c, fw, t);
+    F(c, gv);
+    int g2 = alloc_step_index_bwd(c, fw, t);
+    F(c, gk);
+    F(c, g2);
+    int g3 = A(c, fw);
+    F(c, gq);
+    F(c, g3);
+    int gn1 = A(c, 2.0 * t * d->h);
+    wg[(*nwg)++] = A(c, 2.0 * d->h * (d->q + 2.0 * d->kv));
+    F(c, gf);
+    return gn1;
+}
+
 /* From dense's input gradient go (consumed) to n1's. */
 int alloc_step_falcon_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
 {
@@ -158,19 +181,76 @@ int alloc_step_falcon_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
     F(c, gqs);
     gk = rope_bwd(c, d, hd, gk);
     gq = rope_bwd(c, d, q, gq);
-    /* the split's backward: v's and k's index, q's slice, each into zeros of fused_qkv's
-     * shape, summed in place into the first */
-    double fw = 2.0 * t * (q + 2.0 * hd);
-    int gf = alloc_step_index_bwd(c, fw, t);
+    return split_bwd(c, d, gv, gk, gq, wg, nwg);
+}
+
+/*
+ * Falcon-40B (new_decoder_architecture, g = num_kv_heads groups of a / g query heads) under
+ * SDPA, the same file (bench/results/falcon27_2026-11-29/falcon40b_source.txt, lines of
+ * modeling_falcon.py 5.17.0), kv = g d:
+ *  - fused_qkv [T, q + 2 kv] (323), held by the name to the return; _split_heads (265-275): q
+ *    a slice (a view), k and v `qkv[:, :, :, [-2]]`, `[[-1]]`: index copies [T, kv];
+ *    broadcast_to views; flatten(2, 3) of the slice and of the broadcasts: three copies
+ *    [T, q], made in the list's order; the list rebinds the names, so the index copies die
+ *    at the return (the index and expand nodes save no tensor);
+ *  - transpose + reshape to the same shape (330-332): views; apply_rotary_pos_emb (336) of q
+ *    and of the a-head k: fresh tensors, the flatten copies dying as the names are rebound;
+ *  - SDPA(q, k, v, attn_mask=the boolean mask, is_causal False; 349-357): the cuDNN attention
+ *    with the additive bf16 copy of the mask (alloc_step_mask_sdpa), as alloc_step.c's masked
+ *    layers (falcon27 measured cuDNN's kernels on this call); it saves q, k, v, the output,
+ *    the fp32 log-sum-exp [T, a] and the mask copy; the output matches q's [b, s, a, d]
+ *    layout, so view, permute and reshape (367-369) are views and dense saves the output.
+ * Backward (the node made last first): dense's (the caller's); SDPA's: the q, k, v gradients
+ * [T, q], its saved set freed; k's RoPE (made after q's), q's; then the copies' backward
+ * (views), v's and k's expand (a sum over the a / g heads of a group: [T, kv]), their index
+ * backward (zeros of fused_qkv's shape, index_put_ with accumulate), q's slice backward
+ * (zeros, the copy), summed in place into the first; query_key_value's input and weight.
+ */
+enum { FALCON_NDA_SAVED = 7 }; /* n1, q, k, v, the output, the log-sum-exp, the mask copy */
+
+int alloc_step_falcon_nda_attn_fwd(ctx *c, const dims *d, int n1, saved *sv)
+{
+    double t = d->T, q = d->q, kv = d->kv;
+    int fused = A(c, 2.0 * t * (q + 2.0 * kv));
+    int kx = A(c, 2.0 * t * kv), vx = A(c, 2.0 * t * kv); /* the index copies */
+    int qc = A(c, 2.0 * t * q), kc = A(c, 2.0 * t * q), vc = A(c, 2.0 * t * q);
+    F(c, kx);
+    F(c, vx);
+    int qe = alloc_step_rope_fwd(c, d, q);
+    int ke = alloc_step_rope_fwd(c, d, q);
+    F(c, qc);
+    F(c, kc);
+    int mb = alloc_step_mask_sdpa(c, d);
+    int out = A(c, 2.0 * t * q), lse = A(c, 4.0 * t * d->a);
+    int o = A(c, 2.0 * t * d->h);
+    F(c, fused);
+    if (sv) sv->eager_at = sv->n; /* where the backward finds them */
+    keep(c, sv, n1);
+    keep(c, sv, qe);
+    keep(c, sv, ke);
+    keep(c, sv, vc);
+    keep(c, sv, out);
+    keep(c, sv, lse);
+    keep(c, sv, mb);
+    return o;
+}
+
+int alloc_step_falcon_nda_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
+{
+    double t = d->T, q = d->q, kv = d->kv;
+    saved *sv = c->layer_saved;
+    int at = sv->eager_at;
+    /* the MLP's saved tensors, after these: its nodes ran first (made last) */
+    for (int i = at + FALCON_NDA_SAVED; i < sv->n; i++) F(c, sv->h[i]);
+    sv->n = at + FALCON_NDA_SAVED;
+    int gq = A(c, 2.0 * t * q), gk = A(c, 2.0 * t * q), gv = A(c, 2.0 * t * q);
+    F(c, go);
+    for (int i = FALCON_NDA_SAVED - 1; i >= 1; i--) alloc_step_drop_saved(c, sv, sv->h[at + i]);
+    gk = rope_bwd(c, d, q, gk);
+    gq = rope_bwd(c, d, q, gq);
+    int gvs = A(c, 2.0 * t * kv); /* v's expand: the sum over a group's heads */
     F(c, gv);
-    int g2 = alloc_step_index_bwd(c, fw, t);
+    int gks = A(c, 2.0 * t * kv);
     F(c, gk);
-    F(c, g2);
-    int g3 = A(c, fw);
-    F(c, gq);
-    F(c, g3);
-    int gn1 = A(c, 2.0 * t * d->h);   /* query_key_value: the input's, the weight's */
-    wg[(*nwg)++] = A(c, 2.0 * d->h * (q + 2.0 * hd));
-    F(c, gf);
-    return gn1;
+    return split_bwd(c, d, gvs, gks, gq, wg, nwg);
 }

@@ -49,15 +49,17 @@ void alloc_step_layer_params(dims *d)
         d->nlp = n;
         return;
     }
-    if (d->falcon) { /* FalconDecoderLayer: self_attention (query_key_value, dense), mlp
-                      * (dense_h_to_4h, dense_4h_to_h), input_layernorm (modeling_falcon.py
-                      * 555-573, 245-250, 531-533) */
-        d->lp[n++] = (d->q + 2.0 * d->hd) * d->h;
+    if (d->falcon || d->falcon_nda) { /* FalconDecoderLayer: self_attention (query_key_value,
+                      * dense), mlp (dense_h_to_4h, dense_4h_to_h), input_layernorm or ln_attn
+                      * and ln_mlp (modeling_falcon.py 555-573, 245-250, 531-533) */
+        d->lp[n++] = (d->q + 2.0 * d->kv) * d->h;
         d->lp[n++] = d->h * d->q;
         d->lp[n++] = d->f * d->h;
         d->lp[n++] = d->h * d->f;
-        d->lp[n++] = d->h;
-        d->lp[n++] = d->h;
+        for (int i = 0; i < d->norms; i++) {
+            d->lp[n++] = d->h;
+            d->lp[n++] = d->h;
+        }
         d->nlp = n;
         return;
     }
@@ -261,17 +263,21 @@ int alloc_step_form_of(const model_spec *m, dims *d)
          * 563-573), x + (mlp(n) += attn(n)) (dropout_add with p 0 returns its input); the
          * multi_query attention under SDPA's math backend (alloc_step_falcon.c); FalconMLP's
          * dense_h_to_4h, GELU, dense_4h_to_h (526-539); no biases (bias false). Falcon-40B's
-         * new_decoder_architecture and ALiBi are not listed */
+         * new_decoder_architecture (replay27): ln_attn and ln_mlp, both of x before the
+         * attention (falcon40b_source.txt's decoder layer), the grouped split and the masked
+         * cuDNN attention (alloc_step_falcon.c). ALiBi is not listed */
         if (!common || m->norm != MODEL_NORM_LAYER || m->norm_no_bias || !m->parallel_block ||
-            !m->shared_block_norm || m->post_norm || m->qk_norm || !nobias || m->dropout ||
+            m->shared_block_norm == m->hf_split_broadcast || m->post_norm || m->qk_norm ||
+            !nobias || m->dropout ||
             swiglu || strncmp(m->hidden_act, "gelu", 4) != 0 || m->sliding_window > 0 ||
             m->rotary_fraction < 1)
             return -1;
         d->block = ALLOC_BLOCK_PARALLEL;
         d->norm_form = ALLOC_NORM_LN;
-        d->norms = 1;
+        d->norms = m->shared_block_norm ? 1 : 2;
         d->ln_bias = d->plain = true;
         d->falcon = m->sdpa_kv_broadcast && m->kv_heads == 1; /* else not listed (the cover) */
+        d->falcon_nda = m->hf_split_broadcast;
         return 0;
     }
     if (!strcmp(ty, "phimoe")) {
@@ -502,12 +508,14 @@ static int neox_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
 static int attn_fwd(ctx *c, const dims *d, int n1, saved *sv)
 {
     if (d->falcon) return alloc_step_falcon_attn_fwd(c, d, n1, sv);
+    if (d->falcon_nda) return alloc_step_falcon_nda_attn_fwd(c, d, n1, sv);
     return d->neox ? neox_attn_fwd(c, d, n1, sv) : alloc_step_attn_fwd(c, d, n1, sv);
 }
 
 static int attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg)
 {
     if (d->falcon) return alloc_step_falcon_attn_bwd(c, d, go, wg, nwg);
+    if (d->falcon_nda) return alloc_step_falcon_nda_attn_bwd(c, d, go, wg, nwg);
     return d->neox ? neox_attn_bwd(c, d, go, wg, nwg) : alloc_step_attn_bwd(c, d, go, wg, nwg);
 }
 
@@ -590,11 +598,13 @@ int alloc_step_form_layer_fwd(ctx *c, const dims *d, int x, saved *sv)
     }
     int n1 = alloc_step_norm_fwd(c, d, t, h, sv);
     if (d->norm_form == ALLOC_NORM_LN && hold_x) keep(c, sv, x);
+    /* Falcon-40B's ln_mlp runs before the attention */
+    int n2 = d->falcon_nda ? alloc_step_norm_fwd(c, d, t, h, sv) : -1;
     int o = attn_fwd(c, d, n1, sv);
     if (d->drop) o = dropout_fwd(c, d, o, sv);
     if (d->block == ALLOC_BLOCK_PARALLEL) { /* x + attn + mlp, the MLP on the same n1 or
                                              * (GPT-NeoX) on its own norm's output of x */
-        int n2 = d->norms > 1 ? alloc_step_norm_fwd(c, d, t, h, sv) : -1;
+        if (n2 < 0) n2 = d->norms > 1 ? alloc_step_norm_fwd(c, d, t, h, sv) : -1;
         int dn = mlp_fwd(c, d, sv);
         if (n2 >= 0) keep(c, sv, n2);
         int s1 = A(c, 2.0 * t * h);
@@ -606,7 +616,7 @@ int alloc_step_form_layer_fwd(ctx *c, const dims *d, int x, saved *sv)
     }
     int hs = A(c, 2.0 * t * h);
     F(c, o);
-    int n2 = alloc_step_norm_fwd(c, d, t, h, sv);
+    n2 = alloc_step_norm_fwd(c, d, t, h, sv);
     int dn = mlp_fwd(c, d, sv);
     if (d->drop) dn = dropout_fwd(c, d, dn, sv);
     keep(c, sv, n2);
@@ -639,10 +649,12 @@ int alloc_step_form_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg)
     }
     if (d->block == ALLOC_BLOCK_PARALLEL) { /* the MLP's nodes run first (made last) */
         int gm = mlp_bwd(c, d, dy, false, wg, nwg);
-        int gx2 = d->norms > 1 ? alloc_step_norm_bwd(c, d, t, h, gm) : -1;
+        /* Falcon-40B's ln_mlp, made before the attention, runs after it */
+        int gx2 = d->norms > 1 && !d->falcon_nda ? alloc_step_norm_bwd(c, d, t, h, gm) : -1;
         int go = A(c, 2.0 * t * q);
         wg[(*nwg)++] = A(c, 2.0 * h * q); /* o */
         int ga = attn_bwd(c, d, go, wg, nwg);
+        if (d->falcon_nda) gx2 = alloc_step_norm_bwd(c, d, t, h, gm);
         if (gx2 < 0) { /* the two gradients of the shared norm's output summed */
             int gn = A(c, 2.0 * t * h);
             F(c, gm);

@@ -68,6 +68,9 @@ typedef struct {
     bool neox;                          /* GPT-NeoX's fused query_key_value, norms registered first */
     bool falcon;                        /* Falcon-7B's multi_query attention under SDPA's math
                                          * backend (alloc_step_falcon.c) */
+    bool falcon_nda;                    /* Falcon-40B's new_decoder_architecture: k, v copied to
+                                         * every query head, the masked cuDNN attention, ln_attn
+                                         * and ln_mlp (alloc_step_falcon.c) */
     bool nope2, nope_l;                 /* Cohere2: the full-attention layers apply no RoPE;
                                          * this layer is one */
 } dims;
@@ -161,6 +164,8 @@ int alloc_step_phimoe_bwd(ctx *c, const dims *d, int dy, int *wgr, int *nwg);
  * output; the backward from dense's input gradient (consumed) to n1's */
 int alloc_step_falcon_attn_fwd(ctx *c, const dims *d, int n1, saved *sv);
 int alloc_step_falcon_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg);
+int alloc_step_falcon_nda_attn_fwd(ctx *c, const dims *d, int n1, saved *sv);
+int alloc_step_falcon_nda_attn_bwd(ctx *c, const dims *d, int go, int *wg, int *nwg);
 
 /* frees what a node saved, taking it off the layer's saved set (alloc_step_eager.c) */
 void alloc_step_drop_saved(ctx *c, saved *sv, int h);
@@ -214,6 +219,9 @@ int alloc_step_gptoss_layer_bwd(ctx *c, const dims *d, int dy, int *wg, int *nwg
  * form is not listed), and layer l's forward on input x by its layer code (sv NULL: under a
  * checkpoint's forward) */
 int alloc_step_dims_of(const model_spec *m, const training_spec *t, const layout *l, dims *out);
+/* Whether m's MoE layers are GLM-4.5's block (alloc_step_moe.c glm_fwd): glm4_moe's, and
+ * dots1's, whose Dots1MoE and Dots1TopkRouter are the same code (alloc_step_cover.c) */
+bool alloc_step_glm_block(const model_spec *m);
 int alloc_step_any_layer_fwd(ctx *c, const dims *d, int l, int x, saved *sv);
 
 /* Layer forms (alloc_step_forms.c): the form of m's layers (0 on success, -1 where
