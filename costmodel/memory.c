@@ -474,8 +474,7 @@ static memory_breakdown stage_memory(const model_spec *m, const system_spec *sys
         stage_totals(m, t, l, &s, fig, &f.rest, &r);
         return r;
     }
-    static const memory_breakdown zero; /* a copy: memset's rep stos cost more here (speed27) */
-    r = zero;
+    r = (memory_breakdown){0}; /* a copy: memset's rep stos cost more here (speed27) */
     r.stage = stage;
     r.capacity_bytes = sys->hbm_bytes;
 
