@@ -348,33 +348,25 @@ static void test_ernie45_moe(void **state)
     mla_run("ernie-4.5-21b-a3b", 4096, 2, false, 4, 66.332, 51.445);
 }
 
-/* replay27: dots.llm1's MoE layers are GLM-4.5's block (Dots1TopkRouter, Dots1Experts, Dots1MoE
- * are Glm4Moe's code: alloc_step_cover.c alloc_step_glm_block) behind Qwen3's attention, against
- * the held-out one-H200 runs the lead let replay27 price (bench/results/ho27_2026-11-29/
- * single.jsonl, transformers 5.17.0, grouped_mm experts): ho27-dots1-L2-s4k-b1
+/* replay27, both against held-out one-H200 runs the lead let replay27 price (bench/results/
+ * ho27_2026-11-29/single.jsonl, transformers 5.17.0), each not covered before (fidelity.py
+ * res_err -2.0 / -5.7% and -6.7 / -4.3%). dots.llm1's MoE layers are GLM-4.5's block
+ * (Dots1TopkRouter, Dots1Experts, Dots1MoE are Glm4Moe's code: alloc_step_cover.c
+ * alloc_step_glm_block) behind Qwen3's attention, grouped_mm experts: ho27-dots1-L2-s4k-b1
  * peak_reserved_bytes 86,425,731,072 B = 80.490 GiB, peak_allocated_bytes 75,355,291,136 B =
  * 70.180 GiB (replay 80.56 / 70.12); ho27-dots1-L3-s4k-b2-ckpt 140,119,113,728 B = 130.496 GiB,
- * 121,691,149,312 B = 113.334 GiB (replay 130.57 / 113.27). Before replay27 dots1 was not
- * covered (fidelity.py res_err -2.0% and -5.7%). */
-static void test_dots1(void **state)
+ * 121,691,149,312 B = 113.334 GiB (replay 130.57 / 113.27). Falcon-40B's new_decoder_architecture
+ * (ln_attn and ln_mlp of x before the attention; _split_heads' index and flatten copies bringing
+ * k and v to all 128 query heads; the masked cuDNN attention with SDPA's additive mask copy:
+ * alloc_step_falcon.c, alloc_step_forms.c): ho27-falcon40b-L4-s2k-b2 peak_reserved_bytes
+ * 71,600,963,584 B = 66.684 GiB, peak_allocated_bytes 65,081,874,432 B = 60.612 GiB (replay
+ * 64.29 / 60.55); ho27-falcon40b-L6-s4k-b1-ckpt 96,370,425,856 B = 89.752 GiB, 92,262,209,536 B
+ * = 85.926 GiB (replay 89.04 / 85.86). */
+static void test_dots1_falcon40b(void **state)
 {
     (void)state;
     mla_run("dots1", 4096, 1, false, 2, 80.490, 70.180);
     mla_run("dots1", 4096, 2, true, 3, 130.496, 113.334);
-}
-
-/* replay27: Falcon-40B's new_decoder_architecture (ln_attn and ln_mlp of x before the
- * attention; _split_heads' index and flatten copies bringing k and v to all 128 query heads; the
- * masked cuDNN attention with SDPA's additive mask copy: alloc_step_falcon.c,
- * alloc_step_forms.c) against the held-out one-H200 runs the lead let
- * replay27 price (bench/results/ho27_2026-11-29/single.jsonl, transformers 5.17.0):
- * ho27-falcon40b-L4-s2k-b2 peak_reserved_bytes 71,600,963,584 B = 66.684 GiB,
- * peak_allocated_bytes 65,081,874,432 B = 60.612 GiB (replay 64.29 / 60.55);
- * ho27-falcon40b-L6-s4k-b1-ckpt 96,370,425,856 B = 89.752 GiB, 92,262,209,536 B = 85.926 GiB
- * (replay 89.04 / 85.86). Before replay27 not covered (fidelity.py res_err -6.7% and -4.3%). */
-static void test_falcon40b(void **state)
-{
-    (void)state;
     mla_run("falcon-40b", 2048, 2, false, 4, 66.684, 60.612);
     mla_run("falcon-40b", 4096, 1, true, 6, 89.752, 85.926);
 }
@@ -789,8 +781,7 @@ int main(void)
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_qwen2_moe),
         cmocka_unit_test(test_glm4_moe),
-        cmocka_unit_test(test_dots1),
-        cmocka_unit_test(test_falcon40b),
+        cmocka_unit_test(test_dots1_falcon40b),
         cmocka_unit_test(test_ernie45_moe),
         cmocka_unit_test(test_phimoe),
         cmocka_unit_test(test_moe_saved_freed),
