@@ -53,10 +53,14 @@ layout estimate_cache_key(const layout *l)
     return k;
 }
 
-/* The bytes of a field, width bytes at offset, set in mask (0xff) or cleared (0). */
-static void field_bytes(unsigned long *mask, size_t offset, size_t width, int value)
+/* The bytes of a field, width bytes at offset, set in mask (0xff) or cleared (0). A byte loop,
+ * not memset: GCC's -Warray-bounds under -fsanitize=address took the inlined memset of a field
+ * at offset 0 for one past a zero-sized object (the CI's sanitizer build). */
+static void field_bytes(unsigned long mask[LAYOUT_WORDS], size_t offset, size_t width, int value)
 {
-    memset((unsigned char *)mask + offset, value, width);
+    unsigned char *bytes = (unsigned char *)mask;
+    for (size_t i = 0; i < width && offset + i < LAYOUT_WORDS * sizeof(unsigned long); i++)
+        bytes[offset + i] = (unsigned char)value;
 }
 
 /* estimate_cache_key's fields as masks (the cache's key_mask, key_set; dense_mask, dense_set):
