@@ -43,6 +43,7 @@
 #include "async_tp.h"
 #include "compute.h"
 #include "gather_moe.h"
+#include "hf_ernie_rope.h"
 #include "hf_experts.h"
 #include "hf_xielu.h"
 #include "mcore_expert_gemm.h"
@@ -50,7 +51,6 @@
 #include "precision.h"
 #include "softmax_rows.h"
 #include "titan_moe.h"
-
 #include "elementwise_internal.h"
 #include "hf_eager_attn.h"
 
@@ -428,7 +428,6 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
     double qk = m->mla ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
     double qw = a * qk / tp, kw = (m->mla ? a : m->kv_heads) * qk / tp;
     bool gated = m->activation == MODEL_ACT_SWIGLU;
-
     /* Norms (input_layernorm, post_attention_layernorm; Qwen3's per-head q/k norms; Gemma 2/3
      * also pre_feedforward_layernorm and post_feedforward_layernorm, Gemma3DecoderLayer /
      * Gemma2DecoderLayer in transformers 5.17.0: four per layer, each GemmaRMSNorm). */
@@ -457,6 +456,8 @@ void elementwise_layer(const model_spec *m, const layout *l, double tokens, bool
         native_rope(f, b, rt, qw, true);
         native_rope(f, b, rt, kw, false);
         repeat_kv(f, b, tokens, qw, kw, qk, 1.0, true);
+    } else if (!m->learned_positions && hf_ernie_rope(m, l)) { /* fp32 (hf_ernie_rope.h) */
+        hf_ernie_rope_kernels(tokens * model_rope_layer_share(m), qw, kw, qk, out);
     } else if (!m->learned_positions) {
         double rt = tokens * model_rope_layer_share(m);
         rope(f, b, rt, qw, qk, true, true); /* Falcon: k at every head (hf_split_heads.h) */
@@ -753,7 +754,6 @@ long ew_operand_elems(const ew_access *a, int k)
 }
 
 double ew_elements(const ew_access *a) { return (double)a->n[0] * a->n[1] * a->n[2]; }
-
 const char *ew_pattern_name(ew_pattern p)
 {
     static const char *const names[EW_PATTERN_COUNT] = {
